@@ -1,0 +1,39 @@
+# Finds the Debian-packaged dependencies (see ../shared/docs/STACK.md for the pitfalls) and, optionally, CUDA.
+
+find_package(Threads REQUIRED)
+find_package(OpenMP REQUIRED)
+find_package(dnnl CONFIG REQUIRED)  # needs ocl-icd-opencl-dev on Debian
+
+# Debian's small OpenCV packages ship no CMake config: find headers and libraries directly.
+find_path(OPENCV_INCLUDE_DIR opencv2/core.hpp PATH_SUFFIXES opencv4 REQUIRED)
+foreach(component core imgproc imgcodecs)
+  find_library(OPENCV_${component}_LIBRARY opencv_${component} REQUIRED)
+  add_library(OpenCV::${component} UNKNOWN IMPORTED)
+  set_target_properties(OpenCV::${component} PROPERTIES
+    IMPORTED_LOCATION ${OPENCV_${component}_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${OPENCV_INCLUDE_DIR})
+endforeach()
+
+find_package(SQLite3 REQUIRED)
+
+# CUDA: on when nvcc is found through PATH, CUDACXX or the usual toolkit location.
+set(AMPWB_HAVE_CUDA OFF)
+if(AMPWB_ENABLE_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)  # "native" fails on machines without a GPU
+    endif()
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 dialect for nvcc
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(AMPWB_HAVE_CUDA ON)
+  else()
+    message(STATUS "nvcc not found: building without the CUDA backend")
+  endif()
+endif()

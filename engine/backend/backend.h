@@ -1,0 +1,69 @@
+// The backend interface: every op the layers run, for one device. Tensors carry no backend state; a backend keeps
+// its own (primitive caches, streams). Dimension letters: N batch, C input channels, H W input height and width,
+// K output channels, R S kernel height and width, P Q output height and width, I O linear input and output features.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace ampwb {
+
+enum class Op { Conv2d, BatchNorm, Relu, MaxPool, GlobalAvgPool, Linear, Add, Convert, SoftmaxCrossEntropy,
+                SgdUpdate, AdamUpdate, Count };
+const char* op_name(Op op);
+
+struct ConvParams { int stride = 1, padding = 0; };
+struct PoolParams { int kernel = 3, stride = 2, padding = 1; };
+struct SgdParams { float lr, momentum, weight_decay; bool nesterov, first_step; };
+struct AdamParams { float lr, beta1, beta2, eps, weight_decay; bool decoupled_weight_decay; int64_t step; };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string description() const = 0;  // e.g. "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads)"
+  virtual bool supports(Op op, DType dtype) const = 0;
+
+  // x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q)
+  virtual void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) = 0;
+  virtual void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) = 0;
+  virtual void conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) = 0;
+  // x, y (N,C,H,W); gamma, beta, running stats and the batch mean / biased variance (C) are FP32.
+  virtual void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                          Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                          Tensor& running_var, float momentum, float eps) = 0;
+  virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                           const Tensor& running_mean, const Tensor& running_var, float eps) = 0;
+  virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
+                                  const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
+                                  float eps) = 0;
+  virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
+  virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;  // uses the output y
+  // workspace: backend-defined record of the argmax, made by forward for backward.
+  virtual void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) = 0;
+  virtual void maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) = 0;
+  virtual void global_avgpool_forward(const Tensor& x, Tensor& y) = 0;    // (N,C,H,W) -> (N,C)
+  virtual void global_avgpool_backward(const Tensor& dy, Tensor& dx) = 0;  // (N,C) -> (N,C,H,W)
+  // x (N,I), w (O,I), b (O), y (N,O); dx may be undefined (not needed)
+  virtual void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  virtual void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
+                               Tensor& db) = 0;
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;  // same shape; layouts may differ
+  virtual void convert(const Tensor& src, Tensor& dst) = 0;  // any dtype, layout or device to another
+  // logits (N,K) FP32, labels (N) I32 -> mean loss; dlogits = d(mean loss)/d(logits)
+  virtual float softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                                      Tensor& dlogits) = 0;
+  virtual void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) = 0;
+  virtual void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) = 0;
+};
+
+struct BackendOptions {
+  int threads = 0;  // CPU worker threads; 0 = all cores
+};
+
+// "cpu", "cuda", "cuda:N", or "auto" (a CUDA GPU when one is usable, else the CPU).
+std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options = {});
+
+}  // namespace ampwb

@@ -1,0 +1,55 @@
+// The CPU backend: convolution, batch norm, max pooling, inner product and conversions through oneDNN 2.6
+// primitives cached by shape, dtype and layout; the memory-bound elementwise ops as OpenMP loops.
+#pragma once
+
+#include <memory>
+
+#include "backend/backend.h"
+
+namespace ampwb {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const BackendOptions& options = {});
+  ~CpuBackend() override;
+
+  Device device() const override { return Device::cpu(); }
+  std::string description() const override;
+  bool supports(Op op, DType dtype) const override;
+
+  void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override;
+  void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override;
+  void conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) override;
+  void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                  Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                  Tensor& running_var, float momentum, float eps) override;
+  void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                   const Tensor& running_mean, const Tensor& running_var, float eps) override;
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
+                          const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) override;
+  void relu_forward(const Tensor& x, Tensor& y) override;
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) override;
+  void maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) override;
+  void global_avgpool_forward(const Tensor& x, Tensor& y) override;
+  void global_avgpool_backward(const Tensor& dy, Tensor& dx) override;
+  void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
+  void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
+                       Tensor& db) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void convert(const Tensor& src, Tensor& dst) override;
+  float softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                              Tensor& dlogits) override;
+  void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) override;
+  void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) override;
+
+  // The instruction set oneDNN dispatches to, e.g. "avx512_core_bf16" or "avx512_core_amx".
+  std::string isa() const;
+
+ private:
+  struct Impl;  // oneDNN engine, stream and primitive caches
+  std::unique_ptr<Impl> impl_;
+  int threads_ = 1;
+};
+
+}  // namespace ampwb

@@ -1,0 +1,45 @@
+// Element types, memory layouts and devices of tensors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ampwb {
+
+enum class DType : uint8_t { F32, F16, BF16, I32, U8 };
+
+constexpr size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::BF16: return 2;
+    case DType::I32: return 4;
+    case DType::U8: return 1;
+  }
+  return 0;
+}
+const char* dtype_name(DType t);  // "f32", "f16", "bf16", "i32", "u8"
+std::optional<DType> parse_dtype(std::string_view name);
+constexpr bool is_floating(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// Memory order of 4-D tensors. Shapes are always logical (N, C, H, W); the layout says how they are stored.
+// Tensors of other ranks are row-major and ignore it.
+enum class Layout : uint8_t { NCHW, NHWC };
+const char* layout_name(Layout l);
+
+struct Device {
+  enum class Kind : uint8_t { CPU, CUDA };
+  Kind kind = Kind::CPU;
+  int index = 0;
+
+  static Device cpu() { return {}; }
+  static Device cuda(int index = 0) { return {Kind::CUDA, index}; }
+  bool is_cpu() const { return kind == Kind::CPU; }
+  bool operator==(const Device&) const = default;
+  std::string str() const;  // "cpu", "cuda:0"
+};
+
+}  // namespace ampwb

@@ -1,0 +1,205 @@
+// ResNet blocks and the model builder.
+#include "models/resnet.h"
+
+#include <sstream>
+
+#include "core/error.h"
+#include "nn/activation.h"
+#include "nn/batchnorm2d.h"
+#include "nn/conv2d.h"
+#include "nn/linear.h"
+
+namespace ampwb {
+
+const char* stem_name(Stem stem) {
+  switch (stem) {
+    case Stem::Auto: return "auto";
+    case Stem::ImageNet: return "imagenet";
+    case Stem::Small: return "small";
+  }
+  return "?";
+}
+
+namespace {
+
+// The shortcut of a residual block: identity, or a 1x1 projection with batch norm where the shape changes.
+struct Shortcut {
+  std::unique_ptr<Conv2d> conv;
+  std::unique_ptr<BatchNorm2d> bn;
+
+  Shortcut(Backend& backend, const std::string& name, int in, int out, int stride, Rng& rng) {
+    if (stride == 1 && in == out) return;
+    conv = std::make_unique<Conv2d>(backend, name + ".downsample.0", in, out, 1, stride, 0, rng);
+    bn = std::make_unique<BatchNorm2d>(backend, name + ".downsample.1", out);
+  }
+  Tensor forward(const Tensor& x, Mode mode) { return conv ? bn->forward(conv->forward(x, mode), mode) : x; }
+  Tensor backward(const Tensor& dy) { return conv ? conv->backward(bn->backward(dy)) : dy; }
+  void collect(std::vector<Parameter*>& p, std::vector<Buffer*>* b) {
+    if (!conv) return;
+    conv->collect_parameters(p);
+    bn->collect_parameters(p);
+    if (b) bn->collect_buffers(*b);
+  }
+};
+
+// out = relu(main(x) + shortcut(x)); main is conv-bn-relu repeated, the last without its relu.
+class ResidualBlock : public Layer {
+ public:
+  ResidualBlock(Backend& backend, const std::string& name, int in, int out, int stride, Rng& rng)
+      : Layer(backend), main_(backend), shortcut_(backend, name, in, out, stride, rng), relu_(backend) {}
+
+  Tensor forward(const Tensor& x, Mode mode) override {
+    Tensor sum = sum_of_branches(x, mode);
+    return relu_.forward(sum, mode);
+  }
+  Tensor backward(const Tensor& dy) override {
+    Tensor d = relu_.backward(dy);
+    Tensor dx_main = main_.backward(d);
+    Tensor dx_short = shortcut_.backward(d);
+    Tensor dx = empty_like(dx_main);
+    backend_.add(dx_main, dx_short, dx);
+    return dx;
+  }
+  void collect_parameters(std::vector<Parameter*>& out) override {
+    main_.collect_parameters(out);
+    shortcut_.collect(out, nullptr);
+  }
+  void collect_buffers(std::vector<Buffer*>& out) override {
+    main_.collect_buffers(out);
+    std::vector<Parameter*> unused;
+    shortcut_.collect(unused, &out);
+  }
+
+ protected:
+  void add_conv_bn(Backend& backend, const std::string& name, int index, int in, int out, int kernel, int stride,
+                   Rng& rng, bool relu) {
+    const std::string n = std::to_string(index);
+    main_.add(std::make_unique<Conv2d>(backend, name + ".conv" + n, in, out, kernel, stride, kernel / 2, rng));
+    main_.add(std::make_unique<BatchNorm2d>(backend, name + ".bn" + n, out));
+    if (relu) main_.add(std::make_unique<ReLU>(backend));
+  }
+
+ private:
+  Tensor sum_of_branches(const Tensor& x, Mode mode) {
+    Tensor main = main_.forward(x, mode);
+    Tensor shortcut = shortcut_.forward(x, mode);
+    Tensor sum = empty_like(main);
+    backend_.add(main, shortcut, sum);
+    return sum;
+  }
+
+  Sequential main_;
+  Shortcut shortcut_;
+  ReLU relu_;
+};
+
+class BasicBlock : public ResidualBlock {
+ public:
+  BasicBlock(Backend& backend, const std::string& name, int in, int planes, int stride, Rng& rng)
+      : ResidualBlock(backend, name, in, planes, stride, rng) {
+    add_conv_bn(backend, name, 1, in, planes, 3, stride, rng, true);
+    add_conv_bn(backend, name, 2, planes, planes, 3, 1, rng, false);
+  }
+  static constexpr int kExpansion = 1;
+};
+
+class Bottleneck : public ResidualBlock {
+ public:
+  Bottleneck(Backend& backend, const std::string& name, int in, int planes, int stride, Rng& rng)
+      : ResidualBlock(backend, name, in, planes * kExpansion, stride, rng) {
+    add_conv_bn(backend, name, 1, in, planes, 1, 1, rng, true);
+    add_conv_bn(backend, name, 2, planes, planes, 3, stride, rng, true);  // v1.5: stride here
+    add_conv_bn(backend, name, 3, planes, planes * kExpansion, 1, 1, rng, false);
+  }
+  static constexpr int kExpansion = 4;
+};
+
+struct Architecture {
+  bool bottleneck;
+  std::vector<int> blocks;  // per stage
+  std::vector<int> widths;
+};
+
+Architecture architecture(int depth) {
+  switch (depth) {
+    case 18: return {false, {2, 2, 2, 2}, {64, 128, 256, 512}};
+    case 34: return {false, {3, 4, 6, 3}, {64, 128, 256, 512}};
+    case 50: return {true, {3, 4, 6, 3}, {64, 128, 256, 512}};
+    case 101: return {true, {3, 4, 23, 3}, {64, 128, 256, 512}};
+    case 152: return {true, {3, 8, 36, 3}, {64, 128, 256, 512}};
+    default: break;
+  }
+  AMPWB_CHECK(is_cifar_depth(depth), "unsupported ResNet depth " << depth
+                                         << " (expected 18, 34, 50, 101, 152 or the CIFAR 20, 32, 44, 56, 110)");
+  const int n = (depth - 2) / 6;
+  return {false, {n, n, n}, {16, 32, 64}};
+}
+
+}  // namespace
+
+std::vector<int> supported_depths() { return {18, 34, 50, 101, 152, 20, 32, 44, 56, 110}; }
+
+bool is_cifar_depth(int depth) {
+  return depth == 20 || depth == 32 || depth == 44 || depth == 56 || depth == 110;
+}
+
+Stem resolved_stem(const ResNetConfig& config) {
+  if (is_cifar_depth(config.depth)) return Stem::Small;
+  if (config.stem != Stem::Auto) return config.stem;
+  return config.image_size < 64 ? Stem::Small : Stem::ImageNet;
+}
+
+ResNet::ResNet(Backend& backend, const ResNetConfig& config, Rng& rng)
+    : Layer(backend), config_(config), body_(backend) {
+  AMPWB_CHECK(config.num_classes >= 1, "a model needs at least one class");
+  const Architecture arch = architecture(config.depth);
+  const int stem_width = arch.widths.front();
+  auto& stem_conv = static_cast<Conv2d&>(
+      resolved_stem(config) == Stem::ImageNet
+          ? body_.add(std::make_unique<Conv2d>(backend, "conv1", config.in_channels, stem_width, 7, 2, 3, rng))
+          : body_.add(std::make_unique<Conv2d>(backend, "conv1", config.in_channels, stem_width, 3, 1, 1, rng)));
+  stem_conv.set_input_needs_grad(false);
+  body_.add(std::make_unique<BatchNorm2d>(backend, "bn1", stem_width));
+  body_.add(std::make_unique<ReLU>(backend));
+  if (resolved_stem(config) == Stem::ImageNet && !is_cifar_depth(config.depth))
+    body_.add(std::make_unique<MaxPool2d>(backend, PoolParams{3, 2, 1}));
+
+  int channels = stem_width;
+  for (size_t stage = 0; stage < arch.blocks.size(); ++stage) {
+    for (int b = 0; b < arch.blocks[stage]; ++b) {
+      const int stride = (stage > 0 && b == 0) ? 2 : 1;
+      const std::string name = "layer" + std::to_string(stage + 1) + "." + std::to_string(b);
+      if (arch.bottleneck) {
+        body_.add(std::make_unique<Bottleneck>(backend, name, channels, arch.widths[stage], stride, rng));
+        channels = arch.widths[stage] * Bottleneck::kExpansion;
+      } else {
+        body_.add(std::make_unique<BasicBlock>(backend, name, channels, arch.widths[stage], stride, rng));
+        channels = arch.widths[stage];
+      }
+    }
+  }
+  body_.add(std::make_unique<GlobalAvgPool>(backend));
+  body_.add(std::make_unique<Linear>(backend, "fc", channels, config.num_classes, rng));
+  for (Parameter* p : parameters()) parameter_count_ += p->value.numel();
+}
+
+Tensor ResNet::forward(const Tensor& x, Mode mode) { return body_.forward(x, mode); }
+Tensor ResNet::backward(const Tensor& dlogits) { return body_.backward(dlogits); }
+
+std::vector<Parameter*> ResNet::parameters() {
+  std::vector<Parameter*> out;
+  collect_parameters(out);
+  return out;
+}
+
+int64_t ResNet::parameter_count() { return parameter_count_; }
+
+std::string ResNet::summary() const {
+  std::ostringstream out;
+  out.precision(3);
+  out << "ResNet-" << config_.depth << " (" << stem_name(resolved_stem(config_)) << " stem, "
+      << config_.num_classes << " classes), " << parameter_count_ / 1e6 << " M parameters";
+  return out.str();
+}
+
+}  // namespace ampwb

@@ -1,0 +1,56 @@
+// Forward and backward of the layers without parameters.
+#include "nn/activation.h"
+
+namespace ampwb {
+
+Tensor ReLU::forward(const Tensor& x, Mode mode) {
+  Tensor y = empty_like(x);
+  backend_.relu_forward(x, y);
+  output_ = mode == Mode::Train ? y : Tensor();
+  return y;
+}
+
+Tensor ReLU::backward(const Tensor& dy) {
+  Tensor dx = empty_like(dy);
+  backend_.relu_backward(output_, dy, dx);
+  output_ = Tensor();
+  return dx;
+}
+
+Tensor MaxPool2d::forward(const Tensor& x, Mode mode) {
+  const int64_t P = (x.h() + 2 * params_.padding - params_.kernel) / params_.stride + 1;
+  const int64_t Q = (x.w() + 2 * params_.padding - params_.kernel) / params_.stride + 1;
+  Tensor y = Tensor::empty({x.n(), x.c(), P, Q}, x.dtype(), x.layout(), x.device());
+  Tensor workspace;
+  backend_.maxpool_forward(x, y, workspace, params_);
+  if (mode == Mode::Train) {
+    workspace_ = workspace;
+    input_like_ = x;
+  }
+  return y;
+}
+
+Tensor MaxPool2d::backward(const Tensor& dy) {
+  Tensor dx = empty_like(input_like_);
+  backend_.maxpool_backward(dy, workspace_, dx, params_);
+  workspace_ = Tensor();
+  input_like_ = Tensor();
+  return dx;
+}
+
+Tensor GlobalAvgPool::forward(const Tensor& x, Mode /*mode*/) {
+  input_shape_ = x.shape();
+  input_dtype_ = x.dtype();
+  input_layout_ = x.layout();
+  Tensor y = Tensor::empty({x.n(), x.c()}, x.dtype(), Layout::NCHW, x.device());
+  backend_.global_avgpool_forward(x, y);
+  return y;
+}
+
+Tensor GlobalAvgPool::backward(const Tensor& dy) {
+  Tensor dx = Tensor::empty(input_shape_, input_dtype_, input_layout_, dy.device());
+  backend_.global_avgpool_backward(dy, dx);
+  return dx;
+}
+
+}  // namespace ampwb

@@ -1,0 +1,42 @@
+// ReLU, residual add, max pooling and global average pooling: the layers without parameters.
+#pragma once
+
+#include "nn/layer.h"
+
+namespace ampwb {
+
+class ReLU : public Layer {
+ public:
+  using Layer::Layer;
+  Tensor forward(const Tensor& x, Mode mode) override;
+  Tensor backward(const Tensor& dy) override;
+
+ private:
+  Tensor output_;  // (N,C,H,W): the gradient passes where the output is positive
+};
+
+class MaxPool2d : public Layer {
+ public:
+  MaxPool2d(Backend& backend, PoolParams params) : Layer(backend), params_(params) {}
+  Tensor forward(const Tensor& x, Mode mode) override;
+  Tensor backward(const Tensor& dy) override;
+
+ private:
+  PoolParams params_;
+  Tensor input_like_;  // an (N,C,H,W) tensor of the input's shape for the gradient; no data needed
+  Tensor workspace_;   // backend-defined argmax record
+};
+
+class GlobalAvgPool : public Layer {
+ public:
+  using Layer::Layer;
+  Tensor forward(const Tensor& x, Mode mode) override;  // (N,C,H,W) -> (N,C)
+  Tensor backward(const Tensor& dy) override;
+
+ private:
+  Shape input_shape_;
+  DType input_dtype_ = DType::F32;
+  Layout input_layout_ = Layout::NCHW;
+};
+
+}  // namespace ampwb

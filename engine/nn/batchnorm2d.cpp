@@ -1,0 +1,57 @@
+// BatchNorm2d forward and backward.
+#include "nn/batchnorm2d.h"
+
+#include <algorithm>
+
+namespace ampwb {
+namespace {
+Tensor filled(int channels, float value) {
+  Tensor t = Tensor::empty({channels}, DType::F32);
+  std::fill_n(t.data_as<float>(), channels, value);
+  return t;
+}
+}  // namespace
+
+BatchNorm2d::BatchNorm2d(Backend& backend, const std::string& name, int channels, float momentum, float eps)
+    : Layer(backend), momentum_(momentum), eps_(eps) {
+  gamma_ = {name + ".weight", filled(channels, 1.0f), filled(channels, 0.0f)};
+  beta_ = {name + ".bias", filled(channels, 0.0f), filled(channels, 0.0f)};
+  running_mean_ = {name + ".running_mean", filled(channels, 0.0f)};
+  running_var_ = {name + ".running_var", filled(channels, 1.0f)};
+}
+
+Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
+  Tensor y = empty_like(x);
+  if (mode == Mode::Eval) {
+    backend_.batchnorm_forward_inference(x, gamma_.value, beta_.value, y, running_mean_.value, running_var_.value,
+                                         eps_);
+    return y;
+  }
+  const int64_t C = x.c();
+  batch_mean_ = Tensor::empty({C}, DType::F32);
+  batch_var_ = Tensor::empty({C}, DType::F32);
+  backend_.batchnorm_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_,
+                                      running_mean_.value, running_var_.value, momentum_, eps_);
+  input_ = x;
+  return y;
+}
+
+Tensor BatchNorm2d::backward(const Tensor& dy) {
+  Tensor dx = empty_like(input_);
+  backend_.batchnorm_backward(input_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad, beta_.grad,
+                              eps_);
+  input_ = Tensor();
+  return dx;
+}
+
+void BatchNorm2d::collect_parameters(std::vector<Parameter*>& out) {
+  out.push_back(&gamma_);
+  out.push_back(&beta_);
+}
+
+void BatchNorm2d::collect_buffers(std::vector<Buffer*>& out) {
+  out.push_back(&running_mean_);
+  out.push_back(&running_var_);
+}
+
+}  // namespace ampwb

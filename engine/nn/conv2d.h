@@ -1,0 +1,31 @@
+// Conv2d without bias (every ResNet convolution is followed by batch norm).
+#pragma once
+
+#include "core/rng.h"
+#include "nn/layer.h"
+
+namespace ampwb {
+
+class Conv2d : public Layer {
+ public:
+  // Weights initialised as torchvision does: Kaiming normal, fan_out, ReLU gain.
+  Conv2d(Backend& backend, const std::string& name, int in_channels, int out_channels, int kernel, int stride,
+         int padding, Rng& rng);
+
+  Tensor forward(const Tensor& x, Mode mode) override;   // x (N,C,H,W) -> (N,K,P,Q)
+  Tensor backward(const Tensor& dy) override;            // undefined if the input needs no gradient
+  void collect_parameters(std::vector<Parameter*>& out) override { out.push_back(&weight_); }
+
+  // The first layer's input is data: its gradient is never needed, so skip that convolution.
+  void set_input_needs_grad(bool needed) { input_needs_grad_ = needed; }
+  Parameter& weight() { return weight_; }
+  ConvParams params() const { return params_; }
+
+ private:
+  Parameter weight_;  // (K,C,R,S)
+  ConvParams params_;
+  bool input_needs_grad_ = true;
+  Tensor input_;      // (N,C,H,W), kept for the weight gradient
+};
+
+}  // namespace ampwb

@@ -1,0 +1,29 @@
+// Softmax cross-entropy (optional label smoothing) and top-k accuracy: computed in FP32 from the logits.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace ampwb {
+
+class SoftmaxCrossEntropy {
+ public:
+  SoftmaxCrossEntropy(Backend& backend, float label_smoothing = 0.0f)
+      : backend_(backend), label_smoothing_(label_smoothing) {}
+
+  // logits (N,K), labels (N) I32 -> mean loss over the batch
+  float forward(const Tensor& logits, const Tensor& labels);
+  Tensor backward() const { return dlogits_; }  // (N,K): d(mean loss)/d(logits)
+
+ private:
+  Backend& backend_;
+  float label_smoothing_;
+  Tensor dlogits_;
+};
+
+// Samples whose label is among the k largest logits (ties count against the sample). logits (N,K) F32 on the CPU.
+int64_t count_topk_correct(const Tensor& logits, const Tensor& labels, int k);
+
+}  // namespace ampwb

@@ -1,0 +1,42 @@
+// SGD and Adam/AdamW steps.
+#include "optim/optimizer.h"
+
+#include "core/error.h"
+
+namespace ampwb {
+
+Tensor& Optimizer::state_for(const std::string& key, const Tensor& like) {
+  auto it = state_.find(key);
+  if (it == state_.end()) it = state_.emplace(key, Tensor::zeros(like.shape(), DType::F32)).first;
+  return it->second;
+}
+
+void Sgd::step(const std::vector<Parameter*>& params, float lr) {
+  const bool first = steps_ == 0;
+  for (Parameter* p : params) {
+    Tensor none;
+    Tensor& buffer = config_.momentum != 0.0f ? state_for(p->name + ".momentum_buffer", p->value) : none;
+    backend_.sgd_update(p->value, p->grad, buffer,
+                        {lr, config_.momentum, config_.weight_decay, config_.nesterov, first});
+  }
+  ++steps_;
+}
+
+void Adam::step(const std::vector<Parameter*>& params, float lr) {
+  ++steps_;
+  const bool decoupled = config_.kind == "adamw";
+  for (Parameter* p : params) {
+    Tensor& m = state_for(p->name + ".exp_avg", p->value);
+    Tensor& v = state_for(p->name + ".exp_avg_sq", p->value);
+    backend_.adam_update(p->value, p->grad, m, v,
+                         {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, steps_});
+  }
+}
+
+std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& config) {
+  if (config.kind == "sgd") return std::make_unique<Sgd>(backend, config);
+  if (config.kind == "adam" || config.kind == "adamw") return std::make_unique<Adam>(backend, config);
+  throw Error("unknown optimizer '" + config.kind + "' (expected sgd, adam or adamw)");
+}
+
+}  // namespace ampwb

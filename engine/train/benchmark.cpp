@@ -1,0 +1,54 @@
+// The synthetic training benchmark.
+#include "train/benchmark.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "train/trainer.h"
+
+namespace ampwb {
+
+BenchResult run_benchmark(const BenchConfig& config) {
+  AMPWB_CHECK(config.precision == "fp32",
+              "precision '" << config.precision << "' is not available yet (this build trains in fp32)");
+  AMPWB_CHECK(config.steps >= 1 && config.warmup >= 0, "--steps must be at least 1");
+  AMPWB_CHECK(config.batch_size >= 2, "--batch-size must be at least 2");
+  auto backend = make_backend(config.device, {config.threads});
+  Rng rng(config.seed);
+  ResNet model(*backend, {config.depth, config.num_classes, 3, config.image_size, config.stem}, rng);
+  auto optimizer = make_optimizer(*backend, {"sgd", 0.9f});
+  SoftmaxCrossEntropy loss(*backend);
+
+  const int64_t B = config.batch_size, S = config.image_size;
+  std::vector<float> pixels(static_cast<size_t>(B * 3 * S * S));
+  for (float& v : pixels) v = static_cast<float>(rng.normal());
+  Tensor images = tensor_from_floats(pixels, {B, 3, S, S}, DType::F32, Layout::NHWC);
+  Tensor labels = Tensor::empty({B}, DType::I32);
+  for (int64_t i = 0; i < B; ++i) labels.data_as<int32_t>()[i] = static_cast<int32_t>(rng.below(config.num_classes));
+
+  BenchResult result;
+  result.backend_description = backend->description();
+  result.model_summary = model.summary();
+  for (int i = 0; i < config.warmup; ++i) train_step(model, loss, *optimizer, images, labels, 0.01f);
+  allocator_for(Device::cpu()).reset_peak();
+  for (int i = 0; i < config.steps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    train_step(model, loss, *optimizer, images, labels, 0.01f);
+    result.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::vector<double> sorted = result.step_ms;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  result.step_ms_median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  result.images_per_second = B / (result.step_ms_median / 1000.0);
+  result.peak_bytes = allocator_for(Device::cpu()).stats().peak_live_bytes;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  result.max_rss_bytes = static_cast<size_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
+  return result;
+}
+
+}  // namespace ampwb

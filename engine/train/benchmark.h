@@ -1,0 +1,36 @@
+// A training-throughput benchmark on synthetic data: warm-up steps, then timed steps; the median step time.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "models/resnet.h"
+
+namespace ampwb {
+
+struct BenchConfig {
+  int depth = 18;
+  int image_size = 224;
+  int batch_size = 16;
+  int num_classes = 1000;
+  std::string precision = "fp32";
+  int steps = 20;
+  int warmup = 3;
+  std::string device = "cpu";
+  int threads = 0;
+  uint64_t seed = 0;
+  Stem stem = Stem::Auto;
+};
+
+struct BenchResult {
+  std::string backend_description, model_summary;
+  std::vector<double> step_ms;  // every timed step
+  double step_ms_median = 0, images_per_second = 0;
+  size_t peak_bytes = 0;     // tensor bytes held at once during the timed steps (weights and state included)
+  size_t max_rss_bytes = 0;  // the process's maximum resident set
+};
+
+BenchResult run_benchmark(const BenchConfig& config);
+
+}  // namespace ampwb
