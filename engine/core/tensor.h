@@ -11,6 +11,7 @@
 
 #include "core/allocator.h"
 #include "core/dtype.h"
+#include "core/error.h"
 
 namespace ampwb {
 

@@ -1,0 +1,202 @@
+// Finite-difference gradient checks of every layer and of a whole tiny ResNet, run through the CPU backend in FP32.
+// The derivative of a scalar loss along random directions (input and every parameter at once) is compared with
+// the one backward() gives.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "backend/cpu/cpu_backend.h"
+#include "models/resnet.h"
+#include "nn/activation.h"
+#include "nn/batchnorm2d.h"
+#include "nn/conv2d.h"
+#include "nn/linear.h"
+#include "nn/loss.h"
+#include "op_test_util.h"
+
+namespace ampwb {
+namespace {
+using testing::random_tensor;
+
+CpuBackend& backend() {
+  static CpuBackend b({2});
+  return b;
+}
+
+double dot(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = to_float_vector(a), y = to_float_vector(b);
+  double s = 0;
+  for (size_t i = 0; i < x.size(); ++i) s += static_cast<double>(x[i]) * y[i];
+  return s;
+}
+
+// t += step * direction, elementwise (same shape and layout).
+void axpy(Tensor& t, double step, const Tensor& direction) {
+  float* p = t.data_as<float>();
+  const float* d = direction.data_as<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] += static_cast<float>(step * d[i]);
+}
+
+// Compares the analytic directional derivative of loss() with a central difference, for `directions` random
+// directions over the input (when it has a gradient) and every parameter.
+void check_directional_derivatives(Layer& layer, Tensor x, bool input_has_grad, double h, double tolerance,
+                                   int directions = 3) {
+  Rng rng(99);
+  std::vector<Parameter*> params;
+  layer.collect_parameters(params);
+  const Tensor y = layer.forward(x, Mode::Train);
+  const Tensor r = random_tensor(y.shape(), rng, y.layout());
+  auto loss = [&] { return dot(r, layer.forward(x, Mode::Train)); };
+  layer.forward(x, Mode::Train);
+  const Tensor dx = layer.backward(r);
+  ASSERT_EQ(dx.defined(), input_has_grad);
+  for (int d = 0; d < directions; ++d) {
+    const Tensor vx = random_tensor(x.shape(), rng, x.layout());
+    std::vector<Tensor> vp;
+    double analytic = input_has_grad ? dot(dx, vx) : 0.0;
+    for (Parameter* p : params) {
+      vp.push_back(random_tensor(p->value.shape(), rng));
+      analytic += dot(p->grad, vp.back());
+    }
+    auto move = [&](double step) {
+      if (input_has_grad) axpy(x, step, vx);
+      for (size_t i = 0; i < params.size(); ++i) axpy(params[i]->value, step, vp[i]);
+    };
+    move(h);
+    const double up = loss();
+    move(-2 * h);
+    const double down = loss();
+    move(h);
+    const double numeric = (up - down) / (2 * h);
+    EXPECT_NEAR(numeric, analytic, tolerance * std::max(1.0, std::fabs(analytic)))
+        << "direction " << d << ": numeric " << numeric << " analytic " << analytic;
+  }
+}
+
+TEST(LayerGradients, Conv2d) {
+  Rng rng(1);
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    Conv2d conv(backend(), "conv", 3, 5, 3, 2, 1, rng);
+    check_directional_derivatives(conv, random_tensor({2, 3, 7, 6}, rng, layout), true, 1e-2, 2e-3);
+  }
+  Conv2d stem(backend(), "stem", 3, 4, 7, 2, 3, rng);
+  stem.set_input_needs_grad(false);
+  check_directional_derivatives(stem, random_tensor({2, 3, 9, 9}, rng, Layout::NHWC), false, 1e-2, 2e-3);
+}
+
+TEST(LayerGradients, BatchNorm2d) {
+  Rng rng(2);
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    BatchNorm2d bn(backend(), "bn", 6);
+    check_directional_derivatives(bn, random_tensor({3, 6, 4, 5}, rng, layout, 3.0), true, 1e-2, 5e-3);
+  }
+}
+
+TEST(LayerGradients, Relu) {
+  Rng rng(3);
+  ReLU relu(backend());
+  // Inputs at least 0.05 from the kink at 0, so the finite difference never straddles it.
+  Tensor x = random_tensor({2, 4, 5, 5}, rng, Layout::NHWC);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    float& v = x.data_as<float>()[i];
+    v = v >= 0 ? v + 0.05f : v - 0.05f;
+  }
+  check_directional_derivatives(relu, x, true, 1e-3, 1e-3);
+}
+
+TEST(LayerGradients, MaxPool2d) {
+  Rng rng(3);
+  MaxPool2d pool(backend(), {3, 2, 1});
+  check_directional_derivatives(pool, random_tensor({2, 3, 9, 9}, rng, Layout::NHWC), true, 1e-3, 1e-2);
+}
+
+TEST(LayerGradients, GlobalAvgPool) {
+  Rng rng(3);
+  GlobalAvgPool gap(backend());
+  check_directional_derivatives(gap, random_tensor({2, 7, 3, 5}, rng, Layout::NHWC), true, 1e-2, 2e-3);
+}
+
+TEST(LayerGradients, Linear) {
+  Rng rng(4);
+  Linear fc(backend(), "fc", 9, 4, rng);
+  check_directional_derivatives(fc, random_tensor({5, 9}, rng), true, 1e-2, 2e-3);
+}
+
+TEST(LayerGradients, SoftmaxCrossEntropy) {
+  Rng rng(5);
+  Tensor logits = random_tensor({6, 4}, rng, Layout::NCHW, 2.0), labels = Tensor::empty({6}, DType::I32);
+  for (int i = 0; i < 6; ++i) labels.data_as<int32_t>()[i] = i % 4;
+  SoftmaxCrossEntropy loss(backend(), 0.1f);
+  loss.forward(logits, labels);
+  const Tensor grad = loss.backward().clone();
+  const Tensor v = random_tensor(logits.shape(), rng);
+  const double h = 1e-2;
+  axpy(logits, h, v);
+  const double up = loss.forward(logits, labels);
+  axpy(logits, -2 * h, v);
+  const double down = loss.forward(logits, labels);
+  EXPECT_NEAR((up - down) / (2 * h), dot(grad, v), 2e-3 * std::max(1.0, std::fabs(dot(grad, v))));
+}
+
+// A whole tiny ResNet: the loss's derivative along the gradient direction, and single weights of the stem, a
+// middle convolution, a batch norm and the classifier.
+void check_resnet_gradients(const ResNetConfig& config, int64_t batch) {
+  Rng rng(6);
+  ResNet model(backend(), config, rng);
+  SoftmaxCrossEntropy loss(backend());
+  const Tensor x = random_tensor({batch, 3, config.image_size, config.image_size}, rng, Layout::NHWC);
+  Tensor labels = Tensor::empty({batch}, DType::I32);
+  for (int64_t i = 0; i < batch; ++i) labels.data_as<int32_t>()[i] = static_cast<int32_t>(i % config.num_classes);
+  auto loss_value = [&] { return static_cast<double>(loss.forward(model.forward(x, Mode::Train), labels)); };
+  loss_value();
+  model.backward(loss.backward());
+  std::vector<Parameter*> params = model.parameters();
+  std::vector<Tensor> grads;
+  double norm2 = 0;
+  for (Parameter* p : params) {
+    grads.push_back(p->grad.clone());
+    norm2 += dot(p->grad, p->grad);
+  }
+  const double norm = std::sqrt(norm2);
+  ASSERT_GT(norm, 0);
+
+  // Steps sized so the loss moves by about 0.01 (along the gradient) and 0.001 (one weight, where a max-pool
+  // switch is likelier): large enough to stand above FP32 rounding, small enough for the
+  // curvature of a deep network at initialisation (bottleneck ResNets are steep there).
+  const double h = 1e-2 / norm;  // along the unit gradient direction
+  for (size_t i = 0; i < params.size(); ++i) axpy(params[i]->value, h / norm, grads[i]);
+  const double up = loss_value();
+  for (size_t i = 0; i < params.size(); ++i) axpy(params[i]->value, -2 * h / norm, grads[i]);
+  const double down = loss_value();
+  for (size_t i = 0; i < params.size(); ++i) axpy(params[i]->value, h / norm, grads[i]);
+  EXPECT_NEAR((up - down) / (2 * h), norm, 2e-2 * norm) << "derivative along the gradient";
+
+  for (size_t index : {size_t{0}, params.size() / 3, params.size() / 2 + 1, params.size() - 2}) {
+    Parameter& p = *params[index];
+    const float* g = grads[index].data_as<float>();
+    int64_t best = 0;  // the largest gradient entry of this tensor, well above float noise
+    for (int64_t j = 1; j < p.value.numel(); ++j)
+      if (std::fabs(g[j]) > std::fabs(g[best])) best = j;
+    float& w = p.value.data_as<float>()[best];
+    const float saved = w;
+    const double step = 1e-3 / std::max(1.0, static_cast<double>(std::fabs(g[best])));
+    w = saved + static_cast<float>(step);
+    const double plus = loss_value();
+    w = saved - static_cast<float>(step);
+    const double minus = loss_value();
+    w = saved;
+    EXPECT_NEAR((plus - minus) / (2 * step), g[best], 5e-2 * std::fabs(g[best]) + 1e-4) << p.name;
+  }
+}
+
+TEST(ResNetGradients, TinyCifarResNet20) { check_resnet_gradients({20, 3, 3, 8, Stem::Auto}, 4); }
+
+TEST(ResNetGradients, ResNet18WithImageNetStemAndMaxPool) {
+  check_resnet_gradients({18, 3, 3, 64, Stem::ImageNet}, 4);
+}
+
+TEST(ResNetGradients, BottleneckResNet50) { check_resnet_gradients({50, 3, 3, 16, Stem::Small}, 4); }
+
+}  // namespace
+}  // namespace ampwb

@@ -1,0 +1,77 @@
+// Tensors, the allocator's accounting and the RNG's determinism.
+#include <gtest/gtest.h>
+
+#include "core/rng.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace ampwb {
+namespace {
+
+TEST(Tensor, ShapesSizesAndLayouts) {
+  Tensor t = Tensor::empty({2, 3, 4, 5}, DType::F16, Layout::NHWC);
+  EXPECT_EQ(t.numel(), 120);
+  EXPECT_EQ(t.nbytes(), 240u);
+  EXPECT_EQ(t.describe(), "f16[2,3,4,5] nhwc cpu");
+  EXPECT_EQ(offset4(t, 1, 2, 3, 4), ((1 * 4 + 3) * 5 + 4) * 3 + 2);
+  EXPECT_THROW(Tensor::empty({2, -1}, DType::F32), Error);
+}
+
+TEST(Tensor, FloatRoundTripThroughEveryLayoutAndDtype) {
+  std::vector<float> values(2 * 3 * 2 * 4);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) - 7.25f;
+  for (Layout layout : {Layout::NCHW, Layout::NHWC})
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      Tensor t = tensor_from_floats(values, {2, 3, 2, 4}, dtype, layout);
+      EXPECT_EQ(to_float_vector(t), values) << t.describe();  // all values exact in 8 mantissa bits
+    }
+}
+
+TEST(Allocator, TracksLiveAndPeakBytesAndReusesBlocks) {
+  Allocator& a = cpu_allocator();
+  const MemoryStats before = a.stats();
+  a.reset_peak();
+  void* first = nullptr;
+  {
+    Tensor t = Tensor::empty({1000}, DType::F32);  // 4000 bytes, 4032 rounded to cache lines
+    first = t.data();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+    EXPECT_EQ(a.stats().live_bytes, before.live_bytes + 4032);
+    Tensor u = Tensor::empty({10}, DType::F32);
+    EXPECT_EQ(a.stats().peak_live_bytes, before.live_bytes + 4032 + 64);
+  }
+  EXPECT_EQ(a.stats().live_bytes, before.live_bytes);
+  EXPECT_EQ(a.stats().peak_live_bytes, before.live_bytes + 4032 + 64);
+  Tensor again = Tensor::empty({1000}, DType::F32);
+  EXPECT_EQ(again.data(), first) << "a freed block of the same size is reused";
+}
+
+TEST(Rng, SameSeedSameNumbersAndSaneDistributions) {
+  Rng a(42), b(42), c(43);
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t x = a.next_u64();
+    EXPECT_EQ(x, b.next_u64());
+    EXPECT_NE(x, c.next_u64());
+  }
+  Rng r(7);
+  double sum = 0, sq = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double v = r.normal();
+    sum += v;
+    sq += v * v;
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.01);
+  EXPECT_NEAR(sq / n, 1.0, 0.02);
+  std::vector<int> counts(5, 0);
+  for (int i = 0; i < 50000; ++i) ++counts[r.below(5)];
+  for (int count : counts) EXPECT_NEAR(count, 10000, 400);
+  // The generator's state can be saved and restored (checkpoints).
+  const Rng::State saved = r.state();
+  const uint64_t next = r.next_u64();
+  r.set_state(saved);
+  EXPECT_EQ(r.next_u64(), next);
+}
+
+}  // namespace
+}  // namespace ampwb
