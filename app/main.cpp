@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "train_flags.h"
 
 namespace ampwb::cli {
 
@@ -15,17 +16,13 @@ void print_usage() {
       "usage: ampwb COMMAND [options]\n\n"
       "commands:\n"
       "  train   train a ResNet on an image folder\n"
-      "          --data DIR [--depth 18] [--epochs 3] [--batch-size 64] [--image-size auto] [--lr 0.05]\n"
-      "          [--optimizer sgd|adam|adamw] [--momentum 0.9] [--nesterov] [--weight-decay 0]\n"
-      "          [--schedule cosine|step|constant] [--warmup-epochs 0] [--label-smoothing 0] [--topk 2]\n"
-      "          [--seed 0] [--device cpu|cuda|auto] [--threads N] [--val-fraction 0.2]\n"
-      "          [--max-train-images N] [--stem auto|imagenet|small] [--json]\n"
+      "%s          [--json]\n"
       "  bench   time training steps on synthetic data\n"
       "          [--depth 18] [--image-size 224] [--batch-size 16] [--precision fp32] [--steps 20]\n"
       "          [--warmup 3] [--classes 1000] [--device cpu] [--threads N] [--json]\n"
       "  help    this text\n\n"
       "depths: 18 34 50 101 152 (ImageNet family), 20 32 44 56 110 (CIFAR family)\n",
-      AMPWB_VERSION);
+      AMPWB_VERSION, train_flags_help());
 }
 
 }  // namespace ampwb::cli

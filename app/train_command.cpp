@@ -4,16 +4,10 @@
 #include "commands.h"
 #include "core/error.h"
 #include "train/trainer.h"
+#include "train_flags.h"
 
 namespace ampwb::cli {
 namespace {
-
-Stem parse_stem(const std::string& s) {
-  if (s == "auto") return Stem::Auto;
-  if (s == "imagenet") return Stem::ImageNet;
-  if (s == "small") return Stem::Small;
-  throw Error("--stem must be auto, imagenet or small, got '" + s + "'");
-}
 
 class PrintingObserver : public TrainObserver {
  public:
@@ -46,28 +40,7 @@ class PrintingObserver : public TrainObserver {
 }  // namespace
 
 int train_command(Args& args) {
-  TrainConfig c;
-  c.data_dir = args.text("data", "");
-  c.depth = args.integer("depth", c.depth);
-  c.epochs = args.integer("epochs", c.epochs);
-  c.batch_size = args.integer("batch-size", c.batch_size);
-  c.image_size = args.integer("image-size", c.image_size);
-  c.stem = parse_stem(args.text("stem", "auto"));
-  c.lr = static_cast<float>(args.number("lr", c.lr));
-  c.schedule = args.text("schedule", c.schedule);
-  c.warmup_epochs = args.integer("warmup-epochs", c.warmup_epochs);
-  c.optimizer.kind = args.text("optimizer", c.optimizer.kind);
-  c.optimizer.momentum = static_cast<float>(args.number("momentum", c.optimizer.momentum));
-  c.optimizer.nesterov = args.flag("nesterov");
-  c.optimizer.weight_decay = static_cast<float>(args.number("weight-decay", c.optimizer.weight_decay));
-  c.label_smoothing = static_cast<float>(args.number("label-smoothing", c.label_smoothing));
-  c.topk = args.integer("topk", c.topk);
-  c.seed = static_cast<uint64_t>(args.integer64("seed", 0));
-  c.device = args.text("device", c.device);
-  c.threads = args.integer("threads", c.threads);
-  c.validation_fraction = args.number("val-fraction", c.validation_fraction);
-  c.max_train_images = args.integer64("max-train-images", 0);
-  c.max_steps_per_epoch = args.integer64("max-steps-per-epoch", 0);
+  TrainConfig c = parse_train_flags(args);
   const bool json = args.flag("json");
   args.reject_unknown();
 

@@ -17,7 +17,7 @@ CpuBackend& backend() {
 
 Parameter make_param(std::vector<float> values) {
   const int64_t n = static_cast<int64_t>(values.size());
-  return {"p", tensor_from_floats(values, {n}), Tensor::zeros({n}, DType::F32)};
+  return Parameter("p", tensor_from_floats(values, {n}));
 }
 
 void set_grad(Parameter& p, std::vector<float> g) { p.grad = tensor_from_floats(g, p.value.shape()); }

@@ -8,35 +8,15 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "core/rng.h"
+#include <fstream>
+
+#include "image_folder_util.h"
+#include "train/checkpoint.h"
 #include "train/trainer.h"
 
 namespace ampwb {
 namespace {
 namespace fs = std::filesystem;
-
-// Two classes any model can separate: horizontal and vertical stripes, random phase and noise.
-fs::path make_stripes_folder(const std::string& name, int per_class, int size) {
-  const fs::path root = fs::temp_directory_path() / ("ampwb_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(root);
-  Rng rng(5);
-  for (const char* cls : {"horizontal stripes", "vertical stripes"}) {
-    fs::create_directories(root / cls);
-    for (int i = 0; i < per_class; ++i) {
-      cv::Mat img(size, size, CV_8UC3);
-      const int phase = static_cast<int>(rng.below(4));
-      for (int y = 0; y < size; ++y)
-        for (int x = 0; x < size; ++x) {
-          const int coord = cls[0] == 'h' ? y : x;
-          const int base = ((coord + phase) / 2) % 2 ? 200 : 50;
-          for (int c = 0; c < 3; ++c)
-            img.at<cv::Vec3b>(y, x)[c] = static_cast<uint8_t>(std::clamp(base + static_cast<int>(rng.normal() * 30), 0, 255));
-        }
-      cv::imwrite((root / cls / (std::to_string(i) + ".png")).string(), img);
-    }
-  }
-  return root;
-}
 
 class Recorder : public TrainObserver {
  public:
@@ -56,7 +36,7 @@ TrainConfig tiny_config(const fs::path& data) {
   c.batch_size = 8;
   c.lr = 0.05f;
   c.threads = 2;
-  c.validation_fraction = 0.25;
+  c.data.validation_fraction = 0.25;
   return c;
 }
 
@@ -163,6 +143,97 @@ TEST(Cli, BadInputGetsAClearError) {
   EXPECT_EQ(r.status, 1);
   r = run_ampwb("frobnicate");
   EXPECT_EQ(r.status, 2);
+}
+
+}  // namespace
+}  // namespace ampwb
+
+namespace ampwb {
+namespace {
+
+// Stops the trainer after a given global step, from inside the training thread (as the UI would, from its own).
+class StopAt : public TrainObserver {
+ public:
+  StopAt(Trainer*& trainer, int64_t step) : trainer_(trainer), step_(step) {}
+  void on_step(const StepReport& r) override {
+    losses.push_back(r.loss);
+    if (r.step == step_) trainer_->stop();
+  }
+  void on_checkpoint(const CheckpointInfo& c) override { checkpoints.push_back(c); }
+  std::vector<float> losses;
+  std::vector<CheckpointInfo> checkpoints;
+
+ private:
+  Trainer*& trainer_;
+  int64_t step_;
+};
+
+TEST(Checkpoints, StopMidEpochThenResumeContinuesTheSameCurveBitForBit) {
+  const fs::path data = make_stripes_folder("resume", 16, 12);
+  const fs::path dir = fs::temp_directory_path() / ("ampwb_ckpt_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (const std::string mode : {"fp32", "amp-fp16"}) {
+    TrainConfig c = tiny_config(data);
+    c.epochs = 3;
+    c.precision = precision_preset(mode);
+    Recorder whole;
+    train(c, &whole);
+
+    c.checkpoint_dir = dir.string();
+    Trainer* current = nullptr;
+    StopAt first(current, 4);  // epoch 2, step 1 of 3: mid-epoch
+    Trainer part1(c, &first);
+    current = &part1;
+    const RunEnd stopped = part1.run();
+    ASSERT_EQ(stopped.status, RunStatus::Cancelled);
+    EXPECT_NE(stopped.reason.find("resumable from"), std::string::npos) << stopped.reason;
+    ASSERT_FALSE(first.checkpoints.empty());
+
+    c.resume_from = first.checkpoints.back().path;
+    StopAt second(current, -1);
+    Trainer part2(c, &second);
+    current = &part2;
+    const RunEnd finished = part2.run();
+    ASSERT_EQ(finished.status, RunStatus::Finished) << finished.reason;
+    std::vector<float> joined = first.losses;
+    joined.insert(joined.end(), second.losses.begin(), second.losses.end());
+    EXPECT_EQ(joined, whole.losses) << mode;
+    ASSERT_FALSE(part2.epochs().empty());
+    EXPECT_EQ(part2.epochs().front().epoch, 2) << "the interrupted epoch is completed, not restarted";
+    EXPECT_EQ(part2.epochs().back().validation_accuracy, whole.epochs.back().validation_accuracy);
+    fs::remove_all(dir);
+  }
+  fs::remove_all(data);
+}
+
+TEST(Checkpoints, DamagedFilesAreRefusedAndAFailedSaveKeepsTheOldOne) {
+  const fs::path dir = fs::temp_directory_path() / ("ampwb_ckpt_io_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "c.ampwb").string();
+  Checkpoint c;
+  c.meta = {{"epoch", 2}};
+  c.tensors.emplace_back("w", tensor_from_floats({1.5f, -2.0f, 3.25f}, {3}));
+  save_checkpoint(path, c);
+  const Checkpoint back = load_checkpoint(path);
+  EXPECT_EQ(back.meta.at("epoch"), 2);
+  EXPECT_EQ(to_float_vector(back.tensor("w")), (std::vector<float>{1.5f, -2.0f, 3.25f}));
+  EXPECT_THROW(back.tensor("missing"), Error);
+
+  fs::resize_file(path, fs::file_size(path) - 4);
+  EXPECT_THROW(load_checkpoint(path), Error);
+  { std::ofstream(dir / "text.ampwb") << "not a checkpoint"; }
+  EXPECT_THROW(load_checkpoint((dir / "text.ampwb").string()), Error);
+
+  save_checkpoint(path, c);
+  if (::geteuid() != 0) {  // root ignores permissions
+    fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
+    c.meta["epoch"] = 3;
+    EXPECT_THROW(save_checkpoint(path, c), Error);
+    fs::permissions(dir, fs::perms::owner_all);
+    EXPECT_EQ(load_checkpoint(path).meta.at("epoch"), 2) << "the old checkpoint survives a failed save";
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

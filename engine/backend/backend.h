@@ -1,23 +1,27 @@
 // The backend interface: every op the layers run, for one device. Tensors carry no backend state; a backend keeps
-// its own (primitive caches, streams). Dimension letters: N batch, C input channels, H W input height and width,
+// its own (primitive caches, streams). Ops take tensors of one floating dtype (FP32, FP16 or BF16) unless noted;
+// a backend without native FP16 compute emulates it (FP16 values, FP32 accumulation, results rounded to FP16).
+// Dimension letters: N batch, C input channels, H W input height and width,
 // K output channels, R S kernel height and width, P Q output height and width, I O linear input and output features.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
 namespace ampwb {
 
 enum class Op { Conv2d, BatchNorm, Relu, MaxPool, GlobalAvgPool, Linear, Add, Convert, SoftmaxCrossEntropy,
-                SgdUpdate, AdamUpdate, Count };
+                SgdUpdate, AdamUpdate, ScaleCheck, Count };
 const char* op_name(Op op);
 
 struct ConvParams { int stride = 1, padding = 0; };
 struct PoolParams { int kernel = 3, stride = 2, padding = 1; };
 struct SgdParams { float lr, momentum, weight_decay; bool nesterov, first_step; };
 struct AdamParams { float lr, beta1, beta2, eps, weight_decay; bool decoupled_weight_decay; int64_t step; };
+struct ScaleCheck { bool nonfinite = false; double sum_of_squares = 0; };
 
 class Backend {
  public:
@@ -57,6 +61,8 @@ class Backend {
                                       Tensor& dlogits) = 0;
   virtual void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) = 0;
   virtual void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) = 0;
+  // Multiplies FP32 tensors by factor in place; reports any inf/NaN result and the sum of squares, in one pass.
+  virtual ScaleCheck scale_and_check(const std::vector<Tensor*>& tensors, float factor) = 0;
 };
 
 struct BackendOptions {

@@ -46,19 +46,32 @@ struct Shortcut {
 class ResidualBlock : public Layer {
  public:
   ResidualBlock(Backend& backend, const std::string& name, int in, int out, int stride, Rng& rng)
-      : Layer(backend), main_(backend), shortcut_(backend, name, in, out, stride, rng), relu_(backend) {}
+      : Layer(backend),
+        main_(backend),
+        shortcut_(backend, name, in, out, stride, rng),
+        add_(backend),
+        relu_(backend) {}
 
   Tensor forward(const Tensor& x, Mode mode) override {
     Tensor sum = sum_of_branches(x, mode);
     return relu_.forward(sum, mode);
   }
   Tensor backward(const Tensor& dy) override {
-    Tensor d = relu_.backward(dy);
-    Tensor dx_main = main_.backward(d);
-    Tensor dx_short = shortcut_.backward(d);
+    const auto [d_main, d_short] = add_.backward(relu_.backward(dy));
+    Tensor dx_main = main_.backward(d_main);
+    Tensor dx_short = shortcut_.backward(d_short);
     Tensor dx = empty_like(dx_main);
-    backend_.add(dx_main, dx_short, dx);
+    backend_.add(dx_main, cast(backend_, dx_short, dx_main.dtype()), dx);
     return dx;
+  }
+  void visit(const std::function<void(Layer&)>& fn) override {
+    fn(*this);
+    main_.visit(fn);
+    if (shortcut_.conv) {
+      shortcut_.conv->visit(fn);
+      shortcut_.bn->visit(fn);
+    }
+    relu_.visit(fn);
   }
   void collect_parameters(std::vector<Parameter*>& out) override {
     main_.collect_parameters(out);
@@ -81,15 +94,12 @@ class ResidualBlock : public Layer {
 
  private:
   Tensor sum_of_branches(const Tensor& x, Mode mode) {
-    Tensor main = main_.forward(x, mode);
-    Tensor shortcut = shortcut_.forward(x, mode);
-    Tensor sum = empty_like(main);
-    backend_.add(main, shortcut, sum);
-    return sum;
+    return add_.forward(main_.forward(x, mode), shortcut_.forward(x, mode));
   }
 
   Sequential main_;
   Shortcut shortcut_;
+  ResidualAdd add_;
   ReLU relu_;
 };
 

@@ -38,6 +38,10 @@ class ResNet : public Layer {
   Tensor backward(const Tensor& dlogits) override;
   void collect_parameters(std::vector<Parameter*>& out) override { body_.collect_parameters(out); }
   void collect_buffers(std::vector<Buffer*>& out) override { body_.collect_buffers(out); }
+  void visit(const std::function<void(Layer&)>& fn) override {
+    fn(*this);
+    body_.visit(fn);
+  }
 
   const ResNetConfig& config() const { return config_; }
   std::vector<Parameter*> parameters();

@@ -10,7 +10,8 @@ Tensor ReLU::forward(const Tensor& x, Mode mode) {
   return y;
 }
 
-Tensor ReLU::backward(const Tensor& dy) {
+Tensor ReLU::backward(const Tensor& output_grad) {
+  const Tensor dy = cast(backend_, output_grad, output_.dtype());
   Tensor dx = empty_like(dy);
   backend_.relu_backward(output_, dy, dx);
   output_ = Tensor();
@@ -30,7 +31,8 @@ Tensor MaxPool2d::forward(const Tensor& x, Mode mode) {
   return y;
 }
 
-Tensor MaxPool2d::backward(const Tensor& dy) {
+Tensor MaxPool2d::backward(const Tensor& output_grad) {
+  const Tensor dy = cast(backend_, output_grad, input_like_.dtype());
   Tensor dx = empty_like(input_like_);
   backend_.maxpool_backward(dy, workspace_, dx, params_);
   workspace_ = Tensor();
@@ -47,10 +49,29 @@ Tensor GlobalAvgPool::forward(const Tensor& x, Mode /*mode*/) {
   return y;
 }
 
-Tensor GlobalAvgPool::backward(const Tensor& dy) {
+Tensor GlobalAvgPool::backward(const Tensor& output_grad) {
+  const Tensor dy = cast(backend_, output_grad, input_dtype_);
   Tensor dx = Tensor::empty(input_shape_, input_dtype_, input_layout_, dy.device());
   backend_.global_avgpool_backward(dy, dx);
   return dx;
+}
+
+namespace {
+DType wider(DType a, DType b) { return a == b ? a : DType::F32; }  // F16 + BF16 promote to F32 as well
+}  // namespace
+
+Tensor ResidualAdd::forward(const Tensor& a, const Tensor& b) {
+  a_dtype_ = a.dtype();
+  b_dtype_ = b.dtype();
+  const DType dtype = wider(a_dtype_, b_dtype_);
+  const Tensor a_cast = cast(backend_, a, dtype), b_cast = cast(backend_, b, dtype);
+  Tensor sum = empty_like(a_cast);
+  backend_.add(a_cast, b_cast, sum);
+  return sum;
+}
+
+std::pair<Tensor, Tensor> ResidualAdd::backward(const Tensor& dy) const {
+  return {cast(backend_, dy, a_dtype_), cast(backend_, dy, b_dtype_)};
 }
 
 }  // namespace ampwb

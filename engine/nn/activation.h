@@ -1,4 +1,5 @@
-// ReLU, residual add, max pooling and global average pooling: the layers without parameters.
+// ReLU, max pooling, global average pooling and the residual add: the layers without parameters. Each runs in
+// its input's type; gradients arriving in another type are cast to it.
 #pragma once
 
 #include "nn/layer.h"
@@ -37,6 +38,19 @@ class GlobalAvgPool : public Layer {
   Shape input_shape_;
   DType input_dtype_ = DType::F32;
   Layout input_layout_ = Layout::NCHW;
+};
+
+// The residual sum of a block's two branches, in the wider of their types (autocast's promotion rule).
+class ResidualAdd {
+ public:
+  explicit ResidualAdd(Backend& backend) : backend_(backend) {}
+  Tensor forward(const Tensor& a, const Tensor& b);
+  // The gradient for each branch, in that branch's type.
+  std::pair<Tensor, Tensor> backward(const Tensor& dy) const;
+
+ private:
+  Backend& backend_;
+  DType a_dtype_ = DType::F32, b_dtype_ = DType::F32;
 };
 
 }  // namespace ampwb

@@ -14,8 +14,8 @@ Tensor filled(int channels, float value) {
 
 BatchNorm2d::BatchNorm2d(Backend& backend, const std::string& name, int channels, float momentum, float eps)
     : Layer(backend), momentum_(momentum), eps_(eps) {
-  gamma_ = {name + ".weight", filled(channels, 1.0f), filled(channels, 0.0f)};
-  beta_ = {name + ".bias", filled(channels, 0.0f), filled(channels, 0.0f)};
+  gamma_ = Parameter(name + ".weight", filled(channels, 1.0f));
+  beta_ = Parameter(name + ".bias", filled(channels, 0.0f));
   running_mean_ = {name + ".running_mean", filled(channels, 0.0f)};
   running_var_ = {name + ".running_var", filled(channels, 1.0f)};
 }
@@ -36,7 +36,8 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
   return y;
 }
 
-Tensor BatchNorm2d::backward(const Tensor& dy) {
+Tensor BatchNorm2d::backward(const Tensor& output_grad) {
+  const Tensor dy = cast(backend_, output_grad, input_.dtype());
   Tensor dx = empty_like(input_);
   backend_.batchnorm_backward(input_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad, beta_.grad,
                               eps_);

@@ -3,6 +3,9 @@
 
 #include <cmath>
 
+#include "amp/grad_stats.h"
+#include "amp/policy.h"
+
 namespace ampwb {
 
 Conv2d::Conv2d(Backend& backend, const std::string& name, int in_channels, int out_channels, int kernel,
@@ -16,22 +19,35 @@ Conv2d::Conv2d(Backend& backend, const std::string& name, int in_channels, int o
   for (int64_t i = 0; i < weight_.value.numel(); ++i) w[i] = static_cast<float>(rng.normal() * stddev);
 }
 
-Tensor Conv2d::forward(const Tensor& x, Mode mode) {
+Tensor Conv2d::forward(const Tensor& input, Mode mode) {
+  const DType dtype = policy().compute_dtype(OpClass::Conv, input.dtype());
+  const Tensor x = cast(backend_, input, dtype);
   const int64_t K = weight_.value.n(), R = weight_.value.h(), S = weight_.value.w();
   const int64_t P = (x.h() + 2 * params_.padding - R) / params_.stride + 1;
   const int64_t Q = (x.w() + 2 * params_.padding - S) / params_.stride + 1;
-  Tensor y = Tensor::empty({x.n(), K, P, Q}, x.dtype(), x.layout(), x.device());
-  backend_.conv2d_forward(x, weight_.value, y, params_);
+  Tensor y = Tensor::empty({x.n(), K, P, Q}, dtype, x.layout(), x.device());
+  backend_.conv2d_forward(x, weight_.value_as(backend_, dtype), y, params_);
   input_ = mode == Mode::Train ? x : Tensor();
+  input_dtype_ = input.dtype();
   return y;
 }
 
-Tensor Conv2d::backward(const Tensor& dy) {
-  backend_.conv2d_backward_weights(input_, dy, weight_.grad, params_);
+Tensor Conv2d::backward(const Tensor& output_grad) {
+  const DType dtype = input_.dtype();
+  const Tensor dy = cast(backend_, output_grad, dtype);
+  if (probe_) probe_->record_activation_gradient(dy);
+  if (dtype == DType::F32) {
+    backend_.conv2d_backward_weights(input_, dy, weight_.grad, params_);
+  } else {
+    Tensor dw = Tensor::empty(weight_.value.shape(), dtype);
+    backend_.conv2d_backward_weights(input_, dy, dw, params_);
+    backend_.convert(dw, weight_.grad);
+  }
   Tensor dx;
   if (input_needs_grad_) {
     dx = empty_like(input_);
-    backend_.conv2d_backward_data(dy, weight_.value, dx, params_);
+    backend_.conv2d_backward_data(dy, weight_.value_as(backend_, dtype), dx, params_);
+    dx = cast(backend_, dx, input_dtype_);
   }
   input_ = Tensor();  // free the activation as soon as it is used
   return dx;

@@ -1,4 +1,6 @@
-// Conv2d without bias (every ResNet convolution is followed by batch norm).
+// Conv2d without bias (every ResNet convolution is followed by batch norm). Computes in the policy's type for
+// convolutions: the input is cast, the weights come from the FP32 master copy, and the weight gradient is
+// produced in the compute type (where FP16 underflows) before it is widened into the FP32 gradient.
 #pragma once
 
 #include "core/rng.h"
@@ -25,7 +27,8 @@ class Conv2d : public Layer {
   Parameter weight_;  // (K,C,R,S)
   ConvParams params_;
   bool input_needs_grad_ = true;
-  Tensor input_;      // (N,C,H,W), kept for the weight gradient
+  Tensor input_;      // (N,C,H,W) in the compute dtype, kept for the weight gradient
+  DType input_dtype_ = DType::F32;  // before the cast: the input gradient goes back in this type
 };
 
 }  // namespace ampwb

@@ -3,6 +3,8 @@
 // of the layer's parameters. No autograd: each layer's backward sits beside its forward.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,8 +16,18 @@ namespace ampwb {
 
 struct Parameter {
   std::string name;  // torchvision-style, e.g. "layer1.0.conv1.weight"
-  Tensor value;      // FP32
+  Tensor value;      // FP32: the master weights the optimizer updates
   Tensor grad;       // FP32, same shape; written by backward()
+  Tensor compute;    // the value in the low-precision compute type, when an op computes in one
+  uint64_t version = 0, compute_version = ~uint64_t{0};  // value changes bump version; compute follows lazily
+
+  Parameter() = default;
+  Parameter(std::string param_name, Tensor initial)  // with a zero gradient of the same shape
+      : name(std::move(param_name)), value(std::move(initial)), grad(Tensor::zeros(value.shape(), DType::F32)) {}
+
+  void changed() { ++version; }
+  // The value in dtype for an op to compute with: the FP32 value itself, or the copy refreshed from it.
+  const Tensor& value_as(Backend& backend, DType dtype);
 };
 
 // State that is not trained by gradients but belongs in a checkpoint (batch-norm running statistics).
@@ -25,6 +37,15 @@ struct Buffer {
 };
 
 enum class Mode { Train, Eval };
+
+class PrecisionPolicy;
+class GradientProbe;
+
+// The policy every layer follows unless told otherwise: all FP32.
+const PrecisionPolicy& fp32_policy();
+
+// A tensor in dtype: t itself when it already is, else a converted copy (an autocast cast).
+Tensor cast(Backend& backend, const Tensor& t, DType dtype);
 
 class Layer {
  public:
@@ -37,9 +58,18 @@ class Layer {
   virtual Tensor backward(const Tensor& dy) = 0;
   virtual void collect_parameters(std::vector<Parameter*>& /*out*/) {}
   virtual void collect_buffers(std::vector<Buffer*>& /*out*/) {}
+  // Calls fn on this layer and every layer inside it.
+  virtual void visit(const std::function<void(Layer&)>& fn) { fn(*this); }
+
+  void set_policy(const PrecisionPolicy& policy) { policy_ = &policy; }
+  void set_probe(GradientProbe* probe) { probe_ = probe; }  // nullptr: no gradient statistics
 
  protected:
+  const PrecisionPolicy& policy() const { return *policy_; }
+
   Backend& backend_;
+  const PrecisionPolicy* policy_ = &fp32_policy();
+  GradientProbe* probe_ = nullptr;
 };
 
 // Layers applied one after another; backward runs them in reverse.
@@ -54,6 +84,7 @@ class Sequential : public Layer {
   Tensor backward(const Tensor& dy) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
   void collect_buffers(std::vector<Buffer*>& out) override;
+  void visit(const std::function<void(Layer&)>& fn) override;
   size_t size() const { return layers_.size(); }
 
  private:

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "amp/policy.h"
+
 namespace ampwb {
 
 Linear::Linear(Backend& backend, const std::string& name, int in_features, int out_features, Rng& rng)
@@ -19,18 +21,32 @@ Linear::Linear(Backend& backend, const std::string& name, int in_features, int o
   init(bias_, ".bias", {out_features});
 }
 
-Tensor Linear::forward(const Tensor& x, Mode mode) {
-  Tensor y = Tensor::empty({x.dim(0), weight_.value.dim(0)}, x.dtype(), Layout::NCHW, x.device());
-  backend_.linear_forward(x, weight_.value, bias_.value, y);
+Tensor Linear::forward(const Tensor& input, Mode mode) {
+  const DType dtype = policy().compute_dtype(OpClass::Linear, input.dtype());
+  const Tensor x = cast(backend_, input, dtype);
+  Tensor y = Tensor::empty({x.dim(0), weight_.value.dim(0)}, dtype, Layout::NCHW, x.device());
+  backend_.linear_forward(x, weight_.value_as(backend_, dtype), bias_.value_as(backend_, dtype), y);
   input_ = mode == Mode::Train ? x : Tensor();
+  input_dtype_ = input.dtype();
+  output_dtype_ = dtype;
   return y;
 }
 
-Tensor Linear::backward(const Tensor& dy) {
+Tensor Linear::backward(const Tensor& output_grad) {
+  const DType dtype = output_dtype_;
+  // The loss gradient arrives in FP32 (scaled); casting it to FP16 is where a too-large scale overflows.
+  const Tensor dy = cast(backend_, output_grad, dtype);
   Tensor dx = empty_like(input_);
-  backend_.linear_backward(dy, input_, weight_.value, dx, weight_.grad, bias_.grad);
+  if (dtype == DType::F32) {
+    backend_.linear_backward(dy, input_, weight_.value, dx, weight_.grad, bias_.grad);
+  } else {
+    Tensor dw = Tensor::empty(weight_.value.shape(), dtype), db = Tensor::empty(bias_.value.shape(), dtype);
+    backend_.linear_backward(dy, input_, weight_.value_as(backend_, dtype), dx, dw, db);
+    backend_.convert(dw, weight_.grad);
+    backend_.convert(db, bias_.grad);
+  }
   input_ = Tensor();
-  return dx;
+  return cast(backend_, dx, input_dtype_);
 }
 
 void Linear::collect_parameters(std::vector<Parameter*>& out) {

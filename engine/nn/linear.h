@@ -1,4 +1,4 @@
-// Linear (fully connected) layer with bias.
+// Linear (fully connected) layer with bias, computed in the policy's type for matrix products like Conv2d.
 #pragma once
 
 #include "core/rng.h"
@@ -21,7 +21,8 @@ class Linear : public Layer {
  private:
   Parameter weight_;  // (O,I)
   Parameter bias_;    // (O)
-  Tensor input_;      // (N,I)
+  Tensor input_;      // (N,I) in the compute dtype
+  DType input_dtype_ = DType::F32, output_dtype_ = DType::F32;
 };
 
 }  // namespace ampwb

@@ -11,6 +11,13 @@ Tensor& Optimizer::state_for(const std::string& key, const Tensor& like) {
   return it->second;
 }
 
+std::vector<Tensor*> Optimizer::state_of(const Parameter& p) {
+  std::vector<Tensor*> out;
+  for (auto& [key, tensor] : state_)
+    if (key.size() > p.name.size() && key.starts_with(p.name) && key[p.name.size()] == '.') out.push_back(&tensor);
+  return out;
+}
+
 void Sgd::step(const std::vector<Parameter*>& params, float lr) {
   const bool first = steps_ == 0;
   for (Parameter* p : params) {
@@ -18,6 +25,7 @@ void Sgd::step(const std::vector<Parameter*>& params, float lr) {
     Tensor& buffer = config_.momentum != 0.0f ? state_for(p->name + ".momentum_buffer", p->value) : none;
     backend_.sgd_update(p->value, p->grad, buffer,
                         {lr, config_.momentum, config_.weight_decay, config_.nesterov, first});
+    p->changed();
   }
   ++steps_;
 }
@@ -30,6 +38,7 @@ void Adam::step(const std::vector<Parameter*>& params, float lr) {
     Tensor& v = state_for(p->name + ".exp_avg_sq", p->value);
     backend_.adam_update(p->value, p->grad, m, v,
                          {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, steps_});
+    p->changed();
   }
 }
 

@@ -29,6 +29,9 @@ class Optimizer {
 
   // Per-parameter state (momentum buffers, moments) by parameter name, for checkpoints.
   std::map<std::string, Tensor>& state() { return state_; }
+  // The state tensors of one parameter.
+  std::vector<Tensor*> state_of(const Parameter& p);
+  void set_steps_taken(int64_t steps) { steps_ = steps; }
 
  protected:
   Tensor& state_for(const std::string& key, const Tensor& like);

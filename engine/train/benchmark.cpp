@@ -7,20 +7,24 @@
 #include <chrono>
 
 #include "core/error.h"
-#include "train/trainer.h"
+#include "amp/mixed_precision.h"
+#include "train/config.h"
 
 namespace ampwb {
 
 BenchResult run_benchmark(const BenchConfig& config) {
-  AMPWB_CHECK(config.precision == "fp32",
-              "precision '" << config.precision << "' is not available yet (this build trains in fp32)");
   AMPWB_CHECK(config.steps >= 1 && config.warmup >= 0, "--steps must be at least 1");
   AMPWB_CHECK(config.batch_size >= 2, "--batch-size must be at least 2");
   auto backend = make_backend(config.device, {config.threads});
   Rng rng(config.seed);
+  const PrecisionConfig precision = precision_preset(config.precision);
+  AMPWB_CHECK(!(backend->device().is_cpu() && config.precision == "tf32"),
+              "precision tf32 is a CUDA tensor-core mode; on the CPU choose fp32 or amp-bf16");
   ResNet model(*backend, {config.depth, config.num_classes, 3, config.image_size, config.stem}, rng);
   auto optimizer = make_optimizer(*backend, {"sgd", 0.9f});
-  SoftmaxCrossEntropy loss(*backend);
+  const PrecisionPolicy policy(precision);
+  LossScaler scaler(precision.loss_scale);
+  MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
 
   const int64_t B = config.batch_size, S = config.image_size;
   std::vector<float> pixels(static_cast<size_t>(B * 3 * S * S));
@@ -32,11 +36,11 @@ BenchResult run_benchmark(const BenchConfig& config) {
   BenchResult result;
   result.backend_description = backend->description();
   result.model_summary = model.summary();
-  for (int i = 0; i < config.warmup; ++i) train_step(model, loss, *optimizer, images, labels, 0.01f);
+  for (int i = 0; i < config.warmup; ++i) step.run(images, labels, 0.01f);
   allocator_for(Device::cpu()).reset_peak();
   for (int i = 0; i < config.steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    train_step(model, loss, *optimizer, images, labels, 0.01f);
+    step.run(images, labels, 0.01f);
     result.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::vector<double> sorted = result.step_ms;

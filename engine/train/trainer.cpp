@@ -1,50 +1,42 @@
-// The training loop.
+// The training loop and its controls.
 #include "train/trainer.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <thread>
+#include <cstring>
+#include <filesystem>
+#include <optional>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
+#include "optim/lr_schedule.h"
+#include "train/checkpoint.h"
 
 namespace ampwb {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Forwards every event to an optional observer.
+struct Report {
+  TrainObserver* observer;
+  template <class Event>
+  void operator()(void (TrainObserver::*handler)(const Event&), const Event& e) const {
+    if (observer) (observer->*handler)(e);
+  }
+};
 }  // namespace
 
-void validate(const TrainConfig& c) {
-  AMPWB_CHECK(!c.data_dir.empty(), "no dataset folder given (--data DIR)");
-  const std::vector<int> depths = supported_depths();
-  AMPWB_CHECK(std::find(depths.begin(), depths.end(), c.depth) != depths.end(),
-              "unsupported depth " << c.depth << " (expected 18, 34, 50, 101, 152, 20, 32, 44, 56 or 110)");
-  AMPWB_CHECK(c.epochs >= 1, "--epochs must be at least 1, got " << c.epochs);
-  AMPWB_CHECK(c.batch_size >= 2, "--batch-size must be at least 2 (batch norm needs two samples), got "
-                                     << c.batch_size);
-  AMPWB_CHECK(c.image_size == 0 || (c.image_size >= 8 && c.image_size <= 1024),
-              "--image-size must be between 8 and 1024, got " << c.image_size);
-  AMPWB_CHECK(c.lr > 0 && std::isfinite(c.lr), "--lr must be positive, got " << c.lr);
-  AMPWB_CHECK(c.warmup_epochs >= 0 && c.warmup_epochs < c.epochs + 1, "--warmup-epochs out of range");
-  AMPWB_CHECK(c.label_smoothing >= 0 && c.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
-  AMPWB_CHECK(c.validation_fraction >= 0 && c.validation_fraction < 1, "--val-fraction must be in [0, 1)");
-  AMPWB_CHECK(c.topk >= 1, "--topk must be at least 1");
-  AMPWB_CHECK(c.optimizer.kind == "sgd" || c.optimizer.kind == "adam" || c.optimizer.kind == "adamw",
-              "unknown optimizer '" << c.optimizer.kind << "' (expected sgd, adam or adamw)");
-  AMPWB_CHECK(c.schedule == "constant" || c.schedule == "step" || c.schedule == "cosine",
-              "unknown schedule '" << c.schedule << "' (expected constant, step or cosine)");
-  AMPWB_CHECK(c.threads >= 0, "--threads must not be negative");
-}
-
-StepResult train_step(ResNet& model, SoftmaxCrossEntropy& loss, Optimizer& optimizer, const Tensor& images,
-                      const Tensor& labels, float lr) {
-  Tensor logits = model.forward(images, Mode::Train);
-  StepResult r;
-  r.loss = loss.forward(logits, labels);
-  r.correct = count_topk_correct(logits, labels, 1);
-  model.backward(loss.backward());
-  optimizer.step(model.parameters(), lr);
-  return r;
+const char* run_status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::Running: return "running";
+    case RunStatus::Finished: return "finished";
+    case RunStatus::Failed: return "failed";
+    case RunStatus::Cancelled: return "cancelled";
+    case RunStatus::Interrupted: return "interrupted";
+  }
+  return "?";
 }
 
 Evaluation evaluate(ResNet& model, Backend& backend, ImageBatcher& data, int batch_size, int topk) {
@@ -57,7 +49,7 @@ Evaluation evaluate(ResNet& model, Backend& backend, ImageBatcher& data, int bat
   for (int64_t b = 0; b < data.batches(batch_size); ++b) {
     Tensor images, labels;
     data.batch(b, batch_size, images, labels);
-    Tensor logits = model.forward(images, Mode::Eval);
+    const Tensor logits = cast(backend, model.forward(images, Mode::Eval), DType::F32);
     total_loss += static_cast<double>(loss.forward(logits, labels)) * labels.numel();
     correct += count_topk_correct(logits, labels, 1);
     correct_k += count_topk_correct(logits, labels, topk);
@@ -68,76 +60,312 @@ Evaluation evaluate(ResNet& model, Backend& backend, ImageBatcher& data, int bat
   return e;
 }
 
-EpochReport train(const TrainConfig& config, TrainObserver* observer) {
+Trainer::Trainer(TrainConfig config, TrainObserver* observer) : config_(std::move(config)), observer_(observer) {}
+
+Trainer::~Trainer() {
+  if (thread_.joinable()) {
+    cancel();
+    thread_.join();
+  }
+}
+
+RunEnd Trainer::run() {
+  RunEnd end;
+  try {
+    end = train();
+  } catch (const std::exception& e) {
+    end = {RunStatus::Failed, e.what()};
+  }
+  Report{observer_}(&TrainObserver::on_end, end);
+  return end;
+}
+
+void Trainer::start() {
+  AMPWB_CHECK(!thread_.joinable(), "this trainer has already started");
+  thread_ = std::thread([this] { result_ = run(); });
+}
+
+RunEnd Trainer::wait() {
+  if (thread_.joinable()) thread_.join();
+  return result_;
+}
+
+void Trainer::pause() { paused_ = true; }
+
+void Trainer::resume() {
+  std::lock_guard lock(mutex_);
+  paused_ = false;
+  resumed_.notify_all();
+}
+
+void Trainer::stop() {
+  std::lock_guard lock(mutex_);
+  stop_ = true;
+  resumed_.notify_all();
+}
+
+void Trainer::cancel() {
+  std::lock_guard lock(mutex_);
+  cancel_ = true;
+  resumed_.notify_all();
+}
+
+bool Trainer::wait_while_paused() {
+  std::unique_lock lock(mutex_);
+  resumed_.wait(lock, [this] { return !paused_ || stop_ || cancel_; });
+  return !stop_ && !cancel_;
+}
+
+std::vector<std::string> Trainer::check_precision(const Backend& backend) const {
+  const std::string& mode = config_.precision.mode;
+  std::vector<std::string> notes;
+  if (backend.device().is_cpu()) {
+    AMPWB_CHECK(mode != "tf32", "precision tf32 is a CUDA tensor-core mode; on the CPU it would be fp32 under "
+                                "another name (choose fp32, or amp-bf16 for the CPU's low-precision path)");
+    const auto& cpu = static_cast<const CpuBackend&>(backend);
+    if (mode == "amp-bf16" && cpu.isa() != "avx512_core_amx")
+      notes.push_back("this CPU (" + cpu.isa() + ") has no AMX: " +
+                      (cpu.isa() == "avx512_core_bf16"
+                           ? std::string("BF16 convolutions run at about FP32 speed here; the gain is memory")
+                           : std::string("BF16 is emulated by oneDNN and about 2x slower than FP32")));
+    if (mode == "amp-fp16" || mode == "fp16-o2" || mode == "fp16-pure")
+      notes.push_back("FP16 is emulated on the CPU (FP16 storage and range, FP32 accumulation): faithful "
+                      "numerics, slower than FP32; its speed belongs to GPUs");
+  }
+  return notes;
+}
+
+std::string Trainer::checkpoint_path() const {
+  return config_.checkpoint_dir.empty() ? std::string()
+                                        : (std::filesystem::path(config_.checkpoint_dir) / "checkpoint.ampwb").string();
+}
+
+namespace {
+
+// Where a run stands inside an epoch: what a checkpoint must carry to continue the same curves.
+struct EpochProgress {
+  int epoch = 1;
+  int64_t next_step = 0;  // within the epoch
+  Rng::State shuffle_state{};  // the shuffle generator before this epoch's shuffle
+  double loss_sum = 0, data_wait = 0, compute = 0;
+  int64_t seen = 0, correct = 0, skipped = 0;
+};
+
+Checkpoint make_checkpoint(const TrainConfig& config, const EpochProgress& at, int64_t global_step,
+                           int64_t consecutive_skipped, ResNet& model, Optimizer& optimizer,
+                           const LossScaler& scaler, const Normalization& norm) {
+  Checkpoint c;
+  const LossScaler::State s = scaler.state();
+  c.meta = {{"version", 1},
+            {"config", config},
+            {"epoch", at.epoch},
+            {"next_step", at.next_step},
+            {"global_step", global_step},
+            {"consecutive_skipped", consecutive_skipped},
+            {"shuffle_state", at.shuffle_state},
+            {"partial", {at.loss_sum, at.data_wait, at.compute, at.seen, at.correct, at.skipped}},
+            {"scaler", {s.scale, s.growth_tracker, s.hysteresis_left}},
+            {"optimizer_steps", optimizer.steps_taken()},
+            {"normalization", {norm.mean[0], norm.mean[1], norm.mean[2], norm.stddev[0], norm.stddev[1],
+                               norm.stddev[2]}}};
+  for (Parameter* p : model.parameters()) c.tensors.emplace_back("param/" + p->name, p->value);
+  std::vector<Buffer*> buffers;
+  model.collect_buffers(buffers);
+  for (Buffer* b : buffers) c.tensors.emplace_back("buffer/" + b->name, b->value);
+  for (auto& [key, t] : optimizer.state()) c.tensors.emplace_back("optimizer/" + key, t);
+  return c;
+}
+
+void copy_into(const Tensor& from, Tensor& to, const std::string& name) {
+  AMPWB_CHECK(from.shape() == to.shape() && from.dtype() == to.dtype(),
+              "checkpoint tensor " << name << " is " << from.describe() << ", the model expects " << to.describe());
+  std::memcpy(to.data(), from.data(), to.nbytes());
+}
+
+void restore_checkpoint(const Checkpoint& c, const TrainConfig& config, EpochProgress& at, int64_t& global_step,
+                        int64_t& consecutive_skipped, ResNet& model, Optimizer& optimizer, LossScaler& scaler) {
+  const TrainConfig saved = c.meta.at("config").get<TrainConfig>();
+  AMPWB_CHECK(saved.depth == config.depth && saved.precision.mode == config.precision.mode &&
+                  saved.batch_size == config.batch_size && saved.seed == config.seed,
+              "the checkpoint belongs to another configuration (ResNet-" << saved.depth << ", "
+                                                                         << saved.precision.mode << ", batch "
+                                                                         << saved.batch_size << ")");
+  for (Parameter* p : model.parameters()) {
+    copy_into(c.tensor("param/" + p->name), p->value, p->name);
+    p->changed();  // the low-precision copies follow the restored master weights
+  }
+  std::vector<Buffer*> buffers;
+  model.collect_buffers(buffers);
+  for (Buffer* b : buffers) copy_into(c.tensor("buffer/" + b->name), b->value, b->name);
+  for (const auto& [name, t] : c.tensors)
+    if (name.starts_with("optimizer/")) optimizer.state()[name.substr(10)] = t.clone();
+  optimizer.set_steps_taken(c.meta.at("optimizer_steps"));
+  const auto& s = c.meta.at("scaler");
+  scaler.load_state({s.at(0), s.at(1), s.at(2)});
+  at.epoch = c.meta.at("epoch");
+  at.next_step = c.meta.at("next_step");
+  at.shuffle_state = c.meta.at("shuffle_state");
+  const auto& p = c.meta.at("partial");
+  at.loss_sum = p.at(0);
+  at.data_wait = p.at(1);
+  at.compute = p.at(2);
+  at.seen = p.at(3);
+  at.correct = p.at(4);
+  at.skipped = p.at(5);
+  global_step = c.meta.at("global_step");
+  consecutive_skipped = c.meta.at("consecutive_skipped");
+}
+
+}  // namespace
+
+RunEnd Trainer::train() {
+  const TrainConfig& config = config_;
   validate(config);
+  const Report report{observer_};
+  const auto run_start = Clock::now();
   auto backend = make_backend(config.device, {config.threads});
-  const ImageDataset dataset =
-      scan_image_folder(config.data_dir, {config.validation_fraction, config.seed, config.max_train_images});
+  const std::vector<std::string> notes = check_precision(*backend);
+  const ImageDataset dataset = scan_image_folder(
+      config.data_dir, {config.data.validation_fraction, config.seed, config.data.max_train_images});
   const int image_size = config.image_size > 0 ? config.image_size : std::min(224, probe_image_size(dataset));
   const int threads = config.threads > 0 ? config.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const size_t cache_budget = static_cast<size_t>(config.data.cache_budget_mb) << 20;
 
-  ImageBatcher train_data(dataset.train, image_size, {}, threads);
-  const Normalization norm = train_data.compute_statistics(2000);
-  train_data = ImageBatcher(dataset.train, image_size, norm, threads);
-  ImageBatcher validation_data(dataset.validation, image_size, norm, threads);
+  std::optional<Checkpoint> resume;
+  if (!config.resume_from.empty()) resume = load_checkpoint(config.resume_from);
+  ImageBatcher train_data(dataset.train, image_size, {}, threads, cache_budget);
+  Normalization norm;
+  if (resume) {
+    const auto& n = resume->meta.at("normalization");
+    for (int c = 0; c < 3; ++c) norm.mean[c] = n.at(c), norm.stddev[c] = n.at(3 + c);
+  } else if (config.data.normalization == "dataset") {
+    norm = train_data.compute_statistics(2000);
+  }
+  train_data = ImageBatcher(dataset.train, image_size, norm, threads, cache_budget);
+  ImageBatcher validation_data(dataset.validation, image_size, norm, threads, cache_budget);
 
   Rng rng(config.seed);
   ResNetConfig model_config{config.depth, static_cast<int>(dataset.class_names.size()), 3, image_size, config.stem};
   ResNet model(*backend, model_config, rng);
   auto optimizer = make_optimizer(*backend, config.optimizer);
-  SoftmaxCrossEntropy loss(*backend, config.label_smoothing);
+  const PrecisionPolicy policy(config.precision);
+  LossScaler scaler(config.precision.loss_scale);
+  MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, config.label_smoothing,
+                          config.grad_clip_norm);
+  GradientProbe probe;
 
   int64_t steps_per_epoch = train_data.batches(config.batch_size);
+  if (config.data.drop_last && train_data.size() % config.batch_size) --steps_per_epoch;
   if (config.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config.max_steps_per_epoch);
-  LrScheduleConfig schedule{config.schedule, config.lr, steps_per_epoch * config.epochs,
-                            steps_per_epoch * config.warmup_epochs, std::max<int64_t>(1, steps_per_epoch * 30)};
-  const LrSchedule lr_schedule(schedule);
+  AMPWB_CHECK(steps_per_epoch >= 1, "the training split (" << train_data.size() << " images) holds no full batch of "
+                                                           << config.batch_size);
+  const LrSchedule lr_schedule({config.schedule, config.lr, steps_per_epoch * config.epochs,
+                                steps_per_epoch * config.warmup_epochs, std::max<int64_t>(1, steps_per_epoch * 30)});
   const int topk = std::min<int>(config.topk, static_cast<int>(dataset.class_names.size()));
 
-  if (observer)
-    observer->on_start({model.summary(), backend->description(), image_size, train_data.size(),
-                        validation_data.size(), dataset.class_names, dataset.layout});
-
-  EpochReport report;
   Rng shuffle_rng(config.seed ^ 0x5eedULL);
-  int64_t global_step = 0;
-  for (int epoch = 1; epoch <= config.epochs; ++epoch) {
+  EpochProgress at;
+  at.shuffle_state = shuffle_rng.state();
+  int64_t global_step = 0, consecutive_skipped = 0;
+  if (resume) restore_checkpoint(*resume, config, at, global_step, consecutive_skipped, model, *optimizer, scaler);
+
+  report(&TrainObserver::on_start,
+         RunInfo{model.summary(), backend->description(), policy.describe(), image_size, train_data.size(),
+                 validation_data.size(), dataset.class_names, dataset.layout, steps_per_epoch, at.epoch, notes});
+
+  auto save = [&](const EpochProgress& progress) {
+    if (config.checkpoint_dir.empty()) return std::string();
+    std::filesystem::create_directories(config.checkpoint_dir);
+    save_checkpoint(checkpoint_path(), make_checkpoint(config, progress, global_step, consecutive_skipped, model,
+                                                       *optimizer, scaler, norm));
+    report(&TrainObserver::on_checkpoint, CheckpointInfo{progress.epoch, global_step, checkpoint_path()});
+    return "; resumable from " + checkpoint_path();
+  };
+  const bool recovers_from_overflow = scaler.dynamic();
+  for (; at.epoch <= config.epochs; ++at.epoch, at = EpochProgress{at.epoch, 0, shuffle_rng.state()}) {
+    const int epoch = at.epoch;
     allocator_for(Device::cpu()).reset_peak();
     const auto epoch_start = Clock::now();
+    shuffle_rng.set_state(at.shuffle_state);
     train_data.shuffle(shuffle_rng);
-    double data_wait = 0, loss_sum = 0;
-    int64_t seen = 0, correct = 0;
-    for (int64_t b = 0; b < steps_per_epoch; ++b, ++global_step) {
+    for (; at.next_step < steps_per_epoch; ++at.next_step, ++global_step) {
+      const int64_t b = at.next_step;
+      if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
+      if (paused_) wait_while_paused();
+      if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
+      if (stop_)
+        return {RunStatus::Cancelled, "stopped by the user at epoch " + std::to_string(epoch) + ", step " +
+                                          std::to_string(b) + save(at)};
       const auto wait_start = Clock::now();
       Tensor images, labels;
       train_data.batch(b, config.batch_size, images, labels);
-      data_wait += seconds_since(wait_start);
+      at.data_wait += seconds_since(wait_start);
       if (images.n() < 2) continue;  // batch norm cannot train on a single sample
+      const auto compute_start = Clock::now();
       const float lr = lr_schedule.at(global_step);
-      const StepResult r = train_step(model, loss, *optimizer, images, labels, lr);
-      AMPWB_CHECK(std::isfinite(r.loss), "the loss became " << r.loss << " at epoch " << epoch << " step " << b
-                                                            << " in FP32: lower the learning rate");
-      loss_sum += static_cast<double>(r.loss) * images.n();
-      correct += r.correct;
-      seen += images.n();
-      if (observer)
-        observer->on_step({epoch, global_step, r.loss, static_cast<float>(r.correct) / images.n(), lr});
+      const bool probe_this_step = b == steps_per_epoch - 1;  // the paper's histogram, once per epoch
+      const StepResult r = step.run(images, labels, lr, probe_this_step ? &probe : nullptr);
+      at.compute += seconds_since(compute_start);
+      report(&TrainObserver::on_step,
+             StepReport{epoch, global_step, r.loss, static_cast<float>(r.correct) / images.n(), lr, r.loss_scale,
+                        r.skipped, r.grad_norm, seconds_since(run_start)});
+      const std::string where = " at epoch " + std::to_string(epoch) + ", step " + std::to_string(b);
+      if (!std::isfinite(r.loss) && !recovers_from_overflow)
+        return {RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
+                                       config.precision.mode + " without dynamic loss scaling: the run cannot "
+                                       "recover (lower the learning rate, or use a loss scaler)"};
+      if (scaler.collapsed())
+        return {RunStatus::Failed, "the loss scale sits at its minimum (" +
+                                       std::to_string(config.precision.loss_scale.min_scale) +
+                                       ") and gradients still overflow" + where};
+      consecutive_skipped = r.skipped ? consecutive_skipped + 1 : 0;
+      if (consecutive_skipped >= config.max_consecutive_skipped)
+        return {RunStatus::Failed, std::to_string(consecutive_skipped) +
+                                       " steps in a row had inf/NaN gradients and were skipped" + where +
+                                       "; the loss scale fell to " + std::to_string(scaler.scale())};
+      at.skipped += r.skipped;
+      if (std::isfinite(r.loss)) {
+        at.loss_sum += static_cast<double>(r.loss) * images.n();
+        at.correct += r.correct;
+        at.seen += images.n();
+      }
     }
+    for (const GradientHistogram& h : probe.take(epoch, scaler.scale())) report(&TrainObserver::on_histogram, h);
+    if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
     const double train_seconds = seconds_since(epoch_start);
     const Evaluation val = evaluate(model, *backend, validation_data, config.batch_size, topk);
-    report.epoch = epoch;
-    report.train_loss = seen ? loss_sum / seen : 0;
-    report.train_accuracy = seen ? static_cast<double>(correct) / seen : 0;
-    report.validation_loss = val.loss;
-    report.validation_accuracy = val.accuracy;
-    report.validation_topk = val.topk_accuracy;
-    report.seconds = seconds_since(epoch_start);
-    report.images_per_second = train_seconds > 0 ? seen / train_seconds : 0;
-    report.data_wait_seconds = data_wait;
-    report.peak_bytes = allocator_for(Device::cpu()).stats().peak_live_bytes;
-    if (observer) observer->on_epoch(report);
+    EpochReport er;
+    er.epoch = epoch;
+    er.topk = topk;
+    er.train_loss = at.seen ? at.loss_sum / at.seen : 0;
+    er.train_accuracy = at.seen ? static_cast<double>(at.correct) / at.seen : 0;
+    er.validation_loss = val.loss;
+    er.validation_accuracy = val.accuracy;
+    er.validation_topk = val.topk_accuracy;
+    er.seconds = seconds_since(epoch_start);
+    er.images_per_second = train_seconds > 0 ? at.seen / train_seconds : 0;
+    er.data_wait_seconds = at.data_wait;
+    er.compute_seconds = at.compute;
+    er.skipped_steps = at.skipped;
+    er.loss_scale = scaler.scale();
+    er.peak_bytes = allocator_for(Device::cpu()).stats().peak_live_bytes;
+    epochs_.push_back(er);
+    report(&TrainObserver::on_epoch, er);
+    // A checkpoint after the epoch resumes at the next one, with the shuffle generator as it stands now.
+    EpochProgress next{epoch + 1, 0, shuffle_rng.state()};
+    const std::string resumable = save(next);
+    if (stop_ && epoch < config.epochs)
+      return {RunStatus::Cancelled, "stopped by the user after epoch " + std::to_string(epoch) + resumable};
   }
-  return report;
+  return {RunStatus::Finished, ""};
+}
+
+EpochReport train(const TrainConfig& config, TrainObserver* observer) {
+  Trainer trainer(config, observer);
+  const RunEnd end = trainer.run();
+  if (end.status != RunStatus::Finished) throw Error(end.reason);
+  AMPWB_CHECK(!trainer.epochs().empty(), "the run finished without an epoch");
+  return trainer.epochs().back();
 }
 
 }  // namespace ampwb

@@ -1,6 +1,7 @@
 // CPU backend: oneDNN 2.6 primitives (created once per shape/dtype/layout and cached) and OpenMP loops.
 #include "backend/cpu/cpu_backend.h"
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include <cmath>
@@ -92,6 +93,8 @@ void check_same(const Tensor& a, const Tensor& b, const char* what) {
   AMPWB_CHECK(a.shape() == b.shape() && a.dtype() == b.dtype() && a.layout() == b.layout(),
               what << ": " << a.describe() << " and " << b.describe() << " differ");
 }
+
+bool is_f16(const Tensor& t) { return t.defined() && t.dtype() == DType::F16; }
 
 int64_t conv_out(int64_t in, int64_t kernel, int stride, int padding) {
   return (in + 2 * padding - kernel) / stride + 1;
@@ -218,18 +221,35 @@ bool CpuBackend::supports(Op op, DType dtype) const {
     case Op::Convert: return true;
     case Op::SoftmaxCrossEntropy:
     case Op::SgdUpdate:
-    case Op::AdamUpdate: return dtype == DType::F32;
-    case Op::Relu:
-    case Op::Add:
-    case Op::GlobalAvgPool: return is_floating(dtype);
-    // oneDNN 2.6 implements no FP16 compute primitive on the CPU ("unimplemented"); BF16 is native.
-    default: return dtype == DType::F32 || dtype == DType::BF16;
+    case Op::AdamUpdate:
+    case Op::ScaleCheck: return dtype == DType::F32;
+    default: return is_floating(dtype);  // FP16 emulated (see the header)
   }
+}
+
+Tensor CpuBackend::widen(const Tensor& t) {
+  if (!is_f16(t)) return t;
+  Tensor wide = Tensor::empty(t.shape(), DType::F32, t.layout());
+  convert(t, wide);
+  return wide;
+}
+
+Tensor CpuBackend::wide_output(const Tensor& t) {
+  return is_f16(t) ? Tensor::empty(t.shape(), DType::F32, t.layout()) : t;
+}
+
+void CpuBackend::narrow(const Tensor& wide, Tensor& out) {
+  if (is_f16(out)) convert(wide, out);
 }
 
 // ---- Convolution --------------------------------------------------------------------------------------------
 
 void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) {
+  if (is_f16(x) || is_f16(w) || is_f16(y)) {  // emulated: FP32 compute on FP16 values, FP16 result
+    Tensor y32 = wide_output(y);
+    conv2d_forward(widen(x), widen(w), y32, p);
+    return narrow(y32, y);
+  }
   AMPWB_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && w.c() == x.c() && y.c() == w.n() &&
                   y.n() == x.n() && y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
                   y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
@@ -246,6 +266,11 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
 }
 
 void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) {
+  if (is_f16(dy) || is_f16(w) || is_f16(dx)) {
+    Tensor dx32 = wide_output(dx);
+    conv2d_backward_data(widen(dy), widen(w), dx32, p);
+    return narrow(dx32, dx);
+  }
   AMPWB_CHECK(dx.rank() == 4 && w.c() == dx.c() && dy.c() == w.n() &&
                   dy.h() == conv_out(dx.h(), w.h(), p.stride, p.padding),
               "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx "
@@ -267,6 +292,11 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
 }
 
 void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) {
+  if (is_f16(x) || is_f16(dy) || is_f16(dw)) {
+    Tensor dw32 = wide_output(dw);
+    conv2d_backward_weights(widen(x), widen(dy), dw32, p);
+    return narrow(dw32, dw);
+  }
   AMPWB_CHECK(x.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n(),
               "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw "
                                                    << dw.describe());
@@ -315,6 +345,12 @@ void check_bn(const Tensor& x, const Tensor& y, std::initializer_list<const Tens
 void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                             Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
                                             Tensor& running_var, float momentum, float eps) {
+  if (is_f16(x)) {
+    Tensor y32 = wide_output(y);
+    batchnorm_forward_training(widen(x), gamma, beta, y32, batch_mean, batch_var, running_mean, running_var,
+                               momentum, eps);
+    return narrow(y32, y);
+  }
   check_bn(x, y, {&gamma, &beta, &batch_mean, &batch_var, &running_mean, &running_var});
   const Cached& c = impl_->get(make_key("bn_fwd_train", x, eps), [&] {
     auto pd = bn_forward_pd(impl_->engine, impl_->attr(), x, eps);
@@ -338,6 +374,11 @@ void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma
 
 void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                              const Tensor& running_mean, const Tensor& running_var, float eps) {
+  if (is_f16(x)) {
+    Tensor y32 = wide_output(y);
+    batchnorm_forward_inference(widen(x), gamma, beta, y32, running_mean, running_var, eps);
+    return narrow(y32, y);
+  }
   check_bn(x, y, {&gamma, &beta, &running_mean, &running_var});
   const Cached& c = impl_->get(make_key("bn_fwd_infer", x, eps), [&] {
     auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_inference, plain_desc(x), eps,
@@ -353,6 +394,11 @@ void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamm
 void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                     const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
                                     Tensor& dbeta, float eps) {
+  if (is_f16(x)) {
+    Tensor dx32 = wide_output(dx);
+    batchnorm_backward(widen(x), widen(dy), gamma, batch_mean, batch_var, dx32, dgamma, dbeta, eps);
+    return narrow(dx32, dx);
+  }
   check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
   check_same(x, dx, "batch norm input and its gradient");
   const Cached& c = impl_->get(make_key("bn_bwd", x, eps), [&] {
@@ -429,6 +475,11 @@ dnnl::pooling_forward::primitive_desc maxpool_forward_pd(const dnnl::engine& eng
 }  // namespace
 
 void CpuBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) {
+  if (is_f16(x)) {
+    Tensor y32 = wide_output(y);
+    maxpool_forward(widen(x), y32, workspace, p);
+    return narrow(y32, y);
+  }
   AMPWB_CHECK(x.rank() == 4 && y.rank() == 4 && y.c() == x.c() && y.n() == x.n() &&
                   y.h() == conv_out(x.h(), p.kernel, p.stride, p.padding) &&
                   y.w() == conv_out(x.w(), p.kernel, p.stride, p.padding),
@@ -443,6 +494,11 @@ void CpuBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, 
 }
 
 void CpuBackend::maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) {
+  if (is_f16(dy)) {
+    Tensor dx32 = wide_output(dx);
+    maxpool_backward(widen(dy), workspace, dx32, p);
+    return narrow(dx32, dx);
+  }
   const Cached& c = impl_->get(make_key("maxpool_bwd", dy, dx, p.kernel, p.stride, p.padding), [&] {
     const memory::dims stride{p.stride, p.stride}, kernel{p.kernel, p.kernel}, pad{p.padding, p.padding};
     auto hint = maxpool_forward_pd(impl_->engine, impl_->attr(), dx, dy, p);
@@ -508,6 +564,11 @@ dnnl::inner_product_forward::primitive_desc linear_forward_pd(const dnnl::engine
 }  // namespace
 
 void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  if (is_f16(x) || is_f16(w) || is_f16(y)) {
+    Tensor y32 = wide_output(y);
+    linear_forward(widen(x), widen(w), widen(b), y32);
+    return narrow(y32, y);
+  }
   AMPWB_CHECK(x.rank() == 2 && w.rank() == 2 && y.rank() == 2 && w.dim(1) == x.dim(1) && y.dim(0) == x.dim(0) &&
                   y.dim(1) == w.dim(0) && b.numel() == w.dim(0),
               "linear_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
@@ -521,6 +582,13 @@ void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& 
 
 void CpuBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
                                  Tensor& db) {
+  if (is_f16(dy) || is_f16(x) || is_f16(w)) {
+    Tensor dx32 = wide_output(dx), dw32 = wide_output(dw), db32 = wide_output(db);
+    linear_backward(widen(dy), widen(x), widen(w), dx32, dw32, db32);
+    narrow(dx32, dx);
+    narrow(dw32, dw);
+    return narrow(db32, db);
+  }
   if (dx.defined()) {
     const Cached& c = impl_->get(make_key("linear_bwd_data", dy, w, dx), [&] {
       Tensor bias_like = Tensor::empty({w.dim(0)}, w.dtype());
@@ -545,10 +613,54 @@ void CpuBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tensor
 
 // ---- Conversion -----------------------------------------------------------------------------------------------
 
+namespace {
+// FP32 <-> FP16 with the CPU's F16C instructions: exact IEEE round-to-nearest-even, signed zeros, subnormals and
+// overflow to inf, as GPUs store FP16 (oneDNN's reorder drops the sign of -0). Falls back to the same rounding in
+// software on CPUs without F16C.
+__attribute__((target("avx2,f16c"))) void f32_to_f16_f16c(const float* in, uint16_t* out, int64_t n, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n / 8; ++i)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 8 * i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + 8 * i), _MM_FROUND_TO_NEAREST_INT));
+  for (int64_t i = n / 8 * 8; i < n; ++i) out[i] = float_to_half_bits(in[i]);
+}
+
+__attribute__((target("avx2,f16c"))) void f16_to_f32_f16c(const uint16_t* in, float* out, int64_t n, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n / 8; ++i)
+    _mm256_storeu_ps(out + 8 * i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 8 * i))));
+  for (int64_t i = n / 8 * 8; i < n; ++i) out[i] = half_bits_to_float(in[i]);
+}
+
+bool convert_half_directly(const Tensor& src, Tensor& dst, int threads) {
+  if (src.layout() != dst.layout() && src.rank() == 4) return false;
+  const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  const int64_t n = src.numel();
+  if (src.dtype() == DType::F32 && dst.dtype() == DType::F16) {
+    if (f16c) {
+      f32_to_f16_f16c(src.data_as<float>(), dst.data_as<uint16_t>(), n, threads);
+    } else {
+      for (int64_t i = 0; i < n; ++i) dst.data_as<uint16_t>()[i] = float_to_half_bits(src.data_as<float>()[i]);
+    }
+    return true;
+  }
+  if (src.dtype() == DType::F16 && dst.dtype() == DType::F32) {
+    if (f16c) {
+      f16_to_f32_f16c(src.data_as<uint16_t>(), dst.data_as<float>(), n, threads);
+    } else {
+      for (int64_t i = 0; i < n; ++i) dst.data_as<float>()[i] = half_bits_to_float(src.data_as<uint16_t>()[i]);
+    }
+    return true;
+  }
+  return false;
+}
+}  // namespace
+
 void CpuBackend::convert(const Tensor& src, Tensor& dst) {
   AMPWB_CHECK(src.shape() == dst.shape(), "convert: shapes differ: " << src.describe() << " -> " << dst.describe());
   AMPWB_CHECK(src.device().is_cpu() && dst.device().is_cpu(),
               "the CPU backend converts CPU tensors only: " << src.describe() << " -> " << dst.describe());
+  if (convert_half_directly(src, dst, threads_)) return;
   const Cached& c = impl_->get(make_key("convert", src, dst), [&] {
     auto pd = dnnl::reorder::primitive_desc(impl_->engine, plain_desc(src), impl_->engine, plain_desc(dst),
                                             impl_->attr());
@@ -624,6 +736,27 @@ void CpuBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tenso
     m2[i] = p.beta2 * m2[i] + (1 - p.beta2) * gi * gi;
     w[i] = w[i] * decay - step_size * m1[i] / (std::sqrt(m2[i]) / bias2_sqrt + p.eps);
   }
+}
+
+ScaleCheck CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
+  ScaleCheck result;
+  for (Tensor* t : tensors) {
+    AMPWB_CHECK(t->dtype() == DType::F32, "scale_and_check expects FP32 tensors, got " << t->describe());
+    float* p = t->data_as<float>();
+    const int64_t n = t->numel();
+    double sum = 0;
+    int nonfinite = 0;
+#pragma omp parallel for simd num_threads(threads_) reduction(+ : sum) reduction(| : nonfinite)
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = p[i] * factor;
+      p[i] = v;
+      sum += static_cast<double>(v) * v;
+      nonfinite |= !std::isfinite(v);
+    }
+    result.nonfinite = result.nonfinite || nonfinite;
+    result.sum_of_squares += sum;
+  }
+  return result;
 }
 
 }  // namespace ampwb

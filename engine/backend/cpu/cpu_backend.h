@@ -1,5 +1,9 @@
 // The CPU backend: convolution, batch norm, max pooling, inner product and conversions through oneDNN 2.6
 // primitives cached by shape, dtype and layout; the memory-bound elementwise ops as OpenMP loops.
+// FP32 and BF16 run natively (BF16 on AVX512-BF16 or AMX where the CPU has them). oneDNN 2.6 implements no FP16
+// compute on the CPU, so FP16 is emulated: FP16 tensors are widened to FP32, the FP32 primitive runs (FP32
+// accumulation, as tensor cores do), and results are rounded to FP16 with its range: overflow to inf, magnitudes
+// under 2^-24 to zero, subnormals kept.
 #pragma once
 
 #include <memory>
@@ -42,11 +46,18 @@ class CpuBackend final : public Backend {
                               Tensor& dlogits) override;
   void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) override;
   void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) override;
+  ScaleCheck scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
 
   // The instruction set oneDNN dispatches to, e.g. "avx512_core_bf16" or "avx512_core_amx".
   std::string isa() const;
 
  private:
+  // FP16 emulation helpers: an FP32 copy of an FP16 tensor (others pass through), an FP32 tensor to compute an
+  // FP16 result into, and the rounding of that result into the FP16 tensor.
+  Tensor widen(const Tensor& t);
+  static Tensor wide_output(const Tensor& t);
+  void narrow(const Tensor& wide, Tensor& out);
+
   struct Impl;  // oneDNN engine, stream and primitive caches
   std::unique_ptr<Impl> impl_;
   int threads_ = 1;

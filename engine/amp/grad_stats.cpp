@@ -1,0 +1,69 @@
+// Gradient histograms.
+#include "amp/grad_stats.h"
+
+#include <cmath>
+
+#include "core/half.h"
+#include "nn/layer.h"
+
+namespace ampwb {
+namespace {
+GradientHistogram empty_histogram(const char* kind) {
+  GradientHistogram h;
+  h.kind = kind;
+  h.counts.assign(static_cast<size_t>(h.max_log2 - h.min_log2 + 1), 0);
+  return h;
+}
+}  // namespace
+
+GradientProbe::GradientProbe() : activation_(empty_histogram("activation")), weight_(empty_histogram("weight")) {}
+
+void GradientProbe::add(const Tensor& g, GradientHistogram& h) {
+  const std::vector<float> values = to_float_vector(g);  // once per epoch: clarity over speed
+  const int bins = static_cast<int>(h.counts.size());
+  int64_t under = 0, over = 0;
+  for (float v : values) {
+    ++h.total;
+    if (v == 0.0f) {
+      ++h.zeros;
+      continue;
+    }
+    if (std::isnan(v)) {
+      ++h.nonfinite;
+      continue;
+    }
+    const float magnitude = std::fabs(v);
+    if (std::isinf(magnitude)) {
+      ++h.nonfinite;
+      ++over;
+      continue;
+    }
+    if (magnitude < kHalfMinSubnormal) ++under;
+    if (magnitude > kHalfMax) ++over;
+    const int bin = std::clamp(std::ilogb(magnitude) - h.min_log2, 0, bins - 1);
+    ++h.counts[static_cast<size_t>(bin)];
+  }
+  // Fractions are kept as running counts until take() divides them.
+  h.underflow_fraction += static_cast<double>(under);
+  h.overflow_fraction += static_cast<double>(over);
+}
+
+void GradientProbe::record_weight_gradients(const std::vector<Parameter*>& params) {
+  for (const Parameter* p : params) add(p->grad, weight_);
+}
+
+std::vector<GradientHistogram> GradientProbe::take(int epoch, double loss_scale) {
+  std::vector<GradientHistogram> out;
+  for (GradientHistogram* h : {&activation_, &weight_}) {
+    if (h->total == 0) continue;
+    h->epoch = epoch;
+    h->loss_scale = loss_scale;
+    h->underflow_fraction /= static_cast<double>(h->total);
+    h->overflow_fraction /= static_cast<double>(h->total);
+    out.push_back(*h);
+    *h = empty_histogram(h->kind.c_str());
+  }
+  return out;
+}
+
+}  // namespace ampwb

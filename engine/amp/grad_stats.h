@@ -1,0 +1,27 @@
+// Gradient statistics for the paper's histogram (Micikevicius et al., Fig. 3), measured on the user's own run:
+// log2 magnitudes of activation and weight gradients against FP16's representable range (2^-24 ... 65504).
+#pragma once
+
+#include <vector>
+
+#include "core/tensor.h"
+#include "train/events.h"
+
+namespace ampwb {
+
+struct Parameter;
+
+class GradientProbe {
+ public:
+  GradientProbe();
+  void record_activation_gradient(const Tensor& g) { add(g, activation_); }
+  void record_weight_gradients(const std::vector<Parameter*>& params);
+  // The two histograms gathered since the last take(), with their fractions; resets.
+  std::vector<GradientHistogram> take(int epoch, double loss_scale);
+
+ private:
+  static void add(const Tensor& g, GradientHistogram& into);
+  GradientHistogram activation_, weight_;
+};
+
+}  // namespace ampwb

@@ -1,0 +1,109 @@
+// The loss scaler's state machine.
+#include "amp/loss_scaler.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace ampwb {
+
+LossScaler::LossScaler(const LossScaleConfig& config)
+    : config_(config), scale_(config.init_scale), hysteresis_left_(config.hysteresis) {
+  AMPWB_CHECK(config.kind == "off" || config.kind == "static" || config.kind == "dynamic",
+              "unknown loss scaling '" << config.kind << "'");
+}
+
+LossScaler::Unscaled LossScaler::unscale(Backend& backend, const std::vector<Parameter*>& params) {
+  AMPWB_CHECK(stage_ != Stage::Unscaled, "unscale() was already called since the last update()");
+  AMPWB_CHECK(stage_ != Stage::Stepped, "unscale() is being called after step(); call update() first");
+  std::vector<Tensor*> grads;
+  for (Parameter* p : params) grads.push_back(&p->grad);
+  const double inv_scale = 1.0 / scale();  // as PyTorch: reciprocal in double, then float
+  const ScaleCheck check = backend.scale_and_check(grads, static_cast<float>(inv_scale));
+  found_nonfinite_ = check.nonfinite;
+  unscaled_ = {check.nonfinite, static_cast<float>(std::sqrt(check.sum_of_squares))};
+  if (check.nonfinite) unscaled_.grad_norm = std::numeric_limits<float>::infinity();
+  stage_ = Stage::Unscaled;
+  return unscaled_;
+}
+
+bool LossScaler::step(Backend& backend, Optimizer& optimizer, const std::vector<Parameter*>& params, float lr) {
+  AMPWB_CHECK(stage_ != Stage::Stepped, "step() was already called since the last update()");
+  if (stage_ == Stage::Ready) unscale(backend, params);
+  // Dynamic scaling skips steps with inf/NaN gradients; static and off apply them as they are.
+  last_skipped_ = dynamic() && found_nonfinite_;
+  if (!last_skipped_) optimizer.step(params, lr);
+  stage_ = Stage::Stepped;
+  return !last_skipped_;
+}
+
+void LossScaler::update() {
+  AMPWB_CHECK(stage_ == Stage::Stepped, "update() needs a step() first");
+  stage_ = Stage::Ready;
+  if (!dynamic()) return;
+  if (found_nonfinite_) {
+    if (hysteresis_left_ > 1) {
+      --hysteresis_left_;  // DeepSpeed/Megatron: tolerate a few overflows before backing off
+    } else {
+      const double backed_off = scale_ * config_.backoff_factor;
+      if (config_.min_scale > 0 && backed_off < config_.min_scale) {
+        collapsed_ = scale_ <= config_.min_scale;
+        scale_ = config_.min_scale;
+      } else {
+        scale_ = backed_off;
+      }
+    }
+    growth_tracker_ = 0;
+    return;
+  }
+  if (++growth_tracker_ == config_.growth_interval) {
+    const double grown = scale_ * config_.growth_factor;
+    if (std::isfinite(static_cast<float>(grown)))  // PyTorch: grow only to a finite float
+      scale_ = config_.max_scale > 0 ? std::min(grown, config_.max_scale) : grown;
+    growth_tracker_ = 0;
+    hysteresis_left_ = config_.hysteresis;
+  }
+}
+
+void LossScaler::load_state(const State& s) {
+  scale_ = s.scale;
+  growth_tracker_ = s.growth_tracker;
+  hysteresis_left_ = s.hysteresis_left;
+  stage_ = Stage::Ready;
+}
+
+LossScaleConfig loss_scale_preset(const std::string& framework) {
+  LossScaleConfig c;  // PyTorch GradScaler: 2^16, x2 every 2000, x0.5
+  if (framework == "pytorch" || framework == "paddle") return c;  // Paddle >= 2.5 shares PyTorch's defaults
+  if (framework == "apex") {
+    c.max_scale = 16777216.0;  // 2^24
+    return c;
+  }
+  if (framework == "paddle-2.2") {
+    c.init_scale = 32768.0;
+    c.growth_interval = 1000;
+    c.hysteresis = 2;
+    return c;
+  }
+  if (framework == "deepspeed") {
+    c.growth_interval = 1000;
+    c.hysteresis = 2;
+    c.min_scale = 1.0;
+    return c;
+  }
+  if (framework == "megatron") {
+    c.init_scale = 4294967296.0;  // 2^32
+    c.growth_interval = 1000;
+    c.hysteresis = 2;
+    c.min_scale = 1.0;
+    return c;
+  }
+  if (framework == "tensorflow") {
+    c.init_scale = 32768.0;  // 2^15
+    return c;
+  }
+  throw Error("unknown scaler preset '" + framework +
+              "' (expected pytorch, apex, paddle, paddle-2.2, deepspeed, megatron or tensorflow)");
+}
+
+}  // namespace ampwb

@@ -1,0 +1,69 @@
+// Loss scaling with PyTorch GradScaler semantics (torch/amp/grad_scaler.py), plus the options other frameworks
+// use: hysteresis (DeepSpeed, Megatron), a minimum and a maximum scale.
+//
+// Per step: scale the loss gradient by scale(), backward, unscale() (one fused pass multiplies every gradient by
+// 1/scale and looks for inf/NaN), optionally clip, step() (skipped when an inf/NaN was found), update().
+// Dynamic: on a non-finite step the scale backs off (x0.5) and the growth tracker resets; after growth_interval
+// clean steps in a row it grows (x2). Static: the scale never changes and nothing is skipped (Apex's static mode).
+// Off: scale 1, pass-through.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+#include "nn/layer.h"
+#include "optim/optimizer.h"
+#include "train/config.h"
+
+namespace ampwb {
+
+class LossScaler {
+ public:
+  explicit LossScaler(const LossScaleConfig& config);
+
+  bool enabled() const { return config_.kind != "off"; }
+  bool dynamic() const { return config_.kind == "dynamic"; }
+  float scale() const { return enabled() ? static_cast<float>(scale_) : 1.0f; }
+
+  struct Unscaled {
+    bool found_nonfinite = false;
+    float grad_norm = 0;  // L2 norm of the unscaled gradients (inf/NaN when found_nonfinite)
+  };
+  // Multiplies every gradient by 1/scale (the reciprocal in double, then float, as PyTorch) and checks them for
+  // inf/NaN, in one pass. Twice before update(), or after step(), is an error.
+  Unscaled unscale(Backend& backend, const std::vector<Parameter*>& params);
+  // Unscales if not done; takes the optimizer step unless a gradient was inf/NaN. Returns whether it stepped.
+  bool step(Backend& backend, Optimizer& optimizer, const std::vector<Parameter*>& params, float lr);
+  // Adjusts the scale for the next step; required after each step().
+  void update();
+
+  bool last_step_skipped() const { return last_skipped_; }
+  // The scale sat at its minimum and gradients still overflowed: the run cannot recover.
+  bool collapsed() const { return collapsed_; }
+
+  struct State {
+    double scale = 65536.0;
+    int64_t growth_tracker = 0;
+    int hysteresis_left = 1;
+  };
+  State state() const { return {scale_, growth_tracker_, hysteresis_left_}; }
+  void load_state(const State& s);
+
+ private:
+  enum class Stage { Ready, Unscaled, Stepped };
+  LossScaleConfig config_;
+  double scale_;
+  int64_t growth_tracker_ = 0;
+  int hysteresis_left_;
+  Stage stage_ = Stage::Ready;
+  bool found_nonfinite_ = false;
+  bool last_skipped_ = false;
+  bool collapsed_ = false;
+  Unscaled unscaled_;
+};
+
+// Scaler presets: the defaults of PyTorch, Apex, Paddle, DeepSpeed, Megatron and TensorFlow (AMP-REFERENCE.md).
+LossScaleConfig loss_scale_preset(const std::string& framework);
+
+}  // namespace ampwb

@@ -1,0 +1,158 @@
+// Training configuration: precision presets, validation and JSON.
+#include "train/config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace ampwb {
+
+PrecisionConfig precision_preset(const std::string& mode) {
+  if (mode == "fp32" || mode == "tf32") return {mode, false, {"off"}};
+  if (mode == "amp-fp16" || mode == "fp16-o2") return {mode, true, {"dynamic"}};
+  if (mode == "amp-bf16") return {mode, true, {"off"}};
+  if (mode == "fp16-pure") return {mode, false, {"off"}};
+  throw Error("unknown precision mode '" + mode +
+              "' (expected fp32, tf32, amp-fp16, amp-bf16, fp16-o2 or fp16-pure)");
+}
+
+void validate(const TrainConfig& c) {
+  AMPWB_CHECK(!c.data_dir.empty(), "no dataset folder given (--data DIR)");
+  const std::vector<int> depths = supported_depths();
+  AMPWB_CHECK(std::find(depths.begin(), depths.end(), c.depth) != depths.end(),
+              "unsupported depth " << c.depth << " (expected 18, 34, 50, 101, 152, 20, 32, 44, 56 or 110)");
+  AMPWB_CHECK(c.epochs >= 1, "--epochs must be at least 1, got " << c.epochs);
+  AMPWB_CHECK(c.batch_size >= 2,
+              "--batch-size must be at least 2 (batch norm needs two samples), got " << c.batch_size);
+  AMPWB_CHECK(c.image_size == 0 || (c.image_size >= 8 && c.image_size <= 1024),
+              "--image-size must be between 8 and 1024, got " << c.image_size);
+  AMPWB_CHECK(c.lr > 0 && std::isfinite(c.lr), "--lr must be positive, got " << c.lr);
+  AMPWB_CHECK(c.warmup_epochs >= 0 && c.warmup_epochs <= c.epochs, "--warmup-epochs must be in [0, epochs]");
+  AMPWB_CHECK(c.label_smoothing >= 0 && c.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
+  AMPWB_CHECK(c.grad_clip_norm >= 0, "--grad-clip must not be negative");
+  AMPWB_CHECK(c.data.validation_fraction >= 0 && c.data.validation_fraction < 1, "--val-fraction must be in [0, 1)");
+  AMPWB_CHECK(c.topk >= 1, "--topk must be at least 1");
+  AMPWB_CHECK(c.optimizer.kind == "sgd" || c.optimizer.kind == "adam" || c.optimizer.kind == "adamw",
+              "unknown optimizer '" << c.optimizer.kind << "' (expected sgd, adam or adamw)");
+  AMPWB_CHECK(c.schedule == "constant" || c.schedule == "step" || c.schedule == "cosine",
+              "unknown schedule '" << c.schedule << "' (expected constant, step or cosine)");
+  AMPWB_CHECK(c.threads >= 0, "--threads must not be negative");
+  AMPWB_CHECK(c.data.normalization == "dataset" || c.data.normalization == "imagenet",
+              "--normalize must be dataset or imagenet");
+  precision_preset(c.precision.mode);  // throws on an unknown mode
+  const LossScaleConfig& s = c.precision.loss_scale;
+  AMPWB_CHECK(s.kind == "off" || s.kind == "static" || s.kind == "dynamic",
+              "--loss-scale must be off, static:S or dynamic, got '" << s.kind << "'");
+  AMPWB_CHECK(s.init_scale > 0 && std::isfinite(s.init_scale), "the loss scale must be positive and finite");
+  AMPWB_CHECK(s.growth_factor > 1, "--growth-factor must be above 1");
+  AMPWB_CHECK(s.backoff_factor > 0 && s.backoff_factor < 1, "--backoff-factor must be in (0, 1)");
+  AMPWB_CHECK(s.growth_interval >= 1, "--growth-interval must be at least 1");
+  AMPWB_CHECK(s.hysteresis >= 1, "--hysteresis must be at least 1");
+  AMPWB_CHECK(s.min_scale >= 0 && s.max_scale >= 0 && (s.max_scale == 0 || s.max_scale >= s.min_scale),
+              "--min-scale and --max-scale must be non-negative, the maximum not below the minimum");
+  AMPWB_CHECK(c.max_consecutive_skipped >= 1, "--max-skipped must be at least 1");
+}
+
+void to_json(nlohmann::json& j, const TrainConfig& c) {
+  const LossScaleConfig& s = c.precision.loss_scale;
+  j = nlohmann::json{
+      {"name", c.name},
+      {"data_dir", c.data_dir},
+      {"depth", c.depth},
+      {"epochs", c.epochs},
+      {"batch_size", c.batch_size},
+      {"image_size", c.image_size},
+      {"stem", stem_name(c.stem)},
+      {"lr", c.lr},
+      {"schedule", c.schedule},
+      {"warmup_epochs", c.warmup_epochs},
+      {"optimizer",
+       {{"kind", c.optimizer.kind}, {"momentum", c.optimizer.momentum}, {"nesterov", c.optimizer.nesterov},
+        {"weight_decay", c.optimizer.weight_decay}, {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},
+        {"eps", c.optimizer.eps}}},
+      {"label_smoothing", c.label_smoothing},
+      {"grad_clip_norm", c.grad_clip_norm},
+      {"topk", c.topk},
+      {"seed", c.seed},
+      {"device", c.device},
+      {"threads", c.threads},
+      {"precision",
+       {{"mode", c.precision.mode},
+        {"master_weights", c.precision.master_weights},
+        {"loss_scale",
+         {{"kind", s.kind}, {"init_scale", s.init_scale}, {"growth_factor", s.growth_factor},
+          {"backoff_factor", s.backoff_factor}, {"growth_interval", s.growth_interval},
+          {"hysteresis", s.hysteresis}, {"min_scale", s.min_scale}, {"max_scale", s.max_scale}}}}},
+      {"data",
+       {{"validation_fraction", c.data.validation_fraction}, {"max_train_images", c.data.max_train_images},
+        {"augment", c.data.augment}, {"normalization", c.data.normalization}, {"drop_last", c.data.drop_last},
+        {"cache_budget_mb", c.data.cache_budget_mb}, {"loader_threads", c.data.loader_threads}}},
+      {"max_steps_per_epoch", c.max_steps_per_epoch},
+      {"max_consecutive_skipped", c.max_consecutive_skipped},
+      {"checkpoint_dir", c.checkpoint_dir},
+  };
+}
+
+// Missing keys keep their defaults, so configurations stored by older versions still load.
+template <class T>
+void read(const nlohmann::json& j, const char* key, T& field) {
+  if (j.contains(key)) j.at(key).get_to(field);
+}
+
+void from_json(const nlohmann::json& j, TrainConfig& c) {
+  read(j, "name", c.name);
+  read(j, "data_dir", c.data_dir);
+  read(j, "depth", c.depth);
+  read(j, "epochs", c.epochs);
+  read(j, "batch_size", c.batch_size);
+  read(j, "image_size", c.image_size);
+  std::string stem = stem_name(c.stem);
+  read(j, "stem", stem);
+  c.stem = stem == "imagenet" ? Stem::ImageNet : stem == "small" ? Stem::Small : Stem::Auto;
+  read(j, "lr", c.lr);
+  read(j, "schedule", c.schedule);
+  read(j, "warmup_epochs", c.warmup_epochs);
+  const nlohmann::json empty = nlohmann::json::object();
+  const auto& o = j.contains("optimizer") ? j.at("optimizer") : empty;
+  read(o, "kind", c.optimizer.kind);
+  read(o, "momentum", c.optimizer.momentum);
+  read(o, "nesterov", c.optimizer.nesterov);
+  read(o, "weight_decay", c.optimizer.weight_decay);
+  read(o, "beta1", c.optimizer.beta1);
+  read(o, "beta2", c.optimizer.beta2);
+  read(o, "eps", c.optimizer.eps);
+  read(j, "label_smoothing", c.label_smoothing);
+  read(j, "grad_clip_norm", c.grad_clip_norm);
+  read(j, "topk", c.topk);
+  read(j, "seed", c.seed);
+  read(j, "device", c.device);
+  read(j, "threads", c.threads);
+  const auto& p = j.contains("precision") ? j.at("precision") : empty;
+  read(p, "mode", c.precision.mode);
+  read(p, "master_weights", c.precision.master_weights);
+  const auto& s = p.contains("loss_scale") ? p.at("loss_scale") : empty;
+  LossScaleConfig& l = c.precision.loss_scale;
+  read(s, "kind", l.kind);
+  read(s, "init_scale", l.init_scale);
+  read(s, "growth_factor", l.growth_factor);
+  read(s, "backoff_factor", l.backoff_factor);
+  read(s, "growth_interval", l.growth_interval);
+  read(s, "hysteresis", l.hysteresis);
+  read(s, "min_scale", l.min_scale);
+  read(s, "max_scale", l.max_scale);
+  const auto& d = j.contains("data") ? j.at("data") : empty;
+  read(d, "validation_fraction", c.data.validation_fraction);
+  read(d, "max_train_images", c.data.max_train_images);
+  read(d, "augment", c.data.augment);
+  read(d, "normalization", c.data.normalization);
+  read(d, "drop_last", c.data.drop_last);
+  read(d, "cache_budget_mb", c.data.cache_budget_mb);
+  read(d, "loader_threads", c.data.loader_threads);
+  read(j, "max_steps_per_epoch", c.max_steps_per_epoch);
+  read(j, "max_consecutive_skipped", c.max_consecutive_skipped);
+  read(j, "checkpoint_dir", c.checkpoint_dir);
+}
+
+}  // namespace ampwb

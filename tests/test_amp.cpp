@@ -1,0 +1,354 @@
+// Mixed precision: the loss scaler against PyTorch's GradScaler semantics, FP16 emulation against the float64
+// reference rounded to FP16, the op policy, an injected overflow, and every precision mode training for real.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "amp/grad_stats.h"
+#include "amp/loss_scaler.h"
+#include "amp/mixed_precision.h"
+#include "amp/policy.h"
+#include "backend/cpu/cpu_backend.h"
+#include "core/half.h"
+#include "image_folder_util.h"
+#include "op_test_util.h"
+#include "train/trainer.h"
+
+namespace ampwb {
+namespace {
+
+CpuBackend& backend() {
+  static CpuBackend b({2});
+  return b;
+}
+
+// ---- Loss scaler -----------------------------------------------------------------------------------------------
+
+struct ScalerStep {
+  bool finite;
+  double scale_used;
+  bool skipped;
+  double scale_after;
+  int64_t tracker_after;
+};
+
+// Runs the scripted steps through the scaler with one parameter whose gradient is 1 or inf/NaN.
+void expect_sequence(const LossScaleConfig& config, const std::vector<ScalerStep>& script) {
+  LossScaler scaler(config);
+  Parameter p("w", tensor_from_floats({2.0f}, {1}));
+  Sgd sgd(backend(), {"sgd", 0.0f});
+  for (size_t i = 0; i < script.size(); ++i) {
+    const ScalerStep& s = script[i];
+    EXPECT_EQ(scaler.scale(), s.scale_used) << "step " << i;
+    p.grad.data_as<float>()[0] = s.finite ? scaler.scale() * 0.5f : (i % 2 ? NAN : INFINITY);
+    const float before = p.value.data_as<float>()[0];
+    const bool stepped = scaler.step(backend(), sgd, {&p}, 1.0f);
+    EXPECT_EQ(!stepped, s.skipped) << "step " << i;
+    if (stepped) {
+      EXPECT_EQ(p.value.data_as<float>()[0], before - 0.5f) << "unscaled gradient at step " << i;
+    }
+    scaler.update();
+    EXPECT_EQ(scaler.state().scale, s.scale_after) << "step " << i;
+    EXPECT_EQ(scaler.state().growth_tracker, s.tracker_after) << "step " << i;
+  }
+}
+
+TEST(LossScaler, DynamicSequenceFollowsPyTorchGradScaler) {
+  // torch/amp/grad_scaler.py with init_scale 65536, growth 2, backoff 0.5, growth_interval 3: a non-finite step
+  // is skipped, halves the scale and resets the tracker; three clean steps in a row double the scale.
+  LossScaleConfig c;
+  c.growth_interval = 3;
+  expect_sequence(c, {{false, 65536, true, 32768, 0},
+                      {false, 32768, true, 16384, 0},
+                      {true, 16384, false, 16384, 1},
+                      {true, 16384, false, 16384, 2},
+                      {true, 16384, false, 32768, 0},
+                      {true, 32768, false, 32768, 1},
+                      {false, 32768, true, 16384, 0},
+                      {true, 16384, false, 16384, 1},
+                      {true, 16384, false, 16384, 2},
+                      {true, 16384, false, 32768, 0},
+                      {false, 32768, true, 16384, 0},
+                      {true, 16384, false, 16384, 1}});
+}
+
+TEST(LossScaler, DefaultsArePyTorchs) {
+  const LossScaleConfig c;
+  EXPECT_EQ(c.init_scale, 65536.0);
+  EXPECT_EQ(c.growth_factor, 2.0);
+  EXPECT_EQ(c.backoff_factor, 0.5);
+  EXPECT_EQ(c.growth_interval, 2000);
+  EXPECT_EQ(loss_scale_preset("tensorflow").init_scale, 32768.0);
+  EXPECT_EQ(loss_scale_preset("apex").max_scale, 16777216.0);
+  EXPECT_EQ(loss_scale_preset("deepspeed").hysteresis, 2);
+  EXPECT_EQ(loss_scale_preset("deepspeed").min_scale, 1.0);
+  EXPECT_THROW(loss_scale_preset("mxnet"), Error);
+}
+
+TEST(LossScaler, HysteresisMinimumMaximumAndGrowthToInfinity) {
+  LossScaleConfig deepspeed = loss_scale_preset("deepspeed");
+  deepspeed.growth_interval = 2;
+  // Hysteresis 2: the first overflow is skipped without backing off, the second backs off.
+  expect_sequence(deepspeed, {{false, 65536, true, 65536, 0},
+                              {false, 65536, true, 32768, 0},
+                              {true, 32768, false, 32768, 1},
+                              {true, 32768, false, 65536, 0}});
+  LossScaleConfig bounded;
+  bounded.init_scale = 4;
+  bounded.min_scale = 2;
+  bounded.max_scale = 8;
+  bounded.growth_interval = 1;
+  expect_sequence(bounded, {{true, 4, false, 8, 0}, {true, 8, false, 8, 0}, {false, 8, true, 4, 0},
+                            {false, 4, true, 2, 0}});
+  LossScaler at_minimum(bounded);
+  at_minimum.load_state({2, 0, 1});
+  Parameter p("w", tensor_from_floats({1.0f}, {1}));
+  p.grad.data_as<float>()[0] = INFINITY;
+  Sgd sgd(backend(), {"sgd", 0.0f});
+  at_minimum.step(backend(), sgd, {&p}, 1.0f);
+  at_minimum.update();
+  EXPECT_TRUE(at_minimum.collapsed()) << "overflowing at the minimum scale cannot recover";
+
+  LossScaleConfig huge;
+  huge.init_scale = std::ldexp(1.0, 127);
+  huge.growth_interval = 1;
+  expect_sequence(huge, {{true, std::ldexp(1.0, 127), false, std::ldexp(1.0, 127), 0}});  // 2^128 is inf in FP32
+}
+
+TEST(LossScaler, StaticAndOffNeverSkipAndIllegalOrdersAreRefused) {
+  LossScaleConfig fixed;
+  fixed.kind = "static";
+  fixed.init_scale = 128;
+  LossScaler scaler(fixed);
+  Parameter p("w", tensor_from_floats({1.0f}, {1}));
+  Sgd sgd(backend(), {"sgd", 0.0f});
+  p.grad.data_as<float>()[0] = INFINITY;
+  EXPECT_TRUE(scaler.step(backend(), sgd, {&p}, 1.0f)) << "static scaling applies every step (Apex)";
+  scaler.update();
+  EXPECT_EQ(scaler.scale(), 128.0f);
+  EXPECT_EQ(LossScaler({"off"}).scale(), 1.0f);
+
+  p.grad.data_as<float>()[0] = 1.0f;
+  scaler.unscale(backend(), {&p});
+  EXPECT_THROW(scaler.unscale(backend(), {&p}), Error);  // twice before update
+  scaler.step(backend(), sgd, {&p}, 1.0f);
+  EXPECT_THROW(scaler.unscale(backend(), {&p}), Error);  // after step
+  EXPECT_THROW(scaler.step(backend(), sgd, {&p}, 1.0f), Error);
+  scaler.update();
+  EXPECT_THROW(scaler.update(), Error);  // update without a step
+}
+
+TEST(LossScaler, FusedUnscaleMultipliesByTheReciprocalAndReportsTheNorm) {
+  Parameter a("a", tensor_from_floats({3.0f, -4.0f}, {2})), b("b", tensor_from_floats({0.0f}, {1}));
+  a.grad = tensor_from_floats({3.0f * 1024, -4.0f * 1024}, {2});
+  b.grad = tensor_from_floats({0.0f}, {1});
+  LossScaleConfig c;
+  c.init_scale = 1024;
+  LossScaler scaler(c);
+  const LossScaler::Unscaled u = scaler.unscale(backend(), {&a, &b});
+  EXPECT_FALSE(u.found_nonfinite);
+  EXPECT_FLOAT_EQ(u.grad_norm, 5.0f);
+  EXPECT_EQ(to_float_vector(a.grad), (std::vector<float>{3.0f, -4.0f}));
+}
+
+// ---- FP16 emulation ------------------------------------------------------------------------------------------
+
+Tensor random_half_tensor(Shape shape, Rng& rng, Layout layout, double scale) {
+  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+  for (float& x : v) x = round_to_half(static_cast<float>(rng.normal() * scale));
+  return tensor_from_floats(v, std::move(shape), DType::F16, layout);
+}
+
+// Distance between two FP16 values in units in the last place at the reference's magnitude.
+double half_ulps(float actual, float expected) {
+  if (std::isinf(expected)) return actual == expected ? 0 : 1e9;
+  const float a = std::fabs(expected);
+  const double ulp = a < kHalfMinNormal ? kHalfMinSubnormal : std::ldexp(1.0, std::ilogb(a) - 10);
+  return std::fabs(static_cast<double>(actual) - expected) / ulp;
+}
+
+void expect_within_one_half_ulp(const Tensor& actual, const ref::Array& exact) {
+  const std::vector<float> got = to_float_vector(actual);
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float expected = round_to_half(static_cast<float>(exact.v[i]));
+    ASSERT_LE(half_ulps(got[i], expected), 1.0) << "element " << i << ": " << got[i] << " vs " << exact.v[i];
+  }
+}
+
+TEST(Fp16Emulation, ConvolutionWithinOneUlpOfFloat64RoundedToFp16) {
+  Rng rng(21);
+  for (double scale : {1.0, 40.0, 1e-3}) {  // ordinary, overflowing (outputs past 65504), subnormal outputs
+    const Tensor x = random_half_tensor({2, 8, 7, 7}, rng, Layout::NHWC, scale);
+    const Tensor w = random_half_tensor({6, 8, 3, 3}, rng, Layout::NCHW, scale);
+    Tensor y = Tensor::empty({2, 6, 4, 4}, DType::F16, Layout::NHWC);
+    backend().conv2d_forward(x, w, y, {2, 1});
+    expect_within_one_half_ulp(y, ref::conv2d_forward(ref::from_tensor(x), ref::from_tensor(w), 2, 1));
+
+    const Tensor dy = random_half_tensor({2, 6, 4, 4}, rng, Layout::NHWC, scale);
+    Tensor dx = Tensor::empty(x.shape(), DType::F16, Layout::NHWC), dw = Tensor::empty(w.shape(), DType::F16);
+    backend().conv2d_backward_data(dy, w, dx, {2, 1});
+    backend().conv2d_backward_weights(x, dy, dw, {2, 1});
+    expect_within_one_half_ulp(dx, ref::conv2d_backward_data(ref::from_tensor(dy), ref::from_tensor(w), x.shape(), 2, 1));
+    expect_within_one_half_ulp(dw, ref::conv2d_backward_weights(ref::from_tensor(x), ref::from_tensor(dy), w.shape(), 2, 1));
+  }
+}
+
+TEST(Fp16Emulation, MatrixProductWithinOneUlpAndOverflowsToInfinity) {
+  Rng rng(22);
+  for (double scale : {1.0, 300.0, 1e-3}) {
+    const Tensor x = random_half_tensor({5, 24}, rng, Layout::NCHW, scale);
+    const Tensor w = random_half_tensor({7, 24}, rng, Layout::NCHW, scale);
+    const Tensor b = random_half_tensor({7}, rng, Layout::NCHW, scale);
+    Tensor y = Tensor::empty({5, 7}, DType::F16);
+    backend().linear_forward(x, w, b, y);
+    const ref::Array exact = ref::linear_forward(ref::from_tensor(x), ref::from_tensor(w), ref::from_tensor(b));
+    expect_within_one_half_ulp(y, exact);
+    if (scale == 300.0) {
+      bool saw_inf = false;
+      for (float v : to_float_vector(y)) saw_inf |= std::isinf(v);
+      EXPECT_TRUE(saw_inf) << "products past 65504 must overflow to inf, as FP16 storage on a GPU does";
+    }
+  }
+}
+
+TEST(Fp16Emulation, BackendRoundingToFp16MatchesRoundToNearestEven) {
+  // The emulation stores results through the backend's f32 -> f16 conversion: it must round exactly like the
+  // reference conversion (ties to even, signed zeros, subnormals kept, 65520 and above to inf).
+  std::vector<float> values = {65504.0f, 65519.99f, 65520.0f, 1e6f, -70000.0f, std::ldexp(1.0f, -25),
+                               std::ldexp(1.5f, -25), std::ldexp(3.0f, -26), std::ldexp(1.0f, -14),
+                               1.0f + std::ldexp(1.0f, -11), 1.0f + std::ldexp(3.0f, -11), -0.0f};
+  Rng rng(23);
+  for (int i = 0; i < 20000; ++i)
+    values.push_back(static_cast<float>(std::ldexp(rng.normal(), static_cast<int>(rng.below(60)) - 40)));
+  const Tensor src = tensor_from_floats(values, {static_cast<int64_t>(values.size())});
+  Tensor half = Tensor::empty(src.shape(), DType::F16);
+  backend().convert(src, half);
+  Tensor back = Tensor::empty(src.shape(), DType::F32);
+  backend().convert(half, back);
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(half.data_as<uint16_t>()[i], float_to_half_bits(values[i])) << values[i];
+    ASSERT_EQ(std::bit_cast<uint32_t>(back.data_as<float>()[i]), std::bit_cast<uint32_t>(round_to_half(values[i])));
+  }
+}
+
+// ---- Policy ----------------------------------------------------------------------------------------------------
+
+TEST(PrecisionPolicy, AutocastTableDecidesEachOpsType) {
+  const PrecisionPolicy fp16(precision_preset("amp-fp16")), bf16(precision_preset("amp-bf16")), fp32;
+  EXPECT_EQ(fp16.compute_dtype(OpClass::Conv, DType::F32), DType::F16);
+  EXPECT_EQ(fp16.compute_dtype(OpClass::Linear, DType::F32), DType::F16);
+  EXPECT_EQ(fp16.compute_dtype(OpClass::BatchNorm, DType::F16), DType::F16);
+  EXPECT_EQ(fp16.compute_dtype(OpClass::Loss, DType::F16), DType::F32);
+  EXPECT_EQ(fp16.compute_dtype(OpClass::Relu, DType::F32), DType::F32) << "elementwise ops follow their input";
+  EXPECT_EQ(bf16.compute_dtype(OpClass::Conv, DType::F32), DType::BF16);
+  EXPECT_EQ(fp32.compute_dtype(OpClass::Conv, DType::F32), DType::F32);
+  EXPECT_TRUE(fp16.master_weights());
+  EXPECT_FALSE(PrecisionPolicy(precision_preset("fp16-pure")).master_weights());
+  EXPECT_TRUE(PrecisionPolicy(precision_preset("fp16-pure")).everything_low());
+  EXPECT_EQ(precision_preset("amp-fp16").loss_scale.kind, "dynamic");
+  EXPECT_EQ(precision_preset("amp-bf16").loss_scale.kind, "off");
+  const std::string table = fp16.describe();
+  EXPECT_NE(table.find("conv2d: low precision -> f16"), std::string::npos) << table;
+  EXPECT_NE(table.find("cross_entropy: fp32 -> f32"), std::string::npos) << table;
+  EXPECT_THROW(precision_preset("fp8"), Error);
+}
+
+TEST(GradientProbe, HistogramOfLog2MagnitudesWithFp16Fractions) {
+  GradientProbe probe;
+  probe.record_activation_gradient(tensor_from_floats(
+      {0.0f, 1.0f, -1.5f, std::ldexp(1.0f, -30), 1e5f, INFINITY, std::ldexp(1.0f, -24)}, {7}));
+  const std::vector<GradientHistogram> h = probe.take(3, 1024);
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].kind, "activation");
+  EXPECT_EQ(h[0].epoch, 3);
+  EXPECT_EQ(h[0].loss_scale, 1024);
+  EXPECT_EQ(h[0].total, 7);
+  EXPECT_EQ(h[0].zeros, 1);
+  EXPECT_EQ(h[0].nonfinite, 1);
+  EXPECT_EQ(h[0].counts[static_cast<size_t>(0 - h[0].min_log2)], 2);   // 1 and 1.5 in [2^0, 2^1)
+  EXPECT_EQ(h[0].counts[static_cast<size_t>(-30 - h[0].min_log2)], 1);
+  EXPECT_DOUBLE_EQ(h[0].underflow_fraction, 1.0 / 7);  // 2^-30 (2^-24 itself is representable)
+  EXPECT_DOUBLE_EQ(h[0].overflow_fraction, 2.0 / 7);   // 1e5 and inf
+}
+
+// ---- Whole steps and runs --------------------------------------------------------------------------------------
+
+TEST(MixedPrecisionStep, InjectedOverflowSkipsTheStepAndLeavesWeightsBitIdentical) {
+  Rng rng(24);
+  ResNet model(backend(), {20, 3, 3, 8, Stem::Auto}, rng);
+  Sgd sgd(backend(), {"sgd", 0.9f});
+  PrecisionConfig config = precision_preset("amp-fp16");
+  config.loss_scale.init_scale = std::ldexp(1.0, 40);  // scaled loss gradients overflow FP16's 65504
+  const PrecisionPolicy policy(config);
+  LossScaler scaler(config.loss_scale);
+  MixedPrecisionStep step(backend(), model, sgd, policy, scaler, 0.0f, 0.0f);
+  const Tensor images = testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC);
+  Tensor labels = Tensor::empty({4}, DType::I32);
+  for (int i = 0; i < 4; ++i) labels.data_as<int32_t>()[i] = i % 3;
+  std::vector<std::vector<float>> before;
+  for (Parameter* p : model.parameters()) before.push_back(to_float_vector(p->value));
+
+  const StepResult r = step.run(images, labels, 0.1f);
+  EXPECT_TRUE(r.skipped);
+  EXPECT_EQ(r.loss_scale, std::ldexp(1.0f, 40));
+  EXPECT_TRUE(std::isinf(r.grad_norm) || std::isnan(r.grad_norm));
+  EXPECT_EQ(scaler.scale(), std::ldexp(1.0f, 39));
+  EXPECT_TRUE(sgd.state().empty()) << "a skipped step must not touch the optimizer";
+  const std::vector<Parameter*> params = model.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::vector<float> after = to_float_vector(params[i]->value);
+    ASSERT_EQ(std::memcmp(after.data(), before[i].data(), after.size() * sizeof(float)), 0) << params[i]->name;
+  }
+  // The scale keeps backing off until the gradients fit; then the step is taken.
+  int steps = 1;
+  while (step.run(images, labels, 0.1f).skipped) ASSERT_LT(++steps, 40);
+  EXPECT_LE(scaler.scale(), 65504.0f * 16);
+}
+
+class EveryMode : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryMode, TrainsATinyResNetWithFallingLoss) {
+  const fs::path data = make_stripes_folder("mode_" + GetParam(), 24, 12);
+  TrainConfig c;
+  c.data_dir = data.string();
+  c.depth = 20;
+  c.epochs = 4;
+  c.batch_size = 8;
+  c.lr = 0.05f;
+  c.threads = 2;
+  c.data.validation_fraction = 0.25;
+  c.precision = precision_preset(GetParam());
+  struct Losses : TrainObserver {
+    std::vector<EpochReport> epochs;
+    std::vector<GradientHistogram> histograms;
+    void on_epoch(const EpochReport& e) override { epochs.push_back(e); }
+    void on_histogram(const GradientHistogram& h) override { histograms.push_back(h); }
+  } observed;
+  Trainer trainer(c, &observed);
+  const RunEnd end = trainer.run();
+  ASSERT_EQ(end.status, RunStatus::Finished) << end.reason;
+  ASSERT_EQ(observed.epochs.size(), 4u);
+  EXPECT_LT(observed.epochs.back().train_loss, 0.7 * observed.epochs.front().train_loss) << GetParam();
+  EXPECT_EQ(observed.histograms.size(), 2u * 4) << "activation and weight gradients every epoch";
+  fs::remove_all(data);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, EveryMode, ::testing::Values("fp32", "amp-fp16", "amp-bf16", "fp16-o2", "fp16-pure"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(EveryMode, Tf32IsRefusedOnTheCpuWithAReason) {
+  TrainConfig c;
+  c.data_dir = fs::temp_directory_path().string();
+  c.precision = precision_preset("tf32");
+  Trainer trainer(c, nullptr);
+  const RunEnd end = trainer.run();
+  EXPECT_EQ(end.status, RunStatus::Failed);
+  EXPECT_NE(end.reason.find("tf32 is a CUDA tensor-core mode"), std::string::npos) << end.reason;
+}
+
+}  // namespace
+}  // namespace ampwb
