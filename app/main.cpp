@@ -16,11 +16,22 @@ void print_usage() {
       "usage: ampwb COMMAND [options]\n\n"
       "commands:\n"
       "  train   train a ResNet on an image folder\n"
-      "%s          [--json]\n"
+      "%s          [--json] [--db FILE] [--resume RUN]\n"
       "  bench   time training steps on synthetic data\n"
       "          [--depth 18] [--image-size 224] [--batch-size 16] [--precision fp32] [--steps 20]\n"
       "          [--warmup 3] [--classes 1000] [--device cpu] [--threads N] [--json]\n"
+      "  runs    list the recorded runs  [--status S] [--tag T] [--json] [--db FILE]\n"
+      "  show    RUN: configuration, epochs and summary of a run  [--json] [--steps] [--db FILE]\n"
+      "  compare RUN RUN...: side by side, speed-up against the first  [--json] [--db FILE]\n"
+      "  export  csv RUN... --out DIR: steps, epochs and summaries as CSV  [--all] [--db FILE]\n"
+      "  delete  RUN: the run and all its records  [--db FILE]\n"
+      "  rename  RUN NAME  [--db FILE]\n"
+      "  tag     RUN TAG  [--remove] [--db FILE]\n"
+      "  note    RUN TEXT: set the run's notes  [--db FILE]\n"
+      "  dataset inspect DIR [--json] | sample | bench-decode [--count N] | bench-loader DIR  (check, time data)\n"
       "  help    this text\n\n"
+      "RUN is a run id or a unique run name. The run store is --db FILE, else $AMPWB_DB, else\n"
+      "$XDG_DATA_HOME/ampwb/runs.sqlite (~/.local/share/ampwb/runs.sqlite).\n"
       "depths: 18 34 50 101 152 (ImageNet family), 20 32 44 56 110 (CIFAR family)\n",
       AMPWB_VERSION, train_flags_help());
 }
@@ -42,6 +53,15 @@ int main(int argc, char** argv) {
     Args args(std::vector<std::string>(tokens.begin() + 1, tokens.end()));
     if (tokens[0] == "train") return train_command(args);
     if (tokens[0] == "bench") return bench_command(args);
+    if (tokens[0] == "dataset") return dataset_command(args);
+    if (tokens[0] == "runs") return runs_command(args);
+    if (tokens[0] == "show") return show_command(args);
+    if (tokens[0] == "compare") return compare_command(args);
+    if (tokens[0] == "export") return export_command(args);
+    if (tokens[0] == "delete") return delete_command(args);
+    if (tokens[0] == "rename") return rename_command(args);
+    if (tokens[0] == "tag") return tag_command(args);
+    if (tokens[0] == "note") return note_command(args);
     std::fprintf(stderr, "ampwb: unknown command '%s' (see ampwb help)\n", tokens[0].c_str());
     return 2;
   } catch (const std::exception& e) {

@@ -1,64 +1,277 @@
-// ampwb train: trains a ResNet on an image folder and prints one line per epoch.
+// ampwb train: trains a ResNet on an image folder and records the run in the run store. Progress goes to a
+// terminal as a progress bar and to a pipe or file as one line per epoch; --json prints a summary at the end.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "core/error.h"
+#include "store/run_store.h"
+#include "store/store_recorder.h"
 #include "train/trainer.h"
 #include "train_flags.h"
 
 namespace ampwb::cli {
 namespace {
 
-class PrintingObserver : public TrainObserver {
+// The first SIGINT/SIGTERM asks the run to stop after its current step (it ends as cancelled and is recorded so);
+// SA_RESETHAND makes a second one end the process at once (the store then shows the run as interrupted).
+volatile std::sig_atomic_t g_signal = 0;
+void on_signal(int signal) { g_signal = signal; }
+
+class SignalGuard {
  public:
-  PrintingObserver(int epochs, bool quiet) : epochs_(epochs), quiet_(quiet) {}
+  SignalGuard() {
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    action.sa_flags = SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// Hands every event to each observer in order (the recorder first, so a printed epoch is a stored epoch).
+class FanOut : public TrainObserver {
+ public:
+  explicit FanOut(std::vector<TrainObserver*> observers) : observers_(std::move(observers)) {}
+  void on_start(const RunInfo& e) override { for (auto* o : observers_) o->on_start(e); }
+  void on_step(const StepReport& e) override { for (auto* o : observers_) o->on_step(e); }
+  void on_epoch(const EpochReport& e) override { for (auto* o : observers_) o->on_epoch(e); }
+  void on_histogram(const GradientHistogram& e) override { for (auto* o : observers_) o->on_histogram(e); }
+  void on_checkpoint(const CheckpointInfo& e) override { for (auto* o : observers_) o->on_checkpoint(e); }
+  void on_end(const RunEnd& e) override { for (auto* o : observers_) o->on_end(e); }
+
+ private:
+  std::vector<TrainObserver*> observers_;
+};
+
+// Prints the run as it goes and turns a caught signal into Trainer::stop().
+class ConsoleObserver : public TrainObserver {
+ public:
+  ConsoleObserver(int epochs, bool quiet, bool terminal, const StoreRecorder& recorder, const std::string& db)
+      : epochs_(epochs), quiet_(quiet), terminal_(terminal), recorder_(recorder), db_(db) {}
+  void set_trainer(Trainer* trainer) { trainer_ = trainer; }
+
   void on_start(const RunInfo& info) override {
+    steps_per_epoch_ = info.steps_per_epoch;
     if (quiet_) return;
+    std::printf("run:     %lld, recorded in %s\n", static_cast<long long>(recorder_.run_id()), db_.c_str());
     std::printf("dataset: %lld training and %lld validation images, %zu classes (%s), %d px\n",
                 static_cast<long long>(info.train_images), static_cast<long long>(info.validation_images),
                 info.class_names.size(), info.dataset_layout.c_str(), info.image_size);
     std::printf("model:   %s\ndevice:  %s\n", info.model_summary.c_str(), info.backend_description.c_str());
     std::fflush(stdout);
   }
-  void on_epoch(const EpochReport& r) override {
-    reports.push_back(r);
-    if (quiet_) return;
-    std::printf(
-        "epoch %d/%d  train loss %.4f acc %.2f%%  val loss %.4f acc %.2f%% top-k %.2f%%  %.1f s  %.1f img/s  "
-        "data wait %.2f s  peak %.1f MiB\n",
-        r.epoch, epochs_, r.train_loss, 100 * r.train_accuracy, r.validation_loss, 100 * r.validation_accuracy,
-        100 * r.validation_topk, r.seconds, r.images_per_second, r.data_wait_seconds, r.peak_bytes / 1048576.0);
+
+  void on_step(const StepReport& r) override {
+    poll_signal();
+    ++steps_in_epoch_;
+    if (quiet_ || !terminal_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_draw_ < std::chrono::milliseconds(100)) return;  // a terminal needs no more than 10 frames/s
+    last_draw_ = now;
+    const int width = 24;
+    const int64_t total = steps_per_epoch_ > 0 ? steps_per_epoch_ : 1;
+    const int filled = static_cast<int>(std::min<int64_t>(width, steps_in_epoch_ * width / total));
+    std::printf("\r\033[Kepoch %d/%d [%s%s] %lld/%lld  loss %.4f  acc %5.1f%%  lr %.4g", r.epoch, epochs_,
+                std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                static_cast<long long>(steps_in_epoch_), static_cast<long long>(total), r.loss, 100 * r.accuracy,
+                r.lr);
+    if (r.loss_scale != 1.0f) std::printf("  scale %g", r.loss_scale);
+    if (r.skipped) std::printf("  skipped");
     std::fflush(stdout);
   }
-  std::vector<EpochReport> reports;
+
+  void on_epoch(const EpochReport& r) override {
+    poll_signal();
+    steps_in_epoch_ = 0;
+    epochs.push_back(r);
+    if (quiet_) return;
+    if (terminal_) std::printf("\r\033[K");
+    std::printf(
+        "epoch %d/%d  train loss %.4f acc %.2f%%  val loss %.4f acc %.2f%% top-%d %.2f%%  %.1f s  %.1f img/s  "
+        "data wait %.2f s  peak %.1f MiB",
+        r.epoch, epochs_, r.train_loss, 100 * r.train_accuracy, r.validation_loss, 100 * r.validation_accuracy,
+        r.topk, 100 * r.validation_topk, r.seconds, r.images_per_second, r.data_wait_seconds,
+        r.peak_bytes / 1048576.0);
+    if (r.skipped_steps) std::printf("  skipped %lld", static_cast<long long>(r.skipped_steps));
+    if (r.loss_scale != 1.0) std::printf("  scale %g", r.loss_scale);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+  void on_checkpoint(const CheckpointInfo& c) override {
+    if (quiet_) return;
+    if (terminal_) std::printf("\r\033[K");
+    std::printf("checkpoint: epoch %d, step %lld: %s\n", c.epoch, static_cast<long long>(c.step), c.path.c_str());
+    std::fflush(stdout);
+  }
+
+  void on_end(const RunEnd&) override {
+    if (!quiet_ && terminal_) std::printf("\r\033[K");
+    std::fflush(stdout);
+  }
+
+  std::vector<EpochReport> epochs;
+  bool signalled = false;
 
  private:
+  void poll_signal() {
+    if (g_signal == 0 || signalled || !trainer_) return;
+    signalled = true;
+    std::fprintf(stderr, "\nampwb train: %s received: stopping after this step (again to quit at once)\n",
+                 g_signal == SIGINT ? "interrupt" : "termination signal");
+    trainer_->stop();
+  }
+
   int epochs_;
-  bool quiet_;
+  bool quiet_, terminal_;
+  const StoreRecorder& recorder_;
+  std::string db_;
+  Trainer* trainer_ = nullptr;
+  int64_t steps_per_epoch_ = 0, steps_in_epoch_ = 0;
+  std::chrono::steady_clock::time_point last_draw_{};
 };
+
+nlohmann::json epoch_json(const EpochReport& r) {
+  return {{"epoch", r.epoch},
+          {"train_loss", r.train_loss},
+          {"train_accuracy", r.train_accuracy},
+          {"validation_loss", r.validation_loss},
+          {"validation_accuracy", r.validation_accuracy},
+          {"validation_topk", r.validation_topk},
+          {"topk", r.topk},
+          {"seconds", r.seconds},
+          {"images_per_second", r.images_per_second},
+          {"data_wait_seconds", r.data_wait_seconds},
+          {"compute_seconds", r.compute_seconds},
+          {"skipped_steps", r.skipped_steps},
+          {"loss_scale", r.loss_scale},
+          {"peak_bytes", r.peak_bytes}};
+}
+
+// The configuration to continue run `run` with: the stored one, from its latest checkpoint. Only settings that
+// leave the curves alone may be given again (a moved dataset folder, threads, cache); others are refused by name.
+TrainConfig resumed_config(const RunStore& store, int64_t run, const TrainConfig& given) {
+  const RunRecord previous = store.run(run);
+  const std::string label = "run " + std::to_string(run) + " ('" + previous.name + "')";
+  if (previous.status == RunStatus::Finished) throw Error(label + " finished: there is nothing to resume");
+  if (store.recording(run)) throw Error(label + " is being recorded by a running process");
+  TrainConfig c = nlohmann::json::parse(previous.config_json).get<TrainConfig>();
+
+  Args no_flags(std::vector<std::string>{});
+  const nlohmann::json defaults = nlohmann::json(parse_train_flags(no_flags)).flatten();
+  const nlohmann::json flags = nlohmann::json(given).flatten();  // a named object: items() refers into it
+  for (const auto& [key, value] : flags.items()) {
+    if (defaults.contains(key) && defaults[key] == value) continue;  // not given (or given as its default)
+    if (key == "/data_dir") c.data_dir = given.data_dir;
+    else if (key == "/threads") c.threads = given.threads;
+    else if (key == "/data/cache_budget_mb") c.data.cache_budget_mb = given.data.cache_budget_mb;
+    else if (key == "/data/loader_threads") c.data.loader_threads = given.data.loader_threads;
+    else
+      throw Error("--resume continues " + label + " with its stored configuration; the setting " + key.substr(1) +
+                  " cannot change (only --data, --threads and --cache-mb can)");
+  }
+
+  const std::vector<CheckpointInfo> saved = store.checkpoints(run);
+  if (saved.empty())
+    throw Error(label + " recorded no checkpoint, so it cannot be resumed (train with --checkpoint-dir DIR)");
+  c.resume_from = saved.back().path;
+  std::error_code ec;
+  if (!std::filesystem::exists(c.resume_from, ec))
+    throw Error("the checkpoint of " + label + ", '" + c.resume_from + "', is missing");
+  return c;
+}
 
 }  // namespace
 
 int train_command(Args& args) {
   TrainConfig c = parse_train_flags(args);
   const bool json = args.flag("json");
+  const std::string db_path = store_path(args);
+  const std::string resume = args.text("resume", "");
   args.reject_unknown();
-
-  PrintingObserver observer(c.epochs, json);
-  const EpochReport last = train(c, &observer);
-  if (json) {
-    std::printf("{\"epochs\": [");
-    for (size_t i = 0; i < observer.reports.size(); ++i) {
-      const EpochReport& r = observer.reports[i];
-      std::printf(
-          "%s{\"epoch\": %d, \"train_loss\": %.6g, \"train_accuracy\": %.6g, \"validation_loss\": %.6g, "
-          "\"validation_accuracy\": %.6g, \"validation_topk\": %.6g, \"seconds\": %.6g, \"images_per_second\": "
-          "%.6g, \"data_wait_seconds\": %.6g, \"peak_bytes\": %zu}",
-          i ? ", " : "", r.epoch, r.train_loss, r.train_accuracy, r.validation_loss, r.validation_accuracy,
-          r.validation_topk, r.seconds, r.images_per_second, r.data_wait_seconds, r.peak_bytes);
-    }
-    std::printf("], \"final_validation_accuracy\": %.6g}\n", last.validation_accuracy);
+  if (resume.empty()) {
+    validate(c);  // bad settings are refused before the store is touched
+    if (!c.name.empty()) check_run_name(c.name);
   }
+
+  // Opened before any training work, so an unusable store is reported at once, not after data loading.
+  RunStore store(db_path, RunStore::Mode::Create);
+  int64_t continue_run = 0;
+  if (!resume.empty()) {
+    continue_run = store.resolve(resume);
+    c = resumed_config(store, continue_run, c);
+  }
+  StoreRecorder recorder(store, c, {}, continue_run);
+  ConsoleObserver console(c.epochs, json, ::isatty(STDOUT_FILENO) == 1, recorder, store.path());
+  FanOut observers({&recorder, &console});
+  Trainer trainer(c, &observers);
+  console.set_trainer(&trainer);
+  RunEnd end;
+  {
+    SignalGuard signals;
+    end = trainer.run();
+  }
+
+  // The summary of the whole run as stored (a resumed run includes its earlier epochs); what this process saw
+  // when the store could not record it.
+  const int64_t run_id = recorder.run_id();
+  const bool recorded = run_id != 0 && recorder.error().empty();
+  const RunRecord record = recorded ? store.run(run_id) : RunRecord{};
+  const std::vector<EpochReport> epochs = recorded ? store.epochs(run_id) : console.epochs;
+  const RunSummary summary = summarize(record, epochs);
+  if (json) {
+    nlohmann::json out = {{"run_id", run_id},
+                          {"name", record.name},
+                          {"db", store.path()},
+                          {"status", run_status_name(end.status)},
+                          {"reason", end.reason},
+                          {"recorded", recorded},
+                          {"epochs_completed", summary.epochs_completed},
+                          {"best_validation_accuracy", summary.best_validation_accuracy},
+                          {"best_epoch", summary.best_epoch},
+                          {"final_validation_accuracy", summary.final_validation_accuracy},
+                          {"final_validation_loss", summary.final_validation_loss},
+                          {"final_train_loss", summary.final_train_loss},
+                          {"total_seconds", summary.total_seconds},
+                          {"mean_epoch_seconds", summary.mean_epoch_seconds},
+                          {"mean_images_per_second", summary.mean_images_per_second},
+                          {"skipped_steps", summary.skipped_steps},
+                          {"final_loss_scale", summary.final_loss_scale},
+                          {"peak_bytes", summary.peak_bytes},
+                          {"epochs", nlohmann::json::array()}};
+    if (!recorder.error().empty()) out["store_error"] = recorder.error();
+    for (const EpochReport& r : epochs) out["epochs"].push_back(epoch_json(r));
+    std::printf("%s\n", out.dump(2).c_str());
+  } else if (run_id != 0) {
+    std::printf("run %lld (%s) %s%s%s; ampwb show %lld\n", static_cast<long long>(run_id), record.name.c_str(),
+                run_status_name(end.status), end.reason.empty() ? "" : ": ", end.reason.c_str(),
+                static_cast<long long>(run_id));
+  }
+  std::fflush(stdout);
+  if (!recorder.error().empty())
+    std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
+  if (end.status == RunStatus::Failed && end.reason != recorder.error())
+    std::fprintf(stderr, "ampwb train: error: %s\n", end.reason.c_str());
+  if (!recorder.error().empty() || end.status == RunStatus::Failed) return 1;
+  if (end.status == RunStatus::Cancelled) return console.signalled ? 130 : 1;
   return 0;
 }
 

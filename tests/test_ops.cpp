@@ -261,3 +261,38 @@ TEST(CpuBackend, ReportsIsaAndRefusesBadShapes) {
 
 }  // namespace
 }  // namespace ampwb
+
+namespace ampwb {
+namespace {
+
+TEST(SixteenBitOps, ReluAndAddMatchTheReferenceRoundedToTheStorageType) {
+  Rng rng(8);
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    auto rounded = [dtype](double v) {
+      return dtype == DType::F16 ? round_to_half(static_cast<float>(v)) : round_to_bfloat16(static_cast<float>(v));
+    };
+    std::vector<float> a(3 * 5 * 4 * 4), b(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = rounded(rng.normal() * 3);
+      b[i] = rounded(rng.normal() * 3);
+    }
+    a[0] = -0.0f;
+    a[1] = 0.0f;
+    const Tensor x = tensor_from_floats(a, {3, 5, 4, 4}, dtype, Layout::NHWC);
+    const Tensor z = tensor_from_floats(b, {3, 5, 4, 4}, dtype, Layout::NHWC);
+    Tensor y = Tensor::empty(x.shape(), dtype, Layout::NHWC), dx = Tensor::empty(x.shape(), dtype, Layout::NHWC);
+    Tensor sum = Tensor::empty(x.shape(), dtype, Layout::NHWC);
+    backend().relu_forward(x, y);
+    backend().relu_backward(y, z, dx);
+    backend().add(x, z, sum);
+    const std::vector<float> got_y = to_float_vector(y), got_dx = to_float_vector(dx), got_sum = to_float_vector(sum);
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(got_y[i], a[i] > 0 ? a[i] : 0.0f) << dtype_name(dtype) << " relu " << i;
+      ASSERT_EQ(got_dx[i], a[i] > 0 ? b[i] : 0.0f) << dtype_name(dtype) << " relu backward " << i;
+      ASSERT_EQ(got_sum[i], rounded(static_cast<double>(a[i]) + b[i])) << dtype_name(dtype) << " add " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ampwb

@@ -19,6 +19,8 @@ struct RunInfo {
   int64_t train_images = 0, validation_images = 0;
   std::vector<std::string> class_names;
   std::string dataset_layout;
+  std::string dataset_fingerprint;  // stable across runs while the data is unchanged
+  std::string dataset_report;       // the dataset report as JSON text (counts, skipped files and why)
   int64_t steps_per_epoch = 0;
   int first_epoch = 1;  // > 1 when resumed
   std::vector<std::string> notes;  // advice for the user, e.g. BF16 slower than FP32 on this CPU

@@ -39,24 +39,24 @@ const char* run_status_name(RunStatus s) {
   return "?";
 }
 
-Evaluation evaluate(ResNet& model, Backend& backend, ImageBatcher& data, int batch_size, int topk) {
+Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk) {
   Evaluation e;
   if (data.size() == 0) return e;
   SoftmaxCrossEntropy loss(backend);
-  data.unshuffle();
-  int64_t correct = 0, correct_k = 0;
+  data.start_epoch(0);
+  int64_t correct = 0, correct_k = 0, seen = 0;
   double total_loss = 0;
-  for (int64_t b = 0; b < data.batches(batch_size); ++b) {
-    Tensor images, labels;
-    data.batch(b, batch_size, images, labels);
-    const Tensor logits = cast(backend, model.forward(images, Mode::Eval), DType::F32);
-    total_loss += static_cast<double>(loss.forward(logits, labels)) * labels.numel();
-    correct += count_topk_correct(logits, labels, 1);
-    correct_k += count_topk_correct(logits, labels, topk);
+  Batch batch;
+  while (data.next(batch)) {
+    const Tensor logits = cast(backend, model.forward(batch.images, Mode::Eval), DType::F32);
+    total_loss += static_cast<double>(loss.forward(logits, batch.labels)) * batch.labels.numel();
+    correct += count_topk_correct(logits, batch.labels, 1);
+    correct_k += count_topk_correct(logits, batch.labels, topk);
+    seen += batch.labels.numel();
   }
-  e.loss = total_loss / data.size();
-  e.accuracy = static_cast<double>(correct) / data.size();
-  e.topk_accuracy = static_cast<double>(correct_k) / data.size();
+  e.loss = seen ? total_loss / seen : 0;
+  e.accuracy = seen ? static_cast<double>(correct) / seen : 0;
+  e.topk_accuracy = seen ? static_cast<double>(correct_k) / seen : 0;
   return e;
 }
 
@@ -145,15 +145,14 @@ namespace {
 // Where a run stands inside an epoch: what a checkpoint must carry to continue the same curves.
 struct EpochProgress {
   int epoch = 1;
-  int64_t next_step = 0;  // within the epoch
-  Rng::State shuffle_state{};  // the shuffle generator before this epoch's shuffle
+  int64_t next_step = 0;  // within the epoch (the loader's order comes from the seed and the epoch)
   double loss_sum = 0, data_wait = 0, compute = 0;
   int64_t seen = 0, correct = 0, skipped = 0;
 };
 
 Checkpoint make_checkpoint(const TrainConfig& config, const EpochProgress& at, int64_t global_step,
                            int64_t consecutive_skipped, ResNet& model, Optimizer& optimizer,
-                           const LossScaler& scaler, const Normalization& norm) {
+                           const LossScaler& scaler) {
   Checkpoint c;
   const LossScaler::State s = scaler.state();
   c.meta = {{"version", 1},
@@ -162,12 +161,9 @@ Checkpoint make_checkpoint(const TrainConfig& config, const EpochProgress& at, i
             {"next_step", at.next_step},
             {"global_step", global_step},
             {"consecutive_skipped", consecutive_skipped},
-            {"shuffle_state", at.shuffle_state},
             {"partial", {at.loss_sum, at.data_wait, at.compute, at.seen, at.correct, at.skipped}},
             {"scaler", {s.scale, s.growth_tracker, s.hysteresis_left}},
-            {"optimizer_steps", optimizer.steps_taken()},
-            {"normalization", {norm.mean[0], norm.mean[1], norm.mean[2], norm.stddev[0], norm.stddev[1],
-                               norm.stddev[2]}}};
+            {"optimizer_steps", optimizer.steps_taken()}};
   for (Parameter* p : model.parameters()) c.tensors.emplace_back("param/" + p->name, p->value);
   std::vector<Buffer*> buffers;
   model.collect_buffers(buffers);
@@ -204,7 +200,6 @@ void restore_checkpoint(const Checkpoint& c, const TrainConfig& config, EpochPro
   scaler.load_state({s.at(0), s.at(1), s.at(2)});
   at.epoch = c.meta.at("epoch");
   at.next_step = c.meta.at("next_step");
-  at.shuffle_state = c.meta.at("shuffle_state");
   const auto& p = c.meta.at("partial");
   at.loss_sum = p.at(0);
   at.data_wait = p.at(1);
@@ -225,27 +220,27 @@ RunEnd Trainer::train() {
   const auto run_start = Clock::now();
   auto backend = make_backend(config.device, {config.threads});
   const std::vector<std::string> notes = check_precision(*backend);
-  const ImageDataset dataset = scan_image_folder(
-      config.data_dir, {config.data.validation_fraction, config.seed, config.data.max_train_images});
-  const int image_size = config.image_size > 0 ? config.image_size : std::min(224, probe_image_size(dataset));
+  const Dataset dataset =
+      Dataset::open(config.data_dir, {config.data.validation_fraction, config.seed, config.data.max_train_images, ""});
+  const int image_size = config.image_size > 0 ? config.image_size : std::min(224, dataset.native_image_size());
   const int threads = config.threads > 0 ? config.threads : static_cast<int>(std::thread::hardware_concurrency());
-  const size_t cache_budget = static_cast<size_t>(config.data.cache_budget_mb) << 20;
+  LoaderOptions loading;
+  loading.image_size = image_size;
+  loading.batch_size = config.batch_size;
+  loading.augment = config.data.augment;
+  loading.drop_last = config.data.drop_last;
+  loading.seed = config.seed;
+  loading.threads = config.data.loader_threads > 0 ? config.data.loader_threads : threads;
+  loading.cache_budget_bytes = static_cast<size_t>(config.data.cache_budget_mb) << 20;
+  loading.normalization = config.data.normalization;
+  DataLoader train_data(dataset, Split::Train, loading);
+  loading.shuffle = loading.augment = loading.drop_last = false;
+  DataLoader validation_data(dataset, Split::Validation, loading);
 
   std::optional<Checkpoint> resume;
   if (!config.resume_from.empty()) resume = load_checkpoint(config.resume_from);
-  ImageBatcher train_data(dataset.train, image_size, {}, threads, cache_budget);
-  Normalization norm;
-  if (resume) {
-    const auto& n = resume->meta.at("normalization");
-    for (int c = 0; c < 3; ++c) norm.mean[c] = n.at(c), norm.stddev[c] = n.at(3 + c);
-  } else if (config.data.normalization == "dataset") {
-    norm = train_data.compute_statistics(2000);
-  }
-  train_data = ImageBatcher(dataset.train, image_size, norm, threads, cache_budget);
-  ImageBatcher validation_data(dataset.validation, image_size, norm, threads, cache_budget);
-
   Rng rng(config.seed);
-  ResNetConfig model_config{config.depth, static_cast<int>(dataset.class_names.size()), 3, image_size, config.stem};
+  ResNetConfig model_config{config.depth, static_cast<int>(dataset.class_names().size()), 3, image_size, config.stem};
   ResNet model(*backend, model_config, rng);
   auto optimizer = make_optimizer(*backend, config.optimizer);
   const PrecisionPolicy policy(config.precision);
@@ -254,40 +249,51 @@ RunEnd Trainer::train() {
                           config.grad_clip_norm);
   GradientProbe probe;
 
-  int64_t steps_per_epoch = train_data.batches(config.batch_size);
-  if (config.data.drop_last && train_data.size() % config.batch_size) --steps_per_epoch;
+  int64_t steps_per_epoch = train_data.batches_per_epoch();
   if (config.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config.max_steps_per_epoch);
   AMPWB_CHECK(steps_per_epoch >= 1, "the training split (" << train_data.size() << " images) holds no full batch of "
                                                            << config.batch_size);
   const LrSchedule lr_schedule({config.schedule, config.lr, steps_per_epoch * config.epochs,
                                 steps_per_epoch * config.warmup_epochs, std::max<int64_t>(1, steps_per_epoch * 30)});
-  const int topk = std::min<int>(config.topk, static_cast<int>(dataset.class_names.size()));
+  const int topk = std::min<int>(config.topk, static_cast<int>(dataset.class_names().size()));
 
-  Rng shuffle_rng(config.seed ^ 0x5eedULL);
   EpochProgress at;
-  at.shuffle_state = shuffle_rng.state();
   int64_t global_step = 0, consecutive_skipped = 0;
   if (resume) restore_checkpoint(*resume, config, at, global_step, consecutive_skipped, model, *optimizer, scaler);
 
-  report(&TrainObserver::on_start,
-         RunInfo{model.summary(), backend->description(), policy.describe(), image_size, train_data.size(),
-                 validation_data.size(), dataset.class_names, dataset.layout, steps_per_epoch, at.epoch, notes});
+  RunInfo info;
+  info.model_summary = model.summary();
+  info.backend_description = backend->description();
+  info.precision_summary = policy.describe();
+  info.image_size = image_size;
+  info.train_images = train_data.size();
+  info.validation_images = validation_data.size();
+  info.class_names = dataset.class_names();
+  info.dataset_layout = dataset.report().layout;
+  info.dataset_fingerprint = dataset.fingerprint();
+  info.dataset_report = dataset.report().to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  info.steps_per_epoch = steps_per_epoch;
+  info.first_epoch = at.epoch;
+  info.notes = notes;
+  report(&TrainObserver::on_start, info);
 
   auto save = [&](const EpochProgress& progress) {
     if (config.checkpoint_dir.empty()) return std::string();
     std::filesystem::create_directories(config.checkpoint_dir);
-    save_checkpoint(checkpoint_path(), make_checkpoint(config, progress, global_step, consecutive_skipped, model,
-                                                       *optimizer, scaler, norm));
+    save_checkpoint(checkpoint_path(),
+                    make_checkpoint(config, progress, global_step, consecutive_skipped, model, *optimizer, scaler));
     report(&TrainObserver::on_checkpoint, CheckpointInfo{progress.epoch, global_step, checkpoint_path()});
     return "; resumable from " + checkpoint_path();
   };
   const bool recovers_from_overflow = scaler.dynamic();
-  for (; at.epoch <= config.epochs; ++at.epoch, at = EpochProgress{at.epoch, 0, shuffle_rng.state()}) {
+  Batch batch;
+  for (; at.epoch <= config.epochs; ++at.epoch, at = EpochProgress{at.epoch}) {
     const int epoch = at.epoch;
     allocator_for(Device::cpu()).reset_peak();
     const auto epoch_start = Clock::now();
-    shuffle_rng.set_state(at.shuffle_state);
-    train_data.shuffle(shuffle_rng);
+    train_data.start_epoch(epoch);
+    for (int64_t skip = 0; skip < at.next_step; ++skip) train_data.next(batch);  // resuming mid-epoch
+    const double wait_before = at.data_wait - train_data.wait_seconds();
     for (; at.next_step < steps_per_epoch; ++at.next_step, ++global_step) {
       const int64_t b = at.next_step;
       if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
@@ -296,10 +302,10 @@ RunEnd Trainer::train() {
       if (stop_)
         return {RunStatus::Cancelled, "stopped by the user at epoch " + std::to_string(epoch) + ", step " +
                                           std::to_string(b) + save(at)};
-      const auto wait_start = Clock::now();
-      Tensor images, labels;
-      train_data.batch(b, config.batch_size, images, labels);
-      at.data_wait += seconds_since(wait_start);
+      AMPWB_CHECK(train_data.next(batch), "the data loader ended early at epoch " << epoch << ", step " << b);
+      at.data_wait = wait_before + train_data.wait_seconds();
+      const Tensor& images = batch.images;
+      const Tensor& labels = batch.labels;
       if (images.n() < 2) continue;  // batch norm cannot train on a single sample
       const auto compute_start = Clock::now();
       const float lr = lr_schedule.at(global_step);
@@ -333,7 +339,7 @@ RunEnd Trainer::train() {
     for (const GradientHistogram& h : probe.take(epoch, scaler.scale())) report(&TrainObserver::on_histogram, h);
     if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
     const double train_seconds = seconds_since(epoch_start);
-    const Evaluation val = evaluate(model, *backend, validation_data, config.batch_size, topk);
+    const Evaluation val = evaluate(model, *backend, validation_data, topk);
     EpochReport er;
     er.epoch = epoch;
     er.topk = topk;
@@ -351,9 +357,7 @@ RunEnd Trainer::train() {
     er.peak_bytes = allocator_for(Device::cpu()).stats().peak_live_bytes;
     epochs_.push_back(er);
     report(&TrainObserver::on_epoch, er);
-    // A checkpoint after the epoch resumes at the next one, with the shuffle generator as it stands now.
-    EpochProgress next{epoch + 1, 0, shuffle_rng.state()};
-    const std::string resumable = save(next);
+    const std::string resumable = save(EpochProgress{epoch + 1});  // resumes at the next epoch
     if (stop_ && epoch < config.epochs)
       return {RunStatus::Cancelled, "stopped by the user after epoch " + std::to_string(epoch) + resumable};
   }

@@ -11,7 +11,7 @@
 
 #include "amp/mixed_precision.h"
 #include "backend/backend.h"
-#include "data/image_folder.h"
+#include "data/loader.h"
 #include "models/resnet.h"
 #include "nn/loss.h"
 #include "optim/optimizer.h"
@@ -23,7 +23,7 @@ namespace ampwb {
 struct Evaluation {
   double loss = 0, accuracy = 0, topk_accuracy = 0;
 };
-Evaluation evaluate(ResNet& model, Backend& backend, ImageBatcher& data, int batch_size, int topk);
+Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk);
 
 class Trainer {
  public:

@@ -418,47 +418,80 @@ void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
 
 // ---- Elementwise --------------------------------------------------------------------------------------------
 
+namespace {
+// FP16 and BF16 share the sign in bit 15: positive means sign clear and magnitude non-zero, so ReLU and its
+// gradient need no conversion (and stay exact) in 16-bit storage.
+inline bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
+
+// a + b for 16-bit floats: widened, added in FP32, rounded back, in chunks through a small FP32 buffer.
+void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, DType dtype, int threads) {
+  constexpr int64_t kChunk = 1024;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t count = std::min(kChunk, n - start);
+    float sum[kChunk];
+    if (dtype == DType::BF16) {
+      for (int64_t i = 0; i < count; ++i)
+        sum[i] = bfloat16_bits_to_float(a[start + i]) + bfloat16_bits_to_float(b[start + i]);
+      for (int64_t i = 0; i < count; ++i) out[start + i] = float_to_bfloat16_bits(sum[i]);
+    } else {
+      for (int64_t i = 0; i < count; ++i)
+        sum[i] = half_bits_to_float(a[start + i]) + half_bits_to_float(b[start + i]);
+      for (int64_t i = 0; i < count; ++i) out[start + i] = float_to_half_bits(sum[i]);
+    }
+  }
+}
+}  // namespace
+
 void CpuBackend::relu_forward(const Tensor& x, Tensor& y) {
   check_same(x, y, "relu input and output");
   const int64_t n = x.numel();
-  dispatch_floating(x.dtype(), [&](auto type_tag) {
-    using T = decltype(type_tag);
-    const T* in = x.data_as<T>();
-    T* out = y.data_as<T>();
+  if (dtype_size(x.dtype()) == 2) {
+    const uint16_t* in = x.data_as<uint16_t>();
+    uint16_t* out = y.data_as<uint16_t>();
 #pragma omp parallel for simd num_threads(threads_) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = load(in, i);
-      store(out, i, v > 0.0f ? v : 0.0f);
-    }
-  });
+    for (int64_t i = 0; i < n; ++i) out[i] = positive16(in[i]) ? in[i] : 0;
+    return;
+  }
+  AMPWB_CHECK(x.dtype() == DType::F32, "relu of " << x.describe());
+  const float* in = x.data_as<float>();
+  float* out = y.data_as<float>();
+#pragma omp parallel for simd num_threads(threads_) schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
 }
 
 void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   check_same(y, dy, "relu output and its gradient");
   check_same(y, dx, "relu output and the input gradient");
   const int64_t n = y.numel();
-  dispatch_floating(y.dtype(), [&](auto type_tag) {
-    using T = decltype(type_tag);
-    const T* out = y.data_as<T>();
-    const T* grad_out = dy.data_as<T>();
-    T* grad_in = dx.data_as<T>();
+  if (dtype_size(y.dtype()) == 2) {
+    const uint16_t* out = y.data_as<uint16_t>();
+    const uint16_t* grad_out = dy.data_as<uint16_t>();
+    uint16_t* grad_in = dx.data_as<uint16_t>();
 #pragma omp parallel for simd num_threads(threads_) schedule(static)
-    for (int64_t i = 0; i < n; ++i) store(grad_in, i, load(out, i) > 0.0f ? load(grad_out, i) : 0.0f);
-  });
+    for (int64_t i = 0; i < n; ++i) grad_in[i] = positive16(out[i]) ? grad_out[i] : 0;
+    return;
+  }
+  AMPWB_CHECK(y.dtype() == DType::F32, "relu of " << y.describe());
+  const float* out = y.data_as<float>();
+  const float* grad_out = dy.data_as<float>();
+  float* grad_in = dx.data_as<float>();
+#pragma omp parallel for simd num_threads(threads_) schedule(static)
+  for (int64_t i = 0; i < n; ++i) grad_in[i] = out[i] > 0.0f ? grad_out[i] : 0.0f;
 }
 
 void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
   check_same(a, b, "add operands");
   check_same(a, y, "add operand and output");
   const int64_t n = a.numel();
-  dispatch_floating(a.dtype(), [&](auto type_tag) {
-    using T = decltype(type_tag);
-    const T* pa = a.data_as<T>();
-    const T* pb = b.data_as<T>();
-    T* out = y.data_as<T>();
+  if (dtype_size(a.dtype()) == 2)
+    return add_16bit(a.data_as<uint16_t>(), b.data_as<uint16_t>(), y.data_as<uint16_t>(), n, a.dtype(), threads_);
+  AMPWB_CHECK(a.dtype() == DType::F32, "add of " << a.describe());
+  const float* pa = a.data_as<float>();
+  const float* pb = b.data_as<float>();
+  float* out = y.data_as<float>();
 #pragma omp parallel for simd num_threads(threads_) schedule(static)
-    for (int64_t i = 0; i < n; ++i) store(out, i, load(pa, i) + load(pb, i));
-  });
+  for (int64_t i = 0; i < n; ++i) out[i] = pa[i] + pb[i];
 }
 
 // ---- Pooling ------------------------------------------------------------------------------------------------

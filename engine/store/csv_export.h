@@ -1,0 +1,44 @@
+// CSV reports of stored runs, for spreadsheets and scripts: RFC 4180 (fields quoted when they hold a comma, quote,
+// CR or LF; quotes doubled; CRLF line ends), UTF-8 as stored, units in the column names (seconds,
+// images_per_second, peak_bytes), accuracies as fractions in [0, 1], numbers in their shortest exact form
+// (a value read back equals the stored double), non-finite values as nan, inf, -inf.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "store/run_store.h"
+
+namespace ampwb {
+
+// One CSV file, written beside its final name and renamed into place by close(), so a reader never sees half a file.
+class CsvWriter {
+ public:
+  explicit CsvWriter(const std::string& path);  // throws StoreError naming the file
+  ~CsvWriter();                                  // without close(), the partial file is removed
+  CsvWriter& field(const std::string& text);
+  CsvWriter& field(const char* text) { return field(std::string(text)); }
+  CsvWriter& field(double value);
+  CsvWriter& field(int64_t value);
+  CsvWriter& field(int value) { return field(static_cast<int64_t>(value)); }
+  void end_row();
+  void close();  // throws StoreError naming the file when it could not be written
+
+ private:
+  std::string path_, temp_path_;
+  std::ofstream out_;
+  bool row_started_ = false;
+  bool closed_ = false;
+};
+
+std::string csv_quote(const std::string& field);  // the field as RFC 4180 writes it
+std::string csv_number(double value);             // shortest round-trip form; nan, inf, -inf
+
+// Writes, into `folder` (created if needed): run-<id>-steps.csv, run-<id>-epochs.csv and run-<id>-summary.csv per
+// run, runs-summary.csv (one row per run) and runs-long.csv (every epoch metric of every run, one value a row).
+// Returns the files written.
+std::vector<std::string> export_csv(const RunStore& store, const std::vector<int64_t>& runs, const std::string& folder);
+
+}  // namespace ampwb

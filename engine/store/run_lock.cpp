@@ -1,0 +1,71 @@
+// Per-run ownership locks (flock on a file beside the database).
+#include "store/run_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "store/sqlite.h"
+
+namespace ampwb {
+
+std::string run_lock_path(const std::string& database_path, int64_t run_id) {
+  return database_path + "-locks/run-" + std::to_string(run_id) + ".lock";
+}
+
+RunLock RunLock::acquire(const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec) throw StoreError("cannot create the run lock folder '" + folder.string() + "': " + ec.message());
+  RunLock lock;
+  lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock.fd_ < 0) throw StoreError("cannot create the run lock file '" + path + "': " + std::strerror(errno));
+  lock.path_ = path;
+  if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    throw StoreError("cannot lock '" + path + "': " +
+                     (e == EWOULDBLOCK ? std::string("another process is recording this run") : std::strerror(e)));
+  }
+  return lock;
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // unlocks; the file stays, which is harmless (an unlocked file means "nobody")
+}
+
+RunLock::RunLock(RunLock&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) { other.fd_ = -1; }
+
+RunLock& RunLock::operator=(RunLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+void RunLock::release() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // before unlocking: a prober that opened the file meanwhile still sees the run ended
+  ::close(fd_);
+  fd_ = -1;
+}
+
+bool RunLock::held_elsewhere(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // No lock file: nobody records this run. Any other failure (permissions) cannot tell, so assume a holder
+  // rather than mark a live run interrupted.
+  if (fd < 0) return errno != ENOENT;
+  const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  ::close(fd);
+  return !free;
+}
+
+}  // namespace ampwb

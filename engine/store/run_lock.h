@@ -1,0 +1,41 @@
+// Who is recording a run: an flock(2) on a per-run lock file beside the database, held by the recording process
+// for as long as the run is `running`.
+//
+// Why flock: the kernel drops the lock when its holder dies, however it dies (SIGKILL, OOM killer, power cut of a
+// container), so "the lock is free" means exactly "no process is recording this run". No pid is compared, so pid
+// reuse cannot fool it, and flock locks belong to an open file description, so a GUI that opens the store in the
+// same process as a recorder still sees the run's lock as held. Lock files live in "<database>-locks/run-<id>.lock";
+// they are opened with O_CLOEXEC so that a child the trainer might spawn cannot keep a dead run alive.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ampwb {
+
+class RunLock {
+ public:
+  RunLock() = default;
+  // Creates the lock file (and its folder) and takes the lock; throws StoreError naming the file on failure or
+  // when another process holds it.
+  static RunLock acquire(const std::string& path);
+  ~RunLock();
+  RunLock(RunLock&& other) noexcept;
+  RunLock& operator=(RunLock&& other) noexcept;
+
+  // Unlocks and deletes the lock file (the run row must already say how the run ended).
+  void release();
+  bool held() const { return fd_ >= 0; }
+
+  // True while some process holds the lock at `path`; a missing file means no holder. Never creates anything.
+  static bool held_elsewhere(const std::string& path);
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+// The lock file of run `run_id` in the store at `database_path`.
+std::string run_lock_path(const std::string& database_path, int64_t run_id);
+
+}  // namespace ampwb

@@ -1,0 +1,34 @@
+// The run summary every view shares.
+#include "store/run_record.h"
+
+#include <algorithm>
+
+namespace ampwb {
+
+RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epochs) {
+  RunSummary s;
+  s.total_seconds = run.duration_seconds;
+  s.epochs_completed = static_cast<int>(epochs.size());
+  if (epochs.empty()) return s;
+  double seconds = 0, throughput = 0;
+  for (const EpochReport& e : epochs) {
+    if (s.best_epoch == 0 || e.validation_accuracy > s.best_validation_accuracy) {
+      s.best_validation_accuracy = e.validation_accuracy;
+      s.best_epoch = e.epoch;
+    }
+    seconds += e.seconds;
+    throughput += e.images_per_second;
+    s.skipped_steps += e.skipped_steps;
+    s.peak_bytes = std::max(s.peak_bytes, e.peak_bytes);
+  }
+  const EpochReport& last = epochs.back();
+  s.final_validation_accuracy = last.validation_accuracy;
+  s.final_validation_loss = last.validation_loss;
+  s.final_train_loss = last.train_loss;
+  s.final_loss_scale = last.loss_scale;
+  s.mean_epoch_seconds = seconds / static_cast<double>(epochs.size());
+  s.mean_images_per_second = throughput / static_cast<double>(epochs.size());
+  return s;
+}
+
+}  // namespace ampwb

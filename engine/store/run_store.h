@@ -1,0 +1,130 @@
+// The run store: every training run, its configuration and everything it reported, in one SQLite file that the
+// GUI and any number of CLI processes share.
+//
+// Sharing: WAL mode (readers never block the writer) and a 5 s busy timeout; every write is one short
+// BEGIN IMMEDIATE transaction, so concurrent writers queue instead of failing with "database is locked".
+//
+// Crash safety: SQLite's WAL keeps the file consistent whatever happens to the process, and every completed epoch
+// is its own committed transaction. A recording process holds an flock on its run's lock file (see run_lock.h)
+// from the moment the row appears until the row says how the run ended; opening the store read-write turns every
+// `running` run whose lock is free into `interrupted` (re-checked inside one write transaction, so a run that ends
+// while the store opens is never mislabelled). A read-only store reports such runs as interrupted without writing.
+// A write that fails (full disk, file made read-only) throws StoreError naming the file; its transaction rolls back
+// and everything committed before stays.
+//
+// Refusal: a file that is not SQLite, or an SQLite file without this store's marker (application_id "AMPW" and an
+// `ampwb_meta` table), or of a newer schema, is refused with a message naming it, before anything is written to it.
+//
+// Schema: PRAGMA user_version is the schema version. A new file is created by running every migration from
+// version 0, so the upgrade path of old files is the path every file takes.
+//
+// Threads: one RunStore (one SQLite connection) is used by one thread at a time; open one per thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/run_lock.h"
+#include "store/run_record.h"
+#include "store/sqlite.h"
+#include "train/config.h"
+#include "train/events.h"
+
+namespace ampwb {
+
+class RunStore {
+ public:
+  static constexpr int kSchemaVersion = 2;
+  static constexpr int32_t kApplicationId = 0x414d5057;  // "AMPW"
+
+  enum class Mode {
+    Create,    // read-write; creates the file (and its folder) when missing; refuses a read-only file
+    Existing,  // the file must exist; read-write where possible, else read-only (see read_only())
+    ReadOnly,  // never writes (no migration, no recovery)
+  };
+
+  // $AMPWB_DB, else $XDG_DATA_HOME/ampwb/runs.sqlite, else ~/.local/share/ampwb/runs.sqlite.
+  static std::string default_path();
+
+  explicit RunStore(const std::string& path, Mode mode = Mode::Create);
+  ~RunStore();
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  const std::string& path() const { return db_->path(); }
+  bool read_only() const { return read_only_; }
+  int found_schema_version() const { return found_version_; }  // before migration; 0 for a new file
+  int interrupted_on_open() const { return interrupted_on_open_; }  // runs this open found abandoned
+
+  // --- recording (StoreRecorder drives these) ---
+  // Inserts a `running` run owned by this process until end_run (or this process dies). Returns its id.
+  int64_t begin_run(const TrainConfig& config, const RunInfo& info, const std::string& dataset_fingerprint);
+  // Takes over an ended run to continue it from a checkpoint: running again, owned by this process, with the
+  // epochs from info.first_epoch on forgotten (they will be reported again).
+  void reopen_run(int64_t run, const RunInfo& info);
+  // Forgets the steps from `first_step` on (a resumed run reports them again).
+  void forget_steps_from(int64_t run, int64_t first_step);
+  void add_steps(int64_t run, const std::vector<StepReport>& steps, double duration_seconds);
+  // The epoch and the steps still pending before it, in one transaction. Every commit survives a killed process;
+  // with `sync` it is also fsynced (with all before it), so it survives a power cut too.
+  void add_epoch(int64_t run, const EpochReport& epoch, const std::vector<StepReport>& steps, double duration_seconds,
+                 bool sync = true);
+  void add_histogram(int64_t run, const GradientHistogram& histogram);
+  // Replaces an earlier checkpoint of the run at the same path (the file was overwritten).
+  void add_checkpoint(int64_t run, const CheckpointInfo& checkpoint);
+  // Records how the run ended (with its last steps), fsynced, and gives up ownership.
+  void end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps, double duration_seconds);
+  // Gives up ownership without writing (the row stays `running`: the next open marks it interrupted).
+  void abandon_run(int64_t run);
+
+  // --- reading ---
+  std::vector<RunRecord> runs() const;  // oldest first
+  RunRecord run(int64_t id) const;      // throws naming the id when absent
+  // A run by id ("7") or by name; throws when none matches or a name is ambiguous.
+  int64_t resolve(const std::string& id_or_name) const;
+  std::vector<EpochReport> epochs(int64_t run) const;
+  std::vector<StepReport> steps(int64_t run) const;
+  std::vector<GradientHistogram> histograms(int64_t run) const;
+  std::vector<CheckpointInfo> checkpoints(int64_t run) const;  // oldest first; the last one resumes the run
+  bool recording(int64_t run) const;  // a live process records this run now
+
+  // --- editing ---
+  void rename(int64_t run, const std::string& name);
+  void set_notes(int64_t run, const std::string& notes);
+  void add_tag(int64_t run, const std::string& tag);
+  void remove_tag(int64_t run, const std::string& tag);
+  void remove(int64_t run);  // the run and all its rows; refuses a run a live process records
+
+  // "ok", or SQLite's list of problems.
+  std::string integrity_check() const;
+
+  // Marks `running` runs whose recording process is gone as interrupted; returns how many. Opening does this;
+  // a long-lived reader (the GUI) may call it again. Does nothing on a read-only store.
+  int recover_abandoned_runs();
+
+ private:
+  void open_checked(const std::string& path, Mode mode);
+  void migrate();
+  void report_abandoned(RunRecord& r) const;
+  void require_writable(const char* what) const;
+  void touch(int64_t run, double duration_seconds);
+  void insert_steps(int64_t run, const std::vector<StepReport>& steps);
+  void set_tags(int64_t run, const std::vector<std::string>& tags);
+
+  std::unique_ptr<SqliteDb> db_;
+  bool read_only_ = false;
+  int found_version_ = 0;
+  int interrupted_on_open_ = 0;
+  std::map<int64_t, RunLock> owned_;  // runs this store records
+};
+
+// Refuses names a run cannot have: empty, or all digits (it would read as an id).
+void check_run_name(const std::string& name);
+
+// Current UTC time as ISO 8601.
+std::string utc_now_iso8601();
+
+}  // namespace ampwb

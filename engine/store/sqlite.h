@@ -1,0 +1,101 @@
+// A thin RAII layer over the SQLite C API. Every sqlite3 call goes through SqliteDb::check, which throws a
+// StoreError naming the database file, the call, the SQL and SQLite's own message (plus errno where the OS failed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace ampwb {
+
+// A run store problem: an unusable file, a failed read or write. The message names the file.
+class StoreError : public Error {
+ public:
+  explicit StoreError(const std::string& message, int sqlite_code = 0) : Error(message), code_(sqlite_code) {}
+  int sqlite_code() const { return code_; }  // SQLite's primary result code, 0 when SQLite did not fail
+
+ private:
+  int code_;
+};
+
+class SqliteDb {
+ public:
+  // Immutable: read-only without the -shm file a WAL database otherwise needs, for a file in a folder this
+  // process cannot write (SQLite then assumes no one changes the file while it is open).
+  enum class Open { ReadWriteCreate, ReadWrite, ReadOnly, Immutable };
+
+  SqliteDb(const std::string& path, Open mode);  // throws StoreError naming the file
+  ~SqliteDb();
+  SqliteDb(const SqliteDb&) = delete;
+  SqliteDb& operator=(const SqliteDb&) = delete;
+
+  // Runs one or more statements that return no rows.
+  void exec(const std::string& sql);
+
+  // Throws StoreError when rc is neither SQLITE_OK, SQLITE_ROW nor SQLITE_DONE; names `call` and `sql`.
+  void check(int rc, const char* call, const std::string& sql) const;
+
+  int64_t last_insert_rowid() const;
+  int changes() const;          // rows changed by the last statement
+  bool read_only() const;       // SQLite opened the file read-only (write-protected file or Open::ReadOnly)
+  const std::string& path() const { return path_; }
+  sqlite3* handle() const { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+// A prepared statement. bind() takes 1-based parameter indexes, column readers 0-based column indexes.
+class SqliteStatement {
+ public:
+  SqliteStatement(SqliteDb& db, const std::string& sql);
+  ~SqliteStatement();
+  SqliteStatement(const SqliteStatement&) = delete;
+  SqliteStatement& operator=(const SqliteStatement&) = delete;
+
+  SqliteStatement& bind(int index, int64_t value);
+  SqliteStatement& bind(int index, int value) { return bind(index, static_cast<int64_t>(value)); }
+  SqliteStatement& bind(int index, double value);  // NaN is stored as NULL (SQLite has no NaN)
+  SqliteStatement& bind(int index, const std::string& value);
+  SqliteStatement& bind(int index, const char* value) { return bind(index, std::string(value)); }
+  SqliteStatement& bind_null(int index);
+
+  bool step();  // true while a row is available
+  void run();   // steps to completion and resets, for statements without results
+  void reset(); // ready to run again with new bindings
+
+  bool is_null(int column) const;
+  int64_t int64(int column) const;
+  double real(int column) const;          // NULL reads as 0
+  double real_or_nan(int column) const;   // NULL reads as NaN (how a stored NaN comes back)
+  std::string text(int column) const;     // NULL reads as ""
+
+ private:
+  SqliteDb& db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::string sql_;
+};
+
+// BEGIN IMMEDIATE on construction (takes the write lock up front, so the busy timeout applies instead of a
+// read-to-write upgrade failing with SQLITE_BUSY), COMMIT on commit(), ROLLBACK when left without commit.
+class SqliteTransaction {
+ public:
+  explicit SqliteTransaction(SqliteDb& db);
+  ~SqliteTransaction();
+  SqliteTransaction(const SqliteTransaction&) = delete;
+  SqliteTransaction& operator=(const SqliteTransaction&) = delete;
+  void commit();
+
+ private:
+  SqliteDb& db_;
+  bool open_ = true;
+};
+
+const char* sqlite_library_version();
+
+}  // namespace ampwb

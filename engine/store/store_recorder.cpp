@@ -1,0 +1,101 @@
+// Recording a run into the run store.
+#include "store/store_recorder.h"
+
+#include "store/dataset_fingerprint.h"
+
+namespace ampwb {
+
+StoreRecorder::StoreRecorder(RunStore& store, TrainConfig config, StoreRecorderOptions options, int64_t continue_run)
+    : store_(&store), config_(std::move(config)), options_(options), continue_run_(continue_run) {
+  pending_.reserve(options_.batch_steps);
+  if (continue_run_ != 0) duration_before_ = store.run(continue_run_).duration_seconds;  // throws when absent
+}
+
+StoreRecorder::~StoreRecorder() {
+  if (run_id_ != 0 && !ended_) store_->abandon_run(run_id_);
+}
+
+// Keeps the first failure for error(), and lets it end the run.
+template <class F>
+void StoreRecorder::guarded(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    if (error_.empty()) error_ = e.what();
+    throw;
+  }
+}
+
+double StoreRecorder::duration() const {
+  return duration_before_ + std::chrono::duration<double>(Clock::now() - started_).count();
+}
+
+void StoreRecorder::on_start(const RunInfo& info) {
+  guarded([&] {
+    started_ = last_flush_ = last_sync_ = Clock::now();
+    if (continue_run_ != 0) {
+      store_->reopen_run(continue_run_, info);
+      run_id_ = continue_run_;
+      forget_later_steps_ = true;
+    } else {
+      run_id_ = store_->begin_run(config_, info, dataset_fingerprint(config_.data_dir));
+    }
+  });
+}
+
+void StoreRecorder::on_step(const StepReport& step) {
+  if (run_id_ == 0) return;
+  guarded([&] {
+    if (forget_later_steps_) {
+      store_->forget_steps_from(run_id_, step.step);
+      forget_later_steps_ = false;
+    }
+    pending_.push_back(step);
+    const Clock::time_point now = Clock::now();
+    if (pending_.size() >= options_.batch_steps ||
+        std::chrono::duration<double>(now - last_flush_).count() >= options_.batch_seconds)
+      flush_steps();
+  });
+}
+
+void StoreRecorder::flush_steps() {
+  store_->add_steps(run_id_, pending_, duration());
+  pending_.clear();  // only once committed: a failed batch is retried with the next one
+  last_flush_ = Clock::now();
+}
+
+void StoreRecorder::on_epoch(const EpochReport& epoch) {
+  if (run_id_ == 0) return;
+  guarded([&] {
+    const Clock::time_point now = Clock::now();
+    const bool sync = std::chrono::duration<double>(now - last_sync_).count() >= options_.sync_seconds;
+    store_->add_epoch(run_id_, epoch, pending_, duration(), sync);
+    pending_.clear();
+    last_flush_ = Clock::now();
+    if (sync) last_sync_ = last_flush_;
+  });
+}
+
+void StoreRecorder::on_histogram(const GradientHistogram& histogram) {
+  if (run_id_ == 0) return;
+  guarded([&] { store_->add_histogram(run_id_, histogram); });
+}
+
+void StoreRecorder::on_checkpoint(const CheckpointInfo& checkpoint) {
+  if (run_id_ == 0) return;
+  guarded([&] { store_->add_checkpoint(run_id_, checkpoint); });
+}
+
+void StoreRecorder::on_end(const RunEnd& end) {
+  if (run_id_ == 0 || ended_) return;
+  ended_ = true;
+  try {
+    guarded([&] { store_->end_run(run_id_, end, pending_, duration()); });
+    pending_.clear();
+  } catch (const std::exception&) {
+    // error() holds the message; without an end row the next open marks the run interrupted.
+    store_->abandon_run(run_id_);
+  }
+}
+
+}  // namespace ampwb

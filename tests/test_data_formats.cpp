@@ -1,0 +1,273 @@
+// Image files, gzip and the IDX/CIFAR readers, on real encoded bytes: every accepted format decodes to the expected
+// 8-bit BGR, every kind of damage is refused with its reason, and our inflate agrees with zlib.
+#include <gtest/gtest.h>
+
+#include <opencv2/imgproc.hpp>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "data/binary_formats.h"
+#include "data/gzip.h"
+#include "data/image_file.h"
+#include "data_test_util.h"
+
+namespace ampwb {
+namespace {
+using namespace ampwb::testing;
+
+ImageCheck check(const std::vector<uint8_t>& b) { return check_image(b.data(), b.size()); }
+cv::Mat decode(const std::vector<uint8_t>& b) { return decode_bgr8(b.data(), b.size()); }
+
+// --- gzip ------------------------------------------------------------------------------------------------------------
+
+std::vector<uint8_t> sample_data(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i)  // runs, repeats and noise: exercises literals, short and long matches
+    v[i] = i % 1000 < 300 ? static_cast<uint8_t>(rng.below(256)) : i % 1000 < 700 ? static_cast<uint8_t>(i % 7) : 0;
+  return v;
+}
+
+TEST(DataGzip, AgreesWithZlibForEveryBlockType) {
+  const std::vector<uint8_t> data = sample_data(300000, 1);
+  struct Case {
+    int level, strategy;
+    const char* what;
+  } cases[] = {{0, Z_DEFAULT_STRATEGY, "stored blocks"},
+               {1, Z_DEFAULT_STRATEGY, "fast"},
+               {9, Z_DEFAULT_STRATEGY, "dynamic Huffman"},
+               {6, Z_FIXED, "fixed Huffman"},
+               {6, Z_HUFFMAN_ONLY, "literals only"},
+               {6, Z_RLE, "run lengths"}};
+  for (const Case& c : cases) {
+    const std::vector<uint8_t> gz = gzip(data, c.level, c.strategy);
+    EXPECT_EQ(gunzip(gz.data(), gz.size(), "test.gz"), data) << c.what;
+  }
+  const std::vector<uint8_t> empty;
+  const std::vector<uint8_t> gz_empty = gzip(empty);
+  EXPECT_TRUE(gunzip(gz_empty.data(), gz_empty.size(), "empty.gz").empty());
+}
+
+TEST(DataGzip, ConcatenatedMembersAndCrc) {
+  const std::vector<uint8_t> a = sample_data(5000, 2), b = sample_data(7000, 3);
+  std::vector<uint8_t> both = gzip(a);
+  const std::vector<uint8_t> gb = gzip(b);
+  both.insert(both.end(), gb.begin(), gb.end());
+  std::vector<uint8_t> expected = a;
+  expected.insert(expected.end(), b.begin(), b.end());
+  EXPECT_EQ(gunzip(both.data(), both.size(), "two.gz"), expected);
+
+  const uint8_t check[] = "123456789";  // the CRC-32 check value of the standard
+  EXPECT_EQ(crc32(check, 9), 0xcbf43926u);
+}
+
+TEST(DataGzip, TruncatedOrCorruptIsAnErrorNamingTheFile) {
+  const std::vector<uint8_t> gz = gzip(sample_data(50000, 4), 9);
+  const std::vector<uint8_t> cut(gz.begin(), gz.begin() + static_cast<long>(gz.size() / 2));
+  try {
+    gunzip(cut.data(), cut.size(), "/data/cut.gz");
+    FAIL() << "a truncated gzip file was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'/data/cut.gz' is truncated or corrupt"), std::string::npos) << e.what();
+  }
+  std::vector<uint8_t> bad_crc = gz;
+  bad_crc[bad_crc.size() - 6] ^= 1;
+  EXPECT_THROW(gunzip(bad_crc.data(), bad_crc.size(), "crc.gz"), Error);
+  std::vector<uint8_t> flipped = gz;
+  flipped[gz.size() / 3] ^= 0xff;
+  EXPECT_THROW(gunzip(flipped.data(), flipped.size(), "flipped.gz"), Error);
+}
+
+// --- image files -----------------------------------------------------------------------------------------------------
+
+TEST(DataImageFile, AcceptedFormatsDecodeToTheSameBgr) {
+  const cv::Mat img = pattern_image(21, 13, 3);
+  // Lossless formats round-trip exactly.
+  for (const char* ext : {".png", ".bmp", ".tiff", ".ppm", ".webp"}) {
+    const std::vector<int> params = std::string(ext) == ".webp" ? std::vector<int>{cv::IMWRITE_WEBP_QUALITY, 101} : std::vector<int>{};
+    const std::vector<uint8_t> bytes = encode(ext, img, params);
+    const ImageCheck c = check(bytes);
+    ASSERT_TRUE(c.ok) << ext << ": " << c.reason;
+    EXPECT_EQ(c.width, 21) << ext;
+    EXPECT_EQ(c.height, 13) << ext;
+    const cv::Mat d = decode(bytes);
+    ASSERT_EQ(d.type(), CV_8UC3) << ext;
+    EXPECT_EQ(cv::norm(d, img, cv::NORM_INF), 0) << ext;
+  }
+  // JPEG, baseline and progressive, of a smooth image: close, with the size read from the frame header.
+  cv::Mat smooth(13, 21, CV_8UC3);
+  smooth.forEach<cv::Vec3b>([](cv::Vec3b& p, const int* yx) {
+    p = cv::Vec3b(static_cast<uint8_t>(40 + yx[1] * 4), static_cast<uint8_t>(60 + yx[0] * 5), 120);
+  });
+  for (bool progressive : {false, true}) {
+    const std::vector<uint8_t> bytes =
+        encode(".jpg", smooth, {cv::IMWRITE_JPEG_QUALITY, 100, cv::IMWRITE_JPEG_PROGRESSIVE, progressive ? 1 : 0});
+    const ImageCheck c = check(bytes);
+    ASSERT_TRUE(c.ok) << c.reason;
+    EXPECT_EQ(c.format, ImageFormat::Jpeg);
+    EXPECT_EQ(c.width, 21);
+    EXPECT_EQ(c.height, 13);
+    EXPECT_LE(cv::norm(decode(bytes), smooth, cv::NORM_INF), 6.0) << "progressive " << progressive;  // 4:2:0 chroma
+  }
+}
+
+TEST(DataImageFile, GrayAlphaSixteenBitPaletteAndCmykBecomeThreeChannels) {
+  // Grayscale: replicated.
+  const cv::Mat gray = pattern_image(9, 7, 1, CV_8UC1);
+  cv::Mat d = decode(encode(".png", gray));
+  ASSERT_EQ(d.type(), CV_8UC3);
+  cv::Mat gray3;
+  cv::cvtColor(gray, gray3, cv::COLOR_GRAY2BGR);
+  EXPECT_EQ(cv::norm(d, gray3, cv::NORM_INF), 0);
+
+  // Alpha: dropped (the colour under a transparent pixel stays), as PIL's convert('RGB').
+  cv::Mat bgra = pattern_image(9, 7, 2, CV_8UC4);
+  bgra.forEach<cv::Vec4b>([](cv::Vec4b& p, const int*) { p[3] = 0; });
+  d = decode(encode(".png", bgra));
+  cv::Mat bgr;
+  cv::cvtColor(bgra, bgr, cv::COLOR_BGRA2BGR);
+  EXPECT_EQ(cv::norm(d, bgr, cv::NORM_INF), 0);
+
+  // 16-bit: the high byte.
+  cv::Mat wide(3, 4, CV_16UC3, cv::Scalar(0x1234, 0x80ff, 0xffff));
+  const std::vector<uint8_t> png16 = encode(".png", wide);
+  ASSERT_EQ(png16[24], 16) << "not a 16-bit PNG";  // IHDR bit depth
+  ASSERT_TRUE(check(png16).ok);
+  d = decode(png16);
+  ASSERT_EQ(d.type(), CV_8UC3);
+  EXPECT_EQ(d.at<cv::Vec3b>(2, 3), cv::Vec3b(0x12, 0x80, 0xff));
+
+  // Palette: expanded through the palette (red, green, blue pairs; white below).
+  const std::vector<uint8_t> pal(kPalettePng, kPalettePng + sizeof kPalettePng);
+  ImageCheck c = check(pal);
+  ASSERT_TRUE(c.ok) << c.reason;
+  EXPECT_EQ(c.width, 6);
+  EXPECT_EQ(c.height, 4);
+  d = decode(pal);
+  EXPECT_EQ(d.at<cv::Vec3b>(0, 0), cv::Vec3b(0, 0, 255));
+  EXPECT_EQ(d.at<cv::Vec3b>(1, 2), cv::Vec3b(0, 255, 0));
+  EXPECT_EQ(d.at<cv::Vec3b>(0, 5), cv::Vec3b(255, 0, 0));
+  EXPECT_EQ(d.at<cv::Vec3b>(3, 1), cv::Vec3b(255, 255, 255));
+
+  // CMYK JPEG: converted (Adobe's inverted CMYK): red on the left, blue on the right.
+  const std::vector<uint8_t> cmyk(kCmykJpeg, kCmykJpeg + sizeof kCmykJpeg);
+  c = check(cmyk);
+  ASSERT_TRUE(c.ok) << c.reason;
+  EXPECT_EQ(c.width, 16);
+  d = decode(cmyk);
+  ASSERT_EQ(d.type(), CV_8UC3);
+  const cv::Vec3b left = d.at<cv::Vec3b>(8, 2), right = d.at<cv::Vec3b>(8, 13);
+  EXPECT_GT(left[2], 200);
+  EXPECT_LT(left[0], 40);
+  EXPECT_GT(right[0], 200);
+  EXPECT_LT(right[2], 40);
+}
+
+TEST(DataImageFile, DamageIsRefusedWithItsReason) {
+  const cv::Mat img = pattern_image(40, 30, 5);
+  const std::vector<uint8_t> jpg = encode(".jpg", img, {cv::IMWRITE_JPEG_QUALITY, 90});
+  const std::vector<uint8_t> png = encode(".png", img);
+  auto cut = [](const std::vector<uint8_t>& v, size_t n) { return std::vector<uint8_t>(v.begin(), v.begin() + static_cast<long>(n)); };
+
+  // OpenCV decodes a half JPEG without complaint: the check must not.
+  ASSERT_FALSE(decode(cut(jpg, jpg.size() / 2)).empty()) << "OpenCV changed: truncated JPEGs no longer decode";
+  EXPECT_EQ(check(cut(jpg, jpg.size() / 2)).reason, "truncated JPEG (no end-of-image marker)");
+  EXPECT_EQ(check(cut(jpg, jpg.size() - 2)).reason, "truncated JPEG (no end-of-image marker)");
+  EXPECT_EQ(check(cut(jpg, 40)).reason, "truncated JPEG (no end-of-image marker)");
+  const std::vector<uint8_t> prog = encode(".jpg", img, {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+  EXPECT_EQ(check(cut(prog, prog.size() * 2 / 3)).reason, "truncated JPEG (no end-of-image marker)");
+  // Padding or appended bytes after EOI are fine.
+  std::vector<uint8_t> padded = jpg;
+  padded.insert(padded.end(), {0x00, 0x00, 0xff, 0xff, 0x00});
+  EXPECT_TRUE(check(padded).ok);
+
+  EXPECT_EQ(check(cut(png, png.size() - 12)).reason, "truncated PNG (no IEND chunk)");
+  EXPECT_EQ(check(cut(png, png.size() / 2)).reason, "truncated PNG (chunk 'IDAT' cut short)");
+  EXPECT_EQ(check(png_with_bad_crc(png)).reason, "corrupt PNG (CRC mismatch in chunk 'IDAT')");
+
+  EXPECT_EQ(check({}).reason, "empty file (0 bytes)");
+  const std::string text = "This is not a picture.\nJust text.\n";
+  EXPECT_EQ(check(std::vector<uint8_t>(text.begin(), text.end())).reason, "not an image (the file holds text)");
+  EXPECT_EQ(check({0x00, 0x01, 0x02, 0xfe, 0x80, 0x90}).reason, "not an image (unknown format)");
+  const std::vector<uint8_t> bmp = encode(".bmp", img);
+  EXPECT_EQ(check(cut(bmp, bmp.size() / 2)).reason, "truncated BMP (shorter than its header says)");
+  // A JPEG header on garbage: structure fine, decoding is not.
+  std::vector<uint8_t> garbage = cut(jpg, 20);
+  garbage.resize(400, 0x37);
+  garbage.push_back(0xff);
+  garbage.push_back(0xd9);
+  EXPECT_FALSE(check(garbage).ok);
+}
+
+TEST(DataImageFile, ExtensionsInAnyCase) {
+  EXPECT_TRUE(has_image_extension("a.JPG"));
+  EXPECT_TRUE(has_image_extension("a.Jpeg"));
+  EXPECT_TRUE(has_image_extension("x.y.TIFF"));
+  EXPECT_TRUE(has_image_extension("photo.webp"));
+  EXPECT_FALSE(has_image_extension("notes.txt"));
+  EXPECT_FALSE(has_image_extension("png"));
+  EXPECT_FALSE(has_image_extension("archive.png.gz"));
+}
+
+TEST(DataImageFile, ReadFileSaysWhy) {
+  TempDir dir("readfile");
+  std::vector<uint8_t> bytes;
+  std::string reason;
+  EXPECT_FALSE(read_file((dir / "missing.png").string(), bytes, reason));
+  EXPECT_EQ(reason, "unreadable (No such file or directory)");
+  ASSERT_EQ(::mkfifo((dir / "pipe.png").c_str(), 0600), 0);
+  EXPECT_FALSE(read_file((dir / "pipe.png").string(), bytes, reason));  // must not hang
+  EXPECT_EQ(reason, "not a regular file");
+}
+
+// --- IDX and CIFAR ---------------------------------------------------------------------------------------------------
+
+TEST(DataBinaryFormats, IdxPlainAndGzipAndTheirErrors) {
+  TempDir dir("idx");
+  std::vector<uint8_t> pixels(3 * 4 * 5);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 3);
+  write_bytes(dir / "a-images-idx3-ubyte", idx_images(pixels, 3, 4, 5));
+  write_bytes(dir / "a-labels-idx1-ubyte.gz", gzip(idx_labels({2, 0, 1})));
+  const PixelImages px = read_idx_pair((dir / "a-images-idx3-ubyte").string(), (dir / "a-labels-idx1-ubyte.gz").string());
+  EXPECT_EQ(px.count(), 3);
+  EXPECT_EQ(px.height, 4);
+  EXPECT_EQ(px.width, 5);
+  EXPECT_EQ(px.pixels, pixels);
+  EXPECT_EQ(px.labels, (std::vector<int32_t>{2, 0, 1}));
+
+  write_bytes(dir / "b-labels-idx1-ubyte", idx_labels({1, 1}));
+  try {
+    read_idx_pair((dir / "a-images-idx3-ubyte").string(), (dir / "b-labels-idx1-ubyte").string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 3 images but"), std::string::npos) << e.what();
+  }
+  std::vector<uint8_t> short_file = idx_images(pixels, 3, 4, 5);
+  short_file.resize(short_file.size() - 7);
+  write_bytes(dir / "c-images-idx3-ubyte", short_file);
+  try {
+    read_idx_pair((dir / "c-images-idx3-ubyte").string(), (dir / "a-labels-idx1-ubyte.gz").string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is truncated (69 bytes; its header says 76)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DataBinaryFormats, CifarBatches) {
+  TempDir dir("cifar_reader");
+  write_bytes(dir / "data_batch_1.bin", cifar_batch({3, 7}, 0));
+  PixelImages px;
+  read_cifar10_batch((dir / "data_batch_1.bin").string(), px);
+  ASSERT_EQ(px.count(), 2);
+  EXPECT_EQ(px.labels[1], 7);
+  EXPECT_TRUE(px.planar);
+  // Image 1, plane G (1), row 2, column 5.
+  EXPECT_EQ(px.pixels[3072 + 1024 + 2 * 32 + 5], cifar_value(1, 2, 5, 7, 1));
+  std::vector<uint8_t> bad = cifar_batch({1}, 0);
+  bad.pop_back();
+  write_bytes(dir / "bad.bin", bad);
+  EXPECT_THROW(read_cifar10_batch((dir / "bad.bin").string(), px), Error);
+}
+
+}  // namespace
+}  // namespace ampwb
