@@ -10,6 +10,11 @@
 
 namespace ampwb::cli {
 
+// The desktop workbench (gui_main.cpp, export_chart_command.cpp).
+bool is_gui_invocation(const std::vector<std::string>& tokens);
+int gui_main(int argc, char** argv);
+int export_chart_command(Args& args);
+
 void print_usage() {
   std::printf(
       "AMP Workbench %s: mixed-precision training experiments\n\n"
@@ -24,6 +29,8 @@ void print_usage() {
       "  show    RUN: configuration, epochs and summary of a run  [--json] [--steps] [--db FILE]\n"
       "  compare RUN RUN...: side by side, speed-up against the first  [--json] [--db FILE]\n"
       "  export  csv RUN... --out DIR: steps, epochs and summaries as CSV  [--all] [--db FILE]\n"
+      "  export  chart RUN... --metric loss|accuracy|loss-scale|epoch-time --out FILE.png|.svg|.pdf  [--db FILE]\n"
+      "  (none)  the desktop workbench (GUI)  [--db FILE]\n"
       "  delete  RUN: the run and all its records  [--db FILE]\n"
       "  rename  RUN NAME  [--db FILE]\n"
       "  tag     RUN TAG  [--remove] [--db FILE]\n"
@@ -41,7 +48,8 @@ void print_usage() {
 int main(int argc, char** argv) {
   using namespace ampwb::cli;
   const std::vector<std::string> tokens(argv + 1, argv + argc);
-  if (tokens.empty() || tokens[0] == "help" || tokens[0] == "--help" || tokens[0] == "-h") {
+  if (is_gui_invocation(tokens)) return gui_main(argc, argv);
+  if (tokens[0] == "help" || tokens[0] == "--help" || tokens[0] == "-h") {
     print_usage();
     return 0;
   }
@@ -57,6 +65,7 @@ int main(int argc, char** argv) {
     if (tokens[0] == "runs") return runs_command(args);
     if (tokens[0] == "show") return show_command(args);
     if (tokens[0] == "compare") return compare_command(args);
+    if (tokens[0] == "export" && tokens.size() > 1 && tokens[1] == "chart") return export_chart_command(args);
     if (tokens[0] == "export") return export_command(args);
     if (tokens[0] == "delete") return delete_command(args);
     if (tokens[0] == "rename") return rename_command(args);

@@ -32,7 +32,30 @@ if(AMPWB_ENABLE_CUDA)
     set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 dialect for nvcc
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
-    set(AMPWB_HAVE_CUDA ON)
+    # cuDNN ships no CMake config: find its header and library under the toolkit (or CUDNN_ROOT) and make an
+    # imported target. cuBLASLt comes with the toolkit (CUDA::cublasLt). Without either, no CUDA backend.
+    find_path(CUDNN_INCLUDE_DIR cudnn.h
+      HINTS ENV CUDNN_ROOT ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}
+      PATH_SUFFIXES include)
+    find_library(CUDNN_LIBRARY cudnn
+      HINTS ENV CUDNN_ROOT ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
+      PATH_SUFFIXES lib64 lib)
+    if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY AND TARGET CUDA::cublasLt)
+      if(NOT TARGET CUDNN::cudnn)
+        add_library(CUDNN::cudnn UNKNOWN IMPORTED)
+        set_target_properties(CUDNN::cudnn PROPERTIES
+          IMPORTED_LOCATION ${CUDNN_LIBRARY}
+          INTERFACE_INCLUDE_DIRECTORIES ${CUDNN_INCLUDE_DIR})
+      endif()
+      file(STRINGS ${CUDNN_INCLUDE_DIR}/cudnn_version.h _ampwb_cudnn_version REGEX "define CUDNN_(MAJOR|MINOR) ")
+      string(REGEX REPLACE ".*CUDNN_MAJOR ([0-9]+).*CUDNN_MINOR ([0-9]+).*" "\\1.\\2" _ampwb_cudnn_version
+             "${_ampwb_cudnn_version}")
+      message(STATUS "cuDNN ${_ampwb_cudnn_version}: ${CUDNN_LIBRARY}")
+      set(AMPWB_HAVE_CUDA ON)
+    else()
+      message(WARNING "nvcc found, but not cuDNN (cudnn.h: ${CUDNN_INCLUDE_DIR}, libcudnn: ${CUDNN_LIBRARY}) "
+                      "or cuBLASLt: building without the CUDA backend")
+    endif()
   else()
     message(STATUS "nvcc not found: building without the CUDA backend")
   endif()

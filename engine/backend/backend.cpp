@@ -6,6 +6,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #ifdef AMPWB_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_device.h"
 #endif
 
@@ -20,20 +21,45 @@ static_assert(kOpNames.size() == static_cast<size_t>(Op::Count), "one name per o
 
 const char* op_name(Op op) { return kOpNames.at(static_cast<size_t>(op)); }
 
+namespace {
+// "cuda" -> 0, "cuda:N" -> N; anything else after "cuda" is refused by name.
+int cuda_index(const std::string& device) {
+  if (device == "cuda") return 0;
+  const std::string digits = device.size() > 5 && device[4] == ':' ? device.substr(5) : "";
+  if (digits.empty() || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string::npos)
+    throw Error("unknown device '" + device + "' (expected cpu, cuda, cuda:N or auto)");
+  return std::stoi(digits);
+}
+}  // namespace
+
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options) {
   if (device == "cpu") return std::make_unique<CpuBackend>(options);
   if (device == "auto") {
 #ifdef AMPWB_HAVE_CUDA
-    if (cuda_device_count() > 0)
-      throw Error("a CUDA GPU was found, but the CUDA training backend is not implemented yet; use --device cpu");
+    if (cuda_device_count() > 0) {
+      try {
+        return std::make_unique<CudaBackend>(CudaBackendOptions{});
+      } catch (const Error& e) {
+        throw Error(std::string("--device auto: a CUDA GPU was found but cannot be used (") + e.what() +
+                    "); use --device cpu");
+      }
+    }
 #endif
     return std::make_unique<CpuBackend>(options);
   }
   if (device.starts_with("cuda")) {
+    const int index = cuda_index(device);
 #ifdef AMPWB_HAVE_CUDA
-    if (cuda_device_count() == 0) throw Error("--device " + device + ": no usable CUDA GPU on this machine");
-    throw Error("--device " + device + ": the CUDA training backend is not implemented yet");
+    const int count = cuda_device_count();
+    if (count == 0) throw Error("--device " + device + ": no usable CUDA GPU on this machine (no GPU, or no driver)");
+    if (index >= count)
+      throw Error("--device " + device + ": no such GPU (" + std::to_string(count) + " CUDA device" +
+                  (count == 1 ? "" : "s") + ", cuda:0 to cuda:" + std::to_string(count - 1) + ")");
+    CudaBackendOptions cuda_options;
+    cuda_options.device_index = index;
+    return std::make_unique<CudaBackend>(cuda_options);
 #else
+    (void)index;
     throw Error("--device " + device + ": this build has no CUDA support (nvcc was not found at configure time)");
 #endif
   }

@@ -47,8 +47,12 @@ std::string shape_str(const Shape& shape) {
 }
 
 Allocator& allocator_for(Device device) {
-  AMPWB_CHECK(device.is_cpu(), "no allocator registered for device " << device.str());
-  return cpu_allocator();
+  if (device.is_cpu()) return cpu_allocator();
+#ifdef AMPWB_HAVE_CUDA
+  Allocator& cuda_allocator(int index);  // the CUDA caching allocator (backend/cuda/cuda_allocator.h)
+  if (device.kind == Device::Kind::CUDA) return cuda_allocator(device.index);
+#endif
+  throw Error("no allocator registered for device " + device.str() + " (this build has no CUDA support)");
 }
 
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {

@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""Compare `ampwb bench --device cuda` with PyTorch on the same GPU, per precision mode.
+
+Runs on a GPU machine whose Python has PyTorch with CUDA (and torchvision).
+For each model configuration (default: ResNet-50 224 px batch 256, ResNet-18
+224 px batch 256) and each precision mode (fp32, tf32, amp-fp16, amp-bf16) it
+times training steps of our engine and of PyTorch, and prints throughputs and
+ratios, plus the issue's two goals:
+  * amp-fp16 ResNet-50: ours at least as fast as PyTorch AMP + channels_last;
+  * amp-fp16 at least 2x our own fp32.
+
+Method (as bench/compare_pytorch.py, and why):
+  * Every measurement is a separate process: no allocator or cuDNN-cache state
+    carries over, and peak memory is per run.
+  * Ours and PyTorch alternate within each round, and the order flips every
+    round, so drift (clocks, thermals, other jobs) hits both sides alike.
+  * Figures are medians over rounds; the headline ratio is the median of the
+    per-round ratios ours / PyTorch.
+
+What PyTorch runs (this file re-runs itself with --worker for that side):
+  torchvision ResNet, random init, channels_last model and input (NVIDIA's
+  advice for tensor cores; --pytorch-layout nchw for the default layout),
+  torch.backends.cudnn.benchmark = True (ours also times cuDNN's algorithms
+  once per shape), SGD lr 0.01 momentum 0.9 (as `ampwb bench`), a full step:
+  forward, CrossEntropyLoss, backward, optimizer step, zero_grad(set_to_none).
+  Precision modes:
+    fp32      FP32, TF32 off for matmul and cuDNN
+    tf32      FP32 storage, TF32 tensor cores (allow_tf32 on)
+    amp-fp16  torch.autocast(float16) + torch.amp.GradScaler (dynamic scale)
+    amp-bf16  torch.autocast(bfloat16), no scaler
+  Input: by default a pinned host batch copied with non_blocking=True every
+  step, as a DataLoader(pin_memory=True) feeds it and as `ampwb bench` passes a
+  host batch to every step; --pytorch-input device keeps the batch on the GPU.
+  Time: torch.cuda.synchronize() around every step; the median step.
+
+Usage on the GPU machine (from the repository root, after building):
+  python3 bench/cuda_compare.py --ampwb build/app/ampwb --markdown
+  python3 bench/cuda_compare.py --configs 50:224:256 --modes amp-fp16 --rounds 3
+  python3 bench/cuda_compare.py --pytorch-only   # test the PyTorch side alone
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+MODES = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
+DEFAULT_CONFIGS = ["50:224:256", "18:224:256"]
+
+
+class BenchError(Exception):
+    pass
+
+
+# ---- The PyTorch side (run in its own process: `cuda_compare.py --worker ...`) ------------------------------------
+
+def pytorch_worker(args):
+    import resource
+
+    import torch
+    import torchvision
+
+    if not torch.cuda.is_available():
+        raise SystemExit("cuda_compare worker: torch.cuda.is_available() is False "
+                         f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+    torch.manual_seed(args.seed)
+    device = torch.device("cuda", args.gpu)
+    torch.cuda.set_device(device)
+    torch.backends.cudnn.benchmark = True
+    tf32 = args.precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+
+    model_fn = {18: torchvision.models.resnet18, 34: torchvision.models.resnet34,
+                50: torchvision.models.resnet50, 101: torchvision.models.resnet101,
+                152: torchvision.models.resnet152}[args.depth]
+    memory_format = torch.channels_last if args.layout == "channels_last" else torch.contiguous_format
+    model = model_fn(num_classes=args.classes).to(device=device, memory_format=memory_format)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    B, S = args.batch_size, args.image_size
+    images_host = torch.randn(B, 3, S, S).contiguous(memory_format=memory_format).pin_memory()
+    labels_host = torch.randint(0, args.classes, (B,)).pin_memory()
+    images_dev = images_host.to(device, non_blocking=True)
+    labels_dev = labels_host.to(device, non_blocking=True)
+
+    autocast_dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(args.precision)
+    scaler = None
+    if args.precision == "amp-fp16":
+        try:
+            scaler = torch.amp.GradScaler("cuda")  # PyTorch >= 2.3
+        except (AttributeError, TypeError):
+            scaler = torch.cuda.amp.GradScaler()
+
+    def step():
+        if args.input == "host":
+            images = images_host.to(device, non_blocking=True)
+            labels = labels_host.to(device, non_blocking=True)
+        else:
+            images, labels = images_dev, labels_dev
+        with torch.autocast("cuda", dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            loss = loss_fn(model(images), labels)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats(device)
+    times = []
+    for _ in range(args.steps):
+        start = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1000.0)
+    median = statistics.median(times)
+    print(json.dumps({
+        "framework": "pytorch", "version": torch.__version__, "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name(device),
+        "depth": args.depth, "image_size": S, "batch_size": B, "precision": args.precision,
+        "layout": args.layout, "input": args.input, "steps": args.steps,
+        "step_ms_median": median, "images_per_second": B / (median / 1000.0),
+        "peak_bytes": torch.cuda.max_memory_allocated(device),
+        "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }))
+    return 0
+
+
+# ---- The driver -------------------------------------------------------------------------------------------------
+
+def run_json(cmd, timeout):
+    """Run cmd, return the JSON object on the last JSON line of its stdout."""
+    printable = " ".join(f"'{c}'" if " " in c else c for c in cmd)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise BenchError(f"cannot run {printable}: {cmd[0]} not found")
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"timed out after {timeout}s: {printable}")
+    if proc.returncode != 0:
+        raise BenchError(f"command failed with exit status {proc.returncode}: {printable}\n"
+                         f"--- stderr ---\n{proc.stderr.strip()[-4000:]}\n"
+                         f"--- stdout ---\n{proc.stdout.strip()[-2000:]}")
+    for line in reversed(proc.stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    raise BenchError(f"no JSON line in the output of {printable}\n"
+                     f"--- stdout ---\n{proc.stdout.strip()[-2000:]}\n"
+                     f"--- stderr ---\n{proc.stderr.strip()[-2000:]}")
+
+
+def require(result, keys, who):
+    missing = [k for k in keys if k not in result]
+    if missing:
+        raise BenchError(f"{who} JSON lacks key(s) {', '.join(missing)}: {json.dumps(result)}")
+    return result
+
+
+def ours_cmd(args, depth, size, batch, mode):
+    return [args.ampwb, "bench", "--device", args.device, "--depth", str(depth), "--image-size", str(size),
+            "--batch-size", str(batch), "--precision", mode, "--steps", str(args.steps),
+            "--warmup", str(args.warmup), "--json"]
+
+
+def pytorch_cmd(args, depth, size, batch, mode):
+    gpu = args.device.split(":")[1] if ":" in args.device else "0"
+    return [args.python, os.path.abspath(__file__), "--worker", "--gpu", gpu, "--depth", str(depth),
+            "--image-size", str(size), "--batch-size", str(batch), "--precision", mode,
+            "--layout", args.pytorch_layout, "--input", args.pytorch_input, "--steps", str(args.steps),
+            "--warmup", str(args.warmup)]
+
+
+def parse_config(text):
+    try:
+        depth, size, batch = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected DEPTH:IMAGE_SIZE:BATCH, e.g. 50:224:256, got {text!r}")
+    if depth not in (18, 34, 50, 101, 152) or size <= 0 or batch <= 1:
+        raise argparse.ArgumentTypeError(f"bad configuration {text!r}")
+    return depth, size, batch
+
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def gib(n):
+    return f"{n / 2**30:.1f} GiB"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--gpu", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--depth", type=int, default=50, help=argparse.SUPPRESS)
+    p.add_argument("--image-size", type=int, default=224, help=argparse.SUPPRESS)
+    p.add_argument("--batch-size", type=int, default=256, help=argparse.SUPPRESS)
+    p.add_argument("--precision", choices=MODES, default="amp-fp16", help=argparse.SUPPRESS)
+    p.add_argument("--layout", choices=["channels_last", "nchw"], default="channels_last", help=argparse.SUPPRESS)
+    p.add_argument("--input", choices=["host", "device"], default="host", help=argparse.SUPPRESS)
+    p.add_argument("--classes", type=int, default=1000, help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+
+    p.add_argument("--ampwb", default=os.path.join("build", "app", "ampwb"),
+                   help="our engine's binary (default build/app/ampwb)")
+    p.add_argument("--python", default=sys.executable, help="interpreter with torch+CUDA (default: this one)")
+    p.add_argument("--device", default="cuda", help="cuda or cuda:N, for both sides (default cuda)")
+    p.add_argument("--configs", nargs="+", type=parse_config, default=[parse_config(c) for c in DEFAULT_CONFIGS],
+                   metavar="DEPTH:SIZE:BATCH", help=f"default {' '.join(DEFAULT_CONFIGS)}")
+    p.add_argument("--modes", nargs="+", choices=MODES, default=MODES)
+    p.add_argument("--pytorch-layout", choices=["channels_last", "nchw"], default="channels_last")
+    p.add_argument("--pytorch-input", choices=["host", "device"], default="host",
+                   help="host: a pinned batch copied every step (as ours); device: batch kept on the GPU")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=30, help="timed steps per run")
+    p.add_argument("--warmup", type=int, default=10, help="untimed steps per run (cuDNN autotuning happens here)")
+    p.add_argument("--timeout", type=int, default=1800, help="seconds per process")
+    p.add_argument("--markdown", action="store_true", help="also print a table for docs/benchmarks.md")
+    p.add_argument("--pytorch-only", action="store_true", help="skip our engine (to test this script)")
+    args = p.parse_args(argv)
+    for name in ("rounds", "steps"):
+        if getattr(args, name) <= 0:
+            p.error(f"--{name} must be > 0")
+    if args.warmup < 0:
+        p.error("--warmup must be >= 0")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.worker:
+        return pytorch_worker(args)
+    if not args.pytorch_only and not os.access(args.ampwb, os.X_OK):
+        print(f"cuda_compare: error: {args.ampwb} is not an executable; build it first (with CUDA), "
+              f"pass --ampwb PATH, or use --pytorch-only", file=sys.stderr)
+        return 2
+
+    keys = ["images_per_second", "step_ms_median", "peak_bytes"]
+    results = {}  # (depth, size, batch, mode) -> {"ours": [...], "pytorch": [...], "ratios": [...]}
+    header_done = False
+    try:
+        for depth, size, batch in args.configs:
+            for mode in args.modes:
+                key = (depth, size, batch, mode)
+                r = results[key] = {"ours": [], "pytorch": [], "ratios": []}
+                for rnd in range(args.rounds):
+                    def ours():
+                        return require(run_json(ours_cmd(args, depth, size, batch, mode), args.timeout), keys,
+                                       "ampwb")
+
+                    def theirs():
+                        return require(run_json(pytorch_cmd(args, depth, size, batch, mode), args.timeout), keys,
+                                       "pytorch")
+
+                    if args.pytorch_only:
+                        o, t = None, theirs()
+                    elif rnd % 2 == 0:  # flip the order every round
+                        o = ours()
+                        t = theirs()
+                    else:
+                        t = theirs()
+                        o = ours()
+                    if not header_done:
+                        print(f"GPU: {t['device']}; PyTorch {t.get('version')} (CUDA {t.get('cuda')}, "
+                              f"cuDNN {t.get('cudnn')}), layout {args.pytorch_layout}, input {args.pytorch_input}",
+                              flush=True)
+                        if o is not None:
+                            print(f"ours: {o.get('device')}", flush=True)
+                        header_done = True
+                    r["pytorch"].append(t)
+                    line = (f"resnet{depth} {size}px b{batch} {mode:8s} round {rnd + 1}/{args.rounds}: "
+                            f"pytorch {t['images_per_second']:8.1f} img/s")
+                    if o is not None:
+                        r["ours"].append(o)
+                        ratio = o["images_per_second"] / t["images_per_second"]
+                        r["ratios"].append(ratio)
+                        line += f" | ours {o['images_per_second']:8.1f} img/s | ratio {ratio:.3f}"
+                    print(line, flush=True)
+    except BenchError as e:
+        print(f"cuda_compare: error: {e}", file=sys.stderr)
+        return 1
+
+    ips = lambda runs: median([x["images_per_second"] for x in runs])
+    peak = lambda runs: median([x["peak_bytes"] for x in runs])
+    print("\nmedians over rounds (images/s; ratio = median of per-round ours/pytorch):")
+    print(f"{'configuration':32s} {'ours':>10s} {'pytorch':>10s} {'ratio':>7s} {'ours peak':>10s} {'pt peak':>10s}")
+    for (depth, size, batch, mode), r in results.items():
+        ours_txt = f"{ips(r['ours']):10.1f}" if r["ours"] else f"{'n/a':>10s}"
+        ratio_txt = f"{median(r['ratios']):7.3f}" if r["ratios"] else f"{'n/a':>7s}"
+        ours_peak = gib(peak(r["ours"])) if r["ours"] else "n/a"
+        print(f"{f'ResNet-{depth} {size}px b{batch} {mode}':32s} {ours_txt} {ips(r['pytorch']):10.1f} {ratio_txt} "
+              f"{ours_peak:>10s} {gib(peak(r['pytorch'])):>10s}")
+
+    print("\ngoals:")
+    for depth, size, batch in args.configs:
+        fp16 = results.get((depth, size, batch, "amp-fp16"))
+        fp32 = results.get((depth, size, batch, "fp32"))
+        name = f"ResNet-{depth} {size}px b{batch}"
+        if fp16 and fp16["ratios"]:
+            ratio = median(fp16["ratios"])
+            print(f"  {name}: amp-fp16 ours / PyTorch AMP {args.pytorch_layout} = {ratio:.3f} "
+                  f"({'met' if ratio >= 1.0 else 'NOT met'}: goal >= 1 for ResNet-50)")
+        if fp16 and fp32 and fp16["ours"] and fp32["ours"]:
+            speedup = ips(fp16["ours"]) / ips(fp32["ours"])
+            pt_speedup = ips(fp16["pytorch"]) / ips(fp32["pytorch"])
+            print(f"  {name}: ours amp-fp16 / ours fp32 = {speedup:.2f}x ({'met' if speedup >= 2 else 'NOT met'}: "
+                  f"goal >= 2x); PyTorch's own: {pt_speedup:.2f}x")
+
+    if args.markdown:
+        first = next(iter(results.values()))["pytorch"][0]
+        print(f"\n<!-- bench/cuda_compare.py: {args.rounds} rounds x {args.steps} steps (warm-up {args.warmup}), "
+              f"{first['device']}, PyTorch {first.get('version')} {args.pytorch_layout}, "
+              f"input {args.pytorch_input}, medians -->")
+        print("| Configuration | Mode | Ours img/s | PyTorch img/s | Ours / PyTorch | Ours peak GPU memory "
+              "| PyTorch peak GPU memory |")
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for (depth, size, batch, mode), r in results.items():
+            ours_ips = f"{ips(r['ours']):.1f}" if r["ours"] else "n/a"
+            ratio = f"{median(r['ratios']):.2f}x" if r["ratios"] else "n/a"
+            ours_peak = gib(peak(r["ours"])) if r["ours"] else "n/a"
+            print(f"| ResNet-{depth}, {size}px, batch {batch} | {mode} | {ours_ips} | {ips(r['pytorch']):.1f} "
+                  f"| {ratio} | {ours_peak} | {gib(peak(r['pytorch']))} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+// The CUDA backend: the Backend interface on one NVIDIA GPU, with the CPU backend's argument conventions and
+// results (engine/backend/cpu is the semantic reference, engine/reference the oracle).
+//
+//   convolutions      cuDNN 9 (legacy C API): algorithm chosen once per shape (timed by default) and cached,
+//                     workspace at most CudaBackendOptions::conv_workspace_limit
+//   linear            cuBLASLt: FP32 (FP32 compute, or TF32 with allow_tf32), FP16/BF16 with FP32 accumulation
+//   batch norm        own kernels: FP32 statistics, scale and shift for FP32, FP16 and BF16 activations
+//   everything else   own kernels (cuda_kernels.h): ReLU, max pool with a one-byte argmax workspace, global
+//                     average pool, add, casts and layout changes, softmax cross-entropy, SGD and Adam over FP32
+//                     master weights, and the fused unscale + inf/NaN check + sum of squares in one launch
+//
+// Layout: NHWC is the GPU's layout (tensor cores); NCHW works too (slower). Convolution weights in another layout
+// than the activations are reordered per call: create them NHWC (preferred_layout()) to avoid that.
+// Channel padding: an NHWC FP16/BF16 convolution whose input or output channel count is not a multiple of
+// pad_input_channels (in a ResNet only the 3-channel image of the first convolution) runs on zero-padded copies of
+// its tensors (input channels, filters), transparently: callers see C and K channels, cuDNN sees tensor-core-friendly
+// counts. The loader keeps producing 3-channel images.
+//
+// Streams: every op queues on one compute stream and returns without waiting, except the ones that return host
+// values (softmax_cross_entropy, scale_and_check) and device-to-host convert(), which wait for the stream.
+// upload_async() copies host batches on a second stream so the copy overlaps the previous step's compute.
+//
+// Errors: every CUDA, cuDNN and cuBLAS status is checked (CUDA_CHECK, CUDNN_CHECK, CUBLAS_CHECK), and running out
+// of GPU memory raises ampwb::Error saying so, with a hint to use a smaller batch.
+//
+// This header includes no CUDA headers: code built without CUDA never sees it, code built with it can include it.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace ampwb {
+
+struct CudaBackendOptions {
+  int device_index = 0;
+  bool allow_tf32 = false;  // the tf32 mode: FP32 convolutions and matrix products on TF32 tensor cores
+  size_t conv_workspace_limit = size_t{256} << 20;
+  bool benchmark_algorithms = true;  // time cuDNN's algorithms once per shape (else its heuristics choose)
+  int pad_input_channels = 8;        // channel multiple for 16-bit NHWC convolutions; 0: never pad (see above)
+  // fp32 mode: GEMM-based convolution algorithms only (FFT and Winograd can miss the FP32 bound of 1e-5);
+  // false lets the timing pick any algorithm. TF32, FP16 and BF16 may use any.
+  bool exact_fp32_convolutions = true;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  // Throws ampwb::Error when the device is not usable (no driver, no such GPU, library failure).
+  explicit CudaBackend(const CudaBackendOptions& options = {});
+  ~CudaBackend() override;
+
+  Device device() const override;
+  // e.g. "cuda:0 (NVIDIA H100 80GB HBM3, 79.1 GiB, sm_90, 132 SMs; CUDA 13.0, driver 13.0, cuDNN 9.19.0,
+  // cuBLASLt 130100; TF32 off)"
+  std::string description() const override;
+  bool supports(Op op, DType dtype) const override;
+
+  void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override;
+  void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override;
+  void conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) override;
+  void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                  Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                  Tensor& running_var, float momentum, float eps) override;
+  void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                   const Tensor& running_mean, const Tensor& running_var, float eps) override;
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
+                          const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) override;
+  void relu_forward(const Tensor& x, Tensor& y) override;
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  // workspace: U8 (numel of y), the argmax window position of every output element.
+  void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) override;
+  void maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) override;
+  void global_avgpool_forward(const Tensor& x, Tensor& y) override;
+  void global_avgpool_backward(const Tensor& dy, Tensor& dx) override;
+  void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
+  void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
+                       Tensor& db) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  // Any dtype and layout; host to device, device to host, on the device, and host to host (through the CPU
+  // backend). Host-to-device copies go through pinned staging buffers and do not wait for the GPU.
+  void convert(const Tensor& src, Tensor& dst) override;
+  float softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                              Tensor& dlogits) override;
+  void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) override;
+  void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) override;
+  ScaleCheck scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
+
+  // ---- Beyond the Backend interface -----------------------------------------------------------------------------
+  Layout preferred_layout() const { return Layout::NHWC; }
+  void set_allow_tf32(bool allow);  // the tf32 precision mode; at once (plans are cached per math mode)
+  bool allow_tf32() const;
+  // A device copy of a host tensor, copied on the copy stream after the work queued so far, so that it overlaps
+  // the work queued next; the first op that reads it waits for the copy (nothing else does). The host tensor may
+  // be reused as soon as this returns. Call it for batch i+1 before queuing step i.
+  Tensor upload_async(const Tensor& host);
+  void synchronize();  // waits until the queued work is done (for timing)
+  MemoryStats memory_stats() const;  // of this device's caching allocator
+  size_t conv_plans_cached() const;
+  std::string conv_plans() const;  // the chosen cuDNN algorithms, one line per shape
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ampwb

@@ -1,0 +1,220 @@
+// Batch normalization kernels: per-channel reductions over (N, H, W) for FP32, FP16 and BF16 activations with FP32
+// scale, shift and statistics (see cuda_kernels.h for the contract).
+//
+// Reduction layout: blocks of 32 x 8 threads; threadIdx.x picks one of 32 neighbouring channels (coalesced reads
+// in NHWC), threadIdx.y and blockIdx.y stride over the M = N H W rows. Each block writes one FP32 partial per
+// channel; a one-thread-per-channel kernel adds the row_blocks partials in FP64 in a fixed order. Deterministic.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "backend/cuda/cuda_kernel_util.cuh"
+
+namespace ampwb::cuda {
+namespace {
+
+constexpr int kChannelsPerBlock = 32, kRowsPerBlock = 8;
+
+// Storage offset of (row r, channel c), with r = n H W + h W + w.
+__device__ __forceinline__ int64_t row_offset(const Dims4& d, int64_t r, int64_t c) {
+  if (d.nhwc) return r * d.c + c;
+  const int64_t hw = d.h * d.w;
+  return ((r / hw) * d.c + c) * hw + r % hw;
+}
+
+// Partial sums per channel over this block's rows:
+//   dy == nullptr, mean == nullptr: a = sum x
+//   dy == nullptr, mean != nullptr: a = sum (x - mean)^2
+//   dy != nullptr:                  a = sum dy, b = sum dy (x - mean)
+template <class T>
+__global__ void channel_partials(const T* x, const T* dy, Dims4 d, const float* mean, float* part_a, float* part_b) {
+  const int64_t c = int64_t{blockIdx.x} * kChannelsPerBlock + threadIdx.x;
+  const int64_t rows = d.n * d.h * d.w;
+  float a = 0.0f, b = 0.0f;
+  if (c < d.c) {
+    const float mu = mean ? mean[c] : 0.0f;
+    for (int64_t r = int64_t{blockIdx.y} * kRowsPerBlock + threadIdx.y; r < rows;
+         r += int64_t{gridDim.y} * kRowsPerBlock) {
+      const int64_t o = row_offset(d, r, c);
+      const float v = to_float(x[o]);
+      if (dy) {
+        const float g = to_float(dy[o]);
+        a += g;
+        b += g * (v - mu);
+      } else if (mean) {
+        const float dv = v - mu;
+        a += dv * dv;
+      } else {
+        a += v;
+      }
+    }
+  }
+  __shared__ float sa[kRowsPerBlock][kChannelsPerBlock], sb[kRowsPerBlock][kChannelsPerBlock];
+  sa[threadIdx.y][threadIdx.x] = a;
+  sb[threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < d.c) {
+    for (int y = 1; y < kRowsPerBlock; ++y) {
+      a += sa[y][threadIdx.x];
+      b += sb[y][threadIdx.x];
+    }
+    part_a[int64_t{blockIdx.y} * d.c + c] = a;
+    if (part_b) part_b[int64_t{blockIdx.y} * d.c + c] = b;
+  }
+}
+
+__device__ __forceinline__ double sum_partials(const float* part, int64_t c, int64_t channels, int row_blocks) {
+  double s = 0;
+  for (int g = 0; g < row_blocks; ++g) s += part[int64_t{g} * channels + c];
+  return s;
+}
+
+__global__ void finalize_mean(const float* part_a, int64_t channels, int row_blocks, double rows, float* mean) {
+  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (c < channels) mean[c] = static_cast<float>(sum_partials(part_a, c, channels, row_blocks) / rows);
+}
+
+// The biased variance, the running statistics, and scale = gamma / sqrt(var + eps) for the normalization.
+__global__ void finalize_var(const float* part_a, int64_t channels, int row_blocks, double rows, const float* gamma,
+                             const float* mean, float* var, float* running_mean, float* running_var, float momentum,
+                             float eps, float* scale) {
+  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const double v = sum_partials(part_a, c, channels, row_blocks) / rows;
+  var[c] = static_cast<float>(v);
+  const float unbias = rows > 1 ? static_cast<float>(rows / (rows - 1)) : 1.0f;
+  running_mean[c] = (1 - momentum) * running_mean[c] + momentum * mean[c];
+  running_var[c] = (1 - momentum) * running_var[c] + momentum * static_cast<float>(v) * unbias;
+  scale[c] = static_cast<float>(gamma[c] / sqrt(v + eps));
+}
+
+__global__ void inference_scale(const float* gamma, const float* var, int64_t channels, float eps, float* scale) {
+  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (c < channels) scale[c] = static_cast<float>(gamma[c] / sqrt(static_cast<double>(var[c]) + eps));
+}
+
+// y = (x - mean) * scale + beta
+template <class T>
+__global__ void normalize(const T* x, T* y, Dims4 d, const float* mean, const float* scale, const float* beta) {
+  const int64_t total = d.numel();
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = channel_of(d, i);
+    y[i] = from_float<T>((to_float(x[i]) - mean[c]) * scale[c] + beta[c]);
+  }
+}
+
+// dbeta = sum dy, dgamma = sum dy (x - mean) / sqrt(var + eps), and the coefficients of
+// dx = a (dy - k1 - (x - mean) k2) with a = gamma invstd, k1 = dbeta / M, k2 = invstd^2 sum dy (x - mean) / M.
+__global__ void finalize_backward(const float* part_a, const float* part_b, int64_t channels, int row_blocks,
+                                  double rows, const float* gamma, const float* var, float eps, float* dgamma,
+                                  float* dbeta, float* coef_a, float* coef_k1, float* coef_k2) {
+  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const double sum_dy = sum_partials(part_a, c, channels, row_blocks);
+  const double sum_dy_xmu = sum_partials(part_b, c, channels, row_blocks);
+  const double invstd = 1.0 / sqrt(static_cast<double>(var[c]) + eps);
+  dbeta[c] = static_cast<float>(sum_dy);
+  dgamma[c] = static_cast<float>(sum_dy_xmu * invstd);
+  coef_a[c] = static_cast<float>(gamma[c] * invstd);
+  coef_k1[c] = static_cast<float>(sum_dy / rows);
+  coef_k2[c] = static_cast<float>(invstd * invstd * sum_dy_xmu / rows);
+}
+
+template <class T>
+__global__ void backward_dx(const T* x, const T* dy, T* dx, Dims4 d, const float* mean, const float* coef_a,
+                            const float* coef_k1, const float* coef_k2) {
+  const int64_t total = d.numel();
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = channel_of(d, i);
+    const float xmu = to_float(x[i]) - mean[c];
+    dx[i] = from_float<T>(coef_a[c] * (to_float(dy[i]) - coef_k1[c] - xmu * coef_k2[c]));
+  }
+}
+
+dim3 partial_grid(const Dims4& d, int row_blocks) {
+  return dim3(static_cast<unsigned>((d.c + kChannelsPerBlock - 1) / kChannelsPerBlock),
+              static_cast<unsigned>(row_blocks));
+}
+const dim3 kPartialBlock(kChannelsPerBlock, kRowsPerBlock);
+unsigned channel_blocks(int64_t channels) { return static_cast<unsigned>((channels + kThreads - 1) / kThreads); }
+
+}  // namespace
+
+int batchnorm_row_blocks(Dims4 dims, int sm_count) {
+  const int64_t rows = dims.n * dims.h * dims.w;
+  const int64_t channel_groups = (dims.c + kChannelsPerBlock - 1) / kChannelsPerBlock;
+  // About 8 blocks per multiprocessor in all, and at least 32 rows per thread row.
+  const int64_t by_occupancy = std::max<int64_t>(1, 8 * int64_t{sm_count > 0 ? sm_count : 1} / channel_groups);
+  const int64_t by_rows = std::max<int64_t>(1, rows / (32 * kRowsPerBlock));
+  return static_cast<int>(std::min<int64_t>({by_occupancy, by_rows, 65535}));
+}
+
+int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks) {
+  return 2 * int64_t{row_blocks} * dims.c + 3 * dims.c;  // two partial arrays, three per-channel coefficients
+}
+
+void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma,
+                                const float* beta, float* mean, float* var, float* running_mean, float* running_var,
+                                float momentum, float eps, float* scratch, int row_blocks, cudaStream_t stream) {
+  const int64_t C = dims.c;
+  const double rows = static_cast<double>(dims.n * dims.h * dims.w);
+  if (C == 0 || rows == 0) return;
+  float* part_a = scratch;
+  float* scale = scratch + 2 * int64_t{row_blocks} * C;
+  AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_training", {
+    const T* xt = static_cast<const T*>(x);
+    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, dims, nullptr,
+                                                                                       part_a, nullptr);
+    CUDA_CHECK_LAUNCH("channel_partials (mean)");
+    finalize_mean<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, mean);
+    CUDA_CHECK_LAUNCH("finalize_mean");
+    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, dims, mean,
+                                                                                       part_a, nullptr);
+    CUDA_CHECK_LAUNCH("channel_partials (variance)");
+    finalize_var<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, gamma, mean, var,
+                                                             running_mean, running_var, momentum, eps, scale);
+    CUDA_CHECK_LAUNCH("finalize_var");
+    normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, static_cast<T*>(y), dims, mean, scale, beta);
+    CUDA_CHECK_LAUNCH("normalize");
+  });
+}
+
+void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma,
+                                 const float* beta, const float* running_mean, const float* running_var, float eps,
+                                 float* scratch, cudaStream_t stream) {
+  const int64_t C = dims.c;
+  if (C == 0 || dims.numel() == 0) return;
+  inference_scale<<<channel_blocks(C), kThreads, 0, stream>>>(gamma, running_var, C, eps, scratch);
+  CUDA_CHECK_LAUNCH("inference_scale");
+  AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_inference", {
+    normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                                    dims, running_mean, scratch, beta);
+    CUDA_CHECK_LAUNCH("normalize");
+  });
+}
+
+void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dims4 dims, const float* gamma,
+                        const float* mean, const float* var, float* dgamma, float* dbeta, float eps, float* scratch,
+                        int row_blocks, cudaStream_t stream) {
+  const int64_t C = dims.c;
+  const double rows = static_cast<double>(dims.n * dims.h * dims.w);
+  if (C == 0 || rows == 0) return;
+  float* part_a = scratch;
+  float* part_b = scratch + int64_t{row_blocks} * C;
+  float* coef = scratch + 2 * int64_t{row_blocks} * C;
+  AMPWB_DISPATCH_FLOATING(type, "batchnorm_backward", {
+    const T* xt = static_cast<const T*>(x);
+    const T* dyt = static_cast<const T*>(dy);
+    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, dyt, dims, mean, part_a,
+                                                                                       part_b);
+    CUDA_CHECK_LAUNCH("channel_partials (backward)");
+    finalize_backward<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, part_b, C, row_blocks, rows, gamma, var,
+                                                                  eps, dgamma, dbeta, coef, coef + C, coef + 2 * C);
+    CUDA_CHECK_LAUNCH("finalize_backward");
+    backward_dx<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, dyt, static_cast<T*>(dx), dims, mean, coef,
+                                                                      coef + C, coef + 2 * C);
+    CUDA_CHECK_LAUNCH("backward_dx");
+  });
+}
+
+}  // namespace ampwb::cuda

@@ -1,0 +1,286 @@
+// cuDNN convolutions through the legacy C API (the only cuDNN API installed with headers; no cudnn_frontend):
+// forward, backward data and backward filter. A plan (descriptors, algorithm, math type, workspace size) is made
+// once per shape under an explicit key and reused; the workspace size is queried for the chosen algorithm before
+// execution and never exceeds the limit.
+#include <sstream>
+#include <vector>
+
+#include "backend/cuda/cuda_libraries.h"
+#include "backend/cuda/cuda_library_check.h"
+
+namespace ampwb::cuda {
+namespace {
+
+const char* dtype_text(cudnnDataType_t t) {
+  switch (t) {
+    case CUDNN_DATA_FLOAT: return "f32";
+    case CUDNN_DATA_HALF: return "f16";
+    case CUDNN_DATA_BFLOAT16: return "bf16";
+    default: return "other";
+  }
+}
+
+const char* math_text(ConvMath m) {
+  switch (m) {
+    case ConvMath::Fp32: return "fp32";
+    case ConvMath::Tf32: return "tf32";
+    case ConvMath::TensorOp: return "tensor-op";
+  }
+  return "?";
+}
+
+const char* math_type_text(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH: return "default";
+    case CUDNN_TENSOR_OP_MATH: return "tensor-op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op-allow-conversion";
+    case CUDNN_FMA_MATH: return "fma";
+  }
+  return "?";
+}
+
+cudnnMathType_t requested_math_type(ConvMath m) {
+  switch (m) {
+    case ConvMath::Fp32: return CUDNN_FMA_MATH;
+    case ConvMath::Tf32: return CUDNN_DEFAULT_MATH;
+    case ConvMath::TensorOp: return CUDNN_TENSOR_OP_MATH;
+  }
+  return CUDNN_FMA_MATH;
+}
+
+// Whether an algorithm's math type honours the mode: strict FP32 takes no tensor-core math; no mode lets cuDNN
+// convert FP32 data down to FP16 (that would be neither FP32 nor TF32).
+bool math_allowed(ConvMath mode, cudnnMathType_t m) {
+  if (m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return mode == ConvMath::TensorOp;
+  if (mode == ConvMath::Fp32) return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+  return true;
+}
+
+std::string mib(size_t bytes) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  out << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return out.str();
+}
+
+}  // namespace
+
+std::string ConvShape::key(const char* op) const {
+  std::ostringstream out;
+  out << op << " n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s << " p" << p
+    << " q" << q << " stride" << stride << " pad" << padding << ' ' << dtype_text(dtype) << (nhwc ? " nhwc " : " nchw ")
+    << math_text(math);
+  return out.str();
+}
+
+struct ConvRunner::Plan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  bool chosen = false;
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t workspace = 0;
+
+  ~Plan() {
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (x) cudnnDestroyTensorDescriptor(x);
+  }
+};
+
+ConvRunner::ConvRunner(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32)
+    : handle_(handle), workspace_limit_(workspace_limit), benchmark_(benchmark), exact_fp32_(exact_fp32) {}
+
+ConvRunner::~ConvRunner() = default;
+
+ConvRunner::Plan& ConvRunner::plan(const std::string& key, const ConvShape& s) {
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  auto p = std::make_unique<Plan>();
+  const cudnnTensorFormat_t format = s.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
+  CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
+  CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x, format, s.dtype, s.n, s.c, s.h, s.w));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y, format, s.dtype, s.n, s.k, s.p, s.q));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, s.dtype, format, s.k, s.c, s.r, s.s));
+  // FP32 accumulation for every data type (PyTorch's choice for FP16 and BF16 too).
+  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, s.padding, s.padding, s.stride, s.stride, 1, 1,
+                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, requested_math_type(s.math)));
+  // cuDNN's own check of the output shape against ours.
+  int n = 0, k = 0, pp = 0, q = 0;
+  CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &k, &pp, &q));
+  if (n != s.n || k != s.k || pp != s.p || q != s.q) {
+    std::ostringstream out;
+    out << "convolution " << key << ": cuDNN computes an output of " << n << "x" << k << "x" << pp << "x" << q;
+    throw Error(out.str());
+  }
+  return *plans_.emplace(key, std::move(p)).first->second;
+}
+
+void* ConvRunner::find_workspace(const ScratchFn& scratch, size_t& size) const {
+  for (size = workspace_limit_; size >= (size_t{1} << 20); size /= 4) {
+    try {
+      return scratch(size);
+    } catch (const Error&) {
+      // Out of memory for this much: benchmark with less (algorithms needing more are then not considered).
+    }
+  }
+  size = 0;
+  return nullptr;
+}
+
+namespace {
+
+// GEMM-based algorithms: FP32 sums of products as the reference computes them. FFT and Winograd transform the data
+// first and can miss the FP32 bound of 1e-5 (relative to the largest output), so strict FP32 leaves them out unless
+// allowed (ConvRunner's exact_fp32 = false).
+bool gemm_based(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+}
+bool gemm_based(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+}
+bool gemm_based(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+}
+
+// The first result that succeeded, fits the workspace limit and honours the math mode (and, for exact FP32, is
+// GEMM-based). Results arrive fastest first (Find) or best first by the heuristics (_v7).
+template <class Perf>
+const Perf* choose(const std::vector<Perf>& results, int count, size_t limit, ConvMath mode, bool exact_fp32) {
+  for (int i = 0; i < count; ++i) {
+    const Perf& r = results[i];
+    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit || !math_allowed(mode, r.mathType)) continue;
+    if (mode == ConvMath::Fp32 && exact_fp32 && !gemm_based(r.algo)) continue;
+    return &r;
+  }
+  return nullptr;
+}
+
+[[noreturn]] void no_algorithm(const std::string& key, size_t limit) {
+  throw Error("cuDNN has no algorithm for convolution " + key + " within a " + mib(limit) +
+              " workspace (the data type or layout may be unsupported on this GPU)");
+}
+
+// Fixes the plan's algorithm and math type (strict FP32 stays on FMA math whatever the result says).
+template <class Perf>
+void adopt(cudnnConvolutionDescriptor_t conv, const Perf& r, ConvMath mode, int& algo,
+           cudnnMathType_t& math) {
+  algo = static_cast<int>(r.algo);
+  math = mode == ConvMath::Fp32 ? CUDNN_FMA_MATH : r.mathType;
+  CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
+}
+
+}  // namespace
+
+void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void* y, const ScratchFn& scratch) {
+  const std::string key = s.key("fwd");
+  Plan& p = plan(key, s);
+  if (!p.chosen) {
+    int max_count = 0, count = 0;
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle_, &max_count));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<size_t>(max_count > 0 ? max_count : 1));
+    size_t limit = workspace_limit_;
+    if (benchmark_) {
+      void* ws = find_workspace(scratch, limit);
+      CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(handle_, p.x, x, p.w, w, p.conv, p.y, y, max_count, &count,
+                                                         results.data(), ws, limit));
+    } else {
+      CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.w, p.conv, p.y, max_count, &count,
+                                                         results.data()));
+    }
+    const auto* best = choose(results, count, limit, s.math, exact_fp32_);
+    if (!best) no_algorithm(key, limit);
+    adopt(p.conv, *best, s.math, p.algo, p.math);
+    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.w, p.conv, p.y,
+                                                        static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), &p.workspace));
+    if (p.workspace > workspace_limit_) no_algorithm(key, workspace_limit_);
+    p.chosen = true;
+  }
+  void* ws = p.workspace ? scratch(p.workspace) : nullptr;
+  const float alpha = 1.0f, beta = 0.0f;
+  CUDNN_CHECK(cudnnConvolutionForward(handle_, &alpha, p.x, x, p.w, w, p.conv,
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace, &beta, p.y, y));
+}
+
+void ConvRunner::backward_data(const ConvShape& s, const void* dy, const void* w, void* dx, const ScratchFn& scratch) {
+  const std::string key = s.key("bwd-data");
+  Plan& p = plan(key, s);
+  if (!p.chosen) {
+    int max_count = 0, count = 0;
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &max_count));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(static_cast<size_t>(max_count > 0 ? max_count : 1));
+    size_t limit = workspace_limit_;
+    if (benchmark_) {
+      void* ws = find_workspace(scratch, limit);
+      CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(handle_, p.w, w, p.y, dy, p.conv, p.x, dx, max_count,
+                                                              &count, results.data(), ws, limit));
+    } else {
+      CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.w, p.y, p.conv, p.x, max_count, &count,
+                                                              results.data()));
+    }
+    const auto* best = choose(results, count, limit, s.math, exact_fp32_);
+    if (!best) no_algorithm(key, limit);
+    adopt(p.conv, *best, s.math, p.algo, p.math);
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        handle_, p.w, p.y, p.conv, p.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), &p.workspace));
+    if (p.workspace > workspace_limit_) no_algorithm(key, workspace_limit_);
+    p.chosen = true;
+  }
+  void* ws = p.workspace ? scratch(p.workspace) : nullptr;
+  const float alpha = 1.0f, beta = 0.0f;
+  CUDNN_CHECK(cudnnConvolutionBackwardData(handle_, &alpha, p.w, w, p.y, dy, p.conv,
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws, p.workspace, &beta,
+                                           p.x, dx));
+}
+
+void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* dy, void* dw,
+                                 const ScratchFn& scratch) {
+  const std::string key = s.key("bwd-filter");
+  Plan& p = plan(key, s);
+  if (!p.chosen) {
+    int max_count = 0, count = 0;
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle_, &max_count));
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(static_cast<size_t>(max_count > 0 ? max_count : 1));
+    size_t limit = workspace_limit_;
+    if (benchmark_) {
+      void* ws = find_workspace(scratch, limit);
+      CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(handle_, p.x, x, p.y, dy, p.conv, p.w, dw, max_count,
+                                                                &count, results.data(), ws, limit));
+    } else {
+      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.w, max_count, &count,
+                                                                results.data()));
+    }
+    const auto* best = choose(results, count, limit, s.math, exact_fp32_);
+    if (!best) no_algorithm(key, limit);
+    adopt(p.conv, *best, s.math, p.algo, p.math);
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        handle_, p.x, p.y, p.conv, p.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), &p.workspace));
+    if (p.workspace > workspace_limit_) no_algorithm(key, workspace_limit_);
+    p.chosen = true;
+  }
+  void* ws = p.workspace ? scratch(p.workspace) : nullptr;
+  const float alpha = 1.0f, beta = 0.0f;
+  CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &alpha, p.x, x, p.y, dy, p.conv,
+                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws, p.workspace,
+                                             &beta, p.w, dw));
+}
+
+std::string ConvRunner::describe_plans() const {
+  std::ostringstream out;
+  for (const auto& [key, p] : plans_)
+    if (p->chosen)
+      out << key << ": algo " << p->algo << " (" << math_type_text(p->math) << "), " << mib(p->workspace)
+          << " workspace\n";
+  return out.str();
+}
+
+}  // namespace ampwb::cuda

@@ -1,0 +1,125 @@
+// Device helpers shared by the backend's .cu files: element loads/stores as float, storage offsets of logical
+// (n, c, h, w) positions, block reductions, launch sizes, and the dtype dispatch.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_kernels.h"
+
+namespace ampwb::cuda {
+
+constexpr int kThreads = 256;       // threads per block of the elementwise kernels
+constexpr int64_t kMaxBlocks = 8192;  // grid-stride loops beyond this
+
+inline int blocks_for(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
+}
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Any element type as float and back, chosen at run time (for the conversion kernels, where the memory traffic
+// dwarfs a uniform switch).
+__device__ __forceinline__ float load_any(const void* p, KType t, int64_t i) {
+  switch (t) {
+    case KType::F32: return static_cast<const float*>(p)[i];
+    case KType::F16: return __half2float(static_cast<const __half*>(p)[i]);
+    case KType::BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case KType::I32: return static_cast<float>(static_cast<const int32_t*>(p)[i]);
+    case KType::U8: return static_cast<float>(static_cast<const uint8_t*>(p)[i]);
+  }
+  return 0.0f;
+}
+__device__ __forceinline__ void store_any(void* p, KType t, int64_t i, float v) {
+  switch (t) {
+    case KType::F32: static_cast<float*>(p)[i] = v; break;
+    case KType::F16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
+    case KType::BF16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
+    case KType::I32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
+    case KType::U8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int32_t>(v)); break;
+  }
+}
+
+// Storage offset of logical (n, c, h, w).
+__device__ __forceinline__ int64_t offset_of(const Dims4& d, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return d.nhwc ? ((n * d.h + h) * d.w + w) * d.c + c : ((n * d.c + c) * d.h + h) * d.w + w;
+}
+// Logical (n, c, h, w) of a storage index.
+__device__ __forceinline__ void coords_of(const Dims4& d, int64_t i, int64_t& n, int64_t& c, int64_t& h, int64_t& w) {
+  if (d.nhwc) {
+    c = i % d.c;
+    i /= d.c;
+    w = i % d.w;
+    i /= d.w;
+    h = i % d.h;
+    n = i / d.h;
+  } else {
+    w = i % d.w;
+    i /= d.w;
+    h = i % d.h;
+    i /= d.h;
+    c = i % d.c;
+    n = i / d.c;
+  }
+}
+// The channel of a storage index.
+__device__ __forceinline__ int64_t channel_of(const Dims4& d, int64_t i) {
+  return d.nhwc ? i % d.c : (i / (d.h * d.w)) % d.c;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); the result is valid in thread 0.
+template <class T>
+__device__ T block_sum(T v) {
+  __shared__ T warp_sums[32];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();  // warp_sums may still be read by a previous call
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  v = threadIdx.x < warps ? warp_sums[threadIdx.x] : T(0);
+  if (warp == 0)
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float block_max(float v) {
+  __shared__ float warp_max[32];
+  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, offset));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();
+  if (lane == 0) warp_max[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  v = threadIdx.x < warps ? warp_max[threadIdx.x] : -INFINITY;
+  if (warp == 0)
+    for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+}  // namespace ampwb::cuda
+
+// Runs the statement with T bound to the storage type of a floating KType.
+#define AMPWB_DISPATCH_FLOATING(ktype, name, ...)                                                    \
+  switch (ktype) {                                                                                   \
+    case ::ampwb::cuda::KType::F32: { using T = float; __VA_ARGS__; break; }                          \
+    case ::ampwb::cuda::KType::F16: { using T = __half; __VA_ARGS__; break; }                         \
+    case ::ampwb::cuda::KType::BF16: { using T = __nv_bfloat16; __VA_ARGS__; break; }                 \
+    default: throw ::ampwb::Error(std::string(name) + ": expected an FP32, FP16 or BF16 tensor");     \
+  }

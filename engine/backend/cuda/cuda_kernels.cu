@@ -1,0 +1,485 @@
+// The CUDA backend's own kernels other than batch normalization: conversions, channel padding, ReLU, add, pooling,
+// linear helpers, softmax cross-entropy, optimizer updates and the fused scale-and-check. Simple grid-stride
+// kernels, one element per thread per iteration; see cuda_kernels.h for the contracts.
+#include <string>
+
+#include "backend/cuda/cuda_kernel_util.cuh"
+
+namespace ampwb::cuda {
+namespace {
+
+// ---- Conversions ----------------------------------------------------------------------------------------------
+
+// Through float for different dtypes; dst index i is a storage index of dst.
+__global__ void convert_kernel(const void* src, KType st, Dims4 sd, void* dst, KType dt, Dims4 dd, bool same_order,
+                               int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t j = i;
+    if (!same_order) {
+      int64_t n, c, h, w;
+      coords_of(dd, i, n, c, h, w);
+      j = offset_of(sd, n, c, h, w);
+    }
+    store_any(dst, dt, i, load_any(src, st, j));
+  }
+}
+
+// Same dtype, another layout: an exact permutation of elements of type E.
+template <class E>
+__global__ void permute_kernel(const E* src, Dims4 sd, E* dst, Dims4 dd, int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t n, c, h, w;
+    coords_of(dd, i, n, c, h, w);
+    dst[i] = src[offset_of(sd, n, c, h, w)];
+  }
+}
+
+template <class E>
+__global__ void pad_channels_kernel(const E* src, int64_t rows, int64_t c, E* dst, int64_t padded_c) {
+  const int64_t total = rows * padded_c;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / padded_c, ch = i % padded_c;
+    dst[i] = ch < c ? src[r * c + ch] : E(0);
+  }
+}
+
+template <class E>
+__global__ void slice_channels_kernel(const E* src, int64_t rows, int64_t padded_c, E* dst, int64_t c) {
+  const int64_t total = rows * c;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / c, ch = i % c;
+    dst[i] = src[r * padded_c + ch];
+  }
+}
+
+// ---- Elementwise ----------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
+
+__global__ void relu_forward_f32(const float* x, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+__global__ void relu_forward_16(const uint16_t* x, uint16_t* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = positive16(x[i]) ? x[i] : uint16_t{0};
+}
+__global__ void relu_backward_f32(const float* y, const float* dy, float* dx, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+__global__ void relu_backward_16(const uint16_t* y, const uint16_t* dy, uint16_t* dx, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    dx[i] = positive16(y[i]) ? dy[i] : uint16_t{0};
+}
+
+template <class T>
+__global__ void add_kernel(const T* a, Dims4 ad, const T* b, Dims4 bd, T* y, Dims4 yd, bool same_order,
+                           int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t ia = i, ib = i;
+    if (!same_order) {
+      int64_t n, c, h, w;
+      coords_of(yd, i, n, c, h, w);
+      ia = offset_of(ad, n, c, h, w);
+      ib = offset_of(bd, n, c, h, w);
+    }
+    y[i] = from_float<T>(to_float(a[ia]) + to_float(b[ib]));
+  }
+}
+
+// ---- Pooling --------------------------------------------------------------------------------------------------
+
+template <class T>
+__global__ void maxpool_forward_kernel(const T* x, Dims4 xd, T* y, Dims4 yd, uint8_t* argmax, int kernel,
+                                       int stride, int padding) {
+  const int64_t total = yd.numel();
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t n, c, p, q;
+    coords_of(yd, i, n, c, p, q);
+    const int64_t h0 = p * stride - padding, w0 = q * stride - padding;
+    float best = 0.0f;
+    int best_at = -1;
+    for (int kh = 0; kh < kernel; ++kh) {
+      const int64_t h = h0 + kh;
+      if (h < 0 || h >= xd.h) continue;
+      for (int kw = 0; kw < kernel; ++kw) {
+        const int64_t w = w0 + kw;
+        if (w < 0 || w >= xd.w) continue;
+        const float v = to_float(x[offset_of(xd, n, c, h, w)]);
+        if (best_at < 0 || v > best) {  // the first maximum in scan order wins ties
+          best = v;
+          best_at = kh * kernel + kw;
+        }
+      }
+    }
+    y[i] = from_float<T>(best);  // exact: best is one of the inputs
+    argmax[i] = static_cast<uint8_t>(best_at < 0 ? 0 : best_at);
+  }
+}
+
+template <class T>
+__global__ void maxpool_backward_kernel(const T* dy, Dims4 yd, const uint8_t* argmax, T* dx, Dims4 xd, int kernel,
+                                        int stride, int padding) {
+  const int64_t total = xd.numel();
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t n, c, h, w;
+    coords_of(xd, i, n, c, h, w);
+    // The windows p with p*stride - padding <= h <= p*stride - padding + kernel - 1.
+    const int64_t hp = h + padding, wp = w + padding;
+    const int64_t p_begin = hp >= kernel ? (hp - kernel) / stride + 1 : 0;
+    const int64_t q_begin = wp >= kernel ? (wp - kernel) / stride + 1 : 0;
+    const int64_t p_end = min(hp / stride + 1, yd.h), q_end = min(wp / stride + 1, yd.w);
+    float sum = 0.0f;
+    for (int64_t p = p_begin; p < p_end; ++p)
+      for (int64_t q = q_begin; q < q_end; ++q) {
+        const int64_t o = offset_of(yd, n, c, p, q);
+        const int at = static_cast<int>((hp - p * stride) * kernel + (wp - q * stride));
+        if (argmax[o] == at) sum += to_float(dy[o]);
+      }
+    dx[i] = from_float<T>(sum);
+  }
+}
+
+template <class T>
+__global__ void global_avgpool_forward_kernel(const T* x, Dims4 xd, T* y) {
+  const int64_t total = xd.n * xd.c, hw = xd.h * xd.w;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t n = i / xd.c, c = i % xd.c;
+    double sum = 0;
+    for (int64_t s = 0; s < hw; ++s) sum += to_float(x[xd.nhwc ? (n * hw + s) * xd.c + c : (n * xd.c + c) * hw + s]);
+    y[i] = from_float<T>(static_cast<float>(sum / static_cast<double>(hw)));
+  }
+}
+
+template <class T>
+__global__ void global_avgpool_backward_kernel(const T* dy, T* dx, Dims4 xd, float inv) {
+  const int64_t total = xd.numel();
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t n, c, h, w;
+    coords_of(xd, i, n, c, h, w);
+    dx[i] = from_float<T>(to_float(dy[n * xd.c + c]) * inv);
+  }
+}
+
+// ---- Linear helpers -------------------------------------------------------------------------------------------
+
+__global__ void broadcast_rows_kernel(const void* b, KType bt, void* y, KType yt, int64_t rows, int64_t cols) {
+  const int64_t total = rows * cols;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x)
+    store_any(y, yt, i, load_any(b, bt, i % cols));
+}
+
+__global__ void column_sum_kernel(const void* dy, KType dyt, int64_t rows, int64_t cols, void* db, KType dbt) {
+  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < cols; c += int64_t{gridDim.x} * blockDim.x) {
+    float sum = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) sum += load_any(dy, dyt, r * cols + c);  // threads read neighbouring columns
+    store_any(db, dbt, c, sum);
+  }
+}
+
+// ---- Loss -----------------------------------------------------------------------------------------------------
+
+// One block per row.
+__global__ void softmax_cross_entropy_rows(const float* logits, const int32_t* labels, int64_t N, int64_t K,
+                                           float smoothing, float* dlogits, double* row_loss, LossResult* result) {
+  const int64_t n = blockIdx.x;
+  const float* z = logits + n * K;
+  float* dz = dlogits + n * K;
+  const int32_t label = labels[n];
+  if (label < 0 || label >= K) {  // the host reports it after the copy back
+    if (threadIdx.x == 0) {
+      result->label = label;
+      atomicExch(&result->bad_label, 1);
+      row_loss[n] = 0;
+    }
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) dz[k] = 0.0f;
+    return;
+  }
+  float local_max = -INFINITY;
+  for (int64_t k = threadIdx.x; k < K; k += blockDim.x) local_max = fmaxf(local_max, z[k]);
+  __shared__ float shared_max, shared_log_sum;
+  const float max = block_max(local_max);
+  if (threadIdx.x == 0) shared_max = max;
+  __syncthreads();
+  double exp_sum = 0, z_sum = 0;
+  for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+    exp_sum += static_cast<double>(expf(z[k] - shared_max));
+    z_sum += z[k];
+  }
+  exp_sum = block_sum(exp_sum);
+  z_sum = block_sum(z_sum);
+  const double off_target = static_cast<double>(smoothing) / K, on_target = 1.0 - smoothing + off_target;
+  if (threadIdx.x == 0) {
+    const double log_sum = log(exp_sum) + shared_max;
+    shared_log_sum = static_cast<float>(log_sum);
+    // -sum_k target_k (z_k - log_sum), with target_k = off_target + (on_target - off_target) [k == label]
+    row_loss[n] = -(off_target * (z_sum - static_cast<double>(K) * log_sum) +
+                    (on_target - off_target) * (static_cast<double>(z[label]) - log_sum));
+  }
+  __syncthreads();
+  const float inv_n = 1.0f / static_cast<float>(N);
+  for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+    const float target = static_cast<float>(k == label ? on_target : off_target);
+    dz[k] = (expf(z[k] - shared_log_sum) - target) * inv_n;
+  }
+}
+
+// One block: the mean of the row losses, in a fixed order.
+__global__ void mean_of_rows(const double* row_loss, int64_t N, LossResult* result) {
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x) sum += row_loss[i];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) result->loss = sum / static_cast<double>(N);
+}
+
+// ---- Optimizers -----------------------------------------------------------------------------------------------
+
+__global__ void sgd_kernel(float* w, const float* g, float* buf, int64_t n, float lr, float momentum,
+                           float weight_decay, bool nesterov, bool first_step) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    float d = g[i] + weight_decay * w[i];
+    if (buf) {
+      buf[i] = first_step ? d : momentum * buf[i] + d;  // PyTorch: no dampening, the buffer starts at d
+      d = nesterov ? d + momentum * buf[i] : buf[i];
+    }
+    w[i] -= lr * d;
+  }
+}
+
+__global__ void adam_kernel(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
+                            float eps, float step_size, float bias2_sqrt, float decay, float l2) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const float gi = g[i] + l2 * w[i];
+    m[i] = beta1 * m[i] + (1 - beta1) * gi;
+    v[i] = beta2 * v[i] + (1 - beta2) * gi * gi;
+    w[i] = w[i] * decay - step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + eps);
+  }
+}
+
+// ---- Fused scale and check ------------------------------------------------------------------------------------
+
+__global__ void scale_and_check_kernel(const ScaleSegment* segments, int segment_count, int64_t total_chunks,
+                                       float factor, double* partials, ScaleResult* result) {
+  double sum = 0;
+  int nonfinite = 0;
+  for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
+    // The segment holding this chunk: the last one whose first_chunk <= chunk (binary search).
+    int lo = 0, hi = segment_count - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (segments[mid].first_chunk <= chunk) lo = mid; else hi = mid - 1;
+    }
+    const ScaleSegment s = segments[lo];
+    const int64_t begin = (chunk - s.first_chunk) * kScaleChunk;
+    const int64_t end = min(begin + kScaleChunk, s.n);
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+      const float v = s.data[i] * factor;
+      s.data[i] = v;
+      sum += static_cast<double>(v) * v;
+      nonfinite |= !isfinite(v);
+    }
+  }
+  if (__syncthreads_or(nonfinite) && threadIdx.x == 0) atomicOr(&result->nonfinite, 1);
+  sum = block_sum(sum);
+  __shared__ bool last_block;
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = sum;
+    __threadfence();  // the partial is visible to every block before this block counts itself done
+    last_block = atomicAdd(&result->blocks_done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();
+  double total = 0;
+  for (int b = threadIdx.x; b < static_cast<int>(gridDim.x); b += blockDim.x) {
+    total += *static_cast<volatile double*>(partials + b);
+  }
+  total = block_sum(total);
+  if (threadIdx.x == 0) result->sum_of_squares = total;
+}
+
+}  // namespace
+
+// ---- Launchers ------------------------------------------------------------------------------------------------
+
+void convert(const void* src, KType src_type, Dims4 src_dims, void* dst, KType dst_type, Dims4 dst_dims,
+             cudaStream_t stream) {
+  const int64_t total = dst_dims.numel();
+  if (total == 0) return;
+  const bool same_order = src_dims.nhwc == dst_dims.nhwc || (src_dims.c == 1) ||
+                          (src_dims.h == 1 && src_dims.w == 1);  // NCHW and NHWC store these alike
+  if (src_type == dst_type) {
+    const size_t size = src_type == KType::F32 || src_type == KType::I32 ? 4 : src_type == KType::U8 ? 1 : 2;
+    if (same_order) {
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(total) * size, cudaMemcpyDeviceToDevice, stream));
+      return;
+    }
+    if (size == 4)
+      permute_kernel<<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const uint32_t*>(src), src_dims,
+                                                                   static_cast<uint32_t*>(dst), dst_dims, total);
+    else if (size == 2)
+      permute_kernel<<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const uint16_t*>(src), src_dims,
+                                                                   static_cast<uint16_t*>(dst), dst_dims, total);
+    else
+      permute_kernel<<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const uint8_t*>(src), src_dims,
+                                                                   static_cast<uint8_t*>(dst), dst_dims, total);
+    CUDA_CHECK_LAUNCH("permute_kernel");
+    return;
+  }
+  convert_kernel<<<blocks_for(total), kThreads, 0, stream>>>(src, src_type, src_dims, dst, dst_type, dst_dims,
+                                                             same_order, total);
+  CUDA_CHECK_LAUNCH("convert_kernel");
+}
+
+void pad_channels(const void* src, int64_t rows, int64_t c, void* dst, int64_t padded_c, size_t element_size,
+                  cudaStream_t stream) {
+  const int blocks = blocks_for(rows * padded_c);
+  if (element_size == 2)
+    pad_channels_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint16_t*>(src), rows, c,
+                                                         static_cast<uint16_t*>(dst), padded_c);
+  else
+    pad_channels_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint32_t*>(src), rows, c,
+                                                         static_cast<uint32_t*>(dst), padded_c);
+  CUDA_CHECK_LAUNCH("pad_channels_kernel");
+}
+
+void slice_channels(const void* src, int64_t rows, int64_t padded_c, void* dst, int64_t c, size_t element_size,
+                    cudaStream_t stream) {
+  const int blocks = blocks_for(rows * c);
+  if (element_size == 2)
+    slice_channels_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint16_t*>(src), rows, padded_c,
+                                                           static_cast<uint16_t*>(dst), c);
+  else
+    slice_channels_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint32_t*>(src), rows, padded_c,
+                                                           static_cast<uint32_t*>(dst), c);
+  CUDA_CHECK_LAUNCH("slice_channels_kernel");
+}
+
+void relu_forward(const void* x, void* y, KType type, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  if (type == KType::F32)
+    relu_forward_f32<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y), n);
+  else
+    relu_forward_16<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(x),
+                                                            static_cast<uint16_t*>(y), n);
+  CUDA_CHECK_LAUNCH("relu_forward");
+}
+
+void relu_backward(const void* y, const void* dy, void* dx, KType type, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  if (type == KType::F32)
+    relu_backward_f32<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(y),
+                                                              static_cast<const float*>(dy), static_cast<float*>(dx), n);
+  else
+    relu_backward_16<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(y),
+                                                             static_cast<const uint16_t*>(dy),
+                                                             static_cast<uint16_t*>(dx), n);
+  CUDA_CHECK_LAUNCH("relu_backward");
+}
+
+void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims4 y_dims, KType type,
+         cudaStream_t stream) {
+  const int64_t total = y_dims.numel();
+  if (total == 0) return;
+  const bool same_order = a_dims.nhwc == y_dims.nhwc && b_dims.nhwc == y_dims.nhwc;
+  AMPWB_DISPATCH_FLOATING(type, "add",
+                          add_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+                              static_cast<const T*>(a), a_dims, static_cast<const T*>(b), b_dims, static_cast<T*>(y),
+                              y_dims, same_order, total));
+  CUDA_CHECK_LAUNCH("add_kernel");
+}
+
+void maxpool_forward(const void* x, Dims4 x_dims, void* y, Dims4 y_dims, uint8_t* argmax, KType type, int kernel,
+                     int stride, int padding, cudaStream_t stream) {
+  const int64_t total = y_dims.numel();
+  if (total == 0) return;
+  AMPWB_DISPATCH_FLOATING(type, "maxpool_forward",
+                          maxpool_forward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+                              static_cast<const T*>(x), x_dims, static_cast<T*>(y), y_dims, argmax, kernel, stride,
+                              padding));
+  CUDA_CHECK_LAUNCH("maxpool_forward_kernel");
+}
+
+void maxpool_backward(const void* dy, Dims4 y_dims, const uint8_t* argmax, void* dx, Dims4 x_dims, KType type,
+                      int kernel, int stride, int padding, cudaStream_t stream) {
+  const int64_t total = x_dims.numel();
+  if (total == 0) return;
+  AMPWB_DISPATCH_FLOATING(type, "maxpool_backward",
+                          maxpool_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+                              static_cast<const T*>(dy), y_dims, argmax, static_cast<T*>(dx), x_dims, kernel, stride,
+                              padding));
+  CUDA_CHECK_LAUNCH("maxpool_backward_kernel");
+}
+
+void global_avgpool_forward(const void* x, Dims4 x_dims, void* y, KType type, cudaStream_t stream) {
+  const int64_t total = x_dims.n * x_dims.c;
+  if (total == 0) return;
+  AMPWB_DISPATCH_FLOATING(type, "global_avgpool_forward",
+                          global_avgpool_forward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+                              static_cast<const T*>(x), x_dims, static_cast<T*>(y)));
+  CUDA_CHECK_LAUNCH("global_avgpool_forward_kernel");
+}
+
+void global_avgpool_backward(const void* dy, void* dx, Dims4 x_dims, KType type, cudaStream_t stream) {
+  const int64_t total = x_dims.numel();
+  if (total == 0) return;
+  const float inv = 1.0f / static_cast<float>(x_dims.h * x_dims.w);
+  AMPWB_DISPATCH_FLOATING(type, "global_avgpool_backward",
+                          global_avgpool_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+                              static_cast<const T*>(dy), static_cast<T*>(dx), x_dims, inv));
+  CUDA_CHECK_LAUNCH("global_avgpool_backward_kernel");
+}
+
+void broadcast_rows(const void* b, KType b_type, void* y, KType y_type, int64_t rows, int64_t cols,
+                    cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  broadcast_rows_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(b, b_type, y, y_type, rows, cols);
+  CUDA_CHECK_LAUNCH("broadcast_rows_kernel");
+}
+
+void column_sum(const void* dy, KType dy_type, int64_t rows, int64_t cols, void* db, KType db_type,
+                cudaStream_t stream) {
+  if (cols == 0) return;
+  column_sum_kernel<<<blocks_for(cols), kThreads, 0, stream>>>(dy, dy_type, rows, cols, db, db_type);
+  CUDA_CHECK_LAUNCH("column_sum_kernel");
+}
+
+void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N, int64_t K, float label_smoothing,
+                           float* dlogits, double* row_loss, LossResult* result, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(LossResult), stream));
+  if (N == 0) return;
+  AMPWB_CHECK(N < (int64_t{1} << 31), "softmax_cross_entropy: batch of " << N << " rows");
+  softmax_cross_entropy_rows<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, labels, N, K,
+                                                                                label_smoothing, dlogits, row_loss,
+                                                                                result);
+  CUDA_CHECK_LAUNCH("softmax_cross_entropy_rows");
+  mean_of_rows<<<1, 1024, 0, stream>>>(row_loss, N, result);
+  CUDA_CHECK_LAUNCH("mean_of_rows");
+}
+
+void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
+                float weight_decay, bool nesterov, bool first_step, cudaStream_t stream) {
+  if (n == 0) return;
+  sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, momentum_buffer, n, lr, momentum, weight_decay, nesterov,
+                                                     first_step);
+  CUDA_CHECK_LAUNCH("sgd_kernel");
+}
+
+void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
+                 float step_size, float bias2_sqrt, float decay, float l2, cudaStream_t stream) {
+  if (n == 0) return;
+  adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, beta1, beta2, eps, step_size, bias2_sqrt,
+                                                      decay, l2);
+  CUDA_CHECK_LAUNCH("adam_kernel");
+}
+
+void scale_and_check(const ScaleSegment* segments, int segment_count, int64_t total_chunks, float factor,
+                     double* partials, int blocks, ScaleResult* result, cudaStream_t stream) {
+  if (segment_count == 0 || total_chunks == 0) return;
+  scale_and_check_kernel<<<blocks, kThreads, 0, stream>>>(segments, segment_count, total_chunks, factor, partials,
+                                                          result);
+  CUDA_CHECK_LAUNCH("scale_and_check_kernel");
+}
+
+}  // namespace ampwb::cuda

@@ -1,0 +1,123 @@
+// The CUDA backend's own kernels, as host-callable launchers with plain C++ signatures (no engine types), so that
+// the .cu files stay small and the backend's host code compiles with g++. Every launcher queues work on `stream`
+// and checks the launch (CUDA_CHECK_LAUNCH); none synchronizes.
+//
+// Dimension letters as in backend.h: N batch, C channels, H W height and width, P Q pooled height and width,
+// K classes. A Dims4 is a tensor's logical (N,C,H,W) and whether it is stored NHWC; a tensor of another rank is
+// passed as {numel, 1, 1, 1, false}.
+// Arithmetic: 16-bit values are widened to FP32, computed in FP32, rounded to nearest even on store (as the CPU
+// backend and tensor cores do). Reductions accumulate in FP32 per thread and in FP64 across threads and blocks,
+// in a fixed order: results are deterministic.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define AMPWB_HOST_DEVICE __host__ __device__
+#else
+#define AMPWB_HOST_DEVICE
+#endif
+
+namespace ampwb::cuda {
+
+enum class KType : int { F32, F16, BF16, I32, U8 };  // the order of ampwb::DType
+
+struct Dims4 {
+  int64_t n = 1, c = 1, h = 1, w = 1;
+  bool nhwc = false;
+  AMPWB_HOST_DEVICE int64_t numel() const { return n * c * h * w; }
+};
+
+// ---- Conversions and copies -------------------------------------------------------------------------------------
+// dst = src with another dtype and/or layout (same logical shape). Same dtype: an exact element permutation.
+void convert(const void* src, KType src_type, Dims4 src_dims, void* dst, KType dst_type, Dims4 dst_dims,
+             cudaStream_t stream);
+// NHWC channel padding for tensor cores: dst (rows, padded_c) = src (rows, c) with zero channels appended;
+// slice_channels is the inverse. element_size 2 or 4.
+void pad_channels(const void* src, int64_t rows, int64_t c, void* dst, int64_t padded_c, size_t element_size,
+                  cudaStream_t stream);
+void slice_channels(const void* src, int64_t rows, int64_t padded_c, void* dst, int64_t c, size_t element_size,
+                    cudaStream_t stream);
+
+// ---- Elementwise ------------------------------------------------------------------------------------------------
+// As the CPU backend: FP32 y = x > 0 ? x : 0; 16-bit types test the bits (sign clear, magnitude non-zero), exact.
+void relu_forward(const void* x, void* y, KType type, int64_t n, cudaStream_t stream);
+void relu_backward(const void* y, const void* dy, void* dx, KType type, int64_t n, cudaStream_t stream);
+// y = a + b, same logical shape and dtype; layouts may differ.
+void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims4 y_dims, KType type,
+         cudaStream_t stream);
+
+// ---- Pooling ----------------------------------------------------------------------------------------------------
+// Max pooling with padded positions ignored; argmax (one byte per output element, indexed like y's storage) holds
+// the window position kh * kernel + kw of the first maximum. Backward gathers: each dx element sums the dy of the
+// windows whose argmax it is (deterministic, no atomics). kernel * kernel must be at most 255.
+void maxpool_forward(const void* x, Dims4 x_dims, void* y, Dims4 y_dims, uint8_t* argmax, KType type, int kernel,
+                     int stride, int padding, cudaStream_t stream);
+void maxpool_backward(const void* dy, Dims4 y_dims, const uint8_t* argmax, void* dx, Dims4 x_dims, KType type,
+                      int kernel, int stride, int padding, cudaStream_t stream);
+// y (N,C) row-major = mean over H, W of x; backward spreads dy / (H W).
+void global_avgpool_forward(const void* x, Dims4 x_dims, void* y, KType type, cudaStream_t stream);
+void global_avgpool_backward(const void* dy, void* dx, Dims4 x_dims, KType type, cudaStream_t stream);
+
+// ---- Linear helpers ---------------------------------------------------------------------------------------------
+// y (rows, cols) row-major: y[r][c] = b[c] (then the matrix product accumulates onto it).
+void broadcast_rows(const void* b, KType b_type, void* y, KType y_type, int64_t rows, int64_t cols,
+                    cudaStream_t stream);
+// db[c] = sum over r of dy[r][c] (the bias gradient), FP32 accumulation.
+void column_sum(const void* dy, KType dy_type, int64_t rows, int64_t cols, void* db, KType db_type,
+                cudaStream_t stream);
+
+// ---- Batch normalization (own kernels: FP32 statistics for FP32, FP16 and BF16 activations) --------------------
+// Two passes for the statistics (the mean, then the mean squared deviation: no cancellation), one to normalize.
+// Scratch: batchnorm_scratch_floats() FP32 values of device memory; row_blocks from batchnorm_row_blocks().
+int batchnorm_row_blocks(Dims4 dims, int sm_count);
+int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks);
+// mean and var (C) receive the batch mean and biased variance; running statistics as PyTorch (unbiased variance).
+void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma,
+                                const float* beta, float* mean, float* var, float* running_mean, float* running_var,
+                                float momentum, float eps, float* scratch, int row_blocks, cudaStream_t stream);
+void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma,
+                                 const float* beta, const float* running_mean, const float* running_var, float eps,
+                                 float* scratch, cudaStream_t stream);
+void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dims4 dims, const float* gamma,
+                        const float* mean, const float* var, float* dgamma, float* dbeta, float eps, float* scratch,
+                        int row_blocks, cudaStream_t stream);
+
+// ---- Loss ---------------------------------------------------------------------------------------------------------
+// What softmax_cross_entropy leaves in device memory for the host to read after one copy.
+struct LossResult {
+  double loss = 0;      // the mean over the batch
+  int bad_label = 0;    // 1 when a label was outside [0, K)
+  int label = 0;        // one such label
+};
+// logits, dlogits (N,K) FP32; labels (N) I32; row_loss: N doubles of scratch. dlogits = d(mean loss)/d(logits).
+void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N, int64_t K, float label_smoothing,
+                           float* dlogits, double* row_loss, LossResult* result, cudaStream_t stream);
+
+// ---- Optimizers over FP32 master weights (the CPU backend's formulas) ---------------------------------------------
+void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
+                float weight_decay, bool nesterov, bool first_step, cudaStream_t stream);
+// step_size = lr / (1 - beta1^t), bias2_sqrt = sqrt(1 - beta2^t), decay = 1 - lr wd (AdamW) or 1, l2 = wd (Adam) or 0
+void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
+                 float step_size, float bias2_sqrt, float decay, float l2, cudaStream_t stream);
+
+// ---- The fused unscale + inf/NaN check + sum of squares over many tensors: one launch ----------------------------
+struct ScaleSegment {
+  float* data = nullptr;
+  int64_t n = 0;
+  int64_t first_chunk = 0;  // chunks (kScaleChunk elements) of the segments before this one
+};
+inline constexpr int64_t kScaleChunk = 4096;
+struct ScaleResult {
+  double sum_of_squares = 0;
+  int nonfinite = 0;       // set (atomicOr) by any block that saw inf or NaN
+  unsigned blocks_done = 0;  // the last block to finish sums the per-block partials in a fixed order
+};
+// segments: device array; partials: `blocks` doubles; result must be zeroed (cudaMemsetAsync) before the launch.
+void scale_and_check(const ScaleSegment* segments, int segment_count, int64_t total_chunks, float factor,
+                     double* partials, int blocks, ScaleResult* result, cudaStream_t stream);
+
+}  // namespace ampwb::cuda

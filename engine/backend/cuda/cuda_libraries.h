@@ -1,0 +1,104 @@
+// The CUDA backend's use of cuDNN (convolutions) and cuBLASLt (matrix products): plans chosen once per shape and
+// cached under an explicit key, workspaces bounded and sized before execution. Internal to engine/backend/cuda;
+// host code only (compiled by the host compiler).
+#pragma once
+
+#include <cublasLt.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace ampwb::cuda {
+
+// Device scratch memory for one call: returns a pointer valid until the call's work is queued (the backend hands
+// out caching-allocator blocks, which stream order makes safe to reuse afterwards). May throw ampwb::Error (out of
+// memory).
+using ScratchFn = std::function<void*(size_t bytes)>;
+
+// ---- cuDNN convolutions -----------------------------------------------------------------------------------------
+
+enum class ConvMath {
+  Fp32,      // strict FP32: CUDNN_FMA_MATH, no TF32
+  Tf32,      // FP32 data on TF32 tensor cores: CUDNN_DEFAULT_MATH (cuDNN allows TF32 there on sm_80+)
+  TensorOp   // FP16 / BF16 data with FP32 accumulation: CUDNN_TENSOR_OP_MATH
+};
+
+// One convolution: x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q), all of one dtype, w in x's layout (NHWC: KRSC).
+struct ConvShape {
+  int n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
+  int stride = 1, padding = 0;
+  cudnnDataType_t dtype = CUDNN_DATA_FLOAT;
+  bool nhwc = false;
+  ConvMath math = ConvMath::Fp32;
+  std::string key(const char* op) const;  // "fwd n256 c64 h56 ... f16 nhwc tensor-op"
+};
+
+class ConvRunner {
+ public:
+  // benchmark: choose algorithms by timing them (cudnnFind*Ex, like torch.backends.cudnn.benchmark), else by
+  // cuDNN's heuristics (cudnnGet*_v7). Either way once per shape. workspace_limit bounds every algorithm's workspace.
+  // exact_fp32: strict FP32 convolutions use GEMM-based algorithms only (no FFT or Winograd).
+  ConvRunner(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32);
+  ~ConvRunner();
+  ConvRunner(const ConvRunner&) = delete;
+  ConvRunner& operator=(const ConvRunner&) = delete;
+
+  void forward(const ConvShape& shape, const void* x, const void* w, void* y, const ScratchFn& scratch);
+  void backward_data(const ConvShape& shape, const void* dy, const void* w, void* dx, const ScratchFn& scratch);
+  void backward_filter(const ConvShape& shape, const void* x, const void* dy, void* dw, const ScratchFn& scratch);
+
+  size_t plans_cached() const { return plans_.size(); }
+  // "fwd ...: algo 1 (tensor-op), 12.0 MiB workspace" for each cached plan, one per line (for --verbose reports).
+  std::string describe_plans() const;
+
+ private:
+  struct Plan;
+  Plan& plan(const std::string& key, const ConvShape& shape);
+  // The workspace for a Find: the limit, or less when the GPU cannot spare it; size receives what was allocated.
+  void* find_workspace(const ScratchFn& scratch, size_t& size) const;
+
+  cudnnHandle_t handle_;
+  size_t workspace_limit_;
+  bool benchmark_;
+  bool exact_fp32_;
+  std::unordered_map<std::string, std::unique_ptr<Plan>> plans_;
+};
+
+// ---- cuBLASLt matrix products -------------------------------------------------------------------------------------
+
+// D = alpha op(A) op(B) + beta C with C = D, column-major as cuBLASLt sees it: op(A) (m x k), op(B) (k x n),
+// D (m x n). A is stored (trans_a ? k x m : m x k) with leading dimension lda, likewise B.
+struct MatmulShape {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldd = 0;
+  cudaDataType_t ab_type = CUDA_R_32F, d_type = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // or CUBLAS_COMPUTE_32F_FAST_TF32
+  std::string key() const;
+};
+
+class MatmulRunner {
+ public:
+  explicit MatmulRunner(cublasLtHandle_t handle);
+  ~MatmulRunner();
+  MatmulRunner(const MatmulRunner&) = delete;
+  MatmulRunner& operator=(const MatmulRunner&) = delete;
+
+  // beta 0 overwrites D; beta 1 accumulates onto it (the bias broadcast into D beforehand).
+  void run(const MatmulShape& shape, const void* a, const void* b, void* d, float beta, void* workspace,
+           size_t workspace_bytes, cudaStream_t stream);
+  size_t plans_cached() const { return plans_.size(); }
+
+  static constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // NVIDIA's suggestion for Hopper
+
+ private:
+  struct Plan;
+  cublasLtHandle_t handle_;
+  std::unordered_map<std::string, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace ampwb::cuda

@@ -1,0 +1,258 @@
+// The charts' data side, offscreen: min/max decimation keeps extremes within a point budget, smoothing ignores
+// overflowed steps, a 200,000-step run redraws within a UI tick, the event queue hands batches over intact, a
+// resumed run replaces what it reports again, the ETA, and the "differ only by seed" test behind the bands.
+#include <QElapsedTimer>
+#include <QtTest>
+#include <cmath>
+
+#include "chart_panel.h"
+#include "decimate.h"
+#include "event_queue.h"
+#include "histogram_chart.h"
+#include "loss_scale_chart.h"
+#include "metric_chart.h"
+#include "run_progress.h"
+#include "run_series.h"
+#include "sweep.h"
+#include "test_ui_util.h"
+
+namespace ampwb::ui::test {
+namespace {
+
+// A long run: noisy decaying loss, a dynamic loss scale that overflows now and then.
+RunSeries long_run(int64_t steps, int64_t steps_per_epoch) {
+  RunSeries r;
+  r.run_id = 1;
+  r.label = "long";
+  r.steps_per_epoch = steps_per_epoch;
+  r.config.epochs = static_cast<int>(steps / steps_per_epoch);
+  float scale = 65536;
+  for (int64_t i = 0; i < steps; ++i) {
+    StepReport s;
+    s.step = i;
+    s.epoch = static_cast<int>(i / steps_per_epoch) + 1;
+    s.loss = static_cast<float>(2.3 * std::exp(-i / 50000.0) + 0.1 * std::sin(i * 0.37));
+    s.skipped = i % 2000 == 0;
+    s.loss_scale = scale;
+    if (s.skipped) {
+      s.loss = INFINITY;
+      scale /= 2;
+    } else if (i % 1000 == 999) {
+      scale *= 2;
+    }
+    s.wall_seconds = i * 0.01;
+    r.steps.push_back(s);
+    if ((i + 1) % steps_per_epoch == 0) {
+      EpochReport e;
+      e.epoch = s.epoch;
+      e.train_loss = s.loss;
+      e.validation_loss = 0.5;
+      e.validation_accuracy = 0.8;
+      e.seconds = 10;
+      r.epochs.push_back(e);
+    }
+  }
+  r.revision = 1;
+  return r;
+}
+
+}  // namespace
+
+class ChartData : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void decimation_keeps_extremes_within_budget() {
+    std::vector<double> y(1000000);
+    for (size_t i = 0; i < y.size(); ++i) y[i] = std::sin(i * 0.001);
+    y[123457] = 50;   // a spike
+    y[765432] = -50;  // and a dip
+    y[500000] = NAN;  // never drawn
+    const QList<QPointF> points =
+        decimate_min_max(y.size(), [](size_t i) { return double(i); }, [&](size_t i) { return y[i]; }, 800);
+    QVERIFY(points.size() <= 2 * 800);
+    QVERIFY(points.size() > 800);
+    bool spike = false, dip = false;
+    for (const QPointF& p : points) {
+      spike |= p.x() == 123457 && p.y() == 50;
+      dip |= p.x() == 765432 && p.y() == -50;
+      QVERIFY(std::isfinite(p.y()));
+    }
+    QVERIFY(spike && dip);
+    for (qsizetype i = 1; i < points.size(); ++i) QVERIFY(points[i].x() > points[i - 1].x());
+    // Few points: all of them.
+    QCOMPARE(decimate_min_max(5, [](size_t i) { return double(i); }, [](size_t i) { return double(i); }, 800).size(),
+             qsizetype{5});
+  }
+
+  void smoothing_is_incremental_and_skips_overflow() {
+    std::vector<double> values = {1, 1, INFINITY, 1, 1};
+    std::vector<double> smooth;
+    double state = 0, debias = 0;
+    extend_smoothed(values, 0.9, smooth, state, debias);
+    QCOMPARE(smooth.size(), values.size());
+    for (double v : smooth) QVERIFY(std::abs(v - 1.0) < 1e-12);  // debiased: a constant stays constant
+    values.push_back(2);
+    extend_smoothed(values, 0.9, smooth, state, debias);
+    QCOMPARE(smooth.size(), size_t{6});
+    QVERIFY(smooth.back() > 1 && smooth.back() < 2);
+  }
+
+  void a_200000_step_run_redraws_within_a_tick() {
+    RunSeries run = long_run(200000, 5000);
+    ChartPanel panel;
+    panel.resize(1500, 900);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QElapsedTimer first;
+    first.start();
+    panel.set_runs({&run});
+    const qint64 first_ms = first.elapsed();
+    // Live: 1,000 more steps per batch, then a redraw, as the UI timer does.
+    QElapsedTimer clock;
+    clock.start();
+    const int batches = 20;
+    for (int b = 0; b < batches; ++b) {
+      for (int k = 0; k < 1000; ++k) {
+        StepReport s = run.steps.back();
+        s.step += 1;
+        s.skipped = false;
+        s.loss = 0.3f;
+        run.steps.push_back(s);
+      }
+      ++run.revision;
+      panel.refresh();
+      QCoreApplication::processEvents();  // the scene's changes reach the views
+      panel.repaint();                    // and they paint, synchronously
+    }
+    const double per_batch = clock.elapsed() / double(batches);
+    qInfo("charts with %zu steps: first draw %lld ms, update and repaint after a 1,000-step batch %.1f ms", run.steps.size(),
+          static_cast<long long>(first_ms), per_batch);
+    QVERIFY2(per_batch < 40.0, "a redraw of a 200,000-step run must fit in the 40 ms UI tick");
+    // Decimated: a few thousand points drawn, whatever the run's length.
+    QVERIFY(panel.chart("loss")->point_count() < 20000);
+    QVERIFY(panel.chart("loss-scale")->point_count() < 10000);
+    QVERIFY(panel.chart("loss-scale")->point_count() > 100);
+    const SkippedSteps skipped = count_skipped(run);
+    QCOMPARE(skipped.total, int64_t{100});
+    QCOMPARE(skipped.early, int64_t{1});  // step 0: the scale calibrating
+  }
+
+  void event_queue_hands_over_batches() {
+    EventQueue queue;
+    QVERIFY(queue.take().empty());
+    RunInfo info;
+    info.steps_per_epoch = 10;
+    queue.on_start(info);
+    queue.set_run_id(7);
+    std::thread producer([&] {
+      for (int i = 0; i < 1000; ++i) queue.on_step(StepReport{1, i});
+      queue.on_epoch(EpochReport{1});
+      queue.on_end(RunEnd{RunStatus::Finished, ""});
+    });
+    std::vector<StepReport> steps;
+    bool ended = false;
+    int64_t run_id = 0;
+    while (!ended) {
+      EventBatch b = queue.take();
+      if (b.run_id) run_id = b.run_id;
+      steps.insert(steps.end(), b.steps.begin(), b.steps.end());
+      ended = b.ended.has_value();
+    }
+    producer.join();
+    QCOMPARE(run_id, int64_t{7});
+    QCOMPARE(steps.size(), size_t{1000});
+    for (size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].step, int64_t(i));
+  }
+
+  void resumed_run_replaces_what_it_reports_again() {
+    RunSeries r;
+    EventBatch first;
+    first.started = RunInfo{};
+    first.started->steps_per_epoch = 4;
+    for (int i = 0; i < 6; ++i) first.steps.push_back(StepReport{i / 4 + 1, i, 1.0f});
+    first.epochs.push_back(EpochReport{1});
+    r.append(first);
+    // Resumed from a checkpoint at step 4 (epoch 2 begins again).
+    EventBatch again;
+    again.started = RunInfo{};
+    again.started->steps_per_epoch = 4;
+    again.started->first_epoch = 2;
+    again.steps.push_back(StepReport{2, 4, 0.5f});
+    r.append(again);
+    QCOMPARE(r.steps.size(), size_t{5});
+    QCOMPARE(r.steps.back().loss, 0.5f);
+    QCOMPARE(r.epochs.size(), size_t{1});
+    QCOMPARE(r.epoch_end_step(1), 3.0);
+  }
+
+  void progress_and_eta() {
+    RunProgress p;
+    RunInfo info;
+    info.steps_per_epoch = 100;
+    p.start(info, 2);
+    QCOMPARE(p.eta_seconds(), -1.0);
+    for (int i = 0; i < 50; ++i) p.step(StepReport{1, i, 0, 0, 0, 1, false, 0, 0.1 * (i + 1)});
+    QCOMPARE(p.fraction(), 0.25);
+    QVERIFY(std::abs(p.eta_seconds() - 15.0) < 0.5);  // 150 steps left at 0.1 s
+    QCOMPARE(p.step_in_epoch(), int64_t{50});
+    QCOMPARE(QString::fromStdString(format_duration(3725)), QString("1 h 02 min"));
+    QCOMPARE(QString::fromStdString(format_duration(185)), QString("3 min 05 s"));
+  }
+
+  void bands_only_for_runs_that_differ_by_seed() {
+    TrainConfig a, b;
+    b.seed = 3;
+    b.name = "other name";
+    b.checkpoint_dir = "/elsewhere";
+    QVERIFY(differ_only_by_seed({a, b}));
+    QVERIFY(!differ_only_by_seed({a, a}));  // the same seed: nothing to average over
+    b.precision = precision_preset("amp-bf16");
+    QVERIFY(!differ_only_by_seed({a, b}));
+    QVERIFY(!differ_only_by_seed({a}));
+  }
+
+  void sweep_queues_one_run_per_variant() {
+    Sweep sweep;
+    TrainConfig base;
+    base.seed = 5;
+    std::vector<SweepVariant> variants;
+    for (const SweepVariant& v : sweep_variants())
+      if (!v.cuda_only) variants.push_back(v);
+    sweep.plan(base, variants, "sweep x");
+    QCOMPARE(sweep.count(), int(variants.size()));
+    int n = 0;
+    while (auto c = sweep.next()) {
+      QCOMPARE(c->seed, uint64_t{5});
+      QCOMPARE(c->name, "sweep x " + variants[static_cast<size_t>(n)].key);
+      sweep.finished(100 + n);
+      ++n;
+    }
+    QVERIFY(!sweep.active());
+    QCOMPARE(sweep.run_ids().size(), variants.size());
+    const TrainConfig noscale = apply_variant(base, sweep_variants()[4]);
+    QCOMPARE(noscale.precision.mode, std::string("amp-fp16"));
+    QCOMPARE(noscale.precision.loss_scale.kind, std::string("off"));
+    QVERIFY(noscale.precision.master_weights);
+  }
+
+  void histogram_picks_the_epoch_asked() {
+    RunSeries r;
+    for (int e = 1; e <= 3; ++e)
+      for (const char* kind : {"weight", "activation"}) {
+        GradientHistogram h;
+        h.epoch = e;
+        h.kind = kind;
+        r.histograms.push_back(h);
+      }
+    QCOMPARE(HistogramChart::pick(r, "weight", 0)->epoch, 3);
+    QCOMPARE(HistogramChart::pick(r, "activation", 2)->epoch, 2);
+    QVERIFY(HistogramChart::pick(r, "weight", 9) == nullptr);
+  }
+};
+
+}  // namespace ampwb::ui::test
+
+int main(int argc, char** argv) { return ampwb::ui::test::run_ui_test<ampwb::ui::test::ChartData>(argc, argv); }
+
+#include "test_ui_charts.moc"

@@ -1,0 +1,202 @@
+// Comparing runs in the desktop workbench, offscreen: stored runs overlaid on every chart (one series set per run),
+// the side-by-side table with "differences only", speed-up against a chosen baseline, mean ± std bands for runs
+// that differ only by seed; the runs view's filter, sort and edits (rename, tag, note, delete with confirmation);
+// and a precision sweep queued through the window that opens its comparison when done.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QtTest>
+#include <nlohmann/json.hpp>
+
+#include "chart_panel.h"
+#include "compare_model.h"
+#include "compare_view.h"
+#include "main_window.h"
+#include "metric_chart.h"
+#include "runs_model.h"
+#include "runs_view.h"
+#include "test_ui_util.h"
+
+namespace ampwb::ui::test {
+
+class CompareRuns : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir dir_;
+  QString data_, db_;
+  int64_t fp32_seed1_ = 0, fp32_seed2_ = 0, bf16_seed1_ = 0;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    data_ = write_stripes(dir_.filePath("stripes"), 24, 16);
+    db_ = dir_.filePath("runs.sqlite");
+    TrainConfig c = tiny_config(data_);
+    c.seed = 1;
+    c.name = "fp32 seed 1";
+    fp32_seed1_ = train_into_store(db_, c);
+    c.seed = 2;
+    c.name = "fp32 seed 2";
+    fp32_seed2_ = train_into_store(db_, c);
+    c.seed = 1;
+    c.name = "bf16 seed 1";
+    c.precision = precision_preset("amp-bf16");
+    bf16_seed1_ = train_into_store(db_, c);
+  }
+
+  void overlays_runs_on_every_chart() {
+    MainWindow w(db_);
+    w.open_runs({fp32_seed1_, bf16_seed1_});
+    CompareView* view = w.compare_view();
+    QCOMPARE(view->series().size(), size_t{2});
+    QVERIFY(!view->seed_only());
+    // Each chart has the series of both runs, each run in its colour and in the legend.
+    const MetricChart* loss = view->charts()->chart("loss");
+    QVERIFY(loss->point_count() > 0);
+    QCOMPARE(loss->series_count(), 2 * 3);  // smoothed, train per epoch, validation per epoch
+    QCOMPARE(view->charts()->chart("accuracy")->point_count(), qsizetype{2 * 3 * 2});
+    QCOMPARE(view->charts()->chart("loss-scale")->series_count(), 2 * 2);
+    QCOMPARE(view->charts()->chart("epoch-time")->point_count(), qsizetype{2 * 2 * 2});
+    QCOMPARE(view->charts()->chart("data-wait")->point_count(), qsizetype{2 * 2 * 2});
+    QVERIFY(view->charts()->chart("histogram")->point_count() > 0);
+  }
+
+  void table_shows_differences_and_speedup() {
+    MainWindow w(db_);
+    w.open_runs({fp32_seed1_, bf16_seed1_});
+    CompareModel* model = w.compare_view()->table_model();
+    QCOMPARE(model->columnCount(), 3);
+    const QStringList all = model->row_labels();
+    QVERIFY(all.contains("precision.mode"));
+    QVERIFY(all.contains("depth"));
+    QVERIFY(all.contains("best validation accuracy"));
+    QVERIFY(all.contains("FP16 underflow, weight gradients (last epoch)"));
+    QVERIFY(model->value("FP16 underflow, weight gradients (last epoch)", 0).endsWith("%"));
+    QCOMPARE(model->value("precision.mode", 0), QString("fp32"));
+    QCOMPARE(model->value("precision.mode", 1), QString("amp-bf16"));
+
+    w.compare_view()->differences_only()->setChecked(true);
+    const QStringList differing = model->row_labels();
+    QVERIFY(differing.contains("precision.mode"));
+    QVERIFY(!differing.contains("depth"));  // the same in both runs
+    QVERIFY(differing.size() < all.size());
+
+    // Speed-up against the chosen baseline: the baseline is 1.00×, the other its images/s ratio.
+    w.compare_view()->differences_only()->setChecked(false);
+    QCOMPARE(model->speedup(0), 1.0);
+    w.compare_view()->baseline()->setCurrentIndex(1);
+    QCOMPARE(model->baseline(), 1);
+    QCOMPARE(model->speedup(1), 1.0);
+    QVERIFY(model->speedup(0) > 0);
+    QVERIFY(model->row_labels().filter("speed-up vs").size() == 1);
+    QVERIFY(model->row_labels().contains("validation accuracy at epoch 2"));
+  }
+
+  void seed_only_runs_get_mean_and_std_bands() {
+    MainWindow w(db_);
+    w.open_runs({fp32_seed1_, fp32_seed2_});
+    CompareView* view = w.compare_view();
+    QVERIFY(view->seed_only());
+    QVERIFY(view->charts()->options().bands);
+    // The accuracy chart gains the band (an area) and the mean line.
+    QCOMPARE(view->charts()->chart("accuracy")->series_count(), 2 * 3 + 2);
+    QCOMPARE(view->charts()->chart("loss")->series_count(), 2 * 3 + 2);
+  }
+
+  void runs_view_filters_sorts_and_edits() {
+    MainWindow w(db_);
+    RunsView* runs = w.runs_view();
+    QCOMPARE(runs->model()->rowCount(), 3);
+    runs->set_filter("bf16");
+    QCOMPARE(runs->proxy()->rowCount(), 1);
+    runs->set_filter("");
+    QCOMPARE(runs->proxy()->rowCount(), 3);
+    runs->proxy()->sort(RunsModel::Id, Qt::AscendingOrder);
+    QCOMPARE(runs->proxy()->index(0, RunsModel::Id).data().toLongLong(), fp32_seed1_);
+    runs->proxy()->sort(RunsModel::Id, Qt::DescendingOrder);
+    QCOMPARE(runs->proxy()->index(0, RunsModel::Id).data().toLongLong(), bf16_seed1_);
+
+    QCOMPARE(runs->rename(bf16_seed1_, "renamed bf16"), QString());
+    QCOMPARE(runs->add_tag(bf16_seed1_, "keep"), QString());
+    QCOMPARE(runs->set_notes(bf16_seed1_, "a note"), QString());
+    QVERIFY(!runs->rename(bf16_seed1_, "12").isEmpty());  // all digits would read as an id: refused
+    RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
+    const RunRecord r = store.run(bf16_seed1_);
+    QCOMPARE(r.name, std::string("renamed bf16"));
+    QCOMPARE(r.tags, std::vector<std::string>{"keep"});
+    QCOMPARE(r.notes, std::string("a note"));
+    runs->set_filter("keep");
+    QCOMPARE(runs->proxy()->rowCount(), 1);
+    runs->set_filter("");
+  }
+
+  void delete_asks_first() {
+    const QString db = dir_.filePath("delete.sqlite");
+    const int64_t id = train_into_store(db, tiny_config(data_, 1, 2));
+    MainWindow w(db);
+    RunsView* runs = w.runs_view();
+    QString asked;
+    bool answer = false;
+    runs->confirm = [&](const QString& question) {
+      asked = question;
+      return answer;
+    };
+    // The toolbar's Delete… action, as a click would trigger it.
+    QAction* remove = nullptr;
+    for (QAction* a : runs->findChildren<QAction*>())
+      if (a->text() == RunsView::tr("Delete…")) remove = a;
+    QVERIFY(remove);
+    runs->select({id});
+    remove->trigger();
+    QVERIFY(asked.contains("Delete 1 run"));
+    QCOMPARE(runs->model()->rowCount(), 1);  // declined: still there
+    answer = true;
+    runs->select({id});
+    remove->trigger();
+    QCOMPARE(runs->model()->rowCount(), 0);
+    QCOMPARE(RunStore(db.toStdString(), RunStore::Mode::ReadOnly).runs().size(), size_t{0});
+  }
+
+  void precision_sweep_opens_its_comparison() {
+    const QString db = dir_.filePath("sweep.sqlite");
+    MainWindow w(db);
+    QSignalSpy done(&w, &MainWindow::sweep_finished);
+    std::vector<SweepVariant> variants;
+    for (const SweepVariant& v : sweep_variants())
+      if (v.key == "fp32" || v.key == "amp-bf16" || v.key == "amp-fp16-noscale") variants.push_back(v);
+    w.start_sweep(tiny_config(data_, 1, 2), variants);
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 600000);
+    const auto ids = done.at(0).at(0).value<std::vector<int64_t>>();
+    QCOMPARE(ids.size(), size_t{3});
+    QCOMPARE(w.compare_view()->run_ids(), ids);
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.compare_view()));
+    RunStore store(db.toStdString(), RunStore::Mode::ReadOnly);
+    QCOMPARE(store.run(ids[0]).precision, std::string("fp32"));
+    QCOMPARE(store.run(ids[1]).precision, std::string("amp-bf16"));
+    QCOMPARE(store.run(ids[2]).precision, std::string("amp-fp16"));
+    const TrainConfig noscale = nlohmann::json::parse(store.run(ids[2]).config_json).get<TrainConfig>();
+    QCOMPARE(noscale.precision.loss_scale.kind, std::string("off"));
+    QCOMPARE(w.compare_view()->table_model()->value("precision.loss_scale.kind", 2), QString("off"));
+  }
+
+  void seed_article_preset() {
+    const TrainConfig c = seed_article_config("/data");
+    QCOMPARE(c.depth, 18);
+    QCOMPARE(c.optimizer.kind, std::string("adam"));
+    QCOMPARE(c.lr, 0.001f);
+    QCOMPARE(c.batch_size, 16);
+    QCOMPARE(c.image_size, 224);
+    QCOMPARE(c.epochs, 5);
+    QCOMPARE(c.data.validation_fraction, 0.2);
+    QCOMPARE(seed_article_variants(), (std::vector<std::string>{"fp32", "amp-fp16"}));
+  }
+};
+
+}  // namespace ampwb::ui::test
+
+int main(int argc, char** argv) {
+  return ampwb::ui::test::run_ui_test<ampwb::ui::test::CompareRuns>(argc, argv);
+}
+
+#include "test_ui_compare.moc"

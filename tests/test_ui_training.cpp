@@ -1,0 +1,201 @@
+// The desktop workbench end to end, offscreen: a training set up and started through the window's own controls
+// (dataset path, depth, precision, epochs… then the Train button), the charts receiving points, the run in the
+// store, the event loop's responsiveness during training (p99 lateness < 50 ms), stop and resume of the same run,
+// and settings remembered across windows.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QtTest>
+#include <ctime>
+
+#include "chart_panel.h"
+#include "main_window.h"
+#include "metric_chart.h"
+#include "run_setup_panel.h"
+#include "runs_model.h"
+#include "runs_view.h"
+#include "stall_meter.h"
+#include "test_ui_util.h"
+
+namespace ampwb::ui::test {
+
+class TrainingThroughTheUi : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir dir_;
+  QString data_;
+
+  QString db(const QString& name) const { return dir_.filePath(name + ".sqlite"); }
+
+  template <class W>
+  static W* child(QWidget& parent, const char* name) {
+    W* w = parent.findChild<W*>(name);
+    if (!w) qFatal("no widget named %s", name);
+    return w;
+  }
+
+  // Fills the setup panel the way a user does.
+  static void set_up(MainWindow& w, const QString& data, int depth, const char* precision, int epochs, int steps) {
+    auto* path = child<QLineEdit>(w, "datasetPath");
+    path->clear();
+    QTest::keyClicks(path, data);
+    QTest::keyClick(path, Qt::Key_Return);  // editingFinished: the dataset is inspected
+    auto* depth_box = child<QComboBox>(w, "depth");
+    depth_box->setCurrentIndex(depth_box->findData(depth));
+    auto* precision_box = child<QComboBox>(w, "precision");
+    precision_box->setCurrentIndex(precision_box->findData(QString(precision)));
+    child<QSpinBox>(w, "epochs")->setValue(epochs);
+    child<QSpinBox>(w, "batchSize")->setValue(8);
+    child<QSpinBox>(w, "imageSize")->setValue(16);
+    child<QSpinBox>(w, "maxTrainImages")->setValue(0);
+    child<QSpinBox>(w, "maxStepsPerEpoch")->setValue(steps);
+    // One compute thread: with all (two) cores, a tiny run slows down 50-100x whenever another process is busy
+    // on the machine (OpenMP barriers), which would make the test's duration depend on its neighbours.
+    child<QSpinBox>(w, "threads")->setValue(1);
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    data_ = write_stripes(dir_.filePath("stripes"), 300, 16);
+  }
+
+  void first_launch_preselects_the_sample() {
+    MainWindow w(db("first"));
+    const TrainConfig c = w.setup()->config();
+    QCOMPARE(c.depth, 18);
+    QCOMPARE(c.epochs, 2);
+    QCOMPARE(c.batch_size, 64);
+    QCOMPARE(c.data.max_train_images, int64_t{2000});
+    QCOMPARE(c.precision.mode, std::string("fp32"));
+    if (QFileInfo::exists("/usr/share/datasets/fashion-mnist"))
+      QCOMPARE(QString::fromStdString(c.data_dir), QString("/usr/share/datasets/fashion-mnist"));
+    QVERIFY(child<QPushButton>(w, "trainButton")->isEnabled());
+  }
+
+  void trains_through_the_controls_and_records_the_run() {
+    const QString path = db("train");
+    MainWindow w(path);
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    set_up(w, data_, 20, "amp-fp16", 4, 0);
+    QTRY_VERIFY_WITH_TIMEOUT(child<QWidget>(w, "datasetStatus")->property("text").toString().startsWith("✔"), 60000);
+
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    StallMeter meter(5);
+    meter.start();
+    timespec cpu0{}, cpu1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+    QElapsedTimer wall;
+    wall.start();
+    QTest::mouseClick(child<QPushButton>(w, "trainButton"), Qt::LeftButton);
+    QVERIFY(w.session()->running());
+    QVERIFY(!child<QPushButton>(w, "trainButton")->isEnabled());
+    // A real event loop until the run ends (QTRY_* would sleep 10 ms between event rounds and skew the figure).
+    QVERIFY(finished.wait(600000));
+    meter.stop();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    const double ui_cpu = (cpu1.tv_sec - cpu0.tv_sec) + (cpu1.tv_nsec - cpu0.tv_nsec) / 1e9;
+    qInfo("UI thread: %.2f s of CPU over %.2f s of training (%.0f %%)", ui_cpu, wall.elapsed() / 1e3,
+          100 * ui_cpu / (wall.elapsed() / 1e3));
+
+    // Responsiveness: the UI thread's event loop while the engine trained on its worker thread.
+    qInfo("event-loop lateness during training (5 ms timer, %zu ticks): p50 %.2f ms, p99 %.2f ms, max %.2f ms",
+          meter.ticks(), meter.percentile_ms(0.5), meter.percentile_ms(0.99), meter.max_ms());
+    QVERIFY(meter.ticks() > 100);
+    QVERIFY2(meter.percentile_ms(0.99) < 50.0, "the UI thread stalled for more than 50 ms (p99)");
+
+    const int64_t id = finished.at(0).at(0).toLongLong();
+    QCOMPARE(finished.at(0).at(1).toInt(), static_cast<int>(RunStatus::Finished));
+    const RunSeries& live = *w.live_run();
+    QCOMPARE(live.run_id, id);
+    QCOMPARE(live.epochs.size(), size_t{4});
+    QCOMPARE(live.steps.size(), size_t{4 * 60});  // 480 training images, batch 8
+    QVERIFY(!live.histograms.empty());
+
+    // The charts received points.
+    ChartPanel* charts = w.live_charts();
+    QVERIFY(charts->chart("loss")->point_count() > 0);
+    QCOMPARE(charts->chart("accuracy")->point_count(), qsizetype{3 * 4});
+    QVERIFY(charts->chart("loss-scale")->point_count() > 0);
+    QCOMPARE(charts->chart("epoch-time")->point_count(), qsizetype{2 * 4});
+    QVERIFY(charts->chart("histogram")->point_count() > 0);
+    QCOMPARE(child<QProgressBar>(w, "progress")->value(), 1000);
+
+    // The store holds the run as the controls described it.
+    RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
+    const RunRecord r = store.run(id);
+    QCOMPARE(r.status, RunStatus::Finished);
+    QCOMPARE(r.depth, 20);
+    QCOMPARE(r.precision, std::string("amp-fp16"));
+    QCOMPARE(r.dataset_path, data_.toStdString());
+    QCOMPARE(store.epochs(id).size(), size_t{4});
+    QCOMPARE(store.steps(id).size(), live.steps.size());
+    QCOMPARE(store.histograms(id).size(), live.histograms.size());
+    QCOMPARE(w.runs_view()->model()->rowCount(), 1);
+    // A finished run's checkpoint folder is removed.
+    QVERIFY(QDir(QFileInfo(path).absolutePath() + "/checkpoints").entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty());
+  }
+
+  void stop_then_resume_continues_the_same_run() {
+    const QString path = db("resume");
+    MainWindow w(path);
+    w.show();
+    set_up(w, data_, 20, "fp32", 3, 6);
+    child<QCheckBox>(w, "checkpoints")->setChecked(true);
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    QTest::mouseClick(child<QPushButton>(w, "trainButton"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.live_run()->steps.empty(), 300000);
+    QTest::mouseClick(child<QPushButton>(w, "stopButton"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
+    const int64_t id = finished.at(0).at(0).toLongLong();
+    QCOMPARE(finished.at(0).at(1).toInt(), static_cast<int>(RunStatus::Cancelled));
+    {
+      RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
+      QVERIFY(store.epochs(id).size() < 3);
+      QVERIFY(!store.checkpoints(id).empty());
+    }
+
+    QCOMPARE(w.resume_run(id), QString());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 300000);
+    QCOMPARE(finished.at(1).at(0).toLongLong(), id);  // recorded into the same run
+    QCOMPARE(finished.at(1).at(1).toInt(), static_cast<int>(RunStatus::Finished));
+    RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
+    QCOMPARE(store.runs().size(), size_t{1});
+    QCOMPARE(store.run(id).status, RunStatus::Finished);
+    QCOMPARE(store.epochs(id).size(), size_t{3});
+    QCOMPARE(store.steps(id).size(), size_t{3 * 6});
+    QCOMPARE(w.live_run()->steps.size(), size_t{3 * 6});  // the live charts continued from the stored steps
+    QVERIFY(w.resume_run(id).contains("nothing to resume"));
+  }
+
+  void settings_and_layout_are_remembered() {
+    {
+      MainWindow w(db("settings"));
+      w.show();
+      child<QSpinBox>(w, "epochs")->setValue(7);
+      auto* precision = child<QComboBox>(w, "precision");
+      precision->setCurrentIndex(precision->findData(QString("amp-bf16")));
+      w.close();
+    }
+    MainWindow again(db("settings"));
+    QCOMPARE(again.setup()->config().epochs, 7);
+    QCOMPARE(again.setup()->config().precision.mode, std::string("amp-bf16"));
+    QVERIFY(!QSettings().value("window/geometry").toByteArray().isEmpty());
+    QVERIFY(!QSettings().value("window/state").toByteArray().isEmpty());
+  }
+};
+
+}  // namespace ampwb::ui::test
+
+int main(int argc, char** argv) {
+  return ampwb::ui::test::run_ui_test<ampwb::ui::test::TrainingThroughTheUi>(argc, argv);
+}
+
+#include "test_ui_training.moc"

@@ -1,0 +1,38 @@
+// Accuracy per epoch: training top-1, validation top-1 and validation top-k, in percent. With bands, the
+// validation top-1 as mean ± std over the runs.
+#pragma once
+
+#include "metric_chart.h"
+
+class QValueAxis;
+
+namespace ampwb::ui {
+
+class AccuracyChart : public MetricChart {
+  Q_OBJECT
+ public:
+  explicit AccuracyChart(QWidget* parent = nullptr);
+
+ protected:
+  void rebuild(const RunList& runs, const ChartOptions& options) override;
+  void refresh(const RunList& runs, const ChartOptions& options) override;
+  bool follows_steps() const override { return false; }
+
+ private:
+  struct Curves {
+    QLineSeries* train = nullptr;
+    QLineSeries* validation = nullptr;
+    QLineSeries* topk = nullptr;
+  };
+  std::vector<Curves> curves_;
+  QLineSeries* band_mean_ = nullptr;
+  QLineSeries* band_low_ = nullptr;
+  QLineSeries* band_high_ = nullptr;
+  QValueAxis* x_ = nullptr;
+  QValueAxis* y_ = nullptr;
+};
+
+// An epoch axis with whole-number ticks for `epochs` epochs.
+void set_epoch_range(QValueAxis* axis, int epochs);
+
+}  // namespace ampwb::ui

@@ -1,0 +1,234 @@
+// ChartPanel: the chart grid, its shared controls and the export dialogs.
+#include "chart_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QElapsedTimer>
+#include <QTimer>
+#include <QFileDialog>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QInputDialog>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QSlider>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "chart_export.h"
+#include "chart_factory.h"
+#include "chart_style.h"
+#include "loss_scale_chart.h"
+
+namespace ampwb::ui {
+
+ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
+  setObjectName("chartPanel");
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+
+  auto* controls = new QHBoxLayout;
+  smoothing_ = new QSlider(Qt::Horizontal);
+  smoothing_->setObjectName("smoothing");
+  smoothing_->setRange(0, 99);
+  smoothing_->setValue(60);
+  smoothing_->setMaximumWidth(160);
+  smoothing_->setToolTip(tr("Exponential moving average of the per-step curves (0 = raw)"));
+  smoothing_value_ = new QLabel("0.60");
+  connect(smoothing_, &QSlider::valueChanged, this, [this](int v) {
+    smoothing_value_->setText(QString::number(v / 100.0, 'f', 2));
+    refresh();
+  });
+  histogram_kind_ = new QComboBox;
+  histogram_kind_->setObjectName("histogramKind");
+  histogram_kind_->addItem(tr("weight gradients"), "weight");
+  histogram_kind_->addItem(tr("activation gradients"), "activation");
+  connect(histogram_kind_, &QComboBox::currentIndexChanged, this, &ChartPanel::refresh);
+  histogram_epoch_ = new QSpinBox;
+  histogram_epoch_->setObjectName("histogramEpoch");
+  histogram_epoch_->setRange(0, 100000);
+  histogram_epoch_->setSpecialValueText(tr("latest"));
+  histogram_epoch_->setPrefix(tr("epoch "));
+  connect(histogram_epoch_, &QSpinBox::valueChanged, this, &ChartPanel::refresh);
+  bands_ = new QCheckBox(tr("mean ± std"));
+  bands_->setObjectName("bands");
+  bands_->setToolTip(tr("The runs differ only by seed: show the validation curves as mean ± standard deviation"));
+  bands_->setVisible(false);
+  connect(bands_, &QCheckBox::toggled, this, &ChartPanel::refresh);
+  auto* export_button = new QPushButton(tr("Export charts…"));
+  export_button->setObjectName("exportCharts");
+  connect(export_button, &QPushButton::clicked, this, &ChartPanel::export_all);
+  controls->addWidget(new QLabel(tr("Smoothing")));
+  controls->addWidget(smoothing_);
+  controls->addWidget(smoothing_value_);
+  controls->addSpacing(16);
+  controls->addWidget(new QLabel(tr("Histogram")));
+  controls->addWidget(histogram_kind_);
+  controls->addWidget(histogram_epoch_);
+  controls->addSpacing(16);
+  controls->addWidget(bands_);
+  controls->addStretch(1);
+  controls->addWidget(export_button);
+  layout->addLayout(controls);
+  run_legend_ = new QLabel;
+  run_legend_->setObjectName("runLegend");
+  run_legend_->setWordWrap(true);
+  run_legend_->setVisible(false);
+  layout->addWidget(run_legend_);
+
+  auto* grid = new QGridLayout;
+  grid->setSpacing(4);
+  int index = 0;
+  for (const QString& metric : chart_metrics()) {
+    MetricChart* chart = make_chart(metric, this);
+    connect(chart, &MetricChart::export_requested, this, &ChartPanel::export_one);
+    charts_.push_back(chart);
+    QWidget* cell = chart;
+    if (metric == "loss-scale") {
+      // The skipped steps need a word of explanation right where they show.
+      cell = new QWidget;
+      auto* v = new QVBoxLayout(cell);
+      v->setContentsMargins(0, 0, 0, 0);
+      v->setSpacing(0);
+      v->addWidget(chart, 1);
+      skipped_note_ = new QLabel;
+      skipped_note_->setObjectName("skippedNote");
+      skipped_note_->setWordWrap(true);
+      skipped_note_->setContentsMargins(6, 0, 6, 2);
+      // A fixed height: a note that grew a line would re-lay out (and fully redraw) every chart of the grid.
+      skipped_note_->setFixedHeight(skipped_note_->fontMetrics().lineSpacing() * 3 + 4);
+      skipped_note_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+      v->addWidget(skipped_note_);
+    }
+    grid->addWidget(cell, index / 3, index % 3);
+    ++index;
+  }
+  for (int c = 0; c < 3; ++c) grid->setColumnStretch(c, 1);
+  for (int r = 0; r < 2; ++r) grid->setRowStretch(r, 1);
+  layout->addLayout(grid, 1);
+  update_skipped_note();
+
+  throttle_ = new QTimer(this);
+  throttle_->setSingleShot(true);
+  connect(throttle_, &QTimer::timeout, this, [this] {
+    if (refresh_pending_) refresh();
+  });
+}
+
+void ChartPanel::set_runs(RunList runs) {
+  runs_ = std::move(runs);
+  QStringList entries;
+  if (runs_.size() > 1)
+    for (size_t i = 0; i < runs_.size(); ++i)
+      entries << QStringLiteral("<span style='color:%1; font-size:large'>■</span>&nbsp;%2")
+                     .arg(run_color(static_cast<int>(i)).name(), QString::fromStdString(runs_[i]->label).toHtmlEscaped());
+  run_legend_->setText(entries.join(QStringLiteral(" &nbsp;&nbsp; ")));
+  run_legend_->setVisible(!entries.isEmpty());
+  histogram_epoch_->setValue(0);
+  refresh();
+}
+
+ChartOptions ChartPanel::options() const {
+  ChartOptions o;
+  o.smoothing = smoothing_->value() / 100.0;
+  o.bands = !bands_->isHidden() && bands_->isChecked();  // isHidden: also right before the panel is shown
+  o.histogram_kind = histogram_kind_->currentData().toString();
+  o.histogram_epoch = histogram_epoch_->value();
+  return o;
+}
+
+void ChartPanel::set_smoothing(double weight) { smoothing_->setValue(static_cast<int>(weight * 100 + 0.5)); }
+
+void ChartPanel::set_bands_available(bool available) {
+  bands_->setVisible(available);
+  if (available) bands_->setChecked(true);
+  refresh();
+}
+
+MetricChart* ChartPanel::chart(const QString& metric) const {
+  for (MetricChart* c : charts_)
+    if (c->metric() == metric) return c;
+  return nullptr;
+}
+
+void ChartPanel::refresh() {
+  QElapsedTimer clock;
+  clock.start();
+  refresh_pending_ = false;
+  const ChartOptions o = options();
+  for (MetricChart* c : charts_) c->update_from(runs_, o);
+  update_skipped_note();
+  const qint64 cost = clock.elapsed();
+  if (cost > 8) throttle_->start(static_cast<int>(std::min<qint64>(1000, 2 * cost)));
+}
+
+void ChartPanel::refresh_soon() {
+  if (throttle_->isActive())
+    refresh_pending_ = true;
+  else
+    refresh();
+}
+
+void ChartPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  refresh();  // the decimation follows the plot's width
+}
+
+void ChartPanel::update_skipped_note() {
+  int64_t total = 0, early = 0;
+  for (const RunSeries* r : runs_) {
+    const SkippedSteps s = count_skipped(*r);
+    total += s.total;
+    early += s.early;
+  }
+  if (total == 0) {
+    skipped_note_->setText(tr("No skipped steps. With dynamic loss scaling, a step whose gradients overflow is "
+                              "skipped and the scale halved."));
+  } else {
+    skipped_note_->setText(
+        tr("■ %1 skipped step(s), %2 of them in the first 50: gradients overflowed (inf/NaN), so the optimizer step "
+           "was skipped and the scale backed off. The first steps usually overflow while the scale calibrates: "
+           "expected. Many later ones mean the scale keeps hitting FP16's limit.")
+            .arg(total)
+            .arg(early));
+  }
+}
+
+void ChartPanel::export_one(MetricChart* chart) {
+  QSettings settings;
+  const QString dir = settings.value("export/folder", QDir::homePath()).toString();
+  QString selected = tr("PNG image (*.png)");
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Export %1").arg(chart->title()), QDir(dir).filePath(prefix_ + "-" + chart->metric() + ".png"),
+      tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"), &selected);
+  if (path.isEmpty()) return;
+  settings.setValue("export/folder", QFileInfo(path).absolutePath());
+  try {
+    export_chart(chart->metric(), runs_, options(), path);
+    Q_EMIT status_message(tr("Exported %1").arg(path));
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, tr("Export"), QString::fromUtf8(e.what()));
+  }
+}
+
+void ChartPanel::export_all() {
+  QSettings settings;
+  const QString folder = QFileDialog::getExistingDirectory(this, tr("Export all charts into"),
+                                                           settings.value("export/folder", QDir::homePath()).toString());
+  if (folder.isEmpty()) return;
+  bool ok = false;
+  const QString format =
+      QInputDialog::getItem(this, tr("Export all charts"), tr("Format"), {"png", "svg", "pdf"}, 0, false, &ok);
+  if (!ok) return;
+  settings.setValue("export/folder", folder);
+  try {
+    const QStringList files = export_all_charts(runs_, options(), folder, prefix_, format);
+    Q_EMIT status_message(tr("Exported %1 charts into %2").arg(files.size()).arg(folder));
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, tr("Export"), QString::fromUtf8(e.what()));
+  }
+}
+
+}  // namespace ampwb::ui

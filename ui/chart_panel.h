@@ -1,0 +1,67 @@
+// Every chart of a run (live or stored) or of a comparison, in one grid, with the controls they share: smoothing
+// of the per-step curves, which gradient histogram to show, mean ± std bands, and export (one chart or all).
+#pragma once
+
+#include <QWidget>
+#include <vector>
+
+#include "metric_chart.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QSlider;
+class QSpinBox;
+class QTimer;
+
+namespace ampwb::ui {
+
+class ChartPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ChartPanel(QWidget* parent = nullptr);
+
+  // The runs to draw; the caller keeps them alive and calls refresh() after changing them.
+  void set_runs(RunList runs);
+  const RunList& runs() const { return runs_; }
+  void refresh();  // redraws what changed, now
+  // For live data: refresh(), unless the last one was expensive (a very long run on a busy machine), in which
+  // case the redraw is deferred by twice its cost, so drawing never takes more than a third of the UI thread.
+  void refresh_soon();
+
+  ChartOptions options() const;
+  void set_smoothing(double weight);
+  void set_bands_available(bool available);  // the runs differ only by seed
+  void set_export_prefix(const QString& prefix) { prefix_ = prefix; }  // "run-12", "compare-3-4"
+  const QString& export_prefix() const { return prefix_; }
+
+  MetricChart* chart(const QString& metric) const;
+  const std::vector<MetricChart*>& charts() const { return charts_; }
+
+  // With file dialogs: one chart to PNG/SVG/PDF, or all of them into a folder.
+  void export_one(MetricChart* chart);
+  void export_all();
+
+ Q_SIGNALS:
+  void status_message(const QString& text);
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
+ private:
+  void update_skipped_note();
+  RunList runs_;
+  QTimer* throttle_ = nullptr;
+  bool refresh_pending_ = false;
+  std::vector<MetricChart*> charts_;
+  QString prefix_ = "run";
+  QSlider* smoothing_ = nullptr;
+  QLabel* smoothing_value_ = nullptr;
+  QComboBox* histogram_kind_ = nullptr;
+  QSpinBox* histogram_epoch_ = nullptr;
+  QCheckBox* bands_ = nullptr;
+  QLabel* skipped_note_ = nullptr;
+  QLabel* run_legend_ = nullptr;  // a comparison's runs and their colours, for every chart
+};
+
+}  // namespace ampwb::ui

@@ -1,0 +1,154 @@
+// CompareView: loading runs, the charts and the table with its controls.
+#include "compare_view.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "chart_panel.h"
+#include "compare_model.h"
+#include "store/run_record.h"
+
+namespace ampwb::ui {
+
+CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), store_(store) {
+  setObjectName("compareView");
+  title_ = new QLabel(tr("Select runs in the Runs view and choose Open / compare."));
+  title_->setObjectName("compareTitle");
+  QFont bold = title_->font();
+  bold.setBold(true);
+  title_->setFont(bold);
+  charts_ = new ChartPanel;
+  model_ = new CompareModel(this);
+
+  differences_ = new QCheckBox(tr("Differences only"));
+  differences_->setObjectName("differencesOnly");
+  connect(differences_, &QCheckBox::toggled, model_, &CompareModel::set_differences_only);
+  baseline_ = new QComboBox;
+  baseline_->setObjectName("baseline");
+  connect(baseline_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0) model_->set_baseline(i);
+  });
+  at_epoch_ = new QSpinBox;
+  at_epoch_->setObjectName("atEpoch");
+  at_epoch_->setRange(0, 100000);
+  at_epoch_->setSpecialValueText(tr("last common"));
+  connect(at_epoch_, &QSpinBox::valueChanged, model_, &CompareModel::set_at_epoch);
+  summary_ = new QLabel;
+  summary_->setObjectName("compareSummary");
+  summary_->setWordWrap(true);
+
+  table_ = new QTableView;
+  table_->setObjectName("compareTable");
+  table_->setModel(model_);
+  table_->verticalHeader()->hide();
+  table_->setAlternatingRowColors(true);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->setWordWrap(false);
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(differences_);
+  controls->addSpacing(12);
+  controls->addWidget(new QLabel(tr("Baseline")));
+  controls->addWidget(baseline_);
+  controls->addSpacing(12);
+  controls->addWidget(new QLabel(tr("Metrics at epoch")));
+  controls->addWidget(at_epoch_);
+  controls->addStretch(1);
+  auto* bottom = new QWidget;
+  auto* bl = new QVBoxLayout(bottom);
+  bl->setContentsMargins(4, 0, 4, 4);
+  bl->addLayout(controls);
+  bl->addWidget(summary_);
+  bl->addWidget(table_, 1);
+
+  auto* splitter = new QSplitter(Qt::Vertical);
+  splitter->setObjectName("compareSplitter");
+  splitter->addWidget(charts_);
+  splitter->addWidget(bottom);
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 2);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(title_);
+  layout->addWidget(splitter, 1);
+}
+
+void CompareView::set_runs(const std::vector<int64_t>& ids) {
+  std::vector<std::unique_ptr<RunSeries>> series;
+  std::vector<RunRecord> records;
+  std::vector<std::vector<EpochReport>> epochs;
+  std::vector<std::vector<GradientHistogram>> histograms;
+  std::vector<TrainConfig> configs;
+  for (int64_t id : ids) {
+    series.push_back(std::make_unique<RunSeries>(load_run_series(store_, id)));
+    records.push_back(store_.run(id));
+    epochs.push_back(series.back()->epochs);
+    histograms.push_back(series.back()->histograms);
+    configs.push_back(series.back()->config);
+  }
+  ids_ = ids;
+  series_ = std::move(series);
+  seed_only_ = differ_only_by_seed(configs);
+
+  const int baseline = std::clamp(baseline_->currentIndex(), 0, std::max(0, static_cast<int>(ids.size()) - 1));
+  model_->set_runs(records, epochs, histograms);
+  {
+    const QSignalBlocker block(baseline_);
+    baseline_->clear();
+    for (const RunRecord& r : records) baseline_->addItem(QString::fromStdString(run_label(r)), QVariant::fromValue<qlonglong>(r.id));
+    baseline_->setCurrentIndex(baseline < baseline_->count() ? baseline : 0);
+  }
+  model_->set_baseline(baseline_->currentIndex());
+
+  RunList runs;
+  for (const auto& s : series_) runs.push_back(s.get());
+  QStringList id_text;
+  for (int64_t id : ids) id_text << QString::number(id);
+  charts_->set_export_prefix(ids.size() == 1 ? "run-" + id_text[0] : "compare-" + id_text.join('-'));
+  charts_->set_runs(runs);
+  charts_->set_bands_available(seed_only_);
+  title_->setText(ids.size() == 1 ? tr("Run %1").arg(QString::fromStdString(series_[0]->label))
+                                  : tr("Comparing %1 runs").arg(ids.size()));
+  update_summary();
+}
+
+void CompareView::reload() {
+  if (!ids_.empty()) set_runs(ids_);
+}
+
+void CompareView::update_summary() {
+  if (!seed_only_) {
+    summary_->clear();
+    summary_->setVisible(false);
+    return;
+  }
+  // The runs differ only by seed: the spread is the noise floor any other comparison must beat.
+  double best_sum = 0, best_ss = 0;
+  std::vector<double> best;
+  for (const auto& s : series_) {
+    double b = 0;
+    for (const EpochReport& e : s->epochs) b = std::max(b, e.validation_accuracy);
+    best.push_back(b);
+    best_sum += b;
+  }
+  const double mean = best_sum / best.size();
+  for (double b : best) best_ss += (b - mean) * (b - mean);
+  const double std = std::sqrt(best_ss / (best.size() - 1));
+  summary_->setText(tr("These %1 runs differ only by seed: best validation accuracy %2 ± %3 % (mean ± std); the "
+                       "charts show the validation curves as mean ± std bands.")
+                        .arg(best.size())
+                        .arg(100 * mean, 0, 'f', 2)
+                        .arg(100 * std, 0, 'f', 2));
+  summary_->setVisible(true);
+}
+
+}  // namespace ampwb::ui

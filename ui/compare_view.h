@@ -1,0 +1,56 @@
+// A stored run, or two or more overlaid: every chart with one colour per run, the side-by-side table (differences
+// only, at-epoch metrics, speed-up against a chosen baseline), and mean ± std bands when the runs differ only by
+// seed. Loads from the run store; owns the loaded series.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+#include "run_series.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QSpinBox;
+class QTableView;
+
+namespace ampwb::ui {
+
+class ChartPanel;
+class CompareModel;
+
+class CompareView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit CompareView(RunStore& store, QWidget* parent = nullptr);
+
+  // Loads the runs (throws ampwb::Error naming a missing one). One run is shown alone.
+  void set_runs(const std::vector<int64_t>& ids);
+  void reload();  // the same runs, read again (one may have grown)
+  const std::vector<int64_t>& run_ids() const { return ids_; }
+  const std::vector<std::unique_ptr<RunSeries>>& series() const { return series_; }
+
+  ChartPanel* charts() const { return charts_; }
+  CompareModel* table_model() const { return model_; }
+  QCheckBox* differences_only() const { return differences_; }
+  QComboBox* baseline() const { return baseline_; }
+  bool seed_only() const { return seed_only_; }
+
+ private:
+  void update_summary();
+  RunStore& store_;
+  std::vector<int64_t> ids_;
+  std::vector<std::unique_ptr<RunSeries>> series_;
+  bool seed_only_ = false;
+  ChartPanel* charts_ = nullptr;
+  CompareModel* model_ = nullptr;
+  QTableView* table_ = nullptr;
+  QCheckBox* differences_ = nullptr;
+  QComboBox* baseline_ = nullptr;
+  QSpinBox* at_epoch_ = nullptr;
+  QLabel* title_ = nullptr;
+  QLabel* summary_ = nullptr;
+};
+
+}  // namespace ampwb::ui

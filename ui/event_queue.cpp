@@ -1,0 +1,50 @@
+// EventQueue: the training thread appends under a mutex, the UI swaps the batch out.
+#include "event_queue.h"
+
+#include <utility>
+
+namespace ampwb::ui {
+
+void EventQueue::on_start(const RunInfo& info) {
+  std::lock_guard lock(mutex_);
+  pending_.started = info;
+}
+
+void EventQueue::on_step(const StepReport& step) {
+  std::lock_guard lock(mutex_);
+  pending_.steps.push_back(step);
+}
+
+void EventQueue::on_epoch(const EpochReport& epoch) {
+  std::lock_guard lock(mutex_);
+  pending_.epochs.push_back(epoch);
+}
+
+void EventQueue::on_histogram(const GradientHistogram& histogram) {
+  std::lock_guard lock(mutex_);
+  pending_.histograms.push_back(histogram);
+}
+
+void EventQueue::on_checkpoint(const CheckpointInfo& checkpoint) {
+  std::lock_guard lock(mutex_);
+  pending_.checkpoints.push_back(checkpoint);
+}
+
+void EventQueue::on_end(const RunEnd& end) {
+  std::lock_guard lock(mutex_);
+  pending_.ended = end;
+}
+
+void EventQueue::set_run_id(int64_t id) {
+  std::lock_guard lock(mutex_);
+  pending_.run_id = id;
+}
+
+EventBatch EventQueue::take() {
+  EventBatch out;
+  std::lock_guard lock(mutex_);
+  std::swap(out, pending_);
+  return out;
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,49 @@
+// The hand-over between the training thread and the UI: a TrainObserver that copies every event into a
+// mutex-protected queue, and the value-type batch the UI takes out of it on its timer (PlotJuggler-style: the
+// producer never waits on the UI, the UI never waits on the producer). Plain C++: no Qt types.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "train/events.h"
+
+namespace ampwb::ui {
+
+// Everything reported since the last take(), in arrival order within each kind.
+struct EventBatch {
+  std::optional<RunInfo> started;
+  int64_t run_id = 0;  // the stored run, once the recorder has created it (0 = not known yet)
+  std::vector<StepReport> steps;
+  std::vector<EpochReport> epochs;
+  std::vector<GradientHistogram> histograms;
+  std::vector<CheckpointInfo> checkpoints;
+  std::optional<RunEnd> ended;
+
+  bool empty() const {
+    return !started && run_id == 0 && steps.empty() && epochs.empty() && histograms.empty() &&
+           checkpoints.empty() && !ended;
+  }
+};
+
+class EventQueue : public TrainObserver {
+ public:
+  void on_start(const RunInfo& info) override;
+  void on_step(const StepReport& step) override;
+  void on_epoch(const EpochReport& epoch) override;
+  void on_histogram(const GradientHistogram& histogram) override;
+  void on_checkpoint(const CheckpointInfo& checkpoint) override;
+  void on_end(const RunEnd& end) override;
+  void set_run_id(int64_t id);
+
+  // Moves out what has arrived; cheap (a swap under the lock), so the training thread is held for microseconds.
+  EventBatch take();
+
+ private:
+  std::mutex mutex_;
+  EventBatch pending_;
+};
+
+}  // namespace ampwb::ui

@@ -1,0 +1,99 @@
+// run_gui: the desktop application's main.
+#include "gui_app.h"
+
+#include <QApplication>
+#include <QIcon>
+#include <QMessageBox>
+#include <QPainter>
+#include <QPixmap>
+#include <QSvgRenderer>
+
+#include "core/error.h"
+#include "main_window.h"
+#include "screenshot_scenario.h"
+#include "store/run_store.h"
+
+// Q_INIT_RESOURCE must be called outside any namespace; the resources live in a static library.
+static void init_ampwb_resources() { Q_INIT_RESOURCE(ampwb); }
+
+namespace ampwb::ui {
+
+GuiOptions parse_gui_options(const QStringList& args) {
+  GuiOptions o;
+  for (qsizetype i = 0; i < args.size(); ++i) {
+    const QString& a = args[i];
+    auto value = [&](const QString& name) {
+      if (a.startsWith(name + "=")) return a.mid(name.size() + 1);
+      if (i + 1 >= args.size()) throw Error(name.toStdString() + " needs a value");
+      return args[++i];
+    };
+    if (a == "--db" || a.startsWith("--db=")) o.db_path = value("--db");
+    else if (a == "--screenshot-scenario" || a.startsWith("--screenshot-scenario=")) o.screenshot_scenario = value("--screenshot-scenario");
+    else if (a == "--screenshot-dir" || a.startsWith("--screenshot-dir=")) o.screenshot_dir = value("--screenshot-dir");
+    else throw Error("unknown option '" + a.toStdString() + "' (see ampwb help)");
+  }
+  if (o.db_path.isEmpty()) o.db_path = QString::fromStdString(RunStore::default_path());
+  return o;
+}
+
+bool is_gui_invocation(const QStringList& args) {
+  if (args.isEmpty()) return true;
+  static const QStringList gui = {"--db", "--screenshot-scenario", "--screenshot-dir", "-platform", "-style"};
+  for (const QString& g : gui)
+    if (args[0] == g || args[0].startsWith(g + "=")) return true;
+  return false;
+}
+
+void init_high_dpi() {
+  // Fractional scale factors as the desktop asks (125 %, 150 %) instead of rounding: sharp on high-DPI screens.
+  QGuiApplication::setHighDpiScaleFactorRoundingPolicy(Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
+}
+
+void init_application(QApplication& app) {
+  init_ampwb_resources();
+  QApplication::setOrganizationName("ampwb");
+  QApplication::setApplicationName("ampwb");
+  QApplication::setApplicationDisplayName("AMP Workbench");
+  QApplication::setApplicationVersion(AMPWB_VERSION);
+  QGuiApplication::setDesktopFileName("ampwb");
+  // The icon drawn from the SVG at each size, so it stays sharp whether or not the SVG icon plugin is installed.
+  QIcon icon;
+  QSvgRenderer svg(QStringLiteral(":/ampwb.svg"));
+  for (int size : {16, 24, 32, 48, 64, 128, 256}) {
+    QPixmap pixmap(size, size);
+    pixmap.fill(Qt::transparent);
+    QPainter painter(&pixmap);
+    svg.render(&painter);
+    icon.addPixmap(pixmap);
+  }
+  app.setWindowIcon(icon);
+}
+
+int run_gui(int argc, char** argv) {
+  init_high_dpi();
+  QApplication app(argc, argv);
+  init_application(app);
+  GuiOptions options;
+  try {
+    QStringList args = QApplication::arguments();
+    args.removeFirst();
+    options = parse_gui_options(args);
+  } catch (const std::exception& e) {
+    qCritical("ampwb: %s", e.what());
+    return 2;
+  }
+  std::unique_ptr<MainWindow> window;
+  try {
+    window = std::make_unique<MainWindow>(options.db_path);
+  } catch (const std::exception& e) {
+    QMessageBox::critical(nullptr, QObject::tr("AMP Workbench"),
+                          QObject::tr("The run store cannot be opened:\n%1").arg(QString::fromUtf8(e.what())));
+    return 1;
+  }
+  window->show();
+  if (!options.screenshot_scenario.isEmpty())
+    return run_screenshot_scenario(*window, options.screenshot_scenario, options.screenshot_dir);
+  return app.exec();
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,30 @@
+// The GUI process: application set-up (names for QSettings, icon, high-DPI), the GUI's own options, and the
+// hidden screenshot scenario used by scripts/screenshots.sh.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+class QApplication;
+
+namespace ampwb::ui {
+
+struct GuiOptions {
+  QString db_path;              // --db FILE, else $AMPWB_DB, else the XDG data folder
+  QString screenshot_scenario;  // --screenshot-scenario NAME (hidden)
+  QString screenshot_dir = "docs/screenshots";  // --screenshot-dir DIR
+};
+
+// Parses what follows the program name (Qt's own options already removed); throws ampwb::Error on an unknown one.
+GuiOptions parse_gui_options(const QStringList& args);
+// Whether `ampwb ARGS` means the GUI: no arguments, or only the GUI's options.
+bool is_gui_invocation(const QStringList& args);
+
+// Names (QSettings: ~/.config/ampwb/ampwb.conf), version, icon, desktop file name.
+void init_application(QApplication& app);
+// Call before constructing the QApplication.
+void init_high_dpi();
+
+int run_gui(int argc, char** argv);
+
+}  // namespace ampwb::ui

@@ -1,0 +1,134 @@
+// HistogramChart: log2-magnitude gradient histograms against FP16's range.
+#include "histogram_chart.h"
+
+#include <QAreaSeries>
+#include <QChart>
+#include <QLineSeries>
+#include <QValueAxis>
+#include <algorithm>
+
+#include "chart_style.h"
+
+namespace ampwb::ui {
+namespace {
+
+// The stepped outline of a histogram in percent of all values: x is log2 |g|.
+QList<QPointF> outline(const GradientHistogram& h, double& top) {
+  QList<QPointF> points;
+  const double total = h.total > 0 ? static_cast<double>(h.total) : 1.0;
+  for (size_t i = 0; i < h.counts.size(); ++i) {
+    const double x0 = h.min_log2 + static_cast<double>(i), y = 100.0 * h.counts[i] / total;
+    points.append(QPointF(x0, y));
+    points.append(QPointF(x0 + 1, y));
+    top = std::max(top, y);
+  }
+  return points;
+}
+
+QString percent(double fraction) {
+  return fraction > 0 && fraction < 0.001 ? QStringLiteral("%1 %").arg(100 * fraction, 0, 'g', 2)
+                                          : QStringLiteral("%1 %").arg(100 * fraction, 0, 'f', 1);
+}
+
+}  // namespace
+
+HistogramChart::HistogramChart(QWidget* parent)
+    : MetricChart("histogram", tr("Gradient histogram against FP16's range"), parent) {}
+
+const GradientHistogram* HistogramChart::pick(const RunSeries& run, const QString& kind, int epoch) {
+  const GradientHistogram* found = nullptr;
+  const std::string k = kind.toStdString();
+  for (const GradientHistogram& h : run.histograms)
+    if (h.kind == k && (epoch == 0 ? (!found || h.epoch >= found->epoch) : h.epoch == epoch)) found = &h;
+  return found;
+}
+
+void HistogramChart::rebuild(const RunList& runs, const ChartOptions&) {
+  x_ = new QValueAxis;
+  x_->setTitleText(tr("log2 |gradient| × loss scale · shaded: FP16"));
+  x_->setLabelFormat("%.0f");
+  y_ = new QValueAxis;
+  y_->setTitleText(tr("% of values"));
+  y_->setLabelFormat("%.3g");
+  chart()->addAxis(x_, Qt::AlignBottom);
+  chart()->addAxis(y_, Qt::AlignLeft);
+
+  fp16_range_ = new QAreaSeries;
+  range_top_ = new QLineSeries(fp16_range_);
+  range_bottom_ = new QLineSeries(fp16_range_);
+  fp16_range_->setUpperSeries(range_top_);
+  fp16_range_->setLowerSeries(range_bottom_);
+  fp16_range_->setName(tr("FP16 range"));
+  fp16_range_->setBrush(fp16_range_color());
+  fp16_range_->setPen(QPen(fp16_range_color().darker(200), 1, Qt::DashLine));
+  attach(fp16_range_, x_, y_);
+  if (multi(runs)) hide_from_legend(fp16_range_);  // the legend is for the runs' fractions; the axis says it
+
+  outlines_.clear();
+  fill_ = nullptr;
+  const bool many = multi(runs);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const QColor c = many ? run_color(static_cast<int>(i)) : train_color();
+    QLineSeries* line = add_line(QString::fromStdString(runs[i]->label), curve_pen(c, many ? 2.0 : 1.5), x_, y_);
+    show_values_on_hover(line, tr("log2 |g|"), 3, " %");
+    outlines_.push_back(line);
+  }
+  if (!many && !outlines_.empty()) {
+    // The area shares the outline's points through a copy; the outline stays on top for hovering.
+    fill_ = new QAreaSeries;
+    auto* upper = new QLineSeries(fill_);
+    fill_->setUpperSeries(upper);
+    QColor c = train_color();
+    c.setAlpha(110);
+    fill_->setBrush(c);
+    fill_->setPen(Qt::NoPen);
+    attach(fill_, x_, y_);
+    hide_from_legend(fill_);
+  }
+}
+
+void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
+  double top = 0;
+  int lo = -30, hi = 18;
+  QStringList fractions;
+  QString what;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const GradientHistogram* h = pick(*runs[i], options.histogram_kind, options.histogram_epoch);
+    if (!h) {
+      outlines_[i]->clear();
+      continue;
+    }
+    const QList<QPointF> points = outline(*h, top);
+    outlines_[i]->replace(points);
+    if (fill_) fill_->upperSeries()->replace(points);
+    // The visible x range: where values are, always including FP16's range.
+    for (size_t b = 0; b < h->counts.size(); ++b)
+      if (h->counts[b] > 0) {
+        lo = std::min(lo, h->min_log2 + static_cast<int>(b) - 1);
+        hi = std::max(hi, h->min_log2 + static_cast<int>(b) + 2);
+      }
+    // Short legend entries: what FP16 would lose, per run (its id in a comparison).
+    const QString line = multi(runs) ? QStringLiteral("#%1: %2 / %3")
+                                           .arg(runs[i]->run_id)
+                                           .arg(percent(h->underflow_fraction), percent(h->overflow_fraction))
+                                     : tr("in FP16: under %1 · over %2")
+                                           .arg(percent(h->underflow_fraction), percent(h->overflow_fraction));
+    fractions << line;
+    outlines_[i]->setName(line);
+    what = tr("epoch %1, scale %2").arg(h->epoch).arg(h->loss_scale, 0, 'g', 6);
+  }
+  set_nice_range(x_, lo, hi, 8);
+  set_nice_range(y_, 0, top > 0 ? top * 1.05 : 1);
+  const double y_top = y_->max();  // the shading fills the plot's height
+  range_top_->replace({QPointF(kFp16MinLog2, y_top), QPointF(kFp16MaxLog2, y_top)});
+  range_bottom_->replace({QPointF(kFp16MinLog2, 0), QPointF(kFp16MaxLog2, 0)});
+  const QString kind = options.histogram_kind == "activation" ? tr("Activation") : tr("Weight");
+  if (fractions.isEmpty())
+    chart()->setTitle(tr("%1 gradients: none yet (one per epoch)").arg(kind));
+  else if (!multi(runs))
+    chart()->setTitle(tr("%1 gradients (%2)").arg(kind, what));
+  else
+    chart()->setTitle(tr("%1 gradients against FP16's range").arg(kind));  // fractions: the table
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,42 @@
+// Loss: every step (raw and smoothed, decimated for display) and every epoch (training and validation means)
+// on one step axis. In a comparison, each run's smoothed and validation curves in its colour; with bands, the
+// validation loss as mean ± std over the runs.
+#pragma once
+
+#include <map>
+
+#include "metric_chart.h"
+
+class QScatterSeries;
+class QValueAxis;
+
+namespace ampwb::ui {
+
+class LossChart : public MetricChart {
+  Q_OBJECT
+ public:
+  explicit LossChart(QWidget* parent = nullptr);
+
+ protected:
+  void rebuild(const RunList& runs, const ChartOptions& options) override;
+  void refresh(const RunList& runs, const ChartOptions& options) override;
+
+ private:
+  struct Curves {
+    QLineSeries* raw = nullptr;
+    QLineSeries* smoothed = nullptr;
+    QLineSeries* train_epoch = nullptr;
+    QLineSeries* validation_epoch = nullptr;
+    // The smoothed curve, extended as steps arrive (O(new steps) per refresh).
+    std::vector<double> values, smooth;
+    double state = 0, debias = 0;
+  };
+  std::vector<Curves> curves_;
+  QLineSeries* band_mean_ = nullptr;
+  QLineSeries* band_low_ = nullptr;
+  QLineSeries* band_high_ = nullptr;
+  QValueAxis* x_ = nullptr;
+  QValueAxis* y_ = nullptr;
+};
+
+}  // namespace ampwb::ui

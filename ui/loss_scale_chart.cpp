@@ -1,0 +1,100 @@
+// LossScaleChart: the scale per step (log2 axis) and the skipped steps.
+#include "loss_scale_chart.h"
+
+#include <QChart>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QScatterSeries>
+#include <QValueAxis>
+#include <algorithm>
+#include <cmath>
+
+#include "chart_style.h"
+#include "decimate.h"
+
+namespace ampwb::ui {
+
+SkippedSteps count_skipped(const RunSeries& run, int64_t early) {
+  SkippedSteps s;
+  for (const StepReport& step : run.steps)
+    if (step.skipped) {
+      ++s.total;
+      if (step.step < early) ++s.early;
+    }
+  return s;
+}
+
+LossScaleChart::LossScaleChart(QWidget* parent) : MetricChart("loss-scale", tr("Loss scale (log2)"), parent) {}
+
+void LossScaleChart::rebuild(const RunList& runs, const ChartOptions&) {
+  x_ = new QValueAxis;
+  x_->setTitleText(tr("step"));
+  x_->setLabelFormat("%.0f");
+  y_ = new QLogValueAxis;
+  y_->setBase(2);
+  y_->setLabelFormat("%.10g");
+  y_->setTitleText(tr("loss scale"));
+  chart()->addAxis(x_, Qt::AlignBottom);
+  chart()->addAxis(y_, Qt::AlignLeft);
+  scale_.clear();
+  skipped_.clear();
+  const bool many = multi(runs);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
+    const QColor color = many ? run_color(static_cast<int>(i)) : train_color();
+    QLineSeries* line = add_line(who + tr("scale"), curve_pen(color, 2.0), x_, y_);
+    show_values_on_hover(line, tr("step"), 8);
+    scale_.push_back(line);
+    auto* marks = new QScatterSeries;
+    marks->setName(who + tr("skipped steps"));
+    marks->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    marks->setMarkerSize(7);
+    marks->setColor(many ? color.darker(130) : skipped_color());
+    marks->setBorderColor(many ? color.darker(160) : skipped_color().darker(150));
+    attach(marks, x_, y_);
+    show_values_on_hover(marks, tr("skipped step"), 8);
+    skipped_.push_back(marks);
+  }
+}
+
+void LossScaleChart::refresh(const RunList& runs, const ChartOptions&) {
+  double x_max = 1, y_min = INFINITY, y_max = -INFINITY;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& steps = runs[i]->steps;
+    const size_t n = steps.size();
+    const QList<QPointF> line = decimate_min_max(
+        n, [&](size_t k) { return static_cast<double>(steps[k].step); },
+        [&](size_t k) { return static_cast<double>(steps[k].loss_scale); }, buckets());
+    scale_[i]->replace(line);
+    for (const QPointF& p : line) {
+      if (p.y() <= 0) continue;
+      y_min = std::min(y_min, p.y());
+      y_max = std::max(y_max, p.y());
+    }
+    // Skipped steps: all of them while few, else the first of each bucket (a solid band of marks says the same).
+    std::vector<size_t> skipped;
+    for (size_t k = 0; k < n; ++k)
+      if (steps[k].skipped) skipped.push_back(k);
+    QList<QPointF> marks;
+    const size_t every = skipped.size() > kMaxMarkers ? (skipped.size() + kMaxMarkers - 1) / kMaxMarkers : 1;
+    for (size_t j = 0; j < skipped.size(); j += every) {
+      const StepReport& s = steps[skipped[j]];
+      if (s.loss_scale > 0) marks.append(QPointF(static_cast<double>(s.step), s.loss_scale));
+    }
+    skipped_[i]->replace(marks);  // (the count is in the panel's note: a changing legend would re-lay out the chart)
+    if (n) x_max = std::max(x_max, static_cast<double>(steps.back().step));
+  }
+  set_nice_range(x_, 0, std::max(10.0, x_max));
+  if (!std::isfinite(y_min)) y_min = y_max = 1;
+  // Whole powers of two with one to spare on each side, so a flat line is not glued to the frame; over a wide
+  // range (FP32 at 1 beside FP16 at 65536) a tick every 2^k keeps the labels apart.
+  const int lo = static_cast<int>(std::floor(std::log2(y_min))) - 1, hi = static_cast<int>(std::ceil(std::log2(y_max))) + 1;
+  const int k = std::max(1, (hi - lo + 7) / 8);
+  const int lo_k = static_cast<int>(std::floor(double(lo) / k)) * k, hi_k = static_cast<int>(std::ceil(double(hi) / k)) * k;
+  const double base = std::exp2(k), low = std::exp2(lo_k), high = std::exp2(hi_k);
+  if (y_->base() != base) y_->setBase(base);
+  if (y_->min() != low || y_->max() != high) y_->setRange(low, high);
+}
+
+}  // namespace ampwb::ui

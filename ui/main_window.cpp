@@ -1,0 +1,471 @@
+// MainWindow: layout, menus, and the wiring between the setup panel, the training session, the live charts, the
+// runs view, the comparison and the sweep.
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QScrollArea>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QVBoxLayout>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "about.h"
+#include "chart_panel.h"
+#include "compare_view.h"
+#include "core/error.h"
+#include "run_controls.h"
+#include "run_setup_panel.h"
+#include "runs_view.h"
+#include "store/csv_export.h"
+#include "sweep_dialog.h"
+#ifdef AMPWB_HAVE_CUDA
+#include "backend/cuda/cuda_device.h"
+#endif
+
+namespace ampwb::ui {
+namespace {
+
+QString epoch_line(const EpochReport& e, int epochs) {
+  return QObject::tr("Epoch %1/%2: train loss %3, validation accuracy %4 % (top-%5 %6 %), %7 s, %8 images/s%9")
+      .arg(e.epoch)
+      .arg(epochs)
+      .arg(e.train_loss, 0, 'f', 4)
+      .arg(100 * e.validation_accuracy, 0, 'f', 2)
+      .arg(e.topk)
+      .arg(100 * e.validation_topk, 0, 'f', 2)
+      .arg(e.seconds, 0, 'f', 1)
+      .arg(e.images_per_second, 0, 'f', 0)
+      .arg(e.skipped_steps ? QObject::tr(", %1 skipped steps").arg(e.skipped_steps) : QString());
+}
+
+bool has_cuda() {
+#ifdef AMPWB_HAVE_CUDA
+  return !cuda_devices().empty();
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(parent), db_path_(db_path) {
+  setObjectName("mainWindow");
+  setWindowTitle(tr("AMP Workbench"));
+  store_ = std::make_unique<RunStore>(db_path.toStdString(), RunStore::Mode::Create);
+  session_ = new TrainingSession(db_path, this);
+  connect(session_, &TrainingSession::events, this, &MainWindow::on_events);
+  connect(session_, &TrainingSession::finished, this, &MainWindow::on_finished);
+
+  setup_ = new RunSetupPanel;
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(setup_);
+  scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setMinimumWidth(setup_->sizeHint().width() + 24);
+  setup_dock_ = new QDockWidget(tr("Run setup"));
+  setup_dock_->setObjectName("setupDock");
+  setup_dock_->setWidget(scroll);
+  setup_dock_->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                           QDockWidget::DockWidgetClosable);
+  addDockWidget(Qt::LeftDockWidgetArea, setup_dock_);
+
+  controls_ = new RunControls;
+  connect(controls_, &RunControls::train_clicked, this, &MainWindow::start_training);
+  connect(controls_, &RunControls::pause_clicked, this, &MainWindow::toggle_pause);
+  connect(controls_, &RunControls::stop_clicked, this, &MainWindow::stop_training);
+  live_charts_ = new ChartPanel;
+  live_charts_->setObjectName("liveCharts");
+  connect(live_charts_, &ChartPanel::status_message, this, [this](const QString& t) { show_status(t, 5000); });
+  training_tab_ = new QWidget;
+  auto* tl = new QVBoxLayout(training_tab_);
+  tl->setContentsMargins(0, 0, 0, 0);
+  tl->addWidget(controls_);
+  tl->addWidget(live_charts_, 1);
+
+  runs_view_ = new RunsView(*store_);
+  connect(runs_view_, &RunsView::open_requested, this, &MainWindow::open_runs);
+  connect(runs_view_, &RunsView::resume_requested, this, &MainWindow::resume_run_interactive);
+  connect(runs_view_, &RunsView::export_csv_requested, this, &MainWindow::export_csv_interactive);
+  connect(runs_view_, &RunsView::export_charts_requested, this, [this](const std::vector<int64_t>& ids) {
+    open_runs(ids);
+    compare_->charts()->export_all();
+  });
+  connect(runs_view_, &RunsView::status_message, this, [this](const QString& t) { show_status(t, 5000); });
+  compare_ = new CompareView(*store_);
+  connect(compare_->charts(), &ChartPanel::status_message, this, [this](const QString& t) { show_status(t, 5000); });
+
+  tabs_ = new QTabWidget;
+  tabs_->setObjectName("tabs");
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(training_tab_, tr("Training"));
+  tabs_->addTab(runs_view_, tr("Runs"));
+  tabs_->addTab(compare_, tr("Compare"));
+  setCentralWidget(tabs_);
+  connect(tabs_, &QTabWidget::currentChanged, this, [this](int) {
+    if (tabs_->currentWidget() == runs_view_) runs_view_->reload();
+  });
+
+  auto* store_label = new QLabel(tr("Runs: %1").arg(QDir::toNativeSeparators(db_path)));
+  store_label->setObjectName("storePath");
+  statusBar()->addPermanentWidget(store_label);
+
+  build_menus();
+  live_ = std::make_unique<RunSeries>();
+  live_charts_->set_runs({live_.get()});
+  setup_->load_settings();
+  runs_view_->reload();
+
+  QSettings settings;
+  if (!restoreGeometry(settings.value("window/geometry").toByteArray())) resize(1500, 950);
+  restoreState(settings.value("window/state").toByteArray());
+  update_actions();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(tr("Choose &dataset folder…"), setup_, &RunSetupPanel::choose_dataset_folder);
+  open->setShortcut(QKeySequence::Open);
+  file->addAction(tr("Use the &sample dataset"), setup_, &RunSetupPanel::use_sample_dataset);
+  file->addSeparator();
+  QAction* charts = file->addAction(tr("Export &charts…"), this, &MainWindow::export_charts_of_current_tab);
+  charts->setShortcut(QKeySequence(tr("Ctrl+E")));
+  QAction* csv = file->addAction(tr("Export CS&V reports…"), this, [this] {
+    if (tabs_->currentWidget() == compare_ && !compare_->run_ids().empty())
+      export_csv_interactive(compare_->run_ids());
+    else if (!runs_view_->selected_ids().empty())
+      export_csv_interactive(runs_view_->selected_ids());
+    else if (live_->run_id)
+      export_csv_interactive({live_->run_id});
+    else
+      show_status(tr("Select runs in the Runs view first"), 5000);
+  });
+  csv->setShortcut(QKeySequence(tr("Ctrl+Shift+E")));
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  train_action_ = run->addAction(tr("&Train"), this, &MainWindow::start_training);
+  train_action_->setShortcut(QKeySequence(tr("Ctrl+R")));
+  pause_action_ = run->addAction(tr("&Pause / resume"), this, &MainWindow::toggle_pause);
+  pause_action_->setShortcut(QKeySequence(tr("Ctrl+P")));
+  stop_action_ = run->addAction(tr("&Stop"), this, &MainWindow::stop_training);
+  stop_action_->setShortcut(QKeySequence(tr("Ctrl+.")));
+  run->addSeparator();
+  sweep_action_ = run->addAction(tr("Precision s&weep…"), this, [this] { show_sweep_dialog(false); });
+  sweep_action_->setShortcut(QKeySequence(tr("Ctrl+Shift+S")));
+  run->addAction(tr("Seed &article experiment (FP32 vs AMP)…"), this, [this] { show_sweep_dialog(true); });
+  run->addSeparator();
+  run->addAction(tr("&Resume the selected run"), this, [this] {
+    const auto ids = runs_view_->selected_ids();
+    if (ids.size() == 1) resume_run_interactive(ids[0]);
+    else show_status(tr("Select one stopped or interrupted run in the Runs view"), 5000);
+  });
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  const QWidget* pages[] = {training_tab_, runs_view_, compare_};
+  const char* names[] = {QT_TR_NOOP("&Training"), QT_TR_NOOP("&Runs"), QT_TR_NOOP("&Compare")};
+  for (int i = 0; i < 3; ++i) {
+    QAction* a = view->addAction(tr(names[i]), this, [this, page = pages[i]] {
+      tabs_->setCurrentWidget(const_cast<QWidget*>(page));
+    });
+    a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));
+  }
+  view->addSeparator();
+  QAction* dock = setup_dock_->toggleViewAction();
+  dock->setText(tr("Run &setup panel"));
+  dock->setShortcut(QKeySequence(tr("Ctrl+0")));
+  view->addAction(dock);
+  QAction* refresh = view->addAction(tr("Re&fresh runs"), runs_view_, &RunsView::reload);
+  refresh->setShortcut(QKeySequence::Refresh);
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  QAction* about = help->addAction(tr("&About AMP Workbench"), this, [this] { show_about(this, db_path_); });
+  about->setShortcut(QKeySequence::HelpContents);
+  help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+}
+
+void MainWindow::update_actions() {
+  const bool running = session_->running();
+  train_action_->setEnabled(!running);
+  sweep_action_->setEnabled(!running);
+  pause_action_->setEnabled(running);
+  stop_action_->setEnabled(running);
+  setup_->set_editable(!running);
+}
+
+void MainWindow::show_status(const QString& text, int timeout_ms) { statusBar()->showMessage(text, timeout_ms); }
+
+std::string MainWindow::checkpoint_folder() const {
+  // Beside the run store, one folder per run: deleted when the run finishes, kept while it can be resumed.
+  const QString stamp = QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz");
+  return QDir(QFileInfo(db_path_).absolutePath()).filePath("checkpoints/" + stamp).toStdString();
+}
+
+bool MainWindow::start_training() {
+  if (session_->running()) return false;
+  setup_->save_settings();
+  sweep_.cancel();
+  const QString problem = start_config(setup_->config(), 0, nullptr);
+  if (problem.isEmpty()) setup_->clear_run_name();
+  else if (isVisible()) QMessageBox::warning(this, tr("Train"), problem);
+  return problem.isEmpty();
+}
+
+QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled) {
+  if (continue_run == 0) config.checkpoint_dir = setup_->checkpoints_enabled() ? checkpoint_folder() : std::string();
+  try {
+    session_->start(config, continue_run);
+  } catch (const std::exception& e) {
+    const QString problem = QString::fromUtf8(e.what());
+    controls_->set_status(tr("Not started: %1").arg(problem));
+    return problem;
+  }
+  // Only folders this window made are removed when their run finishes (a resumed run keeps its stored folder).
+  const QString ours = QDir(QFileInfo(db_path_).absolutePath()).filePath("checkpoints/");
+  checkpoint_dir_ = QString::fromStdString(config.checkpoint_dir).startsWith(ours) ? config.checkpoint_dir : "";
+  // The same object, refilled: the live charts keep their series (no rebuild, no re-layout) from run to run.
+  if (prefilled)
+    live_->replace_with(std::move(*prefilled));
+  else
+    live_->replace_with(RunSeries());
+  live_->config = config;
+  live_->run_id = continue_run;
+  live_->label = "live";
+  live_charts_->refresh();
+  live_charts_->set_export_prefix("run");
+  progress_ = RunProgress{};
+  controls_->clear_progress();
+  controls_->set_notes({});
+  controls_->set_state(RunControls::State::Preparing);
+  controls_->set_status(sweep_.active() ? tr("Sweep run %1/%2 (%3): opening the dataset and building the model…")
+                                              .arg(sweep_.index())
+                                              .arg(sweep_.count())
+                                              .arg(QString::fromStdString(sweep_.current_label()))
+                                        : tr("Opening the dataset and building the model…"));
+  tabs_->setCurrentWidget(training_tab_);
+  update_actions();
+  return {};
+}
+
+void MainWindow::on_events(const EventBatch& batch) {
+  live_->append(batch);
+  if (batch.started) {
+    const RunInfo& info = *batch.started;
+    progress_.start(info, live_->config.epochs);
+    controls_->set_notes(info.notes);
+    controls_->set_state(RunControls::State::Training);
+    controls_->set_status(tr("Run %1%2: %3 on %4 · %5 training and %6 validation images, %7 px")
+                              .arg(live_->run_id)
+                              .arg(sweep_.active() ? tr(" (sweep %1/%2: %3)")
+                                                         .arg(sweep_.index())
+                                                         .arg(sweep_.count())
+                                                         .arg(QString::fromStdString(sweep_.current_label()))
+                                                   : QString())
+                              .arg(QString::fromStdString(info.model_summary),
+                                   QString::fromStdString(info.backend_description))
+                              .arg(info.train_images)
+                              .arg(info.validation_images)
+                              .arg(info.image_size));
+    live_charts_->set_export_prefix(QStringLiteral("run-%1").arg(live_->run_id));
+  }
+  for (const StepReport& s : batch.steps) progress_.step(s);
+  for (const EpochReport& e : batch.epochs) {
+    progress_.epoch(e);
+    show_status(epoch_line(e, live_->config.epochs));
+  }
+  if (!batch.steps.empty() || !batch.epochs.empty()) controls_->show_progress(progress_);
+  live_charts_->refresh_soon();
+}
+
+void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& store_error) {
+  live_->status = end.status;
+  live_charts_->refresh();  // whatever a deferred redraw still owed
+  controls_->set_state(RunControls::State::Idle);
+  QString text = tr("Run %1 %2").arg(run_id).arg(QString::fromUtf8(run_status_name(end.status)));
+  if (!end.reason.empty()) text += ": " + QString::fromStdString(end.reason);
+  if (!store_error.isEmpty()) text += tr(" (not fully recorded: %1)").arg(store_error);
+  if (end.status == RunStatus::Finished && !live_->epochs.empty()) {
+    double best = 0;
+    for (const EpochReport& e : live_->epochs) best = std::max(best, e.validation_accuracy);
+    text += tr(": best validation accuracy %1 %").arg(100 * best, 0, 'f', 2);
+  }
+  controls_->set_status(text);
+  show_status(text, 10000);
+  if (end.status == RunStatus::Finished && !checkpoint_dir_.empty()) {
+    std::error_code ec;  // a finished run cannot be resumed: its checkpoint is only disk space
+    std::filesystem::remove_all(checkpoint_dir_, ec);
+  }
+  checkpoint_dir_.clear();
+  runs_view_->reload();
+  update_actions();
+  Q_EMIT run_finished(run_id, static_cast<int>(end.status));
+
+  if (sweep_.active()) {
+    sweep_.finished(run_id);
+    if (end.status == RunStatus::Cancelled) sweep_.cancel();  // the user stopped it: the rest is not wanted
+    start_next_sweep_run();
+  }
+}
+
+void MainWindow::toggle_pause() {
+  if (!session_->running()) return;
+  if (session_->paused()) {
+    session_->resume();
+    controls_->set_state(RunControls::State::Training);
+    show_status(tr("Resumed"), 3000);
+  } else {
+    session_->pause();
+    controls_->set_state(RunControls::State::Paused);
+    show_status(tr("Paused after the current step"), 3000);
+  }
+}
+
+void MainWindow::stop_training() {
+  if (!session_->running()) return;
+  sweep_.cancel();
+  session_->stop();
+  controls_->set_state(RunControls::State::Stopping);
+  controls_->set_status(tr("Stopping after the current step%1…")
+                            .arg(live_->config.checkpoint_dir.empty() ? QString() : tr(" and saving a checkpoint")));
+}
+
+void MainWindow::show_sweep_dialog(bool seed_article_preset) {
+  if (session_->running()) return;
+  SweepDialog dialog(setup_->config(), has_cuda(), this);
+  if (seed_article_preset) dialog.apply_seed_article_preset();
+  if (dialog.exec() != QDialog::Accepted) return;
+  const auto variants = dialog.chosen();
+  if (variants.empty()) return;
+  start_sweep(dialog.base(), variants);
+}
+
+void MainWindow::start_sweep(const TrainConfig& base, const std::vector<SweepVariant>& variants) {
+  if (session_->running()) return;
+  const std::string prefix = "sweep " + QDateTime::currentDateTime().toString("MMdd-hhmmss").toStdString();
+  sweep_.plan(base, variants, prefix);
+  start_next_sweep_run();
+}
+
+void MainWindow::start_next_sweep_run() {
+  while (const std::optional<TrainConfig> next = sweep_.next()) {
+    if (start_config(*next, 0, nullptr).isEmpty()) return;
+    sweep_.finished(0);  // refused: go on with the next variant
+  }
+  const std::vector<int64_t> ids = sweep_.run_ids();
+  if (ids.empty()) return;
+  open_runs(ids);
+  show_status(tr("Sweep done: %1 runs compared").arg(ids.size()), 10000);
+  Q_EMIT sweep_finished(ids);
+}
+
+void MainWindow::resume_run_interactive(int64_t id) {
+  const QString problem = resume_run(id);
+  if (!problem.isEmpty()) QMessageBox::information(this, tr("Resume"), problem);
+}
+
+QString MainWindow::resume_run(int64_t id) {
+  if (session_->running()) return tr("A run is in progress.");
+  QString problem;
+  TrainConfig config;
+  try {
+    const RunRecord r = store_->run(id);
+    const std::vector<CheckpointInfo> saved = store_->checkpoints(id);
+    if (r.status == RunStatus::Finished) problem = tr("Run %1 finished: there is nothing to resume.").arg(id);
+    else if (store_->recording(id)) problem = tr("Run %1 is being recorded by another process.").arg(id);
+    else if (saved.empty()) problem = tr("Run %1 saved no checkpoint (train with checkpoints on to resume).").arg(id);
+    else if (!std::filesystem::exists(saved.back().path))
+      problem = tr("The checkpoint of run %1 is missing: %2").arg(id).arg(QString::fromStdString(saved.back().path));
+    if (problem.isEmpty()) {
+      config = nlohmann::json::parse(r.config_json).get<TrainConfig>();
+      config.resume_from = saved.back().path;  // the run keeps writing its checkpoints where they were
+    }
+  } catch (const std::exception& e) {
+    problem = QString::fromUtf8(e.what());
+  }
+  if (!problem.isEmpty()) {
+    show_status(problem, 10000);
+    return problem;
+  }
+  // The run continues in its own row (StoreRecorder's continue_run): the charts start from what is stored.
+  auto prefilled = std::make_unique<RunSeries>(load_run_series(*store_, id));
+  return start_config(config, id, std::move(prefilled));
+}
+
+void MainWindow::open_runs(const std::vector<int64_t>& ids) {
+  if (ids.empty()) return;
+  try {
+    compare_->set_runs(ids);
+    tabs_->setCurrentWidget(compare_);
+  } catch (const std::exception& e) {
+    show_status(QString::fromUtf8(e.what()), 10000);
+  }
+}
+
+QStringList MainWindow::export_csv(const std::vector<int64_t>& ids, const QString& folder) {
+  QStringList files;
+  for (const std::string& f : ampwb::export_csv(*store_, ids, folder.toStdString())) files << QString::fromStdString(f);
+  return files;
+}
+
+void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
+  QSettings settings;
+  const QString folder = QFileDialog::getExistingDirectory(this, tr("Export CSV reports into"),
+                                                           settings.value("export/folder", QDir::homePath()).toString());
+  if (folder.isEmpty()) return;
+  settings.setValue("export/folder", folder);
+  try {
+    const QStringList files = export_csv(ids, folder);
+    show_status(tr("Wrote %1 CSV files into %2").arg(files.size()).arg(folder), 10000);
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, tr("Export CSV"), QString::fromUtf8(e.what()));
+  }
+}
+
+void MainWindow::export_charts_of_current_tab() {
+  if (tabs_->currentWidget() == compare_ && !compare_->run_ids().empty()) {
+    compare_->charts()->export_all();
+  } else if (tabs_->currentWidget() == runs_view_ && !runs_view_->selected_ids().empty()) {
+    open_runs(runs_view_->selected_ids());
+    compare_->charts()->export_all();
+  } else {
+    live_charts_->export_all();
+  }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (session_->running()) {
+    const auto answer = QMessageBox::question(
+        this, tr("Quit"), tr("A run is training. Stop it after the current step (resumable when checkpoints are on) "
+                             "and quit?"));
+    if (answer != QMessageBox::Yes) {
+      event->ignore();
+      return;
+    }
+    sweep_.cancel();
+    session_->stop();
+    session_->wait();
+  }
+  setup_->save_settings();
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+  event->accept();
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,99 @@
+// The main window: the run-setup panel in a dock, and three tabs (Training: run controls and live charts; Runs:
+// the run store's table; Compare: stored runs overlaid). It wires these together and owns the training session,
+// the run store connection of the UI thread and the precision sweep; the work itself lives in those classes.
+#pragma once
+
+#include <QMainWindow>
+#include <memory>
+#include <vector>
+
+#include "run_progress.h"
+#include "run_series.h"
+#include "sweep.h"
+#include "training_session.h"
+
+class QAction;
+class QTabWidget;
+class QDockWidget;
+
+namespace ampwb::ui {
+
+class ChartPanel;
+class CompareView;
+class RunControls;
+class RunSetupPanel;
+class RunsView;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  // Opens (creating if needed) the run store at db_path; throws ampwb::Error when it cannot be used.
+  explicit MainWindow(const QString& db_path, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // What the controls and menus do, callable directly (tests, the screenshot scenario).
+  bool start_training();  // Train: the setup panel's configuration; false (and a message) when refused
+  void toggle_pause();
+  void stop_training();
+  void start_sweep(const TrainConfig& base, const std::vector<SweepVariant>& variants);
+  void show_sweep_dialog(bool seed_article_preset = false);
+  // Continues a stopped or interrupted run from its checkpoint, recorded into the same row; returns why not
+  // (empty when it started). resume_run_interactive() says so in a message box.
+  QString resume_run(int64_t id);
+  void resume_run_interactive(int64_t id);
+  void open_runs(const std::vector<int64_t>& ids);  // the Compare tab
+  QStringList export_csv(const std::vector<int64_t>& ids, const QString& folder);  // throws on failure
+
+  RunSetupPanel* setup() const { return setup_; }
+  RunControls* controls() const { return controls_; }
+  ChartPanel* live_charts() const { return live_charts_; }
+  RunsView* runs_view() const { return runs_view_; }
+  CompareView* compare_view() const { return compare_; }
+  QTabWidget* tabs() const { return tabs_; }
+  TrainingSession* session() const { return session_; }
+  const RunSeries* live_run() const { return live_.get(); }
+  const QString& db_path() const { return db_path_; }
+
+ Q_SIGNALS:
+  void run_finished(qint64 run_id, int status);  // status: ampwb::RunStatus
+  void sweep_finished(const std::vector<int64_t>& run_ids);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void build_menus();
+  // Starts a run; returns why not (empty when it started).
+  QString start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled);
+  void start_next_sweep_run();
+  void on_events(const EventBatch& batch);
+  void on_finished(qint64 run_id, const RunEnd& end, const QString& store_error);
+  void export_charts_of_current_tab();
+  void export_csv_interactive(std::vector<int64_t> ids);
+  void update_actions();
+  void show_status(const QString& text, int timeout_ms = 0);
+  std::string checkpoint_folder() const;
+
+  QString db_path_;
+  std::unique_ptr<RunStore> store_;  // the UI thread's connection (the session opens its own)
+  TrainingSession* session_ = nullptr;
+  Sweep sweep_;
+  std::unique_ptr<RunSeries> live_;
+  RunProgress progress_;
+  std::string checkpoint_dir_;  // of the current run, removed when it finishes
+
+  RunSetupPanel* setup_ = nullptr;
+  QDockWidget* setup_dock_ = nullptr;
+  RunControls* controls_ = nullptr;
+  ChartPanel* live_charts_ = nullptr;
+  RunsView* runs_view_ = nullptr;
+  CompareView* compare_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QWidget* training_tab_ = nullptr;
+  QAction* train_action_ = nullptr;
+  QAction* pause_action_ = nullptr;
+  QAction* stop_action_ = nullptr;
+  QAction* sweep_action_ = nullptr;
+};
+
+}  // namespace ampwb::ui

@@ -1,0 +1,75 @@
+// The base of every chart: a QChartView that draws one metric of one run, or of several runs overlaid (a
+// comparison), from RunSeries. update_from() is cheap when nothing changed, so a live view can call it on every
+// batch; a chart rebuilds its series only when the runs or the options change, and otherwise just replaces the
+// (decimated) points. Hovering a curve shows its values; the context menu exports the chart.
+#pragma once
+
+#include <QChartView>
+#include <QString>
+#include <vector>
+
+#include "run_series.h"
+
+class QAbstractAxis;
+class QAbstractSeries;
+class QLineSeries;
+class QValueAxis;
+class QXYSeries;
+
+namespace ampwb::ui {
+
+struct ChartOptions {
+  double smoothing = 0.6;  // EMA weight for per-step curves, 0 = raw
+  bool bands = false;      // mean ± std over the runs (offered when they differ only by seed)
+  QString histogram_kind = "weight";  // "weight" or "activation"
+  int histogram_epoch = 0;            // 0 = the latest
+  bool operator==(const ChartOptions&) const = default;
+};
+
+using RunList = std::vector<const RunSeries*>;
+
+class MetricChart : public QChartView {
+  Q_OBJECT
+ public:
+  MetricChart(QString metric, QString title, QWidget* parent = nullptr);
+
+  const QString& metric() const { return metric_; }  // "loss", "accuracy", ... (file names, the CLI)
+  const QString& title() const { return title_; }
+  void update_from(const RunList& runs, const ChartOptions& options);
+  void force_rebuild() { signature_.clear(); }
+
+  int series_count() const;
+  qsizetype point_count() const;  // points drawn over all XY series (tests)
+
+ Q_SIGNALS:
+  void export_requested(ampwb::ui::MetricChart* chart);
+
+ protected:
+  virtual void rebuild(const RunList& runs, const ChartOptions& options) = 0;  // new series for new runs/options
+  virtual void refresh(const RunList& runs, const ChartOptions& options) = 0;  // new points in the same series
+  // Per-epoch charts redraw only when epochs arrive, not with every step.
+  virtual bool follows_steps() const { return true; }
+
+  // Sets a value axis to a range rounded out to nice tick values (1, 2, 2.5 or 5 times a power of ten), and only
+  // when that range changes: every axis change makes QtCharts re-lay out every series on it.
+  static void set_nice_range(QValueAxis* axis, double low, double high, int ticks = 5);
+
+  // Helpers for subclasses: an axis pair, a series attached to them, hover tooltips, hidden legend entries.
+  void reset_chart();
+  QLineSeries* add_line(const QString& name, const QPen& pen, QAbstractAxis* x, QAbstractAxis* y);
+  void attach(QAbstractSeries* series, QAbstractAxis* x, QAbstractAxis* y);
+  void show_values_on_hover(QXYSeries* series, const QString& x_label, int y_decimals, const QString& y_unit = {});
+  void hide_from_legend(QAbstractSeries* series);
+  int buckets() const;  // decimation buckets: about one per horizontal pixel of the plot
+  bool multi(const RunList& runs) const { return runs.size() > 1; }
+
+  void contextMenuEvent(QContextMenuEvent* event) override;
+  void changeEvent(QEvent* event) override;
+
+ private:
+  QString metric_, title_;
+  std::vector<uint64_t> signature_;  // runs and options of the series built
+  std::vector<uint64_t> revisions_;  // data drawn
+};
+
+}  // namespace ampwb::ui

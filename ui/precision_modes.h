@@ -1,0 +1,37 @@
+// The precision modes as the UI offers them: a one-line explanation of each, and the sweep's variants (a mode
+// plus an override, e.g. amp-fp16 without loss scaling). Plain C++.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "train/config.h"
+
+namespace ampwb::ui {
+
+struct PrecisionModeInfo {
+  const char* mode;     // fp32, tf32, amp-fp16, ...
+  const char* title;    // for a combo box
+  const char* explain;  // one line
+};
+const std::vector<PrecisionModeInfo>& precision_modes();
+const PrecisionModeInfo* find_precision_mode(const std::string& mode);
+
+// One run of a precision sweep: a mode's preset with an optional change.
+struct SweepVariant {
+  std::string key;    // "amp-fp16-noscale": stable, for settings
+  std::string label;  // "amp-fp16, no loss scaling"
+  std::string mode;
+  bool loss_scaling_off = false;
+  bool cuda_only = false;
+};
+const std::vector<SweepVariant>& sweep_variants();
+// `base` with the variant's precision (preset, then the override); other settings untouched.
+TrainConfig apply_variant(TrainConfig base, const SweepVariant& variant);
+
+// The first seed article's experiment (ResNet-18, Adam lr 0.001, batch 16, 224 px, 5 epochs, 80/20 split, FP32
+// against AMP) on `data_dir`, and the variants it compares.
+TrainConfig seed_article_config(const std::string& data_dir);
+std::vector<std::string> seed_article_variants();  // keys: fp32, amp-fp16
+
+}  // namespace ampwb::ui

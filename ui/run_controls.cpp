@@ -1,0 +1,109 @@
+// RunControls: buttons that follow the run's state, progress with ETA, status and notes.
+#include "run_controls.h"
+
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QStyle>
+
+namespace ampwb::ui {
+
+RunControls::RunControls(QWidget* parent) : QWidget(parent) {
+  setObjectName("runControls");
+  train_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPlay), tr("Train"));
+  train_->setObjectName("trainButton");
+  train_->setDefault(true);
+  pause_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaPause), tr("Pause"));
+  pause_->setObjectName("pauseButton");
+  stop_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaStop), tr("Stop"));
+  stop_->setObjectName("stopButton");
+  stop_->setToolTip(tr("Stop after the current step; with checkpoints on, the run can be resumed later"));
+  progress_ = new QProgressBar;
+  progress_->setObjectName("progress");
+  progress_->setRange(0, 1000);
+  progress_->setTextVisible(true);
+  eta_ = new QLabel;
+  eta_->setObjectName("eta");
+  eta_->setFixedWidth(eta_->fontMetrics().horizontalAdvance("ETA 99 min 59 s  ") + 8);  // no relayout as it changes
+  status_ = new QLabel(tr("Ready: choose a dataset and click Train."));
+  status_->setObjectName("statusLine");
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Fixed heights: a status or a note that changed the layout would resize, re-lay out and redraw every chart.
+  status_->setWordWrap(true);
+  status_->setFixedHeight(status_->fontMetrics().lineSpacing() * 2 + 2);
+  status_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  notes_ = new QLabel;
+  notes_->setObjectName("runNotes");
+  notes_->setWordWrap(true);
+  notes_->setFixedHeight(notes_->fontMetrics().lineSpacing() * 2 + 2);
+  notes_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+
+  auto* layout = new QGridLayout(this);
+  layout->setContentsMargins(6, 6, 6, 0);
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(train_);
+  buttons->addWidget(pause_);
+  buttons->addWidget(stop_);
+  layout->addLayout(buttons, 0, 0);
+  layout->addWidget(progress_, 0, 1);
+  layout->addWidget(eta_, 0, 2);
+  layout->addWidget(status_, 1, 0, 1, 3);
+  layout->addWidget(notes_, 2, 0, 1, 3);
+  layout->setColumnStretch(1, 1);
+
+  connect(train_, &QPushButton::clicked, this, &RunControls::train_clicked);
+  connect(pause_, &QPushButton::clicked, this, &RunControls::pause_clicked);
+  connect(stop_, &QPushButton::clicked, this, &RunControls::stop_clicked);
+  set_state(State::Idle);
+}
+
+void RunControls::set_state(State state) {
+  state_ = state;
+  const bool active = state != State::Idle;
+  train_->setEnabled(!active);
+  pause_->setEnabled(state == State::Training || state == State::Paused);
+  stop_->setEnabled(state == State::Preparing || state == State::Training || state == State::Paused);
+  const bool paused = state == State::Paused;
+  pause_->setText(paused ? tr("Resume") : tr("Pause"));
+  pause_->setIcon(style()->standardIcon(paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
+  if (state == State::Preparing) {
+    progress_->setRange(0, 0);  // busy: opening the dataset and building the model has no step count yet
+  } else {
+    progress_->setRange(0, 1000);
+  }
+}
+
+void RunControls::set_status(const QString& text) {
+  status_->setText(text);
+  status_->setToolTip(text);  // the label shows two lines; the tooltip all of it
+}
+
+void RunControls::set_notes(const std::vector<std::string>& notes) {
+  QStringList lines;
+  for (const std::string& n : notes) lines << tr("Note: %1").arg(QString::fromStdString(n));
+  notes_->setText(lines.join(' '));
+  notes_->setToolTip(lines.join('\n'));
+}
+
+void RunControls::show_progress(const RunProgress& p) {
+  if (!p.started()) return;
+  progress_->setValue(static_cast<int>(p.fraction() * 1000));
+  progress_->setFormat(tr("epoch %1/%2 · step %3/%4 · %p%")
+                           .arg(p.current_epoch())
+                           .arg(p.epochs())
+                           .arg(p.step_in_epoch())
+                           .arg(p.steps_per_epoch()));
+  const double eta = p.eta_seconds();
+  eta_->setText(eta < 0 ? tr("ETA: estimating…") : tr("ETA %1").arg(QString::fromStdString(format_duration(eta))));
+}
+
+void RunControls::clear_progress() {
+  progress_->setRange(0, 1000);
+  progress_->setValue(0);
+  progress_->setFormat("%p%");
+  eta_->clear();
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,51 @@
+// The strip above the live charts: Train, Pause/Resume and Stop, a progress bar with the ETA, a status line, and
+// the run's notes (e.g. BF16 slower than FP32 on a CPU without AMX; FP16 emulated on the CPU).
+#pragma once
+
+#include <QWidget>
+
+#include "run_progress.h"
+#include "train/events.h"
+
+class QLabel;
+class QProgressBar;
+class QPushButton;
+
+namespace ampwb::ui {
+
+class RunControls : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RunControls(QWidget* parent = nullptr);
+
+  enum class State { Idle, Preparing, Training, Paused, Stopping };
+  void set_state(State state);
+  State state() const { return state_; }
+
+  void set_status(const QString& text);
+  void set_notes(const std::vector<std::string>& notes);
+  // Progress from the live run: "epoch 2/5 · step 120/469 · 43 % · ETA 3 min 10 s".
+  void show_progress(const RunProgress& progress);
+  void clear_progress();
+
+  QPushButton* train_button() const { return train_; }
+  QPushButton* pause_button() const { return pause_; }
+  QPushButton* stop_button() const { return stop_; }
+
+ Q_SIGNALS:
+  void train_clicked();
+  void pause_clicked();  // pause or resume, by state
+  void stop_clicked();
+
+ private:
+  State state_ = State::Idle;
+  QPushButton* train_ = nullptr;
+  QPushButton* pause_ = nullptr;
+  QPushButton* stop_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QLabel* eta_ = nullptr;
+  QLabel* status_ = nullptr;
+  QLabel* notes_ = nullptr;
+};
+
+}  // namespace ampwb::ui

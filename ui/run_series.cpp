@@ -1,0 +1,101 @@
+// RunSeries: live appends, loading from the store, and the "differ only by seed" test for mean ± std bands.
+#include "run_series.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace ampwb::ui {
+
+void RunSeries::append(const EventBatch& batch) {
+  if (batch.run_id != 0) run_id = batch.run_id;
+  if (batch.started) {
+    steps_per_epoch = batch.started->steps_per_epoch;
+    first_epoch = batch.started->first_epoch;
+    notes = batch.started->notes;
+    std::erase_if(epochs, [&](const EpochReport& e) { return e.epoch >= first_epoch; });
+    std::erase_if(histograms, [&](const GradientHistogram& h) { return h.epoch >= first_epoch; });
+  }
+  if (!batch.steps.empty()) {
+    const int64_t first = batch.steps.front().step;
+    if (!steps.empty() && steps.back().step >= first)
+      std::erase_if(steps, [&](const StepReport& s) { return s.step >= first; });
+    steps.insert(steps.end(), batch.steps.begin(), batch.steps.end());
+  }
+  epochs.insert(epochs.end(), batch.epochs.begin(), batch.epochs.end());
+  histograms.insert(histograms.end(), batch.histograms.begin(), batch.histograms.end());
+  if (batch.ended) status = batch.ended->status;
+  if (!batch.empty()) ++revision;
+  if (batch.started || !batch.epochs.empty() || !batch.histograms.empty() || batch.ended) ++epoch_revision;
+}
+
+void RunSeries::replace_with(RunSeries other) {
+  other.revision = std::max(other.revision, revision) + 1;
+  other.epoch_revision = std::max(other.epoch_revision, epoch_revision) + 1;
+  *this = std::move(other);
+}
+
+double RunSeries::epoch_end_step(int epoch) const {
+  if (steps_per_epoch > 0) return static_cast<double>(epoch) * steps_per_epoch - 1;
+  // Without RunInfo (an old store row): the last step reported in that epoch.
+  double last = 0;
+  for (const StepReport& s : steps)
+    if (s.epoch == epoch) last = static_cast<double>(s.step);
+  return last;
+}
+
+std::string run_label(const RunRecord& r) {
+  std::string label = std::to_string(r.id) + " · ";
+  if (r.name.empty() || r.name == r.precision)
+    label += r.precision;
+  else if (r.name.find(r.precision) != std::string::npos)
+    label += r.name;
+  else
+    label += r.name + " (" + r.precision + ")";
+  return label;
+}
+
+RunSeries load_run_series(const RunStore& store, int64_t id) {
+  const RunRecord record = store.run(id);
+  RunSeries s;
+  s.run_id = id;
+  s.label = run_label(record);
+  s.status = record.status;
+  try {
+    s.config = nlohmann::json::parse(record.config_json).get<TrainConfig>();
+    const auto info = nlohmann::json::parse(record.info_json);
+    s.steps_per_epoch = info.value("steps_per_epoch", int64_t{0});
+    s.first_epoch = info.value("first_epoch", 1);
+    if (info.contains("notes")) s.notes = info.at("notes").get<std::vector<std::string>>();
+  } catch (const std::exception&) {
+    // An unreadable row keeps its defaults: its curves still draw.
+  }
+  s.steps = store.steps(id);
+  s.epochs = store.epochs(id);
+  s.histograms = store.histograms(id);
+  s.revision = s.epoch_revision = 1;
+  return s;
+}
+
+bool differ_only_by_seed(const std::vector<TrainConfig>& configs) {
+  if (configs.size() < 2) return false;
+  // The settings that do not change the curves (or are the seed itself) are set equal before comparing.
+  auto normalized = [](TrainConfig c) {
+    c.name.clear();
+    c.seed = 0;
+    c.checkpoint_dir.clear();
+    c.resume_from.clear();
+    c.threads = 0;
+    c.data.cache_budget_mb = 0;
+    c.data.loader_threads = 0;
+    return nlohmann::json(c);
+  };
+  const nlohmann::json first = normalized(configs[0]);
+  bool seeds_differ = false;
+  for (size_t i = 1; i < configs.size(); ++i) {
+    if (normalized(configs[i]) != first) return false;
+    if (configs[i].seed != configs[0].seed) seeds_differ = true;
+  }
+  return seeds_differ;
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,48 @@
+// The plain data model every chart draws from: one run's configuration, steps, epochs and histograms. A live run
+// grows it batch by batch; a stored run is loaded from the run store. Charts only read it. No Qt types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "event_queue.h"
+#include "store/run_record.h"
+#include "store/run_store.h"
+#include "train/config.h"
+#include "train/events.h"
+
+namespace ampwb::ui {
+
+struct RunSeries {
+  int64_t run_id = 0;   // 0 while a live run has no stored row yet
+  std::string label;    // the legend entry, e.g. "12 · amp-fp16"
+  TrainConfig config;
+  RunStatus status = RunStatus::Running;
+  int64_t steps_per_epoch = 0;
+  int first_epoch = 1;
+  std::vector<std::string> notes;  // RunInfo::notes
+  std::vector<StepReport> steps;
+  std::vector<EpochReport> epochs;
+  std::vector<GradientHistogram> histograms;
+  uint64_t revision = 0;        // bumped by every change, so charts skip redrawing what they already show
+  uint64_t epoch_revision = 0;  // bumped when epochs, histograms or the run's state change (not by steps)
+
+  // Adds a live batch. A resumed run reports again from its checkpoint: what it reports replaces what was there.
+  void append(const EventBatch& batch);
+  // Becomes `other` (another run in the same object), its revisions above any this one had, so a chart that drew
+  // the old run never mistakes the new one for what it already shows.
+  void replace_with(RunSeries other);
+  // The x position of the end of `epoch` on a per-step axis.
+  double epoch_end_step(int epoch) const;
+};
+
+// A stored run as a series (everything the store holds for it).
+RunSeries load_run_series(const RunStore& store, int64_t id);
+// "12 · amp-fp16" (id, then the name when it is not just the mode).
+std::string run_label(const RunRecord& record);
+
+// Runs that share every setting but the seed (and settings that leave the curves alone): mean ± std applies.
+bool differ_only_by_seed(const std::vector<TrainConfig>& configs);
+
+}  // namespace ampwb::ui

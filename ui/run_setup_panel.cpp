@@ -1,0 +1,516 @@
+// RunSetupPanel: the form, its mapping to and from TrainConfig, the dataset check and the remembered settings.
+#include "run_setup_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QTimer>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <nlohmann/json.hpp>
+
+#include "amp/loss_scaler.h"
+#include "backend/cpu/cpu_backend.h"
+#include "core/error.h"
+#include "models/resnet.h"
+#include "precision_modes.h"
+#ifdef AMPWB_HAVE_CUDA
+#include "backend/cuda/cuda_device.h"
+#endif
+
+namespace ampwb::ui {
+namespace {
+
+const char* const kScalerPresets[] = {"pytorch", "apex", "paddle", "paddle-2.2", "deepspeed", "megatron", "tensorflow"};
+
+QDoubleSpinBox* number_box(double min, double max, int decimals, double step) {
+  auto* box = new QDoubleSpinBox;
+  box->setRange(min, max);
+  box->setDecimals(decimals);
+  box->setSingleStep(step);
+  return box;
+}
+
+QSpinBox* int_box(int min, int max) {
+  auto* box = new QSpinBox;
+  box->setRange(min, max);
+  return box;
+}
+
+void select_data(QComboBox* box, const QVariant& value) {
+  const int i = box->findData(value);
+  if (i >= 0) box->setCurrentIndex(i);
+}
+
+QString depth_title(int depth) {
+  return is_cifar_depth(depth) ? QStringLiteral("ResNet-%1 (CIFAR)").arg(depth) : QStringLiteral("ResNet-%1").arg(depth);
+}
+
+}  // namespace
+
+RunSetupPanel::RunSetupPanel(QWidget* parent) : QWidget(parent) {
+  setObjectName("runSetupPanel");
+  build();
+  connect(&inspector_, &DatasetInspector::finished, this, &RunSetupPanel::show_inspection);
+}
+
+TrainConfig RunSetupPanel::first_launch_config() {
+  TrainConfig c;
+  try {
+    c.data_dir = builtin_sample_dataset();
+  } catch (const std::exception&) {
+    // Not installed: the user picks a folder; the dataset box says how to get the sample.
+  }
+  c.depth = 18;
+  c.epochs = 2;
+  c.batch_size = 64;
+  c.data.max_train_images = 2000;
+  return c;
+}
+
+void RunSetupPanel::build() {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addWidget(build_data_group());
+  layout->addWidget(build_model_group());
+  layout->addWidget(build_training_group());
+  advanced_toggle_ = new QToolButton;
+  advanced_toggle_->setObjectName("advancedToggle");
+  advanced_toggle_->setText(tr("Advanced: loss scaler, optimizer details, data"));
+  advanced_toggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  advanced_toggle_->setArrowType(Qt::RightArrow);
+  advanced_toggle_->setCheckable(true);
+  advanced_toggle_->setAutoRaise(true);
+  layout->addWidget(advanced_toggle_);
+  advanced_ = build_advanced_group();
+  advanced_->setVisible(false);
+  layout->addWidget(advanced_);
+  connect(advanced_toggle_, &QToolButton::toggled, this, [this](bool open) {
+    advanced_->setVisible(open);
+    advanced_toggle_->setArrowType(open ? Qt::DownArrow : Qt::RightArrow);
+  });
+  layout->addStretch(1);
+
+  inspect_later_ = new QTimer(this);
+  inspect_later_->setSingleShot(true);
+  inspect_later_->setInterval(400);  // typing a path or spinning a number inspects once, when it settles
+  connect(inspect_later_, &QTimer::timeout, this, &RunSetupPanel::request_inspection);
+  connect(val_fraction_, &QDoubleSpinBox::valueChanged, inspect_later_, qOverload<>(&QTimer::start));
+  connect(max_images_, &QSpinBox::valueChanged, inspect_later_, qOverload<>(&QTimer::start));
+  connect(seed_, &QSpinBox::valueChanged, inspect_later_, qOverload<>(&QTimer::start));
+}
+
+QWidget* RunSetupPanel::build_data_group() {
+  auto* group = new QGroupBox(tr("Dataset"));
+  auto* layout = new QVBoxLayout(group);
+  auto* row = new QHBoxLayout;
+  dataset_ = new QLineEdit;
+  dataset_->setObjectName("datasetPath");
+  dataset_->setPlaceholderText(tr("an image folder, IDX or CIFAR-10 files"));
+  connect(dataset_, &QLineEdit::editingFinished, this, &RunSetupPanel::request_inspection);
+  auto* browse = new QToolButton;
+  browse->setText(tr("…"));
+  browse->setToolTip(tr("Choose a dataset folder (Ctrl+O)"));
+  connect(browse, &QToolButton::clicked, this, &RunSetupPanel::choose_dataset_folder);
+  auto* sample = new QToolButton;
+  sample->setText(tr("Sample"));
+  sample->setToolTip(tr("The built-in sample: Fashion-MNIST (Debian package dataset-fashion-mnist)"));
+  connect(sample, &QToolButton::clicked, this, &RunSetupPanel::use_sample_dataset);
+  row->addWidget(dataset_, 1);
+  row->addWidget(browse);
+  row->addWidget(sample);
+  layout->addLayout(row);
+
+  dataset_status_ = new QLabel;
+  dataset_status_->setObjectName("datasetStatus");
+  dataset_status_->setWordWrap(true);
+  layout->addWidget(dataset_status_);
+  dataset_report_ = new QPlainTextEdit;
+  dataset_report_->setObjectName("datasetReport");
+  dataset_report_->setReadOnly(true);
+  dataset_report_->setLineWrapMode(QPlainTextEdit::NoWrap);
+  dataset_report_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  dataset_report_->setMinimumHeight(90);
+  dataset_report_->setMaximumHeight(150);
+  layout->addWidget(dataset_report_);
+
+  auto* form = new QFormLayout;
+  val_fraction_ = number_box(0, 0.9, 2, 0.05);
+  val_fraction_->setObjectName("validationFraction");
+  val_fraction_->setToolTip(tr("Held out per class when the data has no validation split of its own"));
+  max_images_ = int_box(0, 100000000);
+  max_images_->setObjectName("maxTrainImages");
+  max_images_->setSpecialValueText(tr("all"));
+  max_images_->setSingleStep(500);
+  max_images_->setToolTip(tr("Train on the first N images (round-robin over the classes): quick experiments"));
+  form->addRow(tr("Validation fraction"), val_fraction_);
+  form->addRow(tr("Training images"), max_images_);
+  layout->addLayout(form);
+  return group;
+}
+
+QWidget* RunSetupPanel::build_model_group() {
+  auto* group = new QGroupBox(tr("Model and precision"));
+  auto* form = new QFormLayout(group);
+  depth_ = new QComboBox;
+  depth_->setObjectName("depth");
+  for (int d : supported_depths()) depth_->addItem(depth_title(d), d);
+  precision_ = new QComboBox;
+  precision_->setObjectName("precision");
+  for (const PrecisionModeInfo& m : precision_modes()) precision_->addItem(QString::fromUtf8(m.title), m.mode);
+  precision_help_ = new QLabel;
+  precision_help_->setObjectName("precisionHelp");
+  precision_help_->setWordWrap(true);
+  QFont small = precision_help_->font();
+  small.setPointSizeF(small.pointSizeF() * 0.9);
+  precision_help_->setFont(small);
+  connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_precision_help);
+  device_ = new QComboBox;
+  device_->setObjectName("device");
+  {
+    const CpuBackend cpu;
+    device_->addItem(tr("CPU: %1").arg(QString::fromStdString(cpu.isa())), "cpu");
+    device_->setItemData(0, QString::fromStdString(cpu.description()), Qt::ToolTipRole);
+  }
+#ifdef AMPWB_HAVE_CUDA
+  for (const CudaDeviceInfo& gpu : cuda_devices())
+    device_->addItem(tr("GPU %1: %2 (%3 GiB)")
+                         .arg(gpu.index)
+                         .arg(QString::fromStdString(gpu.name))
+                         .arg(gpu.total_memory_bytes / double(1 << 30), 0, 'f', 0),
+                     QStringLiteral("cuda:%1").arg(gpu.index));
+#endif
+  form->addRow(tr("Model"), depth_);
+  form->addRow(tr("Precision"), precision_);
+  form->addRow(precision_help_);
+  form->addRow(tr("Device"), device_);
+  return group;
+}
+
+QWidget* RunSetupPanel::build_training_group() {
+  auto* group = new QGroupBox(tr("Training"));
+  auto* form = new QFormLayout(group);
+  epochs_ = int_box(1, 10000);
+  epochs_->setObjectName("epochs");
+  batch_ = int_box(2, 65536);
+  batch_->setObjectName("batchSize");
+  image_size_ = int_box(0, 1024);
+  image_size_->setObjectName("imageSize");
+  image_size_->setSpecialValueText(tr("auto (the data's)"));
+  image_size_->setSuffix(tr(" px"));
+  optimizer_ = new QComboBox;
+  optimizer_->setObjectName("optimizer");
+  optimizer_->addItem(tr("SGD with momentum"), "sgd");
+  optimizer_->addItem(tr("Adam"), "adam");
+  optimizer_->addItem(tr("AdamW"), "adamw");
+  lr_ = number_box(0.000001, 10, 6, 0.001);
+  lr_->setObjectName("learningRate");
+  schedule_ = new QComboBox;
+  schedule_->setObjectName("schedule");
+  schedule_->addItem(tr("cosine decay"), "cosine");
+  schedule_->addItem(tr("step decay (x0.1 every 30 epochs)"), "step");
+  schedule_->addItem(tr("constant"), "constant");
+  seed_ = int_box(0, std::numeric_limits<int>::max());
+  seed_->setObjectName("seed");
+  name_ = new QLineEdit;
+  name_->setObjectName("runName");
+  name_->setPlaceholderText(tr("automatic"));
+  checkpoints_ = new QCheckBox(tr("Save checkpoints (Stop leaves a resumable run)"));
+  checkpoints_->setObjectName("checkpoints");
+  form->addRow(tr("Epochs"), epochs_);
+  form->addRow(tr("Batch size"), batch_);
+  form->addRow(tr("Image size"), image_size_);
+  form->addRow(tr("Optimizer"), optimizer_);
+  form->addRow(tr("Learning rate"), lr_);
+  form->addRow(tr("Schedule"), schedule_);
+  form->addRow(tr("Seed"), seed_);
+  form->addRow(tr("Run name"), name_);
+  form->addRow(checkpoints_);
+  return group;
+}
+
+QWidget* RunSetupPanel::build_advanced_group() {
+  auto* box = new QWidget;
+  box->setObjectName("advanced");
+  auto* layout = new QVBoxLayout(box);
+  layout->setContentsMargins(0, 0, 0, 0);
+
+  auto* scaler = new QGroupBox(tr("Loss scaler"));
+  auto* sf = new QFormLayout(scaler);
+  scale_kind_ = new QComboBox;
+  scale_kind_->setObjectName("lossScaleKind");
+  scale_kind_->addItem(tr("as the precision mode says"), "");
+  scale_kind_->addItem(tr("off"), "off");
+  scale_kind_->addItem(tr("static"), "static");
+  scale_kind_->addItem(tr("dynamic"), "dynamic");
+  scaler_preset_ = new QComboBox;
+  scaler_preset_->setObjectName("scalerPreset");
+  for (const char* p : kScalerPresets) scaler_preset_->addItem(p, p);
+  connect(scaler_preset_, &QComboBox::activated, this, &RunSetupPanel::apply_scaler_preset);
+  init_scale_ = number_box(1e-6, 1e12, 1, 1024);
+  growth_factor_ = number_box(1.0001, 1000, 3, 0.5);
+  backoff_factor_ = number_box(0.0001, 0.9999, 4, 0.05);
+  growth_interval_ = int_box(1, 100000000);
+  hysteresis_ = int_box(1, 1000);
+  min_scale_ = number_box(0, 1e12, 4, 1);
+  min_scale_->setSpecialValueText(tr("none"));
+  max_scale_ = number_box(0, 1e12, 1, 1024);
+  max_scale_->setSpecialValueText(tr("none"));
+  master_weights_ = new QComboBox;
+  master_weights_->addItem(tr("as the precision mode says"), "");
+  master_weights_->addItem(tr("on (FP32 copy)"), "on");
+  master_weights_->addItem(tr("off"), "off");
+  sf->addRow(tr("Scaling"), scale_kind_);
+  sf->addRow(tr("Defaults of"), scaler_preset_);
+  sf->addRow(tr("Initial scale"), init_scale_);
+  sf->addRow(tr("Growth factor"), growth_factor_);
+  sf->addRow(tr("Backoff factor"), backoff_factor_);
+  sf->addRow(tr("Growth interval"), growth_interval_);
+  sf->addRow(tr("Hysteresis"), hysteresis_);
+  sf->addRow(tr("Minimum scale"), min_scale_);
+  sf->addRow(tr("Maximum scale"), max_scale_);
+  sf->addRow(tr("Master weights"), master_weights_);
+  layout->addWidget(scaler);
+
+  auto* more = new QGroupBox(tr("Optimizer and data"));
+  auto* mf = new QFormLayout(more);
+  warmup_ = int_box(0, 10000);
+  momentum_ = number_box(0, 0.999, 3, 0.01);
+  weight_decay_ = number_box(0, 1, 6, 0.0001);
+  label_smoothing_ = number_box(0, 0.99, 3, 0.05);
+  grad_clip_ = number_box(0, 1e6, 3, 0.5);
+  grad_clip_->setSpecialValueText(tr("off"));
+  topk_ = int_box(1, 100);
+  augment_ = new QCheckBox(tr("random crop and flip"));
+  stem_ = new QComboBox;
+  stem_->addItem(tr("auto (small below 64 px)"), "auto");
+  stem_->addItem(tr("ImageNet (7x7, max pool)"), "imagenet");
+  stem_->addItem(tr("small (3x3, no pool)"), "small");
+  threads_ = int_box(0, 1024);
+  threads_->setObjectName("threads");
+  threads_->setSpecialValueText(tr("all cores"));
+  max_steps_ = int_box(0, 100000000);
+  max_steps_->setObjectName("maxStepsPerEpoch");
+  max_steps_->setSpecialValueText(tr("whole epoch"));
+  mf->addRow(tr("Warm-up epochs"), warmup_);
+  mf->addRow(tr("Momentum (SGD)"), momentum_);
+  mf->addRow(tr("Weight decay"), weight_decay_);
+  mf->addRow(tr("Label smoothing"), label_smoothing_);
+  mf->addRow(tr("Gradient clipping"), grad_clip_);
+  mf->addRow(tr("Top-k accuracy"), topk_);
+  mf->addRow(tr("Augmentation"), augment_);
+  mf->addRow(tr("Stem"), stem_);
+  mf->addRow(tr("Threads"), threads_);
+  mf->addRow(tr("Steps per epoch"), max_steps_);
+  layout->addWidget(more);
+  return box;
+}
+
+void RunSetupPanel::update_precision_help() {
+  const PrecisionModeInfo* m = find_precision_mode(precision_->currentData().toString().toStdString());
+  precision_help_->setText(m ? QString::fromUtf8(m->explain) : QString());
+}
+
+void RunSetupPanel::apply_scaler_preset() {
+  const LossScaleConfig s = loss_scale_preset(scaler_preset_->currentData().toString().toStdString());
+  init_scale_->setValue(s.init_scale);
+  growth_factor_->setValue(s.growth_factor);
+  backoff_factor_->setValue(s.backoff_factor);
+  growth_interval_->setValue(static_cast<int>(s.growth_interval));
+  hysteresis_->setValue(s.hysteresis);
+  min_scale_->setValue(s.min_scale);
+  max_scale_->setValue(s.max_scale);
+}
+
+TrainConfig RunSetupPanel::config() const {
+  TrainConfig c;
+  c.name = name_->text().trimmed().toStdString();
+  c.data_dir = dataset_->text().trimmed().toStdString();
+  c.data.validation_fraction = val_fraction_->value();
+  c.data.max_train_images = max_images_->value();
+  c.depth = depth_->currentData().toInt();
+  c.device = device_->currentData().toString().toStdString();
+  c.epochs = epochs_->value();
+  c.batch_size = batch_->value();
+  c.image_size = image_size_->value();
+  c.optimizer.kind = optimizer_->currentData().toString().toStdString();
+  c.lr = static_cast<float>(lr_->value());
+  c.schedule = schedule_->currentData().toString().toStdString();
+  c.seed = static_cast<uint64_t>(seed_->value());
+
+  c.precision = precision_preset(precision_->currentData().toString().toStdString());
+  LossScaleConfig& s = c.precision.loss_scale;
+  const QString kind = scale_kind_->currentData().toString();
+  if (!kind.isEmpty()) s.kind = kind.toStdString();
+  s.init_scale = init_scale_->value();
+  s.growth_factor = growth_factor_->value();
+  s.backoff_factor = backoff_factor_->value();
+  s.growth_interval = growth_interval_->value();
+  s.hysteresis = hysteresis_->value();
+  s.min_scale = min_scale_->value();
+  s.max_scale = max_scale_->value();
+  const QString master = master_weights_->currentData().toString();
+  if (!master.isEmpty()) c.precision.master_weights = master == "on";
+
+  c.warmup_epochs = warmup_->value();
+  c.optimizer.momentum = static_cast<float>(momentum_->value());
+  c.optimizer.weight_decay = static_cast<float>(weight_decay_->value());
+  c.label_smoothing = static_cast<float>(label_smoothing_->value());
+  c.grad_clip_norm = static_cast<float>(grad_clip_->value());
+  c.topk = topk_->value();
+  c.data.augment = augment_->isChecked();
+  const QString stem = stem_->currentData().toString();
+  c.stem = stem == "imagenet" ? Stem::ImageNet : stem == "small" ? Stem::Small : Stem::Auto;
+  c.threads = threads_->value();
+  c.max_steps_per_epoch = max_steps_->value();
+  return c;
+}
+
+void RunSetupPanel::set_config(const TrainConfig& c) {
+  name_->setText(QString::fromStdString(c.name));
+  dataset_->setText(QString::fromStdString(c.data_dir));
+  val_fraction_->setValue(c.data.validation_fraction);
+  max_images_->setValue(static_cast<int>(c.data.max_train_images));
+  select_data(depth_, c.depth);
+  select_data(device_, QString::fromStdString(c.device));
+  epochs_->setValue(c.epochs);
+  batch_->setValue(c.batch_size);
+  image_size_->setValue(c.image_size);
+  select_data(optimizer_, QString::fromStdString(c.optimizer.kind));
+  lr_->setValue(c.lr);
+  select_data(schedule_, QString::fromStdString(c.schedule));
+  seed_->setValue(static_cast<int>(std::min<uint64_t>(c.seed, std::numeric_limits<int>::max())));
+
+  select_data(precision_, QString::fromStdString(c.precision.mode));
+  update_precision_help();
+  PrecisionConfig preset;
+  try {
+    preset = precision_preset(c.precision.mode);
+  } catch (const std::exception&) {
+  }
+  const LossScaleConfig& s = c.precision.loss_scale;
+  select_data(scale_kind_, s.kind == preset.loss_scale.kind ? QString() : QString::fromStdString(s.kind));
+  init_scale_->setValue(s.init_scale);
+  growth_factor_->setValue(s.growth_factor);
+  backoff_factor_->setValue(s.backoff_factor);
+  growth_interval_->setValue(static_cast<int>(s.growth_interval));
+  hysteresis_->setValue(s.hysteresis);
+  min_scale_->setValue(s.min_scale);
+  max_scale_->setValue(s.max_scale);
+  select_data(master_weights_, c.precision.master_weights == preset.master_weights
+                                   ? QString()
+                                   : QString(c.precision.master_weights ? "on" : "off"));
+
+  warmup_->setValue(c.warmup_epochs);
+  momentum_->setValue(c.optimizer.momentum);
+  weight_decay_->setValue(c.optimizer.weight_decay);
+  label_smoothing_->setValue(c.label_smoothing);
+  grad_clip_->setValue(c.grad_clip_norm);
+  topk_->setValue(c.topk);
+  augment_->setChecked(c.data.augment);
+  select_data(stem_, QString::fromUtf8(stem_name(c.stem)));
+  threads_->setValue(c.threads);
+  max_steps_->setValue(static_cast<int>(c.max_steps_per_epoch));
+  request_inspection();
+}
+
+bool RunSetupPanel::checkpoints_enabled() const { return checkpoints_->isChecked(); }
+
+void RunSetupPanel::clear_run_name() { name_->clear(); }
+
+void RunSetupPanel::set_dataset_path(const QString& path) {
+  dataset_->setText(path);
+  request_inspection();
+}
+
+QString RunSetupPanel::dataset_path() const { return dataset_->text().trimmed(); }
+
+void RunSetupPanel::choose_dataset_folder() {
+  const QString folder = QFileDialog::getExistingDirectory(this, tr("Choose a dataset folder"), dataset_path());
+  if (!folder.isEmpty()) set_dataset_path(folder);
+}
+
+void RunSetupPanel::use_sample_dataset() {
+  try {
+    set_dataset_path(QString::fromStdString(builtin_sample_dataset()));
+  } catch (const std::exception& e) {
+    QMessageBox::information(this, tr("Built-in sample"), QString::fromUtf8(e.what()));
+  }
+}
+
+void RunSetupPanel::request_inspection() {
+  inspect_later_->stop();
+  const QString path = dataset_path();
+  if (path.isEmpty()) {
+    dataset_status_->setText(tr("Choose a dataset folder, or click Sample for Fashion-MNIST."));
+    dataset_report_->clear();
+    return;
+  }
+  DatasetOptions options;
+  options.validation_fraction = val_fraction_->value();
+  options.seed = static_cast<uint64_t>(seed_->value());
+  options.max_train_images = max_images_->value();
+  dataset_status_->setText(tr("Checking %1 …").arg(QFileInfo(path).fileName()));
+  inspector_.inspect(path, options);
+}
+
+void RunSetupPanel::show_inspection(const InspectResult& r) {
+  if (r.root != dataset_path()) return;  // the user has moved on meanwhile
+  dataset_report_->setPlainText(r.text);
+  dataset_status_->setText(r.trainable ? tr("✔ %1 classes, %2 training and %3 validation images (%4 px)")
+                                             .arg(r.classes)
+                                             .arg(r.train_images)
+                                             .arg(r.validation_images)
+                                             .arg(r.native_image_size)
+                                       : tr("✘ This folder cannot be trained on: see the report."));
+  Q_EMIT dataset_inspected(r);
+}
+
+bool RunSetupPanel::inspecting() const { return inspector_.busy(); }
+
+void RunSetupPanel::set_editable(bool editable) {
+  for (QWidget* w : findChildren<QWidget*>())
+    if (w != advanced_toggle_ && w != advanced_ && !qobject_cast<QGroupBox*>(w) && !qobject_cast<QLabel*>(w) &&
+        w != dataset_report_)
+      w->setEnabled(editable);
+}
+
+void RunSetupPanel::load_settings() {
+  QSettings settings;
+  TrainConfig c = first_launch_config();
+  const QString saved = settings.value("setup/config").toString();
+  if (!saved.isEmpty()) {
+    try {
+      c = nlohmann::json::parse(saved.toStdString()).get<TrainConfig>();
+    } catch (const std::exception&) {
+      // A damaged entry falls back to the first-launch settings.
+    }
+  }
+  checkpoints_->setChecked(settings.value("setup/checkpoints", true).toBool());
+  advanced_toggle_->setChecked(settings.value("setup/advancedOpen", false).toBool());
+  set_config(c);
+}
+
+void RunSetupPanel::save_settings() const {
+  QSettings settings;
+  TrainConfig c = config();
+  c.name.clear();  // a name is for one run
+  settings.setValue("setup/config", QString::fromStdString(nlohmann::json(c).dump()));
+  settings.setValue("setup/checkpoints", checkpoints_->isChecked());
+  settings.setValue("setup/advancedOpen", advanced_toggle_->isChecked());
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,110 @@
+// The run-setup panel: everything a TrainConfig holds, as form controls. The dataset folder is checked on a worker
+// thread as soon as it is chosen and its report shown right below it. The loss scaler and the rarer knobs sit
+// behind "Advanced". Settings are remembered (QSettings); on first launch the built-in sample is preselected.
+#pragma once
+
+#include <QWidget>
+
+#include "dataset_inspector.h"
+#include "train/config.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QTimer;
+class QToolButton;
+
+namespace ampwb::ui {
+
+class RunSetupPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RunSetupPanel(QWidget* parent = nullptr);
+
+  // The configuration the controls describe (not validated; checkpoint_dir is left to the caller).
+  TrainConfig config() const;
+  void set_config(const TrainConfig& config);
+  bool checkpoints_enabled() const;
+  void clear_run_name();  // a name is for one run: cleared once it has started
+
+  void set_dataset_path(const QString& path);  // and inspect it
+  QString dataset_path() const;
+  void choose_dataset_folder();                // a native folder dialog
+  void use_sample_dataset();
+
+  void load_settings();  // the last configuration, or the first-launch one
+  void save_settings() const;
+  void set_editable(bool editable);  // locked while a run trains
+  bool inspecting() const;
+
+  // ResNet-18, 2 epochs, 2,000 training images, batch 64, FP32 on the built-in sample: a first run in minutes.
+  static TrainConfig first_launch_config();
+
+ Q_SIGNALS:
+  void dataset_inspected(const ampwb::ui::InspectResult& result);
+
+ private:
+  void build();
+  QWidget* build_data_group();
+  QWidget* build_model_group();
+  QWidget* build_training_group();
+  QWidget* build_advanced_group();
+  void request_inspection();
+  void show_inspection(const InspectResult& result);
+  void update_precision_help();
+  void apply_scaler_preset();
+
+  DatasetInspector inspector_;
+  QTimer* inspect_later_ = nullptr;
+  // Data
+  QLineEdit* dataset_ = nullptr;
+  QLabel* dataset_status_ = nullptr;
+  QPlainTextEdit* dataset_report_ = nullptr;
+  QDoubleSpinBox* val_fraction_ = nullptr;
+  QSpinBox* max_images_ = nullptr;
+  // Model and precision
+  QComboBox* depth_ = nullptr;
+  QComboBox* precision_ = nullptr;
+  QLabel* precision_help_ = nullptr;
+  QComboBox* device_ = nullptr;
+  // Training
+  QSpinBox* epochs_ = nullptr;
+  QSpinBox* batch_ = nullptr;
+  QSpinBox* image_size_ = nullptr;
+  QComboBox* optimizer_ = nullptr;
+  QDoubleSpinBox* lr_ = nullptr;
+  QComboBox* schedule_ = nullptr;
+  QSpinBox* seed_ = nullptr;
+  QCheckBox* checkpoints_ = nullptr;
+  // Advanced
+  QToolButton* advanced_toggle_ = nullptr;
+  QWidget* advanced_ = nullptr;
+  QComboBox* scale_kind_ = nullptr;
+  QComboBox* scaler_preset_ = nullptr;
+  QDoubleSpinBox* init_scale_ = nullptr;
+  QDoubleSpinBox* growth_factor_ = nullptr;
+  QDoubleSpinBox* backoff_factor_ = nullptr;
+  QSpinBox* growth_interval_ = nullptr;
+  QSpinBox* hysteresis_ = nullptr;
+  QDoubleSpinBox* min_scale_ = nullptr;
+  QDoubleSpinBox* max_scale_ = nullptr;
+  QComboBox* master_weights_ = nullptr;
+  QSpinBox* warmup_ = nullptr;
+  QDoubleSpinBox* momentum_ = nullptr;
+  QDoubleSpinBox* weight_decay_ = nullptr;
+  QDoubleSpinBox* label_smoothing_ = nullptr;
+  QDoubleSpinBox* grad_clip_ = nullptr;
+  QSpinBox* topk_ = nullptr;
+  QCheckBox* augment_ = nullptr;
+  QComboBox* stem_ = nullptr;
+  QSpinBox* threads_ = nullptr;
+  QSpinBox* max_steps_ = nullptr;
+  QLineEdit* name_ = nullptr;
+};
+
+}  // namespace ampwb::ui

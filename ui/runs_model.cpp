@@ -1,0 +1,129 @@
+// RunsModel: the run store's runs and their summaries as a table.
+#include "runs_model.h"
+
+#include <QBrush>
+#include <QColor>
+#include <QDateTime>
+#include <QFileInfo>
+#include <QLocale>
+
+#include "run_progress.h"
+
+namespace ampwb::ui {
+namespace {
+
+QColor status_color(RunStatus s) {
+  switch (s) {
+    case RunStatus::Finished: return QColor(0, 140, 90);
+    case RunStatus::Failed: return QColor(200, 40, 40);
+    case RunStatus::Interrupted: return QColor(200, 120, 0);
+    case RunStatus::Cancelled: return QColor(130, 130, 130);
+    case RunStatus::Running: return QColor(0, 114, 178);
+  }
+  return {};
+}
+
+QString local_time(const std::string& iso) {
+  const QDateTime t = QDateTime::fromString(QString::fromStdString(iso), Qt::ISODate);
+  return t.isValid() ? QLocale().toString(t.toLocalTime(), QLocale::ShortFormat) : QString::fromStdString(iso);
+}
+
+}  // namespace
+
+RunsModel::RunsModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void RunsModel::reload(const RunStore& store) {
+  std::vector<Row> rows;
+  for (RunRecord& r : store.runs()) {
+    RunSummary s = summarize(r, store.epochs(r.id));
+    rows.push_back({std::move(r), s});
+  }
+  beginResetModel();
+  rows_ = std::move(rows);
+  endResetModel();
+}
+
+int64_t RunsModel::run_id(int row) const { return rows_.at(static_cast<size_t>(row)).record.id; }
+
+int RunsModel::row_of(int64_t id) const {
+  for (size_t i = 0; i < rows_.size(); ++i)
+    if (rows_[i].record.id == id) return static_cast<int>(i);
+  return -1;
+}
+
+int RunsModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int RunsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant RunsModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount()) return {};
+  const Row& row = rows_[static_cast<size_t>(index.row())];
+  const RunRecord& r = row.record;
+  const RunSummary& s = row.summary;
+  if (role == kIdRole) return QVariant::fromValue<qlonglong>(r.id);
+  if (role == Qt::ForegroundRole && index.column() == Status) return QBrush(status_color(r.status));
+  if (role == Qt::TextAlignmentRole) {
+    switch (index.column()) {
+      case Id: case Depth: case BestAccuracy: case Time: return int(Qt::AlignRight | Qt::AlignVCenter);
+      default: return {};
+    }
+  }
+  if (role == Qt::ToolTipRole) {
+    QString tip = QStringLiteral("%1\n%2").arg(QString::fromStdString(r.dataset_path), QString::fromStdString(r.backend));
+    if (!r.end_reason.empty()) tip += "\n" + QString::fromStdString(r.end_reason);
+    if (!r.notes.empty()) tip += "\nnotes: " + QString::fromStdString(r.notes);
+    return tip;
+  }
+  const bool sort = role == kSortRole;
+  if (role != Qt::DisplayRole && !sort) return {};
+  switch (index.column()) {
+    case Id: return QVariant::fromValue<qlonglong>(r.id);
+    case Name: return QString::fromStdString(r.name);
+    case Date: return sort ? QString::fromStdString(r.created) : local_time(r.created);
+    case Dataset: {
+      const QString path = QString::fromStdString(r.dataset_path);
+      return sort ? path : QFileInfo(path).fileName();
+    }
+    case Depth: return r.depth;
+    case Precision: return QString::fromStdString(r.precision);
+    case Device: return QString::fromStdString(r.device);
+    case Status: {
+      QString text = QString::fromUtf8(run_status_name(r.status));
+      if (!sort && s.epochs_completed < r.epochs && r.status != RunStatus::Finished)
+        text += QStringLiteral(" (%1/%2)").arg(s.epochs_completed).arg(r.epochs);
+      return text;
+    }
+    case BestAccuracy:
+      if (sort) return s.epochs_completed ? s.best_validation_accuracy : -1.0;
+      return s.epochs_completed ? QStringLiteral("%1 %").arg(100 * s.best_validation_accuracy, 0, 'f', 2) : "–";
+    case Time: return sort ? QVariant(s.total_seconds) : QVariant(QString::fromStdString(format_duration(s.total_seconds)));
+    case Tags: {
+      QStringList tags;
+      for (const std::string& t : r.tags) tags << QString::fromStdString(t);
+      return tags.join(", ");
+    }
+  }
+  return {};
+}
+
+QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case Id: return tr("ID");
+    case Name: return tr("Name");
+    case Date: return tr("Date");
+    case Dataset: return tr("Dataset");
+    case Depth: return tr("Depth");
+    case Precision: return tr("Precision");
+    case Device: return tr("Device");
+    case Status: return tr("Status");
+    case BestAccuracy: return tr("Best val. acc.");
+    case Time: return tr("Time");
+    case Tags: return tr("Tags");
+  }
+  return {};
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,250 @@
+// RunsView: the table, its filter, toolbar and context menu, and the store edits.
+#include "runs_view.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QInputDialog>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMessageBox>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+namespace ampwb::ui {
+namespace {
+
+template <class F>
+QString attempt(F&& f) {
+  try {
+    f();
+    return {};
+  } catch (const std::exception& e) {
+    return QString::fromUtf8(e.what());
+  }
+}
+
+}  // namespace
+
+RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(store) {
+  setObjectName("runsView");
+  confirm = [this](const QString& question) {
+    return QMessageBox::question(this, tr("Delete"), question, QMessageBox::Yes | QMessageBox::Cancel,
+                                 QMessageBox::Cancel) == QMessageBox::Yes;
+  };
+  model_ = new RunsModel(this);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(RunsModel::kSortRole);
+  proxy_->setFilterKeyColumn(-1);  // every column
+  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+
+  filter_ = new QLineEdit;
+  filter_->setObjectName("runsFilter");
+  filter_->setPlaceholderText(tr("Filter: name, dataset, precision, status, tag…"));
+  filter_->setClearButtonEnabled(true);
+  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    proxy_->setFilterFixedString(text);
+    update_count();
+  });
+  count_ = new QLabel;
+
+  auto* bar = new QToolBar;
+  bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  bar->addAction(tr("Open / compare"), this, [this] {
+    if (!selected_ids().empty()) Q_EMIT open_requested(selected_ids());
+  });
+  bar->addAction(tr("Resume"), this, [this] {
+    const auto ids = selected_ids();
+    if (ids.size() == 1) Q_EMIT resume_requested(ids[0]);
+  });
+  bar->addSeparator();
+  bar->addAction(tr("Rename…"), this, &RunsView::rename_selected);
+  bar->addAction(tr("Tag…"), this, &RunsView::tag_selected);
+  bar->addAction(tr("Notes…"), this, &RunsView::notes_selected);
+  bar->addAction(tr("Delete…"), this, &RunsView::delete_selected);
+  bar->addSeparator();
+  bar->addAction(tr("Export CSV…"), this, [this] {
+    if (!selected_ids().empty()) Q_EMIT export_csv_requested(selected_ids());
+  });
+  bar->addAction(tr("Export charts…"), this, [this] {
+    if (!selected_ids().empty()) Q_EMIT export_charts_requested(selected_ids());
+  });
+  bar->addSeparator();
+  bar->addAction(tr("Refresh"), this, &RunsView::reload);
+
+  table_ = new QTableView;
+  table_->setObjectName("runsTable");
+  table_->setModel(proxy_);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(RunsModel::Date, Qt::DescendingOrder);  // newest first
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  table_->setAlternatingRowColors(true);
+  table_->verticalHeader()->hide();
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  table_->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(table_, &QTableView::customContextMenuRequested, this, &RunsView::show_menu);
+  connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    Q_EMIT open_requested({proxy_->data(index, RunsModel::kIdRole).toLongLong()});
+  });
+
+  auto* top = new QHBoxLayout;
+  top->addWidget(filter_, 1);
+  top->addWidget(count_);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(top);
+  layout->addWidget(bar);
+  layout->addWidget(table_, 1);
+}
+
+void RunsView::reload() {
+  const std::vector<int64_t> selected = selected_ids();
+  const QString error = attempt([&] {
+    store_.recover_abandoned_runs();
+    model_->reload(store_);
+  });
+  if (!error.isEmpty()) Q_EMIT status_message(tr("Run store: %1").arg(error));
+  table_->resizeColumnsToContents();
+  select(selected);
+  update_count();
+}
+
+void RunsView::update_count() {
+  count_->setText(tr("%1 of %2 runs").arg(proxy_->rowCount()).arg(model_->rowCount()));
+}
+
+std::vector<int64_t> RunsView::selected_ids() const {
+  std::vector<int64_t> ids;
+  for (const QModelIndex& index : table_->selectionModel()->selectedRows())
+    ids.push_back(proxy_->data(index, RunsModel::kIdRole).toLongLong());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void RunsView::select(const std::vector<int64_t>& ids) {
+  table_->clearSelection();
+  for (int64_t id : ids) {
+    const int row = model_->row_of(id);
+    if (row < 0) continue;
+    const QModelIndex index = proxy_->mapFromSource(model_->index(row, 0));
+    table_->selectionModel()->select(index, QItemSelectionModel::Select | QItemSelectionModel::Rows);
+  }
+}
+
+void RunsView::set_filter(const QString& text) { filter_->setText(text); }
+
+QString RunsView::rename(int64_t id, const QString& name) {
+  const QString e = attempt([&] { store_.rename(id, name.trimmed().toStdString()); });
+  reload();
+  return e;
+}
+
+QString RunsView::add_tag(int64_t id, const QString& tag) {
+  const QString e = attempt([&] { store_.add_tag(id, tag.trimmed().toStdString()); });
+  reload();
+  return e;
+}
+
+QString RunsView::remove_tag(int64_t id, const QString& tag) {
+  const QString e = attempt([&] { store_.remove_tag(id, tag.trimmed().toStdString()); });
+  reload();
+  return e;
+}
+
+QString RunsView::set_notes(int64_t id, const QString& notes) {
+  const QString e = attempt([&] { store_.set_notes(id, notes.toStdString()); });
+  reload();
+  return e;
+}
+
+QString RunsView::remove(int64_t id) {
+  const QString e = attempt([&] { store_.remove(id); });
+  reload();
+  return e;
+}
+
+void RunsView::rename_selected() {
+  const auto ids = selected_ids();
+  if (ids.size() != 1) return;
+  const RunRecord& r = model_->record(model_->row_of(ids[0]));
+  bool ok = false;
+  const QString name = QInputDialog::getText(this, tr("Rename run %1").arg(r.id), tr("Name"), QLineEdit::Normal,
+                                             QString::fromStdString(r.name), &ok);
+  if (!ok) return;
+  const QString error = rename(ids[0], name);
+  if (!error.isEmpty()) QMessageBox::warning(this, tr("Rename"), error);
+}
+
+void RunsView::tag_selected() {
+  const auto ids = selected_ids();
+  if (ids.empty()) return;
+  bool ok = false;
+  const QString tag = QInputDialog::getText(
+      this, tr("Tag"), tr("Tag to add (prefix with - to remove it) to %n run(s)", nullptr, int(ids.size())),
+      QLineEdit::Normal, {}, &ok);
+  if (!ok || tag.trimmed().isEmpty()) return;
+  for (int64_t id : ids) {
+    const QString t = tag.trimmed();
+    const QString error = t.startsWith('-') ? remove_tag(id, t.mid(1)) : add_tag(id, t);
+    if (!error.isEmpty()) {
+      QMessageBox::warning(this, tr("Tag"), error);
+      return;
+    }
+  }
+}
+
+void RunsView::notes_selected() {
+  const auto ids = selected_ids();
+  if (ids.size() != 1) return;
+  const RunRecord& r = model_->record(model_->row_of(ids[0]));
+  bool ok = false;
+  const QString notes = QInputDialog::getMultiLineText(this, tr("Notes on run %1").arg(r.id), tr("Notes"),
+                                                       QString::fromStdString(r.notes), &ok);
+  if (!ok) return;
+  const QString error = set_notes(ids[0], notes);
+  if (!error.isEmpty()) QMessageBox::warning(this, tr("Notes"), error);
+}
+
+void RunsView::delete_selected() {
+  const auto ids = selected_ids();
+  if (ids.empty()) return;
+  QStringList names;
+  for (int64_t id : ids) names << QStringLiteral("%1 (%2)").arg(id).arg(QString::fromStdString(model_->record(model_->row_of(id)).name));
+  if (!confirm(tr("Delete %n run(s) and everything recorded about them?\n\n%1\n\nCheckpoint files are kept.", nullptr,
+                  int(ids.size()))
+                   .arg(names.join("\n"))))
+    return;
+  for (int64_t id : ids) {
+    const QString error = remove(id);
+    if (!error.isEmpty()) {
+      QMessageBox::warning(this, tr("Delete"), error);
+      return;
+    }
+  }
+  Q_EMIT status_message(tr("Deleted %n run(s)", nullptr, int(ids.size())));
+}
+
+void RunsView::show_menu(const QPoint& at) {
+  const auto ids = selected_ids();
+  if (ids.empty()) return;
+  QMenu menu(this);
+  menu.addAction(ids.size() == 1 ? tr("Open charts") : tr("Compare %1 runs").arg(ids.size()), this,
+                 [this, ids] { Q_EMIT open_requested(ids); });
+  if (ids.size() == 1) menu.addAction(tr("Resume from its checkpoint"), this, [this, ids] { Q_EMIT resume_requested(ids[0]); });
+  menu.addSeparator();
+  if (ids.size() == 1) menu.addAction(tr("Rename…"), this, &RunsView::rename_selected);
+  menu.addAction(tr("Tag…"), this, &RunsView::tag_selected);
+  if (ids.size() == 1) menu.addAction(tr("Notes…"), this, &RunsView::notes_selected);
+  menu.addAction(tr("Delete…"), this, &RunsView::delete_selected);
+  menu.addSeparator();
+  menu.addAction(tr("Export CSV…"), this, [this, ids] { Q_EMIT export_csv_requested(ids); });
+  menu.addAction(tr("Export charts…"), this, [this, ids] { Q_EMIT export_charts_requested(ids); });
+  menu.exec(table_->viewport()->mapToGlobal(at));
+}
+
+}  // namespace ampwb::ui

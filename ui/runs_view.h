@@ -1,0 +1,64 @@
+// The runs view: every stored run in a sortable, filterable table (RunsModel behind a QSortFilterProxyModel),
+// with rename, tag, note and delete (confirmed), and requests the main window carries out: open, compare, resume,
+// export. Edits go to the run store at once.
+#pragma once
+
+#include <QWidget>
+#include <functional>
+
+#include "runs_model.h"
+
+class QLineEdit;
+class QSortFilterProxyModel;
+class QTableView;
+class QLabel;
+
+namespace ampwb::ui {
+
+class RunsView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RunsView(RunStore& store, QWidget* parent = nullptr);
+
+  void reload();  // re-reads the store (also marks runs whose process died as interrupted)
+  std::vector<int64_t> selected_ids() const;
+  void select(const std::vector<int64_t>& ids);
+  void set_filter(const QString& text);
+  RunsModel* model() const { return model_; }
+  QSortFilterProxyModel* proxy() const { return proxy_; }
+  QTableView* table() const { return table_; }
+
+  // The edits, without dialogs (the interactive versions ask first). Each returns an error text, empty on success.
+  QString rename(int64_t id, const QString& name);
+  QString add_tag(int64_t id, const QString& tag);
+  QString remove_tag(int64_t id, const QString& tag);
+  QString set_notes(int64_t id, const QString& notes);
+  QString remove(int64_t id);
+
+  // Asks before deleting; replaceable for tests.
+  std::function<bool(const QString& question)> confirm;
+
+ Q_SIGNALS:
+  void open_requested(const std::vector<int64_t>& ids);  // one run: its charts; several: a comparison
+  void resume_requested(int64_t id);
+  void export_csv_requested(const std::vector<int64_t>& ids);
+  void export_charts_requested(const std::vector<int64_t>& ids);
+  void status_message(const QString& text);
+
+ private:
+  void rename_selected();
+  void tag_selected();
+  void notes_selected();
+  void delete_selected();
+  void show_menu(const QPoint& at);
+  void update_count();
+
+  RunStore& store_;
+  RunsModel* model_ = nullptr;
+  QSortFilterProxyModel* proxy_ = nullptr;
+  QTableView* table_ = nullptr;
+  QLineEdit* filter_ = nullptr;
+  QLabel* count_ = nullptr;
+};
+
+}  // namespace ampwb::ui

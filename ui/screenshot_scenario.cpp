@@ -1,0 +1,112 @@
+// The screenshot scenario: set up, train, grab; sweep, compare, grab.
+#include "screenshot_scenario.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QPixmap>
+#include <QPushButton>
+#include <QTabWidget>
+#include <QTimer>
+#include <cstdio>
+
+#include "chart_panel.h"
+#include "compare_view.h"
+#include "main_window.h"
+#include "run_controls.h"
+#include "run_setup_panel.h"
+#include "runs_view.h"
+#include "stall_meter.h"
+
+namespace ampwb::ui {
+
+bool wait_until(const std::function<bool()>& done, int timeout_ms) {
+  QElapsedTimer clock;
+  clock.start();
+  while (!done()) {
+    if (clock.elapsed() > timeout_ms) return false;
+    QEventLoop loop;
+    QTimer::singleShot(20, &loop, &QEventLoop::quit);
+    loop.exec();
+  }
+  return true;
+}
+
+namespace {
+
+bool save(QWidget& widget, const QString& folder, const QString& name) {
+  QApplication::processEvents();
+  const QString path = QDir(folder).filePath(name + ".png");
+  const bool ok = widget.grab().save(path);
+  std::printf("%s %s\n", ok ? "wrote" : "could not write", qPrintable(path));
+  std::fflush(stdout);
+  return ok;
+}
+
+}  // namespace
+
+int run_screenshot_scenario(MainWindow& window, const QString& name, const QString& folder) {
+  if (name != "all" && name != "idle") {
+    std::fprintf(stderr, "unknown screenshot scenario '%s' (expected: all, idle)\n", qPrintable(name));
+    return 2;
+  }
+  QDir().mkpath(folder);
+  window.resize(1600, 1000);
+  wait_until([] { return false; }, 300);  // let the window settle
+  if (name == "idle") {  // the window as a new user first sees it
+    wait_until([&] { return !window.setup()->inspecting(); }, 60000);
+    return save(window, folder, "first-launch") ? 0 : 1;
+  }
+
+  // 1. A training on the built-in sample through the setup panel: AMP FP16, so the loss scale has a story.
+  TrainConfig c = RunSetupPanel::first_launch_config();
+  c.depth = 20;
+  c.precision = precision_preset("amp-fp16");
+  c.epochs = 4;
+  c.batch_size = 64;
+  c.lr = 0.05f;
+  c.data.max_train_images = 2000;
+  c.threads = 1;  // predictable on a shared machine (two OpenMP threads crawl when a neighbour is busy)
+  c.name = "fashion resnet20 amp-fp16";
+  window.setup()->set_config(c);
+  wait_until([&] { return !window.setup()->inspecting(); }, 60000);
+  StallMeter meter(5);
+  meter.start();
+  window.controls()->train_button()->click();
+  const bool trained = wait_until([&] { return window.live_run()->epochs.size() >= 3; }, 600000);
+  meter.stop();
+  std::printf("event-loop lateness during training: p50 %.2f ms, p99 %.2f ms, max %.2f ms over %zu ticks\n",
+              meter.percentile_ms(0.5), meter.percentile_ms(0.99), meter.max_ms(), meter.ticks());
+  if (!trained) {
+    std::fprintf(stderr, "the training did not reach 3 epochs\n");
+    return 1;
+  }
+  wait_until([] { return false; }, 1500);  // a few more steps on the charts
+  bool ok = save(window, folder, "training");
+  wait_until([&] { return !window.session()->running(); }, 600000);
+
+  // 2. A precision sweep on the same settings, then its comparison.
+  c.epochs = 3;
+  c.name.clear();
+  std::vector<SweepVariant> variants;
+  for (const SweepVariant& v : sweep_variants())
+    if (v.key == "fp32" || v.key == "amp-fp16" || v.key == "amp-bf16") variants.push_back(v);
+  bool swept = false;
+  QObject::connect(&window, &MainWindow::sweep_finished, [&] { swept = true; });
+  window.start_sweep(c, variants);
+  if (!wait_until([&] { return swept; }, 1200000)) {
+    std::fprintf(stderr, "the sweep did not finish\n");
+    return 1;
+  }
+  window.compare_view()->baseline()->setCurrentIndex(0);
+  ok = save(window, folder, "compare") && ok;
+
+  window.tabs()->setCurrentWidget(window.runs_view());
+  window.runs_view()->reload();
+  ok = save(window, folder, "runs") && ok;
+  return ok ? 0 : 1;
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,98 @@
+// SweepDialog: variant check boxes, the shared settings and the seed article's preset.
+#include "sweep_dialog.h"
+
+#include <QCheckBox>
+#include <QDialogButtonBox>
+#include <QGroupBox>
+#include <QLabel>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace ampwb::ui {
+
+SweepDialog::SweepDialog(const TrainConfig& base, bool has_cuda, QWidget* parent) : QDialog(parent), base_(base) {
+  setWindowTitle(tr("Precision sweep"));
+  setObjectName("sweepDialog");
+  auto* layout = new QVBoxLayout(this);
+  auto* intro = new QLabel(tr("One run per precision variant, on the same data, seed and settings, one after the "
+                              "other. Their comparison opens when the last one ends."));
+  intro->setWordWrap(true);
+  layout->addWidget(intro);
+
+  auto* group = new QGroupBox(tr("Variants"));
+  auto* gl = new QVBoxLayout(group);
+  for (const SweepVariant& v : sweep_variants()) {
+    auto* box = new QCheckBox(QString::fromStdString(v.label));
+    box->setObjectName(QString::fromStdString("variant-" + v.key));
+    if (const PrecisionModeInfo* m = find_precision_mode(v.mode)) box->setToolTip(QString::fromUtf8(m->explain));
+    if (v.cuda_only && !has_cuda) {
+      box->setEnabled(false);
+      box->setToolTip(tr("needs a CUDA GPU"));
+    }
+    box->setChecked(v.key == "fp32" || v.key == "amp-fp16" || v.key == "amp-bf16" || v.key == "amp-fp16-noscale" ||
+                    v.key == "fp16-pure");
+    gl->addWidget(box);
+    boxes_.emplace_back(box, v);
+  }
+  layout->addWidget(group);
+
+  base_text_ = new QLabel;
+  base_text_->setWordWrap(true);
+  base_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(base_text_);
+
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+  buttons->button(QDialogButtonBox::Ok)->setText(tr("Queue the runs"));
+  auto* preset = buttons->addButton(tr("Seed article: FP32 vs AMP"), QDialogButtonBox::ResetRole);
+  preset->setObjectName("seedArticlePreset");
+  preset->setToolTip(tr("ResNet-18, Adam lr 0.001, batch 16, 224 px, 5 epochs, 80/20 split: FP32 against AMP FP16"));
+  connect(preset, &QPushButton::clicked, this, &SweepDialog::apply_seed_article_preset);
+  connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  layout->addWidget(buttons);
+  describe_base();
+}
+
+void SweepDialog::apply_seed_article_preset() {
+  const TrainConfig preset = seed_article_config(base_.data_dir);
+  // The experiment's settings; where and how it runs (device, threads, data limits) stay as the user set them.
+  TrainConfig c = base_;
+  c.depth = preset.depth;
+  c.optimizer = preset.optimizer;
+  c.lr = preset.lr;
+  c.schedule = preset.schedule;
+  c.warmup_epochs = 0;
+  c.batch_size = preset.batch_size;
+  c.image_size = preset.image_size;
+  c.epochs = preset.epochs;
+  c.data.validation_fraction = preset.data.validation_fraction;
+  base_ = c;
+  const std::vector<std::string> keys = seed_article_variants();
+  for (auto& [box, v] : boxes_) box->setChecked(std::find(keys.begin(), keys.end(), v.key) != keys.end());
+  describe_base();
+}
+
+std::vector<SweepVariant> SweepDialog::chosen() const {
+  std::vector<SweepVariant> out;
+  for (const auto& [box, v] : boxes_)
+    if (box->isChecked() && box->isEnabled()) out.push_back(v);
+  return out;
+}
+
+void SweepDialog::describe_base() {
+  const TrainConfig& c = base_;
+  base_text_->setText(
+      tr("Shared settings: ResNet-%1, %2 epochs, batch %3, %4, %5 lr %6 (%7), seed %8, data %9%10")
+          .arg(c.depth)
+          .arg(c.epochs)
+          .arg(c.batch_size)
+          .arg(c.image_size ? tr("%1 px").arg(c.image_size) : tr("native image size"))
+          .arg(QString::fromStdString(c.optimizer.kind))
+          .arg(c.lr)
+          .arg(QString::fromStdString(c.schedule))
+          .arg(c.seed)
+          .arg(QString::fromStdString(c.data_dir))
+          .arg(c.data.max_train_images ? tr(" (first %1 training images)").arg(c.data.max_train_images) : QString()));
+}
+
+}  // namespace ampwb::ui

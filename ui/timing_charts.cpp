@@ -1,0 +1,187 @@
+// EpochTimeChart and DataWaitChart.
+#include "timing_charts.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QChart>
+#include <QCursor>
+#include <QLineSeries>
+#include <QStackedBarSeries>
+#include <QToolTip>
+#include <QValueAxis>
+#include <algorithm>
+
+#include "accuracy_chart.h"
+#include "chart_style.h"
+
+namespace ampwb::ui {
+namespace {
+
+// Labels with as many decimals as the axis' tick step needs: "1200", "12.5", "0.25".
+void label_decimals(QValueAxis* axis) {
+  const double step = (axis->max() - axis->min()) / std::max(1, axis->tickCount() - 1);
+  axis->setLabelFormat(step >= 1 ? "%.0f" : step >= 0.1 ? "%.1f" : "%.2f");
+}
+
+int epoch_count(const RunList& runs) {
+  int epochs = 1;
+  for (const RunSeries* r : runs)
+    epochs = std::max({epochs, r->config.epochs, r->epochs.empty() ? 1 : r->epochs.back().epoch});
+  return epochs;
+}
+
+}  // namespace
+
+EpochTimeChart::EpochTimeChart(QWidget* parent)
+    : MetricChart("epoch-time", tr("Epoch time and throughput"), parent) {}
+
+void EpochTimeChart::rebuild(const RunList& runs, const ChartOptions&) {
+  x_ = new QValueAxis;
+  x_->setTitleText(tr("epoch"));
+  seconds_axis_ = new QValueAxis;
+  seconds_axis_->setTitleText(tr("seconds per epoch"));
+  seconds_axis_->setLabelFormat("%.3g");
+  throughput_axis_ = new QValueAxis;
+  throughput_axis_->setTitleText(tr("training images/s"));
+  throughput_axis_->setLabelFormat("%.0f");
+  chart()->addAxis(x_, Qt::AlignBottom);
+  chart()->addAxis(seconds_axis_, Qt::AlignLeft);
+  chart()->addAxis(throughput_axis_, Qt::AlignRight);
+  seconds_.clear();
+  throughput_.clear();
+  const bool many = multi(runs);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
+    const QColor c = run_color(static_cast<int>(i));
+    QLineSeries* s = add_line(who + tr("seconds"), curve_pen(many ? c : train_color(), 2.0), x_, seconds_axis_);
+    QLineSeries* t = add_line(who + tr("images/s"), curve_pen(many ? c : validation_color(), 2.0, Qt::DashLine), x_,
+                              throughput_axis_);
+    for (QLineSeries* l : {s, t}) l->setPointsVisible(true);
+    show_values_on_hover(s, tr("epoch"), 4, " s");
+    show_values_on_hover(t, tr("epoch"), 5, " images/s");
+    if (many) hide_from_legend(t);
+    if (many) chart()->setTitle(tr("Epoch time (—, left) · images/s (- -, right)"));
+    seconds_.push_back(s);
+    throughput_.push_back(t);
+  }
+}
+
+void EpochTimeChart::refresh(const RunList& runs, const ChartOptions&) {
+  double top_seconds = 0, top_throughput = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    QList<QPointF> s, t;
+    for (const EpochReport& e : runs[i]->epochs) {
+      s.append(QPointF(e.epoch, e.seconds));
+      t.append(QPointF(e.epoch, e.images_per_second));
+      top_seconds = std::max(top_seconds, e.seconds);
+      top_throughput = std::max(top_throughput, e.images_per_second);
+    }
+    seconds_[i]->replace(s);
+    throughput_[i]->replace(t);
+  }
+  set_epoch_range(x_, epoch_count(runs));
+  set_nice_range(seconds_axis_, 0, std::max(top_seconds * 1.05, 1e-3));
+  set_nice_range(throughput_axis_, 0, std::max(top_throughput * 1.05, 1e-3));
+  label_decimals(seconds_axis_);
+  label_decimals(throughput_axis_);
+}
+
+DataWaitChart::DataWaitChart(QWidget* parent)
+    : MetricChart("data-wait", tr("Data wait against compute"), parent) {}
+
+void DataWaitChart::rebuild(const RunList& runs, const ChartOptions&) {
+  bars_ = nullptr;
+  compute_ = wait_ = nullptr;
+  categories_ = nullptr;
+  x_ = nullptr;
+  compute_lines_.clear();
+  wait_lines_.clear();
+  y_ = new QValueAxis;
+  y_->setTitleText(tr("seconds per epoch"));
+  y_->setLabelFormat("%.3g");
+  if (!multi(runs)) {
+    categories_ = new QBarCategoryAxis;
+    categories_->setTitleText(tr("epoch"));
+    chart()->addAxis(categories_, Qt::AlignBottom);
+    chart()->addAxis(y_, Qt::AlignLeft);
+    bars_ = new QStackedBarSeries;
+    compute_ = new QBarSet(tr("compute"));
+    compute_->setColor(train_color());
+    wait_ = new QBarSet(tr("data wait"));
+    wait_->setColor(validation_color());
+    bars_->append(compute_);
+    bars_->append(wait_);
+    bars_->setBarWidth(0.6);
+    attach(bars_, categories_, y_);
+    for (QBarSet* set : {compute_, wait_})
+      connect(set, &QBarSet::hovered, this, [set](bool on, int index) {
+        if (on)
+          QToolTip::showText(QCursor::pos(),
+                             tr("%1\nepoch %2: %3 s").arg(set->label()).arg(index + 1).arg(set->at(index), 0, 'g', 4));
+        else
+          QToolTip::hideText();
+      });
+    return;
+  }
+  x_ = new QValueAxis;
+  x_->setTitleText(tr("epoch"));
+  chart()->addAxis(x_, Qt::AlignBottom);
+  chart()->addAxis(y_, Qt::AlignLeft);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const QString who = QString::fromStdString(runs[i]->label) + ": ";
+    const QColor c = run_color(static_cast<int>(i));
+    QLineSeries* compute = add_line(who + tr("compute"), curve_pen(c, 2.0), x_, y_);
+    QLineSeries* wait = add_line(who + tr("data wait"), curve_pen(c, 2.0, Qt::DashLine), x_, y_);
+    for (QLineSeries* l : {compute, wait}) {
+      l->setPointsVisible(true);
+      show_values_on_hover(l, tr("epoch"), 4, " s");
+    }
+    hide_from_legend(wait);
+    compute_lines_.push_back(compute);
+    wait_lines_.push_back(wait);
+  }
+}
+
+void DataWaitChart::refresh(const RunList& runs, const ChartOptions&) {
+  double top = 0;
+  double total_wait = 0, total_compute = 0;
+  if (bars_) {
+    compute_->remove(0, compute_->count());
+    wait_->remove(0, wait_->count());
+    QStringList labels;
+    static const std::vector<EpochReport> none;
+    for (const EpochReport& e : runs.empty() ? none : runs[0]->epochs) {
+      compute_->append(e.compute_seconds);
+      wait_->append(e.data_wait_seconds);
+      labels << QString::number(e.epoch);
+      top = std::max(top, e.compute_seconds + e.data_wait_seconds);
+      total_wait += e.data_wait_seconds;
+      total_compute += e.compute_seconds;
+    }
+    categories_->clear();
+    categories_->append(labels.isEmpty() ? QStringList{"1"} : labels);
+  } else {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      QList<QPointF> compute, wait;
+      for (const EpochReport& e : runs[i]->epochs) {
+        compute.append(QPointF(e.epoch, e.compute_seconds));
+        wait.append(QPointF(e.epoch, e.data_wait_seconds));
+        top = std::max({top, e.compute_seconds, e.data_wait_seconds});
+        total_wait += e.data_wait_seconds;
+        total_compute += e.compute_seconds;
+      }
+      compute_lines_[i]->replace(compute);
+      wait_lines_[i]->replace(wait);
+    }
+    set_epoch_range(x_, epoch_count(runs));
+  }
+  set_nice_range(y_, 0, std::max(top * 1.05, 1e-3));
+  label_decimals(y_);
+  const double total = total_wait + total_compute;
+  if (!bars_)
+    chart()->setTitle(tr("Data wait (- -) against compute (—)"));
+  else if (total > 0)
+    chart()->setTitle(tr("Data wait vs compute: %1 % waiting").arg(100 * total_wait / total, 0, 'f', 1));
+}
+
+}  // namespace ampwb::ui
