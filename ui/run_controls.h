@@ -1,5 +1,5 @@
 // The strip above the live charts: Train, Pause/Resume and Stop, a progress bar with the ETA, a status line, and
-// the run's notes (e.g. BF16 slower than FP32 on a CPU without AMX; FP16 emulated on the CPU).
+// the run's notes (e.g. BF16's limited gain on a CPU without AMX; FP16 emulated on the CPU).
 #pragma once
 
 #include <QWidget>
