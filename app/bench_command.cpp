@@ -31,11 +31,11 @@ int bench_command(Args& args) {
         json_string(r.model_summary).c_str(), c.depth, c.image_size, c.batch_size, json_string(c.precision).c_str(),
         c.steps, r.step_ms_median, r.images_per_second, r.peak_bytes, r.max_rss_bytes);
   } else {
-    std::printf("%s on %s\n%s, batch %d, %d px: median step %.1f ms, %.1f images/s, peak tensors %.1f MiB, max RSS "
-                "%.1f MiB\n",
-                r.model_summary.c_str(), r.backend_description.c_str(), c.precision.c_str(), c.batch_size,
-                c.image_size, r.step_ms_median, r.images_per_second, r.peak_bytes / 1048576.0,
-                r.max_rss_bytes / 1048576.0);
+    std::printf(
+        "%s on %s\n%s, batch %d, %d px: median step %.1f ms, %.1f images/s, peak tensors %.1f MiB, max RSS "
+        "%.1f MiB\n",
+        r.model_summary.c_str(), r.backend_description.c_str(), c.precision.c_str(), c.batch_size, c.image_size,
+        r.step_ms_median, r.images_per_second, r.peak_bytes / 1048576.0, r.max_rss_bytes / 1048576.0);
   }
   return 0;
 }

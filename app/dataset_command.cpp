@@ -67,8 +67,8 @@ int bench_decode(Args& args) {
   const bool json = args.flag("json");
   args.reject_unknown();
   const bool temporary = dir_flag.empty();
-  const fs::path dir = temporary ? fs::temp_directory_path() / ("ampwb-bench-decode-" + std::to_string(::getpid()))
-                                 : fs::path(dir_flag);
+  const fs::path dir =
+      temporary ? fs::temp_directory_path() / ("ampwb-bench-decode-" + std::to_string(::getpid())) : fs::path(dir_flag);
   write_benchmark_images(dir.string(), count);
   const std::vector<DecodeTiming> timings = time_decoding(dir.string(), repeats);
   if (temporary) fs::remove_all(dir);
@@ -76,7 +76,10 @@ int bench_decode(Args& args) {
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& t : timings)
-      j.push_back({{"kind", t.kind}, {"step", t.step}, {"images", t.images}, {"seconds", t.seconds},
+      j.push_back({{"kind", t.kind},
+                   {"step", t.step},
+                   {"images", t.images},
+                   {"seconds", t.seconds},
                    {"images_per_second", t.images_per_second()}});
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -124,11 +127,12 @@ int bench_loader(Args& args) {
                         {"loader_setup_seconds", loader_seconds},
                         {"epochs", nlohmann::json::array()}};
   if (!json)
-    std::printf("%s: %lld images, %d px, batch %d, %d loader threads, simulated step %.1f ms\n"
-                "open %.2f s, loader setup (statistics) %.2f s\n"
-                "epoch  seconds  wait_s  wait%%  images/s  decoded  cache_hits  cache_MiB  rss_MiB  peak_MiB\n",
-                dir.c_str(), static_cast<long long>(loader.size()), loader.image_size(), o.batch_size, o.threads,
-                compute_ms, open_seconds, loader_seconds);
+    std::printf(
+        "%s: %lld images, %d px, batch %d, %d loader threads, simulated step %.1f ms\n"
+        "open %.2f s, loader setup (statistics) %.2f s\n"
+        "epoch  seconds  wait_s  wait%%  images/s  decoded  cache_hits  cache_MiB  rss_MiB  peak_MiB\n",
+        dir.c_str(), static_cast<long long>(loader.size()), loader.image_size(), o.batch_size, o.threads, compute_ms,
+        open_seconds, loader_seconds);
   for (int e = 0; e < epochs; ++e) {
     const LoaderStats before = loader.stats();
     const auto t0 = Clock::now();
@@ -153,7 +157,8 @@ int bench_loader(Args& args) {
                              {"peak_rss_mib", peak}});
     if (!json)
       std::printf("%5d %8.2f %7.2f %5.1f%% %9.0f %8lld %11lld %10.1f %8.1f %9.1f\n", e, seconds, st.wait_seconds,
-                  100 * st.wait_seconds / seconds, images / seconds, static_cast<long long>(st.decoded - before.decoded),
+                  100 * st.wait_seconds / seconds, images / seconds,
+                  static_cast<long long>(st.decoded - before.decoded),
                   static_cast<long long>(st.cache_hits - before.cache_hits), st.cache_bytes / 1048576.0, rss, peak);
   }
   if (json) std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <memory>
 
-#include "commands.h"
 #include "chart_export.h"
 #include "chart_factory.h"
+#include "commands.h"
 #include "core/error.h"
 #include "gui_app.h"
 #include "run_series.h"

@@ -151,9 +151,15 @@ json epoch_json(const EpochReport& e) {
 }
 
 json step_json(const StepReport& s) {
-  return {{"epoch", s.epoch},         {"step", s.step},         {"loss", s.loss},
-          {"accuracy", s.accuracy},   {"lr", s.lr},             {"loss_scale", s.loss_scale},
-          {"skipped", s.skipped},     {"grad_norm", s.grad_norm}, {"wall_seconds", s.wall_seconds}};
+  return {{"epoch", s.epoch},
+          {"step", s.step},
+          {"loss", s.loss},
+          {"accuracy", s.accuracy},
+          {"lr", s.lr},
+          {"loss_scale", s.loss_scale},
+          {"skipped", s.skipped},
+          {"grad_norm", s.grad_norm},
+          {"wall_seconds", s.wall_seconds}};
 }
 
 // A configuration value for people: a float setting (stored as the double of a float) in its shortest float
@@ -215,8 +221,8 @@ int runs_command(Args& args) {
   const std::string path = store_path(args);
   operands(args, 0, 0, "runs [--status S] [--tag T] [--json] [--db FILE]");
   args.reject_unknown();
-  if (!status.empty() && status != "running" && status != "finished" && status != "failed" &&
-      status != "cancelled" && status != "interrupted")
+  if (!status.empty() && status != "running" && status != "finished" && status != "failed" && status != "cancelled" &&
+      status != "interrupted")
     throw Error("--status must be running, finished, failed, cancelled or interrupted, got '" + status + "'");
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {  // no store yet is an empty list, not an error
@@ -241,9 +247,8 @@ int runs_command(Args& args) {
       j["summary"] = summary_json(s);
       list.push_back(j);
     } else {
-      table.add({std::to_string(r.id), r.name, timestamp(r.created), run_status_name(r.status),
-                 std::to_string(r.depth), r.precision, r.device,
-                 s.epochs_completed ? percent(s.best_validation_accuracy) : "-",
+      table.add({std::to_string(r.id), r.name, timestamp(r.created), run_status_name(r.status), std::to_string(r.depth),
+                 r.precision, r.device, s.epochs_completed ? percent(s.best_validation_accuracy) : "-",
                  std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration(s.total_seconds)});
     }
   }
@@ -301,8 +306,9 @@ int show_command(Args& args) {
   if (info.is_object() && info.contains("model"))
     std::printf("  model      %s\n", info["model"].get<std::string>().c_str());
   std::printf("  device     %s\n", r.backend.c_str());
-  std::printf("  recorded   by %s on %s (pid %lld)\n", r.versions.empty() ? r.ampwb_version.c_str() : r.versions.c_str(),
-              r.host.empty() ? "?" : r.host.c_str(), static_cast<long long>(r.pid));
+  std::printf("  recorded   by %s on %s (pid %lld)\n",
+              r.versions.empty() ? r.ampwb_version.c_str() : r.versions.c_str(), r.host.empty() ? "?" : r.host.c_str(),
+              static_cast<long long>(r.pid));
   if (!r.tags.empty()) {
     std::string tags;
     for (const std::string& t : r.tags) {
@@ -396,9 +402,8 @@ int compare_command(Args& args) {
   // Speed-up: training throughput (images/s) against the first run's; 0 where a run has no epoch.
   std::vector<double> speedup;
   for (const RunSummary& s : summaries)
-    speedup.push_back(summaries[0].mean_images_per_second > 0
-                          ? s.mean_images_per_second / summaries[0].mean_images_per_second
-                          : 0.0);
+    speedup.push_back(
+        summaries[0].mean_images_per_second > 0 ? s.mean_images_per_second / summaries[0].mean_images_per_second : 0.0);
 
   if (as_json) {
     json out = {{"runs", json::array()}, {"differences", json::object()}};
@@ -440,9 +445,8 @@ int compare_command(Args& args) {
     table.add(cells);
   };
   row("status", [&](size_t i) { return std::string(run_status_name(runs[i].status)); });
-  row("epochs", [&](size_t i) {
-    return std::to_string(summaries[i].epochs_completed) + "/" + std::to_string(runs[i].epochs);
-  });
+  row("epochs",
+      [&](size_t i) { return std::to_string(summaries[i].epochs_completed) + "/" + std::to_string(runs[i].epochs); });
   row("best validation accuracy", [&](size_t i) {
     const RunSummary& s = summaries[i];
     return s.epochs_completed ? percent(s.best_validation_accuracy) + " (epoch " + std::to_string(s.best_epoch) + ")"

@@ -43,19 +43,32 @@ class SignalGuard {
   }
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 // Hands every event to each observer in order (the recorder first, so a printed epoch is a stored epoch).
 class FanOut : public TrainObserver {
  public:
   explicit FanOut(std::vector<TrainObserver*> observers) : observers_(std::move(observers)) {}
-  void on_start(const RunInfo& e) override { for (auto* o : observers_) o->on_start(e); }
-  void on_step(const StepReport& e) override { for (auto* o : observers_) o->on_step(e); }
-  void on_epoch(const EpochReport& e) override { for (auto* o : observers_) o->on_epoch(e); }
-  void on_histogram(const GradientHistogram& e) override { for (auto* o : observers_) o->on_histogram(e); }
-  void on_checkpoint(const CheckpointInfo& e) override { for (auto* o : observers_) o->on_checkpoint(e); }
-  void on_end(const RunEnd& e) override { for (auto* o : observers_) o->on_end(e); }
+  void on_start(const RunInfo& e) override {
+    for (auto* o : observers_) o->on_start(e);
+  }
+  void on_step(const StepReport& e) override {
+    for (auto* o : observers_) o->on_step(e);
+  }
+  void on_epoch(const EpochReport& e) override {
+    for (auto* o : observers_) o->on_epoch(e);
+  }
+  void on_histogram(const GradientHistogram& e) override {
+    for (auto* o : observers_) o->on_histogram(e);
+  }
+  void on_checkpoint(const CheckpointInfo& e) override {
+    for (auto* o : observers_) o->on_checkpoint(e);
+  }
+  void on_end(const RunEnd& e) override {
+    for (auto* o : observers_) o->on_end(e);
+  }
 
  private:
   std::vector<TrainObserver*> observers_;
@@ -91,8 +104,7 @@ class ConsoleObserver : public TrainObserver {
     const int filled = static_cast<int>(std::min<int64_t>(width, steps_in_epoch_ * width / total));
     std::printf("\r\033[Kepoch %d/%d [%s%s] %lld/%lld  loss %.4f  acc %5.1f%%  lr %.4g", r.epoch, epochs_,
                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                static_cast<long long>(steps_in_epoch_), static_cast<long long>(total), r.loss, 100 * r.accuracy,
-                r.lr);
+                static_cast<long long>(steps_in_epoch_), static_cast<long long>(total), r.loss, 100 * r.accuracy, r.lr);
     if (r.loss_scale != 1.0f) std::printf("  scale %g", r.loss_scale);
     if (r.skipped) std::printf("  skipped");
     std::fflush(stdout);
@@ -107,9 +119,8 @@ class ConsoleObserver : public TrainObserver {
     std::printf(
         "epoch %d/%d  train loss %.4f acc %.2f%%  val loss %.4f acc %.2f%% top-%d %.2f%%  %.1f s  %.1f img/s  "
         "data wait %.2f s  peak %.1f MiB",
-        r.epoch, epochs_, r.train_loss, 100 * r.train_accuracy, r.validation_loss, 100 * r.validation_accuracy,
-        r.topk, 100 * r.validation_topk, r.seconds, r.images_per_second, r.data_wait_seconds,
-        r.peak_bytes / 1048576.0);
+        r.epoch, epochs_, r.train_loss, 100 * r.train_accuracy, r.validation_loss, 100 * r.validation_accuracy, r.topk,
+        100 * r.validation_topk, r.seconds, r.images_per_second, r.data_wait_seconds, r.peak_bytes / 1048576.0);
     if (r.skipped_steps) std::printf("  skipped %lld", static_cast<long long>(r.skipped_steps));
     if (r.loss_scale != 1.0) std::printf("  scale %g", r.loss_scale);
     std::printf("\n");
@@ -180,10 +191,14 @@ TrainConfig resumed_config(const RunStore& store, int64_t run, const TrainConfig
   const nlohmann::json flags = nlohmann::json(given).flatten();  // a named object: items() refers into it
   for (const auto& [key, value] : flags.items()) {
     if (defaults.contains(key) && defaults[key] == value) continue;  // not given (or given as its default)
-    if (key == "/data_dir") c.data_dir = given.data_dir;
-    else if (key == "/threads") c.threads = given.threads;
-    else if (key == "/data/cache_budget_mb") c.data.cache_budget_mb = given.data.cache_budget_mb;
-    else if (key == "/data/loader_threads") c.data.loader_threads = given.data.loader_threads;
+    if (key == "/data_dir")
+      c.data_dir = given.data_dir;
+    else if (key == "/threads")
+      c.threads = given.threads;
+    else if (key == "/data/cache_budget_mb")
+      c.data.cache_budget_mb = given.data.cache_budget_mb;
+    else if (key == "/data/loader_threads")
+      c.data.loader_threads = given.data.loader_threads;
     else
       throw Error("--resume continues " + label + " with its stored configuration; the setting " + key.substr(1) +
                   " cannot change (only --data, --threads and --cache-mb can)");

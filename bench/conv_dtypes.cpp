@@ -19,17 +19,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
 
-constexpr int kAccumulators =
-    12;  // enough independent chains to hide the multiply-add latency on both pipes
+constexpr int kAccumulators = 12;  // enough independent chains to hide the multiply-add latency on both pipes
 constexpr long kIterations = 50'000'000;
 
 __attribute__((target("avx512f"))) float lane_sum(const __m512 (&acc)[kAccumulators]) {
@@ -96,12 +93,9 @@ ConvTimes time_conv(Backend& backend, const ConvShape& s, DType dtype, int reps)
   Rng rng(1);
   const int64_t P = (s.H + 2 * s.padding - s.R) / s.stride + 1;
   const Layout act = Layout::NHWC, weights = Layout::NCHW;  // the engine's layouts
-  Tensor x = random_tensor({s.N, s.C, s.H, s.H}, dtype, act, rng),
-         dx = Tensor::empty(x.shape(), dtype, act);
-  Tensor w = random_tensor({s.K, s.C, s.R, s.R}, dtype, weights, rng),
-         dw = Tensor::empty(w.shape(), dtype, weights);
-  Tensor dy = random_tensor({s.N, s.K, P, P}, dtype, act, rng),
-         y = Tensor::empty(dy.shape(), dtype, act);
+  Tensor x = random_tensor({s.N, s.C, s.H, s.H}, dtype, act, rng), dx = Tensor::empty(x.shape(), dtype, act);
+  Tensor w = random_tensor({s.K, s.C, s.R, s.R}, dtype, weights, rng), dw = Tensor::empty(w.shape(), dtype, weights);
+  Tensor dy = random_tensor({s.N, s.K, P, P}, dtype, act, rng), y = Tensor::empty(dy.shape(), dtype, act);
   const ConvParams p{s.stride, s.padding};
   auto time = [&](const std::function<void()>& pass) {
     pass();
@@ -113,8 +107,7 @@ ConvTimes time_conv(Backend& backend, const ConvShape& s, DType dtype, int reps)
     }
     return median(t);
   };
-  return {time([&] { backend.conv2d_forward(x, w, y, p); }),
-          time([&] { backend.conv2d_backward_data(dy, w, dx, p); }),
+  return {time([&] { backend.conv2d_forward(x, w, y, p); }), time([&] { backend.conv2d_backward_data(dy, w, dx, p); }),
           time([&] { backend.conv2d_backward_weights(x, dy, dw, p); })};
 }
 
@@ -139,25 +132,20 @@ int run(int threads, int rounds) {
                               {"3x3 128->128 @28", 16, 128, 28, 128, 3, 1, 1},
                               {"3x3 256->256 @14", 16, 256, 14, 256, 3, 1, 1},
                               {"3x3 512->512 @7", 16, 512, 7, 512, 3, 1, 1}};
-  std::printf("%-20s %-16s %10s %10s %8s\n", "shape", "pass", "FP32 GF/s", "BF16 GF/s",
-              "BF16/FP32");
+  std::printf("%-20s %-16s %10s %10s %8s\n", "shape", "pass", "FP32 GF/s", "BF16 GF/s", "BF16/FP32");
   for (const ConvShape& s : shapes) {
     const int64_t P = (s.H + 2 * s.padding - s.R) / s.stride + 1;
     const double flops = 2.0 * s.N * s.K * P * P * s.C * s.R * s.R;
     std::vector<double> f32[3], b16[3];
     for (int r = 0; r < rounds; ++r) {
-      const ConvTimes a = time_conv(*backend, s, DType::F32, 3),
-                      b = time_conv(*backend, s, DType::BF16, 3);
-      f32[0].push_back(a.forward), f32[1].push_back(a.backward_data),
-          f32[2].push_back(a.backward_weights);
-      b16[0].push_back(b.forward), b16[1].push_back(b.backward_data),
-          b16[2].push_back(b.backward_weights);
+      const ConvTimes a = time_conv(*backend, s, DType::F32, 3), b = time_conv(*backend, s, DType::BF16, 3);
+      f32[0].push_back(a.forward), f32[1].push_back(a.backward_data), f32[2].push_back(a.backward_weights);
+      b16[0].push_back(b.forward), b16[1].push_back(b.backward_data), b16[2].push_back(b.backward_weights);
     }
     const char* passes[] = {"forward", "backward data", "backward weights"};
     for (int k = 0; k < 3; ++k) {
       const double tf = median(f32[k]), tb = median(b16[k]);
-      std::printf("%-20s %-16s %10.1f %10.1f %7.2fx\n", s.name, passes[k], flops / tf / 1e9,
-                  flops / tb / 1e9, tf / tb);
+      std::printf("%-20s %-16s %10.1f %10.1f %7.2fx\n", s.name, passes[k], flops / tf / 1e9, flops / tb / 1e9, tf / tb);
     }
   }
   return 0;

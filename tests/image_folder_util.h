@@ -29,7 +29,8 @@ inline fs::path make_stripes_folder(const std::string& name, int per_class, int 
           const int coord = cls[0] == 'h' ? y : x;
           const int base = ((coord + phase) / 2) % 2 ? 200 : 50;
           for (int c = 0; c < 3; ++c)
-            img.at<cv::Vec3b>(y, x)[c] = static_cast<uint8_t>(std::clamp(base + static_cast<int>(rng.normal() * 30), 0, 255));
+            img.at<cv::Vec3b>(y, x)[c] =
+                static_cast<uint8_t>(std::clamp(base + static_cast<int>(rng.normal() * 30), 0, 255));
         }
       cv::imwrite((root / cls / (std::to_string(i) + ".png")).string(), img);
     }

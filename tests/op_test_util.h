@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
-#include "core/rng.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "reference/reference_ops.h"
 
 namespace ampwb::testing {

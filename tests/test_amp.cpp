@@ -98,8 +98,8 @@ TEST(LossScaler, HysteresisMinimumMaximumAndGrowthToInfinity) {
   bounded.min_scale = 2;
   bounded.max_scale = 8;
   bounded.growth_interval = 1;
-  expect_sequence(bounded, {{true, 4, false, 8, 0}, {true, 8, false, 8, 0}, {false, 8, true, 4, 0},
-                            {false, 4, true, 2, 0}});
+  expect_sequence(bounded,
+                  {{true, 4, false, 8, 0}, {true, 8, false, 8, 0}, {false, 8, true, 4, 0}, {false, 4, true, 2, 0}});
   LossScaler at_minimum(bounded);
   at_minimum.load_state({2, 0, 1});
   Parameter p("w", tensor_from_floats({1.0f}, {1}));
@@ -188,8 +188,10 @@ TEST(Fp16Emulation, ConvolutionWithinOneUlpOfFloat64RoundedToFp16) {
     Tensor dx = Tensor::empty(x.shape(), DType::F16, Layout::NHWC), dw = Tensor::empty(w.shape(), DType::F16);
     backend().conv2d_backward_data(dy, w, dx, {2, 1});
     backend().conv2d_backward_weights(x, dy, dw, {2, 1});
-    expect_within_one_half_ulp(dx, ref::conv2d_backward_data(ref::from_tensor(dy), ref::from_tensor(w), x.shape(), 2, 1));
-    expect_within_one_half_ulp(dw, ref::conv2d_backward_weights(ref::from_tensor(x), ref::from_tensor(dy), w.shape(), 2, 1));
+    expect_within_one_half_ulp(dx,
+                               ref::conv2d_backward_data(ref::from_tensor(dy), ref::from_tensor(w), x.shape(), 2, 1));
+    expect_within_one_half_ulp(
+        dw, ref::conv2d_backward_weights(ref::from_tensor(x), ref::from_tensor(dy), w.shape(), 2, 1));
   }
 }
 
@@ -214,9 +216,18 @@ TEST(Fp16Emulation, MatrixProductWithinOneUlpAndOverflowsToInfinity) {
 TEST(Fp16Emulation, BackendRoundingToFp16MatchesRoundToNearestEven) {
   // The emulation stores results through the backend's f32 -> f16 conversion: it must round exactly like the
   // reference conversion (ties to even, signed zeros, subnormals kept, 65520 and above to inf).
-  std::vector<float> values = {65504.0f, 65519.99f, 65520.0f, 1e6f, -70000.0f, std::ldexp(1.0f, -25),
-                               std::ldexp(1.5f, -25), std::ldexp(3.0f, -26), std::ldexp(1.0f, -14),
-                               1.0f + std::ldexp(1.0f, -11), 1.0f + std::ldexp(3.0f, -11), -0.0f};
+  std::vector<float> values = {65504.0f,
+                               65519.99f,
+                               65520.0f,
+                               1e6f,
+                               -70000.0f,
+                               std::ldexp(1.0f, -25),
+                               std::ldexp(1.5f, -25),
+                               std::ldexp(3.0f, -26),
+                               std::ldexp(1.0f, -14),
+                               1.0f + std::ldexp(1.0f, -11),
+                               1.0f + std::ldexp(3.0f, -11),
+                               -0.0f};
   Rng rng(23);
   for (int i = 0; i < 20000; ++i)
     values.push_back(static_cast<float>(std::ldexp(rng.normal(), static_cast<int>(rng.below(60)) - 40)));
@@ -255,8 +266,8 @@ TEST(PrecisionPolicy, AutocastTableDecidesEachOpsType) {
 
 TEST(GradientProbe, HistogramOfLog2MagnitudesWithFp16Fractions) {
   GradientProbe probe;
-  probe.record_activation_gradient(tensor_from_floats(
-      {0.0f, 1.0f, -1.5f, std::ldexp(1.0f, -30), 1e5f, INFINITY, std::ldexp(1.0f, -24)}, {7}));
+  probe.record_activation_gradient(
+      tensor_from_floats({0.0f, 1.0f, -1.5f, std::ldexp(1.0f, -30), 1e5f, INFINITY, std::ldexp(1.0f, -24)}, {7}));
   const std::vector<GradientHistogram> h = probe.take(3, 1024);
   ASSERT_EQ(h.size(), 1u);
   EXPECT_EQ(h[0].kind, "activation");
@@ -265,7 +276,7 @@ TEST(GradientProbe, HistogramOfLog2MagnitudesWithFp16Fractions) {
   EXPECT_EQ(h[0].total, 7);
   EXPECT_EQ(h[0].zeros, 1);
   EXPECT_EQ(h[0].nonfinite, 1);
-  EXPECT_EQ(h[0].counts[static_cast<size_t>(0 - h[0].min_log2)], 2);   // 1 and 1.5 in [2^0, 2^1)
+  EXPECT_EQ(h[0].counts[static_cast<size_t>(0 - h[0].min_log2)], 2);  // 1 and 1.5 in [2^0, 2^1)
   EXPECT_EQ(h[0].counts[static_cast<size_t>(-30 - h[0].min_log2)], 1);
   EXPECT_DOUBLE_EQ(h[0].underflow_fraction, 1.0 / 7);  // 2^-30 (2^-24 itself is representable)
   EXPECT_DOUBLE_EQ(h[0].overflow_fraction, 2.0 / 7);   // 1e5 and inf

@@ -125,8 +125,8 @@ void PrintTo(const ConvParam& p, std::ostream* out) {
 std::string conv_name(const ::testing::TestParamInfo<ConvParam>& info) {
   const ConvCase& c = info.param.c;
   return std::string(info.param.mode.name) + "_N" + std::to_string(c.N) + "C" + std::to_string(c.C) + "H" +
-         std::to_string(c.H) + "W" + std::to_string(c.W) + "K" + std::to_string(c.K) + "R" + std::to_string(c.R) +
-         "s" + std::to_string(c.stride) + "p" + std::to_string(c.padding) + layout_name(info.param.layout) + "_w" +
+         std::to_string(c.H) + "W" + std::to_string(c.W) + "K" + std::to_string(c.K) + "R" + std::to_string(c.R) + "s" +
+         std::to_string(c.stride) + "p" + std::to_string(c.padding) + layout_name(info.param.layout) + "_w" +
          layout_name(info.param.weight_layout);
 }
 
@@ -158,13 +158,13 @@ TEST_P(CudaConv, ForwardAndBackwardMatchReference) {
 
 std::vector<ConvParam> conv_params() {
   const std::vector<ConvCase> cases = {
-      {1, 3, 7, 7, 5, 3, 1, 1},    // batch 1, odd sizes, 3 channels (padded to 8 in 16-bit NHWC)
-      {2, 4, 9, 11, 6, 3, 2, 1},   // stride 2, non-square
-      {3, 5, 8, 8, 4, 1, 2, 0},    // 1x1 stride 2 (projection shortcut), 5 channels (padded)
-      {2, 3, 13, 13, 8, 7, 2, 3},  // the 7x7 stem
-      {1, 16, 5, 5, 16, 3, 1, 0},  // no padding
-      {2, 32, 6, 6, 24, 3, 2, 1},  // wider channels
-      {2, 64, 4, 4, 16, 1, 1, 0},  // bottleneck 1x1 reduce
+      {1, 3, 7, 7, 5, 3, 1, 1},      // batch 1, odd sizes, 3 channels (padded to 8 in 16-bit NHWC)
+      {2, 4, 9, 11, 6, 3, 2, 1},     // stride 2, non-square
+      {3, 5, 8, 8, 4, 1, 2, 0},      // 1x1 stride 2 (projection shortcut), 5 channels (padded)
+      {2, 3, 13, 13, 8, 7, 2, 3},    // the 7x7 stem
+      {1, 16, 5, 5, 16, 3, 1, 0},    // no padding
+      {2, 32, 6, 6, 24, 3, 2, 1},    // wider channels
+      {2, 64, 4, 4, 16, 1, 1, 0},    // bottleneck 1x1 reduce
       {4, 64, 14, 14, 64, 3, 1, 1},  // a ResNet 3x3 block shape (tensor-core kernels)
   };
   std::vector<ConvParam> params;
@@ -237,7 +237,8 @@ TEST_P(CudaBatchNorm, TrainingInferenceAndBackwardMatchReference) {
 
   Tensor g_running_mean = to_gpu(running_mean), g_running_var = to_gpu(running_var);
   const Tensor gx = to_gpu(x), ggamma = to_gpu(gamma), gbeta = to_gpu(beta);
-  Tensor y = gpu_nan(x.shape(), mode.dtype, layout), mean = gpu_nan({c.C}, DType::F32), var = gpu_nan({c.C}, DType::F32);
+  Tensor y = gpu_nan(x.shape(), mode.dtype, layout), mean = gpu_nan({c.C}, DType::F32),
+         var = gpu_nan({c.C}, DType::F32);
   gpu().batchnorm_forward_training(gx, ggamma, gbeta, y, mean, var, g_running_mean, g_running_var, momentum, eps);
   const ref::Array rx = ref::from_tensor(x), rg = ref::from_tensor(gamma), rb = ref::from_tensor(beta);
   const ref::BatchNormResult expected = ref::batchnorm_forward_training(rx, rg, rb, eps);
@@ -356,7 +357,7 @@ std::vector<PoolParam> pool_params() {
       params.push_back({1, 3, 7, 7, 3, 2, 1, m, layout});  // the ResNet stem's pool, odd size
       params.push_back({2, 4, 8, 9, 2, 2, 0, m, layout});
       params.push_back({2, 17, 11, 11, 3, 2, 1, m, layout});
-      params.push_back({1, 2, 5, 5, 3, 1, 1, m, layout});  // overlapping windows, stride 1
+      params.push_back({1, 2, 5, 5, 3, 1, 1, m, layout});       // overlapping windows, stride 1
       params.push_back({4, 64, 112, 112, 3, 2, 1, m, layout});  // ResNet's stem pool at 224 px
     }
   return params;
@@ -379,8 +380,7 @@ TEST_P(CudaLinear, ForwardAndBackwardMatchReference) {
   const Mode& mode = GetParam();
   Tf32Scope tf32(mode.tf32);
   Rng rng(16);
-  for (auto [N, I, O] : {std::tuple<int64_t, int64_t, int64_t>{1, 5, 3}, {7, 13, 10}, {16, 64, 100},
-                         {64, 512, 1000}}) {
+  for (auto [N, I, O] : {std::tuple<int64_t, int64_t, int64_t>{1, 5, 3}, {7, 13, 10}, {16, 64, 100}, {64, 512, 1000}}) {
     const Tensor x = host_random({N, I}, rng, mode.dtype), w = host_random({O, I}, rng, mode.dtype);
     const Tensor b = host_random({O}, rng, mode.dtype), dy = host_random({N, O}, rng, mode.dtype);
     Tensor y = gpu_nan({N, O}, mode.dtype), dx = gpu_nan({N, I}, mode.dtype);
@@ -419,8 +419,8 @@ TEST(CudaSoftmaxCrossEntropy, LossAndGradientMatchReference) {
       for (int64_t i = 0; i < N; ++i)
         label_values.push_back(labels.data_as<int32_t>()[i] = static_cast<int32_t>(rng.below(static_cast<int>(K))));
       Tensor dlogits = gpu_nan({N, K}, DType::F32);
-      const float loss = gpu().softmax_cross_entropy(to_gpu(logits), to_gpu(labels), static_cast<float>(smoothing),
-                                                     dlogits);
+      const float loss =
+          gpu().softmax_cross_entropy(to_gpu(logits), to_gpu(labels), static_cast<float>(smoothing), dlogits);
       const ref::CrossEntropyResult expected =
           ref::softmax_cross_entropy(ref::from_tensor(logits), label_values, smoothing);
       EXPECT_NEAR(loss, expected.loss, kFp32Tolerance * expected.loss) << "N" << N << " K" << K;
@@ -505,7 +505,8 @@ TEST(CudaOptimizers, SgdAndAdamMatchTheCpuBackend) {
     EXPECT_LT(relative_error(to_host(gbuf), ref::from_tensor(buf)), 1e-6) << "nesterov " << nesterov;
   }
   for (bool decoupled : {false, true}) {
-    Tensor w = host_random({n}, rng, DType::F32), m = Tensor::zeros({n}, DType::F32), v = Tensor::zeros({n}, DType::F32);
+    Tensor w = host_random({n}, rng, DType::F32), m = Tensor::zeros({n}, DType::F32),
+           v = Tensor::zeros({n}, DType::F32);
     Tensor gw = to_gpu(w), gm = to_gpu(m), gv = to_gpu(v);
     for (int64_t step = 1; step <= 3; ++step) {
       const Tensor g = host_random({n}, rng, DType::F32);

@@ -30,7 +30,8 @@ CliRun ampwb(const std::string& arguments, const TempDir& scratch) {
 
 TEST(DataCli, InspectJson) {
   TempDir data("cli_data"), scratch("cli_scratch");
-  for (int i = 0; i < 3; ++i) write_image(data / "zèbres rayés" / (std::to_string(i) + ".png"), pattern_image(12, 10, i));
+  for (int i = 0; i < 3; ++i)
+    write_image(data / "zèbres rayés" / (std::to_string(i) + ".png"), pattern_image(12, 10, i));
   for (int i = 0; i < 2; ++i) write_image(data / "lions" / (std::to_string(i) + ".jpg"), pattern_image(12, 10, i));
   write_text(data / "lions" / "fake.jpg", "not a jpeg");
   fs::create_directories(data / "nothing here");

@@ -33,12 +33,9 @@ TEST(DataGzip, AgreesWithZlibForEveryBlockType) {
   struct Case {
     int level, strategy;
     const char* what;
-  } cases[] = {{0, Z_DEFAULT_STRATEGY, "stored blocks"},
-               {1, Z_DEFAULT_STRATEGY, "fast"},
-               {9, Z_DEFAULT_STRATEGY, "dynamic Huffman"},
-               {6, Z_FIXED, "fixed Huffman"},
-               {6, Z_HUFFMAN_ONLY, "literals only"},
-               {6, Z_RLE, "run lengths"}};
+  } cases[] = {{0, Z_DEFAULT_STRATEGY, "stored blocks"},   {1, Z_DEFAULT_STRATEGY, "fast"},
+               {9, Z_DEFAULT_STRATEGY, "dynamic Huffman"}, {6, Z_FIXED, "fixed Huffman"},
+               {6, Z_HUFFMAN_ONLY, "literals only"},       {6, Z_RLE, "run lengths"}};
   for (const Case& c : cases) {
     const std::vector<uint8_t> gz = gzip(data, c.level, c.strategy);
     EXPECT_EQ(gunzip(gz.data(), gz.size(), "test.gz"), data) << c.what;
@@ -84,7 +81,8 @@ TEST(DataImageFile, AcceptedFormatsDecodeToTheSameBgr) {
   const cv::Mat img = pattern_image(21, 13, 3);
   // Lossless formats round-trip exactly.
   for (const char* ext : {".png", ".bmp", ".tiff", ".ppm", ".webp"}) {
-    const std::vector<int> params = std::string(ext) == ".webp" ? std::vector<int>{cv::IMWRITE_WEBP_QUALITY, 101} : std::vector<int>{};
+    const std::vector<int> params =
+        std::string(ext) == ".webp" ? std::vector<int>{cv::IMWRITE_WEBP_QUALITY, 101} : std::vector<int>{};
     const std::vector<uint8_t> bytes = encode(ext, img, params);
     const ImageCheck c = check(bytes);
     ASSERT_TRUE(c.ok) << ext << ": " << c.reason;
@@ -167,7 +165,9 @@ TEST(DataImageFile, DamageIsRefusedWithItsReason) {
   const cv::Mat img = pattern_image(40, 30, 5);
   const std::vector<uint8_t> jpg = encode(".jpg", img, {cv::IMWRITE_JPEG_QUALITY, 90});
   const std::vector<uint8_t> png = encode(".png", img);
-  auto cut = [](const std::vector<uint8_t>& v, size_t n) { return std::vector<uint8_t>(v.begin(), v.begin() + static_cast<long>(n)); };
+  auto cut = [](const std::vector<uint8_t>& v, size_t n) {
+    return std::vector<uint8_t>(v.begin(), v.begin() + static_cast<long>(n));
+  };
 
   // OpenCV decodes a half JPEG without complaint: the check must not.
   ASSERT_FALSE(decode(cut(jpg, jpg.size() / 2)).empty()) << "OpenCV changed: truncated JPEGs no longer decode";
@@ -228,7 +228,8 @@ TEST(DataBinaryFormats, IdxPlainAndGzipAndTheirErrors) {
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 3);
   write_bytes(dir / "a-images-idx3-ubyte", idx_images(pixels, 3, 4, 5));
   write_bytes(dir / "a-labels-idx1-ubyte.gz", gzip(idx_labels({2, 0, 1})));
-  const PixelImages px = read_idx_pair((dir / "a-images-idx3-ubyte").string(), (dir / "a-labels-idx1-ubyte.gz").string());
+  const PixelImages px =
+      read_idx_pair((dir / "a-images-idx3-ubyte").string(), (dir / "a-labels-idx1-ubyte.gz").string());
   EXPECT_EQ(px.count(), 3);
   EXPECT_EQ(px.height, 4);
   EXPECT_EQ(px.width, 5);

@@ -206,7 +206,8 @@ TEST(DataLoader, PadCropIsAShiftAndFlipOfTheImage) {
             for (int x = 0; x < 16 && same; ++x) {
               const int sy = y + dy, sx = (flip ? 15 - x : x) + dx;
               for (int c = 0; c < 3; ++c) {
-                const float want = sy >= 0 && sy < 16 && sx >= 0 && sx < 16 ? a[((i * 16 + sy) * 16 + sx) * 3 + c] : 0.0f;
+                const float want =
+                    sy >= 0 && sy < 16 && sx >= 0 && sx < 16 ? a[((i * 16 + sy) * 16 + sx) * 3 + c] : 0.0f;
                 if (s[((i * 16 + y) * 16 + x) * 3 + c] != want) same = false;
               }
             }
@@ -242,7 +243,8 @@ TEST(DataLoader, LastBatchKeptOrDropped) {
   std::multiset<int> ids;
   for (const auto& bytes : e.images) {
     const float* f = reinterpret_cast<const float*>(bytes.data());
-    for (size_t i = 0; i < bytes.size() / sizeof(float) / 192; ++i) ids.insert(static_cast<int>(std::lround(f[i * 192 + 2] * 255)));
+    for (size_t i = 0; i < bytes.size() / sizeof(float) / 192; ++i)
+      ids.insert(static_cast<int>(std::lround(f[i * 192 + 2] * 255)));
   }
   std::multiset<int> all;
   for (int i = 0; i < 21; ++i) all.insert(i);
@@ -367,7 +369,8 @@ TEST(DataLoader, IdxAndCifarPixelsReachTheBatch) {
   const int image_of[4] = {0, 2, 1, 3};
   for (int i = 0; i < 4; ++i)
     for (int p = 0; p < 64; ++p)
-      for (int c = 0; c < 3; ++c) ASSERT_EQ(f[(i * 64 + p) * 3 + c], px[static_cast<size_t>(image_of[i] * 64 + p)] / 255.0f);
+      for (int c = 0; c < 3; ++c)
+        ASSERT_EQ(f[(i * 64 + p) * 3 + c], px[static_cast<size_t>(image_of[i] * 64 + p)] / 255.0f);
   EXPECT_EQ(native.stats().cache_bytes, 0u);
 
   TempDir cifar("cifar_loader");
@@ -379,7 +382,8 @@ TEST(DataLoader, IdxAndCifarPixelsReachTheBatch) {
   ASSERT_TRUE(cl.next(b));
   // First sample: class 0, file order: record 1 of data_batch_1 (index 1).
   const float* g = b.images.data_as<float>();
-  for (int c = 0; c < 3; ++c) EXPECT_EQ(g[(5 * 32 + 7) * 3 + c], cifar_value(c, 5, 7, 0, 1) / 255.0f) << "channel " << c;
+  for (int c = 0; c < 3; ++c)
+    EXPECT_EQ(g[(5 * 32 + 7) * 3 + c], cifar_value(c, 5, 7, 0, 1) / 255.0f) << "channel " << c;
 }
 
 TEST(DataLoader, FashionMnistStatistics) {

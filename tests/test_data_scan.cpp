@@ -56,9 +56,11 @@ void make_messy_folder(const fs::path& root) {
   write_image(cats / "nested" / "deeper" / "n1.png", pattern_image(20, 25, 5));
 
   const std::vector<uint8_t> jpg = encode(".jpg", pattern_image(60, 40, 6));
-  write_bytes(cats / "truncated.jpg", std::vector<uint8_t>(jpg.begin(), jpg.begin() + static_cast<long>(jpg.size() / 2)));
+  write_bytes(cats / "truncated.jpg",
+              std::vector<uint8_t>(jpg.begin(), jpg.begin() + static_cast<long>(jpg.size() / 2)));
   const std::vector<uint8_t> png = encode(".png", pattern_image(60, 40, 7));
-  write_bytes(cats / "truncated.png", std::vector<uint8_t>(png.begin(), png.begin() + static_cast<long>(png.size() / 2)));
+  write_bytes(cats / "truncated.png",
+              std::vector<uint8_t>(png.begin(), png.begin() + static_cast<long>(png.size() / 2)));
   write_bytes(cats / "no_iend.png", std::vector<uint8_t>(png.begin(), png.end() - 12));
   write_bytes(cats / "corrupt_crc.png", png_with_bad_crc(png));
   write_bytes(cats / "empty.jpg", std::vector<uint8_t>{});
@@ -184,8 +186,10 @@ TEST(DataScan, UnreadableFileIsSkipped) {
 
 TEST(DataScan, SplitFoldersAreTheSplit) {
   TempDir dir("split");
-  for (int i = 0; i < 4; ++i) write_image(dir / "train" / "ants" / (std::to_string(i) + ".png"), pattern_image(10, 10, i));
-  for (int i = 0; i < 3; ++i) write_image(dir / "train" / "bees" / (std::to_string(i) + ".png"), pattern_image(10, 10, i));
+  for (int i = 0; i < 4; ++i)
+    write_image(dir / "train" / "ants" / (std::to_string(i) + ".png"), pattern_image(10, 10, i));
+  for (int i = 0; i < 3; ++i)
+    write_image(dir / "train" / "bees" / (std::to_string(i) + ".png"), pattern_image(10, 10, i));
   write_image(dir / "valid" / "ants" / "v.png", pattern_image(10, 10, 9));
   write_image(dir / "valid" / "wasps" / "w.png", pattern_image(10, 10, 9));  // no such training class
   write_image(dir / "test" / "ants" / "t.png", pattern_image(10, 10, 9));
@@ -205,7 +209,8 @@ TEST(DataScan, SplitFoldersAreTheSplit) {
   ASSERT_EQ(r.small_classes.size(), 1u);
   EXPECT_EQ(r.small_classes[0].name, "bees");
   EXPECT_EQ(r.small_classes[0].reason, "no validation images in valid/");
-  EXPECT_NE(std::find(r.notes.begin(), r.notes.end(), "test/ not used (valid/ is the validation split)"), r.notes.end());
+  EXPECT_NE(std::find(r.notes.begin(), r.notes.end(), "test/ not used (valid/ is the validation split)"),
+            r.notes.end());
 }
 
 TEST(DataScan, LoneTrainFolderIsSplitByFraction) {
@@ -234,8 +239,9 @@ TEST(DataScan, ErrorsBeforeTraining) {
   write_bytes(dir / "allbad" / "a" / "x.png", std::vector<uint8_t>{});
   write_text(dir / "allbad" / "b" / "y.jpg", "text");
   const std::string all_bad = error_of((dir / "allbad").string());
-  EXPECT_NE(all_bad.find("none of the 2 classes in '" + (dir / "allbad").string() + "' has a usable image (2 files skipped"),
-            std::string::npos)
+  EXPECT_NE(
+      all_bad.find("none of the 2 classes in '" + (dir / "allbad").string() + "' has a usable image (2 files skipped"),
+      std::string::npos)
       << all_bad;
 
   write_image(dir / "one" / "only" / "1.png", pattern_image(8, 8));

@@ -35,15 +35,15 @@ TEST(Half, EveryBitPatternRoundTrips) {
 }
 
 TEST(Half, KnownValues) {
-  EXPECT_EQ(half_bits_to_float(0x7bff), 65504.0f);                 // largest finite
-  EXPECT_EQ(half_bits_to_float(0x0400), std::ldexp(1.0f, -14));    // smallest normal
-  EXPECT_EQ(half_bits_to_float(0x0001), std::ldexp(1.0f, -24));    // smallest subnormal
-  EXPECT_EQ(float_to_half_bits(65519.996f), 0x7bff);               // just below the threshold rounds down
-  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);                 // the threshold rounds to inf
+  EXPECT_EQ(half_bits_to_float(0x7bff), 65504.0f);               // largest finite
+  EXPECT_EQ(half_bits_to_float(0x0400), std::ldexp(1.0f, -14));  // smallest normal
+  EXPECT_EQ(half_bits_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(float_to_half_bits(65519.996f), 0x7bff);             // just below the threshold rounds down
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);               // the threshold rounds to inf
   EXPECT_EQ(float_to_half_bits(-1e6f), 0xfc00);
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);    // half of the smallest subnormal: tie to even 0
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.5f, -25)), 0x0001);    // above the tie rounds up
-  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);    // 1.5 ulp: tie to even 2
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);         // half of the smallest subnormal: tie to even 0
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.5f, -25)), 0x0001);         // above the tie rounds up
+  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);         // 1.5 ulp: tie to even 2
   EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie between 1 and 1+2^-10: even
   EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(3.0f, -11)), 0x3c02);
   EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000);
@@ -75,8 +75,7 @@ TEST(Half, FloatToHalfAgreesWithF16COnSweep) {
   for (uint32_t upper = 0; upper < (1u << 19); ++upper)
     for (uint32_t low : {0x0u, 0x1u, 0xfffu, 0x1000u, 0x1001u, 0x1fffu}) check((upper << 13) | low);
   // Densely around the overflow threshold 65520 and the largest finite 65504.
-  for (uint32_t bits = std::bit_cast<uint32_t>(65000.0f); bits < std::bit_cast<uint32_t>(66000.0f); ++bits)
-    check(bits);
+  for (uint32_t bits = std::bit_cast<uint32_t>(65000.0f); bits < std::bit_cast<uint32_t>(66000.0f); ++bits) check(bits);
   // A coarse sweep of all floats.
   for (uint64_t bits = 0; bits <= 0xffffffffull; bits += 7919) check(static_cast<uint32_t>(bits));
   EXPECT_GT(checked, 200'000'000 / 2);
@@ -87,8 +86,8 @@ uint16_t bfloat16_by_search(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(f);
   const uint16_t down = static_cast<uint16_t>(bits >> 16), up = static_cast<uint16_t>(down + 1);
   const double x = f, lo = bfloat16_bits_to_float(down);
-  const double hi = (up & 0x7f80) == 0x7f80 && (up & 0x7f) == 0 ? std::copysign(std::ldexp(1.0, 128), x)
-                                                                 : bfloat16_bits_to_float(up);
+  const double hi =
+      (up & 0x7f80) == 0x7f80 && (up & 0x7f) == 0 ? std::copysign(std::ldexp(1.0, 128), x) : bfloat16_bits_to_float(up);
   const double d_lo = std::fabs(x - lo), d_hi = std::fabs(hi - x);
   if (d_lo < d_hi) return down;
   if (d_hi < d_lo) return up;

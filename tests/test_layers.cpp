@@ -192,9 +192,7 @@ void check_resnet_gradients(const ResNetConfig& config, int64_t batch) {
 
 TEST(ResNetGradients, TinyCifarResNet20) { check_resnet_gradients({20, 3, 3, 8, Stem::Auto}, 4); }
 
-TEST(ResNetGradients, ResNet18WithImageNetStemAndMaxPool) {
-  check_resnet_gradients({18, 3, 3, 64, Stem::ImageNet}, 4);
-}
+TEST(ResNetGradients, ResNet18WithImageNetStemAndMaxPool) { check_resnet_gradients({18, 3, 3, 64, Stem::ImageNet}, 4); }
 
 TEST(ResNetGradients, BottleneckResNet50) { check_resnet_gradients({50, 3, 3, 16, Stem::Small}, 4); }
 

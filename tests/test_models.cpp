@@ -48,8 +48,8 @@ TEST(ResNet, SmallStemChosenBelow64PixelsAndForcible) {
 
 TEST(ResNet, ForwardShapesInBothStems) {
   Rng rng(1);
-  for (auto [depth, size, stem] : {std::tuple{18, 28, Stem::Auto}, {18, 64, Stem::Auto}, {50, 40, Stem::ImageNet},
-                                   {20, 16, Stem::Auto}}) {
+  for (auto [depth, size, stem] :
+       {std::tuple{18, 28, Stem::Auto}, {18, 64, Stem::Auto}, {50, 40, Stem::ImageNet}, {20, 16, Stem::Auto}}) {
     ResNet model(backend(), {depth, 7, 3, size, stem}, rng);
     const Tensor x = testing::random_tensor({2, 3, size, size}, rng, Layout::NHWC);
     const Tensor logits = model.forward(x, Mode::Eval);

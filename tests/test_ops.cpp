@@ -26,9 +26,9 @@ struct ConvCase {
 
 std::string conv_case_name(const ::testing::TestParamInfo<ConvCase>& info) {
   const ConvCase& c = info.param;
-  return "N" + std::to_string(c.N) + "C" + std::to_string(c.C) + "H" + std::to_string(c.H) + "W" +
-         std::to_string(c.W) + "K" + std::to_string(c.K) + "R" + std::to_string(c.R) + "s" +
-         std::to_string(c.stride) + "p" + std::to_string(c.padding) + layout_name(c.layout);
+  return "N" + std::to_string(c.N) + "C" + std::to_string(c.C) + "H" + std::to_string(c.H) + "W" + std::to_string(c.W) +
+         "K" + std::to_string(c.K) + "R" + std::to_string(c.R) + "s" + std::to_string(c.stride) + "p" +
+         std::to_string(c.padding) + layout_name(c.layout);
 }
 
 class ConvOp : public ::testing::TestWithParam<ConvCase> {};
@@ -48,8 +48,7 @@ TEST_P(ConvOp, ForwardAndBackwardMatchReference) {
   const ref::Array rx = ref::from_tensor(x), rw = ref::from_tensor(w), rdy = ref::from_tensor(dy);
   EXPECT_LT(relative_error(y, ref::conv2d_forward(rx, rw, c.stride, c.padding)), kFp32Tolerance);
   EXPECT_LT(relative_error(dx, ref::conv2d_backward_data(rdy, rw, x.shape(), c.stride, c.padding)), kFp32Tolerance);
-  EXPECT_LT(relative_error(dw, ref::conv2d_backward_weights(rx, rdy, w.shape(), c.stride, c.padding)),
-            kFp32Tolerance);
+  EXPECT_LT(relative_error(dw, ref::conv2d_backward_weights(rx, rdy, w.shape(), c.stride, c.padding)), kFp32Tolerance);
 }
 
 std::vector<ConvCase> conv_cases() {
@@ -75,8 +74,8 @@ struct Nchw {
 };
 std::string nchw_name(const ::testing::TestParamInfo<Nchw>& info) {
   const Nchw& c = info.param;
-  return "N" + std::to_string(c.N) + "C" + std::to_string(c.C) + "H" + std::to_string(c.H) + "W" +
-         std::to_string(c.W) + layout_name(c.layout);
+  return "N" + std::to_string(c.N) + "C" + std::to_string(c.C) + "H" + std::to_string(c.H) + "W" + std::to_string(c.W) +
+         layout_name(c.layout);
 }
 std::vector<Nchw> nchw_cases() {
   std::vector<Nchw> cases;
@@ -225,10 +224,12 @@ TEST(SoftmaxCrossEntropyOp, LossAndGradientMatchReference) {
   for (double smoothing : {0.0, 0.1}) {
     Tensor logits = random_tensor({9, 5}, rng, Layout::NCHW, 3.0), labels = Tensor::empty({9}, DType::I32);
     std::vector<int32_t> label_values;
-    for (int i = 0; i < 9; ++i) label_values.push_back(labels.data_as<int32_t>()[i] = static_cast<int32_t>(rng.below(5)));
+    for (int i = 0; i < 9; ++i)
+      label_values.push_back(labels.data_as<int32_t>()[i] = static_cast<int32_t>(rng.below(5)));
     Tensor dlogits = empty_f32({9, 5});
     const float loss = backend().softmax_cross_entropy(logits, labels, static_cast<float>(smoothing), dlogits);
-    const ref::CrossEntropyResult expected = ref::softmax_cross_entropy(ref::from_tensor(logits), label_values, smoothing);
+    const ref::CrossEntropyResult expected =
+        ref::softmax_cross_entropy(ref::from_tensor(logits), label_values, smoothing);
     EXPECT_NEAR(loss, expected.loss, kFp32Tolerance * expected.loss);
     EXPECT_LT(relative_error(dlogits, expected.dlogits), kFp32Tolerance);
   }
@@ -244,8 +245,9 @@ TEST(ConvertOp, LayoutsAndDtypes) {
       backend().convert(x, converted);
       const std::vector<float> got = to_float_vector(converted);
       for (size_t i = 0; i < values.size(); ++i) {
-        const float want = dtype == DType::F16 ? round_to_half(values[i])
-                           : dtype == DType::BF16 ? round_to_bfloat16(values[i]) : values[i];
+        const float want = dtype == DType::F16    ? round_to_half(values[i])
+                           : dtype == DType::BF16 ? round_to_bfloat16(values[i])
+                                                  : values[i];
         ASSERT_EQ(got[i], want) << converted.describe() << " element " << i;
       }
     }

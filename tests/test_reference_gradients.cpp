@@ -48,10 +48,12 @@ TEST(ReferenceGradients, Conv2d) {
     const ref::Array x = random_array({2, 3, 5, 6}, rng), w = random_array({4, 3, 3, 3}, rng);
     const ref::Array y = ref::conv2d_forward(x, w, stride, padding);
     const ref::Array r = random_array(y.shape, rng);
-    expect_gradient(x, [&](const ref::Array& v) { return ref::conv2d_forward(v, w, stride, padding); }, r,
-                    ref::conv2d_backward_data(r, w, x.shape, stride, padding), "conv input");
-    expect_gradient(w, [&](const ref::Array& v) { return ref::conv2d_forward(x, v, stride, padding); }, r,
-                    ref::conv2d_backward_weights(x, r, w.shape, stride, padding), "conv weights");
+    expect_gradient(
+        x, [&](const ref::Array& v) { return ref::conv2d_forward(v, w, stride, padding); }, r,
+        ref::conv2d_backward_data(r, w, x.shape, stride, padding), "conv input");
+    expect_gradient(
+        w, [&](const ref::Array& v) { return ref::conv2d_forward(x, v, stride, padding); }, r,
+        ref::conv2d_backward_weights(x, r, w.shape, stride, padding), "conv weights");
   }
 }
 
@@ -60,12 +62,15 @@ TEST(ReferenceGradients, BatchNorm) {
   const ref::Array x = random_array({3, 4, 3, 2}, rng), gamma = random_array({4}, rng), beta = random_array({4}, rng);
   const ref::Array r = random_array(x.shape, rng);
   const ref::BatchNormGrads g = ref::batchnorm_backward(x, r, gamma, 1e-5);
-  expect_gradient(x, [&](const ref::Array& v) { return ref::batchnorm_forward_training(v, gamma, beta, 1e-5).y; },
-                  r, g.dx, "batch norm input");
-  expect_gradient(gamma, [&](const ref::Array& v) { return ref::batchnorm_forward_training(x, v, beta, 1e-5).y; },
-                  r, g.dgamma, "batch norm scale");
-  expect_gradient(beta, [&](const ref::Array& v) { return ref::batchnorm_forward_training(x, gamma, v, 1e-5).y; },
-                  r, g.dbeta, "batch norm shift");
+  expect_gradient(
+      x, [&](const ref::Array& v) { return ref::batchnorm_forward_training(v, gamma, beta, 1e-5).y; }, r, g.dx,
+      "batch norm input");
+  expect_gradient(
+      gamma, [&](const ref::Array& v) { return ref::batchnorm_forward_training(x, v, beta, 1e-5).y; }, r, g.dgamma,
+      "batch norm scale");
+  expect_gradient(
+      beta, [&](const ref::Array& v) { return ref::batchnorm_forward_training(x, gamma, v, 1e-5).y; }, r, g.dbeta,
+      "batch norm shift");
 }
 
 TEST(ReferenceGradients, ReluPoolingLinearAndLoss) {
@@ -76,8 +81,9 @@ TEST(ReferenceGradients, ReluPoolingLinearAndLoss) {
 
   const ref::Array pooled = ref::maxpool_forward(x, 3, 2, 1);
   r = random_array(pooled.shape, rng);
-  expect_gradient(x, [](const ref::Array& v) { return ref::maxpool_forward(v, 3, 2, 1); }, r,
-                  ref::maxpool_backward(x, r, 3, 2, 1), "max pool");
+  expect_gradient(
+      x, [](const ref::Array& v) { return ref::maxpool_forward(v, 3, 2, 1); }, r, ref::maxpool_backward(x, r, 3, 2, 1),
+      "max pool");
 
   r = random_array({2, 3}, rng);
   expect_gradient(x, ref::global_avgpool_forward, r, ref::global_avgpool_backward(r, x.shape), "global avg pool");
@@ -85,9 +91,12 @@ TEST(ReferenceGradients, ReluPoolingLinearAndLoss) {
   const ref::Array a = random_array({4, 6}, rng), w = random_array({3, 6}, rng), b = random_array({3}, rng);
   r = random_array({4, 3}, rng);
   const ref::LinearGrads g = ref::linear_backward(r, a, w);
-  expect_gradient(a, [&](const ref::Array& v) { return ref::linear_forward(v, w, b); }, r, g.dx, "linear input");
-  expect_gradient(w, [&](const ref::Array& v) { return ref::linear_forward(a, v, b); }, r, g.dw, "linear weights");
-  expect_gradient(b, [&](const ref::Array& v) { return ref::linear_forward(a, w, v); }, r, g.db, "linear bias");
+  expect_gradient(
+      a, [&](const ref::Array& v) { return ref::linear_forward(v, w, b); }, r, g.dx, "linear input");
+  expect_gradient(
+      w, [&](const ref::Array& v) { return ref::linear_forward(a, v, b); }, r, g.dw, "linear weights");
+  expect_gradient(
+      b, [&](const ref::Array& v) { return ref::linear_forward(a, w, v); }, r, g.db, "linear bias");
 
   const std::vector<int32_t> labels = {2, 0, 1, 2};
   const ref::Array logits = random_array({4, 3}, rng);
@@ -99,8 +108,7 @@ TEST(ReferenceGradients, ReluPoolingLinearAndLoss) {
       out.v[0] = ref::softmax_cross_entropy(v, labels, smoothing).loss;
       return out;
     };
-    expect_gradient(logits, loss, one, ref::softmax_cross_entropy(logits, labels, smoothing).dlogits,
-                    "cross-entropy");
+    expect_gradient(logits, loss, one, ref::softmax_cross_entropy(logits, labels, smoothing).dlogits, "cross-entropy");
   }
 }
 

@@ -680,9 +680,11 @@ TEST(RunStore, DeleteRemovesTheRunAndAllItsRows) {
   store.remove(gone);
   expect_contains(error_of([&] { store.run(gone); }), "no run " + std::to_string(gone));
   for (const char* table : {"steps", "epochs", "histograms", "checkpoints"}) {
-    EXPECT_EQ(query_int(path, std::string("SELECT COUNT(*) FROM ") + table + " WHERE run_id = " + std::to_string(gone)), 0)
+    EXPECT_EQ(query_int(path, std::string("SELECT COUNT(*) FROM ") + table + " WHERE run_id = " + std::to_string(gone)),
+              0)
         << table;
-    EXPECT_GT(query_int(path, std::string("SELECT COUNT(*) FROM ") + table + " WHERE run_id = " + std::to_string(keep)), 0)
+    EXPECT_GT(query_int(path, std::string("SELECT COUNT(*) FROM ") + table + " WHERE run_id = " + std::to_string(keep)),
+              0)
         << table;
   }
 }

@@ -53,7 +53,8 @@ class TempDir {
 const fs::path& stripes() {
   static const fs::path folder = [] {
     const fs::path f = make_stripes_folder("store_cli", 40, 16);
-    std::atexit([] { fs::remove_all(fs::temp_directory_path() / ("ampwb_test_store_cli_" + std::to_string(::getpid()))); });
+    std::atexit(
+        [] { fs::remove_all(fs::temp_directory_path() / ("ampwb_test_store_cli_" + std::to_string(::getpid()))); });
     return f;
   }();
   return folder;
@@ -94,10 +95,9 @@ int wait_exit(pid_t pid) {
 // Runs a program to its end and collects its output.
 Result run(const std::vector<std::string>& argv) {
   static int counter = 0;
-  const std::string log =
-      (fs::temp_directory_path() / ("ampwb_store_cli_log_" + std::to_string(::getpid()) + "_" +
-                                    std::to_string(counter++)))
-          .string();
+  const std::string log = (fs::temp_directory_path() /
+                           ("ampwb_store_cli_log_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
+                              .string();
   Result r;
   r.status = wait_exit(spawn(argv, log));
   r.output = read_text(log);
@@ -114,9 +114,23 @@ Result ampwb(std::vector<std::string> args, const std::vector<std::string>& as =
 
 // ResNet-20 on 60 training images of 16 px, batches of 4 (15 steps an epoch unless capped).
 std::vector<std::string> tiny_training(const std::string& db, int epochs, int max_steps = 0) {
-  return {"train", "--data", stripes().string(), "--depth", "20", "--epochs", std::to_string(epochs),
-          "--batch-size", "4", "--threads", "2", "--val-fraction", "0.25", "--max-steps-per-epoch",
-          std::to_string(max_steps), "--db", db};
+  return {"train",
+          "--data",
+          stripes().string(),
+          "--depth",
+          "20",
+          "--epochs",
+          std::to_string(epochs),
+          "--batch-size",
+          "4",
+          "--threads",
+          "2",
+          "--val-fraction",
+          "0.25",
+          "--max-steps-per-epoch",
+          std::to_string(max_steps),
+          "--db",
+          db};
 }
 
 void expect_contains(const std::string& text, const std::string& part) {
@@ -320,11 +334,11 @@ TEST(StoreCli, TwoTrainingsAndEditsShareOneFileWithoutLockErrors) {
   std::string failures;
   for (int i = 0; i < 5 && !(a_ended = ::waitpid(pa, &status_a, WNOHANG) == pa); ++i) {
     const std::string n = std::to_string(i);
-    for (const auto& args : std::vector<std::vector<std::string>>{
-             {"rename", "1", std::string("renamed-").append(n), "--db", db},
-             {"note", "1", std::string("note ").append(n), "--db", db},
-             {"tag", "1", i % 2 ? "t1" : "t0", "--db", db},
-             {"runs", "--db", db}}) {
+    for (const auto& args :
+         std::vector<std::vector<std::string>>{{"rename", "1", std::string("renamed-").append(n), "--db", db},
+                                               {"note", "1", std::string("note ").append(n), "--db", db},
+                                               {"tag", "1", i % 2 ? "t1" : "t0", "--db", db},
+                                               {"runs", "--db", db}}) {
       const Result r = ampwb(args);
       if (r.status != 0) failures.append(args[0]).append(": ").append(r.output).append("\n");
       ++edits;
@@ -599,7 +613,9 @@ class StepTimes : public TrainObserver {
 class Timed : public TrainObserver {
  public:
   Timed(StepTimes& times, TrainObserver* recorder) : times_(times), recorder_(recorder) {}
-  void on_start(const RunInfo& e) override { time(start_end, [&] { recorder_->on_start(e); }); }
+  void on_start(const RunInfo& e) override {
+    time(start_end, [&] { recorder_->on_start(e); });
+  }
   void on_step(const StepReport& e) override {
     times_.on_step(e);
     time(step_seconds, [&] { recorder_->on_step(e); });
@@ -608,7 +624,9 @@ class Timed : public TrainObserver {
     if (recorder_) epoch_seconds.push_back(0);
     time(recorder_ ? epoch_seconds.back() : start_end, [&] { recorder_->on_epoch(e); });
   }
-  void on_end(const RunEnd& e) override { time(start_end, [&] { recorder_->on_end(e); }); }
+  void on_end(const RunEnd& e) override {
+    time(start_end, [&] { recorder_->on_end(e); });
+  }
   double start_end = 0, step_seconds = 0;
   std::vector<double> epoch_seconds;
 
@@ -654,8 +672,8 @@ TEST(StoreOverhead, RecordingCostsUnderTwoPercentOfStepTime) {
       const auto start = Clock::now();
       ASSERT_EQ(trainer.run().status, RunStatus::Finished);
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      (record ? recorded_steps : plain_steps).insert((record ? recorded_steps : plain_steps).end(),
-                                                     times.gaps.begin(), times.gaps.end());
+      (record ? recorded_steps : plain_steps)
+          .insert((record ? recorded_steps : plain_steps).end(), times.gaps.begin(), times.gaps.end());
       (record ? recorded_runs : plain_runs).push_back(seconds);
       if (!record) continue;
       ASSERT_TRUE(recorder.error().empty()) << recorder.error();
@@ -675,9 +693,10 @@ TEST(StoreOverhead, RecordingCostsUnderTwoPercentOfStepTime) {
               static_cast<long long>(steps_per_epoch), c.epochs, pairs);
   std::printf("[ overhead ] median step %.3f ms without recording, %.3f ms with; median run %.3f s vs %.3f s\n",
               1e3 * step, 1e3 * median(recorded_steps), median(plain_runs), median(recorded_runs));
-  std::printf("[ overhead ] recorder: on_step %.2f us a step (batches included), on_epoch %.3f ms an epoch, "
-              "start + end %.1f ms a run\n",
-              1e6 * median(step_costs), 1e3 * median(epoch_costs), 1e3 * median(run_costs));
+  std::printf(
+      "[ overhead ] recorder: on_step %.2f us a step (batches included), on_epoch %.3f ms an epoch, "
+      "start + end %.1f ms a run\n",
+      1e6 * median(step_costs), 1e3 * median(epoch_costs), 1e3 * median(run_costs));
   std::printf("[ overhead ] per step (epochs amortized): %.2f us = %.3f%% of a step; whole runs: %.3f%% of wall time\n",
               1e6 * per_step, 100 * per_step / step, 100 * median(fractions));
   EXPECT_LT(per_step / step, 0.02);
@@ -721,9 +740,10 @@ TEST(StoreOverhead, RecorderAloneCostsMicrosecondsAStep) {
   recorder.on_end({RunStatus::Finished, ""});
   const double steps = static_cast<double>(epochs) * static_cast<double>(info.steps_per_epoch);
   const double per_step = (total - epoch_seconds) / steps;
-  std::printf("[ overhead ] recorder alone: %.2f us a step (200-step batches), %.3f ms an epoch commit with fsync "
-              "(median of %d)\n",
-              1e6 * per_step, 1e3 * median(per_epoch), epochs);
+  std::printf(
+      "[ overhead ] recorder alone: %.2f us a step (200-step batches), %.3f ms an epoch commit with fsync "
+      "(median of %d)\n",
+      1e6 * per_step, 1e3 * median(per_epoch), epochs);
   EXPECT_EQ(store.steps(recorder.run_id()).size(), static_cast<size_t>(steps));
   EXPECT_LT(per_step, 20e-6);  // 2% of a 1 ms step, far shorter than any real training step
 }

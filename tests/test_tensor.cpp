@@ -1,8 +1,8 @@
 // Tensors, the allocator's accounting and the RNG's determinism.
 #include <gtest/gtest.h>
 
-#include "core/rng.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "core/tensor.h"
 
 namespace ampwb {

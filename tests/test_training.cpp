@@ -111,7 +111,8 @@ Result run_ampwb(const std::string& arguments) {
 
 TEST(Cli, TrainPrintsEpochsAndJsonSummary) {
   const fs::path data = make_stripes_folder("cli", 10, 12);
-  const Result text = run_ampwb("train --data '" + data.string() + "' --depth 20 --epochs 2 --batch-size 4 --threads 2");
+  const Result text =
+      run_ampwb("train --data '" + data.string() + "' --depth 20 --epochs 2 --batch-size 4 --threads 2");
   EXPECT_EQ(text.status, 0) << text.output;
   EXPECT_NE(text.output.find("epoch 2/2"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("img/s"), std::string::npos);
@@ -122,7 +123,8 @@ TEST(Cli, TrainPrintsEpochsAndJsonSummary) {
 }
 
 TEST(Cli, BenchReportsThroughputAndMemoryAsJson) {
-  const Result r = run_ampwb("bench --depth 20 --image-size 16 --batch-size 4 --steps 2 --warmup 1 --classes 10 --json");
+  const Result r =
+      run_ampwb("bench --depth 20 --image-size 16 --batch-size 4 --steps 2 --warmup 1 --classes 10 --json");
   EXPECT_EQ(r.status, 0) << r.output;
   for (const char* key : {"\"images_per_second\"", "\"step_ms_median\"", "\"peak_bytes\"", "\"max_rss_bytes\""})
     EXPECT_NE(r.output.find(key), std::string::npos) << key << " in " << r.output;

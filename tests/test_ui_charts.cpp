@@ -68,8 +68,8 @@ class ChartData : public QObject {
     y[123457] = 50;   // a spike
     y[765432] = -50;  // and a dip
     y[500000] = NAN;  // never drawn
-    const QList<QPointF> points =
-        decimate_min_max(y.size(), [](size_t i) { return double(i); }, [&](size_t i) { return y[i]; }, 800);
+    const QList<QPointF> points = decimate_min_max(
+        y.size(), [](size_t i) { return double(i); }, [&](size_t i) { return y[i]; }, 800);
     QVERIFY(points.size() <= 2 * 800);
     QVERIFY(points.size() > 800);
     bool spike = false, dip = false;
@@ -81,7 +81,9 @@ class ChartData : public QObject {
     QVERIFY(spike && dip);
     for (qsizetype i = 1; i < points.size(); ++i) QVERIFY(points[i].x() > points[i - 1].x());
     // Few points: all of them.
-    QCOMPARE(decimate_min_max(5, [](size_t i) { return double(i); }, [](size_t i) { return double(i); }, 800).size(),
+    QCOMPARE(decimate_min_max(
+                 5, [](size_t i) { return double(i); }, [](size_t i) { return double(i); }, 800)
+                 .size(),
              qsizetype{5});
   }
 
@@ -126,8 +128,8 @@ class ChartData : public QObject {
       panel.repaint();                    // and they paint, synchronously
     }
     const double per_batch = clock.elapsed() / double(batches);
-    qInfo("charts with %zu steps: first draw %lld ms, update and repaint after a 1,000-step batch %.1f ms", run.steps.size(),
-          static_cast<long long>(first_ms), per_batch);
+    qInfo("charts with %zu steps: first draw %lld ms, update and repaint after a 1,000-step batch %.1f ms",
+          run.steps.size(), static_cast<long long>(first_ms), per_batch);
     QVERIFY2(per_batch < 40.0, "a redraw of a 200,000-step run must fit in the 40 ms UI tick");
     // Decimated: a few thousand points drawn, whatever the run's length.
     QVERIFY(panel.chart("loss")->point_count() < 20000);

@@ -195,8 +195,6 @@ class CompareRuns : public QObject {
 
 }  // namespace ampwb::ui::test
 
-int main(int argc, char** argv) {
-  return ampwb::ui::test::run_ui_test<ampwb::ui::test::CompareRuns>(argc, argv);
-}
+int main(int argc, char** argv) { return ampwb::ui::test::run_ui_test<ampwb::ui::test::CompareRuns>(argc, argv); }
 
 #include "test_ui_compare.moc"

@@ -140,7 +140,8 @@ class TrainingThroughTheUi : public QObject {
     QCOMPARE(store.histograms(id).size(), live.histograms.size());
     QCOMPARE(w.runs_view()->model()->rowCount(), 1);
     // A finished run's checkpoint folder is removed.
-    QVERIFY(QDir(QFileInfo(path).absolutePath() + "/checkpoints").entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty());
+    QVERIFY(
+        QDir(QFileInfo(path).absolutePath() + "/checkpoints").entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty());
   }
 
   void stop_then_resume_continues_the_same_run() {

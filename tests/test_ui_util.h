@@ -74,7 +74,8 @@ int run_ui_test(int argc, char** argv) {
   if (!std::getenv("XDG_CACHE_HOME")) ::setenv("XDG_CACHE_HOME", qPrintable(home.filePath("cache")), 1);
   if (!std::getenv("XDG_RUNTIME_DIR")) {
     QDir().mkpath(home.filePath("runtime"));
-    QFile::setPermissions(home.filePath("runtime"), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+    QFile::setPermissions(home.filePath("runtime"),
+                          QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
     ::setenv("XDG_RUNTIME_DIR", qPrintable(home.filePath("runtime")), 1);
   }
   ::setenv("AMPWB_DB", qPrintable(home.filePath("data/default.sqlite")), 1);

@@ -28,11 +28,12 @@ QString about_text(const QString& db_path) {
 #else
   gpus = QObject::tr("<br>GPU: this build has no CUDA backend");
 #endif
-  return QObject::tr("<h3>AMP Workbench %1</h3>"
-                     "<p>Mixed-precision training experiments: train ResNets in FP32, FP16 and BF16, watch what the "
-                     "numerics do, compare runs.</p>"
-                     "<p>Qt %2 (built with %3)<br>CPU backend: %4<br>ISA: %5%6</p>"
-                     "<p>%7<br>Run store: %8</p>")
+  return QObject::tr(
+             "<h3>AMP Workbench %1</h3>"
+             "<p>Mixed-precision training experiments: train ResNets in FP32, FP16 and BF16, watch what the "
+             "numerics do, compare runs.</p>"
+             "<p>Qt %2 (built with %3)<br>CPU backend: %4<br>ISA: %5%6</p>"
+             "<p>%7<br>Run store: %8</p>")
       .arg(QStringLiteral(AMPWB_VERSION), QString::fromUtf8(qVersion()), QStringLiteral(QT_VERSION_STR),
            QString::fromStdString(cpu.description()).toHtmlEscaped(), QString::fromStdString(cpu.isa()), gpus,
            QSysInfo::prettyProductName().toHtmlEscaped(), db_path.toHtmlEscaped());

@@ -45,8 +45,8 @@ void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
     Curves& k = curves_[i];
     k.train = add_line(who + tr("train top-1"), curve_pen(many ? c : train_color(), 1.5, Qt::DashLine), x_, y_);
     k.validation = add_line(who + tr("validation top-1"), curve_pen(many ? c : validation_color(), 2.5), x_, y_);
-    k.topk = add_line(who + tr("validation top-%1").arg(topk), curve_pen(many ? c : topk_color(), 1.5, Qt::DotLine),
-                      x_, y_);
+    k.topk =
+        add_line(who + tr("validation top-%1").arg(topk), curve_pen(many ? c : topk_color(), 1.5, Qt::DotLine), x_, y_);
     for (QLineSeries* s : {k.train, k.validation, k.topk}) {
       s->setPointsVisible(true);
       show_values_on_hover(s, tr("epoch"), 4, "%");

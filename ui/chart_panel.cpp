@@ -4,7 +4,6 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QElapsedTimer>
-#include <QTimer>
 #include <QFileDialog>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -15,6 +14,7 @@
 #include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "chart_export.h"
@@ -123,7 +123,8 @@ void ChartPanel::set_runs(RunList runs) {
   if (runs_.size() > 1)
     for (size_t i = 0; i < runs_.size(); ++i)
       entries << QStringLiteral("<span style='color:%1; font-size:large'>■</span>&nbsp;%2")
-                     .arg(run_color(static_cast<int>(i)).name(), QString::fromStdString(runs_[i]->label).toHtmlEscaped());
+                     .arg(run_color(static_cast<int>(i)).name(),
+                          QString::fromStdString(runs_[i]->label).toHtmlEscaped());
   run_legend_->setText(entries.join(QStringLiteral(" &nbsp;&nbsp; ")));
   run_legend_->setVisible(!entries.isEmpty());
   histogram_epoch_->setValue(0);
@@ -184,8 +185,9 @@ void ChartPanel::update_skipped_note() {
     early += s.early;
   }
   if (total == 0) {
-    skipped_note_->setText(tr("No skipped steps. With dynamic loss scaling, a step whose gradients overflow is "
-                              "skipped and the scale halved."));
+    skipped_note_->setText(
+        tr("No skipped steps. With dynamic loss scaling, a step whose gradients overflow is "
+           "skipped and the scale halved."));
   } else {
     skipped_note_->setText(
         tr("■ %1 skipped step(s), %2 of them in the first 50: gradients overflowed (inf/NaN), so the optimizer step "
@@ -215,8 +217,8 @@ void ChartPanel::export_one(MetricChart* chart) {
 
 void ChartPanel::export_all() {
   QSettings settings;
-  const QString folder = QFileDialog::getExistingDirectory(this, tr("Export all charts into"),
-                                                           settings.value("export/folder", QDir::homePath()).toString());
+  const QString folder = QFileDialog::getExistingDirectory(
+      this, tr("Export all charts into"), settings.value("export/folder", QDir::homePath()).toString());
   if (folder.isEmpty()) return;
   bool ok = false;
   const QString format =

@@ -31,7 +31,7 @@ class ChartPanel : public QWidget {
 
   ChartOptions options() const;
   void set_smoothing(double weight);
-  void set_bands_available(bool available);  // the runs differ only by seed
+  void set_bands_available(bool available);                            // the runs differ only by seed
   void set_export_prefix(const QString& prefix) { prefix_ = prefix; }  // "run-12", "compare-3-4"
   const QString& export_prefix() const { return prefix_; }
 

@@ -10,7 +10,7 @@
 namespace ampwb::ui {
 
 QColor run_color(int index) {
-  static const std::array<QColor, 8> colors = {QColor(0, 114, 178),  QColor(230, 159, 0),  QColor(0, 158, 115),
+  static const std::array<QColor, 8> colors = {QColor(0, 114, 178),   QColor(230, 159, 0),  QColor(0, 158, 115),
                                                QColor(204, 121, 167), QColor(86, 180, 233), QColor(213, 94, 0),
                                                QColor(120, 120, 120), QColor(240, 200, 50)};
   return colors[static_cast<size_t>(index) % colors.size()];

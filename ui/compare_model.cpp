@@ -81,7 +81,8 @@ void CompareModel::rebuild() {
   auto add = [&](const QString& label, auto cell, bool setting = false) {
     Row row{label, {}, setting, false};
     for (size_t i = 0; i < n; ++i) row.values << cell(i);
-    row.differs = std::any_of(row.values.begin(), row.values.end(), [&](const QString& v) { return v != row.values[0]; });
+    row.differs =
+        std::any_of(row.values.begin(), row.values.end(), [&](const QString& v) { return v != row.values[0]; });
     rows_.push_back(std::move(row));
   };
   const int epoch = at_epoch();
@@ -112,8 +113,7 @@ void CompareModel::rebuild() {
   add(tr("total time"), [&](size_t i) { return QString::fromStdString(format_duration(summaries_[i].total_seconds)); });
   add(tr("mean epoch time"),
       [&](size_t i) { return QString::fromStdString(format_duration(summaries_[i].mean_epoch_seconds)); });
-  add(tr("training images/s"),
-      [&](size_t i) { return QString::number(summaries_[i].mean_images_per_second, 'f', 1); });
+  add(tr("training images/s"), [&](size_t i) { return QString::number(summaries_[i].mean_images_per_second, 'f', 1); });
   add(n ? tr("speed-up vs %1").arg(QString::fromStdString(run_label(records_[static_cast<size_t>(baseline_)])))
         : tr("speed-up"),
       [&](size_t i) {
@@ -138,9 +138,8 @@ void CompareModel::rebuild() {
     });
   }
   add(tr("status"), [&](size_t i) { return QString::fromUtf8(run_status_name(records_[i].status)); });
-  add(tr("epochs"), [&](size_t i) {
-    return QStringLiteral("%1/%2").arg(summaries_[i].epochs_completed).arg(records_[i].epochs);
-  });
+  add(tr("epochs"),
+      [&](size_t i) { return QStringLiteral("%1/%2").arg(summaries_[i].epochs_completed).arg(records_[i].epochs); });
   add(tr("skipped steps"), [&](size_t i) { return QString::number(summaries_[i].skipped_steps); });
   add(tr("final loss scale"), [&](size_t i) {
     return summaries_[i].epochs_completed ? QString::number(summaries_[i].final_loss_scale, 'g', 8)
@@ -163,10 +162,13 @@ void CompareModel::rebuild() {
     for (const auto& [k, v] : configs[i]) keys[k] = true;
   }
   for (const auto& [key, unused] : keys)
-    add(QString::fromStdString(key), [&](size_t i) {
-      const auto found = configs[i].find(key);
-      return found == configs[i].end() ? QStringLiteral("(unset)") : QString::fromStdString(found->second);
-    }, true);
+    add(
+        QString::fromStdString(key),
+        [&](size_t i) {
+          const auto found = configs[i].find(key);
+          return found == configs[i].end() ? QStringLiteral("(unset)") : QString::fromStdString(found->second);
+        },
+        true);
 
   shown_.clear();
   for (const Row& r : rows_)

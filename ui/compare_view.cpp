@@ -104,7 +104,8 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
   {
     const QSignalBlocker block(baseline_);
     baseline_->clear();
-    for (const RunRecord& r : records) baseline_->addItem(QString::fromStdString(run_label(r)), QVariant::fromValue<qlonglong>(r.id));
+    for (const RunRecord& r : records)
+      baseline_->addItem(QString::fromStdString(run_label(r)), QVariant::fromValue<qlonglong>(r.id));
     baseline_->setCurrentIndex(baseline < baseline_->count() ? baseline : 0);
   }
   model_->set_baseline(baseline_->currentIndex());

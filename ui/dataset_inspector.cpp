@@ -94,7 +94,8 @@ void DatasetInspector::Shared::loop() {
     // Only the answer to the newest request is worth showing.
     std::lock_guard lock(mutex);
     if (owner && request.generation == generation)
-      QMetaObject::invokeMethod(owner, [o = owner, result] { Q_EMIT o->finished(result); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          owner, [o = owner, result] { Q_EMIT o->finished(result); }, Qt::QueuedConnection);
   }
 }
 

@@ -15,7 +15,7 @@ namespace ampwb::ui {
 
 struct InspectResult {
   QString root;
-  QString text;        // DatasetReport::to_text()
+  QString text;  // DatasetReport::to_text()
   bool trainable = false;
   int native_image_size = 0;
   int classes = 0;

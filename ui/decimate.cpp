@@ -3,8 +3,8 @@
 
 namespace ampwb::ui {
 
-void extend_smoothed(const std::vector<double>& values, double weight, std::vector<double>& smoothed,
-                     double& state, double& debias) {
+void extend_smoothed(const std::vector<double>& values, double weight, std::vector<double>& smoothed, double& state,
+                     double& debias) {
   for (size_t i = smoothed.size(); i < values.size(); ++i) {
     const double v = values[i];
     if (!std::isfinite(v)) {  // a skipped step's inf/NaN loss must not poison the rest of the curve

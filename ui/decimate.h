@@ -38,7 +38,7 @@ QList<QPointF> decimate_min_max(size_t n, X x, Y y, int buckets) {
 
 // Exponential moving average with TensorBoard's debiasing (the first values are not pulled towards zero);
 // extends `smoothed` from its current length to values.size(), so a live curve costs O(new points).
-void extend_smoothed(const std::vector<double>& values, double weight, std::vector<double>& smoothed,
-                     double& state, double& debias);
+void extend_smoothed(const std::vector<double>& values, double weight, std::vector<double>& smoothed, double& state,
+                     double& debias);
 
 }  // namespace ampwb::ui

@@ -23,8 +23,8 @@ struct EventBatch {
   std::optional<RunEnd> ended;
 
   bool empty() const {
-    return !started && run_id == 0 && steps.empty() && epochs.empty() && histograms.empty() &&
-           checkpoints.empty() && !ended;
+    return !started && run_id == 0 && steps.empty() && epochs.empty() && histograms.empty() && checkpoints.empty() &&
+           !ended;
   }
 };
 

@@ -27,10 +27,14 @@ GuiOptions parse_gui_options(const QStringList& args) {
       if (i + 1 >= args.size()) throw Error(name.toStdString() + " needs a value");
       return args[++i];
     };
-    if (a == "--db" || a.startsWith("--db=")) o.db_path = value("--db");
-    else if (a == "--screenshot-scenario" || a.startsWith("--screenshot-scenario=")) o.screenshot_scenario = value("--screenshot-scenario");
-    else if (a == "--screenshot-dir" || a.startsWith("--screenshot-dir=")) o.screenshot_dir = value("--screenshot-dir");
-    else throw Error("unknown option '" + a.toStdString() + "' (see ampwb help)");
+    if (a == "--db" || a.startsWith("--db="))
+      o.db_path = value("--db");
+    else if (a == "--screenshot-scenario" || a.startsWith("--screenshot-scenario="))
+      o.screenshot_scenario = value("--screenshot-scenario");
+    else if (a == "--screenshot-dir" || a.startsWith("--screenshot-dir="))
+      o.screenshot_dir = value("--screenshot-dir");
+    else
+      throw Error("unknown option '" + a.toStdString() + "' (see ampwb help)");
   }
   if (o.db_path.isEmpty()) o.db_path = QString::fromStdString(RunStore::default_path());
   return o;

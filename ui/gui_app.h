@@ -10,8 +10,8 @@ class QApplication;
 namespace ampwb::ui {
 
 struct GuiOptions {
-  QString db_path;              // --db FILE, else $AMPWB_DB, else the XDG data folder
-  QString screenshot_scenario;  // --screenshot-scenario NAME (hidden)
+  QString db_path;                              // --db FILE, else $AMPWB_DB, else the XDG data folder
+  QString screenshot_scenario;                  // --screenshot-scenario NAME (hidden)
   QString screenshot_dir = "docs/screenshots";  // --screenshot-dir DIR
 };
 

@@ -108,11 +108,12 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
         hi = std::max(hi, h->min_log2 + static_cast<int>(b) + 2);
       }
     // Short legend entries: what FP16 would lose, per run (its id in a comparison).
-    const QString line = multi(runs) ? QStringLiteral("#%1: %2 / %3")
-                                           .arg(runs[i]->run_id)
-                                           .arg(percent(h->underflow_fraction), percent(h->overflow_fraction))
-                                     : tr("in FP16: under %1 · over %2")
-                                           .arg(percent(h->underflow_fraction), percent(h->overflow_fraction));
+    const QString line =
+        multi(runs)
+            ? QStringLiteral("#%1: %2 / %3")
+                  .arg(runs[i]->run_id)
+                  .arg(percent(h->underflow_fraction), percent(h->overflow_fraction))
+            : tr("in FP16: under %1 · over %2").arg(percent(h->underflow_fraction), percent(h->overflow_fraction));
     fractions << line;
     outlines_[i]->setName(line);
     what = tr("epoch %1, scale %2").arg(h->epoch).arg(h->loss_scale, 0, 'g', 6);

@@ -15,8 +15,8 @@ class HistogramChart : public MetricChart {
  public:
   explicit HistogramChart(QWidget* parent = nullptr);
 
-  static constexpr double kFp16MinLog2 = -24.0;          // smallest FP16 subnormal, 2^-24
-  static constexpr double kFp16MaxLog2 = 15.99887294;    // log2(65504), the largest FP16 value
+  static constexpr double kFp16MinLog2 = -24.0;        // smallest FP16 subnormal, 2^-24
+  static constexpr double kFp16MaxLog2 = 15.99887294;  // log2(65504), the largest FP16 value
 
   // The histogram a run shows for `kind` at `epoch` (0 = the latest); nullptr when it has none.
   static const GradientHistogram* pick(const RunSeries& run, const QString& kind, int epoch);

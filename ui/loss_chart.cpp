@@ -37,11 +37,11 @@ void LossChart::rebuild(const RunList& runs, const ChartOptions& options) {
       c.raw = add_line(tr("per step"), curve_pen(faint, 1.0), x_, y_);
       show_values_on_hover(c.raw, tr("step"), 4);
     }
-    c.smoothed = add_line(who + (options.smoothing > 0 ? tr("smoothed") : tr("per step")), curve_pen(color, 2.0),
-                          x_, y_);
+    c.smoothed =
+        add_line(who + (options.smoothing > 0 ? tr("smoothed") : tr("per step")), curve_pen(color, 2.0), x_, y_);
     show_values_on_hover(c.smoothed, tr("step"), 4);
-    c.train_epoch = add_line(who + tr("train (epoch)"), curve_pen(many ? color : train_color().darker(140), 1.5,
-                                                                   Qt::DashLine), x_, y_);
+    c.train_epoch = add_line(who + tr("train (epoch)"),
+                             curve_pen(many ? color : train_color().darker(140), 1.5, Qt::DashLine), x_, y_);
     c.train_epoch->setPointsVisible(true);
     show_values_on_hover(c.train_epoch, tr("step"), 4);
     c.validation_epoch =
@@ -85,8 +85,11 @@ void LossChart::refresh(const RunList& runs, const ChartOptions& options) {
     const double weight = std::clamp(options.smoothing, 0.0, 0.999);
     extend_smoothed(c.values, weight, c.smooth, c.state, c.debias);
     auto x = [&](size_t k) { return static_cast<double>(steps[k].step); };
-    if (c.raw) c.raw->replace(decimate_min_max(n, x, [&](size_t k) { return c.values[k]; }, buckets()));
-    const QList<QPointF> smooth = decimate_min_max(n, x, [&](size_t k) { return c.smooth[k]; }, buckets());
+    if (c.raw)
+      c.raw->replace(decimate_min_max(
+          n, x, [&](size_t k) { return c.values[k]; }, buckets()));
+    const QList<QPointF> smooth = decimate_min_max(
+        n, x, [&](size_t k) { return c.smooth[k]; }, buckets());
     c.smoothed->replace(smooth);
     grow(smooth);
     QList<QPointF> train, validation;

@@ -89,9 +89,11 @@ void LossScaleChart::refresh(const RunList& runs, const ChartOptions&) {
   if (!std::isfinite(y_min)) y_min = y_max = 1;
   // Whole powers of two with one to spare on each side, so a flat line is not glued to the frame; over a wide
   // range (FP32 at 1 beside FP16 at 65536) a tick every 2^k keeps the labels apart.
-  const int lo = static_cast<int>(std::floor(std::log2(y_min))) - 1, hi = static_cast<int>(std::ceil(std::log2(y_max))) + 1;
+  const int lo = static_cast<int>(std::floor(std::log2(y_min))) - 1,
+            hi = static_cast<int>(std::ceil(std::log2(y_max))) + 1;
   const int k = std::max(1, (hi - lo + 7) / 8);
-  const int lo_k = static_cast<int>(std::floor(double(lo) / k)) * k, hi_k = static_cast<int>(std::ceil(double(hi) / k)) * k;
+  const int lo_k = static_cast<int>(std::floor(double(lo) / k)) * k,
+            hi_k = static_cast<int>(std::ceil(double(hi) / k)) * k;
   const double base = std::exp2(k), low = std::exp2(lo_k), high = std::exp2(hi_k);
   if (y_->base() != base) y_->setBase(base);
   if (y_->min() != low || y_->max() != high) y_->setRange(low, high);

@@ -173,17 +173,18 @@ void MainWindow::build_menus() {
   run->addSeparator();
   run->addAction(tr("&Resume the selected run"), this, [this] {
     const auto ids = runs_view_->selected_ids();
-    if (ids.size() == 1) resume_run_interactive(ids[0]);
-    else show_status(tr("Select one stopped or interrupted run in the Runs view"), 5000);
+    if (ids.size() == 1)
+      resume_run_interactive(ids[0]);
+    else
+      show_status(tr("Select one stopped or interrupted run in the Runs view"), 5000);
   });
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   const QWidget* pages[] = {training_tab_, runs_view_, compare_};
   const char* names[] = {QT_TR_NOOP("&Training"), QT_TR_NOOP("&Runs"), QT_TR_NOOP("&Compare")};
   for (int i = 0; i < 3; ++i) {
-    QAction* a = view->addAction(tr(names[i]), this, [this, page = pages[i]] {
-      tabs_->setCurrentWidget(const_cast<QWidget*>(page));
-    });
+    QAction* a = view->addAction(tr(names[i]), this,
+                                 [this, page = pages[i]] { tabs_->setCurrentWidget(const_cast<QWidget*>(page)); });
     a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));
   }
   view->addSeparator();
@@ -222,8 +223,10 @@ bool MainWindow::start_training() {
   setup_->save_settings();
   sweep_.cancel();
   const QString problem = start_config(setup_->config(), 0, nullptr);
-  if (problem.isEmpty()) setup_->clear_run_name();
-  else if (isVisible()) QMessageBox::warning(this, tr("Train"), problem);
+  if (problem.isEmpty())
+    setup_->clear_run_name();
+  else if (isVisible())
+    QMessageBox::warning(this, tr("Train"), problem);
   return problem.isEmpty();
 }
 
@@ -270,18 +273,18 @@ void MainWindow::on_events(const EventBatch& batch) {
     progress_.start(info, live_->config.epochs);
     controls_->set_notes(info.notes);
     controls_->set_state(RunControls::State::Training);
-    controls_->set_status(tr("Run %1%2: %3 on %4 · %5 training and %6 validation images, %7 px")
-                              .arg(live_->run_id)
-                              .arg(sweep_.active() ? tr(" (sweep %1/%2: %3)")
-                                                         .arg(sweep_.index())
-                                                         .arg(sweep_.count())
-                                                         .arg(QString::fromStdString(sweep_.current_label()))
-                                                   : QString())
-                              .arg(QString::fromStdString(info.model_summary),
-                                   QString::fromStdString(info.backend_description))
-                              .arg(info.train_images)
-                              .arg(info.validation_images)
-                              .arg(info.image_size));
+    controls_->set_status(
+        tr("Run %1%2: %3 on %4 · %5 training and %6 validation images, %7 px")
+            .arg(live_->run_id)
+            .arg(sweep_.active() ? tr(" (sweep %1/%2: %3)")
+                                       .arg(sweep_.index())
+                                       .arg(sweep_.count())
+                                       .arg(QString::fromStdString(sweep_.current_label()))
+                                 : QString())
+            .arg(QString::fromStdString(info.model_summary), QString::fromStdString(info.backend_description))
+            .arg(info.train_images)
+            .arg(info.validation_images)
+            .arg(info.image_size));
     live_charts_->set_export_prefix(QStringLiteral("run-%1").arg(live_->run_id));
   }
   for (const StepReport& s : batch.steps) progress_.step(s);
@@ -386,9 +389,12 @@ QString MainWindow::resume_run(int64_t id) {
   try {
     const RunRecord r = store_->run(id);
     const std::vector<CheckpointInfo> saved = store_->checkpoints(id);
-    if (r.status == RunStatus::Finished) problem = tr("Run %1 finished: there is nothing to resume.").arg(id);
-    else if (store_->recording(id)) problem = tr("Run %1 is being recorded by another process.").arg(id);
-    else if (saved.empty()) problem = tr("Run %1 saved no checkpoint (train with checkpoints on to resume).").arg(id);
+    if (r.status == RunStatus::Finished)
+      problem = tr("Run %1 finished: there is nothing to resume.").arg(id);
+    else if (store_->recording(id))
+      problem = tr("Run %1 is being recorded by another process.").arg(id);
+    else if (saved.empty())
+      problem = tr("Run %1 saved no checkpoint (train with checkpoints on to resume).").arg(id);
     else if (!std::filesystem::exists(saved.back().path))
       problem = tr("The checkpoint of run %1 is missing: %2").arg(id).arg(QString::fromStdString(saved.back().path));
     if (problem.isEmpty()) {
@@ -425,8 +431,8 @@ QStringList MainWindow::export_csv(const std::vector<int64_t>& ids, const QStrin
 
 void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
   QSettings settings;
-  const QString folder = QFileDialog::getExistingDirectory(this, tr("Export CSV reports into"),
-                                                           settings.value("export/folder", QDir::homePath()).toString());
+  const QString folder = QFileDialog::getExistingDirectory(
+      this, tr("Export CSV reports into"), settings.value("export/folder", QDir::homePath()).toString());
   if (folder.isEmpty()) return;
   settings.setValue("export/folder", folder);
   try {
@@ -451,8 +457,9 @@ void MainWindow::export_charts_of_current_tab() {
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (session_->running()) {
     const auto answer = QMessageBox::question(
-        this, tr("Quit"), tr("A run is training. Stop it after the current step (resumable when checkpoints are on) "
-                             "and quit?"));
+        this, tr("Quit"),
+        tr("A run is training. Stop it after the current step (resumable when checkpoints are on) "
+           "and quit?"));
     if (answer != QMessageBox::Yes) {
       event->ignore();
       return;

@@ -41,7 +41,7 @@ class MainWindow : public QMainWindow {
   // (empty when it started). resume_run_interactive() says so in a message box.
   QString resume_run(int64_t id);
   void resume_run_interactive(int64_t id);
-  void open_runs(const std::vector<int64_t>& ids);  // the Compare tab
+  void open_runs(const std::vector<int64_t>& ids);                                 // the Compare tab
   QStringList export_csv(const std::vector<int64_t>& ids, const QString& folder);  // throws on failure
 
   RunSetupPanel* setup() const { return setup_; }

@@ -19,8 +19,8 @@ class QXYSeries;
 namespace ampwb::ui {
 
 struct ChartOptions {
-  double smoothing = 0.6;  // EMA weight for per-step curves, 0 = raw
-  bool bands = false;      // mean ± std over the runs (offered when they differ only by seed)
+  double smoothing = 0.6;             // EMA weight for per-step curves, 0 = raw
+  bool bands = false;                 // mean ± std over the runs (offered when they differ only by seed)
   QString histogram_kind = "weight";  // "weight" or "activation"
   int histogram_epoch = 0;            // 0 = the latest
   bool operator==(const ChartOptions&) const = default;

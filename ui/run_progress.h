@@ -17,8 +17,8 @@ class RunProgress {
   void epoch(const EpochReport& epoch);
 
   bool started() const { return total_steps_ > 0; }
-  double fraction() const;         // [0, 1]
-  double eta_seconds() const;      // < 0 while unknown
+  double fraction() const;     // [0, 1]
+  double eta_seconds() const;  // < 0 while unknown
   int current_epoch() const { return epoch_; }
   int epochs() const { return epochs_; }
   int64_t step_in_epoch() const;

@@ -15,8 +15,8 @@
 namespace ampwb::ui {
 
 struct RunSeries {
-  int64_t run_id = 0;   // 0 while a live run has no stored row yet
-  std::string label;    // the legend entry, e.g. "12 · amp-fp16"
+  int64_t run_id = 0;  // 0 while a live run has no stored row yet
+  std::string label;   // the legend entry, e.g. "12 · amp-fp16"
   TrainConfig config;
   RunStatus status = RunStatus::Running;
   int64_t steps_per_epoch = 0;

@@ -56,7 +56,8 @@ void select_data(QComboBox* box, const QVariant& value) {
 }
 
 QString depth_title(int depth) {
-  return is_cifar_depth(depth) ? QStringLiteral("ResNet-%1 (CIFAR)").arg(depth) : QStringLiteral("ResNet-%1").arg(depth);
+  return is_cifar_depth(depth) ? QStringLiteral("ResNet-%1 (CIFAR)").arg(depth)
+                               : QStringLiteral("ResNet-%1").arg(depth);
 }
 
 }  // namespace

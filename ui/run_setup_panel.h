@@ -34,7 +34,7 @@ class RunSetupPanel : public QWidget {
 
   void set_dataset_path(const QString& path);  // and inspect it
   QString dataset_path() const;
-  void choose_dataset_folder();                // a native folder dialog
+  void choose_dataset_folder();  // a native folder dialog
   void use_sample_dataset();
 
   void load_settings();  // the last configuration, or the first-launch one

@@ -14,11 +14,16 @@ namespace {
 
 QColor status_color(RunStatus s) {
   switch (s) {
-    case RunStatus::Finished: return QColor(0, 140, 90);
-    case RunStatus::Failed: return QColor(200, 40, 40);
-    case RunStatus::Interrupted: return QColor(200, 120, 0);
-    case RunStatus::Cancelled: return QColor(130, 130, 130);
-    case RunStatus::Running: return QColor(0, 114, 178);
+    case RunStatus::Finished:
+      return QColor(0, 140, 90);
+    case RunStatus::Failed:
+      return QColor(200, 40, 40);
+    case RunStatus::Interrupted:
+      return QColor(200, 120, 0);
+    case RunStatus::Cancelled:
+      return QColor(130, 130, 130);
+    case RunStatus::Running:
+      return QColor(0, 114, 178);
   }
   return {};
 }
@@ -66,12 +71,18 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ForegroundRole && index.column() == Status) return QBrush(status_color(r.status));
   if (role == Qt::TextAlignmentRole) {
     switch (index.column()) {
-      case Id: case Depth: case BestAccuracy: case Time: return int(Qt::AlignRight | Qt::AlignVCenter);
-      default: return {};
+      case Id:
+      case Depth:
+      case BestAccuracy:
+      case Time:
+        return int(Qt::AlignRight | Qt::AlignVCenter);
+      default:
+        return {};
     }
   }
   if (role == Qt::ToolTipRole) {
-    QString tip = QStringLiteral("%1\n%2").arg(QString::fromStdString(r.dataset_path), QString::fromStdString(r.backend));
+    QString tip =
+        QStringLiteral("%1\n%2").arg(QString::fromStdString(r.dataset_path), QString::fromStdString(r.backend));
     if (!r.end_reason.empty()) tip += "\n" + QString::fromStdString(r.end_reason);
     if (!r.notes.empty()) tip += "\nnotes: " + QString::fromStdString(r.notes);
     return tip;
@@ -79,16 +90,22 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
   const bool sort = role == kSortRole;
   if (role != Qt::DisplayRole && !sort) return {};
   switch (index.column()) {
-    case Id: return QVariant::fromValue<qlonglong>(r.id);
-    case Name: return QString::fromStdString(r.name);
-    case Date: return sort ? QString::fromStdString(r.created) : local_time(r.created);
+    case Id:
+      return QVariant::fromValue<qlonglong>(r.id);
+    case Name:
+      return QString::fromStdString(r.name);
+    case Date:
+      return sort ? QString::fromStdString(r.created) : local_time(r.created);
     case Dataset: {
       const QString path = QString::fromStdString(r.dataset_path);
       return sort ? path : QFileInfo(path).fileName();
     }
-    case Depth: return r.depth;
-    case Precision: return QString::fromStdString(r.precision);
-    case Device: return QString::fromStdString(r.device);
+    case Depth:
+      return r.depth;
+    case Precision:
+      return QString::fromStdString(r.precision);
+    case Device:
+      return QString::fromStdString(r.device);
     case Status: {
       QString text = QString::fromUtf8(run_status_name(r.status));
       if (!sort && s.epochs_completed < r.epochs && r.status != RunStatus::Finished)
@@ -98,7 +115,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case BestAccuracy:
       if (sort) return s.epochs_completed ? s.best_validation_accuracy : -1.0;
       return s.epochs_completed ? QStringLiteral("%1 %").arg(100 * s.best_validation_accuracy, 0, 'f', 2) : "–";
-    case Time: return sort ? QVariant(s.total_seconds) : QVariant(QString::fromStdString(format_duration(s.total_seconds)));
+    case Time:
+      return sort ? QVariant(s.total_seconds) : QVariant(QString::fromStdString(format_duration(s.total_seconds)));
     case Tags: {
       QStringList tags;
       for (const std::string& t : r.tags) tags << QString::fromStdString(t);
@@ -111,17 +129,28 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
 QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
-    case Id: return tr("ID");
-    case Name: return tr("Name");
-    case Date: return tr("Date");
-    case Dataset: return tr("Dataset");
-    case Depth: return tr("Depth");
-    case Precision: return tr("Precision");
-    case Device: return tr("Device");
-    case Status: return tr("Status");
-    case BestAccuracy: return tr("Best val. acc.");
-    case Time: return tr("Time");
-    case Tags: return tr("Tags");
+    case Id:
+      return tr("ID");
+    case Name:
+      return tr("Name");
+    case Date:
+      return tr("Date");
+    case Dataset:
+      return tr("Dataset");
+    case Depth:
+      return tr("Depth");
+    case Precision:
+      return tr("Precision");
+    case Device:
+      return tr("Device");
+    case Status:
+      return tr("Status");
+    case BestAccuracy:
+      return tr("Best val. acc.");
+    case Time:
+      return tr("Time");
+    case Tags:
+      return tr("Tags");
   }
   return {};
 }

@@ -114,9 +114,7 @@ void RunsView::reload() {
   update_count();
 }
 
-void RunsView::update_count() {
-  count_->setText(tr("%1 of %2 runs").arg(proxy_->rowCount()).arg(model_->rowCount()));
-}
+void RunsView::update_count() { count_->setText(tr("%1 of %2 runs").arg(proxy_->rowCount()).arg(model_->rowCount())); }
 
 std::vector<int64_t> RunsView::selected_ids() const {
   std::vector<int64_t> ids;
@@ -214,7 +212,8 @@ void RunsView::delete_selected() {
   const auto ids = selected_ids();
   if (ids.empty()) return;
   QStringList names;
-  for (int64_t id : ids) names << QStringLiteral("%1 (%2)").arg(id).arg(QString::fromStdString(model_->record(model_->row_of(id)).name));
+  for (int64_t id : ids)
+    names << QStringLiteral("%1 (%2)").arg(id).arg(QString::fromStdString(model_->record(model_->row_of(id)).name));
   if (!confirm(tr("Delete %n run(s) and everything recorded about them?\n\n%1\n\nCheckpoint files are kept.", nullptr,
                   int(ids.size()))
                    .arg(names.join("\n"))))
@@ -235,7 +234,8 @@ void RunsView::show_menu(const QPoint& at) {
   QMenu menu(this);
   menu.addAction(ids.size() == 1 ? tr("Open charts") : tr("Compare %1 runs").arg(ids.size()), this,
                  [this, ids] { Q_EMIT open_requested(ids); });
-  if (ids.size() == 1) menu.addAction(tr("Resume from its checkpoint"), this, [this, ids] { Q_EMIT resume_requested(ids[0]); });
+  if (ids.size() == 1)
+    menu.addAction(tr("Resume from its checkpoint"), this, [this, ids] { Q_EMIT resume_requested(ids[0]); });
   menu.addSeparator();
   if (ids.size() == 1) menu.addAction(tr("Rename…"), this, &RunsView::rename_selected);
   menu.addAction(tr("Tag…"), this, &RunsView::tag_selected);

@@ -55,7 +55,7 @@ int run_screenshot_scenario(MainWindow& window, const QString& name, const QStri
   QDir().mkpath(folder);
   window.resize(1600, 1000);
   wait_until([] { return false; }, 300);  // let the window settle
-  if (name == "idle") {  // the window as a new user first sees it
+  if (name == "idle") {                   // the window as a new user first sees it
     wait_until([&] { return !window.setup()->inspecting(); }, 60000);
     return save(window, folder, "first-launch") ? 0 : 1;
   }

@@ -27,8 +27,6 @@ void Sweep::finished(int64_t run_id) {
   if (run_id != 0) run_ids_.push_back(run_id);
 }
 
-void Sweep::cancel() {
-  next_ = planned_.size();
-}
+void Sweep::cancel() { next_ = planned_.size(); }
 
 }  // namespace ampwb::ui

@@ -14,8 +14,9 @@ SweepDialog::SweepDialog(const TrainConfig& base, bool has_cuda, QWidget* parent
   setWindowTitle(tr("Precision sweep"));
   setObjectName("sweepDialog");
   auto* layout = new QVBoxLayout(this);
-  auto* intro = new QLabel(tr("One run per precision variant, on the same data, seed and settings, one after the "
-                              "other. Their comparison opens when the last one ends."));
+  auto* intro =
+      new QLabel(tr("One run per precision variant, on the same data, seed and settings, one after the "
+                    "other. Their comparison opens when the last one ends."));
   intro->setWordWrap(true);
   layout->addWidget(intro);
 

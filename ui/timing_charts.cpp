@@ -32,8 +32,7 @@ int epoch_count(const RunList& runs) {
 
 }  // namespace
 
-EpochTimeChart::EpochTimeChart(QWidget* parent)
-    : MetricChart("epoch-time", tr("Epoch time and throughput"), parent) {}
+EpochTimeChart::EpochTimeChart(QWidget* parent) : MetricChart("epoch-time", tr("Epoch time and throughput"), parent) {}
 
 void EpochTimeChart::rebuild(const RunList& runs, const ChartOptions&) {
   x_ = new QValueAxis;
@@ -86,8 +85,7 @@ void EpochTimeChart::refresh(const RunList& runs, const ChartOptions&) {
   label_decimals(throughput_axis_);
 }
 
-DataWaitChart::DataWaitChart(QWidget* parent)
-    : MetricChart("data-wait", tr("Data wait against compute"), parent) {}
+DataWaitChart::DataWaitChart(QWidget* parent) : MetricChart("data-wait", tr("Data wait against compute"), parent) {}
 
 void DataWaitChart::rebuild(const RunList& runs, const ChartOptions&) {
   bars_ = nullptr;

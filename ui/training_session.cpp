@@ -2,7 +2,6 @@
 // UI-side timer that drains the queue.
 #include "training_session.h"
 
-
 #include "store/run_store.h"
 #include "store/store_recorder.h"
 #include "train/trainer.h"

@@ -73,7 +73,7 @@ void LossScaler::load_state(const State& s) {
 }
 
 LossScaleConfig loss_scale_preset(const std::string& framework) {
-  LossScaleConfig c;  // PyTorch GradScaler: 2^16, x2 every 2000, x0.5
+  LossScaleConfig c;                                              // PyTorch GradScaler: 2^16, x2 every 2000, x0.5
   if (framework == "pytorch" || framework == "paddle") return c;  // Paddle >= 2.5 shares PyTorch's defaults
   if (framework == "apex") {
     c.max_scale = 16777216.0;  // 2^24

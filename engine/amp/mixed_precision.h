@@ -14,11 +14,11 @@
 namespace ampwb {
 
 struct StepResult {
-  float loss = 0;          // unscaled, FP32
-  int64_t correct = 0;     // top-1 in the batch
-  float loss_scale = 1;    // the scale this step used
-  bool skipped = false;    // inf/NaN gradients: no update
-  float grad_norm = 0;     // of the unscaled gradients, before clipping
+  float loss = 0;        // unscaled, FP32
+  int64_t correct = 0;   // top-1 in the batch
+  float loss_scale = 1;  // the scale this step used
+  bool skipped = false;  // inf/NaN gradients: no update
+  float grad_norm = 0;   // of the unscaled gradients, before clipping
 };
 
 class MixedPrecisionStep {

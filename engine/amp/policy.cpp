@@ -9,10 +9,14 @@ namespace ampwb {
 namespace {
 const char* rule_name(CastRule r) {
   switch (r) {
-    case CastRule::LowPrecision: return "low precision";
-    case CastRule::Fp32: return "fp32";
-    case CastRule::FollowInput: return "input's type";
-    case CastRule::Widest: return "widest input";
+    case CastRule::LowPrecision:
+      return "low precision";
+    case CastRule::Fp32:
+      return "fp32";
+    case CastRule::FollowInput:
+      return "input's type";
+    case CastRule::Widest:
+      return "widest input";
   }
   return "?";
 }
@@ -31,10 +35,13 @@ PrecisionPolicy::PrecisionPolicy(const PrecisionConfig& config) : config_(config
 DType PrecisionPolicy::compute_dtype(OpClass op, DType input) const {
   if (low_ == DType::F32) return DType::F32;
   switch (kAutocastTable[static_cast<size_t>(op)].autocast) {
-    case CastRule::LowPrecision: return low_;
-    case CastRule::Fp32: return DType::F32;
+    case CastRule::LowPrecision:
+      return low_;
+    case CastRule::Fp32:
+      return DType::F32;
     case CastRule::FollowInput:
-    case CastRule::Widest: return input;
+    case CastRule::Widest:
+      return input;
   }
   return input;
 }
@@ -52,8 +59,8 @@ std::string PrecisionPolicy::describe() const {
   out << "\n";
   if (low_ == DType::F32) return out.str() + "  every op in fp32\n";
   for (const PolicyRow& row : kAutocastTable)
-    out << "  " << row.name << ": " << rule_name(row.autocast) << " -> "
-        << dtype_name(compute_dtype(row.op, low_)) << "  (" << row.why << ")\n";
+    out << "  " << row.name << ": " << rule_name(row.autocast) << " -> " << dtype_name(compute_dtype(row.op, low_))
+        << "  (" << row.why << ")\n";
   if (everything_low()) out << "  batch-norm scale, shift and running statistics stored in fp16\n";
   return out.str();
 }

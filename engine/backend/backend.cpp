@@ -13,9 +13,10 @@
 namespace ampwb {
 
 namespace {
-constexpr std::array kOpNames = {"conv2d", "batchnorm", "relu", "maxpool", "global_avgpool", "linear", "add",
-                                 "convert", "softmax_cross_entropy", "sgd_update", "adam_update",
-                                 "scale_and_check"};
+constexpr std::array kOpNames = {"conv2d",     "batchnorm",      "relu",
+                                 "maxpool",    "global_avgpool", "linear",
+                                 "add",        "convert",        "softmax_cross_entropy",
+                                 "sgd_update", "adam_update",    "scale_and_check"};
 static_assert(kOpNames.size() == static_cast<size_t>(Op::Count), "one name per op");
 }  // namespace
 

@@ -13,15 +13,42 @@
 
 namespace ampwb {
 
-enum class Op { Conv2d, BatchNorm, Relu, MaxPool, GlobalAvgPool, Linear, Add, Convert, SoftmaxCrossEntropy,
-                SgdUpdate, AdamUpdate, ScaleCheck, Count };
+enum class Op {
+  Conv2d,
+  BatchNorm,
+  Relu,
+  MaxPool,
+  GlobalAvgPool,
+  Linear,
+  Add,
+  Convert,
+  SoftmaxCrossEntropy,
+  SgdUpdate,
+  AdamUpdate,
+  ScaleCheck,
+  Count
+};
 const char* op_name(Op op);
 
-struct ConvParams { int stride = 1, padding = 0; };
-struct PoolParams { int kernel = 3, stride = 2, padding = 1; };
-struct SgdParams { float lr, momentum, weight_decay; bool nesterov, first_step; };
-struct AdamParams { float lr, beta1, beta2, eps, weight_decay; bool decoupled_weight_decay; int64_t step; };
-struct ScaleCheck { bool nonfinite = false; double sum_of_squares = 0; };
+struct ConvParams {
+  int stride = 1, padding = 0;
+};
+struct PoolParams {
+  int kernel = 3, stride = 2, padding = 1;
+};
+struct SgdParams {
+  float lr, momentum, weight_decay;
+  bool nesterov, first_step;
+};
+struct AdamParams {
+  float lr, beta1, beta2, eps, weight_decay;
+  bool decoupled_weight_decay;
+  int64_t step;
+};
+struct ScaleCheck {
+  bool nonfinite = false;
+  double sum_of_squares = 0;
+};
 
 class Backend {
  public:
@@ -41,21 +68,20 @@ class Backend {
   virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                            const Tensor& running_mean, const Tensor& running_var, float eps) = 0;
   virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
-                                  const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
-                                  float eps) = 0;
+                                  const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) = 0;
   virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;  // uses the output y
   // workspace: backend-defined record of the argmax, made by forward for backward.
   virtual void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) = 0;
   virtual void maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) = 0;
-  virtual void global_avgpool_forward(const Tensor& x, Tensor& y) = 0;    // (N,C,H,W) -> (N,C)
+  virtual void global_avgpool_forward(const Tensor& x, Tensor& y) = 0;     // (N,C,H,W) -> (N,C)
   virtual void global_avgpool_backward(const Tensor& dy, Tensor& dx) = 0;  // (N,C) -> (N,C,H,W)
   // x (N,I), w (O,I), b (O), y (N,O); dx may be undefined (not needed)
   virtual void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
   virtual void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
                                Tensor& db) = 0;
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;  // same shape; layouts may differ
-  virtual void convert(const Tensor& src, Tensor& dst) = 0;  // any dtype, layout or device to another
+  virtual void convert(const Tensor& src, Tensor& dst) = 0;           // any dtype, layout or device to another
   // logits (N,K) FP32, labels (N) I32 -> mean loss; dlogits = d(mean loss)/d(logits)
   virtual float softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
                                       Tensor& dlogits) = 0;

@@ -13,11 +13,16 @@ enum class DType : uint8_t { F32, F16, BF16, I32, U8 };
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F32: return 4;
-    case DType::F16: return 2;
-    case DType::BF16: return 2;
-    case DType::I32: return 4;
-    case DType::U8: return 1;
+    case DType::F32:
+      return 4;
+    case DType::F16:
+      return 2;
+    case DType::BF16:
+      return 2;
+    case DType::I32:
+      return 4;
+    case DType::U8:
+      return 1;
   }
   return 0;
 }

@@ -23,11 +23,11 @@ namespace detail {
 }  // namespace ampwb
 
 // AMPWB_CHECK(cond, "message " << value): throws ampwb::Error naming the condition when it fails.
-#define AMPWB_CHECK(cond, msg)                                                         \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      std::ostringstream ampwb_check_msg_;                                             \
-      ampwb_check_msg_ << msg << " [check failed: " #cond "]";                         \
-      ::ampwb::detail::fail(__FILE__, __LINE__, ampwb_check_msg_.str());               \
-    }                                                                                  \
+#define AMPWB_CHECK(cond, msg)                                           \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      std::ostringstream ampwb_check_msg_;                               \
+      ampwb_check_msg_ << msg << " [check failed: " #cond "]";           \
+      ::ampwb::detail::fail(__FILE__, __LINE__, ampwb_check_msg_.str()); \
+    }                                                                    \
   } while (0)

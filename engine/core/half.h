@@ -50,9 +50,7 @@ inline uint16_t float_to_bfloat16_bits(float value) {
   return static_cast<uint16_t>((bits + 0x7fffu + odd) >> 16);  // nearest even; overflow carries into inf
 }
 
-inline float bfloat16_bits_to_float(uint16_t bf16) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bf16) << 16);
-}
+inline float bfloat16_bits_to_float(uint16_t bf16) { return std::bit_cast<float>(static_cast<uint32_t>(bf16) << 16); }
 
 // Storage types: plain 16-bit values that convert explicitly.
 struct Half {
@@ -81,9 +79,7 @@ struct BFloat16 {
 
 // Rounds a float to the nearest value representable in FP16 / BF16 (what storing it there would keep).
 inline float round_to_half(float value) { return half_bits_to_float(float_to_half_bits(value)); }
-inline float round_to_bfloat16(float value) {
-  return bfloat16_bits_to_float(float_to_bfloat16_bits(value));
-}
+inline float round_to_bfloat16(float value) { return bfloat16_bits_to_float(float_to_bfloat16_bits(value)); }
 
 constexpr float kHalfMax = 65504.0f;
 constexpr float kHalfMinNormal = 0x1p-14f;

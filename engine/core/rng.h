@@ -13,10 +13,10 @@ class Rng {
   explicit Rng(uint64_t seed = 0);
 
   uint64_t next_u64();
-  double uniform();                 // [0, 1)
+  double uniform();  // [0, 1)
   float uniform(float lo, float hi);
-  double normal();                  // mean 0, standard deviation 1
-  uint64_t below(uint64_t bound);   // [0, bound), unbiased
+  double normal();                 // mean 0, standard deviation 1
+  uint64_t below(uint64_t bound);  // [0, bound), unbiased
 
   template <class It>
   void shuffle(It first, It last) {  // Fisher-Yates

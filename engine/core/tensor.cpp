@@ -11,11 +11,16 @@ namespace ampwb {
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::I32: return "i32";
-    case DType::U8: return "u8";
+    case DType::F32:
+      return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+    case DType::I32:
+      return "i32";
+    case DType::U8:
+      return "u8";
   }
   return "?";
 }
@@ -28,9 +33,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
 
 const char* layout_name(Layout l) { return l == Layout::NCHW ? "nchw" : "nhwc"; }
 
-std::string Device::str() const {
-  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
-}
+std::string Device::str() const { return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index); }
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
@@ -79,8 +82,7 @@ Tensor Tensor::zeros(Shape shape, DType dtype, Layout layout, Device device) {
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
-  AMPWB_CHECK(shape_numel(shape) == numel(),
-              "cannot view " << describe() << " as " << shape_str(shape));
+  AMPWB_CHECK(shape_numel(shape) == numel(), "cannot view " << describe() << " as " << shape_str(shape));
   AMPWB_CHECK(rank() != 4 || layout_ == Layout::NCHW || shape.size() == 4,
               "reshaping an NHWC tensor would reorder its elements: " << describe());
   Tensor t = *this;
@@ -116,21 +118,36 @@ int64_t offset4(const Tensor& t, int64_t n, int64_t c, int64_t h, int64_t w) {
 namespace {
 float load_as_float(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::F32: return t.data_as<float>()[i];
-    case DType::F16: return half_bits_to_float(t.data_as<uint16_t>()[i]);
-    case DType::BF16: return bfloat16_bits_to_float(t.data_as<uint16_t>()[i]);
-    case DType::I32: return static_cast<float>(t.data_as<int32_t>()[i]);
-    case DType::U8: return static_cast<float>(t.data_as<uint8_t>()[i]);
+    case DType::F32:
+      return t.data_as<float>()[i];
+    case DType::F16:
+      return half_bits_to_float(t.data_as<uint16_t>()[i]);
+    case DType::BF16:
+      return bfloat16_bits_to_float(t.data_as<uint16_t>()[i]);
+    case DType::I32:
+      return static_cast<float>(t.data_as<int32_t>()[i]);
+    case DType::U8:
+      return static_cast<float>(t.data_as<uint8_t>()[i]);
   }
   return 0.0f;
 }
 void store_float(Tensor& t, int64_t i, float v) {
   switch (t.dtype()) {
-    case DType::F32: t.data_as<float>()[i] = v; break;
-    case DType::F16: t.data_as<uint16_t>()[i] = float_to_half_bits(v); break;
-    case DType::BF16: t.data_as<uint16_t>()[i] = float_to_bfloat16_bits(v); break;
-    case DType::I32: t.data_as<int32_t>()[i] = static_cast<int32_t>(v); break;
-    case DType::U8: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+    case DType::F32:
+      t.data_as<float>()[i] = v;
+      break;
+    case DType::F16:
+      t.data_as<uint16_t>()[i] = float_to_half_bits(v);
+      break;
+    case DType::BF16:
+      t.data_as<uint16_t>()[i] = float_to_bfloat16_bits(v);
+      break;
+    case DType::I32:
+      t.data_as<int32_t>()[i] = static_cast<int32_t>(v);
+      break;
+    case DType::U8:
+      t.data_as<uint8_t>()[i] = static_cast<uint8_t>(v);
+      break;
   }
 }
 // Storage index of the i-th element in logical row-major order.

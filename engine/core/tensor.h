@@ -56,7 +56,9 @@ class Tensor {
 
   void* data() const { return storage_ ? storage_->data() : nullptr; }
   template <class T>
-  T* data_as() const { return static_cast<T*>(data()); }
+  T* data_as() const {
+    return static_cast<T*>(data());
+  }
 
   // Logical dimensions of a 4-D tensor.
   int64_t n() const { return dim(0); }
@@ -66,8 +68,8 @@ class Tensor {
 
   // The same storage seen with another shape of equal size (row-major tensors only).
   Tensor reshaped(Shape shape) const;
-  Tensor clone() const;       // CPU only
-  void zero_();               // CPU only
+  Tensor clone() const;  // CPU only
+  void zero_();          // CPU only
   bool same_storage(const Tensor& other) const { return storage_ == other.storage_; }
   std::string describe() const;  // "f32[16,64,56,56] nhwc cpu"
 

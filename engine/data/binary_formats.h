@@ -13,7 +13,7 @@ struct PixelImages {
   bool planar = false;                      // CIFAR stores R, G and B planes one after another
   std::vector<uint8_t> pixels;              // image i at i * height * width * channels
   std::vector<int32_t> labels;
-  uint64_t content_hash = 0;                // of the files' bytes as stored, for the dataset fingerprint
+  uint64_t content_hash = 0;  // of the files' bytes as stored, for the dataset fingerprint
 
   int64_t count() const { return static_cast<int64_t>(labels.size()); }
   size_t image_bytes() const { return static_cast<size_t>(height) * width * channels; }

@@ -77,7 +77,8 @@ void write_benchmark_images(const std::string& dir_name, int count) {
     const std::string cls = i % 2 ? "b" : "a";
     fs::create_directories(dir / "png28" / cls);
     fs::create_directories(dir / "jpeg500" / cls);
-    const cv::Mat png = i < static_cast<int>(fashion.size()) ? fashion[static_cast<size_t>(i)] : photo_like(28, 28, rng);
+    const cv::Mat png =
+        i < static_cast<int>(fashion.size()) ? fashion[static_cast<size_t>(i)] : photo_like(28, 28, rng);
     cv::imwrite((dir / "png28" / cls / (std::to_string(i) + ".png")).string(), png);
     cv::imwrite((dir / "jpeg500" / cls / (std::to_string(i) + ".jpg")).string(), photo_like(500, 375, rng),
                 {cv::IMWRITE_JPEG_QUALITY, 90});
@@ -140,7 +141,8 @@ std::vector<DecodeTiming> time_decoding(const std::string& dir_name, int repeats
       best = std::min(best, seconds_since(t0));
       images = ds.report().total_images;
     }
-    timings.push_back({kind, "Dataset::open, " + std::to_string(std::thread::hardware_concurrency()) + " threads, uncached",
+    timings.push_back({kind,
+                       "Dataset::open, " + std::to_string(std::thread::hardware_concurrency()) + " threads, uncached",
                        static_cast<int>(images), best});
   }
   return timings;

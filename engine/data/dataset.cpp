@@ -84,7 +84,9 @@ Entry examine(const std::string& path) {
 }
 
 using FolderId = std::pair<uint64_t, uint64_t>;  // device, inode
-FolderId folder_id(const struct stat& st) { return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}; }
+FolderId folder_id(const struct stat& st) {
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
 
 // Candidate classes and their images before the split; items index DatasetData::paths or its pixels.
 struct Pools {
@@ -218,7 +220,8 @@ void scan_folders(const std::string& root, const std::string& classes_rel, const
     }
   }
   if (!classes_rel.empty()) {  // the rest of the root is not part of the dataset
-    const std::string outside = validation_rel.empty() ? "outside train/" : "outside train/ and " + validation_rel + "/";
+    const std::string outside =
+        validation_rel.empty() ? "outside train/" : "outside train/ and " + validation_rel + "/";
     list_dir(root, names, reason);
     for (const std::string& name : names) {
       if (name == classes_rel || name == validation_rel) continue;
@@ -354,7 +357,8 @@ bool scan_idx(const std::string& root, DatasetData& data, Pools& pools) {
     }
   }
   if (!chosen) {
-    rep.errors.push_back("'" + root + "' holds IDX files but no training pair (*train-images-idx3-ubyte with "
+    rep.errors.push_back("'" + root +
+                         "' holds IDX files but no training pair (*train-images-idx3-ubyte with "
                          "*train-labels-idx1-ubyte)");
     return true;
   }
@@ -398,7 +402,8 @@ bool scan_idx(const std::string& root, DatasetData& data, Pools& pools) {
   pools.train.assign(static_cast<size_t>(n_classes), {});
   pools.validation.assign(static_cast<size_t>(n_classes), {});
   for (int64_t i = 0; i < images.count(); ++i)
-    (i < n_train ? pools.train : pools.validation)[static_cast<size_t>(images.labels[static_cast<size_t>(i)])].push_back(i);
+    (i < n_train ? pools.train : pools.validation)[static_cast<size_t>(images.labels[static_cast<size_t>(i)])]
+        .push_back(i);
 
   data.in_memory = true;
   data.pixel_height = images.height;
@@ -479,7 +484,8 @@ bool scan_cifar(const std::string& root_in, DatasetData& data, Pools& pools) {
   pools.train.assign(static_cast<size_t>(n_classes), {});
   pools.validation.assign(static_cast<size_t>(n_classes), {});
   for (int64_t i = 0; i < images.count(); ++i)
-    (i < n_train ? pools.train : pools.validation)[static_cast<size_t>(images.labels[static_cast<size_t>(i)])].push_back(i);
+    (i < n_train ? pools.train : pools.validation)[static_cast<size_t>(images.labels[static_cast<size_t>(i)])]
+        .push_back(i);
 
   data.in_memory = true;
   data.pixel_height = images.height;
@@ -513,12 +519,16 @@ void finish(DatasetData& data, Pools& pools, const DatasetOptions& options) {
 
   // Errors that stop training, each with what to do about it.
   if (n_candidates == 0) {
-    rep.errors.push_back("'" + where + "' holds no class folders: put each class's images in a folder of its own "
+    rep.errors.push_back("'" + where +
+                         "' holds no class folders: put each class's images in a folder of its own "
                          "(or use train/ and val/ folders of class folders)");
   } else if (data.class_names.empty()) {
-    rep.errors.push_back("none of the " + plural(static_cast<int64_t>(n_candidates), "class", "classes") + " in '" +
-                         where + "' has a usable " + (pools.given_split ? "training " : "") + "image" +
-                         (rep.skipped.empty() ? "" : " (" + plural(static_cast<int64_t>(rep.skipped.size()), "file", "files") + " skipped: see the report)"));
+    rep.errors.push_back(
+        "none of the " + plural(static_cast<int64_t>(n_candidates), "class", "classes") + " in '" + where +
+        "' has a usable " + (pools.given_split ? "training " : "") + "image" +
+        (rep.skipped.empty()
+             ? ""
+             : " (" + plural(static_cast<int64_t>(rep.skipped.size()), "file", "files") + " skipped: see the report)"));
   } else if (data.class_names.size() == 1) {
     rep.errors.push_back("'" + where + "' has only one usable class ('" + data.class_names[0] +
                          "'); at least two are needed");
@@ -543,7 +553,9 @@ void finish(DatasetData& data, Pools& pools, const DatasetOptions& options) {
     if (pools.given_split) {
       tr = pools.train[c];
       va = pools.validation[c];
-      if (va.empty()) rep.small_classes.push_back({name, static_cast<int64_t>(tr.size()), "no validation images in " + rep.validation});
+      if (va.empty())
+        rep.small_classes.push_back(
+            {name, static_cast<int64_t>(tr.size()), "no validation images in " + rep.validation});
     } else {
       std::vector<int64_t> items = pools.train[c];
       const int64_t n = static_cast<int64_t>(items.size());
@@ -683,7 +695,8 @@ Dataset Dataset::inspect(const std::string& root_in, const DatasetOptions& optio
     return Dataset(data);
   }
   if (!S_ISDIR(st.st_mode)) {
-    rep.errors.push_back("'" + root + "' is not a folder (a dataset is a folder of class folders or of IDX/CIFAR files)");
+    rep.errors.push_back("'" + root +
+                         "' is not a folder (a dataset is a folder of class folders or of IDX/CIFAR files)");
     return Dataset(data);
   }
   std::vector<std::string> names;

@@ -56,14 +56,14 @@ struct DatasetReport {
   };
 
   std::string root;
-  std::string layout;      // "class-folders", "split-folders", "idx", "cifar10-binary"; "" when not found
-  std::string validation;  // where the validation split came from: "val/", "split 0.2 (seed 0)", "t10k files"
-  std::vector<ClassCount> classes;       // the usable classes, in label order
-  std::vector<Skipped> skipped;          // every file or folder passed over, sorted by path
+  std::string layout;               // "class-folders", "split-folders", "idx", "cifar10-binary"; "" when not found
+  std::string validation;           // where the validation split came from: "val/", "split 0.2 (seed 0)", "t10k files"
+  std::vector<ClassCount> classes;  // the usable classes, in label order
+  std::vector<Skipped> skipped;     // every file or folder passed over, sorted by path
   std::vector<std::string> empty_classes;  // class folders without a usable image (not among `classes`)
   std::vector<SmallClass> small_classes;   // classes with too few images for the split
   int64_t total_images = 0, train_images = 0, validation_images = 0;
-  int64_t train_images_before_limit = 0;   // when max_train_images cut the training split
+  int64_t train_images_before_limit = 0;  // when max_train_images cut the training split
   // Stored sizes of the usable images (pixels).
   int min_width = 0, max_width = 0, min_height = 0, max_height = 0;
   int median_shorter_side = 0;

@@ -19,8 +19,8 @@ struct Sample {
 struct DatasetData {
   DatasetReport report;
   std::vector<std::string> class_names;
-  std::string cache_dir;   // resolved; "" = none
-  std::string split_key;   // the options that chose the training split (part of the statistics' cache key)
+  std::string cache_dir;  // resolved; "" = none
+  std::string split_key;  // the options that chose the training split (part of the statistics' cache key)
 
   // Images in files (folder layouts): the path to open, stored width and height, format.
   std::vector<std::string> paths;

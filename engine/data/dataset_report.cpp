@@ -20,7 +20,8 @@ std::string quoted_list(const std::vector<std::string>& names) {
 
 // Display width of UTF-8 text: one column per code point (good enough for aligning class names).
 size_t columns(const std::string& s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
 }
 
 }  // namespace
@@ -34,7 +35,8 @@ std::string DatasetReport::to_text() const {
         << ", validation " << validation_images << ": " << validation << ")\n";
     size_t width = 5;
     for (const auto& c : classes) width = std::max(width, columns(c.name));
-    out << "\n  " << "class" << std::string(width - 5, ' ') << "   images    train      val\n";
+    out << "\n  "
+        << "class" << std::string(width - 5, ' ') << "   images    train      val\n";
     for (const auto& c : classes) {
       char counts[64];
       std::snprintf(counts, sizeof counts, " %8lld %8lld %8lld", static_cast<long long>(c.images),
@@ -53,8 +55,8 @@ std::string DatasetReport::to_text() const {
     if (imbalance == 1.0) {
       out << "class imbalance: none (every class has " << classes.front().images << " images)\n";
     } else {
-      out << "class imbalance: " << ratio << " (largest '" << largest_class << "', smallest '" << smallest_class
-          << "')" << (imbalance >= 3 ? ": consider class weights or resampling" : "") << "\n";
+      out << "class imbalance: " << ratio << " (largest '" << largest_class << "', smallest '" << smallest_class << "')"
+          << (imbalance >= 3 ? ": consider class weights or resampling" : "") << "\n";
     }
   }
   if (!empty_classes.empty()) out << "empty classes (not used): " << quoted_list(empty_classes) << "\n";
@@ -92,13 +94,16 @@ nlohmann::json DatasetReport::to_json() const {
   for (const auto& s : skipped) j["skipped"].push_back({{"path", s.path}, {"reason", s.reason}});
   j["empty_classes"] = empty_classes;
   j["small_classes"] = json::array();
-  for (const auto& s : small_classes) j["small_classes"].push_back({{"name", s.name}, {"images", s.images}, {"reason", s.reason}});
+  for (const auto& s : small_classes)
+    j["small_classes"].push_back({{"name", s.name}, {"images", s.images}, {"reason", s.reason}});
   j["total_images"] = total_images;
   j["train_images"] = train_images;
   j["validation_images"] = validation_images;
   j["train_images_before_limit"] = train_images_before_limit;
-  j["image_sizes"] = {{"min_width", min_width},   {"max_width", max_width},
-                      {"min_height", min_height}, {"max_height", max_height},
+  j["image_sizes"] = {{"min_width", min_width},
+                      {"max_width", max_width},
+                      {"min_height", min_height},
+                      {"max_height", max_height},
                       {"median_shorter_side", median_shorter_side}};
   j["imbalance"] = {{"ratio", imbalance}, {"largest", largest_class}, {"smallest", smallest_class}};
   j["notes"] = notes;

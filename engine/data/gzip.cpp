@@ -119,7 +119,8 @@ class Huffman {
       symbols_[slot] = static_cast<uint16_t>(symbol);
       if (len <= kFastBits) {
         const uint16_t entry = static_cast<uint16_t>((symbol << 4) | len);
-        for (uint32_t j = reverse_bits(static_cast<uint32_t>(next_code[len]), len); j < (1u << kFastBits); j += 1u << len)
+        for (uint32_t j = reverse_bits(static_cast<uint32_t>(next_code[len]), len); j < (1u << kFastBits);
+             j += 1u << len)
           fast_[j] = entry;
       }
       ++next_code[len];
@@ -152,12 +153,16 @@ class Huffman {
 
 constexpr uint16_t kLengthBase[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
                                       31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
-constexpr uint8_t kLengthExtra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-constexpr uint16_t kDistBase[30] = {1,   2,   3,   4,   5,   7,    9,    13,   17,   25,   33,   49,   65,    97,    129,
-                                    193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
-constexpr uint8_t kDistExtra[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+constexpr uint8_t kLengthExtra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
+                                      2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+constexpr uint16_t kDistBase[30] = {1,    2,    3,    4,    5,    7,    9,    13,    17,    25,
+                                    33,   49,   65,   97,   129,  193,  257,  385,   513,   769,
+                                    1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+constexpr uint8_t kDistExtra[30] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
+                                    6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
 
-void inflate_block(BitReader& in, const Huffman& lit, const Huffman& dist, std::vector<uint8_t>& out, size_t member_start) {
+void inflate_block(BitReader& in, const Huffman& lit, const Huffman& dist, std::vector<uint8_t>& out,
+                   size_t member_start) {
   for (;;) {
     const int symbol = lit.decode(in);
     if (symbol < 256) {
@@ -284,7 +289,8 @@ std::vector<uint8_t> gunzip(const uint8_t* data, size_t size, const std::string&
   std::vector<uint8_t> out;
   if (!is_gzip(data, size)) throw Error("'" + what + "' is not a gzip file");
   // The last member's trailer holds its length mod 2^32: a good first guess at the output size.
-  if (size >= 18) out.reserve(data[size - 4] | (data[size - 3] << 8) | (data[size - 2] << 16) | (size_t{data[size - 1]} << 24));
+  if (size >= 18)
+    out.reserve(data[size - 4] | (data[size - 3] << 8) | (data[size - 2] << 16) | (size_t{data[size - 1]} << 24));
   const uint8_t* p = data;
   const uint8_t* end = data + size;
   try {

@@ -16,8 +16,12 @@ namespace ampwb {
 namespace {
 
 uint32_t be16(const uint8_t* p) { return (uint32_t{p[0]} << 8) | p[1]; }
-uint32_t be32(const uint8_t* p) { return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3]; }
-uint32_t le32(const uint8_t* p) { return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24); }
+uint32_t be32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+uint32_t le32(const uint8_t* p) {
+  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+}
 
 bool starts_with(const uint8_t* data, size_t size, const char* magic, size_t n) {
   return size >= n && std::memcmp(data, magic, n) == 0;
@@ -42,7 +46,7 @@ ImageCheck check_jpeg(const uint8_t* d, size_t n) {
     while (pos < n && d[pos] == 0xff) ++pos;  // fill bytes
     if (pos >= n) return fail(c.format, "truncated JPEG (no end-of-image marker)");
     const uint8_t marker = d[pos++];
-    if (marker == 0xd9) break;  // EOI
+    if (marker == 0xd9) break;                                           // EOI
     if (marker == 0x01 || (marker >= 0xd0 && marker <= 0xd8)) continue;  // no length field
     if (pos + 2 > n) return fail(c.format, "truncated JPEG (no end-of-image marker)");
     const size_t length = be16(d + pos);
@@ -115,18 +119,30 @@ bool looks_like_text(const uint8_t* d, size_t n) {
 
 const char* image_format_name(ImageFormat f) {
   switch (f) {
-    case ImageFormat::Unknown: return "unknown";
-    case ImageFormat::Png: return "PNG";
-    case ImageFormat::Jpeg: return "JPEG";
-    case ImageFormat::Bmp: return "BMP";
-    case ImageFormat::Tiff: return "TIFF";
-    case ImageFormat::Webp: return "WebP";
-    case ImageFormat::Pnm: return "PNM";
-    case ImageFormat::Jpeg2000: return "JPEG 2000";
-    case ImageFormat::Exr: return "OpenEXR";
-    case ImageFormat::Hdr: return "Radiance HDR";
-    case ImageFormat::SunRaster: return "Sun raster";
-    case ImageFormat::Pfm: return "PFM";
+    case ImageFormat::Unknown:
+      return "unknown";
+    case ImageFormat::Png:
+      return "PNG";
+    case ImageFormat::Jpeg:
+      return "JPEG";
+    case ImageFormat::Bmp:
+      return "BMP";
+    case ImageFormat::Tiff:
+      return "TIFF";
+    case ImageFormat::Webp:
+      return "WebP";
+    case ImageFormat::Pnm:
+      return "PNM";
+    case ImageFormat::Jpeg2000:
+      return "JPEG 2000";
+    case ImageFormat::Exr:
+      return "OpenEXR";
+    case ImageFormat::Hdr:
+      return "Radiance HDR";
+    case ImageFormat::SunRaster:
+      return "Sun raster";
+    case ImageFormat::Pfm:
+      return "PFM";
   }
   return "unknown";
 }
@@ -137,7 +153,7 @@ bool has_image_extension(const std::string& filename) {
   std::string ext = filename.substr(dot + 1);
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
   static const char* kExtensions[] = {"png", "jpg", "jpeg", "jpe", "jfif", "bmp", "dib", "tif", "tiff", "webp", "pbm",
-                                      "pgm", "ppm", "pnm", "pxm", "pfm", "jp2", "exr", "hdr", "pic", "sr", "ras"};
+                                      "pgm", "ppm", "pnm",  "pxm", "pfm",  "jp2", "exr", "hdr", "pic",  "sr",   "ras"};
   return std::any_of(std::begin(kExtensions), std::end(kExtensions), [&](const char* e) { return ext == e; });
 }
 
@@ -164,19 +180,23 @@ ImageCheck check_image_structure(const uint8_t* d, size_t n) {
   const ImageFormat format = sniff_image_format(d, n);
   switch (format) {
     case ImageFormat::Unknown:
-      return fail(format, looks_like_text(d, n) ? "not an image (the file holds text)"
-                                                 : "not an image (unknown format)");
-    case ImageFormat::Jpeg: return check_jpeg(d, n);
-    case ImageFormat::Png: return check_png(d, n);
+      return fail(format,
+                  looks_like_text(d, n) ? "not an image (the file holds text)" : "not an image (unknown format)");
+    case ImageFormat::Jpeg:
+      return check_jpeg(d, n);
+    case ImageFormat::Png:
+      return check_png(d, n);
     case ImageFormat::Bmp: {
       const uint32_t declared = le32(d + 2), pixels_at = le32(d + 10);
-      if ((declared != 0 && declared > n) || pixels_at >= n) return fail(format, "truncated BMP (shorter than its header says)");
+      if ((declared != 0 && declared > n) || pixels_at >= n)
+        return fail(format, "truncated BMP (shorter than its header says)");
       break;
     }
     case ImageFormat::Webp:
       if (le32(d + 4) + 8ull > n) return fail(format, "truncated WebP (shorter than its header says)");
       break;
-    default: break;
+    default:
+      break;
   }
   ImageCheck c;
   c.ok = true;
@@ -199,7 +219,8 @@ ImageCheck check_image(const uint8_t* d, size_t n) {
   }
   if (decoded.empty()) {
     c.ok = false;
-    c.reason = std::string("cannot be decoded as ") + image_format_name(c.format) + (error.empty() ? "" : " (" + error + ")");
+    c.reason =
+        std::string("cannot be decoded as ") + image_format_name(c.format) + (error.empty() ? "" : " (" + error + ")");
     return c;
   }
   if (c.width <= 0 || c.height <= 0 || c.format != ImageFormat::Jpeg) {

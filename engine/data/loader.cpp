@@ -37,10 +37,10 @@ struct DataLoader::State {
   std::shared_ptr<const detail::DatasetData> data;
   const std::vector<detail::Sample>* samples = nullptr;
   LoaderOptions options;
-  int size = 0;          // S
+  int size = 0;  // S
   Crop crop = Crop::Center;
-  int base_side = 0;     // the cached image: S x S, or shorter side base_side for random-resized crops
-  bool cacheable = true; // false for pixels in memory: building the base image costs no more than a cache read
+  int base_side = 0;      // the cached image: S x S, or shorter side base_side for random-resized crops
+  bool cacheable = true;  // false for pixels in memory: building the base image costs no more than a cache read
   Normalization norm;
   detail::NormalizeTable table{Normalization{}};
   int64_t n_batches = 0;
@@ -182,7 +182,8 @@ void DataLoader::State::work() {
   }
 }
 
-DataLoader::DataLoader(const Dataset& dataset, Split split, const LoaderOptions& options) : s_(std::make_unique<State>()) {
+DataLoader::DataLoader(const Dataset& dataset, Split split, const LoaderOptions& options)
+    : s_(std::make_unique<State>()) {
   State& s = *s_;
   s.data = dataset.data();
   AMPWB_CHECK(s.data, "the dataset was never opened");

@@ -31,20 +31,20 @@
 namespace ampwb {
 
 struct LoaderOptions {
-  int image_size = 0;          // S; 0 = the dataset's native size (median shorter side), at most 224
+  int image_size = 0;  // S; 0 = the dataset's native size (median shorter side), at most 224
   int batch_size = 64;
-  bool shuffle = true;         // a new order every epoch, from (seed, epoch)
-  bool augment = false;        // training crops and flips (see crop, flip); else resize + center crop
-  std::string crop = "auto";   // with augment: "random-resized", "pad", or "auto" (pad when the dataset's
-                               // images are 64 px or less, as for MNIST and CIFAR; random-resized otherwise)
-  bool flip = true;            // with augment: mirror left-right with probability 1/2
-  bool drop_last = false;      // drop a last batch smaller than batch_size
+  bool shuffle = true;        // a new order every epoch, from (seed, epoch)
+  bool augment = false;       // training crops and flips (see crop, flip); else resize + center crop
+  std::string crop = "auto";  // with augment: "random-resized", "pad", or "auto" (pad when the dataset's
+                              // images are 64 px or less, as for MNIST and CIFAR; random-resized otherwise)
+  bool flip = true;           // with augment: mirror left-right with probability 1/2
+  bool drop_last = false;     // drop a last batch smaller than batch_size
   uint64_t seed = 0;
-  int threads = 2;             // decoding threads
-  int prefetch = 0;            // batches ready ahead of the consumer; 0 = threads + 1
+  int threads = 2;                              // decoding threads
+  int prefetch = 0;                             // batches ready ahead of the consumer; 0 = threads + 1
   size_t cache_budget_bytes = size_t{2} << 30;  // per loader; 0 = no cache
   std::string normalization = "dataset";        // "dataset" (the training split's statistics), "imagenet", "none"
-  DType dtype = DType::F32;    // F32, BF16 or F16
+  DType dtype = DType::F32;                     // F32, BF16 or F16
 };
 
 struct Batch {
@@ -53,10 +53,10 @@ struct Batch {
 };
 
 struct LoaderStats {
-  double wait_seconds = 0;   // this epoch: time next() blocked
-  int64_t decoded = 0;       // since construction: images built from their source (file decode or pixel copy)
-  int64_t cache_hits = 0;    // since construction: images taken from the cache
-  size_t cache_bytes = 0;    // held by the cache now
+  double wait_seconds = 0;  // this epoch: time next() blocked
+  int64_t decoded = 0;      // since construction: images built from their source (file decode or pixel copy)
+  int64_t cache_hits = 0;   // since construction: images taken from the cache
+  size_t cache_bytes = 0;   // held by the cache now
   int64_t cached_images = 0;
 };
 
@@ -67,9 +67,9 @@ class DataLoader {
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  int64_t size() const;               // samples in the split
+  int64_t size() const;  // samples in the split
   int64_t batches_per_epoch() const;
-  int image_size() const;             // S
+  int image_size() const;  // S
   int num_classes() const;
 
   // Starts (or restarts) an epoch: the previous one's pending batches are dropped.
@@ -81,7 +81,7 @@ class DataLoader {
   // From any thread: next() returns false promptly (well within 100 ms) until the next start_epoch().
   void cancel();
 
-  double wait_seconds() const;        // time next() blocked this epoch
+  double wait_seconds() const;  // time next() blocked this epoch
   LoaderStats stats() const;
   Normalization normalization() const;  // the statistics in use
 

@@ -18,7 +18,7 @@
 namespace ampwb {
 namespace {
 
-constexpr int64_t kMaxStatisticsImages = 2048;  // for image folders; enough for 3 digits of the mean
+constexpr int64_t kMaxStatisticsImages = 2048;   // for image folders; enough for 3 digits of the mean
 constexpr const char* kStatisticsVersion = "1";  // bump when the computation changes
 
 std::mutex memory_mutex;
@@ -130,7 +130,8 @@ Normalization dataset_normalization(const Dataset& dataset, int threads) {
                         {"images", n},
                         {"mean", {result.mean[0], result.mean[1], result.mean[2]}},
                         {"stddev", {result.stddev[0], result.stddev[1], result.stddev[2]}}};
-    write_file_atomically(cache_file(data.cache_dir, key), j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    write_file_atomically(cache_file(data.cache_dir, key),
+                          j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   return result;
 }

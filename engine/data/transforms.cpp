@@ -128,8 +128,8 @@ NormalizeTable::NormalizeTable(const Normalization& n) {
     for (int v = 0; v < 256; ++v) lut[c][v] = (static_cast<float>(v) / 255.0f - n.mean[c]) / n.stddev[c];
 }
 
-void write_normalized(const cv::Mat& bgr, int size, int dx, int dy, bool flip, const NormalizeTable& table,
-                      DType dtype, void* out) {
+void write_normalized(const cv::Mat& bgr, int size, int dx, int dy, bool flip, const NormalizeTable& table, DType dtype,
+                      void* out) {
   switch (dtype) {
     case DType::F32: {
       float* o = static_cast<float*>(out);
@@ -146,7 +146,8 @@ void write_normalized(const cv::Mat& bgr, int size, int dx, int dy, bool flip, c
       write_pixels(bgr, size, dx, dy, flip, table, [o](int64_t i, float v) { o[i] = float_to_bfloat16_bits(v); });
       break;
     }
-    default: break;  // refused by the loader's constructor
+    default:
+      break;  // refused by the loader's constructor
   }
 }
 

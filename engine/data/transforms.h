@@ -34,7 +34,7 @@ struct NormalizeTable {
   float lut[3][256];
   explicit NormalizeTable(const Normalization& n);
 };
-void write_normalized(const cv::Mat& bgr, int size, int dx, int dy, bool flip, const NormalizeTable& table,
-                      DType dtype, void* out);
+void write_normalized(const cv::Mat& bgr, int size, int dx, int dy, bool flip, const NormalizeTable& table, DType dtype,
+                      void* out);
 
 }  // namespace ampwb::detail

@@ -13,9 +13,12 @@ namespace ampwb {
 
 const char* stem_name(Stem stem) {
   switch (stem) {
-    case Stem::Auto: return "auto";
-    case Stem::ImageNet: return "imagenet";
-    case Stem::Small: return "small";
+    case Stem::Auto:
+      return "auto";
+    case Stem::ImageNet:
+      return "imagenet";
+    case Stem::Small:
+      return "small";
   }
   return "?";
 }
@@ -46,11 +49,7 @@ struct Shortcut {
 class ResidualBlock : public Layer {
  public:
   ResidualBlock(Backend& backend, const std::string& name, int in, int out, int stride, Rng& rng)
-      : Layer(backend),
-        main_(backend),
-        shortcut_(backend, name, in, out, stride, rng),
-        add_(backend),
-        relu_(backend) {}
+      : Layer(backend), main_(backend), shortcut_(backend, name, in, out, stride, rng), add_(backend), relu_(backend) {}
 
   Tensor forward(const Tensor& x, Mode mode) override {
     Tensor sum = sum_of_branches(x, mode);
@@ -132,14 +131,21 @@ struct Architecture {
 
 Architecture architecture(int depth) {
   switch (depth) {
-    case 18: return {false, {2, 2, 2, 2}, {64, 128, 256, 512}};
-    case 34: return {false, {3, 4, 6, 3}, {64, 128, 256, 512}};
-    case 50: return {true, {3, 4, 6, 3}, {64, 128, 256, 512}};
-    case 101: return {true, {3, 4, 23, 3}, {64, 128, 256, 512}};
-    case 152: return {true, {3, 8, 36, 3}, {64, 128, 256, 512}};
-    default: break;
+    case 18:
+      return {false, {2, 2, 2, 2}, {64, 128, 256, 512}};
+    case 34:
+      return {false, {3, 4, 6, 3}, {64, 128, 256, 512}};
+    case 50:
+      return {true, {3, 4, 6, 3}, {64, 128, 256, 512}};
+    case 101:
+      return {true, {3, 4, 23, 3}, {64, 128, 256, 512}};
+    case 152:
+      return {true, {3, 8, 36, 3}, {64, 128, 256, 512}};
+    default:
+      break;
   }
-  AMPWB_CHECK(is_cifar_depth(depth), "unsupported ResNet depth " << depth
+  AMPWB_CHECK(is_cifar_depth(depth), "unsupported ResNet depth "
+                                         << depth
                                          << " (expected 18, 34, 50, 101, 152 or the CIFAR 20, 32, 44, 56, 110)");
   const int n = (depth - 2) / 6;
   return {false, {n, n, n}, {16, 32, 64}};
@@ -149,9 +155,7 @@ Architecture architecture(int depth) {
 
 std::vector<int> supported_depths() { return {18, 34, 50, 101, 152, 20, 32, 44, 56, 110}; }
 
-bool is_cifar_depth(int depth) {
-  return depth == 20 || depth == 32 || depth == 44 || depth == 56 || depth == 110;
-}
+bool is_cifar_depth(int depth) { return depth == 20 || depth == 32 || depth == 44 || depth == 56 || depth == 110; }
 
 Stem resolved_stem(const ResNetConfig& config) {
   if (is_cifar_depth(config.depth)) return Stem::Small;
@@ -207,8 +211,8 @@ int64_t ResNet::parameter_count() { return parameter_count_; }
 std::string ResNet::summary() const {
   std::ostringstream out;
   out.precision(3);
-  out << "ResNet-" << config_.depth << " (" << stem_name(resolved_stem(config_)) << " stem, "
-      << config_.num_classes << " classes), " << parameter_count_ / 1e6 << " M parameters";
+  out << "ResNet-" << config_.depth << " (" << stem_name(resolved_stem(config_)) << " stem, " << config_.num_classes
+      << " classes), " << parameter_count_ / 1e6 << " M parameters";
   return out.str();
 }
 

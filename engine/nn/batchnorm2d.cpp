@@ -30,8 +30,8 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
   const int64_t C = x.c();
   batch_mean_ = Tensor::empty({C}, DType::F32);
   batch_var_ = Tensor::empty({C}, DType::F32);
-  backend_.batchnorm_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_,
-                                      running_mean_.value, running_var_.value, momentum_, eps_);
+  backend_.batchnorm_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_, running_mean_.value,
+                                      running_var_.value, momentum_, eps_);
   input_ = x;
   return y;
 }
@@ -39,8 +39,7 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
 Tensor BatchNorm2d::backward(const Tensor& output_grad) {
   const Tensor dy = cast(backend_, output_grad, input_.dtype());
   Tensor dx = empty_like(input_);
-  backend_.batchnorm_backward(input_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad, beta_.grad,
-                              eps_);
+  backend_.batchnorm_backward(input_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad, beta_.grad, eps_);
   input_ = Tensor();
   return dx;
 }

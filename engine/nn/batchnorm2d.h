@@ -24,8 +24,8 @@ class BatchNorm2d : public Layer {
   Buffer running_mean_, running_var_;  // (C): 0 and 1 at start; the variance unbiased, as PyTorch
   float momentum_, eps_;
   // Kept by forward for backward:
-  Tensor input_;                       // (N,C,H,W)
-  Tensor batch_mean_, batch_var_;      // (C), the biased batch variance
+  Tensor input_;                   // (N,C,H,W)
+  Tensor batch_mean_, batch_var_;  // (C), the biased batch variance
 };
 
 }  // namespace ampwb

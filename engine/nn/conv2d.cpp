@@ -8,8 +8,8 @@
 
 namespace ampwb {
 
-Conv2d::Conv2d(Backend& backend, const std::string& name, int in_channels, int out_channels, int kernel,
-               int stride, int padding, Rng& rng)
+Conv2d::Conv2d(Backend& backend, const std::string& name, int in_channels, int out_channels, int kernel, int stride,
+               int padding, Rng& rng)
     : Layer(backend), params_{stride, padding} {
   weight_.name = name + ".weight";
   weight_.value = Tensor::empty({out_channels, in_channels, kernel, kernel}, DType::F32);

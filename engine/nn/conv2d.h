@@ -14,8 +14,8 @@ class Conv2d : public Layer {
   Conv2d(Backend& backend, const std::string& name, int in_channels, int out_channels, int kernel, int stride,
          int padding, Rng& rng);
 
-  Tensor forward(const Tensor& x, Mode mode) override;   // x (N,C,H,W) -> (N,K,P,Q)
-  Tensor backward(const Tensor& dy) override;            // undefined if the input needs no gradient
+  Tensor forward(const Tensor& x, Mode mode) override;  // x (N,C,H,W) -> (N,K,P,Q)
+  Tensor backward(const Tensor& dy) override;           // undefined if the input needs no gradient
   void collect_parameters(std::vector<Parameter*>& out) override { out.push_back(&weight_); }
 
   // The first layer's input is data: its gradient is never needed, so skip that convolution.
@@ -27,7 +27,7 @@ class Conv2d : public Layer {
   Parameter weight_;  // (K,C,R,S)
   ConvParams params_;
   bool input_needs_grad_ = true;
-  Tensor input_;      // (N,C,H,W) in the compute dtype, kept for the weight gradient
+  Tensor input_;                    // (N,C,H,W) in the compute dtype, kept for the weight gradient
   DType input_dtype_ = DType::F32;  // before the cast: the input gradient goes back in this type
 };
 

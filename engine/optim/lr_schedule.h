@@ -10,10 +10,10 @@ namespace ampwb {
 struct LrScheduleConfig {
   std::string kind = "cosine";  // constant, step, cosine
   float base_lr = 0.1f;
-  int64_t total_steps = 1;      // of the whole run
-  int64_t warmup_steps = 0;     // linear from 0 to base_lr, then the schedule over the remaining steps
-  int64_t step_every = 1;       // step: multiply by gamma every step_every steps
-  float gamma = 0.1f;           // step
+  int64_t total_steps = 1;   // of the whole run
+  int64_t warmup_steps = 0;  // linear from 0 to base_lr, then the schedule over the remaining steps
+  int64_t step_every = 1;    // step: multiply by gamma every step_every steps
+  float gamma = 0.1f;        // step
 };
 
 class LrSchedule {

@@ -32,11 +32,15 @@ Array conv2d_forward(const Array& x, const Array& w, int stride, int padding);
 Array conv2d_backward_data(const Array& dy, const Array& w, const Shape& x_shape, int stride, int padding);
 Array conv2d_backward_weights(const Array& x, const Array& dy, const Shape& w_shape, int stride, int padding);
 
-struct BatchNormResult { Array y, mean, var; };  // var is the biased batch variance
+struct BatchNormResult {
+  Array y, mean, var;
+};  // var is the biased batch variance
 BatchNormResult batchnorm_forward_training(const Array& x, const Array& gamma, const Array& beta, double eps);
 Array batchnorm_forward_inference(const Array& x, const Array& gamma, const Array& beta, const Array& mean,
                                   const Array& var, double eps);
-struct BatchNormGrads { Array dx, dgamma, dbeta; };
+struct BatchNormGrads {
+  Array dx, dgamma, dbeta;
+};
 BatchNormGrads batchnorm_backward(const Array& x, const Array& dy, const Array& gamma, double eps);
 
 Array relu_forward(const Array& x);
@@ -46,17 +50,22 @@ Array relu_backward(const Array& y, const Array& dy);
 Array maxpool_forward(const Array& x, int kernel, int stride, int padding);
 Array maxpool_backward(const Array& x, const Array& dy, int kernel, int stride, int padding);
 
-Array global_avgpool_forward(const Array& x);                     // (N,C,H,W) -> (N,C)
+Array global_avgpool_forward(const Array& x);  // (N,C,H,W) -> (N,C)
 Array global_avgpool_backward(const Array& dy, const Shape& x_shape);
 
 // x (N,I), w (O,I), b (O) -> (N,O)
 Array linear_forward(const Array& x, const Array& w, const Array& b);
-struct LinearGrads { Array dx, dw, db; };
+struct LinearGrads {
+  Array dx, dw, db;
+};
 LinearGrads linear_backward(const Array& dy, const Array& x, const Array& w);
 
 Array add(const Array& a, const Array& b);
 
-struct CrossEntropyResult { double loss; Array dlogits; };
+struct CrossEntropyResult {
+  double loss;
+  Array dlogits;
+};
 CrossEntropyResult softmax_cross_entropy(const Array& logits, const std::vector<int32_t>& labels,
                                          double label_smoothing);
 

@@ -72,12 +72,38 @@ void CsvWriter::close() {
 
 namespace {
 
-const char* const kSummaryColumns[] = {
-    "run_id", "name", "status", "end_reason", "created", "ended", "depth", "precision", "batch_size",
-    "learning_rate", "optimizer", "epochs_planned", "epochs_completed", "image_size_pixels", "seed", "device",
-    "backend", "dataset_path", "dataset_fingerprint", "best_validation_accuracy", "best_epoch",
-    "final_validation_accuracy", "final_validation_loss", "final_train_loss", "total_seconds", "mean_epoch_seconds",
-    "mean_images_per_second", "skipped_steps", "final_loss_scale", "peak_bytes", "tags", "notes"};
+const char* const kSummaryColumns[] = {"run_id",
+                                       "name",
+                                       "status",
+                                       "end_reason",
+                                       "created",
+                                       "ended",
+                                       "depth",
+                                       "precision",
+                                       "batch_size",
+                                       "learning_rate",
+                                       "optimizer",
+                                       "epochs_planned",
+                                       "epochs_completed",
+                                       "image_size_pixels",
+                                       "seed",
+                                       "device",
+                                       "backend",
+                                       "dataset_path",
+                                       "dataset_fingerprint",
+                                       "best_validation_accuracy",
+                                       "best_epoch",
+                                       "final_validation_accuracy",
+                                       "final_validation_loss",
+                                       "final_train_loss",
+                                       "total_seconds",
+                                       "mean_epoch_seconds",
+                                       "mean_images_per_second",
+                                       "skipped_steps",
+                                       "final_loss_scale",
+                                       "peak_bytes",
+                                       "tags",
+                                       "notes"};
 
 void summary_header(CsvWriter& w) {
   for (const char* c : kSummaryColumns) w.field(c);

@@ -17,7 +17,7 @@ namespace ampwb {
 class CsvWriter {
  public:
   explicit CsvWriter(const std::string& path);  // throws StoreError naming the file
-  ~CsvWriter();                                  // without close(), the partial file is removed
+  ~CsvWriter();                                 // without close(), the partial file is removed
   CsvWriter& field(const std::string& text);
   CsvWriter& field(const char* text) { return field(std::string(text)); }
   CsvWriter& field(double value);

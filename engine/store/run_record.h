@@ -33,8 +33,8 @@ struct RunRecord {
   std::string ampwb_version;
   std::string versions;  // ampwb, SQLite and compiler versions of the recording build
   std::string host;
-  int64_t pid = 0;           // of the recording process
-  std::string info_json;     // the RunInfo: model summary, image counts, classes, steps per epoch
+  int64_t pid = 0;              // of the recording process
+  std::string info_json;        // the RunInfo: model summary, image counts, classes, steps per epoch
   double duration_seconds = 0;  // wall time recorded so far
   std::string notes;
   std::vector<std::string> tags;
@@ -45,12 +45,12 @@ struct RunSummary {
   double best_validation_accuracy = 0;
   int best_epoch = 0;  // 0 when no epoch completed
   double final_validation_accuracy = 0, final_validation_loss = 0, final_train_loss = 0;
-  double total_seconds = 0;       // the run's wall time (RunRecord::duration_seconds)
-  double mean_epoch_seconds = 0;  // training and evaluation
+  double total_seconds = 0;           // the run's wall time (RunRecord::duration_seconds)
+  double mean_epoch_seconds = 0;      // training and evaluation
   double mean_images_per_second = 0;  // training throughput, mean over epochs
   int64_t skipped_steps = 0;
-  double final_loss_scale = 0;    // 0 when no epoch completed
-  size_t peak_bytes = 0;          // the largest epoch peak
+  double final_loss_scale = 0;  // 0 when no epoch completed
+  size_t peak_bytes = 0;        // the largest epoch peak
 };
 
 RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epochs);

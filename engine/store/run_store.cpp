@@ -11,8 +11,8 @@
 #include <ctime>
 #include <filesystem>
 #include <iterator>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace ampwb {
 namespace {
@@ -95,8 +95,8 @@ const char* const kRunColumns =
     "versions, host, pid, info_json, duration_seconds, notes, tags";
 
 RunStatus parse_status(const std::string& s) {
-  for (RunStatus st : {RunStatus::Running, RunStatus::Finished, RunStatus::Failed, RunStatus::Cancelled,
-                       RunStatus::Interrupted})
+  for (RunStatus st :
+       {RunStatus::Running, RunStatus::Finished, RunStatus::Failed, RunStatus::Cancelled, RunStatus::Interrupted})
     if (s == run_status_name(st)) return st;
   throw StoreError("unknown run status '" + s + "' in the run store");
 }
@@ -276,7 +276,8 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
     p = probe(*db_);
   }
   found_version_ = p.version;
-  const bool empty = p.tables.empty() && p.version == 0 && (p.application_id == 0 || p.application_id == kApplicationId);
+  const bool empty =
+      p.tables.empty() && p.version == 0 && (p.application_id == 0 || p.application_id == kApplicationId);
   const bool ours = p.application_id == kApplicationId && p.has_meta;
   if (!empty && !ours)
     throw StoreError("'" + path + "' is not an ampwb run store: it is an SQLite database of another application " +
@@ -370,8 +371,8 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
                               {"first_epoch", info.first_epoch},
                               {"notes", info.notes}};
   const std::string now = utc_now_iso8601();
-  const std::string versions = std::string("ampwb " AMPWB_VERSION ", SQLite ") + sqlite3_libversion() +
-                               ", g++ " __VERSION__;
+  const std::string versions =
+      std::string("ampwb " AMPWB_VERSION ", SQLite ") + sqlite3_libversion() + ", g++ " __VERSION__;
   SqliteTransaction t(*db_);
   SqliteStatement insert(*db_,
                          "INSERT INTO runs(name, created, updated, status, config_json, depth, precision, batch_size, "
@@ -536,8 +537,7 @@ void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {
   t.commit();
 }
 
-void RunStore::end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps,
-                       double duration_seconds) {
+void RunStore::end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps, double duration_seconds) {
   require_writable("record the end of a run");
   {
     DurableCommits durable(*db_);

@@ -56,7 +56,7 @@ class RunStore {
 
   const std::string& path() const { return db_->path(); }
   bool read_only() const { return read_only_; }
-  int found_schema_version() const { return found_version_; }  // before migration; 0 for a new file
+  int found_schema_version() const { return found_version_; }       // before migration; 0 for a new file
   int interrupted_on_open() const { return interrupted_on_open_; }  // runs this open found abandoned
 
   // --- recording (StoreRecorder drives these) ---
@@ -89,7 +89,7 @@ class RunStore {
   std::vector<StepReport> steps(int64_t run) const;
   std::vector<GradientHistogram> histograms(int64_t run) const;
   std::vector<CheckpointInfo> checkpoints(int64_t run) const;  // oldest first; the last one resumes the run
-  bool recording(int64_t run) const;  // a live process records this run now
+  bool recording(int64_t run) const;                           // a live process records this run now
 
   // --- editing ---
   void rename(int64_t run, const std::string& name);

@@ -20,20 +20,30 @@ const char* hint(int extended) {
     case SQLITE_IOERR_SHMSIZE:
       return "writing to the disk failed: the disk may be full or the file over a size limit; what was stored "
              "before is kept";
-    default: break;
+    default:
+      break;
   }
   switch (extended & 0xff) {
-    case SQLITE_READONLY: return "the file or its folder is read-only";
-    case SQLITE_FULL: return "the disk is full; what was stored before is kept";
-    case SQLITE_NOTADB: return "the file is not an SQLite database";
+    case SQLITE_READONLY:
+      return "the file or its folder is read-only";
+    case SQLITE_FULL:
+      return "the disk is full; what was stored before is kept";
+    case SQLITE_NOTADB:
+      return "the file is not an SQLite database";
     case SQLITE_BUSY:
-    case SQLITE_LOCKED: return "another process kept the database locked for longer than the busy timeout";
-    case SQLITE_CANTOPEN: return "check that the folder exists and is writable";
-    case SQLITE_CORRUPT: return "the database file is damaged";
-    case SQLITE_IOERR: return "the operating system refused a read or write";
+    case SQLITE_LOCKED:
+      return "another process kept the database locked for longer than the busy timeout";
+    case SQLITE_CANTOPEN:
+      return "check that the folder exists and is writable";
+    case SQLITE_CORRUPT:
+      return "the database file is damaged";
+    case SQLITE_IOERR:
+      return "the operating system refused a read or write";
     case SQLITE_PERM:
-    case SQLITE_AUTH: return "permission denied";
-    default: return nullptr;
+    case SQLITE_AUTH:
+      return "permission denied";
+    default:
+      return nullptr;
   }
 }
 
@@ -53,7 +63,8 @@ std::string shorten(const std::string& sql) {
   message += db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   message += " (code " + std::to_string(extended);
   const int os_errno = db ? sqlite3_system_errno(db) : 0;
-  if (os_errno != 0 && (rc & 0xff) != SQLITE_BUSY) message += ", errno " + std::to_string(os_errno) + ": " + std::strerror(os_errno);
+  if (os_errno != 0 && (rc & 0xff) != SQLITE_BUSY)
+    message += ", errno " + std::to_string(os_errno) + ": " + std::strerror(os_errno);
   message += ")";
   if (const char* h = hint(extended)) message += std::string("; ") + h;
   throw StoreError(message, rc & 0xff);
@@ -79,13 +90,21 @@ std::string immutable_uri(const std::string& path) {
 SqliteDb::SqliteDb(const std::string& path, Open mode) : path_(path) {
   int flags = SQLITE_OPEN_NOMUTEX;  // one thread at a time per connection (documented in run_store.h)
   switch (mode) {
-    case Open::ReadWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
-    case Open::ReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
-    case Open::ReadOnly: flags |= SQLITE_OPEN_READONLY; break;
-    case Open::Immutable: flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI; break;
+    case Open::ReadWriteCreate:
+      flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+      break;
+    case Open::ReadWrite:
+      flags |= SQLITE_OPEN_READWRITE;
+      break;
+    case Open::ReadOnly:
+      flags |= SQLITE_OPEN_READONLY;
+      break;
+    case Open::Immutable:
+      flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+      break;
   }
-  const int rc = sqlite3_open_v2(mode == Open::Immutable ? immutable_uri(path).c_str() : path.c_str(), &db_, flags,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(mode == Open::Immutable ? immutable_uri(path).c_str() : path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     try {
       fail(db_, path_, rc, "sqlite3_open_v2", "");

@@ -40,8 +40,8 @@ class SqliteDb {
   void check(int rc, const char* call, const std::string& sql) const;
 
   int64_t last_insert_rowid() const;
-  int changes() const;          // rows changed by the last statement
-  bool read_only() const;       // SQLite opened the file read-only (write-protected file or Open::ReadOnly)
+  int changes() const;     // rows changed by the last statement
+  bool read_only() const;  // SQLite opened the file read-only (write-protected file or Open::ReadOnly)
   const std::string& path() const { return path_; }
   sqlite3* handle() const { return db_; }
 
@@ -65,15 +65,15 @@ class SqliteStatement {
   SqliteStatement& bind(int index, const char* value) { return bind(index, std::string(value)); }
   SqliteStatement& bind_null(int index);
 
-  bool step();  // true while a row is available
-  void run();   // steps to completion and resets, for statements without results
-  void reset(); // ready to run again with new bindings
+  bool step();   // true while a row is available
+  void run();    // steps to completion and resets, for statements without results
+  void reset();  // ready to run again with new bindings
 
   bool is_null(int column) const;
   int64_t int64(int column) const;
-  double real(int column) const;          // NULL reads as 0
-  double real_or_nan(int column) const;   // NULL reads as NaN (how a stored NaN comes back)
-  std::string text(int column) const;     // NULL reads as ""
+  double real(int column) const;         // NULL reads as 0
+  double real_or_nan(int column) const;  // NULL reads as NaN (how a stored NaN comes back)
+  std::string text(int column) const;    // NULL reads as ""
 
  private:
   SqliteDb& db_;

@@ -47,7 +47,7 @@ class StoreRecorder : public TrainObserver {
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
   void on_end(const RunEnd& end) override;
 
-  int64_t run_id() const { return run_id_; }  // 0 before on_start
+  int64_t run_id() const { return run_id_; }           // 0 before on_start
   const std::string& error() const { return error_; }  // the first store failure; empty when all was recorded
 
  private:
@@ -61,9 +61,9 @@ class StoreRecorder : public TrainObserver {
   TrainConfig config_;
   StoreRecorderOptions options_;
   int64_t run_id_ = 0;
-  int64_t continue_run_ = 0;     // the stored run being continued, 0 for a new run
+  int64_t continue_run_ = 0;  // the stored run being continued, 0 for a new run
   bool forget_later_steps_ = false;
-  double duration_before_ = 0;   // wall time of the run before it was continued
+  double duration_before_ = 0;  // wall time of the run before it was continued
   Clock::time_point started_;
   Clock::time_point last_flush_, last_sync_;
   std::vector<StepReport> pending_;

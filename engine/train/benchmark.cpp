@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/error.h"
 #include "amp/mixed_precision.h"
+#include "core/error.h"
 #include "train/config.h"
 
 namespace ampwb {
@@ -41,7 +41,8 @@ BenchResult run_benchmark(const BenchConfig& config) {
   for (int i = 0; i < config.steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
     step.run(images, labels, 0.01f);
-    result.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    result.step_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::vector<double> sorted = result.step_ms;
   std::sort(sorted.begin(), sorted.end());

@@ -38,8 +38,12 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   nlohmann::json entries = nlohmann::json::array();
   uint64_t offset = 0;
   for (const auto& [name, t] : checkpoint.tensors) {
-    entries.push_back({{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()},
-                       {"layout", layout_name(t.layout())}, {"offset", offset}, {"bytes", t.nbytes()}});
+    entries.push_back({{"name", name},
+                       {"dtype", dtype_name(t.dtype())},
+                       {"shape", t.shape()},
+                       {"layout", layout_name(t.layout())},
+                       {"offset", offset},
+                       {"bytes", t.nbytes()}});
     offset += t.nbytes();
   }
   header["tensors"] = entries;

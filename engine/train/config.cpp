@@ -14,8 +14,7 @@ PrecisionConfig precision_preset(const std::string& mode) {
   if (mode == "amp-fp16" || mode == "fp16-o2") return {mode, true, {"dynamic"}};
   if (mode == "amp-bf16") return {mode, true, {"off"}};
   if (mode == "fp16-pure") return {mode, false, {"off"}};
-  throw Error("unknown precision mode '" + mode +
-              "' (expected fp32, tf32, amp-fp16, amp-bf16, fp16-o2 or fp16-pure)");
+  throw Error("unknown precision mode '" + mode + "' (expected fp32, tf32, amp-fp16, amp-bf16, fp16-o2 or fp16-pure)");
 }
 
 void validate(const TrainConfig& c) {
@@ -69,8 +68,12 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
       {"schedule", c.schedule},
       {"warmup_epochs", c.warmup_epochs},
       {"optimizer",
-       {{"kind", c.optimizer.kind}, {"momentum", c.optimizer.momentum}, {"nesterov", c.optimizer.nesterov},
-        {"weight_decay", c.optimizer.weight_decay}, {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},
+       {{"kind", c.optimizer.kind},
+        {"momentum", c.optimizer.momentum},
+        {"nesterov", c.optimizer.nesterov},
+        {"weight_decay", c.optimizer.weight_decay},
+        {"beta1", c.optimizer.beta1},
+        {"beta2", c.optimizer.beta2},
         {"eps", c.optimizer.eps}}},
       {"label_smoothing", c.label_smoothing},
       {"grad_clip_norm", c.grad_clip_norm},
@@ -82,13 +85,22 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
        {{"mode", c.precision.mode},
         {"master_weights", c.precision.master_weights},
         {"loss_scale",
-         {{"kind", s.kind}, {"init_scale", s.init_scale}, {"growth_factor", s.growth_factor},
-          {"backoff_factor", s.backoff_factor}, {"growth_interval", s.growth_interval},
-          {"hysteresis", s.hysteresis}, {"min_scale", s.min_scale}, {"max_scale", s.max_scale}}}}},
+         {{"kind", s.kind},
+          {"init_scale", s.init_scale},
+          {"growth_factor", s.growth_factor},
+          {"backoff_factor", s.backoff_factor},
+          {"growth_interval", s.growth_interval},
+          {"hysteresis", s.hysteresis},
+          {"min_scale", s.min_scale},
+          {"max_scale", s.max_scale}}}}},
       {"data",
-       {{"validation_fraction", c.data.validation_fraction}, {"max_train_images", c.data.max_train_images},
-        {"augment", c.data.augment}, {"normalization", c.data.normalization}, {"drop_last", c.data.drop_last},
-        {"cache_budget_mb", c.data.cache_budget_mb}, {"loader_threads", c.data.loader_threads}}},
+       {{"validation_fraction", c.data.validation_fraction},
+        {"max_train_images", c.data.max_train_images},
+        {"augment", c.data.augment},
+        {"normalization", c.data.normalization},
+        {"drop_last", c.data.drop_last},
+        {"cache_budget_mb", c.data.cache_budget_mb},
+        {"loader_threads", c.data.loader_threads}}},
       {"max_steps_per_epoch", c.max_steps_per_epoch},
       {"max_consecutive_skipped", c.max_consecutive_skipped},
       {"checkpoint_dir", c.checkpoint_dir},

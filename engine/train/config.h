@@ -19,9 +19,9 @@ struct LossScaleConfig {
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
   int64_t growth_interval = 2000;
-  int hysteresis = 1;            // non-finite steps tolerated before backing off (DeepSpeed, Megatron: 2)
-  double min_scale = 0.0;        // 0 = none (PyTorch enforces none)
-  double max_scale = 0.0;        // 0 = none (Apex: 2^24)
+  int hysteresis = 1;      // non-finite steps tolerated before backing off (DeepSpeed, Megatron: 2)
+  double min_scale = 0.0;  // 0 = none (PyTorch enforces none)
+  double max_scale = 0.0;  // 0 = none (Apex: 2^24)
 };
 
 struct PrecisionConfig {
@@ -35,12 +35,12 @@ PrecisionConfig precision_preset(const std::string& mode);
 
 struct DataConfig {
   double validation_fraction = 0.2;
-  int64_t max_train_images = 0;  // 0 = all
-  bool augment = false;          // random crop and horizontal flip for training
+  int64_t max_train_images = 0;           // 0 = all
+  bool augment = false;                   // random crop and horizontal flip for training
   std::string normalization = "dataset";  // dataset (statistics computed once) or imagenet
   bool drop_last = false;
   int64_t cache_budget_mb = 2048;
-  int loader_threads = 0;        // 0 = the training threads
+  int loader_threads = 0;  // 0 = the training threads
 };
 
 struct TrainConfig {
@@ -63,10 +63,10 @@ struct TrainConfig {
   int threads = 0;
   PrecisionConfig precision;
   DataConfig data;
-  int64_t max_steps_per_epoch = 0;       // 0 = the whole epoch (tests use small numbers)
+  int64_t max_steps_per_epoch = 0;        // 0 = the whole epoch (tests use small numbers)
   int64_t max_consecutive_skipped = 100;  // a run that skips this many steps in a row is stopped
-  std::string checkpoint_dir;            // empty = no checkpoints
-  std::string resume_from;               // a checkpoint file to continue from (not part of the run's identity)
+  std::string checkpoint_dir;             // empty = no checkpoints
+  std::string resume_from;                // a checkpoint file to continue from (not part of the run's identity)
 };
 
 // Refuses invalid settings before any work starts, naming the setting.

@@ -22,19 +22,19 @@ struct RunInfo {
   std::string dataset_fingerprint;  // stable across runs while the data is unchanged
   std::string dataset_report;       // the dataset report as JSON text (counts, skipped files and why)
   int64_t steps_per_epoch = 0;
-  int first_epoch = 1;  // > 1 when resumed
+  int first_epoch = 1;             // > 1 when resumed
   std::vector<std::string> notes;  // advice for the user, e.g. BF16 slower than FP32 on this CPU
 };
 
 struct StepReport {
   int epoch = 0;
-  int64_t step = 0;       // global, 0-based
-  float loss = 0;         // unscaled
-  float accuracy = 0;     // top-1 on this batch
+  int64_t step = 0;    // global, 0-based
+  float loss = 0;      // unscaled
+  float accuracy = 0;  // top-1 on this batch
   float lr = 0;
-  float loss_scale = 1;   // the scale used for this step
-  bool skipped = false;   // non-finite gradients: the optimizer step was skipped
-  float grad_norm = 0;    // L2 norm of the unscaled gradients (inf/NaN when skipped)
+  float loss_scale = 1;     // the scale used for this step
+  bool skipped = false;     // non-finite gradients: the optimizer step was skipped
+  float grad_norm = 0;      // L2 norm of the unscaled gradients (inf/NaN when skipped)
   double wall_seconds = 0;  // since the run started
 };
 

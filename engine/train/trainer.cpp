@@ -30,11 +30,16 @@ struct Report {
 
 const char* run_status_name(RunStatus s) {
   switch (s) {
-    case RunStatus::Running: return "running";
-    case RunStatus::Finished: return "finished";
-    case RunStatus::Failed: return "failed";
-    case RunStatus::Cancelled: return "cancelled";
-    case RunStatus::Interrupted: return "interrupted";
+    case RunStatus::Running:
+      return "running";
+    case RunStatus::Finished:
+      return "finished";
+    case RunStatus::Failed:
+      return "failed";
+    case RunStatus::Cancelled:
+      return "cancelled";
+    case RunStatus::Interrupted:
+      return "interrupted";
   }
   return "?";
 }
@@ -120,8 +125,9 @@ std::vector<std::string> Trainer::check_precision(const Backend& backend) const 
   const std::string& mode = config_.precision.mode;
   std::vector<std::string> notes;
   if (backend.device().is_cpu()) {
-    AMPWB_CHECK(mode != "tf32", "precision tf32 is a CUDA tensor-core mode; on the CPU it would be fp32 under "
-                                "another name (choose fp32, or amp-bf16 for the CPU's low-precision path)");
+    AMPWB_CHECK(mode != "tf32",
+                "precision tf32 is a CUDA tensor-core mode; on the CPU it would be fp32 under "
+                "another name (choose fp32, or amp-bf16 for the CPU's low-precision path)");
     const auto& cpu = static_cast<const CpuBackend&>(backend);
     if (mode == "amp-bf16" && cpu.isa() != "avx512_core_amx")
       notes.push_back("this CPU (" + cpu.isa() + ") has no AMX: " +
@@ -130,8 +136,9 @@ std::vector<std::string> Trainer::check_precision(const Backend& backend) const 
                                          "expect about 1.5-1.8x FP32's training speed")
                            : std::string("BF16 is emulated by oneDNN and about 2x slower than FP32")));
     if (mode == "amp-fp16" || mode == "fp16-o2" || mode == "fp16-pure")
-      notes.push_back("FP16 is emulated on the CPU (FP16 storage and range, FP32 accumulation): faithful "
-                      "numerics, slower than FP32; its speed belongs to GPUs");
+      notes.push_back(
+          "FP16 is emulated on the CPU (FP16 storage and range, FP32 accumulation): faithful "
+          "numerics, slower than FP32; its speed belongs to GPUs");
   }
   return notes;
 }
@@ -152,8 +159,7 @@ struct EpochProgress {
 };
 
 Checkpoint make_checkpoint(const TrainConfig& config, const EpochProgress& at, int64_t global_step,
-                           int64_t consecutive_skipped, ResNet& model, Optimizer& optimizer,
-                           const LossScaler& scaler) {
+                           int64_t consecutive_skipped, ResNet& model, Optimizer& optimizer, const LossScaler& scaler) {
   Checkpoint c;
   const LossScaler::State s = scaler.state();
   c.meta = {{"version", 1},
@@ -184,9 +190,8 @@ void restore_checkpoint(const Checkpoint& c, const TrainConfig& config, EpochPro
   const TrainConfig saved = c.meta.at("config").get<TrainConfig>();
   AMPWB_CHECK(saved.depth == config.depth && saved.precision.mode == config.precision.mode &&
                   saved.batch_size == config.batch_size && saved.seed == config.seed,
-              "the checkpoint belongs to another configuration (ResNet-" << saved.depth << ", "
-                                                                         << saved.precision.mode << ", batch "
-                                                                         << saved.batch_size << ")");
+              "the checkpoint belongs to another configuration (ResNet-" << saved.depth << ", " << saved.precision.mode
+                                                                         << ", batch " << saved.batch_size << ")");
   for (Parameter* p : model.parameters()) {
     copy_into(c.tensor("param/" + p->name), p->value, p->name);
     p->changed();  // the low-precision copies follow the restored master weights
@@ -246,14 +251,13 @@ RunEnd Trainer::train() {
   auto optimizer = make_optimizer(*backend, config.optimizer);
   const PrecisionPolicy policy(config.precision);
   LossScaler scaler(config.precision.loss_scale);
-  MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, config.label_smoothing,
-                          config.grad_clip_norm);
+  MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, config.label_smoothing, config.grad_clip_norm);
   GradientProbe probe;
 
   int64_t steps_per_epoch = train_data.batches_per_epoch();
   if (config.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config.max_steps_per_epoch);
-  AMPWB_CHECK(steps_per_epoch >= 1, "the training split (" << train_data.size() << " images) holds no full batch of "
-                                                           << config.batch_size);
+  AMPWB_CHECK(steps_per_epoch >= 1,
+              "the training split (" << train_data.size() << " images) holds no full batch of " << config.batch_size);
   const LrSchedule lr_schedule({config.schedule, config.lr, steps_per_epoch * config.epochs,
                                 steps_per_epoch * config.warmup_epochs, std::max<int64_t>(1, steps_per_epoch * 30)});
   const int topk = std::min<int>(config.topk, static_cast<int>(dataset.class_names().size()));
@@ -301,8 +305,8 @@ RunEnd Trainer::train() {
       if (paused_) wait_while_paused();
       if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
       if (stop_)
-        return {RunStatus::Cancelled, "stopped by the user at epoch " + std::to_string(epoch) + ", step " +
-                                          std::to_string(b) + save(at)};
+        return {RunStatus::Cancelled,
+                "stopped by the user at epoch " + std::to_string(epoch) + ", step " + std::to_string(b) + save(at)};
       AMPWB_CHECK(train_data.next(batch), "the data loader ended early at epoch " << epoch << ", step " << b);
       at.data_wait = wait_before + train_data.wait_seconds();
       const Tensor& images = batch.images;
@@ -313,13 +317,13 @@ RunEnd Trainer::train() {
       const bool probe_this_step = b == steps_per_epoch - 1;  // the paper's histogram, once per epoch
       const StepResult r = step.run(images, labels, lr, probe_this_step ? &probe : nullptr);
       at.compute += seconds_since(compute_start);
-      report(&TrainObserver::on_step,
-             StepReport{epoch, global_step, r.loss, static_cast<float>(r.correct) / images.n(), lr, r.loss_scale,
-                        r.skipped, r.grad_norm, seconds_since(run_start)});
+      report(&TrainObserver::on_step, StepReport{epoch, global_step, r.loss, static_cast<float>(r.correct) / images.n(),
+                                                 lr, r.loss_scale, r.skipped, r.grad_norm, seconds_since(run_start)});
       const std::string where = " at epoch " + std::to_string(epoch) + ", step " + std::to_string(b);
       if (!std::isfinite(r.loss) && !recovers_from_overflow)
         return {RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
-                                       config.precision.mode + " without dynamic loss scaling: the run cannot "
+                                       config.precision.mode +
+                                       " without dynamic loss scaling: the run cannot "
                                        "recover (lower the learning rate, or use a loss scaler)"};
       if (scaler.collapsed())
         return {RunStatus::Failed, "the loss scale sits at its minimum (" +

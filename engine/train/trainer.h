@@ -30,14 +30,14 @@ class Trainer {
   Trainer(TrainConfig config, TrainObserver* observer);
   ~Trainer();  // cancels a run still going and waits for it
 
-  RunEnd run();    // on the calling thread; returns how the run ended (also reported to the observer)
-  void start();    // on a background thread
-  RunEnd wait();   // for a started run
+  RunEnd run();   // on the calling thread; returns how the run ended (also reported to the observer)
+  void start();   // on a background thread
+  RunEnd wait();  // for a started run
 
   void pause();
   void resume();
-  void stop();     // ends after the current step, as cancelled ("stopped")
-  void cancel();   // ends as soon as possible, within one step
+  void stop();    // ends after the current step, as cancelled ("stopped")
+  void cancel();  // ends as soon as possible, within one step
   bool paused() const { return paused_; }
 
   const TrainConfig& config() const { return config_; }

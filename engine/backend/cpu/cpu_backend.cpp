@@ -25,11 +25,16 @@ namespace {
 
 DnnlType dnnl_type(DType t) {
   switch (t) {
-    case DType::F32: return DnnlType::f32;
-    case DType::F16: return DnnlType::f16;
-    case DType::BF16: return DnnlType::bf16;
-    case DType::I32: return DnnlType::s32;
-    case DType::U8: return DnnlType::u8;
+    case DType::F32:
+      return DnnlType::f32;
+    case DType::F16:
+      return DnnlType::f16;
+    case DType::BF16:
+      return DnnlType::bf16;
+    case DType::I32:
+      return DnnlType::s32;
+    case DType::U8:
+      return DnnlType::u8;
   }
   return DnnlType::undef;
 }
@@ -39,11 +44,20 @@ memory::desc plain_desc(const Tensor& t) {
   const memory::dims dims(t.shape().begin(), t.shape().end());
   Tag tag = Tag::undef;
   switch (t.rank()) {
-    case 1: tag = Tag::a; break;
-    case 2: tag = Tag::ab; break;
-    case 3: tag = Tag::abc; break;
-    case 4: tag = t.layout() == Layout::NHWC ? Tag::nhwc : Tag::nchw; break;
-    default: throw Error("oneDNN descriptor for an unsupported rank: " + t.describe());
+    case 1:
+      tag = Tag::a;
+      break;
+    case 2:
+      tag = Tag::ab;
+      break;
+    case 3:
+      tag = Tag::abc;
+      break;
+    case 4:
+      tag = t.layout() == Layout::NHWC ? Tag::nhwc : Tag::nchw;
+      break;
+    default:
+      throw Error("oneDNN descriptor for an unsupported rank: " + t.describe());
   }
   return memory::desc(dims, dnnl_type(t.dtype()), tag);
 }
@@ -82,10 +96,17 @@ inline void store(T* p, int64_t i, float v) {
 template <class Fn>
 void dispatch_floating(DType t, Fn&& fn) {
   switch (t) {
-    case DType::F32: fn(float{}); return;
-    case DType::F16: fn(Half{}); return;
-    case DType::BF16: fn(BFloat16{}); return;
-    default: throw Error(std::string("expected a floating tensor, got ") + dtype_name(t));
+    case DType::F32:
+      fn(float{});
+      return;
+    case DType::F16:
+      fn(Half{});
+      return;
+    case DType::BF16:
+      fn(BFloat16{});
+      return;
+    default:
+      throw Error(std::string("expected a floating tensor, got ") + dtype_name(t));
   }
 }
 
@@ -109,8 +130,8 @@ struct Cached {
   dnnl::primitive primitive;
   memory::desc scratchpad;
   memory::desc workspace;
-  memory::desc weights;       // conv weights as the primitive wants them
-  memory::desc user_weights;  // conv weights as stored in the tensor (OIHW)
+  memory::desc weights;                  // conv weights as the primitive wants them
+  memory::desc user_weights;             // conv weights as stored in the tensor (OIHW)
   dnnl::primitive to_primitive_weights;  // reorders, made only where the two differ
   dnnl::primitive to_user_weights;
 };
@@ -138,9 +159,7 @@ struct CpuBackend::Impl {
     }
   }
 
-  memory wrap(const memory::desc& md, const void* data) const {
-    return memory(md, engine, const_cast<void*>(data));
-  }
+  memory wrap(const memory::desc& md, const void* data) const { return memory(md, engine, const_cast<void*>(data)); }
   memory wrap(const Tensor& t) const { return wrap(plain_desc(t), t.data()); }
 
   void run(const Cached& c, Args args) {
@@ -179,9 +198,8 @@ struct CpuBackend::Impl {
   dnnl::convolution_forward::primitive_desc conv_forward_pd(const Tensor& x, const Tensor& w, const Tensor& y,
                                                             ConvParams p) const {
     const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
-    auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                             dnnl::algorithm::convolution_direct, plain_desc(x), any_desc(w),
-                                             plain_desc(y), stride, pad, pad);
+    auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                             plain_desc(x), any_desc(w), plain_desc(y), stride, pad, pad);
     return dnnl::convolution_forward::primitive_desc(d, attr(), engine);
   }
 };
@@ -197,14 +215,22 @@ CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::isa() const {
   switch (dnnl::get_effective_cpu_isa()) {
-    case dnnl::cpu_isa::sse41: return "sse41";
-    case dnnl::cpu_isa::avx: return "avx";
-    case dnnl::cpu_isa::avx2: return "avx2";
-    case dnnl::cpu_isa::avx512_core: return "avx512_core";
-    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-    default: return "other";
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "other";
   }
 }
 
@@ -218,12 +244,15 @@ std::string CpuBackend::description() const {
 
 bool CpuBackend::supports(Op op, DType dtype) const {
   switch (op) {
-    case Op::Convert: return true;
+    case Op::Convert:
+      return true;
     case Op::SoftmaxCrossEntropy:
     case Op::SgdUpdate:
     case Op::AdamUpdate:
-    case Op::ScaleCheck: return dtype == DType::F32;
-    default: return is_floating(dtype);  // FP16 emulated (see the header)
+    case Op::ScaleCheck:
+      return dtype == DType::F32;
+    default:
+      return is_floating(dtype);  // FP16 emulated (see the header)
   }
 }
 
@@ -250,8 +279,8 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
     conv2d_forward(widen(x), widen(w), y32, p);
     return narrow(y32, y);
   }
-  AMPWB_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && w.c() == x.c() && y.c() == w.n() &&
-                  y.n() == x.n() && y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
+  AMPWB_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && w.c() == x.c() && y.c() == w.n() && y.n() == x.n() &&
+                  y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
                   y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
               "conv2d_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
   const Cached& c = impl_->get(make_key("conv_fwd", x, w, y, p.stride, p.padding), [&] {
@@ -271,15 +300,14 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
     conv2d_backward_data(widen(dy), widen(w), dx32, p);
     return narrow(dx32, dx);
   }
-  AMPWB_CHECK(dx.rank() == 4 && w.c() == dx.c() && dy.c() == w.n() &&
-                  dy.h() == conv_out(dx.h(), w.h(), p.stride, p.padding),
-              "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx "
-                                                 << dx.describe());
+  AMPWB_CHECK(
+      dx.rank() == 4 && w.c() == dx.c() && dy.c() == w.n() && dy.h() == conv_out(dx.h(), w.h(), p.stride, p.padding),
+      "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
   const Cached& c = impl_->get(make_key("conv_bwd_data", dy, w, dx, p.stride, p.padding), [&] {
     const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
     auto hint = impl_->conv_forward_pd(dx, w, dy, p);
-    auto d = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, plain_desc(dx),
-                                                   any_desc(w), plain_desc(dy), stride, pad, pad);
+    auto d = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, plain_desc(dx), any_desc(w),
+                                                   plain_desc(dy), stride, pad, pad);
     auto pd = dnnl::convolution_backward_data::primitive_desc(d, impl_->attr(), impl_->engine, hint);
     Cached c(dnnl::convolution_backward_data(pd), pd.scratchpad_desc());
     impl_->set_weight_reorders(c, pd.weights_desc(), w);
@@ -287,8 +315,7 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
   });
   Tensor reordered;
   memory wm = impl_->primitive_weights(c, w, reordered);
-  impl_->run(c, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)}, {DNNL_ARG_WEIGHTS, wm},
-                 {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)}});
+  impl_->run(c, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)}});
 }
 
 void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) {
@@ -297,14 +324,14 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
     conv2d_backward_weights(widen(x), widen(dy), dw32, p);
     return narrow(dw32, dw);
   }
-  AMPWB_CHECK(x.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n(),
-              "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw "
-                                                   << dw.describe());
+  AMPWB_CHECK(
+      x.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n(),
+      "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
   const Cached& c = impl_->get(make_key("conv_bwd_weights", x, dy, dw, p.stride, p.padding), [&] {
     const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
     auto hint = impl_->conv_forward_pd(x, dw, dy, p);
-    auto d = dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, plain_desc(x),
-                                                      any_desc(dw), plain_desc(dy), stride, pad, pad);
+    auto d = dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, plain_desc(x), any_desc(dw),
+                                                      plain_desc(dy), stride, pad, pad);
     auto pd = dnnl::convolution_backward_weights::primitive_desc(d, impl_->attr(), impl_->engine, hint);
     Cached c(dnnl::convolution_backward_weights(pd), pd.scratchpad_desc());
     impl_->set_weight_reorders(c, pd.diff_weights_desc(), dw);
@@ -326,10 +353,9 @@ namespace {
 const auto kScaleShift = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
 
 dnnl::batch_normalization_forward::primitive_desc bn_forward_pd(const dnnl::engine& engine,
-                                                                const dnnl::primitive_attr& attr,
-                                                                const Tensor& x, float eps) {
-  auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, plain_desc(x), eps,
-                                                   kScaleShift);
+                                                                const dnnl::primitive_attr& attr, const Tensor& x,
+                                                                float eps) {
+  auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, plain_desc(x), eps, kScaleShift);
   return dnnl::batch_normalization_forward::primitive_desc(d, attr, engine);
 }
 
@@ -347,8 +373,8 @@ void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma
                                             Tensor& running_var, float momentum, float eps) {
   if (is_f16(x)) {
     Tensor y32 = wide_output(y);
-    batchnorm_forward_training(widen(x), gamma, beta, y32, batch_mean, batch_var, running_mean, running_var,
-                               momentum, eps);
+    batchnorm_forward_training(widen(x), gamma, beta, y32, batch_mean, batch_var, running_mean, running_var, momentum,
+                               eps);
     return narrow(y32, y);
   }
   check_bn(x, y, {&gamma, &beta, &batch_mean, &batch_var, &running_mean, &running_var});
@@ -356,9 +382,12 @@ void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma
     auto pd = bn_forward_pd(impl_->engine, impl_->attr(), x, eps);
     return Cached(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc());
   });
-  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)}, {DNNL_ARG_DST, impl_->wrap(y)},
-                 {DNNL_ARG_SCALE, impl_->wrap(gamma)}, {DNNL_ARG_SHIFT, impl_->wrap(beta)},
-                 {DNNL_ARG_MEAN, impl_->wrap(batch_mean)}, {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)}});
+  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                 {DNNL_ARG_DST, impl_->wrap(y)},
+                 {DNNL_ARG_SCALE, impl_->wrap(gamma)},
+                 {DNNL_ARG_SHIFT, impl_->wrap(beta)},
+                 {DNNL_ARG_MEAN, impl_->wrap(batch_mean)},
+                 {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)}});
   // Running statistics as PyTorch keeps them: the variance unbiased (count / (count - 1)).
   const double count = static_cast<double>(x.n() * x.h() * x.w());
   const float unbias = count > 1 ? static_cast<float>(count / (count - 1)) : 1.0f;
@@ -386,14 +415,16 @@ void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamm
     auto pd = dnnl::batch_normalization_forward::primitive_desc(d, impl_->attr(), impl_->engine);
     return Cached(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc());
   });
-  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)}, {DNNL_ARG_DST, impl_->wrap(y)},
-                 {DNNL_ARG_SCALE, impl_->wrap(gamma)}, {DNNL_ARG_SHIFT, impl_->wrap(beta)},
-                 {DNNL_ARG_MEAN, impl_->wrap(running_mean)}, {DNNL_ARG_VARIANCE, impl_->wrap(running_var)}});
+  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                 {DNNL_ARG_DST, impl_->wrap(y)},
+                 {DNNL_ARG_SCALE, impl_->wrap(gamma)},
+                 {DNNL_ARG_SHIFT, impl_->wrap(beta)},
+                 {DNNL_ARG_MEAN, impl_->wrap(running_mean)},
+                 {DNNL_ARG_VARIANCE, impl_->wrap(running_var)}});
 }
 
-void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                    const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
-                                    Tensor& dbeta, float eps) {
+void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
+                                    const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
   if (is_f16(x)) {
     Tensor dx32 = wide_output(dx);
     batchnorm_backward(widen(x), widen(dy), gamma, batch_mean, batch_var, dx32, dgamma, dbeta, eps);
@@ -403,17 +434,21 @@ void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
   check_same(x, dx, "batch norm input and its gradient");
   const Cached& c = impl_->get(make_key("bn_bwd", x, eps), [&] {
     auto hint = bn_forward_pd(impl_->engine, impl_->attr(), x, eps);
-    auto d = dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, plain_desc(dy), plain_desc(x),
-                                                      eps, kScaleShift);
+    auto d = dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, plain_desc(dy), plain_desc(x), eps,
+                                                      kScaleShift);
     auto pd = dnnl::batch_normalization_backward::primitive_desc(d, impl_->attr(), impl_->engine, hint);
     return Cached(dnnl::batch_normalization_backward(pd), pd.scratchpad_desc());
   });
-  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)}, {DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
-                 {DNNL_ARG_SCALE, impl_->wrap(gamma)}, {DNNL_ARG_MEAN, impl_->wrap(batch_mean)},
+  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                 {DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
+                 {DNNL_ARG_SCALE, impl_->wrap(gamma)},
+                 {DNNL_ARG_MEAN, impl_->wrap(batch_mean)},
                  // oneDNN 2.6 will not execute without a shift argument, though backward never reads it.
                  {DNNL_ARG_SHIFT, impl_->wrap(gamma)},
-                 {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)}, {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)},
-                 {DNNL_ARG_DIFF_SCALE, impl_->wrap(dgamma)}, {DNNL_ARG_DIFF_SHIFT, impl_->wrap(dbeta)}});
+                 {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)},
+                 {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)},
+                 {DNNL_ARG_DIFF_SCALE, impl_->wrap(dgamma)},
+                 {DNNL_ARG_DIFF_SHIFT, impl_->wrap(dbeta)}});
 }
 
 // ---- Elementwise --------------------------------------------------------------------------------------------
@@ -435,8 +470,7 @@ void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, D
         sum[i] = bfloat16_bits_to_float(a[start + i]) + bfloat16_bits_to_float(b[start + i]);
       for (int64_t i = 0; i < count; ++i) out[start + i] = float_to_bfloat16_bits(sum[i]);
     } else {
-      for (int64_t i = 0; i < count; ++i)
-        sum[i] = half_bits_to_float(a[start + i]) + half_bits_to_float(b[start + i]);
+      for (int64_t i = 0; i < count; ++i) sum[i] = half_bits_to_float(a[start + i]) + half_bits_to_float(b[start + i]);
       for (int64_t i = 0; i < count; ++i) out[start + i] = float_to_half_bits(sum[i]);
     }
   }
@@ -497,12 +531,11 @@ void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
 // ---- Pooling ------------------------------------------------------------------------------------------------
 
 namespace {
-dnnl::pooling_forward::primitive_desc maxpool_forward_pd(const dnnl::engine& engine,
-                                                         const dnnl::primitive_attr& attr, const Tensor& x,
-                                                         const Tensor& y, PoolParams p) {
+dnnl::pooling_forward::primitive_desc maxpool_forward_pd(const dnnl::engine& engine, const dnnl::primitive_attr& attr,
+                                                         const Tensor& x, const Tensor& y, PoolParams p) {
   const memory::dims stride{p.stride, p.stride}, kernel{p.kernel, p.kernel}, pad{p.padding, p.padding};
-  auto d = dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max,
-                                       plain_desc(x), plain_desc(y), stride, kernel, pad, pad);
+  auto d = dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max, plain_desc(x),
+                                       plain_desc(y), stride, kernel, pad, pad);
   return dnnl::pooling_forward::primitive_desc(d, attr, engine);
 }
 }  // namespace
@@ -522,7 +555,8 @@ void CpuBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, 
     return Cached(dnnl::pooling_forward(pd), pd.scratchpad_desc(), pd.workspace_desc());
   });
   workspace = Tensor::empty({static_cast<int64_t>(c.workspace.get_size())}, DType::U8);
-  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)}, {DNNL_ARG_DST, impl_->wrap(y)},
+  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                 {DNNL_ARG_DST, impl_->wrap(y)},
                  {DNNL_ARG_WORKSPACE, impl_->wrap(c.workspace, workspace.data())}});
 }
 
@@ -535,13 +569,14 @@ void CpuBackend::maxpool_backward(const Tensor& dy, const Tensor& workspace, Ten
   const Cached& c = impl_->get(make_key("maxpool_bwd", dy, dx, p.kernel, p.stride, p.padding), [&] {
     const memory::dims stride{p.stride, p.stride}, kernel{p.kernel, p.kernel}, pad{p.padding, p.padding};
     auto hint = maxpool_forward_pd(impl_->engine, impl_->attr(), dx, dy, p);
-    auto d = dnnl::pooling_backward::desc(dnnl::algorithm::pooling_max, plain_desc(dx), plain_desc(dy), stride,
-                                          kernel, pad, pad);
+    auto d = dnnl::pooling_backward::desc(dnnl::algorithm::pooling_max, plain_desc(dx), plain_desc(dy), stride, kernel,
+                                          pad, pad);
     auto pd = dnnl::pooling_backward::primitive_desc(d, impl_->attr(), impl_->engine, hint);
     return Cached(dnnl::pooling_backward(pd), pd.scratchpad_desc(), hint.workspace_desc());
   });
   AMPWB_CHECK(workspace.nbytes() == c.workspace.get_size(), "maxpool_backward: workspace from another shape");
-  impl_->run(c, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)}, {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)},
+  impl_->run(c, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
+                 {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)},
                  {DNNL_ARG_WORKSPACE, impl_->wrap(c.workspace, workspace.data())}});
 }
 
@@ -558,17 +593,16 @@ void CpuBackend::global_avgpool_forward(const Tensor& x, Tensor& y) {
     for (int64_t n = 0; n < N; ++n) {
       std::vector<double> sum(C, 0.0);
       for (int64_t s = 0; s < HW; ++s)
-        for (int64_t ch = 0; ch < C; ++ch)
-          sum[ch] += load(in, nhwc ? (n * HW + s) * C + ch : (n * C + ch) * HW + s);
+        for (int64_t ch = 0; ch < C; ++ch) sum[ch] += load(in, nhwc ? (n * HW + s) * C + ch : (n * C + ch) * HW + s);
       for (int64_t ch = 0; ch < C; ++ch) store(out, n * C + ch, static_cast<float>(sum[ch] / HW));
     }
   });
 }
 
 void CpuBackend::global_avgpool_backward(const Tensor& dy, Tensor& dx) {
-  AMPWB_CHECK(dx.rank() == 4 && dy.rank() == 2 && dy.dim(0) == dx.n() && dy.dim(1) == dx.c() &&
-                  dy.dtype() == dx.dtype(),
-              "global_avgpool_backward shapes: dy " << dy.describe() << " dx " << dx.describe());
+  AMPWB_CHECK(
+      dx.rank() == 4 && dy.rank() == 2 && dy.dim(0) == dx.n() && dy.dim(1) == dx.c() && dy.dtype() == dx.dtype(),
+      "global_avgpool_backward shapes: dy " << dy.describe() << " dx " << dx.describe());
   const int64_t N = dx.n(), C = dx.c(), HW = dx.h() * dx.w();
   dispatch_floating(dx.dtype(), [&](auto type_tag) {
     using T = decltype(type_tag);
@@ -609,8 +643,10 @@ void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& 
     auto pd = linear_forward_pd(impl_->engine, impl_->attr(), x, w, b, y);
     return Cached(dnnl::inner_product_forward(pd), pd.scratchpad_desc());
   });
-  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)}, {DNNL_ARG_WEIGHTS, impl_->wrap(w)},
-                 {DNNL_ARG_BIAS, impl_->wrap(b)}, {DNNL_ARG_DST, impl_->wrap(y)}});
+  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                 {DNNL_ARG_WEIGHTS, impl_->wrap(w)},
+                 {DNNL_ARG_BIAS, impl_->wrap(b)},
+                 {DNNL_ARG_DST, impl_->wrap(y)}});
 }
 
 void CpuBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
@@ -630,18 +666,20 @@ void CpuBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tensor
       auto pd = dnnl::inner_product_backward_data::primitive_desc(d, impl_->attr(), impl_->engine, hint);
       return Cached(dnnl::inner_product_backward_data(pd), pd.scratchpad_desc());
     });
-    impl_->run(c, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)}, {DNNL_ARG_WEIGHTS, impl_->wrap(w)},
+    impl_->run(c, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
+                   {DNNL_ARG_WEIGHTS, impl_->wrap(w)},
                    {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)}});
   }
   const Cached& c = impl_->get(make_key("linear_bwd_weights", x, dy, dw, db), [&] {
     auto hint = linear_forward_pd(impl_->engine, impl_->attr(), x, dw, db, dy);
-    auto d = dnnl::inner_product_backward_weights::desc(plain_desc(x), plain_desc(dw), plain_desc(db),
-                                                        plain_desc(dy));
+    auto d = dnnl::inner_product_backward_weights::desc(plain_desc(x), plain_desc(dw), plain_desc(db), plain_desc(dy));
     auto pd = dnnl::inner_product_backward_weights::primitive_desc(d, impl_->attr(), impl_->engine, hint);
     return Cached(dnnl::inner_product_backward_weights(pd), pd.scratchpad_desc());
   });
-  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)}, {DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
-                 {DNNL_ARG_DIFF_WEIGHTS, impl_->wrap(dw)}, {DNNL_ARG_DIFF_BIAS, impl_->wrap(db)}});
+  impl_->run(c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                 {DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
+                 {DNNL_ARG_DIFF_WEIGHTS, impl_->wrap(dw)},
+                 {DNNL_ARG_DIFF_BIAS, impl_->wrap(db)}});
 }
 
 // ---- Conversion -----------------------------------------------------------------------------------------------
@@ -695,8 +733,8 @@ void CpuBackend::convert(const Tensor& src, Tensor& dst) {
               "the CPU backend converts CPU tensors only: " << src.describe() << " -> " << dst.describe());
   if (convert_half_directly(src, dst, threads_)) return;
   const Cached& c = impl_->get(make_key("convert", src, dst), [&] {
-    auto pd = dnnl::reorder::primitive_desc(impl_->engine, plain_desc(src), impl_->engine, plain_desc(dst),
-                                            impl_->attr());
+    auto pd =
+        dnnl::reorder::primitive_desc(impl_->engine, plain_desc(src), impl_->engine, plain_desc(dst), impl_->attr());
     return Cached(dnnl::reorder(pd), pd.scratchpad_desc());
   });
   impl_->run(c, {{DNNL_ARG_FROM, impl_->wrap(src)}, {DNNL_ARG_TO, impl_->wrap(dst)}});
@@ -705,7 +743,7 @@ void CpuBackend::convert(const Tensor& src, Tensor& dst) {
 // ---- Loss and optimizers ----------------------------------------------------------------------------------------
 
 float CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                                       Tensor& dlogits) {
+                                        Tensor& dlogits) {
   AMPWB_CHECK(logits.rank() == 2 && logits.dtype() == DType::F32 && labels.dtype() == DType::I32 &&
                   labels.numel() == logits.dim(0),
               "softmax_cross_entropy: logits " << logits.describe() << " labels " << labels.describe());

@@ -25,8 +25,8 @@ class CpuBackend final : public Backend {
   void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override;
   void conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) override;
   void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                  Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
-                                  Tensor& running_var, float momentum, float eps) override;
+                                  Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
+                                  float momentum, float eps) override;
   void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                    const Tensor& running_mean, const Tensor& running_var, float eps) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
@@ -38,8 +38,7 @@ class CpuBackend final : public Backend {
   void global_avgpool_forward(const Tensor& x, Tensor& y) override;
   void global_avgpool_backward(const Tensor& dy, Tensor& dx) override;
   void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
-  void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
-                       Tensor& db) override;
+  void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, Tensor& db) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
   void convert(const Tensor& src, Tensor& dst) override;
   float softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,

@@ -46,7 +46,7 @@ void* CudaCachingAllocator::allocate(size_t bytes) {
     cuda::DeviceScope scope(device_);
     cudaError_t status = cudaMalloc(&ptr, size);
     if (status == cudaErrorMemoryAllocation && stats_.cached_bytes > 0) {
-      cudaGetLastError();  // not sticky, but clear it: later launch checks read the last error
+      cudaGetLastError();    // not sticky, but clear it: later launch checks read the last error
       free_cached_locked();  // blocks of other sizes may make room
       status = cudaMalloc(&ptr, size);
     }

@@ -27,30 +27,43 @@ namespace {
 
 KType ktype(DType t) {
   switch (t) {
-    case DType::F32: return KType::F32;
-    case DType::F16: return KType::F16;
-    case DType::BF16: return KType::BF16;
-    case DType::I32: return KType::I32;
-    case DType::U8: return KType::U8;
+    case DType::F32:
+      return KType::F32;
+    case DType::F16:
+      return KType::F16;
+    case DType::BF16:
+      return KType::BF16;
+    case DType::I32:
+      return KType::I32;
+    case DType::U8:
+      return KType::U8;
   }
   throw Error("unknown dtype");
 }
 
 cudnnDataType_t cudnn_type(DType t) {
   switch (t) {
-    case DType::F32: return CUDNN_DATA_FLOAT;
-    case DType::F16: return CUDNN_DATA_HALF;
-    case DType::BF16: return CUDNN_DATA_BFLOAT16;
-    default: throw Error(std::string("cuDNN convolutions take FP32, FP16 or BF16, not ") + dtype_name(t));
+    case DType::F32:
+      return CUDNN_DATA_FLOAT;
+    case DType::F16:
+      return CUDNN_DATA_HALF;
+    case DType::BF16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      throw Error(std::string("cuDNN convolutions take FP32, FP16 or BF16, not ") + dtype_name(t));
   }
 }
 
 cudaDataType_t blas_type(DType t) {
   switch (t) {
-    case DType::F32: return CUDA_R_32F;
-    case DType::F16: return CUDA_R_16F;
-    case DType::BF16: return CUDA_R_16BF;
-    default: throw Error(std::string("cuBLASLt matrix products take FP32, FP16 or BF16, not ") + dtype_name(t));
+    case DType::F32:
+      return CUDA_R_32F;
+    case DType::F16:
+      return CUDA_R_16F;
+    case DType::BF16:
+      return CUDA_R_16BF;
+    default:
+      throw Error(std::string("cuBLASLt matrix products take FP32, FP16 or BF16, not ") + dtype_name(t));
   }
 }
 
@@ -164,14 +177,14 @@ struct CudaBackend::Impl {
     cuda::ScaleResult scale;
   };
   Results* host_results = nullptr;
-  Tensor device_results;  // U8, sizeof(Results)
+  Tensor device_results;          // U8, sizeof(Results)
   void* host_segments = nullptr;  // pinned ScaleSegment array
   size_t host_segments_capacity = 0;
   struct Pending {
     Tensor tensor;  // kept alive until its copy is done
     cudaEvent_t done = nullptr;
   };
-  std::vector<Pending> pending;  // upload_async copies not yet waited for
+  std::vector<Pending> pending;     // upload_async copies not yet waited for
   std::unique_ptr<CpuBackend> cpu;  // host-to-host conversions
 
   ~Impl() {
@@ -212,8 +225,10 @@ struct CudaBackend::Impl {
         done = true;
       } else {
         const cudaError_t status = cudaEventQuery(pending[i].done);
-        if (status == cudaErrorNotReady) cudaGetLastError();  // not an error: still copying
-        else CUDA_CHECK(status);
+        if (status == cudaErrorNotReady)
+          cudaGetLastError();  // not an error: still copying
+        else
+          CUDA_CHECK(status);
         done = status == cudaSuccess;
       }
       if (done) {
@@ -327,7 +342,7 @@ struct CudaBackend::Impl {
 };
 
 // Every op: this backend's device current on the calling thread, and the op's inputs ready.
-#define CUDA_OP_ENTRY(...)                               \
+#define CUDA_OP_ENTRY(...)                              \
   cuda::DeviceScope device_scope_(impl_->device.index); \
   impl_->ready({__VA_ARGS__})
 
@@ -351,7 +366,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   CUDNN_CHECK(cudnnSetStream(m.cudnn, m.stream));
   CUBLAS_CHECK(cublasLtCreate(&m.cublas));
   m.conv = std::make_unique<cuda::ConvRunner>(m.cudnn, options.conv_workspace_limit, options.benchmark_algorithms,
-                                               options.exact_fp32_convolutions);
+                                              options.exact_fp32_convolutions);
   m.matmul = std::make_unique<cuda::MatmulRunner>(m.cublas);
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.host_results), sizeof(Impl::Results), cudaHostAllocDefault));
   m.device_results = m.bytes(sizeof(Impl::Results));
@@ -387,12 +402,15 @@ std::string CudaBackend::description() const {
 
 bool CudaBackend::supports(Op op, DType dtype) const {
   switch (op) {
-    case Op::Convert: return true;
+    case Op::Convert:
+      return true;
     case Op::SoftmaxCrossEntropy:
     case Op::SgdUpdate:
     case Op::AdamUpdate:
-    case Op::ScaleCheck: return dtype == DType::F32;
-    default: return is_floating(dtype);  // BF16 needs sm_80, which the constructor requires
+    case Op::ScaleCheck:
+      return dtype == DType::F32;
+    default:
+      return is_floating(dtype);  // BF16 needs sm_80, which the constructor requires
   }
 }
 
@@ -407,8 +425,8 @@ void CudaBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Co
   m.check_device(x, "conv2d_forward x");
   m.check_device(w, "conv2d_forward w");
   m.check_device(y, "conv2d_forward y");
-  AMPWB_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && w.c() == x.c() && y.c() == w.n() &&
-                  y.n() == x.n() && y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
+  AMPWB_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && w.c() == x.c() && y.c() == w.n() && y.n() == x.n() &&
+                  y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
                   y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
               "conv2d_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
   AMPWB_CHECK(w.dtype() == x.dtype() && y.dtype() == x.dtype(),
@@ -435,11 +453,10 @@ void CudaBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor
   AMPWB_CHECK(dx.rank() == 4 && dy.rank() == 4 && w.rank() == 4 && w.c() == dx.c() && dy.c() == w.n() &&
                   dy.n() == dx.n() && dy.h() == conv_out(dx.h(), w.h(), p.stride, p.padding) &&
                   dy.w() == conv_out(dx.w(), w.w(), p.stride, p.padding),
-              "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx "
-                                                 << dx.describe());
-  AMPWB_CHECK(w.dtype() == dy.dtype() && dx.dtype() == dy.dtype(),
-              "conv2d_backward_data dtypes differ: dy " << dy.describe() << " w " << w.describe() << " dx "
-                                                        << dx.describe());
+              "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
+  AMPWB_CHECK(w.dtype() == dy.dtype() && dx.dtype() == dy.dtype(), "conv2d_backward_data dtypes differ: dy "
+                                                                       << dy.describe() << " w " << w.describe()
+                                                                       << " dx " << dx.describe());
   check_floating(dy, "conv2d_backward_data");
   const Layout layout = dy.layout();
   const int64_t C = m.padded_channels(dy, dx.c()), K = m.padded_channels(dy, dy.c());
@@ -449,8 +466,7 @@ void CudaBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor
   // What cuDNN writes: out, or a channel-padded version of it.
   Tensor result = C == dx.c() ? out : m.empty({dx.n(), C, dx.h(), dx.w()}, dx.dtype(), Layout::NHWC);
   std::vector<Tensor> holders;
-  m.conv->backward_data(m.conv_shape(result, win, dyin, p), dyin.data(), win.data(), result.data(),
-                        m.scratch(holders));
+  m.conv->backward_data(m.conv_shape(result, win, dyin, p), dyin.data(), win.data(), result.data(), m.scratch(holders));
   if (!result.same_storage(out)) m.slice(result, out);
   if (!out.same_storage(dx)) convert(out, dx);
 }
@@ -461,13 +477,13 @@ void CudaBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Ten
   m.check_device(x, "conv2d_backward_weights x");
   m.check_device(dy, "conv2d_backward_weights dy");
   m.check_device(dw, "conv2d_backward_weights dw");
-  AMPWB_CHECK(x.rank() == 4 && dy.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() &&
-                  dy.n() == x.n() && dy.h() == conv_out(x.h(), dw.h(), p.stride, p.padding) &&
-                  dy.w() == conv_out(x.w(), dw.w(), p.stride, p.padding),
-              "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw "
-                                                   << dw.describe());
-  AMPWB_CHECK(dy.dtype() == x.dtype(), "conv2d_backward_weights dtypes differ: x " << x.describe() << " dy "
-                                                                                    << dy.describe());
+  AMPWB_CHECK(
+      x.rank() == 4 && dy.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n() &&
+          dy.h() == conv_out(x.h(), dw.h(), p.stride, p.padding) &&
+          dy.w() == conv_out(x.w(), dw.w(), p.stride, p.padding),
+      "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
+  AMPWB_CHECK(dy.dtype() == x.dtype(),
+              "conv2d_backward_weights dtypes differ: x " << x.describe() << " dy " << dy.describe());
   check_floating(x, "conv2d_backward_weights");
   check_floating(dw, "conv2d_backward_weights dw");
   const Layout layout = x.layout();
@@ -525,8 +541,8 @@ void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gam
   check_bn(x, y, {&gamma, &beta, &running_mean, &running_var});
   Tensor scale = m.empty({x.c()}, DType::F32);
   cuda::batchnorm_forward_inference(x.data(), y.data(), ktype(x.dtype()), dims_of(x), gamma.data_as<float>(),
-                                    beta.data_as<float>(), running_mean.data_as<float>(),
-                                    running_var.data_as<float>(), eps, scale.data_as<float>(), m.stream);
+                                    beta.data_as<float>(), running_mean.data_as<float>(), running_var.data_as<float>(),
+                                    eps, scale.data_as<float>(), m.stream);
 }
 
 void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
@@ -630,9 +646,9 @@ void CudaBackend::global_avgpool_backward(const Tensor& dy, Tensor& dx) {
   CUDA_OP_ENTRY(&dy);
   impl_->check_device(dy, "global_avgpool dy");
   impl_->check_device(dx, "global_avgpool dx");
-  AMPWB_CHECK(dx.rank() == 4 && dy.rank() == 2 && dy.dim(0) == dx.n() && dy.dim(1) == dx.c() &&
-                  dy.dtype() == dx.dtype(),
-              "global_avgpool_backward shapes: dy " << dy.describe() << " dx " << dx.describe());
+  AMPWB_CHECK(
+      dx.rank() == 4 && dy.rank() == 2 && dy.dim(0) == dx.n() && dy.dim(1) == dx.c() && dy.dtype() == dx.dtype(),
+      "global_avgpool_backward shapes: dy " << dy.describe() << " dx " << dx.describe());
   check_floating(dy, "global_avgpool");
   cuda::global_avgpool_backward(dy.data(), dx.data(), dims_of(dx), ktype(dx.dtype()), impl_->stream);
 }
@@ -658,7 +674,7 @@ void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor&
   cuda::broadcast_rows(b.data(), ktype(b.dtype()), y.data(), ktype(y.dtype()), N, O, m.stream);
   if (I == 0) return;
   cuda::MatmulShape s;
-  s.trans_a = true;  // A = w stored (I x O)
+  s.trans_a = true;   // A = w stored (I x O)
   s.trans_b = false;  // B = x stored (I x N)
   s.m = O;
   s.n = N;
@@ -683,11 +699,10 @@ void CudaBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tenso
   m.check_device(db, "linear db");
   AMPWB_CHECK(x.rank() == 2 && w.rank() == 2 && dy.rank() == 2 && w.dim(1) == x.dim(1) && dy.dim(0) == x.dim(0) &&
                   dy.dim(1) == w.dim(0) && dw.shape() == w.shape() && db.numel() == w.dim(0),
-              "linear_backward shapes: dy " << dy.describe() << " x " << x.describe() << " w " << w.describe()
-                                            << " dw " << dw.describe() << " db " << db.describe());
+              "linear_backward shapes: dy " << dy.describe() << " x " << x.describe() << " w " << w.describe() << " dw "
+                                            << dw.describe() << " db " << db.describe());
   AMPWB_CHECK(x.dtype() == dy.dtype() && w.dtype() == dy.dtype(),
-              "linear_backward dtypes differ: dy " << dy.describe() << " x " << x.describe() << " w "
-                                                   << w.describe());
+              "linear_backward dtypes differ: dy " << dy.describe() << " x " << x.describe() << " w " << w.describe());
   check_floating(dy, "linear");
   check_floating(dw, "linear dw");
   check_floating(db, "linear db");
@@ -749,16 +764,17 @@ void CudaBackend::convert(const Tensor& src, Tensor& dst) {
     if (!m.cpu) m.cpu = std::make_unique<CpuBackend>();
     return m.cpu->convert(src, dst);
   }
-  AMPWB_CHECK((src.device().is_cpu() || src.device() == m.device) && (dst.device().is_cpu() || dst.device() == m.device),
-              "convert " << src.describe() << " -> " << dst.describe() << ": this backend runs on " << m.device.str());
+  AMPWB_CHECK(
+      (src.device().is_cpu() || src.device() == m.device) && (dst.device().is_cpu() || dst.device() == m.device),
+      "convert " << src.describe() << " -> " << dst.describe() << ": this backend runs on " << m.device.str());
   CUDA_OP_ENTRY(&src);
   const bool exact = src.dtype() == dst.dtype() && same_order(src, dst);
   if (src.device().is_cpu()) {  // host to device
     if (exact) return m.host_to_device(src.data(), dst.data(), src.nbytes(), m.to_device, m.stream);
     Tensor staged = m.empty(src.shape(), src.dtype(), src.layout());  // convert on the GPU, not the CPU
     m.host_to_device(src.data(), staged.data(), src.nbytes(), m.to_device, m.stream);
-    return cuda::convert(staged.data(), ktype(src.dtype()), dims_of(src), dst.data(), ktype(dst.dtype()),
-                         dims_of(dst), m.stream);
+    return cuda::convert(staged.data(), ktype(src.dtype()), dims_of(src), dst.data(), ktype(dst.dtype()), dims_of(dst),
+                         m.stream);
   }
   if (dst.device().is_cpu()) {  // device to host: waits for the stream
     if (exact) return m.device_to_host(src.data(), dst.data(), src.nbytes());
@@ -809,7 +825,7 @@ std::string CudaBackend::conv_plans() const { return impl_->conv->describe_plans
 // ---- Loss and optimizers ------------------------------------------------------------------------------------------
 
 float CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                                        Tensor& dlogits) {
+                                         Tensor& dlogits) {
   CUDA_OP_ENTRY(&logits, &labels);
   Impl& m = *impl_;
   m.check_device(logits, "softmax_cross_entropy logits");
@@ -894,8 +910,7 @@ ScaleCheck CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, flo
   }
   std::memcpy(m.host_segments, segments.data(), segment_bytes);
   Tensor device_segments = m.bytes(segment_bytes);
-  CUDA_CHECK(cudaMemcpyAsync(device_segments.data(), m.host_segments, segment_bytes, cudaMemcpyHostToDevice,
-                             m.stream));
+  CUDA_CHECK(cudaMemcpyAsync(device_segments.data(), m.host_segments, segment_bytes, cudaMemcpyHostToDevice, m.stream));
   const int blocks = static_cast<int>(std::min<int64_t>({chunks, int64_t{4} * m.props.multiProcessorCount, 1024}));
   Tensor partials = m.bytes(static_cast<size_t>(blocks) * sizeof(double));
   CUDA_CHECK(cudaMemsetAsync(m.device_scale(), 0, sizeof(cuda::ScaleResult), m.stream));

@@ -61,8 +61,8 @@ class CudaBackend final : public Backend {
   void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override;
   void conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) override;
   void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                  Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
-                                  Tensor& running_var, float momentum, float eps) override;
+                                  Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
+                                  float momentum, float eps) override;
   void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                    const Tensor& running_mean, const Tensor& running_var, float eps) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
@@ -75,8 +75,7 @@ class CudaBackend final : public Backend {
   void global_avgpool_forward(const Tensor& x, Tensor& y) override;
   void global_avgpool_backward(const Tensor& dy, Tensor& dx) override;
   void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
-  void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
-                       Tensor& db) override;
+  void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, Tensor& db) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
   // Any dtype and layout; host to device, device to host, on the device, and host to host (through the CPU
   // backend). Host-to-device copies go through pinned staging buffers and do not wait for the GPU.
@@ -95,7 +94,7 @@ class CudaBackend final : public Backend {
   // the work queued next; the first op that reads it waits for the copy (nothing else does). The host tensor may
   // be reused as soon as this returns. Call it for batch i+1 before queuing step i.
   Tensor upload_async(const Tensor& host);
-  void synchronize();  // waits until the queued work is done (for timing)
+  void synchronize();                // waits until the queued work is done (for timing)
   MemoryStats memory_stats() const;  // of this device's caching allocator
   size_t conv_plans_cached() const;
   std::string conv_plans() const;  // the chosen cuDNN algorithms, one line per shape

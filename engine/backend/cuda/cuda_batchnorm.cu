@@ -153,9 +153,9 @@ int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks) {
   return 2 * int64_t{row_blocks} * dims.c + 3 * dims.c;  // two partial arrays, three per-channel coefficients
 }
 
-void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma,
-                                const float* beta, float* mean, float* var, float* running_mean, float* running_var,
-                                float momentum, float eps, float* scratch, int row_blocks, cudaStream_t stream) {
+void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
+                                float* mean, float* var, float* running_mean, float* running_var, float momentum,
+                                float eps, float* scratch, int row_blocks, cudaStream_t stream) {
   const int64_t C = dims.c;
   const double rows = static_cast<double>(dims.n * dims.h * dims.w);
   if (C == 0 || rows == 0) return;
@@ -163,13 +163,13 @@ void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, 
   float* scale = scratch + 2 * int64_t{row_blocks} * C;
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_training", {
     const T* xt = static_cast<const T*>(x);
-    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, dims, nullptr,
-                                                                                       part_a, nullptr);
+    channel_partials<T>
+        <<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, dims, nullptr, part_a, nullptr);
     CUDA_CHECK_LAUNCH("channel_partials (mean)");
     finalize_mean<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, mean);
     CUDA_CHECK_LAUNCH("finalize_mean");
-    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, dims, mean,
-                                                                                       part_a, nullptr);
+    channel_partials<T>
+        <<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, dims, mean, part_a, nullptr);
     CUDA_CHECK_LAUNCH("channel_partials (variance)");
     finalize_var<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, gamma, mean, var,
                                                              running_mean, running_var, momentum, eps, scale);
@@ -179,16 +179,16 @@ void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, 
   });
 }
 
-void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma,
-                                 const float* beta, const float* running_mean, const float* running_var, float eps,
-                                 float* scratch, cudaStream_t stream) {
+void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var, float eps, float* scratch,
+                                 cudaStream_t stream) {
   const int64_t C = dims.c;
   if (C == 0 || dims.numel() == 0) return;
   inference_scale<<<channel_blocks(C), kThreads, 0, stream>>>(gamma, running_var, C, eps, scratch);
   CUDA_CHECK_LAUNCH("inference_scale");
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_inference", {
-    normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
-                                                                    dims, running_mean, scratch, beta);
+    normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), dims,
+                                                                    running_mean, scratch, beta);
     CUDA_CHECK_LAUNCH("normalize");
   });
 }
@@ -205,11 +205,11 @@ void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dim
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_backward", {
     const T* xt = static_cast<const T*>(x);
     const T* dyt = static_cast<const T*>(dy);
-    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, dyt, dims, mean, part_a,
-                                                                                       part_b);
+    channel_partials<T>
+        <<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, dyt, dims, mean, part_a, part_b);
     CUDA_CHECK_LAUNCH("channel_partials (backward)");
-    finalize_backward<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, part_b, C, row_blocks, rows, gamma, var,
-                                                                  eps, dgamma, dbeta, coef, coef + C, coef + 2 * C);
+    finalize_backward<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, part_b, C, row_blocks, rows, gamma, var, eps,
+                                                                  dgamma, dbeta, coef, coef + C, coef + 2 * C);
     CUDA_CHECK_LAUNCH("finalize_backward");
     backward_dx<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, dyt, static_cast<T*>(dx), dims, mean, coef,
                                                                       coef + C, coef + 2 * C);

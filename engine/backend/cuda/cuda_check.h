@@ -19,8 +19,7 @@ inline constexpr const char* kOutOfMemoryHint = "try a smaller --batch-size (or 
 // "cudaMalloc(&p, bytes) failed: cudaErrorMemoryAllocation (out of memory) - the GPU is out of memory; try ...".
 [[noreturn]] inline void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line) {
   std::ostringstream out;
-  out << "CUDA call " << call << " failed: " << cudaGetErrorName(status) << " (" << cudaGetErrorString(status)
-      << ")";
+  out << "CUDA call " << call << " failed: " << cudaGetErrorName(status) << " (" << cudaGetErrorString(status) << ")";
   if (status == cudaErrorMemoryAllocation) out << " - the GPU is out of memory; " << kOutOfMemoryHint;
   if (status == cudaErrorIllegalAddress || status == cudaErrorLaunchFailure || status == cudaErrorAssert)
     out << " - the CUDA context is no longer usable; restart the program";
@@ -60,19 +59,19 @@ class DeviceScope {
 
 // CUDA_CHECK(cudaMemcpyAsync(...)): throws ampwb::Error with the call text when the status is not cudaSuccess.
 // A failed call's error is also cleared from the thread's "last error" so that later launch checks start clean.
-#define CUDA_CHECK(call)                                                          \
-  do {                                                                            \
-    const cudaError_t ampwb_cuda_status_ = (call);                                \
-    if (ampwb_cuda_status_ != cudaSuccess) {                                      \
-      cudaGetLastError();                                                         \
+#define CUDA_CHECK(call)                                                              \
+  do {                                                                                \
+    const cudaError_t ampwb_cuda_status_ = (call);                                    \
+    if (ampwb_cuda_status_ != cudaSuccess) {                                          \
+      cudaGetLastError();                                                             \
       ::ampwb::cuda::throw_cuda_error(ampwb_cuda_status_, #call, __FILE__, __LINE__); \
-    }                                                                             \
+    }                                                                                 \
   } while (0)
 
 // After a kernel launch: reports a bad launch configuration at once, naming the kernel (a string literal).
-#define CUDA_CHECK_LAUNCH(kernel_name)                                                          \
-  do {                                                                                          \
-    const cudaError_t ampwb_cuda_status_ = cudaGetLastError();                                  \
-    if (ampwb_cuda_status_ != cudaSuccess)                                                      \
+#define CUDA_CHECK_LAUNCH(kernel_name)                                                                   \
+  do {                                                                                                   \
+    const cudaError_t ampwb_cuda_status_ = cudaGetLastError();                                           \
+    if (ampwb_cuda_status_ != cudaSuccess)                                                               \
       ::ampwb::cuda::throw_cuda_error(ampwb_cuda_status_, "launch of " kernel_name, __FILE__, __LINE__); \
   } while (0)

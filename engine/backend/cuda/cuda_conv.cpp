@@ -13,37 +13,51 @@ namespace {
 
 const char* dtype_text(cudnnDataType_t t) {
   switch (t) {
-    case CUDNN_DATA_FLOAT: return "f32";
-    case CUDNN_DATA_HALF: return "f16";
-    case CUDNN_DATA_BFLOAT16: return "bf16";
-    default: return "other";
+    case CUDNN_DATA_FLOAT:
+      return "f32";
+    case CUDNN_DATA_HALF:
+      return "f16";
+    case CUDNN_DATA_BFLOAT16:
+      return "bf16";
+    default:
+      return "other";
   }
 }
 
 const char* math_text(ConvMath m) {
   switch (m) {
-    case ConvMath::Fp32: return "fp32";
-    case ConvMath::Tf32: return "tf32";
-    case ConvMath::TensorOp: return "tensor-op";
+    case ConvMath::Fp32:
+      return "fp32";
+    case ConvMath::Tf32:
+      return "tf32";
+    case ConvMath::TensorOp:
+      return "tensor-op";
   }
   return "?";
 }
 
 const char* math_type_text(cudnnMathType_t m) {
   switch (m) {
-    case CUDNN_DEFAULT_MATH: return "default";
-    case CUDNN_TENSOR_OP_MATH: return "tensor-op";
-    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op-allow-conversion";
-    case CUDNN_FMA_MATH: return "fma";
+    case CUDNN_DEFAULT_MATH:
+      return "default";
+    case CUDNN_TENSOR_OP_MATH:
+      return "tensor-op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "tensor-op-allow-conversion";
+    case CUDNN_FMA_MATH:
+      return "fma";
   }
   return "?";
 }
 
 cudnnMathType_t requested_math_type(ConvMath m) {
   switch (m) {
-    case ConvMath::Fp32: return CUDNN_FMA_MATH;
-    case ConvMath::Tf32: return CUDNN_DEFAULT_MATH;
-    case ConvMath::TensorOp: return CUDNN_TENSOR_OP_MATH;
+    case ConvMath::Fp32:
+      return CUDNN_FMA_MATH;
+    case ConvMath::Tf32:
+      return CUDNN_DEFAULT_MATH;
+    case ConvMath::TensorOp:
+      return CUDNN_TENSOR_OP_MATH;
   }
   return CUDNN_FMA_MATH;
 }
@@ -69,8 +83,8 @@ std::string mib(size_t bytes) {
 std::string ConvShape::key(const char* op) const {
   std::ostringstream out;
   out << op << " n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s << " p" << p
-    << " q" << q << " stride" << stride << " pad" << padding << ' ' << dtype_text(dtype) << (nhwc ? " nhwc " : " nchw ")
-    << math_text(math);
+      << " q" << q << " stride" << stride << " pad" << padding << ' ' << dtype_text(dtype)
+      << (nhwc ? " nhwc " : " nchw ") << math_text(math);
   return out.str();
 }
 
@@ -172,8 +186,7 @@ const Perf* choose(const std::vector<Perf>& results, int count, size_t limit, Co
 
 // Fixes the plan's algorithm and math type (strict FP32 stays on FMA math whatever the result says).
 template <class Perf>
-void adopt(cudnnConvolutionDescriptor_t conv, const Perf& r, ConvMath mode, int& algo,
-           cudnnMathType_t& math) {
+void adopt(cudnnConvolutionDescriptor_t conv, const Perf& r, ConvMath mode, int& algo, cudnnMathType_t& math) {
   algo = static_cast<int>(r.algo);
   math = mode == ConvMath::Fp32 ? CUDNN_FMA_MATH : r.mathType;
   CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
@@ -194,8 +207,8 @@ void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void*
       CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(handle_, p.x, x, p.w, w, p.conv, p.y, y, max_count, &count,
                                                          results.data(), ws, limit));
     } else {
-      CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.w, p.conv, p.y, max_count, &count,
-                                                         results.data()));
+      CUDNN_CHECK(
+          cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.w, p.conv, p.y, max_count, &count, results.data()));
     }
     const auto* best = choose(results, count, limit, s.math, exact_fp32_);
     if (!best) no_algorithm(key, limit);

@@ -14,8 +14,8 @@ struct CudaDeviceInfo {
   int compute_capability_major = 0, compute_capability_minor = 0;
 };
 
-int cuda_device_count();                      // 0 when no usable GPU or driver
-std::vector<CudaDeviceInfo> cuda_devices();   // empty likewise
-std::string cuda_runtime_version();           // e.g. "13.0"
+int cuda_device_count();                     // 0 when no usable GPU or driver
+std::vector<CudaDeviceInfo> cuda_devices();  // empty likewise
+std::string cuda_runtime_version();          // e.g. "13.0"
 
 }  // namespace ampwb

@@ -13,7 +13,7 @@
 
 namespace ampwb::cuda {
 
-constexpr int kThreads = 256;       // threads per block of the elementwise kernels
+constexpr int kThreads = 256;         // threads per block of the elementwise kernels
 constexpr int64_t kMaxBlocks = 8192;  // grid-stride loops beyond this
 
 inline int blocks_for(int64_t n) {
@@ -28,31 +28,52 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162f
 template <class T>
 __device__ __forceinline__ T from_float(float v);
 template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 // Any element type as float and back, chosen at run time (for the conversion kernels, where the memory traffic
 // dwarfs a uniform switch).
 __device__ __forceinline__ float load_any(const void* p, KType t, int64_t i) {
   switch (t) {
-    case KType::F32: return static_cast<const float*>(p)[i];
-    case KType::F16: return __half2float(static_cast<const __half*>(p)[i]);
-    case KType::BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    case KType::I32: return static_cast<float>(static_cast<const int32_t*>(p)[i]);
-    case KType::U8: return static_cast<float>(static_cast<const uint8_t*>(p)[i]);
+    case KType::F32:
+      return static_cast<const float*>(p)[i];
+    case KType::F16:
+      return __half2float(static_cast<const __half*>(p)[i]);
+    case KType::BF16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case KType::I32:
+      return static_cast<float>(static_cast<const int32_t*>(p)[i]);
+    case KType::U8:
+      return static_cast<float>(static_cast<const uint8_t*>(p)[i]);
   }
   return 0.0f;
 }
 __device__ __forceinline__ void store_any(void* p, KType t, int64_t i, float v) {
   switch (t) {
-    case KType::F32: static_cast<float*>(p)[i] = v; break;
-    case KType::F16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
-    case KType::BF16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
-    case KType::I32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
-    case KType::U8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int32_t>(v)); break;
+    case KType::F32:
+      static_cast<float*>(p)[i] = v;
+      break;
+    case KType::F16:
+      static_cast<__half*>(p)[i] = __float2half_rn(v);
+      break;
+    case KType::BF16:
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+      break;
+    case KType::I32:
+      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+      break;
+    case KType::U8:
+      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
+      break;
   }
 }
 
@@ -116,10 +137,23 @@ __device__ __forceinline__ float block_max(float v) {
 }  // namespace ampwb::cuda
 
 // Runs the statement with T bound to the storage type of a floating KType.
-#define AMPWB_DISPATCH_FLOATING(ktype, name, ...)                                                    \
-  switch (ktype) {                                                                                   \
-    case ::ampwb::cuda::KType::F32: { using T = float; __VA_ARGS__; break; }                          \
-    case ::ampwb::cuda::KType::F16: { using T = __half; __VA_ARGS__; break; }                         \
-    case ::ampwb::cuda::KType::BF16: { using T = __nv_bfloat16; __VA_ARGS__; break; }                 \
-    default: throw ::ampwb::Error(std::string(name) + ": expected an FP32, FP16 or BF16 tensor");     \
+#define AMPWB_DISPATCH_FLOATING(ktype, name, ...)                                          \
+  switch (ktype) {                                                                         \
+    case ::ampwb::cuda::KType::F32: {                                                      \
+      using T = float;                                                                     \
+      __VA_ARGS__;                                                                         \
+      break;                                                                               \
+    }                                                                                      \
+    case ::ampwb::cuda::KType::F16: {                                                      \
+      using T = __half;                                                                    \
+      __VA_ARGS__;                                                                         \
+      break;                                                                               \
+    }                                                                                      \
+    case ::ampwb::cuda::KType::BF16: {                                                     \
+      using T = __nv_bfloat16;                                                             \
+      __VA_ARGS__;                                                                         \
+      break;                                                                               \
+    }                                                                                      \
+    default:                                                                               \
+      throw ::ampwb::Error(std::string(name) + ": expected an FP32, FP16 or BF16 tensor"); \
   }

@@ -74,8 +74,7 @@ __global__ void relu_backward_16(const uint16_t* y, const uint16_t* dy, uint16_t
 }
 
 template <class T>
-__global__ void add_kernel(const T* a, Dims4 ad, const T* b, Dims4 bd, T* y, Dims4 yd, bool same_order,
-                           int64_t total) {
+__global__ void add_kernel(const T* a, Dims4 ad, const T* b, Dims4 bd, T* y, Dims4 yd, bool same_order, int64_t total) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     int64_t ia = i, ib = i;
     if (!same_order) {
@@ -91,8 +90,8 @@ __global__ void add_kernel(const T* a, Dims4 ad, const T* b, Dims4 bd, T* y, Dim
 // ---- Pooling --------------------------------------------------------------------------------------------------
 
 template <class T>
-__global__ void maxpool_forward_kernel(const T* x, Dims4 xd, T* y, Dims4 yd, uint8_t* argmax, int kernel,
-                                       int stride, int padding) {
+__global__ void maxpool_forward_kernel(const T* x, Dims4 xd, T* y, Dims4 yd, uint8_t* argmax, int kernel, int stride,
+                                       int padding) {
   const int64_t total = yd.numel();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     int64_t n, c, p, q;
@@ -268,7 +267,10 @@ __global__ void scale_and_check_kernel(const ScaleSegment* segments, int segment
     int lo = 0, hi = segment_count - 1;
     while (lo < hi) {
       const int mid = (lo + hi + 1) / 2;
-      if (segments[mid].first_chunk <= chunk) lo = mid; else hi = mid - 1;
+      if (segments[mid].first_chunk <= chunk)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     const ScaleSegment s = segments[lo];
     const int64_t begin = (chunk - s.first_chunk) * kScaleChunk;
@@ -317,13 +319,13 @@ void convert(const void* src, KType src_type, Dims4 src_dims, void* dst, KType d
     }
     if (size == 4)
       permute_kernel<<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const uint32_t*>(src), src_dims,
-                                                                   static_cast<uint32_t*>(dst), dst_dims, total);
+                                                                 static_cast<uint32_t*>(dst), dst_dims, total);
     else if (size == 2)
       permute_kernel<<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const uint16_t*>(src), src_dims,
-                                                                   static_cast<uint16_t*>(dst), dst_dims, total);
+                                                                 static_cast<uint16_t*>(dst), dst_dims, total);
     else
       permute_kernel<<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const uint8_t*>(src), src_dims,
-                                                                   static_cast<uint8_t*>(dst), dst_dims, total);
+                                                                 static_cast<uint8_t*>(dst), dst_dims, total);
     CUDA_CHECK_LAUNCH("permute_kernel");
     return;
   }
@@ -361,20 +363,19 @@ void relu_forward(const void* x, void* y, KType type, int64_t n, cudaStream_t st
   if (type == KType::F32)
     relu_forward_f32<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y), n);
   else
-    relu_forward_16<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(x),
-                                                            static_cast<uint16_t*>(y), n);
+    relu_forward_16<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y),
+                                                            n);
   CUDA_CHECK_LAUNCH("relu_forward");
 }
 
 void relu_backward(const void* y, const void* dy, void* dx, KType type, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   if (type == KType::F32)
-    relu_backward_f32<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(y),
-                                                              static_cast<const float*>(dy), static_cast<float*>(dx), n);
+    relu_backward_f32<<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const float*>(y), static_cast<const float*>(dy), static_cast<float*>(dx), n);
   else
-    relu_backward_16<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(y),
-                                                             static_cast<const uint16_t*>(dy),
-                                                             static_cast<uint16_t*>(dx), n);
+    relu_backward_16<<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const uint16_t*>(y), static_cast<const uint16_t*>(dy), static_cast<uint16_t*>(dx), n);
   CUDA_CHECK_LAUNCH("relu_backward");
 }
 
@@ -394,10 +395,10 @@ void maxpool_forward(const void* x, Dims4 x_dims, void* y, Dims4 y_dims, uint8_t
                      int stride, int padding, cudaStream_t stream) {
   const int64_t total = y_dims.numel();
   if (total == 0) return;
-  AMPWB_DISPATCH_FLOATING(type, "maxpool_forward",
-                          maxpool_forward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
-                              static_cast<const T*>(x), x_dims, static_cast<T*>(y), y_dims, argmax, kernel, stride,
-                              padding));
+  AMPWB_DISPATCH_FLOATING(
+      type, "maxpool_forward",
+      maxpool_forward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), x_dims, static_cast<T*>(y), y_dims, argmax, kernel, stride, padding));
   CUDA_CHECK_LAUNCH("maxpool_forward_kernel");
 }
 
@@ -405,10 +406,10 @@ void maxpool_backward(const void* dy, Dims4 y_dims, const uint8_t* argmax, void*
                       int kernel, int stride, int padding, cudaStream_t stream) {
   const int64_t total = x_dims.numel();
   if (total == 0) return;
-  AMPWB_DISPATCH_FLOATING(type, "maxpool_backward",
-                          maxpool_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
-                              static_cast<const T*>(dy), y_dims, argmax, static_cast<T*>(dx), x_dims, kernel, stride,
-                              padding));
+  AMPWB_DISPATCH_FLOATING(
+      type, "maxpool_backward",
+      maxpool_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+          static_cast<const T*>(dy), y_dims, argmax, static_cast<T*>(dx), x_dims, kernel, stride, padding));
   CUDA_CHECK_LAUNCH("maxpool_backward_kernel");
 }
 
@@ -450,9 +451,8 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N
   CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(LossResult), stream));
   if (N == 0) return;
   AMPWB_CHECK(N < (int64_t{1} << 31), "softmax_cross_entropy: batch of " << N << " rows");
-  softmax_cross_entropy_rows<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, labels, N, K,
-                                                                                label_smoothing, dlogits, row_loss,
-                                                                                result);
+  softmax_cross_entropy_rows<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, labels, N, K, label_smoothing,
+                                                                                dlogits, row_loss, result);
   CUDA_CHECK_LAUNCH("softmax_cross_entropy_rows");
   mean_of_rows<<<1, 1024, 0, stream>>>(row_loss, N, result);
   CUDA_CHECK_LAUNCH("mean_of_rows");
@@ -469,8 +469,8 @@ void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, flo
 void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
                  float step_size, float bias2_sqrt, float decay, float l2, cudaStream_t stream) {
   if (n == 0) return;
-  adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, beta1, beta2, eps, step_size, bias2_sqrt,
-                                                      decay, l2);
+  adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, beta1, beta2, eps, step_size, bias2_sqrt, decay,
+                                                      l2);
   CUDA_CHECK_LAUNCH("adam_kernel");
 }
 

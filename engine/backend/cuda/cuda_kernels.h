@@ -76,12 +76,12 @@ void column_sum(const void* dy, KType dy_type, int64_t rows, int64_t cols, void*
 int batchnorm_row_blocks(Dims4 dims, int sm_count);
 int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks);
 // mean and var (C) receive the batch mean and biased variance; running statistics as PyTorch (unbiased variance).
-void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma,
-                                const float* beta, float* mean, float* var, float* running_mean, float* running_var,
-                                float momentum, float eps, float* scratch, int row_blocks, cudaStream_t stream);
-void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma,
-                                 const float* beta, const float* running_mean, const float* running_var, float eps,
-                                 float* scratch, cudaStream_t stream);
+void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
+                                float* mean, float* var, float* running_mean, float* running_var, float momentum,
+                                float eps, float* scratch, int row_blocks, cudaStream_t stream);
+void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var, float eps, float* scratch,
+                                 cudaStream_t stream);
 void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dims4 dims, const float* gamma,
                         const float* mean, const float* var, float* dgamma, float* dbeta, float eps, float* scratch,
                         int row_blocks, cudaStream_t stream);
@@ -89,9 +89,9 @@ void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dim
 // ---- Loss ---------------------------------------------------------------------------------------------------------
 // What softmax_cross_entropy leaves in device memory for the host to read after one copy.
 struct LossResult {
-  double loss = 0;      // the mean over the batch
-  int bad_label = 0;    // 1 when a label was outside [0, K)
-  int label = 0;        // one such label
+  double loss = 0;    // the mean over the batch
+  int bad_label = 0;  // 1 when a label was outside [0, K)
+  int label = 0;      // one such label
 };
 // logits, dlogits (N,K) FP32; labels (N) I32; row_loss: N doubles of scratch. dlogits = d(mean loss)/d(logits).
 void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N, int64_t K, float label_smoothing,
@@ -113,7 +113,7 @@ struct ScaleSegment {
 inline constexpr int64_t kScaleChunk = 4096;
 struct ScaleResult {
   double sum_of_squares = 0;
-  int nonfinite = 0;       // set (atomicOr) by any block that saw inf or NaN
+  int nonfinite = 0;         // set (atomicOr) by any block that saw inf or NaN
   unsigned blocks_done = 0;  // the last block to finish sums the per-block partials in a fixed order
 };
 // segments: device array; partials: `blocks` doubles; result must be zeroed (cudaMemsetAsync) before the launch.

@@ -23,9 +23,9 @@ using ScratchFn = std::function<void*(size_t bytes)>;
 // ---- cuDNN convolutions -----------------------------------------------------------------------------------------
 
 enum class ConvMath {
-  Fp32,      // strict FP32: CUDNN_FMA_MATH, no TF32
-  Tf32,      // FP32 data on TF32 tensor cores: CUDNN_DEFAULT_MATH (cuDNN allows TF32 there on sm_80+)
-  TensorOp   // FP16 / BF16 data with FP32 accumulation: CUDNN_TENSOR_OP_MATH
+  Fp32,     // strict FP32: CUDNN_FMA_MATH, no TF32
+  Tf32,     // FP32 data on TF32 tensor cores: CUDNN_DEFAULT_MATH (cuDNN allows TF32 there on sm_80+)
+  TensorOp  // FP16 / BF16 data with FP32 accumulation: CUDNN_TENSOR_OP_MATH
 };
 
 // One convolution: x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q), all of one dtype, w in x's layout (NHWC: KRSC).

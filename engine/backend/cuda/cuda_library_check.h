@@ -32,16 +32,16 @@ namespace ampwb::cuda {
 
 }  // namespace ampwb::cuda
 
-#define CUDNN_CHECK(call)                                                            \
-  do {                                                                               \
-    const cudnnStatus_t ampwb_cudnn_status_ = (call);                                \
-    if (ampwb_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                 \
+#define CUDNN_CHECK(call)                                                               \
+  do {                                                                                  \
+    const cudnnStatus_t ampwb_cudnn_status_ = (call);                                   \
+    if (ampwb_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                    \
       ::ampwb::cuda::throw_cudnn_error(ampwb_cudnn_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
-#define CUBLAS_CHECK(call)                                                             \
-  do {                                                                                 \
-    const cublasStatus_t ampwb_cublas_status_ = (call);                                \
-    if (ampwb_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                 \
+#define CUBLAS_CHECK(call)                                                                \
+  do {                                                                                    \
+    const cublasStatus_t ampwb_cublas_status_ = (call);                                   \
+    if (ampwb_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                    \
       ::ampwb::cuda::throw_cublas_error(ampwb_cublas_status_, #call, __FILE__, __LINE__); \
   } while (0)

@@ -10,10 +10,14 @@ namespace ampwb::cuda {
 namespace {
 const char* type_text(cudaDataType_t t) {
   switch (t) {
-    case CUDA_R_32F: return "f32";
-    case CUDA_R_16F: return "f16";
-    case CUDA_R_16BF: return "bf16";
-    default: return "other";
+    case CUDA_R_32F:
+      return "f32";
+    case CUDA_R_16F:
+      return "f16";
+    case CUDA_R_16BF:
+      return "bf16";
+    default:
+      return "other";
   }
 }
 }  // namespace
@@ -21,8 +25,8 @@ const char* type_text(cudaDataType_t t) {
 std::string MatmulShape::key() const {
   std::ostringstream out;
   out << (trans_a ? 'T' : 'N') << (trans_b ? 'T' : 'N') << " m" << m << " n" << n << " k" << k << " lda" << lda
-    << " ldb" << ldb << " ldd" << ldd << ' ' << type_text(ab_type) << "->" << type_text(d_type)
-    << (compute == CUBLAS_COMPUTE_32F_FAST_TF32 ? " tf32" : " fp32-accumulate");
+      << " ldb" << ldb << " ldd" << ldd << ' ' << type_text(ab_type) << "->" << type_text(d_type)
+      << (compute == CUBLAS_COMPUTE_32F_FAST_TF32 ? " tf32" : " fp32-accumulate");
   return out.str();
 }
 
