@@ -122,6 +122,22 @@ TEST(Cli, TrainPrintsEpochsAndJsonSummary) {
   fs::remove_all(data);
 }
 
+TEST(Cli, TrainTellsWhatTheCpuMakesOfThePrecision) {
+  const fs::path data = make_stripes_folder("cli-notes", 10, 12);
+  const std::string train = "train --data '" + data.string() + "' --depth 20 --epochs 1 --batch-size 4 --threads 2";
+  const Result fp32 = run_ampwb(train + " --precision fp32");
+  EXPECT_EQ(fp32.status, 0) << fp32.output;
+  EXPECT_EQ(fp32.output.find("note:"), std::string::npos) << fp32.output;
+  const Result fp16 = run_ampwb(train + " --precision amp-fp16");
+  EXPECT_EQ(fp16.status, 0) << fp16.output;
+  EXPECT_NE(fp16.output.find("note:    FP16 is emulated on the CPU"), std::string::npos) << fp16.output;
+  const Result bf16 = run_ampwb(train + " --precision amp-bf16");
+  EXPECT_EQ(bf16.status, 0) << bf16.output;
+  const bool amx = bf16.output.find("avx512_core_amx") != std::string::npos;  // the ISA on the device line
+  EXPECT_EQ(bf16.output.find("has no AMX") == std::string::npos, amx) << bf16.output;
+  fs::remove_all(data);
+}
+
 TEST(Cli, BenchReportsThroughputAndMemoryAsJson) {
   const Result r =
       run_ampwb("bench --depth 20 --image-size 16 --batch-size 4 --steps 2 --warmup 1 --classes 10 --json");
