@@ -1,6 +1,6 @@
-// How much faster BF16 can be than FP32 on this CPU: the core's peak multiply-add rate in each
-// type, and the engine's own convolutions (oneDNN) on ResNet-18's shapes in each type, alternated
-// round by round, medians. usage: ampwb_conv_dtypes [THREADS] [ROUNDS]
+// How much faster BF16 can be than FP32 on this CPU: the cores' peak multiply-add rate in each type, and the
+// engine's own convolutions (oneDNN) on ResNet-18's shapes in each type, alternated round by round, medians.
+// usage: ampwb_conv_dtypes [THREADS] [ROUNDS]
 #include <immintrin.h>
 
 #include <algorithm>
