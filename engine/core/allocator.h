@@ -27,19 +27,42 @@ class Allocator {
   virtual void empty_cache() = 0;  // returns cached blocks to the system
 };
 
-class CpuCachingAllocator final : public Allocator {
+// Caches freed blocks by rounded size and hands them out again; counts live, peak and cached bytes. A subclass says
+// only how blocks come from and go back to its device. When the device is out of memory the cache is emptied and
+// the allocation tried once more before the subclass reports the failure.
+class CachingAllocator : public Allocator {
  public:
-  ~CpuCachingAllocator() override;
-  void* allocate(size_t bytes) override;
-  void release(void* ptr, size_t bytes) override;
-  MemoryStats stats() const override;
-  void reset_peak() override;
-  void empty_cache() override;
+  explicit CachingAllocator(size_t alignment) : alignment_(alignment) {}
+  void* allocate(size_t bytes) final;
+  void release(void* ptr, size_t bytes) final;
+  MemoryStats stats() const final;
+  void reset_peak() final;
+  void empty_cache() final;  // subclasses call it from their destructors: live blocks belong to their tensors
+
+ protected:
+  virtual void* device_allocate(size_t bytes) = 0;  // nullptr when out of memory; throws on other failures
+  virtual void device_free(const std::vector<void*>& blocks) = 0;
+  [[noreturn]] virtual void out_of_memory(size_t bytes, const MemoryStats& stats) = 0;
 
  private:
+  size_t round_up(size_t bytes) const;
+  void empty_cache_locked();
+
+  const size_t alignment_;
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // rounded size -> blocks
   MemoryStats stats_;
+};
+
+class CpuCachingAllocator final : public CachingAllocator {
+ public:
+  CpuCachingAllocator() : CachingAllocator(64) {}  // a cache line; what AVX-512 loads like
+  ~CpuCachingAllocator() override { empty_cache(); }
+
+ private:
+  void* device_allocate(size_t bytes) override;
+  void device_free(const std::vector<void*>& blocks) override;
+  [[noreturn]] void out_of_memory(size_t bytes, const MemoryStats& stats) override;
 };
 
 Allocator& cpu_allocator();

@@ -12,34 +12,26 @@
 // Plain C++ header (no CUDA headers): tensor.cpp includes it to register the allocator for CUDA devices.
 #pragma once
 
-#include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "core/allocator.h"
 
 namespace ampwb {
 
-class CudaCachingAllocator final : public Allocator {
+class CudaCachingAllocator final : public CachingAllocator {
  public:
-  explicit CudaCachingAllocator(int device_index);
-  ~CudaCachingAllocator() override;  // returns the cached blocks (live blocks belong to their tensors)
-  void* allocate(size_t bytes) override;
-  void release(void* ptr, size_t bytes) override;
-  MemoryStats stats() const override;
-  void reset_peak() override;
-  void empty_cache() override;
+  explicit CudaCachingAllocator(int device_index) : CachingAllocator(kAlignment), device_(device_index) {}
+  ~CudaCachingAllocator() override { empty_cache(); }
   int device_index() const { return device_; }
 
   static constexpr size_t kAlignment = 512;  // cudaMalloc gives 256; 512 keeps every tensor vector-load aligned
 
  private:
-  void free_cached_locked();  // needs mutex_ held
+  void* device_allocate(size_t bytes) override;
+  void device_free(const std::vector<void*>& blocks) override;
+  [[noreturn]] void out_of_memory(size_t bytes, const MemoryStats& stats) override;
 
   int device_;
-  mutable std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // rounded size -> blocks
-  MemoryStats stats_;
 };
 
 // The allocator of cuda:index (created on first use, never destroyed: tensors may outlive main).
