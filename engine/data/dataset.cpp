@@ -287,6 +287,24 @@ struct IdxFiles {
   std::string images, labels;
 };
 
+// A decoded in-memory dataset (IDX, CIFAR-10) as the pools of indices into its pixels: the first n_train images
+// train, the rest validate. pools.class_names must be set.
+void adopt_in_memory(PixelImages&& images, int64_t n_train, DatasetData& data, Pools& pools) {
+  const size_t n_classes = pools.class_names.size();
+  pools.train.assign(n_classes, {});
+  pools.validation.assign(n_classes, {});
+  for (int64_t i = 0; i < images.count(); ++i)
+    (i < n_train ? pools.train : pools.validation)[static_cast<size_t>(images.labels[static_cast<size_t>(i)])]
+        .push_back(i);
+  data.in_memory = true;
+  data.pixel_height = images.height;
+  data.pixel_width = images.width;
+  data.pixel_channels = images.channels;
+  data.planar = images.planar;
+  data.pixels = std::move(images.pixels);
+  pools.content_hash = images.content_hash;
+}
+
 bool scan_idx(const std::string& root, DatasetData& data, Pools& pools) {
   std::vector<std::string> names;
   std::string reason;
@@ -399,19 +417,7 @@ bool scan_idx(const std::string& root, DatasetData& data, Pools& pools) {
   for (int c = 0; c < n_classes; ++c)
     pools.class_names.push_back(fashion ? fashion_mnist_class_names()[static_cast<size_t>(c)] : std::to_string(c));
   if (fashion) rep.notes.push_back("class names: Fashion-MNIST's (the folder name says fashion)");
-  pools.train.assign(static_cast<size_t>(n_classes), {});
-  pools.validation.assign(static_cast<size_t>(n_classes), {});
-  for (int64_t i = 0; i < images.count(); ++i)
-    (i < n_train ? pools.train : pools.validation)[static_cast<size_t>(images.labels[static_cast<size_t>(i)])]
-        .push_back(i);
-
-  data.in_memory = true;
-  data.pixel_height = images.height;
-  data.pixel_width = images.width;
-  data.pixel_channels = images.channels;
-  data.planar = images.planar;
-  data.pixels = std::move(images.pixels);
-  pools.content_hash = images.content_hash;
+  adopt_in_memory(std::move(images), n_train, data, pools);
   return true;
 }
 
@@ -481,19 +487,7 @@ bool scan_cifar(const std::string& root_in, DatasetData& data, Pools& pools) {
   const int n_classes = std::max<int>(max_label + 1, static_cast<int>(meta.size()));
   for (int c = 0; c < n_classes; ++c)
     pools.class_names.push_back(c < static_cast<int>(meta.size()) ? meta[static_cast<size_t>(c)] : std::to_string(c));
-  pools.train.assign(static_cast<size_t>(n_classes), {});
-  pools.validation.assign(static_cast<size_t>(n_classes), {});
-  for (int64_t i = 0; i < images.count(); ++i)
-    (i < n_train ? pools.train : pools.validation)[static_cast<size_t>(images.labels[static_cast<size_t>(i)])]
-        .push_back(i);
-
-  data.in_memory = true;
-  data.pixel_height = images.height;
-  data.pixel_width = images.width;
-  data.pixel_channels = images.channels;
-  data.planar = images.planar;
-  data.pixels = std::move(images.pixels);
-  pools.content_hash = images.content_hash;
+  adopt_in_memory(std::move(images), n_train, data, pools);
   return true;
 }
 
