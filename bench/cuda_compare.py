@@ -47,12 +47,10 @@ import subprocess
 import sys
 import time
 
+from compare_pytorch import BenchError, require, run_json  # the driver helpers, beside this file
+
 MODES = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
 DEFAULT_CONFIGS = ["50:224:256", "18:224:256"]
-
-
-class BenchError(Exception):
-    pass
 
 
 # ---- The PyTorch side (run in its own process: `cuda_compare.py --worker ...`) ------------------------------------
@@ -138,38 +136,6 @@ def pytorch_worker(args):
 
 
 # ---- The driver -------------------------------------------------------------------------------------------------
-
-def run_json(cmd, timeout):
-    """Run cmd, return the JSON object on the last JSON line of its stdout."""
-    printable = " ".join(f"'{c}'" if " " in c else c for c in cmd)
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        raise BenchError(f"cannot run {printable}: {cmd[0]} not found")
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"timed out after {timeout}s: {printable}")
-    if proc.returncode != 0:
-        raise BenchError(f"command failed with exit status {proc.returncode}: {printable}\n"
-                         f"--- stderr ---\n{proc.stderr.strip()[-4000:]}\n"
-                         f"--- stdout ---\n{proc.stdout.strip()[-2000:]}")
-    for line in reversed(proc.stdout.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except json.JSONDecodeError:
-                continue
-    raise BenchError(f"no JSON line in the output of {printable}\n"
-                     f"--- stdout ---\n{proc.stdout.strip()[-2000:]}\n"
-                     f"--- stderr ---\n{proc.stderr.strip()[-2000:]}")
-
-
-def require(result, keys, who):
-    missing = [k for k in keys if k not in result]
-    if missing:
-        raise BenchError(f"{who} JSON lacks key(s) {', '.join(missing)}: {json.dumps(result)}")
-    return result
-
 
 def ours_cmd(args, depth, size, batch, mode):
     return [args.ampwb, "bench", "--device", args.device, "--depth", str(depth), "--image-size", str(size),
