@@ -318,7 +318,8 @@ TEST(StoreCli, TwoTrainingsAndEditsShareOneFileWithoutLockErrors) {
   const std::string db = dir.file("runs.sqlite");
   ASSERT_EQ(ampwb({"runs", "--db", db}).status, 0);  // no store yet: an empty list, nothing created
   EXPECT_FALSE(fs::exists(db));
-  std::vector<std::string> a = tiny_training(db, 30, 3), b = tiny_training(db, 30, 3);
+  const int epochs = 80;  // long enough for two rounds of edits to overlap the trainings on a quiet machine
+  std::vector<std::string> a = tiny_training(db, epochs, 3), b = tiny_training(db, epochs, 3);
   a.insert(a.begin(), AMPWB_BINARY);
   b.insert(b.begin(), AMPWB_BINARY);
   // One thread each: two OpenMP teams spinning on 2 shared cores would make this test crawl.
@@ -361,7 +362,7 @@ TEST(StoreCli, TwoTrainingsAndEditsShareOneFileWithoutLockErrors) {
   EXPECT_EQ(runs[0].tags, (std::vector<std::string>{"t0", "t1"}));
   for (const RunRecord& r : runs) {
     EXPECT_EQ(r.status, RunStatus::Finished) << r.name << ": " << r.end_reason;
-    EXPECT_EQ(store.epochs(r.id).size(), 30u);
+    EXPECT_EQ(store.epochs(r.id).size(), static_cast<size_t>(epochs));
   }
 }
 

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 namespace ampwb {
 namespace {
@@ -248,6 +250,21 @@ std::string join(const std::vector<std::string>& items, size_t max_items) {
   if (items.size() > max_items) out += ", ...";
   return out;
 }
+
+// WAL, so that readers never block the writer. Switching a new file to WAL needs it to itself, and SQLite answers
+// BUSY at once rather than waiting: two processes creating one store at the same moment retry for the busy timeout.
+void enable_wal(SqliteDb& db) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (;;) {
+    try {
+      SqliteStatement(db, "PRAGMA journal_mode = WAL").run();
+      return;
+    } catch (const StoreError& e) {
+      if (e.sqlite_code() != SQLITE_BUSY || std::chrono::steady_clock::now() > give_up) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
 }  // namespace
 
 void RunStore::open_checked(const std::string& path, Mode mode) {
@@ -294,8 +311,7 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
                        " and is read-only here: open it once with write access to upgrade it");
     return;
   }
-  SqliteStatement wal(*db_, "PRAGMA journal_mode = WAL");  // readers never block the writer
-  wal.run();
+  enable_wal(*db_);
   db_->exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON");
   migrate();
   interrupted_on_open_ = recover_abandoned_runs();
