@@ -26,16 +26,18 @@ int bench_command(Args& args) {
     std::printf(
         "{\"framework\": \"ampwb\", \"version\": %s, \"device\": %s, \"model\": %s, \"depth\": %d, "
         "\"image_size\": %d, \"batch_size\": %d, \"precision\": %s, \"steps\": %d, \"step_ms_median\": %.4f, "
-        "\"images_per_second\": %.4f, \"peak_bytes\": %zu, \"max_rss_bytes\": %zu}\n",
+        "\"images_per_second\": %.4f, \"peak_bytes\": %zu, \"max_rss_bytes\": %zu, \"compute\": %s}\n",
         json_string(AMPWB_VERSION).c_str(), json_string(r.backend_description).c_str(),
         json_string(r.model_summary).c_str(), c.depth, c.image_size, c.batch_size, json_string(c.precision).c_str(),
-        c.steps, r.step_ms_median, r.images_per_second, r.peak_bytes, r.max_rss_bytes);
+        c.steps, r.step_ms_median, r.images_per_second, r.peak_bytes, r.max_rss_bytes, json_string(r.compute).c_str());
   } else {
     std::printf(
         "%s on %s\n%s, batch %d, %d px: median step %.1f ms, %.1f images/s, peak tensors %.1f MiB, max RSS "
         "%.1f MiB\n",
         r.model_summary.c_str(), r.backend_description.c_str(), c.precision.c_str(), c.batch_size, c.image_size,
         r.step_ms_median, r.images_per_second, r.peak_bytes / 1048576.0, r.max_rss_bytes / 1048576.0);
+    if (!r.compute.empty()) std::printf("compute: %s\n", r.compute.c_str());
+    for (const std::string& note : r.notes) std::printf("note:    %s\n", note.c_str());
   }
   return 0;
 }

@@ -89,6 +89,7 @@ class ConsoleObserver : public TrainObserver {
                 static_cast<long long>(info.train_images), static_cast<long long>(info.validation_images),
                 info.class_names.size(), info.dataset_layout.c_str(), info.image_size);
     std::printf("model:   %s\ndevice:  %s\n", info.model_summary.c_str(), info.backend_description.c_str());
+    if (!info.compute.empty()) std::printf("compute: %s\n", info.compute.c_str());
     for (const std::string& note : info.notes) std::printf("note:    %s\n", note.c_str());
     std::fflush(stdout);
   }

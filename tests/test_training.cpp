@@ -10,6 +10,7 @@
 
 #include <fstream>
 
+#include "backend/cpu/cpu_backend.h"
 #include "image_folder_util.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -133,8 +134,16 @@ TEST(Cli, TrainTellsWhatTheCpuMakesOfThePrecision) {
   EXPECT_NE(fp16.output.find("note:    FP16 is emulated on the CPU"), std::string::npos) << fp16.output;
   const Result bf16 = run_ampwb(train + " --precision amp-bf16");
   EXPECT_EQ(bf16.status, 0) << bf16.output;
-  const bool amx = bf16.output.find("avx512_core_amx") != std::string::npos;  // the ISA on the device line
-  EXPECT_EQ(bf16.output.find("has no AMX") == std::string::npos, amx) << bf16.output;
+  // What computes BF16 is what oneDNN answers on this CPU (the child sees the same ONEDNN_MAX_CPU_ISA).
+  const ComputeSupport expected = CpuBackend().capabilities().bf16;
+  EXPECT_NE(bf16.output.find("compute: BF16: " + expected.how), std::string::npos) << bf16.output;
+  EXPECT_EQ(bf16.output.find("note:    BF16 on this CPU") != std::string::npos,
+            !expected.native || (expected.speed_vs_fp32 > 0 && expected.speed_vs_fp32 < 2))
+      << bf16.output;
+  const Result bench = run_ampwb(
+      "bench --depth 20 --image-size 16 --batch-size 4 --steps 1 --warmup 0 --classes 4 --precision amp-bf16 --json");
+  EXPECT_EQ(bench.status, 0) << bench.output;
+  EXPECT_NE(bench.output.find("\"compute\": \"BF16: " + expected.how), std::string::npos) << bench.output;
   fs::remove_all(data);
 }
 

@@ -4,11 +4,13 @@
 // and a precision sweep queued through the window that opens its comparison when done.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QtTest>
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/cpu_backend.h"
 #include "chart_panel.h"
 #include "compare_model.h"
 #include "compare_view.h"
@@ -16,6 +18,7 @@
 #include "metric_chart.h"
 #include "runs_model.h"
 #include "runs_view.h"
+#include "sweep_dialog.h"
 #include "test_ui_util.h"
 
 namespace ampwb::ui::test {
@@ -178,6 +181,24 @@ class CompareRuns : public QObject {
     const TrainConfig noscale = nlohmann::json::parse(store.run(ids[2]).config_json).get<TrainConfig>();
     QCOMPARE(noscale.precision.loss_scale.kind, std::string("off"));
     QCOMPARE(w.compare_view()->table_model()->value("precision.loss_scale.kind", 2), QString("off"));
+  }
+
+  void sweep_dialog_says_what_computes_each_mode_on_the_device() {
+    const CpuBackend cpu;
+    const Capabilities caps = cpu.capabilities();
+    SweepDialog dialog(tiny_config(data_), caps, "cpu");
+    auto* tf32 = dialog.findChild<QCheckBox*>("variant-tf32");
+    QVERIFY(tf32);
+    QVERIFY(!tf32->isEnabled());
+    QVERIFY2(tf32->toolTip().contains("tensor-core format of NVIDIA GPUs"), qPrintable(tf32->toolTip()));
+    auto* device = dialog.findChild<QLabel*>("sweepDevice");
+    QVERIFY(device);
+    // The default variants include amp-bf16 and amp-fp16: the text names what computes each, as oneDNN answers.
+    QVERIFY2(device->text().contains(QString::fromStdString("amp-bf16: BF16: " + caps.bf16.how)),
+             qPrintable(device->text()));
+    QVERIFY2(device->text().contains("amp-fp16: FP16: emulated by the engine"), qPrintable(device->text()));
+    dialog.findChild<QCheckBox*>("variant-amp-bf16")->setChecked(false);
+    QVERIFY2(!device->text().contains("amp-bf16"), qPrintable(device->text()));
   }
 
   void seed_article_preset() {

@@ -31,9 +31,6 @@
 #include "runs_view.h"
 #include "store/csv_export.h"
 #include "sweep_dialog.h"
-#ifdef AMPWB_HAVE_CUDA
-#include "backend/cuda/cuda_device.h"
-#endif
 
 namespace ampwb::ui {
 namespace {
@@ -49,14 +46,6 @@ QString epoch_line(const EpochReport& e, int epochs) {
       .arg(e.seconds, 0, 'f', 1)
       .arg(e.images_per_second, 0, 'f', 0)
       .arg(e.skipped_steps ? QObject::tr(", %1 skipped steps").arg(e.skipped_steps) : QString());
-}
-
-bool has_cuda() {
-#ifdef AMPWB_HAVE_CUDA
-  return !cuda_devices().empty();
-#else
-  return false;
-#endif
 }
 
 }  // namespace
@@ -350,7 +339,15 @@ void MainWindow::stop_training() {
 
 void MainWindow::show_sweep_dialog(bool seed_article_preset) {
   if (session_->running()) return;
-  SweepDialog dialog(setup_->config(), has_cuda(), this);
+  const TrainConfig base = setup_->config();
+  Capabilities caps;
+  try {
+    caps = make_backend(base.device, {base.threads})->capabilities();
+  } catch (const Error& e) {
+    QMessageBox::warning(this, tr("Precision sweep"), QString::fromStdString(e.what()));
+    return;
+  }
+  SweepDialog dialog(base, caps, base.device.starts_with("cuda") ? "cuda" : "cpu", this);
   if (seed_article_preset) dialog.apply_seed_article_preset();
   if (dialog.exec() != QDialog::Accepted) return;
   const auto variants = dialog.chosen();

@@ -17,6 +17,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -27,6 +28,7 @@
 #include "core/error.h"
 #include "models/resnet.h"
 #include "precision_modes.h"
+#include "train/precision_support.h"
 #ifdef AMPWB_HAVE_CUDA
 #include "backend/cuda/cuda_device.h"
 #endif
@@ -198,6 +200,8 @@ QWidget* RunSetupPanel::build_model_group() {
   form->addRow(tr("Precision"), precision_);
   form->addRow(precision_help_);
   form->addRow(tr("Device"), device_);
+  connect(device_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_precision_for_device);
+  update_precision_for_device();
   return group;
 }
 
@@ -321,8 +325,43 @@ QWidget* RunSetupPanel::build_advanced_group() {
 }
 
 void RunSetupPanel::update_precision_help() {
-  const PrecisionModeInfo* m = find_precision_mode(precision_->currentData().toString().toStdString());
-  precision_help_->setText(m ? QString::fromUtf8(m->explain) : QString());
+  const std::string mode = precision_->currentData().toString().toStdString();
+  const PrecisionModeInfo* m = find_precision_mode(mode);
+  QString text = m ? QString::fromUtf8(m->explain) : QString();
+  const std::string device = device_->currentData().toString().toStdString();
+  const ModeSupport support =
+      mode_support(mode, device_capabilities(device), device.starts_with("cuda") ? "cuda" : "cpu");
+  if (!support.compute.empty()) text += "\n" + tr("Here: %1").arg(QString::fromStdString(support.compute));
+  precision_help_->setText(text);
+}
+
+const Capabilities& RunSetupPanel::device_capabilities(const std::string& device) {
+  auto it = capabilities_.find(device);
+  if (it == capabilities_.end()) {
+    Capabilities caps;
+    try {
+      caps = make_backend(device)->capabilities();
+    } catch (const Error& e) {  // a GPU that cannot be used: nothing but FP32 is offered, with the reason
+      caps.device_name = device;
+      caps.fp16.how = caps.bf16.how = caps.tf32.how = e.what();
+    }
+    it = capabilities_.emplace(device, caps).first;
+  }
+  return it->second;
+}
+
+void RunSetupPanel::update_precision_for_device() {
+  const std::string device = device_->currentData().toString().toStdString();
+  const Capabilities& caps = device_capabilities(device);
+  auto* items = qobject_cast<QStandardItemModel*>(precision_->model());
+  for (int i = 0; i < precision_->count(); ++i) {
+    const ModeSupport support = mode_support(precision_->itemData(i).toString().toStdString(), caps,
+                                             device.starts_with("cuda") ? "cuda" : "cpu");
+    items->item(i)->setEnabled(support.supported);
+    precision_->setItemData(i, support.supported ? QString() : QString::fromStdString(support.reason), Qt::ToolTipRole);
+  }
+  if (!items->item(precision_->currentIndex())->isEnabled()) precision_->setCurrentIndex(precision_->findData("fp32"));
+  update_precision_help();
 }
 
 void RunSetupPanel::apply_scaler_preset() {

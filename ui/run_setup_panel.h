@@ -3,8 +3,11 @@
 // behind "Advanced". Settings are remembered (QSettings); on first launch the built-in sample is preselected.
 #pragma once
 
+#include <map>
+
 #include <QWidget>
 
+#include "backend/backend.h"
 #include "dataset_inspector.h"
 #include "train/config.h"
 
@@ -57,6 +60,9 @@ class RunSetupPanel : public QWidget {
   void request_inspection();
   void show_inspection(const InspectResult& result);
   void update_precision_help();
+  // Enables the precision modes the chosen device can run (the others say why) and explains the chosen one there.
+  void update_precision_for_device();
+  const Capabilities& device_capabilities(const std::string& device);
   void apply_scaler_preset();
 
   DatasetInspector inspector_;
@@ -71,6 +77,7 @@ class RunSetupPanel : public QWidget {
   QComboBox* depth_ = nullptr;
   QComboBox* precision_ = nullptr;
   QLabel* precision_help_ = nullptr;
+  std::map<std::string, Capabilities> capabilities_;  // per device, asked once
   QComboBox* device_ = nullptr;
   // Training
   QSpinBox* epochs_ = nullptr;

@@ -7,10 +7,15 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QVBoxLayout>
+#include <algorithm>
+
+#include "train/precision_support.h"
 
 namespace ampwb::ui {
 
-SweepDialog::SweepDialog(const TrainConfig& base, bool has_cuda, QWidget* parent) : QDialog(parent), base_(base) {
+SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, const std::string& device_kind,
+                         QWidget* parent)
+    : QDialog(parent), base_(base), caps_(caps), device_kind_(device_kind) {
   setWindowTitle(tr("Precision sweep"));
   setObjectName("sweepDialog");
   auto* layout = new QVBoxLayout(this);
@@ -26,12 +31,14 @@ SweepDialog::SweepDialog(const TrainConfig& base, bool has_cuda, QWidget* parent
     auto* box = new QCheckBox(QString::fromStdString(v.label));
     box->setObjectName(QString::fromStdString("variant-" + v.key));
     if (const PrecisionModeInfo* m = find_precision_mode(v.mode)) box->setToolTip(QString::fromUtf8(m->explain));
-    if (v.cuda_only && !has_cuda) {
+    const ModeSupport support = mode_support(v.mode, caps_, device_kind_);
+    if (!support.supported) {
       box->setEnabled(false);
-      box->setToolTip(tr("needs a CUDA GPU"));
+      box->setToolTip(QString::fromStdString(support.reason));
     }
     box->setChecked(v.key == "fp32" || v.key == "amp-fp16" || v.key == "amp-bf16" || v.key == "amp-fp16-noscale" ||
                     v.key == "fp16-pure");
+    connect(box, &QCheckBox::toggled, this, &SweepDialog::describe_device);
     gl->addWidget(box);
     boxes_.emplace_back(box, v);
   }
@@ -41,6 +48,11 @@ SweepDialog::SweepDialog(const TrainConfig& base, bool has_cuda, QWidget* parent
   base_text_->setWordWrap(true);
   base_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(base_text_);
+  device_text_ = new QLabel;
+  device_text_->setObjectName("sweepDevice");
+  device_text_->setWordWrap(true);
+  device_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(device_text_);
 
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
   buttons->button(QDialogButtonBox::Ok)->setText(tr("Queue the runs"));
@@ -52,6 +64,7 @@ SweepDialog::SweepDialog(const TrainConfig& base, bool has_cuda, QWidget* parent
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
   layout->addWidget(buttons);
   describe_base();
+  describe_device();
 }
 
 void SweepDialog::apply_seed_article_preset() {
@@ -94,6 +107,22 @@ void SweepDialog::describe_base() {
           .arg(c.seed)
           .arg(QString::fromStdString(c.data_dir))
           .arg(c.data.max_train_images ? tr(" (first %1 training images)").arg(c.data.max_train_images) : QString()));
+}
+
+// What computes each chosen mode on the device, and the notes its runs will carry, before anything starts.
+void SweepDialog::describe_device() {
+  QStringList lines{
+      tr("On %1 (%2):").arg(QString::fromStdString(caps_.device_name), QString::fromStdString(caps_.isa))};
+  std::vector<std::string> said;
+  for (const SweepVariant& v : chosen()) {
+    if (std::find(said.begin(), said.end(), v.mode) != said.end()) continue;
+    said.push_back(v.mode);
+    const ModeSupport support = mode_support(v.mode, caps_, device_kind_);
+    if (support.compute.empty()) continue;
+    lines << QStringLiteral("• %1: %2").arg(QString::fromStdString(v.mode), QString::fromStdString(support.compute));
+    for (const std::string& note : support.notes) lines << QStringLiteral("   %1").arg(QString::fromStdString(note));
+  }
+  device_text_->setText(lines.join('\n'));
 }
 
 }  // namespace ampwb::ui

@@ -5,6 +5,7 @@
 #include <QDialog>
 #include <vector>
 
+#include "backend/backend.h"
 #include "precision_modes.h"
 #include "train/config.h"
 
@@ -16,7 +17,10 @@ namespace ampwb::ui {
 class SweepDialog : public QDialog {
   Q_OBJECT
  public:
-  SweepDialog(const TrainConfig& base, bool has_cuda, QWidget* parent = nullptr);
+  // `caps`: the capabilities of the device the runs will use (base.device), of kind "cpu" or "cuda": variants it
+  // cannot run are disabled with the reason, and what computes each chosen mode there is said before it starts.
+  SweepDialog(const TrainConfig& base, const Capabilities& caps, const std::string& device_kind,
+              QWidget* parent = nullptr);
 
   void apply_seed_article_preset();
   std::vector<SweepVariant> chosen() const;
@@ -24,9 +28,13 @@ class SweepDialog : public QDialog {
 
  private:
   void describe_base();
+  void describe_device();
   TrainConfig base_;
+  Capabilities caps_;
+  std::string device_kind_;
   std::vector<std::pair<QCheckBox*, SweepVariant>> boxes_;
   QLabel* base_text_ = nullptr;
+  QLabel* device_text_ = nullptr;
 };
 
 }  // namespace ampwb::ui

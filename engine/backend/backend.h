@@ -50,12 +50,29 @@ struct ScaleCheck {
   double sum_of_squares = 0;
 };
 
+// How a backend computes in one number format, asked once per backend: the trainer, `ampwb bench`, the CLI and
+// the GUI read this rather than checking devices and instruction sets themselves.
+struct ComputeSupport {
+  bool available = false;    // training in this format is possible here
+  bool native = false;       // the hardware computes in it (else emulated: its values, FP32 arithmetic)
+  std::string how;           // in words; when unavailable, the reason
+  double speed_vs_fp32 = 0;  // a training step's speed against FP32 on such hardware, measured; 0 if unknown
+  std::string speed_source;  // where that figure was measured
+};
+struct Capabilities {
+  std::string device_name;  // the CPU's model or the GPU's name
+  std::string isa;          // the CPU instruction set oneDNN uses, or the GPU's compute capability ("sm_90")
+  size_t memory_bytes = 0;  // device memory (the CPU's: physical RAM)
+  ComputeSupport fp16, bf16, tf32;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual std::string description() const = 0;  // e.g. "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads)"
   virtual bool supports(Op op, DType dtype) const = 0;
+  virtual Capabilities capabilities() const = 0;
 
   // x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q)
   virtual void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) = 0;
@@ -92,7 +109,8 @@ class Backend {
 };
 
 struct BackendOptions {
-  int threads = 0;  // CPU worker threads; 0 = all cores
+  int threads = 0;            // CPU worker threads; 0 = all cores
+  bool emulate_bf16 = false;  // CPU: BF16 in FP32 primitives even where oneDNN has BF16 ones (tests, benchmarks)
 };
 
 // "cpu", "cuda", "cuda:N", or "auto" (a CUDA GPU when one is usable, else the CPU).

@@ -378,6 +378,7 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
   nlohmann::json config_json = config;
   nlohmann::json info_json = {{"model", info.model_summary},
                               {"precision", info.precision_summary},
+                              {"compute", info.compute},
                               {"image_size", info.image_size},
                               {"train_images", info.train_images},
                               {"validation_images", info.validation_images},

@@ -9,6 +9,7 @@
 #include "amp/mixed_precision.h"
 #include "core/error.h"
 #include "train/config.h"
+#include "train/precision_support.h"
 
 namespace ampwb {
 
@@ -18,8 +19,9 @@ BenchResult run_benchmark(const BenchConfig& config) {
   auto backend = make_backend(config.device, {config.threads});
   Rng rng(config.seed);
   const PrecisionConfig precision = precision_preset(config.precision);
-  AMPWB_CHECK(!(backend->device().is_cpu() && config.precision == "tf32"),
-              "precision tf32 is a CUDA tensor-core mode; on the CPU choose fp32 or amp-bf16");
+  const ModeSupport support =
+      mode_support(config.precision, backend->capabilities(), backend->device().is_cpu() ? "cpu" : "cuda");
+  if (!support.supported) throw Error(support.reason);
   ResNet model(*backend, {config.depth, config.num_classes, 3, config.image_size, config.stem}, rng);
   auto optimizer = make_optimizer(*backend, {"sgd", 0.9f});
   const PrecisionPolicy policy(precision);
@@ -36,6 +38,8 @@ BenchResult run_benchmark(const BenchConfig& config) {
   BenchResult result;
   result.backend_description = backend->description();
   result.model_summary = model.summary();
+  result.compute = support.compute;
+  result.notes = support.notes;
   for (int i = 0; i < config.warmup; ++i) step.run(images, labels, 0.01f);
   allocator_for(Device::cpu()).reset_peak();
   for (int i = 0; i < config.steps; ++i) {

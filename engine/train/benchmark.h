@@ -25,7 +25,9 @@ struct BenchConfig {
 
 struct BenchResult {
   std::string backend_description, model_summary;
-  std::vector<double> step_ms;  // every timed step
+  std::string compute;             // what computes the mode's low-precision ops (precision_support.h)
+  std::vector<std::string> notes;  // advice, as `ampwb train` prints it
+  std::vector<double> step_ms;     // every timed step
   double step_ms_median = 0, images_per_second = 0;
   size_t peak_bytes = 0;     // tensor bytes held at once during the timed steps (weights and state included)
   size_t max_rss_bytes = 0;  // the process's maximum resident set

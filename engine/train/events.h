@@ -15,6 +15,7 @@ struct RunInfo {
   std::string model_summary;
   std::string backend_description;  // device, library versions, ISA or GPU name
   std::string precision_summary;    // the resolved policy, e.g. "amp-fp16: conv/linear in f16, ..."
+  std::string compute;              // what computes the low-precision ops here, e.g. "BF16: native on AMX tiles (...)"
   int image_size = 0;
   int64_t train_images = 0, validation_images = 0;
   std::vector<std::string> class_names;

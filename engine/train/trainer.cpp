@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <optional>
 
-#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
@@ -121,26 +120,11 @@ bool Trainer::wait_while_paused() {
   return !stop_ && !cancel_;
 }
 
-std::vector<std::string> Trainer::check_precision(const Backend& backend) const {
+ModeSupport Trainer::check_precision(const Backend& backend) const {
   const std::string& mode = config_.precision.mode;
-  std::vector<std::string> notes;
-  if (backend.device().is_cpu()) {
-    AMPWB_CHECK(mode != "tf32",
-                "precision tf32 is a CUDA tensor-core mode; on the CPU it would be fp32 under "
-                "another name (choose fp32, or amp-bf16 for the CPU's low-precision path)");
-    const auto& cpu = static_cast<const CpuBackend&>(backend);
-    if (mode == "amp-bf16" && cpu.isa() != "avx512_core_amx")
-      notes.push_back("this CPU (" + cpu.isa() + ") has no AMX: " +
-                      (cpu.isa() == "avx512_core_bf16"
-                           ? std::string("BF16 multiply-adds run at 2x FP32's rate here (AMX would do far more), so "
-                                         "expect about 1.5-1.8x FP32's training speed")
-                           : std::string("BF16 is emulated by oneDNN and about 2x slower than FP32")));
-    if (mode == "amp-fp16" || mode == "fp16-o2" || mode == "fp16-pure")
-      notes.push_back(
-          "FP16 is emulated on the CPU (FP16 storage and range, FP32 accumulation): faithful "
-          "numerics, slower than FP32; its speed belongs to GPUs");
-  }
-  return notes;
+  ModeSupport support = mode_support(mode, backend.capabilities(), backend.device().is_cpu() ? "cpu" : "cuda");
+  if (!support.supported) throw Error(support.reason);
+  return support;
 }
 
 std::string Trainer::checkpoint_path() const {
@@ -225,7 +209,7 @@ RunEnd Trainer::train() {
   const Report report{observer_};
   const auto run_start = Clock::now();
   auto backend = make_backend(config.device, {config.threads});
-  const std::vector<std::string> notes = check_precision(*backend);
+  const ModeSupport precision = check_precision(*backend);
   const Dataset dataset =
       Dataset::open(config.data_dir, {config.data.validation_fraction, config.seed, config.data.max_train_images, ""});
   const int image_size = config.image_size > 0 ? config.image_size : std::min(224, dataset.native_image_size());
@@ -279,7 +263,8 @@ RunEnd Trainer::train() {
   info.dataset_report = dataset.report().to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   info.steps_per_epoch = steps_per_epoch;
   info.first_epoch = at.epoch;
-  info.notes = notes;
+  info.compute = precision.compute;
+  info.notes = precision.notes;
   report(&TrainObserver::on_start, info);
 
   auto save = [&](const EpochProgress& progress) {

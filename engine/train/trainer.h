@@ -17,6 +17,7 @@
 #include "optim/optimizer.h"
 #include "train/config.h"
 #include "train/events.h"
+#include "train/precision_support.h"
 
 namespace ampwb {
 
@@ -48,7 +49,7 @@ class Trainer {
  private:
   RunEnd train();
   // Refuses a precision mode the device cannot run and notes where it will be slow.
-  std::vector<std::string> check_precision(const Backend& backend) const;
+  ModeSupport check_precision(const Backend& backend) const;
   bool wait_while_paused();  // false when cancelled or stopped meanwhile
 
   TrainConfig config_;

@@ -1,9 +1,11 @@
 // The CPU backend: convolution, batch norm, max pooling, inner product and conversions through oneDNN 2.6
 // primitives cached by shape, dtype and layout; the memory-bound elementwise ops as OpenMP loops.
-// FP32 and BF16 run natively (BF16 on AVX512-BF16 or AMX where the CPU has them). oneDNN 2.6 implements no FP16
-// compute on the CPU, so FP16 is emulated: FP16 tensors are widened to FP32, the FP32 primitive runs (FP32
-// accumulation, as tensor cores do), and results are rounded to FP16 with its range: overflow to inf, magnitudes
-// under 2^-24 to zero, subnormals kept.
+// FP32 runs natively. oneDNN 2.6 implements no FP16 compute on the CPU, so FP16 is emulated: FP16 tensors are
+// widened to FP32, the FP32 primitive runs (FP32 accumulation, as tensor cores do), and results are rounded to
+// FP16 with its range: overflow to inf, magnitudes under 2^-24 to zero, subnormals kept. BF16 runs through oneDNN's
+// BF16 primitives where it has them (AMX, AVX512-BF16, or its own emulation on plain AVX-512); where oneDNN
+// answers that a BF16 primitive is unimplemented (below AVX-512), that primitive is emulated the same way as FP16,
+// rounding to BF16. The answer is asked once per primitive and cached.
 #pragma once
 
 #include <memory>
@@ -20,6 +22,7 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device::cpu(); }
   std::string description() const override;
   bool supports(Op op, DType dtype) const override;
+  Capabilities capabilities() const override;
 
   void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override;
   void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override;
@@ -49,6 +52,9 @@ class CpuBackend final : public Backend {
 
   // The instruction set oneDNN dispatches to, e.g. "avx512_core_bf16" or "avx512_core_amx".
   std::string isa() const;
+  // oneDNN's implementation of a ResNet-sized BF16 convolution here, e.g. "brgconv:avx512_core_amx"; empty when
+  // oneDNN has none (or emulate_bf16 is set) and the engine emulates BF16.
+  std::string bf16_implementation() const;
 
  private:
   // FP16 emulation helpers: an FP32 copy of an FP16 tensor (others pass through), an FP32 tensor to compute an

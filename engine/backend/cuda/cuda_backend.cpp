@@ -414,6 +414,25 @@ bool CudaBackend::supports(Op op, DType dtype) const {
   }
 }
 
+Capabilities CudaBackend::capabilities() const {
+  const Impl& m = *impl_;
+  Capabilities caps;
+  caps.device_name = m.props.name;
+  caps.isa = "sm_" + std::to_string(m.props.major) + std::to_string(m.props.minor);
+  caps.memory_bytes = m.props.totalGlobalMem;
+  const bool ampere = m.props.major >= 8;  // the constructor requires it; kept explicit for the reasons below
+  caps.fp16 = {true, true, "native on tensor cores (cuDNN, cuBLASLt; FP32 accumulation)", 0, ""};
+  caps.bf16 = {ampere, ampere,
+               ampere ? "native on tensor cores (cuDNN, cuBLASLt; FP32 accumulation)"
+                      : "BF16 tensor cores need compute capability 8.0 (Ampere) or later; this GPU is " + caps.isa,
+               0, ""};
+  caps.tf32 = {ampere, ampere,
+               ampere ? "TF32 tensor-core math for FP32 convolutions and matrix products"
+                      : "TF32 needs compute capability 8.0 (Ampere) or later; this GPU is " + caps.isa,
+               0, ""};
+  return caps;
+}
+
 void CudaBackend::set_allow_tf32(bool allow) { impl_->options.allow_tf32 = allow; }
 bool CudaBackend::allow_tf32() const { return impl_->options.allow_tf32; }
 

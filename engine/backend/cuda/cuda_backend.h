@@ -56,6 +56,7 @@ class CudaBackend final : public Backend {
   // cuBLASLt 130100; TF32 off)"
   std::string description() const override;
   bool supports(Op op, DType dtype) const override;
+  Capabilities capabilities() const override;
 
   void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override;
   void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override;

@@ -1,0 +1,15 @@
+// Bulk conversions between FP32 and the 16-bit floats (FP16, BF16), vectorised for the SIMD level in force
+// (core/simd.h). Every path rounds exactly like core/half.h: nearest even, NaN quieted, subnormals kept, FP16
+// overflow to inf. `threads` OpenMP threads share the work.
+#pragma once
+
+#include <cstdint>
+
+namespace ampwb {
+
+void f32_to_f16(const float* in, uint16_t* out, int64_t n, int threads = 1);
+void f16_to_f32(const uint16_t* in, float* out, int64_t n, int threads = 1);
+void f32_to_bf16(const float* in, uint16_t* out, int64_t n, int threads = 1);
+void bf16_to_f32(const uint16_t* in, float* out, int64_t n, int threads = 1);
+
+}  // namespace ampwb

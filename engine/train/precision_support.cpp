@@ -1,0 +1,46 @@
+// Precision modes against a backend's capabilities: refusals with their reason, what computes, and notes.
+#include "train/precision_support.h"
+
+#include <cstdio>
+
+namespace ampwb {
+
+namespace {
+
+// "1.49x" with where it was measured, or where a figure would come from.
+std::string expected_speed(const ComputeSupport& s) {
+  if (s.speed_vs_fp32 <= 0) return s.speed_source.empty() ? std::string() : " (" + s.speed_source + ")";
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.2fx", s.speed_vs_fp32);
+  return "; expect about " + std::string(ratio) + " FP32's training speed (measured: " + s.speed_source + ")";
+}
+
+}  // namespace
+
+ModeSupport mode_support(const std::string& mode, const Capabilities& caps, const std::string& device_kind) {
+  ModeSupport m;
+  const bool cpu = device_kind == "cpu";
+  const ComputeSupport* format = nullptr;
+  std::string format_name;
+  if (mode == "tf32") format = &caps.tf32, format_name = "TF32";
+  if (mode == "amp-fp16" || mode == "fp16-o2" || mode == "fp16-pure") format = &caps.fp16, format_name = "FP16";
+  if (mode == "amp-bf16") format = &caps.bf16, format_name = "BF16";
+  if (!format) return m;  // fp32 runs everywhere
+  m.compute = format_name + ": " + format->how;
+  if (!format->available) {
+    m.supported = false;
+    m.reason = "precision " + mode + " cannot run on " + caps.device_name + ": " + format->how;
+    if (cpu && mode == "tf32") m.reason += " (choose fp32, or amp-bf16 for the CPU's low-precision path)";
+    return m;
+  }
+  if (cpu && format == &caps.fp16)
+    m.notes.push_back(
+        "FP16 is emulated on the CPU (FP16 storage and range, FP32 accumulation): faithful numerics, slower than "
+        "FP32; its speed belongs to GPUs");
+  // BF16 deserves a word where its gain is limited: emulated, or measured under 2x FP32 (AVX512-BF16 without AMX).
+  if (cpu && format == &caps.bf16 && (!format->native || (format->speed_vs_fp32 > 0 && format->speed_vs_fp32 < 2)))
+    m.notes.push_back("BF16 on this CPU (" + caps.isa + "): " + format->how + expected_speed(*format));
+  return m;
+}
+
+}  // namespace ampwb

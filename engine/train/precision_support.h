@@ -1,0 +1,22 @@
+// Whether a device can train in a precision mode, what really computes there and what to expect: the one place
+// that reads the backend's capabilities for the trainer, `ampwb bench`, the CLI and the GUI.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace ampwb {
+
+struct ModeSupport {
+  bool supported = true;
+  std::string reason;              // why not, when unsupported
+  std::string compute;             // what computes the mode's low-precision ops here; empty for fp32
+  std::vector<std::string> notes;  // advice for the user, shown before and with the run
+};
+
+// `mode`: fp32, tf32, amp-fp16, amp-bf16, fp16-o2 or fp16-pure; `device_kind`: "cpu" or "cuda".
+ModeSupport mode_support(const std::string& mode, const Capabilities& caps, const std::string& device_kind);
+
+}  // namespace ampwb

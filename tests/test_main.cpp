@@ -1,0 +1,43 @@
+// The main of every GoogleTest program: each runs in a private home of its own (run store, data, cache and config
+// folders in a temporary directory, removed at exit), so no test, and no `ampwb` a test starts, writes into the
+// user's ~/.local/share/ampwb or ~/.cache/ampwb. tests/home_guard.sh checks that around the whole suite.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+namespace {
+
+class PrivateHome : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "ampwb-test-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temporary folder for the tests");
+    root_ = pattern;
+    for (const char* sub : {"data", "cache", "config"}) std::filesystem::create_directories(root_ / sub);
+    ::setenv("XDG_DATA_HOME", (root_ / "data").c_str(), 1);
+    ::setenv("XDG_CONFIG_HOME", (root_ / "config").c_str(), 1);
+    ::setenv("AMPWB_DB", (root_ / "data" / "runs.sqlite").c_str(), 1);
+#ifdef AMPWB_TEST_CACHE  // decoded images, shared by the suite's programs, in the build tree
+    ::setenv("XDG_CACHE_HOME", AMPWB_TEST_CACHE, 1);
+#else
+    ::setenv("XDG_CACHE_HOME", (root_ / "cache").c_str(), 1);
+#endif
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(root_, ignored);
+  }
+
+ private:
+  std::filesystem::path root_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new PrivateHome);
+  return RUN_ALL_TESTS();
+}
