@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/tensor.h"
 #include "train/events.h"
 
@@ -15,7 +16,7 @@ class GradientProbe {
  public:
   GradientProbe();
   void record_activation_gradient(const Tensor& g) { add(g, activation_); }
-  void record_weight_gradients(const std::vector<Parameter*>& params);
+  void record_weight_gradients(Backend& backend, const std::vector<Parameter*>& params);  // any device
   // The two histograms gathered since the last take(), with their fractions; resets.
   std::vector<GradientHistogram> take(int epoch, double loss_scale);
 

@@ -31,9 +31,10 @@ MixedPrecisionStep::MixedPrecisionStep(Backend& backend, ResNet& model, Optimize
 StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, float lr, GradientProbe* probe) {
   if (probe) model_.visit([&](Layer& layer) { layer.set_probe(probe); });
   StepResult r;
-  const Tensor logits = model_.forward(images, Mode::Train);
-  r.loss = loss_.forward(logits, labels);
-  r.correct = count_topk_correct(cast(backend_, logits, DType::F32), labels, 1);
+  // The batch goes up to the backend's device; the logits come back for counting (one small copy).
+  const Tensor logits = model_.forward(on_device(backend_, images), Mode::Train);
+  r.loss = loss_.forward(logits, on_device(backend_, labels));
+  r.correct = count_topk_correct(on_host(backend_, cast(backend_, logits, DType::F32)), on_host(backend_, labels), 1);
 
   // Loss scaling: d(S * loss) = S * d(loss), applied to the FP32 loss gradient before it enters the network.
   Tensor dlogits = loss_.backward();
@@ -43,7 +44,7 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
 
   const std::vector<Parameter*> params = model_.parameters();
   if (probe) {
-    probe->record_weight_gradients(params);
+    probe->record_weight_gradients(backend_, params);
     model_.visit([](Layer& layer) { layer.set_probe(nullptr); });
   }
   const LossScaler::Unscaled unscaled = scaler_.unscale(backend_, params);

@@ -33,13 +33,29 @@ int cuda_index(const std::string& device) {
 }
 }  // namespace
 
+Tensor on_device(Backend& backend, const Tensor& t) {
+  if (!t.defined() || t.device() == backend.device()) return t;
+  Tensor moved = Tensor::empty(t.shape(), t.dtype(), t.layout(), backend.device());
+  backend.convert(t, moved);
+  return moved;
+}
+
+Tensor on_host(Backend& backend, const Tensor& t) {
+  if (!t.defined() || t.device() == Device::cpu()) return t;
+  Tensor moved = Tensor::empty(t.shape(), t.dtype(), t.layout(), Device::cpu());
+  backend.convert(t, moved);
+  return moved;
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options) {
   if (device == "cpu") return std::make_unique<CpuBackend>(options);
   if (device == "auto") {
 #ifdef AMPWB_HAVE_CUDA
     if (cuda_device_count() > 0) {
       try {
-        return std::make_unique<CudaBackend>(CudaBackendOptions{});
+        CudaBackendOptions cuda_options;
+        cuda_options.allow_tf32 = options.tf32;
+        return std::make_unique<CudaBackend>(cuda_options);
       } catch (const Error& e) {
         throw Error(std::string("--device auto: a CUDA GPU was found but cannot be used (") + e.what() +
                     "); use --device cpu");
@@ -58,6 +74,7 @@ std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOp
                   (count == 1 ? "" : "s") + ", cuda:0 to cuda:" + std::to_string(count - 1) + ")");
     CudaBackendOptions cuda_options;
     cuda_options.device_index = index;
+    cuda_options.allow_tf32 = options.tf32;
     return std::make_unique<CudaBackend>(cuda_options);
 #else
     (void)index;

@@ -111,7 +111,13 @@ class Backend {
 struct BackendOptions {
   int threads = 0;            // CPU worker threads; 0 = all cores
   bool emulate_bf16 = false;  // CPU: BF16 in FP32 primitives even where oneDNN has BF16 ones (tests, benchmarks)
+  bool tf32 = false;          // CUDA: FP32 convolutions and matrix products on TF32 tensor cores (the tf32 mode)
 };
+
+// t on the backend's device: t itself when it is there already, else a copy (convert() moves between devices).
+Tensor on_device(Backend& backend, const Tensor& t);
+// t on the host: t itself when it is there, else a copy made by the backend that holds it.
+Tensor on_host(Backend& backend, const Tensor& t);
 
 // "cpu", "cuda", "cuda:N", or "auto" (a CUDA GPU when one is usable, else the CPU).
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options = {});

@@ -33,7 +33,10 @@ std::optional<DType> parse_dtype(std::string_view name) {
 
 const char* layout_name(Layout l) { return l == Layout::NCHW ? "nchw" : "nhwc"; }
 
-std::string Device::str() const { return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index); }
+std::string Device::str() const {
+  if (is_cpu()) return index == 0 ? std::string("cpu") : "cpu:" + std::to_string(index);  // cpu:N only in tests
+  return "cuda:" + std::to_string(index);
+}
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;

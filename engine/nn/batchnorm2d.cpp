@@ -5,19 +5,19 @@
 
 namespace ampwb {
 namespace {
-Tensor filled(int channels, float value) {
+Tensor filled(Backend& backend, int channels, float value) {
   Tensor t = Tensor::empty({channels}, DType::F32);
   std::fill_n(t.data_as<float>(), channels, value);
-  return t;
+  return on_device(backend, t);
 }
 }  // namespace
 
 BatchNorm2d::BatchNorm2d(Backend& backend, const std::string& name, int channels, float momentum, float eps)
     : Layer(backend), momentum_(momentum), eps_(eps) {
-  gamma_ = Parameter(name + ".weight", filled(channels, 1.0f));
-  beta_ = Parameter(name + ".bias", filled(channels, 0.0f));
-  running_mean_ = {name + ".running_mean", filled(channels, 0.0f)};
-  running_var_ = {name + ".running_var", filled(channels, 1.0f)};
+  gamma_ = {name + ".weight", filled(backend, channels, 1.0f), filled(backend, channels, 0.0f)};
+  beta_ = {name + ".bias", filled(backend, channels, 0.0f), filled(backend, channels, 0.0f)};
+  running_mean_ = {name + ".running_mean", filled(backend, channels, 0.0f)};
+  running_var_ = {name + ".running_var", filled(backend, channels, 1.0f)};
 }
 
 Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
@@ -28,8 +28,8 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
     return y;
   }
   const int64_t C = x.c();
-  batch_mean_ = Tensor::empty({C}, DType::F32);
-  batch_var_ = Tensor::empty({C}, DType::F32);
+  batch_mean_ = Tensor::empty({C}, DType::F32, Layout::NCHW, x.device());
+  batch_var_ = Tensor::empty({C}, DType::F32, Layout::NCHW, x.device());
   backend_.batchnorm_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_, running_mean_.value,
                                       running_var_.value, momentum_, eps_);
   input_ = x;

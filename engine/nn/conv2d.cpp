@@ -12,11 +12,12 @@ Conv2d::Conv2d(Backend& backend, const std::string& name, int in_channels, int o
                int padding, Rng& rng)
     : Layer(backend), params_{stride, padding} {
   weight_.name = name + ".weight";
-  weight_.value = Tensor::empty({out_channels, in_channels, kernel, kernel}, DType::F32);
-  weight_.grad = Tensor::zeros(weight_.value.shape(), DType::F32);
+  Tensor initial = Tensor::empty({out_channels, in_channels, kernel, kernel}, DType::F32);
   const double stddev = std::sqrt(2.0 / (out_channels * kernel * kernel));
-  float* w = weight_.value.data_as<float>();
-  for (int64_t i = 0; i < weight_.value.numel(); ++i) w[i] = static_cast<float>(rng.normal() * stddev);
+  float* w = initial.data_as<float>();
+  for (int64_t i = 0; i < initial.numel(); ++i) w[i] = static_cast<float>(rng.normal() * stddev);
+  weight_.value = on_device(backend, initial);
+  weight_.grad = on_device(backend, Tensor::zeros(initial.shape(), DType::F32));
 }
 
 Tensor Conv2d::forward(const Tensor& input, Mode mode) {
@@ -35,11 +36,11 @@ Tensor Conv2d::forward(const Tensor& input, Mode mode) {
 Tensor Conv2d::backward(const Tensor& output_grad) {
   const DType dtype = input_.dtype();
   const Tensor dy = cast(backend_, output_grad, dtype);
-  if (probe_) probe_->record_activation_gradient(dy);
+  if (probe_) probe_->record_activation_gradient(on_host(backend_, dy));
   if (dtype == DType::F32) {
     backend_.conv2d_backward_weights(input_, dy, weight_.grad, params_);
   } else {
-    Tensor dw = Tensor::empty(weight_.value.shape(), dtype);
+    Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, weight_.grad.device());
     backend_.conv2d_backward_weights(input_, dy, dw, params_);
     backend_.convert(dw, weight_.grad);
   }

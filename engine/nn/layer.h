@@ -24,6 +24,8 @@ struct Parameter {
   Parameter() = default;
   Parameter(std::string param_name, Tensor initial)  // with a zero gradient of the same shape
       : name(std::move(param_name)), value(std::move(initial)), grad(Tensor::zeros(value.shape(), DType::F32)) {}
+  Parameter(std::string param_name, Tensor initial, Tensor zero_grad)  // on any device
+      : name(std::move(param_name)), value(std::move(initial)), grad(std::move(zero_grad)) {}
 
   void changed() { ++version; }
   // The value in dtype for an op to compute with: the FP32 value itself, or the copy refreshed from it.

@@ -12,10 +12,11 @@ Linear::Linear(Backend& backend, const std::string& name, int in_features, int o
   const float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
   auto init = [&](Parameter& p, const std::string& suffix, Shape shape) {
     p.name = name + suffix;
-    p.value = Tensor::empty(shape, DType::F32);
-    p.grad = Tensor::zeros(shape, DType::F32);
-    float* v = p.value.data_as<float>();
-    for (int64_t i = 0; i < p.value.numel(); ++i) v[i] = rng.uniform(-bound, bound);
+    Tensor initial = Tensor::empty(shape, DType::F32);
+    float* v = initial.data_as<float>();
+    for (int64_t i = 0; i < initial.numel(); ++i) v[i] = rng.uniform(-bound, bound);
+    p.value = on_device(backend, initial);
+    p.grad = on_device(backend, Tensor::zeros(shape, DType::F32));
   };
   init(weight_, ".weight", {out_features, in_features});
   init(bias_, ".bias", {out_features});
@@ -40,7 +41,9 @@ Tensor Linear::backward(const Tensor& output_grad) {
   if (dtype == DType::F32) {
     backend_.linear_backward(dy, input_, weight_.value, dx, weight_.grad, bias_.grad);
   } else {
-    Tensor dw = Tensor::empty(weight_.value.shape(), dtype), db = Tensor::empty(bias_.value.shape(), dtype);
+    const Device device = weight_.grad.device();
+    Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, device);
+    Tensor db = Tensor::empty(bias_.value.shape(), dtype, Layout::NCHW, device);
     backend_.linear_backward(dy, input_, weight_.value_as(backend_, dtype), dx, dw, db);
     backend_.convert(dw, weight_.grad);
     backend_.convert(db, bias_.grad);

@@ -5,9 +5,9 @@
 
 namespace ampwb {
 
-Tensor& Optimizer::state_for(const std::string& key, const Tensor& like) {
+Tensor& Optimizer::state_for(Backend& backend, const std::string& key, const Tensor& like) {
   auto it = state_.find(key);
-  if (it == state_.end()) it = state_.emplace(key, Tensor::zeros(like.shape(), DType::F32)).first;
+  if (it == state_.end()) it = state_.emplace(key, on_device(backend, Tensor::zeros(like.shape(), DType::F32))).first;
   return it->second;
 }
 
@@ -22,7 +22,7 @@ void Sgd::step(const std::vector<Parameter*>& params, float lr) {
   const bool first = steps_ == 0;
   for (Parameter* p : params) {
     Tensor none;
-    Tensor& buffer = config_.momentum != 0.0f ? state_for(p->name + ".momentum_buffer", p->value) : none;
+    Tensor& buffer = config_.momentum != 0.0f ? state_for(backend_, p->name + ".momentum_buffer", p->value) : none;
     backend_.sgd_update(p->value, p->grad, buffer,
                         {lr, config_.momentum, config_.weight_decay, config_.nesterov, first});
     p->changed();
@@ -34,8 +34,8 @@ void Adam::step(const std::vector<Parameter*>& params, float lr) {
   ++steps_;
   const bool decoupled = config_.kind == "adamw";
   for (Parameter* p : params) {
-    Tensor& m = state_for(p->name + ".exp_avg", p->value);
-    Tensor& v = state_for(p->name + ".exp_avg_sq", p->value);
+    Tensor& m = state_for(backend_, p->name + ".exp_avg", p->value);
+    Tensor& v = state_for(backend_, p->name + ".exp_avg_sq", p->value);
     backend_.adam_update(p->value, p->grad, m, v,
                          {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, steps_});
     p->changed();

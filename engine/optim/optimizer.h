@@ -34,7 +34,7 @@ class Optimizer {
   void set_steps_taken(int64_t steps) { steps_ = steps; }
 
  protected:
-  Tensor& state_for(const std::string& key, const Tensor& like);
+  Tensor& state_for(Backend& backend, const std::string& key, const Tensor& like);  // zeros on like's device
   std::map<std::string, Tensor> state_;
   int64_t steps_ = 0;
 };

@@ -16,7 +16,7 @@ namespace ampwb {
 BenchResult run_benchmark(const BenchConfig& config) {
   AMPWB_CHECK(config.steps >= 1 && config.warmup >= 0, "--steps must be at least 1");
   AMPWB_CHECK(config.batch_size >= 2, "--batch-size must be at least 2");
-  auto backend = make_backend(config.device, {config.threads});
+  auto backend = make_backend(config.device, {config.threads, false, config.precision == "tf32"});
   Rng rng(config.seed);
   const PrecisionConfig precision = precision_preset(config.precision);
   const ModeSupport support =
@@ -41,7 +41,7 @@ BenchResult run_benchmark(const BenchConfig& config) {
   result.compute = support.compute;
   result.notes = support.notes;
   for (int i = 0; i < config.warmup; ++i) step.run(images, labels, 0.01f);
-  allocator_for(Device::cpu()).reset_peak();
+  allocator_for(backend->device()).reset_peak();
   for (int i = 0; i < config.steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
     step.run(images, labels, 0.01f);
@@ -53,7 +53,7 @@ BenchResult run_benchmark(const BenchConfig& config) {
   const size_t n = sorted.size();
   result.step_ms_median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   result.images_per_second = B / (result.step_ms_median / 1000.0);
-  result.peak_bytes = allocator_for(Device::cpu()).stats().peak_live_bytes;
+  result.peak_bytes = allocator_for(backend->device()).stats().peak_live_bytes;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   result.max_rss_bytes = static_cast<size_t>(usage.ru_maxrss) * 1024;  // KiB on Linux

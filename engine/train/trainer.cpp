@@ -52,10 +52,11 @@ Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk)
   double total_loss = 0;
   Batch batch;
   while (data.next(batch)) {
-    const Tensor logits = cast(backend, model.forward(batch.images, Mode::Eval), DType::F32);
-    total_loss += static_cast<double>(loss.forward(logits, batch.labels)) * batch.labels.numel();
-    correct += count_topk_correct(logits, batch.labels, 1);
-    correct_k += count_topk_correct(logits, batch.labels, topk);
+    const Tensor logits = cast(backend, model.forward(on_device(backend, batch.images), Mode::Eval), DType::F32);
+    total_loss += static_cast<double>(loss.forward(logits, on_device(backend, batch.labels))) * batch.labels.numel();
+    const Tensor host_logits = on_host(backend, logits);
+    correct += count_topk_correct(host_logits, batch.labels, 1);
+    correct_k += count_topk_correct(host_logits, batch.labels, topk);
     seen += batch.labels.numel();
   }
   e.loss = seen ? total_loss / seen : 0;
@@ -142,7 +143,8 @@ struct EpochProgress {
   int64_t seen = 0, correct = 0, skipped = 0;
 };
 
-Checkpoint make_checkpoint(const TrainConfig& config, const EpochProgress& at, int64_t global_step,
+// Checkpoints hold host tensors whatever the device: one written on a GPU resumes on the CPU and the other way.
+Checkpoint make_checkpoint(Backend& backend, const TrainConfig& config, const EpochProgress& at, int64_t global_step,
                            int64_t consecutive_skipped, ResNet& model, Optimizer& optimizer, const LossScaler& scaler) {
   Checkpoint c;
   const LossScaler::State s = scaler.state();
@@ -155,36 +157,40 @@ Checkpoint make_checkpoint(const TrainConfig& config, const EpochProgress& at, i
             {"partial", {at.loss_sum, at.data_wait, at.compute, at.seen, at.correct, at.skipped}},
             {"scaler", {s.scale, s.growth_tracker, s.hysteresis_left}},
             {"optimizer_steps", optimizer.steps_taken()}};
-  for (Parameter* p : model.parameters()) c.tensors.emplace_back("param/" + p->name, p->value);
+  for (Parameter* p : model.parameters()) c.tensors.emplace_back("param/" + p->name, on_host(backend, p->value));
   std::vector<Buffer*> buffers;
   model.collect_buffers(buffers);
-  for (Buffer* b : buffers) c.tensors.emplace_back("buffer/" + b->name, b->value);
-  for (auto& [key, t] : optimizer.state()) c.tensors.emplace_back("optimizer/" + key, t);
+  for (Buffer* b : buffers) c.tensors.emplace_back("buffer/" + b->name, on_host(backend, b->value));
+  for (auto& [key, t] : optimizer.state()) c.tensors.emplace_back("optimizer/" + key, on_host(backend, t));
   return c;
 }
 
-void copy_into(const Tensor& from, Tensor& to, const std::string& name) {
+void copy_into(Backend& backend, const Tensor& from, Tensor& to, const std::string& name) {
   AMPWB_CHECK(from.shape() == to.shape() && from.dtype() == to.dtype(),
               "checkpoint tensor " << name << " is " << from.describe() << ", the model expects " << to.describe());
-  std::memcpy(to.data(), from.data(), to.nbytes());
+  if (to.device().is_cpu())
+    std::memcpy(to.data(), from.data(), to.nbytes());
+  else
+    backend.convert(from, to);
 }
 
-void restore_checkpoint(const Checkpoint& c, const TrainConfig& config, EpochProgress& at, int64_t& global_step,
-                        int64_t& consecutive_skipped, ResNet& model, Optimizer& optimizer, LossScaler& scaler) {
+void restore_checkpoint(Backend& backend, const Checkpoint& c, const TrainConfig& config, EpochProgress& at,
+                        int64_t& global_step, int64_t& consecutive_skipped, ResNet& model, Optimizer& optimizer,
+                        LossScaler& scaler) {
   const TrainConfig saved = c.meta.at("config").get<TrainConfig>();
   AMPWB_CHECK(saved.depth == config.depth && saved.precision.mode == config.precision.mode &&
                   saved.batch_size == config.batch_size && saved.seed == config.seed,
               "the checkpoint belongs to another configuration (ResNet-" << saved.depth << ", " << saved.precision.mode
                                                                          << ", batch " << saved.batch_size << ")");
   for (Parameter* p : model.parameters()) {
-    copy_into(c.tensor("param/" + p->name), p->value, p->name);
+    copy_into(backend, c.tensor("param/" + p->name), p->value, p->name);
     p->changed();  // the low-precision copies follow the restored master weights
   }
   std::vector<Buffer*> buffers;
   model.collect_buffers(buffers);
-  for (Buffer* b : buffers) copy_into(c.tensor("buffer/" + b->name), b->value, b->name);
+  for (Buffer* b : buffers) copy_into(backend, c.tensor("buffer/" + b->name), b->value, b->name);
   for (const auto& [name, t] : c.tensors)
-    if (name.starts_with("optimizer/")) optimizer.state()[name.substr(10)] = t.clone();
+    if (name.starts_with("optimizer/")) optimizer.state()[name.substr(10)] = on_device(backend, t.clone());
   optimizer.set_steps_taken(c.meta.at("optimizer_steps"));
   const auto& s = c.meta.at("scaler");
   scaler.load_state({s.at(0), s.at(1), s.at(2)});
@@ -208,7 +214,7 @@ RunEnd Trainer::train() {
   validate(config);
   const Report report{observer_};
   const auto run_start = Clock::now();
-  auto backend = make_backend(config.device, {config.threads});
+  auto backend = make_backend(config.device, {config.threads, false, config.precision.mode == "tf32"});
   const ModeSupport precision = check_precision(*backend);
   const Dataset dataset =
       Dataset::open(config.data_dir, {config.data.validation_fraction, config.seed, config.data.max_train_images, ""});
@@ -248,7 +254,8 @@ RunEnd Trainer::train() {
 
   EpochProgress at;
   int64_t global_step = 0, consecutive_skipped = 0;
-  if (resume) restore_checkpoint(*resume, config, at, global_step, consecutive_skipped, model, *optimizer, scaler);
+  if (resume)
+    restore_checkpoint(*backend, *resume, config, at, global_step, consecutive_skipped, model, *optimizer, scaler);
 
   RunInfo info;
   info.model_summary = model.summary();
@@ -270,8 +277,8 @@ RunEnd Trainer::train() {
   auto save = [&](const EpochProgress& progress) {
     if (config.checkpoint_dir.empty()) return std::string();
     std::filesystem::create_directories(config.checkpoint_dir);
-    save_checkpoint(checkpoint_path(),
-                    make_checkpoint(config, progress, global_step, consecutive_skipped, model, *optimizer, scaler));
+    save_checkpoint(checkpoint_path(), make_checkpoint(*backend, config, progress, global_step, consecutive_skipped,
+                                                       model, *optimizer, scaler));
     report(&TrainObserver::on_checkpoint, CheckpointInfo{progress.epoch, global_step, checkpoint_path()});
     return "; resumable from " + checkpoint_path();
   };
@@ -279,7 +286,7 @@ RunEnd Trainer::train() {
   Batch batch;
   for (; at.epoch <= config.epochs; ++at.epoch, at = EpochProgress{at.epoch}) {
     const int epoch = at.epoch;
-    allocator_for(Device::cpu()).reset_peak();
+    allocator_for(backend->device()).reset_peak();
     const auto epoch_start = Clock::now();
     train_data.start_epoch(epoch);
     for (int64_t skip = 0; skip < at.next_step; ++skip) train_data.next(batch);  // resuming mid-epoch
@@ -344,7 +351,7 @@ RunEnd Trainer::train() {
     er.compute_seconds = at.compute;
     er.skipped_steps = at.skipped;
     er.loss_scale = scaler.scale();
-    er.peak_bytes = allocator_for(Device::cpu()).stats().peak_live_bytes;
+    er.peak_bytes = allocator_for(backend->device()).stats().peak_live_bytes;
     epochs_.push_back(er);
     report(&TrainObserver::on_epoch, er);
     const std::string resumable = save(EpochProgress{epoch + 1});  // resumes at the next epoch

@@ -1,0 +1,178 @@
+// Device placement without a GPU: a backend whose tensors live on a second "device" (host memory labelled cpu:1)
+// refuses any tensor that is not on it, as the CUDA backend refuses host tensors. Mixed-precision steps in every
+// mode run through it with host batches and must give the plain CPU backend's results bit for bit, with every
+// parameter, gradient, optimizer state and batch-norm statistic on the device.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "amp/mixed_precision.h"
+#include "backend/cpu/cpu_backend.h"
+#include "op_test_util.h"
+#include "train/config.h"
+
+namespace ampwb {
+namespace {
+
+const Device kDevice{Device::Kind::CPU, 1};
+
+// Every op checks its tensors are on kDevice, then runs on the CPU backend (the memory is host memory).
+class StrictDeviceBackend final : public Backend {
+ public:
+  Device device() const override { return kDevice; }
+  std::string description() const override { return "strict cpu:1 over " + cpu_.description(); }
+  bool supports(Op op, DType dtype) const override { return cpu_.supports(op, dtype); }
+  Capabilities capabilities() const override { return cpu_.capabilities(); }
+  int64_t host_copies = 0;  // device -> host conversions
+
+  void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override {
+    check({&x, &w, &y}), cpu_.conv2d_forward(x, w, y, p);
+  }
+  void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override {
+    check({&dy, &w, &dx}), cpu_.conv2d_backward_data(dy, w, dx, p);
+  }
+  void conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) override {
+    check({&x, &dy, &dw}), cpu_.conv2d_backward_weights(x, dy, dw, p);
+  }
+  void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& mean,
+                                  Tensor& var, Tensor& running_mean, Tensor& running_var, float momentum,
+                                  float eps) override {
+    check({&x, &gamma, &beta, &y, &mean, &var, &running_mean, &running_var});
+    cpu_.batchnorm_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, momentum, eps);
+  }
+  void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                   const Tensor& running_mean, const Tensor& running_var, float eps) override {
+    check({&x, &gamma, &beta, &y, &running_mean, &running_var});
+    cpu_.batchnorm_forward_inference(x, gamma, beta, y, running_mean, running_var, eps);
+  }
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                          const Tensor& var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) override {
+    check({&x, &dy, &gamma, &mean, &var, &dx, &dgamma, &dbeta});
+    cpu_.batchnorm_backward(x, dy, gamma, mean, var, dx, dgamma, dbeta, eps);
+  }
+  void relu_forward(const Tensor& x, Tensor& y) override { check({&x, &y}), cpu_.relu_forward(x, y); }
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
+    check({&y, &dy, &dx}), cpu_.relu_backward(y, dy, dx);
+  }
+  // The workspace is the backend's own record, made by forward: not checked.
+  void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) override {
+    check({&x, &y}), cpu_.maxpool_forward(x, y, workspace, p);
+  }
+  void maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) override {
+    check({&dy, &dx}), cpu_.maxpool_backward(dy, workspace, dx, p);
+  }
+  void global_avgpool_forward(const Tensor& x, Tensor& y) override {
+    check({&x, &y}), cpu_.global_avgpool_forward(x, y);
+  }
+  void global_avgpool_backward(const Tensor& dy, Tensor& dx) override {
+    check({&dy, &dx}), cpu_.global_avgpool_backward(dy, dx);
+  }
+  void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+    check({&x, &w, &b, &y}), cpu_.linear_forward(x, w, b, y);
+  }
+  void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
+                       Tensor& db) override {
+    check({&dy, &x, &w, &dw, &db}), check({dx.defined() ? &dx : &dy}), cpu_.linear_backward(dy, x, w, dx, dw, db);
+  }
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override { check({&a, &b, &y}), cpu_.add(a, b, y); }
+  void convert(const Tensor& src, Tensor& dst) override {  // between devices too
+    if (src.device() == kDevice && dst.device() == Device::cpu()) ++host_copies;
+    cpu_.convert(src, dst);
+  }
+  float softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing, Tensor& dlogits) override {
+    check({&logits, &labels, &dlogits});
+    return cpu_.softmax_cross_entropy(logits, labels, smoothing, dlogits);
+  }
+  void sgd_update(Tensor& param, const Tensor& grad, Tensor& buffer, const SgdParams& p) override {
+    check({&param, &grad}), check({buffer.defined() ? &buffer : &grad}), cpu_.sgd_update(param, grad, buffer, p);
+  }
+  void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) override {
+    check({&param, &grad, &m, &v}), cpu_.adam_update(param, grad, m, v, p);
+  }
+  ScaleCheck scale_and_check(const std::vector<Tensor*>& tensors, float factor) override {
+    for (const Tensor* t : tensors) check({t});
+    return cpu_.scale_and_check(tensors, factor);
+  }
+
+ private:
+  static void check(std::initializer_list<const Tensor*> tensors) {
+    for (const Tensor* t : tensors)
+      AMPWB_CHECK(t->device() == kDevice, t->describe() << " is not on " << kDevice.str());
+  }
+  CpuBackend cpu_{BackendOptions{2}};
+};
+
+struct StepOutcome {
+  std::vector<float> losses;
+  std::vector<std::vector<float>> params;
+};
+
+// Three steps of a tiny ResNet from host batches; everything the model keeps must be on the backend's device.
+StepOutcome train_three_steps(Backend& backend, const std::string& mode) {
+  Rng rng(5);
+  ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
+  auto optimizer = make_optimizer(backend, {"adam", 0.9f});
+  const PrecisionConfig config = precision_preset(mode);
+  const PrecisionPolicy policy(config);
+  LossScaler scaler(config.loss_scale);
+  MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+  GradientProbe probe;
+  StepOutcome out;
+  for (int i = 0; i < 3; ++i) {
+    const Tensor images = testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC);
+    Tensor labels = Tensor::empty({4}, DType::I32);
+    for (int n = 0; n < 4; ++n) labels.data_as<int32_t>()[n] = n % 3;
+    out.losses.push_back(step.run(images, labels, 0.01f, i == 1 ? &probe : nullptr).loss);
+  }
+  EXPECT_EQ(probe.take(1, 1.0).size(), 2u) << "the gradient probe reads device gradients through host copies";
+  for (Parameter* p : model.parameters()) {
+    EXPECT_EQ(p->value.device(), backend.device()) << p->name;
+    EXPECT_EQ(p->grad.device(), backend.device()) << p->name;
+    out.params.push_back(to_float_vector(on_host(backend, p->value)));
+  }
+  std::vector<Buffer*> buffers;
+  model.collect_buffers(buffers);
+  for (Buffer* b : buffers) EXPECT_EQ(b->value.device(), backend.device()) << b->name;
+  for (auto& [key, t] : optimizer->state()) EXPECT_EQ(t.device(), backend.device()) << key;
+  return out;
+}
+
+class Placement : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Placement, EveryModeRunsOnTheDeviceAndMatchesTheHostBitForBit) {
+  StrictDeviceBackend device;
+  CpuBackend host({2});
+  const StepOutcome on_device = train_three_steps(device, GetParam());
+  const StepOutcome on_host_cpu = train_three_steps(host, GetParam());
+  EXPECT_EQ(on_device.losses, on_host_cpu.losses);
+  ASSERT_EQ(on_device.params.size(), on_host_cpu.params.size());
+  for (size_t i = 0; i < on_device.params.size(); ++i)
+    ASSERT_EQ(std::memcmp(on_device.params[i].data(), on_host_cpu.params[i].data(),
+                          on_device.params[i].size() * sizeof(float)),
+              0)
+        << "parameter " << i;
+  EXPECT_GT(device.host_copies, 0) << "the step's metrics come back to the host";
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Placement, ::testing::Values("fp32", "amp-fp16", "amp-bf16", "fp16-o2", "fp16-pure"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(Placement, HostAndDeviceCopiesGoBothWays) {
+  StrictDeviceBackend device;
+  const Tensor host = tensor_from_floats({1, 2, 3, 4, 5, 6}, {1, 2, 1, 3}, DType::F32, Layout::NHWC);
+  const Tensor up = on_device(device, host);
+  EXPECT_EQ(up.device(), kDevice);
+  EXPECT_FALSE(up.same_storage(host));
+  EXPECT_TRUE(on_device(device, up).same_storage(up)) << "already there: no copy";
+  const Tensor down = on_host(device, up);
+  EXPECT_EQ(down.device(), Device::cpu());
+  EXPECT_EQ(to_float_vector(down), to_float_vector(host));
+  EXPECT_TRUE(on_host(device, host).same_storage(host));
+}
+
+}  // namespace
+}  // namespace ampwb
