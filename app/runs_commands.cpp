@@ -306,6 +306,8 @@ int show_command(Args& args) {
   if (info.is_object() && info.contains("model"))
     std::printf("  model      %s\n", info["model"].get<std::string>().c_str());
   std::printf("  device     %s\n", r.backend.c_str());
+  if (info.is_object() && !info.value("compute", std::string()).empty())
+    std::printf("  compute    %s\n", info["compute"].get<std::string>().c_str());
   std::printf("  recorded   by %s on %s (pid %lld)\n",
               r.versions.empty() ? r.ampwb_version.c_str() : r.versions.c_str(), r.host.empty() ? "?" : r.host.c_str(),
               static_cast<long long>(r.pid));
