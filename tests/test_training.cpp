@@ -137,14 +137,10 @@ TEST(Cli, TrainTellsWhatTheCpuMakesOfThePrecision) {
   // What computes BF16 is what oneDNN answers on this CPU (the child sees the same ONEDNN_MAX_CPU_ISA).
   const ComputeSupport expected = CpuBackend().capabilities().bf16;
   EXPECT_NE(bf16.output.find("compute: BF16: " + expected.how), std::string::npos) << bf16.output;
-  const Result shown =
-      run_ampwb("show " + std::string(bf16.output.find("run:     ") != std::string::npos
-                                          ? bf16.output.substr(bf16.output.find("run:     ") + 9,
-                                                               bf16.output.find(',', bf16.output.find("run:     ")) -
-                                                                   bf16.output.find("run:     ") - 9)
-                                          : "?"));
-  EXPECT_NE(shown.output.find("compute    BF16: " + expected.how), std::string::npos)
-      << "stored with the run: " << shown.output;
+  // "run:     7, recorded in ...": the run's id, then what the store kept of it.
+  const size_t at = bf16.output.find("run:     ") + 9;
+  const Result shown = run_ampwb("show " + bf16.output.substr(at, bf16.output.find(',', at) - at));
+  EXPECT_NE(shown.output.find("compute    BF16: " + expected.how), std::string::npos) << shown.output;
   EXPECT_EQ(bf16.output.find("note:    BF16 on this CPU") != std::string::npos,
             !expected.native || (expected.speed_vs_fp32 > 0 && expected.speed_vs_fp32 < 2))
       << bf16.output;
