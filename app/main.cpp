@@ -10,10 +10,26 @@
 
 namespace ampwb::cli {
 
+void print_usage();
+
+#ifdef AMPWB_HAVE_GUI
 // The desktop workbench (gui_main.cpp, export_chart_command.cpp).
 bool is_gui_invocation(const std::vector<std::string>& tokens);
 int gui_main(int argc, char** argv);
 int export_chart_command(Args& args);
+#else
+// A headless build (AMPWB_BUILD_GUI=OFF): no command prints the usage; `export chart` says why it cannot.
+bool is_gui_invocation(const std::vector<std::string>& tokens) { return tokens.empty(); }
+int gui_main(int, char**) {
+  print_usage();
+  std::fprintf(stderr, "\nthis ampwb was built without the desktop workbench (AMPWB_BUILD_GUI=OFF)\n");
+  return 2;
+}
+int export_chart_command(Args&) {
+  throw ampwb::Error(
+      "ampwb export chart needs the desktop workbench's charts: this build has none (AMPWB_BUILD_GUI=OFF)");
+}
+#endif
 
 void print_usage() {
   std::printf(

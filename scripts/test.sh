@@ -1,10 +1,22 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: installs what is missing, builds, and runs every test through CTest.
-# Tests run one at a time: each uses both cores through OpenMP, and two at once would fight over them.
+# The whole test suite on a fresh machine: installs what is missing, builds, and runs every test through CTest:
+# first the engine-only build (no Qt, as GPU machines build it) and the GPU bundle (where nvcc is found), then the
+# full build with the desktop workbench. Tests run one at a time: each uses both cores through OpenMP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
 export QT_QPA_PLATFORM=offscreen XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp/ampwb-runtime-$UID}
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+
+AMPWB_BUILD_DIR=build-engine scripts/build.sh -DAMPWB_BUILD_GUI=OFF
+ctest --test-dir build-engine --output-on-failure --timeout 900
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  # The GPU bundle must build, run here through its own loader, and stay under its size limit.
+  bundle=$(mktemp -d)
+  scripts/gpu-bundle.sh "$bundle/gpu-bundle" | tail -n 1
+  "$bundle/gpu-bundle/run" test_ops --gtest_brief=1 | tail -n 1
+  rm -rf "$bundle"
+fi
+
+scripts/build.sh
 ctest --test-dir "${AMPWB_BUILD_DIR:-build}" --output-on-failure --timeout 900

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#ifdef AMPWB_HAVE_IMAGE_CODECS
 #include <opencv2/imgcodecs.hpp>
+#endif
 #include <opencv2/imgproc.hpp>
 #include <thread>
 
@@ -62,6 +64,10 @@ size_t status_field_bytes(const char* field) {
 }  // namespace
 
 void write_benchmark_images(const std::string& dir_name, int count) {
+#ifndef AMPWB_HAVE_IMAGE_CODECS
+  (void)dir_name, (void)count;
+  throw Error("this build writes and decodes no image files (AMPWB_IMAGE_CODECS=OFF)");
+#else
   const fs::path dir(dir_name);
   Rng rng(7);
   std::vector<cv::Mat> fashion;
@@ -83,6 +89,7 @@ void write_benchmark_images(const std::string& dir_name, int count) {
     cv::imwrite((dir / "jpeg500" / cls / (std::to_string(i) + ".jpg")).string(), photo_like(500, 375, rng),
                 {cv::IMWRITE_JPEG_QUALITY, 90});
   }
+#endif
 }
 
 std::vector<DecodeTiming> time_decoding(const std::string& dir_name, int repeats) {

@@ -80,6 +80,10 @@ RunEnd Trainer::run() {
     end = train();
   } catch (const std::exception& e) {
     end = {RunStatus::Failed, e.what()};
+    // The device's message says how much was asked for and held; the run's says which setting to change.
+    if (end.reason.find("out of GPU memory") != std::string::npos)
+      end.reason += " [--batch-size " + std::to_string(config_.batch_size) + " does not fit on this GPU: try " +
+                    std::to_string(std::max(2, config_.batch_size / 2)) + "]";
   }
   Report{observer_}(&TrainObserver::on_end, end);
   return end;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The GPU check, run on a lent GPU machine from the bundle that scripts/gpu-bundle.sh made (it is the bundle's
+# verify.sh). One stage per device call, each well inside the 10-minute limit; logs go to $OUT (or ./gpu-logs).
+#   verify.sh tests      every CUDA test (ops against the float64 reference, trainings, whole-step GPU vs CPU),
+#                        the CPU op and placement tests, then the CUDA op tests under compute-sanitizer
+#   verify.sh train      ampwb train --device cuda in every mode on the bundled Fashion-MNIST cut
+#   verify.sh bench [ARGS]  bench/cuda_compare.py (ARGS passed on, e.g. --configs 50:224:256): ResNet-50 and
+#                        ResNet-18, 224 px batch 256, four modes, beside PyTorch AMP (channels_last,
+#                        cudnn.benchmark, GradScaler), alternating
+set -uo pipefail
+bundle=$(cd "$(dirname "$0")" && pwd)
+source "$bundle/env.sh"
+logs=${OUT:-$PWD/gpu-logs}
+mkdir -p "$logs"
+run() { "$bundle/run" "$@"; }
+stage=${1:-tests}
+shift || true
+status=0
+step() {  # step NAME COMMAND...: runs, logs to $logs/NAME.log, remembers a failure
+  local name=$1; shift
+  echo "== $name: $*"
+  "$@" >"$logs/$name.log" 2>&1; local rc=$?
+  tail -n 15 "$logs/$name.log"
+  echo "== $name: exit $rc"
+  [ $rc -eq 0 ] || status=1
+}
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; uname -a;
+  echo "library path: $AMPWB_GPU_LIBRARY_PATH"; } | tee "$logs/machine.txt"
+case $stage in
+  tests)
+    step cuda_ops run test_cuda_ops --gtest_brief=1
+    step cuda_training run test_cuda_training --gtest_brief=1
+    step cpu_ops run test_ops --gtest_brief=1
+    step placement run test_optim --gtest_brief=1
+    step sanitizer compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" --library-path "$AMPWB_GPU_LIBRARY_PATH" \
+      "$AMPWB_GPU_HOME/libexec/test_cuda_ops" --gtest_brief=1 ;;
+  train)
+    for mode in fp32 tf32 amp-fp16 amp-bf16 fp16-o2; do
+      step "train-$mode" run ampwb train --device cuda --data "$AMPWB_DATA" --depth 20 --epochs 3 --batch-size 128 \
+        --precision "$mode" --db "$logs/runs.sqlite" --name "gpu $mode"
+    done
+    step runs run ampwb runs --db "$logs/runs.sqlite" ;;
+  bench)
+    mkdir -p "$bundle/bin" && printf '#!/bin/sh\nexec "%s/run" ampwb "$@"\n' "$bundle" >"$bundle/bin/ampwb"
+    chmod +x "$bundle/bin/ampwb"
+    step cuda_compare python3 "$(dirname "$bundle")/bench/cuda_compare.py" --ampwb "$bundle/bin/ampwb" \
+      --rounds 2 --steps 20 --warmup 8 --timeout 240 --markdown "$@" ;;
+  *) echo "usage: verify.sh tests|train|bench" >&2; exit 2 ;;
+esac
+exit $status
