@@ -132,7 +132,11 @@ class ConsoleObserver : public TrainObserver {
   void on_checkpoint(const CheckpointInfo& c) override {
     if (quiet_) return;
     if (terminal_) std::printf("\r\033[K");
-    std::printf("checkpoint: epoch %d, step %lld: %s\n", c.epoch, static_cast<long long>(c.step), c.path.c_str());
+    if (c.epoch > epochs_)  // written at the end: it resumes nowhere, but stays while the run is not finished
+      std::printf("checkpoint: end of epoch %d: %s\n", epochs_, c.path.c_str());
+    else
+      std::printf("checkpoint: resumes at epoch %d, step %lld: %s\n", c.epoch, static_cast<long long>(c.step),
+                  c.path.c_str());
     std::fflush(stdout);
   }
 
@@ -142,12 +146,12 @@ class ConsoleObserver : public TrainObserver {
   }
 
   std::vector<EpochReport> epochs;
-  bool signalled = false;
+  int signal = 0;  // the signal that stopped the run
 
  private:
   void poll_signal() {
-    if (g_signal == 0 || signalled || !trainer_) return;
-    signalled = true;
+    if (g_signal == 0 || signal || !trainer_) return;
+    signal = g_signal;
     std::fprintf(stderr, "\nampwb train: %s received: stopping after this step (again to quit at once)\n",
                  g_signal == SIGINT ? "interrupt" : "termination signal");
     trainer_->stop();
@@ -223,6 +227,7 @@ int train_command(Args& args) {
   const bool json = args.flag("json");
   const std::string db_path = store_path(args);
   const std::string resume = args.text("resume", "");
+  const bool no_checkpoint = args.flag("no-checkpoint"), keep_checkpoint = args.flag("keep-checkpoint");
   args.reject_unknown();
   if (resume.empty()) {
     validate(c);  // bad settings are refused before the store is touched
@@ -236,6 +241,9 @@ int train_command(Args& args) {
     continue_run = store.resolve(resume);
     c = resumed_config(store, continue_run, c);
   }
+  // Checkpoints by default, beside the store, as the GUI does; a folder made here goes when the run finishes.
+  const bool own_checkpoints = resume.empty() && c.checkpoint_dir.empty() && !no_checkpoint;
+  if (own_checkpoints) c.checkpoint_dir = new_checkpoint_dir(store.path());
   StoreRecorder recorder(store, c, {}, continue_run);
   ConsoleObserver console(c.epochs, json, ::isatty(STDOUT_FILENO) == 1, recorder, store.path());
   FanOut observers({&recorder, &console});
@@ -287,8 +295,12 @@ int train_command(Args& args) {
     std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
   if (end.status == RunStatus::Failed && end.reason != recorder.error())
     std::fprintf(stderr, "ampwb train: error: %s\n", end.reason.c_str());
+  if (end.status == RunStatus::Finished && own_checkpoints && !keep_checkpoint) {
+    std::error_code ignored;  // a finished run cannot be resumed: its checkpoints are only disk space
+    std::filesystem::remove_all(c.checkpoint_dir, ignored);
+  }
   if (!recorder.error().empty() || end.status == RunStatus::Failed) return 1;
-  if (end.status == RunStatus::Cancelled) return console.signalled ? 130 : 1;
+  if (end.status == RunStatus::Cancelled) return console.signal ? 128 + console.signal : 1;  // 130 SIGINT, 143 SIGTERM
   return 0;
 }
 

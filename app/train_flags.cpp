@@ -21,7 +21,8 @@ TrainConfig parse_train_flags(Args& args) {
   c.depth = args.integer("depth", c.depth);
   c.epochs = args.integer("epochs", c.epochs);
   c.batch_size = args.integer("batch-size", c.batch_size);
-  c.image_size = args.integer("image-size", c.image_size);
+  // "auto" (the documented default): the data's own size, at most 224.
+  c.image_size = args.text("image-size", "") == "auto" ? 0 : args.integer("image-size", c.image_size);
   c.stem = parse_stem(args.text("stem", "auto"));
   c.lr = static_cast<float>(args.number("lr", c.lr));
   c.schedule = args.text("schedule", c.schedule);
@@ -93,7 +94,9 @@ const char* train_flags_help() {
          "          [--schedule cosine|step|constant] [--warmup-epochs 0] [--label-smoothing 0] [--grad-clip 0]\n"
          "          [--topk 2] [--seed 0] [--device cpu|cuda|auto] [--threads N] [--val-fraction 0.2]\n"
          "          [--max-train-images N] [--augment] [--normalize dataset|imagenet] [--drop-last]\n"
-         "          [--cache-mb 2048] [--stem auto|imagenet|small] [--max-skipped 100] [--checkpoint-dir DIR]\n"
+         "          [--cache-mb 2048] [--stem auto|imagenet|small] [--max-skipped 100]\n"
+         "          [--checkpoint-dir DIR (default: a folder beside the run store) | --no-checkpoint]\n"
+         "          [--keep-checkpoint (else a finished run's checkpoints are removed)]\n"
          "          [--precision fp32|tf32|amp-fp16|amp-bf16|fp16-o2|fp16-pure] [--loss-scale off|static:S|dynamic]\n"
          "          [--master-weights on|off] [--scaler-preset pytorch|apex|paddle|paddle-2.2|deepspeed|megatron|\n"
          "          tensorflow] [--init-scale 65536] [--growth-factor 2] [--backoff-factor 0.5]\n"

@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 out=${1:-gpu-bundle}
 build=${AMPWB_GPU_BUILD_DIR:-build-gpu}
 limit_mib=60
+export CCACHE_BASEDIR=$PWD
 
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
   { echo "gpu-bundle: no nvcc here (/usr/local/cuda): the bundle needs a CUDA build" >&2; exit 1; }

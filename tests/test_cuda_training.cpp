@@ -68,6 +68,8 @@ struct StepTolerance {
   const char* why;
 };
 
+void PrintTo(const StepTolerance& t, std::ostream* out) { *out << t.mode; }
+
 class CudaWholeStep : public ::testing::TestWithParam<StepTolerance> {};
 
 double relative_l2(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {

@@ -313,6 +313,58 @@ TEST(StoreCli, AKilledRunResumesFromItsCheckpointAsTheSameRunAndCurve) {
   }
 }
 
+TEST(StoreCli, SigtermAndSigintStopAfterTheStepWithACheckpointAndExit143And130) {
+  for (const int signal : {SIGTERM, SIGINT}) {
+    TempDir dir("signal");
+    const std::string db = dir.file("runs.sqlite");
+    std::vector<std::string> argv = tiny_training(db, 40, 4);  // checkpoints by default, beside the store
+    argv.insert(argv.begin(), AMPWB_BINARY);
+    const pid_t child = spawn(argv, dir.file("train.log"));
+    const auto deadline = Clock::now() + std::chrono::seconds(90);
+    auto epochs_stored = [&]() -> size_t {
+      try {
+        return RunStore(db, RunStore::Mode::ReadOnly).epochs(1).size();
+      } catch (const StoreError&) {
+        return 0;
+      }
+    };
+    while (epochs_stored() < 2 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(::kill(child, signal), 0);
+    EXPECT_EQ(wait_exit(child), 128 + signal) << read_text(dir.file("train.log"));
+    expect_contains(read_text(dir.file("train.log")), "stopping after this step");
+    {
+      RunStore store(db, RunStore::Mode::ReadOnly);
+      EXPECT_EQ(store.run(1).status, RunStatus::Cancelled);
+      const std::vector<CheckpointInfo> saved = store.checkpoints(1);
+      ASSERT_FALSE(saved.empty()) << "a stopped run is resumable";
+      EXPECT_NE(saved.back().path.find(dir.file("checkpoints")), std::string::npos) << saved.back().path;
+      EXPECT_TRUE(fs::exists(saved.back().path));
+    }
+    const Result resumed = ampwb({"train", "--resume", "1", "--db", db});
+    ASSERT_EQ(resumed.status, 0) << resumed.output;
+    RunStore store(db, RunStore::Mode::ReadOnly);
+    EXPECT_EQ(store.run(1).status, RunStatus::Finished);
+    EXPECT_EQ(store.epochs(1).size(), 40u) << "the curve continues to the last epoch";
+  }
+}
+
+TEST(StoreCli, CheckpointsByDefaultAreRemovedWhenTheRunFinishesUnlessKept) {
+  TempDir dir("default_checkpoints");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> argv = tiny_training(db, 2, 2);
+  ASSERT_EQ(ampwb(argv).status, 0);
+  EXPECT_TRUE(!fs::exists(dir.file("checkpoints")) || fs::is_empty(dir.file("checkpoints")))
+      << "a finished run's checkpoints are only disk space";
+  argv.push_back("--keep-checkpoint");
+  ASSERT_EQ(ampwb(argv).status, 0);
+  const std::vector<CheckpointInfo> kept = RunStore(db, RunStore::Mode::ReadOnly).checkpoints(2);
+  ASSERT_FALSE(kept.empty());
+  EXPECT_TRUE(fs::exists(kept.back().path));
+  argv.back() = "--no-checkpoint";
+  ASSERT_EQ(ampwb(argv).status, 0);
+  EXPECT_TRUE(RunStore(db, RunStore::Mode::ReadOnly).checkpoints(3).empty());
+}
+
 TEST(StoreCli, TwoTrainingsAndEditsShareOneFileWithoutLockErrors) {
   TempDir dir("shared");
   const std::string db = dir.file("runs.sqlite");
@@ -437,6 +489,7 @@ TEST(StoreCli, AFullDiskStopsTheRunWithAClearErrorAndKeepsCompletedEpochs) {
   std::string command = "trap '' XFSZ; ulimit -f 160; exec";
   command += std::string(" '") + AMPWB_BINARY + "'";
   for (const std::string& a : tiny_training(db, 400, 3)) command += " '" + a + "'";
+  command += " --no-checkpoint";  // the store is what fills the disk here (a checkpoint would first)
   const Result r = run({"/bin/bash", "-c", command});
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "run store '" + db + "'");

@@ -176,6 +176,31 @@ TEST(Cli, BadInputGetsAClearError) {
   EXPECT_EQ(r.status, 2);
 }
 
+TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
+  const fs::path data = make_stripes_folder("cli-invalid", 10, 12);  // 2 classes, 16 training images
+  const std::string train = "train --data '" + data.string() + "' --depth 20 --epochs 1 --batch-size 4 ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--epochs 0", "--epochs must be at least 1, got 0"},
+      {"--topk 3", "--topk 3 is more than the dataset's 2 classes"},
+      {"--cache-mb -1", "--cache-mb must not be negative"},
+      {"--max-train-images -1", "--max-train-images must not be negative"},
+      {"--batch-size 100000000", "--batch-size 100000000 is larger than the training split (16 images)"},
+      {"--name \"$(printf 'two\\nlines')\"", "a run name cannot hold control characters"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const Result r = run_ampwb(train + flags);
+    EXPECT_EQ(r.status, 1) << flags << ": " << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << flags << ": " << r.output;
+    EXPECT_EQ(r.output.find(".cpp"), std::string::npos) << "no source paths: " << r.output;
+    EXPECT_EQ(r.output.find("check failed"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "refused before any training: " << r.output;
+  }
+  const Result automatic = run_ampwb(train + "--image-size auto");
+  EXPECT_EQ(automatic.status, 0) << "as ampwb help documents it: " << automatic.output;
+  EXPECT_NE(automatic.output.find("12 px"), std::string::npos) << "the data's own size: " << automatic.output;
+  fs::remove_all(data);
+}
+
 }  // namespace
 }  // namespace ampwb
 
@@ -265,6 +290,86 @@ TEST(Checkpoints, DamagedFilesAreRefusedAndAFailedSaveKeepsTheOldOne) {
     EXPECT_EQ(load_checkpoint(path).meta.at("epoch"), 2) << "the old checkpoint survives a failed save";
   }
   fs::remove_all(dir);
+}
+
+// Flips one byte of a file at `offset` from its end.
+void flip_byte(const fs::path& file, std::uintmax_t from_end) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(fs::file_size(file) - from_end));
+  char byte = 0;
+  f.read(&byte, 1);
+  byte = static_cast<char>(byte ^ 0x10);
+  f.seekp(static_cast<std::streamoff>(fs::file_size(file) - from_end));
+  f.write(&byte, 1);
+}
+
+TEST(Checkpoints, AFlippedByteIsRefusedByNameAndThePreviousCheckpointIsUsed) {
+  const fs::path dir = fs::temp_directory_path() / ("ampwb_ckpt_crc_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "c.ampwb").string();
+  Checkpoint c;
+  c.meta = {{"epoch", 1}};
+  c.tensors.emplace_back("w", tensor_from_floats(std::vector<float>(1000, 0.5f), {1000}));
+  save_checkpoint(path, c);
+  c.meta["epoch"] = 2;
+  save_checkpoint(path, c);
+  EXPECT_TRUE(fs::exists(previous_checkpoint_path(path))) << "the checkpoint it replaced stays beside it";
+  EXPECT_EQ(load_checkpoint(previous_checkpoint_path(path)).meta.at("epoch"), 1);
+
+  flip_byte(path, 100);  // inside the tensor's bytes
+  try {
+    load_checkpoint(path);
+    FAIL() << "a damaged tensor loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + path + "' is damaged: tensor w fails its checksum"), std::string::npos)
+        << e.what();
+  }
+  std::string note;
+  EXPECT_EQ(load_checkpoint_or_previous(path, &note).meta.at("epoch"), 1);
+  EXPECT_NE(note.find("resuming from the previous checkpoint"), std::string::npos) << note;
+
+  save_checkpoint(path, c);  // whole again; now damage its header (the JSON sits right after 16 bytes)
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(20);
+    f.put('#');
+  }
+  EXPECT_THROW(load_checkpoint(path), Error);
+  flip_byte(previous_checkpoint_path(path), 10);
+  EXPECT_THROW(load_checkpoint_or_previous(path, &note), Error) << "both damaged: nothing to resume from";
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoints, ResumeFromADamagedCheckpointFallsBackToThePreviousOneAndSaysSo) {
+  const fs::path data = make_stripes_folder("resume_crc", 16, 12);
+  const fs::path dir = fs::temp_directory_path() / ("ampwb_ckpt_resume_crc_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  TrainConfig c = tiny_config(data);
+  c.epochs = 3;
+  c.checkpoint_dir = dir.string();
+  Trainer* current = nullptr;
+  StopAt first(current, 7);  // into epoch 3: checkpoints of epochs 1 and 2 exist
+  Trainer part1(c, &first);
+  current = &part1;
+  ASSERT_EQ(part1.run().status, RunStatus::Cancelled);
+  const std::string path = first.checkpoints.back().path;
+  flip_byte(path, 64);
+  c.resume_from = path;
+  struct Notes : StopAt {
+    using StopAt::StopAt;
+    std::vector<std::string> notes;
+    void on_start(const RunInfo& info) override { notes = info.notes; }
+  };
+  Notes second(current, -1);
+  Trainer part2(c, &second);
+  current = &part2;
+  const RunEnd end = part2.run();
+  ASSERT_EQ(end.status, RunStatus::Finished) << end.reason;
+  ASSERT_FALSE(second.notes.empty());
+  EXPECT_NE(second.notes.back().find("fails its checksum"), std::string::npos) << second.notes.back();
+  fs::remove_all(dir);
+  fs::remove_all(data);
 }
 
 }  // namespace

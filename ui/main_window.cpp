@@ -202,9 +202,9 @@ void MainWindow::update_actions() {
 void MainWindow::show_status(const QString& text, int timeout_ms) { statusBar()->showMessage(text, timeout_ms); }
 
 std::string MainWindow::checkpoint_folder() const {
-  // Beside the run store, one folder per run: deleted when the run finishes, kept while it can be resumed.
-  const QString stamp = QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz");
-  return QDir(QFileInfo(db_path_).absolutePath()).filePath("checkpoints/" + stamp).toStdString();
+  // Beside the run store, one folder per run (as ampwb train): deleted when the run finishes, kept while it can be
+  // resumed.
+  return new_checkpoint_dir(db_path_.toStdString());
 }
 
 bool MainWindow::start_training() {

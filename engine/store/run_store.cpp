@@ -178,6 +178,17 @@ class DurableCommits {
 void check_run_name(const std::string& name) {
   if (name.empty()) throw Error("a run name cannot be empty");
   if (all_digits(name)) throw Error("a run name cannot be a number ('" + name + "' would read as a run id)");
+  for (const unsigned char ch : name)
+    if (ch < 0x20 || ch == 0x7f)  // a newline or tab would break every table, CSV file and report it is printed in
+      throw Error("a run name cannot hold control characters (newlines, tabs, ...)");
+}
+
+std::string new_checkpoint_dir(const std::string& store_path) {
+  std::string stamp = utc_now_iso8601();  // 2026-11-23T17:40:00.123Z: no characters a file name minds but ':'
+  std::replace(stamp.begin(), stamp.end(), ':', '-');
+  return (std::filesystem::absolute(store_path).parent_path() / "checkpoints" /
+          (stamp + "-" + std::to_string(::getpid())))
+      .string();
 }
 
 std::string utc_now_iso8601() {

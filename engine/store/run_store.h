@@ -127,4 +127,8 @@ void check_run_name(const std::string& name);
 // Current UTC time as ISO 8601.
 std::string utc_now_iso8601();
 
+// Where a new run checkpoints by default, CLI and GUI alike: a folder of its own beside the store,
+// <store folder>/checkpoints/<UTC time>-<pid>. Removed when the run finishes, unless kept on purpose.
+std::string new_checkpoint_dir(const std::string& store_path);
+
 }  // namespace ampwb

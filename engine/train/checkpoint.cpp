@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/crc32c.h"
 #include "core/error.h"
 
 namespace ampwb {
 namespace {
-constexpr char kMagic[8] = {'A', 'M', 'P', 'W', 'B', 'C', 'K', '1'};
+constexpr char kMagic[8] = {'A', 'M', 'P', 'W', 'B', 'C', 'K', '2'};    // with checksums
+constexpr char kMagicV1[8] = {'A', 'M', 'P', 'W', 'B', 'C', 'K', '1'};  // without: still read
 
 void write_all(int fd, const void* data, size_t bytes, const std::string& path) {
   const char* p = static_cast<const char*>(data);
@@ -43,12 +45,14 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
                        {"shape", t.shape()},
                        {"layout", layout_name(t.layout())},
                        {"offset", offset},
-                       {"bytes", t.nbytes()}});
+                       {"bytes", t.nbytes()},
+                       {"crc32c", crc32c(t.data(), t.nbytes())}});
     offset += t.nbytes();
   }
   header["tensors"] = entries;
   const std::string text = header.dump();
   const uint64_t length = text.size();
+  const uint32_t header_crc = crc32c(text.data(), text.size());
 
   const std::string temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -57,6 +61,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
     write_all(fd, kMagic, sizeof kMagic, temporary);
     write_all(fd, &length, sizeof length, temporary);
     write_all(fd, text.data(), text.size(), temporary);
+    write_all(fd, &header_crc, sizeof header_crc, temporary);
     for (const auto& [name, t] : checkpoint.tensors) write_all(fd, t.data(), t.nbytes(), temporary);
     if (::fsync(fd) != 0) throw Error("cannot flush checkpoint '" + temporary + "': " + std::strerror(errno));
   } catch (...) {
@@ -65,6 +70,14 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
     throw;
   }
   ::close(fd);
+  try {
+    load_checkpoint(temporary);  // read back and checked before anything older is given up
+  } catch (const Error& e) {
+    ::unlink(temporary.c_str());
+    throw Error(std::string("the checkpoint just written does not read back: ") + e.what());
+  }
+  // The last good checkpoint stays as PATH.prev until this one is in place: resume falls back to it.
+  if (std::filesystem::exists(path)) std::filesystem::rename(path, previous_checkpoint_path(path));
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     ::unlink(temporary.c_str());
@@ -79,10 +92,16 @@ Checkpoint load_checkpoint(const std::string& path) {
   uint64_t length = 0;
   in.read(magic, sizeof magic);
   in.read(reinterpret_cast<char*>(&length), sizeof length);
-  if (!in || std::memcmp(magic, kMagic, sizeof kMagic) != 0 || length > (uint64_t{1} << 30))
+  const bool checked = std::memcmp(magic, kMagic, sizeof kMagic) == 0;
+  if (!in || (!checked && std::memcmp(magic, kMagicV1, sizeof kMagicV1) != 0) || length > (uint64_t{1} << 30))
     throw Error("'" + path + "' is not an AMP Workbench checkpoint");
   std::string text(length, '\0');
   in.read(text.data(), static_cast<std::streamsize>(length));
+  uint32_t header_crc = 0;
+  if (checked) in.read(reinterpret_cast<char*>(&header_crc), sizeof header_crc);
+  if (!in) throw Error("checkpoint '" + path + "' is truncated (in its header)");
+  if (checked && crc32c(text.data(), text.size()) != header_crc)
+    throw Error("checkpoint '" + path + "' is damaged: its header fails its checksum");
   Checkpoint c;
   try {
     c.meta = nlohmann::json::parse(text);
@@ -91,18 +110,36 @@ Checkpoint load_checkpoint(const std::string& path) {
   }
   const std::streamoff data_start = in.tellg();
   for (const auto& entry : c.meta.at("tensors")) {
+    const std::string name = entry.at("name").get<std::string>();
     const auto dtype = parse_dtype(entry.at("dtype").get<std::string>());
-    AMPWB_CHECK(dtype, "checkpoint '" << path << "': unknown dtype " << entry.at("dtype"));
+    if (!dtype) throw Error("checkpoint '" + path + "': tensor " + name + " has an unknown dtype");
     const Layout layout = entry.value("layout", std::string("nchw")) == "nhwc" ? Layout::NHWC : Layout::NCHW;
     Tensor t = Tensor::empty(entry.at("shape").get<Shape>(), *dtype, layout);
-    AMPWB_CHECK(t.nbytes() == entry.at("bytes").get<size_t>(), "checkpoint '" << path << "': bad tensor size");
+    if (t.nbytes() != entry.at("bytes").get<size_t>())
+      throw Error("checkpoint '" + path + "': tensor " + name + " has the wrong size");
     in.seekg(data_start + static_cast<std::streamoff>(entry.at("offset").get<uint64_t>()));
     in.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
-    if (!in) throw Error("checkpoint '" + path + "' is truncated (tensor " + entry.at("name").get<std::string>() + ")");
-    c.tensors.emplace_back(entry.at("name").get<std::string>(), std::move(t));
+    if (!in) throw Error("checkpoint '" + path + "' is truncated (tensor " + name + ")");
+    if (checked && crc32c(t.data(), t.nbytes()) != entry.at("crc32c").get<uint32_t>())
+      throw Error("checkpoint '" + path + "' is damaged: tensor " + name + " fails its checksum");
+    c.tensors.emplace_back(name, std::move(t));
   }
   c.meta.erase("tensors");
   return c;
+}
+
+std::string previous_checkpoint_path(const std::string& path) { return path + ".prev"; }
+
+Checkpoint load_checkpoint_or_previous(const std::string& path, std::string* note) {
+  try {
+    return load_checkpoint(path);
+  } catch (const Error& e) {
+    const std::string previous = previous_checkpoint_path(path);
+    if (!std::filesystem::exists(previous)) throw;
+    Checkpoint c = load_checkpoint(previous);  // throws in turn when that one is damaged too
+    if (note) *note = std::string(e.what()) + "; resuming from the previous checkpoint '" + previous + "' instead";
+    return c;
+  }
 }
 
 }  // namespace ampwb

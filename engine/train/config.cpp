@@ -4,10 +4,21 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
 
 namespace ampwb {
+
+// A refused setting: the message is for the user, so it carries no source location (unlike AMPWB_CHECK's).
+#define REQUIRE_SETTING(cond, msg) \
+  do {                             \
+    if (!(cond)) {                 \
+      std::ostringstream message;  \
+      message << msg;              \
+      throw Error(message.str());  \
+    }                              \
+  } while (0)
 
 PrecisionConfig precision_preset(const std::string& mode) {
   if (mode == "fp32" || mode == "tf32") return {mode, false, {"off"}};
@@ -18,41 +29,57 @@ PrecisionConfig precision_preset(const std::string& mode) {
 }
 
 void validate(const TrainConfig& c) {
-  AMPWB_CHECK(!c.data_dir.empty(), "no dataset folder given (--data DIR)");
+  REQUIRE_SETTING(!c.data_dir.empty(), "no dataset folder given (--data DIR)");
   const std::vector<int> depths = supported_depths();
-  AMPWB_CHECK(std::find(depths.begin(), depths.end(), c.depth) != depths.end(),
-              "unsupported depth " << c.depth << " (expected 18, 34, 50, 101, 152, 20, 32, 44, 56 or 110)");
-  AMPWB_CHECK(c.epochs >= 1, "--epochs must be at least 1, got " << c.epochs);
-  AMPWB_CHECK(c.batch_size >= 2,
-              "--batch-size must be at least 2 (batch norm needs two samples), got " << c.batch_size);
-  AMPWB_CHECK(c.image_size == 0 || (c.image_size >= 8 && c.image_size <= 1024),
-              "--image-size must be between 8 and 1024, got " << c.image_size);
-  AMPWB_CHECK(c.lr > 0 && std::isfinite(c.lr), "--lr must be positive, got " << c.lr);
-  AMPWB_CHECK(c.warmup_epochs >= 0 && c.warmup_epochs <= c.epochs, "--warmup-epochs must be in [0, epochs]");
-  AMPWB_CHECK(c.label_smoothing >= 0 && c.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
-  AMPWB_CHECK(c.grad_clip_norm >= 0, "--grad-clip must not be negative");
-  AMPWB_CHECK(c.data.validation_fraction >= 0 && c.data.validation_fraction < 1, "--val-fraction must be in [0, 1)");
-  AMPWB_CHECK(c.topk >= 1, "--topk must be at least 1");
-  AMPWB_CHECK(c.optimizer.kind == "sgd" || c.optimizer.kind == "adam" || c.optimizer.kind == "adamw",
-              "unknown optimizer '" << c.optimizer.kind << "' (expected sgd, adam or adamw)");
-  AMPWB_CHECK(c.schedule == "constant" || c.schedule == "step" || c.schedule == "cosine",
-              "unknown schedule '" << c.schedule << "' (expected constant, step or cosine)");
-  AMPWB_CHECK(c.threads >= 0, "--threads must not be negative");
-  AMPWB_CHECK(c.data.normalization == "dataset" || c.data.normalization == "imagenet",
-              "--normalize must be dataset or imagenet");
+  REQUIRE_SETTING(std::find(depths.begin(), depths.end(), c.depth) != depths.end(),
+                  "unsupported depth " << c.depth << " (expected 18, 34, 50, 101, 152, 20, 32, 44, 56 or 110)");
+  REQUIRE_SETTING(c.epochs >= 1, "--epochs must be at least 1, got " << c.epochs);
+  REQUIRE_SETTING(c.batch_size >= 2,
+                  "--batch-size must be at least 2 (batch norm needs two samples), got " << c.batch_size);
+  REQUIRE_SETTING(c.image_size == 0 || (c.image_size >= 8 && c.image_size <= 1024),
+                  "--image-size must be between 8 and 1024, got " << c.image_size);
+  REQUIRE_SETTING(c.lr > 0 && std::isfinite(c.lr), "--lr must be positive, got " << c.lr);
+  REQUIRE_SETTING(c.warmup_epochs >= 0 && c.warmup_epochs <= c.epochs, "--warmup-epochs must be in [0, epochs]");
+  REQUIRE_SETTING(c.label_smoothing >= 0 && c.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
+  REQUIRE_SETTING(c.grad_clip_norm >= 0, "--grad-clip must not be negative");
+  REQUIRE_SETTING(c.data.validation_fraction >= 0 && c.data.validation_fraction < 1,
+                  "--val-fraction must be in [0, 1)");
+  REQUIRE_SETTING(c.topk >= 1, "--topk must be at least 1");
+  REQUIRE_SETTING(c.optimizer.kind == "sgd" || c.optimizer.kind == "adam" || c.optimizer.kind == "adamw",
+                  "unknown optimizer '" << c.optimizer.kind << "' (expected sgd, adam or adamw)");
+  REQUIRE_SETTING(c.schedule == "constant" || c.schedule == "step" || c.schedule == "cosine",
+                  "unknown schedule '" << c.schedule << "' (expected constant, step or cosine)");
+  REQUIRE_SETTING(c.threads >= 0, "--threads must not be negative");
+  REQUIRE_SETTING(c.data.normalization == "dataset" || c.data.normalization == "imagenet",
+                  "--normalize must be dataset or imagenet");
   precision_preset(c.precision.mode);  // throws on an unknown mode
   const LossScaleConfig& s = c.precision.loss_scale;
-  AMPWB_CHECK(s.kind == "off" || s.kind == "static" || s.kind == "dynamic",
-              "--loss-scale must be off, static:S or dynamic, got '" << s.kind << "'");
-  AMPWB_CHECK(s.init_scale > 0 && std::isfinite(s.init_scale), "the loss scale must be positive and finite");
-  AMPWB_CHECK(s.growth_factor > 1, "--growth-factor must be above 1");
-  AMPWB_CHECK(s.backoff_factor > 0 && s.backoff_factor < 1, "--backoff-factor must be in (0, 1)");
-  AMPWB_CHECK(s.growth_interval >= 1, "--growth-interval must be at least 1");
-  AMPWB_CHECK(s.hysteresis >= 1, "--hysteresis must be at least 1");
-  AMPWB_CHECK(s.min_scale >= 0 && s.max_scale >= 0 && (s.max_scale == 0 || s.max_scale >= s.min_scale),
-              "--min-scale and --max-scale must be non-negative, the maximum not below the minimum");
-  AMPWB_CHECK(c.max_consecutive_skipped >= 1, "--max-skipped must be at least 1");
+  REQUIRE_SETTING(s.kind == "off" || s.kind == "static" || s.kind == "dynamic",
+                  "--loss-scale must be off, static:S or dynamic, got '" << s.kind << "'");
+  REQUIRE_SETTING(s.init_scale > 0 && std::isfinite(s.init_scale), "the loss scale must be positive and finite");
+  REQUIRE_SETTING(s.growth_factor > 1, "--growth-factor must be above 1");
+  REQUIRE_SETTING(s.backoff_factor > 0 && s.backoff_factor < 1, "--backoff-factor must be in (0, 1)");
+  REQUIRE_SETTING(s.growth_interval >= 1, "--growth-interval must be at least 1");
+  REQUIRE_SETTING(s.hysteresis >= 1, "--hysteresis must be at least 1");
+  REQUIRE_SETTING(s.min_scale >= 0 && s.max_scale >= 0 && (s.max_scale == 0 || s.max_scale >= s.min_scale),
+                  "--min-scale and --max-scale must be non-negative, the maximum not below the minimum");
+  REQUIRE_SETTING(c.max_consecutive_skipped >= 1, "--max-skipped must be at least 1");
+  REQUIRE_SETTING(c.data.cache_budget_mb >= 0, "--cache-mb must not be negative, got " << c.data.cache_budget_mb);
+  REQUIRE_SETTING(c.data.max_train_images >= 0,
+                  "--max-train-images must not be negative (0 means all), got " << c.data.max_train_images);
+  REQUIRE_SETTING(c.max_steps_per_epoch >= 0, "--max-steps-per-epoch must not be negative (0 means all)");
+  REQUIRE_SETTING(c.data.loader_threads >= 0, "the loader's thread count must not be negative");
 }
+
+void validate_for_data(const TrainConfig& c, int64_t classes, int64_t train_images) {
+  REQUIRE_SETTING(c.topk <= classes, "--topk " << c.topk << " is more than the dataset's " << classes
+                                               << " classes (its top-k accuracy would always be 100%)");
+  REQUIRE_SETTING(c.batch_size <= train_images, "--batch-size " << c.batch_size
+                                                                << " is larger than the training split ("
+                                                                << train_images << " images)");
+}
+
+#undef REQUIRE_SETTING
 
 void to_json(nlohmann::json& j, const TrainConfig& c) {
   const LossScaleConfig& s = c.precision.loss_scale;

@@ -71,6 +71,9 @@ struct TrainConfig {
 
 // Refuses invalid settings before any work starts, naming the setting.
 void validate(const TrainConfig& config);
+// The settings that depend on the data (top-k within the class count, a batch no larger than the training split);
+// throws ampwb::Error with a message for the user.
+void validate_for_data(const TrainConfig& c, int64_t classes, int64_t train_images);
 
 void to_json(nlohmann::json& j, const TrainConfig& c);
 void from_json(const nlohmann::json& j, TrainConfig& c);

@@ -233,12 +233,14 @@ RunEnd Trainer::train() {
   loading.threads = config.data.loader_threads > 0 ? config.data.loader_threads : threads;
   loading.cache_budget_bytes = static_cast<size_t>(config.data.cache_budget_mb) << 20;
   loading.normalization = config.data.normalization;
+  validate_for_data(config, static_cast<int64_t>(dataset.class_names().size()), dataset.size(Split::Train));
   DataLoader train_data(dataset, Split::Train, loading);
   loading.shuffle = loading.augment = loading.drop_last = false;
   DataLoader validation_data(dataset, Split::Validation, loading);
 
   std::optional<Checkpoint> resume;
-  if (!config.resume_from.empty()) resume = load_checkpoint(config.resume_from);
+  std::string resume_note;  // set when the checkpoint was damaged and its predecessor is used
+  if (!config.resume_from.empty()) resume = load_checkpoint_or_previous(config.resume_from, &resume_note);
   Rng rng(config.seed);
   ResNetConfig model_config{config.depth, static_cast<int>(dataset.class_names().size()), 3, image_size, config.stem};
   ResNet model(*backend, model_config, rng);
@@ -254,7 +256,7 @@ RunEnd Trainer::train() {
               "the training split (" << train_data.size() << " images) holds no full batch of " << config.batch_size);
   const LrSchedule lr_schedule({config.schedule, config.lr, steps_per_epoch * config.epochs,
                                 steps_per_epoch * config.warmup_epochs, std::max<int64_t>(1, steps_per_epoch * 30)});
-  const int topk = std::min<int>(config.topk, static_cast<int>(dataset.class_names().size()));
+  const int topk = config.topk;
 
   EpochProgress at;
   int64_t global_step = 0, consecutive_skipped = 0;
@@ -276,6 +278,7 @@ RunEnd Trainer::train() {
   info.first_epoch = at.epoch;
   info.compute = precision.compute;
   info.notes = precision.notes;
+  if (!resume_note.empty()) info.notes.push_back(resume_note);
   report(&TrainObserver::on_start, info);
 
   auto save = [&](const EpochProgress& progress) {
