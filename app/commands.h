@@ -21,6 +21,7 @@ int delete_command(Args& args);
 int rename_command(Args& args);
 int tag_command(Args& args);
 int note_command(Args& args);
+int store_command(Args& args);  // check, backup FILE
 
 // The run store file: --db PATH, else $AMPWB_DB, else the XDG data folder (RunStore::default_path).
 std::string store_path(Args& args);

@@ -51,6 +51,8 @@ void print_usage() {
       "  rename  RUN NAME  [--db FILE]\n"
       "  tag     RUN TAG  [--remove] [--db FILE]\n"
       "  note    RUN TEXT: set the run's notes  [--db FILE]\n"
+      "  store   check: SQLite's integrity check | backup FILE: a consistent copy, safe while runs record\n"
+      "          [--db FILE]\n"
       "  dataset inspect DIR [--json] | sample | bench-decode [--count N] | bench-loader DIR  (check, time data)\n"
       "  help    this text\n\n"
       "RUN is a run id or a unique run name. The run store is --db FILE, else $AMPWB_DB, else\n"
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
     if (tokens[0] == "rename") return rename_command(args);
     if (tokens[0] == "tag") return tag_command(args);
     if (tokens[0] == "note") return note_command(args);
+    if (tokens[0] == "store") return store_command(args);
     std::fprintf(stderr, "ampwb: unknown command '%s' (see ampwb help)\n", tokens[0].c_str());
     return 2;
   } catch (const std::exception& e) {

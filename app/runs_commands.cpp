@@ -531,6 +531,47 @@ int tag_command(Args& args) {
   return 0;
 }
 
+int store_command(Args& args) {
+  const std::string path = store_path(args);
+  const auto& p = operands(args, 1, 2, "store check | store backup FILE  [--db FILE]");
+  args.reject_unknown();
+  if (p[0] == "check" && p.size() == 1) {
+    std::string problems;
+    try {
+      problems = RunStore(path, RunStore::Mode::ReadOnly).integrity_check();
+    } catch (const StoreError& e) {
+      problems = e.what();
+    }
+    if (problems == "ok") {
+      std::printf("the run store '%s' is whole (SQLite integrity_check: ok)\n", path.c_str());
+      return 0;
+    }
+    std::printf("the run store '%s' is damaged:\n", path.c_str());
+    size_t at = 0;
+    for (int line = 0; at < problems.size(); ++line) {  // SQLite lists every cell: the first 20 lines say enough
+      const size_t end = std::min(problems.find('\n', at), problems.size());
+      if (line == 20) {
+        std::printf("  ... and more\n");
+        break;
+      }
+      std::printf("  %s\n", problems.substr(at, end - at).c_str());
+      at = end + 1;
+    }
+    std::printf(
+        "keep a copy (ampwb store backup FILE), then recover what is readable into a new store:\n"
+        "  sqlite3 '%s' .recover | sqlite3 recovered.sqlite    (SQLite's shell: Debian package sqlite3)\n",
+        path.c_str());
+    return 1;
+  }
+  if (p[0] == "backup" && p.size() == 2) {
+    const RunStore store(path, RunStore::Mode::ReadOnly);
+    store.backup_to(p[1]);
+    std::printf("backed up the run store '%s' (%zu runs) to '%s'\n", path.c_str(), store.runs().size(), p[1].c_str());
+    return 0;
+  }
+  throw Error("usage: ampwb store check | ampwb store backup FILE  [--db FILE]");
+}
+
 int note_command(Args& args) {
   const std::string path = store_path(args);
   const auto& p = operands(args, 2, 2, "note RUN TEXT [--db FILE]");

@@ -365,6 +365,62 @@ TEST(StoreCli, CheckpointsByDefaultAreRemovedWhenTheRunFinishesUnlessKept) {
   EXPECT_TRUE(RunStore(db, RunStore::Mode::ReadOnly).checkpoints(3).empty());
 }
 
+TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
+  TempDir dir("damaged");
+  const std::string db = dir.file("runs.sqlite");
+  ASSERT_EQ(ampwb(tiny_training(db, 3, 3)).status, 0);
+  Result r = ampwb({"store", "check", "--db", db});
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "is whole");
+  {  // scribble over the cell pointers of pages 3 to 8 (the runs, epochs and steps b-trees)
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    for (int page = 3; page <= 8; ++page) {
+      f.seekp((page - 1) * 4096 + 8);
+      f.write(std::string(64, '\xff').data(), 64);
+    }
+  }
+  const std::string damaged_bytes = read_text(db);
+  r = ampwb({"store", "check", "--db", db});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "is damaged");
+  expect_contains(r.output, ".recover");
+  r = ampwb(tiny_training(db, 1, 1));
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "the run store '" + db + "' is damaged");
+  expect_contains(r.output, "ampwb store backup FILE");
+  EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "refused before training";
+  EXPECT_EQ(read_text(db), damaged_bytes) << "nothing was written into the damaged store";
+}
+
+TEST(StoreCli, BackupWhileARunRecordsIsAWholeStore) {
+  TempDir dir("backup");
+  const std::string db = dir.file("runs.sqlite");
+  ASSERT_EQ(ampwb(tiny_training(db, 1, 2)).status, 0);
+  std::vector<std::string> argv = tiny_training(db, 200, 3);
+  argv.insert(argv.begin(), AMPWB_BINARY);
+  argv.insert(argv.end(), {"--name", "recording"});
+  const pid_t child = spawn(argv, dir.file("train.log"));
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  auto epochs_of_second = [&]() -> size_t {
+    try {
+      return RunStore(db, RunStore::Mode::ReadOnly).epochs(2).size();
+    } catch (const StoreError&) {
+      return 0;
+    }
+  };
+  while (epochs_of_second() < 2 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const Result r = ampwb({"store", "backup", dir.file("copy.sqlite"), "--db", db});
+  ::kill(child, SIGKILL);
+  wait_exit(child);
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "(2 runs)");
+  RunStore copy(dir.file("copy.sqlite"), RunStore::Mode::ReadOnly);
+  EXPECT_EQ(copy.integrity_check(), "ok");
+  ASSERT_EQ(copy.runs().size(), 2u);
+  EXPECT_GE(copy.epochs(2).size(), 2u);
+  EXPECT_EQ(ampwb({"store", "backup", dir.file("copy.sqlite"), "--db", db}).status, 1) << "never overwrites";
+}
+
 TEST(StoreCli, TwoTrainingsAndEditsShareOneFileWithoutLockErrors) {
   TempDir dir("shared");
   const std::string db = dir.file("runs.sqlite");

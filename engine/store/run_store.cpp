@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iterator>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -210,6 +211,15 @@ std::string RunStore::default_path() {
   throw StoreError("no place for the run store: HOME is not set (pass --db FILE or set AMPWB_DB)");
 }
 
+struct RunStore::BackgroundCheck {
+  std::mutex mutex;
+  std::string problems;  // set when the check found damage
+  std::thread thread;
+  ~BackgroundCheck() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
 RunStore::RunStore(const std::string& path, Mode mode) {
   if (path.empty()) throw StoreError("the run store path is empty");
   std::error_code ec;
@@ -293,6 +303,7 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
   try {
     p = probe(*db_);
   } catch (const StoreError& e) {
+    if (e.sqlite_code() == SQLITE_CORRUPT) throw StoreError(damaged_store_message(path, e.what()));
     if (e.sqlite_code() == SQLITE_NOTADB)
       throw StoreError("'" + path + "' is not an ampwb run store: it is not an SQLite database (left untouched; " +
                        "pass another --db FILE)");
@@ -321,6 +332,32 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
       throw StoreError("the run store '" + path + "' has the older schema version " + std::to_string(p.version) +
                        " and is read-only here: open it once with write access to upgrade it");
     return;
+  }
+  if (!empty) {  // a damaged store is refused before anything is written into it
+    std::error_code ec;
+    if (fs::file_size(path, ec) <= kStoreCheckedBeforeWritingBytes) {
+      std::string problems;
+      try {
+        problems = quick_check();
+      } catch (const StoreError& e) {  // damage can also stop the check itself
+        problems = e.what();
+      }
+      if (problems != "ok") throw StoreError(damaged_store_message(path, problems));
+    } else {
+      background_check_ = std::make_shared<BackgroundCheck>();
+      background_check_->thread = std::thread([check = background_check_.get(), path] {
+        try {
+          const std::string problems = RunStore(path, Mode::ReadOnly).quick_check();
+          if (problems != "ok") {
+            std::lock_guard lock(check->mutex);
+            check->problems = problems;
+          }
+        } catch (const std::exception& e) {
+          std::lock_guard lock(check->mutex);
+          check->problems = e.what();
+        }
+      });
+    }
   }
   enable_wal(*db_);
   db_->exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON");
@@ -377,8 +414,53 @@ int RunStore::recover_abandoned_runs() {
   return static_cast<int>(abandoned.size());
 }
 
+std::string damaged_store_message(const std::string& path, const std::string& problems) {
+  // SQLite's first line may be a heading ("*** in database main ***"): name the first real problem.
+  std::string first = problems.substr(0, problems.find('\n'));
+  if (first.starts_with("***") && problems.find('\n') != std::string::npos) {
+    const size_t from = problems.find('\n') + 1;
+    first = problems.substr(from, problems.find('\n', from) - from);
+  }
+  return "the run store '" + path + "' is damaged (SQLite: " + first +
+         "): nothing more is written into it. Keep a copy (ampwb store backup FILE --db '" + path +
+         "'), then recover what is readable into a new store with SQLite's shell (Debian: sqlite3): sqlite3 '" + path +
+         "' .recover | sqlite3 recovered.sqlite; `ampwb store check` lists every problem";
+}
+
 void RunStore::require_writable(const char* what) const {
   if (read_only_) throw StoreError("cannot " + std::string(what) + ": the run store '" + path() + "' is read-only");
+  if (background_check_) {
+    std::lock_guard lock(background_check_->mutex);
+    if (!background_check_->problems.empty())
+      throw StoreError("cannot " + std::string(what) + ": " +
+                       damaged_store_message(path(), background_check_->problems));
+  }
+}
+
+std::string RunStore::quick_check() const {
+  SqliteStatement q(*db_, "PRAGMA quick_check");
+  std::string out;
+  while (q.step()) {
+    if (!out.empty()) out += '\n';
+    out += q.text(0);
+  }
+  return out;
+}
+
+void RunStore::backup_to(const std::string& file) const {
+  if (fs::exists(file)) throw StoreError("'" + file + "' exists: a backup never overwrites a file");
+  SqliteDb copy(file, SqliteDb::Open::ReadWriteCreate);
+  sqlite3_backup* backup = sqlite3_backup_init(copy.handle(), "main", db_->handle(), "main");
+  if (!backup) copy.check(sqlite3_errcode(copy.handle()), "sqlite3_backup_init", "");
+  // All pages in one step, inside one read transaction: a consistent snapshot; in WAL mode writers go on meanwhile.
+  const int stepped = sqlite3_backup_step(backup, -1);
+  const int finished = sqlite3_backup_finish(backup);
+  if (stepped != SQLITE_DONE || finished != SQLITE_OK) {
+    std::error_code ignored;
+    fs::remove(file, ignored);
+    throw StoreError("cannot back up the run store '" + path() + "' to '" + file +
+                     "': " + sqlite3_errstr(stepped != SQLITE_DONE ? stepped : finished));
+  }
 }
 
 // --- recording ---

@@ -98,8 +98,13 @@ class RunStore {
   void remove_tag(int64_t run, const std::string& tag);
   void remove(int64_t run);  // the run and all its rows; refuses a run a live process records
 
-  // "ok", or SQLite's list of problems.
+  // "ok", or SQLite's list of problems: the full check (integrity_check) and the quick one (quick_check, which
+  // skips index contents; about 0.3 s on a 190 MB store of 1,000 runs).
   std::string integrity_check() const;
+  std::string quick_check() const;
+  // Writes a consistent copy of the store to `file` (SQLite's online backup: safe while runs are recording).
+  // Refuses to overwrite an existing file.
+  void backup_to(const std::string& file) const;
 
   // Marks `running` runs whose recording process is gone as interrupted; returns how many. Opening does this;
   // a long-lived reader (the GUI) may call it again. Does nothing on a read-only store.
@@ -119,7 +124,15 @@ class RunStore {
   int found_version_ = 0;
   int interrupted_on_open_ = 0;
   std::map<int64_t, RunLock> owned_;  // runs this store records
+  struct BackgroundCheck;                          // quick_check of a large store, beside the first writes
+  std::shared_ptr<BackgroundCheck> background_check_;
 };
+
+// Opened for writing, a store is checked first (SQLite's quick_check): a damaged one is refused, saying how to
+// recover it. A store up to this size is checked before anything is written (under 100 ms); a larger one in the
+// background, and writing stops as soon as the check finds damage.
+constexpr uintmax_t kStoreCheckedBeforeWritingBytes = uintmax_t{48} << 20;
+std::string damaged_store_message(const std::string& path, const std::string& problems);
 
 // Refuses names a run cannot have: empty, or all digits (it would read as an id).
 void check_run_name(const std::string& name);
