@@ -286,7 +286,8 @@ int train_command(Args& args) {
     for (const EpochReport& r : epochs) out["epochs"].push_back(epoch_json(r));
     std::printf("%s\n", out.dump(2).c_str());
   } else if (run_id != 0) {
-    std::printf("run %lld (%s) %s%s%s; ampwb show %lld\n", static_cast<long long>(run_id), record.name.c_str(),
+    const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
+    std::printf("run %lld%s %s%s%s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),
                 run_status_name(end.status), end.reason.empty() ? "" : ": ", end.reason.c_str(),
                 static_cast<long long>(run_id));
   }

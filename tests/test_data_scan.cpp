@@ -173,6 +173,46 @@ TEST(DataScan, MessyFolderExactReport) {
   EXPECT_NE(text.find("too small for the split: 'solo': 1 image: none left for validation"), std::string::npos) << text;
 }
 
+// A decompression bomb: a PNG whose header claims 40000 x 40000 pixels over a few bytes of data.
+std::vector<uint8_t> png_bomb() {
+  std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  auto chunk = [&png](const char* type, const std::vector<uint8_t>& data) {
+    put_be32(png, static_cast<uint32_t>(data.size()));
+    std::vector<uint8_t> typed(type, type + 4);
+    typed.insert(typed.end(), data.begin(), data.end());
+    png.insert(png.end(), typed.begin(), typed.end());
+    put_be32(png, static_cast<uint32_t>(crc32(0, typed.data(), static_cast<uInt>(typed.size()))));
+  };
+  std::vector<uint8_t> header;
+  put_be32(header, 40000);
+  put_be32(header, 40000);
+  header.insert(header.end(), {8, 2, 0, 0, 0});  // 8-bit RGB
+  chunk("IHDR", header);
+  std::vector<uint8_t> row(1 + 3 * 40000, 0), packed(compressBound(static_cast<uLong>(row.size())));
+  uLongf packed_size = static_cast<uLongf>(packed.size());
+  compress(packed.data(), &packed_size, row.data(), static_cast<uLong>(row.size()));
+  packed.resize(packed_size);
+  chunk("IDAT", packed);
+  chunk("IEND", {});
+  return png;
+}
+
+TEST(DataScan, DecompressionBombIsSkippedWithItsSizeInPixels) {
+  TempDir dir("bomb");
+  write_image(dir / "a" / "1.png", pattern_image(8, 8, 1));
+  write_image(dir / "a" / "2.png", pattern_image(8, 8, 2));
+  write_image(dir / "b" / "1.png", pattern_image(8, 8, 3));
+  write_bytes(dir / "b" / "bomb.png", png_bomb());
+  const Dataset ds = Dataset::open(dir.str(), no_disk_cache());
+  const Pairs skipped = skipped_of(ds.report());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].first, "b/bomb.png");
+  EXPECT_NE(skipped[0].second.find("40000 x 40000 = 1600000000 pixels, more than the 1,073,741,824 (2^30)"),
+            std::string::npos)
+      << skipped[0].second;
+  EXPECT_EQ(skipped[0].second.find("CV_IO"), std::string::npos) << "OpenCV's source words are not for the user";
+}
+
 TEST(DataScan, UnreadableFileIsSkipped) {
   if (::geteuid() == 0) GTEST_SKIP() << "root reads every file";
   TempDir dir("unreadable");

@@ -45,8 +45,8 @@ class StrictDeviceBackend final : public Backend {
     check({&x, &gamma, &beta, &y, &running_mean, &running_var});
     cpu_.batchnorm_forward_inference(x, gamma, beta, y, running_mean, running_var, eps);
   }
-  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean,
-                          const Tensor& var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) override {
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean, const Tensor& var,
+                          Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) override {
     check({&x, &dy, &gamma, &mean, &var, &dx, &dgamma, &dbeta});
     cpu_.batchnorm_backward(x, dy, gamma, mean, var, dx, dgamma, dbeta, eps);
   }

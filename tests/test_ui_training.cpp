@@ -9,6 +9,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QtTest>
 #include <ctime>
 
@@ -20,6 +21,8 @@
 #include "runs_view.h"
 #include "stall_meter.h"
 #include "test_ui_util.h"
+
+#include "idx_util.h"
 
 namespace ampwb::ui::test {
 
@@ -63,6 +66,26 @@ class TrainingThroughTheUi : public QObject {
   void initTestCase() {
     QVERIFY(dir_.isValid());
     data_ = write_stripes(dir_.filePath("stripes"), 300, 16);
+  }
+
+  void validation_fraction_only_where_the_workbench_splits() {
+    MainWindow w(db("split"));
+    RunSetupPanel* panel = w.setup();
+    QSignalSpy inspected(panel, &RunSetupPanel::dataset_inspected);
+    auto* fraction = child<QDoubleSpinBox>(w, "validationFraction");
+    const fs::path idx = make_stripes_idx("ui_split", 8, 8);  // IDX: its t10k files are the validation split
+    panel->set_dataset_path(QString::fromStdString(idx.string()));
+    QTRY_VERIFY_WITH_TIMEOUT(inspected.count() >= 1, 30000);
+    QVERIFY(!fraction->isVisibleTo(panel));
+    panel->set_dataset_path(data_);  // class folders: the workbench holds out a fraction
+    QTRY_VERIFY_WITH_TIMEOUT(inspected.count() >= 2, 30000);
+    QVERIFY(fraction->isVisibleTo(panel));
+    fs::remove_all(idx);
+    // Only the modes the chosen device can run are offered: no TF32 on the CPU, with the reason as tooltip.
+    auto* precision = child<QComboBox>(w, "precision");
+    const int tf32 = precision->findData(QString("tf32"));
+    QVERIFY(!qobject_cast<QStandardItemModel*>(precision->model())->item(tf32)->isEnabled());
+    QVERIFY(precision->itemData(tf32, Qt::ToolTipRole).toString().contains("NVIDIA GPUs"));
   }
 
   void first_launch_preselects_the_sample() {

@@ -83,6 +83,7 @@ void DatasetInspector::Shared::loop() {
       const DatasetReport& report = dataset.report();
       result.text = QString::fromStdString(report.to_text());
       result.trainable = report.trainable();
+      result.split_by_workbench = report.layout == "class-folders";
       result.classes = static_cast<int>(report.classes.size());
       result.train_images = report.train_images;
       result.validation_images = report.validation_images;

@@ -22,7 +22,7 @@ void RunProgress::step(const StepReport& s) {
   epoch_ = s.epoch;
   last_step_ = s.step;
   done_steps_ = s.step - first_step_ + 1;
-  recent_.emplace_back(s.step, s.wall_seconds);
+  recent_.emplace_back(s.step, s.wall_seconds - paused_);
   // About the last 10 seconds of steps: adapts to a rate that changes (warm-up, another job on the machine).
   while (recent_.size() > 2 && recent_.back().second - recent_.front().second > 10.0) recent_.pop_front();
 }
@@ -33,6 +33,7 @@ void RunProgress::epoch(const EpochReport& e) {
   if (e.seconds > step_seconds) {
     eval_seconds_ = (eval_seconds_ * evals_seen_ + (e.seconds - step_seconds)) / (evals_seen_ + 1);
     ++evals_seen_;
+    paused_ += e.seconds - step_seconds;  // the next step's clock resumes after the evaluation
   }
   epoch_ = std::min(epochs_, e.epoch + 1);
 }

@@ -150,7 +150,7 @@ QWidget* RunSetupPanel::build_data_group() {
   dataset_report_->setMaximumHeight(150);
   layout->addWidget(dataset_report_);
 
-  auto* form = new QFormLayout;
+  auto* form = data_form_ = new QFormLayout;
   val_fraction_ = number_box(0, 0.9, 2, 0.05);
   val_fraction_->setObjectName("validationFraction");
   val_fraction_->setToolTip(tr("Held out per class when the data has no validation split of its own"));
@@ -510,6 +510,8 @@ void RunSetupPanel::request_inspection() {
 void RunSetupPanel::show_inspection(const InspectResult& r) {
   if (r.root != dataset_path()) return;  // the user has moved on meanwhile
   dataset_report_->setPlainText(r.text);
+  // IDX test files, CIFAR's test batch and val/ folders are the validation split: no fraction to choose then.
+  data_form_->setRowVisible(val_fraction_, !r.trainable || r.split_by_workbench);
   dataset_status_->setText(r.trainable ? tr("✔ %1 classes, %2 training and %3 validation images (%4 px)")
                                              .arg(r.classes)
                                              .arg(r.train_images)

@@ -14,6 +14,7 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
@@ -72,6 +73,7 @@ class RunSetupPanel : public QWidget {
   QLabel* dataset_status_ = nullptr;
   QPlainTextEdit* dataset_report_ = nullptr;
   QDoubleSpinBox* val_fraction_ = nullptr;
+  QFormLayout* data_form_ = nullptr;  // holds val_fraction_'s row, hidden where the data brings its own split
   QSpinBox* max_images_ = nullptr;
   // Model and precision
   QComboBox* depth_ = nullptr;

@@ -227,6 +227,11 @@ ImageCheck check_image(const uint8_t* d, size_t n) {
 #endif
   } catch (const cv::Exception& e) {
     error = e.err;
+    if (error.find("CV_IO_MAX_IMAGE_PIXELS") != std::string::npos)  // OpenCV's limit, in its source's words
+      error = (c.width > 0 && c.height > 0 ? std::to_string(c.width) + " x " + std::to_string(c.height) + " = " +
+                                                 std::to_string(int64_t{c.width} * c.height) + " pixels, "
+                                           : std::string()) +
+              "more than the 1,073,741,824 (2^30) pixels an image may have here";
   }
   if (decoded.empty()) {
     c.ok = false;
