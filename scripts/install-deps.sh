@@ -9,6 +9,7 @@ packages=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libsqlite3-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev nlohmann-json3-dev
   xvfb xauth libgl1-mesa-dev
+  clang libclang-rt-14-dev
   dataset-fashion-mnist
 )
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what is missing, builds, and runs every test through CTest:
-# first the engine-only build (no Qt, as GPU machines build it) and the GPU bundle (where nvcc is found), then the
-# full build with the desktop workbench. Tests run one at a time: each uses both cores through OpenMP.
+# the engine-only build (no Qt, as GPU machines build it) and the GPU bundle (where nvcc is found), the sanitizer
+# builds and the fuzzers, then the full build with the desktop workbench. Tests run one at a time: each uses both
+# cores through OpenMP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -17,6 +18,11 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   "$bundle/gpu-bundle/run" test_ops --gtest_brief=1 | tail -n 1
   rm -rf "$bundle"
 fi
+
+# Memory errors, undefined behaviour and races (scripts/sanitize.sh); the file readers fuzzed for a short budget
+# (scripts/fuzz.sh runs them longer).
+scripts/sanitize.sh
+scripts/fuzz.sh 10
 
 scripts/build.sh
 ctest --test-dir "${AMPWB_BUILD_DIR:-build}" --output-on-failure --timeout 900

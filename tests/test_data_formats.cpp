@@ -1,6 +1,9 @@
 // Image files, gzip and the IDX/CIFAR readers, on real encoded bytes: every accepted format decodes to the expected
 // 8-bit BGR, every kind of damage is refused with its reason, and our inflate agrees with zlib.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <opencv2/imgproc.hpp>
 
@@ -76,6 +79,48 @@ TEST(DataGzip, TruncatedOrCorruptIsAnErrorNamingTheFile) {
 }
 
 // --- image files -----------------------------------------------------------------------------------------------------
+
+TEST(DataGzip, TrailerCannotReserveMoreThanDeflateCanHold) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: an address-space limit cannot apply";
+#else
+  // Found by scripts/fuzz.sh (fuzz_idx) as an out-of-memory: 37 bytes whose trailer claims 4 GiB of output,
+  // which the reader used to reserve up front. Under a 1 GiB address-space limit it must fail as corrupt data.
+  const std::vector<uint8_t> input = {0x1f, 0x8b, 0x2f, 0x00, 0x00, 0x1f, 0x8b, 0x04, 0x6b, 0x02, 0x00, 0xff, 0x60,
+                                      0x60, 0x66, 0x60, 0x60, 0x60, 0x82, 0x61, 0x46, 0x26, 0x66, 0x16, 0x56, 0x36,
+                                      0x76, 0x0e, 0x00, 0x65, 0x34, 0x8b, 0x04, 0x6b, 0x02, 0x00, 0xff};
+  const pid_t child = ::fork();
+  if (child == 0) {
+    rlimit limit{};
+    ::getrlimit(RLIMIT_AS, &limit);
+    limit.rlim_cur = rlim_t{1} << 30;
+    ::setrlimit(RLIMIT_AS, &limit);
+    try {
+      gunzip(input.data(), input.size(), "claims 4 GiB");
+      ::_exit(2);
+    } catch (const Error&) {
+      ::_exit(0);  // refused as corrupt: the answer wanted
+    } catch (...) {
+      ::_exit(1);  // std::bad_alloc: it tried to reserve what the trailer claims
+    }
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit status " << status;
+#endif
+}
+
+TEST(DataGzip, EveryInputTheFuzzerCrashedOnIsRefusedAsCorrupt) {
+  // fuzz/corpus/gzip/regress-*: saved by scripts/fuzz.sh from crashes, kept in the seed corpus as well.
+  int seen = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(AMPWB_FUZZ_CORPUS) / "gzip")) {
+    if (!entry.path().filename().string().starts_with("regress-")) continue;
+    const std::vector<uint8_t> bytes = read_bytes(entry.path());
+    EXPECT_THROW(gunzip(bytes.data(), bytes.size(), entry.path().string()), Error) << entry.path();
+    ++seen;
+  }
+  EXPECT_GE(seen, 1);
+}
 
 TEST(DataImageFile, AcceptedFormatsDecodeToTheSameBgr) {
   const cv::Mat img = pattern_image(21, 13, 3);

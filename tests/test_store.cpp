@@ -797,5 +797,27 @@ TEST(Csv, AWriterThatIsNotClosedLeavesNoFile) {
   expect_contains(error_of([&] { CsvWriter bad(dir.file("no/such/folder/x.csv")); }), "no/such/folder/x.csv");
 }
 
+TEST(StoredConfig, InputsTheFuzzerFoundAreRefusedByName) {
+  // fuzz/corpus/store_record/regress-*: JSON that made nlohmann cast 7e30 to int (undefined behaviour).
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(AMPWB_FUZZ_CORPUS) / "store_record")) {
+    if (!entry.path().filename().string().starts_with("regress-")) continue;
+    std::ifstream in(entry.path());
+    const nlohmann::json j = nlohmann::json::parse(in);
+    try {
+      j.get<TrainConfig>();
+      ADD_FAILURE() << entry.path() << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("stored configuration's"), std::string::npos) << e.what();
+    }
+    ++seen;
+  }
+  EXPECT_GE(seen, 1);
+  const nlohmann::json huge_lr = {{"lr", 1e300}}, fractional_depth = {{"depth", 18.5}};
+  EXPECT_THROW(huge_lr.get<TrainConfig>(), Error);
+  EXPECT_THROW(fractional_depth.get<TrainConfig>(), Error);
+  EXPECT_EQ(nlohmann::json({{"depth", 50}}).get<TrainConfig>().depth, 50);
+}
+
 }  // namespace
 }  // namespace ampwb

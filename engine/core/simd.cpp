@@ -1,6 +1,8 @@
 // Run-time choice of the engine's vector paths: CPU detection and the caps from the environment and tests.
 #include "core/simd.h"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -48,8 +50,9 @@ SimdLevel detected_simd_level() {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
       return SimdLevel::Avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-      return SimdLevel::Avx2;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);  // clang 14 cannot name it
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) return SimdLevel::Avx2;
     return SimdLevel::Scalar;
   }();
   return level;

@@ -1,6 +1,7 @@
 // CRC-32 and a table-driven inflate (RFC 1951) inside a gzip reader (RFC 1952).
 #include "data/gzip.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -194,6 +195,9 @@ void read_dynamic_tables(BitReader& in, Huffman& lit, Huffman& dist) {
   const int hlit = static_cast<int>(in.take(5)) + 257;
   const int hdist = static_cast<int>(in.take(5)) + 1;
   const int hclen = static_cast<int>(in.take(4)) + 4;
+  // RFC 1951 allows at most 286 literal/length codes; 5 bits can claim 288, which would overrun `lengths` below
+  // (found by scripts/fuzz.sh: fuzz/corpus/gzip/regress-hlit-288).
+  if (hlit > 286) throw InflateError();
   uint8_t code_lengths[19] = {0};
   for (int i = 0; i < hclen; ++i) code_lengths[kOrder[i]] = static_cast<uint8_t>(in.take(3));
   Huffman lengths_code;
@@ -288,9 +292,14 @@ bool is_gzip(const uint8_t* data, size_t size) { return size >= 2 && data[0] == 
 std::vector<uint8_t> gunzip(const uint8_t* data, size_t size, const std::string& what) {
   std::vector<uint8_t> out;
   if (!is_gzip(data, size)) throw Error("'" + what + "' is not a gzip file");
-  // The last member's trailer holds its length mod 2^32: a good first guess at the output size.
-  if (size >= 18)
-    out.reserve(data[size - 4] | (data[size - 3] << 8) | (data[size - 2] << 16) | (size_t{data[size - 1]} << 24));
+  // The last member's trailer holds its length mod 2^32: a good first guess at the output size, but only a
+  // claim: deflate expands at most 1032-fold, so a 38-byte file claiming 4 GiB gets no 4 GiB reservation (the
+  // fuzzer's first find: scripts/fuzz.sh, test DataFormats.GzipTrailerCannotReserveMoreThanDeflateCanHold).
+  if (size >= 18) {
+    const size_t claimed =
+        data[size - 4] | (data[size - 3] << 8) | (data[size - 2] << 16) | (size_t{data[size - 1]} << 24);
+    out.reserve(std::min(claimed, size * 1032));
+  }
   const uint8_t* p = data;
   const uint8_t* end = data + size;
   try {

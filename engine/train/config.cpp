@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -134,10 +136,25 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
   };
 }
 
-// Missing keys keep their defaults, so configurations stored by older versions still load.
+// Missing keys keep their defaults, so configurations stored by older versions still load. An integer field
+// takes only an integer that fits: nlohmann converts 7e30 to int by a cast whose result is undefined (found by
+// scripts/fuzz.sh, fuzz_store_record), so a damaged or hand-edited store must be refused by name instead.
 template <class T>
 void read(const nlohmann::json& j, const char* key, T& field) {
-  if (j.contains(key)) j.at(key).get_to(field);
+  if (!j.contains(key)) return;
+  const nlohmann::json& v = j.at(key);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const bool fits = v.is_number_integer() &&
+                      (v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
+                                              : v.get<int64_t>() >= int64_t(std::numeric_limits<T>::min()) &&
+                                                    v.get<int64_t>() <= int64_t(std::numeric_limits<T>::max()));
+    if (!fits)
+      throw Error(std::string("the stored configuration's ") + key + " is not a whole number in range: " + v.dump());
+  } else if constexpr (std::is_floating_point_v<T>) {
+    const bool fits = v.is_number() && (!std::is_same_v<T, float> || !(std::fabs(v.get<double>()) > 3.4e38));
+    if (!fits) throw Error(std::string("the stored configuration's ") + key + " is not a number in range: " + v.dump());
+  }
+  v.get_to(field);
 }
 
 void from_json(const nlohmann::json& j, TrainConfig& c) {

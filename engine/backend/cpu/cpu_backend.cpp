@@ -262,6 +262,11 @@ struct CpuBackend::Impl {
 CpuBackend::CpuBackend(const BackendOptions& options) : impl_(std::make_unique<Impl>()) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads_ = options.threads > 0 ? options.threads : cores;
+#if defined(__SANITIZE_THREAD__)
+  // libgomp is not instrumented: ThreadSanitizer cannot see its fork and join, and would report every parallel
+  // loop as a race. Its builds run one OpenMP thread, so what it checks is the engine's own threads.
+  threads_ = 1;
+#endif
   impl_->threads = threads_;
   impl_->emulate_bf16 = options.emulate_bf16;
   omp_set_num_threads(threads_);
