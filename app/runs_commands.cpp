@@ -234,22 +234,26 @@ int runs_command(Args& args) {
   }
   RunStore store(path, RunStore::Mode::Existing);
   json list = json::array();
-  Table table({"ID", "NAME", "CREATED (UTC)", "STATUS", "DEPTH", "PRECISION", "DEVICE", "BEST VAL", "EPOCHS", "TIME"},
-              {true, false, false, false, true, false, false, true, true, true});
+  Table table(
+      {"ID", "NAME", "CREATED (UTC)", "STATUS", "DEPTH", "PRECISION", "DEVICE", "BEST VAL", "EPOCHS", "TIME", "RESUME"},
+      {true, false, false, false, true, false, false, true, true, true, false});
   size_t shown = 0;
   for (const RunRecord& r : store.runs()) {
     if (!status.empty() && status != run_status_name(r.status)) continue;
     if (!tag.empty() && std::find(r.tags.begin(), r.tags.end(), tag) == r.tags.end()) continue;
     const RunSummary s = summarize(r, store.epochs(r.id));
+    const bool resumable = store.resumable(r.id);
     ++shown;
     if (as_json) {
       json j = run_json(r);
       j["summary"] = summary_json(s);
+      j["resumable"] = resumable;
       list.push_back(j);
     } else {
       table.add({std::to_string(r.id), r.name, timestamp(r.created), run_status_name(r.status), std::to_string(r.depth),
                  r.precision, r.device, s.epochs_completed ? percent(s.best_validation_accuracy) : "-",
-                 std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration(s.total_seconds)});
+                 std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration(s.total_seconds),
+                 resumable ? "yes" : ""});
     }
   }
   if (as_json) {

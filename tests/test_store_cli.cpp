@@ -340,8 +340,13 @@ TEST(StoreCli, SigtermAndSigintStopAfterTheStepWithACheckpointAndExit143And130) 
       EXPECT_NE(saved.back().path.find(dir.file("checkpoints")), std::string::npos) << saved.back().path;
       EXPECT_TRUE(fs::exists(saved.back().path));
     }
+    json listed = json::parse(ampwb({"runs", "--json", "--db", db}).output);
+    EXPECT_TRUE(listed[0]["resumable"].get<bool>()) << "ampwb runs says which runs can be resumed";
+    expect_contains(ampwb({"runs", "--db", db}).output, "RESUME");
     const Result resumed = ampwb({"train", "--resume", "1", "--db", db});
     ASSERT_EQ(resumed.status, 0) << resumed.output;
+    listed = json::parse(ampwb({"runs", "--json", "--db", db}).output);
+    EXPECT_FALSE(listed[0]["resumable"].get<bool>()) << "a finished run is not";
     RunStore store(db, RunStore::Mode::ReadOnly);
     EXPECT_EQ(store.run(1).status, RunStatus::Finished);
     EXPECT_EQ(store.epochs(1).size(), 40u) << "the curve continues to the last epoch";

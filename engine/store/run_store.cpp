@@ -437,6 +437,14 @@ void RunStore::require_writable(const char* what) const {
   }
 }
 
+bool RunStore::resumable(int64_t run) const {
+  if (this->run(run).status == RunStatus::Finished || recording(run)) return false;
+  const std::vector<CheckpointInfo> saved = checkpoints(run);
+  if (saved.empty()) return false;
+  std::error_code ec;
+  return fs::exists(saved.back().path, ec) || fs::exists(saved.back().path + ".prev", ec);
+}
+
 std::string RunStore::quick_check() const {
   SqliteStatement q(*db_, "PRAGMA quick_check");
   std::string out;

@@ -98,6 +98,10 @@ class RunStore {
   void remove_tag(int64_t run, const std::string& tag);
   void remove(int64_t run);  // the run and all its rows; refuses a run a live process records
 
+  // Whether `ampwb train --resume` can continue the run: not finished, no live process records it, and its
+  // latest checkpoint (or the one before it) is on disk.
+  bool resumable(int64_t run) const;
+
   // "ok", or SQLite's list of problems: the full check (integrity_check) and the quick one (quick_check, which
   // skips index contents; about 0.3 s on a 190 MB store of 1,000 runs).
   std::string integrity_check() const;
