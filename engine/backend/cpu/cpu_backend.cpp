@@ -194,8 +194,8 @@ struct CpuBackend::Impl {
   }
 
   // The primitive for `key`, created on first use; nullptr where the caller must emulate: when `ask` is false
-  // (FP16, which oneDNN 2.6 cannot compute on the CPU), or when oneDNN answers "unimplemented" for a 16-bit
-  // primitive (BF16 below AVX-512). Asked once per key: the answer is cached either way.
+  // (FP16, which oneDNN 2.6 cannot compute on the CPU) or when creating it answers "unimplemented" (BF16 below
+  // AVX-512, or a convolution require_native_bf16 refuses). Asked once per key: the answer is cached either way.
   const Cached* find(const std::string& key, bool ask, const std::function<Cached()>& create) {
     omp_set_num_threads(threads);  // per calling thread: the trainer runs on its own thread
     if (!ask || unimplemented.count(key)) return nullptr;

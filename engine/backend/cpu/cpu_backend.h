@@ -3,9 +3,10 @@
 // FP32 runs natively. oneDNN 2.6 implements no FP16 compute on the CPU, so FP16 is emulated: FP16 tensors are
 // widened to FP32, the FP32 primitive runs (FP32 accumulation, as tensor cores do), and results are rounded to
 // FP16 with its range: overflow to inf, magnitudes under 2^-24 to zero, subnormals kept. BF16 runs through oneDNN's
-// BF16 primitives where it has them (AMX, AVX512-BF16, or its own emulation on plain AVX-512); where oneDNN
-// answers that a BF16 primitive is unimplemented (below AVX-512), that primitive is emulated the same way as FP16,
-// rounding to BF16. The answer is asked once per primitive and cached.
+// BF16 primitives where the CPU computes BF16 natively (AMX, AVX512-BF16); where oneDNN answers that a BF16
+// primitive is unimplemented (below AVX-512), or offers a convolution only through its own, slower emulation
+// (plain AVX-512), that primitive is emulated the same way as FP16, rounding to BF16. oneDNN is asked once per
+// primitive and the answer cached.
 #pragma once
 
 #include <memory>
