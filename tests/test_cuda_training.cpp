@@ -10,7 +10,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_device.h"
 #include "idx_util.h"
-#include "op_test_util.h"
+#include "step_util.h"
 #include "train/trainer.h"
 
 namespace ampwb {
@@ -72,57 +72,22 @@ void PrintTo(const StepTolerance& t, std::ostream* out) { *out << t.mode; }
 
 class CudaWholeStep : public ::testing::TestWithParam<StepTolerance> {};
 
-double relative_l2(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  double diff = 0, norm = 0;
-  for (size_t t = 0; t < a.size(); ++t)
-    for (size_t i = 0; i < a[t].size(); ++i) {
-      const double d = static_cast<double>(a[t][i]) - b[t][i];
-      diff += d * d;
-      norm += static_cast<double>(b[t][i]) * b[t][i];
-    }
-  return std::sqrt(diff / std::max(norm, 1e-300));
-}
-
 TEST_P(CudaWholeStep, MatchesTheCpuBackendFromTheSameWeightsAndBatch) {
   if (cuda_device_count() == 0)
     GTEST_SKIP() << "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
   const StepTolerance& tol = GetParam();
-  struct Outcome {
-    float loss = 0;
-    bool skipped = false;
-    std::vector<std::vector<float>> grads, weights;
-  };
-  auto one_step = [](Backend& backend, const std::string& mode) {
-    Rng rng(17);
-    ResNet model(backend, {18, 10, 3, 32, Stem::Auto}, rng);
-    Sgd sgd(backend, {"sgd", 0.9f});
-    PrecisionConfig config = precision_preset(mode);
-    config.loss_scale.init_scale = 1024;  // no overflow on the first step: both sides take it
-    const PrecisionPolicy policy(config);
-    LossScaler scaler(config.loss_scale);
-    MixedPrecisionStep step(backend, model, sgd, policy, scaler, 0.0f, 0.0f);
-    const Tensor images = testing::random_tensor({16, 3, 32, 32}, rng, Layout::NHWC);
-    Tensor labels = Tensor::empty({16}, DType::I32);
-    for (int n = 0; n < 16; ++n) labels.data_as<int32_t>()[n] = static_cast<int32_t>(rng.below(10));
-    Outcome o;
-    const StepResult r = step.run(images, labels, 0.1f);
-    o.loss = r.loss, o.skipped = r.skipped;
-    for (Parameter* p : model.parameters()) {
-      o.grads.push_back(to_float_vector(on_host(backend, p->grad)));
-      o.weights.push_back(to_float_vector(on_host(backend, p->value)));
-    }
-    return o;
-  };
   auto gpu = make_backend("cuda", {2, false, std::string(tol.mode) == "tf32"});
   CpuBackend cpu({2});
-  const Outcome on_gpu = one_step(*gpu, tol.mode);
+  const ResNetConfig resnet18{18, 10, 3, 32, Stem::Auto};
+  const testing::StepOutcome on_gpu = testing::one_training_step(*gpu, tol.mode, resnet18, 16, 17);
   // The CPU has no TF32: it runs the FP32 step that TF32 approximates.
-  const Outcome on_cpu = one_step(cpu, std::string(tol.mode) == "tf32" ? "fp32" : tol.mode);
+  const testing::StepOutcome on_cpu =
+      testing::one_training_step(cpu, std::string(tol.mode) == "tf32" ? "fp32" : tol.mode, resnet18, 16, 17);
   ASSERT_EQ(on_gpu.skipped, on_cpu.skipped);
   EXPECT_NEAR(on_gpu.loss, on_cpu.loss, tol.loss * std::fabs(on_cpu.loss)) << tol.why;
-  EXPECT_LT(relative_l2(on_gpu.grads, on_cpu.grads), tol.grads) << tol.why;
+  EXPECT_LT(testing::relative_l2(on_gpu.grads, on_cpu.grads), tol.grads) << tol.why;
   // The update is lr * grad on top of equal weights: its error is the gradients', scaled down by lr.
-  EXPECT_LT(relative_l2(on_gpu.weights, on_cpu.weights), tol.grads) << tol.why;
+  EXPECT_LT(testing::relative_l2(on_gpu.weights, on_cpu.weights), tol.grads) << tol.why;
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -445,8 +445,10 @@ bool RunStore::resumable(int64_t run) const {
   return fs::exists(saved.back().path, ec) || fs::exists(saved.back().path + ".prev", ec);
 }
 
-std::string RunStore::quick_check() const {
-  SqliteStatement q(*db_, "PRAGMA quick_check");
+namespace {
+// The rows of a PRAGMA, one a line ("ok", or SQLite's problems).
+std::string pragma_lines(SqliteDb& db, const char* pragma) {
+  SqliteStatement q(db, pragma);
   std::string out;
   while (q.step()) {
     if (!out.empty()) out += '\n';
@@ -454,6 +456,9 @@ std::string RunStore::quick_check() const {
   }
   return out;
 }
+}  // namespace
+
+std::string RunStore::quick_check() const { return pragma_lines(*db_, "PRAGMA quick_check"); }
 
 void RunStore::backup_to(const std::string& file) const {
   if (fs::exists(file)) throw StoreError("'" + file + "' exists: a backup never overwrites a file");
@@ -886,14 +891,6 @@ void RunStore::remove(int64_t run_id) {
   t.commit();
 }
 
-std::string RunStore::integrity_check() const {
-  SqliteStatement q(*db_, "PRAGMA integrity_check");
-  std::string out;
-  while (q.step()) {
-    if (!out.empty()) out += '\n';
-    out += q.text(0);
-  }
-  return out;
-}
+std::string RunStore::integrity_check() const { return pragma_lines(*db_, "PRAGMA integrity_check"); }
 
 }  // namespace ampwb
