@@ -57,7 +57,25 @@ class Table {
  public:
   explicit Table(std::vector<std::string> header, std::vector<bool> right = {})
       : rows_{std::move(header)}, right_(std::move(right)) {}
-  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void add(std::vector<std::string> row) {
+    for (std::string& cell : row) cell = printable(cell);
+    rows_.push_back(std::move(row));
+  }
+  // Control characters shown as escapes: a name stored before they were refused cannot break the table.
+  static std::string printable(const std::string& text) {
+    std::string out;
+    for (const unsigned char ch : text) {
+      if (ch == '\n')
+        out += "\\n";
+      else if (ch == '\t')
+        out += "\\t";
+      else if (ch < 0x20 || ch == 0x7f)
+        out += "\\x" + std::string(1, "0123456789abcdef"[ch >> 4]) + "0123456789abcdef"[ch & 15];
+      else
+        out += static_cast<char>(ch);
+    }
+    return out;
+  }
   void print(const char* indent = "") const {
     std::vector<size_t> w;
     for (const auto& row : rows_)
@@ -205,7 +223,7 @@ const std::vector<std::string>& operands(Args& args, size_t at_least, size_t at_
   return p;
 }
 
-std::string run_label(const RunRecord& r) { return std::to_string(r.id) + " (" + r.name + ")"; }
+std::string run_label(const RunRecord& r) { return std::to_string(r.id) + " (" + Table::printable(r.name) + ")"; }
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 // recording against step time (the figures in docs/benchmarks.md, "Run store").
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -566,6 +567,24 @@ TEST(StoreCli, AFullDiskStopsTheRunWithAClearErrorAndKeepsCompletedEpochs) {
   EXPECT_TRUE(second.status == RunStatus::Failed || second.status == RunStatus::Interrupted);
   EXPECT_GE(store.epochs(2).size(), printed);
   EXPECT_GE(printed, 1u) << "the limit left no room for a single epoch: raise it";
+}
+
+TEST(StoreCli, ANameWithAControlCharacterFromAnOlderStoreCannotBreakTheTable) {
+  TempDir dir("control_name");
+  const std::string db = dir.file("runs.sqlite");
+  ASSERT_EQ(ampwb(tiny_training(db, 1, 1)).status, 0);
+  {  // as a version that did not refuse them could have stored it
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(handle, "UPDATE runs SET name = 'two' || char(10) || 'lines' || char(9) || 'x'", nullptr,
+                           nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(handle);
+  }
+  const Result r = ampwb({"runs", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "two\\nlines\\tx");
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 2) << "a header and one row:\n" << r.output;
 }
 
 TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
