@@ -26,6 +26,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "core/half.h"
 #include "nn/layer.h"
+#include "nn/loss.h"
 #include "op_test_util.h"
 #include "optim/optimizer.h"
 
@@ -412,24 +413,28 @@ TEST(CudaSoftmaxCrossEntropy, LossAndGradientMatchReference) {
   SKIP_WITHOUT_GPU();
   Rng rng(17);
   for (auto [N, K] : {std::pair<int64_t, int64_t>{9, 5}, {256, 1000}, {3, 2000}})
-    for (double smoothing : {0.0, 0.1}) {
-      const Tensor logits = host_random({N, K}, rng, DType::F32, Layout::NCHW, 3.0);
-      Tensor labels = Tensor::empty({N}, DType::I32);
-      std::vector<int32_t> label_values;
-      for (int64_t i = 0; i < N; ++i)
-        label_values.push_back(labels.data_as<int32_t>()[i] = static_cast<int32_t>(rng.below(static_cast<int>(K))));
-      Tensor dlogits = gpu_nan({N, K}, DType::F32);
-      const float loss =
-          gpu().softmax_cross_entropy(to_gpu(logits), to_gpu(labels), static_cast<float>(smoothing), dlogits);
-      const ref::CrossEntropyResult expected =
-          ref::softmax_cross_entropy(ref::from_tensor(logits), label_values, smoothing);
-      EXPECT_NEAR(loss, expected.loss, kFp32Tolerance * expected.loss) << "N" << N << " K" << K;
-      EXPECT_LT(error(dlogits, expected.dlogits), kFp32Tolerance) << "N" << N << " K" << K;
-    }
+    for (double smoothing : {0.0, 0.1})
+      for (float grad_scale : {1.0f, 65536.0f}) {
+        const Tensor logits = host_random({N, K}, rng, DType::F32, Layout::NCHW, 3.0);
+        Tensor labels = Tensor::empty({N}, DType::I32);
+        std::vector<int32_t> label_values;
+        for (int64_t i = 0; i < N; ++i)
+          label_values.push_back(labels.data_as<int32_t>()[i] = static_cast<int32_t>(rng.below(static_cast<int>(K))));
+        Tensor dlogits = gpu_nan({N, K}, DType::F32);
+        gpu().softmax_cross_entropy(to_gpu(logits), to_gpu(labels), static_cast<float>(smoothing), grad_scale, dlogits);
+        const StepScalars read = gpu().read_scalars();
+        ref::CrossEntropyResult expected =
+            ref::softmax_cross_entropy(ref::from_tensor(logits), label_values, smoothing);
+        for (double& d : expected.dlogits.v) d *= grad_scale;
+        EXPECT_NEAR(read.loss, expected.loss, kFp32Tolerance * expected.loss) << "N" << N << " K" << K;
+        EXPECT_LT(error(dlogits, expected.dlogits), kFp32Tolerance) << "N" << N << " K" << K;
+        EXPECT_EQ(read.correct, count_topk_correct(logits, labels, 1)) << "N" << N << " K" << K;
+      }
   Tensor logits = to_gpu(host_random({2, 3}, rng, DType::F32)), dlogits = gpu_nan({2, 3}, DType::F32);
   const Tensor bad = to_gpu(tensor_from_floats({0.0f, 3.0f}, {2}, DType::I32));
   try {
-    gpu().softmax_cross_entropy(logits, bad, 0.0f, dlogits);
+    gpu().softmax_cross_entropy(logits, bad, 0.0f, 1.0f, dlogits);
+    gpu().read_scalars();
     FAIL() << "label 3 of 3 classes accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("label 3 outside [0, 3)"), std::string::npos) << e.what();
@@ -473,12 +478,12 @@ TEST(CudaConvert, EveryDtypeAndLayoutBothWaysAndOnTheDevice) {
   EXPECT_EQ(to_float_vector(to_host(to_gpu(labels))), to_float_vector(labels));
 }
 
-TEST(CudaConvert, UploadAsyncIsWaitedForByItsFirstUse) {
+TEST(CudaConvert, UploadIsWaitedForByItsFirstUse) {
   SKIP_WITHOUT_GPU();
   Rng rng(19);
   for (int i = 0; i < 4; ++i) {
     const Tensor batch = host_random({8, 3, 32, 32}, rng, DType::F16, Layout::NHWC);
-    const Tensor dev = gpu().upload_async(batch);
+    const Tensor dev = gpu().upload(batch);
     Tensor y = Tensor::empty(batch.shape(), DType::F16, Layout::NHWC, gpu().device());
     gpu().relu_forward(dev, y);  // the first use waits for the copy
     const std::vector<float> want = to_float_vector(batch), got = to_float_vector(to_host(y));
@@ -532,7 +537,8 @@ TEST(CudaScaleAndCheck, OneLaunchOverManyTensorsScalesExactlyAndFindsInfAndNan) 
   std::vector<Tensor*> ptrs;
   for (Tensor& t : dev) ptrs.push_back(&t);
   const float factor = static_cast<float>(1.0 / 65536.0);
-  const ScaleCheck r = gpu().scale_and_check(ptrs, factor);
+  gpu().scale_and_check(ptrs, factor);
+  const StepScalars r = gpu().read_scalars();
   double want = 0;
   for (size_t k = 0; k < host.size(); ++k) {
     const std::vector<float> before = to_float_vector(host[k]), after = to_float_vector(to_host(dev[k]));
@@ -544,7 +550,8 @@ TEST(CudaScaleAndCheck, OneLaunchOverManyTensorsScalesExactlyAndFindsInfAndNan) 
   }
   EXPECT_FALSE(r.nonfinite);
   EXPECT_NEAR(r.sum_of_squares, want, 1e-12 * want);
-  const ScaleCheck again = gpu().scale_and_check(ptrs, 1.0f);
+  gpu().scale_and_check(ptrs, 1.0f);
+  const StepScalars again = gpu().read_scalars();
   EXPECT_EQ(again.sum_of_squares, r.sum_of_squares) << "deterministic: partials added in a fixed order";
 
   for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
@@ -553,11 +560,13 @@ TEST(CudaScaleAndCheck, OneLaunchOverManyTensorsScalesExactlyAndFindsInfAndNan) 
     Tensor t = to_gpu(tensor_from_floats(v, {5000}));
     std::vector<Tensor*> with_bad = ptrs;
     with_bad.push_back(&t);
-    EXPECT_TRUE(gpu().scale_and_check(with_bad, 1.0f).nonfinite) << bad;
+    gpu().scale_and_check(with_bad, 1.0f);
+    EXPECT_TRUE(gpu().read_scalars().nonfinite) << bad;
   }
   // Overflow made by the scaling itself is found too.
   Tensor big = to_gpu(tensor_from_floats({3e38f}, {1}));
-  EXPECT_TRUE(gpu().scale_and_check({&big}, 2.0f).nonfinite);
+  gpu().scale_and_check({&big}, 2.0f);
+  EXPECT_TRUE(gpu().read_scalars().nonfinite);
 }
 
 TEST(CudaLossScaler, DynamicScalingSkipsOverflowsAndUnscalesOnTheGpu) {

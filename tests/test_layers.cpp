@@ -133,9 +133,9 @@ TEST(LayerGradients, SoftmaxCrossEntropy) {
   const Tensor v = random_tensor(logits.shape(), rng);
   const double h = 1e-2;
   axpy(logits, h, v);
-  const double up = loss.forward(logits, labels);
+  const double up = loss.forward_and_read(logits, labels);
   axpy(logits, -2 * h, v);
-  const double down = loss.forward(logits, labels);
+  const double down = loss.forward_and_read(logits, labels);
   EXPECT_NEAR((up - down) / (2 * h), dot(grad, v), 2e-3 * std::max(1.0, std::fabs(dot(grad, v))));
 }
 
@@ -148,7 +148,7 @@ void check_resnet_gradients(const ResNetConfig& config, int64_t batch) {
   const Tensor x = random_tensor({batch, 3, config.image_size, config.image_size}, rng, Layout::NHWC);
   Tensor labels = Tensor::empty({batch}, DType::I32);
   for (int64_t i = 0; i < batch; ++i) labels.data_as<int32_t>()[i] = static_cast<int32_t>(i % config.num_classes);
-  auto loss_value = [&] { return static_cast<double>(loss.forward(model.forward(x, Mode::Train), labels)); };
+  auto loss_value = [&] { return static_cast<double>(loss.forward_and_read(model.forward(x, Mode::Train), labels)); };
   loss_value();
   model.backward(loss.backward());
   std::vector<Parameter*> params = model.parameters();

@@ -4,6 +4,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/half.h"
+#include "nn/loss.h"
 #include "op_test_util.h"
 
 namespace ampwb {
@@ -221,18 +222,46 @@ TEST(LinearOp, ForwardAndBackwardMatchReference) {
 
 TEST(SoftmaxCrossEntropyOp, LossAndGradientMatchReference) {
   Rng rng(6);
-  for (double smoothing : {0.0, 0.1}) {
-    Tensor logits = random_tensor({9, 5}, rng, Layout::NCHW, 3.0), labels = Tensor::empty({9}, DType::I32);
-    std::vector<int32_t> label_values;
-    for (int i = 0; i < 9; ++i)
-      label_values.push_back(labels.data_as<int32_t>()[i] = static_cast<int32_t>(rng.below(5)));
-    Tensor dlogits = empty_f32({9, 5});
-    const float loss = backend().softmax_cross_entropy(logits, labels, static_cast<float>(smoothing), dlogits);
-    const ref::CrossEntropyResult expected =
-        ref::softmax_cross_entropy(ref::from_tensor(logits), label_values, smoothing);
-    EXPECT_NEAR(loss, expected.loss, kFp32Tolerance * expected.loss);
-    EXPECT_LT(relative_error(dlogits, expected.dlogits), kFp32Tolerance);
-  }
+  for (double smoothing : {0.0, 0.1})
+    for (float grad_scale : {1.0f, 1024.0f}) {
+      Tensor logits = random_tensor({9, 5}, rng, Layout::NCHW, 3.0), labels = Tensor::empty({9}, DType::I32);
+      std::vector<int32_t> label_values;
+      for (int i = 0; i < 9; ++i)
+        label_values.push_back(labels.data_as<int32_t>()[i] = static_cast<int32_t>(rng.below(5)));
+      Tensor dlogits = empty_f32({9, 5});
+      backend().softmax_cross_entropy(logits, labels, static_cast<float>(smoothing), grad_scale, dlogits);
+      const StepScalars read = backend().read_scalars();
+      ref::CrossEntropyResult expected = ref::softmax_cross_entropy(ref::from_tensor(logits), label_values, smoothing);
+      for (double& d : expected.dlogits.v) d *= grad_scale;
+      EXPECT_NEAR(read.loss, expected.loss, kFp32Tolerance * expected.loss);
+      EXPECT_LT(relative_error(dlogits, expected.dlogits), kFp32Tolerance);
+      EXPECT_EQ(read.correct, count_topk_correct(logits, labels, 1)) << "the top-1 count of the same pass";
+    }
+}
+
+TEST(SoftmaxCrossEntropyOp, TopOneCountsTiesAgainstTheSample) {
+  // Rows: the label strictly highest (counts), tied with another class (does not), below another (does not).
+  const Tensor logits = tensor_from_floats({3, 1, 2, /**/ 2, 2, 0, /**/ 0, 1, 5}, {3, 3});
+  const Tensor labels = tensor_from_floats({0, 1, 0}, {3}, DType::I32);
+  Tensor dlogits = empty_f32({3, 3});
+  backend().softmax_cross_entropy(logits, labels, 0.0f, 1.0f, dlogits);
+  EXPECT_EQ(backend().read_scalars().correct, 1);
+}
+
+TEST(ScaleAndCheckOp, ScalesInPlaceAndReportsTheSumOfSquaresAndInfNan) {
+  Tensor a = tensor_from_floats({1, -2, 3}, {3}), b = tensor_from_floats({0.5f}, {1});
+  backend().scale_and_check({&a, &b}, 2.0f);
+  StepScalars read = backend().read_scalars();
+  EXPECT_EQ(to_float_vector(a), (std::vector<float>{2, -4, 6}));
+  EXPECT_EQ(to_float_vector(b), (std::vector<float>{1}));
+  EXPECT_FALSE(read.nonfinite);
+  EXPECT_DOUBLE_EQ(read.sum_of_squares, 4 + 16 + 36 + 1);
+  Tensor big = tensor_from_floats({3e38f}, {1});
+  backend().scale_and_check({&a, &big}, 2.0f);  // the scaling itself overflows
+  read = backend().read_scalars();
+  EXPECT_TRUE(read.nonfinite);
+  backend().scale_and_check({&a}, 1.0f);
+  EXPECT_FALSE(backend().read_scalars().nonfinite) << "each call reports its own tensors";
 }
 
 TEST(ConvertOp, LayoutsAndDtypes) {

@@ -19,9 +19,10 @@ LossScaler::Unscaled LossScaler::unscale(Backend& backend, const std::vector<Par
   std::vector<Tensor*> grads;
   for (Parameter* p : params) grads.push_back(&p->grad);
   const double inv_scale = 1.0 / scale();  // as PyTorch: reciprocal in double, then float
-  const ScaleCheck check = backend.scale_and_check(grads, static_cast<float>(inv_scale));
+  backend.scale_and_check(grads, static_cast<float>(inv_scale));
+  const StepScalars check = backend.read_scalars();
   found_nonfinite_ = check.nonfinite;
-  unscaled_ = {check.nonfinite, static_cast<float>(std::sqrt(check.sum_of_squares))};
+  unscaled_ = {check.nonfinite, static_cast<float>(std::sqrt(check.sum_of_squares)), check};
   if (check.nonfinite) unscaled_.grad_norm = std::numeric_limits<float>::infinity();
   stage_ = Stage::Unscaled;
   return unscaled_;

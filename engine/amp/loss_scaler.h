@@ -29,9 +29,11 @@ class LossScaler {
   struct Unscaled {
     bool found_nonfinite = false;
     float grad_norm = 0;  // L2 norm of the unscaled gradients (inf/NaN when found_nonfinite)
+    StepScalars device;   // the same read: whatever else the step left on the device (its loss, its top-1 count)
   };
   // Multiplies every gradient by 1/scale (the reciprocal in double, then float, as PyTorch) and checks them for
-  // inf/NaN, in one pass. Twice before update(), or after step(), is an error.
+  // inf/NaN, in one pass; its one read of the device is the step's. Twice before update(), or after step(), is an
+  // error.
   Unscaled unscale(Backend& backend, const std::vector<Parameter*>& params);
   // Unscales if not done; takes the optimizer step unless a gradient was inf/NaN. Returns whether it stepped.
   bool step(Backend& backend, Optimizer& optimizer, const std::vector<Parameter*>& params, float lr);

@@ -31,23 +31,22 @@ MixedPrecisionStep::MixedPrecisionStep(Backend& backend, ResNet& model, Optimize
 StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, float lr, GradientProbe* probe) {
   if (probe) model_.visit([&](Layer& layer) { layer.set_probe(probe); });
   StepResult r;
-  // The batch goes up to the backend's device; the logits come back for counting (one small copy).
+  // The batch goes up to the backend's device (already there when the caller uploaded it ahead).
   const Tensor logits = model_.forward(on_device(backend_, images), Mode::Train);
-  r.loss = loss_.forward(logits, on_device(backend_, labels));
-  r.correct = count_topk_correct(on_host(backend_, cast(backend_, logits, DType::F32)), on_host(backend_, labels), 1);
-
-  // Loss scaling: d(S * loss) = S * d(loss), applied to the FP32 loss gradient before it enters the network.
-  Tensor dlogits = loss_.backward();
+  // Loss scaling: d(S * loss) = S * d(loss), applied to the FP32 loss gradient in the loss's own pass.
   r.loss_scale = scaler_.scale();
-  if (r.loss_scale != 1.0f) backend_.scale_and_check({&dlogits}, r.loss_scale);
-  model_.backward(dlogits);
+  loss_.forward(logits, on_device(backend_, labels), r.loss_scale);
+  model_.backward(loss_.backward());
 
   const std::vector<Parameter*> params = model_.parameters();
   if (probe) {
     probe->record_weight_gradients(backend_, params);
     model_.visit([](Layer& layer) { layer.set_probe(nullptr); });
   }
+  // The step's one wait for the device: the gradients' check, with the loss and the top-1 count.
   const LossScaler::Unscaled unscaled = scaler_.unscale(backend_, params);
+  r.loss = static_cast<float>(unscaled.device.loss);
+  r.correct = unscaled.device.correct;
   r.grad_norm = unscaled.grad_norm;
   if (grad_clip_norm_ > 0 && !unscaled.found_nonfinite && unscaled.grad_norm > grad_clip_norm_) {
     std::vector<Tensor*> grads;  // clipping acts on unscaled gradients, between unscale and step

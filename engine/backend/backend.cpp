@@ -40,6 +40,8 @@ Tensor on_device(Backend& backend, const Tensor& t) {
   return moved;
 }
 
+Tensor Backend::upload(const Tensor& host) { return on_device(*this, host); }
+
 Tensor on_host(Backend& backend, const Tensor& t) {
   if (!t.defined() || t.device() == Device::cpu()) return t;
   Tensor moved = Tensor::empty(t.shape(), t.dtype(), t.layout(), Device::cpu());

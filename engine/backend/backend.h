@@ -45,9 +45,13 @@ struct AdamParams {
   bool decoupled_weight_decay;
   int64_t step;
 };
-struct ScaleCheck {
-  bool nonfinite = false;
-  double sum_of_squares = 0;
+// The few numbers the host needs from a training step, left on the device by the ops that make them and read back
+// together (Backend::read_scalars), so a step waits for its device at most once.
+struct StepScalars {
+  double loss = 0;            // softmax_cross_entropy: the mean loss over the batch
+  int64_t correct = 0;        // softmax_cross_entropy: samples whose label has the largest logit (ties count against)
+  bool nonfinite = false;     // scale_and_check: an inf/NaN result
+  double sum_of_squares = 0;  // scale_and_check: of the results
 };
 
 // How a backend computes in one number format, asked once per backend: the trainer, `ampwb bench`, the CLI and
@@ -99,13 +103,19 @@ class Backend {
                                Tensor& db) = 0;
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;  // same shape; layouts may differ
   virtual void convert(const Tensor& src, Tensor& dst) = 0;           // any dtype, layout or device to another
-  // logits (N,K) FP32, labels (N) I32 -> mean loss; dlogits = d(mean loss)/d(logits)
-  virtual float softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                                      Tensor& dlogits) = 0;
+  // logits (N,K) FP32, labels (N) I32; dlogits = grad_scale * d(mean loss)/d(logits) (loss scaling in the same pass).
+  // The mean loss and the top-1 count wait on the device for read_scalars().
+  virtual void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                                     float grad_scale, Tensor& dlogits) = 0;
   virtual void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) = 0;
   virtual void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) = 0;
-  // Multiplies FP32 tensors by factor in place; reports any inf/NaN result and the sum of squares, in one pass.
-  virtual ScaleCheck scale_and_check(const std::vector<Tensor*>& tensors, float factor) = 0;
+  // Multiplies FP32 tensors by factor in place, noting any inf/NaN result and the sum of squares (for read_scalars()).
+  virtual void scale_and_check(const std::vector<Tensor*>& tensors, float factor) = 0;
+  // What the last softmax_cross_entropy and scale_and_check left, in one small copy; waits for the device.
+  virtual StepScalars read_scalars() = 0;
+  // host on the device without waiting for the copy (a GPU copies from pinned memory on its own stream, overlapping
+  // the work queued before; the first op to read the result waits for it). By default a plain copy: on_device().
+  virtual Tensor upload(const Tensor& host);
 };
 
 struct BackendOptions {

@@ -6,14 +6,19 @@
 
 namespace ampwb {
 
-float SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels) {
+void SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels, float grad_scale) {
   Tensor logits32 = logits;
   if (logits.dtype() != DType::F32) {  // the loss is always FP32
     logits32 = Tensor::empty(logits.shape(), DType::F32, Layout::NCHW, logits.device());
     backend_.convert(logits, logits32);
   }
   dlogits_ = empty_like(logits32);
-  return backend_.softmax_cross_entropy(logits32, labels, label_smoothing_, dlogits_);
+  backend_.softmax_cross_entropy(logits32, labels, label_smoothing_, grad_scale, dlogits_);
+}
+
+float SoftmaxCrossEntropy::forward_and_read(const Tensor& logits, const Tensor& labels) {
+  forward(logits, labels);
+  return static_cast<float>(backend_.read_scalars().loss);
 }
 
 int64_t count_topk_correct(const Tensor& logits, const Tensor& labels, int k) {

@@ -40,11 +40,12 @@ BenchResult run_benchmark(const BenchConfig& config) {
   result.model_summary = model.summary();
   result.compute = support.compute;
   result.notes = support.notes;
-  for (int i = 0; i < config.warmup; ++i) step.run(images, labels, 0.01f);
+  // The host batch goes up every step, as in training (and as PyTorch's side of bench/cuda_compare.py does).
+  for (int i = 0; i < config.warmup; ++i) step.run(backend->upload(images), backend->upload(labels), 0.01f);
   allocator_for(backend->device()).reset_peak();
   for (int i = 0; i < config.steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    step.run(images, labels, 0.01f);
+    step.run(backend->upload(images), backend->upload(labels), 0.01f);
     result.step_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }

@@ -52,11 +52,12 @@ Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk)
   double total_loss = 0;
   Batch batch;
   while (data.next(batch)) {
-    const Tensor logits = cast(backend, model.forward(on_device(backend, batch.images), Mode::Eval), DType::F32);
-    total_loss += static_cast<double>(loss.forward(logits, on_device(backend, batch.labels))) * batch.labels.numel();
-    const Tensor host_logits = on_host(backend, logits);
-    correct += count_topk_correct(host_logits, batch.labels, 1);
-    correct_k += count_topk_correct(host_logits, batch.labels, topk);
+    const Tensor logits = cast(backend, model.forward(backend.upload(batch.images), Mode::Eval), DType::F32);
+    loss.forward(logits, backend.upload(batch.labels));
+    const StepScalars read = backend.read_scalars();  // the loss and the top-1 count in one copy
+    total_loss += read.loss * static_cast<double>(batch.labels.numel());
+    correct += read.correct;
+    correct_k += topk == 1 ? read.correct : count_topk_correct(on_host(backend, logits), batch.labels, topk);
     seen += batch.labels.numel();
   }
   e.loss = seen ? total_loss / seen : 0;
@@ -290,6 +291,11 @@ RunEnd Trainer::train() {
     return "; resumable from " + checkpoint_path();
   };
   const bool recovers_from_overflow = scaler.dynamic();
+  // A batch on the backend's device. Batch b+1 is taken from the loader and sent up before step b is queued, so
+  // that on a GPU its copy overlaps step b (Backend::upload); on the CPU it is the loader's batch itself.
+  struct DeviceBatch {
+    Tensor images, labels;
+  };
   Batch batch;
   for (; at.epoch <= config.epochs; ++at.epoch, at = EpochProgress{at.epoch}) {
     const int epoch = at.epoch;
@@ -298,6 +304,11 @@ RunEnd Trainer::train() {
     train_data.start_epoch(epoch);
     for (int64_t skip = 0; skip < at.next_step; ++skip) train_data.next(batch);  // resuming mid-epoch
     const double wait_before = at.data_wait - train_data.wait_seconds();
+    auto fetch = [&](int64_t b) {
+      AMPWB_CHECK(train_data.next(batch), "the data loader ended early at epoch " << epoch << ", step " << b);
+      return DeviceBatch{backend->upload(batch.images), backend->upload(batch.labels)};
+    };
+    DeviceBatch next;
     for (; at.next_step < steps_per_epoch; ++at.next_step, ++global_step) {
       const int64_t b = at.next_step;
       if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
@@ -306,10 +317,11 @@ RunEnd Trainer::train() {
       if (stop_)
         return {RunStatus::Cancelled,
                 "stopped by the user at epoch " + std::to_string(epoch) + ", step " + std::to_string(b) + save(at)};
-      AMPWB_CHECK(train_data.next(batch), "the data loader ended early at epoch " << epoch << ", step " << b);
+      const DeviceBatch current = next.images.defined() ? std::move(next) : fetch(b);
+      next = b + 1 < steps_per_epoch ? fetch(b + 1) : DeviceBatch{};
       at.data_wait = wait_before + train_data.wait_seconds();
-      const Tensor& images = batch.images;
-      const Tensor& labels = batch.labels;
+      const Tensor& images = current.images;
+      const Tensor& labels = current.labels;
       if (images.n() < 2) continue;  // batch norm cannot train on a single sample
       const auto compute_start = Clock::now();
       const float lr = lr_schedule.at(global_step);

@@ -887,8 +887,8 @@ void CpuBackend::convert(const Tensor& src, Tensor& dst) {
 
 // ---- Loss and optimizers ----------------------------------------------------------------------------------------
 
-float CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                                        Tensor& dlogits) {
+void CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                                       float grad_scale, Tensor& dlogits) {
   AMPWB_CHECK(logits.rank() == 2 && logits.dtype() == DType::F32 && labels.dtype() == DType::I32 &&
                   labels.numel() == logits.dim(0),
               "softmax_cross_entropy: logits " << logits.describe() << " labels " << labels.describe());
@@ -899,21 +899,26 @@ float CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labe
   float* dz = dlogits.data_as<float>();
   const double off_target = label_smoothing / K, on_target = 1.0 - label_smoothing + off_target;
   double total = 0.0;
+  int64_t correct = 0;
   for (int64_t n = 0; n < N; ++n) {
     AMPWB_CHECK(y[n] >= 0 && y[n] < K, "label " << y[n] << " outside [0, " << K << ")");
     const float* row = z + n * K;
     double max = row[0];
+    bool top1 = true;  // the label's logit above every other
     for (int64_t k = 1; k < K; ++k) max = std::max(max, static_cast<double>(row[k]));
+    for (int64_t k = 0; k < K; ++k) top1 = top1 && (k == y[n] || !(row[k] >= row[y[n]]));
+    correct += top1;
     double sum = 0.0;
     for (int64_t k = 0; k < K; ++k) sum += std::exp(row[k] - max);
     const double log_sum = std::log(sum) + max;
     for (int64_t k = 0; k < K; ++k) {
       const double target = k == y[n] ? on_target : off_target;
       total -= target * (row[k] - log_sum);
-      dz[n * K + k] = static_cast<float>((std::exp(row[k] - log_sum) - target) / N);
+      dz[n * K + k] = static_cast<float>((std::exp(row[k] - log_sum) - target) / N) * grad_scale;
     }
   }
-  return static_cast<float>(total / N);
+  scalars_.loss = total / N;
+  scalars_.correct = correct;
 }
 
 void CpuBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) {
@@ -954,8 +959,9 @@ void CpuBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tenso
   }
 }
 
-ScaleCheck CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
-  ScaleCheck result;
+void CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
+  scalars_.nonfinite = false;
+  scalars_.sum_of_squares = 0;
   for (Tensor* t : tensors) {
     AMPWB_CHECK(t->dtype() == DType::F32, "scale_and_check expects FP32 tensors, got " << t->describe());
     float* p = t->data_as<float>();
@@ -969,10 +975,9 @@ ScaleCheck CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, floa
       sum += static_cast<double>(v) * v;
       nonfinite |= !std::isfinite(v);
     }
-    result.nonfinite = result.nonfinite || nonfinite;
-    result.sum_of_squares += sum;
+    scalars_.nonfinite = scalars_.nonfinite || nonfinite;
+    scalars_.sum_of_squares += sum;
   }
-  return result;
 }
 
 }  // namespace ampwb

@@ -45,11 +45,12 @@ class CpuBackend final : public Backend {
   void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, Tensor& db) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
   void convert(const Tensor& src, Tensor& dst) override;
-  float softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                              Tensor& dlogits) override;
+  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, float grad_scale,
+                             Tensor& dlogits) override;
   void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) override;
   void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) override;
-  ScaleCheck scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
+  void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
+  StepScalars read_scalars() override { return scalars_; }
 
   // The instruction set oneDNN dispatches to, e.g. "avx512_core_bf16" or "avx512_core_amx".
   std::string isa() const;
@@ -67,6 +68,7 @@ class CpuBackend final : public Backend {
   struct Impl;  // oneDNN engine, stream and primitive caches
   std::unique_ptr<Impl> impl_;
   int threads_ = 1;
+  StepScalars scalars_;  // what read_scalars() returns: host memory here, so no copy
 };
 
 }  // namespace ampwb

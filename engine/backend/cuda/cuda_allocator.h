@@ -5,7 +5,7 @@
 // Stream order: every kernel of the CUDA backend runs on its one compute stream per device, so a block freed by a
 // tensor and handed to the next tensor is only touched again by work queued after the earlier uses (as in
 // PyTorch's allocator). Work on another stream must keep its tensors alive until it is done (the backend's
-// upload_async does).
+// upload does).
 //
 // Out of memory: the cache is emptied and the allocation retried once; if it still fails, ampwb::Error says the GPU
 // is out of memory, how much was asked for, held and free, and suggests a smaller batch. Never a crash.

@@ -164,7 +164,7 @@ struct CudaBackend::Impl {
   Device device;
   cudaDeviceProp props{};
   cudaStream_t stream = nullptr;       // every op
-  cudaStream_t copy_stream = nullptr;  // upload_async
+  cudaStream_t copy_stream = nullptr;  // upload
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t cublas = nullptr;
   std::unique_ptr<cuda::ConvRunner> conv;
@@ -177,14 +177,13 @@ struct CudaBackend::Impl {
     cuda::ScaleResult scale;
   };
   Results* host_results = nullptr;
-  Tensor device_results;          // U8, sizeof(Results)
-  void* host_segments = nullptr;  // pinned ScaleSegment array
-  size_t host_segments_capacity = 0;
+  Tensor device_results;  // U8, sizeof(Results)
+  int64_t classes = 0;    // of the last softmax_cross_entropy
   struct Pending {
     Tensor tensor;  // kept alive until its copy is done
     cudaEvent_t done = nullptr;
   };
-  std::vector<Pending> pending;     // upload_async copies not yet waited for
+  std::vector<Pending> pending;     // upload copies not yet waited for
   std::unique_ptr<CpuBackend> cpu;  // host-to-host conversions
 
   ~Impl() {
@@ -196,7 +195,6 @@ struct CudaBackend::Impl {
     matmul.reset();
     if (cublas) cublasLtDestroy(cublas);
     if (cudnn) cudnnDestroy(cudnn);
-    if (host_segments) cudaFreeHost(host_segments);
     if (host_results) cudaFreeHost(host_results);
     if (copy_stream) cudaStreamDestroy(copy_stream);
     if (stream) cudaStreamDestroy(stream);
@@ -211,10 +209,10 @@ struct CudaBackend::Impl {
     AMPWB_CHECK(t.defined(), what << " is undefined");
     AMPWB_CHECK(t.device() == device, what << " " << t.describe() << " is not on " << device.str()
                                            << ": the CUDA backend computes on its device's tensors (copy them with "
-                                              "convert() or upload_async())");
+                                              "convert() or upload())");
   }
 
-  // The first op to read an upload_async tensor waits for its copy; copies already done are forgotten.
+  // The first op to read an upload tensor waits for its copy; copies already done are forgotten.
   void ready(std::initializer_list<const Tensor*> inputs) {
     for (size_t i = 0; i < pending.size();) {
       bool used = false;
@@ -370,6 +368,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   m.matmul = std::make_unique<cuda::MatmulRunner>(m.cublas);
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.host_results), sizeof(Impl::Results), cudaHostAllocDefault));
   m.device_results = m.bytes(sizeof(Impl::Results));
+  CUDA_CHECK(cudaMemsetAsync(m.device_results.data(), 0, sizeof(Impl::Results), m.stream));
 }
 
 CudaBackend::~CudaBackend() {
@@ -806,9 +805,9 @@ void CudaBackend::convert(const Tensor& src, Tensor& dst) {
   cuda::convert(src.data(), ktype(src.dtype()), dims_of(src), dst.data(), ktype(dst.dtype()), dims_of(dst), m.stream);
 }
 
-Tensor CudaBackend::upload_async(const Tensor& host) {
+Tensor CudaBackend::upload(const Tensor& host) {
   Impl& m = *impl_;
-  AMPWB_CHECK(host.device().is_cpu(), "upload_async of " << host.describe() << ": expected a host tensor");
+  AMPWB_CHECK(host.device().is_cpu(), "upload of " << host.describe() << ": expected a host tensor");
   cuda::DeviceScope scope(m.device.index);
   Tensor dev = m.empty(host.shape(), host.dtype(), host.layout());
   if (host.nbytes() == 0) return dev;
@@ -843,8 +842,8 @@ std::string CudaBackend::conv_plans() const { return impl_->conv->describe_plans
 
 // ---- Loss and optimizers ------------------------------------------------------------------------------------------
 
-float CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                                         Tensor& dlogits) {
+void CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                                        float grad_scale, Tensor& dlogits) {
   CUDA_OP_ENTRY(&logits, &labels);
   Impl& m = *impl_;
   m.check_device(logits, "softmax_cross_entropy logits");
@@ -857,12 +856,10 @@ float CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& lab
   const int64_t N = logits.dim(0), K = logits.dim(1);
   AMPWB_CHECK(N > 0 && K > 0, "softmax_cross_entropy of an empty batch: " << logits.describe());
   Tensor row_loss = m.bytes(static_cast<size_t>(N) * sizeof(double));  // one double per row
-  cuda::softmax_cross_entropy(logits.data_as<float>(), labels.data_as<int32_t>(), N, K, label_smoothing,
+  cuda::softmax_cross_entropy(logits.data_as<float>(), labels.data_as<int32_t>(), N, K, label_smoothing, grad_scale,
                               dlogits.data_as<float>(), static_cast<double*>(row_loss.data()), m.device_loss(),
                               m.stream);
-  const cuda::LossResult r = m.read_results().loss;
-  AMPWB_CHECK(!r.bad_label, "label " << r.label << " outside [0, " << K << ")");
-  return static_cast<float>(r.loss);
+  m.classes = K;  // for read_scalars()' message on a bad label
 }
 
 void CudaBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) {
@@ -903,7 +900,7 @@ void CudaBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& mt, Ten
                     param.numel(), p.beta1, p.beta2, p.eps, step_size, bias2_sqrt, decay, l2, m.stream);
 }
 
-ScaleCheck CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
+void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
   cuda::DeviceScope device_scope(impl_->device.index);
   Impl& m = *impl_;
   std::vector<cuda::ScaleSegment> segments;
@@ -917,29 +914,24 @@ ScaleCheck CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, flo
     segments.push_back({t->data_as<float>(), t->numel(), chunks});
     chunks += (t->numel() + cuda::kScaleChunk - 1) / cuda::kScaleChunk;
   }
-  ScaleCheck result;
-  if (segments.empty()) return result;
+  CUDA_CHECK(cudaMemsetAsync(m.device_scale(), 0, sizeof(cuda::ScaleResult), m.stream));
+  if (segments.empty()) return;
   const size_t segment_bytes = segments.size() * sizeof(cuda::ScaleSegment);
-  if (m.host_segments_capacity < segment_bytes) {  // the previous call waited for its copy: safe to replace
-    if (m.host_segments) CUDA_CHECK(cudaFreeHost(m.host_segments));
-    m.host_segments = nullptr;
-    m.host_segments_capacity = 0;
-    CUDA_CHECK(cudaHostAlloc(&m.host_segments, segment_bytes * 2, cudaHostAllocDefault));
-    m.host_segments_capacity = segment_bytes * 2;
-  }
-  std::memcpy(m.host_segments, segments.data(), segment_bytes);
   Tensor device_segments = m.bytes(segment_bytes);
-  CUDA_CHECK(cudaMemcpyAsync(device_segments.data(), m.host_segments, segment_bytes, cudaMemcpyHostToDevice, m.stream));
+  m.host_to_device(segments.data(), device_segments.data(), segment_bytes, m.to_device, m.stream);
   const int blocks = static_cast<int>(std::min<int64_t>({chunks, int64_t{4} * m.props.multiProcessorCount, 1024}));
   Tensor partials = m.bytes(static_cast<size_t>(blocks) * sizeof(double));
-  CUDA_CHECK(cudaMemsetAsync(m.device_scale(), 0, sizeof(cuda::ScaleResult), m.stream));
   cuda::scale_and_check(static_cast<const cuda::ScaleSegment*>(device_segments.data()),
                         static_cast<int>(segments.size()), chunks, factor, static_cast<double*>(partials.data()),
                         blocks, m.device_scale(), m.stream);
-  const cuda::ScaleResult r = m.read_results().scale;
-  result.nonfinite = r.nonfinite != 0;
-  result.sum_of_squares = r.sum_of_squares;
-  return result;
+}
+
+StepScalars CudaBackend::read_scalars() {
+  cuda::DeviceScope device_scope(impl_->device.index);
+  Impl& m = *impl_;
+  const Impl::Results& r = m.read_results();
+  AMPWB_CHECK(!r.loss.bad_label, "label " << r.loss.label << " outside [0, " << m.classes << ")");
+  return {r.loss.loss, r.loss.correct, r.scale.nonfinite != 0, r.scale.sum_of_squares};
 }
 
 }  // namespace ampwb

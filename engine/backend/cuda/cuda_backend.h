@@ -16,9 +16,10 @@
 // its tensors (input channels, filters), transparently: callers see C and K channels, cuDNN sees tensor-core-friendly
 // counts. The loader keeps producing 3-channel images.
 //
-// Streams: every op queues on one compute stream and returns without waiting, except the ones that return host
-// values (softmax_cross_entropy, scale_and_check) and device-to-host convert(), which wait for the stream.
-// upload_async() copies host batches on a second stream so the copy overlaps the previous step's compute.
+// Streams: every op queues on one compute stream and returns without waiting, except read_scalars() (the loss, the
+// top-1 count and the gradients' check, in one small copy: a training step's one wait) and device-to-host
+// convert(), which wait for the stream. upload() copies host batches on a second stream so the copy overlaps the
+// previous step's compute.
 //
 // Errors: every CUDA, cuDNN and cuBLAS status is checked (CUDA_CHECK, CUDNN_CHECK, CUBLAS_CHECK), and running out
 // of GPU memory raises ampwb::Error saying so, with a hint to use a smaller batch.
@@ -81,20 +82,21 @@ class CudaBackend final : public Backend {
   // Any dtype and layout; host to device, device to host, on the device, and host to host (through the CPU
   // backend). Host-to-device copies go through pinned staging buffers and do not wait for the GPU.
   void convert(const Tensor& src, Tensor& dst) override;
-  float softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                              Tensor& dlogits) override;
+  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, float grad_scale,
+                             Tensor& dlogits) override;
   void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) override;
   void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) override;
-  ScaleCheck scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
+  void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
+  StepScalars read_scalars() override;
+  // A device copy of a host tensor, copied on the copy stream after the work queued so far, so that it overlaps
+  // the work queued next; the first op that reads it waits for the copy (nothing else does). The host tensor may
+  // be reused as soon as this returns. Call it for batch i+1 before queuing step i.
+  Tensor upload(const Tensor& host) override;
 
   // ---- Beyond the Backend interface -----------------------------------------------------------------------------
   Layout preferred_layout() const { return Layout::NHWC; }
   void set_allow_tf32(bool allow);  // the tf32 precision mode; at once (plans are cached per math mode)
   bool allow_tf32() const;
-  // A device copy of a host tensor, copied on the copy stream after the work queued so far, so that it overlaps
-  // the work queued next; the first op that reads it waits for the copy (nothing else does). The host tensor may
-  // be reused as soon as this returns. Call it for batch i+1 before queuing step i.
-  Tensor upload_async(const Tensor& host);
   void synchronize();                // waits until the queued work is done (for timing)
   MemoryStats memory_stats() const;  // of this device's caching allocator
   size_t conv_plans_cached() const;

@@ -181,7 +181,8 @@ __global__ void column_sum_kernel(const void* dy, KType dyt, int64_t rows, int64
 
 // One block per row.
 __global__ void softmax_cross_entropy_rows(const float* logits, const int32_t* labels, int64_t N, int64_t K,
-                                           float smoothing, float* dlogits, double* row_loss, LossResult* result) {
+                                           float smoothing, float grad_scale, float* dlogits, double* row_loss,
+                                           LossResult* result) {
   const int64_t n = blockIdx.x;
   const float* z = logits + n * K;
   float* dz = dlogits + n * K;
@@ -195,11 +196,18 @@ __global__ void softmax_cross_entropy_rows(const float* logits, const int32_t* l
     for (int64_t k = threadIdx.x; k < K; k += blockDim.x) dz[k] = 0.0f;
     return;
   }
-  float local_max = -INFINITY;
-  for (int64_t k = threadIdx.x; k < K; k += blockDim.x) local_max = fmaxf(local_max, z[k]);
+  float local_max = -INFINITY, local_other = -INFINITY;  // over every class; over the classes but the label
+  for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+    local_max = fmaxf(local_max, z[k]);
+    if (k != label) local_other = fmaxf(local_other, z[k]);
+  }
   __shared__ float shared_max, shared_log_sum;
   const float max = block_max(local_max);
-  if (threadIdx.x == 0) shared_max = max;
+  const float other = block_max(local_other);
+  if (threadIdx.x == 0) {
+    shared_max = max;
+    if (!(other >= z[label])) atomicAdd(&result->correct, 1);  // top-1: the label's logit above every other
+  }
   __syncthreads();
   double exp_sum = 0, z_sum = 0;
   for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
@@ -220,7 +228,7 @@ __global__ void softmax_cross_entropy_rows(const float* logits, const int32_t* l
   const float inv_n = 1.0f / static_cast<float>(N);
   for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
     const float target = static_cast<float>(k == label ? on_target : off_target);
-    dz[k] = (expf(z[k] - shared_log_sum) - target) * inv_n;
+    dz[k] = (expf(z[k] - shared_log_sum) - target) * inv_n * grad_scale;
   }
 }
 
@@ -447,12 +455,13 @@ void column_sum(const void* dy, KType dy_type, int64_t rows, int64_t cols, void*
 }
 
 void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N, int64_t K, float label_smoothing,
-                           float* dlogits, double* row_loss, LossResult* result, cudaStream_t stream) {
+                           float grad_scale, float* dlogits, double* row_loss, LossResult* result,
+                           cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(LossResult), stream));
   if (N == 0) return;
   AMPWB_CHECK(N < (int64_t{1} << 31), "softmax_cross_entropy: batch of " << N << " rows");
   softmax_cross_entropy_rows<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, labels, N, K, label_smoothing,
-                                                                                dlogits, row_loss, result);
+                                                                                grad_scale, dlogits, row_loss, result);
   CUDA_CHECK_LAUNCH("softmax_cross_entropy_rows");
   mean_of_rows<<<1, 1024, 0, stream>>>(row_loss, N, result);
   CUDA_CHECK_LAUNCH("mean_of_rows");

@@ -90,12 +90,14 @@ void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dim
 // What softmax_cross_entropy leaves in device memory for the host to read after one copy.
 struct LossResult {
   double loss = 0;    // the mean over the batch
+  int correct = 0;    // rows whose label has the largest logit (ties count against)
   int bad_label = 0;  // 1 when a label was outside [0, K)
   int label = 0;      // one such label
 };
-// logits, dlogits (N,K) FP32; labels (N) I32; row_loss: N doubles of scratch. dlogits = d(mean loss)/d(logits).
+// logits, dlogits (N,K) FP32; labels (N) I32; row_loss: N doubles of scratch.
+// dlogits = grad_scale * d(mean loss)/d(logits).
 void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N, int64_t K, float label_smoothing,
-                           float* dlogits, double* row_loss, LossResult* result, cudaStream_t stream);
+                           float grad_scale, float* dlogits, double* row_loss, LossResult* result, cudaStream_t stream);
 
 // ---- Optimizers over FP32 master weights (the CPU backend's formulas) ---------------------------------------------
 void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
