@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "amp/mixed_precision.h"
 #include "op_test_util.h"
 #include "train/config.h"
+#include "train/mixed_precision_step.h"
 
 namespace ampwb::testing {
 

@@ -6,13 +6,13 @@
 
 #include "amp/grad_stats.h"
 #include "amp/loss_scaler.h"
-#include "amp/mixed_precision.h"
 #include "amp/policy.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/half.h"
 #include "image_folder_util.h"
 #include "op_test_util.h"
 #include "step_util.h"
+#include "train/mixed_precision_step.h"
 #include "train/trainer.h"
 
 namespace ampwb {
@@ -43,7 +43,7 @@ void expect_sequence(const LossScaleConfig& config, const std::vector<ScalerStep
     EXPECT_EQ(scaler.scale(), s.scale_used) << "step " << i;
     p.grad.data_as<float>()[0] = s.finite ? scaler.scale() * 0.5f : (i % 2 ? NAN : INFINITY);
     const float before = p.value.data_as<float>()[0];
-    const bool stepped = scaler.step(backend(), sgd, {&p}, 1.0f);
+    const bool stepped = scaler.step(backend(), {&p.grad}, [&] { sgd.step({&p}, 1.0f); });
     EXPECT_EQ(!stepped, s.skipped) << "step " << i;
     if (stepped) {
       EXPECT_EQ(p.value.data_as<float>()[0], before - 0.5f) << "unscaled gradient at step " << i;
@@ -106,7 +106,7 @@ TEST(LossScaler, HysteresisMinimumMaximumAndGrowthToInfinity) {
   Parameter p("w", tensor_from_floats({1.0f}, {1}));
   p.grad.data_as<float>()[0] = INFINITY;
   Sgd sgd(backend(), {"sgd", 0.0f});
-  at_minimum.step(backend(), sgd, {&p}, 1.0f);
+  at_minimum.step(backend(), {&p.grad}, [&] { sgd.step({&p}, 1.0f); });
   at_minimum.update();
   EXPECT_TRUE(at_minimum.collapsed()) << "overflowing at the minimum scale cannot recover";
 
@@ -124,17 +124,18 @@ TEST(LossScaler, StaticAndOffNeverSkipAndIllegalOrdersAreRefused) {
   Parameter p("w", tensor_from_floats({1.0f}, {1}));
   Sgd sgd(backend(), {"sgd", 0.0f});
   p.grad.data_as<float>()[0] = INFINITY;
-  EXPECT_TRUE(scaler.step(backend(), sgd, {&p}, 1.0f)) << "static scaling applies every step (Apex)";
+  EXPECT_TRUE(scaler.step(backend(), {&p.grad}, [&] { sgd.step({&p}, 1.0f); }))
+      << "static scaling applies every step (Apex)";
   scaler.update();
   EXPECT_EQ(scaler.scale(), 128.0f);
   EXPECT_EQ(LossScaler({"off"}).scale(), 1.0f);
 
   p.grad.data_as<float>()[0] = 1.0f;
-  scaler.unscale(backend(), {&p});
-  EXPECT_THROW(scaler.unscale(backend(), {&p}), Error);  // twice before update
-  scaler.step(backend(), sgd, {&p}, 1.0f);
-  EXPECT_THROW(scaler.unscale(backend(), {&p}), Error);  // after step
-  EXPECT_THROW(scaler.step(backend(), sgd, {&p}, 1.0f), Error);
+  scaler.unscale(backend(), {&p.grad});
+  EXPECT_THROW(scaler.unscale(backend(), {&p.grad}), Error);  // twice before update
+  scaler.step(backend(), {&p.grad}, [&] { sgd.step({&p}, 1.0f); });
+  EXPECT_THROW(scaler.unscale(backend(), {&p.grad}), Error);  // after step
+  EXPECT_THROW(scaler.step(backend(), {&p.grad}, [&] { sgd.step({&p}, 1.0f); }), Error);
   scaler.update();
   EXPECT_THROW(scaler.update(), Error);  // update without a step
 }
@@ -146,7 +147,7 @@ TEST(LossScaler, FusedUnscaleMultipliesByTheReciprocalAndReportsTheNorm) {
   LossScaleConfig c;
   c.init_scale = 1024;
   LossScaler scaler(c);
-  const LossScaler::Unscaled u = scaler.unscale(backend(), {&a, &b});
+  const LossScaler::Unscaled u = scaler.unscale(backend(), {&a.grad, &b.grad});
   EXPECT_FALSE(u.found_nonfinite);
   EXPECT_FLOAT_EQ(u.grad_norm, 5.0f);
   EXPECT_EQ(to_float_vector(a.grad), (std::vector<float>{3.0f, -4.0f}));

@@ -584,7 +584,7 @@ TEST(CudaLossScaler, DynamicScalingSkipsOverflowsAndUnscalesOnTheGpu) {
     const float g = finite[i] ? scaler.scale() * 0.5f : std::numeric_limits<float>::infinity();
     gpu().convert(tensor_from_floats({g}, {1}), p.grad);
     const float before = to_float_vector(to_host(p.value))[0];
-    const bool stepped = scaler.step(gpu(), sgd, {&p}, 1.0f);
+    const bool stepped = scaler.step(gpu(), {&p.grad}, [&] { sgd.step({&p}, 1.0f); });
     EXPECT_EQ(stepped, finite[i]) << "step " << i;
     const float now = to_float_vector(to_host(p.value))[0];
     if (stepped) {

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 
-#include "amp/mixed_precision.h"
 #include "amp/policy.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_device.h"
 #include "idx_util.h"
 #include "step_util.h"
+#include "train/mixed_precision_step.h"
 #include "train/trainer.h"
 
 namespace ampwb {

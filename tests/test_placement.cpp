@@ -6,10 +6,10 @@
 
 #include <cstring>
 
-#include "amp/mixed_precision.h"
 #include "backend/cpu/cpu_backend.h"
 #include "op_test_util.h"
 #include "train/config.h"
+#include "train/mixed_precision_step.h"
 
 namespace ampwb {
 namespace {

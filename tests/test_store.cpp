@@ -225,7 +225,7 @@ TEST(RunStore, RecordsEveryFieldAndReadsItBack) {
   EXPECT_DOUBLE_EQ(r.duration_seconds, 3.5);
   const TrainConfig back = nlohmann::json::parse(r.config_json).get<TrainConfig>();
   EXPECT_EQ(back.seed, config.seed);
-  EXPECT_EQ(back.precision.mode, "amp-bf16");
+  EXPECT_EQ(back.precision.mode, PrecisionMode::AmpBf16);
   EXPECT_EQ(back.topk, 3);
   EXPECT_EQ(nlohmann::json::parse(r.info_json)["train_images"], 800);
 
@@ -800,7 +800,8 @@ TEST(Csv, AWriterThatIsNotClosedLeavesNoFile) {
 TEST(StoredConfig, InputsTheFuzzerFoundAreRefusedByName) {
   // fuzz/corpus/store_record/regress-*: JSON that made nlohmann cast 7e30 to int (undefined behaviour).
   int seen = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(AMPWB_FUZZ_CORPUS) / "store_record")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(AMPWB_FUZZ_CORPUS) / "store_record")) {
     if (!entry.path().filename().string().starts_with("regress-")) continue;
     std::ifstream in(entry.path());
     const nlohmann::json j = nlohmann::json::parse(in);

@@ -230,7 +230,7 @@ class ChartData : public QObject {
     base.seed = 5;
     std::vector<SweepVariant> variants;
     for (const SweepVariant& v : sweep_variants())
-      if (!v.cuda_only) variants.push_back(v);
+      if (!mode_info(v.mode).cuda_only) variants.push_back(v);
     sweep.plan(base, variants, "sweep x");
     QCOMPARE(sweep.count(), int(variants.size()));
     int n = 0;
@@ -243,7 +243,7 @@ class ChartData : public QObject {
     QVERIFY(!sweep.active());
     QCOMPARE(sweep.run_ids().size(), variants.size());
     const TrainConfig noscale = apply_variant(base, sweep_variants()[4]);
-    QCOMPARE(noscale.precision.mode, std::string("amp-fp16"));
+    QCOMPARE(noscale.precision.mode, PrecisionMode::AmpFp16);
     QCOMPARE(noscale.precision.loss_scale.kind, std::string("off"));
     QVERIFY(noscale.precision.master_weights);
   }

@@ -186,7 +186,7 @@ class CompareRuns : public QObject {
   void sweep_dialog_says_what_computes_each_mode_on_the_device() {
     const CpuBackend cpu;
     const Capabilities caps = cpu.capabilities();
-    SweepDialog dialog(tiny_config(data_), caps, "cpu");
+    SweepDialog dialog(tiny_config(data_), caps);
     auto* tf32 = dialog.findChild<QCheckBox*>("variant-tf32");
     QVERIFY(tf32);
     QVERIFY(!tf32->isEnabled());

@@ -95,7 +95,7 @@ class TrainingThroughTheUi : public QObject {
     QCOMPARE(c.epochs, 2);
     QCOMPARE(c.batch_size, 64);
     QCOMPARE(c.data.max_train_images, int64_t{2000});
-    QCOMPARE(c.precision.mode, std::string("fp32"));
+    QCOMPARE(c.precision.mode, PrecisionMode::Fp32);
     if (QFileInfo::exists("/usr/share/datasets/fashion-mnist"))
       QCOMPARE(QString::fromStdString(c.data_dir), QString("/usr/share/datasets/fashion-mnist"));
     QVERIFY(child<QPushButton>(w, "trainButton")->isEnabled());
@@ -210,7 +210,7 @@ class TrainingThroughTheUi : public QObject {
     }
     MainWindow again(db("settings"));
     QCOMPARE(again.setup()->config().epochs, 7);
-    QCOMPARE(again.setup()->config().precision.mode, std::string("amp-bf16"));
+    QCOMPARE(again.setup()->config().precision.mode, PrecisionMode::AmpBf16);
     QVERIFY(!QSettings().value("window/geometry").toByteArray().isEmpty());
     QVERIFY(!QSettings().value("window/state").toByteArray().isEmpty());
   }

@@ -347,7 +347,7 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
     QMessageBox::warning(this, tr("Precision sweep"), QString::fromStdString(e.what()));
     return;
   }
-  SweepDialog dialog(base, caps, base.device.starts_with("cuda") ? "cuda" : "cpu", this);
+  SweepDialog dialog(base, caps, this);
   if (seed_article_preset) dialog.apply_seed_article_preset();
   if (dialog.exec() != QDialog::Accepted) return;
   const auto variants = dialog.chosen();

@@ -1,5 +1,6 @@
-// The precision modes as the UI offers them: a one-line explanation of each, and the sweep's variants (a mode
-// plus an override, e.g. amp-fp16 without loss scaling). Plain C++.
+// The precision sweep's variants (a mode plus an override, e.g. amp-fp16 without loss scaling) and the seed
+// article's preset. The modes themselves, their titles and explanations are the engine's (amp/precision.h).
+// Plain C++.
 #pragma once
 
 #include <string>
@@ -9,21 +10,12 @@
 
 namespace ampwb::ui {
 
-struct PrecisionModeInfo {
-  const char* mode;     // fp32, tf32, amp-fp16, ...
-  const char* title;    // for a combo box
-  const char* explain;  // one line
-};
-const std::vector<PrecisionModeInfo>& precision_modes();
-const PrecisionModeInfo* find_precision_mode(const std::string& mode);
-
 // One run of a precision sweep: a mode's preset with an optional change.
 struct SweepVariant {
   std::string key;    // "amp-fp16-noscale": stable, for settings
   std::string label;  // "amp-fp16, no loss scaling"
-  std::string mode;
+  PrecisionMode mode;
   bool loss_scaling_off = false;
-  bool cuda_only = false;
 };
 const std::vector<SweepVariant>& sweep_variants();
 // `base` with the variant's precision (preset, then the override); other settings untouched.

@@ -173,7 +173,7 @@ QWidget* RunSetupPanel::build_model_group() {
   for (int d : supported_depths()) depth_->addItem(depth_title(d), d);
   precision_ = new QComboBox;
   precision_->setObjectName("precision");
-  for (const PrecisionModeInfo& m : precision_modes()) precision_->addItem(QString::fromUtf8(m.title), m.mode);
+  for (const PrecisionModeInfo& m : kPrecisionModes) precision_->addItem(QString::fromUtf8(m.title), m.name);
   precision_help_ = new QLabel;
   precision_help_->setObjectName("precisionHelp");
   precision_help_->setWordWrap(true);
@@ -324,13 +324,14 @@ QWidget* RunSetupPanel::build_advanced_group() {
   return box;
 }
 
+PrecisionMode RunSetupPanel::chosen_mode() const {
+  return kPrecisionModes.at(static_cast<size_t>(std::max(0, precision_->currentIndex()))).mode;
+}
+
 void RunSetupPanel::update_precision_help() {
-  const std::string mode = precision_->currentData().toString().toStdString();
-  const PrecisionModeInfo* m = find_precision_mode(mode);
-  QString text = m ? QString::fromUtf8(m->explain) : QString();
-  const std::string device = device_->currentData().toString().toStdString();
-  const ModeSupport support =
-      mode_support(mode, device_capabilities(device), device.starts_with("cuda") ? "cuda" : "cpu");
+  const PrecisionMode mode = chosen_mode();
+  QString text = QString::fromUtf8(mode_info(mode).description);
+  const ModeSupport support = mode_support(mode, device_capabilities(device_->currentData().toString().toStdString()));
   if (!support.compute.empty()) text += "\n" + tr("Here: %1").arg(QString::fromStdString(support.compute));
   precision_help_->setText(text);
 }
@@ -355,8 +356,7 @@ void RunSetupPanel::update_precision_for_device() {
   const Capabilities& caps = device_capabilities(device);
   auto* items = qobject_cast<QStandardItemModel*>(precision_->model());
   for (int i = 0; i < precision_->count(); ++i) {
-    const ModeSupport support = mode_support(precision_->itemData(i).toString().toStdString(), caps,
-                                             device.starts_with("cuda") ? "cuda" : "cpu");
+    const ModeSupport support = mode_support(kPrecisionModes.at(static_cast<size_t>(i)).mode, caps);
     items->item(i)->setEnabled(support.supported);
     precision_->setItemData(i, support.supported ? QString() : QString::fromStdString(support.reason), Qt::ToolTipRole);
   }
@@ -391,7 +391,7 @@ TrainConfig RunSetupPanel::config() const {
   c.schedule = schedule_->currentData().toString().toStdString();
   c.seed = static_cast<uint64_t>(seed_->value());
 
-  c.precision = precision_preset(precision_->currentData().toString().toStdString());
+  c.precision = precision_preset(chosen_mode());
   LossScaleConfig& s = c.precision.loss_scale;
   const QString kind = scale_kind_->currentData().toString();
   if (!kind.isEmpty()) s.kind = kind.toStdString();
@@ -434,13 +434,9 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
   select_data(schedule_, QString::fromStdString(c.schedule));
   seed_->setValue(static_cast<int>(std::min<uint64_t>(c.seed, std::numeric_limits<int>::max())));
 
-  select_data(precision_, QString::fromStdString(c.precision.mode));
+  select_data(precision_, QString::fromUtf8(mode_name(c.precision.mode)));
   update_precision_help();
-  PrecisionConfig preset;
-  try {
-    preset = precision_preset(c.precision.mode);
-  } catch (const std::exception&) {
-  }
+  const PrecisionConfig preset = precision_preset(c.precision.mode);
   const LossScaleConfig& s = c.precision.loss_scale;
   select_data(scale_kind_, s.kind == preset.loss_scale.kind ? QString() : QString::fromStdString(s.kind));
   init_scale_->setValue(s.init_scale);

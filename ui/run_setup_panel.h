@@ -61,6 +61,7 @@ class RunSetupPanel : public QWidget {
   void request_inspection();
   void show_inspection(const InspectResult& result);
   void update_precision_help();
+  PrecisionMode chosen_mode() const;  // the precision combo box lists kPrecisionModes in order
   // Enables the precision modes the chosen device can run (the others say why) and explains the chosen one there.
   void update_precision_for_device();
   const Capabilities& device_capabilities(const std::string& device);

@@ -13,9 +13,8 @@
 
 namespace ampwb::ui {
 
-SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, const std::string& device_kind,
-                         QWidget* parent)
-    : QDialog(parent), base_(base), caps_(caps), device_kind_(device_kind) {
+SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWidget* parent)
+    : QDialog(parent), base_(base), caps_(caps) {
   setWindowTitle(tr("Precision sweep"));
   setObjectName("sweepDialog");
   auto* layout = new QVBoxLayout(this);
@@ -30,8 +29,8 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, cons
   for (const SweepVariant& v : sweep_variants()) {
     auto* box = new QCheckBox(QString::fromStdString(v.label));
     box->setObjectName(QString::fromStdString("variant-" + v.key));
-    if (const PrecisionModeInfo* m = find_precision_mode(v.mode)) box->setToolTip(QString::fromUtf8(m->explain));
-    const ModeSupport support = mode_support(v.mode, caps_, device_kind_);
+    box->setToolTip(QString::fromUtf8(mode_info(v.mode).description));
+    const ModeSupport support = mode_support(v.mode, caps_);
     if (!support.supported) {
       box->setEnabled(false);
       box->setToolTip(QString::fromStdString(support.reason));
@@ -113,13 +112,14 @@ void SweepDialog::describe_base() {
 void SweepDialog::describe_device() {
   QStringList lines{
       tr("On %1 (%2):").arg(QString::fromStdString(caps_.device_name), QString::fromStdString(caps_.isa))};
-  std::vector<std::string> said;
+  std::vector<PrecisionMode> said;
   for (const SweepVariant& v : chosen()) {
     if (std::find(said.begin(), said.end(), v.mode) != said.end()) continue;
     said.push_back(v.mode);
-    const ModeSupport support = mode_support(v.mode, caps_, device_kind_);
+    const ModeSupport support = mode_support(v.mode, caps_);
     if (support.compute.empty()) continue;
-    lines << QStringLiteral("• %1: %2").arg(QString::fromStdString(v.mode), QString::fromStdString(support.compute));
+    lines << QStringLiteral("• %1: %2")
+                 .arg(QString::fromUtf8(mode_name(v.mode)), QString::fromStdString(support.compute));
     for (const std::string& note : support.notes) lines << QStringLiteral("   %1").arg(QString::fromStdString(note));
   }
   device_text_->setText(lines.join('\n'));

@@ -19,8 +19,7 @@ class SweepDialog : public QDialog {
  public:
   // `caps`: the capabilities of the device the runs will use (base.device), of kind "cpu" or "cuda": variants it
   // cannot run are disabled with the reason, and what computes each chosen mode there is said before it starts.
-  SweepDialog(const TrainConfig& base, const Capabilities& caps, const std::string& device_kind,
-              QWidget* parent = nullptr);
+  SweepDialog(const TrainConfig& base, const Capabilities& caps, QWidget* parent = nullptr);
 
   void apply_seed_article_preset();
   std::vector<SweepVariant> chosen() const;
@@ -31,7 +30,6 @@ class SweepDialog : public QDialog {
   void describe_device();
   TrainConfig base_;
   Capabilities caps_;
-  std::string device_kind_;
   std::vector<std::pair<QCheckBox*, SweepVariant>> boxes_;
   QLabel* base_text_ = nullptr;
   QLabel* device_text_ = nullptr;

@@ -1,10 +1,10 @@
 // Gradient histograms.
 #include "amp/grad_stats.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/half.h"
-#include "nn/layer.h"
 
 namespace ampwb {
 namespace {
@@ -48,8 +48,8 @@ void GradientProbe::add(const Tensor& g, GradientHistogram& h) {
   h.overflow_fraction += static_cast<double>(over);
 }
 
-void GradientProbe::record_weight_gradients(Backend& backend, const std::vector<Parameter*>& params) {
-  for (const Parameter* p : params) add(on_host(backend, p->grad), weight_);
+void GradientProbe::record_weight_gradients(Backend& backend, const std::vector<Tensor*>& grads) {
+  for (const Tensor* g : grads) add(on_host(backend, *g), weight_);
 }
 
 std::vector<GradientHistogram> GradientProbe::take(int epoch, double loss_scale) {

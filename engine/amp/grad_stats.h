@@ -4,19 +4,17 @@
 
 #include <vector>
 
+#include "amp/gradient_histogram.h"
 #include "backend/backend.h"
 #include "core/tensor.h"
-#include "train/events.h"
 
 namespace ampwb {
-
-struct Parameter;
 
 class GradientProbe {
  public:
   GradientProbe();
   void record_activation_gradient(const Tensor& g) { add(g, activation_); }
-  void record_weight_gradients(Backend& backend, const std::vector<Parameter*>& params);  // any device
+  void record_weight_gradients(Backend& backend, const std::vector<Tensor*>& grads);  // on any device
   // The two histograms gathered since the last take(), with their fractions; resets.
   std::vector<GradientHistogram> take(int epoch, double loss_scale);
 

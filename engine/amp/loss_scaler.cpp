@@ -13,11 +13,9 @@ LossScaler::LossScaler(const LossScaleConfig& config)
               "unknown loss scaling '" << config.kind << "'");
 }
 
-LossScaler::Unscaled LossScaler::unscale(Backend& backend, const std::vector<Parameter*>& params) {
+LossScaler::Unscaled LossScaler::unscale(Backend& backend, const std::vector<Tensor*>& grads) {
   AMPWB_CHECK(stage_ != Stage::Unscaled, "unscale() was already called since the last update()");
   AMPWB_CHECK(stage_ != Stage::Stepped, "unscale() is being called after step(); call update() first");
-  std::vector<Tensor*> grads;
-  for (Parameter* p : params) grads.push_back(&p->grad);
   const double inv_scale = 1.0 / scale();  // as PyTorch: reciprocal in double, then float
   backend.scale_and_check(grads, static_cast<float>(inv_scale));
   const StepScalars check = backend.read_scalars();
@@ -28,12 +26,13 @@ LossScaler::Unscaled LossScaler::unscale(Backend& backend, const std::vector<Par
   return unscaled_;
 }
 
-bool LossScaler::step(Backend& backend, Optimizer& optimizer, const std::vector<Parameter*>& params, float lr) {
+bool LossScaler::step(Backend& backend, const std::vector<Tensor*>& grads,
+                      const std::function<void()>& optimizer_step) {
   AMPWB_CHECK(stage_ != Stage::Stepped, "step() was already called since the last update()");
-  if (stage_ == Stage::Ready) unscale(backend, params);
+  if (stage_ == Stage::Ready) unscale(backend, grads);
   // Dynamic scaling skips steps with inf/NaN gradients; static and off apply them as they are.
   last_skipped_ = dynamic() && found_nonfinite_;
-  if (!last_skipped_) optimizer.step(params, lr);
+  if (!last_skipped_) optimizer_step();
   stage_ = Stage::Stepped;
   return !last_skipped_;
 }

@@ -9,12 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
+#include "amp/precision.h"
 #include "backend/backend.h"
-#include "nn/layer.h"
-#include "optim/optimizer.h"
-#include "train/config.h"
 
 namespace ampwb {
 
@@ -34,9 +33,9 @@ class LossScaler {
   // Multiplies every gradient by 1/scale (the reciprocal in double, then float, as PyTorch) and checks them for
   // inf/NaN, in one pass; its one read of the device is the step's. Twice before update(), or after step(), is an
   // error.
-  Unscaled unscale(Backend& backend, const std::vector<Parameter*>& params);
-  // Unscales if not done; takes the optimizer step unless a gradient was inf/NaN. Returns whether it stepped.
-  bool step(Backend& backend, Optimizer& optimizer, const std::vector<Parameter*>& params, float lr);
+  Unscaled unscale(Backend& backend, const std::vector<Tensor*>& grads);
+  // Unscales if not done; calls optimizer_step unless a gradient was inf/NaN. Returns whether it stepped.
+  bool step(Backend& backend, const std::vector<Tensor*>& grads, const std::function<void()>& optimizer_step);
   // Adjusts the scale for the next step; required after each step().
   void update();
 

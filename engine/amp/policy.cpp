@@ -22,15 +22,9 @@ const char* rule_name(CastRule r) {
 }
 }  // namespace
 
-PrecisionPolicy::PrecisionPolicy() : config_(precision_preset("fp32")) {}
+PrecisionPolicy::PrecisionPolicy() : config_(precision_preset(PrecisionMode::Fp32)) {}
 
-PrecisionPolicy::PrecisionPolicy(const PrecisionConfig& config) : config_(config) {
-  precision_preset(config.mode);  // throws on an unknown mode
-  if (config.mode == "amp-bf16")
-    low_ = DType::BF16;
-  else if (config.mode == "amp-fp16" || config.mode == "fp16-o2" || config.mode == "fp16-pure")
-    low_ = DType::F16;
-}
+PrecisionPolicy::PrecisionPolicy(const PrecisionConfig& config) : config_(config), low_(mode_info(config.mode).low) {}
 
 DType PrecisionPolicy::compute_dtype(OpClass op, DType input) const {
   if (low_ == DType::F32) return DType::F32;
@@ -49,7 +43,7 @@ DType PrecisionPolicy::compute_dtype(OpClass op, DType input) const {
 std::string PrecisionPolicy::describe() const {
   std::ostringstream out;
   const LossScaleConfig& s = config_.loss_scale;
-  out << "precision " << config_.mode << ": compute type " << dtype_name(low_) << ", master weights "
+  out << "precision " << mode_name(config_.mode) << ": compute type " << dtype_name(low_) << ", master weights "
       << (config_.master_weights ? "FP32" : "off") << ", loss scaling " << s.kind;
   if (s.kind == "static") out << " (" << s.init_scale << ")";
   if (s.kind == "dynamic")

@@ -13,8 +13,8 @@
 #include <array>
 #include <string>
 
+#include "amp/precision.h"
 #include "core/dtype.h"
-#include "train/config.h"
 
 namespace ampwb {
 
@@ -53,7 +53,7 @@ class PrecisionPolicy {
   PrecisionPolicy();  // fp32
   explicit PrecisionPolicy(const PrecisionConfig& config);
 
-  const std::string& mode() const { return config_.mode; }
+  PrecisionMode mode() const { return config_.mode; }
   const PrecisionConfig& config() const { return config_; }
   DType low() const { return low_; }  // F32, F16 or BF16
   bool is_fp32() const { return low_ == DType::F32; }
@@ -61,7 +61,7 @@ class PrecisionPolicy {
   // master weights, updated and stored in low() directly.
   bool master_weights() const { return config_.master_weights; }
   // fp16-pure also stores batch-norm parameters and running statistics in FP16.
-  bool everything_low() const { return config_.mode == "fp16-pure"; }
+  bool everything_low() const { return mode_info(config_.mode).everything_low; }
 
   // The dtype an op computes and stores its output in, given its (widest) input dtype.
   DType compute_dtype(OpClass op, DType input) const;

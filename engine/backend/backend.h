@@ -64,6 +64,7 @@ struct ComputeSupport {
   std::string speed_source;  // where that figure was measured
 };
 struct Capabilities {
+  Device device;            // whose capabilities these are
   std::string device_name;  // the CPU's model or the GPU's name
   std::string isa;          // the CPU instruction set oneDNN uses, or the GPU's compute capability ("sm_90")
   size_t memory_bytes = 0;  // device memory (the CPU's: physical RAM)

@@ -1,6 +1,7 @@
 // Tensor storage, construction and host conversions.
 #include "core/tensor.h"
 
+#include <atomic>
 #include <cstring>
 #include <sstream>
 
@@ -52,12 +53,22 @@ std::string shape_str(const Shape& shape) {
   return out.str();
 }
 
+namespace {
+std::atomic<DeviceAllocatorFactory>& cuda_allocator_factory() {
+  static std::atomic<DeviceAllocatorFactory> factory{nullptr};
+  return factory;
+}
+}  // namespace
+
+bool register_device_allocator(Device::Kind kind, DeviceAllocatorFactory factory) {
+  AMPWB_CHECK(kind == Device::Kind::CUDA, "only CUDA devices take a registered allocator");
+  cuda_allocator_factory() = factory;
+  return true;
+}
+
 Allocator& allocator_for(Device device) {
   if (device.is_cpu()) return cpu_allocator();
-#ifdef AMPWB_HAVE_CUDA
-  Allocator& cuda_allocator(int index);  // the CUDA caching allocator (backend/cuda/cuda_allocator.h)
-  if (device.kind == Device::Kind::CUDA) return cuda_allocator(device.index);
-#endif
+  if (const DeviceAllocatorFactory factory = cuda_allocator_factory()) return factory(device.index);
   throw Error("no allocator registered for device " + device.str() + " (this build has no CUDA support)");
 }
 

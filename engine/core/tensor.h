@@ -37,6 +37,10 @@ class Storage {
 };
 
 Allocator& allocator_for(Device device);
+// How a backend above core/ provides memory for its device kind (the CUDA backend registers its caching allocator
+// when its code is linked in): core never calls up into a backend by name.
+using DeviceAllocatorFactory = Allocator& (*)(int device_index);
+bool register_device_allocator(Device::Kind kind, DeviceAllocatorFactory factory);
 
 class Tensor {
  public:

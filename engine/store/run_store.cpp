@@ -507,7 +507,7 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
       .bind(3, now)
       .bind(4, config_json.dump())
       .bind(5, config.depth)
-      .bind(6, config.precision.mode)
+      .bind(6, mode_name(config.precision.mode))
       .bind(7, config.batch_size)
       .bind(8, static_cast<double>(config.lr))
       .bind(9, config.optimizer.kind)
@@ -527,7 +527,8 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
   const int64_t id = db_->last_insert_rowid();
   if (config.name.empty()) {
     SqliteStatement name(*db_, "UPDATE runs SET name = ? WHERE id = ?");
-    name.bind(1, "resnet" + std::to_string(config.depth) + "-" + config.precision.mode + "-" + std::to_string(id))
+    name.bind(1, "resnet" + std::to_string(config.depth) + "-" + mode_name(config.precision.mode) + "-" +
+                     std::to_string(id))
         .bind(2, id)
         .run();
   }

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <chrono>
 
-#include "amp/mixed_precision.h"
 #include "core/error.h"
 #include "train/config.h"
+#include "train/mixed_precision_step.h"
 #include "train/precision_support.h"
 
 namespace ampwb {
@@ -16,11 +16,10 @@ namespace ampwb {
 BenchResult run_benchmark(const BenchConfig& config) {
   AMPWB_CHECK(config.steps >= 1 && config.warmup >= 0, "--steps must be at least 1");
   AMPWB_CHECK(config.batch_size >= 2, "--batch-size must be at least 2");
-  auto backend = make_backend(config.device, {config.threads, false, config.precision == "tf32"});
+  auto backend = make_backend(config.device, {config.threads, false, config.precision == PrecisionMode::Tf32});
   Rng rng(config.seed);
   const PrecisionConfig precision = precision_preset(config.precision);
-  const ModeSupport support =
-      mode_support(config.precision, backend->capabilities(), backend->device().is_cpu() ? "cpu" : "cuda");
+  const ModeSupport support = mode_support(config.precision, backend->capabilities());
   if (!support.supported) throw Error(support.reason);
   ResNet model(*backend, {config.depth, config.num_classes, 3, config.image_size, config.stem}, rng);
   auto optimizer = make_optimizer(*backend, {"sgd", 0.9f});

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "amp/precision.h"
 #include "models/resnet.h"
 
 namespace ampwb {
@@ -14,7 +15,7 @@ struct BenchConfig {
   int image_size = 224;
   int batch_size = 16;
   int num_classes = 1000;
-  std::string precision = "fp32";
+  PrecisionMode precision = PrecisionMode::Fp32;
   int steps = 20;
   int warmup = 3;
   std::string device = "cpu";

@@ -22,14 +22,6 @@ namespace ampwb {
     }                              \
   } while (0)
 
-PrecisionConfig precision_preset(const std::string& mode) {
-  if (mode == "fp32" || mode == "tf32") return {mode, false, {"off"}};
-  if (mode == "amp-fp16" || mode == "fp16-o2") return {mode, true, {"dynamic"}};
-  if (mode == "amp-bf16") return {mode, true, {"off"}};
-  if (mode == "fp16-pure") return {mode, false, {"off"}};
-  throw Error("unknown precision mode '" + mode + "' (expected fp32, tf32, amp-fp16, amp-bf16, fp16-o2 or fp16-pure)");
-}
-
 void validate(const TrainConfig& c) {
   REQUIRE_SETTING(!c.data_dir.empty(), "no dataset folder given (--data DIR)");
   const std::vector<int> depths = supported_depths();
@@ -54,7 +46,6 @@ void validate(const TrainConfig& c) {
   REQUIRE_SETTING(c.threads >= 0, "--threads must not be negative");
   REQUIRE_SETTING(c.data.normalization == "dataset" || c.data.normalization == "imagenet",
                   "--normalize must be dataset or imagenet");
-  precision_preset(c.precision.mode);  // throws on an unknown mode
   const LossScaleConfig& s = c.precision.loss_scale;
   REQUIRE_SETTING(s.kind == "off" || s.kind == "static" || s.kind == "dynamic",
                   "--loss-scale must be off, static:S or dynamic, got '" << s.kind << "'");
@@ -111,7 +102,7 @@ void to_json(nlohmann::json& j, const TrainConfig& c) {
       {"device", c.device},
       {"threads", c.threads},
       {"precision",
-       {{"mode", c.precision.mode},
+       {{"mode", mode_name(c.precision.mode)},
         {"master_weights", c.precision.master_weights},
         {"loss_scale",
          {{"kind", s.kind},
@@ -186,7 +177,9 @@ void from_json(const nlohmann::json& j, TrainConfig& c) {
   read(j, "device", c.device);
   read(j, "threads", c.threads);
   const auto& p = j.contains("precision") ? j.at("precision") : empty;
-  read(p, "mode", c.precision.mode);
+  std::string mode = mode_name(c.precision.mode);
+  read(p, "mode", mode);
+  c.precision.mode = parse_precision_mode(mode);
   read(p, "master_weights", c.precision.master_weights);
   const auto& s = p.contains("loss_scale") ? p.at("loss_scale") : empty;
   LossScaleConfig& l = c.precision.loss_scale;

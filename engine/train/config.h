@@ -7,31 +7,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "amp/precision.h"
 #include "models/resnet.h"
 #include "optim/optimizer.h"
 
 namespace ampwb {
-
-// Loss scaling with PyTorch GradScaler semantics; presets carry other frameworks' defaults.
-struct LossScaleConfig {
-  std::string kind = "dynamic";  // off, static, dynamic
-  double init_scale = 65536.0;   // 2^16
-  double growth_factor = 2.0;
-  double backoff_factor = 0.5;
-  int64_t growth_interval = 2000;
-  int hysteresis = 1;      // non-finite steps tolerated before backing off (DeepSpeed, Megatron: 2)
-  double min_scale = 0.0;  // 0 = none (PyTorch enforces none)
-  double max_scale = 0.0;  // 0 = none (Apex: 2^24)
-};
-
-struct PrecisionConfig {
-  std::string mode = "fp32";  // fp32, tf32, amp-fp16, amp-bf16, fp16-o2, fp16-pure
-  bool master_weights = false;
-  LossScaleConfig loss_scale{"off"};
-};
-
-// The preset of a mode: its defining knobs (master weights, loss scaling). Throws on an unknown mode.
-PrecisionConfig precision_preset(const std::string& mode);
 
 struct DataConfig {
   double validation_fraction = 0.2;

@@ -17,20 +17,29 @@ std::string expected_speed(const ComputeSupport& s) {
 
 }  // namespace
 
-ModeSupport mode_support(const std::string& mode, const Capabilities& caps, const std::string& device_kind) {
+ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps) {
   ModeSupport m;
-  const bool cpu = device_kind == "cpu";
+  const bool cpu = caps.device.is_cpu();
   const ComputeSupport* format = nullptr;
   std::string format_name;
-  if (mode == "tf32") format = &caps.tf32, format_name = "TF32";
-  if (mode == "amp-fp16" || mode == "fp16-o2" || mode == "fp16-pure") format = &caps.fp16, format_name = "FP16";
-  if (mode == "amp-bf16") format = &caps.bf16, format_name = "BF16";
-  if (!format) return m;  // fp32 runs everywhere
+  switch (mode_info(mode).format) {
+    case NumberFormat::Fp32:
+      return m;  // runs everywhere
+    case NumberFormat::Tf32:
+      format = &caps.tf32, format_name = "TF32";
+      break;
+    case NumberFormat::Fp16:
+      format = &caps.fp16, format_name = "FP16";
+      break;
+    case NumberFormat::Bf16:
+      format = &caps.bf16, format_name = "BF16";
+      break;
+  }
   m.compute = format_name + ": " + format->how;
   if (!format->available) {
     m.supported = false;
-    m.reason = "precision " + mode + " cannot run on " + caps.device_name + ": " + format->how;
-    if (cpu && mode == "tf32") m.reason += " (choose fp32, or amp-bf16 for the CPU's low-precision path)";
+    m.reason = std::string("precision ") + mode_name(mode) + " cannot run on " + caps.device_name + ": " + format->how;
+    if (cpu && mode_info(mode).cuda_only) m.reason += " (choose fp32, or amp-bf16 for the CPU's low-precision path)";
     return m;
   }
   if (cpu && format == &caps.fp16)

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "amp/precision.h"
 #include "backend/backend.h"
 
 namespace ampwb {
@@ -16,7 +17,7 @@ struct ModeSupport {
   std::vector<std::string> notes;  // advice for the user, shown before and with the run
 };
 
-// `mode`: fp32, tf32, amp-fp16, amp-bf16, fp16-o2 or fp16-pure; `device_kind`: "cpu" or "cuda".
-ModeSupport mode_support(const std::string& mode, const Capabilities& caps, const std::string& device_kind);
+// Whether the device with capabilities `caps` trains in `mode`.
+ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps);
 
 }  // namespace ampwb

@@ -127,8 +127,7 @@ bool Trainer::wait_while_paused() {
 }
 
 ModeSupport Trainer::check_precision(const Backend& backend) const {
-  const std::string& mode = config_.precision.mode;
-  ModeSupport support = mode_support(mode, backend.capabilities(), backend.device().is_cpu() ? "cpu" : "cuda");
+  ModeSupport support = mode_support(config_.precision.mode, backend.capabilities());
   if (!support.supported) throw Error(support.reason);
   return support;
 }
@@ -185,8 +184,8 @@ void restore_checkpoint(Backend& backend, const Checkpoint& c, const TrainConfig
   const TrainConfig saved = c.meta.at("config").get<TrainConfig>();
   AMPWB_CHECK(saved.depth == config.depth && saved.precision.mode == config.precision.mode &&
                   saved.batch_size == config.batch_size && saved.seed == config.seed,
-              "the checkpoint belongs to another configuration (ResNet-" << saved.depth << ", " << saved.precision.mode
-                                                                         << ", batch " << saved.batch_size << ")");
+              "the checkpoint belongs to another configuration (ResNet-"
+                  << saved.depth << ", " << mode_name(saved.precision.mode) << ", batch " << saved.batch_size << ")");
   for (Parameter* p : model.parameters()) {
     copy_into(backend, c.tensor("param/" + p->name), p->value, p->name);
     p->changed();  // the low-precision copies follow the restored master weights
@@ -219,7 +218,7 @@ RunEnd Trainer::train() {
   validate(config);
   const Report report{observer_};
   const auto run_start = Clock::now();
-  auto backend = make_backend(config.device, {config.threads, false, config.precision.mode == "tf32"});
+  auto backend = make_backend(config.device, {config.threads, false, config.precision.mode == PrecisionMode::Tf32});
   const ModeSupport precision = check_precision(*backend);
   const Dataset dataset =
       Dataset::open(config.data_dir, {config.data.validation_fraction, config.seed, config.data.max_train_images, ""});
@@ -333,7 +332,7 @@ RunEnd Trainer::train() {
       const std::string where = " at epoch " + std::to_string(epoch) + ", step " + std::to_string(b);
       if (!std::isfinite(r.loss) && !recovers_from_overflow)
         return {RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
-                                       config.precision.mode +
+                                       mode_name(config.precision.mode) +
                                        " without dynamic loss scaling: the run cannot "
                                        "recover (lower the learning rate, or use a loss scaler)"};
       if (scaler.collapsed())

@@ -9,7 +9,6 @@
 #include <mutex>
 #include <thread>
 
-#include "amp/mixed_precision.h"
 #include "backend/backend.h"
 #include "data/loader.h"
 #include "models/resnet.h"
@@ -17,6 +16,7 @@
 #include "optim/optimizer.h"
 #include "train/config.h"
 #include "train/events.h"
+#include "train/mixed_precision_step.h"
 #include "train/precision_support.h"
 
 namespace ampwb {

@@ -341,6 +341,7 @@ std::string CpuBackend::bf16_implementation() const {
 
 Capabilities CpuBackend::capabilities() const {
   Capabilities caps;
+  caps.device = device();
   caps.device_name = cpu_model_name();
   caps.isa = isa();
   caps.memory_bytes = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));

@@ -9,6 +9,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "core/tensor.h"
 
 namespace ampwb {
 namespace {
@@ -65,5 +66,10 @@ Allocator& cuda_allocator(int index) {
   }
   return *allocators[index];
 }
+
+namespace {
+// Tensors on CUDA devices allocate here once this file is linked in (core/ knows no backend by name).
+[[maybe_unused]] const bool registered = register_device_allocator(Device::Kind::CUDA, &cuda_allocator);
+}  // namespace
 
 }  // namespace ampwb

@@ -416,6 +416,7 @@ bool CudaBackend::supports(Op op, DType dtype) const {
 Capabilities CudaBackend::capabilities() const {
   const Impl& m = *impl_;
   Capabilities caps;
+  caps.device = m.device;
   caps.device_name = m.props.name;
   caps.isa = "sm_" + std::to_string(m.props.major) + std::to_string(m.props.minor);
   caps.memory_bytes = m.props.totalGlobalMem;

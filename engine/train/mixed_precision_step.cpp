@@ -1,5 +1,5 @@
-// The mixed-precision step.
-#include "amp/mixed_precision.h"
+// The mixed-precision training step.
+#include "train/mixed_precision_step.h"
 
 namespace ampwb {
 
@@ -39,21 +39,21 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   model_.backward(loss_.backward());
 
   const std::vector<Parameter*> params = model_.parameters();
+  std::vector<Tensor*> grads;
+  for (Parameter* p : params) grads.push_back(&p->grad);
   if (probe) {
-    probe->record_weight_gradients(backend_, params);
+    probe->record_weight_gradients(backend_, grads);
     model_.visit([](Layer& layer) { layer.set_probe(nullptr); });
   }
   // The step's one wait for the device: the gradients' check, with the loss and the top-1 count.
-  const LossScaler::Unscaled unscaled = scaler_.unscale(backend_, params);
+  const LossScaler::Unscaled unscaled = scaler_.unscale(backend_, grads);
   r.loss = static_cast<float>(unscaled.device.loss);
   r.correct = unscaled.device.correct;
   r.grad_norm = unscaled.grad_norm;
-  if (grad_clip_norm_ > 0 && !unscaled.found_nonfinite && unscaled.grad_norm > grad_clip_norm_) {
-    std::vector<Tensor*> grads;  // clipping acts on unscaled gradients, between unscale and step
-    for (Parameter* p : params) grads.push_back(&p->grad);
+  // Clipping acts on unscaled gradients, between unscale and step.
+  if (grad_clip_norm_ > 0 && !unscaled.found_nonfinite && unscaled.grad_norm > grad_clip_norm_)
     backend_.scale_and_check(grads, grad_clip_norm_ / (unscaled.grad_norm + 1e-6f));
-  }
-  r.skipped = !scaler_.step(backend_, optimizer_, params, lr);
+  r.skipped = !scaler_.step(backend_, grads, [&] { optimizer_.step(params, lr); });
   if (!r.skipped && !policy_.is_fp32() && !policy_.master_weights()) store_in_low_precision(params);
   scaler_.update();
   return r;
