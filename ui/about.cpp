@@ -5,29 +5,21 @@
 #include <QSysInfo>
 #include <QtGlobal>
 
-#include "backend/cpu/cpu_backend.h"
-#ifdef AMPWB_HAVE_CUDA
-#include "backend/cuda/cuda_device.h"
-#endif
+#include "backend/backend.h"
 
 namespace ampwb::ui {
 
 QString about_text(const QString& db_path) {
-  const CpuBackend cpu;
+  const std::vector<DeviceInfo> devices = list_devices();  // the CPU first
+  const DeviceInfo& cpu = devices.front();
   QString gpus;
-#ifdef AMPWB_HAVE_CUDA
-  for (const CudaDeviceInfo& d : cuda_devices())
-    gpus += QStringLiteral("<br>GPU %1: %2, %3 GiB, compute capability %4.%5")
-                .arg(d.index)
-                .arg(QString::fromStdString(d.name).toHtmlEscaped())
-                .arg(d.total_memory_bytes / double(1 << 30), 0, 'f', 0)
-                .arg(d.compute_capability_major)
-                .arg(d.compute_capability_minor);
-  if (gpus.isEmpty())
-    gpus = QObject::tr("<br>GPU: none found (CUDA runtime %1)").arg(QString::fromStdString(cuda_runtime_version()));
-#else
-  gpus = QObject::tr("<br>GPU: this build has no CUDA backend");
-#endif
+  for (size_t i = 1; i < devices.size(); ++i)
+    gpus += QStringLiteral("<br>GPU %1: %2, %3 GiB, %4")
+                .arg(QString::fromStdString(devices[i].id))
+                .arg(QString::fromStdString(devices[i].name).toHtmlEscaped())
+                .arg(devices[i].memory_bytes / double(1 << 30), 0, 'f', 0)
+                .arg(QString::fromStdString(devices[i].isa));
+  if (gpus.isEmpty()) gpus = QObject::tr("<br>GPU: %1").arg(QString::fromStdString(gpu_absence_reason()));
   return QObject::tr(
              "<h3>AMP Workbench %1</h3>"
              "<p>Mixed-precision training experiments: train ResNets in FP32, FP16 and BF16, watch what the "
@@ -35,7 +27,7 @@ QString about_text(const QString& db_path) {
              "<p>Qt %2 (built with %3)<br>CPU backend: %4<br>ISA: %5%6</p>"
              "<p>%7<br>Run store: %8</p>")
       .arg(QStringLiteral(AMPWB_VERSION), QString::fromUtf8(qVersion()), QStringLiteral(QT_VERSION_STR),
-           QString::fromStdString(cpu.description()).toHtmlEscaped(), QString::fromStdString(cpu.isa()), gpus,
+           QString::fromStdString(cpu.description).toHtmlEscaped(), QString::fromStdString(cpu.isa), gpus,
            QSysInfo::prettyProductName().toHtmlEscaped(), db_path.toHtmlEscaped());
 }
 

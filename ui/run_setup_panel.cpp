@@ -24,14 +24,11 @@
 #include <nlohmann/json.hpp>
 
 #include "amp/loss_scaler.h"
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend.h"
 #include "core/error.h"
 #include "models/resnet.h"
 #include "precision_modes.h"
 #include "train/precision_support.h"
-#ifdef AMPWB_HAVE_CUDA
-#include "backend/cuda/cuda_device.h"
-#endif
 
 namespace ampwb::ui {
 namespace {
@@ -183,19 +180,15 @@ QWidget* RunSetupPanel::build_model_group() {
   connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_precision_help);
   device_ = new QComboBox;
   device_->setObjectName("device");
-  {
-    const CpuBackend cpu;
-    device_->addItem(tr("CPU: %1").arg(QString::fromStdString(cpu.isa())), "cpu");
-    device_->setItemData(0, QString::fromStdString(cpu.description()), Qt::ToolTipRole);
+  for (const DeviceInfo& d : list_devices()) {
+    device_->addItem(d.id == "cpu" ? tr("CPU: %1").arg(QString::fromStdString(d.isa))
+                                   : tr("GPU %1: %2 (%3 GiB)")
+                                         .arg(QString::fromStdString(d.id.substr(5)))
+                                         .arg(QString::fromStdString(d.name))
+                                         .arg(d.memory_bytes / double(1 << 30), 0, 'f', 0),
+                     QString::fromStdString(d.id));
+    device_->setItemData(device_->count() - 1, QString::fromStdString(d.description), Qt::ToolTipRole);
   }
-#ifdef AMPWB_HAVE_CUDA
-  for (const CudaDeviceInfo& gpu : cuda_devices())
-    device_->addItem(tr("GPU %1: %2 (%3 GiB)")
-                         .arg(gpu.index)
-                         .arg(QString::fromStdString(gpu.name))
-                         .arg(gpu.total_memory_bytes / double(1 << 30), 0, 'f', 0),
-                     QStringLiteral("cuda:%1").arg(gpu.index));
-#endif
   form->addRow(tr("Model"), depth_);
   form->addRow(tr("Precision"), precision_);
   form->addRow(precision_help_);

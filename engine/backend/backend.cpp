@@ -86,4 +86,27 @@ std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOp
   throw Error("unknown device '" + device + "' (expected cpu, cuda, cuda:N or auto)");
 }
 
+std::vector<DeviceInfo> list_devices() {
+  const CpuBackend cpu;
+  const Capabilities caps = cpu.capabilities();
+  std::vector<DeviceInfo> devices = {{"cpu", caps.device_name, caps.isa, caps.memory_bytes, cpu.description()}};
+#ifdef AMPWB_HAVE_CUDA
+  for (const CudaDeviceInfo& gpu : cuda_devices())
+    if (gpu.compute_capability_major >= kMinComputeCapabilityMajor)  // only GPUs that can train are listed
+      devices.push_back(
+          {"cuda:" + std::to_string(gpu.index), gpu.name,
+           "sm_" + std::to_string(gpu.compute_capability_major) + std::to_string(gpu.compute_capability_minor),
+           gpu.total_memory_bytes, "CUDA runtime " + cuda_runtime_version()});
+#endif
+  return devices;
+}
+
+std::string gpu_absence_reason() {
+#ifdef AMPWB_HAVE_CUDA
+  return cuda_device_count() > 0 ? std::string() : "none found (CUDA runtime " + cuda_runtime_version() + ")";
+#else
+  return "this build has no CUDA backend";
+#endif
+}
+
 }  // namespace ampwb

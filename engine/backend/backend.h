@@ -78,6 +78,7 @@ class Backend {
   virtual std::string description() const = 0;  // e.g. "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads)"
   virtual bool supports(Op op, DType dtype) const = 0;
   virtual Capabilities capabilities() const = 0;
+  virtual void synchronize() {}  // waits until the device has done the work queued so far (timing)
 
   // x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q)
   virtual void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) = 0;
@@ -132,5 +133,18 @@ Tensor on_host(Backend& backend, const Tensor& t);
 
 // "cpu", "cuda", "cuda:N", or "auto" (a CUDA GPU when one is usable, else the CPU).
 std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options = {});
+
+// A device this machine has, as lists show it (the GUI's devices, `ampwb help`, the About box); what it can run
+// comes from make_backend(id)->capabilities().
+struct DeviceInfo {
+  std::string id;           // what make_backend takes: "cpu", "cuda:0"
+  std::string name;         // the CPU's model or the GPU's name
+  std::string isa;          // the instruction set oneDNN uses, or the compute capability ("sm_90")
+  size_t memory_bytes = 0;  // physical RAM for the CPU
+  std::string description;  // the backend's own words (library versions), for tooltips
+};
+std::vector<DeviceInfo> list_devices();  // the CPU first, then every CUDA GPU that can train
+// Why the list has no GPU: "this build has no CUDA backend", "none found (CUDA runtime 13.0)"; empty if it has one.
+std::string gpu_absence_reason();
 
 }  // namespace ampwb

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 #include "core/error.h"
 #include "train/config.h"
@@ -16,7 +17,14 @@ namespace ampwb {
 BenchResult run_benchmark(const BenchConfig& config) {
   AMPWB_CHECK(config.steps >= 1 && config.warmup >= 0, "--steps must be at least 1");
   AMPWB_CHECK(config.batch_size >= 2, "--batch-size must be at least 2");
-  auto backend = make_backend(config.device, {config.threads, false, config.precision == PrecisionMode::Tf32});
+  std::unique_ptr<Backend> backend =
+      make_backend(config.device, {config.threads, false, config.precision == PrecisionMode::Tf32});
+  ProfiledBackend* profiled = nullptr;
+  if (config.profile) {
+    auto wrapped = std::make_unique<ProfiledBackend>(std::move(backend));
+    profiled = wrapped.get();
+    backend = std::move(wrapped);
+  }
   Rng rng(config.seed);
   const PrecisionConfig precision = precision_preset(config.precision);
   const ModeSupport support = mode_support(config.precision, backend->capabilities());
@@ -42,11 +50,18 @@ BenchResult run_benchmark(const BenchConfig& config) {
   // The host batch goes up every step, as in training (and as PyTorch's side of bench/cuda_compare.py does).
   for (int i = 0; i < config.warmup; ++i) step.run(backend->upload(images), backend->upload(labels), 0.01f);
   allocator_for(backend->device()).reset_peak();
+  if (profiled) profiled->reset();
+  const auto timed_start = std::chrono::steady_clock::now();
   for (int i = 0; i < config.steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
     step.run(backend->upload(images), backend->upload(labels), 0.01f);
     result.step_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  if (profiled) {
+    backend->synchronize();
+    result.profile = profiled->times();
+    result.profiled_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed_start).count();
   }
   std::vector<double> sorted = result.step_ms;
   std::sort(sorted.begin(), sorted.end());

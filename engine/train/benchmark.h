@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "amp/precision.h"
+#include "backend/profiled_backend.h"
 #include "models/resnet.h"
 
 namespace ampwb {
@@ -22,6 +23,7 @@ struct BenchConfig {
   int threads = 0;
   uint64_t seed = 0;
   Stem stem = Stem::Auto;
+  bool profile = false;  // time every op by class (backend/profiled_backend.h); the device waits after each op
 };
 
 struct BenchResult {
@@ -32,6 +34,10 @@ struct BenchResult {
   double step_ms_median = 0, images_per_second = 0;
   size_t peak_bytes = 0;     // tensor bytes held at once during the timed steps (weights and state included)
   size_t max_rss_bytes = 0;  // the process's maximum resident set
+  // With BenchConfig::profile: the timed steps' op time by class, and their whole wall time (the rest is the host's
+  // own work between ops: the layers' bookkeeping, allocation, the policy's decisions).
+  OpTimes profile;
+  double profiled_seconds = 0;
 };
 
 BenchResult run_benchmark(const BenchConfig& config);

@@ -354,7 +354,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   m.device = Device::cuda(options.device_index);
   cuda::DeviceScope scope(options.device_index);
   CUDA_CHECK(cudaGetDeviceProperties(&m.props, options.device_index));
-  AMPWB_CHECK(m.props.major >= 8,
+  AMPWB_CHECK(m.props.major >= kMinComputeCapabilityMajor,
               "cuda:" << options.device_index << " (" << m.props.name << ") has compute capability " << m.props.major
                       << "." << m.props.minor
                       << "; this build's kernels are for sm_80 and newer (CMAKE_CUDA_ARCHITECTURES 80;90)");

@@ -97,7 +97,7 @@ class CudaBackend final : public Backend {
   Layout preferred_layout() const { return Layout::NHWC; }
   void set_allow_tf32(bool allow);  // the tf32 precision mode; at once (plans are cached per math mode)
   bool allow_tf32() const;
-  void synchronize();                // waits until the queued work is done (for timing)
+  void synchronize() override;       // waits until the queued work is done (for timing)
   MemoryStats memory_stats() const;  // of this device's caching allocator
   size_t conv_plans_cached() const;
   std::string conv_plans() const;  // the chosen cuDNN algorithms, one line per shape

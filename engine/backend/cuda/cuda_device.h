@@ -14,6 +14,9 @@ struct CudaDeviceInfo {
   int compute_capability_major = 0, compute_capability_minor = 0;
 };
 
+// The oldest GPUs the CUDA backend trains on (its kernels are built for sm_80 and sm_90).
+inline constexpr int kMinComputeCapabilityMajor = 8;
+
 int cuda_device_count();                     // 0 when no usable GPU or driver
 std::vector<CudaDeviceInfo> cuda_devices();  // empty likewise
 std::string cuda_runtime_version();          // e.g. "13.0"

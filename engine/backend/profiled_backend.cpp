@@ -1,0 +1,104 @@
+// The timing decorator: every op forwarded to the wrapped backend inside a timer of its class.
+#include "backend/profiled_backend.h"
+
+namespace ampwb {
+
+namespace {
+constexpr std::array kTimeClassNames = {
+    "conv_forward", "conv_backward_data", "conv_backward_weights", "batch_norm", "relu",     "add", "pooling", "linear",
+    "loss",         "optimizer",          "scale_check",           "convert",    "host_wait"};
+static_assert(kTimeClassNames.size() == static_cast<size_t>(TimeClass::Count), "one name per time class");
+}  // namespace
+
+const char* time_class_name(TimeClass c) { return kTimeClassNames.at(static_cast<size_t>(c)); }
+
+double OpTimes::total_seconds() const {
+  double total = 0;
+  for (double s : seconds) total += s;
+  return total;
+}
+
+void ProfiledBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) {
+  timed(TimeClass::ConvForward, [&] { inner_->conv2d_forward(x, w, y, p); });
+}
+void ProfiledBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) {
+  timed(TimeClass::ConvBackwardData, [&] { inner_->conv2d_backward_data(dy, w, dx, p); });
+}
+void ProfiledBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) {
+  timed(TimeClass::ConvBackwardWeights, [&] { inner_->conv2d_backward_weights(x, dy, dw, p); });
+}
+void ProfiledBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                                 Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                                 Tensor& running_var, float momentum, float eps) {
+  timed(TimeClass::BatchNorm, [&] {
+    inner_->batchnorm_forward_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum,
+                                       eps);
+  });
+}
+void ProfiledBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                                  const Tensor& running_mean, const Tensor& running_var, float eps) {
+  timed(TimeClass::BatchNorm,
+        [&] { inner_->batchnorm_forward_inference(x, gamma, beta, y, running_mean, running_var, eps); });
+}
+void ProfiledBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                         const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
+                                         Tensor& dbeta, float eps) {
+  timed(TimeClass::BatchNorm,
+        [&] { inner_->batchnorm_backward(x, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps); });
+}
+void ProfiledBackend::relu_forward(const Tensor& x, Tensor& y) {
+  timed(TimeClass::Relu, [&] { inner_->relu_forward(x, y); });
+}
+void ProfiledBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+  timed(TimeClass::Relu, [&] { inner_->relu_backward(y, dy, dx); });
+}
+void ProfiledBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) {
+  timed(TimeClass::Pooling, [&] { inner_->maxpool_forward(x, y, workspace, p); });
+}
+void ProfiledBackend::maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) {
+  timed(TimeClass::Pooling, [&] { inner_->maxpool_backward(dy, workspace, dx, p); });
+}
+void ProfiledBackend::global_avgpool_forward(const Tensor& x, Tensor& y) {
+  timed(TimeClass::Pooling, [&] { inner_->global_avgpool_forward(x, y); });
+}
+void ProfiledBackend::global_avgpool_backward(const Tensor& dy, Tensor& dx) {
+  timed(TimeClass::Pooling, [&] { inner_->global_avgpool_backward(dy, dx); });
+}
+void ProfiledBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  timed(TimeClass::Linear, [&] { inner_->linear_forward(x, w, b, y); });
+}
+void ProfiledBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
+                                      Tensor& db) {
+  timed(TimeClass::Linear, [&] { inner_->linear_backward(dy, x, w, dx, dw, db); });
+}
+void ProfiledBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+  timed(TimeClass::Add, [&] { inner_->add(a, b, y); });
+}
+void ProfiledBackend::convert(const Tensor& src, Tensor& dst) {
+  timed(TimeClass::Convert, [&] { inner_->convert(src, dst); });
+}
+void ProfiledBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                                            float grad_scale, Tensor& dlogits) {
+  timed(TimeClass::Loss, [&] { inner_->softmax_cross_entropy(logits, labels, label_smoothing, grad_scale, dlogits); });
+}
+void ProfiledBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) {
+  timed(TimeClass::Optimizer, [&] { inner_->sgd_update(param, grad, momentum_buffer, p); });
+}
+void ProfiledBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) {
+  timed(TimeClass::Optimizer, [&] { inner_->adam_update(param, grad, m, v, p); });
+}
+void ProfiledBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
+  timed(TimeClass::ScaleCheck, [&] { inner_->scale_and_check(tensors, factor); });
+}
+StepScalars ProfiledBackend::read_scalars() {
+  StepScalars s;
+  timed(TimeClass::HostWait, [&] { s = inner_->read_scalars(); });
+  return s;
+}
+Tensor ProfiledBackend::upload(const Tensor& host) {
+  Tensor t;
+  timed(TimeClass::Convert, [&] { t = inner_->upload(host); });
+  return t;
+}
+
+}  // namespace ampwb

@@ -1,0 +1,81 @@
+// The timing decorator (backend/profiled_backend.h): it counts every op of a real training step in its class,
+// changes no result, and its times fit inside the step's wall time; `run_benchmark` reports it per class.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/profiled_backend.h"
+#include "nn/conv2d.h"
+#include "op_test_util.h"
+#include "train/benchmark.h"
+#include "train/mixed_precision_step.h"
+
+namespace ampwb {
+namespace {
+
+int64_t calls(const OpTimes& t, TimeClass c) { return t.calls[static_cast<size_t>(c)]; }
+
+// One amp-bf16 step of a tiny ResNet-20; returns the updated weights.
+std::vector<std::vector<float>> one_step(Backend& backend, int* conv_layers = nullptr) {
+  Rng rng(3);
+  ResNet model(backend, {20, 4, 3, 8, Stem::Auto}, rng);
+  if (conv_layers) model.visit([&](Layer& l) { *conv_layers += dynamic_cast<Conv2d*>(&l) != nullptr; });
+  auto optimizer = make_optimizer(backend, {"sgd", 0.9f});
+  const PrecisionConfig config = precision_preset(PrecisionMode::AmpBf16);
+  const PrecisionPolicy policy(config);
+  LossScaler scaler(config.loss_scale);
+  MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+  Tensor labels = Tensor::empty({4}, DType::I32);
+  for (int n = 0; n < 4; ++n) labels.data_as<int32_t>()[n] = n;
+  step.run(testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC), labels, 0.1f);
+  std::vector<std::vector<float>> weights;
+  for (Parameter* p : model.parameters()) weights.push_back(to_float_vector(p->value));
+  return weights;
+}
+
+TEST(ProfiledBackend, CountsEveryOpOfAStepInItsClassAndChangesNoResult) {
+  ProfiledBackend profiled(std::make_unique<CpuBackend>(BackendOptions{2}));
+  CpuBackend plain({2});
+  int convs = 0;
+  const auto with_timer = one_step(profiled, &convs);
+  const auto without = one_step(plain);
+  ASSERT_EQ(with_timer.size(), without.size());
+  for (size_t i = 0; i < without.size(); ++i)
+    ASSERT_EQ(std::memcmp(with_timer[i].data(), without[i].data(), without[i].size() * sizeof(float)), 0) << i;
+
+  const OpTimes& t = profiled.times();
+  ASSERT_GT(convs, 0);
+  EXPECT_EQ(calls(t, TimeClass::ConvForward), convs);
+  EXPECT_EQ(calls(t, TimeClass::ConvBackwardWeights), convs);
+  EXPECT_GE(calls(t, TimeClass::ConvBackwardData), convs - 1) << "every convolution but the stem passes dx back";
+  EXPECT_EQ(calls(t, TimeClass::Linear), 2) << "the classifier, forward and backward";
+  EXPECT_EQ(calls(t, TimeClass::Loss), 1);
+  EXPECT_EQ(calls(t, TimeClass::HostWait), 1) << "the step reads its scalars once";
+  EXPECT_GT(calls(t, TimeClass::BatchNorm), 0);
+  EXPECT_GT(calls(t, TimeClass::Add), 0);
+  EXPECT_GT(calls(t, TimeClass::Optimizer), 0);
+  EXPECT_GT(calls(t, TimeClass::Convert), 0) << "amp-bf16 casts weights and activations";
+  for (size_t c = 0; c < t.seconds.size(); ++c) EXPECT_GE(t.seconds[c], 0.0) << time_class_name(TimeClass(c));
+}
+
+TEST(ProfiledBackend, TheBenchmarkReportsTheClassesInsideTheStepsWallTime) {
+  BenchConfig c;
+  c.depth = 20;
+  c.image_size = 16;
+  c.batch_size = 8;
+  c.num_classes = 10;
+  c.steps = 3;
+  c.warmup = 1;
+  c.threads = 2;
+  c.profile = true;
+  const BenchResult r = run_benchmark(c);
+  EXPECT_EQ(calls(r.profile, TimeClass::HostWait), 3) << "one wait per timed step, warm-up excluded";
+  EXPECT_GT(r.profile.total_seconds(), 0.0);
+  EXPECT_LE(r.profile.total_seconds(), r.profiled_seconds) << "the classes are parts of the steps";
+  c.profile = false;
+  EXPECT_EQ(calls(run_benchmark(c).profile, TimeClass::HostWait), 0) << "no profile unless asked";
+}
+
+}  // namespace
+}  // namespace ampwb
