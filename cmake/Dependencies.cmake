@@ -15,6 +15,7 @@ foreach(component core imgproc imgcodecs)
 endforeach()
 
 find_package(SQLite3 REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)  # the ampwb command line (header-only: libcli11-dev)
 
 # CUDA: on when nvcc is found through PATH, CUDACXX or the usual toolkit location.
 set(AMPWB_HAVE_CUDA OFF)
