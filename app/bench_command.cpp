@@ -1,36 +1,40 @@
-// ampwb bench: training throughput on synthetic data.
+// ampwb bench: training throughput on synthetic data. --json prints one line (the bench/ drivers read the last JSON
+// line of the output).
 #include <cstdio>
 
 #include "commands.h"
 #include "train/benchmark.h"
+#include "train_flags.h"
 
 namespace ampwb::cli {
+namespace {
 
-int bench_command(Args& args) {
-  BenchConfig c;
-  c.depth = args.integer("depth", c.depth);
-  c.image_size = args.integer("image-size", c.image_size);
-  c.batch_size = args.integer("batch-size", c.batch_size);
-  c.num_classes = args.integer("classes", c.num_classes);
-  c.precision = parse_precision_mode(args.text("precision", mode_name(c.precision)));
-  c.steps = args.integer("steps", c.steps);
-  c.warmup = args.integer("warmup", c.warmup);
-  c.device = args.text("device", c.device);
-  c.threads = args.integer("threads", c.threads);
-  c.seed = static_cast<uint64_t>(args.integer64("seed", 0));
-  const bool json = args.flag("json");
-  args.reject_unknown();
+struct BenchOptions {
+  BenchConfig config;
+  std::string precision = mode_name(config.precision);  // --precision, checked against the modes' names
+  bool json = false;
+};
 
+int bench_command(const BenchOptions& options) {
+  BenchConfig c = options.config;
+  c.precision = parse_precision_mode(options.precision);
   const BenchResult r = run_benchmark(c);
-  if (json) {
-    std::printf(
-        "{\"framework\": \"ampwb\", \"version\": %s, \"device\": %s, \"model\": %s, \"depth\": %d, "
-        "\"image_size\": %d, \"batch_size\": %d, \"precision\": %s, \"steps\": %d, \"step_ms_median\": %.4f, "
-        "\"images_per_second\": %.4f, \"peak_bytes\": %zu, \"max_rss_bytes\": %zu, \"compute\": %s}\n",
-        json_string(AMPWB_VERSION).c_str(), json_string(r.backend_description).c_str(),
-        json_string(r.model_summary).c_str(), c.depth, c.image_size, c.batch_size,
-        json_string(mode_name(c.precision)).c_str(), c.steps, r.step_ms_median, r.images_per_second, r.peak_bytes,
-        r.max_rss_bytes, json_string(r.compute).c_str());
+  if (options.json) {
+    const nlohmann::ordered_json out = {{"framework", "ampwb"},
+                                        {"version", AMPWB_VERSION},
+                                        {"device", r.backend_description},
+                                        {"model", r.model_summary},
+                                        {"depth", c.depth},
+                                        {"image_size", c.image_size},
+                                        {"batch_size", c.batch_size},
+                                        {"precision", mode_name(c.precision)},
+                                        {"steps", c.steps},
+                                        {"step_ms_median", r.step_ms_median},
+                                        {"images_per_second", r.images_per_second},
+                                        {"peak_bytes", r.peak_bytes},
+                                        {"max_rss_bytes", r.max_rss_bytes},
+                                        {"compute", r.compute}};
+    print_json(out, true);
   } else {
     std::printf(
         "%s on %s\n%s, batch %d, %d px: median step %.1f ms, %.1f images/s, peak tensors %.1f MiB, max RSS "
@@ -41,6 +45,27 @@ int bench_command(Args& args) {
     for (const std::string& note : r.notes) std::printf("note:    %s\n", note.c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, Invocation& invocation) {
+  auto options = std::make_shared<BenchOptions>();
+  BenchConfig& c = options->config;
+  CLI::App* bench = app.add_subcommand("bench", "time training steps of a ResNet on synthetic data");
+  add_number(bench, "--depth", c.depth, "ResNet depth: 18 34 50 101 152, or the CIFAR family 20 32 44 56 110");
+  add_number(bench, "--image-size", c.image_size, "image side, px");
+  add_number(bench, "--batch-size", c.batch_size, "images per step");
+  add_number(bench, "--classes", c.num_classes, "classes of the model's output");
+  add_precision_mode(bench, options->precision);
+  add_number(bench, "--steps", c.steps, "timed steps (the median is reported)");
+  add_number(bench, "--warmup", c.warmup, "untimed steps first");
+  bench->add_option("--device", c.device, "cpu, cuda, cuda:N or auto")->type_name("DEVICE");
+  add_number(bench, "--threads", c.threads, "CPU threads (0: every core)");
+  add_number(bench, "--seed", c.seed, "seeds the weights and the synthetic data");
+  bench->add_flag("--json", options->json, "one line of JSON (NaN and infinity as null)");
+  bench->footer(devices_help);
+  run_on_parse(bench, invocation, options, bench_command);
 }
 
 }  // namespace ampwb::cli

@@ -1,29 +1,33 @@
-// The headless subcommands of ampwb. Each returns the process exit status.
+// The subcommands of ampwb. Each command file adds its subcommands, their options and help to the one CLI11
+// parser (main.cpp builds it) and runs its command when the line is parsed; a command returns the exit status.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
-#include "args.h"
+#include "cli.h"
 
 namespace ampwb::cli {
 
-int train_command(Args& args);
-int bench_command(Args& args);
-int dataset_command(Args& args);  // dataset_command.cpp: inspect, sample, bench-decode, bench-loader
-void print_usage();
+void add_train_command(CLI::App& app, Invocation& invocation);     // train_command.cpp
+void add_bench_command(CLI::App& app, Invocation& invocation);     // bench_command.cpp
+void add_devices_command(CLI::App& app, Invocation& invocation);   // devices.cpp
+void add_dataset_commands(CLI::App& app, Invocation& invocation);  // dataset_command.cpp: inspect, sample, ...
+void add_run_commands(CLI::App& app, Invocation& invocation);      // runs_commands.cpp: runs, show, compare
+// store_commands.cpp: export csv|chart, delete, rename, tag, note, store check|backup.
+void add_store_commands(CLI::App& app, Invocation& invocation);
 
-// The run store commands (runs_commands.cpp): runs, show, compare, export csv, delete, rename, tag, note.
-int runs_command(Args& args);
-int show_command(Args& args);
-int compare_command(Args& args);
-int export_command(Args& args);
-int delete_command(Args& args);
-int rename_command(Args& args);
-int tag_command(Args& args);
-int note_command(Args& args);
-int store_command(Args& args);  // check, backup FILE
+// The devices this machine can train on, with what each runs (devices.cpp): ends the help of ampwb, train, bench.
+std::string devices_help();
 
-// The run store file: --db PATH, else $AMPWB_DB, else the XDG data folder (RunStore::default_path).
-std::string store_path(Args& args);
+// ampwb export chart: drawn by the desktop workbench's charts (export_chart_command.cpp, a GUI build only).
+struct ExportChartOptions {
+  std::vector<std::string> runs;
+  std::string metric, out, histogram = "weight", db;
+  int width = 1200, height = 800;
+  double smoothing = 0.6;
+};
+int export_chart_command(const ExportChartOptions& options);
 
 }  // namespace ampwb::cli

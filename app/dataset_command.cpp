@@ -24,28 +24,37 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-DatasetOptions dataset_options(Args& args) {
-  DatasetOptions o;
-  o.validation_fraction = args.number("validation-fraction", o.validation_fraction);
-  o.seed = static_cast<uint64_t>(args.integer64("seed", 0));
-  if (args.flag("no-cache")) o.cache_dir = "-";
-  return o;
+// The options of inspect and bench-loader that decide what Dataset::open sees.
+struct DatasetFlags {
+  DatasetOptions options;
+  bool no_cache = false;
+
+  DatasetOptions resolve() const {
+    DatasetOptions o = options;
+    if (no_cache) o.cache_dir = "-";
+    return o;
+  }
+};
+
+void add_dataset_flags(CLI::App* command, DatasetFlags& flags) {
+  add_number(command, "--validation-fraction", flags.options.validation_fraction,
+             "the share held out for validation when the data has no split of its own");
+  add_number(command, "--seed", flags.options.seed, "seeds the split (and bench-loader's order and augmentation)");
+  command->add_flag("--no-cache", flags.no_cache, "neither read nor write the scan cache");
 }
 
-std::string positional(Args& args, size_t i, const char* what) {
-  if (args.positional().size() <= i) throw Error(std::string("missing ") + what + " (see ampwb help)");
-  return args.positional()[i];
-}
+struct InspectOptions {
+  std::string dir;
+  DatasetFlags dataset;
+  bool json = false;
+};
 
-int inspect(Args& args) {
-  const std::string dir = positional(args, 1, "DIR: ampwb dataset inspect DIR [--json]");
-  const DatasetOptions options = dataset_options(args);
-  const bool json = args.flag("json");
-  args.reject_unknown();
-  const Dataset ds = Dataset::inspect(dir, options);
+int inspect(const InspectOptions& options) {
+  const std::string& dir = options.dir;
+  const Dataset ds = Dataset::inspect(dir, options.dataset.resolve());
   const DatasetReport& r = ds.report();
-  if (json) {
-    std::printf("%s\n", r.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  if (options.json) {
+    print_json(r.to_json());
   } else {
     std::printf("%s", r.to_text().c_str());
   }
@@ -58,19 +67,29 @@ int inspect(Args& args) {
   return 0;
 }
 
+struct SampleOptions {};
+
+int sample(const SampleOptions&) {
+  std::printf("%s\n", builtin_sample_dataset().c_str());
+  return 0;
+}
+
 // --- bench-decode: decoding per core on generated images -----------------------------------------------------------
 
-int bench_decode(Args& args) {
-  const int count = args.integer("count", 1000);
-  const int repeats = args.integer("repeat", 3);
-  const std::string dir_flag = args.text("dir", "");
-  const bool json = args.flag("json");
-  args.reject_unknown();
+struct BenchDecodeOptions {
+  int count = 1000, repeats = 3;
+  std::string dir;
+  bool json = false;
+};
+
+int bench_decode(const BenchDecodeOptions& options) {
+  const std::string& dir_flag = options.dir;
+  const bool json = options.json;
   const bool temporary = dir_flag.empty();
   const fs::path dir =
       temporary ? fs::temp_directory_path() / ("ampwb-bench-decode-" + std::to_string(::getpid())) : fs::path(dir_flag);
-  write_benchmark_images(dir.string(), count);
-  const std::vector<DecodeTiming> timings = time_decoding(dir.string(), repeats);
+  write_benchmark_images(dir.string(), options.count);
+  const std::vector<DecodeTiming> timings = time_decoding(dir.string(), options.repeats);
   if (temporary) fs::remove_all(dir);
 
   if (json) {
@@ -81,7 +100,7 @@ int bench_decode(Args& args) {
                    {"images", t.images},
                    {"seconds", t.seconds},
                    {"images_per_second", t.images_per_second()}});
-    std::printf("%s\n", j.dump(2).c_str());
+    print_json(j);
   } else {
     std::printf("%-8s %-52s %7s %9s %10s\n", "images", "step (one core unless said)", "count", "seconds", "images/s");
     for (const auto& t : timings)
@@ -93,23 +112,32 @@ int bench_decode(Args& args) {
 
 // --- bench-loader: epochs of the loader against a simulated training step ----------------------------------------
 
-int bench_loader(Args& args) {
-  const std::string dir = positional(args, 1, "DIR: ampwb dataset bench-loader DIR");
-  const DatasetOptions dopt = dataset_options(args);
-  LoaderOptions o;
-  o.image_size = args.integer("image-size", 64);
-  o.batch_size = args.integer("batch-size", 64);
-  o.threads = args.integer("threads", 2);
-  o.augment = args.flag("augment");
-  o.crop = args.text("crop", o.crop);
-  o.normalization = args.text("normalization", o.normalization);
-  o.cache_budget_bytes = static_cast<size_t>(args.integer64("cache-mb", 2048)) << 20;
-  o.seed = static_cast<uint64_t>(args.integer64("seed", 0));
-  const bool validation = args.text("split", "train") == "validation";
-  const int epochs = args.integer("epochs", 3);
-  const double compute_ms = args.number("compute-ms", 0);
-  const bool json = args.flag("json");
-  args.reject_unknown();
+struct BenchLoaderOptions {
+  std::string dir, split = "train";
+  DatasetFlags dataset;
+  LoaderOptions loader;
+  int64_t cache_mb = 2048;
+  int epochs = 3;
+  double compute_ms = 0;
+  bool json = false;
+
+  BenchLoaderOptions() {
+    loader.image_size = 64;
+    loader.batch_size = 64;
+    loader.threads = 2;
+  }
+};
+
+int bench_loader(const BenchLoaderOptions& options) {
+  const std::string& dir = options.dir;
+  const DatasetOptions dopt = options.dataset.resolve();
+  LoaderOptions o = options.loader;
+  o.cache_budget_bytes = static_cast<size_t>(options.cache_mb) << 20;
+  o.seed = dopt.seed;
+  const bool validation = options.split == "validation";
+  const int epochs = options.epochs;
+  const double compute_ms = options.compute_ms;
+  const bool json = options.json;
 
   const auto t_open = Clock::now();
   const Dataset ds = Dataset::open(dir, dopt);
@@ -161,23 +189,57 @@ int bench_loader(Args& args) {
                   static_cast<long long>(st.decoded - before.decoded),
                   static_cast<long long>(st.cache_hits - before.cache_hits), st.cache_bytes / 1048576.0, rss, peak);
   }
-  if (json) std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  if (json) print_json(out);
   return 0;
 }
 
 }  // namespace
 
-int dataset_command(Args& args) {
-  const std::string sub = args.positional().empty() ? "" : args.positional()[0];
-  if (sub == "inspect") return inspect(args);
-  if (sub == "sample") {
-    args.reject_unknown();
-    std::printf("%s\n", builtin_sample_dataset().c_str());
-    return 0;
-  }
-  if (sub == "bench-decode") return bench_decode(args);
-  if (sub == "bench-loader") return bench_loader(args);
-  throw Error("ampwb dataset needs inspect DIR [--json], sample, bench-decode or bench-loader DIR (got '" + sub + "')");
+void add_dataset_commands(CLI::App& app, Invocation& invocation) {
+  CLI::App* dataset = app.add_subcommand("dataset", "check a dataset folder, name the built-in sample, time the data");
+  dataset->require_subcommand(1);
+
+  auto inspect_options = std::make_shared<InspectOptions>();
+  CLI::App* inspect_cmd =
+      dataset->add_subcommand("inspect", "what the loader finds in DIR: classes, counts, skipped files and why");
+  inspect_cmd->add_option("DIR", inspect_options->dir, "the dataset folder")->type_name("")->required();
+  add_dataset_flags(inspect_cmd, inspect_options->dataset);
+  inspect_cmd->add_flag("--json", inspect_options->json, "the report as JSON");
+  run_on_parse(inspect_cmd, invocation, inspect_options, inspect);
+
+  CLI::App* sample_cmd = dataset->add_subcommand("sample", "the path of the built-in sample (Fashion-MNIST)");
+  run_on_parse(sample_cmd, invocation, std::make_shared<SampleOptions>(), sample);
+
+  auto decode = std::make_shared<BenchDecodeOptions>();
+  CLI::App* bench_decode_cmd =
+      dataset->add_subcommand("bench-decode", "time image decoding per core on generated images");
+  add_number(bench_decode_cmd, "--count", decode->count, "images to generate");
+  add_number(bench_decode_cmd, "--repeat", decode->repeats, "timed passes");
+  bench_decode_cmd->add_option("--dir", decode->dir, "write the images here (default: a temporary folder)")
+      ->type_name("DIR");
+  bench_decode_cmd->add_flag("--json", decode->json, "as JSON");
+  run_on_parse(bench_decode_cmd, invocation, decode, bench_decode);
+
+  auto loader = std::make_shared<BenchLoaderOptions>();
+  CLI::App* bench_loader_cmd =
+      dataset->add_subcommand("bench-loader", "time epochs of the loader on DIR against a simulated training step");
+  bench_loader_cmd->add_option("DIR", loader->dir, "the dataset folder")->type_name("")->required();
+  add_dataset_flags(bench_loader_cmd, loader->dataset);
+  add_number(bench_loader_cmd, "--image-size", loader->loader.image_size, "image side, px");
+  add_number(bench_loader_cmd, "--batch-size", loader->loader.batch_size, "images per batch");
+  add_number(bench_loader_cmd, "--threads", loader->loader.threads, "loader threads");
+  bench_loader_cmd->add_flag("--augment", loader->loader.augment, "random crop and horizontal flip");
+  bench_loader_cmd->add_option("--crop", loader->loader.crop, "with --augment: how training images are cut")
+      ->check(CLI::IsMember({"auto", "random-resized", "pad"}));
+  bench_loader_cmd->add_option("--normalization", loader->loader.normalization, "per-channel statistics")
+      ->check(CLI::IsMember({"dataset", "imagenet", "none"}));
+  add_number(bench_loader_cmd, "--cache-mb", loader->cache_mb, "memory for decoded images, in MiB");
+  bench_loader_cmd->add_option("--split", loader->split, "which split to load")
+      ->check(CLI::IsMember({"train", "validation"}));
+  add_number(bench_loader_cmd, "--epochs", loader->epochs, "epochs to time");
+  add_number(bench_loader_cmd, "--compute-ms", loader->compute_ms, "the simulated training step, ms");
+  bench_loader_cmd->add_flag("--json", loader->json, "as JSON");
+  run_on_parse(bench_loader_cmd, invocation, loader, bench_loader);
 }
 
 }  // namespace ampwb::cli

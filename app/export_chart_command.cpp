@@ -19,25 +19,16 @@
 
 namespace ampwb::cli {
 
-int export_chart_command(Args& args) {
-  const std::string metric = args.text("metric", "");
-  const std::string out = args.text("out", "");
-  const int width = args.integer("width", ui::kDefaultExportSize.width());
-  const int height = args.integer("height", ui::kDefaultExportSize.height());
-  const double smoothing = args.number("smoothing", 0.6);
-  const std::string histogram = args.text("histogram", "weight");
-  const std::string db = store_path(args);
-  args.reject_unknown();
-  const auto& p = args.positional();  // "chart", then the runs
-  const std::string usage =
-      "usage: ampwb export chart RUN... --metric loss|accuracy|loss-scale|epoch-time|data-wait|histogram "
-      "--out FILE.png|.svg|.pdf [--width 1200] [--height 800] [--db FILE]";
-  if (p.size() < 2 || metric.empty() || out.empty()) throw Error(usage);
+static_assert(ui::kDefaultExportSize.width() == 1200 && ui::kDefaultExportSize.height() == 800,
+              "ExportChartOptions (commands.h) defaults to the GUI's export size");
+
+int export_chart_command(const ExportChartOptions& options) {
+  const std::string& metric = options.metric;
+  const std::string& out = options.out;
   if (!ui::chart_metrics().contains(QString::fromStdString(metric)))
-    throw Error("unknown metric '" + metric + "'; " + usage);
+    throw Error("unknown metric '" + metric + "' (expected " + ui::chart_metrics().join(", ").toStdString() + ")");
   ui::export_format(QString::fromStdString(out));  // refuses a bad extension before any work
-  if (width < 100 || height < 100 || width > 10000 || height > 10000)
-    throw Error("--width and --height must be between 100 and 10000");
+  const std::string db = store_path(options.db);
 
   // Headless always: this command must work over ssh, in CI and in cron, display or not.
   ::setenv("QT_QPA_PLATFORM", "offscreen", 1);
@@ -61,17 +52,18 @@ int export_chart_command(Args& args) {
   const RunStore store(db, RunStore::Mode::ReadOnly);
   std::vector<std::unique_ptr<ui::RunSeries>> series;
   ui::RunList runs;
-  for (size_t i = 1; i < p.size(); ++i) {
-    series.push_back(std::make_unique<ui::RunSeries>(ui::load_run_series(store, store.resolve(p[i]))));
+  for (const std::string& run : options.runs) {
+    series.push_back(std::make_unique<ui::RunSeries>(ui::load_run_series(store, store.resolve(run))));
     runs.push_back(series.back().get());
   }
   std::vector<TrainConfig> configs;
   for (const auto& s : series) configs.push_back(s->config);
-  ui::ChartOptions options;
-  options.smoothing = smoothing;
-  options.histogram_kind = QString::fromStdString(histogram);
-  options.bands = ui::differ_only_by_seed(configs);
-  ui::export_chart(QString::fromStdString(metric), runs, options, QString::fromStdString(out), QSize(width, height));
+  ui::ChartOptions chart;
+  chart.smoothing = options.smoothing;
+  chart.histogram_kind = QString::fromStdString(options.histogram);
+  chart.bands = ui::differ_only_by_seed(configs);
+  ui::export_chart(QString::fromStdString(metric), runs, chart, QString::fromStdString(out),
+                   QSize(options.width, options.height));
   std::printf("%s\n", QFileInfo(QString::fromStdString(out)).absoluteFilePath().toLocal8Bit().constData());
   return 0;
 }

@@ -1,4 +1,8 @@
-// ampwb: the AMP Workbench executable. Headless subcommands never need a display.
+// ampwb: the AMP Workbench executable. With no command (or only the GUI's own options) it opens the desktop
+// workbench; otherwise one CLI11 parser, to which each command file adds its subcommands, reads the whole line and
+// the chosen subcommand runs. Bad usage exits 2 with the reason on stderr, a command that fails exits 1. Headless
+// subcommands never need a display.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -6,94 +10,169 @@
 
 #include "commands.h"
 #include "core/error.h"
-#include "train_flags.h"
 
 namespace ampwb::cli {
 
-void print_usage();
-
 #ifdef AMPWB_HAVE_GUI
-// The desktop workbench (gui_main.cpp, export_chart_command.cpp).
+// The desktop workbench (gui_main.cpp).
 bool is_gui_invocation(const std::vector<std::string>& tokens);
 int gui_main(int argc, char** argv);
-int export_chart_command(Args& args);
 #else
-// A headless build (AMPWB_BUILD_GUI=OFF): no command prints the usage; `export chart` says why it cannot.
+// A headless build (AMPWB_BUILD_GUI=OFF): no command opens nothing; `export chart` says why it cannot run.
 bool is_gui_invocation(const std::vector<std::string>& tokens) { return tokens.empty(); }
-int gui_main(int, char**) {
-  print_usage();
-  std::fprintf(stderr, "\nthis ampwb was built without the desktop workbench (AMPWB_BUILD_GUI=OFF)\n");
-  return 2;
-}
-int export_chart_command(Args&) {
-  throw ampwb::Error(
-      "ampwb export chart needs the desktop workbench's charts: this build has none (AMPWB_BUILD_GUI=OFF)");
+int export_chart_command(const ExportChartOptions&) {
+  throw Error("ampwb export chart needs the desktop workbench's charts: this build has none (AMPWB_BUILD_GUI=OFF)");
 }
 #endif
 
-void print_usage() {
-  std::printf(
-      "AMP Workbench %s: mixed-precision training experiments\n\n"
-      "usage: ampwb COMMAND [options]\n\n"
-      "commands:\n"
-      "  train   train a ResNet on an image folder\n"
-      "%s          [--json] [--db FILE] [--resume RUN]\n"
-      "  bench   time training steps on synthetic data\n"
-      "          [--depth 18] [--image-size 224] [--batch-size 16] [--precision fp32] [--steps 20]\n"
-      "          [--warmup 3] [--classes 1000] [--device cpu] [--threads N] [--json]\n"
-      "  runs    list the recorded runs  [--status S] [--tag T] [--json] [--db FILE]\n"
-      "  show    RUN: configuration, epochs and summary of a run  [--json] [--steps] [--db FILE]\n"
-      "  compare RUN RUN...: side by side, speed-up against the first  [--json] [--db FILE]\n"
-      "  export  csv RUN... --out DIR: steps, epochs and summaries as CSV  [--all] [--db FILE]\n"
-      "  export  chart RUN... --metric loss|accuracy|loss-scale|epoch-time --out FILE.png|.svg|.pdf  [--db FILE]\n"
-      "  (none)  the desktop workbench (GUI)  [--db FILE]\n"
-      "  delete  RUN: the run and all its records  [--db FILE]\n"
-      "  rename  RUN NAME  [--db FILE]\n"
-      "  tag     RUN TAG  [--remove] [--db FILE]\n"
-      "  note    RUN TEXT: set the run's notes  [--db FILE]\n"
-      "  store   check: SQLite's integrity check | backup FILE: a consistent copy, safe while runs record\n"
-      "          [--db FILE]\n"
-      "  dataset inspect DIR [--json] | sample | bench-decode [--count N] | bench-loader DIR  (check, time data)\n"
-      "  help    this text\n\n"
-      "RUN is a run id or a unique run name. The run store is --db FILE, else $AMPWB_DB, else\n"
-      "$XDG_DATA_HOME/ampwb/runs.sqlite (~/.local/share/ampwb/runs.sqlite).\n"
-      "depths: 18 34 50 101 152 (ImageNet family), 20 32 44 56 110 (CIFAR family)\n",
-      AMPWB_VERSION, train_flags_help());
+namespace {
+
+constexpr int kUsageError = 2;
+
+const char* const kFooter =
+    "With no command, ampwb opens the desktop workbench (GUI): ampwb [--db FILE].\n"
+    "RUN is a run id or a unique run name. The run store is --db FILE, else $AMPWB_DB, else\n"
+    "$XDG_DATA_HOME/ampwb/runs.sqlite (~/.local/share/ampwb/runs.sqlite).\n"
+    "Exit status: 0 done, 1 the command failed, 2 bad usage, 130 or 143 a training stopped by SIGINT or SIGTERM.\n";
+
+// The subcommands `app` defines, chosen or not.
+std::vector<const CLI::App*> subcommands_of(const CLI::App& app) {
+  return app.get_subcommands([](const CLI::App*) { return true; });
 }
 
+// "a", "a or b", "a, b or c".
+std::string alternatives(const std::vector<const CLI::App*>& apps) {
+  std::string out;
+  for (size_t i = 0; i < apps.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == apps.size() ? " or " : ", ") + apps[i]->get_name();
+  return out;
+}
+
+// The subcommands chosen on the line, outermost first: {export, csv}; empty when none was.
+std::vector<const CLI::App*> chosen(const CLI::App& app) {
+  std::vector<const CLI::App*> chain;
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) chain.push_back(at = at->get_subcommands().front());
+  return chain;
+}
+
+// "ampwb export csv".
+std::string command_name(const std::vector<const CLI::App*>& chain) {
+  std::string name = "ampwb";
+  for (const CLI::App* sub : chain) name += " " + sub->get_name();
+  return name;
+}
+
+// What is wrong with the line, in words: CLI11's own message, except for an argument nothing took (an unknown
+// option, command or surplus operand) and a missing command, which CLI11 words generically.
+std::string usage_problem(const CLI::App& app, const CLI::ParseError& e) {
+  std::vector<const CLI::App*> chain = chosen(app);
+  chain.insert(chain.begin(), &app);
+  const CLI::App& last = *chain.back();
+  const bool needs_command = !subcommands_of(last).empty();
+  const bool left_over = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;  // get_name() is the command's
+  if (!left_over && !(dynamic_cast<const CLI::RequiredError*>(&e) && needs_command)) return e.what();
+  for (auto at = chain.rbegin(); at != chain.rend(); ++at) {  // the innermost command that was left an argument
+    const std::vector<std::string> left = (*at)->remaining();
+    if (left.empty()) continue;
+    const std::string& word = left.front();
+    if (word.starts_with("-")) return "unknown option " + word.substr(0, word.find('='));
+    if (*at == &last && needs_command)
+      return "unknown command '" + word + "' (expected " + alternatives(subcommands_of(last)) + ")";
+    return "unexpected argument '" + word + "'";
+  }
+  if (needs_command) return "needs a command: " + alternatives(subcommands_of(last));
+  return e.what();
+}
+
+// CLI11's help layout, except that the whole help (ampwb help, AppFormatMode::All) expands the commands within
+// commands too (export csv, dataset inspect, ...), so that it lists every flag.
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_expanded(const CLI::App* sub) const override {
+    std::string text = sub->get_display_name(true) + "\n" + make_description(sub) + make_positionals(sub) +
+                       make_groups(sub, CLI::AppFormatMode::Sub) + make_subcommands(sub, CLI::AppFormatMode::All);
+    while (text.find("\n\n") != std::string::npos) text = CLI::detail::find_and_replace(text, "\n\n", "\n");
+    text.pop_back();                                                  // the final newline
+    return CLI::detail::find_and_replace(text, "\n", "\n  ") + "\n";  // indented under the command's name
+  }
+};
+
+// ampwb help [COMMAND...]: every command with every flag (and the devices), or one command's help.
+int print_help(const CLI::App& app, const std::vector<std::string>& topic) {
+  const CLI::App* at = &app;
+  std::string name = "ampwb";
+  for (const std::string& word : topic) {
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : subcommands_of(*at))
+      if (sub->get_name() == word) next = sub;
+    if (!next) {
+      std::fprintf(stderr, "ampwb help: error: no command '%s' in %s (see ampwb help)\n", word.c_str(), name.c_str());
+      return kUsageError;
+    }
+    name += " " + word;
+    at = next;
+  }
+  const auto mode = topic.empty() ? CLI::AppFormatMode::All : CLI::AppFormatMode::Normal;
+  std::printf("%s", at->get_formatter()->make_help(at, name, mode).c_str());
+  return 0;
+}
+
+// The whole command line: every subcommand, its options and its help.
+void build_parser(CLI::App& app, Invocation& invocation) {
+  // Flags in any order, a repeated option's last value wins (scripts append overrides, as quickstart.sh does), and
+  // the help shows each option's default.
+  app.option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  auto formatter = std::make_shared<Formatter>();
+  formatter->column_width(34);
+  app.formatter(formatter);
+  app.set_version_flag("--version", "ampwb " AMPWB_VERSION);
+  // One command per line, at each level: an operand named like a command (a run called "train") stays an operand.
+  app.require_subcommand(1);
+
+  add_train_command(app, invocation);
+  add_bench_command(app, invocation);
+  add_run_commands(app, invocation);
+  add_store_commands(app, invocation);
+  add_dataset_commands(app, invocation);
+  add_devices_command(app, invocation);
+  auto topic = std::make_shared<std::vector<std::string>>();
+  CLI::App* help = app.add_subcommand("help", "every command with every flag, or one command's: ampwb help [COMMAND]");
+  help->add_option("COMMAND", *topic, "a command, e.g. train or export csv")->type_name("")->default_str("");
+  help->callback([&app, &invocation, topic] { invocation.run = [&app, topic] { return print_help(app, *topic); }; });
+  app.footer([] { return kFooter + ("\n" + devices_help()); });
+}
+
+}  // namespace
 }  // namespace ampwb::cli
 
 int main(int argc, char** argv) {
   using namespace ampwb::cli;
-  const std::vector<std::string> tokens(argv + 1, argv + argc);
-  if (is_gui_invocation(tokens)) return gui_main(argc, argv);
-  if (tokens[0] == "help" || tokens[0] == "--help" || tokens[0] == "-h") {
-    print_usage();
-    return 0;
-  }
-  if (tokens[0] == "--version") {
-    std::printf("ampwb %s\n", AMPWB_VERSION);
-    return 0;
+  CLI::App app("AMP Workbench " AMPWB_VERSION ": mixed-precision training experiments", "ampwb");
+  Invocation invocation;
+  build_parser(app, invocation);
+
+  if (is_gui_invocation(std::vector<std::string>(argv + 1, argv + argc))) {
+#ifdef AMPWB_HAVE_GUI
+    return gui_main(argc, argv);
+#else
+    std::printf("%s", app.help().c_str());
+    std::fprintf(stderr,
+                 "\nthis ampwb was built without the desktop workbench (AMPWB_BUILD_GUI=OFF): give a command\n");
+    return kUsageError;
+#endif
   }
   try {
-    Args args(std::vector<std::string>(tokens.begin() + 1, tokens.end()));
-    if (tokens[0] == "train") return train_command(args);
-    if (tokens[0] == "bench") return bench_command(args);
-    if (tokens[0] == "dataset") return dataset_command(args);
-    if (tokens[0] == "runs") return runs_command(args);
-    if (tokens[0] == "show") return show_command(args);
-    if (tokens[0] == "compare") return compare_command(args);
-    if (tokens[0] == "export" && tokens.size() > 1 && tokens[1] == "chart") return export_chart_command(args);
-    if (tokens[0] == "export") return export_command(args);
-    if (tokens[0] == "delete") return delete_command(args);
-    if (tokens[0] == "rename") return rename_command(args);
-    if (tokens[0] == "tag") return tag_command(args);
-    if (tokens[0] == "note") return note_command(args);
-    if (tokens[0] == "store") return store_command(args);
-    std::fprintf(stderr, "ampwb: unknown command '%s' (see ampwb help)\n", tokens[0].c_str());
-    return 2;
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
+    const std::string name = command_name(chosen(app));
+    std::fprintf(stderr, "%s: error: %s (see %s --help)\n", name.c_str(), usage_problem(app, e).c_str(), name.c_str());
+    return kUsageError;
+  }
+  try {
+    return invocation.run();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ampwb %s: error: %s\n", tokens[0].c_str(), e.what());
+    std::fprintf(stderr, "%s: error: %s\n", command_name(chosen(app)).c_str(), e.what());
     return 1;
   }
 }

@@ -1,5 +1,5 @@
-// The run store commands: runs, show, compare, export csv, delete, rename, tag, note. Human tables by default,
-// --json for scripts; every command takes --db.
+// The run store's reading commands: runs, show, compare. Human tables by default, --json for scripts; every command
+// takes --db. (Exports, edits and the store's own care are in store_commands.cpp.)
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -11,8 +11,6 @@
 #include <vector>
 
 #include "commands.h"
-#include "core/error.h"
-#include "store/csv_export.h"
 #include "store/run_store.h"
 
 namespace ampwb::cli {
@@ -57,24 +55,10 @@ class Table {
  public:
   explicit Table(std::vector<std::string> header, std::vector<bool> right = {})
       : rows_{std::move(header)}, right_(std::move(right)) {}
+  // Control characters shown as escapes: a name stored before they were refused cannot break the table.
   void add(std::vector<std::string> row) {
     for (std::string& cell : row) cell = printable(cell);
     rows_.push_back(std::move(row));
-  }
-  // Control characters shown as escapes: a name stored before they were refused cannot break the table.
-  static std::string printable(const std::string& text) {
-    std::string out;
-    for (const unsigned char ch : text) {
-      if (ch == '\n')
-        out += "\\n";
-      else if (ch == '\t')
-        out += "\\t";
-      else if (ch < 0x20 || ch == 0x7f)
-        out += "\\x" + std::string(1, "0123456789abcdef"[ch >> 4]) + "0123456789abcdef"[ch & 15];
-      else
-        out += static_cast<char>(ch);
-    }
-    return out;
   }
   void print(const char* indent = "") const {
     std::vector<size_t> w;
@@ -211,37 +195,23 @@ std::map<std::string, std::string> flat_config(const RunRecord& r) {
   return out;
 }
 
-// --- shared plumbing ---
+// --- the commands ---
 
 // Stores are opened Existing: a missing file is an error, a write-protected one is read, not changed.
 RunStore open_store(const std::string& path) { return RunStore(path, RunStore::Mode::Existing); }
 
-// The positional arguments after the command, checked for count.
-const std::vector<std::string>& operands(Args& args, size_t at_least, size_t at_most, const char* usage) {
-  const auto& p = args.positional();
-  if (p.size() < at_least || p.size() > at_most) throw Error(std::string("usage: ampwb ") + usage);
-  return p;
-}
+std::string run_label(const RunRecord& r) { return std::to_string(r.id) + " (" + printable(r.name) + ")"; }
 
-std::string run_label(const RunRecord& r) { return std::to_string(r.id) + " (" + Table::printable(r.name) + ")"; }
+struct RunsOptions {
+  std::string status, tag, db;
+  bool json = false;
+};
 
-}  // namespace
-
-std::string store_path(Args& args) {
-  const std::string db = args.text("db", "");
-  return db.empty() ? RunStore::default_path() : db;
-}
-
-int runs_command(Args& args) {
-  const bool as_json = args.flag("json");
-  const std::string status = args.text("status", "");
-  const std::string tag = args.text("tag", "");
-  const std::string path = store_path(args);
-  operands(args, 0, 0, "runs [--status S] [--tag T] [--json] [--db FILE]");
-  args.reject_unknown();
-  if (!status.empty() && status != "running" && status != "finished" && status != "failed" && status != "cancelled" &&
-      status != "interrupted")
-    throw Error("--status must be running, finished, failed, cancelled or interrupted, got '" + status + "'");
+int runs_command(const RunsOptions& options) {
+  const bool as_json = options.json;
+  const std::string& status = options.status;
+  const std::string& tag = options.tag;
+  const std::string path = store_path(options.db);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {  // no store yet is an empty list, not an error
     if (as_json)
@@ -275,7 +245,7 @@ int runs_command(Args& args) {
     }
   }
   if (as_json) {
-    std::printf("%s\n", list.dump(2).c_str());
+    print_json(list);
   } else if (shown == 0) {
     std::printf("no runs%s in %s\n", status.empty() && tag.empty() ? "" : " match", store.path().c_str());
   } else {
@@ -284,14 +254,16 @@ int runs_command(Args& args) {
   return 0;
 }
 
-int show_command(Args& args) {
-  const bool as_json = args.flag("json");
-  const bool with_steps = args.flag("steps");
-  const std::string path = store_path(args);
-  const auto& p = operands(args, 1, 1, "show RUN [--json] [--steps] [--db FILE]");
-  args.reject_unknown();
-  RunStore store = open_store(path);
-  const RunRecord r = store.run(store.resolve(p[0]));
+struct ShowOptions {
+  std::string run, db;
+  bool json = false, steps = false;
+};
+
+int show_command(const ShowOptions& options) {
+  const bool as_json = options.json;
+  const bool with_steps = options.steps;
+  RunStore store = open_store(store_path(options.db));
+  const RunRecord r = store.run(store.resolve(options.run));
   const std::vector<EpochReport> epochs = store.epochs(r.id);
   const RunSummary s = summarize(r, epochs);
   const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
@@ -309,7 +281,7 @@ int show_command(Args& args) {
       out["steps"] = json::array();
       for (const StepReport& st : store.steps(r.id)) out["steps"].push_back(step_json(st));
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    print_json(out);
     return 0;
   }
 
@@ -384,15 +356,18 @@ int show_command(Args& args) {
   return 0;
 }
 
-int compare_command(Args& args) {
-  const bool as_json = args.flag("json");
-  const std::string path = store_path(args);
-  const auto& p = operands(args, 2, 1000, "compare RUN RUN... [--json] [--db FILE]");
-  args.reject_unknown();
-  RunStore store = open_store(path);
+struct CompareOptions {
+  std::vector<std::string> runs;
+  std::string db;
+  bool json = false;
+};
+
+int compare_command(const CompareOptions& options) {
+  const bool as_json = options.json;
+  RunStore store = open_store(store_path(options.db));
   std::vector<RunRecord> runs;
   std::vector<RunSummary> summaries;
-  for (const std::string& id : p) {
+  for (const std::string& id : options.runs) {
     runs.push_back(store.run(store.resolve(id)));
     summaries.push_back(summarize(runs.back(), store.epochs(runs.back().id)));
   }
@@ -440,7 +415,7 @@ int compare_command(Args& args) {
       out["runs"].push_back(j);
     }
     for (const auto& [key, values] : differences) out["differences"][key] = values;
-    std::printf("%s\n", out.dump(2).c_str());
+    print_json(out);
     return 0;
   }
 
@@ -493,116 +468,38 @@ int compare_command(Args& args) {
   return 0;
 }
 
-int export_command(Args& args) {
-  const std::string out = args.text("out", "");
-  const bool all = args.flag("all");
-  const std::string path = store_path(args);
-  const auto& p = operands(args, 1, 100000, "export csv RUN... --out DIR (or --all) [--db FILE]");
-  args.reject_unknown();
-  RunStore store = open_store(path);
-  if (p[0] != "csv") throw Error("unknown export format '" + p[0] + "' (expected: ampwb export csv RUN... --out DIR)");
-  if (out.empty()) throw Error("export csv needs --out DIR");
-  std::vector<int64_t> ids;
-  if (all) {
-    if (p.size() > 1) throw Error("give runs or --all, not both");
-    for (const RunRecord& r : store.runs()) ids.push_back(r.id);
-  } else {
-    if (p.size() < 2) throw Error("usage: ampwb export csv RUN... --out DIR (or --all)");
-    for (size_t i = 1; i < p.size(); ++i) ids.push_back(store.resolve(p[i]));
-  }
-  for (const std::string& file : export_csv(store, ids, out)) std::printf("%s\n", file.c_str());
-  return 0;
-}
+}  // namespace
 
-int delete_command(Args& args) {
-  const std::string path = store_path(args);
-  const auto& p = operands(args, 1, 1, "delete RUN [--db FILE]");
-  args.reject_unknown();
-  RunStore store = open_store(path);
-  const RunRecord r = store.run(store.resolve(p[0]));
-  const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
-  store.remove(r.id);
-  std::printf("deleted run %s\n", run_label(r).c_str());
-  for (const CheckpointInfo& c : checkpoints) std::printf("  its checkpoint file is kept: %s\n", c.path.c_str());
-  return 0;
-}
+void add_run_commands(CLI::App& app, Invocation& invocation) {
+  auto runs_options = std::make_shared<RunsOptions>();
+  CLI::App* runs = app.add_subcommand("runs", "list the recorded runs");
+  runs->add_option("--status", runs_options->status, "only runs with this status")
+      ->type_name("STATUS")
+      ->check(CLI::IsMember({"running", "finished", "failed", "cancelled", "interrupted"}));
+  runs->add_option("--tag", runs_options->tag, "only runs with this tag")->type_name("TAG");
+  runs->add_flag("--json", runs_options->json, "as JSON (for scripts)");
+  add_db_option(runs, runs_options->db);
+  run_on_parse(runs, invocation, runs_options, runs_command);
 
-int rename_command(Args& args) {
-  const std::string path = store_path(args);
-  const auto& p = operands(args, 2, 2, "rename RUN NAME [--db FILE]");
-  args.reject_unknown();
-  RunStore store = open_store(path);
-  const int64_t id = store.resolve(p[0]);
-  store.rename(id, p[1]);
-  std::printf("run %lld is now named '%s'\n", static_cast<long long>(id), p[1].c_str());
-  return 0;
-}
+  auto show_options = std::make_shared<ShowOptions>();
+  CLI::App* show = app.add_subcommand("show", "a run's configuration, epochs, summary and checkpoints");
+  show->add_option("RUN", show_options->run, "a run id or a unique run name")->type_name("")->required();
+  show->add_flag("--json", show_options->json, "as JSON (for scripts)");
+  show->add_flag("--steps", show_options->steps, "with --json: every step too");
+  add_db_option(show, show_options->db);
+  run_on_parse(show, invocation, show_options, show_command);
 
-int tag_command(Args& args) {
-  const bool remove = args.flag("remove");
-  const std::string path = store_path(args);
-  const auto& p = operands(args, 2, 2, "tag RUN TAG [--remove] [--db FILE]");
-  args.reject_unknown();
-  RunStore store = open_store(path);
-  const int64_t id = store.resolve(p[0]);
-  if (remove)
-    store.remove_tag(id, p[1]);
-  else
-    store.add_tag(id, p[1]);
-  std::printf("run %lld: %s tag '%s'\n", static_cast<long long>(id), remove ? "removed" : "added", p[1].c_str());
-  return 0;
-}
-
-int store_command(Args& args) {
-  const std::string path = store_path(args);
-  const auto& p = operands(args, 1, 2, "store check | store backup FILE  [--db FILE]");
-  args.reject_unknown();
-  if (p[0] == "check" && p.size() == 1) {
-    std::string problems;
-    try {
-      problems = RunStore(path, RunStore::Mode::ReadOnly).integrity_check();
-    } catch (const StoreError& e) {
-      problems = e.what();
-    }
-    if (problems == "ok") {
-      std::printf("the run store '%s' is whole (SQLite integrity_check: ok)\n", path.c_str());
-      return 0;
-    }
-    std::printf("the run store '%s' is damaged:\n", path.c_str());
-    size_t at = 0;
-    for (int line = 0; at < problems.size(); ++line) {  // SQLite lists every cell: the first 20 lines say enough
-      const size_t end = std::min(problems.find('\n', at), problems.size());
-      if (line == 20) {
-        std::printf("  ... and more\n");
-        break;
-      }
-      std::printf("  %s\n", problems.substr(at, end - at).c_str());
-      at = end + 1;
-    }
-    std::printf(
-        "keep a copy (ampwb store backup FILE), then recover what is readable into a new store:\n"
-        "  sqlite3 '%s' .recover | sqlite3 recovered.sqlite    (SQLite's shell: Debian package sqlite3)\n",
-        path.c_str());
-    return 1;
-  }
-  if (p[0] == "backup" && p.size() == 2) {
-    const RunStore store(path, RunStore::Mode::ReadOnly);
-    store.backup_to(p[1]);
-    std::printf("backed up the run store '%s' (%zu runs) to '%s'\n", path.c_str(), store.runs().size(), p[1].c_str());
-    return 0;
-  }
-  throw Error("usage: ampwb store check | ampwb store backup FILE  [--db FILE]");
-}
-
-int note_command(Args& args) {
-  const std::string path = store_path(args);
-  const auto& p = operands(args, 2, 2, "note RUN TEXT [--db FILE]");
-  args.reject_unknown();
-  RunStore store = open_store(path);
-  const int64_t id = store.resolve(p[0]);
-  store.set_notes(id, p[1]);
-  std::printf("run %lld: notes set\n", static_cast<long long>(id));
-  return 0;
+  auto compare_options = std::make_shared<CompareOptions>();
+  CLI::App* compare = app.add_subcommand("compare", "runs side by side: differing settings, results, speed-up");
+  compare->add_option("RUN", compare_options->runs, "two or more run ids or names; speed-ups are against the first")
+      ->type_name("")
+      ->default_str("")
+      ->required()
+      ->expected(2, -1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);  // the policy that checks the count (TakeLast would not)
+  compare->add_flag("--json", compare_options->json, "as JSON (for scripts)");
+  add_db_option(compare, compare_options->db);
+  run_on_parse(compare, invocation, compare_options, compare_command);
 }
 
 }  // namespace ampwb::cli

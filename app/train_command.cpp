@@ -1,5 +1,6 @@
 // ampwb train: trains a ResNet on an image folder and records the run in the run store. Progress goes to a
 // terminal as a progress bar and to a pipe or file as one line per epoch; --json prints a summary at the end.
+// The training flags themselves are in train_flags.cpp.
 #include <signal.h>
 #include <unistd.h>
 
@@ -192,8 +193,8 @@ TrainConfig resumed_config(const RunStore& store, int64_t run, const TrainConfig
   if (store.recording(run)) throw Error(label + " is being recorded by a running process");
   TrainConfig c = nlohmann::json::parse(previous.config_json).get<TrainConfig>();
 
-  Args no_flags(std::vector<std::string>{});
-  const nlohmann::json defaults = nlohmann::json(parse_train_flags(no_flags)).flatten();
+  const TrainFlags no_flags;
+  const nlohmann::json defaults = nlohmann::json(no_flags.resolve()).flatten();
   const nlohmann::json flags = nlohmann::json(given).flatten();  // a named object: items() refers into it
   for (const auto& [key, value] : flags.items()) {
     if (defaults.contains(key) && defaults[key] == value) continue;  // not given (or given as its default)
@@ -220,15 +221,18 @@ TrainConfig resumed_config(const RunStore& store, int64_t run, const TrainConfig
   return c;
 }
 
-}  // namespace
+struct TrainOptions {
+  TrainFlags flags;
+  bool json = false, no_checkpoint = false, keep_checkpoint = false;
+  std::string db, resume;
+};
 
-int train_command(Args& args) {
-  TrainConfig c = parse_train_flags(args);
-  const bool json = args.flag("json");
-  const std::string db_path = store_path(args);
-  const std::string resume = args.text("resume", "");
-  const bool no_checkpoint = args.flag("no-checkpoint"), keep_checkpoint = args.flag("keep-checkpoint");
-  args.reject_unknown();
+int train_command(const TrainOptions& options) {
+  TrainConfig c = options.flags.resolve();
+  const bool json = options.json;
+  const std::string db_path = store_path(options.db);
+  const std::string& resume = options.resume;
+  const bool no_checkpoint = options.no_checkpoint, keep_checkpoint = options.keep_checkpoint;
   if (resume.empty()) {
     validate(c);  // bad settings are refused before the store is touched
     if (!c.name.empty()) check_run_name(c.name);
@@ -284,7 +288,7 @@ int train_command(Args& args) {
                           {"epochs", nlohmann::json::array()}};
     if (!recorder.error().empty()) out["store_error"] = recorder.error();
     for (const EpochReport& r : epochs) out["epochs"].push_back(epoch_json(r));
-    std::printf("%s\n", out.dump(2).c_str());
+    print_json(out);
   } else if (run_id != 0) {
     const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
     std::printf("run %lld%s %s%s%s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),
@@ -303,6 +307,29 @@ int train_command(Args& args) {
   if (!recorder.error().empty() || end.status == RunStatus::Failed) return 1;
   if (end.status == RunStatus::Cancelled) return console.signal ? 128 + console.signal : 1;  // 130 SIGINT, 143 SIGTERM
   return 0;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, Invocation& invocation) {
+  auto options = std::make_shared<TrainOptions>();
+  CLI::App* train =
+      app.add_subcommand("train", "train a ResNet on an image folder and record the run in the run store");
+  add_train_flags(train, options->flags);
+  train
+      ->add_option("--resume", options->resume,
+                   "continue a stopped run from its checkpoint (only --data, --threads, --cache-mb may change)")
+      ->type_name("RUN")
+      ->group("Run");
+  train->add_flag("--no-checkpoint", options->no_checkpoint, "write no checkpoints (the run cannot be resumed)")
+      ->excludes("--checkpoint-dir")
+      ->group("Run");
+  train->add_flag("--keep-checkpoint", options->keep_checkpoint, "keep a finished run's checkpoints (else removed)")
+      ->group("Run");
+  add_db_option(train, options->db)->group("Run");
+  train->add_flag("--json", options->json, "print the run's summary as JSON at the end, no progress")->group("Run");
+  train->footer(devices_help);
+  run_on_parse(train, invocation, options, train_command);
 }
 
 }  // namespace ampwb::cli

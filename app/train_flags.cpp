@@ -1,106 +1,173 @@
-// Training flags -> TrainConfig.
+// Training flags bound to TrainConfig, with their help groups and checks.
 #include "train_flags.h"
 
 #include "amp/loss_scaler.h"
+#include "cli.h"
 #include "core/error.h"
 
 namespace ampwb::cli {
 namespace {
-Stem parse_stem(const std::string& s) {
-  if (s == "auto") return Stem::Auto;
-  if (s == "imagenet") return Stem::ImageNet;
-  if (s == "small") return Stem::Small;
-  throw Error("--stem must be auto, imagenet or small, got '" + s + "'");
+
+// "static:S" -> S; anything else -> nullopt.
+std::optional<double> static_scale(const std::string& text) {
+  if (!text.starts_with("static:")) return std::nullopt;
+  const std::string number = text.substr(7);
+  char* stop = nullptr;
+  const double scale = std::strtod(number.c_str(), &stop);
+  if (number.empty() || stop != number.c_str() + number.size()) return std::nullopt;
+  return scale;
 }
+
+// Adds `name`, a number of type T that sets `target` only when given (the preset's value stands otherwise).
+template <class T>
+CLI::Option* add_override(CLI::App* command, const std::string& name, std::optional<T>& target,
+                          const std::string& help) {
+  return command
+      ->add_option_function<T>(
+          name, [&target](const T& value) { target = value; }, help)
+      ->transform(number_of<T>());
+}
+
 }  // namespace
 
-TrainConfig parse_train_flags(Args& args) {
-  TrainConfig c;
-  c.name = args.text("name", "");
-  c.data_dir = args.text("data", "");
-  c.depth = args.integer("depth", c.depth);
-  c.epochs = args.integer("epochs", c.epochs);
-  c.batch_size = args.integer("batch-size", c.batch_size);
-  // "auto" (the documented default): the data's own size, at most 224.
-  c.image_size = args.text("image-size", "") == "auto" ? 0 : args.integer("image-size", c.image_size);
-  c.stem = parse_stem(args.text("stem", "auto"));
-  c.lr = static_cast<float>(args.number("lr", c.lr));
-  c.schedule = args.text("schedule", c.schedule);
-  c.warmup_epochs = args.integer("warmup-epochs", c.warmup_epochs);
-  c.optimizer.kind = args.text("optimizer", c.optimizer.kind);
-  c.optimizer.momentum = static_cast<float>(args.number("momentum", c.optimizer.momentum));
-  c.optimizer.nesterov = args.flag("nesterov");
-  c.optimizer.weight_decay = static_cast<float>(args.number("weight-decay", c.optimizer.weight_decay));
-  c.label_smoothing = static_cast<float>(args.number("label-smoothing", c.label_smoothing));
-  c.grad_clip_norm = static_cast<float>(args.number("grad-clip", c.grad_clip_norm));
-  c.topk = args.integer("topk", c.topk);
-  c.seed = static_cast<uint64_t>(args.integer64("seed", 0));
-  c.device = args.text("device", c.device);
-  c.threads = args.integer("threads", c.threads);
-  c.data.validation_fraction = args.number("val-fraction", c.data.validation_fraction);
-  c.data.max_train_images = args.integer64("max-train-images", 0);
-  c.data.augment = args.flag("augment");
-  c.data.normalization = args.text("normalize", c.data.normalization);
-  c.data.drop_last = args.flag("drop-last");
-  c.data.cache_budget_mb = args.integer64("cache-mb", c.data.cache_budget_mb);
-  c.max_steps_per_epoch = args.integer64("max-steps-per-epoch", 0);
-  c.max_consecutive_skipped = args.integer64("max-skipped", c.max_consecutive_skipped);
-  c.checkpoint_dir = args.text("checkpoint-dir", "");
-  c.precision = parse_precision_flags(args);
-  return c;
+const std::vector<std::string>& precision_modes() {
+  static const std::vector<std::string> modes = [] {
+    std::vector<std::string> names;
+    for (const PrecisionModeInfo& mode : kPrecisionModes) names.push_back(mode.name);
+    return names;
+  }();
+  return modes;
 }
 
-PrecisionConfig parse_precision_flags(Args& args) {
-  // The mode's preset, then a framework's scaler defaults, then single overrides (for ablations).
-  PrecisionConfig p = precision_preset(args.text("precision", "fp32"));
-  const std::string framework = args.text("scaler-preset", "");
-  if (!framework.empty()) {
+CLI::Option* add_precision_mode(CLI::App* command, std::string& mode) {
+  return command
+      ->add_option("--precision", mode,
+                   "amp-*: autocast, FP32 master weights; fp16-o2: Apex O2; fp16-pure: an ablation; tf32: CUDA")
+      ->type_name("MODE")
+      ->check(CLI::IsMember(precision_modes()));
+}
+
+PrecisionConfig PrecisionFlags::resolve() const {
+  PrecisionConfig p = precision_preset(mode);
+  if (!scaler_preset.empty()) {
     const std::string kind = p.loss_scale.kind;
-    p.loss_scale = loss_scale_preset(framework);
+    p.loss_scale = loss_scale_preset(scaler_preset);
     p.loss_scale.kind = kind;
   }
-  const std::string scaling = args.text("loss-scale", "");
-  if (scaling == "off" || scaling == "dynamic") {
-    p.loss_scale.kind = scaling;
-  } else if (scaling.starts_with("static:")) {
+  if (loss_scale == "off" || loss_scale == "dynamic") {
+    p.loss_scale.kind = loss_scale;
+  } else if (const std::optional<double> scale = static_scale(loss_scale)) {
     p.loss_scale.kind = "static";
-    try {
-      p.loss_scale.init_scale = std::stod(scaling.substr(7));
-    } catch (const std::exception&) {
-      throw Error("--loss-scale static:S needs a number S, got '" + scaling + "'");
-    }
-  } else if (!scaling.empty()) {
-    throw Error("--loss-scale must be off, static:S or dynamic, got '" + scaling + "'");
+    p.loss_scale.init_scale = *scale;
+  } else if (!loss_scale.empty()) {  // the flag's check refuses it first; kept for callers that skip the parser
+    throw Error("--loss-scale must be off, static:S or dynamic, got '" + loss_scale + "'");
   }
-  const std::string master = args.text("master-weights", "");
-  if (master == "on" || master == "off")
-    p.master_weights = master == "on";
-  else if (!master.empty())
-    throw Error("--master-weights must be on or off, got '" + master + "'");
+  if (!master_weights.empty()) p.master_weights = master_weights == "on";
   LossScaleConfig& s = p.loss_scale;
-  s.init_scale = args.number("init-scale", s.init_scale);
-  s.growth_factor = args.number("growth-factor", s.growth_factor);
-  s.backoff_factor = args.number("backoff-factor", s.backoff_factor);
-  s.growth_interval = args.integer64("growth-interval", s.growth_interval);
-  s.hysteresis = args.integer("hysteresis", s.hysteresis);
-  s.min_scale = args.number("min-scale", s.min_scale);
-  s.max_scale = args.number("max-scale", s.max_scale);
+  s.init_scale = init_scale.value_or(s.init_scale);
+  s.growth_factor = growth_factor.value_or(s.growth_factor);
+  s.backoff_factor = backoff_factor.value_or(s.backoff_factor);
+  s.growth_interval = growth_interval.value_or(s.growth_interval);
+  s.hysteresis = hysteresis.value_or(s.hysteresis);
+  s.min_scale = min_scale.value_or(s.min_scale);
+  s.max_scale = max_scale.value_or(s.max_scale);
   return p;
 }
 
-const char* train_flags_help() {
-  return "          --data DIR [--name NAME] [--depth 18] [--epochs 3] [--batch-size 64] [--image-size auto]\n"
-         "          [--lr 0.05] [--optimizer sgd|adam|adamw] [--momentum 0.9] [--nesterov] [--weight-decay 0]\n"
-         "          [--schedule cosine|step|constant] [--warmup-epochs 0] [--label-smoothing 0] [--grad-clip 0]\n"
-         "          [--topk 2] [--seed 0] [--device cpu|cuda|auto] [--threads N] [--val-fraction 0.2]\n"
-         "          [--max-train-images N] [--augment] [--normalize dataset|imagenet] [--drop-last]\n"
-         "          [--cache-mb 2048] [--stem auto|imagenet|small] [--max-skipped 100]\n"
-         "          [--checkpoint-dir DIR (default: a folder beside the run store) | --no-checkpoint]\n"
-         "          [--keep-checkpoint (else a finished run's checkpoints are removed)]\n"
-         "          [--precision fp32|tf32|amp-fp16|amp-bf16|fp16-o2|fp16-pure] [--loss-scale off|static:S|dynamic]\n"
-         "          [--master-weights on|off] [--scaler-preset pytorch|apex|paddle|paddle-2.2|deepspeed|megatron|\n"
-         "          tensorflow] [--init-scale 65536] [--growth-factor 2] [--backoff-factor 0.5]\n"
-         "          [--growth-interval 2000] [--hysteresis 1] [--min-scale 0] [--max-scale 0]\n";
+TrainConfig TrainFlags::resolve() const {
+  TrainConfig c = config;
+  c.stem = stem == "imagenet" ? Stem::ImageNet : stem == "small" ? Stem::Small : Stem::Auto;
+  c.precision = precision.resolve();
+  return c;
+}
+
+void add_train_flags(CLI::App* command, TrainFlags& flags) {
+  TrainConfig& c = flags.config;
+  const auto group = [](const char* name) { return [name](CLI::Option* option) { option->group(name); }; };
+
+  const auto data = group("Data");
+  data(command->add_option("--data", c.data_dir, "the dataset folder (ampwb dataset inspect DIR shows what it holds)")
+           ->type_name("DIR"));
+  data(add_number(command, "--val-fraction", c.data.validation_fraction,
+                  "the share of images held out for validation when the data has no split of its own"));
+  data(add_number(command, "--max-train-images", c.data.max_train_images, "use at most N training images (0: all)"));
+  data(command->add_flag("--augment", c.data.augment, "random crop and horizontal flip of training images"));
+  data(command->add_option("--normalize", c.data.normalization, "per-channel statistics of the dataset or ImageNet's")
+           ->type_name("HOW")
+           ->check(CLI::IsMember({"dataset", "imagenet"})));
+  data(command->add_flag("--drop-last", c.data.drop_last, "drop the last, smaller batch of an epoch"));
+  data(add_number(command, "--cache-mb", c.data.cache_budget_mb, "memory for decoded images, in MiB"));
+
+  const auto model = group("Model and optimisation");
+  model(add_number(command, "--depth", c.depth, "ResNet depth: 18 34 50 101 152, or the CIFAR family 20 32 44 56 110"));
+  model(add_number(command, "--image-size", c.image_size, "images resized to N px; auto: the data's own, at most 224")
+            ->transform([](std::string text) { return text == "auto" ? std::string("0") : text; })  // runs first
+            ->type_name("N|auto")
+            ->default_str("auto"));
+  model(command->add_option("--stem", flags.stem, "auto: 3x3 stride 1 without max pool under 64 px, else ImageNet's")
+            ->type_name("STEM")
+            ->check(CLI::IsMember({"auto", "imagenet", "small"})));
+  model(add_number(command, "--epochs", c.epochs, "training epochs"));
+  model(add_number(command, "--batch-size", c.batch_size, "images per step"));
+  model(add_number(command, "--lr", c.lr, "peak learning rate"));
+  model(command->add_option("--schedule", c.schedule, "learning rate schedule")
+            ->type_name("NAME")
+            ->check(CLI::IsMember({"cosine", "step", "constant"})));
+  model(add_number(command, "--warmup-epochs", c.warmup_epochs, "linear warm-up epochs"));
+  model(command->add_option("--optimizer", c.optimizer.kind, "SGD with momentum, Adam or AdamW")
+            ->type_name("NAME")
+            ->check(CLI::IsMember({"sgd", "adam", "adamw"})));
+  model(add_number(command, "--momentum", c.optimizer.momentum, "SGD momentum"));
+  model(command->add_flag("--nesterov", c.optimizer.nesterov, "Nesterov momentum (SGD)"));
+  model(add_number(command, "--weight-decay", c.optimizer.weight_decay, "L2 penalty (decoupled for AdamW)"));
+  model(add_number(command, "--label-smoothing", c.label_smoothing, "in [0, 1)"));
+  model(
+      add_number(command, "--grad-clip", c.grad_clip_norm, "clip the gradients' global norm to this (0: no clipping)"));
+  model(add_number(command, "--topk", c.topk, "also report top-k validation accuracy"));
+  model(add_number(command, "--seed", c.seed, "seeds the weights, the split, the order and augmentation"));
+
+  const auto precision = group("Precision");
+  PrecisionFlags& p = flags.precision;
+  precision(add_precision_mode(command, p.mode));
+  precision(command
+                ->add_option("--loss-scale", p.loss_scale,
+                             "loss scaling: off, static:S (a fixed scale S) or dynamic (default: the mode's)")
+                ->type_name("KIND")
+                ->check(CLI::Validator(
+                    [](std::string& text) -> std::string {
+                      if (text == "off" || text == "dynamic" || static_scale(text)) return "";
+                      return "must be off, static:S (S a number) or dynamic, got '" + text + "'";
+                    },
+                    "")));
+  precision(command->add_option("--master-weights", p.master_weights, "FP32 master weights (default: the mode's)")
+                ->type_name("on|off")
+                ->check(CLI::IsMember({"on", "off"})));
+  precision(
+      command->add_option("--scaler-preset", p.scaler_preset, "another framework's loss-scaler defaults")
+          ->type_name("NAME")
+          ->check(CLI::IsMember({"pytorch", "apex", "paddle", "paddle-2.2", "deepspeed", "megatron", "tensorflow"})));
+  precision(add_override(command, "--init-scale", p.init_scale, "the first loss scale (PyTorch: 65536)"));
+  precision(add_override(command, "--growth-factor", p.growth_factor, "the scale's growth (PyTorch: 2)"));
+  precision(add_override(command, "--backoff-factor", p.backoff_factor, "the scale's back-off (PyTorch: 0.5)"));
+  precision(add_override(command, "--growth-interval", p.growth_interval,
+                         "finite steps before the scale grows (PyTorch: 2000)"));
+  precision(add_override(command, "--hysteresis", p.hysteresis,
+                         "overflowing steps tolerated before backing off (PyTorch: 1)"));
+  precision(add_override(command, "--min-scale", p.min_scale, "the smallest loss scale (PyTorch: 0, none)"));
+  precision(add_override(command, "--max-scale", p.max_scale, "the largest loss scale (PyTorch: 0, none)"));
+
+  const auto run = group("Run");
+  run(command->add_option("--name", c.name, "the run's name in the run store")->type_name("NAME"));
+  run(command->add_option("--device", c.device, "cpu, cuda, cuda:N or auto (a GPU when one is usable)")
+          ->type_name("DEVICE"));
+  run(add_number(command, "--threads", c.threads, "CPU threads (0: every core)"));
+  run(add_number(command, "--max-skipped", c.max_consecutive_skipped,
+                 "stop the run after this many skipped steps in a row"));
+  run(add_number(command, "--max-steps-per-epoch", c.max_steps_per_epoch, "cut epochs short (0: whole epochs)"));
+  run(command
+          ->add_option("--checkpoint-dir", c.checkpoint_dir,
+                       "where checkpoints go (default: a folder beside the run store)")
+          ->type_name("DIR"));
 }
 
 }  // namespace ampwb::cli

@@ -2,6 +2,7 @@
 // reproducible, and the ampwb command line trains, benchmarks and refuses bad settings with clear messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
 #include "image_folder_util.h"
@@ -146,17 +148,23 @@ TEST(Cli, TrainTellsWhatTheCpuMakesOfThePrecision) {
       << bf16.output;
   const Result bench = run_ampwb(
       "bench --depth 20 --image-size 16 --batch-size 4 --steps 1 --warmup 0 --classes 4 --precision amp-bf16 --json");
-  EXPECT_EQ(bench.status, 0) << bench.output;
-  EXPECT_NE(bench.output.find("\"compute\": \"BF16: " + expected.how), std::string::npos) << bench.output;
+  ASSERT_EQ(bench.status, 0) << bench.output;
+  EXPECT_EQ(nlohmann::json::parse(bench.output)["compute"], "BF16: " + expected.how) << bench.output;
   fs::remove_all(data);
 }
 
-TEST(Cli, BenchReportsThroughputAndMemoryAsJson) {
-  const Result r =
-      run_ampwb("bench --depth 20 --image-size 16 --batch-size 4 --steps 2 --warmup 1 --classes 10 --json");
-  EXPECT_EQ(r.status, 0) << r.output;
-  for (const char* key : {"\"images_per_second\"", "\"step_ms_median\"", "\"peak_bytes\"", "\"max_rss_bytes\""})
-    EXPECT_NE(r.output.find(key), std::string::npos) << key << " in " << r.output;
+TEST(Cli, BenchReportsThroughputAndMemoryAsOneLineOfValidJson) {
+  const Result r =  // --json first: flags in any order
+      run_ampwb("bench --json --depth 20 --image-size 16 --batch-size 4 --steps 010 --warmup 1 --classes 10");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "bench/ drivers read the last JSON line";
+  const nlohmann::json j = nlohmann::json::parse(r.output);  // throws on invalid JSON (a bare nan, say)
+  for (const char* key : {"images_per_second", "step_ms_median", "peak_bytes", "max_rss_bytes"})
+    EXPECT_TRUE(j[key].is_number()) << key << " in " << r.output;
+  EXPECT_EQ(j["depth"], 20);
+  EXPECT_EQ(j["steps"], 10) << "whole numbers in base 10, not octal";
+  EXPECT_EQ(j["precision"], "fp32");
+  EXPECT_EQ(j["framework"], "ampwb");
 }
 
 TEST(Cli, BadInputGetsAClearError) {
@@ -166,14 +174,30 @@ TEST(Cli, BadInputGetsAClearError) {
   r = run_ampwb("train --data /tmp --depth 19");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("unsupported depth 19"), std::string::npos) << r.output;
+  // What the parser refuses is bad usage: exit status 2, the command and the flag named.
   r = run_ampwb("train --data /tmp --epoch 3");
-  EXPECT_NE(r.output.find("unknown option --epoch"), std::string::npos) << r.output;
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("ampwb train: error: unknown option --epoch (see ampwb train --help)"), std::string::npos)
+      << r.output;
   r = run_ampwb("train --data /tmp --batch-size many");
-  EXPECT_NE(r.output.find("--batch-size expects a whole number"), std::string::npos) << r.output;
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--batch-size: expects a whole number, got 'many'"), std::string::npos) << r.output;
+  r = run_ampwb("train --data /tmp --lr fast");
+  EXPECT_NE(r.output.find("--lr: expects a number, got 'fast'"), std::string::npos) << r.output;
   r = run_ampwb("bench --precision fp8");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--precision: fp8 not in {fp32,tf32,amp-fp16,amp-bf16,fp16-o2,fp16-pure}"), std::string::npos)
+      << r.output;
+  r = run_ampwb("train --data /tmp --loss-scale static:lots");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--loss-scale: must be off, static:S (S a number) or dynamic"), std::string::npos)
+      << r.output;
+  r = run_ampwb("train --data /tmp --no-checkpoint --checkpoint-dir /tmp/x");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;  // CLI11: "--a excludes --b"
   r = run_ampwb("frobnicate");
   EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("unknown command 'frobnicate'"), std::string::npos) << r.output;
 }
 
 TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {

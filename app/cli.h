@@ -1,0 +1,82 @@
+// What every ampwb subcommand shares on top of CLI11: how a parsed subcommand hands its work to main, number
+// options refused by name when malformed, the --db option, and JSON output (nlohmann: NaN and infinity print as
+// null, so every --json output parses).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <type_traits>
+
+namespace ampwb::cli {
+
+// What the command line asks for once parsed: the chosen subcommand's callback sets `run`, and main calls it after
+// CLI11 has read and checked every argument, so no work starts on a line that is refused.
+struct Invocation {
+  std::function<int()> run;
+};
+
+// Makes `command(*options)` the invocation's work when `sub` is the subcommand chosen. The options live as long as
+// the parser (the callback holds them).
+template <class Options>
+void run_on_parse(CLI::App* sub, Invocation& invocation, std::shared_ptr<Options> options,
+                  int (*command)(const Options&)) {
+  sub->callback([&invocation, options, command] { invocation.run = [options, command] { return command(*options); }; });
+}
+
+// A check for a number of type T, in words that name the flag: "--epochs: expects a whole number, got 'many'".
+// Whole numbers are read in base 10 only (CLI11 alone would read "010" as octal, refuse "08") and passed on in that
+// form, so it goes on an option as a transform (Option::check would keep the text as it was given).
+template <class T>
+CLI::Validator number_of() {
+  static_assert(std::is_arithmetic_v<T>);
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if constexpr (std::is_integral_v<T>) {
+          using Wide = std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>;
+          Wide value{};
+          const char* end = text.data() + text.size();
+          const auto [stop, error] = std::from_chars(text.data(), end, value);
+          if (text.empty() || stop != end || error == std::errc::invalid_argument)
+            return std::string(std::is_signed_v<T> ? "expects a whole number"
+                                                   : "expects a whole number of at least 0") +
+                   ", got '" + text + "'";
+          if (error == std::errc::result_out_of_range || value < static_cast<Wide>(std::numeric_limits<T>::min()) ||
+              value > static_cast<Wide>(std::numeric_limits<T>::max()))
+            return "'" + text + "' is out of range";
+          text = std::to_string(value);
+        } else {
+          char* stop = nullptr;
+          std::strtod(text.c_str(), &stop);
+          if (text.empty() || stop != text.c_str() + text.size()) return "expects a number, got '" + text + "'";
+        }
+        return std::string();
+      },
+      "");
+}
+
+// Adds `name` bound to `value` with number_of<T>; the help shows value's current content as the default.
+template <class T>
+CLI::Option* add_number(CLI::App* app, const std::string& name, T& value, const std::string& help) {
+  return app->add_option(name, value, help)->transform(number_of<T>());
+}
+
+// Adds --db FILE: the run store.
+CLI::Option* add_db_option(CLI::App* app, std::string& db);
+// The run store file: `db` (from --db), else $AMPWB_DB, else the XDG data folder (RunStore::default_path).
+std::string store_path(const std::string& db);
+
+// Prints `j` and a newline on stdout: indented by 2, or on one line for line-oriented readers (bench drivers).
+// NaN and infinity print as null; invalid UTF-8 (a name stored by an older version) as U+FFFD.
+void print_json(const nlohmann::json& j, bool one_line = false);
+void print_json(const nlohmann::ordered_json& j, bool one_line = false);
+
+// Text for a table or a line of the terminal: control characters as escapes (\n, \t, \x1b).
+std::string printable(const std::string& text);
+
+}  // namespace ampwb::cli

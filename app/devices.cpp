@@ -1,0 +1,119 @@
+// The devices this machine can train on (list_devices), each with its backend's capabilities and mode_support for
+// every precision mode (the trainer's own verdicts): name, instruction set or compute capability, memory, and which
+// modes run there, with the reason for any that does not. `ampwb devices` prints it; the help of ampwb, train and
+// bench ends with it.
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "commands.h"
+#include "train/precision_support.h"
+
+namespace ampwb::cli {
+namespace {
+
+struct DeviceReport {
+  DeviceInfo device;
+  std::string error;  // why the device cannot be used after all (its backend did not start); empty when it can
+  std::vector<std::pair<std::string, ModeSupport>> modes;
+};
+
+std::vector<DeviceReport> device_reports() {
+  std::vector<DeviceReport> reports;
+  for (const DeviceInfo& device : list_devices()) {
+    DeviceReport d{device, "", {}};
+    try {
+      const Capabilities caps = make_backend(device.id)->capabilities();
+      for (const PrecisionModeInfo& mode : kPrecisionModes)
+        d.modes.emplace_back(mode.name, mode_support(mode.mode, caps));
+    } catch (const std::exception& e) {
+      d.error = e.what();
+    }
+    reports.push_back(std::move(d));
+  }
+  return reports;
+}
+
+std::string gib(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / 1073741824.0);
+  return text;
+}
+
+// "a", "a and b", "a, b and c".
+std::string listing(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return out;
+}
+
+std::string device_text(const DeviceReport& d) {
+  std::string out = "  " + d.device.id + ": " + printable(d.device.name.empty() ? "?" : d.device.name);
+  out += " (" + (d.device.isa.empty() ? std::string("?") : d.device.isa) + ", " + gib(d.device.memory_bytes) + ")\n";
+  if (!d.error.empty()) return out + "    cannot train here: " + d.error + "\n";
+  // Modes that compute alike (or fail for one reason) on one line, in the order of kPrecisionModes.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::string>> runs, refused;
+  for (const auto& [mode, support] : d.modes) {
+    const std::string key = support.supported ? support.compute : support.reason;
+    auto& group = support.supported ? runs : refused;
+    if (!runs.count(key) && !refused.count(key)) order.push_back(key);
+    group[key].push_back(mode);
+  }
+  for (const std::string& key : order) {
+    if (runs.count(key))
+      out += "    runs " + listing(runs[key]) + (key.empty() ? "" : ": " + key) + "\n";
+    else
+      out += "    not " + listing(refused[key]) + ": " + key + "\n";
+  }
+  return out;
+}
+
+struct DevicesOptions {
+  bool json = false;
+};
+
+int devices_command(const DevicesOptions& options) {
+  if (!options.json) {
+    std::printf("%s", devices_help().c_str());
+    return 0;
+  }
+  nlohmann::json out = {{"devices", nlohmann::json::array()}, {"gpu_absence_reason", gpu_absence_reason()}};
+  for (const DeviceReport& d : device_reports()) {
+    nlohmann::json modes = nlohmann::json::object();
+    for (const auto& [mode, support] : d.modes)
+      modes[mode] = {{"supported", support.supported},
+                     {"compute", support.compute},
+                     {"reason", support.reason},
+                     {"notes", support.notes}};
+    out["devices"].push_back({{"device", d.device.id},
+                              {"name", d.device.name},
+                              {"isa", d.device.isa},
+                              {"memory_bytes", d.device.memory_bytes},
+                              {"usable", d.error.empty()},
+                              {"error", d.error},
+                              {"modes", modes}});
+  }
+  print_json(out);
+  return 0;
+}
+
+}  // namespace
+
+std::string devices_help() {
+  std::string out = "Devices this machine can train on (--device), and the precision modes each runs:\n";
+  for (const DeviceReport& d : device_reports()) out += device_text(d);
+  if (const std::string no_gpu = gpu_absence_reason(); !no_gpu.empty()) out += "  (no CUDA GPU: " + no_gpu + ")\n";
+  return out;
+}
+
+void add_devices_command(CLI::App& app, Invocation& invocation) {
+  auto options = std::make_shared<DevicesOptions>();
+  CLI::App* devices = app.add_subcommand("devices", "the devices this machine can train on and what each runs");
+  devices->add_flag("--json", options->json, "as JSON (for scripts)");
+  run_on_parse(devices, invocation, options, devices_command);
+}
+
+}  // namespace ampwb::cli
