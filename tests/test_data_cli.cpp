@@ -1,5 +1,6 @@
 // `ampwb dataset inspect` end to end: the JSON report of a real folder, exit status 0 when it can be trained on,
-// non-zero with a clear message when it cannot, and the built-in sample.
+// non-zero with a clear message when it cannot, and the built-in sample; the dataset commands' flags in any order,
+// their help, and bad usage refused by name.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +70,52 @@ TEST(DataCli, UntrainableFoldersExitNonZeroWithTheReason) {
   EXPECT_NE(one.err.find("only one usable class ('one'); at least two are needed"), std::string::npos) << one.err;
   const nlohmann::json j = nlohmann::json::parse(one.out);
   EXPECT_EQ(j["trainable"], false);
+}
+
+TEST(DataCli, FlagsInAnyOrderAndAMisspeltFlagRefusedByName) {
+  TempDir data("cli_order"), scratch("cli_order_scratch");
+  for (const char* name : {"a", "b"})
+    for (int i = 0; i < 2; ++i) write_image(data / name / (std::to_string(i) + ".png"), pattern_image(8, 8, i));
+  const CliRun before = ampwb("dataset inspect --json '" + data.str() + "'", scratch);
+  ASSERT_EQ(before.status, 0) << before.err;
+  EXPECT_EQ(nlohmann::json::parse(before.out)["total_images"], 4);
+  const CliRun after = ampwb("dataset inspect '" + data.str() + "' --no-cache --json", scratch);
+  EXPECT_EQ(after.out, before.out);
+
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"dataset inspect '" + data.str() + "' --jsn",
+       "ampwb dataset inspect: error: unknown option --jsn (see ampwb dataset inspect --help)"},
+      {"dataset inspect", "DIR is required"},
+      {"dataset", "ampwb dataset: error: needs a command: inspect, sample, bench-decode or bench-loader"},
+      {"dataset inspekt '" + data.str() + "'", "unknown command 'inspekt' (expected inspect, sample,"},
+      {"dataset bench-loader '" + data.str() + "' --split test", "--split: test not in {train,validation}"},
+      {"dataset bench-decode --count lots", "--count: expects a whole number, got 'lots'"},
+  };
+  for (const auto& [arguments, message] : refused) {
+    const CliRun r = ampwb(arguments, scratch);
+    EXPECT_EQ(r.status, 2) << arguments << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << arguments << ": " << r.err;
+    EXPECT_EQ(r.out, "") << arguments;
+  }
+}
+
+TEST(DataCli, EveryDatasetCommandsHelpExitsZeroAndNamesItsFlags) {
+  TempDir scratch("cli_help");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
+      {"dataset", {"inspect", "sample", "bench-decode", "bench-loader"}},
+      {"dataset inspect", {"DIR", "--json", "--validation-fraction", "--seed", "--no-cache"}},
+      {"dataset sample", {"--help"}},
+      {"dataset bench-decode", {"--count", "--repeat", "--dir", "--json"}},
+      {"dataset bench-loader",
+       {"DIR", "--validation-fraction", "--seed", "--no-cache", "--image-size", "--batch-size", "--threads",
+        "--augment", "--crop", "--normalization", "--cache-mb", "--split", "--epochs", "--compute-ms", "--json"}},
+  };
+  for (const auto& [command, flags] : commands) {
+    const CliRun r = ampwb(command + " --help", scratch);
+    EXPECT_EQ(r.status, 0) << command << ": " << r.err;
+    EXPECT_NE(r.out.find("Usage: ampwb " + command), std::string::npos) << r.out;
+    for (const std::string& flag : flags) EXPECT_NE(r.out.find(flag), std::string::npos) << command << " " << flag;
+  }
 }
 
 TEST(DataCli, BuiltinSample) {

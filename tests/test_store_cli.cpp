@@ -1,6 +1,7 @@
 // The run store through the real ampwb binary on real image folders: a training killed with SIGKILL, trainings and
 // edits at the same time on one file, foreign and read-only files, a full disk, and train --json -> show -> compare
-// -> export csv, with every CSV parsed by an RFC 4180 reader and checked against the store. Also the cost of
+// -> export csv, with every CSV parsed by an RFC 4180 reader and checked against the store; the store commands'
+// flags in any order, bad usage refused by name, and valid JSON for infinite values. Also the cost of
 // recording against step time (the figures in docs/benchmarks.md, "Run store").
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -585,6 +587,82 @@ TEST(StoreCli, ANameWithAControlCharacterFromAnOlderStoreCannotBreakTheTable) {
   ASSERT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "two\\nlines\\tx");
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 2) << "a header and one row:\n" << r.output;
+}
+
+// --- the command line as the parser reads it ----------------------------------------------------------------------
+
+TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
+  TempDir dir("flag_order");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> train = tiny_training(db, 1, 1);
+  train.insert(train.end(), {"--name", "train"});  // named like a command: still a run's name where RUN goes
+  ASSERT_EQ(ampwb(train).status, 0);
+  const Result before = ampwb({"show", "--json", "train", "--db", db});
+  ASSERT_EQ(before.status, 0) << before.output;
+  EXPECT_EQ(json::parse(before.output)["run"]["name"], "train");
+  EXPECT_EQ(ampwb({"show", "train", "--json", "--db", db}).output, before.output);
+  EXPECT_EQ(ampwb({"show", "--db", db, "--json", "1"}).output, before.output);
+  EXPECT_EQ(ampwb({"show", "1", "--json=true", "--db=" + db}).output, before.output);
+  EXPECT_EQ(ampwb({"show", "1", "--json=false", "--db", db}).output, ampwb({"show", "1", "--db", db}).output);
+  EXPECT_EQ(ampwb({"compare", "--json", "1", "train", "--db", db}).output,
+            ampwb({"compare", "1", "train", "--db", db, "--json"}).output);
+
+  // Bad usage: exit status 2, and what was wrong on stderr, naming the command and the argument.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"show", "1", "--jsn", "--db", db}, "ampwb show: error: unknown option --jsn (see ampwb show --help)"},
+      {{"show", "--jsn=1", "1", "--db", db}, "unknown option --jsn"},
+      {{"show", "1", "2", "--db", db}, "unexpected argument '2'"},
+      {{"show", "--db", db}, "RUN is required"},
+      {{"show", "1", "--db"}, "--db"},
+      {{"compare", "1", "--db", db}, "RUN: At least 2 required"},
+      {{"runs", "--status", "done", "--db", db}, "--status: done not in {running,finished,failed,cancelled,"},
+      {{"tag", "1", "--db", db}, "TAG is required"},
+      {{"export", "png", "1", "--db", db}, "unknown command 'png' (expected csv or chart)"},
+      {{"export", "csv", "--out", dir.file("csv"), "--db", db}, "RUN... or --all is required"},
+      {{"export", "csv", "1", "--all", "--out", dir.file("csv"), "--db", db}, "excludes"},
+      {{"export", "chart", "1", "--metric", "loss", "--out", dir.file("a.png"), "--width", "50", "--db", db},
+       "--width: Value 50 not in range 100 to 10000"},
+      {{"store"}, "ampwb store: error: needs a command: check or backup"},
+      {{"store", "backup", "--db", db}, "FILE is required"},
+  };
+  for (const auto& [args, message] : refused) {
+    const Result r = ampwb(args);
+    EXPECT_EQ(r.status, 2) << args[0] << ": " << r.output;
+    expect_contains(r.output, message);
+  }
+  EXPECT_EQ(RunStore(db, RunStore::Mode::ReadOnly).run(1).tags.size(), 0u) << "a refused line changes nothing";
+}
+
+// Every --json output is JSON a strict reader takes: infinities (and NaN, which SQLite stores as NULL) as null.
+TEST(StoreCli, NonFiniteValuesPrintAsNullInEveryJsonOutput) {
+  TempDir dir("nonfinite");
+  const std::string db = dir.file("runs.sqlite");
+  ASSERT_EQ(ampwb(tiny_training(db, 2, 1)).status, 0);
+  {  // as a diverged run records them: SQLite reads 9e999 as +infinity
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(handle,
+                           "UPDATE epochs SET train_loss = 9e999, validation_loss = -9e999 WHERE epoch = 2;"
+                           "UPDATE steps SET loss = 9e999",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(handle);
+  }
+  ASSERT_TRUE(std::isinf(RunStore(db, RunStore::Mode::ReadOnly).epochs(1).at(1).train_loss));
+  Result r = ampwb({"show", "1", "--json", "--steps", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json show = json::parse(r.output);
+  EXPECT_TRUE(show["epochs"][1]["train_loss"].is_null()) << r.output;
+  EXPECT_TRUE(show["epochs"][1]["validation_loss"].is_null());
+  EXPECT_TRUE(show["summary"]["final_train_loss"].is_null());
+  EXPECT_TRUE(show["steps"][0]["loss"].is_null());
+  EXPECT_TRUE(show["epochs"][0]["train_loss"].is_number());
+  r = ampwb({"runs", "--json", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(json::parse(r.output)[0]["summary"]["final_validation_loss"].is_null());
+  r = ampwb({"compare", "1", "1", "--json", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(json::parse(r.output)["runs"][0]["final_train_loss"].is_null());
 }
 
 TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {

@@ -1,5 +1,6 @@
 // End-to-end training on real PNG files written at test time: loss falls and accuracy rises, runs are
-// reproducible, and the ampwb command line trains, benchmarks and refuses bad settings with clear messages.
+// reproducible, and the ampwb command line trains, benchmarks, refuses bad settings with clear messages and
+// documents every flag and the devices it can train on in its help.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "image_folder_util.h"
 #include "train/checkpoint.h"
+#include "train/precision_support.h"
 #include "train/trainer.h"
 
 namespace ampwb {
@@ -198,6 +200,159 @@ TEST(Cli, BadInputGetsAClearError) {
   r = run_ampwb("frobnicate");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("unknown command 'frobnicate'"), std::string::npos) << r.output;
+}
+
+TEST(Cli, EveryCommandsHelpComesFromTheParserAndNamesItsFlags) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
+      {"train",
+       {"--data",
+        "--val-fraction",
+        "--max-train-images",
+        "--augment",
+        "--normalize",
+        "--drop-last",
+        "--cache-mb",
+        "--depth",
+        "--image-size",
+        "--stem",
+        "--epochs",
+        "--batch-size",
+        "--lr",
+        "--schedule",
+        "--warmup-epochs",
+        "--optimizer",
+        "--momentum",
+        "--nesterov",
+        "--weight-decay",
+        "--label-smoothing",
+        "--grad-clip",
+        "--topk",
+        "--seed",
+        "--precision",
+        "--loss-scale",
+        "--master-weights",
+        "--scaler-preset",
+        "--init-scale",
+        "--growth-factor",
+        "--backoff-factor",
+        "--growth-interval",
+        "--hysteresis",
+        "--min-scale",
+        "--max-scale",
+        "--name",
+        "--device",
+        "--threads",
+        "--max-skipped",
+        "--max-steps-per-epoch",
+        "--checkpoint-dir",
+        "--resume",
+        "--no-checkpoint",
+        "--keep-checkpoint",
+        "--db",
+        "--json"}},
+      {"bench",
+       {"--depth", "--image-size", "--batch-size", "--classes", "--precision", "--steps", "--warmup", "--device",
+        "--threads", "--seed", "--json"}},
+      {"devices", {"--json"}},
+      {"help", {"COMMAND"}},
+      {"runs", {"--status", "--tag", "--json", "--db"}},
+      {"show", {"RUN", "--json", "--steps", "--db"}},
+      {"compare", {"RUN", "--json", "--db"}},
+      {"export", {"csv", "chart"}},
+      {"export csv", {"RUN", "--out", "--all", "--db"}},
+      {"export chart", {"RUN", "--metric", "--out", "--width", "--height", "--smoothing", "--histogram", "--db"}},
+      {"delete", {"RUN", "--db"}},
+      {"rename", {"RUN", "NAME", "--db"}},
+      {"tag", {"RUN", "TAG", "--remove", "--db"}},
+      {"note", {"RUN", "TEXT", "--db"}},
+      {"store", {"check", "backup"}},
+      {"store check", {"--db"}},
+      {"store backup", {"FILE", "--db"}},
+  };  // dataset's: test_data_cli.cpp
+  for (const auto& [command, flags] : commands) {
+    const Result r = run_ampwb(command + " --help");
+    EXPECT_EQ(r.status, 0) << command << ": " << r.output;
+    EXPECT_NE(r.output.find("Usage: ampwb " + command), std::string::npos) << r.output;
+    for (const std::string& flag : flags) EXPECT_NE(r.output.find(flag), std::string::npos) << command << " " << flag;
+    EXPECT_EQ(run_ampwb("help " + command).output, r.output) << "ampwb help " << command;
+  }
+  // ampwb help: every command with every flag; ampwb --help: the commands.
+  const Result all = run_ampwb("help");
+  EXPECT_EQ(all.status, 0) << all.output;
+  for (const char* part : {"train",
+                           "--scaler-preset",
+                           "--keep-checkpoint",
+                           "bench",
+                           "--classes",
+                           "runs",
+                           "show",
+                           "--steps",
+                           "compare",
+                           "export",
+                           "csv",
+                           "chart",
+                           "--metric",
+                           "delete",
+                           "rename",
+                           "tag",
+                           "--remove",
+                           "note",
+                           "store",
+                           "check",
+                           "backup",
+                           "dataset",
+                           "inspect",
+                           "sample",
+                           "bench-decode",
+                           "bench-loader",
+                           "--compute-ms",
+                           "devices",
+                           "help"})
+    EXPECT_NE(all.output.find(part), std::string::npos) << part;
+  const Result top = run_ampwb("--help");
+  EXPECT_EQ(top.status, 0) << top.output;
+  EXPECT_NE(top.output.find("Usage: ampwb"), std::string::npos) << top.output;
+  EXPECT_EQ(top.output.find("--scaler-preset"), std::string::npos) << "a command's flags are in its own help";
+  EXPECT_EQ(run_ampwb("--version").output, std::string("ampwb ") + AMPWB_VERSION + "\n");
+  EXPECT_EQ(run_ampwb("help frobnicate").status, 2);
+}
+
+TEST(Cli, HelpListsTheDevicesThisMachineTrainsOnAndWhatEachRuns) {
+  const Capabilities caps = CpuBackend().capabilities();
+  const std::string cpu = "  cpu: " + caps.device_name + " (" + caps.isa + ", ";
+  for (const char* command : {"help", "--help", "train --help", "bench --help", "devices"}) {
+    const Result r = run_ampwb(command);
+    EXPECT_EQ(r.status, 0) << command << ": " << r.output;
+    EXPECT_NE(r.output.find(cpu), std::string::npos) << command << ": " << r.output;
+    for (const PrecisionModeInfo& mode : kPrecisionModes) {
+      const ModeSupport s = mode_support(mode.mode, caps);  // the trainer's own verdict
+      const std::string says = s.supported ? s.compute : s.reason;
+      if (!says.empty()) {
+        EXPECT_NE(r.output.find(says), std::string::npos) << command << ", " << mode.name;
+      }
+    }
+    EXPECT_NE(r.output.find("    not tf32: " + mode_support(PrecisionMode::Tf32, caps).reason), std::string::npos)
+        << command << ": " << r.output;
+    if (!gpu_absence_reason().empty()) {
+      EXPECT_NE(r.output.find("(no CUDA GPU: " + gpu_absence_reason() + ")"), std::string::npos) << command;
+    }
+  }
+  const Result r = run_ampwb("devices --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json out = nlohmann::json::parse(r.output);
+  const nlohmann::json& devices = out["devices"];
+  EXPECT_EQ(devices.size(), list_devices().size());
+  EXPECT_EQ(out["gpu_absence_reason"], gpu_absence_reason());
+  const nlohmann::json& c = devices.at(0);
+  EXPECT_EQ(c["device"], "cpu");
+  EXPECT_EQ(c["name"], caps.device_name);
+  EXPECT_EQ(c["isa"], caps.isa);
+  EXPECT_EQ(c["memory_bytes"], caps.memory_bytes);
+  EXPECT_TRUE(c["usable"].get<bool>());
+  EXPECT_TRUE(c["modes"]["fp32"]["supported"].get<bool>());
+  EXPECT_FALSE(c["modes"]["tf32"]["supported"].get<bool>());
+  EXPECT_EQ(c["modes"]["tf32"]["reason"], mode_support(PrecisionMode::Tf32, caps).reason);
+  EXPECT_EQ(c["modes"]["amp-bf16"]["compute"], "BF16: " + caps.bf16.how);
 }
 
 TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
