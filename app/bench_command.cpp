@@ -15,25 +15,45 @@ struct BenchOptions {
   bool json = false;
 };
 
+// The profile per timed step, in ms, by class; "other" is the host's own work between ops.
+nlohmann::ordered_json profile_json(const BenchResult& r, int steps) {
+  nlohmann::ordered_json j;
+  for (size_t i = 0; i < r.profile.seconds.size(); ++i)
+    j[time_class_name(static_cast<TimeClass>(i))] = r.profile.seconds[i] * 1000.0 / steps;
+  j["other"] = (r.profiled_seconds - r.profile.total_seconds()) * 1000.0 / steps;
+  return j;
+}
+
+void print_profile(const BenchResult& r, int steps) {
+  const double step_ms = r.profiled_seconds * 1000.0 / steps;
+  std::printf("\nwhere a step's %.1f ms go (the device waited after every op: a profile, not the best speed):\n",
+              step_ms);
+  for (const auto& [name, ms] : profile_json(r, steps).items()) {
+    const double value = ms.get<double>();
+    std::printf("  %-22s %9.2f ms  %5.1f%%\n", name.c_str(), value, step_ms > 0 ? 100.0 * value / step_ms : 0.0);
+  }
+}
+
 int bench_command(const BenchOptions& options) {
   BenchConfig c = options.config;
   c.precision = parse_precision_mode(options.precision);
   const BenchResult r = run_benchmark(c);
   if (options.json) {
-    const nlohmann::ordered_json out = {{"framework", "ampwb"},
-                                        {"version", AMPWB_VERSION},
-                                        {"device", r.backend_description},
-                                        {"model", r.model_summary},
-                                        {"depth", c.depth},
-                                        {"image_size", c.image_size},
-                                        {"batch_size", c.batch_size},
-                                        {"precision", mode_name(c.precision)},
-                                        {"steps", c.steps},
-                                        {"step_ms_median", r.step_ms_median},
-                                        {"images_per_second", r.images_per_second},
-                                        {"peak_bytes", r.peak_bytes},
-                                        {"max_rss_bytes", r.max_rss_bytes},
-                                        {"compute", r.compute}};
+    nlohmann::ordered_json out = {{"framework", "ampwb"},
+                                  {"version", AMPWB_VERSION},
+                                  {"device", r.backend_description},
+                                  {"model", r.model_summary},
+                                  {"depth", c.depth},
+                                  {"image_size", c.image_size},
+                                  {"batch_size", c.batch_size},
+                                  {"precision", mode_name(c.precision)},
+                                  {"steps", c.steps},
+                                  {"step_ms_median", r.step_ms_median},
+                                  {"images_per_second", r.images_per_second},
+                                  {"peak_bytes", r.peak_bytes},
+                                  {"max_rss_bytes", r.max_rss_bytes},
+                                  {"compute", r.compute}};
+    if (c.profile) out["profile_ms_per_step"] = profile_json(r, c.steps);
     print_json(out, true);
   } else {
     std::printf(
@@ -43,6 +63,7 @@ int bench_command(const BenchOptions& options) {
         r.step_ms_median, r.images_per_second, r.peak_bytes / 1048576.0, r.max_rss_bytes / 1048576.0);
     if (!r.compute.empty()) std::printf("compute: %s\n", r.compute.c_str());
     for (const std::string& note : r.notes) std::printf("note:    %s\n", note.c_str());
+    if (c.profile) print_profile(r, c.steps);
   }
   return 0;
 }
@@ -64,6 +85,7 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
   add_number(bench, "--threads", c.threads, "CPU threads (0: every core)");
   add_number(bench, "--seed", c.seed, "seeds the weights and the synthetic data");
   bench->add_flag("--json", options->json, "one line of JSON (NaN and infinity as null)");
+  bench->add_flag("--profile", c.profile, "time every op by class and print where a step's time goes");
   bench->footer(devices_help);
   run_on_parse(bench, invocation, options, bench_command);
 }

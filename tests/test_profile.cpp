@@ -2,7 +2,10 @@
 // changes no result, and its times fit inside the step's wall time; `run_benchmark` reports it per class.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/profiled_backend.h"
@@ -75,6 +78,27 @@ TEST(ProfiledBackend, TheBenchmarkReportsTheClassesInsideTheStepsWallTime) {
   EXPECT_LE(r.profile.total_seconds(), r.profiled_seconds) << "the classes are parts of the steps";
   c.profile = false;
   EXPECT_EQ(calls(run_benchmark(c).profile, TimeClass::HostWait), 0) << "no profile unless asked";
+}
+
+TEST(ProfiledBackend, AmpwbBenchProfilePrintsEveryClassPerStep) {
+  const std::string command = std::string("'") + AMPWB_BINARY +
+                              "' bench --depth 20 --image-size 16 --batch-size 8 --classes 10 --steps 2 --warmup 1 "
+                              "--threads 2 --precision amp-bf16 --profile --json 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output, last_line;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe)) {
+    output += buffer;
+    if (buffer[0] == '{') last_line = buffer;
+  }
+  ASSERT_EQ(pclose(pipe), 0) << output;
+  const nlohmann::json j = nlohmann::json::parse(last_line);
+  const nlohmann::json& profile = j.at("profile_ms_per_step");
+  for (size_t c = 0; c < static_cast<size_t>(TimeClass::Count); ++c)
+    EXPECT_GE(profile.at(time_class_name(static_cast<TimeClass>(c))).get<double>(), 0.0) << c;
+  EXPECT_GE(profile.at("other").get<double>(), 0.0) << "the classes lie inside the step";
+  EXPECT_GT(profile.at("conv_forward").get<double>(), 0.0);
 }
 
 }  // namespace
