@@ -1,0 +1,116 @@
+// CPU batch normalization (training and inference forward, backward) through cached oneDNN primitives, and the
+// running statistics kept as PyTorch keeps them.
+#include <initializer_list>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_backend_impl.h"
+
+namespace ampwb {
+
+using cpu_detail::ask_onednn;
+using cpu_detail::check_same;
+using cpu_detail::make_key;
+using cpu_detail::plain_desc;
+
+namespace {
+const auto kScaleShift = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+
+dnnl::batch_normalization_forward::primitive_desc bn_forward_pd(const dnnl::engine& engine,
+                                                                const dnnl::primitive_attr& attr, const Tensor& x,
+                                                                float eps) {
+  auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, plain_desc(x), eps, kScaleShift);
+  return dnnl::batch_normalization_forward::primitive_desc(d, attr, engine);
+}
+
+void check_bn(const Tensor& x, const Tensor& y, std::initializer_list<const Tensor*> per_channel) {
+  AMPWB_CHECK(x.rank() == 4, "batch norm expects (N,C,H,W), got " << x.describe());
+  check_same(x, y, "batch norm input and output");
+  for (const Tensor* t : per_channel)
+    AMPWB_CHECK(t->dtype() == DType::F32 && t->numel() == x.c(),
+                "batch norm per-channel tensor " << t->describe() << " for " << x.c() << " channels");
+}
+}  // namespace
+
+void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                            Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                            Tensor& running_var, float momentum, float eps) {
+  check_bn(x, y, {&gamma, &beta, &batch_mean, &batch_var, &running_mean, &running_var});
+  const Cached* c = impl_->find(make_key("bn_fwd_train", x, eps), ask_onednn(impl_->emulate_bf16, x), [&] {
+    auto pd = bn_forward_pd(impl_->engine, impl_->attr(), x, eps);
+    return Cached(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc());
+  });
+  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    Tensor y32 = wide_output(y);
+    batchnorm_forward_training(widen(x), gamma, beta, y32, batch_mean, batch_var, running_mean, running_var, momentum,
+                               eps);
+    return narrow(y32, y);
+  }
+  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                  {DNNL_ARG_DST, impl_->wrap(y)},
+                  {DNNL_ARG_SCALE, impl_->wrap(gamma)},
+                  {DNNL_ARG_SHIFT, impl_->wrap(beta)},
+                  {DNNL_ARG_MEAN, impl_->wrap(batch_mean)},
+                  {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)}});
+  // Running statistics as PyTorch keeps them: the variance unbiased (count / (count - 1)).
+  const double count = static_cast<double>(x.n() * x.h() * x.w());
+  const float unbias = count > 1 ? static_cast<float>(count / (count - 1)) : 1.0f;
+  float* rm = running_mean.data_as<float>();
+  float* rv = running_var.data_as<float>();
+  const float* mean = batch_mean.data_as<float>();
+  const float* var = batch_var.data_as<float>();
+  for (int64_t ch = 0; ch < x.c(); ++ch) {
+    rm[ch] = (1 - momentum) * rm[ch] + momentum * mean[ch];
+    rv[ch] = (1 - momentum) * rv[ch] + momentum * var[ch] * unbias;
+  }
+}
+
+void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                             const Tensor& running_mean, const Tensor& running_var, float eps) {
+  check_bn(x, y, {&gamma, &beta, &running_mean, &running_var});
+  const Cached* c = impl_->find(make_key("bn_fwd_infer", x, eps), ask_onednn(impl_->emulate_bf16, x), [&] {
+    auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_inference, plain_desc(x), eps,
+                                                     kScaleShift | dnnl::normalization_flags::use_global_stats);
+    auto pd = dnnl::batch_normalization_forward::primitive_desc(d, impl_->attr(), impl_->engine);
+    return Cached(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc());
+  });
+  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    Tensor y32 = wide_output(y);
+    batchnorm_forward_inference(widen(x), gamma, beta, y32, running_mean, running_var, eps);
+    return narrow(y32, y);
+  }
+  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                  {DNNL_ARG_DST, impl_->wrap(y)},
+                  {DNNL_ARG_SCALE, impl_->wrap(gamma)},
+                  {DNNL_ARG_SHIFT, impl_->wrap(beta)},
+                  {DNNL_ARG_MEAN, impl_->wrap(running_mean)},
+                  {DNNL_ARG_VARIANCE, impl_->wrap(running_var)}});
+}
+
+void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
+                                    const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
+  check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
+  check_same(x, dx, "batch norm input and its gradient");
+  const Cached* c = impl_->find(make_key("bn_bwd", x, eps), ask_onednn(impl_->emulate_bf16, x), [&] {
+    auto hint = bn_forward_pd(impl_->engine, impl_->attr(), x, eps);
+    auto d = dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, plain_desc(dy), plain_desc(x), eps,
+                                                      kScaleShift);
+    auto pd = dnnl::batch_normalization_backward::primitive_desc(d, impl_->attr(), impl_->engine, hint);
+    return Cached(dnnl::batch_normalization_backward(pd), pd.scratchpad_desc());
+  });
+  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    Tensor dx32 = wide_output(dx);
+    batchnorm_backward(widen(x), widen(dy), gamma, batch_mean, batch_var, dx32, dgamma, dbeta, eps);
+    return narrow(dx32, dx);
+  }
+  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                  {DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
+                  {DNNL_ARG_SCALE, impl_->wrap(gamma)},
+                  {DNNL_ARG_MEAN, impl_->wrap(batch_mean)},
+                  // oneDNN 2.6 will not execute without a shift argument, though backward never reads it.
+                  {DNNL_ARG_SHIFT, impl_->wrap(gamma)},
+                  {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)},
+                  {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)},
+                  {DNNL_ARG_DIFF_SCALE, impl_->wrap(dgamma)},
+                  {DNNL_ARG_DIFF_SHIFT, impl_->wrap(dbeta)}});
+}
+}  // namespace ampwb

@@ -1,0 +1,184 @@
+// CPU convolutions and inner products (linear layers) through cached oneDNN primitives, with weights reordered to
+// and from the primitive's layout, and the FP32 emulation where oneDNN has no primitive for the dtype.
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_backend_impl.h"
+
+namespace ampwb {
+
+using cpu_detail::any_desc;
+using cpu_detail::ask_onednn;
+using cpu_detail::conv_out;
+using cpu_detail::make_key;
+using cpu_detail::plain_desc;
+using cpu_detail::require_native_bf16;
+
+// ---- Convolution --------------------------------------------------------------------------------------------
+
+namespace {
+// x (N,C,H,W) NHWC -> (N,C,P,Q): the pixels at multiples of `stride`, those a 1x1 convolution reads.
+Tensor sample_pixels(const Tensor& x, int stride, int64_t P, int64_t Q) {
+  Tensor sampled = Tensor::empty({x.n(), x.c(), P, Q}, x.dtype(), Layout::NHWC);
+  const size_t pixel_bytes = static_cast<size_t>(x.c()) * dtype_size(x.dtype());
+  const auto* in = static_cast<const char*>(x.data());
+  auto* out = static_cast<char*>(sampled.data());
+  for (int64_t n = 0; n < x.n(); ++n)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t q = 0; q < Q; ++q)
+        std::memcpy(out + ((n * P + p) * Q + q) * pixel_bytes,
+                    in + ((n * x.h() + p * stride) * x.w() + q * stride) * pixel_bytes, pixel_bytes);
+  return sampled;
+}
+}  // namespace
+
+void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) {
+  AMPWB_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && w.c() == x.c() && y.c() == w.n() && y.n() == x.n() &&
+                  y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
+                  y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
+              "conv2d_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
+  const Cached* c =
+      impl_->find(make_key("conv_fwd", x, w, y, p.stride, p.padding), ask_onednn(impl_->emulate_bf16, x, w, y), [&] {
+        auto pd = impl_->conv_forward_pd(x, w, y, p);
+        require_native_bf16(pd, x);
+        Cached c(dnnl::convolution_forward(pd), pd.scratchpad_desc());
+        impl_->set_weight_reorders(c, pd.weights_desc(), w);
+        return c;
+      });
+  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    Tensor y32 = wide_output(y);
+    conv2d_forward(widen(x), widen(w), y32, p);
+    return narrow(y32, y);
+  }
+  Tensor reordered;
+  memory wm = impl_->primitive_weights(*c, w, reordered);
+  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, impl_->wrap(y)}});
+}
+
+void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) {
+  AMPWB_CHECK(
+      dx.rank() == 4 && w.c() == dx.c() && dy.c() == w.n() && dy.h() == conv_out(dx.h(), w.h(), p.stride, p.padding),
+      "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
+  const auto key = make_key("conv_bwd_data", dy, w, dx, p.stride, p.padding);
+  const Cached* c = impl_->find(key, ask_onednn(impl_->emulate_bf16, dy, w, dx), [&] {
+    const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
+    auto hint = impl_->conv_forward_pd(dx, w, dy, p);
+    auto d = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, plain_desc(dx), any_desc(w),
+                                                   plain_desc(dy), stride, pad, pad);
+    auto pd = dnnl::convolution_backward_data::primitive_desc(d, impl_->attr(), impl_->engine, hint);
+    require_native_bf16(pd, dx);
+    Cached c(dnnl::convolution_backward_data(pd), pd.scratchpad_desc());
+    impl_->set_weight_reorders(c, pd.weights_desc(), w);
+    return c;
+  });
+  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    Tensor dx32 = wide_output(dx);
+    conv2d_backward_data(widen(dy), widen(w), dx32, p);
+    return narrow(dx32, dx);
+  }
+  Tensor reordered;
+  memory wm = impl_->primitive_weights(*c, w, reordered);
+  impl_->run(*c, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)}});
+}
+
+void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) {
+  AMPWB_CHECK(
+      x.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n(),
+      "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
+  // oneDNN 2.6.3's jit_1x1:avx2 gets the weight gradient of a strided 1x1 NHWC convolution wrong when a channel
+  // count is not a multiple of 8 (test_ops under ONEDNN_MAX_CPU_ISA=AVX2 found it). The same gradient is that of
+  // a stride-1 convolution over the input's sampled pixels, which every implementation gets right.
+  if (dw.h() == 1 && dw.w() == 1 && p.stride > 1 && p.padding == 0 && x.layout() == Layout::NHWC &&
+      (x.c() % 8 || dw.n() % 8))
+    return conv2d_backward_weights(sample_pixels(x, p.stride, dy.h(), dy.w()), dy, dw, {1, 0});
+  const auto key = make_key("conv_bwd_weights", x, dy, dw, p.stride, p.padding);
+  const Cached* c = impl_->find(key, ask_onednn(impl_->emulate_bf16, x, dy, dw), [&] {
+    const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
+    auto hint = impl_->conv_forward_pd(x, dw, dy, p);
+    auto d = dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, plain_desc(x), any_desc(dw),
+                                                      plain_desc(dy), stride, pad, pad);
+    auto pd = dnnl::convolution_backward_weights::primitive_desc(d, impl_->attr(), impl_->engine, hint);
+    require_native_bf16(pd, x);
+    Cached c(dnnl::convolution_backward_weights(pd), pd.scratchpad_desc());
+    impl_->set_weight_reorders(c, pd.diff_weights_desc(), dw);
+    return c;
+  });
+  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    Tensor dw32 = wide_output(dw);
+    conv2d_backward_weights(widen(x), widen(dy), dw32, p);
+    return narrow(dw32, dw);
+  }
+  Tensor holder;
+  memory dwm = impl_->wrap(c->user_weights, dw.data());
+  if (c->to_user_weights) {
+    holder = Tensor::empty({static_cast<int64_t>(c->weights.get_size())}, DType::U8);
+    dwm = impl_->wrap(c->weights, holder.data());
+  }
+  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)}, {DNNL_ARG_DIFF_DST, impl_->wrap(dy)}, {DNNL_ARG_DIFF_WEIGHTS, dwm}});
+  if (c->to_user_weights) impl_->reorder(c->to_user_weights, dwm, impl_->wrap(c->user_weights, dw.data()));
+}
+// ---- Inner product --------------------------------------------------------------------------------------------
+
+namespace {
+dnnl::inner_product_forward::primitive_desc linear_forward_pd(const dnnl::engine& engine,
+                                                              const dnnl::primitive_attr& attr, const Tensor& x,
+                                                              const Tensor& w, const Tensor& b, const Tensor& y) {
+  auto d = dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, plain_desc(x), plain_desc(w),
+                                             plain_desc(b), plain_desc(y));
+  return dnnl::inner_product_forward::primitive_desc(d, attr, engine);
+}
+}  // namespace
+
+void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  AMPWB_CHECK(x.rank() == 2 && w.rank() == 2 && y.rank() == 2 && w.dim(1) == x.dim(1) && y.dim(0) == x.dim(0) &&
+                  y.dim(1) == w.dim(0) && b.numel() == w.dim(0),
+              "linear_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
+  const Cached* c = impl_->find(make_key("linear_fwd", x, w, b, y), ask_onednn(impl_->emulate_bf16, x, w, b, y), [&] {
+    auto pd = linear_forward_pd(impl_->engine, impl_->attr(), x, w, b, y);
+    return Cached(dnnl::inner_product_forward(pd), pd.scratchpad_desc());
+  });
+  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    Tensor y32 = wide_output(y);
+    linear_forward(widen(x), widen(w), widen(b), y32);
+    return narrow(y32, y);
+  }
+  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                  {DNNL_ARG_WEIGHTS, impl_->wrap(w)},
+                  {DNNL_ARG_BIAS, impl_->wrap(b)},
+                  {DNNL_ARG_DST, impl_->wrap(y)}});
+}
+
+void CpuBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
+                                 Tensor& db) {
+  const bool ask = ask_onednn(impl_->emulate_bf16, dy, x, w, dx, dw, db);
+  const Cached* data = !dx.defined() ? nullptr : impl_->find(make_key("linear_bwd_data", dy, w, dx), ask, [&] {
+    Tensor bias_like = Tensor::empty({w.dim(0)}, w.dtype());
+    auto hint = linear_forward_pd(impl_->engine, impl_->attr(), dx, w, bias_like, dy);
+    auto d = dnnl::inner_product_backward_data::desc(plain_desc(dx), plain_desc(w), plain_desc(dy));
+    auto pd = dnnl::inner_product_backward_data::primitive_desc(d, impl_->attr(), impl_->engine, hint);
+    return Cached(dnnl::inner_product_backward_data(pd), pd.scratchpad_desc());
+  });
+  const Cached* weights = impl_->find(make_key("linear_bwd_weights", x, dy, dw, db), ask, [&] {
+    auto hint = linear_forward_pd(impl_->engine, impl_->attr(), x, dw, db, dy);
+    auto d = dnnl::inner_product_backward_weights::desc(plain_desc(x), plain_desc(dw), plain_desc(db), plain_desc(dy));
+    auto pd = dnnl::inner_product_backward_weights::primitive_desc(d, impl_->attr(), impl_->engine, hint);
+    return Cached(dnnl::inner_product_backward_weights(pd), pd.scratchpad_desc());
+  });
+  if (!weights || (dx.defined() && !data)) {  // emulated, as in linear_forward
+    Tensor dx32 = wide_output(dx), dw32 = wide_output(dw), db32 = wide_output(db);
+    linear_backward(widen(dy), widen(x), widen(w), dx32, dw32, db32);
+    narrow(dx32, dx);
+    narrow(dw32, dw);
+    return narrow(db32, db);
+  }
+  if (data) {
+    impl_->run(*data, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
+                       {DNNL_ARG_WEIGHTS, impl_->wrap(w)},
+                       {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)}});
+  }
+  impl_->run(*weights, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                        {DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
+                        {DNNL_ARG_DIFF_WEIGHTS, impl_->wrap(dw)},
+                        {DNNL_ARG_DIFF_BIAS, impl_->wrap(db)}});
+}
+}  // namespace ampwb

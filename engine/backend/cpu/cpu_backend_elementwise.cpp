@@ -1,0 +1,216 @@
+// CPU elementwise ops (ReLU, add) as OpenMP loops over FP32, FP16 and BF16 storage, and pooling: max pooling
+// through oneDNN, global average pooling as an OpenMP loop.
+#include <algorithm>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_backend_impl.h"
+#include "core/convert16.h"
+#include "core/half.h"
+
+namespace ampwb {
+
+using cpu_detail::ask_onednn;
+using cpu_detail::check_same;
+using cpu_detail::conv_out;
+using cpu_detail::make_key;
+using cpu_detail::plain_desc;
+
+// ---- Elementwise --------------------------------------------------------------------------------------------
+
+namespace {
+// FP16 and BF16 share the sign in bit 15: positive means sign clear and magnitude non-zero, so ReLU and its
+// gradient need no conversion (and stay exact) in 16-bit storage.
+inline bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
+
+// a + b for 16-bit floats: widened, added in FP32, rounded back, in chunks through small FP32 buffers.
+void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, DType dtype, int threads) {
+  constexpr int64_t kChunk = 1024;
+  const bool bf16 = dtype == DType::BF16;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t count = std::min(kChunk, n - start);
+    float wide_a[kChunk], wide_b[kChunk];
+    (bf16 ? bf16_to_f32 : f16_to_f32)(a + start, wide_a, count, 1);
+    (bf16 ? bf16_to_f32 : f16_to_f32)(b + start, wide_b, count, 1);
+    for (int64_t i = 0; i < count; ++i) wide_a[i] += wide_b[i];
+    (bf16 ? f32_to_bf16 : f32_to_f16)(wide_a, out + start, count, 1);
+  }
+}
+}  // namespace
+
+void CpuBackend::relu_forward(const Tensor& x, Tensor& y) {
+  check_same(x, y, "relu input and output");
+  const int64_t n = x.numel();
+  if (dtype_size(x.dtype()) == 2) {
+    const uint16_t* in = x.data_as<uint16_t>();
+    uint16_t* out = y.data_as<uint16_t>();
+#pragma omp parallel for simd num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < n; ++i) out[i] = positive16(in[i]) ? in[i] : 0;
+    return;
+  }
+  AMPWB_CHECK(x.dtype() == DType::F32, "relu of " << x.describe());
+  const float* in = x.data_as<float>();
+  float* out = y.data_as<float>();
+#pragma omp parallel for simd num_threads(threads_) schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+  check_same(y, dy, "relu output and its gradient");
+  check_same(y, dx, "relu output and the input gradient");
+  const int64_t n = y.numel();
+  if (dtype_size(y.dtype()) == 2) {
+    const uint16_t* out = y.data_as<uint16_t>();
+    const uint16_t* grad_out = dy.data_as<uint16_t>();
+    uint16_t* grad_in = dx.data_as<uint16_t>();
+#pragma omp parallel for simd num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < n; ++i) grad_in[i] = positive16(out[i]) ? grad_out[i] : 0;
+    return;
+  }
+  AMPWB_CHECK(y.dtype() == DType::F32, "relu of " << y.describe());
+  const float* out = y.data_as<float>();
+  const float* grad_out = dy.data_as<float>();
+  float* grad_in = dx.data_as<float>();
+#pragma omp parallel for simd num_threads(threads_) schedule(static)
+  for (int64_t i = 0; i < n; ++i) grad_in[i] = out[i] > 0.0f ? grad_out[i] : 0.0f;
+}
+
+void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+  check_same(a, b, "add operands");
+  check_same(a, y, "add operand and output");
+  const int64_t n = a.numel();
+  if (dtype_size(a.dtype()) == 2)
+    return add_16bit(a.data_as<uint16_t>(), b.data_as<uint16_t>(), y.data_as<uint16_t>(), n, a.dtype(), threads_);
+  AMPWB_CHECK(a.dtype() == DType::F32, "add of " << a.describe());
+  const float* pa = a.data_as<float>();
+  const float* pb = b.data_as<float>();
+  float* out = y.data_as<float>();
+#pragma omp parallel for simd num_threads(threads_) schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = pa[i] + pb[i];
+}
+
+// ---- Pooling ------------------------------------------------------------------------------------------------
+
+namespace {
+// Element access for the OpenMP loops, which accept every floating storage type.
+inline float load(const float* p, int64_t i) { return p[i]; }
+inline float load(const Half* p, int64_t i) { return static_cast<float>(p[i]); }
+inline float load(const BFloat16* p, int64_t i) { return static_cast<float>(p[i]); }
+template <class T>
+inline void store(T* p, int64_t i, float v) {
+  if constexpr (std::is_same_v<T, float>)
+    p[i] = v;
+  else
+    p[i] = T(v);
+}
+
+template <class Fn>
+void dispatch_floating(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::F32:
+      fn(float{});
+      return;
+    case DType::F16:
+      fn(Half{});
+      return;
+    case DType::BF16:
+      fn(BFloat16{});
+      return;
+    default:
+      throw Error(std::string("expected a floating tensor, got ") + dtype_name(t));
+  }
+}
+
+dnnl::pooling_forward::primitive_desc maxpool_forward_pd(const dnnl::engine& engine, const dnnl::primitive_attr& attr,
+                                                         const Tensor& x, const Tensor& y, PoolParams p) {
+  const memory::dims stride{p.stride, p.stride}, kernel{p.kernel, p.kernel}, pad{p.padding, p.padding};
+  auto d = dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max, plain_desc(x),
+                                       plain_desc(y), stride, kernel, pad, pad);
+  return dnnl::pooling_forward::primitive_desc(d, attr, engine);
+}
+}  // namespace
+
+const Cached* CpuBackend::Impl::find_maxpool_forward(const Tensor& x, const Tensor& y, PoolParams p) {
+  return find(make_key("maxpool_fwd", x, y, p.kernel, p.stride, p.padding), ask_onednn(emulate_bf16, x), [&] {
+    auto pd = maxpool_forward_pd(engine, attr(), x, y, p);
+    return Cached(dnnl::pooling_forward(pd), pd.scratchpad_desc(), pd.workspace_desc());
+  });
+}
+
+void CpuBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) {
+  AMPWB_CHECK(x.rank() == 4 && y.rank() == 4 && y.c() == x.c() && y.n() == x.n() &&
+                  y.h() == conv_out(x.h(), p.kernel, p.stride, p.padding) &&
+                  y.w() == conv_out(x.w(), p.kernel, p.stride, p.padding),
+              "maxpool_forward shapes: x " << x.describe() << " y " << y.describe());
+  const Cached* c = impl_->find_maxpool_forward(x, y, p);
+  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    Tensor y32 = wide_output(y);
+    maxpool_forward(widen(x), y32, workspace, p);
+    return narrow(y32, y);
+  }
+  workspace = Tensor::empty({static_cast<int64_t>(c->workspace.get_size())}, DType::U8);
+  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)},
+                  {DNNL_ARG_DST, impl_->wrap(y)},
+                  {DNNL_ARG_WORKSPACE, impl_->wrap(c->workspace, workspace.data())}});
+}
+
+void CpuBackend::maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) {
+  // Emulated exactly where the forward pass was: the workspace comes from the primitive that ran there.
+  if (!impl_->find_maxpool_forward(dx, dy, p)) {
+    Tensor dx32 = wide_output(dx);
+    maxpool_backward(widen(dy), workspace, dx32, p);
+    return narrow(dx32, dx);
+  }
+  const Cached& c = impl_->get(make_key("maxpool_bwd", dy, dx, p.kernel, p.stride, p.padding), [&] {
+    const memory::dims stride{p.stride, p.stride}, kernel{p.kernel, p.kernel}, pad{p.padding, p.padding};
+    auto hint = maxpool_forward_pd(impl_->engine, impl_->attr(), dx, dy, p);
+    auto d = dnnl::pooling_backward::desc(dnnl::algorithm::pooling_max, plain_desc(dx), plain_desc(dy), stride, kernel,
+                                          pad, pad);
+    auto pd = dnnl::pooling_backward::primitive_desc(d, impl_->attr(), impl_->engine, hint);
+    return Cached(dnnl::pooling_backward(pd), pd.scratchpad_desc(), hint.workspace_desc());
+  });
+  AMPWB_CHECK(workspace.nbytes() == c.workspace.get_size(), "maxpool_backward: workspace from another shape");
+  impl_->run(c, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
+                 {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)},
+                 {DNNL_ARG_WORKSPACE, impl_->wrap(c.workspace, workspace.data())}});
+}
+
+void CpuBackend::global_avgpool_forward(const Tensor& x, Tensor& y) {
+  AMPWB_CHECK(x.rank() == 4 && y.rank() == 2 && y.dim(0) == x.n() && y.dim(1) == x.c() && y.dtype() == x.dtype(),
+              "global_avgpool_forward shapes: x " << x.describe() << " y " << y.describe());
+  const int64_t N = x.n(), C = x.c(), HW = x.h() * x.w();
+  dispatch_floating(x.dtype(), [&](auto type_tag) {
+    using T = decltype(type_tag);
+    const T* in = x.data_as<T>();
+    T* out = y.data_as<T>();
+    const bool nhwc = x.layout() == Layout::NHWC;
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      std::vector<double> sum(C, 0.0);
+      for (int64_t s = 0; s < HW; ++s)
+        for (int64_t ch = 0; ch < C; ++ch) sum[ch] += load(in, nhwc ? (n * HW + s) * C + ch : (n * C + ch) * HW + s);
+      for (int64_t ch = 0; ch < C; ++ch) store(out, n * C + ch, static_cast<float>(sum[ch] / HW));
+    }
+  });
+}
+
+void CpuBackend::global_avgpool_backward(const Tensor& dy, Tensor& dx) {
+  AMPWB_CHECK(
+      dx.rank() == 4 && dy.rank() == 2 && dy.dim(0) == dx.n() && dy.dim(1) == dx.c() && dy.dtype() == dx.dtype(),
+      "global_avgpool_backward shapes: dy " << dy.describe() << " dx " << dx.describe());
+  const int64_t N = dx.n(), C = dx.c(), HW = dx.h() * dx.w();
+  dispatch_floating(dx.dtype(), [&](auto type_tag) {
+    using T = decltype(type_tag);
+    const T* grad_out = dy.data_as<T>();
+    T* grad_in = dx.data_as<T>();
+    const bool nhwc = dx.layout() == Layout::NHWC;
+    const float inv = 1.0f / static_cast<float>(HW);
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t s = 0; s < HW; ++s)
+        for (int64_t ch = 0; ch < C; ++ch)
+          store(grad_in, nhwc ? (n * HW + s) * C + ch : (n * C + ch) * HW + s, load(grad_out, n * C + ch) * inv);
+  });
+}
+}  // namespace ampwb

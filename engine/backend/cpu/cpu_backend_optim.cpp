@@ -1,0 +1,104 @@
+// CPU softmax cross-entropy, the SGD and Adam updates of FP32 master weights, and the loss scaler's
+// scale-and-check: plain and OpenMP loops, results kept in host memory for read_scalars().
+#include <cmath>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_backend_impl.h"
+
+namespace ampwb {
+
+using cpu_detail::check_same;
+
+void CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                                       float grad_scale, Tensor& dlogits) {
+  AMPWB_CHECK(logits.rank() == 2 && logits.dtype() == DType::F32 && labels.dtype() == DType::I32 &&
+                  labels.numel() == logits.dim(0),
+              "softmax_cross_entropy: logits " << logits.describe() << " labels " << labels.describe());
+  check_same(logits, dlogits, "logits and their gradient");
+  const int64_t N = logits.dim(0), K = logits.dim(1);
+  const float* z = logits.data_as<float>();
+  const int32_t* y = labels.data_as<int32_t>();
+  float* dz = dlogits.data_as<float>();
+  const double off_target = label_smoothing / K, on_target = 1.0 - label_smoothing + off_target;
+  double total = 0.0;
+  int64_t correct = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    AMPWB_CHECK(y[n] >= 0 && y[n] < K, "label " << y[n] << " outside [0, " << K << ")");
+    const float* row = z + n * K;
+    double max = row[0];
+    bool top1 = true;  // the label's logit above every other
+    for (int64_t k = 1; k < K; ++k) max = std::max(max, static_cast<double>(row[k]));
+    for (int64_t k = 0; k < K; ++k) top1 = top1 && (k == y[n] || !(row[k] >= row[y[n]]));
+    correct += top1;
+    double sum = 0.0;
+    for (int64_t k = 0; k < K; ++k) sum += std::exp(row[k] - max);
+    const double log_sum = std::log(sum) + max;
+    for (int64_t k = 0; k < K; ++k) {
+      const double target = k == y[n] ? on_target : off_target;
+      total -= target * (row[k] - log_sum);
+      dz[n * K + k] = static_cast<float>((std::exp(row[k] - log_sum) - target) / N) * grad_scale;
+    }
+  }
+  scalars_.loss = total / N;
+  scalars_.correct = correct;
+}
+
+void CpuBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) {
+  check_same(param, grad, "SGD parameter and gradient");
+  const int64_t n = param.numel();
+  float* w = param.data_as<float>();
+  const float* g = grad.data_as<float>();
+  float* buf = p.momentum != 0.0f ? momentum_buffer.data_as<float>() : nullptr;
+#pragma omp parallel for simd num_threads(threads_) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    float d = g[i] + p.weight_decay * w[i];
+    if (buf) {
+      buf[i] = p.first_step ? d : p.momentum * buf[i] + d;  // PyTorch: no dampening, buffer starts at d
+      d = p.nesterov ? d + p.momentum * buf[i] : buf[i];
+    }
+    w[i] -= p.lr * d;
+  }
+}
+
+void CpuBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) {
+  check_same(param, grad, "Adam parameter and gradient");
+  const int64_t n = param.numel();
+  float* w = param.data_as<float>();
+  const float* g = grad.data_as<float>();
+  float* m1 = m.data_as<float>();
+  float* m2 = v.data_as<float>();
+  const double t = static_cast<double>(p.step);
+  const float step_size = static_cast<float>(p.lr / (1.0 - std::pow(p.beta1, t)));
+  const float bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(p.beta2, t)));
+  const float decay = p.decoupled_weight_decay ? 1.0f - p.lr * p.weight_decay : 1.0f;
+  const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
+#pragma omp parallel for simd num_threads(threads_) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i] + l2 * w[i];
+    m1[i] = p.beta1 * m1[i] + (1 - p.beta1) * gi;
+    m2[i] = p.beta2 * m2[i] + (1 - p.beta2) * gi * gi;
+    w[i] = w[i] * decay - step_size * m1[i] / (std::sqrt(m2[i]) / bias2_sqrt + p.eps);
+  }
+}
+
+void CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
+  scalars_.nonfinite = false;
+  scalars_.sum_of_squares = 0;
+  for (Tensor* t : tensors) {
+    AMPWB_CHECK(t->dtype() == DType::F32, "scale_and_check expects FP32 tensors, got " << t->describe());
+    float* p = t->data_as<float>();
+    const int64_t n = t->numel();
+    double sum = 0;
+    int nonfinite = 0;
+#pragma omp parallel for simd num_threads(threads_) reduction(+ : sum) reduction(| : nonfinite)
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = p[i] * factor;
+      p[i] = v;
+      sum += static_cast<double>(v) * v;
+      nonfinite |= !std::isfinite(v);
+    }
+    scalars_.nonfinite = scalars_.nonfinite || nonfinite;
+    scalars_.sum_of_squares += sum;
+  }
+}
+}  // namespace ampwb

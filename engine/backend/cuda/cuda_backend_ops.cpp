@@ -1,0 +1,168 @@
+// The CUDA backend's batch norm, elementwise ops (ReLU, add) and pooling (max, global average): argument checks,
+// then a launch of the own kernels (cuda_batchnorm.cu, cuda_kernels.cu) on the compute stream.
+#include <initializer_list>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend_impl.h"
+
+namespace ampwb {
+
+using cuda::Dims4;
+using cuda_detail::check_floating;
+using cuda_detail::check_same;
+using cuda_detail::conv_out;
+using cuda_detail::dims_of;
+using cuda_detail::ktype;
+
+// ---- Batch normalization ----------------------------------------------------------------------------------------
+
+namespace {
+void check_bn(const Tensor& x, const Tensor& y, std::initializer_list<const Tensor*> per_channel) {
+  AMPWB_CHECK(x.rank() == 4, "batch norm expects (N,C,H,W), got " << x.describe());
+  check_same(x, y, "batch norm input and output");
+  check_floating(x, "batch norm");
+  for (const Tensor* t : per_channel)
+    AMPWB_CHECK(t->defined() && t->dtype() == DType::F32 && t->numel() == x.c() && t->device() == x.device(),
+                "batch norm per-channel tensor " << (t->defined() ? t->describe() : std::string("(undefined)"))
+                                                 << " for " << x.c() << " channels on " << x.device().str());
+}
+}  // namespace
+
+void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                             Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                             Tensor& running_var, float momentum, float eps) {
+  CUDA_OP_ENTRY(&x, &gamma, &beta, &running_mean, &running_var);
+  Impl& m = *impl_;
+  m.check_device(x, "batch norm x");
+  m.check_device(y, "batch norm y");
+  check_bn(x, y, {&gamma, &beta, &batch_mean, &batch_var, &running_mean, &running_var});
+  const Dims4 d = dims_of(x);
+  const int row_blocks = cuda::batchnorm_row_blocks(d, m.props.multiProcessorCount);
+  Tensor scratch = m.empty({cuda::batchnorm_scratch_floats(d, row_blocks)}, DType::F32);
+  cuda::batchnorm_forward_training(x.data(), y.data(), ktype(x.dtype()), d, gamma.data_as<float>(),
+                                   beta.data_as<float>(), batch_mean.data_as<float>(), batch_var.data_as<float>(),
+                                   running_mean.data_as<float>(), running_var.data_as<float>(), momentum, eps,
+                                   scratch.data_as<float>(), row_blocks, m.stream);
+}
+
+void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                              const Tensor& running_mean, const Tensor& running_var, float eps) {
+  CUDA_OP_ENTRY(&x, &gamma, &beta, &running_mean, &running_var);
+  Impl& m = *impl_;
+  m.check_device(x, "batch norm x");
+  m.check_device(y, "batch norm y");
+  check_bn(x, y, {&gamma, &beta, &running_mean, &running_var});
+  Tensor scale = m.empty({x.c()}, DType::F32);
+  cuda::batchnorm_forward_inference(x.data(), y.data(), ktype(x.dtype()), dims_of(x), gamma.data_as<float>(),
+                                    beta.data_as<float>(), running_mean.data_as<float>(), running_var.data_as<float>(),
+                                    eps, scale.data_as<float>(), m.stream);
+}
+
+void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
+                                     const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
+  CUDA_OP_ENTRY(&x, &dy, &gamma, &batch_mean, &batch_var);
+  Impl& m = *impl_;
+  m.check_device(x, "batch norm x");
+  m.check_device(dy, "batch norm dy");
+  m.check_device(dx, "batch norm dx");
+  check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
+  check_same(x, dx, "batch norm input and its gradient");
+  const Dims4 d = dims_of(x);
+  const int row_blocks = cuda::batchnorm_row_blocks(d, m.props.multiProcessorCount);
+  Tensor scratch = m.empty({cuda::batchnorm_scratch_floats(d, row_blocks)}, DType::F32);
+  cuda::batchnorm_backward(x.data(), dy.data(), dx.data(), ktype(x.dtype()), d, gamma.data_as<float>(),
+                           batch_mean.data_as<float>(), batch_var.data_as<float>(), dgamma.data_as<float>(),
+                           dbeta.data_as<float>(), eps, scratch.data_as<float>(), row_blocks, m.stream);
+}
+
+// ---- Elementwise ------------------------------------------------------------------------------------------------
+
+void CudaBackend::relu_forward(const Tensor& x, Tensor& y) {
+  CUDA_OP_ENTRY(&x);
+  impl_->check_device(x, "relu x");
+  impl_->check_device(y, "relu y");
+  check_same(x, y, "relu input and output");
+  check_floating(x, "relu");
+  cuda::relu_forward(x.data(), y.data(), ktype(x.dtype()), x.numel(), impl_->stream);
+}
+
+void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+  CUDA_OP_ENTRY(&y, &dy);
+  impl_->check_device(y, "relu y");
+  impl_->check_device(dy, "relu dy");
+  impl_->check_device(dx, "relu dx");
+  check_same(y, dy, "relu output and its gradient");
+  check_same(y, dx, "relu output and the input gradient");
+  check_floating(y, "relu");
+  cuda::relu_backward(y.data(), dy.data(), dx.data(), ktype(y.dtype()), y.numel(), impl_->stream);
+}
+
+void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+  CUDA_OP_ENTRY(&a, &b);
+  impl_->check_device(a, "add a");
+  impl_->check_device(b, "add b");
+  impl_->check_device(y, "add y");
+  AMPWB_CHECK(a.shape() == b.shape() && a.shape() == y.shape() && a.dtype() == b.dtype() && a.dtype() == y.dtype(),
+              "add operands and output differ: " << a.describe() << " + " << b.describe() << " -> " << y.describe());
+  check_floating(a, "add");
+  cuda::add(a.data(), dims_of(a), b.data(), dims_of(b), y.data(), dims_of(y), ktype(a.dtype()), impl_->stream);
+}
+
+// ---- Pooling ----------------------------------------------------------------------------------------------------
+
+void CudaBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) {
+  CUDA_OP_ENTRY(&x);
+  Impl& m = *impl_;
+  m.check_device(x, "maxpool x");
+  m.check_device(y, "maxpool y");
+  AMPWB_CHECK(x.rank() == 4 && y.rank() == 4 && y.c() == x.c() && y.n() == x.n() && y.dtype() == x.dtype() &&
+                  y.h() == conv_out(x.h(), p.kernel, p.stride, p.padding) &&
+                  y.w() == conv_out(x.w(), p.kernel, p.stride, p.padding),
+              "maxpool_forward shapes: x " << x.describe() << " y " << y.describe());
+  AMPWB_CHECK(p.kernel >= 1 && p.kernel * p.kernel <= 255 && p.stride >= 1 && p.padding >= 0 && p.padding < p.kernel,
+              "maxpool: kernel " << p.kernel << " stride " << p.stride << " padding " << p.padding
+                                 << " (the one-byte argmax needs kernel^2 <= 255, and padding < kernel)");
+  check_floating(x, "maxpool");
+  workspace = m.empty({y.numel()}, DType::U8);
+  cuda::maxpool_forward(x.data(), dims_of(x), y.data(), dims_of(y), workspace.data_as<uint8_t>(), ktype(x.dtype()),
+                        p.kernel, p.stride, p.padding, m.stream);
+}
+
+void CudaBackend::maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) {
+  CUDA_OP_ENTRY(&dy, &workspace);
+  Impl& m = *impl_;
+  m.check_device(dy, "maxpool dy");
+  m.check_device(dx, "maxpool dx");
+  m.check_device(workspace, "maxpool workspace");
+  AMPWB_CHECK(dx.rank() == 4 && dy.rank() == 4 && dy.c() == dx.c() && dy.n() == dx.n() && dy.dtype() == dx.dtype() &&
+                  dy.h() == conv_out(dx.h(), p.kernel, p.stride, p.padding) &&
+                  dy.w() == conv_out(dx.w(), p.kernel, p.stride, p.padding),
+              "maxpool_backward shapes: dy " << dy.describe() << " dx " << dx.describe());
+  AMPWB_CHECK(workspace.dtype() == DType::U8 && workspace.numel() == dy.numel(),
+              "maxpool_backward: workspace from another shape or backend: " << workspace.describe());
+  check_floating(dy, "maxpool");
+  cuda::maxpool_backward(dy.data(), dims_of(dy), workspace.data_as<uint8_t>(), dx.data(), dims_of(dx),
+                         ktype(dy.dtype()), p.kernel, p.stride, p.padding, m.stream);
+}
+
+void CudaBackend::global_avgpool_forward(const Tensor& x, Tensor& y) {
+  CUDA_OP_ENTRY(&x);
+  impl_->check_device(x, "global_avgpool x");
+  impl_->check_device(y, "global_avgpool y");
+  AMPWB_CHECK(x.rank() == 4 && y.rank() == 2 && y.dim(0) == x.n() && y.dim(1) == x.c() && y.dtype() == x.dtype(),
+              "global_avgpool_forward shapes: x " << x.describe() << " y " << y.describe());
+  check_floating(x, "global_avgpool");
+  cuda::global_avgpool_forward(x.data(), dims_of(x), y.data(), ktype(x.dtype()), impl_->stream);
+}
+
+void CudaBackend::global_avgpool_backward(const Tensor& dy, Tensor& dx) {
+  CUDA_OP_ENTRY(&dy);
+  impl_->check_device(dy, "global_avgpool dy");
+  impl_->check_device(dx, "global_avgpool dx");
+  AMPWB_CHECK(
+      dx.rank() == 4 && dy.rank() == 2 && dy.dim(0) == dx.n() && dy.dim(1) == dx.c() && dy.dtype() == dx.dtype(),
+      "global_avgpool_backward shapes: dy " << dy.describe() << " dx " << dx.describe());
+  check_floating(dy, "global_avgpool");
+  cuda::global_avgpool_backward(dy.data(), dx.data(), dims_of(dx), ktype(dx.dtype()), impl_->stream);
+}
+}  // namespace ampwb

@@ -1,0 +1,106 @@
+// The CUDA backend's softmax cross-entropy, SGD and Adam updates of FP32 master weights, the loss scaler's fused
+// scale-and-check, and read_scalars(): the one copy back to the host a training step waits for.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend_impl.h"
+
+namespace ampwb {
+
+using cuda_detail::check_same;
+
+void CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                                        float grad_scale, Tensor& dlogits) {
+  CUDA_OP_ENTRY(&logits, &labels);
+  Impl& m = *impl_;
+  m.check_device(logits, "softmax_cross_entropy logits");
+  m.check_device(labels, "softmax_cross_entropy labels");
+  m.check_device(dlogits, "softmax_cross_entropy dlogits");
+  AMPWB_CHECK(logits.rank() == 2 && logits.dtype() == DType::F32 && labels.dtype() == DType::I32 &&
+                  labels.numel() == logits.dim(0),
+              "softmax_cross_entropy: logits " << logits.describe() << " labels " << labels.describe());
+  check_same(logits, dlogits, "logits and their gradient");
+  const int64_t N = logits.dim(0), K = logits.dim(1);
+  AMPWB_CHECK(N > 0 && K > 0, "softmax_cross_entropy of an empty batch: " << logits.describe());
+  Tensor row_loss = m.bytes(static_cast<size_t>(N) * sizeof(double));  // one double per row
+  cuda::softmax_cross_entropy(logits.data_as<float>(), labels.data_as<int32_t>(), N, K, label_smoothing, grad_scale,
+                              dlogits.data_as<float>(), static_cast<double*>(row_loss.data()), m.device_loss(),
+                              m.stream);
+  m.classes = K;  // for read_scalars()' message on a bad label
+}
+
+void CudaBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) {
+  CUDA_OP_ENTRY(&param, &grad);
+  Impl& m = *impl_;
+  m.check_device(param, "SGD parameter");
+  m.check_device(grad, "SGD gradient");
+  check_same(param, grad, "SGD parameter and gradient");
+  AMPWB_CHECK(param.dtype() == DType::F32, "SGD updates FP32 master weights, got " << param.describe());
+  float* buffer = nullptr;
+  if (p.momentum != 0.0f) {
+    m.check_device(momentum_buffer, "SGD momentum buffer");
+    check_same(param, momentum_buffer, "SGD parameter and momentum buffer");
+    buffer = momentum_buffer.data_as<float>();
+  }
+  cuda::sgd_update(param.data_as<float>(), grad.data_as<float>(), buffer, param.numel(), p.lr, p.momentum,
+                   p.weight_decay, p.nesterov, p.first_step, m.stream);
+}
+
+void CudaBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& mt, Tensor& vt, const AdamParams& p) {
+  CUDA_OP_ENTRY(&param, &grad, &mt, &vt);
+  Impl& m = *impl_;
+  m.check_device(param, "Adam parameter");
+  m.check_device(grad, "Adam gradient");
+  m.check_device(mt, "Adam first moment");
+  m.check_device(vt, "Adam second moment");
+  check_same(param, grad, "Adam parameter and gradient");
+  check_same(param, mt, "Adam parameter and first moment");
+  check_same(param, vt, "Adam parameter and second moment");
+  AMPWB_CHECK(param.dtype() == DType::F32, "Adam updates FP32 master weights, got " << param.describe());
+  // The bias corrections in double on the host, as the CPU backend.
+  const double t = static_cast<double>(p.step);
+  const float step_size = static_cast<float>(p.lr / (1.0 - std::pow(p.beta1, t)));
+  const float bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(p.beta2, t)));
+  const float decay = p.decoupled_weight_decay ? 1.0f - p.lr * p.weight_decay : 1.0f;
+  const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
+  cuda::adam_update(param.data_as<float>(), grad.data_as<float>(), mt.data_as<float>(), vt.data_as<float>(),
+                    param.numel(), p.beta1, p.beta2, p.eps, step_size, bias2_sqrt, decay, l2, m.stream);
+}
+
+void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
+  cuda::DeviceScope device_scope(impl_->device.index);
+  Impl& m = *impl_;
+  std::vector<cuda::ScaleSegment> segments;
+  int64_t chunks = 0;
+  for (Tensor* t : tensors) {
+    AMPWB_CHECK(t && t->defined(), "scale_and_check of an undefined tensor");
+    m.ready({t});
+    m.check_device(*t, "scale_and_check tensor");
+    AMPWB_CHECK(t->dtype() == DType::F32, "scale_and_check expects FP32 tensors, got " << t->describe());
+    if (t->numel() == 0) continue;
+    segments.push_back({t->data_as<float>(), t->numel(), chunks});
+    chunks += (t->numel() + cuda::kScaleChunk - 1) / cuda::kScaleChunk;
+  }
+  CUDA_CHECK(cudaMemsetAsync(m.device_scale(), 0, sizeof(cuda::ScaleResult), m.stream));
+  if (segments.empty()) return;
+  const size_t segment_bytes = segments.size() * sizeof(cuda::ScaleSegment);
+  Tensor device_segments = m.bytes(segment_bytes);
+  m.host_to_device(segments.data(), device_segments.data(), segment_bytes, m.to_device, m.stream);
+  const int blocks = static_cast<int>(std::min<int64_t>({chunks, int64_t{4} * m.props.multiProcessorCount, 1024}));
+  Tensor partials = m.bytes(static_cast<size_t>(blocks) * sizeof(double));
+  cuda::scale_and_check(static_cast<const cuda::ScaleSegment*>(device_segments.data()),
+                        static_cast<int>(segments.size()), chunks, factor, static_cast<double*>(partials.data()),
+                        blocks, m.device_scale(), m.stream);
+}
+
+StepScalars CudaBackend::read_scalars() {
+  cuda::DeviceScope device_scope(impl_->device.index);
+  Impl& m = *impl_;
+  const Impl::Results& r = m.read_results();
+  AMPWB_CHECK(!r.loss.bad_label, "label " << r.loss.label << " outside [0, " << m.classes << ")");
+  return {r.loss.loss, r.loss.correct, r.scale.nonfinite != 0, r.scale.sum_of_squares};
+}
+}  // namespace ampwb
