@@ -1,7 +1,5 @@
-// Cache folders, atomic writes and the fingerprint hash.
+// Cache folders, cache files read whole and replaced whole, and the fingerprint hash.
 #include "data/cache_store.h"
-
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
 
 namespace ampwb {
 namespace fs = std::filesystem;
@@ -21,26 +22,16 @@ std::string resolve_cache_dir(const std::string& option) {
   return "";
 }
 
-bool write_file_atomically(const std::string& path, const std::string& content) {
+bool write_cache_file(const std::string& path, const std::string& content) {
   std::error_code ec;
-  const fs::path target(path);
-  fs::create_directories(target.parent_path(), ec);
+  fs::create_directories(fs::path(path).parent_path(), ec);
   if (ec) return false;
-  // The process id keeps two processes writing the same cache file from sharing the temporary.
-  const fs::path temp = target.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    if (!out) {
-      out.close();
-      fs::remove(temp, ec);
-      return false;
-    }
+  try {
+    write_file_atomically(path, content);
+    return true;
+  } catch (const Error&) {
+    return false;
   }
-  fs::rename(temp, target, ec);
-  if (ec) fs::remove(temp, ec);
-  return !ec;
 }
 
 std::string read_text_file(const std::string& path) {

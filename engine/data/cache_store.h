@@ -1,4 +1,4 @@
-// Small helpers shared by the dataset caches: where cache files live, writing them safely, and a fast stable hash
+// Small helpers shared by the dataset caches: where cache files live, reading and writing them, and a fast stable hash
 // for fingerprints (the same value on every machine and compiler: explicit little-endian reads, no std::hash).
 #pragma once
 
@@ -11,9 +11,9 @@ namespace ampwb {
 // The cache folder for an option value: "" = $XDG_CACHE_HOME/ampwb, else $HOME/.cache/ampwb; "-" = none ("").
 std::string resolve_cache_dir(const std::string& option);
 
-// Writes through a temporary file and a rename, so a reader never sees half a file. Creates the folder. Returns
-// false (and writes nothing) on any error: a cache that cannot be written is not a reason to stop.
-bool write_file_atomically(const std::string& path, const std::string& content);
+// Replaces the cache file whole (core/atomic_file.h), creating its folder. Returns false (and leaves the old file, if
+// any) on any error: a cache that cannot be written is not a reason to stop.
+bool write_cache_file(const std::string& path, const std::string& content);
 
 // The whole file, or "" when it cannot be read.
 std::string read_text_file(const std::string& path);

@@ -82,7 +82,7 @@ void save_to_disk(const std::string& path, const std::string& root, const std::v
             '\t' + std::to_string(static_cast<int>(c.format)) + '\t' + std::to_string(c.width) + '\t' +
             std::to_string(c.height) + '\t' + clean(c.reason) + '\t' + files[i].relative + '\n';
   }
-  write_file_atomically(path, text);
+  write_cache_file(path, text);
 }
 
 }  // namespace

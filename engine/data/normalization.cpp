@@ -130,8 +130,7 @@ Normalization dataset_normalization(const Dataset& dataset, int threads) {
                         {"images", n},
                         {"mean", {result.mean[0], result.mean[1], result.mean[2]}},
                         {"stddev", {result.stddev[0], result.stddev[1], result.stddev[2]}}};
-    write_file_atomically(cache_file(data.cache_dir, key),
-                          j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    write_cache_file(cache_file(data.cache_dir, key), j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   return result;
 }
