@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/hash.h"
 #include "data/cache_store.h"
 
 namespace ampwb {
