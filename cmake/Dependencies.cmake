@@ -15,6 +15,7 @@ foreach(component core imgproc imgcodecs)
 endforeach()
 
 find_package(SQLite3 REQUIRED)
+find_package(ZLIB REQUIRED)  # gzip: the IDX files of the MNIST family
 
 # CUDA: on when nvcc is found through PATH, CUDACXX or the usual toolkit location.
 set(AMPWB_HAVE_CUDA OFF)
