@@ -16,6 +16,7 @@ endforeach()
 
 find_package(SQLite3 REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)  # the ampwb command line (header-only: libcli11-dev)
+find_package(ZLIB REQUIRED)  # gzip: the IDX files of the MNIST family
 
 # CUDA: on when nvcc is found through PATH, CUDACXX or the usual toolkit location.
 set(AMPWB_HAVE_CUDA OFF)

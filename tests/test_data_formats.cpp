@@ -1,5 +1,5 @@
 // Image files, gzip and the IDX/CIFAR readers, on real encoded bytes: every accepted format decodes to the expected
-// 8-bit BGR, every kind of damage is refused with its reason, and our inflate agrees with zlib.
+// 8-bit BGR, every kind of damage is refused with its reason, and the gzip reader agrees with zlib's writer.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -61,21 +61,61 @@ TEST(DataGzip, ConcatenatedMembersAndCrc) {
   EXPECT_EQ(crc32(check, 9), 0xcbf43926u);
 }
 
-TEST(DataGzip, TruncatedOrCorruptIsAnErrorNamingTheFile) {
+TEST(DataGzip, TruncatedOrCorruptIsAnErrorNamingTheFileAndTheProblem) {
   const std::vector<uint8_t> gz = gzip(sample_data(50000, 4), 9);
-  const std::vector<uint8_t> cut(gz.begin(), gz.begin() + static_cast<long>(gz.size() / 2));
-  try {
-    gunzip(cut.data(), cut.size(), "/data/cut.gz");
-    FAIL() << "a truncated gzip file was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'/data/cut.gz' is truncated or corrupt"), std::string::npos) << e.what();
-  }
+  auto error_of = [](const std::vector<uint8_t>& bytes, const std::string& what, size_t limit = kGunzipMaxBytes) {
+    try {
+      gunzip(bytes.data(), bytes.size(), what, limit);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  auto expect_error = [&](const std::vector<uint8_t>& bytes, const std::string& what, const std::string& expected) {
+    const std::string message = error_of(bytes, what);
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  };
+  expect_error({gz.begin(), gz.begin() + static_cast<long>(gz.size() / 2)}, "/data/cut.gz",
+               "'/data/cut.gz' is truncated");
+  expect_error({gz.begin(), gz.end() - 3}, "short-trailer.gz", "'short-trailer.gz' is truncated");
+  expect_error({gz.begin(), gz.begin() + 6}, "short-header.gz", "'short-header.gz' is truncated");
+  expect_error({0x1f, 0x8b}, "magic-only.gz", "'magic-only.gz' is truncated");
+  expect_error({0x50, 0x4b, 0x03, 0x04}, "a.zip", "'a.zip' is not a gzip file");
+  std::vector<uint8_t> method = gz;
+  method[2] = 7;  // compression method 7: only 8 (deflate) exists
+  expect_error(method, "method.gz", "'method.gz' is corrupt (bad gzip header");
   std::vector<uint8_t> bad_crc = gz;
   bad_crc[bad_crc.size() - 6] ^= 1;
-  EXPECT_THROW(gunzip(bad_crc.data(), bad_crc.size(), "crc.gz"), Error);
+  expect_error(bad_crc, "crc.gz", "'crc.gz' is corrupt (gzip checksum mismatch)");
+  std::vector<uint8_t> bad_length = gz;
+  bad_length[bad_length.size() - 1] ^= 1;
+  expect_error(bad_length, "length.gz", "'length.gz' is corrupt (gzip length mismatch)");
   std::vector<uint8_t> flipped = gz;
   flipped[gz.size() / 3] ^= 0xff;
-  EXPECT_THROW(gunzip(flipped.data(), flipped.size(), "flipped.gz"), Error);
+  expect_error(flipped, "flipped.gz", "'flipped.gz' is corrupt");
+  std::vector<uint8_t> garbage_after = gz;
+  garbage_after.insert(garbage_after.end(), {0, 0, 'x', 'y', 'z'});
+  expect_error(garbage_after, "tail.gz", "'tail.gz' is corrupt (bad gzip header");
+}
+
+TEST(DataGzip, OutputPastTheLimitIsRefusedAsTooLarge) {
+  // A small decompression bomb: 4 MiB of zeros compress to about 4 KiB.
+  const std::vector<uint8_t> zeros(size_t{4} << 20, 0);
+  const std::vector<uint8_t> bomb = gzip(zeros, 9);
+  ASSERT_LT(bomb.size(), 8192u);
+  EXPECT_EQ(gunzip(bomb.data(), bomb.size(), "bomb.gz", zeros.size()).size(), zeros.size()) << "exactly the limit";
+  try {
+    gunzip(bomb.data(), bomb.size(), "bomb.gz", zeros.size() - 1);
+    FAIL() << "output past the limit was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'bomb.gz' is too large"), std::string::npos) << e.what();
+  }
+  // Two members, the limit passed only by their sum.
+  std::vector<uint8_t> two = gzip(std::vector<uint8_t>(1000, 1));
+  const std::vector<uint8_t> second = gzip(std::vector<uint8_t>(1000, 2));
+  two.insert(two.end(), second.begin(), second.end());
+  EXPECT_EQ(gunzip(two.data(), two.size(), "two.gz", 2000).size(), 2000u);
+  EXPECT_THROW(gunzip(two.data(), two.size(), "two.gz", 1999), Error);
 }
 
 // --- image files -----------------------------------------------------------------------------------------------------

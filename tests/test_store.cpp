@@ -767,6 +767,17 @@ TEST(DatasetFingerprint, ChangesWithFilesAndNotWithoutThem) {
   EXPECT_EQ(dataset_fingerprint(dir.file("missing")), "");
 }
 
+TEST(DatasetFingerprint, KeepsTheValueStoredRunsHave) {
+  // Runs store this value (runs.dataset_fingerprint) and `ampwb compare` sets them side by side: a folder must get
+  // the value it always got, or an older run would seem to come from other data. Computed independently (Python,
+  // FNV-1a 64 over "a.txt\0", 3 as 8 little-endian bytes, "sub/b.bin\0", 1000 likewise).
+  TempDir dir("fingerprint_value");
+  fs::create_directories(dir.path() / "sub");
+  std::ofstream(dir.file("a.txt")) << "abc";
+  std::ofstream(dir.file("sub/b.bin")) << std::string(1000, 'b');
+  EXPECT_EQ(dataset_fingerprint(dir.path().string()), "ae6a8ccc007b1600");
+}
+
 TEST(Csv, QuotesPerRfc4180AndWritesExactNumbers) {
   EXPECT_EQ(csv_quote("plain"), "plain");
   EXPECT_EQ(csv_quote("a,b"), "\"a,b\"");

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "data/cache_store.h"
+#include "core/hash.h"
 #include "data/gzip.h"
 #include "data/image_file.h"
 

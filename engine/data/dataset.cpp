@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/rng.h"
 #include "data/binary_formats.h"
 #include "data/cache_store.h"

@@ -1,14 +1,14 @@
 // Parallel file checks with results remembered per (path, size, modification time).
 #include "data/file_checks.h"
 
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <sstream>
-#include <thread>
 #include <unordered_map>
 
+#include "core/hash.h"
+#include "core/parallel_for.h"
 #include "data/cache_store.h"
 
 namespace ampwb {
@@ -82,7 +82,7 @@ void save_to_disk(const std::string& path, const std::string& root, const std::v
             '\t' + std::to_string(static_cast<int>(c.format)) + '\t' + std::to_string(c.width) + '\t' +
             std::to_string(c.height) + '\t' + clean(c.reason) + '\t' + files[i].relative + '\n';
   }
-  write_file_atomically(path, text);
+  write_cache_file(path, text);
 }
 
 }  // namespace
@@ -114,26 +114,21 @@ std::vector<ImageCheck> check_files(const std::string& root, const std::vector<F
     }
   }
 
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    std::vector<uint8_t> bytes;
-    std::string reason;
-    for (size_t k; (k = next.fetch_add(1)) < todo.size();) {
-      const size_t i = todo[k];
-      if (!read_file(files[i].path, bytes, reason)) {
-        results[i].ok = false;
-        results[i].reason = reason;
-        cacheable[i] = 0;  // permissions can change without touching size or time
-        continue;
-      }
-      results[i] = check_image(bytes.data(), bytes.size());
-    }
-  };
+  // At most a thread per 4 files: starting a thread costs more than checking a few small files.
   const int n_threads = static_cast<int>(std::min<size_t>(std::max(1, threads), std::max<size_t>(1, todo.size() / 4)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n_threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(n_threads));  // one per worker, reused
+  parallel_for(todo.size(), n_threads, [&](size_t k, int worker) {
+    const size_t i = todo[k];
+    std::vector<uint8_t>& bytes = buffers[static_cast<size_t>(worker)];
+    std::string reason;
+    if (!read_file(files[i].path, bytes, reason)) {
+      results[i].ok = false;
+      results[i].reason = reason;
+      cacheable[i] = 0;  // permissions can change without touching size or time
+      return;
+    }
+    results[i] = check_image(bytes.data(), bytes.size());
+  });
 
   if (stats) {
     stats->checked = static_cast<int64_t>(todo.size());

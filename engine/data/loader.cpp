@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/rng.h"
-#include "data/cache_store.h"
 #include "data/dataset_data.h"
 #include "data/transforms.h"
 

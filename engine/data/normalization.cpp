@@ -2,15 +2,14 @@
 #include "data/normalization.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "core/error.h"
+#include "core/parallel_for.h"
 #include "data/cache_store.h"
 #include "data/dataset_data.h"
 #include "data/transforms.h"
@@ -78,35 +77,24 @@ Normalization dataset_normalization(const Dataset& dataset, int threads) {
     uint64_t sum[3] = {0, 0, 0}, squares[3] = {0, 0, 0}, pixels = 0;
   };
   std::vector<Sums> partial(static_cast<size_t>(std::max(1, threads)));
-  std::atomic<int64_t> next{0};
-  std::string failed;
-  std::mutex failed_mutex;
-  auto work = [&](Sums& s) {
-    for (int64_t k; (k = next.fetch_add(1)) < n;) {
-      const int64_t index = k * static_cast<int64_t>(samples.size()) / n;  // evenly spaced: every class
-      const int64_t item = samples[static_cast<size_t>(index)].item;
-      const cv::Mat bgr = detail::load_bgr(data, item, 32);
-      if (bgr.empty()) {
-        std::lock_guard<std::mutex> lock(failed_mutex);
-        failed = data.paths[static_cast<size_t>(item)];
-        continue;
-      }
-      for (int y = 0; y < bgr.rows; ++y) {
-        const uint8_t* p = bgr.ptr<uint8_t>(y);
-        for (int x = 0; x < bgr.cols; ++x, p += 3)
-          for (int c = 0; c < 3; ++c) {  // BGR in, RGB statistics out
-            s.sum[2 - c] += p[c];
-            s.squares[2 - c] += static_cast<uint64_t>(p[c]) * p[c];
-          }
-      }
-      s.pixels += static_cast<uint64_t>(bgr.rows) * bgr.cols;
+  parallel_for(static_cast<size_t>(n), threads, [&](size_t k, int worker) {
+    const int64_t index =
+        static_cast<int64_t>(k) * static_cast<int64_t>(samples.size()) / n;  // evenly spaced: every class
+    const int64_t item = samples[static_cast<size_t>(index)].item;
+    const cv::Mat bgr = detail::load_bgr(data, item, 32);
+    AMPWB_CHECK(!bgr.empty(), "cannot decode '" << data.paths[static_cast<size_t>(item)]
+                                                << "' (changed since the dataset was opened?)");
+    Sums& s = partial[static_cast<size_t>(worker)];
+    for (int y = 0; y < bgr.rows; ++y) {
+      const uint8_t* p = bgr.ptr<uint8_t>(y);
+      for (int x = 0; x < bgr.cols; ++x, p += 3)
+        for (int c = 0; c < 3; ++c) {  // BGR in, RGB statistics out
+          s.sum[2 - c] += p[c];
+          s.squares[2 - c] += static_cast<uint64_t>(p[c]) * p[c];
+        }
     }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < partial.size(); ++t) pool.emplace_back(work, std::ref(partial[t]));
-  work(partial[0]);
-  for (auto& t : pool) t.join();
-  AMPWB_CHECK(failed.empty(), "cannot decode '" << failed << "' (changed since the dataset was opened?)");
+    s.pixels += static_cast<uint64_t>(bgr.rows) * bgr.cols;
+  });
 
   Sums total;
   for (const Sums& s : partial) {
@@ -130,8 +118,7 @@ Normalization dataset_normalization(const Dataset& dataset, int threads) {
                         {"images", n},
                         {"mean", {result.mean[0], result.mean[1], result.mean[2]}},
                         {"stddev", {result.stddev[0], result.stddev[1], result.stddev[2]}}};
-    write_file_atomically(cache_file(data.cache_dir, key),
-                          j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    write_cache_file(cache_file(data.cache_dir, key), j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   return result;
 }

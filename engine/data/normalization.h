@@ -21,7 +21,7 @@ Normalization identity_normalization();  // mean 0, stddev 1: values stay in [0,
 
 // Mean and standard deviation per channel over the pixels of the training split: every image for IDX/CIFAR, up to
 // 2048 evenly spaced training images for image folders (JPEGs decoded at a reduced scale, at least 32 px). Decodes
-// on `threads` std::threads.
+// on `threads` threads (core/parallel_for.h).
 Normalization dataset_normalization(const Dataset& dataset, int threads = 2);
 
 // "dataset", "imagenet" or "none"; throws ampwb::Error naming the choices otherwise.

@@ -1,13 +1,8 @@
 // CSV export of stored runs.
 #include "store/csv_export.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 
 namespace ampwb {
@@ -31,22 +26,33 @@ std::string csv_number(double value) {
   return std::string(buf, result.ptr);
 }
 
-CsvWriter::CsvWriter(const std::string& path)
-    : path_(path), temp_path_(path + ".partial-" + std::to_string(::getpid())) {
-  out_.open(temp_path_, std::ios::binary | std::ios::trunc);
-  if (!out_) throw StoreError("cannot write '" + path_ + "': " + std::strerror(errno));
+namespace {
+// The writer's errors are the store's (StoreError), as the rest of the export's.
+template <typename F>
+void as_store_error(F&& f) {
+  try {
+    f();
+  } catch (const StoreError&) {
+    throw;
+  } catch (const Error& e) {
+    throw StoreError(e.what());
+  }
+}
+}  // namespace
+
+CsvWriter::CsvWriter(const std::string& path) {
+  as_store_error([&] { file_.emplace(path); });
 }
 
-CsvWriter::~CsvWriter() {
-  if (!closed_) {
-    out_.close();
-    std::remove(temp_path_.c_str());
-  }
+CsvWriter::~CsvWriter() = default;  // without close(), AtomicFile removes the partial file
+
+void CsvWriter::put(std::string_view text) {
+  as_store_error([&] { file_->write(text); });
 }
 
 CsvWriter& CsvWriter::field(const std::string& text) {
-  if (row_started_) out_ << ',';
-  out_ << csv_quote(text);
+  if (row_started_) put(",");
+  put(csv_quote(text));
   row_started_ = true;
   return *this;
 }
@@ -55,19 +61,12 @@ CsvWriter& CsvWriter::field(double value) { return field(csv_number(value)); }
 CsvWriter& CsvWriter::field(int64_t value) { return field(std::to_string(value)); }
 
 void CsvWriter::end_row() {
-  out_ << "\r\n";
+  put("\r\n");
   row_started_ = false;
 }
 
 void CsvWriter::close() {
-  out_.flush();
-  const bool written = static_cast<bool>(out_);
-  out_.close();
-  if (!written || out_.fail()) throw StoreError("cannot write '" + path_ + "' (disk full or read-only?)");
-  std::error_code ec;
-  fs::rename(temp_path_, path_, ec);
-  if (ec) throw StoreError("cannot write '" + path_ + "': " + ec.message());
-  closed_ = true;
+  as_store_error([&] { file_->commit(); });
 }
 
 namespace {

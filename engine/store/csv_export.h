@@ -5,15 +5,17 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "store/run_store.h"
 
 namespace ampwb {
 
-// One CSV file, written beside its final name and renamed into place by close(), so a reader never sees half a file.
+// One CSV file, written whole or not at all (core/atomic_file.h): close() moves it into place, flushed to disk.
 class CsvWriter {
  public:
   explicit CsvWriter(const std::string& path);  // throws StoreError naming the file
@@ -27,10 +29,10 @@ class CsvWriter {
   void close();  // throws StoreError naming the file when it could not be written
 
  private:
-  std::string path_, temp_path_;
-  std::ofstream out_;
+  void put(std::string_view text);
+
+  std::optional<AtomicFile> file_;
   bool row_started_ = false;
-  bool closed_ = false;
 };
 
 std::string csv_quote(const std::string& field);  // the field as RFC 4180 writes it

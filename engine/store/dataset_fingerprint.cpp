@@ -3,10 +3,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <utility>
 #include <vector>
+
+#include "core/hash.h"
 
 namespace ampwb {
 
@@ -24,21 +25,12 @@ std::string dataset_fingerprint(const std::string& folder) {
     files.emplace_back(fs::relative(it->path(), folder, file_ec).generic_string(), file_ec ? 0 : size);
   }
   std::sort(files.begin(), files.end());
-  uint64_t hash = 14695981039346656037ull;
-  auto mix = [&hash](const void* data, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      hash ^= static_cast<const unsigned char*>(data)[i];
-      hash *= 1099511628211ull;
-    }
-  };
+  Fnv1a64 hash;  // the stored format (core/hash.h): not the engine's Hasher, or older runs would look different
   for (const auto& [path, size] : files) {
-    mix(path.data(), path.size() + 1);  // with the terminating 0, so "ab"+"c" differs from "a"+"bc"
-    const uint64_t s = size;
-    mix(&s, sizeof s);
+    hash.add(path.c_str(), path.size() + 1);  // with the terminating 0, so "ab"+"c" differs from "a"+"bc"
+    hash.add_u64(size);
   }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  return hex;
+  return hash.hex();
 }
 
 }  // namespace ampwb

@@ -1,14 +1,11 @@
 // Checkpoint files.
 #include "train/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/crc32c.h"
 #include "core/error.h"
 
@@ -16,17 +13,6 @@ namespace ampwb {
 namespace {
 constexpr char kMagic[8] = {'A', 'M', 'P', 'W', 'B', 'C', 'K', '2'};    // with checksums
 constexpr char kMagicV1[8] = {'A', 'M', 'P', 'W', 'B', 'C', 'K', '1'};  // without: still read
-
-void write_all(int fd, const void* data, size_t bytes, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd, p, bytes);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error("cannot write checkpoint '" + path + "': " + std::strerror(errno));
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-}
 }  // namespace
 
 const Tensor& Checkpoint::tensor(const std::string& name) const {
@@ -54,35 +40,26 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   const uint64_t length = text.size();
   const uint32_t header_crc = crc32c(text.data(), text.size());
 
-  const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot create checkpoint '" + temporary + "': " + std::strerror(errno));
+  AtomicFile file(path);  // removes its temporary when anything below throws
+  file.write(kMagic, sizeof kMagic);
+  file.write(&length, sizeof length);
+  file.write(text.data(), text.size());
+  file.write(&header_crc, sizeof header_crc);
+  for (const auto& [name, t] : checkpoint.tensors) file.write(t.data(), t.nbytes());
+  file.flush();
   try {
-    write_all(fd, kMagic, sizeof kMagic, temporary);
-    write_all(fd, &length, sizeof length, temporary);
-    write_all(fd, text.data(), text.size(), temporary);
-    write_all(fd, &header_crc, sizeof header_crc, temporary);
-    for (const auto& [name, t] : checkpoint.tensors) write_all(fd, t.data(), t.nbytes(), temporary);
-    if (::fsync(fd) != 0) throw Error("cannot flush checkpoint '" + temporary + "': " + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    throw;
-  }
-  ::close(fd);
-  try {
-    load_checkpoint(temporary);  // read back and checked before anything older is given up
+    load_checkpoint(file.temporary_path());  // read back and checked before anything older is given up
   } catch (const Error& e) {
-    ::unlink(temporary.c_str());
     throw Error(std::string("the checkpoint just written does not read back: ") + e.what());
   }
   // The last good checkpoint stays as PATH.prev until this one is in place: resume falls back to it.
-  if (std::filesystem::exists(path)) std::filesystem::rename(path, previous_checkpoint_path(path));
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(temporary.c_str());
-    throw Error("cannot move checkpoint into place at '" + path + "': " + why);
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    std::filesystem::rename(path, previous_checkpoint_path(path), ec);
+    if (ec)
+      throw Error("cannot keep the previous checkpoint as '" + previous_checkpoint_path(path) + "': " + ec.message());
   }
+  file.commit();
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
