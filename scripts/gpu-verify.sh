@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU check, run on a lent GPU machine from the bundle that scripts/gpu-bundle.sh made (it is the bundle's
 # verify.sh). One stage per device call, each well inside the 10-minute limit; logs go to $OUT (or ./gpu-logs).
-#   verify.sh tests      every CUDA test (ops against the float64 reference, trainings, whole-step GPU vs CPU),
-#                        the CPU op and placement tests, then the CUDA op tests under compute-sanitizer
+#   verify.sh tests      every op of both backends against the float64 reference (test_ops), every CUDA test
+#                        (behaviour, trainings, whole-step GPU vs CPU), the placement tests, then the CUDA ones of
+#                        test_ops and test_cuda_ops under compute-sanitizer
 #   verify.sh train      ampwb train --device cuda in every mode on the bundled Fashion-MNIST cut
 #   verify.sh bench [ARGS]  bench/cuda_compare.py (ARGS passed on, e.g. --configs 50:224:256): ResNet-50 and
 #                        ResNet-18, 224 px batch 256, four modes, beside PyTorch AMP (channels_last,
@@ -28,13 +29,15 @@ step() {  # step NAME COMMAND...: runs, logs to $logs/NAME.log, remembers a fail
   echo "library path: $AMPWB_GPU_LIBRARY_PATH"; } | tee "$logs/machine.txt"
 case $stage in
   tests)
+    step ops run test_ops --gtest_brief=1  # every op of the CPU and CUDA backends against the float64 reference
     step cuda_ops run test_cuda_ops --gtest_brief=1
     step cuda_training run test_cuda_training --gtest_brief=1
-    step cpu_ops run test_ops --gtest_brief=1
     step placement run test_optim --gtest_brief=1
-    step sanitizer compute-sanitizer --tool memcheck --error-exitcode 9 \
-      "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" --library-path "$AMPWB_GPU_LIBRARY_PATH" \
-      "$AMPWB_GPU_HOME/libexec/test_cuda_ops" --gtest_brief=1 ;;
+    for program in test_ops test_cuda_ops; do
+      step "sanitizer-$program" compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" --library-path "$AMPWB_GPU_LIBRARY_PATH" \
+        "$AMPWB_GPU_HOME/libexec/$program" --gtest_brief=1 --gtest_filter='*cuda*:Cuda*'
+    done ;;
   train)
     for mode in fp32 tf32 amp-fp16 amp-bf16 fp16-o2; do
       step "train-$mode" run ampwb train --device cuda --data "$AMPWB_DATA" --depth 20 --epochs 3 --batch-size 128 \

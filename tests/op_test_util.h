@@ -1,4 +1,5 @@
-// Helpers for comparing backend ops with the float64 reference.
+// Helpers for tests that compare with the float64 reference outside the op harness (layers, models, AMP); their
+// bounds come from the one tolerance table, op_tolerances.h.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,12 +10,10 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "op_tolerances.h"
 #include "reference/reference_ops.h"
 
 namespace ampwb::testing {
-
-// FP32 results must match the float64 reference to this relative error (the bound).
-constexpr double kFp32Tolerance = 1e-5;
 
 inline Tensor random_tensor(Shape shape, Rng& rng, Layout layout = Layout::NCHW, double scale = 1.0) {
   std::vector<float> v(static_cast<size_t>(shape_numel(shape)));

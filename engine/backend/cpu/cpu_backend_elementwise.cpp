@@ -77,6 +77,15 @@ void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
 }
 
 void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+  if (a.layout() != y.layout() || b.layout() != y.layout()) {  // the interface allows it: reorder to y's layout
+    auto in_layout_of_y = [&](const Tensor& t) {
+      if (t.layout() == y.layout()) return t;
+      Tensor reordered = Tensor::empty(t.shape(), t.dtype(), y.layout());
+      convert(t, reordered);
+      return reordered;
+    };
+    return add(in_layout_of_y(a), in_layout_of_y(b), y);
+  }
   check_same(a, b, "add operands");
   check_same(a, y, "add operand and output");
   const int64_t n = a.numel();

@@ -1,0 +1,403 @@
+// Every op of every backend against the float64 reference, in the spirit of ggml's test-backend-ops: one table of
+// cases {op, shape, precision, layout, parameters}, one runner per op that makes the inputs on the host, runs them
+// on the backend under test and compares each result with the reference rounded to the result's type, within the
+// bound of the one tolerance table (op_tolerances.h). Every case runs on every backend of the build (cpu; cuda in
+// a CUDA build); a case is skipped only when the backend itself says it cannot run it: not usable on this machine,
+// capabilities() says the precision is unavailable, or supports(op, dtype) is false. The names read
+// backend_op_precision_layout_shape.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+#include "op_cases.h"
+#include "op_harness.h"
+
+namespace ampwb::testing {
+namespace {
+
+// ---- Runners ----------------------------------------------------------------------------------------------------
+
+// One case on one backend: its inputs, its outputs and its comparisons.
+struct CaseRun {
+  Backend& b;
+  const OpCase& c;
+  DType dtype;
+  Layout layout;
+  Rng rng;
+
+  Tensor input(Shape shape, Layout l, double scale = 1.0) {
+    return host_random(std::move(shape), rng, dtype, l, scale);
+  }
+  Tensor fp32_input(Shape shape, double scale = 1.0) {
+    return host_random(std::move(shape), rng, DType::F32, Layout::NCHW, scale);
+  }
+  Tensor up(const Tensor& host) { return on_device(b, host); }
+  Tensor out(Shape shape, Layout l) { return device_nan(b, std::move(shape), dtype, l); }
+  Tensor out32(Shape shape) { return device_nan(b, std::move(shape), DType::F32); }
+  void expect(const char* what, const Tensor& got, const ref::Array& want, Kernel k, Result r = Result::Same) {
+    expect_matches(b, what, got, want, k, c.precision, r);
+  }
+};
+
+ref::Array reference(const Tensor& host) { return ref::from_tensor(host); }
+
+void run(CaseRun& r, const ConvCase& c) {
+  const ConvParams p{c.stride, c.padding};
+  const Layout wl = c.mixed_weights ? Layout::NCHW : c.weights;
+  const int64_t P = (c.H + 2 * c.padding - c.R) / c.stride + 1, Q = (c.W + 2 * c.padding - c.R) / c.stride + 1;
+  const Tensor x = r.input({c.N, c.C, c.H, c.W}, r.layout), w = r.input({c.K, c.C, c.R, c.R}, wl);
+  const Tensor dy = r.input({c.N, c.K, P, Q}, r.layout);
+  const Tensor gx = r.up(x), gw = r.up(w), gdy = r.up(dy);
+  Tensor y = r.out({c.N, c.K, P, Q}, r.layout), dx = r.out(x.shape(), r.layout);
+  Tensor dw = c.fp32_weight_grad ? device_nan(r.b, w.shape(), DType::F32, wl) : r.out(w.shape(), wl);
+  r.b.conv2d_forward(gx, gw, y, p);
+  r.b.conv2d_backward_data(gdy, gw, dx, p);
+  r.b.conv2d_backward_weights(gx, gdy, dw, p);
+  const ref::Array rx = reference(x), rw = reference(w), rdy = reference(dy);
+  r.expect("y", y, ref::conv2d_forward(rx, rw, c.stride, c.padding), Kernel::Conv2dForward);
+  r.expect("dx", dx, ref::conv2d_backward_data(rdy, rw, x.shape(), c.stride, c.padding), Kernel::Conv2dBackwardData);
+  r.expect("dw", dw, ref::conv2d_backward_weights(rx, rdy, w.shape(), c.stride, c.padding),
+           Kernel::Conv2dBackwardWeights, c.fp32_weight_grad ? Result::Fp32 : Result::Same);
+}
+
+void run(CaseRun& r, const BatchNormCase& c) {
+  const float eps = 1e-5f, momentum = 0.1f;
+  const Tensor x = r.input({c.N, c.C, c.H, c.W}, r.layout, 2.0), dy = r.input(x.shape(), r.layout);
+  const Tensor gamma = r.fp32_input({c.C}), beta = r.fp32_input({c.C}), old_mean = r.fp32_input({c.C});
+  std::vector<float> variances(static_cast<size_t>(c.C));
+  for (int64_t i = 0; i < c.C; ++i) variances[i] = 0.5f + static_cast<float>(i) / static_cast<float>(c.C);
+  const Tensor old_var = tensor_from_floats(variances, {c.C});
+  const Tensor gx = r.up(x), ggamma = r.up(gamma), gbeta = r.up(beta);
+  Tensor running_mean = r.up(old_mean.clone()), running_var = r.up(old_var.clone());
+  Tensor y = r.out(x.shape(), r.layout), mean = r.out32({c.C}), var = r.out32({c.C});
+  r.b.batchnorm_forward_training(gx, ggamma, gbeta, y, mean, var, running_mean, running_var, momentum, eps);
+  const ref::Array rx = reference(x), rg = reference(gamma), rb = reference(beta);
+  const ref::BatchNormResult want = ref::batchnorm_forward_training(rx, rg, rb, eps);
+  r.expect("y", y, want.y, Kernel::BatchNormTraining);
+  r.expect("batch mean", mean, want.mean, Kernel::BatchNormTraining, Result::Fp32);
+  r.expect("batch variance", var, want.var, Kernel::BatchNormTraining, Result::Fp32);
+  // Running statistics as PyTorch keeps them: momentum 0.1, the unbiased batch variance.
+  const double count = static_cast<double>(c.N * c.H * c.W), unbias = count > 1 ? count / (count - 1) : 1.0;
+  ref::Array want_mean = reference(old_mean), want_var = reference(old_var);
+  for (int64_t i = 0; i < c.C; ++i) {
+    want_mean.v[i] = (1 - momentum) * want_mean.v[i] + momentum * want.mean.v[i];
+    want_var.v[i] = (1 - momentum) * want_var.v[i] + momentum * want.var.v[i] * unbias;
+  }
+  r.expect("running mean", running_mean, want_mean, Kernel::BatchNormTraining, Result::Fp32);
+  r.expect("running variance", running_var, want_var, Kernel::BatchNormTraining, Result::Fp32);
+
+  Tensor dx = r.out(x.shape(), r.layout), dgamma = r.out32({c.C}), dbeta = r.out32({c.C});
+  r.b.batchnorm_backward(gx, r.up(dy), ggamma, mean, var, dx, dgamma, dbeta, eps);
+  const ref::BatchNormGrads grads = ref::batchnorm_backward(rx, reference(dy), rg, eps);
+  r.expect("dx", dx, grads.dx, Kernel::BatchNormBackward);
+  r.expect("dgamma", dgamma, grads.dgamma, Kernel::BatchNormBackward, Result::Fp32);
+  r.expect("dbeta", dbeta, grads.dbeta, Kernel::BatchNormBackward, Result::Fp32);
+
+  Tensor y_eval = r.out(x.shape(), r.layout);
+  r.b.batchnorm_forward_inference(gx, ggamma, gbeta, y_eval, r.up(old_mean), r.up(old_var), eps);
+  r.expect("y (inference)", y_eval,
+           ref::batchnorm_forward_inference(rx, rg, rb, reference(old_mean), reference(old_var), eps),
+           Kernel::BatchNormInference);
+}
+
+void run(CaseRun& r, const ReluCase& c) {
+  std::vector<float> a = to_float_vector(r.input({c.N, c.C, c.H, c.W}, Layout::NCHW, 3.0));
+  a[0] = -0.0f;
+  a[1] = 0.0f;
+  const Tensor x = tensor_from_floats(a, {c.N, c.C, c.H, c.W}, r.dtype, r.layout);
+  const Tensor dy = r.input(x.shape(), r.layout);
+  const ref::Array ry = ref::relu_forward(reference(x));
+  // relu_backward reads the output: give it the reference's, so that each kernel is judged alone.
+  std::vector<float> y_values(ry.v.begin(), ry.v.end());
+  const Tensor y_ref = tensor_from_floats(y_values, x.shape(), r.dtype, r.layout);
+  Tensor y = r.out(x.shape(), r.layout), dx = r.out(x.shape(), r.layout);
+  r.b.relu_forward(r.up(x), y);
+  r.b.relu_backward(r.up(y_ref), r.up(dy), dx);
+  r.expect("y", y, ry, Kernel::ReluForward);
+  r.expect("dx", dx, ref::relu_backward(ry, reference(dy)), Kernel::ReluBackward);
+}
+
+void run(CaseRun& r, const MaxPoolCase& c) {
+  const PoolParams p{c.kernel, c.stride, c.padding};
+  const int64_t P = (c.H + 2 * c.padding - c.kernel) / c.stride + 1;
+  const int64_t Q = (c.W + 2 * c.padding - c.kernel) / c.stride + 1;
+  const Tensor x = r.input({c.N, c.C, c.H, c.W}, r.layout), dy = r.input({c.N, c.C, P, Q}, r.layout);
+  Tensor y = r.out({c.N, c.C, P, Q}, r.layout), dx = r.out(x.shape(), r.layout), workspace;
+  r.b.maxpool_forward(r.up(x), y, workspace, p);
+  r.b.maxpool_backward(r.up(dy), workspace, dx, p);
+  const ref::Array rx = reference(x);
+  r.expect("y", y, ref::maxpool_forward(rx, c.kernel, c.stride, c.padding), Kernel::MaxPoolForward);
+  r.expect("dx", dx, ref::maxpool_backward(rx, reference(dy), c.kernel, c.stride, c.padding), Kernel::MaxPoolBackward);
+}
+
+void run(CaseRun& r, const GlobalAvgPoolCase& c) {
+  const Tensor x = r.input({c.N, c.C, c.H, c.W}, r.layout), dy = r.input({c.N, c.C}, Layout::NCHW);
+  Tensor y = r.out({c.N, c.C}, Layout::NCHW), dx = r.out(x.shape(), r.layout);
+  r.b.global_avgpool_forward(r.up(x), y);
+  r.b.global_avgpool_backward(r.up(dy), dx);
+  r.expect("y", y, ref::global_avgpool_forward(reference(x)), Kernel::GlobalAvgPoolForward);
+  r.expect("dx", dx, ref::global_avgpool_backward(reference(dy), x.shape()), Kernel::GlobalAvgPoolBackward);
+}
+
+void run(CaseRun& r, const LinearCase& c) {
+  const Tensor x = r.input({c.N, c.I}, Layout::NCHW), w = r.input({c.O, c.I}, Layout::NCHW);
+  const Tensor bias = r.input({c.O}, Layout::NCHW), dy = r.input({c.N, c.O}, Layout::NCHW);
+  const Tensor gx = r.up(x), gw = r.up(w);
+  Tensor y = r.out({c.N, c.O}, Layout::NCHW);
+  r.b.linear_forward(gx, gw, r.up(bias), y);
+  const ref::Array rx = reference(x), rw = reference(w);
+  r.expect("y", y, ref::linear_forward(rx, rw, reference(bias)), Kernel::LinearForward);
+  const ref::LinearGrads g = ref::linear_backward(reference(dy), rx, rw);
+  if (c.fp32_weight_grad) {
+    Tensor none, dw = r.out32({c.O, c.I}), db = r.out32({c.O});
+    r.b.linear_backward(r.up(dy), gx, gw, none, dw, db);
+    r.expect("dw", dw, g.dw, Kernel::LinearBackward, Result::Fp32);
+    r.expect("db", db, g.db, Kernel::LinearBackward, Result::Fp32);
+    return;
+  }
+  Tensor dx = r.out({c.N, c.I}, Layout::NCHW), dw = r.out({c.O, c.I}, Layout::NCHW), db = r.out({c.O}, Layout::NCHW);
+  r.b.linear_backward(r.up(dy), gx, gw, dx, dw, db);
+  r.expect("dx", dx, g.dx, Kernel::LinearBackward);
+  r.expect("dw", dw, g.dw, Kernel::LinearBackward);
+  r.expect("db", db, g.db, Kernel::LinearBackward);
+}
+
+void run(CaseRun& r, const AddCase& c) {
+  const Layout other = c.mixed_layouts ? (r.layout == Layout::NHWC ? Layout::NCHW : Layout::NHWC) : r.layout;
+  const Tensor a = r.input({c.N, c.C, c.H, c.W}, r.layout, 3.0), b = r.input(a.shape(), other, 3.0);
+  Tensor y = r.out(a.shape(), r.layout);
+  r.b.add(r.up(a), r.up(b), y);
+  r.expect("y", y, ref::add(reference(a), reference(b)), Kernel::Add);
+}
+
+void run(CaseRun& r, const ConvertCase& c) {
+  // FP16's edges (overflow to inf at 65520, the largest finite, a subnormal, under half the smallest subnormal),
+  // an FP32 subnormal (BF16 keeps it), -0, then ordinary values, all first rounded to the source type.
+  std::vector<float> v = {65520.0f, 65504.0f, -1e6f, 3e-6f, 1e-8f, 1e-40f, -0.0f};
+  for (int64_t i = static_cast<int64_t>(v.size()); i < c.N * c.C * c.H * c.W; ++i)
+    v.push_back(static_cast<float>(r.rng.normal() * 100));
+  for (float& value : v) value = round_to(r.dtype, value);
+  const Shape shape{c.N, c.C, c.H, c.W};
+  const Tensor src = tensor_from_floats(v, shape, r.dtype, r.layout);
+  const DType to = storage_dtype(c.to);
+  Tensor converted = device_nan(r.b, shape, to, c.to_layout), from_host = device_nan(r.b, shape, to, c.to_layout);
+  r.b.convert(r.up(src), converted);  // on the device
+  r.b.convert(src, from_host);        // from the host (the same thing on the CPU)
+  Tensor back = Tensor::empty(shape, DType::F32, c.to_layout == Layout::NHWC ? Layout::NCHW : Layout::NHWC);
+  r.b.convert(converted, back);  // to the host, as FP32 in the other layout
+  ref::Array want = reference(src);
+  r.expect("on the device", converted, want, Kernel::Convert);
+  r.expect("from the host", from_host, want, Kernel::Convert);
+  for (double& value : want.v) value = round_to(to, value);
+  r.expect("back to FP32", back, want, Kernel::Convert);
+}
+
+void run(CaseRun& r, const CrossEntropyCase& c) {
+  Tensor logits = r.input({c.N, c.K}, Layout::NCHW, 3.0);
+  std::vector<float> z = to_float_vector(logits);
+  if (c.integer_logits) {
+    for (float& v : z) v = std::round(v / 2);
+    logits = tensor_from_floats(z, {c.N, c.K}, r.dtype);
+  }
+  std::vector<float> label_values;
+  std::vector<int32_t> labels;
+  for (int64_t n = 0; n < c.N; ++n) {
+    labels.push_back(static_cast<int32_t>(r.rng.below(static_cast<uint64_t>(c.K))));
+    label_values.push_back(static_cast<float>(labels.back()));
+  }
+  Tensor dlogits = r.out({c.N, c.K}, Layout::NCHW);
+  r.b.softmax_cross_entropy(r.up(logits), r.up(tensor_from_floats(label_values, {c.N}, DType::I32)), c.smoothing,
+                            c.grad_scale, dlogits);
+  const StepScalars got = r.b.read_scalars();
+  ref::CrossEntropyResult want = ref::softmax_cross_entropy(reference(logits), labels, c.smoothing);
+  for (double& d : want.dlogits.v) d *= c.grad_scale;
+  expect_scalar("loss", got.loss, want.loss, Kernel::SoftmaxCrossEntropy, r.c.precision);
+  r.expect("dlogits", dlogits, want.dlogits, Kernel::SoftmaxCrossEntropy);
+  int64_t correct = 0;  // the label's logit above every other: a tie counts against the sample
+  for (int64_t n = 0; n < c.N; ++n) {
+    bool top = true;
+    for (int64_t k = 0; k < c.K; ++k) top = top && (k == labels[n] || z[n * c.K + k] < z[n * c.K + labels[n]]);
+    correct += top;
+  }
+  EXPECT_EQ(got.correct, correct) << "the top-1 count of the same pass";
+}
+
+constexpr int64_t kOptimizerElements = 10007;  // not a multiple of any vector width
+
+void run(CaseRun& r, const SgdCase& c) {
+  const Tensor w0 = r.input({kOptimizerElements}, Layout::NCHW);
+  Tensor w = r.up(w0.clone()), buf = r.up(Tensor::zeros(w0.shape(), r.dtype));
+  ref::Array want_w = reference(w0), want_buf(w0.shape());
+  for (int step = 0; step < 3; ++step) {
+    const Tensor g = r.input(w0.shape(), Layout::NCHW);
+    const SgdParams p{0.1f, c.momentum, 0.05f, c.nesterov, step == 0};  // every term moves w by 1e-3 or more
+    r.b.sgd_update(w, r.up(g), buf, p);
+    const ref::Array rg = reference(g);
+    for (size_t i = 0; i < rg.v.size(); ++i) {  // PyTorch's SGD: no dampening, the buffer starts at the gradient
+      double d = rg.v[i] + double{p.weight_decay} * want_w.v[i];
+      if (c.momentum != 0) {
+        want_buf.v[i] = p.first_step ? d : double{p.momentum} * want_buf.v[i] + d;
+        d = p.nesterov ? d + double{p.momentum} * want_buf.v[i] : want_buf.v[i];
+      }
+      want_w.v[i] -= double{p.lr} * d;
+    }
+  }
+  r.expect("weights", w, want_w, Kernel::SgdUpdate);
+  if (c.momentum != 0) r.expect("momentum buffer", buf, want_buf, Kernel::SgdUpdate);
+}
+
+void run(CaseRun& r, const AdamCase& c) {
+  const Tensor w0 = r.input({kOptimizerElements}, Layout::NCHW);
+  Tensor w = r.up(w0.clone()), m = r.up(Tensor::zeros(w0.shape(), r.dtype)),
+         v = r.up(Tensor::zeros(w0.shape(), r.dtype));
+  ref::Array want_w = reference(w0), want_m(w0.shape()), want_v(w0.shape());
+  for (int64_t step = 1; step <= 3; ++step) {
+    const Tensor g = r.input(w0.shape(), Layout::NCHW);
+    // Steps of about 0.1 and an eps near 1% of sqrt(v): every term moves w by 1e-4 or more, far above the bound.
+    const AdamParams p{0.1f, 0.9f, 0.999f, 1e-2f, 0.01f, c.decoupled, step};
+    r.b.adam_update(w, r.up(g), m, v, p);
+    const ref::Array rg = reference(g);
+    const double lr = p.lr, b1 = p.beta1, b2 = p.beta2, wd = p.weight_decay, t = static_cast<double>(step);
+    for (size_t i = 0; i < rg.v.size(); ++i) {
+      const double gi = rg.v[i] + (c.decoupled ? 0 : wd * want_w.v[i]);
+      want_m.v[i] = b1 * want_m.v[i] + (1 - b1) * gi;
+      want_v.v[i] = b2 * want_v.v[i] + (1 - b2) * gi * gi;
+      const double update = lr / (1 - std::pow(b1, t)) * want_m.v[i] /
+                            (std::sqrt(want_v.v[i]) / std::sqrt(1 - std::pow(b2, t)) + double{p.eps});
+      want_w.v[i] = want_w.v[i] * (c.decoupled ? 1 - lr * wd : 1.0) - update;
+    }
+  }
+  r.expect("weights", w, want_w, Kernel::AdamUpdate);
+  r.expect("first moment", m, want_m, Kernel::AdamUpdate);
+  r.expect("second moment", v, want_v, Kernel::AdamUpdate);
+}
+
+void run(CaseRun& r, const ScaleCheckCase& c) {
+  const float factor = c.inject == 3e38f ? 2.0f : static_cast<float>(1.0 / 65536.0);
+  std::vector<Tensor> host, dev;
+  for (int64_t n : {int64_t{1}, int64_t{4095}, int64_t{4096}, int64_t{4097}, int64_t{0}, int64_t{3}, int64_t{1} << 20,
+                    int64_t{12345}}) {
+    host.push_back(r.input({n}, Layout::NCHW, 100.0));
+    dev.push_back(r.up(host.back().clone()));
+  }
+  std::vector<Tensor*> tensors;
+  for (Tensor& t : dev) tensors.push_back(&t);
+  Tensor bad;
+  if (c.inject != 0) {
+    std::vector<float> values(5000, 1.0f);
+    values[4321] = c.inject;
+    bad = r.up(tensor_from_floats(values, {5000}, r.dtype));
+    tensors.push_back(&bad);
+  }
+  r.b.scale_and_check(tensors, factor);
+  const StepScalars got = r.b.read_scalars();
+  EXPECT_EQ(got.nonfinite, c.inject != 0) << "an inf or NaN among the results";
+  if (c.inject != 0) {  // each call reports its own tensors
+    tensors.pop_back();
+    r.b.scale_and_check(tensors, 1.0f);
+    EXPECT_FALSE(r.b.read_scalars().nonfinite) << "a call without the bad tensor reports none";
+    return;
+  }
+  double sum = 0;
+  for (size_t k = 0; k < host.size(); ++k) {
+    ref::Array want = reference(host[k]);
+    for (double& v : want.v) {
+      v = static_cast<float>(v * factor);
+      sum += v * v;
+    }
+    r.expect(("tensor " + std::to_string(k)).c_str(), dev[k], want, Kernel::ScaleAndCheck);
+  }
+  expect_scalar("sum of squares", got.sum_of_squares, sum, Kernel::ScaleAndCheck, r.c.precision);
+  r.b.scale_and_check(tensors, 1.0f);
+  EXPECT_EQ(r.b.read_scalars().sum_of_squares, got.sum_of_squares) << "the same sum again: a fixed summation order";
+}
+
+// ---- The test ---------------------------------------------------------------------------------------------------
+
+uint64_t seed_of(const std::string& name) {  // FNV-1a: each case's inputs independent of the others
+  uint64_t h = 1469598103934665603ull;
+  for (char ch : name) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  return h;
+}
+
+class BackendOp : public ::testing::TestWithParam<std::tuple<std::string, OpCase>> {};
+
+TEST_P(BackendOp, MatchesFloat64Reference) {
+  const auto& [name, c] = GetParam();
+  std::string why;
+  Backend* backend = backend_for(name, why);
+  if (!backend) GTEST_SKIP() << name << " cannot run here: " << why;
+  const Capabilities caps = backend->capabilities();
+  if (const ComputeSupport* s = compute_support(caps, c.precision); s && !s->available)
+    GTEST_SKIP() << name << " has no " << precision_name(c.precision) << ": " << s->how;
+  const DType dtype = storage_dtype(c.precision);
+  const Op op = std::visit([](const auto& p) { return std::decay_t<decltype(p)>::kOp; }, c.params);
+  if (!backend->supports(op, dtype))
+    GTEST_SKIP() << name << " says supports(" << op_name(op) << ", " << dtype_name(dtype) << ") is false";
+  if (const auto* convert = std::get_if<ConvertCase>(&c.params);
+      convert && !backend->supports(op, storage_dtype(convert->to)))
+    GTEST_SKIP() << name << " says supports(convert, " << dtype_name(storage_dtype(convert->to)) << ") is false";
+  if (print_errors()) std::printf("%s %s\n", name.c_str(), case_name(c).c_str());
+  SCOPED_TRACE(case_name(c) + (*c.why ? std::string(": ") + c.why : std::string()));
+  Tf32Scope tf32(*backend, c.precision == Precision::TF32);
+  CaseRun run_case{*backend, c, dtype, c.layout, Rng(seed_of(case_name(c)))};
+  std::visit([&](const auto& params) { run(run_case, params); }, c.params);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BackendOp,
+                         ::testing::Combine(::testing::ValuesIn(backend_names()), ::testing::ValuesIn(cases())),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, OpCase>>& info) {
+                           std::string name = std::get<0>(info.param) + "_" + case_name(std::get<1>(info.param));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// ---- What every backend refuses, and says ----------------------------------------------------------------------
+
+class BackendContract : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BackendContract, RefusesMisfittingShapesAndLabelsByName) {
+  std::string why;
+  Backend* b = backend_for(GetParam(), why);
+  if (!b) GTEST_SKIP() << GetParam() << " cannot run here: " << why;
+  Tensor x = device_nan(*b, {1, 3, 5, 5}, DType::F32), w = device_nan(*b, {4, 2, 3, 3}, DType::F32);
+  Tensor y = device_nan(*b, {1, 4, 5, 5}, DType::F32);
+  EXPECT_THROW(b->conv2d_forward(x, w, y, {1, 1}), Error) << "3 input channels against filters of 2";
+  const Tensor logits = on_device(*b, tensor_from_floats({1, 2, 3, 4, 5, 6}, {2, 3}));
+  const Tensor labels = on_device(*b, tensor_from_floats({0.0f, 3.0f}, {2}, DType::I32));
+  Tensor dlogits = device_nan(*b, {2, 3}, DType::F32);
+  try {
+    b->softmax_cross_entropy(logits, labels, 0.0f, 1.0f, dlogits);
+    b->read_scalars();  // a GPU finds it in its kernel and reports it here
+    FAIL() << "label 3 of 3 classes accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("label 3 outside [0, 3)"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(b->supports(Op::Conv2d, DType::F16)) << "every backend computes FP16 convolutions, natively or not";
+  EXPECT_FALSE(b->supports(Op::SgdUpdate, DType::F16)) << "optimizers update FP32 master weights";
+  EXPECT_FALSE(b->description().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendContract, ::testing::ValuesIn(backend_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(CpuBackend, DescribesItsOneDnnAndIsa) {
+  std::string why;
+  Backend* b = backend_for("cpu", why);
+  ASSERT_NE(b, nullptr) << why;
+  EXPECT_NE(b->description().find("oneDNN 2."), std::string::npos) << b->description();
+  EXPECT_EQ(b->capabilities().isa,
+            b->description().substr(b->description().find(", ") + 2, b->capabilities().isa.size()));
+  EXPECT_FALSE(b->capabilities().tf32.available) << "TF32 is a GPU format: the tf32 op cases skip on the CPU";
+}
+
+}  // namespace
+}  // namespace ampwb::testing
