@@ -28,7 +28,8 @@ void print_profile(const BenchResult& r, int steps) {
   const double step_ms = r.profiled_seconds * 1000.0 / steps;
   std::printf("\nwhere a step's %.1f ms go (the device waited after every op: a profile, not the best speed):\n",
               step_ms);
-  for (const auto& [name, ms] : profile_json(r, steps).items()) {
+  const nlohmann::ordered_json profile = profile_json(r, steps);  // items() refers into it
+  for (const auto& [name, ms] : profile.items()) {
     const double value = ms.get<double>();
     std::printf("  %-22s %9.2f ms  %5.1f%%\n", name.c_str(), value, step_ms > 0 ? 100.0 * value / step_ms : 0.0);
   }

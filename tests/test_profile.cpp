@@ -80,25 +80,34 @@ TEST(ProfiledBackend, TheBenchmarkReportsTheClassesInsideTheStepsWallTime) {
   EXPECT_EQ(calls(run_benchmark(c).profile, TimeClass::HostWait), 0) << "no profile unless asked";
 }
 
-TEST(ProfiledBackend, AmpwbBenchProfilePrintsEveryClassPerStep) {
-  const std::string command = std::string("'") + AMPWB_BINARY +
-                              "' bench --depth 20 --image-size 16 --batch-size 8 --classes 10 --steps 2 --warmup 1 "
-                              "--threads 2 --precision amp-bf16 --profile --json 2>&1";
+// `ampwb bench ARGS` through a shell; its output and exit status.
+std::pair<int, std::string> ampwb_bench(const std::string& args) {
+  const std::string command = std::string("'") + AMPWB_BINARY + "' bench " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output, last_line;
+  if (!pipe) return {-1, "popen failed"};
+  std::string output;
   char buffer[4096];
-  while (std::fgets(buffer, sizeof buffer, pipe)) {
-    output += buffer;
-    if (buffer[0] == '{') last_line = buffer;
-  }
-  ASSERT_EQ(pclose(pipe), 0) << output;
-  const nlohmann::json j = nlohmann::json::parse(last_line);
+  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  return {pclose(pipe), output};
+}
+
+TEST(ProfiledBackend, AmpwbBenchProfilePrintsEveryClassPerStep) {
+  const std::string tiny =
+      "--depth 20 --image-size 16 --batch-size 8 --classes 10 --steps 2 --warmup 1 --threads 2 "
+      "--precision amp-bf16 --profile";
+  const auto [status, output] = ampwb_bench(tiny + " --json");
+  ASSERT_EQ(status, 0) << output;
+  const nlohmann::json j = nlohmann::json::parse(output.substr(output.rfind("\n{") + 1));
   const nlohmann::json& profile = j.at("profile_ms_per_step");
   for (size_t c = 0; c < static_cast<size_t>(TimeClass::Count); ++c)
     EXPECT_GE(profile.at(time_class_name(static_cast<TimeClass>(c))).get<double>(), 0.0) << c;
   EXPECT_GE(profile.at("other").get<double>(), 0.0) << "the classes lie inside the step";
   EXPECT_GT(profile.at("conv_forward").get<double>(), 0.0);
+
+  const auto [text_status, text] = ampwb_bench(tiny);  // the table
+  ASSERT_EQ(text_status, 0) << text;
+  for (const char* row : {"where a step's", "conv_forward", "batch_norm", "host_wait", "other"})
+    EXPECT_NE(text.find(row), std::string::npos) << row << " in\n" << text;
 }
 
 }  // namespace
