@@ -1,49 +1,20 @@
 // The run store's reading commands: runs, show, compare. Human tables by default, --json for scripts; every command
 // takes --db. (Exports, edits and the store's own care are in store_commands.cpp.)
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "store/report_text.h"
+#include "store/run_compare.h"
 #include "store/run_store.h"
 
 namespace ampwb::cli {
 namespace {
 using nlohmann::json;
-
-// --- formatting ---
-
-std::string format(const char* fmt, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, value);
-  return buf;
-}
-
-std::string percent(double fraction) { return std::isfinite(fraction) ? format("%.2f%%", 100 * fraction) : "-"; }
-
-std::string duration(double seconds) {
-  if (!(seconds > 0)) return "-";
-  if (seconds < 60) return format("%.1f s", seconds);
-  const long s = std::lround(seconds);
-  char buf[32];
-  if (s < 3600)
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
-  return buf;
-}
-
-std::string mebibytes(size_t bytes) { return bytes ? format("%.1f MiB", bytes / 1048576.0) : "-"; }
-
-std::string timestamp(const std::string& iso) {  // "2026-11-21T17:16:10Z" -> "2026-11-21 17:16"
-  return iso.size() >= 16 ? iso.substr(0, 10) + " " + iso.substr(11, 5) : iso;
-}
 
 // Display width of UTF-8 text: code points, which is right for the Latin, Greek and Cyrillic names people type.
 size_t width(const std::string& s) {
@@ -60,6 +31,7 @@ class Table {
     for (std::string& cell : row) cell = printable(cell);
     rows_.push_back(std::move(row));
   }
+  size_t rows() const { return rows_.size() - 1; }  // without the header
   void print(const char* indent = "") const {
     std::vector<size_t> w;
     for (const auto& row : rows_)
@@ -83,117 +55,6 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
   std::vector<bool> right_;
 };
-
-// --- JSON forms ---
-
-json parse_or_null(const std::string& text) {
-  json j = json::parse(text, nullptr, false);
-  return j.is_discarded() ? json() : j;
-}
-
-json summary_json(const RunSummary& s) {
-  return {{"epochs_completed", s.epochs_completed},
-          {"best_validation_accuracy", s.best_validation_accuracy},
-          {"best_epoch", s.best_epoch},
-          {"final_validation_accuracy", s.final_validation_accuracy},
-          {"final_validation_loss", s.final_validation_loss},
-          {"final_train_loss", s.final_train_loss},
-          {"total_seconds", s.total_seconds},
-          {"mean_epoch_seconds", s.mean_epoch_seconds},
-          {"mean_images_per_second", s.mean_images_per_second},
-          {"skipped_steps", s.skipped_steps},
-          {"final_loss_scale", s.final_loss_scale},
-          {"peak_bytes", s.peak_bytes}};
-}
-
-json run_json(const RunRecord& r) {
-  return {{"id", r.id},
-          {"name", r.name},
-          {"created", r.created},
-          {"updated", r.updated},
-          {"ended", r.ended},
-          {"status", run_status_name(r.status)},
-          {"end_reason", r.end_reason},
-          {"depth", r.depth},
-          {"precision", r.precision},
-          {"batch_size", r.batch_size},
-          {"lr", r.lr},
-          {"optimizer", r.optimizer},
-          {"epochs", r.epochs},
-          {"image_size", r.image_size},
-          {"seed", r.seed},
-          {"dataset_path", r.dataset_path},
-          {"dataset_fingerprint", r.dataset_fingerprint},
-          {"device", r.device},
-          {"backend", r.backend},
-          {"ampwb_version", r.ampwb_version},
-          {"versions", r.versions},
-          {"host", r.host},
-          {"pid", r.pid},
-          {"duration_seconds", r.duration_seconds},
-          {"notes", r.notes},
-          {"tags", r.tags}};
-}
-
-json epoch_json(const EpochReport& e) {
-  return {{"epoch", e.epoch},
-          {"train_loss", e.train_loss},
-          {"train_accuracy", e.train_accuracy},
-          {"validation_loss", e.validation_loss},
-          {"validation_accuracy", e.validation_accuracy},
-          {"validation_topk", e.validation_topk},
-          {"topk", e.topk},
-          {"seconds", e.seconds},
-          {"images_per_second", e.images_per_second},
-          {"data_wait_seconds", e.data_wait_seconds},
-          {"compute_seconds", e.compute_seconds},
-          {"skipped_steps", e.skipped_steps},
-          {"loss_scale", e.loss_scale},
-          {"peak_bytes", e.peak_bytes}};
-}
-
-json step_json(const StepReport& s) {
-  return {{"epoch", s.epoch},
-          {"step", s.step},
-          {"loss", s.loss},
-          {"accuracy", s.accuracy},
-          {"lr", s.lr},
-          {"loss_scale", s.loss_scale},
-          {"skipped", s.skipped},
-          {"grad_norm", s.grad_norm},
-          {"wall_seconds", s.wall_seconds}};
-}
-
-// A configuration value for people: a float setting (stored as the double of a float) in its shortest float
-// form, 0.05 rather than 0.05000000074505806.
-std::string value_text(const json& j) {
-  if (j.is_string()) return j.get<std::string>();
-  if (j.is_number_float()) {
-    const double v = j.get<double>();
-    const float f = static_cast<float>(v);
-    if (static_cast<double>(f) == v) {
-      char buf[32];
-      const auto end = std::to_chars(buf, buf + sizeof buf, f).ptr;
-      return std::string(buf, end);
-    }
-  }
-  return j.dump();
-}
-
-// The configuration as dotted keys ("precision.loss_scale.kind") with printable values.
-void flatten(const json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
-  if (j.is_object()) {
-    for (const auto& [key, value] : j.items()) flatten(value, prefix.empty() ? key : prefix + "." + key, out);
-  } else {
-    out[prefix] = value_text(j);
-  }
-}
-
-std::map<std::string, std::string> flat_config(const RunRecord& r) {
-  std::map<std::string, std::string> out;
-  flatten(parse_or_null(r.config_json), "", out);
-  return out;
-}
 
 // --- the commands ---
 
@@ -233,14 +94,15 @@ int runs_command(const RunsOptions& options) {
     const bool resumable = store.resumable(r.id);
     ++shown;
     if (as_json) {
-      json j = run_json(r);
-      j["summary"] = summary_json(s);
+      json j = r;
+      j["summary"] = s;
       j["resumable"] = resumable;
       list.push_back(j);
     } else {
-      table.add({std::to_string(r.id), r.name, timestamp(r.created), run_status_name(r.status), std::to_string(r.depth),
-                 r.precision, r.device, s.epochs_completed ? percent(s.best_validation_accuracy) : "-",
-                 std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration(s.total_seconds),
+      table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_status_name(r.status),
+                 std::to_string(r.depth), r.precision, r.device,
+                 s.epochs_completed ? percent_text(s.best_validation_accuracy) : "-",
+                 std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration_text(s.total_seconds),
                  resumable ? "yes" : ""});
     }
   }
@@ -268,40 +130,30 @@ int show_command(const ShowOptions& options) {
   const RunSummary s = summarize(r, epochs);
   const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
   if (as_json) {
-    json out = {{"run", run_json(r)},
-                {"config", parse_or_null(r.config_json)},
-                {"info", parse_or_null(r.info_json)},
-                {"summary", summary_json(s)},
-                {"epochs", json::array()},
-                {"checkpoints", json::array()}};
-    for (const EpochReport& e : epochs) out["epochs"].push_back(epoch_json(e));
+    json out = {{"run", r},     {"config", r.config}, {"info", r.info},
+                {"summary", s}, {"epochs", epochs},   {"checkpoints", json::array()}};
     for (const CheckpointInfo& c : checkpoints)
       out["checkpoints"].push_back({{"epoch", c.epoch}, {"step", c.step}, {"path", c.path}});
-    if (with_steps) {
-      out["steps"] = json::array();
-      for (const StepReport& st : store.steps(r.id)) out["steps"].push_back(step_json(st));
-    }
+    if (with_steps) out["steps"] = store.steps(r.id);
     print_json(out);
     return 0;
   }
 
-  const json info = parse_or_null(r.info_json);
+  const RunInfo& info = r.info;
   std::printf("run %s\n", run_label(r).c_str());
   std::printf("  status     %s%s%s\n", run_status_name(r.status), r.end_reason.empty() ? "" : ": ",
               r.end_reason.c_str());
   std::printf("  created    %s   ended %s   wall time %s\n", r.created.c_str(), r.ended.empty() ? "-" : r.ended.c_str(),
-              duration(r.duration_seconds).c_str());
+              duration_text(r.duration_seconds).c_str());
   std::printf("  dataset    %s (fingerprint %s)\n", r.dataset_path.c_str(),
               r.dataset_fingerprint.empty() ? "-" : r.dataset_fingerprint.c_str());
-  if (info.is_object() && info.contains("train_images"))
-    std::printf("             %s training and %s validation images, %zu classes, %d px\n",
-                info["train_images"].dump().c_str(), info["validation_images"].dump().c_str(),
-                info.value("classes", json::array()).size(), r.image_size);
-  if (info.is_object() && info.contains("model"))
-    std::printf("  model      %s\n", info["model"].get<std::string>().c_str());
+  if (info.train_images > 0)
+    std::printf("             %lld training and %lld validation images, %zu classes, %d px\n",
+                static_cast<long long>(info.train_images), static_cast<long long>(info.validation_images),
+                info.class_names.size(), r.image_size);
+  if (!info.model_summary.empty()) std::printf("  model      %s\n", info.model_summary.c_str());
   std::printf("  device     %s\n", r.backend.c_str());
-  if (info.is_object() && !info.value("compute", std::string()).empty())
-    std::printf("  compute    %s\n", info["compute"].get<std::string>().c_str());
+  if (!info.compute.empty()) std::printf("  compute    %s\n", info.compute.c_str());
   std::printf("  recorded   by %s on %s (pid %lld)\n",
               r.versions.empty() ? r.ampwb_version.c_str() : r.versions.c_str(), r.host.empty() ? "?" : r.host.c_str(),
               static_cast<long long>(r.pid));
@@ -314,10 +166,11 @@ int show_command(const ShowOptions& options) {
     std::printf("  tags       %s\n", tags.c_str());
   }
   if (!r.notes.empty()) std::printf("  notes      %s\n", r.notes.c_str());
+  if (!r.unreadable.empty()) std::printf("  damaged    %s (defaults shown instead)\n", r.unreadable.c_str());
 
   std::printf("\nconfiguration\n");
   Table config({"SETTING", "VALUE"});
-  for (const auto& [key, value] : flat_config(r)) config.add({key, value});
+  for (const auto& [key, value] : config_settings(r.config)) config.add({key, value});
   config.print("  ");
 
   std::printf("\nepochs\n");
@@ -328,23 +181,24 @@ int show_command(const ShowOptions& options) {
                  "DATA WAIT S", "SKIPPED", "LOSS SCALE", "PEAK"},
                 std::vector<bool>(12, true));
     for (const EpochReport& e : epochs)
-      table.add({std::to_string(e.epoch), format("%.4f", e.train_loss), percent(e.train_accuracy),
-                 format("%.4f", e.validation_loss), percent(e.validation_accuracy), percent(e.validation_topk),
-                 format("%.2f", e.seconds), format("%.1f", e.images_per_second), format("%.2f", e.data_wait_seconds),
-                 std::to_string(e.skipped_steps), format("%g", e.loss_scale), mebibytes(e.peak_bytes)});
+      table.add({std::to_string(e.epoch), fixed_text(e.train_loss, 4), percent_text(e.train_accuracy),
+                 fixed_text(e.validation_loss, 4), percent_text(e.validation_accuracy), percent_text(e.validation_topk),
+                 fixed_text(e.seconds, 2), fixed_text(e.images_per_second, 1), fixed_text(e.data_wait_seconds, 2),
+                 std::to_string(e.skipped_steps), number_text(e.loss_scale), mebibytes_text(e.peak_bytes)});
     table.print("  ");
   }
 
   std::printf("\nsummary\n");
   if (s.epochs_completed) {
-    std::printf("  best validation accuracy   %s (epoch %d)\n", percent(s.best_validation_accuracy).c_str(),
+    std::printf("  best validation accuracy   %s (epoch %d)\n", percent_text(s.best_validation_accuracy).c_str(),
                 s.best_epoch);
-    std::printf("  final validation accuracy  %s   loss %.4f\n", percent(s.final_validation_accuracy).c_str(),
+    std::printf("  final validation accuracy  %s   loss %.4f\n", percent_text(s.final_validation_accuracy).c_str(),
                 s.final_validation_loss);
     std::printf("  epochs                     %d of %d, mean %s, %.1f images/s\n", s.epochs_completed, r.epochs,
-                duration(s.mean_epoch_seconds).c_str(), s.mean_images_per_second);
-    std::printf("  skipped steps              %lld   final loss scale %g   peak memory %s\n",
-                static_cast<long long>(s.skipped_steps), s.final_loss_scale, mebibytes(s.peak_bytes).c_str());
+                duration_text(s.mean_epoch_seconds).c_str(), s.mean_images_per_second);
+    std::printf("  skipped steps              %lld   final loss scale %s   peak memory %s\n",
+                static_cast<long long>(s.skipped_steps), number_text(s.final_loss_scale).c_str(),
+                mebibytes_text(s.peak_bytes).c_str());
   } else {
     std::printf("  no epoch completed\n");
   }
@@ -363,108 +217,50 @@ struct CompareOptions {
 };
 
 int compare_command(const CompareOptions& options) {
-  const bool as_json = options.json;
   RunStore store = open_store(store_path(options.db));
-  std::vector<RunRecord> runs;
-  std::vector<RunSummary> summaries;
-  for (const std::string& id : options.runs) {
-    runs.push_back(store.run(store.resolve(id)));
-    summaries.push_back(summarize(runs.back(), store.epochs(runs.back().id)));
-  }
+  std::vector<int64_t> ids;
+  for (const std::string& id : options.runs) ids.push_back(store.resolve(id));
+  const std::vector<ComparedRun> runs = load_compared_runs(store, ids);
+  const Comparison cmp = compare_runs(runs);  // the rows the GUI's comparison shows too
 
-  // Settings that differ between the runs, plus where and on what they ran.
-  std::vector<std::map<std::string, std::string>> configs;
-  for (const RunRecord& r : runs) {
-    auto c = flat_config(r);
-    c.erase("name");
-    c["(device)"] = r.backend;
-    c["(dataset fingerprint)"] = r.dataset_fingerprint;
-    configs.push_back(std::move(c));
-  }
-  std::map<std::string, std::vector<std::string>> differences;
-  for (const auto& c : configs)
-    for (const auto& [key, value] : c) differences[key];
-  for (auto it = differences.begin(); it != differences.end();) {
-    std::vector<std::string> values;
-    for (const auto& c : configs) {
-      const auto found = c.find(it->first);
-      values.push_back(found == c.end() ? "(unset)" : found->second);
-    }
-    if (std::all_of(values.begin(), values.end(), [&](const std::string& v) { return v == values[0]; })) {
-      it = differences.erase(it);
-    } else {
-      it->second = std::move(values);
-      ++it;
-    }
-  }
-
-  // Speed-up: training throughput (images/s) against the first run's; 0 where a run has no epoch.
-  std::vector<double> speedup;
-  for (const RunSummary& s : summaries)
-    speedup.push_back(
-        summaries[0].mean_images_per_second > 0 ? s.mean_images_per_second / summaries[0].mean_images_per_second : 0.0);
-
-  if (as_json) {
-    json out = {{"runs", json::array()}, {"differences", json::object()}};
+  if (options.json) {
+    json out = {
+        {"runs", json::array()}, {"differences", json::object()}, {"rows", json::array()}, {"at_epoch", cmp.at_epoch}};
     for (size_t i = 0; i < runs.size(); ++i) {
-      json j = summary_json(summaries[i]);
-      j["id"] = runs[i].id;
-      j["name"] = runs[i].name;
-      j["status"] = run_status_name(runs[i].status);
-      j["speedup"] = speedup[i];
+      json j = cmp.summaries[i];
+      j["id"] = runs[i].record.id;
+      j["name"] = runs[i].record.name;
+      j["status"] = runs[i].record.status;
+      j["speedup"] = cmp.speedups[i];
       out["runs"].push_back(j);
     }
-    for (const auto& [key, values] : differences) out["differences"][key] = values;
+    for (const CompareRow& row : cmp.rows) {
+      out["rows"].push_back(
+          {{"label", row.label}, {"values", row.values}, {"setting", row.setting}, {"differs", row.differs}});
+      if (row.setting && row.differs) out["differences"][row.label] = row.values;
+    }
     print_json(out);
     return 0;
   }
 
   std::vector<std::string> header{""};
-  for (const RunRecord& r : runs) header.push_back(run_label(r));
-  std::printf("configuration differences\n");
-  if (differences.empty()) {
-    std::printf("  (none: the runs share every setting)\n");
-  } else {
-    Table table(header);
-    for (const auto& [key, values] : differences) {
-      std::vector<std::string> row{key};
-      row.insert(row.end(), values.begin(), values.end());
-      table.add(row);
-    }
-    table.print("  ");
-  }
-
-  std::printf("\nresults\n");
+  for (const ComparedRun& r : runs) header.push_back(run_label(r.record));
   std::vector<bool> right(runs.size() + 1, true);
   right[0] = false;  // the labels
-  Table table(header, right);
-  auto row = [&](const std::string& label, auto cell) {
-    std::vector<std::string> cells{label};
-    for (size_t i = 0; i < runs.size(); ++i) cells.push_back(cell(i));
-    table.add(cells);
-  };
-  row("status", [&](size_t i) { return std::string(run_status_name(runs[i].status)); });
-  row("epochs",
-      [&](size_t i) { return std::to_string(summaries[i].epochs_completed) + "/" + std::to_string(runs[i].epochs); });
-  row("best validation accuracy", [&](size_t i) {
-    const RunSummary& s = summaries[i];
-    return s.epochs_completed ? percent(s.best_validation_accuracy) + " (epoch " + std::to_string(s.best_epoch) + ")"
-                              : std::string("-");
-  });
-  row("final validation accuracy", [&](size_t i) {
-    return summaries[i].epochs_completed ? percent(summaries[i].final_validation_accuracy) : std::string("-");
-  });
-  row("total time", [&](size_t i) { return duration(summaries[i].total_seconds); });
-  row("mean epoch time", [&](size_t i) { return duration(summaries[i].mean_epoch_seconds); });
-  row("images/s (training)", [&](size_t i) { return format("%.1f", summaries[i].mean_images_per_second); });
-  row("speed-up vs run " + std::to_string(runs[0].id),
-      [&](size_t i) { return speedup[i] > 0 ? format("%.2fx", speedup[i]) : std::string("-"); });
-  row("skipped steps", [&](size_t i) { return std::to_string(summaries[i].skipped_steps); });
-  row("final loss scale", [&](size_t i) {
-    return summaries[i].epochs_completed ? format("%g", summaries[i].final_loss_scale) : std::string("-");
-  });
-  row("peak memory", [&](size_t i) { return mebibytes(summaries[i].peak_bytes); });
-  table.print("  ");
+  Table settings(header), results(header, right);
+  for (const CompareRow& row : cmp.rows) {
+    if (row.setting && !row.differs) continue;  // settings: only those that differ
+    std::vector<std::string> cells{row.label};
+    cells.insert(cells.end(), row.values.begin(), row.values.end());
+    (row.setting ? settings : results).add(std::move(cells));
+  }
+  std::printf("configuration differences\n");
+  if (settings.rows() == 0)
+    std::printf("  (none: the runs share every setting)\n");
+  else
+    settings.print("  ");
+  std::printf("\nresults\n");
+  results.print("  ");
   return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "store/run_resume.h"
 #include "store/run_store.h"
 #include "store/store_recorder.h"
 #include "train/trainer.h"
@@ -167,60 +168,6 @@ class ConsoleObserver : public TrainObserver {
   std::chrono::steady_clock::time_point last_draw_{};
 };
 
-nlohmann::json epoch_json(const EpochReport& r) {
-  return {{"epoch", r.epoch},
-          {"train_loss", r.train_loss},
-          {"train_accuracy", r.train_accuracy},
-          {"validation_loss", r.validation_loss},
-          {"validation_accuracy", r.validation_accuracy},
-          {"validation_topk", r.validation_topk},
-          {"topk", r.topk},
-          {"seconds", r.seconds},
-          {"images_per_second", r.images_per_second},
-          {"data_wait_seconds", r.data_wait_seconds},
-          {"compute_seconds", r.compute_seconds},
-          {"skipped_steps", r.skipped_steps},
-          {"loss_scale", r.loss_scale},
-          {"peak_bytes", r.peak_bytes}};
-}
-
-// The configuration to continue run `run` with: the stored one, from its latest checkpoint. Only settings that
-// leave the curves alone may be given again (a moved dataset folder, threads, cache); others are refused by name.
-TrainConfig resumed_config(const RunStore& store, int64_t run, const TrainConfig& given) {
-  const RunRecord previous = store.run(run);
-  const std::string label = "run " + std::to_string(run) + " ('" + previous.name + "')";
-  if (previous.status == RunStatus::Finished) throw Error(label + " finished: there is nothing to resume");
-  if (store.recording(run)) throw Error(label + " is being recorded by a running process");
-  TrainConfig c = nlohmann::json::parse(previous.config_json).get<TrainConfig>();
-
-  const TrainFlags no_flags;
-  const nlohmann::json defaults = nlohmann::json(no_flags.resolve()).flatten();
-  const nlohmann::json flags = nlohmann::json(given).flatten();  // a named object: items() refers into it
-  for (const auto& [key, value] : flags.items()) {
-    if (defaults.contains(key) && defaults[key] == value) continue;  // not given (or given as its default)
-    if (key == "/data_dir")
-      c.data_dir = given.data_dir;
-    else if (key == "/threads")
-      c.threads = given.threads;
-    else if (key == "/data/cache_budget_mb")
-      c.data.cache_budget_mb = given.data.cache_budget_mb;
-    else if (key == "/data/loader_threads")
-      c.data.loader_threads = given.data.loader_threads;
-    else
-      throw Error("--resume continues " + label + " with its stored configuration; the setting " + key.substr(1) +
-                  " cannot change (only --data, --threads and --cache-mb can)");
-  }
-
-  const std::vector<CheckpointInfo> saved = store.checkpoints(run);
-  if (saved.empty())
-    throw Error(label + " recorded no checkpoint, so it cannot be resumed (train with --checkpoint-dir DIR)");
-  c.resume_from = saved.back().path;
-  std::error_code ec;
-  if (!std::filesystem::exists(c.resume_from, ec))
-    throw Error("the checkpoint of " + label + ", '" + c.resume_from + "', is missing");
-  return c;
-}
-
 struct TrainOptions {
   TrainFlags flags;
   bool json = false, no_checkpoint = false, keep_checkpoint = false;
@@ -243,7 +190,8 @@ int train_command(const TrainOptions& options) {
   int64_t continue_run = 0;
   if (!resume.empty()) {
     continue_run = store.resolve(resume);
-    c = resumed_config(store, continue_run, c);
+    const TrainFlags no_flags;  // a flag counts as given where it makes the configuration differ from no flags
+    c = resume_config(store, continue_run, c, no_flags.resolve());
   }
   // Checkpoints by default, beside the store, as the GUI does; a folder made here goes when the run finishes.
   const bool own_checkpoints = resume.empty() && c.checkpoint_dir.empty() && !no_checkpoint;
@@ -263,31 +211,20 @@ int train_command(const TrainOptions& options) {
   // when the store could not record it.
   const int64_t run_id = recorder.run_id();
   const bool recorded = run_id != 0 && recorder.error().empty();
-  const RunRecord record = recorded ? store.run(run_id) : RunRecord{};
+  RunRecord record;
+  if (recorded) record = store.run(run_id);
   const std::vector<EpochReport> epochs = recorded ? store.epochs(run_id) : console.epochs;
   const RunSummary summary = summarize(record, epochs);
   if (json) {
-    nlohmann::json out = {{"run_id", run_id},
-                          {"name", record.name},
-                          {"db", store.path()},
-                          {"status", run_status_name(end.status)},
-                          {"reason", end.reason},
-                          {"recorded", recorded},
-                          {"epochs_completed", summary.epochs_completed},
-                          {"best_validation_accuracy", summary.best_validation_accuracy},
-                          {"best_epoch", summary.best_epoch},
-                          {"final_validation_accuracy", summary.final_validation_accuracy},
-                          {"final_validation_loss", summary.final_validation_loss},
-                          {"final_train_loss", summary.final_train_loss},
-                          {"total_seconds", summary.total_seconds},
-                          {"mean_epoch_seconds", summary.mean_epoch_seconds},
-                          {"mean_images_per_second", summary.mean_images_per_second},
-                          {"skipped_steps", summary.skipped_steps},
-                          {"final_loss_scale", summary.final_loss_scale},
-                          {"peak_bytes", summary.peak_bytes},
-                          {"epochs", nlohmann::json::array()}};
+    nlohmann::json out = summary;  // the summary's fields, then the run's
+    out.update({{"run_id", run_id},
+                {"name", record.name},
+                {"db", store.path()},
+                {"status", end.status},
+                {"reason", end.reason},
+                {"recorded", recorded},
+                {"epochs", epochs}});
     if (!recorder.error().empty()) out["store_error"] = recorder.error();
-    for (const EpochReport& r : epochs) out["epochs"].push_back(epoch_json(r));
     print_json(out);
   } else if (run_id != 0) {
     const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none

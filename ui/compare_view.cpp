@@ -84,15 +84,13 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
 
 void CompareView::set_runs(const std::vector<int64_t>& ids) {
   std::vector<std::unique_ptr<RunSeries>> series;
+  std::vector<ComparedRun> compared;
   std::vector<RunRecord> records;
-  std::vector<std::vector<EpochReport>> epochs;
-  std::vector<std::vector<GradientHistogram>> histograms;
   std::vector<TrainConfig> configs;
   for (int64_t id : ids) {
     series.push_back(std::make_unique<RunSeries>(load_run_series(store_, id)));
     records.push_back(store_.run(id));
-    epochs.push_back(series.back()->epochs);
-    histograms.push_back(series.back()->histograms);
+    compared.push_back({records.back(), series.back()->epochs, series.back()->histograms});
     configs.push_back(series.back()->config);
   }
   ids_ = ids;
@@ -100,7 +98,7 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
   seed_only_ = differ_only_by_seed(configs);
 
   const int baseline = std::clamp(baseline_->currentIndex(), 0, std::max(0, static_cast<int>(ids.size()) - 1));
-  model_->set_runs(records, epochs, histograms);
+  model_->set_runs(std::move(compared));
   {
     const QSignalBlocker block(baseline_);
     baseline_->clear();

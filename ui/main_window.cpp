@@ -20,7 +20,6 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "about.h"
 #include "chart_panel.h"
@@ -30,6 +29,7 @@
 #include "run_setup_panel.h"
 #include "runs_view.h"
 #include "store/csv_export.h"
+#include "store/run_resume.h"
 #include "sweep_dialog.h"
 
 namespace ampwb::ui {
@@ -384,20 +384,7 @@ QString MainWindow::resume_run(int64_t id) {
   QString problem;
   TrainConfig config;
   try {
-    const RunRecord r = store_->run(id);
-    const std::vector<CheckpointInfo> saved = store_->checkpoints(id);
-    if (r.status == RunStatus::Finished)
-      problem = tr("Run %1 finished: there is nothing to resume.").arg(id);
-    else if (store_->recording(id))
-      problem = tr("Run %1 is being recorded by another process.").arg(id);
-    else if (saved.empty())
-      problem = tr("Run %1 saved no checkpoint (train with checkpoints on to resume).").arg(id);
-    else if (!std::filesystem::exists(saved.back().path))
-      problem = tr("The checkpoint of run %1 is missing: %2").arg(id).arg(QString::fromStdString(saved.back().path));
-    if (problem.isEmpty()) {
-      config = nlohmann::json::parse(r.config_json).get<TrainConfig>();
-      config.resume_from = saved.back().path;  // the run keeps writing its checkpoints where they were
-    }
+    config = resume_config(*store_, id);  // the checks `ampwb train --resume` makes
   } catch (const std::exception& e) {
     problem = QString::fromUtf8(e.what());
   }

@@ -2,7 +2,6 @@
 #include "run_series.h"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 namespace ampwb::ui {
 
@@ -60,15 +59,10 @@ RunSeries load_run_series(const RunStore& store, int64_t id) {
   s.run_id = id;
   s.label = run_label(record);
   s.status = record.status;
-  try {
-    s.config = nlohmann::json::parse(record.config_json).get<TrainConfig>();
-    const auto info = nlohmann::json::parse(record.info_json);
-    s.steps_per_epoch = info.value("steps_per_epoch", int64_t{0});
-    s.first_epoch = info.value("first_epoch", 1);
-    if (info.contains("notes")) s.notes = info.at("notes").get<std::vector<std::string>>();
-  } catch (const std::exception&) {
-    // An unreadable row keeps its defaults: its curves still draw.
-  }
+  s.config = record.config;  // an unreadable row has its defaults here: its curves still draw
+  s.steps_per_epoch = record.info.steps_per_epoch;
+  s.first_epoch = record.info.first_epoch;
+  s.notes = record.info.notes;
   s.steps = store.steps(id);
   s.epochs = store.epochs(id);
   s.histograms = store.histograms(id);
@@ -87,9 +81,9 @@ bool differ_only_by_seed(const std::vector<TrainConfig>& configs) {
     c.threads = 0;
     c.data.cache_budget_mb = 0;
     c.data.loader_threads = 0;
-    return nlohmann::json(c);
+    return config_settings(c);
   };
-  const nlohmann::json first = normalized(configs[0]);
+  const auto first = normalized(configs[0]);
   bool seeds_differ = false;
   for (size_t i = 1; i < configs.size(); ++i) {
     if (normalized(configs[i]) != first) return false;

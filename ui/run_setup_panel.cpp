@@ -21,7 +21,6 @@
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <nlohmann/json.hpp>
 
 #include "amp/loss_scaler.h"
 #include "backend/backend.h"
@@ -525,7 +524,7 @@ void RunSetupPanel::load_settings() {
   const QString saved = settings.value("setup/config").toString();
   if (!saved.isEmpty()) {
     try {
-      c = nlohmann::json::parse(saved.toStdString()).get<TrainConfig>();
+      c = config_from_json_text(saved.toStdString());
     } catch (const std::exception&) {
       // A damaged entry falls back to the first-launch settings.
     }
@@ -539,7 +538,7 @@ void RunSetupPanel::save_settings() const {
   QSettings settings;
   TrainConfig c = config();
   c.name.clear();  // a name is for one run
-  settings.setValue("setup/config", QString::fromStdString(nlohmann::json(c).dump()));
+  settings.setValue("setup/config", QString::fromStdString(config_to_json_text(c)));
   settings.setValue("setup/checkpoints", checkpoints_->isChecked());
   settings.setValue("setup/advancedOpen", advanced_toggle_->isChecked());
 }

@@ -26,6 +26,11 @@ size_t columns(const std::string& s) {
 
 }  // namespace
 
+// The report's parts, one field list each (nlohmann's type macros); the report itself is listed once, in to_json.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DatasetReport::ClassCount, name, images, train, validation)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DatasetReport::Skipped, path, reason)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DatasetReport::SmallClass, name, images, reason)
+
 std::string DatasetReport::to_text() const {
   std::ostringstream out;
   out << "dataset: " << root << "\n";
@@ -87,15 +92,10 @@ nlohmann::json DatasetReport::to_json() const {
   j["trainable"] = trainable();
   j["errors"] = errors;
   j["validation"] = validation;
-  j["classes"] = json::array();
-  for (const auto& c : classes)
-    j["classes"].push_back({{"name", c.name}, {"images", c.images}, {"train", c.train}, {"validation", c.validation}});
-  j["skipped"] = json::array();
-  for (const auto& s : skipped) j["skipped"].push_back({{"path", s.path}, {"reason", s.reason}});
+  j["classes"] = classes;
+  j["skipped"] = skipped;
   j["empty_classes"] = empty_classes;
-  j["small_classes"] = json::array();
-  for (const auto& s : small_classes)
-    j["small_classes"].push_back({{"name", s.name}, {"images", s.images}, {"reason", s.reason}});
+  j["small_classes"] = small_classes;
   j["total_images"] = total_images;
   j["train_images"] = train_images;
   j["validation_images"] = validation_images;

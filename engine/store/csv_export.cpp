@@ -4,6 +4,10 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <string_view>
+#include <type_traits>
+
+#include "train/record_json.h"
 
 namespace ampwb {
 namespace fs = std::filesystem;
@@ -71,74 +75,36 @@ void CsvWriter::close() {
 
 namespace {
 
-const char* const kSummaryColumns[] = {"run_id",
-                                       "name",
-                                       "status",
-                                       "end_reason",
-                                       "created",
-                                       "ended",
-                                       "depth",
-                                       "precision",
-                                       "batch_size",
-                                       "learning_rate",
-                                       "optimizer",
-                                       "epochs_planned",
-                                       "epochs_completed",
-                                       "image_size_pixels",
-                                       "seed",
-                                       "device",
-                                       "backend",
-                                       "dataset_path",
-                                       "dataset_fingerprint",
-                                       "best_validation_accuracy",
-                                       "best_epoch",
-                                       "final_validation_accuracy",
-                                       "final_validation_loss",
-                                       "final_train_loss",
-                                       "total_seconds",
-                                       "mean_epoch_seconds",
-                                       "mean_images_per_second",
-                                       "skipped_steps",
-                                       "final_loss_scale",
-                                       "peak_bytes",
-                                       "tags",
-                                       "notes"};
+// A record's fields as columns (their CSV names) and as one row's values, from its field list.
+template <Record R>
+void header(CsvWriter& w, const R& record) {
+  fields(record, [&](Field f, const auto&) { w.field(f.column); });
+}
 
+template <Record R>
+void values(CsvWriter& w, const R& record) {
+  fields(record, [&](Field, const auto& v) {
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, bool>)
+      w.field(v ? 1 : 0);
+    else if constexpr (std::is_floating_point_v<T>)
+      w.field(static_cast<double>(v));
+    else
+      w.field(field_text(v));  // whole numbers in full (a seed's 64 bits), enums by name, tags joined by ';'
+  });
+}
+
+// One run's summary row: the run's columns, then its summary's.
 void summary_header(CsvWriter& w) {
-  for (const char* c : kSummaryColumns) w.field(c);
+  header(w, RunRecord{});
+  header(w, RunSummary{});
   w.end_row();
 }
 
 void summary_row(CsvWriter& w, const RunRecord& r, const RunSummary& s) {
-  std::string tags;
-  for (const std::string& tag : r.tags) {
-    if (!tags.empty()) tags += ';';
-    tags += tag;
-  }
-  w.field(r.id).field(r.name).field(run_status_name(r.status)).field(r.end_reason).field(r.created).field(r.ended);
-  w.field(r.depth).field(r.precision).field(r.batch_size).field(r.lr).field(r.optimizer).field(r.epochs);
-  w.field(s.epochs_completed).field(r.image_size).field(std::to_string(r.seed)).field(r.device).field(r.backend);
-  w.field(r.dataset_path).field(r.dataset_fingerprint).field(s.best_validation_accuracy).field(s.best_epoch);
-  w.field(s.final_validation_accuracy).field(s.final_validation_loss).field(s.final_train_loss);
-  w.field(s.total_seconds).field(s.mean_epoch_seconds).field(s.mean_images_per_second).field(s.skipped_steps);
-  w.field(s.final_loss_scale).field(static_cast<int64_t>(s.peak_bytes)).field(tags).field(r.notes);
+  values(w, r);
+  values(w, s);
   w.end_row();
-}
-
-// The epoch metrics of the long-form file: column name (with its unit) and value.
-std::vector<std::pair<const char*, double>> epoch_metrics(const EpochReport& e) {
-  return {{"train_loss", e.train_loss},
-          {"train_accuracy", e.train_accuracy},
-          {"validation_loss", e.validation_loss},
-          {"validation_accuracy", e.validation_accuracy},
-          {"validation_topk_accuracy", e.validation_topk},
-          {"seconds", e.seconds},
-          {"images_per_second", e.images_per_second},
-          {"data_wait_seconds", e.data_wait_seconds},
-          {"compute_seconds", e.compute_seconds},
-          {"skipped_steps", static_cast<double>(e.skipped_steps)},
-          {"loss_scale", e.loss_scale},
-          {"peak_bytes", static_cast<double>(e.peak_bytes)}};
 }
 
 }  // namespace
@@ -165,37 +131,28 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
     const std::string prefix = "run-" + std::to_string(id) + "-";
 
     CsvWriter steps((dir / (prefix + "steps.csv")).string());
-    for (const char* c : {"run_id", "epoch", "step", "loss", "accuracy", "learning_rate", "loss_scale", "skipped",
-                          "grad_norm", "wall_seconds"})
-      steps.field(c);
+    header(steps.field("run_id"), StepReport{});
     steps.end_row();
     for (const StepReport& st : store.steps(id)) {
-      steps.field(id).field(st.epoch).field(st.step).field(static_cast<double>(st.loss));
-      steps.field(static_cast<double>(st.accuracy)).field(static_cast<double>(st.lr));
-      steps.field(static_cast<double>(st.loss_scale)).field(st.skipped ? 1 : 0);
-      steps.field(static_cast<double>(st.grad_norm)).field(st.wall_seconds);
+      values(steps.field(id), st);
       steps.end_row();
     }
     steps.close();
     written.push_back((dir / (prefix + "steps.csv")).string());
 
     CsvWriter ep((dir / (prefix + "epochs.csv")).string());
-    for (const char* c : {"run_id", "epoch", "train_loss", "train_accuracy", "validation_loss", "validation_accuracy",
-                          "validation_topk_accuracy", "topk", "seconds", "images_per_second", "data_wait_seconds",
-                          "compute_seconds", "skipped_steps", "loss_scale", "peak_bytes"})
-      ep.field(c);
+    header(ep.field("run_id"), EpochReport{});
     ep.end_row();
     for (const EpochReport& e : epochs) {
-      ep.field(id).field(e.epoch).field(e.train_loss).field(e.train_accuracy).field(e.validation_loss);
-      ep.field(e.validation_accuracy).field(e.validation_topk).field(e.topk).field(e.seconds);
-      ep.field(e.images_per_second).field(e.data_wait_seconds).field(e.compute_seconds).field(e.skipped_steps);
-      ep.field(e.loss_scale).field(static_cast<int64_t>(e.peak_bytes));
+      values(ep.field(id), e);
       ep.end_row();
-      for (const auto& [metric, value] : epoch_metrics(e)) {
+      // The long form: every measurement of the epoch (not the epoch's number, nor the k of its top-k), a row each.
+      fields(e, [&](Field f, const auto& value) {
+        if (std::string_view(f.key) == "epoch" || std::string_view(f.key) == "topk") return;
         long_form.field(id).field(r.name).field(r.precision).field(r.depth).field(r.batch_size).field(e.epoch);
-        long_form.field(metric).field(value);
+        long_form.field(f.column).field(static_cast<double>(value));
         long_form.end_row();
-      }
+      });
     }
     ep.close();
     written.push_back((dir / (prefix + "epochs.csv")).string());

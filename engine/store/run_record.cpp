@@ -1,7 +1,10 @@
-// The run summary every view shares.
+// The run summary every view shares, and the JSON of a run's row and summary.
 #include "store/run_record.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "train/record_json.h"
 
 namespace ampwb {
 
@@ -30,5 +33,8 @@ RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epoch
   s.mean_images_per_second = throughput / static_cast<double>(epochs.size());
   return s;
 }
+
+void to_json(nlohmann::json& j, const RunRecord& r) { write_fields(j, r); }
+void to_json(nlohmann::json& j, const RunSummary& s) { write_fields(j, s); }
 
 }  // namespace ampwb

@@ -1,5 +1,7 @@
-// What the run store keeps about a run, as value types: the run's row, and the summary every view (runs list,
-// show, compare, CSV export, the GUI) derives from its epochs through one function, so they never disagree.
+// What the run store keeps about a run, as value types with their field lists (train/record_fields.h): the run's
+// row, with its configuration and run information typed (parsed once, by the store), and the summary every view
+// (runs list, show, compare, CSV export, the GUI) derives from its epochs through one function, so they never
+// disagree.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +9,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "train/config.h"
 #include "train/events.h"
+#include "train/record_fields.h"
 
 namespace ampwb {
 
@@ -16,9 +22,8 @@ struct RunRecord {
   std::string name;
   std::string created, updated, ended;  // ISO 8601 UTC ("2026-11-21T17:16:10Z"); ended is empty while running
   RunStatus status = RunStatus::Running;
-  std::string end_reason;   // why it failed, was cancelled or interrupted; empty when finished
-  std::string config_json;  // the full TrainConfig (see train/config.h to_json)
-  // The main knobs, copied out of the configuration so that lists and queries need not parse JSON.
+  std::string end_reason;  // why it failed, was cancelled or interrupted; empty when finished
+  // The main knobs, copied out of the configuration so that lists and queries need no JSON.
   int depth = 0;
   std::string precision;  // the precision mode, e.g. "amp-fp16"
   int batch_size = 0;
@@ -34,10 +39,15 @@ struct RunRecord {
   std::string versions;  // ampwb, SQLite and compiler versions of the recording build
   std::string host;
   int64_t pid = 0;              // of the recording process
-  std::string info_json;        // the RunInfo: model summary, image counts, classes, steps per epoch
   double duration_seconds = 0;  // wall time recorded so far
   std::string notes;
   std::vector<std::string> tags;
+
+  TrainConfig config;  // the full configuration (defaults where an older version stored less)
+  RunInfo info;        // model summary, image counts, classes, steps per epoch (empty for rows of schema 1)
+  // Why the stored configuration or run information could not be read (a damaged or hand-edited row); empty when
+  // they were. The row is still listed; its unreadable parts keep their defaults.
+  std::string unreadable;
 };
 
 struct RunSummary {
@@ -54,5 +64,60 @@ struct RunSummary {
 };
 
 RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epochs);
+
+// --- the field lists: keys are the store's column names (and the CLI's JSON keys) ---
+
+// The row's own columns; config and info are stored as JSON text beside them (config_json, info_json).
+template <class R, class V>
+requires same_record<R, RunRecord>
+void fields(R& r, V&& v) {
+  v({"id", "run_id"}, r.id);
+  v("name", r.name);
+  v("created", r.created);
+  v("updated", r.updated);
+  v("ended", r.ended);
+  v("status", r.status);
+  v("end_reason", r.end_reason);
+  v("depth", r.depth);
+  v("precision", r.precision);
+  v("batch_size", r.batch_size);
+  v({"lr", "learning_rate"}, r.lr);
+  v("optimizer", r.optimizer);
+  v({"epochs", "epochs_planned"}, r.epochs);
+  v({"image_size", "image_size_pixels"}, r.image_size);
+  v("seed", r.seed);
+  v("dataset_path", r.dataset_path);
+  v("dataset_fingerprint", r.dataset_fingerprint);
+  v("device", r.device);
+  v("backend", r.backend);
+  v("ampwb_version", r.ampwb_version);
+  v("versions", r.versions);
+  v("host", r.host);
+  v("pid", r.pid);
+  v("duration_seconds", r.duration_seconds);
+  v("notes", r.notes);
+  v("tags", r.tags);
+}
+
+template <class R, class V>
+requires same_record<R, RunSummary>
+void fields(R& s, V&& v) {
+  v("epochs_completed", s.epochs_completed);
+  v("best_validation_accuracy", s.best_validation_accuracy);
+  v("best_epoch", s.best_epoch);
+  v("final_validation_accuracy", s.final_validation_accuracy);
+  v("final_validation_loss", s.final_validation_loss);
+  v("final_train_loss", s.final_train_loss);
+  v("total_seconds", s.total_seconds);
+  v("mean_epoch_seconds", s.mean_epoch_seconds);
+  v("mean_images_per_second", s.mean_images_per_second);
+  v("skipped_steps", s.skipped_steps);
+  v("final_loss_scale", s.final_loss_scale);
+  v("peak_bytes", s.peak_bytes);
+}
+
+// JSON from the field lists: the row's columns only (not config and info, which have their own).
+void to_json(nlohmann::json& j, const RunRecord& r);
+void to_json(nlohmann::json& j, const RunSummary& s);
 
 }  // namespace ampwb

@@ -1,14 +1,13 @@
-// Training configuration: precision presets, validation and JSON.
+// Training configuration: validation and JSON (from the field lists in config.h).
 #include "train/config.h"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <type_traits>
 
 #include "core/error.h"
+#include "train/record_json.h"
 
 namespace ampwb {
 
@@ -74,134 +73,33 @@ void validate_for_data(const TrainConfig& c, int64_t classes, int64_t train_imag
 
 #undef REQUIRE_SETTING
 
-void to_json(nlohmann::json& j, const TrainConfig& c) {
-  const LossScaleConfig& s = c.precision.loss_scale;
-  j = nlohmann::json{
-      {"name", c.name},
-      {"data_dir", c.data_dir},
-      {"depth", c.depth},
-      {"epochs", c.epochs},
-      {"batch_size", c.batch_size},
-      {"image_size", c.image_size},
-      {"stem", stem_name(c.stem)},
-      {"lr", c.lr},
-      {"schedule", c.schedule},
-      {"warmup_epochs", c.warmup_epochs},
-      {"optimizer",
-       {{"kind", c.optimizer.kind},
-        {"momentum", c.optimizer.momentum},
-        {"nesterov", c.optimizer.nesterov},
-        {"weight_decay", c.optimizer.weight_decay},
-        {"beta1", c.optimizer.beta1},
-        {"beta2", c.optimizer.beta2},
-        {"eps", c.optimizer.eps}}},
-      {"label_smoothing", c.label_smoothing},
-      {"grad_clip_norm", c.grad_clip_norm},
-      {"topk", c.topk},
-      {"seed", c.seed},
-      {"device", c.device},
-      {"threads", c.threads},
-      {"precision",
-       {{"mode", mode_name(c.precision.mode)},
-        {"master_weights", c.precision.master_weights},
-        {"loss_scale",
-         {{"kind", s.kind},
-          {"init_scale", s.init_scale},
-          {"growth_factor", s.growth_factor},
-          {"backoff_factor", s.backoff_factor},
-          {"growth_interval", s.growth_interval},
-          {"hysteresis", s.hysteresis},
-          {"min_scale", s.min_scale},
-          {"max_scale", s.max_scale}}}}},
-      {"data",
-       {{"validation_fraction", c.data.validation_fraction},
-        {"max_train_images", c.data.max_train_images},
-        {"augment", c.data.augment},
-        {"normalization", c.data.normalization},
-        {"drop_last", c.data.drop_last},
-        {"cache_budget_mb", c.data.cache_budget_mb},
-        {"loader_threads", c.data.loader_threads}}},
-      {"max_steps_per_epoch", c.max_steps_per_epoch},
-      {"max_consecutive_skipped", c.max_consecutive_skipped},
-      {"checkpoint_dir", c.checkpoint_dir},
-  };
+void to_json(nlohmann::json& j, const TrainConfig& c) { write_fields(j, c); }
+
+void from_json(const nlohmann::json& j, TrainConfig& c) { read_fields(j, c, "configuration"); }
+
+void to_json(nlohmann::json& j, const Stem& stem) { j = stem_name(stem); }
+
+void from_json(const nlohmann::json& j, Stem& stem) {
+  const std::string name = j.get<std::string>();
+  stem = name == "imagenet" ? Stem::ImageNet : name == "small" ? Stem::Small : Stem::Auto;
 }
 
-// Missing keys keep their defaults, so configurations stored by older versions still load. An integer field
-// takes only an integer that fits: nlohmann converts 7e30 to int by a cast whose result is undefined (found by
-// scripts/fuzz.sh, fuzz_store_record), so a damaged or hand-edited store must be refused by name instead.
-template <class T>
-void read(const nlohmann::json& j, const char* key, T& field) {
-  if (!j.contains(key)) return;
-  const nlohmann::json& v = j.at(key);
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    const bool fits = v.is_number_integer() &&
-                      (v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
-                                              : v.get<int64_t>() >= int64_t(std::numeric_limits<T>::min()) &&
-                                                    v.get<int64_t>() <= int64_t(std::numeric_limits<T>::max()));
-    if (!fits)
-      throw Error(std::string("the stored configuration's ") + key + " is not a whole number in range: " + v.dump());
-  } else if constexpr (std::is_floating_point_v<T>) {
-    const bool fits = v.is_number() && (!std::is_same_v<T, float> || !(std::fabs(v.get<double>()) > 3.4e38));
-    if (!fits) throw Error(std::string("the stored configuration's ") + key + " is not a number in range: " + v.dump());
-  }
-  v.get_to(field);
+void to_json(nlohmann::json& j, const PrecisionMode& mode) { j = mode_name(mode); }
+
+void from_json(const nlohmann::json& j, PrecisionMode& mode) { mode = parse_precision_mode(j.get<std::string>()); }
+
+std::vector<std::pair<std::string, std::string>> config_settings(const TrainConfig& c) {
+  std::vector<std::pair<std::string, std::string>> out;
+  flat_fields(c, out);
+  return out;
 }
 
-void from_json(const nlohmann::json& j, TrainConfig& c) {
-  read(j, "name", c.name);
-  read(j, "data_dir", c.data_dir);
-  read(j, "depth", c.depth);
-  read(j, "epochs", c.epochs);
-  read(j, "batch_size", c.batch_size);
-  read(j, "image_size", c.image_size);
-  std::string stem = stem_name(c.stem);
-  read(j, "stem", stem);
-  c.stem = stem == "imagenet" ? Stem::ImageNet : stem == "small" ? Stem::Small : Stem::Auto;
-  read(j, "lr", c.lr);
-  read(j, "schedule", c.schedule);
-  read(j, "warmup_epochs", c.warmup_epochs);
-  const nlohmann::json empty = nlohmann::json::object();
-  const auto& o = j.contains("optimizer") ? j.at("optimizer") : empty;
-  read(o, "kind", c.optimizer.kind);
-  read(o, "momentum", c.optimizer.momentum);
-  read(o, "nesterov", c.optimizer.nesterov);
-  read(o, "weight_decay", c.optimizer.weight_decay);
-  read(o, "beta1", c.optimizer.beta1);
-  read(o, "beta2", c.optimizer.beta2);
-  read(o, "eps", c.optimizer.eps);
-  read(j, "label_smoothing", c.label_smoothing);
-  read(j, "grad_clip_norm", c.grad_clip_norm);
-  read(j, "topk", c.topk);
-  read(j, "seed", c.seed);
-  read(j, "device", c.device);
-  read(j, "threads", c.threads);
-  const auto& p = j.contains("precision") ? j.at("precision") : empty;
-  std::string mode = mode_name(c.precision.mode);
-  read(p, "mode", mode);
-  c.precision.mode = parse_precision_mode(mode);
-  read(p, "master_weights", c.precision.master_weights);
-  const auto& s = p.contains("loss_scale") ? p.at("loss_scale") : empty;
-  LossScaleConfig& l = c.precision.loss_scale;
-  read(s, "kind", l.kind);
-  read(s, "init_scale", l.init_scale);
-  read(s, "growth_factor", l.growth_factor);
-  read(s, "backoff_factor", l.backoff_factor);
-  read(s, "growth_interval", l.growth_interval);
-  read(s, "hysteresis", l.hysteresis);
-  read(s, "min_scale", l.min_scale);
-  read(s, "max_scale", l.max_scale);
-  const auto& d = j.contains("data") ? j.at("data") : empty;
-  read(d, "validation_fraction", c.data.validation_fraction);
-  read(d, "max_train_images", c.data.max_train_images);
-  read(d, "augment", c.data.augment);
-  read(d, "normalization", c.data.normalization);
-  read(d, "drop_last", c.data.drop_last);
-  read(d, "cache_budget_mb", c.data.cache_budget_mb);
-  read(d, "loader_threads", c.data.loader_threads);
-  read(j, "max_steps_per_epoch", c.max_steps_per_epoch);
-  read(j, "max_consecutive_skipped", c.max_consecutive_skipped);
-  read(j, "checkpoint_dir", c.checkpoint_dir);
+std::string config_to_json_text(const TrainConfig& c) { return nlohmann::json(c).dump(); }
+
+TrainConfig config_from_json_text(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw Error("the stored configuration is not JSON");
+  return j.get<TrainConfig>();
 }
 
 }  // namespace ampwb

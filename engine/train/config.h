@@ -1,15 +1,19 @@
-// Everything that defines a training run, as one value type with a JSON form (the run store keeps it, the CLI and
-// the UI fill it). Defaults are the engine-foundation recipe; validate() refuses bad settings by name.
+// Everything that defines a training run, as one value type with its field list (the run store keeps it, the CLI
+// and the UI fill it, comparisons and resume checks walk it). Defaults are the engine-foundation recipe; validate()
+// refuses bad settings by name.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "amp/precision.h"
 #include "models/resnet.h"
 #include "optim/optimizer.h"
+#include "train/record_fields.h"
 
 namespace ampwb {
 
@@ -49,13 +53,104 @@ struct TrainConfig {
   std::string resume_from;                // a checkpoint file to continue from (not part of the run's identity)
 };
 
+// --- the field lists (train/record_fields.h): JSON keys as the run store has always kept them ---
+
+template <class R, class V>
+requires same_record<R, OptimizerConfig>
+void fields(R& o, V&& v) {
+  v("kind", o.kind);
+  v("momentum", o.momentum);
+  v("nesterov", o.nesterov);
+  v("weight_decay", o.weight_decay);
+  v("beta1", o.beta1);
+  v("beta2", o.beta2);
+  v("eps", o.eps);
+}
+
+template <class R, class V>
+requires same_record<R, LossScaleConfig>
+void fields(R& s, V&& v) {
+  v("kind", s.kind);
+  v("init_scale", s.init_scale);
+  v("growth_factor", s.growth_factor);
+  v("backoff_factor", s.backoff_factor);
+  v("growth_interval", s.growth_interval);
+  v("hysteresis", s.hysteresis);
+  v("min_scale", s.min_scale);
+  v("max_scale", s.max_scale);
+}
+
+template <class R, class V>
+requires same_record<R, PrecisionConfig>
+void fields(R& p, V&& v) {
+  v("mode", p.mode);
+  v("master_weights", p.master_weights);
+  v("loss_scale", p.loss_scale);
+}
+
+template <class R, class V>
+requires same_record<R, DataConfig>
+void fields(R& d, V&& v) {
+  v("validation_fraction", d.validation_fraction);
+  v("max_train_images", d.max_train_images);
+  v("augment", d.augment);
+  v("normalization", d.normalization);
+  v("drop_last", d.drop_last);
+  v("cache_budget_mb", d.cache_budget_mb);
+  v("loader_threads", d.loader_threads);
+}
+
+// resume_from is not listed: it says where this process continues from, not what the run is.
+template <class R, class V>
+requires same_record<R, TrainConfig>
+void fields(R& c, V&& v) {
+  v("name", c.name);
+  v("data_dir", c.data_dir);
+  v("depth", c.depth);
+  v("epochs", c.epochs);
+  v("batch_size", c.batch_size);
+  v("image_size", c.image_size);
+  v("stem", c.stem);
+  v("lr", c.lr);
+  v("schedule", c.schedule);
+  v("warmup_epochs", c.warmup_epochs);
+  v("optimizer", c.optimizer);
+  v("label_smoothing", c.label_smoothing);
+  v("grad_clip_norm", c.grad_clip_norm);
+  v("topk", c.topk);
+  v("seed", c.seed);
+  v("device", c.device);
+  v("threads", c.threads);
+  v("precision", c.precision);
+  v("data", c.data);
+  v("max_steps_per_epoch", c.max_steps_per_epoch);
+  v("max_consecutive_skipped", c.max_consecutive_skipped);
+  v("checkpoint_dir", c.checkpoint_dir);
+}
+
 // Refuses invalid settings before any work starts, naming the setting.
 void validate(const TrainConfig& config);
 // The settings that depend on the data (top-k within the class count, a batch no larger than the training split);
 // throws ampwb::Error with a message for the user.
 void validate_for_data(const TrainConfig& c, int64_t classes, int64_t train_images);
 
+// JSON from the field list. Reading keeps the defaults of missing keys (configurations stored by older versions
+// still load) and refuses a value that does not fit its field by name ("the stored configuration's depth ...").
 void to_json(nlohmann::json& j, const TrainConfig& c);
 void from_json(const nlohmann::json& j, TrainConfig& c);
+// The enums by name: "auto", "imagenet", "small"; the precision modes' names ("amp-fp16"), an unknown one refused.
+void to_json(nlohmann::json& j, const Stem& stem);
+void from_json(const nlohmann::json& j, Stem& stem);
+void to_json(nlohmann::json& j, const PrecisionMode& mode);
+void from_json(const nlohmann::json& j, PrecisionMode& mode);
+
+// Every setting as (dotted key, value as people read it), in field-list order: ("precision.loss_scale.kind",
+// "dynamic"), ("lr", "0.05"). What `ampwb show` lists and comparisons and resume checks compare.
+std::vector<std::pair<std::string, std::string>> config_settings(const TrainConfig& c);
+
+// The configuration as JSON text and back (for settings files: the GUI keeps its last configuration so); reading
+// throws ampwb::Error when the text is not JSON or a value does not fit.
+std::string config_to_json_text(const TrainConfig& c);
+TrainConfig config_from_json_text(const std::string& text);
 
 }  // namespace ampwb

@@ -1,12 +1,16 @@
-// What a training run reports while it runs: plain value types handed to a TrainObserver on the training thread.
-// The run store records them; the UI copies them into queued signals.
+// What a training run reports while it runs: plain value types handed to a TrainObserver on the training thread,
+// each with its field list (train/record_fields.h). The run store records them; the UI copies them into queued
+// signals; JSON, CSV and the store's columns are made from the field lists.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "amp/gradient_histogram.h"
+#include "train/record_fields.h"
 
 namespace ampwb {
 
@@ -23,7 +27,6 @@ struct RunInfo {
   std::vector<std::string> class_names;
   std::string dataset_layout;
   std::string dataset_fingerprint;  // stable across runs while the data is unchanged
-  std::string dataset_report;       // the dataset report as JSON text (counts, skipped files and why)
   int64_t steps_per_epoch = 0;
   int first_epoch = 1;             // > 1 when resumed
   std::vector<std::string> notes;  // advice for the user, e.g. BF16 slower than FP32 on this CPU
@@ -52,6 +55,70 @@ struct EpochReport {
   double loss_scale = 1;  // at the end of the epoch
   size_t peak_bytes = 0;
 };
+
+// --- the field lists: keys as the run store has always kept them (its columns, its info JSON) ---
+
+template <class R, class V>
+requires same_record<R, RunInfo>
+void fields(R& i, V&& v) {
+  v("model", i.model_summary);
+  v("backend", i.backend_description);
+  v("precision", i.precision_summary);
+  v("compute", i.compute);
+  v("image_size", i.image_size);
+  v("train_images", i.train_images);
+  v("validation_images", i.validation_images);
+  v("classes", i.class_names);
+  v("layout", i.dataset_layout);
+  v("dataset_fingerprint", i.dataset_fingerprint);
+  v("steps_per_epoch", i.steps_per_epoch);
+  v("first_epoch", i.first_epoch);
+  v("notes", i.notes);
+}
+
+template <class R, class V>
+requires same_record<R, StepReport>
+void fields(R& s, V&& v) {
+  v("epoch", s.epoch);
+  v("step", s.step);
+  v("loss", s.loss);
+  v("accuracy", s.accuracy);
+  v({"lr", "learning_rate"}, s.lr);
+  v("loss_scale", s.loss_scale);
+  v("skipped", s.skipped);
+  v("grad_norm", s.grad_norm);
+  v("wall_seconds", s.wall_seconds);
+}
+
+template <class R, class V>
+requires same_record<R, EpochReport>
+void fields(R& e, V&& v) {
+  v("epoch", e.epoch);
+  v("train_loss", e.train_loss);
+  v("train_accuracy", e.train_accuracy);
+  v("validation_loss", e.validation_loss);
+  v("validation_accuracy", e.validation_accuracy);
+  v({"validation_topk", "validation_topk_accuracy"}, e.validation_topk);
+  v("topk", e.topk);
+  v("seconds", e.seconds);
+  v("images_per_second", e.images_per_second);
+  v("data_wait_seconds", e.data_wait_seconds);
+  v("compute_seconds", e.compute_seconds);
+  v("skipped_steps", e.skipped_steps);
+  v("loss_scale", e.loss_scale);
+  v("peak_bytes", e.peak_bytes);
+}
+
+// JSON from the field lists (train/records_json.cpp); reading refuses a value that does not fit by name.
+void to_json(nlohmann::json& j, const RunInfo& info);
+void from_json(const nlohmann::json& j, RunInfo& info);
+void to_json(nlohmann::json& j, const StepReport& step);
+void from_json(const nlohmann::json& j, StepReport& step);
+void to_json(nlohmann::json& j, const EpochReport& epoch);
+void from_json(const nlohmann::json& j, EpochReport& epoch);
+void to_json(nlohmann::json& j, const RunStatus& status);    // its name, "finished"
+void from_json(const nlohmann::json& j, RunStatus& status);  // an unknown name throws ampwb::Error
+RunStatus parse_run_status(const std::string& name);         // likewise
 
 struct CheckpointInfo {
   int epoch = 0;

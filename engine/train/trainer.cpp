@@ -273,7 +273,6 @@ RunEnd Trainer::train() {
   info.class_names = dataset.class_names();
   info.dataset_layout = dataset.report().layout;
   info.dataset_fingerprint = dataset.fingerprint();
-  info.dataset_report = dataset.report().to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   info.steps_per_epoch = steps_per_epoch;
   info.first_epoch = at.epoch;
   info.compute = precision.compute;

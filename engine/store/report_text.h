@@ -1,0 +1,17 @@
+// How a run's numbers read for people, the same in every table, comparison and report of the CLI and the GUI:
+// accuracies as percentages, durations, memory in MiB.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ampwb {
+
+std::string percent_text(double fraction);           // 0.1234 -> "12.34%"; "-" when not finite
+std::string duration_text(double seconds);           // "12.3 s", "4m05s", "1h02m"; "-" when not positive
+std::string mebibytes_text(size_t bytes);            // "12.3 MiB"; "-" for 0 (not measured)
+std::string fixed_text(double value, int digits);    // printf's %.*f: "0.1234"
+std::string number_text(double value);               // shortest exact form: "65536", "0.2"; nan, inf, -inf
+std::string timestamp_text(const std::string& iso);  // "2026-11-21T17:16:10Z" -> "2026-11-21 17:16"
+
+}  // namespace ampwb

@@ -1,0 +1,120 @@
+// The comparison of runs (run_compare.h): results rows from each run's summary, epochs and gradient histograms,
+// settings rows from the configuration's field list.
+#include "store/run_compare.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "store/report_text.h"
+
+namespace ampwb {
+namespace {
+
+const EpochReport* epoch_at(const std::vector<EpochReport>& epochs, int epoch) {
+  for (const EpochReport& e : epochs)
+    if (e.epoch == epoch) return &e;
+  return nullptr;
+}
+
+// The histogram of `kind` from the run's last recorded epoch.
+const GradientHistogram* last_histogram(const std::vector<GradientHistogram>& histograms, const std::string& kind) {
+  const GradientHistogram* found = nullptr;
+  for (const GradientHistogram& h : histograms)
+    if (h.kind == kind && (!found || h.epoch >= found->epoch)) found = &h;
+  return found;
+}
+
+std::string g_text(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<ComparedRun> load_compared_runs(const RunStore& store, const std::vector<int64_t>& ids) {
+  std::vector<ComparedRun> runs;
+  for (int64_t id : ids) runs.push_back({store.run(id), store.epochs(id), store.histograms(id)});
+  return runs;
+}
+
+Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptions& options) {
+  Comparison c;
+  const size_t n = runs.size();
+  for (const ComparedRun& r : runs) c.summaries.push_back(summarize(r.record, r.epochs));
+  c.baseline = n ? std::min(options.baseline, n - 1) : 0;
+  const double base = n ? c.summaries[c.baseline].mean_images_per_second : 0;
+  for (const RunSummary& s : c.summaries)
+    c.speedups.push_back(base > 0 && s.mean_images_per_second > 0 ? s.mean_images_per_second / base : 0.0);
+  int common = 0;
+  for (size_t i = 0; i < n; ++i)
+    common = i == 0 ? c.summaries[i].epochs_completed : std::min(common, c.summaries[i].epochs_completed);
+  c.at_epoch = options.at_epoch > 0 ? options.at_epoch : std::max(1, common);
+
+  auto add = [&](const std::string& label, const std::function<std::string(size_t)>& cell, bool setting = false) {
+    CompareRow row{label, {}, setting, false};
+    for (size_t i = 0; i < n; ++i) row.values.push_back(cell(i));
+    row.differs = std::any_of(row.values.begin(), row.values.end(), [&](const auto& v) { return v != row.values[0]; });
+    c.rows.push_back(std::move(row));
+  };
+  // A result of a run that completed an epoch; "-" for one that did not.
+  auto completed = [&](const std::function<std::string(const RunSummary&)>& cell) {
+    return [&c, cell](size_t i) { return c.summaries[i].epochs_completed ? cell(c.summaries[i]) : std::string("-"); };
+  };
+  const int at = c.at_epoch;
+
+  add("status", [&](size_t i) { return std::string(run_status_name(runs[i].record.status)); });
+  add("epochs", [&](size_t i) {
+    return std::to_string(c.summaries[i].epochs_completed) + "/" + std::to_string(runs[i].record.epochs);
+  });
+  add("best validation accuracy", completed([](const RunSummary& s) {
+        return percent_text(s.best_validation_accuracy) + " (epoch " + std::to_string(s.best_epoch) + ")";
+      }));
+  add("final validation accuracy",
+      completed([](const RunSummary& s) { return percent_text(s.final_validation_accuracy); }));
+  add("validation accuracy at epoch " + std::to_string(at), [&](size_t i) {
+    const EpochReport* e = epoch_at(runs[i].epochs, at);
+    return e ? percent_text(e->validation_accuracy) : std::string("-");
+  });
+  add("validation top-k at epoch " + std::to_string(at), [&](size_t i) {
+    const EpochReport* e = epoch_at(runs[i].epochs, at);
+    return e ? percent_text(e->validation_topk) + " (top-" + std::to_string(e->topk) + ")" : std::string("-");
+  });
+  add("final validation loss", completed([](const RunSummary& s) { return fixed_text(s.final_validation_loss, 4); }));
+  add("final training loss", completed([](const RunSummary& s) { return fixed_text(s.final_train_loss, 4); }));
+  add("total time", [&](size_t i) { return duration_text(c.summaries[i].total_seconds); });
+  add("mean epoch time", [&](size_t i) { return duration_text(c.summaries[i].mean_epoch_seconds); });
+  add("images/s (training)", [&](size_t i) { return fixed_text(c.summaries[i].mean_images_per_second, 1); });
+  add("speed-up vs run " + (n ? std::to_string(runs[c.baseline].record.id) : std::string()),
+      [&](size_t i) { return c.speedups[i] > 0 ? fixed_text(c.speedups[i], 2) + "x" : std::string("-"); });
+  add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });
+  add("final loss scale", completed([](const RunSummary& s) { return number_text(s.final_loss_scale); }));
+  add("peak memory", [&](size_t i) { return mebibytes_text(c.summaries[i].peak_bytes); });
+  // What FP16 storage would lose of the last gradients each run recorded (the histogram chart's fractions).
+  for (const std::string kind : {"weight", "activation"}) {
+    add("FP16 underflow, " + kind + " gradients (last epoch)", [&](size_t i) {
+      const GradientHistogram* h = last_histogram(runs[i].histograms, kind);
+      return h ? g_text("%.3g%%", 100 * h->underflow_fraction) : std::string("-");
+    });
+    add("FP16 overflow, " + kind + " gradients (last epoch)", [&](size_t i) {
+      const GradientHistogram* h = last_histogram(runs[i].histograms, kind);
+      return h ? g_text("%.3g%%", 100 * h->overflow_fraction) : std::string("-");
+    });
+  }
+
+  // Every setting of the configuration (not the run's name), then where it ran and on what data.
+  std::vector<std::vector<std::pair<std::string, std::string>>> settings(n);
+  for (size_t i = 0; i < n; ++i) {
+    settings[i] = config_settings(runs[i].record.config);
+    settings[i].emplace_back("(device)", runs[i].record.backend);
+    settings[i].emplace_back("(dataset fingerprint)", runs[i].record.dataset_fingerprint);
+  }
+  if (n)
+    for (size_t k = 0; k < settings[0].size(); ++k)
+      if (settings[0][k].first != "name")
+        add(
+            settings[0][k].first, [&](size_t i) { return settings[i][k].second; }, true);
+  return c;
+}
+
+}  // namespace ampwb

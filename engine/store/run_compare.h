@@ -1,0 +1,47 @@
+// Runs side by side, decided once for `ampwb compare` (text and --json) and the GUI's comparison table: the rows
+// (results, then every setting of the configuration and where the run ran), every cell formatted here, and whether
+// the runs differ on each. Both render these rows as they are, so they cannot disagree.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "store/run_record.h"
+#include "store/run_store.h"
+
+namespace ampwb {
+
+struct ComparedRun {
+  RunRecord record;
+  std::vector<EpochReport> epochs;
+  std::vector<GradientHistogram> histograms;  // for the FP16 underflow and overflow rows
+};
+
+// The runs `ids` as the store holds them (throws StoreError naming an id that is not there).
+std::vector<ComparedRun> load_compared_runs(const RunStore& store, const std::vector<int64_t>& ids);
+
+struct CompareOptions {
+  size_t baseline = 0;  // the run speed-ups are measured against
+  int at_epoch = 0;     // the epoch of the "at epoch" rows; 0 = the last one every run completed
+};
+
+struct CompareRow {
+  std::string label;                // "best validation accuracy", "precision.loss_scale.kind", "(device)"
+  std::vector<std::string> values;  // one a run, in the runs' order
+  bool setting = false;             // a row of the configuration (else a result)
+  bool differs = false;             // the runs do not all show the same value
+};
+
+struct Comparison {
+  std::vector<RunSummary> summaries;
+  std::vector<double> speedups;  // training images/s over the baseline's; 0 when either is unknown
+  size_t baseline = 0;
+  int at_epoch = 1;              // resolved
+  std::vector<CompareRow> rows;  // the results, then the settings
+};
+
+Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptions& options = {});
+
+}  // namespace ampwb

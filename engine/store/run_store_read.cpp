@@ -1,0 +1,212 @@
+// Reading and editing the run store: runs as typed records (their configuration and run information parsed here,
+// once), resolving ids and names, epochs, steps, histograms and checkpoints; renaming, notes, tags, deleting.
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "store/record_sql.h"
+#include "store/run_store.h"
+
+namespace ampwb {
+namespace {
+
+// The row's columns (RunRecord's field list), then its configuration and run information as JSON text.
+std::string run_columns() { return column_names<RunRecord>() + ", config_json, info_json"; }
+
+RunRecord read_run(const SqliteStatement& q) {
+  RunRecord r;
+  const int c = read_columns(q, 0, r);
+  try {
+    r.config = config_from_json_text(q.text(c));
+  } catch (const std::exception& e) {
+    r.unreadable = e.what();
+  }
+  try {
+    const nlohmann::json info = nlohmann::json::parse(q.text(c + 1), nullptr, false);
+    if (info.is_discarded()) throw Error("the stored run information is not JSON");
+    r.info = info.get<RunInfo>();
+  } catch (const std::exception& e) {
+    r.unreadable += (r.unreadable.empty() ? "" : "; ") + std::string(e.what());
+  }
+  return r;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+}  // namespace
+
+void check_run_name(const std::string& name) {
+  if (name.empty()) throw Error("a run name cannot be empty");
+  if (all_digits(name)) throw Error("a run name cannot be a number ('" + name + "' would read as a run id)");
+  for (const unsigned char ch : name)
+    if (ch < 0x20 || ch == 0x7f)  // a newline or tab would break every table, CSV file and report it is printed in
+      throw Error("a run name cannot hold control characters (newlines, tabs, ...)");
+}
+
+std::vector<RunRecord> RunStore::runs() const {
+  std::vector<RunRecord> out;
+  SqliteStatement q(*db_, "SELECT " + run_columns() + " FROM runs ORDER BY id");
+  while (q.step()) out.push_back(read_run(q));
+  for (RunRecord& r : out) report_abandoned(r);
+  return out;
+}
+
+RunRecord RunStore::run(int64_t id) const {
+  SqliteStatement q(*db_, "SELECT " + run_columns() + " FROM runs WHERE id = ?");
+  q.bind(1, id);
+  if (!q.step()) throw StoreError("no run " + std::to_string(id) + " in the run store '" + path() + "'");
+  RunRecord r = read_run(q);
+  report_abandoned(r);
+  return r;
+}
+
+void RunStore::report_abandoned(RunRecord& r) const {
+  // Only a read-only store gets here with abandoned runs (a writable one recovered them on open).
+  if (r.status == RunStatus::Running && read_only_ && !recording(r.id)) {
+    r.status = RunStatus::Interrupted;
+    r.end_reason = "the recording process ended without reporting an end (not yet marked: the store is read-only)";
+  }
+}
+
+int64_t RunStore::resolve(const std::string& id_or_name) const {
+  if (all_digits(id_or_name)) {
+    const int64_t id = std::stoll(id_or_name);
+    SqliteStatement q(*db_, "SELECT id FROM runs WHERE id = ?");
+    q.bind(1, id);
+    if (!q.step()) throw StoreError("no run " + id_or_name + " in the run store '" + path() + "'");
+    return id;
+  }
+  SqliteStatement q(*db_, "SELECT id FROM runs WHERE name = ? ORDER BY id");
+  q.bind(1, id_or_name);
+  std::vector<int64_t> ids;
+  while (q.step()) ids.push_back(q.int64(0));
+  if (ids.empty())
+    throw StoreError("no run named '" + id_or_name + "' in the run store '" + path() + "' (ampwb runs lists them)");
+  if (ids.size() > 1) {
+    std::string list;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) list += ", ";
+      list += std::to_string(ids[i]);
+    }
+    throw StoreError(std::to_string(ids.size()) + " runs are named '" + id_or_name + "' (ids " + list +
+                     "): give an id");
+  }
+  return ids[0];
+}
+
+std::vector<EpochReport> RunStore::epochs(int64_t run) const {
+  std::vector<EpochReport> out;
+  SqliteStatement q(*db_, "SELECT " + column_names<EpochReport>() + " FROM epochs WHERE run_id = ? ORDER BY epoch");
+  q.bind(1, run);
+  while (q.step()) read_columns(q, 0, out.emplace_back());
+  return out;
+}
+
+std::vector<StepReport> RunStore::steps(int64_t run) const {
+  std::vector<StepReport> out;
+  SqliteStatement q(*db_, "SELECT " + column_names<StepReport>() + " FROM steps WHERE run_id = ? ORDER BY step");
+  q.bind(1, run);
+  while (q.step()) read_columns(q, 0, out.emplace_back());
+  return out;
+}
+
+std::vector<GradientHistogram> RunStore::histograms(int64_t run) const {
+  std::vector<GradientHistogram> out;
+  SqliteStatement q(*db_,
+                    "SELECT epoch, kind, min_log2, max_log2, bins_json, zeros, nonfinite, total, underflow_fraction, "
+                    "overflow_fraction, loss_scale FROM histograms WHERE run_id = ? ORDER BY epoch, kind");
+  q.bind(1, run);
+  while (q.step()) {
+    GradientHistogram h;
+    h.epoch = static_cast<int>(q.int64(0));
+    h.kind = q.text(1);
+    h.min_log2 = static_cast<int>(q.int64(2));
+    h.max_log2 = static_cast<int>(q.int64(3));
+    const nlohmann::json bins = nlohmann::json::parse(q.text(4), nullptr, false);
+    if (!bins.is_array())
+      throw StoreError("run store '" + path() + "': damaged histogram bins for run " + std::to_string(run));
+    h.counts = bins.get<std::vector<int64_t>>();
+    h.zeros = q.int64(5);
+    h.nonfinite = q.int64(6);
+    h.total = q.int64(7);
+    h.underflow_fraction = q.real(8);
+    h.overflow_fraction = q.real(9);
+    h.loss_scale = q.real(10);
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::vector<CheckpointInfo> RunStore::checkpoints(int64_t run) const {
+  std::vector<CheckpointInfo> out;
+  SqliteStatement q(*db_, "SELECT epoch, step, path FROM checkpoints WHERE run_id = ? ORDER BY step, id");
+  q.bind(1, run);
+  while (q.step()) out.push_back({static_cast<int>(q.int64(0)), q.int64(1), q.text(2)});
+  return out;
+}
+
+bool RunStore::recording(int64_t run) const {
+  return owned_.count(run) > 0 || RunLock::held_elsewhere(run_lock_path(path(), run));
+}
+
+// --- editing ---
+
+void RunStore::rename(int64_t run_id, const std::string& name) {
+  require_writable("rename a run");
+  check_run_name(name);
+  SqliteStatement update(*db_, "UPDATE runs SET name = ? WHERE id = ?");
+  update.bind(1, name).bind(2, run_id).run();
+  if (db_->changes() == 0) throw StoreError("no run " + std::to_string(run_id) + " in the run store '" + path() + "'");
+}
+
+void RunStore::set_notes(int64_t run_id, const std::string& notes) {
+  require_writable("change the notes of a run");
+  SqliteStatement update(*db_, "UPDATE runs SET notes = ? WHERE id = ?");
+  update.bind(1, notes).bind(2, run_id).run();
+  if (db_->changes() == 0) throw StoreError("no run " + std::to_string(run_id) + " in the run store '" + path() + "'");
+}
+
+void RunStore::set_tags(int64_t run_id, const std::vector<std::string>& tags) {
+  SqliteStatement update(*db_, "UPDATE runs SET tags = ? WHERE id = ?");
+  update.bind(1, nlohmann::json(tags).dump()).bind(2, run_id).run();
+}
+
+void RunStore::add_tag(int64_t run_id, const std::string& tag) {
+  require_writable("tag a run");
+  if (tag.empty()) throw Error("a tag cannot be empty");
+  SqliteTransaction t(*db_);  // read-modify-write of the tag list, atomic against other writers
+  std::vector<std::string> tags = run(run_id).tags;
+  if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
+  set_tags(run_id, tags);
+  t.commit();
+}
+
+void RunStore::remove_tag(int64_t run_id, const std::string& tag) {
+  require_writable("untag a run");
+  SqliteTransaction t(*db_);
+  std::vector<std::string> tags = run(run_id).tags;
+  const auto it = std::find(tags.begin(), tags.end(), tag);
+  if (it == tags.end()) throw Error("run " + std::to_string(run_id) + " has no tag '" + tag + "'");
+  tags.erase(it);
+  set_tags(run_id, tags);
+  t.commit();
+}
+
+void RunStore::remove(int64_t run_id) {
+  require_writable("delete a run");
+  const RunRecord r = run(run_id);
+  if (r.status == RunStatus::Running && recording(run_id))
+    throw StoreError("run " + std::to_string(run_id) + " ('" + r.name +
+                     "') is being recorded by a running process: cancel it first");
+  SqliteTransaction t(*db_);
+  for (const char* table : {"steps", "epochs", "histograms", "checkpoints"}) {
+    SqliteStatement del(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
+    del.bind(1, run_id).run();
+  }
+  SqliteStatement del(*db_, "DELETE FROM runs WHERE id = ?");
+  del.bind(1, run_id).run();
+  t.commit();
+}
+}  // namespace ampwb

@@ -1,0 +1,220 @@
+// Recording into the run store: a run's row (begun, or reopened to resume it), its steps, epochs, histograms and
+// checkpoints, and its end; each write one short transaction.
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "store/record_sql.h"
+#include "store/run_store.h"
+
+namespace ampwb {
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string();
+}
+
+// The device from a backend description such as "cpu (oneDNN 2.6.3, avx512_core, 2 threads)".
+std::string device_of(const std::string& backend, const std::string& fallback) {
+  const size_t end = backend.find_first_of(" (:");
+  const std::string d = backend.substr(0, end);
+  return d.empty() ? fallback : d;
+}
+
+// The synchronous level for durable commits (a run's end, some epochs): WAL with NORMAL already survives a killed
+// process; FULL also survives a power cut, for the price of an fsync (a few ms; see StoreRecorderOptions).
+class DurableCommits {
+ public:
+  explicit DurableCommits(SqliteDb& db) : db_(db) { db_.exec("PRAGMA synchronous = FULL"); }
+  ~DurableCommits() {
+    try {
+      db_.exec("PRAGMA synchronous = NORMAL");
+    } catch (const StoreError&) {
+      // Only the speed of later step batches depends on it.
+    }
+  }
+
+ private:
+  SqliteDb& db_;
+};
+
+}  // namespace
+
+int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, const std::string& dataset_fingerprint) {
+  require_writable("record a run");
+  if (!config.name.empty()) check_run_name(config.name);
+  const nlohmann::json config_json = config, info_json = info;
+  const std::string now = utc_now_iso8601();
+  const std::string versions =
+      std::string("ampwb " AMPWB_VERSION ", SQLite ") + sqlite3_libversion() + ", g++ " __VERSION__;
+  SqliteTransaction t(*db_);
+  SqliteStatement insert(*db_,
+                         "INSERT INTO runs(name, created, updated, status, config_json, depth, precision, batch_size, "
+                         "lr, optimizer, epochs, image_size, seed, dataset_path, dataset_fingerprint, device, backend, "
+                         "ampwb_version, versions, host, pid, info_json) "
+                         "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, config.name)
+      .bind(2, now)
+      .bind(3, now)
+      .bind(4, config_json.dump())
+      .bind(5, config.depth)
+      .bind(6, mode_name(config.precision.mode))
+      .bind(7, config.batch_size)
+      .bind(8, static_cast<double>(config.lr))
+      .bind(9, config.optimizer.kind)
+      .bind(10, config.epochs)
+      .bind(11, info.image_size > 0 ? info.image_size : config.image_size)
+      .bind(12, static_cast<int64_t>(config.seed))  // the same 64 bits; read_run casts back
+      .bind(13, config.data_dir)
+      .bind(14, dataset_fingerprint)
+      .bind(15, device_of(info.backend_description, config.device))
+      .bind(16, info.backend_description)
+      .bind(17, AMPWB_VERSION)
+      .bind(18, versions)
+      .bind(19, host_name())
+      .bind(20, static_cast<int64_t>(::getpid()))
+      .bind(21, info_json.dump());
+  insert.run();
+  const int64_t id = db_->last_insert_rowid();
+  if (config.name.empty()) {
+    SqliteStatement name(*db_, "UPDATE runs SET name = ? WHERE id = ?");
+    name.bind(1, "resnet" + std::to_string(config.depth) + "-" + mode_name(config.precision.mode) + "-" +
+                     std::to_string(id))
+        .bind(2, id)
+        .run();
+  }
+  // Locked before the row becomes visible, so no other process can see it running without an owner.
+  RunLock lock = RunLock::acquire(run_lock_path(path(), id));
+  t.commit();
+  owned_[id] = std::move(lock);
+  return id;
+}
+
+void RunStore::reopen_run(int64_t run_id, const RunInfo& info) {
+  require_writable("resume a run");
+  const RunRecord r = run(run_id);
+  if (recording(run_id)) throw StoreError("run " + std::to_string(run_id) + " is being recorded by another process");
+  RunLock lock = RunLock::acquire(run_lock_path(path(), run_id));
+  SqliteTransaction t(*db_);
+  SqliteStatement reopen(*db_,
+                         "UPDATE runs SET status = 'running', ended = NULL, end_reason = '', updated = ?, host = ?, "
+                         "pid = ? WHERE id = ?");
+  reopen.bind(1, utc_now_iso8601()).bind(2, host_name()).bind(3, static_cast<int64_t>(::getpid())).bind(4, run_id);
+  reopen.run();
+  for (const char* table : {"epochs", "histograms"}) {
+    SqliteStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");
+    forget.bind(1, run_id).bind(2, info.first_epoch).run();
+  }
+  t.commit();
+  owned_[run_id] = std::move(lock);
+}
+
+void RunStore::forget_steps_from(int64_t run, int64_t first_step) {
+  require_writable("forget steps");
+  SqliteStatement forget(*db_, "DELETE FROM steps WHERE run_id = ? AND step >= ?");
+  forget.bind(1, run).bind(2, first_step).run();
+}
+
+void RunStore::insert_steps(int64_t run, const std::vector<StepReport>& steps) {
+  if (steps.empty()) return;
+  SqliteStatement insert(*db_, "INSERT OR REPLACE INTO steps(run_id, " + column_names<StepReport>() + ") VALUES (?, " +
+                                   column_parameters<StepReport>() + ")");
+  for (const StepReport& s : steps) {
+    bind_columns(insert.bind(1, run), 2, s);
+    insert.run();
+  }
+}
+
+void RunStore::touch(int64_t run, double duration_seconds) {
+  SqliteStatement update(*db_, "UPDATE runs SET updated = ?, duration_seconds = ? WHERE id = ?");
+  update.bind(1, utc_now_iso8601()).bind(2, duration_seconds).bind(3, run).run();
+}
+
+void RunStore::add_steps(int64_t run, const std::vector<StepReport>& steps, double duration_seconds) {
+  require_writable("record steps");
+  SqliteTransaction t(*db_);
+  insert_steps(run, steps);
+  touch(run, duration_seconds);
+  t.commit();
+}
+
+void RunStore::add_epoch(int64_t run, const EpochReport& e, const std::vector<StepReport>& steps,
+                         double duration_seconds, bool sync) {
+  require_writable("record an epoch");
+  std::optional<DurableCommits> durable;
+  if (sync) durable.emplace(*db_);
+  SqliteTransaction t(*db_);
+  insert_steps(run, steps);
+  SqliteStatement insert(*db_, "INSERT OR REPLACE INTO epochs(run_id, " + column_names<EpochReport>() +
+                                   ") VALUES (?, " + column_parameters<EpochReport>() + ")");
+  bind_columns(insert.bind(1, run), 2, e);
+  insert.run();
+  touch(run, duration_seconds);
+  t.commit();
+}
+
+void RunStore::add_histogram(int64_t run, const GradientHistogram& h) {
+  require_writable("record a histogram");
+  SqliteStatement insert(*db_,
+                         "INSERT OR REPLACE INTO histograms(run_id, epoch, kind, loss_scale, min_log2, max_log2, "
+                         "bins_json, zeros, nonfinite, total, underflow_fraction, overflow_fraction) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, run)
+      .bind(2, h.epoch)
+      .bind(3, h.kind)
+      .bind(4, h.loss_scale)
+      .bind(5, h.min_log2)
+      .bind(6, h.max_log2)
+      .bind(7, nlohmann::json(h.counts).dump())
+      .bind(8, h.zeros)
+      .bind(9, h.nonfinite)
+      .bind(10, h.total)
+      .bind(11, h.underflow_fraction)
+      .bind(12, h.overflow_fraction);
+  insert.run();
+}
+
+void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {
+  require_writable("record a checkpoint");
+  // A checkpoint written to the path of an earlier one replaced it: only the newest row may point at the file.
+  SqliteTransaction t(*db_);
+  SqliteStatement replaced(*db_, "DELETE FROM checkpoints WHERE run_id = ? AND path = ?");
+  replaced.bind(1, run).bind(2, c.path).run();
+  SqliteStatement insert(*db_, "INSERT INTO checkpoints(run_id, epoch, step, path, created) VALUES (?, ?, ?, ?, ?)");
+  insert.bind(1, run).bind(2, c.epoch).bind(3, c.step).bind(4, c.path).bind(5, utc_now_iso8601()).run();
+  t.commit();
+}
+
+void RunStore::end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps, double duration_seconds) {
+  require_writable("record the end of a run");
+  {
+    DurableCommits durable(*db_);
+    SqliteTransaction t(*db_);
+    insert_steps(run, steps);
+    const std::string now = utc_now_iso8601();
+    SqliteStatement update(*db_,
+                           "UPDATE runs SET status = ?, end_reason = ?, ended = ?, updated = ?, duration_seconds = ? "
+                           "WHERE id = ?");
+    update.bind(1, run_status_name(end.status))
+        .bind(2, end.reason)
+        .bind(3, now)
+        .bind(4, now)
+        .bind(5, duration_seconds)
+        .bind(6, run)
+        .run();
+    t.commit();
+  }
+  abandon_run(run);  // the row now says how it ended: give up ownership
+}
+
+void RunStore::abandon_run(int64_t run) {
+  auto it = owned_.find(run);
+  if (it == owned_.end()) return;
+  it->second.release();
+  owned_.erase(it);
+}
+
+}  // namespace ampwb

@@ -1,0 +1,26 @@
+// JSON of the run's reports (RunInfo, StepReport, EpochReport) and of its status, from their field lists.
+#include <nlohmann/json.hpp>
+
+#include "train/events.h"
+#include "train/record_json.h"
+
+namespace ampwb {
+
+void to_json(nlohmann::json& j, const RunInfo& info) { write_fields(j, info); }
+void from_json(const nlohmann::json& j, RunInfo& info) { read_fields(j, info, "run information"); }
+void to_json(nlohmann::json& j, const StepReport& step) { write_fields(j, step); }
+void from_json(const nlohmann::json& j, StepReport& step) { read_fields(j, step, "step"); }
+void to_json(nlohmann::json& j, const EpochReport& epoch) { write_fields(j, epoch); }
+void from_json(const nlohmann::json& j, EpochReport& epoch) { read_fields(j, epoch, "epoch"); }
+
+void to_json(nlohmann::json& j, const RunStatus& status) { j = run_status_name(status); }
+void from_json(const nlohmann::json& j, RunStatus& status) { status = parse_run_status(j.get<std::string>()); }
+
+RunStatus parse_run_status(const std::string& name) {
+  for (RunStatus s :
+       {RunStatus::Running, RunStatus::Finished, RunStatus::Failed, RunStatus::Cancelled, RunStatus::Interrupted})
+    if (name == run_status_name(s)) return s;
+  throw Error("unknown run status '" + name + "'");
+}
+
+}  // namespace ampwb
