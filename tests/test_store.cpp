@@ -223,11 +223,12 @@ TEST(RunStore, RecordsEveryFieldAndReadsItBack) {
   expect_contains(r.versions, "SQLite 3.");
   EXPECT_EQ(r.pid, ::getpid());
   EXPECT_DOUBLE_EQ(r.duration_seconds, 3.5);
-  const TrainConfig back = nlohmann::json::parse(r.config_json).get<TrainConfig>();
-  EXPECT_EQ(back.seed, config.seed);
-  EXPECT_EQ(back.precision.mode, PrecisionMode::AmpBf16);
-  EXPECT_EQ(back.topk, 3);
-  EXPECT_EQ(nlohmann::json::parse(r.info_json)["train_images"], 800);
+  EXPECT_TRUE(r.unreadable.empty()) << r.unreadable;
+  EXPECT_EQ(r.config.seed, config.seed);
+  EXPECT_EQ(r.config.precision.mode, PrecisionMode::AmpBf16);
+  EXPECT_EQ(r.config.topk, 3);
+  EXPECT_EQ(r.info.train_images, 800);
+  EXPECT_EQ(r.info.model_summary, info().model_summary);
 
   const std::vector<StepReport> got = store.steps(id);
   ASSERT_EQ(got.size(), 11u);

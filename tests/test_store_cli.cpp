@@ -252,7 +252,7 @@ TEST(StoreCli, SigkillMidEpochLeavesAnIntactStoreWithTheRunInterrupted) {
   EXPECT_GE(printed, 2u);
   EXPECT_GE(epochs.size(), printed);
   // Steps of the completed epochs are all there.
-  const int64_t per_epoch = json::parse(r.info_json)["steps_per_epoch"];
+  const int64_t per_epoch = r.info.steps_per_epoch;
   const std::vector<StepReport> steps = store.steps(1);
   EXPECT_GE(static_cast<int64_t>(steps.size()), per_epoch * static_cast<int64_t>(epochs.size()));
 }

@@ -1,10 +1,12 @@
 // Comparing runs in the desktop workbench, offscreen: stored runs overlaid on every chart (one series set per run),
 // the side-by-side table with "differences only", speed-up against a chosen baseline, mean ± std bands for runs
 // that differ only by seed; the runs view's filter, sort and edits (rename, tag, note, delete with confirmation);
-// and a precision sweep queued through the window that opens its comparison when done.
+// and a precision sweep queued through the window that opens its comparison when done. The GUI's table and
+// `ampwb compare --json` (the real binary) of the same runs agree cell for cell.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QtTest>
@@ -96,6 +98,48 @@ class CompareRuns : public QObject {
     QVERIFY(model->row_labels().contains("validation accuracy at epoch 2"));
   }
 
+  // One comparison in the engine (store/run_compare.h): the CLI prints its rows, the GUI shows them.
+  void cli_and_gui_comparisons_agree_cell_for_cell() {
+    const std::vector<int64_t> ids{fp32_seed1_, bf16_seed1_, fp32_seed2_};
+    MainWindow w(db_);
+    w.open_runs(ids);
+    const CompareModel* model = w.compare_view()->table_model();
+    QVERIFY(!model->differences_only());
+
+    QStringList args{"compare"};
+    for (int64_t id : ids) args << QString::number(id);
+    args << "--json"
+         << "--db" << db_;
+    QProcess cli;
+    cli.start(AMPWB_BINARY, args);
+    QVERIFY(cli.waitForFinished(120000));
+    const QByteArray out = cli.readAllStandardOutput();
+    QVERIFY2(cli.exitCode() == 0, (out + cli.readAllStandardError()).constData());
+    const nlohmann::json cmp = nlohmann::json::parse(out.toStdString());
+
+    const nlohmann::json& rows = cmp.at("rows");
+    QCOMPARE(model->rowCount(), static_cast<int>(rows.size()));
+    QCOMPARE(model->columnCount(), static_cast<int>(ids.size()) + 1);
+    nlohmann::json differences = nlohmann::json::object();
+    for (int i = 0; i < model->rowCount(); ++i) {
+      const nlohmann::json& row = rows.at(static_cast<size_t>(i));
+      const QString label = QString::fromStdString(row.at("label").get<std::string>());
+      QCOMPARE(model->index(i, 0).data().toString(), label);
+      for (int run = 0; run < static_cast<int>(ids.size()); ++run)
+        QCOMPARE(model->index(i, run + 1).data().toString(),
+                 QString::fromStdString(row.at("values").at(static_cast<size_t>(run)).get<std::string>()));
+      if (row.at("setting").get<bool>() && row.at("differs").get<bool>())
+        differences[label.toStdString()] = row["values"];
+    }
+    QCOMPARE(cmp.at("differences").dump(), differences.dump());
+    // The cases the two used to disagree on: a float setting's text, the device row's label.
+    QCOMPARE(model->value("lr", 0), QString("0.05"));
+    QVERIFY(model->row_labels().contains("(device)"));
+    QVERIFY(cmp["differences"].contains("precision.mode"));
+    QVERIFY(cmp["differences"].contains("seed"));
+    QVERIFY(!cmp["differences"].contains("lr"));
+  }
+
   void seed_only_runs_get_mean_and_std_bands() {
     MainWindow w(db_);
     w.open_runs({fp32_seed1_, fp32_seed2_});
@@ -178,7 +222,7 @@ class CompareRuns : public QObject {
     QCOMPARE(store.run(ids[0]).precision, std::string("fp32"));
     QCOMPARE(store.run(ids[1]).precision, std::string("amp-bf16"));
     QCOMPARE(store.run(ids[2]).precision, std::string("amp-fp16"));
-    const TrainConfig noscale = nlohmann::json::parse(store.run(ids[2]).config_json).get<TrainConfig>();
+    const TrainConfig noscale = store.run(ids[2]).config;
     QCOMPARE(noscale.precision.loss_scale.kind, std::string("off"));
     QCOMPARE(w.compare_view()->table_model()->value("precision.loss_scale.kind", 2), QString("off"));
   }
