@@ -1,0 +1,229 @@
+// The store commands through the real ampwb binary: flags in any order, bad usage refused by name, valid JSON for
+// infinite values, and train --json -> show -> compare -> export csv -> delete, with every CSV parsed by an RFC 4180
+// reader (and Python's) and checked against the store.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include "test_cli_util.h"
+
+namespace ampwb {
+namespace {
+using namespace cli_test;
+
+TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
+  TempDir dir("flag_order");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> train = tiny_training(db, 1, 1);
+  train.insert(train.end(), {"--name", "train"});  // named like a command: still a run's name where RUN goes
+  ASSERT_EQ(ampwb(train).status, 0);
+  const Result before = ampwb({"show", "--json", "train", "--db", db});
+  ASSERT_EQ(before.status, 0) << before.output;
+  EXPECT_EQ(json::parse(before.output)["run"]["name"], "train");
+  EXPECT_EQ(ampwb({"show", "train", "--json", "--db", db}).output, before.output);
+  EXPECT_EQ(ampwb({"show", "--db", db, "--json", "1"}).output, before.output);
+  EXPECT_EQ(ampwb({"show", "1", "--json=true", "--db=" + db}).output, before.output);
+  EXPECT_EQ(ampwb({"show", "1", "--json=false", "--db", db}).output, ampwb({"show", "1", "--db", db}).output);
+  EXPECT_EQ(ampwb({"compare", "--json", "1", "train", "--db", db}).output,
+            ampwb({"compare", "1", "train", "--db", db, "--json"}).output);
+
+  // Bad usage: exit status 2, and what was wrong on stderr, naming the command and the argument.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"show", "1", "--jsn", "--db", db}, "ampwb show: error: unknown option --jsn (see ampwb show --help)"},
+      {{"show", "--jsn=1", "1", "--db", db}, "unknown option --jsn"},
+      {{"show", "1", "2", "--db", db}, "unexpected argument '2'"},
+      {{"show", "--db", db}, "RUN is required"},
+      {{"show", "1", "--db"}, "--db"},
+      {{"compare", "1", "--db", db}, "RUN: At least 2 required"},
+      {{"runs", "--status", "done", "--db", db}, "--status: done not in {running,finished,failed,cancelled,"},
+      {{"tag", "1", "--db", db}, "TAG is required"},
+      {{"export", "png", "1", "--db", db}, "unknown command 'png' (expected csv or chart)"},
+      {{"export", "csv", "--out", dir.file("csv"), "--db", db}, "RUN... or --all is required"},
+      {{"export", "csv", "1", "--all", "--out", dir.file("csv"), "--db", db}, "excludes"},
+      {{"export", "chart", "1", "--metric", "loss", "--out", dir.file("a.png"), "--width", "50", "--db", db},
+       "--width: Value 50 not in range 100 to 10000"},
+      {{"store"}, "ampwb store: error: needs a command: check or backup"},
+      {{"store", "backup", "--db", db}, "FILE is required"},
+  };
+  for (const auto& [args, message] : refused) {
+    const Result r = ampwb(args);
+    EXPECT_EQ(r.status, 2) << args[0] << ": " << r.output;
+    expect_contains(r.output, message);
+  }
+  EXPECT_EQ(RunStore(db, RunStore::Mode::ReadOnly).run(1).tags.size(), 0u) << "a refused line changes nothing";
+}
+
+// Every --json output is JSON a strict reader takes: infinities (and NaN, which SQLite stores as NULL) as null.
+TEST(StoreCli, NonFiniteValuesPrintAsNullInEveryJsonOutput) {
+  TempDir dir("nonfinite");
+  const std::string db = dir.file("runs.sqlite");
+  ASSERT_EQ(ampwb(tiny_training(db, 2, 1)).status, 0);
+  {  // as a diverged run records them: SQLite reads 9e999 as +infinity
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(handle,
+                           "UPDATE epochs SET train_loss = 9e999, validation_loss = -9e999 WHERE epoch = 2;"
+                           "UPDATE steps SET loss = 9e999",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(handle);
+  }
+  ASSERT_TRUE(std::isinf(RunStore(db, RunStore::Mode::ReadOnly).epochs(1).at(1).train_loss));
+  Result r = ampwb({"show", "1", "--json", "--steps", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json show = json::parse(r.output);
+  EXPECT_TRUE(show["epochs"][1]["train_loss"].is_null()) << r.output;
+  EXPECT_TRUE(show["epochs"][1]["validation_loss"].is_null());
+  EXPECT_TRUE(show["summary"]["final_train_loss"].is_null());
+  EXPECT_TRUE(show["steps"][0]["loss"].is_null());
+  EXPECT_TRUE(show["epochs"][0]["train_loss"].is_number());
+  r = ampwb({"runs", "--json", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(json::parse(r.output)[0]["summary"]["final_validation_loss"].is_null());
+  r = ampwb({"compare", "1", "1", "--json", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(json::parse(r.output)["runs"][0]["final_train_loss"].is_null());
+}
+
+TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
+  TempDir dir("e2e");
+  const std::string db = dir.file("runs.sqlite");
+  const std::string tricky = "fp32 baseline, \"quoted\" – ünïcode";
+  std::vector<std::string> a = tiny_training(db, 2), b = tiny_training(db, 2);
+  a.insert(a.end(), {"--name", tricky, "--json"});
+  b.insert(b.end(), {"--lr", "0.1", "--json"});
+  const Result ra = ampwb(a);
+  ASSERT_EQ(ra.status, 0) << ra.output;
+  const Result rb = ampwb(b);
+  ASSERT_EQ(rb.status, 0) << rb.output;
+  const json ja = json::parse(ra.output), jb = json::parse(rb.output);
+  EXPECT_EQ(ja["run_id"], 1);
+  EXPECT_EQ(jb["run_id"], 2);
+  EXPECT_EQ(ja["name"], tricky);
+  EXPECT_EQ(ja["status"], "finished");
+  EXPECT_EQ(ja["epochs_completed"], 2);
+
+  RunStore store(db, RunStore::Mode::Existing);
+  const RunRecord run_a = store.run(1), run_b = store.run(2);
+  const std::vector<EpochReport> ea = store.epochs(1), eb = store.epochs(2);
+  ASSERT_EQ(ea.size(), 2u);
+  const RunSummary sa = summarize(run_a, ea), sb = summarize(run_b, eb);
+  EXPECT_EQ(ja["final_validation_accuracy"].get<double>(), ea.back().validation_accuracy);
+  EXPECT_EQ(ja["final_train_loss"].get<double>(), ea.back().train_loss);
+  EXPECT_EQ(ja["best_validation_accuracy"].get<double>(), sa.best_validation_accuracy);
+  EXPECT_EQ(ja["epochs"][1]["images_per_second"].get<double>(), ea[1].images_per_second);
+
+  // show, by name and as JSON
+  Result r = ampwb({"show", tricky, "--json", "--steps", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json show = json::parse(r.output);
+  EXPECT_EQ(show["run"]["id"], 1);
+  EXPECT_EQ(show["config"]["depth"], 20);
+  EXPECT_EQ(show["epochs"][0]["validation_loss"].get<double>(), ea[0].validation_loss);
+  EXPECT_EQ(show["summary"]["peak_bytes"].get<size_t>(), sa.peak_bytes);
+  EXPECT_EQ(show["steps"].size(), store.steps(1).size());
+  r = ampwb({"show", "1", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* part : {"configuration", "epochs", "summary", "best validation accuracy", "fingerprint"})
+    expect_contains(r.output, part);
+  expect_contains(r.output, tricky);
+
+  // compare
+  r = ampwb({"compare", "1", "2", "--json", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json cmp = json::parse(r.output);
+  EXPECT_EQ(cmp["differences"]["lr"], (json{"0.05", "0.1"}));
+  EXPECT_FALSE(cmp["differences"].contains("depth"));
+  EXPECT_EQ(cmp["runs"][0]["speedup"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(cmp["runs"][1]["speedup"].get<double>(), sb.mean_images_per_second / sa.mean_images_per_second);
+  EXPECT_EQ(cmp["runs"][1]["mean_epoch_seconds"].get<double>(), sb.mean_epoch_seconds);
+  r = ampwb({"compare", "1", "2", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* part : {"configuration differences", "speed-up vs run 1", "skipped steps", "final loss scale",
+                           "peak memory", "mean epoch time"})
+    expect_contains(r.output, part);
+
+  // export csv
+  const std::string out = dir.file("csv out");
+  r = ampwb({"export", "csv", "1", "2", "--out", out, "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (int64_t id : {1, 2}) {
+    const std::vector<StepReport> steps = store.steps(id);
+    const auto step_rows = csv_records(out + "/run-" + std::to_string(id) + "-steps.csv");
+    ASSERT_EQ(step_rows.size(), steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+      EXPECT_EQ(num(step_rows[i].at("step")), steps[i].step);
+      EXPECT_EQ(num(step_rows[i].at("epoch")), steps[i].epoch);
+      EXPECT_EQ(num(step_rows[i].at("loss")), steps[i].loss);
+      EXPECT_EQ(num(step_rows[i].at("accuracy")), steps[i].accuracy);
+      EXPECT_EQ(num(step_rows[i].at("learning_rate")), steps[i].lr);
+      EXPECT_EQ(num(step_rows[i].at("grad_norm")), steps[i].grad_norm);
+      EXPECT_EQ(num(step_rows[i].at("wall_seconds")), steps[i].wall_seconds);
+    }
+    const std::vector<EpochReport> epochs = store.epochs(id);
+    const auto epoch_rows = csv_records(out + "/run-" + std::to_string(id) + "-epochs.csv");
+    ASSERT_EQ(epoch_rows.size(), epochs.size());
+    for (size_t i = 0; i < epochs.size(); ++i) {
+      EXPECT_EQ(num(epoch_rows[i].at("train_loss")), epochs[i].train_loss);
+      EXPECT_EQ(num(epoch_rows[i].at("validation_accuracy")), epochs[i].validation_accuracy);
+      EXPECT_EQ(num(epoch_rows[i].at("validation_topk_accuracy")), epochs[i].validation_topk);
+      EXPECT_EQ(num(epoch_rows[i].at("seconds")), epochs[i].seconds);
+      EXPECT_EQ(num(epoch_rows[i].at("images_per_second")), epochs[i].images_per_second);
+      EXPECT_EQ(num(epoch_rows[i].at("data_wait_seconds")), epochs[i].data_wait_seconds);
+      EXPECT_EQ(num(epoch_rows[i].at("peak_bytes")), static_cast<double>(epochs[i].peak_bytes));
+    }
+    const auto summary = csv_records(out + "/run-" + std::to_string(id) + "-summary.csv");
+    ASSERT_EQ(summary.size(), 1u);
+    const RunRecord rec = store.run(id);
+    const RunSummary s = summarize(rec, epochs);
+    EXPECT_EQ(summary[0].at("name"), rec.name);
+    EXPECT_EQ(summary[0].at("backend"), rec.backend);  // holds commas: quoted
+    EXPECT_EQ(num(summary[0].at("best_validation_accuracy")), s.best_validation_accuracy);
+    EXPECT_EQ(num(summary[0].at("mean_images_per_second")), s.mean_images_per_second);
+    EXPECT_EQ(num(summary[0].at("total_seconds")), s.total_seconds);
+    EXPECT_EQ(num(summary[0].at("peak_bytes")), static_cast<double>(s.peak_bytes));
+    EXPECT_EQ(num(summary[0].at("learning_rate")), rec.lr);
+  }
+  const auto all = csv_records(out + "/runs-summary.csv");
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].at("name"), tricky);
+  const auto long_form = csv_records(out + "/runs-long.csv");
+  EXPECT_EQ(long_form.size(), (ea.size() + eb.size()) * 12);
+  for (const auto& row : long_form)
+    if (row.at("metric") == "validation_accuracy") {
+      const auto& epochs = row.at("run_id") == "1" ? ea : eb;
+      EXPECT_EQ(num(row.at("value")), epochs.at(static_cast<size_t>(num(row.at("epoch"))) - 1).validation_accuracy);
+    }
+
+  // Python's csv module (a standard reader) reads every file the same way.
+  if (fs::exists("/usr/bin/python3")) {
+    const std::string script =
+        "import csv, json, sys, glob, os\n"
+        "out = {}\n"
+        "for p in sorted(glob.glob(os.path.join(sys.argv[1], '*.csv'))):\n"
+        "    with open(p, newline='', encoding='utf-8') as f:\n"
+        "        out[os.path.basename(p)] = list(csv.reader(f, strict=True))\n"
+        "print(json.dumps(out))\n";
+    std::ofstream(dir.file("read.py")) << script;
+    const std::string log = dir.file("python.json");
+    const pid_t py = spawn({"/usr/bin/python3", dir.file("read.py"), out}, log);
+    ASSERT_EQ(wait_exit(py), 0) << read_text(log);
+    const json by_python = json::parse(read_text(log));
+    EXPECT_EQ(by_python.size(), 8u);
+    for (const auto& [name, rows] : by_python.items())
+      EXPECT_EQ(rows.get<std::vector<std::vector<std::string>>>(), parse_csv(read_text(out + "/" + name))) << name;
+  }
+
+  // delete
+  r = ampwb({"delete", "2", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json left = json::parse(ampwb({"runs", "--json", "--db", db}).output);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0]["name"], tricky);
+  r = ampwb({"show", "2", "--db", db});
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "no run 2");
+}
+
+}  // namespace
+}  // namespace ampwb

@@ -1,0 +1,169 @@
+// The cost of recording into the run store against step time (the figures in docs/benchmarks.md, "Run store"): in a
+// real training, and the recorder alone fed synthetic events.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "test_cli_util.h"
+
+namespace ampwb {
+namespace {
+using namespace cli_test;
+
+class StepTimes : public TrainObserver {
+ public:
+  void on_step(const StepReport& r) override {
+    if (r.epoch == last_epoch_) gaps.push_back(r.wall_seconds - last_);  // within an epoch: one step's time
+    last_epoch_ = r.epoch;
+    last_ = r.wall_seconds;
+  }
+  std::vector<double> gaps;
+
+ private:
+  int last_epoch_ = 0;
+  double last_ = 0;
+};
+
+// Forwards to a StepTimes and, when given, to a recorder, timing what each of the recorder's callbacks costs.
+class Timed : public TrainObserver {
+ public:
+  Timed(StepTimes& times, TrainObserver* recorder) : times_(times), recorder_(recorder) {}
+  void on_start(const RunInfo& e) override {
+    time(start_end, [&] { recorder_->on_start(e); });
+  }
+  void on_step(const StepReport& e) override {
+    times_.on_step(e);
+    time(step_seconds, [&] { recorder_->on_step(e); });
+  }
+  void on_epoch(const EpochReport& e) override {
+    if (recorder_) epoch_seconds.push_back(0);
+    time(recorder_ ? epoch_seconds.back() : start_end, [&] { recorder_->on_epoch(e); });
+  }
+  void on_end(const RunEnd& e) override {
+    time(start_end, [&] { recorder_->on_end(e); });
+  }
+  double start_end = 0, step_seconds = 0;
+  std::vector<double> epoch_seconds;
+
+ private:
+  template <class F>
+  void time(double& total, F&& f) {
+    if (!recorder_) return;
+    const auto t = Clock::now();
+    f();
+    total += std::chrono::duration<double>(Clock::now() - t).count();
+  }
+  StepTimes& times_;
+  TrainObserver* recorder_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The figures in docs/benchmarks.md ("Run store"). Worst case for the store: a tiny model, so steps are short.
+TEST(StoreOverhead, RecordingCostsUnderTwoPercentOfStepTime) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "measures time: a sanitizer's instrumentation slows the step and the store unevenly";
+#endif
+  TempDir dir("overhead");
+  const fs::path data = make_stripes_folder("store_overhead", 120, 16);
+  TrainConfig c;
+  c.data_dir = data.string();
+  c.depth = 20;
+  c.epochs = 3;
+  c.batch_size = 8;
+  c.threads = 2;
+  c.data.validation_fraction = 0.2;  // 192 training images: 24 steps an epoch
+  RunStore store(dir.file("runs.sqlite"));
+  std::vector<double> plain_steps, recorded_steps, plain_runs, recorded_runs, step_costs, epoch_costs, run_costs,
+      fractions;
+  int64_t steps_per_epoch = 0;
+  const int pairs = 4;
+  for (int pair = 0; pair < pairs; ++pair) {
+    for (bool record : {false, true}) {  // alternating, so drifting machine load hits both alike
+      StepTimes times;
+      StoreRecorder recorder(store, c);
+      Timed timed(times, record ? &recorder : nullptr);
+      Trainer trainer(c, &timed);
+      const auto start = Clock::now();
+      ASSERT_EQ(trainer.run().status, RunStatus::Finished);
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      (record ? recorded_steps : plain_steps)
+          .insert((record ? recorded_steps : plain_steps).end(), times.gaps.begin(), times.gaps.end());
+      (record ? recorded_runs : plain_runs).push_back(seconds);
+      if (!record) continue;
+      ASSERT_TRUE(recorder.error().empty()) << recorder.error();
+      const auto stored = store.steps(recorder.run_id());
+      steps_per_epoch = static_cast<int64_t>(stored.size()) / c.epochs;
+      step_costs.push_back(timed.step_seconds / static_cast<double>(stored.size()));
+      epoch_costs.insert(epoch_costs.end(), timed.epoch_seconds.begin(), timed.epoch_seconds.end());
+      run_costs.push_back(timed.start_end);
+      double all = timed.start_end + timed.step_seconds;
+      for (double e : timed.epoch_seconds) all += e;
+      fractions.push_back(all / seconds);
+    }
+  }
+  const double step = median(plain_steps);
+  const double per_step = median(step_costs) + median(epoch_costs) / static_cast<double>(steps_per_epoch);
+  std::printf("[ overhead ] ResNet-20, 16 px, batch 8, %lld steps an epoch, %d epochs; %d runs each, alternating\n",
+              static_cast<long long>(steps_per_epoch), c.epochs, pairs);
+  std::printf("[ overhead ] median step %.3f ms without recording, %.3f ms with; median run %.3f s vs %.3f s\n",
+              1e3 * step, 1e3 * median(recorded_steps), median(plain_runs), median(recorded_runs));
+  std::printf(
+      "[ overhead ] recorder: on_step %.2f us a step (batches included), on_epoch %.3f ms an epoch, "
+      "start + end %.1f ms a run\n",
+      1e6 * median(step_costs), 1e3 * median(epoch_costs), 1e3 * median(run_costs));
+  std::printf("[ overhead ] per step (epochs amortized): %.2f us = %.3f%% of a step; whole runs: %.3f%% of wall time\n",
+              1e6 * per_step, 100 * per_step / step, 100 * median(fractions));
+  EXPECT_LT(per_step / step, 0.02);
+  EXPECT_LT(median(fractions), 0.02);
+  fs::remove_all(data);
+}
+
+// The recorder alone, fed synthetic events as fast as it takes them: what a step and an epoch cost with no
+// training around to blur the figure.
+TEST(StoreOverhead, RecorderAloneCostsMicrosecondsAStep) {
+  TempDir dir("recorder_alone");
+  RunStore store(dir.file("runs.sqlite"));
+  TrainConfig c;
+  c.data_dir = dir.path().string();
+  RunInfo info;
+  info.steps_per_epoch = 500;
+  const int epochs = 40;
+  std::vector<double> per_epoch;
+  StoreRecorderOptions options;
+  options.sync_seconds = 0;  // the worst case: every epoch fsynced
+  StoreRecorder recorder(store, c, options);
+  recorder.on_start(info);
+  const auto start = Clock::now();
+  double epoch_seconds = 0;
+  for (int e = 1; e <= epochs; ++e) {
+    for (int64_t n = 0; n < info.steps_per_epoch; ++n) {
+      StepReport s;
+      s.epoch = e;
+      s.step = (e - 1) * info.steps_per_epoch + n;
+      s.loss = 1.0f / static_cast<float>(s.step + 1);
+      recorder.on_step(s);
+    }
+    EpochReport r;
+    r.epoch = e;
+    const auto t = Clock::now();
+    recorder.on_epoch(r);
+    per_epoch.push_back(std::chrono::duration<double>(Clock::now() - t).count());
+    epoch_seconds += per_epoch.back();
+  }
+  const double total = std::chrono::duration<double>(Clock::now() - start).count();
+  recorder.on_end({RunStatus::Finished, ""});
+  const double steps = static_cast<double>(epochs) * static_cast<double>(info.steps_per_epoch);
+  const double per_step = (total - epoch_seconds) / steps;
+  std::printf(
+      "[ overhead ] recorder alone: %.2f us a step (200-step batches), %.3f ms an epoch commit with fsync "
+      "(median of %d)\n",
+      1e6 * per_step, 1e3 * median(per_epoch), epochs);
+  EXPECT_EQ(store.steps(recorder.run_id()).size(), static_cast<size_t>(steps));
+  EXPECT_LT(per_step, 20e-6);  // 2% of a 1 ms step, far shorter than any real training step
+}
+
+}  // namespace
+}  // namespace ampwb

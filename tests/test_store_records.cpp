@@ -1,0 +1,525 @@
+// The run store's records on real SQLite files in temporary folders: every field recorded and read back as typed
+// records, step batching, resolving and deleting runs, resume bookkeeping and the resume checks, the comparison of
+// runs, the field lists' JSON (old keys kept, bad values refused by name), the dataset fingerprint and CSV.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "store/csv_export.h"
+#include "store/dataset_fingerprint.h"
+#include "store/run_compare.h"
+#include "store/run_resume.h"
+#include "store/run_store.h"
+#include "store/sqlite.h"
+#include "store/store_recorder.h"
+#include "test_store_util.h"
+
+namespace ampwb {
+namespace {
+using namespace store_test;
+
+TEST(RunStore, RecordsEveryFieldAndReadsItBack) {
+  TempDir dir("fields");
+  RunStore store(dir.file("runs.sqlite"));
+  const TrainConfig config = config_named("bf16 \"quoted\", ünïcode");
+  const int64_t id = store.begin_run(config, info(), "0123456789abcdef");
+  EXPECT_EQ(store.run(id).status, RunStatus::Running);
+  EXPECT_TRUE(store.recording(id));
+
+  std::vector<StepReport> steps;
+  for (int64_t n = 0; n < 10; ++n) steps.push_back(step(n));
+  steps[3].skipped = true;
+  steps[3].grad_norm = std::numeric_limits<float>::infinity();
+  steps[4].grad_norm = std::numeric_limits<float>::quiet_NaN();
+  store.add_steps(id, {steps.begin(), steps.begin() + 4}, 1.0);
+  store.add_epoch(id, epoch(1), {steps.begin() + 4, steps.end()}, 2.0);
+  GradientHistogram h;
+  h.epoch = 1;
+  h.kind = "weight";
+  h.counts.assign(static_cast<size_t>(h.max_log2 - h.min_log2 + 1), 0);
+  h.counts[3] = 17;
+  h.counts.back() = 1LL << 40;
+  h.zeros = 5;
+  h.nonfinite = 1;
+  h.total = 23;
+  h.underflow_fraction = 0.125;
+  h.overflow_fraction = 0.0625;
+  h.loss_scale = 1024;
+  store.add_histogram(id, h);
+  store.add_checkpoint(id, {1, 5, "/ckpt/run-1-epoch-1.ampwb"});
+  store.add_checkpoint(id, {1, 9, "/ckpt/run-1-epoch-1.ampwb"});  // overwrote the file: replaces the row
+  store.end_run(id, {RunStatus::Cancelled, "stopped by the user after epoch 1"}, {step(10)}, 3.5);
+
+  const RunRecord r = store.run(id);
+  EXPECT_EQ(r.name, config.name);
+  EXPECT_EQ(r.status, RunStatus::Cancelled);
+  EXPECT_EQ(r.end_reason, "stopped by the user after epoch 1");
+  EXPECT_FALSE(r.ended.empty());
+  EXPECT_EQ(r.depth, 20);
+  EXPECT_EQ(r.precision, "amp-bf16");
+  EXPECT_EQ(r.batch_size, 16);
+  EXPECT_EQ(r.lr, static_cast<double>(0.1f));
+  EXPECT_EQ(r.optimizer, "sgd");
+  EXPECT_EQ(r.epochs, 4);
+  EXPECT_EQ(r.image_size, 16);
+  EXPECT_EQ(r.seed, 0xfedcba9876543210ull);
+  EXPECT_EQ(r.dataset_path, "/data/somewhere");
+  EXPECT_EQ(r.dataset_fingerprint, "0123456789abcdef");
+  EXPECT_EQ(r.device, "cpu");
+  EXPECT_EQ(r.backend, info().backend_description);
+  EXPECT_EQ(r.ampwb_version, AMPWB_VERSION);
+  expect_contains(r.versions, "SQLite 3.");
+  EXPECT_EQ(r.pid, ::getpid());
+  EXPECT_DOUBLE_EQ(r.duration_seconds, 3.5);
+  EXPECT_TRUE(r.unreadable.empty()) << r.unreadable;
+  EXPECT_EQ(r.config.seed, config.seed);
+  EXPECT_EQ(r.config.precision.mode, PrecisionMode::AmpBf16);
+  EXPECT_EQ(r.config.topk, 3);
+  EXPECT_EQ(r.info.train_images, 800);
+  EXPECT_EQ(r.info.model_summary, info().model_summary);
+
+  const std::vector<StepReport> got = store.steps(id);
+  ASSERT_EQ(got.size(), 11u);
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(got[i].step, steps[i].step);
+    EXPECT_EQ(got[i].epoch, steps[i].epoch);
+    EXPECT_EQ(got[i].loss, steps[i].loss);
+    EXPECT_EQ(got[i].accuracy, steps[i].accuracy);
+    EXPECT_EQ(got[i].loss_scale, steps[i].loss_scale);
+    EXPECT_EQ(got[i].skipped, steps[i].skipped);
+    EXPECT_EQ(got[i].wall_seconds, steps[i].wall_seconds);
+  }
+  EXPECT_TRUE(std::isinf(got[3].grad_norm));  // SQLite keeps infinities
+  EXPECT_TRUE(std::isnan(got[4].grad_norm));  // and NaN comes back as NaN, not 0
+  EXPECT_EQ(got[5].grad_norm, steps[5].grad_norm);
+
+  const std::vector<EpochReport> epochs = store.epochs(id);
+  ASSERT_EQ(epochs.size(), 1u);
+  const EpochReport e = epoch(1);
+  EXPECT_EQ(epochs[0].train_loss, e.train_loss);
+  EXPECT_EQ(epochs[0].validation_accuracy, e.validation_accuracy);
+  EXPECT_EQ(epochs[0].validation_topk, e.validation_topk);
+  EXPECT_EQ(epochs[0].topk, 3);
+  EXPECT_EQ(epochs[0].seconds, e.seconds);
+  EXPECT_EQ(epochs[0].images_per_second, e.images_per_second);
+  EXPECT_EQ(epochs[0].data_wait_seconds, e.data_wait_seconds);
+  EXPECT_EQ(epochs[0].compute_seconds, e.compute_seconds);
+  EXPECT_EQ(epochs[0].skipped_steps, e.skipped_steps);
+  EXPECT_EQ(epochs[0].loss_scale, e.loss_scale);
+  EXPECT_EQ(epochs[0].peak_bytes, e.peak_bytes);
+
+  const std::vector<GradientHistogram> hs = store.histograms(id);
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].counts, h.counts);
+  EXPECT_EQ(hs[0].kind, "weight");
+  EXPECT_EQ(hs[0].zeros, 5);
+  EXPECT_EQ(hs[0].nonfinite, 1);
+  EXPECT_EQ(hs[0].total, 23);
+  EXPECT_EQ(hs[0].underflow_fraction, 0.125);
+  EXPECT_EQ(hs[0].overflow_fraction, 0.0625);
+  EXPECT_EQ(hs[0].loss_scale, 1024);
+
+  const std::vector<CheckpointInfo> cs = store.checkpoints(id);
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].path, "/ckpt/run-1-epoch-1.ampwb");
+  EXPECT_EQ(cs[0].step, 9);
+  EXPECT_FALSE(store.recording(id));
+  EXPECT_FALSE(fs::exists(run_lock_path(store.path(), id)));
+  EXPECT_EQ(store.integrity_check(), "ok");
+}
+
+TEST(RunStore, UnnamedRunsGetADescriptiveName) {
+  TempDir dir("unnamed");
+  RunStore store(dir.file("runs.sqlite"));
+  const int64_t id = store.begin_run(config_named(""), info(), "");
+  EXPECT_EQ(store.run(id).name, "resnet20-amp-bf16-" + std::to_string(id));
+}
+
+TEST(StoreRecorder, BatchesStepsAndCommitsEachEpochAtOnce) {
+  TempDir dir("batch");
+  const std::string path = dir.file("runs.sqlite");
+  RunStore store(path);
+  RunStore reader(path, RunStore::Mode::ReadOnly);  // another connection sees only what is committed
+  StoreRecorderOptions options;
+  options.batch_steps = 5;
+  options.batch_seconds = 1e9;
+  StoreRecorder recorder(store, config_named("batched"), options);
+  recorder.on_start(info());
+  const int64_t id = recorder.run_id();
+  ASSERT_NE(id, 0);
+  for (int64_t n = 0; n < 4; ++n) recorder.on_step(step(n));
+  EXPECT_EQ(reader.steps(id).size(), 0u);
+  recorder.on_step(step(4));
+  EXPECT_EQ(reader.steps(id).size(), 5u);
+  for (int64_t n = 5; n < 12; ++n) recorder.on_step(step(n));
+  EXPECT_EQ(reader.steps(id).size(), 10u);
+  recorder.on_epoch(epoch(1));  // the epoch takes the pending steps with it
+  EXPECT_EQ(reader.steps(id).size(), 12u);
+  EXPECT_EQ(reader.epochs(id).size(), 1u);
+  EXPECT_EQ(reader.run(id).status, RunStatus::Running);
+  recorder.on_step(step(12));
+  recorder.on_end({RunStatus::Finished, ""});
+  EXPECT_EQ(reader.steps(id).size(), 13u);
+  EXPECT_EQ(reader.run(id).status, RunStatus::Finished);
+  EXPECT_TRUE(recorder.error().empty());
+}
+
+TEST(StoreRecorder, FlushesStepsAtLeastEverySoOften) {
+  TempDir dir("timed");
+  const std::string path = dir.file("runs.sqlite");
+  RunStore store(path);
+  RunStore reader(path, RunStore::Mode::ReadOnly);
+  StoreRecorderOptions options;
+  options.batch_steps = 1000;
+  options.batch_seconds = 0.05;
+  StoreRecorder recorder(store, config_named("timed"), options);
+  recorder.on_start(info());
+  recorder.on_step(step(0));
+  EXPECT_EQ(reader.steps(recorder.run_id()).size(), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  recorder.on_step(step(1));
+  EXPECT_EQ(reader.steps(recorder.run_id()).size(), 2u);
+}
+TEST(RunStore, ResolvesIdsAndUniqueNames) {
+  TempDir dir("resolve");
+  RunStore store(dir.file("runs.sqlite"));
+  const int64_t a = store.begin_run(config_named("alpha"), info(), "");
+  const int64_t b = store.begin_run(config_named("twin"), info(), "");
+  const int64_t c = store.begin_run(config_named("twin"), info(), "");
+  EXPECT_EQ(store.resolve(std::to_string(a)), a);
+  EXPECT_EQ(store.resolve("alpha"), a);
+  const std::string ambiguous = error_of([&] { store.resolve("twin"); });
+  expect_contains(ambiguous, "2 runs are named 'twin' (ids " + std::to_string(b) + ", " + std::to_string(c) + ")");
+  expect_contains(error_of([&] { store.resolve("nobody"); }), "no run named 'nobody'");
+  expect_contains(error_of([&] { store.resolve("99"); }), "no run 99");
+  expect_contains(error_of([&] { store.rename(a, "42"); }), "cannot be a number");
+  expect_contains(error_of([&] { store.rename(a, ""); }), "cannot be empty");
+  store.rename(c, "triplet");
+  EXPECT_EQ(store.resolve("twin"), b);
+}
+
+TEST(RunStore, DeleteRemovesTheRunAndAllItsRows) {
+  TempDir dir("delete");
+  const std::string path = dir.file("runs.sqlite");
+  RunStore store(path);
+  const int64_t keep = store.begin_run(config_named("keep"), info(), "");
+  const int64_t gone = store.begin_run(config_named("gone"), info(), "");
+  for (int64_t id : {keep, gone}) {
+    store.add_epoch(id, epoch(1), {step(0), step(1)}, 1.0);
+    store.add_histogram(id, histogram(1, "weight", 0, {1, 2}));
+    store.add_checkpoint(id, {1, 1, "/c"});
+    store.end_run(id, {RunStatus::Finished, ""}, {}, 1.0);
+  }
+  store.remove(gone);
+  expect_contains(error_of([&] { store.run(gone); }), "no run " + std::to_string(gone));
+  for (const char* table : {"steps", "epochs", "histograms", "checkpoints"}) {
+    EXPECT_EQ(query_int(path, std::string("SELECT COUNT(*) FROM ") + table + " WHERE run_id = " + std::to_string(gone)),
+              0)
+        << table;
+    EXPECT_GT(query_int(path, std::string("SELECT COUNT(*) FROM ") + table + " WHERE run_id = " + std::to_string(keep)),
+              0)
+        << table;
+  }
+}
+
+TEST(StoreRecorder, ContinuingARunReplacesWhatIsReportedAgain) {
+  TempDir dir("continue");
+  RunStore store(dir.file("runs.sqlite"));
+  int64_t id = 0;
+  {
+    StoreRecorder first(store, config_named("resumable"));
+    first.on_start(info());
+    id = first.run_id();
+    for (int64_t n = 0; n < 25; ++n) {  // epochs 1 and 2 complete, epoch 3 half done
+      first.on_step(step(n));
+      if (n % 10 == 9) first.on_epoch(epoch(static_cast<int>(n / 10) + 1));
+    }
+    first.on_end({RunStatus::Cancelled, "stopped"});
+  }
+  EXPECT_EQ(store.steps(id).size(), 25u);
+  RunInfo resumed = info();
+  resumed.first_epoch = 2;  // say the checkpoint was taken after epoch 1
+  StoreRecorder second(store, config_named("resumable"), {}, id);
+  second.on_start(resumed);
+  EXPECT_EQ(second.run_id(), id);
+  EXPECT_EQ(store.run(id).status, RunStatus::Running);
+  EXPECT_EQ(store.epochs(id).size(), 1u);
+  for (int64_t n = 10; n < 40; ++n) {
+    second.on_step(step(n));
+    if (n % 10 == 9) second.on_epoch(epoch(static_cast<int>(n / 10) + 1));
+  }
+  second.on_end({RunStatus::Finished, ""});
+  const RunRecord r = store.run(id);
+  EXPECT_EQ(r.status, RunStatus::Finished);
+  EXPECT_EQ(r.end_reason, "");
+  EXPECT_GE(r.duration_seconds, 0.0);
+  EXPECT_EQ(store.epochs(id).size(), 4u);
+  const std::vector<StepReport> steps = store.steps(id);
+  ASSERT_EQ(steps.size(), 40u);
+  for (size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i].step, static_cast<int64_t>(i));
+  EXPECT_THROW(StoreRecorder(store, config_named("x"), {}, 999), StoreError);
+}
+TEST(DatasetFingerprint, ChangesWithFilesAndNotWithoutThem) {
+  TempDir dir("fingerprint");
+  fs::create_directories(dir.path() / "a");
+  std::ofstream(dir.file("a/1.png")) << "abc";
+  std::ofstream(dir.file("a/2.png")) << "defg";
+  const std::string first = dataset_fingerprint(dir.path().string());
+  EXPECT_EQ(first.size(), 16u);
+  EXPECT_EQ(dataset_fingerprint(dir.path().string()), first);
+  std::ofstream(dir.file("a/2.png")) << "defgh";  // resized
+  const std::string resized = dataset_fingerprint(dir.path().string());
+  EXPECT_NE(resized, first);
+  fs::rename(dir.file("a/2.png"), dir.file("a/3.png"));
+  EXPECT_NE(dataset_fingerprint(dir.path().string()), resized);
+  EXPECT_EQ(dataset_fingerprint(dir.file("missing")), "");
+}
+
+TEST(DatasetFingerprint, KeepsTheValueStoredRunsHave) {
+  // Runs store this value (runs.dataset_fingerprint) and `ampwb compare` sets them side by side: a folder must get
+  // the value it always got, or an older run would seem to come from other data. Computed independently (Python,
+  // FNV-1a 64 over "a.txt\0", 3 as 8 little-endian bytes, "sub/b.bin\0", 1000 likewise).
+  TempDir dir("fingerprint_value");
+  fs::create_directories(dir.path() / "sub");
+  std::ofstream(dir.file("a.txt")) << "abc";
+  std::ofstream(dir.file("sub/b.bin")) << std::string(1000, 'b');
+  EXPECT_EQ(dataset_fingerprint(dir.path().string()), "ae6a8ccc007b1600");
+}
+
+TEST(Csv, QuotesPerRfc4180AndWritesExactNumbers) {
+  EXPECT_EQ(csv_quote("plain"), "plain");
+  EXPECT_EQ(csv_quote("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_quote("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_quote("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(csv_quote("cr\r"), "\"cr\r\"");
+  EXPECT_EQ(csv_quote("ünïcode"), "ünïcode");
+  for (double v : {0.1, 1.0 / 3.0, 1e-300, 123456789.125, -2.5e17, static_cast<double>(0.05f)})
+    EXPECT_EQ(std::strtod(csv_number(v).c_str(), nullptr), v) << csv_number(v);
+  EXPECT_EQ(csv_number(2.0), "2");
+  EXPECT_EQ(csv_number(std::numeric_limits<double>::quiet_NaN()), "nan");
+  EXPECT_EQ(csv_number(-std::numeric_limits<double>::infinity()), "-inf");
+}
+
+TEST(Csv, AWriterThatIsNotClosedLeavesNoFile) {
+  TempDir dir("csvpartial");
+  const std::string path = dir.file("out.csv");
+  {
+    CsvWriter w(path);
+    w.field("a").field(1).end_row();
+  }
+  EXPECT_FALSE(fs::exists(path));
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+  CsvWriter w(path);
+  w.field("a").field(1.5).end_row();
+  w.close();
+  EXPECT_EQ(read_bytes(path), "a,1.5\r\n");
+  expect_contains(error_of([&] { CsvWriter bad(dir.file("no/such/folder/x.csv")); }), "no/such/folder/x.csv");
+}
+
+TEST(StoredConfig, InputsTheFuzzerFoundAreRefusedByName) {
+  // fuzz/corpus/store_record/regress-*: JSON that made nlohmann cast 7e30 to int (undefined behaviour).
+  int seen = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(AMPWB_FUZZ_CORPUS) / "store_record")) {
+    if (!entry.path().filename().string().starts_with("regress-")) continue;
+    std::ifstream in(entry.path());
+    const nlohmann::json j = nlohmann::json::parse(in);
+    try {
+      j.get<TrainConfig>();
+      ADD_FAILURE() << entry.path() << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("stored configuration's"), std::string::npos) << e.what();
+    }
+    ++seen;
+  }
+  EXPECT_GE(seen, 1);
+  const nlohmann::json huge_lr = {{"lr", 1e300}}, fractional_depth = {{"depth", 18.5}};
+  EXPECT_THROW(huge_lr.get<TrainConfig>(), Error);
+  EXPECT_THROW(fractional_depth.get<TrainConfig>(), Error);
+  EXPECT_EQ(nlohmann::json({{"depth", 50}}).get<TrainConfig>().depth, 50);
+}
+
+// --- the resume checks (store/run_resume.h), which `ampwb train --resume` and the GUI's Resume both call ---
+
+TEST(RunResume, RefusesByNameAndChangesOnlySettingsThatLeaveTheCurvesAlone) {
+  TempDir dir("resume_checks");
+  RunStore store(dir.file("runs.sqlite"));
+  const std::string checkpoint = dir.file("checkpoint.ampwb");
+  std::ofstream(checkpoint) << "x";
+  const int64_t id = store.begin_run(config_named("stopped"), info(), "fp");
+  EXPECT_EQ(resume_refusal(store, id), "run 1 ('stopped') is being recorded by a running process");
+  store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, 1.0);
+  expect_contains(resume_refusal(store, id), "recorded no checkpoint");
+  EXPECT_FALSE(store.resumable(id));
+  store.add_checkpoint(id, {3, 150, checkpoint});
+  EXPECT_EQ(resume_refusal(store, id), "");
+  EXPECT_TRUE(store.resumable(id));
+
+  // Nothing asked: the stored configuration, continuing from the latest checkpoint.
+  const TrainConfig same = resume_config(store, id);
+  EXPECT_EQ(config_settings(same), config_settings(config_named("stopped")));
+  EXPECT_EQ(same.resume_from, checkpoint);
+  // A moved dataset folder and threads may change; the learning rate may not, and is named.
+  const TrainConfig defaults;
+  TrainConfig given = defaults;
+  given.data_dir = "/moved";
+  given.threads = 3;
+  const TrainConfig moved = resume_config(store, id, given, defaults);
+  EXPECT_EQ(moved.data_dir, "/moved");
+  EXPECT_EQ(moved.threads, 3);
+  EXPECT_EQ(moved.lr, 0.1f);
+  given.lr = 0.5f;
+  expect_contains(error_of([&] { resume_config(store, id, given, defaults); }), "the setting lr cannot change");
+  given = defaults;
+  given.precision.loss_scale.growth_interval = 7;
+  expect_contains(error_of([&] { resume_config(store, id, given, defaults); }),
+                  "the setting precision.loss_scale.growth_interval cannot change");
+
+  // The checkpoint gone but the one before it kept: the trainer falls back to that one, so it still resumes.
+  fs::rename(checkpoint, checkpoint + ".prev");
+  EXPECT_EQ(resume_refusal(store, id), "");
+  fs::remove(checkpoint + ".prev");
+  expect_contains(resume_refusal(store, id), "is missing");
+  EXPECT_FALSE(store.resumable(id));
+  std::ofstream(checkpoint) << "x";
+  store.reopen_run(id, info());
+  store.end_run(id, {RunStatus::Finished, ""}, {}, 2.0);
+  EXPECT_EQ(error_of([&] { resume_config(store, id); }), "run 1 ('stopped') finished: there is nothing to resume");
+}
+
+// --- the comparison (store/run_compare.h), which `ampwb compare` and the GUI's table both render ---
+
+ComparedRun compared(int64_t id, float lr, const std::string& mode, std::vector<EpochReport> epochs) {
+  ComparedRun r;
+  r.record.id = id;
+  r.record.name = "run " + std::to_string(id);
+  r.record.status = RunStatus::Finished;
+  r.record.epochs = 2;
+  r.record.backend = "cpu (oneDNN)";
+  r.record.config = config_named(r.record.name);
+  r.record.config.lr = lr;
+  r.record.config.precision = precision_preset(mode);
+  r.epochs = std::move(epochs);
+  return r;
+}
+
+const CompareRow& row(const Comparison& c, const std::string& label) {
+  for (const CompareRow& r : c.rows)
+    if (r.label == label) return r;
+  throw std::runtime_error("no row '" + label + "'");
+}
+
+TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
+  EpochReport fast = epoch(1), slow = epoch(1);
+  fast.images_per_second = 300;
+  slow.images_per_second = 150;
+  const std::vector<ComparedRun> runs{compared(4, 0.05f, "amp-bf16", {fast, epoch(2)}),
+                                      compared(9, 0.1f, "fp32", {slow})};
+  const Comparison c = compare_runs(runs);
+  EXPECT_EQ(c.at_epoch, 1);                                                   // the last epoch both completed
+  EXPECT_EQ(row(c, "lr").values, (std::vector<std::string>{"0.05", "0.1"}));  // floats in their shortest form
+  EXPECT_TRUE(row(c, "lr").setting);
+  EXPECT_TRUE(row(c, "lr").differs);
+  EXPECT_EQ(row(c, "precision.mode").values, (std::vector<std::string>{"amp-bf16", "fp32"}));
+  EXPECT_FALSE(row(c, "depth").differs);
+  EXPECT_EQ(row(c, "seed").values[0], "18364758544493064720");  // all 64 bits
+  EXPECT_EQ(row(c, "(device)").values[0], "cpu (oneDNN)");
+  EXPECT_THROW(row(c, "name"), std::runtime_error);  // a run's name is its column header, not a setting
+  EXPECT_EQ(row(c, "epochs").values, (std::vector<std::string>{"2/2", "1/2"}));
+  EXPECT_EQ(row(c, "validation accuracy at epoch 1").values, (std::vector<std::string>{"50.00%", "50.00%"}));
+  EXPECT_FALSE(row(c, "validation accuracy at epoch 1").differs);
+  EXPECT_FALSE(row(c, "validation accuracy at epoch 1").setting);
+  // Speed-ups against the first run by default, against the one chosen otherwise.
+  EXPECT_EQ(row(c, "speed-up vs run 4").values[0], "1.00x");
+  EXPECT_DOUBLE_EQ(c.speedups[1], 150.0 / 311.0);  // against the mean of 300 and 322 images/s
+  EXPECT_EQ(row(c, "speed-up vs run 4").values[1], "0.48x");
+  const Comparison against_second = compare_runs(runs, {.baseline = 1, .at_epoch = 2});
+  EXPECT_EQ(row(against_second, "speed-up vs run 9").values[1], "1.00x");
+  EXPECT_EQ(row(against_second, "validation accuracy at epoch 2").values, (std::vector<std::string>{"60.00%", "-"}));
+  // Runs without histograms: the FP16 rows say so.
+  EXPECT_EQ(row(c, "FP16 underflow, weight gradients (last epoch)").values[0], "-");
+  // Results first, then the settings.
+  EXPECT_FALSE(c.rows.front().setting);
+  EXPECT_TRUE(c.rows.back().setting);
+}
+
+// --- the field lists' JSON (train/record_fields.h) ---
+
+TEST(RecordJson, KeepsTheStoredKeysAndRefusesValuesThatDoNotFitByName) {
+  const nlohmann::json stored = config_named("x");
+  EXPECT_EQ(stored["optimizer"]["kind"], "sgd");
+  EXPECT_EQ(stored["precision"]["mode"], "amp-bf16");
+  EXPECT_EQ(stored["precision"]["loss_scale"]["kind"], "off");
+  EXPECT_EQ(stored["stem"], "auto");
+  EXPECT_FALSE(stored.contains("resume_from"));  // where a process continues from, not what the run is
+  EXPECT_EQ(config_settings(stored.get<TrainConfig>()), config_settings(config_named("x")));
+  // What older versions stored (fewer keys) loads with the defaults of the rest.
+  const TrainConfig old = nlohmann::json{{"depth", 56}, {"optimizer", {{"kind", "adam"}}}}.get<TrainConfig>();
+  EXPECT_EQ(old.depth, 56);
+  EXPECT_EQ(old.optimizer.kind, "adam");
+  EXPECT_EQ(old.optimizer.momentum, OptimizerConfig{}.momentum);
+  const TrainConfig defaults;
+  EXPECT_EQ(old.batch_size, defaults.batch_size);
+  // A value of the wrong kind is refused with the field's path.
+  expect_contains(error_of([] { nlohmann::json{{"name", 5}}.get<TrainConfig>(); }), "configuration's name is not text");
+  expect_contains(error_of([] {
+                    nlohmann::json{{"optimizer", {{"momentum", "high"}}}}.get<TrainConfig>();
+                  }),
+                  "configuration's optimizer.momentum is not a number");
+  expect_contains(error_of([] { nlohmann::json{{"seed", -1}}.get<TrainConfig>(); }), "seed is not a whole number");
+  expect_contains(error_of([] { nlohmann::json{{"precision", {{"mode", "fp8"}}}}.get<TrainConfig>(); }), "fp8");
+
+  // The run information under the keys the store has always used; epochs and steps under the CLI's keys.
+  const nlohmann::json i = info();
+  EXPECT_EQ(i["model"], info().model_summary);
+  EXPECT_EQ(i["classes"], (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(i["steps_per_epoch"], 50);
+  EXPECT_EQ(i.get<RunInfo>().class_names, info().class_names);
+  const nlohmann::json e = epoch(2);
+  EXPECT_EQ(e["validation_topk"], 0.9);
+  EXPECT_EQ(e["peak_bytes"], (size_t{5} << 32) + 2);
+  EXPECT_EQ(e.size(), 14u);
+  const nlohmann::json s = step(3);
+  EXPECT_EQ(s["lr"], 0.1f);
+  EXPECT_EQ(s["skipped"], false);
+  EXPECT_EQ(s.get<StepReport>().grad_norm, step(3).grad_norm);
+}
+
+TEST(RunStore, AnUnreadableStoredConfigurationIsListedWithDefaultsAndNotResumed) {
+  TempDir dir("unreadable");
+  const std::string path = dir.file("runs.sqlite");
+  int64_t id = 0;
+  {
+    RunStore store(path);
+    id = store.begin_run(config_named("damaged"), info(), "fp");
+    store.end_run(id, {RunStatus::Cancelled, ""}, {}, 1.0);
+    store.add_checkpoint(id, {1, 1, path});  // any file that exists
+  }
+  {
+    SqliteDb db(path, SqliteDb::Open::ReadWrite);
+    db.exec("UPDATE runs SET config_json = '{\"depth\": 7e30}', info_json = 'not json'");
+  }
+  RunStore store(path);
+  const RunRecord r = store.run(id);
+  EXPECT_EQ(r.name, "damaged");
+  const TrainConfig defaults;
+  EXPECT_EQ(r.config.depth, defaults.depth);
+  expect_contains(r.unreadable, "configuration's depth");
+  expect_contains(r.unreadable, "run information is not JSON");
+  expect_contains(resume_refusal(store, id), "cannot be resumed");
+}
+}  // namespace
+}  // namespace ampwb
