@@ -31,6 +31,16 @@ RunRecord read_run(const SqliteStatement& q) {
   return r;
 }
 
+// A run's rows of `table` (epochs, steps) as records, in the order of column `order`.
+template <Record R>
+std::vector<R> rows_of(SqliteDb& db, const std::string& table, const std::string& order, int64_t run) {
+  std::vector<R> out;
+  SqliteStatement q(db, "SELECT " + column_names<R>() + " FROM " + table + " WHERE run_id = ? ORDER BY " + order);
+  q.bind(1, run);
+  while (q.step()) read_columns(q, 0, out.emplace_back());
+  return out;
+}
+
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
@@ -97,20 +107,10 @@ int64_t RunStore::resolve(const std::string& id_or_name) const {
 }
 
 std::vector<EpochReport> RunStore::epochs(int64_t run) const {
-  std::vector<EpochReport> out;
-  SqliteStatement q(*db_, "SELECT " + column_names<EpochReport>() + " FROM epochs WHERE run_id = ? ORDER BY epoch");
-  q.bind(1, run);
-  while (q.step()) read_columns(q, 0, out.emplace_back());
-  return out;
+  return rows_of<EpochReport>(*db_, "epochs", "epoch", run);
 }
 
-std::vector<StepReport> RunStore::steps(int64_t run) const {
-  std::vector<StepReport> out;
-  SqliteStatement q(*db_, "SELECT " + column_names<StepReport>() + " FROM steps WHERE run_id = ? ORDER BY step");
-  q.bind(1, run);
-  while (q.step()) read_columns(q, 0, out.emplace_back());
-  return out;
-}
+std::vector<StepReport> RunStore::steps(int64_t run) const { return rows_of<StepReport>(*db_, "steps", "step", run); }
 
 std::vector<GradientHistogram> RunStore::histograms(int64_t run) const {
   std::vector<GradientHistogram> out;
