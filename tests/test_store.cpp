@@ -105,9 +105,9 @@ TEST(RunStore, MigratesAVersion1File) {
     store.add_tag(1, "baseline");
     EXPECT_EQ(store.integrity_check(), "ok");
   }
-  EXPECT_EQ(query_int(path, "PRAGMA user_version"), 2);
+  EXPECT_EQ(query_int(path, "PRAGMA user_version"), RunStore::kSchemaVersion);
   RunStore again(path);
-  EXPECT_EQ(again.found_schema_version(), 2);
+  EXPECT_EQ(again.found_schema_version(), RunStore::kSchemaVersion);
   EXPECT_EQ(again.run(1).tags, std::vector<std::string>{"baseline"});
   EXPECT_EQ(again.histograms(2).at(0).counts, (std::vector<int64_t>{1, 2, 3, 4}));
 }

@@ -37,7 +37,7 @@ namespace ampwb {
 
 class RunStore {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   static constexpr int32_t kApplicationId = 0x414d5057;  // "AMPW"
 
   enum class Mode {
@@ -73,6 +73,10 @@ class RunStore {
   void add_epoch(int64_t run, const EpochReport& epoch, const std::vector<StepReport>& steps, double duration_seconds,
                  bool sync = true);
   void add_histogram(int64_t run, const GradientHistogram& histogram);
+  // What explains the run (train/run_details.h): one probed step's layers, a skipped step's layers, an epoch's time.
+  void add_layer_numerics(int64_t run, const std::vector<LayerNumerics>& layers);
+  void add_overflow(int64_t run, const OverflowReport& overflow);
+  void add_epoch_times(int64_t run, const EpochTimes& times);
   // Replaces an earlier checkpoint of the run at the same path (the file was overwritten).
   void add_checkpoint(int64_t run, const CheckpointInfo& checkpoint);
   // Records how the run ended (with its last steps), fsynced, and gives up ownership.
@@ -88,8 +92,11 @@ class RunStore {
   std::vector<EpochReport> epochs(int64_t run) const;
   std::vector<StepReport> steps(int64_t run) const;
   std::vector<GradientHistogram> histograms(int64_t run) const;
-  std::vector<CheckpointInfo> checkpoints(int64_t run) const;  // oldest first; the last one resumes the run
-  bool recording(int64_t run) const;                           // a live process records this run now
+  std::vector<LayerNumerics> layer_numerics(int64_t run) const;  // by step, each step's layers in model order
+  std::vector<OverflowReport> overflows(int64_t run) const;      // by step
+  std::vector<EpochTimes> epoch_times(int64_t run) const;        // by epoch
+  std::vector<CheckpointInfo> checkpoints(int64_t run) const;    // oldest first; the last one resumes the run
+  bool recording(int64_t run) const;                             // a live process records this run now
 
   // --- editing ---
   void rename(int64_t run, const std::string& name);
@@ -121,6 +128,9 @@ class RunStore {
   void require_writable(const char* what) const;
   void touch(int64_t run, double duration_seconds);
   void insert_steps(int64_t run, const std::vector<StepReport>& steps);
+  void insert_detail(int64_t run, const char* kind, int epoch, int64_t step, const std::string& json);
+  template <class R>
+  std::vector<R> details(int64_t run, const char* kind) const;
   void set_tags(int64_t run, const std::vector<std::string>& tags);
 
   std::unique_ptr<SqliteDb> db_;
@@ -128,7 +138,7 @@ class RunStore {
   int found_version_ = 0;
   int interrupted_on_open_ = 0;
   std::map<int64_t, RunLock> owned_;  // runs this store records
-  struct BackgroundCheck;                          // quick_check of a large store, beside the first writes
+  struct BackgroundCheck;             // quick_check of a large store, beside the first writes
   std::shared_ptr<BackgroundCheck> background_check_;
 };
 

@@ -112,6 +112,31 @@ std::vector<EpochReport> RunStore::epochs(int64_t run) const {
 
 std::vector<StepReport> RunStore::steps(int64_t run) const { return rows_of<StepReport>(*db_, "steps", "step", run); }
 
+template <class R>
+std::vector<R> RunStore::details(int64_t run, const char* kind) const {
+  std::vector<R> out;
+  SqliteStatement q(*db_,
+                    "SELECT body_json FROM run_details WHERE run_id = ? AND kind = ? ORDER BY epoch, step, rowid");
+  q.bind(1, run).bind(2, std::string(kind));
+  while (q.step()) {
+    const nlohmann::json body = nlohmann::json::parse(q.text(0), nullptr, false);
+    if (!body.is_object())
+      throw StoreError("run store '" + path() + "': damaged " + kind + " record for run " + std::to_string(run));
+    try {
+      out.push_back(body.get<R>());
+    } catch (const std::exception& e) {
+      throw StoreError("run store '" + path() + "': run " + std::to_string(run) + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+std::vector<LayerNumerics> RunStore::layer_numerics(int64_t run) const {
+  return details<LayerNumerics>(run, "layer_numerics");
+}
+std::vector<OverflowReport> RunStore::overflows(int64_t run) const { return details<OverflowReport>(run, "overflow"); }
+std::vector<EpochTimes> RunStore::epoch_times(int64_t run) const { return details<EpochTimes>(run, "epoch_times"); }
+
 std::vector<GradientHistogram> RunStore::histograms(int64_t run) const {
   std::vector<GradientHistogram> out;
   SqliteStatement q(*db_,
@@ -201,7 +226,7 @@ void RunStore::remove(int64_t run_id) {
     throw StoreError("run " + std::to_string(run_id) + " ('" + r.name +
                      "') is being recorded by a running process: cancel it first");
   SqliteTransaction t(*db_);
-  for (const char* table : {"steps", "epochs", "histograms", "checkpoints"}) {
+  for (const char* table : {"steps", "epochs", "histograms", "run_details", "checkpoints"}) {
     SqliteStatement del(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
     del.bind(1, run_id).run();
   }

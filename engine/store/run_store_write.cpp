@@ -1,5 +1,5 @@
-// Recording into the run store: a run's row (begun, or reopened to resume it), its steps, epochs, histograms and
-// checkpoints, and its end; each write one short transaction.
+// Recording into the run store: a run's row (begun, or reopened to resume it), its steps, epochs, histograms, the
+// details that explain it, checkpoints, and its end; each write one short transaction.
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -104,7 +104,7 @@ void RunStore::reopen_run(int64_t run_id, const RunInfo& info) {
                          "pid = ? WHERE id = ?");
   reopen.bind(1, utc_now_iso8601()).bind(2, host_name()).bind(3, static_cast<int64_t>(::getpid())).bind(4, run_id);
   reopen.run();
-  for (const char* table : {"epochs", "histograms"}) {
+  for (const char* table : {"epochs", "histograms", "run_details"}) {
     SqliteStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");
     forget.bind(1, run_id).bind(2, info.first_epoch).run();
   }
@@ -114,8 +114,12 @@ void RunStore::reopen_run(int64_t run_id, const RunInfo& info) {
 
 void RunStore::forget_steps_from(int64_t run, int64_t first_step) {
   require_writable("forget steps");
-  SqliteStatement forget(*db_, "DELETE FROM steps WHERE run_id = ? AND step >= ?");
-  forget.bind(1, run).bind(2, first_step).run();
+  SqliteTransaction t(*db_);
+  for (const char* table : {"steps", "run_details"}) {
+    SqliteStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND step >= ?");
+    forget.bind(1, run).bind(2, first_step).run();
+  }
+  t.commit();
 }
 
 void RunStore::insert_steps(int64_t run, const std::vector<StepReport>& steps) {
@@ -175,6 +179,32 @@ void RunStore::add_histogram(int64_t run, const GradientHistogram& h) {
       .bind(11, h.underflow_fraction)
       .bind(12, h.overflow_fraction);
   insert.run();
+}
+
+void RunStore::insert_detail(int64_t run, const char* kind, int epoch, int64_t step, const std::string& json) {
+  SqliteStatement insert(*db_, "INSERT INTO run_details(run_id, kind, epoch, step, body_json) VALUES (?, ?, ?, ?, ?)");
+  insert.bind(1, run).bind(2, std::string(kind)).bind(3, epoch).bind(4, step).bind(5, json).run();
+}
+
+void RunStore::add_layer_numerics(int64_t run, const std::vector<LayerNumerics>& layers) {
+  require_writable("record layer numerics");
+  SqliteTransaction t(*db_);
+  for (const LayerNumerics& n : layers) insert_detail(run, "layer_numerics", n.epoch, n.step, nlohmann::json(n).dump());
+  t.commit();
+}
+
+void RunStore::add_overflow(int64_t run, const OverflowReport& o) {
+  require_writable("record an overflow");
+  insert_detail(run, "overflow", o.epoch, o.step, nlohmann::json(o).dump());
+}
+
+void RunStore::add_epoch_times(int64_t run, const EpochTimes& times) {
+  require_writable("record a time breakdown");
+  SqliteTransaction t(*db_);
+  SqliteStatement replace(*db_, "DELETE FROM run_details WHERE run_id = ? AND kind = 'epoch_times' AND epoch = ?");
+  replace.bind(1, run).bind(2, times.epoch).run();
+  insert_detail(run, "epoch_times", times.epoch, 0, nlohmann::json(times).dump());
+  t.commit();
 }
 
 void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {

@@ -81,6 +81,21 @@ void StoreRecorder::on_histogram(const GradientHistogram& histogram) {
   guarded([&] { store_->add_histogram(run_id_, histogram); });
 }
 
+void StoreRecorder::on_layer_numerics(const std::vector<LayerNumerics>& layers) {
+  if (run_id_ == 0) return;
+  guarded([&] { store_->add_layer_numerics(run_id_, layers); });
+}
+
+void StoreRecorder::on_overflow(const OverflowReport& overflow) {
+  if (run_id_ == 0) return;
+  guarded([&] { store_->add_overflow(run_id_, overflow); });
+}
+
+void StoreRecorder::on_epoch_times(const EpochTimes& times) {
+  if (run_id_ == 0) return;
+  guarded([&] { store_->add_epoch_times(run_id_, times); });
+}
+
 void StoreRecorder::on_checkpoint(const CheckpointInfo& checkpoint) {
   if (run_id_ == 0) return;
   guarded([&] { store_->add_checkpoint(run_id_, checkpoint); });

@@ -44,6 +44,9 @@ class StoreRecorder : public TrainObserver {
   void on_step(const StepReport& step) override;
   void on_epoch(const EpochReport& epoch) override;
   void on_histogram(const GradientHistogram& histogram) override;
+  void on_layer_numerics(const std::vector<LayerNumerics>& layers) override;
+  void on_overflow(const OverflowReport& overflow) override;
+  void on_epoch_times(const EpochTimes& times) override;
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
   void on_end(const RunEnd& end) override;
 

@@ -11,6 +11,7 @@
 
 #include "amp/gradient_histogram.h"
 #include "train/record_fields.h"
+#include "train/run_details.h"
 
 namespace ampwb {
 
@@ -138,6 +139,9 @@ class TrainObserver {
   virtual void on_step(const StepReport&) {}
   virtual void on_epoch(const EpochReport&) {}
   virtual void on_histogram(const GradientHistogram&) {}
+  virtual void on_layer_numerics(const std::vector<LayerNumerics>&) {}  // every probed layer of one step
+  virtual void on_overflow(const OverflowReport&) {}                    // with each skipped step
+  virtual void on_epoch_times(const EpochTimes&) {}                     // before the epoch's on_epoch
   virtual void on_checkpoint(const CheckpointInfo&) {}
   virtual void on_end(const RunEnd&) {}
 };

@@ -1,8 +1,10 @@
-// JSON of the run's reports (RunInfo, StepReport, EpochReport) and of its status, from their field lists.
+// JSON of the run's reports (RunInfo, StepReport, EpochReport, and the details of train/run_details.h) and of its
+// status, from their field lists.
 #include <nlohmann/json.hpp>
 
 #include "train/events.h"
 #include "train/record_json.h"
+#include "train/run_details.h"
 
 namespace ampwb {
 
@@ -12,6 +14,19 @@ void to_json(nlohmann::json& j, const StepReport& step) { write_fields(j, step);
 void from_json(const nlohmann::json& j, StepReport& step) { read_fields(j, step, "step"); }
 void to_json(nlohmann::json& j, const EpochReport& epoch) { write_fields(j, epoch); }
 void from_json(const nlohmann::json& j, EpochReport& epoch) { read_fields(j, epoch, "epoch"); }
+
+void to_json(nlohmann::json& j, const LayerNumerics& n) { write_fields(j, n); }
+void from_json(const nlohmann::json& j, LayerNumerics& n) { read_fields(j, n, "layer numerics"); }
+void to_json(nlohmann::json& j, const OverflowReport& o) { write_fields(j, o); }
+void from_json(const nlohmann::json& j, OverflowReport& o) { read_fields(j, o, "overflow report"); }
+void to_json(nlohmann::json& j, const EpochTimes& t) { write_fields(j, t); }
+void from_json(const nlohmann::json& j, EpochTimes& t) { read_fields(j, t, "time breakdown"); }
+
+double EpochTimes::op_total_seconds() const {
+  double total = 0;
+  for (double s : op_seconds) total += s;
+  return total;
+}
 
 void to_json(nlohmann::json& j, const RunStatus& status) { j = run_status_name(status); }
 void from_json(const nlohmann::json& j, RunStatus& status) { status = parse_run_status(j.get<std::string>()); }

@@ -1,0 +1,35 @@
+// Per-layer numerics a run records (issue 16's heat map and diagnosis): for each convolution, linear and batch-norm
+// layer, the range of its output and of its gradients against what FP16 can hold, and the precision it ran in.
+// Plain values; the field lists are in train/run_details.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ampwb {
+
+// A tensor's values against FP16's range: the largest magnitude, and the fractions that FP16 storage would flush
+// to zero (nonzero, below 2^-24), turn into inf (above 65504), that are exactly zero, or already inf/NaN.
+struct ValueRange {
+  int64_t count = 0;
+  double max_abs = 0;  // of the finite values
+  double underflow_fraction = 0, overflow_fraction = 0, zero_fraction = 0, nonfinite_fraction = 0;
+};
+
+struct LayerNumerics {
+  int epoch = 0;
+  int64_t step = 0;            // the global step it was measured on
+  std::string layer;           // torchvision-style, "layer1.0.conv1"
+  std::string kind;            // "conv", "linear" or "batch_norm"
+  int64_t in_channels = 0;     // input channels (features for linear)
+  int64_t out_channels = 0;    // output channels (features for linear)
+  std::string forward_dtype;   // what the op computed in: "f32", "bf16", "f16"
+  std::string backward_dtype;  // likewise for its backward
+  int64_t casts = 0;           // casts the layer made for this step, forward and backward
+  double loss_scale = 1;       // the step's loss scale: gradients are as stored, multiplied by it
+  ValueRange activation;       // the layer's output
+  ValueRange activation_grad;  // the gradient of the loss with respect to that output, as backward received it
+  ValueRange weight_grad;      // the gradient of its weight (batch norm: of gamma)
+};
+
+}  // namespace ampwb

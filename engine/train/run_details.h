@@ -1,0 +1,97 @@
+// What a run reports beyond its curves, for explaining it (issue 16): per-layer numerics, the layers behind each
+// skipped step, and where each epoch's step time went. Value types with their field lists
+// (train/record_fields.h); the run store keeps each as JSON (store/run_store.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "amp/layer_numerics.h"
+#include "backend/profiled_backend.h"
+#include "train/record_fields.h"
+
+namespace ampwb {
+
+// A skipped step's forensics: which layers' weight gradients held inf or NaN.
+struct OverflowReport {
+  int epoch = 0;
+  int64_t step = 0;                 // global
+  double loss_scale = 1;            // the scale the step used (it backs off after)
+  std::vector<std::string> layers;  // in backward order: the first named is nearest the loss, where it started
+};
+
+constexpr size_t kTimeClassCount = static_cast<size_t>(TimeClass::Count);
+
+// One epoch's training step time by class, from the backend's own timers (ProfiledBackend), per step.
+struct EpochTimes {
+  int epoch = 0;
+  int64_t steps = 0;                                 // steps timed
+  double step_seconds = 0;                           // wall time of a step, the wait for its data included
+  double data_wait_seconds = 0;                      // waiting for the loader, per step
+  std::array<double, kTimeClassCount> op_seconds{};  // by TimeClass, per step
+
+  double op_total_seconds() const;
+  // What no class holds: the host's own work between ops. Small when the classes tell the whole story.
+  double other_seconds() const { return step_seconds - data_wait_seconds - op_total_seconds(); }
+};
+
+template <class R, class V>
+requires same_record<R, ValueRange>
+void fields(R& r, V&& v) {
+  v("count", r.count);
+  v("max_abs", r.max_abs);
+  v("underflow_fraction", r.underflow_fraction);
+  v("overflow_fraction", r.overflow_fraction);
+  v("zero_fraction", r.zero_fraction);
+  v("nonfinite_fraction", r.nonfinite_fraction);
+}
+
+template <class R, class V>
+requires same_record<R, LayerNumerics>
+void fields(R& n, V&& v) {
+  v("epoch", n.epoch);
+  v("step", n.step);
+  v("layer", n.layer);
+  v("kind", n.kind);
+  v("in_channels", n.in_channels);
+  v("out_channels", n.out_channels);
+  v("forward_dtype", n.forward_dtype);
+  v("backward_dtype", n.backward_dtype);
+  v("casts", n.casts);
+  v("loss_scale", n.loss_scale);
+  v("activation", n.activation);
+  v("activation_grad", n.activation_grad);
+  v("weight_grad", n.weight_grad);
+}
+
+template <class R, class V>
+requires same_record<R, OverflowReport>
+void fields(R& o, V&& v) {
+  v("epoch", o.epoch);
+  v("step", o.step);
+  v("loss_scale", o.loss_scale);
+  v("layers", o.layers);
+}
+
+template <class R, class V>
+requires same_record<R, EpochTimes>
+void fields(R& t, V&& v) {
+  v("epoch", t.epoch);
+  v("steps", t.steps);
+  v("step_seconds", t.step_seconds);
+  v("data_wait_seconds", t.data_wait_seconds);
+  for (size_t i = 0; i < kTimeClassCount; ++i) v(time_class_name(static_cast<TimeClass>(i)), t.op_seconds[i]);
+}
+
+void to_json(nlohmann::json& j, const LayerNumerics& n);
+void from_json(const nlohmann::json& j, LayerNumerics& n);
+void to_json(nlohmann::json& j, const OverflowReport& o);
+void from_json(const nlohmann::json& j, OverflowReport& o);
+void to_json(nlohmann::json& j, const EpochTimes& t);
+void from_json(const nlohmann::json& j, EpochTimes& t);
+
+}  // namespace ampwb

@@ -1,0 +1,132 @@
+// The details that explain a run (train/run_details.h) in the run store, on real SQLite files: every field read back,
+// forgotten with the steps and epochs a resumed run reports again, deleted with the run, and a damaged row refused
+// by name.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "store/run_store.h"
+#include "store/sqlite.h"
+#include "store/store_recorder.h"
+#include "test_store_util.h"
+
+namespace ampwb {
+namespace {
+using namespace store_test;
+
+LayerNumerics layer(int epoch, int64_t step, const std::string& name) {
+  LayerNumerics n;
+  n.epoch = epoch;
+  n.step = step;
+  n.layer = name;
+  n.kind = "conv";
+  n.in_channels = 3;
+  n.out_channels = 16;
+  n.forward_dtype = "f16";
+  n.backward_dtype = "f16";
+  n.casts = 2;
+  n.loss_scale = 65536;
+  n.activation = {100, 70000.5, 0.0, 0.01, 0.25, 0.0};
+  n.activation_grad = {100, 3.5, 0.125, 0.0, 0.5, 0.0};
+  n.weight_grad = {432, 1e-3, 0.0625, 0.0, 0.0, 0.03125};
+  return n;
+}
+
+OverflowReport overflow(int epoch, int64_t step) {
+  return {epoch, step, 65536.0, {"fc", "layer4.1.conv2", "layer4.1.bn2"}};
+}
+
+EpochTimes times(int epoch) {
+  EpochTimes t;
+  t.epoch = epoch;
+  t.steps = 10;
+  t.step_seconds = 0.5;
+  t.data_wait_seconds = 0.05;
+  for (size_t i = 0; i < kTimeClassCount; ++i) t.op_seconds[i] = 0.001 * static_cast<double>(i + 1);
+  return t;
+}
+
+TEST(RunDetails, RecordsEveryFieldAndReadsItBack) {
+  TempDir dir("details");
+  RunStore store(dir.file("runs.sqlite"));
+  const int64_t id = store.begin_run(config_named("explained"), info(), "");
+  store.add_layer_numerics(id, {layer(1, 9, "conv1"), layer(1, 9, "layer1.0.conv1")});
+  store.add_overflow(id, overflow(1, 3));
+  store.add_epoch_times(id, times(1));
+  store.add_epoch_times(id, times(1));  // an epoch's breakdown is replaced, not repeated
+
+  const std::vector<LayerNumerics> layers = store.layer_numerics(id);
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(nlohmann::json(layers[1]), nlohmann::json(layer(1, 9, "layer1.0.conv1")));
+  EXPECT_EQ(layers[0].layer, "conv1");  // model order kept within a step
+  EXPECT_EQ(layers[1].activation.max_abs, 70000.5);
+  EXPECT_EQ(layers[1].weight_grad.nonfinite_fraction, 0.03125);
+  const std::vector<OverflowReport> overflows = store.overflows(id);
+  ASSERT_EQ(overflows.size(), 1u);
+  EXPECT_EQ(overflows[0].layers, (std::vector<std::string>{"fc", "layer4.1.conv2", "layer4.1.bn2"}));
+  EXPECT_EQ(overflows[0].loss_scale, 65536.0);
+  const std::vector<EpochTimes> epochs = store.epoch_times(id);
+  ASSERT_EQ(epochs.size(), 1u);
+  EXPECT_EQ(epochs[0].op_seconds, times(1).op_seconds);
+  EXPECT_DOUBLE_EQ(epochs[0].other_seconds(), 0.5 - 0.05 - epochs[0].op_total_seconds());
+  // Keys by class name, as the JSON a user reads.
+  EXPECT_EQ(nlohmann::json(epochs[0]).at("conv_backward_weights"), 0.003);
+}
+
+TEST(RunDetails, AResumedRunForgetsWhatItReportsAgainAndDeletingForgetsAll) {
+  TempDir dir("details-resume");
+  const std::string path = dir.file("runs.sqlite");
+  RunStore store(path);
+  int64_t id = 0;
+  {
+    StoreRecorder first(store, config_named("resumable"));
+    first.on_start(info());
+    id = first.run_id();
+    for (int64_t n = 0; n < 25; ++n) {  // epochs 1 and 2 complete, epoch 3 half done
+      first.on_step(step(n));
+      if (n == 4 || n == 21) first.on_overflow(overflow(static_cast<int>(n / 10) + 1, n));
+      if (n % 10 == 9) {
+        first.on_layer_numerics({layer(static_cast<int>(n / 10) + 1, n, "conv1")});
+        first.on_epoch_times(times(static_cast<int>(n / 10) + 1));
+        first.on_epoch(epoch(static_cast<int>(n / 10) + 1));
+      }
+    }
+    first.on_end({RunStatus::Cancelled, "stopped"});
+  }
+  ASSERT_EQ(store.overflows(id).size(), 2u);
+  RunInfo resumed = info();
+  resumed.first_epoch = 2;  // the checkpoint was taken after epoch 1
+  {
+    StoreRecorder second(store, config_named("resumable"), {}, id);
+    second.on_start(resumed);
+    EXPECT_EQ(store.epoch_times(id).size(), 1u);
+    EXPECT_EQ(store.layer_numerics(id).size(), 1u);
+    second.on_step(step(10));
+    EXPECT_EQ(store.overflows(id).size(), 1u);  // step 21's is gone, step 4's kept
+    EXPECT_EQ(store.overflows(id)[0].step, 4);
+    second.on_end({RunStatus::Finished, ""});
+  }
+  store.remove(id);
+  EXPECT_EQ(query_int(path, "SELECT COUNT(*) FROM run_details"), 0);
+}
+
+TEST(RunDetails, ADamagedRowIsRefusedByName) {
+  TempDir dir("details-damaged");
+  const std::string path = dir.file("runs.sqlite");
+  RunStore store(path);
+  const int64_t id = store.begin_run(config_named("damaged"), info(), "");
+  store.add_overflow(id, overflow(1, 3));
+  {
+    SqliteDb db(path, SqliteDb::Open::ReadWrite);
+    db.exec("UPDATE run_details SET body_json = '{\"step\": \"three\"}'");
+  }
+  expect_contains(error_of([&] { store.overflows(id); }), "step is not a whole number");
+  {
+    SqliteDb db(path, SqliteDb::Open::ReadWrite);
+    db.exec("UPDATE run_details SET body_json = 'not json'");
+  }
+  expect_contains(error_of([&] { store.overflows(id); }), "damaged overflow record for run " + std::to_string(id));
+}
+
+}  // namespace
+}  // namespace ampwb
