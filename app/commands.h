@@ -15,6 +15,8 @@ void add_bench_command(CLI::App& app, Invocation& invocation);     // bench_comm
 void add_devices_command(CLI::App& app, Invocation& invocation);   // devices.cpp
 void add_dataset_commands(CLI::App& app, Invocation& invocation);  // dataset_command.cpp: inspect, sample, ...
 void add_run_commands(CLI::App& app, Invocation& invocation);      // runs_commands.cpp: runs, show, compare
+void add_explain_command(CLI::App& app, Invocation& invocation);   // explain_command.cpp
+void add_report_command(CLI::App& app, Invocation& invocation);    // report_command.cpp
 // store_commands.cpp: export csv|chart, delete, rename, tag, note, store check|backup.
 void add_store_commands(CLI::App& app, Invocation& invocation);
 

@@ -132,6 +132,8 @@ void build_parser(CLI::App& app, Invocation& invocation) {
   add_train_command(app, invocation);
   add_bench_command(app, invocation);
   add_run_commands(app, invocation);
+  add_explain_command(app, invocation);
+  add_report_command(app, invocation);
   add_store_commands(app, invocation);
   add_dataset_commands(app, invocation);
   add_devices_command(app, invocation);

@@ -16,6 +16,7 @@
 #include "chart_panel.h"
 #include "compare_model.h"
 #include "compare_view.h"
+#include "diagnosis_panel.h"
 #include "main_window.h"
 #include "metric_chart.h"
 #include "runs_model.h"
@@ -99,6 +100,42 @@ class CompareRuns : public QObject {
   }
 
   // One comparison in the engine (store/run_compare.h): the CLI prints its rows, the GUI shows them.
+  void diagnosis_tab_lists_each_runs_findings_against_the_baseline() {
+    MainWindow w(db_);
+    w.open_runs({fp32_seed1_, bf16_seed1_});
+    DiagnosisPanel* panel = w.compare_view()->diagnosis();
+    QCOMPARE(panel->findings().size(), size_t{2});
+    // The same findings as the engine's diagnosis of the stored runs, the second against the first.
+    const RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
+    const RunEvidence fp32 = load_evidence(store, fp32_seed1_), bf16 = load_evidence(store, bf16_seed1_);
+    auto rules = [](const std::vector<Finding>& findings) {
+      QStringList out;
+      for (const Finding& f : findings) out << QString::fromStdString(f.rule);
+      return out;
+    };
+    QCOMPARE(rules(panel->findings()[0]), rules(diagnose(fp32)));
+    QCOMPARE(rules(panel->findings()[1]), rules(diagnose(bf16, &fp32)));
+    QVERIFY(rules(panel->findings()[1]).contains("speed_vs_baseline"));
+    QVERIFY(panel->html().contains("Against the baseline, run " + QString::number(fp32_seed1_)));
+    // Choosing the other run as the baseline diagnoses the first against it.
+    w.compare_view()->baseline()->setCurrentIndex(1);
+    QVERIFY(rules(panel->findings()[0]).contains("speed_vs_baseline"));
+    QVERIFY(!rules(panel->findings()[1]).contains("speed_vs_baseline"));
+  }
+
+  void diagnosis_escapes_what_the_store_holds() {
+    TrainConfig c = tiny_config(data_);
+    c.name = "<script>alert(1)</script>";
+    c.epochs = 1;
+    const QString db = dir_.filePath("escape.sqlite");  // the other tests count the runs of theirs
+    const int64_t id = train_into_store(db, c);
+    MainWindow w(db);
+    w.open_runs({id});
+    const QString html = w.compare_view()->diagnosis()->html();
+    QVERIFY2(!html.contains("<script>"), qPrintable(html));
+    QVERIFY(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+  }
+
   void cli_and_gui_comparisons_agree_cell_for_cell() {
     const std::vector<int64_t> ids{fp32_seed1_, bf16_seed1_, fp32_seed2_};
     MainWindow w(db_);

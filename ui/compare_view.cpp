@@ -8,12 +8,14 @@
 #include <QLabel>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
 #include <cmath>
 
 #include "chart_panel.h"
 #include "compare_model.h"
+#include "diagnosis_panel.h"
 #include "store/run_record.h"
 
 namespace ampwb::ui {
@@ -35,6 +37,7 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   baseline_->setObjectName("baseline");
   connect(baseline_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (i >= 0) model_->set_baseline(i);
+    if (i >= 0) diagnosis_->set_baseline(static_cast<size_t>(i));
   });
   at_epoch_ = new QSpinBox;
   at_epoch_->setObjectName("atEpoch");
@@ -68,7 +71,13 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   bl->setContentsMargins(4, 0, 4, 4);
   bl->addLayout(controls);
   bl->addWidget(summary_);
-  bl->addWidget(table_, 1);
+  diagnosis_ = new DiagnosisPanel;
+  details_ = new QTabWidget;
+  details_->setObjectName("compareDetails");
+  details_->setDocumentMode(true);
+  details_->addTab(table_, tr("Side by side"));
+  details_->addTab(diagnosis_, tr("Diagnosis"));
+  bl->addWidget(details_, 1);
 
   auto* splitter = new QSplitter(Qt::Vertical);
   splitter->setObjectName("compareSplitter");
@@ -107,6 +116,8 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
     baseline_->setCurrentIndex(baseline < baseline_->count() ? baseline : 0);
   }
   model_->set_baseline(baseline_->currentIndex());
+  diagnosis_->set_runs(store_, ids_);
+  diagnosis_->set_baseline(static_cast<size_t>(std::max(0, baseline_->currentIndex())));
 
   RunList runs;
   for (const auto& s : series_) runs.push_back(s.get());

@@ -1,6 +1,6 @@
 // A stored run, or two or more overlaid: every chart with one colour per run, the side-by-side table (differences
-// only, at-epoch metrics, speed-up against a chosen baseline), and mean ± std bands when the runs differ only by
-// seed. Loads from the run store; owns the loaded series.
+// only, at-epoch metrics, speed-up against a chosen baseline), each run's diagnosis (against that baseline), and
+// mean ± std bands when the runs differ only by seed. Loads from the run store; owns the loaded series.
 #pragma once
 
 #include <QWidget>
@@ -13,12 +13,14 @@ class QCheckBox;
 class QComboBox;
 class QLabel;
 class QSpinBox;
+class QTabWidget;
 class QTableView;
 
 namespace ampwb::ui {
 
 class ChartPanel;
 class CompareModel;
+class DiagnosisPanel;
 
 class CompareView : public QWidget {
   Q_OBJECT
@@ -35,6 +37,8 @@ class CompareView : public QWidget {
   CompareModel* table_model() const { return model_; }
   QCheckBox* differences_only() const { return differences_; }
   QComboBox* baseline() const { return baseline_; }
+  DiagnosisPanel* diagnosis() const { return diagnosis_; }
+  QTabWidget* details() const { return details_; }  // the side-by-side table and the diagnosis
   bool seed_only() const { return seed_only_; }
 
  private:
@@ -46,6 +50,8 @@ class CompareView : public QWidget {
   ChartPanel* charts_ = nullptr;
   CompareModel* model_ = nullptr;
   QTableView* table_ = nullptr;
+  QTabWidget* details_ = nullptr;
+  DiagnosisPanel* diagnosis_ = nullptr;
   QCheckBox* differences_ = nullptr;
   QComboBox* baseline_ = nullptr;
   QSpinBox* at_epoch_ = nullptr;

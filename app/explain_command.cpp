@@ -1,0 +1,67 @@
+// ampwb explain RUN [BASELINE]: the run's diagnosis (store/diagnosis.h), as text or --json.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands.h"
+#include "store/diagnosis.h"
+#include "store/run_store.h"
+
+namespace ampwb::cli {
+namespace {
+
+struct ExplainOptions {
+  std::string run, baseline, db;
+  bool json = false;
+};
+
+std::string describe(const RunRecord& r) {
+  return "run " + std::to_string(r.id) + " (" + printable(r.name) + "): " + r.precision + ", ResNet-" +
+         std::to_string(r.depth) + ", batch " + std::to_string(r.batch_size) + ", on " + printable(r.backend);
+}
+
+int explain_command(const ExplainOptions& options) {
+  const RunStore store(store_path(options.db), RunStore::Mode::Existing);
+  const RunEvidence run = load_evidence(store, store.resolve(options.run));
+  std::optional<RunEvidence> baseline;
+  if (!options.baseline.empty()) baseline = load_evidence(store, store.resolve(options.baseline));
+  const std::vector<Finding> findings = diagnose(run, baseline ? &*baseline : nullptr);
+
+  if (options.json) {
+    nlohmann::json out = {{"run", run.run.id}, {"findings", findings}};
+    if (baseline) out["baseline"] = baseline->run.id;
+    print_json(out);
+    return 0;
+  }
+  std::printf("%s\n", describe(run.run).c_str());
+  if (baseline) std::printf("baseline: %s\n", describe(baseline->run).c_str());
+  if (findings.empty()) {
+    std::printf("\nno findings: none of the %zu rules fired on what this run recorded\n", diagnosis_rules().size());
+    return 0;
+  }
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    std::printf("\n%zu. [%s] %s\n", i + 1, severity_name(f.severity), printable(f.title).c_str());
+    std::printf("   evidence: %s\n", printable(f.evidence).c_str());
+    std::printf("   try:      %s\n", printable(f.action).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_explain_command(CLI::App& app, Invocation& invocation) {
+  auto options = std::make_shared<ExplainOptions>();
+  CLI::App* explain = app.add_subcommand(
+      "explain",
+      "what a run's numbers say: findings with their evidence and what to try (against a baseline: why "
+      "it is or is not faster)");
+  explain->add_option("RUN", options->run, "a run id or a unique run name")->type_name("")->required();
+  explain->add_option("BASELINE", options->baseline, "a run to compare its speed with, e.g. the fp32 run")
+      ->type_name("");
+  explain->add_flag("--json", options->json, "as JSON (for scripts)");
+  add_db_option(explain, options->db);
+  run_on_parse(explain, invocation, options, explain_command);
+}
+
+}  // namespace ampwb::cli

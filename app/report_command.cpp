@@ -1,0 +1,87 @@
+// ampwb report RUN... --out FILE.html|FILE.pdf: the runs' self-contained report (store/run_report.h). A PDF is the
+// same HTML printed by a headless Chromium (Debian's chromium-headless-shell), which renders the SVG charts as a
+// browser shows them.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "store/run_report.h"
+#include "store/run_store.h"
+
+namespace ampwb::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct ReportOptions {
+  std::vector<std::string> runs;
+  std::string out, db;
+};
+
+// The headless browser that prints PDFs: $AMPWB_CHROMIUM, else the first of Debian's on the PATH.
+std::string find_chromium() {
+  if (const char* given = std::getenv("AMPWB_CHROMIUM")) return given;
+  for (const char* name : {"chromium-headless-shell", "chromium", "google-chrome"})
+    for (const char* dir : {"/usr/bin", "/usr/local/bin"})
+      if (::access((fs::path(dir) / name).c_str(), X_OK) == 0) return (fs::path(dir) / name).string();
+  return "";
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+int report_command(const ReportOptions& options) {
+  const RunStore store(store_path(options.db), RunStore::Mode::Existing);
+  std::vector<int64_t> ids;
+  for (const std::string& r : options.runs) ids.push_back(store.resolve(r));
+  const std::string html = html_report(store, ids);
+  const fs::path out = options.out;
+  if (out.extension() != ".pdf") {
+    write_file_atomically(out.string(), html);
+    std::printf("wrote %s (%zu runs)\n", out.string().c_str(), ids.size());
+    return 0;
+  }
+  const std::string chromium = find_chromium();
+  if (chromium.empty())
+    throw Error("a PDF report needs a headless Chromium (apt install chromium-headless-shell), or write " +
+                out.stem().string() + ".html and print it from a browser");
+  const fs::path html_file = fs::temp_directory_path() / ("ampwb-report-" + std::to_string(::getpid()) + ".html");
+  write_file_atomically(html_file.string(), html);
+  const std::string command = quoted(chromium) + " --headless --no-sandbox --disable-gpu --no-pdf-header-footer " +
+                              "--print-to-pdf=" + quoted(fs::absolute(out).string()) + " " +
+                              quoted("file://" + html_file.string()) + " >/dev/null 2>&1";
+  const int status = std::system(command.c_str());
+  fs::remove(html_file);
+  if (status != 0 || !fs::exists(out))
+    throw Error("the headless Chromium (" + chromium + ") could not print " + out.string());
+  std::printf("wrote %s (%zu runs)\n", out.string().c_str(), ids.size());
+  return 0;
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, Invocation& invocation) {
+  auto options = std::make_shared<ReportOptions>();
+  CLI::App* report = app.add_subcommand(
+      "report", "one self-contained HTML (or PDF) report of runs: comparison, charts, diagnosis, time, layers");
+  report->add_option("RUN", options->runs, "run ids or names; the first is the baseline")
+      ->type_name("")
+      ->required()
+      ->expected(1, -1);
+  report->add_option("--out", options->out, "the report file: .html, or .pdf (printed by a headless Chromium)")
+      ->type_name("FILE")
+      ->required();
+  add_db_option(report, options->db);
+  run_on_parse(report, invocation, options, report_command);
+}
+
+}  // namespace ampwb::cli

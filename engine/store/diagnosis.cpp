@@ -1,0 +1,420 @@
+// The diagnosis rules. Each reads the run's records, and when its condition holds adds one finding with the
+// numbers that made it fire. Thresholds are named here, with why they sit where they do.
+#include "store/diagnosis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/half.h"
+#include "train/record_json.h"
+
+namespace ampwb {
+namespace {
+
+// A step that waits for its data this much of its time is bound by the input pipeline, not the arithmetic.
+constexpr double kDataBoundShare = 0.25;
+// Consecutive skipped steps that count as a collapse: each halves the scale, so 10 divide it by 1024, far more than
+// the few skips with which a dynamic scaler finds its level at the start of a run.
+constexpr int64_t kCollapseRun = 10;
+// Skipped steps up to this share of the run are the dynamic scaler probing a higher scale: expected.
+constexpr double kRoutineSkipShare = 0.01;
+// Gradients with FP16 storage and no loss scaling: a share this large below FP16's smallest normal (2^-14, where
+// it starts losing bits, down to 2^-24 where it loses everything) is gradient signal being lost.
+constexpr double kUnderflowShare = 0.01;
+// An activation within this many powers of two of FP16's largest value is one bad batch from inf.
+constexpr double kHeadroomPowersOfTwo = 2.0;
+// Per-step costs that do not grow with the batch (optimizer, scale check, host work between ops): above this share
+// the batch is too small to amortise them.
+constexpr double kFixedCostShare = 0.3;
+// A speed-up under this is no speed-up worth AMP's numerical risk.
+constexpr double kWorthwhileSpeedup = 1.1;
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  return buf;
+}
+
+std::string percent(double fraction) {
+  return format(fraction < 0.001 && fraction > 0 ? "%.2g%%" : "%.0f%%", 100 * fraction);
+}
+std::string ms(double seconds) { return format(seconds < 0.01 ? "%.2f ms" : "%.1f ms", seconds * 1e3); }
+
+NumberFormat format_of(const RunEvidence& e) { return mode_info(e.run.config.precision.mode).format; }
+bool fp16_storage(const RunEvidence& e) { return format_of(e) == NumberFormat::Fp16; }
+bool low_precision(const RunEvidence& e) { return mode_info(e.run.config.precision.mode).low != DType::F32; }
+bool on_cpu(const RunEvidence& e) { return e.run.device.empty() || e.run.device == "cpu"; }
+std::string mode_of(const RunEvidence& e) { return mode_name(e.run.config.precision.mode); }
+
+int64_t skipped_count(const RunEvidence& e) {
+  return std::count_if(e.steps.begin(), e.steps.end(), [](const StepReport& s) { return s.skipped; });
+}
+
+// The layers named first in the overflow reports, most frequent first: "layer4.1.conv2 (7 steps), fc (1 step)".
+std::string overflow_origins(const std::vector<OverflowReport>& overflows, size_t at_most = 3) {
+  std::map<std::string, int> first;
+  for (const OverflowReport& o : overflows)
+    if (!o.layers.empty()) ++first[o.layers.front()];
+  std::vector<std::pair<std::string, int>> sorted(first.begin(), first.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  std::string out;
+  for (size_t i = 0; i < sorted.size() && i < at_most; ++i)
+    out +=
+        (i ? ", " : "") + sorted[i].first + format(" (%d step%s)", sorted[i].second, sorted[i].second == 1 ? "" : "s");
+  return out;
+}
+
+// The records of the last probed step.
+std::vector<const LayerNumerics*> last_probed_layers(const std::vector<LayerNumerics>& layers) {
+  std::vector<const LayerNumerics*> out;
+  if (layers.empty()) return out;
+  for (const LayerNumerics& n : layers)
+    if (n.step == layers.back().step) out.push_back(&n);
+  return out;
+}
+
+// The mean training throughput of the steady epochs (all but the first when there are more).
+double steady_images_per_second(const RunEvidence& e) {
+  const size_t first = e.epochs.size() > 1 ? 1 : 0;
+  double sum = 0;
+  size_t n = 0;
+  for (size_t i = first; i < e.epochs.size(); ++i)
+    if (e.epochs[i].images_per_second > 0) sum += e.epochs[i].images_per_second, ++n;
+  return n ? sum / static_cast<double>(n) : 0;
+}
+
+void add(std::vector<Finding>& out, const char* rule, Severity severity, std::string title, std::string evidence,
+         std::string action) {
+  out.push_back({rule, severity, std::move(title), std::move(evidence), std::move(action)});
+}
+
+// --- the rules ---
+
+void data_bound(const RunEvidence& e, std::vector<Finding>& out) {
+  double wait = 0, step = 0;
+  std::string where;
+  if (const std::optional<EpochTimes> t = steady_times(e.times)) {
+    wait = t->data_wait_seconds, step = t->step_seconds;
+    where = "per step, from the time breakdown";
+  } else {
+    for (const EpochReport& ep : e.epochs)
+      wait += ep.data_wait_seconds, step += ep.data_wait_seconds + ep.compute_seconds;
+    where = "over the run's epochs";
+  }
+  if (step <= 0 || wait / step < kDataBoundShare) return;
+  add(out, "data_bound", Severity::Problem, "The step waits for its data: the input pipeline sets the speed",
+      "the loader kept training waiting " + ms(wait) + " of " + ms(step) + " (" + percent(wait / step) + ", " + where +
+          ")",
+      "AMP speeds up arithmetic, not image decoding: give the loader more threads (--loader-threads), keep decoded "
+      "images in memory (--cache-mb), or train on smaller images");
+}
+
+void fp16_emulated(const RunEvidence& e, std::vector<Finding>& out) {
+  if (!fp16_storage(e) || !on_cpu(e)) return;
+  add(out, "fp16_emulated", Severity::Note, "FP16 is emulated on this CPU: slower than FP32 by design",
+      e.run.info.compute.empty() ? "the run trained " + mode_of(e) + " on the CPU" : e.run.info.compute,
+      "use this run for FP16's numerics (range, underflow, loss scaling); for speed on a CPU use amp-bf16 on "
+      "AVX512-BF16 or AMX hardware, or train FP16 on a GPU");
+}
+
+void bf16_not_native(const RunEvidence& e, std::vector<Finding>& out) {
+  if (format_of(e) != NumberFormat::Bf16 || !on_cpu(e)) return;
+  if (e.run.info.compute.find("emulated") == std::string::npos) return;
+  add(out, "bf16_not_native", Severity::Warning, "BF16 without native support: no speed-up to expect here",
+      e.run.info.compute,
+      "BF16 pays on CPUs with AVX512-BF16 (about 2x FP32's multiply-adds) or AMX (far more); on this CPU train fp32 "
+      "for speed, and amp-bf16 only to study its numerics");
+}
+
+void skipped_steps(const RunEvidence& e, std::vector<Finding>& out) {
+  const int64_t skipped = skipped_count(e);
+  if (skipped == 0) return;
+  const double share = static_cast<double>(skipped) / static_cast<double>(e.steps.size());
+  const auto first = std::find_if(e.steps.begin(), e.steps.end(), [](const StepReport& s) { return s.skipped; });
+  std::string evidence = format("%lld of %zu steps skipped (%s), the first at step %lld with loss scale %g",
+                                static_cast<long long>(skipped), e.steps.size(), percent(share).c_str(),
+                                static_cast<long long>(first->step), static_cast<double>(first->loss_scale));
+  const std::string origins = overflow_origins(e.overflows);
+  if (!origins.empty()) evidence += "; inf/NaN gradients started in " + origins;
+  const bool routine = share <= kRoutineSkipShare;
+  add(out, "skipped_steps", routine ? Severity::Note : Severity::Warning,
+      routine ? "A few steps were skipped: the loss scaler finding its level"
+              : "Many steps were skipped: the optimizer did not update on them",
+      evidence,
+      routine ? "nothing to do: dynamic loss scaling skips a step whenever it tries a scale too high"
+              : "the named layer's gradients overflow FP16: lower the learning rate, warm it up, or use amp-bf16 "
+                "(FP32's range)");
+}
+
+void scale_collapse(const RunEvidence& e, std::vector<Finding>& out) {
+  int64_t run = 0, longest = 0;
+  size_t longest_end = 0;
+  for (size_t i = 0; i < e.steps.size(); ++i) {
+    run = e.steps[i].skipped ? run + 1 : 0;
+    if (run > longest) longest = run, longest_end = i;
+  }
+  if (longest < kCollapseRun) return;
+  const StepReport& first = e.steps[longest_end + 1 - static_cast<size_t>(longest)];
+  const StepReport& last = e.steps[longest_end];
+  std::vector<OverflowReport> during;
+  for (const OverflowReport& o : e.overflows)
+    if (o.step >= first.step && o.step <= last.step) during.push_back(o);
+  std::string evidence =
+      format("%lld consecutive steps skipped (%lld to %lld): the loss scale fell from %g to %g",
+             static_cast<long long>(longest), static_cast<long long>(first.step), static_cast<long long>(last.step),
+             static_cast<double>(first.loss_scale), static_cast<double>(last.loss_scale) / 2);
+  const std::string origins = overflow_origins(during);
+  if (!origins.empty()) evidence += "; inf/NaN gradients started in " + origins;
+  add(out, "scale_collapse", Severity::Problem, "The loss scale collapsed: gradients overflow whatever the scale",
+      evidence,
+      "no scale fixes a gradient that is inf or NaN before scaling: look at the named layer, lower the learning "
+      "rate, check the data for extreme values, or use amp-bf16");
+}
+
+// The share of gradient values below FP16's smallest normal (underflowed or subnormal) in a histogram.
+double below_normal_share(const GradientHistogram& h) {
+  if (h.total == 0) return 0;
+  int64_t below = 0;
+  for (size_t i = 0; i < h.counts.size(); ++i)
+    if (h.min_log2 + static_cast<int>(i) < -14) below += h.counts[i];
+  return static_cast<double>(below) / static_cast<double>(h.total);
+}
+
+void gradient_underflow(const RunEvidence& e, std::vector<Finding>& out) {
+  if (!fp16_storage(e) || e.run.config.precision.loss_scale.kind != "off") return;
+  const GradientHistogram* worst = nullptr;
+  for (const GradientHistogram& h : e.histograms)
+    if (h.kind == "activation" && (!worst || h.epoch >= worst->epoch)) worst = &h;
+  if (!worst) return;
+  const double below = below_normal_share(*worst), zeros = static_cast<double>(worst->zeros) / worst->total;
+  if (below < kUnderflowShare) return;
+  add(out, "gradient_underflow", Severity::Problem, "Gradients underflow FP16 and no loss scaling lifts them",
+      format("epoch %d: %s of activation gradients are below 2^-14 (FP16 subnormals, losing bits down to 2^-24 "
+             "where they flush to zero); %s are exactly zero",
+             worst->epoch, percent(below).c_str(), percent(zeros).c_str()),
+      "turn on dynamic loss scaling (--loss-scale dynamic), as amp-fp16 does: it multiplies the loss so these "
+      "gradients land in FP16's range");
+}
+
+void activation_overflow_risk(const RunEvidence& e, std::vector<Finding>& out) {
+  // The worst layer: one with inf/NaN activations, else the largest activation.
+  auto severity = [](const LayerNumerics& n) {
+    return std::pair(n.activation.nonfinite_fraction > 0, n.activation.max_abs);
+  };
+  const auto found = std::max_element(e.layers.begin(), e.layers.end(),
+                                      [&](const auto& a, const auto& b) { return severity(a) < severity(b); });
+  if (found == e.layers.end()) return;
+  const LayerNumerics* worst = &*found;
+  const double max = worst->activation.max_abs;
+  const double headroom = max > 0 ? std::log2(kHalfMax / max) : 99;
+  if (headroom >= kHeadroomPowersOfTwo && worst->activation.nonfinite_fraction == 0) return;
+  const bool fp16 = fp16_storage(e);
+  add(out, "activation_overflow_risk", fp16 ? Severity::Warning : Severity::Note,
+      fp16 ? "Activations come close to FP16's largest value" : "Activations would overflow FP16",
+      format("%s: max |activation| %.6g at step %lld, %.1f powers of two below FP16's 65504%s", worst->layer.c_str(),
+             max, static_cast<long long>(worst->step), headroom,
+             worst->activation.nonfinite_fraction > 0 ? "; some are already inf/NaN" : ""),
+      fp16 ? "lower the learning rate or its warm-up, or use amp-bf16 (FP32's range); the named layer is where an "
+             "inf would start"
+           : "this run is safe in its own precision; if you move it to amp-fp16, use amp-bf16 instead, or keep the "
+             "named layer in FP32");
+}
+
+void lr_schedule_skips(const RunEvidence& e, std::vector<Finding>& out) {
+  const int64_t skipped = skipped_count(e);
+  if (skipped == 0 || e.run.config.schedule == "constant") return;
+  const double share = static_cast<double>(skipped) / static_cast<double>(e.steps.size());
+  if (share <= kRoutineSkipShare) return;
+  add(out, "lr_schedule_skips", Severity::Warning, "The learning-rate schedule ran on through skipped steps",
+      format("the %s schedule advanced through %lld skipped steps (%s of the run) where the optimizer did not "
+             "update: the run made that many fewer updates than its schedule assumes",
+             e.run.config.schedule.c_str(), static_cast<long long>(skipped), percent(share).c_str()),
+      "fix what overflows first (see the skipped steps); PyTorch warns of the same when scheduler.step() follows "
+      "a skipped scaler.step()");
+}
+
+void clipping_order(const RunEvidence& e, std::vector<Finding>& out) {
+  const double clip = e.run.config.grad_clip_norm;
+  if (clip <= 0) return;
+  std::vector<double> norms;
+  int64_t clipped = 0, clipped_if_scaled = 0, scaled_steps = 0;
+  for (const StepReport& s : e.steps) {
+    if (s.skipped || !std::isfinite(s.grad_norm)) continue;
+    norms.push_back(s.grad_norm);
+    clipped += s.grad_norm > clip;
+    clipped_if_scaled += static_cast<double>(s.grad_norm) * s.loss_scale > clip;
+    scaled_steps += s.loss_scale != 1;
+  }
+  if (scaled_steps == 0 || norms.empty()) return;
+  std::nth_element(norms.begin(), norms.begin() + norms.size() / 2, norms.end());
+  const double n = static_cast<double>(norms.size());
+  add(out, "clipping_order", Severity::Note, "Clipping acts on unscaled gradients here; scaled, it would clip far more",
+      format("clip norm %g: %s of steps clipped (median gradient norm %.3g); measured on the still-scaled gradients "
+             "it would have clipped %s",
+             clip, percent(clipped / n).c_str(), norms[norms.size() / 2], percent(clipped_if_scaled / n).c_str()),
+      "the workbench clips between unscaling and the optimizer step; in PyTorch call scaler.unscale_(optimizer) "
+      "before clip_grad_norm_, or the threshold meets gradients multiplied by the loss scale");
+}
+
+void tensor_core_ineligible(const RunEvidence& e, std::vector<Finding>& out) {
+  if (on_cpu(e) || !low_precision(e)) return;
+  std::string layers;
+  int count = 0;
+  for (const LayerNumerics* n : last_probed_layers(e.layers)) {
+    if (n->kind == "batch_norm" || (n->in_channels % 8 == 0 && n->out_channels % 8 == 0)) continue;
+    if (count++ < 4)
+      layers +=
+          (layers.empty() ? "" : ", ") + n->layer +
+          format(" (%lld -> %lld)", static_cast<long long>(n->in_channels), static_cast<long long>(n->out_channels));
+  }
+  if (count == 0) return;
+  add(out, "tensor_core_ineligible", Severity::Note,
+      format("%d layer%s cannot use tensor cores fully: channels not a multiple of 8", count, count == 1 ? "" : "s"),
+      layers + (count > 4 ? format(" and %d more", count - 4) : ""),
+      "pad the channel counts to multiples of 8 (a classifier with 8 outputs costs nothing over 5); the stem's 3 "
+      "input channels are usual and cost little");
+}
+
+void batch_too_small(const RunEvidence& e, std::vector<Finding>& out) {
+  const std::optional<EpochTimes> t = steady_times(e.times);
+  if (!t || t->step_seconds <= 0) return;
+  const auto at = [&](TimeClass c) { return t->op_seconds[static_cast<size_t>(c)]; };
+  const double fixed = at(TimeClass::Optimizer) + at(TimeClass::ScaleCheck) + at(TimeClass::HostWait) +
+                       std::max(0.0, t->other_seconds());
+  const double compute = t->step_seconds - t->data_wait_seconds;
+  if (compute <= 0 || fixed / compute < kFixedCostShare) return;
+  add(out, "batch_too_small", Severity::Warning, "The batch is too small to fill the device",
+      format("batch %d: the optimizer, the scale check and host work between ops take %s of %s of compute per step, "
+             "whatever the batch",
+             e.run.batch_size, ms(fixed).c_str(), ms(compute).c_str()) +
+          " (" + percent(fixed / compute) + ")",
+      "raise --batch-size (and the learning rate with it) until these costs are small beside the layers' work");
+}
+
+// Why the run is or is not faster than the baseline, class by class.
+void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vector<Finding>& out) {
+  const double run_speed = steady_images_per_second(e), base_speed = steady_images_per_second(base);
+  if (run_speed <= 0 || base_speed <= 0) return;
+  const double ratio = run_speed / base_speed;
+  std::string evidence = format("%.1f against %.1f training images/s (run %lld, %s, against run %lld, %s)", run_speed,
+                                base_speed, static_cast<long long>(e.run.id), mode_of(e).c_str(),
+                                static_cast<long long>(base.run.id), mode_of(base).c_str());
+  const std::optional<EpochTimes> a = steady_times(e.times), b = steady_times(base.times);
+  if (a && b) {
+    // The classes that moved most, in time per step.
+    std::vector<std::pair<double, std::string>> moves;
+    for (size_t i = 0; i < kTimeClassCount; ++i) {
+      const double before = b->op_seconds[i], after = a->op_seconds[i];
+      if (before + after < 0.02 * (a->step_seconds + b->step_seconds)) continue;
+      moves.emplace_back(std::fabs(before - after),
+                         std::string(time_class_name(static_cast<TimeClass>(i))) +
+                             (after > 0 ? format(" %.2fx", before / after) : std::string(" gone")));
+    }
+    std::sort(moves.rbegin(), moves.rend());
+    if (!moves.empty()) evidence += "; by class (baseline time / this run's):";
+    for (size_t i = 0; i < moves.size() && i < 4; ++i) evidence += (i ? ", " : " ") + moves[i].second;
+    evidence += "; data wait " + percent(a->data_wait_seconds / a->step_seconds) + " of the step";
+  }
+  if (ratio >= kWorthwhileSpeedup) {
+    add(out, "speed_vs_baseline", Severity::Note, format("%.2fx the baseline's speed", ratio), evidence,
+        "the speed-up is real on this machine; check the accuracy rows of `ampwb compare` before adopting it");
+    return;
+  }
+  add(out, "speed_vs_baseline", Severity::Warning, format("No speed-up over the baseline: %.2fx its images/s", ratio),
+      evidence,
+      "see the other findings for why (emulated formats, data wait, small batches); AMP's gains come from 16-bit "
+      "arithmetic units and memory traffic, which this step did not use enough");
+}
+
+}  // namespace
+
+const char* severity_name(Severity s) {
+  switch (s) {
+    case Severity::Problem:
+      return "problem";
+    case Severity::Warning:
+      return "warning";
+    case Severity::Note:
+      return "note";
+  }
+  return "?";
+}
+
+void to_json(nlohmann::json& j, const Severity& s) { j = severity_name(s); }
+void from_json(const nlohmann::json& j, Severity& s) {
+  for (Severity candidate : {Severity::Problem, Severity::Warning, Severity::Note})
+    if (j.get<std::string>() == severity_name(candidate)) {
+      s = candidate;
+      return;
+    }
+  throw Error("unknown severity " + j.dump());
+}
+void to_json(nlohmann::json& j, const Finding& f) { write_fields(j, f); }
+
+const std::vector<std::string>& diagnosis_rules() {
+  static const std::vector<std::string> rules = {
+      "data_bound",     "fp16_emulated",          "bf16_not_native",          "skipped_steps",
+      "scale_collapse", "gradient_underflow",     "activation_overflow_risk", "lr_schedule_skips",
+      "clipping_order", "tensor_core_ineligible", "batch_too_small",          "speed_vs_baseline"};
+  return rules;
+}
+
+std::optional<EpochTimes> steady_times(const std::vector<EpochTimes>& times) {
+  const size_t first = times.size() > 1 ? 1 : 0;
+  EpochTimes mean;
+  for (size_t i = first; i < times.size(); ++i) {
+    const EpochTimes& t = times[i];
+    const double w = static_cast<double>(t.steps);
+    mean.steps += t.steps;
+    mean.step_seconds += w * t.step_seconds;
+    mean.data_wait_seconds += w * t.data_wait_seconds;
+    for (size_t c = 0; c < kTimeClassCount; ++c) mean.op_seconds[c] += w * t.op_seconds[c];
+  }
+  if (mean.steps == 0) return std::nullopt;
+  const double n = static_cast<double>(mean.steps);
+  mean.epoch = times.back().epoch;
+  mean.step_seconds /= n;
+  mean.data_wait_seconds /= n;
+  for (double& s : mean.op_seconds) s /= n;
+  return mean;
+}
+
+RunEvidence load_evidence(const RunStore& store, int64_t run) {
+  RunEvidence e;
+  e.run = store.run(run);
+  e.epochs = store.epochs(run);
+  e.steps = store.steps(run);
+  e.histograms = store.histograms(run);
+  e.layers = store.layer_numerics(run);
+  e.overflows = store.overflows(run);
+  e.times = store.epoch_times(run);
+  return e;
+}
+
+std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baseline) {
+  std::vector<Finding> out;
+  data_bound(run, out);
+  fp16_emulated(run, out);
+  bf16_not_native(run, out);
+  skipped_steps(run, out);
+  scale_collapse(run, out);
+  gradient_underflow(run, out);
+  activation_overflow_risk(run, out);
+  lr_schedule_skips(run, out);
+  clipping_order(run, out);
+  tensor_core_ineligible(run, out);
+  batch_too_small(run, out);
+  if (baseline) speed_vs_baseline(run, *baseline, out);
+  std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
+  return out;
+}
+
+}  // namespace ampwb

