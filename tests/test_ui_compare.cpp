@@ -21,6 +21,7 @@
 #include "metric_chart.h"
 #include "runs_model.h"
 #include "runs_view.h"
+#include "store/run_report.h"
 #include "sweep_dialog.h"
 #include "test_ui_util.h"
 
@@ -134,6 +135,24 @@ class CompareRuns : public QObject {
     const QString html = w.compare_view()->diagnosis()->html();
     QVERIFY2(!html.contains("<script>"), qPrintable(html));
     QVERIFY(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+  }
+
+  void the_window_saves_the_report_of_the_runs_it_shows() {
+    MainWindow w(db_);
+    w.open_runs({fp32_seed1_, bf16_seed1_});
+    w.tabs()->setCurrentWidget(w.compare_view());
+    QCOMPARE(w.chosen_runs(), (std::vector<int64_t>{fp32_seed1_, bf16_seed1_}));
+    const QString file = dir_.filePath("report.html");
+    w.save_report(w.chosen_runs(), file);
+    QFile f(file);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString html = QString::fromUtf8(f.readAll());
+    // The same document as `ampwb report` of these runs, made from the same store.
+    const RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
+    const QString engine = QString::fromStdString(html_report(store, {fp32_seed1_, bf16_seed1_}));
+    auto without_timestamp = [](QString h) { return h.remove(QRegularExpression("on \\d{4}-[0-9T:.Z-]+ from")); };
+    QCOMPARE(without_timestamp(html), without_timestamp(engine));
+    QVERIFY(html.contains("<h3>Diagnosis</h3>"));
   }
 
   void cli_and_gui_comparisons_agree_cell_for_cell() {
@@ -292,6 +311,27 @@ class CompareRuns : public QObject {
     QCOMPARE(c.epochs, 5);
     QCOMPARE(c.data.validation_fraction, 0.2);
     QCOMPARE(seed_article_variants(), (std::vector<std::string>{"fp32", "amp-fp16"}));
+  }
+
+  // The seed article's experiment (FP32 against AMP, scaled down to the test's stripes) ends in a comparison whose
+  // diagnosis says why AMP is or is not faster here, from what the runs measured.
+  void seed_article_sweep_explains_its_speed() {
+    const QString db = dir_.filePath("seed-article.sqlite");
+    MainWindow w(db);
+    QSignalSpy done(&w, &MainWindow::sweep_finished);
+    std::vector<SweepVariant> variants;
+    for (const std::string& key : seed_article_variants())
+      for (const SweepVariant& v : sweep_variants())
+        if (v.key == key) variants.push_back(v);
+    QCOMPARE(variants.size(), size_t{2});
+    w.start_sweep(tiny_config(data_, 2, 3), variants);
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 600000);
+    const DiagnosisPanel* panel = w.compare_view()->diagnosis();
+    QCOMPARE(panel->findings().size(), size_t{2});
+    QStringList amp;
+    for (const Finding& f : panel->findings()[1]) amp << QString::fromStdString(f.rule);
+    QVERIFY2(amp.contains("speed_vs_baseline"), qPrintable(amp.join(", ")));
+    QVERIFY2(amp.contains("fp16_emulated"), qPrintable(amp.join(", ")));  // on a CPU, the reason
   }
 };
 

@@ -24,11 +24,13 @@
 #include "about.h"
 #include "chart_panel.h"
 #include "compare_view.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "run_controls.h"
 #include "run_setup_panel.h"
 #include "runs_view.h"
 #include "store/csv_export.h"
+#include "store/run_report.h"
 #include "store/run_resume.h"
 #include "sweep_dialog.h"
 
@@ -134,16 +136,18 @@ void MainWindow::build_menus() {
   QAction* charts = file->addAction(tr("Export &charts…"), this, &MainWindow::export_charts_of_current_tab);
   charts->setShortcut(QKeySequence(tr("Ctrl+E")));
   QAction* csv = file->addAction(tr("Export CS&V reports…"), this, [this] {
-    if (tabs_->currentWidget() == compare_ && !compare_->run_ids().empty())
-      export_csv_interactive(compare_->run_ids());
-    else if (!runs_view_->selected_ids().empty())
-      export_csv_interactive(runs_view_->selected_ids());
-    else if (live_->run_id)
-      export_csv_interactive({live_->run_id});
+    if (const std::vector<int64_t> ids = chosen_runs(); !ids.empty())
+      export_csv_interactive(ids);
     else
       show_status(tr("Select runs in the Runs view first"), 5000);
   });
   csv->setShortcut(QKeySequence(tr("Ctrl+Shift+E")));
+  file->addAction(tr("Save &report (HTML)…"), this, [this] {
+    if (const std::vector<int64_t> ids = chosen_runs(); !ids.empty())
+      save_report_interactive(ids);
+    else
+      show_status(tr("Select runs in the Runs view first"), 5000);
+  });
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
@@ -424,6 +428,36 @@ void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
     show_status(tr("Wrote %1 CSV files into %2").arg(files.size()).arg(folder), 10000);
   } catch (const std::exception& e) {
     QMessageBox::warning(this, tr("Export CSV"), QString::fromUtf8(e.what()));
+  }
+}
+
+std::vector<int64_t> MainWindow::chosen_runs() const {
+  if (tabs_->currentWidget() == compare_ && !compare_->run_ids().empty()) return compare_->run_ids();
+  if (!runs_view_->selected_ids().empty()) return runs_view_->selected_ids();
+  if (live_->run_id) return {live_->run_id};
+  return {};
+}
+
+void MainWindow::save_report(const std::vector<int64_t>& ids, const QString& file) {
+  write_file_atomically(file.toStdString(), html_report(*store_, ids));
+}
+
+void MainWindow::save_report_interactive(std::vector<int64_t> ids) {
+  QSettings settings;
+  const QString suggested = QDir(settings.value("export/folder", QDir::homePath()).toString())
+                                .filePath(QStringLiteral("ampwb-report-%1.html").arg(ids.front()));
+  const QString file = QFileDialog::getSaveFileName(this, tr("Save report"), suggested, tr("HTML (*.html)"));
+  if (file.isEmpty()) return;
+  settings.setValue("export/folder", QFileInfo(file).absolutePath());
+  try {
+    save_report(ids, file);
+    show_status(tr("Wrote the report of %1 runs to %2 (print it to PDF from a browser, or use ampwb report "
+                   "--out FILE.pdf)")
+                    .arg(ids.size())
+                    .arg(file),
+                10000);
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, tr("Save report"), QString::fromUtf8(e.what()));
   }
 }
 

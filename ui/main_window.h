@@ -43,6 +43,9 @@ class MainWindow : public QMainWindow {
   void resume_run_interactive(int64_t id);
   void open_runs(const std::vector<int64_t>& ids);                                 // the Compare tab
   QStringList export_csv(const std::vector<int64_t>& ids, const QString& folder);  // throws on failure
+  void save_report(const std::vector<int64_t>& ids, const QString& file);          // HTML (ampwb report); throws
+  // The runs a File menu action acts on: the Compare tab's, else those selected in the Runs view, else the live one.
+  std::vector<int64_t> chosen_runs() const;
 
   RunSetupPanel* setup() const { return setup_; }
   RunControls* controls() const { return controls_; }
@@ -70,6 +73,7 @@ class MainWindow : public QMainWindow {
   void on_finished(qint64 run_id, const RunEnd& end, const QString& store_error);
   void export_charts_of_current_tab();
   void export_csv_interactive(std::vector<int64_t> ids);
+  void save_report_interactive(std::vector<int64_t> ids);
   void update_actions();
   void show_status(const QString& text, int timeout_ms = 0);
   std::string checkpoint_folder() const;
