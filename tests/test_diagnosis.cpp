@@ -211,6 +211,36 @@ TEST_F(Diagnosis, DISABLED_AgainstABaselineTheSpeedIsExplainedByClass) {
   expect_contains(f.evidence, "conv_");
 }
 
+TEST_F(Diagnosis, EachEpochsConfusionMatrixAddsUpToItsValidationAccuracy) {
+  const RunEvidence& run = healthy();
+  ASSERT_EQ(run.confusion.size(), run.epochs.size());
+  for (size_t i = 0; i < run.epochs.size(); ++i) {
+    const ConfusionMatrix& m = run.confusion[i];
+    EXPECT_EQ(m.epoch, run.epochs[i].epoch);
+    ASSERT_EQ(m.classes, 2);
+    int64_t total = 0, diagonal = 0;
+    for (int64_t t = 0; t < 2; ++t)
+      for (int64_t p = 0; p < 2; ++p) total += m.counts[t * 2 + p], diagonal += t == p ? m.counts[t * 2 + p] : 0;
+    EXPECT_EQ(total, run.run.info.validation_images);
+    // The diagonal is the top-1 count the loss kernel made on the device, bit for bit.
+    EXPECT_EQ(static_cast<double>(diagonal) / static_cast<double>(total), run.epochs[i].validation_accuracy);
+  }
+}
+
+TEST(Confusion, ATieCountsAgainstTheLabelAsTopOneCountsIt) {
+  Tensor logits = Tensor::zeros({4, 3}, DType::F32), labels = Tensor::zeros({4}, DType::I32);
+  const float z[] = {1, 2, 0, /**/ 5, 5, 1, /**/ 0, 3, 3, /**/ 2, 1, 2};
+  const int32_t y[] = {1, 0, 2, 2};
+  std::copy(std::begin(z), std::end(z), logits.data_as<float>());
+  std::copy(std::begin(y), std::end(y), labels.data_as<int32_t>());
+  std::vector<int64_t> confusion;
+  add_to_confusion(logits, labels, confusion);
+  // Sample 0 right; 1 tied between 0 and 1 with label 0: counted as 1; 2 tied with label 2: counted as 1;
+  // 3 tied between 0 and 2 with label 2: counted as 0.
+  EXPECT_EQ(confusion, (std::vector<int64_t>{0, 1, 0, /**/ 0, 1, 0, /**/ 1, 1, 0}));
+  EXPECT_EQ(count_topk_correct(logits, labels, 1), 1);
+}
+
 TEST_F(Diagnosis, AmpwbExplainPrintsTheFindingsAsTextAndJson) {
   const std::string run = std::to_string(fp16_with_clipping().run.id), base = std::to_string(healthy().run.id);
   const Result text = ampwb({"explain", run, base, "--db", db()});

@@ -61,10 +61,11 @@ TEST_F(Report, HoldsEverySectionWithStoredNamesEscaped) {
   const Result r = ampwb(report_args(out));
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string html = read_text(out);
-  for (const char* section : {"<h2 id=\"comparison\">", "Configuration differences", "<h2 id=\"charts\">",
-                              "Training loss", "Validation accuracy (%) against wall time", "Loss scale", "Epoch time",
-                              "<h3>Diagnosis</h3>", "<h3>Where the time went</h3>", "<h3>Per-layer numerics</h3>",
-                              "<h3>Machine and data</h3>", "over the baseline", "precision.mode"})
+  for (const char* section :
+       {"<h2 id=\"comparison\">", "Configuration differences", "<h2 id=\"charts\">", "Training loss",
+        "Validation accuracy (%) against wall time", "Loss scale", "Epoch time", "<h3>Diagnosis</h3>",
+        "<h3>Where the time went</h3>", "<h3>Per-layer numerics</h3>", "<h3>Confusion matrix</h3>",
+        "Most confused: ", "<h3>Machine and data</h3>", "over the baseline", "precision.mode"})
     expect_contains(html, section);
   EXPECT_EQ(html.find("<script"), std::string::npos) << "a stored name became markup";
   expect_contains(html, "&lt;script&gt;alert(1)&lt;/script&gt;");

@@ -69,6 +69,10 @@ TEST(RunDetails, RecordsEveryFieldAndReadsItBack) {
   ASSERT_EQ(epochs.size(), 1u);
   EXPECT_EQ(epochs[0].op_seconds, times(1).op_seconds);
   EXPECT_DOUBLE_EQ(epochs[0].other_seconds(), 0.5 - 0.05 - epochs[0].op_total_seconds());
+  store.add_confusion(id, {1, 2, {5, 1, 2, 4}});
+  store.add_confusion(id, {1, 2, {6, 0, 2, 4}});  // replaced, not repeated
+  ASSERT_EQ(store.confusion_matrices(id).size(), 1u);
+  EXPECT_EQ(store.confusion_matrices(id)[0].counts, (std::vector<int64_t>{6, 0, 2, 4}));
   // Keys by class name, as the JSON a user reads.
   EXPECT_EQ(nlohmann::json(epochs[0]).at("conv_backward_weights"), 0.003);
 }

@@ -38,4 +38,21 @@ int64_t count_topk_correct(const Tensor& logits, const Tensor& labels, int k) {
   return correct;
 }
 
+void add_to_confusion(const Tensor& logits, const Tensor& labels, std::vector<int64_t>& confusion) {
+  AMPWB_CHECK(logits.rank() == 2 && logits.dtype() == DType::F32 && labels.numel() == logits.dim(0),
+              "add_to_confusion: logits " << logits.describe() << " labels " << labels.describe());
+  const int64_t N = logits.dim(0), K = logits.dim(1);
+  confusion.resize(static_cast<size_t>(K * K), 0);
+  const float* z = logits.data_as<float>();
+  const int32_t* y = labels.data_as<int32_t>();
+  for (int64_t n = 0; n < N; ++n) {
+    int64_t predicted = y[n];
+    for (int64_t j = 0; j < K; ++j)
+      if (j != y[n] && z[n * K + j] >= z[n * K + predicted] &&
+          (predicted == y[n] || z[n * K + j] > z[n * K + predicted]))
+        predicted = j;
+    ++confusion[static_cast<size_t>(y[n] * K + predicted)];
+  }
+}
+
 }  // namespace ampwb

@@ -29,4 +29,8 @@ class SoftmaxCrossEntropy {
 // Samples whose label is among the k largest logits (ties count against the sample). logits (N,K) F32 on the CPU.
 int64_t count_topk_correct(const Tensor& logits, const Tensor& labels, int k);
 
+// Adds each sample to confusion[label * K + predicted] (K x K, row: the true class). The prediction is the largest
+// logit; a label tied with another class counts as that class, as count_topk_correct counts it wrong.
+void add_to_confusion(const Tensor& logits, const Tensor& labels, std::vector<int64_t>& confusion);
+
 }  // namespace ampwb

@@ -396,6 +396,7 @@ RunEvidence load_evidence(const RunStore& store, int64_t run) {
   e.layers = store.layer_numerics(run);
   e.overflows = store.overflows(run);
   e.times = store.epoch_times(run);
+  e.confusion = store.confusion_matrices(run);
   return e;
 }
 

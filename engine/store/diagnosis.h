@@ -26,6 +26,7 @@ struct RunEvidence {
   std::vector<LayerNumerics> layers;  // every probed step's layers
   std::vector<OverflowReport> overflows;
   std::vector<EpochTimes> times;
+  std::vector<ConfusionMatrix> confusion;  // the validation set's, per epoch
 };
 RunEvidence load_evidence(const RunStore& store, int64_t run);
 

@@ -174,6 +174,35 @@ std::string time_section(const RunEvidence& e) {
   return table({"class", "ms per step", "share of the step"}, rows);
 }
 
+// The last epoch's confusion matrix, and the pairs of classes most often taken for each other.
+std::string confusion_section(const RunEvidence& e) {
+  if (e.confusion.empty()) return "<p>No confusion matrix recorded.</p>";
+  const ConfusionMatrix& m = e.confusion.back();
+  const size_t k = static_cast<size_t>(m.classes);
+  auto name = [&](size_t c) {
+    return c < e.run.info.class_names.size() ? e.run.info.class_names[c] : std::to_string(c);
+  };
+  std::vector<std::string> header{"true \\ predicted"};
+  for (size_t c = 0; c < k; ++c) header.push_back(name(c));
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::pair<int64_t, std::string>> confused;
+  for (size_t t = 0; t < k; ++t) {
+    rows.push_back({name(t)});
+    for (size_t p = 0; p < k; ++p) {
+      const int64_t n = m.counts.at(t * k + p);
+      rows.back().push_back(std::to_string(n));
+      if (t != p && n > 0) confused.emplace_back(n, name(t) + " taken for " + name(p));
+    }
+  }
+  std::stable_sort(confused.begin(), confused.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::string out = "<p>Validation set, epoch " + std::to_string(m.epoch) + ".</p>" + table(header, rows);
+  if (confused.empty()) return out + "<p>No class was taken for another.</p>";
+  out += "<p>Most confused: ";
+  for (size_t i = 0; i < confused.size() && i < 3; ++i)
+    out += (i ? "; " : "") + html_escape(confused[i].second) + " (" + std::to_string(confused[i].first) + ")";
+  return out + ".</p>";
+}
+
 std::string diagnosis_section(const std::vector<Finding>& findings) {
   if (findings.empty()) return "<p>No findings: none of the rules fired on what this run recorded.</p>";
   std::string out = "<ol class=\"findings\">";
@@ -292,6 +321,7 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
     html += "<h3>Diagnosis</h3>\n" + diagnosis_section(diagnose(e, i > 0 ? &runs[0] : nullptr));
     html += "<h3>Where the time went</h3>\n" + time_section(e);
     html += "<h3>Per-layer numerics</h3>\n" + svg_heat_map(e.layers);
+    html += "<h3>Confusion matrix</h3>\n" + confusion_section(e);
     if (!e.overflows.empty()) {
       std::vector<std::vector<std::string>> rows;
       for (const OverflowReport& o : e.overflows) {

@@ -85,8 +85,7 @@ const char* const kMigrations[] = {
         epoch INTEGER NOT NULL, step INTEGER NOT NULL, path TEXT NOT NULL, created TEXT NOT NULL);
       CREATE INDEX checkpoints_by_run ON checkpoints(run_id, step);
     )sql",
-    // 2 -> 3: what explains a run (train/run_details.h), each row one record as JSON of its field list; 'confusion'
-    // is kept for the validation confusion matrix per epoch.
+    // 2 -> 3: what explains a run (train/run_details.h), each row one record as JSON of its field list.
     R"sql(
       CREATE TABLE run_details(
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,

@@ -77,6 +77,7 @@ class RunStore {
   void add_layer_numerics(int64_t run, const std::vector<LayerNumerics>& layers);
   void add_overflow(int64_t run, const OverflowReport& overflow);
   void add_epoch_times(int64_t run, const EpochTimes& times);
+  void add_confusion(int64_t run, const ConfusionMatrix& confusion);
   // Replaces an earlier checkpoint of the run at the same path (the file was overwritten).
   void add_checkpoint(int64_t run, const CheckpointInfo& checkpoint);
   // Records how the run ended (with its last steps), fsynced, and gives up ownership.
@@ -92,11 +93,12 @@ class RunStore {
   std::vector<EpochReport> epochs(int64_t run) const;
   std::vector<StepReport> steps(int64_t run) const;
   std::vector<GradientHistogram> histograms(int64_t run) const;
-  std::vector<LayerNumerics> layer_numerics(int64_t run) const;  // by step, each step's layers in model order
-  std::vector<OverflowReport> overflows(int64_t run) const;      // by step
-  std::vector<EpochTimes> epoch_times(int64_t run) const;        // by epoch
-  std::vector<CheckpointInfo> checkpoints(int64_t run) const;    // oldest first; the last one resumes the run
-  bool recording(int64_t run) const;                             // a live process records this run now
+  std::vector<LayerNumerics> layer_numerics(int64_t run) const;        // by step, each step's layers in model order
+  std::vector<OverflowReport> overflows(int64_t run) const;            // by step
+  std::vector<EpochTimes> epoch_times(int64_t run) const;              // by epoch
+  std::vector<ConfusionMatrix> confusion_matrices(int64_t run) const;  // by epoch
+  std::vector<CheckpointInfo> checkpoints(int64_t run) const;          // oldest first; the last one resumes the run
+  bool recording(int64_t run) const;                                   // a live process records this run now
 
   // --- editing ---
   void rename(int64_t run, const std::string& name);
@@ -129,6 +131,7 @@ class RunStore {
   void touch(int64_t run, double duration_seconds);
   void insert_steps(int64_t run, const std::vector<StepReport>& steps);
   void insert_detail(int64_t run, const char* kind, int epoch, int64_t step, const std::string& json);
+  void replace_epoch_detail(int64_t run, const char* kind, int epoch, const std::string& json);
   template <class R>
   std::vector<R> details(int64_t run, const char* kind) const;
   void set_tags(int64_t run, const std::vector<std::string>& tags);

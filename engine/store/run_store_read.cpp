@@ -136,6 +136,9 @@ std::vector<LayerNumerics> RunStore::layer_numerics(int64_t run) const {
 }
 std::vector<OverflowReport> RunStore::overflows(int64_t run) const { return details<OverflowReport>(run, "overflow"); }
 std::vector<EpochTimes> RunStore::epoch_times(int64_t run) const { return details<EpochTimes>(run, "epoch_times"); }
+std::vector<ConfusionMatrix> RunStore::confusion_matrices(int64_t run) const {
+  return details<ConfusionMatrix>(run, "confusion");
+}
 
 std::vector<GradientHistogram> RunStore::histograms(int64_t run) const {
   std::vector<GradientHistogram> out;

@@ -198,13 +198,23 @@ void RunStore::add_overflow(int64_t run, const OverflowReport& o) {
   insert_detail(run, "overflow", o.epoch, o.step, nlohmann::json(o).dump());
 }
 
+// One record an epoch: an epoch reported again (resumed) replaces it.
+void RunStore::replace_epoch_detail(int64_t run, const char* kind, int epoch, const std::string& json) {
+  SqliteTransaction t(*db_);
+  SqliteStatement replace(*db_, "DELETE FROM run_details WHERE run_id = ? AND kind = ? AND epoch = ?");
+  replace.bind(1, run).bind(2, std::string(kind)).bind(3, epoch).run();
+  insert_detail(run, kind, epoch, 0, json);
+  t.commit();
+}
+
 void RunStore::add_epoch_times(int64_t run, const EpochTimes& times) {
   require_writable("record a time breakdown");
-  SqliteTransaction t(*db_);
-  SqliteStatement replace(*db_, "DELETE FROM run_details WHERE run_id = ? AND kind = 'epoch_times' AND epoch = ?");
-  replace.bind(1, run).bind(2, times.epoch).run();
-  insert_detail(run, "epoch_times", times.epoch, 0, nlohmann::json(times).dump());
-  t.commit();
+  replace_epoch_detail(run, "epoch_times", times.epoch, nlohmann::json(times).dump());
+}
+
+void RunStore::add_confusion(int64_t run, const ConfusionMatrix& confusion) {
+  require_writable("record a confusion matrix");
+  replace_epoch_detail(run, "confusion", confusion.epoch, nlohmann::json(confusion).dump());
 }
 
 void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {

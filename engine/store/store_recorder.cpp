@@ -96,6 +96,11 @@ void StoreRecorder::on_epoch_times(const EpochTimes& times) {
   guarded([&] { store_->add_epoch_times(run_id_, times); });
 }
 
+void StoreRecorder::on_confusion(const ConfusionMatrix& confusion) {
+  if (run_id_ == 0) return;
+  guarded([&] { store_->add_confusion(run_id_, confusion); });
+}
+
 void StoreRecorder::on_checkpoint(const CheckpointInfo& checkpoint) {
   if (run_id_ == 0) return;
   guarded([&] { store_->add_checkpoint(run_id_, checkpoint); });

@@ -142,6 +142,7 @@ class TrainObserver {
   virtual void on_layer_numerics(const std::vector<LayerNumerics>&) {}  // every probed layer of one step
   virtual void on_overflow(const OverflowReport&) {}                    // with each skipped step
   virtual void on_epoch_times(const EpochTimes&) {}                     // before the epoch's on_epoch
+  virtual void on_confusion(const ConfusionMatrix&) {}                  // likewise
   virtual void on_checkpoint(const CheckpointInfo&) {}
   virtual void on_end(const RunEnd&) {}
 };

@@ -1,6 +1,6 @@
 // What a run reports beyond its curves, for explaining it (issue 16): per-layer numerics, the layers behind each
-// skipped step, and where each epoch's step time went. Value types with their field lists
-// (train/record_fields.h); the run store keeps each as JSON (store/run_store.h).
+// skipped step, where each epoch's step time went, and each epoch's validation confusion matrix. Value types with their
+// field lists (train/record_fields.h); the run store keeps each as JSON (store/run_store.h).
 #pragma once
 
 #include <array>
@@ -37,6 +37,13 @@ struct EpochTimes {
   double op_total_seconds() const;
   // What no class holds: the host's own work between ops. Small when the classes tell the whole story.
   double other_seconds() const { return step_seconds - data_wait_seconds - op_total_seconds(); }
+};
+
+// The validation set's confusion matrix at the end of an epoch.
+struct ConfusionMatrix {
+  int epoch = 0;
+  int64_t classes = 0;
+  std::vector<int64_t> counts;  // classes x classes: counts[true_class * classes + predicted_class]
 };
 
 template <class R, class V>
@@ -87,11 +94,21 @@ void fields(R& t, V&& v) {
   for (size_t i = 0; i < kTimeClassCount; ++i) v(time_class_name(static_cast<TimeClass>(i)), t.op_seconds[i]);
 }
 
+template <class R, class V>
+requires same_record<R, ConfusionMatrix>
+void fields(R& m, V&& v) {
+  v("epoch", m.epoch);
+  v("classes", m.classes);
+  v("counts", m.counts);
+}
+
 void to_json(nlohmann::json& j, const LayerNumerics& n);
 void from_json(const nlohmann::json& j, LayerNumerics& n);
 void to_json(nlohmann::json& j, const OverflowReport& o);
 void from_json(const nlohmann::json& j, OverflowReport& o);
 void to_json(nlohmann::json& j, const EpochTimes& t);
 void from_json(const nlohmann::json& j, EpochTimes& t);
+void to_json(nlohmann::json& j, const ConfusionMatrix& m);
+void from_json(const nlohmann::json& j, ConfusionMatrix& m);
 
 }  // namespace ampwb

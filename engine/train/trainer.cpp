@@ -57,7 +57,9 @@ Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk)
     const StepScalars read = backend.read_scalars();  // the loss and the top-1 count in one copy
     total_loss += read.loss * static_cast<double>(batch.labels.numel());
     correct += read.correct;
-    correct_k += topk == 1 ? read.correct : count_topk_correct(on_host(backend, logits), batch.labels, topk);
+    const Tensor host_logits = on_host(backend, logits);  // (N, classes): small
+    correct_k += topk == 1 ? read.correct : count_topk_correct(host_logits, batch.labels, topk);
+    add_to_confusion(host_logits, batch.labels, e.confusion);
     seen += batch.labels.numel();
   }
   e.loss = seen ? total_loss / seen : 0;
@@ -369,6 +371,9 @@ RunEnd Trainer::train() {
     er.skipped_steps = at.skipped;
     er.loss_scale = scaler.scale();
     er.peak_bytes = allocator_for(backend->device()).stats().peak_live_bytes;
+    if (!val.confusion.empty())
+      report(&TrainObserver::on_confusion,
+             ConfusionMatrix{epoch, static_cast<int64_t>(dataset.class_names().size()), val.confusion});
     epochs_.push_back(er);
     report(&TrainObserver::on_epoch, er);
     const std::string resumable = save(EpochProgress{epoch + 1});  // resumes at the next epoch

@@ -23,6 +23,7 @@ namespace ampwb {
 
 struct Evaluation {
   double loss = 0, accuracy = 0, topk_accuracy = 0;
+  std::vector<int64_t> confusion;  // classes x classes, row: the true class (add_to_confusion)
 };
 Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk);
 
