@@ -18,6 +18,7 @@
 #include "store/run_resume.h"
 #include "store/run_store.h"
 #include "store/store_recorder.h"
+#include "train/observer_list.h"
 #include "train/trainer.h"
 #include "train_flags.h"
 
@@ -47,33 +48,6 @@ class SignalGuard {
  private:
   struct sigaction old_int_ {
   }, old_term_{};
-};
-
-// Hands every event to each observer in order (the recorder first, so a printed epoch is a stored epoch).
-class FanOut : public TrainObserver {
- public:
-  explicit FanOut(std::vector<TrainObserver*> observers) : observers_(std::move(observers)) {}
-  void on_start(const RunInfo& e) override {
-    for (auto* o : observers_) o->on_start(e);
-  }
-  void on_step(const StepReport& e) override {
-    for (auto* o : observers_) o->on_step(e);
-  }
-  void on_epoch(const EpochReport& e) override {
-    for (auto* o : observers_) o->on_epoch(e);
-  }
-  void on_histogram(const GradientHistogram& e) override {
-    for (auto* o : observers_) o->on_histogram(e);
-  }
-  void on_checkpoint(const CheckpointInfo& e) override {
-    for (auto* o : observers_) o->on_checkpoint(e);
-  }
-  void on_end(const RunEnd& e) override {
-    for (auto* o : observers_) o->on_end(e);
-  }
-
- private:
-  std::vector<TrainObserver*> observers_;
 };
 
 // Prints the run as it goes and turns a caught signal into Trainer::stop().
@@ -198,7 +172,7 @@ int train_command(const TrainOptions& options) {
   if (own_checkpoints) c.checkpoint_dir = new_checkpoint_dir(store.path());
   StoreRecorder recorder(store, c, {}, continue_run);
   ConsoleObserver console(c.epochs, json, ::isatty(STDOUT_FILENO) == 1, recorder, store.path());
-  FanOut observers({&recorder, &console});
+  ObserverList observers({&recorder, &console});  // the recorder first: a printed epoch is a stored epoch
   Trainer trainer(c, &observers);
   console.set_trainer(&trainer);
   RunEnd end;

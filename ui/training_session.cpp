@@ -4,6 +4,7 @@
 
 #include "store/run_store.h"
 #include "store/store_recorder.h"
+#include "train/observer_list.h"
 #include "train/trainer.h"
 
 namespace ampwb::ui {
@@ -11,33 +12,14 @@ namespace {
 
 // The recorder first (a drawn epoch is a stored epoch), then the queue; the stored run's id is handed to the
 // queue as soon as the recorder has created the row.
-class RecordAndQueue : public TrainObserver {
+class RecordAndQueue : public ObserverList {
  public:
-  RecordAndQueue(StoreRecorder& recorder, EventQueue& queue) : recorder_(recorder), queue_(queue) {}
+  RecordAndQueue(StoreRecorder& recorder, EventQueue& queue)
+      : ObserverList({&recorder, &queue}), recorder_(recorder), queue_(queue) {}
   void on_start(const RunInfo& e) override {
     recorder_.on_start(e);
     queue_.set_run_id(recorder_.run_id());
     queue_.on_start(e);
-  }
-  void on_step(const StepReport& e) override {
-    recorder_.on_step(e);
-    queue_.on_step(e);
-  }
-  void on_epoch(const EpochReport& e) override {
-    recorder_.on_epoch(e);
-    queue_.on_epoch(e);
-  }
-  void on_histogram(const GradientHistogram& e) override {
-    recorder_.on_histogram(e);
-    queue_.on_histogram(e);
-  }
-  void on_checkpoint(const CheckpointInfo& e) override {
-    recorder_.on_checkpoint(e);
-    queue_.on_checkpoint(e);
-  }
-  void on_end(const RunEnd& e) override {
-    recorder_.on_end(e);  // never throws
-    queue_.on_end(e);
   }
 
  private:
