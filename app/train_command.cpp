@@ -65,6 +65,15 @@ class FanOut : public TrainObserver {
   void on_histogram(const GradientHistogram& e) override {
     for (auto* o : observers_) o->on_histogram(e);
   }
+  void on_layer_numerics(const std::vector<LayerNumerics>& e) override {
+    for (auto* o : observers_) o->on_layer_numerics(e);
+  }
+  void on_overflow(const OverflowReport& e) override {
+    for (auto* o : observers_) o->on_overflow(e);
+  }
+  void on_epoch_times(const EpochTimes& e) override {
+    for (auto* o : observers_) o->on_epoch_times(e);
+  }
   void on_checkpoint(const CheckpointInfo& e) override {
     for (auto* o : observers_) o->on_checkpoint(e);
   }

@@ -31,6 +31,10 @@ class RecordAndQueue : public TrainObserver {
     recorder_.on_histogram(e);
     queue_.on_histogram(e);
   }
+  // What explains the run is stored, not drawn live.
+  void on_layer_numerics(const std::vector<LayerNumerics>& e) override { recorder_.on_layer_numerics(e); }
+  void on_overflow(const OverflowReport& e) override { recorder_.on_overflow(e); }
+  void on_epoch_times(const EpochTimes& e) override { recorder_.on_epoch_times(e); }
   void on_checkpoint(const CheckpointInfo& e) override {
     recorder_.on_checkpoint(e);
     queue_.on_checkpoint(e);
