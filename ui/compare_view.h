@@ -36,9 +36,12 @@ class CompareView : public QWidget {
   QCheckBox* differences_only() const { return differences_; }
   QComboBox* baseline() const { return baseline_; }
   bool seed_only() const { return seed_only_; }
+  // Each run's step time by class against the baseline's, in a sentence (store/time_comparison.h).
+  QLabel* time_summary() const { return time_; }
 
  private:
   void update_summary();
+  void update_time();
   RunStore& store_;
   std::vector<int64_t> ids_;
   std::vector<std::unique_ptr<RunSeries>> series_;
@@ -51,6 +54,8 @@ class CompareView : public QWidget {
   QSpinBox* at_epoch_ = nullptr;
   QLabel* title_ = nullptr;
   QLabel* summary_ = nullptr;
+  QLabel* time_ = nullptr;
+  std::vector<std::vector<EpochTimes>> times_;  // of each run
 };
 
 }  // namespace ampwb::ui
