@@ -1,8 +1,10 @@
 // The run store's reading commands: runs, show, compare. Human tables by default, --json for scripts; every command
 // takes --db. (Exports, edits and the store's own care are in store_commands.cpp.)
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "store/report_text.h"
 #include "store/run_compare.h"
 #include "store/run_store.h"
+#include "store/time_comparison.h"
 
 namespace ampwb::cli {
 namespace {
@@ -116,6 +119,71 @@ int runs_command(const RunsOptions& options) {
   return 0;
 }
 
+std::string ms_text(double ms) { return fixed_text(ms, ms < 10 ? 2 : 1); }
+// "1.25×"; "-" without a ratio (no time in one run).
+std::string speedup_text(double r) {
+  if (!(r > 0)) return "-";
+  if (r < 0.01) return "<0.01\u00d7";
+  if (r > 100) return ">100\u00d7";
+  return fixed_text(r, 2) + "\u00d7";
+}
+
+// A run's last epoch, by class: what `show` prints under "where the time went".
+void print_time_breakdown(const RunRecord& r, const std::vector<EpochTimes>& times) {
+  if (times.empty()) return;
+  const EpochTimes& t = times.back();
+  std::printf("\nwhere the time went (epoch %d, mean of %lld timed steps)\n", t.epoch, static_cast<long long>(t.steps));
+  std::printf("  device     %s\n",
+              r.info.backend_description.empty() ? r.backend.c_str() : r.info.backend_description.c_str());
+  if (!r.info.compute.empty()) std::printf("  compute    %s\n", r.info.compute.c_str());
+  Table table({"", "MS/STEP", "SHARE"}, {false, true, true});
+  for (const TimeRow& row : time_rows(t)) table.add({row.label, ms_text(row.ms[0]), percent_text(row.share[0])});
+  table.print("  ");
+}
+
+// A norm as printf's %.4g ("inf", "nan" as they are).
+std::string norm_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// The gradient norm of the step `o` reports, before (x the loss scale) and after unscaling.
+struct OverflowNorms {
+  double scaled = NAN, unscaled = NAN;
+};
+std::vector<OverflowNorms> overflow_norms(const RunStore& store, int64_t run, const std::vector<OverflowReport>& list) {
+  std::vector<OverflowNorms> norms(list.size());
+  if (list.empty()) return norms;
+  std::map<int64_t, const StepReport*> by_step;
+  const std::vector<StepReport> steps = store.steps(run);
+  for (const StepReport& s : steps) by_step[s.step] = &s;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (const auto it = by_step.find(list[i].step); it != by_step.end())
+      norms[i] = {static_cast<double>(it->second->grad_norm) * it->second->loss_scale, it->second->grad_norm};
+  return norms;
+}
+
+void print_overflows(const std::vector<OverflowReport>& list, const std::vector<OverflowNorms>& norms) {
+  if (list.empty()) return;
+  constexpr size_t kShown = 20, kLayersShown = 3;
+  std::printf("\noverflows (%zu skipped step%s; layers nearest the loss first)\n", list.size(),
+              list.size() == 1 ? "" : "s");
+  Table table({"STEP", "EPOCH", "LOSS SCALE", "GRAD NORM SCALED", "UNSCALED", "LAYERS"},
+              {true, true, true, true, true, false});
+  for (size_t i = 0; i < list.size() && i < kShown; ++i) {
+    const OverflowReport& o = list[i];
+    std::string layers;
+    for (size_t l = 0; l < o.layers.size() && l < kLayersShown; ++l) layers += (l ? ", " : "") + o.layers[l];
+    if (o.layers.size() > kLayersShown) layers += " (+" + std::to_string(o.layers.size() - kLayersShown) + " more)";
+    if (o.layers.empty()) layers = "-";
+    table.add({std::to_string(o.step), std::to_string(o.epoch), number_text(o.loss_scale), norm_text(norms[i].scaled),
+               norm_text(norms[i].unscaled), layers});
+  }
+  table.print("  ");
+  if (list.size() > kShown) std::printf("  ... and %zu more (--json lists them all)\n", list.size() - kShown);
+}
+
 struct ShowOptions {
   std::string run, db;
   bool json = false, steps = false;
@@ -129,11 +197,21 @@ int show_command(const ShowOptions& options) {
   const std::vector<EpochReport> epochs = store.epochs(r.id);
   const RunSummary s = summarize(r, epochs);
   const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
+  const std::vector<EpochTimes> times = store.epoch_times(r.id);
+  const std::vector<OverflowReport> overflows = store.overflows(r.id);
+  const std::vector<OverflowNorms> norms = overflow_norms(store, r.id, overflows);
   if (as_json) {
-    json out = {{"run", r},     {"config", r.config}, {"info", r.info},
-                {"summary", s}, {"epochs", epochs},   {"checkpoints", json::array()}};
+    json out = {
+        {"run", r},         {"config", r.config},           {"info", r.info},       {"summary", s},
+        {"epochs", epochs}, {"checkpoints", json::array()}, {"epoch_times", times}, {"overflows", json::array()}};
     for (const CheckpointInfo& c : checkpoints)
       out["checkpoints"].push_back({{"epoch", c.epoch}, {"step", c.step}, {"path", c.path}});
+    for (size_t i = 0; i < overflows.size(); ++i) {  // inf and nan norms become null
+      json o = overflows[i];
+      o["grad_norm_scaled"] = norms[i].scaled;
+      o["grad_norm"] = norms[i].unscaled;
+      out["overflows"].push_back(o);
+    }
     if (with_steps) out["steps"] = store.steps(r.id);
     print_json(out);
     return 0;
@@ -202,6 +280,8 @@ int show_command(const ShowOptions& options) {
   } else {
     std::printf("  no epoch completed\n");
   }
+  print_time_breakdown(r, times);
+  print_overflows(overflows, norms);
   if (!checkpoints.empty()) {
     std::printf("\ncheckpoints\n");
     for (const CheckpointInfo& c : checkpoints)
@@ -222,6 +302,11 @@ int compare_command(const CompareOptions& options) {
   for (const std::string& id : options.runs) ids.push_back(store.resolve(id));
   const std::vector<ComparedRun> runs = load_compared_runs(store, ids);
   const Comparison cmp = compare_runs(runs);  // the rows the GUI's comparison shows too
+  // Each run's step time by class against the first run's.
+  std::vector<std::vector<EpochTimes>> times;
+  for (int64_t id : ids) times.push_back(store.epoch_times(id));
+  std::vector<TimeComparison> by_class;
+  for (size_t i = 1; i < times.size(); ++i) by_class.push_back(compare_times(times[0], times[i]));
 
   if (options.json) {
     json out = {
@@ -238,6 +323,18 @@ int compare_command(const CompareOptions& options) {
       out["rows"].push_back(
           {{"label", row.label}, {"values", row.values}, {"setting", row.setting}, {"differs", row.differs}});
       if (row.setting && row.differs) out["differences"][row.label] = row.values;
+    }
+    out["time"] = json::array();
+    for (size_t i = 0; i < by_class.size(); ++i) {
+      const TimeComparison& t = by_class[i];
+      json j = {{"baseline", runs[0].record.id},
+                {"run", runs[i + 1].record.id},
+                {"available", t.available},
+                {"sentence", t.sentence},
+                {"rows", json::array()}};
+      for (const TimeRow& row : t.rows)
+        j["rows"].push_back({{"label", row.label}, {"ms", row.ms}, {"share", row.share}, {"speedup", row.speedup}});
+      out["time"].push_back(j);
     }
     print_json(out);
     return 0;
@@ -261,6 +358,22 @@ int compare_command(const CompareOptions& options) {
     settings.print("  ");
   std::printf("\nresults\n");
   results.print("  ");
+  for (size_t i = 0; i < by_class.size(); ++i) {
+    const TimeComparison& t = by_class[i];
+    const RunRecord &a = runs[0].record, &b = runs[i + 1].record;
+    std::printf("\nwhere the time went, %s against %s (ms per step; without the first epoch when there are more)\n",
+                run_label(b).c_str(), run_label(a).c_str());
+    if (!t.available) {
+      std::printf("  (not recorded for %s)\n", t.means[0].steps ? run_label(b).c_str() : run_label(a).c_str());
+      continue;
+    }
+    Table table({"", run_label(a), "SHARE", run_label(b), "SHARE", "SPEED-UP"}, {false, true, true, true, true, true});
+    for (const TimeRow& row : t.rows)
+      table.add({row.label, ms_text(row.ms[0]), percent_text(row.share[0]), ms_text(row.ms[1]),
+                 percent_text(row.share[1]), speedup_text(row.speedup)});
+    table.print("  ");
+    std::printf("  %s\n", t.sentence.c_str());
+  }
   return 0;
 }
 
@@ -278,7 +391,8 @@ void add_run_commands(CLI::App& app, Invocation& invocation) {
   run_on_parse(runs, invocation, runs_options, runs_command);
 
   auto show_options = std::make_shared<ShowOptions>();
-  CLI::App* show = app.add_subcommand("show", "a run's configuration, epochs, summary and checkpoints");
+  CLI::App* show =
+      app.add_subcommand("show", "a run's configuration, epochs, summary, time by class, overflows and checkpoints");
   show->add_option("RUN", show_options->run, "a run id or a unique run name")->type_name("")->required();
   show->add_flag("--json", show_options->json, "as JSON (for scripts)");
   show->add_flag("--steps", show_options->steps, "with --json: every step too");

@@ -62,6 +62,22 @@ TEST(ProfiledBackend, CountsEveryOpOfAStepInItsClassAndChangesNoResult) {
   for (size_t c = 0; c < t.seconds.size(); ++c) EXPECT_GE(t.seconds[c], 0.0) << time_class_name(TimeClass(c));
 }
 
+TEST(ProfiledBackend, DisabledItForwardsWithoutTiming) {
+  ProfiledBackend profiled(std::make_unique<CpuBackend>(BackendOptions{2}));
+  profiled.set_enabled(false);
+  CpuBackend plain({2});
+  const auto disabled = one_step(profiled);
+  const auto without = one_step(plain);
+  ASSERT_EQ(disabled.size(), without.size());
+  for (size_t i = 0; i < without.size(); ++i)
+    ASSERT_EQ(std::memcmp(disabled[i].data(), without[i].data(), without[i].size() * sizeof(float)), 0) << i;
+  EXPECT_EQ(profiled.times().total_seconds(), 0.0);
+  for (int64_t n : profiled.times().calls) EXPECT_EQ(n, 0);
+  profiled.set_enabled(true);
+  one_step(profiled);
+  EXPECT_EQ(calls(profiled.times(), TimeClass::HostWait), 1) << "enabled again, it times again";
+}
+
 TEST(ProfiledBackend, TheBenchmarkReportsTheClassesInsideTheStepsWallTime) {
   BenchConfig c;
   c.depth = 20;

@@ -22,6 +22,8 @@
 #include "runs_model.h"
 #include "runs_view.h"
 #include "store/run_report.h"
+#include "store/run_store.h"
+#include "store/time_comparison.h"
 #include "sweep_dialog.h"
 #include "test_ui_util.h"
 
@@ -67,6 +69,20 @@ class CompareRuns : public QObject {
     QCOMPARE(view->charts()->chart("epoch-time")->point_count(), qsizetype{2 * 2 * 2});
     QCOMPARE(view->charts()->chart("data-wait")->point_count(), qsizetype{2 * 2 * 2});
     QVERIFY(view->charts()->chart("histogram")->point_count() > 0);
+  }
+
+  void says_where_the_step_time_changed() {
+    MainWindow w(db_);
+    w.open_runs({fp32_seed1_, bf16_seed1_});
+    CompareView* view = w.compare_view();
+    RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
+    const std::string sentence = compare_times(store.epoch_times(fp32_seed1_), store.epoch_times(bf16_seed1_)).sentence;
+    QVERIFY(!sentence.empty());
+    QCOMPARE(view->time_summary()->text(),
+             QString::fromStdString("Step time, " + view->series()[1]->label + " against " + view->series()[0]->label +
+                                    ": " + sentence));
+    view->baseline()->setCurrentIndex(1);  // the other way round
+    QVERIFY(view->time_summary()->text().startsWith(QString::fromStdString("Step time, " + view->series()[0]->label)));
   }
 
   void table_shows_differences_and_speedup() {
@@ -332,6 +348,7 @@ class CompareRuns : public QObject {
     for (const Finding& f : panel->findings()[1]) amp << QString::fromStdString(f.rule);
     QVERIFY2(amp.contains("speed_vs_baseline"), qPrintable(amp.join(", ")));
     QVERIFY2(amp.contains("fp16_emulated"), qPrintable(amp.join(", ")));  // on a CPU, the reason
+    QVERIFY(panel->html().contains("by class of op: convolutions"));
   }
 };
 

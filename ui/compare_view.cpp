@@ -17,6 +17,7 @@
 #include "compare_model.h"
 #include "diagnosis_panel.h"
 #include "store/run_record.h"
+#include "store/time_comparison.h"
 
 namespace ampwb::ui {
 
@@ -36,8 +37,10 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   baseline_ = new QComboBox;
   baseline_->setObjectName("baseline");
   connect(baseline_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    if (i >= 0) model_->set_baseline(i);
-    if (i >= 0) diagnosis_->set_baseline(static_cast<size_t>(i));
+    if (i < 0) return;
+    model_->set_baseline(i);
+    diagnosis_->set_baseline(static_cast<size_t>(i));
+    update_time();
   });
   at_epoch_ = new QSpinBox;
   at_epoch_->setObjectName("atEpoch");
@@ -47,6 +50,9 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   summary_ = new QLabel;
   summary_->setObjectName("compareSummary");
   summary_->setWordWrap(true);
+  time_ = new QLabel;
+  time_->setObjectName("compareTime");
+  time_->setWordWrap(true);
 
   table_ = new QTableView;
   table_->setObjectName("compareTable");
@@ -71,6 +77,7 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   bl->setContentsMargins(4, 0, 4, 4);
   bl->addLayout(controls);
   bl->addWidget(summary_);
+  bl->addWidget(time_);
   diagnosis_ = new DiagnosisPanel;
   details_ = new QTabWidget;
   details_->setObjectName("compareDetails");
@@ -96,7 +103,9 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
   std::vector<ComparedRun> compared;
   std::vector<RunRecord> records;
   std::vector<TrainConfig> configs;
+  std::vector<std::vector<EpochTimes>> times;
   for (int64_t id : ids) {
+    times.push_back(store_.epoch_times(id));
     series.push_back(std::make_unique<RunSeries>(load_run_series(store_, id)));
     records.push_back(store_.run(id));
     compared.push_back({records.back(), series.back()->epochs, series.back()->histograms});
@@ -104,6 +113,7 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
   }
   ids_ = ids;
   series_ = std::move(series);
+  times_ = std::move(times);
   seed_only_ = differ_only_by_seed(configs);
 
   const int baseline = std::clamp(baseline_->currentIndex(), 0, std::max(0, static_cast<int>(ids.size()) - 1));
@@ -129,6 +139,22 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
   title_->setText(ids.size() == 1 ? tr("Run %1").arg(QString::fromStdString(series_[0]->label))
                                   : tr("Comparing %1 runs").arg(ids.size()));
   update_summary();
+  update_time();
+}
+
+void CompareView::update_time() {
+  const size_t base = static_cast<size_t>(std::max(0, baseline_->currentIndex()));
+  QStringList lines;
+  for (size_t i = 0; i < times_.size() && base < times_.size(); ++i) {
+    if (i == base) continue;
+    const TimeComparison t = compare_times(times_[base], times_[i]);
+    if (!t.available) continue;
+    lines << tr("Step time, %1 against %2: %3")
+                 .arg(QString::fromStdString(series_[i]->label), QString::fromStdString(series_[base]->label),
+                      QString::fromStdString(t.sentence));
+  }
+  time_->setText(lines.join('\n'));
+  time_->setVisible(!lines.isEmpty());
 }
 
 void CompareView::reload() {

@@ -40,9 +40,12 @@ class CompareView : public QWidget {
   DiagnosisPanel* diagnosis() const { return diagnosis_; }
   QTabWidget* details() const { return details_; }  // the side-by-side table and the diagnosis
   bool seed_only() const { return seed_only_; }
+  // Each run's step time by class against the baseline's, in a sentence (store/time_comparison.h).
+  QLabel* time_summary() const { return time_; }
 
  private:
   void update_summary();
+  void update_time();
   RunStore& store_;
   std::vector<int64_t> ids_;
   std::vector<std::unique_ptr<RunSeries>> series_;
@@ -57,6 +60,8 @@ class CompareView : public QWidget {
   QSpinBox* at_epoch_ = nullptr;
   QLabel* title_ = nullptr;
   QLabel* summary_ = nullptr;
+  QLabel* time_ = nullptr;
+  std::vector<std::vector<EpochTimes>> times_;  // of each run
 };
 
 }  // namespace ampwb::ui

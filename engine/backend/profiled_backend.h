@@ -1,7 +1,8 @@
 // A Backend that times every op of another by class: where a training step's time goes (`ampwb bench --profile`,
 // the time breakdown a run records). The wrapped backend waits for its device after each op (synchronize()), so
 // on a GPU the step runs serialised: a profile of where time goes, not the step's best speed. On the CPU ops are
-// synchronous anyway and the timer costs well under a microsecond per op.
+// synchronous anyway and the timer costs well under a microsecond per op. Disabled, it forwards without timing or
+// waiting: a trainer on a GPU times only a sample of its steps.
 #pragma once
 
 #include <array>
@@ -44,6 +45,8 @@ class ProfiledBackend final : public Backend {
   Backend& inner() { return *inner_; }
   const OpTimes& times() const { return times_; }
   void reset() { times_ = {}; }
+  void set_enabled(bool enabled) { enabled_ = enabled; }
+  bool enabled() const { return enabled_; }
 
   Device device() const override { return inner_->device(); }
   std::string description() const override { return inner_->description(); }
@@ -80,9 +83,10 @@ class ProfiledBackend final : public Backend {
   Tensor upload(const Tensor& host) override;
 
  private:
-  // Runs f on the wrapped backend, waits for its device, and adds the time to class c.
+  // Runs f on the wrapped backend, waits for its device, and adds the time to class c (when enabled).
   template <class F>
   void timed(TimeClass c, F&& f) {
+    if (!enabled_) return f();
     const auto start = std::chrono::steady_clock::now();
     f();
     inner_->synchronize();
@@ -93,6 +97,7 @@ class ProfiledBackend final : public Backend {
 
   std::unique_ptr<Backend> inner_;
   OpTimes times_;
+  bool enabled_ = true;
 };
 
 }  // namespace ampwb

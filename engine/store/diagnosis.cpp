@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/half.h"
+#include "store/time_comparison.h"
 #include "train/record_json.h"
 
 namespace ampwb {
@@ -101,8 +102,8 @@ void add(std::vector<Finding>& out, const char* rule, Severity severity, std::st
 void data_bound(const RunEvidence& e, std::vector<Finding>& out) {
   double wait = 0, step = 0;
   std::string where;
-  if (const std::optional<EpochTimes> t = steady_times(e.times)) {
-    wait = t->data_wait_seconds, step = t->step_seconds;
+  if (const EpochTimes t = mean_epoch_times(e.times); t.steps > 0) {
+    wait = t.data_wait_seconds, step = t.step_seconds;
     where = "per step, from the time breakdown";
   } else {
     for (const EpochReport& ep : e.epochs)
@@ -284,12 +285,12 @@ void tensor_core_ineligible(const RunEvidence& e, std::vector<Finding>& out) {
 }
 
 void batch_too_small(const RunEvidence& e, std::vector<Finding>& out) {
-  const std::optional<EpochTimes> t = steady_times(e.times);
-  if (!t || t->step_seconds <= 0) return;
-  const auto at = [&](TimeClass c) { return t->op_seconds[static_cast<size_t>(c)]; };
-  const double fixed = at(TimeClass::Optimizer) + at(TimeClass::ScaleCheck) + at(TimeClass::HostWait) +
-                       std::max(0.0, t->other_seconds());
-  const double compute = t->step_seconds - t->data_wait_seconds;
+  const EpochTimes t = mean_epoch_times(e.times);
+  if (t.steps == 0 || t.step_seconds <= 0) return;
+  const auto at = [&](TimeClass c) { return t.op_seconds[static_cast<size_t>(c)]; };
+  const double fixed =
+      at(TimeClass::Optimizer) + at(TimeClass::ScaleCheck) + at(TimeClass::HostWait) + std::max(0.0, t.other_seconds());
+  const double compute = t.step_seconds - t.data_wait_seconds;
   if (compute <= 0 || fixed / compute < kFixedCostShare) return;
   add(out, "batch_too_small", Severity::Warning, "The batch is too small to fill the device",
       format("batch %d: the optimizer, the scale check and host work between ops take %s of %s of compute per step, "
@@ -307,22 +308,8 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   std::string evidence = format("%.1f against %.1f training images/s (run %lld, %s, against run %lld, %s)", run_speed,
                                 base_speed, static_cast<long long>(e.run.id), mode_of(e).c_str(),
                                 static_cast<long long>(base.run.id), mode_of(base).c_str());
-  const std::optional<EpochTimes> a = steady_times(e.times), b = steady_times(base.times);
-  if (a && b) {
-    // The classes that moved most, in time per step.
-    std::vector<std::pair<double, std::string>> moves;
-    for (size_t i = 0; i < kTimeClassCount; ++i) {
-      const double before = b->op_seconds[i], after = a->op_seconds[i];
-      if (before + after < 0.02 * (a->step_seconds + b->step_seconds)) continue;
-      moves.emplace_back(std::fabs(before - after),
-                         std::string(time_class_name(static_cast<TimeClass>(i))) +
-                             (after > 0 ? format(" %.2fx", before / after) : std::string(" gone")));
-    }
-    std::sort(moves.rbegin(), moves.rend());
-    if (!moves.empty()) evidence += "; by class (baseline time / this run's):";
-    for (size_t i = 0; i < moves.size() && i < 4; ++i) evidence += (i ? ", " : " ") + moves[i].second;
-    evidence += "; data wait " + percent(a->data_wait_seconds / a->step_seconds) + " of the step";
-  }
+  const TimeComparison by_class = compare_times(base.times, e.times);
+  if (by_class.available) evidence += "; by class of op: " + by_class.sentence;
   if (ratio >= kWorthwhileSpeedup) {
     add(out, "speed_vs_baseline", Severity::Note, format("%.2fx the baseline's speed", ratio), evidence,
         "the speed-up is real on this machine; check the accuracy rows of `ampwb compare` before adopting it");
@@ -365,26 +352,6 @@ const std::vector<std::string>& diagnosis_rules() {
       "scale_collapse", "gradient_underflow",     "activation_overflow_risk", "lr_schedule_skips",
       "clipping_order", "tensor_core_ineligible", "batch_too_small",          "speed_vs_baseline"};
   return rules;
-}
-
-std::optional<EpochTimes> steady_times(const std::vector<EpochTimes>& times) {
-  const size_t first = times.size() > 1 ? 1 : 0;
-  EpochTimes mean;
-  for (size_t i = first; i < times.size(); ++i) {
-    const EpochTimes& t = times[i];
-    const double w = static_cast<double>(t.steps);
-    mean.steps += t.steps;
-    mean.step_seconds += w * t.step_seconds;
-    mean.data_wait_seconds += w * t.data_wait_seconds;
-    for (size_t c = 0; c < kTimeClassCount; ++c) mean.op_seconds[c] += w * t.op_seconds[c];
-  }
-  if (mean.steps == 0) return std::nullopt;
-  const double n = static_cast<double>(mean.steps);
-  mean.epoch = times.back().epoch;
-  mean.step_seconds /= n;
-  mean.data_wait_seconds /= n;
-  for (double& s : mean.op_seconds) s /= n;
-  return mean;
 }
 
 RunEvidence load_evidence(const RunStore& store, int64_t run) {

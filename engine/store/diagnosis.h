@@ -60,8 +60,4 @@ const std::vector<std::string>& diagnosis_rules();
 // The findings for `run`, most serious first; with a baseline also why the run is (or is not) faster than it.
 std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baseline = nullptr);
 
-// The per-step time of the run's steady epochs (every epoch but the first when there are more; the first warms
-// caches and primitive choices); nullopt when no epoch recorded a time breakdown.
-std::optional<EpochTimes> steady_times(const std::vector<EpochTimes>& times);
-
 }  // namespace ampwb

@@ -11,6 +11,7 @@
 #include "store/diagnosis.h"
 #include "store/report_text.h"
 #include "store/run_compare.h"
+#include "store/time_comparison.h"
 
 namespace ampwb {
 namespace {
@@ -161,17 +162,12 @@ std::string run_title(const RunRecord& r) {
 }
 
 std::string time_section(const RunEvidence& e) {
-  const std::optional<EpochTimes> t = steady_times(e.times);
-  if (!t || t->step_seconds <= 0) return "<p>No time breakdown recorded.</p>";
+  const EpochTimes t = mean_epoch_times(e.times);
+  if (t.steps == 0) return "<p>No time breakdown recorded.</p>";
   std::vector<std::vector<std::string>> rows;
-  auto row = [&](const std::string& name, double seconds) {
-    rows.push_back({name, fixed_text(seconds * 1e3, 2), percent_text(seconds / t->step_seconds)});
-  };
-  for (size_t i = 0; i < kTimeClassCount; ++i) row(time_class_name(static_cast<TimeClass>(i)), t->op_seconds[i]);
-  row("data_wait", t->data_wait_seconds);
-  row("other (host work between ops)", t->other_seconds());
-  row("step", t->step_seconds);
-  return table({"class", "ms per step", "share of the step"}, rows);
+  for (const TimeRow& r : time_rows(t)) rows.push_back({r.label, fixed_text(r.ms[0], 2), percent_text(r.share[0])});
+  return table({"class", "ms per step", "share of the step"}, rows) +
+         "<p>Mean over the timed steps of every epoch but the first; other: the host's own work between ops.</p>";
 }
 
 // The last epoch's confusion matrix, and the pairs of classes most often taken for each other.

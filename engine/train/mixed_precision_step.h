@@ -2,6 +2,7 @@
 // policy inside the layers, loss scaling around backward, and FP32 master weights around the optimizer.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "amp/grad_stats.h"
@@ -19,6 +20,8 @@ struct StepResult {
   float loss_scale = 1;  // the scale this step used
   bool skipped = false;  // inf/NaN gradients: no update
   float grad_norm = 0;   // of the unscaled gradients, before clipping
+  // When skipped: the layers whose gradients held inf/NaN, nearest the loss first (train/overflow_forensics.h).
+  std::vector<std::string> overflow_layers;
 };
 
 class MixedPrecisionStep {
@@ -27,7 +30,8 @@ class MixedPrecisionStep {
                      LossScaler& scaler, float label_smoothing, float grad_clip_norm);
 
   // Forward, loss, scaled backward, unscale and check, clip, step or skip, scale update. With a probe, the
-  // step's activation and weight gradients are recorded into it.
+  // step's activation and weight gradients are recorded into it. A skipped step also copies its gradients to the
+  // host to name the layers that overflowed (train/overflow_forensics.h); a step taken reads the device once.
   StepResult run(const Tensor& images, const Tensor& labels, float lr, GradientProbe* probe = nullptr);
 
  private:

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
+#include "train/step_timer.h"
 
 namespace ampwb {
 namespace {
@@ -220,7 +221,12 @@ RunEnd Trainer::train() {
   validate(config);
   const Report report{observer_};
   const auto run_start = Clock::now();
-  auto backend = make_backend(config.device, {config.threads, false, config.precision.mode == PrecisionMode::Tf32});
+  std::unique_ptr<Backend> made =
+      make_backend(config.device, {config.threads, false, config.precision.mode == PrecisionMode::Tf32});
+  if (decorate_backend_) made = decorate_backend_(std::move(made));
+  // Every op of a training step timed by class (on a GPU, a sample of the steps): where the time went.
+  const auto backend = std::make_unique<ProfiledBackend>(std::move(made));
+  StepTimer step_timer(*backend);
   const ModeSupport precision = check_precision(*backend);
   const Dataset dataset =
       Dataset::open(config.data_dir, {config.data.validation_fraction, config.seed, config.data.max_train_images, ""});
@@ -317,19 +323,27 @@ RunEnd Trainer::train() {
       if (stop_)
         return {RunStatus::Cancelled,
                 "stopped by the user at epoch " + std::to_string(epoch) + ", step " + std::to_string(b) + save(at)};
+      const bool probe_this_step = b == steps_per_epoch - 1;  // the paper's histogram, once per epoch
+      step_timer.begin(b, steps_per_epoch, probe_this_step, train_data.wait_seconds());
       const DeviceBatch current = next.images.defined() ? std::move(next) : fetch(b);
       next = b + 1 < steps_per_epoch ? fetch(b + 1) : DeviceBatch{};
       at.data_wait = wait_before + train_data.wait_seconds();
       const Tensor& images = current.images;
       const Tensor& labels = current.labels;
-      if (images.n() < 2) continue;  // batch norm cannot train on a single sample
+      if (images.n() < 2) {  // batch norm cannot train on a single sample
+        step_timer.discard();
+        continue;
+      }
       const auto compute_start = Clock::now();
       const float lr = lr_schedule.at(global_step);
-      const bool probe_this_step = b == steps_per_epoch - 1;  // the paper's histogram, once per epoch
       const StepResult r = step.run(images, labels, lr, probe_this_step ? &probe : nullptr);
       at.compute += seconds_since(compute_start);
+      step_timer.end(train_data.wait_seconds());
       report(&TrainObserver::on_step, StepReport{epoch, global_step, r.loss, static_cast<float>(r.correct) / images.n(),
                                                  lr, r.loss_scale, r.skipped, r.grad_norm, seconds_since(run_start)});
+      // After its on_step: the store's resume logic keys a run's details on the steps it holds.
+      if (r.skipped)
+        report(&TrainObserver::on_overflow, OverflowReport{epoch, global_step, r.loss_scale, r.overflow_layers});
       const std::string where = " at epoch " + std::to_string(epoch) + ", step " + std::to_string(b);
       if (!std::isfinite(r.loss) && !recovers_from_overflow)
         return {RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
@@ -375,6 +389,7 @@ RunEnd Trainer::train() {
       report(&TrainObserver::on_confusion,
              ConfusionMatrix{epoch, static_cast<int64_t>(dataset.class_names().size()), val.confusion});
     epochs_.push_back(er);
+    if (const EpochTimes times = step_timer.take(epoch); times.steps > 0) report(&TrainObserver::on_epoch_times, times);
     report(&TrainObserver::on_epoch, er);
     const std::string resumable = save(EpochProgress{epoch + 1});  // resumes at the next epoch
     if (stop_ && epoch < config.epochs)

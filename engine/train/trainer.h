@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -47,6 +48,11 @@ class Trainer {
   std::string checkpoint_path() const;
   const std::vector<EpochReport>& epochs() const { return epochs_; }  // after the run
 
+  // For tests: wraps the backend the run makes before anything uses it (fault injection, op counting). The run
+  // times ops over the wrapped backend.
+  using BackendDecorator = std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)>;
+  void decorate_backend(BackendDecorator decorator) { decorate_backend_ = std::move(decorator); }
+
  private:
   RunEnd train();
   // Refuses a precision mode the device cannot run and notes where it will be slow.
@@ -55,6 +61,7 @@ class Trainer {
 
   TrainConfig config_;
   TrainObserver* observer_;
+  BackendDecorator decorate_backend_;
   std::vector<EpochReport> epochs_;
   std::thread thread_;
   RunEnd result_;

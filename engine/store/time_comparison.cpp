@@ -1,0 +1,147 @@
+// The comparison of two runs' step time by class, in rows and in a sentence.
+#include "store/time_comparison.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace ampwb {
+namespace {
+
+constexpr double kUnchanged = 0.05;     // ratios within ±5% read as unchanged
+constexpr double kMentionShare = 0.05;  // a group is named when it holds 5% of either step
+
+std::string label_of(TimeClass c) {
+  std::string s = time_class_name(c);
+  std::replace(s.begin(), s.end(), '_', ' ');
+  return s;
+}
+
+double share(double part, double whole) { return whole > 0 ? part / whole : 0; }
+double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : 0; }
+
+// "1.9×", "12×"
+std::string times_text(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, r < 9.95 ? "%.1f\u00d7" : "%.0f\u00d7", r);
+  return buf;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * fraction);
+  return buf;
+}
+
+// "faster"/"slower"/"unchanged" for a time that went from a to b.
+std::string change_text(double a, double b) {
+  const double r = ratio(a, b);
+  if (std::abs(r - 1) <= kUnchanged) return "unchanged";
+  return r > 1 ? times_text(r) + " faster" : times_text(1 / r) + " slower";
+}
+
+struct Group {
+  const char* name;
+  std::vector<TimeClass> classes;
+};
+
+const std::vector<Group>& groups() {
+  using C = TimeClass;
+  static const std::vector<Group> g = {
+      {"convolutions", {C::ConvForward, C::ConvBackwardData, C::ConvBackwardWeights}},
+      {"batch norm", {C::BatchNorm}},
+      {"elementwise", {C::Relu, C::Add}},
+      {"pooling", {C::Pooling}},
+      {"linear", {C::Linear}},
+      {"loss", {C::Loss}},
+      {"optimizer", {C::Optimizer, C::ScaleCheck}},
+      {"conversions", {C::Convert}},
+      {"host waits", {C::HostWait}},
+  };
+  return g;
+}
+
+double group_seconds(const EpochTimes& t, const Group& g) {
+  double s = 0;
+  for (TimeClass c : g.classes) s += t.op_seconds[static_cast<size_t>(c)];
+  return s;
+}
+
+}  // namespace
+
+EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
+  EpochTimes mean;
+  const size_t first = epochs.size() > 1 ? 1 : 0;
+  for (size_t i = first; i < epochs.size(); ++i) {
+    const EpochTimes& e = epochs[i];
+    const double n = static_cast<double>(e.steps);
+    mean.epoch = e.epoch;
+    mean.steps += e.steps;
+    mean.step_seconds += n * e.step_seconds;
+    mean.data_wait_seconds += n * e.data_wait_seconds;
+    for (size_t c = 0; c < kTimeClassCount; ++c) mean.op_seconds[c] += n * e.op_seconds[c];
+  }
+  if (mean.steps > 0) {
+    const double n = static_cast<double>(mean.steps);
+    mean.step_seconds /= n;
+    mean.data_wait_seconds /= n;
+    for (double& s : mean.op_seconds) s /= n;
+  }
+  return mean;
+}
+
+std::vector<TimeRow> time_rows(const EpochTimes& t) { return compare_times({t}, {t}).rows; }
+
+TimeComparison compare_times(const std::vector<EpochTimes>& baseline, const std::vector<EpochTimes>& other) {
+  TimeComparison c;
+  c.means = {mean_epoch_times(baseline), mean_epoch_times(other)};
+  const auto& [a, b] = c.means;
+  auto row = [&](std::string label, double sa, double sb) {
+    c.rows.push_back({std::move(label),
+                      {1000 * sa, 1000 * sb},
+                      {share(sa, a.step_seconds), share(sb, b.step_seconds)},
+                      ratio(sa, sb)});
+  };
+  for (size_t i = 0; i < kTimeClassCount; ++i)
+    row(label_of(static_cast<TimeClass>(i)), a.op_seconds[i], b.op_seconds[i]);
+  row("data wait", a.data_wait_seconds, b.data_wait_seconds);
+  row("other", a.other_seconds(), b.other_seconds());
+  row("step", a.step_seconds, b.step_seconds);
+  c.available = a.steps > 0 && b.steps > 0;
+  if (c.available) c.sentence = time_sentence(a, b);
+  return c;
+}
+
+std::string time_sentence(const EpochTimes& a, const EpochTimes& b) {
+  struct Named {
+    const Group* group;
+    double sa, sb;
+  };
+  std::vector<Named> named;
+  for (const Group& g : groups()) {
+    const double sa = group_seconds(a, g), sb = group_seconds(b, g);
+    if (std::max(share(sa, a.step_seconds), share(sb, b.step_seconds)) >= kMentionShare) named.push_back({&g, sa, sb});
+  }
+  std::stable_sort(named.begin(), named.end(), [](const Named& x, const Named& y) { return x.sa > y.sa; });
+  std::vector<std::string> parts;
+  for (const Named& n : named) {
+    const std::string name = n.group->name;
+    if (n.sa <= 0)
+      parts.push_back(name + " new (" + percent(share(n.sb, b.step_seconds)) + " of the step)");
+    else if (n.sb <= 0)
+      parts.push_back(name + " gone");
+    else
+      parts.push_back(name + " " + change_text(n.sa, n.sb));
+  }
+  if (std::max(share(a.data_wait_seconds, a.step_seconds), share(b.data_wait_seconds, b.step_seconds)) >= kMentionShare)
+    parts.push_back("data wait " + percent(share(b.data_wait_seconds, b.step_seconds)) + " of the step");
+  std::string s;
+  for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
+  const double r = ratio(a.step_seconds, b.step_seconds);
+  const std::string end = std::abs(r - 1) <= kUnchanged ? "unchanged end to end"
+                          : r > 1                       ? times_text(r) + " end to end"
+                                                        : times_text(1 / r) + " slower end to end";
+  return s.empty() ? end : s + ", so " + end;
+}
+
+}  // namespace ampwb

@@ -1,0 +1,44 @@
+// Two runs' training step time side by side by class (EpochTimes, train/run_details.h): each class's ms per step in
+// each run, the speed-up, its share of the step, and a sentence that says what changed and what it did to the whole
+// step, e.g. "convolutions 1.9× faster, batch norm unchanged, data wait 38% of the step, so 1.1× end to end".
+// `ampwb compare` prints it under its table; `ampwb show` prints one run's breakdown from the same rows.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "train/run_details.h"
+
+namespace ampwb {
+
+// The mean over a run's epochs, weighted by their timed steps; the first epoch is left out when there are more
+// (it warms caches and the loader). steps = 0 when nothing was timed.
+EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs);
+
+struct TimeRow {
+  std::string label;              // a class ("conv forward"), "data wait", "other" (the host's own work), "step"
+  std::array<double, 2> ms{};     // per step, in each run
+  std::array<double, 2> share{};  // of each run's step
+  double speedup = 0;             // ms[0] / ms[1]: above 1 when the second run is faster; 0 when either is 0
+};
+
+// One run's rows: every class, data wait, other, step (ms[1] and share[1] unused).
+std::vector<TimeRow> time_rows(const EpochTimes& t);
+
+struct TimeComparison {
+  bool available = false;           // both runs timed some steps
+  std::array<EpochTimes, 2> means;  // mean_epoch_times of each
+  std::vector<TimeRow> rows;        // every class, data wait, other, step
+  std::string sentence;             // the second run against the first, by groups of classes; empty if unavailable
+};
+
+TimeComparison compare_times(const std::vector<EpochTimes>& baseline, const std::vector<EpochTimes>& other);
+
+// The sentence of compare_times from two mean EpochTimes. Groups: convolutions (the three conv classes), batch
+// norm, elementwise (relu + add), pooling, linear, loss, optimizer (+ scale check), conversions, host waits; those
+// holding 5% of either step, the baseline's largest first; "unchanged" within ±5%; then the data wait's share of the
+// second run's step when it holds 5% of either, then the step's own speed-up.
+std::string time_sentence(const EpochTimes& baseline, const EpochTimes& other);
+
+}  // namespace ampwb

@@ -1,0 +1,51 @@
+// The per-epoch time breakdown of training steps.
+#include "train/step_timer.h"
+
+namespace ampwb {
+
+StepTimer::StepTimer(ProfiledBackend& backend, int64_t sample_every)
+    : backend_(backend), sample_every_(sample_every > 0 ? sample_every : 1) {
+  backend_.set_enabled(false);
+}
+
+bool StepTimer::begin(int64_t step_in_epoch, int64_t steps_per_epoch, bool probed, double data_wait_seconds) {
+  const bool only = steps_per_epoch == 1;
+  timing_ = (backend_.device().is_cpu() || step_in_epoch % sample_every_ == (only ? 0 : 1)) && (!probed || only);
+  if (!timing_) return false;
+  backend_.reset();
+  backend_.set_enabled(true);
+  wait_at_start_ = data_wait_seconds;
+  start_ = Clock::now();
+  return true;
+}
+
+void StepTimer::end(double data_wait_seconds) {
+  if (!timing_) return;
+  const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  backend_.set_enabled(false);
+  timing_ = false;
+  ++sum_.steps;
+  sum_.step_seconds += seconds;
+  sum_.data_wait_seconds += data_wait_seconds - wait_at_start_;
+  for (size_t c = 0; c < kTimeClassCount; ++c) sum_.op_seconds[c] += backend_.times().seconds[c];
+}
+
+void StepTimer::discard() {
+  backend_.set_enabled(false);
+  timing_ = false;
+}
+
+EpochTimes StepTimer::take(int epoch) {
+  EpochTimes t = sum_;
+  sum_ = {};
+  t.epoch = epoch;
+  if (t.steps > 0) {
+    const double n = static_cast<double>(t.steps);
+    t.step_seconds /= n;
+    t.data_wait_seconds /= n;
+    for (double& s : t.op_seconds) s /= n;
+  }
+  return t;
+}
+
+}  // namespace ampwb

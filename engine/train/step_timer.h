@@ -1,0 +1,43 @@
+// Where a training epoch's step time goes (EpochTimes): the backend's own timers by op class (ProfiledBackend), the
+// wait for the loader, and each timed step's wall time, as per-step means.
+//
+// A step's time runs from asking the loader for a batch (the next step's, sent up ahead) to the step's result, so
+// step time = data wait + ops + the host's own work; over an epoch the timed steps add up to its training time.
+// What happens between steps (the observers, checkpoints, the evaluation) is not timed: the backend's timers are
+// off outside begin()...end().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "backend/profiled_backend.h"
+#include "train/run_details.h"
+
+namespace ampwb {
+
+class StepTimer {
+ public:
+  // On the CPU every step is timed. On another device, where timing waits for each op and so slows the step, one
+  // in `sample_every`: steps 1, 1 + sample_every, ... of each epoch (not step 0, which waits for the loader to
+  // start), step 0 when an epoch has only one. A probed step (the gradient histograms: host work over every
+  // gradient, a large share of a step) is not timed unless it is the epoch's only step.
+  explicit StepTimer(ProfiledBackend& backend, int64_t sample_every = 10);
+
+  // A step starts; `data_wait_seconds` is the loader's wait so far. Returns whether this step is timed.
+  bool begin(int64_t step_in_epoch, int64_t steps_per_epoch, bool probed, double data_wait_seconds);
+  void end(double data_wait_seconds);  // the step's result is in
+  void discard();                      // the step begun did not run
+  // The epoch's per-step means over its timed steps (steps = 0 when none was); starts the next epoch.
+  EpochTimes take(int epoch);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  ProfiledBackend& backend_;
+  int64_t sample_every_;
+  bool timing_ = false;
+  Clock::time_point start_;
+  double wait_at_start_ = 0;
+  EpochTimes sum_;  // sums, divided by the steps in take()
+};
+
+}  // namespace ampwb

@@ -1,0 +1,94 @@
+// The comparison of two runs' step time by class (store/time_comparison.h) on constructed EpochTimes with exact
+// ratios: the rows, the mean over epochs without the first, and the sentence's groups, thresholds and wording.
+#include <gtest/gtest.h>
+
+#include "store/time_comparison.h"
+
+namespace ampwb {
+namespace {
+
+using C = TimeClass;
+
+// A step of `ms` per class given, data wait as given, and `other_ms` of host work.
+EpochTimes epoch(int number, std::vector<std::pair<C, double>> ms, double wait_ms, double other_ms = 0,
+                 int64_t steps = 10) {
+  EpochTimes t;
+  t.epoch = number;
+  t.steps = steps;
+  t.data_wait_seconds = wait_ms / 1000;
+  for (const auto& [c, v] : ms) t.op_seconds[static_cast<size_t>(c)] = v / 1000;
+  t.step_seconds = t.data_wait_seconds + t.op_total_seconds() + other_ms / 1000;
+  return t;
+}
+
+const TimeRow& row(const TimeComparison& c, const std::string& label) {
+  for (const TimeRow& r : c.rows)
+    if (r.label == label) return r;
+  throw std::runtime_error("no row " + label);
+}
+
+TEST(TimeComparison, MeansLeaveTheFirstEpochOutAndWeighBySteps) {
+  const EpochTimes cold = epoch(1, {{C::ConvForward, 100}}, 50);
+  const EpochTimes a = epoch(2, {{C::ConvForward, 10}}, 2, 0, 10), b = epoch(3, {{C::ConvForward, 40}}, 2, 0, 30);
+  const EpochTimes mean = mean_epoch_times({cold, a, b});
+  EXPECT_EQ(mean.steps, 40);
+  EXPECT_DOUBLE_EQ(mean.op_seconds[static_cast<size_t>(C::ConvForward)], (10 * 0.010 + 30 * 0.040) / 40);
+  EXPECT_NEAR(mean.data_wait_seconds, 0.002, 1e-15);
+  EXPECT_NEAR(mean_epoch_times({cold}).step_seconds, cold.step_seconds, 1e-15) << "a single epoch is kept";
+  EXPECT_EQ(mean_epoch_times({}).steps, 0);
+}
+
+TEST(TimeComparison, RowsGiveEachClassItsTimeShareAndSpeedUp) {
+  const EpochTimes a = epoch(1,
+                             {{C::ConvForward, 30},
+                              {C::ConvBackwardData, 30},
+                              {C::ConvBackwardWeights, 30},
+                              {C::BatchNorm, 20},
+                              {C::Relu, 5},
+                              {C::Add, 5}},
+                             70, 10);  // a 200 ms step
+  const EpochTimes b = epoch(1,
+                             {{C::ConvForward, 15},
+                              {C::ConvBackwardData, 15},
+                              {C::ConvBackwardWeights, 20},
+                              {C::BatchNorm, 20},
+                              {C::Relu, 5},
+                              {C::Add, 5}},
+                             70, 20);  // 170 ms
+  const TimeComparison c = compare_times({a}, {b});
+  ASSERT_TRUE(c.available);
+  ASSERT_EQ(c.rows.size(), kTimeClassCount + 3);
+  EXPECT_EQ(c.rows[0].label, "conv forward");
+  constexpr double e = 1e-12;
+  EXPECT_NEAR(row(c, "conv forward").ms[0], 30, e);
+  EXPECT_NEAR(row(c, "conv forward").ms[1], 15, e);
+  EXPECT_NEAR(row(c, "conv forward").speedup, 2, e);
+  EXPECT_NEAR(row(c, "conv forward").share[0], 0.15, e);
+  EXPECT_NEAR(row(c, "batch norm").speedup, 1, e);
+  EXPECT_NEAR(row(c, "data wait").share[1], 70.0 / 170, e);
+  EXPECT_NEAR(row(c, "other").ms[0], 10, e);
+  EXPECT_NEAR(row(c, "other").ms[1], 20, e);
+  EXPECT_NEAR(row(c, "step").speedup, 200.0 / 170, e);
+  EXPECT_EQ(row(c, "pooling").speedup, 0) << "no time in either run: no ratio";
+  // Convolutions 90 -> 50 ms: 1.8x; batch norm the same; elementwise 10 ms of 200 and 170: named, unchanged.
+  EXPECT_EQ(c.sentence,
+            "convolutions 1.8\u00d7 faster, batch norm unchanged, elementwise unchanged, data wait 41% of the step, so "
+            "1.2\u00d7 end to end");
+}
+
+TEST(TimeComparison, TheSentenceNamesWhatChangedAndWhatIsNew) {
+  const EpochTimes fp32 = epoch(1, {{C::ConvForward, 100}, {C::Optimizer, 10}, {C::Loss, 1}}, 1);
+  // Twice as slow convolutions, conversions that the baseline did not have, the optimizer within 5%.
+  const EpochTimes bf16 = epoch(1, {{C::ConvForward, 200}, {C::Optimizer, 10.4}, {C::Convert, 40}, {C::Loss, 1}}, 1);
+  EXPECT_EQ(time_sentence(fp32, bf16),
+            "convolutions 2.0\u00d7 slower, optimizer unchanged, conversions new (16% of the step), so 2.3\u00d7 "
+            "slower end to end");
+  EXPECT_EQ(time_sentence(bf16, fp32),
+            "convolutions 2.0\u00d7 faster, conversions gone, optimizer unchanged, so 2.3\u00d7 end to end");
+  EXPECT_EQ(time_sentence(fp32, fp32), "convolutions unchanged, optimizer unchanged, so unchanged end to end");
+  EXPECT_FALSE(compare_times({fp32}, {}).available) << "a run without times";
+  EXPECT_TRUE(compare_times({fp32}, {}).sentence.empty());
+}
+
+}  // namespace
+}  // namespace ampwb
