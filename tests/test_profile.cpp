@@ -9,10 +9,12 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/profiled_backend.h"
+#include "forwarding_backend.h"
 #include "nn/conv2d.h"
 #include "op_test_util.h"
 #include "train/benchmark.h"
 #include "train/mixed_precision_step.h"
+#include "train/step_timer.h"
 
 namespace ampwb {
 namespace {
@@ -76,6 +78,56 @@ TEST(ProfiledBackend, DisabledItForwardsWithoutTiming) {
   profiled.set_enabled(true);
   one_step(profiled);
   EXPECT_EQ(calls(profiled.times(), TimeClass::HostWait), 1) << "enabled again, it times again";
+}
+
+// A CPU backend that says it is a GPU: what the step timer decides from the device alone.
+class CalledAGpu final : public testing::ForwardingBackend {
+ public:
+  CalledAGpu() : ForwardingBackend(std::make_unique<CpuBackend>(BackendOptions{2})) {}
+  Device device() const override { return {Device::Kind::CUDA, 0}; }
+};
+
+// The steps of an epoch of `steps` that the timer times, the last one probed.
+std::vector<int64_t> timed_steps(ProfiledBackend& backend, int64_t steps) {
+  StepTimer timer(backend);
+  std::vector<int64_t> timed;
+  for (int64_t b = 0; b < steps; ++b)
+    if (timer.begin(b, steps, b == steps - 1, 0.0)) {
+      EXPECT_TRUE(backend.enabled());
+      timed.push_back(b);
+      timer.end(0.0);
+    }
+  EXPECT_FALSE(backend.enabled()) << "off between steps: the evaluation is not timed";
+  return timed;
+}
+
+TEST(StepTimer, TimesEveryCpuStepAndOneGpuStepInTenButNotTheProbedOne) {
+  ProfiledBackend cpu(std::make_unique<CpuBackend>(BackendOptions{2}));
+  EXPECT_EQ(timed_steps(cpu, 4), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(timed_steps(cpu, 1), (std::vector<int64_t>{0})) << "an epoch's only step, probed or not";
+  ProfiledBackend gpu(std::make_unique<CalledAGpu>());
+  EXPECT_EQ(timed_steps(gpu, 25), (std::vector<int64_t>{1, 11, 21}));
+  EXPECT_EQ(timed_steps(gpu, 22), (std::vector<int64_t>{1, 11})) << "step 21 is the probed one";
+  EXPECT_EQ(timed_steps(gpu, 1), (std::vector<int64_t>{0}));
+}
+
+TEST(StepTimer, TakesPerStepMeansOfTheTimedSteps) {
+  ProfiledBackend profiled(std::make_unique<CpuBackend>(BackendOptions{2}));
+  StepTimer timer(profiled);
+  ASSERT_TRUE(timer.begin(0, 3, false, 1.0));
+  one_step(profiled);
+  timer.end(1.5);  // the loader's wait grew by half a second
+  ASSERT_TRUE(timer.begin(1, 3, false, 1.5));
+  timer.discard();  // a step that did not run
+  ASSERT_TRUE(timer.begin(2, 3, false, 1.5));
+  timer.end(1.6);
+  const EpochTimes t = timer.take(7);
+  EXPECT_EQ(t.epoch, 7);
+  EXPECT_EQ(t.steps, 2);
+  EXPECT_NEAR(t.data_wait_seconds, 0.3, 1e-12);
+  EXPECT_GT(t.op_seconds[static_cast<size_t>(TimeClass::ConvForward)], 0);
+  EXPECT_GE(t.step_seconds, t.op_total_seconds()) << "the ops ran inside the step's wall time";
+  EXPECT_EQ(timer.take(8).steps, 0) << "take() starts the next epoch";
 }
 
 TEST(ProfiledBackend, TheBenchmarkReportsTheClassesInsideTheStepsWallTime) {
