@@ -65,6 +65,9 @@ class FanOut : public TrainObserver {
   void on_histogram(const GradientHistogram& e) override {
     for (auto* o : observers_) o->on_histogram(e);
   }
+  void on_layer_numerics(const std::vector<LayerNumerics>& e) override {
+    for (auto* o : observers_) o->on_layer_numerics(e);
+  }
   void on_checkpoint(const CheckpointInfo& e) override {
     for (auto* o : observers_) o->on_checkpoint(e);
   }

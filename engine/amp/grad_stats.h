@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "amp/gradient_histogram.h"
+#include "amp/layer_probe.h"
 #include "backend/backend.h"
 #include "core/tensor.h"
 
@@ -17,10 +18,13 @@ class GradientProbe {
   void record_weight_gradients(Backend& backend, const std::vector<Tensor*>& grads);  // on any device
   // The two histograms gathered since the last take(), with their fractions; resets.
   std::vector<GradientHistogram> take(int epoch, double loss_scale);
+  // The per-layer numerics the convolution, linear and batch-norm layers record on the same step.
+  LayerProbe& layers() { return layers_; }
 
  private:
   static void add(const Tensor& g, GradientHistogram& into);
   GradientHistogram activation_, weight_;
+  LayerProbe layers_;
 };
 
 }  // namespace ampwb
