@@ -1,13 +1,16 @@
 // The run store's reading commands: runs, show, compare. Human tables by default, --json for scripts; every command
 // takes --db. (Exports, edits and the store's own care are in store_commands.cpp.)
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "store/numerics_grid.h"
 #include "store/report_text.h"
 #include "store/run_compare.h"
 #include "store/run_store.h"
@@ -116,6 +119,91 @@ int runs_command(const RunsOptions& options) {
   return 0;
 }
 
+// At most this many epochs as columns of the numerics tables, evenly spread with the first and the last.
+constexpr size_t kNumericsColumns = 10;
+
+std::vector<size_t> epoch_columns(size_t epochs) {
+  std::vector<size_t> columns;
+  if (epochs <= kNumericsColumns) {
+    for (size_t e = 0; e < epochs; ++e) columns.push_back(e);
+    return columns;
+  }
+  for (size_t i = 0; i < kNumericsColumns; ++i) columns.push_back(i * (epochs - 1) / (kNumericsColumns - 1));
+  return columns;
+}
+
+void print_numerics_table(const NumericsGrid& g, NumericsMeasure measure) {
+  const std::vector<size_t> columns = epoch_columns(g.epochs.size());
+  std::vector<std::string> header{"LAYER"};
+  for (size_t e : columns) header.push_back("E" + std::to_string(g.epochs[e]));
+  Table table(header, [&] {
+    std::vector<bool> right(header.size(), true);
+    right[0] = false;
+    return right;
+  }());
+  for (size_t l = 0; l < g.layers.size(); ++l) {
+    std::vector<std::string> row{g.layers[l]};
+    for (size_t e : columns) {
+      const std::optional<LayerNumerics>& cell = g.cells[l][e];
+      if (!cell) {
+        row.push_back("");
+        continue;
+      }
+      const double v = numerics_measure(*cell, measure);
+      if (measure != NumericsMeasure::ActivationHeadroom)
+        row.push_back(percent_text(v));
+      else if (std::isinf(v))
+        row.push_back("all 0");
+      else
+        row.push_back(fixed_text(v, 1));
+    }
+    table.add(std::move(row));
+  }
+  table.print("  ");
+}
+
+std::string dtype_counts(const std::map<std::string, int>& counts) {
+  std::string text;
+  for (const auto& [dtype, layers] : counts) text += (text.empty() ? "" : ", ") + std::to_string(layers) + " " + dtype;
+  return text;
+}
+
+// `ampwb show`'s per-layer numerics: two layers x epochs heat maps in text and the precision per op.
+void print_layer_numerics(const std::vector<LayerNumerics>& records) {
+  std::printf("\nper-layer numerics\n");
+  if (records.empty()) {
+    std::printf("  (none recorded)\n");
+    return;
+  }
+  const NumericsGrid g = numerics_grid(records);
+  std::printf(
+      "  activation headroom on the last probed step of each epoch: log2(65504 / max |activation|), the\n"
+      "  powers of two left before FP16 overflows (negative: beyond FP16)\n");
+  print_numerics_table(g, NumericsMeasure::ActivationHeadroom);
+  std::printf(
+      "\n  activation-gradient underflow: the fraction of gradient values, as backward received them (times\n"
+      "  the loss scale), that are nonzero and below 2^-24, where FP16 flushes to zero\n");
+  print_numerics_table(g, NumericsMeasure::ActivationGradUnderflow);
+
+  const size_t last = g.epochs.size() - 1;
+  std::vector<LayerNumerics> step;
+  for (const auto& row : g.cells)
+    if (row[last]) step.push_back(*row[last]);
+  std::printf("\n  precision per op (epoch %d, step %lld, loss scale %s)\n", g.epochs[last],
+              static_cast<long long>(g.steps[last]), step.empty() ? "-" : number_text(step.front().loss_scale).c_str());
+  Table ops({"OP", "LAYERS", "FORWARD", "BACKWARD", "CASTS"}, {false, true, false, false, true});
+  int layers = 0;
+  int64_t casts = 0;
+  for (const auto& [kind, p] : precision_per_op(step)) {
+    ops.add(
+        {kind, std::to_string(p.layers), dtype_counts(p.forward), dtype_counts(p.backward), std::to_string(p.casts)});
+    layers += p.layers;
+    casts += p.casts;
+  }
+  ops.add({"total", std::to_string(layers), "", "", std::to_string(casts)});
+  ops.print("  ");
+}
+
 struct ShowOptions {
   std::string run, db;
   bool json = false, steps = false;
@@ -134,6 +222,7 @@ int show_command(const ShowOptions& options) {
                 {"summary", s}, {"epochs", epochs},   {"checkpoints", json::array()}};
     for (const CheckpointInfo& c : checkpoints)
       out["checkpoints"].push_back({{"epoch", c.epoch}, {"step", c.step}, {"path", c.path}});
+    out["layer_numerics"] = store.layer_numerics(r.id);
     if (with_steps) out["steps"] = store.steps(r.id);
     print_json(out);
     return 0;
@@ -202,6 +291,7 @@ int show_command(const ShowOptions& options) {
   } else {
     std::printf("  no epoch completed\n");
   }
+  print_layer_numerics(store.layer_numerics(r.id));
   if (!checkpoints.empty()) {
     std::printf("\ncheckpoints\n");
     for (const CheckpointInfo& c : checkpoints)

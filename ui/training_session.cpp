@@ -31,6 +31,10 @@ class RecordAndQueue : public TrainObserver {
     recorder_.on_histogram(e);
     queue_.on_histogram(e);
   }
+  void on_layer_numerics(const std::vector<LayerNumerics>& e) override {
+    recorder_.on_layer_numerics(e);
+    queue_.on_layer_numerics(e);
+  }
   void on_checkpoint(const CheckpointInfo& e) override {
     recorder_.on_checkpoint(e);
     queue_.on_checkpoint(e);
