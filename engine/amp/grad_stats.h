@@ -13,8 +13,11 @@ namespace ampwb {
 
 class GradientProbe {
  public:
-  GradientProbe();
-  void record_activation_gradient(const Tensor& g) { add(g, activation_); }
+  // Without histograms: only the per-layer numerics (a step probed for them alone).
+  explicit GradientProbe(bool histograms = true);
+  void record_activation_gradient(const Tensor& g) {
+    if (histograms_) add(g, activation_);
+  }
   void record_weight_gradients(Backend& backend, const std::vector<Tensor*>& grads);  // on any device
   // The two histograms gathered since the last take(), with their fractions; resets.
   std::vector<GradientHistogram> take(int epoch, double loss_scale);
@@ -23,6 +26,7 @@ class GradientProbe {
 
  private:
   static void add(const Tensor& g, GradientHistogram& into);
+  bool histograms_;
   GradientHistogram activation_, weight_;
   LayerProbe layers_;
 };

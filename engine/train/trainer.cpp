@@ -248,7 +248,7 @@ RunEnd Trainer::train() {
   const PrecisionPolicy policy(config.precision);
   LossScaler scaler(config.precision.loss_scale);
   MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, config.label_smoothing, config.grad_clip_norm);
-  GradientProbe probe, numerics_probe;
+  GradientProbe probe, numerics_probe(false);
 
   int64_t steps_per_epoch = train_data.batches_per_epoch();
   if (config.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config.max_steps_per_epoch);
@@ -324,7 +324,7 @@ RunEnd Trainer::train() {
       const auto compute_start = Clock::now();
       const float lr = lr_schedule.at(global_step);
       // The paper's histogram and the per-layer numerics on the last step of each epoch; the numerics also every
-      // numerics_every steps, through a probe of their own so the histograms stay one step's.
+      // numerics_every steps, through a probe without histograms so that they stay one step's.
       const bool last_of_epoch = b == steps_per_epoch - 1;
       const bool numerics_due = config.numerics_every > 0 && (global_step + 1) % config.numerics_every == 0;
       GradientProbe* const step_probe = last_of_epoch ? &probe : numerics_due ? &numerics_probe : nullptr;
@@ -332,10 +332,8 @@ RunEnd Trainer::train() {
       at.compute += seconds_since(compute_start);
       report(&TrainObserver::on_step, StepReport{epoch, global_step, r.loss, static_cast<float>(r.correct) / images.n(),
                                                  lr, r.loss_scale, r.skipped, r.grad_norm, seconds_since(run_start)});
-      if (step_probe) {
+      if (step_probe)
         report(&TrainObserver::on_layer_numerics, step_probe->layers().take(epoch, global_step, r.loss_scale));
-        if (step_probe == &numerics_probe) numerics_probe.take(epoch, r.loss_scale);  // its histograms: not reported
-      }
       const std::string where = " at epoch " + std::to_string(epoch) + ", step " + std::to_string(b);
       if (!std::isfinite(r.loss) && !recovers_from_overflow)
         return {RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
