@@ -164,6 +164,8 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   run(add_number(command, "--max-skipped", c.max_consecutive_skipped,
                  "stop the run after this many skipped steps in a row"));
   run(add_number(command, "--max-steps-per-epoch", c.max_steps_per_epoch, "cut epochs short (0: whole epochs)"));
+  run(add_number(command, "--numerics-every", c.numerics_every,
+                 "per-layer numerics every N steps too (0: the last step of each epoch only)"));
   run(command
           ->add_option("--checkpoint-dir", c.checkpoint_dir,
                        "where checkpoints go (default: a folder beside the run store)")

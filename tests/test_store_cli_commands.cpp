@@ -5,6 +5,9 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
+
 #include "test_cli_util.h"
 
 namespace ampwb {
@@ -83,6 +86,49 @@ TEST(StoreCli, NonFiniteValuesPrintAsNullInEveryJsonOutput) {
   r = ampwb({"compare", "1", "1", "--json", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(json::parse(r.output)["runs"][0]["final_train_loss"].is_null());
+}
+
+TEST(StoreCli, ShowPrintsPerLayerNumericsAsStored) {
+  TempDir dir("numerics");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> train = tiny_training(db, 2, 2);
+  train.insert(train.end(), {"--precision", "amp-fp16", "--numerics-every", "1"});
+  const Result trained = ampwb(train);
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  const RunStore store(db, RunStore::Mode::ReadOnly);
+  const std::vector<LayerNumerics> stored = store.layer_numerics(1);
+  ASSERT_EQ(stored.size(), 4u * 43u);  // every step of 2 x 2, ResNet-20's 43 layers each
+
+  const Result j = ampwb({"show", "1", "--json", "--db", db});
+  ASSERT_EQ(j.status, 0) << j.output;
+  const json shown = json::parse(j.output);
+  ASSERT_EQ(shown["layer_numerics"].size(), stored.size());
+  EXPECT_EQ(shown["layer_numerics"][5], json(stored[5]));
+
+  const Result r = ampwb({"show", "1", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* part : {"per-layer numerics", "activation headroom", "activation-gradient underflow",
+                           "precision per op (epoch 2, step 3, loss scale", "layer3.1.conv2", "downsample.1"})
+    expect_contains(r.output, part);
+  // The heat map's cell for the stem at epoch 2: its headroom on the epoch's last step, from the stored record.
+  const LayerNumerics& stem = stored[3 * 43];
+  ASSERT_EQ(stem.layer, "conv1");
+  ASSERT_EQ(stem.step, 3);
+  char cell[32];
+  std::snprintf(cell, sizeof cell, "%.1f", std::log2(65504.0 / stem.activation.max_abs));
+  const size_t row = r.output.find("\n  conv1 ");
+  ASSERT_NE(row, std::string::npos) << r.output;
+  const std::string line = r.output.substr(row + 1, r.output.find('\n', row + 1) - row - 1);
+  EXPECT_TRUE(line.ends_with(std::string(" ") + cell)) << line << " does not end in " << cell;
+  // Precision per op: ResNet-20's convolutions and fc in FP16, its batch norms in FP32, one line each.
+  const auto op_line = [&](const std::string& kind) {
+    const size_t at = r.output.find("\n  " + kind + " ", r.output.find("precision per op"));
+    return at == std::string::npos ? std::string() : r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1);
+  };
+  expect_contains(op_line("conv"), "21 f16");
+  expect_contains(op_line("batch_norm"), "21 f32");
+  expect_contains(op_line("linear"), "1 f16");
+  expect_contains(op_line("total"), "43");
 }
 
 TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {

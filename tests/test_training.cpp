@@ -244,6 +244,7 @@ TEST(Cli, EveryCommandsHelpComesFromTheParserAndNamesItsFlags) {
         "--threads",
         "--max-skipped",
         "--max-steps-per-epoch",
+        "--numerics-every",
         "--checkpoint-dir",
         "--resume",
         "--no-checkpoint",

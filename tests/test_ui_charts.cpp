@@ -1,7 +1,10 @@
 // The charts' data side, offscreen: min/max decimation keeps extremes within a point budget, smoothing ignores
 // overflowed steps, a 200,000-step run redraws within a UI tick, the event queue hands batches over intact, a
-// resumed run replaces what it reports again, the ETA, and the "differ only by seed" test behind the bands.
+// resumed run replaces what it reports again, the ETA, the "differ only by seed" test behind the bands, and the
+// per-layer numerics heat map fed live and from the store.
 #include <QElapsedTimer>
+#include <QTableWidget>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
 
@@ -11,8 +14,10 @@
 #include "histogram_chart.h"
 #include "loss_scale_chart.h"
 #include "metric_chart.h"
+#include "numerics_heatmap.h"
 #include "run_progress.h"
 #include "run_series.h"
+#include "store/run_store.h"
 #include "sweep.h"
 #include "test_ui_util.h"
 
@@ -54,6 +59,25 @@ RunSeries long_run(int64_t steps, int64_t steps_per_epoch) {
   }
   r.revision = 1;
   return r;
+}
+
+// A probed step's record of one layer with the activation's largest magnitude and the gradients' underflow.
+LayerNumerics numerics(int epoch, int64_t step, const std::string& layer, double activation_max,
+                       double grad_underflow) {
+  LayerNumerics n;
+  n.epoch = epoch;
+  n.step = step;
+  n.layer = layer;
+  n.kind = layer == "fc" ? "linear" : "conv";
+  n.in_channels = 16;
+  n.out_channels = 16;
+  n.forward_dtype = n.backward_dtype = "f16";
+  n.casts = 3;
+  n.loss_scale = 1024;
+  n.activation = {256, activation_max, 0, 0, 0.5, 0};
+  n.activation_grad = {256, 2.0, grad_underflow, 0, 0.25, 0};
+  n.weight_grad = {2304, 0.5, 0, 0, 0, 0};
+  return n;
 }
 
 }  // namespace
@@ -260,6 +284,73 @@ class ChartData : public QObject {
     QCOMPARE(HistogramChart::pick(r, "weight", 0)->epoch, 3);
     QCOMPARE(HistogramChart::pick(r, "activation", 2)->epoch, 2);
     QVERIFY(HistogramChart::pick(r, "weight", 9) == nullptr);
+  }
+
+  void numerics_heat_map_fills_live_and_from_the_store() {
+    // Live: two probed steps in epoch 1 (the later one is the epoch's), one in epoch 2, through the event queue.
+    EventQueue queue;
+    queue.on_layer_numerics({numerics(1, 1, "conv1", 1.0, 0.5), numerics(1, 1, "fc", 1.0, 0.5)});
+    queue.on_layer_numerics({numerics(1, 3, "conv1", 4096.0, 0.0), numerics(1, 3, "fc", 131008.0, 0.02)});
+    RunSeries run;
+    run.append(queue.take());
+    queue.on_layer_numerics({numerics(2, 7, "conv1", 0.0, 0.2), numerics(2, 7, "fc", 65504.0, 0.0)});
+    const EventBatch second = queue.take();
+    QVERIFY(!second.empty());
+    run.append(second);
+    QCOMPARE(run.layer_numerics.size(), size_t{6});
+
+    NumericsHeatmap map;
+    map.update_from({&run});
+    QTableWidget* t = map.table();
+    QCOMPARE(t->rowCount(), 2);
+    QCOMPARE(t->columnCount(), 2);
+    QCOMPARE(t->verticalHeaderItem(0)->text(), QString("conv1"));
+    QCOMPARE(t->verticalHeaderItem(1)->text(), QString("fc"));
+    QCOMPARE(t->horizontalHeaderItem(1)->text(), QString("E2"));
+    // Headroom log2(65504 / max): 4096 -> 4.0; 131008 = 2 x 65504 -> -1.0 (beyond FP16); 65504 -> 0.0.
+    QCOMPARE(t->item(0, 0)->text(), QString("4.0"));
+    QCOMPARE(t->item(1, 0)->text(), QString("-1.0"));
+    QCOMPARE(t->item(1, 1)->text(), QString("0.0"));
+    QCOMPARE(t->item(0, 1)->text(), QString("all 0"));
+    // Colours: beyond FP16 red, 4 powers of two halfway (yellow), 8 and more green, all-zero grey.
+    QCOMPARE(t->item(1, 0)->background().color().hue(), 0);
+    QCOMPARE(t->item(0, 0)->background().color().rgb(), numerics_color(NumericsMeasure::ActivationHeadroom, 4.0).rgb());
+    QCOMPARE(numerics_color(NumericsMeasure::ActivationHeadroom, 4.0).hue(), 60);
+    QCOMPARE(numerics_color(NumericsMeasure::ActivationHeadroom, 12.0).hue(), 120);
+    QCOMPARE(t->item(0, 1)->background().color().rgb(), QColor(200, 200, 200).rgb());
+    const QString tip = t->item(1, 0)->toolTip();
+    QVERIFY2(tip.contains("fc (linear, 16 → 16 channels), epoch 1, step 3"), qPrintable(tip));
+    QVERIFY2(tip.contains("forward in f16, backward in f16, 3 cast(s)"), qPrintable(tip));
+    QVERIFY2(tip.contains("loss scale 1024"), qPrintable(tip));
+
+    // The selector: the activation gradients' underflow, 10% and more red, none green.
+    map.set_measure(NumericsMeasure::ActivationGradUnderflow);
+    QCOMPARE(t->item(0, 0)->text(), QString("0.00%"));
+    QCOMPARE(t->item(1, 0)->text(), QString("2.00%"));
+    QCOMPARE(t->item(0, 1)->text(), QString("20.00%"));
+    QCOMPARE(t->item(0, 0)->background().color().hue(), 120);
+    QCOMPARE(t->item(0, 1)->background().color().hue(), 0);
+    map.set_measure(NumericsMeasure::WeightGradUnderflow);
+    QCOMPARE(t->item(1, 1)->text(), QString("0.00%"));
+
+    // From the store: the same records, read back into a series, draw the same cells.
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("runs.sqlite").toStdString();
+    {
+      RunStore store(db);
+      TrainConfig config;
+      config.name = "numerics";
+      const int64_t id = store.begin_run(config, RunInfo{}, "");
+      store.add_layer_numerics(id, run.layer_numerics);
+    }
+    const RunStore store(db, RunStore::Mode::ReadOnly);
+    const RunSeries stored = load_run_series(store, store.resolve("numerics"));
+    QCOMPARE(stored.layer_numerics.size(), size_t{6});
+    NumericsHeatmap from_store;
+    from_store.update_from({&stored});
+    QCOMPARE(from_store.table()->rowCount(), 2);
+    QCOMPARE(from_store.table()->item(1, 0)->text(), QString("-1.0"));
+    QCOMPARE(from_store.table()->item(1, 0)->toolTip(), tip);
   }
 };
 

@@ -21,6 +21,7 @@
 #include "chart_factory.h"
 #include "chart_style.h"
 #include "loss_scale_chart.h"
+#include "numerics_heatmap.h"
 
 namespace ampwb::ui {
 
@@ -105,7 +106,10 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
     grid->addWidget(cell, index / 3, index % 3);
     ++index;
   }
-  for (int c = 0; c < 3; ++c) grid->setColumnStretch(c, 1);
+  // Beside the histogram (last in the grid), as tall as both rows: ResNet-18 has some 40 layers.
+  numerics_ = new NumericsHeatmap;
+  grid->addWidget(numerics_, 0, 3, 2, 1);
+  for (int c = 0; c < 4; ++c) grid->setColumnStretch(c, 1);
   for (int r = 0; r < 2; ++r) grid->setRowStretch(r, 1);
   layout->addLayout(grid, 1);
   update_skipped_note();
@@ -160,6 +164,7 @@ void ChartPanel::refresh() {
   refresh_pending_ = false;
   const ChartOptions o = options();
   for (MetricChart* c : charts_) c->update_from(runs_, o);
+  numerics_->update_from(runs_);
   update_skipped_note();
   const qint64 cost = clock.elapsed();
   if (cost > 8) throttle_->start(static_cast<int>(std::min<qint64>(1000, 2 * cost)));

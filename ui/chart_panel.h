@@ -1,5 +1,6 @@
 // Every chart of a run (live or stored) or of a comparison, in one grid, with the controls they share: smoothing
-// of the per-step curves, which gradient histogram to show, mean ± std bands, and export (one chart or all).
+// of the per-step curves, which gradient histogram to show, mean ± std bands, and export (one chart or all). Beside
+// the gradient histogram, the per-layer numerics heat map.
 #pragma once
 
 #include <QWidget>
@@ -15,6 +16,8 @@ class QSpinBox;
 class QTimer;
 
 namespace ampwb::ui {
+
+class NumericsHeatmap;
 
 class ChartPanel : public QWidget {
   Q_OBJECT
@@ -37,6 +40,7 @@ class ChartPanel : public QWidget {
 
   MetricChart* chart(const QString& metric) const;
   const std::vector<MetricChart*>& charts() const { return charts_; }
+  NumericsHeatmap* numerics() const { return numerics_; }
 
   // With file dialogs: one chart to PNG/SVG/PDF, or all of them into a folder.
   void export_one(MetricChart* chart);
@@ -62,6 +66,7 @@ class ChartPanel : public QWidget {
   QCheckBox* bands_ = nullptr;
   QLabel* skipped_note_ = nullptr;
   QLabel* run_legend_ = nullptr;  // a comparison's runs and their colours, for every chart
+  NumericsHeatmap* numerics_ = nullptr;
 };
 
 }  // namespace ampwb::ui

@@ -25,6 +25,11 @@ void EventQueue::on_histogram(const GradientHistogram& histogram) {
   pending_.histograms.push_back(histogram);
 }
 
+void EventQueue::on_layer_numerics(const std::vector<LayerNumerics>& layers) {
+  std::lock_guard lock(mutex_);
+  pending_.layer_numerics.insert(pending_.layer_numerics.end(), layers.begin(), layers.end());
+}
+
 void EventQueue::on_checkpoint(const CheckpointInfo& checkpoint) {
   std::lock_guard lock(mutex_);
   pending_.checkpoints.push_back(checkpoint);

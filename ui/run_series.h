@@ -1,4 +1,5 @@
-// The plain data model every chart draws from: one run's configuration, steps, epochs and histograms. A live run
+// The plain data model every chart draws from: one run's configuration, steps, epochs, histograms and per-layer
+// numerics. A live run
 // grows it batch by batch; a stored run is loaded from the run store. Charts only read it. No Qt types.
 #pragma once
 
@@ -25,8 +26,9 @@ struct RunSeries {
   std::vector<StepReport> steps;
   std::vector<EpochReport> epochs;
   std::vector<GradientHistogram> histograms;
-  uint64_t revision = 0;        // bumped by every change, so charts skip redrawing what they already show
-  uint64_t epoch_revision = 0;  // bumped when epochs, histograms or the run's state change (not by steps)
+  std::vector<LayerNumerics> layer_numerics;  // every probed step's layers, in step order
+  uint64_t revision = 0;                      // bumped by every change, so charts skip redrawing what they already show
+  uint64_t epoch_revision = 0;  // bumped when epochs, histograms, numerics or the run's state change (not by steps)
 
   // Adds a live batch. A resumed run reports again from its checkpoint: what it reports replaces what was there.
   void append(const EventBatch& batch);

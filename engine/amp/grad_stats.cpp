@@ -2,8 +2,11 @@
 #include "amp/grad_stats.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 
+#include "core/convert16.h"
 #include "core/half.h"
 
 namespace ampwb {
@@ -14,12 +17,27 @@ GradientHistogram empty_histogram(const char* kind) {
   h.counts.assign(static_cast<size_t>(h.max_log2 - h.min_log2 + 1), 0);
   return h;
 }
+
+// A host tensor's values as floats in storage order (the histogram does not depend on the order).
+std::vector<float> storage_floats(const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  if (t.dtype() == DType::F32)
+    std::memcpy(out.data(), t.data(), out.size() * sizeof(float));
+  else if (t.dtype() == DType::F16)
+    f16_to_f32(t.data_as<uint16_t>(), out.data(), t.numel());
+  else if (t.dtype() == DType::BF16)
+    bf16_to_f32(t.data_as<uint16_t>(), out.data(), t.numel());
+  else
+    out = to_float_vector(t);
+  return out;
+}
 }  // namespace
 
-GradientProbe::GradientProbe() : activation_(empty_histogram("activation")), weight_(empty_histogram("weight")) {}
+GradientProbe::GradientProbe(bool histograms)
+    : histograms_(histograms), activation_(empty_histogram("activation")), weight_(empty_histogram("weight")) {}
 
 void GradientProbe::add(const Tensor& g, GradientHistogram& h) {
-  const std::vector<float> values = to_float_vector(g);  // once per epoch: clarity over speed
+  const std::vector<float> values = storage_floats(g);
   const int bins = static_cast<int>(h.counts.size());
   int64_t under = 0, over = 0;
   for (float v : values) {
@@ -40,7 +58,9 @@ void GradientProbe::add(const Tensor& g, GradientHistogram& h) {
     }
     if (magnitude < kHalfMinSubnormal) ++under;
     if (magnitude > kHalfMax) ++over;
-    const int bin = std::clamp(std::ilogb(magnitude) - h.min_log2, 0, bins - 1);
+    // The float's exponent is ilogb for normal floats; FP32 subnormals (below 2^-126) land in the first bin anyway.
+    const int exponent = static_cast<int>((std::bit_cast<uint32_t>(magnitude) >> 23) & 0xff) - 127;
+    const int bin = std::clamp(exponent - h.min_log2, 0, bins - 1);
     ++h.counts[static_cast<size_t>(bin)];
   }
   // Fractions are kept as running counts until take() divides them.
@@ -49,6 +69,7 @@ void GradientProbe::add(const Tensor& g, GradientHistogram& h) {
 }
 
 void GradientProbe::record_weight_gradients(Backend& backend, const std::vector<Tensor*>& grads) {
+  if (!histograms_) return;
   for (const Tensor* g : grads) add(on_host(backend, *g), weight_);
 }
 

@@ -33,14 +33,17 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
   backend_.batchnorm_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_, running_mean_.value,
                                       running_var_.value, momentum_, eps_);
   input_ = x;
+  // Statistics, scale and shift are FP32 (gamma's dtype) whatever the activations' dtype.
+  probe_forward("batch_norm", gamma_, C, C, gamma_.value.dtype(), y);
   return y;
 }
 
 Tensor BatchNorm2d::backward(const Tensor& output_grad) {
-  const Tensor dy = cast(backend_, output_grad, input_.dtype());
+  const Tensor dy = cast_counted(output_grad, input_.dtype());
   Tensor dx = empty_like(input_);
   backend_.batchnorm_backward(input_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad, beta_.grad, eps_);
   input_ = Tensor();
+  probe_backward(gamma_.value.dtype(), dy, gamma_.grad);
   return dx;
 }
 

@@ -22,12 +22,13 @@ Conv2d::Conv2d(Backend& backend, const std::string& name, int in_channels, int o
 
 Tensor Conv2d::forward(const Tensor& input, Mode mode) {
   const DType dtype = policy().compute_dtype(OpClass::Conv, input.dtype());
-  const Tensor x = cast(backend_, input, dtype);
+  const Tensor x = cast_counted(input, dtype);
   const int64_t K = weight_.value.n(), R = weight_.value.h(), S = weight_.value.w();
   const int64_t P = (x.h() + 2 * params_.padding - R) / params_.stride + 1;
   const int64_t Q = (x.w() + 2 * params_.padding - S) / params_.stride + 1;
   Tensor y = Tensor::empty({x.n(), K, P, Q}, dtype, x.layout(), x.device());
-  backend_.conv2d_forward(x, weight_.value_as(backend_, dtype), y, params_);
+  backend_.conv2d_forward(x, weight_as(weight_, dtype), y, params_);
+  probe_forward("conv", weight_, x.c(), K, dtype, y);
   input_ = mode == Mode::Train ? x : Tensor();
   input_dtype_ = input.dtype();
   return y;
@@ -35,21 +36,22 @@ Tensor Conv2d::forward(const Tensor& input, Mode mode) {
 
 Tensor Conv2d::backward(const Tensor& output_grad) {
   const DType dtype = input_.dtype();
-  const Tensor dy = cast(backend_, output_grad, dtype);
+  const Tensor dy = cast_counted(output_grad, dtype);
   if (probe_) probe_->record_activation_gradient(on_host(backend_, dy));
   if (dtype == DType::F32) {
     backend_.conv2d_backward_weights(input_, dy, weight_.grad, params_);
   } else {
     Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, weight_.grad.device());
     backend_.conv2d_backward_weights(input_, dy, dw, params_);
-    backend_.convert(dw, weight_.grad);
+    widen_grad(dw, weight_);
   }
   Tensor dx;
   if (input_needs_grad_) {
     dx = empty_like(input_);
-    backend_.conv2d_backward_data(dy, weight_.value_as(backend_, dtype), dx, params_);
-    dx = cast(backend_, dx, input_dtype_);
+    backend_.conv2d_backward_data(dy, weight_as(weight_, dtype), dx, params_);
+    dx = cast_counted(dx, input_dtype_);
   }
+  probe_backward(dtype, dy, weight_.grad);
   input_ = Tensor();  // free the activation as soon as it is used
   return dx;
 }

@@ -1,6 +1,7 @@
 // Sequential composition of layers.
 #include "nn/layer.h"
 
+#include "amp/grad_stats.h"
 #include "amp/policy.h"
 
 namespace ampwb {
@@ -28,6 +29,50 @@ const Tensor& Parameter::value_as(Backend& backend, DType dtype) {
     compute_version = version;
   }
   return compute;
+}
+
+Tensor Layer::cast_counted(const Tensor& t, DType dtype) {
+  if (probe_ && t.defined() && t.dtype() != dtype) ++probe_casts_;
+  return cast(backend_, t, dtype);
+}
+
+const Tensor& Layer::weight_as(Parameter& p, DType dtype) {
+  const uint64_t copied = p.compute_version;
+  const Tensor& value = p.value_as(backend_, dtype);
+  if (probe_ && p.compute_version != copied) ++probe_casts_;
+  return value;
+}
+
+void Layer::widen_grad(const Tensor& low_grad, Parameter& p) {
+  if (probe_) ++probe_casts_;
+  backend_.convert(low_grad, p.grad);
+}
+
+void Layer::probe_forward(const char* kind, const Parameter& weight, int64_t in_channels, int64_t out_channels,
+                          DType dtype, const Tensor& y) {
+  if (!probe_) return;
+  LayerNumerics n;
+  // The parameter is named "<layer>.weight", as torchvision names it.
+  const std::string suffix = ".weight";
+  n.layer = weight.name.ends_with(suffix) ? weight.name.substr(0, weight.name.size() - suffix.size()) : weight.name;
+  n.kind = kind;
+  n.in_channels = in_channels;
+  n.out_channels = out_channels;
+  n.forward_dtype = dtype_name(dtype);
+  n.activation = value_range(on_host(backend_, y));
+  probe_record_ = probe_->layers().open(std::move(n));
+  probe_opened_ = true;
+}
+
+void Layer::probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_grad) {
+  if (!probe_ || !probe_opened_) return;
+  LayerNumerics& n = probe_->layers().at(probe_record_);
+  n.backward_dtype = dtype_name(dtype);
+  n.activation_grad = value_range(on_host(backend_, dy));
+  n.weight_grad = value_range(on_host(backend_, weight_grad));
+  n.casts = probe_casts_;
+  probe_casts_ = 0;
+  probe_opened_ = false;
 }
 
 Tensor Sequential::forward(const Tensor& x, Mode mode) {

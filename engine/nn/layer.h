@@ -64,14 +64,33 @@ class Layer {
   virtual void visit(const std::function<void(Layer&)>& fn) { fn(*this); }
 
   void set_policy(const PrecisionPolicy& policy) { policy_ = &policy; }
-  void set_probe(GradientProbe* probe) { probe_ = probe; }  // nullptr: no gradient statistics
+  void set_probe(GradientProbe* probe) {  // nullptr: no gradient statistics
+    probe_ = probe;
+    probe_casts_ = 0;
+    probe_opened_ = false;
+  }
 
  protected:
   const PrecisionPolicy& policy() const { return *policy_; }
 
+  // The layer's dtype conversions, counted for its numerics record while a probe is set.
+  Tensor cast_counted(const Tensor& t, DType dtype);      // an autocast cast
+  const Tensor& weight_as(Parameter& p, DType dtype);     // a refreshed low-precision weight copy
+  void widen_grad(const Tensor& low_grad, Parameter& p);  // a low-precision gradient into p.grad
+  // A probed step's record of this layer: forward opens it (model order) with its output y, backward completes it
+  // with the output gradient dy as it computes with it and the weight gradient. No-ops without a probe.
+  void probe_forward(const char* kind, const Parameter& weight, int64_t in_channels, int64_t out_channels, DType dtype,
+                     const Tensor& y);
+  void probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_grad);
+
   Backend& backend_;
   const PrecisionPolicy* policy_ = &fp32_policy();
   GradientProbe* probe_ = nullptr;
+
+ private:
+  int64_t probe_casts_ = 0;  // casts made since the probed step began
+  size_t probe_record_ = 0;  // the index of the record forward opened
+  bool probe_opened_ = false;
 };
 
 // Layers applied one after another; backward runs them in reverse.

@@ -24,9 +24,10 @@ Linear::Linear(Backend& backend, const std::string& name, int in_features, int o
 
 Tensor Linear::forward(const Tensor& input, Mode mode) {
   const DType dtype = policy().compute_dtype(OpClass::Linear, input.dtype());
-  const Tensor x = cast(backend_, input, dtype);
+  const Tensor x = cast_counted(input, dtype);
   Tensor y = Tensor::empty({x.dim(0), weight_.value.dim(0)}, dtype, Layout::NCHW, x.device());
-  backend_.linear_forward(x, weight_.value_as(backend_, dtype), bias_.value_as(backend_, dtype), y);
+  backend_.linear_forward(x, weight_as(weight_, dtype), weight_as(bias_, dtype), y);
+  probe_forward("linear", weight_, x.dim(1), weight_.value.dim(0), dtype, y);
   input_ = mode == Mode::Train ? x : Tensor();
   input_dtype_ = input.dtype();
   output_dtype_ = dtype;
@@ -36,7 +37,7 @@ Tensor Linear::forward(const Tensor& input, Mode mode) {
 Tensor Linear::backward(const Tensor& output_grad) {
   const DType dtype = output_dtype_;
   // The loss gradient arrives in FP32 (scaled); casting it to FP16 is where a too-large scale overflows.
-  const Tensor dy = cast(backend_, output_grad, dtype);
+  const Tensor dy = cast_counted(output_grad, dtype);
   Tensor dx = empty_like(input_);
   if (dtype == DType::F32) {
     backend_.linear_backward(dy, input_, weight_.value, dx, weight_.grad, bias_.grad);
@@ -44,12 +45,14 @@ Tensor Linear::backward(const Tensor& output_grad) {
     const Device device = weight_.grad.device();
     Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, device);
     Tensor db = Tensor::empty(bias_.value.shape(), dtype, Layout::NCHW, device);
-    backend_.linear_backward(dy, input_, weight_.value_as(backend_, dtype), dx, dw, db);
-    backend_.convert(dw, weight_.grad);
-    backend_.convert(db, bias_.grad);
+    backend_.linear_backward(dy, input_, weight_as(weight_, dtype), dx, dw, db);
+    widen_grad(dw, weight_);
+    widen_grad(db, bias_);
   }
   input_ = Tensor();
-  return cast(backend_, dx, input_dtype_);
+  dx = cast_counted(dx, input_dtype_);
+  probe_backward(dtype, dy, weight_.grad);
+  return dx;
 }
 
 void Linear::collect_parameters(std::vector<Parameter*>& out) {

@@ -59,6 +59,8 @@ void validate(const TrainConfig& c) {
   REQUIRE_SETTING(c.data.cache_budget_mb >= 0, "--cache-mb must not be negative, got " << c.data.cache_budget_mb);
   REQUIRE_SETTING(c.data.max_train_images >= 0,
                   "--max-train-images must not be negative (0 means all), got " << c.data.max_train_images);
+  REQUIRE_SETTING(c.numerics_every >= 0,
+                  "--numerics-every must not be negative (0: the last step of each epoch), got " << c.numerics_every);
   REQUIRE_SETTING(c.max_steps_per_epoch >= 0, "--max-steps-per-epoch must not be negative (0 means all)");
   REQUIRE_SETTING(c.data.loader_threads >= 0, "the loader's thread count must not be negative");
 }

@@ -256,7 +256,7 @@ RunEnd Trainer::train() {
   const PrecisionPolicy policy(config.precision);
   LossScaler scaler(config.precision.loss_scale);
   MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, config.label_smoothing, config.grad_clip_norm);
-  GradientProbe probe;
+  GradientProbe probe, numerics_probe(false);
 
   int64_t steps_per_epoch = train_data.batches_per_epoch();
   if (config.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config.max_steps_per_epoch);
@@ -323,8 +323,13 @@ RunEnd Trainer::train() {
       if (stop_)
         return {RunStatus::Cancelled,
                 "stopped by the user at epoch " + std::to_string(epoch) + ", step " + std::to_string(b) + save(at)};
-      const bool probe_this_step = b == steps_per_epoch - 1;  // the paper's histogram, once per epoch
-      step_timer.begin(b, steps_per_epoch, probe_this_step, train_data.wait_seconds());
+      // The paper's histogram and the per-layer numerics on the last step of each epoch; the numerics also every
+      // numerics_every steps, through a probe without histograms so that they stay one step's. Probed steps do
+      // host work no other step does: they are left out of the time breakdown.
+      const bool last_of_epoch = b == steps_per_epoch - 1;
+      const bool numerics_due = config.numerics_every > 0 && (global_step + 1) % config.numerics_every == 0;
+      GradientProbe* const step_probe = last_of_epoch ? &probe : numerics_due ? &numerics_probe : nullptr;
+      step_timer.begin(b, steps_per_epoch, step_probe != nullptr, train_data.wait_seconds());
       const DeviceBatch current = next.images.defined() ? std::move(next) : fetch(b);
       next = b + 1 < steps_per_epoch ? fetch(b + 1) : DeviceBatch{};
       at.data_wait = wait_before + train_data.wait_seconds();
@@ -336,7 +341,7 @@ RunEnd Trainer::train() {
       }
       const auto compute_start = Clock::now();
       const float lr = lr_schedule.at(global_step);
-      const StepResult r = step.run(images, labels, lr, probe_this_step ? &probe : nullptr);
+      const StepResult r = step.run(images, labels, lr, step_probe);
       at.compute += seconds_since(compute_start);
       step_timer.end(train_data.wait_seconds());
       report(&TrainObserver::on_step, StepReport{epoch, global_step, r.loss, static_cast<float>(r.correct) / images.n(),
@@ -344,6 +349,8 @@ RunEnd Trainer::train() {
       // After its on_step: the store's resume logic keys a run's details on the steps it holds.
       if (r.skipped)
         report(&TrainObserver::on_overflow, OverflowReport{epoch, global_step, r.loss_scale, r.overflow_layers});
+      if (step_probe)
+        report(&TrainObserver::on_layer_numerics, step_probe->layers().take(epoch, global_step, r.loss_scale));
       const std::string where = " at epoch " + std::to_string(epoch) + ", step " + std::to_string(b);
       if (!std::isfinite(r.loss) && !recovers_from_overflow)
         return {RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +

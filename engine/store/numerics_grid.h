@@ -1,0 +1,40 @@
+// A run's per-layer numerics as the layers x epochs grid that `ampwb show` prints and the GUI's heat map paints,
+// and the "precision per op" totals of a step: one reading of the records for both.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/run_details.h"
+
+namespace ampwb {
+
+struct NumericsGrid {
+  std::vector<std::string> layers;  // in model (forward) order
+  std::vector<int> epochs;          // ascending
+  std::vector<int64_t> steps;       // per epoch: its last probed step, whose records the cells hold
+  std::vector<std::vector<std::optional<LayerNumerics>>> cells;  // [layer][epoch]; empty where not measured
+};
+
+// The grid of the last probed step of each epoch; records may come in any order.
+NumericsGrid numerics_grid(const std::vector<LayerNumerics>& records);
+
+// What the grid's cells can show, each a number for a colour: the heat map's selector and the CLI's tables.
+enum class NumericsMeasure { ActivationHeadroom, ActivationGradUnderflow, WeightGradUnderflow };
+const char* numerics_measure_name(NumericsMeasure m);  // "activation headroom", ...
+// Activation headroom: log2(65504 / max |activation|), the powers of two left before FP16 overflows (negative:
+// beyond FP16); +inf when every value is zero. The underflow measures: fractions in [0, 1].
+double numerics_measure(const LayerNumerics& n, NumericsMeasure m);
+
+// "Precision per op" (Paddle's operator statistics): per layer kind, how many layers ran forward and backward in
+// each dtype, and the casts they made, over one step's records.
+struct OpPrecision {
+  int layers = 0;
+  std::map<std::string, int> forward, backward;  // dtype name -> layers
+  int64_t casts = 0;
+};
+std::map<std::string, OpPrecision> precision_per_op(const std::vector<LayerNumerics>& step_records);
+
+}  // namespace ampwb

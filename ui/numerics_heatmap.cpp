@@ -1,0 +1,140 @@
+// NumericsHeatmap: the layers x epochs table, its colours and its tooltips.
+#include "numerics_heatmap.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "run_series.h"
+#include "store/report_text.h"
+
+namespace ampwb::ui {
+namespace {
+
+QString range_text(const ValueRange& r) {
+  return QObject::tr("max |x| %1; %2 below 2^-24, %3 above 65504, %4 zero, %5 inf/NaN (%6 values)")
+      .arg(QString::fromStdString(number_text(r.max_abs)))
+      .arg(QString::fromStdString(percent_text(r.underflow_fraction)))
+      .arg(QString::fromStdString(percent_text(r.overflow_fraction)))
+      .arg(QString::fromStdString(percent_text(r.zero_fraction)))
+      .arg(QString::fromStdString(percent_text(r.nonfinite_fraction)))
+      .arg(r.count);
+}
+
+QString tooltip(const LayerNumerics& n) {
+  const double headroom = numerics_measure(n, NumericsMeasure::ActivationHeadroom);
+  return QObject::tr(
+             "%1 (%2, %3 → %4 channels), epoch %5, step %6\n"
+             "forward in %7, backward in %8, %9 cast(s)\n"
+             "activation headroom: %10 powers of two\n"
+             "activation: %11\n"
+             "activation gradient (× loss scale %12): %13\n"
+             "weight gradient: %14")
+      .arg(QString::fromStdString(n.layer), QString::fromStdString(n.kind))
+      .arg(n.in_channels)
+      .arg(n.out_channels)
+      .arg(n.epoch)
+      .arg(n.step)
+      .arg(QString::fromStdString(n.forward_dtype), QString::fromStdString(n.backward_dtype))
+      .arg(n.casts)
+      .arg(std::isinf(headroom) ? QObject::tr("unbounded (all zero)") : QString::number(headroom, 'f', 2))
+      .arg(range_text(n.activation))
+      .arg(QString::fromStdString(number_text(n.loss_scale)))
+      .arg(range_text(n.activation_grad))
+      .arg(range_text(n.weight_grad));
+}
+
+QString cell_text(NumericsMeasure measure, double value) {
+  if (measure != NumericsMeasure::ActivationHeadroom) return QString::fromStdString(percent_text(value));
+  return std::isinf(value) ? QObject::tr("all 0") : QString::number(value, 'f', 1);
+}
+
+}  // namespace
+
+QColor numerics_color(NumericsMeasure measure, double value) {
+  if (!std::isfinite(value)) return QColor(200, 200, 200);
+  // 0 = bad (red), 1 = good (green).
+  const double good = measure == NumericsMeasure::ActivationHeadroom ? std::clamp(value / 8.0, 0.0, 1.0)
+                                                                     : 1.0 - std::clamp(value / 0.1, 0.0, 1.0);
+  return QColor::fromHsvF(static_cast<float>(good / 3.0), 0.55f, 0.95f);  // hue 0 (red) to 1/3 (green)
+}
+
+NumericsHeatmap::NumericsHeatmap(QWidget* parent) : QWidget(parent) {
+  setObjectName("numericsHeatmap");
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* top = new QHBoxLayout;
+  top->addWidget(new QLabel(tr("Per-layer numerics")));
+  measure_ = new QComboBox;
+  measure_->setObjectName("numericsMeasure");
+  for (NumericsMeasure m : {NumericsMeasure::ActivationHeadroom, NumericsMeasure::ActivationGradUnderflow,
+                            NumericsMeasure::WeightGradUnderflow})
+    measure_->addItem(tr(numerics_measure_name(m)), static_cast<int>(m));
+  connect(measure_, &QComboBox::currentIndexChanged, this, &NumericsHeatmap::rebuild);
+  top->addWidget(measure_, 1);
+  layout->addLayout(top);
+  caption_ = new QLabel;
+  caption_->setObjectName("numericsCaption");
+  caption_->setWordWrap(true);
+  layout->addWidget(caption_);
+  table_ = new QTableWidget;
+  table_->setObjectName("numericsTable");
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 2);
+  table_->horizontalHeader()->setDefaultSectionSize(48);
+  layout->addWidget(table_, 1);
+  rebuild();
+}
+
+NumericsMeasure NumericsHeatmap::measure() const {
+  return static_cast<NumericsMeasure>(measure_->currentData().toInt());
+}
+
+void NumericsHeatmap::set_measure(NumericsMeasure measure) {
+  measure_->setCurrentIndex(measure_->findData(static_cast<int>(measure)));
+}
+
+void NumericsHeatmap::update_from(const RunList& runs) {
+  const RunSeries* run = runs.empty() ? nullptr : runs.front();
+  if (run == run_ && run && run->epoch_revision == drawn_revision_) return;
+  run_ = run;
+  rebuild();
+}
+
+void NumericsHeatmap::rebuild() {
+  drawn_revision_ = run_ ? run_->epoch_revision : ~uint64_t{0};
+  const NumericsMeasure m = measure();
+  const NumericsGrid g = numerics_grid(run_ ? run_->layer_numerics : std::vector<LayerNumerics>{});
+  caption_->setText(g.layers.empty() ? tr("No per-layer numerics yet: they are measured on the last step of each "
+                                          "epoch.")
+                    : m == NumericsMeasure::ActivationHeadroom
+                        ? tr("log2(65504 / max |activation|): powers of two left before FP16 overflows")
+                        : tr("nonzero values below 2^-24 (FP16 flushes them to zero), as stored × loss scale"));
+  table_->clear();
+  table_->setRowCount(static_cast<int>(g.layers.size()));
+  table_->setColumnCount(static_cast<int>(g.epochs.size()));
+  QStringList rows, columns;
+  for (const std::string& layer : g.layers) rows << QString::fromStdString(layer);
+  for (int epoch : g.epochs) columns << tr("E%1").arg(epoch);
+  table_->setVerticalHeaderLabels(rows);
+  table_->setHorizontalHeaderLabels(columns);
+  for (size_t l = 0; l < g.layers.size(); ++l)
+    for (size_t e = 0; e < g.epochs.size(); ++e) {
+      const std::optional<LayerNumerics>& cell = g.cells[l][e];
+      if (!cell) continue;
+      const double value = numerics_measure(*cell, m);
+      auto* item = new QTableWidgetItem(cell_text(m, value));
+      item->setBackground(numerics_color(m, value));
+      item->setForeground(Qt::black);
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      item->setToolTip(tooltip(*cell));
+      table_->setItem(static_cast<int>(l), static_cast<int>(e), item);
+    }
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,43 @@
+// Per-layer numerics as a heat map: layers (rows, model order) x epochs (columns, the last probed step of each),
+// coloured by the measure the selector picks: activation headroom before FP16 overflows, or the fraction of
+// activation or weight gradients FP16 would flush to zero. Each cell's tooltip has the layer's whole record.
+// Shows the first run of the list (a comparison's first); live runs fill it as their probed steps arrive.
+#pragma once
+
+#include <QColor>
+#include <QWidget>
+
+#include "metric_chart.h"
+#include "store/numerics_grid.h"
+
+class QComboBox;
+class QLabel;
+class QTableWidget;
+
+namespace ampwb::ui {
+
+// A cell's colour: red where FP16 loses values (negative headroom, underflow of 10% and more), through yellow, to
+// green where there is room (headroom of 8 powers of two and more, no underflow); grey when all values are zero.
+QColor numerics_color(NumericsMeasure measure, double value);
+
+class NumericsHeatmap : public QWidget {
+  Q_OBJECT
+ public:
+  explicit NumericsHeatmap(QWidget* parent = nullptr);
+
+  // Redraws when the first run or its numerics changed (RunSeries::epoch_revision).
+  void update_from(const RunList& runs);
+  NumericsMeasure measure() const;
+  void set_measure(NumericsMeasure measure);
+  QTableWidget* table() const { return table_; }
+
+ private:
+  void rebuild();
+  QComboBox* measure_ = nullptr;
+  QLabel* caption_ = nullptr;
+  QTableWidget* table_ = nullptr;
+  const RunSeries* run_ = nullptr;
+  uint64_t drawn_revision_ = ~uint64_t{0};
+};
+
+}  // namespace ampwb::ui
