@@ -183,291 +183,287 @@ void print_overflows(const std::vector<OverflowReport>& list, const std::vector<
   }
   table.print("  ");
   if (list.size() > kShown) std::printf("  ... and %zu more (--json lists them all)\n", list.size() - kShown);
-  // At most this many epochs as columns of the numerics tables, evenly spread with the first and the last.
-  constexpr size_t kNumericsColumns = 10;
+}
 
-  std::vector<size_t> epoch_columns(size_t epochs) {
-    std::vector<size_t> columns;
-    if (epochs <= kNumericsColumns) {
-      for (size_t e = 0; e < epochs; ++e) columns.push_back(e);
-      return columns;
-    }
-    for (size_t i = 0; i < kNumericsColumns; ++i) columns.push_back(i * (epochs - 1) / (kNumericsColumns - 1));
+// At most this many epochs as columns of the numerics tables, evenly spread with the first and the last.
+constexpr size_t kNumericsColumns = 10;
+
+std::vector<size_t> epoch_columns(size_t epochs) {
+  std::vector<size_t> columns;
+  if (epochs <= kNumericsColumns) {
+    for (size_t e = 0; e < epochs; ++e) columns.push_back(e);
     return columns;
   }
+  for (size_t i = 0; i < kNumericsColumns; ++i) columns.push_back(i * (epochs - 1) / (kNumericsColumns - 1));
+  return columns;
+}
 
-  void print_numerics_table(const NumericsGrid& g, NumericsMeasure measure) {
-    const std::vector<size_t> columns = epoch_columns(g.epochs.size());
-    std::vector<std::string> header{"LAYER"};
-    for (size_t e : columns) header.push_back("E" + std::to_string(g.epochs[e]));
-    Table table(header, [&] {
-      std::vector<bool> right(header.size(), true);
-      right[0] = false;
-      return right;
-    }());
-    for (size_t l = 0; l < g.layers.size(); ++l) {
-      std::vector<std::string> row{g.layers[l]};
-      for (size_t e : columns) {
-        const std::optional<LayerNumerics>& cell = g.cells[l][e];
-        if (!cell) {
-          row.push_back("");
-          continue;
-        }
-        const double v = numerics_measure(*cell, measure);
-        if (measure != NumericsMeasure::ActivationHeadroom)
-          row.push_back(percent_text(v));
-        else if (std::isinf(v))
-          row.push_back("all 0");
-        else
-          row.push_back(fixed_text(v, 1));
+void print_numerics_table(const NumericsGrid& g, NumericsMeasure measure) {
+  const std::vector<size_t> columns = epoch_columns(g.epochs.size());
+  std::vector<std::string> header{"LAYER"};
+  for (size_t e : columns) header.push_back("E" + std::to_string(g.epochs[e]));
+  Table table(header, [&] {
+    std::vector<bool> right(header.size(), true);
+    right[0] = false;
+    return right;
+  }());
+  for (size_t l = 0; l < g.layers.size(); ++l) {
+    std::vector<std::string> row{g.layers[l]};
+    for (size_t e : columns) {
+      const std::optional<LayerNumerics>& cell = g.cells[l][e];
+      if (!cell) {
+        row.push_back("");
+        continue;
       }
-      table.add(std::move(row));
+      const double v = numerics_measure(*cell, measure);
+      if (measure != NumericsMeasure::ActivationHeadroom)
+        row.push_back(percent_text(v));
+      else if (std::isinf(v))
+        row.push_back("all 0");
+      else
+        row.push_back(fixed_text(v, 1));
     }
+    table.add(std::move(row));
+  }
+  table.print("  ");
+}
+
+std::string dtype_counts(const std::map<std::string, int>& counts) {
+  std::string text;
+  for (const auto& [dtype, layers] : counts) text += (text.empty() ? "" : ", ") + std::to_string(layers) + " " + dtype;
+  return text;
+}
+
+// `ampwb show`'s per-layer numerics: two layers x epochs heat maps in text and the precision per op.
+void print_layer_numerics(const std::vector<LayerNumerics>& records) {
+  std::printf("\nper-layer numerics\n");
+  if (records.empty()) {
+    std::printf("  (none recorded)\n");
+    return;
+  }
+  const NumericsGrid g = numerics_grid(records);
+  std::printf(
+      "  activation headroom on the last probed step of each epoch: log2(65504 / max |activation|), the\n"
+      "  powers of two left before FP16 overflows (negative: beyond FP16)\n");
+  print_numerics_table(g, NumericsMeasure::ActivationHeadroom);
+  std::printf(
+      "\n  activation-gradient underflow: the fraction of gradient values, as backward received them (times\n"
+      "  the loss scale), that are nonzero and below 2^-24, where FP16 flushes to zero\n");
+  print_numerics_table(g, NumericsMeasure::ActivationGradUnderflow);
+
+  const size_t last = g.epochs.size() - 1;
+  std::vector<LayerNumerics> step;
+  for (const auto& row : g.cells)
+    if (row[last]) step.push_back(*row[last]);
+  std::printf("\n  precision per op (epoch %d, step %lld, loss scale %s)\n", g.epochs[last],
+              static_cast<long long>(g.steps[last]), step.empty() ? "-" : number_text(step.front().loss_scale).c_str());
+  Table ops({"OP", "LAYERS", "FORWARD", "BACKWARD", "CASTS"}, {false, true, false, false, true});
+  int layers = 0;
+  int64_t casts = 0;
+  for (const auto& [kind, p] : precision_per_op(step)) {
+    ops.add(
+        {kind, std::to_string(p.layers), dtype_counts(p.forward), dtype_counts(p.backward), std::to_string(p.casts)});
+    layers += p.layers;
+    casts += p.casts;
+  }
+  ops.add({"total", std::to_string(layers), "", "", std::to_string(casts)});
+  ops.print("  ");
+}
+
+struct ShowOptions {
+  std::string run, db;
+  bool json = false, steps = false;
+};
+
+int show_command(const ShowOptions& options) {
+  const bool as_json = options.json;
+  const bool with_steps = options.steps;
+  RunStore store = open_store(store_path(options.db));
+  const RunRecord r = store.run(store.resolve(options.run));
+  const std::vector<EpochReport> epochs = store.epochs(r.id);
+  const RunSummary s = summarize(r, epochs);
+  const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
+  const std::vector<EpochTimes> times = store.epoch_times(r.id);
+  const std::vector<OverflowReport> overflows = store.overflows(r.id);
+  const std::vector<OverflowNorms> norms = overflow_norms(store, r.id, overflows);
+  if (as_json) {
+    json out = {
+        {"run", r},         {"config", r.config},           {"info", r.info},       {"summary", s},
+        {"epochs", epochs}, {"checkpoints", json::array()}, {"epoch_times", times}, {"overflows", json::array()}};
+    for (const CheckpointInfo& c : checkpoints)
+      out["checkpoints"].push_back({{"epoch", c.epoch}, {"step", c.step}, {"path", c.path}});
+    for (size_t i = 0; i < overflows.size(); ++i) {  // inf and nan norms become null
+      json o = overflows[i];
+      o["grad_norm_scaled"] = norms[i].scaled;
+      o["grad_norm"] = norms[i].unscaled;
+      out["overflows"].push_back(o);
+    }
+    out["layer_numerics"] = store.layer_numerics(r.id);
+    if (with_steps) out["steps"] = store.steps(r.id);
+    print_json(out);
+    return 0;
+  }
+
+  const RunInfo& info = r.info;
+  std::printf("run %s\n", run_label(r).c_str());
+  std::printf("  status     %s%s%s\n", run_status_name(r.status), r.end_reason.empty() ? "" : ": ",
+              r.end_reason.c_str());
+  std::printf("  created    %s   ended %s   wall time %s\n", r.created.c_str(), r.ended.empty() ? "-" : r.ended.c_str(),
+              duration_text(r.duration_seconds).c_str());
+  std::printf("  dataset    %s (fingerprint %s)\n", r.dataset_path.c_str(),
+              r.dataset_fingerprint.empty() ? "-" : r.dataset_fingerprint.c_str());
+  if (info.train_images > 0)
+    std::printf("             %lld training and %lld validation images, %zu classes, %d px\n",
+                static_cast<long long>(info.train_images), static_cast<long long>(info.validation_images),
+                info.class_names.size(), r.image_size);
+  if (!info.model_summary.empty()) std::printf("  model      %s\n", info.model_summary.c_str());
+  std::printf("  device     %s\n", r.backend.c_str());
+  if (!info.compute.empty()) std::printf("  compute    %s\n", info.compute.c_str());
+  std::printf("  recorded   by %s on %s (pid %lld)\n",
+              r.versions.empty() ? r.ampwb_version.c_str() : r.versions.c_str(), r.host.empty() ? "?" : r.host.c_str(),
+              static_cast<long long>(r.pid));
+  if (!r.tags.empty()) {
+    std::string tags;
+    for (const std::string& t : r.tags) {
+      if (!tags.empty()) tags += ", ";
+      tags += t;
+    }
+    std::printf("  tags       %s\n", tags.c_str());
+  }
+  if (!r.notes.empty()) std::printf("  notes      %s\n", r.notes.c_str());
+  if (!r.unreadable.empty()) std::printf("  damaged    %s (defaults shown instead)\n", r.unreadable.c_str());
+
+  std::printf("\nconfiguration\n");
+  Table config({"SETTING", "VALUE"});
+  for (const auto& [key, value] : config_settings(r.config)) config.add({key, value});
+  config.print("  ");
+
+  std::printf("\nepochs\n");
+  if (epochs.empty()) {
+    std::printf("  (none completed)\n");
+  } else {
+    Table table({"EPOCH", "TRAIN LOSS", "TRAIN ACC", "VAL LOSS", "VAL ACC", "TOP-K", "SECONDS", "IMAGES/S",
+                 "DATA WAIT S", "SKIPPED", "LOSS SCALE", "PEAK"},
+                std::vector<bool>(12, true));
+    for (const EpochReport& e : epochs)
+      table.add({std::to_string(e.epoch), fixed_text(e.train_loss, 4), percent_text(e.train_accuracy),
+                 fixed_text(e.validation_loss, 4), percent_text(e.validation_accuracy), percent_text(e.validation_topk),
+                 fixed_text(e.seconds, 2), fixed_text(e.images_per_second, 1), fixed_text(e.data_wait_seconds, 2),
+                 std::to_string(e.skipped_steps), number_text(e.loss_scale), mebibytes_text(e.peak_bytes)});
     table.print("  ");
   }
 
-  std::string dtype_counts(const std::map<std::string, int>& counts) {
-    std::string text;
-    for (const auto& [dtype, layers] : counts)
-      text += (text.empty() ? "" : ", ") + std::to_string(layers) + " " + dtype;
-    return text;
+  std::printf("\nsummary\n");
+  if (s.epochs_completed) {
+    std::printf("  best validation accuracy   %s (epoch %d)\n", percent_text(s.best_validation_accuracy).c_str(),
+                s.best_epoch);
+    std::printf("  final validation accuracy  %s   loss %.4f\n", percent_text(s.final_validation_accuracy).c_str(),
+                s.final_validation_loss);
+    std::printf("  epochs                     %d of %d, mean %s, %.1f images/s\n", s.epochs_completed, r.epochs,
+                duration_text(s.mean_epoch_seconds).c_str(), s.mean_images_per_second);
+    std::printf("  skipped steps              %lld   final loss scale %s   peak memory %s\n",
+                static_cast<long long>(s.skipped_steps), number_text(s.final_loss_scale).c_str(),
+                mebibytes_text(s.peak_bytes).c_str());
+  } else {
+    std::printf("  no epoch completed\n");
   }
-
-  // `ampwb show`'s per-layer numerics: two layers x epochs heat maps in text and the precision per op.
-  void print_layer_numerics(const std::vector<LayerNumerics>& records) {
-    std::printf("\nper-layer numerics\n");
-    if (records.empty()) {
-      std::printf("  (none recorded)\n");
-      return;
-    }
-    const NumericsGrid g = numerics_grid(records);
-    std::printf(
-        "  activation headroom on the last probed step of each epoch: log2(65504 / max |activation|), the\n"
-        "  powers of two left before FP16 overflows (negative: beyond FP16)\n");
-    print_numerics_table(g, NumericsMeasure::ActivationHeadroom);
-    std::printf(
-        "\n  activation-gradient underflow: the fraction of gradient values, as backward received them (times\n"
-        "  the loss scale), that are nonzero and below 2^-24, where FP16 flushes to zero\n");
-    print_numerics_table(g, NumericsMeasure::ActivationGradUnderflow);
-
-    const size_t last = g.epochs.size() - 1;
-    std::vector<LayerNumerics> step;
-    for (const auto& row : g.cells)
-      if (row[last]) step.push_back(*row[last]);
-    std::printf("\n  precision per op (epoch %d, step %lld, loss scale %s)\n", g.epochs[last],
-                static_cast<long long>(g.steps[last]),
-                step.empty() ? "-" : number_text(step.front().loss_scale).c_str());
-    Table ops({"OP", "LAYERS", "FORWARD", "BACKWARD", "CASTS"}, {false, true, false, false, true});
-    int layers = 0;
-    int64_t casts = 0;
-    for (const auto& [kind, p] : precision_per_op(step)) {
-      ops.add(
-          {kind, std::to_string(p.layers), dtype_counts(p.forward), dtype_counts(p.backward), std::to_string(p.casts)});
-      layers += p.layers;
-      casts += p.casts;
-    }
-    ops.add({"total", std::to_string(layers), "", "", std::to_string(casts)});
-    ops.print("  ");
+  print_time_breakdown(r, times);
+  print_overflows(overflows, norms);
+  print_layer_numerics(store.layer_numerics(r.id));
+  if (!checkpoints.empty()) {
+    std::printf("\ncheckpoints\n");
+    for (const CheckpointInfo& c : checkpoints)
+      std::printf("  resumes at epoch %d (step %lld): %s\n", c.epoch, static_cast<long long>(c.step), c.path.c_str());
   }
+  return 0;
+}
 
-  struct ShowOptions {
-    std::string run, db;
-    bool json = false, steps = false;
-  };
+struct CompareOptions {
+  std::vector<std::string> runs;
+  std::string db;
+  bool json = false;
+};
 
-  int show_command(const ShowOptions& options) {
-    const bool as_json = options.json;
-    const bool with_steps = options.steps;
-    RunStore store = open_store(store_path(options.db));
-    const RunRecord r = store.run(store.resolve(options.run));
-    const std::vector<EpochReport> epochs = store.epochs(r.id);
-    const RunSummary s = summarize(r, epochs);
-    const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
-    const std::vector<EpochTimes> times = store.epoch_times(r.id);
-    const std::vector<OverflowReport> overflows = store.overflows(r.id);
-    const std::vector<OverflowNorms> norms = overflow_norms(store, r.id, overflows);
-    if (as_json) {
-      json out = {
-          {"run", r},         {"config", r.config},           {"info", r.info},       {"summary", s},
-          {"epochs", epochs}, {"checkpoints", json::array()}, {"epoch_times", times}, {"overflows", json::array()}};
-      for (const CheckpointInfo& c : checkpoints)
-        out["checkpoints"].push_back({{"epoch", c.epoch}, {"step", c.step}, {"path", c.path}});
-      for (size_t i = 0; i < overflows.size(); ++i) {  // inf and nan norms become null
-        json o = overflows[i];
-        o["grad_norm_scaled"] = norms[i].scaled;
-        o["grad_norm"] = norms[i].unscaled;
-        out["overflows"].push_back(o);
-      }
-      out["layer_numerics"] = store.layer_numerics(r.id);
-      if (with_steps) out["steps"] = store.steps(r.id);
-      print_json(out);
-      return 0;
+int compare_command(const CompareOptions& options) {
+  RunStore store = open_store(store_path(options.db));
+  std::vector<int64_t> ids;
+  for (const std::string& id : options.runs) ids.push_back(store.resolve(id));
+  const std::vector<ComparedRun> runs = load_compared_runs(store, ids);
+  const Comparison cmp = compare_runs(runs);  // the rows the GUI's comparison shows too
+  // Each run's step time by class against the first run's.
+  std::vector<std::vector<EpochTimes>> times;
+  for (int64_t id : ids) times.push_back(store.epoch_times(id));
+  std::vector<TimeComparison> by_class;
+  for (size_t i = 1; i < times.size(); ++i) by_class.push_back(compare_times(times[0], times[i]));
+
+  if (options.json) {
+    json out = {
+        {"runs", json::array()}, {"differences", json::object()}, {"rows", json::array()}, {"at_epoch", cmp.at_epoch}};
+    for (size_t i = 0; i < runs.size(); ++i) {
+      json j = cmp.summaries[i];
+      j["id"] = runs[i].record.id;
+      j["name"] = runs[i].record.name;
+      j["status"] = runs[i].record.status;
+      j["speedup"] = cmp.speedups[i];
+      out["runs"].push_back(j);
     }
-
-    const RunInfo& info = r.info;
-    std::printf("run %s\n", run_label(r).c_str());
-    std::printf("  status     %s%s%s\n", run_status_name(r.status), r.end_reason.empty() ? "" : ": ",
-                r.end_reason.c_str());
-    std::printf("  created    %s   ended %s   wall time %s\n", r.created.c_str(),
-                r.ended.empty() ? "-" : r.ended.c_str(), duration_text(r.duration_seconds).c_str());
-    std::printf("  dataset    %s (fingerprint %s)\n", r.dataset_path.c_str(),
-                r.dataset_fingerprint.empty() ? "-" : r.dataset_fingerprint.c_str());
-    if (info.train_images > 0)
-      std::printf("             %lld training and %lld validation images, %zu classes, %d px\n",
-                  static_cast<long long>(info.train_images), static_cast<long long>(info.validation_images),
-                  info.class_names.size(), r.image_size);
-    if (!info.model_summary.empty()) std::printf("  model      %s\n", info.model_summary.c_str());
-    std::printf("  device     %s\n", r.backend.c_str());
-    if (!info.compute.empty()) std::printf("  compute    %s\n", info.compute.c_str());
-    std::printf("  recorded   by %s on %s (pid %lld)\n",
-                r.versions.empty() ? r.ampwb_version.c_str() : r.versions.c_str(),
-                r.host.empty() ? "?" : r.host.c_str(), static_cast<long long>(r.pid));
-    if (!r.tags.empty()) {
-      std::string tags;
-      for (const std::string& t : r.tags) {
-        if (!tags.empty()) tags += ", ";
-        tags += t;
-      }
-      std::printf("  tags       %s\n", tags.c_str());
-    }
-    if (!r.notes.empty()) std::printf("  notes      %s\n", r.notes.c_str());
-    if (!r.unreadable.empty()) std::printf("  damaged    %s (defaults shown instead)\n", r.unreadable.c_str());
-
-    std::printf("\nconfiguration\n");
-    Table config({"SETTING", "VALUE"});
-    for (const auto& [key, value] : config_settings(r.config)) config.add({key, value});
-    config.print("  ");
-
-    std::printf("\nepochs\n");
-    if (epochs.empty()) {
-      std::printf("  (none completed)\n");
-    } else {
-      Table table({"EPOCH", "TRAIN LOSS", "TRAIN ACC", "VAL LOSS", "VAL ACC", "TOP-K", "SECONDS", "IMAGES/S",
-                   "DATA WAIT S", "SKIPPED", "LOSS SCALE", "PEAK"},
-                  std::vector<bool>(12, true));
-      for (const EpochReport& e : epochs)
-        table.add({std::to_string(e.epoch), fixed_text(e.train_loss, 4), percent_text(e.train_accuracy),
-                   fixed_text(e.validation_loss, 4), percent_text(e.validation_accuracy),
-                   percent_text(e.validation_topk), fixed_text(e.seconds, 2), fixed_text(e.images_per_second, 1),
-                   fixed_text(e.data_wait_seconds, 2), std::to_string(e.skipped_steps), number_text(e.loss_scale),
-                   mebibytes_text(e.peak_bytes)});
-      table.print("  ");
-    }
-
-    std::printf("\nsummary\n");
-    if (s.epochs_completed) {
-      std::printf("  best validation accuracy   %s (epoch %d)\n", percent_text(s.best_validation_accuracy).c_str(),
-                  s.best_epoch);
-      std::printf("  final validation accuracy  %s   loss %.4f\n", percent_text(s.final_validation_accuracy).c_str(),
-                  s.final_validation_loss);
-      std::printf("  epochs                     %d of %d, mean %s, %.1f images/s\n", s.epochs_completed, r.epochs,
-                  duration_text(s.mean_epoch_seconds).c_str(), s.mean_images_per_second);
-      std::printf("  skipped steps              %lld   final loss scale %s   peak memory %s\n",
-                  static_cast<long long>(s.skipped_steps), number_text(s.final_loss_scale).c_str(),
-                  mebibytes_text(s.peak_bytes).c_str());
-    } else {
-      std::printf("  no epoch completed\n");
-    }
-    print_time_breakdown(r, times);
-    print_overflows(overflows, norms);
-    print_layer_numerics(store.layer_numerics(r.id));
-    if (!checkpoints.empty()) {
-      std::printf("\ncheckpoints\n");
-      for (const CheckpointInfo& c : checkpoints)
-        std::printf("  resumes at epoch %d (step %lld): %s\n", c.epoch, static_cast<long long>(c.step), c.path.c_str());
-    }
-    return 0;
-  }
-
-  struct CompareOptions {
-    std::vector<std::string> runs;
-    std::string db;
-    bool json = false;
-  };
-
-  int compare_command(const CompareOptions& options) {
-    RunStore store = open_store(store_path(options.db));
-    std::vector<int64_t> ids;
-    for (const std::string& id : options.runs) ids.push_back(store.resolve(id));
-    const std::vector<ComparedRun> runs = load_compared_runs(store, ids);
-    const Comparison cmp = compare_runs(runs);  // the rows the GUI's comparison shows too
-    // Each run's step time by class against the first run's.
-    std::vector<std::vector<EpochTimes>> times;
-    for (int64_t id : ids) times.push_back(store.epoch_times(id));
-    std::vector<TimeComparison> by_class;
-    for (size_t i = 1; i < times.size(); ++i) by_class.push_back(compare_times(times[0], times[i]));
-
-    if (options.json) {
-      json out = {{"runs", json::array()},
-                  {"differences", json::object()},
-                  {"rows", json::array()},
-                  {"at_epoch", cmp.at_epoch}};
-      for (size_t i = 0; i < runs.size(); ++i) {
-        json j = cmp.summaries[i];
-        j["id"] = runs[i].record.id;
-        j["name"] = runs[i].record.name;
-        j["status"] = runs[i].record.status;
-        j["speedup"] = cmp.speedups[i];
-        out["runs"].push_back(j);
-      }
-      for (const CompareRow& row : cmp.rows) {
-        out["rows"].push_back(
-            {{"label", row.label}, {"values", row.values}, {"setting", row.setting}, {"differs", row.differs}});
-        if (row.setting && row.differs) out["differences"][row.label] = row.values;
-      }
-      out["time"] = json::array();
-      for (size_t i = 0; i < by_class.size(); ++i) {
-        const TimeComparison& t = by_class[i];
-        json j = {{"baseline", runs[0].record.id},
-                  {"run", runs[i + 1].record.id},
-                  {"available", t.available},
-                  {"sentence", t.sentence},
-                  {"rows", json::array()}};
-        for (const TimeRow& row : t.rows)
-          j["rows"].push_back({{"label", row.label}, {"ms", row.ms}, {"share", row.share}, {"speedup", row.speedup}});
-        out["time"].push_back(j);
-      }
-      print_json(out);
-      return 0;
-    }
-
-    std::vector<std::string> header{""};
-    for (const ComparedRun& r : runs) header.push_back(run_label(r.record));
-    std::vector<bool> right(runs.size() + 1, true);
-    right[0] = false;  // the labels
-    Table settings(header), results(header, right);
     for (const CompareRow& row : cmp.rows) {
-      if (row.setting && !row.differs) continue;  // settings: only those that differ
-      std::vector<std::string> cells{row.label};
-      cells.insert(cells.end(), row.values.begin(), row.values.end());
-      (row.setting ? settings : results).add(std::move(cells));
+      out["rows"].push_back(
+          {{"label", row.label}, {"values", row.values}, {"setting", row.setting}, {"differs", row.differs}});
+      if (row.setting && row.differs) out["differences"][row.label] = row.values;
     }
-    std::printf("configuration differences\n");
-    if (settings.rows() == 0)
-      std::printf("  (none: the runs share every setting)\n");
-    else
-      settings.print("  ");
-    std::printf("\nresults\n");
-    results.print("  ");
+    out["time"] = json::array();
     for (size_t i = 0; i < by_class.size(); ++i) {
       const TimeComparison& t = by_class[i];
-      const RunRecord &a = runs[0].record, &b = runs[i + 1].record;
-      std::printf("\nwhere the time went, %s against %s (ms per step; without the first epoch when there are more)\n",
-                  run_label(b).c_str(), run_label(a).c_str());
-      if (!t.available) {
-        std::printf("  (not recorded for %s)\n", t.means[0].steps ? run_label(b).c_str() : run_label(a).c_str());
-        continue;
-      }
-      Table table({"", run_label(a), "SHARE", run_label(b), "SHARE", "SPEED-UP"},
-                  {false, true, true, true, true, true});
+      json j = {{"baseline", runs[0].record.id},
+                {"run", runs[i + 1].record.id},
+                {"available", t.available},
+                {"sentence", t.sentence},
+                {"rows", json::array()}};
       for (const TimeRow& row : t.rows)
-        table.add({row.label, ms_text(row.ms[0]), percent_text(row.share[0]), ms_text(row.ms[1]),
-                   percent_text(row.share[1]), speedup_text(row.speedup)});
-      table.print("  ");
-      std::printf("  %s\n", t.sentence.c_str());
+        j["rows"].push_back({{"label", row.label}, {"ms", row.ms}, {"share", row.share}, {"speedup", row.speedup}});
+      out["time"].push_back(j);
     }
+    print_json(out);
     return 0;
   }
+
+  std::vector<std::string> header{""};
+  for (const ComparedRun& r : runs) header.push_back(run_label(r.record));
+  std::vector<bool> right(runs.size() + 1, true);
+  right[0] = false;  // the labels
+  Table settings(header), results(header, right);
+  for (const CompareRow& row : cmp.rows) {
+    if (row.setting && !row.differs) continue;  // settings: only those that differ
+    std::vector<std::string> cells{row.label};
+    cells.insert(cells.end(), row.values.begin(), row.values.end());
+    (row.setting ? settings : results).add(std::move(cells));
+  }
+  std::printf("configuration differences\n");
+  if (settings.rows() == 0)
+    std::printf("  (none: the runs share every setting)\n");
+  else
+    settings.print("  ");
+  std::printf("\nresults\n");
+  results.print("  ");
+  for (size_t i = 0; i < by_class.size(); ++i) {
+    const TimeComparison& t = by_class[i];
+    const RunRecord &a = runs[0].record, &b = runs[i + 1].record;
+    std::printf("\nwhere the time went, %s against %s (ms per step; without the first epoch when there are more)\n",
+                run_label(b).c_str(), run_label(a).c_str());
+    if (!t.available) {
+      std::printf("  (not recorded for %s)\n", t.means[0].steps ? run_label(b).c_str() : run_label(a).c_str());
+      continue;
+    }
+    Table table({"", run_label(a), "SHARE", run_label(b), "SHARE", "SPEED-UP"}, {false, true, true, true, true, true});
+    for (const TimeRow& row : t.rows)
+      table.add({row.label, ms_text(row.ms[0]), percent_text(row.share[0]), ms_text(row.ms[1]),
+                 percent_text(row.share[1]), speedup_text(row.speedup)});
+    table.print("  ");
+    std::printf("  %s\n", t.sentence.c_str());
+  }
+  return 0;
+}
 
 }  // namespace
 

@@ -57,7 +57,11 @@ class Diagnosis : public ::testing::Test {
   static RunEvidence stored(int64_t id) { return load_evidence(RunStore(db(), RunStore::Mode::ReadOnly), id); }
 
   static const RunEvidence& healthy() {
-    static const RunEvidence run = trained(base_config());
+    static const RunEvidence run = [] {
+      TrainConfig c = base_config();
+      c.batch_size = 16;  // enough work per step to amortise the optimizer
+      return trained(c);
+    }();
     return run;
   }
   static const RunEvidence& fp16_with_clipping() {
