@@ -12,7 +12,14 @@ targets=("$@")
 export CCACHE_BASEDIR=$PWD
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAMPWB_FUZZ=ON \
   -DAMPWB_ENABLE_CUDA=OFF -DAMPWB_BUILD_GUI=OFF -DAMPWB_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
+# The build's output only when it fails (clang builds this; g++ the rest).
+build_log=$(mktemp)
+cmake --build build-fuzz -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >"$build_log" 2>&1 || {
+  grep -E -A3 "error|FAILED" "$build_log" | head -n 60
+  echo "fuzz: the fuzz targets do not build with clang" >&2
+  exit 1
+}
+rm -f "$build_log"
 mkdir -p build-fuzz/crashes
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 for t in "${targets[@]}"; do

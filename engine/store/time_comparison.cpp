@@ -95,7 +95,8 @@ std::vector<TimeRow> time_rows(const EpochTimes& t) { return compare_times({t}, 
 TimeComparison compare_times(const std::vector<EpochTimes>& baseline, const std::vector<EpochTimes>& other) {
   TimeComparison c;
   c.means = {mean_epoch_times(baseline), mean_epoch_times(other)};
-  const auto& [a, b] = c.means;
+  const EpochTimes& a = c.means[0];  // not a structured binding: clang 14 cannot capture one in the lambda
+  const EpochTimes& b = c.means[1];
   auto row = [&](std::string label, double sa, double sb) {
     c.rows.push_back({std::move(label),
                       {1000 * sa, 1000 * sb},
