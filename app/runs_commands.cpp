@@ -246,10 +246,18 @@ void print_layer_numerics(const std::vector<LayerNumerics>& records) {
       "  activation headroom on the last probed step of each epoch: log2(65504 / max |activation|), the\n"
       "  powers of two left before FP16 overflows (negative: beyond FP16)\n");
   print_numerics_table(g, NumericsMeasure::ActivationHeadroom);
-  std::printf(
-      "\n  activation-gradient underflow: the fraction of gradient values, as backward received them (times\n"
-      "  the loss scale), that are nonzero and below 2^-24, where FP16 flushes to zero\n");
-  print_numerics_table(g, NumericsMeasure::ActivationGradUnderflow);
+  if (gradients_stored_in_fp16(records)) {
+    std::printf(
+        "\n  activation gradients below 2^-14: the fraction of gradient values, as backward received them (times\n"
+        "  the loss scale), that are nonzero and below FP16's smallest normal. These gradients are stored in FP16,\n"
+        "  so the values below 2^-24 are zeros already; the ones left hold fewer bits, at the edge of underflow\n");
+    print_numerics_table(g, NumericsMeasure::ActivationGradBelowNormal);
+  } else {
+    std::printf(
+        "\n  activation-gradient underflow: the fraction of gradient values, as backward received them (times\n"
+        "  the loss scale), that are nonzero and below 2^-24, where FP16 would flush them to zero\n");
+    print_numerics_table(g, NumericsMeasure::ActivationGradUnderflow);
+  }
 
   const size_t last = g.epochs.size() - 1;
   std::vector<LayerNumerics> step;

@@ -38,11 +38,14 @@ TEST(ValueRange, CountsEachClassOfValueAgainstFp16Range) {
   EXPECT_DOUBLE_EQ(r.underflow_fraction, 0.2);
   EXPECT_DOUBLE_EQ(r.overflow_fraction, 0.2);
   EXPECT_DOUBLE_EQ(r.nonfinite_fraction, 0.2);
+  EXPECT_DOUBLE_EQ(r.below_normal_fraction, 0.2);  // the two below 2^-24 are below 2^-14 too
   // 2^-24 itself is FP16's smallest subnormal, 65504 its largest finite: neither is lost.
   const ValueRange edges = value_range(tensor_from_floats({kHalfMinSubnormal, kHalfMax, -kHalfMax}, {3}));
   EXPECT_EQ(edges.underflow_fraction, 0.0);
   EXPECT_EQ(edges.overflow_fraction, 0.0);
   EXPECT_EQ(edges.max_abs, 65504.0);
+  EXPECT_DOUBLE_EQ(edges.below_normal_fraction, 1.0 / 3);  // 2^-24 is a subnormal; 2^-14 is the smallest normal
+  EXPECT_EQ(value_range(tensor_from_floats({kHalfMinNormal}, {1})).below_normal_fraction, 0.0);
 }
 
 TEST(ValueRange, AnFp16TensorIsMeasuredAsStored) {
@@ -54,6 +57,16 @@ TEST(ValueRange, AnFp16TensorIsMeasuredAsStored) {
   EXPECT_DOUBLE_EQ(r.zero_fraction, 0.25);
   EXPECT_DOUBLE_EQ(r.nonfinite_fraction, 0.25);
   EXPECT_EQ(r.underflow_fraction, 0.0);
+}
+
+TEST(ValueRange, AnFp16TensorShowsItsGradientsNearUnderflowAsBelowNormal) {
+  // 1e-8 is lost to FP16 storage (a zero now, no longer an underflow); 1e-6 survives as a subnormal: the
+  // below-2^-14 share is what still shows a gradient at FP16's edge.
+  const Tensor low = cast(backend(), tensor_from_floats({1e-8f, 1e-6f, 1e-3f, 0.5f}, {4}), DType::F16);
+  const ValueRange r = value_range(low);
+  EXPECT_EQ(r.underflow_fraction, 0.0);
+  EXPECT_DOUBLE_EQ(r.zero_fraction, 0.25);
+  EXPECT_DOUBLE_EQ(r.below_normal_fraction, 0.25);
 }
 
 TEST(ValueRange, AnEmptyTensorHasZeroFractionsNotNaN) {

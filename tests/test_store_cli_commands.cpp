@@ -107,8 +107,12 @@ TEST(StoreCli, ShowPrintsPerLayerNumericsAsStored) {
 
   const Result r = ampwb({"show", "1", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
-  for (const char* part : {"per-layer numerics", "activation headroom", "activation-gradient underflow",
-                           "precision per op (epoch 2, step 3, loss scale", "layer3.1.conv2", "downsample.1"})
+  // amp-fp16 stores its gradients in FP16: the underflow has happened before the measure, so the table shows the
+  // share below FP16's smallest normal instead.
+  EXPECT_EQ(r.output.find("activation-gradient underflow"), std::string::npos);
+  for (const char* part :
+       {"per-layer numerics", "activation headroom", "activation gradients below 2^-14", "are stored in FP16",
+        "precision per op (epoch 2, step 3, loss scale", "layer3.1.conv2", "downsample.1"})
     expect_contains(r.output, part);
   // The heat map's cell for the stem at epoch 2: its headroom on the epoch's last step, from the stored record.
   const LayerNumerics& stem = stored[3 * 43];

@@ -75,7 +75,7 @@ LayerNumerics numerics(int epoch, int64_t step, const std::string& layer, double
   n.casts = 3;
   n.loss_scale = 1024;
   n.activation = {256, activation_max, 0, 0, 0.5, 0};
-  n.activation_grad = {256, 2.0, grad_underflow, 0, 0.25, 0};
+  n.activation_grad = {256, 2.0, grad_underflow, 0, 0.25, 0, 2 * grad_underflow};
   n.weight_grad = {2304, 0.5, 0, 0, 0, 0};
   return n;
 }
@@ -330,6 +330,12 @@ class ChartData : public QObject {
     QCOMPARE(t->item(0, 1)->text(), QString("20.00%"));
     QCOMPARE(t->item(0, 0)->background().color().hue(), 120);
     QCOMPARE(t->item(0, 1)->background().color().hue(), 0);
+    // These gradients are stored in FP16: the caption says their underflow is zeros already, and the share
+    // below 2^-14 is there to read.
+    QVERIFY2(map.caption_text().contains("stored in FP16"), qPrintable(map.caption_text()));
+    map.set_measure(NumericsMeasure::ActivationGradBelowNormal);
+    QCOMPARE(t->item(0, 1)->text(), QString("40.00%"));
+    QVERIFY(!map.caption_text().contains("stored in FP16"));
     map.set_measure(NumericsMeasure::WeightGradUnderflow);
     QCOMPARE(t->item(1, 1)->text(), QString("0.00%"));
 

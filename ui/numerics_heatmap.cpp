@@ -17,9 +17,10 @@ namespace ampwb::ui {
 namespace {
 
 QString range_text(const ValueRange& r) {
-  return QObject::tr("max |x| %1; %2 below 2^-24, %3 above 65504, %4 zero, %5 inf/NaN (%6 values)")
+  return QObject::tr("max |x| %1; %2 below 2^-24, %3 below 2^-14, %4 above 65504, %5 zero, %6 inf/NaN (%7 values)")
       .arg(QString::fromStdString(number_text(r.max_abs)))
       .arg(QString::fromStdString(percent_text(r.underflow_fraction)))
+      .arg(QString::fromStdString(percent_text(r.below_normal_fraction)))
       .arg(QString::fromStdString(percent_text(r.overflow_fraction)))
       .arg(QString::fromStdString(percent_text(r.zero_fraction)))
       .arg(QString::fromStdString(percent_text(r.nonfinite_fraction)))
@@ -73,7 +74,7 @@ NumericsHeatmap::NumericsHeatmap(QWidget* parent) : QWidget(parent) {
   measure_ = new QComboBox;
   measure_->setObjectName("numericsMeasure");
   for (NumericsMeasure m : {NumericsMeasure::ActivationHeadroom, NumericsMeasure::ActivationGradUnderflow,
-                            NumericsMeasure::WeightGradUnderflow})
+                            NumericsMeasure::ActivationGradBelowNormal, NumericsMeasure::WeightGradUnderflow})
     measure_->addItem(tr(numerics_measure_name(m)), static_cast<int>(m));
   connect(measure_, &QComboBox::currentIndexChanged, this, &NumericsHeatmap::rebuild);
   top->addWidget(measure_, 1);
@@ -106,15 +107,29 @@ void NumericsHeatmap::update_from(const RunList& runs) {
   rebuild();
 }
 
+QString NumericsHeatmap::caption(NumericsMeasure m, bool empty, bool fp16_gradients) {
+  if (empty) return tr("No per-layer numerics yet: they are measured on the last step of each epoch.");
+  switch (m) {
+    case NumericsMeasure::ActivationHeadroom:
+      return tr("log2(65504 / max |activation|): powers of two left before FP16 overflows");
+    case NumericsMeasure::ActivationGradBelowNormal:
+      return tr("nonzero values below 2^-14, FP16's smallest normal: fewer bits, the edge of underflow");
+    default:
+      return fp16_gradients ? tr("nonzero values below 2^-24; these gradients are stored in FP16, so those values are "
+                                 "zeros already: choose \"below 2^-14\"")
+                            : tr("nonzero values below 2^-24 (FP16 flushes them to zero), as stored × loss scale");
+  }
+}
+
+QString NumericsHeatmap::caption_text() const { return caption_->text(); }
+
 void NumericsHeatmap::rebuild() {
   drawn_revision_ = run_ ? run_->epoch_revision : ~uint64_t{0};
   const NumericsMeasure m = measure();
-  const NumericsGrid g = numerics_grid(run_ ? run_->layer_numerics : std::vector<LayerNumerics>{});
-  caption_->setText(g.layers.empty() ? tr("No per-layer numerics yet: they are measured on the last step of each "
-                                          "epoch.")
-                    : m == NumericsMeasure::ActivationHeadroom
-                        ? tr("log2(65504 / max |activation|): powers of two left before FP16 overflows")
-                        : tr("nonzero values below 2^-24 (FP16 flushes them to zero), as stored × loss scale"));
+  const std::vector<LayerNumerics> none;
+  const std::vector<LayerNumerics>& records = run_ ? run_->layer_numerics : none;
+  const NumericsGrid g = numerics_grid(records);
+  caption_->setText(caption(m, g.layers.empty(), gradients_stored_in_fp16(records)));
   table_->clear();
   table_->setRowCount(static_cast<int>(g.layers.size()));
   table_->setColumnCount(static_cast<int>(g.epochs.size()));

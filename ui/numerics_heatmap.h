@@ -30,8 +30,10 @@ class NumericsHeatmap : public QWidget {
   NumericsMeasure measure() const;
   void set_measure(NumericsMeasure measure);
   QTableWidget* table() const { return table_; }
+  QString caption_text() const;
 
  private:
+  static QString caption(NumericsMeasure m, bool empty, bool fp16_gradients);
   void rebuild();
   QComboBox* measure_ = nullptr;
   QLabel* caption_ = nullptr;

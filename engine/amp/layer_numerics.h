@@ -10,10 +10,13 @@ namespace ampwb {
 
 // A tensor's values against FP16's range: the largest magnitude, and the fractions that FP16 storage would flush
 // to zero (nonzero, below 2^-24), turn into inf (above 65504), that are exactly zero, or already inf/NaN.
+// A tensor already stored in FP16 has no value below 2^-24 left (those became zeros): what it shows is the
+// fraction below FP16's smallest normal, 2^-14, where its values hold fewer bits and sit at the edge of underflow.
 struct ValueRange {
   int64_t count = 0;
   double max_abs = 0;  // of the finite values
   double underflow_fraction = 0, overflow_fraction = 0, zero_fraction = 0, nonfinite_fraction = 0;
+  double below_normal_fraction = 0;  // nonzero and below 2^-14: includes the underflow fraction
 };
 
 struct LayerNumerics {

@@ -15,12 +15,12 @@ namespace ampwb {
 namespace {
 
 struct Counts {
-  int64_t under = 0, over = 0, zeros = 0, nonfinite = 0;
+  int64_t under = 0, below_normal = 0, over = 0, zeros = 0, nonfinite = 0;
   float max_abs = 0;
 
   // Branch-free, so that the compiler vectorizes it: a probed step scans every activation and gradient.
   void add(const float* v, int64_t n) {
-    int64_t u = 0, o = 0, z = 0, nf = 0;
+    int64_t u = 0, bn = 0, o = 0, z = 0, nf = 0;
     float m = 0;
     for (int64_t i = 0; i < n; ++i) {
       const float a = std::fabs(v[i]);
@@ -29,9 +29,11 @@ struct Counts {
       m = std::max(m, finite ? a : 0.0f);
       z += a == 0.0f;
       u += (a > 0.0f) & (a < kHalfMinSubnormal);
+      bn += (a > 0.0f) & (a < kHalfMinNormal);
       o += finite & (a > kHalfMax);
     }
     under += u;
+    below_normal += bn;
     over += o;
     zeros += z;
     nonfinite += nf;
@@ -70,6 +72,7 @@ ValueRange value_range(const Tensor& host) {
   if (n == 0) return r;  // 0/0 would be NaN, which JSON cannot hold
   const auto fraction = [&](int64_t k) { return static_cast<double>(k) / static_cast<double>(n); };
   r.underflow_fraction = fraction(c.under);
+  r.below_normal_fraction = fraction(c.below_normal);
   r.overflow_fraction = fraction(c.over);
   r.zero_fraction = fraction(c.zeros);
   r.nonfinite_fraction = fraction(c.nonfinite);

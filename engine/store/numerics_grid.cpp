@@ -40,6 +40,8 @@ const char* numerics_measure_name(NumericsMeasure m) {
       return "activation headroom";
     case NumericsMeasure::ActivationGradUnderflow:
       return "activation-gradient underflow";
+    case NumericsMeasure::ActivationGradBelowNormal:
+      return "activation gradients below 2^-14";
     case NumericsMeasure::WeightGradUnderflow:
       return "weight-gradient underflow";
   }
@@ -53,6 +55,8 @@ double numerics_measure(const LayerNumerics& n, NumericsMeasure m) {
                                       : std::numeric_limits<double>::infinity();
     case NumericsMeasure::ActivationGradUnderflow:
       return n.activation_grad.underflow_fraction;
+    case NumericsMeasure::ActivationGradBelowNormal:
+      return n.activation_grad.below_normal_fraction;
     case NumericsMeasure::WeightGradUnderflow:
       return n.weight_grad.underflow_fraction;
   }
@@ -69,6 +73,10 @@ std::map<std::string, OpPrecision> precision_per_op(const std::vector<LayerNumer
     p.casts += n.casts;
   }
   return out;
+}
+
+bool gradients_stored_in_fp16(const std::vector<LayerNumerics>& records) {
+  return std::any_of(records.begin(), records.end(), [](const LayerNumerics& n) { return n.backward_dtype == "f16"; });
 }
 
 }  // namespace ampwb

@@ -22,10 +22,15 @@ struct NumericsGrid {
 NumericsGrid numerics_grid(const std::vector<LayerNumerics>& records);
 
 // What the grid's cells can show, each a number for a colour: the heat map's selector and the CLI's tables.
-enum class NumericsMeasure { ActivationHeadroom, ActivationGradUnderflow, WeightGradUnderflow };
+enum class NumericsMeasure {
+  ActivationHeadroom,
+  ActivationGradUnderflow,
+  ActivationGradBelowNormal,  // what a gradient stored in FP16 shows: its underflowed values are zeros already
+  WeightGradUnderflow
+};
 const char* numerics_measure_name(NumericsMeasure m);  // "activation headroom", ...
 // Activation headroom: log2(65504 / max |activation|), the powers of two left before FP16 overflows (negative:
-// beyond FP16); +inf when every value is zero. The underflow measures: fractions in [0, 1].
+// beyond FP16); +inf when every value is zero. The others: fractions in [0, 1].
 double numerics_measure(const LayerNumerics& n, NumericsMeasure m);
 
 // "Precision per op" (Paddle's operator statistics): per layer kind, how many layers ran forward and backward in
@@ -36,5 +41,9 @@ struct OpPrecision {
   int64_t casts = 0;
 };
 std::map<std::string, OpPrecision> precision_per_op(const std::vector<LayerNumerics>& step_records);
+
+// Whether any layer's backward stored its gradients in FP16 (fp16, amp-fp16): those gradients lost their values
+// below 2^-24 before they could be measured, so their underflow reads 0 and the below-normal share is the measure.
+bool gradients_stored_in_fp16(const std::vector<LayerNumerics>& records);
 
 }  // namespace ampwb

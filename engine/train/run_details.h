@@ -55,6 +55,7 @@ void fields(R& r, V&& v) {
   v("overflow_fraction", r.overflow_fraction);
   v("zero_fraction", r.zero_fraction);
   v("nonfinite_fraction", r.nonfinite_fraction);
+  v("below_normal_fraction", r.below_normal_fraction);  // absent before it was measured: 0
 }
 
 template <class R, class V>
