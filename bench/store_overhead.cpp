@@ -1,13 +1,41 @@
-// The cost of recording into the run store against step time (the figures in docs/benchmarks.md, "Run store"): in a
-// real training, and the recorder alone fed synthetic events.
-#include <gtest/gtest.h>
+// A benchmark, not a test: the cost of recording into the run store against step time (the figures in
+// docs/benchmarks.md, "Run store"), in a real training and with the recorder alone fed synthetic events. The goal
+// (under 2% of a step) is printed beside the figures; the exit status says only whether the runs worked.
 #include <unistd.h>
 
-#include "test_cli_util.h"
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <vector>
+
+#include "core/error.h"
+#include "image_folder_util.h"
+#include "store/run_store.h"
+#include "store/store_recorder.h"
+#include "train/trainer.h"
 
 namespace ampwb {
 namespace {
-using namespace cli_test;
+using Clock = std::chrono::steady_clock;
+
+// A private folder for the run store, removed afterwards.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : path_(fs::temp_directory_path() / ("ampwb_bench_" + name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+const char* verdict(bool met) { return met ? "goal met" : "GOAL MISSED"; }
 
 class StepTimes : public TrainObserver {
  public:
@@ -61,11 +89,8 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// The figures in docs/benchmarks.md ("Run store"). Worst case for the store: a tiny model, so steps are short.
-TEST(StoreOverhead, RecordingCostsUnderTwoPercentOfStepTime) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "measures time: a sanitizer's instrumentation slows the step and the store unevenly";
-#endif
+// Worst case for the store: a tiny model, so steps are short.
+void recording_in_a_training() {
   TempDir dir("overhead");
   const fs::path data = make_stripes_folder("store_overhead", 120, 16);
   TrainConfig c;
@@ -87,13 +112,13 @@ TEST(StoreOverhead, RecordingCostsUnderTwoPercentOfStepTime) {
       Timed timed(times, record ? &recorder : nullptr);
       Trainer trainer(c, &timed);
       const auto start = Clock::now();
-      ASSERT_EQ(trainer.run().status, RunStatus::Finished);
+      AMPWB_CHECK(trainer.run().status == RunStatus::Finished, "the benchmark's training did not finish");
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       (record ? recorded_steps : plain_steps)
           .insert((record ? recorded_steps : plain_steps).end(), times.gaps.begin(), times.gaps.end());
       (record ? recorded_runs : plain_runs).push_back(seconds);
       if (!record) continue;
-      ASSERT_TRUE(recorder.error().empty()) << recorder.error();
+      AMPWB_CHECK(recorder.error().empty(), "the recorder failed: " << recorder.error());
       const auto stored = store.steps(recorder.run_id());
       steps_per_epoch = static_cast<int64_t>(stored.size()) / c.epochs;
       step_costs.push_back(timed.step_seconds / static_cast<double>(stored.size()));
@@ -116,14 +141,14 @@ TEST(StoreOverhead, RecordingCostsUnderTwoPercentOfStepTime) {
       1e6 * median(step_costs), 1e3 * median(epoch_costs), 1e3 * median(run_costs));
   std::printf("[ overhead ] per step (epochs amortized): %.2f us = %.3f%% of a step; whole runs: %.3f%% of wall time\n",
               1e6 * per_step, 100 * per_step / step, 100 * median(fractions));
-  EXPECT_LT(per_step / step, 0.02);
-  EXPECT_LT(median(fractions), 0.02);
+  std::printf("[ overhead ] goal: under 2%% of a step and of wall time: %s\n",
+              verdict(per_step / step < 0.02 && median(fractions) < 0.02));
   fs::remove_all(data);
 }
 
 // The recorder alone, fed synthetic events as fast as it takes them: what a step and an epoch cost with no
 // training around to blur the figure.
-TEST(StoreOverhead, RecorderAloneCostsMicrosecondsAStep) {
+void recorder_alone() {
   TempDir dir("recorder_alone");
   RunStore store(dir.file("runs.sqlite"));
   TrainConfig c;
@@ -161,9 +186,20 @@ TEST(StoreOverhead, RecorderAloneCostsMicrosecondsAStep) {
       "[ overhead ] recorder alone: %.2f us a step (200-step batches), %.3f ms an epoch commit with fsync "
       "(median of %d)\n",
       1e6 * per_step, 1e3 * median(per_epoch), epochs);
-  EXPECT_EQ(store.steps(recorder.run_id()).size(), static_cast<size_t>(steps));
-  EXPECT_LT(per_step, 20e-6);  // 2% of a 1 ms step, far shorter than any real training step
+  AMPWB_CHECK(store.steps(recorder.run_id()).size() == static_cast<size_t>(steps), "steps went missing");
+  // 20 us is 2% of a 1 ms step, far shorter than any real training step.
+  std::printf("[ overhead ] goal: under 20 us a step: %s\n", verdict(per_step < 20e-6));
 }
 
 }  // namespace
 }  // namespace ampwb
+
+int main() {
+  try {
+    ampwb::recording_in_a_training();
+    ampwb::recorder_alone();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ampwb_store_overhead: %s\n", e.what());
+    return 1;
+  }
+}
