@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -87,6 +88,35 @@ TEST(AtomicFile, WritesANewFileAndReplacesAnOldOneWhole) {
   }
   EXPECT_EQ(read_text(path), big);
   EXPECT_EQ(dir.names(), std::vector<std::string>{"report.csv"}) << "no temporary left";
+}
+
+TEST(AtomicFile, TheNextCommitRemovesWhatAKilledWriterLeft) {
+  TempDir dir("orphans");
+  const std::string path = dir.file("checkpoint.ampwb");
+  // A writer killed mid-write: a child that opens its temporary, writes half, and dies by SIGKILL.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    AtomicFile file(path);
+    file.write(std::string(100000, 'h'));
+    file.flush();
+    ::raise(SIGKILL);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_EQ(dir.names().size(), 1u);
+  ASSERT_TRUE(dir.names()[0].starts_with("checkpoint.ampwb.tmp-" + std::to_string(child) + "-")) << dir.names()[0];
+  // A temporary of a process that still runs (the test's parent) and another target's are not ours to remove.
+  const std::string live = "checkpoint.ampwb.tmp-" + std::to_string(::getppid()) + "-7";
+  const std::string other = "other.ampwb.tmp-" + std::to_string(child) + "-0";
+  for (const std::string& name : {live, other}) std::ofstream(dir.file(name)) << "x";
+
+  write_file_atomically(path, "the next checkpoint");
+  EXPECT_EQ(read_text(path), "the next checkpoint");
+  std::vector<std::string> names = dir.names();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoint.ampwb", live, other}));
 }
 
 TEST(AtomicFile, AnExceptionMidwayLeavesTheOldFileAndNoTemporary) {

@@ -1,12 +1,15 @@
 // The atomic file write: temporary, fsync, rename, fsync of the folder.
 #include "core/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -31,6 +34,25 @@ void sync_folder(const std::string& path) {
   ::close(fd);
   if (result != 0 && error != EINVAL && error != ENOTSUP)
     throw Error("cannot write '" + path + "': flushing its folder failed: " + std::strerror(error));
+}
+
+// Removes the temporaries of `path` that a killed process left ("PATH.tmp-PID-N" whose PID no longer runs). A
+// process that still runs may be writing its own: those stay, and so does anything whose name does not parse.
+void remove_orphaned_temporaries(const std::string& path) {
+  const std::string folder = folder_of(path);
+  const size_t slash = path.find_last_of('/');
+  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp-";
+  DIR* dir = ::opendir(folder.c_str());
+  if (!dir) return;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (!name.starts_with(prefix)) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || *end != '-' || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::unlink((folder + "/" + name).c_str());
+  }
+  ::closedir(dir);
 }
 
 }  // namespace
@@ -112,6 +134,7 @@ void AtomicFile::commit() {
   if (::rename(temporary_.c_str(), path_.c_str()) != 0) fail("moving it into place failed", errno);
   temporary_.clear();  // it is the target now
   sync_folder(path_);
+  remove_orphaned_temporaries(path_);
 }
 
 void write_file_atomically(const std::string& path, std::string_view content) {

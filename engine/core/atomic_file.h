@@ -16,7 +16,8 @@ namespace ampwb {
 void write_file_atomically(const std::string& path, std::string_view content);
 
 // The same, written piece by piece (checkpoints, CSV reports). The temporary is "PATH.tmp-PID-N" beside the target;
-// it takes the old file's permissions, or 0666 less the umask for a new file.
+// it takes the old file's permissions, or 0666 less the umask for a new file. A process killed mid-write leaves its
+// temporary behind: the next commit of the same target removes it (its PID no longer runs).
 //
 //   AtomicFile file(path);
 //   file.write(header); file.write(body);
