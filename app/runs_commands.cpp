@@ -149,37 +149,24 @@ std::string norm_text(double v) {
   return buf;
 }
 
-// The gradient norm of the step `o` reports, before (x the loss scale) and after unscaling.
-struct OverflowNorms {
-  double scaled = NAN, unscaled = NAN;
-};
-std::vector<OverflowNorms> overflow_norms(const RunStore& store, int64_t run, const std::vector<OverflowReport>& list) {
-  std::vector<OverflowNorms> norms(list.size());
-  if (list.empty()) return norms;
-  std::map<int64_t, const StepReport*> by_step;
-  const std::vector<StepReport> steps = store.steps(run);
-  for (const StepReport& s : steps) by_step[s.step] = &s;
-  for (size_t i = 0; i < list.size(); ++i)
-    if (const auto it = by_step.find(list[i].step); it != by_step.end())
-      norms[i] = {static_cast<double>(it->second->grad_norm) * it->second->loss_scale, it->second->grad_norm};
-  return norms;
-}
-
-void print_overflows(const std::vector<OverflowReport>& list, const std::vector<OverflowNorms>& norms) {
+void print_overflows(const std::vector<OverflowReport>& list) {
   if (list.empty()) return;
   constexpr size_t kShown = 20, kLayersShown = 3;
-  std::printf("\noverflows (%zu skipped step%s; layers nearest the loss first)\n", list.size(),
-              list.size() == 1 ? "" : "s");
-  Table table({"STEP", "EPOCH", "LOSS SCALE", "GRAD NORM SCALED", "UNSCALED", "LAYERS"},
-              {true, true, true, true, true, false});
+  std::printf(
+      "\noverflows (%zu skipped step%s; layers nearest the loss first; the gradient norm is inf or NaN, so the\n"
+      "  norm of its finite values, before and after unscaling)\n",
+      list.size(), list.size() == 1 ? "" : "s");
+  Table table({"STEP", "EPOCH", "LOSS SCALE", "INF/NAN", "FINITE NORM SCALED", "UNSCALED", "LAYERS"},
+              {true, true, true, true, true, true, false});
   for (size_t i = 0; i < list.size() && i < kShown; ++i) {
     const OverflowReport& o = list[i];
     std::string layers;
     for (size_t l = 0; l < o.layers.size() && l < kLayersShown; ++l) layers += (l ? ", " : "") + o.layers[l];
     if (o.layers.size() > kLayersShown) layers += " (+" + std::to_string(o.layers.size() - kLayersShown) + " more)";
     if (o.layers.empty()) layers = "-";
-    table.add({std::to_string(o.step), std::to_string(o.epoch), number_text(o.loss_scale), norm_text(norms[i].scaled),
-               norm_text(norms[i].unscaled), layers});
+    table.add({std::to_string(o.step), std::to_string(o.epoch), number_text(o.loss_scale),
+               std::to_string(o.nonfinite_values), norm_text(o.finite_grad_norm * o.loss_scale),
+               norm_text(o.finite_grad_norm), layers});
   }
   table.print("  ");
   if (list.size() > kShown) std::printf("  ... and %zu more (--json lists them all)\n", list.size() - kShown);
@@ -293,17 +280,15 @@ int show_command(const ShowOptions& options) {
   const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
   const std::vector<EpochTimes> times = store.epoch_times(r.id);
   const std::vector<OverflowReport> overflows = store.overflows(r.id);
-  const std::vector<OverflowNorms> norms = overflow_norms(store, r.id, overflows);
   if (as_json) {
     json out = {
         {"run", r},         {"config", r.config},           {"info", r.info},       {"summary", s},
         {"epochs", epochs}, {"checkpoints", json::array()}, {"epoch_times", times}, {"overflows", json::array()}};
     for (const CheckpointInfo& c : checkpoints)
       out["checkpoints"].push_back({{"epoch", c.epoch}, {"step", c.step}, {"path", c.path}});
-    for (size_t i = 0; i < overflows.size(); ++i) {  // inf and nan norms become null
-      json o = overflows[i];
-      o["grad_norm_scaled"] = norms[i].scaled;
-      o["grad_norm"] = norms[i].unscaled;
+    for (const OverflowReport& overflow : overflows) {
+      json o = overflow;
+      o["finite_grad_norm_scaled"] = overflow.finite_grad_norm * overflow.loss_scale;
       out["overflows"].push_back(o);
     }
     out["layer_numerics"] = store.layer_numerics(r.id);
@@ -376,7 +361,7 @@ int show_command(const ShowOptions& options) {
     std::printf("  no epoch completed\n");
   }
   print_time_breakdown(r, times);
-  print_overflows(overflows, norms);
+  print_overflows(overflows);
   print_layer_numerics(store.layer_numerics(r.id));
   if (!checkpoints.empty()) {
     std::printf("\ncheckpoints\n");

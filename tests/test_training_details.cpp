@@ -118,9 +118,14 @@ TEST(OverflowForensics, NamesLayersOnceInBackwardOrder) {
   };
   Parameter conv = param("conv1.weight", {1, inf}), bn_w = param("bn1.weight", {nan}), bn_b = param("bn1.bias", {inf}),
             fine = param("layer1.0.conv1.weight", {1, 2}), fc = param("fc.bias", {-inf, 0});
-  EXPECT_EQ(layers_with_nonfinite_gradients(cpu, {&conv, &bn_w, &bn_b, &fine, &fc}),
-            (std::vector<std::string>{"fc", "bn1", "conv1"}));
-  EXPECT_TRUE(layers_with_nonfinite_gradients(cpu, {&fine}).empty());
+  const NonfiniteGradients found = find_nonfinite_gradients(cpu, {&conv, &bn_w, &bn_b, &fine, &fc});
+  EXPECT_EQ(found.layers, (std::vector<std::string>{"fc", "bn1", "conv1"}));
+  EXPECT_EQ(found.nonfinite_values, 4);
+  EXPECT_DOUBLE_EQ(found.finite_norm, std::sqrt(1.0 + 1 + 4 + 0));  // the finite values: 1 | 1, 2 | 0
+  const NonfiniteGradients none = find_nonfinite_gradients(cpu, {&fine});
+  EXPECT_TRUE(none.layers.empty());
+  EXPECT_EQ(none.nonfinite_values, 0);
+  EXPECT_DOUBLE_EQ(none.finite_norm, std::sqrt(5.0));
 }
 
 TEST(OverflowForensics, AnOverflowInjectedIntoOneLayerIsTracedToItAndStored) {
@@ -173,24 +178,36 @@ TEST(OverflowForensics, AnOverflowInjectedIntoOneLayerIsTracedToItAndStored) {
     EXPECT_EQ(o.step, overflow_step);
     EXPECT_EQ(o.loss_scale, 128);
     EXPECT_EQ(o.layers, std::vector<std::string>{chosen}) << "only the injected layer's gradient overflowed";
+    EXPECT_EQ(o.nonfinite_values, 1) << "one value injected";
+    EXPECT_GT(o.finite_grad_norm, 0);
+    EXPECT_TRUE(std::isfinite(o.finite_grad_norm));
     EXPECT_EQ(index_of(tee.events, "overflow 4"), index_of(tee.events, "step 4") + 1) << "right after its step";
   }
   RunStore store(db.string(), RunStore::Mode::ReadOnly);
   const std::vector<OverflowReport> stored = store.overflows(run);
   ASSERT_EQ(stored.size(), 1u);
-  EXPECT_EQ(json(stored[0]), json(OverflowReport{2, overflow_step, 128, {chosen}}));
-  // `ampwb show` lists it with the step's gradient norm before and after unscaling (inf both: it overflowed).
+  const double finite_norm = stored[0].finite_grad_norm;
+  EXPECT_EQ(json(stored[0]), json(OverflowReport{2, overflow_step, 128, {chosen}, 1, finite_norm}));
+  // `ampwb show` lists it with the norm of the gradients' finite values before and after unscaling (the whole norm
+  // is inf: it overflowed).
   const std::string show = ampwb(db, "show " + std::to_string(run));
-  EXPECT_NE(show.find("overflows (1 skipped step; layers nearest the loss first)"), std::string::npos) << show;
+  EXPECT_NE(show.find("overflows (1 skipped step; layers nearest the loss first;"), std::string::npos) << show;
   const size_t row = show.find(chosen, show.find("overflows ("));
   ASSERT_NE(row, std::string::npos) << show;
   const std::string line = show.substr(show.rfind('\n', row) + 1, row - show.rfind('\n', row) - 1);
   std::istringstream cells(line);
   const std::vector<std::string> row_cells{std::istream_iterator<std::string>(cells), {}};
-  EXPECT_EQ(row_cells, (std::vector<std::string>{"4", "2", "128", "inf", "inf"})) << show;
+  const auto g4 = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+    return std::string(buf);
+  };
+  EXPECT_EQ(row_cells, (std::vector<std::string>{"4", "2", "128", "1", g4(finite_norm * 128), g4(finite_norm)}))
+      << show;
   const json shown = json::parse(ampwb(db, "show --json " + std::to_string(run)));
   EXPECT_EQ(shown["overflows"][0]["layers"], json::array({chosen})) << shown.dump();
   EXPECT_EQ(shown["overflows"][0]["step"], overflow_step);
+  EXPECT_EQ(shown["overflows"][0]["finite_grad_norm_scaled"], finite_norm * 128);
   fs::remove_all(data);
   fs::remove(db);
 }

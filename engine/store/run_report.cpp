@@ -323,10 +323,13 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
       for (const OverflowReport& o : e.overflows) {
         std::string layers;
         for (const std::string& l : o.layers) layers += (layers.empty() ? "" : ", ") + l;
-        rows.push_back({std::to_string(o.step), number_text(o.loss_scale), layers});
+        rows.push_back({std::to_string(o.step), number_text(o.loss_scale), std::to_string(o.nonfinite_values),
+                        number_text(o.finite_grad_norm * o.loss_scale), number_text(o.finite_grad_norm), layers});
       }
       html += "<h3>Skipped steps and the layers whose gradients held inf/NaN</h3>\n" +
-              table({"step", "loss scale", "layers (backward order)"}, rows);
+              table({"step", "loss scale", "inf/NaN values", "finite-value norm, scaled", "unscaled",
+                     "layers (backward order)"},
+                    rows);
     }
     std::string classes;
     for (const std::string& c : e.run.info.class_names) classes += (classes.empty() ? "" : ", ") + c;

@@ -56,7 +56,7 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   if (grad_clip_norm_ > 0 && !unscaled.found_nonfinite && unscaled.grad_norm > grad_clip_norm_)
     backend_.scale_and_check(grads, grad_clip_norm_ / (unscaled.grad_norm + 1e-6f));
   r.skipped = !scaler_.step(backend_, grads, [&] { optimizer_.step(params, lr); });
-  if (r.skipped) r.overflow_layers = layers_with_nonfinite_gradients(backend_, params);
+  if (r.skipped) r.overflow = find_nonfinite_gradients(backend_, params);
   if (!r.skipped && !policy_.is_fp32() && !policy_.master_weights()) store_in_low_precision(params);
   scaler_.update();
   return r;

@@ -11,6 +11,7 @@
 #include "models/resnet.h"
 #include "nn/loss.h"
 #include "optim/optimizer.h"
+#include "train/overflow_forensics.h"
 
 namespace ampwb {
 
@@ -20,8 +21,9 @@ struct StepResult {
   float loss_scale = 1;  // the scale this step used
   bool skipped = false;  // inf/NaN gradients: no update
   float grad_norm = 0;   // of the unscaled gradients, before clipping
-  // When skipped: the layers whose gradients held inf/NaN, nearest the loss first (train/overflow_forensics.h).
-  std::vector<std::string> overflow_layers;
+  // When skipped: the layers whose gradients held inf/NaN, nearest the loss first, and the finite values' norm
+  // (train/overflow_forensics.h).
+  NonfiniteGradients overflow;
 };
 
 class MixedPrecisionStep {

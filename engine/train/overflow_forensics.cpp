@@ -15,15 +15,24 @@ std::string layer_of(const std::string& parameter_name) {
   return parameter_name;
 }
 
-std::vector<std::string> layers_with_nonfinite_gradients(Backend& backend, const std::vector<Parameter*>& params) {
-  std::vector<std::string> layers;
+NonfiniteGradients find_nonfinite_gradients(Backend& backend, const std::vector<Parameter*>& params) {
+  NonfiniteGradients out;
+  double sum_of_squares = 0;
   for (auto p = params.rbegin(); p != params.rend(); ++p) {
-    const std::vector<float> g = to_float_vector(on_host(backend, (*p)->grad));
-    if (std::all_of(g.begin(), g.end(), [](float v) { return std::isfinite(v); })) continue;
+    int64_t nonfinite = 0;
+    for (float v : to_float_vector(on_host(backend, (*p)->grad))) {
+      if (std::isfinite(v))
+        sum_of_squares += static_cast<double>(v) * v;
+      else
+        ++nonfinite;
+    }
+    if (nonfinite == 0) continue;
+    out.nonfinite_values += nonfinite;
     const std::string layer = layer_of((*p)->name);
-    if (std::find(layers.begin(), layers.end(), layer) == layers.end()) layers.push_back(layer);
+    if (std::find(out.layers.begin(), out.layers.end(), layer) == out.layers.end()) out.layers.push_back(layer);
   }
-  return layers;
+  out.finite_norm = std::sqrt(sum_of_squares);
+  return out;
 }
 
 }  // namespace ampwb

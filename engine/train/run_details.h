@@ -22,6 +22,8 @@ struct OverflowReport {
   int64_t step = 0;                 // global
   double loss_scale = 1;            // the scale the step used (it backs off after)
   std::vector<std::string> layers;  // in backward order: the first named is nearest the loss, where it started
+  int64_t nonfinite_values = 0;     // inf and NaN gradient values
+  double finite_grad_norm = 0;      // L2 norm of the finite gradient values, unscaled (the whole norm is inf/NaN)
 };
 
 constexpr size_t kTimeClassCount = static_cast<size_t>(TimeClass::Count);
@@ -83,6 +85,8 @@ void fields(R& o, V&& v) {
   v("step", o.step);
   v("loss_scale", o.loss_scale);
   v("layers", o.layers);
+  v("nonfinite_values", o.nonfinite_values);
+  v("finite_grad_norm", o.finite_grad_norm);
 }
 
 template <class R, class V>

@@ -348,7 +348,8 @@ RunEnd Trainer::train() {
                                                  lr, r.loss_scale, r.skipped, r.grad_norm, seconds_since(run_start)});
       // After its on_step: the store's resume logic keys a run's details on the steps it holds.
       if (r.skipped)
-        report(&TrainObserver::on_overflow, OverflowReport{epoch, global_step, r.loss_scale, r.overflow_layers});
+        report(&TrainObserver::on_overflow, OverflowReport{epoch, global_step, r.loss_scale, r.overflow.layers,
+                                                           r.overflow.nonfinite_values, r.overflow.finite_norm});
       if (step_probe)
         report(&TrainObserver::on_layer_numerics, step_probe->layers().take(epoch, global_step, r.loss_scale));
       const std::string where = " at epoch " + std::to_string(epoch) + ", step " + std::to_string(b);
