@@ -512,8 +512,9 @@ void add_run_commands(CLI::App& app, Invocation& invocation) {
   run_on_parse(runs, invocation, runs_options, runs_command);
 
   auto show_options = std::make_shared<ShowOptions>();
-  CLI::App* show =
-      app.add_subcommand("show", "a run's configuration, epochs, summary, time by class, overflows and checkpoints");
+  CLI::App* show = app.add_subcommand(
+      "show",
+      "a run's configuration, epochs, summary, time by class, overflows, layers, precision divergence and checkpoints");
   show->add_option("RUN", show_options->run, "a run id or a unique run name")->type_name("")->required();
   show->add_flag("--json", show_options->json, "as JSON (for scripts)");
   show->add_flag("--steps", show_options->steps, "with --json: every step too");
