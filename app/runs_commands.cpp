@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "store/divergence_text.h"
 #include "store/numerics_grid.h"
 #include "store/report_text.h"
 #include "store/run_compare.h"
@@ -265,6 +267,29 @@ void print_layer_numerics(const std::vector<LayerNumerics>& records) {
   ops.print("  ");
 }
 
+// `ampwb show`'s precision divergence: one step in the run's mode against one in FP32, layer by layer.
+void print_divergence(const RunRecord& r, const std::optional<PrecisionDivergence>& d) {
+  std::printf("\nprecision divergence\n");
+  if (!d) {
+    std::printf("  %s\n", divergence_absence(r).c_str());
+    return;
+  }
+  std::printf(
+      "  one step in %s against one in FP32 from the final weights (epoch %d, step %lld) and %lld images of a\n"
+      "  training batch: relative L2 errors ||%s - fp32|| / ||fp32||, gradients unscaled (loss scale %s)\n",
+      d->mode.c_str(), d->epoch, static_cast<long long>(d->step), static_cast<long long>(d->samples), d->mode.c_str(),
+      number_text(d->loss_scale).c_str());
+  std::printf("  %s\n", divergence_sentence(*d).c_str());
+  std::printf("  departure line: %s\n", divergence_threshold_text(*d).c_str());
+  Table table({"LAYER", "KIND", "DTYPE", "ACTIVATION", "ACT GRAD", "WEIGHT GRAD", "NOTE"},
+              {false, false, false, true, true, true, false});
+  for (const LayerDivergence& l : d->layers)
+    table.add({l.layer, l.kind, l.forward_dtype, relative_error_text(l.activation),
+               relative_error_text(l.activation_grad), relative_error_text(l.weight_grad),
+               divergence_layer_note(*d, l)});
+  table.print("  ");
+}
+
 struct ShowOptions {
   std::string run, db;
   bool json = false, steps = false;
@@ -292,6 +317,13 @@ int show_command(const ShowOptions& options) {
       out["overflows"].push_back(o);
     }
     out["layer_numerics"] = store.layer_numerics(r.id);
+    if (const std::optional<PrecisionDivergence> d = store.divergence(r.id)) {
+      out["precision_divergence"] = *d;
+      out["precision_divergence"]["sentence"] = divergence_sentence(*d);
+    } else {
+      out["precision_divergence"] = nullptr;
+      out["precision_divergence_absence"] = divergence_absence(r);
+    }
     if (with_steps) out["steps"] = store.steps(r.id);
     print_json(out);
     return 0;
@@ -363,6 +395,7 @@ int show_command(const ShowOptions& options) {
   print_time_breakdown(r, times);
   print_overflows(overflows);
   print_layer_numerics(store.layer_numerics(r.id));
+  print_divergence(r, store.divergence(r.id));
   if (!checkpoints.empty()) {
     std::printf("\ncheckpoints\n");
     for (const CheckpointInfo& c : checkpoints)
@@ -472,8 +505,9 @@ void add_run_commands(CLI::App& app, Invocation& invocation) {
   run_on_parse(runs, invocation, runs_options, runs_command);
 
   auto show_options = std::make_shared<ShowOptions>();
-  CLI::App* show =
-      app.add_subcommand("show", "a run's configuration, epochs, summary, time by class, overflows and checkpoints");
+  CLI::App* show = app.add_subcommand(
+      "show",
+      "a run's configuration, epochs, summary, time by class, overflows, layers, precision divergence and checkpoints");
   show->add_option("RUN", show_options->run, "a run id or a unique run name")->type_name("")->required();
   show->add_flag("--json", show_options->json, "as JSON (for scripts)");
   show->add_flag("--steps", show_options->steps, "with --json: every step too");

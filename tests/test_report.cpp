@@ -65,7 +65,9 @@ TEST_F(Report, HoldsEverySectionWithStoredNamesEscaped) {
        {"<h2 id=\"comparison\">", "Configuration differences", "<h2 id=\"charts\">", "Training loss",
         "Validation accuracy (%) against wall time", "Loss scale", "Epoch time", "<h3>Diagnosis</h3>",
         "<h3>Where the time went</h3>", "<h3>Per-layer numerics</h3>", "<h3>Confusion matrix</h3>",
-        "Most confused: ", "<h3>Machine and data</h3>", "over the baseline", "precision.mode"})
+        "Most confused: ", "<h3>Machine and data</h3>", "over the baseline", "precision.mode",
+        "<h3>Precision divergence from FP32</h3>", "fp32 computes in FP32: the run is its own reference",
+        "One step in amp-bf16 against one in FP32", "<td>layer1.0.conv1</td>"})
     expect_contains(html, section);
   EXPECT_EQ(html.find("<script"), std::string::npos) << "a stored name became markup";
   expect_contains(html, "&lt;script&gt;alert(1)&lt;/script&gt;");

@@ -46,6 +46,24 @@ EpochTimes times(int epoch) {
   return t;
 }
 
+PrecisionDivergence divergence(int epoch) {
+  PrecisionDivergence d;
+  d.epoch = epoch;
+  d.step = 10 * epoch - 1;
+  d.mode = "amp-bf16";
+  d.format = "bf16";
+  d.samples = 16;
+  d.loss_scale = 1;
+  d.unit_roundoff = 1.0 / 256;
+  d.threshold = kDepartureUnits / 256;
+  d.loss = {0.003, 0.69, 0};
+  LayerDivergence conv1{"conv1", "conv", "bf16", {0.002, 40.5, 0}, {0.004, 1e-3, 0}, {0.01, 0.5, 0}};
+  LayerDivergence fc{"fc", "linear", "bf16", {0.03, 7.0, 0}, {0.0, 0.0, 0}, {0.0, 0.2, 3}};
+  d.layers = {conv1, fc};
+  find_departures(d);
+  return d;
+}
+
 TEST(RunDetails, RecordsEveryFieldAndReadsItBack) {
   TempDir dir("details");
   RunStore store(dir.file("runs.sqlite"));
@@ -73,6 +91,14 @@ TEST(RunDetails, RecordsEveryFieldAndReadsItBack) {
   store.add_confusion(id, {1, 2, {6, 0, 2, 4}});  // replaced, not repeated
   ASSERT_EQ(store.confusion_matrices(id).size(), 1u);
   EXPECT_EQ(store.confusion_matrices(id)[0].counts, (std::vector<int64_t>{6, 0, 2, 4}));
+  EXPECT_FALSE(store.divergence(id));
+  store.add_divergence(id, divergence(1));
+  store.add_divergence(id, divergence(1));  // replaced, not repeated
+  ASSERT_TRUE(store.divergence(id));
+  EXPECT_EQ(nlohmann::json(*store.divergence(id)), nlohmann::json(divergence(1)));
+  EXPECT_EQ(store.divergence(id)->first_departing, "fc");
+  EXPECT_EQ(store.divergence(id)->layers.at(1).weight_grad.nonfinite, 3);
+  EXPECT_FALSE(store.divergence(id)->layers.at(1).activation_grad.measured());  // a zero reference
   // Keys by class name, as the JSON a user reads.
   EXPECT_EQ(nlohmann::json(epochs[0]).at("conv_backward_weights"), 0.003);
 }
@@ -95,8 +121,10 @@ TEST(RunDetails, AResumedRunForgetsWhatItReportsAgainAndDeletingForgetsAll) {
         first.on_epoch(epoch(static_cast<int>(n / 10) + 1));
       }
     }
+    first.on_divergence(divergence(2));  // as if measured after epoch 2
     first.on_end({RunStatus::Cancelled, "stopped"});
   }
+  ASSERT_TRUE(store.divergence(id));
   ASSERT_EQ(store.overflows(id).size(), 2u);
   RunInfo resumed = info();
   resumed.first_epoch = 2;  // the checkpoint was taken after epoch 1
@@ -105,11 +133,14 @@ TEST(RunDetails, AResumedRunForgetsWhatItReportsAgainAndDeletingForgetsAll) {
     second.on_start(resumed);
     EXPECT_EQ(store.epoch_times(id).size(), 1u);
     EXPECT_EQ(store.layer_numerics(id).size(), 1u);
+    EXPECT_FALSE(store.divergence(id)) << "epoch 2 is reported again";
     second.on_step(step(10));
     EXPECT_EQ(store.overflows(id).size(), 1u);  // step 21's is gone, step 4's kept
     EXPECT_EQ(store.overflows(id)[0].step, 4);
+    second.on_divergence(divergence(3));
     second.on_end({RunStatus::Finished, ""});
   }
+  EXPECT_EQ(store.divergence(id)->epoch, 3);
   store.remove(id);
   EXPECT_EQ(query_int(path, "SELECT COUNT(*) FROM run_details"), 0);
 }
@@ -130,6 +161,48 @@ TEST(RunDetails, ADamagedRowIsRefusedByName) {
     db.exec("UPDATE run_details SET body_json = 'not json'");
   }
   expect_contains(error_of([&] { store.overflows(id); }), "damaged overflow record for run " + std::to_string(id));
+
+  store.add_divergence(id, divergence(1));
+  {
+    SqliteDb db(path, SqliteDb::Open::ReadWrite);
+    db.exec(
+        "UPDATE run_details SET body_json = json_set(body_json, '$.layers[1].activation.relative_error', 'big') "
+        "WHERE kind = 'divergence'");
+  }
+  expect_contains(error_of([&] { store.divergence(id); }), "layers[1].activation.relative_error is not a number");
+  {
+    SqliteDb db(path, SqliteDb::Open::ReadWrite);
+    db.exec("UPDATE run_details SET body_json = '{\"layers\": 3}' WHERE kind = 'divergence'");
+  }
+  expect_contains(error_of([&] { store.divergence(id); }), "precision divergence's layers is not a list");
+}
+
+TEST(RunDetails, TheVersion4MigrationKeepsEveryDetailInOrder) {
+  TempDir dir("details-migrate");
+  const std::string path = dir.file("runs.sqlite");
+  int64_t id = 0;
+  {
+    RunStore store(path);
+    id = store.begin_run(config_named("kept"), info(), "");
+    store.add_layer_numerics(id, {layer(1, 9, "conv1"), layer(1, 9, "layer1.0.conv1")});
+    store.add_confusion(id, {1, 2, {5, 1, 2, 4}});
+  }
+  {
+    // As a version-3 store leaves it: the same rows, the migration to run.
+    SqliteDb db(path, SqliteDb::Open::ReadWrite);
+    db.exec("PRAGMA user_version = 3");
+  }
+  RunStore store(path);
+  EXPECT_EQ(store.found_schema_version(), 3);
+  EXPECT_EQ(query_int(path, "PRAGMA user_version"), RunStore::kSchemaVersion);
+  ASSERT_EQ(store.layer_numerics(id).size(), 2u);
+  EXPECT_EQ(store.layer_numerics(id)[1].layer, "layer1.0.conv1");
+  EXPECT_EQ(store.confusion_matrices(id).at(0).counts, (std::vector<int64_t>{5, 1, 2, 4}));
+  store.add_divergence(id, divergence(1));  // the new kind passes the table's check
+  EXPECT_TRUE(store.divergence(id));
+  store.remove(id);
+  EXPECT_EQ(query_int(path, "SELECT COUNT(*) FROM run_details"), 0);
+  EXPECT_EQ(store.integrity_check(), "ok");
 }
 
 }  // namespace

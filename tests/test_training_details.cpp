@@ -1,6 +1,7 @@
 // What a run records to explain itself, from real trainings on real images (issue 16): the layers behind a skipped
-// step, traced to the one layer an overflow was injected into, and where each epoch's step time went, by op class;
-// both as reported and as the run store keeps them, and as `ampwb show` and `ampwb compare` print them.
+// step, traced to the one layer an overflow was injected into, where each epoch's step time went, by op class, and
+// the precision divergence at the end of the run; as reported, as the run store keeps them, and as `ampwb show` and
+// `ampwb compare` print them.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -49,8 +50,17 @@ class Tee : public TrainObserver {
     times.push_back(t);
     events.push_back("times " + std::to_string(t.epoch));
   }
-  void on_end(const RunEnd& e) override { store_.on_end(e); }
+  void on_divergence(const PrecisionDivergence& d) override {
+    store_.on_divergence(d);
+    divergences.push_back(d);
+    events.push_back("divergence");
+  }
+  void on_end(const RunEnd& e) override {
+    store_.on_end(e);
+    events.push_back("end");
+  }
 
+  std::vector<PrecisionDivergence> divergences;
   std::vector<StepReport> steps;
   std::vector<OverflowReport> overflows;
   std::vector<EpochTimes> times;
@@ -300,6 +310,73 @@ TEST(StepTimes, ClassesAndDataWaitMakeUpTheStepAndAreStoredAndCompared) {
   ASSERT_EQ(cli_run["epoch_times"].size(), 1u) << trained;
   EXPECT_EQ(cli_run["epoch_times"][0]["steps"], 2) << "3 steps, the probed one not timed";
   fs::remove_all(data);
+  fs::remove(db);
+}
+
+}  // namespace
+}  // namespace ampwb
+
+namespace ampwb {
+namespace {
+
+TrainConfig divergence_config(const fs::path& data, const std::string& precision) {
+  TrainConfig c = timing_config(data, precision);
+  c.depth = 20;
+  c.epochs = 2;
+  c.max_steps_per_epoch = 3;
+  return c;
+}
+
+TEST(PrecisionDivergence, MeasuredOnceAtTheEndOfARunStoredAndShown) {
+  const fs::path data = make_stripes_folder("divergence-run", 20, 16);
+  const fs::path db = fs::temp_directory_path() / ("ampwb_divergence_" + std::to_string(::getpid()) + ".sqlite");
+  fs::remove(db);
+  std::vector<int64_t> runs;
+  for (const std::string precision : {"amp-bf16", "fp32"}) {
+    SCOPED_TRACE(precision);
+    RunStore store(db.string());
+    StoreRecorder recorder(store, divergence_config(data, precision));
+    Tee tee(recorder);
+    Trainer trainer(divergence_config(data, precision), &tee);
+    const RunEnd end = trainer.run();
+    ASSERT_EQ(end.status, RunStatus::Finished) << end.reason;
+    runs.push_back(recorder.run_id());
+    if (precision == "fp32") {
+      EXPECT_TRUE(tee.divergences.empty()) << "FP32 is its own reference";
+      EXPECT_FALSE(store.divergence(runs.back()));
+      continue;
+    }
+    ASSERT_EQ(tee.divergences.size(), 1u);
+    const PrecisionDivergence& d = tee.divergences[0];
+    // After the last epoch, from the final weights: the run's last event before its end.
+    EXPECT_EQ(index_of(tee.events, "epoch 2") + 1, index_of(tee.events, "divergence"));
+    EXPECT_EQ(index_of(tee.events, "divergence") + 1, index_of(tee.events, "end"));
+    EXPECT_EQ(d.epoch, 2);
+    EXPECT_EQ(d.step, 6);
+    EXPECT_EQ(d.mode, "amp-bf16");
+    EXPECT_EQ(d.samples, 8);
+    EXPECT_EQ(d.layers.front().layer, "conv1");
+    EXPECT_EQ(d.layers.back().layer, "fc");
+    EXPECT_GT(d.layers.front().activation.relative_error, 0.0);
+    ASSERT_TRUE(store.divergence(runs.back()));
+    EXPECT_EQ(json(*store.divergence(runs.back())), json(d));
+  }
+
+  const std::string shown = ampwb(db, "show " + std::to_string(runs[0]));
+  EXPECT_NE(shown.find("\nprecision divergence\n"), std::string::npos) << shown;
+  {
+    RunStore store(db.string(), RunStore::Mode::ReadOnly);
+    const PrecisionDivergence d = *store.divergence(runs[0]);
+    EXPECT_NE(shown.find(divergence_sentence(d)), std::string::npos) << shown;
+    for (const LayerDivergence& l : d.layers) EXPECT_NE(shown.find("  " + l.layer + " "), std::string::npos) << l.layer;
+    const json shown_json = json::parse(ampwb(db, "show " + std::to_string(runs[0]) + " --json"));
+    EXPECT_EQ(shown_json.at("precision_divergence").at("layers").size(), d.layers.size());
+    EXPECT_EQ(shown_json.at("precision_divergence").at("sentence"), divergence_sentence(d));
+  }
+  const std::string fp32 = ampwb(db, "show " + std::to_string(runs[1]));
+  EXPECT_NE(fp32.find("its own reference"), std::string::npos) << fp32;
+  const json fp32_json = json::parse(ampwb(db, "show " + std::to_string(runs[1]) + " --json"));
+  EXPECT_TRUE(fp32_json.at("precision_divergence").is_null());
   fs::remove(db);
 }
 

@@ -3,6 +3,7 @@
 // resumed run replaces what it reports again, the ETA, the "differ only by seed" test behind the bands, and the
 // per-layer numerics heat map fed live and from the store.
 #include <QElapsedTimer>
+#include <QLabel>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -10,6 +11,7 @@
 
 #include "chart_panel.h"
 #include "decimate.h"
+#include "divergence_view.h"
 #include "event_queue.h"
 #include "histogram_chart.h"
 #include "loss_scale_chart.h"
@@ -357,6 +359,71 @@ class ChartData : public QObject {
     QCOMPARE(from_store.table()->rowCount(), 2);
     QCOMPARE(from_store.table()->item(1, 0)->text(), QString("-1.0"));
     QCOMPARE(from_store.table()->item(1, 0)->toolTip(), tip);
+  }
+
+  void divergence_view_shows_a_stored_runs_layers() {
+    PrecisionDivergence d;
+    d.epoch = 2;
+    d.step = 19;
+    d.mode = "amp-bf16";
+    d.format = "bf16";
+    d.samples = 16;
+    d.unit_roundoff = 1.0 / 256;
+    d.threshold = kDepartureUnits / 256;
+    d.loss = {1e-3, 0.7, 0};
+    d.layers = {{"conv1", "conv", "bf16", {0.5 / 256, 9, 0}, {0.01, 1, 0}, {0.02, 1, 0}},
+                {"bn1", "batch_norm", "f32", {6.0 / 256, 9, 0}, {0.01, 1, 0}, {0.02, 1, 0}},
+                {"fc", "linear", "bf16", {0.05, 9, 0}, {0.0, 0.0, 0}, {0.0, 1, 2}}};
+    find_departures(d);
+    QCOMPARE(d.first_departing, std::string("bn1"));
+
+    // Live: reported at the end of the run, through the event queue.
+    EventQueue queue;
+    queue.on_divergence(d);
+    RunSeries live;
+    live.append(queue.take());
+    QVERIFY(live.divergence);
+
+    // Stored, read back into a series.
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("runs.sqlite").toStdString();
+    {
+      RunStore store(db);
+      TrainConfig config;
+      config.name = "diverging";
+      config.precision = precision_preset("amp-bf16");
+      const int64_t id = store.begin_run(config, RunInfo{}, "");
+      store.add_divergence(id, *live.divergence);
+      config.name = "reference";
+      config.precision = precision_preset("fp32");
+      store.begin_run(config, RunInfo{}, "");
+    }
+    const RunStore store(db, RunStore::Mode::ReadOnly);
+    const RunSeries stored = load_run_series(store, store.resolve("diverging"));
+    ChartPanel panel;
+    panel.set_runs({&stored});
+    DivergenceView* view = panel.divergence();
+    QVERIFY(view);
+    QTableWidget* t = view->table();
+    QCOMPARE(t->rowCount(), 3);
+    QCOMPARE(t->verticalHeaderItem(0)->text(), QString("conv1"));
+    QCOMPARE(t->verticalHeaderItem(2)->text(), QString("fc"));
+    QCOMPARE(t->item(0, 0)->text(), QString::fromStdString(relative_error_text(d.layers[0].activation)));
+    QCOMPARE(t->item(2, 1)->text(), QString("-"));        // a zero reference: not defined
+    QCOMPARE(t->item(2, 2)->text(), QString("inf/NaN"));  // non-finite where FP32 is finite
+    QVERIFY(t->item(1, 3)->text().startsWith("first departure"));
+    QVERIFY(t->item(1, 3)->font().bold());
+    // Within one rounding green, beyond the line of 4 red.
+    QCOMPARE(t->item(0, 0)->background().color().hue(), 120);
+    QCOMPARE(t->item(1, 0)->background().color().hue(), 0);
+    QCOMPARE(view->caption()->text(), QString::fromStdString(divergence_sentence(d)));
+    QVERIFY(view->caption()->text().contains("departs from FP32 first at bn1"));
+
+    // An FP32 run has nothing to compare, and says so.
+    const RunSeries reference = load_run_series(store, store.resolve("reference"));
+    panel.set_runs({&reference});
+    QCOMPARE(t->rowCount(), 0);
+    QVERIFY(view->caption()->text().contains("its own reference"));
   }
 };
 

@@ -20,6 +20,7 @@
 #include "chart_export.h"
 #include "chart_factory.h"
 #include "chart_style.h"
+#include "divergence_view.h"
 #include "loss_scale_chart.h"
 #include "numerics_heatmap.h"
 
@@ -107,8 +108,15 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
     ++index;
   }
   // Beside the histogram (last in the grid), as tall as both rows: ResNet-18 has some 40 layers.
+  // Below it, the precision divergence measured at the end of the run: the same layers against FP32.
+  auto* layers = new QWidget;
+  auto* layers_layout = new QVBoxLayout(layers);
+  layers_layout->setContentsMargins(0, 0, 0, 0);
   numerics_ = new NumericsHeatmap;
-  grid->addWidget(numerics_, 0, 3, 2, 1);
+  layers_layout->addWidget(numerics_, 3);
+  divergence_ = new DivergenceView;
+  layers_layout->addWidget(divergence_, 2);
+  grid->addWidget(layers, 0, 3, 2, 1);
   for (int c = 0; c < 4; ++c) grid->setColumnStretch(c, 1);
   for (int r = 0; r < 2; ++r) grid->setRowStretch(r, 1);
   layout->addLayout(grid, 1);
@@ -165,6 +173,7 @@ void ChartPanel::refresh() {
   const ChartOptions o = options();
   for (MetricChart* c : charts_) c->update_from(runs_, o);
   numerics_->update_from(runs_);
+  divergence_->update_from(runs_);
   update_skipped_note();
   const qint64 cost = clock.elapsed();
   if (cost > 8) throttle_->start(static_cast<int>(std::min<qint64>(1000, 2 * cost)));

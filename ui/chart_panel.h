@@ -1,6 +1,6 @@
 // Every chart of a run (live or stored) or of a comparison, in one grid, with the controls they share: smoothing
 // of the per-step curves, which gradient histogram to show, mean ± std bands, and export (one chart or all). Beside
-// the gradient histogram, the per-layer numerics heat map.
+// the gradient histogram, the per-layer numerics heat map and below it the precision divergence from FP32.
 #pragma once
 
 #include <QWidget>
@@ -18,6 +18,7 @@ class QTimer;
 namespace ampwb::ui {
 
 class NumericsHeatmap;
+class DivergenceView;
 
 class ChartPanel : public QWidget {
   Q_OBJECT
@@ -41,6 +42,7 @@ class ChartPanel : public QWidget {
   MetricChart* chart(const QString& metric) const;
   const std::vector<MetricChart*>& charts() const { return charts_; }
   NumericsHeatmap* numerics() const { return numerics_; }
+  DivergenceView* divergence() const { return divergence_; }
 
   // With file dialogs: one chart to PNG/SVG/PDF, or all of them into a folder.
   void export_one(MetricChart* chart);
@@ -67,6 +69,7 @@ class ChartPanel : public QWidget {
   QLabel* skipped_note_ = nullptr;
   QLabel* run_legend_ = nullptr;  // a comparison's runs and their colours, for every chart
   NumericsHeatmap* numerics_ = nullptr;
+  DivergenceView* divergence_ = nullptr;
 };
 
 }  // namespace ampwb::ui

@@ -35,6 +35,11 @@ void EventQueue::on_checkpoint(const CheckpointInfo& checkpoint) {
   pending_.checkpoints.push_back(checkpoint);
 }
 
+void EventQueue::on_divergence(const PrecisionDivergence& divergence) {
+  std::lock_guard lock(mutex_);
+  pending_.divergence = divergence;
+}
+
 void EventQueue::on_end(const RunEnd& end) {
   std::lock_guard lock(mutex_);
   pending_.ended = end;

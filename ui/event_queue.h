@@ -21,11 +21,12 @@ struct EventBatch {
   std::vector<GradientHistogram> histograms;
   std::vector<LayerNumerics> layer_numerics;  // the probed steps' layers, step after step
   std::vector<CheckpointInfo> checkpoints;
+  std::optional<PrecisionDivergence> divergence;  // at the end of a finished low-precision run
   std::optional<RunEnd> ended;
 
   bool empty() const {
     return !started && run_id == 0 && steps.empty() && epochs.empty() && histograms.empty() && layer_numerics.empty() &&
-           checkpoints.empty() && !ended;
+           checkpoints.empty() && !divergence && !ended;
   }
 };
 
@@ -37,6 +38,7 @@ class EventQueue : public TrainObserver {
   void on_histogram(const GradientHistogram& histogram) override;
   void on_layer_numerics(const std::vector<LayerNumerics>& layers) override;
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
+  void on_divergence(const PrecisionDivergence& divergence) override;
   void on_end(const RunEnd& end) override;
   void set_run_id(int64_t id);
 

@@ -14,6 +14,7 @@ void RunSeries::append(const EventBatch& batch) {
     std::erase_if(epochs, [&](const EpochReport& e) { return e.epoch >= first_epoch; });
     std::erase_if(histograms, [&](const GradientHistogram& h) { return h.epoch >= first_epoch; });
     std::erase_if(layer_numerics, [&](const LayerNumerics& n) { return n.epoch >= first_epoch; });
+    divergence.reset();  // measured again at the end
   }
   if (!batch.steps.empty()) {
     const int64_t first = batch.steps.front().step;
@@ -24,10 +25,11 @@ void RunSeries::append(const EventBatch& batch) {
   epochs.insert(epochs.end(), batch.epochs.begin(), batch.epochs.end());
   histograms.insert(histograms.end(), batch.histograms.begin(), batch.histograms.end());
   layer_numerics.insert(layer_numerics.end(), batch.layer_numerics.begin(), batch.layer_numerics.end());
+  if (batch.divergence) divergence = batch.divergence;
   if (batch.ended) status = batch.ended->status;
   if (!batch.empty()) ++revision;
   if (batch.started || !batch.epochs.empty() || !batch.histograms.empty() || !batch.layer_numerics.empty() ||
-      batch.ended)
+      batch.divergence || batch.ended)
     ++epoch_revision;
 }
 
@@ -71,6 +73,7 @@ RunSeries load_run_series(const RunStore& store, int64_t id) {
   s.epochs = store.epochs(id);
   s.histograms = store.histograms(id);
   s.layer_numerics = store.layer_numerics(id);
+  s.divergence = store.divergence(id);
   s.revision = s.epoch_revision = 1;
   return s;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,9 @@ struct RunSeries {
   std::vector<StepReport> steps;
   std::vector<EpochReport> epochs;
   std::vector<GradientHistogram> histograms;
-  std::vector<LayerNumerics> layer_numerics;  // every probed step's layers, in step order
-  uint64_t revision = 0;                      // bumped by every change, so charts skip redrawing what they already show
+  std::vector<LayerNumerics> layer_numerics;      // every probed step's layers, in step order
+  std::optional<PrecisionDivergence> divergence;  // measured at the end of a finished low-precision run
+  uint64_t revision = 0;        // bumped by every change, so charts skip redrawing what they already show
   uint64_t epoch_revision = 0;  // bumped when epochs, histograms, numerics or the run's state change (not by steps)
 
   // Adds a live batch. A resumed run reports again from its checkpoint: what it reports replaces what was there.

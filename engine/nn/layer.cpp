@@ -62,6 +62,7 @@ void Layer::probe_forward(const char* kind, const Parameter& weight, int64_t in_
   n.activation = value_range(on_host(backend_, y));
   probe_record_ = probe_->layers().open(std::move(n));
   probe_opened_ = true;
+  probe_->layers().hand_over(probe_record_, ProbedTensor::Activation, y);
 }
 
 void Layer::probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_grad) {
@@ -71,6 +72,8 @@ void Layer::probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_g
   n.activation_grad = value_range(on_host(backend_, dy));
   n.weight_grad = value_range(on_host(backend_, weight_grad));
   n.casts = probe_casts_;
+  probe_->layers().hand_over(probe_record_, ProbedTensor::ActivationGrad, dy);
+  probe_->layers().hand_over(probe_record_, ProbedTensor::WeightGrad, weight_grad);
   probe_casts_ = 0;
   probe_opened_ = false;
 }

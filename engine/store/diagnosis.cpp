@@ -365,6 +365,7 @@ RunEvidence load_evidence(const RunStore& store, int64_t run) {
   e.overflows = store.overflows(run);
   e.times = store.epoch_times(run);
   e.confusion = store.confusion_matrices(run);
+  e.divergence = store.divergence(run);
   return e;
 }
 

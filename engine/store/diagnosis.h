@@ -26,7 +26,8 @@ struct RunEvidence {
   std::vector<LayerNumerics> layers;  // every probed step's layers
   std::vector<OverflowReport> overflows;
   std::vector<EpochTimes> times;
-  std::vector<ConfusionMatrix> confusion;  // the validation set's, per epoch
+  std::vector<ConfusionMatrix> confusion;         // the validation set's, per epoch
+  std::optional<PrecisionDivergence> divergence;  // measured at the end of a finished low-precision run
 };
 RunEvidence load_evidence(const RunStore& store, int64_t run);
 

@@ -9,6 +9,7 @@
 
 #include "core/half.h"
 #include "store/diagnosis.h"
+#include "store/divergence_text.h"
 #include "store/report_text.h"
 #include "store/run_compare.h"
 #include "store/time_comparison.h"
@@ -199,6 +200,28 @@ std::string confusion_section(const RunEvidence& e) {
   return out + ".</p>";
 }
 
+// The precision divergence: the sentence naming where the mode departs, and every layer's relative errors.
+std::string divergence_section(const RunEvidence& e) {
+  if (!e.divergence) return "<p>" + html_escape(divergence_absence(e.run)) + "</p>";
+  const PrecisionDivergence& d = *e.divergence;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> marked;
+  for (const LayerDivergence& l : d.layers) {
+    rows.push_back({l.layer, l.kind, l.forward_dtype, relative_error_text(l.activation),
+                    relative_error_text(l.activation_grad), relative_error_text(l.weight_grad),
+                    divergence_layer_note(d, l)});
+    marked.push_back(l.layer == d.first_departing);
+  }
+  return "<p>" + html_escape(divergence_sentence(d)) + "</p>\n<p>One step in " + html_escape(d.mode) +
+         " against one in FP32 from the final weights (epoch " + std::to_string(d.epoch) + ", step " +
+         std::to_string(d.step) + ") and " + std::to_string(d.samples) +
+         " images of a training batch: relative L2 errors, gradients unscaled (loss scale " +
+         html_escape(number_text(d.loss_scale)) + "). Departure line: " + html_escape(divergence_threshold_text(d)) +
+         ".</p>\n" +
+         table({"layer", "kind", "dtype", "activation", "activation gradient", "weight gradient", "note"}, rows,
+               marked);
+}
+
 std::string diagnosis_section(const std::vector<Finding>& findings) {
   if (findings.empty()) return "<p>No findings: none of the rules fired on what this run recorded.</p>";
   std::string out = "<ol class=\"findings\">";
@@ -317,6 +340,7 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
     html += "<h3>Diagnosis</h3>\n" + diagnosis_section(diagnose(e, i > 0 ? &runs[0] : nullptr));
     html += "<h3>Where the time went</h3>\n" + time_section(e);
     html += "<h3>Per-layer numerics</h3>\n" + svg_heat_map(e.layers);
+    html += "<h3>Precision divergence from FP32</h3>\n" + divergence_section(e);
     html += "<h3>Confusion matrix</h3>\n" + confusion_section(e);
     if (!e.overflows.empty()) {
       std::vector<std::vector<std::string>> rows;

@@ -94,6 +94,21 @@ const char* const kMigrations[] = {
         body_json TEXT NOT NULL);
       CREATE INDEX run_details_by_run ON run_details(run_id, kind, step);
     )sql",
+    // 3 -> 4: a new kind of run detail, the precision divergence. SQLite cannot change a CHECK constraint: the
+    // table is rebuilt, its rows (and their rowids, which order them) kept.
+    R"sql(
+      CREATE TABLE run_details_4(
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL
+          CHECK (kind IN ('layer_numerics', 'overflow', 'epoch_times', 'confusion', 'divergence')),
+        epoch INTEGER NOT NULL, step INTEGER NOT NULL,
+        body_json TEXT NOT NULL);
+      INSERT INTO run_details_4(rowid, run_id, kind, epoch, step, body_json)
+        SELECT rowid, run_id, kind, epoch, step, body_json FROM run_details ORDER BY rowid;
+      DROP TABLE run_details;
+      ALTER TABLE run_details_4 RENAME TO run_details;
+      CREATE INDEX run_details_by_run ON run_details(run_id, kind, step);
+    )sql",
 };
 static_assert(std::size(kMigrations) == RunStore::kSchemaVersion, "one migration per schema version");
 

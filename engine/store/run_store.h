@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ namespace ampwb {
 
 class RunStore {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   static constexpr int32_t kApplicationId = 0x414d5057;  // "AMPW"
 
   enum class Mode {
@@ -78,6 +79,8 @@ class RunStore {
   void add_overflow(int64_t run, const OverflowReport& overflow);
   void add_epoch_times(int64_t run, const EpochTimes& times);
   void add_confusion(int64_t run, const ConfusionMatrix& confusion);
+  // The run's precision divergence (one a run, at its end): recorded again, it replaces the one of its epoch.
+  void add_divergence(int64_t run, const PrecisionDivergence& divergence);
   // Replaces an earlier checkpoint of the run at the same path (the file was overwritten).
   void add_checkpoint(int64_t run, const CheckpointInfo& checkpoint);
   // Records how the run ended (with its last steps), fsynced, and gives up ownership.
@@ -97,8 +100,10 @@ class RunStore {
   std::vector<OverflowReport> overflows(int64_t run) const;            // by step
   std::vector<EpochTimes> epoch_times(int64_t run) const;              // by epoch
   std::vector<ConfusionMatrix> confusion_matrices(int64_t run) const;  // by epoch
-  std::vector<CheckpointInfo> checkpoints(int64_t run) const;          // oldest first; the last one resumes the run
-  bool recording(int64_t run) const;                                   // a live process records this run now
+  // The run's precision divergence, if it was measured (a finished run in a low-precision mode).
+  std::optional<PrecisionDivergence> divergence(int64_t run) const;
+  std::vector<CheckpointInfo> checkpoints(int64_t run) const;  // oldest first; the last one resumes the run
+  bool recording(int64_t run) const;                           // a live process records this run now
 
   // --- editing ---
   void rename(int64_t run, const std::string& name);

@@ -139,6 +139,11 @@ std::vector<EpochTimes> RunStore::epoch_times(int64_t run) const { return detail
 std::vector<ConfusionMatrix> RunStore::confusion_matrices(int64_t run) const {
   return details<ConfusionMatrix>(run, "confusion");
 }
+std::optional<PrecisionDivergence> RunStore::divergence(int64_t run) const {
+  std::vector<PrecisionDivergence> measured = details<PrecisionDivergence>(run, "divergence");
+  if (measured.empty()) return std::nullopt;
+  return std::move(measured.back());  // the last epoch's
+}
 
 std::vector<GradientHistogram> RunStore::histograms(int64_t run) const {
   std::vector<GradientHistogram> out;

@@ -217,6 +217,11 @@ void RunStore::add_confusion(int64_t run, const ConfusionMatrix& confusion) {
   replace_epoch_detail(run, "confusion", confusion.epoch, nlohmann::json(confusion).dump());
 }
 
+void RunStore::add_divergence(int64_t run, const PrecisionDivergence& divergence) {
+  require_writable("record a precision divergence");
+  replace_epoch_detail(run, "divergence", divergence.epoch, nlohmann::json(divergence).dump());
+}
+
 void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {
   require_writable("record a checkpoint");
   // A checkpoint written to the path of an earlier one replaced it: only the newest row may point at the file.

@@ -101,6 +101,11 @@ void StoreRecorder::on_confusion(const ConfusionMatrix& confusion) {
   guarded([&] { store_->add_confusion(run_id_, confusion); });
 }
 
+void StoreRecorder::on_divergence(const PrecisionDivergence& divergence) {
+  if (run_id_ == 0) return;
+  guarded([&] { store_->add_divergence(run_id_, divergence); });
+}
+
 void StoreRecorder::on_checkpoint(const CheckpointInfo& checkpoint) {
   if (run_id_ == 0) return;
   guarded([&] { store_->add_checkpoint(run_id_, checkpoint); });

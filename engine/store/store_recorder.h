@@ -48,6 +48,7 @@ class StoreRecorder : public TrainObserver {
   void on_overflow(const OverflowReport& overflow) override;
   void on_epoch_times(const EpochTimes& times) override;
   void on_confusion(const ConfusionMatrix& confusion) override;
+  void on_divergence(const PrecisionDivergence& divergence) override;
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
   void on_end(const RunEnd& end) override;
 

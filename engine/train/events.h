@@ -143,6 +143,8 @@ class TrainObserver {
   virtual void on_overflow(const OverflowReport&) {}                    // with each skipped step
   virtual void on_epoch_times(const EpochTimes&) {}                     // before the epoch's on_epoch
   virtual void on_confusion(const ConfusionMatrix&) {}                  // likewise
+  // Once, after the last epoch of a finished run in a low-precision mode (train/divergence_step.h).
+  virtual void on_divergence(const PrecisionDivergence&) {}
   virtual void on_checkpoint(const CheckpointInfo&) {}
   virtual void on_end(const RunEnd&) {}
 };

@@ -20,6 +20,7 @@ class ObserverList : public TrainObserver {
   void on_overflow(const OverflowReport& e) override { each(&TrainObserver::on_overflow, e); }
   void on_epoch_times(const EpochTimes& e) override { each(&TrainObserver::on_epoch_times, e); }
   void on_confusion(const ConfusionMatrix& e) override { each(&TrainObserver::on_confusion, e); }
+  void on_divergence(const PrecisionDivergence& e) override { each(&TrainObserver::on_divergence, e); }
   void on_checkpoint(const CheckpointInfo& e) override { each(&TrainObserver::on_checkpoint, e); }
   void on_end(const RunEnd& e) override { each(&TrainObserver::on_end, e); }
 

@@ -23,6 +23,32 @@ void to_json(nlohmann::json& j, const EpochTimes& t) { write_fields(j, t); }
 void from_json(const nlohmann::json& j, EpochTimes& t) { read_fields(j, t, "time breakdown"); }
 void to_json(nlohmann::json& j, const ConfusionMatrix& m) { write_fields(j, m); }
 void from_json(const nlohmann::json& j, ConfusionMatrix& m) { read_fields(j, m, "confusion matrix"); }
+void to_json(nlohmann::json& j, const LayerDivergence& l) { write_fields(j, l); }
+void from_json(const nlohmann::json& j, LayerDivergence& l) { read_fields(j, l, "precision divergence"); }
+
+void to_json(nlohmann::json& j, const PrecisionDivergence& d) {
+  write_fields(j, d);
+  j["layers"] = d.layers;
+}
+
+void from_json(const nlohmann::json& j, PrecisionDivergence& d) {
+  constexpr const char* what = "precision divergence";
+  read_fields(j, d, what);
+  d.layers.clear();
+  const auto layers = j.find("layers");
+  if (layers == j.end()) return;
+  if (!layers->is_array())
+    throw Error(std::string("the stored ") + what + "'s layers is not a list: " + layers->dump());
+  for (size_t i = 0; i < layers->size(); ++i) {
+    const nlohmann::json& item = (*layers)[i];
+    if (!item.is_object())
+      throw Error(std::string("the stored ") + what + "'s layers[" + std::to_string(i) +
+                  "] is not a record: " + item.dump());
+    LayerDivergence l;
+    read_fields(item, l, what, "layers[" + std::to_string(i) + "].");
+    d.layers.push_back(std::move(l));
+  }
+}
 
 double EpochTimes::op_total_seconds() const {
   double total = 0;

@@ -1,5 +1,6 @@
 // What a run reports beyond its curves, for explaining it (issue 16): per-layer numerics, the layers behind each
-// skipped step, where each epoch's step time went, and each epoch's validation confusion matrix. Value types with their
+// skipped step, where each epoch's step time went, each epoch's validation confusion matrix, and the run's precision
+// divergence from FP32 at its end (amp/precision_divergence.h). Value types with their
 // field lists (train/record_fields.h); the run store keeps each as JSON (store/run_store.h).
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "amp/layer_numerics.h"
+#include "amp/precision_divergence.h"
 #include "backend/profiled_backend.h"
 #include "train/record_fields.h"
 
@@ -107,6 +109,44 @@ void fields(R& m, V&& v) {
   v("counts", m.counts);
 }
 
+template <class R, class V>
+requires same_record<R, TensorDivergence>
+void fields(R& t, V&& v) {
+  v("relative_error", t.relative_error);
+  v("reference_norm", t.reference_norm);
+  v("nonfinite", t.nonfinite);
+}
+
+template <class R, class V>
+requires same_record<R, LayerDivergence>
+void fields(R& l, V&& v) {
+  v("layer", l.layer);
+  v("kind", l.kind);
+  v("forward_dtype", l.forward_dtype);
+  v("activation", l.activation);
+  v("activation_grad", l.activation_grad);
+  v("weight_grad", l.weight_grad);
+}
+
+// The layers are a list of records, which the field-list facility does not visit: PrecisionDivergence's JSON
+// writes and reads them itself (train/records_json.cpp).
+template <class R, class V>
+requires same_record<R, PrecisionDivergence>
+void fields(R& d, V&& v) {
+  v("epoch", d.epoch);
+  v("step", d.step);
+  v("mode", d.mode);
+  v("format", d.format);
+  v("samples", d.samples);
+  v("loss_scale", d.loss_scale);
+  v("unit_roundoff", d.unit_roundoff);
+  v("threshold", d.threshold);
+  v("loss", d.loss);
+  v("first_departing", d.first_departing);
+  v("largest_growth", d.largest_growth);
+  v("largest_growth_factor", d.largest_growth_factor);
+}
+
 void to_json(nlohmann::json& j, const LayerNumerics& n);
 void from_json(const nlohmann::json& j, LayerNumerics& n);
 void to_json(nlohmann::json& j, const OverflowReport& o);
@@ -115,5 +155,9 @@ void to_json(nlohmann::json& j, const EpochTimes& t);
 void from_json(const nlohmann::json& j, EpochTimes& t);
 void to_json(nlohmann::json& j, const ConfusionMatrix& m);
 void from_json(const nlohmann::json& j, ConfusionMatrix& m);
+void to_json(nlohmann::json& j, const LayerDivergence& l);
+void from_json(const nlohmann::json& j, LayerDivergence& l);
+void to_json(nlohmann::json& j, const PrecisionDivergence& d);
+void from_json(const nlohmann::json& j, PrecisionDivergence& d);
 
 }  // namespace ampwb

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
+#include "train/divergence_step.h"
 #include "train/step_timer.h"
 
 namespace ampwb {
@@ -402,6 +403,22 @@ RunEnd Trainer::train() {
     const std::string resumable = save(EpochProgress{epoch + 1});  // resumes at the next epoch
     if (stop_ && epoch < config.epochs)
       return {RunStatus::Cancelled, "stopped by the user after epoch " + std::to_string(epoch) + resumable};
+  }
+  // The precision divergence, once, from the final weights and the last batch trained on (or the first of an
+  // epoch, when a resumed run had no step left to take). FP32 is its own reference; TF32 is the backend's math.
+  if (policy.low() != DType::F32 && !cancel_) {
+    if (!batch.images.defined() || batch.images.n() < 2) {
+      train_data.start_epoch(config.epochs);
+      AMPWB_CHECK(train_data.next(batch), "the data loader has no batch for the precision divergence");
+    }
+    if (batch.images.n() >= 2) {
+      backend->set_enabled(false);  // two extra steps, in no epoch's time breakdown
+      PrecisionDivergence divergence = measure_divergence(*backend, model, policy, batch.images, batch.labels,
+                                                          {scaler.scale(), config.label_smoothing});
+      divergence.epoch = config.epochs;
+      divergence.step = global_step;
+      report(&TrainObserver::on_divergence, divergence);
+    }
   }
   return {RunStatus::Finished, ""};
 }

@@ -1,0 +1,115 @@
+// Relative errors of one tensor against its FP32 reference, and the rule that names where a mode departs.
+#include "amp/precision_divergence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace ampwb {
+
+double unit_roundoff(NumberFormat format) {
+  switch (format) {
+    case NumberFormat::Bf16:
+      return std::ldexp(1.0, -8);  // 8 significand bits
+    case NumberFormat::Fp16:
+    case NumberFormat::Tf32:
+      return std::ldexp(1.0, -11);  // 11 significand bits
+    case NumberFormat::Fp32:
+      break;
+  }
+  return 0;
+}
+
+TensorDivergence compare_values(const float* values, double scale, const float* reference, int64_t count) {
+  TensorDivergence t;
+  double difference = 0, norm = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const double r = reference[i];
+    const double v = static_cast<double>(values[i]) / scale;
+    if (!std::isfinite(v) && std::isfinite(r)) {
+      ++t.nonfinite;
+      continue;
+    }
+    norm += r * r;
+    difference += (v - r) * (v - r);
+  }
+  t.reference_norm = std::sqrt(norm);
+  if (t.measured()) t.relative_error = std::sqrt(difference) / t.reference_norm;
+  return t;
+}
+
+void find_departures(PrecisionDivergence& d) {
+  d.first_departing.clear();
+  d.largest_growth.clear();
+  d.largest_growth_factor = 0;
+  if (d.unit_roundoff <= 0) return;
+  double input_error = 0;  // the stem's input: the batch, exact in FP32
+  for (const LayerDivergence& l : d.layers) {
+    const TensorDivergence& a = l.activation;
+    const bool departs = a.nonfinite > 0 || (a.measured() && a.relative_error > d.threshold);
+    if (departs && d.first_departing.empty()) d.first_departing = l.layer;
+    if (!a.measured()) continue;
+    const double growth = a.relative_error / std::max(input_error, d.unit_roundoff);
+    if (growth > d.largest_growth_factor) {
+      d.largest_growth_factor = growth;
+      d.largest_growth = l.layer;
+    }
+    input_error = a.relative_error;
+  }
+}
+
+namespace {
+std::string number(double v, const char* format = "%.2g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+const LayerDivergence* find_layer(const PrecisionDivergence& d, const std::string& name) {
+  for (const LayerDivergence& l : d.layers)
+    if (l.layer == name) return &l;
+  return nullptr;
+}
+
+std::string format_upper(const std::string& format) {
+  std::string out = format;
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return out;
+}
+}  // namespace
+
+std::string relative_error_text(const TensorDivergence& t) {
+  if (t.nonfinite > 0) return "inf/NaN";
+  if (t.reference_norm <= 0) return "-";
+  return number(t.relative_error, "%.2e");
+}
+
+std::string divergence_sentence(const PrecisionDivergence& d) {
+  if (d.unit_roundoff <= 0) return d.mode + " computes in FP32: it is its own reference, nothing to compare";
+  if (d.layers.empty()) return d.mode + ": no layer was compared";
+  const std::string u = format_upper(d.format) + " rounding (u = 2^" +
+                        std::to_string(static_cast<int>(std::lround(std::log2(d.unit_roundoff)))) + ")";
+  std::string s;
+  if (const LayerDivergence* first = find_layer(d, d.first_departing)) {
+    s = d.mode + " departs from FP32 first at " + first->layer + ": its activation's relative error is " +
+        (first->activation.nonfinite > 0
+             ? std::string("inf/NaN")
+             : number(first->activation.relative_error / d.unit_roundoff, "%.1f") + " units of " + u) +
+        ", over the line of " + number(kDepartureUnits, "%.0f") + " units";
+  } else {
+    const auto worst = std::max_element(d.layers.begin(), d.layers.end(), [](const auto& a, const auto& b) {
+      return a.activation.relative_error < b.activation.relative_error;
+    });
+    s = d.mode + " stays within " + number(kDepartureUnits, "%.0f") + " units of " + u +
+        " of FP32 at every layer (largest: " + number(worst->activation.relative_error / d.unit_roundoff, "%.1f") +
+        " units at " + worst->layer + ")";
+  }
+  if (!d.largest_growth.empty())
+    s += "; " + d.largest_growth + " grows the error most (" + number(d.largest_growth_factor, "%.1f") +
+         " times its input's)";
+  s += "; the loss's relative error is " + relative_error_text(d.loss) + ".";
+  return s;
+}
+
+}  // namespace ampwb
