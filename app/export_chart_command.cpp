@@ -65,7 +65,7 @@ int export_chart_command(const ExportChartOptions& options) {
   chart.x_axis = options.x_axis == "wall"    ? ui::XAxis::WallClock
                  : options.x_axis == "epoch" ? ui::XAxis::Epoch
                                              : ui::XAxis::Step;
-  if (ui::differ_only_by_seed(configs)) chart.group_by = ui::kAllButSeed;
+  if (ui::differ_only_by_seed(configs)) chart.group_by = kAllButSeed;
   ui::export_chart(QString::fromStdString(metric), runs, chart, QString::fromStdString(out),
                    QSize(options.width, options.height));
   std::printf("%s\n", QFileInfo(QString::fromStdString(out)).absoluteFilePath().toLocal8Bit().constData());

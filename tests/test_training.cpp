@@ -258,7 +258,7 @@ TEST(Cli, EveryCommandsHelpComesFromTheParserAndNamesItsFlags) {
       {"help", {"COMMAND"}},
       {"runs", {"--status", "--tag", "--json", "--db"}},
       {"show", {"RUN", "--json", "--steps", "--db"}},
-      {"compare", {"RUN", "--json", "--db"}},
+      {"compare", {"RUN", "--group-by", "--json", "--db"}},
       {"export", {"csv", "chart"}},
       {"export csv", {"RUN", "--out", "--all", "--db"}},
       {"export chart",

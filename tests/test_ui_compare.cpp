@@ -8,8 +8,8 @@
 #include <QChart>
 #include <QCheckBox>
 #include <QComboBox>
-#include <QLineSeries>
 #include <QLabel>
+#include <QLineSeries>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -286,6 +286,38 @@ class CompareRuns : public QObject {
       }
     }
     QVERIFY(series("precision = fp32 (2 runs)") != series("precision = amp-bf16 (2 runs)"));
+
+    // ampwb compare --group-by: the same groups, and each group's best validation accuracy as mean ± sample std of
+    // the runs' best stored epochs.
+    QStringList args{"compare"};
+    for (int64_t id : order) args << QString::number(id);
+    args << "--group-by"
+         << "precision.mode"
+         << "--json"
+         << "--db" << db;
+    QProcess cli;
+    cli.start(AMPWB_BINARY, args);
+    QVERIFY(cli.waitForFinished(120000));
+    const QByteArray out = cli.readAllStandardOutput();
+    QVERIFY2(cli.exitCode() == 0, (out + cli.readAllStandardError()).constData());
+    const nlohmann::json groups = nlohmann::json::parse(out.toStdString()).at("groups");
+    QCOMPARE(groups.size(), size_t{2});
+    for (const nlohmann::json& g : groups) {
+      const std::string mode = g.at("value");
+      QVERIFY(g.at("label").get<std::string>() == "precision = " + mode + " (2 runs)");
+      QVERIFY(g.at("runs") == nlohmann::json::array({ids[{mode, 1}], ids[{mode, 2}]}));
+      std::vector<double> best;
+      for (int seed : {1, 2}) {
+        double b = 0;
+        for (const EpochReport& e : store.epochs(ids[{mode, seed}])) b = std::max(b, 100 * e.validation_accuracy);
+        best.push_back(b);
+      }
+      const double m = (best[0] + best[1]) / 2;
+      const double sd = std::sqrt((best[0] - m) * (best[0] - m) + (best[1] - m) * (best[1] - m));
+      const nlohmann::json& metric = g.at("metrics").at("best validation accuracy (%)");
+      QVERIFY(std::abs(metric.at("mean").get<double>() - m) < 1e-9);
+      QVERIFY(std::abs(metric.at("std").get<double>() - sd) < 1e-9);
+    }
     QVERIFY(charts->findChild<QLabel*>("runLegend")->text().contains("precision = amp-bf16 (2 runs)"));
     // The loss chart groups alike: two bands, two mean lines over its 4 runs' 3 curves.
     QCOMPARE(charts->chart("loss")->series_count(), 4 * 3 + 2 * 2);
