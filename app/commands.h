@@ -27,6 +27,7 @@ std::string devices_help();
 struct ExportChartOptions {
   std::vector<std::string> runs;
   std::string metric, out, histogram = "weight", db;
+  std::string x_axis = "step";  // "step", "epoch" or "wall"
   int width = 1200, height = 800;
   double smoothing = 0.6;
 };

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "gui_app.h"
+#include "run_groups.h"
 #include "run_series.h"
 #include "store/run_store.h"
 
@@ -61,7 +62,10 @@ int export_chart_command(const ExportChartOptions& options) {
   ui::ChartOptions chart;
   chart.smoothing = options.smoothing;
   chart.histogram_kind = QString::fromStdString(options.histogram);
-  chart.bands = ui::differ_only_by_seed(configs);
+  chart.x_axis = options.x_axis == "wall"    ? ui::XAxis::WallClock
+                 : options.x_axis == "epoch" ? ui::XAxis::Epoch
+                                             : ui::XAxis::Step;
+  if (ui::differ_only_by_seed(configs)) chart.group_by = kAllButSeed;
   ui::export_chart(QString::fromStdString(metric), runs, chart, QString::fromStdString(out),
                    QSize(options.width, options.height));
   std::printf("%s\n", QFileInfo(QString::fromStdString(out)).absoluteFilePath().toLocal8Bit().constData());

@@ -15,6 +15,7 @@
 #include "store/numerics_grid.h"
 #include "store/report_text.h"
 #include "store/run_compare.h"
+#include "store/run_groups.h"
 #include "store/run_store.h"
 #include "store/time_comparison.h"
 
@@ -407,8 +408,20 @@ int show_command(const ShowOptions& options) {
 struct CompareOptions {
   std::vector<std::string> runs;
   std::string db;
+  std::string group_by;  // a configuration key, or "all-but-seed"
   bool json = false;
 };
+
+// --group-by: each group of runs sharing the key's value, with the mean ± std of the results over its runs.
+std::vector<std::pair<ConfigGroup, std::vector<GroupMetric>>> compare_groups(const std::vector<ComparedRun>& runs,
+                                                                             const Comparison& cmp,
+                                                                             const std::string& key) {
+  std::vector<TrainConfig> configs;
+  for (const ComparedRun& r : runs) configs.push_back(r.record.config);
+  std::vector<std::pair<ConfigGroup, std::vector<GroupMetric>>> out;
+  for (const ConfigGroup& g : group_configs(configs, key)) out.emplace_back(g, group_metrics(cmp.summaries, g));
+  return out;
+}
 
 int compare_command(const CompareOptions& options) {
   RunStore store = open_store(store_path(options.db));
@@ -421,6 +434,9 @@ int compare_command(const CompareOptions& options) {
   for (int64_t id : ids) times.push_back(store.epoch_times(id));
   std::vector<TimeComparison> by_class;
   for (size_t i = 1; i < times.size(); ++i) by_class.push_back(compare_times(times[0], times[i]));
+  const std::string group_key = options.group_by == "all-but-seed" ? kAllButSeed : options.group_by;
+  const auto groups = group_key.empty() ? std::vector<std::pair<ConfigGroup, std::vector<GroupMetric>>>{}
+                                        : compare_groups(runs, cmp, group_key);
 
   if (options.json) {
     json out = {
@@ -449,6 +465,19 @@ int compare_command(const CompareOptions& options) {
       for (const TimeRow& row : t.rows)
         j["rows"].push_back({{"label", row.label}, {"ms", row.ms}, {"share", row.share}, {"speedup", row.speedup}});
       out["time"].push_back(j);
+    }
+    if (!group_key.empty()) {
+      out["groups"] = json::array();
+      for (const auto& group : groups) {
+        json j = {{"key", group_key},
+                  {"value", group.first.value},
+                  {"label", group_label(group_key, group.first)},
+                  {"runs", json::array()},
+                  {"metrics", json::object()}};
+        for (size_t i : group.first.members) j["runs"].push_back(runs[i].record.id);
+        for (const GroupMetric& m : group.second) j["metrics"][m.metric] = {{"mean", m.mean}, {"std", m.std}};
+        out["groups"].push_back(j);
+      }
     }
     print_json(out);
     return 0;
@@ -488,6 +517,25 @@ int compare_command(const CompareOptions& options) {
     table.print("  ");
     std::printf("  %s\n", t.sentence.c_str());
   }
+  if (!groups.empty()) {
+    std::printf("\ngroups by %s (mean ± sample std over each group's runs)\n",
+                group_key == kAllButSeed ? kAllButSeed : key_label(group_key).c_str());
+    std::vector<std::string> group_header{""};
+    for (const auto& group : groups) group_header.push_back(group_label(group_key, group.first));
+    std::vector<bool> right(group_header.size(), true);
+    right[0] = false;  // the metrics' names
+    Table table(group_header, right);
+    for (size_t m = 0; m < groups[0].second.size(); ++m) {
+      std::vector<std::string> cells{groups[0].second[m].metric};
+      for (const auto& group : groups) {
+        char cell[64];
+        std::snprintf(cell, sizeof cell, "%.4g ± %.2g", group.second[m].mean, group.second[m].std);
+        cells.push_back(cell);
+      }
+      table.add(std::move(cells));
+    }
+    table.print("  ");
+  }
   return 0;
 }
 
@@ -522,6 +570,11 @@ void add_run_commands(CLI::App& app, Invocation& invocation) {
       ->required()
       ->expected(2, -1)
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);  // the policy that checks the count (TakeLast would not)
+  compare
+      ->add_option("--group-by", compare_options->group_by,
+                   "group the runs by a configuration key's value (as ampwb show lists them: precision.mode, "
+                   "batch_size, lr, seed, ...) or all-but-seed, and print each group's mean ± std of the results")
+      ->type_name("KEY");
   compare->add_flag("--json", compare_options->json, "as JSON (for scripts)");
   add_db_option(compare, compare_options->db);
   run_on_parse(compare, invocation, compare_options, compare_command);

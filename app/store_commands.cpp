@@ -172,6 +172,12 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
   add_number(chart, "--smoothing", chart_options->smoothing, "exponential smoothing of step curves, in [0, 1)");
   chart->add_option("--histogram", chart_options->histogram, "with --metric histogram: which values")
       ->type_name("KIND");
+  chart
+      ->add_option("--x-axis", chart_options->x_axis,
+                   "what the curves are drawn against: step, epoch or wall (wall-clock seconds; per-epoch charts "
+                   "read step as epoch)")
+      ->check(CLI::IsMember({"step", "epoch", "wall"}))
+      ->type_name("AXIS");
   add_db_option(chart, chart_options->db);
   run_on_parse(chart, invocation, chart_options, export_chart_command);
 }

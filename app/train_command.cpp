@@ -19,6 +19,7 @@
 #include "store/run_store.h"
 #include "store/store_recorder.h"
 #include "train/observer_list.h"
+#include "train/scale_collapse.h"
 #include "train/trainer.h"
 #include "train_flags.h"
 
@@ -72,6 +73,7 @@ class ConsoleObserver : public TrainObserver {
 
   void on_step(const StepReport& r) override {
     poll_signal();
+    collapse_watch_.step(r);
     ++steps_in_epoch_;
     if (quiet_ || !terminal_) return;
     const auto now = std::chrono::steady_clock::now();
@@ -103,6 +105,17 @@ class ConsoleObserver : public TrainObserver {
     if (r.loss_scale != 1.0) std::printf("  scale %g", r.loss_scale);
     std::printf("\n");
     std::fflush(stdout);
+  }
+
+  // After the step that completes a collapse, its own report: the warning names every step's layers. Printed once,
+  // even with --quiet: it is what the user must act on.
+  void on_overflow(const OverflowReport& o) override {
+    collapse_watch_.overflow(o);
+    if (warned_collapse_ || !collapse_watch_.collapsed()) return;
+    warned_collapse_ = true;
+    if (terminal_ && !quiet_) std::printf("\r\033[K");
+    std::fflush(stdout);
+    std::fprintf(stderr, "ampwb train: warning: %s\n", collapse_watch_.warning().c_str());
   }
 
   void on_checkpoint(const CheckpointInfo& c) override {
@@ -138,6 +151,8 @@ class ConsoleObserver : public TrainObserver {
   const StoreRecorder& recorder_;
   std::string db_;
   Trainer* trainer_ = nullptr;
+  ScaleCollapseWatch collapse_watch_;
+  bool warned_collapse_ = false;
   int64_t steps_per_epoch_ = 0, steps_in_epoch_ = 0;
   std::chrono::steady_clock::time_point last_draw_{};
 };

@@ -14,6 +14,7 @@
 #include "store/run_store.h"
 #include "store/store_recorder.h"
 #include "test_cli_util.h"
+#include "train/scale_collapse.h"
 #include "train/trainer.h"
 
 namespace ampwb {
@@ -172,6 +173,68 @@ TEST_F(Diagnosis, ADivergingRunCollapsesTheScaleAndOverflowsItsActivations) {
   EXPECT_EQ(collapse.severity, Severity::Problem);
   expect_contains(collapse.evidence, "consecutive steps skipped");
   expect_contains(expect_finding(findings, "activation_overflow_risk").evidence, "max |activation|");
+
+  // The live alarm, fed the run's events in the order the trainer reported them, fires once, on the step that made
+  // the run of skips as long as the rule's, and names the layers the stored finding names.
+  ScaleCollapseWatch watch;
+  int fired = 0;
+  int64_t fired_at = -1;
+  size_t next_overflow = 0;
+  for (const StepReport& s : run.steps) {
+    if (watch.step(s)) ++fired, fired_at = s.step;
+    while (next_overflow < run.overflows.size() && run.overflows[next_overflow].step <= s.step)
+      watch.overflow(run.overflows[next_overflow++]);
+  }
+  EXPECT_EQ(fired, 1);
+  ASSERT_TRUE(watch.collapsed());
+  EXPECT_EQ(fired_at, watch.latest()->first_step + kScaleCollapseRun - 1);
+  const std::string origins = overflow_origins(watch.latest()->overflows);
+  ASSERT_FALSE(origins.empty()) << "the skipped steps named no layer";
+  expect_contains(collapse.evidence, origins);
+  expect_contains(watch.warning(), "inf/NaN gradients started in " + origins + ". Try: ");
+}
+
+TEST(ScaleCollapseWatch, OnlyAnUnbrokenRunOfSkipsCounts) {
+  ScaleCollapseWatch watch;
+  int64_t step = 0;
+  auto report = [&](bool skipped) { return watch.step(StepReport{1, step++, 1, 0, 0, 1024, skipped, 0, 0}); };
+  for (int64_t i = 0; i + 1 < kScaleCollapseRun; ++i) EXPECT_FALSE(report(true));
+  EXPECT_FALSE(report(false));  // one clean step: the scaler found a scale that works
+  EXPECT_FALSE(watch.collapsed());
+  for (int64_t i = 0; i + 1 < kScaleCollapseRun; ++i) EXPECT_FALSE(report(true));
+  EXPECT_TRUE(report(true));
+  EXPECT_FALSE(report(true));  // the same collapse goes on: said once
+  EXPECT_EQ(watch.collapses(), 1);
+  EXPECT_EQ(watch.latest()->length, kScaleCollapseRun + 1);
+}
+
+TEST_F(Diagnosis, AmpwbTrainWarnsOnceWhenTheScaleCollapses) {
+  std::vector<std::string> args = tiny_training(db(), 2, 10);
+  for (const char* flag : {"--precision", "amp-fp16", "--lr", "10000", "--max-skipped", "1000", "--name", "collapse"})
+    args.push_back(flag);
+  const Result r = ampwb(args);
+  const std::string warning = "ampwb train: warning: the loss scale collapsed: ";
+  const size_t at = r.output.find(warning);
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(warning, at + 1), std::string::npos) << "warned more than once:\n" << r.output;
+  // The layers it names are where the stored overflow reports say the overflows started.
+  const RunEvidence run = stored(RunStore(db(), RunStore::Mode::ReadOnly).resolve("collapse"));
+  expect_finding(diagnose(run), "scale_collapse");
+  std::set<std::string> origins;
+  for (const OverflowReport& o : run.overflows)
+    if (!o.layers.empty()) origins.insert(o.layers.front());
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+  expect_contains(line, kScaleCollapseAdvice);
+  const std::string lead = "inf/NaN gradients started in ";
+  const size_t from = line.find(lead), to = line.find(". Try: ");
+  ASSERT_NE(from, std::string::npos) << line;
+  std::string named = line.substr(from + lead.size(), to - from - lead.size()) + ", ";
+  int layers = 0;
+  for (size_t start = 0, comma; (comma = named.find(", ", start)) != std::string::npos; start = comma + 2, ++layers) {
+    const std::string layer = named.substr(start, named.find(' ', start) - start);
+    EXPECT_TRUE(origins.count(layer)) << layer << " is not where a stored overflow started: " << line;
+  }
+  EXPECT_GE(layers, 1);
 }
 
 TEST_F(Diagnosis, Fp16GradientsWithoutLossScalingUnderflow) {

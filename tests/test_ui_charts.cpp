@@ -1,14 +1,19 @@
 // The charts' data side, offscreen: min/max decimation keeps extremes within a point budget, smoothing ignores
 // overflowed steps, a 200,000-step run redraws within a UI tick, the event queue hands batches over intact, a
 // resumed run replaces what it reports again, the ETA, the "differ only by seed" test behind the bands, and the
-// per-layer numerics heat map fed live and from the store.
+// per-layer numerics heat map fed live and from the store, and a real run drawn against steps, epochs or wall-clock
+// seconds.
+#include <QAbstractAxis>
+#include <QChart>
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QXYSeries>
 #include <QtTest>
 #include <cmath>
 
+#include "chart_export.h"
 #include "chart_panel.h"
 #include "decimate.h"
 #include "divergence_view.h"
@@ -424,6 +429,86 @@ class ChartData : public QObject {
     panel.set_runs({&reference});
     QCOMPARE(t->rowCount(), 0);
     QVERIFY(view->caption()->text().contains("its own reference"));
+  }
+
+  void x_axis_follows_the_choice_step_epoch_or_wall_clock() {
+    // A real run: ResNet-20 on stripes, 2 epochs of 4 steps, recorded into a store and read back.
+    QTemporaryDir dir;
+    const QString db = dir.filePath("runs.sqlite");
+    const int64_t id = train_into_store(db, tiny_config(write_stripes(dir.filePath("stripes"), 24, 16), 2, 4));
+    const RunStore store(db.toStdString(), RunStore::Mode::ReadOnly);
+    const RunSeries run = load_run_series(store, id);
+    const std::vector<StepReport> steps = store.steps(id);
+    const std::vector<EpochReport> epochs = store.epochs(id);
+    QCOMPARE(steps.size(), size_t{8});
+    QCOMPARE(epochs.size(), size_t{2});
+    QCOMPARE(run.steps_per_epoch, int64_t{4});
+
+    ChartPanel panel;
+    panel.resize(1500, 900);
+    panel.set_runs({&run});
+    auto points = [&](const QString& metric, const QString& series) {
+      for (QAbstractSeries* s : panel.chart(metric)->chart()->series())
+        if (s->name() == series) return qobject_cast<QXYSeries*>(s)->points();
+      qFatal("no series %s in %s", qPrintable(series), qPrintable(metric));
+      return QList<QPointF>{};
+    };
+    auto x_title = [&](const QString& metric) {
+      return panel.chart(metric)->chart()->axes(Qt::Horizontal).front()->titleText();
+    };
+    // The epoch's wall-clock time: the wall time of its last stored step, as the HTML report has it.
+    auto epoch_end_wall = [&](int epoch) {
+      double at = NAN;
+      for (const StepReport& s : steps)
+        if (s.epoch == epoch) at = s.wall_seconds;
+      return at;
+    };
+
+    // Step (the default): step numbers.
+    QCOMPARE(x_title("loss"), QString("step"));
+    QList<QPointF> loss = points("loss", "per step");
+    QCOMPARE(loss.size(), qsizetype{8});
+    for (qsizetype k = 0; k < loss.size(); ++k) QCOMPARE(loss[k].x(), double(steps[k].step));
+
+    // Wall clock: every per-step point at its stored wall time, every per-epoch point at its epoch's end.
+    panel.set_x_axis(XAxis::WallClock);
+    for (const QString metric : {"loss", "loss-scale", "accuracy", "epoch-time"})
+      QVERIFY2(x_title(metric).startsWith("wall clock (s"), qPrintable(metric + ": " + x_title(metric)));
+    loss = points("loss", "per step");
+    const QList<QPointF> scale = points("loss-scale", "scale");
+    QCOMPARE(loss.size(), qsizetype{8});
+    QCOMPARE(scale.size(), qsizetype{8});
+    for (qsizetype k = 0; k < loss.size(); ++k) {
+      QCOMPARE(loss[k].x(), steps[k].wall_seconds);
+      QCOMPARE(scale[k].x(), steps[k].wall_seconds);
+    }
+    QVERIFY(steps.back().wall_seconds > steps.front().wall_seconds);
+    const QList<QPointF> accuracy = points("accuracy", "validation top-1");
+    const QList<QPointF> validation_loss = points("loss", "validation");
+    QCOMPARE(accuracy.size(), qsizetype{2});
+    for (int e = 0; e < 2; ++e) {
+      QCOMPARE(accuracy[e].x(), epoch_end_wall(e + 1));
+      QCOMPARE(accuracy[e].y(), 100 * epochs[e].validation_accuracy);
+      QCOMPARE(validation_loss[e].x(), epoch_end_wall(e + 1));
+    }
+
+    // Epoch: per-step curves at the fraction of epochs done, per-epoch points at whole epochs.
+    panel.set_x_axis(XAxis::Epoch);
+    QCOMPARE(x_title("loss"), QString("epoch"));
+    loss = points("loss", "per step");
+    for (qsizetype k = 0; k < loss.size(); ++k) QCOMPARE(loss[k].x(), (steps[k].step + 1) / 4.0);
+    QCOMPARE(points("loss", "validation").back().x(), 2.0);
+    QCOMPARE(points("accuracy", "validation top-1").back().x(), 2.0);
+
+    // An exported chart is drawn against the same axis: its title is in the SVG.
+    ChartOptions wall = panel.options();
+    wall.x_axis = XAxis::WallClock;
+    const QString svg = dir.filePath("accuracy.svg");
+    export_chart("accuracy", {&run}, wall, svg);
+    QFile file(svg);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray drawn = file.readAll();
+    QVERIFY(drawn.contains("wall clock (s since the run started)"));
   }
 };
 

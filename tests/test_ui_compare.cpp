@@ -1,15 +1,22 @@
 // Comparing runs in the desktop workbench, offscreen: stored runs overlaid on every chart (one series set per run),
 // the side-by-side table with "differences only", speed-up against a chosen baseline, mean ± std bands for runs
-// that differ only by seed; the runs view's filter, sort and edits (rename, tag, note, delete with confirmation);
-// and a precision sweep queued through the window that opens its comparison when done. The GUI's table and
-// `ampwb compare --json` (the real binary) of the same runs agree cell for cell.
+// that differ only by seed and for groups of runs by any configuration key; the runs view's filter, sort and edits
+// (rename, tag, note, delete with confirmation); and a precision sweep queued through the window that opens its
+// comparison when done. The GUI's table and `ampwb compare --json` (the real binary) of the same runs agree cell for
+// cell.
+#include <QAreaSeries>
+#include <QChart>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
+#include <QLineSeries>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QXYSeries>
 #include <QtTest>
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
@@ -19,6 +26,7 @@
 #include "diagnosis_panel.h"
 #include "main_window.h"
 #include "metric_chart.h"
+#include "run_groups.h"
 #include "runs_model.h"
 #include "runs_view.h"
 #include "store/run_report.h"
@@ -217,10 +225,112 @@ class CompareRuns : public QObject {
     w.open_runs({fp32_seed1_, fp32_seed2_});
     CompareView* view = w.compare_view();
     QVERIFY(view->seed_only());
-    QVERIFY(view->charts()->options().bands);
+    QCOMPARE(view->charts()->options().group_by, QString(kAllButSeed));  // the old seed-only band, by default
     // The accuracy chart gains the band (an area) and the mean line.
     QCOMPARE(view->charts()->chart("accuracy")->series_count(), 2 * 3 + 2);
     QCOMPARE(view->charts()->chart("loss")->series_count(), 2 * 3 + 2);
+  }
+
+  void groups_by_any_configuration_key_with_mean_and_std() {
+    // Two precisions times two seeds, trained and stored.
+    QTemporaryDir dir;
+    const QString db = dir.filePath("groups.sqlite");
+    std::map<std::pair<std::string, int>, int64_t> ids;
+    std::vector<int64_t> order;
+    for (const char* mode : {"fp32", "amp-bf16"})
+      for (int seed : {1, 2}) {
+        TrainConfig c = tiny_config(data_);
+        c.precision = precision_preset(mode);
+        c.seed = seed;
+        c.name = std::string(mode) + " seed " + std::to_string(seed);
+        order.push_back(ids[{mode, seed}] = train_into_store(db, c));
+      }
+    MainWindow w(db);
+    w.open_runs(order);
+    ChartPanel* charts = w.compare_view()->charts();
+    auto* group_by = charts->findChild<QComboBox*>("groupBy");
+    QVERIFY(group_by && group_by->isVisibleTo(charts));
+    // Offered: the keys that vary among the runs, and everything but the seed; not those that do not vary.
+    QVERIFY(group_by->findData(QString("precision.mode")) >= 0);
+    QVERIFY(group_by->findData(QString("seed")) >= 0);
+    QVERIFY(group_by->findData(QString(kAllButSeed)) >= 0);
+    QCOMPARE(group_by->findData(QString("lr")), -1);
+    QCOMPARE(group_by->findData(QString("batch_size")), -1);
+    QCOMPARE(charts->options().group_by, QString());  // more than the seed differs: no groups until asked
+
+    charts->set_group_by("precision.mode");
+    const RunStore store(db.toStdString(), RunStore::Mode::ReadOnly);
+    const MetricChart* accuracy = charts->chart("accuracy");
+    auto series = [&](const QString& name) -> QAbstractSeries* {
+      for (QAbstractSeries* s : accuracy->chart()->series())
+        if (s->name() == name) return s;
+      return nullptr;
+    };
+    for (const char* mode : {"fp32", "amp-bf16"}) {
+      const QString label = QStringLiteral("precision = %1 (2 runs)").arg(mode);
+      auto* mean = qobject_cast<QXYSeries*>(series(label));
+      auto* band = qobject_cast<QAreaSeries*>(series(label + " ± std"));
+      QVERIFY2(mean && band, qPrintable(label));
+      // Mean and sample standard deviation of the two seeds' stored validation accuracy, epoch by epoch.
+      const std::vector<EpochReport> a = store.epochs(ids[{mode, 1}]), b = store.epochs(ids[{mode, 2}]);
+      QCOMPARE(a.size(), size_t{2});
+      QCOMPARE(mean->count(), 2);
+      for (size_t e = 0; e < a.size(); ++e) {
+        const double x = a[e].validation_accuracy, y = b[e].validation_accuracy;
+        const double m = (x + y) / 2, sd = std::sqrt(((x - m) * (x - m) + (y - m) * (y - m)) / (2 - 1));
+        const int k = static_cast<int>(e);
+        QCOMPARE(mean->at(k).x(), double(a[e].epoch));
+        QVERIFY(std::abs(mean->at(k).y() - 100 * m) < 1e-9);
+        QVERIFY(std::abs(band->upperSeries()->at(k).y() - 100 * (m + sd)) < 1e-9);
+        QVERIFY(std::abs(band->lowerSeries()->at(k).y() - 100 * (m - sd)) < 1e-9);
+      }
+    }
+    QVERIFY(series("precision = fp32 (2 runs)") != series("precision = amp-bf16 (2 runs)"));
+
+    // ampwb compare --group-by: the same groups, and each group's best validation accuracy as mean ± sample std of
+    // the runs' best stored epochs.
+    QStringList args{"compare"};
+    for (int64_t id : order) args << QString::number(id);
+    args << "--group-by"
+         << "precision.mode"
+         << "--json"
+         << "--db" << db;
+    QProcess cli;
+    cli.start(AMPWB_BINARY, args);
+    QVERIFY(cli.waitForFinished(120000));
+    const QByteArray out = cli.readAllStandardOutput();
+    QVERIFY2(cli.exitCode() == 0, (out + cli.readAllStandardError()).constData());
+    const nlohmann::json groups = nlohmann::json::parse(out.toStdString()).at("groups");
+    QCOMPARE(groups.size(), size_t{2});
+    for (const nlohmann::json& g : groups) {
+      const std::string mode = g.at("value");
+      QVERIFY(g.at("label").get<std::string>() == "precision = " + mode + " (2 runs)");
+      QVERIFY(g.at("runs") == nlohmann::json::array({ids[{mode, 1}], ids[{mode, 2}]}));
+      std::vector<double> best;
+      for (int seed : {1, 2}) {
+        double b = 0;
+        for (const EpochReport& e : store.epochs(ids[{mode, seed}])) b = std::max(b, 100 * e.validation_accuracy);
+        best.push_back(b);
+      }
+      const double m = (best[0] + best[1]) / 2;
+      const double sd = std::sqrt((best[0] - m) * (best[0] - m) + (best[1] - m) * (best[1] - m));
+      const nlohmann::json& metric = g.at("metrics").at("best validation accuracy (%)");
+      QVERIFY(std::abs(metric.at("mean").get<double>() - m) < 1e-9);
+      QVERIFY(std::abs(metric.at("std").get<double>() - sd) < 1e-9);
+    }
+    QVERIFY(charts->findChild<QLabel*>("runLegend")->text().contains("precision = amp-bf16 (2 runs)"));
+    // The loss chart groups alike: two bands, two mean lines over its 4 runs' 3 curves.
+    QCOMPARE(charts->chart("loss")->series_count(), 4 * 3 + 2 * 2);
+
+    // By seed: each group mixes the precisions.
+    charts->set_group_by("seed");
+    QVERIFY(series("seed = 1 (2 runs)") && series("seed = 2 (2 runs)"));
+    // A group of one run draws its mean line (its own curve) and no band.
+    w.open_runs({ids[{"fp32", 1}], ids[{"fp32", 2}], ids[{"amp-bf16", 1}]});
+    charts->set_group_by("precision.mode");
+    QVERIFY(series("precision = amp-bf16 (1 run)"));
+    QVERIFY(!series("precision = amp-bf16 (1 run) ± std"));
+    QVERIFY(series("precision = fp32 (2 runs) ± std"));
   }
 
   void runs_view_filters_sorts_and_edits() {

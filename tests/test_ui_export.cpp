@@ -1,6 +1,6 @@
 // Export from the desktop workbench, offscreen: every chart of a run and of a comparison to PNG (decoded at the
 // size asked), SVG (parsed) and PDF (its header); the CSV reports through the run store's exporter (rows counted);
-// and `ampwb export chart` run as a separate process with no display at all.
+// and `ampwb export chart` run as a separate process with no display at all, against the epoch or the wall clock.
 #include <QFile>
 #include <QProcess>
 #include <QSvgRenderer>
@@ -138,6 +138,15 @@ class ExportCharts : public QObject {
     std::tie(rc, out) = run({"export", "chart", id, other, "--metric", "accuracy", "--out", svg, "--db", db_});
     QVERIFY2(rc == 0, qPrintable(out));
     check_svg(svg);
+    QVERIFY(read(svg).contains(">epoch<"));  // per-epoch curves: against the epoch unless asked otherwise
+    // Against wall-clock time (time to accuracy): the axis says so.
+    const QString wall = dir_.filePath("cli-wall.svg");
+    std::tie(rc, out) =
+        run({"export", "chart", id, "--metric", "accuracy", "--x-axis", "wall", "--out", wall, "--db", db_});
+    QVERIFY2(rc == 0, qPrintable(out));
+    check_svg(wall);
+    QVERIFY(read(wall).contains("wall clock (s since the run started)"));
+    QVERIFY(!read(wall).contains(">epoch<"));
     std::tie(rc, out) = run({"export", "chart", id, "--metric", "epoch-time", "--out", pdf, "--db", db_});
     QVERIFY2(rc == 0, qPrintable(out));
     check_pdf(pdf);

@@ -4,6 +4,7 @@
 // and settings remembered across windows.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -11,7 +12,9 @@
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QtTest>
+#include <algorithm>
 #include <ctime>
+#include <map>
 
 #include "chart_panel.h"
 #include "main_window.h"
@@ -21,6 +24,7 @@
 #include "runs_view.h"
 #include "stall_meter.h"
 #include "test_ui_util.h"
+#include "train/scale_collapse.h"
 
 #include "idx_util.h"
 
@@ -150,6 +154,7 @@ class TrainingThroughTheUi : public QObject {
     QCOMPARE(charts->chart("epoch-time")->point_count(), qsizetype{2 * 4});
     QVERIFY(charts->chart("histogram")->point_count() > 0);
     QCOMPARE(child<QProgressBar>(w, "progress")->value(), 1000);
+    QVERIFY(child<QLabel>(w, "scaleCollapseAlarm")->isHidden());  // a healthy run raises no alarm
 
     // The store holds the run as the controls described it.
     RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
@@ -165,6 +170,56 @@ class TrainingThroughTheUi : public QObject {
     // A finished run's checkpoint folder is removed.
     QVERIFY(
         QDir(QFileInfo(path).absolutePath() + "/checkpoints").entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty());
+  }
+
+  void a_collapsing_scale_raises_the_alarm_naming_its_layers() {
+    const QString path = db("collapse");
+    MainWindow w(path);
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* alarm = child<QLabel>(w, "scaleCollapseAlarm");
+    QVERIFY(alarm->isHidden());
+    // As tests/test_diagnosis.cpp makes a run collapse: the first update blows the weights up, and every FP16 step
+    // after it overflows whatever the scale.
+    TrainConfig c = tiny_config(data_, 2, 10);
+    c.lr = 1e4f;
+    c.max_consecutive_skipped = 1000;
+    const SweepVariant fp16{"amp-fp16", "amp-fp16", PrecisionMode::AmpFp16};
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    w.start_sweep(c, {fp16});
+    QVERIFY(w.session()->running());
+    // Raised while the run trains, not after it.
+    bool seen_while_training = false;
+    connect(w.session(), &TrainingSession::events, alarm, [&] { seen_while_training |= !alarm->isHidden(); });
+    QVERIFY(finished.wait(600000));
+    QVERIFY(!alarm->isHidden());  // (the sweep's end shows the Compare tab: hidden by its tab, not by itself)
+    QVERIFY(seen_while_training);
+
+    const int64_t id = finished.at(0).at(0).toLongLong();
+    RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
+    const std::vector<StepReport> steps = store.steps(id);
+    // The stored steps hold the run of skips the banner reports.
+    int64_t longest = 0, run = 0;
+    for (const StepReport& s : steps) longest = std::max(longest, run = s.skipped ? run + 1 : 0);
+    QVERIFY(longest >= kScaleCollapseRun);
+    const QString text = alarm->text();
+    QVERIFY2(text.contains(QStringLiteral("%1 consecutive steps skipped").arg(longest)), qPrintable(text));
+    QVERIFY2(text.contains(QString::fromUtf8(kScaleCollapseAdvice)), qPrintable(text));
+    // It names the layer where the stored overflow reports say most overflows started.
+    std::map<std::string, int> first;
+    for (const OverflowReport& o : store.overflows(id))
+      if (!o.layers.empty()) ++first[o.layers.front()];
+    QVERIFY(!first.empty());
+    const auto most =
+        std::max_element(first.begin(), first.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    QVERIFY2(text.contains(QString::fromStdString(most->first) + " ("), qPrintable(text));
+
+    // The next run starts without it.
+    w.start_sweep(tiny_config(data_, 1, 2), {fp16});
+    QVERIFY(alarm->isHidden());
+    QVERIFY(finished.wait(600000));
+    QVERIFY(alarm->isHidden());
   }
 
   void stop_then_resume_continues_the_same_run() {

@@ -1,7 +1,6 @@
 // AccuracyChart: train/validation top-1 and top-k per epoch.
 #include "accuracy_chart.h"
 
-#include <QAreaSeries>
 #include <QChart>
 #include <QLineSeries>
 #include <QValueAxis>
@@ -9,7 +8,6 @@
 #include <cmath>
 
 #include "chart_style.h"
-#include "epoch_bands.h"
 
 namespace ampwb::ui {
 
@@ -28,15 +26,15 @@ void set_epoch_range(QValueAxis* axis, int epochs) {
 AccuracyChart::AccuracyChart(QWidget* parent) : MetricChart("accuracy", tr("Accuracy"), parent) {}
 
 void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
+  const XAxis axis = per_epoch(options.x_axis);
   x_ = new QValueAxis;
-  x_->setTitleText(tr("epoch"));
+  x_->setTitleText(x_axis_title(axis));
   y_ = new QValueAxis;
   y_->setTitleText(tr("accuracy (%)"));
   y_->setLabelFormat("%.0f");
   chart()->addAxis(x_, Qt::AlignBottom);
   chart()->addAxis(y_, Qt::AlignLeft);
   curves_.assign(runs.size(), Curves{});
-  band_mean_ = band_low_ = band_high_ = nullptr;
   const bool many = multi(runs);
   const int topk = runs.empty() ? 2 : runs[0]->config.topk;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -49,7 +47,7 @@ void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
         add_line(who + tr("validation top-%1").arg(topk), curve_pen(many ? c : topk_color(), 1.5, Qt::DotLine), x_, y_);
     for (QLineSeries* s : {k.train, k.validation, k.topk}) {
       s->setPointsVisible(true);
-      show_values_on_hover(s, tr("epoch"), 4, "%");
+      show_values_on_hover(s, x_axis_unit(axis), 4, "%");
     }
     if (many) {
       hide_from_legend(k.train);
@@ -57,31 +55,24 @@ void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
     }
   }
   if (many) chart()->setTitle(tr("Accuracy: — validation · - - train · ··· top-%1").arg(topk));
-  if (options.bands && many) {
-    auto* area = new QAreaSeries;
-    band_low_ = new QLineSeries(area);
-    band_high_ = new QLineSeries(area);
-    area->setUpperSeries(band_high_);
-    area->setLowerSeries(band_low_);
-    area->setName(tr("validation mean ± std"));
-    area->setBrush(palette_is_dark() ? QColor(255, 255, 255, 40) : QColor(0, 0, 0, 30));
-    area->setPen(Qt::NoPen);
-    attach(area, x_, y_);
-    band_mean_ = add_line(tr("validation mean"), curve_pen(palette().color(QPalette::WindowText), 2.5), x_, y_);
-    show_values_on_hover(band_mean_, tr("epoch"), 4, "%");
-  }
+  add_group_bands(runs, options, x_, y_, "%");  // the validation top-1 of each group
 }
 
-void AccuracyChart::refresh(const RunList& runs, const ChartOptions&) {
+void AccuracyChart::refresh(const RunList& runs, const ChartOptions& options) {
+  const XAxis axis = per_epoch(options.x_axis);
   int epochs = 1;
+  double x_max = 0;
   double low = 100, high = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunSeries& run = *runs[i];
     QList<QPointF> train, validation, topk;
     for (const EpochReport& e : run.epochs) {
-      train.append(QPointF(e.epoch, 100 * e.train_accuracy));
-      validation.append(QPointF(e.epoch, 100 * e.validation_accuracy));
-      topk.append(QPointF(e.epoch, 100 * e.validation_topk));
+      const double at = epoch_x(run, e.epoch, axis);
+      if (!std::isfinite(at)) continue;
+      x_max = std::max(x_max, at);
+      train.append(QPointF(at, 100 * e.train_accuracy));
+      validation.append(QPointF(at, 100 * e.validation_accuracy));
+      topk.append(QPointF(at, 100 * e.validation_topk));
       low = std::min({low, 100 * e.train_accuracy, 100 * e.validation_accuracy});
       high = std::max({high, 100 * e.validation_topk, 100 * e.train_accuracy});
     }
@@ -90,19 +81,11 @@ void AccuracyChart::refresh(const RunList& runs, const ChartOptions&) {
     curves_[i].topk->replace(topk);
     epochs = std::max({epochs, run.config.epochs, run.epochs.empty() ? 1 : run.epochs.back().epoch});
   }
-  if (band_mean_) {
-    QList<QPointF> mean, lo, hi;
-    for (const EpochBand& b : epoch_bands(runs, [](const EpochReport& e) { return e.validation_accuracy; }).points) {
-      mean.append(QPointF(b.epoch, 100 * b.mean));
-      lo.append(QPointF(b.epoch, 100 * (b.mean - b.std)));
-      hi.append(QPointF(b.epoch, 100 * (b.mean + b.std)));
-      low = std::min(low, 100 * (b.mean - b.std));
-    }
-    band_mean_->replace(mean);
-    band_low_->replace(lo);
-    band_high_->replace(hi);
-  }
-  set_epoch_range(x_, epochs);
+  refresh_group_bands([](const EpochReport& e) { return e.validation_accuracy; }, 100, axis, low, high);
+  if (axis == XAxis::Epoch)
+    set_epoch_range(x_, epochs);
+  else
+    set_nice_range(x_, 0, label_x_axis(x_, axis, x_max));
   // Zoomed to where the curves are (accuracies near 90 % are unreadable on 0..100), in steps of 10.
   if (high < low) low = 0, high = 100;
   const double bottom = std::max(0.0, std::floor(low / 10) * 10);

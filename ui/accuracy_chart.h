@@ -1,5 +1,5 @@
-// Accuracy per epoch: training top-1, validation top-1 and validation top-k, in percent. With bands, the
-// validation top-1 as mean ± std over the runs.
+// Accuracy per epoch: training top-1, validation top-1 and validation top-k, in percent, against the epoch or the
+// wall clock at the epoch's end. Grouped by a configuration key, each group's validation top-1 as mean ± std.
 #pragma once
 
 #include "metric_chart.h"
@@ -25,9 +25,6 @@ class AccuracyChart : public MetricChart {
     QLineSeries* topk = nullptr;
   };
   std::vector<Curves> curves_;
-  QLineSeries* band_mean_ = nullptr;
-  QLineSeries* band_low_ = nullptr;
-  QLineSeries* band_high_ = nullptr;
   QValueAxis* x_ = nullptr;
   QValueAxis* y_ = nullptr;
 };

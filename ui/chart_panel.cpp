@@ -1,7 +1,6 @@
 // ChartPanel: the chart grid, its shared controls and the export dialogs.
 #include "chart_panel.h"
 
-#include <QCheckBox>
 #include <QComboBox>
 #include <QElapsedTimer>
 #include <QFileDialog>
@@ -23,6 +22,7 @@
 #include "divergence_view.h"
 #include "loss_scale_chart.h"
 #include "numerics_heatmap.h"
+#include "run_groups.h"
 
 namespace ampwb::ui {
 
@@ -43,6 +43,14 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
     smoothing_value_->setText(QString::number(v / 100.0, 'f', 2));
     refresh();
   });
+  x_axis_ = new QComboBox;
+  x_axis_->setObjectName("xAxis");
+  for (XAxis axis : {XAxis::Step, XAxis::Epoch, XAxis::WallClock})
+    x_axis_->addItem(x_axis_choice(axis), static_cast<int>(axis));
+  x_axis_->setToolTip(
+      tr("What the curves are drawn against: steps, epochs (fractional for per-step curves) or wall-clock seconds "
+         "since the run started (time to accuracy). Per-epoch charts read Step as Epoch."));
+  connect(x_axis_, &QComboBox::currentIndexChanged, this, &ChartPanel::refresh);
   histogram_kind_ = new QComboBox;
   histogram_kind_->setObjectName("histogramKind");
   histogram_kind_->addItem(tr("weight gradients"), "weight");
@@ -54,14 +62,24 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   histogram_epoch_->setSpecialValueText(tr("latest"));
   histogram_epoch_->setPrefix(tr("epoch "));
   connect(histogram_epoch_, &QSpinBox::valueChanged, this, &ChartPanel::refresh);
-  bands_ = new QCheckBox(tr("mean ± std"));
-  bands_->setObjectName("bands");
-  bands_->setToolTip(tr("The runs differ only by seed: show the validation curves as mean ± standard deviation"));
-  bands_->setVisible(false);
-  connect(bands_, &QCheckBox::toggled, this, &ChartPanel::refresh);
+  group_by_ = new QComboBox;
+  group_by_->setObjectName("groupBy");
+  group_by_->setToolTip(
+      tr("Runs sharing this setting's value form a group, drawn as its validation mean ± standard deviation"));
+  group_by_->addItem(tr("none"), QString());
+  group_by_->setVisible(false);  // until set_group_keys offers keys
+  group_by_label_ = new QLabel(tr("Group by"));
+  group_by_label_->setVisible(false);
+  connect(group_by_, &QComboBox::currentIndexChanged, this, [this] {
+    update_legend();
+    refresh();
+  });
   auto* export_button = new QPushButton(tr("Export charts…"));
   export_button->setObjectName("exportCharts");
   connect(export_button, &QPushButton::clicked, this, &ChartPanel::export_all);
+  controls->addWidget(new QLabel(tr("Against")));
+  controls->addWidget(x_axis_);
+  controls->addSpacing(16);
   controls->addWidget(new QLabel(tr("Smoothing")));
   controls->addWidget(smoothing_);
   controls->addWidget(smoothing_value_);
@@ -70,7 +88,8 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   controls->addWidget(histogram_kind_);
   controls->addWidget(histogram_epoch_);
   controls->addSpacing(16);
-  controls->addWidget(bands_);
+  controls->addWidget(group_by_label_);
+  controls->addWidget(group_by_);
   controls->addStretch(1);
   controls->addWidget(export_button);
   layout->addLayout(controls);
@@ -131,33 +150,69 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
 
 void ChartPanel::set_runs(RunList runs) {
   runs_ = std::move(runs);
-  QStringList entries;
-  if (runs_.size() > 1)
-    for (size_t i = 0; i < runs_.size(); ++i)
-      entries << QStringLiteral("<span style='color:%1; font-size:large'>■</span>&nbsp;%2")
-                     .arg(run_color(static_cast<int>(i)).name(),
-                          QString::fromStdString(runs_[i]->label).toHtmlEscaped());
-  run_legend_->setText(entries.join(QStringLiteral(" &nbsp;&nbsp; ")));
-  run_legend_->setVisible(!entries.isEmpty());
+  update_legend();
   histogram_epoch_->setValue(0);
   refresh();
+}
+
+void ChartPanel::update_legend() {
+  auto entry = [](const QColor& color, const std::string& text) {
+    return QStringLiteral("<span style='color:%1; font-size:large'>■</span>&nbsp;%2")
+        .arg(color.name(), QString::fromStdString(text).toHtmlEscaped());
+  };
+  QStringList entries;
+  if (runs_.size() > 1)
+    for (size_t i = 0; i < runs_.size(); ++i) entries << entry(run_color(static_cast<int>(i)), runs_[i]->label);
+  QString text = entries.join(QStringLiteral(" &nbsp;&nbsp; "));
+  // The groups, each in its first run's colour: the bold mean lines and shaded bands on the loss and accuracy.
+  const std::string key = options().group_by.toStdString();
+  if (runs_.size() > 1 && !key.empty()) {
+    QStringList groups;
+    for (const RunGroup& g : group_runs(runs_, key)) {
+      const auto first = std::find(runs_.begin(), runs_.end(), g.runs.front()) - runs_.begin();
+      groups << entry(run_color(static_cast<int>(first)), group_label(key, g));
+    }
+    text += tr("<br>Groups (validation mean ± std): ") + groups.join(QStringLiteral(" &nbsp;&nbsp; "));
+  }
+  run_legend_->setText(text);
+  run_legend_->setVisible(!entries.isEmpty());
 }
 
 ChartOptions ChartPanel::options() const {
   ChartOptions o;
   o.smoothing = smoothing_->value() / 100.0;
-  o.bands = !bands_->isHidden() && bands_->isChecked();  // isHidden: also right before the panel is shown
+  o.group_by = group_by_->currentData().toString();
   o.histogram_kind = histogram_kind_->currentData().toString();
   o.histogram_epoch = histogram_epoch_->value();
+  o.x_axis = static_cast<XAxis>(x_axis_->currentData().toInt());
   return o;
 }
 
+void ChartPanel::set_x_axis(XAxis axis) { x_axis_->setCurrentIndex(x_axis_->findData(static_cast<int>(axis))); }
+
 void ChartPanel::set_smoothing(double weight) { smoothing_->setValue(static_cast<int>(weight * 100 + 0.5)); }
 
-void ChartPanel::set_bands_available(bool available) {
-  bands_->setVisible(available);
-  if (available) bands_->setChecked(true);
+void ChartPanel::set_group_keys(const std::vector<std::string>& keys) {
+  const bool seed_varies = std::find(keys.begin(), keys.end(), "seed") != keys.end();
+  {
+    const QSignalBlocker block(group_by_);
+    group_by_->clear();
+    group_by_->addItem(tr("none"), QString());
+    // Runs that differ only by seed: the spread over seeds, the noise floor any other difference must beat.
+    if (seed_varies) group_by_->addItem(tr(kAllButSeed), QString(kAllButSeed));
+    for (const std::string& key : keys)
+      group_by_->addItem(QString::fromStdString(key_label(key)), QString::fromStdString(key));
+    group_by_->setCurrentIndex(seed_varies && keys.size() == 1 ? 1 : 0);
+  }
+  group_by_->setVisible(!keys.empty());
+  group_by_label_->setVisible(!keys.empty());
+  update_legend();
   refresh();
+}
+
+void ChartPanel::set_group_by(const QString& key) {
+  const int index = group_by_->findData(key);
+  if (index >= 0) group_by_->setCurrentIndex(index);
 }
 
 MetricChart* ChartPanel::chart(const QString& metric) const {

@@ -1,14 +1,15 @@
-// Every chart of a run (live or stored) or of a comparison, in one grid, with the controls they share: smoothing
-// of the per-step curves, which gradient histogram to show, mean ± std bands, and export (one chart or all). Beside
-// the gradient histogram, the per-layer numerics heat map and below it the precision divergence from FP32.
+// Every chart of a run (live or stored) or of a comparison, in one grid, with the controls they share: the x axis
+// (step, epoch or wall clock), smoothing of the per-step curves, which gradient histogram to show, mean ± std bands,
+// and export (one chart or all). Beside the gradient histogram, the per-layer numerics heat map and below it the
+// precision divergence from FP32.
 #pragma once
 
 #include <QWidget>
+#include <string>
 #include <vector>
 
 #include "metric_chart.h"
 
-class QCheckBox;
 class QComboBox;
 class QLabel;
 class QSlider;
@@ -35,7 +36,11 @@ class ChartPanel : public QWidget {
 
   ChartOptions options() const;
   void set_smoothing(double weight);
-  void set_bands_available(bool available);                            // the runs differ only by seed
+  void set_x_axis(XAxis axis);  // what every chart draws against (the "Against" choice)
+  // The "Group by" choice: the configuration keys that vary among the runs (run_groups.h), with "everything but
+  // the seed" where the seed varies (chosen when only the seed does); hidden when none vary.
+  void set_group_keys(const std::vector<std::string>& keys);
+  void set_group_by(const QString& key);                               // a key offered, or kAllButSeed; "" for none
   void set_export_prefix(const QString& prefix) { prefix_ = prefix; }  // "run-12", "compare-3-4"
   const QString& export_prefix() const { return prefix_; }
 
@@ -56,6 +61,7 @@ class ChartPanel : public QWidget {
 
  private:
   void update_skipped_note();
+  void update_legend();  // the runs' colours and, when grouped, the groups
   RunList runs_;
   QTimer* throttle_ = nullptr;
   bool refresh_pending_ = false;
@@ -63,9 +69,11 @@ class ChartPanel : public QWidget {
   QString prefix_ = "run";
   QSlider* smoothing_ = nullptr;
   QLabel* smoothing_value_ = nullptr;
+  QComboBox* x_axis_ = nullptr;
   QComboBox* histogram_kind_ = nullptr;
   QSpinBox* histogram_epoch_ = nullptr;
-  QCheckBox* bands_ = nullptr;
+  QComboBox* group_by_ = nullptr;
+  QLabel* group_by_label_ = nullptr;
   QLabel* skipped_note_ = nullptr;
   QLabel* run_legend_ = nullptr;  // a comparison's runs and their colours, for every chart
   NumericsHeatmap* numerics_ = nullptr;

@@ -16,6 +16,7 @@
 #include "chart_panel.h"
 #include "compare_model.h"
 #include "diagnosis_panel.h"
+#include "run_groups.h"
 #include "store/run_record.h"
 #include "store/time_comparison.h"
 
@@ -135,7 +136,7 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
   for (int64_t id : ids) id_text << QString::number(id);
   charts_->set_export_prefix(ids.size() == 1 ? "run-" + id_text[0] : "compare-" + id_text.join('-'));
   charts_->set_runs(runs);
-  charts_->set_bands_available(seed_only_);
+  charts_->set_group_keys(varying_keys(configs));  // seed-only runs start grouped by everything but the seed
   title_->setText(ids.size() == 1 ? tr("Run %1").arg(QString::fromStdString(series_[0]->label))
                                   : tr("Comparing %1 runs").arg(ids.size()));
   update_summary();

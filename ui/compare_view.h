@@ -1,6 +1,7 @@
 // A stored run, or two or more overlaid: every chart with one colour per run, the side-by-side table (differences
 // only, at-epoch metrics, speed-up against a chosen baseline), each run's diagnosis (against that baseline), and
-// mean ± std bands when the runs differ only by seed. Loads from the run store; owns the loaded series.
+// runs grouped by any configuration key with mean ± std bands (by everything but the seed when only the seed
+// differs). Loads from the run store; owns the loaded series.
 #pragma once
 
 #include <QWidget>

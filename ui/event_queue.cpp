@@ -30,6 +30,11 @@ void EventQueue::on_layer_numerics(const std::vector<LayerNumerics>& layers) {
   pending_.layer_numerics.insert(pending_.layer_numerics.end(), layers.begin(), layers.end());
 }
 
+void EventQueue::on_overflow(const OverflowReport& overflow) {
+  std::lock_guard lock(mutex_);
+  pending_.overflows.push_back(overflow);
+}
+
 void EventQueue::on_checkpoint(const CheckpointInfo& checkpoint) {
   std::lock_guard lock(mutex_);
   pending_.checkpoints.push_back(checkpoint);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "train/events.h"
+#include "train/run_details.h"
 
 namespace ampwb::ui {
 
@@ -20,13 +21,14 @@ struct EventBatch {
   std::vector<EpochReport> epochs;
   std::vector<GradientHistogram> histograms;
   std::vector<LayerNumerics> layer_numerics;  // the probed steps' layers, step after step
+  std::vector<OverflowReport> overflows;      // the skipped steps' forensics (the scale-collapse alarm)
   std::vector<CheckpointInfo> checkpoints;
   std::optional<PrecisionDivergence> divergence;  // at the end of a finished low-precision run
   std::optional<RunEnd> ended;
 
   bool empty() const {
     return !started && run_id == 0 && steps.empty() && epochs.empty() && histograms.empty() && layer_numerics.empty() &&
-           checkpoints.empty() && !divergence && !ended;
+           overflows.empty() && checkpoints.empty() && !divergence && !ended;
   }
 };
 
@@ -37,6 +39,7 @@ class EventQueue : public TrainObserver {
   void on_epoch(const EpochReport& epoch) override;
   void on_histogram(const GradientHistogram& histogram) override;
   void on_layer_numerics(const std::vector<LayerNumerics>& layers) override;
+  void on_overflow(const OverflowReport& overflow) override;
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
   void on_divergence(const PrecisionDivergence& divergence) override;
   void on_end(const RunEnd& end) override;

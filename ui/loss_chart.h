@@ -1,6 +1,6 @@
 // Loss: every step (raw and smoothed, decimated for display) and every epoch (training and validation means)
-// on one step axis. In a comparison, each run's smoothed and validation curves in its colour; with bands, the
-// validation loss as mean ± std over the runs.
+// on one x axis (step, epoch or wall clock). In a comparison, each run's smoothed and validation curves in its
+// colour; grouped by a configuration key, each group's validation loss as mean ± std.
 #pragma once
 
 #include <map>
@@ -32,9 +32,6 @@ class LossChart : public MetricChart {
     double state = 0, debias = 0;
   };
   std::vector<Curves> curves_;
-  QLineSeries* band_mean_ = nullptr;
-  QLineSeries* band_low_ = nullptr;
-  QLineSeries* band_high_ = nullptr;
   QValueAxis* x_ = nullptr;
   QValueAxis* y_ = nullptr;
 };

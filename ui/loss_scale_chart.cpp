@@ -27,10 +27,9 @@ SkippedSteps count_skipped(const RunSeries& run, int64_t early) {
 
 LossScaleChart::LossScaleChart(QWidget* parent) : MetricChart("loss-scale", tr("Loss scale (log2)"), parent) {}
 
-void LossScaleChart::rebuild(const RunList& runs, const ChartOptions&) {
+void LossScaleChart::rebuild(const RunList& runs, const ChartOptions& options) {
   x_ = new QValueAxis;
-  x_->setTitleText(tr("step"));
-  x_->setLabelFormat("%.0f");
+  label_x_axis(x_, options.x_axis, 0);
   y_ = new QLogValueAxis;
   y_->setBase(2);
   y_->setLabelFormat("%.10g");
@@ -44,7 +43,7 @@ void LossScaleChart::rebuild(const RunList& runs, const ChartOptions&) {
     const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
     const QColor color = many ? run_color(static_cast<int>(i)) : train_color();
     QLineSeries* line = add_line(who + tr("scale"), curve_pen(color, 2.0), x_, y_);
-    show_values_on_hover(line, tr("step"), 8);
+    show_values_on_hover(line, x_axis_unit(options.x_axis), 8);
     scale_.push_back(line);
     auto* marks = new QScatterSeries;
     marks->setName(who + tr("skipped steps"));
@@ -53,19 +52,19 @@ void LossScaleChart::rebuild(const RunList& runs, const ChartOptions&) {
     marks->setColor(many ? color.darker(130) : skipped_color());
     marks->setBorderColor(many ? color.darker(160) : skipped_color().darker(150));
     attach(marks, x_, y_);
-    show_values_on_hover(marks, tr("skipped step"), 8);
+    show_values_on_hover(marks, tr("skipped at %1").arg(x_axis_unit(options.x_axis)), 8);
     skipped_.push_back(marks);
   }
 }
 
-void LossScaleChart::refresh(const RunList& runs, const ChartOptions&) {
+void LossScaleChart::refresh(const RunList& runs, const ChartOptions& options) {
   double x_max = 1, y_min = INFINITY, y_max = -INFINITY;
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& steps = runs[i]->steps;
     const size_t n = steps.size();
+    auto x = [&](size_t k) { return step_x(*runs[i], steps[k], options.x_axis); };
     const QList<QPointF> line = decimate_min_max(
-        n, [&](size_t k) { return static_cast<double>(steps[k].step); },
-        [&](size_t k) { return static_cast<double>(steps[k].loss_scale); }, buckets());
+        n, x, [&](size_t k) { return static_cast<double>(steps[k].loss_scale); }, buckets());
     scale_[i]->replace(line);
     for (const QPointF& p : line) {
       if (p.y() <= 0) continue;
@@ -80,12 +79,12 @@ void LossScaleChart::refresh(const RunList& runs, const ChartOptions&) {
     const size_t every = skipped.size() > kMaxMarkers ? (skipped.size() + kMaxMarkers - 1) / kMaxMarkers : 1;
     for (size_t j = 0; j < skipped.size(); j += every) {
       const StepReport& s = steps[skipped[j]];
-      if (s.loss_scale > 0) marks.append(QPointF(static_cast<double>(s.step), s.loss_scale));
+      if (s.loss_scale > 0) marks.append(QPointF(x(skipped[j]), s.loss_scale));
     }
     skipped_[i]->replace(marks);  // (the count is in the panel's note: a changing legend would re-lay out the chart)
-    if (n) x_max = std::max(x_max, static_cast<double>(steps.back().step));
+    if (n) x_max = std::max(x_max, x(n - 1));
   }
-  set_nice_range(x_, 0, std::max(10.0, x_max));
+  set_nice_range(x_, 0, label_x_axis(x_, options.x_axis, x_max));
   if (!std::isfinite(y_min)) y_min = y_max = 1;
   // Whole powers of two with one to spare on each side, so a flat line is not glued to the frame; over a wide
   // range (FP32 at 1 beside FP16 at 65536) a tick every 2^k keeps the labels apart.

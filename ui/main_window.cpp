@@ -246,6 +246,8 @@ QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::
   live_charts_->refresh();
   live_charts_->set_export_prefix("run");
   progress_ = RunProgress{};
+  collapse_watch_.reset();
+  controls_->set_alarm({});
   controls_->clear_progress();
   controls_->set_notes({});
   controls_->set_state(RunControls::State::Preparing);
@@ -281,12 +283,25 @@ void MainWindow::on_events(const EventBatch& batch) {
     live_charts_->set_export_prefix(QStringLiteral("run-%1").arg(live_->run_id));
   }
   for (const StepReport& s : batch.steps) progress_.step(s);
+  update_collapse_alarm(batch);
   for (const EpochReport& e : batch.epochs) {
     progress_.epoch(e);
     show_status(epoch_line(e, live_->config.epochs));
   }
   if (!batch.steps.empty() || !batch.epochs.empty()) controls_->show_progress(progress_);
   live_charts_->refresh_soon();
+}
+
+void MainWindow::update_collapse_alarm(const EventBatch& batch) {
+  if (batch.steps.empty() && batch.overflows.empty()) return;
+  const bool was = collapse_watch_.collapsed();
+  // All steps first: a report is matched to its run of skips by step number, whatever batch it came in.
+  for (const StepReport& s : batch.steps) collapse_watch_.step(s);
+  for (const OverflowReport& o : batch.overflows) collapse_watch_.overflow(o);
+  if (!collapse_watch_.collapsed()) return;
+  const QString warning = QString::fromStdString(collapse_watch_.warning());
+  controls_->set_alarm(warning[0].toUpper() + warning.mid(1));
+  if (!was) show_status(tr("Warning: the loss scale collapsed (see above the charts)"), 10000);
 }
 
 void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& store_error) {

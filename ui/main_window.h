@@ -10,6 +10,7 @@
 #include "run_progress.h"
 #include "run_series.h"
 #include "sweep.h"
+#include "train/scale_collapse.h"
 #include "training_session.h"
 
 class QAction;
@@ -71,6 +72,8 @@ class MainWindow : public QMainWindow {
   void start_next_sweep_run();
   void on_events(const EventBatch& batch);
   void on_finished(qint64 run_id, const RunEnd& end, const QString& store_error);
+  // Feeds the batch's steps and overflow reports to the watch; a collapse shows the banner, naming the layers.
+  void update_collapse_alarm(const EventBatch& batch);
   void export_charts_of_current_tab();
   void export_csv_interactive(std::vector<int64_t> ids);
   void save_report_interactive(std::vector<int64_t> ids);
@@ -84,7 +87,8 @@ class MainWindow : public QMainWindow {
   Sweep sweep_;
   std::unique_ptr<RunSeries> live_;
   RunProgress progress_;
-  std::string checkpoint_dir_;  // of the current run, removed when it finishes
+  ScaleCollapseWatch collapse_watch_;  // the live run's alarm (the diagnosis' scale_collapse rule, while it trains)
+  std::string checkpoint_dir_;         // of the current run, removed when it finishes
 
   RunSetupPanel* setup_ = nullptr;
   QDockWidget* setup_dock_ = nullptr;

@@ -2,6 +2,7 @@
 #include "metric_chart.h"
 
 #include <QAbstractAxis>
+#include <QAreaSeries>
 #include <QChart>
 #include <QContextMenuEvent>
 #include <QCursor>
@@ -12,10 +13,13 @@
 #include <QToolTip>
 #include <QValueAxis>
 #include <QXYSeries>
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
 #include "chart_style.h"
+#include "epoch_bands.h"
+#include "run_groups.h"
 
 namespace ampwb::ui {
 
@@ -33,9 +37,10 @@ void MetricChart::update_from(const RunList& runs, const ChartOptions& options) 
   std::vector<uint64_t> signature;
   for (const RunSeries* r : runs) signature.push_back(reinterpret_cast<uintptr_t>(r));
   signature.push_back(std::hash<double>{}(options.smoothing));
-  signature.push_back(options.bands);
+  signature.push_back(qHash(options.group_by));
   signature.push_back(qHash(options.histogram_kind));
   signature.push_back(static_cast<uint64_t>(options.histogram_epoch));
+  signature.push_back(static_cast<uint64_t>(options.x_axis));
   std::vector<uint64_t> revisions;
   for (const RunSeries* r : runs) revisions.push_back(follows_steps() ? r->revision : r->epoch_revision);
   revisions.push_back(static_cast<uint64_t>(buckets()));
@@ -55,6 +60,7 @@ void MetricChart::update_from(const RunList& runs, const ChartOptions& options) 
 }
 
 void MetricChart::reset_chart() {
+  groups_.clear();
   chart()->removeAllSeries();
   for (QAbstractAxis* axis : chart()->axes()) {
     chart()->removeAxis(axis);
@@ -113,7 +119,7 @@ void MetricChart::show_values_on_hover(QXYSeries* series, const QString& x_label
     }
     QToolTip::showText(QCursor::pos(), QStringLiteral("%1\n%2 %3: %4%5")
                                            .arg(series->name(), x_label)
-                                           .arg(p.x(), 0, 'f', 0)
+                                           .arg(p.x(), 0, 'g', 6)
                                            .arg(p.y(), 0, 'g', y_decimals)
                                            .arg(y_unit));
   });
@@ -121,6 +127,58 @@ void MetricChart::show_values_on_hover(QXYSeries* series, const QString& x_label
 
 void MetricChart::hide_from_legend(QAbstractSeries* series) {
   for (QLegendMarker* marker : chart()->legend()->markers(series)) marker->setVisible(false);
+}
+
+void MetricChart::add_group_bands(const RunList& runs, const ChartOptions& options, QAbstractAxis* x, QAbstractAxis* y,
+                                  const QString& y_unit) {
+  groups_.clear();
+  if (options.group_by.isEmpty() || !multi(runs)) return;
+  const std::string key = options.group_by.toStdString();
+  for (const RunGroup& group : group_runs(runs, key)) {
+    const int first = static_cast<int>(std::find(runs.begin(), runs.end(), group.runs.front()) - runs.begin());
+    const QColor color = run_color(first);
+    const QString label = QString::fromStdString(group_label(key, group));
+    GroupBand band;
+    band.runs = group.runs;
+    if (group.runs.size() > 1) {
+      auto* area = new QAreaSeries;
+      band.low = new QLineSeries(area);  // owned by the area, deleted with it
+      band.high = new QLineSeries(area);
+      area->setUpperSeries(band.high);
+      area->setLowerSeries(band.low);
+      area->setName(label + tr(" ± std"));
+      QColor fill = color;
+      fill.setAlpha(palette_is_dark() ? 70 : 50);
+      area->setBrush(fill);
+      area->setPen(Qt::NoPen);
+      attach(area, x, y);
+    }
+    band.mean = add_line(label, curve_pen(color.darker(palette_is_dark() ? 80 : 130), 3.0), x, y);
+    band.mean->setPointsVisible(true);
+    show_values_on_hover(band.mean, x_axis_unit(options.x_axis), 4, y_unit);
+    groups_.push_back(std::move(band));
+  }
+}
+
+void MetricChart::refresh_group_bands(const std::function<double(const EpochReport&)>& metric, double y_scale,
+                                      XAxis axis, double& y_low, double& y_high) {
+  for (GroupBand& g : groups_) {
+    QList<QPointF> mean, low, high;
+    for (const EpochBand& b : epoch_bands(g.runs, metric, 1).points) {
+      const double at = mean_epoch_x(g.runs, b.epoch, axis);
+      if (!std::isfinite(at)) continue;
+      mean.append(QPointF(at, y_scale * b.mean));
+      low.append(QPointF(at, y_scale * (b.mean - b.std)));
+      high.append(QPointF(at, y_scale * (b.mean + b.std)));
+      y_low = std::min(y_low, y_scale * (b.mean - b.std));
+      y_high = std::max(y_high, y_scale * (b.mean + b.std));
+    }
+    g.mean->replace(mean);
+    if (g.low) {
+      g.low->replace(low);
+      g.high->replace(high);
+    }
+  }
 }
 
 int MetricChart::buckets() const {

@@ -6,8 +6,10 @@
 
 #include <QChartView>
 #include <QString>
+#include <functional>
 #include <vector>
 
+#include "chart_axis.h"
 #include "run_series.h"
 
 class QAbstractAxis;
@@ -20,9 +22,10 @@ namespace ampwb::ui {
 
 struct ChartOptions {
   double smoothing = 0.6;             // EMA weight for per-step curves, 0 = raw
-  bool bands = false;                 // mean ± std over the runs (offered when they differ only by seed)
+  QString group_by;                   // a configuration key (run_groups.h): each group's mean ± std; empty: none
   QString histogram_kind = "weight";  // "weight" or "activation"
   int histogram_epoch = 0;            // 0 = the latest
+  XAxis x_axis = XAxis::Step;         // per-epoch charts read Step as Epoch
   bool operator==(const ChartOptions&) const = default;
 };
 
@@ -62,6 +65,13 @@ class MetricChart : public QChartView {
   void hide_from_legend(QAbstractSeries* series);
   int buckets() const;  // decimation buckets: about one per horizontal pixel of the plot
   bool multi(const RunList& runs) const { return runs.size() > 1; }
+  // The groups of options.group_by (none without one, or for a single run): for each, a mean line in its first
+  // run's colour and, where it has two runs or more, a ± std band; filled by refresh_group_bands with a per-epoch
+  // metric times `y_scale`, widening [y_low, y_high] to what it draws.
+  void add_group_bands(const RunList& runs, const ChartOptions& options, QAbstractAxis* x, QAbstractAxis* y,
+                       const QString& y_unit);
+  void refresh_group_bands(const std::function<double(const EpochReport&)>& metric, double y_scale, XAxis axis,
+                           double& y_low, double& y_high);
 
   void contextMenuEvent(QContextMenuEvent* event) override;
   void changeEvent(QEvent* event) override;
@@ -70,6 +80,13 @@ class MetricChart : public QChartView {
   QString metric_, title_;
   std::vector<uint64_t> signature_;  // runs and options of the series built
   std::vector<uint64_t> revisions_;  // data drawn
+  struct GroupBand {
+    std::vector<const RunSeries*> runs;
+    QLineSeries* mean = nullptr;
+    QLineSeries* low = nullptr;  // null for a group of one run
+    QLineSeries* high = nullptr;
+  };
+  std::vector<GroupBand> groups_;
 };
 
 }  // namespace ampwb::ui

@@ -40,6 +40,14 @@ RunControls::RunControls(QWidget* parent) : QWidget(parent) {
   notes_->setFixedHeight(notes_->fontMetrics().lineSpacing() * 2 + 2);
   notes_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
 
+  alarm_ = new QLabel;
+  alarm_->setObjectName("scaleCollapseAlarm");
+  alarm_->setWordWrap(true);
+  alarm_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Dark text on amber in either theme: a warning has to stand out from the status line.
+  alarm_->setStyleSheet("QLabel { background: #ffcc4d; color: #3a2a00; border: 1px solid #b38600; padding: 4px; }");
+  alarm_->setVisible(false);
+
   auto* layout = new QGridLayout(this);
   layout->setContentsMargins(6, 6, 6, 0);
   auto* buttons = new QHBoxLayout;
@@ -51,6 +59,7 @@ RunControls::RunControls(QWidget* parent) : QWidget(parent) {
   layout->addWidget(eta_, 0, 2);
   layout->addWidget(status_, 1, 0, 1, 3);
   layout->addWidget(notes_, 2, 0, 1, 3);
+  layout->addWidget(alarm_, 3, 0, 1, 3);
   layout->setColumnStretch(1, 1);
 
   connect(train_, &QPushButton::clicked, this, &RunControls::train_clicked);
@@ -86,6 +95,14 @@ void RunControls::set_notes(const std::vector<std::string>& notes) {
   for (const std::string& n : notes) lines << tr("Note: %1").arg(QString::fromStdString(n));
   notes_->setText(lines.join(' '));
   notes_->setToolTip(lines.join('\n'));
+}
+
+void RunControls::set_alarm(const QString& text) {
+  alarm_->setText(text.isEmpty() ? QString() : QStringLiteral("⚠ ") + text);
+  alarm_->setToolTip(text);
+  // Shown once per run at most: the one re-layout of the charts it causes is worth it.
+  if (alarm_->isHidden() == text.isEmpty()) return;
+  alarm_->setVisible(!text.isEmpty());
 }
 
 void RunControls::show_progress(const RunProgress& p) {

@@ -24,6 +24,9 @@ class RunControls : public QWidget {
 
   void set_status(const QString& text);
   void set_notes(const std::vector<std::string>& notes);
+  // The warning banner (the loss scale's collapse); hidden when empty.
+  void set_alarm(const QString& text);
+  QLabel* alarm() const { return alarm_; }
   // Progress from the live run: "epoch 2/5 · step 120/469 · 43 % · ETA 3 min 10 s".
   void show_progress(const RunProgress& progress);
   void clear_progress();
@@ -46,6 +49,7 @@ class RunControls : public QWidget {
   QLabel* eta_ = nullptr;
   QLabel* status_ = nullptr;
   QLabel* notes_ = nullptr;
+  QLabel* alarm_ = nullptr;
 };
 
 }  // namespace ampwb::ui

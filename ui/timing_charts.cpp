@@ -10,6 +10,7 @@
 #include <QToolTip>
 #include <QValueAxis>
 #include <algorithm>
+#include <cmath>
 
 #include "accuracy_chart.h"
 #include "chart_style.h"
@@ -34,9 +35,10 @@ int epoch_count(const RunList& runs) {
 
 EpochTimeChart::EpochTimeChart(QWidget* parent) : MetricChart("epoch-time", tr("Epoch time and throughput"), parent) {}
 
-void EpochTimeChart::rebuild(const RunList& runs, const ChartOptions&) {
+void EpochTimeChart::rebuild(const RunList& runs, const ChartOptions& options) {
+  const XAxis axis = per_epoch(options.x_axis);
   x_ = new QValueAxis;
-  x_->setTitleText(tr("epoch"));
+  x_->setTitleText(x_axis_title(axis));
   seconds_axis_ = new QValueAxis;
   seconds_axis_->setTitleText(tr("seconds per epoch"));
   seconds_axis_->setLabelFormat("%.3g");
@@ -56,8 +58,8 @@ void EpochTimeChart::rebuild(const RunList& runs, const ChartOptions&) {
     QLineSeries* t = add_line(who + tr("images/s"), curve_pen(many ? c : validation_color(), 2.0, Qt::DashLine), x_,
                               throughput_axis_);
     for (QLineSeries* l : {s, t}) l->setPointsVisible(true);
-    show_values_on_hover(s, tr("epoch"), 4, " s");
-    show_values_on_hover(t, tr("epoch"), 5, " images/s");
+    show_values_on_hover(s, x_axis_unit(axis), 4, " s");
+    show_values_on_hover(t, x_axis_unit(axis), 5, " images/s");
     if (many) hide_from_legend(t);
     if (many) chart()->setTitle(tr("Epoch time (—, left) · images/s (- -, right)"));
     seconds_.push_back(s);
@@ -65,20 +67,27 @@ void EpochTimeChart::rebuild(const RunList& runs, const ChartOptions&) {
   }
 }
 
-void EpochTimeChart::refresh(const RunList& runs, const ChartOptions&) {
-  double top_seconds = 0, top_throughput = 0;
+void EpochTimeChart::refresh(const RunList& runs, const ChartOptions& options) {
+  const XAxis axis = per_epoch(options.x_axis);
+  double top_seconds = 0, top_throughput = 0, x_max = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     QList<QPointF> s, t;
     for (const EpochReport& e : runs[i]->epochs) {
-      s.append(QPointF(e.epoch, e.seconds));
-      t.append(QPointF(e.epoch, e.images_per_second));
+      const double at = epoch_x(*runs[i], e.epoch, axis);
+      if (!std::isfinite(at)) continue;
+      x_max = std::max(x_max, at);
+      s.append(QPointF(at, e.seconds));
+      t.append(QPointF(at, e.images_per_second));
       top_seconds = std::max(top_seconds, e.seconds);
       top_throughput = std::max(top_throughput, e.images_per_second);
     }
     seconds_[i]->replace(s);
     throughput_[i]->replace(t);
   }
-  set_epoch_range(x_, epoch_count(runs));
+  if (axis == XAxis::Epoch)
+    set_epoch_range(x_, epoch_count(runs));
+  else
+    set_nice_range(x_, 0, label_x_axis(x_, axis, x_max));
   set_nice_range(seconds_axis_, 0, std::max(top_seconds * 1.05, 1e-3));
   set_nice_range(throughput_axis_, 0, std::max(top_throughput * 1.05, 1e-3));
   label_decimals(seconds_axis_);

@@ -6,21 +6,18 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/half.h"
 #include "store/time_comparison.h"
 #include "train/record_json.h"
+#include "train/scale_collapse.h"
 
 namespace ampwb {
 namespace {
 
 // A step that waits for its data this much of its time is bound by the input pipeline, not the arithmetic.
 constexpr double kDataBoundShare = 0.25;
-// Consecutive skipped steps that count as a collapse: each halves the scale, so 10 divide it by 1024, far more than
-// the few skips with which a dynamic scaler finds its level at the start of a run.
-constexpr int64_t kCollapseRun = 10;
 // Skipped steps up to this share of the run are the dynamic scaler probing a higher scale: expected.
 constexpr double kRoutineSkipShare = 0.01;
 // Gradients with FP16 storage and no loss scaling: a share this large below FP16's smallest normal (2^-14, where
@@ -58,20 +55,6 @@ std::string mode_of(const RunEvidence& e) { return mode_name(e.run.config.precis
 
 int64_t skipped_count(const RunEvidence& e) {
   return std::count_if(e.steps.begin(), e.steps.end(), [](const StepReport& s) { return s.skipped; });
-}
-
-// The layers named first in the overflow reports, most frequent first: "layer4.1.conv2 (7 steps), fc (1 step)".
-std::string overflow_origins(const std::vector<OverflowReport>& overflows, size_t at_most = 3) {
-  std::map<std::string, int> first;
-  for (const OverflowReport& o : overflows)
-    if (!o.layers.empty()) ++first[o.layers.front()];
-  std::vector<std::pair<std::string, int>> sorted(first.begin(), first.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  std::string out;
-  for (size_t i = 0; i < sorted.size() && i < at_most; ++i)
-    out +=
-        (i ? ", " : "") + sorted[i].first + format(" (%d step%s)", sorted[i].second, sorted[i].second == 1 ? "" : "s");
-  return out;
 }
 
 // The records of the last probed step.
@@ -163,7 +146,7 @@ void scale_collapse(const RunEvidence& e, std::vector<Finding>& out) {
     run = e.steps[i].skipped ? run + 1 : 0;
     if (run > longest) longest = run, longest_end = i;
   }
-  if (longest < kCollapseRun) return;
+  if (longest < kScaleCollapseRun) return;  // the live alarm's threshold too (train/scale_collapse.h)
   const StepReport& first = e.steps[longest_end + 1 - static_cast<size_t>(longest)];
   const StepReport& last = e.steps[longest_end];
   std::vector<OverflowReport> during;
@@ -176,9 +159,7 @@ void scale_collapse(const RunEvidence& e, std::vector<Finding>& out) {
   const std::string origins = overflow_origins(during);
   if (!origins.empty()) evidence += "; inf/NaN gradients started in " + origins;
   add(out, "scale_collapse", Severity::Problem, "The loss scale collapsed: gradients overflow whatever the scale",
-      evidence,
-      "no scale fixes a gradient that is inf or NaN before scaling: look at the named layer, lower the learning "
-      "rate, check the data for extreme values, or use amp-bf16");
+      evidence, kScaleCollapseAdvice);
 }
 
 // The share of gradient values below FP16's smallest normal (underflowed or subnormal) in a histogram.

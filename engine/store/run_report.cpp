@@ -13,6 +13,7 @@
 #include "store/report_text.h"
 #include "store/run_compare.h"
 #include "store/time_comparison.h"
+#include "train/epoch_wall_time.h"
 
 namespace ampwb {
 namespace {
@@ -319,13 +320,11 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
       a.points.emplace_back(ep.epoch, 100 * ep.validation_accuracy);
       t.points.emplace_back(ep.epoch, ep.seconds);
     }
-    // Time to accuracy: validation accuracy against the wall time at each epoch's last step.
+    // Time to accuracy: validation accuracy against the wall time at each epoch's last step (as the GUI's
+    // wall-clock axis).
     for (const EpochReport& ep : e.epochs)
-      for (auto st = e.steps.rbegin(); st != e.steps.rend(); ++st)
-        if (st->epoch == ep.epoch) {
-          w.points.emplace_back(st->wall_seconds, 100 * ep.validation_accuracy);
-          break;
-        }
+      if (const double at = epoch_end_wall_seconds(e.steps, ep.epoch); std::isfinite(at))
+        w.points.emplace_back(at, 100 * ep.validation_accuracy);
     loss.push_back(l), scale.push_back(s), accuracy.push_back(a), epoch_time.push_back(t), wall.push_back(w);
   }
   html += svg_chart("Training loss", "step", loss);

@@ -1,0 +1,97 @@
+// Grouping compared runs by a configuration key: the keys that vary, the groups, their labels and statistics.
+#include "store/run_groups.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+
+namespace ampwb {
+namespace {
+
+// Settings that leave the curves alone (or only say where things are): never a reason to group.
+bool ignored(const std::string& key) {
+  static const std::set<std::string> keys = {"name",    "checkpoint_dir",       "resume_from",
+                                             "threads", "data.cache_budget_mb", "data.loader_threads"};
+  return keys.count(key) > 0;
+}
+
+}  // namespace
+
+std::vector<std::string> varying_keys(const std::vector<TrainConfig>& configs) {
+  std::vector<std::string> out;
+  if (configs.size() < 2) return out;
+  std::vector<std::vector<std::pair<std::string, std::string>>> settings;
+  for (const TrainConfig& c : configs) settings.push_back(config_settings(c));
+  for (size_t k = 0; k < settings[0].size(); ++k) {
+    if (ignored(settings[0][k].first)) continue;
+    for (size_t i = 1; i < settings.size(); ++i)
+      if (settings[i][k] != settings[0][k]) {
+        out.push_back(settings[0][k].first);
+        break;
+      }
+  }
+  return out;
+}
+
+std::string key_label(const std::string& key) { return key == "precision.mode" ? "precision" : key; }
+
+std::vector<ConfigGroup> group_configs(const std::vector<TrainConfig>& configs, const std::string& key) {
+  std::vector<std::string> keys;  // what a group's members share
+  if (key == kAllButSeed) {
+    for (const std::string& k : varying_keys(configs))
+      if (k != "seed") keys.push_back(k);
+  } else {
+    keys.push_back(key);
+  }
+  std::vector<ConfigGroup> groups;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto settings = config_settings(configs[i]);
+    std::string value;
+    for (const std::string& k : keys) {
+      const auto found = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.first == k; });
+      if (found == settings.end()) throw Error("no setting '" + k + "' to group by (see ampwb show RUN)");
+      value += (value.empty() ? "" : ", ") + (key == kAllButSeed ? key_label(k) + " = " : "") + found->second;
+    }
+    if (value.empty()) value = "all runs";
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const ConfigGroup& g) { return g.value == value; });
+    if (group == groups.end()) group = groups.insert(groups.end(), ConfigGroup{value, {}});
+    group->members.push_back(i);
+  }
+  return groups;
+}
+
+std::string group_label(const std::string& key, const ConfigGroup& group) {
+  const size_t n = group.members.size();
+  const std::string count = " (" + std::to_string(n) + (n == 1 ? " run)" : " runs)");
+  return (key == kAllButSeed ? group.value : key_label(key) + " = " + group.value) + count;
+}
+
+std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries, const ConfigGroup& group) {
+  struct Source {
+    const char* name;
+    double (*value)(const RunSummary&);
+  };
+  static const Source sources[] = {
+      {"best validation accuracy (%)", [](const RunSummary& s) { return 100 * s.best_validation_accuracy; }},
+      {"final validation accuracy (%)", [](const RunSummary& s) { return 100 * s.final_validation_accuracy; }},
+      {"final validation loss", [](const RunSummary& s) { return s.final_validation_loss; }},
+      {"training images/s", [](const RunSummary& s) { return s.mean_images_per_second; }},
+      {"epoch time (s)", [](const RunSummary& s) { return s.mean_epoch_seconds; }},
+      {"run time (s)", [](const RunSummary& s) { return s.total_seconds; }},
+      {"skipped steps", [](const RunSummary& s) { return static_cast<double>(s.skipped_steps); }},
+  };
+  std::vector<GroupMetric> out;
+  const double n = static_cast<double>(group.members.size());
+  for (const Source& source : sources) {
+    double sum = 0, ss = 0;
+    for (size_t i : group.members) sum += source.value(summaries.at(i));
+    const double mean = n > 0 ? sum / n : 0;
+    for (size_t i : group.members) ss += (source.value(summaries[i]) - mean) * (source.value(summaries[i]) - mean);
+    out.push_back({source.name, mean, n > 1 ? std::sqrt(ss / (n - 1)) : 0.0});
+  }
+  return out;
+}
+
+}  // namespace ampwb

@@ -1,0 +1,84 @@
+// The x axis of the charts: the value of a step or an epoch on each kind of axis, and the axis' titles.
+#include "chart_axis.h"
+
+#include <QCoreApplication>
+#include <QValueAxis>
+#include <cmath>
+
+#include "train/epoch_wall_time.h"
+
+namespace ampwb::ui {
+
+QString x_axis_choice(XAxis axis) {
+  switch (axis) {
+    case XAxis::Step:
+      return QCoreApplication::translate("XAxis", "Step");
+    case XAxis::Epoch:
+      return QCoreApplication::translate("XAxis", "Epoch");
+    case XAxis::WallClock:
+      return QCoreApplication::translate("XAxis", "Wall clock");
+  }
+  return {};
+}
+
+QString x_axis_title(XAxis axis) {
+  switch (axis) {
+    case XAxis::Step:
+      return QCoreApplication::translate("XAxis", "step");
+    case XAxis::Epoch:
+      return QCoreApplication::translate("XAxis", "epoch");
+    case XAxis::WallClock:
+      return QCoreApplication::translate("XAxis", "wall clock (s since the run started)");
+  }
+  return {};
+}
+
+QString x_axis_unit(XAxis axis) {
+  return axis == XAxis::WallClock ? QCoreApplication::translate("XAxis", "time (s)") : x_axis_title(axis);
+}
+
+double step_x(const RunSeries& run, const StepReport& step, XAxis axis) {
+  switch (axis) {
+    case XAxis::Step:
+      return static_cast<double>(step.step);
+    case XAxis::Epoch:
+      // Without RunInfo (an old store row) the step's own epoch: whole numbers, still in order.
+      return run.steps_per_epoch > 0 ? static_cast<double>(step.step + 1) / static_cast<double>(run.steps_per_epoch)
+                                     : static_cast<double>(step.epoch);
+    case XAxis::WallClock:
+      return step.wall_seconds;
+  }
+  return 0;
+}
+
+double epoch_x(const RunSeries& run, int epoch, XAxis axis) {
+  switch (axis) {
+    case XAxis::Step:
+      return run.epoch_end_step(epoch);
+    case XAxis::Epoch:
+      return epoch;
+    case XAxis::WallClock:
+      return epoch_end_wall_seconds(run.steps, epoch);
+  }
+  return 0;
+}
+
+double mean_epoch_x(const std::vector<const RunSeries*>& runs, int epoch, XAxis axis) {
+  double sum = 0;
+  int known = 0;
+  for (const RunSeries* run : runs)
+    if (const double x = epoch_x(*run, epoch, axis); std::isfinite(x)) sum += x, ++known;
+  return known ? sum / known : std::nan("");
+}
+
+double label_x_axis(QValueAxis* axis, XAxis kind, double high) {
+  const QString title = x_axis_title(kind);
+  if (axis->titleText() != title) axis->setTitleText(title);
+  const double least = kind == XAxis::Step ? 10 : 1;
+  if (!(high >= least)) high = least;                // also NaN
+  const char* format = high >= 5 ? "%.0f" : "%.1f";  // nice ticks are whole numbers from 5 up
+  if (axis->labelFormat() != format) axis->setLabelFormat(format);
+  return high;
+}
+
+}  // namespace ampwb::ui
