@@ -21,7 +21,7 @@ enum class TimeClass : uint8_t {
   ConvBackwardWeights,
   BatchNorm,
   Relu,
-  Add,
+  Add,  // residual adds, with the block's ReLU when fused into them (add_relu)
   Pooling,
   Linear,
   Loss,
