@@ -62,16 +62,18 @@ class ForwardingBackend : public Backend {
     inner_->linear_backward(dy, x, w, dx, dw, db);
   }
   void add(const Tensor& a, const Tensor& b, Tensor& y) override { inner_->add(a, b, y); }
+  void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override { inner_->add_relu(a, b, y); }
   void convert(const Tensor& src, Tensor& dst) override { inner_->convert(src, dst); }
   void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing, float grad_scale,
                              Tensor& dlogits) override {
     inner_->softmax_cross_entropy(logits, labels, smoothing, grad_scale, dlogits);
   }
-  void sgd_update(Tensor& param, const Tensor& grad, Tensor& buffer, const SgdParams& p) override {
-    inner_->sgd_update(param, grad, buffer, p);
+  void sgd_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& buffer, const SgdParams& p) override {
+    inner_->sgd_update(param, copy, grad, buffer, p);
   }
-  void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) override {
-    inner_->adam_update(param, grad, m, v, p);
+  void adam_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& m, Tensor& v,
+                   const AdamParams& p) override {
+    inner_->adam_update(param, copy, grad, m, v, p);
   }
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override {
     inner_->scale_and_check(tensors, factor);

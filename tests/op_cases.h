@@ -213,9 +213,11 @@ inline std::vector<OpCase> all_cases() {
         cases.push_back({AddCase{s[0], s[1], s[2], s[3]}, p, layout});
       }
   for (Precision p : kStorage)
-    for (Layout layout : kLayouts)
+    for (Layout layout : kLayouts) {
       cases.push_back(
           {AddCase{3, 33, 4, 5, true}, p, layout, "operands in different layouts (the interface allows it)"});
+      cases.push_back({AddCase{2, 33, 9, 11}, p, layout, "several of the CPU's 1024-element chunks and a tail"});
+    }
 
   const MaxPoolCase pools[] = {{1, 3, 7, 7, 3, 2, 1},
                                {2, 4, 8, 9, 2, 2, 0},

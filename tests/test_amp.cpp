@@ -443,6 +443,56 @@ TEST(MixedPrecisionStep, InjectedOverflowSkipsTheStepAndLeavesWeightsBitIdentica
   EXPECT_LE(scaler.scale(), 65504.0f * 16);
 }
 
+TEST(MixedPrecisionStep, OptimizerWritesTheFp16WeightCopiesAndASkippedStepLeavesBothUntouched) {
+  Rng rng(25);
+  ResNet model(backend(), {20, 3, 3, 8, Stem::Auto}, rng);
+  Sgd sgd(backend(), {"sgd", 0.9f, true, 1e-4f});  // momentum, Nesterov and weight decay
+  PrecisionConfig config = precision_preset("amp-fp16");
+  config.loss_scale.init_scale = 1024;
+  const PrecisionPolicy policy(config);
+  LossScaler scaler(config.loss_scale);
+  MixedPrecisionStep step(backend(), model, sgd, policy, scaler, 0.0f, 0.0f);
+  const Tensor images = testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC);
+  Tensor labels = Tensor::empty({4}, DType::I32);
+  for (int i = 0; i < 4; ++i) labels.data_as<int32_t>()[i] = i % 3;
+  for (int i = 0; i < 2; ++i) ASSERT_FALSE(step.run(images, labels, 0.1f).skipped);
+
+  auto bytes = [](const Tensor& t) {
+    const auto* p = static_cast<const unsigned char*>(t.data());
+    return std::vector<unsigned char>(p, p + t.nbytes());
+  };
+  struct Kept {
+    std::vector<unsigned char> value, copy;
+    uint64_t version;
+  };
+  std::vector<Kept> kept;
+  for (Parameter* p : model.parameters()) {
+    if (!p->compute.defined()) continue;  // batch norm's parameters: FP32 only
+    SCOPED_TRACE(p->name);
+    EXPECT_EQ(p->compute.dtype(), DType::F16);
+    EXPECT_EQ(p->compute_version, p->version) << "the update wrote the copy: value_as has nothing to convert";
+    Tensor converted = Tensor::empty(p->value.shape(), DType::F16, p->value.layout());
+    backend().convert(p->value, converted);
+    EXPECT_EQ(bytes(p->compute), bytes(converted)) << "the copy is the updated master, rounded as convert() rounds";
+    kept.push_back({bytes(p->value), bytes(p->compute), p->version});
+  }
+  ASSERT_GE(kept.size(), 20u) << "every convolution and the classifier compute in FP16";
+
+  config.loss_scale.init_scale = std::ldexp(1.0, 40);  // scaled loss gradients overflow FP16's 65504
+  LossScaler overflowing_scaler(config.loss_scale);
+  MixedPrecisionStep overflowing(backend(), model, sgd, policy, overflowing_scaler, 0.0f, 0.0f);
+  ASSERT_TRUE(overflowing.run(images, labels, 0.1f).skipped);
+  size_t i = 0;
+  for (Parameter* p : model.parameters()) {
+    if (!p->compute.defined()) continue;
+    SCOPED_TRACE(p->name);
+    EXPECT_EQ(bytes(p->value), kept[i].value) << "a skipped step leaves the master";
+    EXPECT_EQ(bytes(p->compute), kept[i].copy) << "and its copy";
+    EXPECT_EQ(p->version, kept[i].version);
+    ++i;
+  }
+}
+
 class EveryMode : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryMode, TrainsATinyResNetWithFallingLoss) {

@@ -170,12 +170,33 @@ void run(CaseRun& r, const LinearCase& c) {
   r.expect("db", db, g.db, Kernel::LinearBackward);
 }
 
+std::vector<unsigned char> bytes_of(Backend& b, const Tensor& t) {
+  const Tensor host = on_host(b, t);
+  const auto* p = static_cast<const unsigned char*>(host.data());
+  return std::vector<unsigned char>(p, p + host.nbytes());
+}
+
 void run(CaseRun& r, const AddCase& c) {
   const Layout other = c.mixed_layouts ? (r.layout == Layout::NHWC ? Layout::NCHW : Layout::NHWC) : r.layout;
-  const Tensor a = r.input({c.N, c.C, c.H, c.W}, r.layout, 3.0), b = r.input(a.shape(), other, 3.0);
+  const Tensor a = r.input({c.N, c.C, c.H, c.W}, r.layout, 3.0);
+  Tensor b = r.input(a.shape(), other, 3.0);
+  if (!c.mixed_layouts) {  // sums of exactly 0 (+0 in IEEE 754's rounding), where ReLU's comparison matters
+    std::vector<float> values = to_float_vector(b);
+    const std::vector<float> a_values = to_float_vector(a);
+    for (size_t i = 0; i < values.size(); i += 7) values[i] = -a_values[i];
+    b = tensor_from_floats(values, a.shape(), r.dtype, other);
+  }
+  const Tensor ga = r.up(a), gb = r.up(b);
   Tensor y = r.out(a.shape(), r.layout);
-  r.b.add(r.up(a), r.up(b), y);
-  r.expect("y", y, ref::add(reference(a), reference(b)), Kernel::Add);
+  r.b.add(ga, gb, y);
+  const ref::Array sum = ref::add(reference(a), reference(b));
+  r.expect("y", y, sum, Kernel::Add);
+  // The residual block's relu(a + b) in one op: the reference's, and bit for bit add then relu_forward.
+  Tensor fused = r.out(a.shape(), r.layout), unfused = r.out(a.shape(), r.layout);
+  r.b.add_relu(ga, gb, fused);
+  r.b.relu_forward(y, unfused);
+  r.expect("relu(a + b)", fused, ref::relu_forward(sum), Kernel::Add);
+  EXPECT_EQ(bytes_of(r.b, fused), bytes_of(r.b, unfused)) << "add_relu against add then relu_forward";
 }
 
 void run(CaseRun& r, const ConvertCase& c) {
@@ -230,17 +251,42 @@ void run(CaseRun& r, const CrossEntropyCase& c) {
   EXPECT_EQ(got.correct, correct) << "the top-1 count of the same pass";
 }
 
-constexpr int64_t kOptimizerElements = 10007;  // not a multiple of any vector width
+constexpr int64_t kOptimizerElements = 10007;  // not a multiple of any vector width or block
+
+// The same update also run with a 16-bit compute copy written in its pass, one per 16-bit type.
+struct CopiedUpdate {
+  Tensor w, state1, state2, copy;  // the master, the optimizer's state, the FP16/BF16 copy
+};
+std::vector<CopiedUpdate> copied_updates(CaseRun& r, const Tensor& w0) {
+  std::vector<CopiedUpdate> out;
+  for (DType copy : {DType::BF16, DType::F16})
+    out.push_back({r.up(w0.clone()), r.up(Tensor::zeros(w0.shape(), r.dtype)), r.up(Tensor::zeros(w0.shape(), r.dtype)),
+                   device_nan(r.b, w0.shape(), copy)});
+  return out;
+}
+// With a copy, the master is bit for bit the master updated without one, and the copy bit for bit its convert().
+void expect_copies_exact(CaseRun& r, const Tensor& w, const std::vector<CopiedUpdate>& copied) {
+  auto bytes = [&](const Tensor& t) { return bytes_of(r.b, t); };
+  for (const CopiedUpdate& u : copied) {
+    SCOPED_TRACE(std::string("with a copy in ") + dtype_name(u.copy.dtype()));
+    EXPECT_EQ(bytes(u.w), bytes(w)) << "the master as updated without a copy";
+    Tensor converted = device_nan(r.b, w.shape(), u.copy.dtype());
+    r.b.convert(w, converted);
+    EXPECT_EQ(bytes(u.copy), bytes(converted)) << "the copy as convert() writes it";
+  }
+}
 
 void run(CaseRun& r, const SgdCase& c) {
   const Tensor w0 = r.input({kOptimizerElements}, Layout::NCHW);
-  Tensor w = r.up(w0.clone()), buf = r.up(Tensor::zeros(w0.shape(), r.dtype));
+  Tensor w = r.up(w0.clone()), buf = r.up(Tensor::zeros(w0.shape(), r.dtype)), no_copy;
+  std::vector<CopiedUpdate> copied = copied_updates(r, w0);
   ref::Array want_w = reference(w0), want_buf(w0.shape());
   for (int step = 0; step < 3; ++step) {
-    const Tensor g = r.input(w0.shape(), Layout::NCHW);
+    const Tensor g = r.up(r.input(w0.shape(), Layout::NCHW));
     const SgdParams p{0.1f, c.momentum, 0.05f, c.nesterov, step == 0};  // every term moves w by 1e-3 or more
-    r.b.sgd_update(w, r.up(g), buf, p);
-    const ref::Array rg = reference(g);
+    r.b.sgd_update(w, no_copy, g, buf, p);
+    for (CopiedUpdate& u : copied) r.b.sgd_update(u.w, u.copy, g, u.state1, p);
+    const ref::Array rg = reference(on_host(r.b, g));
     for (size_t i = 0; i < rg.v.size(); ++i) {  // PyTorch's SGD: no dampening, the buffer starts at the gradient
       double d = rg.v[i] + double{p.weight_decay} * want_w.v[i];
       if (c.momentum != 0) {
@@ -252,19 +298,22 @@ void run(CaseRun& r, const SgdCase& c) {
   }
   r.expect("weights", w, want_w, Kernel::SgdUpdate);
   if (c.momentum != 0) r.expect("momentum buffer", buf, want_buf, Kernel::SgdUpdate);
+  expect_copies_exact(r, w, copied);
 }
 
 void run(CaseRun& r, const AdamCase& c) {
   const Tensor w0 = r.input({kOptimizerElements}, Layout::NCHW);
   Tensor w = r.up(w0.clone()), m = r.up(Tensor::zeros(w0.shape(), r.dtype)),
-         v = r.up(Tensor::zeros(w0.shape(), r.dtype));
+         v = r.up(Tensor::zeros(w0.shape(), r.dtype)), no_copy;
+  std::vector<CopiedUpdate> copied = copied_updates(r, w0);
   ref::Array want_w = reference(w0), want_m(w0.shape()), want_v(w0.shape());
   for (int64_t step = 1; step <= 3; ++step) {
-    const Tensor g = r.input(w0.shape(), Layout::NCHW);
+    const Tensor g = r.up(r.input(w0.shape(), Layout::NCHW));
     // Steps of about 0.1 and an eps near 1% of sqrt(v): every term moves w by 1e-4 or more, far above the bound.
     const AdamParams p{0.1f, 0.9f, 0.999f, 1e-2f, 0.01f, c.decoupled, step};
-    r.b.adam_update(w, r.up(g), m, v, p);
-    const ref::Array rg = reference(g);
+    r.b.adam_update(w, no_copy, g, m, v, p);
+    for (CopiedUpdate& u : copied) r.b.adam_update(u.w, u.copy, g, u.state1, u.state2, p);
+    const ref::Array rg = reference(on_host(r.b, g));
     const double lr = p.lr, b1 = p.beta1, b2 = p.beta2, wd = p.weight_decay, t = static_cast<double>(step);
     for (size_t i = 0; i < rg.v.size(); ++i) {
       const double gi = rg.v[i] + (c.decoupled ? 0 : wd * want_w.v[i]);
@@ -278,6 +327,7 @@ void run(CaseRun& r, const AdamCase& c) {
   r.expect("weights", w, want_w, Kernel::AdamUpdate);
   r.expect("first moment", m, want_m, Kernel::AdamUpdate);
   r.expect("second moment", v, want_v, Kernel::AdamUpdate);
+  expect_copies_exact(r, w, copied);
 }
 
 void run(CaseRun& r, const ScaleCheckCase& c) {

@@ -78,6 +78,7 @@ class StrictDeviceBackend final : public Backend {
     check({&dy, &x, &w, &dw, &db}), check({dx.defined() ? &dx : &dy}), cpu_.linear_backward(dy, x, w, dx, dw, db);
   }
   void add(const Tensor& a, const Tensor& b, Tensor& y) override { check({&a, &b, &y}), cpu_.add(a, b, y); }
+  void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override { check({&a, &b, &y}), cpu_.add_relu(a, b, y); }
   void convert(const Tensor& src, Tensor& dst) override {  // between devices too
     if (src.device() == kDevice && dst.device() == Device::cpu()) ++host_copies;
     cpu_.convert(src, dst);
@@ -86,11 +87,14 @@ class StrictDeviceBackend final : public Backend {
                              Tensor& dlogits) override {
     check({&logits, &labels, &dlogits}), cpu_.softmax_cross_entropy(logits, labels, smoothing, grad_scale, dlogits);
   }
-  void sgd_update(Tensor& param, const Tensor& grad, Tensor& buffer, const SgdParams& p) override {
-    check({&param, &grad}), check({buffer.defined() ? &buffer : &grad}), cpu_.sgd_update(param, grad, buffer, p);
+  void sgd_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& buffer, const SgdParams& p) override {
+    check({&param, &grad}), check({buffer.defined() ? &buffer : &grad}), check({copy.defined() ? &copy : &grad}),
+        cpu_.sgd_update(param, copy, grad, buffer, p);
   }
-  void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) override {
-    check({&param, &grad, &m, &v}), cpu_.adam_update(param, grad, m, v, p);
+  void adam_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& m, Tensor& v,
+                   const AdamParams& p) override {
+    check({&param, &grad, &m, &v}), check({copy.defined() ? &copy : &grad}),
+        cpu_.adam_update(param, copy, grad, m, v, p);
   }
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override {
     for (const Tensor* t : tensors) check({t});

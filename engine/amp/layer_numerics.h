@@ -28,7 +28,8 @@ struct LayerNumerics {
   int64_t out_channels = 0;    // output channels (features for linear)
   std::string forward_dtype;   // what the op computed in: "f32", "bf16", "f16"
   std::string backward_dtype;  // likewise for its backward
-  int64_t casts = 0;           // casts the layer made for this step, forward and backward
+  int64_t casts = 0;           // casts the layer made for this step, forward and backward (a weight copy once the
+                               // optimizer writes it in its update's pass is the optimizer's, not counted here)
   double loss_scale = 1;       // the step's loss scale: gradients are as stored, multiplied by it
   ValueRange activation;       // the layer's output
   ValueRange activation_grad;  // the gradient of the loss with respect to that output, as backward received it

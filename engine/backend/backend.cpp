@@ -13,10 +13,9 @@
 namespace ampwb {
 
 namespace {
-constexpr std::array kOpNames = {"conv2d",     "batchnorm",      "relu",
-                                 "maxpool",    "global_avgpool", "linear",
-                                 "add",        "convert",        "softmax_cross_entropy",
-                                 "sgd_update", "adam_update",    "scale_and_check"};
+constexpr std::array kOpNames = {"conv2d",     "batchnorm",   "relu",           "maxpool", "global_avgpool",
+                                 "linear",     "add",         "add_relu",       "convert", "softmax_cross_entropy",
+                                 "sgd_update", "adam_update", "scale_and_check"};
 static_assert(kOpNames.size() == static_cast<size_t>(Op::Count), "one name per op");
 }  // namespace
 
@@ -41,6 +40,11 @@ Tensor on_device(Backend& backend, const Tensor& t) {
 }
 
 Tensor Backend::upload(const Tensor& host) { return on_device(*this, host); }
+
+void Backend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
+  add(a, b, y);
+  relu_forward(y, y);  // in place: elementwise
+}
 
 Tensor on_host(Backend& backend, const Tensor& t) {
   if (!t.defined() || t.device() == Device::cpu()) return t;

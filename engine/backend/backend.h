@@ -21,6 +21,7 @@ enum class Op {
   GlobalAvgPool,
   Linear,
   Add,
+  AddRelu,
   Convert,
   SoftmaxCrossEntropy,
   SgdUpdate,
@@ -104,13 +105,19 @@ class Backend {
   virtual void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
                                Tensor& db) = 0;
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;  // same shape; layouts may differ
-  virtual void convert(const Tensor& src, Tensor& dst) = 0;           // any dtype, layout or device to another
+  // y = relu(a + b) (a residual block's end), rounded as add then relu_forward would. By default those two ops.
+  virtual void add_relu(const Tensor& a, const Tensor& b, Tensor& y);
+  virtual void convert(const Tensor& src, Tensor& dst) = 0;  // any dtype, layout or device to another
   // logits (N,K) FP32, labels (N) I32; dlogits = grad_scale * d(mean loss)/d(logits) (loss scaling in the same pass).
   // The mean loss and the top-1 count wait on the device for read_scalars().
   virtual void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
                                      float grad_scale, Tensor& dlogits) = 0;
-  virtual void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) = 0;
-  virtual void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) = 0;
+  // param FP32; param_copy undefined, or param's FP16/BF16 compute copy (same shape and layout): written from the
+  // updated param in the same pass, bit for bit as convert() would.
+  virtual void sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
+                          const SgdParams& p) = 0;
+  virtual void adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
+                           const AdamParams& p) = 0;
   // Multiplies FP32 tensors by factor in place, noting any inf/NaN result and the sum of squares (for read_scalars()).
   virtual void scale_and_check(const std::vector<Tensor*>& tensors, float factor) = 0;
   // What the last softmax_cross_entropy and scale_and_check left, in one small copy; waits for the device.

@@ -74,6 +74,9 @@ void ProfiledBackend::linear_backward(const Tensor& dy, const Tensor& x, const T
 void ProfiledBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
   timed(TimeClass::Add, [&] { inner_->add(a, b, y); });
 }
+void ProfiledBackend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
+  timed(TimeClass::Add, [&] { inner_->add_relu(a, b, y); });
+}
 void ProfiledBackend::convert(const Tensor& src, Tensor& dst) {
   timed(TimeClass::Convert, [&] { inner_->convert(src, dst); });
 }
@@ -81,11 +84,13 @@ void ProfiledBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& 
                                             float grad_scale, Tensor& dlogits) {
   timed(TimeClass::Loss, [&] { inner_->softmax_cross_entropy(logits, labels, label_smoothing, grad_scale, dlogits); });
 }
-void ProfiledBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) {
-  timed(TimeClass::Optimizer, [&] { inner_->sgd_update(param, grad, momentum_buffer, p); });
+void ProfiledBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
+                                 const SgdParams& p) {
+  timed(TimeClass::Optimizer, [&] { inner_->sgd_update(param, param_copy, grad, momentum_buffer, p); });
 }
-void ProfiledBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) {
-  timed(TimeClass::Optimizer, [&] { inner_->adam_update(param, grad, m, v, p); });
+void ProfiledBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
+                                  const AdamParams& p) {
+  timed(TimeClass::Optimizer, [&] { inner_->adam_update(param, param_copy, grad, m, v, p); });
 }
 void ProfiledBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
   timed(TimeClass::ScaleCheck, [&] { inner_->scale_and_check(tensors, factor); });

@@ -21,7 +21,7 @@ enum class TimeClass : uint8_t {
   ConvBackwardWeights,
   BatchNorm,
   Relu,
-  Add,
+  Add,  // residual adds, with the block's ReLU when fused into them (add_relu)
   Pooling,
   Linear,
   Loss,
@@ -73,11 +73,14 @@ class ProfiledBackend final : public Backend {
   void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
   void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, Tensor& db) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;  // timed as add
   void convert(const Tensor& src, Tensor& dst) override;
   void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, float grad_scale,
                              Tensor& dlogits) override;
-  void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) override;
-  void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) override;
+  void sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
+                  const SgdParams& p) override;
+  void adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
+                   const AdamParams& p) override;
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
   StepScalars read_scalars() override;
   Tensor upload(const Tensor& host) override;

@@ -49,14 +49,13 @@ struct Shortcut {
 class ResidualBlock : public Layer {
  public:
   ResidualBlock(Backend& backend, const std::string& name, int in, int out, int stride, Rng& rng)
-      : Layer(backend), main_(backend), shortcut_(backend, name, in, out, stride, rng), add_(backend), relu_(backend) {}
+      : Layer(backend), main_(backend), shortcut_(backend, name, in, out, stride, rng), add_relu_(backend) {}
 
   Tensor forward(const Tensor& x, Mode mode) override {
-    Tensor sum = sum_of_branches(x, mode);
-    return relu_.forward(sum, mode);
+    return add_relu_.forward(main_.forward(x, mode), shortcut_.forward(x, mode), mode);
   }
   Tensor backward(const Tensor& dy) override {
-    const auto [d_main, d_short] = add_.backward(relu_.backward(dy));
+    const auto [d_main, d_short] = add_relu_.backward(dy);
     Tensor dx_main = main_.backward(d_main);
     Tensor dx_short = shortcut_.backward(d_short);
     Tensor dx = empty_like(dx_main);
@@ -70,7 +69,6 @@ class ResidualBlock : public Layer {
       shortcut_.conv->visit(fn);
       shortcut_.bn->visit(fn);
     }
-    relu_.visit(fn);
   }
   void collect_parameters(std::vector<Parameter*>& out) override {
     main_.collect_parameters(out);
@@ -92,14 +90,9 @@ class ResidualBlock : public Layer {
   }
 
  private:
-  Tensor sum_of_branches(const Tensor& x, Mode mode) {
-    return add_.forward(main_.forward(x, mode), shortcut_.forward(x, mode));
-  }
-
   Sequential main_;
   Shortcut shortcut_;
-  ResidualAdd add_;
-  ReLU relu_;
+  ResidualAddReLU add_relu_;
 };
 
 class BasicBlock : public ResidualBlock {

@@ -60,18 +60,23 @@ namespace {
 DType wider(DType a, DType b) { return a == b ? a : DType::F32; }  // F16 + BF16 promote to F32 as well
 }  // namespace
 
-Tensor ResidualAdd::forward(const Tensor& a, const Tensor& b) {
+Tensor ResidualAddReLU::forward(const Tensor& a, const Tensor& b, Mode mode) {
   a_dtype_ = a.dtype();
   b_dtype_ = b.dtype();
   const DType dtype = wider(a_dtype_, b_dtype_);
   const Tensor a_cast = cast(backend_, a, dtype), b_cast = cast(backend_, b, dtype);
-  Tensor sum = empty_like(a_cast);
-  backend_.add(a_cast, b_cast, sum);
-  return sum;
+  Tensor y = empty_like(a_cast);
+  backend_.add_relu(a_cast, b_cast, y);
+  output_ = mode == Mode::Train ? y : Tensor();
+  return y;
 }
 
-std::pair<Tensor, Tensor> ResidualAdd::backward(const Tensor& dy) const {
-  return {cast(backend_, dy, a_dtype_), cast(backend_, dy, b_dtype_)};
+std::pair<Tensor, Tensor> ResidualAddReLU::backward(const Tensor& output_grad) {
+  const Tensor dy = cast(backend_, output_grad, output_.dtype());
+  Tensor d_sum = empty_like(dy);
+  backend_.relu_backward(output_, dy, d_sum);
+  output_ = Tensor();
+  return {cast(backend_, d_sum, a_dtype_), cast(backend_, d_sum, b_dtype_)};
 }
 
 }  // namespace ampwb

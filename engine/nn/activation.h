@@ -1,5 +1,5 @@
-// ReLU, max pooling, global average pooling and the residual add: the layers without parameters. Each runs in
-// its input's type; gradients arriving in another type are cast to it.
+// ReLU, max pooling, global average pooling and the residual add with its ReLU: the layers without parameters. Each
+// runs in its input's type; gradients arriving in another type are cast to it.
 #pragma once
 
 #include "nn/layer.h"
@@ -40,17 +40,19 @@ class GlobalAvgPool : public Layer {
   Layout input_layout_ = Layout::NCHW;
 };
 
-// The residual sum of a block's two branches, in the wider of their types (autocast's promotion rule).
-class ResidualAdd {
+// The end of a residual block, relu(a + b): the two branches summed in the wider of their types (autocast's
+// promotion rule), sum and ReLU in one pass (Backend::add_relu), rounded as a separate add and ReLU would be.
+class ResidualAddReLU {
  public:
-  explicit ResidualAdd(Backend& backend) : backend_(backend) {}
-  Tensor forward(const Tensor& a, const Tensor& b);
+  explicit ResidualAddReLU(Backend& backend) : backend_(backend) {}
+  Tensor forward(const Tensor& a, const Tensor& b, Mode mode);
   // The gradient for each branch, in that branch's type.
-  std::pair<Tensor, Tensor> backward(const Tensor& dy) const;
+  std::pair<Tensor, Tensor> backward(const Tensor& dy);
 
  private:
   Backend& backend_;
   DType a_dtype_ = DType::F32, b_dtype_ = DType::F32;
+  Tensor output_;  // (N,C,H,W): the gradient passes where the output is positive
 };
 
 }  // namespace ampwb

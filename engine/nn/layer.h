@@ -28,6 +28,13 @@ struct Parameter {
       : name(std::move(param_name)), value(std::move(initial)), grad(std::move(zero_grad)) {}
 
   void changed() { ++version; }
+  // The compute copy for an update to write in its own pass (undefined when no op computes with one yet), and the
+  // note that it did: the copy is current, so value_as converts nothing.
+  Tensor& copy_to_update() { return compute; }
+  void changed_with_copy() {
+    changed();
+    if (compute.defined()) compute_version = version;
+  }
   // The value in dtype for an op to compute with: the FP32 value itself, or the copy refreshed from it.
   const Tensor& value_as(Backend& backend, DType dtype);
 };
@@ -75,7 +82,7 @@ class Layer {
 
   // The layer's dtype conversions, counted for its numerics record while a probe is set.
   Tensor cast_counted(const Tensor& t, DType dtype);      // an autocast cast
-  const Tensor& weight_as(Parameter& p, DType dtype);     // a refreshed low-precision weight copy
+  const Tensor& weight_as(Parameter& p, DType dtype);     // a low-precision weight copy, counted when made here
   void widen_grad(const Tensor& low_grad, Parameter& p);  // a low-precision gradient into p.grad
   // A probed step's record of this layer: forward opens it (model order) with its output y, backward completes it
   // with the output gradient dy as it computes with it and the weight gradient. No-ops without a probe.

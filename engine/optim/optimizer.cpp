@@ -23,9 +23,9 @@ void Sgd::step(const std::vector<Parameter*>& params, float lr) {
   for (Parameter* p : params) {
     Tensor none;
     Tensor& buffer = config_.momentum != 0.0f ? state_for(backend_, p->name + ".momentum_buffer", p->value) : none;
-    backend_.sgd_update(p->value, p->grad, buffer,
+    backend_.sgd_update(p->value, p->copy_to_update(), p->grad, buffer,
                         {lr, config_.momentum, config_.weight_decay, config_.nesterov, first});
-    p->changed();
+    p->changed_with_copy();
   }
   ++steps_;
 }
@@ -36,9 +36,9 @@ void Adam::step(const std::vector<Parameter*>& params, float lr) {
   for (Parameter* p : params) {
     Tensor& m = state_for(backend_, p->name + ".exp_avg", p->value);
     Tensor& v = state_for(backend_, p->name + ".exp_avg_sq", p->value);
-    backend_.adam_update(p->value, p->grad, m, v,
+    backend_.adam_update(p->value, p->copy_to_update(), p->grad, m, v,
                          {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, steps_});
-    p->changed();
+    p->changed_with_copy();
   }
 }
 

@@ -1,5 +1,6 @@
 // Optimizers over FP32 parameters, with PyTorch's update rules: SGD (momentum, Nesterov, L2 weight decay),
-// Adam (L2 weight decay) and AdamW (decoupled weight decay). The arithmetic runs in the backend.
+// Adam (L2 weight decay) and AdamW (decoupled weight decay). The arithmetic runs in the backend; the pass that
+// updates a master weight also writes its low-precision compute copy, when a layer keeps one.
 #pragma once
 
 #include <map>

@@ -1,5 +1,5 @@
-// CPU elementwise ops (ReLU, add) as OpenMP loops over FP32, FP16 and BF16 storage, and pooling: max pooling
-// through oneDNN, global average pooling as an OpenMP loop.
+// CPU elementwise ops (ReLU, add, add + ReLU in one pass) as OpenMP loops over FP32, FP16 and BF16 storage, and
+// pooling: max pooling through oneDNN, global average pooling as an OpenMP loop.
 #include <algorithm>
 #include <vector>
 
@@ -23,8 +23,9 @@ namespace {
 // gradient need no conversion (and stay exact) in 16-bit storage.
 inline bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
 
-// a + b for 16-bit floats: widened, added in FP32, rounded back, in chunks through small FP32 buffers.
-void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, DType dtype, int threads) {
+// a + b for 16-bit floats: widened, added in FP32, rounded back, in chunks through small FP32 buffers; with relu,
+// the ReLU runs on the rounded 16-bit result, as relu_forward after add would.
+void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, DType dtype, bool relu, int threads) {
   constexpr int64_t kChunk = 1024;
   const bool bf16 = dtype == DType::BF16;
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -34,7 +35,10 @@ void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, D
     (bf16 ? bf16_to_f32 : f16_to_f32)(a + start, wide_a, count, 1);
     (bf16 ? bf16_to_f32 : f16_to_f32)(b + start, wide_b, count, 1);
     for (int64_t i = 0; i < count; ++i) wide_a[i] += wide_b[i];
-    (bf16 ? f32_to_bf16 : f32_to_f16)(wide_a, out + start, count, 1);
+    uint16_t* sum = out + start;
+    (bf16 ? f32_to_bf16 : f32_to_f16)(wide_a, sum, count, 1);
+    if (relu)
+      for (int64_t i = 0; i < count; ++i) sum[i] = positive16(sum[i]) ? sum[i] : 0;
   }
 }
 }  // namespace
@@ -76,6 +80,31 @@ void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   for (int64_t i = 0; i < n; ++i) grad_in[i] = out[i] > 0.0f ? grad_out[i] : 0.0f;
 }
 
+namespace {
+// a + b, and relu of it: one pass over tensors of one dtype and layout.
+void add_maybe_relu(const Tensor& a, const Tensor& b, Tensor& y, bool relu, int threads) {
+  check_same(a, b, "add operands");
+  check_same(a, y, "add operand and output");
+  const int64_t n = a.numel();
+  if (dtype_size(a.dtype()) == 2)
+    return add_16bit(a.data_as<uint16_t>(), b.data_as<uint16_t>(), y.data_as<uint16_t>(), n, a.dtype(), relu, threads);
+  AMPWB_CHECK(a.dtype() == DType::F32, "add of " << a.describe());
+  const float* pa = a.data_as<float>();
+  const float* pb = b.data_as<float>();
+  float* out = y.data_as<float>();
+  if (relu) {
+#pragma omp parallel for simd num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float sum = pa[i] + pb[i];
+      out[i] = sum > 0.0f ? sum : 0.0f;  // relu_forward's comparison: NaN and -0 become +0
+    }
+    return;
+  }
+#pragma omp parallel for simd num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = pa[i] + pb[i];
+}
+}  // namespace
+
 void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
   if (a.layout() != y.layout() || b.layout() != y.layout()) {  // the interface allows it: reorder to y's layout
     auto in_layout_of_y = [&](const Tensor& t) {
@@ -86,17 +115,12 @@ void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
     };
     return add(in_layout_of_y(a), in_layout_of_y(b), y);
   }
-  check_same(a, b, "add operands");
-  check_same(a, y, "add operand and output");
-  const int64_t n = a.numel();
-  if (dtype_size(a.dtype()) == 2)
-    return add_16bit(a.data_as<uint16_t>(), b.data_as<uint16_t>(), y.data_as<uint16_t>(), n, a.dtype(), threads_);
-  AMPWB_CHECK(a.dtype() == DType::F32, "add of " << a.describe());
-  const float* pa = a.data_as<float>();
-  const float* pb = b.data_as<float>();
-  float* out = y.data_as<float>();
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
-  for (int64_t i = 0; i < n; ++i) out[i] = pa[i] + pb[i];
+  add_maybe_relu(a, b, y, false, threads_);
+}
+
+void CpuBackend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
+  if (a.layout() != y.layout() || b.layout() != y.layout()) return Backend::add_relu(a, b, y);  // add reorders
+  add_maybe_relu(a, b, y, true, threads_);
 }
 
 // ---- Pooling ------------------------------------------------------------------------------------------------

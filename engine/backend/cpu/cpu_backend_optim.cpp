@@ -1,9 +1,11 @@
-// CPU softmax cross-entropy, the SGD and Adam updates of FP32 master weights, and the loss scaler's
-// scale-and-check: plain and OpenMP loops, results kept in host memory for read_scalars().
+// CPU softmax cross-entropy, the SGD and Adam updates of FP32 master weights (with their 16-bit copies), and the loss
+// scaler's scale-and-check: plain and OpenMP loops, results kept in host memory for read_scalars().
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "core/convert16.h"
 
 namespace ampwb {
 
@@ -43,26 +45,59 @@ void CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& label
   scalars_.correct = correct;
 }
 
-void CpuBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) {
+namespace {
+// Elements per block of an optimizer pass: the block is updated, then its 16-bit copy written while it is still in
+// L1 (8 KiB of FP32 master weights), so master and copy are one pass over memory.
+constexpr int64_t kUpdateBlock = 2048;
+
+// Checks the optional 16-bit compute copy against its master; returns its rounding (nullptr: no copy).
+using RoundFn = void (*)(const float*, uint16_t*, int64_t, int);
+RoundFn copy_rounding(const Tensor& param, const Tensor& copy) {
+  if (!copy.defined()) return nullptr;
+  AMPWB_CHECK(copy.shape() == param.shape() && copy.layout() == param.layout() && copy.device() == param.device() &&
+                  (copy.dtype() == DType::F16 || copy.dtype() == DType::BF16),
+              "the compute copy " << copy.describe() << " does not fit its master " << param.describe());
+  return copy.dtype() == DType::BF16 ? f32_to_bf16 : f32_to_f16;
+}
+
+// Runs update(begin, end) over [0, n) in blocks shared by the threads, each block followed by its copy's rounding
+// (the same kernels convert() runs, so the copy is bit for bit what convert() would write).
+template <class Update>
+void update_in_blocks(int64_t n, int threads, const float* w, uint16_t* copy, RoundFn round, Update&& update) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t begin = 0; begin < n; begin += kUpdateBlock) {
+    const int64_t end = std::min(n, begin + kUpdateBlock);
+    update(begin, end);
+    if (round) round(w + begin, copy + begin, end - begin, 1);
+  }
+}
+}  // namespace
+
+void CpuBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
+                            const SgdParams& p) {
   check_same(param, grad, "SGD parameter and gradient");
-  const int64_t n = param.numel();
+  const RoundFn round = copy_rounding(param, param_copy);
   float* w = param.data_as<float>();
   const float* g = grad.data_as<float>();
   float* buf = p.momentum != 0.0f ? momentum_buffer.data_as<float>() : nullptr;
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    float d = g[i] + p.weight_decay * w[i];
-    if (buf) {
-      buf[i] = p.first_step ? d : p.momentum * buf[i] + d;  // PyTorch: no dampening, buffer starts at d
-      d = p.nesterov ? d + p.momentum * buf[i] : buf[i];
-    }
-    w[i] -= p.lr * d;
-  }
+  update_in_blocks(param.numel(), threads_, w, round ? param_copy.data_as<uint16_t>() : nullptr, round,
+                   [&](int64_t begin, int64_t end) {
+#pragma omp simd
+                     for (int64_t i = begin; i < end; ++i) {
+                       float d = g[i] + p.weight_decay * w[i];
+                       if (buf) {
+                         buf[i] = p.first_step ? d : p.momentum * buf[i] + d;  // PyTorch: no dampening, buffer = d
+                         d = p.nesterov ? d + p.momentum * buf[i] : buf[i];
+                       }
+                       w[i] -= p.lr * d;
+                     }
+                   });
 }
 
-void CpuBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) {
+void CpuBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
+                             const AdamParams& p) {
   check_same(param, grad, "Adam parameter and gradient");
-  const int64_t n = param.numel();
+  const RoundFn round = copy_rounding(param, param_copy);
   float* w = param.data_as<float>();
   const float* g = grad.data_as<float>();
   float* m1 = m.data_as<float>();
@@ -72,13 +107,16 @@ void CpuBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tenso
   const float bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(p.beta2, t)));
   const float decay = p.decoupled_weight_decay ? 1.0f - p.lr * p.weight_decay : 1.0f;
   const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
-#pragma omp parallel for simd num_threads(threads_) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i] + l2 * w[i];
-    m1[i] = p.beta1 * m1[i] + (1 - p.beta1) * gi;
-    m2[i] = p.beta2 * m2[i] + (1 - p.beta2) * gi * gi;
-    w[i] = w[i] * decay - step_size * m1[i] / (std::sqrt(m2[i]) / bias2_sqrt + p.eps);
-  }
+  update_in_blocks(param.numel(), threads_, w, round ? param_copy.data_as<uint16_t>() : nullptr, round,
+                   [&](int64_t begin, int64_t end) {
+#pragma omp simd
+                     for (int64_t i = begin; i < end; ++i) {
+                       const float gi = g[i] + l2 * w[i];
+                       m1[i] = p.beta1 * m1[i] + (1 - p.beta1) * gi;
+                       m2[i] = p.beta2 * m2[i] + (1 - p.beta2) * gi * gi;
+                       w[i] = w[i] * decay - step_size * m1[i] / (std::sqrt(m2[i]) / bias2_sqrt + p.eps);
+                     }
+                   });
 }
 
 void CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {

@@ -84,8 +84,10 @@ class CudaBackend final : public Backend {
   void convert(const Tensor& src, Tensor& dst) override;
   void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, float grad_scale,
                              Tensor& dlogits) override;
-  void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) override;
-  void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamParams& p) override;
+  void sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
+                  const SgdParams& p) override;
+  void adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
+                   const AdamParams& p) override;
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
   StepScalars read_scalars() override;
   // A device copy of a host tensor, copied on the copy stream after the work queued so far, so that it overlaps

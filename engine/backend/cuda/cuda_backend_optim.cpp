@@ -1,5 +1,5 @@
-// The CUDA backend's softmax cross-entropy, SGD and Adam updates of FP32 master weights, the loss scaler's fused
-// scale-and-check, and read_scalars(): the one copy back to the host a training step waits for.
+// The CUDA backend's softmax cross-entropy, SGD and Adam updates of FP32 master weights (and their 16-bit copies), the
+// loss scaler's fused scale-and-check, and read_scalars(): the one copy back to the host a training step waits for.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -32,7 +32,8 @@ void CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labe
   m.classes = K;  // for read_scalars()' message on a bad label
 }
 
-void CudaBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdParams& p) {
+void CudaBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
+                             const SgdParams& p) {
   CUDA_OP_ENTRY(&param, &grad);
   Impl& m = *impl_;
   m.check_device(param, "SGD parameter");
@@ -47,9 +48,11 @@ void CudaBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum
   }
   cuda::sgd_update(param.data_as<float>(), grad.data_as<float>(), buffer, param.numel(), p.lr, p.momentum,
                    p.weight_decay, p.nesterov, p.first_step, m.stream);
+  if (param_copy.defined()) convert(param, param_copy);  // on the same stream, right after: not yet one kernel
 }
 
-void CudaBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& mt, Tensor& vt, const AdamParams& p) {
+void CudaBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& mt, Tensor& vt,
+                              const AdamParams& p) {
   CUDA_OP_ENTRY(&param, &grad, &mt, &vt);
   Impl& m = *impl_;
   m.check_device(param, "Adam parameter");
@@ -68,6 +71,7 @@ void CudaBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& mt, Ten
   const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
   cuda::adam_update(param.data_as<float>(), grad.data_as<float>(), mt.data_as<float>(), vt.data_as<float>(),
                     param.numel(), p.beta1, p.beta2, p.eps, step_size, bias2_sqrt, decay, l2, m.stream);
+  if (param_copy.defined()) convert(param, param_copy);  // on the same stream, right after: not yet one kernel
 }
 
 void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
