@@ -98,13 +98,29 @@ Finding expect_finding(const std::vector<Finding>& findings, const std::string& 
   return f ? *f : Finding{};
 }
 
+// The timing rules (data_bound, batch_too_small) judge ratios of measured times. A sanitizer slows the engine's own
+// code and not the uninstrumented libraries it calls (image decoding, oneDNN), so under one those ratios describe
+// the instrumentation, not the run: the tests of those rules skip there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kTimesDistorted = true;
+#else
+constexpr bool kTimesDistorted = false;
+#endif
+#define SKIP_WHERE_TIMES_ARE_DISTORTED() \
+  if (kTimesDistorted) GTEST_SKIP() << "a sanitizer's instrumentation distorts the ratios of step times"
+
+bool is_timing_rule(const Finding& f) { return f.rule == "data_bound" || f.rule == "batch_too_small"; }
+
 TEST_F(Diagnosis, AHealthyRunTriggersNone) {
   const RunEvidence& run = healthy();
   ASSERT_EQ(run.run.status, RunStatus::Finished) << run.run.end_reason;
-  EXPECT_TRUE(diagnose(run).empty()) << listing(diagnose(run));
+  std::vector<Finding> findings = diagnose(run);
+  if (kTimesDistorted) std::erase_if(findings, is_timing_rule);
+  EXPECT_TRUE(findings.empty()) << listing(findings);
 }
 
 TEST_F(Diagnosis, AStepWaitingForItsDataIsDataBound) {
+  SKIP_WHERE_TIMES_ARE_DISTORTED();
   // Large PNGs decoded every epoch by one thread, for a model that takes little time per step.
   const fs::path big = make_stripes_folder("diagnosis_big", 24, 384);
   TrainConfig c = base_config(big.string());
@@ -259,6 +275,7 @@ TEST_F(Diagnosis, LayersWhoseChannelsMissTensorCoresAreNamedForGpuRuns) {
 }
 
 TEST_F(Diagnosis, ATinyBatchSpendsItsStepOnFixedCosts) {
+  SKIP_WHERE_TIMES_ARE_DISTORTED();
   TrainConfig c = base_config();
   c.batch_size = 2;
   c.image_size = 8;
@@ -322,7 +339,7 @@ TEST_F(Diagnosis, AmpwbExplainPrintsTheFindingsAsTextAndJson) {
   for (const json& f : out.at("findings")) rules.insert(f.at("rule").get<std::string>());
   EXPECT_TRUE(rules.count("fp16_emulated") && rules.count("clipping_order")) << j.output;
   const Result clean = ampwb({"explain", base, "--db", db()});
-  expect_contains(clean.output, "no findings");
+  if (!kTimesDistorted) expect_contains(clean.output, "no findings");
   const Result missing = ampwb({"explain", "999", "--db", db()});
   EXPECT_NE(missing.status, 0);
   expect_contains(missing.output, "999");
