@@ -12,19 +12,15 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "bench_util.h"
 #include "core/rng.h"
 
 namespace ampwb {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::Clock;
+using bench::median;
+using bench::seconds_since;
 
 constexpr int kAccumulators = 12;  // enough independent chains to hide the multiply-add latency on both pipes
 constexpr long kIterations = 50'000'000;

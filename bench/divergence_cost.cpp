@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "core/rng.h"
 #include "optim/optimizer.h"
 #include "train/divergence_step.h"
@@ -17,14 +18,9 @@
 namespace ampwb {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::Clock;
+using bench::median;
+using bench::seconds_since;
 
 int run(const std::string& mode, int rounds) {
   const std::unique_ptr<Backend> backend = make_backend("cpu");

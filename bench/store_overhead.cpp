@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "bench_util.h"
 #include "core/error.h"
 #include "image_folder_util.h"
 #include "store/run_store.h"
@@ -17,7 +18,8 @@
 
 namespace ampwb {
 namespace {
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::median;
 
 // A private folder for the run store, removed afterwards.
 class TempDir {
@@ -83,11 +85,6 @@ class Timed : public TrainObserver {
   StepTimes& times_;
   TrainObserver* recorder_;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Worst case for the store: a tiny model, so steps are short.
 void recording_in_a_training() {
