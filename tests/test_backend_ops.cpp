@@ -68,6 +68,12 @@ void run(CaseRun& r, const ConvCase& c) {
            Kernel::Conv2dBackwardWeights, c.fp32_weight_grad ? Result::Fp32 : Result::Same);
 }
 
+std::vector<unsigned char> bytes_of(Backend& b, const Tensor& t) {
+  const Tensor host = on_host(b, t);
+  const auto* p = static_cast<const unsigned char*>(host.data());
+  return std::vector<unsigned char>(p, p + host.nbytes());
+}
+
 void run(CaseRun& r, const BatchNormCase& c) {
   const float eps = 1e-5f, momentum = 0.1f;
   const Tensor x = r.input({c.N, c.C, c.H, c.W}, r.layout, 2.0), dy = r.input(x.shape(), r.layout);
@@ -106,6 +112,36 @@ void run(CaseRun& r, const BatchNormCase& c) {
   r.expect("y (inference)", y_eval,
            ref::batchnorm_forward_inference(rx, rg, rb, reference(old_mean), reference(old_var), eps),
            Kernel::BatchNormInference);
+
+  // A conv-bn-relu's end in one op each way: the reference's, and bit for bit the separate ops.
+  Tensor fused_y = r.out(x.shape(), r.layout), fused_mean = r.out32({c.C}), fused_var = r.out32({c.C});
+  Tensor fused_running_mean = r.up(old_mean.clone()), fused_running_var = r.up(old_var.clone()), workspace;
+  r.b.batchnorm_relu_forward_training(gx, ggamma, gbeta, fused_y, fused_mean, fused_var, fused_running_mean,
+                                      fused_running_var, momentum, eps, workspace);
+  r.expect("relu(y)", fused_y, ref::relu_forward(want.y), Kernel::BatchNormTraining);
+  Tensor relu_y = r.out(x.shape(), r.layout);
+  r.b.relu_forward(y, relu_y);
+  EXPECT_EQ(bytes_of(r.b, fused_y), bytes_of(r.b, relu_y)) << "batchnorm_relu forward against batch norm then relu";
+  for (const auto& [fused, separate] : {std::pair{&fused_mean, &mean}, {&fused_var, &var},
+                                        {&fused_running_mean, &running_mean}, {&fused_running_var, &running_var}})
+    EXPECT_EQ(bytes_of(r.b, *fused), bytes_of(r.b, *separate)) << "batchnorm_relu statistics";
+
+  Tensor fused_dx = r.out(x.shape(), r.layout), fused_dgamma = r.out32({c.C}), fused_dbeta = r.out32({c.C});
+  r.b.batchnorm_relu_backward(gx, fused_y, workspace, r.up(dy), ggamma, mean, var, fused_dx, fused_dgamma,
+                              fused_dbeta, eps);
+  // The reference takes the ReLU's mask from the backend's own output: a value rounding to 0 blocks the gradient.
+  const ref::BatchNormGrads relu_grads =
+      ref::batchnorm_backward(rx, ref::relu_backward(reference(fused_y), reference(dy)), rg, eps);
+  r.expect("dx through relu", fused_dx, relu_grads.dx, Kernel::BatchNormBackward);
+  r.expect("dgamma through relu", fused_dgamma, relu_grads.dgamma, Kernel::BatchNormBackward, Result::Fp32);
+  r.expect("dbeta through relu", fused_dbeta, relu_grads.dbeta, Kernel::BatchNormBackward, Result::Fp32);
+  Tensor masked_dy = r.out(x.shape(), r.layout), separate_dx = r.out(x.shape(), r.layout);
+  Tensor separate_dgamma = r.out32({c.C}), separate_dbeta = r.out32({c.C});
+  r.b.relu_backward(relu_y, r.up(dy), masked_dy);
+  r.b.batchnorm_backward(gx, masked_dy, ggamma, mean, var, separate_dx, separate_dgamma, separate_dbeta, eps);
+  EXPECT_EQ(bytes_of(r.b, fused_dx), bytes_of(r.b, separate_dx)) << "batchnorm_relu backward: dx";
+  EXPECT_EQ(bytes_of(r.b, fused_dgamma), bytes_of(r.b, separate_dgamma)) << "batchnorm_relu backward: dgamma";
+  EXPECT_EQ(bytes_of(r.b, fused_dbeta), bytes_of(r.b, separate_dbeta)) << "batchnorm_relu backward: dbeta";
 }
 
 void run(CaseRun& r, const ReluCase& c) {
@@ -168,12 +204,6 @@ void run(CaseRun& r, const LinearCase& c) {
   r.expect("dx", dx, g.dx, Kernel::LinearBackward);
   r.expect("dw", dw, g.dw, Kernel::LinearBackward);
   r.expect("db", db, g.db, Kernel::LinearBackward);
-}
-
-std::vector<unsigned char> bytes_of(Backend& b, const Tensor& t) {
-  const Tensor host = on_host(b, t);
-  const auto* p = static_cast<const unsigned char*>(host.data());
-  return std::vector<unsigned char>(p, p + host.nbytes());
 }
 
 void run(CaseRun& r, const AddCase& c) {

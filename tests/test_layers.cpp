@@ -93,6 +93,34 @@ TEST(LayerGradients, BatchNorm2d) {
   }
 }
 
+// A batch norm with its ReLU fused in (Backend::batchnorm_relu_*) gives the bits of a batch norm layer followed by a
+// ReLU layer, forward and backward, in every storage type and layout.
+TEST(FusedBatchNormRelu, SameBitsAsTheTwoLayers) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + (layout == Layout::NHWC ? " nhwc" : " nchw"));
+      Rng rng(7);
+      BatchNorm2d fused(backend(), "bn", 6, /*relu=*/true);
+      Sequential separate(backend());
+      auto& bn = static_cast<BatchNorm2d&>(separate.add(std::make_unique<BatchNorm2d>(backend(), "bn", 6)));
+      separate.add(std::make_unique<ReLU>(backend()));
+      for (int step = 0; step < 2; ++step) {  // the second with running statistics the first one moved
+        Tensor x = Tensor::empty({3, 6, 4, 5}, dtype, layout), dy = Tensor::empty(x.shape(), dtype, layout);
+        backend().convert(random_tensor(x.shape(), rng, layout, 3.0), x);
+        backend().convert(random_tensor(x.shape(), rng, layout), dy);
+        const Tensor y_fused = fused.forward(x, Mode::Train), y_separate = separate.forward(x, Mode::Train);
+        EXPECT_EQ(to_float_vector(y_fused), to_float_vector(y_separate)) << "forward";
+        int negative = 0;
+        for (float v : to_float_vector(y_fused)) negative += v == 0.0f;
+        EXPECT_GT(negative, 20) << "the ReLU must have zeros to make";
+        EXPECT_EQ(to_float_vector(fused.backward(dy)), to_float_vector(separate.backward(dy))) << "dx";
+        EXPECT_EQ(to_float_vector(fused.gamma().grad), to_float_vector(bn.gamma().grad)) << "dgamma";
+        EXPECT_EQ(to_float_vector(fused.running_var().value), to_float_vector(bn.running_var().value));
+        EXPECT_EQ(to_float_vector(fused.forward(x, Mode::Eval)), to_float_vector(separate.forward(x, Mode::Eval)));
+      }
+    }
+}
+
 TEST(LayerGradients, Relu) {
   Rng rng(3);
   ReLU relu(backend());

@@ -19,7 +19,7 @@ enum class TimeClass : uint8_t {
   ConvForward,
   ConvBackwardData,
   ConvBackwardWeights,
-  BatchNorm,
+  BatchNorm,  // with the ReLU after it when fused into it (batchnorm_relu_*)
   Relu,
   Add,  // residual adds, with the block's ReLU when fused into them (add_relu)
   Pooling,
@@ -64,6 +64,12 @@ class ProfiledBackend final : public Backend {
                                    const Tensor& running_mean, const Tensor& running_var, float eps) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
                           const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) override;
+  void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                       Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                       Tensor& running_var, float momentum, float eps, Tensor& workspace) override;
+  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& workspace, const Tensor& dy,
+                               const Tensor& gamma, const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx,
+                               Tensor& dgamma, Tensor& dbeta, float eps) override;
   void relu_forward(const Tensor& x, Tensor& y) override;
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
   void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) override;

@@ -45,7 +45,8 @@ struct Shortcut {
   }
 };
 
-// out = relu(main(x) + shortcut(x)); main is conv-bn-relu repeated, the last without its relu.
+// out = relu(main(x) + shortcut(x)); main is conv-bn-relu repeated (the ReLU inside the batch norm layer), the last
+// without its relu.
 class ResidualBlock : public Layer {
  public:
   ResidualBlock(Backend& backend, const std::string& name, int in, int out, int stride, Rng& rng)
@@ -85,8 +86,7 @@ class ResidualBlock : public Layer {
                    Rng& rng, bool relu) {
     const std::string n = std::to_string(index);
     main_.add(std::make_unique<Conv2d>(backend, name + ".conv" + n, in, out, kernel, stride, kernel / 2, rng));
-    main_.add(std::make_unique<BatchNorm2d>(backend, name + ".bn" + n, out));
-    if (relu) main_.add(std::make_unique<ReLU>(backend));
+    main_.add(std::make_unique<BatchNorm2d>(backend, name + ".bn" + n, out, relu));
   }
 
  private:
@@ -166,8 +166,7 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config, Rng& rng)
           ? body_.add(std::make_unique<Conv2d>(backend, "conv1", config.in_channels, stem_width, 7, 2, 3, rng))
           : body_.add(std::make_unique<Conv2d>(backend, "conv1", config.in_channels, stem_width, 3, 1, 1, rng)));
   stem_conv.set_input_needs_grad(false);
-  body_.add(std::make_unique<BatchNorm2d>(backend, "bn1", stem_width));
-  body_.add(std::make_unique<ReLU>(backend));
+  body_.add(std::make_unique<BatchNorm2d>(backend, "bn1", stem_width, /*relu=*/true));
   if (resolved_stem(config) == Stem::ImageNet && !is_cifar_depth(config.depth))
     body_.add(std::make_unique<MaxPool2d>(backend, PoolParams{3, 2, 1}));
 

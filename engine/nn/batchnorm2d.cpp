@@ -12,8 +12,8 @@ Tensor filled(Backend& backend, int channels, float value) {
 }
 }  // namespace
 
-BatchNorm2d::BatchNorm2d(Backend& backend, const std::string& name, int channels, float momentum, float eps)
-    : Layer(backend), momentum_(momentum), eps_(eps) {
+BatchNorm2d::BatchNorm2d(Backend& backend, const std::string& name, int channels, bool relu, float momentum, float eps)
+    : Layer(backend), relu_(relu), momentum_(momentum), eps_(eps) {
   gamma_ = {name + ".weight", filled(backend, channels, 1.0f), filled(backend, channels, 0.0f)};
   beta_ = {name + ".bias", filled(backend, channels, 0.0f), filled(backend, channels, 0.0f)};
   running_mean_ = {name + ".running_mean", filled(backend, channels, 0.0f)};
@@ -25,25 +25,50 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
   if (mode == Mode::Eval) {
     backend_.batchnorm_forward_inference(x, gamma_.value, beta_.value, y, running_mean_.value, running_var_.value,
                                          eps_);
+    if (relu_) backend_.relu_forward(y, y);  // in place: elementwise
     return y;
   }
   const int64_t C = x.c();
   batch_mean_ = Tensor::empty({C}, DType::F32, Layout::NCHW, x.device());
   batch_var_ = Tensor::empty({C}, DType::F32, Layout::NCHW, x.device());
-  backend_.batchnorm_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_, running_mean_.value,
-                                      running_var_.value, momentum_, eps_);
+  // A probed step records batch norm's own output, so there the ReLU runs as a second op (the same bits).
+  fused_ = relu_ && !probe_;
+  if (fused_)
+    backend_.batchnorm_relu_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_,
+                                             running_mean_.value, running_var_.value, momentum_, eps_,
+                                             relu_workspace_);
+  else
+    backend_.batchnorm_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_, running_mean_.value,
+                                        running_var_.value, momentum_, eps_);
   input_ = x;
   // Statistics, scale and shift are FP32 (gamma's dtype) whatever the activations' dtype.
   probe_forward("batch_norm", gamma_, C, C, gamma_.value.dtype(), y);
+  if (relu_ && !fused_) {
+    Tensor batch_norm_output = y;  // the probe may hold it: not overwritten
+    y = empty_like(x);
+    backend_.relu_forward(batch_norm_output, y);
+  }
+  if (relu_) output_ = y;
   return y;
 }
 
 Tensor BatchNorm2d::backward(const Tensor& output_grad) {
-  const Tensor dy = cast_counted(output_grad, input_.dtype());
+  // The ReLU's cast, where the gradient arrives in another type, is not batch norm's (as when it was a layer).
+  Tensor dy = relu_ ? cast(backend_, output_grad, input_.dtype()) : cast_counted(output_grad, input_.dtype());
   Tensor dx = empty_like(input_);
-  backend_.batchnorm_backward(input_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad, beta_.grad, eps_);
-  input_ = Tensor();
-  probe_backward(gamma_.value.dtype(), dy, gamma_.grad);
+  if (fused_) {
+    backend_.batchnorm_relu_backward(input_, output_, relu_workspace_, dy, gamma_.value, batch_mean_, batch_var_, dx,
+                                     gamma_.grad, beta_.grad, eps_);
+  } else {
+    if (relu_) {
+      Tensor masked = empty_like(dy);
+      backend_.relu_backward(output_, dy, masked);
+      dy = masked;
+    }
+    backend_.batchnorm_backward(input_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad, beta_.grad, eps_);
+  }
+  input_ = output_ = relu_workspace_ = Tensor();
+  probe_backward(gamma_.value.dtype(), dy, gamma_.grad);  // on a probed step, dy as batch norm computes with it
   return dx;
 }
 

@@ -1,5 +1,7 @@
 // BatchNorm2d: per-channel normalisation with batch statistics in training and running statistics in evaluation.
-// The statistics, scale and shift are FP32 whatever the activations' dtype.
+// The statistics, scale and shift are FP32 whatever the activations' dtype. With relu, the ReLU after it (a
+// conv-bn-relu's end) runs inside it: in training as one backend op each way (Backend::batchnorm_relu_*), which
+// saves a pass over the activations and their gradients, with the bits of the two separate ops.
 #pragma once
 
 #include "nn/layer.h"
@@ -8,7 +10,8 @@ namespace ampwb {
 
 class BatchNorm2d : public Layer {
  public:
-  BatchNorm2d(Backend& backend, const std::string& name, int channels, float momentum = 0.1f, float eps = 1e-5f);
+  BatchNorm2d(Backend& backend, const std::string& name, int channels, bool relu = false, float momentum = 0.1f,
+              float eps = 1e-5f);
 
   Tensor forward(const Tensor& x, Mode mode) override;
   Tensor backward(const Tensor& dy) override;
@@ -22,10 +25,14 @@ class BatchNorm2d : public Layer {
  private:
   Parameter gamma_, beta_;             // (C): scale 1 and shift 0 at start, as torchvision
   Buffer running_mean_, running_var_;  // (C): 0 and 1 at start; the variance unbiased, as PyTorch
+  bool relu_;
   float momentum_, eps_;
   // Kept by forward for backward:
   Tensor input_;                   // (N,C,H,W)
   Tensor batch_mean_, batch_var_;  // (C), the biased batch variance
+  Tensor output_;                  // (N,C,H,W) with relu: the gradient passes where the output is positive
+  Tensor relu_workspace_;          // with relu: the backend's record of that, when it keeps one
+  bool fused_ = false;             // the last training forward ran batch norm and ReLU as one op
 };
 
 }  // namespace ampwb

@@ -35,6 +35,12 @@ class CpuBackend final : public Backend {
                                    const Tensor& running_mean, const Tensor& running_var, float eps) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
                           const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) override;
+  void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                       Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                       Tensor& running_var, float momentum, float eps, Tensor& workspace) override;
+  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& workspace, const Tensor& dy,
+                               const Tensor& gamma, const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx,
+                               Tensor& dgamma, Tensor& dbeta, float eps) override;
   void relu_forward(const Tensor& x, Tensor& y) override;
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
   void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) override;
@@ -67,6 +73,11 @@ class CpuBackend final : public Backend {
   Tensor widen(const Tensor& t);
   static Tensor wide_output(const Tensor& t);
   void narrow(const Tensor& wide, Tensor& out);
+
+  // Batch norm's training forward, with the ReLU fused in when relu is set (workspace: oneDNN's mask for backward).
+  void batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& batch_mean,
+                          Tensor& batch_var, Tensor& running_mean, Tensor& running_var, float momentum, float eps,
+                          bool relu, Tensor& workspace);
 
   struct Impl;  // oneDNN engine, stream and primitive caches
   std::unique_ptr<Impl> impl_;

@@ -1,9 +1,11 @@
-// CPU batch normalization (training and inference forward, backward) through cached oneDNN primitives, and the
-// running statistics kept as PyTorch keeps them.
+// CPU batch normalization (training and inference forward, backward, and both with the ReLU after it fused in)
+// through cached oneDNN primitives, and the running statistics kept as PyTorch keeps them.
+#include <algorithm>
 #include <initializer_list>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "core/convert16.h"
 
 namespace ampwb {
 
@@ -14,12 +16,71 @@ using cpu_detail::plain_desc;
 
 namespace {
 const auto kScaleShift = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+// With relu, oneDNN's fused-ReLU batch norm: the ReLU applied to the FP32 result before it is stored, and its mask
+// kept in a workspace (a bit per element) for the backward pass.
+dnnl::normalization_flags bn_flags(bool relu) {
+  return relu ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu : kScaleShift;
+}
 
 dnnl::batch_normalization_forward::primitive_desc bn_forward_pd(const dnnl::engine& engine,
                                                                 const dnnl::primitive_attr& attr, const Tensor& x,
-                                                                float eps) {
-  auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, plain_desc(x), eps, kScaleShift);
+                                                                float eps, bool relu) {
+  auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, plain_desc(x), eps,
+                                                   bn_flags(relu));
   return dnnl::batch_normalization_forward::primitive_desc(d, attr, engine);
+}
+
+// Running statistics as PyTorch keeps them: the variance unbiased (count / (count - 1)).
+void update_running_stats(const Tensor& x, const Tensor& batch_mean, const Tensor& batch_var, Tensor& running_mean,
+                          Tensor& running_var, float momentum) {
+  const double count = static_cast<double>(x.n() * x.h() * x.w());
+  const float unbias = count > 1 ? static_cast<float>(count / (count - 1)) : 1.0f;
+  float* rm = running_mean.data_as<float>();
+  float* rv = running_var.data_as<float>();
+  const float* mean = batch_mean.data_as<float>();
+  const float* var = batch_var.data_as<float>();
+  for (int64_t ch = 0; ch < x.c(); ++ch) {
+    rm[ch] = (1 - momentum) * rm[ch] + momentum * mean[ch];
+    rv[ch] = (1 - momentum) * rv[ch] + momentum * var[ch] * unbias;
+  }
+}
+
+// The emulated 16-bit paths' fused passes, in chunks that stay in L1. FP16 and BF16 share the sign in bit 15, so
+// "positive" (sign clear, magnitude non-zero) is the 16-bit ReLU's own test, as in relu_forward / relu_backward.
+inline bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
+constexpr int64_t kChunk = 1024;
+
+// out = relu(round(wide)): narrow() and then relu_forward on the 16-bit result, in one pass.
+void narrow_relu(const Tensor& wide, Tensor& out, int threads) {
+  const float* in = wide.data_as<float>();
+  uint16_t* low = out.data_as<uint16_t>();
+  const int64_t n = out.numel();
+  const auto round = out.dtype() == DType::BF16 ? f32_to_bf16 : f32_to_f16;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t count = std::min(kChunk, n - start);
+    uint16_t* chunk = low + start;
+    round(in + start, chunk, count, 1);
+    for (int64_t i = 0; i < count; ++i) chunk[i] = positive16(chunk[i]) ? chunk[i] : 0;
+  }
+}
+
+// FP32 copy of dy where the 16-bit y is positive, else 0: relu_backward and then widen(), in one pass.
+Tensor widen_masked(const Tensor& dy, const Tensor& y, int threads) {
+  Tensor wide = Tensor::empty(dy.shape(), DType::F32, dy.layout());
+  const uint16_t* grad = dy.data_as<uint16_t>();
+  const uint16_t* out = y.data_as<uint16_t>();
+  float* result = wide.data_as<float>();
+  const int64_t n = dy.numel();
+  const auto widen16 = dy.dtype() == DType::BF16 ? bf16_to_f32 : f16_to_f32;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t count = std::min(kChunk, n - start);
+    float* chunk = result + start;
+    widen16(grad + start, chunk, count, 1);
+    for (int64_t i = 0; i < count; ++i) chunk[i] = positive16(out[start + i]) ? chunk[i] : 0.0f;
+  }
+  return wide;
 }
 
 void check_bn(const Tensor& x, const Tensor& y, std::initializer_list<const Tensor*> per_channel) {
@@ -34,34 +95,47 @@ void check_bn(const Tensor& x, const Tensor& y, std::initializer_list<const Tens
 void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                             Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
                                             Tensor& running_var, float momentum, float eps) {
+  Tensor no_workspace;
+  batchnorm_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, false,
+                     no_workspace);
+}
+
+void CpuBackend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                                 Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                                 Tensor& running_var, float momentum, float eps, Tensor& workspace) {
+  batchnorm_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, true,
+                     workspace);
+}
+
+void CpuBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                    Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
+                                    float momentum, float eps, bool relu, Tensor& workspace) {
   check_bn(x, y, {&gamma, &beta, &batch_mean, &batch_var, &running_mean, &running_var});
-  const Cached* c = impl_->find(make_key("bn_fwd_train", x, eps), ask_onednn(impl_->emulate_bf16, x), [&] {
-    auto pd = bn_forward_pd(impl_->engine, impl_->attr(), x, eps);
-    return Cached(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc());
-  });
-  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+  const Cached* c = impl_->find(make_key(relu ? "bn_relu_fwd_train" : "bn_fwd_train", x, eps),
+                                ask_onednn(impl_->emulate_bf16, x), [&] {
+                                  auto pd = bn_forward_pd(impl_->engine, impl_->attr(), x, eps, relu);
+                                  return Cached(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc(),
+                                                pd.workspace_desc());
+                                });
+  if (!c) {  // emulated: FP32 batch norm on the 16-bit values, the result rounded to 16 bits (and its ReLU taken)
     Tensor y32 = wide_output(y);
     batchnorm_forward_training(widen(x), gamma, beta, y32, batch_mean, batch_var, running_mean, running_var, momentum,
                                eps);
-    return narrow(y32, y);
+    workspace = Tensor();  // the backward takes the ReLU's mask from y, as relu_backward does
+    return relu ? narrow_relu(y32, y, threads_) : narrow(y32, y);
   }
-  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)},
-                  {DNNL_ARG_DST, impl_->wrap(y)},
-                  {DNNL_ARG_SCALE, impl_->wrap(gamma)},
-                  {DNNL_ARG_SHIFT, impl_->wrap(beta)},
-                  {DNNL_ARG_MEAN, impl_->wrap(batch_mean)},
-                  {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)}});
-  // Running statistics as PyTorch keeps them: the variance unbiased (count / (count - 1)).
-  const double count = static_cast<double>(x.n() * x.h() * x.w());
-  const float unbias = count > 1 ? static_cast<float>(count / (count - 1)) : 1.0f;
-  float* rm = running_mean.data_as<float>();
-  float* rv = running_var.data_as<float>();
-  const float* mean = batch_mean.data_as<float>();
-  const float* var = batch_var.data_as<float>();
-  for (int64_t ch = 0; ch < x.c(); ++ch) {
-    rm[ch] = (1 - momentum) * rm[ch] + momentum * mean[ch];
-    rv[ch] = (1 - momentum) * rv[ch] + momentum * var[ch] * unbias;
+  Args args{{DNNL_ARG_SRC, impl_->wrap(x)},
+                                       {DNNL_ARG_DST, impl_->wrap(y)},
+                                       {DNNL_ARG_SCALE, impl_->wrap(gamma)},
+                                       {DNNL_ARG_SHIFT, impl_->wrap(beta)},
+                                       {DNNL_ARG_MEAN, impl_->wrap(batch_mean)},
+                                       {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)}};
+  if (relu) {
+    workspace = Tensor::empty({static_cast<int64_t>(c->workspace.get_size())}, DType::U8);
+    args.emplace(DNNL_ARG_WORKSPACE, impl_->wrap(c->workspace, workspace.data()));
   }
+  impl_->run(*c, args);
+  update_running_stats(x, batch_mean, batch_var, running_mean, running_var, momentum);
 }
 
 void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
@@ -86,31 +160,67 @@ void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamm
                   {DNNL_ARG_VARIANCE, impl_->wrap(running_var)}});
 }
 
+const Cached* CpuBackend::Impl::find_batchnorm_backward(const Tensor& x, float eps, bool relu) {
+  return find(make_key(relu ? "bn_relu_bwd" : "bn_bwd", x, eps), ask_onednn(emulate_bf16, x), [&] {
+    auto hint = bn_forward_pd(engine, attr(), x, eps, relu);
+    auto d = dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, plain_desc(x), plain_desc(x), eps,
+                                                      bn_flags(relu));
+    auto pd = dnnl::batch_normalization_backward::primitive_desc(d, attr(), engine, hint);
+    return Cached(dnnl::batch_normalization_backward(pd), pd.scratchpad_desc(), hint.workspace_desc());
+  });
+}
+
+namespace {
+Args batchnorm_backward_args(const dnnl::engine& engine, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                             const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
+                             Tensor& dbeta) {
+  auto wrap = [&](const Tensor& t) { return memory(plain_desc(t), engine, const_cast<void*>(t.data())); };
+  return {{DNNL_ARG_SRC, wrap(x)},
+          {DNNL_ARG_DIFF_DST, wrap(dy)},
+          {DNNL_ARG_SCALE, wrap(gamma)},
+          {DNNL_ARG_MEAN, wrap(batch_mean)},
+          // oneDNN 2.6 will not execute without a shift argument, though backward never reads it.
+          {DNNL_ARG_SHIFT, wrap(gamma)},
+          {DNNL_ARG_VARIANCE, wrap(batch_var)},
+          {DNNL_ARG_DIFF_SRC, wrap(dx)},
+          {DNNL_ARG_DIFF_SCALE, wrap(dgamma)},
+          {DNNL_ARG_DIFF_SHIFT, wrap(dbeta)}};
+}
+}  // namespace
+
 void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
                                     const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
   check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
   check_same(x, dx, "batch norm input and its gradient");
-  const Cached* c = impl_->find(make_key("bn_bwd", x, eps), ask_onednn(impl_->emulate_bf16, x), [&] {
-    auto hint = bn_forward_pd(impl_->engine, impl_->attr(), x, eps);
-    auto d = dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, plain_desc(dy), plain_desc(x), eps,
-                                                      kScaleShift);
-    auto pd = dnnl::batch_normalization_backward::primitive_desc(d, impl_->attr(), impl_->engine, hint);
-    return Cached(dnnl::batch_normalization_backward(pd), pd.scratchpad_desc());
-  });
+  const Cached* c = impl_->find_batchnorm_backward(x, eps, false);
   if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
     Tensor dx32 = wide_output(dx);
     batchnorm_backward(widen(x), widen(dy), gamma, batch_mean, batch_var, dx32, dgamma, dbeta, eps);
     return narrow(dx32, dx);
   }
-  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)},
-                  {DNNL_ARG_DIFF_DST, impl_->wrap(dy)},
-                  {DNNL_ARG_SCALE, impl_->wrap(gamma)},
-                  {DNNL_ARG_MEAN, impl_->wrap(batch_mean)},
-                  // oneDNN 2.6 will not execute without a shift argument, though backward never reads it.
-                  {DNNL_ARG_SHIFT, impl_->wrap(gamma)},
-                  {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)},
-                  {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)},
-                  {DNNL_ARG_DIFF_SCALE, impl_->wrap(dgamma)},
-                  {DNNL_ARG_DIFF_SHIFT, impl_->wrap(dbeta)}});
+  impl_->run(*c, batchnorm_backward_args(impl_->engine, x, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta));
+}
+
+void CpuBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& workspace, const Tensor& dy,
+                                         const Tensor& gamma, const Tensor& batch_mean, const Tensor& batch_var,
+                                         Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
+  check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
+  check_same(x, y, "batch norm input and its output");
+  check_same(x, dx, "batch norm input and its gradient");
+  const Cached* c = workspace.defined() ? impl_->find_batchnorm_backward(x, eps, true) : nullptr;
+  if (!c) {
+    if (y.dtype() == DType::F32)  // a forward pass that left no workspace: the two ops
+      return Backend::batchnorm_relu_backward(x, y, workspace, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta,
+                                              eps);
+    // emulated: the ReLU's mask from the 16-bit y applied while dy is widened, then the FP32 batch norm backward
+    Tensor dx32 = wide_output(dx);
+    batchnorm_backward(widen(x), widen_masked(dy, y, threads_), gamma, batch_mean, batch_var, dx32, dgamma, dbeta,
+                       eps);
+    return narrow(dx32, dx);
+  }
+  AMPWB_CHECK(workspace.nbytes() == c->workspace.get_size(), "batchnorm_relu_backward: workspace from another shape");
+  Args args = batchnorm_backward_args(impl_->engine, x, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta);
+  args.emplace(DNNL_ARG_WORKSPACE, impl_->wrap(c->workspace, workspace.data()));
+  impl_->run(*c, args);
 }
 }  // namespace ampwb
