@@ -13,6 +13,10 @@ Produces the numbers for docs/benchmarks.md. Method, and why:
   * Reported figures are medians over rounds; the headline ratio is the
     median of the per-round ratios ours / PyTorch best, which cancels
     round-to-round machine-speed changes better than a ratio of medians.
+  * Both sides get the same --classes (default 1000 for the ImageNet depths
+    18..152, 10 for the CIFAR depths 20..110), and the parameter counts are
+    checked against each other every run (ours prints 3 significant digits
+    of millions), so a mismatched network cannot slip into the comparison.
 
 This script needs only the standard library; the PyTorch side runs
 bench/pytorch_resnet_bench.py with an interpreter that has torch.
@@ -20,7 +24,9 @@ bench/pytorch_resnet_bench.py with an interpreter that has torch.
 
 import argparse
 import json
+import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -30,6 +36,8 @@ PYTORCH_BENCH = os.path.join(HERE, "pytorch_resnet_bench.py")
 # Debian's python3-torch is installed for /usr/bin/python3; a `python3` found
 # first on PATH (pyenv etc.) may lack torch, so prefer the system one.
 DEFAULT_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+IMAGENET_DEPTHS = (18, 34, 50, 101, 152)
+CIFAR_DEPTHS = (20, 32, 44, 56, 110)
 
 
 class BenchError(Exception):
@@ -70,11 +78,32 @@ def require(result, keys, who):
     return result
 
 
+def check_same_network(ours, pytorch):
+    """Raise unless ours' "N M parameters" (model summary) matches PyTorch's count.
+
+    Ours prints millions to 3 significant digits, so the check allows half a
+    unit in the last digit; it catches a different depth, class count or
+    shortcut type, not a difference of a few thousand weights.
+    """
+    found = re.search(r"([0-9.eE+-]+) M parameters", str(ours.get("model", "")))
+    if not found or "parameters" not in pytorch:
+        return  # an older binary or script: nothing to check against
+    ours_m = float(found.group(1))
+    pt_m = pytorch["parameters"] / 1e6
+    if ours_m <= 0:
+        return
+    half_unit = 0.5 * 10 ** (math.floor(math.log10(ours_m)) - 2)
+    if abs(ours_m - pt_m) > half_unit * 1.001:
+        raise BenchError(f"the two networks differ: ours is '{ours['model']}', PyTorch's has "
+                         f"{pytorch['parameters']:,} parameters")
+
+
 def ours_cmd(args):
     # --threads belongs to the `bench` subcommand: `ampwb bench --threads T ...`.
     return [args.ampwb, "bench", "--threads", str(args.threads),
             "--depth", str(args.depth), "--image-size", str(args.image_size),
-            "--batch-size", str(args.batch_size), "--precision", args.precision,
+            "--batch-size", str(args.batch_size), "--classes", str(args.classes),
+            "--precision", args.precision,
             "--steps", str(args.steps), "--json"]
 
 
@@ -87,7 +116,7 @@ def pytorch_precision(ours):
 def pytorch_cmd(args, channels_last):
     cmd = [args.python, PYTORCH_BENCH,
            "--depth", str(args.depth), "--image-size", str(args.image_size),
-           "--batch-size", str(args.batch_size),
+           "--batch-size", str(args.batch_size), "--classes", str(args.classes),
            "--precision", pytorch_precision(args.precision),
            "--steps", str(args.steps), "--warmup", str(args.warmup),
            "--threads", str(args.threads), "--json"]
@@ -110,7 +139,12 @@ def parse_args(argv=None):
                    help="path of our engine's binary (default build/app/ampwb)")
     p.add_argument("--python", default=DEFAULT_PYTHON,
                    help=f"interpreter with torch for the PyTorch side (default {DEFAULT_PYTHON})")
-    p.add_argument("--depth", type=int, default=18, choices=[18, 34, 50, 101, 152])
+    p.add_argument("--depth", type=int, default=18, choices=IMAGENET_DEPTHS + CIFAR_DEPTHS,
+                   help="18/34/50/101/152: ImageNet ResNets (torchvision on PyTorch's side); "
+                        "20/32/44/56/110: CIFAR ResNets (written in pytorch_resnet_bench.py)")
+    p.add_argument("--classes", type=int, default=None,
+                   help="classes of both models' output (default 10 for the CIFAR "
+                        "depths, 1000 for the ImageNet ones)")
     p.add_argument("--image-size", type=int, default=64)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--precision", default="fp32",
@@ -127,7 +161,9 @@ def parse_args(argv=None):
     p.add_argument("--pytorch-only", action="store_true",
                    help="skip our engine (to test this script before ampwb exists)")
     args = p.parse_args(argv)
-    for name in ("image_size", "batch_size", "rounds", "steps", "threads"):
+    if args.classes is None:
+        args.classes = 10 if args.depth in CIFAR_DEPTHS else 1000
+    for name in ("image_size", "batch_size", "rounds", "steps", "threads", "classes"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be > 0")
     return args
@@ -140,8 +176,12 @@ def main(argv=None):
               f"first, pass --ampwb PATH, or use --pytorch-only", file=sys.stderr)
         return 2
 
+    if args.depth in IMAGENET_DEPTHS and args.image_size < 64:
+        print(f"compare_pytorch: warning: below 64 px our engine gives ResNet-{args.depth} a "
+              f"small stem (3x3 stride 1, no max pool) and torchvision keeps its ImageNet stem, "
+              f"so the two networks differ", file=sys.stderr)
     print(f"config: resnet{args.depth} {args.image_size}px batch {args.batch_size} "
-          f"ours={args.precision} pytorch={pytorch_precision(args.precision)} "
+          f"classes {args.classes} ours={args.precision} pytorch={pytorch_precision(args.precision)} "
           f"threads {args.threads} steps {args.steps} rounds {args.rounds}", flush=True)
 
     ours_runs, nchw_runs, cl_runs, best_runs, ratios = [], [], [], [], []
@@ -168,6 +208,8 @@ def main(argv=None):
                 nchw, cl = run_pytorch()
                 ours = run_ours()
 
+            if ours is not None:
+                check_same_network(ours, nchw)
             best = cl if cl["images_per_second"] > nchw["images_per_second"] else nchw
             best_layout = "channels_last" if best is cl else "NCHW"
             nchw_runs.append(nchw)
@@ -217,7 +259,8 @@ def main(argv=None):
         print(f"memory: pytorch ({better_name}) max RSS {mib(pt_rss)}")
 
     if args.markdown:
-        config = (f"ResNet-{args.depth}, {args.image_size}px, batch {args.batch_size}, "
+        classes = f", {args.classes} classes" if args.depth in CIFAR_DEPTHS else ""
+        config = (f"ResNet-{args.depth}, {args.image_size}px, batch {args.batch_size}{classes}, "
                   f"{args.precision}, {args.threads} threads")
         print(f"\n<!-- compare_pytorch.py: {args.rounds} rounds x {args.steps} steps, "
               f"PyTorch {version}, medians -->")
