@@ -78,7 +78,10 @@ Tensor widen_masked(const Tensor& dy, const Tensor& y, int threads) {
     const int64_t count = std::min(kChunk, n - start);
     float* chunk = result + start;
     widen16(grad + start, chunk, count, 1);
-    for (int64_t i = 0; i < count; ++i) chunk[i] = positive16(out[start + i]) ? chunk[i] : 0.0f;
+    for (int64_t i = 0; i < count; ++i) {
+      const float grad = chunk[i];  // loaded unconditionally, so the loop vectorises
+      chunk[i] = positive16(out[start + i]) ? grad : 0.0f;
+    }
   }
   return wide;
 }
