@@ -217,7 +217,7 @@ void ChartPanel::set_group_by(const QString& key) {
 
 MetricChart* ChartPanel::chart(const QString& metric) const {
   for (MetricChart* c : charts_)
-    if (c->metric() == metric) return c;
+    if (c->metric_key() == metric) return c;
   return nullptr;
 }
 
@@ -272,12 +272,12 @@ void ChartPanel::export_one(MetricChart* chart) {
   const QString dir = settings.value("export/folder", QDir::homePath()).toString();
   QString selected = tr("PNG image (*.png)");
   const QString path = QFileDialog::getSaveFileName(
-      this, tr("Export %1").arg(chart->title()), QDir(dir).filePath(prefix_ + "-" + chart->metric() + ".png"),
+      this, tr("Export %1").arg(chart->title()), QDir(dir).filePath(prefix_ + "-" + chart->metric_key() + ".png"),
       tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"), &selected);
   if (path.isEmpty()) return;
   settings.setValue("export/folder", QFileInfo(path).absolutePath());
   try {
-    export_chart(chart->metric(), runs_, options(), path);
+    export_chart(chart->metric_key(), runs_, options(), path);
     Q_EMIT status_message(tr("Exported %1").arg(path));
   } catch (const std::exception& e) {
     QMessageBox::warning(this, tr("Export"), QString::fromUtf8(e.what()));

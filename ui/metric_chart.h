@@ -36,7 +36,8 @@ class MetricChart : public QChartView {
  public:
   MetricChart(QString metric, QString title, QWidget* parent = nullptr);
 
-  const QString& metric() const { return metric_; }  // "loss", "accuracy", ... (file names, the CLI)
+  // "loss", "accuracy", ... (file names, the CLI); not metric(), which would hide QWidget::metric
+  const QString& metric_key() const { return metric_; }
   const QString& title() const { return title_; }
   void update_from(const RunList& runs, const ChartOptions& options);
   void force_rebuild() { signature_.clear(); }

@@ -180,7 +180,7 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config, Rng& rng)
         channels = arch.widths[stage] * Bottleneck::kExpansion;
       } else {
         body_.add(std::make_unique<BasicBlock>(backend, name, channels, arch.widths[stage], stride, rng));
-        channels = arch.widths[stage];
+        channels = arch.widths[stage] * BasicBlock::kExpansion;
       }
     }
   }
