@@ -122,13 +122,15 @@ void run(CaseRun& r, const BatchNormCase& c) {
   Tensor relu_y = r.out(x.shape(), r.layout);
   r.b.relu_forward(y, relu_y);
   EXPECT_EQ(bytes_of(r.b, fused_y), bytes_of(r.b, relu_y)) << "batchnorm_relu forward against batch norm then relu";
-  for (const auto& [fused, separate] : {std::pair{&fused_mean, &mean}, {&fused_var, &var},
-                                        {&fused_running_mean, &running_mean}, {&fused_running_var, &running_var}})
+  for (const auto& [fused, separate] : {std::pair{&fused_mean, &mean},
+                                        {&fused_var, &var},
+                                        {&fused_running_mean, &running_mean},
+                                        {&fused_running_var, &running_var}})
     EXPECT_EQ(bytes_of(r.b, *fused), bytes_of(r.b, *separate)) << "batchnorm_relu statistics";
 
   Tensor fused_dx = r.out(x.shape(), r.layout), fused_dgamma = r.out32({c.C}), fused_dbeta = r.out32({c.C});
-  r.b.batchnorm_relu_backward(gx, fused_y, workspace, r.up(dy), ggamma, mean, var, fused_dx, fused_dgamma,
-                              fused_dbeta, eps);
+  r.b.batchnorm_relu_backward(gx, fused_y, workspace, r.up(dy), ggamma, mean, var, fused_dx, fused_dgamma, fused_dbeta,
+                              eps);
   // The reference takes the ReLU's mask from the backend's own output: a value rounding to 0 blocks the gradient.
   const ref::BatchNormGrads relu_grads =
       ref::batchnorm_backward(rx, ref::relu_backward(reference(fused_y), reference(dy)), rg, eps);

@@ -35,8 +35,7 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
   fused_ = relu_ && !probe_;
   if (fused_)
     backend_.batchnorm_relu_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_,
-                                             running_mean_.value, running_var_.value, momentum_, eps_,
-                                             relu_workspace_);
+                                             running_mean_.value, running_var_.value, momentum_, eps_, relu_workspace_);
   else
     backend_.batchnorm_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_, running_mean_.value,
                                         running_var_.value, momentum_, eps_);

@@ -25,8 +25,8 @@ dnnl::normalization_flags bn_flags(bool relu) {
 dnnl::batch_normalization_forward::primitive_desc bn_forward_pd(const dnnl::engine& engine,
                                                                 const dnnl::primitive_attr& attr, const Tensor& x,
                                                                 float eps, bool relu) {
-  auto d = dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, plain_desc(x), eps,
-                                                   bn_flags(relu));
+  auto d =
+      dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, plain_desc(x), eps, bn_flags(relu));
   return dnnl::batch_normalization_forward::primitive_desc(d, attr, engine);
 }
 
@@ -114,12 +114,11 @@ void CpuBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const 
                                     Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
                                     float momentum, float eps, bool relu, Tensor& workspace) {
   check_bn(x, y, {&gamma, &beta, &batch_mean, &batch_var, &running_mean, &running_var});
-  const Cached* c = impl_->find(make_key(relu ? "bn_relu_fwd_train" : "bn_fwd_train", x, eps),
-                                ask_onednn(impl_->emulate_bf16, x), [&] {
-                                  auto pd = bn_forward_pd(impl_->engine, impl_->attr(), x, eps, relu);
-                                  return Cached(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc(),
-                                                pd.workspace_desc());
-                                });
+  const Cached* c = impl_->find(
+      make_key(relu ? "bn_relu_fwd_train" : "bn_fwd_train", x, eps), ask_onednn(impl_->emulate_bf16, x), [&] {
+        auto pd = bn_forward_pd(impl_->engine, impl_->attr(), x, eps, relu);
+        return Cached(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc(), pd.workspace_desc());
+      });
   if (!c) {  // emulated: FP32 batch norm on the 16-bit values, the result rounded to 16 bits (and its ReLU taken)
     Tensor y32 = wide_output(y);
     batchnorm_forward_training(widen(x), gamma, beta, y32, batch_mean, batch_var, running_mean, running_var, momentum,
@@ -127,12 +126,9 @@ void CpuBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const 
     workspace = Tensor();  // the backward takes the ReLU's mask from y, as relu_backward does
     return relu ? narrow_relu(y32, y, threads_) : narrow(y32, y);
   }
-  Args args{{DNNL_ARG_SRC, impl_->wrap(x)},
-                                       {DNNL_ARG_DST, impl_->wrap(y)},
-                                       {DNNL_ARG_SCALE, impl_->wrap(gamma)},
-                                       {DNNL_ARG_SHIFT, impl_->wrap(beta)},
-                                       {DNNL_ARG_MEAN, impl_->wrap(batch_mean)},
-                                       {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)}};
+  Args args{{DNNL_ARG_SRC, impl_->wrap(x)},           {DNNL_ARG_DST, impl_->wrap(y)},
+            {DNNL_ARG_SCALE, impl_->wrap(gamma)},     {DNNL_ARG_SHIFT, impl_->wrap(beta)},
+            {DNNL_ARG_MEAN, impl_->wrap(batch_mean)}, {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)}};
   if (relu) {
     workspace = Tensor::empty({static_cast<int64_t>(c->workspace.get_size())}, DType::U8);
     args.emplace(DNNL_ARG_WORKSPACE, impl_->wrap(c->workspace, workspace.data()));
@@ -217,8 +213,7 @@ void CpuBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const
                                               eps);
     // emulated: the ReLU's mask from the 16-bit y applied while dy is widened, then the FP32 batch norm backward
     Tensor dx32 = wide_output(dx);
-    batchnorm_backward(widen(x), widen_masked(dy, y, threads_), gamma, batch_mean, batch_var, dx32, dgamma, dbeta,
-                       eps);
+    batchnorm_backward(widen(x), widen_masked(dy, y, threads_), gamma, batch_mean, batch_var, dx32, dgamma, dbeta, eps);
     return narrow(dx32, dx);
   }
   AMPWB_CHECK(workspace.nbytes() == c->workspace.get_size(), "batchnorm_relu_backward: workspace from another shape");
