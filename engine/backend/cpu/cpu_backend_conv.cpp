@@ -1,6 +1,7 @@
 // CPU convolutions and inner products (linear layers) through cached oneDNN primitives, with weights reordered to
 // and from the primitive's layout, and the FP32 emulation where oneDNN has no primitive for the dtype.
 #include <cstring>
+#include <string>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
@@ -29,6 +30,50 @@ Tensor sample_pixels(const Tensor& x, int stride, int64_t P, int64_t Q) {
         std::memcpy(out + ((n * P + p) * Q + q) * pixel_bytes,
                     in + ((n * x.h() + p * stride) * x.w() + q * stride) * pixel_bytes, pixel_bytes);
   return sampled;
+}
+
+// Where oneDNN 2.6 falls back to its GEMM convolution for an FP32 weight gradient (on AVX2: a 3x3 kernel over 2x2
+// images, as in ResNet-18's last stage at 64 px or the golden test's ResNet-20 at 8 px), it runs one GEMM per image
+// whose inner dimension is the image's pixel count (4 there): 3.4x the time of the forward convolution of the same
+// shape on Zen 1. One GEMM over the whole batch (inner dimension N*P*Q) computes the same gradient at the speed of
+// the forward pass (docs/benchmarks.md, "The weight gradient of tiny images"), while its patches stay under this size.
+constexpr int64_t kMaxPatchBytes = int64_t{64} << 20;
+
+bool use_batched_weight_gradient(const std::string& implementation, const Tensor& x, const Tensor& dy,
+                                 const Tensor& dw) {
+  const int64_t patch_bytes = dy.n() * dy.h() * dy.w() * dw.c() * dw.h() * dw.w() * int64_t{sizeof(float)};
+  return implementation.find("gemm") != std::string::npos && x.dtype() == DType::F32 && x.layout() == Layout::NHWC &&
+         dy.layout() == Layout::NHWC && patch_bytes <= kMaxPatchBytes;
+}
+
+// dw (K, C*R*S) = dy^T (K, N*P*Q) x patches (N*P*Q, C*R*S): every output pixel's row holds the input values its
+// kernel window covers (0 in the padding), ordered as a row of dw (OIHW: C,R,S; OHWI: R,S,C), so the GEMM writes
+// dw in its own layout.
+void conv_backward_weights_batched(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p, int threads) {
+  AMPWB_CHECK(x.layout() == Layout::NHWC && dy.layout() == Layout::NHWC && x.dtype() == DType::F32,
+              "the batched weight gradient takes FP32 NHWC tensors, not " << x.describe() << " and " << dy.describe());
+  const int64_t H = x.h(), W = x.w(), C = x.c(), K = dw.n(), R = dw.h(), S = dw.w(), P = dy.h(), Q = dy.w();
+  const int64_t rows = dy.n() * P * Q, columns = C * R * S;
+  const bool oihw = dw.layout() == Layout::NCHW;
+  const int64_t channel_stride = oihw ? R * S : 1, tap_stride = oihw ? 1 : C;  // within a row of patches
+  Tensor patches = Tensor::empty({rows, columns}, DType::F32);
+  const float* in = x.data_as<float>();
+  float* patch = patches.data_as<float>();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t n = row / (P * Q), out_h = row / Q % P, out_w = row % Q;
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t h = out_h * p.stride - p.padding + r, w = out_w * p.stride - p.padding + s;
+        const bool inside = h >= 0 && h < H && w >= 0 && w < W;
+        const float* pixel = inside ? in + ((n * H + h) * W + w) * C : nullptr;  // NHWC: C values side by side
+        float* tap = patch + row * columns + (r * S + s) * tap_stride;
+        for (int64_t c = 0; c < C; ++c) tap[c * channel_stride] = inside ? pixel[c] : 0.0f;
+      }
+  }
+  const auto status = dnnl::sgemm('T', 'N', K, columns, rows, 1.0f, dy.data_as<float>(), K, patch, columns, 0.0f,
+                                  dw.data_as<float>(), columns);
+  AMPWB_CHECK(status == dnnl::status::success, "oneDNN's sgemm failed for the weight gradient of " << x.describe());
 }
 }  // namespace
 
@@ -99,10 +144,13 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
                                                       plain_desc(dy), stride, pad, pad);
     auto pd = dnnl::convolution_backward_weights::primitive_desc(d, impl_->attr(), impl_->engine, hint);
     require_native_bf16(pd, x);
+    if (use_batched_weight_gradient(pd.impl_info_str(), x, dy, dw))
+      throw dnnl::error(dnnl_unimplemented, "the batched GEMM below is faster");
     Cached c(dnnl::convolution_backward_weights(pd), pd.scratchpad_desc());
     impl_->set_weight_reorders(c, pd.diff_weights_desc(), dw);
     return c;
   });
+  if (!c && x.dtype() == DType::F32) return conv_backward_weights_batched(x, dy, dw, p, threads_);
   if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
     Tensor dw32 = wide_output(dw);
     conv2d_backward_weights(widen(x), widen(dy), dw32, p);
