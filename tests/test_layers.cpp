@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 
+#include "amp/policy.h"
 #include "backend/cpu/cpu_backend.h"
 #include "models/resnet.h"
 #include "nn/activation.h"
@@ -119,6 +120,33 @@ TEST(FusedBatchNormRelu, SameBitsAsTheTwoLayers) {
         EXPECT_EQ(to_float_vector(fused.forward(x, Mode::Eval)), to_float_vector(separate.forward(x, Mode::Eval)));
       }
     }
+}
+
+// Where the backend emulates a 16-bit dtype, Conv2d widens the output gradient once for both of its gradients
+// (each op alone would widen it again): the bits of the two backend ops called on the 16-bit tensors themselves.
+TEST(Conv2dBackward, WideningTheGradientOnceKeepsTheBitsOfTheOps) {
+  for (const char* mode : {"amp-fp16", "amp-bf16"}) {
+    SCOPED_TRACE(mode);
+    const PrecisionPolicy policy{precision_preset(mode)};
+    const DType low = policy.low();
+    Rng rng(11);
+    Conv2d conv(backend(), "conv", 8, 6, 3, 1, 1, rng);
+    conv.set_policy(policy);
+    Tensor x = Tensor::empty({2, 8, 5, 5}, low, Layout::NHWC), dy = Tensor::empty({2, 6, 5, 5}, low, Layout::NHWC);
+    backend().convert(random_tensor(x.shape(), rng, Layout::NHWC), x);
+    const Tensor dy32 = random_tensor(dy.shape(), rng, Layout::NHWC);  // as an FP32 layer after it would send it
+    backend().convert(dy32, dy);                                       // rounded, as the layer must round it
+    conv.forward(x, Mode::Train);
+    const Tensor dx = conv.backward(dy32);
+
+    Tensor w = Tensor::empty(conv.weight().value.shape(), low);
+    backend().convert(conv.weight().value, w);
+    Tensor dx_ops = Tensor::empty(x.shape(), low, Layout::NHWC), dw_ops = Tensor::empty(w.shape(), low);
+    backend().conv2d_backward_data(dy, w, dx_ops, conv.params());
+    backend().conv2d_backward_weights(x, dy, dw_ops, conv.params());
+    EXPECT_EQ(to_float_vector(dx), to_float_vector(dx_ops)) << "dx";
+    EXPECT_EQ(to_float_vector(conv.weight().grad), to_float_vector(dw_ops)) << "dw";
+  }
 }
 
 TEST(LayerGradients, Relu) {

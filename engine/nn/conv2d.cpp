@@ -38,17 +38,23 @@ Tensor Conv2d::backward(const Tensor& output_grad) {
   const DType dtype = input_.dtype();
   const Tensor dy = cast_counted(output_grad, dtype);
   if (probe_) probe_->record_activation_gradient(on_host(backend_, dy));
+  Tensor conv_dy = dy;  // dy as the two convolutions read it
   if (dtype == DType::F32) {
     backend_.conv2d_backward_weights(input_, dy, weight_.grad, params_);
   } else {
+    // Where the backend emulates this dtype (FP32 arithmetic on its values, rounded), each op below would widen dy
+    // again: widened once here for both, the same arithmetic (the ops round their results as before).
+    if (!capabilities_) capabilities_ = backend_.capabilities();
+    const bool native = dtype == DType::F16 ? capabilities_->fp16.native : capabilities_->bf16.native;
+    if (!native) conv_dy = cast(backend_, dy, DType::F32);
     Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, weight_.grad.device());
-    backend_.conv2d_backward_weights(input_, dy, dw, params_);
+    backend_.conv2d_backward_weights(input_, conv_dy, dw, params_);
     widen_grad(dw, weight_);
   }
   Tensor dx;
   if (input_needs_grad_) {
     dx = empty_like(input_);
-    backend_.conv2d_backward_data(dy, weight_as(weight_, dtype), dx, params_);
+    backend_.conv2d_backward_data(conv_dy, weight_as(weight_, dtype), dx, params_);
     dx = cast_counted(dx, input_dtype_);
   }
   probe_backward(dtype, dy, weight_.grad);

@@ -3,6 +3,8 @@
 // produced in the compute type (where FP16 underflows) before it is widened into the FP32 gradient.
 #pragma once
 
+#include <optional>
+
 #include "core/rng.h"
 #include "nn/layer.h"
 
@@ -27,8 +29,9 @@ class Conv2d : public Layer {
   Parameter weight_;  // (K,C,R,S)
   ConvParams params_;
   bool input_needs_grad_ = true;
-  Tensor input_;                    // (N,C,H,W) in the compute dtype, kept for the weight gradient
-  DType input_dtype_ = DType::F32;  // before the cast: the input gradient goes back in this type
+  Tensor input_;                              // (N,C,H,W) in the compute dtype, kept for the weight gradient
+  DType input_dtype_ = DType::F32;            // before the cast: the input gradient goes back in this type
+  std::optional<Capabilities> capabilities_;  // the backend's, asked on the first 16-bit backward pass
 };
 
 }  // namespace ampwb
