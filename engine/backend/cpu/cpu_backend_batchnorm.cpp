@@ -1,11 +1,12 @@
 // CPU batch normalization (training and inference forward, backward, and both with the ReLU after it fused in)
-// through cached oneDNN primitives, and the running statistics kept as PyTorch keeps them.
+// through cached oneDNN primitives, the emulated 16-bit training passes in batchnorm16.h, and the running statistics
+// kept as PyTorch keeps them.
 #include <algorithm>
 #include <initializer_list>
 
+#include "backend/cpu/batchnorm16.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
-#include "core/convert16.h"
 
 namespace ampwb {
 
@@ -45,47 +46,6 @@ void update_running_stats(const Tensor& x, const Tensor& batch_mean, const Tenso
   }
 }
 
-// The emulated 16-bit paths' fused passes, in chunks that stay in L1. FP16 and BF16 share the sign in bit 15, so
-// "positive" (sign clear, magnitude non-zero) is the 16-bit ReLU's own test, as in relu_forward / relu_backward.
-inline bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
-constexpr int64_t kChunk = 1024;
-
-// out = relu(round(wide)): narrow() and then relu_forward on the 16-bit result, in one pass.
-void narrow_relu(const Tensor& wide, Tensor& out, int threads) {
-  const float* in = wide.data_as<float>();
-  uint16_t* low = out.data_as<uint16_t>();
-  const int64_t n = out.numel();
-  const auto round = out.dtype() == DType::BF16 ? f32_to_bf16 : f32_to_f16;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t start = 0; start < n; start += kChunk) {
-    const int64_t count = std::min(kChunk, n - start);
-    uint16_t* chunk = low + start;
-    round(in + start, chunk, count, 1);
-    for (int64_t i = 0; i < count; ++i) chunk[i] = positive16(chunk[i]) ? chunk[i] : 0;
-  }
-}
-
-// FP32 copy of dy where the 16-bit y is positive, else 0: relu_backward and then widen(), in one pass.
-Tensor widen_masked(const Tensor& dy, const Tensor& y, int threads) {
-  Tensor wide = Tensor::empty(dy.shape(), DType::F32, dy.layout());
-  const uint16_t* grad = dy.data_as<uint16_t>();
-  const uint16_t* out = y.data_as<uint16_t>();
-  float* result = wide.data_as<float>();
-  const int64_t n = dy.numel();
-  const auto widen16 = dy.dtype() == DType::BF16 ? bf16_to_f32 : f16_to_f32;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t start = 0; start < n; start += kChunk) {
-    const int64_t count = std::min(kChunk, n - start);
-    float* chunk = result + start;
-    widen16(grad + start, chunk, count, 1);
-    for (int64_t i = 0; i < count; ++i) {
-      const float grad = chunk[i];  // loaded unconditionally, so the loop vectorises
-      chunk[i] = positive16(out[start + i]) ? grad : 0.0f;
-    }
-  }
-  return wide;
-}
-
 void check_bn(const Tensor& x, const Tensor& y, std::initializer_list<const Tensor*> per_channel) {
   AMPWB_CHECK(x.rank() == 4, "batch norm expects (N,C,H,W), got " << x.describe());
   check_same(x, y, "batch norm input and output");
@@ -119,12 +79,10 @@ void CpuBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const 
         auto pd = bn_forward_pd(impl_->engine, impl_->attr(), x, eps, relu);
         return Cached(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc(), pd.workspace_desc());
       });
-  if (!c) {  // emulated: FP32 batch norm on the 16-bit values, the result rounded to 16 bits (and its ReLU taken)
-    Tensor y32 = wide_output(y);
-    batchnorm_forward_training(widen(x), gamma, beta, y32, batch_mean, batch_var, running_mean, running_var, momentum,
-                               eps);
+  if (!c) {  // emulated: FP32 arithmetic on the 16-bit values, the result rounded to 16 bits (and its ReLU taken)
+    batchnorm16_forward_training(x, gamma, beta, y, batch_mean, batch_var, eps, relu, threads_);
     workspace = Tensor();  // the backward takes the ReLU's mask from y, as relu_backward does
-    return relu ? narrow_relu(y32, y, threads_) : narrow(y32, y);
+    return update_running_stats(x, batch_mean, batch_var, running_mean, running_var, momentum);
   }
   Args args{{DNNL_ARG_SRC, impl_->wrap(x)},           {DNNL_ARG_DST, impl_->wrap(y)},
             {DNNL_ARG_SCALE, impl_->wrap(gamma)},     {DNNL_ARG_SHIFT, impl_->wrap(beta)},
@@ -192,11 +150,8 @@ void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
   check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
   check_same(x, dx, "batch norm input and its gradient");
   const Cached* c = impl_->find_batchnorm_backward(x, eps, false);
-  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
-    Tensor dx32 = wide_output(dx);
-    batchnorm_backward(widen(x), widen(dy), gamma, batch_mean, batch_var, dx32, dgamma, dbeta, eps);
-    return narrow(dx32, dx);
-  }
+  if (!c)  // emulated: FP32 arithmetic on the 16-bit values, the result rounded to 16 bits
+    return batchnorm16_backward(x, Tensor(), dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps, threads_);
   impl_->run(*c, batchnorm_backward_args(impl_->engine, x, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta));
 }
 
@@ -211,10 +166,8 @@ void CpuBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const
     if (y.dtype() == DType::F32)  // a forward pass that left no workspace: the two ops
       return Backend::batchnorm_relu_backward(x, y, workspace, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta,
                                               eps);
-    // emulated: the ReLU's mask from the 16-bit y applied while dy is widened, then the FP32 batch norm backward
-    Tensor dx32 = wide_output(dx);
-    batchnorm_backward(widen(x), widen_masked(dy, y, threads_), gamma, batch_mean, batch_var, dx32, dgamma, dbeta, eps);
-    return narrow(dx32, dx);
+    // emulated: dy taken where the 16-bit y is positive, as relu_backward takes it
+    return batchnorm16_backward(x, y, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps, threads_);
   }
   AMPWB_CHECK(workspace.nbytes() == c->workspace.get_size(), "batchnorm_relu_backward: workspace from another shape");
   Args args = batchnorm_backward_args(impl_->engine, x, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta);
