@@ -69,9 +69,25 @@ struct Scratch {
   std::vector<double> sums;
 };
 
+using Widen = void (*)(const uint16_t*, float*, int64_t, int);
+using Round = void (*)(const float*, uint16_t*, int64_t, int);
+
+const Tensor& checked_16bit(const Tensor& x) {
+  AMPWB_CHECK((x.dtype() == DType::F16 || x.dtype() == DType::BF16) && x.numel() > 0,
+              "16-bit batch norm on " << x.describe());
+  return x;
+}
+
 class Passes {
  public:
-  Passes(const Tensor& x, int threads) : chunks(x), C(x.c()), threads_(std::max(1, threads)), scratch_(threads_) {
+  Passes(const Tensor& x, int threads)
+      : chunks(checked_16bit(x)),
+        C(x.c()),
+        per_channel(static_cast<double>(x.numel() / C)),
+        widen(x.dtype() == DType::BF16 ? bf16_to_f32 : f16_to_f32),
+        round(x.dtype() == DType::BF16 ? f32_to_bf16 : f32_to_f16),
+        threads_(std::max(1, threads)),
+        scratch_(threads_) {
     for (Scratch& s : scratch_) {
       s.a.resize(chunks.max_size());
       s.b.resize(chunks.max_size());
@@ -123,21 +139,14 @@ class Passes {
 
   const Chunks chunks;
   const int64_t C;
+  const double per_channel;  // elements per channel: N*H*W
+  const Widen widen;         // 16 bits to FP32, and back
+  const Round round;
 
  private:
   const int threads_;
   std::vector<Scratch> scratch_;
 };
-
-using Widen = void (*)(const uint16_t*, float*, int64_t, int);
-using Round = void (*)(const float*, uint16_t*, int64_t, int);
-Widen widen_of(DType t) { return t == DType::BF16 ? bf16_to_f32 : f16_to_f32; }
-Round round_of(DType t) { return t == DType::BF16 ? f32_to_bf16 : f32_to_f16; }
-
-void check_16bit(const Tensor& x) {
-  AMPWB_CHECK((x.dtype() == DType::F16 || x.dtype() == DType::BF16) && x.numel() > 0,
-              "16-bit batch norm on " << x.describe());
-}
 
 std::vector<float> inverse_std(const Tensor& batch_var, float eps) {
   const float* var = batch_var.data_as<float>();
@@ -149,14 +158,11 @@ std::vector<float> inverse_std(const Tensor& batch_var, float eps) {
 
 void batchnorm16_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                   Tensor& batch_mean, Tensor& batch_var, float eps, bool relu, int threads) {
-  check_16bit(x);
   Passes passes(x, threads);
   const int64_t C = passes.C;
-  const double count = static_cast<double>(x.numel() / C);
-  const Widen widen = widen_of(x.dtype());
   const uint16_t* in = x.data_as<uint16_t>();
   auto widen_x = [&](const Chunk& k, Scratch& s) {
-    widen(in + k.start, s.a.data(), k.size, 1);
+    passes.widen(in + k.start, s.a.data(), k.size, 1);
     return s.a.data();
   };
 
@@ -165,7 +171,7 @@ void batchnorm16_forward_training(const Tensor& x, const Tensor& gamma, const Te
     const float* v = widen_x(k, s);
     return [v](int64_t i, int64_t, float* t) { t[0] = v[i]; };
   });
-  for (int64_t c = 0; c < C; ++c) mean[c] = static_cast<float>(sums[c] / count);
+  for (int64_t c = 0; c < C; ++c) mean[c] = static_cast<float>(sums[c] / passes.per_channel);
 
   float* var = batch_var.data_as<float>();
   const std::vector<double> squares = passes.channel_sums<1>([&](const Chunk& k, Scratch& s) {
@@ -175,20 +181,19 @@ void batchnorm16_forward_training(const Tensor& x, const Tensor& gamma, const Te
       t[0] = d * d;
     };
   });
-  for (int64_t c = 0; c < C; ++c) var[c] = static_cast<float>(squares[c] / count);
+  for (int64_t c = 0; c < C; ++c) var[c] = static_cast<float>(squares[c] / passes.per_channel);
 
   const std::vector<float> inv_std = inverse_std(batch_var, eps);
   std::vector<float> scale(C);
   for (int64_t c = 0; c < C; ++c) scale[c] = gamma.data_as<float>()[c] * inv_std[c];
   const float* shift = beta.data_as<float>();
-  const Round round = round_of(y.dtype());
   uint16_t* out = y.data_as<uint16_t>();
   passes.run([&](const Chunk& k, Scratch& s) {
     const float* v = widen_x(k, s);
     float* result = s.b.data();
     each_element(k, C, [&](int64_t i, int64_t c) { result[i] = (v[i] - mean[c]) * scale[c] + shift[c]; });
     uint16_t* chunk = out + k.start;
-    round(result, chunk, k.size, 1);
+    passes.round(result, chunk, k.size, 1);
     if (relu)
       for (int64_t i = 0; i < k.size; ++i) chunk[i] = positive16(chunk[i]) ? chunk[i] : 0;
   });
@@ -197,11 +202,8 @@ void batchnorm16_forward_training(const Tensor& x, const Tensor& gamma, const Te
 void batchnorm16_backward(const Tensor& x, const Tensor& relu_output, const Tensor& dy, const Tensor& gamma,
                           const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
                           float eps, int threads) {
-  check_16bit(x);
   Passes passes(x, threads);
   const int64_t C = passes.C;
-  const double count = static_cast<double>(x.numel() / C);
-  const Widen widen = widen_of(x.dtype());
   const uint16_t* in = x.data_as<uint16_t>();
   const uint16_t* grad = dy.data_as<uint16_t>();
   const uint16_t* mask = relu_output.defined() ? relu_output.data_as<uint16_t>() : nullptr;
@@ -209,9 +211,9 @@ void batchnorm16_backward(const Tensor& x, const Tensor& relu_output, const Tens
   const std::vector<float> inv_std = inverse_std(batch_var, eps);
   // x and the gradient at batch norm's output (dy, or dy where the ReLU's output is positive), widened.
   auto widen_chunk = [&](const Chunk& k, Scratch& s) {
-    widen(in + k.start, s.a.data(), k.size, 1);
+    passes.widen(in + k.start, s.a.data(), k.size, 1);
     float* g = s.b.data();
-    widen(grad + k.start, g, k.size, 1);
+    passes.widen(grad + k.start, g, k.size, 1);
     if (mask)
       for (int64_t i = 0; i < k.size; ++i) {
         const float value = g[i];  // loaded unconditionally, so the loop vectorises
@@ -233,12 +235,11 @@ void batchnorm16_backward(const Tensor& x, const Tensor& relu_output, const Tens
     db[c] = static_cast<float>(sums[c]);
     dg[c] = static_cast<float>(sums[C + c]);
     coefficient[c] = gamma.data_as<float>()[c] * inv_std[c];
-    mean_db[c] = static_cast<float>(sums[c] / count);
-    mean_dg[c] = static_cast<float>(sums[C + c] / count);
+    mean_db[c] = static_cast<float>(sums[c] / passes.per_channel);
+    mean_dg[c] = static_cast<float>(sums[C + c] / passes.per_channel);
   }
 
   // dx = gamma / sigma * (g - mean(g) - x_hat * mean(g * x_hat)), rounded once.
-  const Round round = round_of(dx.dtype());
   uint16_t* out = dx.data_as<uint16_t>();
   passes.run([&](const Chunk& k, Scratch& s) {
     widen_chunk(k, s);
@@ -248,7 +249,7 @@ void batchnorm16_backward(const Tensor& x, const Tensor& relu_output, const Tens
       const float x_hat = (v[i] - mean[c]) * inv_std[c];
       g[i] = coefficient[c] * (g[i] - mean_db[c] - x_hat * mean_dg[c]);
     });
-    round(g, out + k.start, k.size, 1);
+    passes.round(g, out + k.start, k.size, 1);
   });
 }
 
