@@ -104,7 +104,7 @@ def ours_cmd(args):
             "--depth", str(args.depth), "--image-size", str(args.image_size),
             "--batch-size", str(args.batch_size), "--classes", str(args.classes),
             "--precision", args.precision,
-            "--steps", str(args.steps), "--json"]
+            "--steps", str(args.steps), "--warmup", str(args.warmup), "--json"]
 
 
 def pytorch_precision(ours):
@@ -153,7 +153,7 @@ def parse_args(argv=None):
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=15, help="timed steps per run")
     p.add_argument("--warmup", type=int, default=3,
-                   help="untimed steps per PyTorch run (ours uses its own default)")
+                   help="untimed steps before the timed ones, each side")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--timeout", type=int, default=1800, help="seconds per process")
     p.add_argument("--markdown", action="store_true",
