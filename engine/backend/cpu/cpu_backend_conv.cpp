@@ -36,7 +36,7 @@ Tensor sample_pixels(const Tensor& x, int stride, int64_t P, int64_t Q) {
 // images, as in ResNet-18's last stage at 64 px or the golden test's ResNet-20 at 8 px), it runs one GEMM per image
 // whose inner dimension is the image's pixel count (4 there): 3.4x the time of the forward convolution of the same
 // shape on Zen 1. One GEMM over the whole batch (inner dimension N*P*Q) computes the same gradient at the speed of
-// the forward pass (docs/benchmarks.md, "The weight gradient of tiny images"), while its patches stay under this size.
+// the forward pass (docs/benchmarks.md, "CPU, third part"), while its patches stay under this size.
 constexpr int64_t kMaxPatchBytes = int64_t{64} << 20;
 
 bool use_batched_weight_gradient(const std::string& implementation, const Tensor& x, const Tensor& dy,
