@@ -46,14 +46,13 @@ class ForwardingBackend : public Backend {
   }
   void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                        Tensor& mean, Tensor& var, Tensor& running_mean, Tensor& running_var,
-                                       float momentum, float eps, Tensor& workspace) override {
-    inner_->batchnorm_relu_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, momentum, eps,
-                                            workspace);
+                                       float momentum, float eps) override {
+    inner_->batchnorm_relu_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, momentum, eps);
   }
-  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& workspace, const Tensor& dy,
+  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy,
                                const Tensor& gamma, const Tensor& mean, const Tensor& var, Tensor& dx, Tensor& dgamma,
                                Tensor& dbeta, float eps) override {
-    inner_->batchnorm_relu_backward(x, y, workspace, dy, gamma, mean, var, dx, dgamma, dbeta, eps);
+    inner_->batchnorm_relu_backward(x, y, dy, gamma, mean, var, dx, dgamma, dbeta, eps);
   }
   void relu_forward(const Tensor& x, Tensor& y) override { inner_->relu_forward(x, y); }
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override { inner_->relu_backward(y, dy, dx); }

@@ -115,9 +115,9 @@ void run(CaseRun& r, const BatchNormCase& c) {
 
   // A conv-bn-relu's end in one op each way: the reference's, and bit for bit the separate ops.
   Tensor fused_y = r.out(x.shape(), r.layout), fused_mean = r.out32({c.C}), fused_var = r.out32({c.C});
-  Tensor fused_running_mean = r.up(old_mean.clone()), fused_running_var = r.up(old_var.clone()), workspace;
+  Tensor fused_running_mean = r.up(old_mean.clone()), fused_running_var = r.up(old_var.clone());
   r.b.batchnorm_relu_forward_training(gx, ggamma, gbeta, fused_y, fused_mean, fused_var, fused_running_mean,
-                                      fused_running_var, momentum, eps, workspace);
+                                      fused_running_var, momentum, eps);
   r.expect("relu(y)", fused_y, ref::relu_forward(want.y), Kernel::BatchNormTraining);
   Tensor relu_y = r.out(x.shape(), r.layout);
   r.b.relu_forward(y, relu_y);
@@ -129,7 +129,7 @@ void run(CaseRun& r, const BatchNormCase& c) {
     EXPECT_EQ(bytes_of(r.b, *fused), bytes_of(r.b, *separate)) << "batchnorm_relu statistics";
 
   Tensor fused_dx = r.out(x.shape(), r.layout), fused_dgamma = r.out32({c.C}), fused_dbeta = r.out32({c.C});
-  r.b.batchnorm_relu_backward(gx, fused_y, workspace, r.up(dy), ggamma, mean, var, fused_dx, fused_dgamma, fused_dbeta,
+  r.b.batchnorm_relu_backward(gx, fused_y, r.up(dy), ggamma, mean, var, fused_dx, fused_dgamma, fused_dbeta,
                               eps);
   // The reference takes the ReLU's mask from the backend's own output: a value rounding to 0 blocks the gradient.
   const ref::BatchNormGrads relu_grads =

@@ -55,16 +55,15 @@ class StrictDeviceBackend final : public Backend {
   }
   void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                        Tensor& mean, Tensor& var, Tensor& running_mean, Tensor& running_var,
-                                       float momentum, float eps, Tensor& workspace) override {
+                                       float momentum, float eps) override {
     check({&x, &gamma, &beta, &y, &mean, &var, &running_mean, &running_var});
-    cpu_.batchnorm_relu_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, momentum, eps,
-                                         workspace);
+    cpu_.batchnorm_relu_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, momentum, eps);
   }
-  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& workspace, const Tensor& dy,
+  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy,
                                const Tensor& gamma, const Tensor& mean, const Tensor& var, Tensor& dx, Tensor& dgamma,
                                Tensor& dbeta, float eps) override {
-    check({&x, &y, &dy, &gamma, &mean, &var, &dx, &dgamma, &dbeta});  // the workspace is the backend's own record
-    cpu_.batchnorm_relu_backward(x, y, workspace, dy, gamma, mean, var, dx, dgamma, dbeta, eps);
+    check({&x, &y, &dy, &gamma, &mean, &var, &dx, &dgamma, &dbeta});
+    cpu_.batchnorm_relu_backward(x, y, dy, gamma, mean, var, dx, dgamma, dbeta, eps);
   }
   void relu_forward(const Tensor& x, Tensor& y) override { check({&x, &y}), cpu_.relu_forward(x, y); }
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {

@@ -48,13 +48,12 @@ void Backend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
 
 void Backend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                               Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
-                                              Tensor& running_var, float momentum, float eps, Tensor& workspace) {
+                                              Tensor& running_var, float momentum, float eps) {
   batchnorm_forward_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps);
   relu_forward(y, y);  // in place: elementwise
-  workspace = Tensor();
 }
 
-void Backend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& /*workspace*/, const Tensor& dy,
+void Backend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy,
                                       const Tensor& gamma, const Tensor& batch_mean, const Tensor& batch_var,
                                       Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
   Tensor masked = Tensor::empty(dy.shape(), dy.dtype(), dy.layout(), dy.device());

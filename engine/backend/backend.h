@@ -94,13 +94,13 @@ class Backend {
   virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
                                   const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) = 0;
   // y = relu(batch norm of x), a conv-bn-relu's end, in one pass where the backend can, rounded as the two ops would
-  // be; workspace: a backend-defined record for the backward (may stay undefined). By default the two ops.
+  // be. By default the two ops.
   virtual void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                                Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
-                                               Tensor& running_var, float momentum, float eps, Tensor& workspace);
-  // Its gradients from dy, the gradient of y; y and workspace from the forward. By default relu_backward, then
+                                               Tensor& running_var, float momentum, float eps);
+  // Its gradients from dy, the gradient of y; y from the forward (the ReLU's mask). By default relu_backward, then
   // batchnorm_backward.
-  virtual void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& workspace, const Tensor& dy,
+  virtual void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy,
                                        const Tensor& gamma, const Tensor& batch_mean, const Tensor& batch_var,
                                        Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps);
   virtual void relu_forward(const Tensor& x, Tensor& y) = 0;

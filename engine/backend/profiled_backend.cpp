@@ -49,18 +49,17 @@ void ProfiledBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, cons
 void ProfiledBackend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                       Tensor& y, Tensor& batch_mean, Tensor& batch_var,
                                                       Tensor& running_mean, Tensor& running_var, float momentum,
-                                                      float eps, Tensor& workspace) {
+                                                      float eps) {
   timed(TimeClass::BatchNorm, [&] {
     inner_->batchnorm_relu_forward_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var,
-                                            momentum, eps, workspace);
+                                            momentum, eps);
   });
 }
-void ProfiledBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& workspace,
-                                              const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
+void ProfiledBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
                                               const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
                                               float eps) {
   timed(TimeClass::BatchNorm, [&] {
-    inner_->batchnorm_relu_backward(x, y, workspace, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps);
+    inner_->batchnorm_relu_backward(x, y, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps);
   });
 }
 void ProfiledBackend::relu_forward(const Tensor& x, Tensor& y) {

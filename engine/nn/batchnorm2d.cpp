@@ -35,7 +35,7 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
   fused_ = relu_ && !probe_;
   if (fused_)
     backend_.batchnorm_relu_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_,
-                                             running_mean_.value, running_var_.value, momentum_, eps_, relu_workspace_);
+                                             running_mean_.value, running_var_.value, momentum_, eps_);
   else
     backend_.batchnorm_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_, running_mean_.value,
                                         running_var_.value, momentum_, eps_);
@@ -56,7 +56,7 @@ Tensor BatchNorm2d::backward(const Tensor& output_grad) {
   Tensor dy = relu_ ? cast(backend_, output_grad, input_.dtype()) : cast_counted(output_grad, input_.dtype());
   Tensor dx = empty_like(input_);
   if (fused_) {
-    backend_.batchnorm_relu_backward(input_, output_, relu_workspace_, dy, gamma_.value, batch_mean_, batch_var_, dx,
+    backend_.batchnorm_relu_backward(input_, output_, dy, gamma_.value, batch_mean_, batch_var_, dx,
                                      gamma_.grad, beta_.grad, eps_);
   } else {
     if (relu_) {
@@ -66,7 +66,7 @@ Tensor BatchNorm2d::backward(const Tensor& output_grad) {
     }
     backend_.batchnorm_backward(input_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad, beta_.grad, eps_);
   }
-  input_ = output_ = relu_workspace_ = Tensor();
+  input_ = output_ = Tensor();
   probe_backward(gamma_.value.dtype(), dy, gamma_.grad);  // on a probed step, dy as batch norm computes with it
   return dx;
 }

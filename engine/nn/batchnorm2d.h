@@ -31,7 +31,6 @@ class BatchNorm2d : public Layer {
   Tensor input_;                   // (N,C,H,W)
   Tensor batch_mean_, batch_var_;  // (C), the biased batch variance
   Tensor output_;                  // (N,C,H,W) with relu: the gradient passes where the output is positive
-  Tensor relu_workspace_;          // with relu: the backend's record of that, when it keeps one
   bool fused_ = false;             // the last training forward ran batch norm and ReLU as one op
 };
 

@@ -37,8 +37,8 @@ class CpuBackend final : public Backend {
                           const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) override;
   void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                        Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
-                                       float momentum, float eps, Tensor& workspace) override;
-  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& workspace, const Tensor& dy,
+                                       float momentum, float eps) override;
+  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy,
                                const Tensor& gamma, const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx,
                                Tensor& dgamma, Tensor& dbeta, float eps) override;
   void relu_forward(const Tensor& x, Tensor& y) override;
@@ -74,10 +74,10 @@ class CpuBackend final : public Backend {
   static Tensor wide_output(const Tensor& t);
   void narrow(const Tensor& wide, Tensor& out);
 
-  // Batch norm's training forward, with the ReLU fused in when relu is set (workspace: oneDNN's mask for backward).
+  // Batch norm's training forward, with the ReLU fused in when relu is set.
   void batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& batch_mean,
                           Tensor& batch_var, Tensor& running_mean, Tensor& running_var, float momentum, float eps,
-                          bool relu, Tensor& workspace);
+                          bool relu);
 
   struct Impl;  // oneDNN engine, stream and primitive caches
   std::unique_ptr<Impl> impl_;

@@ -1,10 +1,10 @@
-// CPU batch normalization (training and inference forward, backward, and both with the ReLU after it fused in)
-// through cached oneDNN primitives, the emulated 16-bit training passes in batchnorm16.h, and the running statistics
-// kept as PyTorch keeps them.
+// CPU batch normalization (training and inference forward, backward, and both with the ReLU after it fused in):
+// the forward through cached oneDNN primitives where they run the type, the chunked passes of batchnorm_chunked.h
+// otherwise and for every backward, and the running statistics kept as PyTorch keeps them.
 #include <algorithm>
 #include <initializer_list>
 
-#include "backend/cpu/batchnorm16.h"
+#include "backend/cpu/batchnorm_chunked.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
 
@@ -17,8 +17,8 @@ using cpu_detail::plain_desc;
 
 namespace {
 const auto kScaleShift = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-// With relu, oneDNN's fused-ReLU batch norm: the ReLU applied to the FP32 result before it is stored, and its mask
-// kept in a workspace (a bit per element) for the backward pass.
+// With relu, oneDNN's fused-ReLU batch norm: the ReLU applied to the FP32 result before it is stored. Its mask (a
+// workspace, a bit per element) is dropped at once: the backward reads the mask from y.
 dnnl::normalization_flags bn_flags(bool relu) {
   return relu ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu : kScaleShift;
 }
@@ -58,21 +58,18 @@ void check_bn(const Tensor& x, const Tensor& y, std::initializer_list<const Tens
 void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                             Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
                                             Tensor& running_var, float momentum, float eps) {
-  Tensor no_workspace;
-  batchnorm_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, false,
-                     no_workspace);
+  batchnorm_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, false);
 }
 
 void CpuBackend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                                  Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
-                                                 Tensor& running_var, float momentum, float eps, Tensor& workspace) {
-  batchnorm_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, true,
-                     workspace);
+                                                 Tensor& running_var, float momentum, float eps) {
+  batchnorm_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, true);
 }
 
 void CpuBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                     Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
-                                    float momentum, float eps, bool relu, Tensor& workspace) {
+                                    float momentum, float eps, bool relu) {
   check_bn(x, y, {&gamma, &beta, &batch_mean, &batch_var, &running_mean, &running_var});
   const Cached* c = impl_->find(
       make_key(relu ? "bn_relu_fwd_train" : "bn_fwd_train", x, eps), ask_onednn(impl_->emulate_bf16, x), [&] {
@@ -80,16 +77,16 @@ void CpuBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const 
         return Cached(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc(), pd.workspace_desc());
       });
   if (!c) {  // emulated: FP32 arithmetic on the 16-bit values, the result rounded to 16 bits (and its ReLU taken)
-    batchnorm16_forward_training(x, gamma, beta, y, batch_mean, batch_var, eps, relu, threads_);
-    workspace = Tensor();  // the backward takes the ReLU's mask from y, as relu_backward does
+    batchnorm_chunked_forward_training(x, gamma, beta, y, batch_mean, batch_var, eps, relu, threads_);
     return update_running_stats(x, batch_mean, batch_var, running_mean, running_var, momentum);
   }
   Args args{{DNNL_ARG_SRC, impl_->wrap(x)},           {DNNL_ARG_DST, impl_->wrap(y)},
             {DNNL_ARG_SCALE, impl_->wrap(gamma)},     {DNNL_ARG_SHIFT, impl_->wrap(beta)},
             {DNNL_ARG_MEAN, impl_->wrap(batch_mean)}, {DNNL_ARG_VARIANCE, impl_->wrap(batch_var)}};
+  Tensor relu_mask;  // oneDNN writes it; nothing reads it
   if (relu) {
-    workspace = Tensor::empty({static_cast<int64_t>(c->workspace.get_size())}, DType::U8);
-    args.emplace(DNNL_ARG_WORKSPACE, impl_->wrap(c->workspace, workspace.data()));
+    relu_mask = Tensor::empty({static_cast<int64_t>(c->workspace.get_size())}, DType::U8);
+    args.emplace(DNNL_ARG_WORKSPACE, impl_->wrap(c->workspace, relu_mask.data()));
   }
   impl_->run(*c, args);
   update_running_stats(x, batch_mean, batch_var, running_mean, running_var, momentum);
@@ -117,61 +114,22 @@ void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamm
                   {DNNL_ARG_VARIANCE, impl_->wrap(running_var)}});
 }
 
-const Cached* CpuBackend::Impl::find_batchnorm_backward(const Tensor& x, float eps, bool relu) {
-  return find(make_key(relu ? "bn_relu_bwd" : "bn_bwd", x, eps), ask_onednn(emulate_bf16, x), [&] {
-    auto hint = bn_forward_pd(engine, attr(), x, eps, relu);
-    auto d = dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, plain_desc(x), plain_desc(x), eps,
-                                                      bn_flags(relu));
-    auto pd = dnnl::batch_normalization_backward::primitive_desc(d, attr(), engine, hint);
-    return Cached(dnnl::batch_normalization_backward(pd), pd.scratchpad_desc(), hint.workspace_desc());
-  });
-}
-
-namespace {
-Args batchnorm_backward_args(const dnnl::engine& engine, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                             const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
-                             Tensor& dbeta) {
-  auto wrap = [&](const Tensor& t) { return memory(plain_desc(t), engine, const_cast<void*>(t.data())); };
-  return {{DNNL_ARG_SRC, wrap(x)},
-          {DNNL_ARG_DIFF_DST, wrap(dy)},
-          {DNNL_ARG_SCALE, wrap(gamma)},
-          {DNNL_ARG_MEAN, wrap(batch_mean)},
-          // oneDNN 2.6 will not execute without a shift argument, though backward never reads it.
-          {DNNL_ARG_SHIFT, wrap(gamma)},
-          {DNNL_ARG_VARIANCE, wrap(batch_var)},
-          {DNNL_ARG_DIFF_SRC, wrap(dx)},
-          {DNNL_ARG_DIFF_SCALE, wrap(dgamma)},
-          {DNNL_ARG_DIFF_SHIFT, wrap(dbeta)}};
-}
-}  // namespace
-
+// Every type's backward is the chunked one: with the ReLU, its mask read from y, so the forward keeps no workspace
+// (oneDNN's would be a bit per element held from the forward to the backward), and the fused op gives the bits of
+// relu_backward followed by batchnorm_backward.
 void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
                                     const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
   check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
   check_same(x, dx, "batch norm input and its gradient");
-  const Cached* c = impl_->find_batchnorm_backward(x, eps, false);
-  if (!c)  // emulated: FP32 arithmetic on the 16-bit values, the result rounded to 16 bits
-    return batchnorm16_backward(x, Tensor(), dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps, threads_);
-  impl_->run(*c, batchnorm_backward_args(impl_->engine, x, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta));
+  batchnorm_chunked_backward(x, Tensor(), dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps, threads_);
 }
 
-void CpuBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& workspace, const Tensor& dy,
-                                         const Tensor& gamma, const Tensor& batch_mean, const Tensor& batch_var,
-                                         Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
+void CpuBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
+                                         const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
+                                         Tensor& dbeta, float eps) {
   check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
   check_same(x, y, "batch norm input and its output");
   check_same(x, dx, "batch norm input and its gradient");
-  const Cached* c = workspace.defined() ? impl_->find_batchnorm_backward(x, eps, true) : nullptr;
-  if (!c) {
-    if (y.dtype() == DType::F32)  // a forward pass that left no workspace: the two ops
-      return Backend::batchnorm_relu_backward(x, y, workspace, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta,
-                                              eps);
-    // emulated: dy taken where the 16-bit y is positive, as relu_backward takes it
-    return batchnorm16_backward(x, y, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps, threads_);
-  }
-  AMPWB_CHECK(workspace.nbytes() == c->workspace.get_size(), "batchnorm_relu_backward: workspace from another shape");
-  Args args = batchnorm_backward_args(impl_->engine, x, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta);
-  args.emplace(DNNL_ARG_WORKSPACE, impl_->wrap(c->workspace, workspace.data()));
-  impl_->run(*c, args);
+  batchnorm_chunked_backward(x, y, dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps, threads_);
 }
 }  // namespace ampwb

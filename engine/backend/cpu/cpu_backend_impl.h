@@ -195,7 +195,6 @@ struct CpuBackend::Impl {
   }
 
   const Cached* find_maxpool_forward(const Tensor& x, const Tensor& y, PoolParams p);  // also decides backward
-  const Cached* find_batchnorm_backward(const Tensor& x, float eps, bool relu);
 
   memory wrap(const memory::desc& md, const void* data) const { return memory(md, engine, const_cast<void*>(data)); }
   memory wrap(const Tensor& t) const { return wrap(cpu_detail::plain_desc(t), t.data()); }

@@ -1,5 +1,5 @@
-// Batch norm on 16-bit tensors in FP32 arithmetic, a chunk at a time (see batchnorm16.h).
-#include "backend/cpu/batchnorm16.h"
+// Batch norm in FP32 arithmetic a chunk at a time (see batchnorm_chunked.h).
+#include "backend/cpu/batchnorm_chunked.h"
 
 #include <omp.h>
 
@@ -18,6 +18,24 @@ constexpr int64_t kMinPixels = 8;  // NHWC chunks hold at least this many pixels
 
 // FP16 and BF16 share the sign in bit 15: "positive" is the 16-bit ReLU's own test (relu_forward / relu_backward).
 inline bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
+
+// masked[i] = g[i] where element i of y (a chunk of the ReLU's output, FP32 or 16-bit) is positive, else 0, as
+// relu_backward takes it. masked may be g.
+void mask_where_not_positive(const void* y, DType dtype, const float* g, float* masked, int64_t n) {
+  if (dtype == DType::F32) {
+    const float* out = static_cast<const float*>(y);
+    for (int64_t i = 0; i < n; ++i) {
+      const float value = g[i];  // loaded unconditionally, so the loop vectorises
+      masked[i] = out[i] > 0.0f ? value : 0.0f;
+    }
+    return;
+  }
+  const uint16_t* out = static_cast<const uint16_t*>(y);
+  for (int64_t i = 0; i < n; ++i) {
+    const float value = g[i];
+    masked[i] = positive16(out[i]) ? value : 0.0f;
+  }
+}
 
 // A run of elements: in NCHW a piece of one (n, c) plane (channel >= 0), in NHWC whole pixels (channel -1:
 // element i of the run has channel i % C).
@@ -69,23 +87,35 @@ struct Scratch {
   std::vector<double> sums;
 };
 
-using Widen = void (*)(const uint16_t*, float*, int64_t, int);
-using Round = void (*)(const float*, uint16_t*, int64_t, int);
+using Widen = void (*)(const void*, float*, int64_t);  // n elements of the tensor's type to FP32, and back
+using Round = void (*)(const float*, void*, int64_t);
 
-const Tensor& checked_16bit(const Tensor& x) {
-  AMPWB_CHECK((x.dtype() == DType::F16 || x.dtype() == DType::BF16) && x.numel() > 0,
-              "16-bit batch norm on " << x.describe());
+template <void (*convert)(const uint16_t*, float*, int64_t, int)>
+void widen16(const void* in, float* out, int64_t n) {
+  convert(static_cast<const uint16_t*>(in), out, n, 1);
+}
+template <void (*convert)(const float*, uint16_t*, int64_t, int)>
+void round16(const float* in, void* out, int64_t n) {
+  convert(in, static_cast<uint16_t*>(out), n, 1);
+}
+
+const Tensor& checked(const Tensor& x, bool fp32_too) {
+  AMPWB_CHECK((x.dtype() == DType::F16 || x.dtype() == DType::BF16 || (fp32_too && x.dtype() == DType::F32)) &&
+                  x.numel() > 0,
+              "chunked batch norm on " << x.describe());
   return x;
 }
 
 class Passes {
  public:
-  Passes(const Tensor& x, int threads)
-      : chunks(checked_16bit(x)),
+  Passes(const Tensor& x, bool fp32_too, int threads)
+      : chunks(checked(x, fp32_too)),
         C(x.c()),
         per_channel(static_cast<double>(x.numel() / C)),
-        widen(x.dtype() == DType::BF16 ? bf16_to_f32 : f16_to_f32),
-        round(x.dtype() == DType::BF16 ? f32_to_bf16 : f32_to_f16),
+        dtype(x.dtype()),
+        element_size(dtype_size(x.dtype())),
+        widen(dtype == DType::BF16 ? widen16<bf16_to_f32> : widen16<f16_to_f32>),
+        round(dtype == DType::BF16 ? round16<f32_to_bf16> : round16<f32_to_f16>),
         threads_(std::max(1, threads)),
         scratch_(threads_) {
     for (Scratch& s : scratch_) {
@@ -137,10 +167,24 @@ class Passes {
     return total;
   }
 
+  // The chunk's values in FP32: an FP32 tensor's own, or widened into buffer.
+  const float* read(const Tensor& t, const Chunk& k, float* buffer) const {
+    if (dtype == DType::F32) return t.data_as<float>() + k.start;
+    widen(at(t, k), buffer, k.size);
+    return buffer;
+  }
+  // The chunk of a tensor of this type.
+  const void* at(const Tensor& t, const Chunk& k) const {
+    return static_cast<const char*>(t.data()) + k.start * element_size;
+  }
+  void* at(Tensor& t, const Chunk& k) const { return static_cast<char*>(t.data()) + k.start * element_size; }
+
   const Chunks chunks;
   const int64_t C;
   const double per_channel;  // elements per channel: N*H*W
-  const Widen widen;         // 16 bits to FP32, and back
+  const DType dtype;
+  const int64_t element_size;
+  const Widen widen;  // 16 bits to FP32 and back (unused for FP32, read and written in place)
   const Round round;
 
  private:
@@ -156,13 +200,12 @@ std::vector<float> inverse_std(const Tensor& batch_var, float eps) {
 }
 }  // namespace
 
-void batchnorm16_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                  Tensor& batch_mean, Tensor& batch_var, float eps, bool relu, int threads) {
-  Passes passes(x, threads);
+void batchnorm_chunked_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                        Tensor& batch_mean, Tensor& batch_var, float eps, bool relu, int threads) {
+  Passes passes(x, /*fp32_too=*/false, threads);
   const int64_t C = passes.C;
-  const uint16_t* in = x.data_as<uint16_t>();
   auto widen_x = [&](const Chunk& k, Scratch& s) {
-    passes.widen(in + k.start, s.a.data(), k.size, 1);
+    passes.widen(passes.at(x, k), s.a.data(), k.size);
     return s.a.data();
   };
 
@@ -187,43 +230,45 @@ void batchnorm16_forward_training(const Tensor& x, const Tensor& gamma, const Te
   std::vector<float> scale(C);
   for (int64_t c = 0; c < C; ++c) scale[c] = gamma.data_as<float>()[c] * inv_std[c];
   const float* shift = beta.data_as<float>();
-  uint16_t* out = y.data_as<uint16_t>();
   passes.run([&](const Chunk& k, Scratch& s) {
     const float* v = widen_x(k, s);
     float* result = s.b.data();
     each_element(k, C, [&](int64_t i, int64_t c) { result[i] = (v[i] - mean[c]) * scale[c] + shift[c]; });
-    uint16_t* chunk = out + k.start;
-    passes.round(result, chunk, k.size, 1);
+    uint16_t* chunk = static_cast<uint16_t*>(passes.at(y, k));
+    passes.round(result, chunk, k.size);
     if (relu)
       for (int64_t i = 0; i < k.size; ++i) chunk[i] = positive16(chunk[i]) ? chunk[i] : 0;
   });
 }
 
-void batchnorm16_backward(const Tensor& x, const Tensor& relu_output, const Tensor& dy, const Tensor& gamma,
-                          const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
-                          float eps, int threads) {
-  Passes passes(x, threads);
+void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, const Tensor& dy, const Tensor& gamma,
+                                const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
+                                Tensor& dbeta, float eps, int threads) {
+  Passes passes(x, /*fp32_too=*/true, threads);
+  for (const Tensor* t : {&relu_output, &dy, static_cast<const Tensor*>(&dx)})
+    AMPWB_CHECK(!t->defined() || (t->dtype() == x.dtype() && t->layout() == x.layout() && t->shape() == x.shape()),
+                "batch norm backward: " << t->describe() << " for x " << x.describe());
   const int64_t C = passes.C;
-  const uint16_t* in = x.data_as<uint16_t>();
-  const uint16_t* grad = dy.data_as<uint16_t>();
-  const uint16_t* mask = relu_output.defined() ? relu_output.data_as<uint16_t>() : nullptr;
   const float* mean = batch_mean.data_as<float>();
   const std::vector<float> inv_std = inverse_std(batch_var, eps);
-  // x and the gradient at batch norm's output (dy, or dy where the ReLU's output is positive), widened.
-  auto widen_chunk = [&](const Chunk& k, Scratch& s) {
-    passes.widen(in + k.start, s.a.data(), k.size, 1);
-    float* g = s.b.data();
-    passes.widen(grad + k.start, g, k.size, 1);
-    if (mask)
-      for (int64_t i = 0; i < k.size; ++i) {
-        const float value = g[i];  // loaded unconditionally, so the loop vectorises
-        g[i] = positive16(mask[k.start + i]) ? value : 0.0f;
-      }
+  // The chunk of x and of the gradient at batch norm's output (dy, or dy where the ReLU's output is positive) in
+  // FP32: FP32 tensors read in place, the rest widened into the scratch.
+  struct Inputs {
+    const float* x;
+    const float* g;
+  };
+  auto read_chunk = [&](const Chunk& k, Scratch& s) {
+    const float* g = passes.read(dy, k, s.b.data());
+    if (relu_output.defined()) {
+      mask_where_not_positive(passes.at(relu_output, k), passes.dtype, g, s.b.data(), k.size);
+      g = s.b.data();
+    }
+    return Inputs{passes.read(x, k, s.a.data()), g};
   };
 
   const std::vector<double> sums = passes.channel_sums<2>([&](const Chunk& k, Scratch& s) {
-    widen_chunk(k, s);
-    return [v = s.a.data(), g = s.b.data(), mean, inv = inv_std.data()](int64_t i, int64_t c, float* t) {
+    const Inputs in = read_chunk(k, s);
+    return [v = in.x, g = in.g, mean, inv = inv_std.data()](int64_t i, int64_t c, float* t) {
       t[0] = g[i];
       t[1] = g[i] * (v[i] - mean[c]) * inv[c];
     };
@@ -240,16 +285,16 @@ void batchnorm16_backward(const Tensor& x, const Tensor& relu_output, const Tens
   }
 
   // dx = gamma / sigma * (g - mean(g) - x_hat * mean(g * x_hat)), rounded once.
-  uint16_t* out = dx.data_as<uint16_t>();
+  const bool fp32 = passes.dtype == DType::F32;
   passes.run([&](const Chunk& k, Scratch& s) {
-    widen_chunk(k, s);
-    const float* v = s.a.data();
-    float* g = s.b.data();  // overwritten by the result, element by element
+    const auto [v, g] = read_chunk(k, s);
+    // FP32 written in place; 16 bits into the scratch (over g, element by element), then rounded.
+    float* result = fp32 ? dx.data_as<float>() + k.start : s.b.data();
     each_element(k, C, [&](int64_t i, int64_t c) {
       const float x_hat = (v[i] - mean[c]) * inv_std[c];
-      g[i] = coefficient[c] * (g[i] - mean_db[c] - x_hat * mean_dg[c]);
+      result[i] = coefficient[c] * (g[i] - mean_db[c] - x_hat * mean_dg[c]);
     });
-    passes.round(g, out + k.start, k.size, 1);
+    if (!fp32) passes.round(result, passes.at(dx, k), k.size);
   });
 }
 
