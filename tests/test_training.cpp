@@ -394,10 +394,12 @@ class StopAt : public TrainObserver {
   StopAt(Trainer*& trainer, int64_t step) : trainer_(trainer), step_(step) {}
   void on_step(const StepReport& r) override {
     losses.push_back(r.loss);
+    walls.push_back(r.wall_seconds);
     if (r.step == step_) trainer_->stop();
   }
   void on_checkpoint(const CheckpointInfo& c) override { checkpoints.push_back(c); }
   std::vector<float> losses;
+  std::vector<double> walls;
   std::vector<CheckpointInfo> checkpoints;
 
  private:
@@ -435,6 +437,10 @@ TEST(Checkpoints, StopMidEpochThenResumeContinuesTheSameCurveBitForBit) {
     std::vector<float> joined = first.losses;
     joined.insert(joined.end(), second.losses.begin(), second.losses.end());
     EXPECT_EQ(joined, whole.losses) << mode;
+    // The wall-clock axis goes on from the checkpoint: the resumed steps come after the first process's.
+    ASSERT_FALSE(second.walls.empty());
+    EXPECT_GT(second.walls.front(), first.walls.back()) << mode;
+    EXPECT_TRUE(std::is_sorted(second.walls.begin(), second.walls.end())) << mode;
     ASSERT_FALSE(part2.epochs().empty());
     EXPECT_EQ(part2.epochs().front().epoch, 2) << "the interrupted epoch is completed, not restarted";
     EXPECT_EQ(part2.epochs().back().validation_accuracy, whole.epochs.back().validation_accuracy);

@@ -42,7 +42,8 @@ struct StepReport {
   float loss_scale = 1;     // the scale used for this step
   bool skipped = false;     // non-finite gradients: the optimizer step was skipped
   float grad_norm = 0;      // L2 norm of the unscaled gradients (inf/NaN when skipped)
-  double wall_seconds = 0;  // since the run started
+  double wall_seconds = 0;  // since the run started; a resumed run's goes on from its checkpoint's (the time
+                            // between the processes left out)
 };
 
 struct EpochReport {

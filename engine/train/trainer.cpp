@@ -149,11 +149,13 @@ struct EpochProgress {
   int64_t next_step = 0;  // within the epoch (the loader's order comes from the seed and the epoch)
   double loss_sum = 0, data_wait = 0, compute = 0;
   int64_t seen = 0, correct = 0, skipped = 0;
+  double wall_before = 0;  // the run's wall-clock seconds in the processes before this one: a resumed clock goes on
 };
 
 // Checkpoints hold host tensors whatever the device: one written on a GPU resumes on the CPU and the other way.
-Checkpoint make_checkpoint(Backend& backend, const TrainConfig& config, const EpochProgress& at, int64_t global_step,
-                           int64_t consecutive_skipped, ResNet& model, Optimizer& optimizer, const LossScaler& scaler) {
+Checkpoint make_checkpoint(Backend& backend, const TrainConfig& config, const EpochProgress& at, double wall_seconds,
+                           int64_t global_step, int64_t consecutive_skipped, ResNet& model, Optimizer& optimizer,
+                           const LossScaler& scaler) {
   Checkpoint c;
   const LossScaler::State s = scaler.state();
   c.meta = {{"version", 1},
@@ -164,7 +166,8 @@ Checkpoint make_checkpoint(Backend& backend, const TrainConfig& config, const Ep
             {"consecutive_skipped", consecutive_skipped},
             {"partial", {at.loss_sum, at.data_wait, at.compute, at.seen, at.correct, at.skipped}},
             {"scaler", {s.scale, s.growth_tracker, s.hysteresis_left}},
-            {"optimizer_steps", optimizer.steps_taken()}};
+            {"optimizer_steps", optimizer.steps_taken()},
+            {"wall_seconds", wall_seconds}};
   for (Parameter* p : model.parameters()) c.tensors.emplace_back("param/" + p->name, on_host(backend, p->value));
   std::vector<Buffer*> buffers;
   model.collect_buffers(buffers);
@@ -211,6 +214,7 @@ void restore_checkpoint(Backend& backend, const Checkpoint& c, const TrainConfig
   at.seen = p.at(3);
   at.correct = p.at(4);
   at.skipped = p.at(5);
+  at.wall_before = c.meta.value("wall_seconds", 0.0);  // checkpoints before 2026-11-24 hold none
   global_step = c.meta.at("global_step");
   consecutive_skipped = c.meta.at("consecutive_skipped");
 }
@@ -289,11 +293,13 @@ RunEnd Trainer::train() {
   if (!resume_note.empty()) info.notes.push_back(resume_note);
   report(&TrainObserver::on_start, info);
 
+  const double wall_before = at.wall_before;
+  auto wall_seconds = [&] { return wall_before + seconds_since(run_start); };
   auto save = [&](const EpochProgress& progress) {
     if (config.checkpoint_dir.empty()) return std::string();
     std::filesystem::create_directories(config.checkpoint_dir);
-    save_checkpoint(checkpoint_path(), make_checkpoint(*backend, config, progress, global_step, consecutive_skipped,
-                                                       model, *optimizer, scaler));
+    save_checkpoint(checkpoint_path(), make_checkpoint(*backend, config, progress, wall_seconds(), global_step,
+                                                       consecutive_skipped, model, *optimizer, scaler));
     report(&TrainObserver::on_checkpoint, CheckpointInfo{progress.epoch, global_step, checkpoint_path()});
     return "; resumable from " + checkpoint_path();
   };
@@ -346,7 +352,7 @@ RunEnd Trainer::train() {
       at.compute += seconds_since(compute_start);
       step_timer.end(train_data.wait_seconds());
       report(&TrainObserver::on_step, StepReport{epoch, global_step, r.loss, static_cast<float>(r.correct) / images.n(),
-                                                 lr, r.loss_scale, r.skipped, r.grad_norm, seconds_since(run_start)});
+                                                 lr, r.loss_scale, r.skipped, r.grad_norm, wall_seconds()});
       // After its on_step: the store's resume logic keys a run's details on the steps it holds.
       if (r.skipped)
         report(&TrainObserver::on_overflow, OverflowReport{epoch, global_step, r.loss_scale, r.overflow.layers,
