@@ -28,6 +28,8 @@ struct ExportChartOptions {
   std::vector<std::string> runs;
   std::string metric, out, histogram = "weight", db;
   std::string x_axis = "step";  // "step", "epoch" or "wall"
+  std::string group_by;         // a configuration key, "all-but-seed" or "none"; empty: all-but-seed where the
+                                // runs differ only by seed, as the GUI
   int width = 1200, height = 800;
   double smoothing = 0.6;
 };

@@ -65,7 +65,13 @@ int export_chart_command(const ExportChartOptions& options) {
   chart.x_axis = options.x_axis == "wall"    ? ui::XAxis::WallClock
                  : options.x_axis == "epoch" ? ui::XAxis::Epoch
                                              : ui::XAxis::Step;
-  if (ui::differ_only_by_seed(configs)) chart.group_by = kAllButSeed;
+  if (options.group_by.empty()) {
+    if (ui::differ_only_by_seed(configs)) chart.group_by = kAllButSeed;
+  } else if (options.group_by != "none") {
+    const std::string key = options.group_by == "all-but-seed" ? kAllButSeed : options.group_by;
+    group_configs(configs, key);  // refuses a key the configuration does not have, by name
+    chart.group_by = QString::fromStdString(key);
+  }
   ui::export_chart(QString::fromStdString(metric), runs, chart, QString::fromStdString(out),
                    QSize(options.width, options.height));
   std::printf("%s\n", QFileInfo(QString::fromStdString(out)).absoluteFilePath().toLocal8Bit().constData());

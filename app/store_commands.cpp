@@ -178,6 +178,12 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
                    "read step as epoch)")
       ->check(CLI::IsMember({"step", "epoch", "wall"}))
       ->type_name("AXIS");
+  chart
+      ->add_option("--group-by", chart_options->group_by,
+                   "draw each group's mean ± std on the loss and accuracy charts: a configuration key (as ampwb "
+                   "show lists them: precision.mode, batch_size, lr, ...), all-but-seed, or none (default: "
+                   "all-but-seed where the runs differ only by seed)")
+      ->type_name("KEY");
   add_db_option(chart, chart_options->db);
   run_on_parse(chart, invocation, chart_options, export_chart_command);
 }

@@ -147,6 +147,20 @@ class ExportCharts : public QObject {
     check_svg(wall);
     QVERIFY(read(wall).contains("wall clock (s since the run started)"));
     QVERIFY(!read(wall).contains(">epoch<"));
+    // Group mean lines are drawn 3 px wide (metric_chart.cpp): none by default, as the runs differ by more than
+    // the seed; one per precision when grouped by it. An unknown key is refused by name.
+    const QByteArray mean_line = "stroke-width=\"3\"";
+    QCOMPARE(read(svg).count(mean_line), 0);
+    const QString grouped = dir_.filePath("cli-grouped.svg");
+    std::tie(rc, out) = run({"export", "chart", id, other, "--metric", "accuracy", "--group-by", "precision.mode",
+                             "--out", grouped, "--db", db_});
+    QVERIFY2(rc == 0, qPrintable(out));
+    check_svg(grouped);
+    QCOMPARE(read(grouped).count(mean_line), 2);
+    std::tie(rc, out) = run({"export", "chart", id, other, "--metric", "accuracy", "--group-by", "colour", "--out",
+                             grouped, "--db", db_});
+    QCOMPARE(rc, 1);
+    QVERIFY2(out.contains("no setting 'colour' to group by"), qPrintable(out));
     std::tie(rc, out) = run({"export", "chart", id, "--metric", "epoch-time", "--out", pdf, "--db", db_});
     QVERIFY2(rc == 0, qPrintable(out));
     check_pdf(pdf);
