@@ -81,12 +81,7 @@ EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
     mean.data_wait_seconds += n * e.data_wait_seconds;
     for (size_t c = 0; c < kTimeClassCount; ++c) mean.op_seconds[c] += n * e.op_seconds[c];
   }
-  if (mean.steps > 0) {
-    const double n = static_cast<double>(mean.steps);
-    mean.step_seconds /= n;
-    mean.data_wait_seconds /= n;
-    for (double& s : mean.op_seconds) s /= n;
-  }
+  mean.divide_by_steps();
   return mean;
 }
 

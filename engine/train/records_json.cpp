@@ -50,6 +50,14 @@ void from_json(const nlohmann::json& j, PrecisionDivergence& d) {
   }
 }
 
+void EpochTimes::divide_by_steps() {
+  if (steps <= 0) return;
+  const double n = static_cast<double>(steps);
+  step_seconds /= n;
+  data_wait_seconds /= n;
+  for (double& s : op_seconds) s /= n;
+}
+
 double EpochTimes::op_total_seconds() const {
   double total = 0;
   for (double s : op_seconds) total += s;

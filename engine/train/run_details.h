@@ -39,6 +39,8 @@ struct EpochTimes {
   std::array<double, kTimeClassCount> op_seconds{};  // by TimeClass, per step
 
   double op_total_seconds() const;
+  // The times summed over the steps turned into per-step means (left as they are when no step was timed).
+  void divide_by_steps();
   // What no class holds: the host's own work between ops. Small when the classes tell the whole story.
   double other_seconds() const { return step_seconds - data_wait_seconds - op_total_seconds(); }
 };

@@ -39,12 +39,7 @@ EpochTimes StepTimer::take(int epoch) {
   EpochTimes t = sum_;
   sum_ = {};
   t.epoch = epoch;
-  if (t.steps > 0) {
-    const double n = static_cast<double>(t.steps);
-    t.step_seconds /= n;
-    t.data_wait_seconds /= n;
-    for (double& s : t.op_seconds) s /= n;
-  }
+  t.divide_by_steps();
   return t;
 }
 
