@@ -129,8 +129,7 @@ void run(CaseRun& r, const BatchNormCase& c) {
     EXPECT_EQ(bytes_of(r.b, *fused), bytes_of(r.b, *separate)) << "batchnorm_relu statistics";
 
   Tensor fused_dx = r.out(x.shape(), r.layout), fused_dgamma = r.out32({c.C}), fused_dbeta = r.out32({c.C});
-  r.b.batchnorm_relu_backward(gx, fused_y, r.up(dy), ggamma, mean, var, fused_dx, fused_dgamma, fused_dbeta,
-                              eps);
+  r.b.batchnorm_relu_backward(gx, fused_y, r.up(dy), ggamma, mean, var, fused_dx, fused_dgamma, fused_dbeta, eps);
   // The reference takes the ReLU's mask from the backend's own output: a value rounding to 0 blocks the gradient.
   const ref::BatchNormGrads relu_grads =
       ref::batchnorm_backward(rx, ref::relu_backward(reference(fused_y), reference(dy)), rg, eps);

@@ -59,9 +59,9 @@ class StrictDeviceBackend final : public Backend {
     check({&x, &gamma, &beta, &y, &mean, &var, &running_mean, &running_var});
     cpu_.batchnorm_relu_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, momentum, eps);
   }
-  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy,
-                               const Tensor& gamma, const Tensor& mean, const Tensor& var, Tensor& dx, Tensor& dgamma,
-                               Tensor& dbeta, float eps) override {
+  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
+                               const Tensor& mean, const Tensor& var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
+                               float eps) override {
     check({&x, &y, &dy, &gamma, &mean, &var, &dx, &dgamma, &dbeta});
     cpu_.batchnorm_relu_backward(x, y, dy, gamma, mean, var, dx, dgamma, dbeta, eps);
   }

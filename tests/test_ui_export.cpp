@@ -157,8 +157,8 @@ class ExportCharts : public QObject {
     QVERIFY2(rc == 0, qPrintable(out));
     check_svg(grouped);
     QCOMPARE(read(grouped).count(mean_line), 2);
-    std::tie(rc, out) = run({"export", "chart", id, other, "--metric", "accuracy", "--group-by", "colour", "--out",
-                             grouped, "--db", db_});
+    std::tie(rc, out) = run(
+        {"export", "chart", id, other, "--metric", "accuracy", "--group-by", "colour", "--out", grouped, "--db", db_});
     QCOMPARE(rc, 1);
     QVERIFY2(out.contains("no setting 'colour' to group by"), qPrintable(out));
     std::tie(rc, out) = run({"export", "chart", id, "--metric", "epoch-time", "--out", pdf, "--db", db_});

@@ -53,9 +53,9 @@ void Backend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gam
   relu_forward(y, y);  // in place: elementwise
 }
 
-void Backend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy,
-                                      const Tensor& gamma, const Tensor& batch_mean, const Tensor& batch_var,
-                                      Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
+void Backend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
+                                      const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
+                                      Tensor& dbeta, float eps) {
   Tensor masked = Tensor::empty(dy.shape(), dy.dtype(), dy.layout(), dy.device());
   relu_backward(y, dy, masked);
   batchnorm_backward(x, masked, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps);

@@ -100,9 +100,9 @@ class Backend {
                                                Tensor& running_var, float momentum, float eps);
   // Its gradients from dy, the gradient of y; y from the forward (the ReLU's mask). By default relu_backward, then
   // batchnorm_backward.
-  virtual void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy,
-                                       const Tensor& gamma, const Tensor& batch_mean, const Tensor& batch_var,
-                                       Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps);
+  virtual void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
+                                       const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
+                                       Tensor& dbeta, float eps);
   virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;  // uses the output y
   // workspace: backend-defined record of the argmax, made by forward for backward.

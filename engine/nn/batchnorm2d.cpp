@@ -56,8 +56,8 @@ Tensor BatchNorm2d::backward(const Tensor& output_grad) {
   Tensor dy = relu_ ? cast(backend_, output_grad, input_.dtype()) : cast_counted(output_grad, input_.dtype());
   Tensor dx = empty_like(input_);
   if (fused_) {
-    backend_.batchnorm_relu_backward(input_, output_, dy, gamma_.value, batch_mean_, batch_var_, dx,
-                                     gamma_.grad, beta_.grad, eps_);
+    backend_.batchnorm_relu_backward(input_, output_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad,
+                                     beta_.grad, eps_);
   } else {
     if (relu_) {
       Tensor masked = empty_like(dy);

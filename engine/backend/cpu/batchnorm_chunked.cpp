@@ -100,9 +100,9 @@ void round16(const float* in, void* out, int64_t n) {
 }
 
 const Tensor& checked(const Tensor& x, bool fp32_too) {
-  AMPWB_CHECK((x.dtype() == DType::F16 || x.dtype() == DType::BF16 || (fp32_too && x.dtype() == DType::F32)) &&
-                  x.numel() > 0,
-              "chunked batch norm on " << x.describe());
+  AMPWB_CHECK(
+      (x.dtype() == DType::F16 || x.dtype() == DType::BF16 || (fp32_too && x.dtype() == DType::F32)) && x.numel() > 0,
+      "chunked batch norm on " << x.describe());
   return x;
 }
 
