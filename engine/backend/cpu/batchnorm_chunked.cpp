@@ -287,7 +287,9 @@ void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, cons
   // dx = gamma / sigma * (g - mean(g) - x_hat * mean(g * x_hat)), rounded once.
   const bool fp32 = passes.dtype == DType::F32;
   passes.run([&](const Chunk& k, Scratch& s) {
-    const auto [v, g] = read_chunk(k, s);
+    const Inputs in = read_chunk(k, s);  // not a structured binding: clang 14 cannot capture one
+    const float* v = in.x;
+    const float* g = in.g;
     // FP32 written in place; 16 bits into the scratch (over g, element by element), then rounded.
     float* result = fp32 ? dx.data_as<float>() + k.start : s.b.data();
     each_element(k, C, [&](int64_t i, int64_t c) {
