@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -25,11 +26,13 @@ using bench::seconds_since;
 constexpr int kAccumulators = 12;  // enough independent chains to hide the multiply-add latency on both pipes
 constexpr long kIterations = 50'000'000;
 
-__attribute__((target("avx512f"))) float lane_sum(const __m512 (&acc)[kAccumulators]) {
-  alignas(64) float lanes[16];
+// The sum of every lane of the accumulators, so the loops cannot be optimised away.
+template <class Vector>
+float lane_sum(const Vector (&acc)[kAccumulators]) {
   float sum = 0;
-  for (const __m512& a : acc) {
-    _mm512_store_ps(lanes, a);
+  for (const Vector& a : acc) {
+    float lanes[sizeof(Vector) / sizeof(float)];
+    std::memcpy(lanes, &a, sizeof a);
     for (float v : lanes) sum += v;
   }
   return sum;
@@ -52,13 +55,7 @@ __attribute__((target("avx2,fma"))) float fp32_fma_loop_avx2(long iterations) {
   const __m256 x = _mm256_set1_ps(1.0001f), y = _mm256_set1_ps(0.9999f);
   for (long i = 0; i < iterations; ++i)
     for (auto& a : acc) a = _mm256_fmadd_ps(x, y, a);
-  alignas(32) float lanes[8];
-  float sum = 0;
-  for (const __m256& a : acc) {
-    _mm256_store_ps(lanes, a);
-    for (float v : lanes) sum += v;
-  }
-  return sum;
+  return lane_sum(acc);
 }
 
 // 16 lanes x 2 products x 2 flops per VDPBF16PS instruction.
