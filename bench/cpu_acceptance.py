@@ -50,18 +50,16 @@ def best(*runs):
     return max(found) if found else None
 
 
-# The issue's bounds: (configuration, what, its per-round value from one round's runs, bound, at least?).
-def round_value(key):
-    return {
-        "bf16/fp32": lambda r: ratio(ips(r["amp-bf16"]), ips(r["fp32"])),
-        "bf16/pt-bf16-cl": lambda r: ratio(ips(r["amp-bf16"]), ips(r["pt-bf16-cl"])),
-        "bf16/pt-bf16-best": lambda r: ratio(ips(r["amp-bf16"]), best(r["pt-bf16"], r["pt-bf16-cl"])),
-        "fp32/pt-fp32-best": lambda r: ratio(ips(r["fp32"]), best(r["pt-fp32"], r["pt-fp32-cl"])),
-        # a step time ratio: the inverse of the speeds'
-        "fp16-time/fp32-time": lambda r: ratio(ips(r["fp32"]), ips(r["amp-fp16"])),
-    }[key]
+# One round's value of each ratio the bounds name, from that round's runs.
+ROUND_VALUES = {
+    "bf16/fp32": lambda r: ratio(ips(r["amp-bf16"]), ips(r["fp32"])),
+    "bf16/pt-bf16-cl": lambda r: ratio(ips(r["amp-bf16"]), ips(r["pt-bf16-cl"])),
+    "bf16/pt-bf16-best": lambda r: ratio(ips(r["amp-bf16"]), best(r["pt-bf16"], r["pt-bf16-cl"])),
+    "fp32/pt-fp32-best": lambda r: ratio(ips(r["fp32"]), best(r["pt-fp32"], r["pt-fp32-cl"])),
+    "fp16-time/fp32-time": lambda r: ratio(ips(r["fp32"]), ips(r["amp-fp16"])),  # step times: the speeds inverted
+}
 
-
+# The issue's bounds: (configuration, what, ratio, bound, at least?).
 CHECKS = [
     ("r18-64", "amp-bf16 / our fp32 (images/s)", "bf16/fp32", 1.8, True),
     ("r18-224", "amp-bf16 / our fp32 (images/s)", "bf16/fp32", 1.8, True),
@@ -164,8 +162,8 @@ def main(argv=None):
             if runs.get("fp32") and runs.get("pt-fp32"):
                 check_same_network(runs["fp32"], runs["pt-fp32"])
             rounds.append(runs)
-        for _, _, key, _, _ in CHECKS:
-            values[(config, key)] = [v for v in (round_value(key)(runs) for runs in rounds) if v is not None]
+        for key in ROUND_VALUES:
+            values[(config, key)] = [v for v in (ROUND_VALUES[key](runs) for runs in rounds) if v is not None]
 
         print(f"\n{config}: medians over {args.rounds} rounds")
         print("| program | img/s | ms/step | peak tensors MiB | max RSS MiB |\n|---|---:|---:|---:|---:|")
