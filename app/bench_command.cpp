@@ -1,6 +1,7 @@
 // ampwb bench: training throughput on synthetic data. --json prints one line (the bench/ drivers read the last JSON
 // line of the output).
 #include <cstdio>
+#include <map>
 
 #include "commands.h"
 #include "train/benchmark.h"
@@ -87,6 +88,13 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
   add_number(bench, "--seed", c.seed, "seeds the weights and the synthetic data");
   bench->add_flag("--json", options->json, "one line of JSON (NaN and infinity as null)");
   bench->add_flag("--profile", c.profile, "time every op by class and print where a step's time goes");
+  bench
+      ->add_option("--conv-algorithm", c.conv_algorithm,
+                   "CPU, FP32 3x3 convolutions: auto (Winograd F(2x2,3x3) without AVX-512, else direct), direct, "
+                   "winograd")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, ConvAlgorithm>{
+          {"auto", ConvAlgorithm::Auto}, {"direct", ConvAlgorithm::Direct}, {"winograd", ConvAlgorithm::Winograd}}))
+      ->type_name("ALGORITHM");
   bench->footer(devices_help);
   run_on_parse(bench, invocation, options, bench_command);
 }

@@ -159,6 +159,28 @@ int run(int threads, int rounds) {
       std::printf("%-20s %-16s %10.1f %10.1f %7.2fx\n", s.name, passes[k], flops / tf / 1e9, flops / tb / 1e9, tf / tb);
     }
   }
+
+  // FP32 3x3 convolutions: oneDNN's direct ones against the engine's Winograd F(2x2,3x3) (backend/cpu/winograd.h),
+  // alternated; GFLOP/s count the direct convolution's multiply-adds for both.
+  auto direct = make_backend("cpu", {threads, false, false, ConvAlgorithm::Direct});
+  auto winograd = make_backend("cpu", {threads, false, false, ConvAlgorithm::Winograd});
+  std::printf("\nFP32, oneDNN's direct convolution against Winograd F(2x2,3x3), alternated:\n");
+  std::printf("%-20s %-16s %10s %10s %8s\n", "shape", "pass", "direct", "Winograd", "speed-up");
+  for (const ConvShape& s : shapes) {
+    if (s.R != 3) continue;
+    const double flops = 2.0 * s.N * s.K * s.H * s.H * s.C * 9;
+    std::vector<double> d[3], w[3];
+    for (int r = 0; r < rounds; ++r) {
+      const ConvTimes a = time_conv(*direct, s, DType::F32, 3), b = time_conv(*winograd, s, DType::F32, 3);
+      d[0].push_back(a.forward), d[1].push_back(a.backward_data), d[2].push_back(a.backward_weights);
+      w[0].push_back(b.forward), w[1].push_back(b.backward_data), w[2].push_back(b.backward_weights);
+    }
+    const char* passes[] = {"forward", "backward data", "backward weights"};
+    for (int k = 0; k < 3; ++k) {
+      const double td = median(d[k]), tw = median(w[k]);
+      std::printf("%-20s %-16s %10.1f %10.1f %7.2fx\n", s.name, passes[k], flops / td / 1e9, flops / tw / 1e9, td / tw);
+    }
+  }
   return 0;
 }
 

@@ -17,6 +17,8 @@
 #include <variant>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
+#include "core/simd.h"
 #include "op_cases.h"
 #include "op_harness.h"
 
@@ -478,6 +480,45 @@ TEST(CpuBackend, DescribesItsOneDnnAndIsa) {
   EXPECT_EQ(b->capabilities().isa,
             b->description().substr(b->description().find(", ") + 2, b->capabilities().isa.size()));
   EXPECT_FALSE(b->capabilities().tf32.available) << "TF32 is a GPU format: the tf32 op cases skip on the CPU";
+}
+
+// The CPU's Winograd path (backend/cpu/winograd.h) against oneDNN's direct convolution from the same inputs: within
+// the FP32 bound of each other, and the same bits whatever the thread count and with or without AVX2. (The op cases
+// above check it against the float64 reference.)
+TEST(CpuBackend, WinogradAgreesWithTheDirectConvolutionWhateverItsThreadsOrSimd) {
+  Rng rng(17);
+  const Tensor x = host_random({3, 64, 13, 12}, rng, DType::F32, Layout::NHWC);
+  const Tensor w = host_random({72, 64, 3, 3}, rng, DType::F32, Layout::NHWC);
+  const Tensor dy = host_random({3, 72, 13, 12}, rng, DType::F32, Layout::NHWC);
+  struct Results {
+    std::vector<float> y, dx, dw;
+  };
+  auto convolve = [&](int threads, bool winograd) {
+    CpuBackend b({threads, false, false, winograd ? ConvAlgorithm::Winograd : ConvAlgorithm::Direct});
+    Tensor y = Tensor::empty(dy.shape(), DType::F32, Layout::NHWC);
+    Tensor dx = Tensor::empty(x.shape(), DType::F32, Layout::NHWC);
+    Tensor dw = Tensor::empty(w.shape(), DType::F32, Layout::NHWC);
+    b.conv2d_forward(x, w, y, {1, 1});
+    b.conv2d_backward_data(dy, w, dx, {1, 1});
+    b.conv2d_backward_weights(x, dy, dw, {1, 1});
+    return Results{to_float_vector(y), to_float_vector(dx), to_float_vector(dw)};
+  };
+  const Results direct = convolve(2, false), two = convolve(2, true), one = convolve(1, true);
+  const SimdLevel before = set_simd_limit(SimdLevel::Scalar);
+  const Results scalar = convolve(2, true);
+  set_simd_limit(before);
+
+  EXPECT_LE(compare(two.y, direct.y, false).error, 1e-5);
+  EXPECT_LE(compare(two.dx, direct.dx, false).error, 1e-5);
+  EXPECT_LE(compare(two.dw, direct.dw, false).error, 1e-5);
+  EXPECT_NE(two.y, direct.y) << "the same bits as the direct convolution: was the Winograd path taken?";
+  EXPECT_NE(two.dw, direct.dw);
+  EXPECT_EQ(two.y, one.y);
+  EXPECT_EQ(two.dx, one.dx);
+  EXPECT_EQ(two.dw, one.dw);
+  EXPECT_EQ(two.y, scalar.y);
+  EXPECT_EQ(two.dx, scalar.dx);
+  EXPECT_EQ(two.dw, scalar.dw);
 }
 
 }  // namespace

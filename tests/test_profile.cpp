@@ -178,5 +178,21 @@ TEST(ProfiledBackend, AmpwbBenchProfilePrintsEveryClassPerStep) {
     EXPECT_NE(text.find(row), std::string::npos) << row << " in\n" << text;
 }
 
+// --conv-algorithm picks the CPU's FP32 3x3 convolutions, and the backend's description (stored with every run)
+// says which the step used.
+TEST(ProfiledBackend, AmpwbBenchConvAlgorithmNamesTheConvolutionsUsed) {
+  const std::string tiny =
+      "--depth 18 --image-size 32 --batch-size 2 --classes 10 --steps 1 --warmup 0 --threads 2 --precision fp32";
+  const auto [status, winograd] = ampwb_bench(tiny + " --conv-algorithm winograd");
+  ASSERT_EQ(status, 0) << winograd;
+  EXPECT_NE(winograd.find("Winograd F(2x2,3x3)"), std::string::npos) << winograd;
+  const auto [direct_status, direct] = ampwb_bench(tiny + " --conv-algorithm direct");
+  ASSERT_EQ(direct_status, 0) << direct;
+  EXPECT_EQ(direct.find("Winograd"), std::string::npos) << direct;
+  const auto [refused_status, refused] = ampwb_bench(tiny + " --conv-algorithm fft");
+  EXPECT_NE(refused_status, 0);
+  EXPECT_NE(refused.find("fft"), std::string::npos) << refused;
+}
+
 }  // namespace
 }  // namespace ampwb

@@ -137,10 +137,16 @@ class Backend {
   virtual Tensor upload(const Tensor& host);
 };
 
+// How the CPU computes FP32 3x3 convolutions of 64 to 256 channels (stride 1): oneDNN's direct algorithm, or
+// Winograd's F(2x2,3x3) (backend/cpu/winograd.h, 2.25x fewer multiply-adds). Auto takes Winograd where it was
+// measured faster, CPUs without AVX-512 (1.5-2.6x per convolution on Zen 1), and the direct algorithm elsewhere.
+enum class ConvAlgorithm { Auto, Direct, Winograd };
+
 struct BackendOptions {
   int threads = 0;            // CPU worker threads; 0 = all cores
   bool emulate_bf16 = false;  // CPU: BF16 in FP32 primitives even where oneDNN has BF16 ones (tests, benchmarks)
   bool tf32 = false;          // CUDA: FP32 convolutions and matrix products on TF32 tensor cores (the tf32 mode)
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions
 };
 
 // t on the backend's device: t itself when it is there already, else a copy (convert() moves between devices).

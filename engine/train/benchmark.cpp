@@ -17,8 +17,8 @@ namespace ampwb {
 BenchResult run_benchmark(const BenchConfig& config) {
   AMPWB_CHECK(config.steps >= 1 && config.warmup >= 0, "--steps must be at least 1");
   AMPWB_CHECK(config.batch_size >= 2, "--batch-size must be at least 2");
-  std::unique_ptr<Backend> backend =
-      make_backend(config.device, {config.threads, false, config.precision == PrecisionMode::Tf32});
+  std::unique_ptr<Backend> backend = make_backend(
+      config.device, {config.threads, false, config.precision == PrecisionMode::Tf32, config.conv_algorithm});
   ProfiledBackend* profiled = nullptr;
   if (config.profile) {
     auto wrapped = std::make_unique<ProfiledBackend>(std::move(backend));

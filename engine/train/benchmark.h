@@ -24,6 +24,7 @@ struct BenchConfig {
   uint64_t seed = 0;
   Stem stem = Stem::Auto;
   bool profile = false;  // time every op by class (backend/profiled_backend.h); the device waits after each op
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions (backend.h)
 };
 
 struct BenchResult {

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "core/simd.h"
 
 namespace ampwb {
 
@@ -25,6 +26,8 @@ CpuBackend::CpuBackend(const BackendOptions& options) : impl_(std::make_unique<I
 #endif
   impl_->threads = threads_;
   impl_->emulate_bf16 = options.emulate_bf16;
+  winograd_ = options.conv_algorithm == ConvAlgorithm::Winograd ||
+              (options.conv_algorithm == ConvAlgorithm::Auto && simd_level() < SimdLevel::Avx512);
   omp_set_num_threads(threads_);
 }
 
@@ -36,7 +39,8 @@ std::string CpuBackend::description() const {
   const dnnl_version_t* v = dnnl_version();
   std::ostringstream out;
   out << "cpu (oneDNN " << v->major << '.' << v->minor << '.' << v->patch << ", " << isa() << ", " << threads_
-      << (threads_ == 1 ? " thread)" : " threads)");
+      << (threads_ == 1 ? " thread" : " threads")
+      << (winograd_ ? ", FP32 3x3 convolutions by Winograd F(2x2,3x3))" : ")");
   return out.str();
 }
 

@@ -82,6 +82,7 @@ class CpuBackend final : public Backend {
   struct Impl;  // oneDNN engine, stream and primitive caches
   std::unique_ptr<Impl> impl_;
   int threads_ = 1;
+  bool winograd_ = false;  // FP32 3x3 convolutions by Winograd F(2x2,3x3) (BackendOptions::conv_algorithm)
   StepScalars scalars_;  // what read_scalars() returns: host memory here, so no copy
 };
 

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/winograd.h"
 
 namespace ampwb {
 
@@ -14,6 +15,10 @@ using cpu_detail::conv_out;
 using cpu_detail::make_key;
 using cpu_detail::plain_desc;
 using cpu_detail::require_native_bf16;
+using cpu_detail::winograd_backward_data;
+using cpu_detail::winograd_backward_weights;
+using cpu_detail::winograd_fits;
+using cpu_detail::winograd_forward;
 
 // ---- Convolution --------------------------------------------------------------------------------------------
 
@@ -82,6 +87,7 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
                   y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
                   y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
               "conv2d_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
+  if (winograd_ && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);
   const Cached* c =
       impl_->find(make_key("conv_fwd", x, w, y, p.stride, p.padding), ask_onednn(impl_->emulate_bf16, x, w, y), [&] {
         auto pd = impl_->conv_forward_pd(x, w, y, p);
@@ -104,6 +110,7 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
   AMPWB_CHECK(
       dx.rank() == 4 && w.c() == dx.c() && dy.c() == w.n() && dy.h() == conv_out(dx.h(), w.h(), p.stride, p.padding),
       "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
+  if (winograd_ && winograd_fits(dy, w, dx, p)) return winograd_backward_data(dy, w, dx, threads_);
   const auto key = make_key("conv_bwd_data", dy, w, dx, p.stride, p.padding);
   const Cached* c = impl_->find(key, ask_onednn(impl_->emulate_bf16, dy, w, dx), [&] {
     const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
@@ -130,6 +137,7 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
   AMPWB_CHECK(
       x.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n(),
       "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
+  if (winograd_ && winograd_fits(x, dw, dy, p)) return winograd_backward_weights(x, dy, dw, threads_);
   // oneDNN 2.6.3's jit_1x1:avx2 gets the weight gradient of a strided 1x1 NHWC convolution wrong when a channel
   // count is not a multiple of 8 (test_ops under ONEDNN_MAX_CPU_ISA=AVX2 found it). The same gradient is that of
   // a stride-1 convolution over the input's sampled pixels, which every implementation gets right.
