@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/allocator.h"
 #include "core/simd.h"
 #include "op_cases.h"
 #include "op_harness.h"
@@ -519,6 +520,51 @@ TEST(CpuBackend, WinogradAgreesWithTheDirectConvolutionWhateverItsThreadsOrSimd)
   EXPECT_EQ(two.y, scalar.y);
   EXPECT_EQ(two.dx, scalar.dx);
   EXPECT_EQ(two.dw, scalar.dw);
+}
+
+// FP16 and BF16 convolutions, which the CPU emulates, take Winograd with the conversions folded into its transforms:
+// the same bits as the emulation's widening to FP32, FP32 convolution and rounding, done here step by step.
+TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {
+  CpuBackend b({2, true, false, ConvAlgorithm::Winograd});  // BF16 emulated on every CPU
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    Rng rng(5);
+    const Tensor x = host_random({2, 64, 12, 13}, rng, dtype, Layout::NHWC);
+    const Tensor w = host_random({72, 64, 3, 3}, rng, dtype, Layout::NCHW);  // as the layers keep them
+    const Tensor dy = host_random({2, 72, 12, 13}, rng, dtype, Layout::NHWC);
+    auto empty_like = [](const Tensor& t, DType d) { return Tensor::empty(t.shape(), d, t.layout()); };
+    Tensor y = empty_like(dy, dtype), dx = empty_like(x, dtype), dw = empty_like(w, dtype);
+    b.conv2d_forward(x, w, y, {1, 1});
+    b.conv2d_backward_data(dy, w, dx, {1, 1});
+    b.conv2d_backward_weights(x, dy, dw, {1, 1});
+
+    auto widened = [&](const Tensor& t) {
+      Tensor wide = empty_like(t, DType::F32);
+      b.convert(t, wide);
+      return wide;
+    };
+    auto rounded = [&](const Tensor& wide) {
+      Tensor narrow = empty_like(wide, dtype);
+      b.convert(wide, narrow);
+      return to_float_vector(narrow);
+    };
+    Tensor y32 = empty_like(dy, DType::F32), dx32 = empty_like(x, DType::F32), dw32 = empty_like(w, DType::F32);
+    b.conv2d_forward(widened(x), widened(w), y32, {1, 1});
+    b.conv2d_backward_data(widened(dy), widened(w), dx32, {1, 1});
+    b.conv2d_backward_weights(widened(x), widened(dy), dw32, {1, 1});
+    EXPECT_EQ(to_float_vector(y), rounded(y32)) << dtype_name(dtype);
+    EXPECT_EQ(to_float_vector(dx), rounded(dx32)) << dtype_name(dtype);
+    EXPECT_EQ(to_float_vector(dw), rounded(dw32)) << dtype_name(dtype);
+  }
+  // Folded: no FP32 copy of the activations is made (widening first would hold x and y in FP32 at once).
+  Rng rng(6);
+  const Tensor x = host_random({4, 64, 64, 64}, rng, DType::F16, Layout::NHWC);
+  const Tensor w = host_random({64, 64, 3, 3}, rng, DType::F16, Layout::NCHW);
+  Tensor y = Tensor::empty(x.shape(), DType::F16, Layout::NHWC);
+  Allocator& allocator = cpu_allocator();
+  const size_t live_before = allocator.stats().live_bytes;
+  allocator.reset_peak();
+  b.conv2d_forward(x, w, y, {1, 1});
+  EXPECT_LT(allocator.stats().peak_live_bytes - live_before, x.numel() * sizeof(float));
 }
 
 }  // namespace

@@ -23,6 +23,12 @@ using cpu_detail::winograd_forward;
 // ---- Convolution --------------------------------------------------------------------------------------------
 
 namespace {
+// FP32 tensors take Winograd before oneDNN is asked; 16-bit ones only where the engine emulates them (a native BF16
+// primitive stays oneDNN's).
+bool all_fp32(const Tensor& a, const Tensor& b, const Tensor& c) {
+  return a.dtype() == DType::F32 && b.dtype() == DType::F32 && c.dtype() == DType::F32;
+}
+
 // x (N,C,H,W) NHWC -> (N,C,P,Q): the pixels at multiples of `stride`, those a 1x1 convolution reads.
 Tensor sample_pixels(const Tensor& x, int stride, int64_t P, int64_t Q) {
   Tensor sampled = Tensor::empty({x.n(), x.c(), P, Q}, x.dtype(), Layout::NHWC);
@@ -87,7 +93,7 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
                   y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
                   y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
               "conv2d_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
-  if (winograd_ && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);
+  if (winograd_ && all_fp32(x, w, y) && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);
   const Cached* c =
       impl_->find(make_key("conv_fwd", x, w, y, p.stride, p.padding), ask_onednn(impl_->emulate_bf16, x, w, y), [&] {
         auto pd = impl_->conv_forward_pd(x, w, y, p);
@@ -97,6 +103,7 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
         return c;
       });
   if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    if (winograd_ && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);  // the same, folded
     Tensor y32 = wide_output(y);
     conv2d_forward(widen(x), widen(w), y32, p);
     return narrow(y32, y);
@@ -110,7 +117,8 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
   AMPWB_CHECK(
       dx.rank() == 4 && w.c() == dx.c() && dy.c() == w.n() && dy.h() == conv_out(dx.h(), w.h(), p.stride, p.padding),
       "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
-  if (winograd_ && winograd_fits(dy, w, dx, p)) return winograd_backward_data(dy, w, dx, threads_);
+  if (winograd_ && all_fp32(dy, w, dx) && winograd_fits(dy, w, dx, p))
+    return winograd_backward_data(dy, w, dx, threads_);
   const auto key = make_key("conv_bwd_data", dy, w, dx, p.stride, p.padding);
   const Cached* c = impl_->find(key, ask_onednn(impl_->emulate_bf16, dy, w, dx), [&] {
     const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
@@ -124,6 +132,7 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
     return c;
   });
   if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    if (winograd_ && winograd_fits(dy, w, dx, p)) return winograd_backward_data(dy, w, dx, threads_);
     Tensor dx32 = wide_output(dx);
     conv2d_backward_data(widen(dy), widen(w), dx32, p);
     return narrow(dx32, dx);
@@ -137,7 +146,8 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
   AMPWB_CHECK(
       x.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n(),
       "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
-  if (winograd_ && winograd_fits(x, dw, dy, p)) return winograd_backward_weights(x, dy, dw, threads_);
+  if (winograd_ && all_fp32(x, dy, dw) && winograd_fits(x, dw, dy, p))
+    return winograd_backward_weights(x, dy, dw, threads_);
   // oneDNN 2.6.3's jit_1x1:avx2 gets the weight gradient of a strided 1x1 NHWC convolution wrong when a channel
   // count is not a multiple of 8 (test_ops under ONEDNN_MAX_CPU_ISA=AVX2 found it). The same gradient is that of
   // a stride-1 convolution over the input's sampled pixels, which every implementation gets right.
@@ -160,6 +170,7 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
   });
   if (!c && x.dtype() == DType::F32) return conv_backward_weights_batched(x, dy, dw, p, threads_);
   if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
+    if (winograd_ && winograd_fits(x, dw, dy, p)) return winograd_backward_weights(x, dy, dw, threads_);
     Tensor dw32 = wide_output(dw);
     conv2d_backward_weights(widen(x), widen(dy), dw32, p);
     return narrow(dw32, dw);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "core/convert16.h"
 #include "core/error.h"
 #include "core/simd.h"
 
@@ -155,6 +156,45 @@ Tensor transform_weights(const Tensor& w, bool flip, int threads) {
   return u;
 }
 
+// An NHWC tensor's pixels (its channels' values) as FP32: FP32 ones in place, FP16 and BF16 ones widened into a
+// buffer by the converters the FP16/BF16 emulation widens whole tensors with, so the result has the same bits as
+// widening first, without the FP32 copy of the tensor.
+class PixelReader {
+ public:
+  explicit PixelReader(const Tensor& t) : data_(t.data()), dtype_(t.dtype()), channels_(t.c()) {}
+  const float* read(int64_t pixel, float* buffer) const {
+    if (dtype_ == DType::F32) return static_cast<const float*>(data_) + pixel * channels_;
+    (dtype_ == DType::BF16 ? bf16_to_f32 : f16_to_f32)(static_cast<const uint16_t*>(data_) + pixel * channels_, buffer,
+                                                       channels_, 1);
+    return buffer;
+  }
+
+ private:
+  const void* data_;
+  DType dtype_;
+  int64_t channels_;
+};
+
+// Where an NHWC output's pixels are computed: FP32 ones in place, FP16 and BF16 ones in a buffer, rounded into the
+// tensor by store() (as the emulation rounds its FP32 result).
+class PixelWriter {
+ public:
+  explicit PixelWriter(const Tensor& t) : data_(t.data()), dtype_(t.dtype()), channels_(t.c()) {}
+  float* target(int64_t pixel, float* buffer) const {
+    return dtype_ == DType::F32 ? static_cast<float*>(data_) + pixel * channels_ : buffer;
+  }
+  void store(int64_t pixel, const float* computed) const {
+    if (dtype_ == DType::F32) return;
+    (dtype_ == DType::BF16 ? f32_to_bf16 : f32_to_f16)(computed, static_cast<uint16_t*>(data_) + pixel * channels_,
+                                                       channels_, 1);
+  }
+
+ private:
+  void* data_;
+  DType dtype_;
+  int64_t channels_;
+};
+
 // How an NHWC image batch (N,H,W) splits into 2x2 output tiles, tile t = (n, i, j) in row-major order: its output
 // rows 2i and 2i+1 (and columns likewise) read input rows 2i-1 to 2i+2 (padding 1).
 struct Tiling {
@@ -167,24 +207,35 @@ struct Tiling {
         tiles_w((W + 1) / 2),
         count(N * tiles_h * tiles_w) {}
 
-  // d[a][b]: the pixel in row a, column b of tile t's 4x4 input window, or `zeros` outside the image.
-  void input_window(int64_t t, const float* image, int64_t channels, const float* zeros, const float* d[4][4]) const {
-    const int64_t n = t / (tiles_h * tiles_w), top = 2 * (t / tiles_w % tiles_h) - 1, left = 2 * (t % tiles_w) - 1;
-    for (int a = 0; a < 4; ++a)
-      for (int b = 0; b < 4; ++b) {
+  // The index of the pixel `size` x `size` window of tile t holds in row a, column b, starting at the tile's output
+  // pixel shifted by `shift` (-1: the input window, 0: the output tile); -1 outside the image.
+  template <int size>
+  void window(int64_t t, int shift, int64_t (&pixel)[size][size]) const {
+    const int64_t n = t / (tiles_h * tiles_w), top = 2 * (t / tiles_w % tiles_h) + shift;
+    const int64_t left = 2 * (t % tiles_w) + shift;
+    for (int a = 0; a < size; ++a)
+      for (int b = 0; b < size; ++b) {
         const int64_t h = top + a, w = left + b;
-        d[a][b] = h >= 0 && h < H && w >= 0 && w < W ? image + ((n * H + h) * W + w) * channels : zeros;
+        pixel[a][b] = h >= 0 && h < H && w >= 0 && w < W ? (n * H + h) * W + w : -1;
       }
   }
-  // y[a][b]: the pixel in row a, column b of tile t's output, or `outside` past the image's edge.
-  template <class Float>
-  void output_tile(int64_t t, Float* image, int64_t channels, Float* outside, Float* y[2][2]) const {
-    const int64_t n = t / (tiles_h * tiles_w), top = 2 * (t / tiles_w % tiles_h), left = 2 * (t % tiles_w);
+  // d[a][b]: tile t's 4x4 input window (`zeros` outside the image), 16-bit pixels widened into `buffer`.
+  void input_window(int64_t t, const PixelReader& image, int64_t channels, const float* zeros, float* buffer,
+                    const float* d[4][4]) const {
+    int64_t pixel[4][4];
+    window(t, -1, pixel);
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b)
+        d[a][b] = pixel[a][b] < 0 ? zeros : image.read(pixel[a][b], buffer + (a * 4 + b) * channels);
+  }
+  // dy[a][b]: tile t's 2x2 output gradient (`zeros` past the image's edge), 16-bit pixels widened into `buffer`.
+  void output_window(int64_t t, const PixelReader& image, int64_t channels, const float* zeros, float* buffer,
+                     const float* dy[2][2]) const {
+    int64_t pixel[2][2];
+    window(t, 0, pixel);
     for (int a = 0; a < 2; ++a)
-      for (int b = 0; b < 2; ++b) {
-        const int64_t h = top + a, w = left + b;
-        y[a][b] = h < H && w < W ? image + ((n * H + h) * W + w) * channels : outside;
-      }
+      for (int b = 0; b < 2; ++b)
+        dy[a][b] = pixel[a][b] < 0 ? zeros : image.read(pixel[a][b], buffer + (a * 2 + b) * channels);
   }
 };
 
@@ -195,13 +246,14 @@ void convolve(const Tensor& in, const Tensor& u, bool out_major, Tensor& out, in
   const Tiling tiling(in);
   const int64_t chunks = (tiling.count + kTiles - 1) / kTiles;
   // Per thread: the chunk's transformed input v (16, kTiles, Cin) and products m (16, kTiles, Cout), a pixel of
-  // zeros (the padding) and a pixel for outputs past the image's edge.
+  // zeros (the padding), a tile's 16-bit input window widened and its output before rounding, and a pixel for
+  // outputs past the image's edge.
   const int64_t v_size = kPoints * kTiles * Cin, m_size = kPoints * kTiles * Cout;
-  const int64_t per_thread = v_size + m_size + Cin + Cout;
+  const int64_t per_thread = v_size + m_size + Cin + kPoints * Cin + 4 * Cout + Cout;
   Tensor scratch = Tensor::empty({threads, per_thread}, DType::F32);
-  const float* input = in.data_as<const float>();
+  const PixelReader input(in);
+  const PixelWriter output(out);
   const float* weights = u.data_as<const float>();
-  float* output = out.data_as<float>();
   const bool avx2 = simd_level() >= SimdLevel::Avx2;
   std::atomic<bool> gemm_failed{false};
   // Every chunk is one thread's, and its matrix products run on that thread alone (oneDNN's sgemm does not start
@@ -211,14 +263,16 @@ void convolve(const Tensor& in, const Tensor& u, bool out_major, Tensor& out, in
     float* v = scratch.data_as<float>() + omp_get_thread_num() * per_thread;
     float* m = v + v_size;
     float* zeros = m + m_size;
-    float* outside = zeros + Cin;
+    float* window = zeros + Cin;
+    float* tile = window + kPoints * Cin;
+    float* outside = tile + 4 * Cout;
     std::fill(zeros, zeros + Cin, 0.0f);
 #pragma omp for schedule(static)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       const int64_t first = chunk * kTiles, count = std::min(kTiles, tiling.count - first);
       for (int64_t t = 0; t < count; ++t) {
         const float* d[4][4];
-        tiling.input_window(first + t, input, Cin, zeros, d);
+        tiling.input_window(first + t, input, Cin, zeros, window, d);
         (avx2 ? transform_input_avx2 : transform_input)(d, v + t * Cin, kTiles * Cin, Cin);
       }
       for (int point = 0; point < kPoints; ++point) {
@@ -228,13 +282,29 @@ void convolve(const Tensor& in, const Tensor& u, bool out_major, Tensor& out, in
         if (status != dnnl::status::success) gemm_failed = true;
       }
       for (int64_t t = 0; t < count; ++t) {
+        int64_t pixel[2][2];
+        tiling.window(first + t, 0, pixel);
         float* y[2][2];
-        tiling.output_tile(first + t, output, Cout, outside, y);
+        for (int a = 0; a < 2; ++a)
+          for (int b = 0; b < 2; ++b)
+            y[a][b] = pixel[a][b] < 0 ? outside : output.target(pixel[a][b], tile + (a * 2 + b) * Cout);
         (avx2 ? transform_output_avx2 : transform_output)(m + t * Cout, kTiles * Cout, y, Cout);
+        for (int a = 0; a < 2; ++a)
+          for (int b = 0; b < 2; ++b)
+            if (pixel[a][b] >= 0) output.store(pixel[a][b], y[a][b]);
       }
     }
   }
   AMPWB_CHECK(!gemm_failed, "oneDNN's sgemm failed in the Winograd convolution of " << in.describe());
+}
+
+// w as FP32: itself, or 16-bit weights widened (the same converters as the emulation's).
+Tensor fp32_weights(const Tensor& w, int threads) {
+  if (w.dtype() == DType::F32) return w;
+  Tensor wide = Tensor::empty(w.shape(), DType::F32, w.layout());
+  (w.dtype() == DType::BF16 ? bf16_to_f32 : f16_to_f32)(w.data_as<const uint16_t>(), wide.data_as<float>(), w.numel(),
+                                                        threads);
+  return wide;
 }
 
 // dw (K,C,3,3) = G^T du G for every (k, c), du (16, K, C) the weight gradient in the transformed domain,
@@ -272,16 +342,18 @@ void untransform_weight_gradient(const float* du, Tensor& dw, int threads) {
 }  // namespace
 
 bool winograd_fits(const Tensor& in, const Tensor& w, const Tensor& out, ConvParams p) {
-  return in.dtype() == DType::F32 && w.dtype() == DType::F32 && out.dtype() == DType::F32 &&
-         in.layout() == Layout::NHWC && out.layout() == Layout::NHWC && w.h() == 3 && w.w() == 3 && p.stride == 1 &&
-         p.padding == 1 && in.c() >= 64 && out.c() >= 64 && in.c() * out.c() <= kMaxChannelPairs &&
-         std::min(in.h(), in.w()) >= kMinImageSide;
+  auto floating = [](const Tensor& t) {
+    return t.dtype() == DType::F32 || t.dtype() == DType::F16 || t.dtype() == DType::BF16;
+  };
+  return floating(in) && floating(w) && floating(out) && in.layout() == Layout::NHWC && out.layout() == Layout::NHWC &&
+         w.h() == 3 && w.w() == 3 && p.stride == 1 && p.padding == 1 && in.c() >= 64 && out.c() >= 64 &&
+         in.c() * out.c() <= kMaxChannelPairs && std::min(in.h(), in.w()) >= kMinImageSide;
 }
 
 void winograd_forward(const Tensor& x, const Tensor& w, Tensor& y, int threads) {
   AMPWB_CHECK(x.c() == w.c() && y.c() == w.n() && y.n() == x.n() && y.h() == x.h() && y.w() == x.w(),
               "winograd_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
-  convolve(x, transform_weights(w, false, threads), true, y, threads);
+  convolve(x, transform_weights(fp32_weights(w, threads), false, threads), true, y, threads);
 }
 
 void winograd_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, int threads) {
@@ -296,46 +368,55 @@ void winograd_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, in
   // The chunk's transformed input v (16, chunk_tiles, C) and output gradient g (16, chunk_tiles, K), the sum du
   // (16, K, C) of g^T v over the chunks, and a pixel of zeros for the padding.
   const int64_t v_size = kPoints * chunk_tiles * C, g_size = kPoints * chunk_tiles * K, du_size = kPoints * K * C;
-  Tensor scratch = Tensor::empty({v_size + g_size + du_size + std::max(C, K)}, DType::F32);
+  // Per thread, a tile's 16-bit input window and output gradient widened.
+  const int64_t per_thread = kPoints * C + 4 * K;
+  Tensor scratch = Tensor::empty({v_size + g_size + du_size + std::max(C, K) + threads * per_thread}, DType::F32);
   float* v = scratch.data_as<float>();
   float* g = v + v_size;
   float* du = g + g_size;
   float* zeros = du + du_size;
   std::fill(du, zeros + std::max(C, K), 0.0f);
-  const float* input = x.data_as<const float>();
-  const float* gradient = dy.data_as<const float>();
+  const PixelReader input(x), gradient(dy);
   const bool avx2 = simd_level() >= SimdLevel::Avx2;
   std::atomic<bool> gemm_failed{false};
   // The threads share each chunk: its tiles' transforms, then its 16 matrix products, each point's sum on one thread.
   // Every point's sum adds the chunks in order, so the bits do not depend on the thread count.
 #pragma omp parallel num_threads(threads)
-  for (int64_t first = 0; first < tiling.count; first += chunk_tiles) {
-    const int64_t count = std::min(chunk_tiles, tiling.count - first);
+  {
+    float* window = zeros + std::max(C, K) + omp_get_thread_num() * per_thread;
+    float* gradient_window = window + kPoints * C;
+    for (int64_t first = 0; first < tiling.count; first += chunk_tiles) {
+      const int64_t count = std::min(chunk_tiles, tiling.count - first);
 #pragma omp for schedule(static)
-    for (int64_t t = 0; t < count; ++t) {
-      const float* d[4][4];
-      tiling.input_window(first + t, input, C, zeros, d);
-      (avx2 ? transform_input_avx2 : transform_input)(d, v + t * C, chunk_tiles * C, C);
-      const float* tile_gradient[2][2];
-      tiling.output_tile(first + t, gradient, K, static_cast<const float*>(zeros), tile_gradient);
-      (avx2 ? transform_gradient_avx2 : transform_gradient)(tile_gradient, g + t * K, chunk_tiles * K, K);
-    }
+      for (int64_t t = 0; t < count; ++t) {
+        const float* d[4][4];
+        tiling.input_window(first + t, input, C, zeros, window, d);
+        (avx2 ? transform_input_avx2 : transform_input)(d, v + t * C, chunk_tiles * C, C);
+        const float* tile_gradient[2][2];
+        tiling.output_window(first + t, gradient, K, zeros, gradient_window, tile_gradient);
+        (avx2 ? transform_gradient_avx2 : transform_gradient)(tile_gradient, g + t * K, chunk_tiles * K, K);
+      }
 #pragma omp for schedule(static)
-    for (int point = 0; point < kPoints; ++point) {  // du (K, C) += g^T (K, count) v (count, C)
-      const auto status = dnnl::sgemm('T', 'N', K, C, count, 1.0f, g + point * chunk_tiles * K, K,
-                                      v + point * chunk_tiles * C, C, 1.0f, du + point * K * C, C);
-      if (status != dnnl::status::success) gemm_failed = true;
+      for (int point = 0; point < kPoints; ++point) {  // du (K, C) += g^T (K, count) v (count, C)
+        const auto status = dnnl::sgemm('T', 'N', K, C, count, 1.0f, g + point * chunk_tiles * K, K,
+                                        v + point * chunk_tiles * C, C, 1.0f, du + point * K * C, C);
+        if (status != dnnl::status::success) gemm_failed = true;
+      }
     }
   }
   AMPWB_CHECK(!gemm_failed, "oneDNN's sgemm failed in the Winograd weight gradient of " << x.describe());
-  untransform_weight_gradient(du, dw, threads);
+  if (dw.dtype() == DType::F32) return untransform_weight_gradient(du, dw, threads);
+  Tensor wide = Tensor::empty(dw.shape(), DType::F32, dw.layout());  // rounded once, as the emulation does
+  untransform_weight_gradient(du, wide, threads);
+  (dw.dtype() == DType::BF16 ? f32_to_bf16 : f32_to_f16)(wide.data_as<const float>(), dw.data_as<uint16_t>(),
+                                                         dw.numel(), threads);
 }
 
 void winograd_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, int threads) {
   AMPWB_CHECK(
       dy.c() == w.n() && dx.c() == w.c() && dx.n() == dy.n() && dx.h() == dy.h() && dx.w() == dy.w(),
       "winograd_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
-  convolve(dy, transform_weights(w, true, threads), false, dx, threads);
+  convolve(dy, transform_weights(fp32_weights(w, threads), true, threads), false, dx, threads);
 }
 
 }  // namespace ampwb::cpu_detail

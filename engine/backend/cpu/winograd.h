@@ -15,7 +15,13 @@
 
 namespace ampwb::cpu_detail {
 
-// Whether this convolution takes the Winograd path: FP32, NHWC activations, a 3x3 kernel, stride 1, padding 1,
+// Every tensor may be FP32, FP16 or BF16: 16-bit ones are widened pixel by pixel as the transforms read them and
+// results rounded as they are written, by the converters the engine's FP16/BF16 emulation widens and rounds whole
+// tensors with, so a 16-bit convolution here has the bits of the emulation's widen, FP32 convolution, round
+// (conversions folded into the kernels: no FP32 copies of the activations).
+//
+// Whether this convolution can take the Winograd path: FP32, FP16 or BF16 tensors, NHWC activations, a 3x3
+// kernel, stride 1, padding 1,
 // 64 to 256 channels in and out (below, the transforms cost more than the multiplications saved: 0.7x the direct
 // convolution's speed at 16 channels, 1.05x at 32, 1.2-1.8x at 64 on Zen 1; above, see kMaxChannelPairs), and
 // images of at least 12x12 pixels (kMinImageSide).
