@@ -71,6 +71,20 @@ def run_json(cmd, timeout):
                      f"--- stderr ---\n{proc.stderr.strip()[-2000:]}")
 
 
+def torch_missing(python):
+    """Why `python` cannot run the PyTorch side, or None: said once, up front, rather than as every run's failure."""
+    try:
+        proc = subprocess.run([python, "-c", "import torch, torchvision"], capture_output=True, text=True,
+                              timeout=300)
+    except (FileNotFoundError, PermissionError):
+        return f"{python} not found"
+    if proc.returncode == 0:
+        return None
+    last = (proc.stderr.strip().splitlines() or ["import failed"])[-1]
+    return (f"{python} cannot import torch and torchvision ({last}); on Debian 12: "
+            f"apt-get install python3-torch python3-torchvision, or pass --python")
+
+
 def require(result, keys, who):
     missing = [k for k in keys if k not in result]
     if missing:
@@ -174,6 +188,10 @@ def main(argv=None):
     if not args.pytorch_only and not os.access(args.ampwb, os.X_OK):
         print(f"compare_pytorch: error: {args.ampwb} is not an executable; build it "
               f"first, pass --ampwb PATH, or use --pytorch-only", file=sys.stderr)
+        return 2
+    missing = torch_missing(args.python)
+    if missing:
+        print(f"compare_pytorch: error: {missing}", file=sys.stderr)
         return 2
 
     if args.depth in IMAGENET_DEPTHS and args.image_size < 64:

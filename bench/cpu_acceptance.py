@@ -25,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_pytorch import (DEFAULT_PYTHON, PYTORCH_BENCH, BenchError,  # noqa: E402
-                             check_same_network, require, run_json)
+                             check_same_network, require, run_json, torch_missing)
 
 # name: (depth, image size, batch, classes, timed steps, warm-up steps)
 CONFIGS = {
@@ -130,6 +130,9 @@ def main(argv=None):
         p.error(f"unknown configuration {', '.join(unknown)}" if unknown else "--rounds and --threads must be >= 1")
     if not os.access(args.ampwb, os.X_OK):
         p.error(f"{args.ampwb} is not an executable: build it first or pass --ampwb PATH")
+    missing = torch_missing(args.python)
+    if missing:
+        p.error(missing)
 
     model, flags = cpu_summary()
     pytorch_bf16 = args.pytorch_bf16 == "always" or (args.pytorch_bf16 == "auto" and "avx512bw" in flags)

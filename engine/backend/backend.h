@@ -139,7 +139,8 @@ class Backend {
 
 // How the CPU computes FP32 3x3 convolutions of 64 to 256 channels (stride 1): oneDNN's direct algorithm, or
 // Winograd's F(2x2,3x3) (backend/cpu/winograd.h, 2.25x fewer multiply-adds). Auto takes Winograd where it was
-// measured faster, CPUs without AVX-512 (1.5-2.6x per convolution on Zen 1), and the direct algorithm elsewhere.
+// measured faster, CPUs without AVX-512 (1.4-2.2x per ResNet-18 convolution on Zen 1), and the direct algorithm
+// elsewhere.
 enum class ConvAlgorithm { Auto, Direct, Winograd };
 
 struct BackendOptions {
