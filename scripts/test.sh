@@ -5,13 +5,18 @@
 # cores through OpenMP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Where the run's time goes (a clean machine spends most of it building): each stage's start, in minutes.
+stage() { echo "== $1: starts at $((SECONDS / 60))m$((SECONDS % 60))s"; }
+stage "installing what is missing"
 scripts/install-deps.sh
 export QT_QPA_PLATFORM=offscreen XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp/ampwb-runtime-$UID}
 mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 
+stage "engine-only build and its tests"
 AMPWB_BUILD_DIR=build-engine scripts/build.sh -DAMPWB_BUILD_GUI=OFF
 ctest --test-dir build-engine --output-on-failure --timeout 900
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  stage "the GPU bundle"
   # The GPU bundle must build, run here through its own loader, and stay under its size limit.
   bundle=$(mktemp -d)
   scripts/gpu-bundle.sh "$bundle/gpu-bundle" | tail -n 1
@@ -21,8 +26,12 @@ fi
 
 # Memory errors, undefined behaviour and races (scripts/sanitize.sh); the file readers fuzzed for a short budget
 # (scripts/fuzz.sh runs them longer).
+stage "sanitizers"
 scripts/sanitize.sh
+stage "fuzzers"
 scripts/fuzz.sh 10
 
+stage "the full build with the desktop workbench, and every test"
 scripts/build.sh
 ctest --test-dir "${AMPWB_BUILD_DIR:-build}" --output-on-failure --timeout 900
+stage "done"
