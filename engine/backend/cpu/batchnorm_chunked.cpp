@@ -9,11 +9,13 @@
 
 #include "core/convert16.h"
 #include "core/error.h"
+#include "core/simd.h"
 
 namespace ampwb {
 namespace {
 
 constexpr int64_t kChunk = 1024;   // elements widened at a time: 4 KiB of FP32, in L1
+constexpr int64_t kBlock = 16;     // channels whose NHWC sums stay in registers: two AVX2 vectors, four SSE ones
 constexpr int64_t kMinPixels = 8;  // NHWC chunks hold at least this many pixels, so per-channel sums add up
 
 // FP16 and BF16 share the sign in bit 15: "positive" is the 16-bit ReLU's own test (relu_forward / relu_backward).
@@ -127,37 +129,49 @@ class Passes {
   }
 
   // body(chunk, scratch) over every chunk, split statically between the threads: the same split every call.
+  // Compiled twice, for any x86-64 and for AVX2 (twice the vector width): the loops only add, subtract, multiply
+  // and divide, lane by lane, and AVX2 without FMA fuses nothing, so both give the same bits.
   template <class Body>
   void run(Body body) {
+    if (avx2_) return run_avx2(body);
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t k = 0; k < chunks.count(); ++k) body(chunks[k], scratch_[omp_get_thread_num()]);
   }
 
   // The per-channel sums of S terms over the tensor: terms(chunk, scratch) first widens the chunk into the
-  // scratch, then returns term(i, c, out) writing element i's S terms. Summed in FP32 within a chunk, in FP64
-  // across chunks, and thread by thread in order: the same bits for the same thread count.
+  // scratch, then returns term(i, c, j), term j < S of element i (channel c). Summed in FP32 within a chunk, in
+  // FP64 across chunks, and thread by thread in order: the same bits for the same thread count.
   template <int S, class Terms>
   std::vector<double> channel_sums(Terms terms) {
     for (Scratch& s : scratch_) std::fill(s.sums.begin(), s.sums.end(), 0.0);
     run([&](const Chunk& k, Scratch& s) {
       auto term = terms(k, s);
-      float t[S];
       if (k.channel >= 0) {  // one channel: the sums in registers
         float part[S] = {};
-        for (int64_t i = 0; i < k.size; ++i) {
-          term(i, k.channel, t);
-          for (int j = 0; j < S; ++j) part[j] += t[j];
-        }
+        for (int64_t i = 0; i < k.size; ++i)
+          for (int j = 0; j < S; ++j) part[j] += term(i, k.channel, j);
         for (int j = 0; j < S; ++j) s.sums[j * C + k.channel] += part[j];
         return;
       }
-      float* part = s.chunk_sums.data();  // whole pixels: a sum per channel, the loop over channels vectorised
+      // Whole pixels: a sum per channel, pixel after pixel. Where C is a multiple of kBlock, a block of channels
+      // at a time with the sums in registers (summed to memory at every pixel, they waited on the store).
+      if (C % kBlock == 0) {
+        for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
+          float part[S][kBlock] = {};
+          for (int64_t p = 0; p < k.size; p += C)
+#pragma omp simd
+            for (int64_t b = 0; b < kBlock; ++b)
+              for (int j = 0; j < S; ++j) part[j][b] += term(p + c0 + b, c0 + b, j);
+          for (int j = 0; j < S; ++j)
+            for (int64_t b = 0; b < kBlock; ++b) s.sums[j * C + c0 + b] += part[j][b];
+        }
+        return;
+      }
+      float* part = s.chunk_sums.data();
       std::fill(part, part + S * C, 0.0f);
       for (int64_t p = 0; p < k.size; p += C)
-        for (int64_t c = 0; c < C; ++c) {
-          term(p + c, c, t);
-          for (int j = 0; j < S; ++j) part[j * C + c] += t[j];
-        }
+        for (int64_t c = 0; c < C; ++c)
+          for (int j = 0; j < S; ++j) part[j * C + c] += term(p + c, c, j);
       for (int j = 0; j < S; ++j)
         for (int64_t c = 0; c < C; ++c) s.sums[j * C + c] += part[j * C + c];
     });
@@ -188,6 +202,13 @@ class Passes {
   const Round round;
 
  private:
+  template <class Body>
+  [[gnu::target("avx2")]] void run_avx2(Body body) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t k = 0; k < chunks.count(); ++k) body(chunks[k], scratch_[omp_get_thread_num()]);
+  }
+
+  const bool avx2_ = simd_level() >= SimdLevel::Avx2;
   const int threads_;
   std::vector<Scratch> scratch_;
 };
@@ -212,16 +233,16 @@ void batchnorm_chunked_forward_training(const Tensor& x, const Tensor& gamma, co
   float* mean = batch_mean.data_as<float>();
   const std::vector<double> sums = passes.channel_sums<1>([&](const Chunk& k, Scratch& s) {
     const float* v = widen_x(k, s);
-    return [v](int64_t i, int64_t, float* t) { t[0] = v[i]; };
+    return [v](int64_t i, int64_t, int) { return v[i]; };
   });
   for (int64_t c = 0; c < C; ++c) mean[c] = static_cast<float>(sums[c] / passes.per_channel);
 
   float* var = batch_var.data_as<float>();
   const std::vector<double> squares = passes.channel_sums<1>([&](const Chunk& k, Scratch& s) {
     const float* v = widen_x(k, s);
-    return [v, mean](int64_t i, int64_t c, float* t) {
+    return [v, mean](int64_t i, int64_t c, int) {
       const float d = v[i] - mean[c];
-      t[0] = d * d;
+      return d * d;
     };
   });
   for (int64_t c = 0; c < C; ++c) var[c] = static_cast<float>(squares[c] / passes.per_channel);
@@ -268,9 +289,9 @@ void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, cons
 
   const std::vector<double> sums = passes.channel_sums<2>([&](const Chunk& k, Scratch& s) {
     const Inputs in = read_chunk(k, s);
-    return [v = in.x, g = in.g, mean, inv = inv_std.data()](int64_t i, int64_t c, float* t) {
-      t[0] = g[i];
-      t[1] = g[i] * (v[i] - mean[c]) * inv[c];
+    // Term 0 for dbeta, term 1 for dgamma.
+    return [v = in.x, g = in.g, mean, inv = inv_std.data()](int64_t i, int64_t c, int j) {
+      return j == 0 ? g[i] : g[i] * (v[i] - mean[c]) * inv[c];
     };
   });
   float* db = dbeta.data_as<float>();

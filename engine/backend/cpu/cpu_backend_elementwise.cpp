@@ -1,6 +1,7 @@
 // CPU elementwise ops (ReLU, add, add + ReLU in one pass) as OpenMP loops over FP32, FP16 and BF16 storage, and
 // pooling: max pooling through oneDNN, global average pooling as an OpenMP loop.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -23,20 +24,27 @@ namespace {
 // gradient need no conversion (and stay exact) in 16-bit storage.
 inline bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
 
+// n FP16 or BF16 values to FP32 and back, by the bulk converters (one thread: callers share the work).
+void widen_16(DType dtype, const uint16_t* in, float* out, int64_t n) {
+  (dtype == DType::BF16 ? bf16_to_f32 : f16_to_f32)(in, out, n, 1);
+}
+void round_16(DType dtype, const float* in, uint16_t* out, int64_t n) {
+  (dtype == DType::BF16 ? f32_to_bf16 : f32_to_f16)(in, out, n, 1);
+}
+
 // a + b for 16-bit floats: widened, added in FP32, rounded back, in chunks through small FP32 buffers; with relu,
 // the ReLU runs on the rounded 16-bit result, as relu_forward after add would.
 void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, DType dtype, bool relu, int threads) {
   constexpr int64_t kChunk = 1024;
-  const bool bf16 = dtype == DType::BF16;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t start = 0; start < n; start += kChunk) {
     const int64_t count = std::min(kChunk, n - start);
     float wide_a[kChunk], wide_b[kChunk];
-    (bf16 ? bf16_to_f32 : f16_to_f32)(a + start, wide_a, count, 1);
-    (bf16 ? bf16_to_f32 : f16_to_f32)(b + start, wide_b, count, 1);
+    widen_16(dtype, a + start, wide_a, count);
+    widen_16(dtype, b + start, wide_b, count);
     for (int64_t i = 0; i < count; ++i) wide_a[i] += wide_b[i];
     uint16_t* sum = out + start;
-    (bf16 ? f32_to_bf16 : f32_to_f16)(wide_a, sum, count, 1);
+    round_16(dtype, wide_a, sum, count);
     if (relu)
       for (int64_t i = 0; i < count; ++i) sum[i] = positive16(sum[i]) ? sum[i] : 0;
   }
@@ -216,41 +224,69 @@ void CpuBackend::maxpool_backward(const Tensor& dy, const Tensor& workspace, Ten
                  {DNNL_ARG_WORKSPACE, impl_->wrap(c.workspace, workspace.data())}});
 }
 
+// Global average pooling sums each image in FP64, in the same order for every type; 16-bit images are widened
+// first by the bulk converters (an image at a time: a scalar conversion per element cost 10x the FP32 pooling).
 void CpuBackend::global_avgpool_forward(const Tensor& x, Tensor& y) {
   AMPWB_CHECK(x.rank() == 4 && y.rank() == 2 && y.dim(0) == x.n() && y.dim(1) == x.c() && y.dtype() == x.dtype(),
               "global_avgpool_forward shapes: x " << x.describe() << " y " << y.describe());
+  AMPWB_CHECK(is_floating(x.dtype()), "global_avgpool_forward of " << x.describe());
   const int64_t N = x.n(), C = x.c(), HW = x.h() * x.w();
-  dispatch_floating(x.dtype(), [&](auto type_tag) {
-    using T = decltype(type_tag);
-    const T* in = x.data_as<T>();
-    T* out = y.data_as<T>();
-    const bool nhwc = x.layout() == Layout::NHWC;
-#pragma omp parallel for num_threads(threads_) schedule(static)
+  const bool nhwc = x.layout() == Layout::NHWC, wide = x.dtype() == DType::F32;
+#pragma omp parallel num_threads(threads_)
+  {
+    std::vector<float> image(wide ? 0 : HW * C);  // (C,H,W) or (H,W,C) of one image, as stored
+    std::vector<double> sum(C);
+    std::vector<float> mean(C);
+#pragma omp for schedule(static)
     for (int64_t n = 0; n < N; ++n) {
-      std::vector<double> sum(C, 0.0);
+      const float* in = wide ? x.data_as<float>() + n * HW * C : image.data();
+      if (!wide) widen_16(x.dtype(), x.data_as<uint16_t>() + n * HW * C, image.data(), HW * C);
+      std::fill(sum.begin(), sum.end(), 0.0);
       for (int64_t s = 0; s < HW; ++s)
-        for (int64_t ch = 0; ch < C; ++ch) sum[ch] += load(in, nhwc ? (n * HW + s) * C + ch : (n * C + ch) * HW + s);
-      for (int64_t ch = 0; ch < C; ++ch) store(out, n * C + ch, static_cast<float>(sum[ch] / HW));
+        for (int64_t ch = 0; ch < C; ++ch) sum[ch] += in[nhwc ? s * C + ch : ch * HW + s];
+      for (int64_t ch = 0; ch < C; ++ch) mean[ch] = static_cast<float>(sum[ch] / HW);
+      if (wide)
+        std::copy(mean.begin(), mean.end(), y.data_as<float>() + n * C);
+      else
+        round_16(x.dtype(), mean.data(), y.data_as<uint16_t>() + n * C, C);
     }
-  });
+  }
 }
 
 void CpuBackend::global_avgpool_backward(const Tensor& dy, Tensor& dx) {
   AMPWB_CHECK(
       dx.rank() == 4 && dy.rank() == 2 && dy.dim(0) == dx.n() && dy.dim(1) == dx.c() && dy.dtype() == dx.dtype(),
       "global_avgpool_backward shapes: dy " << dy.describe() << " dx " << dx.describe());
+  AMPWB_CHECK(is_floating(dx.dtype()), "global_avgpool_backward of " << dx.describe());
   const int64_t N = dx.n(), C = dx.c(), HW = dx.h() * dx.w();
-  dispatch_floating(dx.dtype(), [&](auto type_tag) {
-    using T = decltype(type_tag);
-    const T* grad_out = dy.data_as<T>();
-    T* grad_in = dx.data_as<T>();
-    const bool nhwc = dx.layout() == Layout::NHWC;
-    const float inv = 1.0f / static_cast<float>(HW);
-#pragma omp parallel for num_threads(threads_) schedule(static)
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t s = 0; s < HW; ++s)
-        for (int64_t ch = 0; ch < C; ++ch)
-          store(grad_in, nhwc ? (n * HW + s) * C + ch : (n * C + ch) * HW + s, load(grad_out, n * C + ch) * inv);
-  });
+  const bool nhwc = dx.layout() == Layout::NHWC;
+  const float inv = 1.0f / static_cast<float>(HW);
+  const size_t element = dtype_size(dx.dtype());
+  // Every pixel of channel ch gets dy[n][ch] / HW: computed and rounded once per image and channel, then copied.
+#pragma omp parallel num_threads(threads_)
+  {
+    std::vector<float> grad(C);
+    std::vector<char> stored(C * element);  // grad in dx's type
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      if (element == 4) {
+        for (int64_t ch = 0; ch < C; ++ch) grad[ch] = dy.data_as<float>()[n * C + ch] * inv;
+        std::memcpy(stored.data(), grad.data(), C * element);
+      } else {
+        widen_16(dy.dtype(), dy.data_as<uint16_t>() + n * C, grad.data(), C);
+        for (float& g : grad) g *= inv;
+        round_16(dy.dtype(), grad.data(), reinterpret_cast<uint16_t*>(stored.data()), C);
+      }
+      char* image = static_cast<char*>(dx.data()) + n * HW * C * element;
+      if (nhwc) {
+        for (int64_t s = 0; s < HW; ++s) std::memcpy(image + s * C * element, stored.data(), C * element);
+      } else if (element == 4) {
+        for (int64_t ch = 0; ch < C; ++ch) std::fill_n(reinterpret_cast<float*>(image) + ch * HW, HW, grad[ch]);
+      } else {
+        const auto* bits = reinterpret_cast<const uint16_t*>(stored.data());
+        for (int64_t ch = 0; ch < C; ++ch) std::fill_n(reinterpret_cast<uint16_t*>(image) + ch * HW, HW, bits[ch]);
+      }
+    }
+  }
 }
 }  // namespace ampwb
