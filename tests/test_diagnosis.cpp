@@ -294,9 +294,11 @@ TEST_F(Diagnosis, AgainstABaselineTheSpeedIsExplainedByClass) {
   expect_contains(same.title, "1.00x");
   const Finding f = expect_finding(diagnose(fp16_with_clipping(), &healthy()), "speed_vs_baseline");
   expect_contains(f.evidence, "training images/s (run " + std::to_string(fp16_with_clipping().run.id));
-  // The baseline's largest class comes first: the convolutions, except under a sanitizer, which slows the engine's
-  // own kernels (batch norm) and not oneDNN's (seen on a Zen 3: "by class of op: batch norm unchanged, convolutions").
-  expect_contains(f.evidence, kTimesDistorted ? "by class of op: " : "by class of op: convolutions");
+  // The convolutions are named with their speed-up. Which class leads (the baseline's largest) is the sentence's
+  // rule, tested on fixed times in test_time_comparison: these runs' times are measured, and on a loaded machine a
+  // small class can lead (a sanitizer slows the engine's own kernels and not oneDNN's; an unlucky descheduling
+  // made the optimizer lead once during a parallel ctest on a Zen 3).
+  expect_contains(f.evidence, "by class of op: ");
   expect_contains(f.evidence, "convolutions ");
   expect_contains(f.evidence, "end to end");
 }
