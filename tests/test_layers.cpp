@@ -149,6 +149,47 @@ TEST(Conv2dBackward, WideningTheGradientOnceKeepsTheBitsOfTheOps) {
   }
 }
 
+// Where the backend emulates a 16-bit dtype, a batch norm hands the convolution before it the gradient wide (FP32
+// holding the 16-bit values) instead of a 16-bit one the convolution would widen: the same bits everywhere.
+TEST(ConvBatchNormPair, TheWideGradientKeepsTheBitsOfTheSixteenBitOne) {
+  for (const char* mode : {"amp-fp16", "amp-bf16"})
+    for (bool relu : {true, false})
+      for (Layout layout : {Layout::NHWC, Layout::NCHW}) {
+        SCOPED_TRACE(std::string(mode) + (relu ? " relu" : "") + (layout == Layout::NHWC ? " nhwc" : " nchw"));
+        const PrecisionPolicy policy{precision_preset(mode)};
+        const DType low = policy.low();
+        struct Pair {
+          Pair(Rng& rng, bool relu) : conv(backend(), "conv", 8, 16, 3, 1, 1, rng), bn(backend(), "bn", 16, relu) {}
+          Conv2d conv;
+          BatchNorm2d bn;
+        };
+        auto make = [&](bool wide) {
+          Rng rng(13);  // the same weights for both
+          auto pair = std::make_unique<Pair>(rng, relu);
+          pair->conv.set_policy(policy);
+          pair->bn.set_policy(policy);
+          pair->conv.set_output_grad_wide(wide);
+          pair->bn.set_input_grad_wide(wide);
+          return pair;
+        };
+        auto wide = make(true), narrow = make(false);
+        Rng rng(14);
+        Tensor x = Tensor::empty({2, 8, 6, 5}, low, layout), dy = Tensor::empty({2, 16, 6, 5}, low, layout);
+        backend().convert(random_tensor(x.shape(), rng, layout), x);
+        backend().convert(random_tensor(dy.shape(), rng, layout), dy);
+        EXPECT_EQ(to_float_vector(wide->bn.forward(wide->conv.forward(x, Mode::Train), Mode::Train)),
+                  to_float_vector(narrow->bn.forward(narrow->conv.forward(x, Mode::Train), Mode::Train)));
+        const Tensor g_wide = wide->bn.backward(dy), g_narrow = narrow->bn.backward(dy);
+        EXPECT_EQ(g_wide.dtype(), DType::F32) << "the wide path was not taken";
+        EXPECT_EQ(g_narrow.dtype(), low);
+        EXPECT_EQ(to_float_vector(g_wide), to_float_vector(g_narrow)) << "the gradient between them";
+        EXPECT_EQ(to_float_vector(wide->conv.backward(g_wide)), to_float_vector(narrow->conv.backward(g_narrow)))
+            << "dx";
+        EXPECT_EQ(to_float_vector(wide->conv.weight().grad), to_float_vector(narrow->conv.weight().grad)) << "dw";
+        EXPECT_EQ(to_float_vector(wide->bn.gamma().grad), to_float_vector(narrow->bn.gamma().grad)) << "dgamma";
+      }
+}
+
 TEST(LayerGradients, Relu) {
   Rng rng(3);
   ReLU relu(backend());

@@ -91,6 +91,8 @@ class Backend {
                                           Tensor& running_var, float momentum, float eps) = 0;
   virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                            const Tensor& running_mean, const Tensor& running_var, float eps) = 0;
+  // dx as x, or, where the backend emulates x's 16-bit type, FP32 holding the 16-bit gradient's values: for the
+  // convolution before it, which computes in FP32 and would widen a 16-bit one (Conv2d::set_output_grad_wide).
   virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
                                   const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) = 0;
   // y = relu(batch norm of x), a conv-bn-relu's end, in one pass where the backend can, rounded as the two ops would
@@ -98,8 +100,8 @@ class Backend {
   virtual void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                                Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
                                                Tensor& running_var, float momentum, float eps);
-  // Its gradients from dy, the gradient of y; y from the forward (the ReLU's mask). By default relu_backward, then
-  // batchnorm_backward.
+  // Its gradients from dy, the gradient of y; y from the forward (the ReLU's mask); dx as in batchnorm_backward.
+  // By default relu_backward, then batchnorm_backward.
   virtual void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
                                        const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
                                        Tensor& dbeta, float eps);

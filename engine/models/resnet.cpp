@@ -25,6 +25,13 @@ const char* stem_name(Stem stem) {
 
 namespace {
 
+// A convolution and the batch norm after it: where the backend emulates the 16-bit type, the gradient between them
+// goes back wide (FP32 holding the 16-bit values), as the emulated convolution reads it.
+void pass_gradient_wide(Conv2d& conv, BatchNorm2d& bn) {
+  conv.set_output_grad_wide(true);
+  bn.set_input_grad_wide(true);
+}
+
 // The shortcut of a residual block: identity, or a 1x1 projection with batch norm where the shape changes.
 struct Shortcut {
   std::unique_ptr<Conv2d> conv;
@@ -34,6 +41,7 @@ struct Shortcut {
     if (stride == 1 && in == out) return;
     conv = std::make_unique<Conv2d>(backend, name + ".downsample.0", in, out, 1, stride, 0, rng);
     bn = std::make_unique<BatchNorm2d>(backend, name + ".downsample.1", out);
+    pass_gradient_wide(*conv, *bn);
   }
   Tensor forward(const Tensor& x, Mode mode) { return conv ? bn->forward(conv->forward(x, mode), mode) : x; }
   Tensor backward(const Tensor& dy) { return conv ? conv->backward(bn->backward(dy)) : dy; }
@@ -85,8 +93,11 @@ class ResidualBlock : public Layer {
   void add_conv_bn(Backend& backend, const std::string& name, int index, int in, int out, int kernel, int stride,
                    Rng& rng, bool relu) {
     const std::string n = std::to_string(index);
-    main_.add(std::make_unique<Conv2d>(backend, name + ".conv" + n, in, out, kernel, stride, kernel / 2, rng));
-    main_.add(std::make_unique<BatchNorm2d>(backend, name + ".bn" + n, out, relu));
+    auto& conv = static_cast<Conv2d&>(
+        main_.add(std::make_unique<Conv2d>(backend, name + ".conv" + n, in, out, kernel, stride, kernel / 2, rng)));
+    auto& bn =
+        static_cast<BatchNorm2d&>(main_.add(std::make_unique<BatchNorm2d>(backend, name + ".bn" + n, out, relu)));
+    pass_gradient_wide(conv, bn);
   }
 
  private:
@@ -166,7 +177,9 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config, Rng& rng)
           ? body_.add(std::make_unique<Conv2d>(backend, "conv1", config.in_channels, stem_width, 7, 2, 3, rng))
           : body_.add(std::make_unique<Conv2d>(backend, "conv1", config.in_channels, stem_width, 3, 1, 1, rng)));
   stem_conv.set_input_needs_grad(false);
-  body_.add(std::make_unique<BatchNorm2d>(backend, "bn1", stem_width, /*relu=*/true));
+  pass_gradient_wide(stem_conv,
+                     static_cast<BatchNorm2d&>(body_.add(std::make_unique<BatchNorm2d>(backend, "bn1", stem_width,
+                                                                                       /*relu=*/true))));
   if (resolved_stem(config) == Stem::ImageNet && !is_cifar_depth(config.depth))
     body_.add(std::make_unique<MaxPool2d>(backend, PoolParams{3, 2, 1}));
 

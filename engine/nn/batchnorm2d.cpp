@@ -54,7 +54,8 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
 Tensor BatchNorm2d::backward(const Tensor& output_grad) {
   // The ReLU's cast, where the gradient arrives in another type, is not batch norm's (as when it was a layer).
   Tensor dy = relu_ ? cast(backend_, output_grad, input_.dtype()) : cast_counted(output_grad, input_.dtype());
-  Tensor dx = empty_like(input_);
+  const bool wide = input_grad_wide_ && !probe_ && emulates(input_.dtype());
+  Tensor dx = wide ? Tensor::empty(input_.shape(), DType::F32, input_.layout(), input_.device()) : empty_like(input_);
   if (fused_) {
     backend_.batchnorm_relu_backward(input_, output_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad,
                                      beta_.grad, eps_);

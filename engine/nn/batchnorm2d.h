@@ -21,11 +21,17 @@ class BatchNorm2d : public Layer {
   Parameter& gamma() { return gamma_; }
   Buffer& running_mean() { return running_mean_; }
   Buffer& running_var() { return running_var_; }
+  // Its input comes from a convolution that takes its output gradient wide (Conv2d::set_output_grad_wide): where
+  // the backend emulates the activations' 16-bit type, backward returns the input gradient in FP32 holding the
+  // 16-bit gradient's values (Backend::batchnorm_backward), which that convolution would otherwise widen. Not on a
+  // probed step: the probe records gradients in the type they are computed in.
+  void set_input_grad_wide(bool wide) { input_grad_wide_ = wide; }
 
  private:
   Parameter gamma_, beta_;             // (C): scale 1 and shift 0 at start, as torchvision
   Buffer running_mean_, running_var_;  // (C): 0 and 1 at start; the variance unbiased, as PyTorch
   bool relu_;
+  bool input_grad_wide_ = false;
   float momentum_, eps_;
   // Kept by forward for backward:
   Tensor input_;                   // (N,C,H,W)

@@ -36,17 +36,19 @@ Tensor Conv2d::forward(const Tensor& input, Mode mode) {
 
 Tensor Conv2d::backward(const Tensor& output_grad) {
   const DType dtype = input_.dtype();
-  const Tensor dy = cast_counted(output_grad, dtype);
+  const bool emulated = emulates(dtype);
+  // A wide gradient holds dtype's values already (a probed step gets none: see BatchNorm2d::set_input_grad_wide).
+  const bool arrived_wide = output_grad_wide_ && emulated && !probe_ && output_grad.dtype() == DType::F32;
+  const Tensor dy = arrived_wide ? output_grad : cast_counted(output_grad, dtype);
   if (probe_) probe_->record_activation_gradient(on_host(backend_, dy));
   Tensor conv_dy = dy;  // dy as the two convolutions read it
   if (dtype == DType::F32) {
     backend_.conv2d_backward_weights(input_, dy, weight_.grad, params_);
   } else {
     // Where the backend emulates this dtype (FP32 arithmetic on its values, rounded), each op below would widen dy
-    // again: widened once here for both, the same arithmetic (the ops round their results as before).
-    if (!capabilities_) capabilities_ = backend_.capabilities();
-    const bool native = dtype == DType::F16 ? capabilities_->fp16.native : capabilities_->bf16.native;
-    if (!native) conv_dy = cast(backend_, dy, DType::F32);
+    // again: widened once here for both (unless it arrived wide), the same arithmetic (the ops round their results
+    // as before).
+    if (emulated && !arrived_wide) conv_dy = cast(backend_, dy, DType::F32);
     Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, weight_.grad.device());
     backend_.conv2d_backward_weights(input_, conv_dy, dw, params_);
     widen_grad(dw, weight_);

@@ -3,8 +3,6 @@
 // produced in the compute type (where FP16 underflows) before it is widened into the FP32 gradient.
 #pragma once
 
-#include <optional>
-
 #include "core/rng.h"
 #include "nn/layer.h"
 
@@ -22,6 +20,10 @@ class Conv2d : public Layer {
 
   // The first layer's input is data: its gradient is never needed, so skip that convolution.
   void set_input_needs_grad(bool needed) { input_needs_grad_ = needed; }
+  // Its output gradient may arrive wide from the batch norm after it (BatchNorm2d::set_input_grad_wide): FP32
+  // holding the 16-bit gradient's values. Where the backend emulates the compute type, both convolutions then read
+  // it as it is, instead of a 16-bit gradient widened here (the same values, one pass less).
+  void set_output_grad_wide(bool wide) { output_grad_wide_ = wide; }
   Parameter& weight() { return weight_; }
   ConvParams params() const { return params_; }
 
@@ -29,9 +31,9 @@ class Conv2d : public Layer {
   Parameter weight_;  // (K,C,R,S)
   ConvParams params_;
   bool input_needs_grad_ = true;
-  Tensor input_;                              // (N,C,H,W) in the compute dtype, kept for the weight gradient
-  DType input_dtype_ = DType::F32;            // before the cast: the input gradient goes back in this type
-  std::optional<Capabilities> capabilities_;  // the backend's, asked on the first 16-bit backward pass
+  bool output_grad_wide_ = false;
+  Tensor input_;                    // (N,C,H,W) in the compute dtype, kept for the weight gradient
+  DType input_dtype_ = DType::F32;  // before the cast: the input gradient goes back in this type
 };
 
 }  // namespace ampwb

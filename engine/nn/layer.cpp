@@ -43,6 +43,12 @@ const Tensor& Layer::weight_as(Parameter& p, DType dtype) {
   return value;
 }
 
+bool Layer::emulates(DType dtype) {
+  if (dtype != DType::F16 && dtype != DType::BF16) return false;
+  if (!capabilities_) capabilities_ = backend_.capabilities();
+  return dtype == DType::F16 ? !capabilities_->fp16.native : !capabilities_->bf16.native;
+}
+
 void Layer::widen_grad(const Tensor& low_grad, Parameter& p) {
   if (probe_) ++probe_casts_;
   backend_.convert(low_grad, p.grad);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,14 +90,18 @@ class Layer {
   void probe_forward(const char* kind, const Parameter& weight, int64_t in_channels, int64_t out_channels, DType dtype,
                      const Tensor& y);
   void probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_grad);
+  // Whether the backend computes this 16-bit type by widening its values to FP32 (false for FP32 and for types it
+  // runs natively); its capabilities are asked once.
+  bool emulates(DType dtype);
 
   Backend& backend_;
   const PrecisionPolicy* policy_ = &fp32_policy();
   GradientProbe* probe_ = nullptr;
 
  private:
-  int64_t probe_casts_ = 0;  // casts made since the probed step began
-  size_t probe_record_ = 0;  // the index of the record forward opened
+  std::optional<Capabilities> capabilities_;  // the backend's, asked by the first emulates()
+  int64_t probe_casts_ = 0;                   // casts made since the probed step began
+  size_t probe_record_ = 0;                   // the index of the record forward opened
   bool probe_opened_ = false;
 };
 

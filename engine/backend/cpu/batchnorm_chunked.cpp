@@ -86,6 +86,7 @@ inline void each_element(const Chunk& k, int64_t C, F&& f) {
 // of all the thread's chunks in FP64.
 struct Scratch {
   std::vector<float> a, b, chunk_sums;
+  std::vector<uint16_t> rounded;  // a chunk of a 16-bit result, for a wide gradient
   std::vector<double> sums;
 };
 
@@ -124,6 +125,7 @@ class Passes {
       s.a.resize(chunks.max_size());
       s.b.resize(chunks.max_size());
       s.chunk_sums.resize(2 * C);
+      s.rounded.resize(chunks.max_size());
       s.sums.resize(2 * C);
     }
   }
@@ -221,6 +223,11 @@ std::vector<float> inverse_std(const Tensor& batch_var, float eps) {
 }
 }  // namespace
 
+bool is_wide_gradient(const Tensor& dx, const Tensor& x) {
+  return (x.dtype() == DType::F16 || x.dtype() == DType::BF16) && dx.dtype() == DType::F32 &&
+         dx.layout() == x.layout() && dx.shape() == x.shape();
+}
+
 void batchnorm_chunked_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                         Tensor& batch_mean, Tensor& batch_var, float eps, bool relu, int threads) {
   Passes passes(x, /*fp32_too=*/false, threads);
@@ -267,7 +274,8 @@ void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, cons
                                 Tensor& dbeta, float eps, int threads) {
   Passes passes(x, /*fp32_too=*/true, threads);
   for (const Tensor* t : {&relu_output, &dy, static_cast<const Tensor*>(&dx)})
-    AMPWB_CHECK(!t->defined() || (t->dtype() == x.dtype() && t->layout() == x.layout() && t->shape() == x.shape()),
+    AMPWB_CHECK(!t->defined() || (t->dtype() == x.dtype() && t->layout() == x.layout() && t->shape() == x.shape()) ||
+                    (t == &dx && is_wide_gradient(dx, x)),
                 "batch norm backward: " << t->describe() << " for x " << x.describe());
   const int64_t C = passes.C;
   const float* mean = batch_mean.data_as<float>();
@@ -306,18 +314,22 @@ void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, cons
   }
 
   // dx = gamma / sigma * (g - mean(g) - x_hat * mean(g * x_hat)), rounded once.
-  const bool fp32 = passes.dtype == DType::F32;
+  const bool fp32 = passes.dtype == DType::F32, wide = !fp32 && dx.dtype() == DType::F32;
   passes.run([&](const Chunk& k, Scratch& s) {
     const Inputs in = read_chunk(k, s);  // not a structured binding: clang 14 cannot capture one
     const float* v = in.x;
     const float* g = in.g;
-    // FP32 written in place; 16 bits into the scratch (over g, element by element), then rounded.
+    // FP32 written in place; 16 bits into the scratch (over g, element by element), then rounded, and for a wide
+    // dx widened back.
     float* result = fp32 ? dx.data_as<float>() + k.start : s.b.data();
     each_element(k, C, [&](int64_t i, int64_t c) {
       const float x_hat = (v[i] - mean[c]) * inv_std[c];
       result[i] = coefficient[c] * (g[i] - mean_db[c] - x_hat * mean_dg[c]);
     });
-    if (!fp32) passes.round(result, passes.at(dx, k), k.size);
+    if (fp32) return;
+    if (!wide) return passes.round(result, passes.at(dx, k), k.size);
+    passes.round(result, s.rounded.data(), k.size);
+    passes.widen(s.rounded.data(), dx.data_as<float>() + k.start, k.size);
   });
 }
 

@@ -18,9 +18,13 @@ namespace ampwb {
 void batchnorm_chunked_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                         Tensor& batch_mean, Tensor& batch_var, float eps, bool relu, int threads);
 
+// Whether dx is x's gradient held wide: FP32 for a 16-bit x, its values those of the 16-bit gradient (each rounded
+// to x's type, then widened), for an emulated convolution that would widen it anyway (Backend::batchnorm_backward).
+bool is_wide_gradient(const Tensor& dx, const Tensor& x);
+
 // The gradients for dy at batch norm's output, or, with relu_output (the forward's y), at the ReLU's output: dy
 // is then taken where y is positive. x, relu_output, dy, dx (N,C,H,W) of one type (FP32, FP16 or BF16) and
-// layout; dgamma, dbeta (C) FP32, overwritten.
+// layout, or dx wide (is_wide_gradient); dgamma, dbeta (C) FP32, overwritten.
 void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, const Tensor& dy, const Tensor& gamma,
                                 const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
                                 Tensor& dbeta, float eps, int threads);
