@@ -150,4 +150,11 @@ void bf16_to_f32(const uint16_t* in, float* out, int64_t n, int threads) {
   run(bf16_to_f32_scalar, bf16_to_f32_avx2, bf16_to_f32_avx512, in, out, n, threads);
 }
 
+void widen_16bit(DType dtype, const uint16_t* in, float* out, int64_t n, int threads) {
+  (dtype == DType::BF16 ? bf16_to_f32 : f16_to_f32)(in, out, n, threads);
+}
+void round_to_16bit(DType dtype, const float* in, uint16_t* out, int64_t n, int threads) {
+  (dtype == DType::BF16 ? f32_to_bf16 : f32_to_f16)(in, out, n, threads);
+}
+
 }  // namespace ampwb

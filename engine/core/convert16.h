@@ -5,11 +5,17 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace ampwb {
 
 void f32_to_f16(const float* in, uint16_t* out, int64_t n, int threads = 1);
 void f16_to_f32(const uint16_t* in, float* out, int64_t n, int threads = 1);
 void f32_to_bf16(const float* in, uint16_t* out, int64_t n, int threads = 1);
 void bf16_to_f32(const uint16_t* in, float* out, int64_t n, int threads = 1);
+
+// The same for a 16-bit type named at run time: FP16 or BF16 (dtype) to FP32, and FP32 rounded to it.
+void widen_16bit(DType dtype, const uint16_t* in, float* out, int64_t n, int threads = 1);
+void round_to_16bit(DType dtype, const float* in, uint16_t* out, int64_t n, int threads = 1);
 
 }  // namespace ampwb

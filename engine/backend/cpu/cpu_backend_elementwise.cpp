@@ -24,14 +24,6 @@ namespace {
 // gradient need no conversion (and stay exact) in 16-bit storage.
 inline bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
 
-// n FP16 or BF16 values to FP32 and back, by the bulk converters (one thread: callers share the work).
-void widen_16(DType dtype, const uint16_t* in, float* out, int64_t n) {
-  (dtype == DType::BF16 ? bf16_to_f32 : f16_to_f32)(in, out, n, 1);
-}
-void round_16(DType dtype, const float* in, uint16_t* out, int64_t n) {
-  (dtype == DType::BF16 ? f32_to_bf16 : f32_to_f16)(in, out, n, 1);
-}
-
 // a + b for 16-bit floats: widened, added in FP32, rounded back, in chunks through small FP32 buffers; with relu,
 // the ReLU runs on the rounded 16-bit result, as relu_forward after add would.
 void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, DType dtype, bool relu, int threads) {
@@ -40,11 +32,11 @@ void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, D
   for (int64_t start = 0; start < n; start += kChunk) {
     const int64_t count = std::min(kChunk, n - start);
     float wide_a[kChunk], wide_b[kChunk];
-    widen_16(dtype, a + start, wide_a, count);
-    widen_16(dtype, b + start, wide_b, count);
+    widen_16bit(dtype, a + start, wide_a, count);
+    widen_16bit(dtype, b + start, wide_b, count);
     for (int64_t i = 0; i < count; ++i) wide_a[i] += wide_b[i];
     uint16_t* sum = out + start;
-    round_16(dtype, wide_a, sum, count);
+    round_to_16bit(dtype, wide_a, sum, count);
     if (relu)
       for (int64_t i = 0; i < count; ++i) sum[i] = positive16(sum[i]) ? sum[i] : 0;
   }
@@ -240,7 +232,7 @@ void CpuBackend::global_avgpool_forward(const Tensor& x, Tensor& y) {
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < N; ++n) {
       const float* in = wide ? x.data_as<float>() + n * HW * C : image.data();
-      if (!wide) widen_16(x.dtype(), x.data_as<uint16_t>() + n * HW * C, image.data(), HW * C);
+      if (!wide) widen_16bit(x.dtype(), x.data_as<uint16_t>() + n * HW * C, image.data(), HW * C);
       std::fill(sum.begin(), sum.end(), 0.0);
       for (int64_t s = 0; s < HW; ++s)
         for (int64_t ch = 0; ch < C; ++ch) sum[ch] += in[nhwc ? s * C + ch : ch * HW + s];
@@ -248,7 +240,7 @@ void CpuBackend::global_avgpool_forward(const Tensor& x, Tensor& y) {
       if (wide)
         std::copy(mean.begin(), mean.end(), y.data_as<float>() + n * C);
       else
-        round_16(x.dtype(), mean.data(), y.data_as<uint16_t>() + n * C, C);
+        round_to_16bit(x.dtype(), mean.data(), y.data_as<uint16_t>() + n * C, C);
     }
   }
 }
@@ -266,25 +258,24 @@ void CpuBackend::global_avgpool_backward(const Tensor& dy, Tensor& dx) {
 #pragma omp parallel num_threads(threads_)
   {
     std::vector<float> grad(C);
-    std::vector<char> stored(C * element);  // grad in dx's type
+    std::vector<uint16_t> rounded(element == 2 ? C : 0);  // grad in dx's 16-bit type
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < N; ++n) {
       if (element == 4) {
         for (int64_t ch = 0; ch < C; ++ch) grad[ch] = dy.data_as<float>()[n * C + ch] * inv;
-        std::memcpy(stored.data(), grad.data(), C * element);
       } else {
-        widen_16(dy.dtype(), dy.data_as<uint16_t>() + n * C, grad.data(), C);
+        widen_16bit(dy.dtype(), dy.data_as<uint16_t>() + n * C, grad.data(), C);
         for (float& g : grad) g *= inv;
-        round_16(dy.dtype(), grad.data(), reinterpret_cast<uint16_t*>(stored.data()), C);
+        round_to_16bit(dy.dtype(), grad.data(), rounded.data(), C);
       }
       char* image = static_cast<char*>(dx.data()) + n * HW * C * element;
       if (nhwc) {
-        for (int64_t s = 0; s < HW; ++s) std::memcpy(image + s * C * element, stored.data(), C * element);
+        const void* pixel = element == 4 ? static_cast<const void*>(grad.data()) : rounded.data();
+        for (int64_t s = 0; s < HW; ++s) std::memcpy(image + s * C * element, pixel, C * element);
       } else if (element == 4) {
         for (int64_t ch = 0; ch < C; ++ch) std::fill_n(reinterpret_cast<float*>(image) + ch * HW, HW, grad[ch]);
       } else {
-        const auto* bits = reinterpret_cast<const uint16_t*>(stored.data());
-        for (int64_t ch = 0; ch < C; ++ch) std::fill_n(reinterpret_cast<uint16_t*>(image) + ch * HW, HW, bits[ch]);
+        for (int64_t ch = 0; ch < C; ++ch) std::fill_n(reinterpret_cast<uint16_t*>(image) + ch * HW, HW, rounded[ch]);
       }
     }
   }

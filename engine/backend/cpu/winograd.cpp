@@ -164,8 +164,7 @@ class PixelReader {
   explicit PixelReader(const Tensor& t) : data_(t.data()), dtype_(t.dtype()), channels_(t.c()) {}
   const float* read(int64_t pixel, float* buffer) const {
     if (dtype_ == DType::F32) return static_cast<const float*>(data_) + pixel * channels_;
-    (dtype_ == DType::BF16 ? bf16_to_f32 : f16_to_f32)(static_cast<const uint16_t*>(data_) + pixel * channels_, buffer,
-                                                       channels_, 1);
+    widen_16bit(dtype_, static_cast<const uint16_t*>(data_) + pixel * channels_, buffer, channels_);
     return buffer;
   }
 
@@ -185,8 +184,7 @@ class PixelWriter {
   }
   void store(int64_t pixel, const float* computed) const {
     if (dtype_ == DType::F32) return;
-    (dtype_ == DType::BF16 ? f32_to_bf16 : f32_to_f16)(computed, static_cast<uint16_t*>(data_) + pixel * channels_,
-                                                       channels_, 1);
+    round_to_16bit(dtype_, computed, static_cast<uint16_t*>(data_) + pixel * channels_, channels_);
   }
 
  private:
@@ -302,8 +300,7 @@ void convolve(const Tensor& in, const Tensor& u, bool out_major, Tensor& out, in
 Tensor fp32_weights(const Tensor& w, int threads) {
   if (w.dtype() == DType::F32) return w;
   Tensor wide = Tensor::empty(w.shape(), DType::F32, w.layout());
-  (w.dtype() == DType::BF16 ? bf16_to_f32 : f16_to_f32)(w.data_as<const uint16_t>(), wide.data_as<float>(), w.numel(),
-                                                        threads);
+  widen_16bit(w.dtype(), w.data_as<const uint16_t>(), wide.data_as<float>(), w.numel(), threads);
   return wide;
 }
 
@@ -408,8 +405,7 @@ void winograd_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, in
   if (dw.dtype() == DType::F32) return untransform_weight_gradient(du, dw, threads);
   Tensor wide = Tensor::empty(dw.shape(), DType::F32, dw.layout());  // rounded once, as the emulation does
   untransform_weight_gradient(du, wide, threads);
-  (dw.dtype() == DType::BF16 ? f32_to_bf16 : f32_to_f16)(wide.data_as<const float>(), dw.data_as<uint16_t>(),
-                                                         dw.numel(), threads);
+  round_to_16bit(dw.dtype(), wide.data_as<const float>(), dw.data_as<uint16_t>(), dw.numel(), threads);
 }
 
 void winograd_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, int threads) {
