@@ -21,6 +21,7 @@ class ForwardingBackend : public Backend {
   bool supports(Op op, DType dtype) const override { return inner_->supports(op, dtype); }
   Capabilities capabilities() const override { return inner_->capabilities(); }
   void synchronize() override { inner_->synchronize(); }
+  double conversion_seconds() const override { return inner_->conversion_seconds(); }
 
   void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override {
     inner_->conv2d_forward(x, w, y, p);

@@ -2,6 +2,7 @@
 // changes no result, and its times fit inside the step's wall time; `run_benchmark` reports it per class.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -78,6 +79,37 @@ TEST(ProfiledBackend, DisabledItForwardsWithoutTiming) {
   profiled.set_enabled(true);
   one_step(profiled);
   EXPECT_EQ(calls(profiled.times(), TimeClass::HostWait), 1) << "enabled again, it times again";
+}
+
+// An emulated FP16 convolution widens its inputs to FP32 and rounds its result back: the profile bills that to
+// conversions, not to the convolution, and an op that converts nothing bills nothing there.
+TEST(ProfiledBackend, BillsTheConversionsInsideAnOpToConvert) {
+  ProfiledBackend profiled(std::make_unique<CpuBackend>(BackendOptions{2}));
+  Rng rng(5);
+  auto fp16 = [&](Shape shape) {
+    Tensor t = Tensor::empty(shape, DType::F16, Layout::NHWC);
+    profiled.inner().convert(testing::random_tensor(shape, rng, Layout::NHWC), t);
+    return t;
+  };
+  const Tensor x = fp16({2, 16, 8, 8}), w = fp16({16, 16, 3, 3});
+  Tensor y = Tensor::empty({2, 16, 8, 8}, DType::F16, Layout::NHWC);
+  const auto start = std::chrono::steady_clock::now();
+  profiled.conv2d_forward(x, w, y, {1, 1});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const OpTimes& t = profiled.times();
+  const double converting = t.seconds[static_cast<size_t>(TimeClass::Convert)];
+  EXPECT_GT(converting, 0.0);
+  EXPECT_GT(t.seconds[static_cast<size_t>(TimeClass::ConvForward)], 0.0);
+  EXPECT_EQ(calls(t, TimeClass::ConvForward), 1);
+  EXPECT_EQ(calls(t, TimeClass::Convert), 0) << "no convert op was called";
+  EXPECT_LE(t.total_seconds(), seconds) << "billed apart, the parts still fit the op's wall time";
+
+  profiled.reset();
+  const Tensor x32 = testing::random_tensor({2, 16, 8, 8}, rng, Layout::NHWC);
+  Tensor y32 = testing::empty_f32({2, 16, 8, 8}, Layout::NHWC);
+  profiled.relu_forward(x32, y32);
+  EXPECT_GT(profiled.times().seconds[static_cast<size_t>(TimeClass::Relu)], 0.0);
+  EXPECT_EQ(profiled.times().seconds[static_cast<size_t>(TimeClass::Convert)], 0.0) << "an FP32 ReLU converts nothing";
 }
 
 // A CPU backend that says it is a GPU: what the step timer decides from the device alone.

@@ -80,6 +80,9 @@ class Backend {
   virtual bool supports(Op op, DType dtype) const = 0;
   virtual Capabilities capabilities() const = 0;
   virtual void synchronize() {}  // waits until the device has done the work queued so far (timing)
+  // Seconds spent so far converting inside other ops (weights reordered into a primitive's layout, the FP32 copies
+  // around an emulated op), so that a profile bills them as conversions, not as the op.
+  virtual double conversion_seconds() const { return 0; }
 
   // x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q)
   virtual void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) = 0;

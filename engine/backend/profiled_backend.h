@@ -27,7 +27,7 @@ enum class TimeClass : uint8_t {
   Loss,
   Optimizer,
   ScaleCheck,  // unscale, inf/NaN check and clipping
-  Convert,     // casts, layout changes, device copies
+  Convert,     // casts, layout changes, device copies, also those made inside other ops (Backend::conversion_seconds)
   HostWait,    // read_scalars: the step waiting for its device's numbers
   Count
 };
@@ -53,6 +53,7 @@ class ProfiledBackend final : public Backend {
   bool supports(Op op, DType dtype) const override { return inner_->supports(op, dtype); }
   Capabilities capabilities() const override { return inner_->capabilities(); }
   void synchronize() override { inner_->synchronize(); }
+  double conversion_seconds() const override { return inner_->conversion_seconds(); }
 
   void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override;
   void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override;
@@ -92,16 +93,20 @@ class ProfiledBackend final : public Backend {
   Tensor upload(const Tensor& host) override;
 
  private:
-  // Runs f on the wrapped backend, waits for its device, and adds the time to class c (when enabled).
+  // Runs f on the wrapped backend, waits for its device, and adds the time to class c (when enabled), less the
+  // conversions made inside it, which go to Convert.
   template <class F>
   void timed(TimeClass c, F&& f) {
     if (!enabled_) return f();
+    const double converted_before = inner_->conversion_seconds();
     const auto start = std::chrono::steady_clock::now();
     f();
     inner_->synchronize();
-    const size_t i = static_cast<size_t>(c);
-    times_.seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ++times_.calls[i];
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double converting = inner_->conversion_seconds() - converted_before;
+    times_.seconds[static_cast<size_t>(c)] += seconds - converting;
+    times_.seconds[static_cast<size_t>(TimeClass::Convert)] += converting;
+    ++times_.calls[static_cast<size_t>(c)];
   }
 
   std::unique_ptr<Backend> inner_;

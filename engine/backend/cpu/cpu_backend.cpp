@@ -33,6 +33,8 @@ CpuBackend::CpuBackend(const BackendOptions& options) : impl_(std::make_unique<I
 
 CpuBackend::~CpuBackend() = default;
 
+double CpuBackend::conversion_seconds() const { return impl_->conversion_seconds; }
+
 std::string CpuBackend::isa() const { return isa_name(); }
 
 std::string CpuBackend::description() const {

@@ -60,6 +60,7 @@ class CpuBackend final : public Backend {
                    const AdamParams& p) override;
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
   StepScalars read_scalars() override { return scalars_; }
+  double conversion_seconds() const override;
 
   // The instruction set oneDNN dispatches to, e.g. "avx512_core_bf16" or "avx512_core_amx".
   std::string isa() const;
@@ -83,7 +84,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Impl> impl_;
   int threads_ = 1;
   bool winograd_ = false;  // FP32 3x3 convolutions by Winograd F(2x2,3x3) (BackendOptions::conv_algorithm)
-  StepScalars scalars_;  // what read_scalars() returns: host memory here, so no copy
+  StepScalars scalars_;    // what read_scalars() returns: host memory here, so no copy
 };
 
 }  // namespace ampwb

@@ -54,6 +54,7 @@ void CpuBackend::convert(const Tensor& src, Tensor& dst) {
   AMPWB_CHECK(src.shape() == dst.shape(), "convert: shapes differ: " << src.describe() << " -> " << dst.describe());
   AMPWB_CHECK(src.device().is_cpu() && dst.device().is_cpu(),
               "the CPU backend converts CPU tensors only: " << src.describe() << " -> " << dst.describe());
+  Impl::ConversionTimer timer(*impl_);
   if (convert_directly(src, dst, threads_)) return;
   if (is_16bit(src) || is_16bit(dst)) {
     // Never through oneDNN's reorder, which drops the sign of -0 and flushes BF16 subnormals (test_ops found it):

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <chrono>
 #include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
@@ -169,6 +170,26 @@ struct CpuBackend::Impl {
   std::unordered_set<std::string> unimplemented;  // keys oneDNN has no primitive for on this CPU
   bool emulate_bf16 = false;
 
+  // Times the conversions made inside ops (CpuBackend::conversion_seconds); only the outermost of nested ones counts.
+  double conversion_seconds = 0;
+  int conversion_depth = 0;
+  class ConversionTimer {
+   public:
+    explicit ConversionTimer(Impl& impl) : impl_(impl) {
+      if (impl_.conversion_depth++ == 0) start_ = std::chrono::steady_clock::now();
+    }
+    ~ConversionTimer() {
+      if (--impl_.conversion_depth == 0)
+        impl_.conversion_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+    ConversionTimer(const ConversionTimer&) = delete;
+    ConversionTimer& operator=(const ConversionTimer&) = delete;
+
+   private:
+    Impl& impl_;
+    std::chrono::steady_clock::time_point start_;
+  };
+
   const Cached& get(const std::string& key, const std::function<Cached()>& create) {
     const Cached* c = find(key, true, create);
     if (!c) throw Error("oneDNN implements no primitive for " + key + " on this CPU (" + cpu_detail::isa_name() + ")");
@@ -210,6 +231,7 @@ struct CpuBackend::Impl {
   }
 
   void reorder(const dnnl::primitive& r, const memory& from, const memory& to) {
+    ConversionTimer timer(*this);
     r.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
     stream.wait();
   }
