@@ -16,6 +16,7 @@
 #include "data/data_benchmark.h"
 #include "data/dataset.h"
 #include "data/loader.h"
+#include "store/dataset_fingerprint.h"
 
 namespace ampwb::cli {
 namespace {
@@ -52,7 +53,9 @@ struct InspectOptions {
 int inspect(const InspectOptions& options) {
   const std::string& dir = options.dir;
   const Dataset ds = Dataset::inspect(dir, options.dataset.resolve());
-  const DatasetReport& r = ds.report();
+  DatasetReport r = ds.report();
+  // The fingerprint runs on this folder record (ampwb show, compare), not the scan cache's key.
+  r.fingerprint = dataset_fingerprint(r.root);
   if (options.json) {
     print_json(r.to_json());
   } else {
@@ -61,7 +64,7 @@ int inspect(const InspectOptions& options) {
   if (!r.trainable()) {
     std::string message;
     for (size_t i = 0; i < r.errors.size(); ++i) message += (i ? "; " : "") + r.errors[i];
-    std::fprintf(stderr, "ampwb dataset: cannot train on '%s': %s\n", dir.c_str(), message.c_str());
+    std::fprintf(stderr, "ampwb dataset inspect: '%s' cannot be trained on: %s\n", dir.c_str(), message.c_str());
     return 1;
   }
   return 0;

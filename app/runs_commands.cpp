@@ -108,7 +108,7 @@ int runs_command(const RunsOptions& options) {
     } else {
       table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_status_name(r.status),
                  std::to_string(r.depth), r.precision, r.device,
-                 s.epochs_completed ? percent_text(s.best_validation_accuracy) : "-",
+                 s.epochs_completed && r.info.validation_images > 0 ? percent_text(s.best_validation_accuracy) : "-",
                  std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration_text(s.total_seconds),
                  resumable ? "yes" : ""});
     }
@@ -296,6 +296,13 @@ struct ShowOptions {
   bool json = false, steps = false;
 };
 
+// Whether a recorded checkpoint is still there (or the one before it, which the trainer falls back to): a finished
+// run's are removed unless kept.
+bool on_disk(const CheckpointInfo& c) {
+  std::error_code ec;
+  return std::filesystem::exists(c.path, ec) || std::filesystem::exists(c.path + ".prev", ec);
+}
+
 int show_command(const ShowOptions& options) {
   const bool as_json = options.json;
   const bool with_steps = options.steps;
@@ -311,7 +318,7 @@ int show_command(const ShowOptions& options) {
         {"run", r},         {"config", r.config},           {"info", r.info},       {"summary", s},
         {"epochs", epochs}, {"checkpoints", json::array()}, {"epoch_times", times}, {"overflows", json::array()}};
     for (const CheckpointInfo& c : checkpoints)
-      out["checkpoints"].push_back({{"epoch", c.epoch}, {"step", c.step}, {"path", c.path}});
+      out["checkpoints"].push_back({{"epoch", c.epoch}, {"step", c.step}, {"path", c.path}, {"on_disk", on_disk(c)}});
     for (const OverflowReport& overflow : overflows) {
       json o = overflow;
       o["finite_grad_norm_scaled"] = overflow.finite_grad_norm * overflow.loss_scale;
@@ -381,10 +388,14 @@ int show_command(const ShowOptions& options) {
 
   std::printf("\nsummary\n");
   if (s.epochs_completed) {
-    std::printf("  best validation accuracy   %s (epoch %d)\n", percent_text(s.best_validation_accuracy).c_str(),
-                s.best_epoch);
-    std::printf("  final validation accuracy  %s   loss %.4f\n", percent_text(s.final_validation_accuracy).c_str(),
-                s.final_validation_loss);
+    if (r.info.validation_images > 0) {
+      std::printf("  best validation accuracy   %s (epoch %d)\n", percent_text(s.best_validation_accuracy).c_str(),
+                  s.best_epoch);
+      std::printf("  final validation accuracy  %s   loss %.4f\n", percent_text(s.final_validation_accuracy).c_str(),
+                  s.final_validation_loss);
+    } else {
+      std::printf("  validation                 none (the run had no validation images)\n");
+    }
     std::printf("  epochs                     %d of %d, mean %s, %.1f images/s\n", s.epochs_completed, r.epochs,
                 duration_text(s.mean_epoch_seconds).c_str(), s.mean_images_per_second);
     std::printf("  skipped steps              %lld   final loss scale %s   peak memory %s\n",
@@ -398,9 +409,11 @@ int show_command(const ShowOptions& options) {
   print_layer_numerics(store.layer_numerics(r.id));
   print_divergence(r, store.divergence(r.id));
   if (!checkpoints.empty()) {
-    std::printf("\ncheckpoints\n");
+    std::printf("\ncheckpoints%s\n",
+                store.resumable(r.id) ? " (the last resumes the run: ampwb train --resume RUN)" : "");
     for (const CheckpointInfo& c : checkpoints)
-      std::printf("  resumes at epoch %d (step %lld): %s\n", c.epoch, static_cast<long long>(c.step), c.path.c_str());
+      std::printf("  epoch %d, step %lld: %s%s\n", c.epoch, static_cast<long long>(c.step), c.path.c_str(),
+                  on_disk(c) ? "" : " (removed)");
   }
   return 0;
 }

@@ -60,6 +60,7 @@ class ConsoleObserver : public TrainObserver {
 
   void on_start(const RunInfo& info) override {
     steps_per_epoch_ = info.steps_per_epoch;
+    validated_ = info.validation_images > 0;
     if (quiet_) return;
     std::printf("run:     %lld, recorded in %s\n", static_cast<long long>(recorder_.run_id()), db_.c_str());
     std::printf("dataset: %lld training and %lld validation images, %zu classes (%s), %d px\n",
@@ -96,11 +97,12 @@ class ConsoleObserver : public TrainObserver {
     epochs.push_back(r);
     if (quiet_) return;
     if (terminal_) std::printf("\r\033[K");
-    std::printf(
-        "epoch %d/%d  train loss %.4f acc %.2f%%  val loss %.4f acc %.2f%% top-%d %.2f%%  %.1f s  %.1f img/s  "
-        "data wait %.2f s  peak %.1f MiB",
-        r.epoch, epochs_, r.train_loss, 100 * r.train_accuracy, r.validation_loss, 100 * r.validation_accuracy, r.topk,
-        100 * r.validation_topk, r.seconds, r.images_per_second, r.data_wait_seconds, r.peak_bytes / 1048576.0);
+    std::printf("epoch %d/%d  train loss %.4f acc %.2f%%  ", r.epoch, epochs_, r.train_loss, 100 * r.train_accuracy);
+    if (validated_)
+      std::printf("val loss %.4f acc %.2f%% top-%d %.2f%%  ", r.validation_loss, 100 * r.validation_accuracy, r.topk,
+                  100 * r.validation_topk);
+    std::printf("%.1f s  %.1f img/s  data wait %.2f s  peak %.1f MiB", r.seconds, r.images_per_second,
+                r.data_wait_seconds, r.peak_bytes / 1048576.0);
     if (r.skipped_steps) std::printf("  skipped %lld", static_cast<long long>(r.skipped_steps));
     if (r.loss_scale != 1.0) std::printf("  scale %g", r.loss_scale);
     std::printf("\n");
@@ -153,6 +155,7 @@ class ConsoleObserver : public TrainObserver {
   Trainer* trainer_ = nullptr;
   ScaleCollapseWatch collapse_watch_;
   bool warned_collapse_ = false;
+  bool validated_ = true;  // the run has validation images
   int64_t steps_per_epoch_ = 0, steps_in_epoch_ = 0;
   std::chrono::steady_clock::time_point last_draw_{};
 };
@@ -161,10 +164,45 @@ struct TrainOptions {
   TrainFlags flags;
   bool json = false, no_checkpoint = false, keep_checkpoint = false;
   std::string db, resume;
+  const CLI::App* command = nullptr;  // the parsed `train`: which flags were given
 };
+
+// A folder as an absolute path, so a stored run finds it from any working directory.
+std::string absolute_folder(const std::string& folder) {
+  if (folder.empty()) return folder;
+  std::error_code ec;
+  std::string path = std::filesystem::absolute(folder, ec).lexically_normal().string();
+  if (ec) return folder;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// What --resume may change, from the flags given. Any other training flag is refused by name, also where it
+// repeats the stored value or names the default: a flag is never silently ignored.
+ResumeChanges resume_changes(const TrainOptions& options) {
+  const TrainConfig& given = options.flags.config;
+  ResumeChanges changes;
+  for (const CLI::Option* option : options.command->get_options()) {
+    const std::string flag = option->get_name();
+    if (option->count() == 0 || flag == "--resume" || flag == "--db" || flag == "--json" || flag == "--keep-checkpoint")
+      continue;
+    if (flag == "--data")
+      changes.data_dir = absolute_folder(given.data_dir);
+    else if (flag == "--threads")
+      changes.threads = given.threads;
+    else if (flag == "--cache-mb")
+      changes.cache_budget_mb = given.data.cache_budget_mb;
+    else
+      throw Error("resuming continues the run's stored configuration: " + flag +
+                  " cannot be given (only --data, --threads and --cache-mb can change)");
+  }
+  return changes;
+}
 
 int train_command(const TrainOptions& options) {
   TrainConfig c = options.flags.resolve();
+  c.data_dir = absolute_folder(c.data_dir);
+  c.checkpoint_dir = absolute_folder(c.checkpoint_dir);
   const bool json = options.json;
   const std::string db_path = store_path(options.db);
   const std::string& resume = options.resume;
@@ -179,12 +217,12 @@ int train_command(const TrainOptions& options) {
   int64_t continue_run = 0;
   if (!resume.empty()) {
     continue_run = store.resolve(resume);
-    const TrainFlags no_flags;  // a flag counts as given where it makes the configuration differ from no flags
-    c = resume_config(store, continue_run, c, no_flags.resolve());
+    c = resume_config(store, continue_run, resume_changes(options));
+  } else if (!c.name.empty()) {
+    store.check_new_name(c.name);
   }
   // Checkpoints by default, beside the store, as the GUI does; a folder made here goes when the run finishes.
-  const bool own_checkpoints = resume.empty() && c.checkpoint_dir.empty() && !no_checkpoint;
-  if (own_checkpoints) c.checkpoint_dir = new_checkpoint_dir(store.path());
+  if (resume.empty() && c.checkpoint_dir.empty() && !no_checkpoint) c.checkpoint_dir = new_checkpoint_dir(store.path());
   StoreRecorder recorder(store, c, {}, continue_run);
   ConsoleObserver console(c.epochs, json, ::isatty(STDOUT_FILENO) == 1, recorder, store.path());
   ObserverList observers({&recorder, &console});  // the recorder first: a printed epoch is a stored epoch
@@ -226,7 +264,7 @@ int train_command(const TrainOptions& options) {
     std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
   if (end.status == RunStatus::Failed && end.reason != recorder.error())
     std::fprintf(stderr, "ampwb train: error: %s\n", end.reason.c_str());
-  if (end.status == RunStatus::Finished && own_checkpoints && !keep_checkpoint) {
+  if (end.status == RunStatus::Finished && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) && !keep_checkpoint) {
     std::error_code ignored;  // a finished run cannot be resumed: its checkpoints are only disk space
     std::filesystem::remove_all(c.checkpoint_dir, ignored);
   }
@@ -241,6 +279,7 @@ void add_train_command(CLI::App& app, Invocation& invocation) {
   auto options = std::make_shared<TrainOptions>();
   CLI::App* train =
       app.add_subcommand("train", "train a ResNet on an image folder and record the run in the run store");
+  options->command = train;
   add_train_flags(train, options->flags);
   train
       ->add_option("--resume", options->resume,

@@ -42,7 +42,7 @@ case $stage in
   train)
     for mode in fp32 tf32 amp-fp16 amp-bf16 fp16-o2; do
       step "train-$mode" run ampwb train --device cuda --data "$AMPWB_DATA" --depth 20 --epochs 3 --batch-size 128 \
-        --precision "$mode" --db "$logs/runs.sqlite" --name "gpu $mode"
+        --precision "$mode" --db "$logs/runs.sqlite" --name "gpu $mode $(date -u +%Y%m%dT%H%M%S)"
     done
     step runs run ampwb runs --db "$logs/runs.sqlite" ;;
   bench)

@@ -11,4 +11,4 @@ if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
 fi
 echo "quickstart: no display found; training on the built-in sample headless (the GUI needs a desktop session)"
 exec build/app/ampwb train --data "$(build/app/ampwb dataset sample)" --max-train-images 2000 --depth 18 \
-  --epochs 2 --batch-size 64 --lr 0.05 --name "quickstart sample" "$@"
+  --epochs 2 --batch-size 64 --lr 0.05 "$@"

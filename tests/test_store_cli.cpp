@@ -77,10 +77,22 @@ TEST(StoreCli, AKilledRunResumesFromItsCheckpointAsTheSameRunAndCurve) {
   ASSERT_GE(resumes_at(), 4) << read_text(dir.file("train.log"));
   ASSERT_LE(resumes_at(), 12) << "killed too late to resume anything";
 
-  // Settings that would change the curves are refused by name; the stored configuration is used.
-  Result r = ampwb({"train", "--resume", "resumable", "--lr", "0.5", "--db", db});
+  // Settings that would change the curves are refused by name, also where a flag names the default value (fp32,
+  // depth 18 here) or repeats the stored one; the stored configuration is used.
+  for (const std::vector<std::string>& flag :
+       {std::vector<std::string>{"--lr", "0.5"}, {"--precision", "fp32"}, {"--depth", "18"}, {"--epochs", "12"}}) {
+    std::vector<std::string> line = {"train", "--resume", "resumable", "--db", db};
+    line.insert(line.end(), flag.begin(), flag.end());
+    const Result refused = ampwb(line);
+    EXPECT_EQ(refused.status, 1) << flag[0];
+    expect_contains(refused.output, flag[0] + " cannot be given (only --data, --threads and --cache-mb can change)");
+  }
+  // A new run cannot take the interrupted run's name: `--resume resumable` must keep meaning one run.
+  std::vector<std::string> taken = tiny_training(db, 1, 1);
+  taken.insert(taken.end(), {"--name", "resumable"});
+  Result r = ampwb(taken);
   EXPECT_EQ(r.status, 1);
-  expect_contains(r.output, "the setting lr cannot change");
+  expect_contains(r.output, "run 1 is already named 'resumable'");
   r = ampwb({"train", "--resume", "resumable", "--json", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
   const json summary = json::parse(r.output);
@@ -151,7 +163,37 @@ TEST(StoreCli, SigtermAndSigintStopAfterTheStepWithACheckpointAndExit143And130) 
     RunStore store(db, RunStore::Mode::ReadOnly);
     EXPECT_EQ(store.run(1).status, RunStatus::Finished);
     EXPECT_EQ(store.epochs(1).size(), 40u) << "the curve continues to the last epoch";
+    // Finished after a resume, the run's checkpoints beside the store go too, and `show` says so.
+    EXPECT_FALSE(fs::exists(fs::path(store.checkpoints(1).back().path).parent_path()));
+    const std::string shown = ampwb({"show", "1", "--db", db}).output;
+    expect_contains(shown, "(removed)");
+    EXPECT_EQ(shown.find("resumes the run"), std::string::npos) << shown;
+    EXPECT_FALSE(json::parse(ampwb({"show", "1", "--json", "--db", db}).output)["checkpoints"][0]["on_disk"]);
   }
+}
+
+TEST(StoreCli, ARunKeepsItsDataFolderAbsoluteAndSaysWhatItPassedOverAndWhatItDidNotMeasure) {
+  TempDir dir("data_notes");
+  const std::string db = dir.file("runs.sqlite");
+  fs::copy(stripes(), dir.file("data"), fs::copy_options::recursive);
+  const fs::path class_folder = *fs::directory_iterator(dir.file("data"));
+  std::ofstream(class_folder / "notes.jpg") << "not a picture\n";
+  // Given relative to the working directory, with no validation split.
+  std::vector<std::string> argv = tiny_training(db, 1, 1);
+  argv[2] = "data";
+  argv.insert(argv.end(), {"--val-fraction", "0", "--name", "relative"});
+  const Result r = ampwb(argv, {"/usr/bin/env", "-C", dir.path().string()});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "passed over 1 file that cannot be trained on (ampwb dataset inspect " + dir.file("data"));
+  expect_contains(r.output, "no validation images: validation is not measured");
+  EXPECT_EQ(r.output.find("val loss"), std::string::npos) << r.output;
+  const RunRecord run = RunStore(db, RunStore::Mode::ReadOnly).run(1);
+  EXPECT_EQ(run.config.data_dir, dir.file("data"));
+  // `dataset inspect` shows the fingerprint the run recorded for the folder.
+  const Result inspected = ampwb({"dataset", "inspect", dir.file("data"), "--json"});
+  ASSERT_EQ(inspected.status, 0) << inspected.output;
+  EXPECT_EQ(json::parse(inspected.output)["fingerprint"], run.dataset_fingerprint);
+  expect_contains(ampwb({"show", "relative", "--db", db}).output, "none (the run had no validation images)");
 }
 
 TEST(StoreCli, CheckpointsByDefaultAreRemovedWhenTheRunFinishesUnlessKept) {

@@ -372,21 +372,16 @@ TEST(RunResume, RefusesByNameAndChangesOnlySettingsThatLeaveTheCurvesAlone) {
   const TrainConfig same = resume_config(store, id);
   EXPECT_EQ(config_settings(same), config_settings(config_named("stopped")));
   EXPECT_EQ(same.resume_from, checkpoint);
-  // A moved dataset folder and threads may change; the learning rate may not, and is named.
-  const TrainConfig defaults;
-  TrainConfig given = defaults;
-  given.data_dir = "/moved";
-  given.threads = 3;
-  const TrainConfig moved = resume_config(store, id, given, defaults);
+  // A moved dataset folder, threads and the cache may change (the CLI refuses every other flag by name).
+  ResumeChanges changes;
+  changes.data_dir = "/moved";
+  changes.threads = 3;
+  changes.cache_budget_mb = 64;
+  const TrainConfig moved = resume_config(store, id, changes);
   EXPECT_EQ(moved.data_dir, "/moved");
   EXPECT_EQ(moved.threads, 3);
+  EXPECT_EQ(moved.data.cache_budget_mb, 64);
   EXPECT_EQ(moved.lr, 0.1f);
-  given.lr = 0.5f;
-  expect_contains(error_of([&] { resume_config(store, id, given, defaults); }), "the setting lr cannot change");
-  given = defaults;
-  given.precision.loss_scale.growth_interval = 7;
-  expect_contains(error_of([&] { resume_config(store, id, given, defaults); }),
-                  "the setting precision.loss_scale.growth_interval cannot change");
 
   // The checkpoint gone but the one before it kept: the trainer falls back to that one, so it still resumes.
   fs::rename(checkpoint, checkpoint + ".prev");
@@ -395,9 +390,52 @@ TEST(RunResume, RefusesByNameAndChangesOnlySettingsThatLeaveTheCurvesAlone) {
   expect_contains(resume_refusal(store, id), "is missing");
   EXPECT_FALSE(store.resumable(id));
   std::ofstream(checkpoint) << "x";
-  store.reopen_run(id, info());
+  store.reopen_run(id, info(), config_named("stopped"));
   store.end_run(id, {RunStatus::Finished, ""}, {}, 2.0);
   EXPECT_EQ(error_of([&] { resume_config(store, id); }), "run 1 ('stopped') finished: there is nothing to resume");
+}
+
+TEST(RunResume, RefusesAFolderWhoseFilesDifferAndRecordsAMovedOne) {
+  TempDir dir("resume_dataset");
+  fs::create_directories(dir.file("data/cat"));
+  std::ofstream(dir.file("data/cat/1.png")) << "12345";
+  TrainConfig config = config_named("moving");
+  config.data_dir = dir.file("data");
+  RunStore store(dir.file("runs.sqlite"));
+  const int64_t id = store.begin_run(config, info(), dataset_fingerprint(config.data_dir));
+  store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, 1.0);
+  const std::string checkpoint = dir.file("checkpoint.ampwb");
+  std::ofstream(checkpoint) << "x";
+  store.add_checkpoint(id, {2, 10, checkpoint});
+  EXPECT_EQ(resume_config(store, id).data_dir, config.data_dir);
+
+  // The same files in another folder: resumes there, and the run records where its data now is.
+  fs::copy(dir.file("data"), dir.file("moved"), fs::copy_options::recursive);
+  ResumeChanges changes;
+  changes.data_dir = dir.file("moved");
+  const TrainConfig resumed = resume_config(store, id, changes);
+  store.reopen_run(id, info(), resumed);
+  EXPECT_EQ(store.run(id).dataset_path, dir.file("moved"));
+  EXPECT_EQ(store.run(id).config.data_dir, dir.file("moved"));
+  store.end_run(id, {RunStatus::Cancelled, "stopped again"}, {}, 2.0);
+
+  // A file that changed size: other data, refused by name.
+  std::ofstream(dir.file("moved/cat/1.png")) << "123456";
+  expect_contains(error_of([&] { resume_config(store, id); }), "does not hold the files run 1 ('moving') trained on");
+}
+
+TEST(RunStore, ANameTakenByAnotherRunIsRefused) {
+  TempDir dir("names");
+  RunStore store(dir.file("runs.sqlite"));
+  const int64_t first = store.begin_run(config_named("baseline"), info(), "fp");
+  const int64_t second = store.begin_run(config_named("other"), info(), "fp");
+  expect_contains(error_of([&] { store.check_new_name("baseline"); }), "run 1 is already named 'baseline'");
+  expect_contains(error_of([&] { store.rename(second, "baseline"); }), "run 1 is already named 'baseline'");
+  EXPECT_EQ(store.run(second).name, "other");
+  store.check_new_name("baseline", first);  // its own name
+  store.rename(first, "baseline");
+  store.check_new_name("fresh");
+  expect_contains(error_of([&] { store.check_new_name("12"); }), "cannot be a number");
 }
 
 // --- the comparison (store/run_compare.h), which `ampwb compare` and the GUI's table both render ---

@@ -226,15 +226,15 @@ bool MainWindow::start_training() {
 QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled) {
   if (continue_run == 0) config.checkpoint_dir = setup_->checkpoints_enabled() ? checkpoint_folder() : std::string();
   try {
+    if (continue_run == 0 && !config.name.empty()) store_->check_new_name(config.name);
     session_->start(config, continue_run);
   } catch (const std::exception& e) {
     const QString problem = QString::fromUtf8(e.what());
     controls_->set_status(tr("Not started: %1").arg(problem));
     return problem;
   }
-  // Only folders this window made are removed when their run finishes (a resumed run keeps its stored folder).
-  const QString ours = QDir(QFileInfo(db_path_).absolutePath()).filePath("checkpoints/");
-  checkpoint_dir_ = QString::fromStdString(config.checkpoint_dir).startsWith(ours) ? config.checkpoint_dir : "";
+  // Only folders made beside the store are removed when their run finishes (a folder the user named stays).
+  checkpoint_dir_ = is_own_checkpoint_dir(db_path_.toStdString(), config.checkpoint_dir) ? config.checkpoint_dir : "";
   // The same object, refilled: the live charts keep their series (no rebuild, no re-layout) from run to run.
   if (prefilled)
     live_->replace_with(std::move(*prefilled));

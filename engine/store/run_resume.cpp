@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "store/dataset_fingerprint.h"
 
 namespace ampwb {
 namespace {
@@ -29,31 +30,23 @@ std::string resume_refusal(const RunStore& store, int64_t run) {
 
 bool RunStore::resumable(int64_t run) const { return resume_refusal(*this, run).empty(); }
 
-TrainConfig resume_config(const RunStore& store, int64_t run, const TrainConfig& given, const TrainConfig& defaults) {
+TrainConfig resume_config(const RunStore& store, int64_t run, const ResumeChanges& changes) {
   const std::string refusal = resume_refusal(store, run);
   if (!refusal.empty()) throw Error(refusal);
   const RunRecord r = store.run(run);
   TrainConfig c = r.config;
-  const auto asked = config_settings(given), unasked = config_settings(defaults);
-  for (size_t i = 0; i < asked.size(); ++i) {
-    const std::string& key = asked[i].first;
-    if (asked[i].second == unasked[i].second) continue;  // not given (or given as its default)
-    if (key == "data_dir")
-      c.data_dir = given.data_dir;
-    else if (key == "threads")
-      c.threads = given.threads;
-    else if (key == "data.cache_budget_mb")
-      c.data.cache_budget_mb = given.data.cache_budget_mb;
-    else if (key == "data.loader_threads")
-      c.data.loader_threads = given.data.loader_threads;
-    else
-      throw Error("resuming " + run_words(r) + " continues its stored configuration; the setting " + key +
-                  " cannot change (only the dataset folder, threads and the cache can: --data, --threads, --cache-mb)");
-  }
+  c.data_dir = changes.data_dir.value_or(c.data_dir);
+  c.threads = changes.threads.value_or(c.threads);
+  c.data.cache_budget_mb = changes.cache_budget_mb.value_or(c.data.cache_budget_mb);
+  // Runs recorded before fingerprints were stored have none to compare; a folder that cannot be listed is left
+  // to the trainer, which names the problem.
+  const std::string fingerprint = dataset_fingerprint(c.data_dir);
+  if (!r.dataset_fingerprint.empty() && !fingerprint.empty() && fingerprint != r.dataset_fingerprint)
+    throw Error("the dataset folder '" + c.data_dir + "' does not hold the files " + run_words(r) +
+                " trained on (fingerprint " + fingerprint + ", the run's " + r.dataset_fingerprint +
+                "): resuming on other data would mix two datasets in one run's curves");
   c.resume_from = store.checkpoints(run).back().path;  // the run keeps writing its checkpoints where they were
   return c;
 }
-
-TrainConfig resume_config(const RunStore& store, int64_t run) { return resume_config(store, run, {}, {}); }
 
 }  // namespace ampwb

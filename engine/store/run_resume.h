@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "store/run_store.h"
@@ -15,12 +16,17 @@ namespace ampwb {
 // latest checkpoint (or the one before it, which the trainer falls back to) is on disk.
 std::string resume_refusal(const RunStore& store, int64_t run);
 
-// The configuration to continue run `run` with: the stored one, resuming from its latest checkpoint. `given` is
-// what the user asked for and `defaults` what asking for nothing gives: a setting where they differ is taken when
-// it leaves the curves alone (the dataset folder, which may have moved, threads, the cache and the loader's
-// threads) and refused by name otherwise. Throws ampwb::Error with resume_refusal's reason when it cannot resume.
-TrainConfig resume_config(const RunStore& store, int64_t run, const TrainConfig& given, const TrainConfig& defaults);
-// The stored configuration unchanged (the GUI's Resume).
-TrainConfig resume_config(const RunStore& store, int64_t run);
+// What a resumed run may change: the settings that leave its curves alone. Unset: as stored.
+struct ResumeChanges {
+  std::optional<std::string> data_dir;  // the dataset folder, which may have moved (its files may not change)
+  std::optional<int> threads;
+  std::optional<int64_t> cache_budget_mb;
+};
+
+// The configuration to continue run `run` with: the stored one with `changes`, resuming from its latest
+// checkpoint. Throws ampwb::Error with resume_refusal's reason when it cannot resume, and when the dataset folder
+// no longer holds the files the run trained on (its fingerprint differs: resuming would mix two datasets in one
+// run's curves).
+TrainConfig resume_config(const RunStore& store, int64_t run, const ResumeChanges& changes = {});
 
 }  // namespace ampwb

@@ -124,6 +124,12 @@ std::string new_checkpoint_dir(const std::string& store_path) {
       .string();
 }
 
+bool is_own_checkpoint_dir(const std::string& store_path, const std::string& folder) {
+  const std::filesystem::path ours = std::filesystem::absolute(store_path).parent_path() / "checkpoints";
+  const std::filesystem::path path = std::filesystem::path(folder).lexically_normal();
+  return !folder.empty() && path.parent_path() == ours.lexically_normal();
+}
+
 std::string utc_now_iso8601() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};

@@ -64,8 +64,9 @@ class RunStore {
   // Inserts a `running` run owned by this process until end_run (or this process dies). Returns its id.
   int64_t begin_run(const TrainConfig& config, const RunInfo& info, const std::string& dataset_fingerprint);
   // Takes over an ended run to continue it from a checkpoint: running again, owned by this process, with the
-  // epochs from info.first_epoch on forgotten (they will be reported again).
-  void reopen_run(int64_t run, const RunInfo& info);
+  // epochs from info.first_epoch on forgotten (they will be reported again), and `config` recorded as what it
+  // continues with (resume_config's: a moved dataset folder, other threads).
+  void reopen_run(int64_t run, const RunInfo& info, const TrainConfig& config);
   // Forgets the steps from `first_step` on (a resumed run reports them again).
   void forget_steps_from(int64_t run, int64_t first_step);
   void add_steps(int64_t run, const std::vector<StepReport>& steps, double duration_seconds);
@@ -106,6 +107,8 @@ class RunStore {
   bool recording(int64_t run) const;                           // a live process records this run now
 
   // --- editing ---
+  // Refuses `name` for run `run` (0: a new run) where check_run_name does, or where another run has it already.
+  void check_new_name(const std::string& name, int64_t run = 0) const;
   void rename(int64_t run, const std::string& name);
   void set_notes(int64_t run, const std::string& notes);
   void add_tag(int64_t run, const std::string& tag);
@@ -165,5 +168,8 @@ std::string utc_now_iso8601();
 // Where a new run checkpoints by default, CLI and GUI alike: a folder of its own beside the store,
 // <store folder>/checkpoints/<UTC time>-<pid>. Removed when the run finishes, unless kept on purpose.
 std::string new_checkpoint_dir(const std::string& store_path);
+// Whether `folder` is one new_checkpoint_dir made for this store: removed when its run finishes (a folder the user
+// named is left alone).
+bool is_own_checkpoint_dir(const std::string& store_path, const std::string& folder);
 
 }  // namespace ampwb

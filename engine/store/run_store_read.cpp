@@ -186,9 +186,18 @@ bool RunStore::recording(int64_t run) const {
 
 // --- editing ---
 
+void RunStore::check_new_name(const std::string& name, int64_t run) const {
+  check_run_name(name);
+  SqliteStatement q(*db_, "SELECT id FROM runs WHERE name = ? AND id != ? ORDER BY id LIMIT 1");
+  q.bind(1, name).bind(2, run);
+  if (q.step())
+    throw Error("run " + std::to_string(q.int64(0)) + " is already named '" + name +
+                "': a name picks out one run (ampwb show NAME), so choose another");
+}
+
 void RunStore::rename(int64_t run_id, const std::string& name) {
   require_writable("rename a run");
-  check_run_name(name);
+  check_new_name(name, run_id);
   SqliteStatement update(*db_, "UPDATE runs SET name = ? WHERE id = ?");
   update.bind(1, name).bind(2, run_id).run();
   if (db_->changes() == 0) throw StoreError("no run " + std::to_string(run_id) + " in the run store '" + path() + "'");

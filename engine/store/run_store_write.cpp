@@ -93,7 +93,7 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
   return id;
 }
 
-void RunStore::reopen_run(int64_t run_id, const RunInfo& info) {
+void RunStore::reopen_run(int64_t run_id, const RunInfo& info, const TrainConfig& config) {
   require_writable("resume a run");
   const RunRecord r = run(run_id);
   if (recording(run_id)) throw StoreError("run " + std::to_string(run_id) + " is being recorded by another process");
@@ -101,8 +101,13 @@ void RunStore::reopen_run(int64_t run_id, const RunInfo& info) {
   SqliteTransaction t(*db_);
   SqliteStatement reopen(*db_,
                          "UPDATE runs SET status = 'running', ended = NULL, end_reason = '', updated = ?, host = ?, "
-                         "pid = ? WHERE id = ?");
-  reopen.bind(1, utc_now_iso8601()).bind(2, host_name()).bind(3, static_cast<int64_t>(::getpid())).bind(4, run_id);
+                         "pid = ?, config_json = ?, dataset_path = ? WHERE id = ?");
+  reopen.bind(1, utc_now_iso8601())
+      .bind(2, host_name())
+      .bind(3, static_cast<int64_t>(::getpid()))
+      .bind(4, nlohmann::json(config).dump())
+      .bind(5, config.data_dir)
+      .bind(6, run_id);
   reopen.run();
   for (const char* table : {"epochs", "histograms", "run_details"}) {
     SqliteStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");

@@ -34,7 +34,7 @@ void StoreRecorder::on_start(const RunInfo& info) {
   guarded([&] {
     started_ = last_flush_ = last_sync_ = Clock::now();
     if (continue_run_ != 0) {
-      store_->reopen_run(continue_run_, info);
+      store_->reopen_run(continue_run_, info, config_);
       run_id_ = continue_run_;
       forget_later_steps_ = true;
     } else {

@@ -291,6 +291,11 @@ RunEnd Trainer::train() {
   info.compute = precision.compute;
   info.notes = precision.notes;
   if (!resume_note.empty()) info.notes.push_back(resume_note);
+  if (const size_t skipped = dataset.report().skipped.size())
+    info.notes.push_back("passed over " + std::to_string(skipped) + (skipped == 1 ? " file" : " files") +
+                         " that cannot be trained on (ampwb dataset inspect " + config.data_dir +
+                         " lists each with its reason)");
+  if (validation_data.size() == 0) info.notes.push_back("no validation images: validation is not measured");
   report(&TrainObserver::on_start, info);
 
   const double wall_before = at.wall_before;
