@@ -162,6 +162,7 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
       ->required();
   chart->add_option("--metric", chart_options->metric, "the chart")
       ->type_name("loss|accuracy|loss-scale|epoch-time|data-wait|histogram")
+      ->check(CLI::IsMember({"loss", "accuracy", "loss-scale", "epoch-time", "data-wait", "histogram"}))
       ->required();
   chart->add_option("--out", chart_options->out, "the image file; its extension picks the format")
       ->type_name("FILE.png|.svg|.pdf")
@@ -169,9 +170,18 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
   add_number(chart, "--width", chart_options->width, "px, 100 to 10000")->check(CLI::Range(100, 10000).description(""));
   add_number(chart, "--height", chart_options->height, "px, 100 to 10000")
       ->check(CLI::Range(100, 10000).description(""));
-  add_number(chart, "--smoothing", chart_options->smoothing, "exponential smoothing of step curves, in [0, 1)");
-  chart->add_option("--histogram", chart_options->histogram, "with --metric histogram: which values")
-      ->type_name("KIND");
+  add_number(chart, "--smoothing", chart_options->smoothing, "exponential smoothing of step curves, in [0, 1)")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            const double value = std::strtod(text.c_str(), nullptr);
+            return value >= 0 && value < 1 ? std::string() : "must be in [0, 1), got " + text;
+          },
+          ""));
+  chart
+      ->add_option("--histogram", chart_options->histogram,
+                   "with --metric histogram: the weight or activation gradients")
+      ->type_name("weight|activation")
+      ->check(CLI::IsMember({"weight", "activation"}));
   chart
       ->add_option("--x-axis", chart_options->x_axis,
                    "what the curves are drawn against: step, epoch or wall (wall-clock seconds; per-epoch charts "

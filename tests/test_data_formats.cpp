@@ -276,6 +276,16 @@ TEST(DataImageFile, DamageIsRefusedWithItsReason) {
   EXPECT_EQ(check({0x00, 0x01, 0x02, 0xfe, 0x80, 0x90}).reason, "not an image (unknown format)");
   const std::vector<uint8_t> bmp = encode(".bmp", img);
   EXPECT_EQ(check(cut(bmp, bmp.size() / 2)).reason, "truncated BMP (shorter than its header says)");
+  // Binary PNM: the pixels the header's size needs (OpenCV's decoder would print its own complaint to stderr).
+  const std::vector<uint8_t> ppm = encode(".ppm", img);  // 40 x 30, 3 bytes a pixel
+  EXPECT_EQ(check(cut(ppm, ppm.size() - 1)).reason, "truncated PNM (3599 bytes of pixels, 40 x 30 need 3600)");
+  const std::string commented = "P5\n# made by hand\n3 2\n# 16-bit samples\n65535\n" + std::string(12, '\x10');
+  const ImageCheck grey = check(std::vector<uint8_t>(commented.begin(), commented.end()));
+  EXPECT_TRUE(grey.ok) << grey.reason;
+  EXPECT_EQ(grey.width, 3);
+  const std::string headless = "P6\n21 ";
+  EXPECT_EQ(check(std::vector<uint8_t>(headless.begin(), headless.end())).reason,
+            "corrupt PNM (its header is incomplete)");
   // A JPEG header on garbage: structure fine, decoding is not.
   std::vector<uint8_t> garbage = cut(jpg, 20);
   garbage.resize(400, 0x37);

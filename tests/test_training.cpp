@@ -382,6 +382,23 @@ TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
   fs::remove_all(data);
 }
 
+TEST(Cli, EveryInvalidBenchmarkSettingIsRefusedInWordsForTheUser) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--image-size 0", "--image-size must be between 8 and 1024, got 0"},
+      {"--image-size 100000", "--image-size must be between 8 and 1024, got 100000"},
+      {"--batch-size 1", "--batch-size must be at least 2"},
+      {"--steps 0", "--steps must be at least 1, got 0"},
+      {"--classes 1", "--classes must be at least 2, got 1"},
+      {"--depth 19", "unsupported depth 19"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const Result r = run_ampwb("bench --depth 20 --image-size 16 --batch-size 4 --steps 1 --warmup 0 " + flags);
+    EXPECT_EQ(r.status, 1) << flags << ": " << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << flags << ": " << r.output;
+    EXPECT_EQ(r.output.find(".cpp"), std::string::npos) << "no source paths: " << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace ampwb
 

@@ -105,7 +105,12 @@ class ExportCharts : public QObject {
     RunSeries a = load_run_series(store, a_), b = load_run_series(store, b_);
     const QStringList files = export_all_charts({&a, &b}, {}, dir_.filePath("compare"), "compare", "svg");
     QCOMPARE(files.size(), chart_metrics().size());
-    for (const QString& f : files) check_svg(f);
+    for (const QString& f : files) {
+      check_svg(f);
+      const QByteArray svg = read(f);  // the runs named under each chart, by colour, as the GUI's panel names them
+      QVERIFY2(svg.contains(QByteArray::fromStdString(a.label)) && svg.contains(QByteArray::fromStdString(b.label)),
+               qPrintable(f));
+    }
   }
 
   void csv_reports() {
@@ -171,9 +176,15 @@ class ExportCharts : public QObject {
     std::tie(rc, out) = run({"export", "chart", id, "--metric", "loss", "--out", dir_.filePath("x.gif"), "--db", db_});
     QCOMPARE(rc, 1);
     QVERIFY(out.contains(".png, .svg or .pdf"));
-    std::tie(rc, out) = run({"export", "chart", id, "--metric", "nope", "--out", png, "--db", db_});
-    QCOMPARE(rc, 1);
-    QVERIFY(out.contains("unknown metric"));
+    // Bad usage, refused by the parser (exit 2) with the valid choices or range.
+    for (const QStringList& bad :
+         {QStringList{"--metric", "nope"}, QStringList{"--histogram", "bogus"}, QStringList{"--smoothing", "1"}}) {
+      std::tie(rc, out) =
+          run(QStringList{"export", "chart", id, "--metric", "histogram", "--out", png, "--db", db_} + bad);
+      QCOMPARE(rc, 2);
+      QVERIFY2(out.contains(bad[0] + ": ") && (out.contains(" not in {") || out.contains("must be in [0, 1)")),
+               qPrintable(out));
+    }
   }
 };
 

@@ -4,16 +4,22 @@
 #include <QApplication>
 #include <QDir>
 #include <QFileInfo>
+#include <QFontMetrics>
 #include <QGraphicsScene>
 #include <QImage>
+#include <QLegend>
 #include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
 #include <QSvgGenerator>
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "chart_factory.h"
+#include "chart_style.h"
 #include "core/error.h"
+#include "run_groups.h"
 
 namespace ampwb::ui {
 namespace {
@@ -24,10 +30,58 @@ QColor background(const QBrush& brush) {
   return brush.style() == Qt::NoBrush ? QColor(Qt::white) : brush.color();
 }
 
-void render(MetricChart& view, QPainter& painter, QSize size) {
+// A comparison's runs (and its groups) by colour. In the GUI the chart panel shows them above every chart, so a
+// chart of several runs has no legend of its own: an exported one draws this under the chart.
+struct LegendEntry {
+  QColor color;
+  QString text;
+};
+
+std::vector<LegendEntry> run_legend(const RunList& runs, const ChartOptions& options) {
+  std::vector<LegendEntry> entries;
+  if (runs.size() < 2) return entries;
+  for (size_t i = 0; i < runs.size(); ++i)
+    entries.push_back({run_color(static_cast<int>(i)), QString::fromStdString(runs[i]->label)});
+  const std::string key = options.group_by.toStdString();
+  if (!key.empty())
+    for (const RunGroup& g : group_runs(runs, key)) {
+      const auto first = std::find(runs.begin(), runs.end(), g.runs.front()) - runs.begin();
+      entries.push_back({run_color(static_cast<int>(first)),
+                         QStringLiteral("mean ± std: ") + QString::fromStdString(group_label(key, g))});
+    }
+  return entries;
+}
+
+// Lays the entries out in lines across `width`, from `top` down, and draws them where `painter` is given. Returns
+// the height they take (0 for none).
+int draw_legend(const std::vector<LegendEntry>& entries, QPainter* painter, const QFont& font, int width, int top) {
+  if (entries.empty()) return 0;
+  const QFontMetrics metrics(font);
+  const int line = metrics.height() * 3 / 2, box = metrics.height() * 2 / 3, gap = metrics.height();
+  int x = gap, y = top;
+  for (const LegendEntry& e : entries) {
+    const int text_width = metrics.horizontalAdvance(e.text), entry_width = box + gap / 2 + text_width;
+    if (x > gap && x + entry_width > width - gap) {
+      x = gap;
+      y += line;
+    }
+    if (painter) {
+      painter->fillRect(x, y + (line - box) / 2, box, box, e.color);
+      painter->setFont(font);
+      painter->setPen(Qt::black);
+      painter->drawText(QRect(x + box + gap / 2, y, text_width + 1, line), Qt::AlignLeft | Qt::AlignVCenter, e.text);
+    }
+    x += entry_width + gap;
+  }
+  return y + line + gap / 2 - top;
+}
+
+// The chart into the top `chart_size` of the page, the legend under it.
+void render(MetricChart& view, QPainter& painter, QSize chart_size, const std::vector<LegendEntry>& legend) {
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setRenderHint(QPainter::TextAntialiasing);
-  view.scene()->render(&painter, QRectF(QPointF(0, 0), size), view.sceneRect());
+  view.scene()->render(&painter, QRectF(QPointF(0, 0), chart_size), view.sceneRect());
+  draw_legend(legend, &painter, view.chart()->legend()->font(), chart_size.width(), chart_size.height());
 }
 
 }  // namespace
@@ -43,10 +97,15 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
   const QString format = export_format(path);
   std::unique_ptr<MetricChart> view(make_chart(metric));
   if (!view) throw Error("unknown chart '" + metric.toStdString() + "'");
+  const std::vector<LegendEntry> legend = run_legend(runs, options);
+  const QFont legend_font = view->chart()->legend()->font();
+  const QSize chart_size(
+      size.width(),
+      std::max(size.height() / 2, size.height() - draw_legend(legend, nullptr, legend_font, size.width(), 0)));
   // Laid out at the export size without ever appearing on a screen.
   view->setAttribute(Qt::WA_DontShowOnScreen);
   view->setMinimumSize(1, 1);
-  view->resize(size);
+  view->resize(chart_size);
   view->show();
   QApplication::processEvents();
   view->update_from(runs, options);
@@ -61,7 +120,7 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
     image.fill(background(view->chart()->backgroundBrush()));
     {
       QPainter painter(&image);
-      render(*view, painter, size);
+      render(*view, painter, chart_size, legend);
     }
     ok = image.save(path, "PNG");
   } else if (format == "svg") {
@@ -73,7 +132,7 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
     svg.setDescription(QStringLiteral("AMP Workbench chart: %1").arg(metric));
     QPainter painter;
     ok = painter.begin(&svg);
-    if (ok) render(*view, painter, size);
+    if (ok) render(*view, painter, chart_size, legend);
   } else {
     QPdfWriter pdf(path);
     pdf.setCreator(QStringLiteral("AMP Workbench"));
@@ -85,7 +144,7 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
     ok = painter.begin(&pdf);
     if (ok) {
       painter.scale(pdf.width() / double(size.width()), pdf.height() / double(size.height()));
-      render(*view, painter, size);
+      render(*view, painter, chart_size, legend);
     }
   }
   if (!ok || !QFileInfo(path).exists() || QFileInfo(path).size() == 0)

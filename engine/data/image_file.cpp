@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #ifdef AMPWB_HAVE_IMAGE_CODECS
@@ -114,6 +115,39 @@ ImageCheck check_png(const uint8_t* d, size_t n) {
   return c;
 }
 
+// Binary PNM (P4 bitmap, P5 grey, P6 colour): the header's numbers, then at least the bytes they need. OpenCV's
+// decoder prints to stderr when its data ends early, so a truncated file is refused here, before it runs.
+ImageCheck check_pnm(const uint8_t* d, size_t n) {
+  const char kind = static_cast<char>(d[1]);
+  ImageCheck c;
+  c.ok = true;
+  c.format = ImageFormat::Pnm;
+  if (kind != '4' && kind != '5' && kind != '6') return c;  // ASCII: any length
+  size_t pos = 2;
+  uint64_t numbers[3] = {0, 0, 0};  // width, height, the largest sample value (P4: none)
+  for (int i = 0; i < (kind == '4' ? 2 : 3); ++i) {
+    while (pos < n && (std::isspace(d[pos]) || d[pos] == '#'))  // blanks and comments to the line's end
+      if (d[pos++] == '#')
+        while (pos < n && d[pos] != '\n') ++pos;
+    if (pos >= n || !std::isdigit(d[pos])) return fail(ImageFormat::Pnm, "corrupt PNM (its header is incomplete)");
+    while (pos < n && std::isdigit(d[pos])) {
+      numbers[i] = numbers[i] * 10 + (d[pos++] - '0');
+      if (numbers[i] > (uint64_t{1} << 30)) return fail(ImageFormat::Pnm, "corrupt PNM (a size beyond 2^30)");
+    }
+  }
+  ++pos;  // the one blank before the data
+  const uint64_t width = numbers[0], height = numbers[1], sample_bytes = numbers[2] > 255 ? 2 : 1;
+  const uint64_t needed =
+      kind == '4' ? (width + 7) / 8 * height : width * height * sample_bytes * (kind == '6' ? 3 : 1);
+  if (pos > n || n - pos < needed)
+    return fail(ImageFormat::Pnm, "truncated PNM (" + std::to_string(n - std::min(pos, n)) + " bytes of pixels, " +
+                                      std::to_string(width) + " x " + std::to_string(height) + " need " +
+                                      std::to_string(needed) + ")");
+  c.width = static_cast<int>(width);
+  c.height = static_cast<int>(height);
+  return c;
+}
+
 // Anything printable (ASCII or UTF-8) with line breaks: the usual "text file renamed .jpg".
 bool looks_like_text(const uint8_t* d, size_t n) {
   const size_t m = std::min<size_t>(n, 512);
@@ -202,6 +236,8 @@ ImageCheck check_image_structure(const uint8_t* d, size_t n) {
     case ImageFormat::Webp:
       if (le32(d + 4) + 8ull > n) return fail(format, "truncated WebP (shorter than its header says)");
       break;
+    case ImageFormat::Pnm:
+      return check_pnm(d, n);
     default:
       break;
   }

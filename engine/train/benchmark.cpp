@@ -14,9 +14,28 @@
 
 namespace ampwb {
 
+namespace {
+// Refuses a setting before any work, in words for the user (the same bounds as training's, config.cpp).
+void validate(const BenchConfig& c) {
+  auto require = [](bool holds, const std::string& message) {
+    if (!holds) throw Error(message);
+  };
+  const std::vector<int> depths = supported_depths();
+  require(std::find(depths.begin(), depths.end(), c.depth) != depths.end(),
+          "unsupported depth " + std::to_string(c.depth) + " (expected 18, 34, 50, 101, 152, 20, 32, 44, 56 or 110)");
+  require(c.image_size >= 8 && c.image_size <= 1024,
+          "--image-size must be between 8 and 1024, got " + std::to_string(c.image_size));
+  require(c.batch_size >= 2,
+          "--batch-size must be at least 2 (batch norm needs two samples), got " + std::to_string(c.batch_size));
+  require(c.num_classes >= 2, "--classes must be at least 2, got " + std::to_string(c.num_classes));
+  require(c.steps >= 1, "--steps must be at least 1, got " + std::to_string(c.steps));
+  require(c.warmup >= 0, "--warmup must not be negative, got " + std::to_string(c.warmup));
+  require(c.threads >= 0, "--threads must not be negative, got " + std::to_string(c.threads));
+}
+}  // namespace
+
 BenchResult run_benchmark(const BenchConfig& config) {
-  AMPWB_CHECK(config.steps >= 1 && config.warmup >= 0, "--steps must be at least 1");
-  AMPWB_CHECK(config.batch_size >= 2, "--batch-size must be at least 2");
+  validate(config);
   std::unique_ptr<Backend> backend = make_backend(
       config.device, {config.threads, false, config.precision == PrecisionMode::Tf32, config.conv_algorithm});
   ProfiledBackend* profiled = nullptr;

@@ -31,7 +31,7 @@ void validate(const TrainConfig& c) {
                   "--batch-size must be at least 2 (batch norm needs two samples), got " << c.batch_size);
   REQUIRE_SETTING(c.image_size == 0 || (c.image_size >= 8 && c.image_size <= 1024),
                   "--image-size must be between 8 and 1024, got " << c.image_size);
-  REQUIRE_SETTING(c.lr > 0 && std::isfinite(c.lr), "--lr must be positive, got " << c.lr);
+  REQUIRE_SETTING(c.lr > 0 && std::isfinite(c.lr), "--lr must be a positive number, got " << c.lr);
   REQUIRE_SETTING(c.warmup_epochs >= 0 && c.warmup_epochs <= c.epochs, "--warmup-epochs must be in [0, epochs]");
   REQUIRE_SETTING(c.label_smoothing >= 0 && c.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
   REQUIRE_SETTING(c.grad_clip_norm >= 0, "--grad-clip must not be negative");
