@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QValueAxis>
 #include <QXYSeries>
 #include <QtTest>
 #include <cmath>
@@ -464,8 +465,13 @@ class ChartData : public QObject {
       return at;
     };
 
-    // Step (the default): step numbers.
+    // Step (the default): step numbers, with ticks where their whole-number labels say (8 steps: 0 to 10 by 5,
+    // not by 2.5 labelled "3" and "8").
     QCOMPARE(x_title("loss"), QString("step"));
+    const auto* x = qobject_cast<QValueAxis*>(panel.chart("loss")->chart()->axes(Qt::Horizontal).front());
+    QVERIFY(x && x->tickCount() > 1);
+    const double tick = (x->max() - x->min()) / (x->tickCount() - 1);
+    QCOMPARE(tick, std::round(tick));
     QList<QPointF> loss = points("loss", "per step");
     QCOMPARE(loss.size(), qsizetype{8});
     for (qsizetype k = 0; k < loss.size(); ++k) QCOMPARE(loss[k].x(), double(steps[k].step));

@@ -76,7 +76,8 @@ void MetricChart::set_nice_range(QValueAxis* axis, double low, double high, int 
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   double step = magnitude * 10;
   for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
-    if (raw <= m * magnitude) {
+    // 2.5 only where it is whole (25, 250, ...): 2.5 or 0.25 would be labelled "3" or "0.3" in the axes' formats
+    if (raw <= m * magnitude && (m != 2.5 || magnitude >= 10)) {
       step = m * magnitude;
       break;
     }

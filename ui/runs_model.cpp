@@ -112,9 +112,11 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
         text += QStringLiteral(" (%1/%2)").arg(s.epochs_completed).arg(r.epochs);
       return text;
     }
-    case BestAccuracy:
-      if (sort) return s.epochs_completed ? s.best_validation_accuracy : -1.0;
-      return s.epochs_completed ? QStringLiteral("%1 %").arg(100 * s.best_validation_accuracy, 0, 'f', 2) : "–";
+    case BestAccuracy: {
+      const bool measured = s.epochs_completed && r.info.validation_images > 0;  // none without validation images
+      if (sort) return measured ? s.best_validation_accuracy : -1.0;
+      return measured ? QStringLiteral("%1 %").arg(100 * s.best_validation_accuracy, 0, 'f', 2) : "–";
+    }
     case Time:
       return sort ? QVariant(s.total_seconds) : QVariant(QString::fromStdString(format_duration(s.total_seconds)));
     case Tags: {
