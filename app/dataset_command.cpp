@@ -91,6 +91,10 @@ int bench_decode(const BenchDecodeOptions& options) {
   const bool temporary = dir_flag.empty();
   const fs::path dir =
       temporary ? fs::temp_directory_path() / ("ampwb-bench-decode-" + std::to_string(::getpid())) : fs::path(dir_flag);
+  std::error_code ec;
+  if (!temporary && fs::exists(dir, ec) && !(fs::is_directory(dir, ec) && fs::is_empty(dir, ec)))
+    throw Error("--dir '" + dir_flag + "' is not a new or empty folder: the generated images would mix with what is " +
+                "there (a dataset, say)");
   write_benchmark_images(dir.string(), options.count);
   const std::vector<DecodeTiming> timings = time_decoding(dir.string(), options.repeats);
   if (temporary) fs::remove_all(dir);
@@ -216,9 +220,11 @@ void add_dataset_commands(CLI::App& app, Invocation& invocation) {
   auto decode = std::make_shared<BenchDecodeOptions>();
   CLI::App* bench_decode_cmd =
       dataset->add_subcommand("bench-decode", "time image decoding per core on generated images");
-  add_number(bench_decode_cmd, "--count", decode->count, "images to generate");
-  add_number(bench_decode_cmd, "--repeat", decode->repeats, "timed passes");
-  bench_decode_cmd->add_option("--dir", decode->dir, "write the images here (default: a temporary folder)")
+  add_number(bench_decode_cmd, "--count", decode->count, "images to generate")
+      ->check(CLI::Range(1, 1000000).description(""));
+  add_number(bench_decode_cmd, "--repeat", decode->repeats, "timed passes")->check(CLI::Range(1, 1000).description(""));
+  bench_decode_cmd
+      ->add_option("--dir", decode->dir, "write the images into this new or empty folder (default: a temporary one)")
       ->type_name("DIR");
   bench_decode_cmd->add_flag("--json", decode->json, "as JSON");
   run_on_parse(bench_decode_cmd, invocation, decode, bench_decode);
@@ -228,19 +234,25 @@ void add_dataset_commands(CLI::App& app, Invocation& invocation) {
       dataset->add_subcommand("bench-loader", "time epochs of the loader on DIR against a simulated training step");
   bench_loader_cmd->add_option("DIR", loader->dir, "the dataset folder")->type_name("")->required();
   add_dataset_flags(bench_loader_cmd, loader->dataset);
-  add_number(bench_loader_cmd, "--image-size", loader->loader.image_size, "image side, px");
-  add_number(bench_loader_cmd, "--batch-size", loader->loader.batch_size, "images per batch");
-  add_number(bench_loader_cmd, "--threads", loader->loader.threads, "loader threads");
+  add_number(bench_loader_cmd, "--image-size", loader->loader.image_size, "image side, px")
+      ->check(CLI::Range(8, 1024).description(""));
+  add_number(bench_loader_cmd, "--batch-size", loader->loader.batch_size, "images per batch")
+      ->check(CLI::Range(1, 1 << 20).description(""));
+  add_number(bench_loader_cmd, "--threads", loader->loader.threads, "loader threads")
+      ->check(CLI::Range(1, 1024).description(""));
   bench_loader_cmd->add_flag("--augment", loader->loader.augment, "random crop and horizontal flip");
   bench_loader_cmd->add_option("--crop", loader->loader.crop, "with --augment: how training images are cut")
       ->check(CLI::IsMember({"auto", "random-resized", "pad"}));
   bench_loader_cmd->add_option("--normalization", loader->loader.normalization, "per-channel statistics")
       ->check(CLI::IsMember({"dataset", "imagenet", "none"}));
-  add_number(bench_loader_cmd, "--cache-mb", loader->cache_mb, "memory for decoded images, in MiB");
+  add_number(bench_loader_cmd, "--cache-mb", loader->cache_mb, "memory for decoded images, in MiB")
+      ->check(CLI::NonNegativeNumber.description(""));
   bench_loader_cmd->add_option("--split", loader->split, "which split to load")
       ->check(CLI::IsMember({"train", "validation"}));
-  add_number(bench_loader_cmd, "--epochs", loader->epochs, "epochs to time");
-  add_number(bench_loader_cmd, "--compute-ms", loader->compute_ms, "the simulated training step, ms");
+  add_number(bench_loader_cmd, "--epochs", loader->epochs, "epochs to time")
+      ->check(CLI::Range(1, 10000).description(""));
+  add_number(bench_loader_cmd, "--compute-ms", loader->compute_ms, "the simulated training step, ms")
+      ->check(CLI::NonNegativeNumber.description(""));
   bench_loader_cmd->add_flag("--json", loader->json, "as JSON");
   run_on_parse(bench_loader_cmd, invocation, loader, bench_loader);
 }

@@ -47,7 +47,7 @@ int report_command(const ReportOptions& options) {
   const fs::path out = options.out;
   if (out.extension() != ".pdf") {
     write_file_atomically(out.string(), html);
-    std::printf("wrote %s (%zu runs)\n", out.string().c_str(), ids.size());
+    std::printf("wrote %s (%zu run%s)\n", out.string().c_str(), ids.size(), ids.size() == 1 ? "" : "s");
     return 0;
   }
   const std::string chromium = find_chromium();
@@ -63,7 +63,7 @@ int report_command(const ReportOptions& options) {
   fs::remove(html_file);
   if (status != 0 || !fs::exists(out))
     throw Error("the headless Chromium (" + chromium + ") could not print " + out.string());
-  std::printf("wrote %s (%zu runs)\n", out.string().c_str(), ids.size());
+  std::printf("wrote %s (%zu run%s)\n", out.string().c_str(), ids.size(), ids.size() == 1 ? "" : "s");
   return 0;
 }
 

@@ -378,10 +378,13 @@ int show_command(const ShowOptions& options) {
     Table table({"EPOCH", "TRAIN LOSS", "TRAIN ACC", "VAL LOSS", "VAL ACC", "TOP-K", "SECONDS", "IMAGES/S",
                  "DATA WAIT S", "SKIPPED", "LOSS SCALE", "PEAK"},
                 std::vector<bool>(12, true));
+    const bool validated = r.info.validation_images > 0;  // else nothing was measured: "-"
     for (const EpochReport& e : epochs)
       table.add({std::to_string(e.epoch), fixed_text(e.train_loss, 4), percent_text(e.train_accuracy),
-                 fixed_text(e.validation_loss, 4), percent_text(e.validation_accuracy), percent_text(e.validation_topk),
-                 fixed_text(e.seconds, 2), fixed_text(e.images_per_second, 1), fixed_text(e.data_wait_seconds, 2),
+                 validated ? fixed_text(e.validation_loss, 4) : "-",
+                 validated ? percent_text(e.validation_accuracy) : "-",
+                 validated ? percent_text(e.validation_topk) : "-", fixed_text(e.seconds, 2),
+                 fixed_text(e.images_per_second, 1), fixed_text(e.data_wait_seconds, 2),
                  std::to_string(e.skipped_steps), number_text(e.loss_scale), mebibytes_text(e.peak_bytes)});
     table.print("  ");
   }
@@ -411,9 +414,13 @@ int show_command(const ShowOptions& options) {
   if (!checkpoints.empty()) {
     std::printf("\ncheckpoints%s\n",
                 store.resumable(r.id) ? " (the last resumes the run: ampwb train --resume RUN)" : "");
-    for (const CheckpointInfo& c : checkpoints)
-      std::printf("  epoch %d, step %lld: %s%s\n", c.epoch, static_cast<long long>(c.step), c.path.c_str(),
-                  on_disk(c) ? "" : " (removed)");
+    for (const CheckpointInfo& c : checkpoints) {
+      // Written at the end, it resumes at an epoch past the last: where it stands is that epoch's end.
+      const std::string at = c.epoch > r.epochs
+                                 ? "end of epoch " + std::to_string(r.epochs)
+                                 : "epoch " + std::to_string(c.epoch) + ", step " + std::to_string(c.step);
+      std::printf("  %s: %s%s\n", at.c_str(), c.path.c_str(), on_disk(c) ? "" : " (removed)");
+    }
   }
   return 0;
 }

@@ -2,6 +2,8 @@
 // rename, tag, note, store check|backup. Every one takes --db.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -46,7 +48,9 @@ int delete_command(const EditOptions& options) {
   const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
   store.remove(r.id);
   std::printf("deleted run %lld (%s)\n", static_cast<long long>(r.id), printable(r.name).c_str());
-  for (const CheckpointInfo& c : checkpoints) std::printf("  its checkpoint file is kept: %s\n", c.path.c_str());
+  std::error_code ec;
+  for (const CheckpointInfo& c : checkpoints)  // a finished run's were removed with their folder
+    if (std::filesystem::exists(c.path, ec)) std::printf("  its checkpoint file is kept: %s\n", c.path.c_str());
   return 0;
 }
 
@@ -82,8 +86,18 @@ struct StoreOptions {
   std::string file, db;  // file: backup's destination
 };
 
+// Whether `path` starts as every SQLite database does: anything else is not a damaged store but no store at all.
+bool looks_like_sqlite(const std::string& path) {
+  char header[16] = {};
+  std::ifstream(path, std::ios::binary).read(header, sizeof header);
+  return std::string(header, sizeof header) == std::string("SQLite format 3", 16);
+}
+
 int store_check_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error("no run store at '" + path + "'");
+  if (!looks_like_sqlite(path)) throw Error("'" + path + "' is not a run store (not an SQLite database)");
   std::string problems;
   try {
     problems = RunStore(path, RunStore::Mode::ReadOnly).integrity_check();

@@ -27,9 +27,13 @@ namespace ampwb::cli {
 namespace {
 
 // The first SIGINT/SIGTERM asks the run to stop after its current step (it ends as cancelled and is recorded so);
-// SA_RESETHAND makes a second one end the process at once (the store then shows the run as interrupted).
+// SA_RESETHAND makes a second one end the process at once (the store then shows the run as interrupted). SIGPIPE
+// (the output's reader went away: `ampwb train | head`) stops it the same way, with a checkpoint, instead of
+// killing it; it stays caught, since every later write to the pipe raises it again.
 volatile std::sig_atomic_t g_signal = 0;
-void on_signal(int signal) { g_signal = signal; }
+void on_signal(int signal) {
+  if (g_signal == 0 || signal != SIGPIPE) g_signal = signal;
+}
 
 class SignalGuard {
  public:
@@ -40,15 +44,18 @@ class SignalGuard {
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &old_int_);
     sigaction(SIGTERM, &action, &old_term_);
+    action.sa_flags = 0;
+    sigaction(SIGPIPE, &action, &old_pipe_);
   }
   ~SignalGuard() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGPIPE, &old_pipe_, nullptr);
   }
 
  private:
   struct sigaction old_int_ {
-  }, old_term_{};
+  }, old_term_{}, old_pipe_{};
 };
 
 // Prints the run as it goes and turns a caught signal into Trainer::stop().
@@ -143,8 +150,11 @@ class ConsoleObserver : public TrainObserver {
   void poll_signal() {
     if (g_signal == 0 || signal || !trainer_) return;
     signal = g_signal;
-    std::fprintf(stderr, "\nampwb train: %s received: stopping after this step (again to quit at once)\n",
-                 g_signal == SIGINT ? "interrupt" : "termination signal");
+    if (g_signal == SIGPIPE)
+      std::fprintf(stderr, "\nampwb train: the output's reader is gone: stopping after this step, resumable\n");
+    else
+      std::fprintf(stderr, "\nampwb train: %s received: stopping after this step (again to quit at once)\n",
+                   g_signal == SIGINT ? "interrupt" : "termination signal");
     trainer_->stop();
   }
 
@@ -194,7 +204,7 @@ ResumeChanges resume_changes(const TrainOptions& options) {
       changes.cache_budget_mb = given.data.cache_budget_mb;
     else
       throw Error("resuming continues the run's stored configuration: " + flag +
-                  " cannot be given (only --data, --threads and --cache-mb can change)");
+                  " cannot be given (only --data, --threads, --cache-mb and --keep-checkpoint can)");
   }
   return changes;
 }
@@ -207,6 +217,7 @@ int train_command(const TrainOptions& options) {
   const std::string db_path = store_path(options.db);
   const std::string& resume = options.resume;
   const bool no_checkpoint = options.no_checkpoint, keep_checkpoint = options.keep_checkpoint;
+  c.keep_checkpoints = keep_checkpoint;
   if (resume.empty()) {
     validate(c);  // bad settings are refused before the store is touched
     if (!c.name.empty()) check_run_name(c.name);
@@ -218,6 +229,7 @@ int train_command(const TrainOptions& options) {
   if (!resume.empty()) {
     continue_run = store.resolve(resume);
     c = resume_config(store, continue_run, resume_changes(options));
+    c.keep_checkpoints = c.keep_checkpoints || keep_checkpoint;
   } else if (!c.name.empty()) {
     store.check_new_name(c.name);
   }
@@ -264,12 +276,14 @@ int train_command(const TrainOptions& options) {
     std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
   if (end.status == RunStatus::Failed && end.reason != recorder.error())
     std::fprintf(stderr, "ampwb train: error: %s\n", end.reason.c_str());
-  if (end.status == RunStatus::Finished && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) && !keep_checkpoint) {
+  if (end.status == RunStatus::Finished && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
+      !c.keep_checkpoints) {
     std::error_code ignored;  // a finished run cannot be resumed: its checkpoints are only disk space
     std::filesystem::remove_all(c.checkpoint_dir, ignored);
   }
   if (!recorder.error().empty() || end.status == RunStatus::Failed) return 1;
-  if (end.status == RunStatus::Cancelled) return console.signal ? 128 + console.signal : 1;  // 130 SIGINT, 143 SIGTERM
+  if (end.status == RunStatus::Cancelled)
+    return console.signal ? 128 + console.signal : 1;  // 130 SIGINT, 141 SIGPIPE, 143 SIGTERM
   return 0;
 }
 
@@ -283,7 +297,8 @@ void add_train_command(CLI::App& app, Invocation& invocation) {
   add_train_flags(train, options->flags);
   train
       ->add_option("--resume", options->resume,
-                   "continue a stopped run from its checkpoint (only --data, --threads, --cache-mb may change)")
+                   "continue a stopped run from its checkpoint (only --data, --threads, --cache-mb, --keep-checkpoint "
+                   "may be given)")
       ->type_name("RUN")
       ->group("Run");
   train->add_flag("--no-checkpoint", options->no_checkpoint, "write no checkpoints (the run cannot be resumed)")

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cmath>
 
 #include <csignal>
 
@@ -85,7 +86,8 @@ TEST(StoreCli, AKilledRunResumesFromItsCheckpointAsTheSameRunAndCurve) {
     line.insert(line.end(), flag.begin(), flag.end());
     const Result refused = ampwb(line);
     EXPECT_EQ(refused.status, 1) << flag[0];
-    expect_contains(refused.output, flag[0] + " cannot be given (only --data, --threads and --cache-mb can change)");
+    expect_contains(refused.output,
+                    flag[0] + " cannot be given (only --data, --threads, --cache-mb and --keep-checkpoint can)");
   }
   // A new run cannot take the interrupted run's name: `--resume resumable` must keep meaning one run.
   std::vector<std::string> taken = tiny_training(db, 1, 1);
@@ -189,11 +191,27 @@ TEST(StoreCli, ARunKeepsItsDataFolderAbsoluteAndSaysWhatItPassedOverAndWhatItDid
   EXPECT_EQ(r.output.find("val loss"), std::string::npos) << r.output;
   const RunRecord run = RunStore(db, RunStore::Mode::ReadOnly).run(1);
   EXPECT_EQ(run.config.data_dir, dir.file("data"));
+  EXPECT_TRUE(std::isnan(RunStore(db, RunStore::Mode::ReadOnly).epochs(1).at(0).validation_accuracy))
+      << "not measured is NaN (SQLite NULL), not 0%";
   // `dataset inspect` shows the fingerprint the run recorded for the folder.
   const Result inspected = ampwb({"dataset", "inspect", dir.file("data"), "--json"});
   ASSERT_EQ(inspected.status, 0) << inspected.output;
   EXPECT_EQ(json::parse(inspected.output)["fingerprint"], run.dataset_fingerprint);
   expect_contains(ampwb({"show", "relative", "--db", db}).output, "none (the run had no validation images)");
+}
+
+TEST(StoreCli, AReaderThatGoesAwayStopsTheRunResumablyWithExit141) {
+  TempDir dir("sigpipe");
+  const std::string db = dir.file("runs.sqlite");
+  std::string line = "\"$0\"";
+  for (const std::string& arg : tiny_training(db, 40, 4)) line += " '" + arg + "'";
+  // `ampwb train | head -n 1`: head leaves after the first line, and a later line finds the pipe closed.
+  const Result r = run({"/bin/bash", "-c", line + " | head -n 1; echo \"status ${PIPESTATUS[0]}\"", AMPWB_BINARY});
+  expect_contains(r.output, "status 141");
+  expect_contains(r.output, "the output's reader is gone: stopping after this step, resumable");
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  EXPECT_EQ(store.run(1).status, RunStatus::Cancelled);
+  EXPECT_TRUE(store.resumable(1)) << "stopped with a checkpoint, not killed";
 }
 
 TEST(StoreCli, CheckpointsByDefaultAreRemovedWhenTheRunFinishesUnlessKept) {
@@ -208,6 +226,7 @@ TEST(StoreCli, CheckpointsByDefaultAreRemovedWhenTheRunFinishesUnlessKept) {
   const std::vector<CheckpointInfo> kept = RunStore(db, RunStore::Mode::ReadOnly).checkpoints(2);
   ASSERT_FALSE(kept.empty());
   EXPECT_TRUE(fs::exists(kept.back().path));
+  EXPECT_TRUE(RunStore(db, RunStore::Mode::ReadOnly).run(2).config.keep_checkpoints) << "a resume keeps them too";
   argv.back() = "--no-checkpoint";
   ASSERT_EQ(ampwb(argv).status, 0);
   EXPECT_TRUE(RunStore(db, RunStore::Mode::ReadOnly).checkpoints(3).empty());
@@ -238,6 +257,15 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   expect_contains(r.output, "ampwb store backup FILE");
   EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "refused before training";
   EXPECT_EQ(read_text(db), damaged_bytes) << "nothing was written into the damaged store";
+  // No store, or a file that is not one: said so, without advice to recover what was never a store.
+  r = ampwb({"store", "check", "--db", dir.file("missing.sqlite")});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "no run store at '" + dir.file("missing.sqlite") + "'");
+  std::ofstream(dir.file("notes.txt")) << "not a database\n";
+  r = ampwb({"store", "check", "--db", dir.file("notes.txt")});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "is not a run store (not an SQLite database)");
+  EXPECT_EQ(r.output.find(".recover"), std::string::npos) << r.output;
 }
 
 TEST(StoreCli, BackupWhileARunRecordsIsAWholeStore) {

@@ -21,6 +21,7 @@
 #include "store/csv_export.h"
 #include "store/dataset_fingerprint.h"
 #include "store/run_compare.h"
+#include "store/run_groups.h"
 #include "store/run_resume.h"
 #include "store/run_store.h"
 #include "store/sqlite.h"
@@ -198,7 +199,11 @@ TEST(RunStore, ResolvesIdsAndUniqueNames) {
   RunStore store(dir.file("runs.sqlite"));
   const int64_t a = store.begin_run(config_named("alpha"), info(), "");
   const int64_t b = store.begin_run(config_named("twin"), info(), "");
-  const int64_t c = store.begin_run(config_named("twin"), info(), "");
+  const int64_t c = store.begin_run(config_named("twin2"), info(), "");
+  expect_contains(error_of([&] { store.begin_run(config_named("twin"), info(), ""); }), "already named 'twin'");
+  // A store written before names were unique may hold twins: a name then picks out none.
+  SqliteDb(store.path(), SqliteDb::Open::ReadWrite)
+      .exec("UPDATE runs SET name = 'twin' WHERE id = " + std::to_string(c));
   EXPECT_EQ(store.resolve(std::to_string(a)), a);
   EXPECT_EQ(store.resolve("alpha"), a);
   const std::string ambiguous = error_of([&] { store.resolve("twin"); });
@@ -207,6 +212,7 @@ TEST(RunStore, ResolvesIdsAndUniqueNames) {
   expect_contains(error_of([&] { store.resolve("99"); }), "no run 99");
   expect_contains(error_of([&] { store.rename(a, "42"); }), "cannot be a number");
   expect_contains(error_of([&] { store.rename(a, ""); }), "cannot be empty");
+  expect_contains(error_of([&] { store.rename(a, "  spaced  "); }), "cannot begin or end with a space");
   store.rename(c, "triplet");
   EXPECT_EQ(store.resolve("twin"), b);
 }
@@ -450,6 +456,7 @@ ComparedRun compared(int64_t id, float lr, const std::string& mode, std::vector<
   r.record.config = config_named(r.record.name);
   r.record.config.lr = lr;
   r.record.config.precision = precision_preset(mode);
+  r.record.info.validation_images = 200;
   r.epochs = std::move(epochs);
   return r;
 }
@@ -492,6 +499,30 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   // Results first, then the settings.
   EXPECT_FALSE(c.rows.front().setting);
   EXPECT_TRUE(c.rows.back().setting);
+}
+
+TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
+  EpochReport unvalidated = epoch(1);  // as the trainer reports an epoch without validation images
+  unvalidated.validation_loss = unvalidated.validation_accuracy = unvalidated.validation_topk = RunSummary::kNone;
+  std::vector<ComparedRun> runs{compared(1, 0.1f, "fp32", {epoch(1)}), compared(2, 0.1f, "fp32", {unvalidated}),
+                                compared(3, 0.1f, "fp32", {})};  // 3 failed before its first epoch
+  runs[1].record.info.validation_images = 0;
+  runs[2].record.status = RunStatus::Failed;
+  const Comparison c = compare_runs(runs);
+  EXPECT_EQ(row(c, "best validation accuracy").values, (std::vector<std::string>{"50.00% (epoch 1)", "-", "-"}));
+  EXPECT_EQ(row(c, "final validation loss").values, (std::vector<std::string>{"1.1000", "-", "-"}));
+  EXPECT_EQ(row(c, "images/s (training)").values, (std::vector<std::string>{"321.0", "321.0", "-"}));
+  EXPECT_TRUE(std::isnan(c.summaries[2].final_train_loss)) << "never measured: NaN (JSON null, CSV nan)";
+  ConfigGroup all;
+  all.members = {0, 1, 2};
+  for (const GroupMetric& m : group_metrics(c.summaries, all)) {
+    if (m.metric == "best validation accuracy (%)") {
+      EXPECT_DOUBLE_EQ(m.mean, 50.0) << "run 1 alone measured it";
+    }
+    if (m.metric == "training images/s") {
+      EXPECT_DOUBLE_EQ(m.mean, 321.0) << "runs 1 and 2, not the failed one";
+    }
+  }
 }
 
 // --- the field lists' JSON (train/record_fields.h) ---

@@ -382,6 +382,25 @@ TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
   fs::remove_all(data);
 }
 
+TEST(Cli, TheDatasetBenchmarksRefuseSettingsOutOfRangeAsBadUsage) {
+  const fs::path data = make_stripes_folder("cli-dataset-bench", 10, 12);
+  const std::string loader = "dataset bench-loader '" + data.string() + "' ";
+  const std::vector<std::string> lines = {"dataset bench-decode --count 0", "dataset bench-decode --repeat 0",
+                                          loader + "--batch-size 0",        loader + "--threads 0",
+                                          loader + "--image-size 7",        loader + "--epochs 0",
+                                          loader + "--cache-mb -1",         loader + "--compute-ms -1"};
+  for (const std::string& line : lines) {
+    const Result r = run_ampwb(line);
+    EXPECT_EQ(r.status, 2) << line << ": " << r.output;
+    EXPECT_EQ(r.output.find(".cpp"), std::string::npos) << line << ": " << r.output;
+  }
+  // Generated images never go into a folder that holds something (a dataset's class folder, say).
+  const Result r = run_ampwb("dataset bench-decode --count 2 --repeat 1 --dir '" + data.string() + "'");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("is not a new or empty folder"), std::string::npos) << r.output;
+  fs::remove_all(data);
+}
+
 TEST(Cli, EveryInvalidBenchmarkSettingIsRefusedInWordsForTheUser) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--image-size 0", "--image-size must be between 8 and 1024, got 0"},

@@ -71,10 +71,13 @@ void AccuracyChart::refresh(const RunList& runs, const ChartOptions& options) {
       if (!std::isfinite(at)) continue;
       x_max = std::max(x_max, at);
       train.append(QPointF(at, 100 * e.train_accuracy));
+      low = std::min(low, 100 * e.train_accuracy);
+      high = std::max(high, 100 * e.train_accuracy);
+      if (!std::isfinite(e.validation_accuracy)) continue;  // a run without validation images measured none
       validation.append(QPointF(at, 100 * e.validation_accuracy));
       topk.append(QPointF(at, 100 * e.validation_topk));
-      low = std::min({low, 100 * e.train_accuracy, 100 * e.validation_accuracy});
-      high = std::max({high, 100 * e.validation_topk, 100 * e.train_accuracy});
+      low = std::min(low, 100 * e.validation_accuracy);
+      high = std::max(high, 100 * e.validation_topk);
     }
     curves_[i].train->replace(train);
     curves_[i].validation->replace(validation);

@@ -19,6 +19,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
+#include <cmath>
 #include <filesystem>
 
 #include "about.h"
@@ -38,13 +39,17 @@ namespace ampwb::ui {
 namespace {
 
 QString epoch_line(const EpochReport& e, int epochs) {
-  return QObject::tr("Epoch %1/%2: train loss %3, validation accuracy %4 % (top-%5 %6 %), %7 s, %8 images/s%9")
+  const QString validation = std::isfinite(e.validation_accuracy)
+                                 ? QObject::tr("validation accuracy %1 % (top-%2 %3 %)")
+                                       .arg(100 * e.validation_accuracy, 0, 'f', 2)
+                                       .arg(e.topk)
+                                       .arg(100 * e.validation_topk, 0, 'f', 2)
+                                 : QObject::tr("no validation images");
+  return QObject::tr("Epoch %1/%2: train loss %3, %4, %5 s, %6 images/s%7")
       .arg(e.epoch)
       .arg(epochs)
       .arg(e.train_loss, 0, 'f', 4)
-      .arg(100 * e.validation_accuracy, 0, 'f', 2)
-      .arg(e.topk)
-      .arg(100 * e.validation_topk, 0, 'f', 2)
+      .arg(validation)
       .arg(e.seconds, 0, 'f', 1)
       .arg(e.images_per_second, 0, 'f', 0)
       .arg(e.skipped_steps ? QObject::tr(", %1 skipped steps").arg(e.skipped_steps) : QString());
@@ -234,7 +239,9 @@ QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::
     return problem;
   }
   // Only folders made beside the store are removed when their run finishes (a folder the user named stays).
-  checkpoint_dir_ = is_own_checkpoint_dir(db_path_.toStdString(), config.checkpoint_dir) ? config.checkpoint_dir : "";
+  checkpoint_dir_ = is_own_checkpoint_dir(db_path_.toStdString(), config.checkpoint_dir) && !config.keep_checkpoints
+                        ? config.checkpoint_dir
+                        : "";
   // The same object, refilled: the live charts keep their series (no rebuild, no re-layout) from run to run.
   if (prefilled)
     live_->replace_with(std::move(*prefilled));

@@ -167,7 +167,7 @@ void MetricChart::refresh_group_bands(const std::function<double(const EpochRepo
     QList<QPointF> mean, low, high;
     for (const EpochBand& b : epoch_bands(g.runs, metric, 1).points) {
       const double at = mean_epoch_x(g.runs, b.epoch, axis);
-      if (!std::isfinite(at)) continue;
+      if (!std::isfinite(at) || !std::isfinite(b.mean)) continue;
       mean.append(QPointF(at, y_scale * b.mean));
       low.append(QPointF(at, y_scale * (b.mean - b.std)));
       high.append(QPointF(at, y_scale * (b.mean + b.std)));

@@ -67,24 +67,30 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   add("epochs", [&](size_t i) {
     return std::to_string(c.summaries[i].epochs_completed) + "/" + std::to_string(runs[i].record.epochs);
   });
+  // A validation result of a run that measured validation; "-" for one without validation images.
+  auto validated = [&](const std::function<std::string(size_t)>& cell) {
+    return [&runs, cell](size_t i) { return runs[i].record.info.validation_images > 0 ? cell(i) : std::string("-"); };
+  };
   add("best validation accuracy", completed([](const RunSummary& s) {
-        return percent_text(s.best_validation_accuracy) + " (epoch " + std::to_string(s.best_epoch) + ")";
+        return s.best_epoch ? percent_text(s.best_validation_accuracy) + " (epoch " + std::to_string(s.best_epoch) + ")"
+                            : std::string("-");
       }));
   add("final validation accuracy",
-      completed([](const RunSummary& s) { return percent_text(s.final_validation_accuracy); }));
-  add("validation accuracy at epoch " + std::to_string(at), [&](size_t i) {
-    const EpochReport* e = epoch_at(runs[i].epochs, at);
-    return e ? percent_text(e->validation_accuracy) : std::string("-");
-  });
-  add("validation top-k at epoch " + std::to_string(at), [&](size_t i) {
-    const EpochReport* e = epoch_at(runs[i].epochs, at);
-    return e ? percent_text(e->validation_topk) + " (top-" + std::to_string(e->topk) + ")" : std::string("-");
-  });
-  add("final validation loss", completed([](const RunSummary& s) { return fixed_text(s.final_validation_loss, 4); }));
+      validated(completed([](const RunSummary& s) { return percent_text(s.final_validation_accuracy); })));
+  add("validation accuracy at epoch " + std::to_string(at), validated([&](size_t i) {
+        const EpochReport* e = epoch_at(runs[i].epochs, at);
+        return e ? percent_text(e->validation_accuracy) : std::string("-");
+      }));
+  add("validation top-k at epoch " + std::to_string(at), validated([&](size_t i) {
+        const EpochReport* e = epoch_at(runs[i].epochs, at);
+        return e ? percent_text(e->validation_topk) + " (top-" + std::to_string(e->topk) + ")" : std::string("-");
+      }));
+  add("final validation loss",
+      validated(completed([](const RunSummary& s) { return fixed_text(s.final_validation_loss, 4); })));
   add("final training loss", completed([](const RunSummary& s) { return fixed_text(s.final_train_loss, 4); }));
   add("total time", [&](size_t i) { return duration_text(c.summaries[i].total_seconds); });
   add("mean epoch time", [&](size_t i) { return duration_text(c.summaries[i].mean_epoch_seconds); });
-  add("images/s (training)", [&](size_t i) { return fixed_text(c.summaries[i].mean_images_per_second, 1); });
+  add("images/s (training)", completed([](const RunSummary& s) { return fixed_text(s.mean_images_per_second, 1); }));
   add("speed-up vs run " + (n ? std::to_string(runs[c.baseline].record.id) : std::string()),
       [&](size_t i) { return c.speedups[i] > 0 ? fixed_text(c.speedups[i], 2) + "x" : std::string("-"); });
   add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });
@@ -102,7 +108,8 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     });
   }
 
-  // Every setting of the configuration (not the run's name), then where it ran and on what data.
+  // Every setting of the configuration (not the run's name, nor where its checkpoints went), then where it ran and
+  // on what data.
   std::vector<std::vector<std::pair<std::string, std::string>>> settings(n);
   for (size_t i = 0; i < n; ++i) {
     settings[i] = config_settings(runs[i].record.config);
@@ -111,7 +118,8 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   }
   if (n)
     for (size_t k = 0; k < settings[0].size(); ++k)
-      if (settings[0][k].first != "name")
+      if (const std::string& key = settings[0][k].first;
+          key != "name" && key != "checkpoint_dir" && key != "keep_checkpoints")
         add(
             settings[0][k].first, [&](size_t i) { return settings[i][k].second; }, true);
   return c;

@@ -12,7 +12,7 @@ namespace {
 
 // Settings that leave the curves alone (or only say where things are): never a reason to group.
 bool ignored(const std::string& key) {
-  static const std::set<std::string> keys = {"name",    "checkpoint_dir",       "resume_from",
+  static const std::set<std::string> keys = {"name",    "checkpoint_dir",       "keep_checkpoints",   "resume_from",
                                              "threads", "data.cache_budget_mb", "data.loader_threads"};
   return keys.count(key) > 0;
 }
@@ -83,12 +83,18 @@ std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries,
       {"skipped steps", [](const RunSummary& s) { return static_cast<double>(s.skipped_steps); }},
   };
   std::vector<GroupMetric> out;
-  const double n = static_cast<double>(group.members.size());
   for (const Source& source : sources) {
+    // Over the runs that measured it: a run that completed no epoch, or had no validation images, has nothing to
+    // add (its NaN or 0 would pull the mean).
+    std::vector<double> values;
+    for (size_t i : group.members)
+      if (const RunSummary& s = summaries.at(i); s.epochs_completed > 0 && std::isfinite(source.value(s)))
+        values.push_back(source.value(s));
+    const double n = static_cast<double>(values.size());
     double sum = 0, ss = 0;
-    for (size_t i : group.members) sum += source.value(summaries.at(i));
-    const double mean = n > 0 ? sum / n : 0;
-    for (size_t i : group.members) ss += (source.value(summaries[i]) - mean) * (source.value(summaries[i]) - mean);
+    for (double v : values) sum += v;
+    const double mean = n > 0 ? sum / n : RunSummary::kNone;
+    for (double v : values) ss += (v - mean) * (v - mean);
     out.push_back({source.name, mean, n > 1 ? std::sqrt(ss / (n - 1)) : 0.0});
   }
   return out;

@@ -2,6 +2,7 @@
 #include "store/run_record.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "train/record_json.h"
@@ -15,7 +16,9 @@ RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epoch
   if (epochs.empty()) return s;
   double seconds = 0, throughput = 0;
   for (const EpochReport& e : epochs) {
-    if (s.best_epoch == 0 || e.validation_accuracy > s.best_validation_accuracy) {
+    // An epoch without validation images measured none (NaN): best_epoch stays 0 if none did.
+    if (std::isfinite(e.validation_accuracy) &&
+        (s.best_epoch == 0 || e.validation_accuracy > s.best_validation_accuracy)) {
       s.best_validation_accuracy = e.validation_accuracy;
       s.best_epoch = e.epoch;
     }

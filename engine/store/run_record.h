@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,17 +51,20 @@ struct RunRecord {
   std::string unreadable;
 };
 
+// What a run measured, over its completed epochs. A value it never measured is NaN (no completed epoch; validation
+// without validation images), so that tables show "-", JSON null and CSV "nan", and means leave it out.
 struct RunSummary {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   int epochs_completed = 0;
-  double best_validation_accuracy = 0;
-  int best_epoch = 0;  // 0 when no epoch completed
-  double final_validation_accuracy = 0, final_validation_loss = 0, final_train_loss = 0;
-  double total_seconds = 0;           // the run's wall time (RunRecord::duration_seconds)
-  double mean_epoch_seconds = 0;      // training and evaluation
-  double mean_images_per_second = 0;  // training throughput, mean over epochs
+  double best_validation_accuracy = kNone;
+  int best_epoch = 0;  // 0 when no epoch measured validation
+  double final_validation_accuracy = kNone, final_validation_loss = kNone, final_train_loss = kNone;
+  double total_seconds = 0;               // the run's wall time (RunRecord::duration_seconds)
+  double mean_epoch_seconds = kNone;      // training and evaluation
+  double mean_images_per_second = kNone;  // training throughput, mean over epochs
   int64_t skipped_steps = 0;
-  double final_loss_scale = 0;  // 0 when no epoch completed
-  size_t peak_bytes = 0;        // the largest epoch peak
+  double final_loss_scale = kNone;
+  size_t peak_bytes = 0;  // the largest epoch peak
 };
 
 RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epochs);

@@ -50,6 +50,8 @@ bool all_digits(const std::string& s) {
 void check_run_name(const std::string& name) {
   if (name.empty()) throw Error("a run name cannot be empty");
   if (all_digits(name)) throw Error("a run name cannot be a number ('" + name + "' would read as a run id)");
+  if (name.front() == ' ' || name.back() == ' ')  // tables would show it as another name, which then finds nothing
+    throw Error("a run name cannot begin or end with a space ('" + name + "')");
   for (const unsigned char ch : name)
     if (ch < 0x20 || ch == 0x7f)  // a newline or tab would break every table, CSV file and report it is printed in
       throw Error("a run name cannot hold control characters (newlines, tabs, ...)");

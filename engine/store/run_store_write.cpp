@@ -51,6 +51,8 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
   const std::string versions =
       std::string("ampwb " AMPWB_VERSION ", SQLite ") + sqlite3_libversion() + ", g++ " __VERSION__;
   SqliteTransaction t(*db_);
+  // Checked again inside the transaction: two runs started at once with one name cannot both take it.
+  if (!config.name.empty()) check_new_name(config.name);
   SqliteStatement insert(*db_,
                          "INSERT INTO runs(name, created, updated, status, config_json, depth, precision, batch_size, "
                          "lr, optimizer, epochs, image_size, seed, dataset_path, dataset_fingerprint, device, backend, "

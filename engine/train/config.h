@@ -49,9 +49,10 @@ struct TrainConfig {
   DataConfig data;
   int64_t max_steps_per_epoch = 0;        // 0 = the whole epoch (tests use small numbers)
   int64_t max_consecutive_skipped = 100;  // a run that skips this many steps in a row is stopped
-  int numerics_every = 0;      // per-layer numerics: the last step of each epoch, and with N > 0 every N-th step too
-  std::string checkpoint_dir;  // empty = no checkpoints
-  std::string resume_from;     // a checkpoint file to continue from (not part of the run's identity)
+  int numerics_every = 0;         // per-layer numerics: the last step of each epoch, and with N > 0 every N-th step too
+  std::string checkpoint_dir;     // empty = no checkpoints
+  bool keep_checkpoints = false;  // a finished run keeps them (else a folder made for it beside the store goes)
+  std::string resume_from;        // a checkpoint file to continue from (not part of the run's identity)
 };
 
 // --- the field lists (train/record_fields.h): JSON keys as the run store has always kept them ---
@@ -128,6 +129,7 @@ void fields(R& c, V&& v) {
   v("max_consecutive_skipped", c.max_consecutive_skipped);
   v("numerics_every", c.numerics_every);
   v("checkpoint_dir", c.checkpoint_dir);
+  v("keep_checkpoints", c.keep_checkpoints);
 }
 
 // Refuses invalid settings before any work starts, naming the setting.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include "core/error.h"
@@ -47,7 +48,10 @@ const char* run_status_name(RunStatus s) {
 
 Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk) {
   Evaluation e;
-  if (data.size() == 0) return e;
+  if (data.size() == 0) {
+    e.loss = e.accuracy = e.topk_accuracy = std::numeric_limits<double>::quiet_NaN();
+    return e;
+  }
   SoftmaxCrossEntropy loss(backend);
   data.start_epoch(0);
   int64_t correct = 0, correct_k = 0, seen = 0;

@@ -22,7 +22,7 @@
 
 namespace ampwb {
 
-struct Evaluation {
+struct Evaluation {  // NaN for data without images: nothing was measured
   double loss = 0, accuracy = 0, topk_accuracy = 0;
   std::vector<int64_t> confusion;  // classes x classes, row: the true class (add_to_confusion)
 };
