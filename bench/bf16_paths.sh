@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# amp-bf16 against fp32 on every CPU path this machine can show: as the CPU is (native BF16 where it has
-# AVX512-BF16 or AMX), with oneDNN capped to plain AVX-512 (oneDNN's own BF16 emulation) and to AVX2 (no BF16
-# primitives: the engine's emulation). fp32 and amp-bf16 alternate within every round under the same cap.
-# usage: bench/bf16_paths.sh [AMPWB] [ROUNDS] [CAPS]   (ResNet-18; 64 px batch 32 and 224 px batch 16; 2 threads;
-#        CAPS: the oneDNN caps to run, default "native AVX512_CORE AVX2")
+# amp-bf16 against fp32 on every CPU path this machine can show: as the engine chooses ("auto": oneDNN's native
+# BF16 where the cores' BF16 multiply-adds outpace FP32's, else the engine's emulation), each of the two forced
+# (AMPWB_CPU_BF16=native|emulated), and oneDNN capped to plain AVX-512 (no BF16 instructions) or to AVX2 (no BF16
+# primitives). fp32 and amp-bf16 alternate within every round under the same path.
+# usage: bench/bf16_paths.sh [AMPWB] [ROUNDS] [PATHS]  (ResNet-18; 64 px batch 32 and 224 px batch 16; 2 threads;
+#        PATHS: auto, native, emulated or a oneDNN cap such as AVX512_CORE or AVX2; default "auto native emulated")
 set -euo pipefail
 ampwb=${1:-build/app/ampwb}
 rounds=${2:-3}
-caps=${3:-native AVX512_CORE AVX2}
+caps=${3:-auto native emulated}
 lscpu | grep -E 'Model name|Flags' | sed -E 's/(Flags:).*/\1 '"$(grep -o -w -E 'avx2|avx512f|avx512_bf16|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"'/'
 declare -A runs
 for cap in $caps; do
@@ -15,7 +16,11 @@ for cap in $caps; do
     read -r size batch steps <<<"$config"
     for round in $(seq "$rounds"); do
       for mode in fp32 amp-bf16; do
-        env=(); [ "$cap" = native ] || env=(ONEDNN_MAX_CPU_ISA=$cap)
+        case $cap in
+          auto) env=() ;;
+          native | emulated) env=(AMPWB_CPU_BF16=$cap) ;;
+          *) env=(ONEDNN_MAX_CPU_ISA=$cap) ;;
+        esac
         out=$(env "${env[@]}" "$ampwb" bench --depth 18 --image-size "$size" --batch-size "$batch" --precision "$mode" \
               --steps "$steps" --warmup 2 --threads 2 --json)
         ips=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])["images_per_second"])' "$out")

@@ -1,8 +1,6 @@
 // How much faster BF16 can be than FP32 on this CPU: the cores' peak multiply-add rate in each type, and the
 // engine's own convolutions (oneDNN) on ResNet-18's shapes in each type, alternated round by round, medians.
 // usage: ampwb_conv_dtypes [THREADS] [ROUNDS]
-#include <immintrin.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/multiply_add_rate.h"
 #include "bench_util.h"
 #include "core/rng.h"
 
@@ -23,63 +22,7 @@ using bench::Clock;
 using bench::median;
 using bench::seconds_since;
 
-constexpr int kAccumulators = 12;  // enough independent chains to hide the multiply-add latency on both pipes
 constexpr long kIterations = 50'000'000;
-
-// The sum of every lane of the accumulators, so the loops cannot be optimised away.
-template <class Vector>
-float lane_sum(const Vector (&acc)[kAccumulators]) {
-  float sum = 0;
-  for (const Vector& a : acc) {
-    float lanes[sizeof(Vector) / sizeof(float)];
-    std::memcpy(lanes, &a, sizeof a);
-    for (float v : lanes) sum += v;
-  }
-  return sum;
-}
-
-// 16 lanes x 2 flops per FMA instruction.
-__attribute__((target("avx512f"))) float fp32_fma_loop(long iterations) {
-  __m512 acc[kAccumulators];
-  for (auto& a : acc) a = _mm512_set1_ps(0.f);
-  const __m512 x = _mm512_set1_ps(1.0001f), y = _mm512_set1_ps(0.9999f);
-  for (long i = 0; i < iterations; ++i)
-    for (auto& a : acc) a = _mm512_fmadd_ps(x, y, a);
-  return lane_sum(acc);
-}
-
-// 8 lanes x 2 flops per FMA instruction: the FP32 peak of a CPU without AVX-512 (first-generation Zen).
-__attribute__((target("avx2,fma"))) float fp32_fma_loop_avx2(long iterations) {
-  __m256 acc[kAccumulators];
-  for (auto& a : acc) a = _mm256_set1_ps(0.f);
-  const __m256 x = _mm256_set1_ps(1.0001f), y = _mm256_set1_ps(0.9999f);
-  for (long i = 0; i < iterations; ++i)
-    for (auto& a : acc) a = _mm256_fmadd_ps(x, y, a);
-  return lane_sum(acc);
-}
-
-// 16 lanes x 2 products x 2 flops per VDPBF16PS instruction.
-__attribute__((target("avx512f,avx512bf16"))) float bf16_dot_loop(long iterations) {
-  __m512 acc[kAccumulators];
-  for (auto& a : acc) a = _mm512_set1_ps(0.f);
-  const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80),
-                 y = (__m512bh)_mm512_set1_epi16(0x3f80);  // 1.0
-  for (long i = 0; i < iterations; ++i)
-    for (auto& a : acc) a = _mm512_dpbf16_ps(a, x, y);
-  return lane_sum(acc);
-}
-
-// Runs loop on every thread at once; returns GFLOP/s over all of them.
-double peak_gflops(int threads, float (*loop)(long), double flops_per_instruction) {
-  std::vector<std::thread> workers;
-  std::vector<float> sink(threads);
-  const auto start = Clock::now();
-  for (int t = 0; t < threads; ++t) workers.emplace_back([&, t] { sink[t] = loop(kIterations); });
-  for (auto& w : workers) w.join();
-  const double elapsed = seconds_since(start);
-  if (sink[0] == 0) std::puts("");  // keeps the loops' results alive
-  return threads * double(kIterations) * kAccumulators * flops_per_instruction / elapsed / 1e9;
-}
 
 struct ConvShape {
   const char* name;
@@ -122,18 +65,16 @@ ConvTimes time_conv(Backend& backend, const ConvShape& s, DType dtype, int reps)
 
 int run(int threads, int rounds) {
   std::printf("peak multiply-add rate, %d threads:\n", threads);
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  const double fp32_peak =
-      avx512 ? peak_gflops(threads, fp32_fma_loop, 32) : peak_gflops(threads, fp32_fma_loop_avx2, 16);
-  std::printf("  FP32 FMA       %8.1f GFLOP/s (%s)\n", fp32_peak, avx512 ? "AVX-512" : "AVX2");
-  if (__builtin_cpu_supports("avx512bf16")) {
-    const double bf16_peak = peak_gflops(threads, bf16_dot_loop, 64);
-    std::printf("  BF16 VDPBF16PS %8.1f GFLOP/s  (%.2fx FP32)\n", bf16_peak, bf16_peak / fp32_peak);
-  } else {
+  const MultiplyAddRates peak = measure_multiply_add_rates(threads, kIterations);
+  std::printf("  FP32 FMA       %8.1f GFLOP/s (%s)\n", peak.fp32_gflops,
+              __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2");
+  if (peak.bf16_gflops > 0)
+    std::printf("  BF16 VDPBF16PS %8.1f GFLOP/s  (%.2fx FP32)\n", peak.bf16_gflops,
+                peak.bf16_gflops / peak.fp32_gflops);
+  else
     std::printf("  BF16: this CPU has no AVX512-BF16\n");
-  }
 
-  auto backend = make_backend("cpu", {threads});
+  auto backend = make_backend("cpu", {threads, CpuBf16::Native});  // oneDNN's BF16 wherever it runs natively
   std::printf(
       "\n%s\nResNet-18 convolutions at 224 px, batch 16, NHWC; median of %d rounds, FP32 and BF16 "
       "alternated:\n",
@@ -162,8 +103,8 @@ int run(int threads, int rounds) {
 
   // FP32 3x3 convolutions: oneDNN's direct ones against the engine's Winograd F(2x2,3x3) (backend/cpu/winograd.h),
   // alternated; GFLOP/s count the direct convolution's multiply-adds for both.
-  auto direct = make_backend("cpu", {threads, false, false, ConvAlgorithm::Direct});
-  auto winograd = make_backend("cpu", {threads, false, false, ConvAlgorithm::Winograd});
+  auto direct = make_backend("cpu", {threads, CpuBf16::Auto, false, ConvAlgorithm::Direct});
+  auto winograd = make_backend("cpu", {threads, CpuBf16::Auto, false, ConvAlgorithm::Winograd});
   std::printf("\nFP32, oneDNN's direct convolution against Winograd F(2x2,3x3), alternated:\n");
   std::printf("%-20s %-16s %10s %10s %8s\n", "shape", "pass", "direct", "Winograd", "speed-up");
   for (const ConvShape& s : shapes) {

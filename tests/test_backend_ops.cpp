@@ -495,7 +495,7 @@ TEST(CpuBackend, WinogradAgreesWithTheDirectConvolutionWhateverItsThreadsOrSimd)
     std::vector<float> y, dx, dw;
   };
   auto convolve = [&](int threads, bool winograd) {
-    CpuBackend b({threads, false, false, winograd ? ConvAlgorithm::Winograd : ConvAlgorithm::Direct});
+    CpuBackend b({threads, CpuBf16::Auto, false, winograd ? ConvAlgorithm::Winograd : ConvAlgorithm::Direct});
     Tensor y = Tensor::empty(dy.shape(), DType::F32, Layout::NHWC);
     Tensor dx = Tensor::empty(x.shape(), DType::F32, Layout::NHWC);
     Tensor dw = Tensor::empty(w.shape(), DType::F32, Layout::NHWC);
@@ -525,7 +525,7 @@ TEST(CpuBackend, WinogradAgreesWithTheDirectConvolutionWhateverItsThreadsOrSimd)
 // FP16 and BF16 convolutions, which the CPU emulates, take Winograd with the conversions folded into its transforms:
 // the same bits as the emulation's widening to FP32, FP32 convolution and rounding, done here step by step.
 TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {
-  CpuBackend b({2, true, false, ConvAlgorithm::Winograd});  // BF16 emulated on every CPU
+  CpuBackend b({2, CpuBf16::Emulated, false, ConvAlgorithm::Winograd});  // BF16 emulated on every CPU
   for (DType dtype : {DType::F16, DType::BF16}) {
     Rng rng(5);
     const Tensor x = host_random({2, 64, 12, 13}, rng, dtype, Layout::NHWC);
@@ -571,7 +571,7 @@ TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {
 // run the same arithmetic on every SIMD path: the same bits, with channel counts that take the register-blocked
 // sums (multiples of 16) and those that do not.
 TEST(CpuBackend, BatchNormAndAveragePoolingGiveTheSameBitsOnEverySimdPath) {
-  CpuBackend b({2, true, false, ConvAlgorithm::Auto});  // BF16 emulated on every CPU
+  CpuBackend b({2, CpuBf16::Emulated, false, ConvAlgorithm::Auto});  // BF16 emulated on every CPU
   for (DType dtype : {DType::F32, DType::F16, DType::BF16})
     for (const Shape& shape : {Shape{4, 32, 6, 6}, Shape{3, 24, 5, 7}}) {
       Rng rng(9);

@@ -76,7 +76,7 @@ TEST_P(CudaWholeStep, MatchesTheCpuBackendFromTheSameWeightsAndBatch) {
   if (cuda_device_count() == 0)
     GTEST_SKIP() << "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
   const StepTolerance& tol = GetParam();
-  auto gpu = make_backend("cuda", {2, false, std::string(tol.mode) == "tf32"});
+  auto gpu = make_backend("cuda", {2, CpuBf16::Auto, std::string(tol.mode) == "tf32"});
   CpuBackend cpu({2});
   const ResNetConfig resnet18{18, 10, 3, 32, Stem::Auto};
   const testing::StepOutcome on_gpu = testing::one_training_step(*gpu, tol.mode, resnet18, 16, 17);

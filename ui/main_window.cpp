@@ -383,7 +383,19 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
 
 void MainWindow::start_sweep(const TrainConfig& base, const std::vector<SweepVariant>& variants) {
   if (session_->running()) return;
-  const std::string prefix = "sweep " + QDateTime::currentDateTime().toString("MMdd-hhmmss").toStdString();
+  // Its runs are named "<prefix> <variant>": a sweep started in the same second as another (a short one just
+  // finished) takes the stamp with "-2", "-3", ... rather than names that are taken, which would refuse every run.
+  const std::string stamp = "sweep " + QDateTime::currentDateTime().toString("MMdd-hhmmss").toStdString();
+  auto names_free = [&](const std::string& prefix) {
+    try {
+      for (const SweepVariant& v : variants) store_->check_new_name(prefix + " " + v.key);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  std::string prefix = stamp;
+  for (int k = 2; k < 100 && !names_free(prefix); ++k) prefix = stamp + "-" + std::to_string(k);
   sweep_.plan(base, variants, prefix);
   start_next_sweep_run();
 }

@@ -148,10 +148,17 @@ class Backend {
 // elsewhere.
 enum class ConvAlgorithm { Auto, Direct, Winograd };
 
+// How the CPU computes BF16 where oneDNN has BF16 primitives that the cores run natively. Auto takes them where
+// the cores' BF16 multiply-adds outpace their FP32 ones (AMX tiles; AVX512-BF16 on AMD Zen 5) and otherwise
+// emulates BF16 in FP32 primitives (an Intel Xeon's AVX512-BF16 without AMX ran at half FP32's rate:
+// backend/cpu/multiply_add_rate.h). AMPWB_CPU_BF16=native|emulated in the environment overrides Auto, for A/B runs.
+// Emulated: always FP32 primitives on BF16 values (tests, benchmarks).
+enum class CpuBf16 { Auto, Native, Emulated };
+
 struct BackendOptions {
-  int threads = 0;            // CPU worker threads; 0 = all cores
-  bool emulate_bf16 = false;  // CPU: BF16 in FP32 primitives even where oneDNN has BF16 ones (tests, benchmarks)
-  bool tf32 = false;          // CUDA: FP32 convolutions and matrix products on TF32 tensor cores (the tf32 mode)
+  int threads = 0;               // CPU worker threads; 0 = all cores
+  CpuBf16 bf16 = CpuBf16::Auto;  // CPU: oneDNN's native BF16 primitives or the engine's emulation
+  bool tf32 = false;             // CUDA: FP32 convolutions and matrix products on TF32 tensor cores (the tf32 mode)
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions
 };
 

@@ -37,7 +37,7 @@ void validate(const BenchConfig& c) {
 BenchResult run_benchmark(const BenchConfig& config) {
   validate(config);
   std::unique_ptr<Backend> backend = make_backend(
-      config.device, {config.threads, false, config.precision == PrecisionMode::Tf32, config.conv_algorithm});
+      config.device, {config.threads, CpuBf16::Auto, config.precision == PrecisionMode::Tf32, config.conv_algorithm});
   ProfiledBackend* profiled = nullptr;
   if (config.profile) {
     auto wrapped = std::make_unique<ProfiledBackend>(std::move(backend));

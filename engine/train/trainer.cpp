@@ -231,7 +231,7 @@ RunEnd Trainer::train() {
   const Report report{observer_};
   const auto run_start = Clock::now();
   std::unique_ptr<Backend> made =
-      make_backend(config.device, {config.threads, false, config.precision.mode == PrecisionMode::Tf32});
+      make_backend(config.device, {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32});
   if (decorate_backend_) made = decorate_backend_(std::move(made));
   // Every op of a training step timed by class (on a GPU, a sample of the steps): where the time went.
   const auto backend = std::make_unique<ProfiledBackend>(std::move(made));

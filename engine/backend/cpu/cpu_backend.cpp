@@ -3,48 +3,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/multiply_add_rate.h"
 #include "core/simd.h"
 
 namespace ampwb {
 
 using cpu_detail::isa_name;
 using cpu_detail::runs_bf16_natively;
-
-CpuBackend::CpuBackend(const BackendOptions& options) : impl_(std::make_unique<Impl>()) {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads_ = options.threads > 0 ? options.threads : cores;
-#if defined(__SANITIZE_THREAD__)
-  // libgomp is not instrumented: ThreadSanitizer cannot see its fork and join, and would report every parallel
-  // loop as a race. Its builds run one OpenMP thread, so what it checks is the engine's own threads.
-  threads_ = 1;
-#endif
-  impl_->threads = threads_;
-  impl_->emulate_bf16 = options.emulate_bf16;
-  winograd_ = options.conv_algorithm == ConvAlgorithm::Winograd ||
-              (options.conv_algorithm == ConvAlgorithm::Auto && simd_level() < SimdLevel::Avx512);
-  omp_set_num_threads(threads_);
-}
-
-CpuBackend::~CpuBackend() = default;
-
-double CpuBackend::conversion_seconds() const { return impl_->conversion_seconds; }
-
-std::string CpuBackend::isa() const { return isa_name(); }
-
-std::string CpuBackend::description() const {
-  const dnnl_version_t* v = dnnl_version();
-  std::ostringstream out;
-  out << "cpu (oneDNN " << v->major << '.' << v->minor << '.' << v->patch << ", " << isa() << ", " << threads_
-      << (threads_ == 1 ? " thread" : " threads")
-      << (winograd_ ? ", FP32 3x3 convolutions by Winograd F(2x2,3x3))" : ")");
-  return out.str();
-}
 
 namespace {
 // A 3x3 convolution from ResNet's second stage, batch 16: what oneDNN offers for BF16 training on this CPU.
@@ -75,10 +47,67 @@ std::string cpu_model_name() {
 // ResNet-18 at 64 px batch 32, 2 threads, medians of alternating rounds (docs/benchmarks.md, "BF16 on every CPU
 // path"; at 224 px batch 16 native BF16 gains 1.7x, the emulation stays at 1.0x).
 constexpr double kBf16SpeedAvx512Bf16 = 1.4;
+// Native BF16 convolutions are taken where the cores' BF16 multiply-adds run at least this much faster than their
+// FP32 ones: 2.0x on Zen 5, 0.49x on an Intel Xeon whose AMX a hypervisor hides (docs/benchmarks.md, "BF16 where
+// AVX512-BF16 is slower than FP32"); the emulation costs about 2% of a step, so any clear gain pays.
+constexpr double kNativeBf16MinRateRatio = 1.2;
 constexpr double kBf16SpeedEngineEmulated = 1.0;
 const char* const kBf16SpeedSource =
     "bench/bf16_paths.sh, ResNet-18 64 px batch 32 on an AMD EPYC Zen 5 (docs/benchmarks.md)";
+
+// BF16 multiply-adds against FP32 ones on one core (multiply_add_rate.h); 0 where the CPU has no AVX512-BF16.
+double bf16_rate_ratio() {
+  if (!cpu_has_avx512_bf16()) return 0;
+  const MultiplyAddRates& rates = one_core_multiply_add_rates();
+  return rates.fp32_gflops > 0 ? rates.bf16_gflops / rates.fp32_gflops : 0;
+}
+
+// Whether oneDNN's BF16 `implementation` beats the engine's emulation: AMX tiles always, AVX512-BF16 where its dot
+// products outpace FP32 FMA.
+bool native_bf16_pays(const std::string& implementation) {
+  if (!runs_bf16_natively(implementation)) return false;
+  return implementation.find("amx") != std::string::npos || bf16_rate_ratio() >= kNativeBf16MinRateRatio;
+}
 }  // namespace
+
+CpuBackend::CpuBackend(const BackendOptions& options) : impl_(std::make_unique<Impl>()) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads_ = options.threads > 0 ? options.threads : cores;
+#if defined(__SANITIZE_THREAD__)
+  // libgomp is not instrumented: ThreadSanitizer cannot see its fork and join, and would report every parallel
+  // loop as a race. Its builds run one OpenMP thread, so what it checks is the engine's own threads.
+  threads_ = 1;
+#endif
+  impl_->threads = threads_;
+  impl_->bf16_mode = options.bf16;
+  if (options.bf16 == CpuBf16::Auto)
+    if (const char* forced = std::getenv("AMPWB_CPU_BF16")) {
+      const std::string s(forced);
+      AMPWB_CHECK(s == "native" || s == "emulated", "AMPWB_CPU_BF16 is '" << s << "': native or emulated");
+      impl_->bf16_mode = s == "native" ? CpuBf16::Native : CpuBf16::Emulated;
+    }
+  impl_->emulate_bf16 =
+      impl_->bf16_mode == CpuBf16::Emulated ||
+      (impl_->bf16_mode == CpuBf16::Auto && !native_bf16_pays(onednn_bf16_convolution(impl_->engine)));
+  winograd_ = options.conv_algorithm == ConvAlgorithm::Winograd ||
+              (options.conv_algorithm == ConvAlgorithm::Auto && simd_level() < SimdLevel::Avx512);
+  omp_set_num_threads(threads_);
+}
+
+CpuBackend::~CpuBackend() = default;
+
+double CpuBackend::conversion_seconds() const { return impl_->conversion_seconds; }
+
+std::string CpuBackend::isa() const { return isa_name(); }
+
+std::string CpuBackend::description() const {
+  const dnnl_version_t* v = dnnl_version();
+  std::ostringstream out;
+  out << "cpu (oneDNN " << v->major << '.' << v->minor << '.' << v->patch << ", " << isa() << ", " << threads_
+      << (threads_ == 1 ? " thread" : " threads")
+      << (winograd_ ? ", FP32 3x3 convolutions by Winograd F(2x2,3x3))" : ")");
+  return out.str();
+}
 
 std::string CpuBackend::bf16_implementation() const {
   if (impl_->emulate_bf16) return "";
@@ -100,7 +129,11 @@ Capabilities CpuBackend::capabilities() const {
                "TF32 is a tensor-core format of NVIDIA GPUs; on the CPU it would be FP32 under another name", 0, ""};
   const std::string onednn = onednn_bf16_convolution(impl_->engine);
   const std::string engine_emulation = "emulated by the engine (BF16 storage and rounding, FP32 arithmetic): ";
-  if (impl_->emulate_bf16) {
+  const double rate_ratio = bf16_rate_ratio();
+  std::ostringstream rates;
+  rates.precision(2);
+  rates << std::fixed << "its BF16 multiply-adds run at " << rate_ratio << "x its FP32 ones (measured)";
+  if (impl_->bf16_mode == CpuBf16::Emulated) {
     caps.bf16 = {true, false, engine_emulation + "on request", kBf16SpeedEngineEmulated, kBf16SpeedSource};
   } else if (onednn.empty()) {
     caps.bf16 = {true, false, engine_emulation + "oneDNN has no BF16 convolutions below AVX-512 (" + isa() + " here)",
@@ -110,12 +143,23 @@ Capabilities CpuBackend::capabilities() const {
                  engine_emulation + "this AVX-512 CPU has no BF16 instructions, and oneDNN's own emulation (" + onednn +
                      ") is slower",
                  kBf16SpeedEngineEmulated, kBf16SpeedSource};
+  } else if (impl_->emulate_bf16) {
+    caps.bf16 = {true, false,
+                 engine_emulation + "this CPU has AVX512-BF16 but no AMX, and " + rates.str() +
+                     ", so oneDNN's BF16 convolutions (" + onednn +
+                     ") would be slower than FP32 ones (AMPWB_CPU_BF16=native takes them)",
+                 kBf16SpeedEngineEmulated, kBf16SpeedSource};
   } else if (onednn.find("amx") != std::string::npos) {
     caps.bf16 = {true, true, "native on AMX tiles (oneDNN " + onednn + ")", 0,
                  "not yet measured by ampwb on AMX; oneDNN's BF16 convolutions run 7-9x FP32 there"};
-  } else {
-    caps.bf16 = {true, true, "native on AVX512-BF16 (oneDNN " + onednn + "): multiply-adds at 2x FP32's rate, no AMX",
+  } else if (rate_ratio >= kNativeBf16MinRateRatio) {
+    caps.bf16 = {true, true, "native on AVX512-BF16 (oneDNN " + onednn + "): " + rates.str() + ", no AMX",
                  kBf16SpeedAvx512Bf16, kBf16SpeedSource};
+  } else {  // AMPWB_CPU_BF16=native where the emulation would be faster
+    caps.bf16 = {true, true,
+                 "native on AVX512-BF16 (oneDNN " + onednn + ") on request, although " + rates.str() +
+                     ": slower than the engine's emulation here",
+                 0, ""};
   }
   return caps;
 }

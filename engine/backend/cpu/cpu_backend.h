@@ -3,10 +3,11 @@
 // FP32 runs natively. oneDNN 2.6 implements no FP16 compute on the CPU, so FP16 is emulated: FP16 tensors are
 // widened to FP32, the FP32 primitive runs (FP32 accumulation, as tensor cores do), and results are rounded to
 // FP16 with its range: overflow to inf, magnitudes under 2^-24 to zero, subnormals kept. BF16 runs through oneDNN's
-// BF16 primitives where the CPU computes BF16 natively (AMX, AVX512-BF16); where oneDNN answers that a BF16
-// primitive is unimplemented (below AVX-512), or offers a convolution only through its own, slower emulation
-// (plain AVX-512), that primitive is emulated the same way as FP16, rounding to BF16. oneDNN is asked once per
-// primitive and the answer cached.
+// BF16 primitives where the CPU computes BF16 natively and faster than FP32 (AMX; AVX512-BF16 whose multiply-adds
+// outpace FP32's, as on Zen 5: see CpuBf16); where oneDNN answers that a BF16 primitive is unimplemented (below
+// AVX-512), offers a convolution only through its own, slower emulation (plain AVX-512), or the cores' BF16 rate is
+// under their FP32 one (Intel's AVX512-BF16 without AMX), it is emulated the same way as FP16, rounding to BF16.
+// oneDNN is asked once per primitive and the answer cached.
 #pragma once
 
 #include <memory>
@@ -65,7 +66,7 @@ class CpuBackend final : public Backend {
   // The instruction set oneDNN dispatches to, e.g. "avx512_core_bf16" or "avx512_core_amx".
   std::string isa() const;
   // oneDNN's implementation of a ResNet-sized BF16 convolution here, e.g. "brgconv:avx512_core_amx"; empty when
-  // oneDNN has none (or emulate_bf16 is set) and the engine emulates BF16.
+  // the engine emulates BF16 (oneDNN has none that runs natively, or it would be slower, or emulation was asked).
   std::string bf16_implementation() const;
 
  private:

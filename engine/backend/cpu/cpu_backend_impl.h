@@ -168,7 +168,8 @@ struct CpuBackend::Impl {
   }
 
   std::unordered_set<std::string> unimplemented;  // keys oneDNN has no primitive for on this CPU
-  bool emulate_bf16 = false;
+  CpuBf16 bf16_mode = CpuBf16::Auto;              // as asked (BackendOptions, AMPWB_CPU_BF16)
+  bool emulate_bf16 = false;                      // as decided: BF16 in FP32 primitives
 
   // Times the conversions made inside ops (CpuBackend::conversion_seconds); only the outermost of nested ones counts.
   double conversion_seconds = 0;
