@@ -18,6 +18,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "backend/cpu/cpu_backend.h"
 #include "chart_panel.h"
@@ -32,6 +33,7 @@
 #include "store/run_report.h"
 #include "store/run_store.h"
 #include "store/time_comparison.h"
+#include "sweep.h"
 #include "sweep_dialog.h"
 #include "test_ui_util.h"
 
@@ -407,6 +409,17 @@ class CompareRuns : public QObject {
     const TrainConfig noscale = store.run(ids[2]).config;
     QCOMPARE(noscale.precision.loss_scale.kind, std::string("off"));
     QCOMPARE(w.compare_view()->table_model()->value("precision.loss_scale.kind", 2), QString("off"));
+  }
+
+  void a_sweep_in_the_same_second_takes_free_names() {
+    const std::vector<SweepVariant> variants = {sweep_variants().at(0), sweep_variants().at(1)};
+    std::set<std::string> taken;
+    auto is_taken = [&](const std::string& name) { return taken.count(name) > 0; };
+    QCOMPARE(free_sweep_prefix("sweep 1125-101500", variants, is_taken), std::string("sweep 1125-101500"));
+    taken.insert("sweep 1125-101500 " + variants[1].key);  // one name of the last sweep is enough to move on
+    QCOMPARE(free_sweep_prefix("sweep 1125-101500", variants, is_taken), std::string("sweep 1125-101500-2"));
+    taken.insert("sweep 1125-101500-2 " + variants[0].key);
+    QCOMPARE(free_sweep_prefix("sweep 1125-101500", variants, is_taken), std::string("sweep 1125-101500-3"));
   }
 
   void sweep_dialog_says_what_computes_each_mode_on_the_device() {

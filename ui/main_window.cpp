@@ -383,19 +383,17 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
 
 void MainWindow::start_sweep(const TrainConfig& base, const std::vector<SweepVariant>& variants) {
   if (session_->running()) return;
-  // Its runs are named "<prefix> <variant>": a sweep started in the same second as another (a short one just
-  // finished) takes the stamp with "-2", "-3", ... rather than names that are taken, which would refuse every run.
+  // A sweep started in the same second as the last (a short one just finished) would otherwise take its names,
+  // and every run would be refused.
   const std::string stamp = "sweep " + QDateTime::currentDateTime().toString("MMdd-hhmmss").toStdString();
-  auto names_free = [&](const std::string& prefix) {
+  const std::string prefix = free_sweep_prefix(stamp, variants, [&](const std::string& name) {
     try {
-      for (const SweepVariant& v : variants) store_->check_new_name(prefix + " " + v.key);
-      return true;
-    } catch (const std::exception&) {
+      store_->check_new_name(name);
       return false;
+    } catch (const std::exception&) {
+      return true;
     }
-  };
-  std::string prefix = stamp;
-  for (int k = 2; k < 100 && !names_free(prefix); ++k) prefix = stamp + "-" + std::to_string(k);
+  });
   sweep_.plan(base, variants, prefix);
   start_next_sweep_run();
 }

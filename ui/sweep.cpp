@@ -3,6 +3,18 @@
 
 namespace ampwb::ui {
 
+std::string free_sweep_prefix(const std::string& stamp, const std::vector<SweepVariant>& variants,
+                              const std::function<bool(const std::string& name)>& taken) {
+  auto free = [&](const std::string& prefix) {
+    for (const SweepVariant& v : variants)
+      if (taken(prefix + " " + v.key)) return false;
+    return true;
+  };
+  std::string prefix = stamp;
+  for (int k = 2; k < 100 && !free(prefix); ++k) prefix = stamp + "-" + std::to_string(k);
+  return prefix;
+}
+
 void Sweep::plan(const TrainConfig& base, const std::vector<SweepVariant>& variants, const std::string& prefix) {
   planned_.clear();
   run_ids_.clear();

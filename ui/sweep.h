@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,11 @@
 #include "train/config.h"
 
 namespace ampwb::ui {
+
+// The prefix for a sweep's run names ("<prefix> <variant>"): `stamp`, or where one of those names is taken (a
+// sweep started in the same second as the last), `stamp` with "-2", "-3", ... (up to "-99").
+std::string free_sweep_prefix(const std::string& stamp, const std::vector<SweepVariant>& variants,
+                              const std::function<bool(const std::string& name)>& taken);
 
 class Sweep {
  public:

@@ -106,8 +106,8 @@ void fp16_emulated(const RunEvidence& e, std::vector<Finding>& out) {
   if (!fp16_storage(e) || !on_cpu(e)) return;
   add(out, "fp16_emulated", Severity::Note, "FP16 is emulated on this CPU: slower than FP32 by design",
       e.run.info.compute.empty() ? "the run trained " + mode_of(e) + " on the CPU" : e.run.info.compute,
-      "use this run for FP16's numerics (range, underflow, loss scaling); for speed on a CPU use amp-bf16 on "
-      "AVX512-BF16 or AMX hardware, or train FP16 on a GPU");
+      "use this run for FP16's numerics (range, underflow, loss scaling); for speed on a CPU use amp-bf16 where "
+      "the CPU computes BF16 faster than FP32 (AMX, or AVX512-BF16 as on AMD Zen 5), or train FP16 on a GPU");
 }
 
 void bf16_not_native(const RunEvidence& e, std::vector<Finding>& out) {
@@ -115,8 +115,8 @@ void bf16_not_native(const RunEvidence& e, std::vector<Finding>& out) {
   if (e.run.info.compute.find("emulated") == std::string::npos) return;
   add(out, "bf16_not_native", Severity::Warning, "BF16 without native support: no speed-up to expect here",
       e.run.info.compute,
-      "BF16 pays on CPUs with AVX512-BF16 (about 2x FP32's multiply-adds) or AMX (far more); on this CPU train fp32 "
-      "for speed, and amp-bf16 only to study its numerics");
+      "BF16 pays on CPUs whose BF16 multiply-adds outpace FP32's: AVX512-BF16 on AMD Zen 5 (about 2x) or AMX (far "
+      "more); on this CPU train fp32 for speed, and amp-bf16 only to study its numerics");
 }
 
 void skipped_steps(const RunEvidence& e, std::vector<Finding>& out) {
