@@ -134,10 +134,11 @@ Capabilities CpuBackend::capabilities() const {
                "TF32 is a tensor-core format of NVIDIA GPUs; on the CPU it would be FP32 under another name", 0, ""};
   const std::string onednn = onednn_bf16_convolution(impl_->engine);
   const std::string engine_emulation = "emulated by the engine (BF16 storage and rounding, FP32 arithmetic): ";
-  const double rate_ratio = bf16_rate_ratio();
-  std::ostringstream rates;
-  rates.precision(2);
-  rates << std::fixed << "its BF16 multiply-adds run at " << rate_ratio << "x its FP32 ones (measured)";
+  // Measured, but said in words: the ratio varies a little from process to process, and what two runs print of
+  // the same CPU should read the same.
+  const bool bf16_faster = bf16_rate_ratio() >= kNativeBf16MinRateRatio;
+  const std::string rates = bf16_faster ? "its BF16 multiply-adds outpace its FP32 ones (measured)"
+                                        : "its BF16 multiply-adds are slower than its FP32 ones (measured)";
   if (impl_->bf16_mode == CpuBf16::Emulated) {
     caps.bf16 = {true, false, engine_emulation + "on request", kBf16SpeedEngineEmulated, kBf16SpeedSource};
   } else if (onednn.empty()) {
@@ -150,19 +151,19 @@ Capabilities CpuBackend::capabilities() const {
                  kBf16SpeedEngineEmulated, kBf16SpeedSource};
   } else if (impl_->emulate_bf16) {
     caps.bf16 = {true, false,
-                 engine_emulation + "this CPU has AVX512-BF16 but no AMX, and " + rates.str() +
+                 engine_emulation + "this CPU has AVX512-BF16 but no AMX, and " + rates +
                      ", so oneDNN's BF16 convolutions (" + onednn +
                      ") would be slower than FP32 ones (AMPWB_CPU_BF16=native takes them)",
                  kBf16SpeedEmulatedOverSlowBf16, kBf16SpeedSlowBf16Source};
   } else if (onednn.find("amx") != std::string::npos) {
     caps.bf16 = {true, true, "native on AMX tiles (oneDNN " + onednn + ")", 0,
                  "not yet measured by ampwb on AMX; oneDNN's BF16 convolutions run 7-9x FP32 there"};
-  } else if (rate_ratio >= kNativeBf16MinRateRatio) {
-    caps.bf16 = {true, true, "native on AVX512-BF16 (oneDNN " + onednn + "): " + rates.str() + ", no AMX",
+  } else if (bf16_faster) {
+    caps.bf16 = {true, true, "native on AVX512-BF16 (oneDNN " + onednn + "): " + rates + ", no AMX",
                  kBf16SpeedAvx512Bf16, kBf16SpeedSource};
   } else {  // AMPWB_CPU_BF16=native where the emulation would be faster
     caps.bf16 = {true, true,
-                 "native on AVX512-BF16 (oneDNN " + onednn + ") on request, although " + rates.str() +
+                 "native on AVX512-BF16 (oneDNN " + onednn + ") on request, although " + rates +
                      ": slower than the engine's emulation here",
                  0, ""};
   }
