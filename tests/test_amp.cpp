@@ -464,11 +464,12 @@ TEST(Bf16Emulation, AgreesWithNativeBf16OnATinyResNetFromTheSameSeed) {
   // One amp-bf16 step of ResNet-20 from the same weights and batch, on oneDNN's BF16 primitives and on the
   // engine's emulation, beside the same step in FP32. Both BF16 sides round the same BF16 inputs and accumulate in
   // FP32; they differ in summation order and in the rounding of intermediate results. At initialisation, with batch
-  // norm over 8 images, a weight gradient is a small difference of large terms, and BF16's 2^-8 shows in it as
-  // 20-70% against FP32 (either side; Intel Xeon with AVX512-BF16), so the two BF16 sides must agree within that
-  // noise: no further apart than the farther of them is from FP32 (measured: 0.45-0.77 of it on that Xeon; 0.55%
-  // apart on Zen 5). A wrong op or rounding puts them as far apart as the gradients are large. (The ops alone are
-  // held to the float64 reference above; over several steps on random labels the runs drift apart chaotically.)
+  // norm over 8 images, a weight gradient is a small difference of large terms, and BF16's 2^-8 shows in it as up
+  // to 70% against FP32 (0.1% to 70% by parameter; Intel Xeon with AVX512-BF16). So the two BF16 sides must agree
+  // within that noise, parameter by parameter: no further apart than 1.5x the distance of the emulation from FP32
+  // (measured: at most 0.89x of it over the 65 parameters on that Xeon; 0.55% apart on Zen 5). A wrong op or
+  // rounding puts them as far apart as the gradients are large. (Each op alone is held to the float64 reference
+  // above; over several steps on random labels the runs drift apart chaotically.)
   using testing::StepOutcome;
   const ResNetConfig net{20, 4, 3, 16, Stem::Auto};
   const StepOutcome native = testing::one_training_step(native_backend(), "amp-bf16", net, 8, 41);
@@ -477,9 +478,8 @@ TEST(Bf16Emulation, AgreesWithNativeBf16OnATinyResNetFromTheSameSeed) {
   EXPECT_NEAR(emulated.loss, native.loss, 1e-2 * native.loss);
   for (size_t t = 0; t < native.grads.size(); ++t) {
     const double apart = testing::relative_l2({emulated.grads[t]}, {native.grads[t]});
-    const double noise = std::max(testing::relative_l2({native.grads[t]}, {fp32.grads[t]}),
-                                  testing::relative_l2({emulated.grads[t]}, {fp32.grads[t]}));
-    EXPECT_LT(apart, noise) << "gradient of parameter " << t;
+    const double noise = testing::relative_l2({emulated.grads[t]}, {fp32.grads[t]});
+    EXPECT_LT(apart, 1.5 * noise) << "gradient of parameter " << t;
     EXPECT_LT(apart, 0.8) << "gradient of parameter " << t;
   }
 }
