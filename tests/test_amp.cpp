@@ -199,6 +199,66 @@ TEST(Fp16Emulation, ConvolutionWithinOneUlpOfFloat64RoundedToFp16) {
   }
 }
 
+// The emulation widens BF16 weights straight into the FP32 primitive's blocked layout (one reorder, no plain FP32
+// copy first; FP16 where oneDNN has a vectorised reorder for it): every bit as if they were widened by the engine's
+// own converter and then convolved, subnormals and signed zeros too, in both types and at the shapes oneDNN runs
+// (Winograd's left out).
+TEST(Fp16Emulation, WeightsWidenedIntoThePrimitivesLayoutKeepEveryBit) {
+  CpuBackend b({2, CpuBf16::Emulated, false, ConvAlgorithm::Direct});
+  auto random_floats = [](int64_t n, Rng& rng) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& f : v) f = static_cast<float>(rng.normal());
+    return v;
+  };
+  auto bits_of = [](const Tensor& t) {
+    const uint16_t* p = t.data_as<uint16_t>();
+    return std::vector<uint16_t>(p, p + t.numel());
+  };
+  struct Case {
+    int64_t C, K, H, R;
+    int stride, padding;
+    bool all_tiny;  // every weight a subnormal, so a reorder that flushed them would zero the result
+  };
+  for (DType low : {DType::F16, DType::BF16})
+    for (const Case s : {Case{16, 24, 9, 3, 1, 1, false}, Case{32, 64, 8, 1, 2, 0, false},
+                         Case{512, 512, 2, 3, 1, 1, false}, Case{16, 24, 9, 3, 1, 1, true}}) {
+      SCOPED_TRACE(std::string(dtype_name(low)) + " " + std::to_string(s.C) + "->" + std::to_string(s.K) +
+                   (s.all_tiny ? " subnormal" : ""));
+      Rng rng(9);
+      const int64_t P = (s.H + 2 * s.padding - s.R) / s.stride + 1;
+      const float subnormal = low == DType::F16 ? 0x1p-20f : 0x1p-130f;  // under each type's smallest normal
+      std::vector<float> weights(static_cast<size_t>(s.K * s.C * s.R * s.R));
+      for (size_t i = 0; i < weights.size(); ++i)  // else every fourth a subnormal, every fourth -0
+        weights[i] = s.all_tiny || i % 4 == 1 ? static_cast<float>(rng.normal()) * subnormal
+                     : i % 4 == 2             ? -0.0f
+                                              : static_cast<float>(rng.normal());
+      const Tensor w = tensor_from_floats(weights, {s.K, s.C, s.R, s.R}, low, Layout::NCHW);
+      const Tensor x =
+          tensor_from_floats(random_floats(s.C * s.H * s.H * 4, rng), {4, s.C, s.H, s.H}, low, Layout::NHWC);
+      const Tensor dy = tensor_from_floats(random_floats(s.K * P * P * 4, rng), {4, s.K, P, P}, low, Layout::NHWC);
+      Tensor w32 = Tensor::empty(w.shape(), DType::F32), x32 = Tensor::empty(x.shape(), DType::F32, Layout::NHWC),
+             dy32 = Tensor::empty(dy.shape(), DType::F32, Layout::NHWC);
+      b.convert(w, w32);
+      b.convert(x, x32);
+      b.convert(dy, dy32);
+      const ConvParams p{s.stride, s.padding};
+      Tensor y = Tensor::empty(dy.shape(), low, Layout::NHWC),
+             y32 = Tensor::empty(dy.shape(), DType::F32, Layout::NHWC);
+      b.conv2d_forward(x, w, y, p);
+      b.conv2d_forward(x32, w32, y32, p);
+      Tensor y_expected = Tensor::empty(y.shape(), low, Layout::NHWC);
+      b.convert(y32, y_expected);
+      EXPECT_EQ(bits_of(y), bits_of(y_expected)) << "forward";
+      Tensor dx = Tensor::empty(x.shape(), low, Layout::NHWC),
+             dx32 = Tensor::empty(x.shape(), DType::F32, Layout::NHWC);
+      b.conv2d_backward_data(dy, w, dx, p);
+      b.conv2d_backward_data(dy32, w32, dx32, p);
+      Tensor dx_expected = Tensor::empty(x.shape(), low, Layout::NHWC);
+      b.convert(dx32, dx_expected);
+      EXPECT_EQ(bits_of(dx), bits_of(dx_expected)) << "backward data";
+    }
+}
+
 TEST(Fp16Emulation, MatrixProductWithinOneUlpAndOverflowsToInfinity) {
   Rng rng(22);
   for (double scale : {1.0, 300.0, 1e-3}) {

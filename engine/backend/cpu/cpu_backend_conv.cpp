@@ -94,21 +94,31 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
                   y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
               "conv2d_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
   if (winograd_ && all_fp32(x, w, y) && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);
-  const Cached* c =
-      impl_->find(make_key("conv_fwd", x, w, y, p.stride, p.padding), ask_onednn(impl_->emulate_bf16, x, w, y), [&] {
-        auto pd = impl_->conv_forward_pd(x, w, y, p);
-        require_native_bf16(pd, x);
-        Cached c(dnnl::convolution_forward(pd), pd.scratchpad_desc());
-        impl_->set_weight_reorders(c, pd.weights_desc(), w);
-        return c;
-      });
+  auto primitive = [&](const Tensor& x_, const Tensor& w_, const Tensor& y_, bool ask) {
+    return impl_->find(make_key("conv_fwd", x_, w_, y_, p.stride, p.padding), ask, [&] {
+      auto pd = impl_->conv_forward_pd(x_, w_, y_, p);
+      require_native_bf16(pd, x_);
+      Cached c(dnnl::convolution_forward(pd), pd.scratchpad_desc());
+      impl_->set_weight_reorders(c, pd.weights_desc(), w_);
+      return c;
+    });
+  };
+  const Cached* c = primitive(x, w, y, ask_onednn(impl_->emulate_bf16, x, w, y));
+  Tensor reordered;
   if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
     if (winograd_ && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);  // the same, folded
-    Tensor y32 = wide_output(y);
-    conv2d_forward(widen(x), widen(w), y32, p);
+    const Tensor x32 = widen(x);
+    Tensor y32 = wide_output(y), w32 = wide_output(w);  // w32: filled only where the primitive reads plain weights
+    const Cached* c32 = primitive(x32, w32, y32, true);
+    AMPWB_CHECK(c32, "oneDNN has no FP32 convolution for " << x32.describe() << " * " << w32.describe());
+    memory wm = impl_->widened_primitive_weights(*c32, w, reordered);
+    if (!wm) {
+      convert(w, w32);
+      wm = impl_->primitive_weights(*c32, w32, reordered);
+    }
+    impl_->run(*c32, {{DNNL_ARG_SRC, impl_->wrap(x32)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, impl_->wrap(y32)}});
     return narrow(y32, y);
   }
-  Tensor reordered;
   memory wm = impl_->primitive_weights(*c, w, reordered);
   impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, impl_->wrap(y)}});
 }
@@ -119,25 +129,36 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
       "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
   if (winograd_ && all_fp32(dy, w, dx) && winograd_fits(dy, w, dx, p))
     return winograd_backward_data(dy, w, dx, threads_);
-  const auto key = make_key("conv_bwd_data", dy, w, dx, p.stride, p.padding);
-  const Cached* c = impl_->find(key, ask_onednn(impl_->emulate_bf16, dy, w, dx), [&] {
-    const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
-    auto hint = impl_->conv_forward_pd(dx, w, dy, p);
-    auto d = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, plain_desc(dx), any_desc(w),
-                                                   plain_desc(dy), stride, pad, pad);
-    auto pd = dnnl::convolution_backward_data::primitive_desc(d, impl_->attr(), impl_->engine, hint);
-    require_native_bf16(pd, dx);
-    Cached c(dnnl::convolution_backward_data(pd), pd.scratchpad_desc());
-    impl_->set_weight_reorders(c, pd.weights_desc(), w);
-    return c;
-  });
+  auto primitive = [&](const Tensor& dy_, const Tensor& w_, const Tensor& dx_, bool ask) {
+    return impl_->find(make_key("conv_bwd_data", dy_, w_, dx_, p.stride, p.padding), ask, [&] {
+      const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
+      auto hint = impl_->conv_forward_pd(dx_, w_, dy_, p);
+      auto d = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, plain_desc(dx_), any_desc(w_),
+                                                     plain_desc(dy_), stride, pad, pad);
+      auto pd = dnnl::convolution_backward_data::primitive_desc(d, impl_->attr(), impl_->engine, hint);
+      require_native_bf16(pd, dx_);
+      Cached c(dnnl::convolution_backward_data(pd), pd.scratchpad_desc());
+      impl_->set_weight_reorders(c, pd.weights_desc(), w_);
+      return c;
+    });
+  };
+  const Cached* c = primitive(dy, w, dx, ask_onednn(impl_->emulate_bf16, dy, w, dx));
+  Tensor reordered;
   if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
     if (winograd_ && winograd_fits(dy, w, dx, p)) return winograd_backward_data(dy, w, dx, threads_);
-    Tensor dx32 = wide_output(dx);
-    conv2d_backward_data(widen(dy), widen(w), dx32, p);
+    const Tensor dy32 = widen(dy);
+    Tensor dx32 = wide_output(dx), w32 = wide_output(w);  // w32: filled only where the primitive reads plain weights
+    const Cached* c32 = primitive(dy32, w32, dx32, true);
+    AMPWB_CHECK(c32, "oneDNN has no FP32 convolution for the gradient of " << dx32.describe());
+    memory wm = impl_->widened_primitive_weights(*c32, w, reordered);
+    if (!wm) {
+      convert(w, w32);
+      wm = impl_->primitive_weights(*c32, w32, reordered);
+    }
+    impl_->run(
+        *c32, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy32)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, impl_->wrap(dx32)}});
     return narrow(dx32, dx);
   }
-  Tensor reordered;
   memory wm = impl_->primitive_weights(*c, w, reordered);
   impl_->run(*c, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)}});
 }

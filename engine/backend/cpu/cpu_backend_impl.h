@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <sstream>
 #include <string>
@@ -245,6 +246,28 @@ struct CpuBackend::Impl {
     reorder(c.to_primitive_weights, wrap(c.user_weights, w.data()), m);
     return m;
   }
+
+  // The FP32 primitive c's weights from FP16 or BF16 values w (the emulation), widened by one reorder straight into
+  // the primitive's blocked layout (exact: every 16-bit value is an FP32 one) and kept alive by `holder`; null where
+  // c reads plain weights or oneDNN has no vectorised reorder for it (FP16 in oneDNN 2.6: its reference one,
+  // `simple:any`), and the caller widens w itself.
+  memory widened_primitive_weights(const Cached& c, const Tensor& w, Tensor& holder) {
+    if (!c.to_primitive_weights) return {};
+    auto [it, made] = widening_reorders.try_emplace({&c, w.dtype()});
+    if (made) {
+      try {
+        const dnnl::reorder::primitive_desc pd(engine, cpu_detail::plain_desc(w), engine, c.weights);
+        if (std::string(pd.impl_info_str()).rfind("jit", 0) == 0) it->second = dnnl::reorder(pd);
+      } catch (const dnnl::error&) {  // left null
+      }
+    }
+    if (!it->second) return {};
+    holder = Tensor::empty({static_cast<int64_t>(c.weights.get_size())}, DType::U8);
+    memory m = wrap(c.weights, holder.data());
+    reorder(it->second, wrap(w), m);
+    return m;
+  }
+  std::map<std::pair<const Cached*, DType>, dnnl::primitive> widening_reorders;  // cache entries never move
 
   void set_weight_reorders(Cached& c, const memory::desc& primitive_md, const Tensor& w) {
     c.weights = primitive_md;
