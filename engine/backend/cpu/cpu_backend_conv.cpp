@@ -108,14 +108,11 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
   if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
     if (winograd_ && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);  // the same, folded
     const Tensor x32 = widen(x);
-    Tensor y32 = wide_output(y), w32 = wide_output(w);  // w32: filled only where the primitive reads plain weights
+    Tensor y32 = wide_output(y),
+           w32 = wide_output(w);  // w32: used only where the weights cannot be widened in the reorder
     const Cached* c32 = primitive(x32, w32, y32, true);
     AMPWB_CHECK(c32, "oneDNN has no FP32 convolution for " << x32.describe() << " * " << w32.describe());
-    memory wm = impl_->widened_primitive_weights(*c32, w, reordered);
-    if (!wm) {
-      convert(w, w32);
-      wm = impl_->primitive_weights(*c32, w32, reordered);
-    }
+    const memory wm = impl_->emulated_primitive_weights(*c32, w, w32, reordered);
     impl_->run(*c32, {{DNNL_ARG_SRC, impl_->wrap(x32)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, impl_->wrap(y32)}});
     return narrow(y32, y);
   }
@@ -147,14 +144,10 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
   if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
     if (winograd_ && winograd_fits(dy, w, dx, p)) return winograd_backward_data(dy, w, dx, threads_);
     const Tensor dy32 = widen(dy);
-    Tensor dx32 = wide_output(dx), w32 = wide_output(w);  // w32: filled only where the primitive reads plain weights
+    Tensor dx32 = wide_output(dx), w32 = wide_output(w);  // w32: as in conv2d_forward
     const Cached* c32 = primitive(dy32, w32, dx32, true);
     AMPWB_CHECK(c32, "oneDNN has no FP32 convolution for the gradient of " << dx32.describe());
-    memory wm = impl_->widened_primitive_weights(*c32, w, reordered);
-    if (!wm) {
-      convert(w, w32);
-      wm = impl_->primitive_weights(*c32, w32, reordered);
-    }
+    const memory wm = impl_->emulated_primitive_weights(*c32, w, w32, reordered);
     impl_->run(
         *c32, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy32)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, impl_->wrap(dx32)}});
     return narrow(dx32, dx);

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/convert16.h"
 #include "core/error.h"
 
 namespace ampwb {
@@ -247,25 +248,30 @@ struct CpuBackend::Impl {
     return m;
   }
 
-  // The FP32 primitive c's weights from FP16 or BF16 values w (the emulation), widened by one reorder straight into
-  // the primitive's blocked layout (exact: every 16-bit value is an FP32 one) and kept alive by `holder`; null where
-  // c reads plain weights or oneDNN has no vectorised reorder for it (FP16 in oneDNN 2.6: its reference one,
-  // `simple:any`), and the caller widens w itself.
-  memory widened_primitive_weights(const Cached& c, const Tensor& w, Tensor& holder) {
-    if (!c.to_primitive_weights) return {};
+  // The FP32 primitive c's weights from FP16 or BF16 values w (the emulation), kept alive by `holder`: widened by
+  // one reorder straight into the primitive's blocked layout where oneDNN's reorder for it is vectorised (BF16 on
+  // AVX-512; exact: every 16-bit value is an FP32 one), else widened into `wide` (FP32, w's shape and layout) and
+  // reordered from there (FP16, whose reorder in oneDNN 2.6 is its reference one, `simple:any`; BF16 below AVX-512).
+  memory emulated_primitive_weights(const Cached& c, const Tensor& w, Tensor& wide, Tensor& holder) {
     auto [it, made] = widening_reorders.try_emplace({&c, w.dtype()});
-    if (made) {
+    if (made && c.to_primitive_weights) {
       try {
         const dnnl::reorder::primitive_desc pd(engine, cpu_detail::plain_desc(w), engine, c.weights);
         if (std::string(pd.impl_info_str()).rfind("jit", 0) == 0) it->second = dnnl::reorder(pd);
       } catch (const dnnl::error&) {  // left null
       }
     }
-    if (!it->second) return {};
-    holder = Tensor::empty({static_cast<int64_t>(c.weights.get_size())}, DType::U8);
-    memory m = wrap(c.weights, holder.data());
-    reorder(it->second, wrap(w), m);
-    return m;
+    if (it->second) {
+      holder = Tensor::empty({static_cast<int64_t>(c.weights.get_size())}, DType::U8);
+      memory m = wrap(c.weights, holder.data());
+      reorder(it->second, wrap(w), m);
+      return m;
+    }
+    {
+      ConversionTimer timer(*this);
+      widen_16bit(w.dtype(), w.data_as<uint16_t>(), wide.data_as<float>(), w.numel(), threads);
+    }
+    return primitive_weights(c, wide, holder);
   }
   std::map<std::pair<const Cached*, DType>, dnnl::primitive> widening_reorders;  // cache entries never move
 
