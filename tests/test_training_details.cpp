@@ -238,6 +238,15 @@ TrainConfig timing_config(const fs::path& data, const std::string& precision) {
   return c;
 }
 
+// What the op classes and the data wait leave of a step ("other": the host's own work between ops). A sanitizer
+// slows that instrumented host code and not oneDNN, so there it is a larger share (8.9% of a 3 s fp32 step once
+// under ThreadSanitizer on a Xeon; under 5% in its two reruns).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kOtherShareBound = 0.2;
+#else
+constexpr double kOtherShareBound = 0.05;
+#endif
+
 TEST(StepTimes, ClassesAndDataWaitMakeUpTheStepAndAreStoredAndCompared) {
   const fs::path data = make_stripes_folder("timing", 20, 32);
   const fs::path db = fs::temp_directory_path() / ("ampwb_timing_" + std::to_string(::getpid()) + ".sqlite");
@@ -261,7 +270,7 @@ TEST(StepTimes, ClassesAndDataWaitMakeUpTheStepAndAreStoredAndCompared) {
       EXPECT_GT(t.op_seconds[static_cast<size_t>(c)], 0) << time_class_name(c);
     EXPECT_GT(t.step_seconds, 0);
     EXPECT_GE(t.data_wait_seconds, 0);
-    EXPECT_LE(std::abs(t.other_seconds()), 0.05 * t.step_seconds)
+    EXPECT_LE(std::abs(t.other_seconds()), kOtherShareBound * t.step_seconds)
         << "ops " << t.op_total_seconds() << " s + data wait " << t.data_wait_seconds << " s of a " << t.step_seconds
         << " s step";
     const std::vector<EpochTimes> stored = store.epoch_times(runs.back());
