@@ -236,26 +236,28 @@ TEST(Fp16Emulation, WeightsWidenedIntoThePrimitivesLayoutKeepEveryBit) {
       const Tensor x =
           tensor_from_floats(random_floats(s.C * s.H * s.H * 4, rng), {4, s.C, s.H, s.H}, low, Layout::NHWC);
       const Tensor dy = tensor_from_floats(random_floats(s.K * P * P * 4, rng), {4, s.K, P, P}, low, Layout::NHWC);
-      Tensor w32 = Tensor::empty(w.shape(), DType::F32), x32 = Tensor::empty(x.shape(), DType::F32, Layout::NHWC),
-             dy32 = Tensor::empty(dy.shape(), DType::F32, Layout::NHWC);
-      b.convert(w, w32);
-      b.convert(x, x32);
-      b.convert(dy, dy32);
+      auto widened = [&](const Tensor& t) {
+        Tensor wide = Tensor::empty(t.shape(), DType::F32, t.layout());
+        b.convert(t, wide);
+        return wide;
+      };
+      const Tensor w32 = widened(w);
       const ConvParams p{s.stride, s.padding};
-      Tensor y = Tensor::empty(dy.shape(), low, Layout::NHWC),
-             y32 = Tensor::empty(dy.shape(), DType::F32, Layout::NHWC);
-      b.conv2d_forward(x, w, y, p);
-      b.conv2d_forward(x32, w32, y32, p);
-      Tensor y_expected = Tensor::empty(y.shape(), low, Layout::NHWC);
-      b.convert(y32, y_expected);
-      EXPECT_EQ(bits_of(y), bits_of(y_expected)) << "forward";
-      Tensor dx = Tensor::empty(x.shape(), low, Layout::NHWC),
-             dx32 = Tensor::empty(x.shape(), DType::F32, Layout::NHWC);
-      b.conv2d_backward_data(dy, w, dx, p);
-      b.conv2d_backward_data(dy32, w32, dx32, p);
-      Tensor dx_expected = Tensor::empty(x.shape(), low, Layout::NHWC);
-      b.convert(dx32, dx_expected);
-      EXPECT_EQ(bits_of(dx), bits_of(dx_expected)) << "backward data";
+      // A pass on the 16-bit tensors, and the same pass on their widened values rounded once: the same bits.
+      auto expect_as_widened = [&](const Tensor& in, const Shape& out_shape, auto pass, const char* what) {
+        Tensor out = Tensor::empty(out_shape, low, Layout::NHWC),
+               expected = Tensor::empty(out_shape, low, Layout::NHWC),
+               out32 = Tensor::empty(out_shape, DType::F32, Layout::NHWC);
+        pass(in, w, out);
+        pass(widened(in), w32, out32);
+        b.convert(out32, expected);
+        EXPECT_EQ(bits_of(out), bits_of(expected)) << what;
+      };
+      expect_as_widened(
+          x, dy.shape(), [&](const Tensor& i, const Tensor& k, Tensor& o) { b.conv2d_forward(i, k, o, p); }, "forward");
+      expect_as_widened(
+          dy, x.shape(), [&](const Tensor& i, const Tensor& k, Tensor& o) { b.conv2d_backward_data(i, k, o, p); },
+          "backward data");
     }
 }
 

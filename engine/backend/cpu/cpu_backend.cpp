@@ -19,18 +19,23 @@ using cpu_detail::isa_name;
 using cpu_detail::runs_bf16_natively;
 
 namespace {
-// A 3x3 convolution from ResNet's second stage, batch 16: what oneDNN offers for BF16 training on this CPU.
-std::string onednn_bf16_convolution(const dnnl::engine& engine) {
-  const memory::dims x{16, 64, 28, 28}, w{64, 64, 3, 3}, unit{1, 1};
-  try {
-    auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                             memory::desc(x, DnnlType::bf16, Tag::nhwc),
-                                             memory::desc(w, DnnlType::bf16, Tag::any),
-                                             memory::desc(x, DnnlType::bf16, Tag::nhwc), unit, unit, unit);
-    return dnnl::convolution_forward::primitive_desc(d, engine).impl_info_str();
-  } catch (const dnnl::error&) {
-    return "";
-  }
+// A 3x3 convolution from ResNet's second stage, batch 16: what oneDNN offers for BF16 training on this CPU. Asked
+// once per process (every backend asks at construction; oneDNN's instruction set is fixed for the process).
+const std::string& onednn_bf16_convolution() {
+  static const std::string implementation = [] {
+    const memory::dims x{16, 64, 28, 28}, w{64, 64, 3, 3}, unit{1, 1};
+    try {
+      auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                               memory::desc(x, DnnlType::bf16, Tag::nhwc),
+                                               memory::desc(w, DnnlType::bf16, Tag::any),
+                                               memory::desc(x, DnnlType::bf16, Tag::nhwc), unit, unit, unit);
+      const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      return std::string(dnnl::convolution_forward::primitive_desc(d, engine).impl_info_str());
+    } catch (const dnnl::error&) {
+      return std::string();
+    }
+  }();
+  return implementation;
 }
 
 std::string cpu_model_name() {
@@ -91,9 +96,8 @@ CpuBackend::CpuBackend(const BackendOptions& options) : impl_(std::make_unique<I
       AMPWB_CHECK(s == "native" || s == "emulated", "AMPWB_CPU_BF16 is '" << s << "': native or emulated");
       impl_->bf16_mode = s == "native" ? CpuBf16::Native : CpuBf16::Emulated;
     }
-  impl_->emulate_bf16 =
-      impl_->bf16_mode == CpuBf16::Emulated ||
-      (impl_->bf16_mode == CpuBf16::Auto && !native_bf16_pays(onednn_bf16_convolution(impl_->engine)));
+  impl_->emulate_bf16 = impl_->bf16_mode == CpuBf16::Emulated ||
+                        (impl_->bf16_mode == CpuBf16::Auto && !native_bf16_pays(onednn_bf16_convolution()));
   winograd_ = options.conv_algorithm == ConvAlgorithm::Winograd ||
               (options.conv_algorithm == ConvAlgorithm::Auto && simd_level() < SimdLevel::Avx512);
   omp_set_num_threads(threads_);
@@ -116,7 +120,7 @@ std::string CpuBackend::description() const {
 
 std::string CpuBackend::bf16_implementation() const {
   if (impl_->emulate_bf16) return "";
-  const std::string implementation = onednn_bf16_convolution(impl_->engine);
+  const std::string implementation = onednn_bf16_convolution();
   return runs_bf16_natively(implementation) ? implementation : "";
 }
 
@@ -132,7 +136,7 @@ Capabilities CpuBackend::capabilities() const {
                0, ""};
   caps.tf32 = {false, false,
                "TF32 is a tensor-core format of NVIDIA GPUs; on the CPU it would be FP32 under another name", 0, ""};
-  const std::string onednn = onednn_bf16_convolution(impl_->engine);
+  const std::string onednn = onednn_bf16_convolution();
   const std::string engine_emulation = "emulated by the engine (BF16 storage and rounding, FP32 arithmetic): ";
   // Measured, but said in words: the ratio varies a little from process to process, and what two runs print of
   // the same CPU should read the same.

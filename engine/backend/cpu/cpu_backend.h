@@ -10,11 +10,14 @@
 // oneDNN is asked once per primitive and the answer cached.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "backend/backend.h"
 
 namespace ampwb {
+
+struct Cached;  // a oneDNN primitive with its descriptors (cpu_backend_impl.h)
 
 class CpuBackend final : public Backend {
  public:
@@ -75,6 +78,13 @@ class CpuBackend final : public Backend {
   Tensor widen(const Tensor& t);
   static Tensor wide_output(const Tensor& t);
   void narrow(const Tensor& wide, Tensor& out);
+
+  // A convolution pass that reads the weights (forward: x to y; backward data: dy to dx) on primitive c; where c is
+  // null (a 16-bit type computed in FP32 here), on the FP32 primitive fp32_primitive(in32, w32, out32) finds, with
+  // `in` widened, w widened into that primitive's layout, and the result rounded into `out`.
+  using Fp32Primitive = std::function<const Cached*(const Tensor&, const Tensor&, const Tensor&)>;
+  void run_weights_pass(const Cached* c, const Fp32Primitive& fp32_primitive, const Tensor& in, const Tensor& w,
+                        Tensor& out, int in_arg, int out_arg);
 
   // Batch norm's training forward, with the ReLU fused in when relu is set.
   void batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& batch_mean,

@@ -88,13 +88,29 @@ void conv_backward_weights_batched(const Tensor& x, const Tensor& dy, Tensor& dw
 }
 }  // namespace
 
+void CpuBackend::run_weights_pass(const Cached* c, const Fp32Primitive& fp32_primitive, const Tensor& in,
+                                  const Tensor& w, Tensor& out, int in_arg, int out_arg) {
+  Tensor reordered;
+  if (c) {
+    const memory wm = impl_->primitive_weights(*c, w, reordered);
+    return impl_->run(*c, {{in_arg, impl_->wrap(in)}, {DNNL_ARG_WEIGHTS, wm}, {out_arg, impl_->wrap(out)}});
+  }
+  const Tensor in32 = widen(in);
+  Tensor out32 = wide_output(out), w32 = wide_output(w);  // w32: used only where the reorder cannot widen w
+  const Cached* c32 = fp32_primitive(in32, w32, out32);
+  AMPWB_CHECK(c32, "oneDNN has no FP32 convolution for " << in32.describe() << " and " << w32.describe());
+  const memory wm = impl_->emulated_primitive_weights(*c32, w, w32, reordered);
+  impl_->run(*c32, {{in_arg, impl_->wrap(in32)}, {DNNL_ARG_WEIGHTS, wm}, {out_arg, impl_->wrap(out32)}});
+  narrow(out32, out);
+}
+
 void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) {
   AMPWB_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && w.c() == x.c() && y.c() == w.n() && y.n() == x.n() &&
                   y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
                   y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
               "conv2d_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
   if (winograd_ && all_fp32(x, w, y) && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);
-  auto primitive = [&](const Tensor& x_, const Tensor& w_, const Tensor& y_, bool ask) {
+  auto primitive = [&](const Tensor& x_, const Tensor& w_, const Tensor& y_, bool ask = true) {
     return impl_->find(make_key("conv_fwd", x_, w_, y_, p.stride, p.padding), ask, [&] {
       auto pd = impl_->conv_forward_pd(x_, w_, y_, p);
       require_native_bf16(pd, x_);
@@ -104,20 +120,9 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
     });
   };
   const Cached* c = primitive(x, w, y, ask_onednn(impl_->emulate_bf16, x, w, y));
-  Tensor reordered;
-  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
-    if (winograd_ && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);  // the same, folded
-    const Tensor x32 = widen(x);
-    Tensor y32 = wide_output(y),
-           w32 = wide_output(w);  // w32: used only where the weights cannot be widened in the reorder
-    const Cached* c32 = primitive(x32, w32, y32, true);
-    AMPWB_CHECK(c32, "oneDNN has no FP32 convolution for " << x32.describe() << " * " << w32.describe());
-    const memory wm = impl_->emulated_primitive_weights(*c32, w, w32, reordered);
-    impl_->run(*c32, {{DNNL_ARG_SRC, impl_->wrap(x32)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, impl_->wrap(y32)}});
-    return narrow(y32, y);
-  }
-  memory wm = impl_->primitive_weights(*c, w, reordered);
-  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, impl_->wrap(y)}});
+  // Emulated (no primitive): FP32 compute on the 16-bit values, the result rounded to 16 bits; Winograd's folded.
+  if (!c && winograd_ && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);
+  run_weights_pass(c, primitive, x, w, y, DNNL_ARG_SRC, DNNL_ARG_DST);
 }
 
 void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) {
@@ -126,7 +131,7 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
       "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
   if (winograd_ && all_fp32(dy, w, dx) && winograd_fits(dy, w, dx, p))
     return winograd_backward_data(dy, w, dx, threads_);
-  auto primitive = [&](const Tensor& dy_, const Tensor& w_, const Tensor& dx_, bool ask) {
+  auto primitive = [&](const Tensor& dy_, const Tensor& w_, const Tensor& dx_, bool ask = true) {
     return impl_->find(make_key("conv_bwd_data", dy_, w_, dx_, p.stride, p.padding), ask, [&] {
       const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
       auto hint = impl_->conv_forward_pd(dx_, w_, dy_, p);
@@ -140,20 +145,8 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
     });
   };
   const Cached* c = primitive(dy, w, dx, ask_onednn(impl_->emulate_bf16, dy, w, dx));
-  Tensor reordered;
-  if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
-    if (winograd_ && winograd_fits(dy, w, dx, p)) return winograd_backward_data(dy, w, dx, threads_);
-    const Tensor dy32 = widen(dy);
-    Tensor dx32 = wide_output(dx), w32 = wide_output(w);  // w32: as in conv2d_forward
-    const Cached* c32 = primitive(dy32, w32, dx32, true);
-    AMPWB_CHECK(c32, "oneDNN has no FP32 convolution for the gradient of " << dx32.describe());
-    const memory wm = impl_->emulated_primitive_weights(*c32, w, w32, reordered);
-    impl_->run(
-        *c32, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy32)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, impl_->wrap(dx32)}});
-    return narrow(dx32, dx);
-  }
-  memory wm = impl_->primitive_weights(*c, w, reordered);
-  impl_->run(*c, {{DNNL_ARG_DIFF_DST, impl_->wrap(dy)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, impl_->wrap(dx)}});
+  if (!c && winograd_ && winograd_fits(dy, w, dx, p)) return winograd_backward_data(dy, w, dx, threads_);
+  run_weights_pass(c, primitive, dy, w, dx, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC);
 }
 
 void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) {
