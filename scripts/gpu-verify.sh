@@ -2,8 +2,9 @@
 # The GPU check, run on a lent GPU machine from the bundle that scripts/gpu-bundle.sh made (it is the bundle's
 # verify.sh). One stage per device call, each well inside the 10-minute limit; logs go to $OUT (or ./gpu-logs).
 #   verify.sh tests      every op of both backends against the float64 reference (test_ops), every CUDA test
-#                        (behaviour, trainings, whole-step GPU vs CPU), the placement tests, then the CUDA ones of
-#                        test_ops and test_cuda_ops under compute-sanitizer
+#                        (behaviour, trainings, whole-step GPU vs CPU), PyTorch's GradScaler on CUDA against the
+#                        committed trace, the placement tests, then the CUDA ones of test_ops and test_cuda_ops
+#                        under compute-sanitizer
 #   verify.sh train      ampwb train --device cuda in every mode on the bundled Fashion-MNIST cut
 #   verify.sh bench [ARGS]  bench/cuda_compare.py (ARGS passed on, e.g. --configs 50:224:256): ResNet-50 and
 #                        ResNet-18, 224 px batch 256, four modes, beside PyTorch AMP (channels_last,
@@ -33,6 +34,9 @@ case $stage in
     step cuda_ops run test_cuda_ops --gtest_brief=1
     step cuda_training run test_cuda_training --gtest_brief=1
     # (the profile test that runs the ampwb binary is left out: the bundle's programs run through its own loader)
+    # PyTorch's GradScaler on this machine's GPU and CPU against the committed trace the loss scaler's tests replay
+    step gradscaler_trace python3 "$(dirname "$bundle")/scripts/gradscaler_trace.py" --devices cuda cpu \
+      --out "$logs/gradscaler_trace.json" --against "$(dirname "$bundle")/tests/golden/gradscaler_trace.json"
     step placement run test_optim --gtest_brief=1 --gtest_filter=-ProfiledBackend.AmpwbBenchProfilePrintsEveryClassPerStep
     for program in test_ops test_cuda_ops; do
       step "sanitizer-$program" compute-sanitizer --tool memcheck --error-exitcode 9 \

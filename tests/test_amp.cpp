@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "amp/grad_stats.h"
 #include "amp/loss_scaler.h"
@@ -73,6 +76,88 @@ TEST(LossScaler, DynamicSequenceFollowsPyTorchGradScaler) {
                       {true, 16384, false, 32768, 0},
                       {false, 32768, true, 16384, 0},
                       {true, 16384, false, 16384, 1}});
+}
+
+TEST(LossScaler, TheScaleIsKeptInFloat32AsPyTorchKeepsIt) {
+  // GradScaler holds its scale in an FP32 tensor and its update kernel multiplies in double, then stores the product
+  // rounded to FP32. Where the factors are not powers of two, a scale kept in double drifts from PyTorch's: with
+  // backoff 0.7 by the second overflow, with growth 1.1 by the third growth.
+  auto scales_after = [](LossScaleConfig c, bool finite, int steps) {
+    LossScaler scaler(c);
+    Parameter p("w", tensor_from_floats({2.0f}, {1}));
+    Sgd sgd(backend(), {"sgd", 0.0f});
+    std::vector<double> scales;
+    for (int i = 0; i < steps; ++i) {
+      p.grad.data_as<float>()[0] = finite ? 1.0f : INFINITY;
+      scaler.step(backend(), {&p.grad}, [&] { sgd.step({&p}, 0.0f); });
+      scaler.update();
+      scales.push_back(scaler.state().scale);
+    }
+    return scales;
+  };
+  LossScaleConfig backoff;
+  backoff.backoff_factor = 0.7;
+  float want = 65536.0f;
+  for (const double scale : scales_after(backoff, false, 4)) {
+    want = static_cast<float>(double{want} * 0.7);
+    EXPECT_EQ(scale, want);
+  }
+  LossScaleConfig growth;
+  growth.init_scale = 1.0;
+  growth.growth_factor = 1.1;
+  growth.growth_interval = 1;
+  want = 1.0f;
+  for (const double scale : scales_after(growth, true, 4)) {
+    want = static_cast<float>(double{want} * 1.1);
+    EXPECT_EQ(scale, want);
+  }
+  growth.init_scale = 0.1;  // not an FP32 number: PyTorch's torch.full(..., dtype=float32) rounds it
+  EXPECT_EQ(LossScaler(growth).state().scale, static_cast<double>(0.1f));
+}
+
+// PyTorch's own torch.amp.GradScaler, recorded by scripts/gradscaler_trace.py over thousands of scripted steps
+// (tests/golden/gradscaler_trace.json): the same gradients through this scaler must give, at every step, the scale
+// used, the skip, the scale after update() and the growth tracker that PyTorch gave.
+TEST(LossScaler, FollowsTheRecordedPyTorchGradScalerStepForStep) {
+  std::ifstream in(AMPWB_GRADSCALER_TRACE);
+  ASSERT_TRUE(in) << "cannot read " AMPWB_GRADSCALER_TRACE " (scripts/gradscaler_trace.py writes it)";
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  ASSERT_EQ(trace.at("format"), "ampwb gradscaler trace 1");
+  const nlohmann::json& gradients = trace.at("gradients");
+  auto gradient = [&](const std::string& kind) {  // the loss is sum(w * g): g per kind of step
+    const nlohmann::json& g = gradients.at(kind);
+    return g.is_string() ? std::strtof(g.get<std::string>().c_str(), nullptr) : g.get<float>();
+  };
+  ASSERT_FALSE(trace.at("configs").empty());
+  for (const nlohmann::json& config : trace.at("configs")) {
+    const nlohmann::json& settings = config.at("scaler");
+    LossScaleConfig c;  // dynamic, hysteresis 1, no minimum or maximum: PyTorch's
+    c.init_scale = settings.at("init_scale");
+    c.growth_factor = settings.at("growth_factor");
+    c.backoff_factor = settings.at("backoff_factor");
+    c.growth_interval = settings.at("growth_interval");
+    LossScaler scaler(c);
+    Parameter p("w", tensor_from_floats({0.0f}, {1}));
+    Sgd sgd(backend(), {"sgd", 0.0f});
+    const nlohmann::json& steps = config.at("steps");
+    ASSERT_GT(steps.size(), 100u);
+    int64_t skipped = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const nlohmann::json& step = steps[i];  // gradient, scale used, skipped, scale after, growth tracker after
+      const std::string where = config.at("name").get<std::string>() + ", step " + std::to_string(i);
+      ASSERT_EQ(scaler.scale(), step[1].get<double>()) << where;
+      p.value.data_as<float>()[0] = 0.0f;
+      p.grad.data_as<float>()[0] = scaler.scale() * gradient(step[0]);  // autograd's FP32 product: may overflow
+      const bool stepped = scaler.step(backend(), {&p.grad}, [&] { sgd.step({&p}, 1e-3f); });
+      scaler.update();
+      ASSERT_EQ(!stepped, step[2].get<bool>()) << where << " (" << step[0] << ")";
+      ASSERT_EQ(scaler.state().scale, step[3].get<double>()) << where;
+      ASSERT_EQ(scaler.state().growth_tracker, step[4].get<int64_t>()) << where;
+      skipped += !stepped;
+    }
+    EXPECT_GT(skipped, 0) << config.at("name") << ": the trace skips steps";
+    EXPECT_LT(skipped, static_cast<int64_t>(steps.size())) << config.at("name") << ": and applies others";
+  }
 }
 
 TEST(LossScaler, DefaultsArePyTorchs) {

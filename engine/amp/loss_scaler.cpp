@@ -7,8 +7,13 @@
 
 namespace ampwb {
 
+namespace {
+// PyTorch keeps the scale in an FP32 tensor: every update's product (computed in double) is stored rounded to FP32.
+double as_float32(double scale) { return static_cast<float>(scale); }
+}  // namespace
+
 LossScaler::LossScaler(const LossScaleConfig& config)
-    : config_(config), scale_(config.init_scale), hysteresis_left_(config.hysteresis) {
+    : config_(config), scale_(as_float32(config.init_scale)), hysteresis_left_(config.hysteresis) {
   AMPWB_CHECK(config.kind == "off" || config.kind == "static" || config.kind == "dynamic",
               "unknown loss scaling '" << config.kind << "'");
 }
@@ -45,7 +50,7 @@ void LossScaler::update() {
     if (hysteresis_left_ > 1) {
       --hysteresis_left_;  // DeepSpeed/Megatron: tolerate a few overflows before backing off
     } else {
-      const double backed_off = scale_ * config_.backoff_factor;
+      const double backed_off = as_float32(scale_ * config_.backoff_factor);
       if (config_.min_scale > 0 && backed_off < config_.min_scale) {
         collapsed_ = scale_ <= config_.min_scale;
         scale_ = config_.min_scale;
@@ -57,8 +62,8 @@ void LossScaler::update() {
     return;
   }
   if (++growth_tracker_ == config_.growth_interval) {
-    const double grown = scale_ * config_.growth_factor;
-    if (std::isfinite(static_cast<float>(grown)))  // PyTorch: grow only to a finite float
+    const double grown = as_float32(scale_ * config_.growth_factor);
+    if (std::isfinite(grown))  // PyTorch: grow only to a finite float
       scale_ = config_.max_scale > 0 ? std::min(grown, config_.max_scale) : grown;
     growth_tracker_ = 0;
     hysteresis_left_ = config_.hysteresis;

@@ -54,7 +54,7 @@ class LossScaler {
  private:
   enum class Stage { Ready, Unscaled, Stepped };
   LossScaleConfig config_;
-  double scale_;
+  double scale_;  // an FP32 value, as PyTorch keeps it
   int64_t growth_tracker_ = 0;
   int hysteresis_left_;
   Stage stage_ = Stage::Ready;
