@@ -39,7 +39,7 @@ case $stage in
       --out "$logs/gradscaler_trace.json" --against "$(dirname "$bundle")/tests/golden/gradscaler_trace.json"
     step placement run test_optim --gtest_brief=1 --gtest_filter=-ProfiledBackend.AmpwbBenchProfilePrintsEveryClassPerStep
     for program in test_ops test_cuda_ops; do
-      step "sanitizer-$program" compute-sanitizer --tool memcheck --error-exitcode 9 \
+      step "sanitizer-$program" env AMPWB_CUDNN_BENCHMARK=0 compute-sanitizer --tool memcheck --error-exitcode 9 \
         "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" --library-path "$AMPWB_GPU_LIBRARY_PATH" \
         "$AMPWB_GPU_HOME/libexec/$program" --gtest_brief=1 --gtest_filter='*cuda*:Cuda*'
     done ;;

@@ -37,6 +37,7 @@ struct MaxPoolCase {
   static constexpr Op kOp = Op::MaxPool;
   int64_t N, C, H, W;
   int kernel, stride, padding;
+  bool gradient_other_layout = false;  // dy (and dx) in the other layout than x and y
 };
 struct GlobalAvgPoolCase {
   static constexpr Op kOp = Op::GlobalAvgPool;
@@ -63,6 +64,7 @@ struct CrossEntropyCase {
   int64_t N, K;
   float smoothing, grad_scale;
   bool integer_logits = false;  // small integers: many ties, which count against the sample in top-1
+  bool large_logits = false;    // about +-1000: a log-sum-exp rounded to FP32 would cost 6e-5 of the softmax
 };
 struct SgdCase {
   static constexpr Op kOp = Op::SgdUpdate;
@@ -107,7 +109,7 @@ inline std::string params_name(const ReluCase& c) {
 }
 inline std::string params_name(const MaxPoolCase& c) {
   return "maxpool_" + dims({{"N", c.N}, {"C", c.C}, {"H", c.H}, {"W", c.W}}) + "_" +
-         dims({{"k", c.kernel}, {"s", c.stride}, {"p", c.padding}});
+         dims({{"k", c.kernel}, {"s", c.stride}, {"p", c.padding}}) + (c.gradient_other_layout ? "_dyflip" : "");
 }
 inline std::string params_name(const GlobalAvgPoolCase& c) {
   return "globalavgpool_" + dims({{"N", c.N}, {"C", c.C}, {"H", c.H}, {"W", c.W}});
@@ -124,7 +126,7 @@ inline std::string params_name(const ConvertCase& c) {
 }
 inline std::string params_name(const CrossEntropyCase& c) {
   return "crossentropy_" + dims({{"N", c.N}, {"K", c.K}}) + (c.smoothing > 0 ? "_smoothed" : "") +
-         (c.grad_scale != 1 ? "_scaled" : "") + (c.integer_logits ? "_ties" : "");
+         (c.grad_scale != 1 ? "_scaled" : "") + (c.integer_logits ? "_ties" : "") + (c.large_logits ? "_large" : "");
 }
 inline std::string params_name(const SgdCase& c) {
   return std::string("sgd") + (c.momentum == 0 ? "_plain" : c.nesterov ? "_nesterov" : "_momentum");
@@ -237,6 +239,11 @@ inline std::vector<OpCase> all_cases() {
                          : s.stride == 1 ? "overlapping windows: up to 9 gradients meet in one input"
                                          : ""});
 
+  for (Precision p : kStorage)
+    for (Layout layout : kLayouts)
+      cases.push_back({MaxPoolCase{2, 17, 11, 11, 3, 2, 1, true}, p, layout,
+                       "the gradient in the other layout than the forward's output (the interface allows it)"});
+
   const LinearCase linears[] = {{1, 5, 3}, {7, 13, 10}, {16, 64, 100}, {64, 512, 1000}};
   for (const LinearCase& s : linears)
     for (Precision p : kEveryPrecision) cases.push_back({s, p, Layout::NCHW});
@@ -260,6 +267,8 @@ inline std::vector<OpCase> all_cases() {
                                      {12, 4, 0.0f, 1.0f, true}};
   for (const CrossEntropyCase& s : losses)
     for (Precision p : kStorage) cases.push_back({s, p, Layout::NCHW});
+  cases.push_back({CrossEntropyCase{16, 1000, 0.1f, 1.0f, false, true}, Precision::FP32, Layout::NCHW,
+                   "logits near +-1000: the softmax needs its log-sum-exp in double"});
   for (Precision p : kStorage) {
     for (SgdCase s : {SgdCase{0.9f, false}, SgdCase{0.9f, true}, SgdCase{0.0f, false}})
       cases.push_back({s, p, Layout::NCHW, "three steps, weight decay"});

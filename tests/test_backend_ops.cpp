@@ -169,8 +169,10 @@ void run(CaseRun& r, const MaxPoolCase& c) {
   const PoolParams p{c.kernel, c.stride, c.padding};
   const int64_t P = (c.H + 2 * c.padding - c.kernel) / c.stride + 1;
   const int64_t Q = (c.W + 2 * c.padding - c.kernel) / c.stride + 1;
-  const Tensor x = r.input({c.N, c.C, c.H, c.W}, r.layout), dy = r.input({c.N, c.C, P, Q}, r.layout);
-  Tensor y = r.out({c.N, c.C, P, Q}, r.layout), dx = r.out(x.shape(), r.layout), workspace;
+  const Layout other = r.layout == Layout::NCHW ? Layout::NHWC : Layout::NCHW;
+  const Layout gradient_layout = c.gradient_other_layout ? other : r.layout;
+  const Tensor x = r.input({c.N, c.C, c.H, c.W}, r.layout), dy = r.input({c.N, c.C, P, Q}, gradient_layout);
+  Tensor y = r.out({c.N, c.C, P, Q}, r.layout), dx = r.out(x.shape(), gradient_layout), workspace;
   r.b.maxpool_forward(r.up(x), y, workspace, p);
   r.b.maxpool_backward(r.up(dy), workspace, dx, p);
   const ref::Array rx = reference(x);
@@ -256,7 +258,7 @@ void run(CaseRun& r, const ConvertCase& c) {
 }
 
 void run(CaseRun& r, const CrossEntropyCase& c) {
-  Tensor logits = r.input({c.N, c.K}, Layout::NCHW, 3.0);
+  Tensor logits = r.input({c.N, c.K}, Layout::NCHW, c.large_logits ? 1000.0 : 3.0);
   std::vector<float> z = to_float_vector(logits);
   if (c.integer_logits) {
     for (float& v : z) v = std::round(v / 2);

@@ -110,7 +110,8 @@ class Backend {
                                        Tensor& dbeta, float eps);
   virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;  // uses the output y
-  // workspace: backend-defined record of the argmax, made by forward for backward.
+  // workspace: backend-defined record of the argmax, made by forward for backward. x and y in one layout; dy and dx
+  // in any.
   virtual void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) = 0;
   virtual void maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) = 0;
   virtual void global_avgpool_forward(const Tensor& x, Tensor& y) = 0;     // (N,C,H,W) -> (N,C)

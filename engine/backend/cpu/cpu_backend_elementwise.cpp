@@ -179,7 +179,7 @@ const Cached* CpuBackend::Impl::find_maxpool_forward(const Tensor& x, const Tens
 }
 
 void CpuBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) {
-  AMPWB_CHECK(x.rank() == 4 && y.rank() == 4 && y.c() == x.c() && y.n() == x.n() &&
+  AMPWB_CHECK(x.rank() == 4 && y.rank() == 4 && y.c() == x.c() && y.n() == x.n() && y.layout() == x.layout() &&
                   y.h() == conv_out(x.h(), p.kernel, p.stride, p.padding) &&
                   y.w() == conv_out(x.w(), p.kernel, p.stride, p.padding),
               "maxpool_forward shapes: x " << x.describe() << " y " << y.describe());
@@ -189,13 +189,22 @@ void CpuBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, 
     maxpool_forward(widen(x), y32, workspace, p);
     return narrow(y32, y);
   }
-  workspace = Tensor::empty({static_cast<int64_t>(c->workspace.get_size())}, DType::U8);
+  // oneDNN's argmax record is in y's storage order: the workspace's layout says which, for the backward pass.
+  workspace = Tensor::empty({static_cast<int64_t>(c->workspace.get_size())}, DType::U8, y.layout());
   impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(x)},
                   {DNNL_ARG_DST, impl_->wrap(y)},
                   {DNNL_ARG_WORKSPACE, impl_->wrap(c->workspace, workspace.data())}});
 }
 
 void CpuBackend::maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) {
+  // Gradients in another layout than the forward's: computed in its layout, where the argmax record reads right.
+  if (dy.layout() != workspace.layout() || dx.layout() != workspace.layout()) {
+    Tensor dy_as_forward = Tensor::empty(dy.shape(), dy.dtype(), workspace.layout());
+    Tensor dx_as_forward = Tensor::empty(dx.shape(), dx.dtype(), workspace.layout());
+    convert(dy, dy_as_forward);
+    maxpool_backward(dy_as_forward, workspace, dx_as_forward, p);
+    return convert(dx_as_forward, dx);
+  }
   // Emulated exactly where the forward pass was: the workspace comes from the primitive that ran there.
   if (!impl_->find_maxpool_forward(dx, dy, p)) {
     Tensor dx32 = wide_output(dx);

@@ -39,8 +39,9 @@ struct CudaBackendOptions {
   int device_index = 0;
   bool allow_tf32 = false;  // the tf32 mode: FP32 convolutions and matrix products on TF32 tensor cores
   size_t conv_workspace_limit = size_t{256} << 20;
-  bool benchmark_algorithms = true;  // time cuDNN's algorithms once per shape (else its heuristics choose)
-  int pad_input_channels = 8;        // channel multiple for 16-bit NHWC convolutions; 0: never pad (see above)
+  // Time cuDNN's algorithms once per shape, else its heuristics choose (AMPWB_CUDNN_BENCHMARK=0 also turns it off).
+  bool benchmark_algorithms = true;
+  int pad_input_channels = 8;  // channel multiple for 16-bit NHWC convolutions; 0: never pad (see above)
   // fp32 mode: GEMM-based convolution algorithms only (FFT and Winograd can miss the FP32 bound of 1e-5);
   // false lets the timing pick any algorithm. TF32, FP16 and BF16 may use any.
   bool exact_fp32_convolutions = true;

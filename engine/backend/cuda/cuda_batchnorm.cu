@@ -142,7 +142,8 @@ unsigned channel_blocks(int64_t channels) { return static_cast<unsigned>((channe
 
 int batchnorm_row_blocks(Dims4 dims, int sm_count) {
   const int64_t rows = dims.n * dims.h * dims.w;
-  const int64_t channel_groups = (dims.c + kChannelsPerBlock - 1) / kChannelsPerBlock;
+  // At least one group: an empty tensor (C = 0) reaches here before its op returns.
+  const int64_t channel_groups = std::max<int64_t>(1, (dims.c + kChannelsPerBlock - 1) / kChannelsPerBlock);
   // About 8 blocks per multiprocessor in all, and at least 32 rows per thread row.
   const int64_t by_occupancy = std::max<int64_t>(1, 8 * int64_t{sm_count > 0 ? sm_count : 1} / channel_groups);
   const int64_t by_rows = std::max<int64_t>(1, rows / (32 * kRowsPerBlock));

@@ -2,6 +2,7 @@
 // forward, backward data and backward filter. A plan (descriptors, algorithm, math type, workspace size) is made
 // once per shape under an explicit key and reused; the workspace size is queried for the chosen algorithm before
 // execution and never exceeds the limit.
+#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -166,17 +167,12 @@ bool gemm_based(cudnnConvolutionBwdFilterAlgo_t a) {
          a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
 }
 
-// The first result that succeeded, fits the workspace limit and honours the math mode (and, for exact FP32, is
-// GEMM-based). Results arrive fastest first (Find) or best first by the heuristics (_v7).
+// Whether a search result may be taken: it succeeded, fits the limit, honours the math mode and, for exact FP32, is
+// GEMM-based.
 template <class Perf>
-const Perf* choose(const std::vector<Perf>& results, int count, size_t limit, ConvMath mode, bool exact_fp32) {
-  for (int i = 0; i < count; ++i) {
-    const Perf& r = results[i];
-    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit || !math_allowed(mode, r.mathType)) continue;
-    if (mode == ConvMath::Fp32 && exact_fp32 && !gemm_based(r.algo)) continue;
-    return &r;
-  }
-  return nullptr;
+bool acceptable(const Perf& r, size_t limit, ConvMath mode, bool exact_fp32) {
+  if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit || !math_allowed(mode, r.mathType)) return false;
+  return !(mode == ConvMath::Fp32 && exact_fp32 && !gemm_based(r.algo));
 }
 
 [[noreturn]] void no_algorithm(const std::string& key, size_t limit) {
@@ -194,31 +190,69 @@ void adopt(cudnnConvolutionDescriptor_t conv, const Perf& r, ConvMath mode, int&
 
 }  // namespace
 
+// One pass's cuDNN calls: how many results a search returns, the timed search (Find*Ex) in a workspace, the
+// heuristics (_v7), and an algorithm's workspace under the math type set on the descriptor.
+template <class MaxCount, class Find, class Heuristics, class WorkspaceOf>
+struct ConvRunner::SearchCalls {
+  MaxCount max_count;
+  Find find;
+  Heuristics heuristics;
+  WorkspaceOf workspace_of;
+};
+
+template <class Perf, class Calls>
+void* ConvRunner::prepare(Plan& p, const std::string& key, ConvMath math, const ScratchFn& scratch,
+                          const Calls& calls) {
+  if (p.chosen) return p.workspace ? scratch(p.workspace) : nullptr;
+  const int max_count = std::max(calls.max_count(), 1);
+  int count = 0;
+  std::vector<Perf> results(static_cast<size_t>(max_count));
+  size_t limit = workspace_limit_;
+  void* search_workspace = nullptr;
+  if (benchmark_) {
+    search_workspace = find_workspace(scratch, limit);
+    calls.find(search_workspace, limit, max_count, &count, results.data());
+  } else {
+    calls.heuristics(max_count, &count, results.data());
+  }
+  // Results arrive fastest first (Find) or best first (_v7). The heuristics' memory figures are estimates, so each
+  // candidate's workspace is asked again under its math type; the first that fits is kept.
+  for (int i = 0; i < count; ++i) {
+    if (!acceptable(results[i], limit, math, exact_fp32_)) continue;
+    adopt(p.conv, results[i], math, p.algo, p.math);
+    p.workspace = calls.workspace_of(results[i].algo);
+    if (p.workspace > limit) continue;
+    p.chosen = true;
+    // The first execution reuses the search's workspace rather than holding a second one beside it.
+    if (p.workspace == 0) return nullptr;
+    return search_workspace ? search_workspace : scratch(p.workspace);
+  }
+  no_algorithm(key, limit);
+}
+
 void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void* y, const ScratchFn& scratch) {
   const std::string key = s.key("fwd");
   Plan& p = plan(key, s);
-  if (!p.chosen) {
-    int max_count = 0, count = 0;
-    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle_, &max_count));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<size_t>(max_count > 0 ? max_count : 1));
-    size_t limit = workspace_limit_;
-    if (benchmark_) {
-      void* ws = find_workspace(scratch, limit);
-      CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(handle_, p.x, x, p.w, w, p.conv, p.y, y, max_count, &count,
-                                                         results.data(), ws, limit));
-    } else {
-      CUDNN_CHECK(
-          cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.w, p.conv, p.y, max_count, &count, results.data()));
-    }
-    const auto* best = choose(results, count, limit, s.math, exact_fp32_);
-    if (!best) no_algorithm(key, limit);
-    adopt(p.conv, *best, s.math, p.algo, p.math);
-    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.w, p.conv, p.y,
-                                                        static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), &p.workspace));
-    if (p.workspace > workspace_limit_) no_algorithm(key, workspace_limit_);
-    p.chosen = true;
-  }
-  void* ws = p.workspace ? scratch(p.workspace) : nullptr;
+  void* ws = prepare<cudnnConvolutionFwdAlgoPerf_t>(
+      p, key, s.math, scratch,
+      SearchCalls{[&] {
+                    int n = 0;
+                    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle_, &n));
+                    return n;
+                  },
+                  [&](void* space, size_t bytes, int max, int* count, cudnnConvolutionFwdAlgoPerf_t* results) {
+                    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(handle_, p.x, x, p.w, w, p.conv, p.y, y, max,
+                                                                       count, results, space, bytes));
+                  },
+                  [&](int max, int* count, cudnnConvolutionFwdAlgoPerf_t* results) {
+                    CUDNN_CHECK(
+                        cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.w, p.conv, p.y, max, count, results));
+                  },
+                  [&](cudnnConvolutionFwdAlgo_t algo) {
+                    size_t bytes = 0;
+                    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.w, p.conv, p.y, algo, &bytes));
+                    return bytes;
+                  }});
   const float alpha = 1.0f, beta = 0.0f;
   CUDNN_CHECK(cudnnConvolutionForward(handle_, &alpha, p.x, x, p.w, w, p.conv,
                                       static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace, &beta, p.y, y));
@@ -227,28 +261,27 @@ void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void*
 void ConvRunner::backward_data(const ConvShape& s, const void* dy, const void* w, void* dx, const ScratchFn& scratch) {
   const std::string key = s.key("bwd-data");
   Plan& p = plan(key, s);
-  if (!p.chosen) {
-    int max_count = 0, count = 0;
-    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &max_count));
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(static_cast<size_t>(max_count > 0 ? max_count : 1));
-    size_t limit = workspace_limit_;
-    if (benchmark_) {
-      void* ws = find_workspace(scratch, limit);
-      CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(handle_, p.w, w, p.y, dy, p.conv, p.x, dx, max_count,
-                                                              &count, results.data(), ws, limit));
-    } else {
-      CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.w, p.y, p.conv, p.x, max_count, &count,
-                                                              results.data()));
-    }
-    const auto* best = choose(results, count, limit, s.math, exact_fp32_);
-    if (!best) no_algorithm(key, limit);
-    adopt(p.conv, *best, s.math, p.algo, p.math);
-    CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-        handle_, p.w, p.y, p.conv, p.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), &p.workspace));
-    if (p.workspace > workspace_limit_) no_algorithm(key, workspace_limit_);
-    p.chosen = true;
-  }
-  void* ws = p.workspace ? scratch(p.workspace) : nullptr;
+  void* ws = prepare<cudnnConvolutionBwdDataAlgoPerf_t>(
+      p, key, s.math, scratch,
+      SearchCalls{[&] {
+                    int n = 0;
+                    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &n));
+                    return n;
+                  },
+                  [&](void* space, size_t bytes, int max, int* count, cudnnConvolutionBwdDataAlgoPerf_t* results) {
+                    CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(handle_, p.w, w, p.y, dy, p.conv, p.x, dx,
+                                                                            max, count, results, space, bytes));
+                  },
+                  [&](int max, int* count, cudnnConvolutionBwdDataAlgoPerf_t* results) {
+                    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.w, p.y, p.conv, p.x, max, count,
+                                                                            results));
+                  },
+                  [&](cudnnConvolutionBwdDataAlgo_t algo) {
+                    size_t bytes = 0;
+                    CUDNN_CHECK(
+                        cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.w, p.y, p.conv, p.x, algo, &bytes));
+                    return bytes;
+                  }});
   const float alpha = 1.0f, beta = 0.0f;
   CUDNN_CHECK(cudnnConvolutionBackwardData(handle_, &alpha, p.w, w, p.y, dy, p.conv,
                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws, p.workspace, &beta,
@@ -259,28 +292,27 @@ void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* 
                                  const ScratchFn& scratch) {
   const std::string key = s.key("bwd-filter");
   Plan& p = plan(key, s);
-  if (!p.chosen) {
-    int max_count = 0, count = 0;
-    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle_, &max_count));
-    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(static_cast<size_t>(max_count > 0 ? max_count : 1));
-    size_t limit = workspace_limit_;
-    if (benchmark_) {
-      void* ws = find_workspace(scratch, limit);
-      CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(handle_, p.x, x, p.y, dy, p.conv, p.w, dw, max_count,
-                                                                &count, results.data(), ws, limit));
-    } else {
-      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.w, max_count, &count,
-                                                                results.data()));
-    }
-    const auto* best = choose(results, count, limit, s.math, exact_fp32_);
-    if (!best) no_algorithm(key, limit);
-    adopt(p.conv, *best, s.math, p.algo, p.math);
-    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        handle_, p.x, p.y, p.conv, p.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), &p.workspace));
-    if (p.workspace > workspace_limit_) no_algorithm(key, workspace_limit_);
-    p.chosen = true;
-  }
-  void* ws = p.workspace ? scratch(p.workspace) : nullptr;
+  void* ws = prepare<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      p, key, s.math, scratch,
+      SearchCalls{[&] {
+                    int n = 0;
+                    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle_, &n));
+                    return n;
+                  },
+                  [&](void* space, size_t bytes, int max, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
+                    CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(handle_, p.x, x, p.y, dy, p.conv, p.w, dw,
+                                                                              max, count, results, space, bytes));
+                  },
+                  [&](int max, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
+                    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.w, max,
+                                                                              count, results));
+                  },
+                  [&](cudnnConvolutionBwdFilterAlgo_t algo) {
+                    size_t bytes = 0;
+                    CUDNN_CHECK(
+                        cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.w, algo, &bytes));
+                    return bytes;
+                  }});
   const float alpha = 1.0f, beta = 0.0f;
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &alpha, p.x, x, p.y, dy, p.conv,
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws, p.workspace,

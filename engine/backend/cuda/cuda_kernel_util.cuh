@@ -68,11 +68,11 @@ __device__ __forceinline__ void store_any(void* p, KType t, int64_t i, float v) 
     case KType::BF16:
       static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
       break;
-    case KType::I32:
-      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+    case KType::I32:  // as oneDNN's reorder on the CPU: rounded to nearest even, saturated
+      static_cast<int32_t*>(p)[i] = __float2int_rn(fminf(fmaxf(v, -2147483648.0f), 2147483520.0f));
       break;
     case KType::U8:
-      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
+      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(__float2uint_rn(fminf(fmaxf(v, 0.0f), 255.0f)));
       break;
   }
 }

@@ -6,8 +6,9 @@
 // K classes. A Dims4 is a tensor's logical (N,C,H,W) and whether it is stored NHWC; a tensor of another rank is
 // passed as {numel, 1, 1, 1, false}.
 // Arithmetic: 16-bit values are widened to FP32, computed in FP32, rounded to nearest even on store (as the CPU
-// backend and tensor cores do). Reductions accumulate in FP32 per thread and in FP64 across threads and blocks,
-// in a fixed order: results are deterministic.
+// backend and tensor cores do). Reductions accumulate in FP32 within a thread (batch norm's partials also across
+// a block's 8 thread rows, column sums across all rows) and mostly in FP64 across threads and blocks, in a fixed
+// order: results are deterministic on one GPU (batch norm splits its rows by the GPU's multiprocessor count).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -51,7 +52,7 @@ void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims
          cudaStream_t stream);
 
 // ---- Pooling ----------------------------------------------------------------------------------------------------
-// Max pooling with padded positions ignored; argmax (one byte per output element, indexed like y's storage) holds
+// Max pooling with padded positions ignored; argmax (one byte per output element, in logical (N,C,P,Q) order) holds
 // the window position kh * kernel + kw of the first maximum. Backward gathers: each dx element sums the dy of the
 // windows whose argmax it is (deterministic, no atomics). kernel * kernel must be at most 255.
 void maxpool_forward(const void* x, Dims4 x_dims, void* y, Dims4 y_dims, uint8_t* argmax, KType type, int kernel,

@@ -61,6 +61,12 @@ class ConvRunner {
   Plan& plan(const std::string& key, const ConvShape& shape);
   // The workspace for a Find: the limit, or less when the GPU cannot spare it; size receives what was allocated.
   void* find_workspace(const ScratchFn& scratch, size_t& size) const;
+  // A pass's cuDNN calls, for prepare().
+  template <class MaxCount, class Find, class Heuristics, class WorkspaceOf>
+  struct SearchCalls;
+  // The workspace for this call of a plan, its algorithm chosen first if this is its first call (cuda_conv.cpp).
+  template <class Perf, class Calls>
+  void* prepare(Plan& p, const std::string& key, ConvMath math, const ScratchFn& scratch, const Calls& calls);
 
   cudnnHandle_t handle_;
   size_t workspace_limit_;

@@ -72,8 +72,10 @@ void MatmulRunner::run(const MatmulShape& s, const void* a, const void* b, void*
             ? cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->a, p->b, p->d, p->d, preference, 1, &result, &found)
             : set;
     cublasLtMatmulPreferenceDestroy(preference);
+    // No algorithm: cuBLASLt answers NOT_SUPPORTED, or success with none found.
+    if (heuristic == CUBLAS_STATUS_NOT_SUPPORTED || (heuristic == CUBLAS_STATUS_SUCCESS && found == 0))
+      throw Error("cuBLASLt has no algorithm for the matrix product " + key);
     CUBLAS_CHECK(heuristic);
-    if (found == 0) throw Error("cuBLASLt has no algorithm for the matrix product " + key);
     p->algo = result.algo;
     it = plans_.emplace(key, std::move(p)).first;
   }
