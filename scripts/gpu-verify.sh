@@ -30,6 +30,8 @@ step() {  # step NAME COMMAND...: runs, logs to $logs/NAME.log, remembers a fail
   echo "library path: $AMPWB_GPU_LIBRARY_PATH"; } | tee "$logs/machine.txt"
 case $stage in
   tests)
+    # test_ops replays PyTorch's GradScaler trace from the checkout beside the bundle
+    export AMPWB_GRADSCALER_TRACE="$(dirname "$bundle")/tests/golden/gradscaler_trace.json"
     step ops run test_ops --gtest_brief=1  # every op of the CPU and CUDA backends against the float64 reference
     step cuda_ops run test_cuda_ops --gtest_brief=1
     step cuda_training run test_cuda_training --gtest_brief=1

@@ -89,6 +89,12 @@ class ForwardingBackend : public Backend {
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override {
     inner_->scale_and_check(tensors, factor);
   }
+  void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) override {
+    inner_->unscale_and_check(grads, state);
+  }
+  void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) override {
+    inner_->update_loss_scale(state, growth);
+  }
   StepScalars read_scalars() override { return inner_->read_scalars(); }
   Tensor upload(const Tensor& host) override { return inner_->upload(host); }
 

@@ -10,12 +10,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <limits>
 #include <ostream>
 #include <string>
 #include <tuple>
 #include <variant>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/allocator.h"
@@ -445,6 +450,89 @@ INSTANTIATE_TEST_SUITE_P(Cases, BackendOp,
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// ---- The loss scaler's state on the device ---------------------------------------------------------------------
+
+class DeviceLossScale : public ::testing::TestWithParam<std::string> {};
+
+Tensor loss_scale_state(Backend& b, const LossScaleState& s) {
+  Tensor host = Tensor::empty({kLossScaleStateBytes}, DType::U8);
+  std::memcpy(host.data(), &s, sizeof s);
+  return on_device(b, host);
+}
+LossScaleState read_state(Backend& b, const Tensor& state) {
+  LossScaleState s;
+  std::memcpy(&s, on_host(b, state).data(), sizeof s);
+  return s;
+}
+
+// PyTorch's GradScaler recorded step by step (tests/golden/gradscaler_trace.json, scripts/gradscaler_trace.py),
+// replayed through the backend's own ops: unscale_and_check with the state, an SGD step told to skip on found-inf,
+// update_loss_scale. The scale used, the skip, the scale and growth tracker after every step must be PyTorch's.
+TEST_P(DeviceLossScale, FollowsTheRecordedPyTorchGradScalerStepForStep) {
+  std::string why;
+  Backend* b = backend_for(GetParam(), why);
+  if (!b) GTEST_SKIP() << GetParam() << " cannot run here: " << why;
+  const char* moved = std::getenv("AMPWB_GRADSCALER_TRACE");  // the GPU bundle's copy of the checkout
+  const std::string path = moved ? moved : AMPWB_GRADSCALER_TRACE;
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path << " (scripts/gradscaler_trace.py writes it)";
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  for (const nlohmann::json& config : trace.at("configs")) {
+    const nlohmann::json& settings = config.at("scaler");
+    const LossScaleGrowth growth{settings.at("growth_factor"), settings.at("backoff_factor"),
+                                 settings.at("growth_interval")};
+    Tensor state = loss_scale_state(*b, {static_cast<float>(settings.at("init_scale").get<double>())});
+    Tensor w = on_device(*b, Tensor::zeros({1}, DType::F32)), none;
+    const SgdParams sgd{1e-3f, 0.0f, 0.0f, false, false, &state};
+    const nlohmann::json& steps = config.at("steps");
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const nlohmann::json& step = steps[i];  // gradient, scale used, skipped, scale after, growth tracker after
+      const std::string where = config.at("name").get<std::string>() + ", step " + std::to_string(i);
+      const float scale = read_state(*b, state).scale;
+      ASSERT_EQ(scale, step[1].get<double>()) << where;
+      const nlohmann::json& g = trace.at("gradients").at(step[0].get<std::string>());
+      const float value = g.is_string() ? std::strtof(g.get<std::string>().c_str(), nullptr) : g.get<float>();
+      Tensor grad = on_device(*b, tensor_from_floats({scale * value}, {1}));  // autograd's FP32 product
+      w = on_device(*b, Tensor::zeros({1}, DType::F32));
+      b->unscale_and_check({&grad}, state);
+      b->sgd_update(w, none, grad, none, sgd);
+      const bool skipped = to_float_vector(on_host(*b, w))[0] == 0.0f;
+      b->update_loss_scale(state, growth);
+      const LossScaleState after = read_state(*b, state);
+      ASSERT_EQ(skipped, step[2].get<bool>()) << where << " (" << step[0] << ")";
+      ASSERT_EQ(after.scale, step[3].get<double>()) << where;
+      ASSERT_EQ(after.growth_tracker, step[4].get<int>()) << where;
+      ASSERT_EQ(after.found_inf, 0.0f) << where << ": the update clears found-inf";
+    }
+  }
+}
+
+// Found-inf set, SGD and Adam leave weights, their 16-bit copies and their state untouched; clear, they update.
+TEST_P(DeviceLossScale, OptimizersSkipOnFoundInfAndOnlyThen) {
+  std::string why;
+  Backend* b = backend_for(GetParam(), why);
+  if (!b) GTEST_SKIP() << GetParam() << " cannot run here: " << why;
+  for (const float flag : {1.0f, 0.0f}) {
+    LossScaleState s;
+    s.found_inf = flag;
+    const Tensor state = loss_scale_state(*b, s);
+    const std::vector<float> w0 = {0.5f, -1.0f, 2.0f}, g0 = {0.25f, 0.5f, -1.0f};
+    Tensor w = on_device(*b, tensor_from_floats(w0, {3})), g = on_device(*b, tensor_from_floats(g0, {3}));
+    Tensor copy = on_device(*b, tensor_from_floats(w0, {3}, DType::BF16)),
+           m = on_device(*b, Tensor::zeros({3}, DType::F32));
+    Tensor v = on_device(*b, Tensor::zeros({3}, DType::F32)), buffer = on_device(*b, Tensor::zeros({3}, DType::F32));
+    b->sgd_update(w, copy, g, buffer, {0.1f, 0.9f, 0.0f, false, true, &state});
+    b->adam_update(w, copy, g, m, v, {0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, false, 1, &state});
+    const bool unchanged = to_float_vector(on_host(*b, w)) == w0 && to_float_vector(on_host(*b, copy)) == w0 &&
+                           to_float_vector(on_host(*b, buffer)) == std::vector<float>(3, 0.0f) &&
+                           to_float_vector(on_host(*b, m)) == std::vector<float>(3, 0.0f);
+    EXPECT_EQ(unchanged, flag != 0.0f) << "found_inf " << flag;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DeviceLossScale, ::testing::ValuesIn(backend_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // ---- What every backend refuses, and says ----------------------------------------------------------------------
 

@@ -112,6 +112,13 @@ class StrictDeviceBackend final : public Backend {
     for (const Tensor* t : tensors) check({t});
     cpu_.scale_and_check(tensors, factor);
   }
+  void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) override {
+    for (const Tensor* t : grads) check({t});
+    check({&state}), cpu_.unscale_and_check(grads, state);
+  }
+  void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) override {
+    check({&state}), cpu_.update_loss_scale(state, growth);
+  }
   StepScalars read_scalars() override { return ++reads, cpu_.read_scalars(); }
   Tensor upload(const Tensor& host) override { return ++uploads, Backend::upload(host); }
 

@@ -15,7 +15,7 @@ namespace ampwb {
 namespace {
 constexpr std::array kOpNames = {"conv2d",     "batchnorm",   "relu",           "maxpool", "global_avgpool",
                                  "linear",     "add",         "add_relu",       "convert", "softmax_cross_entropy",
-                                 "sgd_update", "adam_update", "scale_and_check"};
+                                 "sgd_update", "adam_update", "scale_and_check", "loss_scale_update"};
 static_assert(kOpNames.size() == static_cast<size_t>(Op::Count), "one name per op");
 }  // namespace
 

@@ -27,6 +27,7 @@ enum class Op {
   SgdUpdate,
   AdamUpdate,
   ScaleCheck,
+  LossScaleUpdate,  // unscale_and_check with the state, the optimizers' skip, update_loss_scale
   Count
 };
 const char* op_name(Op op);
@@ -40,11 +41,13 @@ struct PoolParams {
 struct SgdParams {
   float lr, momentum, weight_decay;
   bool nesterov, first_step;
+  const Tensor* skip_if_found_inf = nullptr;  // a LossScaleState: its found_inf set, the update changes nothing
 };
 struct AdamParams {
   float lr, beta1, beta2, eps, weight_decay;
   bool decoupled_weight_decay;
   int64_t step;
+  const Tensor* skip_if_found_inf = nullptr;  // as SgdParams' (step stays the caller's count)
 };
 // The few numbers the host needs from a training step, left on the device by the ops that make them and read back
 // together (Backend::read_scalars), so a step waits for its device at most once.
@@ -53,6 +56,21 @@ struct StepScalars {
   int64_t correct = 0;        // softmax_cross_entropy: samples whose label has the largest logit (ties count against)
   bool nonfinite = false;     // scale_and_check: an inf/NaN result
   double sum_of_squares = 0;  // scale_and_check: of the results
+};
+
+// The dynamic loss scaler's state where the step runs, so that skipping a step and updating the scale need no
+// host round trip on a GPU (issue 18): PyTorch GradScaler's FP32 scale and int32 growth tracker, and the step's
+// found-inf flag. A backend tensor of kLossScaleStateBytes U8 holding this struct (a copy to the host reads it).
+struct LossScaleState {
+  float scale = 65536.0f;
+  int32_t growth_tracker = 0;
+  float found_inf = 0.0f;  // 1: unscale_and_check saw an inf/NaN; optimizers given this state then skip the step
+  int32_t unused = 0;      // 16 bytes in all
+};
+inline constexpr int64_t kLossScaleStateBytes = sizeof(LossScaleState);
+struct LossScaleGrowth {  // GradScaler's defaults
+  double growth_factor = 2.0, backoff_factor = 0.5;
+  int32_t growth_interval = 2000;
 };
 
 // How a backend computes in one number format, asked once per backend: the trainer, `ampwb bench`, the CLI and
@@ -136,6 +154,12 @@ class Backend {
                            const AdamParams& p) = 0;
   // Multiplies FP32 tensors by factor in place, noting any inf/NaN result and the sum of squares (for read_scalars()).
   virtual void scale_and_check(const std::vector<Tensor*>& tensors, float factor) = 0;
+  // scale_and_check by float(1 / double(state.scale)), read where the state lives; state.found_inf records whether
+  // a result was inf/NaN (PyTorch's unscale_).
+  virtual void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) = 0;
+  // PyTorch's scale update (_amp_update_scale_): after an inf/NaN the scale backs off and the tracker resets; after
+  // growth_interval clean steps the scale grows, where the product is a finite FP32. Clears found_inf.
+  virtual void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) = 0;
   // What the last softmax_cross_entropy and scale_and_check left, in one small copy; waits for the device.
   virtual StepScalars read_scalars() = 0;
   // host on the device without waiting for the copy (a GPU copies from pinned memory on its own stream, overlapping

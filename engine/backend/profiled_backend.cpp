@@ -110,6 +110,12 @@ void ProfiledBackend::adam_update(Tensor& param, Tensor& param_copy, const Tenso
 void ProfiledBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
   timed(TimeClass::ScaleCheck, [&] { inner_->scale_and_check(tensors, factor); });
 }
+void ProfiledBackend::unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) {
+  timed(TimeClass::ScaleCheck, [&] { inner_->unscale_and_check(grads, state); });
+}
+void ProfiledBackend::update_loss_scale(Tensor& state, const LossScaleGrowth& growth) {
+  timed(TimeClass::ScaleCheck, [&] { inner_->update_loss_scale(state, growth); });
+}
 StepScalars ProfiledBackend::read_scalars() {
   StepScalars s;
   timed(TimeClass::HostWait, [&] { s = inner_->read_scalars(); });

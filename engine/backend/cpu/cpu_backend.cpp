@@ -182,6 +182,7 @@ bool CpuBackend::supports(Op op, DType dtype) const {
     case Op::SgdUpdate:
     case Op::AdamUpdate:
     case Op::ScaleCheck:
+    case Op::LossScaleUpdate:
       return dtype == DType::F32;
     default:
       return is_floating(dtype);  // FP16 emulated (see the header)

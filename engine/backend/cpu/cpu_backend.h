@@ -63,6 +63,8 @@ class CpuBackend final : public Backend {
   void adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
                    const AdamParams& p) override;
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
+  void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) override;
+  void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) override;
   StepScalars read_scalars() override { return scalars_; }
   double conversion_seconds() const override;
 

@@ -60,6 +60,13 @@ RoundFn copy_rounding(const Tensor& param, const Tensor& copy) {
   return copy.dtype() == DType::BF16 ? f32_to_bf16 : f32_to_f16;
 }
 
+LossScaleState& loss_scale_state(const Tensor& state) {
+  AMPWB_CHECK(state.dtype() == DType::U8 && state.numel() == kLossScaleStateBytes,
+              "a loss-scale state is " << kLossScaleStateBytes << " bytes (U8), not " << state.describe());
+  return *static_cast<LossScaleState*>(const_cast<void*>(state.data()));
+}
+bool found_inf(const Tensor* state) { return state && loss_scale_state(*state).found_inf != 0.0f; }
+
 // Runs update(begin, end) over [0, n) in blocks shared by the threads, each block followed by its copy's rounding
 // (the same kernels convert() runs, so the copy is bit for bit what convert() would write).
 template <class Update>
@@ -77,6 +84,7 @@ void CpuBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& gra
                             const SgdParams& p) {
   check_same(param, grad, "SGD parameter and gradient");
   const RoundFn round = copy_rounding(param, param_copy);
+  if (found_inf(p.skip_if_found_inf)) return;  // the loss scaler skips this step
   float* w = param.data_as<float>();
   const float* g = grad.data_as<float>();
   float* buf = p.momentum != 0.0f ? momentum_buffer.data_as<float>() : nullptr;
@@ -98,6 +106,7 @@ void CpuBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& gr
                              const AdamParams& p) {
   check_same(param, grad, "Adam parameter and gradient");
   const RoundFn round = copy_rounding(param, param_copy);
+  if (found_inf(p.skip_if_found_inf)) return;
   float* w = param.data_as<float>();
   const float* g = grad.data_as<float>();
   float* m1 = m.data_as<float>();
@@ -138,5 +147,26 @@ void CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float fact
     scalars_.nonfinite = scalars_.nonfinite || nonfinite;
     scalars_.sum_of_squares += sum;
   }
+}
+
+void CpuBackend::unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) {
+  LossScaleState& s = loss_scale_state(state);
+  scale_and_check(grads, static_cast<float>(1.0 / static_cast<double>(s.scale)));  // as PyTorch: in double, then float
+  s.found_inf = scalars_.nonfinite ? 1.0f : 0.0f;
+}
+
+void CpuBackend::update_loss_scale(Tensor& state, const LossScaleGrowth& growth) {
+  LossScaleState& s = loss_scale_state(state);
+  if (s.found_inf != 0.0f) {
+    s.scale = static_cast<float>(s.scale * growth.backoff_factor);  // the product in double, stored as FP32
+    s.growth_tracker = 0;
+  } else if (s.growth_tracker + 1 == growth.growth_interval) {
+    const float grown = static_cast<float>(s.scale * growth.growth_factor);
+    if (std::isfinite(grown)) s.scale = grown;
+    s.growth_tracker = 0;
+  } else {
+    ++s.growth_tracker;
+  }
+  s.found_inf = 0.0f;
 }
 }  // namespace ampwb

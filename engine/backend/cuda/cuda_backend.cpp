@@ -105,6 +105,7 @@ bool CudaBackend::supports(Op op, DType dtype) const {
     case Op::SgdUpdate:
     case Op::AdamUpdate:
     case Op::ScaleCheck:
+    case Op::LossScaleUpdate:
       return dtype == DType::F32;
     default:
       return is_floating(dtype);  // BF16 needs sm_80, which the constructor requires

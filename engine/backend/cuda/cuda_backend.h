@@ -34,6 +34,9 @@
 #include "backend/backend.h"
 
 namespace ampwb {
+namespace cuda {
+struct LossScaleDevice;
+}
 
 struct CudaBackendOptions {
   int device_index = 0;
@@ -90,6 +93,8 @@ class CudaBackend final : public Backend {
   void adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
                    const AdamParams& p) override;
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
+  void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) override;
+  void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) override;
   StepScalars read_scalars() override;
   // A device copy of a host tensor, copied on the copy stream after the work queued so far, so that it overlaps
   // the work queued next; the first op that reads it waits for the copy (nothing else does). The host tensor may
@@ -107,6 +112,8 @@ class CudaBackend final : public Backend {
 
  private:
   struct Impl;
+  // scale_and_check, or with a loss-scale state: its 1 / scale as the factor, its found_inf set from the check.
+  void scale_and_check(const std::vector<Tensor*>& tensors, float factor, cuda::LossScaleDevice* loss_scale);
   std::unique_ptr<Impl> impl_;
 };
 

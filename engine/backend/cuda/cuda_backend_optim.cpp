@@ -12,6 +12,17 @@ namespace ampwb {
 
 using cuda_detail::check_same;
 
+namespace {
+static_assert(sizeof(cuda::LossScaleDevice) == sizeof(LossScaleState), "one layout for the loss scaler's state");
+
+cuda::LossScaleDevice* loss_scale_state(const Tensor& state) {
+  AMPWB_CHECK(state.dtype() == DType::U8 && state.numel() == kLossScaleStateBytes,
+              "a loss-scale state is " << kLossScaleStateBytes << " bytes (U8), not " << state.describe());
+  return static_cast<cuda::LossScaleDevice*>(const_cast<void*>(state.data()));
+}
+const float* found_inf_of(const Tensor* state) { return state ? &loss_scale_state(*state)->found_inf : nullptr; }
+}  // namespace
+
 void CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
                                         float grad_scale, Tensor& dlogits) {
   CUDA_OP_ENTRY(&logits, &labels);
@@ -47,7 +58,7 @@ void CudaBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& gr
     buffer = momentum_buffer.data_as<float>();
   }
   cuda::sgd_update(param.data_as<float>(), grad.data_as<float>(), buffer, param.numel(), p.lr, p.momentum,
-                   p.weight_decay, p.nesterov, p.first_step, m.stream);
+                   p.weight_decay, p.nesterov, p.first_step, found_inf_of(p.skip_if_found_inf), m.stream);
   if (param_copy.defined()) convert(param, param_copy);  // on the same stream, right after: not yet one kernel
 }
 
@@ -70,11 +81,32 @@ void CudaBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& g
   const float decay = p.decoupled_weight_decay ? 1.0f - p.lr * p.weight_decay : 1.0f;
   const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
   cuda::adam_update(param.data_as<float>(), grad.data_as<float>(), mt.data_as<float>(), vt.data_as<float>(),
-                    param.numel(), p.beta1, p.beta2, p.eps, step_size, bias2_sqrt, decay, l2, m.stream);
+                    param.numel(), p.beta1, p.beta2, p.eps, step_size, bias2_sqrt, decay, l2,
+                    found_inf_of(p.skip_if_found_inf), m.stream);
   if (param_copy.defined()) convert(param, param_copy);  // on the same stream, right after: not yet one kernel
 }
 
 void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
+  scale_and_check(tensors, factor, nullptr);
+}
+
+void CudaBackend::unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) {
+  CUDA_OP_ENTRY(&state);
+  impl_->check_device(state, "loss-scale state");
+  cuda::LossScaleDevice* s = loss_scale_state(state);
+  CUDA_CHECK(cudaMemsetAsync(&s->found_inf, 0, sizeof(float), impl_->stream));  // no gradients: none found
+  scale_and_check(grads, 1.0f, s);
+}
+
+void CudaBackend::update_loss_scale(Tensor& state, const LossScaleGrowth& growth) {
+  CUDA_OP_ENTRY(&state);
+  impl_->check_device(state, "loss-scale state");
+  cuda::update_loss_scale(loss_scale_state(state), growth.growth_factor, growth.backoff_factor, growth.growth_interval,
+                          impl_->stream);
+}
+
+void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor,
+                                  cuda::LossScaleDevice* loss_scale) {
   cuda::DeviceScope device_scope(impl_->device.index);
   Impl& m = *impl_;
   std::vector<cuda::ScaleSegment> segments;
@@ -97,7 +129,7 @@ void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float fac
   Tensor partials = m.bytes(static_cast<size_t>(blocks) * sizeof(double));
   cuda::scale_and_check(static_cast<const cuda::ScaleSegment*>(device_segments.data()),
                         static_cast<int>(segments.size()), chunks, factor, static_cast<double*>(partials.data()),
-                        blocks, m.device_scale(), m.stream);
+                        blocks, m.device_scale(), loss_scale, m.stream);
 }
 
 StepScalars CudaBackend::read_scalars() {

@@ -243,7 +243,8 @@ __global__ void mean_of_rows(const double* row_loss, int64_t N, LossResult* resu
 // ---- Optimizers -----------------------------------------------------------------------------------------------
 
 __global__ void sgd_kernel(float* w, const float* g, float* buf, int64_t n, float lr, float momentum,
-                           float weight_decay, bool nesterov, bool first_step) {
+                           float weight_decay, bool nesterov, bool first_step, const float* found_inf) {
+  if (found_inf && *found_inf != 0.0f) return;  // the loss scaler skips this step
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     float d = g[i] + weight_decay * w[i];
     if (buf) {
@@ -255,7 +256,9 @@ __global__ void sgd_kernel(float* w, const float* g, float* buf, int64_t n, floa
 }
 
 __global__ void adam_kernel(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
-                            float eps, float step_size, float bias2_sqrt, float decay, float l2) {
+                            float eps, float step_size, float bias2_sqrt, float decay, float l2,
+                            const float* found_inf) {
+  if (found_inf && *found_inf != 0.0f) return;  // the loss scaler skips this step
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const float gi = g[i] + l2 * w[i];
     m[i] = beta1 * m[i] + (1 - beta1) * gi;
@@ -267,7 +270,10 @@ __global__ void adam_kernel(float* w, const float* g, float* m, float* v, int64_
 // ---- Fused scale and check ------------------------------------------------------------------------------------
 
 __global__ void scale_and_check_kernel(const ScaleSegment* segments, int segment_count, int64_t total_chunks,
-                                       float factor, double* partials, ScaleResult* result) {
+                                       float factor, double* partials, ScaleResult* result,
+                                       LossScaleDevice* loss_scale) {
+  // With a loss scale: PyTorch's unscale_, the reciprocal in double, then float.
+  if (loss_scale) factor = static_cast<float>(1.0 / static_cast<double>(loss_scale->scale));
   double sum = 0;
   int nonfinite = 0;
   for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
@@ -306,7 +312,26 @@ __global__ void scale_and_check_kernel(const ScaleSegment* segments, int segment
     total += *static_cast<volatile double*>(partials + b);
   }
   total = block_sum(total);
-  if (threadIdx.x == 0) result->sum_of_squares = total;
+  if (threadIdx.x == 0) {
+    result->sum_of_squares = total;
+    if (loss_scale) loss_scale->found_inf = *static_cast<volatile int*>(&result->nonfinite) ? 1.0f : 0.0f;
+  }
+}
+
+// PyTorch's _amp_update_scale_, one thread: the product in double, stored as FP32.
+__global__ void update_loss_scale_kernel(LossScaleDevice* s, double growth_factor, double backoff_factor,
+                                         int growth_interval) {
+  if (s->found_inf != 0.0f) {
+    s->scale = static_cast<float>(s->scale * backoff_factor);
+    s->growth_tracker = 0;
+  } else if (s->growth_tracker + 1 == growth_interval) {
+    const float grown = static_cast<float>(s->scale * growth_factor);
+    if (isfinite(grown)) s->scale = grown;
+    s->growth_tracker = 0;
+  } else {
+    ++s->growth_tracker;
+  }
+  s->found_inf = 0.0f;
 }
 
 }  // namespace
@@ -468,27 +493,35 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N
 }
 
 void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
-                float weight_decay, bool nesterov, bool first_step, cudaStream_t stream) {
+                float weight_decay, bool nesterov, bool first_step, const float* found_inf, cudaStream_t stream) {
   if (n == 0) return;
   sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, momentum_buffer, n, lr, momentum, weight_decay, nesterov,
-                                                     first_step);
+                                                     first_step, found_inf);
   CUDA_CHECK_LAUNCH("sgd_kernel");
 }
 
 void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
-                 float step_size, float bias2_sqrt, float decay, float l2, cudaStream_t stream) {
+                 float step_size, float bias2_sqrt, float decay, float l2, const float* found_inf,
+                 cudaStream_t stream) {
   if (n == 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, beta1, beta2, eps, step_size, bias2_sqrt, decay,
-                                                      l2);
+                                                      l2, found_inf);
   CUDA_CHECK_LAUNCH("adam_kernel");
 }
 
 void scale_and_check(const ScaleSegment* segments, int segment_count, int64_t total_chunks, float factor,
-                     double* partials, int blocks, ScaleResult* result, cudaStream_t stream) {
+                     double* partials, int blocks, ScaleResult* result, LossScaleDevice* loss_scale,
+                     cudaStream_t stream) {
   if (segment_count == 0 || total_chunks == 0) return;
   scale_and_check_kernel<<<blocks, kThreads, 0, stream>>>(segments, segment_count, total_chunks, factor, partials,
-                                                          result);
+                                                          result, loss_scale);
   CUDA_CHECK_LAUNCH("scale_and_check_kernel");
+}
+
+void update_loss_scale(LossScaleDevice* state, double growth_factor, double backoff_factor, int growth_interval,
+                       cudaStream_t stream) {
+  update_loss_scale_kernel<<<1, 1, 0, stream>>>(state, growth_factor, backoff_factor, growth_interval);
+  CUDA_CHECK_LAUNCH("update_loss_scale_kernel");
 }
 
 }  // namespace ampwb::cuda

@@ -101,11 +101,12 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N
                            float grad_scale, float* dlogits, double* row_loss, LossResult* result, cudaStream_t stream);
 
 // ---- Optimizers over FP32 master weights (the CPU backend's formulas) ---------------------------------------------
+// found_inf: null, or the loss scaler's flag in device memory: when it is set the update changes nothing.
 void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
-                float weight_decay, bool nesterov, bool first_step, cudaStream_t stream);
+                float weight_decay, bool nesterov, bool first_step, const float* found_inf, cudaStream_t stream);
 // step_size = lr / (1 - beta1^t), bias2_sqrt = sqrt(1 - beta2^t), decay = 1 - lr wd (AdamW) or 1, l2 = wd (Adam) or 0
 void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
-                 float step_size, float bias2_sqrt, float decay, float l2, cudaStream_t stream);
+                 float step_size, float bias2_sqrt, float decay, float l2, const float* found_inf, cudaStream_t stream);
 
 // ---- The fused unscale + inf/NaN check + sum of squares over many tensors: one launch ----------------------------
 struct ScaleSegment {
@@ -119,8 +120,20 @@ struct ScaleResult {
   int nonfinite = 0;         // set (atomicOr) by any block that saw inf or NaN
   unsigned blocks_done = 0;  // the last block to finish sums the per-block partials in a fixed order
 };
+// The loss scaler's state in device memory, laid out as ampwb::LossScaleState (backend.h).
+struct LossScaleDevice {
+  float scale;
+  int growth_tracker;
+  float found_inf;
+  int unused;
+};
 // segments: device array; partials: `blocks` doubles; result must be zeroed (cudaMemsetAsync) before the launch.
+// loss_scale: null, or a state whose 1 / scale replaces factor and whose found_inf receives the check's answer.
 void scale_and_check(const ScaleSegment* segments, int segment_count, int64_t total_chunks, float factor,
-                     double* partials, int blocks, ScaleResult* result, cudaStream_t stream);
+                     double* partials, int blocks, ScaleResult* result, LossScaleDevice* loss_scale,
+                     cudaStream_t stream);
+// PyTorch's scale update on the device (one thread); clears found_inf.
+void update_loss_scale(LossScaleDevice* state, double growth_factor, double backoff_factor, int growth_interval,
+                       cudaStream_t stream);
 
 }  // namespace ampwb::cuda
