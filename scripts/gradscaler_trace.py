@@ -5,7 +5,7 @@ after update(). tests/golden/gradscaler_trace.json is this script's output; the 
 gradients and must follow it at every step.
 
 Needs PyTorch 2.3 or later (torch.amp.GradScaler on the CPU; Debian's 1.13 has no CPU kernels for it). The GPU
-machine's PyTorch records on "cuda" too (gpu-bundle/verify.sh trace), so the CUDA and CPU kernels can be compared:
+machine's PyTorch records on "cuda" too (gpu-bundle/verify.sh tests), so the CUDA and CPU kernels can be compared:
 
     python3 scripts/gradscaler_trace.py --devices cpu --out tests/golden/gradscaler_trace.json
     python3 scripts/gradscaler_trace.py --devices cuda cpu --out "$OUT/gradscaler_trace.json"
@@ -23,8 +23,8 @@ import torch
 # is skipped depends on the scale the scaler has reached, which is what makes it a test of the whole state machine.
 GRADIENTS = {"finite": 0.5, "large": 3e34, "inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
-# (name, GradScaler arguments, steps, the share of steps with a bad gradient): PyTorch's defaults over two growth
-# intervals, then factors that are not powers of two (the scale is an FP32 tensor: every update is rounded), then a
+# (name, GradScaler arguments, steps, the share of steps with a bad gradient): PyTorch's defaults past a growth
+# interval, then factors that are not powers of two (the scale is an FP32 tensor: every update is rounded), then a
 # scale that would grow past FP32's largest. The shares keep each scale moving both ways rather than sinking to 0.
 CONFIGS = [
     ("defaults", {}, 4500, 0.01),
@@ -39,7 +39,7 @@ def script(steps, growth_interval, bad_share, seed):
     """The kinds of gradient, step by step: each bad kind once, a clean stretch past the growth interval, then phases
     of clean steps (with a tenth "large"), scattered bad steps and short bursts of them."""
     rng = random.Random(seed)
-    kinds = ["inf", "nan", "large", "-inf"] + ["finite"] * min(growth_interval + 10, steps // 3)
+    kinds = ["inf", "nan", "large", "-inf"] + ["finite"] * (growth_interval + 10)
     while len(kinds) < steps:
         if rng.random() < bad_share * 5:  # a burst: one to three bad steps in a row
             kinds += [rng.choice(["inf", "-inf", "nan", "large"]) for _ in range(rng.randint(1, 3))]
@@ -98,6 +98,11 @@ def main():
                          f"{traces[device][at]}")
         skipped = sum(step[2] for step in traces[first])
         scales = [step[1] for step in traces[first]]
+        grew = any(step[3] > step[1] for step in traces[first])
+        backed_off = any(step[3] < step[1] for step in traces[first])
+        if not (grew and backed_off):
+            sys.exit(f"{name}: the scale must both grow and back off in the trace (grew: {grew}, backed off: "
+                     f"{backed_off}); change the script's mix of gradients")
         print(f"{name}: {steps} steps on {' and '.join(args.devices)} agree; {skipped} skipped; scale from "
               f"{min(scales):g} to {max(scales):g}, {scales[-1]:g} at the end", file=sys.stderr)
         out["configs"].append({"name": name, "scaler": full, "recorded_on": args.devices, "steps": traces[first]})
@@ -105,9 +110,11 @@ def main():
         with open(args.against) as f:
             before = {config["name"]: config["steps"] for config in json.load(f)["configs"]}
         for config in out["configs"]:
-            at = next((i for i, (a, b) in enumerate(zip(before[config["name"]], config["steps"])) if a != b), None)
-            if at is not None or len(before[config["name"]]) != len(config["steps"]):
-                sys.exit(f"{config['name']}: differs from {args.against} at step {at}")
+            old, new = before.get(config["name"], []), config["steps"]
+            at = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+            if at < max(len(old), len(new)):
+                sys.exit(f"{config['name']}: differs from {args.against} at step {at} "
+                         f"({old[at] if at < len(old) else 'absent'} there, {new[at] if at < len(new) else 'absent'} here)")
         print(f"every step agrees with {args.against}", file=sys.stderr)
     # One line a step, so that a difference shows as one line of a diff.
     lines = [json.dumps({k: v for k, v in out.items() if k != "configs"})[:-1] + ', "configs": [']

@@ -77,7 +77,7 @@ struct AdamCase {
 };
 struct ScaleCheckCase {
   static constexpr Op kOp = Op::ScaleCheck;
-  float inject;  // a value put into one more tensor (0: none): inf, NaN, or one the scaling overflows
+  float inject;  // a value put into one more tensor (0: none): inf, NaN, or a finite one the scaling overflows
 };
 
 using Params = std::variant<ConvCase, BatchNormCase, ReluCase, MaxPoolCase, GlobalAvgPoolCase, LinearCase, AddCase,

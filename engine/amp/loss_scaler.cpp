@@ -50,10 +50,10 @@ void LossScaler::update() {
     if (hysteresis_left_ > 1) {
       --hysteresis_left_;  // DeepSpeed/Megatron: tolerate a few overflows before backing off
     } else {
-      const double backed_off = as_float32(scale_ * config_.backoff_factor);
-      if (config_.min_scale > 0 && backed_off < config_.min_scale) {
-        collapsed_ = scale_ <= config_.min_scale;
-        scale_ = config_.min_scale;
+      const double backed_off = as_float32(scale_ * config_.backoff_factor), min_scale = as_float32(config_.min_scale);
+      if (min_scale > 0 && backed_off < min_scale) {
+        collapsed_ = scale_ <= min_scale;
+        scale_ = min_scale;
       } else {
         scale_ = backed_off;
       }
@@ -64,14 +64,14 @@ void LossScaler::update() {
   if (++growth_tracker_ == config_.growth_interval) {
     const double grown = as_float32(scale_ * config_.growth_factor);
     if (std::isfinite(grown))  // PyTorch: grow only to a finite float
-      scale_ = config_.max_scale > 0 ? std::min(grown, config_.max_scale) : grown;
+      scale_ = config_.max_scale > 0 ? std::min(grown, as_float32(config_.max_scale)) : grown;
     growth_tracker_ = 0;
     hysteresis_left_ = config_.hysteresis;
   }
 }
 
 void LossScaler::load_state(const State& s) {
-  scale_ = s.scale;
+  scale_ = as_float32(s.scale);
   growth_tracker_ = s.growth_tracker;
   hysteresis_left_ = s.hysteresis_left;
   stage_ = Stage::Ready;

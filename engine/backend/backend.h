@@ -46,15 +46,14 @@ struct SgdParams {
 struct AdamParams {
   float lr, beta1, beta2, eps, weight_decay;
   bool decoupled_weight_decay;
-  int64_t step;
-  const Tensor* skip_if_found_inf = nullptr;  // as SgdParams' (step stays the caller's count)
+  int64_t step;  // PyTorch's Adam counts only the steps it takes: a skip on the device waits for a device count
 };
 // The few numbers the host needs from a training step, left on the device by the ops that make them and read back
 // together (Backend::read_scalars), so a step waits for its device at most once.
 struct StepScalars {
   double loss = 0;            // softmax_cross_entropy: the mean loss over the batch
   int64_t correct = 0;        // softmax_cross_entropy: samples whose label has the largest logit (ties count against)
-  bool nonfinite = false;     // scale_and_check: an inf/NaN result
+  bool nonfinite = false;     // scale_and_check: an inf/NaN among its inputs
   double sum_of_squares = 0;  // scale_and_check: of the results
 };
 
@@ -64,7 +63,7 @@ struct StepScalars {
 struct LossScaleState {
   float scale = 65536.0f;
   int32_t growth_tracker = 0;
-  float found_inf = 0.0f;  // 1: unscale_and_check saw an inf/NaN; optimizers given this state then skip the step
+  float found_inf = 0.0f;  // 1: unscale_and_check saw an inf/NaN; an SGD update given this state then skips
   int32_t unused = 0;      // 16 bytes in all
 };
 inline constexpr int64_t kLossScaleStateBytes = sizeof(LossScaleState);
@@ -152,7 +151,8 @@ class Backend {
                           const SgdParams& p) = 0;
   virtual void adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
                            const AdamParams& p) = 0;
-  // Multiplies FP32 tensors by factor in place, noting any inf/NaN result and the sum of squares (for read_scalars()).
+  // Multiplies FP32 tensors by factor in place, noting any inf/NaN among them (as PyTorch's unscale_, before the
+  // multiplication: a finite value the factor overflows is not one) and the results' sum of squares (read_scalars()).
   virtual void scale_and_check(const std::vector<Tensor*>& tensors, float factor) = 0;
   // scale_and_check by float(1 / double(state.scale)), read where the state lives; state.found_inf records whether
   // a result was inf/NaN (PyTorch's unscale_).

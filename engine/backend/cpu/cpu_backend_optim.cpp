@@ -106,7 +106,6 @@ void CpuBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& gr
                              const AdamParams& p) {
   check_same(param, grad, "Adam parameter and gradient");
   const RoundFn round = copy_rounding(param, param_copy);
-  if (found_inf(p.skip_if_found_inf)) return;
   float* w = param.data_as<float>();
   const float* g = grad.data_as<float>();
   float* m1 = m.data_as<float>();
@@ -139,10 +138,10 @@ void CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float fact
     int nonfinite = 0;
 #pragma omp parallel for simd num_threads(threads_) reduction(+ : sum) reduction(| : nonfinite)
     for (int64_t i = 0; i < n; ++i) {
+      nonfinite |= !std::isfinite(p[i]);  // the input, as PyTorch's unscale_ checks it
       const float v = p[i] * factor;
       p[i] = v;
       sum += static_cast<double>(v) * v;
-      nonfinite |= !std::isfinite(v);
     }
     scalars_.nonfinite = scalars_.nonfinite || nonfinite;
     scalars_.sum_of_squares += sum;

@@ -123,12 +123,20 @@ void CudaBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace,
               "maxpool: kernel " << p.kernel << " stride " << p.stride << " padding " << p.padding
                                  << " (the one-byte argmax needs kernel^2 <= 255, and padding < kernel)");
   check_floating(x, "maxpool");
-  workspace = m.empty({y.numel()}, DType::U8);
+  workspace = m.empty({y.numel()}, DType::U8, y.layout());  // the argmax in y's storage order: its layout says which
   cuda::maxpool_forward(x.data(), dims_of(x), y.data(), dims_of(y), workspace.data_as<uint8_t>(), ktype(x.dtype()),
                         p.kernel, p.stride, p.padding, m.stream);
 }
 
 void CudaBackend::maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) {
+  // Gradients in another layout than the forward's: computed in its layout, where the argmax record reads right.
+  if (dy.layout() != workspace.layout() || dx.layout() != workspace.layout()) {
+    Tensor dy_as_forward = impl_->empty(dy.shape(), dy.dtype(), workspace.layout());
+    Tensor dx_as_forward = impl_->empty(dx.shape(), dx.dtype(), workspace.layout());
+    convert(dy, dy_as_forward);
+    maxpool_backward(dy_as_forward, workspace, dx_as_forward, p);
+    return convert(dx_as_forward, dx);
+  }
   CUDA_OP_ENTRY(&dy, &workspace);
   Impl& m = *impl_;
   m.check_device(dy, "maxpool dy");

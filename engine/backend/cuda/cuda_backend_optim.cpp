@@ -45,10 +45,11 @@ void CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labe
 
 void CudaBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
                              const SgdParams& p) {
-  CUDA_OP_ENTRY(&param, &grad);
+  CUDA_OP_ENTRY(&param, &grad, &momentum_buffer, p.skip_if_found_inf ? p.skip_if_found_inf : &grad);
   Impl& m = *impl_;
   m.check_device(param, "SGD parameter");
   m.check_device(grad, "SGD gradient");
+  if (p.skip_if_found_inf) m.check_device(*p.skip_if_found_inf, "SGD's loss-scale state");
   check_same(param, grad, "SGD parameter and gradient");
   AMPWB_CHECK(param.dtype() == DType::F32, "SGD updates FP32 master weights, got " << param.describe());
   float* buffer = nullptr;
@@ -81,8 +82,7 @@ void CudaBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& g
   const float decay = p.decoupled_weight_decay ? 1.0f - p.lr * p.weight_decay : 1.0f;
   const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
   cuda::adam_update(param.data_as<float>(), grad.data_as<float>(), mt.data_as<float>(), vt.data_as<float>(),
-                    param.numel(), p.beta1, p.beta2, p.eps, step_size, bias2_sqrt, decay, l2,
-                    found_inf_of(p.skip_if_found_inf), m.stream);
+                    param.numel(), p.beta1, p.beta2, p.eps, step_size, bias2_sqrt, decay, l2, m.stream);
   if (param_copy.defined()) convert(param, param_copy);  // on the same stream, right after: not yet one kernel
 }
 

@@ -113,8 +113,7 @@ __global__ void maxpool_forward_kernel(const T* x, Dims4 xd, T* y, Dims4 yd, uin
       }
     }
     y[i] = from_float<T>(best);  // exact: best is one of the inputs
-    // In logical (N,C,P,Q) order, so that a gradient in another layout than y's reads its own window's record.
-    argmax[((n * yd.c + c) * yd.h + p) * yd.w + q] = static_cast<uint8_t>(best_at < 0 ? 0 : best_at);
+    argmax[i] = static_cast<uint8_t>(best_at < 0 ? 0 : best_at);
   }
 }
 
@@ -133,8 +132,9 @@ __global__ void maxpool_backward_kernel(const T* dy, Dims4 yd, const uint8_t* ar
     float sum = 0.0f;
     for (int64_t p = p_begin; p < p_end; ++p)
       for (int64_t q = q_begin; q < q_end; ++q) {
+        const int64_t o = offset_of(yd, n, c, p, q);
         const int at = static_cast<int>((hp - p * stride) * kernel + (wp - q * stride));
-        if (argmax[((n * yd.c + c) * yd.h + p) * yd.w + q] == at) sum += to_float(dy[offset_of(yd, n, c, p, q)]);
+        if (argmax[o] == at) sum += to_float(dy[o]);
       }
     dx[i] = from_float<T>(sum);
   }
@@ -256,9 +256,7 @@ __global__ void sgd_kernel(float* w, const float* g, float* buf, int64_t n, floa
 }
 
 __global__ void adam_kernel(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
-                            float eps, float step_size, float bias2_sqrt, float decay, float l2,
-                            const float* found_inf) {
-  if (found_inf && *found_inf != 0.0f) return;  // the loss scaler skips this step
+                            float eps, float step_size, float bias2_sqrt, float decay, float l2) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const float gi = g[i] + l2 * w[i];
     m[i] = beta1 * m[i] + (1 - beta1) * gi;
@@ -290,10 +288,10 @@ __global__ void scale_and_check_kernel(const ScaleSegment* segments, int segment
     const int64_t begin = (chunk - s.first_chunk) * kScaleChunk;
     const int64_t end = min(begin + kScaleChunk, s.n);
     for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+      nonfinite |= !isfinite(s.data[i]);  // the input, as PyTorch's unscale_ checks it
       const float v = s.data[i] * factor;
       s.data[i] = v;
       sum += static_cast<double>(v) * v;
-      nonfinite |= !isfinite(v);
     }
   }
   if (__syncthreads_or(nonfinite) && threadIdx.x == 0) atomicOr(&result->nonfinite, 1);
@@ -501,11 +499,10 @@ void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, flo
 }
 
 void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
-                 float step_size, float bias2_sqrt, float decay, float l2, const float* found_inf,
-                 cudaStream_t stream) {
+                 float step_size, float bias2_sqrt, float decay, float l2, cudaStream_t stream) {
   if (n == 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, beta1, beta2, eps, step_size, bias2_sqrt, decay,
-                                                      l2, found_inf);
+                                                      l2);
   CUDA_CHECK_LAUNCH("adam_kernel");
 }
 

@@ -52,7 +52,7 @@ void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims
          cudaStream_t stream);
 
 // ---- Pooling ----------------------------------------------------------------------------------------------------
-// Max pooling with padded positions ignored; argmax (one byte per output element, in logical (N,C,P,Q) order) holds
+// Max pooling with padded positions ignored; argmax (one byte per output element, in y's storage order) holds
 // the window position kh * kernel + kw of the first maximum. Backward gathers: each dx element sums the dy of the
 // windows whose argmax it is (deterministic, no atomics). kernel * kernel must be at most 255.
 void maxpool_forward(const void* x, Dims4 x_dims, void* y, Dims4 y_dims, uint8_t* argmax, KType type, int kernel,
@@ -106,7 +106,7 @@ void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, flo
                 float weight_decay, bool nesterov, bool first_step, const float* found_inf, cudaStream_t stream);
 // step_size = lr / (1 - beta1^t), bias2_sqrt = sqrt(1 - beta2^t), decay = 1 - lr wd (AdamW) or 1, l2 = wd (Adam) or 0
 void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
-                 float step_size, float bias2_sqrt, float decay, float l2, const float* found_inf, cudaStream_t stream);
+                 float step_size, float bias2_sqrt, float decay, float l2, cudaStream_t stream);
 
 // ---- The fused unscale + inf/NaN check + sum of squares over many tensors: one launch ----------------------------
 struct ScaleSegment {
