@@ -13,9 +13,20 @@
 namespace ampwb {
 
 namespace {
-constexpr std::array kOpNames = {"conv2d",     "batchnorm",   "relu",           "maxpool", "global_avgpool",
-                                 "linear",     "add",         "add_relu",       "convert", "softmax_cross_entropy",
-                                 "sgd_update", "adam_update", "scale_and_check", "loss_scale_update"};
+constexpr std::array kOpNames = {"conv2d",
+                                 "batchnorm",
+                                 "relu",
+                                 "maxpool",
+                                 "global_avgpool",
+                                 "linear",
+                                 "add",
+                                 "add_relu",
+                                 "convert",
+                                 "softmax_cross_entropy",
+                                 "sgd_update",
+                                 "adam_update",
+                                 "scale_and_check",
+                                 "loss_scale_update"};
 static_assert(kOpNames.size() == static_cast<size_t>(Op::Count), "one name per op");
 }  // namespace
 
@@ -40,6 +51,19 @@ Tensor on_device(Backend& backend, const Tensor& t) {
 }
 
 Tensor Backend::upload(const Tensor& host) { return on_device(*this, host); }
+
+bool Backend::maxpool_backward_in_forward_layout(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) {
+  const Layout forward = workspace.layout();
+  if (dy.layout() == forward && dx.layout() == forward) return false;
+  auto in_forward_layout = [&](const Tensor& t) {
+    return t.layout() == forward ? t : Tensor::empty(t.shape(), t.dtype(), forward, t.device());
+  };
+  Tensor dy_forward = in_forward_layout(dy), dx_forward = in_forward_layout(dx);
+  if (dy.layout() != forward) convert(dy, dy_forward);
+  maxpool_backward(dy_forward, workspace, dx_forward, p);
+  if (dx.layout() != forward) convert(dx_forward, dx);
+  return true;
+}
 
 void Backend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
   add(a, b, y);

@@ -165,6 +165,12 @@ class Backend {
   // host on the device without waiting for the copy (a GPU copies from pinned memory on its own stream, overlapping
   // the work queued before; the first op to read the result waits for it). By default a plain copy: on_device().
   virtual Tensor upload(const Tensor& host);
+
+ protected:
+  // For maxpool_backward where dy or dx is in another layout than the forward's output (whose layout the workspace
+  // carries): runs it in that layout, where the argmax record reads right, converting what differs. False (nothing
+  // done) where both are in it already.
+  bool maxpool_backward_in_forward_layout(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p);
 };
 
 // How the CPU computes FP32 3x3 convolutions of 64 to 256 channels (stride 1): oneDNN's direct algorithm, or

@@ -197,14 +197,7 @@ void CpuBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, 
 }
 
 void CpuBackend::maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) {
-  // Gradients in another layout than the forward's: computed in its layout, where the argmax record reads right.
-  if (dy.layout() != workspace.layout() || dx.layout() != workspace.layout()) {
-    Tensor dy_as_forward = Tensor::empty(dy.shape(), dy.dtype(), workspace.layout());
-    Tensor dx_as_forward = Tensor::empty(dx.shape(), dx.dtype(), workspace.layout());
-    convert(dy, dy_as_forward);
-    maxpool_backward(dy_as_forward, workspace, dx_as_forward, p);
-    return convert(dx_as_forward, dx);
-  }
+  if (maxpool_backward_in_forward_layout(dy, workspace, dx, p)) return;
   // Emulated exactly where the forward pass was: the workspace comes from the primitive that ran there.
   if (!impl_->find_maxpool_forward(dx, dy, p)) {
     Tensor dx32 = wide_output(dx);

@@ -129,14 +129,7 @@ void CudaBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace,
 }
 
 void CudaBackend::maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) {
-  // Gradients in another layout than the forward's: computed in its layout, where the argmax record reads right.
-  if (dy.layout() != workspace.layout() || dx.layout() != workspace.layout()) {
-    Tensor dy_as_forward = impl_->empty(dy.shape(), dy.dtype(), workspace.layout());
-    Tensor dx_as_forward = impl_->empty(dx.shape(), dx.dtype(), workspace.layout());
-    convert(dy, dy_as_forward);
-    maxpool_backward(dy_as_forward, workspace, dx_as_forward, p);
-    return convert(dx_as_forward, dx);
-  }
+  if (maxpool_backward_in_forward_layout(dy, workspace, dx, p)) return;
   CUDA_OP_ENTRY(&dy, &workspace);
   Impl& m = *impl_;
   m.check_device(dy, "maxpool dy");
