@@ -54,6 +54,8 @@ int bench_command(const BenchOptions& options) {
                                   {"images_per_second", r.images_per_second},
                                   {"peak_bytes", r.peak_bytes},
                                   {"max_rss_bytes", r.max_rss_bytes},
+                                  {"host_sync", r.deferred ? "deferred" : "every-step"},
+                                  {"host_waits_per_step", r.host_waits_per_step},
                                   {"compute", r.compute}};
     if (c.profile) out["profile_ms_per_step"] = profile_json(r, c.steps);
     print_json(out, true);
@@ -64,6 +66,8 @@ int bench_command(const BenchOptions& options) {
         r.model_summary.c_str(), r.backend_description.c_str(), mode_name(c.precision), c.batch_size, c.image_size,
         r.step_ms_median, r.images_per_second, r.peak_bytes / 1048576.0, r.max_rss_bytes / 1048576.0);
     if (!r.compute.empty()) std::printf("compute: %s\n", r.compute.c_str());
+    std::printf("host waits per step: %.2f (%s)\n", r.host_waits_per_step,
+                r.deferred ? "deferred: numbers read one step late" : "every step reads its numbers");
     for (const std::string& note : r.notes) std::printf("note:    %s\n", note.c_str());
     if (c.profile) print_profile(r, c.steps);
   }
@@ -88,6 +92,10 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
   add_number(bench, "--seed", c.seed, "seeds the weights and the synthetic data");
   bench->add_flag("--json", options->json, "one line of JSON (NaN and infinity as null)");
   bench->add_flag("--profile", c.profile, "time every op by class and print where a step's time goes");
+  bench
+      ->add_option("--host-sync", c.host_sync,
+                   "when a step waits for its device: every-step, deferred (never) or auto (deferred on a GPU)")
+      ->type_name("WHEN");
   bench
       ->add_option("--conv-algorithm", c.conv_algorithm,
                    "CPU, FP32 3x3 convolutions: auto (Winograd F(2x2,3x3) without AVX-512, else direct), direct, "

@@ -161,6 +161,11 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   run(command->add_option("--device", c.device, "cpu, cuda, cuda:N or auto (a GPU when one is usable)")
           ->type_name("DEVICE"));
   run(add_number(command, "--threads", c.threads, "CPU threads (0: every core)"));
+  run(command
+          ->add_option("--host-sync", c.host_sync,
+                       "when a step waits for its device: every-step, deferred (never; numbers read one step late) "
+                       "or auto (deferred on a GPU where the settings allow)")
+          ->type_name("WHEN"));
   run(add_number(command, "--max-skipped", c.max_consecutive_skipped,
                  "stop the run after this many skipped steps in a row"));
   run(add_number(command, "--max-steps-per-epoch", c.max_steps_per_epoch, "cut epochs short (0: whole epochs)"));

@@ -255,7 +255,9 @@ def main(argv=None):
                         r["ours"].append(o)
                         ratio = o["images_per_second"] / t["images_per_second"]
                         r["ratios"].append(ratio)
-                        line += f" | ours {o['images_per_second']:8.1f} img/s | ratio {ratio:.3f}"
+                        line += (f" | ours {o['images_per_second']:8.1f} img/s | ratio {ratio:.3f} | "
+                                 f"{o.get('host_waits_per_step', float('nan')):.2f} host waits/step "
+                                 f"({o.get('host_sync', '?')})")
                     print(line, flush=True)
     except BenchError as e:
         print(f"cuda_compare: error: {e}", file=sys.stderr)
@@ -293,14 +295,16 @@ def main(argv=None):
               f"{first['device']}, PyTorch {first.get('version')} {args.pytorch_layout}, "
               f"input {args.pytorch_input}, medians -->")
         print("| Configuration | Mode | Ours img/s | PyTorch img/s | Ours / PyTorch | Ours peak GPU memory "
-              "| PyTorch peak GPU memory |")
-        print("|---|---|---:|---:|---:|---:|---:|")
+              "| PyTorch peak GPU memory | Our host waits per step |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
         for (depth, size, batch, mode), r in results.items():
             ours_ips = f"{ips(r['ours']):.1f}" if r["ours"] else "n/a"
             ratio = f"{median(r['ratios']):.2f}x" if r["ratios"] else "n/a"
             ours_peak = gib(peak(r["ours"])) if r["ours"] else "n/a"
+            waits = (f"{median([x.get('host_waits_per_step', float('nan')) for x in r['ours']]):.2f}"
+                     if r["ours"] else "n/a")
             print(f"| ResNet-{depth}, {size}px, batch {batch} | {mode} | {ours_ips} | {ips(r['pytorch']):.1f} "
-                  f"| {ratio} | {ours_peak} | {gib(peak(r['pytorch']))} |")
+                  f"| {ratio} | {ours_peak} | {gib(peak(r['pytorch']))} | {waits} |")
     return 0
 
 

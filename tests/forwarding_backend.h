@@ -22,6 +22,9 @@ class ForwardingBackend : public Backend {
   Capabilities capabilities() const override { return inner_->capabilities(); }
   void synchronize() override { inner_->synchronize(); }
   double conversion_seconds() const override { return inner_->conversion_seconds(); }
+  int64_t mark() override { return inner_->mark(); }
+  double seconds_between(int64_t from, int64_t to) override { return inner_->seconds_between(from, to); }
+  void clear_marks() override { inner_->clear_marks(); }
 
   void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override {
     inner_->conv2d_forward(x, w, y, p);
@@ -75,7 +78,7 @@ class ForwardingBackend : public Backend {
   void add(const Tensor& a, const Tensor& b, Tensor& y) override { inner_->add(a, b, y); }
   void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override { inner_->add_relu(a, b, y); }
   void convert(const Tensor& src, Tensor& dst) override { inner_->convert(src, dst); }
-  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing, float grad_scale,
+  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing, GradScale grad_scale,
                              Tensor& dlogits) override {
     inner_->softmax_cross_entropy(logits, labels, smoothing, grad_scale, dlogits);
   }
@@ -96,6 +99,8 @@ class ForwardingBackend : public Backend {
     inner_->update_loss_scale(state, growth);
   }
   StepScalars read_scalars() override { return inner_->read_scalars(); }
+  void post_scalars(const Tensor* loss_scale_state) override { inner_->post_scalars(loss_scale_state); }
+  PostedScalars collect_scalars() override { return inner_->collect_scalars(); }
   Tensor upload(const Tensor& host) override { return inner_->upload(host); }
 
  private:

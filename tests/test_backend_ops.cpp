@@ -487,6 +487,7 @@ TEST_P(DeviceLossScale, FollowsTheRecordedPyTorchGradScalerStepForStep) {
     Tensor w = on_device(*b, Tensor::zeros({1}, DType::F32)), none;
     const SgdParams sgd{1e-3f, 0.0f, 0.0f, false, false, &state};
     const nlohmann::json& steps = config.at("steps");
+    int32_t skipped_so_far = 0;
     for (size_t i = 0; i < steps.size(); ++i) {
       const nlohmann::json& step = steps[i];  // gradient, scale used, skipped, scale after, growth tracker after
       const std::string where = config.at("name").get<std::string>() + ", step " + std::to_string(i);
@@ -505,6 +506,8 @@ TEST_P(DeviceLossScale, FollowsTheRecordedPyTorchGradScalerStepForStep) {
       ASSERT_EQ(after.scale, step[3].get<double>()) << where;
       ASSERT_EQ(after.growth_tracker, step[4].get<int>()) << where;
       ASSERT_EQ(after.found_inf, 0.0f) << where << ": the update clears found-inf";
+      skipped_so_far += step[2].get<bool>();
+      ASSERT_EQ(after.skipped_steps, skipped_so_far) << where << ": the update counts the skips";
     }
   }
 }
@@ -529,6 +532,51 @@ TEST_P(DeviceLossScale, SgdSkipsOnFoundInfAndOnlyThen) {
     EXPECT_EQ(to_float_vector(on_host(*b, copy)) == w0, flag != 0.0f) << "16-bit copy, found_inf " << flag;
     EXPECT_EQ(to_float_vector(on_host(*b, buffer)) == zeros, flag != 0.0f) << "momentum, found_inf " << flag;
   }
+}
+
+// Adam given a state: untouched where found_inf is set; else the update of the step count less the state's skips,
+// as the host's Adam would make it with that count (PyTorch's Adam counts only the steps taken).
+TEST_P(DeviceLossScale, AdamSkipsOnFoundInfAndCountsOnlyTheStepsTaken) {
+  std::string why;
+  Backend* b = backend_for(GetParam(), why);
+  if (!b) GTEST_SKIP() << GetParam() << " cannot run here: " << why;
+  const std::vector<float> w0 = {0.5f, -1.0f, 2.0f}, g0 = {0.25f, 0.5f, -1.0f}, m0 = {0.1f, -0.2f, 0.3f},
+                           v0 = {0.01f, 0.04f, 0.09f};
+  struct Updated {
+    std::vector<float> w, copy, m, v;
+  };
+  auto update = [&](const AdamParams& p) {
+    Tensor w = on_device(*b, tensor_from_floats(w0, {3})), g = on_device(*b, tensor_from_floats(g0, {3}));
+    Tensor copy = on_device(*b, tensor_from_floats(w0, {3}, DType::F16));
+    Tensor m = on_device(*b, tensor_from_floats(m0, {3})), v = on_device(*b, tensor_from_floats(v0, {3}));
+    b->adam_update(w, copy, g, m, v, p);
+    return Updated{to_float_vector(on_host(*b, w)), to_float_vector(on_host(*b, copy)), to_float_vector(on_host(*b, m)),
+                   to_float_vector(on_host(*b, v))};
+  };
+  LossScaleState s;
+  s.skipped_steps = 3;
+  s.found_inf = 1.0f;
+  const Tensor skipping = loss_scale_state(*b, s);
+  const Updated skipped = update({1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f, false, 7, &skipping});
+  EXPECT_EQ(skipped.w, w0);
+  EXPECT_EQ(skipped.copy, w0);
+  EXPECT_EQ(skipped.m, m0);
+  EXPECT_EQ(skipped.v, v0);
+  s.found_inf = 0.0f;
+  const Tensor clean = loss_scale_state(*b, s);
+  const Updated counted = update({1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f, false, 7, &clean});
+  const Updated host_count = update({1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f, false, 4, nullptr});
+  EXPECT_NE(counted.w, w0);
+  for (size_t i = 0; i < w0.size(); ++i) {  // the device computes the bias corrections itself (pow in double)
+    EXPECT_NEAR(counted.w[i], host_count.w[i], 1e-6f * std::fabs(host_count.w[i])) << i;
+  }
+  if (GetParam() == "cpu") {
+    EXPECT_EQ(counted.w, host_count.w);
+  }
+  EXPECT_EQ(counted.m, host_count.m);
+  EXPECT_EQ(counted.v, host_count.v);
+  EXPECT_NE(update({1e-2f, 0.9f, 0.999f, 1e-8f, 0.0f, false, 7, nullptr}).w, host_count.w)
+      << "the count matters: 7 steps correct the bias less than 4";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DeviceLossScale, ::testing::ValuesIn(backend_names()),

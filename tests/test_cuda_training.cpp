@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include "amp/policy.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/profiled_backend.h"
 #include "idx_util.h"
 #include "step_util.h"
 #include "train/mixed_precision_step.h"
@@ -103,6 +106,75 @@ INSTANTIATE_TEST_SUITE_P(
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });
+
+// Steps that never wait for the GPU (issue 18): the loss scale on the device, the skip decided there, each step's
+// numbers read one step late. In steady state a step makes no host wait (ProfiledBackend counts them); the results
+// follow the steps that wait: the same overflows and scales, and losses within cuDNN's run-to-run differences
+// (its weight-gradient algorithms may sum with atomics, so not bit for bit).
+TEST(CudaDeferredSteps, NeverWaitForTheGpuAndFollowTheStepsThatWait) {
+  if (cuda_device_count() == 0)
+    GTEST_SKIP() << "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
+  struct Run {
+    std::vector<StepResult> results;
+    std::vector<int64_t> waits;  // host waits made by each call
+    LossScaler::State scaler;
+  };
+  auto run = [](bool deferred) {
+    ProfiledBackend backend(make_backend("cuda", {2}));
+    backend.set_enabled(false);
+    Rng rng(11);
+    ResNet model(backend, {20, 10, 3, 16, Stem::Auto}, rng);
+    auto optimizer = make_optimizer(backend, {"sgd", 0.9f});
+    PrecisionConfig config = precision_preset("amp-fp16");
+    config.loss_scale.init_scale = 1e30;  // overflows at first, then backs off, then grows every 3 clean steps
+    config.loss_scale.growth_interval = 3;
+    const PrecisionPolicy policy(config);
+    LossScaler scaler(config.loss_scale);
+    MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+    EXPECT_EQ(step.why_not_deferred(), "");
+    Run out;
+    Rng data(12);
+    for (int i = 0; i < 40; ++i) {
+      Tensor labels = Tensor::empty({16}, DType::I32);
+      for (int n = 0; n < 16; ++n) labels.data_as<int32_t>()[n] = static_cast<int32_t>((n * 7 + i) % 10);
+      const Tensor images = backend.upload(testing::random_tensor({16, 3, 16, 16}, data, Layout::NHWC));
+      const Tensor device_labels = backend.upload(labels);
+      const int64_t waits = backend.host_waits();
+      if (deferred) {
+        if (std::optional<StepResult> r = step.run_deferred(images, device_labels, 0.02f)) out.results.push_back(*r);
+      } else {
+        out.results.push_back(step.run(images, device_labels, 0.02f));
+      }
+      out.waits.push_back(backend.host_waits() - waits);
+    }
+    if (deferred) {
+      const int64_t waits = backend.host_waits();
+      if (std::optional<StepResult> r = step.finish_deferred()) out.results.push_back(*r);
+      out.waits.push_back(backend.host_waits() - waits);
+    }
+    out.scaler = scaler.state();
+    return out;
+  };
+  const Run waiting = run(false), deferred = run(true);
+  EXPECT_EQ(waiting.waits, std::vector<int64_t>(40, 1)) << "a step that waits reads its numbers once";
+  std::vector<int64_t> no_waits(41, 0);
+  no_waits.back() = 1;  // collecting the last step
+  EXPECT_EQ(deferred.waits, no_waits);
+  ASSERT_EQ(deferred.results.size(), waiting.results.size());
+  int skipped = 0;
+  for (size_t i = 0; i < waiting.results.size(); ++i) {
+    EXPECT_EQ(deferred.results[i].skipped, waiting.results[i].skipped) << "step " << i;
+    EXPECT_EQ(deferred.results[i].loss_scale, waiting.results[i].loss_scale) << "step " << i;
+    if (!waiting.results[i].skipped) {
+      EXPECT_NEAR(deferred.results[i].loss, waiting.results[i].loss, 1e-3 * std::fabs(waiting.results[i].loss))
+          << "step " << i;
+    }
+    skipped += waiting.results[i].skipped;
+  }
+  EXPECT_GT(skipped, 0) << "the run was meant to overflow";
+  EXPECT_EQ(deferred.scaler.scale, waiting.scaler.scale);
+  EXPECT_EQ(deferred.scaler.growth_tracker, waiting.scaler.growth_tracker);
+}
 
 }  // namespace
 }  // namespace ampwb

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/profiled_backend.h"
@@ -27,6 +28,7 @@ class StrictDeviceBackend final : public Backend {
   int64_t host_copies = 0;  // device -> host conversions
   int64_t reads = 0;        // read_scalars() calls
   int64_t uploads = 0;      // upload() calls
+  int64_t posts = 0;        // post_scalars() calls
 
   void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override {
     check({&x, &w, &y}), cpu_.conv2d_forward(x, w, y, p);
@@ -95,11 +97,13 @@ class StrictDeviceBackend final : public Backend {
     if (src.device() == kDevice && dst.device() == Device::cpu()) ++host_copies;
     cpu_.convert(src, dst);
   }
-  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing, float grad_scale,
+  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing, GradScale grad_scale,
                              Tensor& dlogits) override {
+    if (grad_scale.state) check({grad_scale.state});
     check({&logits, &labels, &dlogits}), cpu_.softmax_cross_entropy(logits, labels, smoothing, grad_scale, dlogits);
   }
   void sgd_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& buffer, const SgdParams& p) override {
+    if (p.skip_if_found_inf) check({p.skip_if_found_inf});
     check({&param, &grad}), check({buffer.defined() ? &buffer : &grad}), check({copy.defined() ? &copy : &grad}),
         cpu_.sgd_update(param, copy, grad, buffer, p);
   }
@@ -120,6 +124,11 @@ class StrictDeviceBackend final : public Backend {
     check({&state}), cpu_.update_loss_scale(state, growth);
   }
   StepScalars read_scalars() override { return ++reads, cpu_.read_scalars(); }
+  void post_scalars(const Tensor* state) override {
+    if (state) check({state});
+    ++posts, cpu_.post_scalars(state);
+  }
+  PostedScalars collect_scalars() override { return cpu_.collect_scalars(); }
   Tensor upload(const Tensor& host) override { return ++uploads, Backend::upload(host); }
 
  private:
@@ -217,6 +226,153 @@ TEST(Placement, ATimedStepStillReadsTheDeviceOnce) {
     EXPECT_GT(timed_steps.skipped, 0) << "amp-fp16 starts at 65536 and skips: the forensics' copies are counted too";
     EXPECT_EQ(profiled.times().calls[static_cast<size_t>(TimeClass::HostWait)], timed ? 3 : 0);
   }
+}
+
+// Steps that never wait for the host (issue 18): the loss scale stays on the device, the update is skipped there,
+// and each step's numbers come back one step late. Every step's result, the weights, the scaler's state and the
+// optimizer's count must be the waiting step's bit for bit, with no read of the device and no copy back during the
+// steps, and, through the timing decorator, no host wait but the last step's collection.
+struct DeferredCase {
+  std::string mode, optimizer, loss_scale;  // loss_scale: "" for the mode's own
+};
+
+struct StepsOutcome {
+  std::vector<StepResult> results;
+  std::vector<std::vector<float>> params;
+  LossScaler::State scaler;
+  int64_t optimizer_steps = 0;
+};
+
+StepsOutcome train_steps(Backend& backend, const DeferredCase& c, bool deferred, StrictDeviceBackend* strict,
+                         ProfiledBackend* profiled) {
+  Rng rng(7);
+  ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
+  auto optimizer = make_optimizer(backend, {c.optimizer, 0.9f});
+  PrecisionConfig config = precision_preset(c.mode);
+  if (c.loss_scale == "static") config.loss_scale = {"static", 1024.0};
+  config.loss_scale.growth_interval = 2;  // the scale grows as well as backs off within the steps
+  const PrecisionPolicy policy(config);
+  LossScaler scaler(config.loss_scale);
+  MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+  EXPECT_EQ(step.why_not_deferred(), "");
+  StepsOutcome out;
+  constexpr int kSteps = 8;
+  const int64_t reads = strict->reads, copies = strict->host_copies, posts = strict->posts;
+  for (int i = 0; i < kSteps; ++i) {
+    Tensor labels = Tensor::empty({4}, DType::I32);
+    for (int n = 0; n < 4; ++n) labels.data_as<int32_t>()[n] = (n + i) % 3;
+    const Tensor images = backend.upload(testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC));
+    const Tensor device_labels = backend.upload(labels);
+    if (!deferred) {
+      out.results.push_back(step.run(images, device_labels, 0.05f));
+      continue;
+    }
+    const int64_t waits = profiled ? profiled->host_waits() : 0;
+    const std::optional<StepResult> previous = step.run_deferred(images, device_labels, 0.05f);
+    EXPECT_EQ(previous.has_value(), i > 0) << "step " << i << " returns the step before's result";
+    if (previous) out.results.push_back(*previous);
+    if (profiled) {
+      EXPECT_EQ(profiled->host_waits(), waits) << "step " << i << " waited for the device";
+    }
+  }
+  if (deferred) {
+    EXPECT_EQ(strict->reads - reads, 0) << "no step read the device";
+    EXPECT_EQ(strict->host_copies - copies, 0) << "no step copied a tensor back";
+    EXPECT_EQ(strict->posts - posts, kSteps) << "each step posted its numbers once";
+    const int64_t waits = profiled ? profiled->host_waits() : 0;
+    const std::optional<StepResult> last = step.finish_deferred();
+    EXPECT_TRUE(last.has_value());
+    if (last) out.results.push_back(*last);
+    if (profiled) {
+      EXPECT_EQ(profiled->host_waits(), waits + 1) << "collecting the last step waits for the device";
+    }
+    EXPECT_FALSE(step.finish_deferred().has_value()) << "nothing left";
+  }
+  for (Parameter* p : model.parameters()) out.params.push_back(to_float_vector(on_host(backend, p->value)));
+  out.scaler = scaler.state();
+  out.optimizer_steps = optimizer->steps_taken();
+  return out;
+}
+
+void PrintTo(const DeferredCase& c, std::ostream* out) { *out << c.mode << " " << c.optimizer << " " << c.loss_scale; }
+
+class DeferredStep : public ::testing::TestWithParam<DeferredCase> {};
+
+TEST_P(DeferredStep, MatchesTheStepThatWaitsBitForBit) {
+  const DeferredCase& c = GetParam();
+  auto strict = std::make_unique<StrictDeviceBackend>();
+  StrictDeviceBackend* device = strict.get();
+  ProfiledBackend profiled(std::move(strict));
+  profiled.set_enabled(false);  // as the trainer's untimed steps
+  StrictDeviceBackend waiting_device;
+  const StepsOutcome deferred = train_steps(profiled, c, true, device, &profiled);
+  const StepsOutcome waiting = train_steps(waiting_device, c, false, &waiting_device, nullptr);
+  ASSERT_EQ(deferred.results.size(), waiting.results.size());
+  int skipped = 0, grown = 0;
+  for (size_t i = 0; i < waiting.results.size(); ++i) {
+    const StepResult& a = deferred.results[i];
+    const StepResult& b = waiting.results[i];
+    EXPECT_EQ(std::memcmp(&a.loss, &b.loss, sizeof(float)), 0) << "step " << i << ": " << a.loss << " " << b.loss;
+    EXPECT_EQ(a.correct, b.correct) << "step " << i;
+    EXPECT_EQ(a.loss_scale, b.loss_scale) << "step " << i;
+    EXPECT_EQ(a.skipped, b.skipped) << "step " << i;
+    EXPECT_EQ(std::memcmp(&a.grad_norm, &b.grad_norm, sizeof(float)), 0) << "step " << i;
+    skipped += b.skipped;
+    grown += i > 0 && b.loss_scale > waiting.results[i - 1].loss_scale;
+  }
+  if ((c.mode == "amp-fp16" || c.mode == "fp16-o2") && c.loss_scale.empty()) {
+    EXPECT_GT(skipped, 0) << "the case meant to skip on the device did not";
+    EXPECT_GT(grown, 0) << "the case meant to grow the scale on the device did not";
+  }
+  ASSERT_EQ(deferred.params.size(), waiting.params.size());
+  for (size_t i = 0; i < waiting.params.size(); ++i)
+    EXPECT_EQ(
+        std::memcmp(deferred.params[i].data(), waiting.params[i].data(), waiting.params[i].size() * sizeof(float)), 0)
+        << "parameter " << i;
+  EXPECT_EQ(deferred.scaler.scale, waiting.scaler.scale);
+  EXPECT_EQ(deferred.scaler.growth_tracker, waiting.scaler.growth_tracker);
+  EXPECT_EQ(deferred.optimizer_steps, waiting.optimizer_steps) << "a skipped step is not counted as taken";
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, DeferredStep,
+                         ::testing::Values(DeferredCase{"fp32", "sgd", ""}, DeferredCase{"amp-fp16", "sgd", ""},
+                                           DeferredCase{"amp-bf16", "sgd", ""}, DeferredCase{"fp16-o2", "sgd", ""},
+                                           DeferredCase{"amp-fp16", "sgd", "static"},
+                                           DeferredCase{"amp-bf16", "adam", ""}, DeferredCase{"fp32", "adamw", ""},
+                                           DeferredCase{"amp-fp16", "adam", ""}, DeferredCase{"fp16-o2", "adamw", ""}),
+                         [](const ::testing::TestParamInfo<DeferredCase>& info) {
+                           std::string name = info.param.mode + "_" + info.param.optimizer +
+                                              (info.param.loss_scale.empty() ? "" : "_" + info.param.loss_scale);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(DeferredStep, SettingsThatNeedTheHostAreRefusedWithTheReason) {
+  CpuBackend backend({2});
+  Rng rng(1);
+  ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
+  auto reason = [&](const std::string& mode, const std::string& optimizer_kind, float clip, int hysteresis) {
+    auto optimizer = make_optimizer(backend, {optimizer_kind, 0.9f});
+    PrecisionConfig config = precision_preset(mode);
+    config.loss_scale.hysteresis = hysteresis;
+    const PrecisionPolicy policy(config);
+    LossScaler scaler(config.loss_scale);
+    MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, clip);
+    return step.why_not_deferred();
+  };
+  EXPECT_EQ(reason("amp-fp16", "sgd", 0, 1), "");
+  EXPECT_NE(reason("amp-fp16", "sgd", 1.0f, 1).find("clipping"), std::string::npos);
+  EXPECT_EQ(reason("amp-fp16", "adam", 0, 1), "") << "Adam's count of the steps taken is kept on the device";
+  EXPECT_NE(reason("amp-fp16", "sgd", 0, 2).find("hysteresis"), std::string::npos);
+  EXPECT_NE(reason("fp16-pure", "sgd", 0, 1).find("master weights"), std::string::npos);
+  auto optimizer = make_optimizer(backend, {"sgd", 0.9f});
+  const PrecisionConfig config = precision_preset("fp16-pure");
+  const PrecisionPolicy policy(config);
+  LossScaler scaler(config.loss_scale);
+  MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+  const Tensor images = testing::random_tensor({2, 3, 8, 8}, rng, Layout::NHWC);
+  const Tensor labels = tensor_from_floats({0, 1}, {2}, DType::I32);
+  EXPECT_THROW(step.run_deferred(images, labels, 0.01f), Error);
 }
 
 TEST(Placement, HostAndDeviceCopiesGoBothWays) {

@@ -112,6 +112,43 @@ TEST(ProfiledBackend, BillsTheConversionsInsideAnOpToConvert) {
   EXPECT_EQ(profiled.times().seconds[static_cast<size_t>(TimeClass::Convert)], 0.0) << "an FP32 ReLU converts nothing";
 }
 
+// On a GPU the profiler brackets each op with two marks on the device's clock and reads them afterwards, never
+// waiting after an op. A backend whose marks count and whose clock runs a millisecond per mark shows it: each class
+// gets a millisecond a call, no op waits, and the marks are read once, then cleared.
+class MarkCounting final : public testing::ForwardingBackend {
+ public:
+  MarkCounting() : ForwardingBackend(std::make_unique<CpuBackend>(BackendOptions{2})) {}
+  void synchronize() override { ++syncs; }
+  int64_t mark() override { return next++; }
+  double seconds_between(int64_t from, int64_t to) override { return ++reads, static_cast<double>(to - from) * 1e-3; }
+  void clear_marks() override { ++clears, next = 0; }
+  int64_t next = 0, syncs = 0, reads = 0, clears = 0;
+};
+
+TEST(ProfiledBackend, OnADeviceTimesEachOpByItsMarksWithoutWaiting) {
+  auto counting = std::make_unique<MarkCounting>();
+  MarkCounting* marks = counting.get();
+  ProfiledBackend profiled(std::move(counting));
+  profiled.set_device_timing(true);
+  one_step(profiled);
+  EXPECT_EQ(marks->syncs, 0) << "no wait after an op";
+  EXPECT_EQ(marks->reads, 0) << "nothing read before times()";
+  const int64_t ops = marks->next / 2;
+  ASSERT_GT(ops, 0);
+  const OpTimes& t = profiled.times();
+  int64_t timed_calls = 0;
+  for (size_t c = 0; c < t.seconds.size(); ++c) {
+    EXPECT_NEAR(t.seconds[c], static_cast<double>(t.calls[c]) * 1e-3, 1e-9) << time_class_name(TimeClass(c));
+    timed_calls += t.calls[c];
+  }
+  EXPECT_EQ(timed_calls, ops) << "two marks an op";
+  EXPECT_EQ(marks->reads, ops);
+  EXPECT_EQ(marks->clears, 1);
+  profiled.times();
+  EXPECT_EQ(marks->reads, ops) << "each mark read once";
+  EXPECT_EQ(calls(profiled.times(), TimeClass::HostWait), 1) << "the step's read of its scalars is timed as well";
+}
+
 // A CPU backend that says it is a GPU: what the step timer decides from the device alone.
 class CalledAGpu final : public testing::ForwardingBackend {
  public:

@@ -76,6 +76,78 @@ TEST(Training, SameSeedGivesBitIdenticalLossCurve) {
   fs::remove_all(data);
 }
 
+// Steps that never wait for the device (--host-sync deferred, issue 18) train the same run as steps that wait, step
+// for step and bit for bit, overflows and the loss scale's growth included; what differs is the host waits per step.
+TEST(Training, DeferredStepsTrainTheSameRunWithoutWaitingForTheDevice) {
+  class Steps : public TrainObserver {
+   public:
+    void on_start(const RunInfo& i) override { info = i; }
+    void on_step(const StepReport& r) override { steps.push_back(r); }
+    void on_epoch(const EpochReport& r) override { epochs.push_back(r); }
+    void on_epoch_times(const EpochTimes& t) override { times.push_back(t); }
+    RunInfo info;
+    std::vector<StepReport> steps;
+    std::vector<EpochReport> epochs;
+    std::vector<EpochTimes> times;
+  };
+  const fs::path data = make_stripes_folder("deferred", 24, 12);
+  TrainConfig c = tiny_config(data);
+  c.epochs = 2;
+  c.precision = precision_preset("amp-fp16");
+  c.precision.loss_scale.init_scale = 1e30;  // overflows first, then backs off
+  c.precision.loss_scale.growth_interval = 3;
+  Steps waiting, deferred;
+  c.host_sync = "every-step";
+  train(c, &waiting);
+  c.host_sync = "deferred";
+  train(c, &deferred);
+  ASSERT_EQ(deferred.steps.size(), waiting.steps.size());
+  int skipped = 0;
+  for (size_t i = 0; i < waiting.steps.size(); ++i) {
+    const StepReport& a = deferred.steps[i];
+    const StepReport& b = waiting.steps[i];
+    EXPECT_EQ(a.step, b.step);
+    EXPECT_EQ(a.loss, b.loss) << "step " << i;
+    EXPECT_EQ(a.accuracy, b.accuracy) << "step " << i;
+    EXPECT_EQ(a.loss_scale, b.loss_scale) << "step " << i;
+    EXPECT_EQ(a.skipped, b.skipped) << "step " << i;
+    EXPECT_EQ(a.grad_norm, b.grad_norm) << "step " << i;
+    skipped += b.skipped;
+  }
+  EXPECT_GT(skipped, 0) << "the run was meant to overflow";
+  ASSERT_EQ(deferred.epochs.size(), 2u);
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(deferred.epochs[e].train_loss, waiting.epochs[e].train_loss);
+    EXPECT_EQ(deferred.epochs[e].validation_loss, waiting.epochs[e].validation_loss);
+    EXPECT_EQ(deferred.epochs[e].skipped_steps, waiting.epochs[e].skipped_steps);
+    EXPECT_EQ(deferred.epochs[e].loss_scale, waiting.epochs[e].loss_scale);
+  }
+  // Each waiting step reads its numbers once. The deferred epoch waits twice: to collect the step before the last,
+  // whose gradient histograms need the host, and in that probed step's own read.
+  ASSERT_EQ(deferred.times.size(), 2u);
+  ASSERT_EQ(waiting.times.size(), 2u);
+  const double steps_per_epoch = static_cast<double>(deferred.info.steps_per_epoch);
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(waiting.times[e].host_waits, 1.0);
+    EXPECT_DOUBLE_EQ(deferred.times[e].host_waits, 2.0 / steps_per_epoch);
+  }
+  const auto noted = [](const RunInfo& i) {
+    return std::any_of(i.notes.begin(), i.notes.end(),
+                       [](const std::string& n) { return n.find("no step waits") != std::string::npos; });
+  };
+  EXPECT_TRUE(noted(deferred.info)) << "the run says its steps are read one step late";
+  EXPECT_FALSE(noted(waiting.info));
+
+  c.grad_clip_norm = 1.0f;  // needs the host at every step: refused before training, with the reason
+  try {
+    train(c, nullptr);
+    ADD_FAILURE() << "--host-sync deferred with clipping was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("clipping"), std::string::npos) << e.what();
+  }
+  fs::remove_all(data);
+}
+
 TEST(Training, InvalidSettingsAreRefusedBeforeTraining) {
   TrainConfig c;
   c.data_dir = "/nonexistent/folder";
@@ -94,6 +166,9 @@ TEST(Training, InvalidSettingsAreRefusedBeforeTraining) {
   EXPECT_THROW(validate(c), Error);
   c.batch_size = 8;
   c.depth = 19;
+  EXPECT_THROW(validate(c), Error);
+  c.depth = 20;
+  c.host_sync = "sometimes";
   EXPECT_THROW(validate(c), Error);
 }
 
@@ -167,6 +242,16 @@ TEST(Cli, BenchReportsThroughputAndMemoryAsOneLineOfValidJson) {
   EXPECT_EQ(j["steps"], 10) << "whole numbers in base 10, not octal";
   EXPECT_EQ(j["precision"], "fp32");
   EXPECT_EQ(j["framework"], "ampwb");
+  EXPECT_EQ(j["host_sync"], "every-step") << "the CPU's default";
+  EXPECT_EQ(j["host_waits_per_step"], 1.0) << "each step reads its numbers once";
+  // Deferred steps (the GPU's default) wait for nothing; amp-fp16 keeps its loss scale on the device.
+  const Result deferred = run_ampwb(
+      "bench --json --depth 20 --image-size 16 --batch-size 4 --steps 5 --warmup 1 --classes 10 --precision amp-fp16 "
+      "--host-sync deferred");
+  ASSERT_EQ(deferred.status, 0) << deferred.output;
+  const nlohmann::json d = nlohmann::json::parse(deferred.output);
+  EXPECT_EQ(d["host_sync"], "deferred");
+  EXPECT_EQ(d["host_waits_per_step"], 0.0);
 }
 
 TEST(Cli, BadInputGetsAClearError) {
@@ -447,16 +532,20 @@ TEST(Checkpoints, StopMidEpochThenResumeContinuesTheSameCurveBitForBit) {
   const fs::path data = make_stripes_folder("resume", 16, 12);
   const fs::path dir = fs::temp_directory_path() / ("ampwb_ckpt_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  for (const std::string mode : {"fp32", "amp-fp16"}) {
+  // amp-fp16 once more with deferred steps, stopped and resumed, against the whole run with steps that wait.
+  for (const auto& [mode, host_sync] : std::vector<std::pair<std::string, std::string>>{
+           {"fp32", "every-step"}, {"amp-fp16", "every-step"}, {"amp-fp16", "deferred"}}) {
     TrainConfig c = tiny_config(data);
     c.epochs = 3;
     c.precision = precision_preset(mode);
     Recorder whole;
     train(c, &whole);
+    c.host_sync = host_sync;
 
     c.checkpoint_dir = dir.string();
     Trainer* current = nullptr;
-    StopAt first(current, 4);  // epoch 2, step 1 of 3: mid-epoch
+    // Stopped mid-epoch (epoch 2, steps 3-5): deferred steps report step 3 while step 4 runs, and stop before step 5.
+    StopAt first(current, host_sync == "deferred" ? 3 : 4);
     Trainer part1(c, &first);
     current = &part1;
     const RunEnd stopped = part1.run();
@@ -472,7 +561,7 @@ TEST(Checkpoints, StopMidEpochThenResumeContinuesTheSameCurveBitForBit) {
     ASSERT_EQ(finished.status, RunStatus::Finished) << finished.reason;
     std::vector<float> joined = first.losses;
     joined.insert(joined.end(), second.losses.begin(), second.losses.end());
-    EXPECT_EQ(joined, whole.losses) << mode;
+    EXPECT_EQ(joined, whole.losses) << mode << " " << host_sync;
     // The wall-clock axis goes on from the checkpoint: the resumed steps come after the first process's.
     ASSERT_FALSE(second.walls.empty());
     EXPECT_GT(second.walls.front(), first.walls.back()) << mode;

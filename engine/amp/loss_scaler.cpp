@@ -2,6 +2,7 @@
 #include "amp/loss_scaler.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -68,6 +69,35 @@ void LossScaler::update() {
     growth_tracker_ = 0;
     hysteresis_left_ = config_.hysteresis;
   }
+}
+
+void LossScaler::record_device_step(bool found_nonfinite, const LossScaleState* before_update) {
+  AMPWB_CHECK(stage_ == Stage::Ready, "a device step recorded between unscale() and update()");
+  if (before_update) {
+    AMPWB_CHECK(dynamic() && fits_device(), "a device loss-scale state for a scaler the device cannot keep");
+    scale_ = before_update->scale;
+    growth_tracker_ = before_update->growth_tracker;
+  }
+  found_nonfinite_ = found_nonfinite;
+  last_skipped_ = dynamic() && found_nonfinite;
+  stage_ = Stage::Stepped;
+  update();
+}
+
+bool LossScaler::fits_device() const {
+  return config_.hysteresis <= 1 && config_.min_scale <= 0 && config_.max_scale <= 0 &&
+         config_.growth_interval <= std::numeric_limits<int32_t>::max();
+}
+
+LossScaleState LossScaler::device_state() const {
+  LossScaleState s;
+  s.scale = static_cast<float>(scale_);
+  s.growth_tracker = static_cast<int32_t>(growth_tracker_);
+  return s;
+}
+
+LossScaleGrowth LossScaler::device_growth() const {
+  return {config_.growth_factor, config_.backoff_factor, static_cast<int32_t>(config_.growth_interval)};
 }
 
 void LossScaler::load_state(const State& s) {

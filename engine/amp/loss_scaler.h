@@ -39,6 +39,15 @@ class LossScaler {
   // Adjusts the scale for the next step; required after each step().
   void update();
 
+  // A step whose scaling the device did (Backend::unscale_and_check, update_loss_scale) or, for a static scale or
+  // none, the host's factor: the same bookkeeping as unscale(), step() and update(), from what the step posted.
+  // `before_update`: the device's state as it was before update_loss_scale (the scale used, the tracker, found_inf).
+  void record_device_step(bool found_nonfinite, const LossScaleState* before_update);
+  // Whether a device can keep this scaler's state: PyTorch's rules (no hysteresis, minimum or maximum scale).
+  bool fits_device() const;
+  LossScaleState device_state() const;  // the state to start the device's copy from
+  LossScaleGrowth device_growth() const;
+
   bool last_step_skipped() const { return last_skipped_; }
   // The scale sat at its minimum and gradients still overflowed: the run cannot recover.
   bool collapsed() const { return collapsed_; }

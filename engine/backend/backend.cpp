@@ -2,6 +2,7 @@
 #include "backend/backend.h"
 
 #include <array>
+#include <chrono>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
@@ -51,6 +52,13 @@ Tensor on_device(Backend& backend, const Tensor& t) {
 }
 
 Tensor Backend::upload(const Tensor& host) { return on_device(*this, host); }
+
+int64_t Backend::mark() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double Backend::seconds_between(int64_t from, int64_t to) { return static_cast<double>(to - from) * 1e-9; }
 
 bool Backend::maxpool_backward_in_forward_layout(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) {
   const Layout forward = workspace.layout();

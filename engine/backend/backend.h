@@ -46,7 +46,11 @@ struct SgdParams {
 struct AdamParams {
   float lr, beta1, beta2, eps, weight_decay;
   bool decoupled_weight_decay;
-  int64_t step;  // PyTorch's Adam counts only the steps it takes: a skip on the device waits for a device count
+  // PyTorch's Adam counts only the steps it takes (1 on the first). With skip_if_found_inf the host cannot know
+  // which were: step then counts the steps queued since the state was made, taken or not, plus those taken before,
+  // and the update's count is step less the state's skipped_steps.
+  int64_t step;
+  const Tensor* skip_if_found_inf = nullptr;  // as SgdParams'
 };
 // The few numbers the host needs from a training step, left on the device by the ops that make them and read back
 // together (Backend::read_scalars), so a step waits for its device at most once.
@@ -63,13 +67,28 @@ struct StepScalars {
 struct LossScaleState {
   float scale = 65536.0f;
   int32_t growth_tracker = 0;
-  float found_inf = 0.0f;  // 1: unscale_and_check saw an inf/NaN; an SGD update given this state then skips
-  int32_t unused = 0;      // 16 bytes in all
+  float found_inf = 0.0f;     // 1: unscale_and_check saw an inf/NaN; an update given this state then skips
+  int32_t skipped_steps = 0;  // counted by update_loss_scale: the steps found_inf skipped (Adam's count)
 };
 inline constexpr int64_t kLossScaleStateBytes = sizeof(LossScaleState);
 struct LossScaleGrowth {  // GradScaler's defaults
   double growth_factor = 2.0, backoff_factor = 0.5;
   int32_t growth_interval = 2000;
+};
+// What a loss gradient is multiplied by (loss scaling): factor, times the scale of a LossScaleState where one is
+// given, read where the state lives (no host round trip for a scale that changes on the device).
+struct GradScale {
+  GradScale(float f = 1.0f) : factor(f) {}                                 // NOLINT: a plain factor converts
+  GradScale(const Tensor& loss_scale_state) : state(&loss_scale_state) {}  // NOLINT
+  float factor = 1.0f;
+  const Tensor* state = nullptr;
+};
+// A step's scalars on their way to the host (Backend::post_scalars): what read_scalars() would have returned then,
+// and the loss-scale state as it was, where one was posted.
+struct PostedScalars {
+  StepScalars scalars;
+  LossScaleState loss_scale;
+  bool has_loss_scale = false;
 };
 
 // How a backend computes in one number format, asked once per backend: the trainer, `ampwb bench`, the CLI and
@@ -144,7 +163,7 @@ class Backend {
   // logits (N,K) FP32, labels (N) I32; dlogits = grad_scale * d(mean loss)/d(logits) (loss scaling in the same pass).
   // The mean loss and the top-1 count wait on the device for read_scalars().
   virtual void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                                     float grad_scale, Tensor& dlogits) = 0;
+                                     GradScale grad_scale, Tensor& dlogits) = 0;
   // param FP32; param_copy undefined, or param's FP16/BF16 compute copy (same shape and layout): written from the
   // updated param in the same pass, bit for bit as convert() would.
   virtual void sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
@@ -158,10 +177,24 @@ class Backend {
   // a result was inf/NaN (PyTorch's unscale_).
   virtual void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) = 0;
   // PyTorch's scale update (_amp_update_scale_): after an inf/NaN the scale backs off and the tracker resets; after
-  // growth_interval clean steps the scale grows, where the product is a finite FP32. Clears found_inf.
+  // growth_interval clean steps the scale grows, where the product is a finite FP32. Clears found_inf, counting
+  // the step in skipped_steps when it was set.
   virtual void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) = 0;
   // What the last softmax_cross_entropy and scale_and_check left, in one small copy; waits for the device.
   virtual StepScalars read_scalars() = 0;
+  // The same without waiting (a step that never waits for the host, issue 18): post_scalars starts copying what
+  // read_scalars() would return now, and the loss-scale state if given, to the host behind the work queued so far
+  // (a GPU: into pinned memory); collect_scalars returns the oldest posting not yet collected, waiting only for the
+  // work queued before it. Posted at the end of step t and collected after step t+1 is queued, the device never
+  // idles. At most two postings wait uncollected.
+  virtual void post_scalars(const Tensor* loss_scale_state) = 0;
+  virtual PostedScalars collect_scalars() = 0;
+  // Timing on the device's own clock, without waiting (a GPU's events): mark() records a point behind the work
+  // queued so far; seconds_between() reads the time between two marks, waiting for the later one to be passed;
+  // clear_marks() lets the marks be reused. By default the host's clock, right where ops return when done (the CPU).
+  virtual int64_t mark();
+  virtual double seconds_between(int64_t from, int64_t to);
+  virtual void clear_marks() {}
   // host on the device without waiting for the copy (a GPU copies from pinned memory on its own stream, overlapping
   // the work queued before; the first op to read the result waits for it). By default a plain copy: on_device().
   virtual Tensor upload(const Tensor& host);

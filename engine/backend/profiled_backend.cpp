@@ -1,6 +1,8 @@
 // The timing decorator: every op forwarded to the wrapped backend inside a timer of its class.
 #include "backend/profiled_backend.h"
 
+#include <algorithm>
+
 namespace ampwb {
 
 namespace {
@@ -93,10 +95,11 @@ void ProfiledBackend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
   timed(TimeClass::Add, [&] { inner_->add_relu(a, b, y); });
 }
 void ProfiledBackend::convert(const Tensor& src, Tensor& dst) {
+  if (src.device() != dst.device() && dst.device() == Device::cpu()) ++host_waits_;  // a copy to the host
   timed(TimeClass::Convert, [&] { inner_->convert(src, dst); });
 }
 void ProfiledBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                                            float grad_scale, Tensor& dlogits) {
+                                            GradScale grad_scale, Tensor& dlogits) {
   timed(TimeClass::Loss, [&] { inner_->softmax_cross_entropy(logits, labels, label_smoothing, grad_scale, dlogits); });
 }
 void ProfiledBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
@@ -117,6 +120,7 @@ void ProfiledBackend::update_loss_scale(Tensor& state, const LossScaleGrowth& gr
   timed(TimeClass::ScaleCheck, [&] { inner_->update_loss_scale(state, growth); });
 }
 StepScalars ProfiledBackend::read_scalars() {
+  ++host_waits_;
   StepScalars s;
   timed(TimeClass::HostWait, [&] { s = inner_->read_scalars(); });
   return s;
@@ -125,6 +129,31 @@ Tensor ProfiledBackend::upload(const Tensor& host) {
   Tensor t;
   timed(TimeClass::Convert, [&] { t = inner_->upload(host); });
   return t;
+}
+
+const OpTimes& ProfiledBackend::times() {
+  for (const Marked& m : marked_) times_.seconds[static_cast<size_t>(m.c)] += inner_->seconds_between(m.from, m.to);
+  if (!marked_.empty()) inner_->clear_marks();
+  marked_.clear();
+  return times_;
+}
+
+void ProfiledBackend::reset() {
+  times_ = {};
+  if (!marked_.empty()) inner_->clear_marks();
+  marked_.clear();
+}
+
+void ProfiledBackend::post_scalars(const Tensor* loss_scale_state) {
+  timed(TimeClass::Convert, [&] { inner_->post_scalars(loss_scale_state); });
+  ++posted_;
+}
+PostedScalars ProfiledBackend::collect_scalars() {
+  if (posted_ <= 1) ++host_waits_;  // the newest: nothing queued behind it
+  posted_ = std::max<int64_t>(0, posted_ - 1);
+  PostedScalars p;
+  timed(TimeClass::HostWait, [&] { p = inner_->collect_scalars(); });
+  return p;
 }
 
 }  // namespace ampwb

@@ -1,8 +1,8 @@
 // A Backend that times every op of another by class: where a training step's time goes (`ampwb bench --profile`,
-// the time breakdown a run records). The wrapped backend waits for its device after each op (synchronize()), so
-// on a GPU the step runs serialised: a profile of where time goes, not the step's best speed. On the CPU ops are
-// synchronous anyway and the timer costs well under a microsecond per op. Disabled, it forwards without timing or
-// waiting: a trainer on a GPU times only a sample of its steps.
+// the time breakdown a run records). On the CPU, where ops return when done, each op is timed by the host's clock
+// (well under a microsecond per op). On a device whose ops return before they run (a GPU), each op is bracketed by
+// two marks on the device's own clock (Backend::mark: CUDA events), so a profiled step runs as fast as any other
+// and times() reads the marks afterwards. Disabled, it forwards without timing.
 #pragma once
 
 #include <array>
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 
@@ -28,7 +29,7 @@ enum class TimeClass : uint8_t {
   Optimizer,
   ScaleCheck,  // unscale, inf/NaN check and clipping
   Convert,     // casts, layout changes, device copies, also those made inside other ops (Backend::conversion_seconds)
-  HostWait,    // read_scalars: the step waiting for its device's numbers
+  HostWait,    // read_scalars, collect_scalars: the step waiting for its device's numbers
   Count
 };
 const char* time_class_name(TimeClass c);  // "conv_forward", "batch_norm", ...
@@ -43,17 +44,28 @@ class ProfiledBackend final : public Backend {
  public:
   explicit ProfiledBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
   Backend& inner() { return *inner_; }
-  const OpTimes& times() const { return times_; }
-  void reset() { times_ = {}; }
+  // The times so far: on a device, read from the marks of the ops timed since (waiting only for the last of them).
+  const OpTimes& times();
+  void reset();
+  // Time by device marks (the default off the CPU) or by the host's clock around each op, waiting for the device
+  // after it (the default on the CPU, where that wait is nothing).
+  void set_device_timing(bool on) { device_timing_ = on; }
   void set_enabled(bool enabled) { enabled_ = enabled; }
+  // Times the host waited for the device to finish all the work queued (read_scalars, synchronize, a copy to the
+  // host, collecting the newest posting), counted whether or not timing is enabled. Collecting an older posting
+  // is not one: the work queued after it keeps the device busy.
+  int64_t host_waits() const { return host_waits_; }
   bool enabled() const { return enabled_; }
 
   Device device() const override { return inner_->device(); }
   std::string description() const override { return inner_->description(); }
   bool supports(Op op, DType dtype) const override { return inner_->supports(op, dtype); }
   Capabilities capabilities() const override { return inner_->capabilities(); }
-  void synchronize() override { inner_->synchronize(); }
+  void synchronize() override { ++host_waits_, inner_->synchronize(); }
   double conversion_seconds() const override { return inner_->conversion_seconds(); }
+  int64_t mark() override { return inner_->mark(); }
+  double seconds_between(int64_t from, int64_t to) override { return inner_->seconds_between(from, to); }
+  void clear_marks() override { inner_->clear_marks(); }
 
   void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override;
   void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override;
@@ -82,7 +94,7 @@ class ProfiledBackend final : public Backend {
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
   void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;  // timed as add
   void convert(const Tensor& src, Tensor& dst) override;
-  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, float grad_scale,
+  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, GradScale grad_scale,
                              Tensor& dlogits) override;
   void sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
                   const SgdParams& p) override;
@@ -93,6 +105,8 @@ class ProfiledBackend final : public Backend {
   void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) override;
   StepScalars read_scalars() override;
   Tensor upload(const Tensor& host) override;
+  void post_scalars(const Tensor* loss_scale_state) override;
+  PostedScalars collect_scalars() override;
 
  private:
   // Runs f on the wrapped backend, waits for its device, and adds the time to class c (when enabled), less the
@@ -100,6 +114,13 @@ class ProfiledBackend final : public Backend {
   template <class F>
   void timed(TimeClass c, F&& f) {
     if (!enabled_) return f();
+    ++times_.calls[static_cast<size_t>(c)];
+    if (device_timing_) {  // read in times()
+      const int64_t from = inner_->mark();
+      f();
+      marked_.push_back({c, from, inner_->mark()});
+      return;
+    }
     const double converted_before = inner_->conversion_seconds();
     const auto start = std::chrono::steady_clock::now();
     f();
@@ -108,12 +129,19 @@ class ProfiledBackend final : public Backend {
     const double converting = inner_->conversion_seconds() - converted_before;
     times_.seconds[static_cast<size_t>(c)] += seconds - converting;
     times_.seconds[static_cast<size_t>(TimeClass::Convert)] += converting;
-    ++times_.calls[static_cast<size_t>(c)];
   }
+  struct Marked {
+    TimeClass c;
+    int64_t from, to;
+  };
 
   std::unique_ptr<Backend> inner_;
   OpTimes times_;
   bool enabled_ = true;
+  int64_t host_waits_ = 0;
+  bool device_timing_ = !inner_->device().is_cpu();
+  std::vector<Marked> marked_;  // ops timed by device marks, not yet read
+  int64_t posted_ = 0;          // postings not yet collected
 };
 
 }  // namespace ampwb

@@ -6,7 +6,7 @@
 
 namespace ampwb {
 
-void SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels, float grad_scale) {
+void SoftmaxCrossEntropy::forward(const Tensor& logits, const Tensor& labels, GradScale grad_scale) {
   Tensor logits32 = logits;
   if (logits.dtype() != DType::F32) {  // the loss is always FP32
     logits32 = Tensor::empty(logits.shape(), DType::F32, Layout::NCHW, logits.device());

@@ -13,9 +13,10 @@ class SoftmaxCrossEntropy {
   SoftmaxCrossEntropy(Backend& backend, float label_smoothing = 0.0f)
       : backend_(backend), label_smoothing_(label_smoothing) {}
 
-  // logits (N,K), labels (N) I32. Queues the loss and its gradient, scaled by grad_scale (loss scaling); the mean
-  // loss and the top-1 count wait on the device for Backend::read_scalars(), so a step waits only once.
-  void forward(const Tensor& logits, const Tensor& labels, float grad_scale = 1.0f);
+  // logits (N,K), labels (N) I32. Queues the loss and its gradient, scaled by grad_scale (loss scaling: a factor, or
+  // a LossScaleState's scale on the device); the mean loss and the top-1 count wait on the device for
+  // Backend::read_scalars(), so a step waits only once.
+  void forward(const Tensor& logits, const Tensor& labels, GradScale grad_scale = 1.0f);
   // forward(), then the mean loss read back (a wait for the device): tests and one-off values.
   float forward_and_read(const Tensor& logits, const Tensor& labels);
   Tensor backward() const { return dlogits_; }  // (N,K): grad_scale * d(mean loss)/d(logits)

@@ -24,9 +24,17 @@ struct OptimizerConfig {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // One update of every parameter from its gradient, at learning rate lr.
-  virtual void step(const std::vector<Parameter*>& params, float lr) = 0;
+  // One update of every parameter from its gradient, at learning rate lr. Given a LossScaleState, every update
+  // leaves its parameter untouched where the state's found_inf is set, decided on the device; steps_taken() counts
+  // the step all the same until the host learns it was skipped (skipped_on_device()).
+  void step(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf = nullptr) {
+    update(params, lr, skip_if_found_inf);
+  }
   int64_t steps_taken() const { return steps_; }
+  // A step queued with a state was skipped there: not taken. The count is kept for Adam's, whose update reads the
+  // state's count of skips; new_device_state() starts it again for a new state.
+  void skipped_on_device() { --steps_, ++device_skips_seen_; }
+  void new_device_state() { device_skips_seen_ = 0; }
 
   // Per-parameter state (momentum buffers, moments) by parameter name, for checkpoints.
   std::map<std::string, Tensor>& state() { return state_; }
@@ -35,17 +43,19 @@ class Optimizer {
   void set_steps_taken(int64_t steps) { steps_ = steps; }
 
  protected:
+  virtual void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf) = 0;
   Tensor& state_for(Backend& backend, const std::string& key, const Tensor& like);  // zeros on like's device
   std::map<std::string, Tensor> state_;
   int64_t steps_ = 0;
+  int64_t device_skips_seen_ = 0;  // skipped_on_device() since new_device_state()
 };
 
 class Sgd final : public Optimizer {
  public:
   Sgd(Backend& backend, const OptimizerConfig& config) : backend_(backend), config_(config) {}
-  void step(const std::vector<Parameter*>& params, float lr) override;
 
  private:
+  void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf) override;
   Backend& backend_;
   OptimizerConfig config_;
 };
@@ -53,9 +63,9 @@ class Sgd final : public Optimizer {
 class Adam final : public Optimizer {
  public:
   Adam(Backend& backend, const OptimizerConfig& config) : backend_(backend), config_(config) {}
-  void step(const std::vector<Parameter*>& params, float lr) override;
 
  private:
+  void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf) override;
   Backend& backend_;
   OptimizerConfig config_;
 };

@@ -169,7 +169,9 @@ std::string time_section(const RunEvidence& e) {
   std::vector<std::vector<std::string>> rows;
   for (const TimeRow& r : time_rows(t)) rows.push_back({r.label, fixed_text(r.ms[0], 2), percent_text(r.share[0])});
   return table({"class", "ms per step", "share of the step"}, rows) +
-         "<p>Mean over the timed steps of every epoch but the first; other: the host's own work between ops.</p>";
+         "<p>Mean over the timed steps of every epoch but the first; other: the host's own work between ops. "
+         "Host waits per step (the host waiting for the device to finish all the work queued): " +
+         fixed_text(t.host_waits, 2) + ".</p>";
 }
 
 // The last epoch's confusion matrix, and the pairs of classes most often taken for each other.

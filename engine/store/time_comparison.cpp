@@ -80,8 +80,10 @@ EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
     mean.step_seconds += n * e.step_seconds;
     mean.data_wait_seconds += n * e.data_wait_seconds;
     for (size_t c = 0; c < kTimeClassCount; ++c) mean.op_seconds[c] += n * e.op_seconds[c];
+    mean.host_waits += e.host_waits;
   }
   mean.divide_by_steps();
+  if (epochs.size() > first) mean.host_waits /= static_cast<double>(epochs.size() - first);  // a mean of the epochs'
   return mean;
 }
 

@@ -25,6 +25,7 @@ struct BenchConfig {
   Stem stem = Stem::Auto;
   bool profile = false;  // time every op by class (backend/profiled_backend.h); the device waits after each op
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions (backend.h)
+  std::string host_sync = "auto";                      // every-step, deferred or auto, as TrainConfig::host_sync
 };
 
 struct BenchResult {
@@ -33,8 +34,10 @@ struct BenchResult {
   std::vector<std::string> notes;  // advice, as `ampwb train` prints it
   std::vector<double> step_ms;     // every timed step
   double step_ms_median = 0, images_per_second = 0;
-  size_t peak_bytes = 0;     // tensor bytes held at once during the timed steps (weights and state included)
-  size_t max_rss_bytes = 0;  // the process's maximum resident set
+  size_t peak_bytes = 0;           // tensor bytes held at once during the timed steps (weights and state included)
+  size_t max_rss_bytes = 0;        // the process's maximum resident set
+  bool deferred = false;           // the steps ran without waiting for the device (MixedPrecisionStep::run_deferred)
+  double host_waits_per_step = 0;  // over the timed steps (ProfiledBackend::host_waits)
   // With BenchConfig::profile: the timed steps' op time by class, and their whole wall time (the rest is the host's
   // own work between ops: the layers' bookkeeping, allocation, the policy's decisions).
   OpTimes profile;

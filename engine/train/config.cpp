@@ -43,6 +43,8 @@ void validate(const TrainConfig& c) {
   REQUIRE_SETTING(c.schedule == "constant" || c.schedule == "step" || c.schedule == "cosine",
                   "unknown schedule '" << c.schedule << "' (expected constant, step or cosine)");
   REQUIRE_SETTING(c.threads >= 0, "--threads must not be negative");
+  REQUIRE_SETTING(c.host_sync == "auto" || c.host_sync == "every-step" || c.host_sync == "deferred",
+                  "--host-sync must be auto, every-step or deferred, got '" << c.host_sync << "'");
   REQUIRE_SETTING(c.data.normalization == "dataset" || c.data.normalization == "imagenet",
                   "--normalize must be dataset or imagenet");
   const LossScaleConfig& s = c.precision.loss_scale;

@@ -44,6 +44,11 @@ struct TrainConfig {
   int topk = 2;                 // the seed articles report top-2
   uint64_t seed = 0;
   std::string device = "cpu";
+  // When a step waits for its device: "every-step" (the host reads each step's numbers before the next is queued,
+  // and a skipped step names the layers that overflowed), "deferred" (never: the loss scale stays on the device and
+  // the numbers are read one step late; refused where the settings need the host, e.g. gradient clipping), "auto"
+  // (deferred on a GPU where the settings allow it, every-step on the CPU, where nothing waits).
+  std::string host_sync = "auto";
   int threads = 0;
   PrecisionConfig precision;
   DataConfig data;
@@ -122,6 +127,7 @@ void fields(R& c, V&& v) {
   v("topk", c.topk);
   v("seed", c.seed);
   v("device", c.device);
+  v("host_sync", c.host_sync);
   v("threads", c.threads);
   v("precision", c.precision);
   v("data", c.data);

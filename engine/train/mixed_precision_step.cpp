@@ -1,6 +1,10 @@
 // The mixed-precision training step.
 #include "train/mixed_precision_step.h"
 
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 #include "train/overflow_forensics.h"
 
 namespace ampwb {
@@ -31,6 +35,8 @@ MixedPrecisionStep::MixedPrecisionStep(Backend& backend, ResNet& model, Optimize
 }
 
 StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, float lr, GradientProbe* probe) {
+  AMPWB_CHECK(posted_ == 0, "run() while a deferred step's result waits: finish_deferred() first");
+  loss_scale_state_ = Tensor();  // the host's scaler moves on: a later run_deferred() starts from its state
   if (probe) model_.visit([&](Layer& layer) { layer.set_probe(probe); });
   StepResult r;
   // The batch goes up to the backend's device (already there when the caller uploaded it ahead).
@@ -59,6 +65,66 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   if (r.skipped) r.overflow = find_nonfinite_gradients(backend_, params);
   if (!r.skipped && !policy_.is_fp32() && !policy_.master_weights()) store_in_low_precision(params);
   scaler_.update();
+  return r;
+}
+
+std::string MixedPrecisionStep::why_not_deferred() const {
+  if (grad_clip_norm_ > 0) return "gradient clipping scales the update by the gradients' norm, which the host reads";
+  if (!policy_.is_fp32() && !policy_.master_weights())
+    return "without FP32 master weights the host rounds the weights after each step taken";
+  if (scaler_.dynamic() && !scaler_.fits_device())
+    return "the device keeps PyTorch's loss-scale rules only (no hysteresis, minimum or maximum scale)";
+  return "";
+}
+
+std::optional<StepResult> MixedPrecisionStep::run_deferred(const Tensor& images, const Tensor& labels, float lr) {
+  const std::string why_not = why_not_deferred();
+  AMPWB_CHECK(why_not.empty(), "a step without host waits is not possible here: " << why_not);
+  const bool device_scale = scaler_.dynamic();
+  if (device_scale && !loss_scale_state_.defined()) {  // from the host scaler's state (a checkpoint's, when resumed)
+    Tensor state = Tensor::empty({kLossScaleStateBytes}, DType::U8);
+    const LossScaleState from = scaler_.device_state();
+    std::memcpy(state.data(), &from, sizeof from);
+    loss_scale_state_ = on_device(backend_, state);
+    optimizer_.new_device_state();
+  }
+  const Tensor logits = model_.forward(on_device(backend_, images), Mode::Train);
+  loss_.forward(logits, on_device(backend_, labels),
+                device_scale ? GradScale(loss_scale_state_) : GradScale(scaler_.scale()));
+  model_.backward(loss_.backward());
+  const std::vector<Parameter*> params = model_.parameters();
+  std::vector<Tensor*> grads;
+  for (Parameter* p : params) grads.push_back(&p->grad);
+  if (device_scale)
+    backend_.unscale_and_check(grads, loss_scale_state_);
+  else  // a static scale (or none) is the host's: the reciprocal as LossScaler::unscale takes it
+    backend_.scale_and_check(grads, static_cast<float>(1.0 / scaler_.scale()));
+  optimizer_.step(params, lr, device_scale ? &loss_scale_state_ : nullptr);
+  backend_.post_scalars(device_scale ? &loss_scale_state_ : nullptr);  // the scale used, and found_inf
+  if (device_scale) backend_.update_loss_scale(loss_scale_state_, scaler_.device_growth());
+  ++posted_;
+  if (posted_ < 2) return std::nullopt;
+  return collect_deferred();
+}
+
+std::optional<StepResult> MixedPrecisionStep::finish_deferred() {
+  if (posted_ == 0) return std::nullopt;
+  return collect_deferred();
+}
+
+StepResult MixedPrecisionStep::collect_deferred() {
+  const PostedScalars posted = backend_.collect_scalars();
+  --posted_;
+  StepResult r;
+  r.loss = static_cast<float>(posted.scalars.loss);
+  r.correct = posted.scalars.correct;
+  r.loss_scale = posted.has_loss_scale ? posted.loss_scale.scale : scaler_.scale();
+  const bool found = posted.has_loss_scale ? posted.loss_scale.found_inf != 0.0f : posted.scalars.nonfinite;
+  r.grad_norm =
+      found ? std::numeric_limits<float>::infinity() : static_cast<float>(std::sqrt(posted.scalars.sum_of_squares));
+  scaler_.record_device_step(found, posted.has_loss_scale ? &posted.loss_scale : nullptr);
+  r.skipped = scaler_.last_step_skipped();
+  if (r.skipped) optimizer_.skipped_on_device();  // counted as taken when it was queued
   return r;
 }
 

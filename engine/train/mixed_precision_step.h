@@ -2,6 +2,7 @@
 // policy inside the layers, loss scaling around backward, and FP32 master weights around the optimizer.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,21 @@ class MixedPrecisionStep {
   // host to name the layers that overflowed (train/overflow_forensics.h); a step taken reads the device once.
   StepResult run(const Tensor& images, const Tensor& labels, float lr, GradientProbe* probe = nullptr);
 
+  // The same step queued without waiting for the host (issue 18): a dynamic loss scale lives on the device, which
+  // scales the loss gradient by it, skips the update on an overflow and updates it; the step's numbers are posted
+  // (Backend::post_scalars) and read after the next step is queued. Returns the previous deferred step's result, if
+  // one waits; bit for bit what run() would have returned, but that a skipped step names no layers (its gradients
+  // are gone when the host learns of it). Not with a probe.
+  std::optional<StepResult> run_deferred(const Tensor& images, const Tensor& labels, float lr);
+  // The last deferred step's result, if one waits: before run(), a checkpoint, the end of an epoch.
+  std::optional<StepResult> finish_deferred();
+  // Why these settings need the host at every step (run_deferred() refuses them); empty when they do not.
+  std::string why_not_deferred() const;
+
  private:
   // Without FP32 master weights, what the optimizer wrote is stored in the low-precision type: round it there.
   void store_in_low_precision(const std::vector<Parameter*>& params);
+  StepResult collect_deferred();
 
   Backend& backend_;
   ResNet& model_;
@@ -47,6 +60,8 @@ class MixedPrecisionStep {
   LossScaler& scaler_;
   SoftmaxCrossEntropy loss_;
   float grad_clip_norm_;
+  Tensor loss_scale_state_;  // run_deferred() with a dynamic scale: LossScaleState on the device
+  int posted_ = 0;           // deferred steps not yet collected
 };
 
 // Rounds an FP32 tensor in place to the values dtype can hold.

@@ -37,6 +37,9 @@ struct EpochTimes {
   double step_seconds = 0;                           // wall time of a step, the wait for its data included
   double data_wait_seconds = 0;                      // waiting for the loader, per step
   std::array<double, kTimeClassCount> op_seconds{};  // by TimeClass, per step
+  // Per step, over every step of the epoch (timed or not): the times it waited for its device to finish all the
+  // work queued (ProfiledBackend::host_waits). 1 where each step reads its numbers; 0 with deferred steps.
+  double host_waits = 0;
 
   double op_total_seconds() const;
   // The times summed over the steps turned into per-step means (left as they are when no step was timed).
@@ -101,6 +104,7 @@ void fields(R& t, V&& v) {
   v("step_seconds", t.step_seconds);
   v("data_wait_seconds", t.data_wait_seconds);
   for (size_t i = 0; i < kTimeClassCount; ++i) v(time_class_name(static_cast<TimeClass>(i)), t.op_seconds[i]);
+  v("host_waits", t.host_waits);  // absent before 2026-11-25: 0
 }
 
 template <class R, class V>

@@ -17,9 +17,9 @@ namespace ampwb {
 
 class StepTimer {
  public:
-  // On the CPU every step is timed. On another device, where timing waits for each op and so slows the step, one
-  // in `sample_every`: steps 1, 1 + sample_every, ... of each epoch (not step 0, which waits for the loader to
-  // start), step 0 when an epoch has only one. A probed step (the gradient histograms: host work over every
+  // On the CPU every step is timed. On another device, where the ops are timed by marks on its clock (two per op,
+  // read later), one in `sample_every`: steps 1, 1 + sample_every, ... of each epoch (not step 0, which waits for the
+  // loader to start), step 0 when an epoch has only one. A probed step (the gradient histograms: host work over every
   // gradient, a large share of a step) is not timed unless it is the epoch's only step.
   explicit StepTimer(ProfiledBackend& backend, int64_t sample_every = 10);
 
@@ -32,12 +32,16 @@ class StepTimer {
 
  private:
   using Clock = std::chrono::steady_clock;
+  void read_op_times();  // adds the last timed step's op times, once
+
   ProfiledBackend& backend_;
   int64_t sample_every_;
   bool timing_ = false;
   Clock::time_point start_;
   double wait_at_start_ = 0;
-  EpochTimes sum_;  // sums, divided by the steps in take()
+  EpochTimes sum_;                                // sums, divided by the steps in take()
+  int64_t waits_at_start_ = 0, steps_begun_ = 0;  // host waits are counted over every step
+  bool unread_ = false;  // the last timed step's op times are not in sum_ yet (on a GPU, read a step or more later)
 };
 
 }  // namespace ampwb

@@ -266,6 +266,11 @@ RunEnd Trainer::train() {
   LossScaler scaler(config.precision.loss_scale);
   MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, config.label_smoothing, config.grad_clip_norm);
   GradientProbe probe, numerics_probe(false);
+  const std::string why_every_step = step.why_not_deferred();
+  if (config.host_sync == "deferred" && !why_every_step.empty())
+    throw Error("--host-sync deferred is not possible here: " + why_every_step);
+  const bool deferred = config.host_sync == "deferred" ||
+                        (config.host_sync == "auto" && !backend->device().is_cpu() && why_every_step.empty());
 
   int64_t steps_per_epoch = train_data.batches_per_epoch();
   if (config.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config.max_steps_per_epoch);
@@ -300,6 +305,13 @@ RunEnd Trainer::train() {
                          " that cannot be trained on (ampwb dataset inspect " + config.data_dir +
                          " lists each with its reason)");
   if (validation_data.size() == 0) info.notes.push_back("no validation images: validation is not measured");
+  if (deferred)
+    info.notes.push_back(
+        "no step waits for the device: each step's numbers are read one step later, and a skipped "
+        "step does not name the layers that overflowed (--host-sync every-step does)");
+  else if (!backend->device().is_cpu())
+    info.notes.push_back("every step waits once for the GPU: " +
+                         (why_every_step.empty() ? std::string("--host-sync every-step") : why_every_step));
   report(&TrainObserver::on_start, info);
 
   const double wall_before = at.wall_before;
@@ -313,6 +325,53 @@ RunEnd Trainer::train() {
     return "; resumable from " + checkpoint_path();
   };
   const bool recovers_from_overflow = scaler.dynamic();
+  // A step's result, as the host learns it: reported, checked, added to the epoch's sums. Ends the run where it
+  // must stop.
+  struct Launched {
+    int epoch = 0;
+    int64_t global_step = 0, b = 0;
+    float lr = 0;
+    int64_t images = 0;
+    GradientProbe* probe = nullptr;
+  };
+  auto settle = [&](const Launched& s, const StepResult& r) -> std::optional<RunEnd> {
+    report(&TrainObserver::on_step, StepReport{s.epoch, s.global_step, r.loss, static_cast<float>(r.correct) / s.images,
+                                               s.lr, r.loss_scale, r.skipped, r.grad_norm, wall_seconds()});
+    // After its on_step: the store's resume logic keys a run's details on the steps it holds.
+    if (r.skipped)
+      report(&TrainObserver::on_overflow, OverflowReport{s.epoch, s.global_step, r.loss_scale, r.overflow.layers,
+                                                         r.overflow.nonfinite_values, r.overflow.finite_norm});
+    if (s.probe)
+      report(&TrainObserver::on_layer_numerics, s.probe->layers().take(s.epoch, s.global_step, r.loss_scale));
+    const std::string where = " at epoch " + std::to_string(s.epoch) + ", step " + std::to_string(s.b);
+    if (!std::isfinite(r.loss) && !recovers_from_overflow)
+      return RunEnd{RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
+                                           mode_name(config.precision.mode) +
+                                           " without dynamic loss scaling: the run cannot "
+                                           "recover (lower the learning rate, or use a loss scaler)"};
+    if (scaler.collapsed())
+      return RunEnd{RunStatus::Failed, "the loss scale sits at its minimum (" +
+                                           std::to_string(config.precision.loss_scale.min_scale) +
+                                           ") and gradients still overflow" + where};
+    consecutive_skipped = r.skipped ? consecutive_skipped + 1 : 0;
+    if (consecutive_skipped >= config.max_consecutive_skipped)
+      return RunEnd{RunStatus::Failed, std::to_string(consecutive_skipped) +
+                                           " steps in a row had inf/NaN gradients and were skipped" + where +
+                                           "; the loss scale fell to " + std::to_string(scaler.scale())};
+    at.skipped += r.skipped;
+    if (std::isfinite(r.loss)) {
+      at.loss_sum += static_cast<double>(r.loss) * s.images;
+      at.correct += r.correct;
+      at.seen += s.images;
+    }
+    return std::nullopt;
+  };
+  // With deferred steps, the last one queued, whose result the host has not read yet.
+  Launched pending;
+  auto settle_pending = [&]() -> std::optional<RunEnd> {
+    if (std::optional<StepResult> r = step.finish_deferred()) return settle(pending, *r);
+    return std::nullopt;
+  };
   // A batch on the backend's device. Batch b+1 is taken from the loader and sent up before step b is queued, so
   // that on a GPU its copy overlaps step b (Backend::upload); on the CPU it is the loader's batch itself.
   struct DeviceBatch {
@@ -336,9 +395,11 @@ RunEnd Trainer::train() {
       if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
       if (paused_) wait_while_paused();
       if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
-      if (stop_)
+      if (stop_) {
+        if (std::optional<RunEnd> end = settle_pending()) return *end;
         return {RunStatus::Cancelled,
                 "stopped by the user at epoch " + std::to_string(epoch) + ", step " + std::to_string(b) + save(at)};
+      }
       // The paper's histogram and the per-layer numerics on the last step of each epoch; the numerics also every
       // numerics_every steps, through a probe without histograms so that they stay one step's. Probed steps do
       // host work no other step does: they are left out of the time breakdown.
@@ -356,40 +417,23 @@ RunEnd Trainer::train() {
         continue;
       }
       const auto compute_start = Clock::now();
-      const float lr = lr_schedule.at(global_step);
-      const StepResult r = step.run(images, labels, lr, step_probe);
+      const Launched launched{epoch, global_step, b, lr_schedule.at(global_step), images.n(), step_probe};
+      std::optional<StepResult> result;  // this step's, or with deferred steps the one before's
+      Launched result_of = launched;
+      if (deferred && !step_probe) {
+        result = step.run_deferred(images, labels, launched.lr);
+        result_of = pending;
+        pending = launched;
+      } else {
+        if (std::optional<RunEnd> end = settle_pending()) return *end;  // a probed step needs the host
+        result = step.run(images, labels, launched.lr, step_probe);
+      }
       at.compute += seconds_since(compute_start);
       step_timer.end(train_data.wait_seconds());
-      report(&TrainObserver::on_step, StepReport{epoch, global_step, r.loss, static_cast<float>(r.correct) / images.n(),
-                                                 lr, r.loss_scale, r.skipped, r.grad_norm, wall_seconds()});
-      // After its on_step: the store's resume logic keys a run's details on the steps it holds.
-      if (r.skipped)
-        report(&TrainObserver::on_overflow, OverflowReport{epoch, global_step, r.loss_scale, r.overflow.layers,
-                                                           r.overflow.nonfinite_values, r.overflow.finite_norm});
-      if (step_probe)
-        report(&TrainObserver::on_layer_numerics, step_probe->layers().take(epoch, global_step, r.loss_scale));
-      const std::string where = " at epoch " + std::to_string(epoch) + ", step " + std::to_string(b);
-      if (!std::isfinite(r.loss) && !recovers_from_overflow)
-        return {RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
-                                       mode_name(config.precision.mode) +
-                                       " without dynamic loss scaling: the run cannot "
-                                       "recover (lower the learning rate, or use a loss scaler)"};
-      if (scaler.collapsed())
-        return {RunStatus::Failed, "the loss scale sits at its minimum (" +
-                                       std::to_string(config.precision.loss_scale.min_scale) +
-                                       ") and gradients still overflow" + where};
-      consecutive_skipped = r.skipped ? consecutive_skipped + 1 : 0;
-      if (consecutive_skipped >= config.max_consecutive_skipped)
-        return {RunStatus::Failed, std::to_string(consecutive_skipped) +
-                                       " steps in a row had inf/NaN gradients and were skipped" + where +
-                                       "; the loss scale fell to " + std::to_string(scaler.scale())};
-      at.skipped += r.skipped;
-      if (std::isfinite(r.loss)) {
-        at.loss_sum += static_cast<double>(r.loss) * images.n();
-        at.correct += r.correct;
-        at.seen += images.n();
-      }
+      if (result)
+        if (std::optional<RunEnd> end = settle(result_of, *result)) return *end;
     }
+    if (std::optional<RunEnd> end = settle_pending()) return *end;
     for (const GradientHistogram& h : probe.take(epoch, scaler.scale())) report(&TrainObserver::on_histogram, h);
     if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
     const double train_seconds = seconds_since(epoch_start);

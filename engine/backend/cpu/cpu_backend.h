@@ -10,6 +10,7 @@
 // oneDNN is asked once per primitive and the answer cached.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 
@@ -56,7 +57,7 @@ class CpuBackend final : public Backend {
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
   void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;
   void convert(const Tensor& src, Tensor& dst) override;
-  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, float grad_scale,
+  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, GradScale grad_scale,
                              Tensor& dlogits) override;
   void sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
                   const SgdParams& p) override;
@@ -66,6 +67,8 @@ class CpuBackend final : public Backend {
   void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) override;
   void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) override;
   StepScalars read_scalars() override { return scalars_; }
+  void post_scalars(const Tensor* loss_scale_state) override;
+  PostedScalars collect_scalars() override;
   double conversion_seconds() const override;
 
   // The instruction set oneDNN dispatches to, e.g. "avx512_core_bf16" or "avx512_core_amx".
@@ -96,8 +99,9 @@ class CpuBackend final : public Backend {
   struct Impl;  // oneDNN engine, stream and primitive caches
   std::unique_ptr<Impl> impl_;
   int threads_ = 1;
-  bool winograd_ = false;  // FP32 3x3 convolutions by Winograd F(2x2,3x3) (BackendOptions::conv_algorithm)
-  StepScalars scalars_;    // what read_scalars() returns: host memory here, so no copy
+  bool winograd_ = false;             // FP32 3x3 convolutions by Winograd F(2x2,3x3) (BackendOptions::conv_algorithm)
+  StepScalars scalars_;               // what read_scalars() returns: host memory here, so no copy
+  std::deque<PostedScalars> posted_;  // post_scalars() not yet collected
 };
 
 }  // namespace ampwb

@@ -11,13 +11,22 @@ namespace ampwb {
 
 using cpu_detail::check_same;
 
+namespace {
+LossScaleState& loss_scale_state(const Tensor& state) {
+  AMPWB_CHECK(state.dtype() == DType::U8 && state.numel() == kLossScaleStateBytes,
+              "a loss-scale state is " << kLossScaleStateBytes << " bytes (U8), not " << state.describe());
+  return *static_cast<LossScaleState*>(const_cast<void*>(state.data()));
+}
+}  // namespace
+
 void CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                                       float grad_scale, Tensor& dlogits) {
+                                       GradScale grad_scale, Tensor& dlogits) {
   AMPWB_CHECK(logits.rank() == 2 && logits.dtype() == DType::F32 && labels.dtype() == DType::I32 &&
                   labels.numel() == logits.dim(0),
               "softmax_cross_entropy: logits " << logits.describe() << " labels " << labels.describe());
   check_same(logits, dlogits, "logits and their gradient");
   const int64_t N = logits.dim(0), K = logits.dim(1);
+  const float scale = grad_scale.factor * (grad_scale.state ? loss_scale_state(*grad_scale.state).scale : 1.0f);
   const float* z = logits.data_as<float>();
   const int32_t* y = labels.data_as<int32_t>();
   float* dz = dlogits.data_as<float>();
@@ -38,7 +47,7 @@ void CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& label
     for (int64_t k = 0; k < K; ++k) {
       const double target = k == y[n] ? on_target : off_target;
       total -= target * (row[k] - log_sum);
-      dz[n * K + k] = static_cast<float>((std::exp(row[k] - log_sum) - target) / N) * grad_scale;
+      dz[n * K + k] = static_cast<float>((std::exp(row[k] - log_sum) - target) / N) * scale;
     }
   }
   scalars_.loss = total / N;
@@ -60,11 +69,6 @@ RoundFn copy_rounding(const Tensor& param, const Tensor& copy) {
   return copy.dtype() == DType::BF16 ? f32_to_bf16 : f32_to_f16;
 }
 
-LossScaleState& loss_scale_state(const Tensor& state) {
-  AMPWB_CHECK(state.dtype() == DType::U8 && state.numel() == kLossScaleStateBytes,
-              "a loss-scale state is " << kLossScaleStateBytes << " bytes (U8), not " << state.describe());
-  return *static_cast<LossScaleState*>(const_cast<void*>(state.data()));
-}
 bool found_inf(const Tensor* state) { return state && loss_scale_state(*state).found_inf != 0.0f; }
 
 // Runs update(begin, end) over [0, n) in blocks shared by the threads, each block followed by its copy's rounding
@@ -106,11 +110,13 @@ void CpuBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& gr
                              const AdamParams& p) {
   check_same(param, grad, "Adam parameter and gradient");
   const RoundFn round = copy_rounding(param, param_copy);
+  if (found_inf(p.skip_if_found_inf)) return;  // the loss scaler skips this step
   float* w = param.data_as<float>();
   const float* g = grad.data_as<float>();
   float* m1 = m.data_as<float>();
   float* m2 = v.data_as<float>();
-  const double t = static_cast<double>(p.step);
+  const double t =
+      static_cast<double>(p.skip_if_found_inf ? p.step - loss_scale_state(*p.skip_if_found_inf).skipped_steps : p.step);
   const float step_size = static_cast<float>(p.lr / (1.0 - std::pow(p.beta1, t)));
   const float bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(p.beta2, t)));
   const float decay = p.decoupled_weight_decay ? 1.0f - p.lr * p.weight_decay : 1.0f;
@@ -159,6 +165,7 @@ void CpuBackend::update_loss_scale(Tensor& state, const LossScaleGrowth& growth)
   if (s.found_inf != 0.0f) {
     s.scale = static_cast<float>(s.scale * growth.backoff_factor);  // the product in double, stored as FP32
     s.growth_tracker = 0;
+    ++s.skipped_steps;
   } else if (s.growth_tracker + 1 == growth.growth_interval) {
     const float grown = static_cast<float>(s.scale * growth.growth_factor);
     if (std::isfinite(grown)) s.scale = grown;
@@ -168,4 +175,19 @@ void CpuBackend::update_loss_scale(Tensor& state, const LossScaleGrowth& growth)
   }
   s.found_inf = 0.0f;
 }
+
+void CpuBackend::post_scalars(const Tensor* loss_scale_state_tensor) {
+  AMPWB_CHECK(posted_.size() < 2, "post_scalars: two postings wait uncollected already");
+  PostedScalars p{scalars_, {}, loss_scale_state_tensor != nullptr};
+  if (p.has_loss_scale) p.loss_scale = loss_scale_state(*loss_scale_state_tensor);
+  posted_.push_back(p);
+}
+
+PostedScalars CpuBackend::collect_scalars() {
+  AMPWB_CHECK(!posted_.empty(), "collect_scalars: nothing was posted");
+  const PostedScalars p = posted_.front();
+  posted_.pop_front();
+  return p;
+}
+
 }  // namespace ampwb

@@ -67,6 +67,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.host_results), sizeof(Impl::Results), cudaHostAllocDefault));
   m.device_results = m.bytes(sizeof(Impl::Results));
   CUDA_CHECK(cudaMemsetAsync(m.device_results.data(), 0, sizeof(Impl::Results), m.stream));
+  CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.posted), 2 * sizeof(Impl::Posted), cudaHostAllocDefault));
+  for (cudaEvent_t& e : m.posted_done) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
 }
 
 CudaBackend::~CudaBackend() {

@@ -83,10 +83,19 @@ class CudaBackend final : public Backend {
   void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override;
   void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, Tensor& db) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  // The fused forms in one pass each (the ReLU applied where the result is written, its mask read where the gradient
+  // is), bit for bit the separate ops.
+  void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                       Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
+                                       float momentum, float eps) override;
+  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
+                               const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
+                               Tensor& dbeta, float eps) override;
   // Any dtype and layout; host to device, device to host, on the device, and host to host (through the CPU
   // backend). Host-to-device copies go through pinned staging buffers and do not wait for the GPU.
   void convert(const Tensor& src, Tensor& dst) override;
-  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, float grad_scale,
+  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, GradScale grad_scale,
                              Tensor& dlogits) override;
   void sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
                   const SgdParams& p) override;
@@ -96,6 +105,13 @@ class CudaBackend final : public Backend {
   void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) override;
   void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) override;
   StepScalars read_scalars() override;
+  // CUDA events on the op stream.
+  int64_t mark() override;
+  double seconds_between(int64_t from, int64_t to) override;
+  void clear_marks() override;
+  // Copies into one of two pinned slots on the op stream, each with its event; collecting waits for that event.
+  void post_scalars(const Tensor* loss_scale_state) override;
+  PostedScalars collect_scalars() override;
   // A device copy of a host tensor, copied on the copy stream after the work queued so far, so that it overlaps
   // the work queued next; the first op that reads it waits for the copy (nothing else does). The host tensor may
   // be reused as soon as this returns. Call it for batch i+1 before queuing step i.
@@ -114,6 +130,14 @@ class CudaBackend final : public Backend {
   struct Impl;
   // scale_and_check, or with a loss-scale state: its 1 / scale as the factor, its found_inf set from the check.
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor, cuda::LossScaleDevice* loss_scale);
+  void add(const Tensor& a, const Tensor& b, Tensor& y, bool relu);
+  void batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& batch_mean,
+                          Tensor& batch_var, Tensor& running_mean, Tensor& running_var, float momentum, float eps,
+                          bool relu);
+  // relu_y: null, or the batch norm + ReLU's output, whose mask dy goes through.
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor* relu_y, const Tensor& gamma,
+                          const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
+                          float eps);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -149,7 +149,19 @@ struct CudaBackend::Impl {
   };
   Results* host_results = nullptr;
   Tensor device_results;  // U8, sizeof(Results)
-  int64_t classes = 0;    // of the last softmax_cross_entropy
+  // post_scalars(): two pinned slots used in turn, each with the event of the copies into it.
+  struct Posted {
+    Results results;
+    cuda::LossScaleDevice loss_scale;
+  };
+  Posted* posted = nullptr;  // 2 slots
+  std::array<cudaEvent_t, 2> posted_done{};
+  std::array<bool, 2> posted_has_loss_scale{};
+  int posted_first = 0, posted_count = 0;
+  // mark(): timing events, reused after clear_marks().
+  std::vector<cudaEvent_t> marks;
+  size_t marks_used = 0;
+  int64_t classes = 0;  // of the last softmax_cross_entropy
   struct Pending {
     Tensor tensor;  // kept alive until its copy is done
     cudaEvent_t done = nullptr;
@@ -167,6 +179,10 @@ struct CudaBackend::Impl {
     if (cublas) cublasLtDestroy(cublas);
     if (cudnn) cudnnDestroy(cudnn);
     if (host_results) cudaFreeHost(host_results);
+    if (posted) cudaFreeHost(posted);
+    for (cudaEvent_t e : posted_done)
+      if (e) cudaEventDestroy(e);
+    for (cudaEvent_t e : marks) cudaEventDestroy(e);
     if (copy_stream) cudaStreamDestroy(copy_stream);
     if (stream) cudaStreamDestroy(stream);
   }

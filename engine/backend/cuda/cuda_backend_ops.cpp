@@ -31,6 +31,18 @@ void check_bn(const Tensor& x, const Tensor& y, std::initializer_list<const Tens
 void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                              Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
                                              Tensor& running_var, float momentum, float eps) {
+  batchnorm_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, false);
+}
+
+void CudaBackend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                                  Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                                  Tensor& running_var, float momentum, float eps) {
+  batchnorm_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, true);
+}
+
+void CudaBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                                     Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
+                                     float momentum, float eps, bool relu) {
   CUDA_OP_ENTRY(&x, &gamma, &beta, &running_mean, &running_var);
   Impl& m = *impl_;
   m.check_device(x, "batch norm x");
@@ -41,7 +53,7 @@ void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamm
   Tensor scratch = m.empty({cuda::batchnorm_scratch_floats(d, row_blocks)}, DType::F32);
   cuda::batchnorm_forward_training(x.data(), y.data(), ktype(x.dtype()), d, gamma.data_as<float>(),
                                    beta.data_as<float>(), batch_mean.data_as<float>(), batch_var.data_as<float>(),
-                                   running_mean.data_as<float>(), running_var.data_as<float>(), momentum, eps,
+                                   running_mean.data_as<float>(), running_var.data_as<float>(), momentum, eps, relu,
                                    scratch.data_as<float>(), row_blocks, m.stream);
 }
 
@@ -60,19 +72,36 @@ void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gam
 
 void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
                                      const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
-  CUDA_OP_ENTRY(&x, &dy, &gamma, &batch_mean, &batch_var);
+  batchnorm_backward(x, dy, nullptr, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps);
+}
+
+void CudaBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
+                                          const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
+                                          Tensor& dbeta, float eps) {
+  batchnorm_backward(x, dy, &y, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps);
+}
+
+void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor* relu_y, const Tensor& gamma,
+                                     const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
+                                     Tensor& dbeta, float eps) {
+  CUDA_OP_ENTRY(&x, &dy, &gamma, &batch_mean, &batch_var, relu_y ? relu_y : &x);
   Impl& m = *impl_;
   m.check_device(x, "batch norm x");
   m.check_device(dy, "batch norm dy");
   m.check_device(dx, "batch norm dx");
   check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
   check_same(x, dx, "batch norm input and its gradient");
+  if (relu_y) {
+    m.check_device(*relu_y, "batch norm + ReLU output");
+    check_same(x, *relu_y, "batch norm + ReLU input and output");  // one offset reads x, dy and the mask
+  }
   const Dims4 d = dims_of(x);
   const int row_blocks = cuda::batchnorm_row_blocks(d, m.props.multiProcessorCount);
   Tensor scratch = m.empty({cuda::batchnorm_scratch_floats(d, row_blocks)}, DType::F32);
-  cuda::batchnorm_backward(x.data(), dy.data(), dx.data(), ktype(x.dtype()), d, gamma.data_as<float>(),
-                           batch_mean.data_as<float>(), batch_var.data_as<float>(), dgamma.data_as<float>(),
-                           dbeta.data_as<float>(), eps, scratch.data_as<float>(), row_blocks, m.stream);
+  cuda::batchnorm_backward(x.data(), dy.data(), relu_y ? relu_y->data() : nullptr, dx.data(), ktype(x.dtype()), d,
+                           gamma.data_as<float>(), batch_mean.data_as<float>(), batch_var.data_as<float>(),
+                           dgamma.data_as<float>(), dbeta.data_as<float>(), eps, scratch.data_as<float>(), row_blocks,
+                           m.stream);
 }
 
 // ---- Elementwise ------------------------------------------------------------------------------------------------
@@ -97,7 +126,11 @@ void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   cuda::relu_backward(y.data(), dy.data(), dx.data(), ktype(y.dtype()), y.numel(), impl_->stream);
 }
 
-void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
+void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) { add(a, b, y, false); }
+
+void CudaBackend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) { add(a, b, y, true); }
+
+void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y, bool relu) {
   CUDA_OP_ENTRY(&a, &b);
   impl_->check_device(a, "add a");
   impl_->check_device(b, "add b");
@@ -105,7 +138,7 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
   AMPWB_CHECK(a.shape() == b.shape() && a.shape() == y.shape() && a.dtype() == b.dtype() && a.dtype() == y.dtype(),
               "add operands and output differ: " << a.describe() << " + " << b.describe() << " -> " << y.describe());
   check_floating(a, "add");
-  cuda::add(a.data(), dims_of(a), b.data(), dims_of(b), y.data(), dims_of(y), ktype(a.dtype()), impl_->stream);
+  cuda::add(a.data(), dims_of(a), b.data(), dims_of(b), y.data(), dims_of(y), ktype(a.dtype()), relu, impl_->stream);
 }
 
 // ---- Pooling ----------------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // The CUDA backend's softmax cross-entropy, SGD and Adam updates of FP32 master weights (and their 16-bit copies), the
-// loss scaler's fused scale-and-check, and read_scalars(): the one copy back to the host a training step waits for.
+// loss scaler's fused scale-and-check and its device-resident state, read_scalars() (the one copy back to the host a
+// waiting step makes) and post_scalars()/collect_scalars() (the same without waiting), and the timing marks.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -21,11 +22,23 @@ cuda::LossScaleDevice* loss_scale_state(const Tensor& state) {
   return static_cast<cuda::LossScaleDevice*>(const_cast<void*>(state.data()));
 }
 const float* found_inf_of(const Tensor* state) { return state ? &loss_scale_state(*state)->found_inf : nullptr; }
+
+// The 16-bit compute copy an optimizer writes in its own pass: null when there is none.
+void* compute_copy(const Tensor& param, Tensor& copy) {
+  if (!copy.defined()) return nullptr;
+  AMPWB_CHECK(copy.shape() == param.shape() && copy.layout() == param.layout() && copy.device() == param.device() &&
+                  (copy.dtype() == DType::F16 || copy.dtype() == DType::BF16),
+              "the compute copy " << copy.describe() << " does not fit its master " << param.describe());
+  return copy.data();
+}
+cuda::KType copy_type(const Tensor& copy) {
+  return copy.defined() ? cuda_detail::ktype(copy.dtype()) : cuda::KType::F32;
+}
 }  // namespace
 
 void CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                                        float grad_scale, Tensor& dlogits) {
-  CUDA_OP_ENTRY(&logits, &labels);
+                                        GradScale grad_scale, Tensor& dlogits) {
+  CUDA_OP_ENTRY(&logits, &labels, grad_scale.state ? grad_scale.state : &logits);
   Impl& m = *impl_;
   m.check_device(logits, "softmax_cross_entropy logits");
   m.check_device(labels, "softmax_cross_entropy labels");
@@ -34,12 +47,14 @@ void CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labe
                   labels.numel() == logits.dim(0),
               "softmax_cross_entropy: logits " << logits.describe() << " labels " << labels.describe());
   check_same(logits, dlogits, "logits and their gradient");
+  if (grad_scale.state) m.check_device(*grad_scale.state, "softmax_cross_entropy's loss-scale state");
   const int64_t N = logits.dim(0), K = logits.dim(1);
   AMPWB_CHECK(N > 0 && K > 0, "softmax_cross_entropy of an empty batch: " << logits.describe());
   Tensor row_loss = m.bytes(static_cast<size_t>(N) * sizeof(double));  // one double per row
-  cuda::softmax_cross_entropy(logits.data_as<float>(), labels.data_as<int32_t>(), N, K, label_smoothing, grad_scale,
-                              dlogits.data_as<float>(), static_cast<double*>(row_loss.data()), m.device_loss(),
-                              m.stream);
+  cuda::softmax_cross_entropy(
+      logits.data_as<float>(), labels.data_as<int32_t>(), N, K, label_smoothing, grad_scale.factor,
+      grad_scale.state ? &loss_scale_state(*grad_scale.state)->scale : nullptr, dlogits.data_as<float>(),
+      static_cast<double*>(row_loss.data()), m.device_loss(), m.stream);
   m.classes = K;  // for read_scalars()' message on a bad label
 }
 
@@ -59,14 +74,15 @@ void CudaBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& gr
     buffer = momentum_buffer.data_as<float>();
   }
   cuda::sgd_update(param.data_as<float>(), grad.data_as<float>(), buffer, param.numel(), p.lr, p.momentum,
-                   p.weight_decay, p.nesterov, p.first_step, found_inf_of(p.skip_if_found_inf), m.stream);
-  if (param_copy.defined()) convert(param, param_copy);  // on the same stream, right after: not yet one kernel
+                   p.weight_decay, p.nesterov, p.first_step, found_inf_of(p.skip_if_found_inf),
+                   compute_copy(param, param_copy), copy_type(param_copy), m.stream);
 }
 
 void CudaBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& mt, Tensor& vt,
                               const AdamParams& p) {
-  CUDA_OP_ENTRY(&param, &grad, &mt, &vt);
+  CUDA_OP_ENTRY(&param, &grad, &mt, &vt, p.skip_if_found_inf ? p.skip_if_found_inf : &grad);
   Impl& m = *impl_;
+  if (p.skip_if_found_inf) m.check_device(*p.skip_if_found_inf, "Adam's loss-scale state");
   m.check_device(param, "Adam parameter");
   m.check_device(grad, "Adam gradient");
   m.check_device(mt, "Adam first moment");
@@ -75,15 +91,16 @@ void CudaBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& g
   check_same(param, mt, "Adam parameter and first moment");
   check_same(param, vt, "Adam parameter and second moment");
   AMPWB_CHECK(param.dtype() == DType::F32, "Adam updates FP32 master weights, got " << param.describe());
-  // The bias corrections in double on the host, as the CPU backend.
+  // The bias corrections in double on the host, as the CPU backend (on the device, from the state's count, with one).
   const double t = static_cast<double>(p.step);
   const float step_size = static_cast<float>(p.lr / (1.0 - std::pow(p.beta1, t)));
   const float bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(p.beta2, t)));
   const float decay = p.decoupled_weight_decay ? 1.0f - p.lr * p.weight_decay : 1.0f;
   const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
   cuda::adam_update(param.data_as<float>(), grad.data_as<float>(), mt.data_as<float>(), vt.data_as<float>(),
-                    param.numel(), p.beta1, p.beta2, p.eps, step_size, bias2_sqrt, decay, l2, m.stream);
-  if (param_copy.defined()) convert(param, param_copy);  // on the same stream, right after: not yet one kernel
+                    param.numel(), p.beta1, p.beta2, p.eps, step_size, bias2_sqrt, decay, l2,
+                    p.skip_if_found_inf ? loss_scale_state(*p.skip_if_found_inf) : nullptr, p.step, p.lr,
+                    compute_copy(param, param_copy), copy_type(param_copy), m.stream);
 }
 
 void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
@@ -139,4 +156,68 @@ StepScalars CudaBackend::read_scalars() {
   AMPWB_CHECK(!r.loss.bad_label, "label " << r.loss.label << " outside [0, " << m.classes << ")");
   return {r.loss.loss, r.loss.correct, r.scale.nonfinite != 0, r.scale.sum_of_squares};
 }
+
+void CudaBackend::post_scalars(const Tensor* loss_scale_state_tensor) {
+  cuda::DeviceScope device_scope(impl_->device.index);
+  Impl& m = *impl_;
+  AMPWB_CHECK(m.posted_count < 2, "post_scalars: two postings wait uncollected already");
+  const int slot = (m.posted_first + m.posted_count) % 2;
+  Impl::Posted& to = m.posted[slot];
+  CUDA_CHECK(
+      cudaMemcpyAsync(&to.results, m.device_results.data(), sizeof(Impl::Results), cudaMemcpyDeviceToHost, m.stream));
+  m.posted_has_loss_scale[slot] = loss_scale_state_tensor != nullptr;
+  if (loss_scale_state_tensor) {
+    m.ready({loss_scale_state_tensor});
+    m.check_device(*loss_scale_state_tensor, "post_scalars' loss-scale state");
+    CUDA_CHECK(cudaMemcpyAsync(&to.loss_scale, loss_scale_state(*loss_scale_state_tensor),
+                               sizeof(cuda::LossScaleDevice), cudaMemcpyDeviceToHost, m.stream));
+  }
+  CUDA_CHECK(cudaEventRecord(m.posted_done[slot], m.stream));
+  ++m.posted_count;
+}
+
+PostedScalars CudaBackend::collect_scalars() {
+  cuda::DeviceScope device_scope(impl_->device.index);
+  Impl& m = *impl_;
+  AMPWB_CHECK(m.posted_count > 0, "collect_scalars: nothing was posted");
+  const int slot = m.posted_first;
+  CUDA_CHECK(cudaEventSynchronize(m.posted_done[slot]));  // the work queued before the posting, not after
+  m.posted_first = 1 - m.posted_first;
+  --m.posted_count;
+  const Impl::Results& r = m.posted[slot].results;
+  AMPWB_CHECK(!r.loss.bad_label, "label " << r.loss.label << " outside [0, " << m.classes << ")");
+  PostedScalars p{{r.loss.loss, r.loss.correct, r.scale.nonfinite != 0, r.scale.sum_of_squares}, {}, false};
+  if (m.posted_has_loss_scale[slot]) {
+    const cuda::LossScaleDevice& s = m.posted[slot].loss_scale;
+    p.loss_scale = {s.scale, s.growth_tracker, s.found_inf, s.skipped_steps};
+    p.has_loss_scale = true;
+  }
+  return p;
+}
+
+int64_t CudaBackend::mark() {
+  cuda::DeviceScope device_scope(impl_->device.index);
+  Impl& m = *impl_;
+  if (m.marks_used == m.marks.size()) {
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreate(&e));
+    m.marks.push_back(e);
+  }
+  CUDA_CHECK(cudaEventRecord(m.marks[m.marks_used], m.stream));
+  return static_cast<int64_t>(m.marks_used++);
+}
+
+double CudaBackend::seconds_between(int64_t from, int64_t to) {
+  cuda::DeviceScope device_scope(impl_->device.index);
+  Impl& m = *impl_;
+  AMPWB_CHECK(from >= 0 && to >= 0 && static_cast<size_t>(std::max(from, to)) < m.marks_used,
+              "seconds_between: marks " << from << " and " << to << " were not made since clear_marks()");
+  CUDA_CHECK(cudaEventSynchronize(m.marks[static_cast<size_t>(to)]));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, m.marks[static_cast<size_t>(from)], m.marks[static_cast<size_t>(to)]));
+  return ms * 1e-3;
+}
+
+void CudaBackend::clear_marks() { impl_->marks_used = 0; }
+
 }  // namespace ampwb

@@ -22,12 +22,19 @@ __device__ __forceinline__ int64_t row_offset(const Dims4& d, int64_t r, int64_t
   return ((r / hw) * d.c + c) * hw + r % hw;
 }
 
+// dy at o, through the mask of a fused ReLU's output relu_y where there is one: what relu_backward would write.
+template <class T>
+__device__ __forceinline__ float gradient_at(const T* dy, const T* relu_y, int64_t o) {
+  return to_float(relu_y && !relu_passes(relu_y[o]) ? from_float<T>(0.0f) : dy[o]);
+}
+
 // Partial sums per channel over this block's rows:
 //   dy == nullptr, mean == nullptr: a = sum x
 //   dy == nullptr, mean != nullptr: a = sum (x - mean)^2
-//   dy != nullptr:                  a = sum dy, b = sum dy (x - mean)
+//   dy != nullptr:                  a = sum dy, b = sum dy (x - mean), dy masked by relu_y where given
 template <class T>
-__global__ void channel_partials(const T* x, const T* dy, Dims4 d, const float* mean, float* part_a, float* part_b) {
+__global__ void channel_partials(const T* x, const T* dy, const T* relu_y, Dims4 d, const float* mean, float* part_a,
+                                 float* part_b) {
   const int64_t c = int64_t{blockIdx.x} * kChannelsPerBlock + threadIdx.x;
   const int64_t rows = d.n * d.h * d.w;
   float a = 0.0f, b = 0.0f;
@@ -38,7 +45,7 @@ __global__ void channel_partials(const T* x, const T* dy, Dims4 d, const float* 
       const int64_t o = row_offset(d, r, c);
       const float v = to_float(x[o]);
       if (dy) {
-        const float g = to_float(dy[o]);
+        const float g = gradient_at(dy, relu_y, o);
         a += g;
         b += g * (v - mu);
       } else if (mean) {
@@ -93,13 +100,15 @@ __global__ void inference_scale(const float* gamma, const float* var, int64_t ch
   if (c < channels) scale[c] = static_cast<float>(gamma[c] / sqrt(static_cast<double>(var[c]) + eps));
 }
 
-// y = (x - mean) * scale + beta
+// y = (x - mean) * scale + beta; relu: then the ReLU of the rounded value (batch norm then relu_forward).
 template <class T>
-__global__ void normalize(const T* x, T* y, Dims4 d, const float* mean, const float* scale, const float* beta) {
+__global__ void normalize(const T* x, T* y, Dims4 d, const float* mean, const float* scale, const float* beta,
+                          bool relu) {
   const int64_t total = d.numel();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = channel_of(d, i);
-    y[i] = from_float<T>((to_float(x[i]) - mean[c]) * scale[c] + beta[c]);
+    const T v = from_float<T>((to_float(x[i]) - mean[c]) * scale[c] + beta[c]);
+    y[i] = !relu || relu_passes(v) ? v : from_float<T>(0.0f);
   }
 }
 
@@ -121,13 +130,13 @@ __global__ void finalize_backward(const float* part_a, const float* part_b, int6
 }
 
 template <class T>
-__global__ void backward_dx(const T* x, const T* dy, T* dx, Dims4 d, const float* mean, const float* coef_a,
-                            const float* coef_k1, const float* coef_k2) {
+__global__ void backward_dx(const T* x, const T* dy, const T* relu_y, T* dx, Dims4 d, const float* mean,
+                            const float* coef_a, const float* coef_k1, const float* coef_k2) {
   const int64_t total = d.numel();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = channel_of(d, i);
     const float xmu = to_float(x[i]) - mean[c];
-    dx[i] = from_float<T>(coef_a[c] * (to_float(dy[i]) - coef_k1[c] - xmu * coef_k2[c]));
+    dx[i] = from_float<T>(coef_a[c] * (gradient_at(dy, relu_y, i) - coef_k1[c] - xmu * coef_k2[c]));
   }
 }
 
@@ -156,7 +165,7 @@ int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks) {
 
 void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
                                 float* mean, float* var, float* running_mean, float* running_var, float momentum,
-                                float eps, float* scratch, int row_blocks, cudaStream_t stream) {
+                                float eps, bool relu, float* scratch, int row_blocks, cudaStream_t stream) {
   const int64_t C = dims.c;
   const double rows = static_cast<double>(dims.n * dims.h * dims.w);
   if (C == 0 || rows == 0) return;
@@ -164,18 +173,19 @@ void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, 
   float* scale = scratch + 2 * int64_t{row_blocks} * C;
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_training", {
     const T* xt = static_cast<const T*>(x);
-    channel_partials<T>
-        <<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, dims, nullptr, part_a, nullptr);
+    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, nullptr, dims,
+                                                                                      nullptr, part_a, nullptr);
     CUDA_CHECK_LAUNCH("channel_partials (mean)");
     finalize_mean<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, mean);
     CUDA_CHECK_LAUNCH("finalize_mean");
-    channel_partials<T>
-        <<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, dims, mean, part_a, nullptr);
+    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, nullptr, dims, mean,
+                                                                                      part_a, nullptr);
     CUDA_CHECK_LAUNCH("channel_partials (variance)");
     finalize_var<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, gamma, mean, var,
                                                              running_mean, running_var, momentum, eps, scale);
     CUDA_CHECK_LAUNCH("finalize_var");
-    normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, static_cast<T*>(y), dims, mean, scale, beta);
+    normalize<T>
+        <<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, static_cast<T*>(y), dims, mean, scale, beta, relu);
     CUDA_CHECK_LAUNCH("normalize");
   });
 }
@@ -189,14 +199,14 @@ void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims,
   CUDA_CHECK_LAUNCH("inference_scale");
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_inference", {
     normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), dims,
-                                                                    running_mean, scratch, beta);
+                                                                    running_mean, scratch, beta, false);
     CUDA_CHECK_LAUNCH("normalize");
   });
 }
 
-void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dims4 dims, const float* gamma,
-                        const float* mean, const float* var, float* dgamma, float* dbeta, float eps, float* scratch,
-                        int row_blocks, cudaStream_t stream) {
+void batchnorm_backward(const void* x, const void* dy, const void* relu_y, void* dx, KType type, Dims4 dims,
+                        const float* gamma, const float* mean, const float* var, float* dgamma, float* dbeta, float eps,
+                        float* scratch, int row_blocks, cudaStream_t stream) {
   const int64_t C = dims.c;
   const double rows = static_cast<double>(dims.n * dims.h * dims.w);
   if (C == 0 || rows == 0) return;
@@ -206,14 +216,15 @@ void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dim
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_backward", {
     const T* xt = static_cast<const T*>(x);
     const T* dyt = static_cast<const T*>(dy);
+    const T* yt = static_cast<const T*>(relu_y);
     channel_partials<T>
-        <<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, dyt, dims, mean, part_a, part_b);
+        <<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, dyt, yt, dims, mean, part_a, part_b);
     CUDA_CHECK_LAUNCH("channel_partials (backward)");
     finalize_backward<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, part_b, C, row_blocks, rows, gamma, var, eps,
                                                                   dgamma, dbeta, coef, coef + C, coef + 2 * C);
     CUDA_CHECK_LAUNCH("finalize_backward");
-    backward_dx<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, dyt, static_cast<T*>(dx), dims, mean, coef,
-                                                                      coef + C, coef + 2 * C);
+    backward_dx<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, dyt, yt, static_cast<T*>(dx), dims, mean,
+                                                                      coef, coef + C, coef + 2 * C);
     CUDA_CHECK_LAUNCH("backward_dx");
   });
 }

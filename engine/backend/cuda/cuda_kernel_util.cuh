@@ -40,6 +40,14 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
+// Whether the ReLU kernels pass a value (and its gradient): FP32 above 0 (not NaN); a 16-bit value with a clear sign
+// bit that is not zero (its NaNs too), as relu_forward_16 tests the bits. Fused kernels use the same test, so that
+// they match the separate ops bit for bit.
+__device__ __forceinline__ bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
+__device__ __forceinline__ bool relu_passes(float v) { return v > 0.0f; }
+__device__ __forceinline__ bool relu_passes(__half v) { return positive16(__half_as_ushort(v)); }
+__device__ __forceinline__ bool relu_passes(__nv_bfloat16 v) { return positive16(__bfloat16_as_ushort(v)); }
+
 // Any element type as float and back, chosen at run time (for the conversion kernels, where the memory traffic
 // dwarfs a uniform switch).
 __device__ __forceinline__ float load_any(const void* p, KType t, int64_t i) {

@@ -54,8 +54,6 @@ __global__ void slice_channels_kernel(const E* src, int64_t rows, int64_t padded
 
 // ---- Elementwise ----------------------------------------------------------------------------------------------
 
-__device__ __forceinline__ bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
-
 __global__ void relu_forward_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
     y[i] = x[i] > 0.0f ? x[i] : 0.0f;
@@ -73,8 +71,10 @@ __global__ void relu_backward_16(const uint16_t* y, const uint16_t* dy, uint16_t
     dx[i] = positive16(y[i]) ? dy[i] : uint16_t{0};
 }
 
+// y = a + b, then with relu the ReLU of the rounded sum (add_relu: what add then relu_forward write).
 template <class T>
-__global__ void add_kernel(const T* a, Dims4 ad, const T* b, Dims4 bd, T* y, Dims4 yd, bool same_order, int64_t total) {
+__global__ void add_kernel(const T* a, Dims4 ad, const T* b, Dims4 bd, T* y, Dims4 yd, bool same_order, int64_t total,
+                           bool relu) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     int64_t ia = i, ib = i;
     if (!same_order) {
@@ -83,7 +83,8 @@ __global__ void add_kernel(const T* a, Dims4 ad, const T* b, Dims4 bd, T* y, Dim
       ia = offset_of(ad, n, c, h, w);
       ib = offset_of(bd, n, c, h, w);
     }
-    y[i] = from_float<T>(to_float(a[ia]) + to_float(b[ib]));
+    const T sum = from_float<T>(to_float(a[ia]) + to_float(b[ib]));
+    y[i] = !relu || relu_passes(sum) ? sum : from_float<T>(0.0f);
   }
 }
 
@@ -181,8 +182,8 @@ __global__ void column_sum_kernel(const void* dy, KType dyt, int64_t rows, int64
 
 // One block per row.
 __global__ void softmax_cross_entropy_rows(const float* logits, const int32_t* labels, int64_t N, int64_t K,
-                                           float smoothing, float grad_scale, float* dlogits, double* row_loss,
-                                           LossResult* result) {
+                                           float smoothing, float grad_scale, const float* scale_from, float* dlogits,
+                                           double* row_loss, LossResult* result) {
   const int64_t n = blockIdx.x;
   const float* z = logits + n * K;
   float* dz = dlogits + n * K;
@@ -226,9 +227,10 @@ __global__ void softmax_cross_entropy_rows(const float* logits, const int32_t* l
                     (on_target - off_target) * (static_cast<double>(z[label]) - log_sum));
   }
   __syncthreads();
+  const float scale = scale_from ? grad_scale * *scale_from : grad_scale;
   for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {  // as the CPU backend: in double, rounded once
     const double target = k == label ? on_target : off_target;
-    dz[k] = static_cast<float>((exp(static_cast<double>(z[k]) - shared_log_sum) - target) / N) * grad_scale;
+    dz[k] = static_cast<float>((exp(static_cast<double>(z[k]) - shared_log_sum) - target) / N) * scale;
   }
 }
 
@@ -242,8 +244,11 @@ __global__ void mean_of_rows(const double* row_loss, int64_t N, LossResult* resu
 
 // ---- Optimizers -----------------------------------------------------------------------------------------------
 
+// copy: null, or the weights' 16-bit compute copy (copy_type), written from each updated weight in the same pass,
+// rounded as convert_kernel rounds.
 __global__ void sgd_kernel(float* w, const float* g, float* buf, int64_t n, float lr, float momentum,
-                           float weight_decay, bool nesterov, bool first_step, const float* found_inf) {
+                           float weight_decay, bool nesterov, bool first_step, const float* found_inf, void* copy,
+                           KType copy_type) {
   if (found_inf && *found_inf != 0.0f) return;  // the loss scaler skips this step
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     float d = g[i] + weight_decay * w[i];
@@ -252,16 +257,33 @@ __global__ void sgd_kernel(float* w, const float* g, float* buf, int64_t n, floa
       d = nesterov ? d + momentum * buf[i] : buf[i];
     }
     w[i] -= lr * d;
+    if (copy) store_any(copy, copy_type, i, w[i]);
   }
 }
 
+// With a loss-scale state: nothing where its found_inf is set, and the bias corrections from the count of steps
+// taken, step - skipped_steps, computed by each block's first thread as the host computes them (in double).
 __global__ void adam_kernel(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
-                            float eps, float step_size, float bias2_sqrt, float decay, float l2) {
+                            float eps, float step_size, float bias2_sqrt, float decay, float l2,
+                            const LossScaleDevice* state, int64_t step, float lr, void* copy, KType copy_type) {
+  if (state) {
+    if (state->found_inf != 0.0f) return;  // the loss scaler skips this step (the whole grid alike)
+    __shared__ float corrections[2];
+    if (threadIdx.x == 0) {
+      const double t = static_cast<double>(step - state->skipped_steps);
+      corrections[0] = static_cast<float>(lr / (1.0 - pow(static_cast<double>(beta1), t)));
+      corrections[1] = static_cast<float>(sqrt(1.0 - pow(static_cast<double>(beta2), t)));
+    }
+    __syncthreads();
+    step_size = corrections[0];
+    bias2_sqrt = corrections[1];
+  }
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const float gi = g[i] + l2 * w[i];
     m[i] = beta1 * m[i] + (1 - beta1) * gi;
     v[i] = beta2 * v[i] + (1 - beta2) * gi * gi;
     w[i] = w[i] * decay - step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + eps);
+    if (copy) store_any(copy, copy_type, i, w[i]);
   }
 }
 
@@ -322,6 +344,7 @@ __global__ void update_loss_scale_kernel(LossScaleDevice* s, double growth_facto
   if (s->found_inf != 0.0f) {
     s->scale = static_cast<float>(s->scale * backoff_factor);
     s->growth_tracker = 0;
+    ++s->skipped_steps;
   } else if (s->growth_tracker + 1 == growth_interval) {
     const float grown = static_cast<float>(s->scale * growth_factor);
     if (isfinite(grown)) s->scale = grown;
@@ -410,7 +433,7 @@ void relu_backward(const void* y, const void* dy, void* dx, KType type, int64_t 
   CUDA_CHECK_LAUNCH("relu_backward");
 }
 
-void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims4 y_dims, KType type,
+void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims4 y_dims, KType type, bool relu,
          cudaStream_t stream) {
   const int64_t total = y_dims.numel();
   if (total == 0) return;
@@ -418,7 +441,7 @@ void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims
   AMPWB_DISPATCH_FLOATING(type, "add",
                           add_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
                               static_cast<const T*>(a), a_dims, static_cast<const T*>(b), b_dims, static_cast<T*>(y),
-                              y_dims, same_order, total));
+                              y_dims, same_order, total, relu));
   CUDA_CHECK_LAUNCH("add_kernel");
 }
 
@@ -478,31 +501,33 @@ void column_sum(const void* dy, KType dy_type, int64_t rows, int64_t cols, void*
 }
 
 void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N, int64_t K, float label_smoothing,
-                           float grad_scale, float* dlogits, double* row_loss, LossResult* result,
-                           cudaStream_t stream) {
+                           float grad_scale, const float* scale_from, float* dlogits, double* row_loss,
+                           LossResult* result, cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(LossResult), stream));
   if (N == 0) return;
   AMPWB_CHECK(N < (int64_t{1} << 31), "softmax_cross_entropy: batch of " << N << " rows");
-  softmax_cross_entropy_rows<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, labels, N, K, label_smoothing,
-                                                                                grad_scale, dlogits, row_loss, result);
+  softmax_cross_entropy_rows<<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
+      logits, labels, N, K, label_smoothing, grad_scale, scale_from, dlogits, row_loss, result);
   CUDA_CHECK_LAUNCH("softmax_cross_entropy_rows");
   mean_of_rows<<<1, 1024, 0, stream>>>(row_loss, N, result);
   CUDA_CHECK_LAUNCH("mean_of_rows");
 }
 
 void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
-                float weight_decay, bool nesterov, bool first_step, const float* found_inf, cudaStream_t stream) {
+                float weight_decay, bool nesterov, bool first_step, const float* found_inf, void* copy, KType copy_type,
+                cudaStream_t stream) {
   if (n == 0) return;
   sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, momentum_buffer, n, lr, momentum, weight_decay, nesterov,
-                                                     first_step, found_inf);
+                                                     first_step, found_inf, copy, copy_type);
   CUDA_CHECK_LAUNCH("sgd_kernel");
 }
 
 void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
-                 float step_size, float bias2_sqrt, float decay, float l2, cudaStream_t stream) {
+                 float step_size, float bias2_sqrt, float decay, float l2, const LossScaleDevice* state, int64_t step,
+                 float lr, void* copy, KType copy_type, cudaStream_t stream) {
   if (n == 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, beta1, beta2, eps, step_size, bias2_sqrt, decay,
-                                                      l2);
+                                                      l2, state, step, lr, copy, copy_type);
   CUDA_CHECK_LAUNCH("adam_kernel");
 }
 

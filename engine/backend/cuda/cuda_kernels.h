@@ -47,8 +47,8 @@ void slice_channels(const void* src, int64_t rows, int64_t padded_c, void* dst, 
 // As the CPU backend: FP32 y = x > 0 ? x : 0; 16-bit types test the bits (sign clear, magnitude non-zero), exact.
 void relu_forward(const void* x, void* y, KType type, int64_t n, cudaStream_t stream);
 void relu_backward(const void* y, const void* dy, void* dx, KType type, int64_t n, cudaStream_t stream);
-// y = a + b, same logical shape and dtype; layouts may differ.
-void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims4 y_dims, KType type,
+// y = a + b, same logical shape and dtype; layouts may differ. relu: y = relu(a + b), as add then relu_forward.
+void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims4 y_dims, KType type, bool relu,
          cudaStream_t stream);
 
 // ---- Pooling ----------------------------------------------------------------------------------------------------
@@ -77,15 +77,17 @@ void column_sum(const void* dy, KType dy_type, int64_t rows, int64_t cols, void*
 int batchnorm_row_blocks(Dims4 dims, int sm_count);
 int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks);
 // mean and var (C) receive the batch mean and biased variance; running statistics as PyTorch (unbiased variance).
+// relu: y = relu(batch norm of x) in the same pass, as the two ops would round it.
 void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
                                 float* mean, float* var, float* running_mean, float* running_var, float momentum,
-                                float eps, float* scratch, int row_blocks, cudaStream_t stream);
+                                float eps, bool relu, float* scratch, int row_blocks, cudaStream_t stream);
 void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
                                  const float* running_mean, const float* running_var, float eps, float* scratch,
                                  cudaStream_t stream);
-void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dims4 dims, const float* gamma,
-                        const float* mean, const float* var, float* dgamma, float* dbeta, float eps, float* scratch,
-                        int row_blocks, cudaStream_t stream);
+// relu_y: null, or the output of a batch norm + ReLU: dy is read through its mask (relu_backward's), in both passes.
+void batchnorm_backward(const void* x, const void* dy, const void* relu_y, void* dx, KType type, Dims4 dims,
+                        const float* gamma, const float* mean, const float* var, float* dgamma, float* dbeta, float eps,
+                        float* scratch, int row_blocks, cudaStream_t stream);
 
 // ---- Loss ---------------------------------------------------------------------------------------------------------
 // What softmax_cross_entropy leaves in device memory for the host to read after one copy.
@@ -96,17 +98,25 @@ struct LossResult {
   int label = 0;      // one such label
 };
 // logits, dlogits (N,K) FP32; labels (N) I32; row_loss: N doubles of scratch.
-// dlogits = grad_scale * d(mean loss)/d(logits).
+// dlogits = grad_scale * (*scale_from, where not null: a loss scale in device memory) * d(mean loss)/d(logits).
 void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N, int64_t K, float label_smoothing,
-                           float grad_scale, float* dlogits, double* row_loss, LossResult* result, cudaStream_t stream);
+                           float grad_scale, const float* scale_from, float* dlogits, double* row_loss,
+                           LossResult* result, cudaStream_t stream);
 
 // ---- Optimizers over FP32 master weights (the CPU backend's formulas) ---------------------------------------------
 // found_inf: null, or the loss scaler's flag in device memory: when it is set the update changes nothing.
+// copy: null, or the weights' 16-bit compute copy (copy_type, same layout), written in the same pass as convert()
+// would write it.
 void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
-                float weight_decay, bool nesterov, bool first_step, const float* found_inf, cudaStream_t stream);
-// step_size = lr / (1 - beta1^t), bias2_sqrt = sqrt(1 - beta2^t), decay = 1 - lr wd (AdamW) or 1, l2 = wd (Adam) or 0
+                float weight_decay, bool nesterov, bool first_step, const float* found_inf, void* copy, KType copy_type,
+                cudaStream_t stream);
+// step_size = lr / (1 - beta1^t), bias2_sqrt = sqrt(1 - beta2^t), decay = 1 - lr wd (AdamW) or 1, l2 = wd (Adam) or 0.
+// state: null, or the loss scaler's: nothing changes where its found_inf is set, and t = step - its skipped_steps
+// (step_size and bias2_sqrt are then computed on the device from lr, beta1, beta2 and t).
+struct LossScaleDevice;
 void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
-                 float step_size, float bias2_sqrt, float decay, float l2, cudaStream_t stream);
+                 float step_size, float bias2_sqrt, float decay, float l2, const LossScaleDevice* state, int64_t step,
+                 float lr, void* copy, KType copy_type, cudaStream_t stream);
 
 // ---- The fused unscale + inf/NaN check + sum of squares over many tensors: one launch ----------------------------
 struct ScaleSegment {
@@ -125,7 +135,7 @@ struct LossScaleDevice {
   float scale;
   int growth_tracker;
   float found_inf;
-  int unused;
+  int skipped_steps;
 };
 // segments: device array; partials: `blocks` doubles; result must be zeroed (cudaMemsetAsync) before the launch.
 // loss_scale: null, or a state whose 1 / scale replaces factor and whose found_inf receives the check's answer.
