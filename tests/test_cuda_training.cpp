@@ -156,7 +156,12 @@ TEST(CudaDeferredSteps, NeverWaitForTheGpuAndFollowTheStepsThatWait) {
     return out;
   };
   const Run waiting = run(false), deferred = run(true);
-  EXPECT_EQ(waiting.waits, std::vector<int64_t>(40, 1)) << "a step that waits reads its numbers once";
+  ASSERT_EQ(waiting.results.size(), waiting.waits.size());
+  for (size_t i = 0; i < waiting.waits.size(); ++i) {  // a skipped step also copies its gradients back (forensics)
+    if (!waiting.results[i].skipped) {
+      EXPECT_EQ(waiting.waits[i], 1) << "step " << i << " reads its numbers once";
+    }
+  }
   std::vector<int64_t> no_waits(41, 0);
   no_waits.back() = 1;  // collecting the last step
   EXPECT_EQ(deferred.waits, no_waits);
