@@ -13,6 +13,8 @@ set -uo pipefail
 bundle=$(cd "$(dirname "$0")" && pwd)
 source "$bundle/env.sh"
 logs=${OUT:-$PWD/gpu-logs}
+packed=$logs/logs.tar.gz
+[ "${1:-}" != all ] || logs=/tmp/ampwb-verify-logs  # 'all' packs its logs into one file
 mkdir -p "$logs"
 run() { "$bundle/run" "$@"; }
 stage=${1:-tests}
@@ -43,7 +45,7 @@ case $stage in
     # Under memcheck: test_ops' many shapes with cuDNN's heuristics (timing every algorithm would outlast the call)
     # and without the 8000-step trace replay; test_cuda_ops' few with the timed search, whose workspace the first
     # execution reuses.
-    sanitized() { compute-sanitizer --tool memcheck --error-exitcode 9 "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" \
+    sanitized() { compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" \
       --library-path "$AMPWB_GPU_LIBRARY_PATH" "$AMPWB_GPU_HOME/libexec/$1" --gtest_brief=1 --gtest_filter="$2"; }
     AMPWB_CUDNN_BENCHMARK=0 step sanitizer-test_ops sanitized test_ops '*cuda*:Cuda*:-*DeviceLossScale*'
     step sanitizer-test_cuda_ops sanitized test_cuda_ops '*cuda*:Cuda*' ;;
@@ -58,6 +60,73 @@ case $stage in
     chmod +x "$bundle/bin/ampwb"
     step cuda_compare python3 "$(dirname "$bundle")/bench/cuda_compare.py" --ampwb "$bundle/bin/ampwb" \
       --rounds 2 --steps 20 --warmup 8 --timeout 240 --markdown "$@" ;;
-  *) echo "usage: verify.sh tests|train|bench" >&2; exit 2 ;;
+  all)
+    # Everything above in one call, most important first, inside a budget of AMPWB_VERIFY_SECONDS (default 480):
+    # a lease may be 15 minutes in all, so each part gets its own timeout, a part that no longer fits is skipped
+    # and named, and the logs are packed into $OUT/logs.tar.gz after every part (the device tool brings back few
+    # files, and a killed call still brings back what was packed). Parts may be named: verify.sh all ops train.
+    budget=${AMPWB_VERIFY_SECONDS:-480}; deadline=$((SECONDS + budget))
+    export AMPWB_GRADSCALER_TRACE="$(dirname "$bundle")/tests/golden/gradscaler_trace.json"
+    checkout=$(dirname "$bundle")
+    mkdir -p "$bundle/bin" && printf '#!/bin/sh\nexec "%s/run" ampwb "$@"\n' "$bundle" >"$bundle/bin/ampwb"
+    chmod +x "$bundle/bin/ampwb"
+    compare() { python3 "$checkout/bench/cuda_compare.py" --ampwb "$bundle/bin/ampwb" --rounds 1 --steps 15 \
+      --warmup 6 --timeout 100 --markdown "$@"; }
+    sanitized() { compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" \
+      --library-path "$AMPWB_GPU_LIBRARY_PATH" "$AMPWB_GPU_HOME/libexec/$1" --gtest_brief=1 --gtest_filter="$2"; }
+    timed() {  # timed NAME SECONDS COMMAND...: step under a timeout that also ends before the deadline
+      local name=$1 want=$2; shift 2
+      local left=$((deadline - SECONDS - 5))
+      if [ $left -lt 20 ]; then echo "== $name: skipped, ${left}s left of the budget"; return; fi
+      [ "$want" -lt $left ] || want=$left
+      step "$name" timeout -k 5 "$want" bash -c '"$@"' "$name" "$@"  # bash: the commands may be functions
+      tar -C "$logs" -czf "$packed.tmp" . && mv "$packed.tmp" "$packed"
+    }
+    export -f run compare sanitized
+    export bundle checkout
+    parts=("$@")
+    [ ${#parts[@]} -gt 0 ] || parts=(cuda_ops ops cuda_training train bench50 gradscaler bench18 sanitizer hostsync)
+    for part in "${parts[@]}"; do
+      case $part in
+        cuda_ops) timed cuda_ops 60 run test_cuda_ops --gtest_brief=1 ;;
+        ops) timed ops 120 run test_ops --gtest_brief=1 --gtest_filter='*cuda*:*Cuda*' ;;
+        cuda_training) timed cuda_training 150 run test_cuda_training --gtest_brief=1 ;;
+        placement) timed placement 120 run test_optim --gtest_brief=1 \
+          --gtest_filter=-ProfiledBackend.AmpwbBenchProfilePrintsEveryClassPerStep ;;
+        train)
+          for mode in fp32 tf32 amp-fp16 amp-bf16 fp16-o2; do
+            timed "train-$mode" 45 run ampwb train --device cuda --data "$AMPWB_DATA" --depth 20 --epochs 2 \
+              --batch-size 128 --precision "$mode" --db "$logs/runs.sqlite" --name "gpu $mode"
+          done
+          timed runs 10 run ampwb runs --db "$logs/runs.sqlite" ;;
+        bench50) timed bench50-fp16-fp32 200 compare --configs 50:224:256 --modes amp-fp16 fp32
+                 timed bench50-tf32-bf16 200 compare --configs 50:224:256 --modes tf32 amp-bf16 ;;
+        bench18) timed bench18 240 compare --configs 18:224:256 ;;
+        gradscaler) timed gradscaler_trace 60 python3 "$checkout/scripts/gradscaler_trace.py" --devices cuda cpu \
+          --out "$logs/gradscaler_trace.json" --against "$checkout/tests/golden/gradscaler_trace.json" ;;
+        sanitizer)
+          AMPWB_CUDNN_BENCHMARK=0 timed sanitizer-test_ops 200 sanitized test_ops '*cuda*:Cuda*:-*DeviceLossScale*'
+          timed sanitizer-test_cuda_ops 120 sanitized test_cuda_ops '*cuda*:Cuda*' ;;
+        bench50fp16) timed bench50-fp16 120 compare --configs 50:224:256 --modes amp-fp16 ;;
+        workspace)  # cuDNN's algorithms with a 4 GiB workspace limit instead of 256 MiB
+          AMPWB_CUDNN_WORKSPACE_MIB=4096 timed workspace-4096 60 run ampwb bench --device cuda --depth 50 \
+            --image-size 224 --batch-size 256 --precision amp-fp16 --steps 15 --warmup 6 --json ;;
+        fp32algos)  # strict FP32: GEMM-based algorithms only (the default) against any FMA algorithm, and the choices
+          for exact in 1 0; do
+            AMPWB_CUDNN_PLANS=1 AMPWB_CUDNN_EXACT_FP32=$exact timed "fp32-exact$exact" 60 run ampwb bench \
+              --device cuda --depth 18 --image-size 224 --batch-size 256 --precision fp32 --steps 4 --warmup 2 --json
+          done ;;
+        profile50) timed profile50-amp-fp16 60 run ampwb bench --device cuda --depth 50 --image-size 224 \
+          --batch-size 256 --precision amp-fp16 --steps 6 --warmup 4 --profile ;;
+        hostsync)
+          for s in every-step deferred every-step deferred; do
+            timed "hostsync-$s" 60 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \
+              --precision amp-fp16 --steps 15 --warmup 6 --host-sync "$s" --json
+          done ;;
+        *) echo "verify.sh all: unknown part $part" >&2; status=1 ;;
+      esac
+    done
+    echo "== all: $((SECONDS)) s of $budget" ;;
+  *) echo "usage: verify.sh tests|train|bench|all [PARTS...]" >&2; exit 2 ;;
 esac
 exit $status

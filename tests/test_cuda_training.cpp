@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 #include "amp/policy.h"
@@ -61,13 +62,16 @@ INSTANTIATE_TEST_SUITE_P(Modes, CudaEveryMode, ::testing::Values("fp32", "tf32",
                          });
 
 // One whole ResNet-18 training step per mode on the GPU and on the CPU backend, from the same weights and batch:
-// the loss, every gradient and every updated weight, as relative L2 distances over the whole model. The
-// tolerances are per mode, each with its reason; they were set without a GPU, from what each format can hold
-// (the CPU-only test Bf16Emulation.AgreesWithNativeBf16 measured 0.55% between two BF16 implementations), so a
-// first GPU run is also their calibration: docs/gpu.md.
+// the loss, every gradient and every updated weight, as relative L2 distances over the whole model. This step (a
+// fresh ResNet-18, batch 16 at 32 px, random labels) is ill-conditioned: on the CPU alone, the FP32 step with 1 and
+// with 2 threads (summation order only) differs by 4.8e-3 in its gradients, and amp-fp16's step differs from FP32's
+// by 0.11, amp-bf16's by 0.29; the updated weights by 4.2e-5, 9.6e-4 and 2.5e-3 (Xeon, 2026-11-26). The tolerances
+// below are those spreads with some margin: two implementations of one format may differ as much as the format differs
+// from FP32. A wrong kernel is off by far more (the op tests bound each op tightly). Measured GPU against CPU on an
+// H200: 3.1e-3, TF32 0.080, FP16 0.081, BF16 0.22 (docs/gpu/2026-11-26-h200).
 struct StepTolerance {
   const char* mode;
-  double loss, grads;
+  double loss, grads, weights;
   const char* why;
 };
 
@@ -87,20 +91,28 @@ TEST_P(CudaWholeStep, MatchesTheCpuBackendFromTheSameWeightsAndBatch) {
   const testing::StepOutcome on_cpu =
       testing::one_training_step(cpu, std::string(tol.mode) == "tf32" ? "fp32" : tol.mode, resnet18, 16, 17);
   ASSERT_EQ(on_gpu.skipped, on_cpu.skipped);
-  EXPECT_NEAR(on_gpu.loss, on_cpu.loss, tol.loss * std::fabs(on_cpu.loss)) << tol.why;
-  EXPECT_LT(testing::relative_l2(on_gpu.grads, on_cpu.grads), tol.grads) << tol.why;
+  const double loss = std::fabs(on_gpu.loss - on_cpu.loss) / std::fabs(on_cpu.loss);
+  const double grads = testing::relative_l2(on_gpu.grads, on_cpu.grads);
   // The update is lr * grad on top of equal weights: its error is the gradients', scaled down by lr.
-  EXPECT_LT(testing::relative_l2(on_gpu.weights, on_cpu.weights), tol.grads) << tol.why;
+  const double weights = testing::relative_l2(on_gpu.weights, on_cpu.weights);
+  std::printf("%s, GPU against CPU: loss %.3g, gradients %.3g, weights %.3g\n", tol.mode, loss, grads, weights);
+  EXPECT_LT(loss, tol.loss) << tol.why;
+  EXPECT_LT(grads, tol.grads) << tol.why;
+  EXPECT_LT(weights, tol.weights) << tol.why;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, CudaWholeStep,
     ::testing::Values(
-        StepTolerance{"fp32", 1e-4, 1e-3, "FP32 both sides; only summation orders and cuDNN's algorithms differ"},
-        StepTolerance{"tf32", 1e-2, 3e-2, "TF32 keeps 10 mantissa bits in the GPU's products (2^-11 per op)"},
-        StepTolerance{"amp-fp16", 1e-2, 3e-2, "FP16 storage on both sides, 2^-11 per op through 18 layers"},
-        StepTolerance{"amp-bf16", 3e-2, 6e-2, "BF16 storage on both sides, 2^-8 per op through 18 layers"},
-        StepTolerance{"fp16-o2", 1e-2, 3e-2, "as amp-fp16, with FP16 weights on both sides"}),
+        StepTolerance{"fp32", 1e-4, 1e-2, 4e-4,
+                      "FP32 both sides; summation order alone moves these gradients by 4.8e-3 on the CPU"},
+        StepTolerance{"tf32", 1e-2, 0.15, 5e-3,
+                      "TF32 rounds the products' inputs to FP16's 10 mantissa bits: no farther from FP32 than "
+                      "amp-fp16's 0.11 on the CPU"},
+        StepTolerance{"amp-fp16", 1e-2, 0.15, 5e-3, "FP16 storage on both sides; the CPU's amp-fp16 is 0.11 from FP32"},
+        StepTolerance{"amp-bf16", 3e-2, 0.4, 1.5e-2,
+                      "BF16 storage on both sides; the CPU's amp-bf16 is 0.29 from FP32"},
+        StepTolerance{"fp16-o2", 1e-2, 0.15, 5e-3, "as amp-fp16, with FP16 weights on both sides"}),
     [](const ::testing::TestParamInfo<StepTolerance>& info) {
       std::string name = info.param.mode;
       std::replace(name.begin(), name.end(), '-', '_');

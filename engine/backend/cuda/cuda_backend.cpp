@@ -2,7 +2,9 @@
 // capabilities, and the host<->device copies: convert() through pinned staging buffers, upload() on the copy stream.
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -57,12 +59,21 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   CUDNN_CHECK(cudnnCreate(&m.cudnn));
   CUDNN_CHECK(cudnnSetStream(m.cudnn, m.stream));
   CUBLAS_CHECK(cublasLtCreate(&m.cublas));
-  // AMPWB_CUDNN_BENCHMARK=0 lets cuDNN's heuristics choose: under compute-sanitizer, timing every algorithm of every
-  // shape would take longer than a lent GPU's call.
-  const char* benchmark = std::getenv("AMPWB_CUDNN_BENCHMARK");
-  const bool timed = options.benchmark_algorithms && !(benchmark && std::string(benchmark) == "0");
-  m.conv =
-      std::make_unique<cuda::ConvRunner>(m.cudnn, options.conv_workspace_limit, timed, options.exact_fp32_convolutions);
+  // Settings for experiments on a lent GPU, from the environment. AMPWB_CUDNN_BENCHMARK=0 lets cuDNN's heuristics
+  // choose (under compute-sanitizer, timing every algorithm of every shape would take longer than a lent GPU's
+  // call); AMPWB_CUDNN_WORKSPACE_MIB sets the convolution workspace limit; AMPWB_CUDNN_EXACT_FP32=0|1 allows or
+  // forbids FFT and Winograd algorithms in strict FP32; AMPWB_CUDNN_PLANS=1 prints the chosen algorithms at exit.
+  const auto setting = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v && *v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  const bool timed = options.benchmark_algorithms && setting("AMPWB_CUDNN_BENCHMARK").value_or("1") != "0";
+  size_t workspace_limit = options.conv_workspace_limit;
+  if (const auto mib = setting("AMPWB_CUDNN_WORKSPACE_MIB")) workspace_limit = std::stoull(*mib) << 20;
+  bool exact_fp32 = options.exact_fp32_convolutions;
+  if (const auto exact = setting("AMPWB_CUDNN_EXACT_FP32")) exact_fp32 = *exact != "0";
+  m.print_plans = setting("AMPWB_CUDNN_PLANS").value_or("0") != "0";
+  m.conv = std::make_unique<cuda::ConvRunner>(m.cudnn, workspace_limit, timed, exact_fp32);
   m.matmul = std::make_unique<cuda::MatmulRunner>(m.cublas);
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.host_results), sizeof(Impl::Results), cudaHostAllocDefault));
   m.device_results = m.bytes(sizeof(Impl::Results));
@@ -73,6 +84,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
 
 CudaBackend::~CudaBackend() {
   if (impl_) {
+    if (impl_->print_plans) std::fprintf(stderr, "cuDNN convolution plans:\n%s", impl_->conv->describe_plans().c_str());
     const int previous = [] {
       int d = 0;
       return cudaGetDevice(&d) == cudaSuccess ? d : -1;

@@ -139,6 +139,7 @@ struct CudaBackend::Impl {
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t cublas = nullptr;
   std::unique_ptr<cuda::ConvRunner> conv;
+  bool print_plans = false;  // AMPWB_CUDNN_PLANS=1: the chosen algorithms on stderr when the backend closes
   std::unique_ptr<cuda::MatmulRunner> matmul;
   Tensor matmul_workspace;  // U8, MatmulRunner::kWorkspaceBytes
   cuda_detail::PinnedRing to_device, uploads;

@@ -49,7 +49,7 @@ void CudaBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const
   m.check_device(y, "batch norm y");
   check_bn(x, y, {&gamma, &beta, &batch_mean, &batch_var, &running_mean, &running_var});
   const Dims4 d = dims_of(x);
-  const int row_blocks = cuda::batchnorm_row_blocks(d, m.props.multiProcessorCount);
+  const int row_blocks = cuda::batchnorm_row_blocks(d, ktype(x.dtype()), m.props.multiProcessorCount);
   Tensor scratch = m.empty({cuda::batchnorm_scratch_floats(d, row_blocks)}, DType::F32);
   cuda::batchnorm_forward_training(x.data(), y.data(), ktype(x.dtype()), d, gamma.data_as<float>(),
                                    beta.data_as<float>(), batch_mean.data_as<float>(), batch_var.data_as<float>(),
@@ -96,7 +96,7 @@ void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Te
     check_same(x, *relu_y, "batch norm + ReLU input and output");  // one offset reads x, dy and the mask
   }
   const Dims4 d = dims_of(x);
-  const int row_blocks = cuda::batchnorm_row_blocks(d, m.props.multiProcessorCount);
+  const int row_blocks = cuda::batchnorm_row_blocks(d, ktype(x.dtype()), m.props.multiProcessorCount);
   Tensor scratch = m.empty({cuda::batchnorm_scratch_floats(d, row_blocks)}, DType::F32);
   cuda::batchnorm_backward(x.data(), dy.data(), relu_y ? relu_y->data() : nullptr, dx.data(), ktype(x.dtype()), d,
                            gamma.data_as<float>(), batch_mean.data_as<float>(), batch_var.data_as<float>(),

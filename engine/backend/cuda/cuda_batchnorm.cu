@@ -1,11 +1,19 @@
 // Batch normalization kernels: per-channel reductions over (N, H, W) for FP32, FP16 and BF16 activations with FP32
 // scale, shift and statistics (see cuda_kernels.h for the contract).
 //
-// Reduction layout: blocks of 32 x 8 threads; threadIdx.x picks one of 32 neighbouring channels (coalesced reads
-// in NHWC), threadIdx.y and blockIdx.y stride over the M = N H W rows. Each block writes one FP32 partial per
-// channel; a one-thread-per-channel kernel adds the row_blocks partials in FP64 in a fixed order. Deterministic.
+// Reduction layout: threadIdx.x picks neighbouring channels (coalesced reads in NHWC), threadIdx.y and blockIdx.y
+// stride over the M = N H W rows. Each block writes one FP32 partial per channel; a one-thread-per-channel kernel
+// adds the row_blocks partials in FP64 in a fixed order. Deterministic.
+//
+// Two forms of every pass. The packed one, for NHWC with C a multiple of 16 bytes' worth of channels (every
+// ResNet layer): each thread moves 16 bytes at a time (8 FP16/BF16 or 4 FP32 channels), and the elementwise
+// passes find a pack's channels with one division per pack. The general one (NCHW, odd channel counts): one
+// element per thread and step, blocks of 32 channels x 8 rows. Both compute each element's value by the same
+// expressions, so they round alike; only the partial sums' order differs.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "backend/cuda/cuda_kernel_util.cuh"
@@ -140,6 +148,159 @@ __global__ void backward_dx(const T* x, const T* dy, const T* relu_y, T* dx, Dim
   }
 }
 
+// ---- The packed form ----------------------------------------------------------------------------------------------
+
+// n per-channel FP32 values from c (n a multiple of 4, c 16-byte aligned).
+template <int n>
+__device__ __forceinline__ void load_channels(const float* p, int64_t c, float (&out)[n]) {
+#pragma unroll
+  for (int k = 0; k < n; k += 4) {
+    const float4 f = __ldg(reinterpret_cast<const float4*>(p + c + k));
+    out[k] = f.x;
+    out[k + 1] = f.y;
+    out[k + 2] = f.z;
+    out[k + 3] = f.w;
+  }
+}
+
+constexpr int kPackedThreads = 256;
+
+// Lanes (channel packs) per block: up to 32 side by side, the rest of the block's threads down the rows.
+int packed_lanes(int64_t packs) { return static_cast<int>(std::min<int64_t>(packs, 32)); }
+
+// channel_partials for NHWC rows of C = packs * kPack<T> channels. Block (lanes, kPackedThreads / lanes).
+template <class T>
+__global__ void channel_partials_packed(const T* x, const T* dy, const T* relu_y, int64_t rows, int64_t channels,
+                                        const float* mean, float* part_a, float* part_b) {
+  constexpr int n = kPack<T>;
+  const int lanes = blockDim.x;
+  const int64_t pack = int64_t{blockIdx.x} * lanes + threadIdx.x, c0 = pack * n;
+  float a[n] = {}, b[n] = {}, mu[n] = {};
+  if (c0 < channels) {
+    if (mean) load_channels<n>(mean, c0, mu);
+    for (int64_t r = int64_t{blockIdx.y} * blockDim.y + threadIdx.y; r < rows; r += int64_t{gridDim.y} * blockDim.y) {
+      const int64_t o = r * channels + c0;
+      const Pack<T> xv = load_pack(x + o);
+      if (dy) {
+        const Pack<T> g = load_pack(dy + o);
+        Pack<T> mask;
+        if (relu_y) mask = load_pack(relu_y + o);
+#pragma unroll
+        for (int k = 0; k < n; ++k) {
+          const float gk = relu_y && !relu_passes(mask.v[k]) ? 0.0f : to_float(g.v[k]);
+          a[k] += gk;
+          b[k] += gk * (to_float(xv.v[k]) - mu[k]);
+        }
+      } else if (mean) {
+#pragma unroll
+        for (int k = 0; k < n; ++k) {
+          const float dv = to_float(xv.v[k]) - mu[k];
+          a[k] += dv * dv;
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < n; ++k) a[k] += to_float(xv.v[k]);
+      }
+    }
+  }
+  // [row thread][lane][k]; then one thread per (lane, k) adds the block's rows in order.
+  __shared__ float sa[kPackedThreads * n], sb[kPackedThreads * n];
+  const int tid = threadIdx.y * lanes + threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < n; ++k) {
+    sa[tid * n + k] = a[k];
+    sb[tid * n + k] = b[k];
+  }
+  __syncthreads();
+  if (tid >= lanes * n) return;
+  const int64_t c = int64_t{blockIdx.x} * lanes * n + tid;
+  if (c >= channels) return;
+  float ta = 0.0f, tb = 0.0f;
+  for (int y = 0; y < static_cast<int>(blockDim.y); ++y) {
+    ta += sa[y * lanes * n + tid];
+    tb += sb[y * lanes * n + tid];
+  }
+  part_a[int64_t{blockIdx.y} * channels + c] = ta;
+  if (part_b) part_b[int64_t{blockIdx.y} * channels + c] = tb;
+}
+
+// normalize, a pack per thread and step.
+template <class T>
+__global__ void normalize_packed(const T* x, T* y, int64_t packs_total, int64_t packs_per_row, const float* mean,
+                                 const float* scale, const float* beta, bool relu) {
+  constexpr int n = kPack<T>;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < packs_total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c0 = (i % packs_per_row) * n;
+    float mu[n], sc[n], be[n];
+    load_channels<n>(mean, c0, mu);
+    load_channels<n>(scale, c0, sc);
+    load_channels<n>(beta, c0, be);
+    const Pack<T> xv = load_pack(x + i * n);
+    Pack<T> out;
+#pragma unroll
+    for (int k = 0; k < n; ++k) {
+      const T v = from_float<T>((to_float(xv.v[k]) - mu[k]) * sc[k] + be[k]);
+      out.v[k] = !relu || relu_passes(v) ? v : from_float<T>(0.0f);
+    }
+    store_pack(y + i * n, out);
+  }
+}
+
+// backward_dx, a pack per thread and step.
+template <class T>
+__global__ void backward_dx_packed(const T* x, const T* dy, const T* relu_y, T* dx, int64_t packs_total,
+                                   int64_t packs_per_row, const float* mean, const float* coef_a, const float* coef_k1,
+                                   const float* coef_k2) {
+  constexpr int n = kPack<T>;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < packs_total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c0 = (i % packs_per_row) * n;
+    float mu[n], ca[n], k1[n], k2[n];
+    load_channels<n>(mean, c0, mu);
+    load_channels<n>(coef_a, c0, ca);
+    load_channels<n>(coef_k1, c0, k1);
+    load_channels<n>(coef_k2, c0, k2);
+    const Pack<T> xv = load_pack(x + i * n), g = load_pack(dy + i * n);
+    Pack<T> mask;
+    if (relu_y) mask = load_pack(relu_y + i * n);
+    Pack<T> out;
+#pragma unroll
+    for (int k = 0; k < n; ++k) {
+      const float gk = relu_y && !relu_passes(mask.v[k]) ? 0.0f : to_float(g.v[k]);
+      const float xmu = to_float(xv.v[k]) - mu[k];
+      out.v[k] = from_float<T>(ca[k] * (gk - k1[k] - xmu * k2[k]));
+    }
+    store_pack(dx + i * n, out);
+  }
+}
+
+// Whether the packed form applies: NHWC, whole packs of channels, and every pointer on a 16-byte boundary (the
+// allocator's are; a view into another tensor might not be). Null pointers (no ReLU mask) pass.
+bool packable(const Dims4& d, size_t element_size, std::initializer_list<const void*> pointers) {
+  if (!d.nhwc || d.c % static_cast<int64_t>(16 / element_size) != 0) return false;
+  for (const void* p : pointers)
+    if (!aligned16(p)) return false;
+  return true;
+}
+
+size_t element_size(KType type) { return type == KType::F32 ? 4 : 2; }
+
+template <class T>
+dim3 packed_block(const Dims4& d) {
+  const int lanes = packed_lanes(d.c / kPack<T>);
+  return dim3(static_cast<unsigned>(lanes), static_cast<unsigned>(kPackedThreads / lanes));
+}
+template <class T>
+dim3 packed_grid(const Dims4& d, int row_blocks) {
+  const int64_t packs = d.c / kPack<T>, lanes = packed_lanes(packs);
+  return dim3(static_cast<unsigned>((packs + lanes - 1) / lanes), static_cast<unsigned>(row_blocks));
+}
+template <class T>
+unsigned packed_elementwise_blocks(const Dims4& d) {
+  return static_cast<unsigned>(blocks_for(d.numel() / kPack<T>));
+}
+
 dim3 partial_grid(const Dims4& d, int row_blocks) {
   return dim3(static_cast<unsigned>((d.c + kChannelsPerBlock - 1) / kChannelsPerBlock),
               static_cast<unsigned>(row_blocks));
@@ -149,13 +310,22 @@ unsigned channel_blocks(int64_t channels) { return static_cast<unsigned>((channe
 
 }  // namespace
 
-int batchnorm_row_blocks(Dims4 dims, int sm_count) {
+int batchnorm_row_blocks(Dims4 dims, KType type, int sm_count) {
   const int64_t rows = dims.n * dims.h * dims.w;
+  // The block shape of the form that will run (the packed form's pointers are checked at launch; either form
+  // takes any number of row blocks).
+  int64_t channels_per_block = kChannelsPerBlock, rows_per_block = kRowsPerBlock, min_rows_per_thread = 32;
+  if (dims.c > 0 && packable(dims, element_size(type), {})) {
+    const int64_t pack = 16 / static_cast<int64_t>(element_size(type)), lanes = packed_lanes(dims.c / pack);
+    channels_per_block = lanes * pack;
+    rows_per_block = kPackedThreads / lanes;
+    min_rows_per_thread = 8;  // each of those rows is a whole pack
+  }
   // At least one group: an empty tensor (C = 0) reaches here before its op returns.
-  const int64_t channel_groups = std::max<int64_t>(1, (dims.c + kChannelsPerBlock - 1) / kChannelsPerBlock);
-  // About 8 blocks per multiprocessor in all, and at least 32 rows per thread row.
+  const int64_t channel_groups = std::max<int64_t>(1, (dims.c + channels_per_block - 1) / channels_per_block);
+  // About 8 blocks of 256 threads per multiprocessor in all, and a minimum of rows per thread.
   const int64_t by_occupancy = std::max<int64_t>(1, 8 * int64_t{sm_count > 0 ? sm_count : 1} / channel_groups);
-  const int64_t by_rows = std::max<int64_t>(1, rows / (32 * kRowsPerBlock));
+  const int64_t by_rows = std::max<int64_t>(1, rows / (min_rows_per_thread * rows_per_block));
   return static_cast<int>(std::min<int64_t>({by_occupancy, by_rows, 65535}));
 }
 
@@ -171,8 +341,27 @@ void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, 
   if (C == 0 || rows == 0) return;
   float* part_a = scratch;
   float* scale = scratch + 2 * int64_t{row_blocks} * C;
+  const bool packed = packable(dims, element_size(type), {x, y, mean, scale, beta});
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_training", {
     const T* xt = static_cast<const T*>(x);
+    if (packed) {
+      const int64_t rows_i = dims.n * dims.h * dims.w, packs_per_row = C / kPack<T>;
+      channel_partials_packed<T><<<packed_grid<T>(dims, row_blocks), packed_block<T>(dims), 0, stream>>>(
+          xt, nullptr, nullptr, rows_i, C, nullptr, part_a, nullptr);
+      CUDA_CHECK_LAUNCH("channel_partials_packed (mean)");
+      finalize_mean<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, mean);
+      CUDA_CHECK_LAUNCH("finalize_mean");
+      channel_partials_packed<T><<<packed_grid<T>(dims, row_blocks), packed_block<T>(dims), 0, stream>>>(
+          xt, nullptr, nullptr, rows_i, C, mean, part_a, nullptr);
+      CUDA_CHECK_LAUNCH("channel_partials_packed (variance)");
+      finalize_var<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, gamma, mean, var,
+                                                               running_mean, running_var, momentum, eps, scale);
+      CUDA_CHECK_LAUNCH("finalize_var");
+      normalize_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
+          xt, static_cast<T*>(y), dims.numel() / kPack<T>, packs_per_row, mean, scale, beta, relu);
+      CUDA_CHECK_LAUNCH("normalize_packed");
+      return;
+    }
     channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, nullptr, dims,
                                                                                       nullptr, part_a, nullptr);
     CUDA_CHECK_LAUNCH("channel_partials (mean)");
@@ -197,7 +386,15 @@ void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims,
   if (C == 0 || dims.numel() == 0) return;
   inference_scale<<<channel_blocks(C), kThreads, 0, stream>>>(gamma, running_var, C, eps, scratch);
   CUDA_CHECK_LAUNCH("inference_scale");
+  const bool packed = packable(dims, element_size(type), {x, y, running_mean, scratch, beta});
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_inference", {
+    if (packed) {
+      normalize_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), dims.numel() / kPack<T>, dims.c / kPack<T>, running_mean,
+          scratch, beta, false);
+      CUDA_CHECK_LAUNCH("normalize_packed");
+      return;
+    }
     normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), dims,
                                                                     running_mean, scratch, beta, false);
     CUDA_CHECK_LAUNCH("normalize");
@@ -213,10 +410,24 @@ void batchnorm_backward(const void* x, const void* dy, const void* relu_y, void*
   float* part_a = scratch;
   float* part_b = scratch + int64_t{row_blocks} * C;
   float* coef = scratch + 2 * int64_t{row_blocks} * C;
+  const bool packed = packable(dims, element_size(type), {x, dy, relu_y, dx, mean, coef, coef + C, coef + 2 * C});
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_backward", {
     const T* xt = static_cast<const T*>(x);
     const T* dyt = static_cast<const T*>(dy);
     const T* yt = static_cast<const T*>(relu_y);
+    if (packed) {
+      const int64_t rows_i = dims.n * dims.h * dims.w;
+      channel_partials_packed<T><<<packed_grid<T>(dims, row_blocks), packed_block<T>(dims), 0, stream>>>(
+          xt, dyt, yt, rows_i, C, mean, part_a, part_b);
+      CUDA_CHECK_LAUNCH("channel_partials_packed (backward)");
+      finalize_backward<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, part_b, C, row_blocks, rows, gamma, var,
+                                                                    eps, dgamma, dbeta, coef, coef + C, coef + 2 * C);
+      CUDA_CHECK_LAUNCH("finalize_backward");
+      backward_dx_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
+          xt, dyt, yt, static_cast<T*>(dx), dims.numel() / kPack<T>, C / kPack<T>, mean, coef, coef + C, coef + 2 * C);
+      CUDA_CHECK_LAUNCH("backward_dx_packed");
+      return;
+    }
     channel_partials<T>
         <<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, dyt, yt, dims, mean, part_a, part_b);
     CUDA_CHECK_LAUNCH("channel_partials (backward)");

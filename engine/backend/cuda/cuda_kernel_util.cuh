@@ -85,6 +85,26 @@ __device__ __forceinline__ void store_any(void* p, KType t, int64_t i, float v) 
   }
 }
 
+// 16 bytes of elements moved as one load or store: the packed kernels' unit (8 FP16/BF16 or 4 FP32 values).
+template <class T>
+constexpr int kPack = 16 / static_cast<int>(sizeof(T));  // channels per 16-byte load
+
+template <class T>
+struct alignas(16) Pack {
+  T v[kPack<T>];
+};
+template <class T>
+__device__ __forceinline__ Pack<T> load_pack(const T* p) {
+  Pack<T> r;
+  *reinterpret_cast<uint4*>(&r) = __ldg(reinterpret_cast<const uint4*>(p));
+  return r;
+}
+template <class T>
+__device__ __forceinline__ void store_pack(T* p, const Pack<T>& r) {
+  *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&r);
+}
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 // Storage offset of logical (n, c, h, w).
 __device__ __forceinline__ int64_t offset_of(const Dims4& d, int64_t n, int64_t c, int64_t h, int64_t w) {
   return d.nhwc ? ((n * d.h + h) * d.w + w) * d.c + c : ((n * d.c + c) * d.h + h) * d.w + w;

@@ -1,6 +1,7 @@
 // The CUDA backend's own kernels other than batch normalization: conversions, channel padding, ReLU, add, pooling,
 // linear helpers, softmax cross-entropy, optimizer updates and the fused scale-and-check. Simple grid-stride
-// kernels, one element per thread per iteration; see cuda_kernels.h for the contracts.
+// kernels, one element per thread per iteration (max pooling also has a packed form for NHWC); see cuda_kernels.h
+// for the contracts.
 #include <string>
 
 #include "backend/cuda/cuda_kernel_util.cuh"
@@ -34,22 +35,18 @@ __global__ void permute_kernel(const E* src, Dims4 sd, E* dst, Dims4 dd, int64_t
   }
 }
 
+// A row (pixel) per thread and step: channel counts are small where padding happens (3 image channels to 8), so
+// no division per element.
 template <class E>
 __global__ void pad_channels_kernel(const E* src, int64_t rows, int64_t c, E* dst, int64_t padded_c) {
-  const int64_t total = rows * padded_c;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = i / padded_c, ch = i % padded_c;
-    dst[i] = ch < c ? src[r * c + ch] : E(0);
-  }
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows; r += int64_t{gridDim.x} * blockDim.x)
+    for (int64_t ch = 0; ch < padded_c; ++ch) dst[r * padded_c + ch] = ch < c ? src[r * c + ch] : E(0);
 }
 
 template <class E>
 __global__ void slice_channels_kernel(const E* src, int64_t rows, int64_t padded_c, E* dst, int64_t c) {
-  const int64_t total = rows * c;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = i / c, ch = i % c;
-    dst[i] = src[r * padded_c + ch];
-  }
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows; r += int64_t{gridDim.x} * blockDim.x)
+    for (int64_t ch = 0; ch < c; ++ch) dst[r * c + ch] = src[r * padded_c + ch];
 }
 
 // ---- Elementwise ----------------------------------------------------------------------------------------------
@@ -139,6 +136,83 @@ __global__ void maxpool_backward_kernel(const T* dy, Dims4 yd, const uint8_t* ar
       }
     dx[i] = from_float<T>(sum);
   }
+}
+
+// The same two passes over NHWC tensors with whole 16-byte packs of channels (the stem's pool): a pack of
+// channels per thread, so the position arithmetic is done once per pack and the loads are 16 bytes wide. Each
+// channel's value is found by the same comparisons and sums, in the same order: bit for bit the kernels above.
+template <class T>
+__global__ void maxpool_forward_packed(const T* x, Dims4 xd, T* y, Dims4 yd, uint8_t* argmax, int kernel, int stride,
+                                       int padding) {
+  constexpr int n = kPack<T>;
+  const int64_t packs_per_row = yd.c / n, total = yd.numel() / n;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c0 = (i % packs_per_row) * n, pixel = i / packs_per_row;
+    const int64_t q = pixel % yd.w, p = (pixel / yd.w) % yd.h, image = pixel / (yd.w * yd.h);
+    const int64_t h0 = p * stride - padding, w0 = q * stride - padding;
+    float best[n] = {};
+    int best_at[n];
+#pragma unroll
+    for (int k = 0; k < n; ++k) best_at[k] = -1;
+    for (int kh = 0; kh < kernel; ++kh) {
+      const int64_t h = h0 + kh;
+      if (h < 0 || h >= xd.h) continue;
+      for (int kw = 0; kw < kernel; ++kw) {
+        const int64_t w = w0 + kw;
+        if (w < 0 || w >= xd.w) continue;
+        const Pack<T> v = load_pack(x + ((image * xd.h + h) * xd.w + w) * xd.c + c0);
+#pragma unroll
+        for (int k = 0; k < n; ++k) {
+          const float f = to_float(v.v[k]);
+          if (best_at[k] < 0 || f > best[k]) {  // the first maximum in scan order wins ties
+            best[k] = f;
+            best_at[k] = kh * kernel + kw;
+          }
+        }
+      }
+    }
+    Pack<T> out;
+#pragma unroll
+    for (int k = 0; k < n; ++k) {
+      out.v[k] = from_float<T>(best[k]);
+      argmax[i * n + k] = static_cast<uint8_t>(best_at[k] < 0 ? 0 : best_at[k]);
+    }
+    store_pack(y + i * n, out);
+  }
+}
+
+template <class T>
+__global__ void maxpool_backward_packed(const T* dy, Dims4 yd, const uint8_t* argmax, T* dx, Dims4 xd, int kernel,
+                                        int stride, int padding) {
+  constexpr int n = kPack<T>;
+  const int64_t packs_per_row = xd.c / n, total = xd.numel() / n;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c0 = (i % packs_per_row) * n, pixel = i / packs_per_row;
+    const int64_t w = pixel % xd.w, h = (pixel / xd.w) % xd.h, image = pixel / (xd.w * xd.h);
+    const int64_t hp = h + padding, wp = w + padding;
+    const int64_t p_begin = hp >= kernel ? (hp - kernel) / stride + 1 : 0;
+    const int64_t q_begin = wp >= kernel ? (wp - kernel) / stride + 1 : 0;
+    const int64_t p_end = min(hp / stride + 1, yd.h), q_end = min(wp / stride + 1, yd.w);
+    float sum[n] = {};
+    for (int64_t p = p_begin; p < p_end; ++p)
+      for (int64_t q = q_begin; q < q_end; ++q) {
+        const int64_t o = ((image * yd.h + p) * yd.w + q) * yd.c + c0;
+        const int at = static_cast<int>((hp - p * stride) * kernel + (wp - q * stride));
+        const Pack<T> g = load_pack(dy + o);
+#pragma unroll
+        for (int k = 0; k < n; ++k)
+          if (argmax[o + k] == at) sum[k] += to_float(g.v[k]);
+      }
+    Pack<T> out;
+#pragma unroll
+    for (int k = 0; k < n; ++k) out.v[k] = from_float<T>(sum[k]);
+    store_pack(dx + i * n, out);
+  }
+}
+
+// Whether the packed pooling kernels apply: both tensors NHWC with whole packs of channels, 16-byte aligned.
+bool pool_packable(const Dims4& a, const Dims4& b, size_t element_size, const void* pa, const void* pb) {
+  return a.nhwc && b.nhwc && a.c % static_cast<int64_t>(16 / element_size) == 0 && aligned16(pa) && aligned16(pb);
 }
 
 template <class T>
@@ -390,7 +464,7 @@ void convert(const void* src, KType src_type, Dims4 src_dims, void* dst, KType d
 
 void pad_channels(const void* src, int64_t rows, int64_t c, void* dst, int64_t padded_c, size_t element_size,
                   cudaStream_t stream) {
-  const int blocks = blocks_for(rows * padded_c);
+  const int blocks = blocks_for(rows);
   if (element_size == 2)
     pad_channels_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint16_t*>(src), rows, c,
                                                          static_cast<uint16_t*>(dst), padded_c);
@@ -402,7 +476,7 @@ void pad_channels(const void* src, int64_t rows, int64_t c, void* dst, int64_t p
 
 void slice_channels(const void* src, int64_t rows, int64_t padded_c, void* dst, int64_t c, size_t element_size,
                     cudaStream_t stream) {
-  const int blocks = blocks_for(rows * c);
+  const int blocks = blocks_for(rows);
   if (element_size == 2)
     slice_channels_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint16_t*>(src), rows, padded_c,
                                                            static_cast<uint16_t*>(dst), c);
@@ -449,22 +523,32 @@ void maxpool_forward(const void* x, Dims4 x_dims, void* y, Dims4 y_dims, uint8_t
                      int stride, int padding, cudaStream_t stream) {
   const int64_t total = y_dims.numel();
   if (total == 0) return;
-  AMPWB_DISPATCH_FLOATING(
-      type, "maxpool_forward",
+  const bool packed = pool_packable(x_dims, y_dims, type == KType::F32 ? 4 : 2, x, y);
+  AMPWB_DISPATCH_FLOATING(type, "maxpool_forward", {
+    if (packed)
+      maxpool_forward_packed<T><<<blocks_for(total / kPack<T>), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), x_dims, static_cast<T*>(y), y_dims, argmax, kernel, stride, padding);
+    else
       maxpool_forward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), x_dims, static_cast<T*>(y), y_dims, argmax, kernel, stride, padding));
-  CUDA_CHECK_LAUNCH("maxpool_forward_kernel");
+          static_cast<const T*>(x), x_dims, static_cast<T*>(y), y_dims, argmax, kernel, stride, padding);
+  });
+  CUDA_CHECK_LAUNCH("maxpool_forward");
 }
 
 void maxpool_backward(const void* dy, Dims4 y_dims, const uint8_t* argmax, void* dx, Dims4 x_dims, KType type,
                       int kernel, int stride, int padding, cudaStream_t stream) {
   const int64_t total = x_dims.numel();
   if (total == 0) return;
-  AMPWB_DISPATCH_FLOATING(
-      type, "maxpool_backward",
+  const bool packed = pool_packable(x_dims, y_dims, type == KType::F32 ? 4 : 2, dy, dx);
+  AMPWB_DISPATCH_FLOATING(type, "maxpool_backward", {
+    if (packed)
+      maxpool_backward_packed<T><<<blocks_for(total / kPack<T>), kThreads, 0, stream>>>(
+          static_cast<const T*>(dy), y_dims, argmax, static_cast<T*>(dx), x_dims, kernel, stride, padding);
+    else
       maxpool_backward_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
-          static_cast<const T*>(dy), y_dims, argmax, static_cast<T*>(dx), x_dims, kernel, stride, padding));
-  CUDA_CHECK_LAUNCH("maxpool_backward_kernel");
+          static_cast<const T*>(dy), y_dims, argmax, static_cast<T*>(dx), x_dims, kernel, stride, padding);
+  });
+  CUDA_CHECK_LAUNCH("maxpool_backward");
 }
 
 void global_avgpool_forward(const void* x, Dims4 x_dims, void* y, KType type, cudaStream_t stream) {

@@ -74,7 +74,7 @@ void column_sum(const void* dy, KType dy_type, int64_t rows, int64_t cols, void*
 // ---- Batch normalization (own kernels: FP32 statistics for FP32, FP16 and BF16 activations) --------------------
 // Two passes for the statistics (the mean, then the mean squared deviation: no cancellation), one to normalize.
 // Scratch: batchnorm_scratch_floats() FP32 values of device memory; row_blocks from batchnorm_row_blocks().
-int batchnorm_row_blocks(Dims4 dims, int sm_count);
+int batchnorm_row_blocks(Dims4 dims, KType type, int sm_count);
 int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks);
 // mean and var (C) receive the batch mean and biased variance; running statistics as PyTorch (unbiased variance).
 // relu: y = relu(batch norm of x) in the same pass, as the two ops would round it.
