@@ -116,6 +116,14 @@ case $stage in
             AMPWB_CUDNN_PLANS=1 AMPWB_CUDNN_EXACT_FP32=$exact timed "fp32-exact$exact" 60 run ampwb bench \
               --device cuda --depth 18 --image-size 224 --batch-size 256 --precision fp32 --steps 4 --warmup 2 --json
           done ;;
+        fp32nchw)  # strict FP32 convolutions in NCHW (AMPWB_CUDA_FP32_NCHW=1): the op tests, then ResNet-18's step
+          AMPWB_CUDA_FP32_NCHW=1 timed ops-fp32-nchw 60 run test_ops --gtest_brief=1 --gtest_filter='*cuda_conv2d_fp32*'
+          for nchw in 0 1; do
+            AMPWB_CUDA_FP32_NCHW=$nchw timed "fp32-nchw$nchw" 60 run ampwb bench --device cuda --depth 18 \
+              --image-size 224 --batch-size 256 --precision fp32 --steps 4 --warmup 2 --json
+          done ;;
+        sanitizer_training) AMPWB_CUDNN_BENCHMARK=0 timed sanitizer-test_cuda_training 240 sanitized \
+          test_cuda_training '*' ;;
         profile50) timed profile50-amp-fp16 60 run ampwb bench --device cuda --depth 50 --image-size 224 \
           --batch-size 256 --precision amp-fp16 --steps 6 --warmup 4 --profile ;;
         hostsync)

@@ -43,10 +43,11 @@ void CudaBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Co
               "conv2d_forward dtypes differ: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
   check_floating(x, "conv2d_forward");
   // 16-bit NHWC channel counts off a multiple of pad_input_channels run zero-padded (see the header).
+  const Layout layout = m.conv_layout(x);
   const int64_t C = m.padded_channels(x, x.c()), K = m.padded_channels(x, w.n());
-  const Tensor xin = C == x.c() ? x : m.pad(x, C);
-  const Tensor win = m.pad_weights(m.in_layout(w, x.layout()), K, C);
-  Tensor out = y.layout() == x.layout() ? y : m.empty(y.shape(), y.dtype(), x.layout());
+  const Tensor xin = C == x.c() ? m.in_layout(x, layout) : m.pad(x, C);
+  const Tensor win = m.pad_weights(m.in_layout(w, layout), K, C);
+  Tensor out = y.layout() == layout ? y : m.empty(y.shape(), y.dtype(), layout);
   Tensor result = K == y.c() ? out : m.empty({y.n(), K, y.h(), y.w()}, y.dtype(), Layout::NHWC);
   std::vector<Tensor> holders;
   m.conv->forward(m.conv_shape(xin, win, result, p), xin.data(), win.data(), result.data(), m.scratch(holders));
@@ -68,9 +69,9 @@ void CudaBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor
                                                                        << dy.describe() << " w " << w.describe()
                                                                        << " dx " << dx.describe());
   check_floating(dy, "conv2d_backward_data");
-  const Layout layout = dy.layout();
+  const Layout layout = m.conv_layout(dy);
   const int64_t C = m.padded_channels(dy, dx.c()), K = m.padded_channels(dy, dy.c());
-  const Tensor dyin = K == dy.c() ? dy : m.pad(dy, K);
+  const Tensor dyin = K == dy.c() ? m.in_layout(dy, layout) : m.pad(dy, K);
   const Tensor win = m.pad_weights(m.in_layout(w, layout), K, C);
   Tensor out = dx.layout() == layout ? dx : m.empty(dx.shape(), dx.dtype(), layout);
   // What cuDNN writes: out, or a channel-padded version of it.
@@ -96,9 +97,9 @@ void CudaBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Ten
               "conv2d_backward_weights dtypes differ: x " << x.describe() << " dy " << dy.describe());
   check_floating(x, "conv2d_backward_weights");
   check_floating(dw, "conv2d_backward_weights dw");
-  const Layout layout = x.layout();
+  const Layout layout = m.conv_layout(x);
   const int64_t C = m.padded_channels(x, x.c()), K = m.padded_channels(x, dy.c());
-  const Tensor xin = C == x.c() ? x : m.pad(x, C);
+  const Tensor xin = C == x.c() ? m.in_layout(x, layout) : m.pad(x, C);
   Tensor dyin = m.in_layout(dy, layout);
   if (K != dy.c()) dyin = m.pad(dyin, K);
   // cuDNN writes dw in x's dtype and layout; another dw (an FP32 gradient of FP16 weights, say) is converted to.

@@ -139,7 +139,8 @@ struct CudaBackend::Impl {
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t cublas = nullptr;
   std::unique_ptr<cuda::ConvRunner> conv;
-  bool print_plans = false;  // AMPWB_CUDNN_PLANS=1: the chosen algorithms on stderr when the backend closes
+  bool print_plans = false;     // AMPWB_CUDNN_PLANS=1: the chosen algorithms on stderr when the backend closes
+  bool fp32_conv_nchw = false;  // AMPWB_CUDA_FP32_NCHW=1: see conv_layout()
   std::unique_ptr<cuda::MatmulRunner> matmul;
   Tensor matmul_workspace;  // U8, MatmulRunner::kWorkspaceBytes
   cuda_detail::PinnedRing to_device, uploads;
@@ -269,6 +270,14 @@ struct CudaBackend::Impl {
   void slice(const Tensor& padded, Tensor& out) {
     cuda::slice_channels(padded.data(), out.n() * out.h() * out.w(), padded.c(), out.data(), out.c(),
                          dtype_size(out.dtype()), stream);
+  }
+
+  // The layout a convolution runs in: its activations' own, except strict FP32 in NCHW where fp32_conv_nchw asks.
+  // An experiment (AMPWB_CUDA_FP32_NCHW=1): in NHWC, cuDNN's legacy API offers only implicit-GEMM algorithms for
+  // FP32, 9x slower than PyTorch's (docs/benchmarks.md); NCHW has its classic kernels, at the price of transposes.
+  Layout conv_layout(const Tensor& activations) const {
+    return fp32_conv_nchw && activations.dtype() == DType::F32 && !options.allow_tf32 ? Layout::NCHW
+                                                                                      : activations.layout();
   }
 
   cuda::ConvMath conv_math(DType t) const {

@@ -1,7 +1,8 @@
 // The CUDA backend's own kernels other than batch normalization: conversions, channel padding, ReLU, add, pooling,
 // linear helpers, softmax cross-entropy, optimizer updates and the fused scale-and-check. Simple grid-stride
-// kernels, one element per thread per iteration (max pooling also has a packed form for NHWC); see cuda_kernels.h
-// for the contracts.
+// kernels, one element per thread per iteration, or 16 bytes where the data allows (ReLU, add, max pooling); see
+// cuda_kernels.h for the contracts.
+#include <initializer_list>
 #include <string>
 
 #include "backend/cuda/cuda_kernel_util.cuh"
@@ -51,37 +52,84 @@ __global__ void slice_channels_kernel(const E* src, int64_t rows, int64_t padded
 
 // ---- Elementwise ----------------------------------------------------------------------------------------------
 
-__global__ void relu_forward_f32(const float* x, float* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
-    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-__global__ void relu_forward_16(const uint16_t* x, uint16_t* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
-    y[i] = positive16(x[i]) ? x[i] : uint16_t{0};
-}
-__global__ void relu_backward_f32(const float* y, const float* dy, float* dx, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
-    dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}
-__global__ void relu_backward_16(const uint16_t* y, const uint16_t* dy, uint16_t* dx, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
-    dx[i] = positive16(y[i]) ? dy[i] : uint16_t{0};
+// Flat elementwise passes: whole 16-byte packs first where every pointer is 16-byte aligned (`packs` of them),
+// then the remaining elements one by one (all of them where a pointer is not aligned).
+__device__ __forceinline__ float relu_value(float v) { return v > 0.0f ? v : 0.0f; }
+__device__ __forceinline__ uint16_t relu_value(uint16_t bits) { return positive16(bits) ? bits : uint16_t{0}; }
+__device__ __forceinline__ float relu_gradient(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
+__device__ __forceinline__ uint16_t relu_gradient(uint16_t y, uint16_t dy) {
+  return positive16(y) ? dy : uint16_t{0};
 }
 
-// y = a + b, then with relu the ReLU of the rounded sum (add_relu: what add then relu_forward write).
+// E: float, or uint16_t for FP16 and BF16 (the ReLU tests their bits).
+template <class E>
+__global__ void relu_forward_kernel(const E* x, E* y, int64_t n, int64_t packs) {
+  constexpr int k = kPack<E>;
+  const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x, stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = first; i < packs; i += stride) {
+    const Pack<E> v = load_pack(x + i * k);
+    Pack<E> out;
+#pragma unroll
+    for (int j = 0; j < k; ++j) out.v[j] = relu_value(v.v[j]);
+    store_pack(y + i * k, out);
+  }
+  for (int64_t i = packs * k + first; i < n; i += stride) y[i] = relu_value(x[i]);
+}
+
+template <class E>
+__global__ void relu_backward_kernel(const E* y, const E* dy, E* dx, int64_t n, int64_t packs) {
+  constexpr int k = kPack<E>;
+  const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x, stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = first; i < packs; i += stride) {
+    const Pack<E> yv = load_pack(y + i * k), g = load_pack(dy + i * k);
+    Pack<E> out;
+#pragma unroll
+    for (int j = 0; j < k; ++j) out.v[j] = relu_gradient(yv.v[j], g.v[j]);
+    store_pack(dx + i * k, out);
+  }
+  for (int64_t i = packs * k + first; i < n; i += stride) dx[i] = relu_gradient(y[i], dy[i]);
+}
+
+// y = a + b in one storage order, then with relu the ReLU of the rounded sum.
 template <class T>
-__global__ void add_kernel(const T* a, Dims4 ad, const T* b, Dims4 bd, T* y, Dims4 yd, bool same_order, int64_t total,
-                           bool relu) {
+__device__ __forceinline__ T add_value(T a, T b, bool relu) {
+  const T sum = from_float<T>(to_float(a) + to_float(b));
+  return !relu || relu_passes(sum) ? sum : from_float<T>(0.0f);
+}
+template <class T>
+__global__ void add_same_order(const T* a, const T* b, T* y, int64_t n, int64_t packs, bool relu) {
+  constexpr int k = kPack<T>;
+  const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x, stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = first; i < packs; i += stride) {
+    const Pack<T> av = load_pack(a + i * k), bv = load_pack(b + i * k);
+    Pack<T> out;
+#pragma unroll
+    for (int j = 0; j < k; ++j) out.v[j] = add_value(av.v[j], bv.v[j], relu);
+    store_pack(y + i * k, out);
+  }
+  for (int64_t i = packs * k + first; i < n; i += stride) y[i] = add_value(a[i], b[i], relu);
+}
+
+// The number of whole packs of E in n elements where every pointer is 16-byte aligned, else 0.
+template <class E>
+int64_t whole_packs(int64_t n, std::initializer_list<const void*> pointers) {
+  for (const void* p : pointers)
+    if (!aligned16(p)) return 0;
+  return n / kPack<E>;
+}
+// Blocks for `packs` packs of E and the elements after them.
+template <class E>
+int flat_blocks(int64_t n, int64_t packs) {
+  return blocks_for(packs + (n - packs * kPack<E>));
+}
+
+// The same where the operands' layouts differ from y's (add_relu: what add then relu_forward write).
+template <class T>
+__global__ void add_any_order(const T* a, Dims4 ad, const T* b, Dims4 bd, T* y, Dims4 yd, int64_t total, bool relu) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t ia = i, ib = i;
-    if (!same_order) {
-      int64_t n, c, h, w;
-      coords_of(yd, i, n, c, h, w);
-      ia = offset_of(ad, n, c, h, w);
-      ib = offset_of(bd, n, c, h, w);
-    }
-    const T sum = from_float<T>(to_float(a[ia]) + to_float(b[ib]));
-    y[i] = !relu || relu_passes(sum) ? sum : from_float<T>(0.0f);
+    int64_t n, c, h, w;
+    coords_of(yd, i, n, c, h, w);
+    y[i] = add_value(a[offset_of(ad, n, c, h, w)], b[offset_of(bd, n, c, h, w)], relu);
   }
 }
 
@@ -488,22 +536,29 @@ void slice_channels(const void* src, int64_t rows, int64_t padded_c, void* dst, 
 
 void relu_forward(const void* x, void* y, KType type, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  if (type == KType::F32)
-    relu_forward_f32<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y), n);
-  else
-    relu_forward_16<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y),
-                                                            n);
+  if (type == KType::F32) {
+    const int64_t packs = whole_packs<float>(n, {x, y});
+    relu_forward_kernel<<<flat_blocks<float>(n, packs), kThreads, 0, stream>>>(static_cast<const float*>(x),
+                                                                                static_cast<float*>(y), n, packs);
+  } else {
+    const int64_t packs = whole_packs<uint16_t>(n, {x, y});
+    relu_forward_kernel<<<flat_blocks<uint16_t>(n, packs), kThreads, 0, stream>>>(
+        static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), n, packs);
+  }
   CUDA_CHECK_LAUNCH("relu_forward");
 }
 
 void relu_backward(const void* y, const void* dy, void* dx, KType type, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  if (type == KType::F32)
-    relu_backward_f32<<<blocks_for(n), kThreads, 0, stream>>>(
-        static_cast<const float*>(y), static_cast<const float*>(dy), static_cast<float*>(dx), n);
-  else
-    relu_backward_16<<<blocks_for(n), kThreads, 0, stream>>>(
-        static_cast<const uint16_t*>(y), static_cast<const uint16_t*>(dy), static_cast<uint16_t*>(dx), n);
+  if (type == KType::F32) {
+    const int64_t packs = whole_packs<float>(n, {y, dy, dx});
+    relu_backward_kernel<<<flat_blocks<float>(n, packs), kThreads, 0, stream>>>(
+        static_cast<const float*>(y), static_cast<const float*>(dy), static_cast<float*>(dx), n, packs);
+  } else {
+    const int64_t packs = whole_packs<uint16_t>(n, {y, dy, dx});
+    relu_backward_kernel<<<flat_blocks<uint16_t>(n, packs), kThreads, 0, stream>>>(
+        static_cast<const uint16_t*>(y), static_cast<const uint16_t*>(dy), static_cast<uint16_t*>(dx), n, packs);
+  }
   CUDA_CHECK_LAUNCH("relu_backward");
 }
 
@@ -512,11 +567,18 @@ void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims
   const int64_t total = y_dims.numel();
   if (total == 0) return;
   const bool same_order = a_dims.nhwc == y_dims.nhwc && b_dims.nhwc == y_dims.nhwc;
-  AMPWB_DISPATCH_FLOATING(type, "add",
-                          add_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
-                              static_cast<const T*>(a), a_dims, static_cast<const T*>(b), b_dims, static_cast<T*>(y),
-                              y_dims, same_order, total, relu));
-  CUDA_CHECK_LAUNCH("add_kernel");
+  AMPWB_DISPATCH_FLOATING(type, "add", {
+    if (same_order) {
+      const int64_t packs = whole_packs<T>(total, {a, b, y});
+      add_same_order<T><<<flat_blocks<T>(total, packs), kThreads, 0, stream>>>(
+          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), total, packs, relu);
+    } else {
+      add_any_order<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(a), a_dims,
+                                                                   static_cast<const T*>(b), b_dims,
+                                                                   static_cast<T*>(y), y_dims, total, relu);
+    }
+  });
+  CUDA_CHECK_LAUNCH("add");
 }
 
 void maxpool_forward(const void* x, Dims4 x_dims, void* y, Dims4 y_dims, uint8_t* argmax, KType type, int kernel,
