@@ -16,7 +16,7 @@ struct BenchOptions {
   bool json = false;
 };
 
-// The profile per timed step, in ms, by class; "other" is the host's own work between ops.
+// The profile per timed step, in ms, by class; "other" is the rest of the step's wall time (BenchResult::profile).
 nlohmann::ordered_json profile_json(const BenchResult& r, int steps) {
   nlohmann::ordered_json j;
   for (size_t i = 0; i < r.profile.seconds.size(); ++i)
@@ -27,8 +27,11 @@ nlohmann::ordered_json profile_json(const BenchResult& r, int steps) {
 
 void print_profile(const BenchResult& r, int steps) {
   const double step_ms = r.profiled_seconds * 1000.0 / steps;
-  std::printf("\nwhere a step's %.1f ms go (the device waited after every op: a profile, not the best speed):\n",
-              step_ms);
+  std::printf("\nwhere a step's %.1f ms go (%s):\n", step_ms,
+              r.profile_device_timed
+                  ? "each op timed between device events, the step running at full speed; other: the device idle "
+                    "between ops"
+                  : "each op timed on the host clock; other: the host's own work between ops");
   const nlohmann::ordered_json profile = profile_json(r, steps);  // items() refers into it
   for (const auto& [name, ms] : profile.items()) {
     const double value = ms.get<double>();

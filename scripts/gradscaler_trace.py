@@ -5,10 +5,12 @@ after update(). tests/golden/gradscaler_trace.json is this script's output; the 
 gradients and must follow it at every step.
 
 Needs PyTorch 2.3 or later (torch.amp.GradScaler on the CPU; Debian's 1.13 has no CPU kernels for it). The GPU
-machine's PyTorch records on "cuda" too (gpu-bundle/verify.sh tests), so the CUDA and CPU kernels can be compared:
+machine's PyTorch records on "cuda" too (gpu-bundle/verify.sh), so the CUDA and CPU kernels can be compared. The
+committed trace was recorded on an H200 with PyTorch 2.11 on "cuda" and "cpu", which agreed at every step, as did
+PyTorch 2.5.1's CPU trace before it (docs/gpu/2026-11-26-h200/call1):
 
-    python3 scripts/gradscaler_trace.py --devices cpu --out tests/golden/gradscaler_trace.json
-    python3 scripts/gradscaler_trace.py --devices cuda cpu --out "$OUT/gradscaler_trace.json"
+    python3 scripts/gradscaler_trace.py --devices cuda cpu --out tests/golden/gradscaler_trace.json
+    python3 scripts/gradscaler_trace.py --devices cpu --out trace.json --against tests/golden/gradscaler_trace.json
 """
 import argparse
 import json

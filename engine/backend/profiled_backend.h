@@ -50,6 +50,7 @@ class ProfiledBackend final : public Backend {
   // Time by device marks (the default off the CPU) or by the host's clock around each op, waiting for the device
   // after it (the default on the CPU, where that wait is nothing).
   void set_device_timing(bool on) { device_timing_ = on; }
+  bool device_timing() const { return device_timing_; }
   void set_enabled(bool enabled) { enabled_ = enabled; }
   // Times the host waited for the device to finish all the work queued (read_scalars, synchronize, a copy to the
   // host, collecting the newest posting), counted whether or not timing is enabled. Collecting an older posting

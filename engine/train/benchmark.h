@@ -23,7 +23,8 @@ struct BenchConfig {
   int threads = 0;
   uint64_t seed = 0;
   Stem stem = Stem::Auto;
-  bool profile = false;  // time every op by class (backend/profiled_backend.h); the device waits after each op
+  bool profile = false;  // time every op by class (backend/profiled_backend.h): on the host clock on a CPU, between
+                         // device events on a GPU
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions (backend.h)
   std::string host_sync = "auto";                      // every-step, deferred or auto, as TrainConfig::host_sync
 };
@@ -38,10 +39,12 @@ struct BenchResult {
   size_t max_rss_bytes = 0;        // the process's maximum resident set
   bool deferred = false;           // the steps ran without waiting for the device (MixedPrecisionStep::run_deferred)
   double host_waits_per_step = 0;  // over the timed steps (ProfiledBackend::host_waits)
-  // With BenchConfig::profile: the timed steps' op time by class, and their whole wall time (the rest is the host's
-  // own work between ops: the layers' bookkeeping, allocation, the policy's decisions).
+  // With BenchConfig::profile: the timed steps' op time by class, and their whole wall time. On a CPU the rest is
+  // the host's own work between ops (the layers' bookkeeping, allocation, the policy's decisions); on a GPU, where
+  // each op is timed between device events (profile_device_timed), it is the time the device spent between ops.
   OpTimes profile;
   double profiled_seconds = 0;
+  bool profile_device_timed = false;
 };
 
 BenchResult run_benchmark(const BenchConfig& config);

@@ -87,7 +87,7 @@ __device__ __forceinline__ void store_any(void* p, KType t, int64_t i, float v) 
 
 // 16 bytes of elements moved as one load or store: the packed kernels' unit (8 FP16/BF16 or 4 FP32 values).
 template <class T>
-constexpr int kPack = 16 / static_cast<int>(sizeof(T));  // channels per 16-byte load
+constexpr int kPack = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
 
 template <class T>
 struct alignas(16) Pack {
