@@ -126,6 +126,11 @@ case $stage in
           test_cuda_training '*' ;;
         profile50) timed profile50-amp-fp16 60 run ampwb bench --device cuda --depth 50 --image-size 224 \
           --batch-size 256 --precision amp-fp16 --steps 6 --warmup 4 --profile ;;
+        profiles)  # issue 18's profile table: amp-bf16 and fp32 beside profile50's amp-fp16
+          for mode in amp-bf16 fp32; do
+            timed "profile50-$mode" 90 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \
+              --precision "$mode" --steps 6 --warmup 4 --profile
+          done ;;
         hostsync)
           for s in every-step deferred every-step deferred; do
             timed "hostsync-$s" 60 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \

@@ -6,10 +6,11 @@
 // adds the row_blocks partials in FP64 in a fixed order. Deterministic.
 //
 // Two forms of every pass. The packed one, for NHWC with C a multiple of 16 bytes' worth of channels (every
-// ResNet layer): each thread moves 16 bytes at a time (8 FP16/BF16 or 4 FP32 channels), and the elementwise
-// passes find a pack's channels with one division per pack. The general one (NCHW, odd channel counts): one
-// element per thread and step, blocks of 32 channels x 8 rows. Both compute each element's value by the same
-// expressions, so they round alike; only the partial sums' order differs.
+// ResNet layer): each thread moves 16 bytes at a time (8 FP16/BF16 or 4 FP32 channels), the elementwise passes
+// find a pack's channels with one division per pack, and the forward statistics take one pass (Welford) instead
+// of two. The general one (NCHW, odd channel counts): one element per thread and step, blocks of 32 channels x 8
+// rows, the mean then the squared deviations. Both compute each element's output by the same expressions; the
+// statistics differ in their rounding only.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -168,38 +169,119 @@ constexpr int kPackedThreads = 256;
 // Lanes (channel packs) per block: up to 32 side by side, the rest of the block's threads down the rows.
 int packed_lanes(int64_t packs) { return static_cast<int>(std::min<int64_t>(packs, 32)); }
 
-// channel_partials for NHWC rows of C = packs * kPack<T> channels. Block (lanes, kPackedThreads / lanes).
+// The forward statistics in one pass over NHWC rows of C = packs * kPack<T> channels, block (lanes,
+// kPackedThreads / lanes): each thread keeps, per channel of its pack, the mean and the sum of squared deviations of
+// its rows (Welford's update, no cancellation), and the block merges its row threads' in order (Chan et al.'s
+// formula, in FP64) into one partial per channel: part_mean, part_m2.
+template <class T>
+__global__ void channel_moments_packed(const T* x, int64_t rows, int64_t channels, float* part_mean, float* part_m2) {
+  constexpr int n = kPack<T>;
+  const int lanes = blockDim.x;
+  const int64_t c0 = (int64_t{blockIdx.x} * lanes + threadIdx.x) * n;
+  float mean[n] = {}, m2[n] = {}, count = 0.0f;
+  if (c0 < channels) {
+    for (int64_t r = int64_t{blockIdx.y} * blockDim.y + threadIdx.y; r < rows; r += int64_t{gridDim.y} * blockDim.y) {
+      count += 1.0f;
+      const float inverse = 1.0f / count;
+      const Pack<T> xv = load_pack(x + r * channels + c0);
+#pragma unroll
+      for (int k = 0; k < n; ++k) {
+        const float v = to_float(xv.v[k]), d = v - mean[k];
+        mean[k] += d * inverse;
+        m2[k] += d * (v - mean[k]);
+      }
+    }
+  }
+  __shared__ float s_mean[kPackedThreads * n], s_m2[kPackedThreads * n], s_count[kPackedThreads];
+  const int tid = threadIdx.y * lanes + threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < n; ++k) {
+    s_mean[tid * n + k] = mean[k];
+    s_m2[tid * n + k] = m2[k];
+  }
+  s_count[tid] = count;
+  __syncthreads();
+  // One thread per (lane, k): the block's rows are the union of its row threads'. Their mean first, then the sum
+  // of squared deviations as each thread's own plus its count times its mean's squared distance.
+  if (tid >= lanes * n) return;
+  const int64_t c = int64_t{blockIdx.x} * lanes * n + tid;
+  if (c >= channels) return;
+  const int lane = tid / n, rows_here = static_cast<int>(blockDim.y);
+  double total = 0, sum = 0;
+  for (int y = 0; y < rows_here; ++y) {
+    const double k = s_count[y * lanes + lane];
+    total += k;
+    sum += k * s_mean[y * lanes * n + tid];
+  }
+  const double block_mean = total > 0 ? sum / total : 0.0;
+  double block_m2 = 0;
+  for (int y = 0; y < rows_here; ++y) {
+    const double k = s_count[y * lanes + lane], d = s_mean[y * lanes * n + tid] - block_mean;
+    block_m2 += s_m2[y * lanes * n + tid] + k * d * d;
+  }
+  part_mean[int64_t{blockIdx.y} * channels + c] = static_cast<float>(block_mean);
+  part_m2[int64_t{blockIdx.y} * channels + c] = static_cast<float>(block_m2);
+}
+
+// How many rows each block of channel_moments_packed's grid visited: row r went to block (r / rows_per_block) %
+// blocks, so every block has `full` cycles of rows_per_block rows, and the first ones share the rest.
+struct BlockRows {
+  int64_t full = 0, rest = 0, rows_per_block = 1;
+  __device__ __forceinline__ double of(int b) const {
+    const int64_t extra = rest - int64_t{b} * rows_per_block;
+    return static_cast<double>(full + (extra < 0 ? 0 : extra > rows_per_block ? rows_per_block : extra));
+  }
+};
+BlockRows block_rows(int64_t rows, int64_t rows_per_block, int blocks) {
+  const int64_t cycle = rows_per_block * blocks;
+  return {rows / cycle * rows_per_block, rows % cycle, rows_per_block};
+}
+
+// The batch mean and biased variance from the blocks' partials (merged as in the block, in a fixed order), then
+// what finalize_var does with them.
+__global__ void finalize_moments(const float* part_mean, const float* part_m2, int64_t channels, int row_blocks,
+                                 int64_t rows, BlockRows counts, const float* gamma, float* mean, float* var,
+                                 float* running_mean, float* running_var, float momentum, float eps, float* scale) {
+  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  double sum = 0;
+  for (int b = 0; b < row_blocks; ++b) sum += counts.of(b) * part_mean[int64_t{b} * channels + c];
+  const double mu = sum / static_cast<double>(rows);
+  double m2 = 0;
+  for (int b = 0; b < row_blocks; ++b) {
+    const double d = part_mean[int64_t{b} * channels + c] - mu;
+    m2 += part_m2[int64_t{b} * channels + c] + counts.of(b) * d * d;
+  }
+  const double v = m2 / static_cast<double>(rows);
+  mean[c] = static_cast<float>(mu);
+  var[c] = static_cast<float>(v);
+  const float unbias = rows > 1 ? static_cast<float>(static_cast<double>(rows) / static_cast<double>(rows - 1)) : 1.0f;
+  running_mean[c] = (1 - momentum) * running_mean[c] + momentum * mean[c];
+  running_var[c] = (1 - momentum) * running_var[c] + momentum * static_cast<float>(v) * unbias;
+  scale[c] = static_cast<float>(gamma[c] / sqrt(v + eps));
+}
+
+// The backward's partial sums per channel for NHWC rows of packs (channel_partials' dy form): a = sum dy,
+// b = sum dy (x - mean), dy masked by relu_y where given. Block (lanes, kPackedThreads / lanes).
 template <class T>
 __global__ void channel_partials_packed(const T* x, const T* dy, const T* relu_y, int64_t rows, int64_t channels,
                                         const float* mean, float* part_a, float* part_b) {
   constexpr int n = kPack<T>;
   const int lanes = blockDim.x;
-  const int64_t pack = int64_t{blockIdx.x} * lanes + threadIdx.x, c0 = pack * n;
+  const int64_t c0 = (int64_t{blockIdx.x} * lanes + threadIdx.x) * n;
   float a[n] = {}, b[n] = {}, mu[n] = {};
   if (c0 < channels) {
-    if (mean) load_channels<n>(mean, c0, mu);
+    load_channels<n>(mean, c0, mu);
     for (int64_t r = int64_t{blockIdx.y} * blockDim.y + threadIdx.y; r < rows; r += int64_t{gridDim.y} * blockDim.y) {
       const int64_t o = r * channels + c0;
-      const Pack<T> xv = load_pack(x + o);
-      if (dy) {
-        const Pack<T> g = load_pack(dy + o);
-        Pack<T> mask;
-        if (relu_y) mask = load_pack(relu_y + o);
+      const Pack<T> xv = load_pack(x + o), g = load_pack(dy + o);
+      Pack<T> mask;
+      if (relu_y) mask = load_pack(relu_y + o);
 #pragma unroll
-        for (int k = 0; k < n; ++k) {
-          const float gk = relu_y && !relu_passes(mask.v[k]) ? 0.0f : to_float(g.v[k]);
-          a[k] += gk;
-          b[k] += gk * (to_float(xv.v[k]) - mu[k]);
-        }
-      } else if (mean) {
-#pragma unroll
-        for (int k = 0; k < n; ++k) {
-          const float dv = to_float(xv.v[k]) - mu[k];
-          a[k] += dv * dv;
-        }
-      } else {
-#pragma unroll
-        for (int k = 0; k < n; ++k) a[k] += to_float(xv.v[k]);
+      for (int k = 0; k < n; ++k) {
+        const float gk = relu_y && !relu_passes(mask.v[k]) ? 0.0f : to_float(g.v[k]);
+        a[k] += gk;
+        b[k] += gk * (to_float(xv.v[k]) - mu[k]);
       }
     }
   }
@@ -221,7 +303,7 @@ __global__ void channel_partials_packed(const T* x, const T* dy, const T* relu_y
     tb += sb[y * lanes * n + tid];
   }
   part_a[int64_t{blockIdx.y} * channels + c] = ta;
-  if (part_b) part_b[int64_t{blockIdx.y} * channels + c] = tb;
+  part_b[int64_t{blockIdx.y} * channels + c] = tb;
 }
 
 // normalize, a pack per thread and step.
@@ -339,24 +421,21 @@ void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, 
   const int64_t C = dims.c;
   const double rows = static_cast<double>(dims.n * dims.h * dims.w);
   if (C == 0 || rows == 0) return;
-  float* part_a = scratch;
+  float* part_a = scratch;  // and part_a + row_blocks C: the packed form's second partial
   float* scale = scratch + 2 * int64_t{row_blocks} * C;
   const bool packed = packable(dims, element_size(type), {x, y, mean, scale, beta});
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_training", {
     const T* xt = static_cast<const T*>(x);
-    if (packed) {
+    if (packed) {  // the statistics in one pass
       const int64_t rows_i = dims.n * dims.h * dims.w, packs_per_row = C / kPack<T>;
-      channel_partials_packed<T><<<packed_grid<T>(dims, row_blocks), packed_block<T>(dims), 0, stream>>>(
-          xt, nullptr, nullptr, rows_i, C, nullptr, part_a, nullptr);
-      CUDA_CHECK_LAUNCH("channel_partials_packed (mean)");
-      finalize_mean<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, mean);
-      CUDA_CHECK_LAUNCH("finalize_mean");
-      channel_partials_packed<T><<<packed_grid<T>(dims, row_blocks), packed_block<T>(dims), 0, stream>>>(
-          xt, nullptr, nullptr, rows_i, C, mean, part_a, nullptr);
-      CUDA_CHECK_LAUNCH("channel_partials_packed (variance)");
-      finalize_var<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, gamma, mean, var,
-                                                               running_mean, running_var, momentum, eps, scale);
-      CUDA_CHECK_LAUNCH("finalize_var");
+      const dim3 block = packed_block<T>(dims);
+      channel_moments_packed<T>
+          <<<packed_grid<T>(dims, row_blocks), block, 0, stream>>>(xt, rows_i, C, part_a, part_a + row_blocks * C);
+      CUDA_CHECK_LAUNCH("channel_moments_packed");
+      finalize_moments<<<channel_blocks(C), kThreads, 0, stream>>>(
+          part_a, part_a + row_blocks * C, C, row_blocks, rows_i, block_rows(rows_i, block.y, row_blocks), gamma, mean,
+          var, running_mean, running_var, momentum, eps, scale);
+      CUDA_CHECK_LAUNCH("finalize_moments");
       normalize_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
           xt, static_cast<T*>(y), dims.numel() / kPack<T>, packs_per_row, mean, scale, beta, relu);
       CUDA_CHECK_LAUNCH("normalize_packed");

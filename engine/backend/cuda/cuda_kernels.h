@@ -72,7 +72,8 @@ void column_sum(const void* dy, KType dy_type, int64_t rows, int64_t cols, void*
                 cudaStream_t stream);
 
 // ---- Batch normalization (own kernels: FP32 statistics for FP32, FP16 and BF16 activations) --------------------
-// Two passes for the statistics (the mean, then the mean squared deviation: no cancellation), one to normalize.
+// The statistics without cancellation: in NHWC with whole 16-byte packs of channels one pass (Welford per thread,
+// merged in FP64), otherwise two (the mean, then the mean squared deviation); then one pass to normalize.
 // Scratch: batchnorm_scratch_floats() FP32 values of device memory; row_blocks from batchnorm_row_blocks().
 int batchnorm_row_blocks(Dims4 dims, KType type, int sm_count);
 int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks);
