@@ -57,9 +57,7 @@ __global__ void slice_channels_kernel(const E* src, int64_t rows, int64_t padded
 __device__ __forceinline__ float relu_value(float v) { return v > 0.0f ? v : 0.0f; }
 __device__ __forceinline__ uint16_t relu_value(uint16_t bits) { return positive16(bits) ? bits : uint16_t{0}; }
 __device__ __forceinline__ float relu_gradient(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
-__device__ __forceinline__ uint16_t relu_gradient(uint16_t y, uint16_t dy) {
-  return positive16(y) ? dy : uint16_t{0};
-}
+__device__ __forceinline__ uint16_t relu_gradient(uint16_t y, uint16_t dy) { return positive16(y) ? dy : uint16_t{0}; }
 
 // E: float, or uint16_t for FP16 and BF16 (the ReLU tests their bits).
 template <class E>
@@ -76,19 +74,27 @@ __global__ void relu_forward_kernel(const E* x, E* y, int64_t n, int64_t packs) 
   for (int64_t i = packs * k + first; i < n; i += stride) y[i] = relu_value(x[i]);
 }
 
-template <class E>
-__global__ void relu_backward_kernel(const E* y, const E* dy, E* dx, int64_t n, int64_t packs) {
+// out = op(a, b) element by element, for the binary passes below.
+template <class E, class Op>
+__global__ void binary_kernel(const E* a, const E* b, E* out, int64_t n, int64_t packs, Op op) {
   constexpr int k = kPack<E>;
   const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x, stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t i = first; i < packs; i += stride) {
-    const Pack<E> yv = load_pack(y + i * k), g = load_pack(dy + i * k);
-    Pack<E> out;
+    const Pack<E> av = load_pack(a + i * k), bv = load_pack(b + i * k);
+    Pack<E> result;
 #pragma unroll
-    for (int j = 0; j < k; ++j) out.v[j] = relu_gradient(yv.v[j], g.v[j]);
-    store_pack(dx + i * k, out);
+    for (int j = 0; j < k; ++j) result.v[j] = op(av.v[j], bv.v[j]);
+    store_pack(out + i * k, result);
   }
-  for (int64_t i = packs * k + first; i < n; i += stride) dx[i] = relu_gradient(y[i], dy[i]);
+  for (int64_t i = packs * k + first; i < n; i += stride) out[i] = op(a[i], b[i]);
 }
+
+struct ReluGradient {  // (y, dy) -> dx
+  template <class E>
+  __device__ E operator()(E y, E dy) const {
+    return relu_gradient(y, dy);
+  }
+};
 
 // y = a + b in one storage order, then with relu the ReLU of the rounded sum.
 template <class T>
@@ -96,19 +102,13 @@ __device__ __forceinline__ T add_value(T a, T b, bool relu) {
   const T sum = from_float<T>(to_float(a) + to_float(b));
   return !relu || relu_passes(sum) ? sum : from_float<T>(0.0f);
 }
-template <class T>
-__global__ void add_same_order(const T* a, const T* b, T* y, int64_t n, int64_t packs, bool relu) {
-  constexpr int k = kPack<T>;
-  const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x, stride = int64_t{gridDim.x} * blockDim.x;
-  for (int64_t i = first; i < packs; i += stride) {
-    const Pack<T> av = load_pack(a + i * k), bv = load_pack(b + i * k);
-    Pack<T> out;
-#pragma unroll
-    for (int j = 0; j < k; ++j) out.v[j] = add_value(av.v[j], bv.v[j], relu);
-    store_pack(y + i * k, out);
+struct AddMaybeRelu {
+  bool relu;
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return add_value(a, b, relu);
   }
-  for (int64_t i = packs * k + first; i < n; i += stride) y[i] = add_value(a[i], b[i], relu);
-}
+};
 
 // The number of whole packs of E in n elements where every pointer is 16-byte aligned, else 0.
 template <class E>
@@ -539,11 +539,11 @@ void relu_forward(const void* x, void* y, KType type, int64_t n, cudaStream_t st
   if (type == KType::F32) {
     const int64_t packs = whole_packs<float>(n, {x, y});
     relu_forward_kernel<<<flat_blocks<float>(n, packs), kThreads, 0, stream>>>(static_cast<const float*>(x),
-                                                                                static_cast<float*>(y), n, packs);
+                                                                               static_cast<float*>(y), n, packs);
   } else {
     const int64_t packs = whole_packs<uint16_t>(n, {x, y});
-    relu_forward_kernel<<<flat_blocks<uint16_t>(n, packs), kThreads, 0, stream>>>(
-        static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), n, packs);
+    relu_forward_kernel<<<flat_blocks<uint16_t>(n, packs), kThreads, 0, stream>>>(static_cast<const uint16_t*>(x),
+                                                                                  static_cast<uint16_t*>(y), n, packs);
   }
   CUDA_CHECK_LAUNCH("relu_forward");
 }
@@ -552,12 +552,13 @@ void relu_backward(const void* y, const void* dy, void* dx, KType type, int64_t 
   if (n == 0) return;
   if (type == KType::F32) {
     const int64_t packs = whole_packs<float>(n, {y, dy, dx});
-    relu_backward_kernel<<<flat_blocks<float>(n, packs), kThreads, 0, stream>>>(
-        static_cast<const float*>(y), static_cast<const float*>(dy), static_cast<float*>(dx), n, packs);
+    binary_kernel<<<flat_blocks<float>(n, packs), kThreads, 0, stream>>>(
+        static_cast<const float*>(y), static_cast<const float*>(dy), static_cast<float*>(dx), n, packs, ReluGradient{});
   } else {
     const int64_t packs = whole_packs<uint16_t>(n, {y, dy, dx});
-    relu_backward_kernel<<<flat_blocks<uint16_t>(n, packs), kThreads, 0, stream>>>(
-        static_cast<const uint16_t*>(y), static_cast<const uint16_t*>(dy), static_cast<uint16_t*>(dx), n, packs);
+    binary_kernel<<<flat_blocks<uint16_t>(n, packs), kThreads, 0, stream>>>(
+        static_cast<const uint16_t*>(y), static_cast<const uint16_t*>(dy), static_cast<uint16_t*>(dx), n, packs,
+        ReluGradient{});
   }
   CUDA_CHECK_LAUNCH("relu_backward");
 }
@@ -570,12 +571,11 @@ void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims
   AMPWB_DISPATCH_FLOATING(type, "add", {
     if (same_order) {
       const int64_t packs = whole_packs<T>(total, {a, b, y});
-      add_same_order<T><<<flat_blocks<T>(total, packs), kThreads, 0, stream>>>(
-          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), total, packs, relu);
+      binary_kernel<<<flat_blocks<T>(total, packs), kThreads, 0, stream>>>(
+          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), total, packs, AddMaybeRelu{relu});
     } else {
-      add_any_order<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(a), a_dims,
-                                                                   static_cast<const T*>(b), b_dims,
-                                                                   static_cast<T*>(y), y_dims, total, relu);
+      add_any_order<T><<<blocks_for(total), kThreads, 0, stream>>>(
+          static_cast<const T*>(a), a_dims, static_cast<const T*>(b), b_dims, static_cast<T*>(y), y_dims, total, relu);
     }
   });
   CUDA_CHECK_LAUNCH("add");
