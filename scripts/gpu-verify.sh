@@ -14,7 +14,8 @@ bundle=$(cd "$(dirname "$0")" && pwd)
 source "$bundle/env.sh"
 logs=${OUT:-$PWD/gpu-logs}
 packed=$logs/logs.tar.gz
-[ "${1:-}" != all ] || logs=/tmp/ampwb-verify-logs  # 'all' packs its logs into one file
+# 'all' packs its logs into one file, from a folder of its own (emptied: a warm machine keeps the last call's)
+[ "${1:-}" != all ] || { logs=/tmp/ampwb-verify-logs && rm -rf "$logs"; }
 mkdir -p "$logs"
 run() { "$bundle/run" "$@"; }
 stage=${1:-tests}
@@ -45,8 +46,9 @@ case $stage in
     # Under memcheck: test_ops' many shapes with cuDNN's heuristics (timing every algorithm would outlast the call)
     # and without the 8000-step trace replay; test_cuda_ops' few with the timed search, whose workspace the first
     # execution reuses.
-    sanitized() { compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" \
-      --library-path "$AMPWB_GPU_LIBRARY_PATH" "$AMPWB_GPU_HOME/libexec/$1" --gtest_brief=1 --gtest_filter="$2"; }
+    sanitized() { compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+      "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" --library-path "$AMPWB_GPU_LIBRARY_PATH" \
+      "$AMPWB_GPU_HOME/libexec/$1" --gtest_brief=1 --gtest_filter="$2"; }
     AMPWB_CUDNN_BENCHMARK=0 step sanitizer-test_ops sanitized test_ops '*cuda*:Cuda*:-*DeviceLossScale*'
     step sanitizer-test_cuda_ops sanitized test_cuda_ops '*cuda*:Cuda*' ;;
   train)
@@ -72,8 +74,9 @@ case $stage in
     chmod +x "$bundle/bin/ampwb"
     compare() { python3 "$checkout/bench/cuda_compare.py" --ampwb "$bundle/bin/ampwb" --rounds 1 --steps 15 \
       --warmup 6 --timeout 100 --markdown "$@"; }
-    sanitized() { compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" \
-      --library-path "$AMPWB_GPU_LIBRARY_PATH" "$AMPWB_GPU_HOME/libexec/$1" --gtest_brief=1 --gtest_filter="$2"; }
+    sanitized() { compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+      "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" --library-path "$AMPWB_GPU_LIBRARY_PATH" \
+      "$AMPWB_GPU_HOME/libexec/$1" --gtest_brief=1 --gtest_filter="$2"; }
     timed() {  # timed NAME SECONDS COMMAND...: step under a timeout that also ends before the deadline
       local name=$1 want=$2; shift 2
       local left=$((deadline - SECONDS - 5))
@@ -132,9 +135,9 @@ case $stage in
               --precision "$mode" --steps 6 --warmup 4 --profile
           done ;;
         hostsync)
-          for s in every-step deferred every-step deferred; do
+          for s in every-step deferred every-step-2 deferred-2; do
             timed "hostsync-$s" 60 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \
-              --precision amp-fp16 --steps 15 --warmup 6 --host-sync "$s" --json
+              --precision amp-fp16 --steps 15 --warmup 6 --host-sync "${s%-2}" --json
           done ;;
         *) echo "verify.sh all: unknown part $part" >&2; status=1 ;;
       esac
