@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 
 #include "backend/cuda/cuda_kernel_util.cuh"
@@ -356,17 +355,6 @@ __global__ void backward_dx_packed(const T* x, const T* dy, const T* relu_y, T* 
     store_pack(dx + i * n, out);
   }
 }
-
-// Whether the packed form applies: NHWC, whole packs of channels, and every pointer on a 16-byte boundary (the
-// allocator's are; a view into another tensor might not be). Null pointers (no ReLU mask) pass.
-bool packable(const Dims4& d, size_t element_size, std::initializer_list<const void*> pointers) {
-  if (!d.nhwc || d.c % static_cast<int64_t>(16 / element_size) != 0) return false;
-  for (const void* p : pointers)
-    if (!aligned16(p)) return false;
-  return true;
-}
-
-size_t element_size(KType type) { return type == KType::F32 ? 4 : 2; }
 
 template <class T>
 dim3 packed_block(const Dims4& d) {

@@ -6,7 +6,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -103,7 +105,18 @@ template <class T>
 __device__ __forceinline__ void store_pack(T* p, const Pack<T>& r) {
   *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&r);
 }
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+// Whether every pointer is on a 16-byte boundary (null ones pass): the allocator's are, a view into another
+// tensor might not be.
+inline bool aligned16(std::initializer_list<const void*> pointers) {
+  for (const void* p : pointers)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+inline size_t element_size(KType floating) { return floating == KType::F32 ? 4 : 2; }
+// Whether the packed kernels apply to an NHWC tensor of these dims: whole packs of channels, aligned pointers.
+inline bool packable(const Dims4& d, size_t element_size, std::initializer_list<const void*> pointers) {
+  return d.nhwc && d.c % static_cast<int64_t>(16 / element_size) == 0 && aligned16(pointers);
+}
 
 // Storage offset of logical (n, c, h, w).
 __device__ __forceinline__ int64_t offset_of(const Dims4& d, int64_t n, int64_t c, int64_t h, int64_t w) {

@@ -2,7 +2,6 @@
 // linear helpers, softmax cross-entropy, optimizer updates and the fused scale-and-check. Simple grid-stride
 // kernels, one element per thread per iteration, or 16 bytes where the data allows (ReLU, add, max pooling); see
 // cuda_kernels.h for the contracts.
-#include <initializer_list>
 #include <string>
 
 #include "backend/cuda/cuda_kernel_util.cuh"
@@ -113,9 +112,7 @@ struct AddMaybeRelu {
 // The number of whole packs of E in n elements where every pointer is 16-byte aligned, else 0.
 template <class E>
 int64_t whole_packs(int64_t n, std::initializer_list<const void*> pointers) {
-  for (const void* p : pointers)
-    if (!aligned16(p)) return 0;
-  return n / kPack<E>;
+  return aligned16(pointers) ? n / kPack<E> : 0;
 }
 // Blocks for `packs` packs of E and the elements after them.
 template <class E>
@@ -256,11 +253,6 @@ __global__ void maxpool_backward_packed(const T* dy, Dims4 yd, const uint8_t* ar
     for (int k = 0; k < n; ++k) out.v[k] = from_float<T>(sum[k]);
     store_pack(dx + i * n, out);
   }
-}
-
-// Whether the packed pooling kernels apply: both tensors NHWC with whole packs of channels, 16-byte aligned.
-bool pool_packable(const Dims4& a, const Dims4& b, size_t element_size, const void* pa, const void* pb) {
-  return a.nhwc && b.nhwc && a.c % static_cast<int64_t>(16 / element_size) == 0 && aligned16(pa) && aligned16(pb);
 }
 
 template <class T>
@@ -585,7 +577,7 @@ void maxpool_forward(const void* x, Dims4 x_dims, void* y, Dims4 y_dims, uint8_t
                      int stride, int padding, cudaStream_t stream) {
   const int64_t total = y_dims.numel();
   if (total == 0) return;
-  const bool packed = pool_packable(x_dims, y_dims, type == KType::F32 ? 4 : 2, x, y);
+  const bool packed = y_dims.nhwc && packable(x_dims, element_size(type), {x, y});
   AMPWB_DISPATCH_FLOATING(type, "maxpool_forward", {
     if (packed)
       maxpool_forward_packed<T><<<blocks_for(total / kPack<T>), kThreads, 0, stream>>>(
@@ -601,7 +593,7 @@ void maxpool_backward(const void* dy, Dims4 y_dims, const uint8_t* argmax, void*
                       int kernel, int stride, int padding, cudaStream_t stream) {
   const int64_t total = x_dims.numel();
   if (total == 0) return;
-  const bool packed = pool_packable(x_dims, y_dims, type == KType::F32 ? 4 : 2, dy, dx);
+  const bool packed = y_dims.nhwc && packable(x_dims, element_size(type), {dy, dx});
   AMPWB_DISPATCH_FLOATING(type, "maxpool_backward", {
     if (packed)
       maxpool_backward_packed<T><<<blocks_for(total / kPack<T>), kThreads, 0, stream>>>(
