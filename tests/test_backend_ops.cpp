@@ -140,7 +140,8 @@ void run(CaseRun& r, const BatchNormCase& c) {
     EXPECT_EQ(bytes_of(r.b, *fused), bytes_of(r.b, *separate)) << "batchnorm_relu statistics";
 
   Tensor fused_dx = r.out(x.shape(), r.layout), fused_dgamma = r.out32({c.C}), fused_dbeta = r.out32({c.C});
-  r.b.batchnorm_relu_backward(gx, fused_y, r.up(dy), ggamma, mean, var, fused_dx, fused_dgamma, fused_dbeta, eps);
+  r.b.batchnorm_relu_backward(gx, fused_y, r.up(dy), ggamma, gbeta, mean, var, fused_dx, fused_dgamma, fused_dbeta,
+                              eps);
   // The reference takes the ReLU's mask from the backend's own output: a value rounding to 0 blocks the gradient.
   const ref::BatchNormGrads relu_grads =
       ref::batchnorm_backward(rx, ref::relu_backward(reference(on_host(r.b, fused_y)), reference(dy)), rg, eps);
@@ -727,7 +728,7 @@ TEST(CpuBackend, BatchNormAndAveragePoolingGiveTheSameBitsOnEverySimdPath) {
         Tensor dgamma = Tensor::empty({C}, DType::F32), dbeta = Tensor::empty({C}, DType::F32);
         Tensor pooled = Tensor::empty({shape[0], C}, dtype), pooled_dx = Tensor::empty(shape, dtype, Layout::NHWC);
         b.batchnorm_relu_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, 0.1f, 1e-5f);
-        b.batchnorm_relu_backward(x, y, dy, gamma, mean, var, dx, dgamma, dbeta, 1e-5f);
+        b.batchnorm_relu_backward(x, y, dy, gamma, beta, mean, var, dx, dgamma, dbeta, 1e-5f);
         b.global_avgpool_forward(x, pooled);
         b.global_avgpool_backward(pooled_dy, pooled_dx);
         std::vector<std::vector<unsigned char>> results;

@@ -62,10 +62,10 @@ class StrictDeviceBackend final : public Backend {
     cpu_.batchnorm_relu_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, momentum, eps);
   }
   void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
-                               const Tensor& mean, const Tensor& var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
-                               float eps) override {
-    check({&x, &y, &dy, &gamma, &mean, &var, &dx, &dgamma, &dbeta});
-    cpu_.batchnorm_relu_backward(x, y, dy, gamma, mean, var, dx, dgamma, dbeta, eps);
+                               const Tensor& beta, const Tensor& mean, const Tensor& var, Tensor& dx, Tensor& dgamma,
+                               Tensor& dbeta, float eps) override {
+    check({&x, &y, &dy, &gamma, &beta, &mean, &var, &dx, &dgamma, &dbeta});
+    cpu_.batchnorm_relu_backward(x, y, dy, gamma, beta, mean, var, dx, dgamma, dbeta, eps);
   }
   void relu_forward(const Tensor& x, Tensor& y) override { check({&x, &y}), cpu_.relu_forward(x, y); }
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {

@@ -86,8 +86,8 @@ void Backend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gam
 }
 
 void Backend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
-                                      const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
-                                      Tensor& dbeta, float eps) {
+                                      const Tensor& /*beta*/, const Tensor& batch_mean, const Tensor& batch_var,
+                                      Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
   Tensor masked = Tensor::empty(dy.shape(), dy.dtype(), dy.layout(), dy.device());
   relu_backward(y, dy, masked);
   batchnorm_backward(x, masked, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps);

@@ -139,11 +139,13 @@ class Backend {
   virtual void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                                Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
                                                Tensor& running_var, float momentum, float eps);
-  // Its gradients from dy, the gradient of y; y from the forward (the ReLU's mask); dx as in batchnorm_backward.
-  // By default relu_backward, then batchnorm_backward.
+  // Its gradients from dy, the gradient of y; dx as in batchnorm_backward. The ReLU's mask is y > 0, read from y
+  // (the forward's output) or recomputed from x, gamma, beta and the batch statistics, bit for bit as the forward
+  // rounded y (the CUDA backend: one tensor fewer to read in each of its two passes). By default relu_backward,
+  // then batchnorm_backward.
   virtual void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
-                                       const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
-                                       Tensor& dbeta, float eps);
+                                       const Tensor& beta, const Tensor& batch_mean, const Tensor& batch_var,
+                                       Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps);
   virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;  // uses the output y
   // workspace: backend-defined record of the argmax, made by forward for backward. x and y in one layout; dy and dx

@@ -82,8 +82,8 @@ class ProfiledBackend final : public Backend {
                                        Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
                                        float momentum, float eps) override;
   void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
-                               const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
-                               Tensor& dbeta, float eps) override;
+                               const Tensor& beta, const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx,
+                               Tensor& dgamma, Tensor& dbeta, float eps) override;
   void relu_forward(const Tensor& x, Tensor& y) override;
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
   void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) override;

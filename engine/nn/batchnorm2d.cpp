@@ -57,8 +57,8 @@ Tensor BatchNorm2d::backward(const Tensor& output_grad) {
   const bool wide = input_grad_wide_ && !probe_ && emulates(input_.dtype());
   Tensor dx = wide ? Tensor::empty(input_.shape(), DType::F32, input_.layout(), input_.device()) : empty_like(input_);
   if (fused_) {
-    backend_.batchnorm_relu_backward(input_, output_, dy, gamma_.value, batch_mean_, batch_var_, dx, gamma_.grad,
-                                     beta_.grad, eps_);
+    backend_.batchnorm_relu_backward(input_, output_, dy, gamma_.value, beta_.value, batch_mean_, batch_var_, dx,
+                                     gamma_.grad, beta_.grad, eps_);
   } else {
     if (relu_) {
       Tensor masked = empty_like(dy);

@@ -124,9 +124,10 @@ void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
   batchnorm_chunked_backward(x, Tensor(), dy, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps, threads_);
 }
 
+// The mask from y: oneDNN's fused forward rounds by its own arithmetic, which the chunked passes cannot replay.
 void CpuBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
-                                         const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
-                                         Tensor& dbeta, float eps) {
+                                         const Tensor& /*beta*/, const Tensor& batch_mean, const Tensor& batch_var,
+                                         Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
   check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
   check_same(x, y, "batch norm input and its output");
   if (!is_wide_gradient(dx, x)) check_same(x, dx, "batch norm input and its gradient");

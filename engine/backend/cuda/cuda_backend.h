@@ -90,8 +90,8 @@ class CudaBackend final : public Backend {
                                        Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
                                        float momentum, float eps) override;
   void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
-                               const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
-                               Tensor& dbeta, float eps) override;
+                               const Tensor& beta, const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx,
+                               Tensor& dgamma, Tensor& dbeta, float eps) override;
   // Any dtype and layout; host to device, device to host, on the device, and host to host (through the CPU
   // backend). Host-to-device copies go through pinned staging buffers and do not wait for the GPU.
   void convert(const Tensor& src, Tensor& dst) override;
@@ -134,8 +134,8 @@ class CudaBackend final : public Backend {
   void batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& batch_mean,
                           Tensor& batch_var, Tensor& running_mean, Tensor& running_var, float momentum, float eps,
                           bool relu);
-  // relu_y: null, or the batch norm + ReLU's output, whose mask dy goes through.
-  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor* relu_y, const Tensor& gamma,
+  // relu_beta: null, or the beta of a batch norm + ReLU, whose mask dy goes through (recomputed from x).
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor* relu_beta,
                           const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
                           float eps);
   std::unique_ptr<Impl> impl_;

@@ -72,36 +72,34 @@ void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gam
 
 void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
                                      const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
-  batchnorm_backward(x, dy, nullptr, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps);
+  batchnorm_backward(x, dy, gamma, nullptr, batch_mean, batch_var, dx, dgamma, dbeta, eps);
 }
 
-void CudaBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
-                                          const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
-                                          Tensor& dbeta, float eps) {
-  batchnorm_backward(x, dy, &y, gamma, batch_mean, batch_var, dx, dgamma, dbeta, eps);
+// The mask recomputed from x (the kernels replay the forward's rounding): y is not read.
+void CudaBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& /*y*/, const Tensor& dy, const Tensor& gamma,
+                                          const Tensor& beta, const Tensor& batch_mean, const Tensor& batch_var,
+                                          Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
+  batchnorm_backward(x, dy, gamma, &beta, batch_mean, batch_var, dx, dgamma, dbeta, eps);
 }
 
-void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor* relu_y, const Tensor& gamma,
+void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor* relu_beta,
                                      const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
                                      Tensor& dbeta, float eps) {
-  CUDA_OP_ENTRY(&x, &dy, &gamma, &batch_mean, &batch_var, relu_y ? relu_y : &x);
+  CUDA_OP_ENTRY(&x, &dy, &gamma, &batch_mean, &batch_var, relu_beta ? relu_beta : &gamma);
   Impl& m = *impl_;
   m.check_device(x, "batch norm x");
   m.check_device(dy, "batch norm dy");
   m.check_device(dx, "batch norm dx");
   check_bn(x, dy, {&gamma, &batch_mean, &batch_var, &dgamma, &dbeta});
   check_same(x, dx, "batch norm input and its gradient");
-  if (relu_y) {
-    m.check_device(*relu_y, "batch norm + ReLU output");
-    check_same(x, *relu_y, "batch norm + ReLU input and output");  // one offset reads x, dy and the mask
-  }
+  if (relu_beta) check_bn(x, dy, {relu_beta});
   const Dims4 d = dims_of(x);
   const int row_blocks = cuda::batchnorm_row_blocks(d, ktype(x.dtype()), m.props.multiProcessorCount);
   Tensor scratch = m.empty({cuda::batchnorm_scratch_floats(d, row_blocks)}, DType::F32);
-  cuda::batchnorm_backward(x.data(), dy.data(), relu_y ? relu_y->data() : nullptr, dx.data(), ktype(x.dtype()), d,
-                           gamma.data_as<float>(), batch_mean.data_as<float>(), batch_var.data_as<float>(),
-                           dgamma.data_as<float>(), dbeta.data_as<float>(), eps, scratch.data_as<float>(), row_blocks,
-                           m.stream);
+  cuda::batchnorm_backward(x.data(), dy.data(), dx.data(), ktype(x.dtype()), d, gamma.data_as<float>(),
+                           relu_beta ? relu_beta->data_as<float>() : nullptr, batch_mean.data_as<float>(),
+                           batch_var.data_as<float>(), dgamma.data_as<float>(), dbeta.data_as<float>(), eps,
+                           scratch.data_as<float>(), row_blocks, m.stream);
 }
 
 // ---- Elementwise ------------------------------------------------------------------------------------------------

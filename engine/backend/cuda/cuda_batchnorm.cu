@@ -30,30 +30,47 @@ __device__ __forceinline__ int64_t row_offset(const Dims4& d, int64_t r, int64_t
   return ((r / hw) * d.c + c) * hw + r % hw;
 }
 
-// dy at o, through the mask of a fused ReLU's output relu_y where there is one: what relu_backward would write.
+// scale = gamma / sqrt(var + eps) from the FP32 variance the forward saves, so that the backward of a batch norm +
+// ReLU recomputes the forward's scale bit for bit.
+__device__ __forceinline__ float channel_scale(float gamma, float var, float eps) {
+  return static_cast<float>(gamma / sqrt(static_cast<double>(var) + eps));
+}
+
+// One output element, (x - mean) scale + beta in one fused multiply-add (pinned, so that the backward's replay
+// below rounds exactly as the forward did), rounded to T.
 template <class T>
-__device__ __forceinline__ float gradient_at(const T* dy, const T* relu_y, int64_t o) {
-  return to_float(relu_y && !relu_passes(relu_y[o]) ? from_float<T>(0.0f) : dy[o]);
+__device__ __forceinline__ T normalized(float x, float mean, float scale, float beta) {
+  return from_float<T>(__fmaf_rn(x - mean, scale, beta));
+}
+
+// dy through the mask of a fused ReLU, where there is one (relu_beta): the forward's output recomputed from x, so
+// that the backward need not read it; what relu_backward would pass on.
+template <class T>
+__device__ __forceinline__ float masked_gradient(T dy, float x, float mean, float scale, const float* relu_beta,
+                                                 int64_t c) {
+  return relu_beta && !relu_passes(normalized<T>(x, mean, scale, relu_beta[c])) ? 0.0f : to_float(dy);
 }
 
 // Partial sums per channel over this block's rows:
 //   dy == nullptr, mean == nullptr: a = sum x
 //   dy == nullptr, mean != nullptr: a = sum (x - mean)^2
-//   dy != nullptr:                  a = sum dy, b = sum dy (x - mean), dy masked by relu_y where given
+//   dy != nullptr:                  a = sum dy, b = sum dy (x - mean), dy masked by the ReLU where relu_beta is given
+//                                   (its scale from gamma and var)
 template <class T>
-__global__ void channel_partials(const T* x, const T* dy, const T* relu_y, Dims4 d, const float* mean, float* part_a,
-                                 float* part_b) {
+__global__ void channel_partials(const T* x, const T* dy, Dims4 d, const float* mean, const float* gamma,
+                                 const float* relu_beta, const float* var, float eps, float* part_a, float* part_b) {
   const int64_t c = int64_t{blockIdx.x} * kChannelsPerBlock + threadIdx.x;
   const int64_t rows = d.n * d.h * d.w;
   float a = 0.0f, b = 0.0f;
   if (c < d.c) {
     const float mu = mean ? mean[c] : 0.0f;
+    const float scale = relu_beta ? channel_scale(gamma[c], var[c], eps) : 0.0f;
     for (int64_t r = int64_t{blockIdx.y} * kRowsPerBlock + threadIdx.y; r < rows;
          r += int64_t{gridDim.y} * kRowsPerBlock) {
       const int64_t o = row_offset(d, r, c);
       const float v = to_float(x[o]);
       if (dy) {
-        const float g = gradient_at(dy, relu_y, o);
+        const float g = masked_gradient(dy[o], v, mu, scale, relu_beta, c);
         a += g;
         b += g * (v - mu);
       } else if (mean) {
@@ -100,12 +117,12 @@ __global__ void finalize_var(const float* part_a, int64_t channels, int row_bloc
   const float unbias = rows > 1 ? static_cast<float>(rows / (rows - 1)) : 1.0f;
   running_mean[c] = (1 - momentum) * running_mean[c] + momentum * mean[c];
   running_var[c] = (1 - momentum) * running_var[c] + momentum * static_cast<float>(v) * unbias;
-  scale[c] = static_cast<float>(gamma[c] / sqrt(v + eps));
+  scale[c] = channel_scale(gamma[c], var[c], eps);
 }
 
 __global__ void inference_scale(const float* gamma, const float* var, int64_t channels, float eps, float* scale) {
   const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (c < channels) scale[c] = static_cast<float>(gamma[c] / sqrt(static_cast<double>(var[c]) + eps));
+  if (c < channels) scale[c] = channel_scale(gamma[c], var[c], eps);
 }
 
 // y = (x - mean) * scale + beta; relu: then the ReLU of the rounded value (batch norm then relu_forward).
@@ -115,16 +132,17 @@ __global__ void normalize(const T* x, T* y, Dims4 d, const float* mean, const fl
   const int64_t total = d.numel();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = channel_of(d, i);
-    const T v = from_float<T>((to_float(x[i]) - mean[c]) * scale[c] + beta[c]);
+    const T v = normalized<T>(to_float(x[i]), mean[c], scale[c], beta[c]);
     y[i] = !relu || relu_passes(v) ? v : from_float<T>(0.0f);
   }
 }
 
 // dbeta = sum dy, dgamma = sum dy (x - mean) / sqrt(var + eps), and the coefficients of
-// dx = a (dy - k1 - (x - mean) k2) with a = gamma invstd, k1 = dbeta / M, k2 = invstd^2 sum dy (x - mean) / M.
+// dx = a (dy - k1 - (x - mean) k2) with a = gamma invstd, k1 = dbeta / M, k2 = invstd^2 sum dy (x - mean) / M;
+// forward_scale: the forward's scale, for a fused ReLU's mask.
 __global__ void finalize_backward(const float* part_a, const float* part_b, int64_t channels, int row_blocks,
                                   double rows, const float* gamma, const float* var, float eps, float* dgamma,
-                                  float* dbeta, float* coef_a, float* coef_k1, float* coef_k2) {
+                                  float* dbeta, float* coef_a, float* coef_k1, float* coef_k2, float* forward_scale) {
   const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (c >= channels) return;
   const double sum_dy = sum_partials(part_a, c, channels, row_blocks);
@@ -135,16 +153,20 @@ __global__ void finalize_backward(const float* part_a, const float* part_b, int6
   coef_a[c] = static_cast<float>(gamma[c] * invstd);
   coef_k1[c] = static_cast<float>(sum_dy / rows);
   coef_k2[c] = static_cast<float>(invstd * invstd * sum_dy_xmu / rows);
+  forward_scale[c] = channel_scale(gamma[c], var[c], eps);
 }
 
+// coef: a, k1, k2 and the forward's scale, C each (finalize_backward's).
 template <class T>
-__global__ void backward_dx(const T* x, const T* dy, const T* relu_y, T* dx, Dims4 d, const float* mean,
-                            const float* coef_a, const float* coef_k1, const float* coef_k2) {
+__global__ void backward_dx(const T* x, const T* dy, T* dx, Dims4 d, const float* mean, const float* relu_beta,
+                            const float* coef) {
   const int64_t total = d.numel();
+  const float *coef_a = coef, *coef_k1 = coef + d.c, *coef_k2 = coef + 2 * d.c, *scale = coef + 3 * d.c;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = channel_of(d, i);
-    const float xmu = to_float(x[i]) - mean[c];
-    dx[i] = from_float<T>(coef_a[c] * (gradient_at(dy, relu_y, i) - coef_k1[c] - xmu * coef_k2[c]));
+    const float v = to_float(x[i]), xmu = v - mean[c];
+    const float g = masked_gradient(dy[i], v, mean[c], scale[c], relu_beta, c);
+    dx[i] = from_float<T>(coef_a[c] * (g - coef_k1[c] - xmu * coef_k2[c]));
   }
 }
 
@@ -257,30 +279,32 @@ __global__ void finalize_moments(const float* part_mean, const float* part_m2, i
   const float unbias = rows > 1 ? static_cast<float>(static_cast<double>(rows) / static_cast<double>(rows - 1)) : 1.0f;
   running_mean[c] = (1 - momentum) * running_mean[c] + momentum * mean[c];
   running_var[c] = (1 - momentum) * running_var[c] + momentum * static_cast<float>(v) * unbias;
-  scale[c] = static_cast<float>(gamma[c] / sqrt(v + eps));
+  scale[c] = channel_scale(gamma[c], var[c], eps);
 }
 
 // The backward's partial sums per channel for NHWC rows of packs (channel_partials' dy form): a = sum dy,
-// b = sum dy (x - mean), dy masked by relu_y where given. Block (lanes, kPackedThreads / lanes).
+// b = sum dy (x - mean), dy masked by the ReLU where relu_beta is given. Block (lanes, kPackedThreads / lanes).
 template <class T>
-__global__ void channel_partials_packed(const T* x, const T* dy, const T* relu_y, int64_t rows, int64_t channels,
-                                        const float* mean, float* part_a, float* part_b) {
+__global__ void channel_partials_packed(const T* x, const T* dy, int64_t rows, int64_t channels, const float* mean,
+                                        const float* gamma, const float* relu_beta, const float* var, float eps,
+                                        float* part_a, float* part_b) {
   constexpr int n = kPack<T>;
   const int lanes = blockDim.x;
   const int64_t c0 = (int64_t{blockIdx.x} * lanes + threadIdx.x) * n;
-  float a[n] = {}, b[n] = {}, mu[n] = {};
+  float a[n] = {}, b[n] = {}, mu[n] = {}, scale[n] = {};
   if (c0 < channels) {
     load_channels<n>(mean, c0, mu);
+    if (relu_beta)
+      for (int k = 0; k < n; ++k) scale[k] = channel_scale(gamma[c0 + k], var[c0 + k], eps);
     for (int64_t r = int64_t{blockIdx.y} * blockDim.y + threadIdx.y; r < rows; r += int64_t{gridDim.y} * blockDim.y) {
       const int64_t o = r * channels + c0;
       const Pack<T> xv = load_pack(x + o), g = load_pack(dy + o);
-      Pack<T> mask;
-      if (relu_y) mask = load_pack(relu_y + o);
 #pragma unroll
       for (int k = 0; k < n; ++k) {
-        const float gk = relu_y && !relu_passes(mask.v[k]) ? 0.0f : to_float(g.v[k]);
+        const float v = to_float(xv.v[k]);
+        const float gk = masked_gradient(g.v[k], v, mu[k], scale[k], relu_beta, c0 + k);
         a[k] += gk;
-        b[k] += gk * (to_float(xv.v[k]) - mu[k]);
+        b[k] += gk * (v - mu[k]);
       }
     }
   }
@@ -321,7 +345,7 @@ __global__ void normalize_packed(const T* x, T* y, int64_t packs_total, int64_t 
     Pack<T> out;
 #pragma unroll
     for (int k = 0; k < n; ++k) {
-      const T v = from_float<T>((to_float(xv.v[k]) - mu[k]) * sc[k] + be[k]);
+      const T v = normalized<T>(to_float(xv.v[k]), mu[k], sc[k], be[k]);
       out.v[k] = !relu || relu_passes(v) ? v : from_float<T>(0.0f);
     }
     store_pack(y + i * n, out);
@@ -330,27 +354,26 @@ __global__ void normalize_packed(const T* x, T* y, int64_t packs_total, int64_t 
 
 // backward_dx, a pack per thread and step.
 template <class T>
-__global__ void backward_dx_packed(const T* x, const T* dy, const T* relu_y, T* dx, int64_t packs_total,
-                                   int64_t packs_per_row, const float* mean, const float* coef_a, const float* coef_k1,
-                                   const float* coef_k2) {
+__global__ void backward_dx_packed(const T* x, const T* dy, T* dx, int64_t packs_total, int64_t packs_per_row,
+                                   const float* mean, const float* relu_beta, const float* coef) {
   constexpr int n = kPack<T>;
+  const int64_t C = packs_per_row * n;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < packs_total;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c0 = (i % packs_per_row) * n;
-    float mu[n], ca[n], k1[n], k2[n];
+    float mu[n], ca[n], k1[n], k2[n], scale[n] = {};
     load_channels<n>(mean, c0, mu);
-    load_channels<n>(coef_a, c0, ca);
-    load_channels<n>(coef_k1, c0, k1);
-    load_channels<n>(coef_k2, c0, k2);
+    load_channels<n>(coef, c0, ca);
+    load_channels<n>(coef + C, c0, k1);
+    load_channels<n>(coef + 2 * C, c0, k2);
+    if (relu_beta) load_channels<n>(coef + 3 * C, c0, scale);
     const Pack<T> xv = load_pack(x + i * n), g = load_pack(dy + i * n);
-    Pack<T> mask;
-    if (relu_y) mask = load_pack(relu_y + i * n);
     Pack<T> out;
 #pragma unroll
     for (int k = 0; k < n; ++k) {
-      const float gk = relu_y && !relu_passes(mask.v[k]) ? 0.0f : to_float(g.v[k]);
-      const float xmu = to_float(xv.v[k]) - mu[k];
-      out.v[k] = from_float<T>(ca[k] * (gk - k1[k] - xmu * k2[k]));
+      const float v = to_float(xv.v[k]);
+      const float gk = masked_gradient(g.v[k], v, mu[k], scale[k], relu_beta, c0 + k);
+      out.v[k] = from_float<T>(ca[k] * (gk - k1[k] - (v - mu[k]) * k2[k]));
     }
     store_pack(dx + i * n, out);
   }
@@ -400,7 +423,7 @@ int batchnorm_row_blocks(Dims4 dims, KType type, int sm_count) {
 }
 
 int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks) {
-  return 2 * int64_t{row_blocks} * dims.c + 3 * dims.c;  // two partial arrays, three per-channel coefficients
+  return 2 * int64_t{row_blocks} * dims.c + 4 * dims.c;  // two partial arrays, four per-channel coefficients
 }
 
 void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
@@ -429,13 +452,13 @@ void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, 
       CUDA_CHECK_LAUNCH("normalize_packed");
       return;
     }
-    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, nullptr, dims,
-                                                                                      nullptr, part_a, nullptr);
+    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(
+        xt, nullptr, dims, nullptr, nullptr, nullptr, nullptr, eps, part_a, nullptr);
     CUDA_CHECK_LAUNCH("channel_partials (mean)");
     finalize_mean<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, mean);
     CUDA_CHECK_LAUNCH("finalize_mean");
-    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, nullptr, nullptr, dims, mean,
-                                                                                      part_a, nullptr);
+    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(
+        xt, nullptr, dims, mean, nullptr, nullptr, nullptr, eps, part_a, nullptr);
     CUDA_CHECK_LAUNCH("channel_partials (variance)");
     finalize_var<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, gamma, mean, var,
                                                              running_mean, running_var, momentum, eps, scale);
@@ -468,42 +491,42 @@ void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims,
   });
 }
 
-void batchnorm_backward(const void* x, const void* dy, const void* relu_y, void* dx, KType type, Dims4 dims,
-                        const float* gamma, const float* mean, const float* var, float* dgamma, float* dbeta, float eps,
-                        float* scratch, int row_blocks, cudaStream_t stream) {
+void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dims4 dims, const float* gamma,
+                        const float* relu_beta, const float* mean, const float* var, float* dgamma, float* dbeta,
+                        float eps, float* scratch, int row_blocks, cudaStream_t stream) {
   const int64_t C = dims.c;
   const double rows = static_cast<double>(dims.n * dims.h * dims.w);
   if (C == 0 || rows == 0) return;
   float* part_a = scratch;
   float* part_b = scratch + int64_t{row_blocks} * C;
-  float* coef = scratch + 2 * int64_t{row_blocks} * C;
-  const bool packed = packable(dims, element_size(type), {x, dy, relu_y, dx, mean, coef, coef + C, coef + 2 * C});
+  float* coef = scratch + 2 * int64_t{row_blocks} * C;  // a, k1, k2, the forward's scale
+  const bool packed =
+      packable(dims, element_size(type), {x, dy, dx, mean, coef, coef + C, coef + 2 * C, coef + 3 * C});
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_backward", {
     const T* xt = static_cast<const T*>(x);
     const T* dyt = static_cast<const T*>(dy);
-    const T* yt = static_cast<const T*>(relu_y);
     if (packed) {
-      const int64_t rows_i = dims.n * dims.h * dims.w;
       channel_partials_packed<T><<<packed_grid<T>(dims, row_blocks), packed_block<T>(dims), 0, stream>>>(
-          xt, dyt, yt, rows_i, C, mean, part_a, part_b);
+          xt, dyt, dims.n * dims.h * dims.w, C, mean, gamma, relu_beta, var, eps, part_a, part_b);
       CUDA_CHECK_LAUNCH("channel_partials_packed (backward)");
-      finalize_backward<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, part_b, C, row_blocks, rows, gamma, var,
-                                                                    eps, dgamma, dbeta, coef, coef + C, coef + 2 * C);
-      CUDA_CHECK_LAUNCH("finalize_backward");
-      backward_dx_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
-          xt, dyt, yt, static_cast<T*>(dx), dims.numel() / kPack<T>, C / kPack<T>, mean, coef, coef + C, coef + 2 * C);
-      CUDA_CHECK_LAUNCH("backward_dx_packed");
-      return;
+    } else {
+      channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(
+          xt, dyt, dims, mean, gamma, relu_beta, var, eps, part_a, part_b);
+      CUDA_CHECK_LAUNCH("channel_partials (backward)");
     }
-    channel_partials<T>
-        <<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(xt, dyt, yt, dims, mean, part_a, part_b);
-    CUDA_CHECK_LAUNCH("channel_partials (backward)");
     finalize_backward<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, part_b, C, row_blocks, rows, gamma, var, eps,
-                                                                  dgamma, dbeta, coef, coef + C, coef + 2 * C);
+                                                                  dgamma, dbeta, coef, coef + C, coef + 2 * C,
+                                                                  coef + 3 * C);
     CUDA_CHECK_LAUNCH("finalize_backward");
-    backward_dx<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, dyt, yt, static_cast<T*>(dx), dims, mean,
-                                                                      coef, coef + C, coef + 2 * C);
-    CUDA_CHECK_LAUNCH("backward_dx");
+    if (packed) {
+      backward_dx_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
+          xt, dyt, static_cast<T*>(dx), dims.numel() / kPack<T>, C / kPack<T>, mean, relu_beta, coef);
+      CUDA_CHECK_LAUNCH("backward_dx_packed");
+    } else {
+      backward_dx<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, dyt, static_cast<T*>(dx), dims, mean,
+                                                                        relu_beta, coef);
+      CUDA_CHECK_LAUNCH("backward_dx");
+    }
   });
 }
 

@@ -85,10 +85,11 @@ void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, 
 void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
                                  const float* running_mean, const float* running_var, float eps, float* scratch,
                                  cudaStream_t stream);
-// relu_y: null, or the output of a batch norm + ReLU: dy is read through its mask (relu_backward's), in both passes.
-void batchnorm_backward(const void* x, const void* dy, const void* relu_y, void* dx, KType type, Dims4 dims,
-                        const float* gamma, const float* mean, const float* var, float* dgamma, float* dbeta, float eps,
-                        float* scratch, int row_blocks, cudaStream_t stream);
+// relu_beta: null, or the beta of a batch norm + ReLU: dy is read through the ReLU's mask, in both passes, the
+// forward's output recomputed from x, gamma, relu_beta, mean and var, rounded as the forward rounded it.
+void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dims4 dims, const float* gamma,
+                        const float* relu_beta, const float* mean, const float* var, float* dgamma, float* dbeta,
+                        float eps, float* scratch, int row_blocks, cudaStream_t stream);
 
 // ---- Loss ---------------------------------------------------------------------------------------------------------
 // What softmax_cross_entropy leaves in device memory for the host to read after one copy.
