@@ -1,6 +1,8 @@
 // Tensors, the allocator's accounting and the RNG's determinism.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/tensor.h"
@@ -44,6 +46,39 @@ TEST(Allocator, TracksLiveAndPeakBytesAndReusesBlocks) {
   EXPECT_EQ(a.stats().peak_live_bytes, before.live_bytes + 4032 + 64);
   Tensor again = Tensor::empty({1000}, DType::F32);
   EXPECT_EQ(again.data(), first) << "a freed block of the same size is reused";
+}
+
+// A captured graph's pool: its blocks go back to it and to nobody else until it is released, and count as live.
+TEST(Allocator, APrivatePoolKeepsItsBlocksFromEveryoneElseUntilReleased) {
+  Allocator& a = cpu_allocator();
+  const int pool = a.new_pool();
+  const size_t live_before = a.stats().live_bytes;
+  void* pooled = nullptr;
+  a.begin_pool(pool);
+  {
+    Tensor t = Tensor::empty({3001}, DType::F32);  // a size no other test uses
+    pooled = t.data();
+  }
+  Tensor again = Tensor::empty({3001}, DType::F32);
+  EXPECT_EQ(again.data(), pooled) << "freed while filling, the block is the pool's to hand out again";
+  again = Tensor();
+  a.end_pool();
+  EXPECT_EQ(a.stats().live_bytes, live_before + 12032) << "a pool's free block is still the replays'";
+  Tensor outside = Tensor::empty({3001}, DType::F32);
+  EXPECT_NE(outside.data(), pooled) << "the shared cache never hands out a pool's block";
+  std::thread other([&] {
+    a.begin_pool(pool);
+    Tensor t = Tensor::empty({3001}, DType::F32);
+    EXPECT_EQ(t.data(), pooled) << "any thread filling the pool gets its blocks";
+    a.end_pool();
+  });
+  other.join();
+  outside = Tensor();
+  a.release_pool(pool);
+  EXPECT_EQ(a.stats().live_bytes, live_before);
+  Tensor after = Tensor::empty({3001}, DType::F32);
+  Tensor second = Tensor::empty({3001}, DType::F32);
+  EXPECT_TRUE(after.data() == pooled || second.data() == pooled) << "released, the block is the shared cache's";
 }
 
 TEST(Rng, SameSeedSameNumbersAndSaneDistributions) {

@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 #include <new>
+#include <stdexcept>
+#include <string>
 
 namespace ampwb {
 
@@ -13,32 +15,79 @@ size_t CachingAllocator::round_up(size_t bytes) const {
 void* CachingAllocator::allocate(size_t bytes) {
   const size_t size = round_up(bytes);
   std::lock_guard lock(mutex_);
-  void* ptr = nullptr;
-  auto it = free_blocks_.find(size);
-  if (it != free_blocks_.end() && !it->second.empty()) {
-    ptr = it->second.back();
+  const auto filling = filling_.find(std::this_thread::get_id());
+  const int pool = filling == filling_.end() ? 0 : filling->second;
+  FreeBlocks& cache = pool ? pools_[pool] : free_blocks_;
+  if (auto it = cache.find(size); it != cache.end() && !it->second.empty()) {
+    void* ptr = it->second.back();
     it->second.pop_back();
+    if (pool) return ptr;  // a pool's free blocks count as live already
     stats_.cached_bytes -= size;
-  } else {
-    ptr = device_allocate(size);
-    if (!ptr && stats_.cached_bytes > 0) {
-      empty_cache_locked();  // blocks of other sizes may make room
-      ptr = device_allocate(size);
-    }
-    if (!ptr) out_of_memory(size, stats_);
+    count_live(size);
+    return ptr;
   }
+  void* ptr = device_allocate(size);
+  if (!ptr && stats_.cached_bytes > 0) {
+    empty_cache_locked();  // blocks of other sizes may make room
+    ptr = device_allocate(size);
+  }
+  if (!ptr) out_of_memory(size, stats_);
+  if (pool) pool_of_[ptr] = pool;
+  count_live(size);
+  return ptr;
+}
+
+void CachingAllocator::count_live(size_t size) {
   stats_.live_bytes += size;
   if (stats_.live_bytes > stats_.peak_live_bytes) stats_.peak_live_bytes = stats_.live_bytes;
-  return ptr;
 }
 
 void CachingAllocator::release(void* ptr, size_t bytes) {
   if (!ptr) return;
   const size_t size = round_up(bytes);
   std::lock_guard lock(mutex_);
+  if (const auto owner = pool_of_.find(ptr); owner != pool_of_.end()) {
+    pools_[owner->second][size].push_back(ptr);  // still the replays'
+    return;
+  }
   free_blocks_[size].push_back(ptr);
   stats_.live_bytes -= size;
   stats_.cached_bytes += size;
+}
+
+int CachingAllocator::new_pool() {
+  std::lock_guard lock(mutex_);
+  pools_[next_pool_];
+  return next_pool_++;
+}
+
+void CachingAllocator::begin_pool(int pool) {
+  std::lock_guard lock(mutex_);
+  if (!pools_.count(pool)) throw std::logic_error("begin_pool: no pool " + std::to_string(pool));
+  filling_[std::this_thread::get_id()] = pool;
+}
+
+void CachingAllocator::end_pool() {
+  std::lock_guard lock(mutex_);
+  filling_.erase(std::this_thread::get_id());
+}
+
+void CachingAllocator::release_pool(int pool) {
+  std::lock_guard lock(mutex_);
+  const auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  for (auto& [size, blocks] : it->second) {  // free in the pool: the shared cache's now
+    for (void* ptr : blocks) {
+      pool_of_.erase(ptr);
+      free_blocks_[size].push_back(ptr);
+      stats_.live_bytes -= size;
+      stats_.cached_bytes += size;
+    }
+  }
+  pools_.erase(it);
+  // Blocks still held by tensors go to the shared cache when those are freed: as any other live block.
+  std::erase_if(pool_of_, [pool](const auto& entry) { return entry.second == pool; });
+  std::erase_if(filling_, [pool](const auto& entry) { return entry.second == pool; });
 }
 
 MemoryStats CachingAllocator::stats() const {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -25,6 +26,16 @@ class Allocator {
   virtual MemoryStats stats() const = 0;
   virtual void reset_peak() = 0;
   virtual void empty_cache() = 0;  // returns cached blocks to the system
+
+  // Private pools, for work captured once and replayed (a CUDA graph): a replay writes to the addresses the capture
+  // was given, so those blocks must never be handed to anyone else while the replays may run. Between
+  // begin_pool(pool) and end_pool() the calling thread allocates from the pool; a block of the pool goes back to it
+  // when freed, whenever and by whoever, never to the shared cache, and counts as live (the replays use it). After
+  // release_pool() its blocks are the shared cache's again (the captured work is gone).
+  virtual int new_pool() = 0;
+  virtual void begin_pool(int pool) = 0;
+  virtual void end_pool() = 0;
+  virtual void release_pool(int pool) = 0;
 };
 
 // Caches freed blocks by rounded size and hands them out again; counts live, peak and cached bytes. A subclass says
@@ -38,6 +49,10 @@ class CachingAllocator : public Allocator {
   MemoryStats stats() const final;
   void reset_peak() final;
   void empty_cache() final;  // subclasses call it from their destructors: live blocks belong to their tensors
+  int new_pool() final;
+  void begin_pool(int pool) final;
+  void end_pool() final;
+  void release_pool(int pool) final;
 
  protected:
   virtual void* device_allocate(size_t bytes) = 0;  // nullptr when out of memory; throws on other failures
@@ -46,12 +61,18 @@ class CachingAllocator : public Allocator {
 
  private:
   size_t round_up(size_t bytes) const;
+  void count_live(size_t size);
   void empty_cache_locked();
 
+  using FreeBlocks = std::unordered_map<size_t, std::vector<void*>>;  // rounded size -> blocks
   const size_t alignment_;
   mutable std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // rounded size -> blocks
+  FreeBlocks free_blocks_;
   MemoryStats stats_;
+  std::unordered_map<int, FreeBlocks> pools_;         // a private pool's free blocks
+  std::unordered_map<void*, int> pool_of_;            // every block a pool holds, live or free
+  std::unordered_map<std::thread::id, int> filling_;  // threads between begin_pool() and end_pool()
+  int next_pool_ = 1;
 };
 
 class CpuCachingAllocator final : public CachingAllocator {
