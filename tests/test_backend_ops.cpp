@@ -583,6 +583,51 @@ TEST_P(DeviceLossScale, AdamSkipsOnFoundInfAndCountsOnlyTheStepsTaken) {
       << "the count matters: 7 steps correct the bias less than 4";
 }
 
+// Given step values (what a captured step replays with), SGD and Adam read lr and the step there and ignore their
+// own: bit for bit the update given those by value, with or without a loss-scale state.
+TEST_P(DeviceLossScale, UpdatesReadLrAndStepFromStepValues) {
+  std::string why;
+  Backend* b = backend_for(GetParam(), why);
+  if (!b) GTEST_SKIP() << GetParam() << " cannot run here: " << why;
+  const std::vector<float> w0 = {0.5f, -1.0f, 2.0f}, g0 = {0.25f, 0.5f, -1.0f}, m0 = {0.1f, -0.2f, 0.3f},
+                           v0 = {0.01f, 0.04f, 0.09f};
+  const auto values = [&](float lr, int64_t step) {
+    Tensor host = Tensor::empty({kOptimizerStepBytes}, DType::U8);
+    const OptimizerStep s{lr, 0, step};
+    std::memcpy(host.data(), &s, sizeof s);
+    return on_device(*b, host);
+  };
+  LossScaleState clean;
+  clean.skipped_steps = 2;
+  const Tensor state = loss_scale_state(*b, clean);
+  for (const Tensor* with_state : {static_cast<const Tensor*>(nullptr), &state}) {
+    auto sgd = [&](float lr, const Tensor* step_values) {
+      Tensor w = on_device(*b, tensor_from_floats(w0, {3})), g = on_device(*b, tensor_from_floats(g0, {3}));
+      Tensor copy = on_device(*b, tensor_from_floats(w0, {3}, DType::BF16));
+      Tensor buffer = on_device(*b, tensor_from_floats(m0, {3}));
+      b->sgd_update(w, copy, g, buffer, {lr, 0.9f, 1e-4f, true, false, with_state, step_values});
+      return std::vector{to_float_vector(on_host(*b, w)), to_float_vector(on_host(*b, copy)),
+                         to_float_vector(on_host(*b, buffer))};
+    };
+    auto adam = [&](float lr, int64_t step, bool decoupled, const Tensor* step_values) {
+      Tensor w = on_device(*b, tensor_from_floats(w0, {3})), g = on_device(*b, tensor_from_floats(g0, {3}));
+      Tensor copy = on_device(*b, tensor_from_floats(w0, {3}, DType::F16));
+      Tensor m = on_device(*b, tensor_from_floats(m0, {3})), v = on_device(*b, tensor_from_floats(v0, {3}));
+      b->adam_update(w, copy, g, m, v, {lr, 0.9f, 0.999f, 1e-8f, 0.01f, decoupled, step, with_state, step_values});
+      return std::vector{to_float_vector(on_host(*b, w)), to_float_vector(on_host(*b, copy)),
+                         to_float_vector(on_host(*b, m)), to_float_vector(on_host(*b, v))};
+    };
+    const std::string where = with_state ? "with a loss-scale state" : "without one";
+    const Tensor at_3e_2_step_9 = values(3e-2f, 9);
+    EXPECT_EQ(sgd(0.5f, &at_3e_2_step_9), sgd(3e-2f, nullptr)) << where;
+    EXPECT_NE(sgd(0.5f, nullptr), sgd(3e-2f, nullptr)) << "the rate matters";
+    for (const bool decoupled : {false, true}) {
+      EXPECT_EQ(adam(0.5f, 1, decoupled, &at_3e_2_step_9), adam(3e-2f, 9, decoupled, nullptr)) << where;
+      EXPECT_NE(adam(3e-2f, 1, decoupled, nullptr), adam(3e-2f, 9, decoupled, nullptr)) << "the step matters";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, DeviceLossScale, ::testing::ValuesIn(backend_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 

@@ -38,10 +38,21 @@ struct ConvParams {
 struct PoolParams {
   int kernel = 3, stride = 2, padding = 1;
 };
+// What an optimizer's update changes from one step to the next, where the step runs (a backend tensor of
+// kOptimizerStepBytes U8 holding this struct): given one, an update reads lr and Adam's step there, not from its
+// parameters, so that a captured step (Backend::capture) replays with the values of each step, not of its capture.
+struct OptimizerStep {
+  float lr = 0;
+  int32_t unused = 0;
+  int64_t step = 0;  // AdamParams::step
+};
+inline constexpr int64_t kOptimizerStepBytes = sizeof(OptimizerStep);
+
 struct SgdParams {
   float lr, momentum, weight_decay;
   bool nesterov, first_step;
   const Tensor* skip_if_found_inf = nullptr;  // a LossScaleState: its found_inf set, the update changes nothing
+  const Tensor* step_values = nullptr;        // an OptimizerStep: lr from there
 };
 struct AdamParams {
   float lr, beta1, beta2, eps, weight_decay;
@@ -51,6 +62,7 @@ struct AdamParams {
   // and the update's count is step less the state's skipped_steps.
   int64_t step;
   const Tensor* skip_if_found_inf = nullptr;  // as SgdParams'
+  const Tensor* step_values = nullptr;        // an OptimizerStep: lr and step from there
 };
 // The few numbers the host needs from a training step, left on the device by the ops that make them and read back
 // together (Backend::read_scalars), so a step waits for its device at most once.

@@ -18,22 +18,23 @@ std::vector<Tensor*> Optimizer::state_of(const Parameter& p) {
   return out;
 }
 
-void Sgd::update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf) {
+void Sgd::update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
+                 const Tensor* step_values) {
   const bool first = steps_ == 0;
   for (Parameter* p : params) {
     Tensor none;
     Tensor& buffer = config_.momentum != 0.0f ? state_for(backend_, p->name + ".momentum_buffer", p->value) : none;
     backend_.sgd_update(p->value, p->copy_to_update(), p->grad, buffer,
-                        {lr, config_.momentum, config_.weight_decay, config_.nesterov, first, skip_if_found_inf});
+                        {lr, config_.momentum, config_.weight_decay, config_.nesterov, first, skip_if_found_inf,
+                         step_values});
     p->changed_with_copy();
   }
   ++steps_;
 }
 
-void Adam::update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf) {
-  // With a state, the steps queued since it was made (the skipped ones the host knows of are out of steps_); the
-  // update takes the state's skips off on the device.
-  const int64_t step = steps_ + 1 + (skip_if_found_inf ? device_skips_seen_ : 0);
+void Adam::update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
+                  const Tensor* step_values) {
+  const int64_t step = queued_step(skip_if_found_inf != nullptr);
   ++steps_;
   const bool decoupled = config_.kind == "adamw";
   for (Parameter* p : params) {
@@ -41,7 +42,8 @@ void Adam::update(const std::vector<Parameter*>& params, float lr, const Tensor*
     Tensor& v = state_for(backend_, p->name + ".exp_avg_sq", p->value);
     backend_.adam_update(
         p->value, p->copy_to_update(), p->grad, m, v,
-        {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, step, skip_if_found_inf});
+        {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, step, skip_if_found_inf,
+         step_values});
     p->changed_with_copy();
   }
 }

@@ -26,10 +26,18 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // One update of every parameter from its gradient, at learning rate lr. Given a LossScaleState, every update
   // leaves its parameter untouched where the state's found_inf is set, decided on the device; steps_taken() counts
-  // the step all the same until the host learns it was skipped (skipped_on_device()).
-  void step(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf = nullptr) {
-    update(params, lr, skip_if_found_inf);
+  // the step all the same until the host learns it was skipped (skipped_on_device()). Given step values (an
+  // OptimizerStep on the device, holding step_values(lr, ...)), the updates read lr and the step there.
+  void step(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf = nullptr,
+            const Tensor* step_values = nullptr) {
+    update(params, lr, skip_if_found_inf, step_values);
   }
+  // What the next step's updates read from their step values.
+  OptimizerStep step_values(float lr, bool with_loss_scale_state) const {
+    return {lr, 0, queued_step(with_loss_scale_state)};
+  }
+  // A captured step was replayed: counted as step() counts one.
+  void count_replayed_step() { ++steps_; }
   int64_t steps_taken() const { return steps_; }
   // A step queued with a state was skipped there: not taken. The count is kept for Adam's, whose update reads the
   // state's count of skips; new_device_state() starts it again for a new state.
@@ -43,7 +51,13 @@ class Optimizer {
   void set_steps_taken(int64_t steps) { steps_ = steps; }
 
  protected:
-  virtual void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf) = 0;
+  virtual void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
+                      const Tensor* step_values) = 0;
+  // The next step's number as Adam counts it (1 on the first): with a state, the steps queued since it was made
+  // (the skipped ones the host knows of are out of steps_); the update takes the state's skips off on the device.
+  int64_t queued_step(bool with_loss_scale_state) const {
+    return steps_ + 1 + (with_loss_scale_state ? device_skips_seen_ : 0);
+  }
   Tensor& state_for(Backend& backend, const std::string& key, const Tensor& like);  // zeros on like's device
   std::map<std::string, Tensor> state_;
   int64_t steps_ = 0;
@@ -55,7 +69,8 @@ class Sgd final : public Optimizer {
   Sgd(Backend& backend, const OptimizerConfig& config) : backend_(backend), config_(config) {}
 
  private:
-  void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf) override;
+  void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
+              const Tensor* step_values) override;
   Backend& backend_;
   OptimizerConfig config_;
 };
@@ -65,7 +80,8 @@ class Adam final : public Optimizer {
   Adam(Backend& backend, const OptimizerConfig& config) : backend_(backend), config_(config) {}
 
  private:
-  void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf) override;
+  void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
+              const Tensor* step_values) override;
   Backend& backend_;
   OptimizerConfig config_;
 };

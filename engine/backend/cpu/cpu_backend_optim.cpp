@@ -71,6 +71,14 @@ RoundFn copy_rounding(const Tensor& param, const Tensor& copy) {
 
 bool found_inf(const Tensor* state) { return state && loss_scale_state(*state).found_inf != 0.0f; }
 
+// The OptimizerStep an update was given, or its own lr and step.
+OptimizerStep step_values(const Tensor* values, float lr, int64_t step) {
+  if (!values) return {lr, 0, step};
+  AMPWB_CHECK(values->dtype() == DType::U8 && values->numel() == kOptimizerStepBytes,
+              "an optimizer's step values are " << kOptimizerStepBytes << " bytes (U8), not " << values->describe());
+  return *static_cast<const OptimizerStep*>(values->data());
+}
+
 // Runs update(begin, end) over [0, n) in blocks shared by the threads, each block followed by its copy's rounding
 // (the same kernels convert() runs, so the copy is bit for bit what convert() would write).
 template <class Update>
@@ -92,6 +100,7 @@ void CpuBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& gra
   float* w = param.data_as<float>();
   const float* g = grad.data_as<float>();
   float* buf = p.momentum != 0.0f ? momentum_buffer.data_as<float>() : nullptr;
+  const float lr = step_values(p.step_values, p.lr, 0).lr;
   update_in_blocks(param.numel(), threads_, w, round ? param_copy.data_as<uint16_t>() : nullptr, round,
                    [&](int64_t begin, int64_t end) {
 #pragma omp simd
@@ -101,7 +110,7 @@ void CpuBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& gra
                          buf[i] = p.first_step ? d : p.momentum * buf[i] + d;  // PyTorch: no dampening, buffer = d
                          d = p.nesterov ? d + p.momentum * buf[i] : buf[i];
                        }
-                       w[i] -= p.lr * d;
+                       w[i] -= lr * d;
                      }
                    });
 }
@@ -115,11 +124,12 @@ void CpuBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& gr
   const float* g = grad.data_as<float>();
   float* m1 = m.data_as<float>();
   float* m2 = v.data_as<float>();
-  const double t =
-      static_cast<double>(p.skip_if_found_inf ? p.step - loss_scale_state(*p.skip_if_found_inf).skipped_steps : p.step);
-  const float step_size = static_cast<float>(p.lr / (1.0 - std::pow(p.beta1, t)));
+  const OptimizerStep values = step_values(p.step_values, p.lr, p.step);
+  const double t = static_cast<double>(
+      p.skip_if_found_inf ? values.step - loss_scale_state(*p.skip_if_found_inf).skipped_steps : values.step);
+  const float step_size = static_cast<float>(values.lr / (1.0 - std::pow(p.beta1, t)));
   const float bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(p.beta2, t)));
-  const float decay = p.decoupled_weight_decay ? 1.0f - p.lr * p.weight_decay : 1.0f;
+  const float decay = p.decoupled_weight_decay ? 1.0f - values.lr * p.weight_decay : 1.0f;
   const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
   update_in_blocks(param.numel(), threads_, w, round ? param_copy.data_as<uint16_t>() : nullptr, round,
                    [&](int64_t begin, int64_t end) {

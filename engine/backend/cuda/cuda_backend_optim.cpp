@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cmath>
 
 #include "backend/cuda/cuda_backend.h"
@@ -15,6 +16,16 @@ using cuda_detail::check_same;
 
 namespace {
 static_assert(sizeof(cuda::LossScaleDevice) == sizeof(LossScaleState), "one layout for the loss scaler's state");
+static_assert(sizeof(cuda::StepValues) == sizeof(OptimizerStep) &&
+                  offsetof(cuda::StepValues, step) == offsetof(OptimizerStep, step),
+              "one layout for an optimizer's step values");
+
+const cuda::StepValues* step_values(const Tensor* values) {
+  if (!values) return nullptr;
+  AMPWB_CHECK(values->dtype() == DType::U8 && values->numel() == kOptimizerStepBytes,
+              "an optimizer's step values are " << kOptimizerStepBytes << " bytes (U8), not " << values->describe());
+  return static_cast<const cuda::StepValues*>(values->data());
+}
 
 cuda::LossScaleDevice* loss_scale_state(const Tensor& state) {
   AMPWB_CHECK(state.dtype() == DType::U8 && state.numel() == kLossScaleStateBytes,
@@ -60,9 +71,11 @@ void CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labe
 
 void CudaBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
                              const SgdParams& p) {
-  CUDA_OP_ENTRY(&param, &grad, &momentum_buffer, p.skip_if_found_inf ? p.skip_if_found_inf : &grad);
+  CUDA_OP_ENTRY(&param, &grad, &momentum_buffer, p.skip_if_found_inf ? p.skip_if_found_inf : &grad,
+                p.step_values ? p.step_values : &grad);
   Impl& m = *impl_;
   m.check_device(param, "SGD parameter");
+  if (p.step_values) m.check_device(*p.step_values, "SGD's step values");
   m.check_device(grad, "SGD gradient");
   if (p.skip_if_found_inf) m.check_device(*p.skip_if_found_inf, "SGD's loss-scale state");
   check_same(param, grad, "SGD parameter and gradient");
@@ -75,14 +88,16 @@ void CudaBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& gr
   }
   cuda::sgd_update(param.data_as<float>(), grad.data_as<float>(), buffer, param.numel(), p.lr, p.momentum,
                    p.weight_decay, p.nesterov, p.first_step, found_inf_of(p.skip_if_found_inf),
-                   compute_copy(param, param_copy), copy_type(param_copy), m.stream);
+                   step_values(p.step_values), compute_copy(param, param_copy), copy_type(param_copy), m.stream);
 }
 
 void CudaBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& mt, Tensor& vt,
                               const AdamParams& p) {
-  CUDA_OP_ENTRY(&param, &grad, &mt, &vt, p.skip_if_found_inf ? p.skip_if_found_inf : &grad);
+  CUDA_OP_ENTRY(&param, &grad, &mt, &vt, p.skip_if_found_inf ? p.skip_if_found_inf : &grad,
+                p.step_values ? p.step_values : &grad);
   Impl& m = *impl_;
   if (p.skip_if_found_inf) m.check_device(*p.skip_if_found_inf, "Adam's loss-scale state");
+  if (p.step_values) m.check_device(*p.step_values, "Adam's step values");
   m.check_device(param, "Adam parameter");
   m.check_device(grad, "Adam gradient");
   m.check_device(mt, "Adam first moment");
@@ -91,15 +106,11 @@ void CudaBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& g
   check_same(param, mt, "Adam parameter and first moment");
   check_same(param, vt, "Adam parameter and second moment");
   AMPWB_CHECK(param.dtype() == DType::F32, "Adam updates FP32 master weights, got " << param.describe());
-  // The bias corrections in double on the host, as the CPU backend (on the device, from the state's count, with one).
-  const double t = static_cast<double>(p.step);
-  const float step_size = static_cast<float>(p.lr / (1.0 - std::pow(p.beta1, t)));
-  const float bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(p.beta2, t)));
-  const float decay = p.decoupled_weight_decay ? 1.0f - p.lr * p.weight_decay : 1.0f;
-  const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
+  const cuda::AdamHyper hyper{p.beta1, p.beta2, p.eps, p.decoupled_weight_decay ? p.weight_decay : 0.0f,
+                              p.decoupled_weight_decay ? 0.0f : p.weight_decay};
   cuda::adam_update(param.data_as<float>(), grad.data_as<float>(), mt.data_as<float>(), vt.data_as<float>(),
-                    param.numel(), p.beta1, p.beta2, p.eps, step_size, bias2_sqrt, decay, l2,
-                    p.skip_if_found_inf ? loss_scale_state(*p.skip_if_found_inf) : nullptr, p.step, p.lr,
+                    param.numel(), hyper, p.lr, p.step,
+                    p.skip_if_found_inf ? loss_scale_state(*p.skip_if_found_inf) : nullptr, step_values(p.step_values),
                     compute_copy(param, param_copy), copy_type(param_copy), m.stream);
 }
 

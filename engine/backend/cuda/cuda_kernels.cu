@@ -361,9 +361,10 @@ __global__ void mean_of_rows(const double* row_loss, int64_t N, LossResult* resu
 // copy: null, or the weights' 16-bit compute copy (copy_type), written from each updated weight in the same pass,
 // rounded as convert_kernel rounds.
 __global__ void sgd_kernel(float* w, const float* g, float* buf, int64_t n, float lr, float momentum,
-                           float weight_decay, bool nesterov, bool first_step, const float* found_inf, void* copy,
-                           KType copy_type) {
+                           float weight_decay, bool nesterov, bool first_step, const float* found_inf,
+                           const StepValues* values, void* copy, KType copy_type) {
   if (found_inf && *found_inf != 0.0f) return;  // the loss scaler skips this step
+  if (values) lr = values->lr;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     float d = g[i] + weight_decay * w[i];
     if (buf) {
@@ -375,28 +376,40 @@ __global__ void sgd_kernel(float* w, const float* g, float* buf, int64_t n, floa
   }
 }
 
-// With a loss-scale state: nothing where its found_inf is set, and the bias corrections from the count of steps
-// taken, step - skipped_steps, computed by each block's first thread as the host computes them (in double).
-__global__ void adam_kernel(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2,
-                            float eps, float step_size, float bias2_sqrt, float decay, float l2,
-                            const LossScaleDevice* state, int64_t step, float lr, void* copy, KType copy_type) {
-  if (state) {
-    if (state->found_inf != 0.0f) return;  // the loss scaler skips this step (the whole grid alike)
-    __shared__ float corrections[2];
-    if (threadIdx.x == 0) {
-      const double t = static_cast<double>(step - state->skipped_steps);
-      corrections[0] = static_cast<float>(lr / (1.0 - pow(static_cast<double>(beta1), t)));
-      corrections[1] = static_cast<float>(sqrt(1.0 - pow(static_cast<double>(beta2), t)));
+// Adam's step size, the square root of its second bias correction and AdamW's decay for the step'th update, in
+// double as the CPU backend computes them (the decay in float, unfused, as the CPU's). Computed here, not on the
+// host, in every case, so that a step queued with step values (a captured one) gives the bits of one without.
+struct AdamStep {
+  float step_size, bias2_sqrt, decay;
+};
+__device__ inline AdamStep adam_step(const AdamHyper& h, float lr, int64_t step) {
+  const double t = static_cast<double>(step);
+  return {static_cast<float>(lr / (1.0 - pow(static_cast<double>(h.beta1), t))),
+          static_cast<float>(sqrt(1.0 - pow(static_cast<double>(h.beta2), t))),
+          __fsub_rn(1.0f, __fmul_rn(lr, h.decoupled_wd))};
+}
+
+// With a loss-scale state: nothing where its found_inf is set, and t = step - skipped_steps. Each block's first
+// thread computes the step's constants (from values' lr and step where given).
+__global__ void adam_kernel(float* w, const float* g, float* m, float* v, int64_t n, AdamHyper h, float lr,
+                            int64_t step, const LossScaleDevice* state, const StepValues* values, void* copy,
+                            KType copy_type) {
+  if (state && state->found_inf != 0.0f) return;  // the loss scaler skips this step (the whole grid alike)
+  __shared__ AdamStep shared;
+  if (threadIdx.x == 0) {
+    if (values) {
+      lr = values->lr;
+      step = values->step;
     }
-    __syncthreads();
-    step_size = corrections[0];
-    bias2_sqrt = corrections[1];
+    shared = adam_step(h, lr, step - (state ? state->skipped_steps : 0));
   }
+  __syncthreads();
+  const AdamStep c = shared;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const float gi = g[i] + l2 * w[i];
-    m[i] = beta1 * m[i] + (1 - beta1) * gi;
-    v[i] = beta2 * v[i] + (1 - beta2) * gi * gi;
-    w[i] = w[i] * decay - step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + eps);
+    const float gi = g[i] + h.l2 * w[i];
+    m[i] = h.beta1 * m[i] + (1 - h.beta1) * gi;
+    v[i] = h.beta2 * v[i] + (1 - h.beta2) * gi * gi;
+    w[i] = w[i] * c.decay - c.step_size * m[i] / (sqrtf(v[i]) / c.bias2_sqrt + h.eps);
     if (copy) store_any(copy, copy_type, i, w[i]);
   }
 }
@@ -652,20 +665,20 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N
 }
 
 void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
-                float weight_decay, bool nesterov, bool first_step, const float* found_inf, void* copy, KType copy_type,
-                cudaStream_t stream) {
+                float weight_decay, bool nesterov, bool first_step, const float* found_inf, const StepValues* values,
+                void* copy, KType copy_type, cudaStream_t stream) {
   if (n == 0) return;
   sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, momentum_buffer, n, lr, momentum, weight_decay, nesterov,
-                                                     first_step, found_inf, copy, copy_type);
+                                                     first_step, found_inf, values, copy, copy_type);
   CUDA_CHECK_LAUNCH("sgd_kernel");
 }
 
-void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
-                 float step_size, float bias2_sqrt, float decay, float l2, const LossScaleDevice* state, int64_t step,
-                 float lr, void* copy, KType copy_type, cudaStream_t stream) {
+void adam_update(float* w, const float* g, float* m, float* v, int64_t n, AdamHyper hyper, float lr, int64_t step,
+                 const LossScaleDevice* state, const StepValues* values, void* copy, KType copy_type,
+                 cudaStream_t stream) {
   if (n == 0) return;
-  adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, beta1, beta2, eps, step_size, bias2_sqrt, decay,
-                                                      l2, state, step, lr, copy, copy_type);
+  adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, hyper, lr, step, state, values, copy,
+                                                      copy_type);
   CUDA_CHECK_LAUNCH("adam_kernel");
 }
 

@@ -109,16 +109,27 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N
 // found_inf: null, or the loss scaler's flag in device memory: when it is set the update changes nothing.
 // copy: null, or the weights' 16-bit compute copy (copy_type, same layout), written in the same pass as convert()
 // would write it.
+// values: null, or an optimizer's step values in device memory (laid out as ampwb::OptimizerStep): lr (and Adam's
+// step) read there instead.
+struct StepValues {
+  float lr;
+  int unused;
+  int64_t step;
+};
 void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
-                float weight_decay, bool nesterov, bool first_step, const float* found_inf, void* copy, KType copy_type,
-                cudaStream_t stream);
-// step_size = lr / (1 - beta1^t), bias2_sqrt = sqrt(1 - beta2^t), decay = 1 - lr wd (AdamW) or 1, l2 = wd (Adam) or 0.
-// state: null, or the loss scaler's: nothing changes where its found_inf is set, and t = step - its skipped_steps
-// (step_size and bias2_sqrt are then computed on the device from lr, beta1, beta2 and t).
+                float weight_decay, bool nesterov, bool first_step, const float* found_inf, const StepValues* values,
+                void* copy, KType copy_type, cudaStream_t stream);
+// The bias corrections of step t (lr / (1 - beta1^t), sqrt(1 - beta2^t)) and AdamW's decay (1 - lr decoupled_wd;
+// 0 for Adam, whose weight decay is l2) computed on the device, in double as the CPU backend does, from lr and
+// t = step, or values' where given. state: null, or the loss scaler's: nothing changes where its found_inf is set,
+// and t = step - its skipped_steps.
 struct LossScaleDevice;
-void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float beta1, float beta2, float eps,
-                 float step_size, float bias2_sqrt, float decay, float l2, const LossScaleDevice* state, int64_t step,
-                 float lr, void* copy, KType copy_type, cudaStream_t stream);
+struct AdamHyper {
+  float beta1, beta2, eps, decoupled_wd, l2;
+};
+void adam_update(float* w, const float* g, float* m, float* v, int64_t n, AdamHyper hyper, float lr, int64_t step,
+                 const LossScaleDevice* state, const StepValues* values, void* copy, KType copy_type,
+                 cudaStream_t stream);
 
 // ---- The fused unscale + inf/NaN check + sum of squares over many tensors: one launch ----------------------------
 struct ScaleSegment {
