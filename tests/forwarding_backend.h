@@ -22,6 +22,9 @@ class ForwardingBackend : public Backend {
   Capabilities capabilities() const override { return inner_->capabilities(); }
   void synchronize() override { inner_->synchronize(); }
   double conversion_seconds() const override { return inner_->conversion_seconds(); }
+  std::unique_ptr<CapturedWork> capture(const std::function<void()>& queue, std::string& why_not) override {
+    return inner_->capture(queue, why_not);
+  }
   int64_t mark() override { return inner_->mark(); }
   double seconds_between(int64_t from, int64_t to) override { return inner_->seconds_between(from, to); }
   void clear_marks() override { inner_->clear_marks(); }

@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/profiled_backend.h"
 #include "op_test_util.h"
+#include "recording_backend.h"
 #include "train/config.h"
 #include "train/mixed_precision_step.h"
 
@@ -346,6 +347,123 @@ INSTANTIATE_TEST_SUITE_P(Modes, DeferredStep,
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// Captured steps (issue 18's CUDA graphs, emulated by RecordingBackend): once a batch shape has run kEagerSteps
+// deferred steps op by op, its step is recorded once and then replayed. Every result, the weights, the scaler and the
+// optimizer's count must be those of the steps that wait, bit for bit, with a learning rate that changes every step,
+// a second batch shape, and a waiting step between (as the trainer's probed step at the end of an epoch).
+struct ScheduledSteps {
+  StepsOutcome outcome;
+  std::string why_not_captured;
+  int64_t replayed = 0;
+};
+
+ScheduledSteps train_on_schedule(Backend& backend, const DeferredCase& c, bool deferred, bool capture) {
+  Rng rng(11);
+  ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
+  auto optimizer = make_optimizer(backend, {c.optimizer, 0.9f});
+  PrecisionConfig config = precision_preset(c.mode);
+  if (c.loss_scale == "static") config.loss_scale = {"static", 1024.0};
+  config.loss_scale.growth_interval = 2;
+  const PrecisionPolicy policy(config);
+  LossScaler scaler(config.loss_scale);
+  MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+  step.set_capture(capture);
+  ScheduledSteps out;
+  for (int i = 0; i < 14; ++i) {
+    const int64_t batch = i >= 6 && i <= 8 ? 3 : 4;
+    Tensor labels = Tensor::empty({batch}, DType::I32);
+    for (int n = 0; n < batch; ++n) labels.data_as<int32_t>()[n] = (n + i) % 3;
+    const Tensor images = backend.upload(testing::random_tensor({batch, 3, 8, 8}, rng, Layout::NHWC));
+    const Tensor device_labels = backend.upload(labels);
+    const float lr = 0.02f * static_cast<float>(1 + i % 3);
+    if (!deferred || i == 10) {
+      if (std::optional<StepResult> r = step.finish_deferred()) out.outcome.results.push_back(*r);
+      out.outcome.results.push_back(step.run(images, device_labels, lr));
+    } else if (std::optional<StepResult> r = step.run_deferred(images, device_labels, lr)) {
+      out.outcome.results.push_back(*r);
+    }
+  }
+  if (std::optional<StepResult> r = step.finish_deferred()) out.outcome.results.push_back(*r);
+  for (Parameter* p : model.parameters()) out.outcome.params.push_back(to_float_vector(on_host(backend, p->value)));
+  out.outcome.scaler = scaler.state();
+  out.outcome.optimizer_steps = optimizer->steps_taken();
+  out.why_not_captured = step.why_not_captured();
+  out.replayed = step.replayed_steps();
+  return out;
+}
+
+void expect_same_steps(const StepsOutcome& a, const StepsOutcome& b) {
+  ASSERT_EQ(a.results.size(), b.results.size());
+  for (size_t i = 0; i < a.results.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&a.results[i].loss, &b.results[i].loss, sizeof(float)), 0) << "step " << i;
+    EXPECT_EQ(a.results[i].correct, b.results[i].correct) << "step " << i;
+    EXPECT_EQ(a.results[i].loss_scale, b.results[i].loss_scale) << "step " << i;
+    EXPECT_EQ(a.results[i].skipped, b.results[i].skipped) << "step " << i;
+    EXPECT_EQ(std::memcmp(&a.results[i].grad_norm, &b.results[i].grad_norm, sizeof(float)), 0) << "step " << i;
+  }
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i)
+    EXPECT_EQ(std::memcmp(a.params[i].data(), b.params[i].data(), a.params[i].size() * sizeof(float)), 0)
+        << "parameter " << i;
+  EXPECT_EQ(a.scaler.scale, b.scaler.scale);
+  EXPECT_EQ(a.scaler.growth_tracker, b.scaler.growth_tracker);
+  EXPECT_EQ(a.optimizer_steps, b.optimizer_steps);
+}
+
+class CapturedStep : public ::testing::TestWithParam<DeferredCase> {};
+
+TEST_P(CapturedStep, ReplaysMatchTheStepsThatWaitBitForBit) {
+  const DeferredCase& c = GetParam();
+  testing::RecordingBackend recording(std::make_unique<StrictDeviceBackend>());
+  StrictDeviceBackend waiting_device;
+  const ScheduledSteps captured = train_on_schedule(recording, c, true, true);
+  const ScheduledSteps waiting = train_on_schedule(waiting_device, c, false, false);
+  EXPECT_EQ(captured.why_not_captured, "");
+  EXPECT_EQ(recording.captures, 2) << "one capture per batch shape";
+  // Batch 4: steps 0-1 op by op, 2 captured, 3-5 and 9 replayed; batch 3: 6-7 op by op, 8 captured; 10 waits;
+  // 11-13 replayed.
+  EXPECT_EQ(recording.replays, 9);
+  EXPECT_EQ(captured.replayed, 9);
+  expect_same_steps(captured.outcome, waiting.outcome);
+  if (c.mode == "amp-fp16" && c.loss_scale.empty()) {
+    int skipped = 0;
+    for (const StepResult& r : waiting.outcome.results) skipped += r.skipped;
+    EXPECT_GT(skipped, 0) << "the case meant to skip on the device did not";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CapturedStep,
+                         ::testing::Values(DeferredCase{"fp32", "sgd", ""}, DeferredCase{"amp-fp16", "sgd", ""},
+                                           DeferredCase{"amp-fp16", "sgd", "static"},
+                                           DeferredCase{"amp-bf16", "adam", ""}, DeferredCase{"fp16-o2", "adamw", ""}),
+                         [](const ::testing::TestParamInfo<DeferredCase>& info) {
+                           std::string name = info.param.mode + "_" + info.param.optimizer +
+                                              (info.param.loss_scale.empty() ? "" : "_" + info.param.loss_scale);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// Where the backend cannot capture, or a capture fails part way (after the forward and backward were recorded),
+// the steps run op by op with the reason kept, and nothing of the failed capture shows: Adam's count included.
+TEST(CapturedStep, ARefusedCaptureRunsTheStepsOpByOpWithTheReason) {
+  const DeferredCase c{"amp-fp16", "adam", ""};
+  StrictDeviceBackend waiting_device;
+  const ScheduledSteps waiting = train_on_schedule(waiting_device, c, false, false);
+  StrictDeviceBackend cannot;
+  const ScheduledSteps uncaptured = train_on_schedule(cannot, c, true, true);
+  EXPECT_NE(uncaptured.why_not_captured.find("nothing to capture"), std::string::npos) << uncaptured.why_not_captured;
+  EXPECT_EQ(uncaptured.replayed, 0);
+  expect_same_steps(uncaptured.outcome, waiting.outcome);
+  testing::RecordingBackend failing(std::make_unique<StrictDeviceBackend>());
+  failing.refuse_updates = true;
+  const ScheduledSteps failed = train_on_schedule(failing, c, true, true);
+  EXPECT_NE(failed.why_not_captured.find("an update (refused by the test)"), std::string::npos)
+      << failed.why_not_captured;
+  EXPECT_EQ(failing.captures, 0);
+  EXPECT_EQ(failed.replayed, 0);
+  expect_same_steps(failed.outcome, waiting.outcome);
+}
 
 TEST(DeferredStep, SettingsThatNeedTheHostAreRefusedWithTheReason) {
   CpuBackend backend({2});

@@ -73,6 +73,11 @@ bool Backend::maxpool_backward_in_forward_layout(const Tensor& dy, const Tensor&
   return true;
 }
 
+std::unique_ptr<CapturedWork> Backend::capture(const std::function<void()>& /*queue*/, std::string& why_not) {
+  why_not = "the " + device().str() + " backend runs each op when it is called: it has nothing to capture";
+  return nullptr;
+}
+
 void Backend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
   add(a, b, y);
   relu_forward(y, y);  // in place: elementwise

@@ -5,6 +5,7 @@
 // K output channels, R S kernel height and width, P Q output height and width, I O linear input and output features.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,6 +121,13 @@ struct Capabilities {
   ComputeSupport fp16, bf16, tf32;
 };
 
+// Work recorded once by Backend::capture and queued again, as it was recorded, by replay().
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  virtual void replay() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -209,6 +217,13 @@ class Backend {
   virtual int64_t mark();
   virtual double seconds_between(int64_t from, int64_t to);
   virtual void clear_marks() {}
+  // Records the device work that queue() queues, without running it, for CapturedWork::replay() to queue again with
+  // the same arguments and addresses (a GPU's graph: no host work and no launch gaps per op). The memory queue()
+  // allocates is the recording's for as long as it lives (Allocator pools). The host's own state (the callers'
+  // counters) moves on during the recording as if the work had run. Null, with the reason in why_not, where the
+  // backend has no such recording (by default: ops run when called) or queue() did what a recording cannot hold:
+  // a copy from or to the host, an event the host waits for, cuDNN still choosing an algorithm.
+  virtual std::unique_ptr<CapturedWork> capture(const std::function<void()>& queue, std::string& why_not);
   // host on the device without waiting for the copy (a GPU copies from pinned memory on its own stream, overlapping
   // the work queued before; the first op to read the result waits for it). By default a plain copy: on_device().
   virtual Tensor upload(const Tensor& host);

@@ -1,6 +1,7 @@
 // The mixed-precision training step.
 #include "train/mixed_precision_step.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -36,7 +37,7 @@ MixedPrecisionStep::MixedPrecisionStep(Backend& backend, ResNet& model, Optimize
 
 StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, float lr, GradientProbe* probe) {
   AMPWB_CHECK(posted_ == 0, "run() while a deferred step's result waits: finish_deferred() first");
-  loss_scale_state_ = Tensor();  // the host's scaler moves on: a later run_deferred() starts from its state
+  state_current_ = false;  // the host's scaler moves on: a later run_deferred() starts from its state
   if (probe) model_.visit([&](Layer& layer) { layer.set_probe(probe); });
   StepResult r;
   // The batch goes up to the backend's device (already there when the caller uploaded it ahead).
@@ -81,16 +82,32 @@ std::optional<StepResult> MixedPrecisionStep::run_deferred(const Tensor& images,
   const std::string why_not = why_not_deferred();
   AMPWB_CHECK(why_not.empty(), "a step without host waits is not possible here: " << why_not);
   const bool device_scale = scaler_.dynamic();
-  if (device_scale && !loss_scale_state_.defined()) {  // from the host scaler's state (a checkpoint's, when resumed)
+  if (device_scale && !state_current_) {  // from the host scaler's state (a checkpoint's, when resumed)
     Tensor state = Tensor::empty({kLossScaleStateBytes}, DType::U8);
     const LossScaleState from = scaler_.device_state();
     std::memcpy(state.data(), &from, sizeof from);
-    loss_scale_state_ = on_device(backend_, state);
+    if (!loss_scale_state_.defined()) {
+      loss_scale_state_ = on_device(backend_, state);
+      posted_state_ = on_device(backend_, state);
+    } else {
+      backend_.convert(state, loss_scale_state_);  // in place: captured steps read it where it is
+    }
+    state_current_ = true;
     optimizer_.new_device_state();
   }
-  const Tensor logits = model_.forward(on_device(backend_, images), Mode::Train);
-  loss_.forward(logits, on_device(backend_, labels),
-                device_scale ? GradScale(loss_scale_state_) : GradScale(scaler_.scale()));
+  if (!replay_deferred(images, labels, lr))
+    queue_deferred(on_device(backend_, images), on_device(backend_, labels), lr, nullptr);
+  backend_.post_scalars(device_scale ? &posted_state_ : nullptr);  // the scale used, and found_inf
+  ++posted_;
+  if (posted_ < 2) return std::nullopt;
+  return collect_deferred();
+}
+
+void MixedPrecisionStep::queue_deferred(const Tensor& images, const Tensor& labels, float lr,
+                                        const Tensor* step_values) {
+  const bool device_scale = scaler_.dynamic();
+  const Tensor logits = model_.forward(images, Mode::Train);
+  loss_.forward(logits, labels, device_scale ? GradScale(loss_scale_state_) : GradScale(scaler_.scale()));
   model_.backward(loss_.backward());
   const std::vector<Parameter*> params = model_.parameters();
   std::vector<Tensor*> grads;
@@ -99,12 +116,58 @@ std::optional<StepResult> MixedPrecisionStep::run_deferred(const Tensor& images,
     backend_.unscale_and_check(grads, loss_scale_state_);
   else  // a static scale (or none) is the host's: the reciprocal as LossScaler::unscale takes it
     backend_.scale_and_check(grads, static_cast<float>(1.0 / scaler_.scale()));
-  optimizer_.step(params, lr, device_scale ? &loss_scale_state_ : nullptr);
-  backend_.post_scalars(device_scale ? &loss_scale_state_ : nullptr);  // the scale used, and found_inf
-  if (device_scale) backend_.update_loss_scale(loss_scale_state_, scaler_.device_growth());
-  ++posted_;
-  if (posted_ < 2) return std::nullopt;
-  return collect_deferred();
+  optimizer_.step(params, lr, device_scale ? &loss_scale_state_ : nullptr, step_values);
+  if (device_scale) {
+    backend_.convert(loss_scale_state_, posted_state_);
+    backend_.update_loss_scale(loss_scale_state_, scaler_.device_growth());
+  }
+}
+
+bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& labels, float lr) {
+  if (!capture_) return false;
+  auto captured = std::find_if(captures_.begin(), captures_.end(), [&](const Captured& c) {
+    return c.images_shape == images.shape() && c.labels_shape == labels.shape();
+  });
+  if (captured == captures_.end()) {
+    auto seen = std::find_if(eager_steps_.begin(), eager_steps_.end(),
+                             [&](const auto& shape_steps) { return shape_steps.first == images.shape(); });
+    if (seen == eager_steps_.end()) seen = eager_steps_.insert(eager_steps_.end(), {images.shape(), 0});
+    if (seen->second < kEagerSteps || captures_.size() >= kMaxCaptures || !why_not_captured_.empty()) {
+      ++seen->second;
+      return false;
+    }
+  }
+  // The values of this step where the captured updates read them.
+  const bool device_scale = scaler_.dynamic();
+  Tensor values = Tensor::empty({kOptimizerStepBytes}, DType::U8);
+  const OptimizerStep now = optimizer_.step_values(lr, device_scale);
+  std::memcpy(values.data(), &now, sizeof now);
+  if (!step_values_.defined()) step_values_ = on_device(backend_, values);
+  backend_.convert(values, step_values_);
+  if (captured != captures_.end()) {
+    backend_.convert(images, captured->images);
+    backend_.convert(labels, captured->labels);
+    captured->work->replay();
+    optimizer_.count_replayed_step();
+    ++replayed_;
+    return true;
+  }
+  Captured c{images.shape(), labels.shape(),
+             Tensor::empty(images.shape(), images.dtype(), images.layout(), backend_.device()),
+             Tensor::empty(labels.shape(), labels.dtype(), labels.layout(), backend_.device()), nullptr};
+  backend_.convert(images, c.images);
+  backend_.convert(labels, c.labels);
+  const int64_t steps_before = optimizer_.steps_taken();
+  c.work = backend_.capture([&] { queue_deferred(c.images, c.labels, lr, &step_values_); }, why_not_captured_);
+  if (!c.work) {
+    optimizer_.set_steps_taken(steps_before);  // the recording ran nothing
+    if (why_not_captured_.empty()) why_not_captured_ = "the backend gave no reason";
+    return false;
+  }
+  c.work->replay();
+  ++replayed_;
+  captures_.push_back(std::move(c));
+  return true;
 }
 
 std::optional<StepResult> MixedPrecisionStep::finish_deferred() {

@@ -2,6 +2,7 @@
 // policy inside the layers, loss scaling around backward, and FP32 master weights around the optimizer.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,10 +49,25 @@ class MixedPrecisionStep {
   // Why these settings need the host at every step (run_deferred() refuses them); empty when they do not.
   std::string why_not_deferred() const;
 
+  // Deferred steps as captured work (Backend::capture, a CUDA graph): once a batch shape has run kEagerSteps
+  // steps (cuDNN chooses its algorithms in the first), its step is captured and then replayed, the batch copied
+  // into the capture's own input tensors and lr written where the optimizer reads it. At most kMaxCaptures shapes;
+  // other shapes, and every step where the backend cannot capture, run op by op. Bit for bit the same steps.
+  void set_capture(bool on) { capture_ = on; }
+  // Why deferred steps run op by op although capture was asked for (the backend's reason); empty when they do not.
+  const std::string& why_not_captured() const { return why_not_captured_; }
+  int64_t replayed_steps() const { return replayed_; }
+  static constexpr int kEagerSteps = 2, kMaxCaptures = 2;
+
  private:
   // Without FP32 master weights, what the optimizer wrote is stored in the low-precision type: round it there.
   void store_in_low_precision(const std::vector<Parameter*>& params);
   StepResult collect_deferred();
+  // A deferred step's device work: forward, loss, backward, unscale and check, the update (reading lr and the step
+  // from step_values where given) and, with the scale on the device, its state copied for the posting and updated.
+  void queue_deferred(const Tensor& images, const Tensor& labels, float lr, const Tensor* step_values);
+  // The step replayed, or captured and replayed; false where it must run op by op.
+  bool replay_deferred(const Tensor& images, const Tensor& labels, float lr);
 
   Backend& backend_;
   ResNet& model_;
@@ -60,8 +76,23 @@ class MixedPrecisionStep {
   LossScaler& scaler_;
   SoftmaxCrossEntropy loss_;
   float grad_clip_norm_;
-  Tensor loss_scale_state_;  // run_deferred() with a dynamic scale: LossScaleState on the device
-  int posted_ = 0;           // deferred steps not yet collected
+  // run_deferred() with a dynamic scale: LossScaleState on the device, at one address for every capture; and its
+  // copy before the update, for the posting. state_current_: the host scaler has not moved on since (run()).
+  Tensor loss_scale_state_, posted_state_;
+  bool state_current_ = false;
+  int posted_ = 0;  // deferred steps not yet collected
+
+  struct Captured {
+    Shape images_shape, labels_shape;
+    Tensor images, labels;  // the capture's inputs on the device, each step's batch copied in
+    std::unique_ptr<CapturedWork> work;
+  };
+  bool capture_ = false;
+  std::vector<Captured> captures_;
+  std::vector<std::pair<Shape, int>> eager_steps_;  // deferred steps run op by op, per batch shape
+  Tensor step_values_;                              // OptimizerStep on the device, for the captures
+  std::string why_not_captured_;
+  int64_t replayed_ = 0;
 };
 
 // Rounds an FP32 tensor in place to the values dtype can hold.

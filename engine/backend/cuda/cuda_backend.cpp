@@ -187,6 +187,7 @@ Tensor CudaBackend::upload(const Tensor& host) {
   Impl& m = *impl_;
   AMPWB_CHECK(host.device().is_cpu(), "upload of " << host.describe() << ": expected a host tensor");
   cuda::DeviceScope scope(m.device.index);
+  m.refuse_while_capturing("an upload (upload before the capture)");
   Tensor dev = m.empty(host.shape(), host.dtype(), host.layout());
   if (host.nbytes() == 0) return dev;
   // The block may have been freed by a tensor whose last use is still queued on the compute stream: the copy
@@ -211,6 +212,7 @@ Tensor CudaBackend::upload(const Tensor& host) {
 
 void CudaBackend::synchronize() {
   cuda::DeviceScope scope(impl_->device.index);
+  impl_->refuse_while_capturing("a wait for the device");
   CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
 }
 

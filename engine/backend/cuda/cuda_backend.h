@@ -92,6 +92,10 @@ class CudaBackend final : public Backend {
   void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
                                const Tensor& beta, const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx,
                                Tensor& dgamma, Tensor& dbeta, float eps) override;
+  // The step as a CUDA graph (cuda_graph.cpp): captured on the compute stream from queue(), its memory a private
+  // pool of the allocator's. Refused (null, and why) where queue() copies from or to the host, reads an upload
+  // still in flight, or runs a convolution whose algorithm cuDNN has not chosen yet.
+  std::unique_ptr<CapturedWork> capture(const std::function<void()>& queue, std::string& why_not) override;
   // Any dtype and layout; host to device, device to host, on the device, and host to host (through the CPU
   // backend). Host-to-device copies go through pinned staging buffers and do not wait for the GPU.
   void convert(const Tensor& src, Tensor& dst) override;

@@ -170,6 +170,16 @@ struct CudaBackend::Impl {
   };
   std::vector<Pending> pending;     // upload copies not yet waited for
   std::unique_ptr<CpuBackend> cpu;  // host-to-host conversions
+  bool capturing = false;           // capture() is recording the compute stream
+  // scale_and_check's table of gradient segments, kept while the same tensors are checked (every step's): no
+  // upload per step, and none inside a captured step.
+  std::vector<cuda::ScaleSegment> scale_segments;
+  Tensor scale_table;
+
+  // What a captured step cannot hold: the op that tried says what it did.
+  void refuse_while_capturing(const char* what) const {
+    if (capturing) throw Error(std::string("a captured step cannot hold ") + what);
+  }
 
   ~Impl() {
     if (stream) cudaStreamSynchronize(stream);
@@ -208,6 +218,7 @@ struct CudaBackend::Impl {
       for (const Tensor* t : inputs) used = used || (t->defined() && t->same_storage(pending[i].tensor));
       bool done = false;
       if (used) {
+        refuse_while_capturing("a read of an upload still copying (upload it before the capture)");
         CUDA_CHECK(cudaStreamWaitEvent(stream, pending[i].done, 0));
         done = true;
       } else {
@@ -316,6 +327,7 @@ struct CudaBackend::Impl {
   // Host bytes to device memory on `on`, through a pinned buffer: returns once the bytes are staged.
   void host_to_device(const void* host, void* dev, size_t n, cuda_detail::PinnedRing& ring, cudaStream_t on) {
     if (n == 0) return;
+    if (on == stream) refuse_while_capturing("a copy from the host");
     void* staged = ring.acquire(n);
     std::memcpy(staged, host, n);
     CUDA_CHECK(cudaMemcpyAsync(dev, staged, n, cudaMemcpyHostToDevice, on));
@@ -324,11 +336,13 @@ struct CudaBackend::Impl {
 
   void device_to_host(const void* dev, void* host, size_t n) {
     if (n == 0) return;
+    refuse_while_capturing("a copy to the host");
     CUDA_CHECK(cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
   Results& read_results() {
+    refuse_while_capturing("a read of the step's results (read_scalars)");
     CUDA_CHECK(cudaMemcpyAsync(host_results, device_results.data(), sizeof(Results), cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
     return *host_results;

@@ -32,6 +32,11 @@ cuda::LossScaleDevice* loss_scale_state(const Tensor& state) {
               "a loss-scale state is " << kLossScaleStateBytes << " bytes (U8), not " << state.describe());
   return static_cast<cuda::LossScaleDevice*>(const_cast<void*>(state.data()));
 }
+bool same_segments(const std::vector<cuda::ScaleSegment>& a, const std::vector<cuda::ScaleSegment>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const cuda::ScaleSegment& x, const cuda::ScaleSegment& y) {
+    return x.data == y.data && x.n == y.n && x.first_chunk == y.first_chunk;
+  });
+}
 const float* found_inf_of(const Tensor* state) { return state ? &loss_scale_state(*state)->found_inf : nullptr; }
 
 // The 16-bit compute copy an optimizer writes in its own pass: null when there is none.
@@ -150,14 +155,22 @@ void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float fac
   }
   CUDA_CHECK(cudaMemsetAsync(m.device_scale(), 0, sizeof(cuda::ScaleResult), m.stream));
   if (segments.empty()) return;
-  const size_t segment_bytes = segments.size() * sizeof(cuda::ScaleSegment);
-  Tensor device_segments = m.bytes(segment_bytes);
-  m.host_to_device(segments.data(), device_segments.data(), segment_bytes, m.to_device, m.stream);
+  if (!same_segments(segments, m.scale_segments)) {
+    const size_t segment_bytes = segments.size() * sizeof(cuda::ScaleSegment);
+    m.scale_table = m.bytes(segment_bytes);
+    if (m.capturing) {  // copied now, on the other stream, so that the graph holds no copy from the host
+      m.host_to_device(segments.data(), m.scale_table.data(), segment_bytes, m.to_device, m.copy_stream);
+      CUDA_CHECK(cudaStreamSynchronize(m.copy_stream));
+    } else {
+      m.host_to_device(segments.data(), m.scale_table.data(), segment_bytes, m.to_device, m.stream);
+    }
+    m.scale_segments = std::move(segments);
+  }
   const int blocks = static_cast<int>(std::min<int64_t>({chunks, int64_t{4} * m.props.multiProcessorCount, 1024}));
   Tensor partials = m.bytes(static_cast<size_t>(blocks) * sizeof(double));
-  cuda::scale_and_check(static_cast<const cuda::ScaleSegment*>(device_segments.data()),
-                        static_cast<int>(segments.size()), chunks, factor, static_cast<double*>(partials.data()),
-                        blocks, m.device_scale(), loss_scale, m.stream);
+  cuda::scale_and_check(static_cast<const cuda::ScaleSegment*>(m.scale_table.data()),
+                        static_cast<int>(m.scale_segments.size()), chunks, factor,
+                        static_cast<double*>(partials.data()), blocks, m.device_scale(), loss_scale, m.stream);
 }
 
 StepScalars CudaBackend::read_scalars() {
@@ -171,6 +184,7 @@ StepScalars CudaBackend::read_scalars() {
 void CudaBackend::post_scalars(const Tensor* loss_scale_state_tensor) {
   cuda::DeviceScope device_scope(impl_->device.index);
   Impl& m = *impl_;
+  m.refuse_while_capturing("post_scalars (post after the replay)");
   AMPWB_CHECK(m.posted_count < 2, "post_scalars: two postings wait uncollected already");
   const int slot = (m.posted_first + m.posted_count) % 2;
   Impl::Posted& to = m.posted[slot];
@@ -190,6 +204,7 @@ void CudaBackend::post_scalars(const Tensor* loss_scale_state_tensor) {
 PostedScalars CudaBackend::collect_scalars() {
   cuda::DeviceScope device_scope(impl_->device.index);
   Impl& m = *impl_;
+  m.refuse_while_capturing("collect_scalars");
   AMPWB_CHECK(m.posted_count > 0, "collect_scalars: nothing was posted");
   const int slot = m.posted_first;
   CUDA_CHECK(cudaEventSynchronize(m.posted_done[slot]));  // the work queued before the posting, not after
@@ -209,6 +224,7 @@ PostedScalars CudaBackend::collect_scalars() {
 int64_t CudaBackend::mark() {
   cuda::DeviceScope device_scope(impl_->device.index);
   Impl& m = *impl_;
+  m.refuse_while_capturing("a timing mark (profiles time eager steps)");
   if (m.marks_used == m.marks.size()) {
     cudaEvent_t e = nullptr;
     CUDA_CHECK(cudaEventCreate(&e));

@@ -204,6 +204,9 @@ template <class Perf, class Calls>
 void* ConvRunner::prepare(Plan& p, const std::string& key, ConvMath math, const ScratchFn& scratch,
                           const Calls& calls) {
   if (p.chosen) return p.workspace ? scratch(p.workspace) : nullptr;
+  if (capturing_)
+    throw Error("a convolution whose algorithm cuDNN has not chosen yet (" + key +
+                "): the step is captured once eager steps have run every shape");
   const int max_count = std::max(calls.max_count(), 1);
   int count = 0;
   std::vector<Perf> results(static_cast<size_t>(max_count));

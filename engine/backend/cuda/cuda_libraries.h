@@ -53,6 +53,8 @@ class ConvRunner {
   void backward_filter(const ConvShape& shape, const void* x, const void* dy, void* dw, const ScratchFn& scratch);
 
   size_t plans_cached() const { return plans_.size(); }
+  // While a step is captured: a shape whose algorithm is not chosen yet is refused (a search cannot be recorded).
+  void set_capturing(bool capturing) { capturing_ = capturing; }
   // "fwd ...: algo 1 (tensor-op), 12.0 MiB workspace" for each cached plan, one per line (for --verbose reports).
   std::string describe_plans() const;
 
@@ -72,6 +74,7 @@ class ConvRunner {
   size_t workspace_limit_;
   bool benchmark_;
   bool exact_fp32_;
+  bool capturing_ = false;
   std::unordered_map<std::string, std::unique_ptr<Plan>> plans_;
 };
 
