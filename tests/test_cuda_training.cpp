@@ -193,5 +193,71 @@ TEST(CudaDeferredSteps, NeverWaitForTheGpuAndFollowTheStepsThatWait) {
   EXPECT_EQ(deferred.scaler.growth_tracker, waiting.scaler.growth_tracker);
 }
 
+// The deferred steps captured as CUDA graphs (one per batch shape, after its first steps) and replayed: every
+// step after the first two of each shape is a replay, no step waits for the GPU, and the results follow the steps
+// run op by op (the same overflows and scales; losses within cuDNN's run-to-run differences), with a learning rate
+// that changes every step and a second batch shape between. RecordingBackend's tests (test_placement) hold the
+// same schedule to the waiting steps bit for bit on the CPU.
+TEST(CudaCapturedSteps, ReplayAsGraphsAndFollowTheStepsRunOpByOp) {
+  if (cuda_device_count() == 0)
+    GTEST_SKIP() << "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
+  struct Run {
+    std::vector<StepResult> results;
+    int64_t waits = 0, replayed = 0;
+    std::string why_not_captured;
+    LossScaler::State scaler;
+  };
+  auto run = [](bool capture) {
+    ProfiledBackend backend(make_backend("cuda", {2}));
+    backend.set_enabled(false);
+    Rng rng(11);
+    ResNet model(backend, {20, 10, 3, 16, Stem::Auto}, rng);
+    auto optimizer = make_optimizer(backend, {"adam", 0.9f});
+    PrecisionConfig config = precision_preset("amp-fp16");
+    config.loss_scale.init_scale = 1e30;  // overflows at first, then backs off, then grows every 3 clean steps
+    config.loss_scale.growth_interval = 3;
+    const PrecisionPolicy policy(config);
+    LossScaler scaler(config.loss_scale);
+    MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+    step.set_capture(capture);
+    Run out;
+    Rng data(12);
+    for (int i = 0; i < 40; ++i) {
+      const int64_t batch = i >= 20 && i < 26 ? 12 : 16;
+      Tensor labels = Tensor::empty({batch}, DType::I32);
+      for (int n = 0; n < batch; ++n) labels.data_as<int32_t>()[n] = static_cast<int32_t>((n * 7 + i) % 10);
+      const Tensor images = backend.upload(testing::random_tensor({batch, 3, 16, 16}, data, Layout::NHWC));
+      const Tensor device_labels = backend.upload(labels);
+      const int64_t waits = backend.host_waits();
+      if (std::optional<StepResult> r = step.run_deferred(images, device_labels, 0.002f * (1 + i % 3)))
+        out.results.push_back(*r);
+      out.waits += backend.host_waits() - waits;
+    }
+    if (std::optional<StepResult> r = step.finish_deferred()) out.results.push_back(*r);
+    out.replayed = step.replayed_steps();
+    out.why_not_captured = step.why_not_captured();
+    out.scaler = scaler.state();
+    return out;
+  };
+  const Run op_by_op = run(false), captured = run(true);
+  EXPECT_EQ(captured.why_not_captured, "");
+  EXPECT_EQ(captured.replayed, 40 - 2 * MixedPrecisionStep::kEagerSteps) << "all but each shape's first steps";
+  EXPECT_EQ(captured.waits, 0) << "no step waited for the GPU";
+  ASSERT_EQ(captured.results.size(), op_by_op.results.size());
+  int skipped = 0;
+  for (size_t i = 0; i < op_by_op.results.size(); ++i) {
+    EXPECT_EQ(captured.results[i].skipped, op_by_op.results[i].skipped) << "step " << i;
+    EXPECT_EQ(captured.results[i].loss_scale, op_by_op.results[i].loss_scale) << "step " << i;
+    if (!op_by_op.results[i].skipped) {
+      EXPECT_NEAR(captured.results[i].loss, op_by_op.results[i].loss, 1e-3 * std::fabs(op_by_op.results[i].loss))
+          << "step " << i;
+    }
+    skipped += op_by_op.results[i].skipped;
+  }
+  EXPECT_GT(skipped, 0) << "the run was meant to overflow";
+  EXPECT_EQ(captured.scaler.scale, op_by_op.scaler.scale);
+  EXPECT_EQ(captured.scaler.growth_tracker, op_by_op.scaler.growth_tracker);
+}
+
 }  // namespace
 }  // namespace ampwb

@@ -60,9 +60,8 @@ void ProfiledBackend::batchnorm_relu_forward_training(const Tensor& x, const Ten
 void ProfiledBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
                                               const Tensor& beta, const Tensor& batch_mean, const Tensor& batch_var,
                                               Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {
-  timed(TimeClass::BatchNorm, [&] {
-    inner_->batchnorm_relu_backward(x, y, dy, gamma, beta, batch_mean, batch_var, dx, dgamma, dbeta, eps);
-  });
+  timed(TimeClass::BatchNorm,
+        [&] { inner_->batchnorm_relu_backward(x, y, dy, gamma, beta, batch_mean, batch_var, dx, dgamma, dbeta, eps); });
 }
 void ProfiledBackend::relu_forward(const Tensor& x, Tensor& y) {
   timed(TimeClass::Relu, [&] { inner_->relu_forward(x, y); });

@@ -24,9 +24,9 @@ void Sgd::update(const std::vector<Parameter*>& params, float lr, const Tensor* 
   for (Parameter* p : params) {
     Tensor none;
     Tensor& buffer = config_.momentum != 0.0f ? state_for(backend_, p->name + ".momentum_buffer", p->value) : none;
-    backend_.sgd_update(p->value, p->copy_to_update(), p->grad, buffer,
-                        {lr, config_.momentum, config_.weight_decay, config_.nesterov, first, skip_if_found_inf,
-                         step_values});
+    backend_.sgd_update(
+        p->value, p->copy_to_update(), p->grad, buffer,
+        {lr, config_.momentum, config_.weight_decay, config_.nesterov, first, skip_if_found_inf, step_values});
     p->changed_with_copy();
   }
   ++steps_;
@@ -40,10 +40,9 @@ void Adam::update(const std::vector<Parameter*>& params, float lr, const Tensor*
   for (Parameter* p : params) {
     Tensor& m = state_for(backend_, p->name + ".exp_avg", p->value);
     Tensor& v = state_for(backend_, p->name + ".exp_avg_sq", p->value);
-    backend_.adam_update(
-        p->value, p->copy_to_update(), p->grad, m, v,
-        {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, step, skip_if_found_inf,
-         step_values});
+    backend_.adam_update(p->value, p->copy_to_update(), p->grad, m, v,
+                         {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, step,
+                          skip_if_found_inf, step_values});
     p->changed_with_copy();
   }
 }

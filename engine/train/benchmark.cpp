@@ -33,6 +33,11 @@ void validate(const BenchConfig& c) {
   require(c.threads >= 0, "--threads must not be negative, got " + std::to_string(c.threads));
   require(c.host_sync == "auto" || c.host_sync == "every-step" || c.host_sync == "deferred",
           "--host-sync must be auto, every-step or deferred, got '" + c.host_sync + "'");
+  require(c.cuda_graphs == "on" || c.cuda_graphs == "off",
+          "--cuda-graphs must be on or off, got '" + c.cuda_graphs + "'");
+  require(c.cuda_graphs == "off" || !c.profile, "--profile times each op of every step: it needs --cuda-graphs off");
+  require(c.cuda_graphs == "off" || c.host_sync != "every-step",
+          "--cuda-graphs on captures deferred steps: it needs --host-sync auto or deferred");
 }
 }  // namespace
 
@@ -60,6 +65,10 @@ BenchResult run_benchmark(const BenchConfig& config) {
     throw Error("--host-sync deferred is not possible here: " + why_every_step);
   const bool deferred = config.host_sync == "deferred" ||
                         (config.host_sync == "auto" && !backend->device().is_cpu() && why_every_step.empty());
+  if (config.cuda_graphs == "on" && !deferred)
+    throw Error("--cuda-graphs on captures deferred steps, and these run every-step: " +
+                (why_every_step.empty() ? std::string("the CPU's steps wait for nothing") : why_every_step));
+  step.set_capture(config.cuda_graphs == "on");
 
   const int64_t B = config.batch_size, S = config.image_size;
   std::vector<float> pixels(static_cast<size_t>(B * 3 * S * S));
@@ -85,7 +94,7 @@ BenchResult run_benchmark(const BenchConfig& config) {
   for (int i = 0; i < config.warmup; ++i) run_step();
   allocator_for(backend->device()).reset_peak();
   profiled->reset();
-  const int64_t waits_before = profiled->host_waits();
+  const int64_t waits_before = profiled->host_waits(), replayed_before = step.replayed_steps();
   const auto timed_start = std::chrono::steady_clock::now();
   for (int i = 0; i < config.steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -95,6 +104,8 @@ BenchResult run_benchmark(const BenchConfig& config) {
   }
   result.deferred = deferred;
   result.host_waits_per_step = static_cast<double>(profiled->host_waits() - waits_before) / config.steps;
+  result.replayed_steps = step.replayed_steps() - replayed_before;
+  result.why_not_captured = step.why_not_captured();
   step.finish_deferred();
   if (config.profile) {
     profiled->inner().synchronize();

@@ -49,6 +49,9 @@ struct TrainConfig {
   // the numbers are read one step late; refused where the settings need the host, e.g. gradient clipping), "auto"
   // (deferred on a GPU where the settings allow it, every-step on the CPU, where nothing waits).
   std::string host_sync = "auto";
+  // "on": each batch shape's deferred step is captured once, after its first steps, as a CUDA graph and replayed
+  // (Backend::capture: the same arithmetic without a launch per op); "off": every step op by op.
+  std::string cuda_graphs = "off";
   int threads = 0;
   PrecisionConfig precision;
   DataConfig data;
@@ -128,6 +131,7 @@ void fields(R& c, V&& v) {
   v("seed", c.seed);
   v("device", c.device);
   v("host_sync", c.host_sync);
+  v("cuda_graphs", c.cuda_graphs);
   v("threads", c.threads);
   v("precision", c.precision);
   v("data", c.data);

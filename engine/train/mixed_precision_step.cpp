@@ -87,11 +87,10 @@ std::optional<StepResult> MixedPrecisionStep::run_deferred(const Tensor& images,
     const LossScaleState from = scaler_.device_state();
     std::memcpy(state.data(), &from, sizeof from);
     if (!loss_scale_state_.defined()) {
-      loss_scale_state_ = on_device(backend_, state);
-      posted_state_ = on_device(backend_, state);
-    } else {
-      backend_.convert(state, loss_scale_state_);  // in place: captured steps read it where it is
+      loss_scale_state_ = Tensor::empty(state.shape(), DType::U8, Layout::NCHW, backend_.device());
+      posted_state_ = Tensor::empty(state.shape(), DType::U8, Layout::NCHW, backend_.device());
     }
+    backend_.convert(state, loss_scale_state_);  // in place: captured steps read it where it is
     state_current_ = true;
     optimizer_.new_device_state();
   }

@@ -271,6 +271,10 @@ RunEnd Trainer::train() {
     throw Error("--host-sync deferred is not possible here: " + why_every_step);
   const bool deferred = config.host_sync == "deferred" ||
                         (config.host_sync == "auto" && !backend->device().is_cpu() && why_every_step.empty());
+  if (config.cuda_graphs == "on" && !deferred)
+    throw Error("--cuda-graphs on captures deferred steps, and these run every-step: " +
+                (why_every_step.empty() ? std::string("the CPU's steps wait for nothing") : why_every_step));
+  step.set_capture(config.cuda_graphs == "on");
 
   int64_t steps_per_epoch = train_data.batches_per_epoch();
   if (config.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config.max_steps_per_epoch);
@@ -309,6 +313,9 @@ RunEnd Trainer::train() {
     info.notes.push_back(
         "no step waits for the device: each step's numbers are read one step later, and a skipped "
         "step does not name the layers that overflowed (--host-sync every-step does)");
+  if (config.cuda_graphs == "on")
+    info.notes.push_back("each batch shape's step is captured as a CUDA graph after its first " +
+                         std::to_string(MixedPrecisionStep::kEagerSteps) + " steps and replayed");
   else if (!backend->device().is_cpu())
     info.notes.push_back("every step waits once for the GPU: " +
                          (why_every_step.empty() ? std::string("--host-sync every-step") : why_every_step));

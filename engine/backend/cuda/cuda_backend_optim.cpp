@@ -4,8 +4,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstddef>
 #include <cmath>
+#include <cstddef>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_backend_impl.h"
@@ -33,9 +33,10 @@ cuda::LossScaleDevice* loss_scale_state(const Tensor& state) {
   return static_cast<cuda::LossScaleDevice*>(const_cast<void*>(state.data()));
 }
 bool same_segments(const std::vector<cuda::ScaleSegment>& a, const std::vector<cuda::ScaleSegment>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const cuda::ScaleSegment& x, const cuda::ScaleSegment& y) {
-    return x.data == y.data && x.n == y.n && x.first_chunk == y.first_chunk;
-  });
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const cuda::ScaleSegment& x, const cuda::ScaleSegment& y) {
+                      return x.data == y.data && x.n == y.n && x.first_chunk == y.first_chunk;
+                    });
 }
 const float* found_inf_of(const Tensor* state) { return state ? &loss_scale_state(*state)->found_inf : nullptr; }
 

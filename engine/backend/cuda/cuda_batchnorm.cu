@@ -500,8 +500,7 @@ void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dim
   float* part_a = scratch;
   float* part_b = scratch + int64_t{row_blocks} * C;
   float* coef = scratch + 2 * int64_t{row_blocks} * C;  // a, k1, k2, the forward's scale
-  const bool packed =
-      packable(dims, element_size(type), {x, dy, dx, mean, coef, coef + C, coef + 2 * C, coef + 3 * C});
+  const bool packed = packable(dims, element_size(type), {x, dy, dx, mean, coef, coef + C, coef + 2 * C, coef + 3 * C});
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_backward", {
     const T* xt = static_cast<const T*>(x);
     const T* dyt = static_cast<const T*>(dy);

@@ -677,8 +677,7 @@ void adam_update(float* w, const float* g, float* m, float* v, int64_t n, AdamHy
                  const LossScaleDevice* state, const StepValues* values, void* copy, KType copy_type,
                  cudaStream_t stream) {
   if (n == 0) return;
-  adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, hyper, lr, step, state, values, copy,
-                                                      copy_type);
+  adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, hyper, lr, step, state, values, copy, copy_type);
   CUDA_CHECK_LAUNCH("adam_kernel");
 }
 
