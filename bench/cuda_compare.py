@@ -42,6 +42,7 @@ Usage on the GPU machine (from the repository root, after building):
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -140,7 +141,7 @@ def pytorch_worker(args):
 def ours_cmd(args, depth, size, batch, mode):
     return [args.ampwb, "bench", "--device", args.device, "--depth", str(depth), "--image-size", str(size),
             "--batch-size", str(batch), "--precision", mode, "--steps", str(args.steps),
-            "--warmup", str(args.warmup), "--json"]
+            "--warmup", str(args.warmup), "--json"] + shlex.split(args.ampwb_args)
 
 
 def pytorch_cmd(args, depth, size, batch, mode):
@@ -184,6 +185,8 @@ def parse_args(argv=None):
 
     p.add_argument("--ampwb", default=os.path.join("build", "app", "ampwb"),
                    help="our engine's binary (default build/app/ampwb)")
+    p.add_argument("--ampwb-args", default="", metavar="ARGS",
+                   help="more options for our side, e.g. '--cuda-graphs on'")
     p.add_argument("--python", default=sys.executable, help="interpreter with torch+CUDA (default: this one)")
     p.add_argument("--device", default="cuda", help="cuda or cuda:N, for both sides (default cuda)")
     p.add_argument("--configs", nargs="+", type=parse_config, default=[parse_config(c) for c in DEFAULT_CONFIGS],
@@ -260,6 +263,10 @@ def main(argv=None):
                     line += (f" | ours {o['images_per_second']:8.1f} img/s | "
                              f"{o.get('host_waits_per_step', float('nan')):.2f} host waits/step "
                              f"({o.get('host_sync', '?')})")
+                    if o.get("cuda_graphs") == "on":
+                        line += f" | {o.get('replayed_steps')} steps replayed as graphs"
+                        if o.get("why_not_captured"):
+                            line += f" (op by op: {o['why_not_captured']})"
                 if o is not None and t is not None:
                     ratio = o["images_per_second"] / t["images_per_second"]
                     r["ratios"].append(ratio)

@@ -134,6 +134,15 @@ case $stage in
             timed "profile50-$mode" 90 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \
               --precision "$mode" --steps 6 --warmup 4 --profile
           done ;;
+        graphs)  # captured steps (--cuda-graphs on): the CUDA test, then ResNet-50 and ResNet-18 beside PyTorch
+          timed graphs-test 90 run test_cuda_training --gtest_brief=1 --gtest_filter='CudaCapturedSteps*'
+          timed graphs50 150 compare --configs 50:224:256 --modes amp-fp16 amp-bf16 --ampwb-args="--cuda-graphs on"
+          timed graphs18 150 compare --configs 18:224:256 --modes amp-fp16 amp-bf16 --ampwb-args="--cuda-graphs on" ;;
+        graphsab)  # ours with and without graphs, alternating, ResNet-18 amp-fp16 (where launches weigh most)
+          for g in off on off-2 on-2; do
+            timed "graphs-${g}" 45 run ampwb bench --device cuda --depth 18 --image-size 224 --batch-size 256 \
+              --precision amp-fp16 --steps 20 --warmup 6 --cuda-graphs "${g%-2}" --json
+          done ;;
         hostsync)
           for s in every-step deferred every-step-2 deferred-2; do
             timed "hostsync-$s" 60 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \
