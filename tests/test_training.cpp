@@ -170,6 +170,13 @@ TEST(Training, InvalidSettingsAreRefusedBeforeTraining) {
   c.depth = 20;
   c.host_sync = "sometimes";
   EXPECT_THROW(validate(c), Error);
+  c.host_sync = "every-step";
+  c.cuda_graphs = "on";  // captured steps are deferred ones
+  EXPECT_THROW(validate(c), Error);
+  c.host_sync = "auto";
+  EXPECT_NO_THROW(validate(c));
+  c.cuda_graphs = "sometimes";
+  EXPECT_THROW(validate(c), Error);
 }
 
 struct Result {
@@ -252,6 +259,18 @@ TEST(Cli, BenchReportsThroughputAndMemoryAsOneLineOfValidJson) {
   const nlohmann::json d = nlohmann::json::parse(deferred.output);
   EXPECT_EQ(d["host_sync"], "deferred");
   EXPECT_EQ(d["host_waits_per_step"], 0.0);
+  EXPECT_EQ(d["cuda_graphs"], "off");
+  // Captured steps asked of the CPU: the steps run op by op, and the JSON says why.
+  const Result graphs = run_ampwb(
+      "bench --json --depth 20 --image-size 16 --batch-size 4 --steps 5 --warmup 1 --classes 10 --precision amp-fp16 "
+      "--host-sync deferred --cuda-graphs on");
+  ASSERT_EQ(graphs.status, 0) << graphs.output;
+  const nlohmann::json g = nlohmann::json::parse(graphs.output);
+  EXPECT_EQ(g["replayed_steps"], 0);
+  EXPECT_NE(g["why_not_captured"].get<std::string>().find("nothing to capture"), std::string::npos) << graphs.output;
+  const Result refused = run_ampwb("bench --depth 20 --image-size 16 --batch-size 4 --steps 1 --cuda-graphs on");
+  EXPECT_EQ(refused.status, 1) << "on the CPU, auto waits at every step: nothing to capture";
+  EXPECT_NE(refused.output.find("--cuda-graphs on captures deferred steps"), std::string::npos) << refused.output;
 }
 
 TEST(Cli, BadInputGetsAClearError) {

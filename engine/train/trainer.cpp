@@ -274,7 +274,6 @@ RunEnd Trainer::train() {
   if (config.cuda_graphs == "on" && !deferred)
     throw Error("--cuda-graphs on captures deferred steps, and these run every-step: " +
                 (why_every_step.empty() ? std::string("the CPU's steps wait for nothing") : why_every_step));
-  step.set_capture(config.cuda_graphs == "on");
 
   int64_t steps_per_epoch = train_data.batches_per_epoch();
   if (config.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config.max_steps_per_epoch);
@@ -315,7 +314,8 @@ RunEnd Trainer::train() {
         "step does not name the layers that overflowed (--host-sync every-step does)");
   if (config.cuda_graphs == "on")
     info.notes.push_back("each batch shape's step is captured as a CUDA graph after its first " +
-                         std::to_string(MixedPrecisionStep::kEagerSteps) + " steps and replayed");
+                         std::to_string(MixedPrecisionStep::kEagerSteps) +
+                         " steps and replayed; the steps sampled for the time breakdown run op by op");
   else if (!backend->device().is_cpu())
     info.notes.push_back("every step waits once for the GPU: " +
                          (why_every_step.empty() ? std::string("--host-sync every-step") : why_every_step));
@@ -413,7 +413,8 @@ RunEnd Trainer::train() {
       const bool last_of_epoch = b == steps_per_epoch - 1;
       const bool numerics_due = config.numerics_every > 0 && (global_step + 1) % config.numerics_every == 0;
       GradientProbe* const step_probe = last_of_epoch ? &probe : numerics_due ? &numerics_probe : nullptr;
-      step_timer.begin(b, steps_per_epoch, step_probe != nullptr, train_data.wait_seconds());
+      const bool timed = step_timer.begin(b, steps_per_epoch, step_probe != nullptr, train_data.wait_seconds());
+      step.set_capture(config.cuda_graphs == "on" && !timed);  // a timed step's ops are timed one by one
       const DeviceBatch current = next.images.defined() ? std::move(next) : fetch(b);
       next = b + 1 < steps_per_epoch ? fetch(b + 1) : DeviceBatch{};
       at.data_wait = wait_before + train_data.wait_seconds();

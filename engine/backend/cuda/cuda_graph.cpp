@@ -49,6 +49,10 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
   // A graph cannot wait for an event recorded outside it: the uploads finish first and are forgotten.
   CUDA_CHECK(cudaStreamSynchronize(m.copy_stream));
   m.ready({});
+  // The gradients' table is made again inside the capture, from its pool: the graph reads it for as long as it
+  // lives, whatever other tensor lists are checked meanwhile.
+  m.scale_segments.clear();
+  m.scale_table = Tensor();
   Allocator& allocator = allocator_for(m.device);
   const int pool = allocator.new_pool();
   allocator.begin_pool(pool);
