@@ -125,7 +125,7 @@ void MixedPrecisionStep::queue_deferred(const Tensor& images, const Tensor& labe
 bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& labels, float lr) {
   if (!capture_) return false;
   auto captured = std::find_if(captures_.begin(), captures_.end(), [&](const Captured& c) {
-    return c.images_shape == images.shape() && c.labels_shape == labels.shape();
+    return c.images.shape() == images.shape() && c.labels.shape() == labels.shape();
   });
   if (captured == captures_.end()) {
     auto seen = std::find_if(eager_steps_.begin(), eager_steps_.end(),
@@ -141,7 +141,7 @@ bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& lab
   Tensor values = Tensor::empty({kOptimizerStepBytes}, DType::U8);
   const OptimizerStep now = optimizer_.step_values(lr, device_scale);
   std::memcpy(values.data(), &now, sizeof now);
-  if (!step_values_.defined()) step_values_ = on_device(backend_, values);
+  if (!step_values_.defined()) step_values_ = Tensor::empty(values.shape(), DType::U8, Layout::NCHW, backend_.device());
   backend_.convert(values, step_values_);
   if (captured != captures_.end()) {
     backend_.convert(images, captured->images);
@@ -151,8 +151,7 @@ bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& lab
     ++replayed_;
     return true;
   }
-  Captured c{images.shape(), labels.shape(),
-             Tensor::empty(images.shape(), images.dtype(), images.layout(), backend_.device()),
+  Captured c{Tensor::empty(images.shape(), images.dtype(), images.layout(), backend_.device()),
              Tensor::empty(labels.shape(), labels.dtype(), labels.layout(), backend_.device()), nullptr};
   backend_.convert(images, c.images);
   backend_.convert(labels, c.labels);

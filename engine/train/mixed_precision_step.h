@@ -83,7 +83,6 @@ class MixedPrecisionStep {
   int posted_ = 0;  // deferred steps not yet collected
 
   struct Captured {
-    Shape images_shape, labels_shape;
     Tensor images, labels;  // the capture's inputs on the device, each step's batch copied in
     std::unique_ptr<CapturedWork> work;
   };
