@@ -119,56 +119,86 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// 40 amp-fp16 steps of a ResNet-20 on the GPU that overflow at first, back off, then grow the scale every 3 clean
+// steps: waiting at each step, deferred, or deferred and captured (CUDA graphs). `scheduled`: the learning rate
+// changes every step and steps 20-25 take batches of 12 instead of 16.
+struct CudaSteps {
+  std::vector<StepResult> results;
+  std::vector<int64_t> waits;  // host waits made by each call
+  int64_t replayed = 0;
+  std::string why_not_captured;
+  LossScaler::State scaler;
+};
+
+CudaSteps run_cuda_steps(const std::string& how, const std::string& optimizer_kind, bool scheduled) {
+  ProfiledBackend backend(make_backend("cuda", {2}));
+  backend.set_enabled(false);
+  Rng rng(11);
+  ResNet model(backend, {20, 10, 3, 16, Stem::Auto}, rng);
+  auto optimizer = make_optimizer(backend, {optimizer_kind, 0.9f});
+  PrecisionConfig config = precision_preset("amp-fp16");
+  config.loss_scale.init_scale = 1e30;
+  config.loss_scale.growth_interval = 3;
+  const PrecisionPolicy policy(config);
+  LossScaler scaler(config.loss_scale);
+  MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+  EXPECT_EQ(step.why_not_deferred(), "");
+  step.set_capture(how == "captured");
+  CudaSteps out;
+  Rng data(12);
+  for (int i = 0; i < 40; ++i) {
+    const int64_t batch = scheduled && i >= 20 && i < 26 ? 12 : 16;
+    Tensor labels = Tensor::empty({batch}, DType::I32);
+    for (int n = 0; n < batch; ++n) labels.data_as<int32_t>()[n] = static_cast<int32_t>((n * 7 + i) % 10);
+    const Tensor images = backend.upload(testing::random_tensor({batch, 3, 16, 16}, data, Layout::NHWC));
+    const Tensor device_labels = backend.upload(labels);
+    const float lr = scheduled ? 0.002f * static_cast<float>(1 + i % 3) : 0.02f;
+    const int64_t waits = backend.host_waits();
+    if (how == "waiting") {
+      out.results.push_back(step.run(images, device_labels, lr));
+    } else if (std::optional<StepResult> r = step.run_deferred(images, device_labels, lr)) {
+      out.results.push_back(*r);
+    }
+    out.waits.push_back(backend.host_waits() - waits);
+  }
+  if (how != "waiting") {
+    const int64_t waits = backend.host_waits();
+    if (std::optional<StepResult> r = step.finish_deferred()) out.results.push_back(*r);
+    out.waits.push_back(backend.host_waits() - waits);
+  }
+  out.replayed = step.replayed_steps();
+  out.why_not_captured = step.why_not_captured();
+  out.scaler = scaler.state();
+  return out;
+}
+
+// The same overflows and scales, and losses within cuDNN's run-to-run differences (its weight-gradient algorithms
+// may sum with atomics, so not bit for bit).
+void expect_to_follow(const CudaSteps& steps, const CudaSteps& reference) {
+  ASSERT_EQ(steps.results.size(), reference.results.size());
+  int skipped = 0;
+  for (size_t i = 0; i < reference.results.size(); ++i) {
+    EXPECT_EQ(steps.results[i].skipped, reference.results[i].skipped) << "step " << i;
+    EXPECT_EQ(steps.results[i].loss_scale, reference.results[i].loss_scale) << "step " << i;
+    if (!reference.results[i].skipped) {
+      EXPECT_NEAR(steps.results[i].loss, reference.results[i].loss, 1e-3 * std::fabs(reference.results[i].loss))
+          << "step " << i;
+    }
+    skipped += reference.results[i].skipped;
+  }
+  EXPECT_GT(skipped, 0) << "the run was meant to overflow";
+  EXPECT_EQ(steps.scaler.scale, reference.scaler.scale);
+  EXPECT_EQ(steps.scaler.growth_tracker, reference.scaler.growth_tracker);
+}
+
 // Steps that never wait for the GPU (issue 18): the loss scale on the device, the skip decided there, each step's
 // numbers read one step late. In steady state a step makes no host wait (ProfiledBackend counts them); the results
-// follow the steps that wait: the same overflows and scales, and losses within cuDNN's run-to-run differences
-// (its weight-gradient algorithms may sum with atomics, so not bit for bit).
+// follow the steps that wait.
 TEST(CudaDeferredSteps, NeverWaitForTheGpuAndFollowTheStepsThatWait) {
   if (cuda_device_count() == 0)
     GTEST_SKIP() << "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
-  struct Run {
-    std::vector<StepResult> results;
-    std::vector<int64_t> waits;  // host waits made by each call
-    LossScaler::State scaler;
-  };
-  auto run = [](bool deferred) {
-    ProfiledBackend backend(make_backend("cuda", {2}));
-    backend.set_enabled(false);
-    Rng rng(11);
-    ResNet model(backend, {20, 10, 3, 16, Stem::Auto}, rng);
-    auto optimizer = make_optimizer(backend, {"sgd", 0.9f});
-    PrecisionConfig config = precision_preset("amp-fp16");
-    config.loss_scale.init_scale = 1e30;  // overflows at first, then backs off, then grows every 3 clean steps
-    config.loss_scale.growth_interval = 3;
-    const PrecisionPolicy policy(config);
-    LossScaler scaler(config.loss_scale);
-    MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
-    EXPECT_EQ(step.why_not_deferred(), "");
-    Run out;
-    Rng data(12);
-    for (int i = 0; i < 40; ++i) {
-      Tensor labels = Tensor::empty({16}, DType::I32);
-      for (int n = 0; n < 16; ++n) labels.data_as<int32_t>()[n] = static_cast<int32_t>((n * 7 + i) % 10);
-      const Tensor images = backend.upload(testing::random_tensor({16, 3, 16, 16}, data, Layout::NHWC));
-      const Tensor device_labels = backend.upload(labels);
-      const int64_t waits = backend.host_waits();
-      if (deferred) {
-        if (std::optional<StepResult> r = step.run_deferred(images, device_labels, 0.02f)) out.results.push_back(*r);
-      } else {
-        out.results.push_back(step.run(images, device_labels, 0.02f));
-      }
-      out.waits.push_back(backend.host_waits() - waits);
-    }
-    if (deferred) {
-      const int64_t waits = backend.host_waits();
-      if (std::optional<StepResult> r = step.finish_deferred()) out.results.push_back(*r);
-      out.waits.push_back(backend.host_waits() - waits);
-    }
-    out.scaler = scaler.state();
-    return out;
-  };
-  const Run waiting = run(false), deferred = run(true);
-  ASSERT_EQ(waiting.results.size(), waiting.waits.size());
+  const CudaSteps waiting = run_cuda_steps("waiting", "sgd", false),
+                  deferred = run_cuda_steps("deferred", "sgd", false);
   for (size_t i = 0; i < waiting.waits.size(); ++i) {  // a skipped step also copies its gradients back (forensics)
     if (!waiting.results[i].skipped) {
       EXPECT_EQ(waiting.waits[i], 1) << "step " << i << " reads its numbers once";
@@ -177,86 +207,24 @@ TEST(CudaDeferredSteps, NeverWaitForTheGpuAndFollowTheStepsThatWait) {
   std::vector<int64_t> no_waits(41, 0);
   no_waits.back() = 1;  // collecting the last step
   EXPECT_EQ(deferred.waits, no_waits);
-  ASSERT_EQ(deferred.results.size(), waiting.results.size());
-  int skipped = 0;
-  for (size_t i = 0; i < waiting.results.size(); ++i) {
-    EXPECT_EQ(deferred.results[i].skipped, waiting.results[i].skipped) << "step " << i;
-    EXPECT_EQ(deferred.results[i].loss_scale, waiting.results[i].loss_scale) << "step " << i;
-    if (!waiting.results[i].skipped) {
-      EXPECT_NEAR(deferred.results[i].loss, waiting.results[i].loss, 1e-3 * std::fabs(waiting.results[i].loss))
-          << "step " << i;
-    }
-    skipped += waiting.results[i].skipped;
-  }
-  EXPECT_GT(skipped, 0) << "the run was meant to overflow";
-  EXPECT_EQ(deferred.scaler.scale, waiting.scaler.scale);
-  EXPECT_EQ(deferred.scaler.growth_tracker, waiting.scaler.growth_tracker);
+  expect_to_follow(deferred, waiting);
 }
 
-// The deferred steps captured as CUDA graphs (one per batch shape, after its first steps) and replayed: every
-// step after the first two of each shape is a replay, no step waits for the GPU, and the results follow the steps
-// run op by op (the same overflows and scales; losses within cuDNN's run-to-run differences), with a learning rate
-// that changes every step and a second batch shape between. RecordingBackend's tests (test_placement) hold the
-// same schedule to the waiting steps bit for bit on the CPU.
+// The deferred steps captured as CUDA graphs (one per batch shape, after its first steps) and replayed: every step
+// after each shape's first two is a replay and none waits for the GPU, and the results follow the same steps run op
+// by op, with a learning rate that changes every step and a second batch shape between. RecordingBackend's tests
+// (test_placement) hold the same kind of schedule to the waiting steps bit for bit on the CPU.
 TEST(CudaCapturedSteps, ReplayAsGraphsAndFollowTheStepsRunOpByOp) {
   if (cuda_device_count() == 0)
     GTEST_SKIP() << "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
-  struct Run {
-    std::vector<StepResult> results;
-    int64_t waits = 0, replayed = 0;
-    std::string why_not_captured;
-    LossScaler::State scaler;
-  };
-  auto run = [](bool capture) {
-    ProfiledBackend backend(make_backend("cuda", {2}));
-    backend.set_enabled(false);
-    Rng rng(11);
-    ResNet model(backend, {20, 10, 3, 16, Stem::Auto}, rng);
-    auto optimizer = make_optimizer(backend, {"adam", 0.9f});
-    PrecisionConfig config = precision_preset("amp-fp16");
-    config.loss_scale.init_scale = 1e30;  // overflows at first, then backs off, then grows every 3 clean steps
-    config.loss_scale.growth_interval = 3;
-    const PrecisionPolicy policy(config);
-    LossScaler scaler(config.loss_scale);
-    MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
-    step.set_capture(capture);
-    Run out;
-    Rng data(12);
-    for (int i = 0; i < 40; ++i) {
-      const int64_t batch = i >= 20 && i < 26 ? 12 : 16;
-      Tensor labels = Tensor::empty({batch}, DType::I32);
-      for (int n = 0; n < batch; ++n) labels.data_as<int32_t>()[n] = static_cast<int32_t>((n * 7 + i) % 10);
-      const Tensor images = backend.upload(testing::random_tensor({batch, 3, 16, 16}, data, Layout::NHWC));
-      const Tensor device_labels = backend.upload(labels);
-      const int64_t waits = backend.host_waits();
-      if (std::optional<StepResult> r = step.run_deferred(images, device_labels, 0.002f * (1 + i % 3)))
-        out.results.push_back(*r);
-      out.waits += backend.host_waits() - waits;
-    }
-    if (std::optional<StepResult> r = step.finish_deferred()) out.results.push_back(*r);
-    out.replayed = step.replayed_steps();
-    out.why_not_captured = step.why_not_captured();
-    out.scaler = scaler.state();
-    return out;
-  };
-  const Run op_by_op = run(false), captured = run(true);
+  const CudaSteps op_by_op = run_cuda_steps("deferred", "adam", true),
+                  captured = run_cuda_steps("captured", "adam", true);
   EXPECT_EQ(captured.why_not_captured, "");
   EXPECT_EQ(captured.replayed, 40 - 2 * MixedPrecisionStep::kEagerSteps) << "all but each shape's first steps";
-  EXPECT_EQ(captured.waits, 0) << "no step waited for the GPU";
-  ASSERT_EQ(captured.results.size(), op_by_op.results.size());
-  int skipped = 0;
-  for (size_t i = 0; i < op_by_op.results.size(); ++i) {
-    EXPECT_EQ(captured.results[i].skipped, op_by_op.results[i].skipped) << "step " << i;
-    EXPECT_EQ(captured.results[i].loss_scale, op_by_op.results[i].loss_scale) << "step " << i;
-    if (!op_by_op.results[i].skipped) {
-      EXPECT_NEAR(captured.results[i].loss, op_by_op.results[i].loss, 1e-3 * std::fabs(op_by_op.results[i].loss))
-          << "step " << i;
-    }
-    skipped += op_by_op.results[i].skipped;
-  }
-  EXPECT_GT(skipped, 0) << "the run was meant to overflow";
-  EXPECT_EQ(captured.scaler.scale, op_by_op.scaler.scale);
-  EXPECT_EQ(captured.scaler.growth_tracker, op_by_op.scaler.growth_tracker);
+  std::vector<int64_t> no_waits(41, 0);
+  no_waits.back() = 1;
+  EXPECT_EQ(captured.waits, no_waits);
+  expect_to_follow(captured, op_by_op);
 }
 
 }  // namespace
