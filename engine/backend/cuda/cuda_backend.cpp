@@ -70,7 +70,11 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   };
   const bool timed = options.benchmark_algorithms && setting("AMPWB_CUDNN_BENCHMARK").value_or("1") != "0";
   size_t workspace_limit = options.conv_workspace_limit;
-  if (const auto mib = setting("AMPWB_CUDNN_WORKSPACE_MIB")) workspace_limit = std::stoull(*mib) << 20;
+  if (const auto mib = setting("AMPWB_CUDNN_WORKSPACE_MIB")) {
+    AMPWB_CHECK(!mib->empty() && mib->size() <= 7 && mib->find_first_not_of("0123456789") == std::string::npos,
+                "AMPWB_CUDNN_WORKSPACE_MIB must be a whole number of MiB, got '" << *mib << "'");
+    workspace_limit = std::stoull(*mib) << 20;
+  }
   bool exact_fp32 = options.exact_fp32_convolutions;
   if (const auto exact = setting("AMPWB_CUDNN_EXACT_FP32")) exact_fp32 = *exact != "0";
   m.print_plans = setting("AMPWB_CUDNN_PLANS").value_or("0") != "0";

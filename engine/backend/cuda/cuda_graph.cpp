@@ -54,6 +54,7 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
   m.scale_segments.clear();
   m.scale_table = Tensor();
   Allocator& allocator = allocator_for(m.device);
+  allocator.empty_cache();  // the op-by-op steps' cached blocks: the pool holds a step of its own from here
   const int pool = allocator.new_pool();
   allocator.begin_pool(pool);
   m.capturing = true;
