@@ -168,13 +168,27 @@ struct CudaBackend::Impl {
     Tensor tensor;  // kept alive until its copy is done
     cudaEvent_t done = nullptr;
   };
-  std::vector<Pending> pending;     // upload copies not yet waited for
-  std::unique_ptr<CpuBackend> cpu;  // host-to-host conversions
-  bool capturing = false;           // capture() is recording the compute stream
+  std::vector<Pending> pending;      // upload copies not yet waited for
+  std::unique_ptr<CpuBackend> cpu;   // host-to-host conversions
+  bool capturing = false;            // capture() is recording the compute stream
+  int capture_pool = 0;              // the allocator's pool it fills
+  std::vector<Tensor> capture_kept;  // device memory the graph reads but the host wrote (bytes_beside_capture)
   // scale_and_check's table of gradient segments, kept while the same tensors are checked (every step's): no
   // upload per step, and none inside a captured step.
   std::vector<cuda::ScaleSegment> scale_segments;
   Tensor scale_table;
+
+  // Device memory that the host writes while a step is captured, for the graph to read: outside the capture's pool,
+  // whose blocks the graph's own ops may write (a block freed by one captured op is another's scratch), and kept
+  // alive by the graph.
+  Tensor bytes_beside_capture(size_t n) {
+    Allocator& allocator = allocator_for(device);
+    allocator.end_pool();
+    Tensor t = bytes(n);
+    allocator.begin_pool(capture_pool);
+    capture_kept.push_back(t);
+    return t;
+  }
 
   // What a captured step cannot hold: the op that tried says what it did.
   void refuse_while_capturing(const char* what) const {

@@ -158,7 +158,7 @@ void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float fac
   if (segments.empty()) return;
   if (!same_segments(segments, m.scale_segments)) {
     const size_t segment_bytes = segments.size() * sizeof(cuda::ScaleSegment);
-    m.scale_table = m.bytes(segment_bytes);
+    m.scale_table = m.capturing ? m.bytes_beside_capture(segment_bytes) : m.bytes(segment_bytes);
     if (m.capturing) {  // copied now, on the other stream, so that the graph holds no copy from the host
       m.host_to_device(segments.data(), m.scale_table.data(), segment_bytes, m.to_device, m.copy_stream);
       CUDA_CHECK(cudaStreamSynchronize(m.copy_stream));

@@ -11,8 +11,9 @@ namespace {
 
 class CudaGraph final : public CapturedWork {
  public:
-  CudaGraph(cudaGraphExec_t exec, cudaStream_t stream, int device, Allocator& allocator, int pool)
-      : exec_(exec), stream_(stream), device_(device), allocator_(allocator), pool_(pool) {}
+  CudaGraph(cudaGraphExec_t exec, cudaStream_t stream, int device, Allocator& allocator, int pool,
+            std::vector<Tensor> kept)
+      : exec_(exec), stream_(stream), device_(device), allocator_(allocator), pool_(pool), kept_(std::move(kept)) {}
   ~CudaGraph() override {
     cuda::DeviceScope scope(device_);
     cudaStreamSynchronize(stream_);  // a replay still queued writes to the pool's blocks
@@ -34,6 +35,7 @@ class CudaGraph final : public CapturedWork {
   int device_;
   Allocator& allocator_;
   int pool_;
+  std::vector<Tensor> kept_;  // what the graph reads outside its pool (Impl::bytes_beside_capture)
 };
 
 std::string cuda_failure(const char* what, cudaError_t status) {
@@ -49,14 +51,16 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
   // A graph cannot wait for an event recorded outside it: the uploads finish first and are forgotten.
   CUDA_CHECK(cudaStreamSynchronize(m.copy_stream));
   m.ready({});
-  // The gradients' table is made again inside the capture, from its pool: the graph reads it for as long as it
-  // lives, whatever other tensor lists are checked meanwhile.
+  // The gradients' table is made again inside the capture (bytes_beside_capture): the graph reads it for as long as
+  // it lives, whatever other tensor lists are checked meanwhile.
   m.scale_segments.clear();
   m.scale_table = Tensor();
   Allocator& allocator = allocator_for(m.device);
   allocator.empty_cache();  // the op-by-op steps' cached blocks: the pool holds a step of its own from here
   const int pool = allocator.new_pool();
   allocator.begin_pool(pool);
+  m.capture_pool = pool;
+  m.capture_kept.clear();
   m.capturing = true;
   m.conv->set_capturing(true);
   std::string failure;
@@ -83,12 +87,14 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
   }
   if (graph) cudaGraphDestroy(graph);
   cudaGetLastError();  // a failed capture's error is reported below, not by the next launch check
+  std::vector<Tensor> kept = std::move(m.capture_kept);
+  m.capture_kept.clear();
   if (!failure.empty()) {
     allocator.release_pool(pool);  // nothing ran: what the capture allocated is anybody's again once freed
     why_not = failure;
     return nullptr;
   }
-  return std::make_unique<CudaGraph>(exec, m.stream, m.device.index, allocator, pool);
+  return std::make_unique<CudaGraph>(exec, m.stream, m.device.index, allocator, pool, std::move(kept));
 }
 
 }  // namespace ampwb
