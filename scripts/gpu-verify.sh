@@ -143,6 +143,12 @@ case $stage in
             timed "graphs-${g}" 45 run ampwb bench --device cuda --depth 18 --image-size 224 --batch-size 256 \
               --precision amp-fp16 --steps 20 --warmup 6 --cuda-graphs "${g%-2}" --json
           done ;;
+        endsab)  # residual block ends fused (batch norm + add + ReLU, and the gradients' sum with the ReLU's mask)
+          # or run as separate ops (AMPWB_CUDA_FUSED_ENDS=0), alternating, ResNet-50 amp-fp16
+          for f in 0 1 0-2 1-2; do
+            AMPWB_CUDA_FUSED_ENDS=${f%-2} timed "fused-ends${f}" 60 run ampwb bench --device cuda --depth 50 \
+              --image-size 224 --batch-size 256 --precision amp-fp16 --steps 15 --warmup 6 --json
+          done ;;
         hostsync)
           for s in every-step deferred every-step-2 deferred-2; do
             timed "hostsync-$s" 60 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \

@@ -61,8 +61,18 @@ class ForwardingBackend : public Backend {
                                Tensor& dbeta, float eps) override {
     inner_->batchnorm_relu_backward(x, y, dy, gamma, beta, mean, var, dx, dgamma, dbeta, eps);
   }
+  void batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           const Tensor& residual, Tensor& y, Tensor& mean, Tensor& var,
+                                           Tensor& running_mean, Tensor& running_var, float momentum,
+                                           float eps) override {
+    inner_->batchnorm_add_relu_forward_training(x, gamma, beta, residual, y, mean, var, running_mean, running_var,
+                                                momentum, eps);
+  }
   void relu_forward(const Tensor& x, Tensor& y) override { inner_->relu_forward(x, y); }
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override { inner_->relu_backward(y, dy, dx); }
+  void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) override {
+    inner_->relu_backward_of_sum(y, dy_a, dy_b, dx);
+  }
   void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) override {
     inner_->maxpool_forward(x, y, workspace, p);
   }

@@ -77,11 +77,23 @@ class RecordingBackend final : public ForwardingBackend {
       inner().batchnorm_relu_backward(x, y, dy, gamma, beta, mean, var, dx, dgamma, dbeta, eps);
     });
   }
+  void batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           const Tensor& residual, Tensor& y, Tensor& mean, Tensor& var,
+                                           Tensor& running_mean, Tensor& running_var, float momentum,
+                                           float eps) override {
+    run([=, this]() mutable {
+      inner().batchnorm_add_relu_forward_training(x, gamma, beta, residual, y, mean, var, running_mean, running_var,
+                                                  momentum, eps);
+    });
+  }
   void relu_forward(const Tensor& x, Tensor& y) override {
     run([=, this]() mutable { inner().relu_forward(x, y); });
   }
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
     run([=, this]() mutable { inner().relu_backward(y, dy, dx); });
+  }
+  void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) override {
+    run([=, this]() mutable { inner().relu_backward_of_sum(y, dy_a, dy_b, dx); });
   }
   // The workspace is the op's output: a graph writes it where the capture allocated it, so the recording allocates
   // it now (running the op once on whatever x holds) and each replay copies the op's record into it.

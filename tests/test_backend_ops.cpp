@@ -155,6 +155,23 @@ void run(CaseRun& r, const BatchNormCase& c) {
   EXPECT_EQ(bytes_of(r.b, fused_dx), bytes_of(r.b, separate_dx)) << "batchnorm_relu backward: dx";
   EXPECT_EQ(bytes_of(r.b, fused_dgamma), bytes_of(r.b, separate_dgamma)) << "batchnorm_relu backward: dgamma";
   EXPECT_EQ(bytes_of(r.b, fused_dbeta), bytes_of(r.b, separate_dbeta)) << "batchnorm_relu backward: dbeta";
+
+  // A residual block's end in one op: the reference's, and bit for bit batch norm then add_relu.
+  const Tensor residual = r.input(x.shape(), r.layout, 2.0), gresidual = r.up(residual);
+  Tensor end_y = r.out(x.shape(), r.layout), end_mean = r.out32({c.C}), end_var = r.out32({c.C});
+  Tensor end_running_mean = r.up(old_mean.clone()), end_running_var = r.up(old_var.clone());
+  r.b.batchnorm_add_relu_forward_training(gx, ggamma, gbeta, gresidual, end_y, end_mean, end_var, end_running_mean,
+                                          end_running_var, momentum, eps);
+  r.expect("relu(y + residual)", end_y, ref::relu_forward(ref::add(want.y, reference(residual))),
+           Kernel::BatchNormTraining);
+  Tensor separate_end = r.out(x.shape(), r.layout);
+  r.b.add_relu(y, gresidual, separate_end);
+  EXPECT_EQ(bytes_of(r.b, end_y), bytes_of(r.b, separate_end)) << "batchnorm_add_relu against batch norm, add_relu";
+  for (const auto& [fused, separate] : {std::pair{&end_mean, &mean},
+                                        {&end_var, &var},
+                                        {&end_running_mean, &running_mean},
+                                        {&end_running_var, &running_var}})
+    EXPECT_EQ(bytes_of(r.b, *fused), bytes_of(r.b, *separate)) << "batchnorm_add_relu statistics";
 }
 
 void run(CaseRun& r, const ReluCase& c) {
@@ -242,6 +259,17 @@ void run(CaseRun& r, const AddCase& c) {
   r.b.relu_forward(y, unfused);
   r.expect("relu(a + b)", fused, ref::relu_forward(sum), Kernel::Add);
   EXPECT_EQ(bytes_of(r.b, fused), bytes_of(r.b, unfused)) << "add_relu against add then relu_forward";
+
+  // A residual block's input gradient in one op, through the mask of the ReLU output y (with zeros of both signs):
+  // the reference's, and bit for bit add then relu_backward.
+  std::vector<float> y_values = to_float_vector(r.input(a.shape(), Layout::NCHW, 3.0));
+  for (size_t i = 0; i < y_values.size(); i += 5) y_values[i] = i % 10 ? -0.0f : 0.0f;
+  const Tensor relu_y = tensor_from_floats(y_values, a.shape(), r.dtype, r.layout);
+  Tensor dx = r.out(a.shape(), r.layout), separate_dx = r.out(a.shape(), r.layout);
+  r.b.relu_backward_of_sum(r.up(relu_y), ga, gb, dx);
+  r.expect("relu_backward(y, a + b)", dx, ref::relu_backward(reference(relu_y), sum), Kernel::Add);
+  r.b.relu_backward(r.up(relu_y), y, separate_dx);
+  EXPECT_EQ(bytes_of(r.b, dx), bytes_of(r.b, separate_dx)) << "relu_backward_of_sum against add then relu_backward";
 }
 
 void run(CaseRun& r, const ConvertCase& c) {

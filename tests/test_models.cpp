@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 
 #include "backend/cpu/cpu_backend.h"
+#include "forwarding_backend.h"
 #include "models/resnet.h"
 #include "op_test_util.h"
 
@@ -83,6 +86,64 @@ TEST(ResNet, TorchvisionNamesAndInitialisation) {
   model.collect_buffers(buffers);
   EXPECT_EQ(buffers.front()->name, "bn1.running_mean");
   EXPECT_EQ(buffers.size(), 2u * 20);  // 20 batch norms in ResNet-18
+}
+
+// Counts the ops of a residual block's end; `separate` runs the fused ones as their separate ops (the Backend
+// defaults, whose ops come back through this backend to the CPU's).
+class BlockEndCounter : public testing::ForwardingBackend {
+ public:
+  explicit BlockEndCounter(bool separate)
+      : ForwardingBackend(std::make_unique<CpuBackend>(BackendOptions{2})), separate_(separate) {}
+  int batchnorm_add_relu = 0, relu_backward_of_sum_calls = 0, relu_backward_calls = 0;
+
+  void batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           const Tensor& residual, Tensor& y, Tensor& mean, Tensor& var,
+                                           Tensor& running_mean, Tensor& running_var, float momentum,
+                                           float eps) override {
+    ++batchnorm_add_relu;
+    if (!separate_)
+      return ForwardingBackend::batchnorm_add_relu_forward_training(x, gamma, beta, residual, y, mean, var,
+                                                                    running_mean, running_var, momentum, eps);
+    Backend::batchnorm_add_relu_forward_training(x, gamma, beta, residual, y, mean, var, running_mean, running_var,
+                                                 momentum, eps);
+  }
+  void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) override {
+    ++relu_backward_of_sum_calls;
+    if (!separate_) return ForwardingBackend::relu_backward_of_sum(y, dy_a, dy_b, dx);
+    Backend::relu_backward_of_sum(y, dy_a, dy_b, dx);
+  }
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
+    ++relu_backward_calls;
+    ForwardingBackend::relu_backward(y, dy, dx);
+  }
+
+ private:
+  bool separate_;
+};
+
+// In training, every block's end runs as one op (batch norm, add, ReLU), and every block after the first applies
+// the ReLU mask of the block before as it sums its branches' gradients, so that only the last block's end runs a
+// relu_backward of its own. The gradients are bit for bit those of the separate ops.
+TEST(ResNet, BlockEndsRunFusedWithTheBitsOfTheSeparateOps) {
+  for (auto [depth, blocks] : {std::pair{18, 8}, {50, 16}}) {
+    std::vector<std::vector<float>> grads[2];
+    for (bool separate : {false, true}) {
+      BlockEndCounter b(separate);
+      Rng rng(3);
+      ResNet model(b, {depth, 5, 3, 40, Stem::ImageNet}, rng);
+      const Tensor x = testing::random_tensor({2, 3, 40, 40}, rng, Layout::NHWC);
+      const Tensor logits = model.forward(x, Mode::Train);
+      model.backward(testing::random_tensor(logits.shape(), rng));
+      EXPECT_EQ(b.batchnorm_add_relu, blocks) << "ResNet-" << depth;
+      EXPECT_EQ(b.relu_backward_of_sum_calls, blocks - 1) << "ResNet-" << depth;
+      EXPECT_EQ(b.relu_backward_calls, separate ? blocks : 1) << "ResNet-" << depth;
+      for (Parameter* p : model.parameters()) grads[separate].push_back(to_float_vector(p->grad));
+    }
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    for (size_t i = 0; i < grads[0].size(); ++i)
+      ASSERT_EQ(std::memcmp(grads[0][i].data(), grads[1][i].data(), grads[0][i].size() * sizeof(float)), 0)
+          << "ResNet-" << depth << ", parameter " << i;
+  }
 }
 
 }  // namespace

@@ -90,6 +90,19 @@ void Backend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gam
   relu_forward(y, y);  // in place: elementwise
 }
 
+void Backend::batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                  const Tensor& residual, Tensor& y, Tensor& batch_mean,
+                                                  Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
+                                                  float momentum, float eps) {
+  batchnorm_forward_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps);
+  add_relu(y, residual, y);  // in place: elementwise
+}
+
+void Backend::relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) {
+  add(dy_a, dy_b, dx);
+  relu_backward(y, dx, dx);  // in place: elementwise
+}
+
 void Backend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
                                       const Tensor& /*beta*/, const Tensor& batch_mean, const Tensor& batch_var,
                                       Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) {

@@ -166,8 +166,17 @@ class Backend {
   virtual void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
                                        const Tensor& beta, const Tensor& batch_mean, const Tensor& batch_var,
                                        Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps);
+  // y = relu(batch norm of x + residual), a residual block's end (residual: its shortcut, x's shape and dtype), in
+  // one pass where the backend can, rounded as batchnorm_forward_training then add_relu would. By default those.
+  virtual void batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                   const Tensor& residual, Tensor& y, Tensor& batch_mean,
+                                                   Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
+                                                   float momentum, float eps);
   virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;  // uses the output y
+  // relu_backward(y, dy_a + dy_b, dx), the sum rounded as add would (a residual block's input gradient, from its
+  // two branches, through the ReLU that made its input). By default add, then relu_backward.
+  virtual void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx);
   // workspace: backend-defined record of the argmax, made by forward for backward. x and y in one layout; dy and dx
   // in any.
   virtual void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) = 0;

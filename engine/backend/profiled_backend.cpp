@@ -63,11 +63,23 @@ void ProfiledBackend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, 
   timed(TimeClass::BatchNorm,
         [&] { inner_->batchnorm_relu_backward(x, y, dy, gamma, beta, batch_mean, batch_var, dx, dgamma, dbeta, eps); });
 }
+void ProfiledBackend::batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                          const Tensor& residual, Tensor& y, Tensor& batch_mean,
+                                                          Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
+                                                          float momentum, float eps) {
+  timed(TimeClass::BatchNorm, [&] {
+    inner_->batchnorm_add_relu_forward_training(x, gamma, beta, residual, y, batch_mean, batch_var, running_mean,
+                                                running_var, momentum, eps);
+  });
+}
 void ProfiledBackend::relu_forward(const Tensor& x, Tensor& y) {
   timed(TimeClass::Relu, [&] { inner_->relu_forward(x, y); });
 }
 void ProfiledBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   timed(TimeClass::Relu, [&] { inner_->relu_backward(y, dy, dx); });
+}
+void ProfiledBackend::relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) {
+  timed(TimeClass::Add, [&] { inner_->relu_backward_of_sum(y, dy_a, dy_b, dx); });
 }
 void ProfiledBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) {
   timed(TimeClass::Pooling, [&] { inner_->maxpool_forward(x, y, workspace, p); });

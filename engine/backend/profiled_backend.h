@@ -20,9 +20,9 @@ enum class TimeClass : uint8_t {
   ConvForward,
   ConvBackwardData,
   ConvBackwardWeights,
-  BatchNorm,  // with the ReLU after it when fused into it (batchnorm_relu_*)
+  BatchNorm,  // with what is fused into it: the ReLU after it, a residual block's add + ReLU (batchnorm_*relu_*)
   Relu,
-  Add,  // residual adds, with the block's ReLU when fused into them (add_relu)
+  Add,  // residual adds, with the block's ReLU when fused into them (add_relu, relu_backward_of_sum)
   Pooling,
   Linear,
   Loss,
@@ -89,8 +89,13 @@ class ProfiledBackend final : public Backend {
   void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
                                const Tensor& beta, const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx,
                                Tensor& dgamma, Tensor& dbeta, float eps) override;
+  void batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           const Tensor& residual, Tensor& y, Tensor& batch_mean, Tensor& batch_var,
+                                           Tensor& running_mean, Tensor& running_var, float momentum,
+                                           float eps) override;
   void relu_forward(const Tensor& x, Tensor& y) override;
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) override;  // as add
   void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) override;
   void maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) override;
   void global_avgpool_forward(const Tensor& x, Tensor& y) override;

@@ -54,26 +54,53 @@ struct Shortcut {
 };
 
 // out = relu(main(x) + shortcut(x)); main is conv-bn-relu repeated (the ReLU inside the batch norm layer), the last
-// without its relu.
+// batch norm without its ReLU: in training its normalisation, the add and the ReLU run as one op where they can
+// (BatchNorm2d::forward_add_relu).
 class ResidualBlock : public Layer {
  public:
   ResidualBlock(Backend& backend, const std::string& name, int in, int out, int stride, Rng& rng)
       : Layer(backend), main_(backend), shortcut_(backend, name, in, out, stride, rng), add_relu_(backend) {}
 
+  // `after` takes the input `before` gives it: after's backward applies before's ReLU mask as it sums its two
+  // branches' gradients (Backend::relu_backward_of_sum), one pass instead of an add and a relu_backward, and
+  // before's end passes its gradient on as it arrives. The same bits.
+  static void chain(ResidualBlock& before, ResidualBlock& after) {
+    before.add_relu_.set_gradient_arrives_masked();
+    after.input_from_relu_ = true;
+  }
+
   Tensor forward(const Tensor& x, Mode mode) override {
-    return add_relu_.forward(main_.forward(x, mode), shortcut_.forward(x, mode), mode);
+    input_ = input_from_relu_ && mode == Mode::Train ? x : Tensor();
+    const Tensor h = main_.forward(x, mode), shortcut = shortcut_.forward(x, mode);
+    if (last_bn_->fuses_residual_end(h, shortcut, mode))
+      return add_relu_.adopt(last_bn_->forward_add_relu(h, shortcut), h.dtype(), shortcut.dtype(), mode);
+    return add_relu_.forward(last_bn_->forward(h, mode), shortcut, mode);
   }
   Tensor backward(const Tensor& dy) override {
     const auto [d_main, d_short] = add_relu_.backward(dy);
-    Tensor dx_main = main_.backward(d_main);
-    Tensor dx_short = shortcut_.backward(d_short);
-    Tensor dx = empty_like(dx_main);
-    backend_.add(dx_main, cast(backend_, dx_short, dx_main.dtype()), dx);
+    Tensor dx_main = main_.backward(last_bn_->backward(d_main));
+    const Tensor dx_short = cast(backend_, shortcut_.backward(d_short), dx_main.dtype());
+    if (!input_.defined()) {
+      Tensor dx = empty_like(dx_main);
+      backend_.add(dx_main, dx_short, dx);
+      return dx;
+    }
+    // Through the ReLU that made the input, in its type (as the block before's end would take it).
+    Tensor dx = empty_like(input_);
+    if (dx_main.dtype() == input_.dtype()) {
+      backend_.relu_backward_of_sum(input_, dx_main, dx_short, dx);
+    } else {
+      Tensor sum = empty_like(dx_main);
+      backend_.add(dx_main, dx_short, sum);
+      backend_.relu_backward(input_, cast(backend_, sum, input_.dtype()), dx);
+    }
+    input_ = Tensor();
     return dx;
   }
   void visit(const std::function<void(Layer&)>& fn) override {
     fn(*this);
     main_.visit(fn);
+    last_bn_->visit(fn);
     if (shortcut_.conv) {
       shortcut_.conv->visit(fn);
       shortcut_.bn->visit(fn);
@@ -81,29 +108,40 @@ class ResidualBlock : public Layer {
   }
   void collect_parameters(std::vector<Parameter*>& out) override {
     main_.collect_parameters(out);
+    last_bn_->collect_parameters(out);
     shortcut_.collect(out, nullptr);
   }
   void collect_buffers(std::vector<Buffer*>& out) override {
     main_.collect_buffers(out);
+    last_bn_->collect_buffers(out);
     std::vector<Parameter*> unused;
     shortcut_.collect(unused, &out);
   }
 
  protected:
+  // A convolution and its batch norm; the block's last (without its ReLU) ends it.
   void add_conv_bn(Backend& backend, const std::string& name, int index, int in, int out, int kernel, int stride,
                    Rng& rng, bool relu) {
     const std::string n = std::to_string(index);
     auto& conv = static_cast<Conv2d&>(
         main_.add(std::make_unique<Conv2d>(backend, name + ".conv" + n, in, out, kernel, stride, kernel / 2, rng)));
-    auto& bn =
-        static_cast<BatchNorm2d&>(main_.add(std::make_unique<BatchNorm2d>(backend, name + ".bn" + n, out, relu)));
-    pass_gradient_wide(conv, bn);
+    auto bn = std::make_unique<BatchNorm2d>(backend, name + ".bn" + n, out, relu);
+    pass_gradient_wide(conv, *bn);
+    if (relu) {
+      main_.add(std::move(bn));
+      return;
+    }
+    AMPWB_CHECK(!last_bn_, "a residual block has one batch norm without a ReLU, its last");
+    last_bn_ = std::move(bn);
   }
 
  private:
-  Sequential main_;
+  Sequential main_;  // all but the last batch norm
+  std::unique_ptr<BatchNorm2d> last_bn_;
   Shortcut shortcut_;
   ResidualAddReLU add_relu_;
+  bool input_from_relu_ = false;  // chained after another block
+  Tensor input_;                  // (N,C,H,W) when chained: the ReLU output whose mask backward applies
 };
 
 class BasicBlock : public ResidualBlock {
@@ -184,17 +222,22 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config, Rng& rng)
     body_.add(std::make_unique<MaxPool2d>(backend, PoolParams{3, 2, 1}));
 
   int channels = stem_width;
+  ResidualBlock* previous = nullptr;
   for (size_t stage = 0; stage < arch.blocks.size(); ++stage) {
     for (int b = 0; b < arch.blocks[stage]; ++b) {
       const int stride = (stage > 0 && b == 0) ? 2 : 1;
       const std::string name = "layer" + std::to_string(stage + 1) + "." + std::to_string(b);
+      std::unique_ptr<ResidualBlock> block;
       if (arch.bottleneck) {
-        body_.add(std::make_unique<Bottleneck>(backend, name, channels, arch.widths[stage], stride, rng));
+        block = std::make_unique<Bottleneck>(backend, name, channels, arch.widths[stage], stride, rng);
         channels = arch.widths[stage] * Bottleneck::kExpansion;
       } else {
-        body_.add(std::make_unique<BasicBlock>(backend, name, channels, arch.widths[stage], stride, rng));
+        block = std::make_unique<BasicBlock>(backend, name, channels, arch.widths[stage], stride, rng);
         channels = arch.widths[stage] * BasicBlock::kExpansion;
       }
+      if (previous) ResidualBlock::chain(*previous, *block);
+      previous = block.get();
+      body_.add(std::move(block));
     }
   }
   body_.add(std::make_unique<GlobalAvgPool>(backend));

@@ -61,20 +61,28 @@ DType wider(DType a, DType b) { return a == b ? a : DType::F32; }  // F16 + BF16
 }  // namespace
 
 Tensor ResidualAddReLU::forward(const Tensor& a, const Tensor& b, Mode mode) {
-  a_dtype_ = a.dtype();
-  b_dtype_ = b.dtype();
-  const DType dtype = wider(a_dtype_, b_dtype_);
+  const DType dtype = wider(a.dtype(), b.dtype());
   const Tensor a_cast = cast(backend_, a, dtype), b_cast = cast(backend_, b, dtype);
   Tensor y = empty_like(a_cast);
   backend_.add_relu(a_cast, b_cast, y);
-  output_ = mode == Mode::Train ? y : Tensor();
+  return adopt(y, a.dtype(), b.dtype(), mode);
+}
+
+Tensor ResidualAddReLU::adopt(const Tensor& y, DType a_dtype, DType b_dtype, Mode mode) {
+  a_dtype_ = a_dtype;
+  b_dtype_ = b_dtype;
+  output_dtype_ = y.dtype();
+  output_ = mode == Mode::Train && !gradient_arrives_masked_ ? y : Tensor();
   return y;
 }
 
 std::pair<Tensor, Tensor> ResidualAddReLU::backward(const Tensor& output_grad) {
-  const Tensor dy = cast(backend_, output_grad, output_.dtype());
-  Tensor d_sum = empty_like(dy);
-  backend_.relu_backward(output_, dy, d_sum);
+  Tensor d_sum = cast(backend_, output_grad, output_dtype_);
+  if (!gradient_arrives_masked_) {
+    Tensor masked = empty_like(d_sum);
+    backend_.relu_backward(output_, d_sum, masked);
+    d_sum = masked;
+  }
   output_ = Tensor();
   return {cast(backend_, d_sum, a_dtype_), cast(backend_, d_sum, b_dtype_)};
 }

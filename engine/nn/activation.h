@@ -46,12 +46,19 @@ class ResidualAddReLU {
  public:
   explicit ResidualAddReLU(Backend& backend) : backend_(backend) {}
   Tensor forward(const Tensor& a, const Tensor& b, Mode mode);
+  // The same end computed elsewhere (BatchNorm2d::forward_add_relu): y = relu(a + b) for a and b of these types,
+  // kept for backward as forward keeps its own.
+  Tensor adopt(const Tensor& y, DType a_dtype, DType b_dtype, Mode mode);
   // The gradient for each branch, in that branch's type.
   std::pair<Tensor, Tensor> backward(const Tensor& dy);
+  // The block after this end applies its ReLU's mask, summing its own branches' gradients
+  // (Backend::relu_backward_of_sum): backward takes dy as already masked, and forward keeps no output.
+  void set_gradient_arrives_masked() { gradient_arrives_masked_ = true; }
 
  private:
   Backend& backend_;
-  DType a_dtype_ = DType::F32, b_dtype_ = DType::F32;
+  DType a_dtype_ = DType::F32, b_dtype_ = DType::F32, output_dtype_ = DType::F32;
+  bool gradient_arrives_masked_ = false;
   Tensor output_;  // (N,C,H,W): the gradient passes where the output is positive
 };
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace ampwb {
 namespace {
 Tensor filled(Backend& backend, int channels, float value) {
@@ -28,9 +30,7 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
     if (relu_) backend_.relu_forward(y, y);  // in place: elementwise
     return y;
   }
-  const int64_t C = x.c();
-  batch_mean_ = Tensor::empty({C}, DType::F32, Layout::NCHW, x.device());
-  batch_var_ = Tensor::empty({C}, DType::F32, Layout::NCHW, x.device());
+  start_training_forward(x);
   // A probed step records batch norm's own output, so there the ReLU runs as a second op (the same bits).
   fused_ = relu_ && !probe_;
   if (fused_)
@@ -39,15 +39,38 @@ Tensor BatchNorm2d::forward(const Tensor& x, Mode mode) {
   else
     backend_.batchnorm_forward_training(x, gamma_.value, beta_.value, y, batch_mean_, batch_var_, running_mean_.value,
                                         running_var_.value, momentum_, eps_);
-  input_ = x;
   // Statistics, scale and shift are FP32 (gamma's dtype) whatever the activations' dtype.
-  probe_forward("batch_norm", gamma_, C, C, gamma_.value.dtype(), y);
+  probe_forward("batch_norm", gamma_, x.c(), x.c(), gamma_.value.dtype(), y);
   if (relu_ && !fused_) {
     Tensor batch_norm_output = y;  // the probe may hold it: not overwritten
     y = empty_like(x);
     backend_.relu_forward(batch_norm_output, y);
   }
   if (relu_) output_ = y;
+  return y;
+}
+
+void BatchNorm2d::start_training_forward(const Tensor& x) {
+  batch_mean_ = Tensor::empty({x.c()}, DType::F32, Layout::NCHW, x.device());
+  batch_var_ = Tensor::empty({x.c()}, DType::F32, Layout::NCHW, x.device());
+  input_ = x;
+}
+
+bool BatchNorm2d::fuses_residual_end(const Tensor& x, const Tensor& residual, Mode mode) const {
+  return mode == Mode::Train && !relu_ && !probe_ && residual.shape() == x.shape() && residual.dtype() == x.dtype() &&
+         residual.layout() == x.layout() && residual.device() == x.device();
+}
+
+Tensor BatchNorm2d::forward_add_relu(const Tensor& x, const Tensor& residual) {
+  AMPWB_CHECK(fuses_residual_end(x, residual, Mode::Train),
+              "batch norm + residual add + ReLU in one op needs a batch norm without its own ReLU, no probe, and x and "
+              "the residual alike: "
+                  << x.describe() << " and " << residual.describe());
+  start_training_forward(x);
+  fused_ = false;
+  Tensor y = empty_like(x);
+  backend_.batchnorm_add_relu_forward_training(x, gamma_.value, beta_.value, residual, y, batch_mean_, batch_var_,
+                                               running_mean_.value, running_var_.value, momentum_, eps_);
   return y;
 }
 

@@ -27,6 +27,13 @@ class BatchNorm2d : public Layer {
   // probed step: the probe records gradients in the type they are computed in.
   void set_input_grad_wide(bool wide) { input_grad_wide_ = wide; }
 
+  // A residual block's end, relu(this batch norm of x + residual), as one backend op in training
+  // (Backend::batchnorm_add_relu_forward_training): what an unfused end computes, without writing the batch norm's
+  // output and reading it back. Where the types, layouts or shapes differ, in evaluation, or on a probed step (the
+  // probe records batch norm's own output), fuses_residual_end is false and the end runs as separate ops.
+  bool fuses_residual_end(const Tensor& x, const Tensor& residual, Mode mode) const;
+  Tensor forward_add_relu(const Tensor& x, const Tensor& residual);  // backward: the batch norm's, as after forward
+
  private:
   Parameter gamma_, beta_;             // (C): scale 1 and shift 0 at start, as torchvision
   Buffer running_mean_, running_var_;  // (C): 0 and 1 at start; the variance unbiased, as PyTorch
@@ -38,6 +45,8 @@ class BatchNorm2d : public Layer {
   Tensor batch_mean_, batch_var_;  // (C), the biased batch variance
   Tensor output_;                  // (N,C,H,W) with relu: the gradient passes where the output is positive
   bool fused_ = false;             // the last training forward ran batch norm and ReLU as one op
+
+  void start_training_forward(const Tensor& x);  // the batch statistics' tensors; x kept
 };
 
 }  // namespace ampwb

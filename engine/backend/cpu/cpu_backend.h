@@ -56,6 +56,7 @@ class CpuBackend final : public Backend {
   void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, Tensor& db) override;
   void add(const Tensor& a, const Tensor& b, Tensor& y) override;
   void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) override;
   void convert(const Tensor& src, Tensor& dst) override;
   void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, GradScale grad_scale,
                              Tensor& dlogits) override;

@@ -2,6 +2,7 @@
 // pooling: max pooling through oneDNN, global average pooling as an OpenMP loop.
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -24,10 +25,19 @@ namespace {
 // gradient need no conversion (and stay exact) in 16-bit storage.
 inline bool positive16(uint16_t bits) { return !(bits & 0x8000u) && (bits & 0x7fffu); }
 
-// a + b for 16-bit floats: widened, added in FP32, rounded back, in chunks through small FP32 buffers; with relu,
-// the ReLU runs on the rounded 16-bit result, as relu_forward after add would.
-void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, DType dtype, bool relu, int threads) {
+// What happens to a sum before it is stored: nothing, its ReLU (add_relu), or the gradient mask of a ReLU whose
+// output was `mask`, a tensor of the sum's type (relu_backward_of_sum).
+struct AfterSum {
+  bool relu = false;
+  const void* mask = nullptr;
+};
+
+// a + b for 16-bit floats: widened, added in FP32, rounded back, in chunks through small FP32 buffers; the ReLU or
+// the mask then act on the rounded 16-bit result, as relu_forward or relu_backward after add would.
+void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, DType dtype, AfterSum after,
+               int threads) {
   constexpr int64_t kChunk = 1024;
+  const auto* mask = static_cast<const uint16_t*>(after.mask);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t start = 0; start < n; start += kChunk) {
     const int64_t count = std::min(kChunk, n - start);
@@ -37,8 +47,10 @@ void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, D
     for (int64_t i = 0; i < count; ++i) wide_a[i] += wide_b[i];
     uint16_t* sum = out + start;
     round_to_16bit(dtype, wide_a, sum, count);
-    if (relu)
+    if (after.relu)
       for (int64_t i = 0; i < count; ++i) sum[i] = positive16(sum[i]) ? sum[i] : 0;
+    if (mask)
+      for (int64_t i = 0; i < count; ++i) sum[i] = positive16(mask[start + i]) ? sum[i] : 0;
   }
 }
 }  // namespace
@@ -88,32 +100,45 @@ void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
 }
 
 namespace {
-// a + b, and relu of it: one pass over tensors of one dtype and layout.
-void add_maybe_relu(const Tensor& a, const Tensor& b, Tensor& y, bool relu, int threads) {
+// a + b, then `after`: one pass over tensors of one dtype and layout.
+void add_then(const Tensor& a, const Tensor& b, Tensor& y, AfterSum after, int threads) {
   check_same(a, b, "add operands");
   check_same(a, y, "add operand and output");
   const int64_t n = a.numel();
   if (dtype_size(a.dtype()) == 2)
-    return add_16bit(a.data_as<uint16_t>(), b.data_as<uint16_t>(), y.data_as<uint16_t>(), n, a.dtype(), relu, threads);
+    return add_16bit(a.data_as<uint16_t>(), b.data_as<uint16_t>(), y.data_as<uint16_t>(), n, a.dtype(), after, threads);
   AMPWB_CHECK(a.dtype() == DType::F32, "add of " << a.describe());
   const float* pa = a.data_as<float>();
   const float* pb = b.data_as<float>();
+  const auto* mask = static_cast<const float*>(after.mask);
   float* out = y.data_as<float>();
-  if (relu) {
+  if (after.relu) {
 #pragma omp parallel for simd num_threads(threads) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
       const float sum = pa[i] + pb[i];
       out[i] = sum > 0.0f ? sum : 0.0f;  // relu_forward's comparison: NaN and -0 become +0
     }
-    return;
-  }
+  } else if (mask) {
 #pragma omp parallel for simd num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; ++i) out[i] = pa[i] + pb[i];
+    for (int64_t i = 0; i < n; ++i) {
+      const float sum = pa[i] + pb[i];
+      out[i] = mask[i] > 0.0f ? sum : 0.0f;  // relu_backward's
+    }
+  } else {
+#pragma omp parallel for simd num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) out[i] = pa[i] + pb[i];
+  }
+}
+
+bool same_layouts(std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors)
+    if (t->layout() != (*tensors.begin())->layout()) return false;
+  return true;
 }
 }  // namespace
 
 void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
-  if (a.layout() != y.layout() || b.layout() != y.layout()) {  // the interface allows it: reorder to y's layout
+  if (!same_layouts({&a, &b, &y})) {  // the interface allows it: reorder to y's layout
     auto in_layout_of_y = [&](const Tensor& t) {
       if (t.layout() == y.layout()) return t;
       Tensor reordered = Tensor::empty(t.shape(), t.dtype(), y.layout());
@@ -122,12 +147,18 @@ void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
     };
     return add(in_layout_of_y(a), in_layout_of_y(b), y);
   }
-  add_maybe_relu(a, b, y, false, threads_);
+  add_then(a, b, y, {}, threads_);
 }
 
 void CpuBackend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
-  if (a.layout() != y.layout() || b.layout() != y.layout()) return Backend::add_relu(a, b, y);  // add reorders
-  add_maybe_relu(a, b, y, true, threads_);
+  if (!same_layouts({&a, &b, &y})) return Backend::add_relu(a, b, y);  // add reorders
+  add_then(a, b, y, {.relu = true}, threads_);
+}
+
+void CpuBackend::relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) {
+  if (!same_layouts({&y, &dy_a, &dy_b, &dx})) return Backend::relu_backward_of_sum(y, dy_a, dy_b, dx);
+  check_same(y, dx, "relu output and the input gradient");
+  add_then(dy_a, dy_b, dx, {.mask = y.data()}, threads_);
 }
 
 // ---- Pooling ------------------------------------------------------------------------------------------------

@@ -63,7 +63,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   // choose (under compute-sanitizer, timing every algorithm of every shape would take longer than a lent GPU's
   // call); AMPWB_CUDNN_WORKSPACE_MIB sets the convolution workspace limit; AMPWB_CUDNN_EXACT_FP32=0|1 allows or
   // forbids FFT and Winograd algorithms in strict FP32; AMPWB_CUDNN_PLANS=1 prints the chosen algorithms at exit;
-  // AMPWB_CUDA_FP32_NCHW=1 runs strict FP32 convolutions in NCHW (Impl::conv_layout).
+  // AMPWB_CUDA_FP32_NCHW=1 runs strict FP32 convolutions in NCHW (Impl::conv_layout); AMPWB_CUDA_FUSED_ENDS=0 runs
+  // a residual block's end as separate ops (batch norm, add + ReLU; add, relu_backward), for A/B runs.
   const auto setting = [](const char* name) -> std::optional<std::string> {
     const char* v = std::getenv(name);
     return v && *v ? std::optional<std::string>(v) : std::nullopt;
@@ -79,6 +80,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   if (const auto exact = setting("AMPWB_CUDNN_EXACT_FP32")) exact_fp32 = *exact != "0";
   m.print_plans = setting("AMPWB_CUDNN_PLANS").value_or("0") != "0";
   m.fp32_conv_nchw = setting("AMPWB_CUDA_FP32_NCHW").value_or("0") != "0";
+  m.fused_block_ends = setting("AMPWB_CUDA_FUSED_ENDS").value_or("1") != "0";
   m.conv = std::make_unique<cuda::ConvRunner>(m.cudnn, workspace_limit, timed, exact_fp32);
   m.matmul = std::make_unique<cuda::MatmulRunner>(m.cublas);
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.host_results), sizeof(Impl::Results), cudaHostAllocDefault));

@@ -92,6 +92,11 @@ class CudaBackend final : public Backend {
   void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
                                const Tensor& beta, const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx,
                                Tensor& dgamma, Tensor& dbeta, float eps) override;
+  void batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           const Tensor& residual, Tensor& y, Tensor& batch_mean, Tensor& batch_var,
+                                           Tensor& running_mean, Tensor& running_var, float momentum,
+                                           float eps) override;
+  void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) override;
   // The step as a CUDA graph (cuda_graph.cpp): captured on the compute stream from queue(), its memory a private
   // pool of the allocator's. Refused (null, and why) where queue() copies from or to the host, reads an upload
   // still in flight, or runs a convolution whose algorithm cuDNN has not chosen yet.
@@ -135,9 +140,10 @@ class CudaBackend final : public Backend {
   // scale_and_check, or with a loss-scale state: its 1 / scale as the factor, its found_inf set from the check.
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor, cuda::LossScaleDevice* loss_scale);
   void add(const Tensor& a, const Tensor& b, Tensor& y, bool relu);
-  void batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& batch_mean,
-                          Tensor& batch_var, Tensor& running_mean, Tensor& running_var, float momentum, float eps,
-                          bool relu);
+  // residual: null, or what a residual block's end adds before its ReLU.
+  void batchnorm_training(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                          Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
+                          float momentum, float eps, bool relu);
   // relu_beta: null, or the beta of a batch norm + ReLU, whose mask dy goes through (recomputed from x).
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor* relu_beta,
                           const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,

@@ -139,8 +139,9 @@ struct CudaBackend::Impl {
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t cublas = nullptr;
   std::unique_ptr<cuda::ConvRunner> conv;
-  bool print_plans = false;     // AMPWB_CUDNN_PLANS=1: the chosen algorithms on stderr when the backend closes
-  bool fp32_conv_nchw = false;  // AMPWB_CUDA_FP32_NCHW=1: see conv_layout()
+  bool print_plans = false;      // AMPWB_CUDNN_PLANS=1: the chosen algorithms on stderr when the backend closes
+  bool fp32_conv_nchw = false;   // AMPWB_CUDA_FP32_NCHW=1: see conv_layout()
+  bool fused_block_ends = true;  // AMPWB_CUDA_FUSED_ENDS=0: batchnorm_add_relu_*, relu_backward_of_sum as two ops
   std::unique_ptr<cuda::MatmulRunner> matmul;
   Tensor matmul_workspace;  // U8, MatmulRunner::kWorkspaceBytes
   cuda_detail::PinnedRing to_device, uploads;

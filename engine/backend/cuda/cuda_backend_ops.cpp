@@ -31,30 +31,46 @@ void check_bn(const Tensor& x, const Tensor& y, std::initializer_list<const Tens
 void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                              Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
                                              Tensor& running_var, float momentum, float eps) {
-  batchnorm_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, false);
+  batchnorm_training(x, nullptr, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps,
+                     false);
 }
 
 void CudaBackend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
                                                   Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
                                                   Tensor& running_var, float momentum, float eps) {
-  batchnorm_training(x, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, true);
+  batchnorm_training(x, nullptr, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps, true);
 }
 
-void CudaBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                     Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
-                                     float momentum, float eps, bool relu) {
-  CUDA_OP_ENTRY(&x, &gamma, &beta, &running_mean, &running_var);
+void CudaBackend::batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                      const Tensor& residual, Tensor& y, Tensor& batch_mean,
+                                                      Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
+                                                      float momentum, float eps) {
+  if (residual.layout() != x.layout() || !impl_->fused_block_ends)  // the two ops (add reorders)
+    return Backend::batchnorm_add_relu_forward_training(x, gamma, beta, residual, y, batch_mean, batch_var,
+                                                        running_mean, running_var, momentum, eps);
+  batchnorm_training(x, &residual, gamma, beta, y, batch_mean, batch_var, running_mean, running_var, momentum, eps,
+                     true);
+}
+
+void CudaBackend::batchnorm_training(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta,
+                                     Tensor& y, Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
+                                     Tensor& running_var, float momentum, float eps, bool relu) {
+  CUDA_OP_ENTRY(&x, residual ? residual : &x, &gamma, &beta, &running_mean, &running_var);
   Impl& m = *impl_;
   m.check_device(x, "batch norm x");
   m.check_device(y, "batch norm y");
   check_bn(x, y, {&gamma, &beta, &batch_mean, &batch_var, &running_mean, &running_var});
+  if (residual) {
+    m.check_device(*residual, "batch norm residual");
+    check_same(x, *residual, "batch norm input and the residual");
+  }
   const Dims4 d = dims_of(x);
   const int row_blocks = cuda::batchnorm_row_blocks(d, ktype(x.dtype()), m.props.multiProcessorCount);
   Tensor scratch = m.empty({cuda::batchnorm_scratch_floats(d, row_blocks)}, DType::F32);
-  cuda::batchnorm_forward_training(x.data(), y.data(), ktype(x.dtype()), d, gamma.data_as<float>(),
-                                   beta.data_as<float>(), batch_mean.data_as<float>(), batch_var.data_as<float>(),
-                                   running_mean.data_as<float>(), running_var.data_as<float>(), momentum, eps, relu,
-                                   scratch.data_as<float>(), row_blocks, m.stream);
+  cuda::batchnorm_forward_training(
+      x.data(), residual ? residual->data() : nullptr, y.data(), ktype(x.dtype()), d, gamma.data_as<float>(),
+      beta.data_as<float>(), batch_mean.data_as<float>(), batch_var.data_as<float>(), running_mean.data_as<float>(),
+      running_var.data_as<float>(), momentum, eps, relu, scratch.data_as<float>(), row_blocks, m.stream);
 }
 
 void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
@@ -122,6 +138,19 @@ void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   check_same(y, dx, "relu output and the input gradient");
   check_floating(y, "relu");
   cuda::relu_backward(y.data(), dy.data(), dx.data(), ktype(y.dtype()), y.numel(), impl_->stream);
+}
+
+void CudaBackend::relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) {
+  if (dy_a.layout() != y.layout() || dy_b.layout() != y.layout() || !impl_->fused_block_ends)  // add reorders
+    return Backend::relu_backward_of_sum(y, dy_a, dy_b, dx);
+  CUDA_OP_ENTRY(&y, &dy_a, &dy_b);
+  for (const Tensor* t : {&y, &dy_a, &dy_b, static_cast<const Tensor*>(&dx)})
+    impl_->check_device(*t, "relu_backward_of_sum");
+  check_same(y, dy_a, "relu output and a gradient");
+  check_same(y, dy_b, "relu output and a gradient");
+  check_same(y, dx, "relu output and the input gradient");
+  check_floating(y, "relu");
+  cuda::relu_backward_of_sum(y.data(), dy_a.data(), dy_b.data(), dx.data(), ktype(y.dtype()), y.numel(), impl_->stream);
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y) { add(a, b, y, false); }

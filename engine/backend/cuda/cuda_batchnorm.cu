@@ -43,6 +43,14 @@ __device__ __forceinline__ T normalized(float x, float mean, float scale, float 
   return from_float<T>(__fmaf_rn(x - mean, scale, beta));
 }
 
+// What the normalization stores for an element v: v, then (residual) the residual added as add rounds it, then
+// (relu) the ReLU of the rounded value: batch norm then add_relu, or batch norm then relu_forward.
+template <class T>
+__device__ __forceinline__ T finished(T v, bool has_residual, T residual, bool relu) {
+  if (has_residual) v = from_float<T>(to_float(v) + to_float(residual));
+  return !relu || relu_passes(v) ? v : from_float<T>(0.0f);
+}
+
 // dy through the mask of a fused ReLU, where there is one (relu_beta): the forward's output recomputed from x, so
 // that the backward need not read it; what relu_backward would pass on.
 template <class T>
@@ -125,15 +133,16 @@ __global__ void inference_scale(const float* gamma, const float* var, int64_t ch
   if (c < channels) scale[c] = channel_scale(gamma[c], var[c], eps);
 }
 
-// y = (x - mean) * scale + beta; relu: then the ReLU of the rounded value (batch norm then relu_forward).
+// y = (x - mean) * scale + beta, then what `finished` adds: the residual (null: none, else in x's storage order)
+// and the ReLU.
 template <class T>
-__global__ void normalize(const T* x, T* y, Dims4 d, const float* mean, const float* scale, const float* beta,
-                          bool relu) {
+__global__ void normalize(const T* x, const T* residual, T* y, Dims4 d, const float* mean, const float* scale,
+                          const float* beta, bool relu) {
   const int64_t total = d.numel();
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = channel_of(d, i);
     const T v = normalized<T>(to_float(x[i]), mean[c], scale[c], beta[c]);
-    y[i] = !relu || relu_passes(v) ? v : from_float<T>(0.0f);
+    y[i] = finished(v, residual != nullptr, residual ? residual[i] : v, relu);
   }
 }
 
@@ -331,8 +340,8 @@ __global__ void channel_partials_packed(const T* x, const T* dy, int64_t rows, i
 
 // normalize, a pack per thread and step.
 template <class T>
-__global__ void normalize_packed(const T* x, T* y, int64_t packs_total, int64_t packs_per_row, const float* mean,
-                                 const float* scale, const float* beta, bool relu) {
+__global__ void normalize_packed(const T* x, const T* residual, T* y, int64_t packs_total, int64_t packs_per_row,
+                                 const float* mean, const float* scale, const float* beta, bool relu) {
   constexpr int n = kPack<T>;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < packs_total;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -342,11 +351,12 @@ __global__ void normalize_packed(const T* x, T* y, int64_t packs_total, int64_t 
     load_channels<n>(scale, c0, sc);
     load_channels<n>(beta, c0, be);
     const Pack<T> xv = load_pack(x + i * n);
+    const Pack<T> rv = residual ? load_pack(residual + i * n) : xv;
     Pack<T> out;
 #pragma unroll
     for (int k = 0; k < n; ++k) {
       const T v = normalized<T>(to_float(xv.v[k]), mu[k], sc[k], be[k]);
-      out.v[k] = !relu || relu_passes(v) ? v : from_float<T>(0.0f);
+      out.v[k] = finished(v, residual != nullptr, rv.v[k], relu);
     }
     store_pack(y + i * n, out);
   }
@@ -426,17 +436,19 @@ int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks) {
   return 2 * int64_t{row_blocks} * dims.c + 4 * dims.c;  // two partial arrays, four per-channel coefficients
 }
 
-void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
-                                float* mean, float* var, float* running_mean, float* running_var, float momentum,
-                                float eps, bool relu, float* scratch, int row_blocks, cudaStream_t stream) {
+void batchnorm_forward_training(const void* x, const void* residual, void* y, KType type, Dims4 dims,
+                                const float* gamma, const float* beta, float* mean, float* var, float* running_mean,
+                                float* running_var, float momentum, float eps, bool relu, float* scratch,
+                                int row_blocks, cudaStream_t stream) {
   const int64_t C = dims.c;
   const double rows = static_cast<double>(dims.n * dims.h * dims.w);
   if (C == 0 || rows == 0) return;
   float* part_a = scratch;  // and part_a + row_blocks C: the packed form's second partial
   float* scale = scratch + 2 * int64_t{row_blocks} * C;
-  const bool packed = packable(dims, element_size(type), {x, y, mean, scale, beta});
+  const bool packed = packable(dims, element_size(type), {x, residual, y, mean, scale, beta});
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_training", {
     const T* xt = static_cast<const T*>(x);
+    const T* rt = static_cast<const T*>(residual);
     if (packed) {  // the statistics in one pass
       const int64_t rows_i = dims.n * dims.h * dims.w, packs_per_row = C / kPack<T>;
       const dim3 block = packed_block<T>(dims);
@@ -448,7 +460,7 @@ void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, 
           var, running_mean, running_var, momentum, eps, scale);
       CUDA_CHECK_LAUNCH("finalize_moments");
       normalize_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
-          xt, static_cast<T*>(y), dims.numel() / kPack<T>, packs_per_row, mean, scale, beta, relu);
+          xt, rt, static_cast<T*>(y), dims.numel() / kPack<T>, packs_per_row, mean, scale, beta, relu);
       CUDA_CHECK_LAUNCH("normalize_packed");
       return;
     }
@@ -464,7 +476,7 @@ void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, 
                                                              running_mean, running_var, momentum, eps, scale);
     CUDA_CHECK_LAUNCH("finalize_var");
     normalize<T>
-        <<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, static_cast<T*>(y), dims, mean, scale, beta, relu);
+        <<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, rt, static_cast<T*>(y), dims, mean, scale, beta, relu);
     CUDA_CHECK_LAUNCH("normalize");
   });
 }
@@ -480,13 +492,13 @@ void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims,
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_inference", {
     if (packed) {
       normalize_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), dims.numel() / kPack<T>, dims.c / kPack<T>, running_mean,
-          scratch, beta, false);
+          static_cast<const T*>(x), nullptr, static_cast<T*>(y), dims.numel() / kPack<T>, dims.c / kPack<T>,
+          running_mean, scratch, beta, false);
       CUDA_CHECK_LAUNCH("normalize_packed");
       return;
     }
-    normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), dims,
-                                                                    running_mean, scratch, beta, false);
+    normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), nullptr, static_cast<T*>(y), dims, running_mean, scratch, beta, false);
     CUDA_CHECK_LAUNCH("normalize");
   });
 }

@@ -109,6 +109,23 @@ struct AddMaybeRelu {
   }
 };
 
+// dx = relu_backward(y, a + b): the sum rounded as add_value rounds it, passed where the ReLU's output y passed.
+template <class T>
+__global__ void relu_backward_of_sum_kernel(const T* y, const T* a, const T* b, T* dx, int64_t n, int64_t packs) {
+  constexpr int k = kPack<T>;
+  const int64_t first = blockIdx.x * int64_t{blockDim.x} + threadIdx.x, stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = first; i < packs; i += stride) {
+    const Pack<T> yv = load_pack(y + i * k), av = load_pack(a + i * k), bv = load_pack(b + i * k);
+    Pack<T> result;
+#pragma unroll
+    for (int j = 0; j < k; ++j)
+      result.v[j] = relu_passes(yv.v[j]) ? add_value(av.v[j], bv.v[j], false) : from_float<T>(0.0f);
+    store_pack(dx + i * k, result);
+  }
+  for (int64_t i = packs * k + first; i < n; i += stride)
+    dx[i] = relu_passes(y[i]) ? add_value(a[i], b[i], false) : from_float<T>(0.0f);
+}
+
 // The number of whole packs of E in n elements where every pointer is 16-byte aligned, else 0.
 template <class E>
 int64_t whole_packs(int64_t n, std::initializer_list<const void*> pointers) {
@@ -566,6 +583,18 @@ void relu_backward(const void* y, const void* dy, void* dx, KType type, int64_t 
         ReluGradient{});
   }
   CUDA_CHECK_LAUNCH("relu_backward");
+}
+
+void relu_backward_of_sum(const void* y, const void* dy_a, const void* dy_b, void* dx, KType type, int64_t n,
+                          cudaStream_t stream) {
+  if (n == 0) return;
+  AMPWB_DISPATCH_FLOATING(type, "relu_backward_of_sum", {
+    const int64_t packs = whole_packs<T>(n, {y, dy_a, dy_b, dx});
+    relu_backward_of_sum_kernel<<<flat_blocks<T>(n, packs), kThreads, 0, stream>>>(
+        static_cast<const T*>(y), static_cast<const T*>(dy_a), static_cast<const T*>(dy_b), static_cast<T*>(dx), n,
+        packs);
+  });
+  CUDA_CHECK_LAUNCH("relu_backward_of_sum");
 }
 
 void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims4 y_dims, KType type, bool relu,

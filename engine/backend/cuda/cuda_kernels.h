@@ -47,6 +47,9 @@ void slice_channels(const void* src, int64_t rows, int64_t padded_c, void* dst, 
 // As the CPU backend: FP32 y = x > 0 ? x : 0; 16-bit types test the bits (sign clear, magnitude non-zero), exact.
 void relu_forward(const void* x, void* y, KType type, int64_t n, cudaStream_t stream);
 void relu_backward(const void* y, const void* dy, void* dx, KType type, int64_t n, cudaStream_t stream);
+// dx = relu_backward(y, dy_a + dy_b), the sum rounded as add rounds it; all four in one storage order.
+void relu_backward_of_sum(const void* y, const void* dy_a, const void* dy_b, void* dx, KType type, int64_t n,
+                          cudaStream_t stream);
 // y = a + b, same logical shape and dtype; layouts may differ. relu: y = relu(a + b), as add then relu_forward.
 void add(const void* a, Dims4 a_dims, const void* b, Dims4 b_dims, void* y, Dims4 y_dims, KType type, bool relu,
          cudaStream_t stream);
@@ -78,10 +81,12 @@ void column_sum(const void* dy, KType dy_type, int64_t rows, int64_t cols, void*
 int batchnorm_row_blocks(Dims4 dims, KType type, int sm_count);
 int64_t batchnorm_scratch_floats(Dims4 dims, int row_blocks);
 // mean and var (C) receive the batch mean and biased variance; running statistics as PyTorch (unbiased variance).
-// relu: y = relu(batch norm of x) in the same pass, as the two ops would round it.
-void batchnorm_forward_training(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
-                                float* mean, float* var, float* running_mean, float* running_var, float momentum,
-                                float eps, bool relu, float* scratch, int row_blocks, cudaStream_t stream);
+// residual: null, or a tensor of x's dims added to the result (a residual block's end); relu: the ReLU of the
+// result. In the same pass, as the separate ops (add, relu_forward) would round them.
+void batchnorm_forward_training(const void* x, const void* residual, void* y, KType type, Dims4 dims,
+                                const float* gamma, const float* beta, float* mean, float* var, float* running_mean,
+                                float* running_var, float momentum, float eps, bool relu, float* scratch,
+                                int row_blocks, cudaStream_t stream);
 void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
                                  const float* running_mean, const float* running_var, float eps, float* scratch,
                                  cudaStream_t stream);
