@@ -444,6 +444,59 @@ INSTANTIATE_TEST_SUITE_P(Modes, CapturedStep,
                            return name;
                          });
 
+// An optimizer's first step is decided on the host (SGD's momentum buffer starts as the gradient itself), so a step
+// captured before the optimizer has taken one would replay "first" every time: momentum lost. Here the first two
+// steps overflow and are collected (as at an epoch's end) before the third, where the shape's step would be captured.
+TEST(CapturedStep, NoStepIsCapturedBeforeTheOptimizersFirst) {
+  struct Run {
+    StepsOutcome outcome;
+    int64_t replayed = 0;
+  };
+  auto train = [](Backend& backend, bool deferred) {
+    Rng rng(12);
+    ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
+    auto optimizer = make_optimizer(backend, {"sgd", 0.9f});
+    PrecisionConfig config = precision_preset("amp-fp16");
+    config.loss_scale.init_scale = 0x1p60;  // overflows, then 2^35 overflows, then 2^10 does not
+    config.loss_scale.backoff_factor = 0x1p-25;
+    const PrecisionPolicy policy(config);
+    LossScaler scaler(config.loss_scale);
+    MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+    step.set_capture(deferred);
+    Run run;
+    auto keep = [&](std::optional<StepResult> r) {
+      if (r) run.outcome.results.push_back(*r);
+    };
+    for (int i = 0; i < 8; ++i) {
+      Tensor labels = Tensor::empty({4}, DType::I32);
+      for (int n = 0; n < 4; ++n) labels.data_as<int32_t>()[n] = (n + i) % 3;
+      const Tensor images = backend.upload(testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC));
+      const Tensor device_labels = backend.upload(labels);
+      if (!deferred) {
+        keep(step.run(images, device_labels, 0.05f));
+        continue;
+      }
+      keep(step.run_deferred(images, device_labels, 0.05f));
+      if (i == 1) keep(step.finish_deferred());  // both steps skipped and collected: the count is back to 0
+    }
+    keep(step.finish_deferred());
+    for (Parameter* p : model.parameters()) run.outcome.params.push_back(to_float_vector(on_host(backend, p->value)));
+    run.outcome.scaler = scaler.state();
+    run.outcome.optimizer_steps = optimizer->steps_taken();
+    run.replayed = step.replayed_steps();
+    return run;
+  };
+  testing::RecordingBackend recording(std::make_unique<StrictDeviceBackend>());
+  StrictDeviceBackend waiting_device;
+  const Run captured = train(recording, true), waiting = train(waiting_device, false);
+  ASSERT_EQ(waiting.outcome.results.size(), 8u);
+  EXPECT_TRUE(waiting.outcome.results[0].skipped && waiting.outcome.results[1].skipped);
+  EXPECT_FALSE(waiting.outcome.results[2].skipped) << "the schedule meant the first two steps to overflow only";
+  EXPECT_EQ(recording.captures, 1);
+  EXPECT_EQ(captured.replayed, 5) << "steps 0 and 1 op by op, 2 too (no step taken yet), 3 captured, 4-7 replayed";
+  expect_same_steps(captured.outcome, waiting.outcome);
+}
+
 // Where the backend cannot capture, or a capture fails part way (after the forward and backward were recorded),
 // the steps run op by op with the reason kept, and nothing of the failed capture shows: Adam's count included.
 TEST(CapturedStep, ARefusedCaptureRunsTheStepsOpByOpWithTheReason) {

@@ -27,8 +27,10 @@ void* CachingAllocator::allocate(size_t bytes) {
     return ptr;
   }
   void* ptr = device_allocate(size);
-  if (!ptr && stats_.cached_bytes > 0) {
-    empty_cache_locked();  // blocks of other sizes may make room
+  // Blocks of other sizes may make room, but not while a pool fills: that is a GPU's graph capture, during which
+  // the device cannot free memory (cudaFree would end the capture), so the capture fails as out of memory.
+  if (!ptr && stats_.cached_bytes > 0 && filling_.empty()) {
+    empty_cache_locked();
     ptr = device_allocate(size);
   }
   if (!ptr) out_of_memory(size, stats_);

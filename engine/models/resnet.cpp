@@ -71,10 +71,17 @@ class ResidualBlock : public Layer {
 
   Tensor forward(const Tensor& x, Mode mode) override {
     input_ = input_from_relu_ && mode == Mode::Train ? x : Tensor();
-    const Tensor h = main_.forward(x, mode), shortcut = shortcut_.forward(x, mode);
-    if (last_bn_->fuses_residual_end(h, shortcut, mode))
-      return add_relu_.adopt(last_bn_->forward_add_relu(h, shortcut), h.dtype(), shortcut.dtype(), mode);
-    return add_relu_.forward(last_bn_->forward(h, mode), shortcut, mode);
+    const Tensor h = main_.forward(x, mode);
+    // Where the end cannot be one op, the last batch norm runs before the shortcut: a probed step records the
+    // layers in model order.
+    Tensor main = last_bn_->may_fuse_residual_end(mode) ? Tensor() : last_bn_->forward(h, mode);
+    const Tensor shortcut = shortcut_.forward(x, mode);
+    if (!main.defined()) {
+      if (last_bn_->fuses_residual_end(h, shortcut, mode))
+        return add_relu_.adopt(last_bn_->forward_add_relu(h, shortcut), h.dtype(), shortcut.dtype(), mode);
+      main = last_bn_->forward(h, mode);
+    }
+    return add_relu_.forward(main, shortcut, mode);
   }
   Tensor backward(const Tensor& dy) override {
     const auto [d_main, d_short] = add_relu_.backward(dy);

@@ -131,7 +131,10 @@ bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& lab
     auto seen = std::find_if(eager_steps_.begin(), eager_steps_.end(),
                              [&](const auto& shape_steps) { return shape_steps.first == images.shape(); });
     if (seen == eager_steps_.end()) seen = eager_steps_.insert(eager_steps_.end(), {images.shape(), 0});
-    if (seen->second < kEagerSteps || captures_.size() >= kMaxCaptures || !why_not_captured_.empty()) {
+    // Not before the optimizer's first step: it is decided on the host (SGD's momentum buffer starts as the
+    // gradient), and a graph would replay it as the first every time.
+    if (seen->second < kEagerSteps || captures_.size() >= kMaxCaptures || !why_not_captured_.empty() ||
+        optimizer_.steps_taken() == 0) {
       ++seen->second;
       return false;
     }

@@ -445,12 +445,13 @@ void batchnorm_forward_training(const void* x, const void* residual, void* y, KT
   if (C == 0 || rows == 0) return;
   float* part_a = scratch;  // and part_a + row_blocks C: the packed form's second partial
   float* scale = scratch + 2 * int64_t{row_blocks} * C;
-  const bool packed = packable(dims, element_size(type), {x, residual, y, mean, scale, beta});
+  // The statistics' form from x alone, so that every form of this op (with or without a residual) rounds them alike.
+  const bool packed_statistics = packable(dims, element_size(type), {x});
+  const bool packed = packed_statistics && packable(dims, element_size(type), {residual, y, mean, scale, beta});
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_training", {
     const T* xt = static_cast<const T*>(x);
-    const T* rt = static_cast<const T*>(residual);
-    if (packed) {  // the statistics in one pass
-      const int64_t rows_i = dims.n * dims.h * dims.w, packs_per_row = C / kPack<T>;
+    if (packed_statistics) {  // in one pass
+      const int64_t rows_i = dims.n * dims.h * dims.w;
       const dim3 block = packed_block<T>(dims);
       channel_moments_packed<T>
           <<<packed_grid<T>(dims, row_blocks), block, 0, stream>>>(xt, rows_i, C, part_a, part_a + row_blocks * C);
@@ -459,25 +460,29 @@ void batchnorm_forward_training(const void* x, const void* residual, void* y, KT
           part_a, part_a + row_blocks * C, C, row_blocks, rows_i, block_rows(rows_i, block.y, row_blocks), gamma, mean,
           var, running_mean, running_var, momentum, eps, scale);
       CUDA_CHECK_LAUNCH("finalize_moments");
-      normalize_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
-          xt, rt, static_cast<T*>(y), dims.numel() / kPack<T>, packs_per_row, mean, scale, beta, relu);
-      CUDA_CHECK_LAUNCH("normalize_packed");
-      return;
+    } else {
+      channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(
+          xt, nullptr, dims, nullptr, nullptr, nullptr, nullptr, eps, part_a, nullptr);
+      CUDA_CHECK_LAUNCH("channel_partials (mean)");
+      finalize_mean<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, mean);
+      CUDA_CHECK_LAUNCH("finalize_mean");
+      channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(
+          xt, nullptr, dims, mean, nullptr, nullptr, nullptr, eps, part_a, nullptr);
+      CUDA_CHECK_LAUNCH("channel_partials (variance)");
+      finalize_var<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, gamma, mean, var,
+                                                               running_mean, running_var, momentum, eps, scale);
+      CUDA_CHECK_LAUNCH("finalize_var");
     }
-    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(
-        xt, nullptr, dims, nullptr, nullptr, nullptr, nullptr, eps, part_a, nullptr);
-    CUDA_CHECK_LAUNCH("channel_partials (mean)");
-    finalize_mean<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, mean);
-    CUDA_CHECK_LAUNCH("finalize_mean");
-    channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(
-        xt, nullptr, dims, mean, nullptr, nullptr, nullptr, eps, part_a, nullptr);
-    CUDA_CHECK_LAUNCH("channel_partials (variance)");
-    finalize_var<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, gamma, mean, var,
-                                                             running_mean, running_var, momentum, eps, scale);
-    CUDA_CHECK_LAUNCH("finalize_var");
-    normalize<T>
-        <<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, rt, static_cast<T*>(y), dims, mean, scale, beta, relu);
-    CUDA_CHECK_LAUNCH("normalize");
+    const T* rt = static_cast<const T*>(residual);
+    if (packed) {
+      normalize_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
+          xt, rt, static_cast<T*>(y), dims.numel() / kPack<T>, C / kPack<T>, mean, scale, beta, relu);
+      CUDA_CHECK_LAUNCH("normalize_packed");
+    } else {
+      normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, rt, static_cast<T*>(y), dims, mean, scale,
+                                                                      beta, relu);
+      CUDA_CHECK_LAUNCH("normalize");
+    }
   });
 }
 

@@ -48,7 +48,10 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
   cuda::DeviceScope scope(impl_->device.index);
   Impl& m = *impl_;
   AMPWB_CHECK(!m.capturing, "capture() inside a capture");
-  // A graph cannot wait for an event recorded outside it: the uploads finish first and are forgotten.
+  // A graph cannot wait for an event recorded outside it: the uploads finish first and are forgotten. The steps
+  // queued before finish too, once per capture: the gradients' table below is written on the copy stream into a
+  // block from the shared cache, which their kernels may still be reading.
+  CUDA_CHECK(cudaStreamSynchronize(m.stream));
   CUDA_CHECK(cudaStreamSynchronize(m.copy_stream));
   m.ready({});
   // The gradients' table is made again inside the capture (bytes_beside_capture): the graph reads it for as long as
