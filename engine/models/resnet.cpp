@@ -71,21 +71,17 @@ class ResidualBlock : public Layer {
 
   Tensor forward(const Tensor& x, Mode mode) override {
     input_ = input_from_relu_ && mode == Mode::Train ? x : Tensor();
-    const Tensor h = main_.forward(x, mode);
-    // Where the end cannot be one op, the last batch norm runs before the shortcut: a probed step records the
-    // layers in model order.
-    Tensor main = last_bn_->may_fuse_residual_end(mode) ? Tensor() : last_bn_->forward(h, mode);
+    // The shortcut first, as GCC ran it when both branches were arguments of one call: the same peak memory, and
+    // a probed step's records in the same order.
     const Tensor shortcut = shortcut_.forward(x, mode);
-    if (!main.defined()) {
-      if (last_bn_->fuses_residual_end(h, shortcut, mode))
-        return add_relu_.adopt(last_bn_->forward_add_relu(h, shortcut), h.dtype(), shortcut.dtype(), mode);
-      main = last_bn_->forward(h, mode);
-    }
-    return add_relu_.forward(main, shortcut, mode);
+    const Tensor h = main_.forward_first(x, mode, main_.size() - 1);
+    if (last_bn_->fuses_residual_end(h, shortcut, mode))
+      return add_relu_.adopt(last_bn_->forward_add_relu(h, shortcut), h.dtype(), shortcut.dtype(), mode);
+    return add_relu_.forward(last_bn_->forward(h, mode), shortcut, mode);
   }
   Tensor backward(const Tensor& dy) override {
     const auto [d_main, d_short] = add_relu_.backward(dy);
-    Tensor dx_main = main_.backward(last_bn_->backward(d_main));
+    Tensor dx_main = main_.backward(d_main);
     const Tensor dx_short = cast(backend_, shortcut_.backward(d_short), dx_main.dtype());
     if (!input_.defined()) {
       Tensor dx = empty_like(dx_main);
@@ -107,7 +103,6 @@ class ResidualBlock : public Layer {
   void visit(const std::function<void(Layer&)>& fn) override {
     fn(*this);
     main_.visit(fn);
-    last_bn_->visit(fn);
     if (shortcut_.conv) {
       shortcut_.conv->visit(fn);
       shortcut_.bn->visit(fn);
@@ -115,36 +110,30 @@ class ResidualBlock : public Layer {
   }
   void collect_parameters(std::vector<Parameter*>& out) override {
     main_.collect_parameters(out);
-    last_bn_->collect_parameters(out);
     shortcut_.collect(out, nullptr);
   }
   void collect_buffers(std::vector<Buffer*>& out) override {
     main_.collect_buffers(out);
-    last_bn_->collect_buffers(out);
     std::vector<Parameter*> unused;
     shortcut_.collect(unused, &out);
   }
 
  protected:
-  // A convolution and its batch norm; the block's last (without its ReLU) ends it.
+  // A convolution and its batch norm; the last (without its ReLU) ends the main branch.
   void add_conv_bn(Backend& backend, const std::string& name, int index, int in, int out, int kernel, int stride,
                    Rng& rng, bool relu) {
     const std::string n = std::to_string(index);
     auto& conv = static_cast<Conv2d&>(
         main_.add(std::make_unique<Conv2d>(backend, name + ".conv" + n, in, out, kernel, stride, kernel / 2, rng)));
-    auto bn = std::make_unique<BatchNorm2d>(backend, name + ".bn" + n, out, relu);
-    pass_gradient_wide(conv, *bn);
-    if (relu) {
-      main_.add(std::move(bn));
-      return;
-    }
-    AMPWB_CHECK(!last_bn_, "a residual block has one batch norm without a ReLU, its last");
-    last_bn_ = std::move(bn);
+    auto& bn =
+        static_cast<BatchNorm2d&>(main_.add(std::make_unique<BatchNorm2d>(backend, name + ".bn" + n, out, relu)));
+    pass_gradient_wide(conv, bn);
+    if (!relu) last_bn_ = &bn;
   }
 
  private:
-  Sequential main_;  // all but the last batch norm
-  std::unique_ptr<BatchNorm2d> last_bn_;
+  Sequential main_;
+  BatchNorm2d* last_bn_ = nullptr;  // main's last layer, which the block's forward runs itself
   Shortcut shortcut_;
   ResidualAddReLU add_relu_;
   bool input_from_relu_ = false;  // chained after another block

@@ -57,7 +57,7 @@ void BatchNorm2d::start_training_forward(const Tensor& x) {
 }
 
 bool BatchNorm2d::fuses_residual_end(const Tensor& x, const Tensor& residual, Mode mode) const {
-  return may_fuse_residual_end(mode) && residual.shape() == x.shape() && residual.dtype() == x.dtype() &&
+  return mode == Mode::Train && !relu_ && !probe_ && residual.shape() == x.shape() && residual.dtype() == x.dtype() &&
          residual.layout() == x.layout() && residual.device() == x.device();
 }
 

@@ -31,7 +31,6 @@ class BatchNorm2d : public Layer {
   // (Backend::batchnorm_add_relu_forward_training): what an unfused end computes, without writing the batch norm's
   // output and reading it back. Where the types, layouts or shapes differ, in evaluation, or on a probed step (the
   // probe records batch norm's own output), fuses_residual_end is false and the end runs as separate ops.
-  bool may_fuse_residual_end(Mode mode) const { return mode == Mode::Train && !relu_ && !probe_; }
   bool fuses_residual_end(const Tensor& x, const Tensor& residual, Mode mode) const;
   Tensor forward_add_relu(const Tensor& x, const Tensor& residual);  // backward: the batch norm's, as after forward
 

@@ -84,9 +84,11 @@ void Layer::probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_g
   probe_opened_ = false;
 }
 
-Tensor Sequential::forward(const Tensor& x, Mode mode) {
+Tensor Sequential::forward(const Tensor& x, Mode mode) { return forward_first(x, mode, layers_.size()); }
+
+Tensor Sequential::forward_first(const Tensor& x, Mode mode, size_t count) {
   Tensor out = x;
-  for (auto& layer : layers_) out = layer->forward(out, mode);
+  for (size_t i = 0; i < count && i < layers_.size(); ++i) out = layers_[i]->forward(out, mode);
   return out;
 }
 

@@ -114,6 +114,8 @@ class Sequential : public Layer {
     return *layers_.back();
   }
   Tensor forward(const Tensor& x, Mode mode) override;
+  // The first `count` layers only (a residual block runs its last batch norm itself, fused with the block's end).
+  Tensor forward_first(const Tensor& x, Mode mode, size_t count);
   Tensor backward(const Tensor& dy) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
   void collect_buffers(std::vector<Buffer*>& out) override;
