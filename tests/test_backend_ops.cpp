@@ -124,20 +124,31 @@ void run(CaseRun& r, const BatchNormCase& c) {
            ref::batchnorm_forward_inference(rx, rg, rb, reference(old_mean), reference(old_var), eps),
            Kernel::BatchNormInference);
 
+  // A fused forward's statistics, from the same running statistics, are the separate op's bit for bit.
+  struct Statistics {
+    Tensor mean, var, running_mean, running_var;
+  };
+  auto fresh_statistics = [&] {
+    return Statistics{r.out32({c.C}), r.out32({c.C}), r.up(old_mean.clone()), r.up(old_var.clone())};
+  };
+  auto expect_separate_ops_statistics = [&](const Statistics& fused, const char* what) {
+    for (const auto& [got, want] : {std::pair{&fused.mean, &mean},
+                                    {&fused.var, &var},
+                                    {&fused.running_mean, &running_mean},
+                                    {&fused.running_var, &running_var}})
+      EXPECT_EQ(bytes_of(r.b, *got), bytes_of(r.b, *want)) << what;
+  };
+
   // A conv-bn-relu's end in one op each way: the reference's, and bit for bit the separate ops.
-  Tensor fused_y = r.out(x.shape(), r.layout), fused_mean = r.out32({c.C}), fused_var = r.out32({c.C});
-  Tensor fused_running_mean = r.up(old_mean.clone()), fused_running_var = r.up(old_var.clone());
-  r.b.batchnorm_relu_forward_training(gx, ggamma, gbeta, fused_y, fused_mean, fused_var, fused_running_mean,
-                                      fused_running_var, momentum, eps);
+  Tensor fused_y = r.out(x.shape(), r.layout);
+  Statistics fused = fresh_statistics();
+  r.b.batchnorm_relu_forward_training(gx, ggamma, gbeta, fused_y, fused.mean, fused.var, fused.running_mean,
+                                      fused.running_var, momentum, eps);
   r.expect("relu(y)", fused_y, ref::relu_forward(want.y), Kernel::BatchNormTraining);
   Tensor relu_y = r.out(x.shape(), r.layout);
   r.b.relu_forward(y, relu_y);
   EXPECT_EQ(bytes_of(r.b, fused_y), bytes_of(r.b, relu_y)) << "batchnorm_relu forward against batch norm then relu";
-  for (const auto& [fused, separate] : {std::pair{&fused_mean, &mean},
-                                        {&fused_var, &var},
-                                        {&fused_running_mean, &running_mean},
-                                        {&fused_running_var, &running_var}})
-    EXPECT_EQ(bytes_of(r.b, *fused), bytes_of(r.b, *separate)) << "batchnorm_relu statistics";
+  expect_separate_ops_statistics(fused, "batchnorm_relu statistics");
 
   Tensor fused_dx = r.out(x.shape(), r.layout), fused_dgamma = r.out32({c.C}), fused_dbeta = r.out32({c.C});
   r.b.batchnorm_relu_backward(gx, fused_y, r.up(dy), ggamma, gbeta, mean, var, fused_dx, fused_dgamma, fused_dbeta,
@@ -158,20 +169,16 @@ void run(CaseRun& r, const BatchNormCase& c) {
 
   // A residual block's end in one op: the reference's, and bit for bit batch norm then add_relu.
   const Tensor residual = r.input(x.shape(), r.layout, 2.0), gresidual = r.up(residual);
-  Tensor end_y = r.out(x.shape(), r.layout), end_mean = r.out32({c.C}), end_var = r.out32({c.C});
-  Tensor end_running_mean = r.up(old_mean.clone()), end_running_var = r.up(old_var.clone());
-  r.b.batchnorm_add_relu_forward_training(gx, ggamma, gbeta, gresidual, end_y, end_mean, end_var, end_running_mean,
-                                          end_running_var, momentum, eps);
+  Tensor end_y = r.out(x.shape(), r.layout);
+  Statistics end = fresh_statistics();
+  r.b.batchnorm_add_relu_forward_training(gx, ggamma, gbeta, gresidual, end_y, end.mean, end.var, end.running_mean,
+                                          end.running_var, momentum, eps);
   r.expect("relu(y + residual)", end_y, ref::relu_forward(ref::add(want.y, reference(residual))),
            Kernel::BatchNormTraining);
   Tensor separate_end = r.out(x.shape(), r.layout);
   r.b.add_relu(y, gresidual, separate_end);
   EXPECT_EQ(bytes_of(r.b, end_y), bytes_of(r.b, separate_end)) << "batchnorm_add_relu against batch norm, add_relu";
-  for (const auto& [fused, separate] : {std::pair{&end_mean, &mean},
-                                        {&end_var, &var},
-                                        {&end_running_mean, &running_mean},
-                                        {&end_running_var, &running_var}})
-    EXPECT_EQ(bytes_of(r.b, *fused), bytes_of(r.b, *separate)) << "batchnorm_add_relu statistics";
+  expect_separate_ops_statistics(end, "batchnorm_add_relu statistics");
 }
 
 void run(CaseRun& r, const ReluCase& c) {
