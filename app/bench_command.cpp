@@ -59,7 +59,7 @@ int bench_command(const BenchOptions& options) {
                                   {"max_rss_bytes", r.max_rss_bytes},
                                   {"host_sync", r.deferred ? "deferred" : "every-step"},
                                   {"host_waits_per_step", r.host_waits_per_step},
-                                  {"cuda_graphs", c.cuda_graphs},
+                                  {"cuda_graphs", r.captured ? "on" : "off"},
                                   {"replayed_steps", r.replayed_steps},
                                   {"why_not_captured", r.why_not_captured},
                                   {"compute", r.compute}};
@@ -74,7 +74,7 @@ int bench_command(const BenchOptions& options) {
     if (!r.compute.empty()) std::printf("compute: %s\n", r.compute.c_str());
     std::printf("host waits per step: %.2f (%s)\n", r.host_waits_per_step,
                 r.deferred ? "deferred: numbers read one step late" : "every step reads its numbers");
-    if (c.cuda_graphs == "on")
+    if (r.captured)
       std::printf("captured steps: %lld of %d timed steps replayed%s%s\n", static_cast<long long>(r.replayed_steps),
                   c.steps, r.why_not_captured.empty() ? "" : "; op by op because ", r.why_not_captured.c_str());
     for (const std::string& note : r.notes) std::printf("note:    %s\n", note.c_str());
@@ -107,8 +107,9 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
       ->type_name("WHEN");
   bench
       ->add_option("--cuda-graphs", c.cuda_graphs,
-                   "on: each batch shape's deferred step captured once as a CUDA graph and replayed; off: op by op")
-      ->type_name("on|off");
+                   "on: each batch shape's deferred step captured once as a CUDA graph and replayed; off: op by "
+                   "op; auto (the default): on where the steps are deferred on a GPU, and not with --profile")
+      ->type_name("auto|on|off");
   bench
       ->add_option("--conv-algorithm", c.conv_algorithm,
                    "CPU, FP32 3x3 convolutions: auto (Winograd F(2x2,3x3) without AVX-512, else direct), direct, "

@@ -169,8 +169,8 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   run(command
           ->add_option("--cuda-graphs", c.cuda_graphs,
                        "on: each batch shape's deferred step captured once as a CUDA graph and replayed; off: op by "
-                       "op")
-          ->type_name("on|off"));
+                       "op; auto (the default): on where the steps are deferred on a GPU")
+          ->type_name("auto|on|off"));
   run(add_number(command, "--max-skipped", c.max_consecutive_skipped,
                  "stop the run after this many skipped steps in a row"));
   run(add_number(command, "--max-steps-per-epoch", c.max_steps_per_epoch, "cut epochs short (0: whole epochs)"));

@@ -105,6 +105,10 @@ case $stage in
         bench50) timed bench50-fp16-fp32 200 compare --configs 50:224:256 --modes amp-fp16 fp32
                  timed bench50-tf32-bf16 200 compare --configs 50:224:256 --modes tf32 amp-bf16 ;;
         bench18) timed bench18 240 compare --configs 18:224:256 ;;
+        graphsall)  # every mode of both models beside PyTorch with captured steps (amp-fp16 ResNet-50 last)
+          timed graphs18-all 200 compare --configs 18:224:256 --ampwb-args="--cuda-graphs on"
+          timed graphs50-rest 200 compare --configs 50:224:256 --modes fp32 tf32 amp-bf16 amp-fp16 \
+            --ampwb-args="--cuda-graphs on" ;;
         gradscaler) timed gradscaler_trace 60 python3 "$checkout/scripts/gradscaler_trace.py" --devices cuda cpu \
           --out "$logs/gradscaler_trace.json" --against "$checkout/tests/golden/gradscaler_trace.json" ;;
         sanitizer)

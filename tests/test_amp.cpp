@@ -705,6 +705,39 @@ TEST(MixedPrecisionStep, InjectedOverflowSkipsTheStepAndLeavesWeightsBitIdentica
   EXPECT_LE(scaler.scale(), 65504.0f * 16);
 }
 
+TEST(MixedPrecisionStep, StepsAreDeferredAndCapturedByDefaultOnAGpuOnly) {
+  Rng rng(26);
+  ResNet model(backend(), {20, 3, 3, 8, Stem::Auto}, rng);
+  Sgd sgd(backend(), {"sgd", 0.9f});
+  const PrecisionPolicy policy(precision_preset("amp-fp16"));
+  LossScaler scaler(precision_preset("amp-fp16").loss_scale);
+  MixedPrecisionStep step(backend(), model, sgd, policy, scaler, 0.0f, 0.0f);
+  const Device cpu = Device::cpu(), gpu = Device::cuda(0);  // the plan reads the settings and the device's kind
+  auto plan = [&](const Device& d, const char* host_sync, const char* graphs) {
+    const StepPlan p = plan_steps(step, d, host_sync, graphs);
+    return std::pair{p.deferred, p.captured};
+  };
+  EXPECT_EQ(plan(gpu, "auto", "auto"), std::pair(true, true)) << "a GPU's default: deferred and captured";
+  EXPECT_EQ(plan(cpu, "auto", "auto"), std::pair(false, false)) << "a CPU waits for nothing: nothing to capture";
+  EXPECT_EQ(plan(gpu, "auto", "off"), std::pair(true, false));
+  EXPECT_EQ(plan(gpu, "every-step", "auto"), std::pair(false, false)) << "auto captures deferred steps only";
+  EXPECT_EQ(plan(cpu, "deferred", "auto"), std::pair(true, false));
+  EXPECT_EQ(plan(cpu, "deferred", "on"), std::pair(true, true)) << "asked for: the step says why it cannot";
+  EXPECT_THROW(plan(gpu, "every-step", "on"), Error);
+  EXPECT_THROW(plan(cpu, "auto", "on"), Error);
+
+  MixedPrecisionStep clipping(backend(), model, sgd, policy, scaler, 0.0f, 1.0f);  // needs the host every step
+  const StepPlan p = plan_steps(clipping, gpu, "auto", "auto");
+  EXPECT_FALSE(p.deferred);
+  EXPECT_FALSE(p.captured) << "auto falls back to op by op, without an error";
+  try {
+    plan_steps(clipping, gpu, "auto", "on");
+    ADD_FAILURE() << "capture of steps that wait was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("clipping"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MixedPrecisionStep, OptimizerWritesTheFp16WeightCopiesAndASkippedStepLeavesBothUntouched) {
   Rng rng(25);
   ResNet model(backend(), {20, 3, 3, 8, Stem::Auto}, rng);

@@ -177,6 +177,9 @@ TEST(Training, InvalidSettingsAreRefusedBeforeTraining) {
   EXPECT_NO_THROW(validate(c));
   c.cuda_graphs = "sometimes";
   EXPECT_THROW(validate(c), Error);
+  c.host_sync = "every-step";
+  c.cuda_graphs = "auto";  // the default: captures where the steps are deferred on a GPU, else runs op by op
+  EXPECT_NO_THROW(validate(c));
 }
 
 struct Result {

@@ -33,10 +33,10 @@ void validate(const BenchConfig& c) {
   require(c.threads >= 0, "--threads must not be negative, got " + std::to_string(c.threads));
   require(c.host_sync == "auto" || c.host_sync == "every-step" || c.host_sync == "deferred",
           "--host-sync must be auto, every-step or deferred, got '" + c.host_sync + "'");
-  require(c.cuda_graphs == "on" || c.cuda_graphs == "off",
-          "--cuda-graphs must be on or off, got '" + c.cuda_graphs + "'");
-  require(c.cuda_graphs == "off" || !c.profile, "--profile times each op of every step: it needs --cuda-graphs off");
-  require(c.cuda_graphs == "off" || c.host_sync != "every-step",
+  require(c.cuda_graphs == "auto" || c.cuda_graphs == "on" || c.cuda_graphs == "off",
+          "--cuda-graphs must be auto, on or off, got '" + c.cuda_graphs + "'");
+  require(c.cuda_graphs != "on" || !c.profile, "--profile times each op of every step: it needs --cuda-graphs off");
+  require(c.cuda_graphs != "on" || c.host_sync != "every-step",
           "--cuda-graphs on captures deferred steps: it needs --host-sync auto or deferred");
 }
 }  // namespace
@@ -60,15 +60,10 @@ BenchResult run_benchmark(const BenchConfig& config) {
   const PrecisionPolicy policy(precision);
   LossScaler scaler(precision.loss_scale);
   MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
-  const std::string why_every_step = step.why_not_deferred();
-  if (config.host_sync == "deferred" && !why_every_step.empty())
-    throw Error("--host-sync deferred is not possible here: " + why_every_step);
-  const bool deferred = config.host_sync == "deferred" ||
-                        (config.host_sync == "auto" && !backend->device().is_cpu() && why_every_step.empty());
-  if (config.cuda_graphs == "on" && !deferred)
-    throw Error("--cuda-graphs on captures deferred steps, and these run every-step: " +
-                (why_every_step.empty() ? std::string("the CPU's steps wait for nothing") : why_every_step));
-  step.set_capture(config.cuda_graphs == "on");
+  const StepPlan plan = plan_steps(step, backend->device(), config.host_sync, config.cuda_graphs);
+  const bool deferred = plan.deferred;
+  const bool captured = plan.captured && !config.profile;  // a profile times the ops one by one
+  step.set_capture(captured);
 
   const int64_t B = config.batch_size, S = config.image_size;
   std::vector<float> pixels(static_cast<size_t>(B * 3 * S * S));
@@ -103,6 +98,7 @@ BenchResult run_benchmark(const BenchConfig& config) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   result.deferred = deferred;
+  result.captured = captured;
   result.host_waits_per_step = static_cast<double>(profiled->host_waits() - waits_before) / config.steps;
   result.replayed_steps = step.replayed_steps() - replayed_before;
   result.why_not_captured = step.why_not_captured();

@@ -27,7 +27,7 @@ struct BenchConfig {
                          // device events on a GPU
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions (backend.h)
   std::string host_sync = "auto";                      // every-step, deferred or auto, as TrainConfig::host_sync
-  std::string cuda_graphs = "off";                     // on: deferred steps captured and replayed, as TrainConfig's
+  std::string cuda_graphs = "auto";                    // deferred steps captured and replayed, as TrainConfig's
 };
 
 struct BenchResult {
@@ -40,8 +40,9 @@ struct BenchResult {
   size_t max_rss_bytes = 0;        // the process's maximum resident set
   bool deferred = false;           // the steps ran without waiting for the device (MixedPrecisionStep::run_deferred)
   double host_waits_per_step = 0;  // over the timed steps (ProfiledBackend::host_waits)
-  int64_t replayed_steps = 0;      // of the timed steps, those replayed as captured work (cuda_graphs on)
-  std::string why_not_captured;    // cuda_graphs on, but the steps ran op by op: the backend's reason
+  bool captured = false;           // capture was asked of the steps (BenchConfig::cuda_graphs, plan_steps)
+  int64_t replayed_steps = 0;      // of the timed steps, those replayed as captured work
+  std::string why_not_captured;    // capture was asked, but the steps ran op by op: the backend's reason
   // With BenchConfig::profile: the timed steps' op time by class, and their whole wall time. On a CPU the rest is
   // the host's own work between ops (the layers' bookkeeping, allocation, the policy's decisions); on a GPU, where
   // each op is timed between device events (profile_device_timed), it is the time the device spent between ops.

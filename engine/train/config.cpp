@@ -45,9 +45,9 @@ void validate(const TrainConfig& c) {
   REQUIRE_SETTING(c.threads >= 0, "--threads must not be negative");
   REQUIRE_SETTING(c.host_sync == "auto" || c.host_sync == "every-step" || c.host_sync == "deferred",
                   "--host-sync must be auto, every-step or deferred, got '" << c.host_sync << "'");
-  REQUIRE_SETTING(c.cuda_graphs == "on" || c.cuda_graphs == "off",
-                  "--cuda-graphs must be on or off, got '" << c.cuda_graphs << "'");
-  REQUIRE_SETTING(c.cuda_graphs == "off" || c.host_sync != "every-step",
+  REQUIRE_SETTING(c.cuda_graphs == "auto" || c.cuda_graphs == "on" || c.cuda_graphs == "off",
+                  "--cuda-graphs must be auto, on or off, got '" << c.cuda_graphs << "'");
+  REQUIRE_SETTING(c.cuda_graphs != "on" || c.host_sync != "every-step",
                   "--cuda-graphs on captures deferred steps: it needs --host-sync auto or deferred");
   REQUIRE_SETTING(c.data.normalization == "dataset" || c.data.normalization == "imagenet",
                   "--normalize must be dataset or imagenet");

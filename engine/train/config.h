@@ -50,8 +50,9 @@ struct TrainConfig {
   // (deferred on a GPU where the settings allow it, every-step on the CPU, where nothing waits).
   std::string host_sync = "auto";
   // "on": each batch shape's deferred step is captured once, after its first steps, as a CUDA graph and replayed
-  // (Backend::capture: the same arithmetic without a launch per op); "off": every step op by op.
-  std::string cuda_graphs = "off";
+  // (Backend::capture: the same arithmetic without a launch per op); "off": every step op by op; "auto": on where
+  // the steps are deferred on a GPU (plan_steps in train/mixed_precision_step.h).
+  std::string cuda_graphs = "auto";
   int threads = 0;
   PrecisionConfig precision;
   DataConfig data;

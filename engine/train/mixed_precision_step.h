@@ -94,6 +94,17 @@ class MixedPrecisionStep {
   int64_t replayed_ = 0;
 };
 
+// How a run's or a benchmark's steps go, from the settings --host-sync and --cuda-graphs (TrainConfig):
+// deferred where asked or, with auto, on a GPU where the settings allow; captured where asked or, with auto, where
+// the steps are deferred on a GPU (on a CPU there is nothing to capture). Throws, naming the reason, where the
+// settings ask for what this step cannot do.
+struct StepPlan {
+  bool deferred = false;
+  bool captured = false;
+};
+StepPlan plan_steps(const MixedPrecisionStep& step, const Device& device, const std::string& host_sync,
+                    const std::string& cuda_graphs);
+
 // Rounds an FP32 tensor in place to the values dtype can hold.
 void round_to_dtype(Backend& backend, Tensor& t, DType dtype);
 

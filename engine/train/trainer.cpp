@@ -266,14 +266,8 @@ RunEnd Trainer::train() {
   LossScaler scaler(config.precision.loss_scale);
   MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, config.label_smoothing, config.grad_clip_norm);
   GradientProbe probe, numerics_probe(false);
-  const std::string why_every_step = step.why_not_deferred();
-  if (config.host_sync == "deferred" && !why_every_step.empty())
-    throw Error("--host-sync deferred is not possible here: " + why_every_step);
-  const bool deferred = config.host_sync == "deferred" ||
-                        (config.host_sync == "auto" && !backend->device().is_cpu() && why_every_step.empty());
-  if (config.cuda_graphs == "on" && !deferred)
-    throw Error("--cuda-graphs on captures deferred steps, and these run every-step: " +
-                (why_every_step.empty() ? std::string("the CPU's steps wait for nothing") : why_every_step));
+  const StepPlan plan = plan_steps(step, backend->device(), config.host_sync, config.cuda_graphs);
+  const bool deferred = plan.deferred;
 
   int64_t steps_per_epoch = train_data.batches_per_epoch();
   if (config.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config.max_steps_per_epoch);
@@ -312,13 +306,16 @@ RunEnd Trainer::train() {
     info.notes.push_back(
         "no step waits for the device: each step's numbers are read one step later, and a skipped "
         "step does not name the layers that overflowed (--host-sync every-step does)");
-  if (config.cuda_graphs == "on")
+  if (plan.captured)
     info.notes.push_back("each batch shape's step is captured as a CUDA graph after its first " +
                          std::to_string(MixedPrecisionStep::kEagerSteps) +
-                         " steps and replayed; the steps sampled for the time breakdown run op by op");
-  else if (!backend->device().is_cpu())
+                         " steps and replayed (--cuda-graphs off runs every step op by op); the steps sampled for "
+                         "the time breakdown run op by op");
+  if (!deferred && !backend->device().is_cpu()) {
+    const std::string why_every_step = step.why_not_deferred();
     info.notes.push_back("every step waits once for the GPU: " +
                          (why_every_step.empty() ? std::string("--host-sync every-step") : why_every_step));
+  }
   report(&TrainObserver::on_start, info);
 
   const double wall_before = at.wall_before;
@@ -414,7 +411,7 @@ RunEnd Trainer::train() {
       const bool numerics_due = config.numerics_every > 0 && (global_step + 1) % config.numerics_every == 0;
       GradientProbe* const step_probe = last_of_epoch ? &probe : numerics_due ? &numerics_probe : nullptr;
       const bool timed = step_timer.begin(b, steps_per_epoch, step_probe != nullptr, train_data.wait_seconds());
-      step.set_capture(config.cuda_graphs == "on" && !timed);  // a timed step's ops are timed one by one
+      step.set_capture(plan.captured && !timed);  // a timed step's ops are timed one by one
       const DeviceBatch current = next.images.defined() ? std::move(next) : fetch(b);
       next = b + 1 < steps_per_epoch ? fetch(b + 1) : DeviceBatch{};
       at.data_wait = wait_before + train_data.wait_seconds();
