@@ -8,6 +8,8 @@
 #                   PyTorch install (its nvidia-* wheels) or /usr/local/cuda, and the driver's libcuda
 #   run             runs a bundled program: gpu-bundle/run test_cuda_ops --gtest_brief=1
 #   verify.sh       the whole GPU check in one call, logs to $OUT (see docs/gpu.md)
+# AMPWB_GPU_BASE=COMMIT packs that commit's ampwb beside this tree's, as ampwb-base, so that one device call can
+# time the two alternating (verify.sh all baseab).
 # The CUDA libraries themselves are not packed: the GPU machine has them, and cuBLASLt alone is 500 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,9 +33,22 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/libexec" "$stage/lib" "$stage/data/fashion-mnist-cut"
 for p in "${programs[@]}"; do strip -o "$stage/libexec/$(basename "$p")" "$build/$p"; done
+binaries=("${programs[@]/#/$build/}")
+if [ -n "${AMPWB_GPU_BASE:-}" ]; then
+  base_tree=/tmp/ampwb-gpu-base  # a worktree of the base commit; its build folder stays for ccache's next time
+  git worktree remove --force "$base_tree" 2>/dev/null || rm -rf "$base_tree"
+  git worktree add --detach "$base_tree" "$AMPWB_GPU_BASE" >/dev/null
+  CCACHE_BASEDIR=$base_tree cmake -S "$base_tree" -B "$base_tree-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DAMPWB_BUILD_GUI=OFF -DAMPWB_IMAGE_CODECS=OFF -DCMAKE_CUDA_ARCHITECTURES="80;90" >/dev/null
+  CCACHE_BASEDIR=$base_tree cmake --build "$base_tree-build" -j "$(nproc)" --target ampwb
+  strip -o "$stage/libexec/ampwb-base" "$base_tree-build/app/ampwb"
+  binaries+=("$base_tree-build/app/ampwb")
+  git worktree remove --force "$base_tree"
+  echo "gpu-bundle: ampwb-base is $(git rev-parse --short "$AMPWB_GPU_BASE")"
+fi
 
 # Every shared library the programs load, except the CUDA ones the GPU machine brings (and the kernel's vDSO).
-for p in "${programs[@]}"; do ldd "$build/$p"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
+for p in "${binaries[@]}"; do ldd "$p"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
   sort -u | grep -v -E '/lib(cuda|cudart|cudnn[^/]*|cublas|cublasLt|nvrtc|nvJitLink)\.so' >"$stage/libs.txt"
 while read -r lib; do cp -L "$lib" "$stage/lib/"; done <"$stage/libs.txt"
 cp -L /lib64/ld-linux-x86-64.so.2 "$stage/lib/"

@@ -153,6 +153,19 @@ case $stage in
             AMPWB_CUDA_FUSED_ENDS=${f%-2} timed "fused-ends${f}" 60 run ampwb bench --device cuda --depth 50 \
               --image-size 224 --batch-size 256 --precision amp-fp16 --steps 15 --warmup 6 --json
           done ;;
+        baseab)  # this build against the bundle's ampwb-base (gpu-bundle.sh with AMPWB_GPU_BASE), alternating
+          if [ ! -e "$AMPWB_GPU_HOME/libexec/ampwb-base" ]; then
+            echo "== baseab: the bundle has no ampwb-base (AMPWB_GPU_BASE=COMMIT scripts/gpu-bundle.sh)"; status=1
+            continue
+          fi
+          for depth in 50 18; do
+            for round in 1 2; do
+              for program in ampwb-base ampwb; do
+                timed "baseab-r$depth-$program-$round" 60 run "$program" bench --device cuda --depth "$depth" \
+                  --image-size 224 --batch-size 256 --precision amp-fp16 --steps 15 --warmup 6 --json
+              done
+            done
+          done ;;
         hostsync)
           for s in every-step deferred every-step-2 deferred-2; do
             timed "hostsync-$s" 60 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \

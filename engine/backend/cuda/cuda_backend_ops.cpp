@@ -81,9 +81,10 @@ void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gam
   m.check_device(y, "batch norm y");
   check_bn(x, y, {&gamma, &beta, &running_mean, &running_var});
   Tensor scale = m.empty({x.c()}, DType::F32);
+  const int row_blocks = cuda::batchnorm_row_blocks(dims_of(x), ktype(x.dtype()), m.props.multiProcessorCount);
   cuda::batchnorm_forward_inference(x.data(), y.data(), ktype(x.dtype()), dims_of(x), gamma.data_as<float>(),
                                     beta.data_as<float>(), running_mean.data_as<float>(), running_var.data_as<float>(),
-                                    eps, scale.data_as<float>(), m.stream);
+                                    eps, scale.data_as<float>(), row_blocks, m.stream);
 }
 
 void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,

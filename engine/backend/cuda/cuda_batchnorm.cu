@@ -6,11 +6,11 @@
 // adds the row_blocks partials in FP64 in a fixed order. Deterministic.
 //
 // Two forms of every pass. The packed one, for NHWC with C a multiple of 16 bytes' worth of channels (every
-// ResNet layer): each thread moves 16 bytes at a time (8 FP16/BF16 or 4 FP32 channels), the elementwise passes
-// find a pack's channels with one division per pack, and the forward statistics take one pass (Welford) instead
-// of two. The general one (NCHW, odd channel counts): one element per thread and step, blocks of 32 channels x 8
-// rows, the mean then the squared deviations. Both compute each element's output by the same expressions; the
-// statistics differ in their rounding only.
+// ResNet layer): each thread moves 16 bytes at a time (8 FP16/BF16 or 4 FP32 channels) and keeps one pack of
+// channels for all its rows, and the forward statistics take one pass (Welford) instead of two. The general one
+// (NCHW, odd channel counts): one element per thread and step, blocks of 32 channels x 8 rows, the mean then the
+// squared deviations. Both compute each element's output by the same expressions; the statistics differ in their
+// rounding only.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -54,9 +54,8 @@ __device__ __forceinline__ T finished(T v, bool has_residual, T residual, bool r
 // dy through the mask of a fused ReLU, where there is one (relu_beta): the forward's output recomputed from x, so
 // that the backward need not read it; what relu_backward would pass on.
 template <class T>
-__device__ __forceinline__ float masked_gradient(T dy, float x, float mean, float scale, const float* relu_beta,
-                                                 int64_t c) {
-  return relu_beta && !relu_passes(normalized<T>(x, mean, scale, relu_beta[c])) ? 0.0f : to_float(dy);
+__device__ __forceinline__ float masked_gradient(T dy, float x, float mean, float scale, bool relu, float relu_beta) {
+  return relu && !relu_passes(normalized<T>(x, mean, scale, relu_beta)) ? 0.0f : to_float(dy);
 }
 
 // Partial sums per channel over this block's rows:
@@ -73,12 +72,13 @@ __global__ void channel_partials(const T* x, const T* dy, Dims4 d, const float* 
   if (c < d.c) {
     const float mu = mean ? mean[c] : 0.0f;
     const float scale = relu_beta ? channel_scale(gamma[c], var[c], eps) : 0.0f;
+    const float beta = relu_beta ? relu_beta[c] : 0.0f;
     for (int64_t r = int64_t{blockIdx.y} * kRowsPerBlock + threadIdx.y; r < rows;
          r += int64_t{gridDim.y} * kRowsPerBlock) {
       const int64_t o = row_offset(d, r, c);
       const float v = to_float(x[o]);
       if (dy) {
-        const float g = masked_gradient(dy[o], v, mu, scale, relu_beta, c);
+        const float g = masked_gradient(dy[o], v, mu, scale, relu_beta != nullptr, beta);
         a += g;
         b += g * (v - mu);
       } else if (mean) {
@@ -174,7 +174,7 @@ __global__ void backward_dx(const T* x, const T* dy, T* dx, Dims4 d, const float
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = channel_of(d, i);
     const float v = to_float(x[i]), xmu = v - mean[c];
-    const float g = masked_gradient(dy[i], v, mean[c], scale[c], relu_beta, c);
+    const float g = masked_gradient(dy[i], v, mean[c], scale[c], relu_beta != nullptr, relu_beta ? relu_beta[c] : 0.0f);
     dx[i] = from_float<T>(coef_a[c] * (g - coef_k1[c] - xmu * coef_k2[c]));
   }
 }
@@ -300,18 +300,21 @@ __global__ void channel_partials_packed(const T* x, const T* dy, int64_t rows, i
   constexpr int n = kPack<T>;
   const int lanes = blockDim.x;
   const int64_t c0 = (int64_t{blockIdx.x} * lanes + threadIdx.x) * n;
-  float a[n] = {}, b[n] = {}, mu[n] = {}, scale[n] = {};
+  float a[n] = {}, b[n] = {}, mu[n] = {}, scale[n] = {}, beta[n] = {};
   if (c0 < channels) {
     load_channels<n>(mean, c0, mu);
     if (relu_beta)
-      for (int k = 0; k < n; ++k) scale[k] = channel_scale(gamma[c0 + k], var[c0 + k], eps);
+      for (int k = 0; k < n; ++k) {
+        scale[k] = channel_scale(gamma[c0 + k], var[c0 + k], eps);
+        beta[k] = relu_beta[c0 + k];
+      }
     for (int64_t r = int64_t{blockIdx.y} * blockDim.y + threadIdx.y; r < rows; r += int64_t{gridDim.y} * blockDim.y) {
       const int64_t o = r * channels + c0;
       const Pack<T> xv = load_pack(x + o), g = load_pack(dy + o);
 #pragma unroll
       for (int k = 0; k < n; ++k) {
         const float v = to_float(xv.v[k]);
-        const float gk = masked_gradient(g.v[k], v, mu[k], scale[k], relu_beta, c0 + k);
+        const float gk = masked_gradient(g.v[k], v, mu[k], scale[k], relu_beta != nullptr, beta[k]);
         a[k] += gk;
         b[k] += gk * (v - mu[k]);
       }
@@ -338,54 +341,93 @@ __global__ void channel_partials_packed(const T* x, const T* dy, int64_t rows, i
   part_b[int64_t{blockIdx.y} * channels + c] = tb;
 }
 
-// normalize, a pack per thread and step.
+// The training passes' elementwise kernels over NHWC rows of packs, with the statistics' block and grid
+// (packed_block, packed_grid): each thread keeps one pack of channels for all its rows, so it reads their
+// per-channel coefficients once and finds no channel by division, and it loads kRowsInFlight rows before it stores
+// any (in place too: every element is its own thread's). Each element's value comes from the same expressions as
+// in normalize and backward_dx.
+//
+// Two rows of two 16-byte loads in flight per thread, and at least two blocks per multiprocessor (at most 128
+// registers; four rows took up to 151 registers for BF16, one block per multiprocessor).
+constexpr int kRowsInFlight = 2;
+
+// normalize, rows of packs: y = finished(normalized(x)).
 template <class T>
-__global__ void normalize_packed(const T* x, const T* residual, T* y, int64_t packs_total, int64_t packs_per_row,
-                                 const float* mean, const float* scale, const float* beta, bool relu) {
+__global__ void __launch_bounds__(kPackedThreads, 2)
+    normalize_rows(const T* x, const T* residual, T* y, int64_t rows, int64_t channels, const float* mean,
+                   const float* scale, const float* beta, bool relu) {
   constexpr int n = kPack<T>;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < packs_total;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t c0 = (i % packs_per_row) * n;
-    float mu[n], sc[n], be[n];
-    load_channels<n>(mean, c0, mu);
-    load_channels<n>(scale, c0, sc);
-    load_channels<n>(beta, c0, be);
-    const Pack<T> xv = load_pack(x + i * n);
-    const Pack<T> rv = residual ? load_pack(residual + i * n) : xv;
-    Pack<T> out;
+  const int64_t c0 = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * n;
+  if (c0 >= channels) return;
+  float mu[n], sc[n], be[n];
+  load_channels<n>(mean, c0, mu);
+  load_channels<n>(scale, c0, sc);
+  load_channels<n>(beta, c0, be);
+  const int64_t stride = int64_t{gridDim.y} * blockDim.y;
+  for (int64_t r0 = int64_t{blockIdx.y} * blockDim.y + threadIdx.y; r0 < rows; r0 += kRowsInFlight * stride) {
+    Pack<T> xv[kRowsInFlight], rv[kRowsInFlight];
 #pragma unroll
-    for (int k = 0; k < n; ++k) {
-      const T v = normalized<T>(to_float(xv.v[k]), mu[k], sc[k], be[k]);
-      out.v[k] = finished(v, residual != nullptr, rv.v[k], relu);
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      const int64_t r = r0 + u * stride;
+      if (r >= rows) break;
+      xv[u] = load_pack(x + r * channels + c0);
+      rv[u] = residual ? load_pack(residual + r * channels + c0) : xv[u];
     }
-    store_pack(y + i * n, out);
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      const int64_t r = r0 + u * stride;
+      if (r >= rows) break;
+      Pack<T> out;
+#pragma unroll
+      for (int k = 0; k < n; ++k) {
+        const T v = normalized<T>(to_float(xv[u].v[k]), mu[k], sc[k], be[k]);
+        out.v[k] = finished(v, residual != nullptr, rv[u].v[k], relu);
+      }
+      store_pack(y + r * channels + c0, out);
+    }
   }
 }
 
-// backward_dx, a pack per thread and step.
+// backward_dx, rows of packs.
 template <class T>
-__global__ void backward_dx_packed(const T* x, const T* dy, T* dx, int64_t packs_total, int64_t packs_per_row,
-                                   const float* mean, const float* relu_beta, const float* coef) {
+__global__ void __launch_bounds__(kPackedThreads, 2)
+    backward_dx_rows(const T* x, const T* dy, T* dx, int64_t rows, int64_t channels, const float* mean,
+                     const float* relu_beta, const float* coef) {
   constexpr int n = kPack<T>;
-  const int64_t C = packs_per_row * n;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < packs_total;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t c0 = (i % packs_per_row) * n;
-    float mu[n], ca[n], k1[n], k2[n], scale[n] = {};
-    load_channels<n>(mean, c0, mu);
-    load_channels<n>(coef, c0, ca);
-    load_channels<n>(coef + C, c0, k1);
-    load_channels<n>(coef + 2 * C, c0, k2);
-    if (relu_beta) load_channels<n>(coef + 3 * C, c0, scale);
-    const Pack<T> xv = load_pack(x + i * n), g = load_pack(dy + i * n);
-    Pack<T> out;
+  const int64_t c0 = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * n;
+  if (c0 >= channels) return;
+  float mu[n], ca[n], k1[n], k2[n], scale[n] = {}, beta[n] = {};
+  load_channels<n>(mean, c0, mu);
+  load_channels<n>(coef, c0, ca);
+  load_channels<n>(coef + channels, c0, k1);
+  load_channels<n>(coef + 2 * channels, c0, k2);
+  if (relu_beta) {
+    load_channels<n>(coef + 3 * channels, c0, scale);
+    for (int k = 0; k < n; ++k) beta[k] = relu_beta[c0 + k];  // not checked for 16-byte alignment
+  }
+  const int64_t stride = int64_t{gridDim.y} * blockDim.y;
+  for (int64_t r0 = int64_t{blockIdx.y} * blockDim.y + threadIdx.y; r0 < rows; r0 += kRowsInFlight * stride) {
+    Pack<T> xv[kRowsInFlight], g[kRowsInFlight];
 #pragma unroll
-    for (int k = 0; k < n; ++k) {
-      const float v = to_float(xv.v[k]);
-      const float gk = masked_gradient(g.v[k], v, mu[k], scale[k], relu_beta, c0 + k);
-      out.v[k] = from_float<T>(ca[k] * (gk - k1[k] - (v - mu[k]) * k2[k]));
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      const int64_t r = r0 + u * stride;
+      if (r >= rows) break;
+      xv[u] = load_pack(x + r * channels + c0);
+      g[u] = load_pack(dy + r * channels + c0);
     }
-    store_pack(dx + i * n, out);
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      const int64_t r = r0 + u * stride;
+      if (r >= rows) break;
+      Pack<T> out;
+#pragma unroll
+      for (int k = 0; k < n; ++k) {
+        const float v = to_float(xv[u].v[k]);
+        const float gk = masked_gradient(g[u].v[k], v, mu[k], scale[k], relu_beta != nullptr, beta[k]);
+        out.v[k] = from_float<T>(ca[k] * (gk - k1[k] - (v - mu[k]) * k2[k]));
+      }
+      store_pack(dx + r * channels + c0, out);
+    }
   }
 }
 
@@ -398,10 +440,6 @@ template <class T>
 dim3 packed_grid(const Dims4& d, int row_blocks) {
   const int64_t packs = d.c / kPack<T>, lanes = packed_lanes(packs);
   return dim3(static_cast<unsigned>((packs + lanes - 1) / lanes), static_cast<unsigned>(row_blocks));
-}
-template <class T>
-unsigned packed_elementwise_blocks(const Dims4& d) {
-  return static_cast<unsigned>(blocks_for(d.numel() / kPack<T>));
 }
 
 dim3 partial_grid(const Dims4& d, int row_blocks) {
@@ -475,9 +513,9 @@ void batchnorm_forward_training(const void* x, const void* residual, void* y, KT
     }
     const T* rt = static_cast<const T*>(residual);
     if (packed) {
-      normalize_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
-          xt, rt, static_cast<T*>(y), dims.numel() / kPack<T>, C / kPack<T>, mean, scale, beta, relu);
-      CUDA_CHECK_LAUNCH("normalize_packed");
+      normalize_rows<T><<<packed_grid<T>(dims, row_blocks), packed_block<T>(dims), 0, stream>>>(
+          xt, rt, static_cast<T*>(y), dims.n * dims.h * dims.w, C, mean, scale, beta, relu);
+      CUDA_CHECK_LAUNCH("normalize_rows");
     } else {
       normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, rt, static_cast<T*>(y), dims, mean, scale,
                                                                       beta, relu);
@@ -488,7 +526,7 @@ void batchnorm_forward_training(const void* x, const void* residual, void* y, KT
 
 void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
                                  const float* running_mean, const float* running_var, float eps, float* scratch,
-                                 cudaStream_t stream) {
+                                 int row_blocks, cudaStream_t stream) {
   const int64_t C = dims.c;
   if (C == 0 || dims.numel() == 0) return;
   inference_scale<<<channel_blocks(C), kThreads, 0, stream>>>(gamma, running_var, C, eps, scratch);
@@ -496,10 +534,10 @@ void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims,
   const bool packed = packable(dims, element_size(type), {x, y, running_mean, scratch, beta});
   AMPWB_DISPATCH_FLOATING(type, "batchnorm_forward_inference", {
     if (packed) {
-      normalize_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), nullptr, static_cast<T*>(y), dims.numel() / kPack<T>, dims.c / kPack<T>,
-          running_mean, scratch, beta, false);
-      CUDA_CHECK_LAUNCH("normalize_packed");
+      normalize_rows<T><<<packed_grid<T>(dims, row_blocks), packed_block<T>(dims), 0, stream>>>(
+          static_cast<const T*>(x), nullptr, static_cast<T*>(y), dims.n * dims.h * dims.w, dims.c, running_mean,
+          scratch, beta, false);
+      CUDA_CHECK_LAUNCH("normalize_rows");
       return;
     }
     normalize<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(
@@ -535,9 +573,9 @@ void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dim
                                                                   coef + 3 * C);
     CUDA_CHECK_LAUNCH("finalize_backward");
     if (packed) {
-      backward_dx_packed<T><<<packed_elementwise_blocks<T>(dims), kThreads, 0, stream>>>(
-          xt, dyt, static_cast<T*>(dx), dims.numel() / kPack<T>, C / kPack<T>, mean, relu_beta, coef);
-      CUDA_CHECK_LAUNCH("backward_dx_packed");
+      backward_dx_rows<T><<<packed_grid<T>(dims, row_blocks), packed_block<T>(dims), 0, stream>>>(
+          xt, dyt, static_cast<T*>(dx), dims.n * dims.h * dims.w, C, mean, relu_beta, coef);
+      CUDA_CHECK_LAUNCH("backward_dx_rows");
     } else {
       backward_dx<T><<<blocks_for(dims.numel()), kThreads, 0, stream>>>(xt, dyt, static_cast<T*>(dx), dims, mean,
                                                                         relu_beta, coef);

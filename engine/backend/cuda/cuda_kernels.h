@@ -89,7 +89,7 @@ void batchnorm_forward_training(const void* x, const void* residual, void* y, KT
                                 int row_blocks, cudaStream_t stream);
 void batchnorm_forward_inference(const void* x, void* y, KType type, Dims4 dims, const float* gamma, const float* beta,
                                  const float* running_mean, const float* running_var, float eps, float* scratch,
-                                 cudaStream_t stream);
+                                 int row_blocks, cudaStream_t stream);
 // relu_beta: null, or the beta of a batch norm + ReLU: dy is read through the ReLU's mask, in both passes, the
 // forward's output recomputed from x, gamma, relu_beta, mean and var, rounded as the forward rounded it.
 void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dims4 dims, const float* gamma,
