@@ -40,6 +40,8 @@ TEST_P(CudaEveryMode, TrainsATinyResNetOnTheGpuWithFallingLoss) {
     std::string device;
     void on_start(const RunInfo& info) override { device = info.backend_description; }
     void on_epoch(const EpochReport& e) override { epochs.push_back(e); }
+    void on_epoch_times(const EpochTimes& t) override { times.push_back(t); }
+    std::vector<EpochTimes> times;
   } observed;
   Trainer trainer(c, &observed);
   const RunEnd end = trainer.run();
@@ -52,6 +54,15 @@ TEST_P(CudaEveryMode, TrainsATinyResNetOnTheGpuWithFallingLoss) {
   ASSERT_EQ(observed.epochs.size(), 4u);
   EXPECT_LT(observed.epochs.back().train_loss, 0.7 * observed.epochs.front().train_loss) << GetParam();
   EXPECT_GT(observed.epochs.back().peak_bytes, 0u) << "peak GPU memory per epoch";
+  // Captured steps are the GPU's default where the steps are deferred: every mode but fp16-o2 (no FP32 masters).
+  ASSERT_FALSE(observed.times.empty());
+  const EpochTimes& last = observed.times.back();
+  if (GetParam() == "fp16-o2") {
+    EXPECT_EQ(last.replayed, 0.0);
+  } else {
+    EXPECT_GT(last.replayed, 0.0) << GetParam() << ": " << last.why_not_captured;
+    EXPECT_EQ(last.why_not_captured, "");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, CudaEveryMode, ::testing::Values("fp32", "tf32", "amp-fp16", "amp-bf16", "fp16-o2"),

@@ -29,8 +29,13 @@ const TimeRow& row(const TimeComparison& c, const std::string& label) {
 
 TEST(TimeComparison, MeansLeaveTheFirstEpochOutAndWeighBySteps) {
   const EpochTimes cold = epoch(1, {{C::ConvForward, 100}}, 50);
-  const EpochTimes a = epoch(2, {{C::ConvForward, 10}}, 2, 0, 10), b = epoch(3, {{C::ConvForward, 40}}, 2, 0, 30);
+  EpochTimes a = epoch(2, {{C::ConvForward, 10}}, 2, 0, 10), b = epoch(3, {{C::ConvForward, 40}}, 2, 0, 30);
+  a.replayed = 0.5;  // shares of each epoch's steps: their mean, not weighed by the timed steps
+  b.replayed = 1.0;
+  a.why_not_captured = "a capture failed";
   const EpochTimes mean = mean_epoch_times({cold, a, b});
+  EXPECT_DOUBLE_EQ(mean.replayed, 0.75);
+  EXPECT_EQ(mean.why_not_captured, "a capture failed");
   EXPECT_EQ(mean.steps, 40);
   EXPECT_DOUBLE_EQ(mean.op_seconds[static_cast<size_t>(C::ConvForward)], (10 * 0.010 + 30 * 0.040) / 40);
   EXPECT_NEAR(mean.data_wait_seconds, 0.002, 1e-15);

@@ -137,6 +137,19 @@ TEST(Training, DeferredStepsTrainTheSameRunWithoutWaitingForTheDevice) {
   };
   EXPECT_TRUE(noted(deferred.info)) << "the run says its steps are read one step late";
   EXPECT_FALSE(noted(waiting.info));
+  for (const EpochTimes& t : deferred.times) {
+    EXPECT_EQ(t.replayed, 0.0) << "a CPU captures nothing";
+    EXPECT_EQ(t.why_not_captured, "") << "and by default it is not asked to";
+  }
+  // Capture asked of the CPU's deferred steps: every CPU step is timed for the breakdown, so each runs op by op.
+  Steps asked;
+  c.cuda_graphs = "on";
+  train(c, &asked);
+  ASSERT_EQ(asked.steps.size(), waiting.steps.size());
+  EXPECT_EQ(asked.steps.back().loss, waiting.steps.back().loss);
+  ASSERT_EQ(asked.times.size(), 2u);
+  EXPECT_EQ(asked.times.back().replayed, 0.0);
+  c.cuda_graphs = "auto";
 
   c.grad_clip_norm = 1.0f;  // needs the host at every step: refused before training, with the reason
   try {

@@ -163,6 +163,15 @@ std::string run_title(const RunRecord& r) {
   return "Run " + std::to_string(r.id) + " (" + r.name + "): " + r.precision + ", ResNet-" + std::to_string(r.depth);
 }
 
+// Whether the steps were replayed as CUDA graphs, and why not where capture was asked for.
+std::string captured_text(const EpochTimes& t) {
+  std::string text;
+  if (t.replayed > 0) text += " Steps replayed as CUDA graphs: " + percent_text(t.replayed) + ".";
+  if (!t.why_not_captured.empty())
+    text += " Steps run op by op although capture was asked: " + html_escape(t.why_not_captured) + ".";
+  return text;
+}
+
 std::string time_section(const RunEvidence& e) {
   const EpochTimes t = mean_epoch_times(e.times);
   if (t.steps == 0) return "<p>No time breakdown recorded.</p>";
@@ -171,7 +180,7 @@ std::string time_section(const RunEvidence& e) {
   return table({"class", "ms per step", "share of the step"}, rows) +
          "<p>Mean over the timed steps of every epoch but the first; other: the host's own work between ops. "
          "Host waits per step (the host waiting for the device to finish all the work queued): " +
-         fixed_text(t.host_waits, 2) + ".</p>";
+         fixed_text(t.host_waits, 2) + "." + captured_text(t) + "</p>";
 }
 
 // The last epoch's confusion matrix, and the pairs of classes most often taken for each other.

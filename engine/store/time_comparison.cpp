@@ -81,9 +81,14 @@ EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
     mean.data_wait_seconds += n * e.data_wait_seconds;
     for (size_t c = 0; c < kTimeClassCount; ++c) mean.op_seconds[c] += n * e.op_seconds[c];
     mean.host_waits += e.host_waits;
+    mean.replayed += e.replayed;
+    if (!e.why_not_captured.empty()) mean.why_not_captured = e.why_not_captured;
   }
   mean.divide_by_steps();
-  if (epochs.size() > first) mean.host_waits /= static_cast<double>(epochs.size() - first);  // a mean of the epochs'
+  if (epochs.size() > first) {  // means of the epochs'
+    mean.host_waits /= static_cast<double>(epochs.size() - first);
+    mean.replayed /= static_cast<double>(epochs.size() - first);
+  }
   return mean;
 }
 

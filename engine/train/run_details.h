@@ -40,6 +40,10 @@ struct EpochTimes {
   // Per step, over every step of the epoch (timed or not): the times it waited for its device to finish all the
   // work queued (ProfiledBackend::host_waits). 1 where each step reads its numbers; 0 with deferred steps.
   double host_waits = 0;
+  // Over every step of the epoch: the share replayed as captured work (a CUDA graph, --cuda-graphs); and where
+  // capture was asked but the steps ran op by op, the backend's reason.
+  double replayed = 0;
+  std::string why_not_captured;
 
   double op_total_seconds() const;
   // The times summed over the steps turned into per-step means (left as they are when no step was timed).
@@ -105,6 +109,8 @@ void fields(R& t, V&& v) {
   v("data_wait_seconds", t.data_wait_seconds);
   for (size_t i = 0; i < kTimeClassCount; ++i) v(time_class_name(static_cast<TimeClass>(i)), t.op_seconds[i]);
   v("host_waits", t.host_waits);  // absent before 2026-11-25: 0
+  v("replayed", t.replayed);      // absent before 2026-11-26: 0
+  v("why_not_captured", t.why_not_captured);
 }
 
 template <class R, class V>

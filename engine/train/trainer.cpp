@@ -394,6 +394,7 @@ RunEnd Trainer::train() {
       return DeviceBatch{backend->upload(batch.images), backend->upload(batch.labels)};
     };
     DeviceBatch next;
+    const int64_t first_step = at.next_step, replayed_before = step.replayed_steps();
     for (; at.next_step < steps_per_epoch; ++at.next_step, ++global_step) {
       const int64_t b = at.next_step;
       if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
@@ -462,7 +463,12 @@ RunEnd Trainer::train() {
       report(&TrainObserver::on_confusion,
              ConfusionMatrix{epoch, static_cast<int64_t>(dataset.class_names().size()), val.confusion});
     epochs_.push_back(er);
-    if (const EpochTimes times = step_timer.take(epoch); times.steps > 0) report(&TrainObserver::on_epoch_times, times);
+    if (EpochTimes times = step_timer.take(epoch); times.steps > 0) {
+      times.replayed = static_cast<double>(step.replayed_steps() - replayed_before) /
+                       static_cast<double>(std::max<int64_t>(1, steps_per_epoch - first_step));
+      if (plan.captured) times.why_not_captured = step.why_not_captured();
+      report(&TrainObserver::on_epoch_times, times);
+    }
     report(&TrainObserver::on_epoch, er);
     const std::string resumable = save(EpochProgress{epoch + 1});  // resumes at the next epoch
     if (stop_ && epoch < config.epochs)
