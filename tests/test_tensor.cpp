@@ -81,6 +81,38 @@ TEST(Allocator, APrivatePoolKeepsItsBlocksFromEveryoneElseUntilReleased) {
   EXPECT_TRUE(after.data() == pooled || second.data() == pooled) << "released, the block is the shared cache's";
 }
 
+// Inside a pool a freed block serves any later allocation it fits with at most 4x its size, the smallest first;
+// a larger block keeps its own size in the accounting, also when it outlives the pool.
+TEST(Allocator, APoolHandsAFreedBlockToTheSmallestLaterAllocationItFits) {
+  Allocator& a = cpu_allocator();
+  const int pool = a.new_pool();
+  const size_t live_before = a.stats().live_bytes;
+  void *big = nullptr, *middle = nullptr;
+  a.begin_pool(pool);
+  {
+    Tensor b = Tensor::empty({5003}, DType::F32);  // 20032 bytes (sizes no other test uses)
+    Tensor m = Tensor::empty({2503}, DType::F32);  // 10048
+    big = b.data();
+    middle = m.data();
+  }
+  Tensor fits_middle = Tensor::empty({2401}, DType::F32);  // 9664: the middle block is the best fit
+  EXPECT_EQ(fits_middle.data(), middle);
+  Tensor tiny = Tensor::empty({1001}, DType::F32);  // 4032: the big block is over 4x its size
+  EXPECT_NE(tiny.data(), big);
+  Tensor fits_big = Tensor::empty({4001}, DType::F32);  // 16064
+  EXPECT_EQ(fits_big.data(), big);
+  a.end_pool();
+  EXPECT_EQ(a.stats().live_bytes, live_before + 20032 + 10048 + 4032) << "every block the pool holds, at its size";
+  fits_middle = Tensor();
+  tiny = Tensor();
+  a.release_pool(pool);
+  EXPECT_EQ(a.stats().live_bytes, live_before + 20032) << "the big block, still held, counts at its own size";
+  fits_big = Tensor();
+  EXPECT_EQ(a.stats().live_bytes, live_before);
+  Tensor again = Tensor::empty({5003}, DType::F32);
+  EXPECT_EQ(again.data(), big) << "freed after the pool, the big block is the shared cache's at its own size";
+}
+
 TEST(Rng, SameSeedSameNumbersAndSaneDistributions) {
   Rng a(42), b(42), c(43);
   for (int i = 0; i < 100; ++i) {

@@ -17,11 +17,18 @@ void* CachingAllocator::allocate(size_t bytes) {
   std::lock_guard lock(mutex_);
   const auto filling = filling_.find(std::this_thread::get_id());
   const int pool = filling == filling_.end() ? 0 : filling->second;
-  FreeBlocks& cache = pool ? pools_[pool] : free_blocks_;
-  if (auto it = cache.find(size); it != cache.end() && !it->second.empty()) {
+  if (pool) {  // a pool's free blocks count as live already
+    PoolBlocks& free = pools_[pool];
+    if (auto it = free.lower_bound(size); it != free.end() && it->first <= kPoolFitFactor * size) {
+      void* ptr = it->second.back();
+      if (it->first != size) larger_[ptr] = it->first;
+      it->second.pop_back();
+      if (it->second.empty()) free.erase(it);
+      return ptr;
+    }
+  } else if (auto it = free_blocks_.find(size); it != free_blocks_.end() && !it->second.empty()) {
     void* ptr = it->second.back();
     it->second.pop_back();
-    if (pool) return ptr;  // a pool's free blocks count as live already
     stats_.cached_bytes -= size;
     count_live(size);
     return ptr;
@@ -46,8 +53,12 @@ void CachingAllocator::count_live(size_t size) {
 
 void CachingAllocator::release(void* ptr, size_t bytes) {
   if (!ptr) return;
-  const size_t size = round_up(bytes);
+  size_t size = round_up(bytes);
   std::lock_guard lock(mutex_);
+  if (const auto larger = larger_.find(ptr); larger != larger_.end()) {
+    size = larger->second;
+    larger_.erase(larger);
+  }
   if (const auto owner = pool_of_.find(ptr); owner != pool_of_.end()) {
     pools_[owner->second][size].push_back(ptr);  // still the replays'
     return;

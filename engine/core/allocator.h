@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -32,6 +33,9 @@ class Allocator {
   // begin_pool(pool) and end_pool() the calling thread allocates from the pool; a block of the pool goes back to it
   // when freed, whenever and by whoever, never to the shared cache, and counts as live (the replays use it). After
   // release_pool() its blocks are the shared cache's again (the captured work is gone).
+  // A pool hands a freed block to any later allocation it fits with at most kPoolFitFactor times the size, the
+  // best fit: one step's tensors are of many sizes, few repeated, and a pool's blocks stay held while it lives.
+  // (ResNet-50's step on the CPU: a pool of 88 MiB instead of 111, bench/capture_pool.cpp.)
   virtual int new_pool() = 0;
   virtual void begin_pool(int pool) = 0;
   virtual void end_pool() = 0;
@@ -44,6 +48,7 @@ class Allocator {
 class CachingAllocator : public Allocator {
  public:
   explicit CachingAllocator(size_t alignment) : alignment_(alignment) {}
+  static constexpr size_t kPoolFitFactor = 4;
   void* allocate(size_t bytes) final;
   void release(void* ptr, size_t bytes) final;
   MemoryStats stats() const final;
@@ -65,12 +70,14 @@ class CachingAllocator : public Allocator {
   void empty_cache_locked();
 
   using FreeBlocks = std::unordered_map<size_t, std::vector<void*>>;  // rounded size -> blocks
+  using PoolBlocks = std::map<size_t, std::vector<void*>>;            // ordered: the best fit is a lower_bound
   const size_t alignment_;
   mutable std::mutex mutex_;
   FreeBlocks free_blocks_;
   MemoryStats stats_;
-  std::unordered_map<int, FreeBlocks> pools_;         // a private pool's free blocks
+  std::unordered_map<int, PoolBlocks> pools_;         // a private pool's free blocks
   std::unordered_map<void*, int> pool_of_;            // every block a pool holds, live or free
+  std::unordered_map<void*, size_t> larger_;          // blocks a pool handed out for a smaller size: their own size
   std::unordered_map<std::thread::id, int> filling_;  // threads between begin_pool() and end_pool()
   int next_pool_ = 1;
 };
