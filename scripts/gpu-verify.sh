@@ -153,6 +153,11 @@ case $stage in
             AMPWB_CUDA_FUSED_ENDS=${f%-2} timed "fused-ends${f}" 60 run ampwb bench --device cuda --depth 50 \
               --image-size 224 --batch-size 256 --precision amp-fp16 --steps 15 --warmup 6 --json
           done ;;
+        ptprofile)  # where PyTorch's step goes, by kernel class, beside profile50 (bench/pytorch_cuda_profile.py)
+          for run_of in 50:amp-fp16 50:amp-bf16 18:amp-fp16; do
+            timed "ptprofile-r${run_of%%:*}-${run_of#*:}" 60 python3 "$checkout/bench/pytorch_cuda_profile.py" \
+              --depth "${run_of%%:*}" --precision "${run_of#*:}"
+          done ;;
         baseab)  # this build against the bundle's ampwb-base (gpu-bundle.sh with AMPWB_GPU_BASE), alternating
           if [ ! -e "$AMPWB_GPU_HOME/libexec/ampwb-base" ]; then
             echo "== baseab: the bundle has no ampwb-base (AMPWB_GPU_BASE=COMMIT scripts/gpu-bundle.sh)"; status=1
