@@ -18,12 +18,12 @@ void* CachingAllocator::allocate(size_t bytes) {
   const auto filling = filling_.find(std::this_thread::get_id());
   const int pool = filling == filling_.end() ? 0 : filling->second;
   if (pool) {  // a pool's free blocks count as live already
-    PoolBlocks& free = pools_[pool];
-    if (auto it = free.lower_bound(size); it != free.end() && it->first <= kPoolFitFactor * size) {
+    PoolBlocks& unused = pools_[pool];
+    if (auto it = unused.lower_bound(size); it != unused.end() && it->first <= kPoolFitFactor * size) {
       void* ptr = it->second.back();
       if (it->first != size) larger_[ptr] = it->first;
       it->second.pop_back();
-      if (it->second.empty()) free.erase(it);
+      if (it->second.empty()) unused.erase(it);
       return ptr;
     }
   } else if (auto it = free_blocks_.find(size); it != free_blocks_.end() && !it->second.empty()) {

@@ -35,7 +35,10 @@ class Allocator {
   // release_pool() its blocks are the shared cache's again (the captured work is gone).
   // A pool hands a freed block to any later allocation it fits with at most kPoolFitFactor times the size, the
   // best fit: one step's tensors are of many sizes, few repeated, and a pool's blocks stay held while it lives.
-  // (ResNet-50's step on the CPU: a pool of 88 MiB instead of 111, bench/capture_pool.cpp.)
+  // (ResNet-50's step on the CPU: a pool of 88 MiB instead of 111, bench/capture_pool.cpp.) So a tensor that must
+  // keep its value from one replay to the next may not be made for the first time while a pool fills: it would take
+  // a block that kernels captured before it overwrite at every replay (the step's state is all made before its
+  // capture: MixedPrecisionStep captures no step before the optimizer's first).
   virtual int new_pool() = 0;
   virtual void begin_pool(int pool) = 0;
   virtual void end_pool() = 0;
