@@ -149,6 +149,9 @@ TEST(Training, DeferredStepsTrainTheSameRunWithoutWaitingForTheDevice) {
   EXPECT_EQ(asked.steps.back().loss, waiting.steps.back().loss);
   ASSERT_EQ(asked.times.size(), 2u);
   EXPECT_EQ(asked.times.back().replayed, 0.0);
+  EXPECT_TRUE(std::any_of(asked.info.notes.begin(), asked.info.notes.end(), [](const std::string& n) {
+    return n.find("captures no step on a CPU") != std::string::npos;
+  })) << "the run says why nothing was captured";
   c.cuda_graphs = "auto";
 
   c.grad_clip_norm = 1.0f;  // needs the host at every step: refused before training, with the reason

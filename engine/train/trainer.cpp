@@ -306,7 +306,9 @@ RunEnd Trainer::train() {
     info.notes.push_back(
         "no step waits for the device: each step's numbers are read one step later, and a skipped "
         "step does not name the layers that overflowed (--host-sync every-step does)");
-  if (plan.captured)
+  if (plan.captured && backend->device().is_cpu())
+    info.notes.push_back("--cuda-graphs on captures no step on a CPU: each is timed for the time breakdown, op by op");
+  else if (plan.captured)
     info.notes.push_back("each batch shape's step is captured as a CUDA graph after its first " +
                          std::to_string(MixedPrecisionStep::kEagerSteps) +
                          " steps and replayed (--cuda-graphs off runs every step op by op); the steps sampled for "
