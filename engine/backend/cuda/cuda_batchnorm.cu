@@ -351,6 +351,21 @@ __global__ void channel_partials_packed(const T* x, const T* dy, int64_t rows, i
 // registers; four rows took up to 151 registers for BF16, one block per multiprocessor).
 constexpr int kRowsInFlight = 2;
 
+// This thread's rows, kRowsInFlight at a time: load(u, offset) for each of them, then store(u, offset), where
+// offset is the row's pack at channel c0.
+template <class Load, class Store>
+__device__ __forceinline__ void for_rows_in_flight(int64_t rows, int64_t channels, int64_t c0, Load load, Store store) {
+  const int64_t stride = int64_t{gridDim.y} * blockDim.y;
+  for (int64_t r0 = int64_t{blockIdx.y} * blockDim.y + threadIdx.y; r0 < rows; r0 += kRowsInFlight * stride) {
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u)
+      if (r0 + u * stride < rows) load(u, (r0 + u * stride) * channels + c0);
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u)
+      if (r0 + u * stride < rows) store(u, (r0 + u * stride) * channels + c0);
+  }
+}
+
 // normalize, rows of packs: y = finished(normalized(x)).
 template <class T>
 __global__ void __launch_bounds__(kPackedThreads, 2)
@@ -363,29 +378,22 @@ __global__ void __launch_bounds__(kPackedThreads, 2)
   load_channels<n>(mean, c0, mu);
   load_channels<n>(scale, c0, sc);
   load_channels<n>(beta, c0, be);
-  const int64_t stride = int64_t{gridDim.y} * blockDim.y;
-  for (int64_t r0 = int64_t{blockIdx.y} * blockDim.y + threadIdx.y; r0 < rows; r0 += kRowsInFlight * stride) {
-    Pack<T> xv[kRowsInFlight], rv[kRowsInFlight];
+  Pack<T> xv[kRowsInFlight], rv[kRowsInFlight];
+  for_rows_in_flight(
+      rows, channels, c0,
+      [&](int u, int64_t o) {
+        xv[u] = load_pack(x + o);
+        rv[u] = residual ? load_pack(residual + o) : xv[u];
+      },
+      [&](int u, int64_t o) {
+        Pack<T> out;
 #pragma unroll
-    for (int u = 0; u < kRowsInFlight; ++u) {
-      const int64_t r = r0 + u * stride;
-      if (r >= rows) break;
-      xv[u] = load_pack(x + r * channels + c0);
-      rv[u] = residual ? load_pack(residual + r * channels + c0) : xv[u];
-    }
-#pragma unroll
-    for (int u = 0; u < kRowsInFlight; ++u) {
-      const int64_t r = r0 + u * stride;
-      if (r >= rows) break;
-      Pack<T> out;
-#pragma unroll
-      for (int k = 0; k < n; ++k) {
-        const T v = normalized<T>(to_float(xv[u].v[k]), mu[k], sc[k], be[k]);
-        out.v[k] = finished(v, residual != nullptr, rv[u].v[k], relu);
-      }
-      store_pack(y + r * channels + c0, out);
-    }
-  }
+        for (int k = 0; k < n; ++k) {
+          const T v = normalized<T>(to_float(xv[u].v[k]), mu[k], sc[k], be[k]);
+          out.v[k] = finished(v, residual != nullptr, rv[u].v[k], relu);
+        }
+        store_pack(y + o, out);
+      });
 }
 
 // backward_dx, rows of packs.
@@ -405,30 +413,23 @@ __global__ void __launch_bounds__(kPackedThreads, 2)
     load_channels<n>(coef + 3 * channels, c0, scale);
     for (int k = 0; k < n; ++k) beta[k] = relu_beta[c0 + k];  // not checked for 16-byte alignment
   }
-  const int64_t stride = int64_t{gridDim.y} * blockDim.y;
-  for (int64_t r0 = int64_t{blockIdx.y} * blockDim.y + threadIdx.y; r0 < rows; r0 += kRowsInFlight * stride) {
-    Pack<T> xv[kRowsInFlight], g[kRowsInFlight];
+  Pack<T> xv[kRowsInFlight], g[kRowsInFlight];
+  for_rows_in_flight(
+      rows, channels, c0,
+      [&](int u, int64_t o) {
+        xv[u] = load_pack(x + o);
+        g[u] = load_pack(dy + o);
+      },
+      [&](int u, int64_t o) {
+        Pack<T> out;
 #pragma unroll
-    for (int u = 0; u < kRowsInFlight; ++u) {
-      const int64_t r = r0 + u * stride;
-      if (r >= rows) break;
-      xv[u] = load_pack(x + r * channels + c0);
-      g[u] = load_pack(dy + r * channels + c0);
-    }
-#pragma unroll
-    for (int u = 0; u < kRowsInFlight; ++u) {
-      const int64_t r = r0 + u * stride;
-      if (r >= rows) break;
-      Pack<T> out;
-#pragma unroll
-      for (int k = 0; k < n; ++k) {
-        const float v = to_float(xv[u].v[k]);
-        const float gk = masked_gradient(g[u].v[k], v, mu[k], scale[k], relu_beta != nullptr, beta[k]);
-        out.v[k] = from_float<T>(ca[k] * (gk - k1[k] - (v - mu[k]) * k2[k]));
-      }
-      store_pack(dx + r * channels + c0, out);
-    }
-  }
+        for (int k = 0; k < n; ++k) {
+          const float v = to_float(xv[u].v[k]);
+          const float gk = masked_gradient(g[u].v[k], v, mu[k], scale[k], relu_beta != nullptr, beta[k]);
+          out.v[k] = from_float<T>(ca[k] * (gk - k1[k] - (v - mu[k]) * k2[k]));
+        }
+        store_pack(dx + o, out);
+      });
 }
 
 template <class T>
