@@ -56,53 +56,49 @@ DEFAULT_CONFIGS = ["50:224:256", "18:224:256"]
 
 # ---- The PyTorch side (run in its own process: `cuda_compare.py --worker ...`) ------------------------------------
 
-def pytorch_worker(args):
-    import resource
-
+def make_pytorch_step(device, depth, image_size, batch_size, precision, classes=1000, layout="channels_last",
+                      input_place="host"):
+    """PyTorch's training step as this comparison runs it (the module docstring says what and why), on `device`
+    (a CUDA device; the CPU, without pinned memory or a scaler, for trying scripts that import this)."""
     import torch
     import torchvision
 
-    if not torch.cuda.is_available():
-        raise SystemExit("cuda_compare worker: torch.cuda.is_available() is False "
-                         f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
-    torch.manual_seed(args.seed)
-    device = torch.device("cuda", args.gpu)
-    torch.cuda.set_device(device)
-    torch.backends.cudnn.benchmark = True
-    tf32 = args.precision == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-
     model_fn = {18: torchvision.models.resnet18, 34: torchvision.models.resnet34,
                 50: torchvision.models.resnet50, 101: torchvision.models.resnet101,
-                152: torchvision.models.resnet152}[args.depth]
-    memory_format = torch.channels_last if args.layout == "channels_last" else torch.contiguous_format
-    model = model_fn(num_classes=args.classes).to(device=device, memory_format=memory_format)
+                152: torchvision.models.resnet152}[depth]
+    memory_format = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    model = model_fn(num_classes=classes).to(device=device, memory_format=memory_format)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
 
-    B, S = args.batch_size, args.image_size
-    images_host = torch.randn(B, 3, S, S).contiguous(memory_format=memory_format).pin_memory()
-    labels_host = torch.randint(0, args.classes, (B,)).pin_memory()
+    gpu = device.type == "cuda"
+    if gpu:
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    images_host = torch.randn(batch_size, 3, image_size, image_size).contiguous(memory_format=memory_format)
+    labels_host = torch.randint(0, classes, (batch_size,))
+    if gpu:
+        images_host, labels_host = images_host.pin_memory(), labels_host.pin_memory()
     images_dev = images_host.to(device, non_blocking=True)
     labels_dev = labels_host.to(device, non_blocking=True)
 
-    autocast_dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(args.precision)
+    autocast_dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(precision)
     scaler = None
-    if args.precision == "amp-fp16":
+    if precision == "amp-fp16" and gpu:
         try:
             scaler = torch.amp.GradScaler("cuda")  # PyTorch >= 2.3
         except (AttributeError, TypeError):
             scaler = torch.cuda.amp.GradScaler()
 
     def step():
-        if args.input == "host":
+        if input_place == "host":
             images = images_host.to(device, non_blocking=True)
             labels = labels_host.to(device, non_blocking=True)
         else:
             images, labels = images_dev, labels_dev
-        with torch.autocast("cuda", dtype=autocast_dtype, enabled=autocast_dtype is not None):
+        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
             loss = loss_fn(model(images), labels)
         if scaler is not None:
             scaler.scale(loss).backward()
@@ -112,6 +108,24 @@ def pytorch_worker(args):
             loss.backward()
             optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def pytorch_worker(args):
+    import resource
+
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SystemExit("cuda_compare worker: torch.cuda.is_available() is False "
+                         f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+    torch.manual_seed(args.seed)
+    device = torch.device("cuda", args.gpu)
+    torch.cuda.set_device(device)
+    step = make_pytorch_step(device, args.depth, args.image_size, args.batch_size, args.precision, args.classes,
+                             args.layout, args.input)
+    B, S = args.batch_size, args.image_size
 
     for _ in range(args.warmup):
         step()

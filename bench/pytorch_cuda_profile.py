@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Where PyTorch's training step goes on a GPU, by kernel class, to set beside `ampwb bench --device cuda --profile`
-(issue 18). The step is cuda_compare.py's: torchvision ResNet, channels_last, cudnn.benchmark, torch.autocast
-(with GradScaler for float16), SGD lr 0.01 momentum 0.9, a pinned host batch copied every step.
+(issue 18). The step is cuda_compare.py's own (make_pytorch_step): torchvision ResNet, channels_last,
+cudnn.benchmark, torch.autocast (with GradScaler for float16), SGD lr 0.01 momentum 0.9, a pinned host batch copied
+every step.
 
 usage: bench/pytorch_cuda_profile.py [--depth 50] [--image-size 224] [--batch-size 256] [--precision amp-fp16]
                                      [--steps 5] [--device cuda]
@@ -14,8 +15,9 @@ import statistics
 import time
 
 import torch
-import torchvision
 from torch.profiler import ProfilerActivity, profile
+
+from cuda_compare import make_pytorch_step  # the step the comparison times, beside this file
 
 # (class, substrings of the lower-cased kernel name), first match wins
 CLASSES = [
@@ -50,35 +52,7 @@ def main():
     a = parser.parse_args()
     device = torch.device(a.device)
     gpu = device.type == "cuda"
-    if gpu:
-        torch.backends.cudnn.benchmark = True
-        tf32 = a.precision == "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
-    model = getattr(torchvision.models, f"resnet{a.depth}")(num_classes=1000)
-    model = model.to(device, memory_format=torch.channels_last)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    autocast_dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(a.precision)
-    scaler = torch.cuda.amp.GradScaler() if gpu and a.precision == "amp-fp16" else None
-    host_images = torch.randn(a.batch_size, 3, a.image_size, a.image_size)
-    host_labels = torch.randint(0, 1000, (a.batch_size,))
-    if gpu:
-        host_images, host_labels = host_images.pin_memory(), host_labels.pin_memory()
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def step():
-        images = host_images.to(device, non_blocking=True).contiguous(memory_format=torch.channels_last)
-        labels = host_labels.to(device, non_blocking=True)
-        with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-            loss = loss_fn(model(images), labels)
-        optimizer.zero_grad(set_to_none=True)
-        if scaler:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            loss.backward()
-            optimizer.step()
+    step = make_pytorch_step(device, a.depth, a.image_size, a.batch_size, a.precision)
 
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     for _ in range(3):
