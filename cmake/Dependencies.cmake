@@ -53,6 +53,12 @@ if(AMPWB_ENABLE_CUDA)
       string(REGEX REPLACE ".*CUDNN_MAJOR ([0-9]+).*CUDNN_MINOR ([0-9]+).*" "\\1.\\2" _ampwb_cudnn_version
              "${_ampwb_cudnn_version}")
       message(STATUS "cuDNN ${_ampwb_cudnn_version}: ${CUDNN_LIBRARY}")
+      # cudnn-frontend's headers, for cuDNN's graph API (scripts/install-deps.sh fetches the pinned version into
+      # .cache/; CUDNN_FRONTEND_ROOT points elsewhere). Without them the convolutions use the legacy API only.
+      find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h
+        HINTS ENV CUDNN_FRONTEND_ROOT ${PROJECT_SOURCE_DIR}/.cache/cudnn-frontend/1.32.0
+        PATH_SUFFIXES include NO_DEFAULT_PATH)
+      message(STATUS "cudnn-frontend: ${CUDNN_FRONTEND_INCLUDE_DIR}")
       set(AMPWB_HAVE_CUDA ON)
     else()
       message(WARNING "nvcc found, but not cuDNN (cudnn.h: ${CUDNN_INCLUDE_DIR}, libcudnn: ${CUDNN_LIBRARY}) "

@@ -129,6 +129,19 @@ case $stage in
             AMPWB_CUDA_FP32_NCHW=$nchw timed "fp32-nchw$nchw" 60 run ampwb bench --device cuda --depth 18 \
               --image-size 224 --batch-size 256 --precision fp32 --steps 4 --warmup 2 --json
           done ;;
+        graphapi)  # convolutions on cuDNN's graph API (AMPWB_CUDNN_GRAPH_API=1, cudnn-frontend): its test against the
+          # legacy API, the convolution op tests through it, then legacy against graph API alternating (the graph
+          # API's runs print their engines): ResNet-18 fp32 and amp-fp16, ResNet-50 amp-fp16
+          timed graphapi-test 60 run test_cuda_ops --gtest_brief=1 --gtest_filter='CudaGraphApi*'
+          AMPWB_CUDNN_GRAPH_API=1 timed graphapi-ops 90 run test_ops --gtest_brief=1 --gtest_filter='*cuda_conv*'
+          for run_of in 18:amp-fp16:15 50:amp-fp16:15 18:fp32:4; do
+            IFS=: read -r depth mode steps <<<"$run_of"
+            for api in 0 1 0-2 1-2; do
+              AMPWB_CUDNN_GRAPH_API=${api%-2} AMPWB_CUDNN_PLANS=${api%-2} timed "graphapi-r$depth-$mode-$api" 90 \
+                run ampwb bench --device cuda --depth "$depth" --image-size 224 --batch-size 256 --precision "$mode" \
+                --steps "$steps" --warmup 4 --json
+            done
+          done ;;
         sanitizer_training) AMPWB_CUDNN_BENCHMARK=0 timed sanitizer-test_cuda_training 240 sanitized \
           test_cuda_training '*' ;;
         profile50) timed profile50-amp-fp16 60 run ampwb bench --device cuda --depth 50 --image-size 224 \

@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_libraries.h"
 #include "nn/layer.h"
 #include "op_harness.h"
 #include "optim/optimizer.h"
@@ -53,6 +54,99 @@ TEST(CudaConvPlans, MadeOncePerShape) {
   for (int i = 0; i < 3; ++i) gpu().conv2d_backward_weights(to_gpu(x), to_gpu(dy), dw, p);
   EXPECT_LE(gpu().conv_plans_cached(), plans_before + 1) << "one plan per shape, made once";
   EXPECT_FALSE(gpu().conv_plans().empty());
+}
+
+// ---- cuDNN's graph API (cudnn-frontend) ----------------------------------------------------------------------
+
+// ResNet's convolution kinds: the 16-bit stem (input channels padded to 8), a 3x3 stride-1 and a 1x1 stride-2 one.
+std::vector<cuda::ConvShape> graph_api_shapes(cudnnDataType_t dtype, bool nhwc, cuda::ConvMath math) {
+  auto shape = [&](int n, int c, int hw, int k, int rs, int stride, int padding) {
+    cuda::ConvShape s;
+    s.n = n, s.c = c, s.h = s.w = hw, s.k = k, s.r = s.s = rs, s.stride = stride, s.padding = padding;
+    s.p = s.q = (hw + 2 * padding - rs) / stride + 1;
+    s.dtype = dtype, s.nhwc = nhwc, s.math = math;
+    return s;
+  };
+  return {shape(2, 8, 32, 16, 7, 2, 3), shape(2, 16, 8, 16, 3, 1, 1), shape(2, 16, 8, 32, 1, 2, 0)};
+}
+
+constexpr cuda::ConvPass kPasses[] = {cuda::ConvPass::Forward, cuda::ConvPass::BackwardData,
+                                      cuda::ConvPass::BackwardFilter};
+
+// Runs without a GPU: the frontend checks each pass's graph on the host, so a wrong dimension or stride is found
+// before any GPU runs it.
+TEST(CudaGraphApi, EveryPassDtypeAndLayoutMakesAValidGraph) {
+  if (!cuda::GraphApiConvs::compiled()) GTEST_SKIP() << "built without cudnn-frontend (scripts/install-deps.sh)";
+  for (const auto dtype : {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16})
+    for (const bool nhwc : {true, false})
+      for (const cuda::ConvShape& s :
+           graph_api_shapes(dtype, nhwc, dtype == CUDNN_DATA_FLOAT ? cuda::ConvMath::Fp32 : cuda::ConvMath::TensorOp))
+        for (const auto pass : kPasses) EXPECT_EQ(cuda::GraphApiConvs::validate(pass, s), "") << s.key("graph");
+  // And it does check: an output one pixel too wide is refused.
+  cuda::ConvShape wrong = graph_api_shapes(CUDNN_DATA_HALF, true, cuda::ConvMath::TensorOp)[1];
+  wrong.q += 1;
+  EXPECT_NE(cuda::GraphApiConvs::validate(cuda::ConvPass::Forward, wrong), "");
+}
+
+// With a GPU: every pass of every shape on the graph API against the legacy API, same inputs. FP32 within 1e-5 of
+// the largest output (two FP32 sums of the same products in different orders), FP16 and BF16 within one rounding of
+// the output type. And the graph API must have run them: a silent fall-back to the legacy API fails.
+TEST(CudaGraphApi, ConvolutionsMatchTheLegacyApi) {
+  SKIP_WITHOUT_GPU();
+  if (!cuda::GraphApiConvs::compiled()) GTEST_SKIP() << "built without cudnn-frontend (scripts/install-deps.sh)";
+  gpu();  // the device set up
+  cudnnHandle_t handle = nullptr;
+  ASSERT_EQ(cudnnCreate(&handle), CUDNN_STATUS_SUCCESS);
+  std::vector<void*> blocks;
+  const cuda::ScratchFn scratch = [&](size_t bytes) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, bytes));
+    blocks.push_back(p);
+    return p;
+  };
+  {
+    cuda::ConvRunner legacy(handle, size_t{256} << 20, true, true), graph(handle, size_t{256} << 20, true, true, true);
+    Rng rng(31);
+    size_t runs = 0;
+    for (const auto& [dtype, t] : {std::pair{CUDNN_DATA_FLOAT, DType::F32}, std::pair{CUDNN_DATA_HALF, DType::F16},
+                                   std::pair{CUDNN_DATA_BFLOAT16, DType::BF16}})
+      for (const cuda::ConvShape& s :
+           graph_api_shapes(dtype, true, t == DType::F32 ? cuda::ConvMath::Fp32 : cuda::ConvMath::TensorOp)) {
+        // Host tensors of the right sizes, flat (the runner reads raw NHWC/KRSC memory).
+        const Tensor x = host_random({int64_t{s.n} * s.c * s.h * s.w}, rng, t);
+        const Tensor w = host_random({int64_t{s.k} * s.c * s.r * s.s}, rng, t);
+        const Tensor dy = host_random({int64_t{s.n} * s.k * s.p * s.q}, rng, t);
+        const Tensor gx = to_gpu(x), gw = to_gpu(w), gdy = to_gpu(dy);
+        for (const auto pass : kPasses) {
+          const Tensor& like = pass == cuda::ConvPass::Forward ? dy : pass == cuda::ConvPass::BackwardData ? x : w;
+          Tensor out_legacy = to_gpu(like), out_graph = to_gpu(like);
+          auto run = [&](cuda::ConvRunner& r, Tensor& out) {
+            if (pass == cuda::ConvPass::Forward) r.forward(s, gx.data(), gw.data(), out.data(), scratch);
+            if (pass == cuda::ConvPass::BackwardData) r.backward_data(s, gdy.data(), gw.data(), out.data(), scratch);
+            if (pass == cuda::ConvPass::BackwardFilter)
+              r.backward_filter(s, gx.data(), gdy.data(), out.data(), scratch);
+          };
+          run(legacy, out_legacy);
+          run(graph, out_graph);
+          ++runs;
+          const std::vector<float> a = to_float_vector(to_host(out_legacy)), b = to_float_vector(to_host(out_graph));
+          double largest = 0, worst = 0;
+          for (size_t i = 0; i < a.size(); ++i) {
+            largest = std::max(largest, std::fabs(double{a[i]}));
+            worst = std::max(worst, std::fabs(double{a[i]} - double{b[i]}));
+          }
+          const double bound = t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 1.6e-2;
+          EXPECT_LE(worst, bound * largest) << s.key("graph") << " pass " << static_cast<int>(pass);
+        }
+      }
+    EXPECT_EQ(graph.plans_cached(), runs) << "every pass and shape planned once:\n" << graph.describe_plans();
+    const std::string plans = graph.describe_plans();
+    EXPECT_EQ(plans.find("legacy API"), std::string::npos) << "the graph API refused some:\n" << plans;
+    std::printf("%s", plans.c_str());
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  for (void* p : blocks) cudaFree(p);
+  cudnnDestroy(handle);
 }
 
 TEST(CudaConvert, UploadIsWaitedForByItsFirstUse) {

@@ -64,7 +64,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   // call); AMPWB_CUDNN_WORKSPACE_MIB sets the convolution workspace limit; AMPWB_CUDNN_EXACT_FP32=0|1 allows or
   // forbids FFT and Winograd algorithms in strict FP32; AMPWB_CUDNN_PLANS=1 prints the chosen algorithms at exit;
   // AMPWB_CUDA_FP32_NCHW=1 runs strict FP32 convolutions in NCHW (Impl::conv_layout); AMPWB_CUDA_FUSED_ENDS=0 runs
-  // a residual block's end as separate ops (batch norm, add + ReLU; add, relu_backward), for A/B runs.
+  // a residual block's end as separate ops (batch norm, add + ReLU; add, relu_backward), for A/B runs;
+  // AMPWB_CUDNN_GRAPH_API=1 runs the convolutions on cuDNN's graph API (cudnn-frontend) where it takes them.
   const auto setting = [](const char* name) -> std::optional<std::string> {
     const char* v = std::getenv(name);
     return v && *v ? std::optional<std::string>(v) : std::nullopt;
@@ -81,7 +82,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   m.print_plans = setting("AMPWB_CUDNN_PLANS").value_or("0") != "0";
   m.fp32_conv_nchw = setting("AMPWB_CUDA_FP32_NCHW").value_or("0") != "0";
   m.fused_block_ends = setting("AMPWB_CUDA_FUSED_ENDS").value_or("1") != "0";
-  m.conv = std::make_unique<cuda::ConvRunner>(m.cudnn, workspace_limit, timed, exact_fp32);
+  const bool graph_api = setting("AMPWB_CUDNN_GRAPH_API").value_or("0") != "0";
+  m.conv = std::make_unique<cuda::ConvRunner>(m.cudnn, workspace_limit, timed, exact_fp32, graph_api);
   m.matmul = std::make_unique<cuda::MatmulRunner>(m.cublas);
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.host_results), sizeof(Impl::Results), cudaHostAllocDefault));
   m.device_results = m.bytes(sizeof(Impl::Results));

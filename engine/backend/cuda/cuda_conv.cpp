@@ -1,7 +1,7 @@
-// cuDNN convolutions through the legacy C API (the only cuDNN API installed with headers; no cudnn_frontend):
-// forward, backward data and backward filter. A plan (descriptors, algorithm, math type, workspace size) is made
-// once per shape under an explicit key and reused; the workspace size is queried for the chosen algorithm before
-// execution and never exceeds the limit.
+// cuDNN convolutions through the legacy C API: forward, backward data and backward filter. A plan (descriptors,
+// algorithm, math type, workspace size) is made once per shape under an explicit key and reused; the workspace size
+// is queried for the chosen algorithm before execution and never exceeds the limit. Where the build has
+// cudnn-frontend and the backend asks for it, cuDNN's graph API is tried first (cuda_conv_frontend.cpp).
 #include <algorithm>
 #include <sstream>
 #include <vector>
@@ -106,8 +106,10 @@ struct ConvRunner::Plan {
   }
 };
 
-ConvRunner::ConvRunner(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32)
-    : handle_(handle), workspace_limit_(workspace_limit), benchmark_(benchmark), exact_fp32_(exact_fp32) {}
+ConvRunner::ConvRunner(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32, bool graph_api)
+    : handle_(handle), workspace_limit_(workspace_limit), benchmark_(benchmark), exact_fp32_(exact_fp32) {
+  if (graph_api) graph_api_ = std::make_unique<GraphApiConvs>(handle, workspace_limit, benchmark, exact_fp32);
+}
 
 ConvRunner::~ConvRunner() = default;
 
@@ -235,6 +237,7 @@ void* ConvRunner::prepare(Plan& p, const std::string& key, ConvMath math, const 
 
 void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void* y, const ScratchFn& scratch) {
   const std::string key = s.key("fwd");
+  if (graph_api_ && graph_api_->run(ConvPass::Forward, s, x, w, y, scratch, capturing_)) return;
   Plan& p = plan(key, s);
   void* ws = prepare<cudnnConvolutionFwdAlgoPerf_t>(
       p, key, s.math, scratch,
@@ -263,6 +266,7 @@ void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void*
 
 void ConvRunner::backward_data(const ConvShape& s, const void* dy, const void* w, void* dx, const ScratchFn& scratch) {
   const std::string key = s.key("bwd-data");
+  if (graph_api_ && graph_api_->run(ConvPass::BackwardData, s, dy, w, dx, scratch, capturing_)) return;
   Plan& p = plan(key, s);
   void* ws = prepare<cudnnConvolutionBwdDataAlgoPerf_t>(
       p, key, s.math, scratch,
@@ -294,6 +298,7 @@ void ConvRunner::backward_data(const ConvShape& s, const void* dy, const void* w
 void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* dy, void* dw,
                                  const ScratchFn& scratch) {
   const std::string key = s.key("bwd-filter");
+  if (graph_api_ && graph_api_->run(ConvPass::BackwardFilter, s, x, dy, dw, scratch, capturing_)) return;
   Plan& p = plan(key, s);
   void* ws = prepare<cudnnConvolutionBwdFilterAlgoPerf_t>(
       p, key, s.math, scratch,
@@ -324,6 +329,7 @@ void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* 
 
 std::string ConvRunner::describe_plans() const {
   std::ostringstream out;
+  if (graph_api_) out << graph_api_->describe();
   for (const auto& [key, p] : plans_)
     if (p->chosen)
       out << key << ": algo " << p->algo << " (" << math_type_text(p->math) << "), " << mib(p->workspace)

@@ -38,12 +38,41 @@ struct ConvShape {
   std::string key(const char* op) const;  // "fwd n256 c64 h56 ... f16 nhwc tensor-op"
 };
 
+enum class ConvPass { Forward, BackwardData, BackwardFilter };
+
+// Convolutions on cuDNN's graph API through cudnn-frontend, where the build has its headers (compiled()): one graph
+// per pass and shape, its engine chosen like the legacy algorithms (timed, or cuDNN's heuristics), the same math
+// rules. A pass the graph API refuses for a shape is left to the legacy API, and the reason kept (describe()).
+class GraphApiConvs {
+ public:
+  static bool compiled();  // false: the constructor throws
+  GraphApiConvs(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32);
+  ~GraphApiConvs();
+  GraphApiConvs(const GraphApiConvs&) = delete;
+  GraphApiConvs& operator=(const GraphApiConvs&) = delete;
+
+  // One pass: inputs a, b (forward: x, w; backward data: dy, w; backward filter: x, dy) and its output. False where
+  // the graph API has no plan for it: the caller runs the legacy API. While capturing, a shape not yet planned throws.
+  bool run(ConvPass pass, const ConvShape& shape, const void* a, const void* b, void* out, const ScratchFn& scratch,
+           bool capturing);
+  // The graph of one pass checked by the frontend on the host (no GPU needed): "" or why it is invalid.
+  static std::string validate(ConvPass pass, const ConvShape& shape);
+  // "fwd ...: graph API, engine NAME, 12.0 MiB workspace" or "...: legacy API (REASON)", one per line.
+  std::string describe() const;
+  size_t plans_run() const;  // the passes and shapes the graph API runs
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class ConvRunner {
  public:
   // benchmark: choose algorithms by timing them (cudnnFind*Ex, like torch.backends.cudnn.benchmark), else by
   // cuDNN's heuristics (cudnnGet*_v7). Either way once per shape. workspace_limit bounds every algorithm's workspace.
   // exact_fp32: strict FP32 convolutions use GEMM-based algorithms only (no FFT or Winograd).
-  ConvRunner(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32);
+  // graph_api: every pass tries cuDNN's graph API first (GraphApiConvs), the legacy API where it refuses.
+  ConvRunner(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32, bool graph_api = false);
   ~ConvRunner();
   ConvRunner(const ConvRunner&) = delete;
   ConvRunner& operator=(const ConvRunner&) = delete;
@@ -52,7 +81,8 @@ class ConvRunner {
   void backward_data(const ConvShape& shape, const void* dy, const void* w, void* dx, const ScratchFn& scratch);
   void backward_filter(const ConvShape& shape, const void* x, const void* dy, void* dw, const ScratchFn& scratch);
 
-  size_t plans_cached() const { return plans_.size(); }
+  // The passes and shapes planned, on either API.
+  size_t plans_cached() const { return plans_.size() + (graph_api_ ? graph_api_->plans_run() : 0); }
   // While a step is captured: a shape whose algorithm is not chosen yet is refused (a search cannot be recorded).
   void set_capturing(bool capturing) { capturing_ = capturing; }
   // "fwd ...: algo 1 (tensor-op), 12.0 MiB workspace" for each cached plan, one per line (for --verbose reports).
@@ -76,6 +106,7 @@ class ConvRunner {
   bool exact_fp32_;
   bool capturing_ = false;
   std::unordered_map<std::string, std::unique_ptr<Plan>> plans_;
+  std::unique_ptr<GraphApiConvs> graph_api_;
 };
 
 // ---- cuBLASLt matrix products -------------------------------------------------------------------------------------

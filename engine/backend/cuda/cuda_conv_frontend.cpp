@@ -1,0 +1,341 @@
+// Convolutions on cuDNN's graph API through cudnn-frontend (NVIDIA's header-only C++ API, fetched pinned by
+// scripts/install-deps.sh for CUDA builds). cuDNN 9 deprecates the legacy per-op calls (cuda_conv.cpp), and its
+// graph API offers engines the legacy API does not reach: in NHWC strict FP32 the legacy API has two implicit-GEMM
+// algorithms only. Built without the headers, compiled() is false and nothing here runs.
+#include <sstream>
+#include <string>
+#include <unordered_map>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_libraries.h"
+#include "backend/cuda/cuda_library_check.h"
+#include "core/error.h"
+
+#if AMPWB_HAVE_CUDNN_FRONTEND
+#include <dlfcn.h>
+
+#include <cudnn_frontend.h>
+
+// The frontend, built to load its libraries itself, calls cuDNN through this handle (set by GraphApiConvs).
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}
+#endif
+
+namespace ampwb::cuda {
+
+namespace {
+const char* pass_key(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::Forward:
+      return "fwd";
+    case ConvPass::BackwardData:
+      return "bwd-data";
+    case ConvPass::BackwardFilter:
+      return "bwd-filter";
+  }
+  return "?";
+}
+}  // namespace
+
+#if AMPWB_HAVE_CUDNN_FRONTEND
+
+namespace fe = cudnn_frontend;
+
+namespace {
+
+fe::DataType_t graph_type(cudnnDataType_t t) {
+  switch (t) {
+    case CUDNN_DATA_FLOAT:
+      return fe::DataType_t::FLOAT;
+    case CUDNN_DATA_HALF:
+      return fe::DataType_t::HALF;
+    case CUDNN_DATA_BFLOAT16:
+      return fe::DataType_t::BFLOAT16;
+    default:
+      throw Error("cuDNN's graph API convolutions take FP32, FP16 or BF16");
+  }
+}
+
+// A 4-d tensor's strides in the convolution's layout: NHWC (weights KRSC) or NCHW.
+std::vector<int64_t> strides(bool nhwc, int64_t n, int64_t c, int64_t h, int64_t w) {
+  (void)n;
+  if (nhwc) return {c * h * w, 1, c * w, c};
+  return {c * h * w, h * w, w, 1};
+}
+
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+// One pass as a graph of one node: the inputs a, b and the output, each with its dimensions (N,C,H,W order) and
+// strides in the shape's layout.
+struct PassGraph {
+  std::shared_ptr<fe::graph::Graph> graph = std::make_shared<fe::graph::Graph>();
+  TensorPtr a, b, out;
+};
+
+PassGraph make_graph(ConvPass pass, const ConvShape& s) {
+  PassGraph g;
+  g.graph->set_io_data_type(graph_type(s.dtype))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);  // FP32 accumulation in every mode, as in the legacy API
+  auto tensor = [&](const char* name, int64_t n, int64_t c, int64_t h, int64_t w) {
+    return g.graph->tensor(
+        fe::graph::Tensor_attributes().set_name(name).set_dim({n, c, h, w}).set_stride(strides(s.nhwc, n, c, h, w)));
+  };
+  const std::vector<int64_t> padding{s.padding, s.padding}, stride{s.stride, s.stride}, dilation{1, 1};
+  switch (pass) {
+    case ConvPass::Forward: {
+      g.a = tensor("x", s.n, s.c, s.h, s.w);
+      g.b = tensor("w", s.k, s.c, s.r, s.s);
+      g.out = g.graph->conv_fprop(
+          g.a, g.b, fe::graph::Conv_fprop_attributes().set_padding(padding).set_stride(stride).set_dilation(dilation));
+      // The output's dimensions are left to the frontend, and checked against the shape's (checked_graph).
+      g.out->set_stride(strides(s.nhwc, s.n, s.k, s.p, s.q));
+      break;
+    }
+    case ConvPass::BackwardData: {
+      g.a = tensor("dy", s.n, s.k, s.p, s.q);
+      g.b = tensor("w", s.k, s.c, s.r, s.s);
+      g.out = g.graph->conv_dgrad(
+          g.a, g.b, fe::graph::Conv_dgrad_attributes().set_padding(padding).set_stride(stride).set_dilation(dilation));
+      g.out->set_dim({s.n, s.c, s.h, s.w}).set_stride(strides(s.nhwc, s.n, s.c, s.h, s.w));
+      break;
+    }
+    case ConvPass::BackwardFilter: {
+      g.a = tensor("x", s.n, s.c, s.h, s.w);
+      g.b = tensor("dy", s.n, s.k, s.p, s.q);
+      g.out = g.graph->conv_wgrad(
+          g.b, g.a, fe::graph::Conv_wgrad_attributes().set_padding(padding).set_stride(stride).set_dilation(dilation));
+      g.out->set_dim({s.k, s.c, s.r, s.s}).set_stride(strides(s.nhwc, s.k, s.c, s.r, s.s));
+      break;
+    }
+  }
+  g.out->set_output(true);
+  return g;
+}
+
+// The graph checked on the host: "" or what is wrong, including a forward output whose dimensions, as cuDNN's
+// graph computes them, differ from the shape's.
+std::string checked_graph(const PassGraph& g, ConvPass pass, const ConvShape& s) {
+  auto status = g.graph->validate();
+  if (status.is_bad()) return "validate: " + status.get_message();
+  const std::vector<int64_t> expected{s.n, s.k, s.p, s.q};
+  if (pass == ConvPass::Forward && g.out->get_dim() != expected) {
+    std::ostringstream out;
+    out << "the graph computes an output of";
+    for (const int64_t d : g.out->get_dim()) out << ' ' << d;
+    out << ", the shape says " << s.n << ' ' << s.k << ' ' << s.p << ' ' << s.q;
+    return out.str();
+  }
+  return "";
+}
+
+// The legacy path's math rules as engine notes: no mode lets cuDNN convert inputs down or reduce in less than FP32;
+// strict FP32 takes no tensor cores (TF32), and exact FP32 no FFT or Winograd. Non-deterministic engines are left
+// out too, so that a run repeats bit for bit (captured steps are checked against eager ones that way).
+std::vector<fe::NumericalNote_t> excluded_notes(ConvMath math, bool exact_fp32) {
+  using N = fe::NumericalNote_t;
+  std::vector<N> notes{N::DOWN_CONVERT_INPUTS, N::REDUCED_PRECISION_REDUCTION, N::NONDETERMINISTIC};
+  if (math == ConvMath::Fp32) {
+    notes.push_back(N::TENSOR_CORE);
+    if (exact_fp32)
+      notes.insert(notes.end(),
+                   {N::FFT, N::WINOGRAD, N::WINOGRAD_TILE_4x4, N::WINOGRAD_TILE_6x6, N::WINOGRAD_TILE_13x13});
+  }
+  return notes;
+}
+
+std::string mib(int64_t bytes) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  out << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return out.str();
+}
+
+// Thrown by a step of plan making that the graph API refuses: the pass then runs on the legacy API.
+struct Refused {
+  std::string reason;
+};
+
+void require(fe::error_t status, const char* step) {
+  if (status.is_bad()) throw Refused{std::string(step) + ": " + status.get_message()};
+}
+
+}  // namespace
+
+struct GraphApiConvs::Impl {
+  cudnnHandle_t handle;
+  int64_t workspace_limit;
+  bool benchmark, exact_fp32;
+
+  struct Plan {
+    PassGraph g;
+    bool chosen = false;  // the engine is chosen (timed or by the heuristics)
+    int64_t index = -1;   // the chosen engine's plan, or -1: the heuristics' choice
+    int64_t workspace = 0;
+    std::string engine;   // the chosen engine's name
+    std::string refused;  // why the legacy API runs this pass instead
+  };
+  std::unordered_map<std::string, Plan> plans;
+
+  // The graph checked and its candidate engines built: every one for timing, else the heuristics' first that builds.
+  void build(Plan& p, ConvPass pass, const ConvShape& s) const {
+    p.g = make_graph(pass, s);
+    fe::graph::Graph& graph = *p.g.graph;
+    if (std::string wrong = checked_graph(p.g, pass, s); !wrong.empty()) throw Refused{wrong};
+    require(graph.build_operation_graph(handle), "build_operation_graph");
+    require(graph.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
+    // Runtime-compiled engines take seconds per shape to build and need NVRTC at run time; plain convolutions
+    // have precompiled ones.
+    graph.deselect_numeric_notes(excluded_notes(s.math, exact_fp32))
+        .deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION})
+        .deselect_workspace_greater_than(workspace_limit);
+    require(graph.check_support(handle), "check_support");
+    require(
+        graph.build_plans(handle, benchmark ? fe::BuildPlanPolicy_t::ALL : fe::BuildPlanPolicy_t::HEURISTICS_CHOICE),
+        "build_plans");
+  }
+
+  // The engine to run: with benchmark, the fastest of the heuristics' first kTimedEngines that build and run on
+  // these tensors (timed as cudnnFind times, warm-up first; a bound, since the frontend's own autotune times every
+  // candidate up to 100 times); else the heuristics' first that builds.
+  static constexpr int64_t kTimedEngines = 8;
+  void choose(Plan& p, std::unordered_map<int64_t, void*>& pack, const ScratchFn& scratch) const {
+    fe::graph::Graph& graph = *p.g.graph;
+    if (benchmark) {
+      const int64_t bytes = graph.get_autotune_workspace_size();  // the largest candidate's
+      void* space = nullptr;
+      try {
+        space = bytes ? scratch(static_cast<size_t>(bytes)) : nullptr;
+      } catch (const Error& e) {
+        throw Refused{"no workspace to time the engines in (" + mib(bytes) + "): " + e.what()};
+      }
+      cudaStream_t stream = nullptr;
+      CUDNN_CHECK(cudnnGetStream(handle, &stream));
+      cudaEvent_t start = nullptr, stop = nullptr;
+      CUDA_CHECK(cudaEventCreate(&start));
+      CUDA_CHECK(cudaEventCreate(&stop));
+      float best = 0;
+      int64_t timed = 0;
+      for (int64_t i = 0; i < graph.get_execution_plan_count() && timed < kTimedEngines; ++i) {
+        if (graph.execute_plan_at_index(handle, pack, space, i).is_bad()) continue;  // not built, or failed
+        constexpr int kRuns = 3;
+        CUDA_CHECK(cudaEventRecord(start, stream));
+        bool ran = true;
+        for (int run = 0; run < kRuns && ran; ++run)
+          ran = graph.execute_plan_at_index(handle, pack, space, i).is_good();
+        CUDA_CHECK(cudaEventRecord(stop, stream));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        ++timed;
+        if (ran && (p.index < 0 || ms < best)) p.index = i, best = ms;
+      }
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+      if (p.index < 0) throw Refused{"no engine ran on these tensors"};
+      p.workspace = graph.get_workspace_size_plan_at_index(p.index);
+      require(graph.get_plan_name_at_index(p.index, p.engine), "get_plan_name_at_index");
+    } else {
+      p.workspace = graph.get_workspace_size();
+      require(graph.get_plan_name(p.engine), "get_plan_name");
+    }
+    p.chosen = true;
+  }
+
+  fe::error_t execute(const Plan& p, std::unordered_map<int64_t, void*>& pack, void* workspace) const {
+    return p.index < 0 ? p.g.graph->execute(handle, pack, workspace)
+                       : p.g.graph->execute_plan_at_index(handle, pack, workspace, p.index);
+  }
+};
+
+bool GraphApiConvs::compiled() { return true; }
+
+GraphApiConvs::GraphApiConvs(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32)
+    : impl_(new Impl{handle, static_cast<int64_t>(workspace_limit), benchmark, exact_fp32, {}}) {
+  // The cuDNN this program links (and the legacy API uses), found by its soname among those already loaded.
+  if (!fe::cudnn_dlhandle) fe::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
+  if (!fe::cudnn_dlhandle) throw Error(std::string("cuDNN's graph API: libcudnn.so.9 is not loaded: ") + dlerror());
+}
+
+GraphApiConvs::~GraphApiConvs() = default;
+
+bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const void* b, void* out,
+                        const ScratchFn& scratch, bool capturing) {
+  const std::string key = s.key(pass_key(pass));
+  Impl::Plan& p = impl_->plans[key];
+  if (!p.refused.empty()) return false;
+  if (!p.chosen && capturing)
+    throw Error("a convolution whose engine cuDNN has not chosen yet (" + key +
+                "): the step is captured once eager steps have run every shape");
+  try {
+    if (!p.g.out) impl_->build(p, pass, s);
+    std::unordered_map<int64_t, void*> pack{
+        {p.g.a->get_uid(), const_cast<void*>(a)}, {p.g.b->get_uid(), const_cast<void*>(b)}, {p.g.out->get_uid(), out}};
+    if (!p.chosen) impl_->choose(p, pack, scratch);
+    void* workspace = p.workspace ? scratch(static_cast<size_t>(p.workspace)) : nullptr;
+    auto status = impl_->execute(p, pack, workspace);
+    if (status.is_bad()) {
+      // Inside a capture nothing may run instead: the capture fails with the reason and the step runs eagerly.
+      if (capturing) throw Error("cuDNN's graph API failed to run convolution " + key + ": " + status.get_message());
+      throw Refused{"execute: " + status.get_message()};
+    }
+    return true;
+  } catch (const Refused& r) {
+    p.refused = r.reason.empty() ? "refused" : r.reason;
+    p.g = {};  // the graph and its plans are not needed any more
+    return false;
+  }
+}
+
+size_t GraphApiConvs::plans_run() const {
+  size_t count = 0;
+  for (const auto& [key, p] : impl_->plans) count += p.chosen && p.refused.empty();
+  return count;
+}
+
+std::string GraphApiConvs::validate(ConvPass pass, const ConvShape& s) {
+  return checked_graph(make_graph(pass, s), pass, s);
+}
+
+std::string GraphApiConvs::describe() const {
+  std::ostringstream out;
+  for (const auto& [key, p] : impl_->plans) {
+    if (p.chosen && p.refused.empty())
+      out << key << ": graph API, engine " << p.engine << ", " << mib(p.workspace) << " workspace\n";
+    else if (!p.refused.empty())
+      out << key << ": legacy API (the graph API refused it: " << p.refused << ")\n";
+  }
+  return out.str();
+}
+
+#else  // built without cudnn-frontend's headers
+
+struct GraphApiConvs::Impl {};
+
+bool GraphApiConvs::compiled() { return false; }
+
+GraphApiConvs::GraphApiConvs(cudnnHandle_t, size_t, bool, bool) {
+  throw Error(
+      "this build has no cudnn-frontend, so no cuDNN graph API: scripts/install-deps.sh fetches its headers for "
+      "CUDA builds, then rebuild");
+}
+
+GraphApiConvs::~GraphApiConvs() = default;
+
+bool GraphApiConvs::run(ConvPass, const ConvShape&, const void*, const void*, void*, const ScratchFn&, bool) {
+  return false;
+}
+
+std::string GraphApiConvs::validate(ConvPass pass, const ConvShape&) {
+  return std::string("no cudnn-frontend in this build (") + pass_key(pass) + ")";
+}
+
+std::string GraphApiConvs::describe() const { return ""; }
+
+size_t GraphApiConvs::plans_run() const { return 0; }
+
+#endif
+
+}  // namespace ampwb::cuda
