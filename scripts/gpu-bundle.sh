@@ -25,7 +25,11 @@ scripts/install-deps.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMPWB_BUILD_GUI=OFF -DAMPWB_IMAGE_CODECS=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="80;90" >/dev/null
 programs=(app/ampwb tests/test_cuda_ops tests/test_cuda_training tests/test_ops tests/test_optim)
-cmake --build "$build" -j "$(nproc)" --target ampwb test_cuda_ops test_cuda_training test_ops test_optim
+# The graph API probe where the build has cudnn-frontend (scripts/install-deps.sh fetches it).
+if cmake --build "$build" --target help | grep -q '^ampwb_graph_api_probe:'; then
+  programs+=(bench/ampwb_graph_api_probe)
+fi
+cmake --build "$build" -j "$(nproc)" --target "${programs[@]##*/}"
 [ -x "$build/tests/test_cuda_ops" ] ||
   { echo "gpu-bundle: the build has no CUDA backend (cuDNN or cuBLASLt not found): see its configure output" >&2; exit 1; }
 
@@ -87,10 +91,10 @@ cuda_dirs=()
 python=$(command -v python3 || true)
 roots=(/usr/local/cuda/lib64 /usr/local/cuda/lib)
 [ -n "$python" ] && roots=($("$python" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) "${roots[@]}")
-for want in 'libcudnn.so.9' 'libcublasLt.so.13' 'libcudart.so.13'; do
+for want in 'libcudnn.so.9' 'libcublasLt.so.13' 'libcudart.so.13' 'libnvrtc.so.13'; do
   hit=$(find "${roots[@]}" -name "$want*" \( -type f -o -type l \) 2>/dev/null | head -n 1 || true)
   if [ -n "$hit" ]; then cuda_dirs+=("$(dirname "$hit")"); else echo "env.sh: $want not found in ${roots[*]}" >&2; fi
-done
+done  # NVRTC: only for cuDNN's runtime-compiled engines (the graph API probe); nothing else needs it
 driver=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}' || true)
 if [ -z "$driver" ]; then
   driver=$(find /usr/lib64 /usr/lib/x86_64-linux-gnu /usr/local/nvidia -name 'libcuda.so.1' 2>/dev/null | head -n 1 || true)

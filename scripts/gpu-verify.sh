@@ -142,6 +142,8 @@ case $stage in
                 --steps "$steps" --warmup 4 --json
             done
           done ;;
+        probe)  # which convolution + batch-norm statistics fusions cuDNN's graph API offers here, and their speed
+          timed graphapi-probe 150 run ampwb_graph_api_probe ;;
         sanitizer_training) AMPWB_CUDNN_BENCHMARK=0 timed sanitizer-test_cuda_training 240 sanitized \
           test_cuda_training '*' ;;
         profile50) timed profile50-amp-fp16 60 run ampwb bench --device cuda --depth 50 --image-size 224 \
