@@ -130,10 +130,11 @@ case $stage in
               --image-size 224 --batch-size 256 --precision fp32 --steps 4 --warmup 2 --json
           done ;;
         graphapi)  # convolutions on cuDNN's graph API (AMPWB_CUDNN_GRAPH_API=1, cudnn-frontend): its test against the
-          # legacy API, the convolution op tests through it, then legacy against graph API alternating (the graph
-          # API's runs print their engines): ResNet-18 fp32 and amp-fp16, ResNet-50 amp-fp16
+          # legacy API, then the convolution op tests through it
           timed graphapi-test 60 run test_cuda_ops --gtest_brief=1 --gtest_filter='CudaGraphApi*'
-          AMPWB_CUDNN_GRAPH_API=1 timed graphapi-ops 90 run test_ops --gtest_brief=1 --gtest_filter='*cuda_conv*'
+          AMPWB_CUDNN_GRAPH_API=1 timed graphapi-ops 90 run test_ops --gtest_brief=1 --gtest_filter='*cuda_conv*' ;;
+        graphapiab)  # legacy against graph API, alternating (the graph API's runs print their engines): ResNet-18
+          # amp-fp16, ResNet-50 amp-fp16, ResNet-18 fp32 (strict FP32 has two NHWC algorithms on the legacy API)
           for run_of in 18:amp-fp16:15 50:amp-fp16:15 18:fp32:4; do
             IFS=: read -r depth mode steps <<<"$run_of"
             for api in 0 1 0-2 1-2; do
@@ -147,6 +148,8 @@ case $stage in
         sanitizer_training) AMPWB_CUDNN_BENCHMARK=0 timed sanitizer-test_cuda_training 240 sanitized \
           test_cuda_training '*' ;;
         profile50) timed profile50-amp-fp16 60 run ampwb bench --device cuda --depth 50 --image-size 224 \
+          --batch-size 256 --precision amp-fp16 --steps 6 --warmup 4 --profile ;;
+        profile18) timed profile18-amp-fp16 60 run ampwb bench --device cuda --depth 18 --image-size 224 \
           --batch-size 256 --precision amp-fp16 --steps 6 --warmup 4 --profile ;;
         profiles)  # issue 18's profile table: amp-bf16 and fp32 beside profile50's amp-fp16
           for mode in amp-bf16 fp32; do
