@@ -2,6 +2,8 @@
 // scripts/install-deps.sh for CUDA builds). cuDNN 9 deprecates the legacy per-op calls (cuda_conv.cpp), and its
 // graph API offers engines the legacy API does not reach: in NHWC strict FP32 the legacy API has two implicit-GEMM
 // algorithms only. Built without the headers, compiled() is false and nothing here runs.
+#include <algorithm>
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -179,7 +181,7 @@ struct GraphApiConvs::Impl {
   };
   std::unordered_map<std::string, Plan> plans;
 
-  // The graph checked and its candidate engines built: every one for timing, else the heuristics' first that builds.
+  // The graph checked and its candidate engines listed (the heuristics' first built where nothing is timed).
   void build(Plan& p, ConvPass pass, const ConvShape& s) const {
     p.g = make_graph(pass, s);
     fe::graph::Graph& graph = *p.g.graph;
@@ -192,55 +194,58 @@ struct GraphApiConvs::Impl {
         .deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION})
         .deselect_workspace_greater_than(workspace_limit);
     require(graph.check_support(handle), "check_support");
-    require(
-        graph.build_plans(handle, benchmark ? fe::BuildPlanPolicy_t::ALL : fe::BuildPlanPolicy_t::HEURISTICS_CHOICE),
-        "build_plans");
+    if (!benchmark) require(graph.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
   }
 
   // The engine to run: with benchmark, the fastest of the heuristics' first kTimedEngines that build and run on
-  // these tensors (timed as cudnnFind times, warm-up first; a bound, since the frontend's own autotune times every
-  // candidate up to 100 times); else the heuristics' first that builds.
-  static constexpr int64_t kTimedEngines = 8;
+  // these tensors, timed as cudnnFind times them, in one workspace of the largest's size (only these are built:
+  // the frontend's own autotune builds every candidate and times each up to 100 times); else the heuristics' first.
+  static constexpr size_t kTimedEngines = 8;
   void choose(Plan& p, std::unordered_map<int64_t, void*>& pack, const ScratchFn& scratch) const {
     fe::graph::Graph& graph = *p.g.graph;
-    if (benchmark) {
-      const int64_t bytes = graph.get_autotune_workspace_size();  // the largest candidate's
-      void* space = nullptr;
-      try {
-        space = bytes ? scratch(static_cast<size_t>(bytes)) : nullptr;
-      } catch (const Error& e) {
-        throw Refused{"no workspace to time the engines in (" + mib(bytes) + "): " + e.what()};
-      }
-      cudaStream_t stream = nullptr;
-      CUDNN_CHECK(cudnnGetStream(handle, &stream));
-      cudaEvent_t start = nullptr, stop = nullptr;
-      CUDA_CHECK(cudaEventCreate(&start));
-      CUDA_CHECK(cudaEventCreate(&stop));
-      float best = 0;
-      int64_t timed = 0;
-      for (int64_t i = 0; i < graph.get_execution_plan_count() && timed < kTimedEngines; ++i) {
-        if (graph.execute_plan_at_index(handle, pack, space, i).is_bad()) continue;  // not built, or failed
-        constexpr int kRuns = 3;
-        CUDA_CHECK(cudaEventRecord(start, stream));
-        bool ran = true;
-        for (int run = 0; run < kRuns && ran; ++run)
-          ran = graph.execute_plan_at_index(handle, pack, space, i).is_good();
-        CUDA_CHECK(cudaEventRecord(stop, stream));
-        CUDA_CHECK(cudaEventSynchronize(stop));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        ++timed;
-        if (ran && (p.index < 0 || ms < best)) p.index = i, best = ms;
-      }
-      cudaEventDestroy(start);
-      cudaEventDestroy(stop);
-      if (p.index < 0) throw Refused{"no engine ran on these tensors"};
-      p.workspace = graph.get_workspace_size_plan_at_index(p.index);
-      require(graph.get_plan_name_at_index(p.index, p.engine), "get_plan_name_at_index");
-    } else {
+    if (!benchmark) {
       p.workspace = graph.get_workspace_size();
       require(graph.get_plan_name(p.engine), "get_plan_name");
+      p.chosen = true;
+      return;
     }
+    std::vector<int64_t> candidates;
+    int64_t most = 0;
+    for (int64_t i = 0; i < graph.get_execution_plan_count() && candidates.size() < kTimedEngines; ++i) {
+      if (graph.build_plan_at_index(handle, i).is_bad()) continue;  // deselected, or it does not build
+      candidates.push_back(i);
+      most = std::max(most, graph.get_workspace_size_plan_at_index(i));
+    }
+    if (candidates.empty()) throw Refused{"no engine builds"};
+    void* space = nullptr;
+    try {
+      space = most ? scratch(static_cast<size_t>(most)) : nullptr;
+    } catch (const Error& e) {
+      throw Refused{"no workspace to time the engines in (" + mib(most) + "): " + e.what()};
+    }
+    cudaStream_t stream = nullptr;
+    CUDNN_CHECK(cudnnGetStream(handle, &stream));
+    cudaEvent_t start = nullptr, stop = nullptr;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    float best = 0;
+    for (const int64_t i : candidates) {
+      if (graph.execute_plan_at_index(handle, pack, space, i).is_bad()) continue;  // the warm-up run failed
+      constexpr int kRuns = 3;
+      bool ran = true;
+      CUDA_CHECK(cudaEventRecord(start, stream));
+      for (int run = 0; run < kRuns && ran; ++run) ran = graph.execute_plan_at_index(handle, pack, space, i).is_good();
+      CUDA_CHECK(cudaEventRecord(stop, stream));
+      CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      if (ran && (p.index < 0 || ms < best)) p.index = i, best = ms;
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (p.index < 0) throw Refused{"no engine ran on these tensors"};
+    p.workspace = graph.get_workspace_size_plan_at_index(p.index);
+    require(graph.get_plan_name_at_index(p.index, p.engine), "get_plan_name_at_index");
     p.chosen = true;
   }
 
@@ -264,6 +269,9 @@ GraphApiConvs::~GraphApiConvs() = default;
 bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const void* b, void* out,
                         const ScratchFn& scratch, bool capturing) {
   const std::string key = s.key(pass_key(pass));
+  // The engines are chosen for 16-byte aligned tensors (the frontend's default): others run on the legacy API.
+  for (const void* ptr : {a, b, static_cast<const void*>(out)})
+    if (reinterpret_cast<uintptr_t>(ptr) % 16) return false;
   Impl::Plan& p = impl_->plans[key];
   if (!p.refused.empty()) return false;
   if (!p.chosen && capturing)
