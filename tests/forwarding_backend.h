@@ -95,12 +95,11 @@ class ForwardingBackend : public Backend {
                              Tensor& dlogits) override {
     inner_->softmax_cross_entropy(logits, labels, smoothing, grad_scale, dlogits);
   }
-  void sgd_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& buffer, const SgdParams& p) override {
-    inner_->sgd_update(param, copy, grad, buffer, p);
+  void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override {
+    inner_->sgd_update(params, p);
   }
-  void adam_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& m, Tensor& v,
-                   const AdamParams& p) override {
-    inner_->adam_update(param, copy, grad, m, v, p);
+  void adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) override {
+    inner_->adam_update(params, p);
   }
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override {
     inner_->scale_and_check(tensors, factor);

@@ -137,14 +137,13 @@ class RecordingBackend final : public ForwardingBackend {
                              Tensor& dlogits) override {
     run([=, this]() mutable { inner().softmax_cross_entropy(logits, labels, smoothing, grad_scale, dlogits); });
   }
-  void sgd_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& buffer, const SgdParams& p) override {
+  void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override {
     if (refuse_updates) refuse("an update (refused by the test)");
-    run([=, this]() mutable { inner().sgd_update(param, copy, grad, buffer, p); });
+    run([=, this]() mutable { inner().sgd_update(params, p); });
   }
-  void adam_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& m, Tensor& v,
-                   const AdamParams& p) override {
+  void adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) override {
     if (refuse_updates) refuse("an update (refused by the test)");
-    run([=, this]() mutable { inner().adam_update(param, copy, grad, m, v, p); });
+    run([=, this]() mutable { inner().adam_update(params, p); });
   }
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override {
     run([=, this]() mutable { inner().scale_and_check(tensors, factor); });

@@ -344,9 +344,18 @@ std::vector<CopiedUpdate> copied_updates(CaseRun& r, const Tensor& w0) {
                    device_nan(r.b, w0.shape(), copy)});
   return out;
 }
-// With a copy, the master is bit for bit the master updated without one, and the copy bit for bit its convert().
-void expect_copies_exact(CaseRun& r, const Tensor& w, const std::vector<CopiedUpdate>& copied) {
+// The update's call holds every parameter: the master without a copy, and one master per 16-bit copy type.
+std::vector<ParamUpdate> every_update(const Tensor& w, const Tensor& state1, const Tensor& state2, const Tensor& g,
+                                      const std::vector<CopiedUpdate>& copied) {
+  std::vector<ParamUpdate> updates{{w, {}, g, state1, state2}};
+  for (const CopiedUpdate& u : copied) updates.push_back({u.w, u.copy, g, u.state1, u.state2});
+  return updates;
+}
+// With a copy, the master is bit for bit the master updated without one, and the copy bit for bit its convert();
+// a master updated alone (a call of one parameter) is bit for bit one updated in a call with others.
+void expect_copies_exact(CaseRun& r, const Tensor& w, const std::vector<CopiedUpdate>& copied, const Tensor& alone) {
   auto bytes = [&](const Tensor& t) { return bytes_of(r.b, t); };
+  EXPECT_EQ(bytes(alone), bytes(w)) << "a master updated alone as in a call with others";
   for (const CopiedUpdate& u : copied) {
     SCOPED_TRACE(std::string("with a copy in ") + dtype_name(u.copy.dtype()));
     EXPECT_EQ(bytes(u.w), bytes(w)) << "the master as updated without a copy";
@@ -358,14 +367,15 @@ void expect_copies_exact(CaseRun& r, const Tensor& w, const std::vector<CopiedUp
 
 void run(CaseRun& r, const SgdCase& c) {
   const Tensor w0 = r.input({kOptimizerElements}, Layout::NCHW);
-  Tensor w = r.up(w0.clone()), buf = r.up(Tensor::zeros(w0.shape(), r.dtype)), no_copy;
+  Tensor w = r.up(w0.clone()), buf = r.up(Tensor::zeros(w0.shape(), r.dtype));
   std::vector<CopiedUpdate> copied = copied_updates(r, w0);
+  const Tensor alone = r.up(w0.clone()), alone_buf = r.up(Tensor::zeros(w0.shape(), r.dtype));
   ref::Array want_w = reference(w0), want_buf(w0.shape());
   for (int step = 0; step < 3; ++step) {
     const Tensor g = r.up(r.input(w0.shape(), Layout::NCHW));
     const SgdParams p{0.1f, c.momentum, 0.05f, c.nesterov, step == 0};  // every term moves w by 1e-3 or more
-    r.b.sgd_update(w, no_copy, g, buf, p);
-    for (CopiedUpdate& u : copied) r.b.sgd_update(u.w, u.copy, g, u.state1, p);
+    r.b.sgd_update(every_update(w, buf, {}, g, copied), p);
+    r.b.sgd_update({{alone, {}, g, alone_buf, {}}}, p);
     const ref::Array rg = reference(on_host(r.b, g));
     for (size_t i = 0; i < rg.v.size(); ++i) {  // PyTorch's SGD: no dampening, the buffer starts at the gradient
       double d = rg.v[i] + double{p.weight_decay} * want_w.v[i];
@@ -378,21 +388,23 @@ void run(CaseRun& r, const SgdCase& c) {
   }
   r.expect("weights", w, want_w, Kernel::SgdUpdate);
   if (c.momentum != 0) r.expect("momentum buffer", buf, want_buf, Kernel::SgdUpdate);
-  expect_copies_exact(r, w, copied);
+  expect_copies_exact(r, w, copied, alone);
 }
 
 void run(CaseRun& r, const AdamCase& c) {
   const Tensor w0 = r.input({kOptimizerElements}, Layout::NCHW);
   Tensor w = r.up(w0.clone()), m = r.up(Tensor::zeros(w0.shape(), r.dtype)),
-         v = r.up(Tensor::zeros(w0.shape(), r.dtype)), no_copy;
+         v = r.up(Tensor::zeros(w0.shape(), r.dtype));
   std::vector<CopiedUpdate> copied = copied_updates(r, w0);
+  const Tensor alone = r.up(w0.clone()), alone_m = r.up(Tensor::zeros(w0.shape(), r.dtype)),
+               alone_v = r.up(Tensor::zeros(w0.shape(), r.dtype));
   ref::Array want_w = reference(w0), want_m(w0.shape()), want_v(w0.shape());
   for (int64_t step = 1; step <= 3; ++step) {
     const Tensor g = r.up(r.input(w0.shape(), Layout::NCHW));
     // Steps of about 0.1 and an eps near 1% of sqrt(v): every term moves w by 1e-4 or more, far above the bound.
     const AdamParams p{0.1f, 0.9f, 0.999f, 1e-2f, 0.01f, c.decoupled, step};
-    r.b.adam_update(w, no_copy, g, m, v, p);
-    for (CopiedUpdate& u : copied) r.b.adam_update(u.w, u.copy, g, u.state1, u.state2, p);
+    r.b.adam_update(every_update(w, m, v, g, copied), p);
+    r.b.adam_update({{alone, {}, g, alone_m, alone_v}}, p);
     const ref::Array rg = reference(on_host(r.b, g));
     const double lr = p.lr, b1 = p.beta1, b2 = p.beta2, wd = p.weight_decay, t = static_cast<double>(step);
     for (size_t i = 0; i < rg.v.size(); ++i) {
@@ -407,7 +419,7 @@ void run(CaseRun& r, const AdamCase& c) {
   r.expect("weights", w, want_w, Kernel::AdamUpdate);
   r.expect("first moment", m, want_m, Kernel::AdamUpdate);
   r.expect("second moment", v, want_v, Kernel::AdamUpdate);
-  expect_copies_exact(r, w, copied);
+  expect_copies_exact(r, w, copied, alone);
 }
 
 void run(CaseRun& r, const ScaleCheckCase& c) {
@@ -537,7 +549,7 @@ TEST_P(DeviceLossScale, FollowsTheRecordedPyTorchGradScalerStepForStep) {
       Tensor grad = on_device(*b, tensor_from_floats({scale * value}, {1}));  // autograd's FP32 product
       w = on_device(*b, Tensor::zeros({1}, DType::F32));
       b->unscale_and_check({&grad}, state);
-      b->sgd_update(w, none, grad, none, sgd);
+      b->sgd_update({{w, none, grad, none, none}}, sgd);
       const bool skipped = to_float_vector(on_host(*b, w))[0] == 0.0f;
       b->update_loss_scale(state, growth);
       const LossScaleState after = read_state(*b, state);
@@ -565,7 +577,7 @@ TEST_P(DeviceLossScale, SgdSkipsOnFoundInfAndOnlyThen) {
     Tensor w = on_device(*b, tensor_from_floats(w0, {3})), g = on_device(*b, tensor_from_floats(g0, {3}));
     Tensor copy = on_device(*b, tensor_from_floats(w0, {3}, DType::BF16));
     Tensor buffer = on_device(*b, Tensor::zeros({3}, DType::F32));
-    b->sgd_update(w, copy, g, buffer, {0.5f, 0.9f, 0.0f, false, true, &state});
+    b->sgd_update({{w, copy, g, buffer, {}}}, {0.5f, 0.9f, 0.0f, false, true, &state});
     const std::vector<float> w1 = to_float_vector(on_host(*b, w));
     EXPECT_EQ(w1 == w0, flag != 0.0f) << "weights, found_inf " << flag;
     EXPECT_EQ(to_float_vector(on_host(*b, copy)) == w0, flag != 0.0f) << "16-bit copy, found_inf " << flag;
@@ -588,7 +600,7 @@ TEST_P(DeviceLossScale, AdamSkipsOnFoundInfAndCountsOnlyTheStepsTaken) {
     Tensor w = on_device(*b, tensor_from_floats(w0, {3})), g = on_device(*b, tensor_from_floats(g0, {3}));
     Tensor copy = on_device(*b, tensor_from_floats(w0, {3}, DType::F16));
     Tensor m = on_device(*b, tensor_from_floats(m0, {3})), v = on_device(*b, tensor_from_floats(v0, {3}));
-    b->adam_update(w, copy, g, m, v, p);
+    b->adam_update({{w, copy, g, m, v}}, p);
     return Updated{to_float_vector(on_host(*b, w)), to_float_vector(on_host(*b, copy)), to_float_vector(on_host(*b, m)),
                    to_float_vector(on_host(*b, v))};
   };
@@ -640,7 +652,7 @@ TEST_P(DeviceLossScale, UpdatesReadLrAndStepFromStepValues) {
       Tensor w = on_device(*b, tensor_from_floats(w0, {3})), g = on_device(*b, tensor_from_floats(g0, {3}));
       Tensor copy = on_device(*b, tensor_from_floats(w0, {3}, DType::BF16));
       Tensor buffer = on_device(*b, tensor_from_floats(m0, {3}));
-      b->sgd_update(w, copy, g, buffer, {lr, 0.9f, 1e-4f, true, false, with_state, step_values});
+      b->sgd_update({{w, copy, g, buffer, {}}}, {lr, 0.9f, 1e-4f, true, false, with_state, step_values});
       return std::vector{to_float_vector(on_host(*b, w)), to_float_vector(on_host(*b, copy)),
                          to_float_vector(on_host(*b, buffer))};
     };
@@ -648,7 +660,7 @@ TEST_P(DeviceLossScale, UpdatesReadLrAndStepFromStepValues) {
       Tensor w = on_device(*b, tensor_from_floats(w0, {3})), g = on_device(*b, tensor_from_floats(g0, {3}));
       Tensor copy = on_device(*b, tensor_from_floats(w0, {3}, DType::F16));
       Tensor m = on_device(*b, tensor_from_floats(m0, {3})), v = on_device(*b, tensor_from_floats(v0, {3}));
-      b->adam_update(w, copy, g, m, v, {lr, 0.9f, 0.999f, 1e-8f, 0.01f, decoupled, step, with_state, step_values});
+      b->adam_update({{w, copy, g, m, v}}, {lr, 0.9f, 0.999f, 1e-8f, 0.01f, decoupled, step, with_state, step_values});
       return std::vector{to_float_vector(on_host(*b, w)), to_float_vector(on_host(*b, copy)),
                          to_float_vector(on_host(*b, m)), to_float_vector(on_host(*b, v))};
     };

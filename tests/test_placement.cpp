@@ -103,15 +103,13 @@ class StrictDeviceBackend final : public Backend {
     if (grad_scale.state) check({grad_scale.state});
     check({&logits, &labels, &dlogits}), cpu_.softmax_cross_entropy(logits, labels, smoothing, grad_scale, dlogits);
   }
-  void sgd_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& buffer, const SgdParams& p) override {
+  void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override {
     if (p.skip_if_found_inf) check({p.skip_if_found_inf});
-    check({&param, &grad}), check({buffer.defined() ? &buffer : &grad}), check({copy.defined() ? &copy : &grad}),
-        cpu_.sgd_update(param, copy, grad, buffer, p);
+    check_updates(params), cpu_.sgd_update(params, p);
   }
-  void adam_update(Tensor& param, Tensor& copy, const Tensor& grad, Tensor& m, Tensor& v,
-                   const AdamParams& p) override {
-    check({&param, &grad, &m, &v}), check({copy.defined() ? &copy : &grad}),
-        cpu_.adam_update(param, copy, grad, m, v, p);
+  void adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) override {
+    if (p.skip_if_found_inf) check({p.skip_if_found_inf});
+    check_updates(params), cpu_.adam_update(params, p);
   }
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override {
     for (const Tensor* t : tensors) check({t});
@@ -136,6 +134,11 @@ class StrictDeviceBackend final : public Backend {
   static void check(std::initializer_list<const Tensor*> tensors) {
     for (const Tensor* t : tensors)
       AMPWB_CHECK(t->device() == kDevice, t->describe() << " is not on " << kDevice.str());
+  }
+  static void check_updates(const std::vector<ParamUpdate>& params) {  // the defined tensors of each
+    for (const ParamUpdate& u : params)
+      for (const Tensor* t : {&u.param, &u.copy, &u.grad, &u.state1, &u.state2})
+        if (t->defined()) check({t});
   }
   CpuBackend cpu_{BackendOptions{2}};
 };

@@ -55,6 +55,13 @@ struct SgdParams {
   const Tensor* skip_if_found_inf = nullptr;  // a LossScaleState: its found_inf set, the update changes nothing
   const Tensor* step_values = nullptr;        // an OptimizerStep: lr from there
 };
+// One parameter's tensors for an update: param FP32, the master weights; copy undefined, or param's FP16/BF16
+// compute copy (same shape and layout), written from the updated param in the same pass, bit for bit as convert()
+// would; grad FP32; state1, state2: the optimizer's state (SGD: the momentum buffer, undefined without momentum;
+// Adam: the first and second moments).
+struct ParamUpdate {
+  Tensor param, copy, grad, state1, state2;
+};
 struct AdamParams {
   float lr, beta1, beta2, eps, weight_decay;
   bool decoupled_weight_decay;
@@ -195,12 +202,10 @@ class Backend {
   // The mean loss and the top-1 count wait on the device for read_scalars().
   virtual void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
                                      GradScale grad_scale, Tensor& dlogits) = 0;
-  // param FP32; param_copy undefined, or param's FP16/BF16 compute copy (same shape and layout): written from the
-  // updated param in the same pass, bit for bit as convert() would.
-  virtual void sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
-                          const SgdParams& p) = 0;
-  virtual void adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
-                           const AdamParams& p) = 0;
+  // A step's updates of every parameter in one call (ParamUpdate), so that a backend may make them one pass (CUDA:
+  // one launch); each parameter's result is that of its update alone.
+  virtual void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) = 0;
+  virtual void adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) = 0;
   // Multiplies FP32 tensors by factor in place, noting any inf/NaN among them (as PyTorch's unscale_, before the
   // multiplication: a finite value the factor overflows is not one) and the results' sum of squares (read_scalars()).
   virtual void scale_and_check(const std::vector<Tensor*>& tensors, float factor) = 0;

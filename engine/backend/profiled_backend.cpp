@@ -114,13 +114,11 @@ void ProfiledBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& 
                                             GradScale grad_scale, Tensor& dlogits) {
   timed(TimeClass::Loss, [&] { inner_->softmax_cross_entropy(logits, labels, label_smoothing, grad_scale, dlogits); });
 }
-void ProfiledBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
-                                 const SgdParams& p) {
-  timed(TimeClass::Optimizer, [&] { inner_->sgd_update(param, param_copy, grad, momentum_buffer, p); });
+void ProfiledBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) {
+  timed(TimeClass::Optimizer, [&] { inner_->sgd_update(params, p); });
 }
-void ProfiledBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
-                                  const AdamParams& p) {
-  timed(TimeClass::Optimizer, [&] { inner_->adam_update(param, param_copy, grad, m, v, p); });
+void ProfiledBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) {
+  timed(TimeClass::Optimizer, [&] { inner_->adam_update(params, p); });
 }
 void ProfiledBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
   timed(TimeClass::ScaleCheck, [&] { inner_->scale_and_check(tensors, factor); });

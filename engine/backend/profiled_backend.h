@@ -107,10 +107,8 @@ class ProfiledBackend final : public Backend {
   void convert(const Tensor& src, Tensor& dst) override;
   void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, GradScale grad_scale,
                              Tensor& dlogits) override;
-  void sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
-                  const SgdParams& p) override;
-  void adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
-                   const AdamParams& p) override;
+  void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override;
+  void adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) override;
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
   void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) override;
   void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) override;

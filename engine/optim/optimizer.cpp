@@ -21,14 +21,15 @@ std::vector<Tensor*> Optimizer::state_of(const Parameter& p) {
 void Sgd::update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
                  const Tensor* step_values) {
   const bool first = steps_ == 0;
+  std::vector<ParamUpdate> updates;
   for (Parameter* p : params) {
-    Tensor none;
-    Tensor& buffer = config_.momentum != 0.0f ? state_for(backend_, p->name + ".momentum_buffer", p->value) : none;
-    backend_.sgd_update(
-        p->value, p->copy_to_update(), p->grad, buffer,
-        {lr, config_.momentum, config_.weight_decay, config_.nesterov, first, skip_if_found_inf, step_values});
-    p->changed_with_copy();
+    const Tensor buffer =
+        config_.momentum != 0.0f ? state_for(backend_, p->name + ".momentum_buffer", p->value) : Tensor();
+    updates.push_back({p->value, p->copy_to_update(), p->grad, buffer, {}});
   }
+  backend_.sgd_update(
+      updates, {lr, config_.momentum, config_.weight_decay, config_.nesterov, first, skip_if_found_inf, step_values});
+  for (Parameter* p : params) p->changed_with_copy();
   ++steps_;
 }
 
@@ -37,14 +38,14 @@ void Adam::update(const std::vector<Parameter*>& params, float lr, const Tensor*
   const int64_t step = queued_step(skip_if_found_inf != nullptr);
   ++steps_;
   const bool decoupled = config_.kind == "adamw";
+  std::vector<ParamUpdate> updates;
   for (Parameter* p : params) {
-    Tensor& m = state_for(backend_, p->name + ".exp_avg", p->value);
-    Tensor& v = state_for(backend_, p->name + ".exp_avg_sq", p->value);
-    backend_.adam_update(p->value, p->copy_to_update(), p->grad, m, v,
-                         {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, step,
-                          skip_if_found_inf, step_values});
-    p->changed_with_copy();
+    updates.push_back({p->value, p->copy_to_update(), p->grad, state_for(backend_, p->name + ".exp_avg", p->value),
+                       state_for(backend_, p->name + ".exp_avg_sq", p->value)});
   }
+  backend_.adam_update(updates, {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, step,
+                                 skip_if_found_inf, step_values});
+  for (Parameter* p : params) p->changed_with_copy();
 }
 
 std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& config) {

@@ -92,38 +92,39 @@ void update_in_blocks(int64_t n, int threads, const float* w, uint16_t* copy, Ro
 }
 }  // namespace
 
-void CpuBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
-                            const SgdParams& p) {
-  check_same(param, grad, "SGD parameter and gradient");
-  const RoundFn round = copy_rounding(param, param_copy);
+void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) {
+  for (const ParamUpdate& u : params) {
+    check_same(u.param, u.grad, "SGD parameter and gradient");
+    copy_rounding(u.param, u.copy);
+  }
   if (found_inf(p.skip_if_found_inf)) return;  // the loss scaler skips this step
-  float* w = param.data_as<float>();
-  const float* g = grad.data_as<float>();
-  float* buf = p.momentum != 0.0f ? momentum_buffer.data_as<float>() : nullptr;
   const float lr = step_values(p.step_values, p.lr, 0).lr;
-  update_in_blocks(param.numel(), threads_, w, round ? param_copy.data_as<uint16_t>() : nullptr, round,
-                   [&](int64_t begin, int64_t end) {
+  for (const ParamUpdate& u : params) {
+    const RoundFn round = copy_rounding(u.param, u.copy);
+    float* w = u.param.data_as<float>();
+    const float* g = u.grad.data_as<float>();
+    float* buf = p.momentum != 0.0f ? u.state1.data_as<float>() : nullptr;
+    update_in_blocks(u.param.numel(), threads_, w, round ? u.copy.data_as<uint16_t>() : nullptr, round,
+                     [&](int64_t begin, int64_t end) {
 #pragma omp simd
-                     for (int64_t i = begin; i < end; ++i) {
-                       float d = g[i] + p.weight_decay * w[i];
-                       if (buf) {
-                         buf[i] = p.first_step ? d : p.momentum * buf[i] + d;  // PyTorch: no dampening, buffer = d
-                         d = p.nesterov ? d + p.momentum * buf[i] : buf[i];
+                       for (int64_t i = begin; i < end; ++i) {
+                         float d = g[i] + p.weight_decay * w[i];
+                         if (buf) {
+                           buf[i] = p.first_step ? d : p.momentum * buf[i] + d;  // PyTorch: no dampening, buffer = d
+                           d = p.nesterov ? d + p.momentum * buf[i] : buf[i];
+                         }
+                         w[i] -= lr * d;
                        }
-                       w[i] -= lr * d;
-                     }
-                   });
+                     });
+  }
 }
 
-void CpuBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
-                             const AdamParams& p) {
-  check_same(param, grad, "Adam parameter and gradient");
-  const RoundFn round = copy_rounding(param, param_copy);
+void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) {
+  for (const ParamUpdate& u : params) {
+    check_same(u.param, u.grad, "Adam parameter and gradient");
+    copy_rounding(u.param, u.copy);
+  }
   if (found_inf(p.skip_if_found_inf)) return;  // the loss scaler skips this step
-  float* w = param.data_as<float>();
-  const float* g = grad.data_as<float>();
-  float* m1 = m.data_as<float>();
-  float* m2 = v.data_as<float>();
   const OptimizerStep values = step_values(p.step_values, p.lr, p.step);
   const double t = static_cast<double>(
       p.skip_if_found_inf ? values.step - loss_scale_state(*p.skip_if_found_inf).skipped_steps : values.step);
@@ -131,16 +132,23 @@ void CpuBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& gr
   const float bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(p.beta2, t)));
   const float decay = p.decoupled_weight_decay ? 1.0f - values.lr * p.weight_decay : 1.0f;
   const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
-  update_in_blocks(param.numel(), threads_, w, round ? param_copy.data_as<uint16_t>() : nullptr, round,
-                   [&](int64_t begin, int64_t end) {
+  for (const ParamUpdate& u : params) {
+    const RoundFn round = copy_rounding(u.param, u.copy);
+    float* w = u.param.data_as<float>();
+    const float* g = u.grad.data_as<float>();
+    float* m1 = u.state1.data_as<float>();
+    float* m2 = u.state2.data_as<float>();
+    update_in_blocks(u.param.numel(), threads_, w, round ? u.copy.data_as<uint16_t>() : nullptr, round,
+                     [&](int64_t begin, int64_t end) {
 #pragma omp simd
-                     for (int64_t i = begin; i < end; ++i) {
-                       const float gi = g[i] + l2 * w[i];
-                       m1[i] = p.beta1 * m1[i] + (1 - p.beta1) * gi;
-                       m2[i] = p.beta2 * m2[i] + (1 - p.beta2) * gi * gi;
-                       w[i] = w[i] * decay - step_size * m1[i] / (std::sqrt(m2[i]) / bias2_sqrt + p.eps);
-                     }
-                   });
+                       for (int64_t i = begin; i < end; ++i) {
+                         const float gi = g[i] + l2 * w[i];
+                         m1[i] = p.beta1 * m1[i] + (1 - p.beta1) * gi;
+                         m2[i] = p.beta2 * m2[i] + (1 - p.beta2) * gi * gi;
+                         w[i] = w[i] * decay - step_size * m1[i] / (std::sqrt(m2[i]) / bias2_sqrt + p.eps);
+                       }
+                     });
+  }
 }
 
 void CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {

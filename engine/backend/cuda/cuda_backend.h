@@ -36,7 +36,8 @@
 namespace ampwb {
 namespace cuda {
 struct LossScaleDevice;
-}
+struct UpdateSegment;
+}  // namespace cuda
 
 struct CudaBackendOptions {
   int device_index = 0;
@@ -106,10 +107,8 @@ class CudaBackend final : public Backend {
   void convert(const Tensor& src, Tensor& dst) override;
   void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, GradScale grad_scale,
                              Tensor& dlogits) override;
-  void sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
-                  const SgdParams& p) override;
-  void adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& m, Tensor& v,
-                   const AdamParams& p) override;
+  void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override;
+  void adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) override;
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override;
   void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) override;
   void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) override;
@@ -139,6 +138,9 @@ class CudaBackend final : public Backend {
   struct Impl;
   // scale_and_check, or with a loss-scale state: its 1 / scale as the factor, its found_inf set from the check.
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor, cuda::LossScaleDevice* loss_scale);
+  // The optimizers' segments, checked: states, how many of each update's state1, state2 the optimizer reads.
+  std::vector<cuda::UpdateSegment> update_segments(const std::vector<ParamUpdate>& params, int states,
+                                                   const char* optimizer, int64_t& chunks);
   void add(const Tensor& a, const Tensor& b, Tensor& y, bool relu);
   // residual: null, or what a residual block's end adds before its ReLU.
   void batchnorm_training(const Tensor& x, const Tensor* residual, const Tensor& gamma, const Tensor& beta, Tensor& y,

@@ -174,10 +174,39 @@ struct CudaBackend::Impl {
   bool capturing = false;            // capture() is recording the compute stream
   int capture_pool = 0;              // the allocator's pool it fills
   std::vector<Tensor> capture_kept;  // device memory the graph reads but the host wrote (bytes_beside_capture)
-  // scale_and_check's table of gradient segments, kept while the same tensors are checked (every step's): no
-  // upload per step, and none inside a captured step.
-  std::vector<cuda::ScaleSegment> scale_segments;
-  Tensor scale_table;
+  // The tables of segments the multi-tensor kernels read: scale_and_check's gradients and the optimizers'
+  // parameters. Each is kept while the same tensors come (every step's): no upload per step, and none inside a
+  // captured step, which makes its own (beside its pool, kept alive by the graph).
+  template <class Segment>
+  struct SegmentTable {
+    std::vector<Segment> host;
+    Tensor device;
+  };
+  SegmentTable<cuda::ScaleSegment> scale_table;
+  SegmentTable<cuda::UpdateSegment> update_table;
+
+  // The grid of a multi-tensor kernel over `chunks` chunks.
+  int multi_tensor_blocks(int64_t chunks) const {
+    return static_cast<int>(std::min<int64_t>({chunks, int64_t{4} * props.multiProcessorCount, 1024}));
+  }
+  // The table on the device, uploaded where it differs from the last one (same: Segment equality).
+  template <class Segment>
+  const Segment* device_table(SegmentTable<Segment>& table, std::vector<Segment> segments,
+                              bool (*same)(const Segment&, const Segment&)) {
+    if (!table.device.defined() ||
+        !std::equal(segments.begin(), segments.end(), table.host.begin(), table.host.end(), same)) {
+      const size_t n = segments.size() * sizeof(Segment);
+      table.device = capturing ? bytes_beside_capture(n) : bytes(n);
+      if (capturing) {  // copied now, on the other stream, so that the graph holds no copy from the host
+        host_to_device(segments.data(), table.device.data(), n, to_device, copy_stream);
+        CUDA_CHECK(cudaStreamSynchronize(copy_stream));
+      } else {
+        host_to_device(segments.data(), table.device.data(), n, to_device, stream);
+      }
+      table.host = std::move(segments);
+    }
+    return static_cast<const Segment*>(table.device.data());
+  }
 
   // Device memory that the host writes while a step is captured, for the graph to read: outside the capture's pool,
   // whose blocks the graph's own ops may write (a block freed by one captured op is another's scratch), and kept

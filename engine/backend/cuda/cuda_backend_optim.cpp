@@ -32,12 +32,14 @@ cuda::LossScaleDevice* loss_scale_state(const Tensor& state) {
               "a loss-scale state is " << kLossScaleStateBytes << " bytes (U8), not " << state.describe());
   return static_cast<cuda::LossScaleDevice*>(const_cast<void*>(state.data()));
 }
-bool same_segments(const std::vector<cuda::ScaleSegment>& a, const std::vector<cuda::ScaleSegment>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](const cuda::ScaleSegment& x, const cuda::ScaleSegment& y) {
-                      return x.data == y.data && x.n == y.n && x.first_chunk == y.first_chunk;
-                    });
+bool same_segment(const cuda::ScaleSegment& a, const cuda::ScaleSegment& b) {
+  return a.data == b.data && a.n == b.n && a.first_chunk == b.first_chunk;
 }
+bool same_segment(const cuda::UpdateSegment& a, const cuda::UpdateSegment& b) {
+  return a.w == b.w && a.g == b.g && a.s1 == b.s1 && a.s2 == b.s2 && a.copy == b.copy && a.copy_type == b.copy_type &&
+         a.n == b.n && a.first_chunk == b.first_chunk;
+}
+int64_t chunks_of(int64_t n) { return (n + cuda::kChunk - 1) / cuda::kChunk; }
 const float* found_inf_of(const Tensor* state) { return state ? &loss_scale_state(*state)->found_inf : nullptr; }
 
 // The 16-bit compute copy an optimizer writes in its own pass: null when there is none.
@@ -75,49 +77,67 @@ void CudaBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& labe
   m.classes = K;  // for read_scalars()' message on a bad label
 }
 
-void CudaBackend::sgd_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& momentum_buffer,
-                             const SgdParams& p) {
-  CUDA_OP_ENTRY(&param, &grad, &momentum_buffer, p.skip_if_found_inf ? p.skip_if_found_inf : &grad,
-                p.step_values ? p.step_values : &grad);
+std::vector<cuda::UpdateSegment> CudaBackend::update_segments(const std::vector<ParamUpdate>& params, int states,
+                                                              const char* optimizer, int64_t& chunks) {
   Impl& m = *impl_;
-  m.check_device(param, "SGD parameter");
-  if (p.step_values) m.check_device(*p.step_values, "SGD's step values");
-  m.check_device(grad, "SGD gradient");
-  if (p.skip_if_found_inf) m.check_device(*p.skip_if_found_inf, "SGD's loss-scale state");
-  check_same(param, grad, "SGD parameter and gradient");
-  AMPWB_CHECK(param.dtype() == DType::F32, "SGD updates FP32 master weights, got " << param.describe());
-  float* buffer = nullptr;
-  if (p.momentum != 0.0f) {
-    m.check_device(momentum_buffer, "SGD momentum buffer");
-    check_same(param, momentum_buffer, "SGD parameter and momentum buffer");
-    buffer = momentum_buffer.data_as<float>();
+  std::vector<cuda::UpdateSegment> segments;
+  chunks = 0;
+  for (const ParamUpdate& u : params) {
+    m.ready({&u.param, &u.grad});
+    m.check_device(u.param, optimizer);
+    m.check_device(u.grad, optimizer);
+    check_same(u.param, u.grad, (std::string(optimizer) + " parameter and gradient").c_str());
+    AMPWB_CHECK(u.param.dtype() == DType::F32, optimizer << " updates FP32 master weights, got " << u.param.describe());
+    const Tensor* state[] = {&u.state1, &u.state2};
+    for (int i = 0; i < states; ++i) {
+      m.ready({state[i]});
+      m.check_device(*state[i], optimizer);
+      check_same(u.param, *state[i], (std::string(optimizer) + " parameter and state").c_str());
+    }
+    Tensor copy = u.copy;
+    if (copy.defined()) m.ready({&copy});
+    if (u.param.numel() == 0) continue;
+    segments.push_back({u.param.data_as<float>(), u.grad.data_as<float>(),
+                        states > 0 ? u.state1.data_as<float>() : nullptr,
+                        states > 1 ? u.state2.data_as<float>() : nullptr, compute_copy(u.param, copy), copy_type(copy),
+                        u.param.numel(), chunks});
+    chunks += chunks_of(u.param.numel());
   }
-  cuda::sgd_update(param.data_as<float>(), grad.data_as<float>(), buffer, param.numel(), p.lr, p.momentum,
-                   p.weight_decay, p.nesterov, p.first_step, found_inf_of(p.skip_if_found_inf),
-                   step_values(p.step_values), compute_copy(param, param_copy), copy_type(param_copy), m.stream);
+  return segments;
 }
 
-void CudaBackend::adam_update(Tensor& param, Tensor& param_copy, const Tensor& grad, Tensor& mt, Tensor& vt,
-                              const AdamParams& p) {
-  CUDA_OP_ENTRY(&param, &grad, &mt, &vt, p.skip_if_found_inf ? p.skip_if_found_inf : &grad,
-                p.step_values ? p.step_values : &grad);
+void CudaBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) {
+  const Tensor none;
+  CUDA_OP_ENTRY(p.skip_if_found_inf ? p.skip_if_found_inf : &none, p.step_values ? p.step_values : &none);
+  Impl& m = *impl_;
+  if (p.step_values) m.check_device(*p.step_values, "SGD's step values");
+  if (p.skip_if_found_inf) m.check_device(*p.skip_if_found_inf, "SGD's loss-scale state");
+  int64_t chunks = 0;
+  std::vector<cuda::UpdateSegment> segments = update_segments(params, p.momentum != 0.0f ? 1 : 0, "SGD", chunks);
+  if (segments.empty()) return;
+  const int count = static_cast<int>(segments.size());
+  const cuda::UpdateSegment* table = m.device_table(m.update_table, std::move(segments), same_segment);
+  cuda::sgd_update(table, count, chunks, m.multi_tensor_blocks(chunks),
+                   {p.lr, p.momentum, p.weight_decay, p.nesterov, p.first_step}, found_inf_of(p.skip_if_found_inf),
+                   step_values(p.step_values), m.stream);
+}
+
+void CudaBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) {
+  const Tensor none;
+  CUDA_OP_ENTRY(p.skip_if_found_inf ? p.skip_if_found_inf : &none, p.step_values ? p.step_values : &none);
   Impl& m = *impl_;
   if (p.skip_if_found_inf) m.check_device(*p.skip_if_found_inf, "Adam's loss-scale state");
   if (p.step_values) m.check_device(*p.step_values, "Adam's step values");
-  m.check_device(param, "Adam parameter");
-  m.check_device(grad, "Adam gradient");
-  m.check_device(mt, "Adam first moment");
-  m.check_device(vt, "Adam second moment");
-  check_same(param, grad, "Adam parameter and gradient");
-  check_same(param, mt, "Adam parameter and first moment");
-  check_same(param, vt, "Adam parameter and second moment");
-  AMPWB_CHECK(param.dtype() == DType::F32, "Adam updates FP32 master weights, got " << param.describe());
+  int64_t chunks = 0;
+  std::vector<cuda::UpdateSegment> segments = update_segments(params, 2, "Adam", chunks);
+  if (segments.empty()) return;
+  const int count = static_cast<int>(segments.size());
+  const cuda::UpdateSegment* table = m.device_table(m.update_table, std::move(segments), same_segment);
   const cuda::AdamHyper hyper{p.beta1, p.beta2, p.eps, p.decoupled_weight_decay ? p.weight_decay : 0.0f,
                               p.decoupled_weight_decay ? 0.0f : p.weight_decay};
-  cuda::adam_update(param.data_as<float>(), grad.data_as<float>(), mt.data_as<float>(), vt.data_as<float>(),
-                    param.numel(), hyper, p.lr, p.step,
+  cuda::adam_update(table, count, chunks, m.multi_tensor_blocks(chunks), hyper, p.lr, p.step,
                     p.skip_if_found_inf ? loss_scale_state(*p.skip_if_found_inf) : nullptr, step_values(p.step_values),
-                    compute_copy(param, param_copy), copy_type(param_copy), m.stream);
+                    m.stream);
 }
 
 void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
@@ -152,26 +172,16 @@ void CudaBackend::scale_and_check(const std::vector<Tensor*>& tensors, float fac
     AMPWB_CHECK(t->dtype() == DType::F32, "scale_and_check expects FP32 tensors, got " << t->describe());
     if (t->numel() == 0) continue;
     segments.push_back({t->data_as<float>(), t->numel(), chunks});
-    chunks += (t->numel() + cuda::kScaleChunk - 1) / cuda::kScaleChunk;
+    chunks += chunks_of(t->numel());
   }
   CUDA_CHECK(cudaMemsetAsync(m.device_scale(), 0, sizeof(cuda::ScaleResult), m.stream));
   if (segments.empty()) return;
-  if (!same_segments(segments, m.scale_segments)) {
-    const size_t segment_bytes = segments.size() * sizeof(cuda::ScaleSegment);
-    m.scale_table = m.capturing ? m.bytes_beside_capture(segment_bytes) : m.bytes(segment_bytes);
-    if (m.capturing) {  // copied now, on the other stream, so that the graph holds no copy from the host
-      m.host_to_device(segments.data(), m.scale_table.data(), segment_bytes, m.to_device, m.copy_stream);
-      CUDA_CHECK(cudaStreamSynchronize(m.copy_stream));
-    } else {
-      m.host_to_device(segments.data(), m.scale_table.data(), segment_bytes, m.to_device, m.stream);
-    }
-    m.scale_segments = std::move(segments);
-  }
-  const int blocks = static_cast<int>(std::min<int64_t>({chunks, int64_t{4} * m.props.multiProcessorCount, 1024}));
+  const int count = static_cast<int>(segments.size());
+  const cuda::ScaleSegment* table = m.device_table(m.scale_table, std::move(segments), same_segment);
+  const int blocks = m.multi_tensor_blocks(chunks);
   Tensor partials = m.bytes(static_cast<size_t>(blocks) * sizeof(double));
-  cuda::scale_and_check(static_cast<const cuda::ScaleSegment*>(m.scale_table.data()),
-                        static_cast<int>(m.scale_segments.size()), chunks, factor,
-                        static_cast<double*>(partials.data()), blocks, m.device_scale(), loss_scale, m.stream);
+  cuda::scale_and_check(table, count, chunks, factor, static_cast<double*>(partials.data()), blocks, m.device_scale(),
+                        loss_scale, m.stream);
 }
 
 StepScalars CudaBackend::read_scalars() {

@@ -49,15 +49,15 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
   Impl& m = *impl_;
   AMPWB_CHECK(!m.capturing, "capture() inside a capture");
   // A graph cannot wait for an event recorded outside it: the uploads finish first and are forgotten. The steps
-  // queued before finish too, once per capture: the gradients' table below is written on the copy stream into a
-  // block from the shared cache, which their kernels may still be reading.
+  // queued before finish too, once per capture: the segment tables below are written on the copy stream into
+  // blocks from the shared cache, which their kernels may still be reading.
   CUDA_CHECK(cudaStreamSynchronize(m.stream));
   CUDA_CHECK(cudaStreamSynchronize(m.copy_stream));
   m.ready({});
-  // The gradients' table is made again inside the capture (bytes_beside_capture): the graph reads it for as long as
-  // it lives, whatever other tensor lists are checked meanwhile.
-  m.scale_segments.clear();
-  m.scale_table = Tensor();
+  // The segment tables (the gradients', the parameters') are made again inside the capture (bytes_beside_capture):
+  // the graph reads them for as long as it lives, whatever other tensor lists come meanwhile.
+  m.scale_table = {};
+  m.update_table = {};
   Allocator& allocator = allocator_for(m.device);
   allocator.empty_cache();  // the op-by-op steps' cached blocks: the pool holds a step of its own from here
   const int pool = allocator.new_pool();

@@ -377,20 +377,45 @@ __global__ void mean_of_rows(const double* row_loss, int64_t N, LossResult* resu
 
 // copy: null, or the weights' 16-bit compute copy (copy_type), written from each updated weight in the same pass,
 // rounded as convert_kernel rounds.
-__global__ void sgd_kernel(float* w, const float* g, float* buf, int64_t n, float lr, float momentum,
-                           float weight_decay, bool nesterov, bool first_step, const float* found_inf,
-                           const StepValues* values, void* copy, KType copy_type) {
+// The segment holding a chunk of a multi-tensor kernel: the last one whose first_chunk <= chunk (binary search).
+template <class Segment>
+__device__ inline Segment segment_of(const Segment* segments, int count, int64_t chunk) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (segments[mid].first_chunk <= chunk)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return segments[lo];
+}
+
+// Calls body(segment, i) for every element of every segment, each block taking chunks in turn. The segment is a
+// local copy: the body's stores cannot alias it, so its pointers stay in registers.
+template <class Segment, class Body>
+__device__ inline void for_each_chunk(const Segment* segments, int count, int64_t total_chunks, Body body) {
+  for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
+    const Segment s = segment_of(segments, count, chunk);
+    const int64_t begin = (chunk - s.first_chunk) * kChunk, end = min(begin + kChunk, s.n);
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) body(s, i);
+  }
+}
+
+__global__ void sgd_kernel(const UpdateSegment* segments, int count, int64_t total_chunks, SgdHyper h,
+                           const float* found_inf, const StepValues* values) {
   if (found_inf && *found_inf != 0.0f) return;  // the loss scaler skips this step
-  if (values) lr = values->lr;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    float d = g[i] + weight_decay * w[i];
-    if (buf) {
-      buf[i] = first_step ? d : momentum * buf[i] + d;  // PyTorch: no dampening, the buffer starts at d
-      d = nesterov ? d + momentum * buf[i] : buf[i];
+  const float lr = values ? values->lr : h.lr;
+  for_each_chunk(segments, count, total_chunks, [&](const UpdateSegment& s, int64_t i) {
+    float* w = s.w;
+    float d = s.g[i] + h.weight_decay * w[i];
+    if (float* buf = s.s1) {
+      buf[i] = h.first_step ? d : h.momentum * buf[i] + d;  // PyTorch: no dampening, the buffer starts at d
+      d = h.nesterov ? d + h.momentum * buf[i] : buf[i];
     }
     w[i] -= lr * d;
-    if (copy) store_any(copy, copy_type, i, w[i]);
-  }
+    if (s.copy) store_any(s.copy, s.copy_type, i, w[i]);
+  });
 }
 
 // Adam's step size, the square root of its second bias correction and AdamW's decay for the step'th update, in
@@ -408,9 +433,8 @@ __device__ inline AdamStep adam_step(const AdamHyper& h, float lr, int64_t step)
 
 // With a loss-scale state: nothing where its found_inf is set, and t = step - skipped_steps. Each block's first
 // thread computes the step's constants (from values' lr and step where given).
-__global__ void adam_kernel(float* w, const float* g, float* m, float* v, int64_t n, AdamHyper h, float lr,
-                            int64_t step, const LossScaleDevice* state, const StepValues* values, void* copy,
-                            KType copy_type) {
+__global__ void adam_kernel(const UpdateSegment* segments, int count, int64_t total_chunks, AdamHyper h, float lr,
+                            int64_t step, const LossScaleDevice* state, const StepValues* values) {
   if (state && state->found_inf != 0.0f) return;  // the loss scaler skips this step (the whole grid alike)
   __shared__ AdamStep shared;
   if (threadIdx.x == 0) {
@@ -422,13 +446,14 @@ __global__ void adam_kernel(float* w, const float* g, float* m, float* v, int64_
   }
   __syncthreads();
   const AdamStep c = shared;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const float gi = g[i] + h.l2 * w[i];
+  for_each_chunk(segments, count, total_chunks, [&](const UpdateSegment& s, int64_t i) {
+    float *w = s.w, *m = s.s1, *v = s.s2;
+    const float gi = s.g[i] + h.l2 * w[i];
     m[i] = h.beta1 * m[i] + (1 - h.beta1) * gi;
     v[i] = h.beta2 * v[i] + (1 - h.beta2) * gi * gi;
     w[i] = w[i] * c.decay - c.step_size * m[i] / (sqrtf(v[i]) / c.bias2_sqrt + h.eps);
-    if (copy) store_any(copy, copy_type, i, w[i]);
-  }
+    if (s.copy) store_any(s.copy, s.copy_type, i, w[i]);
+  });
 }
 
 // ---- Fused scale and check ------------------------------------------------------------------------------------
@@ -440,26 +465,12 @@ __global__ void scale_and_check_kernel(const ScaleSegment* segments, int segment
   if (loss_scale) factor = static_cast<float>(1.0 / static_cast<double>(loss_scale->scale));
   double sum = 0;
   int nonfinite = 0;
-  for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
-    // The segment holding this chunk: the last one whose first_chunk <= chunk (binary search).
-    int lo = 0, hi = segment_count - 1;
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (segments[mid].first_chunk <= chunk)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    const ScaleSegment s = segments[lo];
-    const int64_t begin = (chunk - s.first_chunk) * kScaleChunk;
-    const int64_t end = min(begin + kScaleChunk, s.n);
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-      nonfinite |= !isfinite(s.data[i]);  // the input, as PyTorch's unscale_ checks it
-      const float v = s.data[i] * factor;
-      s.data[i] = v;
-      sum += static_cast<double>(v) * v;
-    }
-  }
+  for_each_chunk(segments, segment_count, total_chunks, [&](const ScaleSegment& s, int64_t i) {
+    nonfinite |= !isfinite(s.data[i]);  // the input, as PyTorch's unscale_ checks it
+    const float v = s.data[i] * factor;
+    s.data[i] = v;
+    sum += static_cast<double>(v) * v;
+  });
   if (__syncthreads_or(nonfinite) && threadIdx.x == 0) atomicOr(&result->nonfinite, 1);
   sum = block_sum(sum);
   __shared__ bool last_block;
@@ -693,20 +704,17 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N
   CUDA_CHECK_LAUNCH("mean_of_rows");
 }
 
-void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
-                float weight_decay, bool nesterov, bool first_step, const float* found_inf, const StepValues* values,
-                void* copy, KType copy_type, cudaStream_t stream) {
-  if (n == 0) return;
-  sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, momentum_buffer, n, lr, momentum, weight_decay, nesterov,
-                                                     first_step, found_inf, values, copy, copy_type);
+void sgd_update(const UpdateSegment* segments, int segment_count, int64_t total_chunks, int blocks, SgdHyper hyper,
+                const float* found_inf, const StepValues* values, cudaStream_t stream) {
+  if (segment_count == 0 || total_chunks == 0) return;
+  sgd_kernel<<<blocks, kThreads, 0, stream>>>(segments, segment_count, total_chunks, hyper, found_inf, values);
   CUDA_CHECK_LAUNCH("sgd_kernel");
 }
 
-void adam_update(float* w, const float* g, float* m, float* v, int64_t n, AdamHyper hyper, float lr, int64_t step,
-                 const LossScaleDevice* state, const StepValues* values, void* copy, KType copy_type,
-                 cudaStream_t stream) {
-  if (n == 0) return;
-  adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w, g, m, v, n, hyper, lr, step, state, values, copy, copy_type);
+void adam_update(const UpdateSegment* segments, int segment_count, int64_t total_chunks, int blocks, AdamHyper hyper,
+                 float lr, int64_t step, const LossScaleDevice* state, const StepValues* values, cudaStream_t stream) {
+  if (segment_count == 0 || total_chunks == 0) return;
+  adam_kernel<<<blocks, kThreads, 0, stream>>>(segments, segment_count, total_chunks, hyper, lr, step, state, values);
   CUDA_CHECK_LAUNCH("adam_kernel");
 }
 

@@ -110,10 +110,26 @@ void softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t N
                            float grad_scale, const float* scale_from, float* dlogits, double* row_loss,
                            LossResult* result, cudaStream_t stream);
 
-// ---- Optimizers over FP32 master weights (the CPU backend's formulas) ---------------------------------------------
+// ---- Multi-tensor kernels: many tensors in one launch ------------------------------------------------------------
+// Each tensor is a segment of kChunk-element chunks, numbered across the segments in order; a block takes chunks
+// in turn and finds each one's segment in the device table by its first chunk.
+inline constexpr int64_t kChunk = 4096;
+
+// ---- Optimizers over FP32 master weights (the CPU backend's formulas), every parameter in one launch ---------------
+// One parameter: its master w, gradient g and the optimizer's state (SGD: s1 the momentum buffer, or null without
+// momentum; Adam: s1, s2 the first and second moments); copy null, or the 16-bit compute copy (copy_type, same
+// layout), written in the same pass as convert() would write it.
+struct UpdateSegment {
+  float* w = nullptr;
+  const float* g = nullptr;
+  float* s1 = nullptr;
+  float* s2 = nullptr;
+  void* copy = nullptr;
+  KType copy_type = KType::F32;
+  int64_t n = 0;
+  int64_t first_chunk = 0;  // chunks of the segments before this one
+};
 // found_inf: null, or the loss scaler's flag in device memory: when it is set the update changes nothing.
-// copy: null, or the weights' 16-bit compute copy (copy_type, same layout), written in the same pass as convert()
-// would write it.
 // values: null, or an optimizer's step values in device memory (laid out as ampwb::OptimizerStep): lr (and Adam's
 // step) read there instead.
 struct StepValues {
@@ -121,9 +137,13 @@ struct StepValues {
   int unused;
   int64_t step;
 };
-void sgd_update(float* w, const float* g, float* momentum_buffer, int64_t n, float lr, float momentum,
-                float weight_decay, bool nesterov, bool first_step, const float* found_inf, const StepValues* values,
-                void* copy, KType copy_type, cudaStream_t stream);
+struct SgdHyper {
+  float lr, momentum, weight_decay;
+  bool nesterov, first_step;
+};
+// segments: a device table of segment_count; blocks: the grid (any count; each block strides over the chunks).
+void sgd_update(const UpdateSegment* segments, int segment_count, int64_t total_chunks, int blocks, SgdHyper hyper,
+                const float* found_inf, const StepValues* values, cudaStream_t stream);
 // The bias corrections of step t (lr / (1 - beta1^t), sqrt(1 - beta2^t)) and AdamW's decay (1 - lr decoupled_wd;
 // 0 for Adam, whose weight decay is l2) computed on the device, in double as the CPU backend does, from lr and
 // t = step, or values' where given. state: null, or the loss scaler's: nothing changes where its found_inf is set,
@@ -132,17 +152,15 @@ struct LossScaleDevice;
 struct AdamHyper {
   float beta1, beta2, eps, decoupled_wd, l2;
 };
-void adam_update(float* w, const float* g, float* m, float* v, int64_t n, AdamHyper hyper, float lr, int64_t step,
-                 const LossScaleDevice* state, const StepValues* values, void* copy, KType copy_type,
-                 cudaStream_t stream);
+void adam_update(const UpdateSegment* segments, int segment_count, int64_t total_chunks, int blocks, AdamHyper hyper,
+                 float lr, int64_t step, const LossScaleDevice* state, const StepValues* values, cudaStream_t stream);
 
 // ---- The fused unscale + inf/NaN check + sum of squares over many tensors: one launch ----------------------------
 struct ScaleSegment {
   float* data = nullptr;
   int64_t n = 0;
-  int64_t first_chunk = 0;  // chunks (kScaleChunk elements) of the segments before this one
+  int64_t first_chunk = 0;  // chunks of the segments before this one
 };
-inline constexpr int64_t kScaleChunk = 4096;
 struct ScaleResult {
   double sum_of_squares = 0;
   int nonfinite = 0;         // set (atomicOr) by any block that saw inf or NaN
