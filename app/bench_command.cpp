@@ -113,9 +113,11 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
   bench
       ->add_option("--conv-algorithm", c.conv_algorithm,
                    "CPU, FP32 3x3 convolutions: auto (Winograd F(2x2,3x3) without AVX-512, else direct), direct, "
-                   "winograd")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, ConvAlgorithm>{
-          {"auto", ConvAlgorithm::Auto}, {"direct", ConvAlgorithm::Direct}, {"winograd", ConvAlgorithm::Winograd}}))
+                   "winograd, or measured (the faster of the two for each pass and shape, timed on its first call)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, ConvAlgorithm>{{"auto", ConvAlgorithm::Auto},
+                                                                               {"direct", ConvAlgorithm::Direct},
+                                                                               {"winograd", ConvAlgorithm::Winograd},
+                                                                               {"measured", ConvAlgorithm::Measured}}))
       ->type_name("ALGORITHM");
   bench->footer(devices_help);
   run_on_parse(bench, invocation, options, bench_command);

@@ -756,6 +756,48 @@ TEST(CpuBackend, WinogradAgreesWithTheDirectConvolutionWhateverItsThreadsOrSimd)
   EXPECT_EQ(two.dw, scalar.dw);
 }
 
+// Measured: each pass of each shape runs by the algorithm its first call timed faster, every call alike: its bits are
+// the direct convolution's or Winograd's, and the same on the second call as on the first (the first call's output
+// is the chosen algorithm's, not the last one timed). FP32 and emulated FP16; a shape Winograd does not fit is the
+// direct convolution's.
+TEST(CpuBackend, MeasuredConvAlgorithmKeepsOneChoicePerPassAndShape) {
+  for (DType dtype : {DType::F32, DType::F16}) {
+    for (int64_t channels : {64, 32}) {  // 32: below Winograd's range
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + ", " + std::to_string(channels) + " channels");
+      Rng rng(23);
+      const Tensor x = host_random({2, channels, 14, 14}, rng, dtype, Layout::NHWC);
+      const Tensor w = host_random({channels, channels, 3, 3}, rng, dtype, Layout::NHWC);
+      const Tensor dy = host_random({2, channels, 14, 14}, rng, dtype, Layout::NHWC);
+      using Passes = std::array<std::vector<uint8_t>, 3>;  // y, dx, dw
+      auto convolve = [&](CpuBackend& b) {
+        Tensor y = Tensor::empty(dy.shape(), dtype, Layout::NHWC), dx = Tensor::empty(x.shape(), dtype, Layout::NHWC);
+        Tensor dw = Tensor::empty(w.shape(), dtype, Layout::NHWC);
+        b.conv2d_forward(x, w, y, {1, 1});
+        b.conv2d_backward_data(dy, w, dx, {1, 1});
+        b.conv2d_backward_weights(x, dy, dw, {1, 1});
+        return Passes{bytes_of(b, y), bytes_of(b, dx), bytes_of(b, dw)};
+      };
+      CpuBackend direct_backend({2, CpuBf16::Emulated, false, ConvAlgorithm::Direct});
+      CpuBackend winograd_backend({2, CpuBf16::Emulated, false, ConvAlgorithm::Winograd});
+      CpuBackend measured({2, CpuBf16::Emulated, false, ConvAlgorithm::Measured});
+      const Passes direct = convolve(direct_backend), winograd = convolve(winograd_backend);
+      const Passes first = convolve(measured), second = convolve(measured);
+      for (size_t pass = 0; pass < 3; ++pass) {
+        EXPECT_TRUE(first[pass] == direct[pass] || first[pass] == winograd[pass]) << "pass " << pass;
+        EXPECT_EQ(first[pass], second[pass]) << "pass " << pass << ": one algorithm per pass and shape";
+        if (channels == 32) {
+          EXPECT_EQ(first[pass], direct[pass]) << "pass " << pass;
+        }
+      }
+      if (channels == 64) {
+        EXPECT_NE(direct[0], winograd[0]) << "the two algorithms' bits differ here";
+      }
+    }
+  }
+  EXPECT_NE(CpuBackend({1, CpuBf16::Auto, false, ConvAlgorithm::Measured}).description().find("measured per shape"),
+            std::string::npos);
+}
+
 // FP16 and BF16 convolutions, which the CPU emulates, take Winograd with the conversions folded into its transforms:
 // the same bits as the emulation's widening to FP32, FP32 convolution and rounding, done here step by step.
 TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {

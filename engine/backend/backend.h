@@ -252,8 +252,11 @@ class Backend {
 // How the CPU computes FP32 3x3 convolutions of 64 to 256 channels (stride 1): oneDNN's direct algorithm, or
 // Winograd's F(2x2,3x3) (backend/cpu/winograd.h, 2.25x fewer multiply-adds). Auto takes Winograd where it was
 // measured faster, CPUs without AVX-512 (1.4-2.2x per ResNet-18 convolution on Zen 1), and the direct algorithm
-// elsewhere.
-enum class ConvAlgorithm { Auto, Direct, Winograd };
+// elsewhere. Measured times both on each pass and shape's first call and keeps Winograd where it was at least
+// kWinogradMargin faster: per machine and shape, at the cost that two runs may not choose alike (their curves then
+// differ in rounding), so it is asked for, not the default.
+enum class ConvAlgorithm { Auto, Direct, Winograd, Measured };
+inline constexpr double kWinogradMargin = 1.1;
 
 // How the CPU computes BF16 where oneDNN has BF16 primitives that the cores run natively. Auto takes them where
 // the cores' BF16 multiply-adds outpace their FP32 ones (AMX tiles; AVX512-BF16 on AMD Zen 5) and otherwise

@@ -100,6 +100,7 @@ CpuBackend::CpuBackend(const BackendOptions& options) : impl_(std::make_unique<I
                         (impl_->bf16_mode == CpuBf16::Auto && !native_bf16_pays(onednn_bf16_convolution()));
   winograd_ = options.conv_algorithm == ConvAlgorithm::Winograd ||
               (options.conv_algorithm == ConvAlgorithm::Auto && simd_level() < SimdLevel::Avx512);
+  measure_winograd_ = options.conv_algorithm == ConvAlgorithm::Measured;
   omp_set_num_threads(threads_);
 }
 
@@ -114,7 +115,9 @@ std::string CpuBackend::description() const {
   std::ostringstream out;
   out << "cpu (oneDNN " << v->major << '.' << v->minor << '.' << v->patch << ", " << isa() << ", " << threads_
       << (threads_ == 1 ? " thread" : " threads")
-      << (winograd_ ? ", FP32 3x3 convolutions by Winograd F(2x2,3x3))" : ")");
+      << (winograd_           ? ", FP32 3x3 convolutions by Winograd F(2x2,3x3))"
+          : measure_winograd_ ? ", FP32 3x3 convolutions by Winograd F(2x2,3x3) or direct, measured per shape)"
+                              : ")");
   return out.str();
 }
 

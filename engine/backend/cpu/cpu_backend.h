@@ -12,7 +12,9 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "backend/backend.h"
 
@@ -98,7 +100,16 @@ class CpuBackend final : public Backend {
   struct Impl;  // oneDNN engine, stream and primitive caches
   std::unique_ptr<Impl> impl_;
   int threads_ = 1;
-  bool winograd_ = false;             // FP32 3x3 convolutions by Winograd F(2x2,3x3) (BackendOptions::conv_algorithm)
+  // FP32 3x3 convolutions by Winograd F(2x2,3x3) where it applies (BackendOptions::conv_algorithm), or (measured) by
+  // the faster of it and the direct algorithm, timed on each pass and shape's first call and kept by key.
+  bool winograd_ = false;
+  bool measure_winograd_ = false;
+  std::map<std::string, bool> winograd_chosen_;
+  // The weight gradient by oneDNN (or its batched GEMM, or the emulation around either): never Winograd.
+  void backward_weights_direct(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p);
+  // Runs a pass that Winograd can compute: by winograd() or direct(), as above.
+  void with_conv_algorithm(const std::string& key, const std::function<void()>& winograd,
+                           const std::function<void()>& direct);
   StepScalars scalars_;               // what read_scalars() returns: host memory here, so no copy
   std::deque<PostedScalars> posted_;  // post_scalars() not yet collected
 };

@@ -1,5 +1,6 @@
 // CPU convolutions and inner products (linear layers) through cached oneDNN primitives, with weights reordered to
 // and from the primitive's layout, and the FP32 emulation where oneDNN has no primitive for the dtype.
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -104,12 +105,29 @@ void CpuBackend::run_weights_pass(const Cached* c, const Fp32Primitive& fp32_pri
   narrow(out32, out);
 }
 
+void CpuBackend::with_conv_algorithm(const std::string& key, const std::function<void()>& winograd,
+                                     const std::function<void()>& direct) {
+  if (!measure_winograd_) return winograd_ ? winograd() : direct();
+  if (auto it = winograd_chosen_.find(key); it != winograd_chosen_.end()) return it->second ? winograd() : direct();
+  // Each timed on its second run (the first makes the primitive and warms the caches); the output ends as the
+  // chosen algorithm writes it.
+  auto seconds = [](const std::function<void()>& run) {
+    run();
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double direct_seconds = seconds(direct), winograd_seconds = seconds(winograd);
+  const bool chosen = winograd_seconds * kWinogradMargin <= direct_seconds;
+  winograd_chosen_.emplace(key, chosen);
+  if (!chosen) direct();
+}
+
 void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) {
   AMPWB_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && w.c() == x.c() && y.c() == w.n() && y.n() == x.n() &&
                   y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
                   y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
               "conv2d_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
-  if (winograd_ && all_fp32(x, w, y) && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);
   auto primitive = [&](const Tensor& x_, const Tensor& w_, const Tensor& y_, bool ask = true) {
     return impl_->find(make_key("conv_fwd", x_, w_, y_, p.stride, p.padding), ask, [&] {
       auto pd = impl_->conv_forward_pd(x_, w_, y_, p);
@@ -119,18 +137,20 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
       return c;
     });
   };
-  const Cached* c = primitive(x, w, y, ask_onednn(impl_->emulate_bf16, x, w, y));
-  // Emulated (no primitive): FP32 compute on the 16-bit values, the result rounded to 16 bits; Winograd's folded.
-  if (!c && winograd_ && winograd_fits(x, w, y, p)) return winograd_forward(x, w, y, threads_);
-  run_weights_pass(c, primitive, x, w, y, DNNL_ARG_SRC, DNNL_ARG_DST);
+  const bool ask = ask_onednn(impl_->emulate_bf16, x, w, y);
+  auto direct = [&] { run_weights_pass(primitive(x, w, y, ask), primitive, x, w, y, DNNL_ARG_SRC, DNNL_ARG_DST); };
+  // Winograd for FP32 and for emulated 16-bit types (no primitive: FP32 compute on the 16-bit values, the result
+  // rounded to 16 bits, Winograd's conversions folded); a native BF16 primitive stays oneDNN's.
+  if (winograd_fits(x, w, y, p) && (all_fp32(x, w, y) || !ask))
+    return with_conv_algorithm(
+        make_key("winograd_fwd", x, w, y, p.stride, p.padding), [&] { winograd_forward(x, w, y, threads_); }, direct);
+  direct();
 }
 
 void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) {
   AMPWB_CHECK(
       dx.rank() == 4 && w.c() == dx.c() && dy.c() == w.n() && dy.h() == conv_out(dx.h(), w.h(), p.stride, p.padding),
       "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
-  if (winograd_ && all_fp32(dy, w, dx) && winograd_fits(dy, w, dx, p))
-    return winograd_backward_data(dy, w, dx, threads_);
   auto primitive = [&](const Tensor& dy_, const Tensor& w_, const Tensor& dx_, bool ask = true) {
     return impl_->find(make_key("conv_bwd_data", dy_, w_, dx_, p.stride, p.padding), ask, [&] {
       const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
@@ -144,23 +164,36 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
       return c;
     });
   };
-  const Cached* c = primitive(dy, w, dx, ask_onednn(impl_->emulate_bf16, dy, w, dx));
-  if (!c && winograd_ && winograd_fits(dy, w, dx, p)) return winograd_backward_data(dy, w, dx, threads_);
-  run_weights_pass(c, primitive, dy, w, dx, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC);
+  const bool ask = ask_onednn(impl_->emulate_bf16, dy, w, dx);
+  auto direct = [&] {
+    run_weights_pass(primitive(dy, w, dx, ask), primitive, dy, w, dx, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC);
+  };
+  if (winograd_fits(dy, w, dx, p) && (all_fp32(dy, w, dx) || !ask))  // as in conv2d_forward
+    return with_conv_algorithm(
+        make_key("winograd_bwd_data", dy, w, dx, p.stride, p.padding),
+        [&] { winograd_backward_data(dy, w, dx, threads_); }, direct);
+  direct();
 }
 
 void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) {
   AMPWB_CHECK(
       x.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n(),
       "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
-  if (winograd_ && all_fp32(x, dy, dw) && winograd_fits(x, dw, dy, p))
-    return winograd_backward_weights(x, dy, dw, threads_);
+  auto direct = [&] { backward_weights_direct(x, dy, dw, p); };
+  if (winograd_fits(x, dw, dy, p) && (all_fp32(x, dy, dw) || !ask_onednn(impl_->emulate_bf16, x, dy, dw)))
+    return with_conv_algorithm(
+        make_key("winograd_bwd_weights", x, dy, dw, p.stride, p.padding),
+        [&] { winograd_backward_weights(x, dy, dw, threads_); }, direct);
+  direct();
+}
+
+void CpuBackend::backward_weights_direct(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) {
   // oneDNN 2.6.3's jit_1x1:avx2 gets the weight gradient of a strided 1x1 NHWC convolution wrong when a channel
   // count is not a multiple of 8 (test_ops under ONEDNN_MAX_CPU_ISA=AVX2 found it). The same gradient is that of
   // a stride-1 convolution over the input's sampled pixels, which every implementation gets right.
   if (dw.h() == 1 && dw.w() == 1 && p.stride > 1 && p.padding == 0 && x.layout() == Layout::NHWC &&
       (x.c() % 8 || dw.n() % 8))
-    return conv2d_backward_weights(sample_pixels(x, p.stride, dy.h(), dy.w()), dy, dw, {1, 0});
+    return backward_weights_direct(sample_pixels(x, p.stride, dy.h(), dy.w()), dy, dw, {1, 0});
   const auto key = make_key("conv_bwd_weights", x, dy, dw, p.stride, p.padding);
   const Cached* c = impl_->find(key, ask_onednn(impl_->emulate_bf16, x, dy, dw), [&] {
     const memory::dims stride{p.stride, p.stride}, pad{p.padding, p.padding};
@@ -177,9 +210,8 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
   });
   if (!c && x.dtype() == DType::F32) return conv_backward_weights_batched(x, dy, dw, p, threads_);
   if (!c) {  // emulated: FP32 compute on the 16-bit values, the result rounded to 16 bits
-    if (winograd_ && winograd_fits(x, dw, dy, p)) return winograd_backward_weights(x, dy, dw, threads_);
     Tensor dw32 = wide_output(dw);
-    conv2d_backward_weights(widen(x), widen(dy), dw32, p);
+    backward_weights_direct(widen(x), widen(dy), dw32, p);
     return narrow(dw32, dw);
   }
   Tensor holder;
