@@ -82,17 +82,18 @@ std::vector<cuda::UpdateSegment> CudaBackend::update_segments(const std::vector<
   Impl& m = *impl_;
   std::vector<cuda::UpdateSegment> segments;
   chunks = 0;
+  const std::string name(optimizer);
   for (const ParamUpdate& u : params) {
     m.ready({&u.param, &u.grad});
-    m.check_device(u.param, optimizer);
-    m.check_device(u.grad, optimizer);
-    check_same(u.param, u.grad, (std::string(optimizer) + " parameter and gradient").c_str());
+    m.check_device(u.param, (name + " parameter").c_str());
+    m.check_device(u.grad, (name + " gradient").c_str());
+    check_same(u.param, u.grad, (name + " parameter and gradient").c_str());
     AMPWB_CHECK(u.param.dtype() == DType::F32, optimizer << " updates FP32 master weights, got " << u.param.describe());
     const Tensor* state[] = {&u.state1, &u.state2};
     for (int i = 0; i < states; ++i) {
       m.ready({state[i]});
-      m.check_device(*state[i], optimizer);
-      check_same(u.param, *state[i], (std::string(optimizer) + " parameter and state").c_str());
+      m.check_device(*state[i], (name + " state").c_str());
+      check_same(u.param, *state[i], (name + " parameter and state").c_str());
     }
     Tensor copy = u.copy;
     if (copy.defined()) m.ready({&copy});

@@ -375,8 +375,6 @@ __global__ void mean_of_rows(const double* row_loss, int64_t N, LossResult* resu
 
 // ---- Optimizers -----------------------------------------------------------------------------------------------
 
-// copy: null, or the weights' 16-bit compute copy (copy_type), written from each updated weight in the same pass,
-// rounded as convert_kernel rounds.
 // The segment holding a chunk of a multi-tensor kernel: the last one whose first_chunk <= chunk (binary search).
 template <class Segment>
 __device__ inline Segment segment_of(const Segment* segments, int count, int64_t chunk) {
@@ -402,6 +400,8 @@ __device__ inline void for_each_chunk(const Segment* segments, int count, int64_
   }
 }
 
+// A segment's copy: null, or the weights' 16-bit compute copy (copy_type), written from each updated weight in the
+// same pass, rounded as convert_kernel rounds.
 __global__ void sgd_kernel(const UpdateSegment* segments, int count, int64_t total_chunks, SgdHyper h,
                            const float* found_inf, const StepValues* values) {
   if (found_inf && *found_inf != 0.0f) return;  // the loss scaler skips this step
