@@ -120,6 +120,9 @@ TEST(CudaGraphApi, ConvolutionsMatchTheLegacyApi) {
         for (const auto pass : kPasses) {
           const Tensor& like = pass == cuda::ConvPass::Forward ? dy : pass == cuda::ConvPass::BackwardData ? x : w;
           Tensor out_legacy = to_gpu(like), out_graph = to_gpu(like);
+          // The runners use the handle's own stream, not the backend's: the uploads are waited for here, and the
+          // results before they are read back.
+          CUDA_CHECK(cudaDeviceSynchronize());
           auto run = [&](cuda::ConvRunner& r, Tensor& out) {
             if (pass == cuda::ConvPass::Forward) r.forward(s, gx.data(), gw.data(), out.data(), scratch);
             if (pass == cuda::ConvPass::BackwardData) r.backward_data(s, gdy.data(), gw.data(), out.data(), scratch);
@@ -128,6 +131,9 @@ TEST(CudaGraphApi, ConvolutionsMatchTheLegacyApi) {
           };
           run(legacy, out_legacy);
           run(graph, out_graph);
+          CUDA_CHECK(cudaDeviceSynchronize());
+          for (void* p : blocks) cudaFree(p);  // the scratch of the two runs, done
+          blocks.clear();
           ++runs;
           const std::vector<float> a = to_float_vector(to_host(out_legacy)), b = to_float_vector(to_host(out_graph));
           double largest = 0, worst = 0;
