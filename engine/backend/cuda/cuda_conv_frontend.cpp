@@ -60,8 +60,7 @@ fe::DataType_t graph_type(cudnnDataType_t t) {
 }
 
 // A 4-d tensor's strides in the convolution's layout: NHWC (weights KRSC) or NCHW.
-std::vector<int64_t> strides(bool nhwc, int64_t n, int64_t c, int64_t h, int64_t w) {
-  (void)n;
+std::vector<int64_t> strides(bool nhwc, int64_t c, int64_t h, int64_t w) {
   if (nhwc) return {c * h * w, 1, c * w, c};
   return {c * h * w, h * w, w, 1};
 }
@@ -82,7 +81,7 @@ PassGraph make_graph(ConvPass pass, const ConvShape& s) {
       .set_compute_data_type(fe::DataType_t::FLOAT);  // FP32 accumulation in every mode, as in the legacy API
   auto tensor = [&](const char* name, int64_t n, int64_t c, int64_t h, int64_t w) {
     return g.graph->tensor(
-        fe::graph::Tensor_attributes().set_name(name).set_dim({n, c, h, w}).set_stride(strides(s.nhwc, n, c, h, w)));
+        fe::graph::Tensor_attributes().set_name(name).set_dim({n, c, h, w}).set_stride(strides(s.nhwc, c, h, w)));
   };
   const std::vector<int64_t> padding{s.padding, s.padding}, stride{s.stride, s.stride}, dilation{1, 1};
   switch (pass) {
@@ -92,7 +91,7 @@ PassGraph make_graph(ConvPass pass, const ConvShape& s) {
       g.out = g.graph->conv_fprop(
           g.a, g.b, fe::graph::Conv_fprop_attributes().set_padding(padding).set_stride(stride).set_dilation(dilation));
       // The output's dimensions are left to the frontend, and checked against the shape's (checked_graph).
-      g.out->set_stride(strides(s.nhwc, s.n, s.k, s.p, s.q));
+      g.out->set_stride(strides(s.nhwc, s.k, s.p, s.q));
       break;
     }
     case ConvPass::BackwardData: {
@@ -100,7 +99,7 @@ PassGraph make_graph(ConvPass pass, const ConvShape& s) {
       g.b = tensor("w", s.k, s.c, s.r, s.s);
       g.out = g.graph->conv_dgrad(
           g.a, g.b, fe::graph::Conv_dgrad_attributes().set_padding(padding).set_stride(stride).set_dilation(dilation));
-      g.out->set_dim({s.n, s.c, s.h, s.w}).set_stride(strides(s.nhwc, s.n, s.c, s.h, s.w));
+      g.out->set_dim({s.n, s.c, s.h, s.w}).set_stride(strides(s.nhwc, s.c, s.h, s.w));
       break;
     }
     case ConvPass::BackwardFilter: {
@@ -108,7 +107,7 @@ PassGraph make_graph(ConvPass pass, const ConvShape& s) {
       g.b = tensor("dy", s.n, s.k, s.p, s.q);
       g.out = g.graph->conv_wgrad(
           g.b, g.a, fe::graph::Conv_wgrad_attributes().set_padding(padding).set_stride(stride).set_dilation(dilation));
-      g.out->set_dim({s.k, s.c, s.r, s.s}).set_stride(strides(s.nhwc, s.k, s.c, s.r, s.s));
+      g.out->set_dim({s.k, s.c, s.r, s.s}).set_stride(strides(s.nhwc, s.c, s.r, s.s));
       break;
     }
   }
