@@ -171,6 +171,12 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
                        "on: each batch shape's deferred step captured once as a CUDA graph and replayed; off: op by "
                        "op; auto (the default): on where the steps are deferred on a GPU")
           ->type_name("auto|on|off"));
+  run(command
+          ->add_option("--conv-algorithm", c.conv_algorithm,
+                       "CPU, 3x3 convolutions: auto (Winograd F(2x2,3x3) without AVX-512, else direct), direct, "
+                       "winograd, or measured (the faster of the two for each pass and shape, timed on its first "
+                       "call; two runs may then choose differently)")
+          ->type_name("ALGORITHM"));
   run(add_number(command, "--max-skipped", c.max_consecutive_skipped,
                  "stop the run after this many skipped steps in a row"));
   run(add_number(command, "--max-steps-per-epoch", c.max_steps_per_epoch, "cut epochs short (0: whole epochs)"));

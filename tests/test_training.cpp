@@ -76,6 +76,26 @@ TEST(Training, SameSeedGivesBitIdenticalLossCurve) {
   fs::remove_all(data);
 }
 
+// --conv-algorithm reaches the CPU backend, and the run's record says what computed its convolutions.
+TEST(Training, TheConvolutionAlgorithmIsRecordedWithTheRun) {
+  const fs::path data = make_stripes_folder("conv-algorithm", 12, 12);
+  TrainConfig c = tiny_config(data);
+  c.epochs = 1;
+  c.max_steps_per_epoch = 1;
+  for (const auto& [algorithm, described] :
+       {std::pair{"winograd", "by Winograd F(2x2,3x3))"}, std::pair{"measured", "measured per shape"}}) {
+    c.conv_algorithm = algorithm;
+    Recorder rec;
+    train(c, &rec);
+    EXPECT_NE(rec.info.backend_description.find(described), std::string::npos) << rec.info.backend_description;
+  }
+  c.conv_algorithm = "direct";
+  Recorder rec;
+  train(c, &rec);
+  EXPECT_EQ(rec.info.backend_description.find("Winograd"), std::string::npos) << rec.info.backend_description;
+  fs::remove_all(data);
+}
+
 // Steps that never wait for the device (--host-sync deferred, issue 18) train the same run as steps that wait, step
 // for step and bit for bit, overflows and the loss scale's growth included; what differs is the host waits per step.
 TEST(Training, DeferredStepsTrainTheSameRunWithoutWaitingForTheDevice) {
@@ -195,6 +215,10 @@ TEST(Training, InvalidSettingsAreRefusedBeforeTraining) {
   EXPECT_THROW(validate(c), Error);
   c.host_sync = "every-step";
   c.cuda_graphs = "auto";  // the default: captures where the steps are deferred on a GPU, else runs op by op
+  EXPECT_NO_THROW(validate(c));
+  c.conv_algorithm = "fft";
+  EXPECT_THROW(validate(c), Error);
+  c.conv_algorithm = "measured";
   EXPECT_NO_THROW(validate(c));
 }
 

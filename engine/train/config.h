@@ -53,6 +53,9 @@ struct TrainConfig {
   // (Backend::capture: the same arithmetic without a launch per op); "off": every step op by op; "auto": on where
   // the steps are deferred on a GPU (plan_steps in train/mixed_precision_step.h).
   std::string cuda_graphs = "auto";
+  // CPU, FP32 and emulated 16-bit 3x3 convolutions: "auto", "direct", "winograd" or "measured" (ConvAlgorithm in
+  // backend/backend.h). The run's backend description records what ran.
+  std::string conv_algorithm = "auto";
   int threads = 0;
   PrecisionConfig precision;
   DataConfig data;
@@ -133,6 +136,7 @@ void fields(R& c, V&& v) {
   v("device", c.device);
   v("host_sync", c.host_sync);
   v("cuda_graphs", c.cuda_graphs);
+  v("conv_algorithm", c.conv_algorithm);
   v("threads", c.threads);
   v("precision", c.precision);
   v("data", c.data);

@@ -230,8 +230,12 @@ RunEnd Trainer::train() {
   validate(config);
   const Report report{observer_};
   const auto run_start = Clock::now();
-  std::unique_ptr<Backend> made =
-      make_backend(config.device, {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32});
+  const ConvAlgorithm conv_algorithm = config.conv_algorithm == "direct"     ? ConvAlgorithm::Direct
+                                       : config.conv_algorithm == "winograd" ? ConvAlgorithm::Winograd
+                                       : config.conv_algorithm == "measured" ? ConvAlgorithm::Measured
+                                                                             : ConvAlgorithm::Auto;
+  std::unique_ptr<Backend> made = make_backend(
+      config.device, {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32, conv_algorithm});
   if (decorate_backend_) made = decorate_backend_(std::move(made));
   // Every op of a training step timed by class (on a GPU, a sample of the steps): where the time went.
   const auto backend = std::make_unique<ProfiledBackend>(std::move(made));
