@@ -71,6 +71,8 @@ bool math_allowed(ConvMath mode, cudnnMathType_t m) {
   return true;
 }
 
+}  // namespace
+
 std::string mib(size_t bytes) {
   std::ostringstream out;
   out.setf(std::ios::fixed);
@@ -78,8 +80,6 @@ std::string mib(size_t bytes) {
   out << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
   return out.str();
 }
-
-}  // namespace
 
 std::string ConvShape::key(const char* op) const {
   std::ostringstream out;

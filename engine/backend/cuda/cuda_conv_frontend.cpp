@@ -146,14 +146,6 @@ std::vector<fe::NumericalNote_t> excluded_notes(ConvMath math, bool exact_fp32) 
   return notes;
 }
 
-std::string mib(int64_t bytes) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(1);
-  out << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
-  return out.str();
-}
-
 // Thrown by a step of plan making that the graph API refuses: the pass then runs on the legacy API.
 struct Refused {
   std::string reason;
@@ -220,7 +212,7 @@ struct GraphApiConvs::Impl {
     try {
       space = most ? scratch(static_cast<size_t>(most)) : nullptr;
     } catch (const Error& e) {
-      throw Refused{"no workspace to time the engines in (" + mib(most) + "): " + e.what()};
+      throw Refused{"no workspace to time the engines in (" + mib(static_cast<size_t>(most)) + "): " + e.what()};
     }
     cudaStream_t stream = nullptr;
     CUDNN_CHECK(cudnnGetStream(handle, &stream));
@@ -310,7 +302,8 @@ std::string GraphApiConvs::describe() const {
   std::ostringstream out;
   for (const auto& [key, p] : impl_->plans) {
     if (p.chosen && p.refused.empty())
-      out << key << ": graph API, engine " << p.engine << ", " << mib(p.workspace) << " workspace\n";
+      out << key << ": graph API, engine " << p.engine << ", " << mib(static_cast<size_t>(p.workspace))
+          << " workspace\n";
     else if (!p.refused.empty())
       out << key << ": legacy API (the graph API refused it: " << p.refused << ")\n";
   }

@@ -20,6 +20,9 @@ namespace ampwb::cuda {
 // memory).
 using ScratchFn = std::function<void*(size_t bytes)>;
 
+// "12.0 MiB", for the plans' descriptions and refusals.
+std::string mib(size_t bytes);
+
 // ---- cuDNN convolutions -----------------------------------------------------------------------------------------
 
 enum class ConvMath {
