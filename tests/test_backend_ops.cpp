@@ -798,6 +798,65 @@ TEST(CpuBackend, MeasuredConvAlgorithmKeepsOneChoicePerPassAndShape) {
             std::string::npos);
 }
 
+// Convolutions as matrix products (im2col, oneDNN's matmul, col2im for the input's gradient) against the float64
+// reference, on the shapes ResNets have: 3x3 of stride 1 and 2, 1x1 of stride 1 (its input is the product's own
+// matrix) and 2 (downsampling), and the 7x7 stem with 3 channels. FP32 within 1e-5 of the largest value;
+// 16-bit results within one rounding of it (FP32 accumulation, rounded once), in weights of both layouts. BF16 runs on
+// oneDNN's BF16 matmul where the CPU has one, else in the engine's emulation, as FP16 does everywhere.
+TEST(CpuBackend, ConvolutionsAsMatrixProductsMatchTheReference) {
+  struct Shape4 {
+    int64_t n, c, h, w, k, kernel;
+    int stride, padding;
+  };
+  const Shape4 shapes[] = {{2, 24, 7, 6, 40, 3, 1, 1},
+                           {2, 16, 9, 9, 24, 3, 2, 1},
+                           {3, 32, 5, 5, 48, 1, 1, 0},
+                           {2, 32, 6, 6, 64, 1, 2, 0},
+                           {2, 3, 15, 15, 16, 7, 2, 3}};
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+    for (Layout weights_layout : {Layout::NCHW, Layout::NHWC})
+      for (const Shape4& s : shapes) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + (weights_layout == Layout::NCHW ? " OIHW" : " OHWI") + ", " +
+                     std::to_string(s.c) + "->" + std::to_string(s.k) + " channels, " + std::to_string(s.kernel) + "x" +
+                     std::to_string(s.kernel) + " stride " + std::to_string(s.stride));
+        Rng rng(31);
+        const ConvParams p{s.stride, s.padding};
+        const int64_t P = (s.h + 2 * s.padding - s.kernel) / s.stride + 1,
+                      Q = (s.w + 2 * s.padding - s.kernel) / s.stride + 1;
+        const Tensor x = host_random({s.n, s.c, s.h, s.w}, rng, dtype, Layout::NHWC);
+        const Tensor w = host_random({s.k, s.c, s.kernel, s.kernel}, rng, dtype, weights_layout);
+        const Tensor dy = host_random({s.n, s.k, P, Q}, rng, dtype, Layout::NHWC);
+        CpuBackend gemm({2, CpuBf16::Native, false, ConvAlgorithm::Gemm});
+        CpuBackend direct({2, CpuBf16::Native, false, ConvAlgorithm::Direct});
+        auto passes = [&](CpuBackend& b) {
+          Tensor y = device_nan(b, dy.shape(), dtype, Layout::NHWC), dx = device_nan(b, x.shape(), dtype, Layout::NHWC);
+          Tensor dw = device_nan(b, w.shape(), dtype, weights_layout);
+          b.conv2d_forward(x, w, y, p);
+          b.conv2d_backward_data(dy, w, dx, p);
+          b.conv2d_backward_weights(x, dy, dw, p);
+          return std::array{to_float_vector(y), to_float_vector(dx), to_float_vector(dw)};
+        };
+        const auto got = passes(gemm), theirs = passes(direct);
+        const ref::Array rx = ref::from_tensor(x), rw = ref::from_tensor(w), rdy = ref::from_tensor(dy);
+        const ref::Array want[] = {ref::conv2d_forward(rx, rw, p.stride, p.padding),
+                                   ref::conv2d_backward_data(rdy, rw, x.shape(), p.stride, p.padding),
+                                   ref::conv2d_backward_weights(rx, rdy, w.shape(), p.stride, p.padding)};
+        const double bound = dtype == DType::F32 ? 1e-5 : dtype == DType::BF16 ? 0x1p-8 + 1e-5 : 0x1p-11 + 1e-5;
+        bool any_bits_differ = false;
+        for (size_t pass = 0; pass < 3; ++pass) {
+          std::vector<float> rounded(want[pass].v.size());
+          for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = round_to(dtype, want[pass].v[i]);
+          EXPECT_LE(compare(got[pass], rounded, false).error, bound) << "pass " << pass;
+          any_bits_differ = any_bits_differ || got[pass] != theirs[pass];
+        }
+        if (dtype == DType::F32 && s.c * s.kernel * s.kernel >= 200) {
+          EXPECT_TRUE(any_bits_differ) << "the bits of oneDNN's convolutions: was the product taken?";
+        }
+      }
+  EXPECT_NE(CpuBackend({1, CpuBf16::Auto, false, ConvAlgorithm::Gemm}).description().find("matrix products"),
+            std::string::npos);
+}
+
 // FP16 and BF16 convolutions, which the CPU emulates, take Winograd with the conversions folded into its transforms:
 // the same bits as the emulation's widening to FP32, FP32 convolution and rounding, done here step by step.
 TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {

@@ -254,8 +254,10 @@ class Backend {
 // measured faster, CPUs without AVX-512 (1.4-2.2x per ResNet-18 convolution on Zen 1), and the direct algorithm
 // elsewhere. Measured times both on each pass and shape's first call and keeps Winograd where it was at least
 // kWinogradMargin faster: per machine and shape, at the cost that two runs may not choose alike (their curves then
-// differ in rounding), so it is asked for, not the default.
-enum class ConvAlgorithm { Auto, Direct, Winograd, Measured };
+// differ in rounding), so it is asked for, not the default. Auto and Measured also compute native BF16 convolutions
+// on AMX as one matrix product each (im2col, then oneDNN's matmul) where oneDNN's own are slower: those whose output
+// is 4x4 pixels or fewer. Gemm computes every NHWC convolution that way (tests, A/B).
+enum class ConvAlgorithm { Auto, Direct, Winograd, Measured, Gemm };
 inline constexpr double kWinogradMargin = 1.1;
 
 // How the CPU computes BF16 where oneDNN has BF16 primitives that the cores run natively. Auto takes them where

@@ -52,6 +52,12 @@ std::string cpu_model_name() {
 // ResNet-18 at 64 px batch 32, 2 threads, medians of alternating rounds (docs/benchmarks.md, "BF16 on every CPU
 // path"; at 224 px batch 16 native BF16 gains 1.7x, the emulation stays at 1.0x).
 constexpr double kBf16SpeedAvx512Bf16 = 1.4;
+// The same on an Intel Xeon (family 6 model 207) with AMX, the convolutions over images of 4x4 pixels or fewer as
+// matrix products (docs/benchmarks.md, "CPU, tenth part"; at 224 px batch 16: 1.8x).
+constexpr double kBf16SpeedAmx = 2.07;
+const char* const kBf16SpeedAmxSource =
+    "bench/bf16_paths.sh, ResNet-18 64 px batch 32 on an Intel Xeon (family 6 model 207) with AMX "
+    "(docs/benchmarks.md)";
 // Native BF16 convolutions are taken where the cores' BF16 multiply-adds run at least this much faster than their
 // FP32 ones: 2.0x on Zen 5, 0.49x on an Intel Xeon whose AMX a hypervisor hides (docs/benchmarks.md, "BF16 where
 // AVX512-BF16 is slower than FP32"); the emulation costs 2-8% of a step, so a clear gain pays.
@@ -101,6 +107,11 @@ CpuBackend::CpuBackend(const BackendOptions& options) : impl_(std::make_unique<I
   winograd_ = options.conv_algorithm == ConvAlgorithm::Winograd ||
               (options.conv_algorithm == ConvAlgorithm::Auto && simd_level() < SimdLevel::Avx512);
   measure_winograd_ = options.conv_algorithm == ConvAlgorithm::Measured;
+  gemm_conv_ = options.conv_algorithm == ConvAlgorithm::Gemm ? GemmConv::Always
+               : (options.conv_algorithm == ConvAlgorithm::Auto || measure_winograd_) && !impl_->emulate_bf16 &&
+                       dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx
+                   ? GemmConv::AmxBf16
+                   : GemmConv::Never;
   omp_set_num_threads(threads_);
 }
 
@@ -114,10 +125,12 @@ std::string CpuBackend::description() const {
   const dnnl_version_t* v = dnnl_version();
   std::ostringstream out;
   out << "cpu (oneDNN " << v->major << '.' << v->minor << '.' << v->patch << ", " << isa() << ", " << threads_
-      << (threads_ == 1 ? " thread" : " threads")
-      << (winograd_           ? ", FP32 3x3 convolutions by Winograd F(2x2,3x3))"
-          : measure_winograd_ ? ", FP32 3x3 convolutions by Winograd F(2x2,3x3) or direct, measured per shape)"
-                              : ")");
+      << (threads_ == 1 ? " thread" : " threads");
+  if (winograd_) out << ", FP32 3x3 convolutions by Winograd F(2x2,3x3)";
+  if (measure_winograd_) out << ", FP32 3x3 convolutions by Winograd F(2x2,3x3) or direct, measured per shape";
+  if (gemm_conv_ == GemmConv::Always) out << ", convolutions as matrix products";
+  if (gemm_conv_ == GemmConv::AmxBf16) out << ", BF16 convolutions of small images as matrix products";
+  out << ')';
   return out.str();
 }
 
@@ -163,8 +176,7 @@ Capabilities CpuBackend::capabilities() const {
                      ") would be slower than FP32 ones (AMPWB_CPU_BF16=native takes them)",
                  kBf16SpeedEmulatedOverSlowBf16, kBf16SpeedSlowBf16Source};
   } else if (onednn.find("amx") != std::string::npos) {
-    caps.bf16 = {true, true, "native on AMX tiles (oneDNN " + onednn + ")", 0,
-                 "not yet measured by ampwb on AMX; oneDNN's BF16 convolutions run 7-9x FP32 there"};
+    caps.bf16 = {true, true, "native on AMX tiles (oneDNN " + onednn + ")", kBf16SpeedAmx, kBf16SpeedAmxSource};
   } else if (bf16_faster) {
     caps.bf16 = {true, true, "native on AVX512-BF16 (oneDNN " + onednn + "): " + rates + ", no AMX",
                  kBf16SpeedAvx512Bf16, kBf16SpeedSource};

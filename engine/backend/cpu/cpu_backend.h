@@ -110,6 +110,19 @@ class CpuBackend final : public Backend {
   // Runs a pass that Winograd can compute: by winograd() or direct(), as above.
   void with_conv_algorithm(const std::string& key, const std::function<void()>& winograd,
                            const std::function<void()>& direct);
+
+  // Convolutions as one matrix product each, im2col and oneDNN's matmul (cpu_backend_gemm_conv.cpp): always
+  // (ConvAlgorithm::Gemm), for native BF16 on AMX over images of a few pixels, where oneDNN's convolutions are
+  // slower (Auto, Measured), or never.
+  enum class GemmConv { Never, AmxBf16, Always };
+  GemmConv gemm_conv_ = GemmConv::Never;
+  // Whether the passes of the convolution x -> y (weights w) run as products.
+  bool gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor& y) const;
+  bool gemm_conv_emulated(const Tensor& t) const;
+  void gemm_conv_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p);
+  void gemm_conv_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p);
+  void gemm_conv_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p);
+
   StepScalars scalars_;               // what read_scalars() returns: host memory here, so no copy
   std::deque<PostedScalars> posted_;  // post_scalars() not yet collected
 };

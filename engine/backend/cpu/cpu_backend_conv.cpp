@@ -58,31 +58,16 @@ bool use_batched_weight_gradient(const std::string& implementation, const Tensor
          dy.layout() == Layout::NHWC && patch_bytes <= kMaxPatchBytes;
 }
 
-// dw (K, C*R*S) = dy^T (K, N*P*Q) x patches (N*P*Q, C*R*S): every output pixel's row holds the input values its
-// kernel window covers (0 in the padding), ordered as a row of dw (OIHW: C,R,S; OHWI: R,S,C), so the GEMM writes
-// dw in its own layout.
+// dw (K, C*R*S) = dy^T (K, N*P*Q) x patches (N*P*Q, C*R*S), the patches ordered as a row of dw (im2col), so the
+// GEMM writes dw in its own layout. (oneDNN's sgemm as before, not gemm_conv_backward_weights's matmul, which may
+// sum in another order: FP32 weight gradients keep their bits.)
 void conv_backward_weights_batched(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p, int threads) {
   AMPWB_CHECK(x.layout() == Layout::NHWC && dy.layout() == Layout::NHWC && x.dtype() == DType::F32,
               "the batched weight gradient takes FP32 NHWC tensors, not " << x.describe() << " and " << dy.describe());
-  const int64_t H = x.h(), W = x.w(), C = x.c(), K = dw.n(), R = dw.h(), S = dw.w(), P = dy.h(), Q = dy.w();
+  const int64_t C = x.c(), K = dw.n(), R = dw.h(), S = dw.w(), P = dy.h(), Q = dy.w();
   const int64_t rows = dy.n() * P * Q, columns = C * R * S;
-  const bool oihw = dw.layout() == Layout::NCHW;
-  const int64_t channel_stride = oihw ? R * S : 1, tap_stride = oihw ? 1 : C;  // within a row of patches
-  Tensor patches = Tensor::empty({rows, columns}, DType::F32);
-  const float* in = x.data_as<float>();
-  float* patch = patches.data_as<float>();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t row = 0; row < rows; ++row) {
-    const int64_t n = row / (P * Q), out_h = row / Q % P, out_w = row % Q;
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t s = 0; s < S; ++s) {
-        const int64_t h = out_h * p.stride - p.padding + r, w = out_w * p.stride - p.padding + s;
-        const bool inside = h >= 0 && h < H && w >= 0 && w < W;
-        const float* pixel = inside ? in + ((n * H + h) * W + w) * C : nullptr;  // NHWC: C values side by side
-        float* tap = patch + row * columns + (r * S + s) * tap_stride;
-        for (int64_t c = 0; c < C; ++c) tap[c * channel_stride] = inside ? pixel[c] : 0.0f;
-      }
-  }
+  const Tensor patches = cpu_detail::im2col(x, R, S, dw.layout() == Layout::NCHW, p, P, Q, threads);
+  const float* patch = patches.data_as<float>();
   const auto status = dnnl::sgemm('T', 'N', K, columns, rows, 1.0f, dy.data_as<float>(), K, patch, columns, 0.0f,
                                   dw.data_as<float>(), columns);
   AMPWB_CHECK(status == dnnl::status::success, "oneDNN's sgemm failed for the weight gradient of " << x.describe());
@@ -137,6 +122,7 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
       return c;
     });
   };
+  if (gemm_conv_chosen(x, w, y)) return gemm_conv_forward(x, w, y, p);
   const bool ask = ask_onednn(impl_->emulate_bf16, x, w, y);
   auto direct = [&] { run_weights_pass(primitive(x, w, y, ask), primitive, x, w, y, DNNL_ARG_SRC, DNNL_ARG_DST); };
   // Winograd for FP32 and for emulated 16-bit types (no primitive: FP32 compute on the 16-bit values, the result
@@ -164,6 +150,7 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
       return c;
     });
   };
+  if (gemm_conv_chosen(dx, w, dy)) return gemm_conv_backward_data(dy, w, dx, p);
   const bool ask = ask_onednn(impl_->emulate_bf16, dy, w, dx);
   auto direct = [&] {
     run_weights_pass(primitive(dy, w, dx, ask), primitive, dy, w, dx, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC);
@@ -179,6 +166,7 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
   AMPWB_CHECK(
       x.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n(),
       "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
+  if (gemm_conv_chosen(x, dw, dy)) return gemm_conv_backward_weights(x, dy, dw, p);
   auto direct = [&] { backward_weights_direct(x, dy, dw, p); };
   if (winograd_fits(x, dw, dy, p) && (all_fp32(x, dy, dw) || !ask_onednn(impl_->emulate_bf16, x, dy, dw)))
     return with_conv_algorithm(

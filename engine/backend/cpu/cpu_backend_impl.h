@@ -142,6 +142,10 @@ inline void require_native_bf16(const dnnl::primitive_desc_base& pd, const Tenso
     throw dnnl::error(dnnl_unimplemented, "oneDNN would emulate BF16 here");
 }
 
+// x (N,C,H,W) NHWC -> patches (N*P*Q, C*R*S), each output pixel's kernel window as a row of the weights orders it
+// (OIHW where oihw, else OHWI); x itself where its pixels are the rows already (cpu_backend_gemm_conv.cpp).
+Tensor im2col(const Tensor& x, int64_t R, int64_t S, bool oihw, ConvParams p, int64_t P, int64_t Q, int threads);
+
 }  // namespace cpu_detail
 
 // A cached primitive with the descriptors its execution needs.
@@ -282,6 +286,16 @@ struct CpuBackend::Impl {
       c.to_primitive_weights = dnnl::reorder(dnnl::reorder::primitive_desc(engine, c.user_weights, engine, c.weights));
       c.to_user_weights = dnnl::reorder(dnnl::reorder::primitive_desc(engine, c.weights, engine, c.user_weights));
     }
+  }
+
+  // oneDNN's matrix product c = a x b, cached under key; nullptr where oneDNN has none for these types
+  // here, or not asked (the emulated types).
+  const Cached* matmul(const std::string& key, const memory::desc& a, const memory::desc& b, const memory::desc& c,
+                       bool ask = true) {
+    return find(key, ask, [&] {
+      const auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr(), engine);
+      return Cached(dnnl::matmul(pd), pd.scratchpad_desc());
+    });
   }
 
   dnnl::convolution_forward::primitive_desc conv_forward_pd(const Tensor& x, const Tensor& w, const Tensor& y,

@@ -1,0 +1,172 @@
+// Convolutions as one matrix product each: the input's kernel windows copied into rows (im2col), then oneDNN's
+// matmul, which runs on AMX tiles through its brgemm kernels. Over images of a few pixels oneDNN 2.6's BF16
+// convolutions on AMX run at 20-400 GFLOP/s, its backward ones (jit:avx512_core_amx_bf16) slowest, where the
+// matmul of the same product runs at 600-1000 (ResNet-18 at 64 px on an Intel Xeon with AMX: docs/benchmarks.md,
+// "CPU, tenth part").
+#include <algorithm>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_backend_impl.h"
+
+namespace ampwb {
+
+using cpu_detail::make_key;
+
+namespace cpu_detail {
+
+// x (N,C,H,W) NHWC -> patches (N*P*Q, C*R*S): row (n, p, q) holds the input values output pixel (p, q)'s kernel
+// window covers, 0 in the padding, ordered as a row of the weights (OIHW: c, r, s; OHWI: r, s, c).
+template <class Element>
+static void im2col_elements(const Tensor& x, Tensor& patches, int64_t R, int64_t S, bool oihw, ConvParams p, int64_t P,
+                            int64_t Q, int threads) {
+  const int64_t H = x.h(), W = x.w(), C = x.c(), rows = x.n() * P * Q, columns = C * R * S;
+  const int64_t channel_stride = oihw ? R * S : 1, tap_stride = oihw ? 1 : C;  // within a row of patches
+  const auto* in = static_cast<const Element*>(x.data());
+  auto* patch = static_cast<Element*>(patches.data());
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t n = row / (P * Q), out_h = row / Q % P, out_w = row % Q;
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t h = out_h * p.stride - p.padding + r, w = out_w * p.stride - p.padding + s;
+        const bool inside = h >= 0 && h < H && w >= 0 && w < W;
+        const Element* pixel = inside ? in + ((n * H + h) * W + w) * C : nullptr;  // NHWC: C values side by side
+        Element* tap = patch + row * columns + (r * S + s) * tap_stride;
+        for (int64_t c = 0; c < C; ++c) tap[c * channel_stride] = inside ? pixel[c] : Element{0};
+      }
+  }
+}
+
+// Returns x itself where its pixels are the rows (a 1x1 kernel of stride 1 without padding).
+Tensor im2col(const Tensor& x, int64_t R, int64_t S, bool oihw, ConvParams p, int64_t P, int64_t Q, int threads) {
+  AMPWB_CHECK(x.rank() == 4 && x.layout() == Layout::NHWC, "im2col takes an NHWC tensor, not " << x.describe());
+  if (R == 1 && S == 1 && p.stride == 1 && p.padding == 0) return x;  // NHWC pixels are the rows already
+  Tensor patches = Tensor::empty({x.n() * P * Q, x.c() * R * S}, x.dtype());
+  if (dtype_size(x.dtype()) == 4)
+    im2col_elements<uint32_t>(x, patches, R, S, oihw, p, P, Q, threads);
+  else
+    im2col_elements<uint16_t>(x, patches, R, S, oihw, p, P, Q, threads);
+  return patches;
+}
+
+// The inverse gather: dx32 (N,C,H,W) NHWC FP32 = the sum, over the kernel windows that cover each input pixel, of
+// the rows of dpatches (N*P*Q, C*R*S) FP32 that im2col would have copied it into.
+static void col2im(const Tensor& dpatches, Tensor& dx32, int64_t R, int64_t S, bool oihw, ConvParams p, int64_t P,
+                   int64_t Q, int threads) {
+  const int64_t H = dx32.h(), W = dx32.w(), C = dx32.c(), columns = C * R * S;
+  const int64_t channel_stride = oihw ? R * S : 1, tap_stride = oihw ? 1 : C;
+  const float* patch = dpatches.data_as<float>();
+  float* out = dx32.data_as<float>();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t pixel = 0; pixel < dx32.n() * H * W; ++pixel) {
+    const int64_t n = pixel / (H * W), h = pixel / W % H, w = pixel % W;
+    float* sum = out + pixel * C;
+    std::fill(sum, sum + C, 0.0f);
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t ph = h + p.padding - r;  // = out_h * stride where this pixel is tap r of row out_h
+      if (ph < 0 || ph % p.stride || ph / p.stride >= P) continue;
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t qw = w + p.padding - s;
+        if (qw < 0 || qw % p.stride || qw / p.stride >= Q) continue;
+        const float* tap = patch + ((n * P + ph / p.stride) * Q + qw / p.stride) * columns + (r * S + s) * tap_stride;
+        for (int64_t c = 0; c < C; ++c) sum[c] += tap[c * channel_stride];
+      }
+    }
+  }
+}
+
+}  // namespace cpu_detail
+
+using cpu_detail::col2im;
+using cpu_detail::im2col;
+
+namespace {
+// A matrix as oneDNN's matmul reads it: rows x columns of `type`, row-major, or transposed (the row-major
+// columns x rows matrix of the same memory).
+dnnl::memory::desc matrix(int64_t rows, int64_t columns, DType type, bool transposed = false) {
+  return {{rows, columns}, cpu_detail::dnnl_type(type), transposed ? memory::dims{1, rows} : memory::dims{columns, 1}};
+}
+
+constexpr int64_t kGemmConvMaxPixels = 16;  // per image, of a convolution's output: 4x4
+
+}  // namespace
+
+bool CpuBackend::gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor& y) const {
+  if (x.layout() != Layout::NHWC || y.layout() != Layout::NHWC || x.dtype() != w.dtype() || x.dtype() != y.dtype())
+    return false;
+  if (gemm_conv_ == GemmConv::Always) return true;
+  // On AMX, for native BF16 only, every pass over outputs of 4x4 pixels or fewer (ResNet-18's last two stages at
+  // 64 px), where oneDNN's convolutions ran 1.3-30x slower than the product alone (bench/conv_as_gemm.cpp). With
+  // outputs of 8x8 (and 14x14 for the weight gradient) too, ResNet-18 at 224 px and ResNet-20 at 32 px trained
+  // no faster or slower, although the product alone was faster on most of those shapes (docs/benchmarks.md, "CPU,
+  // tenth part").
+  if (gemm_conv_ != GemmConv::AmxBf16 || x.dtype() != DType::BF16 || impl_->emulate_bf16) return false;
+  return y.h() * y.w() <= kGemmConvMaxPixels;
+}
+
+// y (N*P*Q, K) = patches (N*P*Q, C*R*S) x w^T (C*R*S, K).
+void CpuBackend::gemm_conv_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) {
+  const int64_t rows = y.n() * y.h() * y.w(), columns = w.c() * w.h() * w.w(), K = w.n();
+  const auto patches_md = matrix(rows, columns, x.dtype()), w_md = matrix(columns, K, w.dtype(), true),
+             y_md = matrix(rows, K, y.dtype());
+  const Cached* c = impl_->matmul(make_key("gemm_conv_fwd", x, w, y, p.stride, p.padding), patches_md, w_md, y_md,
+                                  !gemm_conv_emulated(x));
+  if (!c) {  // emulated: FP32 products of the 16-bit values, rounded to 16 bits
+    Tensor y32 = wide_output(y);
+    gemm_conv_forward(widen(x), widen(w), y32, p);
+    return narrow(y32, y);
+  }
+  const Tensor patches = im2col(x, w.h(), w.w(), w.layout() == Layout::NCHW, p, y.h(), y.w(), threads_);
+  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(patches_md, patches.data())},
+                  {DNNL_ARG_WEIGHTS, impl_->wrap(w_md, w.data())},
+                  {DNNL_ARG_DST, impl_->wrap(y_md, y.data())}});
+}
+
+// dpatches (N*P*Q, C*R*S) = dy (N*P*Q, K) x w (K, C*R*S), in FP32; dx = col2im(dpatches).
+void CpuBackend::gemm_conv_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) {
+  const int64_t rows = dy.n() * dy.h() * dy.w(), columns = w.c() * w.h() * w.w(), K = w.n();
+  // A 1x1 convolution of stride 1 without padding: the patches are dx itself, written by the product.
+  const bool plain = w.h() == 1 && w.w() == 1 && p.stride == 1 && p.padding == 0;
+  const auto dy_md = matrix(rows, K, dy.dtype()), w_md = matrix(K, columns, w.dtype()),
+             dpatches_md = matrix(rows, columns, plain ? dx.dtype() : DType::F32);
+  const Cached* c = impl_->matmul(make_key("gemm_conv_bwd_data", dy, w, dx, p.stride, p.padding), dy_md, w_md,
+                                  dpatches_md, !gemm_conv_emulated(dy));
+  if (!c) {  // emulated, as in gemm_conv_forward
+    Tensor dx32 = wide_output(dx);
+    gemm_conv_backward_data(widen(dy), widen(w), dx32, p);
+    return narrow(dx32, dx);
+  }
+  const Tensor dpatches = plain ? dx : Tensor::empty({rows, columns}, DType::F32);
+  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(dy_md, dy.data())},
+                  {DNNL_ARG_WEIGHTS, impl_->wrap(w_md, w.data())},
+                  {DNNL_ARG_DST, impl_->wrap(dpatches_md, dpatches.data())}});
+  if (plain) return;
+  Tensor dx32 = wide_output(dx);
+  col2im(dpatches, dx32, w.h(), w.w(), w.layout() == Layout::NCHW, p, dy.h(), dy.w(), threads_);
+  narrow(dx32, dx);
+}
+
+// dw (K, C*R*S) = dy^T (K, N*P*Q) x patches (N*P*Q, C*R*S).
+void CpuBackend::gemm_conv_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) {
+  const int64_t rows = dy.n() * dy.h() * dy.w(), columns = dw.c() * dw.h() * dw.w(), K = dw.n();
+  const auto dy_md = matrix(K, rows, dy.dtype(), true), patches_md = matrix(rows, columns, x.dtype()),
+             dw_md = matrix(K, columns, dw.dtype());
+  const Cached* c = impl_->matmul(make_key("gemm_conv_bwd_weights", x, dy, dw, p.stride, p.padding), dy_md, patches_md,
+                                  dw_md, !gemm_conv_emulated(x));
+  if (!c) {  // emulated, as in gemm_conv_forward
+    Tensor dw32 = wide_output(dw);
+    gemm_conv_backward_weights(widen(x), widen(dy), dw32, p);
+    return narrow(dw32, dw);
+  }
+  const Tensor patches = im2col(x, dw.h(), dw.w(), dw.layout() == Layout::NCHW, p, dy.h(), dy.w(), threads_);
+  impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(dy_md, dy.data())},
+                  {DNNL_ARG_WEIGHTS, impl_->wrap(patches_md, patches.data())},
+                  {DNNL_ARG_DST, impl_->wrap(dw_md, dw.data())}});
+}
+
+// The 16-bit types the engine emulates (FP16; BF16 where emulated) compute in FP32 on the widened values.
+bool CpuBackend::gemm_conv_emulated(const Tensor& t) const {
+  return t.dtype() == DType::F16 || (t.dtype() == DType::BF16 && impl_->emulate_bf16);
+}
+
+}  // namespace ampwb
