@@ -256,7 +256,7 @@ class Backend {
 // kWinogradMargin faster: per machine and shape, at the cost that two runs may not choose alike (their curves then
 // differ in rounding), so it is asked for, not the default. Auto and Measured also compute native BF16 convolutions
 // on AMX as one matrix product each (im2col, then oneDNN's matmul) where oneDNN's own are slower: those whose output
-// is 4x4 pixels or fewer. Gemm computes every NHWC convolution that way (tests, A/B).
+// is 4x4 pixels or fewer. Gemm computes every NHWC convolution that way (tests).
 enum class ConvAlgorithm { Auto, Direct, Winograd, Measured, Gemm };
 inline constexpr double kWinogradMargin = 1.1;
 
