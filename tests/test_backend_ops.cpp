@@ -449,6 +449,9 @@ void run(CaseRun& r, const ScaleCheckCase& c) {
     EXPECT_FALSE(r.b.read_scalars().nonfinite) << "a call without the bad tensor reports none";
     return;
   }
+  // Again with a factor of 1 (no scale): the sum of the same values, and the tensors left as they were.
+  r.b.scale_and_check(tensors, 1.0f);
+  EXPECT_EQ(r.b.read_scalars().sum_of_squares, got.sum_of_squares) << "the same sum again: a fixed summation order";
   double sum = 0;
   for (size_t k = 0; k < host.size(); ++k) {
     ref::Array want = reference(host[k]);
@@ -459,8 +462,6 @@ void run(CaseRun& r, const ScaleCheckCase& c) {
     r.expect(("tensor " + std::to_string(k)).c_str(), dev[k], want, Kernel::ScaleAndCheck);
   }
   expect_scalar("sum of squares", got.sum_of_squares, sum, Kernel::ScaleAndCheck, r.c.precision);
-  r.b.scale_and_check(tensors, 1.0f);
-  EXPECT_EQ(r.b.read_scalars().sum_of_squares, got.sum_of_squares) << "the same sum again: a fixed summation order";
 }
 
 // ---- The test ---------------------------------------------------------------------------------------------------
@@ -935,6 +936,64 @@ TEST(CpuBackend, BatchNormAndAveragePoolingGiveTheSameBitsOnEverySimdPath) {
       set_simd_limit(before);
       EXPECT_EQ(here, scalar) << dtype_name(dtype) << " " << C << " channels";
     }
+}
+
+// The optimizers and scale-and-check run the same arithmetic on every SIMD path: the same weights, copies, state
+// and sums, bit for bit. Sizes with vector tails and several update blocks; two steps each (SGD's first step sets
+// its momentum buffer); every copy type.
+TEST(CpuBackend, OptimizersAndScaleCheckGiveTheSameBitsOnEverySimdPath) {
+  CpuBackend b({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+  const std::vector<std::pair<int64_t, DType>> params = {
+      {1, DType::BF16}, {4097, DType::F16}, {3 * 2048 + 5, DType::F32}};
+  auto run_ops = [&] {
+    Rng rng(11);
+    std::vector<std::vector<unsigned char>> results;
+    auto updates = [&](bool moments) {
+      std::vector<ParamUpdate> u;
+      for (const auto& [n, copy] : params) {
+        ParamUpdate one{host_random({n}, rng, DType::F32), Tensor(),
+                        host_random({n}, rng, DType::F32, Layout::NCHW, 0.1), Tensor::zeros({n}, DType::F32),
+                        moments ? Tensor::zeros({n}, DType::F32) : Tensor()};
+        if (copy != DType::F32) one.copy = Tensor::empty({n}, copy);
+        u.push_back(one);
+      }
+      return u;
+    };
+    auto record = [&](const std::vector<ParamUpdate>& u) {
+      for (const ParamUpdate& one : u)
+        for (const Tensor* t : {&one.param, &one.copy, &one.state1, &one.state2})
+          if (t->defined()) results.push_back(bytes_of(b, *t));
+    };
+    for (float momentum : {0.0f, 0.9f})
+      for (bool nesterov : {false, true}) {
+        std::vector<ParamUpdate> u = updates(false);
+        for (bool first : {true, false}) b.sgd_update(u, {0.1f, momentum, 1e-4f, nesterov && momentum != 0, first});
+        record(u);
+      }
+    for (bool decoupled : {false, true}) {
+      std::vector<ParamUpdate> u = updates(true);
+      for (int64_t step : {1, 2}) b.adam_update(u, {1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, decoupled, step});
+      record(u);
+    }
+    for (float factor : {1.0f / 65536, 1.0f}) {
+      std::vector<ParamUpdate> u = updates(false);
+      std::vector<Tensor*> grads;
+      for (ParamUpdate& one : u) grads.push_back(&one.grad);
+      b.scale_and_check(grads, factor);
+      const double sum = b.read_scalars().sum_of_squares;
+      results.push_back(std::vector<unsigned char>(reinterpret_cast<const unsigned char*>(&sum),
+                                                   reinterpret_cast<const unsigned char*>(&sum + 1)));
+      for (const Tensor* g : grads) results.push_back(bytes_of(b, *g));
+    }
+    return results;
+  };
+  const SimdLevel before = set_simd_limit(SimdLevel::Scalar);
+  const auto scalar = run_ops();
+  for (SimdLevel level : {SimdLevel::Avx2, SimdLevel::Avx512}) {
+    set_simd_limit(level);
+    EXPECT_EQ(run_ops(), scalar) << "the " << simd_level_name(simd_level()) << " path";
+  }
+  set_simd_limit(before);
 }
 
 }  // namespace

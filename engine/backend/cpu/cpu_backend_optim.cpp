@@ -6,6 +6,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "core/convert16.h"
+#include "core/simd.h"
 
 namespace ampwb {
 
@@ -79,16 +80,69 @@ OptimizerStep step_values(const Tensor* values, float lr, int64_t step) {
   return *static_cast<const OptimizerStep*>(values->data());
 }
 
+// f() compiled for any x86-64, and again for AVX2 and AVX-512 (wider vectors) where simd_level() allows: f is
+// inlined into each. The loops below compute each element by the same expressions on every path, lane by lane,
+// and fuse no multiply-add (this file is compiled with -ffp-contract=off), so every path gives the same bits.
+template <class F>
+[[gnu::target("avx2")]] void call_avx2(F& f) {
+  f();
+}
+template <class F>
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void call_avx512(F& f) {
+  f();
+}
+template <class F>
+void call_vectorised(SimdLevel level, F&& f) {
+  if (level == SimdLevel::Avx512) return call_avx512(f);
+  if (level == SimdLevel::Avx2) return call_avx2(f);
+  f();
+}
+
 // Runs update(begin, end) over [0, n) in blocks shared by the threads, each block followed by its copy's rounding
 // (the same kernels convert() runs, so the copy is bit for bit what convert() would write).
 template <class Update>
 void update_in_blocks(int64_t n, int threads, const float* w, uint16_t* copy, RoundFn round, Update&& update) {
+  const SimdLevel level = simd_level();
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t begin = 0; begin < n; begin += kUpdateBlock) {
     const int64_t end = std::min(n, begin + kUpdateBlock);
-    update(begin, end);
+    call_vectorised(level, [&] { update(begin, end); });
     if (round) round(w + begin, copy + begin, end - begin, 1);
   }
+}
+
+// scale_and_check's sums: kLanes partial sums, element i of a thread's range into lane i % kLanes, so that the
+// order of the additions, and so the bits, do not depend on the vector width.
+constexpr int64_t kLanes = 16;
+struct CheckSums {
+  double lanes[kLanes] = {};
+  int nonfinite = 0;
+};
+
+// p[i] *= factor over [begin, end) (with Scale false, for a factor of 1, only read), the results' squares summed.
+template <bool Scale>
+[[gnu::always_inline]] inline void check_range(float* p, int64_t begin, int64_t end, float factor, CheckSums& sums) {
+  double lanes[kLanes];
+  std::copy(sums.lanes, sums.lanes + kLanes, lanes);
+  int nonfinite = 0;
+  int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+#pragma omp simd reduction(| : nonfinite)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      float v = p[i + l];
+      nonfinite |= !std::isfinite(v);  // the input, as PyTorch's unscale_ checks it
+      if (Scale) p[i + l] = v = v * factor;
+      lanes[l] += static_cast<double>(v) * v;
+    }
+  }
+  for (int64_t l = 0; i < end; ++i, ++l) {
+    float v = p[i];
+    nonfinite |= !std::isfinite(v);
+    if (Scale) p[i] = v = v * factor;
+    lanes[l] += static_cast<double>(v) * v;
+  }
+  std::copy(lanes, lanes + kLanes, sums.lanes);
+  sums.nonfinite |= nonfinite;
 }
 }  // namespace
 
@@ -106,14 +160,21 @@ void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdPar
     float* buf = p.momentum != 0.0f ? u.state1.data_as<float>() : nullptr;
     update_in_blocks(u.param.numel(), threads_, w, round ? u.copy.data_as<uint16_t>() : nullptr, round,
                      [&](int64_t begin, int64_t end) {
+                       // Copies in registers: stores through w and buf could alias p's floats and keep the loops
+                       // from vectorising.
+                       const float rate = lr, decay = p.weight_decay, momentum = p.momentum;
+                       const bool first = p.first_step, nesterov = p.nesterov;
+                       if (!buf) {
+#pragma omp simd
+                         for (int64_t i = begin; i < end; ++i) w[i] -= rate * (g[i] + decay * w[i]);
+                         return;
+                       }
 #pragma omp simd
                        for (int64_t i = begin; i < end; ++i) {
-                         float d = g[i] + p.weight_decay * w[i];
-                         if (buf) {
-                           buf[i] = p.first_step ? d : p.momentum * buf[i] + d;  // PyTorch: no dampening, buffer = d
-                           d = p.nesterov ? d + p.momentum * buf[i] : buf[i];
-                         }
-                         w[i] -= lr * d;
+                         const float d = g[i] + decay * w[i];
+                         const float b = first ? d : momentum * buf[i] + d;  // PyTorch: no dampening, buffer = d
+                         buf[i] = b;
+                         w[i] -= rate * (nesterov ? d + momentum * b : b);
                        }
                      });
   }
@@ -140,12 +201,14 @@ void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamP
     float* m2 = u.state2.data_as<float>();
     update_in_blocks(u.param.numel(), threads_, w, round ? u.copy.data_as<uint16_t>() : nullptr, round,
                      [&](int64_t begin, int64_t end) {
+                       const float beta1 = p.beta1, beta2 = p.beta2, eps = p.eps, shrink = decay, l2_decay = l2,
+                                   size = step_size, bias = bias2_sqrt;  // in registers, as in SGD's
 #pragma omp simd
                        for (int64_t i = begin; i < end; ++i) {
-                         const float gi = g[i] + l2 * w[i];
-                         m1[i] = p.beta1 * m1[i] + (1 - p.beta1) * gi;
-                         m2[i] = p.beta2 * m2[i] + (1 - p.beta2) * gi * gi;
-                         w[i] = w[i] * decay - step_size * m1[i] / (std::sqrt(m2[i]) / bias2_sqrt + p.eps);
+                         const float gi = g[i] + l2_decay * w[i];
+                         m1[i] = beta1 * m1[i] + (1 - beta1) * gi;
+                         m2[i] = beta2 * m2[i] + (1 - beta2) * gi * gi;
+                         w[i] = w[i] * shrink - size * m1[i] / (std::sqrt(m2[i]) / bias + eps);
                        }
                      });
   }
@@ -154,21 +217,27 @@ void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamP
 void CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
   scalars_.nonfinite = false;
   scalars_.sum_of_squares = 0;
+  const SimdLevel level = simd_level();
+  std::vector<CheckSums> sums(threads_);
   for (Tensor* t : tensors) {
     AMPWB_CHECK(t->dtype() == DType::F32, "scale_and_check expects FP32 tensors, got " << t->describe());
     float* p = t->data_as<float>();
     const int64_t n = t->numel();
-    double sum = 0;
-    int nonfinite = 0;
-#pragma omp parallel for simd num_threads(threads_) reduction(+ : sum) reduction(| : nonfinite)
-    for (int64_t i = 0; i < n; ++i) {
-      nonfinite |= !std::isfinite(p[i]);  // the input, as PyTorch's unscale_ checks it
-      const float v = p[i] * factor;
-      p[i] = v;
-      sum += static_cast<double>(v) * v;
+    // Each thread a fixed range of whole lane groups; its sums added in thread order below.
+    const int64_t per_thread = (n / threads_ + kLanes - 1) / kLanes * kLanes;
+#pragma omp parallel for num_threads(threads_) schedule(static, 1)
+    for (int k = 0; k < threads_; ++k) {
+      const int64_t begin = std::min(n, k * per_thread), end = k + 1 == threads_ ? n : std::min(n, begin + per_thread);
+      // Factor 1 (fp32, amp-bf16: no loss scale) leaves the tensor as it is: read only, half the memory traffic.
+      if (factor == 1.0f)
+        call_vectorised(level, [&] { check_range<false>(p, begin, end, factor, sums[k]); });
+      else
+        call_vectorised(level, [&] { check_range<true>(p, begin, end, factor, sums[k]); });
     }
-    scalars_.nonfinite = scalars_.nonfinite || nonfinite;
-    scalars_.sum_of_squares += sum;
+  }
+  for (const CheckSums& s : sums) {
+    for (double lane : s.lanes) scalars_.sum_of_squares += lane;
+    scalars_.nonfinite = scalars_.nonfinite || s.nonfinite;
   }
 }
 
