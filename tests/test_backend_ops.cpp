@@ -858,6 +858,51 @@ TEST(CpuBackend, ConvolutionsAsMatrixProductsMatchTheReference) {
             std::string::npos);
 }
 
+// auto's rule on AVX-512: FP32 and emulated FP16 convolutions whose output is 4x4 pixels or fewer run their
+// forward and weight gradient as products, and their input's gradient too where strided; larger outputs stay
+// oneDNN's. Each pass's bits are those of the path the rule names.
+TEST(CpuBackend, AutoTakesProductsForConvolutionsOfSmallImagesOnAvx512) {
+  CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+  if (automatic.description().find("convolutions of small images as matrix products") == std::string::npos)
+    GTEST_SKIP() << "no AVX-512 for oneDNN here (" << automatic.description() << "): the rule does not apply";
+  CpuBackend gemm({2, CpuBf16::Auto, false, ConvAlgorithm::Gemm});
+  CpuBackend direct({2, CpuBf16::Auto, false, ConvAlgorithm::Direct});
+  struct Case {
+    int64_t side;  // input side; 3x3 kernel, padding 1
+    int stride;
+    bool forward, backward_data, weight_gradient;  // which passes are products
+  };
+  for (DType dtype : {DType::F32, DType::F16})
+    for (const Case c :
+         {Case{4, 1, true, false, true}, Case{8, 2, true, true, true}, Case{8, 1, false, false, false}}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + ", " + std::to_string(c.side) + "x" + std::to_string(c.side) +
+                   " stride " + std::to_string(c.stride));
+      Rng rng(41);
+      const ConvParams p{c.stride, 1};
+      const int64_t out = (c.side + 2 - 3) / c.stride + 1;
+      const Tensor x = host_random({4, 64, c.side, c.side}, rng, dtype, Layout::NHWC);
+      const Tensor w = host_random({64, 64, 3, 3}, rng, dtype);
+      const Tensor dy = host_random({4, 64, out, out}, rng, dtype, Layout::NHWC);
+      auto passes = [&](CpuBackend& b) {
+        Tensor y = Tensor::empty(dy.shape(), dtype, Layout::NHWC), dx = Tensor::empty(x.shape(), dtype, Layout::NHWC);
+        Tensor dw = Tensor::empty(w.shape(), dtype);
+        b.conv2d_forward(x, w, y, p);
+        b.conv2d_backward_data(dy, w, dx, p);
+        b.conv2d_backward_weights(x, dy, dw, p);
+        return std::array{to_float_vector(y), to_float_vector(dx), to_float_vector(dw)};
+      };
+      const auto got = passes(automatic), products = passes(gemm), onednn = passes(direct);
+      const bool as_product[] = {c.forward, c.backward_data, c.weight_gradient};
+      int told_apart = 0;
+      for (size_t pass = 0; pass < 3; ++pass) {
+        if (products[pass] == onednn[pass]) continue;  // the same sums (oneDNN's sgemm for tiny weight gradients)
+        ++told_apart;
+        EXPECT_EQ(got[pass], as_product[pass] ? products[pass] : onednn[pass]) << "pass " << pass;
+      }
+      EXPECT_GE(told_apart, 1) << "the two paths gave the same bits: nothing checked";
+    }
+}
+
 // FP16 and BF16 convolutions, which the CPU emulates, take Winograd with the conversions folded into its transforms:
 // the same bits as the emulation's widening to FP32, FP32 convolution and rounding, done here step by step.
 TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {

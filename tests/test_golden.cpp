@@ -47,7 +47,12 @@ std::string difference_from_recording() {
 // Later steps are not comparable there: a small network at this learning rate is chaotic, and a difference in the
 // last bit grows by about 10x a step. Measured on the recording's machine between oneDNN's AVX2 and SSE4.1 kernels
 // (ONEDNN_MAX_CPU_ISA=SSE41): fp32 within 6e-7 through step 6, then 1e-4 at step 7 and 80% by step 20; the 16-bit
-// modes within 8e-3 through step 3. Loss scales and skipped steps agreed at every step, and must here too.
+// modes within 8e-3 through step 3. Loss scales and skipped steps agreed at every step there, but an overflow is
+// not robust to summation order in general: the FP16 modes skip step 2 because the stem's weight gradient reaches
+// 66099 (scaled; FP16 ends at 65504), and with ResNet-20's small-image convolutions as matrix products (AVX-512,
+// "CPU, eleventh part" in docs/benchmarks.md) it reaches 63815 and no step is skipped. So here the skipped steps
+// may differ by one, and each step's loss scale by one backoff (2x), from the recording's; the losses are compared
+// only up to the first step skipped on one side and taken on the other.
 struct ModeTolerance {
   const char* mode;
   int steps;  // leading steps compared
@@ -109,21 +114,35 @@ TEST_P(GoldenTrajectory, MatchesTheRecording) {
   } else {
     std::printf("first %d steps within %g: %s (%s)\n", tol.steps, tol.loss, differs.c_str(), tol.why);
   }
+  int skipped = 0, recorded_skipped = 0;
+  bool same_updates = true;  // every step so far skipped or taken as in the recording
   for (size_t k = 0; k < got.size(); ++k) {
     const nlohmann::json& step = want[k];
     const std::string at = mode + " step " + std::to_string(k + 1);
-    ASSERT_EQ(got[k].skipped, step.at("skipped").get<bool>()) << at;
-    ASSERT_EQ(got[k].loss_scale, step.at("loss_scale").get<float>()) << at;
+    skipped += got[k].skipped;
+    recorded_skipped += step.at("skipped").get<bool>();
+    const float recorded_scale = step.at("loss_scale").get<float>();
+    if (differs.empty()) {
+      ASSERT_EQ(got[k].skipped, step.at("skipped").get<bool>()) << at;
+      ASSERT_EQ(got[k].loss_scale, recorded_scale) << at;
+    } else {
+      EXPECT_TRUE(got[k].loss_scale == recorded_scale || got[k].loss_scale == 2 * recorded_scale ||
+                  2 * got[k].loss_scale == recorded_scale)
+          << at << ": loss scale " << got[k].loss_scale << " against the recorded " << recorded_scale;
+    }
     if (differs.empty()) {
       ASSERT_EQ(hex(got[k].loss), step.at("loss").get<std::string>())
           << at << ": " << got[k].loss << " against the recorded " << step.at("value").get<double>()
           << ", on a machine that computes as the recording's: a change of behaviour. If it is meant, run "
              "scripts/regenerate-golden.sh and say why in the commit";
-    } else if (static_cast<int>(k) < tol.steps) {
+    } else if (static_cast<int>(k) < tol.steps && same_updates) {
       const double recorded = std::strtod(step.at("loss").get<std::string>().c_str(), nullptr);
       EXPECT_NEAR(got[k].loss, recorded, tol.loss * std::fabs(recorded)) << at << " (" << differs << "): " << tol.why;
     }
+    same_updates = same_updates && got[k].skipped == step.at("skipped").get<bool>();  // else the weights part here
   }
+  EXPECT_LE(std::abs(skipped - recorded_skipped), 1)
+      << mode << ": " << skipped << " steps skipped, " << recorded_skipped << " in the recording";
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, GoldenTrajectory, ::testing::ValuesIn(modes()),

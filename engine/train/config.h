@@ -53,8 +53,9 @@ struct TrainConfig {
   // (Backend::capture: the same arithmetic without a launch per op); "off": every step op by op; "auto": on where
   // the steps are deferred on a GPU (plan_steps in train/mixed_precision_step.h).
   std::string cuda_graphs = "auto";
-  // CPU convolutions (FP32 and emulated 16-bit 3x3 ones; on AMX, BF16 ones of small images): "auto", "direct",
-  // "winograd" or "measured" (ConvAlgorithm in backend/backend.h). The run's backend description records what ran.
+  // CPU convolutions (FP32 and emulated 16-bit 3x3 ones; with AVX-512, those of small images, native BF16 ones only
+  // on AMX): "auto", "direct", "winograd" or "measured" (ConvAlgorithm in backend/backend.h). The run's backend
+  // description records what ran.
   std::string conv_algorithm = "auto";
   int threads = 0;
   PrecisionConfig precision;

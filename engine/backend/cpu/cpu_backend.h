@@ -112,12 +112,14 @@ class CpuBackend final : public Backend {
                            const std::function<void()>& direct);
 
   // Convolutions as one matrix product each, im2col and oneDNN's matmul (cpu_backend_gemm_conv.cpp): always
-  // (ConvAlgorithm::Gemm), for native BF16 on AMX over images of a few pixels, where oneDNN's convolutions are
-  // slower (Auto, Measured), or never.
-  enum class GemmConv { Never, AmxBf16, Always };
+  // (ConvAlgorithm::Gemm), on AVX-512 over images of a few pixels where oneDNN's convolutions are slower (Auto,
+  // Measured; native BF16 only on AMX), or never.
+  enum class GemmConv { Never, SmallImages, Always };
   GemmConv gemm_conv_ = GemmConv::Never;
-  // Whether the passes of the convolution x -> y (weights w) run as products.
-  bool gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor& y) const;
+  bool amx_ = false;  // oneDNN runs AMX here
+  enum class ConvPass { Forward, BackwardData, BackwardWeights };
+  // Whether this pass of the convolution x -> y (weights w) runs as a product.
+  bool gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor& y, ConvPass pass, ConvParams p) const;
   bool gemm_conv_emulated(const Tensor& t) const;
   void gemm_conv_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p);
   void gemm_conv_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p);

@@ -122,7 +122,7 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
       return c;
     });
   };
-  if (gemm_conv_chosen(x, w, y)) return gemm_conv_forward(x, w, y, p);
+  if (gemm_conv_chosen(x, w, y, ConvPass::Forward, p)) return gemm_conv_forward(x, w, y, p);
   const bool ask = ask_onednn(impl_->emulate_bf16, x, w, y);
   auto direct = [&] { run_weights_pass(primitive(x, w, y, ask), primitive, x, w, y, DNNL_ARG_SRC, DNNL_ARG_DST); };
   // Winograd for FP32 and for emulated 16-bit types (no primitive: FP32 compute on the 16-bit values, the result
@@ -150,7 +150,7 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
       return c;
     });
   };
-  if (gemm_conv_chosen(dx, w, dy)) return gemm_conv_backward_data(dy, w, dx, p);
+  if (gemm_conv_chosen(dx, w, dy, ConvPass::BackwardData, p)) return gemm_conv_backward_data(dy, w, dx, p);
   const bool ask = ask_onednn(impl_->emulate_bf16, dy, w, dx);
   auto direct = [&] {
     run_weights_pass(primitive(dy, w, dx, ask), primitive, dy, w, dx, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC);
@@ -166,7 +166,7 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
   AMPWB_CHECK(
       x.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n(),
       "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
-  if (gemm_conv_chosen(x, dw, dy)) return gemm_conv_backward_weights(x, dy, dw, p);
+  if (gemm_conv_chosen(x, dw, dy, ConvPass::BackwardWeights, p)) return gemm_conv_backward_weights(x, dy, dw, p);
   auto direct = [&] { backward_weights_direct(x, dy, dw, p); };
   if (winograd_fits(x, dw, dy, p) && (all_fp32(x, dy, dw) || !ask_onednn(impl_->emulate_bf16, x, dy, dw)))
     return with_conv_algorithm(

@@ -91,17 +91,21 @@ constexpr int64_t kGemmConvMaxPixels = 16;  // per image, of a convolution's out
 
 }  // namespace
 
-bool CpuBackend::gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor& y) const {
+bool CpuBackend::gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor& y, ConvPass pass,
+                                  ConvParams p) const {
   if (x.layout() != Layout::NHWC || y.layout() != Layout::NHWC || x.dtype() != w.dtype() || x.dtype() != y.dtype())
     return false;
   if (gemm_conv_ == GemmConv::Always) return true;
-  // On AMX, for native BF16 only, every pass over outputs of 4x4 pixels or fewer (ResNet-18's last two stages at
-  // 64 px), where oneDNN's convolutions ran 1.3-30x slower than the product alone (bench/conv_as_gemm.cpp). With
-  // outputs of 8x8 (and 14x14 for the weight gradient) too, ResNet-18 at 224 px and ResNet-20 at 32 px trained
-  // no faster or slower, although the product alone was faster on most of those shapes (docs/benchmarks.md, "CPU,
-  // tenth part").
-  if (gemm_conv_ != GemmConv::AmxBf16 || x.dtype() != DType::BF16 || impl_->emulate_bf16) return false;
-  return y.h() * y.w() <= kGemmConvMaxPixels;
+  if (gemm_conv_ != GemmConv::SmallImages || y.h() * y.w() > kGemmConvMaxPixels) return false;
+  // Outputs of 4x4 pixels or fewer (ResNet-18's last two stages at 64 px), where oneDNN's convolutions ran slower
+  // than the product alone (bench/conv_as_gemm.cpp) and reorder the largest weights three times a step. Over larger
+  // outputs the copies around the product cost what it saves (docs/benchmarks.md, "CPU, tenth part" and "twelfth
+  // part").
+  // - Native BF16: on AMX every pass (oneDNN's 1.3-30x slower); without AMX not measured, so never.
+  // - FP32, and FP16 and BF16 emulated in FP32: the forward and the weight gradient, and the input's gradient
+  //   only where strided (oneDNN's stride-1 backward data was faster than the product and its col2im).
+  if (x.dtype() == DType::BF16 && !gemm_conv_emulated(x)) return amx_;
+  return pass != ConvPass::BackwardData || p.stride > 1;
 }
 
 // y (N*P*Q, K) = patches (N*P*Q, C*R*S) x w^T (C*R*S, K).
