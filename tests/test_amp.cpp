@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/multiply_add_rate.h"
 #include "core/half.h"
+#include "forwarding_backend.h"
 #include "image_folder_util.h"
 #include "op_test_util.h"
 #include "step_util.h"
@@ -785,6 +786,65 @@ TEST(MixedPrecisionStep, OptimizerWritesTheFp16WeightCopiesAndASkippedStepLeaves
     EXPECT_EQ(bytes(p->compute), kept[i].copy) << "and its copy";
     EXPECT_EQ(p->version, kept[i].version);
     ++i;
+  }
+}
+
+// Counts the gradient checks a step asks for: on their own (scale_and_check) or inside the update.
+class CheckCounter final : public testing::ForwardingBackend {
+ public:
+  CheckCounter() : ForwardingBackend(std::make_unique<CpuBackend>(BackendOptions{2})) {}
+  void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override {
+    ++separate_checks;
+    inner().scale_and_check(tensors, factor);
+  }
+  void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override {
+    checks_in_updates += p.check_gradients;
+    inner().sgd_update(params, p);
+  }
+  int separate_checks = 0, checks_in_updates = 0;
+};
+
+// Where nothing waits on the gradients' check (no loss scale, no clipping: fp32, amp-bf16), the update makes it in
+// its own pass: the same losses, gradient norms and weights, bit for bit, as the step that checks first (here one
+// with a clipping norm no gradient reaches), and the norm is the float64 one of the gradients.
+TEST(MixedPrecisionStep, AnUngatedStepChecksItsGradientsInsideTheUpdateWithTheSameBits) {
+  for (const char* mode : {"fp32", "amp-bf16", "amp-fp16"}) {
+    SCOPED_TRACE(mode);
+    const PrecisionConfig config = precision_preset(mode);
+    const PrecisionPolicy policy(config);
+    CheckCounter fused_backend, separate_backend;
+    auto run = [&](CheckCounter& b, float clip_norm, std::vector<StepResult>& results) {
+      Rng rng(27);
+      auto model = std::make_unique<ResNet>(b, ResNetConfig{20, 3, 3, 8, Stem::Auto}, rng);
+      Sgd sgd(b, {"sgd", 0.9f});
+      LossScaler scaler(config.loss_scale);
+      MixedPrecisionStep step(b, *model, sgd, policy, scaler, 0.0f, clip_norm);
+      const Tensor images = testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC);
+      Tensor labels = Tensor::empty({4}, DType::I32);
+      for (int i = 0; i < 4; ++i) labels.data_as<int32_t>()[i] = i % 3;
+      for (int i = 0; i < 3; ++i) results.push_back(step.run(images, labels, 0.1f));
+      double sum = 0;  // the last step's gradients, float64
+      for (Parameter* p : model->parameters())
+        for (float g : to_float_vector(p->grad)) sum += static_cast<double>(g) * g;
+      EXPECT_NEAR(results.back().grad_norm, std::sqrt(sum), std::sqrt(sum) * 1e-6);
+      return model;
+    };
+    std::vector<StepResult> fused, separate;
+    const auto fused_model = run(fused_backend, 0.0f, fused);
+    const auto separate_model = run(separate_backend, 1e30f, separate);
+    const bool ungated = config.loss_scale.kind == std::string("off");
+    EXPECT_EQ(fused_backend.checks_in_updates, ungated ? 3 : 0);
+    EXPECT_EQ(fused_backend.separate_checks, ungated ? 0 : 3);
+    EXPECT_EQ(separate_backend.checks_in_updates, 0);
+    for (size_t i = 0; i < fused.size(); ++i) {
+      EXPECT_EQ(std::memcmp(&fused[i].grad_norm, &separate[i].grad_norm, sizeof(float)), 0) << "step " << i;
+      EXPECT_EQ(std::memcmp(&fused[i].loss, &separate[i].loss, sizeof(float)), 0) << "step " << i;
+      EXPECT_EQ(fused[i].skipped, separate[i].skipped);
+    }
+    const auto a = fused_model->parameters(), b = separate_model->parameters();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_EQ(std::memcmp(a[i]->value.data(), b[i]->value.data(), a[i]->value.nbytes()), 0) << a[i]->name;
   }
 }
 

@@ -1044,5 +1044,78 @@ TEST(CpuBackend, OptimizersAndScaleCheckGiveTheSameBitsOnEverySimdPath) {
   set_simd_limit(before);
 }
 
+// An update asked to check its gradients (SgdParams::check_gradients) finds what scale_and_check(grads, 1) run
+// before it finds, bit for bit (the same split between threads, the same lanes), leaves the same weights, and its
+// sum of squares is the float64 one; on every SIMD path, with thread counts that split the blocks unevenly.
+TEST(CpuBackend, UpdatesCheckTheirGradientsAsScaleAndCheckDoes) {
+  const std::vector<std::pair<int64_t, DType>> sizes = {
+      {1, DType::BF16}, {4097, DType::F16}, {3 * 2048 + 5, DType::F32}, {5 * 2048, DType::BF16}};
+  auto updates = [&](bool with_nan) {
+    Rng rng(12);
+    std::vector<ParamUpdate> u;
+    for (const auto& [n, copy] : sizes) {
+      ParamUpdate one{host_random({n}, rng, DType::F32), Tensor(), host_random({n}, rng, DType::F32, Layout::NCHW, 0.1),
+                      Tensor::zeros({n}, DType::F32), Tensor::zeros({n}, DType::F32)};
+      if (copy != DType::F32) one.copy = Tensor::empty({n}, copy);
+      u.push_back(one);
+    }
+    if (with_nan) u[2].grad.data_as<float>()[3000] = NAN;
+    return u;
+  };
+  auto bytes = [](const Tensor& t) {
+    const auto* p = static_cast<const unsigned char*>(t.data());
+    return std::vector<unsigned char>(p, p + t.nbytes());
+  };
+  for (int threads : {2, 3})
+    for (SimdLevel level : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512})
+      for (bool adam : {false, true})
+        for (bool with_nan : {false, true}) {
+          CpuBackend b({threads, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+          const SimdLevel before = set_simd_limit(level);
+          SCOPED_TRACE(std::to_string(threads) + " threads, the " + simd_level_name(simd_level()) + " path, " +
+                       (adam ? "Adam" : "SGD") + (with_nan ? ", a NaN gradient" : ""));
+          auto update = [&](std::vector<ParamUpdate>& u, bool check) {
+            if (adam)
+              b.adam_update(u, {1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, false, 1, nullptr, nullptr, check});
+            else
+              b.sgd_update(u, {0.1f, 0.9f, 1e-4f, false, true, nullptr, nullptr, check});
+          };
+          std::vector<ParamUpdate> separate = updates(with_nan), checked = updates(with_nan);
+          std::vector<Tensor*> grads;
+          for (ParamUpdate& one : separate) grads.push_back(&one.grad);
+          b.scale_and_check(grads, 1.0f);
+          const StepScalars expected = b.read_scalars();
+          update(separate, false);
+          b.scale_and_check({&separate[0].grad}, 1.0f);  // whatever the check finds must come from the update's
+          update(checked, true);
+          const StepScalars found = b.read_scalars();
+          EXPECT_EQ(found.nonfinite, with_nan);
+          EXPECT_EQ(found.nonfinite, expected.nonfinite);
+          if (!with_nan) {
+            EXPECT_EQ(std::memcmp(&found.sum_of_squares, &expected.sum_of_squares, sizeof(double)), 0)
+                << found.sum_of_squares << " against " << expected.sum_of_squares;
+            double exact = 0;  // float64, element by element
+            for (const ParamUpdate& one : checked)
+              for (float g : to_float_vector(one.grad)) exact += static_cast<double>(g) * g;
+            EXPECT_NEAR(found.sum_of_squares, exact, exact * 1e-12);
+          }
+          for (size_t i = 0; i < sizes.size(); ++i)
+            for (auto [a, c] :
+                 std::vector<std::pair<const Tensor*, const Tensor*>>{{&separate[i].param, &checked[i].param},
+                                                                      {&separate[i].copy, &checked[i].copy},
+                                                                      {&separate[i].state1, &checked[i].state1},
+                                                                      {&separate[i].state2, &checked[i].state2}})
+              if (a->defined()) {
+                EXPECT_EQ(bytes(*a), bytes(*c)) << "parameter " << i;
+              }
+          set_simd_limit(before);
+        }
+  CpuBackend b({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+  std::vector<ParamUpdate> u = updates(false);
+  Tensor state = Tensor::zeros({kLossScaleStateBytes}, DType::U8);
+  EXPECT_THROW(b.sgd_update(u, {0.1f, 0.9f, 0.0f, false, true, &state, nullptr, true}), Error)
+      << "a check the update itself is gated by";
+}
+
 }  // namespace
 }  // namespace ampwb::testing

@@ -24,11 +24,25 @@ LossScaler::Unscaled LossScaler::unscale(Backend& backend, const std::vector<Ten
   AMPWB_CHECK(stage_ != Stage::Stepped, "unscale() is being called after step(); call update() first");
   const double inv_scale = 1.0 / scale();  // as PyTorch: reciprocal in double, then float
   backend.scale_and_check(grads, static_cast<float>(inv_scale));
+  read_check(backend);
+  stage_ = Stage::Unscaled;
+  return unscaled_;
+}
+
+void LossScaler::read_check(Backend& backend) {
   const StepScalars check = backend.read_scalars();
   found_nonfinite_ = check.nonfinite;
   unscaled_ = {check.nonfinite, static_cast<float>(std::sqrt(check.sum_of_squares)), check};
   if (check.nonfinite) unscaled_.grad_norm = std::numeric_limits<float>::infinity();
-  stage_ = Stage::Unscaled;
+}
+
+LossScaler::Unscaled LossScaler::step_checked(Backend& backend, const std::function<void()>& checking_step) {
+  AMPWB_CHECK(stage_ == Stage::Ready, "step_checked() after unscale() or step(); call update() first");
+  AMPWB_CHECK(checks_in_step(), "step_checked() with a scale to take off the gradients or a step to skip");
+  checking_step();
+  read_check(backend);
+  last_skipped_ = false;
+  stage_ = Stage::Stepped;
   return unscaled_;
 }
 

@@ -36,6 +36,12 @@ class LossScaler {
   Unscaled unscale(Backend& backend, const std::vector<Tensor*>& grads);
   // Unscales if not done; calls optimizer_step unless a gradient was inf/NaN. Returns whether it stepped.
   bool step(Backend& backend, const std::vector<Tensor*>& grads, const std::function<void()>& optimizer_step);
+  // Whether this scaler has nothing to take off the gradients (off, or a static scale of 1) and skips no step, so
+  // that the optimizer can check the gradients in its own pass over them (step_checked()).
+  bool checks_in_step() const { return !dynamic() && scale() == 1.0f; }
+  // unscale() and step() for such a scaler: calls checking_step, an optimizer step that checks the gradients as it
+  // reads them (Optimizer::step's check_gradients), then reads what it found, as unscale() would have.
+  Unscaled step_checked(Backend& backend, const std::function<void()>& checking_step);
   // Adjusts the scale for the next step; required after each step().
   void update();
 
@@ -62,6 +68,7 @@ class LossScaler {
 
  private:
   enum class Stage { Ready, Unscaled, Stepped };
+  void read_check(Backend& backend);  // what the last check found, into unscaled_
   LossScaleConfig config_;
   double scale_;  // an FP32 value, as PyTorch keeps it
   int64_t growth_tracker_ = 0;

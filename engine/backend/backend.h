@@ -54,6 +54,7 @@ struct SgdParams {
   bool nesterov, first_step;
   const Tensor* skip_if_found_inf = nullptr;  // a LossScaleState: its found_inf set, the update changes nothing
   const Tensor* step_values = nullptr;        // an OptimizerStep: lr from there
+  bool check_gradients = false;               // also what scale_and_check(grads, 1) finds, in the same pass
 };
 // One parameter's tensors for an update: param FP32, the master weights; copy undefined, or param's FP16/BF16
 // compute copy (same shape and layout), written from the updated param in the same pass, bit for bit as convert()
@@ -71,6 +72,7 @@ struct AdamParams {
   int64_t step;
   const Tensor* skip_if_found_inf = nullptr;  // as SgdParams'
   const Tensor* step_values = nullptr;        // an OptimizerStep: lr and step from there
+  bool check_gradients = false;               // as SgdParams'
 };
 // The few numbers the host needs from a training step, left on the device by the ops that make them and read back
 // together (Backend::read_scalars), so a step waits for its device at most once.
@@ -203,7 +205,9 @@ class Backend {
   virtual void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
                                      GradScale grad_scale, Tensor& dlogits) = 0;
   // A step's updates of every parameter in one call (ParamUpdate), so that a backend may make them one pass (CUDA:
-  // one launch); each parameter's result is that of its update alone.
+  // one launch); each parameter's result is that of its update alone. With check_gradients the update also leaves
+  // what scale_and_check(grads, 1) would (a step whose gradients are neither scaled nor gated by the check: no loss
+  // scale, no clipping), reading the gradients once for both.
   virtual void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) = 0;
   virtual void adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) = 0;
   // Multiplies FP32 tensors by factor in place, noting any inf/NaN among them (as PyTorch's unscale_, before the

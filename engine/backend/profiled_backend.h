@@ -26,8 +26,8 @@ enum class TimeClass : uint8_t {
   Pooling,
   Linear,
   Loss,
-  Optimizer,
-  ScaleCheck,  // unscale, inf/NaN check and clipping
+  Optimizer,   // with the gradients' check where it runs inside the update (SgdParams::check_gradients)
+  ScaleCheck,  // unscale, inf/NaN check and clipping, where they run on their own
   Convert,     // casts, layout changes, device copies, also those made inside other ops (Backend::conversion_seconds)
   HostWait,    // read_scalars, collect_scalars: the step waiting for its device's numbers
   Count

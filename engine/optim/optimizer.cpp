@@ -19,7 +19,7 @@ std::vector<Tensor*> Optimizer::state_of(const Parameter& p) {
 }
 
 void Sgd::update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
-                 const Tensor* step_values) {
+                 const Tensor* step_values, bool check_gradients) {
   const bool first = steps_ == 0;
   std::vector<ParamUpdate> updates;
   for (Parameter* p : params) {
@@ -27,14 +27,14 @@ void Sgd::update(const std::vector<Parameter*>& params, float lr, const Tensor* 
         config_.momentum != 0.0f ? state_for(backend_, p->name + ".momentum_buffer", p->value) : Tensor();
     updates.push_back({p->value, p->copy_to_update(), p->grad, buffer, {}});
   }
-  backend_.sgd_update(
-      updates, {lr, config_.momentum, config_.weight_decay, config_.nesterov, first, skip_if_found_inf, step_values});
+  backend_.sgd_update(updates, {lr, config_.momentum, config_.weight_decay, config_.nesterov, first, skip_if_found_inf,
+                                step_values, check_gradients});
   for (Parameter* p : params) p->changed_with_copy();
   ++steps_;
 }
 
 void Adam::update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
-                  const Tensor* step_values) {
+                  const Tensor* step_values, bool check_gradients) {
   const int64_t step = queued_step(skip_if_found_inf != nullptr);
   ++steps_;
   const bool decoupled = config_.kind == "adamw";
@@ -44,7 +44,7 @@ void Adam::update(const std::vector<Parameter*>& params, float lr, const Tensor*
                        state_for(backend_, p->name + ".exp_avg_sq", p->value)});
   }
   backend_.adam_update(updates, {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, step,
-                                 skip_if_found_inf, step_values});
+                                 skip_if_found_inf, step_values, check_gradients});
   for (Parameter* p : params) p->changed_with_copy();
 }
 

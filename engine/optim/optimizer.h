@@ -27,10 +27,11 @@ class Optimizer {
   // One update of every parameter from its gradient, at learning rate lr. Given a LossScaleState, every update
   // leaves its parameter untouched where the state's found_inf is set, decided on the device; steps_taken() counts
   // the step all the same until the host learns it was skipped (skipped_on_device()). Given step values (an
-  // OptimizerStep on the device, holding step_values(lr, ...)), the updates read lr and the step there.
+  // OptimizerStep on the device, holding step_values(lr, ...)), the updates read lr and the step there. With
+  // check_gradients the updates also check the gradients (SgdParams::check_gradients) for read_scalars().
   void step(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf = nullptr,
-            const Tensor* step_values = nullptr) {
-    update(params, lr, skip_if_found_inf, step_values);
+            const Tensor* step_values = nullptr, bool check_gradients = false) {
+    update(params, lr, skip_if_found_inf, step_values, check_gradients);
   }
   // What the next step's updates read from their step values.
   OptimizerStep step_values(float lr, bool with_loss_scale_state) const {
@@ -52,7 +53,7 @@ class Optimizer {
 
  protected:
   virtual void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
-                      const Tensor* step_values) = 0;
+                      const Tensor* step_values, bool check_gradients) = 0;
   // The next step's number as Adam counts it (1 on the first): with a state, the steps queued since it was made
   // (the skipped ones the host knows of are out of steps_); the update takes the state's skips off on the device.
   int64_t queued_step(bool with_loss_scale_state) const {
@@ -70,7 +71,7 @@ class Sgd final : public Optimizer {
 
  private:
   void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
-              const Tensor* step_values) override;
+              const Tensor* step_values, bool check_gradients) override;
   Backend& backend_;
   OptimizerConfig config_;
 };
@@ -81,7 +82,7 @@ class Adam final : public Optimizer {
 
  private:
   void update(const std::vector<Parameter*>& params, float lr, const Tensor* skip_if_found_inf,
-              const Tensor* step_values) override;
+              const Tensor* step_values, bool check_gradients) override;
   Backend& backend_;
   OptimizerConfig config_;
 };

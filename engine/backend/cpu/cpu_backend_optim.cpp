@@ -98,22 +98,10 @@ void call_vectorised(SimdLevel level, F&& f) {
   f();
 }
 
-// Runs update(begin, end) over [0, n) in blocks shared by the threads, each block followed by its copy's rounding
-// (the same kernels convert() runs, so the copy is bit for bit what convert() would write).
-template <class Update>
-void update_in_blocks(int64_t n, int threads, const float* w, uint16_t* copy, RoundFn round, Update&& update) {
-  const SimdLevel level = simd_level();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t begin = 0; begin < n; begin += kUpdateBlock) {
-    const int64_t end = std::min(n, begin + kUpdateBlock);
-    call_vectorised(level, [&] { update(begin, end); });
-    if (round) round(w + begin, copy + begin, end - begin, 1);
-  }
-}
-
 // scale_and_check's sums: kLanes partial sums, element i of a thread's range into lane i % kLanes, so that the
 // order of the additions, and so the bits, do not depend on the vector width.
 constexpr int64_t kLanes = 16;
+static_assert(kUpdateBlock % kLanes == 0, "a block's first element goes into lane 0");
 struct CheckSums {
   double lanes[kLanes] = {};
   int nonfinite = 0;
@@ -144,6 +132,45 @@ template <bool Scale>
   std::copy(lanes, lanes + kLanes, sums.lanes);
   sums.nonfinite |= nonfinite;
 }
+
+// Thread k's share of a tensor of n elements: whole blocks, in order. The updates and scale_and_check both split
+// tensors so, and a check made inside an update sums in scale_and_check's order: the same bits.
+std::pair<int64_t, int64_t> thread_range(int64_t n, int threads, int k) {
+  const int64_t blocks = (n + kUpdateBlock - 1) / kUpdateBlock;
+  const int64_t per_thread = (blocks + threads - 1) / threads * kUpdateBlock;
+  return {std::min(n, k * per_thread), std::min(n, (k + 1) * per_thread)};
+}
+
+// Runs update(begin, end) over [0, n) block by block, each block followed by its copy's rounding (the same kernels
+// convert() runs, so the copy is bit for bit what convert() would write). With sums (one per thread), each block's
+// gradients g are first checked as scale_and_check(g, 1) checks them, while they come into the cache.
+template <class Update>
+void update_in_blocks(int64_t n, int threads, const float* w, uint16_t* copy, RoundFn round, const float* g,
+                      CheckSums* sums, Update&& update) {
+  const SimdLevel level = simd_level();
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int k = 0; k < threads; ++k) {
+    const auto [first, last] = thread_range(n, threads, k);
+    for (int64_t begin = first; begin < last; begin += kUpdateBlock) {
+      const int64_t end = std::min(last, begin + kUpdateBlock);
+      call_vectorised(level, [&] {
+        if (sums) check_range<false>(const_cast<float*>(g), begin, end, 1.0f, sums[k]);  // reads only
+        update(begin, end);
+      });
+      if (round) round(w + begin, copy + begin, end - begin, 1);
+    }
+  }
+}
+
+// The threads' sums, added in thread order, as read_scalars() returns them.
+void store_check(const std::vector<CheckSums>& sums, StepScalars& scalars) {
+  scalars.nonfinite = false;
+  scalars.sum_of_squares = 0;
+  for (const CheckSums& s : sums) {
+    for (double lane : s.lanes) scalars.sum_of_squares += lane;
+    scalars.nonfinite = scalars.nonfinite || s.nonfinite;
+  }
+}
 }  // namespace
 
 void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) {
@@ -151,15 +178,17 @@ void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdPar
     check_same(u.param, u.grad, "SGD parameter and gradient");
     copy_rounding(u.param, u.copy);
   }
+  AMPWB_CHECK(!p.check_gradients || !p.skip_if_found_inf, "SGD: a check inside an update gated by one");
   if (found_inf(p.skip_if_found_inf)) return;  // the loss scaler skips this step
   const float lr = step_values(p.step_values, p.lr, 0).lr;
+  std::vector<CheckSums> sums(p.check_gradients ? threads_ : 0);
   for (const ParamUpdate& u : params) {
     const RoundFn round = copy_rounding(u.param, u.copy);
     float* w = u.param.data_as<float>();
     const float* g = u.grad.data_as<float>();
     float* buf = p.momentum != 0.0f ? u.state1.data_as<float>() : nullptr;
-    update_in_blocks(u.param.numel(), threads_, w, round ? u.copy.data_as<uint16_t>() : nullptr, round,
-                     [&](int64_t begin, int64_t end) {
+    update_in_blocks(u.param.numel(), threads_, w, round ? u.copy.data_as<uint16_t>() : nullptr, round, g,
+                     sums.empty() ? nullptr : sums.data(), [&](int64_t begin, int64_t end) {
                        // Copies in registers: stores through w and buf could alias p's floats and keep the loops
                        // from vectorising.
                        const float rate = lr, decay = p.weight_decay, momentum = p.momentum;
@@ -178,6 +207,7 @@ void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdPar
                        }
                      });
   }
+  if (p.check_gradients) store_check(sums, scalars_);
 }
 
 void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) {
@@ -185,6 +215,7 @@ void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamP
     check_same(u.param, u.grad, "Adam parameter and gradient");
     copy_rounding(u.param, u.copy);
   }
+  AMPWB_CHECK(!p.check_gradients || !p.skip_if_found_inf, "Adam: a check inside an update gated by one");
   if (found_inf(p.skip_if_found_inf)) return;  // the loss scaler skips this step
   const OptimizerStep values = step_values(p.step_values, p.lr, p.step);
   const double t = static_cast<double>(
@@ -193,14 +224,15 @@ void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamP
   const float bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(p.beta2, t)));
   const float decay = p.decoupled_weight_decay ? 1.0f - values.lr * p.weight_decay : 1.0f;
   const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
+  std::vector<CheckSums> sums(p.check_gradients ? threads_ : 0);
   for (const ParamUpdate& u : params) {
     const RoundFn round = copy_rounding(u.param, u.copy);
     float* w = u.param.data_as<float>();
     const float* g = u.grad.data_as<float>();
     float* m1 = u.state1.data_as<float>();
     float* m2 = u.state2.data_as<float>();
-    update_in_blocks(u.param.numel(), threads_, w, round ? u.copy.data_as<uint16_t>() : nullptr, round,
-                     [&](int64_t begin, int64_t end) {
+    update_in_blocks(u.param.numel(), threads_, w, round ? u.copy.data_as<uint16_t>() : nullptr, round, g,
+                     sums.empty() ? nullptr : sums.data(), [&](int64_t begin, int64_t end) {
                        const float beta1 = p.beta1, beta2 = p.beta2, eps = p.eps, shrink = decay, l2_decay = l2,
                                    size = step_size, bias = bias2_sqrt;  // in registers, as in SGD's
 #pragma omp simd
@@ -212,22 +244,19 @@ void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamP
                        }
                      });
   }
+  if (p.check_gradients) store_check(sums, scalars_);
 }
 
 void CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float factor) {
-  scalars_.nonfinite = false;
-  scalars_.sum_of_squares = 0;
   const SimdLevel level = simd_level();
   std::vector<CheckSums> sums(threads_);
   for (Tensor* t : tensors) {
     AMPWB_CHECK(t->dtype() == DType::F32, "scale_and_check expects FP32 tensors, got " << t->describe());
     float* p = t->data_as<float>();
     const int64_t n = t->numel();
-    // Each thread a fixed range of whole lane groups; its sums added in thread order below.
-    const int64_t per_thread = (n / threads_ + kLanes - 1) / kLanes * kLanes;
 #pragma omp parallel for num_threads(threads_) schedule(static, 1)
     for (int k = 0; k < threads_; ++k) {
-      const int64_t begin = std::min(n, k * per_thread), end = k + 1 == threads_ ? n : std::min(n, begin + per_thread);
+      const auto [begin, end] = thread_range(n, threads_, k);
       // Factor 1 (fp32, amp-bf16: no loss scale) leaves the tensor as it is: read only, half the memory traffic.
       if (factor == 1.0f)
         call_vectorised(level, [&] { check_range<false>(p, begin, end, factor, sums[k]); });
@@ -235,10 +264,7 @@ void CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float fact
         call_vectorised(level, [&] { check_range<true>(p, begin, end, factor, sums[k]); });
     }
   }
-  for (const CheckSums& s : sums) {
-    for (double lane : s.lanes) scalars_.sum_of_squares += lane;
-    scalars_.nonfinite = scalars_.nonfinite || s.nonfinite;
-  }
+  store_check(sums, scalars_);
 }
 
 void CpuBackend::unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) {

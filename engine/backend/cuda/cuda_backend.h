@@ -136,6 +136,7 @@ class CudaBackend final : public Backend {
 
  private:
   struct Impl;
+  void check_before_update(const std::vector<ParamUpdate>& params);  // SgdParams::check_gradients
   // scale_and_check, or with a loss-scale state: its 1 / scale as the factor, its found_inf set from the check.
   void scale_and_check(const std::vector<Tensor*>& tensors, float factor, cuda::LossScaleDevice* loss_scale);
   // The optimizers' segments, checked: states, how many of each update's state1, state2 the optimizer reads.

@@ -107,7 +107,16 @@ std::vector<cuda::UpdateSegment> CudaBackend::update_segments(const std::vector<
   return segments;
 }
 
+// The check an update was asked to make: here its own pass before the update, as the step made it before the
+// option (taking it into the update kernels is left undone: the GPU's deferred steps never ask for it).
+void CudaBackend::check_before_update(const std::vector<ParamUpdate>& params) {
+  std::vector<Tensor*> grads;
+  for (const ParamUpdate& u : params) grads.push_back(const_cast<Tensor*>(&u.grad));
+  scale_and_check(grads, 1.0f);
+}
+
 void CudaBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) {
+  if (p.check_gradients) check_before_update(params);
   const Tensor none;
   CUDA_OP_ENTRY(p.skip_if_found_inf ? p.skip_if_found_inf : &none, p.step_values ? p.step_values : &none);
   Impl& m = *impl_;
@@ -124,6 +133,7 @@ void CudaBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdPa
 }
 
 void CudaBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) {
+  if (p.check_gradients) check_before_update(params);
   const Tensor none;
   CUDA_OP_ENTRY(p.skip_if_found_inf ? p.skip_if_found_inf : &none, p.step_values ? p.step_values : &none);
   Impl& m = *impl_;
