@@ -111,11 +111,13 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
                    "op; auto (the default): on where the steps are deferred on a GPU, and not with --profile")
       ->type_name("auto|on|off");
   bench
-      ->add_option("--conv-algorithm", c.conv_algorithm,
-                   "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; with "
-                   "AVX-512, those of 4x4 outputs or fewer as matrix products, BF16 ones only on AMX), direct "
-                   "(oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for each pass "
-                   "and shape, timed on its first call)")
+      ->add_option(
+          "--conv-algorithm", c.conv_algorithm,
+          "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; with "
+          "AVX-512, those of 4x4 outputs or fewer as matrix products, BF16 ones only on AMX, where strided ones of "
+          "larger outputs also take them in some passes), direct "
+          "(oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for each pass "
+          "and shape, timed on its first call)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, ConvAlgorithm>{{"auto", ConvAlgorithm::Auto},
                                                                                {"direct", ConvAlgorithm::Direct},
                                                                                {"winograd", ConvAlgorithm::Winograd},

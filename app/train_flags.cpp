@@ -172,11 +172,13 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
                        "op; auto (the default): on where the steps are deferred on a GPU")
           ->type_name("auto|on|off"));
   run(command
-          ->add_option("--conv-algorithm", c.conv_algorithm,
-                       "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; "
-                       "with AVX-512, those of 4x4 outputs or fewer as matrix products, BF16 ones only on AMX), "
-                       "direct (oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for "
-                       "each pass and shape, timed on its first call; two runs may then choose differently)")
+          ->add_option(
+              "--conv-algorithm", c.conv_algorithm,
+              "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; "
+              "with AVX-512, those of 4x4 outputs or fewer as matrix products, BF16 ones only on AMX, where strided "
+              "ones of larger outputs also take them in some passes), "
+              "direct (oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for "
+              "each pass and shape, timed on its first call; two runs may then choose differently)")
           ->type_name("ALGORITHM"));
   run(add_number(command, "--max-skipped", c.max_consecutive_skipped,
                  "stop the run after this many skipped steps in a row"));

@@ -903,6 +903,53 @@ TEST(CpuBackend, AutoTakesProductsForConvolutionsOfSmallImagesOnAvx512) {
     }
 }
 
+// auto's rule for native BF16 on AMX: every pass of outputs of 4x4 pixels or fewer, and for strided convolutions
+// the weight gradient up to 14x14 outputs and the other passes up to 7x7 (the forward one not for 1x1 kernels).
+// Each pass's bits are those of the path the rule names.
+TEST(CpuBackend, AutoTakesProductsForStridedBf16ConvolutionsOnAmx) {
+  CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+  if (automatic.description().find("avx512_core_amx") == std::string::npos || !automatic.capabilities().bf16.native)
+    GTEST_SKIP() << "no native BF16 on AMX here (" << automatic.description() << "): the rule does not apply";
+  CpuBackend gemm({2, CpuBf16::Auto, false, ConvAlgorithm::Gemm});
+  CpuBackend direct({2, CpuBf16::Auto, false, ConvAlgorithm::Direct});
+  struct Case {
+    int64_t side, kernel;  // padding kernel / 2
+    int stride;
+    bool forward, backward_data, weight_gradient;  // which passes are products
+  };
+  // (1x1 kernels: oneDNN's and the product's sums gave the same bits in every pass, so no case tells them apart.)
+  for (const Case c :
+       {Case{14, 3, 2, true, true, true}, Case{28, 3, 2, false, false, true}, Case{16, 3, 2, false, false, true},
+        Case{32, 3, 2, false, false, false}, Case{4, 3, 1, true, true, true}, Case{8, 3, 1, false, false, false}}) {
+    SCOPED_TRACE(std::to_string(c.side) + "x" + std::to_string(c.side) + ", " + std::to_string(c.kernel) + "x" +
+                 std::to_string(c.kernel) + " stride " + std::to_string(c.stride));
+    Rng rng(43);
+    const ConvParams p{c.stride, static_cast<int>(c.kernel / 2)};
+    const int64_t out = (c.side + 2 * p.padding - c.kernel) / c.stride + 1;
+    // Long enough sums (128 channels, 8 images) that the two paths' orders of addition show in BF16's bits.
+    const Tensor x = host_random({8, 128, c.side, c.side}, rng, DType::BF16, Layout::NHWC);
+    const Tensor w = host_random({64, 128, c.kernel, c.kernel}, rng, DType::BF16);
+    const Tensor dy = host_random({8, 64, out, out}, rng, DType::BF16, Layout::NHWC);
+    auto passes = [&](CpuBackend& b) {
+      Tensor y = Tensor::empty(dy.shape(), DType::BF16, Layout::NHWC);
+      Tensor dx = Tensor::empty(x.shape(), DType::BF16, Layout::NHWC), dw = Tensor::empty(w.shape(), DType::BF16);
+      b.conv2d_forward(x, w, y, p);
+      b.conv2d_backward_data(dy, w, dx, p);
+      b.conv2d_backward_weights(x, dy, dw, p);
+      return std::array{to_float_vector(y), to_float_vector(dx), to_float_vector(dw)};
+    };
+    const auto got = passes(automatic), products = passes(gemm), onednn = passes(direct);
+    const bool as_product[] = {c.forward, c.backward_data, c.weight_gradient};
+    int told_apart = 0;
+    for (size_t pass = 0; pass < 3; ++pass) {
+      if (products[pass] == onednn[pass]) continue;  // the same bits either way: nothing to tell
+      ++told_apart;
+      EXPECT_EQ(got[pass], as_product[pass] ? products[pass] : onednn[pass]) << "pass " << pass;
+    }
+    EXPECT_GE(told_apart, 1) << "the two paths gave the same bits: nothing checked";
+  }
+}
+
 // FP16 and BF16 convolutions, which the CPU emulates, take Winograd with the conversions folded into its transforms:
 // the same bits as the emulation's widening to FP32, FP32 convolution and rounding, done here step by step.
 TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {

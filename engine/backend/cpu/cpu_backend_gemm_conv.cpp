@@ -104,6 +104,10 @@ dnnl::memory::desc matrix(int64_t rows, int64_t columns, DType type, bool transp
 }
 
 constexpr int64_t kGemmConvMaxPixels = 16;  // per image, of a convolution's output: 4x4
+// Native BF16 on AMX, strided convolutions (a stage's entry and its downsampling): the weight gradient up to 14x14
+// outputs, the other passes up to 7x7 (the forward one of kernels larger than 1x1), where the products won in every
+// measured round (docs/benchmarks.md, "CPU, thirteenth part").
+constexpr int64_t kGemmConvMaxPixelsStridedWeightGradient = 196, kGemmConvMaxPixelsStrided = 49;
 
 }  // namespace
 
@@ -112,15 +116,25 @@ bool CpuBackend::gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor
   if (x.layout() != Layout::NHWC || y.layout() != Layout::NHWC || x.dtype() != w.dtype() || x.dtype() != y.dtype())
     return false;
   if (gemm_conv_ == GemmConv::Always) return true;
-  if (gemm_conv_ != GemmConv::SmallImages || y.h() * y.w() > kGemmConvMaxPixels) return false;
+  if (gemm_conv_ != GemmConv::SmallImages) return false;
   // Outputs of 4x4 pixels or fewer (ResNet-18's last two stages at 64 px), where oneDNN's convolutions ran slower
   // than the product alone (bench/conv_as_gemm.cpp) and reorder the largest weights three times a step. Over larger
   // outputs the copies around the product cost what it saves (docs/benchmarks.md, "CPU, tenth part" and "twelfth
-  // part").
-  // - Native BF16: on AMX every pass (oneDNN's 1.3-30x slower); without AMX not measured, so never.
+  // part"), but for native BF16's strided convolutions.
+  // - Native BF16: on AMX every pass (oneDNN's 1.3-30x slower), and strided convolutions' passes over larger
+  //   outputs as above (oneDNN's backward ones, jit:avx512_core_amx_bf16, up to 5x slower); without AMX not
+  //   measured, so never.
   // - FP32, and FP16 and BF16 emulated in FP32: the forward and the weight gradient, and the input's gradient
   //   only where strided (oneDNN's stride-1 backward data was faster than the product and its col2im).
-  if (x.dtype() == DType::BF16 && !gemm_conv_emulated(x)) return amx_;
+  const int64_t pixels = y.h() * y.w();
+  if (x.dtype() == DType::BF16 && !gemm_conv_emulated(x)) {
+    if (!amx_) return false;
+    if (pixels <= kGemmConvMaxPixels) return true;
+    if (p.stride == 1) return false;
+    if (pass == ConvPass::BackwardWeights) return pixels <= kGemmConvMaxPixelsStridedWeightGradient;
+    return pixels <= kGemmConvMaxPixelsStrided && (pass == ConvPass::BackwardData || w.h() * w.w() > 1);
+  }
+  if (pixels > kGemmConvMaxPixels) return false;
   return pass != ConvPass::BackwardData || p.stride > 1;
 }
 

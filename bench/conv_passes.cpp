@@ -1,0 +1,77 @@
+// The CPU backend's three convolution passes, as `--conv-algorithm direct` (oneDNN's convolutions) and `auto` (the
+// engine's rule, which takes matrix products for some: cpu_backend_gemm_conv.cpp) run them, whole: im2col, col2im,
+// conversions and allocations included. ResNet-18's strided convolutions at 64 and 224 px (a stage's entry and its
+// downsampling), native BF16 where the CPU runs it (else the engine's emulation); best of 15 runs each, the two
+// alternating shape by shape.
+// usage: ampwb_conv_passes [THREADS]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/rng.h"
+
+namespace {
+using namespace ampwb;
+
+template <class F>
+double best_ms(F&& f) {
+  f();
+  double best = 1e30;
+  for (int i = 0; i < 15; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+Tensor random_bf16(Shape shape, Rng& rng, Layout layout) {
+  Tensor wide = Tensor::empty(std::move(shape), DType::F32, layout);
+  for (int64_t i = 0; i < wide.numel(); ++i) wide.data_as<float>()[i] = static_cast<float>(rng.normal());
+  return wide;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  struct Conv {
+    int64_t batch, side, in, out, kernel;
+  };
+  CpuBackend direct({threads, CpuBf16::Auto, false, ConvAlgorithm::Direct});
+  CpuBackend automatic({threads, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+  std::printf("%s\n%-34s %-7s %9s %14s %16s %9s\n", automatic.description().c_str(), "BF16, stride 2", "path",
+              "forward", "backward data", "weight gradient", "sum");
+  for (const Conv& s : {Conv{32, 16, 64, 128, 3}, Conv{32, 16, 64, 128, 1}, Conv{16, 28, 128, 256, 3},
+                        Conv{16, 28, 128, 256, 1}, Conv{16, 14, 256, 512, 3}, Conv{16, 14, 256, 512, 1}}) {
+    Rng rng(7);
+    const ConvParams p{2, static_cast<int>(s.kernel / 2)};
+    const int64_t out = (s.side + 2 * p.padding - s.kernel) / 2 + 1;
+    Backend& cpu = automatic;
+    auto bf16 = [&](Shape shape, Layout layout) {
+      const Tensor wide = random_bf16(std::move(shape), rng, layout);
+      Tensor t = Tensor::empty(wide.shape(), DType::BF16, layout);
+      cpu.convert(wide, t);
+      return t;
+    };
+    const Tensor x = bf16({s.batch, s.in, s.side, s.side}, Layout::NHWC),
+                 w = bf16({s.out, s.in, s.kernel, s.kernel}, Layout::NCHW);
+    const Tensor dy = bf16({s.batch, s.out, out, out}, Layout::NHWC);
+    Tensor y = Tensor::empty(dy.shape(), DType::BF16, Layout::NHWC),
+           dx = Tensor::empty(x.shape(), DType::BF16, Layout::NHWC);
+    Tensor dw = Tensor::empty(w.shape(), DType::BF16);
+    for (CpuBackend* b : {&direct, &automatic}) {
+      const double f = best_ms([&] { b->conv2d_forward(x, w, y, p); });
+      const double d = best_ms([&] { b->conv2d_backward_data(dy, w, dx, p); });
+      const double g = best_ms([&] { b->conv2d_backward_weights(x, dy, dw, p); });
+      char name[128];
+      std::snprintf(name, sizeof name, "batch %ld, %ldx%ld -> %ldx%ld, %ld->%ld, %ldx%ld", static_cast<long>(s.batch),
+                    static_cast<long>(s.side), static_cast<long>(s.side), static_cast<long>(out),
+                    static_cast<long>(out), static_cast<long>(s.in), static_cast<long>(s.out),
+                    static_cast<long>(s.kernel), static_cast<long>(s.kernel));
+      std::printf("%-34s %-7s %6.3f ms %11.3f ms %13.3f ms %6.3f ms\n", name, b == &direct ? "direct" : "auto", f, d, g,
+                  f + d + g);
+    }
+  }
+}
