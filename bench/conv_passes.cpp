@@ -5,27 +5,15 @@
 // alternating shape by shape.
 // usage: ampwb_conv_passes [THREADS]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
 #include "backend/cpu/cpu_backend.h"
+#include "bench_util.h"
 #include "core/rng.h"
 
 namespace {
 using namespace ampwb;
-
-template <class F>
-double best_ms(F&& f) {
-  f();
-  double best = 1e30;
-  for (int i = 0; i < 15; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
 
 Tensor random_bf16(Shape shape, Rng& rng, Layout layout) {
   Tensor wide = Tensor::empty(std::move(shape), DType::F32, layout);
@@ -62,9 +50,9 @@ int main(int argc, char** argv) {
            dx = Tensor::empty(x.shape(), DType::BF16, Layout::NHWC);
     Tensor dw = Tensor::empty(w.shape(), DType::BF16);
     for (CpuBackend* b : {&direct, &automatic}) {
-      const double f = best_ms([&] { b->conv2d_forward(x, w, y, p); });
-      const double d = best_ms([&] { b->conv2d_backward_data(dy, w, dx, p); });
-      const double g = best_ms([&] { b->conv2d_backward_weights(x, dy, dw, p); });
+      const double f = bench::best_ms([&] { b->conv2d_forward(x, w, y, p); }, 15);
+      const double d = bench::best_ms([&] { b->conv2d_backward_data(dy, w, dx, p); }, 15);
+      const double g = bench::best_ms([&] { b->conv2d_backward_weights(x, dy, dw, p); }, 15);
       char name[128];
       std::snprintf(name, sizeof name, "batch %ld, %ldx%ld -> %ldx%ld, %ld->%ld, %ldx%ld", static_cast<long>(s.batch),
                     static_cast<long>(s.side), static_cast<long>(s.side), static_cast<long>(out),

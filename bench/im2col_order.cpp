@@ -5,13 +5,13 @@
 // with its allocation of the patches, the old one into patches made once), on THREADS threads (default 2).
 // usage: ampwb_im2col_order [THREADS]
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "bench_util.h"
 
 namespace {
 using namespace ampwb;
@@ -36,17 +36,6 @@ void tap_by_tap(const Tensor& x, Tensor& patches, int64_t R, int64_t S, ConvPara
   }
 }
 
-template <class F>
-double best_ms(F&& f) {
-  f();
-  double best = 1e30;
-  for (int i = 0; i < 20; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,13 +57,15 @@ int main(int argc, char** argv) {
       auto* bytes = static_cast<unsigned char*>(x.data());
       for (int64_t i = 0; i < static_cast<int64_t>(x.nbytes()); ++i) bytes[i] = static_cast<unsigned char>(i * 131 + 7);
       Tensor was = Tensor::empty({32 * P * P, s.channels * 9}, type), now;
-      const double was_ms = best_ms([&] {
-        if (type == DType::F32)
-          tap_by_tap<uint32_t>(x, was, 3, 3, p, P, P, threads);
-        else
-          tap_by_tap<uint16_t>(x, was, 3, 3, p, P, P, threads);
-      });
-      const double now_ms = best_ms([&] { now = cpu_detail::im2col(x, 3, 3, true, p, P, P, threads); });
+      const double was_ms = bench::best_ms(
+          [&] {
+            if (type == DType::F32)
+              tap_by_tap<uint32_t>(x, was, 3, 3, p, P, P, threads);
+            else
+              tap_by_tap<uint16_t>(x, was, 3, 3, p, P, P, threads);
+          },
+          20);
+      const double now_ms = bench::best_ms([&] { now = cpu_detail::im2col(x, 3, 3, true, p, P, P, threads); }, 20);
       const bool same = std::memcmp(was.data(), now.data(), was.nbytes()) == 0;
       std::printf(" %9.3f ms %9.3f ms %8s", was_ms, now_ms, same ? "yes" : "NO");
     }

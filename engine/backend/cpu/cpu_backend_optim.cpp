@@ -256,7 +256,8 @@ void CpuBackend::scale_and_check(const std::vector<Tensor*>& tensors, float fact
     const int64_t n = t->numel();
 #pragma omp parallel for num_threads(threads_) schedule(static, 1)
     for (int k = 0; k < threads_; ++k) {
-      const auto [begin, end] = thread_range(n, threads_, k);
+      const std::pair<int64_t, int64_t> range = thread_range(n, threads_, k);
+      const int64_t begin = range.first, end = range.second;  // not a structured binding: the lambdas capture them
       // Factor 1 (fp32, amp-bf16: no loss scale) leaves the tensor as it is: read only, half the memory traffic.
       if (factor == 1.0f)
         call_vectorised(level, [&] { check_range<false>(p, begin, end, factor, sums[k]); });
