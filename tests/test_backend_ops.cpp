@@ -858,6 +858,30 @@ TEST(CpuBackend, ConvolutionsAsMatrixProductsMatchTheReference) {
             std::string::npos);
 }
 
+// Each pass of a convolution (forward, backward data, weight gradient) as `automatic` runs it gives the bits of the
+// path as_product names for it: the products of `gemm` or oneDNN's convolutions of `direct`. A pass whose two paths
+// give the same bits tells nothing; at least one must differ.
+void expect_passes_follow_the_rule(CpuBackend& automatic, CpuBackend& gemm, CpuBackend& direct, const Tensor& x,
+                                   const Tensor& w, const Tensor& dy, ConvParams p, std::array<bool, 3> as_product) {
+  auto passes = [&](CpuBackend& b) {
+    Tensor y = Tensor::empty(dy.shape(), dy.dtype(), Layout::NHWC),
+           dx = Tensor::empty(x.shape(), x.dtype(), Layout::NHWC);
+    Tensor dw = Tensor::empty(w.shape(), w.dtype());
+    b.conv2d_forward(x, w, y, p);
+    b.conv2d_backward_data(dy, w, dx, p);
+    b.conv2d_backward_weights(x, dy, dw, p);
+    return std::array{to_float_vector(y), to_float_vector(dx), to_float_vector(dw)};
+  };
+  const auto got = passes(automatic), products = passes(gemm), onednn = passes(direct);
+  int told_apart = 0;
+  for (size_t pass = 0; pass < 3; ++pass) {
+    if (products[pass] == onednn[pass]) continue;  // the same sums either way (e.g. oneDNN's sgemm, 1x1 kernels)
+    ++told_apart;
+    EXPECT_EQ(got[pass], as_product[pass] ? products[pass] : onednn[pass]) << "pass " << pass;
+  }
+  EXPECT_GE(told_apart, 1) << "the two paths gave the same bits: nothing checked";
+}
+
 // auto's rule on AVX-512: FP32 and emulated FP16 convolutions whose output is 4x4 pixels or fewer run their
 // forward and weight gradient as products, and their input's gradient too where strided; larger outputs stay
 // oneDNN's. Each pass's bits are those of the path the rule names.
@@ -883,23 +907,8 @@ TEST(CpuBackend, AutoTakesProductsForConvolutionsOfSmallImagesOnAvx512) {
       const Tensor x = host_random({4, 64, c.side, c.side}, rng, dtype, Layout::NHWC);
       const Tensor w = host_random({64, 64, 3, 3}, rng, dtype);
       const Tensor dy = host_random({4, 64, out, out}, rng, dtype, Layout::NHWC);
-      auto passes = [&](CpuBackend& b) {
-        Tensor y = Tensor::empty(dy.shape(), dtype, Layout::NHWC), dx = Tensor::empty(x.shape(), dtype, Layout::NHWC);
-        Tensor dw = Tensor::empty(w.shape(), dtype);
-        b.conv2d_forward(x, w, y, p);
-        b.conv2d_backward_data(dy, w, dx, p);
-        b.conv2d_backward_weights(x, dy, dw, p);
-        return std::array{to_float_vector(y), to_float_vector(dx), to_float_vector(dw)};
-      };
-      const auto got = passes(automatic), products = passes(gemm), onednn = passes(direct);
-      const bool as_product[] = {c.forward, c.backward_data, c.weight_gradient};
-      int told_apart = 0;
-      for (size_t pass = 0; pass < 3; ++pass) {
-        if (products[pass] == onednn[pass]) continue;  // the same sums (oneDNN's sgemm for tiny weight gradients)
-        ++told_apart;
-        EXPECT_EQ(got[pass], as_product[pass] ? products[pass] : onednn[pass]) << "pass " << pass;
-      }
-      EXPECT_GE(told_apart, 1) << "the two paths gave the same bits: nothing checked";
+      expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
+                                    {c.forward, c.backward_data, c.weight_gradient});
     }
 }
 
@@ -930,23 +939,8 @@ TEST(CpuBackend, AutoTakesProductsForStridedBf16ConvolutionsOnAmx) {
     const Tensor x = host_random({8, 128, c.side, c.side}, rng, DType::BF16, Layout::NHWC);
     const Tensor w = host_random({64, 128, c.kernel, c.kernel}, rng, DType::BF16);
     const Tensor dy = host_random({8, 64, out, out}, rng, DType::BF16, Layout::NHWC);
-    auto passes = [&](CpuBackend& b) {
-      Tensor y = Tensor::empty(dy.shape(), DType::BF16, Layout::NHWC);
-      Tensor dx = Tensor::empty(x.shape(), DType::BF16, Layout::NHWC), dw = Tensor::empty(w.shape(), DType::BF16);
-      b.conv2d_forward(x, w, y, p);
-      b.conv2d_backward_data(dy, w, dx, p);
-      b.conv2d_backward_weights(x, dy, dw, p);
-      return std::array{to_float_vector(y), to_float_vector(dx), to_float_vector(dw)};
-    };
-    const auto got = passes(automatic), products = passes(gemm), onednn = passes(direct);
-    const bool as_product[] = {c.forward, c.backward_data, c.weight_gradient};
-    int told_apart = 0;
-    for (size_t pass = 0; pass < 3; ++pass) {
-      if (products[pass] == onednn[pass]) continue;  // the same bits either way: nothing to tell
-      ++told_apart;
-      EXPECT_EQ(got[pass], as_product[pass] ? products[pass] : onednn[pass]) << "pass " << pass;
-    }
-    EXPECT_GE(told_apart, 1) << "the two paths gave the same bits: nothing checked";
+    expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
+                                  {c.forward, c.backward_data, c.weight_gradient});
   }
 }
 
