@@ -861,18 +861,23 @@ TEST(CpuBackend, ConvolutionsAsMatrixProductsMatchTheReference) {
 // Each pass of a convolution (forward, backward data, weight gradient) as `automatic` runs it gives the bits of the
 // path as_product names for it: the products of `gemm` or oneDNN's convolutions of `direct`. A pass whose two paths
 // give the same bits tells nothing; at least one must differ.
+// dy_arrives_wide: auto's backward passes get dy widened to FP32, as Conv2d hands an emulated dtype's gradient over.
 void expect_passes_follow_the_rule(CpuBackend& automatic, CpuBackend& gemm, CpuBackend& direct, const Tensor& x,
-                                   const Tensor& w, const Tensor& dy, ConvParams p, std::array<bool, 3> as_product) {
-  auto passes = [&](CpuBackend& b) {
-    Tensor y = Tensor::empty(dy.shape(), dy.dtype(), Layout::NHWC),
+                                   const Tensor& w, const Tensor& dy, ConvParams p, std::array<bool, 3> as_product,
+                                   bool dy_arrives_wide = false) {
+  auto passes = [&](CpuBackend& b, const Tensor& dy_given) {
+    Tensor y = Tensor::empty(dy.shape(), x.dtype(), Layout::NHWC),
            dx = Tensor::empty(x.shape(), x.dtype(), Layout::NHWC);
     Tensor dw = Tensor::empty(w.shape(), w.dtype());
     b.conv2d_forward(x, w, y, p);
-    b.conv2d_backward_data(dy, w, dx, p);
-    b.conv2d_backward_weights(x, dy, dw, p);
+    b.conv2d_backward_data(dy_given, w, dx, p);
+    b.conv2d_backward_weights(x, dy_given, dw, p);
     return std::array{to_float_vector(y), to_float_vector(dx), to_float_vector(dw)};
   };
-  const auto got = passes(automatic), products = passes(gemm), onednn = passes(direct);
+  Tensor wide_dy = Tensor::empty(dy.shape(), DType::F32, Layout::NHWC);
+  automatic.convert(dy, wide_dy);
+  const auto got = passes(automatic, dy_arrives_wide ? wide_dy : dy), products = passes(gemm, dy),
+             onednn = passes(direct, dy);
   int told_apart = 0;
   for (size_t pass = 0; pass < 3; ++pass) {
     if (products[pass] == onednn[pass]) continue;  // the same sums either way (e.g. oneDNN's sgemm, 1x1 kernels)
@@ -884,7 +889,8 @@ void expect_passes_follow_the_rule(CpuBackend& automatic, CpuBackend& gemm, CpuB
 
 // auto's rule on AVX-512: FP32 and emulated FP16 convolutions whose output is 4x4 pixels or fewer run their
 // forward and weight gradient as products, and their input's gradient too where strided; larger outputs stay
-// oneDNN's. Each pass's bits are those of the path the rule names.
+// oneDNN's. Each pass's bits are those of the path the rule names, also where FP16's output gradient arrives
+// widened to FP32 (as in training: the rule once missed it there).
 TEST(CpuBackend, AutoTakesProductsForConvolutionsOfSmallImagesOnAvx512) {
   CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
   if (automatic.description().find("convolutions of small images as matrix products") == std::string::npos)
@@ -907,8 +913,12 @@ TEST(CpuBackend, AutoTakesProductsForConvolutionsOfSmallImagesOnAvx512) {
       const Tensor x = host_random({4, 64, c.side, c.side}, rng, dtype, Layout::NHWC);
       const Tensor w = host_random({64, 64, 3, 3}, rng, dtype);
       const Tensor dy = host_random({4, 64, out, out}, rng, dtype, Layout::NHWC);
-      expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
-                                    {c.forward, c.backward_data, c.weight_gradient});
+      for (const bool dy_arrives_wide : {false, true}) {
+        if (dy_arrives_wide && dtype == DType::F32) continue;
+        SCOPED_TRACE(dy_arrives_wide ? "dy widened to FP32" : "dy as computed");
+        expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
+                                      {c.forward, c.backward_data, c.weight_gradient}, dy_arrives_wide);
+      }
     }
 }
 

@@ -113,8 +113,12 @@ constexpr int64_t kGemmConvMaxPixelsStridedWeightGradient = 196, kGemmConvMaxPix
 
 bool CpuBackend::gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor& y, ConvPass pass,
                                   ConvParams p) const {
-  if (x.layout() != Layout::NHWC || y.layout() != Layout::NHWC || x.dtype() != w.dtype() || x.dtype() != y.dtype())
-    return false;
+  // One dtype, but that an emulated dtype's gradients may be FP32 holding its values: the output gradient (y's side
+  // of a backward pass), which Conv2d widens once for both backward passes, and the weight gradient (w's side).
+  auto dtype_fits = [&](const Tensor& t) {
+    return t.dtype() == x.dtype() || (gemm_conv_emulated(x) && t.dtype() == DType::F32);
+  };
+  if (x.layout() != Layout::NHWC || y.layout() != Layout::NHWC || !dtype_fits(w) || !dtype_fits(y)) return false;
   if (gemm_conv_ == GemmConv::Always) return true;
   if (gemm_conv_ != GemmConv::SmallImages) return false;
   // Outputs of 4x4 pixels or fewer (ResNet-18's last two stages at 64 px), where oneDNN's convolutions ran slower
@@ -164,7 +168,7 @@ void CpuBackend::gemm_conv_backward_data(const Tensor& dy, const Tensor& w, Tens
   const auto dy_md = matrix(rows, K, dy.dtype()), w_md = matrix(K, columns, w.dtype()),
              dpatches_md = matrix(rows, columns, plain ? dx.dtype() : DType::F32);
   const Cached* c = impl_->matmul(make_key("gemm_conv_bwd_data", dy, w, dx, p.stride, p.padding), dy_md, w_md,
-                                  dpatches_md, !gemm_conv_emulated(dy));
+                                  dpatches_md, !gemm_conv_emulated(w));
   if (!c) {  // emulated, as in gemm_conv_forward
     Tensor dx32 = wide_output(dx);
     gemm_conv_backward_data(widen(dy), widen(w), dx32, p);
