@@ -72,11 +72,10 @@ void run(CaseRun& r, const ConvCase& c) {
   const ref::Array rx = reference(x), rw = reference(w), rdy = reference(dy);
   r.expect("y", y, ref::conv2d_forward(rx, rw, c.stride, c.padding), Kernel::Conv2dForward);
   r.expect("dx", dx, ref::conv2d_backward_data(rdy, rw, x.shape(), c.stride, c.padding), Kernel::Conv2dBackwardData);
-  // An FP32 dw from 16-bit activations: oneDNN writes it in FP32 directly; cuDNN writes dw in the activations'
-  // type (as PyTorch's autocast does), which the backend then converts, so on a GPU it carries one 16-bit rounding.
-  const bool dw_rounded_to_16_bits = !c.fp32_weight_grad || !r.b.device().is_cpu();
+  // An FP32 dw from 16-bit activations holds the 16-bit gradient's values on every backend: the CPU rounds its FP32
+  // sums in place, cuDNN writes dw in the activations' type (as PyTorch's autocast does) and the backend widens it.
   r.expect("dw", dw, ref::conv2d_backward_weights(rx, rdy, w.shape(), c.stride, c.padding),
-           Kernel::Conv2dBackwardWeights, dw_rounded_to_16_bits ? Result::Same : Result::Fp32);
+           Kernel::Conv2dBackwardWeights);
 }
 
 std::vector<unsigned char> bytes_of(Backend& b, const Tensor& t) {
@@ -918,6 +917,41 @@ TEST(CpuBackend, AutoTakesProductsForConvolutionsOfSmallImagesOnAvx512) {
         SCOPED_TRACE(dy_arrives_wide ? "dy widened to FP32" : "dy as computed");
         expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
                                       {c.forward, c.backward_data, c.weight_gradient}, dy_arrives_wide);
+      }
+    }
+}
+
+// Where the CPU emulates a 16-bit type, a weight gradient asked for in FP32 holds the 16-bit gradient's values: the
+// bits of the 16-bit dw widened, whichever path computes it (the products, Winograd, oneDNN's FP32 convolution),
+// with dy as computed or widened to FP32 (Conv2d hands the gradient of the master weights over this way).
+TEST(CpuBackend, AWideWeightGradientOfAnEmulatedTypeHoldsTheSixteenBitValues) {
+  struct Case {
+    int64_t side;  // input side; 3x3 kernel, padding 1
+    int stride;
+  };
+  for (const ConvAlgorithm algorithm :
+       {ConvAlgorithm::Auto, ConvAlgorithm::Direct, ConvAlgorithm::Winograd, ConvAlgorithm::Gemm})
+    for (const DType dtype : {DType::F16, DType::BF16}) {
+      CpuBackend b({2, CpuBf16::Emulated, false, algorithm});
+      for (const Case c : {Case{4, 1}, Case{8, 2}, Case{16, 1}}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + ", algorithm " + std::to_string(static_cast<int>(algorithm)) +
+                     ", " + std::to_string(c.side) + "x" + std::to_string(c.side) + " stride " +
+                     std::to_string(c.stride));
+        Rng rng(47);
+        const ConvParams p{c.stride, 1};
+        const int64_t out = (c.side + 2 - 3) / c.stride + 1;
+        const Tensor x = host_random({4, 64, c.side, c.side}, rng, dtype, Layout::NHWC);
+        const Tensor dy = host_random({4, 64, out, out}, rng, dtype, Layout::NHWC);
+        Tensor wide_dy = Tensor::empty(dy.shape(), DType::F32, Layout::NHWC);
+        b.convert(dy, wide_dy);
+        Tensor dw = Tensor::empty({64, 64, 3, 3}, dtype), want = Tensor::empty(dw.shape(), DType::F32);
+        b.conv2d_backward_weights(x, dy, dw, p);
+        b.convert(dw, want);
+        for (const Tensor* given : {&dy, static_cast<const Tensor*>(&wide_dy)}) {
+          Tensor wide_dw = Tensor::empty(dw.shape(), DType::F32);
+          b.conv2d_backward_weights(x, *given, wide_dw, p);
+          EXPECT_EQ(to_float_vector(wide_dw), to_float_vector(want)) << "dy " << given->describe();
+        }
       }
     }
 }

@@ -96,6 +96,27 @@ TEST(SimdConversions, EveryPathWidensEverySixteenBitValueExactly) {
   }
 }
 
+// Rounding in place through a 16-bit type leaves the bits of rounding to it, then widening back.
+TEST(SimdConversions, RoundingThroughSixteenBitsInPlaceEqualsNarrowingThenWidening) {
+  const std::vector<float> in = boundary_floats();
+  const auto n = static_cast<int64_t>(in.size());
+  for (SimdLevel level : levels_here()) {
+    SimdLimit limit(level);
+    for (DType dtype : {DType::F16, DType::BF16})
+      for (int threads : {1, 2}) {
+        std::vector<uint16_t> narrow(in.size());
+        std::vector<float> want(in.size()), got = in;
+        round_to_16bit(dtype, in.data(), narrow.data(), n);
+        widen_16bit(dtype, narrow.data(), want.data(), n);
+        round_through_16bit(dtype, got.data(), n, threads);
+        for (size_t i = 0; i < in.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+              << dtype_name(dtype) << " on the " << simd_level_name(level) << " path, " << threads
+              << " threads, input bits 0x" << std::hex << std::bit_cast<uint32_t>(in[i]);
+      }
+  }
+}
+
 TEST(SimdConversions, TheCapLowersTheLevelAndNeverRaisesIt) {
   const SimdLevel here = simd_level();
   {

@@ -152,6 +152,8 @@ class Backend {
   // x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q)
   virtual void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) = 0;
   virtual void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) = 0;
+  // dw as w, or, for a 16-bit x, FP32 holding the 16-bit gradient's values (rounded once to x's type, as a 16-bit
+  // dw widened): the FP32 gradient of the master weights, with no 16-bit copy to widen where the CPU emulates x's type.
   virtual void conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) = 0;
   // x, y (N,C,H,W); gamma, beta, running stats and the batch mean / biased variance (C) are FP32.
   virtual void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,

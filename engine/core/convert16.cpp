@@ -156,5 +156,16 @@ void widen_16bit(DType dtype, const uint16_t* in, float* out, int64_t n, int thr
 void round_to_16bit(DType dtype, const float* in, uint16_t* out, int64_t n, int threads) {
   (dtype == DType::BF16 ? f32_to_bf16 : f32_to_f16)(in, out, n, threads);
 }
+void round_through_16bit(DType dtype, float* values, int64_t n, int threads) {
+  constexpr int64_t kChunk = 1 << 12;  // its 16-bit copy (8 KiB) stays in L1 between the two conversions
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for num_threads(chunks > 1 ? threads : 1) schedule(static)
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    uint16_t narrow[kChunk];
+    const int64_t start = chunk * kChunk, count = std::min(kChunk, n - start);
+    round_to_16bit(dtype, values + start, narrow, count);
+    widen_16bit(dtype, narrow, values + start, count);
+  }
+}
 
 }  // namespace ampwb

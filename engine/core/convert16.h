@@ -17,5 +17,8 @@ void bf16_to_f32(const uint16_t* in, float* out, int64_t n, int threads = 1);
 // The same for a 16-bit type named at run time: FP16 or BF16 (dtype) to FP32, and FP32 rounded to it.
 void widen_16bit(DType dtype, const uint16_t* in, float* out, int64_t n, int threads = 1);
 void round_to_16bit(DType dtype, const float* in, uint16_t* out, int64_t n, int threads = 1);
+// FP32 values rounded in place to dtype's nearest and kept FP32: the bits round_to_16bit then widen_16bit leave, in
+// one pass over memory (an emulated 16-bit gradient handed over wide).
+void round_through_16bit(DType dtype, float* values, int64_t n, int threads = 1);
 
 }  // namespace ampwb

@@ -49,9 +49,14 @@ Tensor Conv2d::backward(const Tensor& output_grad) {
     // again: widened once here for both (unless it arrived wide), the same arithmetic (the ops round their results
     // as before).
     if (emulated && !arrived_wide) conv_dy = cast(backend_, dy, DType::F32);
-    Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, weight_.grad.device());
-    backend_.conv2d_backward_weights(input_, conv_dy, dw, params_);
-    widen_grad(dw, weight_);
+    if (emulated) {  // the 16-bit gradient's values written wide, straight into the FP32 gradient: one pass fewer
+      backend_.conv2d_backward_weights(input_, conv_dy, weight_.grad, params_);
+      count_cast();  // its rounding to dtype: the cast widen_grad would count
+    } else {
+      Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, weight_.grad.device());
+      backend_.conv2d_backward_weights(input_, conv_dy, dw, params_);
+      widen_grad(dw, weight_);
+    }
   }
   Tensor dx;
   if (input_needs_grad_) {

@@ -50,7 +50,7 @@ bool Layer::emulates(DType dtype) {
 }
 
 void Layer::widen_grad(const Tensor& low_grad, Parameter& p) {
-  if (probe_) ++probe_casts_;
+  count_cast();
   backend_.convert(low_grad, p.grad);
 }
 

@@ -85,6 +85,10 @@ class Layer {
   Tensor cast_counted(const Tensor& t, DType dtype);      // an autocast cast
   const Tensor& weight_as(Parameter& p, DType dtype);     // a low-precision weight copy, counted when made here
   void widen_grad(const Tensor& low_grad, Parameter& p);  // a low-precision gradient into p.grad
+  // A cast the backend made inside an op (e.g. a gradient rounded to 16 bits and written wide).
+  void count_cast() {
+    if (probe_) ++probe_casts_;
+  }
   // A probed step's record of this layer: forward opens it (model order) with its output y, backward completes it
   // with the output gradient dy as it computes with it and the weight gradient. No-ops without a probe.
   void probe_forward(const char* kind, const Parameter& weight, int64_t in_channels, int64_t out_channels, DType dtype,

@@ -105,6 +105,8 @@ class CpuBackend final : public Backend {
   bool winograd_ = false;
   bool measure_winograd_ = false;
   std::map<std::string, bool> winograd_chosen_;
+  // The weight gradient by the products, Winograd or the direct path below, unrounded where dw is FP32.
+  void backward_weights_any_algorithm(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p);
   // The weight gradient by oneDNN (or its batched GEMM, or the emulation around either): never Winograd.
   void backward_weights_direct(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p);
   // Runs a pass that Winograd can compute: by winograd() or direct(), as above.

@@ -166,6 +166,16 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
   AMPWB_CHECK(
       x.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n(),
       "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
+  backward_weights_any_algorithm(x, dy, dw, p);
+  // A 16-bit x's gradient asked for in FP32 (the interface's wide gradient): every path above summed in FP32 and
+  // wrote the sums; rounded here to x's type, as narrowing and widening again would, in one pass.
+  if (dw.dtype() == DType::F32 && (x.dtype() == DType::F16 || x.dtype() == DType::BF16)) {
+    Impl::ConversionTimer timer(*impl_);
+    round_through_16bit(x.dtype(), dw.data_as<float>(), dw.numel(), threads_);
+  }
+}
+
+void CpuBackend::backward_weights_any_algorithm(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) {
   if (gemm_conv_chosen(x, dw, dy, ConvPass::BackwardWeights, p)) return gemm_conv_backward_weights(x, dy, dw, p);
   auto direct = [&] { backward_weights_direct(x, dy, dw, p); };
   if (winograd_fits(x, dw, dy, p) && (all_fp32(x, dy, dw) || !ask_onednn(impl_->emulate_bf16, x, dy, dw)))
