@@ -956,9 +956,10 @@ TEST(CpuBackend, AWideWeightGradientOfAnEmulatedTypeHoldsTheSixteenBitValues) {
     }
 }
 
-// auto's rule for native BF16 on AMX: every pass of outputs of 4x4 pixels or fewer, and for strided convolutions
-// the weight gradient up to 14x14 outputs and the other passes up to 7x7 (the forward one not for 1x1 kernels).
-// Each pass's bits are those of the path the rule names.
+// auto's rule for native BF16 on AMX: every pass of outputs of 4x4 pixels or fewer; for strided convolutions the
+// weight gradient up to 14x14 outputs and the other passes up to 7x7 (the forward one not for 1x1 kernels); for
+// stride 1 the weight gradient up to 8x8 outputs, while its patches hold at most 4 Mi elements. Each pass's bits are
+// those of the path the rule names.
 TEST(CpuBackend, AutoTakesProductsForStridedBf16ConvolutionsOnAmx) {
   CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
   if (automatic.description().find("avx512_core_amx") == std::string::npos || !automatic.capabilities().bf16.native)
@@ -966,23 +967,26 @@ TEST(CpuBackend, AutoTakesProductsForStridedBf16ConvolutionsOnAmx) {
   CpuBackend gemm({2, CpuBf16::Auto, false, ConvAlgorithm::Gemm});
   CpuBackend direct({2, CpuBf16::Auto, false, ConvAlgorithm::Direct});
   struct Case {
-    int64_t side, kernel;  // padding kernel / 2
+    int64_t images, side, kernel;  // padding kernel / 2; 128 input channels
     int stride;
     bool forward, backward_data, weight_gradient;  // which passes are products
   };
   // (1x1 kernels: oneDNN's and the product's sums gave the same bits in every pass, so no case tells them apart.)
+  // Stride 1 over 8x8: patches of 512, 2048 and 4096 rows of 1152 columns; the last 4.5 Mi elements.
   for (const Case c :
-       {Case{14, 3, 2, true, true, true}, Case{28, 3, 2, false, false, true}, Case{16, 3, 2, false, false, true},
-        Case{32, 3, 2, false, false, false}, Case{4, 3, 1, true, true, true}, Case{8, 3, 1, false, false, false}}) {
-    SCOPED_TRACE(std::to_string(c.side) + "x" + std::to_string(c.side) + ", " + std::to_string(c.kernel) + "x" +
-                 std::to_string(c.kernel) + " stride " + std::to_string(c.stride));
+       {Case{8, 14, 3, 2, true, true, true}, Case{8, 28, 3, 2, false, false, true},
+        Case{8, 16, 3, 2, false, false, true}, Case{8, 32, 3, 2, false, false, false},
+        Case{8, 4, 3, 1, true, true, true}, Case{8, 8, 3, 1, false, false, true}, Case{32, 8, 3, 1, false, false, true},
+        Case{64, 8, 3, 1, false, false, false}, Case{8, 9, 3, 1, false, false, false}}) {
+    SCOPED_TRACE(std::to_string(c.images) + " images " + std::to_string(c.side) + "x" + std::to_string(c.side) + ", " +
+                 std::to_string(c.kernel) + "x" + std::to_string(c.kernel) + " stride " + std::to_string(c.stride));
     Rng rng(43);
     const ConvParams p{c.stride, static_cast<int>(c.kernel / 2)};
     const int64_t out = (c.side + 2 * p.padding - c.kernel) / c.stride + 1;
-    // Long enough sums (128 channels, 8 images) that the two paths' orders of addition show in BF16's bits.
-    const Tensor x = host_random({8, 128, c.side, c.side}, rng, DType::BF16, Layout::NHWC);
+    // Long enough sums (128 channels, 8 images or more) that the two paths' orders of addition show in BF16's bits.
+    const Tensor x = host_random({c.images, 128, c.side, c.side}, rng, DType::BF16, Layout::NHWC);
     const Tensor w = host_random({64, 128, c.kernel, c.kernel}, rng, DType::BF16);
-    const Tensor dy = host_random({8, 64, out, out}, rng, DType::BF16, Layout::NHWC);
+    const Tensor dy = host_random({c.images, 64, out, out}, rng, DType::BF16, Layout::NHWC);
     expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
                                   {c.forward, c.backward_data, c.weight_gradient});
   }

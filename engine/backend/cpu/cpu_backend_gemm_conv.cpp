@@ -104,10 +104,15 @@ dnnl::memory::desc matrix(int64_t rows, int64_t columns, DType type, bool transp
 }
 
 constexpr int64_t kGemmConvMaxPixels = 16;  // per image, of a convolution's output: 4x4
-// Native BF16 on AMX, strided convolutions (a stage's entry and its downsampling): the weight gradient up to 14x14
-// outputs, the other passes up to 7x7 (the forward one of kernels larger than 1x1), where the products won in every
-// measured round (docs/benchmarks.md, "CPU, thirteenth part").
+// Native BF16 on AMX, where the products were faster in training steps (docs/benchmarks.md, "CPU, thirteenth part"
+// and "fifteenth part"):
+// - strided convolutions (a stage's entry and its downsampling): the weight gradient up to 14x14 outputs, the other
+//   passes up to 7x7 (the forward one of kernels larger than 1x1);
+// - stride 1: the weight gradient up to 8x8 outputs, while its patches (a transient) stay under 8 MiB, as in
+//   ResNet-18's third stage at 64 px and its last at 224 px batch 16, not ResNet-20's last at batch 128, whose peak
+//   memory they would raise by 9%. (Its other passes there won as products alone, but not in a training step.)
 constexpr int64_t kGemmConvMaxPixelsStridedWeightGradient = 196, kGemmConvMaxPixelsStrided = 49;
+constexpr int64_t kGemmConvMaxPixelsWeightGradient = 64, kGemmConvMaxPatchElements = int64_t{4} << 20;
 
 }  // namespace
 
@@ -125,16 +130,17 @@ bool CpuBackend::gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor
   // than the product alone (bench/conv_as_gemm.cpp) and reorder the largest weights three times a step. Over larger
   // outputs the copies around the product cost what it saves (docs/benchmarks.md, "CPU, tenth part" and "twelfth
   // part"), but for native BF16's strided convolutions.
-  // - Native BF16: on AMX every pass (oneDNN's 1.3-30x slower), and strided convolutions' passes over larger
-  //   outputs as above (oneDNN's backward ones, jit:avx512_core_amx_bf16, up to 5x slower); without AMX not
-  //   measured, so never.
+  // - Native BF16: on AMX every pass (oneDNN's 1.3-30x slower), and some passes over larger outputs as above
+  //   (oneDNN's backward ones, jit:avx512_core_amx_bf16, up to 5x slower); without AMX not measured, so never.
   // - FP32, and FP16 and BF16 emulated in FP32: the forward and the weight gradient, and the input's gradient
   //   only where strided (oneDNN's stride-1 backward data was faster than the product and its col2im).
   const int64_t pixels = y.h() * y.w();
   if (x.dtype() == DType::BF16 && !gemm_conv_emulated(x)) {
     if (!amx_) return false;
     if (pixels <= kGemmConvMaxPixels) return true;
-    if (p.stride == 1) return false;
+    if (p.stride == 1)  // the patches: images x pixels rows, channels x kernel pixels columns
+      return pass == ConvPass::BackwardWeights && pixels <= kGemmConvMaxPixelsWeightGradient &&
+             y.n() * pixels * w.c() * w.h() * w.w() <= kGemmConvMaxPatchElements;
     if (pass == ConvPass::BackwardWeights) return pixels <= kGemmConvMaxPixelsStridedWeightGradient;
     return pixels <= kGemmConvMaxPixelsStrided && (pass == ConvPass::BackwardData || w.h() * w.w() > 1);
   }
