@@ -858,8 +858,8 @@ TEST(CpuBackend, ConvolutionsAsMatrixProductsMatchTheReference) {
 }
 
 // Each pass of a convolution (forward, backward data, weight gradient) as `automatic` runs it gives the bits of the
-// path as_product names for it: the products of `gemm` or oneDNN's convolutions of `direct`. A pass whose two paths
-// give the same bits tells nothing; at least one must differ.
+// path as_product names for it: the products of `gemm` (or another algorithm's, as the caller names it) or oneDNN's
+// convolutions of `direct`. A pass whose two paths give the same bits tells nothing; at least one must differ.
 // dy_arrives_wide: auto's backward passes get dy widened to FP32, as Conv2d hands an emulated dtype's gradient over.
 void expect_passes_follow_the_rule(CpuBackend& automatic, CpuBackend& gemm, CpuBackend& direct, const Tensor& x,
                                    const Tensor& w, const Tensor& dy, ConvParams p, std::array<bool, 3> as_product,
@@ -919,6 +919,40 @@ TEST(CpuBackend, AutoTakesProductsForConvolutionsOfSmallImagesOnAvx512) {
                                       {c.forward, c.backward_data, c.weight_gradient}, dy_arrives_wide);
       }
     }
+}
+
+// auto's rule on AVX-512 for 3x3 convolutions of stride 1: Winograd, its transforms folding the conversions, for an
+// emulated 16-bit type over 128 channels or more and 14x14 outputs or more; oneDNN's FP32 convolutions for smaller
+// ones and for FP32. Each pass's bits are those of the path the rule names, dy as computed and widened.
+TEST(CpuBackend, AutoTakesWinogradForEmulatedConvolutionsWhereItPaysOnAvx512) {
+  if (CpuBackend({2, CpuBf16::Auto, false, ConvAlgorithm::Auto}).description().find("emulated 16-bit 3x3") ==
+      std::string::npos)
+    GTEST_SKIP() << "no AVX-512 here: auto takes Winograd for every 3x3 convolution it fits";
+  struct Case {
+    DType dtype;
+    int64_t channels, side;  // 3x3 kernel, stride 1, padding 1
+    bool winograd;
+  };
+  for (const Case c :
+       {Case{DType::F16, 128, 14, true}, Case{DType::BF16, 128, 14, true}, Case{DType::F16, 64, 14, false},
+        Case{DType::F16, 128, 13, false}, Case{DType::F32, 128, 14, false}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.dtype)) + ", " + std::to_string(c.channels) + " channels, " +
+                 std::to_string(c.side) + "x" + std::to_string(c.side));
+    // BF16 emulated on every CPU, as FP16 is.
+    CpuBackend automatic({2, CpuBf16::Emulated, false, ConvAlgorithm::Auto});
+    CpuBackend winograd({2, CpuBf16::Emulated, false, ConvAlgorithm::Winograd});
+    CpuBackend direct({2, CpuBf16::Emulated, false, ConvAlgorithm::Direct});
+    Rng rng(53);
+    const Tensor x = host_random({2, c.channels, c.side, c.side}, rng, c.dtype, Layout::NHWC);
+    const Tensor w = host_random({c.channels, c.channels, 3, 3}, rng, c.dtype);
+    const Tensor dy = host_random({2, c.channels, c.side, c.side}, rng, c.dtype, Layout::NHWC);
+    for (const bool dy_arrives_wide : {false, true}) {
+      if (dy_arrives_wide && c.dtype == DType::F32) continue;
+      SCOPED_TRACE(dy_arrives_wide ? "dy widened to FP32" : "dy as computed");
+      expect_passes_follow_the_rule(automatic, winograd, direct, x, w, dy, {1, 1}, {c.winograd, c.winograd, c.winograd},
+                                    dy_arrives_wide);
+    }
+  }
 }
 
 // Where the CPU emulates a 16-bit type, a weight gradient asked for in FP32 holds the 16-bit gradient's values: the

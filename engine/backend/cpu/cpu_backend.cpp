@@ -108,6 +108,7 @@ CpuBackend::CpuBackend(const BackendOptions& options) : impl_(std::make_unique<I
   winograd_ = options.conv_algorithm == ConvAlgorithm::Winograd ||
               (options.conv_algorithm == ConvAlgorithm::Auto && simd_level() < SimdLevel::Avx512);
   measure_winograd_ = options.conv_algorithm == ConvAlgorithm::Measured;
+  winograd_where_emulation_pays_ = options.conv_algorithm == ConvAlgorithm::Auto && !winograd_;
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());  // bit masks: each ISA holds those below
   const auto avx512_core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
   amx_ = isa == static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
@@ -131,6 +132,8 @@ std::string CpuBackend::description() const {
   out << "cpu (oneDNN " << v->major << '.' << v->minor << '.' << v->patch << ", " << isa() << ", " << threads_
       << (threads_ == 1 ? " thread" : " threads");
   if (winograd_) out << ", FP32 3x3 convolutions by Winograd F(2x2,3x3)";
+  if (winograd_where_emulation_pays_)
+    out << ", emulated 16-bit 3x3 convolutions of 128 channels or more over 14x14 or more by Winograd";
   if (measure_winograd_) out << ", FP32 3x3 convolutions by Winograd F(2x2,3x3) or direct, measured per shape";
   if (gemm_conv_ == GemmConv::Always) out << ", convolutions as matrix products";
   if (gemm_conv_ == GemmConv::SmallImages) out << ", convolutions of small images as matrix products";

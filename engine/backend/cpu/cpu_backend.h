@@ -104,13 +104,16 @@ class CpuBackend final : public Backend {
   // the faster of it and the direct algorithm, timed on each pass and shape's first call and kept by key.
   bool winograd_ = false;
   bool measure_winograd_ = false;
+  // auto on AVX-512: Winograd for an emulated 16-bit type's convolutions where it pays (emulated_winograd_pays).
+  bool winograd_where_emulation_pays_ = false;
   std::map<std::string, bool> winograd_chosen_;
   // The weight gradient by the products, Winograd or the direct path below, unrounded where dw is FP32.
   void backward_weights_any_algorithm(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p);
   // The weight gradient by oneDNN (or its batched GEMM, or the emulation around either): never Winograd.
   void backward_weights_direct(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p);
-  // Runs a pass that Winograd can compute: by winograd() or direct(), as above.
-  void with_conv_algorithm(const std::string& key, const std::function<void()>& winograd,
+  // Runs a pass that Winograd can compute: by winograd() or direct(), as above; emulation_pays: the pass is an
+  // emulated 16-bit type's where winograd_where_emulation_pays_ takes Winograd.
+  void with_conv_algorithm(const std::string& key, bool emulation_pays, const std::function<void()>& winograd,
                            const std::function<void()>& direct);
 
   // Convolutions as one matrix product each, im2col and oneDNN's matmul (cpu_backend_gemm_conv.cpp): always

@@ -1,5 +1,6 @@
 // CPU convolutions and inner products (linear layers) through cached oneDNN primitives, with weights reordered to
 // and from the primitive's layout, and the FP32 emulation where oneDNN has no primitive for the dtype.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -28,6 +29,14 @@ namespace {
 // primitive stays oneDNN's).
 bool all_fp32(const Tensor& a, const Tensor& b, const Tensor& c) {
   return a.dtype() == DType::F32 && b.dtype() == DType::F32 && c.dtype() == DType::F32;
+}
+
+// On AVX-512 auto leaves FP32's 3x3 convolutions to oneDNN, where Winograd won some passes and lost others
+// (docs/benchmarks.md, "CPU, fifth part" and "ninth part"). For an emulated 16-bit type its transforms also fold
+// the widening of the inputs and the rounding of the output, and it won every pass of 128 channels or more over
+// 14x14 outputs or more (ResNet-18's second and third stages at 224 px; "fifteenth part"). in, out: the pass's.
+bool emulated_winograd_pays(const Tensor& in, const Tensor& out) {
+  return std::min(in.c(), out.c()) >= 128 && out.h() * out.w() >= 196;
 }
 
 // x (N,C,H,W) NHWC -> (N,C,P,Q): the pixels at multiples of `stride`, those a 1x1 convolution reads.
@@ -90,9 +99,10 @@ void CpuBackend::run_weights_pass(const Cached* c, const Fp32Primitive& fp32_pri
   narrow(out32, out);
 }
 
-void CpuBackend::with_conv_algorithm(const std::string& key, const std::function<void()>& winograd,
+void CpuBackend::with_conv_algorithm(const std::string& key, bool emulation_pays, const std::function<void()>& winograd,
                                      const std::function<void()>& direct) {
-  if (!measure_winograd_) return winograd_ ? winograd() : direct();
+  if (!measure_winograd_)
+    return winograd_ || (winograd_where_emulation_pays_ && emulation_pays) ? winograd() : direct();
   if (auto it = winograd_chosen_.find(key); it != winograd_chosen_.end()) return it->second ? winograd() : direct();
   // Each timed on its second run (the first makes the primitive and warms the caches); the output ends as the
   // chosen algorithm writes it.
@@ -129,7 +139,8 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
   // rounded to 16 bits, Winograd's conversions folded); a native BF16 primitive stays oneDNN's.
   if (winograd_fits(x, w, y, p) && (all_fp32(x, w, y) || !ask))
     return with_conv_algorithm(
-        make_key("winograd_fwd", x, w, y, p.stride, p.padding), [&] { winograd_forward(x, w, y, threads_); }, direct);
+        make_key("winograd_fwd", x, w, y, p.stride, p.padding), !all_fp32(x, w, y) && emulated_winograd_pays(x, y),
+        [&] { winograd_forward(x, w, y, threads_); }, direct);
   direct();
 }
 
@@ -158,7 +169,8 @@ void CpuBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor&
   if (winograd_fits(dy, w, dx, p) && (all_fp32(dy, w, dx) || !ask))  // as in conv2d_forward
     return with_conv_algorithm(
         make_key("winograd_bwd_data", dy, w, dx, p.stride, p.padding),
-        [&] { winograd_backward_data(dy, w, dx, threads_); }, direct);
+        !all_fp32(dy, w, dx) && emulated_winograd_pays(dy, dx), [&] { winograd_backward_data(dy, w, dx, threads_); },
+        direct);
   direct();
 }
 
@@ -181,7 +193,8 @@ void CpuBackend::backward_weights_any_algorithm(const Tensor& x, const Tensor& d
   if (winograd_fits(x, dw, dy, p) && (all_fp32(x, dy, dw) || !ask_onednn(impl_->emulate_bf16, x, dy, dw)))
     return with_conv_algorithm(
         make_key("winograd_bwd_weights", x, dy, dw, p.stride, p.padding),
-        [&] { winograd_backward_weights(x, dy, dw, threads_); }, direct);
+        !all_fp32(x, dy, dw) && emulated_winograd_pays(x, dy), [&] { winograd_backward_weights(x, dy, dw, threads_); },
+        direct);
   direct();
 }
 
