@@ -53,8 +53,7 @@ ValueRange value_range(const Tensor& host) {
   if (host.dtype() == DType::F32) {
     c.add(host.data_as<float>(), n);
   } else {
-    AMPWB_CHECK(host.dtype() == DType::F16 || host.dtype() == DType::BF16,
-                "value_range of a " << dtype_name(host.dtype()) << " tensor");
+    AMPWB_CHECK(is_16bit(host.dtype()), "value_range of a " << dtype_name(host.dtype()) << " tensor");
     constexpr int64_t kChunk = 4096;
     std::vector<float> chunk(static_cast<size_t>(std::min(n, kChunk)));
     const uint16_t* bits = host.data_as<uint16_t>();

@@ -28,7 +28,8 @@ constexpr size_t dtype_size(DType t) {
 }
 const char* dtype_name(DType t);  // "f32", "f16", "bf16", "i32", "u8"
 std::optional<DType> parse_dtype(std::string_view name);
-constexpr bool is_floating(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+constexpr bool is_16bit(DType t) { return t == DType::F16 || t == DType::BF16; }
+constexpr bool is_floating(DType t) { return t == DType::F32 || is_16bit(t); }
 
 // Memory order of 4-D tensors. Shapes are always logical (N, C, H, W); the layout says how they are stored.
 // Tensors of other ranks are row-major and ignore it.

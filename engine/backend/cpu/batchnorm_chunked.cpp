@@ -103,9 +103,8 @@ void round16(const float* in, void* out, int64_t n) {
 }
 
 const Tensor& checked(const Tensor& x, bool fp32_too) {
-  AMPWB_CHECK(
-      (x.dtype() == DType::F16 || x.dtype() == DType::BF16 || (fp32_too && x.dtype() == DType::F32)) && x.numel() > 0,
-      "chunked batch norm on " << x.describe());
+  AMPWB_CHECK((is_16bit(x.dtype()) || (fp32_too && x.dtype() == DType::F32)) && x.numel() > 0,
+              "chunked batch norm on " << x.describe());
   return x;
 }
 
@@ -224,8 +223,7 @@ std::vector<float> inverse_std(const Tensor& batch_var, float eps) {
 }  // namespace
 
 bool is_wide_gradient(const Tensor& dx, const Tensor& x) {
-  return (x.dtype() == DType::F16 || x.dtype() == DType::BF16) && dx.dtype() == DType::F32 &&
-         dx.layout() == x.layout() && dx.shape() == x.shape();
+  return is_16bit(x.dtype()) && dx.dtype() == DType::F32 && dx.layout() == x.layout() && dx.shape() == x.shape();
 }
 
 void batchnorm_chunked_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,

@@ -182,7 +182,7 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
   backward_weights_any_algorithm(x, dy, dw, p);
   // A 16-bit x's gradient asked for in FP32 (the interface's wide gradient): every path above summed in FP32 and
   // wrote the sums; rounded here to x's type, as narrowing and widening again would, in one pass.
-  if (dw.dtype() == DType::F32 && (x.dtype() == DType::F16 || x.dtype() == DType::BF16)) {
+  if (dw.dtype() == DType::F32 && is_16bit(x.dtype())) {
     Impl::ConversionTimer timer(*impl_);
     round_through_16bit(x.dtype(), dw.data_as<float>(), dw.numel(), threads_);
   }

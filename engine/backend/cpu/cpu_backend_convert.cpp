@@ -12,7 +12,7 @@ using cpu_detail::make_key;
 using cpu_detail::plain_desc;
 
 namespace {
-bool is_16bit(const Tensor& t) { return t.defined() && (t.dtype() == DType::F16 || t.dtype() == DType::BF16); }
+bool is_16bit(const Tensor& t) { return t.defined() && is_16bit(t.dtype()); }
 
 // FP32 <-> FP16/BF16 in one layout through the engine's own kernels (core/convert16.h): exact round-to-nearest-even
 // with signed zeros, subnormals and FP16 overflow to inf, as GPUs store them (oneDNN's reorder drops the sign of

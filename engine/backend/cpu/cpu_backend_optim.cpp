@@ -65,7 +65,7 @@ using RoundFn = void (*)(const float*, uint16_t*, int64_t, int);
 RoundFn copy_rounding(const Tensor& param, const Tensor& copy) {
   if (!copy.defined()) return nullptr;
   AMPWB_CHECK(copy.shape() == param.shape() && copy.layout() == param.layout() && copy.device() == param.device() &&
-                  (copy.dtype() == DType::F16 || copy.dtype() == DType::BF16),
+                  is_16bit(copy.dtype()),
               "the compute copy " << copy.describe() << " does not fit its master " << param.describe());
   return copy.dtype() == DType::BF16 ? f32_to_bf16 : f32_to_f16;
 }

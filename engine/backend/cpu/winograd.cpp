@@ -339,9 +339,7 @@ void untransform_weight_gradient(const float* du, Tensor& dw, int threads) {
 }  // namespace
 
 bool winograd_fits(const Tensor& in, const Tensor& w, const Tensor& out, ConvParams p) {
-  auto floating = [](const Tensor& t) {
-    return t.dtype() == DType::F32 || t.dtype() == DType::F16 || t.dtype() == DType::BF16;
-  };
+  auto floating = [](const Tensor& t) { return is_floating(t.dtype()); };
   return floating(in) && floating(w) && floating(out) && in.layout() == Layout::NHWC && out.layout() == Layout::NHWC &&
          w.h() == 3 && w.w() == 3 && p.stride == 1 && p.padding == 1 && in.c() >= 64 && out.c() >= 64 &&
          in.c() * out.c() <= kMaxChannelPairs && std::min(in.h(), in.w()) >= kMinImageSide;

@@ -9,7 +9,6 @@ namespace ampwb {
 
 using cuda_detail::check_floating;
 using cuda_detail::conv_out;
-using cuda_detail::is16;
 using cuda_detail::ktype;
 
 namespace {
@@ -168,7 +167,7 @@ void CudaBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tenso
   const DType t = dy.dtype();
   // cuBLASLt writes the input dtype, or FP32 from 16-bit inputs; anything else goes through a temporary.
   auto writable = [&](Tensor& out) {
-    return out.dtype() == t || (is16(t) && out.dtype() == DType::F32) ? out : m.empty(out.shape(), t);
+    return out.dtype() == t || (is_16bit(t) && out.dtype() == DType::F32) ? out : m.empty(out.shape(), t);
   };
   if (dx.defined()) {
     m.check_device(dx, "linear dx");

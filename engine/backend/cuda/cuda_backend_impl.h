@@ -62,8 +62,6 @@ inline Dims4 dims_of(const Tensor& t) {
   return {t.numel(), 1, 1, 1, false};
 }
 
-inline bool is16(DType t) { return t == DType::F16 || t == DType::BF16; }
-
 inline int64_t conv_out(int64_t in, int64_t kernel, int stride, int padding) {
   return (in + 2 * padding - kernel) / stride + 1;
 }
@@ -303,7 +301,7 @@ struct CudaBackend::Impl {
   // it needs no padding.
   int64_t padded_channels(const Tensor& x, int64_t c) const {
     const int64_t to = options.pad_input_channels;
-    if (to <= 1 || x.layout() != Layout::NHWC || !cuda_detail::is16(x.dtype()) || c % to == 0) return c;
+    if (to <= 1 || x.layout() != Layout::NHWC || !is_16bit(x.dtype()) || c % to == 0) return c;
     return (c + to - 1) / to * to;
   }
   // An NHWC tensor (N,C,H,W) -> (N,padded,H,W) with zero channels appended (also for KRSC weights).

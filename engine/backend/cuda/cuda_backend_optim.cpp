@@ -46,7 +46,7 @@ const float* found_inf_of(const Tensor* state) { return state ? &loss_scale_stat
 void* compute_copy(const Tensor& param, Tensor& copy) {
   if (!copy.defined()) return nullptr;
   AMPWB_CHECK(copy.shape() == param.shape() && copy.layout() == param.layout() && copy.device() == param.device() &&
-                  (copy.dtype() == DType::F16 || copy.dtype() == DType::BF16),
+                  is_16bit(copy.dtype()),
               "the compute copy " << copy.describe() << " does not fit its master " << param.describe());
   return copy.data();
 }
