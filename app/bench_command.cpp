@@ -13,6 +13,7 @@ namespace {
 struct BenchOptions {
   BenchConfig config;
   std::string precision = mode_name(config.precision);  // --precision, checked against the modes' names
+  std::string conv_algorithm = "auto";                  // --conv-algorithm, checked against kConvAlgorithms
   bool json = false;
 };
 
@@ -39,9 +40,15 @@ void print_profile(const BenchResult& r, int steps) {
   }
 }
 
+const std::map<std::string, ConvAlgorithm> kConvAlgorithms = {{"auto", ConvAlgorithm::Auto},
+                                                              {"direct", ConvAlgorithm::Direct},
+                                                              {"winograd", ConvAlgorithm::Winograd},
+                                                              {"measured", ConvAlgorithm::Measured}};
+
 int bench_command(const BenchOptions& options) {
   BenchConfig c = options.config;
   c.precision = parse_precision_mode(options.precision);
+  c.conv_algorithm = kConvAlgorithms.at(options.conv_algorithm);
   const BenchResult r = run_benchmark(c);
   if (options.json) {
     nlohmann::ordered_json out = {{"framework", "ampwb"},
@@ -104,24 +111,23 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
   bench
       ->add_option("--host-sync", c.host_sync,
                    "when a step waits for its device: every-step, deferred (never) or auto (deferred on a GPU)")
+      ->check(CLI::IsMember({"auto", "every-step", "deferred"}))
       ->type_name("WHEN");
   bench
       ->add_option("--cuda-graphs", c.cuda_graphs,
                    "on: each batch shape's deferred step captured once as a CUDA graph and replayed; off: op by "
                    "op; auto (the default): on where the steps are deferred on a GPU, and not with --profile")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->type_name("auto|on|off");
   bench
       ->add_option(
-          "--conv-algorithm", c.conv_algorithm,
+          "--conv-algorithm", options->conv_algorithm,
           "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; with "
           "AVX-512, those of 4x4 outputs or fewer as matrix products, BF16 ones only on AMX, where strided ones of "
           "larger outputs also take them in some passes), direct "
           "(oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for each pass "
           "and shape, timed on its first call)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, ConvAlgorithm>{{"auto", ConvAlgorithm::Auto},
-                                                                               {"direct", ConvAlgorithm::Direct},
-                                                                               {"winograd", ConvAlgorithm::Winograd},
-                                                                               {"measured", ConvAlgorithm::Measured}}))
+      ->check(CLI::IsMember({"auto", "direct", "winograd", "measured"}))
       ->type_name("ALGORITHM");
   bench->footer(devices_help);
   run_on_parse(bench, invocation, options, bench_command);

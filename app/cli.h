@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <limits>
@@ -52,8 +53,11 @@ CLI::Validator number_of() {
           text = std::to_string(value);
         } else {
           char* stop = nullptr;
-          std::strtod(text.c_str(), &stop);
+          const double value = std::strtod(text.c_str(), &stop);
           if (text.empty() || stop != text.c_str() + text.size()) return "expects a number, got '" + text + "'";
+          // inf, nan and what T cannot hold would reach the run store as null and lose the run's configuration.
+          if (!std::isfinite(value) || std::fabs(value) > static_cast<double>(std::numeric_limits<T>::max()))
+            return "expects a finite number, got '" + text + "'";
         }
         return std::string();
       },

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -39,7 +40,13 @@ struct DatasetFlags {
 
 void add_dataset_flags(CLI::App* command, DatasetFlags& flags) {
   add_number(command, "--validation-fraction", flags.options.validation_fraction,
-             "the share held out for validation when the data has no split of its own");
+             "the share held out for validation when the data has no split of its own")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            const double share = std::strtod(text.c_str(), nullptr);
+            return share >= 0 && share < 1 ? std::string() : "must be in [0, 1), got " + text;
+          },
+          ""));
   add_number(command, "--seed", flags.options.seed, "seeds the split (and bench-loader's order and augmentation)");
   command->add_flag("--no-cache", flags.no_cache, "neither read nor write the scan cache");
 }
@@ -239,7 +246,7 @@ void add_dataset_commands(CLI::App& app, Invocation& invocation) {
   add_number(bench_loader_cmd, "--batch-size", loader->loader.batch_size, "images per batch")
       ->check(CLI::Range(1, 1 << 20).description(""));
   add_number(bench_loader_cmd, "--threads", loader->loader.threads, "loader threads")
-      ->check(CLI::Range(1, 1024).description(""));
+      ->check(CLI::Range(1, kMaxLoaderThreads).description(""));
   bench_loader_cmd->add_flag("--augment", loader->loader.augment, "random crop and horizontal flip");
   bench_loader_cmd->add_option("--crop", loader->loader.crop, "with --augment: how training images are cut")
       ->check(CLI::IsMember({"auto", "random-resized", "pad"}));

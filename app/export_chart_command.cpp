@@ -53,8 +53,8 @@ int export_chart_command(const ExportChartOptions& options) {
   const RunStore store(db, RunStore::Mode::ReadOnly);
   std::vector<std::unique_ptr<ui::RunSeries>> series;
   ui::RunList runs;
-  for (const std::string& run : options.runs) {
-    series.push_back(std::make_unique<ui::RunSeries>(ui::load_run_series(store, store.resolve(run))));
+  for (const int64_t id : store.resolve_each(options.runs)) {
+    series.push_back(std::make_unique<ui::RunSeries>(ui::load_run_series(store, id)));
     runs.push_back(series.back().get());
   }
   std::vector<TrainConfig> configs;

@@ -145,6 +145,14 @@ void build_parser(CLI::App& app, Invocation& invocation) {
   app.footer([] { return kFooter + ("\n" + devices_help()); });
 }
 
+bool is_command(const CLI::App& app, const std::string& word) {
+  try {
+    return app.get_subcommand(word) != nullptr;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
+}
+
 }  // namespace
 }  // namespace ampwb::cli
 
@@ -154,7 +162,16 @@ int main(int argc, char** argv) {
   Invocation invocation;
   build_parser(app, invocation);
 
-  if (is_gui_invocation(std::vector<std::string>(argv + 1, argv + argc))) {
+  const std::vector<std::string> tokens(argv + 1, argv + argc);
+  // `ampwb --db FILE runs`: --db is each command's flag. Said so, instead of opening the workbench.
+  if (!tokens.empty() && (tokens[0] == "--db" || tokens[0].rfind("--db=", 0) == 0)) {
+    const size_t next = tokens[0] == "--db" ? 2 : 1;
+    if (next < tokens.size() && is_command(app, tokens[next])) {
+      std::fprintf(stderr, "ampwb: --db goes after the command: ampwb %s --db FILE ...\n", tokens[next].c_str());
+      return kUsageError;
+    }
+  }
+  if (is_gui_invocation(tokens)) {
 #ifdef AMPWB_HAVE_GUI
     return gui_main(argc, argv);
 #else

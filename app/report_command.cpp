@@ -3,6 +3,8 @@
 // browser shows them.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -40,12 +42,16 @@ std::string quoted(const std::string& s) {
 }
 
 int report_command(const ReportOptions& options) {
-  const RunStore store(store_path(options.db), RunStore::Mode::Existing);
-  std::vector<int64_t> ids;
-  for (const std::string& r : options.runs) ids.push_back(store.resolve(r));
-  const std::string html = html_report(store, ids);
   const fs::path out = options.out;
-  if (out.extension() != ".pdf") {
+  std::string extension = out.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (extension != ".html" && extension != ".htm" && extension != ".pdf")
+    throw Error("--out " + out.string() + ": a report is written as .html or .pdf");
+  const RunStore store(store_path(options.db), RunStore::Mode::Existing);
+  const std::vector<int64_t> ids = store.resolve_each(options.runs);
+  const std::string html = html_report(store, ids);
+  if (extension != ".pdf") {
     write_file_atomically(out.string(), html);
     std::printf("wrote %s (%zu run%s)\n", out.string().c_str(), ids.size(), ids.size() == 1 ? "" : "s");
     return 0;

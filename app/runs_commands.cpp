@@ -445,8 +445,7 @@ std::vector<std::pair<ConfigGroup, std::vector<GroupMetric>>> compare_groups(con
 
 int compare_command(const CompareOptions& options) {
   RunStore store = open_store(store_path(options.db));
-  std::vector<int64_t> ids;
-  for (const std::string& id : options.runs) ids.push_back(store.resolve(id));
+  const std::vector<int64_t> ids = store.resolve_each(options.runs);
   const std::vector<ComparedRun> runs = load_compared_runs(store, ids);
   const Comparison cmp = compare_runs(runs);  // the rows the GUI's comparison shows too
   // Each run's step time by class against the first run's.
@@ -577,8 +576,8 @@ void add_run_commands(CLI::App& app, Invocation& invocation) {
       "show",
       "a run's configuration, epochs, summary, time by class, overflows, layers, precision divergence and checkpoints");
   show->add_option("RUN", show_options->run, "a run id or a unique run name")->type_name("")->required();
-  show->add_flag("--json", show_options->json, "as JSON (for scripts)");
-  show->add_flag("--steps", show_options->steps, "with --json: every step too");
+  CLI::Option* show_json = show->add_flag("--json", show_options->json, "as JSON (for scripts)");
+  show->add_flag("--steps", show_options->steps, "with --json: every step too")->needs(show_json);
   add_db_option(show, show_options->db);
   run_on_parse(show, invocation, show_options, show_command);
 

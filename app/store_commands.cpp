@@ -30,7 +30,7 @@ int export_csv_command(const ExportCsvOptions& options) {
   if (options.all) {
     for (const RunRecord& r : store.runs()) ids.push_back(r.id);
   } else {
-    for (const std::string& run : options.runs) ids.push_back(store.resolve(run));
+    ids = store.resolve_each(options.runs);
   }
   for (const std::string& file : export_csv(store, ids, options.out)) std::printf("%s\n", file.c_str());
   return 0;
@@ -102,6 +102,7 @@ int store_check_command(const StoreOptions& options) {
   try {
     problems = RunStore(path, RunStore::Mode::ReadOnly).integrity_check();
   } catch (const StoreError& e) {
+    if (!e.damaged()) throw;  // a newer schema, another program's database, a locked file: said as they are
     problems = e.what();
   }
   if (problems == "ok") {

@@ -165,11 +165,13 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
           ->add_option("--host-sync", c.host_sync,
                        "when a step waits for its device: every-step, deferred (never; numbers read one step late) "
                        "or auto (deferred on a GPU where the settings allow)")
+          ->check(CLI::IsMember({"auto", "every-step", "deferred"}))
           ->type_name("WHEN"));
   run(command
           ->add_option("--cuda-graphs", c.cuda_graphs,
                        "on: each batch shape's deferred step captured once as a CUDA graph and replayed; off: op by "
                        "op; auto (the default): on where the steps are deferred on a GPU")
+          ->check(CLI::IsMember({"auto", "on", "off"}))
           ->type_name("auto|on|off"));
   run(command
           ->add_option(
@@ -179,6 +181,7 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
               "ones of larger outputs also take them in some passes), "
               "direct (oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for "
               "each pass and shape, timed on its first call; two runs may then choose differently)")
+          ->check(CLI::IsMember({"auto", "direct", "winograd", "measured"}))
           ->type_name("ALGORITHM"));
   run(add_number(command, "--max-skipped", c.max_consecutive_skipped,
                  "stop the run after this many skipped steps in a row"));

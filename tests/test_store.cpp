@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -230,6 +231,96 @@ TEST(RunStore, ALiveRunIsNeverMarkedInterruptedEvenFromTheSameProcess) {
   recorder.end_run(id, {RunStatus::Finished, ""}, {}, 1.0);
   EXPECT_EQ(viewer.run(id).status, RunStatus::Finished);
   EXPECT_FALSE(viewer.recording(id));
+}
+
+// A reader (ampwb runs, show, the GUI) opens a store whose write lock another process holds (a training run's
+// commit, a large delete): a current schema needs no migration, and a run to mark as interrupted is shown so.
+TEST(RunStore, AReaderOpensAStoreWhoseWriteLockIsHeldElsewhere) {
+  TempDir dir("reader-busy");
+  const std::string path = dir.file("runs.sqlite");
+  { RunStore create(path); }
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // a run whose process dies
+    try {
+      RunStore store(path);
+      store.add_epoch(store.begin_run(config_named("dies"), info(), ""), epoch(1), {step(0)}, 1.0);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::raise(SIGKILL);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exit " << WEXITSTATUS(status);
+
+  SqliteDb writer(path, SqliteDb::Open::ReadWrite);
+  writer.exec("BEGIN IMMEDIATE");  // held, as by another process, past the busy timeout
+  const RunStore reader(path, RunStore::Mode::Existing);
+  EXPECT_EQ(reader.interrupted_on_open(), 0);  // could not be marked
+  const RunRecord r = reader.run(1);
+  EXPECT_EQ(r.status, RunStatus::Interrupted);
+  expect_contains(r.end_reason, "not yet marked");
+  EXPECT_EQ(reader.runs().size(), 1u);
+  EXPECT_EQ(reader.epochs(1).size(), 1u);
+  // A writer (a training run) does not give up its lock so easily: it waits, then says why.
+  expect_contains(error_of([&] { RunStore trainer(path, RunStore::Mode::Create); }), "locked");
+  writer.exec("COMMIT");
+  EXPECT_EQ(query_text(path, "SELECT status FROM runs WHERE id = 1"), "running");  // shown, not written
+  EXPECT_EQ(RunStore(path).interrupted_on_open(), 1);                              // the next writer marks it
+}
+
+// Another process holding the write lock past SQLite's busy timeout (a delete of millions of steps) delays a
+// recording run; it does not fail it. Steps wait for a later batch, the epoch's end waits for the lock.
+TEST(StoreRecorder, WaitsOutAStoreLockedLongerThanTheBusyTimeout) {
+  TempDir dir("recorder-busy");
+  const std::string path = dir.file("runs.sqlite");
+  RunStore store(path);
+  StoreRecorderOptions options;
+  options.batch_steps = 1;
+  StoreRecorder recorder(store, config_named("waits"), options);
+  recorder.on_start(info());
+  const int64_t id = recorder.run_id();
+  std::atomic<bool> locked{false};
+  std::thread other([&] {
+    SqliteDb writer(path, SqliteDb::Open::ReadWrite);
+    writer.exec("BEGIN IMMEDIATE");
+    locked = true;
+    std::this_thread::sleep_for(std::chrono::seconds(7));  // longer than one busy timeout (5 s)
+    writer.exec("COMMIT");
+  });
+  while (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_NO_THROW(recorder.on_step(step(0)));    // its batch fails as busy after 5 s and stays pending
+  EXPECT_NO_THROW(recorder.on_epoch(epoch(1)));  // waits for the lock, then stores the epoch and the step
+  other.join();
+  recorder.on_end({RunStatus::Finished, ""});
+  EXPECT_EQ(recorder.error(), "");
+  EXPECT_EQ(store.run(id).status, RunStatus::Finished);
+  EXPECT_EQ(store.steps(id).size(), 1u);
+  EXPECT_EQ(store.epochs(id).size(), 1u);
+}
+
+TEST(RunStore, AnAutomaticNameNeverRepeatsOneAUserChose) {
+  TempDir dir("names");
+  const std::string path = dir.file("runs.sqlite");
+  RunStore store(path);
+  const std::string first = store.run(store.begin_run(config_named(""), info(), "")).name;
+  ASSERT_EQ(first, "resnet20-amp-bf16-1");
+  store.begin_run(config_named("resnet20-amp-bf16-3"), info(), "");  // run 2, named as run 3 would be
+  EXPECT_EQ(store.run(store.begin_run(config_named(""), info(), "")).name, "resnet20-amp-bf16-3-2");
+  EXPECT_EQ(store.resolve("resnet20-amp-bf16-3"), 2);
+}
+
+TEST(RunStore, RunsAreFoundByIdOrNameOnceEach) {
+  TempDir dir("resolve");
+  const std::string path = dir.file("runs.sqlite");
+  RunStore store(path);
+  store.begin_run(config_named("a"), info(), "");
+  store.begin_run(config_named("b"), info(), "");
+  EXPECT_EQ(store.resolve_each({"b", "1"}), (std::vector<int64_t>{2, 1}));
+  expect_contains(error_of([&] { store.resolve_each({"1", "b", "a"}); }), "run 1 is given twice ('1' and 'a')");
+  expect_contains(error_of([&] { store.resolve("99999999999999999999"); }), "no run 99999999999999999999");
+  expect_contains(error_of([&] { store.resolve("3"); }), "no run 3");
 }
 
 TEST(RunStore, ConcurrentWritersOnOneFileNeverFailAsLocked) {

@@ -266,6 +266,37 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "is not a run store (not an SQLite database)");
   EXPECT_EQ(r.output.find(".recover"), std::string::npos) << r.output;
+  // A whole store of a newer ampwb, and another program's database, are not damaged: said as they are.
+  const std::string newer = dir.file("newer.sqlite"), foreign = dir.file("foreign.sqlite");
+  { RunStore store(newer); }
+  for (const auto& [file, sql] :
+       {std::pair{newer, "PRAGMA user_version = 99"},
+        std::pair{foreign, "CREATE TABLE notes(text TEXT); INSERT INTO notes VALUES ('x')"}}) {
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(file.c_str(), &handle), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(handle, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(handle);
+    r = ampwb({"store", "check", "--db", file});
+    EXPECT_EQ(r.status, 1) << r.output;
+    expect_contains(r.output, file == newer ? "newer than this ampwb" : "an SQLite database of another application");
+    EXPECT_EQ(r.output.find("is damaged"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find(".recover"), std::string::npos) << r.output;
+  }
+}
+
+// A checkpoint folder that cannot be written fails the run before it starts, not when its first epoch ends, and
+// leaves no failed run in the store.
+TEST(StoreCli, AnUnwritableCheckpointFolderIsRefusedBeforeTheRunIsStored) {
+  TempDir dir("checkpoint-folder");
+  const std::string db = dir.file("runs.sqlite"), inside_a_file = dir.file("a-file") + "/checkpoints";
+  std::ofstream(dir.file("a-file")) << "not a folder\n";
+  std::vector<std::string> args = tiny_training(db, 1, 2);
+  args.insert(args.end(), {"--checkpoint-dir", inside_a_file});
+  const Result r = ampwb(args);
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "cannot write checkpoints to " + inside_a_file);
+  EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "refused before training: " << r.output;
+  EXPECT_TRUE(RunStore(db, RunStore::Mode::Existing).runs().empty());
 }
 
 TEST(StoreCli, BackupWhileARunRecordsIsAWholeStore) {
@@ -411,6 +442,24 @@ TEST(StoreCli, AReadOnlyLocationGivesAClearErrorAndKeepsTheRuns) {
   RunStore store(db, RunStore::Mode::Existing);
   EXPECT_EQ(store.run(1).status, RunStatus::Finished);
   EXPECT_EQ(store.epochs(1).size(), 1u);
+
+  // A run killed while recording leaves its latest epochs in the write-ahead log, which a reader without write
+  // access to the folder cannot apply: refused, rather than shown without them.
+  std::vector<std::string> argv = tiny_training(db, 200, 6);
+  argv.insert(argv.begin(), AMPWB_BINARY);
+  const pid_t child = spawn(argv, dir.file("killed.log"));
+  const auto deadline = Clock::now() + std::chrono::seconds(90);
+  while (stored_epochs(db, 2) < 1 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  wait_exit(child);
+  ASSERT_GT(fs::file_size(db + "-wal"), 0u);
+  fs::remove(db + "-shm");  // with it, SQLite reads the log without writing; without it, not
+  fs::permissions(dir.path(), fs::perms::owner_write, fs::perm_options::remove);
+  r = ampwb({"runs", "--json", "--db", db}, as);
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "has recent changes in '" + db + "-wal'");
+  fs::permissions(dir.path(), fs::perms::owner_write, fs::perm_options::add);
 }
 
 TEST(StoreCli, AFullDiskStopsTheRunWithAClearErrorAndKeepsCompletedEpochs) {

@@ -61,6 +61,7 @@ TEST(StoreCli, NonFiniteValuesPrintAsNullInEveryJsonOutput) {
   TempDir dir("nonfinite");
   const std::string db = dir.file("runs.sqlite");
   ASSERT_EQ(ampwb(tiny_training(db, 2, 1)).status, 0);
+  ASSERT_EQ(ampwb(tiny_training(db, 1, 1)).status, 0);  // to compare with
   {  // as a diverged run records them: SQLite reads 9e999 as +infinity
     sqlite3* handle = nullptr;
     ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
@@ -83,7 +84,7 @@ TEST(StoreCli, NonFiniteValuesPrintAsNullInEveryJsonOutput) {
   r = ampwb({"runs", "--json", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(json::parse(r.output)[0]["summary"]["final_validation_loss"].is_null());
-  r = ampwb({"compare", "1", "1", "--json", "--db", db});
+  r = ampwb({"compare", "1", "2", "--json", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(json::parse(r.output)["runs"][0]["final_train_loss"].is_null());
 }
@@ -177,6 +178,9 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
   for (const char* part : {"configuration", "epochs", "summary", "best validation accuracy", "fingerprint"})
     expect_contains(r.output, part);
   expect_contains(r.output, tricky);
+  r = ampwb({"show", "1", "--steps", "--db", db});  // the steps are JSON's alone: not ignored in silence
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_contains(r.output, "--steps requires --json");
 
   // compare
   r = ampwb({"compare", "1", "2", "--json", "--db", db});
@@ -263,6 +267,25 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
     for (const auto& [name, rows] : by_python.items())
       EXPECT_EQ(rows.get<std::vector<std::vector<std::string>>>(), parse_csv(read_text(out + "/" + name))) << name;
   }
+
+  // A run given twice, by id or by name, is a mistake said as one (not a run exported or compared twice).
+  for (const std::vector<std::string>& twice : {std::vector<std::string>{"export", "csv", "1", tricky, "--out", out},
+                                                {"compare", "2", "2"},
+                                                {"report", "1", "1", "--out", dir.file("twice.html")}}) {
+    std::vector<std::string> args = twice;
+    args.insert(args.end(), {"--db", db});
+    r = ampwb(args);
+    EXPECT_EQ(r.status, 1) << twice[0] << ": " << r.output;
+    expect_contains(r.output, "is given twice");
+  }
+  // report: its format by the extension, in any case; anything else is refused before any work.
+  r = ampwb({"report", "1", "--out", dir.file("report.txt"), "--db", db});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "a report is written as .html or .pdf");
+  EXPECT_FALSE(fs::exists(dir.file("report.txt")));
+  r = ampwb({"report", "1", "--out", dir.file("report.HTML"), "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(read_text(dir.file("report.HTML")), "<html");
 
   // delete
   r = ampwb({"delete", "2", "--db", db});

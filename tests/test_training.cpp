@@ -7,6 +7,8 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <limits>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -14,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "data/loader.h"
 #include "image_folder_util.h"
 #include "train/checkpoint.h"
 #include "train/precision_support.h"
@@ -220,6 +223,34 @@ TEST(Training, InvalidSettingsAreRefusedBeforeTraining) {
   EXPECT_THROW(validate(c), Error);
   c.conv_algorithm = "measured";
   EXPECT_NO_THROW(validate(c));
+  // Numbers that would train into NaN, or reach the run store as null and lose the run's configuration.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<std::pair<std::function<void(TrainConfig&)>, std::string>> refused = {
+      {[](TrainConfig& t) { t.optimizer.momentum = 1.0f; }, "--momentum must be in [0, 1), got 1"},
+      {[](TrainConfig& t) { t.optimizer.momentum = -0.1f; }, "--momentum must be in [0, 1)"},
+      {[&](TrainConfig& t) { t.optimizer.momentum = nan; }, "--momentum must be in [0, 1)"},
+      {[](TrainConfig& t) { t.optimizer.momentum = 0, t.optimizer.nesterov = true; }, "--nesterov needs a momentum"},
+      {[](TrainConfig& t) { t.optimizer.weight_decay = -1e30f; }, "--weight-decay must be a finite number"},
+      {[&](TrainConfig& t) { t.optimizer.weight_decay = nan; }, "--weight-decay must be a finite number"},
+      {[](TrainConfig& t) { t.optimizer.beta2 = 1.0f; }, "Adam's betas must be in [0, 1)"},
+      {[](TrainConfig& t) { t.optimizer.eps = 0; }, "Adam's eps must be positive"},
+      {[&](TrainConfig& t) { t.grad_clip_norm = inf; }, "--grad-clip must be a finite number"},
+      {[&](TrainConfig& t) { t.precision.loss_scale.growth_factor = inf; }, "--growth-factor must be a finite"},
+      {[&](TrainConfig& t) { t.precision.loss_scale.max_scale = inf; }, "--max-scale must be finite"},
+      {[](TrainConfig& t) { t.threads = kMaxThreads + 1; }, "--threads must be 0 (every core) to 1024"},
+      {[](TrainConfig& t) { t.data.loader_threads = kMaxLoaderThreads + 1; },
+       "must be 0 (the training threads) to 256"},
+  };
+  for (const auto& [change, message] : refused) {
+    TrainConfig bad = c;
+    change(bad);
+    try {
+      validate(bad);
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
 }
 
 struct Result {
@@ -347,6 +378,24 @@ TEST(Cli, BadInputGetsAClearError) {
   r = run_ampwb("frobnicate");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("unknown command 'frobnicate'"), std::string::npos) << r.output;
+  // Numbers a float cannot hold finitely never reach the run store (where they would read as null).
+  for (const std::string flags : {"--grad-clip inf", "--momentum nan", "--momentum 1e39", "--growth-factor inf"}) {
+    r = run_ampwb("train --data /tmp " + flags);
+    EXPECT_EQ(r.status, 2) << flags << ": " << r.output;
+    EXPECT_NE(r.output.find(": expects a finite number, got '"), std::string::npos) << flags << ": " << r.output;
+  }
+  // A word from a fixed set is checked by the parser too, naming the choices.
+  for (const std::string command : {"train --data /tmp --host-sync sometimes", "bench --cuda-graphs maybe",
+                                    "bench --conv-algorithm 2", "train --data /tmp --conv-algorithm fft"}) {
+    r = run_ampwb(command);
+    EXPECT_EQ(r.status, 2) << command << ": " << r.output;
+    EXPECT_NE(r.output.find(" not in {"), std::string::npos) << command << ": " << r.output;
+  }
+  // The store is each command's flag: before the command it is said so, not taken for the workbench's.
+  r = run_ampwb("--db /tmp/ampwb-nowhere.sqlite runs");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--db goes after the command: ampwb runs --db FILE"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists("/tmp/ampwb-nowhere.sqlite"));
 }
 
 TEST(Cli, EveryCommandsHelpComesFromTheParserAndNamesItsFlags) {
@@ -514,6 +563,9 @@ TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
       {"--max-train-images -1", "--max-train-images must not be negative"},
       {"--batch-size 100000000", "--batch-size 100000000 is larger than the training split (16 images)"},
       {"--name \"$(printf 'two\\nlines')\"", "a run name cannot hold control characters"},
+      {"--momentum 1", "--momentum must be in [0, 1), got 1"},
+      {"--weight-decay -1", "--weight-decay must be a finite number, not negative, got -1"},
+      {"--threads 100000", "--threads must be 0 (every core) to 1024, got 100000"},
   };
   for (const auto& [flags, message] : cases) {
     const Result r = run_ampwb(train + flags);
@@ -532,10 +584,17 @@ TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
 TEST(Cli, TheDatasetBenchmarksRefuseSettingsOutOfRangeAsBadUsage) {
   const fs::path data = make_stripes_folder("cli-dataset-bench", 10, 12);
   const std::string loader = "dataset bench-loader '" + data.string() + "' ";
-  const std::vector<std::string> lines = {"dataset bench-decode --count 0", "dataset bench-decode --repeat 0",
-                                          loader + "--batch-size 0",        loader + "--threads 0",
-                                          loader + "--image-size 7",        loader + "--epochs 0",
-                                          loader + "--cache-mb -1",         loader + "--compute-ms -1"};
+  const std::vector<std::string> lines = {"dataset bench-decode --count 0",
+                                          "dataset bench-decode --repeat 0",
+                                          loader + "--batch-size 0",
+                                          loader + "--threads 0",
+                                          loader + "--image-size 7",
+                                          loader + "--epochs 0",
+                                          loader + "--cache-mb -1",
+                                          loader + "--compute-ms -1",
+                                          loader + "--validation-fraction 1.5",
+                                          loader + "--threads 257",
+                                          "dataset inspect '" + data.string() + "' --validation-fraction 1"};
   for (const std::string& line : lines) {
     const Result r = run_ampwb(line);
     EXPECT_EQ(r.status, 2) << line << ": " << r.output;

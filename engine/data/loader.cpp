@@ -191,7 +191,8 @@ DataLoader::DataLoader(const Dataset& dataset, Split split, const LoaderOptions&
   s.options = options;
   LoaderOptions& o = s.options;
   AMPWB_CHECK(o.batch_size >= 1, "batch size " << o.batch_size << " must be at least 1");
-  AMPWB_CHECK(o.threads >= 1 && o.threads <= 256, "loader threads " << o.threads << " must be 1 to 256");
+  AMPWB_CHECK(o.threads >= 1 && o.threads <= kMaxLoaderThreads,
+              "loader threads " << o.threads << " must be 1 to " << kMaxLoaderThreads);
   AMPWB_CHECK(is_floating(o.dtype), "loader images must be f32, bf16 or f16, not " << dtype_name(o.dtype));
   s.size = o.image_size > 0 ? o.image_size : std::min(224, std::max(8, dataset.native_image_size()));
   AMPWB_CHECK(s.size >= 8 && s.size <= 4096, "image size " << s.size << " must be 8 to 4096 pixels");

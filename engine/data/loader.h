@@ -30,6 +30,8 @@
 
 namespace ampwb {
 
+constexpr int kMaxLoaderThreads = 256;
+
 struct LoaderOptions {
   int image_size = 0;  // S; 0 = the dataset's native size (median shorter side), at most 224
   int batch_size = 64;
@@ -40,7 +42,7 @@ struct LoaderOptions {
   bool flip = true;           // with augment: mirror left-right with probability 1/2
   bool drop_last = false;     // drop a last batch smaller than batch_size
   uint64_t seed = 0;
-  int threads = 2;                              // decoding threads
+  int threads = 2;                              // decoding threads, 1 to kMaxLoaderThreads
   int prefetch = 0;                             // batches ready ahead of the consumer; 0 = threads + 1
   size_t cache_budget_bytes = size_t{2} << 30;  // per loader; 0 = no cache
   std::string normalization = "dataset";        // "dataset" (the training split's statistics), "imagenet", "none"

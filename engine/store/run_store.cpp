@@ -241,13 +241,20 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
   try {
     p = probe(*db_);
   } catch (const StoreError& e) {
-    if (e.sqlite_code() == SQLITE_CORRUPT) throw StoreError(damaged_store_message(path, e.what()));
+    if (e.sqlite_code() == SQLITE_CORRUPT) throw StoreError(damaged_store_message(path, e.what()), SQLITE_CORRUPT);
     if (e.sqlite_code() == SQLITE_NOTADB)
       throw StoreError("'" + path + "' is not an ampwb run store: it is not an SQLite database (left untouched; " +
-                       "pass another --db FILE)");
+                           "pass another --db FILE)",
+                       SQLITE_NOTADB);
     // A WAL database in a folder this process cannot write has no -shm to share: read it as immutable.
     const bool cannot_share = e.sqlite_code() == SQLITE_CANTOPEN || e.sqlite_code() == SQLITE_READONLY;
     if (mode == Mode::Create || !cannot_share) throw;
+    // An immutable read sees the main file only: runs still in the write-ahead log would be missing, silently.
+    std::error_code ec;
+    if (fs::file_size(path + "-wal", ec) > 0 && !ec)
+      throw StoreError("the run store '" + path + "' has recent changes in '" + path +
+                       "-wal' that only a process with write access to its folder can read: open it with write "
+                       "access once, or copy the store's folder somewhere writable");
     db_ = std::make_unique<SqliteDb>(path, SqliteDb::Open::Immutable);
     read_only_ = true;
     p = probe(*db_);
@@ -280,7 +287,7 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
       } catch (const StoreError& e) {  // damage can also stop the check itself
         problems = e.what();
       }
-      if (problems != "ok") throw StoreError(damaged_store_message(path, problems));
+      if (problems != "ok") throw StoreError(damaged_store_message(path, problems), SQLITE_CORRUPT);
     } else {
       background_check_ = std::make_shared<BackgroundCheck>();
       background_check_->thread = std::thread([check = background_check_.get(), path] {
@@ -300,10 +307,19 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
   enable_wal(*db_);
   db_->exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON");
   migrate();
-  interrupted_on_open_ = recover_abandoned_runs();
+  try {
+    interrupted_on_open_ = recover_abandoned_runs();
+  } catch (const StoreError& e) {
+    // A reader (runs, show, the GUI) still opens a store that another process is writing to, or whose disk is
+    // full: the runs it would have marked read as interrupted without being marked (report_abandoned).
+    const int code = e.sqlite_code();
+    if (mode != Mode::Existing || (code != SQLITE_BUSY && code != SQLITE_FULL && code != SQLITE_READONLY)) throw;
+  }
 }
 
 void RunStore::migrate() {
+  // A current store opens without the write lock, which a training run may hold: no version is ever lowered.
+  if (found_version_ >= kSchemaVersion) return;
   // Each step re-reads the version inside its write transaction: another process may be migrating too.
   for (;;) {
     SqliteTransaction t(*db_);
@@ -370,8 +386,9 @@ void RunStore::require_writable(const char* what) const {
   if (background_check_) {
     std::lock_guard lock(background_check_->mutex);
     if (!background_check_->problems.empty())
-      throw StoreError("cannot " + std::string(what) + ": " +
-                       damaged_store_message(path(), background_check_->problems));
+      throw StoreError(
+          "cannot " + std::string(what) + ": " + damaged_store_message(path(), background_check_->problems),
+          SQLITE_CORRUPT);
   }
 }
 

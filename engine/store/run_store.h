@@ -94,6 +94,8 @@ class RunStore {
   RunRecord run(int64_t id) const;      // throws naming the id when absent
   // A run by id ("7") or by name; throws when none matches or a name is ambiguous.
   int64_t resolve(const std::string& id_or_name) const;
+  // Each of several runs, in order; a run given twice (by id or name) is refused, naming it.
+  std::vector<int64_t> resolve_each(const std::vector<std::string>& ids_or_names) const;
   std::vector<EpochReport> epochs(int64_t run) const;
   std::vector<StepReport> steps(int64_t run) const;
   std::vector<GradientHistogram> histograms(int64_t run) const;

@@ -2,6 +2,7 @@
 // once), resolving ids and names, epochs, steps, histograms and checkpoints; renaming, notes, tags, deleting.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "store/record_sql.h"
@@ -75,19 +76,22 @@ RunRecord RunStore::run(int64_t id) const {
 }
 
 void RunStore::report_abandoned(RunRecord& r) const {
-  // Only a read-only store gets here with abandoned runs (a writable one recovered them on open).
-  if (r.status == RunStatus::Running && read_only_ && !recording(r.id)) {
+  // A store opened read-only, or busy or full when opened, gets here with abandoned runs (a writable one marked
+  // them on open).
+  if (r.status == RunStatus::Running && !recording(r.id)) {
     r.status = RunStatus::Interrupted;
-    r.end_reason = "the recording process ended without reporting an end (not yet marked: the store is read-only)";
+    r.end_reason = "the recording process ended without reporting an end (not yet marked in the store)";
   }
 }
 
 int64_t RunStore::resolve(const std::string& id_or_name) const {
   if (all_digits(id_or_name)) {
-    const int64_t id = std::stoll(id_or_name);
+    int64_t id = 0;  // an id too large for any run is no run either
+    const std::errc error = std::from_chars(id_or_name.data(), id_or_name.data() + id_or_name.size(), id).ec;
     SqliteStatement q(*db_, "SELECT id FROM runs WHERE id = ?");
     q.bind(1, id);
-    if (!q.step()) throw StoreError("no run " + id_or_name + " in the run store '" + path() + "'");
+    if (error != std::errc() || !q.step())
+      throw StoreError("no run " + id_or_name + " in the run store '" + path() + "'");
     return id;
   }
   SqliteStatement q(*db_, "SELECT id FROM runs WHERE name = ? ORDER BY id");
@@ -106,6 +110,19 @@ int64_t RunStore::resolve(const std::string& id_or_name) const {
                      "): give an id");
   }
   return ids[0];
+}
+
+std::vector<int64_t> RunStore::resolve_each(const std::vector<std::string>& ids_or_names) const {
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < ids_or_names.size(); ++i) {
+    const int64_t id = resolve(ids_or_names[i]);
+    const auto same = std::find(ids.begin(), ids.end(), id);
+    if (same != ids.end())
+      throw Error("run " + std::to_string(id) + " is given twice ('" + ids_or_names[same - ids.begin()] + "' and '" +
+                  ids_or_names[i] + "')");
+    ids.push_back(id);
+  }
+  return ids;
 }
 
 std::vector<EpochReport> RunStore::epochs(int64_t run) const {

@@ -81,12 +81,17 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
       .bind(21, info_json.dump());
   insert.run();
   const int64_t id = db_->last_insert_rowid();
-  if (config.name.empty()) {
-    SqliteStatement name(*db_, "UPDATE runs SET name = ? WHERE id = ?");
-    name.bind(1, "resnet" + std::to_string(config.depth) + "-" + mode_name(config.precision.mode) + "-" +
-                     std::to_string(id))
-        .bind(2, id)
-        .run();
+  if (config.name.empty()) {  // resnet20-fp32-7; a suffix where a user chose that name for another run
+    const std::string base =
+        "resnet" + std::to_string(config.depth) + "-" + mode_name(config.precision.mode) + "-" + std::to_string(id);
+    SqliteStatement taken(*db_, "SELECT 1 FROM runs WHERE name = ? AND id != ?");
+    std::string name = base;
+    for (int suffix = 2; taken.bind(1, name).bind(2, id).step(); ++suffix) {
+      taken.reset();
+      name = base + "-" + std::to_string(suffix);
+    }
+    SqliteStatement rename(*db_, "UPDATE runs SET name = ? WHERE id = ?");
+    rename.bind(1, name).bind(2, id).run();
   }
   // Locked before the row becomes visible, so no other process can see it running without an owner.
   RunLock lock = RunLock::acquire(run_lock_path(path(), id));

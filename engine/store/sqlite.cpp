@@ -9,6 +9,9 @@
 #include <limits>
 
 namespace ampwb {
+
+bool StoreError::damaged() const { return code_ == SQLITE_CORRUPT || code_ == SQLITE_NOTADB; }
+
 namespace {
 
 // What a user can do about the common failures; SQLite's own message says what happened.

@@ -1,7 +1,10 @@
 // Recording a run into the run store.
 #include "store/store_recorder.h"
 
+#include <sqlite3.h>
+
 #include "store/dataset_fingerprint.h"
+#include "store/sqlite.h"
 
 namespace ampwb {
 
@@ -15,14 +18,30 @@ StoreRecorder::~StoreRecorder() {
   if (run_id_ != 0 && !ended_) store_->abandon_run(run_id_);
 }
 
-// Keeps the first failure for error(), and lets it end the run.
+namespace {
+// Another process may hold the store's write lock for longer than SQLite's busy timeout (deleting a run of millions
+// of steps takes seconds): a write is tried again this many timeouts before the run fails for it.
+constexpr int kBusyRetries = 11;
+
+bool is_busy(const StoreError& e) { return e.sqlite_code() == SQLITE_BUSY; }
+}  // namespace
+
+// Keeps the first failure for error(), and lets it end the run. f is one transaction: a busy store ran none of it,
+// so it is run again.
 template <class F>
 void StoreRecorder::guarded(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    if (error_.empty()) error_ = e.what();
-    throw;
+  for (int attempt = 0;; ++attempt) {
+    try {
+      f();
+      return;
+    } catch (const StoreError& e) {
+      if (is_busy(e) && attempt < kBusyRetries) continue;
+      if (error_.empty()) error_ = e.what();
+      throw;
+    } catch (const std::exception& e) {
+      if (error_.empty()) error_ = e.what();
+      throw;
+    }
   }
 }
 
@@ -45,16 +64,22 @@ void StoreRecorder::on_start(const RunInfo& info) {
 
 void StoreRecorder::on_step(const StepReport& step) {
   if (run_id_ == 0) return;
+  if (forget_later_steps_) {
+    guarded([&] { store_->forget_steps_from(run_id_, step.step); });
+    forget_later_steps_ = false;
+  }
+  pending_.push_back(step);
+  const Clock::time_point now = Clock::now();
+  if (pending_.size() < options_.batch_steps &&
+      std::chrono::duration<double>(now - last_flush_).count() < options_.batch_seconds)
+    return;
   guarded([&] {
-    if (forget_later_steps_) {
-      store_->forget_steps_from(run_id_, step.step);
-      forget_later_steps_ = false;
-    }
-    pending_.push_back(step);
-    const Clock::time_point now = Clock::now();
-    if (pending_.size() >= options_.batch_steps ||
-        std::chrono::duration<double>(now - last_flush_).count() >= options_.batch_seconds)
+    try {
       flush_steps();
+    } catch (const StoreError& e) {
+      if (!is_busy(e)) throw;
+      last_flush_ = now;  // the steps wait for the next batch, or for the epoch's end, which waits longer
+    }
   });
 }
 

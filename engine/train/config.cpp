@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "data/loader.h"
 #include "train/record_json.h"
 
 namespace ampwb {
@@ -34,15 +35,26 @@ void validate(const TrainConfig& c) {
   REQUIRE_SETTING(c.lr > 0 && std::isfinite(c.lr), "--lr must be a positive number, got " << c.lr);
   REQUIRE_SETTING(c.warmup_epochs >= 0 && c.warmup_epochs <= c.epochs, "--warmup-epochs must be in [0, epochs]");
   REQUIRE_SETTING(c.label_smoothing >= 0 && c.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
-  REQUIRE_SETTING(c.grad_clip_norm >= 0, "--grad-clip must not be negative");
+  REQUIRE_SETTING(c.grad_clip_norm >= 0 && std::isfinite(c.grad_clip_norm),
+                  "--grad-clip must be a finite number, not negative (0: off), got " << c.grad_clip_norm);
   REQUIRE_SETTING(c.data.validation_fraction >= 0 && c.data.validation_fraction < 1,
                   "--val-fraction must be in [0, 1)");
   REQUIRE_SETTING(c.topk >= 1, "--topk must be at least 1");
   REQUIRE_SETTING(c.optimizer.kind == "sgd" || c.optimizer.kind == "adam" || c.optimizer.kind == "adamw",
                   "unknown optimizer '" << c.optimizer.kind << "' (expected sgd, adam or adamw)");
+  // PyTorch's own checks, and a momentum of 1 or more, which never forgets a gradient and diverges.
+  const OptimizerConfig& o = c.optimizer;
+  REQUIRE_SETTING(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got " << o.momentum);
+  REQUIRE_SETTING(!o.nesterov || o.kind != "sgd" || o.momentum > 0, "--nesterov needs a momentum above 0");
+  REQUIRE_SETTING(o.weight_decay >= 0 && std::isfinite(o.weight_decay),
+                  "--weight-decay must be a finite number, not negative, got " << o.weight_decay);
+  REQUIRE_SETTING(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
+                  "Adam's betas must be in [0, 1), got " << o.beta1 << " and " << o.beta2);
+  REQUIRE_SETTING(o.eps > 0 && std::isfinite(o.eps), "Adam's eps must be positive and finite, got " << o.eps);
   REQUIRE_SETTING(c.schedule == "constant" || c.schedule == "step" || c.schedule == "cosine",
                   "unknown schedule '" << c.schedule << "' (expected constant, step or cosine)");
-  REQUIRE_SETTING(c.threads >= 0, "--threads must not be negative");
+  REQUIRE_SETTING(c.threads >= 0 && c.threads <= kMaxThreads,
+                  "--threads must be 0 (every core) to " << kMaxThreads << ", got " << c.threads);
   REQUIRE_SETTING(c.host_sync == "auto" || c.host_sync == "every-step" || c.host_sync == "deferred",
                   "--host-sync must be auto, every-step or deferred, got '" << c.host_sync << "'");
   REQUIRE_SETTING(c.cuda_graphs == "auto" || c.cuda_graphs == "on" || c.cuda_graphs == "off",
@@ -58,12 +70,15 @@ void validate(const TrainConfig& c) {
   REQUIRE_SETTING(s.kind == "off" || s.kind == "static" || s.kind == "dynamic",
                   "--loss-scale must be off, static:S or dynamic, got '" << s.kind << "'");
   REQUIRE_SETTING(s.init_scale > 0 && std::isfinite(s.init_scale), "the loss scale must be positive and finite");
-  REQUIRE_SETTING(s.growth_factor > 1, "--growth-factor must be above 1");
+  REQUIRE_SETTING(s.growth_factor > 1 && std::isfinite(s.growth_factor),
+                  "--growth-factor must be a finite number above 1, got " << s.growth_factor);
   REQUIRE_SETTING(s.backoff_factor > 0 && s.backoff_factor < 1, "--backoff-factor must be in (0, 1)");
   REQUIRE_SETTING(s.growth_interval >= 1, "--growth-interval must be at least 1");
   REQUIRE_SETTING(s.hysteresis >= 1, "--hysteresis must be at least 1");
-  REQUIRE_SETTING(s.min_scale >= 0 && s.max_scale >= 0 && (s.max_scale == 0 || s.max_scale >= s.min_scale),
-                  "--min-scale and --max-scale must be non-negative, the maximum not below the minimum");
+  REQUIRE_SETTING(s.min_scale >= 0 && s.max_scale >= 0 && std::isfinite(s.min_scale) && std::isfinite(s.max_scale) &&
+                      (s.max_scale == 0 || s.max_scale >= s.min_scale),
+                  "--min-scale and --max-scale must be finite and non-negative (0: none), the maximum not below the "
+                  "minimum");
   REQUIRE_SETTING(c.max_consecutive_skipped >= 1, "--max-skipped must be at least 1");
   REQUIRE_SETTING(c.data.cache_budget_mb >= 0, "--cache-mb must not be negative, got " << c.data.cache_budget_mb);
   REQUIRE_SETTING(c.data.max_train_images >= 0,
@@ -71,7 +86,9 @@ void validate(const TrainConfig& c) {
   REQUIRE_SETTING(c.numerics_every >= 0,
                   "--numerics-every must not be negative (0: the last step of each epoch), got " << c.numerics_every);
   REQUIRE_SETTING(c.max_steps_per_epoch >= 0, "--max-steps-per-epoch must not be negative (0 means all)");
-  REQUIRE_SETTING(c.data.loader_threads >= 0, "the loader's thread count must not be negative");
+  REQUIRE_SETTING(c.data.loader_threads >= 0 && c.data.loader_threads <= kMaxLoaderThreads,
+                  "the loader's thread count must be 0 (the training threads) to " << kMaxLoaderThreads << ", got "
+                                                                                   << c.data.loader_threads);
 }
 
 void validate_for_data(const TrainConfig& c, int64_t classes, int64_t train_images) {

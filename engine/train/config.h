@@ -17,6 +17,8 @@
 
 namespace ampwb {
 
+constexpr int kMaxThreads = 1024;  // training threads (--threads)
+
 struct DataConfig {
   double validation_fraction = 0.2;
   int64_t max_train_images = 0;           // 0 = all
@@ -57,7 +59,7 @@ struct TrainConfig {
   // on AMX): "auto", "direct", "winograd" or "measured" (ConvAlgorithm in backend/backend.h). The run's backend
   // description records what ran.
   std::string conv_algorithm = "auto";
-  int threads = 0;
+  int threads = 0;  // 0 = every core; at most kMaxThreads
   PrecisionConfig precision;
   DataConfig data;
   int64_t max_steps_per_epoch = 0;        // 0 = the whole epoch (tests use small numbers)

@@ -2,8 +2,10 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -28,6 +30,25 @@ struct Report {
     if (observer) (observer->*handler)(e);
   }
 };
+
+// A checkpoint folder that cannot be written would fail the run at the end of its first epoch: made, and a file
+// written in it, before the run starts (and is stored).
+void require_writable_folder(const std::string& folder) {
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  const std::filesystem::path probe = std::filesystem::path(folder) / ".ampwb-write-check";
+  if (!error) {
+    if (std::FILE* file = std::fopen(probe.c_str(), "wb")) {
+      std::fclose(file);
+      std::filesystem::remove(probe, error);
+    } else {
+      error = std::error_code(errno, std::generic_category());
+    }
+  }
+  if (error)
+    throw Error("cannot write checkpoints to " + folder + ": " + error.message() +
+                " (choose another --checkpoint-dir, or --no-checkpoint)");
+}
 }  // namespace
 
 const char* run_status_name(RunStatus s) {
@@ -251,7 +272,7 @@ RunEnd Trainer::train() {
   loading.augment = config.data.augment;
   loading.drop_last = config.data.drop_last;
   loading.seed = config.seed;
-  loading.threads = config.data.loader_threads > 0 ? config.data.loader_threads : threads;
+  loading.threads = config.data.loader_threads > 0 ? config.data.loader_threads : std::min(threads, kMaxLoaderThreads);
   loading.cache_budget_bytes = static_cast<size_t>(config.data.cache_budget_mb) << 20;
   loading.normalization = config.data.normalization;
   validate_for_data(config, static_cast<int64_t>(dataset.class_names().size()), dataset.size(Split::Train));
@@ -322,6 +343,7 @@ RunEnd Trainer::train() {
     info.notes.push_back("every step waits once for the GPU: " +
                          (why_every_step.empty() ? std::string("--host-sync every-step") : why_every_step));
   }
+  if (!config.checkpoint_dir.empty()) require_writable_folder(config.checkpoint_dir);
   report(&TrainObserver::on_start, info);
 
   const double wall_before = at.wall_before;
