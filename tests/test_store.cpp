@@ -143,6 +143,27 @@ TEST(RunStore, RefusesAnotherApplicationsSQLiteFileAndLeavesItUntouched) {
   EXPECT_EQ(query_text(path, "PRAGMA journal_mode"), "delete");  // not switched to WAL
 }
 
+// A child process begins a run named "dies" in the store at `path`, records into it, then is killed without
+// reporting an end, as a crashed or killed training would be. True when it died so.
+template <class Record>
+::testing::AssertionResult record_then_die(const std::string& path, Record record) {
+  const pid_t child = ::fork();
+  if (child < 0) return ::testing::AssertionFailure() << "fork failed";
+  if (child == 0) {
+    try {
+      RunStore store(path);
+      record(store, store.begin_run(config_named("dies"), info(), ""));
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::raise(SIGKILL);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (WIFSIGNALED(status)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "the child exited with " << WEXITSTATUS(status);
+}
+
 TEST(RunStore, RefusesANewerSchema) {
   TempDir dir("newer");
   const std::string path = dir.file("runs.sqlite");
@@ -185,23 +206,11 @@ TEST(RunStore, ARunWhoseProcessDiedIsInterruptedAndKeepsItsEpochs) {
   TempDir dir("abandoned");
   const std::string path = dir.file("runs.sqlite");
   { RunStore create(path); }
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {  // records two epochs, then dies without reporting an end
-    try {
-      RunStore store(path);
-      const int64_t id = store.begin_run(config_named("dies"), info(), "");
-      store.add_epoch(id, epoch(1), {step(0)}, 1.0);
-      store.add_epoch(id, epoch(2), {step(10)}, 2.0);
-      store.add_steps(id, {step(20)}, 2.5);
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::raise(SIGKILL);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "child exit " << WEXITSTATUS(status);
+  ASSERT_TRUE(record_then_die(path, [](RunStore& store, int64_t id) {  // two epochs, then no end reported
+    store.add_epoch(id, epoch(1), {step(0)}, 1.0);
+    store.add_epoch(id, epoch(2), {step(10)}, 2.0);
+    store.add_steps(id, {step(20)}, 2.5);
+  }));
   EXPECT_EQ(query_text(path, "SELECT status FROM runs WHERE id = 1"), "running");  // as the dead process left it
 
   RunStore store(path);
@@ -239,20 +248,8 @@ TEST(RunStore, AReaderOpensAStoreWhoseWriteLockIsHeldElsewhere) {
   TempDir dir("reader-busy");
   const std::string path = dir.file("runs.sqlite");
   { RunStore create(path); }
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {  // a run whose process dies
-    try {
-      RunStore store(path);
-      store.add_epoch(store.begin_run(config_named("dies"), info(), ""), epoch(1), {step(0)}, 1.0);
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::raise(SIGKILL);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "child exit " << WEXITSTATUS(status);
+  ASSERT_TRUE(
+      record_then_die(path, [](RunStore& store, int64_t id) { store.add_epoch(id, epoch(1), {step(0)}, 1.0); }));
 
   SqliteDb writer(path, SqliteDb::Open::ReadWrite);
   writer.exec("BEGIN IMMEDIATE");  // held, as by another process, past the busy timeout
