@@ -1025,6 +1025,37 @@ TEST(CpuBackend, AutoTakesProductsForStridedBf16ConvolutionsOnAmx) {
   }
 }
 
+// auto's rule for native BF16 on AVX512-BF16 without AMX: the weight gradient of outputs of 4x4 pixels or fewer, and
+// of strided convolutions up to 14x14 outputs; the forward pass over 2x2 outputs; never backward data. Each pass's
+// bits are those of the path the rule names.
+TEST(CpuBackend, AutoTakesProductsForSmallBf16ConvolutionsOnAvx512Bf16WithoutAmx) {
+  CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+  if (automatic.description().find("avx512_core_amx") != std::string::npos || !automatic.capabilities().bf16.native)
+    GTEST_SKIP() << "no native BF16 without AMX here (" << automatic.description() << "): the rule does not apply";
+  CpuBackend gemm({2, CpuBf16::Auto, false, ConvAlgorithm::Gemm});
+  CpuBackend direct({2, CpuBf16::Auto, false, ConvAlgorithm::Direct});
+  struct Case {
+    int64_t images, side;  // input side; 3x3 kernel, padding 1; 128 channels
+    int stride;
+    bool forward, backward_data, weight_gradient;  // which passes are products
+  };
+  for (const Case c :
+       {Case{8, 2, 1, true, false, true}, Case{32, 4, 2, true, false, true}, Case{8, 4, 1, false, false, true},
+        Case{8, 8, 1, false, false, false}, Case{8, 16, 2, false, false, true}, Case{8, 28, 2, false, false, true},
+        Case{8, 32, 2, false, false, false}}) {
+    SCOPED_TRACE(std::to_string(c.images) + " images " + std::to_string(c.side) + "x" + std::to_string(c.side) +
+                 " stride " + std::to_string(c.stride));
+    Rng rng(59);
+    const ConvParams p{c.stride, 1};
+    const int64_t out = (c.side + 2 - 3) / c.stride + 1;
+    const Tensor x = host_random({c.images, 128, c.side, c.side}, rng, DType::BF16, Layout::NHWC);
+    const Tensor w = host_random({64, 128, 3, 3}, rng, DType::BF16);
+    const Tensor dy = host_random({c.images, 64, out, out}, rng, DType::BF16, Layout::NHWC);
+    expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
+                                  {c.forward, c.backward_data, c.weight_gradient});
+  }
+}
+
 // FP16 and BF16 convolutions, which the CPU emulates, take Winograd with the conversions folded into its transforms:
 // the same bits as the emulation's widening to FP32, FP32 convolution and rounding, done here step by step.
 TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {
