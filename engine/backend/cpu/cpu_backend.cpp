@@ -51,7 +51,11 @@ std::string cpu_model_name() {
 // amp-bf16's training speed against fp32's on each path, measured by bench/bf16_paths.sh on an AMD EPYC (Zen 5),
 // ResNet-18 at 64 px batch 32, 2 threads, medians of alternating rounds (docs/benchmarks.md, "BF16 on every CPU
 // path"; at 224 px batch 16 native BF16 gains 1.7x, the emulation stays at 1.0x).
-constexpr double kBf16SpeedAvx512Bf16 = 1.4;
+// Native on AVX512-BF16 without AMX: since its small convolutions' weight gradients became products, measured by
+// bench/cpu_acceptance.py on a Zen 4 (docs/benchmarks.md, "CPU, eighteenth part"; 1.40x on Zen 5 before).
+constexpr double kBf16SpeedAvx512Bf16 = 1.68;
+const char* const kBf16SpeedAvx512Bf16Source =
+    "bench/cpu_acceptance.py, ResNet-18 64 px batch 32 on an AMD EPYC Zen 4 (docs/benchmarks.md)";
 // The same on an Intel Xeon (family 6 model 207) with AMX, the convolutions over images of 4x4 pixels or fewer as
 // matrix products in FP32 and BF16 alike (docs/benchmarks.md, "CPU, twelfth part": 1.93x in 3 rounds, 1.5-1.6x in
 // the acceptance tables of the same loaded evening; 2.07x before FP32 took the products too).
@@ -186,7 +190,7 @@ Capabilities CpuBackend::capabilities() const {
     caps.bf16 = {true, true, "native on AMX tiles (oneDNN " + onednn + ")", kBf16SpeedAmx, kBf16SpeedAmxSource};
   } else if (bf16_faster) {
     caps.bf16 = {true, true, "native on AVX512-BF16 (oneDNN " + onednn + "): " + rates + ", no AMX",
-                 kBf16SpeedAvx512Bf16, kBf16SpeedSource};
+                 kBf16SpeedAvx512Bf16, kBf16SpeedAvx512Bf16Source};
   } else {  // AMPWB_CPU_BF16=native where the emulation would be faster
     caps.bf16 = {true, true,
                  "native on AVX512-BF16 (oneDNN " + onednn + ") on request, although " + rates +
