@@ -40,7 +40,7 @@ inline StepOutcome one_training_step(Backend& backend, const std::string& mode, 
   o.loss = r.loss;
   o.skipped = r.skipped;
   for (Parameter* p : model.parameters()) {
-    o.grads.push_back(to_float_vector(on_host(backend, p->grad)));
+    o.grads.push_back(to_float_vector(on_host(backend, fp32_gradient(backend, *p))));
     o.weights.push_back(to_float_vector(on_host(backend, p->value)));
   }
   return o;

@@ -805,14 +805,17 @@ class CheckCounter final : public testing::ForwardingBackend {
 };
 
 // Where nothing waits on the gradients' check (no loss scale, no clipping: fp32, amp-bf16), the update makes it in
-// its own pass: the same losses, gradient norms and weights, bit for bit, as the step that checks first (here one
-// with a clipping norm no gradient reaches), and the norm is the float64 one of the gradients.
+// its own pass, and reads amp-bf16's 16-bit weight gradients as backward left them (widening them itself): the same
+// losses, gradient norms, gradients and weights, bit for bit, as the step that checks first (here one with a
+// clipping norm no gradient reaches) from FP32 gradients, and the norm is the float64 one of the gradients.
 TEST(MixedPrecisionStep, AnUngatedStepChecksItsGradientsInsideTheUpdateWithTheSameBits) {
   for (const char* mode : {"fp32", "amp-bf16", "amp-fp16"}) {
     SCOPED_TRACE(mode);
     const PrecisionConfig config = precision_preset(mode);
     const PrecisionPolicy policy(config);
     CheckCounter fused_backend, separate_backend;
+    int low_grads[2] = {0, 0};  // fused, separate: parameters whose last gradient stayed 16-bit
+    std::vector<std::vector<float>> grads[2];
     auto run = [&](CheckCounter& b, float clip_norm, std::vector<StepResult>& results) {
       Rng rng(27);
       auto model = std::make_unique<ResNet>(b, ResNetConfig{20, 3, 3, 8, Stem::Auto}, rng);
@@ -824,8 +827,13 @@ TEST(MixedPrecisionStep, AnUngatedStepChecksItsGradientsInsideTheUpdateWithTheSa
       for (int i = 0; i < 4; ++i) labels.data_as<int32_t>()[i] = i % 3;
       for (int i = 0; i < 3; ++i) results.push_back(step.run(images, labels, 0.1f));
       double sum = 0;  // the last step's gradients, float64
-      for (Parameter* p : model->parameters())
-        for (float g : to_float_vector(p->grad)) sum += static_cast<double>(g) * g;
+      const bool separate = clip_norm > 0;
+      for (Parameter* p : model->parameters()) {
+        low_grads[separate] += p->low_grad.defined();
+        EXPECT_NE(p->low_grad.defined(), p->grad.defined()) << p->name << ": a gradient is kept once";
+        grads[separate].push_back(to_float_vector(fp32_gradient(b, *p)));
+        for (float g : grads[separate].back()) sum += static_cast<double>(g) * g;
+      }
       EXPECT_NEAR(results.back().grad_norm, std::sqrt(sum), std::sqrt(sum) * 1e-6);
       return model;
     };
@@ -836,6 +844,14 @@ TEST(MixedPrecisionStep, AnUngatedStepChecksItsGradientsInsideTheUpdateWithTheSa
     EXPECT_EQ(fused_backend.checks_in_updates, ungated ? 3 : 0);
     EXPECT_EQ(fused_backend.separate_checks, ungated ? 0 : 3);
     EXPECT_EQ(separate_backend.checks_in_updates, 0);
+    // The classifier's gradient is widened by its layer (Layer::widen_grad) wherever BF16 runs, natively or not.
+    if (mode == std::string("amp-bf16"))
+      EXPECT_GT(low_grads[0], 0);
+    else
+      EXPECT_EQ(low_grads[0], 0);
+    EXPECT_EQ(low_grads[1], 0) << "a step that checks first reads FP32 gradients";
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    for (size_t i = 0; i < grads[0].size(); ++i) EXPECT_EQ(grads[0][i], grads[1][i]) << "parameter " << i;
     for (size_t i = 0; i < fused.size(); ++i) {
       EXPECT_EQ(std::memcmp(&fused[i].grad_norm, &separate[i].grad_norm, sizeof(float)), 0) << "step " << i;
       EXPECT_EQ(std::memcmp(&fused[i].loss, &separate[i].loss, sizeof(float)), 0) << "step " << i;

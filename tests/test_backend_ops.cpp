@@ -24,6 +24,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/allocator.h"
+#include "core/convert16.h"
 #include "core/simd.h"
 #include "op_cases.h"
 #include "op_harness.h"
@@ -1268,6 +1269,65 @@ TEST(CpuBackend, UpdatesCheckTheirGradientsAsScaleAndCheckDoes) {
   Tensor state = Tensor::zeros({kLossScaleStateBytes}, DType::U8);
   EXPECT_THROW(b.sgd_update(u, {0.1f, 0.9f, 0.0f, false, true, &state, nullptr, true}), Error)
       << "a check the update itself is gated by";
+}
+
+// An update given a 16-bit gradient (Capabilities::updates_read_16bit_gradients) computes with its values widened:
+// the same weights, copies, optimizer state and check, bit for bit, as from the FP32 gradient holding those values;
+// on every SIMD path, with thread counts that split the blocks unevenly, an inf among the 16-bit values found.
+TEST(CpuBackend, UpdatesReadSixteenBitGradientsAsTheirWidenedValues) {
+  EXPECT_TRUE(CpuBackend({2, CpuBf16::Auto, false, ConvAlgorithm::Auto}).capabilities().updates_read_16bit_gradients);
+  const std::vector<std::pair<int64_t, DType>> sizes = {
+      {1, DType::BF16}, {4097, DType::F16}, {3 * 2048 + 5, DType::BF16}, {5 * 2048, DType::F16}};
+  auto updates = [&](bool low, bool with_inf) {
+    Rng rng(13);
+    std::vector<ParamUpdate> u;
+    for (const auto& [n, dtype] : sizes) {
+      Tensor low_grad = host_random({n}, rng, dtype, Layout::NCHW, 0.1);
+      if (with_inf && n > 3000) low_grad.data_as<uint16_t>()[3000] = dtype == DType::BF16 ? 0x7f80 : 0x7c00;
+      Tensor wide = Tensor::empty({n}, DType::F32);
+      widen_16bit(dtype, low_grad.data_as<uint16_t>(), wide.data_as<float>(), n);
+      u.push_back({host_random({n}, rng, DType::F32), Tensor::empty({n}, dtype), low ? low_grad : wide,
+                   Tensor::zeros({n}, DType::F32), Tensor::zeros({n}, DType::F32)});
+    }
+    return u;
+  };
+  auto bytes = [](const Tensor& t) {
+    const auto* p = static_cast<const unsigned char*>(t.data());
+    return std::vector<unsigned char>(p, p + t.nbytes());
+  };
+  for (int threads : {2, 3})
+    for (SimdLevel level : {SimdLevel::Scalar, SimdLevel::Avx512})
+      for (bool adam : {false, true})
+        for (bool with_inf : {false, true}) {
+          CpuBackend b({threads, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+          const SimdLevel before = set_simd_limit(level);
+          SCOPED_TRACE(std::to_string(threads) + " threads, the " + simd_level_name(simd_level()) + " path, " +
+                       (adam ? "Adam" : "SGD") + (with_inf ? ", an inf gradient" : ""));
+          auto update = [&](std::vector<ParamUpdate>& u) {
+            for (int64_t step : {1, 2}) {  // the second reads the state the first wrote
+              if (adam)
+                b.adam_update(u, {1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, false, step, nullptr, nullptr, true});
+              else
+                b.sgd_update(u, {0.1f, 0.9f, 1e-4f, false, step == 1, nullptr, nullptr, true});
+            }
+            return b.read_scalars();
+          };
+          std::vector<ParamUpdate> wide = updates(false, with_inf), low = updates(true, with_inf);
+          const StepScalars from_wide = update(wide), from_low = update(low);
+          EXPECT_EQ(from_low.nonfinite, with_inf);
+          EXPECT_EQ(std::memcmp(&from_low.sum_of_squares, &from_wide.sum_of_squares, sizeof(double)), 0);
+          for (size_t i = 0; i < sizes.size(); ++i) {
+            EXPECT_EQ(bytes(low[i].param), bytes(wide[i].param)) << "parameter " << i;
+            EXPECT_EQ(bytes(low[i].copy), bytes(wide[i].copy)) << "parameter " << i;
+            EXPECT_EQ(bytes(low[i].state1), bytes(wide[i].state1)) << "parameter " << i;
+            EXPECT_EQ(bytes(low[i].state2), bytes(wide[i].state2)) << "parameter " << i;
+          }
+          set_simd_limit(before);
+        }
+  CpuBackend b({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+  std::vector<ParamUpdate> u = updates(true, false);
+  u[1].grad = Tensor::zeros({4096}, DType::F16);
+  EXPECT_THROW(b.sgd_update(u, {0.1f, 0.9f, 0.0f, false, true}), Error) << "a gradient of another shape";
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ std::vector<const Tensor*> run_state(TrainedModel& m) {
   std::vector<const Tensor*> out;
   for (Parameter* p : m.model.parameters()) {
     out.push_back(&p->value);
-    out.push_back(&p->grad);
+    out.push_back(p->low_grad.defined() ? &p->low_grad : &p->grad);  // the gradient as the step left it
     if (p->compute.defined()) out.push_back(&p->compute);
   }
   std::vector<Buffer*> buffers;

@@ -58,8 +58,9 @@ struct SgdParams {
 };
 // One parameter's tensors for an update: param FP32, the master weights; copy undefined, or param's FP16/BF16
 // compute copy (same shape and layout), written from the updated param in the same pass, bit for bit as convert()
-// would; grad FP32; state1, state2: the optimizer's state (SGD: the momentum buffer, undefined without momentum;
-// Adam: the first and second moments).
+// would; grad FP32, or FP16/BF16 where Capabilities::updates_read_16bit_gradients (its values, widened as read);
+// state1, state2: the optimizer's state (SGD: the momentum buffer, undefined without momentum; Adam: the first and
+// second moments).
 struct ParamUpdate {
   Tensor param, copy, grad, state1, state2;
 };
@@ -128,6 +129,7 @@ struct Capabilities {
   std::string isa;          // the CPU instruction set oneDNN uses, or the GPU's compute capability ("sm_90")
   size_t memory_bytes = 0;  // device memory (the CPU's: physical RAM)
   ComputeSupport fp16, bf16, tf32;
+  bool updates_read_16bit_gradients = false;  // sgd_update and adam_update take a 16-bit grad (ParamUpdate)
 };
 
 // Work recorded once by Backend::capture and queued again, as it was recorded, by replay().

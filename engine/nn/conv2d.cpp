@@ -43,17 +43,17 @@ Tensor Conv2d::backward(const Tensor& output_grad) {
   if (probe_) probe_->record_activation_gradient(on_host(backend_, dy));
   Tensor conv_dy = dy;  // dy as the two convolutions read it
   if (dtype == DType::F32) {
-    backend_.conv2d_backward_weights(input_, dy, weight_.grad, params_);
+    backend_.conv2d_backward_weights(input_, dy, weight_.fp32_grad(), params_);
   } else {
     // Where the backend emulates this dtype (FP32 arithmetic on its values, rounded), each op below would widen dy
     // again: widened once here for both (unless it arrived wide), the same arithmetic (the ops round their results
     // as before).
     if (emulated && !arrived_wide) conv_dy = cast(backend_, dy, DType::F32);
     if (emulated) {  // the 16-bit gradient's values written wide, straight into the FP32 gradient: one pass fewer
-      backend_.conv2d_backward_weights(input_, conv_dy, weight_.grad, params_);
+      backend_.conv2d_backward_weights(input_, conv_dy, weight_.fp32_grad(), params_);
       count_cast();  // its rounding to dtype: the cast widen_grad would count
     } else {
-      Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, weight_.grad.device());
+      Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, weight_.value.device());
       backend_.conv2d_backward_weights(input_, conv_dy, dw, params_);
       widen_grad(dw, weight_);
     }

@@ -18,6 +18,10 @@ Tensor cast(Backend& backend, const Tensor& t, DType dtype) {
   return out;
 }
 
+Tensor fp32_gradient(Backend& backend, const Parameter& p) {
+  return p.low_grad.defined() ? cast(backend, p.low_grad, DType::F32) : p.grad;
+}
+
 const Tensor& Parameter::value_as(Backend& backend, DType dtype) {
   if (dtype == value.dtype()) return value;
   if (!compute.defined() || compute.dtype() != dtype) {
@@ -51,7 +55,12 @@ bool Layer::emulates(DType dtype) {
 
 void Layer::widen_grad(const Tensor& low_grad, Parameter& p) {
   count_cast();
-  backend_.convert(low_grad, p.grad);
+  if (low_grads_for_update_) {  // the update widens it: no FP32 copy is kept beside it
+    p.low_grad = low_grad;
+    p.grad = Tensor();
+    return;
+  }
+  backend_.convert(low_grad, p.fp32_grad());
 }
 
 void Layer::probe_forward(const char* kind, const Parameter& weight, int64_t in_channels, int64_t out_channels,

@@ -19,7 +19,10 @@ struct Parameter {
   std::string name;  // torchvision-style, e.g. "layer1.0.conv1.weight"
   Tensor value;      // FP32: the master weights the optimizer updates
   Tensor grad;       // FP32, same shape; written by backward()
-  Tensor compute;    // the value in the low-precision compute type, when an op computes in one
+  // Defined when the last backward left the gradient in 16 bits for the update to widen as it reads it
+  // (Layer::set_low_grads_for_update): then this is the gradient, and grad is released (undefined).
+  Tensor low_grad;
+  Tensor compute;  // the value in the low-precision compute type, when an op computes in one
   uint64_t version = 0, compute_version = ~uint64_t{0};  // value changes bump version; compute follows lazily
 
   Parameter() = default;
@@ -29,6 +32,12 @@ struct Parameter {
       : name(std::move(param_name)), value(std::move(initial)), grad(std::move(zero_grad)) {}
 
   void changed() { ++version; }
+  // grad for backward to write in FP32: made again where a step with a 16-bit gradient released it.
+  Tensor& fp32_grad() {
+    low_grad = Tensor();
+    if (!grad.defined()) grad = Tensor::empty(value.shape(), DType::F32, value.layout(), value.device());
+    return grad;
+  }
   // The compute copy for an update to write in its own pass (undefined when no op computes with one yet), and the
   // note that it did: the copy is current, so value_as converts nothing.
   Tensor& copy_to_update() { return compute; }
@@ -56,6 +65,8 @@ const PrecisionPolicy& fp32_policy();
 
 // A tensor in dtype: t itself when it already is, else a converted copy (an autocast cast).
 Tensor cast(Backend& backend, const Tensor& t, DType dtype);
+// p's gradient in FP32, however backward left it (Parameter::low_grad widened, else grad).
+Tensor fp32_gradient(Backend& backend, const Parameter& p);
 
 class Layer {
  public:
@@ -72,6 +83,9 @@ class Layer {
   virtual void visit(const std::function<void(Layer&)>& fn) { fn(*this); }
 
   void set_policy(const PrecisionPolicy& policy) { policy_ = &policy; }
+  // Whether a 16-bit weight gradient stays 16-bit, in Parameter::low_grad, for an update that widens it as it
+  // reads it (Capabilities::updates_read_16bit_gradients), instead of being widened into grad in a pass of its own.
+  void set_low_grads_for_update(bool on) { low_grads_for_update_ = on; }
   void set_probe(GradientProbe* probe) {  // nullptr: no gradient statistics
     probe_ = probe;
     probe_casts_ = 0;
@@ -103,6 +117,7 @@ class Layer {
   GradientProbe* probe_ = nullptr;
 
  private:
+  bool low_grads_for_update_ = false;
   std::optional<Capabilities> capabilities_;  // the backend's, asked by the first emulates()
   int64_t probe_casts_ = 0;                   // casts made since the probed step began
   size_t probe_record_ = 0;                   // the index of the record forward opened

@@ -40,9 +40,9 @@ Tensor Linear::backward(const Tensor& output_grad) {
   const Tensor dy = cast_counted(output_grad, dtype);
   Tensor dx = empty_like(input_);
   if (dtype == DType::F32) {
-    backend_.linear_backward(dy, input_, weight_.value, dx, weight_.grad, bias_.grad);
+    backend_.linear_backward(dy, input_, weight_.value, dx, weight_.fp32_grad(), bias_.fp32_grad());
   } else {
-    const Device device = weight_.grad.device();
+    const Device device = weight_.value.device();
     Tensor dw = Tensor::empty(weight_.value.shape(), dtype, Layout::NCHW, device);
     Tensor db = Tensor::empty(bias_.value.shape(), dtype, Layout::NCHW, device);
     backend_.linear_backward(dy, input_, weight_as(weight_, dtype), dx, dw, db);

@@ -5,6 +5,11 @@
 
 namespace ampwb {
 
+namespace {
+// The gradient as backward left it: 16-bit where the update is to widen it.
+const Tensor& gradient(const Parameter& p) { return p.low_grad.defined() ? p.low_grad : p.grad; }
+}  // namespace
+
 Tensor& Optimizer::state_for(Backend& backend, const std::string& key, const Tensor& like) {
   auto it = state_.find(key);
   if (it == state_.end()) it = state_.emplace(key, on_device(backend, Tensor::zeros(like.shape(), DType::F32))).first;
@@ -25,7 +30,7 @@ void Sgd::update(const std::vector<Parameter*>& params, float lr, const Tensor* 
   for (Parameter* p : params) {
     const Tensor buffer =
         config_.momentum != 0.0f ? state_for(backend_, p->name + ".momentum_buffer", p->value) : Tensor();
-    updates.push_back({p->value, p->copy_to_update(), p->grad, buffer, {}});
+    updates.push_back({p->value, p->copy_to_update(), gradient(*p), buffer, {}});
   }
   backend_.sgd_update(updates, {lr, config_.momentum, config_.weight_decay, config_.nesterov, first, skip_if_found_inf,
                                 step_values, check_gradients});
@@ -40,7 +45,7 @@ void Adam::update(const std::vector<Parameter*>& params, float lr, const Tensor*
   const bool decoupled = config_.kind == "adamw";
   std::vector<ParamUpdate> updates;
   for (Parameter* p : params) {
-    updates.push_back({p->value, p->copy_to_update(), p->grad, state_for(backend_, p->name + ".exp_avg", p->value),
+    updates.push_back({p->value, p->copy_to_update(), gradient(*p), state_for(backend_, p->name + ".exp_avg", p->value),
                        state_for(backend_, p->name + ".exp_avg_sq", p->value)});
   }
   backend_.adam_update(updates, {lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, decoupled, step,

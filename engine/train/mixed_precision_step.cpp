@@ -25,7 +25,8 @@ MixedPrecisionStep::MixedPrecisionStep(Backend& backend, ResNet& model, Optimize
       policy_(policy),
       scaler_(scaler),
       loss_(backend, label_smoothing),
-      grad_clip_norm_(grad_clip_norm) {
+      grad_clip_norm_(grad_clip_norm),
+      updates_read_16bit_gradients_(backend.capabilities().updates_read_16bit_gradients) {
   model_.visit([&](Layer& layer) { layer.set_policy(policy); });
   if (policy.everything_low()) {  // fp16-pure: the model starts in FP16 too
     for (Parameter* p : model_.parameters()) round_to_dtype(backend_, p->value, policy.low());
@@ -45,9 +46,14 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   // Loss scaling: d(S * loss) = S * d(loss), applied to the FP32 loss gradient in the loss's own pass.
   r.loss_scale = scaler_.scale();
   loss_.forward(logits, on_device(backend_, labels), r.loss_scale);
-  model_.backward(loss_.backward());
-
   const std::vector<Parameter*> params = model_.parameters();
+  // Nothing waits on the gradients' check (no scale to take off, no step to skip, no clipping): the update makes
+  // it in its own pass over the gradients, one read of them less, and where the backend can, reads 16-bit
+  // gradients as backward left them, one pass less (only a probed step looks at them before; captured steps
+  // replay with the FP32 gradients where they were captured).
+  const bool check_in_update = scaler_.checks_in_step() && grad_clip_norm_ <= 0;
+  backward_gradients(check_in_update && !probe && updates_read_16bit_gradients_ && captures_.empty());
+
   std::vector<Tensor*> grads;
   for (Parameter* p : params) grads.push_back(&p->grad);
   if (probe) {
@@ -56,9 +62,7 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   }
   // The step's one wait for the device: the gradients' check, with the loss and the top-1 count.
   LossScaler::Unscaled unscaled;
-  if (scaler_.checks_in_step() && grad_clip_norm_ <= 0) {
-    // Nothing waits on the check (no scale to take off, no step to skip, no clipping): the update makes it in its
-    // own pass over the gradients, one read of them less.
+  if (check_in_update) {
     unscaled = scaler_.step_checked(backend_, [&] { optimizer_.step(params, lr, nullptr, nullptr, true); });
     r.skipped = false;
   } else {
@@ -75,6 +79,13 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   if (!r.skipped && !policy_.is_fp32() && !policy_.master_weights()) store_in_low_precision(params);
   scaler_.update();
   return r;
+}
+
+void MixedPrecisionStep::backward_gradients(bool low_grads_for_update) {
+  for (Parameter* p : model_.parameters()) p->low_grad = Tensor();  // the last step's: grad is written anew
+  if (low_grads_for_update) model_.visit([](Layer& layer) { layer.set_low_grads_for_update(true); });
+  model_.backward(loss_.backward());
+  if (low_grads_for_update) model_.visit([](Layer& layer) { layer.set_low_grads_for_update(false); });
 }
 
 std::string MixedPrecisionStep::why_not_deferred() const {
@@ -129,7 +140,7 @@ void MixedPrecisionStep::queue_deferred(const Tensor& images, const Tensor& labe
   const bool device_scale = scaler_.dynamic();
   const Tensor logits = model_.forward(images, Mode::Train);
   loss_.forward(logits, labels, device_scale ? GradScale(loss_scale_state_) : GradScale(scaler_.scale()));
-  model_.backward(loss_.backward());
+  backward_gradients(false);
   const std::vector<Parameter*> params = model_.parameters();
   std::vector<Tensor*> grads;
   for (Parameter* p : params) grads.push_back(&p->grad);

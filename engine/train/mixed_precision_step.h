@@ -63,6 +63,9 @@ class MixedPrecisionStep {
   // Without FP32 master weights, what the optimizer wrote is stored in the low-precision type: round it there.
   void store_in_low_precision(const std::vector<Parameter*>& params);
   StepResult collect_deferred();
+  // The model's backward from the loss; with low_grads_for_update, 16-bit weight gradients stay 16-bit for the
+  // update to read (Parameter::low_grad). Either way, no parameter keeps an earlier step's low_grad.
+  void backward_gradients(bool low_grads_for_update);
   // A deferred step's device work: forward, loss, backward, unscale and check, the update (reading lr and the step
   // from step_values where given) and, with the scale on the device, its state copied for the posting and updated.
   void queue_deferred(const Tensor& images, const Tensor& labels, float lr, const Tensor* step_values);
@@ -76,6 +79,7 @@ class MixedPrecisionStep {
   LossScaler& scaler_;
   SoftmaxCrossEntropy loss_;
   float grad_clip_norm_;
+  bool updates_read_16bit_gradients_;  // the backend's capability, asked once
   // run_deferred() with a dynamic scale: LossScaleState on the device, at one address for every capture; and its
   // copy before the update, for the posting. state_current_: the host scaler has not moved on since (run()).
   Tensor loss_scale_state_, posted_state_;

@@ -20,7 +20,7 @@ NonfiniteGradients find_nonfinite_gradients(Backend& backend, const std::vector<
   double sum_of_squares = 0;
   for (auto p = params.rbegin(); p != params.rend(); ++p) {
     int64_t nonfinite = 0;
-    for (float v : to_float_vector(on_host(backend, (*p)->grad))) {
+    for (float v : to_float_vector(on_host(backend, fp32_gradient(backend, **p)))) {
       if (std::isfinite(v))
         sum_of_squares += static_cast<double>(v) * v;
       else

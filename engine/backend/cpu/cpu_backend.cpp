@@ -157,6 +157,7 @@ Capabilities CpuBackend::capabilities() const {
   caps.device_name = cpu_model_name();
   caps.isa = isa();
   caps.memory_bytes = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  caps.updates_read_16bit_gradients = true;
   caps.fp16 = {true, false,
                "emulated by the engine: FP16 storage and range, FP32 arithmetic (oneDNN has no FP16 compute on "
                "the CPU); faithful numerics, slower than FP32",

@@ -141,21 +141,34 @@ std::pair<int64_t, int64_t> thread_range(int64_t n, int threads, int k) {
   return {std::min(n, k * per_thread), std::min(n, (k + 1) * per_thread)};
 }
 
-// Runs update(begin, end) over [0, n) block by block, each block followed by its copy's rounding (the same kernels
-// convert() runs, so the copy is bit for bit what convert() would write). With sums (one per thread), each block's
-// gradients g are first checked as scale_and_check(g, 1) checks them, while they come into the cache.
+// An update's gradient: FP32, or 16-bit (Capabilities::updates_read_16bit_gradients) to widen block by block.
+void check_gradient(const ParamUpdate& u, const char* what) {
+  AMPWB_CHECK(u.grad.shape() == u.param.shape() && u.grad.layout() == u.param.layout() &&
+                  (u.grad.dtype() == DType::F32 || is_16bit(u.grad.dtype())),
+              what << ": " << u.param.describe() << " and " << u.grad.describe() << " differ");
+}
+
+// Runs update(begin, end, g) over [0, n) block by block, g the block's gradients (g[0] is element begin's), each
+// block followed by its copy's rounding (the same kernels convert() runs, so the copy is bit for bit what convert()
+// would write). A 16-bit gradient is widened a block at a time (exactly: every 16-bit value is an FP32 value), so
+// it costs no pass of its own. With sums (one per thread), each block's gradients are first checked as
+// scale_and_check(g, 1) checks them, while they come into the cache.
 template <class Update>
-void update_in_blocks(int64_t n, int threads, const float* w, uint16_t* copy, RoundFn round, const float* g,
+void update_in_blocks(int64_t n, int threads, const float* w, uint16_t* copy, RoundFn round, const Tensor& grad,
                       CheckSums* sums, Update&& update) {
   const SimdLevel level = simd_level();
+  const bool wide = grad.dtype() == DType::F32;
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
   for (int k = 0; k < threads; ++k) {
     const auto [first, last] = thread_range(n, threads, k);
+    alignas(64) float widened[kUpdateBlock];
     for (int64_t begin = first; begin < last; begin += kUpdateBlock) {
       const int64_t end = std::min(last, begin + kUpdateBlock);
+      const float* g = wide ? grad.data_as<float>() + begin : widened;
+      if (!wide) widen_16bit(grad.dtype(), grad.data_as<uint16_t>() + begin, widened, end - begin, 1);
       call_vectorised(level, [&] {
-        if (sums) check_range<false>(const_cast<float*>(g), begin, end, 1.0f, sums[k]);  // reads only
-        update(begin, end);
+        if (sums) check_range<false>(const_cast<float*>(g), 0, end - begin, 1.0f, sums[k]);  // reads only
+        update(begin, end, g);
       });
       if (round) round(w + begin, copy + begin, end - begin, 1);
     }
@@ -175,7 +188,7 @@ void store_check(const std::vector<CheckSums>& sums, StepScalars& scalars) {
 
 void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) {
   for (const ParamUpdate& u : params) {
-    check_same(u.param, u.grad, "SGD parameter and gradient");
+    check_gradient(u, "SGD parameter and gradient");
     copy_rounding(u.param, u.copy);
   }
   AMPWB_CHECK(!p.check_gradients || !p.skip_if_found_inf, "SGD: a check inside an update gated by one");
@@ -184,22 +197,24 @@ void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdPar
   std::vector<CheckSums> sums(p.check_gradients ? threads_ : 0);
   for (const ParamUpdate& u : params) {
     const RoundFn round = copy_rounding(u.param, u.copy);
-    float* w = u.param.data_as<float>();
-    const float* g = u.grad.data_as<float>();
-    float* buf = p.momentum != 0.0f ? u.state1.data_as<float>() : nullptr;
-    update_in_blocks(u.param.numel(), threads_, w, round ? u.copy.data_as<uint16_t>() : nullptr, round, g,
-                     sums.empty() ? nullptr : sums.data(), [&](int64_t begin, int64_t end) {
+    float* const w_all = u.param.data_as<float>();
+    float* const buf_all = p.momentum != 0.0f ? u.state1.data_as<float>() : nullptr;
+    update_in_blocks(u.param.numel(), threads_, w_all, round ? u.copy.data_as<uint16_t>() : nullptr, round, u.grad,
+                     sums.empty() ? nullptr : sums.data(), [&](int64_t begin, int64_t end, const float* g) {
                        // Copies in registers: stores through w and buf could alias p's floats and keep the loops
                        // from vectorising.
                        const float rate = lr, decay = p.weight_decay, momentum = p.momentum;
                        const bool first = p.first_step, nesterov = p.nesterov;
-                       if (!buf) {
+                       const int64_t n = end - begin;
+                       float* w = w_all + begin;
+                       if (!buf_all) {
 #pragma omp simd
-                         for (int64_t i = begin; i < end; ++i) w[i] -= rate * (g[i] + decay * w[i]);
+                         for (int64_t i = 0; i < n; ++i) w[i] -= rate * (g[i] + decay * w[i]);
                          return;
                        }
+                       float* buf = buf_all + begin;
 #pragma omp simd
-                       for (int64_t i = begin; i < end; ++i) {
+                       for (int64_t i = 0; i < n; ++i) {
                          const float d = g[i] + decay * w[i];
                          const float b = first ? d : momentum * buf[i] + d;  // PyTorch: no dampening, buffer = d
                          buf[i] = b;
@@ -212,7 +227,7 @@ void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdPar
 
 void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) {
   for (const ParamUpdate& u : params) {
-    check_same(u.param, u.grad, "Adam parameter and gradient");
+    check_gradient(u, "Adam parameter and gradient");
     copy_rounding(u.param, u.copy);
   }
   AMPWB_CHECK(!p.check_gradients || !p.skip_if_found_inf, "Adam: a check inside an update gated by one");
@@ -227,16 +242,17 @@ void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamP
   std::vector<CheckSums> sums(p.check_gradients ? threads_ : 0);
   for (const ParamUpdate& u : params) {
     const RoundFn round = copy_rounding(u.param, u.copy);
-    float* w = u.param.data_as<float>();
-    const float* g = u.grad.data_as<float>();
-    float* m1 = u.state1.data_as<float>();
-    float* m2 = u.state2.data_as<float>();
-    update_in_blocks(u.param.numel(), threads_, w, round ? u.copy.data_as<uint16_t>() : nullptr, round, g,
-                     sums.empty() ? nullptr : sums.data(), [&](int64_t begin, int64_t end) {
+    float* const w_all = u.param.data_as<float>();
+    float* const m1_all = u.state1.data_as<float>();
+    float* const m2_all = u.state2.data_as<float>();
+    update_in_blocks(u.param.numel(), threads_, w_all, round ? u.copy.data_as<uint16_t>() : nullptr, round, u.grad,
+                     sums.empty() ? nullptr : sums.data(), [&](int64_t begin, int64_t end, const float* g) {
                        const float beta1 = p.beta1, beta2 = p.beta2, eps = p.eps, shrink = decay, l2_decay = l2,
                                    size = step_size, bias = bias2_sqrt;  // in registers, as in SGD's
+                       const int64_t n = end - begin;
+                       float *w = w_all + begin, *m1 = m1_all + begin, *m2 = m2_all + begin;
 #pragma omp simd
-                       for (int64_t i = begin; i < end; ++i) {
+                       for (int64_t i = 0; i < n; ++i) {
                          const float gi = g[i] + l2_decay * w[i];
                          m1[i] = beta1 * m1[i] + (1 - beta1) * gi;
                          m2[i] = beta2 * m2[i] + (1 - beta2) * gi * gi;
