@@ -1104,22 +1104,24 @@ TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {
 
 // Batch norm's chunked passes (every CPU type's backward, the emulated types' forward) and global average pooling
 // run the same arithmetic on every SIMD path: the same bits, with channel counts that take the register-blocked
-// sums (multiples of 16) and those that do not.
+// sums (multiples of 16) and those that do not, in both layouts (NCHW: chunks of one channel).
 TEST(CpuBackend, BatchNormAndAveragePoolingGiveTheSameBitsOnEverySimdPath) {
   CpuBackend b({2, CpuBf16::Emulated, false, ConvAlgorithm::Auto});  // BF16 emulated on every CPU
   for (DType dtype : {DType::F32, DType::F16, DType::BF16})
-    for (const Shape& shape : {Shape{4, 32, 6, 6}, Shape{3, 24, 5, 7}}) {
+    for (const auto& [shape, layout] : {std::pair{Shape{4, 32, 6, 6}, Layout::NHWC},
+                                        {Shape{3, 24, 5, 7}, Layout::NHWC},
+                                        {Shape{2, 3, 40, 40}, Layout::NCHW}}) {
       Rng rng(9);
       const int64_t C = shape[1];
-      const Tensor x = host_random(shape, rng, dtype, Layout::NHWC), dy = host_random(shape, rng, dtype, Layout::NHWC);
+      const Tensor x = host_random(shape, rng, dtype, layout), dy = host_random(shape, rng, dtype, layout);
       const Tensor gamma = host_random({C}, rng, DType::F32), beta = host_random({C}, rng, DType::F32);
       const Tensor pooled_dy = host_random({shape[0], C}, rng, dtype);
       auto run_ops = [&] {
-        Tensor y = Tensor::empty(shape, dtype, Layout::NHWC), dx = Tensor::empty(shape, dtype, Layout::NHWC);
+        Tensor y = Tensor::empty(shape, dtype, layout), dx = Tensor::empty(shape, dtype, layout);
         Tensor mean = Tensor::empty({C}, DType::F32), var = Tensor::empty({C}, DType::F32);
         Tensor running_mean = Tensor::zeros({C}, DType::F32), running_var = Tensor::zeros({C}, DType::F32);
         Tensor dgamma = Tensor::empty({C}, DType::F32), dbeta = Tensor::empty({C}, DType::F32);
-        Tensor pooled = Tensor::empty({shape[0], C}, dtype), pooled_dx = Tensor::empty(shape, dtype, Layout::NHWC);
+        Tensor pooled = Tensor::empty({shape[0], C}, dtype), pooled_dx = Tensor::empty(shape, dtype, layout);
         b.batchnorm_relu_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, 0.1f, 1e-5f);
         b.batchnorm_relu_backward(x, y, dy, gamma, beta, mean, var, dx, dgamma, dbeta, 1e-5f);
         b.global_avgpool_forward(x, pooled);

@@ -130,13 +130,22 @@ class Passes {
   }
 
   // body(chunk, scratch) over every chunk, split statically between the threads: the same split every call.
-  // Compiled twice, for any x86-64 and for AVX2 (twice the vector width): the loops only add, subtract, multiply
-  // and divide, lane by lane, and AVX2 without FMA fuses nothing, so both give the same bits.
+  // Compiled three times, for any x86-64, AVX2 and AVX-512 (two and four times the vector width), the body and all
+  // it calls inlined into each (flatten): the loops only add, subtract, multiply and divide, lane by lane, and this
+  // file fuses no multiply-add (-ffp-contract=off), so all three give the same bits.
   template <class Body>
   void run(Body body) {
-    if (avx2_) return run_avx2(body);
+    const SimdLevel level = level_;
 #pragma omp parallel for num_threads(threads_) schedule(static)
-    for (int64_t k = 0; k < chunks.count(); ++k) body(chunks[k], scratch_[omp_get_thread_num()]);
+    for (int64_t k = 0; k < chunks.count(); ++k) {
+      Scratch& s = scratch_[omp_get_thread_num()];
+      if (level == SimdLevel::Avx512)
+        chunk_avx512(body, chunks[k], s);
+      else if (level == SimdLevel::Avx2)
+        chunk_avx2(body, chunks[k], s);
+      else
+        body(chunks[k], s);
+    }
   }
 
   // The per-channel sums of S terms over the tensor: terms(chunk, scratch) first widens the chunk into the
@@ -204,12 +213,16 @@ class Passes {
 
  private:
   template <class Body>
-  [[gnu::target("avx2")]] void run_avx2(Body body) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
-    for (int64_t k = 0; k < chunks.count(); ++k) body(chunks[k], scratch_[omp_get_thread_num()]);
+  [[gnu::target("avx2"), gnu::flatten]] static void chunk_avx2(Body& body, const Chunk& k, Scratch& s) {
+    body(k, s);
+  }
+  template <class Body>
+  [[gnu::target("avx512f,avx512bw,avx512vl"), gnu::flatten]] static void chunk_avx512(Body& body, const Chunk& k,
+                                                                                      Scratch& s) {
+    body(k, s);
   }
 
-  const bool avx2_ = simd_level() >= SimdLevel::Avx2;
+  const SimdLevel level_ = simd_level();
   const int threads_;
   std::vector<Scratch> scratch_;
 };
