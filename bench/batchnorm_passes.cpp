@@ -1,6 +1,7 @@
 // The CPU backend's training batch norm, forward (with the ReLU after it) and backward (the ReLU's mask read from
-// the forward's output), FP32 against BF16, on ResNet-18's activations at 224 px batch 16 and 64 px batch 32 (NHWC);
-// best of 9 runs each, the two types alternating shape by shape. BF16's passes move half FP32's bytes.
+// the forward's output), FP32 against BF16, on ResNet-18's activations at 224 px batch 16 and 64 px batch 32 and
+// ResNet-20's at 32 px batch 128 (NHWC); best of 9 runs each, the two types alternating shape by shape. BF16's passes
+// move half FP32's bytes.
 // usage: ampwb_batchnorm_passes [THREADS]
 #include <cstdio>
 #include <cstdlib>
@@ -16,8 +17,9 @@ int main(int argc, char** argv) {
   struct Activation {
     int64_t batch, channels, side;
   };
-  const std::vector<Activation> shapes = {{16, 64, 112}, {16, 64, 56}, {16, 128, 28}, {16, 256, 14}, {16, 512, 7},
-                                          {32, 64, 16},  {32, 128, 8}, {32, 256, 4},  {32, 512, 2}};
+  const std::vector<Activation> shapes = {{16, 64, 112}, {16, 64, 56},  {16, 128, 28}, {16, 256, 14},
+                                          {16, 512, 7},  {32, 64, 16},  {32, 128, 8},  {32, 256, 4},
+                                          {32, 512, 2},  {128, 16, 32}, {128, 32, 16}, {128, 64, 8}};
   CpuBackend b({threads, CpuBf16::Auto, false, ConvAlgorithm::Auto});
   std::printf("%s\n%-18s %-5s %12s %12s\n", b.description().c_str(), "N,C,H=W", "type", "forward ms", "backward ms");
   for (const Activation& s : shapes) {

@@ -222,7 +222,9 @@ class Passes {
     body(k, s);
   }
 
-  const SimdLevel level_ = simd_level();
+  // AVX-512 for 16-bit tensors, whose passes widen and round (1.2-1.4x AVX2's speed on a Zen 4); FP32's passes,
+  // memory-bound over large tensors, ran up to 1.5x slower with it there (ampwb_batchnorm_passes).
+  const SimdLevel level_ = dtype == DType::F32 ? std::min(simd_level(), SimdLevel::Avx2) : simd_level();
   const int threads_;
   std::vector<Scratch> scratch_;
 };
