@@ -56,9 +56,13 @@ void CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& label
 }
 
 namespace {
-// Elements per block of an optimizer pass: the block is updated, then its 16-bit copy written while it is still in
-// L1 (8 KiB of FP32 master weights), so master and copy are one pass over memory.
+// Threads share a tensor in whole blocks of kUpdateBlock elements (thread_range), so a check's sums add up in the
+// same order in every pass. Each thread then works through its share a piece at a time: the piece's 16-bit gradient
+// widened, checked, the update, its 16-bit copy rounded, all while the piece is in L1, so gradient, master, state
+// and copy are one pass over memory. Small pieces keep those arrays' memory streams in flight together: pieces of
+// 2048 ran the BF16 update about 1.2x slower than 256 (docs/benchmarks.md, "CPU, twenty-first part").
 constexpr int64_t kUpdateBlock = 2048;
+constexpr int64_t kUpdatePiece = 256;
 
 // Checks the optional 16-bit compute copy against its master; returns its rounding (nullptr: no copy).
 using RoundFn = void (*)(const float*, uint16_t*, int64_t, int);
@@ -101,7 +105,8 @@ void call_vectorised(SimdLevel level, F&& f) {
 // scale_and_check's sums: kLanes partial sums, element i of a thread's range into lane i % kLanes, so that the
 // order of the additions, and so the bits, do not depend on the vector width.
 constexpr int64_t kLanes = 16;
-static_assert(kUpdateBlock % kLanes == 0, "a block's first element goes into lane 0");
+static_assert(kUpdateBlock % kLanes == 0 && kUpdatePiece % kLanes == 0,
+              "a block's and a piece's first elements go into lane 0");
 struct CheckSums {
   double lanes[kLanes] = {};
   int nonfinite = 0;
@@ -148,22 +153,22 @@ void check_gradient(const ParamUpdate& u, const char* what) {
               what << ": " << u.param.describe() << " and " << u.grad.describe() << " differ");
 }
 
-// Runs update(begin, end, g) over [0, n) block by block, g the block's gradients (g[0] is element begin's), each
-// block followed by its copy's rounding (the same kernels convert() runs, so the copy is bit for bit what convert()
-// would write). A 16-bit gradient is widened a block at a time (exactly: every 16-bit value is an FP32 value), so
-// it costs no pass of its own. With sums (one per thread), each block's gradients are first checked as
+// Runs update(begin, end, g) over [0, n) piece by piece, g the piece's gradients (g[0] is element begin's), each
+// piece followed by its copy's rounding (the same kernels convert() runs, so the copy is bit for bit what convert()
+// would write). A 16-bit gradient is widened a piece at a time (exactly: every 16-bit value is an FP32 value), so
+// it costs no pass of its own. With sums (one per thread), each piece's gradients are first checked as
 // scale_and_check(g, 1) checks them, while they come into the cache.
 template <class Update>
-void update_in_blocks(int64_t n, int threads, const float* w, uint16_t* copy, RoundFn round, const Tensor& grad,
+void update_in_pieces(int64_t n, int threads, const float* w, uint16_t* copy, RoundFn round, const Tensor& grad,
                       CheckSums* sums, Update&& update) {
   const SimdLevel level = simd_level();
   const bool wide = grad.dtype() == DType::F32;
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
   for (int k = 0; k < threads; ++k) {
     const auto [first, last] = thread_range(n, threads, k);
-    alignas(64) float widened[kUpdateBlock];
-    for (int64_t begin = first; begin < last; begin += kUpdateBlock) {
-      const int64_t end = std::min(last, begin + kUpdateBlock);
+    alignas(64) float widened[kUpdatePiece];
+    for (int64_t begin = first; begin < last; begin += kUpdatePiece) {
+      const int64_t end = std::min(last, begin + kUpdatePiece);
       const float* g = wide ? grad.data_as<float>() + begin : widened;
       if (!wide) widen_16bit(grad.dtype(), grad.data_as<uint16_t>() + begin, widened, end - begin, 1);
       call_vectorised(level, [&] {
@@ -199,7 +204,7 @@ void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdPar
     const RoundFn round = copy_rounding(u.param, u.copy);
     float* const w_all = u.param.data_as<float>();
     float* const buf_all = p.momentum != 0.0f ? u.state1.data_as<float>() : nullptr;
-    update_in_blocks(u.param.numel(), threads_, w_all, round ? u.copy.data_as<uint16_t>() : nullptr, round, u.grad,
+    update_in_pieces(u.param.numel(), threads_, w_all, round ? u.copy.data_as<uint16_t>() : nullptr, round, u.grad,
                      sums.empty() ? nullptr : sums.data(), [&](int64_t begin, int64_t end, const float* g) {
                        // Copies in registers: stores through w and buf could alias p's floats and keep the loops
                        // from vectorising.
@@ -245,7 +250,7 @@ void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamP
     float* const w_all = u.param.data_as<float>();
     float* const m1_all = u.state1.data_as<float>();
     float* const m2_all = u.state2.data_as<float>();
-    update_in_blocks(u.param.numel(), threads_, w_all, round ? u.copy.data_as<uint16_t>() : nullptr, round, u.grad,
+    update_in_pieces(u.param.numel(), threads_, w_all, round ? u.copy.data_as<uint16_t>() : nullptr, round, u.grad,
                      sums.empty() ? nullptr : sums.data(), [&](int64_t begin, int64_t end, const float* g) {
                        const float beta1 = p.beta1, beta2 = p.beta2, eps = p.eps, shrink = decay, l2_decay = l2,
                                    size = step_size, bias = bias2_sqrt;  // in registers, as in SGD's
