@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/batchnorm_chunked.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/allocator.h"
 #include "core/convert16.h"
@@ -1105,6 +1106,32 @@ TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {
 // Batch norm's chunked passes (every CPU type's backward, the emulated types' forward) and global average pooling
 // run the same arithmetic on every SIMD path: the same bits, with channel counts that take the register-blocked
 // sums (multiples of 16) and those that do not, in both layouts (NCHW: chunks of one channel).
+// The chunked backward reads FP32 and BF16 NHWC tensors in place where their channels fill blocks of 16, and
+// otherwise widens each chunk into a copy: both must give the same bits, with and without the ReLU's mask.
+TEST(CpuBackend, BatchNormBackwardInPlaceGivesTheWideningPathsBits) {
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (const Shape& shape : {Shape{4, 32, 6, 6}, Shape{3, 64, 5, 7}, Shape{2, 16, 40, 40}})
+      for (bool relu : {false, true}) {
+        Rng rng(11);
+        const int64_t C = shape[1];
+        const Tensor x = host_random(shape, rng, dtype, Layout::NHWC),
+                     dy = host_random(shape, rng, dtype, Layout::NHWC);
+        const Tensor y = relu ? host_random(shape, rng, dtype, Layout::NHWC) : Tensor();  // about half positive
+        const Tensor gamma = host_random({C}, rng, DType::F32), mean = host_random({C}, rng, DType::F32);
+        Tensor var = host_random({C}, rng, DType::F32);
+        for (int64_t c = 0; c < C; ++c) var.data_as<float>()[c] = std::abs(var.data_as<float>()[c]) + 0.1f;
+        CpuBackend b({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+        auto backward = [&](bool widen_every_chunk) {
+          Tensor dx = Tensor::empty(shape, dtype, Layout::NHWC);
+          Tensor dgamma = Tensor::empty({C}, DType::F32), dbeta = Tensor::empty({C}, DType::F32);
+          batchnorm_chunked_backward(x, y, dy, gamma, mean, var, dx, dgamma, dbeta, 1e-5f, 2, widen_every_chunk);
+          return std::vector{bytes_of(b, dx), bytes_of(b, dgamma), bytes_of(b, dbeta)};
+        };
+        EXPECT_EQ(backward(false), backward(true))
+            << dtype_name(dtype) << " " << x.describe() << (relu ? " with" : " without") << " the ReLU";
+      }
+}
+
 TEST(CpuBackend, BatchNormAndAveragePoolingGiveTheSameBitsOnEverySimdPath) {
   CpuBackend b({2, CpuBf16::Emulated, false, ConvAlgorithm::Auto});  // BF16 emulated on every CPU
   for (DType dtype : {DType::F32, DType::F16, DType::BF16})

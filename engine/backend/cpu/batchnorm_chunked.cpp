@@ -9,6 +9,7 @@
 
 #include "core/convert16.h"
 #include "core/error.h"
+#include "core/half.h"
 #include "core/simd.h"
 
 namespace ampwb {
@@ -235,6 +236,73 @@ std::vector<float> inverse_std(const Tensor& batch_var, float eps) {
   for (size_t c = 0; c < inv.size(); ++c) inv[c] = 1.0f / std::sqrt(var[c] + eps);
   return inv;
 }
+
+// dgamma and dbeta from the backward's sums (term 0 of each channel: dbeta's, term 1: dgamma's), and each channel's
+// factors of dx = gamma / sigma * (g - mean(g) - x_hat * mean(g * x_hat)).
+struct Coefficients {
+  Coefficients(const std::vector<double>& sums, const Tensor& gamma, const std::vector<float>& inv_std,
+               double per_channel, Tensor& dgamma, Tensor& dbeta)
+      : coefficient(inv_std.size()), mean_db(inv_std.size()), mean_dg(inv_std.size()) {
+    const size_t C = inv_std.size();
+    float* db = dbeta.data_as<float>();
+    float* dg = dgamma.data_as<float>();
+    for (size_t c = 0; c < C; ++c) {
+      db[c] = static_cast<float>(sums[c]);
+      dg[c] = static_cast<float>(sums[C + c]);
+      coefficient[c] = gamma.data_as<float>()[c] * inv_std[c];
+      mean_db[c] = static_cast<float>(sums[c] / per_channel);
+      mean_dg[c] = static_cast<float>(sums[C + c] / per_channel);
+    }
+  }
+  // g: the gradient at batch norm's output; v: x; of channel c.
+  float dx(float g, float v, float mean, float inv_std, int64_t c) const {
+    const float x_hat = (v - mean) * inv_std;
+    return coefficient[c] * (g - mean_db[c] - x_hat * mean_dg[c]);
+  }
+  std::vector<float> coefficient, mean_db, mean_dg;
+};
+
+// Element i of an FP32 tensor, or of a BF16 one (its bits), in FP32; and stored back, BF16 rounded as f32_to_bf16.
+inline float value_at(const float* t, int64_t i) { return t[i]; }
+inline float value_at(const uint16_t* t, int64_t i) { return bfloat16_bits_to_float(t[i]); }
+inline bool positive_at(const float* t, int64_t i) { return t[i] > 0.0f; }
+inline bool positive_at(const uint16_t* t, int64_t i) { return positive16(t[i]); }
+inline void store_at(float* t, int64_t i, float value) { t[i] = value; }
+inline void store_at(uint16_t* t, int64_t i, float value) { t[i] = float_to_bfloat16_bits(value); }
+
+// batchnorm_chunked_backward on NHWC tensors of type T (FP32 or BF16 bits) whose channels fill whole blocks: the
+// same chunks, sums and results as the widening path, each element read and written in place. kRelu: with
+// relu_output (a template parameter, so that no branch stays in the loops).
+template <class T, bool kRelu>
+void backward_in_place(Passes& passes, const Tensor& x, const Tensor& relu_output, const Tensor& dy,
+                       const Tensor& gamma, const float* mean, const std::vector<float>& inv_std, Tensor& dx,
+                       Tensor& dgamma, Tensor& dbeta) {
+  const T* xs = static_cast<const T*>(x.data());
+  const T* dys = static_cast<const T*>(dy.data());
+  const T* ys = kRelu ? static_cast<const T*>(relu_output.data()) : nullptr;
+  const float* inv = inv_std.data();
+  // The gradient at batch norm's output: dy, or dy where the ReLU's output is positive.
+  auto gradient = [dys, ys](int64_t i) {
+    const float g = value_at(dys, i);  // loaded unconditionally, so the loops vectorise
+    if constexpr (kRelu) return positive_at(ys, i) ? g : 0.0f;
+    return g;
+  };
+  const std::vector<double> sums = passes.channel_sums<2>([&](const Chunk& k, Scratch&) {
+    return [=](int64_t i, int64_t c, int j) {  // i within the chunk; term 0 for dbeta, term 1 for dgamma
+      const float g = gradient(k.start + i);
+      return j == 0 ? g : g * (value_at(xs, k.start + i) - mean[c]) * inv[c];
+    };
+  });
+  const Coefficients co(sums, gamma, inv_std, passes.per_channel, dgamma, dbeta);
+  T* out = static_cast<T*>(dx.data());
+  const int64_t C = passes.C;
+  passes.run([&](const Chunk& k, Scratch&) {
+    for (int64_t p = k.start; p < k.start + k.size; p += C)
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c)
+        store_at(out, p + c, co.dx(gradient(p + c), value_at(xs, p + c), mean[c], inv[c], c));
+  });
+}
 }  // namespace
 
 bool is_wide_gradient(const Tensor& dx, const Tensor& x) {
@@ -284,7 +352,7 @@ void batchnorm_chunked_forward_training(const Tensor& x, const Tensor& gamma, co
 
 void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, const Tensor& dy, const Tensor& gamma,
                                 const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
-                                Tensor& dbeta, float eps, int threads) {
+                                Tensor& dbeta, float eps, int threads, bool widen_every_chunk) {
   Passes passes(x, /*fp32_too=*/true, threads);
   for (const Tensor* t : {&relu_output, &dy, static_cast<const Tensor*>(&dx)})
     AMPWB_CHECK(!t->defined() || (t->dtype() == x.dtype() && t->layout() == x.layout() && t->shape() == x.shape()) ||
@@ -293,6 +361,20 @@ void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, cons
   const int64_t C = passes.C;
   const float* mean = batch_mean.data_as<float>();
   const std::vector<float> inv_std = inverse_std(batch_var, eps);
+  const bool fp32 = passes.dtype == DType::F32, wide = !fp32 && dx.dtype() == DType::F32;
+  // NHWC FP32 or BF16 in whole blocks of channels: every element read where it lies, the BF16 ones widened in
+  // registers, so each pass streams x, dy and y together instead of copying a chunk at a time into the scratch
+  // (docs/benchmarks.md, "CPU, twenty-second part"). The same arithmetic in the same order: the same bits.
+  if (x.layout() == Layout::NHWC && C % kBlock == 0 && !wide && (fp32 || passes.dtype == DType::BF16) &&
+      !widen_every_chunk) {
+    auto in_place = [&](auto element, auto relu) {
+      backward_in_place<decltype(element), relu.value>(passes, x, relu_output, dy, gamma, mean, inv_std, dx, dgamma,
+                                                       dbeta);
+    };
+    const bool relu = relu_output.defined();
+    if (fp32) return relu ? in_place(float{}, std::true_type{}) : in_place(float{}, std::false_type{});
+    return relu ? in_place(uint16_t{}, std::true_type{}) : in_place(uint16_t{}, std::false_type{});
+  }
   // The chunk of x and of the gradient at batch norm's output (dy, or dy where the ReLU's output is positive) in
   // FP32: FP32 tensors read in place, the rest widened into the scratch.
   struct Inputs {
@@ -315,19 +397,9 @@ void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, cons
       return j == 0 ? g[i] : g[i] * (v[i] - mean[c]) * inv[c];
     };
   });
-  float* db = dbeta.data_as<float>();
-  float* dg = dgamma.data_as<float>();
-  std::vector<float> coefficient(C), mean_db(C), mean_dg(C);
-  for (int64_t c = 0; c < C; ++c) {
-    db[c] = static_cast<float>(sums[c]);
-    dg[c] = static_cast<float>(sums[C + c]);
-    coefficient[c] = gamma.data_as<float>()[c] * inv_std[c];
-    mean_db[c] = static_cast<float>(sums[c] / passes.per_channel);
-    mean_dg[c] = static_cast<float>(sums[C + c] / passes.per_channel);
-  }
+  const Coefficients co(sums, gamma, inv_std, passes.per_channel, dgamma, dbeta);
 
   // dx = gamma / sigma * (g - mean(g) - x_hat * mean(g * x_hat)), rounded once.
-  const bool fp32 = passes.dtype == DType::F32, wide = !fp32 && dx.dtype() == DType::F32;
   passes.run([&](const Chunk& k, Scratch& s) {
     const Inputs in = read_chunk(k, s);  // not a structured binding: clang 14 cannot capture one
     const float* v = in.x;
@@ -335,10 +407,7 @@ void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, cons
     // FP32 written in place; 16 bits into the scratch (over g, element by element), then rounded, and for a wide
     // dx widened back.
     float* result = fp32 ? dx.data_as<float>() + k.start : s.b.data();
-    each_element(k, C, [&](int64_t i, int64_t c) {
-      const float x_hat = (v[i] - mean[c]) * inv_std[c];
-      result[i] = coefficient[c] * (g[i] - mean_db[c] - x_hat * mean_dg[c]);
-    });
+    each_element(k, C, [&](int64_t i, int64_t c) { result[i] = co.dx(g[i], v[i], mean[c], inv_std[c], c); });
     if (fp32) return;
     if (!wide) return passes.round(result, passes.at(dx, k), k.size);
     passes.round(result, s.rounded.data(), k.size);
