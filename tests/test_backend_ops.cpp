@@ -1103,11 +1103,11 @@ TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {
   EXPECT_LT(allocator.stats().peak_live_bytes - live_before, x.numel() * sizeof(float));
 }
 
-// Batch norm's chunked passes (every CPU type's backward, the emulated types' forward) and global average pooling
-// run the same arithmetic on every SIMD path: the same bits, with channel counts that take the register-blocked
-// sums (multiples of 16) and those that do not, in both layouts (NCHW: chunks of one channel).
-// The chunked backward reads FP32 and BF16 NHWC tensors in place where their channels fill blocks of 16, and
-// otherwise widens each chunk into a copy: both must give the same bits, with and without the ReLU's mask.
+// Batch norm's chunked passes (every CPU type's backward, the emulated types' forward), global average pooling
+// and the 16-bit residual sums run the same arithmetic on every SIMD path: the same bits, with channel counts that take
+// the register-blocked sums (multiples of 16) and those that do not, in both layouts (NCHW: chunks of one channel). The
+// chunked backward reads FP32 and BF16 NHWC tensors in place where their channels fill blocks of 16, and otherwise
+// widens each chunk into a copy: both must give the same bits, with and without the ReLU's mask.
 TEST(CpuBackend, BatchNormBackwardInPlaceGivesTheWideningPathsBits) {
   for (DType dtype : {DType::F32, DType::BF16})
     for (const Shape& shape : {Shape{4, 32, 6, 6}, Shape{3, 64, 5, 7}, Shape{2, 16, 40, 40}})
@@ -1153,8 +1153,11 @@ TEST(CpuBackend, BatchNormAndAveragePoolingGiveTheSameBitsOnEverySimdPath) {
         b.batchnorm_relu_backward(x, y, dy, gamma, beta, mean, var, dx, dgamma, dbeta, 1e-5f);
         b.global_avgpool_forward(x, pooled);
         b.global_avgpool_backward(pooled_dy, pooled_dx);
+        Tensor sum_relu = Tensor::empty(shape, dtype, layout), masked_sum = Tensor::empty(shape, dtype, layout);
+        b.add_relu(x, dy, sum_relu);
+        b.relu_backward_of_sum(y, x, dy, masked_sum);
         std::vector<std::vector<unsigned char>> results;
-        for (const Tensor* t : {&y, &mean, &var, &dx, &dgamma, &dbeta, &pooled, &pooled_dx})
+        for (const Tensor* t : {&y, &mean, &var, &dx, &dgamma, &dbeta, &pooled, &pooled_dx, &sum_relu, &masked_sum})
           results.push_back(bytes_of(b, *t));
         return results;
       };

@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_backend_impl.h"
 #include "core/convert16.h"
 #include "core/half.h"
+#include "core/simd.h"
 
 namespace ampwb {
 
@@ -33,12 +34,58 @@ struct AfterSum {
   const void* mask = nullptr;
 };
 
-// a + b for 16-bit floats: widened, added in FP32, rounded back, in chunks through small FP32 buffers; the ReLU or
-// the mask then act on the rounded 16-bit result, as relu_forward or relu_backward after add would.
+// BF16 a + b a piece at a time, each element widened and its sum rounded in registers (as bf16_to_f32 and
+// f32_to_bf16 do), then the ReLU or the mask as in add_16bit. Compiled for AVX-512 and AVX2 below (flatten).
+template <bool kRelu, bool kMask>
+inline void add_bf16_piece(const uint16_t* a, const uint16_t* b, uint16_t* out, const uint16_t* mask, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t sum = float_to_bfloat16_bits(bfloat16_bits_to_float(a[i]) + bfloat16_bits_to_float(b[i]));
+    if constexpr (kRelu) sum = positive16(sum) ? sum : 0;
+    if constexpr (kMask) sum &= positive16(mask[i]) ? 0xffffu : 0u;
+    out[i] = sum;
+  }
+}
+template <bool kRelu, bool kMask>
+[[gnu::target("avx512f,avx512bw,avx512vl"), gnu::flatten]] void add_bf16_avx512(const uint16_t* a, const uint16_t* b,
+                                                                                uint16_t* out, const uint16_t* mask,
+                                                                                int64_t n) {
+  add_bf16_piece<kRelu, kMask>(a, b, out, mask, n);
+}
+template <bool kRelu, bool kMask>
+[[gnu::target("avx2"), gnu::flatten]] void add_bf16_avx2(const uint16_t* a, const uint16_t* b, uint16_t* out,
+                                                         const uint16_t* mask, int64_t n) {
+  add_bf16_piece<kRelu, kMask>(a, b, out, mask, n);
+}
+template <bool kRelu, bool kMask>
+void add_bf16(const uint16_t* a, const uint16_t* b, uint16_t* out, const uint16_t* mask, int64_t n, int threads) {
+  constexpr int64_t kPiece = 4096;
+  const SimdLevel level = simd_level();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t start = 0; start < n; start += kPiece) {
+    const int64_t count = std::min(kPiece, n - start);
+    const uint16_t* piece_mask = kMask ? mask + start : nullptr;
+    if (level == SimdLevel::Avx512)
+      add_bf16_avx512<kRelu, kMask>(a + start, b + start, out + start, piece_mask, count);
+    else if (level == SimdLevel::Avx2)
+      add_bf16_avx2<kRelu, kMask>(a + start, b + start, out + start, piece_mask, count);
+    else
+      add_bf16_piece<kRelu, kMask>(a + start, b + start, out + start, piece_mask, count);
+  }
+}
+
+// a + b for 16-bit floats: added in FP32 and rounded back (FP16 widened into small FP32 buffers a chunk at a time,
+// BF16 in registers); the ReLU or the mask then act on the rounded 16-bit result, as relu_forward or relu_backward
+// after add would.
 void add_16bit(const uint16_t* a, const uint16_t* b, uint16_t* out, int64_t n, DType dtype, AfterSum after,
                int threads) {
-  constexpr int64_t kChunk = 1024;
   const auto* mask = static_cast<const uint16_t*>(after.mask);
+  if (dtype == DType::BF16) {
+    if (after.relu) return add_bf16<true, false>(a, b, out, nullptr, n, threads);
+    if (mask) return add_bf16<false, true>(a, b, out, mask, n, threads);
+    return add_bf16<false, false>(a, b, out, nullptr, n, threads);
+  }
+  constexpr int64_t kChunk = 1024;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t start = 0; start < n; start += kChunk) {
     const int64_t count = std::min(kChunk, n - start);
