@@ -1,7 +1,7 @@
 // The CPU backend's training batch norm, forward (with the ReLU after it) and backward (the ReLU's mask read from
-// the forward's output), FP32 against BF16, on ResNet-18's activations at 224 px batch 16 and 64 px batch 32 and
-// ResNet-20's at 32 px batch 128 (NHWC); best of 9 runs each, the two types alternating shape by shape. BF16's passes
-// move half FP32's bytes.
+// the forward's output), FP32 against BF16 and FP16, on ResNet-18's activations at 224 px batch 16 and 64 px batch
+// 32 and ResNet-20's at 32 px batch 128 (NHWC); best of 9 runs each, the types alternating shape by shape. The 16-bit
+// passes move half FP32's bytes.
 // usage: ampwb_batchnorm_passes [THREADS]
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   CpuBackend b({threads, CpuBf16::Auto, false, ConvAlgorithm::Auto});
   std::printf("%s\n%-18s %-5s %12s %12s\n", b.description().c_str(), "N,C,H=W", "type", "forward ms", "backward ms");
   for (const Activation& s : shapes) {
-    for (DType dtype : {DType::F32, DType::BF16}) {
+    for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
       Rng rng(5);
       const Shape shape{s.batch, s.channels, s.side, s.side};
       auto random = [&](DType type) {

@@ -1109,27 +1109,34 @@ TEST(CpuBackend, WinogradFoldsTheEmulationsConversionsBitForBit) {
 // chunked backward reads FP32 and BF16 NHWC tensors in place where their channels fill blocks of 16, and otherwise
 // widens each chunk into a copy: both must give the same bits, with and without the ReLU's mask.
 TEST(CpuBackend, BatchNormBackwardInPlaceGivesTheWideningPathsBits) {
-  for (DType dtype : {DType::F32, DType::BF16})
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
     for (const Shape& shape : {Shape{4, 32, 6, 6}, Shape{3, 64, 5, 7}, Shape{2, 16, 40, 40}})
-      for (bool relu : {false, true}) {
-        Rng rng(11);
-        const int64_t C = shape[1];
-        const Tensor x = host_random(shape, rng, dtype, Layout::NHWC),
-                     dy = host_random(shape, rng, dtype, Layout::NHWC);
-        const Tensor y = relu ? host_random(shape, rng, dtype, Layout::NHWC) : Tensor();  // about half positive
-        const Tensor gamma = host_random({C}, rng, DType::F32), mean = host_random({C}, rng, DType::F32);
-        Tensor var = host_random({C}, rng, DType::F32);
-        for (int64_t c = 0; c < C; ++c) var.data_as<float>()[c] = std::abs(var.data_as<float>()[c]) + 0.1f;
-        CpuBackend b({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
-        auto backward = [&](bool widen_every_chunk) {
-          Tensor dx = Tensor::empty(shape, dtype, Layout::NHWC);
-          Tensor dgamma = Tensor::empty({C}, DType::F32), dbeta = Tensor::empty({C}, DType::F32);
-          batchnorm_chunked_backward(x, y, dy, gamma, mean, var, dx, dgamma, dbeta, 1e-5f, 2, widen_every_chunk);
-          return std::vector{bytes_of(b, dx), bytes_of(b, dgamma), bytes_of(b, dbeta)};
-        };
-        EXPECT_EQ(backward(false), backward(true))
-            << dtype_name(dtype) << " " << x.describe() << (relu ? " with" : " without") << " the ReLU";
-      }
+      for (bool relu : {false, true})
+        for (bool wide : {false, true}) {
+          if (wide && dtype == DType::F32) continue;
+          Rng rng(11);
+          const int64_t C = shape[1];
+          const Tensor x = host_random(shape, rng, dtype, Layout::NHWC),
+                       dy = host_random(shape, rng, dtype, Layout::NHWC);
+          const Tensor y = relu ? host_random(shape, rng, dtype, Layout::NHWC) : Tensor();  // about half positive
+          Tensor gamma = host_random({C}, rng, DType::F32);
+          const Tensor mean = host_random({C}, rng, DType::F32);
+          Tensor var = host_random({C}, rng, DType::F32);
+          for (int64_t c = 0; c < C; ++c) var.data_as<float>()[c] = std::abs(var.data_as<float>()[c]) + 0.1f;
+          // Gradients past FP16's range and below its normals, so that every rounding case is taken.
+          gamma.data_as<float>()[0] = 1e5f;
+          gamma.data_as<float>()[1] = 1e-6f;
+          CpuBackend b({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+          auto backward = [&](bool widen_every_chunk) {
+            Tensor dx = Tensor::empty(shape, wide ? DType::F32 : dtype, Layout::NHWC);
+            Tensor dgamma = Tensor::empty({C}, DType::F32), dbeta = Tensor::empty({C}, DType::F32);
+            batchnorm_chunked_backward(x, y, dy, gamma, mean, var, dx, dgamma, dbeta, 1e-5f, 2, widen_every_chunk);
+            return std::vector{bytes_of(b, dx), bytes_of(b, dgamma), bytes_of(b, dbeta)};
+          };
+          EXPECT_EQ(backward(false), backward(true))
+              << dtype_name(dtype) << " " << x.describe() << (relu ? " with" : " without") << " the ReLU"
+              << (wide ? ", dx wide" : "");
+        }
 }
 
 TEST(CpuBackend, BatchNormAndAveragePoolingGiveTheSameBitsOnEverySimdPath) {

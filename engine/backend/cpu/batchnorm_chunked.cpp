@@ -1,10 +1,12 @@
 // Batch norm in FP32 arithmetic a chunk at a time (see batchnorm_chunked.h).
 #include "backend/cpu/batchnorm_chunked.h"
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "core/convert16.h"
@@ -169,10 +171,19 @@ class Passes {
       if (C % kBlock == 0) {
         for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
           float part[S][kBlock] = {};
-          for (int64_t p = 0; p < k.size; p += C)
+          for (int64_t p = 0; p < k.size; p += C) {
+            if constexpr (requires(float(&t)[S][kBlock]) { term.block(p, c0, t); }) {  // a block's terms at once
+              float t[S][kBlock];
+              term.block(p + c0, c0, t);
 #pragma omp simd
-            for (int64_t b = 0; b < kBlock; ++b)
-              for (int j = 0; j < S; ++j) part[j][b] += term(p + c0 + b, c0 + b, j);
+              for (int64_t b = 0; b < kBlock; ++b)
+                for (int j = 0; j < S; ++j) part[j][b] += t[j][b];
+            } else {
+#pragma omp simd
+              for (int64_t b = 0; b < kBlock; ++b)
+                for (int j = 0; j < S; ++j) part[j][b] += term(p + c0 + b, c0 + b, j);
+            }
+          }
           for (int j = 0; j < S; ++j)
             for (int64_t b = 0; b < kBlock; ++b) s.sums[j * C + c0 + b] += part[j][b];
         }
@@ -214,12 +225,12 @@ class Passes {
 
  private:
   template <class Body>
-  [[gnu::target("avx2"), gnu::flatten]] static void chunk_avx2(Body& body, const Chunk& k, Scratch& s) {
+  [[gnu::target("avx2,f16c"), gnu::flatten]] static void chunk_avx2(Body& body, const Chunk& k, Scratch& s) {
     body(k, s);
   }
   template <class Body>
-  [[gnu::target("avx512f,avx512bw,avx512vl"), gnu::flatten]] static void chunk_avx512(Body& body, const Chunk& k,
-                                                                                      Scratch& s) {
+  [[gnu::target("avx512f,avx512bw,avx512vl,f16c"), gnu::flatten]] static void chunk_avx512(Body& body, const Chunk& k,
+                                                                                           Scratch& s) {
     body(k, s);
   }
 
@@ -262,47 +273,145 @@ struct Coefficients {
   std::vector<float> coefficient, mean_db, mean_dg;
 };
 
-// Element i of an FP32 tensor, or of a BF16 one (its bits), in FP32; and stored back, BF16 rounded as f32_to_bf16.
+// Element i of an FP32 or BF16 tensor in FP32; and stored back, BF16 rounded as f32_to_bf16 rounds.
 inline float value_at(const float* t, int64_t i) { return t[i]; }
-inline float value_at(const uint16_t* t, int64_t i) { return bfloat16_bits_to_float(t[i]); }
+inline float value_at(const BFloat16* t, int64_t i) { return bfloat16_bits_to_float(t[i].bits); }
 inline bool positive_at(const float* t, int64_t i) { return t[i] > 0.0f; }
-inline bool positive_at(const uint16_t* t, int64_t i) { return positive16(t[i]); }
+inline bool positive_at(const BFloat16* t, int64_t i) { return positive16(t[i].bits); }
 inline void store_at(float* t, int64_t i, float value) { t[i] = value; }
-inline void store_at(uint16_t* t, int64_t i, float value) { t[i] = float_to_bfloat16_bits(value); }
+inline void store_at(BFloat16* t, int64_t i, float value) { t[i].bits = float_to_bfloat16_bits(value); }
+// value as a tensor of type T holds it, in FP32: a wide gradient's element (is_wide_gradient).
+template <class T>
+inline float as_stored(float value) {
+  T rounded[1];
+  store_at(rounded, 0, value);
+  return value_at(rounded, 0);
+}
 
-// batchnorm_chunked_backward on NHWC tensors of type T (FP32 or BF16 bits) whose channels fill whole blocks: the
-// same chunks, sums and results as the widening path, each element read and written in place. kRelu: with
-// relu_output (a template parameter, so that no branch stays in the loops).
-template <class T, bool kRelu>
-void backward_in_place(Passes& passes, const Tensor& x, const Tensor& relu_output, const Tensor& dy,
-                       const Tensor& gamma, const float* mean, const std::vector<float>& inv_std, Tensor& dx,
-                       Tensor& dgamma, Tensor& dbeta) {
-  const T* xs = static_cast<const T*>(x.data());
-  const T* dys = static_cast<const T*>(dy.data());
-  const T* ys = kRelu ? static_cast<const T*>(relu_output.data()) : nullptr;
+// A block of 16 FP16 values widened, and 16 FP32 values rounded to FP16, by F16C: f16_to_f32's and f32_to_f16's bits.
+// Inlined into Passes' AVX2 and AVX-512 bodies; SimdLevel::Avx2 and above imply F16C.
+[[gnu::target("avx2,f16c")]] inline void widen_block(const Half* in, float* out) {
+  const __m128i* halves = reinterpret_cast<const __m128i*>(in);
+  _mm256_storeu_ps(out, _mm256_cvtph_ps(_mm_loadu_si128(halves)));
+  _mm256_storeu_ps(out + 8, _mm256_cvtph_ps(_mm_loadu_si128(halves + 1)));
+}
+// dy's block widened where the ReLU's output y is positive, else 0: positive16 is a 16-bit value above zero as a
+// signed integer.
+[[gnu::target("avx2,f16c")]] inline void widen_block_where_positive(const Half* dy, const Half* y, float* out) {
+  for (int part = 0; part < 2; ++part) {
+    const __m128i y_bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y) + part);
+    const __m256i keep = _mm256_cvtepi16_epi32(_mm_cmpgt_epi16(y_bits, _mm_setzero_si128()));
+    const __m256 g = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dy) + part));
+    _mm256_storeu_ps(out + 8 * part, _mm256_and_ps(g, _mm256_castsi256_ps(keep)));
+  }
+}
+[[gnu::target("avx2,f16c")]] inline void round_block(const float* in, Half* out) {
+  __m128i* halves = reinterpret_cast<__m128i*>(out);
+  _mm_storeu_si128(halves, _mm256_cvtps_ph(_mm256_loadu_ps(in), _MM_FROUND_TO_NEAREST_INT));
+  _mm_storeu_si128(halves + 1, _mm256_cvtps_ph(_mm256_loadu_ps(in + 8), _MM_FROUND_TO_NEAREST_INT));
+}
+
+// backward_in_place for FP16, a block of 16 channels at a time: GCC vectorises no FP16 conversion written per
+// element, so the blocks widen and round with F16C. The same terms, sums and results as backward_in_place's.
+template <class Out, bool kRelu>
+void backward_in_place_f16(Passes& passes, const Tensor& x, const Tensor& relu_output, const Tensor& dy,
+                           const Tensor& gamma, const float* mean, const std::vector<float>& inv_std, Tensor& dx,
+                           Tensor& dgamma, Tensor& dbeta) {
+  struct Block {  // x and the gradient at batch norm's output of 16 channels of one pixel, from element i
+    const Half *xs, *dys, *ys;
+    void load(int64_t i, float* v, float* g) const {
+      widen_block(xs + i, v);
+      if constexpr (kRelu)
+        widen_block_where_positive(dys + i, ys + i, g);
+      else
+        widen_block(dys + i, g);
+    }
+  };
+  const Block in{static_cast<const Half*>(x.data()), static_cast<const Half*>(dy.data()),
+                 kRelu ? static_cast<const Half*>(relu_output.data()) : nullptr};
   const float* inv = inv_std.data();
-  // The gradient at batch norm's output: dy, or dy where the ReLU's output is positive.
-  auto gradient = [dys, ys](int64_t i) {
-    const float g = value_at(dys, i);  // loaded unconditionally, so the loops vectorise
-    if constexpr (kRelu) return positive_at(ys, i) ? g : 0.0f;
-    return g;
+  struct Terms {  // term 0 for dbeta, term 1 for dgamma, a block at a time (channel_sums takes the NHWC blocks)
+    Block in;
+    int64_t start;
+    const float *mean, *inv;
+    void block(int64_t i, int64_t c0, float (&t)[2][kBlock]) const {
+      float v[kBlock], g[kBlock];
+      in.load(start + i, v, g);
+#pragma omp simd
+      for (int64_t b = 0; b < kBlock; ++b) {
+        t[0][b] = g[b];
+        t[1][b] = g[b] * (v[b] - mean[c0 + b]) * inv[c0 + b];
+      }
+    }
+    float operator()(int64_t, int64_t, int) const { return 0.0f; }  // never called: C fills whole blocks
   };
   const std::vector<double> sums = passes.channel_sums<2>([&](const Chunk& k, Scratch&) {
-    return [=](int64_t i, int64_t c, int j) {  // i within the chunk; term 0 for dbeta, term 1 for dgamma
-      const float g = gradient(k.start + i);
-      return j == 0 ? g : g * (value_at(xs, k.start + i) - mean[c]) * inv[c];
-    };
+    return Terms{in, k.start, mean, inv};
   });
   const Coefficients co(sums, gamma, inv_std, passes.per_channel, dgamma, dbeta);
-  T* out = static_cast<T*>(dx.data());
+  Out* out = static_cast<Out*>(dx.data());
   const int64_t C = passes.C;
   passes.run([&](const Chunk& k, Scratch&) {
     for (int64_t p = k.start; p < k.start + k.size; p += C)
+      for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
+        float v[kBlock], g[kBlock], value[kBlock];
+        in.load(p + c0, v, g);
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c)
-        store_at(out, p + c, co.dx(gradient(p + c), value_at(xs, p + c), mean[c], inv[c], c));
+        for (int64_t b = 0; b < kBlock; ++b) value[b] = co.dx(g[b], v[b], mean[c0 + b], inv[c0 + b], c0 + b);
+        if constexpr (std::is_same_v<Out, Half>) {
+          round_block(value, out + p + c0);
+        } else {  // wide: rounded to FP16 and widened back
+          Half rounded[kBlock];
+          round_block(value, rounded);
+          widen_block(rounded, out + p + c0);
+        }
+      }
   });
 }
+
+// batchnorm_chunked_backward on NHWC tensors of type T (float, BFloat16 or Half) whose channels fill whole blocks:
+// the same chunks, sums and results as the widening path, each element read and written in place. Out: T, or float
+// for a wide dx. kRelu: with relu_output (a template parameter, so that no branch stays in the loops).
+template <class T, class Out, bool kRelu>
+void backward_in_place(Passes& passes, const Tensor& x, const Tensor& relu_output, const Tensor& dy,
+                       const Tensor& gamma, const float* mean, const std::vector<float>& inv_std, Tensor& dx,
+                       Tensor& dgamma, Tensor& dbeta) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return backward_in_place_f16<Out, kRelu>(passes, x, relu_output, dy, gamma, mean, inv_std, dx, dgamma, dbeta);
+  } else {
+    const T* xs = static_cast<const T*>(x.data());
+    const T* dys = static_cast<const T*>(dy.data());
+    const T* ys = kRelu ? static_cast<const T*>(relu_output.data()) : nullptr;
+    const float* inv = inv_std.data();
+    // The gradient at batch norm's output: dy, or dy where the ReLU's output is positive.
+    auto gradient = [=](int64_t i) {
+      const float g = value_at(dys, i);  // loaded unconditionally, so the loops vectorise
+      if constexpr (kRelu) return positive_at(ys, i) ? g : 0.0f;
+      return g;
+    };
+    const std::vector<double> sums = passes.channel_sums<2>([&](const Chunk& k, Scratch&) {
+      return [=](int64_t i, int64_t c, int j) {  // i within the chunk; term 0 for dbeta, term 1 for dgamma
+        const float g = gradient(k.start + i);
+        return j == 0 ? g : g * (value_at(xs, k.start + i) - mean[c]) * inv[c];
+      };
+    });
+    const Coefficients co(sums, gamma, inv_std, passes.per_channel, dgamma, dbeta);
+    Out* out = static_cast<Out*>(dx.data());
+    const int64_t C = passes.C;
+    passes.run([&](const Chunk& k, Scratch&) {
+      for (int64_t p = k.start; p < k.start + k.size; p += C)
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) {
+          const float value = co.dx(gradient(p + c), value_at(xs, p + c), mean[c], inv[c], c);
+          if constexpr (std::is_same_v<Out, T>)
+            store_at(out, p + c, value);
+          else
+            store_at(out, p + c, as_stored<T>(value));
+        }
+    });
+  }
+}
+
 }  // namespace
 
 bool is_wide_gradient(const Tensor& dx, const Tensor& x) {
@@ -362,18 +471,24 @@ void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, cons
   const float* mean = batch_mean.data_as<float>();
   const std::vector<float> inv_std = inverse_std(batch_var, eps);
   const bool fp32 = passes.dtype == DType::F32, wide = !fp32 && dx.dtype() == DType::F32;
-  // NHWC FP32 or BF16 in whole blocks of channels: every element read where it lies, the BF16 ones widened in
+  // NHWC tensors in whole blocks of channels: every element read where it lies, the 16-bit ones widened in
   // registers, so each pass streams x, dy and y together instead of copying a chunk at a time into the scratch
   // (docs/benchmarks.md, "CPU, twenty-second part"). The same arithmetic in the same order: the same bits.
-  if (x.layout() == Layout::NHWC && C % kBlock == 0 && !wide && (fp32 || passes.dtype == DType::BF16) &&
-      !widen_every_chunk) {
-    auto in_place = [&](auto element, auto relu) {
-      backward_in_place<decltype(element), relu.value>(passes, x, relu_output, dy, gamma, mean, inv_std, dx, dgamma,
-                                                       dbeta);
+  if (x.layout() == Layout::NHWC && C % kBlock == 0 && !widen_every_chunk) {
+    auto in_place = [&](auto element) {
+      using T = decltype(element);
+      const bool relu = relu_output.defined();
+      if (wide)
+        return relu ? backward_in_place<T, float, true>(passes, x, relu_output, dy, gamma, mean, inv_std, dx, dgamma,
+                                                        dbeta)
+                    : backward_in_place<T, float, false>(passes, x, relu_output, dy, gamma, mean, inv_std, dx, dgamma,
+                                                         dbeta);
+      return relu ? backward_in_place<T, T, true>(passes, x, relu_output, dy, gamma, mean, inv_std, dx, dgamma, dbeta)
+                  : backward_in_place<T, T, false>(passes, x, relu_output, dy, gamma, mean, inv_std, dx, dgamma, dbeta);
     };
-    const bool relu = relu_output.defined();
-    if (fp32) return relu ? in_place(float{}, std::true_type{}) : in_place(float{}, std::false_type{});
-    return relu ? in_place(uint16_t{}, std::true_type{}) : in_place(uint16_t{}, std::false_type{});
+    if (fp32) return in_place(float{});
+    if (passes.dtype == DType::BF16) return in_place(BFloat16{});
+    if (simd_level() >= SimdLevel::Avx2) return in_place(Half{});  // by F16C; else through the widened copies
   }
   // The chunk of x and of the gradient at batch norm's output (dy, or dy where the ReLU's output is positive) in
   // FP32: FP32 tensors read in place, the rest widened into the scratch.
