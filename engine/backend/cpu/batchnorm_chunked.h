@@ -25,8 +25,9 @@ bool is_wide_gradient(const Tensor& dx, const Tensor& x);
 // The gradients for dy at batch norm's output, or, with relu_output (the forward's y), at the ReLU's output: dy
 // is then taken where y is positive. x, relu_output, dy, dx (N,C,H,W) of one type (FP32, FP16 or BF16) and
 // layout, or dx wide (is_wide_gradient); dgamma, dbeta (C) FP32, overwritten.
-// FP32 and BF16 NHWC tensors whose channels fill blocks of 16 are read and written in place, the rest a chunk at a
-// time through widened copies: the same bits (widen_every_chunk: the copies everywhere, for the tests).
+// NHWC tensors whose channels fill blocks of 16 are read and written in place (FP16 only with AVX2, for F16C), the
+// rest a chunk at a time through widened copies: the same bits (widen_every_chunk: the copies everywhere, for the
+// tests).
 void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, const Tensor& dy, const Tensor& gamma,
                                 const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma,
                                 Tensor& dbeta, float eps, int threads, bool widen_every_chunk = false);
