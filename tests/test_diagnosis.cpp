@@ -124,13 +124,16 @@ TEST_F(Diagnosis, AHealthyRunTriggersNone) {
 
 TEST_F(Diagnosis, AStepWaitingForItsDataIsDataBound) {
   SKIP_WHERE_TIMES_ARE_DISTORTED();
-  // Large PNGs decoded every epoch by one thread, for a model that takes little time per step. At 768 px the loader
-  // keeps the step waiting about half its time, well past the rule's 25% (at 384 px, 26-34%: it missed once).
+  // Large PNGs decoded every epoch by one thread, for a model that takes little time per step. One compute thread
+  // leaves the loader a core of its own: at 768 px it then keeps the step waiting 82-84% of its time on a Zen 4, far
+  // past the rule's 25%. With two compute threads the three shared the two cores and the wait was 34-68% of steps
+  // that took 10-47 ms (at 384 px, 26-34%: it missed once).
   const fs::path big = make_stripes_folder("diagnosis_big", 24, 768);
   TrainConfig c = base_config(big.string());
   c.image_size = 16;
   c.data.loader_threads = 1;
   c.data.cache_budget_mb = 0;
+  c.threads = 1;
   const RunEvidence run = trained(c);
   fs::remove_all(big);
   const Finding f = expect_finding(diagnose(run), "data_bound");

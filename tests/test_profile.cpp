@@ -170,9 +170,11 @@ std::vector<int64_t> timed_steps(ProfiledBackend& backend, int64_t steps) {
   return timed;
 }
 
-TEST(StepTimer, TimesEveryCpuStepAndOneGpuStepInTenButNotTheProbedOne) {
+TEST(StepTimer, TimesEveryCpuStepAndOneGpuStepInTenButNotTheFirstOrTheProbedOne) {
   ProfiledBackend cpu(std::make_unique<CpuBackend>(BackendOptions{2}));
-  EXPECT_EQ(timed_steps(cpu, 4), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(timed_steps(cpu, 5), (std::vector<int64_t>{1, 2, 3})) << "step 0 does the one-time work";
+  EXPECT_EQ(timed_steps(cpu, 3), (std::vector<int64_t>{1}));
+  EXPECT_EQ(timed_steps(cpu, 2), (std::vector<int64_t>{0})) << "the only step that is not probed";
   EXPECT_EQ(timed_steps(cpu, 1), (std::vector<int64_t>{0})) << "an epoch's only step, probed or not";
   ProfiledBackend gpu(std::make_unique<CalledAGpu>());
   EXPECT_EQ(timed_steps(gpu, 25), (std::vector<int64_t>{1, 11, 21}));
@@ -183,12 +185,14 @@ TEST(StepTimer, TimesEveryCpuStepAndOneGpuStepInTenButNotTheProbedOne) {
 TEST(StepTimer, TakesPerStepMeansOfTheTimedSteps) {
   ProfiledBackend profiled(std::make_unique<CpuBackend>(BackendOptions{2}));
   StepTimer timer(profiled);
-  ASSERT_TRUE(timer.begin(0, 3, false, 1.0));
+  ASSERT_FALSE(timer.begin(0, 4, false, 0.0));
+  timer.end(1.0);  // an untimed step: nothing of it is kept
+  ASSERT_TRUE(timer.begin(1, 4, false, 1.0));
   one_step(profiled);
   timer.end(1.5);  // the loader's wait grew by half a second
-  ASSERT_TRUE(timer.begin(1, 3, false, 1.5));
+  ASSERT_TRUE(timer.begin(2, 4, false, 1.5));
   timer.discard();  // a step that did not run
-  ASSERT_TRUE(timer.begin(2, 3, false, 1.5));
+  ASSERT_TRUE(timer.begin(3, 4, false, 1.5));
   timer.end(1.6);
   const EpochTimes t = timer.take(7);
   EXPECT_EQ(t.epoch, 7);

@@ -12,7 +12,9 @@ bool StepTimer::begin(int64_t step_in_epoch, int64_t steps_per_epoch, bool probe
   waits_at_start_ = backend_.host_waits();
   ++steps_begun_;
   const bool only = steps_per_epoch == 1;
-  timing_ = (backend_.device().is_cpu() || step_in_epoch % sample_every_ == (only ? 0 : 1)) && (!probed || only);
+  const bool sampled = backend_.device().is_cpu() ? step_in_epoch > 0 || steps_per_epoch < 3
+                                                  : step_in_epoch % sample_every_ == (only ? 0 : 1);
+  timing_ = sampled && (!probed || only);
   if (!timing_) return false;
   read_op_times();
   backend_.reset();
