@@ -174,13 +174,12 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
           ->check(CLI::IsMember({"auto", "on", "off"}))
           ->type_name("auto|on|off"));
   run(command
-          ->add_option(
-              "--conv-algorithm", c.conv_algorithm,
-              "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; "
-              "with AVX-512, those of 4x4 outputs or fewer as matrix products, BF16 ones only on AMX, where strided "
-              "ones of larger outputs also take them in some passes), "
-              "direct (oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for "
-              "each pass and shape, timed on its first call; two runs may then choose differently)")
+          ->add_option("--conv-algorithm", c.conv_algorithm,
+                       "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; "
+                       "with AVX-512, the forward pass and weight gradient of those of 4x4 outputs or fewer as matrix "
+                       "products, and more passes and sizes for native BF16), "
+                       "direct (oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for "
+                       "each pass and shape, timed on its first call; two runs may then choose differently)")
           ->check(CLI::IsMember({"auto", "direct", "winograd", "measured"}))
           ->type_name("ALGORITHM"));
   run(add_number(command, "--max-skipped", c.max_consecutive_skipped,

@@ -1028,8 +1028,8 @@ TEST(CpuBackend, AutoTakesProductsForStridedBf16ConvolutionsOnAmx) {
 }
 
 // auto's rule for native BF16 on AVX512-BF16 without AMX: the weight gradient of outputs of 4x4 pixels or fewer, and
-// of strided convolutions up to 14x14 outputs; the forward pass over 2x2 outputs; never backward data. Each pass's
-// bits are those of the path the rule names.
+// of strided convolutions up to 14x14 outputs; the forward pass over 4x4 outputs or fewer; never backward data. Each
+// pass's bits are those of the path the rule names.
 TEST(CpuBackend, AutoTakesProductsForSmallBf16ConvolutionsOnAvx512Bf16WithoutAmx) {
   CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
   if (automatic.description().find("avx512_core_amx") != std::string::npos || !automatic.capabilities().bf16.native)
@@ -1042,7 +1042,7 @@ TEST(CpuBackend, AutoTakesProductsForSmallBf16ConvolutionsOnAvx512Bf16WithoutAmx
     bool forward, backward_data, weight_gradient;  // which passes are products
   };
   for (const Case c :
-       {Case{8, 2, 1, true, false, true}, Case{32, 4, 2, true, false, true}, Case{8, 4, 1, false, false, true},
+       {Case{8, 2, 1, true, false, true}, Case{32, 4, 2, true, false, true}, Case{8, 4, 1, true, false, true},
         Case{8, 8, 1, false, false, false}, Case{8, 16, 2, false, false, true}, Case{8, 28, 2, false, false, true},
         Case{8, 32, 2, false, false, false}}) {
     SCOPED_TRACE(std::to_string(c.images) + " images " + std::to_string(c.side) + "x" + std::to_string(c.side) +

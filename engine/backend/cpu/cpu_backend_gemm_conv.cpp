@@ -113,8 +113,6 @@ constexpr int64_t kGemmConvMaxPixels = 16;  // per image, of a convolution's out
 //   memory they would raise by 9%. (Its other passes there won as products alone, but not in a training step.)
 constexpr int64_t kGemmConvMaxPixelsStridedWeightGradient = 196, kGemmConvMaxPixelsStrided = 49;
 constexpr int64_t kGemmConvMaxPixelsWeightGradient = 64, kGemmConvMaxPatchElements = int64_t{4} << 20;
-// Native BF16 on AVX512-BF16 without AMX (below).
-constexpr int64_t kGemmConvMaxPixelsAvx512Bf16Forward = 4;
 
 }  // namespace
 
@@ -135,8 +133,9 @@ bool CpuBackend::gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor
   // - Native BF16: on AMX every pass (oneDNN's 1.3-30x slower), and some passes over larger outputs as above
   //   (oneDNN's backward ones, jit:avx512_core_amx_bf16, up to 5x slower). On AVX512-BF16 without AMX the weight
   //   gradient likewise (jit_bf16:avx512_core_bf16 up to 4x slower than the product) and the forward pass over
-  //   2x2 outputs, whose weights' reorder into oneDNN's layout cost more than its convolution saved; not backward
-  //   data, where oneDNN's convolution won ("CPU, eighteenth part", on a Zen 4).
+  //   4x4 outputs or fewer, whose weights' reorder into oneDNN's layout cost more than its convolution saved (a tie
+  //   over 4x4 on a Zen 4, 2.7% of a 64 px step gained on a Zen 5); not backward data, where oneDNN's convolution
+  //   won on a Zen 4 and tied on a Zen 5 ("CPU, eighteenth part" and "twenty-third part").
   // - FP32, and FP16 and BF16 emulated in FP32: the forward and the weight gradient, and the input's gradient
   //   only where strided (oneDNN's stride-1 backward data was faster than the product and its col2im).
   const int64_t pixels = y.h() * y.w();
@@ -144,7 +143,7 @@ bool CpuBackend::gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor
     if (!amx_)
       return pass == ConvPass::BackwardWeights
                  ? pixels <= kGemmConvMaxPixels || (p.stride > 1 && pixels <= kGemmConvMaxPixelsStridedWeightGradient)
-                 : pass == ConvPass::Forward && pixels <= kGemmConvMaxPixelsAvx512Bf16Forward;
+                 : pass == ConvPass::Forward && pixels <= kGemmConvMaxPixels;
     if (pixels <= kGemmConvMaxPixels) return true;
     if (p.stride == 1)  // the patches: images x pixels rows, channels x kernel pixels columns
       return pass == ConvPass::BackwardWeights && pixels <= kGemmConvMaxPixelsWeightGradient &&
