@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -290,20 +291,33 @@ inline float as_stored(float value) {
 
 // A block of 16 FP16 values widened, and 16 FP32 values rounded to FP16, by F16C: f16_to_f32's and f32_to_f16's bits.
 // Inlined into Passes' AVX2 and AVX-512 bodies; SimdLevel::Avx2 and above imply F16C.
+//
+// A widened block is stored as one vector of 16 floats: one 512-bit store in the AVX-512 body, where the loop that
+// reads it back loads 512 bits at once. Stored as two 256-bit halves, each such load waited for both stores to
+// retire (a Zen 5 forwards no load from two stores), and FP16's backward took 3x FP32's time there
+// (docs/benchmarks.md, "CPU, twenty-third part").
+using Floats8 = float __attribute__((vector_size(32)));
+using Floats16 = float __attribute__((vector_size(64)));
+[[gnu::target("avx2,f16c")]] inline void store_block(__m256 low, __m256 high, float* out) {
+  const Floats16 block =
+      __builtin_shufflevector(Floats8(low), Floats8(high), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  std::memcpy(out, &block, sizeof block);
+}
 [[gnu::target("avx2,f16c")]] inline void widen_block(const Half* in, float* out) {
   const __m128i* halves = reinterpret_cast<const __m128i*>(in);
-  _mm256_storeu_ps(out, _mm256_cvtph_ps(_mm_loadu_si128(halves)));
-  _mm256_storeu_ps(out + 8, _mm256_cvtph_ps(_mm_loadu_si128(halves + 1)));
+  store_block(_mm256_cvtph_ps(_mm_loadu_si128(halves)), _mm256_cvtph_ps(_mm_loadu_si128(halves + 1)), out);
 }
 // dy's block widened where the ReLU's output y is positive, else 0: positive16 is a 16-bit value above zero as a
 // signed integer.
 [[gnu::target("avx2,f16c")]] inline void widen_block_where_positive(const Half* dy, const Half* y, float* out) {
-  for (int part = 0; part < 2; ++part) {
-    const __m128i y_bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y) + part);
+  __m256 part[2];
+  for (int i = 0; i < 2; ++i) {
+    const __m128i y_bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y) + i);
     const __m256i keep = _mm256_cvtepi16_epi32(_mm_cmpgt_epi16(y_bits, _mm_setzero_si128()));
-    const __m256 g = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dy) + part));
-    _mm256_storeu_ps(out + 8 * part, _mm256_and_ps(g, _mm256_castsi256_ps(keep)));
+    const __m256 g = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dy) + i));
+    part[i] = _mm256_and_ps(g, _mm256_castsi256_ps(keep));
   }
+  store_block(part[0], part[1], out);
 }
 [[gnu::target("avx2,f16c")]] inline void round_block(const float* in, Half* out) {
   __m128i* halves = reinterpret_cast<__m128i*>(out);
