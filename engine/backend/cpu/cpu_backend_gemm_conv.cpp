@@ -134,7 +134,7 @@ bool CpuBackend::gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor
   //   (oneDNN's backward ones, jit:avx512_core_amx_bf16, up to 5x slower). On AVX512-BF16 without AMX the weight
   //   gradient likewise (jit_bf16:avx512_core_bf16 up to 4x slower than the product) and the forward pass over
   //   4x4 outputs or fewer, whose weights' reorder into oneDNN's layout cost more than its convolution saved (a tie
-  //   over 4x4 on a Zen 4, 2.7% of a 64 px step gained on a Zen 5); not backward data, where oneDNN's convolution
+  //   over 4x4 on a Zen 4, 1.7% of a 64 px step gained on a Zen 5); not backward data, where oneDNN's convolution
   //   won on a Zen 4 and tied on a Zen 5 ("CPU, eighteenth part" and "twenty-third part").
   // - FP32, and FP16 and BF16 emulated in FP32: the forward and the weight gradient, and the input's gradient
   //   only where strided (oneDNN's stride-1 backward data was faster than the product and its col2im).
