@@ -24,6 +24,7 @@
 
 #include "backend/cpu/batchnorm_chunked.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/direct_weight_gradient.h"
 #include "core/allocator.h"
 #include "core/convert16.h"
 #include "core/simd.h"
@@ -863,8 +864,12 @@ TEST(CpuBackend, ConvolutionsAsMatrixProductsMatchTheReference) {
 // path as_product names for it: the products of `gemm` (or another algorithm's, as the caller names it) or oneDNN's
 // convolutions of `direct`. A pass whose two paths give the same bits tells nothing; at least one must differ.
 // dy_arrives_wide: auto's backward passes get dy widened to FP32, as Conv2d hands an emulated dtype's gradient over.
+// Which path a pass's bits must come from: the product over im2col, oneDNN's convolution, or (weight gradients) the
+// direct kernel.
+enum class Path { Product, OneDnn, Direct };
+
 void expect_passes_follow_the_rule(CpuBackend& automatic, CpuBackend& gemm, CpuBackend& direct, const Tensor& x,
-                                   const Tensor& w, const Tensor& dy, ConvParams p, std::array<bool, 3> as_product,
+                                   const Tensor& w, const Tensor& dy, ConvParams p, std::array<Path, 3> expected,
                                    bool dy_arrives_wide = false) {
   auto passes = [&](CpuBackend& b, const Tensor& dy_given) {
     Tensor y = Tensor::empty(dy.shape(), x.dtype(), Layout::NHWC),
@@ -879,19 +884,39 @@ void expect_passes_follow_the_rule(CpuBackend& automatic, CpuBackend& gemm, CpuB
   automatic.convert(dy, wide_dy);
   const auto got = passes(automatic, dy_arrives_wide ? wide_dy : dy), products = passes(gemm, dy),
              onednn = passes(direct, dy);
+  std::vector<float> kernel;  // the direct weight gradient's bits, where the rule names it
+  if (expected[2] == Path::Direct) {
+    Tensor dw = Tensor::empty(w.shape(), w.dtype());
+    cpu_detail::direct_weight_gradient(x, dy, dw, p, 2);
+    kernel = to_float_vector(dw);
+  }
   int told_apart = 0;
   for (size_t pass = 0; pass < 3; ++pass) {
-    if (products[pass] == onednn[pass]) continue;  // the same sums either way (e.g. oneDNN's sgemm, 1x1 kernels)
+    const bool by_kernel = expected[pass] == Path::Direct;
+    // The same sums either way (e.g. oneDNN's sgemm, 1x1 kernels) tell nothing.
+    if (products[pass] == onednn[pass] && (!by_kernel || kernel == products[pass])) continue;
     ++told_apart;
-    EXPECT_EQ(got[pass], as_product[pass] ? products[pass] : onednn[pass]) << "pass " << pass;
+    EXPECT_EQ(got[pass], by_kernel                         ? kernel
+                         : expected[pass] == Path::Product ? products[pass]
+                                                           : onednn[pass])
+        << "pass " << pass;
   }
-  EXPECT_GE(told_apart, 1) << "the two paths gave the same bits: nothing checked";
+  EXPECT_GE(told_apart, 1) << "the paths gave the same bits: nothing checked";
+}
+
+void expect_passes_follow_the_rule(CpuBackend& automatic, CpuBackend& gemm, CpuBackend& direct, const Tensor& x,
+                                   const Tensor& w, const Tensor& dy, ConvParams p, std::array<bool, 3> as_product,
+                                   bool dy_arrives_wide = false) {
+  auto path = [](bool product) { return product ? Path::Product : Path::OneDnn; };
+  expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
+                                {path(as_product[0]), path(as_product[1]), path(as_product[2])}, dy_arrives_wide);
 }
 
 // auto's rule on AVX-512: FP32 and emulated FP16 convolutions whose output is 4x4 pixels or fewer run their
 // forward and weight gradient as products, and their input's gradient too where strided; larger outputs stay
-// oneDNN's. Each pass's bits are those of the path the rule names, also where FP16's output gradient arrives
-// widened to FP32 (as in training: the rule once missed it there).
+// oneDNN's; FP32's stride-1 weight gradient there is the direct kernel's. Each pass's bits are those of the path the
+// rule names, also where FP16's output gradient arrives widened to FP32 (as in training: the rule once missed it
+// there).
 TEST(CpuBackend, AutoTakesProductsForConvolutionsOfSmallImagesOnAvx512) {
   CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
   if (automatic.description().find("convolutions of small images as matrix products") == std::string::npos)
@@ -914,11 +939,14 @@ TEST(CpuBackend, AutoTakesProductsForConvolutionsOfSmallImagesOnAvx512) {
       const Tensor x = host_random({4, 64, c.side, c.side}, rng, dtype, Layout::NHWC);
       const Tensor w = host_random({64, 64, 3, 3}, rng, dtype);
       const Tensor dy = host_random({4, 64, out, out}, rng, dtype, Layout::NHWC);
+      auto path = [](bool product) { return product ? Path::Product : Path::OneDnn; };
+      const bool kernel = dtype == DType::F32 && c.stride == 1 && out <= 4;
       for (const bool dy_arrives_wide : {false, true}) {
         if (dy_arrives_wide && dtype == DType::F32) continue;
         SCOPED_TRACE(dy_arrives_wide ? "dy widened to FP32" : "dy as computed");
-        expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
-                                      {c.forward, c.backward_data, c.weight_gradient}, dy_arrives_wide);
+        expect_passes_follow_the_rule(
+            automatic, gemm, direct, x, w, dy, p,
+            {path(c.forward), path(c.backward_data), kernel ? Path::Direct : path(c.weight_gradient)}, dy_arrives_wide);
       }
     }
 }
@@ -1027,9 +1055,10 @@ TEST(CpuBackend, AutoTakesProductsForStridedBf16ConvolutionsOnAmx) {
   }
 }
 
-// auto's rule for native BF16 on AVX512-BF16 without AMX: the weight gradient of outputs of 4x4 pixels or fewer, and
-// of strided convolutions up to 14x14 outputs; the forward pass over 4x4 outputs or fewer; never backward data. Each
-// pass's bits are those of the path the rule names.
+// auto's rule for native BF16 on AVX512-BF16 without AMX: the weight gradient of stride-1 convolutions by the
+// direct kernel while x and dy hold fewer than 1 Mi values, of strided ones up to 14x14 outputs as products; the
+// forward pass over 4x4 outputs or fewer as a product; never backward data. Each pass's bits are those of the path
+// the rule names.
 TEST(CpuBackend, AutoTakesProductsForSmallBf16ConvolutionsOnAvx512Bf16WithoutAmx) {
   CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
   if (automatic.description().find("avx512_core_amx") != std::string::npos || !automatic.capabilities().bf16.native)
@@ -1037,14 +1066,16 @@ TEST(CpuBackend, AutoTakesProductsForSmallBf16ConvolutionsOnAvx512Bf16WithoutAmx
   CpuBackend gemm({2, CpuBf16::Auto, false, ConvAlgorithm::Gemm});
   CpuBackend direct({2, CpuBf16::Auto, false, ConvAlgorithm::Direct});
   struct Case {
-    int64_t images, side;  // input side; 3x3 kernel, padding 1; 128 channels
+    int64_t images, side;  // input side; 3x3 kernel, padding 1; 128 channels in, 64 out
     int stride;
-    bool forward, backward_data, weight_gradient;  // which passes are products
+    bool forward;  // as a product
+    Path weight_gradient;
   };
   for (const Case c :
-       {Case{8, 2, 1, true, false, true}, Case{32, 4, 2, true, false, true}, Case{8, 4, 1, true, false, true},
-        Case{8, 8, 1, false, false, false}, Case{8, 16, 2, false, false, true}, Case{8, 28, 2, false, false, true},
-        Case{8, 32, 2, false, false, false}}) {
+       {Case{8, 2, 1, true, Path::Direct}, Case{32, 4, 2, true, Path::Product}, Case{8, 4, 1, true, Path::Direct},
+        Case{8, 8, 1, false, Path::Direct}, Case{8, 16, 1, false, Path::Direct}, Case{32, 16, 1, false, Path::OneDnn},
+        Case{8, 16, 2, false, Path::Product}, Case{8, 28, 2, false, Path::Product},
+        Case{8, 32, 2, false, Path::OneDnn}}) {
     SCOPED_TRACE(std::to_string(c.images) + " images " + std::to_string(c.side) + "x" + std::to_string(c.side) +
                  " stride " + std::to_string(c.stride));
     Rng rng(59);
@@ -1054,8 +1085,42 @@ TEST(CpuBackend, AutoTakesProductsForSmallBf16ConvolutionsOnAvx512Bf16WithoutAmx
     const Tensor w = host_random({64, 128, 3, 3}, rng, DType::BF16);
     const Tensor dy = host_random({c.images, 64, out, out}, rng, DType::BF16, Layout::NHWC);
     expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
-                                  {c.forward, c.backward_data, c.weight_gradient});
+                                  {c.forward ? Path::Product : Path::OneDnn, Path::OneDnn, c.weight_gradient});
   }
+}
+
+// The direct weight gradient against the float64 reference, FP32 and native BF16 (where the CPU has them): every
+// window the kernel knows when compiled (3x3, padding 1: inside, edges, corners) and others it reads at run time
+// (no padding, padding 2, stride 2), an odd batch (BF16 pairs the last image with zeros), 16 channels and more, and
+// images not square; within the op tests' bound for the weight gradient.
+TEST(CpuBackend, DirectWeightGradientMatchesTheFloat64Reference) {
+  struct Case {
+    int64_t images, channels, height, width, outputs;
+    int stride, padding;
+  };
+  CpuBackend host({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+  int checked = 0;
+  for (const DType dtype : {DType::F32, DType::BF16})
+    for (const Case c : {Case{3, 32, 2, 2, 16, 1, 1}, Case{4, 16, 4, 4, 32, 1, 1}, Case{5, 16, 8, 6, 16, 1, 1},
+                         Case{2, 32, 7, 7, 48, 1, 1}, Case{1, 16, 5, 5, 16, 1, 0}, Case{2, 16, 3, 3, 16, 1, 2},
+                         Case{3, 16, 9, 8, 32, 2, 1}}) {
+      const int64_t P = (c.height + 2 * c.padding - 3) / c.stride + 1, Q = (c.width + 2 * c.padding - 3) / c.stride + 1;
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + std::to_string(c.images) + " images " +
+                   std::to_string(c.height) + "x" + std::to_string(c.width) + " stride " + std::to_string(c.stride) +
+                   " padding " + std::to_string(c.padding));
+      Rng rng(61);
+      const Tensor x = host_random({c.images, c.channels, c.height, c.width}, rng, dtype, Layout::NHWC);
+      const Tensor dy = host_random({c.images, c.outputs, P, Q}, rng, dtype, Layout::NHWC);
+      Tensor dw = Tensor::empty({c.outputs, c.channels, 3, 3}, dtype);
+      if (!cpu_detail::direct_weight_gradient_fits(x, dy, dw)) continue;  // no AVX-512 (BF16: AVX512-BF16) here
+      cpu_detail::direct_weight_gradient(x, dy, dw, {c.stride, c.padding}, 2);
+      const ref::Array want =
+          ref::conv2d_backward_weights(ref::from_tensor(x), ref::from_tensor(dy), dw.shape(), c.stride, c.padding);
+      const Precision precision = dtype == DType::F32 ? Precision::FP32 : Precision::BF16;
+      expect_matches(host, "dw", dw, want, Kernel::Conv2dBackwardWeights, precision, Result::Same);
+      ++checked;
+    }
+  if (checked == 0) GTEST_SKIP() << "no AVX-512 here: the direct weight gradient does not run";
 }
 
 // FP16 and BF16 convolutions, which the CPU emulates, take Winograd with the conversions folded into its transforms:

@@ -7,6 +7,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/direct_weight_gradient.h"
 #include "backend/cpu/winograd.h"
 
 namespace ampwb {
@@ -14,6 +15,7 @@ namespace ampwb {
 using cpu_detail::any_desc;
 using cpu_detail::ask_onednn;
 using cpu_detail::conv_out;
+using cpu_detail::direct_weight_gradient;
 using cpu_detail::make_key;
 using cpu_detail::plain_desc;
 using cpu_detail::require_native_bf16;
@@ -189,6 +191,7 @@ void CpuBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tens
 }
 
 void CpuBackend::backward_weights_any_algorithm(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) {
+  if (direct_weight_gradient_chosen(x, dy, dw, p)) return direct_weight_gradient(x, dy, dw, p, threads_);
   if (gemm_conv_chosen(x, dw, dy, ConvPass::BackwardWeights, p)) return gemm_conv_backward_weights(x, dy, dw, p);
   auto direct = [&] { backward_weights_direct(x, dy, dw, p); };
   if (winograd_fits(x, dw, dy, p) && (all_fp32(x, dy, dw) || !ask_onednn(impl_->emulate_bf16, x, dy, dw)))

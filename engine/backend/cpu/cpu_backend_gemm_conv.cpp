@@ -8,6 +8,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/cpu/direct_weight_gradient.h"
 
 namespace ampwb {
 
@@ -113,6 +114,7 @@ constexpr int64_t kGemmConvMaxPixels = 16;  // per image, of a convolution's out
 //   memory they would raise by 9%. (Its other passes there won as products alone, but not in a training step.)
 constexpr int64_t kGemmConvMaxPixelsStridedWeightGradient = 196, kGemmConvMaxPixelsStrided = 49;
 constexpr int64_t kGemmConvMaxPixelsWeightGradient = 64, kGemmConvMaxPatchElements = int64_t{4} << 20;
+constexpr int64_t kDirectMaxBf16Values = int64_t{1} << 20;  // x's and dy's, for the direct weight gradient below
 
 }  // namespace
 
@@ -213,6 +215,24 @@ void CpuBackend::gemm_conv_backward_weights(const Tensor& x, const Tensor& dy, T
   impl_->run(*c, {{DNNL_ARG_SRC, impl_->wrap(dy_md, dy.data())},
                   {DNNL_ARG_WEIGHTS, impl_->wrap(patches_md, patches.data())},
                   {DNNL_ARG_DST, impl_->wrap(dw_md, dw.data())}});
+}
+
+// Stride-1 3x3 weight gradients by the direct kernel (direct_weight_gradient.h) where it was faster, alone, on a
+// Zen 5 (bench/direct_weight_gradient.cpp; docs/benchmarks.md, "CPU, twenty-fifth part"):
+// - FP32 over 4x4 outputs or fewer: 1.06-1.13x the product's speed; over 8x8 or more oneDNN's convolution is faster.
+// - Native BF16 without AMX while x and dy hold fewer than 1 Mi values together (their image pairs, a copy the
+//   kernel makes, then fit the two cores' L2): 1.2-1.5x over 2x2 to 8x8 outputs, against the product or oneDNN's
+//   convolution, whichever the rules above took; larger ones ran slower (14x14 with 256 channels at batch 16) or
+//   level. At exactly 1 Mi (ResNet-20's last stage at batch 128, ResNet-18's first at 64 px batch 32) the copy
+//   raised ResNet-20's peak memory by 0.9 MiB for 0.6% of its step.
+bool CpuBackend::direct_weight_gradient_chosen(const Tensor& x, const Tensor& dy, const Tensor& dw,
+                                               ConvParams p) const {
+  if (gemm_conv_ != GemmConv::SmallImages || p.stride != 1 || p.padding != 1) return false;
+  const bool chosen = x.dtype() == DType::F32 ? dy.h() * dy.w() <= kGemmConvMaxPixels
+                      : x.dtype() == DType::BF16
+                          ? !amx_ && !gemm_conv_emulated(x) && x.numel() + dy.numel() < kDirectMaxBf16Values
+                          : false;
+  return chosen && cpu_detail::direct_weight_gradient_fits(x, dy, dw);
 }
 
 // The 16-bit types the engine emulates (FP16; BF16 where emulated) compute in FP32 on the widened values.
