@@ -219,9 +219,9 @@ void CpuBackend::gemm_conv_backward_weights(const Tensor& x, const Tensor& dy, T
 
 // Stride-1 3x3 weight gradients by the direct kernel (direct_weight_gradient.h) where it was faster, alone, on a
 // Zen 5 (bench/direct_weight_gradient.cpp; docs/benchmarks.md, "CPU, twenty-fifth part"):
-// - FP32 over 4x4 outputs or fewer: 1.06-1.13x the product's speed; over 8x8 or more oneDNN's convolution is faster.
+// - FP32 over 4x4 outputs or fewer: 1.3-1.5x the product's speed; over 8x8 or more oneDNN's convolution is faster.
 // - Native BF16 without AMX while x and dy hold fewer than 1 Mi values together (their image pairs, a copy the
-//   kernel makes, then fit the two cores' L2): 1.2-1.5x over 2x2 to 8x8 outputs, against the product or oneDNN's
+//   kernel makes, then fit the two cores' L2): 1.2-1.6x over 2x2 to 8x8 outputs, against the product or oneDNN's
 //   convolution, whichever the rules above took; larger ones ran slower (14x14 with 256 channels at batch 16) or
 //   level. At exactly 1 Mi (ResNet-20's last stage at batch 128, ResNet-18's first at 64 px batch 32) the copy
 //   raised ResNet-20's peak memory by 0.9 MiB for 0.6% of its step.

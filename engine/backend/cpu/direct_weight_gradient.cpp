@@ -117,6 +117,34 @@ template <class Kind>
   }
 }
 
+// The same over a square image of kSide x kSide pixels, stride 1, padding 1 (ResNet-18's last two stages at 64 px),
+// unrolled whole: every pixel's taps known when compiled, and each input pixel loaded once for the taps of every
+// output pixel it falls under (over 2x2 images a branch per pixel cost as much as its multiply-adds).
+template <class Kind, int kSide>
+[[AMPWB_AVX512, gnu::always_inline]] inline void sum_small_image(const typename Kind::Element* image,
+                                                                 const typename Kind::Element* grad, int64_t K,
+                                                                 int64_t C, __m512 (&acc0)[kTaps],
+                                                                 __m512 (&acc1)[kTaps], __m512& centre0,
+                                                                 __m512& centre1) {
+#pragma GCC unroll 16
+  for (int pixel = 0; pixel < kSide * kSide; ++pixel) {
+    const typename Kind::Gradient g0 = Kind::broadcast(grad + pixel * K), g1 = Kind::broadcast(grad + pixel * K + 1);
+#pragma GCC unroll 9
+    for (int t = 0; t < kTaps; ++t) {
+      const int h = pixel / kSide + t / 3 - 1, w = pixel % kSide + t % 3 - 1;
+      if (h < 0 || h >= kSide || w < 0 || w >= kSide) continue;
+      const typename Kind::Element* in = image + (h * kSide + w) * C;
+      if (t == 4) {
+        centre0 = Kind::multiply_add(centre0, in, g0);
+        centre1 = Kind::multiply_add(centre1, in, g1);
+      } else {
+        acc0[t] = Kind::multiply_add(acc0[t], in, g0);
+        acc1[t] = Kind::multiply_add(acc1[t], in, g1);
+      }
+    }
+  }
+}
+
 // From 9 rows (tap t: 16 input channels) to OIHW's 16 rows of 9 taps, for one output channel: lookups into pairs
 // of rows, each output lane's row picked by masks.
 struct OihwOrder {
@@ -184,7 +212,8 @@ struct OihwOrder {
 
 // dw[o .. o+1][c .. c+15][taps] for every such block: the sums over all images (pairs) in 18 accumulators, then
 // written in OIHW order.
-template <class Kind, class Out>
+// kSide: 2 or 4 for sum_small_image's images, else 0.
+template <class Kind, int kSide, class Out>
 [[AMPWB_AVX512]] void weight_gradient(const typename Kind::Element* x, const typename Kind::Element* dy, Out* dw,
                                       int64_t images, int64_t C, int64_t K, int64_t image_values, int64_t dy_values,
                                       const std::vector<Window>& windows, int64_t row, int threads) {
@@ -199,12 +228,17 @@ template <class Kind, class Out>
     for (int t = 0; t < kTaps; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
     auto image = [&](int64_t i) { return x + i * image_values + c; };
     auto grad = [&](int64_t i) { return dy + i * dy_values + o; };
-    int64_t i = 0;
-    for (; i + 1 < images; i += 2) {
-      sum_image<Kind>(image(i), grad(i), K, C, row, windows.data(), pixels, acc0, acc1, acc0[4], acc1[4]);
-      sum_image<Kind>(image(i + 1), grad(i + 1), K, C, row, windows.data(), pixels, acc0, acc1, centre0, centre1);
+    for (int64_t i = 0; i < images; i += 2) {
+      const bool second = i + 1 < images;
+      if constexpr (kSide != 0) {
+        sum_small_image<Kind, kSide>(image(i), grad(i), K, C, acc0, acc1, acc0[4], acc1[4]);
+        if (second) sum_small_image<Kind, kSide>(image(i + 1), grad(i + 1), K, C, acc0, acc1, centre0, centre1);
+      } else {
+        sum_image<Kind>(image(i), grad(i), K, C, row, windows.data(), pixels, acc0, acc1, acc0[4], acc1[4]);
+        if (second)
+          sum_image<Kind>(image(i + 1), grad(i + 1), K, C, row, windows.data(), pixels, acc0, acc1, centre0, centre1);
+      }
     }
-    if (i < images) sum_image<Kind>(image(i), grad(i), K, C, row, windows.data(), pixels, acc0, acc1, acc0[4], acc1[4]);
     acc0[4] = _mm512_add_ps(acc0[4], centre0);
     acc1[4] = _mm512_add_ps(acc1[4], centre1);
     order.store(acc0, dw + (o * C + c) * kTaps);
@@ -246,17 +280,26 @@ void direct_weight_gradient(const Tensor& x, const Tensor& dy, Tensor& dw, ConvP
           if (top + r >= 0 && top + r < H && left + s >= 0 && left + s < W) taps |= 1u << (r * 3 + s);
       windows.push_back({taps, (top * W + left) * C});
     }
+  // Square images of 2x2 or 4x4 pixels at stride 1, padding 1: unrolled whole (sum_small_image).
+  const int side = H == W && P == H && Q == W && p.stride == 1 && p.padding == 1 && (H == 2 || H == 4) ? int(H) : 0;
+  auto run = [&]<class Kind>(const typename Kind::Element* in, const typename Kind::Element* grad, auto* out,
+                             int64_t images) {
+    auto with = [&]<int kSide>() {
+      weight_gradient<Kind, kSide>(in, grad, out, images, C, K, H * W * C, P * Q * K, windows, W * C, threads);
+    };
+    side == 2   ? with.template operator()<2>()
+    : side == 4 ? with.template operator()<4>()
+                : with.template operator()<0>();
+  };
   if (x.dtype() == DType::F32)
-    return weight_gradient<Fp32>(x.data_as<float>(), dy.data_as<float>(), dw.data_as<float>(), N, C, K, H * W * C,
-                                 P * Q * K, windows, W * C, threads);
+    return run.template operator()<Fp32>(x.data_as<float>(), dy.data_as<float>(), dw.data_as<float>(), N);
   const int64_t pairs = (N + 1) / 2;
   Tensor x2 = Tensor::empty({pairs * H * W * C * 2}, DType::BF16),
          dy2 = Tensor::empty({pairs * P * Q * K * 2}, DType::BF16);
   pair_images(static_cast<const uint16_t*>(x.data()), static_cast<uint32_t*>(x2.data()), N, H * W * C, threads);
   pair_images(static_cast<const uint16_t*>(dy.data()), static_cast<uint32_t*>(dy2.data()), N, P * Q * K, threads);
-  weight_gradient<Bf16Pairs>(static_cast<const uint32_t*>(x2.data()), static_cast<const uint32_t*>(dy2.data()),
-                             static_cast<uint16_t*>(dw.data()), pairs, C, K, H * W * C, P * Q * K, windows, W * C,
-                             threads);
+  run.template operator()<Bf16Pairs>(static_cast<const uint32_t*>(x2.data()), static_cast<const uint32_t*>(dy2.data()),
+                                     static_cast<uint16_t*>(dw.data()), pairs);
 }
 
 }  // namespace ampwb::cpu_detail
