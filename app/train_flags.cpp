@@ -176,8 +176,9 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   run(command
           ->add_option("--conv-algorithm", c.conv_algorithm,
                        "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; "
-                       "with AVX-512, the forward pass and weight gradient of those of 4x4 outputs or fewer as matrix "
-                       "products, and more passes and sizes for native BF16), "
+                       "with AVX-512, the forward pass of those of 4x4 outputs or fewer as a matrix product and "
+                       "their weight gradient by the engine's own kernel (strided: a product), and more passes and "
+                       "sizes for native BF16), "
                        "direct (oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for "
                        "each pass and shape, timed on its first call; two runs may then choose differently)")
           ->check(CLI::IsMember({"auto", "direct", "winograd", "measured"}))

@@ -126,8 +126,8 @@ class CpuBackend final : public Backend {
   // Whether this pass of the convolution x -> y (weights w) runs as a product.
   bool gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor& y, ConvPass pass, ConvParams p) const;
   bool gemm_conv_emulated(const Tensor& t) const;
-  // Native BF16 without AMX: the weight gradient of a stride-1 3x3 convolution over small images by the engine's
-  // own kernel (backend/cpu/direct_weight_gradient.h), in the modes that take products over small images.
+  // FP32, and native BF16 without AMX: the weight gradient of a stride-1 3x3 convolution over small images by the
+  // engine's own kernel (backend/cpu/direct_weight_gradient.h), in the modes that take products over small images.
   bool direct_weight_gradient_chosen(const Tensor& x, const Tensor& dy, const Tensor& dw, ConvParams p) const;
   void gemm_conv_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p);
   void gemm_conv_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p);

@@ -228,11 +228,10 @@ void CpuBackend::gemm_conv_backward_weights(const Tensor& x, const Tensor& dy, T
 bool CpuBackend::direct_weight_gradient_chosen(const Tensor& x, const Tensor& dy, const Tensor& dw,
                                                ConvParams p) const {
   if (gemm_conv_ != GemmConv::SmallImages || p.stride != 1 || p.padding != 1) return false;
-  const bool chosen = x.dtype() == DType::F32 ? dy.h() * dy.w() <= kGemmConvMaxPixels
-                      : x.dtype() == DType::BF16
-                          ? !amx_ && !gemm_conv_emulated(x) && x.numel() + dy.numel() < kDirectMaxBf16Values
-                          : false;
-  return chosen && cpu_detail::direct_weight_gradient_fits(x, dy, dw);
+  const bool fp32 = x.dtype() == DType::F32 && dy.h() * dy.w() <= kGemmConvMaxPixels;
+  const bool bf16 =
+      x.dtype() == DType::BF16 && !amx_ && !gemm_conv_emulated(x) && x.numel() + dy.numel() < kDirectMaxBf16Values;
+  return (fp32 || bf16) && cpu_detail::direct_weight_gradient_fits(x, dy, dw);
 }
 
 // The 16-bit types the engine emulates (FP16; BF16 where emulated) compute in FP32 on the widened values.

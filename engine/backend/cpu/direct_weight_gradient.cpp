@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace ampwb::cpu_detail {
@@ -47,25 +48,41 @@ struct Bf16Pairs {
   }
 };
 
+// The share [first, last) of `total` that thread k of `threads` takes.
+std::pair<int64_t, int64_t> share(int64_t total, int threads, int k) {
+  return {total * k / threads, total * (k + 1) / threads};
+}
+
 // (N, values) BF16 -> (ceil(N/2), values, 2): images 2i and 2i+1 interleaved value by value, so that one 32-bit
 // element holds the two values VDPBF16PS multiplies and adds; an odd batch's last image paired with zeros.
-// values: a multiple of 16.
-[[AMPWB_AVX512]] void pair_images(const uint16_t* in, uint32_t* out, int64_t images, int64_t values, int threads) {
+// values: a multiple of 16; chunks [first, last) of 16 values each.
+[[AMPWB_AVX512]] void pair_chunks(const uint16_t* in, uint32_t* out, int64_t images, int64_t values, int64_t first,
+                                  int64_t last) {
   alignas(64) static const std::array<uint16_t, 32> order = [] {  // a0 b0 a1 b1 ... of a's and b's first 16
     std::array<uint16_t, 32> idx{};
     for (int i = 0; i < 32; ++i) idx[i] = static_cast<uint16_t>(i / 2 + (i % 2) * 32);
     return idx;
   }();
   const __m512i interleave = _mm512_load_si512(order.data());
-  const int64_t pairs = (images + 1) / 2, chunks = values / 16;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t chunk = 0; chunk < pairs * chunks; ++chunk) {
+  const int64_t chunks = values / 16;
+  for (int64_t chunk = first; chunk < last; ++chunk) {
     const int64_t pair = chunk / chunks, v = chunk % chunks * 16;
     const uint16_t* a = in + 2 * pair * values + v;
-    const __m512i first = _mm512_maskz_loadu_epi16(0xFFFF, a);
-    const __m512i second =
+    const __m512i a_values = _mm512_maskz_loadu_epi16(0xFFFF, a);
+    const __m512i b_values =
         2 * pair + 1 < images ? _mm512_maskz_loadu_epi16(0xFFFF, a + values) : _mm512_setzero_si512();
-    _mm512_storeu_si512(out + pair * values + v, _mm512_permutex2var_epi16(first, interleave, second));
+    _mm512_storeu_si512(out + pair * values + v, _mm512_permutex2var_epi16(a_values, interleave, b_values));
+  }
+}
+
+// (The threads' loops stay outside the AVX-512 functions: clang outlines an OpenMP region without its function's
+// target.)
+void pair_images(const uint16_t* in, uint32_t* out, int64_t images, int64_t values, int threads) {
+  const int64_t chunks = (images + 1) / 2 * (values / 16);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int k = 0; k < threads; ++k) {
+    const auto [first, last] = share(chunks, threads, k);
+    pair_chunks(in, out, images, values, first, last);
   }
 }
 
@@ -210,17 +227,15 @@ struct OihwOrder {
   }
 };
 
-// dw[o .. o+1][c .. c+15][taps] for every such block: the sums over all images (pairs) in 18 accumulators, then
-// written in OIHW order.
-// kSide: 2 or 4 for sum_small_image's images, else 0.
+// One thread's blocks [first, last) of weight_gradient (below).
 template <class Kind, int kSide, class Out>
-[[AMPWB_AVX512]] void weight_gradient(const typename Kind::Element* x, const typename Kind::Element* dy, Out* dw,
-                                      int64_t images, int64_t C, int64_t K, int64_t image_values, int64_t dy_values,
-                                      const std::vector<Window>& windows, int64_t row, int threads) {
+[[AMPWB_AVX512]] void weight_gradient_blocks(const typename Kind::Element* x, const typename Kind::Element* dy, Out* dw,
+                                             int64_t images, int64_t C, int64_t K, int64_t image_values,
+                                             int64_t dy_values, const std::vector<Window>& windows, int64_t row,
+                                             int64_t first, int64_t last) {
   static const OihwOrder order;
-  const int64_t column_blocks = C / kLanes, output_blocks = K / kOutputs, pixels = static_cast<int64_t>(windows.size());
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t block = 0; block < column_blocks * output_blocks; ++block) {
+  const int64_t output_blocks = K / kOutputs, pixels = static_cast<int64_t>(windows.size());
+  for (int64_t block = first; block < last; ++block) {
     const int64_t c = block / output_blocks * kLanes, o = block % output_blocks * kOutputs;
     // The centre tap, which every output pixel uses, sums odd and even images apart: over images of 2x2 or 4x4
     // pixels its sums are the longest chains of dependent multiply-adds, and would set the pace.
@@ -243,6 +258,20 @@ template <class Kind, int kSide, class Out>
     acc1[4] = _mm512_add_ps(acc1[4], centre1);
     order.store(acc0, dw + (o * C + c) * kTaps);
     order.store(acc1, dw + ((o + 1) * C + c) * kTaps);
+  }
+}
+
+// dw[o .. o+1][c .. c+15][taps] for every such block, the blocks shared among the threads: the sums over all images
+// (pairs) in 18 accumulators, then written in OIHW order. kSide: 2 or 4 for sum_small_image's images, else 0.
+template <class Kind, int kSide, class Out>
+void weight_gradient(const typename Kind::Element* x, const typename Kind::Element* dy, Out* dw, int64_t images,
+                     int64_t C, int64_t K, int64_t image_values, int64_t dy_values, const std::vector<Window>& windows,
+                     int64_t row, int threads) {
+  const int64_t blocks = C / kLanes * (K / kOutputs);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int k = 0; k < threads; ++k) {
+    const auto [first, last] = share(blocks, threads, k);
+    weight_gradient_blocks<Kind, kSide>(x, dy, dw, images, C, K, image_values, dy_values, windows, row, first, last);
   }
 }
 
