@@ -86,6 +86,22 @@ void pair_images(const uint16_t* in, uint32_t* out, int64_t images, int64_t valu
   }
 }
 
+// Tap t's input times both output channels' gradients, into its accumulators (the centre tap's: centre0 and
+// centre1). t is known when compiled wherever this is inlined (the callers' loops are unrolled).
+template <class Kind>
+[[AMPWB_AVX512, gnu::always_inline]] inline void add_tap(int t, const typename Kind::Element* in,
+                                                         typename Kind::Gradient g0, typename Kind::Gradient g1,
+                                                         __m512 (&acc0)[kTaps], __m512 (&acc1)[kTaps], __m512& centre0,
+                                                         __m512& centre1) {
+  if (t == 4) {
+    centre0 = Kind::multiply_add(centre0, in, g0);
+    centre1 = Kind::multiply_add(centre1, in, g1);
+  } else {
+    acc0[t] = Kind::multiply_add(acc0[t], in, g0);
+    acc1[t] = Kind::multiply_add(acc1[t], in, g1);
+  }
+}
+
 // One output pixel's share of a block's sums: its valid taps' inputs (kMask, or `mask` where kMask is 0) each loaded
 // once and multiplied by both output channels' gradients; the centre tap's into centre0 and centre1.
 template <class Kind, uint32_t kMask>
@@ -100,13 +116,7 @@ template <class Kind, uint32_t kMask>
   for (int t = 0; t < kTaps; ++t)
     if (taps >> t & 1) {
       const typename Kind::Element* in = rows[t / 3] + t % 3 * C;
-      if (t == 4) {
-        centre0 = Kind::multiply_add(centre0, in, g0);
-        centre1 = Kind::multiply_add(centre1, in, g1);
-      } else {
-        acc0[t] = Kind::multiply_add(acc0[t], in, g0);
-        acc1[t] = Kind::multiply_add(acc1[t], in, g1);
-      }
+      add_tap<Kind>(t, in, g0, g1, acc0, acc1, centre0, centre1);
     }
 }
 
@@ -151,13 +161,7 @@ template <class Kind, int kSide>
       const int h = pixel / kSide + t / 3 - 1, w = pixel % kSide + t % 3 - 1;
       if (h < 0 || h >= kSide || w < 0 || w >= kSide) continue;
       const typename Kind::Element* in = image + (h * kSide + w) * C;
-      if (t == 4) {
-        centre0 = Kind::multiply_add(centre0, in, g0);
-        centre1 = Kind::multiply_add(centre1, in, g1);
-      } else {
-        acc0[t] = Kind::multiply_add(acc0[t], in, g0);
-        acc1[t] = Kind::multiply_add(acc1[t], in, g1);
-      }
+      add_tap<Kind>(t, in, g0, g1, acc0, acc1, centre0, centre1);
     }
   }
 }
