@@ -13,6 +13,7 @@
 #include "backend/cpu/direct_weight_gradient.h"
 #include "bench_util.h"
 #include "core/rng.h"
+#include "reference/reference_ops.h"
 
 int main(int argc, char** argv) {
   using namespace ampwb;
@@ -55,33 +56,14 @@ int main(int argc, char** argv) {
     for (int path = 0; path < 3; ++path) ms[path] = 1e300;
     for (int round = 0; round < 5; ++round)
       for (int path = 0; path < 3; ++path) ms[path] = std::min(ms[path], bench::best_ms([&] { run(path); }, 5));
-    // The float64 sum, from the BF16 values widened.
-    Tensor x32 = Tensor::empty(x.shape(), DType::F32, Layout::NHWC),
-           dy32 = Tensor::empty(dy.shape(), DType::F32, Layout::NHWC);
-    direct.convert(x, x32);
-    direct.convert(dy, dy32);
-    const float *xv = x32.data_as<float>(), *dv = dy32.data_as<float>();
-    std::vector<double> ref(static_cast<size_t>(s.out * s.in * 9), 0.0);
-    for (int64_t n = 0; n < s.batch; ++n)
-      for (int64_t ph = 0; ph < out; ++ph)
-        for (int64_t q = 0; q < out; ++q)
-          for (int64_t r = 0; r < 3; ++r)
-            for (int64_t c3 = 0; c3 < 3; ++c3) {
-              const int64_t h = ph * s.stride - 1 + r, w = q * s.stride - 1 + c3;
-              if (h < 0 || h >= s.side || w < 0 || w >= s.side) continue;
-              const float* g = dv + ((n * out + ph) * out + q) * s.out;
-              const float* in = xv + ((n * s.side + h) * s.side + w) * s.in;
-              for (int64_t k = 0; k < s.out; ++k)
-                for (int64_t c = 0; c < s.in; ++c)
-                  ref[static_cast<size_t>((k * s.in + c) * 9 + r * 3 + c3)] += double(g[k]) * in[c];
-            }
+    // The float64 sum (engine/reference), from the values as stored.
+    const ref::Array want =
+        ref::conv2d_backward_weights(ref::from_tensor(x), ref::from_tensor(dy), dw[0].shape(), s.stride, 1);
     double largest = 0, error[3] = {0, 0, 0};
-    for (double v : ref) largest = std::max(largest, std::fabs(v));
+    for (double v : want.v) largest = std::max(largest, std::fabs(v));
     for (int path = 0; path < 3; ++path) {
-      Tensor d32 = Tensor::empty(dw[path].shape(), DType::F32);
-      direct.convert(dw[path], d32);
-      for (size_t i = 0; i < ref.size(); ++i)
-        error[path] = std::max(error[path], std::fabs(d32.data_as<float>()[i] - ref[i]));
+      const ref::Array got = ref::from_tensor(dw[path]);
+      for (size_t i = 0; i < want.v.size(); ++i) error[path] = std::max(error[path], std::fabs(got.v[i] - want.v[i]));
     }
     char name[96];
     std::snprintf(name, sizeof name, "batch %ld, %ldx%ld -> %ldx%ld, %ld->%ld s%d", long(s.batch), long(s.side),
