@@ -1056,9 +1056,10 @@ TEST(CpuBackend, AutoTakesProductsForStridedBf16ConvolutionsOnAmx) {
 }
 
 // auto's rule for native BF16 on AVX512-BF16 without AMX: the weight gradient of stride-1 convolutions by the
-// direct kernel while x and dy hold fewer than 1 Mi values, of strided ones up to 14x14 outputs as products; the
-// forward pass over 4x4 outputs or fewer as a product; never backward data. Each pass's bits are those of the path
-// the rule names.
+// direct kernel over 8x8 outputs or fewer, and over 16x16 or fewer with 64 channels or fewer in and out, while its
+// scratch stays under 1 Mi values (one case each side); of strided ones up to 14x14 outputs as products; the forward
+// pass over 4x4 outputs or fewer as a product; never backward data. Each pass's bits are those of the path the rule
+// names.
 TEST(CpuBackend, AutoTakesProductsForSmallBf16ConvolutionsOnAvx512Bf16WithoutAmx) {
   CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
   if (automatic.description().find("avx512_core_amx") != std::string::npos || !automatic.capabilities().bf16.native)
@@ -1066,23 +1067,24 @@ TEST(CpuBackend, AutoTakesProductsForSmallBf16ConvolutionsOnAvx512Bf16WithoutAmx
   CpuBackend gemm({2, CpuBf16::Auto, false, ConvAlgorithm::Gemm});
   CpuBackend direct({2, CpuBf16::Auto, false, ConvAlgorithm::Direct});
   struct Case {
-    int64_t images, side;  // input side; 3x3 kernel, padding 1; 128 channels in, 64 out
+    int64_t images, side, channels;  // input side and channels; 3x3 kernel, padding 1; 64 channels out
     int stride;
     bool forward;  // as a product
     Path weight_gradient;
   };
-  for (const Case c :
-       {Case{8, 2, 1, true, Path::Direct}, Case{32, 4, 2, true, Path::Product}, Case{8, 4, 1, true, Path::Direct},
-        Case{8, 8, 1, false, Path::Direct}, Case{8, 16, 1, false, Path::Direct}, Case{32, 16, 1, false, Path::OneDnn},
-        Case{8, 16, 2, false, Path::Product}, Case{8, 28, 2, false, Path::Product},
-        Case{8, 32, 2, false, Path::OneDnn}}) {
-    SCOPED_TRACE(std::to_string(c.images) + " images " + std::to_string(c.side) + "x" + std::to_string(c.side) +
-                 " stride " + std::to_string(c.stride));
+  for (const Case c : {Case{8, 2, 128, 1, true, Path::Direct}, Case{32, 4, 128, 2, true, Path::Product},
+                       Case{8, 4, 128, 1, true, Path::Direct}, Case{8, 8, 128, 1, false, Path::Direct},
+                       Case{8, 16, 128, 1, false, Path::OneDnn}, Case{32, 16, 64, 1, false, Path::Direct},
+                       Case{8, 32, 64, 1, false, Path::OneDnn}, Case{36, 7, 512, 1, false, Path::Direct},
+                       Case{38, 7, 512, 1, false, Path::OneDnn}, Case{8, 16, 128, 2, false, Path::Product},
+                       Case{8, 28, 128, 2, false, Path::Product}, Case{8, 32, 128, 2, false, Path::OneDnn}}) {
+    SCOPED_TRACE(std::to_string(c.images) + " images " + std::to_string(c.side) + "x" + std::to_string(c.side) + "x" +
+                 std::to_string(c.channels) + " stride " + std::to_string(c.stride));
     Rng rng(59);
     const ConvParams p{c.stride, 1};
     const int64_t out = (c.side + 2 - 3) / c.stride + 1;
-    const Tensor x = host_random({c.images, 128, c.side, c.side}, rng, DType::BF16, Layout::NHWC);
-    const Tensor w = host_random({64, 128, 3, 3}, rng, DType::BF16);
+    const Tensor x = host_random({c.images, c.channels, c.side, c.side}, rng, DType::BF16, Layout::NHWC);
+    const Tensor w = host_random({64, c.channels, 3, 3}, rng, DType::BF16);
     const Tensor dy = host_random({c.images, 64, out, out}, rng, DType::BF16, Layout::NHWC);
     expect_passes_follow_the_rule(automatic, gemm, direct, x, w, dy, p,
                                   {c.forward ? Path::Product : Path::OneDnn, Path::OneDnn, c.weight_gradient});
@@ -1091,8 +1093,9 @@ TEST(CpuBackend, AutoTakesProductsForSmallBf16ConvolutionsOnAvx512Bf16WithoutAmx
 
 // The direct weight gradient against the float64 reference, FP32 and native BF16 (where the CPU has them): every
 // window the kernel knows when compiled (3x3, padding 1: inside, edges, corners) and others it reads at run time
-// (no padding, padding 2, stride 2), an odd batch (BF16 pairs the last image with zeros), 16 channels and more, and
-// images not square; within the op tests' bound for the weight gradient.
+// (no padding, padding 2, stride 2), an odd batch (BF16 pairs the last image with zeros), 16 channels and more,
+// images not square, and batches BF16 pairs a part at a time (the last part shorter, and odd); within the op tests'
+// bound for the weight gradient.
 TEST(CpuBackend, DirectWeightGradientMatchesTheFloat64Reference) {
   struct Case {
     int64_t images, channels, height, width, outputs;
@@ -1103,7 +1106,7 @@ TEST(CpuBackend, DirectWeightGradientMatchesTheFloat64Reference) {
   for (const DType dtype : {DType::F32, DType::BF16})
     for (const Case c : {Case{3, 32, 2, 2, 16, 1, 1}, Case{4, 16, 4, 4, 32, 1, 1}, Case{5, 16, 8, 6, 16, 1, 1},
                          Case{2, 32, 7, 7, 48, 1, 1}, Case{1, 16, 5, 5, 16, 1, 0}, Case{2, 16, 3, 3, 16, 1, 2},
-                         Case{3, 16, 9, 8, 32, 2, 1}}) {
+                         Case{3, 16, 9, 8, 32, 2, 1}, Case{21, 32, 16, 16, 32, 1, 1}, Case{24, 32, 16, 16, 32, 1, 1}}) {
       const int64_t P = (c.height + 2 * c.padding - 3) / c.stride + 1, Q = (c.width + 2 * c.padding - 3) / c.stride + 1;
       SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + std::to_string(c.images) + " images " +
                    std::to_string(c.height) + "x" + std::to_string(c.width) + " stride " + std::to_string(c.stride) +

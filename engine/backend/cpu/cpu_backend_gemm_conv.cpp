@@ -114,7 +114,9 @@ constexpr int64_t kGemmConvMaxPixels = 16;  // per image, of a convolution's out
 //   memory they would raise by 9%. (Its other passes there won as products alone, but not in a training step.)
 constexpr int64_t kGemmConvMaxPixelsStridedWeightGradient = 196, kGemmConvMaxPixelsStrided = 49;
 constexpr int64_t kGemmConvMaxPixelsWeightGradient = 64, kGemmConvMaxPatchElements = int64_t{4} << 20;
-constexpr int64_t kDirectMaxBf16Values = int64_t{1} << 20;  // x's and dy's, for the direct weight gradient below
+// The direct weight gradient below: output pixels per image, channels, its scratch in 16-bit values.
+constexpr int64_t kDirectMaxPixelsBf16 = 64, kDirectMaxPixelsFewChannelsBf16 = 256, kDirectFewChannels = 64;
+constexpr int64_t kDirectMaxScratchValues = int64_t{1} << 20;
 
 }  // namespace
 
@@ -218,19 +220,22 @@ void CpuBackend::gemm_conv_backward_weights(const Tensor& x, const Tensor& dy, T
 }
 
 // Stride-1 3x3 weight gradients by the direct kernel (direct_weight_gradient.h) where it was faster, alone, on a
-// Zen 5 (bench/direct_weight_gradient.cpp; docs/benchmarks.md, "CPU, twenty-fifth part"):
+// Zen 5 (bench/direct_weight_gradient.cpp; docs/benchmarks.md, "CPU, twenty-fifth part" and "twenty-sixth part"):
 // - FP32 over 4x4 outputs or fewer: 1.3-1.5x the product's speed; over 8x8 or more oneDNN's convolution is faster.
-// - Native BF16 without AMX while x and dy hold fewer than 1 Mi values together (their image pairs, a copy the
-//   kernel makes, then fit the two cores' L2): 1.2-1.6x over 2x2 to 8x8 outputs, against the product or oneDNN's
-//   convolution, whichever the rules above took; larger ones ran slower (14x14 with 256 channels at batch 16) or
-//   level. At exactly 1 Mi (ResNet-20's last stage at batch 128, ResNet-18's first at 64 px batch 32) the copy
-//   raised ResNet-20's peak memory by 0.9 MiB for 0.6% of its step.
+// - Native BF16 without AMX over 8x8 outputs or fewer, and over 16x16 or fewer with 64 channels or fewer in and out
+//   (ResNet-18's first stage at 64 px, ResNet-20's last two): 1.1-1.6x against the product or oneDNN's convolution,
+//   whichever the rules above took. Over 14x14 with 256 channels and over 32x32 or more oneDNN's was faster.
+//   Its scratch (BF16's image pairs) kept under 1 Mi values: at exactly 1 Mi (the pairs of a whole batch of
+//   ResNet-20's last stage at batch 128) it raised ResNet-20's peak memory by 0.9 MiB.
 bool CpuBackend::direct_weight_gradient_chosen(const Tensor& x, const Tensor& dy, const Tensor& dw,
                                                ConvParams p) const {
   if (gemm_conv_ != GemmConv::SmallImages || p.stride != 1 || p.padding != 1) return false;
-  const bool fp32 = x.dtype() == DType::F32 && dy.h() * dy.w() <= kGemmConvMaxPixels;
-  const bool bf16 =
-      x.dtype() == DType::BF16 && !amx_ && !gemm_conv_emulated(x) && x.numel() + dy.numel() < kDirectMaxBf16Values;
+  const int64_t pixels = dy.h() * dy.w();
+  const bool fp32 = x.dtype() == DType::F32 && pixels <= kGemmConvMaxPixels;
+  const bool bf16 = x.dtype() == DType::BF16 && !amx_ && !gemm_conv_emulated(x) &&
+                    (pixels <= kDirectMaxPixelsBf16 || (pixels <= kDirectMaxPixelsFewChannelsBf16 &&
+                                                        x.c() <= kDirectFewChannels && dy.c() <= kDirectFewChannels)) &&
+                    cpu_detail::direct_weight_gradient_scratch_values(x, dy) < kDirectMaxScratchValues;
   return (fp32 || bf16) && cpu_detail::direct_weight_gradient_fits(x, dy, dw);
 }
 

@@ -15,6 +15,8 @@ namespace {
 constexpr int kTaps = 9;         // 3x3
 constexpr int64_t kLanes = 16;   // input channels an accumulator holds
 constexpr int64_t kOutputs = 2;  // output channels a block holds: 2 x 9 accumulators
+// BF16: x's and dy's pairs made at a time, in values (512 KiB): a part of the batch, where the whole would take more.
+constexpr int64_t kPartValues = int64_t{1} << 18;
 
 // Every function below with AVX-512 inside: BF16's instructions are used only on BF16's path, which runs only where
 // the CPU has them (GCC 12 does not emit them for float code).
@@ -24,6 +26,15 @@ constexpr int64_t kOutputs = 2;  // output channels a block holds: 2 x 9 accumul
 struct Window {
   uint32_t taps;
   int64_t offset;  // in elements (a BF16 pair is one), before the image where the top-left tap is padding
+};
+
+// A part of the batch, where the images are summed a part at a time (BF16's pairs made for one part at a time): each
+// block's 18 accumulators and 2 centre sums kept in `sums` between the parts, so that the sums are the ones a single
+// pass over the batch makes, bit for bit. One part: sums is null.
+constexpr int64_t kBlockSums = 2 * kTaps + 2;  // vectors of kLanes a block keeps
+struct Part {
+  float* sums = nullptr;  // (blocks, kBlockSums, kLanes)
+  bool first = true, last = true;
 };
 
 // FP32: one image at a time; an element is a float, the gradient broadcast as it is.
@@ -236,7 +247,7 @@ template <class Kind, int kSide, class Out>
 [[AMPWB_AVX512]] void weight_gradient_blocks(const typename Kind::Element* x, const typename Kind::Element* dy, Out* dw,
                                              int64_t images, int64_t C, int64_t K, int64_t image_values,
                                              int64_t dy_values, const std::vector<Window>& windows, int64_t row,
-                                             int64_t first, int64_t last) {
+                                             Part part, int64_t first, int64_t last) {
   static const OihwOrder order;
   const int64_t output_blocks = K / kOutputs, pixels = static_cast<int64_t>(windows.size());
   for (int64_t block = first; block < last; ++block) {
@@ -245,6 +256,15 @@ template <class Kind, int kSide, class Out>
     // pixels its sums are the longest chains of dependent multiply-adds, and would set the pace.
     __m512 acc0[kTaps], acc1[kTaps], centre0 = _mm512_setzero_ps(), centre1 = _mm512_setzero_ps();
     for (int t = 0; t < kTaps; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
+    float* const sums = part.sums ? part.sums + block * kBlockSums * kLanes : nullptr;
+    if (sums && !part.first) {
+      for (int t = 0; t < kTaps; ++t) {
+        acc0[t] = _mm512_loadu_ps(sums + t * kLanes);
+        acc1[t] = _mm512_loadu_ps(sums + (kTaps + t) * kLanes);
+      }
+      centre0 = _mm512_loadu_ps(sums + 2 * kTaps * kLanes);
+      centre1 = _mm512_loadu_ps(sums + (2 * kTaps + 1) * kLanes);
+    }
     auto image = [&](int64_t i) { return x + i * image_values + c; };
     auto grad = [&](int64_t i) { return dy + i * dy_values + o; };
     for (int64_t i = 0; i < images; i += 2) {
@@ -258,6 +278,15 @@ template <class Kind, int kSide, class Out>
           sum_image<Kind>(image(i + 1), grad(i + 1), K, C, row, windows.data(), pixels, acc0, acc1, centre0, centre1);
       }
     }
+    if (sums && !part.last) {
+      for (int t = 0; t < kTaps; ++t) {
+        _mm512_storeu_ps(sums + t * kLanes, acc0[t]);
+        _mm512_storeu_ps(sums + (kTaps + t) * kLanes, acc1[t]);
+      }
+      _mm512_storeu_ps(sums + 2 * kTaps * kLanes, centre0);
+      _mm512_storeu_ps(sums + (2 * kTaps + 1) * kLanes, centre1);
+      continue;
+    }
     acc0[4] = _mm512_add_ps(acc0[4], centre0);
     acc1[4] = _mm512_add_ps(acc1[4], centre1);
     order.store(acc0, dw + (o * C + c) * kTaps);
@@ -270,12 +299,13 @@ template <class Kind, int kSide, class Out>
 template <class Kind, int kSide, class Out>
 void weight_gradient(const typename Kind::Element* x, const typename Kind::Element* dy, Out* dw, int64_t images,
                      int64_t C, int64_t K, int64_t image_values, int64_t dy_values, const std::vector<Window>& windows,
-                     int64_t row, int threads) {
+                     int64_t row, Part part, int threads) {
   const int64_t blocks = C / kLanes * (K / kOutputs);
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
   for (int k = 0; k < threads; ++k) {
     const auto [first, last] = share(blocks, threads, k);
-    weight_gradient_blocks<Kind, kSide>(x, dy, dw, images, C, K, image_values, dy_values, windows, row, first, last);
+    weight_gradient_blocks<Kind, kSide>(x, dy, dw, images, C, K, image_values, dy_values, windows, row, part, first,
+                                        last);
   }
 }
 
@@ -288,7 +318,26 @@ bool cpu_has_avx512_bf16() { return cpu_has_avx512() && __builtin_cpu_supports("
 
 #undef AMPWB_AVX512
 
+// BF16's pairs of x and dy are made for a part of the batch at a time where the block sums kept between the parts
+// take less memory than the pairs of the whole batch would.
+struct Bf16Parts {
+  int64_t pairs, part_pairs;  // the batch's image pairs, and those of a part (even: each part's first pair is even)
+  int64_t sums_values;        // the block sums kept between the parts (none for one part)
+  int64_t scratch;            // BF16 values: the pairs of a part, and the sums (FP32: two values each)
+};
+Bf16Parts bf16_parts(const Tensor& x, const Tensor& dy) {
+  const int64_t pairs = (x.n() + 1) / 2, pair_values = 2 * (x.h() * x.w() * x.c() + dy.h() * dy.w() * dy.c());
+  const int64_t sums_values = x.c() / kLanes * (dy.c() / kOutputs) * kBlockSums * kLanes;
+  if (pairs * pair_values <= kPartValues || sums_values > kPartValues) return {pairs, pairs, 0, pairs * pair_values};
+  const int64_t part_pairs = std::max<int64_t>(2, kPartValues / pair_values / 2 * 2);
+  if (part_pairs >= pairs) return {pairs, pairs, 0, pairs * pair_values};
+  return {pairs, part_pairs, sums_values, part_pairs * pair_values + 2 * sums_values};
+}
 }  // namespace
+
+int64_t direct_weight_gradient_scratch_values(const Tensor& x, const Tensor& dy) {
+  return x.dtype() == DType::BF16 ? bf16_parts(x, dy).scratch : 0;
+}
 
 bool direct_weight_gradient_fits(const Tensor& x, const Tensor& dy, const Tensor& dw) {
   static const bool avx512 = cpu_has_avx512(), bf16 = cpu_has_avx512_bf16();
@@ -316,23 +365,32 @@ void direct_weight_gradient(const Tensor& x, const Tensor& dy, Tensor& dw, ConvP
   // Square images of 2x2 or 4x4 pixels at stride 1, padding 1: unrolled whole (sum_small_image).
   const int side = H == W && P == H && Q == W && p.stride == 1 && p.padding == 1 && (H == 2 || H == 4) ? int(H) : 0;
   auto run = [&]<class Kind>(const typename Kind::Element* in, const typename Kind::Element* grad, auto* out,
-                             int64_t images) {
+                             int64_t images, Part part) {
     auto with = [&]<int kSide>() {
-      weight_gradient<Kind, kSide>(in, grad, out, images, C, K, H * W * C, P * Q * K, windows, W * C, threads);
+      weight_gradient<Kind, kSide>(in, grad, out, images, C, K, H * W * C, P * Q * K, windows, W * C, part, threads);
     };
     side == 2   ? with.template operator()<2>()
     : side == 4 ? with.template operator()<4>()
                 : with.template operator()<0>();
   };
   if (x.dtype() == DType::F32)
-    return run.template operator()<Fp32>(x.data_as<float>(), dy.data_as<float>(), dw.data_as<float>(), N);
-  const int64_t pairs = (N + 1) / 2;
-  Tensor x2 = Tensor::empty({pairs * H * W * C * 2}, DType::BF16),
-         dy2 = Tensor::empty({pairs * P * Q * K * 2}, DType::BF16);
-  pair_images(static_cast<const uint16_t*>(x.data()), static_cast<uint32_t*>(x2.data()), N, H * W * C, threads);
-  pair_images(static_cast<const uint16_t*>(dy.data()), static_cast<uint32_t*>(dy2.data()), N, P * Q * K, threads);
-  run.template operator()<Bf16Pairs>(static_cast<const uint32_t*>(x2.data()), static_cast<const uint32_t*>(dy2.data()),
-                                     static_cast<uint16_t*>(dw.data()), pairs);
+    return run.template operator()<Fp32>(x.data_as<float>(), dy.data_as<float>(), dw.data_as<float>(), N, Part{});
+  const Bf16Parts parts = bf16_parts(x, dy);
+  const int64_t pairs = parts.pairs, part_pairs = parts.part_pairs;
+  Tensor x2 = Tensor::empty({part_pairs * H * W * C * 2}, DType::BF16),
+         dy2 = Tensor::empty({part_pairs * P * Q * K * 2}, DType::BF16);
+  Tensor sums = parts.sums_values ? Tensor::empty({parts.sums_values}, DType::F32) : Tensor();
+  for (int64_t first = 0; first < pairs; first += part_pairs) {
+    const int64_t part = std::min(part_pairs, pairs - first), images = std::min(2 * part, N - 2 * first);
+    pair_images(static_cast<const uint16_t*>(x.data()) + 2 * first * H * W * C, static_cast<uint32_t*>(x2.data()),
+                images, H * W * C, threads);
+    pair_images(static_cast<const uint16_t*>(dy.data()) + 2 * first * P * Q * K, static_cast<uint32_t*>(dy2.data()),
+                images, P * Q * K, threads);
+    run.template operator()<Bf16Pairs>(
+        static_cast<const uint32_t*>(x2.data()), static_cast<const uint32_t*>(dy2.data()),
+        static_cast<uint16_t*>(dw.data()), part,
+        Part{sums.defined() ? sums.data_as<float>() : nullptr, first == 0, first + part == pairs});
+  }
 }
 
 }  // namespace ampwb::cpu_detail

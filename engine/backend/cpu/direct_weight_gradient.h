@@ -12,6 +12,10 @@ namespace ampwb::cpu_detail {
 // (a CPU with AVX512-BF16) or all FP32 (AVX-512), C and K multiples of 16.
 bool direct_weight_gradient_fits(const Tensor& x, const Tensor& dy, const Tensor& dw);
 
+// What direct_weight_gradient allocates for its work, in 16-bit values: BF16's image pairs (and, where it pairs a part
+// of the batch at a time, the sums kept between the parts); none for FP32.
+int64_t direct_weight_gradient_scratch_values(const Tensor& x, const Tensor& dy);
+
 // dw = the sum over images and output pixels of dy (x) x's kernel window, in FP32; BF16's rounded to nearest even
 // (VCVTNE2PS2BF16, as oneDNN rounds).
 void direct_weight_gradient(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p, int threads);
