@@ -25,6 +25,7 @@
 #include "backend/cpu/batchnorm_chunked.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/direct_weight_gradient.h"
+#include "backend/cpu/stem_convolution.h"
 #include "core/allocator.h"
 #include "core/convert16.h"
 #include "core/simd.h"
@@ -1124,6 +1125,67 @@ TEST(CpuBackend, DirectWeightGradientMatchesTheFloat64Reference) {
       ++checked;
     }
   if (checked == 0) GTEST_SKIP() << "no AVX-512 here: the direct weight gradient does not run";
+}
+
+// The stem kernel against the float64 reference, native BF16 (where the CPU has it): ResNet-18's 7x7 stride-2 stem
+// and ResNet-20's 3x3 one, 1 to 4 channels in, 16 to 64 out, rows whose pixels do not fill the kernel's blocks of 4,
+// images not square, no padding; within the op tests' bound for the forward pass.
+TEST(CpuBackend, StemForwardMatchesTheFloat64Reference) {
+  struct Case {
+    int64_t images, channels, height, width, outputs, kernel;
+    int stride, padding;
+  };
+  CpuBackend host({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+  int checked = 0;
+  for (const Case c : {Case{2, 3, 20, 18, 64, 7, 2, 3}, Case{3, 3, 9, 11, 16, 3, 1, 1}, Case{1, 1, 13, 13, 32, 3, 1, 1},
+                       Case{2, 4, 10, 7, 48, 5, 2, 2}, Case{2, 2, 8, 8, 16, 3, 1, 0}}) {
+    const int64_t P = (c.height + 2 * c.padding - c.kernel) / c.stride + 1,
+                  Q = (c.width + 2 * c.padding - c.kernel) / c.stride + 1;
+    SCOPED_TRACE(std::to_string(c.images) + " images " + std::to_string(c.height) + "x" + std::to_string(c.width) +
+                 "x" + std::to_string(c.channels) + " kernel " + std::to_string(c.kernel) + " stride " +
+                 std::to_string(c.stride) + " padding " + std::to_string(c.padding));
+    Rng rng(67);
+    const Tensor x = host_random({c.images, c.channels, c.height, c.width}, rng, DType::BF16, Layout::NHWC);
+    const Tensor w = host_random({c.outputs, c.channels, c.kernel, c.kernel}, rng, DType::BF16);
+    Tensor y = Tensor::empty({c.images, c.outputs, P, Q}, DType::BF16, Layout::NHWC);
+    if (!cpu_detail::stem_forward_fits(x, w, y)) continue;  // no AVX512-BF16 here
+    cpu_detail::stem_forward(x, w, y, {c.stride, c.padding}, 2);
+    const ref::Array want = ref::conv2d_forward(ref::from_tensor(x), ref::from_tensor(w), c.stride, c.padding);
+    expect_matches(host, "y", y, want, Kernel::Conv2dForward, Precision::BF16, Result::Same);
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no AVX512-BF16 here: the stem kernel does not run";
+}
+
+// auto's rule for the stem kernel: native BF16 on AVX512-BF16 without AMX takes it for the forward pass over images
+// of 4 channels or fewer (its bits, which oneDNN's differ from), and oneDNN's convolution for more channels.
+TEST(CpuBackend, AutoTakesTheStemKernelForFewChannelsOnAvx512Bf16WithoutAmx) {
+  CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
+  if (automatic.description().find("avx512_core_amx") != std::string::npos || !automatic.capabilities().bf16.native)
+    GTEST_SKIP() << "no native BF16 without AMX here (" << automatic.description() << "): the rule does not apply";
+  CpuBackend direct({2, CpuBf16::Auto, false, ConvAlgorithm::Direct});
+  for (const int64_t channels : {3, 16}) {
+    SCOPED_TRACE(std::to_string(channels) + " channels");
+    Rng rng(71);
+    const Tensor x = host_random({4, channels, 32, 32}, rng, DType::BF16, Layout::NHWC);
+    const Tensor w = host_random({64, channels, 7, 7}, rng, DType::BF16);
+    auto forward = [&](CpuBackend* b) {
+      Tensor y = Tensor::empty({4, 64, 16, 16}, DType::BF16, Layout::NHWC);
+      if (b)
+        b->conv2d_forward(x, w, y, {2, 3});
+      else
+        cpu_detail::stem_forward(x, w, y, {2, 3}, 2);
+      return to_float_vector(y);
+    };
+    const std::vector<float> got = forward(&automatic), onednn = forward(&direct);
+    if (channels > 4) {
+      EXPECT_EQ(got, onednn);
+      continue;
+    }
+    const std::vector<float> kernel = forward(nullptr);
+    ASSERT_NE(kernel, onednn) << "the kernel and oneDNN gave the same bits: nothing checked";
+    EXPECT_EQ(got, kernel);
+  }
 }
 
 // FP16 and BF16 convolutions, which the CPU emulates, take Winograd with the conversions folded into its transforms:

@@ -129,6 +129,9 @@ class CpuBackend final : public Backend {
   // FP32, and native BF16 without AMX: the weight gradient of a stride-1 3x3 convolution over small images by the
   // engine's own kernel (backend/cpu/direct_weight_gradient.h), in the modes that take products over small images.
   bool direct_weight_gradient_chosen(const Tensor& x, const Tensor& dy, const Tensor& dw, ConvParams p) const;
+  // Native BF16 without AMX: the forward pass of a convolution over images of few channels (a network's stem) by the
+  // engine's own kernel (backend/cpu/stem_convolution.h), in the same modes.
+  bool stem_forward_chosen(const Tensor& x, const Tensor& w, const Tensor& y) const;
   void gemm_conv_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p);
   void gemm_conv_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p);
   void gemm_conv_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p);

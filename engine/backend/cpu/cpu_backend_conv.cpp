@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/direct_weight_gradient.h"
+#include "backend/cpu/stem_convolution.h"
 #include "backend/cpu/winograd.h"
 
 namespace ampwb {
@@ -19,6 +20,7 @@ using cpu_detail::direct_weight_gradient;
 using cpu_detail::make_key;
 using cpu_detail::plain_desc;
 using cpu_detail::require_native_bf16;
+using cpu_detail::stem_forward;
 using cpu_detail::winograd_backward_data;
 using cpu_detail::winograd_backward_weights;
 using cpu_detail::winograd_fits;
@@ -135,6 +137,7 @@ void CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Con
       return c;
     });
   };
+  if (stem_forward_chosen(x, w, y)) return stem_forward(x, w, y, p, threads_);
   if (gemm_conv_chosen(x, w, y, ConvPass::Forward, p)) return gemm_conv_forward(x, w, y, p);
   const bool ask = ask_onednn(impl_->emulate_bf16, x, w, y);
   auto direct = [&] { run_weights_pass(primitive(x, w, y, ask), primitive, x, w, y, DNNL_ARG_SRC, DNNL_ARG_DST); };

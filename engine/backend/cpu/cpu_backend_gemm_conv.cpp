@@ -9,6 +9,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/direct_weight_gradient.h"
+#include "backend/cpu/stem_convolution.h"
 
 namespace ampwb {
 
@@ -237,6 +238,14 @@ bool CpuBackend::direct_weight_gradient_chosen(const Tensor& x, const Tensor& dy
                                                         x.c() <= kDirectFewChannels && dy.c() <= kDirectFewChannels)) &&
                     cpu_detail::direct_weight_gradient_scratch_values(x, dy) < kDirectMaxScratchValues;
   return (fp32 || bf16) && cpu_detail::direct_weight_gradient_fits(x, dy, dw);
+}
+
+// Native BF16 without AMX: the forward pass over images of 4 channels or fewer (ResNet-18's 7x7 stem, ResNet-20's 3x3
+// one) by the stem kernel, which pairs values along a kernel row where oneDNN pairs channels (padding 3 to 4): 1.3x
+// oneDNN's speed alone on a Zen 5 (bench/stem_convolution.cpp; docs/benchmarks.md, "CPU, twenty-sixth part").
+bool CpuBackend::stem_forward_chosen(const Tensor& x, const Tensor& w, const Tensor& y) const {
+  return gemm_conv_ == GemmConv::SmallImages && x.dtype() == DType::BF16 && !amx_ && !gemm_conv_emulated(x) &&
+         cpu_detail::stem_forward_fits(x, w, y);
 }
 
 // The 16-bit types the engine emulates (FP16; BF16 where emulated) compute in FP32 on the widened values.
