@@ -178,7 +178,7 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
                        "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; "
                        "with AVX-512, the forward pass of those of 4x4 outputs or fewer as a matrix product and "
                        "their weight gradient by the engine's own kernel (strided: a product), and more passes and "
-                       "sizes for native BF16), "
+                       "sizes for native BF16, whose stem also runs its own kernel), "
                        "direct (oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for "
                        "each pass and shape, timed on its first call; two runs may then choose differently)")
           ->check(CLI::IsMember({"auto", "direct", "winograd", "measured"}))
