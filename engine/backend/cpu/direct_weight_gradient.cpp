@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <utility>
 #include <vector>
+
+#include "backend/cpu/kernel_threads.h"
 
 namespace ampwb::cpu_detail {
 
@@ -59,11 +60,6 @@ struct Bf16Pairs {
   }
 };
 
-// The share [first, last) of `total` that thread k of `threads` takes.
-std::pair<int64_t, int64_t> share(int64_t total, int threads, int k) {
-  return {total * k / threads, total * (k + 1) / threads};
-}
-
 // (N, values) BF16 -> (ceil(N/2), values, 2): images 2i and 2i+1 interleaved value by value, so that one 32-bit
 // element holds the two values VDPBF16PS multiplies and adds; an odd batch's last image paired with zeros.
 // values: a multiple of 16; chunks [first, last) of 16 values each.
@@ -86,13 +82,11 @@ std::pair<int64_t, int64_t> share(int64_t total, int threads, int k) {
   }
 }
 
-// (The threads' loops stay outside the AVX-512 functions: clang outlines an OpenMP region without its function's
-// target.)
 void pair_images(const uint16_t* in, uint32_t* out, int64_t images, int64_t values, int threads) {
   const int64_t chunks = (images + 1) / 2 * (values / 16);
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
   for (int k = 0; k < threads; ++k) {
-    const auto [first, last] = share(chunks, threads, k);
+    const auto [first, last] = thread_share(chunks, threads, k);
     pair_chunks(in, out, images, values, first, last);
   }
 }
@@ -303,18 +297,11 @@ void weight_gradient(const typename Kind::Element* x, const typename Kind::Eleme
   const int64_t blocks = C / kLanes * (K / kOutputs);
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
   for (int k = 0; k < threads; ++k) {
-    const auto [first, last] = share(blocks, threads, k);
+    const auto [first, last] = thread_share(blocks, threads, k);
     weight_gradient_blocks<Kind, kSide>(x, dy, dw, images, C, K, image_values, dy_values, windows, row, part, first,
                                         last);
   }
 }
-
-bool cpu_has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-}
-
-bool cpu_has_avx512_bf16() { return cpu_has_avx512() && __builtin_cpu_supports("avx512bf16"); }
 
 #undef AMPWB_AVX512
 

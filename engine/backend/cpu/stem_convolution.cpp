@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <utility>
+
+#include "backend/cpu/kernel_threads.h"
 
 namespace ampwb::cpu_detail {
 
@@ -33,11 +34,6 @@ Dims dims_of(const Tensor& x, const Tensor& w, const Tensor& y, ConvParams p) {
   d.Hp = std::max(d.H + 2 * d.padding, (d.P - 1) * d.stride + d.R);
   d.Wp = std::max(d.W + 2 * d.padding, ((blocks * kPixels - 1) * d.stride * d.C + 2 * d.pairs + d.C - 1) / d.C);
   return d;
-}
-
-// The share [first, last) of `total` that thread k of `threads` takes.
-std::pair<int64_t, int64_t> share(int64_t total, int threads, int k) {
-  return {total * k / threads, total * (k + 1) / threads};
 }
 
 // Output rows [first, last) (image n, row oh: item n * P + oh) of y, kBlocks x 16 output channels: per block of
@@ -74,12 +70,6 @@ template <int kBlocks>
                               (__m256i)_mm512_cvtneps_pbh(acc[px][b]));
     }
   }
-}
-
-bool cpu_has_avx512_bf16() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512bf16");
 }
 
 #undef AMPWB_AVX512
@@ -124,7 +114,7 @@ void stem_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p, int
   const int64_t rows = d.N * d.P;
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
   for (int k = 0; k < threads; ++k) {
-    const auto [first, last] = share(rows, threads, k);
+    const auto [first, last] = thread_share(rows, threads, k);
     switch (d.K / kLanes) {
       case 1:
         stem_rows<1>(pad, weights, out, d, first, last);
