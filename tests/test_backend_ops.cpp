@@ -21,7 +21,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/cpu/backward_data_weights.h"
 #include "backend/cpu/batchnorm_chunked.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/direct_weight_gradient.h"
@@ -1186,6 +1188,37 @@ TEST(CpuBackend, AutoTakesTheStemKernelForFewChannelsOnAvx512Bf16WithoutAmx) {
     ASSERT_NE(kernel, onednn) << "the kernel and oneDNN gave the same bits: nothing checked";
     EXPECT_EQ(got, kernel);
   }
+}
+
+// The engine's copy of 3x3 weights into the layouts oneDNN's backward-data convolutions read (backward_data_weights.h)
+// against oneDNN's own reorder, byte for byte: FP32 and BF16, one block and several each way, channels in and out
+// unequal. (The convolutions that read the copy are checked against float64 by the op cases above.)
+TEST(CpuBackend, BackwardDataWeightsAreOneDnnsReorderByteForByte) {
+  using dnnl::memory;
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  int checked = 0;
+  for (const DType dtype : {DType::F32, DType::BF16})
+    for (const auto& [K, C] : {std::pair<int64_t, int64_t>{16, 16}, {32, 48}, {64, 16}, {48, 96}}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + std::to_string(K) + "x" + std::to_string(C) + "x3x3");
+      Rng rng(73);
+      const Tensor w = host_random({K, C, 3, 3}, rng, dtype);
+      if (!cpu_detail::backward_data_layout_fits(w)) continue;  // no AVX-512 here
+      const bool fp32 = dtype == DType::F32;
+      const auto type = fp32 ? memory::data_type::f32 : memory::data_type::bf16;
+      memory from({{K, C, 3, 3}, type, memory::format_tag::abcd}, engine, const_cast<void*>(w.data()));
+      memory oneDNN(
+          {{K, C, 3, 3}, type, fp32 ? memory::format_tag::ABcd16a16b : memory::format_tag::ABcd8a16b2a}, engine);
+      dnnl::reorder(from, oneDNN).execute(stream, from, oneDNN);
+      stream.wait();
+      const size_t bytes = oneDNN.get_desc().get_size();
+      ASSERT_EQ(bytes, static_cast<size_t>(w.numel()) * dtype_size(dtype));
+      std::vector<char> ours(bytes);
+      cpu_detail::to_backward_data_layout(w, ours.data(), 2);
+      EXPECT_EQ(std::memcmp(ours.data(), oneDNN.get_data_handle(), bytes), 0);
+      ++checked;
+    }
+  if (checked == 0) GTEST_SKIP() << "no AVX-512 here: the copy does not run";
 }
 
 // FP16 and BF16 convolutions, which the CPU emulates, take Winograd with the conversions folded into its transforms:

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "backend/cpu/backward_data_weights.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/convert16.h"
 #include "core/error.h"
@@ -159,6 +160,7 @@ struct Cached {
   memory::desc user_weights;             // conv weights as stored in the tensor (OIHW)
   dnnl::primitive to_primitive_weights;  // reorders, made only where the two differ
   dnnl::primitive to_user_weights;
+  bool backward_data_layout = false;  // to_primitive_weights' work done by the engine's copy instead
 };
 
 struct CpuBackend::Impl {
@@ -248,7 +250,12 @@ struct CpuBackend::Impl {
     if (!c.to_primitive_weights) return wrap(c.user_weights, w.data());
     holder = Tensor::empty({static_cast<int64_t>(c.weights.get_size())}, DType::U8);
     memory m = wrap(c.weights, holder.data());
-    reorder(c.to_primitive_weights, wrap(c.user_weights, w.data()), m);
+    if (c.backward_data_layout) {
+      ConversionTimer timer(*this);
+      cpu_detail::to_backward_data_layout(w, holder.data(), threads);
+    } else {
+      reorder(c.to_primitive_weights, wrap(c.user_weights, w.data()), m);
+    }
     return m;
   }
 
@@ -285,6 +292,11 @@ struct CpuBackend::Impl {
     if (c.weights != c.user_weights) {
       c.to_primitive_weights = dnnl::reorder(dnnl::reorder::primitive_desc(engine, c.user_weights, engine, c.weights));
       c.to_user_weights = dnnl::reorder(dnnl::reorder::primitive_desc(engine, c.weights, engine, c.user_weights));
+      const bool fp32 = w.dtype() == DType::F32;
+      c.backward_data_layout =
+          cpu_detail::backward_data_layout_fits(w) &&
+          c.weights == memory::desc(c.user_weights.dims(), fp32 ? memory::data_type::f32 : memory::data_type::bf16,
+                                    fp32 ? memory::format_tag::ABcd16a16b : memory::format_tag::ABcd8a16b2a);
     }
   }
 
