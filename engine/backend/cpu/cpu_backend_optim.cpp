@@ -153,31 +153,53 @@ void check_gradient(const ParamUpdate& u, const char* what) {
               what << ": " << u.param.describe() << " and " << u.grad.describe() << " differ");
 }
 
-// Runs update(begin, end, g) over [0, n) piece by piece, g the piece's gradients (g[0] is element begin's), each
-// piece followed by its copy's rounding (the same kernels convert() runs, so the copy is bit for bit what convert()
-// would write). A 16-bit gradient is widened a piece at a time (exactly: every 16-bit value is an FP32 value), so
-// it costs no pass of its own. With sums (one per thread), each piece's gradients are first checked as
-// scale_and_check(g, 1) checks them, while they come into the cache.
+// One tensor's update as the optimizers give it: its master, the optional 16-bit copy and its rounding, its gradient.
+struct Updated {
+  float* w;
+  uint16_t* copy;
+  RoundFn round;
+  const Tensor* grad;
+};
+
+// Runs update(j, begin, end, g) over thread k's share of each tensor j in turn, piece by piece, g the piece's
+// gradients (g[0] is element begin's), each piece followed by its copy's rounding (the same kernels convert() runs,
+// so the copy is bit for bit what convert() would write). A 16-bit gradient is widened a piece at a time (exactly:
+// every 16-bit value is an FP32 value), so it costs no pass of its own. With sums (one per thread), each piece's
+// gradients are first checked as scale_and_check(g, 1) checks them, while they come into the cache. All tensors in
+// one parallel region: a region per tensor cost ResNet-18's 62 tensors a fork and join each.
 template <class Update>
-void update_in_pieces(int64_t n, int threads, const float* w, uint16_t* copy, RoundFn round, const Tensor& grad,
-                      CheckSums* sums, Update&& update) {
+void update_in_pieces(const std::vector<Updated>& tensors, int threads, CheckSums* sums, Update&& update) {
   const SimdLevel level = simd_level();
-  const bool wide = grad.dtype() == DType::F32;
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
   for (int k = 0; k < threads; ++k) {
-    const auto [first, last] = thread_range(n, threads, k);
     alignas(64) float widened[kUpdatePiece];
-    for (int64_t begin = first; begin < last; begin += kUpdatePiece) {
-      const int64_t end = std::min(last, begin + kUpdatePiece);
-      const float* g = wide ? grad.data_as<float>() + begin : widened;
-      if (!wide) widen_16bit(grad.dtype(), grad.data_as<uint16_t>() + begin, widened, end - begin, 1);
-      call_vectorised(level, [&] {
-        if (sums) check_range<false>(const_cast<float*>(g), 0, end - begin, 1.0f, sums[k]);  // reads only
-        update(begin, end, g);
-      });
-      if (round) round(w + begin, copy + begin, end - begin, 1);
+    for (size_t j = 0; j < tensors.size(); ++j) {
+      const Updated& t = tensors[j];
+      const bool wide = t.grad->dtype() == DType::F32;
+      const auto [first, last] = thread_range(t.grad->numel(), threads, k);
+      for (int64_t begin = first; begin < last; begin += kUpdatePiece) {
+        const int64_t end = std::min(last, begin + kUpdatePiece);
+        const float* g = wide ? t.grad->data_as<float>() + begin : widened;
+        if (!wide) widen_16bit(t.grad->dtype(), t.grad->data_as<uint16_t>() + begin, widened, end - begin, 1);
+        call_vectorised(level, [&] {
+          if (sums) check_range<false>(const_cast<float*>(g), 0, end - begin, 1.0f, sums[k]);  // reads only
+          update(j, begin, end, g);
+        });
+        if (t.round) t.round(t.w + begin, t.copy + begin, end - begin, 1);
+      }
     }
   }
+}
+
+// The tensors of an update, checked.
+std::vector<Updated> updated_tensors(const std::vector<ParamUpdate>& params, const char* what) {
+  std::vector<Updated> tensors;
+  for (const ParamUpdate& u : params) {
+    check_gradient(u, what);
+    const RoundFn round = copy_rounding(u.param, u.copy);
+    tensors.push_back({u.param.data_as<float>(), round ? u.copy.data_as<uint16_t>() : nullptr, round, &u.grad});
+  }
+  return tensors;
 }
 
 // The threads' sums, added in thread order, as read_scalars() returns them.
@@ -192,49 +214,40 @@ void store_check(const std::vector<CheckSums>& sums, StepScalars& scalars) {
 }  // namespace
 
 void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) {
-  for (const ParamUpdate& u : params) {
-    check_gradient(u, "SGD parameter and gradient");
-    copy_rounding(u.param, u.copy);
-  }
+  const std::vector<Updated> tensors = updated_tensors(params, "SGD parameter and gradient");
   AMPWB_CHECK(!p.check_gradients || !p.skip_if_found_inf, "SGD: a check inside an update gated by one");
   if (found_inf(p.skip_if_found_inf)) return;  // the loss scaler skips this step
   const float lr = step_values(p.step_values, p.lr, 0).lr;
+  std::vector<float*> buffers;
+  for (const ParamUpdate& u : params) buffers.push_back(p.momentum != 0.0f ? u.state1.data_as<float>() : nullptr);
   std::vector<CheckSums> sums(p.check_gradients ? threads_ : 0);
-  for (const ParamUpdate& u : params) {
-    const RoundFn round = copy_rounding(u.param, u.copy);
-    float* const w_all = u.param.data_as<float>();
-    float* const buf_all = p.momentum != 0.0f ? u.state1.data_as<float>() : nullptr;
-    update_in_pieces(u.param.numel(), threads_, w_all, round ? u.copy.data_as<uint16_t>() : nullptr, round, u.grad,
-                     sums.empty() ? nullptr : sums.data(), [&](int64_t begin, int64_t end, const float* g) {
-                       // Copies in registers: stores through w and buf could alias p's floats and keep the loops
-                       // from vectorising.
-                       const float rate = lr, decay = p.weight_decay, momentum = p.momentum;
-                       const bool first = p.first_step, nesterov = p.nesterov;
-                       const int64_t n = end - begin;
-                       float* w = w_all + begin;
-                       if (!buf_all) {
+  update_in_pieces(tensors, threads_, sums.empty() ? nullptr : sums.data(),
+                   [&](size_t j, int64_t begin, int64_t end, const float* g) {
+                     // Copies in registers: stores through w and buf could alias p's floats and keep the loops
+                     // from vectorising.
+                     const float rate = lr, decay = p.weight_decay, momentum = p.momentum;
+                     const bool first = p.first_step, nesterov = p.nesterov;
+                     const int64_t n = end - begin;
+                     float* w = tensors[j].w + begin;
+                     if (!buffers[j]) {
 #pragma omp simd
-                         for (int64_t i = 0; i < n; ++i) w[i] -= rate * (g[i] + decay * w[i]);
-                         return;
-                       }
-                       float* buf = buf_all + begin;
+                       for (int64_t i = 0; i < n; ++i) w[i] -= rate * (g[i] + decay * w[i]);
+                       return;
+                     }
+                     float* buf = buffers[j] + begin;
 #pragma omp simd
-                       for (int64_t i = 0; i < n; ++i) {
-                         const float d = g[i] + decay * w[i];
-                         const float b = first ? d : momentum * buf[i] + d;  // PyTorch: no dampening, buffer = d
-                         buf[i] = b;
-                         w[i] -= rate * (nesterov ? d + momentum * b : b);
-                       }
-                     });
-  }
+                     for (int64_t i = 0; i < n; ++i) {
+                       const float d = g[i] + decay * w[i];
+                       const float b = first ? d : momentum * buf[i] + d;  // PyTorch: no dampening, buffer = d
+                       buf[i] = b;
+                       w[i] -= rate * (nesterov ? d + momentum * b : b);
+                     }
+                   });
   if (p.check_gradients) store_check(sums, scalars_);
 }
 
 void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) {
-  for (const ParamUpdate& u : params) {
-    check_gradient(u, "Adam parameter and gradient");
-    copy_rounding(u.param, u.copy);
-  }
+  const std::vector<Updated> tensors = updated_tensors(params, "Adam parameter and gradient");
   AMPWB_CHECK(!p.check_gradients || !p.skip_if_found_inf, "Adam: a check inside an update gated by one");
   if (found_inf(p.skip_if_found_inf)) return;  // the loss scaler skips this step
   const OptimizerStep values = step_values(p.step_values, p.lr, p.step);
@@ -245,26 +258,25 @@ void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamP
   const float decay = p.decoupled_weight_decay ? 1.0f - values.lr * p.weight_decay : 1.0f;
   const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
   std::vector<CheckSums> sums(p.check_gradients ? threads_ : 0);
+  std::vector<float*> first_moments, second_moments;
   for (const ParamUpdate& u : params) {
-    const RoundFn round = copy_rounding(u.param, u.copy);
-    float* const w_all = u.param.data_as<float>();
-    float* const m1_all = u.state1.data_as<float>();
-    float* const m2_all = u.state2.data_as<float>();
-    update_in_pieces(u.param.numel(), threads_, w_all, round ? u.copy.data_as<uint16_t>() : nullptr, round, u.grad,
-                     sums.empty() ? nullptr : sums.data(), [&](int64_t begin, int64_t end, const float* g) {
-                       const float beta1 = p.beta1, beta2 = p.beta2, eps = p.eps, shrink = decay, l2_decay = l2,
-                                   size = step_size, bias = bias2_sqrt;  // in registers, as in SGD's
-                       const int64_t n = end - begin;
-                       float *w = w_all + begin, *m1 = m1_all + begin, *m2 = m2_all + begin;
-#pragma omp simd
-                       for (int64_t i = 0; i < n; ++i) {
-                         const float gi = g[i] + l2_decay * w[i];
-                         m1[i] = beta1 * m1[i] + (1 - beta1) * gi;
-                         m2[i] = beta2 * m2[i] + (1 - beta2) * gi * gi;
-                         w[i] = w[i] * shrink - size * m1[i] / (std::sqrt(m2[i]) / bias + eps);
-                       }
-                     });
+    first_moments.push_back(u.state1.data_as<float>());
+    second_moments.push_back(u.state2.data_as<float>());
   }
+  update_in_pieces(tensors, threads_, sums.empty() ? nullptr : sums.data(),
+                   [&](size_t j, int64_t begin, int64_t end, const float* g) {
+                     const float beta1 = p.beta1, beta2 = p.beta2, eps = p.eps, shrink = decay, l2_decay = l2,
+                                 size = step_size, bias = bias2_sqrt;  // in registers, as in SGD's
+                     const int64_t n = end - begin;
+                     float *w = tensors[j].w + begin, *m1 = first_moments[j] + begin, *m2 = second_moments[j] + begin;
+#pragma omp simd
+                     for (int64_t i = 0; i < n; ++i) {
+                       const float gi = g[i] + l2_decay * w[i];
+                       m1[i] = beta1 * m1[i] + (1 - beta1) * gi;
+                       m2[i] = beta2 * m2[i] + (1 - beta2) * gi * gi;
+                       w[i] = w[i] * shrink - size * m1[i] / (std::sqrt(m2[i]) / bias + eps);
+                     }
+                   });
   if (p.check_gradients) store_check(sums, scalars_);
 }
 
