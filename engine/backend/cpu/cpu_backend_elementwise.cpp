@@ -214,35 +214,6 @@ void CpuBackend::relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const
 // ---- Pooling ------------------------------------------------------------------------------------------------
 
 namespace {
-// Element access for the OpenMP loops, which accept every floating storage type.
-inline float load(const float* p, int64_t i) { return p[i]; }
-inline float load(const Half* p, int64_t i) { return static_cast<float>(p[i]); }
-inline float load(const BFloat16* p, int64_t i) { return static_cast<float>(p[i]); }
-template <class T>
-inline void store(T* p, int64_t i, float v) {
-  if constexpr (std::is_same_v<T, float>)
-    p[i] = v;
-  else
-    p[i] = T(v);
-}
-
-template <class Fn>
-void dispatch_floating(DType t, Fn&& fn) {
-  switch (t) {
-    case DType::F32:
-      fn(float{});
-      return;
-    case DType::F16:
-      fn(Half{});
-      return;
-    case DType::BF16:
-      fn(BFloat16{});
-      return;
-    default:
-      throw Error(std::string("expected a floating tensor, got ") + dtype_name(t));
-  }
-}
-
 dnnl::pooling_forward::primitive_desc maxpool_forward_pd(const dnnl::engine& engine, const dnnl::primitive_attr& attr,
                                                          const Tensor& x, const Tensor& y, PoolParams p) {
   const memory::dims stride{p.stride, p.stride}, kernel{p.kernel, p.kernel}, pad{p.padding, p.padding};
