@@ -153,12 +153,14 @@ void check_gradient(const ParamUpdate& u, const char* what) {
               what << ": " << u.param.describe() << " and " << u.grad.describe() << " differ");
 }
 
-// One tensor's update as the optimizers give it: its master, the optional 16-bit copy and its rounding, its gradient.
+// One tensor's update as the optimizers give it: its master, the optional 16-bit copy and its rounding, its gradient,
+// the optimizer's state (nullptr where undefined).
 struct Updated {
   float* w;
   uint16_t* copy;
   RoundFn round;
   const Tensor* grad;
+  float *state1, *state2;
 };
 
 // Runs update(j, begin, end, g) over thread k's share of each tensor j in turn, piece by piece, g the piece's
@@ -197,7 +199,9 @@ std::vector<Updated> updated_tensors(const std::vector<ParamUpdate>& params, con
   for (const ParamUpdate& u : params) {
     check_gradient(u, what);
     const RoundFn round = copy_rounding(u.param, u.copy);
-    tensors.push_back({u.param.data_as<float>(), round ? u.copy.data_as<uint16_t>() : nullptr, round, &u.grad});
+    auto state = [](const Tensor& t) { return t.defined() ? t.data_as<float>() : nullptr; };
+    tensors.push_back({u.param.data_as<float>(), round ? u.copy.data_as<uint16_t>() : nullptr, round, &u.grad,
+                       state(u.state1), state(u.state2)});
   }
   return tensors;
 }
@@ -218,8 +222,8 @@ void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdPar
   AMPWB_CHECK(!p.check_gradients || !p.skip_if_found_inf, "SGD: a check inside an update gated by one");
   if (found_inf(p.skip_if_found_inf)) return;  // the loss scaler skips this step
   const float lr = step_values(p.step_values, p.lr, 0).lr;
-  std::vector<float*> buffers;
-  for (const ParamUpdate& u : params) buffers.push_back(p.momentum != 0.0f ? u.state1.data_as<float>() : nullptr);
+  for (const Updated& t : tensors)
+    AMPWB_CHECK(p.momentum == 0.0f || t.state1, "SGD with momentum: a parameter without its momentum buffer");
   std::vector<CheckSums> sums(p.check_gradients ? threads_ : 0);
   update_in_pieces(tensors, threads_, sums.empty() ? nullptr : sums.data(),
                    [&](size_t j, int64_t begin, int64_t end, const float* g) {
@@ -229,12 +233,12 @@ void CpuBackend::sgd_update(const std::vector<ParamUpdate>& params, const SgdPar
                      const bool first = p.first_step, nesterov = p.nesterov;
                      const int64_t n = end - begin;
                      float* w = tensors[j].w + begin;
-                     if (!buffers[j]) {
+                     if (momentum == 0.0f) {
 #pragma omp simd
                        for (int64_t i = 0; i < n; ++i) w[i] -= rate * (g[i] + decay * w[i]);
                        return;
                      }
-                     float* buf = buffers[j] + begin;
+                     float* buf = tensors[j].state1 + begin;
 #pragma omp simd
                      for (int64_t i = 0; i < n; ++i) {
                        const float d = g[i] + decay * w[i];
@@ -258,17 +262,13 @@ void CpuBackend::adam_update(const std::vector<ParamUpdate>& params, const AdamP
   const float decay = p.decoupled_weight_decay ? 1.0f - values.lr * p.weight_decay : 1.0f;
   const float l2 = p.decoupled_weight_decay ? 0.0f : p.weight_decay;
   std::vector<CheckSums> sums(p.check_gradients ? threads_ : 0);
-  std::vector<float*> first_moments, second_moments;
-  for (const ParamUpdate& u : params) {
-    first_moments.push_back(u.state1.data_as<float>());
-    second_moments.push_back(u.state2.data_as<float>());
-  }
+  for (const Updated& t : tensors) AMPWB_CHECK(t.state1 && t.state2, "Adam: a parameter without its moments");
   update_in_pieces(tensors, threads_, sums.empty() ? nullptr : sums.data(),
                    [&](size_t j, int64_t begin, int64_t end, const float* g) {
                      const float beta1 = p.beta1, beta2 = p.beta2, eps = p.eps, shrink = decay, l2_decay = l2,
                                  size = step_size, bias = bias2_sqrt;  // in registers, as in SGD's
                      const int64_t n = end - begin;
-                     float *w = tensors[j].w + begin, *m1 = first_moments[j] + begin, *m2 = second_moments[j] + begin;
+                     float *w = tensors[j].w + begin, *m1 = tensors[j].state1 + begin, *m2 = tensors[j].state2 + begin;
 #pragma omp simd
                      for (int64_t i = 0; i < n; ++i) {
                        const float gi = g[i] + l2_decay * w[i];
