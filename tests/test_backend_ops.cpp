@@ -27,6 +27,7 @@
 #include "backend/cpu/batchnorm_chunked.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/direct_weight_gradient.h"
+#include "backend/cpu/forward_weights.h"
 #include "backend/cpu/stem_convolution.h"
 #include "core/allocator.h"
 #include "core/convert16.h"
@@ -1218,6 +1219,44 @@ TEST(CpuBackend, BackwardDataWeightsAreOneDnnsReorderByteForByte) {
       EXPECT_EQ(std::memcmp(ours.data(), oneDNN.get_data_handle(), bytes), 0);
       ++checked;
     }
+  if (checked == 0) GTEST_SKIP() << "no AVX-512 here: the copy does not run";
+}
+
+// The engine's copy of BF16 weights into the layouts oneDNN's BF16 forward convolutions read (forward_weights.h)
+// against oneDNN's own reorder, byte for byte: each block of output channels, 3x3 and 1x1, one item and several each
+// way. (The convolutions that read the copy are checked against float64 by the op cases above.)
+TEST(CpuBackend, ForwardWeightsAreOneDnnsReorderByteForByte) {
+  using dnnl::memory;
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  int checked = 0;
+  struct Case {
+    int64_t K, C, R;
+    int block;
+    memory::format_tag tag;
+  };
+  for (const Case c : {Case{16, 32, 3, 16, memory::format_tag::AcdB16a2b},
+                       {64, 96, 3, 32, memory::format_tag::AcdB32a2b},
+                       {128, 64, 3, 64, memory::format_tag::AcdB64a2b},
+                       {64, 32, 1, 32, memory::format_tag::AcdB32a2b},
+                       {128, 96, 1, 64, memory::format_tag::AcdB64a2b}}) {
+    SCOPED_TRACE(std::to_string(c.K) + "x" + std::to_string(c.C) + "x" + std::to_string(c.R) + "x" +
+                 std::to_string(c.R) + ", block " + std::to_string(c.block));
+    Rng rng(79);
+    const Tensor w = host_random({c.K, c.C, c.R, c.R}, rng, DType::BF16);
+    if (!cpu_detail::forward_layout_fits(w, c.block)) continue;  // no AVX-512 here
+    const memory::dims dims{c.K, c.C, c.R, c.R};
+    memory from({dims, memory::data_type::bf16, memory::format_tag::abcd}, engine, const_cast<void*>(w.data()));
+    memory oneDNN({dims, memory::data_type::bf16, c.tag}, engine);
+    dnnl::reorder(from, oneDNN).execute(stream, from, oneDNN);
+    stream.wait();
+    const size_t bytes = oneDNN.get_desc().get_size();
+    ASSERT_EQ(bytes, static_cast<size_t>(w.numel()) * 2);
+    std::vector<char> ours(bytes);
+    cpu_detail::to_forward_layout(w, c.block, ours.data(), 2);
+    EXPECT_EQ(std::memcmp(ours.data(), oneDNN.get_data_handle(), bytes), 0);
+    ++checked;
+  }
   if (checked == 0) GTEST_SKIP() << "no AVX-512 here: the copy does not run";
 }
 

@@ -16,6 +16,7 @@
 
 #include "backend/cpu/backward_data_weights.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/forward_weights.h"
 #include "core/convert16.h"
 #include "core/error.h"
 
@@ -160,7 +161,10 @@ struct Cached {
   memory::desc user_weights;             // conv weights as stored in the tensor (OIHW)
   dnnl::primitive to_primitive_weights;  // reorders, made only where the two differ
   dnnl::primitive to_user_weights;
-  bool backward_data_layout = false;  // to_primitive_weights' work done by the engine's copy instead
+  // to_primitive_weights' work done by the engine's own copy instead: into backward data's layout, or into the
+  // forward's BF16 layout with blocks of forward_block output channels (0: not)
+  bool backward_data_layout = false;
+  int forward_block = 0;
 };
 
 struct CpuBackend::Impl {
@@ -253,6 +257,9 @@ struct CpuBackend::Impl {
     if (c.backward_data_layout) {
       ConversionTimer timer(*this);
       cpu_detail::to_backward_data_layout(w, holder.data(), threads);
+    } else if (c.forward_block) {
+      ConversionTimer timer(*this);
+      cpu_detail::to_forward_layout(w, c.forward_block, holder.data(), threads);
     } else {
       reorder(c.to_primitive_weights, wrap(c.user_weights, w.data()), m);
     }
@@ -297,6 +304,12 @@ struct CpuBackend::Impl {
           cpu_detail::backward_data_layout_fits(w) &&
           c.weights == memory::desc(c.user_weights.dims(), fp32 ? memory::data_type::f32 : memory::data_type::bf16,
                                     fp32 ? memory::format_tag::ABcd16a16b : memory::format_tag::ABcd8a16b2a);
+      for (const auto& [block, tag] : {std::pair{16, memory::format_tag::AcdB16a2b},
+                                       {32, memory::format_tag::AcdB32a2b},
+                                       {64, memory::format_tag::AcdB64a2b}})
+        if (cpu_detail::forward_layout_fits(w, block) &&
+            c.weights == memory::desc(c.user_weights.dims(), memory::data_type::bf16, tag))
+          c.forward_block = block;
     }
   }
 
