@@ -12,7 +12,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
-#include "backend/cpu/backward_data_weights.h"
+#include "backend/cpu/weight_layouts.h"
 #include "bench_util.h"
 #include "core/tensor.h"
 

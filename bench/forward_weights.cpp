@@ -1,5 +1,5 @@
 // BF16 weights from OIHW into the layouts oneDNN's BF16 forward convolutions read on AVX512-BF16 (`AcdB16a2b`,
-// `AcdB32a2b`, `AcdB64a2b`): oneDNN's reorder against the engine's own copy (forward_weights.cpp), for ResNet-18's
+// `AcdB32a2b`, `AcdB64a2b`): oneDNN's reorder against the engine's own copy (weight_layouts.cpp), for ResNet-18's
 // weights, with the caches flushed before each copy (as in a training step, where the weights were last touched by
 // the previous step's update) and right after a first copy (source and destination cached); medians of 15, the two
 // alternating. Also checks that both write the same bytes.
@@ -12,7 +12,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
-#include "backend/cpu/forward_weights.h"
+#include "backend/cpu/weight_layouts.h"
 #include "bench_util.h"
 #include "core/tensor.h"
 

@@ -23,12 +23,11 @@
 #include <nlohmann/json.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "backend/cpu/backward_data_weights.h"
 #include "backend/cpu/batchnorm_chunked.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/direct_weight_gradient.h"
-#include "backend/cpu/forward_weights.h"
 #include "backend/cpu/stem_convolution.h"
+#include "backend/cpu/weight_layouts.h"
 #include "core/allocator.h"
 #include "core/convert16.h"
 #include "core/simd.h"
@@ -1191,7 +1190,7 @@ TEST(CpuBackend, AutoTakesTheStemKernelForFewChannelsOnAvx512Bf16WithoutAmx) {
   }
 }
 
-// The engine's copy of 3x3 weights into the layouts oneDNN's backward-data convolutions read (backward_data_weights.h)
+// The engine's copy of 3x3 weights into the layouts oneDNN's backward-data convolutions read (weight_layouts.h)
 // against oneDNN's own reorder, byte for byte: FP32 and BF16, one block and several each way, channels in and out
 // unequal. (The convolutions that read the copy are checked against float64 by the op cases above.)
 TEST(CpuBackend, BackwardDataWeightsAreOneDnnsReorderByteForByte) {
@@ -1208,8 +1207,8 @@ TEST(CpuBackend, BackwardDataWeightsAreOneDnnsReorderByteForByte) {
       const bool fp32 = dtype == DType::F32;
       const auto type = fp32 ? memory::data_type::f32 : memory::data_type::bf16;
       memory from({{K, C, 3, 3}, type, memory::format_tag::abcd}, engine, const_cast<void*>(w.data()));
-      memory oneDNN(
-          {{K, C, 3, 3}, type, fp32 ? memory::format_tag::ABcd16a16b : memory::format_tag::ABcd8a16b2a}, engine);
+      memory oneDNN({{K, C, 3, 3}, type, fp32 ? memory::format_tag::ABcd16a16b : memory::format_tag::ABcd8a16b2a},
+                    engine);
       dnnl::reorder(from, oneDNN).execute(stream, from, oneDNN);
       stream.wait();
       const size_t bytes = oneDNN.get_desc().get_size();
@@ -1222,32 +1221,33 @@ TEST(CpuBackend, BackwardDataWeightsAreOneDnnsReorderByteForByte) {
   if (checked == 0) GTEST_SKIP() << "no AVX-512 here: the copy does not run";
 }
 
-// The engine's copy of BF16 weights into the layouts oneDNN's BF16 forward convolutions read (forward_weights.h)
+// The engine's copy of BF16 weights into the layouts oneDNN's BF16 forward convolutions read (weight_layouts.h)
 // against oneDNN's own reorder, byte for byte: each block of output channels, 3x3 and 1x1, one item and several each
 // way. (The convolutions that read the copy are checked against float64 by the op cases above.)
 TEST(CpuBackend, ForwardWeightsAreOneDnnsReorderByteForByte) {
   using dnnl::memory;
+  using tag = memory::format_tag;
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
   int checked = 0;
   struct Case {
     int64_t K, C, R;
     int block;
-    memory::format_tag tag;
+    tag layout;
   };
-  for (const Case c : {Case{16, 32, 3, 16, memory::format_tag::AcdB16a2b},
-                       {64, 96, 3, 32, memory::format_tag::AcdB32a2b},
-                       {128, 64, 3, 64, memory::format_tag::AcdB64a2b},
-                       {64, 32, 1, 32, memory::format_tag::AcdB32a2b},
-                       {128, 96, 1, 64, memory::format_tag::AcdB64a2b}}) {
+  for (const Case c : {Case{16, 32, 3, 16, tag::AcdB16a2b},
+                       {64, 96, 3, 32, tag::AcdB32a2b},
+                       {128, 64, 3, 64, tag::AcdB64a2b},
+                       {64, 32, 1, 32, tag::AcdB32a2b},
+                       {128, 96, 1, 64, tag::AcdB64a2b}}) {
     SCOPED_TRACE(std::to_string(c.K) + "x" + std::to_string(c.C) + "x" + std::to_string(c.R) + "x" +
                  std::to_string(c.R) + ", block " + std::to_string(c.block));
     Rng rng(79);
     const Tensor w = host_random({c.K, c.C, c.R, c.R}, rng, DType::BF16);
     if (!cpu_detail::forward_layout_fits(w, c.block)) continue;  // no AVX-512 here
     const memory::dims dims{c.K, c.C, c.R, c.R};
-    memory from({dims, memory::data_type::bf16, memory::format_tag::abcd}, engine, const_cast<void*>(w.data()));
-    memory oneDNN({dims, memory::data_type::bf16, c.tag}, engine);
+    memory from({dims, memory::data_type::bf16, tag::abcd}, engine, const_cast<void*>(w.data()));
+    memory oneDNN({dims, memory::data_type::bf16, c.layout}, engine);
     dnnl::reorder(from, oneDNN).execute(stream, from, oneDNN);
     stream.wait();
     const size_t bytes = oneDNN.get_desc().get_size();

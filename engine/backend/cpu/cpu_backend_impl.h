@@ -14,9 +14,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "backend/cpu/backward_data_weights.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/forward_weights.h"
+#include "backend/cpu/weight_layouts.h"
 #include "core/convert16.h"
 #include "core/error.h"
 
@@ -161,8 +160,8 @@ struct Cached {
   memory::desc user_weights;             // conv weights as stored in the tensor (OIHW)
   dnnl::primitive to_primitive_weights;  // reorders, made only where the two differ
   dnnl::primitive to_user_weights;
-  // to_primitive_weights' work done by the engine's own copy instead: into backward data's layout, or into the
-  // forward's BF16 layout with blocks of forward_block output channels (0: not)
+  // to_primitive_weights' work done by the engine's own copy instead (weight_layouts.h): into backward data's
+  // layout, or into the forward's BF16 one with blocks of forward_block output channels (0: not)
   bool backward_data_layout = false;
   int forward_block = 0;
 };
@@ -299,16 +298,15 @@ struct CpuBackend::Impl {
     if (c.weights != c.user_weights) {
       c.to_primitive_weights = dnnl::reorder(dnnl::reorder::primitive_desc(engine, c.user_weights, engine, c.weights));
       c.to_user_weights = dnnl::reorder(dnnl::reorder::primitive_desc(engine, c.weights, engine, c.user_weights));
+      using tag = memory::format_tag;
       const bool fp32 = w.dtype() == DType::F32;
+      const auto type = fp32 ? memory::data_type::f32 : memory::data_type::bf16;
       c.backward_data_layout =
           cpu_detail::backward_data_layout_fits(w) &&
-          c.weights == memory::desc(c.user_weights.dims(), fp32 ? memory::data_type::f32 : memory::data_type::bf16,
-                                    fp32 ? memory::format_tag::ABcd16a16b : memory::format_tag::ABcd8a16b2a);
-      for (const auto& [block, tag] : {std::pair{16, memory::format_tag::AcdB16a2b},
-                                       {32, memory::format_tag::AcdB32a2b},
-                                       {64, memory::format_tag::AcdB64a2b}})
+          c.weights == memory::desc(c.user_weights.dims(), type, fp32 ? tag::ABcd16a16b : tag::ABcd8a16b2a);
+      for (const auto& [block, forward] : {std::pair{16, tag::AcdB16a2b}, {32, tag::AcdB32a2b}, {64, tag::AcdB64a2b}})
         if (cpu_detail::forward_layout_fits(w, block) &&
-            c.weights == memory::desc(c.user_weights.dims(), memory::data_type::bf16, tag))
+            c.weights == memory::desc(c.user_weights.dims(), type, forward))
           c.forward_block = block;
     }
   }
