@@ -51,12 +51,12 @@ std::string cpu_model_name() {
 // amp-bf16's training speed against fp32's on each path, measured by bench/bf16_paths.sh on an AMD EPYC (Zen 5),
 // ResNet-18 at 64 px batch 32, 2 threads, medians of alternating rounds (docs/benchmarks.md, "BF16 on every CPU
 // path"; at 224 px batch 16 native BF16 gains 1.7x, the emulation stays at 1.0x).
-// Native on AVX512-BF16 without AMX: measured by bench/cpu_acceptance.py on a Zen 4, since its small convolutions'
-// weight gradients became products and its BF16 weight gradients are read by the update (docs/benchmarks.md, "CPU,
-// twentieth part"; 1.68x before the latter, 1.40x on Zen 5 before both).
-constexpr double kBf16SpeedAvx512Bf16 = 1.78;
+// Native on AVX512-BF16 without AMX: measured by bench/cpu_acceptance.py on a Zen 5, the median of four tables of the
+// same engine, 2173bc7 to 07a048e (their 64 px rows 1.735-1.861; docs/benchmarks.md, "CPU, twenty-eighth part";
+// 1.78x on a Zen 4 at the twentieth part).
+constexpr double kBf16SpeedAvx512Bf16 = 1.82;
 const char* const kBf16SpeedAvx512Bf16Source =
-    "bench/cpu_acceptance.py, ResNet-18 64 px batch 32 on an AMD EPYC Zen 4 (docs/benchmarks.md)";
+    "bench/cpu_acceptance.py, ResNet-18 64 px batch 32 on an AMD EPYC Zen 5 (docs/benchmarks.md)";
 // The same on an Intel Xeon (family 6 model 207) with AMX, the convolutions over images of 4x4 pixels or fewer as
 // matrix products in FP32 and BF16 alike (docs/benchmarks.md, "CPU, twelfth part": 1.93x in 3 rounds, 1.5-1.6x in
 // the acceptance tables of the same loaded evening; 2.07x before FP32 took the products too).
