@@ -16,23 +16,25 @@ constexpr int kRegisterPairs = (kTaps + 1) / 2;
 
 #define AMPWB_AVX512 gnu::target("avx512f,avx512bw")
 
-// A block's 16 input channels x 9 taps of one output channel (FP32), or of a pair of them interleaved into 32-bit
-// pairs (BF16), fill 9 registers of 16 32-bit values: (input channel i, tap t) at i * 9 + t. Tap t's row of the
-// block, values t, t + 9, ..., t + 135, merges VPERMT2D's picks out of register pairs (2p, 2p + 1): per tap and
-// register pair the indices and the mask of the row's values it holds.
-struct Picks {
-  alignas(64) std::array<std::array<std::array<int32_t, 16>, kRegisterPairs>, kTaps> index{};
-  std::array<std::array<uint16_t, kRegisterPairs>, kTaps> mask{};
-  constexpr Picks() {
+// Values of 3x3 kernels in 9 registers, value j of tap t at j * 9 + t, to be gathered tap by tap: tap t's register
+// of Lanes values (j = 0 .. Lanes - 1) merges VPERMT2D's (32-bit lanes) or VPERMT2W's (16-bit) picks out of register
+// pairs (2q, 2q + 1): per tap and register pair the indices and the mask of the values it holds.
+template <class Index, class Mask, int Lanes>
+struct TapPicks {
+  alignas(64) std::array<std::array<std::array<Index, Lanes>, kRegisterPairs>, kTaps> index{};
+  std::array<std::array<Mask, kRegisterPairs>, kTaps> mask{};
+  constexpr TapPicks() {
     for (int tap = 0; tap < kTaps; ++tap)
-      for (int i = 0; i < 16; ++i) {
-        const int at = i * kTaps + tap;
-        index[tap][at / 32][i] = at % 32;
-        mask[tap][at / 32] = static_cast<uint16_t>(mask[tap][at / 32] | 1 << i);
+      for (int j = 0; j < Lanes; ++j) {
+        const int at = j * kTaps + tap, pair = at / (2 * Lanes);
+        index[tap][pair][j] = static_cast<Index>(at % (2 * Lanes));
+        mask[tap][pair] = static_cast<Mask>(mask[tap][pair] | Mask{1} << j);
       }
   }
 };
-constexpr Picks kPicks;
+// Backward data's: a block's 16 input channels x 9 taps of one output channel (FP32), or of a pair of them
+// interleaved into 32-bit pairs (BF16); tap t's row of the block is (input channel i, tap t) for i = 0 .. 15.
+constexpr TapPicks<int32_t, uint16_t, 16> kPicks;
 
 // The 9 rows (one a tap) of 16 32-bit values from `values` (16 x 9, input channel major), each stored at
 // out + tap * tap_stride.
@@ -96,22 +98,9 @@ constexpr Picks kPicks;
 // group's values from input channel major to tap major, then per tap it transposes the 16 x 16 matrix of 32-bit pairs
 // so that output channels run innermost.
 
-// A group's values of one output channel, (pair p, channel c of the pair, tap t) at (2p + c) * 9 + t, fill 9
-// registers of 32; tap t's register of 32 values, value 2p + c, merges VPERMT2W's picks out of register pairs
-// (2q, 2q + 1): per tap and register pair the indices and the mask of the values it holds.
-struct WordPicks {
-  alignas(64) std::array<std::array<std::array<int16_t, 32>, kRegisterPairs>, kTaps> index{};
-  std::array<std::array<uint32_t, kRegisterPairs>, kTaps> mask{};
-  constexpr WordPicks() {
-    for (int tap = 0; tap < kTaps; ++tap)
-      for (int j = 0; j < 32; ++j) {
-        const int at = j * kTaps + tap;  // j = 2p + c
-        index[tap][at / 64][j] = static_cast<int16_t>(at % 64);
-        mask[tap][at / 64] |= 1u << j;
-      }
-  }
-};
-constexpr WordPicks kWordPicks;
+// The forward's: a group's 16 input channel pairs x 9 taps of one output channel, (pair p, channel c of the pair,
+// tap t) at (2p + c) * 9 + t; tap t's register holds its 16 pairs.
+constexpr TapPicks<int16_t, uint32_t, 32> kWordPicks;
 
 // rows[k] = 16 32-bit values of row k; afterwards rows[j] = column j. (The unpacks' maskz forms: GCC 12 warns of
 // the plain ones' undefined operand.)
