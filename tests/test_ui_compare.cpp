@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QXYSeries>
@@ -471,7 +472,10 @@ class CompareRuns : public QObject {
     for (const Finding& f : panel->findings()[1]) amp << QString::fromStdString(f.rule);
     QVERIFY2(amp.contains("speed_vs_baseline"), qPrintable(amp.join(", ")));
     QVERIFY2(amp.contains("fp16_emulated"), qPrintable(amp.join(", ")));  // on a CPU, the reason
-    QVERIFY(panel->html().contains("by class of op: convolutions"));
+    // The explanation by class of op names the convolutions; which class leads it depends on the host: a tiny
+    // step's batch norm, preempted once, can outweigh its convolutions.
+    const QString html = panel->html();
+    QVERIFY2(html.contains(QRegularExpression("by class of op: [^;<]*convolutions")), qPrintable(html));
   }
 };
 
