@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -86,22 +85,17 @@ struct StoreOptions {
   std::string file, db;  // file: backup's destination
 };
 
-// Whether `path` starts as every SQLite database does: anything else is not a damaged store but no store at all.
-bool looks_like_sqlite(const std::string& path) {
-  char header[16] = {};
-  std::ifstream(path, std::ios::binary).read(header, sizeof header);
-  return std::string(header, sizeof header) == std::string("SQLite format 3", 16);
-}
-
 int store_check_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw Error("no run store at '" + path + "'");
-  if (!looks_like_sqlite(path)) throw Error("'" + path + "' is not a run store (not an SQLite database)");
   std::string problems;
   try {
     problems = RunStore(path, RunStore::Mode::ReadOnly).integrity_check();
   } catch (const StoreError& e) {
+    // SQLite's own header check, not a read of ours: a descriptor of the file opened and closed beside SQLite's
+    // would drop its locks (store/sqlite_locks.h). Anything else is not a damaged store but no store at all.
+    if (e.not_a_database()) throw Error("'" + path + "' is not a run store (not an SQLite database)");
     if (!e.damaged()) throw;  // a newer schema, another program's database, a locked file: said as they are
     problems = e.what();
   }

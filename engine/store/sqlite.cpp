@@ -8,9 +8,12 @@
 #include <cstring>
 #include <limits>
 
+#include "store/sqlite_locks.h"
+
 namespace ampwb {
 
 bool StoreError::damaged() const { return code_ == SQLITE_CORRUPT || code_ == SQLITE_NOTADB; }
+bool StoreError::not_a_database() const { return code_ == SQLITE_NOTADB; }
 
 namespace {
 
@@ -91,6 +94,7 @@ std::string immutable_uri(const std::string& path) {
 }  // namespace
 
 SqliteDb::SqliteDb(const std::string& path, Open mode) : path_(path) {
+  sqlite_locks_survive_other_descriptors();
   int flags = SQLITE_OPEN_NOMUTEX;  // one thread at a time per connection (documented in run_store.h)
   switch (mode) {
     case Open::ReadWriteCreate:

@@ -18,6 +18,7 @@ class StoreError : public Error {
   explicit StoreError(const std::string& message, int sqlite_code = 0) : Error(message), code_(sqlite_code) {}
   int sqlite_code() const { return code_; }  // SQLite's primary result code, 0 when SQLite did not fail
   bool damaged() const;                      // the file's content is corrupt (not: busy, full, newer, foreign)
+  bool not_a_database() const;               // the file does not begin as an SQLite database does
 
  private:
   int code_;
