@@ -1,14 +1,29 @@
 // Export from the desktop workbench, offscreen: every chart of a run and of a comparison to PNG (decoded at the
 // size asked), SVG (parsed) and PDF (its header); the CSV reports through the run store's exporter (rows counted);
-// and `ampwb export chart` run as a separate process with no display at all, against the epoch or the wall clock.
+// `ampwb export chart` run as a separate process with no display at all, against the epoch or the wall clock; and
+// the file dialogs the exports choose their folders with, which must never open the store's files.
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <QCompleter>
 #include <QFile>
+#include <QFileDialog>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLineEdit>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QSvgRenderer>
 #include <QXmlStreamReader>
 #include <QtTest>
+#include <cstring>
+#include <functional>
 
 #include "chart_export.h"
 #include "chart_factory.h"
+#include "file_dialogs.h"
 #include "main_window.h"
 #include "run_series.h"
 #include "test_ui_util.h"
@@ -56,6 +71,42 @@ void check_pdf(const QString& path) {
   QVERIFY2(pdf.startsWith("%PDF-"), qPrintable(path));
   QVERIFY(pdf.size() > 1000);
   QVERIFY(pdf.trimmed().endsWith("%%EOF"));
+}
+
+// The names of the files in `folder` opened while `action` ran (inotify's IN_OPEN: any process, this one too).
+QStringList files_opened_in(const QString& folder, const std::function<void()>& action) {
+  const int watch = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (watch < 0 || ::inotify_add_watch(watch, QFile::encodeName(folder).constData(), IN_OPEN) < 0)
+    qFatal("inotify: %s", std::strerror(errno));
+  action();
+  QStringList opened;
+  alignas(inotify_event) char buffer[64 * 1024];
+  for (ssize_t n; (n = ::read(watch, buffer, sizeof buffer)) > 0;)
+    for (ssize_t at = 0; at < n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+      if (event->len > 0) opened << QString::fromUtf8(event->name);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+    }
+  ::close(watch);
+  return opened;
+}
+
+// Types the store's folder into a file dialog's name field, as a user does, and waits until its completer has
+// listed the folder and the dialog's model has looked at every file in it.
+void list_in_dialog(QFileDialog* dialog, const QString& folder) {
+  dialog->show();
+  auto* name = dialog->findChild<QLineEdit*>("fileNameEdit");
+  QVERIFY(name);
+  QTest::keyClicks(name, folder + "/");
+  QTRY_VERIFY_WITH_TIMEOUT(name->completer() && name->completer()->completionCount() > 0, 20000);
+  dialog->setDirectory(folder);  // and the listing itself, every file's type and icon
+  QTest::qWait(1500);
+  dialog->close();
+}
+
+ino_t inode_of(const QString& path) {
+  struct stat s {};
+  return ::stat(QFile::encodeName(path).constData(), &s) == 0 ? s.st_ino : 0;
 }
 
 int csv_rows(const QString& path) {
@@ -122,6 +173,45 @@ class ExportCharts : public QObject {
     QCOMPARE(csv_rows(folder + "/runs-summary.csv"), 1 + 2);
     QCOMPARE(csv_rows(folder + QStringLiteral("/run-%1-epochs.csv").arg(a_)), 1 + int(store.epochs(a_).size()));
     QCOMPARE(csv_rows(folder + QStringLiteral("/run-%1-steps.csv").arg(a_)), 1 + int(store.steps(a_).size()));
+  }
+
+  // Qt's own file dialog reads the first bytes of files whose names do not say their type (runs.sqlite-wal): in
+  // the GUI's process, an open and close that dropped SQLite's locks on the store (engine/store/sqlite_locks.h).
+  // The workbench's dialogs list the store's folder without opening a file of it; another ampwb then opens and
+  // closes the store, this process records more, and the store's log is the one it had, every run whole.
+  void file_dialog_completer_leaves_the_store_alone() {
+    MainWindow w(db_);  // holds the store, as the GUI does
+    const QString folder = QFileInfo(db_).absolutePath(), store = QFileInfo(db_).fileName();
+    QVERIFY(QFile::exists(db_ + "-wal"));
+    const ino_t wal = inode_of(db_ + "-wal");
+    const auto store_files = [&](const QStringList& opened) { return opened.filter(QRegularExpression("^" + store)); };
+    // Qt's dialog as it comes: the check sees its opens.
+    QStringList opened = files_opened_in(folder, [&] {
+      QFileDialog plain(&w, "Qt's own", QDir::homePath());
+      plain.setOption(QFileDialog::DontUseNativeDialog);
+      list_in_dialog(&plain, folder);
+    });
+    QVERIFY2(!store_files(opened).isEmpty(), qPrintable("Qt's dialog opened only: " + opened.join(", ")));
+    opened = files_opened_in(folder, [&] {
+      QFileDialog* ours = new_file_dialog(&w, "ours", QDir::homePath());
+      list_in_dialog(ours, folder);
+      delete ours;
+    });
+    QVERIFY2(store_files(opened).isEmpty(), qPrintable("opened: " + store_files(opened).join(", ")));
+
+    QProcess runs;
+    runs.start(AMPWB_BINARY, {"runs", "--json", "--db", db_});
+    QVERIFY(runs.waitForFinished(60000));
+    QCOMPARE(runs.exitCode(), 0);
+    const int64_t more = train_into_store(db_, tiny_config(dir_.filePath("stripes"), 1, 2));
+    QCOMPARE(inode_of(db_ + "-wal"), wal);
+    runs.start(AMPWB_BINARY, {"runs", "--json", "--db", db_});
+    QVERIFY(runs.waitForFinished(60000));
+    const QJsonArray listed = QJsonDocument::fromJson(runs.readAllStandardOutput()).array();
+    QVERIFY(!listed.isEmpty());
+    QCOMPARE(listed.last().toObject().value("id").toInteger(), more);
+    RunStore check(db_.toStdString(), RunStore::Mode::ReadOnly);
+    QCOMPARE(QString::fromStdString(check.integrity_check()), QString("ok"));
   }
 
   void headless_command_without_a_display() {

@@ -2,8 +2,9 @@
 #include "chart_panel.h"
 
 #include <QComboBox>
+#include <QDir>
 #include <QElapsedTimer>
-#include <QFileDialog>
+#include <QFileInfo>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QInputDialog>
@@ -18,6 +19,7 @@
 
 #include "chart_export.h"
 #include "chart_factory.h"
+#include "file_dialogs.h"
 #include "chart_style.h"
 #include "divergence_view.h"
 #include "loss_scale_chart.h"
@@ -271,7 +273,7 @@ void ChartPanel::export_one(MetricChart* chart) {
   QSettings settings;
   const QString dir = settings.value("export/folder", QDir::homePath()).toString();
   QString selected = tr("PNG image (*.png)");
-  const QString path = QFileDialog::getSaveFileName(
+  const QString path = choose_save_file(
       this, tr("Export %1").arg(chart->title()), QDir(dir).filePath(prefix_ + "-" + chart->metric_key() + ".png"),
       tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"), &selected);
   if (path.isEmpty()) return;
@@ -286,7 +288,7 @@ void ChartPanel::export_one(MetricChart* chart) {
 
 void ChartPanel::export_all() {
   QSettings settings;
-  const QString folder = QFileDialog::getExistingDirectory(
+  const QString folder = choose_folder(
       this, tr("Export all charts into"), settings.value("export/folder", QDir::homePath()).toString());
   if (folder.isEmpty()) return;
   bool ok = false;

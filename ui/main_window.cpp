@@ -8,7 +8,6 @@
 #include <QDateTime>
 #include <QDir>
 #include <QDockWidget>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QKeySequence>
 #include <QLabel>
@@ -27,6 +26,7 @@
 #include "compare_view.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "file_dialogs.h"
 #include "run_controls.h"
 #include "run_setup_panel.h"
 #include "runs_view.h"
@@ -451,7 +451,7 @@ QStringList MainWindow::export_csv(const std::vector<int64_t>& ids, const QStrin
 
 void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
   QSettings settings;
-  const QString folder = QFileDialog::getExistingDirectory(
+  const QString folder = choose_folder(
       this, tr("Export CSV reports into"), settings.value("export/folder", QDir::homePath()).toString());
   if (folder.isEmpty()) return;
   settings.setValue("export/folder", folder);
@@ -478,7 +478,7 @@ void MainWindow::save_report_interactive(std::vector<int64_t> ids) {
   QSettings settings;
   const QString suggested = QDir(settings.value("export/folder", QDir::homePath()).toString())
                                 .filePath(QStringLiteral("ampwb-report-%1.html").arg(ids.front()));
-  const QString file = QFileDialog::getSaveFileName(this, tr("Save report"), suggested, tr("HTML (*.html)"));
+  const QString file = choose_save_file(this, tr("Save report"), suggested, tr("HTML (*.html)"));
   if (file.isEmpty()) return;
   settings.setValue("export/folder", QFileInfo(file).absolutePath());
   try {

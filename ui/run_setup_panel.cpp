@@ -4,7 +4,6 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QFormLayout>
@@ -25,6 +24,7 @@
 #include "amp/loss_scaler.h"
 #include "backend/backend.h"
 #include "core/error.h"
+#include "file_dialogs.h"
 #include "models/resnet.h"
 #include "precision_modes.h"
 #include "train/precision_support.h"
@@ -467,7 +467,7 @@ void RunSetupPanel::set_dataset_path(const QString& path) {
 QString RunSetupPanel::dataset_path() const { return dataset_->text().trimmed(); }
 
 void RunSetupPanel::choose_dataset_folder() {
-  const QString folder = QFileDialog::getExistingDirectory(this, tr("Choose a dataset folder"), dataset_path());
+  const QString folder = choose_folder(this, tr("Choose a dataset folder"), dataset_path());
   if (!folder.isEmpty()) set_dataset_path(folder);
 }
 

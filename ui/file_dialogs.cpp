@@ -1,0 +1,63 @@
+// File dialogs whose listings never open a file (file_dialogs.h).
+#include "file_dialogs.h"
+
+#include <QFileDialog>
+#include <QFileIconProvider>
+#include <QFileInfo>
+
+namespace ampwb::ui {
+namespace {
+
+// Icons and type names from what stat() says and the name's suffix: Qt's own provider asks QMimeDatabase, which
+// opens files whose suffix it does not know.
+class NameOnlyIconProvider : public QFileIconProvider {
+ public:
+  QIcon icon(IconType type) const override { return QFileIconProvider::icon(type); }
+  QIcon icon(const QFileInfo& info) const override {
+    return QFileIconProvider::icon(info.isDir() ? Folder : File);
+  }
+  QString type(const QFileInfo& info) const override {
+    if (info.isDir()) return QFileDialog::tr("Folder");
+    const QString suffix = info.suffix();
+    return suffix.isEmpty() ? QFileDialog::tr("File") : QFileDialog::tr("%1 File").arg(suffix);
+  }
+};
+
+}  // namespace
+
+QFileDialog* new_file_dialog(QWidget* parent, const QString& caption, const QString& start) {
+  auto* dialog = new QFileDialog(parent, caption, start);
+  dialog->setOption(QFileDialog::DontUseNativeDialog);
+  auto* icons = new NameOnlyIconProvider;
+  dialog->setIconProvider(icons);  // the dialog does not own it
+  QObject::connect(dialog, &QObject::destroyed, [icons] { delete icons; });
+  return dialog;
+}
+
+QString choose_folder(QWidget* parent, const QString& caption, const QString& start) {
+  QFileDialog* dialog = new_file_dialog(parent, caption, start);
+  dialog->setFileMode(QFileDialog::Directory);
+  dialog->setOption(QFileDialog::ShowDirsOnly);
+  const bool chosen = dialog->exec() == QDialog::Accepted && !dialog->selectedFiles().isEmpty();
+  const QString folder = chosen ? dialog->selectedFiles().front() : QString();
+  delete dialog;
+  return folder;
+}
+
+QString choose_save_file(QWidget* parent, const QString& caption, const QString& suggested, const QString& filters,
+                         QString* selected_filter) {
+  const QFileInfo proposal(suggested);
+  QFileDialog* dialog = new_file_dialog(parent, caption, proposal.absolutePath());
+  dialog->selectFile(proposal.fileName());
+  dialog->setAcceptMode(QFileDialog::AcceptSave);
+  dialog->setFileMode(QFileDialog::AnyFile);
+  dialog->setNameFilter(filters);
+  if (selected_filter && !selected_filter->isEmpty()) dialog->selectNameFilter(*selected_filter);
+  const bool chosen = dialog->exec() == QDialog::Accepted && !dialog->selectedFiles().isEmpty();
+  const QString file = chosen ? dialog->selectedFiles().front() : QString();
+  if (chosen && selected_filter) *selected_filter = dialog->selectedNameFilter();
+  delete dialog;
+  return file;
+}
+
+}  // namespace ampwb::ui
