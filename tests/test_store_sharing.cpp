@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "private_home.h"
 #include "store/sqlite_locks.h"
 #include "test_cli_util.h"
 #include "test_store_util.h"
@@ -17,6 +18,7 @@ using cli_test::ampwb;
 using cli_test::expect_contains;
 using cli_test::Result;
 using store_test::TempDir;
+namespace fs = std::filesystem;
 
 // A run as the GUI's recorder writes one: begun, two epochs of steps, ended.
 int64_t record_run(RunStore& store, const std::string& name) {
@@ -81,6 +83,24 @@ TEST(StoreSharing, StrayDescriptorsInALongLivedProcessNeverLetAnotherProcessRemo
     EXPECT_EQ(reopened.epochs(id).size(), 2u);
     EXPECT_EQ(reopened.steps(id).size(), 4u);
   }
+}
+
+// The suite's guard of the user's home (tests/private_home.h) sees a write that ignores the XDG folders, and none
+// from a run given them, as every test's ampwb is.
+TEST(PrivateHome, FindsWhatAnAmpwbWroteIntoHomeAndNothingWhenGivenTheXdgFolders) {
+  TempDir dir("private_home");
+  const std::string home = dir.file("home");
+  fs::create_directories(home);
+  std::vector<std::string> train = cli_test::tiny_training(dir.file("unused.sqlite"), 1, 1);
+  train.resize(train.size() - 2);  // no --db: the store goes where the environment says
+  const Result given = ampwb(train, {"/usr/bin/env", "HOME=" + home});
+  ASSERT_EQ(given.status, 0) << given.output;
+  EXPECT_TRUE(test::ampwb_files_under(home).empty());
+  const Result ignored = ampwb(train, {"/usr/bin/env", "-u", "AMPWB_DB", "-u", "XDG_DATA_HOME", "HOME=" + home});
+  ASSERT_EQ(ignored.status, 0) << ignored.output;
+  const std::vector<std::string> found = test::ampwb_files_under(home);
+  EXPECT_NE(std::find(found.begin(), found.end(), home + "/.local/share/ampwb/runs.sqlite"), found.end())
+      << given.output;
 }
 
 }  // namespace

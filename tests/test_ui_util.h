@@ -9,9 +9,11 @@
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cstdio>
 #include <cstdlib>
 
 #include "gui_app.h"
+#include "private_home.h"
 #include "store/run_store.h"
 #include "store/store_recorder.h"
 #include "train/trainer.h"
@@ -79,11 +81,19 @@ int run_ui_test(int argc, char** argv) {
     ::setenv("XDG_RUNTIME_DIR", qPrintable(home.filePath("runtime")), 1);
   }
   ::setenv("AMPWB_DB", qPrintable(home.filePath("data/default.sqlite")), 1);
+  QDir().mkpath(home.filePath("home"));
+  ::setenv("HOME", qPrintable(home.filePath("home")), 1);
   init_high_dpi();
   QApplication app(argc, argv);
   init_application(app);
   Test test;
-  return QTest::qExec(&test, argc, argv);
+  int failed = QTest::qExec(&test, argc, argv);
+  for (const std::string& file : ampwb::test::ampwb_files_under(home.filePath("home").toStdString())) {
+    std::fprintf(stderr, "FAIL: written into the home folder, not the XDG folder the program was given: %s\n",
+                 file.c_str());
+    failed = 1;
+  }
+  return failed;
 }
 
 }  // namespace ampwb::ui::test
