@@ -298,5 +298,44 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
   expect_contains(r.output, "no run 2");
 }
 
+// Names, tags and notes are text other people type: a cell a spreadsheet would read as a formula (OWASP's CSV
+// injection: =, +, -, @, tab, carriage return first) is written as text, with an apostrophe; numbers stay numbers.
+TEST(StoreCli, ExportedCsvNeverHoldsAFormulaFromTextButKeepsNegativeNumbers) {
+  TempDir dir("csv_formulas");
+  const std::string db = dir.file("runs.sqlite");
+  const std::string name = "=HYPERLINK(\"http://example.invalid\",\"x\")";
+  std::vector<std::string> train = tiny_training(db, 1, 2);
+  train.insert(train.end(), {"--name", name});
+  Result r = ampwb(train);
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(ampwb({"tag", "1", "+cmd|' /C calc'!A0", "--db", db}).status, 0);
+  ASSERT_EQ(ampwb({"note", "1", "@SUM(1+1)*cmd|' /C calc'!A0", "--db", db}).status, 0);
+  { RunStore(db).add_steps(1, {{.epoch = 1, .step = 99, .loss = -0.5f}}, 1.0); }  // a negative number in the CSV
+
+  const std::string out = dir.file("csv");
+  r = ampwb({"export", "csv", "1", "--out", out, "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto summary = csv_records(out + "/runs-summary.csv");
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(summary[0].at("name"), "'" + name);
+  EXPECT_EQ(summary[0].at("tags"), "'+cmd|' /C calc'!A0");
+  EXPECT_EQ(summary[0].at("notes"), "'@SUM(1+1)*cmd|' /C calc'!A0");
+  EXPECT_EQ(csv_records(out + "/runs-long.csv").at(0).at("run_name"), "'" + name);
+  EXPECT_EQ(num(csv_records(out + "/run-1-steps.csv").back().at("loss")), -0.5);
+  // Every cell of every file: what begins as a formula does is a number a spreadsheet reads as one.
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    ++files;
+    for (const auto& row : parse_csv(read_text(entry.path().string())))
+      for (const std::string& cell : row)
+        if (!cell.empty() && std::string("=+-@\t\r").find(cell.front()) != std::string::npos) {
+          char* end = nullptr;
+          std::strtod(cell.c_str(), &end);
+          EXPECT_EQ(end, cell.c_str() + cell.size()) << entry.path() << ": a formula: " << cell;
+        }
+  }
+  EXPECT_EQ(files, 5);
+}
+
 }  // namespace
 }  // namespace ampwb

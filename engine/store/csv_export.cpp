@@ -22,6 +22,11 @@ std::string csv_quote(const std::string& field) {
   return out + "\"";
 }
 
+std::string csv_text_cell(const std::string& text) {
+  const bool formula = !text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos;
+  return csv_quote(formula ? "'" + text : text);
+}
+
 std::string csv_number(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
@@ -54,15 +59,17 @@ void CsvWriter::put(std::string_view text) {
   as_store_error([&] { file_->write(text); });
 }
 
-CsvWriter& CsvWriter::field(const std::string& text) {
+CsvWriter& CsvWriter::cell(const std::string& quoted) {
   if (row_started_) put(",");
-  put(csv_quote(text));
+  put(quoted);
   row_started_ = true;
   return *this;
 }
 
-CsvWriter& CsvWriter::field(double value) { return field(csv_number(value)); }
-CsvWriter& CsvWriter::field(int64_t value) { return field(std::to_string(value)); }
+CsvWriter& CsvWriter::field(const std::string& text) { return cell(csv_text_cell(text)); }
+CsvWriter& CsvWriter::field(double value) { return cell(csv_number(value)); }
+CsvWriter& CsvWriter::field(int64_t value) { return cell(std::to_string(value)); }
+CsvWriter& CsvWriter::field(uint64_t value) { return cell(std::to_string(value)); }
 
 void CsvWriter::end_row() {
   put("\r\n");
@@ -89,8 +96,12 @@ void values(CsvWriter& w, const R& record) {
       w.field(v ? 1 : 0);
     else if constexpr (std::is_floating_point_v<T>)
       w.field(static_cast<double>(v));
+    else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+      w.field(static_cast<int64_t>(v));
+    else if constexpr (std::is_integral_v<T>)
+      w.field(static_cast<uint64_t>(v));  // a seed's 64 bits in full
     else
-      w.field(field_text(v));  // whole numbers in full (a seed's 64 bits), enums by name, tags joined by ';'
+      w.field(field_text(v));  // enums by name, tags joined by ';'
   });
 }
 
