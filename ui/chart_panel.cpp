@@ -24,6 +24,7 @@
 #include "divergence_view.h"
 #include "loss_scale_chart.h"
 #include "numerics_heatmap.h"
+#include "plain_text.h"
 #include "run_groups.h"
 
 namespace ampwb::ui {
@@ -282,7 +283,7 @@ void ChartPanel::export_one(MetricChart* chart) {
     export_chart(chart->metric_key(), runs_, options(), path);
     Q_EMIT status_message(tr("Exported %1").arg(path));
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Export"), QString::fromUtf8(e.what()));
+    plain_message(this, QMessageBox::Warning, tr("Export"), QString::fromUtf8(e.what()));  // it quotes the path
   }
 }
 
@@ -300,7 +301,7 @@ void ChartPanel::export_all() {
     const QStringList files = export_all_charts(runs_, options(), folder, prefix_, format);
     Q_EMIT status_message(tr("Exported %1 charts into %2").arg(files.size()).arg(folder));
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Export"), QString::fromUtf8(e.what()));
+    plain_message(this, QMessageBox::Warning, tr("Export"), QString::fromUtf8(e.what()));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <QFont>
 #include <algorithm>
 
+#include "plain_text.h"
 #include "run_series.h"
 
 namespace ampwb::ui {
@@ -72,9 +73,11 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const CompareRow& row = *shown_[static_cast<size_t>(index.row())];
   if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
-    if (index.column() == 0) return QString::fromStdString(row.label);
     const size_t run = static_cast<size_t>(index.column() - 1);
-    return run < row.values.size() ? QString::fromStdString(row.values[run]) : QString();
+    const QString text = index.column() == 0       ? QString::fromStdString(row.label)
+                         : run < row.values.size() ? QString::fromStdString(row.values[run])
+                                                   : QString();
+    return role == Qt::ToolTipRole ? plain_tooltip(text) : text;  // values hold paths: never rendered as HTML
   }
   if (role == Qt::FontRole && (row.differs || !row.setting)) {
     QFont f;

@@ -26,6 +26,7 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   setObjectName("compareView");
   title_ = new QLabel(tr("Select runs in the Runs view and choose Open / compare."));
   title_->setObjectName("compareTitle");
+  title_->setTextFormat(Qt::PlainText);  // it names the run: user text, never HTML
   QFont bold = title_->font();
   bold.setBold(true);
   title_->setFont(bold);
@@ -53,6 +54,7 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   summary_->setWordWrap(true);
   time_ = new QLabel;
   time_->setObjectName("compareTime");
+  time_->setTextFormat(Qt::PlainText);  // it names the runs: user text, never HTML
   time_->setWordWrap(true);
 
   table_ = new QTableView;

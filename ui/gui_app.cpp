@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "main_window.h"
+#include "plain_text.h"
 #include "screenshot_scenario.h"
 #include "store/run_store.h"
 
@@ -90,8 +91,8 @@ int run_gui(int argc, char** argv) {
   try {
     window = std::make_unique<MainWindow>(options.db_path);
   } catch (const std::exception& e) {
-    QMessageBox::critical(nullptr, QObject::tr("AMP Workbench"),
-                          QObject::tr("The run store cannot be opened:\n%1").arg(QString::fromUtf8(e.what())));
+    plain_message(nullptr, QMessageBox::Critical, QObject::tr("AMP Workbench"),
+                  QObject::tr("The run store cannot be opened:\n%1").arg(QString::fromUtf8(e.what())));
     return 1;
   }
   window->show();

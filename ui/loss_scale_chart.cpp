@@ -46,7 +46,7 @@ void LossScaleChart::rebuild(const RunList& runs, const ChartOptions& options) {
     show_values_on_hover(line, x_axis_unit(options.x_axis), 8);
     scale_.push_back(line);
     auto* marks = new QScatterSeries;
-    marks->setName(who + tr("skipped steps"));
+    marks->setName((who + tr("skipped steps")).toHtmlEscaped());  // as add_line: legend names are HTML
     marks->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
     marks->setMarkerSize(7);
     marks->setColor(many ? color.darker(130) : skipped_color());

@@ -27,6 +27,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "file_dialogs.h"
+#include "plain_text.h"
 #include "run_controls.h"
 #include "run_setup_panel.h"
 #include "runs_view.h"
@@ -116,6 +117,7 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
 
   auto* store_label = new QLabel(tr("Runs: %1").arg(QDir::toNativeSeparators(db_path)));
   store_label->setObjectName("storePath");
+  store_label->setTextFormat(Qt::PlainText);  // a path, shown as written
   statusBar()->addPermanentWidget(store_label);
 
   build_menus();
@@ -224,7 +226,7 @@ bool MainWindow::start_training() {
   if (problem.isEmpty())
     setup_->clear_run_name();
   else if (isVisible())
-    QMessageBox::warning(this, tr("Train"), problem);
+    plain_message(this, QMessageBox::Warning, tr("Train"), problem);
   return problem.isEmpty();
 }
 
@@ -370,7 +372,7 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
   try {
     caps = make_backend(base.device, {base.threads})->capabilities();
   } catch (const Error& e) {
-    QMessageBox::warning(this, tr("Precision sweep"), QString::fromStdString(e.what()));
+    plain_message(this, QMessageBox::Warning, tr("Precision sweep"), QString::fromStdString(e.what()));
     return;
   }
   SweepDialog dialog(base, caps, this);
@@ -412,7 +414,7 @@ void MainWindow::start_next_sweep_run() {
 
 void MainWindow::resume_run_interactive(int64_t id) {
   const QString problem = resume_run(id);
-  if (!problem.isEmpty()) QMessageBox::information(this, tr("Resume"), problem);
+  if (!problem.isEmpty()) plain_message(this, QMessageBox::Information, tr("Resume"), problem);
 }
 
 QString MainWindow::resume_run(int64_t id) {
@@ -459,7 +461,7 @@ void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
     const QStringList files = export_csv(ids, folder);
     show_status(tr("Wrote %1 CSV files into %2").arg(files.size()).arg(folder), 10000);
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Export CSV"), QString::fromUtf8(e.what()));
+    plain_message(this, QMessageBox::Warning, tr("Export CSV"), QString::fromUtf8(e.what()));
   }
 }
 
@@ -489,7 +491,7 @@ void MainWindow::save_report_interactive(std::vector<int64_t> ids) {
                     .arg(file),
                 10000);
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Save report"), QString::fromUtf8(e.what()));
+    plain_message(this, QMessageBox::Warning, tr("Save report"), QString::fromUtf8(e.what()));
   }
 }
 

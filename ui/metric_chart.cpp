@@ -99,7 +99,7 @@ qsizetype MetricChart::point_count() const {
 
 QLineSeries* MetricChart::add_line(const QString& name, const QPen& pen, QAbstractAxis* x, QAbstractAxis* y) {
   auto* series = new QLineSeries;
-  series->setName(name);
+  series->setName(name.toHtmlEscaped());  // the legend draws names as HTML; a run's name is plain text
   series->setPen(pen);
   attach(series, x, y);
   return series;
@@ -118,11 +118,11 @@ void MetricChart::show_values_on_hover(QXYSeries* series, const QString& x_label
       QToolTip::hideText();
       return;
     }
-    QToolTip::showText(QCursor::pos(), QStringLiteral("%1\n%2 %3: %4%5")
-                                           .arg(series->name(), x_label)
-                                           .arg(p.x(), 0, 'g', 6)
-                                           .arg(p.y(), 0, 'g', y_decimals)
-                                           .arg(y_unit));
+    // Series names are HTML already (escaped for the legend): the rest is escaped to join them.
+    const QString values =
+        QStringLiteral("%1 %2: %3%4")
+            .arg(x_label, QString::number(p.x(), 'g', 6), QString::number(p.y(), 'g', y_decimals), y_unit);
+    QToolTip::showText(QCursor::pos(), QStringLiteral("<p>%1<br>%2</p>").arg(series->name(), values.toHtmlEscaped()));
   });
 }
 
@@ -147,7 +147,7 @@ void MetricChart::add_group_bands(const RunList& runs, const ChartOptions& optio
       band.high = new QLineSeries(area);
       area->setUpperSeries(band.high);
       area->setLowerSeries(band.low);
-      area->setName(label + tr(" ± std"));
+      area->setName((label + tr(" ± std")).toHtmlEscaped());  // as add_line: legend names are HTML
       QColor fill = color;
       fill.setAlpha(palette_is_dark() ? 70 : 50);
       area->setBrush(fill);

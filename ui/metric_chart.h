@@ -60,6 +60,7 @@ class MetricChart : public QChartView {
 
   // Helpers for subclasses: an axis pair, a series attached to them, hover tooltips, hidden legend entries.
   void reset_chart();
+  // `name`: plain text (a run's label); the series holds it escaped, since QtCharts draws legend names as HTML.
   QLineSeries* add_line(const QString& name, const QPen& pen, QAbstractAxis* x, QAbstractAxis* y);
   void attach(QAbstractSeries* series, QAbstractAxis* x, QAbstractAxis* y);
   void show_values_on_hover(QXYSeries* series, const QString& x_label, int y_decimals, const QString& y_unit = {});

@@ -8,6 +8,8 @@
 #include <QPushButton>
 #include <QStyle>
 
+#include "plain_text.h"
+
 namespace ampwb::ui {
 
 RunControls::RunControls(QWidget* parent) : QWidget(parent) {
@@ -30,12 +32,14 @@ RunControls::RunControls(QWidget* parent) : QWidget(parent) {
   status_ = new QLabel(tr("Ready: choose a dataset and click Train."));
   status_->setObjectName("statusLine");
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  status_->setTextFormat(Qt::PlainText);  // errors quote run names and paths: user text, never HTML
   // Fixed heights: a status or a note that changed the layout would resize, re-lay out and redraw every chart.
   status_->setWordWrap(true);
   status_->setFixedHeight(status_->fontMetrics().lineSpacing() * 2 + 2);
   status_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   notes_ = new QLabel;
   notes_->setObjectName("runNotes");
+  notes_->setTextFormat(Qt::PlainText);  // notes quote the dataset path
   notes_->setWordWrap(true);
   notes_->setFixedHeight(notes_->fontMetrics().lineSpacing() * 2 + 2);
   notes_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
@@ -87,14 +91,14 @@ void RunControls::set_state(State state) {
 
 void RunControls::set_status(const QString& text) {
   status_->setText(text);
-  status_->setToolTip(text);  // the label shows two lines; the tooltip all of it
+  status_->setToolTip(plain_tooltip(text));  // the label shows two lines; the tooltip all of it
 }
 
 void RunControls::set_notes(const std::vector<std::string>& notes) {
   QStringList lines;
   for (const std::string& n : notes) lines << tr("Note: %1").arg(QString::fromStdString(n));
   notes_->setText(lines.join(' '));
-  notes_->setToolTip(lines.join('\n'));
+  notes_->setToolTip(plain_tooltip(lines.join('\n')));
 }
 
 void RunControls::set_alarm(const QString& text) {

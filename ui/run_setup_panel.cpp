@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "file_dialogs.h"
 #include "models/resnet.h"
+#include "plain_text.h"
 #include "precision_modes.h"
 #include "train/precision_support.h"
 
@@ -135,6 +136,7 @@ QWidget* RunSetupPanel::build_data_group() {
 
   dataset_status_ = new QLabel;
   dataset_status_->setObjectName("datasetStatus");
+  dataset_status_->setTextFormat(Qt::PlainText);  // it names the dataset folder: user text, never HTML
   dataset_status_->setWordWrap(true);
   layout->addWidget(dataset_status_);
   dataset_report_ = new QPlainTextEdit;
@@ -475,7 +477,7 @@ void RunSetupPanel::use_sample_dataset() {
   try {
     set_dataset_path(QString::fromStdString(builtin_sample_dataset()));
   } catch (const std::exception& e) {
-    QMessageBox::information(this, tr("Built-in sample"), QString::fromUtf8(e.what()));
+    plain_message(this, QMessageBox::Information, tr("Built-in sample"), QString::fromUtf8(e.what()));
   }
 }
 

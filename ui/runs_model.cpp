@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QLocale>
 
+#include "plain_text.h"
 #include "run_progress.h"
 
 namespace ampwb::ui {
@@ -85,7 +86,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
         QStringLiteral("%1\n%2").arg(QString::fromStdString(r.dataset_path), QString::fromStdString(r.backend));
     if (!r.end_reason.empty()) tip += "\n" + QString::fromStdString(r.end_reason);
     if (!r.notes.empty()) tip += "\nnotes: " + QString::fromStdString(r.notes);
-    return tip;
+    return plain_tooltip(tip);  // a path or notes that look like HTML are still shown as written
   }
   const bool sort = role == kSortRole;
   if (role != Qt::DisplayRole && !sort) return {};

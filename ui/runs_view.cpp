@@ -13,6 +13,8 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "plain_text.h"
+
 namespace ampwb::ui {
 namespace {
 
@@ -30,9 +32,9 @@ QString attempt(F&& f) {
 
 RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(store) {
   setObjectName("runsView");
-  confirm = [this](const QString& question) {
-    return QMessageBox::question(this, tr("Delete"), question, QMessageBox::Yes | QMessageBox::Cancel,
-                                 QMessageBox::Cancel) == QMessageBox::Yes;
+  confirm = [this](const QString& question) {  // plain text: it lists the runs' names
+    return plain_message(this, QMessageBox::Question, tr("Delete"), question, QMessageBox::Yes | QMessageBox::Cancel,
+                         QMessageBox::Cancel) == QMessageBox::Yes;
   };
   model_ = new RunsModel(this);
   proxy_ = new QSortFilterProxyModel(this);
@@ -175,7 +177,7 @@ void RunsView::rename_selected() {
                                              QString::fromStdString(r.name), &ok);
   if (!ok) return;
   const QString error = rename(ids[0], name);
-  if (!error.isEmpty()) QMessageBox::warning(this, tr("Rename"), error);
+  if (!error.isEmpty()) plain_message(this, QMessageBox::Warning, tr("Rename"), error);
 }
 
 void RunsView::tag_selected() {
@@ -190,7 +192,7 @@ void RunsView::tag_selected() {
     const QString t = tag.trimmed();
     const QString error = t.startsWith('-') ? remove_tag(id, t.mid(1)) : add_tag(id, t);
     if (!error.isEmpty()) {
-      QMessageBox::warning(this, tr("Tag"), error);
+      plain_message(this, QMessageBox::Warning, tr("Tag"), error);
       return;
     }
   }
@@ -205,7 +207,7 @@ void RunsView::notes_selected() {
                                                        QString::fromStdString(r.notes), &ok);
   if (!ok) return;
   const QString error = set_notes(ids[0], notes);
-  if (!error.isEmpty()) QMessageBox::warning(this, tr("Notes"), error);
+  if (!error.isEmpty()) plain_message(this, QMessageBox::Warning, tr("Notes"), error);
 }
 
 void RunsView::delete_selected() {
@@ -221,7 +223,7 @@ void RunsView::delete_selected() {
   for (int64_t id : ids) {
     const QString error = remove(id);
     if (!error.isEmpty()) {
-      QMessageBox::warning(this, tr("Delete"), error);
+      plain_message(this, QMessageBox::Warning, tr("Delete"), error);
       return;
     }
   }

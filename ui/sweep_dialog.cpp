@@ -44,6 +44,7 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
   layout->addWidget(group);
 
   base_text_ = new QLabel;
+  base_text_->setTextFormat(Qt::PlainText);  // it quotes the dataset path: user text, never HTML
   base_text_->setWordWrap(true);
   base_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(base_text_);
