@@ -33,8 +33,8 @@ const char* const kFooter =
     "With no command, ampwb opens the desktop workbench (GUI): ampwb [--db FILE].\n"
     "RUN is a run id or a unique run name. The run store is --db FILE, else $AMPWB_DB, else\n"
     "$XDG_DATA_HOME/ampwb/runs.sqlite (~/.local/share/ampwb/runs.sqlite).\n"
-    "Exit status: 0 done, 1 the command failed, 2 bad usage, 130, 141 or 143 a training stopped by SIGINT,\n"
-    "SIGPIPE (its output's reader went away) or SIGTERM.\n";
+    "Exit status: 0 done, 1 the command failed, 2 bad usage, 129, 130, 141 or 143 a training stopped by SIGHUP\n"
+    "(its terminal closed), SIGINT, SIGPIPE (its output's reader went away) or SIGTERM.\n";
 
 // The subcommands `app` defines, chosen or not.
 std::vector<const CLI::App*> subcommands_of(const CLI::App& app) {

@@ -26,8 +26,8 @@
 namespace ampwb::cli {
 namespace {
 
-// The first SIGINT/SIGTERM asks the run to stop after its current step (it ends as cancelled and is recorded so);
-// SA_RESETHAND makes a second one end the process at once (the store then shows the run as interrupted). SIGPIPE
+// The first SIGINT/SIGTERM/SIGHUP (a closed terminal, a dropped SSH session) asks the run to stop after its current
+// step (it ends as cancelled and is recorded so, with a checkpoint); SA_RESETHAND makes a second one end the process at once (the store then shows the run as interrupted). SIGPIPE
 // (the output's reader went away: `ampwb train | head`) stops it the same way, with a checkpoint, instead of
 // killing it; it stays caught, since every later write to the pipe raises it again.
 volatile std::sig_atomic_t g_signal = 0;
@@ -44,18 +44,20 @@ class SignalGuard {
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &old_int_);
     sigaction(SIGTERM, &action, &old_term_);
+    sigaction(SIGHUP, &action, &old_hup_);
     action.sa_flags = 0;
     sigaction(SIGPIPE, &action, &old_pipe_);
   }
   ~SignalGuard() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGHUP, &old_hup_, nullptr);
     sigaction(SIGPIPE, &old_pipe_, nullptr);
   }
 
  private:
   struct sigaction old_int_ {
-  }, old_term_{}, old_pipe_{};
+  }, old_term_{}, old_hup_{}, old_pipe_{};
 };
 
 // Prints the run as it goes and turns a caught signal into Trainer::stop().
@@ -154,7 +156,7 @@ class ConsoleObserver : public TrainObserver {
       std::fprintf(stderr, "\nampwb train: the output's reader is gone: stopping after this step, resumable\n");
     else
       std::fprintf(stderr, "\nampwb train: %s received: stopping after this step (again to quit at once)\n",
-                   g_signal == SIGINT ? "interrupt" : "termination signal");
+                   g_signal == SIGINT ? "interrupt" : g_signal == SIGHUP ? "hang-up" : "termination signal");
     trainer_->stop();
   }
 
@@ -283,7 +285,7 @@ int train_command(const TrainOptions& options) {
   }
   if (!recorder.error().empty() || end.status == RunStatus::Failed) return 1;
   if (end.status == RunStatus::Cancelled)
-    return console.signal ? 128 + console.signal : 1;  // 130 SIGINT, 141 SIGPIPE, 143 SIGTERM
+    return console.signal ? 128 + console.signal : 1;  // 129 SIGHUP, 130 SIGINT, 141 SIGPIPE, 143 SIGTERM
   return 0;
 }
 

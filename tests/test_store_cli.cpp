@@ -128,8 +128,9 @@ TEST(StoreCli, AKilledRunResumesFromItsCheckpointAsTheSameRunAndCurve) {
   }
 }
 
-TEST(StoreCli, SigtermAndSigintStopAfterTheStepWithACheckpointAndExit143And130) {
-  for (const int signal : {SIGTERM, SIGINT}) {
+// SIGHUP is what a closed terminal or a dropped SSH session sends.
+TEST(StoreCli, SigtermSighupAndSigintStopAfterTheStepWithACheckpointAndExit143_129And130) {
+  for (const int signal : {SIGTERM, SIGHUP, SIGINT}) {
     TempDir dir("signal");
     const std::string db = dir.file("runs.sqlite");
     std::vector<std::string> argv = tiny_training(db, 40, 4);  // checkpoints by default, beside the store
