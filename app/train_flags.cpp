@@ -1,6 +1,8 @@
 // Training flags bound to TrainConfig, with their help groups and checks.
 #include "train_flags.h"
 
+#include <charconv>
+
 #include "amp/loss_scaler.h"
 #include "cli.h"
 #include "core/error.h"
@@ -101,7 +103,13 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   const auto model = group("Model and optimisation");
   model(add_number(command, "--depth", c.depth, "ResNet depth: 18 34 50 101 152, or the CIFAR family 20 32 44 56 110"));
   model(add_number(command, "--image-size", c.image_size, "images resized to N px; auto: the data's own, at most 224")
-            ->transform([](std::string text) { return text == "auto" ? std::string("0") : text; })  // runs first
+            ->transform([](std::string text) {  // runs first: 0 is how a config says auto, never a size given
+              int size = -1;
+              const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), size);
+              if (error == std::errc() && end == text.data() + text.size() && size == 0)
+                throw CLI::ValidationError("0 is no image size: give 8 to 1024 px, or auto (the data's own, at most 224)");
+              return text == "auto" ? std::string("0") : text;
+            })
             ->type_name("N|auto")
             ->default_str("auto"));
   model(command->add_option("--stem", flags.stem, "auto: 3x3 stride 1 without max pool under 64 px, else ImageNet's")

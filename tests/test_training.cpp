@@ -575,6 +575,18 @@ TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
     EXPECT_EQ(r.output.find("check failed"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "refused before any training: " << r.output;
   }
+  // 0 is no size (a stored configuration's 0 means auto): refused as bad usage, pointing at auto.
+  for (const char* zero : {"--image-size 0", "--image-size=-0", "--image-size 00"}) {
+    const Result r = run_ampwb(train + zero);
+    EXPECT_EQ(r.status, 2) << zero << ": " << r.output;
+    EXPECT_NE(r.output.find("--image-size: 0 is no image size: give 8 to 1024 px, or auto"), std::string::npos)
+        << r.output;
+  }
+  for (const char* size : {"--image-size=-32", "--image-size 7"}) {
+    const Result r = run_ampwb(train + size);
+    EXPECT_EQ(r.status, 1) << size << ": " << r.output;
+    EXPECT_NE(r.output.find("--image-size must be between 8 and 1024"), std::string::npos) << r.output;
+  }
   const Result automatic = run_ampwb(train + "--image-size auto");
   EXPECT_EQ(automatic.status, 0) << "as ampwb help documents it: " << automatic.output;
   EXPECT_NE(automatic.output.find("12 px"), std::string::npos) << "the data's own size: " << automatic.output;
