@@ -129,6 +129,12 @@ class ConsoleObserver : public TrainObserver {
     std::fprintf(stderr, "ampwb train: warning: %s\n", collapse_watch_.warning().c_str());
   }
 
+  void on_note(const std::string& note) override {
+    if (terminal_) std::printf("\r\033[K");
+    std::printf("note: %s\n", note.c_str());
+    std::fflush(stdout);
+  }
+
   void on_checkpoint(const CheckpointInfo& c) override {
     if (quiet_) return;
     if (terminal_) std::printf("\r\033[K");

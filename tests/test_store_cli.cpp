@@ -175,6 +175,61 @@ TEST(StoreCli, SigtermSighupAndSigintStopAfterTheStepWithACheckpointAndExit143_1
   }
 }
 
+// Images removed from the data folder while a run trains (a sync tool, a colleague tidying up) are skipped as
+// corrupt ones are at the start: the run goes on and its notes name them; past a tenth of the data (8 of these 80
+// images) it stops, resumable, saying why. --cache-mb 0 makes every epoch read the files again.
+TEST(StoreCli, ImagesThatVanishDuringARunAreSkippedAndNotedUntilATenthIsGone) {
+  for (const int removed : {3, 16}) {
+    TempDir dir("vanishing");
+    const std::string db = dir.file("runs.sqlite");
+    fs::copy(stripes(), dir.file("data"), fs::copy_options::recursive);
+    std::vector<std::string> argv = tiny_training(db, 8);
+    argv[2] = dir.file("data");
+    argv.insert(argv.end(), {"--cache-mb", "0"});
+    argv.insert(argv.begin(), AMPWB_BINARY);
+    const pid_t child = spawn(argv, dir.file("train.log"));
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (stored_epochs(db, 1) < 1 && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::recursive_directory_iterator(dir.file("data")))
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    ASSERT_EQ(files.size(), 80u);
+    std::vector<std::string> gone;
+    for (int i = 0; i < removed; ++i) {
+      gone.push_back(files[static_cast<size_t>(i) * 5].string());
+      if (i % 2) fs::remove(gone.back());
+      else fs::resize_file(gone.back(), fs::file_size(gone.back()) / 2);  // shrunk: truncated mid-write
+    }
+    const int status = wait_exit(child);
+    const std::string log = read_text(dir.file("train.log"));
+    const RunStore store(db, RunStore::Mode::ReadOnly);
+    const RunRecord run = store.run(1);
+    std::string notes;
+    for (const std::string& note : run.info.notes) notes += note + "\n";
+    expect_contains(notes, "vanished, shrank or changed since the dataset was read");
+    expect_contains(log, "note: epoch ");
+    EXPECT_EQ(log.find("cannot decode"), std::string::npos) << log;
+    if (removed == 3) {
+      EXPECT_EQ(status, 0) << log;
+      EXPECT_EQ(run.status, RunStatus::Finished) << run.end_reason;
+      EXPECT_EQ(store.epochs(1).size(), 8u) << "the run goes on";
+      expect_contains(notes, "(3 of 80 in all; the run stops past 8)");
+      for (const std::string& file : gone) expect_contains(notes, "'" + file + "' (");
+      expect_contains(notes, "(unreadable (No such file or directory))");
+      expect_contains(notes, "(truncated PNG (");
+    } else {
+      EXPECT_EQ(status, 1) << log;
+      EXPECT_EQ(run.status, RunStatus::Failed);
+      expect_contains(run.end_reason, "of the dataset's 80 images vanished, shrank or changed");
+      expect_contains(run.end_reason, "moved, unmounted or rewritten? Put it back and resume the run; resumable from");
+      expect_contains(log, "moved, unmounted or rewritten?");
+      EXPECT_FALSE(store.checkpoints(1).empty());
+    }
+  }
+}
+
 TEST(StoreCli, ARunKeepsItsDataFolderAbsoluteAndSaysWhatItPassedOverAndWhatItDidNotMeasure) {
   TempDir dir("data_notes");
   const std::string db = dir.file("runs.sqlite");

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <cstring>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "core/error.h"
@@ -52,6 +54,12 @@ struct DataLoader::State {
   std::atomic<size_t> cache_bytes{0};
   std::atomic<int64_t> cached_images{0}, decoded{0}, cache_hits{0};
 
+  // Samples whose file vanished, shrank or changed: each reported once, by sample position.
+  mutable std::mutex lost_mutex;
+  std::unordered_set<int64_t> lost_positions;
+  std::vector<LostImage> lost;
+  std::atomic<int64_t> lost_count{0};
+
   // Epoch state, under `mutex`.
   std::mutex mutex;
   std::condition_variable work_ready, batch_ready;
@@ -71,7 +79,8 @@ struct DataLoader::State {
   double wait = 0;
   std::vector<std::thread> workers;
 
-  cv::Mat base_image(int64_t position);
+  cv::Mat base_image(int64_t position);  // empty when the sample's file was lost
+  void note_lost(int64_t position, const std::string& reason);
   void build(int64_t batch_index, uint64_t gen, const std::vector<int64_t>& order, int epoch, Batch& out);
   void work();
 };
@@ -85,10 +94,12 @@ cv::Mat DataLoader::State::base_image(int64_t position) {
   }
   const int64_t item = (*samples)[p].item;
   const int min_side = crop == Crop::RandomResized ? base_side : size;
-  cv::Mat decoded = detail::load_bgr(*data, item, min_side);
-  if (decoded.empty())
-    throw Error("cannot decode '" + data->paths[static_cast<size_t>(item)] +
-                "' (it changed or vanished after the dataset was opened)");
+  std::string why;
+  cv::Mat decoded = detail::load_bgr(*data, item, min_side, &why);
+  if (decoded.empty()) {
+    note_lost(position, why);
+    return decoded;
+  }
   cv::Mat base = crop == Crop::RandomResized ? detail::resize_shorter_side(decoded, base_side)
                                              : detail::center_square(decoded, size);
   this->decoded.fetch_add(1, std::memory_order_relaxed);
@@ -110,6 +121,13 @@ cv::Mat DataLoader::State::base_image(int64_t position) {
   return base;
 }
 
+void DataLoader::State::note_lost(int64_t position, const std::string& reason) {
+  std::lock_guard lock(lost_mutex);
+  if (!lost_positions.insert(position).second) return;
+  lost.push_back({data->paths[static_cast<size_t>((*samples)[static_cast<size_t>(position)].item)], reason});
+  lost_count.fetch_add(1, std::memory_order_relaxed);
+}
+
 void DataLoader::State::build(int64_t batch_index, uint64_t gen, const std::vector<int64_t>& ord, int ep, Batch& out) {
   const int64_t B = options.batch_size;
   const int64_t begin = batch_index * B;
@@ -120,13 +138,15 @@ void DataLoader::State::build(int64_t batch_index, uint64_t gen, const std::vect
   uint8_t* images = static_cast<uint8_t*>(out.images.data());
   int32_t* labels = out.labels.data_as<int32_t>();
   const size_t image_bytes = static_cast<size_t>(S * S * 3) * dtype_size(options.dtype);
+  int64_t kept = 0;  // images written: a lost sample's place goes to the next one
   for (int64_t i = 0; i < n; ++i) {
     // Stop early when cancelled or when the epoch was restarted: what is left is never delivered.
     if (cancelled.load(std::memory_order_relaxed) || generation.load(std::memory_order_relaxed) != gen) return;
     const int64_t position = ord[static_cast<size_t>(begin + i)];
-    labels[i] = (*samples)[static_cast<size_t>(position)].label;
     const cv::Mat base = base_image(position);
-    void* dst = images + static_cast<size_t>(i) * image_bytes;
+    if (base.empty()) continue;
+    labels[kept] = (*samples)[static_cast<size_t>(position)].label;
+    void* dst = images + static_cast<size_t>(kept++) * image_bytes;
     if (crop == Crop::Center) {
       detail::write_normalized(base, size, 0, 0, false, table, options.dtype, dst);
       continue;
@@ -145,6 +165,14 @@ void DataLoader::State::build(int64_t batch_index, uint64_t gen, const std::vect
       detail::write_normalized(cropped, size, 0, 0, flip, table, options.dtype, dst);
     }
   }
+  if (kept == n) return;
+  Batch whole = std::move(out);
+  out = Batch{};
+  if (kept == 0) return;  // undefined tensors: next() passes the batch over
+  out.images = Tensor::empty({kept, 3, S, S}, options.dtype, Layout::NHWC);
+  out.labels = Tensor::empty({kept}, DType::I32);
+  std::memcpy(out.images.data(), whole.images.data(), static_cast<size_t>(kept) * image_bytes);
+  std::memcpy(out.labels.data(), whole.labels.data(), static_cast<size_t>(kept) * sizeof(int32_t));
 }
 
 void DataLoader::State::work() {
@@ -277,28 +305,30 @@ bool DataLoader::next(Batch& out) {
     start = !s.started;
   }
   if (start) start_epoch(0);
-  std::unique_lock<std::mutex> lock(s.mutex);
-  if (s.cancelled || s.next_deliver >= s.n_batches) return false;
-  const int64_t index = s.next_deliver;
-  State::Slot& slot = s.slots[static_cast<size_t>(index % s.ring)];
-  if (!(slot.ready && slot.index == index)) {
-    const auto t0 = Clock::now();
-    s.batch_ready.wait(lock, [&] { return s.cancelled || s.stopping || (slot.ready && slot.index == index); });
-    s.wait += std::chrono::duration<double>(Clock::now() - t0).count();
-    if (s.cancelled || s.stopping) return false;
-  }
-  if (!slot.error.empty()) {
-    const std::string error = slot.error;
+  for (;;) {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    if (s.cancelled || s.next_deliver >= s.n_batches) return false;
+    const int64_t index = s.next_deliver;
+    State::Slot& slot = s.slots[static_cast<size_t>(index % s.ring)];
+    if (!(slot.ready && slot.index == index)) {
+      const auto t0 = Clock::now();
+      s.batch_ready.wait(lock, [&] { return s.cancelled || s.stopping || (slot.ready && slot.index == index); });
+      s.wait += std::chrono::duration<double>(Clock::now() - t0).count();
+      if (s.cancelled || s.stopping) return false;
+    }
+    if (!slot.error.empty()) {
+      const std::string error = slot.error;
+      slot = State::Slot{};
+      s.cancelled = true;  // the epoch cannot complete
+      throw Error(error);
+    }
+    out = std::move(slot.batch);
     slot = State::Slot{};
-    s.cancelled = true;  // the epoch cannot complete
-    throw Error(error);
+    ++s.next_deliver;
+    lock.unlock();
+    s.work_ready.notify_all();
+    if (out.images.defined()) return true;  // else every image of the batch was lost
   }
-  out = std::move(slot.batch);
-  slot = State::Slot{};
-  ++s.next_deliver;
-  lock.unlock();
-  s.work_ready.notify_all();
-  return true;
 }
 
 void DataLoader::cancel() {
@@ -322,7 +352,13 @@ LoaderStats DataLoader::stats() const {
   st.cache_hits = s_->cache_hits.load();
   st.cache_bytes = s_->cache_bytes.load();
   st.cached_images = s_->cached_images.load();
+  st.lost = s_->lost_count.load();
   return st;
+}
+
+std::vector<LostImage> DataLoader::lost_images() const {
+  std::lock_guard lock(s_->lost_mutex);
+  return s_->lost;
 }
 
 }  // namespace ampwb

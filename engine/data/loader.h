@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 #include "data/dataset.h"
@@ -60,6 +61,14 @@ struct LoaderStats {
   int64_t cache_hits = 0;   // since construction: images taken from the cache
   size_t cache_bytes = 0;   // held by the cache now
   int64_t cached_images = 0;
+  int64_t lost = 0;  // since construction: samples skipped because their file vanished, shrank or changed
+};
+
+// A sample whose file vanished, shrank or changed after the dataset was read: skipped like a corrupt file is at
+// the start, its batch one image smaller.
+struct LostImage {
+  std::string path;
+  std::string reason;  // "unreadable (No such file or directory)", "truncated JPEG ...", "now 8x8 px, read as 12x12"
 };
 
 class DataLoader {
@@ -77,14 +86,15 @@ class DataLoader {
   // Starts (or restarts) an epoch: the previous one's pending batches are dropped.
   void start_epoch(int epoch);
   // The next batch of the epoch, blocking until it is ready. False at the end of the epoch or after cancel().
-  // Throws ampwb::Error when an image no longer decodes (the file changed after the dataset was opened).
-  // Without start_epoch(), the first call starts epoch 0.
+  // An image whose file vanished or changed since the dataset was read is left out of its batch (lost_images());
+  // a batch that lost every image is passed over. Without start_epoch(), the first call starts epoch 0.
   bool next(Batch& out);
   // From any thread: next() returns false promptly (well within 100 ms) until the next start_epoch().
   void cancel();
 
   double wait_seconds() const;  // time next() blocked this epoch
   LoaderStats stats() const;
+  std::vector<LostImage> lost_images() const;  // each lost sample once, in the order they were met
   Normalization normalization() const;  // the statistics in use
 
  private:

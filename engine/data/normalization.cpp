@@ -82,8 +82,7 @@ Normalization dataset_normalization(const Dataset& dataset, int threads) {
         static_cast<int64_t>(k) * static_cast<int64_t>(samples.size()) / n;  // evenly spaced: every class
     const int64_t item = samples[static_cast<size_t>(index)].item;
     const cv::Mat bgr = detail::load_bgr(data, item, 32);
-    AMPWB_CHECK(!bgr.empty(), "cannot decode '" << data.paths[static_cast<size_t>(item)]
-                                                << "' (changed since the dataset was opened?)");
+    if (bgr.empty()) return;  // vanished or changed since the scan: the loader skips and reports it
     Sums& s = partial[static_cast<size_t>(worker)];
     for (int y = 0; y < bgr.rows; ++y) {
       const uint8_t* p = bgr.ptr<uint8_t>(y);
@@ -101,6 +100,7 @@ Normalization dataset_normalization(const Dataset& dataset, int threads) {
     for (int c = 0; c < 3; ++c) total.sum[c] += s.sum[c], total.squares[c] += s.squares[c];
     total.pixels += s.pixels;
   }
+  AMPWB_CHECK(total.pixels > 0, "none of the training images in '" << data.report.root << "' can be read any more");
   for (int c = 0; c < 3; ++c) {
     const double mean = static_cast<double>(total.sum[c]) / total.pixels / 255.0;
     const double mean_sq = static_cast<double>(total.squares[c]) / total.pixels / (255.0 * 255.0);

@@ -46,7 +46,7 @@ void write_pixels(const cv::Mat& bgr, int size, int dx, int dy, bool flip, const
 
 }  // namespace
 
-cv::Mat load_bgr(const DatasetData& data, int64_t item, int min_shorter_side) {
+cv::Mat load_bgr(const DatasetData& data, int64_t item, int min_shorter_side, std::string* why) {
   if (data.in_memory) {
     const int h = data.pixel_height, w = data.pixel_width, c = data.pixel_channels;
     const size_t plane = static_cast<size_t>(h) * w;
@@ -70,8 +70,17 @@ cv::Mat load_bgr(const DatasetData& data, int64_t item, int min_shorter_side) {
   }
   thread_local std::vector<uint8_t> bytes;  // reused: no allocation per image
   std::string reason;
-  if (!read_file(data.paths[static_cast<size_t>(item)], bytes, reason)) return cv::Mat();
+  const auto fail = [&](const std::string& what) {
+    if (why) *why = what;
+    return cv::Mat();
+  };
+  if (!read_file(data.paths[static_cast<size_t>(item)], bytes, reason)) return fail(reason);
   const DatasetData::Size& s = data.sizes[static_cast<size_t>(item)];
+  const ImageCheck check = check_image_structure(bytes.data(), bytes.size());
+  if (!check.ok) return fail(check.reason);
+  if (check.width > 0 && (check.width != s.width || check.height != s.height))  // formats whose header says it
+    return fail("now " + std::to_string(check.width) + "x" + std::to_string(check.height) + " px, read as " +
+                std::to_string(s.width) + "x" + std::to_string(s.height));
   int reduce = 1;
   if (s.format == ImageFormat::Jpeg) {
     const int shorter = std::min(s.width, s.height);
@@ -81,7 +90,9 @@ cv::Mat load_bgr(const DatasetData& data, int64_t item, int min_shorter_side) {
         break;
       }
   }
-  return decode_bgr8(bytes.data(), bytes.size(), reduce);
+  cv::Mat decoded = decode_bgr8(bytes.data(), bytes.size(), reduce);
+  if (decoded.empty()) return fail("no longer decodes");
+  return decoded;
 }
 
 cv::Mat center_square(const cv::Mat& bgr, int size) {

@@ -18,8 +18,9 @@
 namespace ampwb::detail {
 
 // The pixels of one sample as 8-bit BGR, decoding files (JPEGs at the largest reduction that keeps the shorter side
-// at least `min_shorter_side`). Returns an empty Mat when a file no longer decodes.
-cv::Mat load_bgr(const DatasetData& data, int64_t item, int min_shorter_side);
+// at least `min_shorter_side`). Returns an empty Mat, and why in `why` when given, when a file vanished, shrank
+// or changed since the dataset was read: unreadable, structurally broken, another size, or no longer decoding.
+cv::Mat load_bgr(const DatasetData& data, int64_t item, int min_shorter_side, std::string* why = nullptr);
 
 // The center square of the image, resized to S x S.
 cv::Mat center_square(const cv::Mat& bgr, int size);

@@ -84,6 +84,8 @@ class RunStore {
   void add_divergence(int64_t run, const PrecisionDivergence& divergence);
   // Replaces an earlier checkpoint of the run at the same path (the file was overwritten).
   void add_checkpoint(int64_t run, const CheckpointInfo& checkpoint);
+  // One more of the run's notes (RunInfo::notes), as the trainer meets it.
+  void add_note(int64_t run, const std::string& note);
   // Records how the run ended (with its last steps), fsynced, and gives up ownership.
   void end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps, double duration_seconds);
   // Gives up ownership without writing (the row stays `running`: the next open marks it interrupted).

@@ -245,6 +245,12 @@ void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {
   t.commit();
 }
 
+void RunStore::add_note(int64_t run, const std::string& note) {
+  require_writable("add a note to a run");
+  SqliteStatement append(*db_, "UPDATE runs SET info_json = json_insert(info_json, '$.notes[#]', ?) WHERE id = ?");
+  append.bind(1, note).bind(2, run).run();
+}
+
 void RunStore::end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps, double duration_seconds) {
   require_writable("record the end of a run");
   {

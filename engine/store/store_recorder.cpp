@@ -136,6 +136,11 @@ void StoreRecorder::on_checkpoint(const CheckpointInfo& checkpoint) {
   guarded([&] { store_->add_checkpoint(run_id_, checkpoint); });
 }
 
+void StoreRecorder::on_note(const std::string& note) {
+  if (run_id_ == 0) return;
+  guarded([&] { store_->add_note(run_id_, note); });
+}
+
 void StoreRecorder::on_end(const RunEnd& end) {
   if (run_id_ == 0 || ended_) return;
   ended_ = true;

@@ -50,6 +50,7 @@ class StoreRecorder : public TrainObserver {
   void on_confusion(const ConfusionMatrix& confusion) override;
   void on_divergence(const PrecisionDivergence& divergence) override;
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
+  void on_note(const std::string& note) override;
   void on_end(const RunEnd& end) override;
 
   int64_t run_id() const { return run_id_; }           // 0 before on_start

@@ -147,6 +147,9 @@ class TrainObserver {
   // Once, after the last epoch of a finished run in a low-precision mode (train/divergence_step.h).
   virtual void on_divergence(const PrecisionDivergence&) {}
   virtual void on_checkpoint(const CheckpointInfo&) {}
+  // Something the run met on the way that its record should say (images that vanished mid-run): one more of
+  // RunInfo's notes.
+  virtual void on_note(const std::string&) {}
   virtual void on_end(const RunEnd&) {}
 };
 

@@ -15,6 +15,7 @@
 #include "optim/lr_schedule.h"
 #include "train/checkpoint.h"
 #include "train/divergence_step.h"
+#include "train/lost_images.h"
 #include "train/step_timer.h"
 
 namespace ampwb {
@@ -404,6 +405,11 @@ RunEnd Trainer::train() {
     if (std::optional<StepResult> r = step.finish_deferred()) return settle(pending, *r);
     return std::nullopt;
   };
+  // Images whose files vanish, shrink or change during the run: noted each epoch, the run stopped past a tenth.
+  LostImageWatch lost_images(train_data, validation_data, config.data_dir);
+  const auto note_lost = [&](int epoch) {
+    if (std::optional<std::string> note = lost_images.note(epoch)) report(&TrainObserver::on_note, *note);
+  };
   // A batch on the backend's device. Batch b+1 is taken from the loader and sent up before step b is queued, so
   // that on a GPU its copy overlaps step b (Backend::upload); on the CPU it is the loader's batch itself.
   struct DeviceBatch {
@@ -432,6 +438,11 @@ RunEnd Trainer::train() {
         if (std::optional<RunEnd> end = settle_pending()) return *end;
         return {RunStatus::Cancelled,
                 "stopped by the user at epoch " + std::to_string(epoch) + ", step " + std::to_string(b) + save(at)};
+      }
+      if (std::optional<std::string> lost = lost_images.too_many()) {
+        if (std::optional<RunEnd> end = settle_pending()) return *end;
+        note_lost(epoch);
+        return {RunStatus::Failed, *lost + save(at)};
       }
       // The paper's histogram and the per-layer numerics on the last step of each epoch; the numerics also every
       // numerics_every steps, through a probe without histograms so that they stay one step's. Probed steps do
@@ -472,6 +483,7 @@ RunEnd Trainer::train() {
     if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
     const double train_seconds = seconds_since(epoch_start);
     const Evaluation val = evaluate(model, *backend, validation_data, topk);
+    note_lost(epoch);
     EpochReport er;
     er.epoch = epoch;
     er.topk = topk;
@@ -499,6 +511,7 @@ RunEnd Trainer::train() {
     }
     report(&TrainObserver::on_epoch, er);
     const std::string resumable = save(EpochProgress{epoch + 1});  // resumes at the next epoch
+    if (std::optional<std::string> lost = lost_images.too_many()) return {RunStatus::Failed, *lost + resumable};
     if (stop_ && epoch < config.epochs)
       return {RunStatus::Cancelled, "stopped by the user after epoch " + std::to_string(epoch) + resumable};
   }
