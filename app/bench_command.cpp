@@ -64,6 +64,7 @@ int bench_command(const BenchOptions& options) {
                                   {"images_per_second", r.images_per_second},
                                   {"peak_bytes", r.peak_bytes},
                                   {"max_rss_bytes", r.max_rss_bytes},
+                                  {"memory", r.memory},
                                   {"host_sync", r.deferred ? "deferred" : "every-step"},
                                   {"host_waits_per_step", r.host_waits_per_step},
                                   {"cuda_graphs", r.captured ? "on" : "off"},
@@ -79,6 +80,7 @@ int bench_command(const BenchOptions& options) {
         r.model_summary.c_str(), r.backend_description.c_str(), mode_name(c.precision), c.batch_size, c.image_size,
         r.step_ms_median, r.images_per_second, r.peak_bytes / 1048576.0, r.max_rss_bytes / 1048576.0);
     if (!r.compute.empty()) std::printf("compute: %s\n", r.compute.c_str());
+    std::printf("memory:  %s\n", r.memory.c_str());
     std::printf("host waits per step: %.2f (%s)\n", r.host_waits_per_step,
                 r.deferred ? "deferred: numbers read one step late" : "every step reads its numbers");
     if (r.captured)

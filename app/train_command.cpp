@@ -75,6 +75,7 @@ class ConsoleObserver : public TrainObserver {
     std::printf("dataset: %lld training and %lld validation images, %zu classes (%s), %d px\n",
                 static_cast<long long>(info.train_images), static_cast<long long>(info.validation_images),
                 info.class_names.size(), info.dataset_layout.c_str(), info.image_size);
+    if (!info.memory.empty()) std::printf("memory:  %s\n", info.memory.c_str());
     std::printf("model:   %s\ndevice:  %s\n", info.model_summary.c_str(), info.backend_description.c_str());
     if (!info.compute.empty()) std::printf("compute: %s\n", info.compute.c_str());
     for (const std::string& note : info.notes) std::printf("note:    %s\n", note.c_str());

@@ -105,6 +105,24 @@ class TrainingThroughTheUi : public QObject {
     QVERIFY(child<QPushButton>(w, "trainButton")->isEnabled());
   }
 
+  // The memory estimate follows the settings: "≈ X of Y", and where it cannot fit, red with the batch size that does.
+  void memory_estimate_follows_the_settings() {
+    MainWindow w(db("memory"));
+    auto* memory = child<QLabel>(w, "memoryEstimate");
+    auto* depth = child<QComboBox>(w, "depth");
+    depth->setCurrentIndex(depth->findData(18));
+    child<QSpinBox>(w, "imageSize")->setValue(64);
+    child<QSpinBox>(w, "batchSize")->setValue(16);
+    const QString small = memory->text();
+    QVERIFY2(small.startsWith("≈ ") && small.contains(" of ") && !small.contains("too much"), qPrintable(small));
+    depth->setCurrentIndex(depth->findData(152));
+    child<QSpinBox>(w, "imageSize")->setValue(1024);
+    child<QSpinBox>(w, "batchSize")->setValue(65536);
+    const QString big = memory->text();
+    QVERIFY2(big != small && big.contains("too much"), qPrintable(big));
+    QVERIFY2(memory->toolTip().contains("activations"), qPrintable(memory->toolTip()));
+  }
+
   void trains_through_the_controls_and_records_the_run() {
     const QString path = db("train");
     MainWindow w(path);

@@ -28,6 +28,7 @@
 #include "models/resnet.h"
 #include "plain_text.h"
 #include "precision_modes.h"
+#include "train/memory_estimate.h"
 #include "train/precision_support.h"
 
 namespace ampwb::ui {
@@ -111,6 +112,11 @@ void RunSetupPanel::build() {
   connect(val_fraction_, &QDoubleSpinBox::valueChanged, inspect_later_, qOverload<>(&QTimer::start));
   connect(max_images_, &QSpinBox::valueChanged, inspect_later_, qOverload<>(&QTimer::start));
   connect(seed_, &QSpinBox::valueChanged, inspect_later_, qOverload<>(&QTimer::start));
+  for (QSpinBox* box : {batch_, image_size_, threads_})
+    connect(box, &QSpinBox::valueChanged, this, &RunSetupPanel::update_memory_estimate);
+  for (QComboBox* box : {depth_, precision_, device_, optimizer_, stem_, master_weights_})
+    connect(box, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_memory_estimate);
+  update_memory_estimate();
 }
 
 QWidget* RunSetupPanel::build_data_group() {
@@ -232,6 +238,10 @@ QWidget* RunSetupPanel::build_training_group() {
   form->addRow(tr("Epochs"), epochs_);
   form->addRow(tr("Batch size"), batch_);
   form->addRow(tr("Image size"), image_size_);
+  memory_ = new QLabel;
+  memory_->setObjectName("memoryEstimate");
+  memory_->setWordWrap(true);
+  form->addRow(tr("Memory"), memory_);
   form->addRow(tr("Optimizer"), optimizer_);
   form->addRow(tr("Learning rate"), lr_);
   form->addRow(tr("Schedule"), schedule_);
@@ -356,6 +366,32 @@ void RunSetupPanel::update_precision_for_device() {
   }
   if (!items->item(precision_->currentIndex())->isEnabled()) precision_->setCurrentIndex(precision_->findData("fp32"));
   update_precision_help();
+}
+
+void RunSetupPanel::update_memory_estimate() {
+  if (!memory_) return;  // still being built
+  const TrainConfig c = config();
+  // As the trainer takes them: "auto" is the data's size (at most 224), the classes the data's (10 until inspected).
+  const int image_size = c.image_size > 0 ? c.image_size : std::min(224, data_image_size_ > 0 ? data_image_size_ : 224);
+  const int classes = std::max(2, data_classes_ > 0 ? data_classes_ : 10);
+  const Capabilities& caps = device_capabilities(c.device);
+  const MemoryEstimateInput input = memory_estimate_input(c, image_size, classes, caps);
+  const MemoryEstimate estimate = estimate_training_memory(input);
+  // The CPU's is what the host can give now; a GPU's, its memory (its free memory is read when the run starts).
+  const bool cpu = c.device == "cpu";
+  const size_t available = cpu ? available_host_memory() : caps.memory_bytes;
+  QString text = tr("≈ %1 of %2").arg(QString::fromStdString(memory_text(estimate.total())),
+                                      QString::fromStdString(memory_text(available)));
+  if (!cpu) text += tr(" on the GPU");
+  const bool fits = available == 0 || estimate.total() <= available;
+  if (!fits) {
+    const int largest = largest_batch_that_fits(input, available);
+    text += largest >= 2 ? tr(": too much, batch size %1 or less fits").arg(largest)
+                         : tr(": too much even at batch size 2; choose a smaller image size or model");
+  }
+  memory_->setText(text);
+  memory_->setStyleSheet(fits ? QString() : QStringLiteral("color: #b00020"));
+  memory_->setToolTip(QString::fromStdString(memory_summary(estimate, available)));
 }
 
 void RunSetupPanel::apply_scaler_preset() {
@@ -502,6 +538,9 @@ void RunSetupPanel::show_inspection(const InspectResult& r) {
   dataset_report_->setPlainText(r.text);
   // IDX test files, CIFAR's test batch and val/ folders are the validation split: no fraction to choose then.
   data_form_->setRowVisible(val_fraction_, !r.trainable || r.split_by_workbench);
+  data_image_size_ = r.trainable ? r.native_image_size : 0;
+  data_classes_ = r.trainable ? r.classes : 0;
+  update_memory_estimate();
   dataset_status_->setText(r.trainable ? tr("✔ %1 classes, %2 training and %3 validation images (%4 px)")
                                              .arg(r.classes)
                                              .arg(r.train_images)

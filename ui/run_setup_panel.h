@@ -66,6 +66,8 @@ class RunSetupPanel : public QWidget {
   void update_precision_for_device();
   const Capabilities& device_capabilities(const std::string& device);
   void apply_scaler_preset();
+  // The run's memory estimate against what is available (train/memory_estimate.h), as the settings change.
+  void update_memory_estimate();
 
   DatasetInspector inspector_;
   QTimer* inspect_later_ = nullptr;
@@ -91,6 +93,8 @@ class RunSetupPanel : public QWidget {
   QComboBox* schedule_ = nullptr;
   QSpinBox* seed_ = nullptr;
   QCheckBox* checkpoints_ = nullptr;
+  QLabel* memory_ = nullptr;
+  int data_image_size_ = 0, data_classes_ = 0;  // from the last inspection: what "auto" and the model's output take
   // Advanced
   QToolButton* advanced_toggle_ = nullptr;
   QWidget* advanced_ = nullptr;

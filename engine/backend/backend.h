@@ -146,6 +146,9 @@ class Backend {
   virtual std::string description() const = 0;  // e.g. "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads)"
   virtual bool supports(Op op, DType dtype) const = 0;
   virtual Capabilities capabilities() const = 0;
+  // The device memory free now, for a run's memory check (train/memory_estimate.h); 0 where the backend does not
+  // know (the CPU: the host's limits are read there).
+  virtual size_t free_memory_bytes() const { return 0; }
   virtual void synchronize() {}  // waits until the device has done the work queued so far (timing)
   // Seconds spent so far converting inside other ops (weights reordered into a primitive's layout, the FP32 copies
   // around an emulated op), so that a profile bills them as conversions, not as the op.

@@ -62,6 +62,7 @@ class ProfiledBackend final : public Backend {
   std::string description() const override { return inner_->description(); }
   bool supports(Op op, DType dtype) const override { return inner_->supports(op, dtype); }
   Capabilities capabilities() const override { return inner_->capabilities(); }
+  size_t free_memory_bytes() const override { return inner_->free_memory_bytes(); }
   void synchronize() override { ++host_waits_, inner_->synchronize(); }
   double conversion_seconds() const override { return inner_->conversion_seconds(); }
   std::unique_ptr<CapturedWork> capture(const std::function<void()>& queue, std::string& why_not) override {

@@ -161,24 +161,20 @@ class Bottleneck : public ResidualBlock {
   static constexpr int kExpansion = 4;
 };
 
-struct Architecture {
-  bool bottleneck;
-  std::vector<int> blocks;  // per stage
-  std::vector<int> widths;
-};
+}  // namespace
 
-Architecture architecture(int depth) {
+ResNetArchitecture resnet_architecture(int depth) {
   switch (depth) {
     case 18:
-      return {false, {2, 2, 2, 2}, {64, 128, 256, 512}};
+      return {false, 1, {2, 2, 2, 2}, {64, 128, 256, 512}};
     case 34:
-      return {false, {3, 4, 6, 3}, {64, 128, 256, 512}};
+      return {false, 1, {3, 4, 6, 3}, {64, 128, 256, 512}};
     case 50:
-      return {true, {3, 4, 6, 3}, {64, 128, 256, 512}};
+      return {true, 4, {3, 4, 6, 3}, {64, 128, 256, 512}};
     case 101:
-      return {true, {3, 4, 23, 3}, {64, 128, 256, 512}};
+      return {true, 4, {3, 4, 23, 3}, {64, 128, 256, 512}};
     case 152:
-      return {true, {3, 8, 36, 3}, {64, 128, 256, 512}};
+      return {true, 4, {3, 8, 36, 3}, {64, 128, 256, 512}};
     default:
       break;
   }
@@ -186,10 +182,8 @@ Architecture architecture(int depth) {
                                          << depth
                                          << " (expected 18, 34, 50, 101, 152 or the CIFAR 20, 32, 44, 56, 110)");
   const int n = (depth - 2) / 6;
-  return {false, {n, n, n}, {16, 32, 64}};
+  return {false, 1, {n, n, n}, {16, 32, 64}};
 }
-
-}  // namespace
 
 std::vector<int> supported_depths() { return {18, 34, 50, 101, 152, 20, 32, 44, 56, 110}; }
 
@@ -204,7 +198,7 @@ Stem resolved_stem(const ResNetConfig& config) {
 ResNet::ResNet(Backend& backend, const ResNetConfig& config, Rng& rng)
     : Layer(backend), config_(config), body_(backend) {
   AMPWB_CHECK(config.num_classes >= 1, "a model needs at least one class");
-  const Architecture arch = architecture(config.depth);
+  const ResNetArchitecture arch = resnet_architecture(config.depth);
   const int stem_width = arch.widths.front();
   auto& stem_conv = static_cast<Conv2d&>(
       resolved_stem(config) == Stem::ImageNet

@@ -31,6 +31,15 @@ std::vector<int> supported_depths();  // 18, 34, 50, 101, 152, 20, 32, 44, 56, 1
 bool is_cifar_depth(int depth);
 Stem resolved_stem(const ResNetConfig& config);  // never Auto
 
+// A depth's blocks and widths, as the model builds them: what a memory estimate walks without building the model.
+struct ResNetArchitecture {
+  bool bottleneck = false;  // Bottleneck blocks (1x1, 3x3, 1x1) instead of BasicBlocks (3x3, 3x3)
+  int expansion = 1;        // a block's output channels over its width (4 for Bottleneck)
+  std::vector<int> blocks;  // per stage
+  std::vector<int> widths;  // per stage
+};
+ResNetArchitecture resnet_architecture(int depth);  // throws ampwb::Error for an unsupported depth
+
 class ResNet : public Layer {
  public:
   ResNet(Backend& backend, const ResNetConfig& config, Rng& rng);

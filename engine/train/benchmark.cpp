@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "train/config.h"
+#include "train/memory_estimate.h"
 #include "train/mixed_precision_step.h"
 #include "train/precision_support.h"
 
@@ -55,8 +56,23 @@ BenchResult run_benchmark(const BenchConfig& config) {
   const PrecisionConfig precision = precision_preset(config.precision);
   const ModeSupport support = mode_support(config.precision, backend->capabilities());
   if (!support.supported) throw Error(support.reason);
+  // Refused before anything is allocated when it cannot fit, as a training run is (the one batch is the step's).
+  const OptimizerConfig sgd{"sgd", 0.9f};
+  TrainConfig as_run;
+  as_run.depth = config.depth;
+  as_run.batch_size = config.batch_size;
+  as_run.stem = config.stem;
+  as_run.optimizer = sgd;
+  as_run.precision = precision;
+  MemoryEstimateInput memory_input =
+      memory_estimate_input(as_run, config.image_size, config.num_classes, backend->capabilities());
+  memory_input.extra_input_batches = 0;  // synthetic data: one batch, no loader
+  const MemoryEstimate memory = estimate_training_memory(memory_input);
+  const size_t available = available_memory(*backend);
+  if (available > 0 && memory.total() > available)
+    throw Error("not enough memory: this benchmark " + memory_advice(memory_input, memory, available));
   ResNet model(*backend, {config.depth, config.num_classes, 3, config.image_size, config.stem}, rng);
-  auto optimizer = make_optimizer(*backend, {"sgd", 0.9f});
+  auto optimizer = make_optimizer(*backend, sgd);
   const PrecisionPolicy policy(precision);
   LossScaler scaler(precision.loss_scale);
   MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
@@ -83,6 +99,7 @@ BenchResult run_benchmark(const BenchConfig& config) {
   result.backend_description = backend->description();
   result.model_summary = model.summary();
   result.compute = support.compute;
+  result.memory = memory_summary(memory, available);
   result.notes = support.notes;
   // The host batch goes up every step, as in training (and as PyTorch's side of bench/cuda_compare.py does).
   // Deferred steps return once the step before is done: each timed call is one step of the device's time.

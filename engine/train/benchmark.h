@@ -33,6 +33,7 @@ struct BenchConfig {
 struct BenchResult {
   std::string backend_description, model_summary;
   std::string compute;             // what computes the mode's low-precision ops (precision_support.h)
+  std::string memory;              // the memory estimate against what was available (train/memory_estimate.h)
   std::vector<std::string> notes;  // advice, as `ampwb train` prints it
   std::vector<double> step_ms;     // every timed step
   double step_ms_median = 0, images_per_second = 0;

@@ -31,6 +31,9 @@ struct RunInfo {
   int64_t steps_per_epoch = 0;
   int first_epoch = 1;             // > 1 when resumed
   std::vector<std::string> notes;  // advice for the user, e.g. BF16 slower than FP32 on this CPU
+  // The run's memory estimate against what was available (train/memory_estimate.h): printed, not stored (not in
+  // the field list), since it describes this machine at this moment.
+  std::string memory;
 };
 
 struct StepReport {

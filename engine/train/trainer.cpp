@@ -16,6 +16,7 @@
 #include "train/checkpoint.h"
 #include "train/divergence_step.h"
 #include "train/lost_images.h"
+#include "train/memory_estimate.h"
 #include "train/step_timer.h"
 
 namespace ampwb {
@@ -109,12 +110,19 @@ RunEnd Trainer::run() {
   RunEnd end;
   try {
     end = train();
+  } catch (const std::bad_alloc&) {
+    // The run's tensors are gone, their blocks given back, before what is available is read again for the words:
+    // what the run needs and the batch size that fits.
+    allocator_for(memory_device_).empty_cache();
+    end = {RunStatus::Failed, "out of memory" + memory_advice_text()};
   } catch (const std::exception& e) {
     end = {RunStatus::Failed, e.what()};
     // The device's message says how much was asked for and held; the run's says which setting to change.
     if (end.reason.find("out of GPU memory") != std::string::npos)
-      end.reason += " [--batch-size " + std::to_string(config_.batch_size) + " does not fit on this GPU: try " +
-                    std::to_string(std::max(2, config_.batch_size / 2)) + "]";
+      end.reason += memory_input_ ? " [" + memory_advice_text().substr(2) + "]"
+                                  : " [--batch-size " + std::to_string(config_.batch_size) +
+                                        " does not fit on this GPU: try " +
+                                        std::to_string(std::max(2, config_.batch_size / 2)) + "]";
   }
   Report{observer_}(&TrainObserver::on_end, end);
   return end;
@@ -154,6 +162,12 @@ bool Trainer::wait_while_paused() {
   std::unique_lock lock(mutex_);
   resumed_.wait(lock, [this] { return !paused_ || stop_ || cancel_; });
   return !stop_ && !cancel_;
+}
+
+std::string Trainer::memory_advice_text() const {
+  if (!memory_input_) return " before the run's memory was estimated";
+  const size_t available = memory_device_.is_cpu() ? available_host_memory() : memory_available_;
+  return ": this run " + memory_advice(*memory_input_, estimate_training_memory(*memory_input_), available);
 }
 
 ModeSupport Trainer::check_precision(const Backend& backend) const {
@@ -277,6 +291,16 @@ RunEnd Trainer::train() {
   loading.cache_budget_bytes = static_cast<size_t>(config.data.cache_budget_mb) << 20;
   loading.normalization = config.data.normalization;
   validate_for_data(config, static_cast<int64_t>(dataset.class_names().size()), dataset.size(Split::Train));
+  // The run's memory, estimated before anything is allocated or recorded: a run that cannot fit is refused here.
+  const MemoryEstimateInput memory_input = memory_estimate_input(
+      config, image_size, static_cast<int>(dataset.class_names().size()), backend->capabilities());
+  const MemoryEstimate memory = estimate_training_memory(memory_input);
+  const size_t available = available_memory(*backend);
+  memory_input_ = memory_input;
+  memory_device_ = backend->device();
+  memory_available_ = available;
+  if (available > 0 && memory.total() > available)
+    throw Error("not enough memory: this run " + memory_advice(memory_input, memory, available));
   DataLoader train_data(dataset, Split::Train, loading);
   loading.shuffle = loading.augment = loading.drop_last = false;
   DataLoader validation_data(dataset, Split::Validation, loading);
@@ -321,6 +345,7 @@ RunEnd Trainer::train() {
   info.steps_per_epoch = steps_per_epoch;
   info.first_epoch = at.epoch;
   info.compute = precision.compute;
+  info.memory = memory_summary(memory, available);
   info.notes = precision.notes;
   if (!resume_note.empty()) info.notes.push_back(resume_note);
   if (const size_t skipped = dataset.report().skipped.size())

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "backend/backend.h"
@@ -17,6 +18,7 @@
 #include "optim/optimizer.h"
 #include "train/config.h"
 #include "train/events.h"
+#include "train/memory_estimate.h"
 #include "train/mixed_precision_step.h"
 #include "train/precision_support.h"
 
@@ -58,11 +60,17 @@ class Trainer {
   // Refuses a precision mode the device cannot run and notes where it will be slow.
   ModeSupport check_precision(const Backend& backend) const;
   bool wait_while_paused();  // false when cancelled or stopped meanwhile
+  // What an allocation failure's message says after "out of memory": the run's estimate, what is available now and
+  // the largest batch size that fits (train/memory_estimate.h).
+  std::string memory_advice_text() const;
 
   TrainConfig config_;
   TrainObserver* observer_;
   BackendDecorator decorate_backend_;
   std::vector<EpochReport> epochs_;
+  std::optional<MemoryEstimateInput> memory_input_;  // set once the data has given the image size and classes
+  Device memory_device_ = Device::cpu();
+  size_t memory_available_ = 0;  // at the start: a GPU's free memory cannot be asked once its backend is gone
   std::thread thread_;
   RunEnd result_;
   std::mutex mutex_;

@@ -136,6 +136,14 @@ bool CudaBackend::supports(Op op, DType dtype) const {
   }
 }
 
+size_t CudaBackend::free_memory_bytes() const {
+  cuda::DeviceScope scope(impl_->device.index);
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) free_bytes = 0;  // unknown: the check is skipped
+  cudaGetLastError();
+  return free_bytes;
+}
+
 Capabilities CudaBackend::capabilities() const {
   const Impl& m = *impl_;
   Capabilities caps;

@@ -63,6 +63,7 @@ class CudaBackend final : public Backend {
   std::string description() const override;
   bool supports(Op op, DType dtype) const override;
   Capabilities capabilities() const override;
+  size_t free_memory_bytes() const override;  // cudaMemGetInfo's free bytes on this device
 
   void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override;
   void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override;
