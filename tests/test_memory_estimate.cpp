@@ -141,6 +141,10 @@ TEST(MemoryEstimate, AvailableMemoryIsReadFromThisMachine) {
 // available and the batch size that fits; never std::bad_alloc.
 TEST(MemoryEstimate, TrainRefusesARunThatCannotFitUnderAnAddressSpaceLimit) {
   if (!fs::exists("/usr/bin/prlimit")) GTEST_SKIP() << "util-linux's prlimit is not installed";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's shadow memory takes terabytes of address space: under a 4 GiB limit the program "
+                  "cannot start (the plain build runs this test)";
+#endif
   TempDir dir("memory_refusal");
   const std::string db = dir.file("runs.sqlite");
   const cli_test::Result r = cli_test::ampwb(
