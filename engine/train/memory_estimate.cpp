@@ -145,7 +145,8 @@ class StepWalk {
     auto [c, conv_backward] = conv(x, out_channels, kernel, stride, input_needs_grad, input_is_fp32);
     auto [y, bn_backward] = batch_norm(c, relu);
     live.drop(c.id);
-    return {y, [conv_backward, bn_backward](int dy) { return conv_backward(bn_backward(dy)); }};
+    // Init-captures: clang before 16 cannot capture structured bindings by name.
+    return {y, [conv_back = conv_backward, bn_back = bn_backward](int dy) { return conv_back(bn_back(dy)); }};
   }
 
   // ResidualBlock: main branch, shortcut, and the last batch norm fused with the add and the ReLU. `chained`: the
