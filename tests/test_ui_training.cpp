@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QWheelEvent>
 #include <QStandardItemModel>
 #include <QtTest>
 #include <algorithm>
@@ -121,6 +122,33 @@ class TrainingThroughTheUi : public QObject {
     const QString big = memory->text();
     QVERIFY2(big != small && big.contains("too much"), qPrintable(big));
     QVERIFY2(memory->toolTip().contains("activations"), qPrintable(memory->toolTip()));
+  }
+
+  // Scrolling the setup panel over its fields changes none of them; a field takes the wheel once it has the focus.
+  void the_wheel_changes_a_field_only_once_focused() {
+    MainWindow w(db("wheel"));
+    w.show();
+    w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    auto* batch = child<QSpinBox>(w, "batchSize");
+    auto* depth = child<QComboBox>(w, "depth");
+    const int batch_before = batch->value(), depth_before = depth->currentIndex();
+    const auto wheel_up = [](QWidget* target) {
+      const QPointF at(target->width() / 2.0, target->height() / 2.0);
+      QWheelEvent event(at, target->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                        Qt::NoScrollPhase, false);
+      QApplication::sendEvent(target, &event);
+    };
+    child<QLineEdit>(w, "runName")->setFocus();
+    QTRY_VERIFY(child<QLineEdit>(w, "runName")->hasFocus());
+    wheel_up(batch);
+    wheel_up(depth);
+    QCOMPARE(batch->value(), batch_before);
+    QCOMPARE(depth->currentIndex(), depth_before);
+    batch->setFocus();
+    QTRY_VERIFY(batch->hasFocus());
+    wheel_up(batch);
+    QCOMPARE(batch->value(), batch_before + batch->singleStep());
   }
 
   void trains_through_the_controls_and_records_the_run() {

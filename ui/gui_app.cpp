@@ -9,6 +9,7 @@
 #include <QSvgRenderer>
 
 #include "core/error.h"
+#include "focused_wheel.h"
 #include "main_window.h"
 #include "plain_text.h"
 #include "screenshot_scenario.h"
@@ -56,6 +57,7 @@ void init_high_dpi() {
 
 void init_application(QApplication& app) {
   init_ampwb_resources();
+  wheel_only_when_focused(app);
   QApplication::setOrganizationName("ampwb");
   QApplication::setApplicationName("ampwb");
   QApplication::setApplicationDisplayName("AMP Workbench");
