@@ -4,6 +4,7 @@
 // and settings remembered across windows.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
@@ -149,6 +150,33 @@ class TrainingThroughTheUi : public QObject {
     QTRY_VERIFY(batch->hasFocus());
     wheel_up(batch);
     QCOMPARE(batch->value(), batch_before + batch->singleStep());
+  }
+
+  // Wide-range values are typed and shown as people write them: "1e-3" is a learning rate of 0.001 (not 1, as when
+  // the spin box dropped the 'e'), and stays written so; what no number can become is never typed in.
+  void the_learning_rate_takes_scientific_notation() {
+    MainWindow w(db("scientific"));
+    w.show();
+    w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    auto* lr = child<QDoubleSpinBox>(w, "learningRate");
+    auto* edit = lr->findChild<QLineEdit*>();
+    const auto type = [&](const QString& text) {
+      lr->setFocus();
+      edit->selectAll();
+      QTest::keyClicks(edit, text);
+      QTest::keyClick(edit, Qt::Key_Return);
+    };
+    for (const auto& [typed, value] : {std::pair{"1e-3", 1e-3}, {"2.5E-4", 2.5e-4}, {"0.07", 0.07}, {"3e-6", 3e-6}}) {
+      type(typed);
+      QCOMPARE(w.setup()->config().lr, static_cast<float>(value));
+      QCOMPARE(edit->text(), QString(typed));
+    }
+    type("5e-4x");  // the x is refused as it is typed
+    QCOMPARE(edit->text(), QString("5e-4"));
+    QCOMPARE(w.setup()->config().lr, 5e-4f);
+    lr->setValue(0.02);  // set by the program (a preset, a stored run): its shortest form
+    QCOMPARE(edit->text(), QString("0.02"));
   }
 
   void trains_through_the_controls_and_records_the_run() {

@@ -30,6 +30,7 @@
 #include "precision_modes.h"
 #include "train/memory_estimate.h"
 #include "train/precision_support.h"
+#include "wide_number_box.h"
 
 namespace ampwb::ui {
 namespace {
@@ -221,7 +222,7 @@ QWidget* RunSetupPanel::build_training_group() {
   optimizer_->addItem(tr("SGD with momentum"), "sgd");
   optimizer_->addItem(tr("Adam"), "adam");
   optimizer_->addItem(tr("AdamW"), "adamw");
-  lr_ = number_box(0.000001, 10, 6, 0.001);
+  lr_ = new WideNumberBox(1e-6, 10, 0.001);
   lr_->setObjectName("learningRate");
   schedule_ = new QComboBox;
   schedule_->setObjectName("schedule");
@@ -269,14 +270,14 @@ QWidget* RunSetupPanel::build_advanced_group() {
   scaler_preset_->setObjectName("scalerPreset");
   for (const char* p : kScalerPresets) scaler_preset_->addItem(p, p);
   connect(scaler_preset_, &QComboBox::activated, this, &RunSetupPanel::apply_scaler_preset);
-  init_scale_ = number_box(1e-6, 1e12, 1, 1024);
+  init_scale_ = new WideNumberBox(1e-6, 1e12, 1024);
   growth_factor_ = number_box(1.0001, 1000, 3, 0.5);
   backoff_factor_ = number_box(0.0001, 0.9999, 4, 0.05);
   growth_interval_ = int_box(1, 100000000);
   hysteresis_ = int_box(1, 1000);
-  min_scale_ = number_box(0, 1e12, 4, 1);
+  min_scale_ = new WideNumberBox(0, 1e12, 1);
   min_scale_->setSpecialValueText(tr("none"));
-  max_scale_ = number_box(0, 1e12, 1, 1024);
+  max_scale_ = new WideNumberBox(0, 1e12, 1024);
   max_scale_->setSpecialValueText(tr("none"));
   master_weights_ = new QComboBox;
   master_weights_->addItem(tr("as the precision mode says"), "");
@@ -298,7 +299,7 @@ QWidget* RunSetupPanel::build_advanced_group() {
   auto* mf = new QFormLayout(more);
   warmup_ = int_box(0, 10000);
   momentum_ = number_box(0, 0.999, 3, 0.01);
-  weight_decay_ = number_box(0, 1, 6, 0.0001);
+  weight_decay_ = new WideNumberBox(0, 1, 0.0001);
   label_smoothing_ = number_box(0, 0.99, 3, 0.05);
   grad_clip_ = number_box(0, 1e6, 3, 0.5);
   grad_clip_->setSpecialValueText(tr("off"));
