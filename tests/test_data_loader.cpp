@@ -256,6 +256,51 @@ TEST(DataLoader, LastBatchKeptOrDropped) {
   EXPECT_EQ(run_epoch(drop, 0).sizes, (std::vector<int64_t>{4, 4, 4, 4, 4}));
 }
 
+// Files that vanish or shrink after the dataset was read are left out of their batch, a batch that lost every image
+// is passed over, and each loss is reported once, with why (the trainer notes them in the run).
+TEST(DataLoader, ImagesThatVanishAreLeftOutAndABatchWithNoneLeftIsPassedOver) {
+  TempDir dir("vanish");
+  make_id_folder(dir.path(), 4, 8, 8);  // ids 0-3 in a/000.png..003.png, 4-7 in b/
+  const Dataset ds = Dataset::open(dir.str(), options_with());
+  LoaderOptions o = plain(8, 2);
+  o.cache_budget_bytes = 0;  // every epoch reads the files again
+  o.threads = 1;             // the losses in the order of the batches
+  DataLoader loader(ds, Split::Train, o);
+  // The ids of each batch, from pixel (0, 0) of each image.
+  const auto ids_of = [](const Epoch& e) {
+    std::vector<std::vector<int>> ids;
+    for (const auto& bytes : e.images) {
+      const float* f = reinterpret_cast<const float*>(bytes.data());
+      ids.emplace_back();
+      for (size_t i = 0; i < bytes.size() / sizeof(float) / 192; ++i)
+        ids.back().push_back(static_cast<int>(std::lround(f[i * 192 + 2] * 255)));
+    }
+    return ids;
+  };
+  const std::vector<std::vector<int>> before = ids_of(run_epoch(loader, 0));
+  ASSERT_EQ(before.size(), 4u);
+  const auto path_of = [&](int id) {
+    char name[32];
+    std::snprintf(name, sizeof name, "%03d.png", id % 4);
+    return dir.path() / (id < 4 ? "a" : "b") / name;
+  };
+  fs::remove(path_of(before[0][0]));
+  fs::remove(path_of(before[0][1]));
+  fs::resize_file(path_of(before[2][1]), fs::file_size(path_of(before[2][1])) / 2);
+
+  for (int epoch = 1; epoch <= 2; ++epoch) {
+    const std::vector<std::vector<int>> after = ids_of(run_epoch(loader, epoch));
+    EXPECT_EQ(after, (std::vector<std::vector<int>>{before[1], {before[2][0]}, before[3]})) << "epoch " << epoch;
+  }
+  const std::vector<LostImage> lost = loader.lost_images();
+  ASSERT_EQ(lost.size(), 3u) << "each once, however many epochs met it";
+  EXPECT_EQ(loader.stats().lost, 3);
+  EXPECT_EQ(lost[0].path, path_of(before[0][0]).string());
+  EXPECT_NE(lost[0].reason.find("unreadable (No such file or directory)"), std::string::npos) << lost[0].reason;
+  EXPECT_EQ(lost[2].path, path_of(before[2][1]).string());
+  EXPECT_NE(lost[2].reason.find("truncated PNG"), std::string::npos) << lost[2].reason;
+}
+
 TEST(DataLoader, CacheMeansTheSecondEpochDecodesNothing) {
   TempDir dir("cache");
   make_id_folder(dir.path(), 8, 30, 20, ".jpg");

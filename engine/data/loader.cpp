@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <mutex>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <unordered_set>
 #include <vector>

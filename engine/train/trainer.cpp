@@ -448,9 +448,11 @@ RunEnd Trainer::train() {
     train_data.start_epoch(epoch);
     for (int64_t skip = 0; skip < at.next_step; ++skip) train_data.next(batch);  // resuming mid-epoch
     const double wait_before = at.data_wait - train_data.wait_seconds();
+    // The loader passes over a batch whose every image was lost: the epoch then ends a step early, and only then.
     auto fetch = [&](int64_t b) {
-      AMPWB_CHECK(train_data.next(batch), "the data loader ended early at epoch " << epoch << ", step " << b);
-      return DeviceBatch{backend->upload(batch.images), backend->upload(batch.labels)};
+      if (train_data.next(batch)) return DeviceBatch{backend->upload(batch.images), backend->upload(batch.labels)};
+      AMPWB_CHECK(train_data.stats().lost > 0, "the data loader ended early at epoch " << epoch << ", step " << b);
+      return DeviceBatch{};
     };
     DeviceBatch next;
     const int64_t first_step = at.next_step, replayed_before = step.replayed_steps();
@@ -478,6 +480,10 @@ RunEnd Trainer::train() {
       const bool timed = step_timer.begin(b, steps_per_epoch, step_probe != nullptr, train_data.wait_seconds());
       step.set_capture(plan.captured && !timed);  // a timed step's ops are timed one by one
       const DeviceBatch current = next.images.defined() ? std::move(next) : fetch(b);
+      if (!current.images.defined()) {
+        step_timer.discard();
+        break;
+      }
       next = b + 1 < steps_per_epoch ? fetch(b + 1) : DeviceBatch{};
       at.data_wait = wait_before + train_data.wait_seconds();
       const Tensor& images = current.images;
