@@ -13,6 +13,8 @@
 #include <QSpinBox>
 #include <QWheelEvent>
 #include <QStandardItemModel>
+#include <QTemporaryDir>
+#include <QTextDocumentFragment>
 #include <QtTest>
 #include <algorithm>
 #include <ctime>
@@ -177,6 +179,32 @@ class TrainingThroughTheUi : public QObject {
     QCOMPARE(w.setup()->config().lr, 5e-4f);
     lr->setValue(0.02);  // set by the program (a preset, a stored run): its shortest form
     QCOMPARE(edit->text(), QString("0.02"));
+  }
+
+  // A folder that cannot be trained on says why in the line under the folder field, and Train waits, saying why
+  // in its tooltip (the keyboard's Ctrl+R too); a folder that can be trained on clears both.
+  void an_untrainable_dataset_says_why_and_train_waits() {
+    MainWindow w(db("untrainable"));
+    auto* status = child<QLabel>(w, "datasetStatus");
+    auto* train = child<QPushButton>(w, "trainButton");
+    QTemporaryDir dir;
+    const QString one_class = write_stripes(dir.filePath("one"), 4, 12);
+    QVERIFY(QDir(one_class + "/vertical").removeRecursively());
+    const std::vector<std::string> errors = Dataset::inspect(one_class.toStdString(), {}).report().errors;
+    QVERIFY(!errors.empty());
+    const QString why = QString::fromStdString(errors.front());
+    w.setup()->set_dataset_path(one_class);
+    QTRY_VERIFY_WITH_TIMEOUT(status->text().startsWith("✘"), 60000);
+    QVERIFY2(status->text().startsWith("✘ " + why), qPrintable(status->text()));
+    QVERIFY(!train->isEnabled());
+    const QString tip = QTextDocumentFragment::fromHtml(train->toolTip()).toPlainText();
+    QVERIFY2(tip.startsWith("Cannot train: " + why), qPrintable(tip));
+    QVERIFY(!w.start_training());
+    const QString good = write_stripes(dir.filePath("good"), 4, 12);
+    w.setup()->set_dataset_path(good);
+    QTRY_VERIFY_WITH_TIMEOUT(status->text().startsWith("✔"), 60000);
+    QVERIFY(train->isEnabled());
+    QVERIFY(train->toolTip().isEmpty());
   }
 
   void trains_through_the_controls_and_records_the_run() {

@@ -83,13 +83,18 @@ void DatasetInspector::Shared::loop() {
       const DatasetReport& report = dataset.report();
       result.text = QString::fromStdString(report.to_text());
       result.trainable = report.trainable();
+      if (!report.errors.empty()) {
+        result.problem = QString::fromStdString(report.errors.front());
+        if (report.errors.size() > 1)
+          result.problem += QObject::tr(" (and %1 more: see the report)").arg(report.errors.size() - 1);
+      }
       result.split_by_workbench = report.layout == "class-folders";
       result.classes = static_cast<int>(report.classes.size());
       result.train_images = report.train_images;
       result.validation_images = report.validation_images;
       if (result.trainable) result.native_image_size = dataset.native_image_size();
     } catch (const std::exception& e) {  // inspect() reports rather than throws; anything else lands here
-      result.text = QString::fromUtf8(e.what());
+      result.text = result.problem = QString::fromUtf8(e.what());
     }
     // Posted under the lock, so the owner cannot be destroyed in between (and ~QObject drops the posted call).
     // Only the answer to the newest request is worth showing.

@@ -83,6 +83,13 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   connect(controls_, &RunControls::train_clicked, this, &MainWindow::start_training);
   connect(controls_, &RunControls::pause_clicked, this, &MainWindow::toggle_pause);
   connect(controls_, &RunControls::stop_clicked, this, &MainWindow::stop_training);
+  // Train waits for a dataset that can be trained on, saying why where the pointer is.
+  const auto block_train = [this](const QString& problem) {
+    controls_->set_train_blocked(problem.isEmpty() ? QString() : tr("Cannot train: %1").arg(problem));
+    if (train_action_) update_actions();
+  };
+  block_train(setup_->dataset_problem());
+  connect(setup_, &RunSetupPanel::dataset_problem_changed, this, block_train);
   live_charts_ = new ChartPanel;
   live_charts_->setObjectName("liveCharts");
   connect(live_charts_, &ChartPanel::status_message, this, [this](const QString& t) { show_status(t, 5000); });
@@ -203,7 +210,7 @@ void MainWindow::build_menus() {
 
 void MainWindow::update_actions() {
   const bool running = session_->running();
-  train_action_->setEnabled(!running);
+  train_action_->setEnabled(!running && setup_->dataset_problem().isEmpty());
   sweep_action_->setEnabled(!running);
   pause_action_->setEnabled(running);
   stop_action_->setEnabled(running);
@@ -220,6 +227,10 @@ std::string MainWindow::checkpoint_folder() const {
 
 bool MainWindow::start_training() {
   if (session_->running()) return false;
+  if (const QString problem = setup_->dataset_problem(); !problem.isEmpty()) {  // Ctrl+R while Train is disabled
+    controls_->set_status(tr("Not started: %1").arg(problem));
+    return false;
+  }
   setup_->save_settings();
   sweep_.cancel();
   const QString problem = start_config(setup_->config(), 0, nullptr);

@@ -75,7 +75,7 @@ RunControls::RunControls(QWidget* parent) : QWidget(parent) {
 void RunControls::set_state(State state) {
   state_ = state;
   const bool active = state != State::Idle;
-  train_->setEnabled(!active);
+  train_->setEnabled(!active && blocked_.isEmpty());
   pause_->setEnabled(state == State::Training || state == State::Paused);
   stop_->setEnabled(state == State::Preparing || state == State::Training || state == State::Paused);
   const bool paused = state == State::Paused;
@@ -87,6 +87,12 @@ void RunControls::set_state(State state) {
   } else {
     progress_->setRange(0, 1000);
   }
+}
+
+void RunControls::set_train_blocked(const QString& why) {
+  blocked_ = why;
+  train_->setToolTip(plain_tooltip(why));
+  set_state(state_);
 }
 
 void RunControls::set_status(const QString& text) {

@@ -20,6 +20,8 @@ class RunControls : public QWidget {
 
   enum class State { Idle, Preparing, Training, Paused, Stopping };
   void set_state(State state);
+  // Train stays disabled, saying why in its tooltip, while `why` is not empty (a dataset that cannot be trained on).
+  void set_train_blocked(const QString& why);
   State state() const { return state_; }
 
   void set_status(const QString& text);
@@ -42,6 +44,7 @@ class RunControls : public QWidget {
 
  private:
   State state_ = State::Idle;
+  QString blocked_;
   QPushButton* train_ = nullptr;
   QPushButton* pause_ = nullptr;
   QPushButton* stop_ = nullptr;

@@ -524,8 +524,10 @@ void RunSetupPanel::request_inspection() {
   if (path.isEmpty()) {
     dataset_status_->setText(tr("Choose a dataset folder, or click Sample for Fashion-MNIST."));
     dataset_report_->clear();
+    set_dataset_problem(tr("no dataset folder is chosen"));
     return;
   }
+  set_dataset_problem(QString());  // the last folder's problem is not this one's
   DatasetOptions options;
   options.validation_fraction = val_fraction_->value();
   options.seed = static_cast<uint64_t>(seed_->value());
@@ -547,8 +549,15 @@ void RunSetupPanel::show_inspection(const InspectResult& r) {
                                              .arg(r.train_images)
                                              .arg(r.validation_images)
                                              .arg(r.native_image_size)
-                                       : tr("✘ This folder cannot be trained on: see the report."));
+                                       : tr("✘ %1").arg(r.problem));
+  set_dataset_problem(r.trainable ? QString() : r.problem);
   Q_EMIT dataset_inspected(r);
+}
+
+void RunSetupPanel::set_dataset_problem(const QString& problem) {
+  if (problem == dataset_problem_) return;
+  dataset_problem_ = problem;
+  Q_EMIT dataset_problem_changed(problem);
 }
 
 bool RunSetupPanel::inspecting() const { return inspector_.busy(); }

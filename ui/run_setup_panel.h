@@ -38,6 +38,7 @@ class RunSetupPanel : public QWidget {
 
   void set_dataset_path(const QString& path);  // and inspect it
   QString dataset_path() const;
+  QString dataset_problem() const { return dataset_problem_; }
   void choose_dataset_folder();  // a native folder dialog
   void use_sample_dataset();
 
@@ -51,6 +52,8 @@ class RunSetupPanel : public QWidget {
 
  Q_SIGNALS:
   void dataset_inspected(const ampwb::ui::InspectResult& result);
+  // Why the chosen dataset cannot be trained on ("" when it can, or while it is being checked).
+  void dataset_problem_changed(const QString& problem);
 
  private:
   void build();
@@ -60,6 +63,7 @@ class RunSetupPanel : public QWidget {
   QWidget* build_advanced_group();
   void request_inspection();
   void show_inspection(const InspectResult& result);
+  void set_dataset_problem(const QString& problem);
   void update_precision_help();
   PrecisionMode chosen_mode() const;  // the precision combo box lists kPrecisionModes in order
   // Enables the precision modes the chosen device can run (the others say why) and explains the chosen one there.
@@ -70,6 +74,7 @@ class RunSetupPanel : public QWidget {
   void update_memory_estimate();
 
   DatasetInspector inspector_;
+  QString dataset_problem_;
   QTimer* inspect_later_ = nullptr;
   // Data
   QLineEdit* dataset_ = nullptr;
