@@ -337,6 +337,10 @@ class TrainingThroughTheUi : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
     const int64_t id = finished.at(0).at(0).toLongLong();
     QCOMPARE(finished.at(0).at(1).toInt(), static_cast<int>(RunStatus::Cancelled));
+    w.runs_view()->reload();  // the Runs tab says the stopped run can go on
+    RunsModel* runs = w.runs_view()->model();
+    const QString status = runs->index(runs->row_of(id), RunsModel::Status).data().toString();
+    QVERIFY2(status.startsWith("stopped (resumable, "), qPrintable(status));
     {
       RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
       QVERIFY(store.epochs(id).size() < 3);
@@ -354,6 +358,8 @@ class TrainingThroughTheUi : public QObject {
     QCOMPARE(store.steps(id).size(), size_t{3 * 6});
     QCOMPARE(w.live_run()->steps.size(), size_t{3 * 6});  // the live charts continued from the stored steps
     QVERIFY(w.resume_run(id).contains("nothing to resume"));
+    w.runs_view()->reload();
+    QCOMPARE(runs->index(runs->row_of(id), RunsModel::Status).data().toString(), QString("finished"));
   }
 
   void settings_and_layout_are_remembered() {

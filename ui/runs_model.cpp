@@ -42,7 +42,9 @@ void RunsModel::reload(const RunStore& store) {
   std::vector<Row> rows;
   for (RunRecord& r : store.runs()) {
     RunSummary s = summarize(r, store.epochs(r.id));
-    rows.push_back({std::move(r), s});
+    const bool ended_early = r.status != RunStatus::Finished && r.status != RunStatus::Running;
+    const bool resumable = ended_early && store.resumable(r.id);
+    rows.push_back({std::move(r), s, resumable});
   }
   beginResetModel();
   rows_ = std::move(rows);
@@ -108,9 +110,14 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case Device:
       return QString::fromStdString(r.device);
     case Status: {
-      QString text = QString::fromUtf8(run_status_name(r.status));
-      if (!sort && s.epochs_completed < r.epochs && r.status != RunStatus::Finished)
-        text += QStringLiteral(" (%1/%2)").arg(s.epochs_completed).arg(r.epochs);
+      if (sort) return QString::fromUtf8(run_status_name(r.status));
+      // A run the user stopped is "stopped" (the store's word is "cancelled"), and says when it can go on.
+      QString text = r.status == RunStatus::Cancelled ? tr("stopped") : QString::fromUtf8(run_status_name(r.status));
+      QStringList details;
+      if (row.resumable) details << tr("resumable");
+      if (s.epochs_completed < r.epochs && r.status != RunStatus::Finished)
+        details << QStringLiteral("%1/%2").arg(s.epochs_completed).arg(r.epochs);
+      if (!details.isEmpty()) text += " (" + details.join(", ") + ")";
       return text;
     }
     case BestAccuracy: {

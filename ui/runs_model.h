@@ -35,6 +35,7 @@ class RunsModel : public QAbstractTableModel {
   struct Row {
     RunRecord record;
     RunSummary summary;
+    bool resumable = false;  // a checkpoint continues it (ampwb train --resume, the Resume action)
   };
   std::vector<Row> rows_;
 };
