@@ -58,7 +58,6 @@ struct DataLoader::State {
   mutable std::mutex lost_mutex;
   std::unordered_set<int64_t> lost_positions;
   std::vector<LostImage> lost;
-  std::atomic<int64_t> lost_count{0};
 
   // Epoch state, under `mutex`.
   std::mutex mutex;
@@ -125,7 +124,6 @@ void DataLoader::State::note_lost(int64_t position, const std::string& reason) {
   std::lock_guard lock(lost_mutex);
   if (!lost_positions.insert(position).second) return;
   lost.push_back({data->paths[static_cast<size_t>((*samples)[static_cast<size_t>(position)].item)], reason});
-  lost_count.fetch_add(1, std::memory_order_relaxed);
 }
 
 void DataLoader::State::build(int64_t batch_index, uint64_t gen, const std::vector<int64_t>& ord, int ep, Batch& out) {
@@ -352,7 +350,10 @@ LoaderStats DataLoader::stats() const {
   st.cache_hits = s_->cache_hits.load();
   st.cache_bytes = s_->cache_bytes.load();
   st.cached_images = s_->cached_images.load();
-  st.lost = s_->lost_count.load();
+  {
+    std::lock_guard lock(s_->lost_mutex);
+    st.lost = static_cast<int64_t>(s_->lost.size());
+  }
   return st;
 }
 

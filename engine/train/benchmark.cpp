@@ -69,8 +69,7 @@ BenchResult run_benchmark(const BenchConfig& config) {
   memory_input.extra_input_batches = 0;  // synthetic data: one batch, no loader
   const MemoryEstimate memory = estimate_training_memory(memory_input);
   const size_t available = available_memory(*backend);
-  if (available > 0 && memory.total() > available)
-    throw Error("not enough memory: this benchmark " + memory_advice(memory_input, memory, available));
+  refuse_what_cannot_fit(memory_input, memory, available, "benchmark");
   ResNet model(*backend, {config.depth, config.num_classes, 3, config.image_size, config.stem}, rng);
   auto optimizer = make_optimizer(*backend, sgd);
   const PrecisionPolicy policy(precision);

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
 #include "data/loader.h"
 #include "train/config.h"
@@ -508,6 +509,12 @@ std::string memory_advice(const MemoryEstimateInput& input, const MemoryEstimate
   else
     text += ": not even --batch-size 2 fits; choose a smaller --image-size or --depth";
   return text;
+}
+
+void refuse_what_cannot_fit(const MemoryEstimateInput& input, const MemoryEstimate& estimate, size_t available,
+                            const std::string& what) {
+  if (available > 0 && estimate.total() > available)
+    throw Error("not enough memory: this " + what + " " + memory_advice(input, estimate, available));
 }
 
 }  // namespace ampwb

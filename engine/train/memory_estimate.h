@@ -80,5 +80,9 @@ std::string memory_summary(const MemoryEstimate& estimate, size_t available);
 // Why a run does not fit, in the words the refusal and an allocation failure share: the estimate, what is
 // available and the largest batch size that fits (or what else to change when none does).
 std::string memory_advice(const MemoryEstimateInput& input, const MemoryEstimate& estimate, size_t available);
+// Throws ampwb::Error "not enough memory: this WHAT needs ..." (memory_advice) when the estimate exceeds what is
+// available; nothing when it fits or what is available is unknown (0). `what`: "run", "benchmark".
+void refuse_what_cannot_fit(const MemoryEstimateInput& input, const MemoryEstimate& estimate, size_t available,
+                            const std::string& what);
 
 }  // namespace ampwb

@@ -299,8 +299,7 @@ RunEnd Trainer::train() {
   memory_input_ = memory_input;
   memory_device_ = backend->device();
   memory_available_ = available;
-  if (available > 0 && memory.total() > available)
-    throw Error("not enough memory: this run " + memory_advice(memory_input, memory, available));
+  refuse_what_cannot_fit(memory_input, memory, available, "run");
   DataLoader train_data(dataset, Split::Train, loading);
   loading.shuffle = loading.augment = loading.drop_last = false;
   DataLoader validation_data(dataset, Split::Validation, loading);
