@@ -27,9 +27,10 @@ namespace ampwb::cli {
 namespace {
 
 // The first SIGINT/SIGTERM/SIGHUP (a closed terminal, a dropped SSH session) asks the run to stop after its current
-// step (it ends as cancelled and is recorded so, with a checkpoint); SA_RESETHAND makes a second one end the process at once (the store then shows the run as interrupted). SIGPIPE
-// (the output's reader went away: `ampwb train | head`) stops it the same way, with a checkpoint, instead of
-// killing it; it stays caught, since every later write to the pipe raises it again.
+// step (it ends as cancelled and is recorded so, with a checkpoint); SA_RESETHAND makes a second one end the process at
+// once (the store then shows the run as interrupted). SIGPIPE (the output's reader went away: `ampwb train | head`)
+// stops it the same way, with a checkpoint, instead of killing it; it stays caught, since every later write to the pipe
+// raises it again.
 volatile std::sig_atomic_t g_signal = 0;
 void on_signal(int signal) {
   if (g_signal == 0 || signal != SIGPIPE) g_signal = signal;
@@ -163,7 +164,9 @@ class ConsoleObserver : public TrainObserver {
       std::fprintf(stderr, "\nampwb train: the output's reader is gone: stopping after this step, resumable\n");
     else
       std::fprintf(stderr, "\nampwb train: %s received: stopping after this step (again to quit at once)\n",
-                   g_signal == SIGINT ? "interrupt" : g_signal == SIGHUP ? "hang-up" : "termination signal");
+                   g_signal == SIGINT   ? "interrupt"
+                   : g_signal == SIGHUP ? "hang-up"
+                                        : "termination signal");
     trainer_->stop();
   }
 

@@ -107,7 +107,8 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
               int size = -1;
               const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), size);
               if (error == std::errc() && end == text.data() + text.size() && size == 0)
-                throw CLI::ValidationError("0 is no image size: give 8 to 1024 px, or auto (the data's own, at most 224)");
+                throw CLI::ValidationError(
+                    "0 is no image size: give 8 to 1024 px, or auto (the data's own, at most 224)");
               return text == "auto" ? std::string("0") : text;
             })
             ->type_name("N|auto")

@@ -55,29 +55,29 @@ TEST_P(MemoryEstimateAccuracy, WithinAQuarterOfTheMeasuredPeak) {
   input.extra_input_batches = 0;  // the benchmark's one batch, no loader
   const MemoryEstimate estimate = estimate_training_memory(input);
   const double ratio = static_cast<double>(estimate.total()) / static_cast<double>(measured.peak_bytes);
-  std::printf("ResNet-%d %d px batch %d %s: estimate %.1f MiB (weights %.1f, copies %.1f, optimizer %.1f, "
-              "activations %.1f, workspace %.1f), measured peak %.1f MiB, ratio %.3f\n",
-              c.depth, c.image_size, c.batch_size, c.precision, estimate.total() / 1048576.0,
-              estimate.weights / 1048576.0, estimate.low_precision_copies / 1048576.0,
-              estimate.optimizer_state / 1048576.0, estimate.activations / 1048576.0, estimate.workspace / 1048576.0,
-              measured.peak_bytes / 1048576.0, ratio);
+  std::printf(
+      "ResNet-%d %d px batch %d %s: estimate %.1f MiB (weights %.1f, copies %.1f, optimizer %.1f, "
+      "activations %.1f, workspace %.1f), measured peak %.1f MiB, ratio %.3f\n",
+      c.depth, c.image_size, c.batch_size, c.precision, estimate.total() / 1048576.0, estimate.weights / 1048576.0,
+      estimate.low_precision_copies / 1048576.0, estimate.optimizer_state / 1048576.0, estimate.activations / 1048576.0,
+      estimate.workspace / 1048576.0, measured.peak_bytes / 1048576.0, ratio);
   EXPECT_GT(ratio, 0.75) << "the estimate is more than 25% below the measured peak";
   EXPECT_LT(ratio, 1.25) << "the estimate is more than 25% above the measured peak";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    ResNets, MemoryEstimateAccuracy,
-    ::testing::Values(PeakCase{20, 32, 32, "fp32"}, PeakCase{20, 32, 32, "amp-fp16"}, PeakCase{20, 32, 32, "amp-bf16"},
-                      PeakCase{18, 64, 16, "fp32"}, PeakCase{18, 64, 16, "amp-fp16"}, PeakCase{18, 64, 16, "amp-bf16"},
-                      PeakCase{50, 64, 16, "fp32"}, PeakCase{50, 64, 16, "amp-fp16"},
-                      PeakCase{50, 64, 16, "amp-bf16"}),
-    [](const ::testing::TestParamInfo<PeakCase>& info) {
-      std::string name = "ResNet" + std::to_string(info.param.depth) + "_" + std::to_string(info.param.image_size) +
-                         "px_" + info.param.precision;
-      for (char& ch : name)
-        if (ch == '-') ch = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(ResNets, MemoryEstimateAccuracy,
+                         ::testing::Values(PeakCase{20, 32, 32, "fp32"}, PeakCase{20, 32, 32, "amp-fp16"},
+                                           PeakCase{20, 32, 32, "amp-bf16"}, PeakCase{18, 64, 16, "fp32"},
+                                           PeakCase{18, 64, 16, "amp-fp16"}, PeakCase{18, 64, 16, "amp-bf16"},
+                                           PeakCase{50, 64, 16, "fp32"}, PeakCase{50, 64, 16, "amp-fp16"},
+                                           PeakCase{50, 64, 16, "amp-bf16"}),
+                         [](const ::testing::TestParamInfo<PeakCase>& info) {
+                           std::string name = "ResNet" + std::to_string(info.param.depth) + "_" +
+                                              std::to_string(info.param.image_size) + "px_" + info.param.precision;
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
 
 MemoryEstimateInput resnet152_at_224(int batch) {
   MemoryEstimateInput in;
@@ -122,10 +122,10 @@ TEST(MemoryEstimate, LargestBatchThatFitsIsTheLargest) {
   EXPECT_EQ(largest_batch_that_fits(resnet152_at_224(4096), two - 1), 0) << "not even batch 2 fits";
   const std::string advice =
       memory_advice(resnet152_at_224(4096), estimate_training_memory(resnet152_at_224(4096)), size_t{24} << 30);
-  EXPECT_NE(advice.find("--batch-size " + std::to_string(largest_batch_that_fits(resnet152_at_224(4096),
-                                                                                 size_t{24} << 30)) +
-                        " or less fits"),
-            std::string::npos)
+  EXPECT_NE(
+      advice.find("--batch-size " + std::to_string(largest_batch_that_fits(resnet152_at_224(4096), size_t{24} << 30)) +
+                  " or less fits"),
+      std::string::npos)
       << advice;
   EXPECT_NE(advice.find("24.0 GiB available"), std::string::npos) << advice;
 }
@@ -147,10 +147,10 @@ TEST(MemoryEstimate, TrainRefusesARunThatCannotFitUnderAnAddressSpaceLimit) {
 #endif
   TempDir dir("memory_refusal");
   const std::string db = dir.file("runs.sqlite");
-  const cli_test::Result r = cli_test::ampwb(
-      {"train", "--data", cli_test::stripes().string(), "--depth", "50", "--image-size", "512", "--batch-size", "40",
-       "--epochs", "1", "--db", db, "--name", "too-big"},
-      {"/usr/bin/prlimit", "--as=4294967296", "--"});
+  const cli_test::Result r =
+      cli_test::ampwb({"train", "--data", cli_test::stripes().string(), "--depth", "50", "--image-size", "512",
+                       "--batch-size", "40", "--epochs", "1", "--db", db, "--name", "too-big"},
+                      {"/usr/bin/prlimit", "--as=4294967296", "--"});
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("ampwb train: error: not enough memory: this run needs \u2248 "), std::string::npos)
       << r.output;
@@ -204,8 +204,7 @@ TEST(MemoryEstimate, AnAllocationFailureDuringARunEndsItInWords) {
     RunStore store(db);
     StoreRecorder recorder(store, c);
     Trainer trainer(c, &recorder);
-    trainer.decorate_backend(
-        [](std::unique_ptr<Backend> b) { return std::make_unique<FailAllocation>(std::move(b)); });
+    trainer.decorate_backend([](std::unique_ptr<Backend> b) { return std::make_unique<FailAllocation>(std::move(b)); });
     end = trainer.run();
     run = recorder.run_id();
   }
@@ -222,4 +221,3 @@ TEST(MemoryEstimate, AnAllocationFailureDuringARunEndsItInWords) {
 
 }  // namespace
 }  // namespace ampwb
-

@@ -199,8 +199,10 @@ TEST(StoreCli, ImagesThatVanishDuringARunAreSkippedAndNotedUntilATenthIsGone) {
     std::vector<std::string> gone;
     for (int i = 0; i < removed; ++i) {
       gone.push_back(files[static_cast<size_t>(i) * 5].string());
-      if (i % 2) fs::remove(gone.back());
-      else fs::resize_file(gone.back(), fs::file_size(gone.back()) / 2);  // shrunk: truncated mid-write
+      if (i % 2)
+        fs::remove(gone.back());
+      else
+        fs::resize_file(gone.back(), fs::file_size(gone.back()) / 2);  // shrunk: truncated mid-write
     }
     const int status = wait_exit(child);
     const std::string log = read_text(dir.file("train.log"));

@@ -60,11 +60,10 @@ TEST(StoreSharing, StrayDescriptorsInALongLivedProcessNeverLetAnotherProcessRemo
       const Result listed = ampwb({"runs", "--db", db});
       ASSERT_EQ(listed.status, 0) << listed.output;
       expect_contains(listed.output, "before");
-      const Result counted = cli_test::run(
-          {"/usr/bin/python3", "-c",
-           "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
-           "print(c.execute('SELECT count(*) FROM runs').fetchone()[0]); c.close()",
-           db});
+      const Result counted = cli_test::run({"/usr/bin/python3", "-c",
+                                            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                                            "print(c.execute('SELECT count(*) FROM runs').fetchone()[0]); c.close()",
+                                            db});
       ASSERT_EQ(counted.status, 0) << counted.output;
       EXPECT_EQ(std::stoi(counted.output), static_cast<int>(ids.size()));
       EXPECT_EQ(inode_of(db + "-wal"), wal) << "the write-ahead log this process writes into was removed";

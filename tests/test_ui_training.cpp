@@ -11,10 +11,10 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
-#include <QWheelEvent>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTextDocumentFragment>
+#include <QWheelEvent>
 #include <QtTest>
 #include <algorithm>
 #include <ctime>

@@ -19,9 +19,9 @@
 
 #include "chart_export.h"
 #include "chart_factory.h"
-#include "file_dialogs.h"
 #include "chart_style.h"
 #include "divergence_view.h"
+#include "file_dialogs.h"
 #include "loss_scale_chart.h"
 #include "numerics_heatmap.h"
 #include "plain_text.h"
@@ -274,9 +274,9 @@ void ChartPanel::export_one(MetricChart* chart) {
   QSettings settings;
   const QString dir = settings.value("export/folder", QDir::homePath()).toString();
   QString selected = tr("PNG image (*.png)");
-  const QString path = choose_save_file(
-      this, tr("Export %1").arg(chart->title()), QDir(dir).filePath(prefix_ + "-" + chart->metric_key() + ".png"),
-      tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"), &selected);
+  const QString path = choose_save_file(this, tr("Export %1").arg(chart->title()),
+                                        QDir(dir).filePath(prefix_ + "-" + chart->metric_key() + ".png"),
+                                        tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"), &selected);
   if (path.isEmpty()) return;
   settings.setValue("export/folder", QFileInfo(path).absolutePath());
   try {
@@ -289,8 +289,8 @@ void ChartPanel::export_one(MetricChart* chart) {
 
 void ChartPanel::export_all() {
   QSettings settings;
-  const QString folder = choose_folder(
-      this, tr("Export all charts into"), settings.value("export/folder", QDir::homePath()).toString());
+  const QString folder =
+      choose_folder(this, tr("Export all charts into"), settings.value("export/folder", QDir::homePath()).toString());
   if (folder.isEmpty()) return;
   bool ok = false;
   const QString format =

@@ -17,7 +17,7 @@ struct InspectResult {
   QString root;
   QString text;  // DatasetReport::to_text()
   bool trainable = false;
-  QString problem;  // why not, when not trainable: the first reason, and how many more the report lists
+  QString problem;                  // why not, when not trainable: the first reason, and how many more the report lists
   bool split_by_workbench = false;  // class folders: the validation fraction decides the split (else the data's own)
   int native_image_size = 0;
   int classes = 0;

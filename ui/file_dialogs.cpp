@@ -13,9 +13,7 @@ namespace {
 class NameOnlyIconProvider : public QFileIconProvider {
  public:
   QIcon icon(IconType type) const override { return QFileIconProvider::icon(type); }
-  QIcon icon(const QFileInfo& info) const override {
-    return QFileIconProvider::icon(info.isDir() ? Folder : File);
-  }
+  QIcon icon(const QFileInfo& info) const override { return QFileIconProvider::icon(info.isDir() ? Folder : File); }
   QString type(const QFileInfo& info) const override {
     if (info.isDir()) return QFileDialog::tr("Folder");
     const QString suffix = info.suffix();

@@ -464,8 +464,8 @@ QStringList MainWindow::export_csv(const std::vector<int64_t>& ids, const QStrin
 
 void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
   QSettings settings;
-  const QString folder = choose_folder(
-      this, tr("Export CSV reports into"), settings.value("export/folder", QDir::homePath()).toString());
+  const QString folder =
+      choose_folder(this, tr("Export CSV reports into"), settings.value("export/folder", QDir::homePath()).toString());
   if (folder.isEmpty()) return;
   settings.setValue("export/folder", folder);
   try {

@@ -381,8 +381,9 @@ void RunSetupPanel::update_memory_estimate() {
   // The CPU's is what the host can give now; a GPU's, its memory (its free memory is read when the run starts).
   const bool cpu = c.device == "cpu";
   const size_t available = cpu ? available_host_memory() : caps.memory_bytes;
-  QString text = tr("≈ %1 of %2").arg(QString::fromStdString(memory_text(estimate.total())),
-                                      QString::fromStdString(memory_text(available)));
+  QString text =
+      tr("≈ %1 of %2")
+          .arg(QString::fromStdString(memory_text(estimate.total())), QString::fromStdString(memory_text(available)));
   if (!cpu) text += tr(" on the GPU");
   const bool fits = available == 0 || estimate.total() <= available;
   if (!fits) {

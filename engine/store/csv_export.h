@@ -21,7 +21,7 @@ class CsvWriter {
  public:
   explicit CsvWriter(const std::string& path);  // throws StoreError naming the file
   ~CsvWriter();                                 // without close(), the partial file is removed
-  CsvWriter& field(const std::string& text);  // text: names, tags, notes, paths (csv_text_cell)
+  CsvWriter& field(const std::string& text);    // text: names, tags, notes, paths (csv_text_cell)
   CsvWriter& field(const char* text) { return field(std::string(text)); }
   CsvWriter& field(double value);
   CsvWriter& field(int64_t value);

@@ -215,8 +215,8 @@ class StepWalk {
   void run(const MemoryEstimateInput& in, const ResNetArchitecture& arch) {
     const Act images{live.make(bytes(in.in_channels, in.image_size, 4), Kind::Activation), in.in_channels,
                      in.image_size};
-    const bool imagenet_stem = resolved_stem({in.depth, in.num_classes, in.in_channels, in.image_size, in.stem}) ==
-                               Stem::ImageNet;
+    const bool imagenet_stem =
+        resolved_stem({in.depth, in.num_classes, in.in_channels, in.image_size, in.stem}) == Stem::ImageNet;
     std::vector<Backward> layers;
     const int64_t stem_width = arch.widths.front();
     auto [stem, stem_backward] =
@@ -291,9 +291,9 @@ class StepWalk {
 // The parameters of the model, counted from the same structure: convolution and linear weights (which have 16-bit
 // copies in the low-precision modes) and batch norms' (scale, shift; running mean and variance besides).
 struct ParameterCounts {
-  int64_t copied = 0;        // convolution and linear weights, and the linear bias
-  int64_t batch_norm = 0;    // batch norms' scale and shift
-  int64_t buffers = 0;       // batch norms' running statistics and batch statistics
+  int64_t copied = 0;      // convolution and linear weights, and the linear bias
+  int64_t batch_norm = 0;  // batch norms' scale and shift
+  int64_t buffers = 0;     // batch norms' running statistics and batch statistics
 };
 
 ParameterCounts count_parameters(const MemoryEstimateInput& in, const ResNetArchitecture& arch) {
@@ -398,8 +398,8 @@ MemoryEstimate estimate_training_memory(const MemoryEstimateInput& in) {
   const int64_t all = params.copied + params.batch_norm;
   // FP32 values and gradients (16-bit ones where backward leaves them so), and the batch norms' statistics.
   const int64_t copied_gradient_bytes = in.gradients_stay_16bit ? 2 : 4;
-  e.weights = static_cast<size_t>(all * 4 + params.copied * copied_gradient_bytes + params.batch_norm * 4 +
-                                  params.buffers * 4);
+  e.weights =
+      static_cast<size_t>(all * 4 + params.copied * copied_gradient_bytes + params.batch_norm * 4 + params.buffers * 4);
   if (low) e.low_precision_copies = static_cast<size_t>(params.copied * 2);
   const OptimizerConfig& o = in.optimizer;
   const int moments = o.kind == "sgd" ? (o.momentum != 0.0f ? 1 : 0) : 2;
@@ -411,7 +411,8 @@ MemoryEstimate estimate_training_memory(const MemoryEstimateInput& in) {
   const size_t labels_bytes = static_cast<size_t>(in.batch_size) * 4;
   const size_t batch_bytes =
       static_cast<size_t>(in.batch_size) * in.in_channels * in.image_size * in.image_size * 4 + labels_bytes;
-  e.activations = walk.live.peak_activations() + labels_bytes + static_cast<size_t>(in.extra_input_batches) * batch_bytes;
+  e.activations =
+      walk.live.peak_activations() + labels_bytes + static_cast<size_t>(in.extra_input_batches) * batch_bytes;
   e.workspace = walk.live.peak_workspace();
   return e;
 }
@@ -427,8 +428,8 @@ MemoryEstimateInput memory_estimate_input(const TrainConfig& config, int image_s
   in.precision = config.precision;
   in.optimizer = config.optimizer;
   const NumberFormat format = mode_info(config.precision.mode).format;
-  in.emulates_low_precision = (format == NumberFormat::Fp16 && !device.fp16.native) ||
-                              (format == NumberFormat::Bf16 && !device.bf16.native);
+  in.emulates_low_precision =
+      (format == NumberFormat::Fp16 && !device.fp16.native) || (format == NumberFormat::Bf16 && !device.bf16.native);
   // As MixedPrecisionStep::run decides (check_in_update): no dynamic scale to check, no clipping. On a GPU the steps
   // are deferred, whose backward writes FP32 gradients.
   const LossScaleConfig& scale = config.precision.loss_scale;

@@ -119,10 +119,10 @@ RunEnd Trainer::run() {
     end = {RunStatus::Failed, e.what()};
     // The device's message says how much was asked for and held; the run's says which setting to change.
     if (end.reason.find("out of GPU memory") != std::string::npos)
-      end.reason += memory_input_ ? " [" + memory_advice_text().substr(2) + "]"
-                                  : " [--batch-size " + std::to_string(config_.batch_size) +
-                                        " does not fit on this GPU: try " +
-                                        std::to_string(std::max(2, config_.batch_size / 2)) + "]";
+      end.reason += memory_input_
+                        ? " [" + memory_advice_text().substr(2) + "]"
+                        : " [--batch-size " + std::to_string(config_.batch_size) + " does not fit on this GPU: try " +
+                              std::to_string(std::max(2, config_.batch_size / 2)) + "]";
   }
   Report{observer_}(&TrainObserver::on_end, end);
   return end;
