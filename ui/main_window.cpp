@@ -83,13 +83,15 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   connect(controls_, &RunControls::train_clicked, this, &MainWindow::start_training);
   connect(controls_, &RunControls::pause_clicked, this, &MainWindow::toggle_pause);
   connect(controls_, &RunControls::stop_clicked, this, &MainWindow::stop_training);
-  // Train waits for a dataset that can be trained on, saying why where the pointer is.
-  const auto block_train = [this](const QString& problem) {
+  // Train waits for a dataset that can be trained on and fields that hold values, saying why where the pointer is.
+  const auto block_train = [this] {
+    const QString problem = setup_->train_problem();
     controls_->set_train_blocked(problem.isEmpty() ? QString() : tr("Cannot train: %1").arg(problem));
     if (train_action_) update_actions();
   };
-  block_train(setup_->dataset_problem());
+  block_train();
   connect(setup_, &RunSetupPanel::dataset_problem_changed, this, block_train);
+  connect(setup_, &RunSetupPanel::settings_problem_changed, this, block_train);
   live_charts_ = new ChartPanel;
   live_charts_->setObjectName("liveCharts");
   connect(live_charts_, &ChartPanel::status_message, this, [this](const QString& t) { show_status(t, 5000); });
@@ -210,7 +212,7 @@ void MainWindow::build_menus() {
 
 void MainWindow::update_actions() {
   const bool running = session_->running();
-  train_action_->setEnabled(!running && setup_->dataset_problem().isEmpty());
+  train_action_->setEnabled(!running && setup_->train_problem().isEmpty());
   sweep_action_->setEnabled(!running);
   pause_action_->setEnabled(running);
   stop_action_->setEnabled(running);
@@ -227,7 +229,7 @@ std::string MainWindow::checkpoint_folder() const {
 
 bool MainWindow::start_training() {
   if (session_->running()) return false;
-  if (const QString problem = setup_->dataset_problem(); !problem.isEmpty()) {  // Ctrl+R while Train is disabled
+  if (const QString problem = setup_->train_problem(); !problem.isEmpty()) {  // Ctrl+R while Train is disabled
     controls_->set_status(tr("Not started: %1").arg(problem));
     return false;
   }
@@ -378,6 +380,10 @@ void MainWindow::stop_training() {
 
 void MainWindow::show_sweep_dialog(bool seed_article_preset) {
   if (session_->running()) return;
+  if (const QString problem = setup_->train_problem(); !problem.isEmpty()) {  // its runs take the panel's settings
+    controls_->set_status(tr("Not started: %1").arg(problem));
+    return;
+  }
   const TrainConfig base = setup_->config();
   Capabilities caps;
   try {

@@ -30,6 +30,7 @@
 #include "precision_modes.h"
 #include "train/memory_estimate.h"
 #include "train/precision_support.h"
+#include "whole_number_box.h"
 #include "wide_number_box.h"
 
 namespace ampwb::ui {
@@ -37,19 +38,9 @@ namespace {
 
 const char* const kScalerPresets[] = {"pytorch", "apex", "paddle", "paddle-2.2", "deepspeed", "megatron", "tensorflow"};
 
-QDoubleSpinBox* number_box(double min, double max, int decimals, double step) {
-  auto* box = new QDoubleSpinBox;
-  box->setRange(min, max);
-  box->setDecimals(decimals);
-  box->setSingleStep(step);
-  return box;
-}
+WideNumberBox* number_box(double min, double max, double step) { return new WideNumberBox(min, max, step); }
 
-QSpinBox* int_box(int min, int max) {
-  auto* box = new QSpinBox;
-  box->setRange(min, max);
-  return box;
-}
+WholeNumberBox* int_box(int min, int max) { return new WholeNumberBox(min, max); }
 
 void select_data(QComboBox* box, const QVariant& value) {
   const int i = box->findData(value);
@@ -89,6 +80,13 @@ void RunSetupPanel::build() {
   layout->addWidget(build_data_group());
   layout->addWidget(build_model_group());
   layout->addWidget(build_training_group());
+  settings_problems_ = new QLabel;
+  settings_problems_->setObjectName("settingsProblem");
+  settings_problems_->setTextFormat(Qt::PlainText);  // it quotes what was typed
+  settings_problems_->setWordWrap(true);
+  settings_problems_->setStyleSheet(QStringLiteral("color: #c0392b"));
+  settings_problems_->setVisible(false);
+  layout->addWidget(settings_problems_);
   advanced_toggle_ = new QToolButton;
   advanced_toggle_->setObjectName("advancedToggle");
   advanced_toggle_->setText(tr("Advanced: loss scaler, optimizer details, data"));
@@ -118,6 +116,10 @@ void RunSetupPanel::build() {
   for (QComboBox* box : {depth_, precision_, device_, optimizer_, stem_, master_weights_})
     connect(box, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_memory_estimate);
   update_memory_estimate();
+  for (auto* box : findChildren<WholeNumberBox*>())
+    connect(box, &WholeNumberBox::problem_changed, this, &RunSetupPanel::update_settings_problem);
+  for (auto* box : findChildren<WideNumberBox*>())
+    connect(box, &WideNumberBox::problem_changed, this, &RunSetupPanel::update_settings_problem);
 }
 
 QWidget* RunSetupPanel::build_data_group() {
@@ -156,12 +158,12 @@ QWidget* RunSetupPanel::build_data_group() {
   layout->addWidget(dataset_report_);
 
   auto* form = data_form_ = new QFormLayout;
-  val_fraction_ = number_box(0, 0.9, 2, 0.05);
+  val_fraction_ = number_box(0, 0.9, 0.05);
   val_fraction_->setObjectName("validationFraction");
   val_fraction_->setToolTip(tr("Held out per class when the data has no validation split of its own"));
   max_images_ = int_box(0, 100000000);
   max_images_->setObjectName("maxTrainImages");
-  max_images_->setSpecialValueText(tr("all"));
+  max_images_->set_minimum_text(tr("all"));
   max_images_->setSingleStep(500);
   max_images_->setToolTip(tr("Train on the first N images (round-robin over the classes): quick experiments"));
   form->addRow(tr("Validation fraction"), val_fraction_);
@@ -215,8 +217,8 @@ QWidget* RunSetupPanel::build_training_group() {
   batch_->setObjectName("batchSize");
   image_size_ = int_box(0, 1024);
   image_size_->setObjectName("imageSize");
-  image_size_->setSpecialValueText(tr("auto (the data's)"));
-  image_size_->setSuffix(tr(" px"));
+  image_size_->set_minimum_text(tr("auto (the data's)"));
+  image_size_->set_unit(tr(" px"));
   optimizer_ = new QComboBox;
   optimizer_->setObjectName("optimizer");
   optimizer_->addItem(tr("SGD with momentum"), "sgd");
@@ -271,14 +273,14 @@ QWidget* RunSetupPanel::build_advanced_group() {
   for (const char* p : kScalerPresets) scaler_preset_->addItem(p, p);
   connect(scaler_preset_, &QComboBox::activated, this, &RunSetupPanel::apply_scaler_preset);
   init_scale_ = new WideNumberBox(1e-6, 1e12, 1024);
-  growth_factor_ = number_box(1.0001, 1000, 3, 0.5);
-  backoff_factor_ = number_box(0.0001, 0.9999, 4, 0.05);
+  growth_factor_ = number_box(1.0001, 1000, 0.5);
+  backoff_factor_ = number_box(0.0001, 0.9999, 0.05);
   growth_interval_ = int_box(1, 100000000);
   hysteresis_ = int_box(1, 1000);
   min_scale_ = new WideNumberBox(0, 1e12, 1);
-  min_scale_->setSpecialValueText(tr("none"));
+  min_scale_->set_minimum_text(tr("none"));
   max_scale_ = new WideNumberBox(0, 1e12, 1024);
-  max_scale_->setSpecialValueText(tr("none"));
+  max_scale_->set_minimum_text(tr("none"));
   master_weights_ = new QComboBox;
   master_weights_->addItem(tr("as the precision mode says"), "");
   master_weights_->addItem(tr("on (FP32 copy)"), "on");
@@ -298,11 +300,11 @@ QWidget* RunSetupPanel::build_advanced_group() {
   auto* more = new QGroupBox(tr("Optimizer and data"));
   auto* mf = new QFormLayout(more);
   warmup_ = int_box(0, 10000);
-  momentum_ = number_box(0, 0.999, 3, 0.01);
+  momentum_ = number_box(0, 0.999, 0.01);
   weight_decay_ = new WideNumberBox(0, 1, 0.0001);
-  label_smoothing_ = number_box(0, 0.99, 3, 0.05);
-  grad_clip_ = number_box(0, 1e6, 3, 0.5);
-  grad_clip_->setSpecialValueText(tr("off"));
+  label_smoothing_ = number_box(0, 0.99, 0.05);
+  grad_clip_ = number_box(0, 1e6, 0.5);
+  grad_clip_->set_minimum_text(tr("off"));
   topk_ = int_box(1, 100);
   augment_ = new QCheckBox(tr("random crop and flip"));
   stem_ = new QComboBox;
@@ -311,10 +313,10 @@ QWidget* RunSetupPanel::build_advanced_group() {
   stem_->addItem(tr("small (3x3, no pool)"), "small");
   threads_ = int_box(0, 1024);
   threads_->setObjectName("threads");
-  threads_->setSpecialValueText(tr("all cores"));
+  threads_->set_minimum_text(tr("all cores"));
   max_steps_ = int_box(0, 100000000);
   max_steps_->setObjectName("maxStepsPerEpoch");
-  max_steps_->setSpecialValueText(tr("whole epoch"));
+  max_steps_->set_minimum_text(tr("whole epoch"));
   mf->addRow(tr("Warm-up epochs"), warmup_);
   mf->addRow(tr("Momentum (SGD)"), momentum_);
   mf->addRow(tr("Weight decay"), weight_decay_);
@@ -559,6 +561,27 @@ void RunSetupPanel::set_dataset_problem(const QString& problem) {
   if (problem == dataset_problem_) return;
   dataset_problem_ = problem;
   Q_EMIT dataset_problem_changed(problem);
+}
+
+void RunSetupPanel::update_settings_problem() {
+  QStringList problems;
+  // In the panel's order (its children's), each field named by its label as the form shows it.
+  for (QAbstractSpinBox* field : findChildren<QAbstractSpinBox*>()) {
+    const auto* whole = qobject_cast<WholeNumberBox*>(field);
+    const auto* wide = qobject_cast<WideNumberBox*>(field);
+    const QString problem = whole ? whole->problem() : wide ? wide->problem() : QString();
+    if (problem.isEmpty()) continue;
+    QString name = field->objectName();
+    for (const QLabel* label : findChildren<QLabel*>())
+      if (label->buddy() == field) name = label->text().remove('&');
+    problems << tr("%1: %2").arg(name, problem);
+  }
+  settings_problems_->setText(problems.isEmpty() ? QString() : "✘ " + problems.join("\n✘ "));
+  settings_problems_->setVisible(!problems.isEmpty());
+  const QString first = problems.isEmpty() ? QString() : problems.front();
+  if (first == settings_problem_) return;
+  settings_problem_ = first;
+  Q_EMIT settings_problem_changed(first);
 }
 
 bool RunSetupPanel::inspecting() const { return inspector_.busy(); }

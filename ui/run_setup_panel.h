@@ -25,6 +25,9 @@ class QToolButton;
 
 namespace ampwb::ui {
 
+class WholeNumberBox;
+class WideNumberBox;
+
 class RunSetupPanel : public QWidget {
   Q_OBJECT
  public:
@@ -39,6 +42,10 @@ class RunSetupPanel : public QWidget {
   void set_dataset_path(const QString& path);  // and inspect it
   QString dataset_path() const;
   QString dataset_problem() const { return dataset_problem_; }
+  // Why a field's text is not a value it takes ("Epochs: “-5x” is not a whole number; ..."), "" when all are.
+  QString settings_problem() const { return settings_problem_; }
+  // What keeps these settings from training: the dataset's problem, else the first field's; "" when none.
+  QString train_problem() const { return dataset_problem_.isEmpty() ? settings_problem_ : dataset_problem_; }
   void choose_dataset_folder();  // a native folder dialog
   void use_sample_dataset();
 
@@ -54,6 +61,7 @@ class RunSetupPanel : public QWidget {
   void dataset_inspected(const ampwb::ui::InspectResult& result);
   // Why the chosen dataset cannot be trained on ("" when it can, or while it is being checked).
   void dataset_problem_changed(const QString& problem);
+  void settings_problem_changed(const QString& problem);
 
  private:
   void build();
@@ -64,6 +72,8 @@ class RunSetupPanel : public QWidget {
   void request_inspection();
   void show_inspection(const InspectResult& result);
   void set_dataset_problem(const QString& problem);
+  // Gathers the problems of the fields, listed under the Training group, the first one for Train's tooltip.
+  void update_settings_problem();
   void update_precision_help();
   PrecisionMode chosen_mode() const;  // the precision combo box lists kPrecisionModes in order
   // Enables the precision modes the chosen device can run (the others say why) and explains the chosen one there.
@@ -74,15 +84,16 @@ class RunSetupPanel : public QWidget {
   void update_memory_estimate();
 
   DatasetInspector inspector_;
-  QString dataset_problem_;
+  QString dataset_problem_, settings_problem_;
+  QLabel* settings_problems_ = nullptr;
   QTimer* inspect_later_ = nullptr;
   // Data
   QLineEdit* dataset_ = nullptr;
   QLabel* dataset_status_ = nullptr;
   QPlainTextEdit* dataset_report_ = nullptr;
-  QDoubleSpinBox* val_fraction_ = nullptr;
+  WideNumberBox* val_fraction_ = nullptr;
   QFormLayout* data_form_ = nullptr;  // holds val_fraction_'s row, hidden where the data brings its own split
-  QSpinBox* max_images_ = nullptr;
+  WholeNumberBox* max_images_ = nullptr;
   // Model and precision
   QComboBox* depth_ = nullptr;
   QComboBox* precision_ = nullptr;
@@ -90,13 +101,13 @@ class RunSetupPanel : public QWidget {
   std::map<std::string, Capabilities> capabilities_;  // per device, asked once
   QComboBox* device_ = nullptr;
   // Training
-  QSpinBox* epochs_ = nullptr;
-  QSpinBox* batch_ = nullptr;
-  QSpinBox* image_size_ = nullptr;
+  WholeNumberBox* epochs_ = nullptr;
+  WholeNumberBox* batch_ = nullptr;
+  WholeNumberBox* image_size_ = nullptr;
   QComboBox* optimizer_ = nullptr;
-  QDoubleSpinBox* lr_ = nullptr;
+  WideNumberBox* lr_ = nullptr;
   QComboBox* schedule_ = nullptr;
-  QSpinBox* seed_ = nullptr;
+  WholeNumberBox* seed_ = nullptr;
   QCheckBox* checkpoints_ = nullptr;
   QLabel* memory_ = nullptr;
   int data_image_size_ = 0, data_classes_ = 0;  // from the last inspection: what "auto" and the model's output take
@@ -105,24 +116,24 @@ class RunSetupPanel : public QWidget {
   QWidget* advanced_ = nullptr;
   QComboBox* scale_kind_ = nullptr;
   QComboBox* scaler_preset_ = nullptr;
-  QDoubleSpinBox* init_scale_ = nullptr;
-  QDoubleSpinBox* growth_factor_ = nullptr;
-  QDoubleSpinBox* backoff_factor_ = nullptr;
-  QSpinBox* growth_interval_ = nullptr;
-  QSpinBox* hysteresis_ = nullptr;
-  QDoubleSpinBox* min_scale_ = nullptr;
-  QDoubleSpinBox* max_scale_ = nullptr;
+  WideNumberBox* init_scale_ = nullptr;
+  WideNumberBox* growth_factor_ = nullptr;
+  WideNumberBox* backoff_factor_ = nullptr;
+  WholeNumberBox* growth_interval_ = nullptr;
+  WholeNumberBox* hysteresis_ = nullptr;
+  WideNumberBox* min_scale_ = nullptr;
+  WideNumberBox* max_scale_ = nullptr;
   QComboBox* master_weights_ = nullptr;
-  QSpinBox* warmup_ = nullptr;
-  QDoubleSpinBox* momentum_ = nullptr;
-  QDoubleSpinBox* weight_decay_ = nullptr;
-  QDoubleSpinBox* label_smoothing_ = nullptr;
-  QDoubleSpinBox* grad_clip_ = nullptr;
-  QSpinBox* topk_ = nullptr;
+  WholeNumberBox* warmup_ = nullptr;
+  WideNumberBox* momentum_ = nullptr;
+  WideNumberBox* weight_decay_ = nullptr;
+  WideNumberBox* label_smoothing_ = nullptr;
+  WideNumberBox* grad_clip_ = nullptr;
+  WholeNumberBox* topk_ = nullptr;
   QCheckBox* augment_ = nullptr;
   QComboBox* stem_ = nullptr;
-  QSpinBox* threads_ = nullptr;
-  QSpinBox* max_steps_ = nullptr;
+  WholeNumberBox* threads_ = nullptr;
+  WholeNumberBox* max_steps_ = nullptr;
   QLineEdit* name_ = nullptr;
 };
 

@@ -1,0 +1,165 @@
+// The setup panel's number fields never change what was typed, offscreen through the keyboard: text that is no
+// value stays as typed, framed in red with why and the range it takes, listed under the Training group, and Train
+// waits, saying why; a value out of range is refused with the range, never clamped.
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTextDocumentFragment>
+#include <QtTest>
+
+#include "main_window.h"
+#include "run_setup_panel.h"
+#include "test_ui_util.h"
+#include "whole_number_box.h"
+#include "wide_number_box.h"
+
+namespace ampwb::ui::test {
+
+class FieldsKeepWhatWasTyped : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir dir_;
+  QString data_;
+
+  template <class W>
+  static W* child(QWidget& parent, const char* name) {
+    W* w = parent.findChild<W*>(name);
+    if (!w) qFatal("no widget named %s", name);
+    return w;
+  }
+
+  // Selects what the field holds and types `text` over it, then Return, as a user does.
+  static void type(QAbstractSpinBox* field, const QString& text) {
+    auto* edit = field->findChild<QLineEdit*>();
+    field->setFocus();
+    edit->selectAll();
+    QTest::keyClick(edit, Qt::Key_Backspace);
+    QTest::keyClicks(edit, text);
+    QTest::keyClick(edit, Qt::Key_Return);
+  }
+  static QString text_of(QAbstractSpinBox* field) { return field->findChild<QLineEdit*>()->text(); }
+  static QString plain(const QString& tooltip) { return QTextDocumentFragment::fromHtml(tooltip).toPlainText(); }
+
+  // A window on a dataset that can be trained on, shown and active (typing needs the focus).
+  void open(MainWindow& w) {
+    w.setup()->set_dataset_path(data_);
+    QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
+    w.show();
+    w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    QVERIFY(child<QPushButton>(w, "trainButton")->isEnabled());
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    data_ = write_stripes(dir_.filePath("stripes"), 4, 12);
+  }
+
+  // "-5x" in Epochs stays "-5x", even after the focus leaves; the value stays; Train waits, saying why.
+  void text_that_is_no_number_stays_marked_and_train_waits() {
+    MainWindow w(dir_.filePath("nonumber.sqlite"));
+    open(w);
+    auto* epochs = child<QSpinBox>(w, "epochs");
+    auto* problems = child<QLabel>(w, "settingsProblem");
+    auto* train = child<QPushButton>(w, "trainButton");
+    const int before = epochs->value();
+    const QString usual_tip = epochs->toolTip();
+    QVERIFY(!problems->isVisibleTo(w.setup()));
+
+    type(epochs, "-5x");
+    child<QLineEdit>(w, "runName")->setFocus();  // the focus leaves: QSpinBox used to put a value in then
+    QTRY_VERIFY(child<QLineEdit>(w, "runName")->hasFocus());
+    QCOMPARE(text_of(epochs), QString("-5x"));
+    QCOMPARE(epochs->value(), before);
+    QCOMPARE(w.setup()->config().epochs, before);
+    const QString why = "“-5x” is not a whole number; it takes 1 to 10,000";
+    QCOMPARE(plain(epochs->toolTip()), why);
+    QVERIFY(epochs->styleSheet().contains("border"));
+    QVERIFY(problems->isVisibleTo(w.setup()));
+    QCOMPARE(problems->text(), "✘ Epochs: " + why);
+    QVERIFY(!train->isEnabled());
+    QCOMPARE(plain(train->toolTip()), "Cannot train: Epochs: " + why);
+    QVERIFY(!w.start_training());  // Ctrl+R too
+
+    type(epochs, "3");
+    QCOMPARE(epochs->value(), 3);
+    QCOMPARE(text_of(epochs), QString("3"));
+    QCOMPARE(epochs->toolTip(), usual_tip);
+    QVERIFY(epochs->styleSheet().isEmpty());
+    QVERIFY(!problems->isVisibleTo(w.setup()));
+    QVERIFY(train->isEnabled());
+    QVERIFY(train->toolTip().isEmpty());
+  }
+
+  // A batch of 99999999 is refused with the range, not clamped to the maximum; two fields wrong are both listed.
+  void out_of_range_is_refused_with_the_range() {
+    MainWindow w(dir_.filePath("range.sqlite"));
+    open(w);
+    auto* batch = child<QSpinBox>(w, "batchSize");
+    auto* lr = child<QDoubleSpinBox>(w, "learningRate");
+    type(batch, "99999999");
+    QCOMPARE(text_of(batch), QString("99999999"));
+    QVERIFY(batch->value() != batch->maximum());  // the last value it could take on the way, never the maximum
+    QCOMPARE(plain(batch->toolTip()), QString("99999999 is out of range; it takes 2 to 65,536"));
+    type(lr, "20");
+    QCOMPARE(text_of(lr), QString("20"));
+    QVERIFY(w.setup()->config().lr <= 10);  // the last value it could take on the way ("2"), never 20 nor 10
+    QCOMPARE(plain(lr->toolTip()), QString("20 is out of range; it takes 1e-6 to 10, written 1e-3 or 0.001"));
+    const QString listed = child<QLabel>(w, "settingsProblem")->text();
+    QCOMPARE(listed.count("✘"), 2);
+    QVERIFY2(listed.contains("Batch size: 99999999 is out of range") && listed.contains("Learning rate: 20 is out"),
+             qPrintable(listed));
+    QVERIFY(!child<QPushButton>(w, "trainButton")->isEnabled());
+    type(lr, "5e-4x");  // no longer dropped as it is typed: kept and explained
+    QCOMPARE(text_of(lr), QString("5e-4x"));
+    QVERIFY(plain(lr->toolTip()).startsWith("“5e-4x” is not a number"));
+    type(lr, "5e-4");
+    type(batch, "32");
+    QCOMPARE(w.setup()->config().lr, 5e-4f);
+    QCOMPARE(w.setup()->config().batch_size, 32);
+    QVERIFY(child<QPushButton>(w, "trainButton")->isEnabled());
+  }
+
+  // Fields whose minimum reads as a word ("all cores") keep text they cannot take even while holding the minimum,
+  // take the word and a unit typed or not, and the arrow keys step from the value held.
+  void words_units_and_steps() {
+    MainWindow w(dir_.filePath("words.sqlite"));
+    open(w);
+    auto* threads = child<QSpinBox>(w, "threads");
+    auto* image_size = child<QSpinBox>(w, "imageSize");
+    type(threads, "0");
+    QCOMPARE(text_of(threads), QString("all cores"));
+    type(threads, "two");
+    QCOMPARE(text_of(threads), QString("two"));
+    QCOMPARE(threads->value(), 0);
+    QVERIFY(plain(threads->toolTip()).contains("it takes 0 (all cores) to 1,024"));
+    QTest::keyClick(threads->findChild<QLineEdit*>(), Qt::Key_Up);  // steps from the value held: 1
+    QCOMPARE(threads->value(), 1);
+    QCOMPARE(text_of(threads), QString("1"));
+    QVERIFY(threads->styleSheet().isEmpty());
+    type(threads, "all cores");
+    QCOMPARE(threads->value(), 0);
+    type(image_size, "32 px");
+    QCOMPARE(image_size->value(), 32);
+    QCOMPARE(text_of(image_size), QString("32 px"));
+    type(image_size, "48");
+    QCOMPARE(image_size->value(), 48);
+    QCOMPARE(text_of(image_size), QString("48 px"));
+    type(image_size, "");
+    QCOMPARE(image_size->value(), 48);
+    QVERIFY(plain(image_size->toolTip()).startsWith("empty; it takes 0 (auto (the data's)) to 1,024"));
+    QVERIFY(!child<QPushButton>(w, "trainButton")->isEnabled());
+  }
+};
+
+}  // namespace ampwb::ui::test
+
+int main(int argc, char** argv) {
+  return ampwb::ui::test::run_ui_test<ampwb::ui::test::FieldsKeepWhatWasTyped>(argc, argv);
+}
+
+#include "test_ui_fields.moc"
