@@ -18,6 +18,7 @@
 #include "store/run_groups.h"
 #include "store/run_store.h"
 #include "store/time_comparison.h"
+#include "train/record_json.h"
 
 namespace ampwb::cli {
 namespace {
@@ -132,16 +133,20 @@ std::string speedup_text(double r) {
   return fixed_text(r, 2) + "\u00d7";
 }
 
-// A run's last epoch, by class: what `show` prints under "where the time went".
-void print_time_breakdown(const RunRecord& r, const std::vector<EpochTimes>& times) {
-  if (times.empty()) return;
-  const EpochTimes& t = times.back();
-  std::printf("\nwhere the time went (epoch %d, mean of %lld timed steps)\n", t.epoch, static_cast<long long>(t.steps));
+// A run's steady step by class: what `show` prints under "where the time went".
+void print_time_breakdown(const RunRecord& r, const RunTiming& timing) {
+  const EpochTimes mean = mean_epoch_times(timing.epochs);
+  if (mean.steps == 0) return;
+  std::printf("\nwhere the time went (ms per step: the median steady step, split by the timed steps' shares)\n");
   std::printf("  device     %s\n",
               r.info.backend_description.empty() ? r.backend.c_str() : r.info.backend_description.c_str());
   if (!r.info.compute.empty()) std::printf("  compute    %s\n", r.info.compute.c_str());
+  std::printf("  speed      %s\n", speed_text(timing.speed).c_str());
+  std::printf("  machine    %s\n", machine_load_text(mean.load).c_str());
+  if (const std::string warning = timing_warning({{r.id, mean.load}}); !warning.empty())
+    std::printf("  %s\n", warning.c_str());
   Table table({"", "MS/STEP", "SHARE"}, {false, true, true});
-  for (const TimeRow& row : time_rows(t)) table.add({row.label, ms_text(row.ms[0]), percent_text(row.share[0])});
+  for (const TimeRow& row : time_rows(timing)) table.add({row.label, ms_text(row.ms[0]), percent_text(row.share[0])});
   table.print("  ");
 }
 
@@ -407,7 +412,7 @@ int show_command(const ShowOptions& options) {
   } else {
     std::printf("  no epoch completed\n");
   }
-  print_time_breakdown(r, times);
+  print_time_breakdown(r, run_timing(r, store.steps(r.id), times));
   print_overflows(overflows);
   print_layer_numerics(store.layer_numerics(r.id));
   print_divergence(r, store.divergence(r.id));
@@ -449,10 +454,8 @@ int compare_command(const CompareOptions& options) {
   const std::vector<ComparedRun> runs = load_compared_runs(store, ids);
   const Comparison cmp = compare_runs(runs);  // the rows the GUI's comparison shows too
   // Each run's step time by class against the first run's.
-  std::vector<std::vector<EpochTimes>> times;
-  for (int64_t id : ids) times.push_back(store.epoch_times(id));
   std::vector<TimeComparison> by_class;
-  for (size_t i = 1; i < times.size(); ++i) by_class.push_back(compare_times(times[0], times[i]));
+  for (size_t i = 1; i < cmp.timings.size(); ++i) by_class.push_back(compare_times(cmp.timings[0], cmp.timings[i]));
   const std::string group_key = options.group_by == "all-but-seed" ? kAllButSeed : options.group_by;
   const auto groups = group_key.empty() ? std::vector<std::pair<ConfigGroup, std::vector<GroupMetric>>>{}
                                         : compare_groups(runs, cmp, group_key);
@@ -465,7 +468,16 @@ int compare_command(const CompareOptions& options) {
       j["id"] = runs[i].record.id;
       j["name"] = runs[i].record.name;
       j["status"] = runs[i].record.status;
-      j["speedup"] = cmp.speedups[i];
+      j["speed"] = {{"images_per_second", cmp.timings[i].speed.images_per_second()},
+                    {"images_per_second_q1", cmp.timings[i].speed.images_per_second_q1()},
+                    {"images_per_second_q3", cmp.timings[i].speed.images_per_second_q3()},
+                    {"steps", cmp.timings[i].speed.steps}};
+      j["speedup"] = {{"ratio", cmp.speedups[i].ratio},
+                      {"low", cmp.speedups[i].low},
+                      {"high", std::isinf(cmp.speedups[i].high) ? json(nullptr) : json(cmp.speedups[i].high)},
+                      {"distinguishable", cmp.speedups[i].distinguishable()},
+                      {"text", speed_up_text(cmp.speedups[i])}};
+      write_fields(j["machine_load"], mean_epoch_times(runs[i].times).load);
       out["runs"].push_back(j);
     }
     for (const CompareRow& row : cmp.rows) {
@@ -473,6 +485,7 @@ int compare_command(const CompareOptions& options) {
           {{"label", row.label}, {"values", row.values}, {"setting", row.setting}, {"differs", row.differs}});
       if (row.setting && row.differs) out["differences"][row.label] = row.values;
     }
+    out["timing_warning"] = cmp.timing_warning;
     out["time"] = json::array();
     for (size_t i = 0; i < by_class.size(); ++i) {
       const TimeComparison& t = by_class[i];
@@ -520,10 +533,12 @@ int compare_command(const CompareOptions& options) {
     settings.print("  ");
   std::printf("\nresults\n");
   results.print("  ");
+  if (!cmp.timing_warning.empty()) std::printf("  %s\n", cmp.timing_warning.c_str());
   for (size_t i = 0; i < by_class.size(); ++i) {
     const TimeComparison& t = by_class[i];
     const RunRecord &a = runs[0].record, &b = runs[i + 1].record;
-    std::printf("\nwhere the time went, %s against %s (ms per step; without the first epoch when there are more)\n",
+    std::printf("\nwhere the time went, %s against %s (ms per step: each run's median steady step, split by the "
+                "timed steps' shares)\n",
                 run_label(b).c_str(), run_label(a).c_str());
     if (!t.available) {
       std::printf("  (not recorded for %s)\n", t.means[0].steps ? run_label(b).c_str() : run_label(a).c_str());

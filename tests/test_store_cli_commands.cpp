@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "store/run_speed.h"
 #include "test_cli_util.h"
 
 namespace ampwb {
@@ -188,8 +189,17 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
   const json cmp = json::parse(r.output);
   EXPECT_EQ(cmp["differences"]["lr"], (json{"0.05", "0.1"}));
   EXPECT_FALSE(cmp["differences"].contains("depth"));
-  EXPECT_EQ(cmp["runs"][0]["speedup"].get<double>(), 1.0);
-  EXPECT_DOUBLE_EQ(cmp["runs"][1]["speedup"].get<double>(), sb.mean_images_per_second / sa.mean_images_per_second);
+  // The speed-up is store/run_speed.h's, from the stored steps: the same figure the table, explain and the
+  // report show.
+  EXPECT_EQ(cmp["runs"][0]["speedup"]["ratio"].get<double>(), 1.0);
+  const RunSpeed speed_a = measure_speed(store.steps(1), run_a.batch_size, run_a.config.numerics_every);
+  const RunSpeed speed_b = measure_speed(store.steps(2), run_b.batch_size, run_b.config.numerics_every);
+  ASSERT_TRUE(speed_a.known() && speed_b.known());
+  EXPECT_DOUBLE_EQ(cmp["runs"][1]["speedup"]["ratio"].get<double>(),
+                   speed_b.images_per_second() / speed_a.images_per_second());
+  EXPECT_EQ(cmp["runs"][1]["speedup"]["text"], speed_up_text(speed_up(speed_b, speed_a)));
+  EXPECT_EQ(cmp["runs"][1]["speed"]["steps"].get<int64_t>(), speed_b.steps);
+  EXPECT_TRUE(cmp["runs"][1]["machine_load"]["other_cpu"].get<double>() >= 0) << "recorded on Linux";
   EXPECT_EQ(cmp["runs"][1]["mean_epoch_seconds"].get<double>(), sb.mean_epoch_seconds);
   r = ampwb({"compare", "1", "2", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;

@@ -446,7 +446,20 @@ TEST(RunStore, ANameTakenByAnotherRunIsRefused) {
 
 // --- the comparison (store/run_compare.h), which `ampwb compare` and the GUI's table both render ---
 
-ComparedRun compared(int64_t id, float lr, const std::string& mode, std::vector<EpochReport> epochs) {
+// Steady steps of `seconds` each (and the warm-up's, and each epoch's first and last, which measure_speed leaves out).
+std::vector<StepReport> steps_of(double seconds, int epochs = 1, int per_epoch = 30) {
+  std::vector<StepReport> steps;
+  double wall = 0;
+  for (int e = 1; e <= epochs; ++e)
+    for (int b = 0; b < per_epoch; ++b) {
+      wall += seconds;
+      steps.push_back({.epoch = e, .step = static_cast<int64_t>((e - 1) * per_epoch + b), .wall_seconds = wall});
+    }
+  return steps;
+}
+
+ComparedRun compared(int64_t id, float lr, const std::string& mode, std::vector<EpochReport> epochs,
+                     double step_seconds = 0.1) {
   ComparedRun r;
   r.record.id = id;
   r.record.name = "run " + std::to_string(id);
@@ -457,7 +470,9 @@ ComparedRun compared(int64_t id, float lr, const std::string& mode, std::vector<
   r.record.config.lr = lr;
   r.record.config.precision = precision_preset(mode);
   r.record.info.validation_images = 200;
+  r.record.batch_size = 32;
   r.epochs = std::move(epochs);
+  r.steps = steps_of(step_seconds);
   return r;
 }
 
@@ -471,8 +486,8 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EpochReport fast = epoch(1), slow = epoch(1);
   fast.images_per_second = 300;
   slow.images_per_second = 150;
-  const std::vector<ComparedRun> runs{compared(4, 0.05f, "amp-bf16", {fast, epoch(2)}),
-                                      compared(9, 0.1f, "fp32", {slow})};
+  const std::vector<ComparedRun> runs{compared(4, 0.05f, "amp-bf16", {fast, epoch(2)}, 0.1),
+                                      compared(9, 0.1f, "fp32", {slow}, 0.2)};
   const Comparison c = compare_runs(runs);
   EXPECT_EQ(c.at_epoch, 1);                                                   // the last epoch both completed
   EXPECT_EQ(row(c, "lr").values, (std::vector<std::string>{"0.05", "0.1"}));  // floats in their shortest form
@@ -488,11 +503,17 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EXPECT_FALSE(row(c, "validation accuracy at epoch 1").differs);
   EXPECT_FALSE(row(c, "validation accuracy at epoch 1").setting);
   // Speed-ups against the first run by default, against the one chosen otherwise.
-  EXPECT_EQ(row(c, "speed-up vs run 4").values[0], "1.00x");
-  EXPECT_DOUBLE_EQ(c.speedups[1], 150.0 / 311.0);  // against the mean of 300 and 322 images/s
-  EXPECT_EQ(row(c, "speed-up vs run 4").values[1], "0.48x");
+  // Speed from the steady steps' times (store/run_speed.h), not the epochs' images/s: 32 images in 0.1 s and 0.2 s.
+  EXPECT_EQ(row(c, "training speed (steady state)").values[0],
+            "320.0 images/s (interquartile range 320.0\u2013320.0, 24 steps)");
+  EXPECT_EQ(row(c, "speed-up vs run 4").values[0], "baseline");
+  EXPECT_DOUBLE_EQ(c.speedups[1].ratio, 0.5);
+  EXPECT_EQ(row(c, "speed-up vs run 4").values[1], "0.50\u00d7 (95% interval 0.50\u20130.50)");
+  EXPECT_EQ(row(c, "machine load while training").values[0], "not recorded");
+  EXPECT_TRUE(c.timing_warning.empty());
   const Comparison against_second = compare_runs(runs, {.baseline = 1, .at_epoch = 2});
-  EXPECT_EQ(row(against_second, "speed-up vs run 9").values[1], "1.00x");
+  EXPECT_EQ(row(against_second, "speed-up vs run 9").values[0], "2.00\u00d7 (95% interval 2.00\u20132.00)");
+  EXPECT_EQ(row(against_second, "speed-up vs run 9").values[1], "baseline");
   EXPECT_EQ(row(against_second, "validation accuracy at epoch 2").values, (std::vector<std::string>{"60.00%", "-"}));
   // Runs without histograms: the FP16 rows say so.
   EXPECT_EQ(row(c, "FP16 underflow, weight gradients (last epoch)").values[0], "-");
@@ -506,12 +527,14 @@ TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
   unvalidated.validation_loss = unvalidated.validation_accuracy = unvalidated.validation_topk = RunSummary::kNone;
   std::vector<ComparedRun> runs{compared(1, 0.1f, "fp32", {epoch(1)}), compared(2, 0.1f, "fp32", {unvalidated}),
                                 compared(3, 0.1f, "fp32", {})};  // 3 failed before its first epoch
+  runs[2].steps.resize(3);  // its warm-up
   runs[1].record.info.validation_images = 0;
   runs[2].record.status = RunStatus::Failed;
   const Comparison c = compare_runs(runs);
   EXPECT_EQ(row(c, "best validation accuracy").values, (std::vector<std::string>{"50.00% (epoch 1)", "-", "-"}));
   EXPECT_EQ(row(c, "final validation loss").values, (std::vector<std::string>{"1.1000", "-", "-"}));
-  EXPECT_EQ(row(c, "images/s (training)").values, (std::vector<std::string>{"321.0", "321.0", "-"}));
+  EXPECT_EQ(row(c, "training speed (steady state)").values[2], "-");
+  EXPECT_EQ(row(c, "speed-up vs run 1").values[2], "-");
   EXPECT_TRUE(std::isnan(c.summaries[2].final_train_loss)) << "never measured: NaN (JSON null, CSV nan)";
   ConfigGroup all;
   all.members = {0, 1, 2};

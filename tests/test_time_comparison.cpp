@@ -60,7 +60,7 @@ TEST(TimeComparison, RowsGiveEachClassItsTimeShareAndSpeedUp) {
                               {C::Relu, 5},
                               {C::Add, 5}},
                              70, 20);  // 170 ms
-  const TimeComparison c = compare_times({a}, {b});
+  const TimeComparison c = compare_times({{a}}, {{b}});
   ASSERT_TRUE(c.available);
   ASSERT_EQ(c.rows.size(), kTimeClassCount + 3);
   EXPECT_EQ(c.rows[0].label, "conv forward");
@@ -76,23 +76,61 @@ TEST(TimeComparison, RowsGiveEachClassItsTimeShareAndSpeedUp) {
   EXPECT_NEAR(row(c, "step").speedup, 200.0 / 170, e);
   EXPECT_EQ(row(c, "pooling").speedup, 0) << "no time in either run: no ratio";
   // Convolutions 90 -> 50 ms: 1.8x; batch norm the same; elementwise 10 ms of 200 and 170: named, unchanged.
+  // Without the runs' steps there is no speed-up with an interval: the steps' ratio, said to be no more.
   EXPECT_EQ(c.sentence,
             "convolutions 1.8\u00d7 faster, batch norm unchanged, elementwise unchanged, data wait 41% of the step, so "
-            "1.2\u00d7 end to end");
+            "end to end 1.18\u00d7 (too few steps for an interval): not distinguishable from 1.0\u00d7");
 }
 
 TEST(TimeComparison, TheSentenceNamesWhatChangedAndWhatIsNew) {
   const EpochTimes fp32 = epoch(1, {{C::ConvForward, 100}, {C::Optimizer, 10}, {C::Loss, 1}}, 1);
   // Twice as slow convolutions, conversions that the baseline did not have, the optimizer within 5%.
   const EpochTimes bf16 = epoch(1, {{C::ConvForward, 200}, {C::Optimizer, 10.4}, {C::Convert, 40}, {C::Loss, 1}}, 1);
-  EXPECT_EQ(time_sentence(fp32, bf16),
-            "convolutions 2.0\u00d7 slower, optimizer unchanged, conversions new (16% of the step), so 2.3\u00d7 "
-            "slower end to end");
-  EXPECT_EQ(time_sentence(bf16, fp32),
-            "convolutions 2.0\u00d7 faster, conversions gone, optimizer unchanged, so 2.3\u00d7 end to end");
-  EXPECT_EQ(time_sentence(fp32, fp32), "convolutions unchanged, optimizer unchanged, so unchanged end to end");
-  EXPECT_FALSE(compare_times({fp32}, {}).available) << "a run without times";
-  EXPECT_TRUE(compare_times({fp32}, {}).sentence.empty());
+  const SpeedUp slower{0.44, 0.40, 0.48}, faster{2.27, 2.1, 2.4}, same{1.0, 0.97, 1.03};
+  EXPECT_EQ(time_sentence(fp32, bf16, slower),
+            "convolutions 2.0\u00d7 slower, optimizer unchanged, conversions new (16% of the step), so end to end "
+            "0.44\u00d7 (95% interval 0.40\u20130.48)");
+  EXPECT_EQ(time_sentence(bf16, fp32, faster),
+            "convolutions 2.0\u00d7 faster, conversions gone, optimizer unchanged, so end to end 2.27\u00d7 (95% "
+            "interval 2.10\u20132.40)");
+  EXPECT_EQ(time_sentence(fp32, fp32, same),
+            "convolutions unchanged, optimizer unchanged, so end to end 1.00\u00d7 (95% interval 0.97\u20131.03): "
+            "not distinguishable from 1.0\u00d7");
+  EXPECT_FALSE(compare_times({{fp32}}, {}).available) << "a run without times";
+  EXPECT_TRUE(compare_times({{fp32}}, {}).sentence.empty());
+}
+
+// The scale check is its own group: an optimizer that got faster is not hidden by a scale check that got slower.
+TEST(TimeComparison, TheScaleCheckIsItsOwnLine) {
+  const EpochTimes fp32 = epoch(1, {{C::ConvForward, 100}, {C::Optimizer, 26}}, 1);
+  const EpochTimes fp16 = epoch(1, {{C::ConvForward, 100}, {C::Optimizer, 8}, {C::ScaleCheck, 20}}, 1);
+  EXPECT_EQ(time_sentence(fp32, fp16, {1.0, 0.98, 1.02}),
+            "convolutions unchanged, optimizer 3.2\u00d7 faster, scale check new (16% of the step), so end to end "
+            "1.00\u00d7 (95% interval 0.98\u20131.02): not distinguishable from 1.0\u00d7");
+}
+
+// The rows split each run's median steady step by the timed steps' shares: they add up to it, and the step row's
+// ratio is the speed-up every other view shows.
+TEST(TimeComparison, RowsSplitTheMedianStepSoTheyAddUpToTheSpeedUp) {
+  const EpochTimes a = epoch(1, {{C::ConvForward, 60}, {C::Optimizer, 20}}, 10, 10);  // a 100 ms timed step
+  const EpochTimes b = epoch(1, {{C::ConvForward, 30}, {C::Optimizer, 20}}, 10, 10);  // 70 ms
+  RunSpeed sa, sb;  // median steps of 110 and 80 ms (the timed steps' mean differs from the median)
+  sa = {.steps = 40, .images_per_step = 8, .median_seconds = 0.110, .q1_seconds = 0.1, .q3_seconds = 0.12,
+        .block_median_seconds = {0.11, 0.11, 0.11, 0.11}};
+  sb = {.steps = 40, .images_per_step = 8, .median_seconds = 0.080, .q1_seconds = 0.07, .q3_seconds = 0.09,
+        .block_median_seconds = {0.08, 0.08, 0.08, 0.08}};
+  const TimeComparison c = compare_times({{a}, sa}, {{b}, sb});
+  double sum[2] = {0, 0};
+  for (const TimeRow& r : c.rows)
+    if (r.label != "step")
+      for (int i : {0, 1}) sum[i] += r.ms[i];
+  EXPECT_NEAR(sum[0], 110, 1e-9);
+  EXPECT_NEAR(sum[1], 80, 1e-9);
+  EXPECT_NEAR(row(c, "step").ms[0], 110, 1e-9);
+  EXPECT_NEAR(row(c, "conv forward").ms[0], 66, 1e-9);  // 60% of the median step
+  EXPECT_NEAR(row(c, "step").speedup, c.speedup.ratio, 1e-12);
+  EXPECT_NEAR(c.speedup.ratio, 110.0 / 80, 1e-12);
+  EXPECT_NE(c.sentence.find("so end to end " + speed_up_text(c.speedup)), std::string::npos) << c.sentence;
 }
 
 }  // namespace

@@ -32,10 +32,10 @@ void CompareModel::set_differences_only(bool on) {
   rebuild();
 }
 
-double CompareModel::speedup(int run) const {
+SpeedUp CompareModel::speedup(int run) const {
   return run >= 0 && static_cast<size_t>(run) < comparison_.speedups.size()
              ? comparison_.speedups[static_cast<size_t>(run)]
-             : 0.0;
+             : SpeedUp{};
 }
 
 void CompareModel::rebuild() {

@@ -24,8 +24,8 @@ class CompareModel : public QAbstractTableModel {
 
   int baseline() const { return static_cast<int>(comparison_.baseline); }
   int at_epoch() const { return comparison_.at_epoch; }  // resolved
-  // Speed-up of run i against the baseline: its training images/s over the baseline's (0 when unknown).
-  double speedup(int run) const;
+  // Speed-up of run i against the baseline (store/run_speed.h; unknown when either speed is).
+  SpeedUp speedup(int run) const;
   // The rows shown, for tests and export: (label, one value per run).
   QStringList row_labels() const;
   QString value(const QString& row_label, int run) const;

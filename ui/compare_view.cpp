@@ -106,17 +106,15 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
   std::vector<ComparedRun> compared;
   std::vector<RunRecord> records;
   std::vector<TrainConfig> configs;
-  std::vector<std::vector<EpochTimes>> times;
   for (int64_t id : ids) {
-    times.push_back(store_.epoch_times(id));
     series.push_back(std::make_unique<RunSeries>(load_run_series(store_, id)));
     records.push_back(store_.run(id));
-    compared.push_back({records.back(), series.back()->epochs, series.back()->histograms});
+    compared.push_back({records.back(), series.back()->epochs, series.back()->histograms, series.back()->steps,
+                        store_.epoch_times(id)});
     configs.push_back(series.back()->config);
   }
   ids_ = ids;
   series_ = std::move(series);
-  times_ = std::move(times);
   seed_only_ = differ_only_by_seed(configs);
 
   const int baseline = std::clamp(baseline_->currentIndex(), 0, std::max(0, static_cast<int>(ids.size()) - 1));
@@ -146,11 +144,13 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
 }
 
 void CompareView::update_time() {
-  const size_t base = static_cast<size_t>(std::max(0, baseline_->currentIndex()));
+  const Comparison& c = model_->comparison();
+  const size_t base = c.baseline;
   QStringList lines;
-  for (size_t i = 0; i < times_.size() && base < times_.size(); ++i) {
+  if (!c.timing_warning.empty()) lines << QStringLiteral("\u26a0 ") + QString::fromStdString(c.timing_warning);
+  for (size_t i = 0; i < c.timings.size() && base < c.timings.size(); ++i) {
     if (i == base) continue;
-    const TimeComparison t = compare_times(times_[base], times_[i]);
+    const TimeComparison t = compare_times(c.timings[base], c.timings[i]);
     if (!t.available) continue;
     lines << tr("Step time, %1 against %2: %3")
                  .arg(QString::fromStdString(series_[i]->label), QString::fromStdString(series_[base]->label),

@@ -62,7 +62,6 @@ class CompareView : public QWidget {
   QLabel* title_ = nullptr;
   QLabel* summary_ = nullptr;
   QLabel* time_ = nullptr;
-  std::vector<std::vector<EpochTimes>> times_;  // of each run
 };
 
 }  // namespace ampwb::ui

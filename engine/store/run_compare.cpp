@@ -34,8 +34,13 @@ std::string g_text(const char* format, double value) {
 
 std::vector<ComparedRun> load_compared_runs(const RunStore& store, const std::vector<int64_t>& ids) {
   std::vector<ComparedRun> runs;
-  for (int64_t id : ids) runs.push_back({store.run(id), store.epochs(id), store.histograms(id)});
+  for (int64_t id : ids)
+    runs.push_back({store.run(id), store.epochs(id), store.histograms(id), store.steps(id), store.epoch_times(id)});
   return runs;
+}
+
+RunTiming run_timing(const RunRecord& record, const std::vector<StepReport>& steps, std::vector<EpochTimes> times) {
+  return {std::move(times), measure_speed(steps, record.batch_size, record.config.numerics_every)};
 }
 
 Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptions& options) {
@@ -43,9 +48,13 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   const size_t n = runs.size();
   for (const ComparedRun& r : runs) c.summaries.push_back(summarize(r.record, r.epochs));
   c.baseline = n ? std::min(options.baseline, n - 1) : 0;
-  const double base = n ? c.summaries[c.baseline].mean_images_per_second : 0;
-  for (const RunSummary& s : c.summaries)
-    c.speedups.push_back(base > 0 && s.mean_images_per_second > 0 ? s.mean_images_per_second / base : 0.0);
+  std::vector<RunLoad> loads;
+  for (const ComparedRun& r : runs) {
+    c.timings.push_back(run_timing(r.record, r.steps, r.times));
+    loads.push_back({r.record.id, mean_epoch_times(r.times).load});
+  }
+  for (const RunTiming& t : c.timings) c.speedups.push_back(speed_up(t.speed, c.timings[c.baseline].speed));
+  c.timing_warning = timing_warning(loads);
   int common = 0;
   for (size_t i = 0; i < n; ++i)
     common = i == 0 ? c.summaries[i].epochs_completed : std::min(common, c.summaries[i].epochs_completed);
@@ -90,9 +99,10 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   add("final training loss", completed([](const RunSummary& s) { return fixed_text(s.final_train_loss, 4); }));
   add("total time", [&](size_t i) { return duration_text(c.summaries[i].total_seconds); });
   add("mean epoch time", [&](size_t i) { return duration_text(c.summaries[i].mean_epoch_seconds); });
-  add("images/s (training)", completed([](const RunSummary& s) { return fixed_text(s.mean_images_per_second, 1); }));
+  add("training speed (steady state)", [&](size_t i) { return speed_text(c.timings[i].speed); });
   add("speed-up vs run " + (n ? std::to_string(runs[c.baseline].record.id) : std::string()),
-      [&](size_t i) { return c.speedups[i] > 0 ? fixed_text(c.speedups[i], 2) + "x" : std::string("-"); });
+      [&](size_t i) { return i == c.baseline ? std::string("baseline") : speed_up_text(c.speedups[i]); });
+  add("machine load while training", [&](size_t i) { return machine_load_text(loads[i].load); });
   add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });
   add("final loss scale", completed([](const RunSummary& s) { return number_text(s.final_loss_scale); }));
   add("peak memory", [&](size_t i) { return mebibytes_text(c.summaries[i].peak_bytes); });

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "store/run_record.h"
+#include "store/run_speed.h"
 #include "store/run_store.h"
+#include "store/time_comparison.h"
 
 namespace ampwb {
 
@@ -17,7 +19,12 @@ struct ComparedRun {
   RunRecord record;
   std::vector<EpochReport> epochs;
   std::vector<GradientHistogram> histograms;  // for the FP16 underflow and overflow rows
+  std::vector<StepReport> steps;              // for the speed (store/run_speed.h)
+  std::vector<EpochTimes> times;              // for the time split and the machine's load
 };
+
+// The run's speed and time breakdown.
+RunTiming run_timing(const RunRecord& record, const std::vector<StepReport>& steps, std::vector<EpochTimes> times);
 
 // The runs `ids` as the store holds them (throws StoreError naming an id that is not there).
 std::vector<ComparedRun> load_compared_runs(const RunStore& store, const std::vector<int64_t>& ids);
@@ -36,7 +43,9 @@ struct CompareRow {
 
 struct Comparison {
   std::vector<RunSummary> summaries;
-  std::vector<double> speedups;  // training images/s over the baseline's; 0 when either is unknown
+  std::vector<RunTiming> timings;  // each run's speed and time breakdown
+  std::vector<SpeedUp> speedups;   // over the baseline's speed
+  std::string timing_warning;      // why the speeds cannot be compared (timing_warning()); empty when they can
   size_t baseline = 0;
   int at_epoch = 1;              // resolved
   std::vector<CompareRow> rows;  // the results, then the settings

@@ -173,12 +173,19 @@ std::string captured_text(const EpochTimes& t) {
 }
 
 std::string time_section(const RunEvidence& e) {
+  const RunTiming timing = run_timing(e.run, e.steps, e.times);
   const EpochTimes t = mean_epoch_times(e.times);
-  if (t.steps == 0) return "<p>No time breakdown recorded.</p>";
+  std::string out = "<p>Training speed (steady state): " + html_escape(speed_text(timing.speed)) +
+                    ". Machine load while training: " + html_escape(machine_load_text(t.load)) + ".</p>";
+  if (const std::string warning = timing_warning({{e.run.id, t.load}}); !warning.empty())
+    out += "<p class=\"warning\">" + html_escape(warning) + ".</p>";
+  if (t.steps == 0) return out + "<p>No time breakdown recorded.</p>";
   std::vector<std::vector<std::string>> rows;
-  for (const TimeRow& r : time_rows(t)) rows.push_back({r.label, fixed_text(r.ms[0], 2), percent_text(r.share[0])});
-  return table({"class", "ms per step", "share of the step"}, rows) +
-         "<p>Mean over the timed steps of every epoch but the first; other: the host's own work between ops. "
+  for (const TimeRow& r : time_rows(timing))
+    rows.push_back({r.label, fixed_text(r.ms[0], 2), percent_text(r.share[0])});
+  return out + table({"class", "ms per step", "share of the step"}, rows) +
+         "<p>The median steady step (store/run_speed.h's definition, as every speed-up here), split by the shares "
+         "of the steps the backend timed (every epoch's but the first); other: the host's own work between ops. "
          "Host waits per step (the host waiting for the device to finish all the work queued): " +
          fixed_text(t.host_waits, 2) + "." + captured_text(t) + "</p>";
 }
@@ -251,6 +258,7 @@ table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 2px 8px; text-align: left; }
 tr.differs td { background: #fff3cd; }
 b.problem { color: #c0392b; } b.warning { color: #b9770e; } b.note { color: #2e6da4; }
+p.warning { color: #b9770e; font-weight: bold; }
 svg { display: block; margin: 0.5em 0; }
 )css";
 
@@ -313,6 +321,7 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
     }
   }
   html += table(header, results, differs);
+  if (!cmp.timing_warning.empty()) html += "<p class=\"warning\">" + html_escape(cmp.timing_warning) + ".</p>\n";
   html += runs.size() > 1 ? "<h3>Configuration differences</h3>\n" : "<h3>Configuration</h3>\n";
   html += settings.empty() ? "<p>None: the runs share every setting.</p>" : table(header, settings);
 

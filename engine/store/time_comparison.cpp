@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace ampwb {
 namespace {
@@ -54,7 +55,8 @@ const std::vector<Group>& groups() {
       {"pooling", {C::Pooling}},
       {"linear", {C::Linear}},
       {"loss", {C::Loss}},
-      {"optimizer", {C::Optimizer, C::ScaleCheck}},
+      {"optimizer", {C::Optimizer}},
+      {"scale check", {C::ScaleCheck}},
       {"conversions", {C::Convert}},
       {"host waits", {C::HostWait}},
   };
@@ -71,6 +73,7 @@ double group_seconds(const EpochTimes& t, const Group& g) {
 
 EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
   EpochTimes mean;
+  double loaded = 0, other_cpu = 0, steal = 0, mhz = 0;  // step-weighted sums over the epochs that recorded a load
   const size_t first = epochs.size() > 1 ? 1 : 0;
   for (size_t i = first; i < epochs.size(); ++i) {
     const EpochTimes& e = epochs[i];
@@ -83,8 +86,13 @@ EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
     mean.host_waits += e.host_waits;
     mean.replayed += e.replayed;
     if (!e.why_not_captured.empty()) mean.why_not_captured = e.why_not_captured;
+    if (e.load.known()) {
+      loaded += n;
+      other_cpu += n * e.load.other_cpu, steal += n * std::max(0.0, e.load.steal), mhz += n * e.load.cpu_mhz;
+    }
   }
   mean.divide_by_steps();
+  if (loaded > 0) mean.load = {other_cpu / loaded, steal / loaded, mhz / loaded};
   if (epochs.size() > first) {  // means of the epochs'
     mean.host_waits /= static_cast<double>(epochs.size() - first);
     mean.replayed /= static_cast<double>(epochs.size() - first);
@@ -92,11 +100,22 @@ EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
   return mean;
 }
 
-std::vector<TimeRow> time_rows(const EpochTimes& t) { return compare_times({t}, {t}).rows; }
+// The run's mean breakdown with every time scaled so that its step is the median steady step.
+EpochTimes split_median_step(const RunTiming& run) {
+  EpochTimes t = mean_epoch_times(run.epochs);
+  if (!run.speed.known() || t.steps == 0 || t.step_seconds <= 0) return t;
+  const double f = run.speed.median_seconds / t.step_seconds;
+  t.step_seconds *= f, t.data_wait_seconds *= f;
+  for (double& s : t.op_seconds) s *= f;
+  return t;
+}
 
-TimeComparison compare_times(const std::vector<EpochTimes>& baseline, const std::vector<EpochTimes>& other) {
+std::vector<TimeRow> time_rows(const RunTiming& run) { return compare_times(run, run).rows; }
+
+TimeComparison compare_times(const RunTiming& baseline, const RunTiming& other) {
   TimeComparison c;
-  c.means = {mean_epoch_times(baseline), mean_epoch_times(other)};
+  c.means = {split_median_step(baseline), split_median_step(other)};
+  c.speedup = speed_up(other.speed, baseline.speed);
   const EpochTimes& a = c.means[0];  // not a structured binding: clang 14 cannot capture one in the lambda
   const EpochTimes& b = c.means[1];
   auto row = [&](std::string label, double sa, double sb) {
@@ -111,11 +130,11 @@ TimeComparison compare_times(const std::vector<EpochTimes>& baseline, const std:
   row("other", a.other_seconds(), b.other_seconds());
   row("step", a.step_seconds, b.step_seconds);
   c.available = a.steps > 0 && b.steps > 0;
-  if (c.available) c.sentence = time_sentence(a, b);
+  if (c.available) c.sentence = time_sentence(a, b, c.speedup);
   return c;
 }
 
-std::string time_sentence(const EpochTimes& a, const EpochTimes& b) {
+std::string time_sentence(const EpochTimes& a, const EpochTimes& b, const SpeedUp& end_to_end) {
   struct Named {
     const Group* group;
     double sa, sb;
@@ -140,10 +159,10 @@ std::string time_sentence(const EpochTimes& a, const EpochTimes& b) {
     parts.push_back("data wait " + percent(share(b.data_wait_seconds, b.step_seconds)) + " of the step");
   std::string s;
   for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
-  const double r = ratio(a.step_seconds, b.step_seconds);
-  const std::string end = std::abs(r - 1) <= kUnchanged ? "unchanged end to end"
-                          : r > 1                       ? times_text(r) + " end to end"
-                                                        : times_text(1 / r) + " slower end to end";
+  SpeedUp whole = end_to_end;
+  if (!whole.known())  // steps' ratio, with no interval to give
+    whole = {ratio(a.step_seconds, b.step_seconds), 0, std::numeric_limits<double>::infinity()};
+  const std::string end = "end to end " + speed_up_text(whole);
   return s.empty() ? end : s + ", so " + end;
 }
 

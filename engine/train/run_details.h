@@ -14,6 +14,7 @@
 #include "amp/layer_numerics.h"
 #include "amp/precision_divergence.h"
 #include "backend/profiled_backend.h"
+#include "train/machine_load.h"
 #include "train/record_fields.h"
 
 namespace ampwb {
@@ -44,6 +45,7 @@ struct EpochTimes {
   // capture was asked but the steps ran op by op, the backend's reason.
   double replayed = 0;
   std::string why_not_captured;
+  MachineLoad load;  // what else the machine did during the epoch's training steps
 
   double op_total_seconds() const;
   // The times summed over the steps turned into per-step means (left as they are when no step was timed).
@@ -111,6 +113,7 @@ void fields(R& t, V&& v) {
   v("host_waits", t.host_waits);  // absent before 2026-11-25: 0
   v("replayed", t.replayed);      // absent before 2026-11-26: 0
   v("why_not_captured", t.why_not_captured);
+  v("load", t.load);  // absent before 2026-12-01: not recorded
 }
 
 template <class R, class V>

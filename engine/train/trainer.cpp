@@ -444,6 +444,7 @@ RunEnd Trainer::train() {
     const int epoch = at.epoch;
     allocator_for(backend->device()).reset_peak();
     const auto epoch_start = Clock::now();
+    MachineLoadMeter load_meter;  // what else the machine does during this epoch's steps
     train_data.start_epoch(epoch);
     for (int64_t skip = 0; skip < at.next_step; ++skip) train_data.next(batch);  // resuming mid-epoch
     const double wait_before = at.data_wait - train_data.wait_seconds();
@@ -512,6 +513,7 @@ RunEnd Trainer::train() {
     for (const GradientHistogram& h : probe.take(epoch, scaler.scale())) report(&TrainObserver::on_histogram, h);
     if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
     const double train_seconds = seconds_since(epoch_start);
+    const MachineLoad load = load_meter.stop();
     const Evaluation val = evaluate(model, *backend, validation_data, topk);
     note_lost(epoch);
     EpochReport er;
@@ -537,6 +539,7 @@ RunEnd Trainer::train() {
       times.replayed = static_cast<double>(step.replayed_steps() - replayed_before) /
                        static_cast<double>(std::max<int64_t>(1, steps_per_epoch - first_step));
       if (plan.captured) times.why_not_captured = step.why_not_captured();
+      times.load = load;
       report(&TrainObserver::on_epoch_times, times);
     }
     report(&TrainObserver::on_epoch, er);

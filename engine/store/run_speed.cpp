@@ -1,0 +1,141 @@
+// Steady-state step times, their medians and quartiles, and the block bootstrap of the speed-up.
+#include "store/run_speed.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace ampwb {
+namespace {
+
+constexpr size_t kBlocks = 20;       // blocks of consecutive steps a run's steps are cut into for the bootstrap
+constexpr int kResamples = 2000;     // enough for stable 2.5% and 97.5% percentiles
+constexpr uint64_t kSeed = 0x5eed5;  // fixed: every view of one pair of runs shows the same interval
+
+// The value at quantile q of `v` (linear between order statistics), which it reorders.
+double quantile(std::vector<double>& v, double q) {
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const size_t i = static_cast<size_t>(at);
+  return i + 1 < v.size() ? v[i] + (at - static_cast<double>(i)) * (v[i + 1] - v[i]) : v[i];
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// The median of `blocks` drawn with replacement from `from`.
+double resampled_median(const std::vector<double>& from, uint64_t& state, std::vector<double>& scratch) {
+  scratch.resize(from.size());
+  for (double& x : scratch) x = from[splitmix64(state) % from.size()];
+  return quantile(scratch, 0.5);
+}
+
+std::string text(const char* format, double a, double b = 0, double c = 0) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, format, a, b, c);
+  return buf;
+}
+
+// Two decimals below 10, one above: "1.32", "12.5".
+std::string ratio_number(double r) { return text(r < 9.995 ? "%.2f" : "%.1f", r); }
+
+}  // namespace
+
+RunSpeed measure_speed(const std::vector<StepReport>& steps, int batch_size, int64_t numerics_every) {
+  RunSpeed speed;
+  speed.images_per_step = batch_size;
+  std::vector<double> seconds;
+  for (size_t i = 1; i + 1 < steps.size(); ++i) {
+    const StepReport &before = steps[i - 1], &step = steps[i], &after = steps[i + 1];
+    const bool first_of_epoch = before.epoch != step.epoch, last_of_epoch = after.epoch != step.epoch;
+    const bool follows = before.step + 1 == step.step;  // a resumed run's steps may start anew
+    const bool probed = numerics_every > 0 && (step.step + 1) % numerics_every == 0;  // as the trainer decides
+    if (first_of_epoch || last_of_epoch || !follows || step.step < kWarmupSteps || probed)
+      continue;
+    const double dt = step.wall_seconds - before.wall_seconds;
+    if (dt > 0 && std::isfinite(dt)) seconds.push_back(dt);
+  }
+  if (seconds.empty()) return speed;
+  speed.steps = static_cast<int64_t>(seconds.size());
+  const size_t blocks = std::min(kBlocks, seconds.size());
+  for (size_t b = 0; b < blocks; ++b) {
+    std::vector<double> block(seconds.begin() + static_cast<std::ptrdiff_t>(b * seconds.size() / blocks),
+                              seconds.begin() + static_cast<std::ptrdiff_t>((b + 1) * seconds.size() / blocks));
+    speed.block_median_seconds.push_back(quantile(block, 0.5));
+  }
+  speed.median_seconds = quantile(seconds, 0.5);
+  speed.q1_seconds = quantile(seconds, 0.25);
+  speed.q3_seconds = quantile(seconds, 0.75);
+  return speed;
+}
+
+SpeedUp speed_up(const RunSpeed& run, const RunSpeed& baseline) {
+  SpeedUp s;
+  if (!run.known() || !baseline.known()) return s;
+  s.ratio = run.images_per_second() / baseline.images_per_second();
+  s.low = 0, s.high = std::numeric_limits<double>::infinity();
+  if (run.block_median_seconds.size() < 2 || baseline.block_median_seconds.size() < 2) return s;
+  uint64_t state = kSeed;
+  std::vector<double> ratios, scratch;
+  ratios.reserve(kResamples);
+  for (int r = 0; r < kResamples; ++r) {
+    const double run_median = resampled_median(run.block_median_seconds, state, scratch);
+    const double base_median = resampled_median(baseline.block_median_seconds, state, scratch);
+    ratios.push_back((run.images_per_step / run_median) / (baseline.images_per_step / base_median));
+  }
+  s.low = std::min(s.ratio, quantile(ratios, 0.025));
+  s.high = std::max(s.ratio, quantile(ratios, 0.975));
+  return s;
+}
+
+std::string speed_up_text(const SpeedUp& s) {
+  if (!s.known()) return "-";
+  std::string out = ratio_number(s.ratio) + "\u00d7";
+  if (std::isinf(s.high)) return out + " (too few steps for an interval): not distinguishable from 1.0\u00d7";
+  out += " (95% interval " + ratio_number(s.low) + "\u2013" + ratio_number(s.high) + ")";
+  return s.distinguishable() ? out : out + ": not distinguishable from 1.0\u00d7";
+}
+
+std::string speed_up_ratio_text(const SpeedUp& s) {
+  if (!s.known()) return "-";
+  return s.ratio >= 1 ? ratio_number(s.ratio) + "\u00d7" : ratio_number(1 / s.ratio) + "\u00d7 slower";
+}
+
+std::string speed_text(const RunSpeed& s) {
+  if (!s.known()) return "-";
+  return text("%.1f images/s (interquartile range %.1f\u2013%.1f, ", s.images_per_second(), s.images_per_second_q1(),
+              s.images_per_second_q3()) +
+         std::to_string(s.steps) + (s.steps == 1 ? " step)" : " steps)");
+}
+
+std::string timing_warning(const std::vector<RunLoad>& runs) {
+  std::vector<std::string> reasons;
+  double least = 1, most = 0;
+  const RunLoad *quietest = nullptr, *busiest = nullptr;
+  for (const RunLoad& r : runs) {
+    if (!r.load.known()) continue;
+    if (r.load.other_cpu >= kBusyMachine)
+      reasons.push_back(text("the machine was %.0f%% busy with other work", 100 * r.load.other_cpu) + " during run " +
+                        std::to_string(r.run));
+    if (r.load.steal >= kBusyMachine)
+      reasons.push_back(text("the hypervisor took %.0f%% of the CPUs for other guests", 100 * r.load.steal) +
+                        " during run " + std::to_string(r.run));
+    if (!quietest || r.load.other_cpu < least) least = r.load.other_cpu, quietest = &r;
+    if (!busiest || r.load.other_cpu > most) most = r.load.other_cpu, busiest = &r;
+  }
+  if (reasons.empty() && busiest && most - least >= kLoadDifference)
+    reasons.push_back(text("the runs were measured under different loads (%.0f%% of the CPUs busy with other work", 100 * most) +
+                      " during run " + std::to_string(busiest->run) + text(", %.0f%%", 100 * least) + " during run " +
+                      std::to_string(quietest->run) + ")");
+  if (reasons.empty()) return {};
+  std::string out = "timings unreliable: ";
+  for (size_t i = 0; i < reasons.size(); ++i) out += (i ? "; " : "") + reasons[i];
+  return out;
+}
+
+}  // namespace ampwb

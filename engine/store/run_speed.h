@@ -1,0 +1,75 @@
+// A run's training speed and the speed-up of one run over another, defined once for every view that shows them
+// (the comparison table, the step-time split, the diagnosis, `ampwb compare` and `explain`, the report):
+//
+//   speed    = images per step / the median time of a steady-state training step
+//   speed-up = the run's speed / the baseline's speed
+//
+// A step's time is the wall time between its result and the one before it (StepReport::wall_seconds): the wait
+// for its data, its arithmetic and the host's work between steps. Steady state leaves out each epoch's first step
+// (it follows the validation pass and the loader's start), each epoch's last (it is probed for the gradient
+// histograms and may be a partial batch), the run's first kWarmupSteps steps (caches, buffers and primitives are
+// made then) and steps probed for per-layer numerics. The spread of a speed is its interquartile range over steps;
+// the speed-up's is a 95% bootstrap interval over blocks of consecutive steps, so slow drift of the machine within
+// a run widens it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/events.h"
+#include "train/machine_load.h"
+
+namespace ampwb {
+
+constexpr int64_t kWarmupSteps = 5;
+
+struct RunSpeed {
+  int64_t steps = 0;            // steady-state steps measured; 0 when the run has none
+  double images_per_step = 0;   // the run's batch size
+  double median_seconds = 0;    // per step
+  double q1_seconds = 0, q3_seconds = 0;
+  std::vector<double> block_median_seconds;  // of consecutive blocks of steps, in order (the bootstrap's units)
+
+  bool known() const { return steps > 0 && median_seconds > 0; }
+  double images_per_second() const { return known() ? images_per_step / median_seconds : 0; }
+  // The interquartile range in images/s: the slower quarter's edge, then the faster's.
+  double images_per_second_q1() const { return known() ? images_per_step / q3_seconds : 0; }
+  double images_per_second_q3() const { return known() ? images_per_step / q1_seconds : 0; }
+};
+
+// The run's speed from its recorded steps (in step order), its batch size and its numerics_every (TrainConfig: the
+// steps probed for per-layer numerics, whose host work is not a step's).
+RunSpeed measure_speed(const std::vector<StepReport>& steps, int batch_size, int64_t numerics_every);
+
+struct SpeedUp {
+  double ratio = 0;            // 0 when either speed is unknown
+  double low = 0, high = 0;    // the 95% interval; 0 and infinity when either run has too few steps for one
+  bool known() const { return ratio > 0; }
+  // The interval leaves out 1.0: the runs' speeds differ by more than their own step-to-step noise.
+  bool distinguishable() const { return known() && (low > 1 || high < 1); }
+};
+
+SpeedUp speed_up(const RunSpeed& run, const RunSpeed& baseline);
+
+// "1.32× (95% interval 1.25–1.40)", "0.98× (95% interval 0.93–1.04): not distinguishable from 1.0×", "-".
+std::string speed_up_text(const SpeedUp& s);
+// "1.32×" (faster) or "1.6× slower": the ratio alone, as a sentence reads it.
+std::string speed_up_ratio_text(const SpeedUp& s);
+// "350.2 images/s (interquartile range 340.1–360.5, 412 steps)", "-".
+std::string speed_text(const RunSpeed& s);
+
+struct RunLoad {
+  int64_t run = 0;
+  MachineLoad load;  // the mean over its epochs (mean_epoch_times)
+};
+
+// Loads further apart than this (in shares of the CPUs busy with other work) time runs under different conditions.
+constexpr double kLoadDifference = 0.1;
+
+// Why these runs' timings cannot be trusted or compared, in the user's words: "timings unreliable: the machine was
+// 60% busy with other work during run 5", or runs measured under loads kLoadDifference apart; empty when neither
+// (or when no run recorded its load).
+std::string timing_warning(const std::vector<RunLoad>& runs);
+
+}  // namespace ampwb

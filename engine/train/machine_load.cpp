@@ -1,0 +1,78 @@
+// /proc/stat's machine-wide CPU counters against /proc/self/stat's own, and /sys's current clocks.
+#include "train/machine_load.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace ampwb {
+namespace {
+
+// The mean of every CPU's current clock in MHz, 0 where cpufreq is not exposed (most virtual machines).
+double mean_cpu_mhz() {
+  double sum = 0;
+  int n = 0;
+  for (int cpu = 0;; ++cpu) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu);
+    if (!std::filesystem::exists(dir)) break;
+    double khz = 0;
+    if (std::ifstream(dir + "/cpufreq/scaling_cur_freq") >> khz) sum += khz / 1000, ++n;
+  }
+  return n ? sum / n : 0;
+}
+
+}  // namespace
+
+std::string machine_load_text(const MachineLoad& load) {
+  if (!load.known()) return "not recorded";
+  char buf[160];
+  int at = std::snprintf(buf, sizeof buf, "%.0f%% of the CPUs busy with other work, %.0f%% steal",
+                         100 * load.other_cpu, 100 * std::max(0.0, load.steal));
+  if (load.cpu_mhz > 0) std::snprintf(buf + at, sizeof buf - at, ", %.1f GHz", load.cpu_mhz / 1000);
+  return buf;
+}
+
+MachineLoadMeter::Counters MachineLoadMeter::read_counters() {
+  Counters c;
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (!(stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) || cpu != "cpu") return c;
+  c.busy = user + nice + system + irq + softirq;  // guest time is inside user already
+  c.steal = steal;
+  c.total = c.busy + idle + iowait + steal;
+  // /proc/self/stat: the command (in parentheses, which may hold spaces), then fields 3..; utime and stime are the
+  // 14th and 15th, in the same clock ticks as /proc/stat.
+  std::ifstream self("/proc/self/stat");
+  std::string line;
+  std::getline(self, line);
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return c;
+  std::istringstream rest(line.substr(close + 2));
+  std::string skipped;
+  for (int field = 3; field <= 13; ++field) rest >> skipped;
+  uint64_t utime = 0, stime = 0;
+  if (!(rest >> utime >> stime)) return c;
+  c.own = utime + stime;
+  c.read = true;
+  return c;
+}
+
+void MachineLoadMeter::start() { start_ = read_counters(); }
+
+MachineLoad MachineLoadMeter::stop() const {
+  MachineLoad load;
+  load.cpu_mhz = mean_cpu_mhz();
+  const Counters end = read_counters();
+  if (!start_.read || !end.read || end.total <= start_.total) return load;
+  const double total = static_cast<double>(end.total - start_.total);
+  const double others = static_cast<double>(end.busy - start_.busy) - static_cast<double>(end.own - start_.own);
+  load.other_cpu = std::clamp(others / total, 0.0, 1.0);
+  load.steal = static_cast<double>(end.steal - start_.steal) / total;
+  return load;
+}
+
+}  // namespace ampwb

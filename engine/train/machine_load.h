@@ -1,0 +1,52 @@
+// What else the machine was doing while a run trained: other processes' CPU time, the hypervisor's steal and the
+// CPUs' clock, over a span of training (an epoch's steps), from /proc and /sys. Timings measured beside other work
+// are not the configuration's speed; the comparison, the diagnosis and the report flag them (store/run_speed.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "train/record_fields.h"
+
+namespace ampwb {
+
+struct MachineLoad {
+  double other_cpu = -1;  // the share of the machine's CPU time other processes used, 0 to 1; -1 unreadable
+  double steal = -1;      // the share of its CPUs' time the hypervisor gave to other guests; -1 unreadable
+  double cpu_mhz = 0;     // the CPUs' mean clock at the end of the span; 0 where /sys does not show it
+
+  bool known() const { return other_cpu >= 0; }
+};
+
+// Machines busier than this with other work, or steal this large, time nothing reliably.
+constexpr double kBusyMachine = 0.2;
+
+// "12% of the CPUs busy with other work, 0% steal, 3.7 GHz"; "not recorded".
+std::string machine_load_text(const MachineLoad& load);
+
+// The CPU time counters at start(); stop() gives the load since.
+class MachineLoadMeter {
+ public:
+  MachineLoadMeter() { start(); }
+  void start();
+  MachineLoad stop() const;
+
+ private:
+  struct Counters {
+    bool read = false;
+    uint64_t total = 0, busy = 0, steal = 0;  // the machine's, in clock ticks (/proc/stat)
+    uint64_t own = 0;                         // this process's user and system time, in the same ticks
+  };
+  static Counters read_counters();
+  Counters start_;
+};
+
+template <class R, class V>
+requires same_record<R, MachineLoad>
+void fields(R& l, V&& v) {
+  v("other_cpu", l.other_cpu);
+  v("steal", l.steal);
+  v("cpu_mhz", l.cpu_mhz);
+}
+
+}  // namespace ampwb

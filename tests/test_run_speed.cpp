@@ -1,0 +1,140 @@
+// The one definition of a run's speed and of a speed-up (store/run_speed.h) on constructed steps, the machine-load
+// meter against a real busy process, and the warning that names a run timed beside other work.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+
+#include "store/run_speed.h"
+
+namespace ampwb {
+namespace {
+
+// Steps with the given durations, `per_epoch` to an epoch, in order.
+std::vector<StepReport> steps_taking(const std::vector<double>& seconds, int per_epoch) {
+  std::vector<StepReport> steps;
+  double wall = 0;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    wall += seconds[i];
+    steps.push_back({.epoch = static_cast<int>(i / per_epoch) + 1, .step = static_cast<int64_t>(i), .wall_seconds = wall});
+  }
+  return steps;
+}
+
+std::vector<double> noisy(double median, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::lognormal_distribution<double> noise(0, 0.08);  // a few per cent step to step, a long tail
+  std::vector<double> v;
+  for (size_t i = 0; i < n; ++i) v.push_back(median * noise(rng));
+  return v;
+}
+
+TEST(RunSpeed, SteadyStepsLeaveOutWarmUpEpochEdgesAndProbedSteps) {
+  // 2 epochs of 10 steps: every step 0.1 s but the warm-up (1 s), each epoch's first (after validation: 5 s),
+  // each epoch's last (probed for histograms: 2 s) and every 4th (probed for numerics: 3 s).
+  std::vector<double> seconds(20, 0.1);
+  for (int i = 0; i < kWarmupSteps; ++i) seconds[static_cast<size_t>(i)] = 1;
+  seconds[10] = 5;
+  seconds[9] = seconds[19] = 2;
+  for (size_t i = 3; i < 20; i += 4) seconds[i] = 3;
+  const RunSpeed s = measure_speed(steps_taking(seconds, 10), 16, 4);
+  // Kept: 5, 6, 8 (epoch 1), 12, 13, 14, 16, 17, 18 (epoch 2: not 10, the first, nor 11 and 15, probed).
+  EXPECT_EQ(s.steps, 9);
+  EXPECT_NEAR(s.median_seconds, 0.1, 1e-9);
+  EXPECT_NEAR(s.images_per_second(), 160, 1e-6);
+  EXPECT_FALSE(measure_speed(steps_taking({0.1, 0.1}, 10), 16, 0).known()) << "no steady step";
+  EXPECT_EQ(speed_text(RunSpeed{}), "-");
+}
+
+TEST(RunSpeed, MedianAndInterquartileRangeOverSteps) {
+  std::vector<double> seconds(kWarmupSteps, 1.0);  // the warm-up
+  for (double s : {0.1, 0.2, 0.3, 0.4, 0.5}) seconds.push_back(s);
+  seconds.push_back(9);  // the epoch's last: left out
+  const RunSpeed s = measure_speed(steps_taking(seconds, 100), 10, 0);
+  ASSERT_EQ(s.steps, 5);
+  EXPECT_NEAR(s.median_seconds, 0.3, 1e-12);
+  EXPECT_NEAR(s.q1_seconds, 0.2, 1e-12);
+  EXPECT_NEAR(s.q3_seconds, 0.4, 1e-12);
+  EXPECT_NEAR(s.images_per_second_q1(), 25, 1e-9);  // the slower quarter's edge first
+  EXPECT_NEAR(s.images_per_second_q3(), 50, 1e-9);
+  EXPECT_EQ(speed_text(s), "33.3 images/s (interquartile range 25.0\u201350.0, 5 steps)");
+}
+
+// Pairs of runs whose steps come from one distribution: a 95% interval leaves out 1.0 for about 5% of them.
+TEST(RunSpeed, RunsThatDifferOnlyInNoiseAreNotDistinguishable) {
+  int distinguished = 0;
+  constexpr int kPairs = 100;
+  for (uint64_t seed = 1; seed <= kPairs; ++seed) {
+    const RunSpeed a = measure_speed(steps_taking(noisy(0.1, 200, seed), 50), 32, 0);
+    const RunSpeed b = measure_speed(steps_taking(noisy(0.1, 200, seed + 1000), 50), 32, 0);
+    const SpeedUp s = speed_up(b, a);
+    distinguished += s.distinguishable();
+    EXPECT_LE(s.low, s.ratio);
+    EXPECT_GE(s.high, s.ratio);
+    EXPECT_NEAR(s.ratio, 1, 0.05);
+    if (seed == 1) EXPECT_NE(speed_up_text(s).find("not distinguishable from 1.0\u00d7"), std::string::npos);
+  }
+  EXPECT_LE(distinguished, kPairs / 10) << "intervals too narrow for the noise";
+}
+
+TEST(RunSpeed, ARealSpeedUpIsDistinguishableAndItsIntervalHoldsIt) {
+  const RunSpeed fp32 = measure_speed(steps_taking(noisy(0.15, 200, 7), 50), 32, 0);
+  const RunSpeed bf16 = measure_speed(steps_taking(noisy(0.10, 200, 8), 50), 32, 0);
+  const SpeedUp s = speed_up(bf16, fp32);
+  EXPECT_TRUE(s.distinguishable()) << speed_up_text(s);
+  EXPECT_NEAR(s.ratio, 1.5, 0.05);
+  EXPECT_LT(s.low, 1.5);
+  EXPECT_GT(s.high, 1.5);
+  EXPECT_EQ(speed_up_text(speed_up(bf16, fp32)), speed_up_text(s)) << "the same interval every time";
+  // Different batches: images per second, not steps.
+  const RunSpeed big = measure_speed(steps_taking(noisy(0.15, 200, 7), 50), 64, 0);
+  EXPECT_NEAR(speed_up(big, fp32).ratio, 2.0, 1e-12);
+  // A run with one steady step gives a ratio but no interval.
+  const RunSpeed one = measure_speed(steps_taking(std::vector<double>(kWarmupSteps + 2, 0.1), 100), 32, 0);
+  ASSERT_EQ(one.steps, 1);
+  EXPECT_FALSE(speed_up(one, fp32).distinguishable());
+  EXPECT_NE(speed_up_text(speed_up(one, fp32)).find("too few steps for an interval"), std::string::npos);
+}
+
+TEST(RunSpeed, TheWarningNamesTheBusyRunAndRunsUnderDifferentLoads) {
+  const MachineLoad quiet{0.02, 0, 0}, busy{0.6, 0, 0}, stolen{0.01, 0.3, 0}, some{0.15, 0, 0};
+  EXPECT_EQ(timing_warning({{3, quiet}, {5, busy}}),
+            "timings unreliable: the machine was 60% busy with other work during run 5");
+  EXPECT_EQ(timing_warning({{3, quiet}, {5, stolen}}),
+            "timings unreliable: the hypervisor took 30% of the CPUs for other guests during run 5");
+  EXPECT_EQ(timing_warning({{3, quiet}, {5, some}}),
+            "timings unreliable: the runs were measured under different loads (15% of the CPUs busy with other "
+            "work during run 5, 2% during run 3)");
+  EXPECT_EQ(timing_warning({{3, quiet}, {5, quiet}}), "");
+  EXPECT_EQ(timing_warning({{3, quiet}, {5, MachineLoad{}}}), "") << "an old run without a load: nothing to say";
+  EXPECT_EQ(machine_load_text(MachineLoad{}), "not recorded");
+  EXPECT_EQ(machine_load_text({0.123, 0.01, 3700}), "12% of the CPUs busy with other work, 1% steal, 3.7 GHz");
+}
+
+// A process spinning beside the meter shows up as other work; without it, the share is small. The busy share is
+// of the whole machine: one spinning process on n CPUs is at most 1/n of it.
+TEST(MachineLoadMeter, SeesAProcessSpinningBesideIt) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const pid_t spinner = fork();
+  ASSERT_GE(spinner, 0);
+  if (spinner == 0)
+    for (;;) {
+    }
+  MachineLoadMeter meter;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
+  while (std::chrono::steady_clock::now() < until) {
+  }  // this process spins too: its own time is not other work
+  const MachineLoad load = meter.stop();
+  kill(spinner, SIGKILL);
+  waitpid(spinner, nullptr, 0);
+  ASSERT_TRUE(load.known());
+  EXPECT_GT(load.other_cpu, 0.5 / static_cast<double>(cpus)) << machine_load_text(load);
+  EXPECT_LE(load.other_cpu, 1.0);
+  EXPECT_GE(load.steal, 0.0);
+}
+
+}  // namespace
+}  // namespace ampwb
