@@ -93,6 +93,8 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   data(add_number(command, "--val-fraction", c.data.validation_fraction,
                   "the share of images held out for validation when the data has no split of its own"));
   data(add_number(command, "--max-train-images", c.data.max_train_images, "use at most N training images (0: all)"));
+  data(add_number(command, "--max-val-images", c.data.max_validation_images,
+                  "validate on at most N images, the same ones each epoch, round-robin over the classes (0: all)"));
   data(command->add_flag("--augment", c.data.augment, "random crop and horizontal flip of training images"));
   data(command->add_option("--normalize", c.data.normalization, "per-channel statistics of the dataset or ImageNet's")
            ->type_name("HOW")

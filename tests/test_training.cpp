@@ -404,6 +404,7 @@ TEST(Cli, EveryCommandsHelpComesFromTheParserAndNamesItsFlags) {
        {"--data",
         "--val-fraction",
         "--max-train-images",
+        "--max-val-images",
         "--augment",
         "--normalize",
         "--drop-last",

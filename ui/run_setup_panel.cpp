@@ -168,6 +168,16 @@ QWidget* RunSetupPanel::build_data_group() {
   max_images_->setToolTip(tr("Train on the first N images (round-robin over the classes): quick experiments"));
   form->addRow(tr("Validation fraction"), val_fraction_);
   form->addRow(tr("Training images"), max_images_);
+  max_validation_images_ = int_box(0, 100000000);
+  max_validation_images_->setObjectName("maxValidationImages");
+  max_validation_images_->set_minimum_text(tr("all"));
+  max_validation_images_->setSingleStep(500);
+  max_validation_images_->setToolTip(
+      tr("Validate on at most N images each epoch, the same ones every epoch (round-robin over the classes). "
+         "Default %1: a larger validation split would take longer than the training; the run's notes say how "
+         "many of how many were used.")
+          .arg(kDefaultMaxValidationImages));
+  form->addRow(tr("Validation images"), max_validation_images_);
   layout->addLayout(form);
   return group;
 }
@@ -415,6 +425,7 @@ TrainConfig RunSetupPanel::config() const {
   c.data_dir = dataset_->text().trimmed().toStdString();
   c.data.validation_fraction = val_fraction_->value();
   c.data.max_train_images = max_images_->value();
+  c.data.max_validation_images = max_validation_images_->value();
   c.depth = depth_->currentData().toInt();
   c.device = device_->currentData().toString().toStdString();
   c.epochs = epochs_->value();
@@ -458,6 +469,7 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
   dataset_->setText(QString::fromStdString(c.data_dir));
   val_fraction_->setValue(c.data.validation_fraction);
   max_images_->setValue(static_cast<int>(c.data.max_train_images));
+  max_validation_images_->setValue(static_cast<int>(c.data.max_validation_images));
   select_data(depth_, c.depth);
   select_data(device_, QString::fromStdString(c.device));
   epochs_->setValue(c.epochs);

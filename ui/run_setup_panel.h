@@ -94,6 +94,7 @@ class RunSetupPanel : public QWidget {
   WideNumberBox* val_fraction_ = nullptr;
   QFormLayout* data_form_ = nullptr;  // holds val_fraction_'s row, hidden where the data brings its own split
   WholeNumberBox* max_images_ = nullptr;
+  WholeNumberBox* max_validation_images_ = nullptr;
   // Model and precision
   QComboBox* depth_ = nullptr;
   QComboBox* precision_ = nullptr;

@@ -100,23 +100,27 @@ void finish(DatasetData& data, Pools& pools, const DatasetOptions& options) {
     ++label;
   }
 
-  // The limit: round-robin over the classes in path order, so the first N cover every class.
-  const int64_t train_total = [&] {
-    int64_t t = 0;
-    for (const auto& v : train) t += static_cast<int64_t>(v.size());
-    return t;
-  }();
-  rep.train_images_before_limit = train_total;
-  if (options.max_train_images > 0 && train_total > options.max_train_images) {
-    std::vector<std::vector<int64_t>> kept(train.size());
+  // The limits: round-robin over the classes in path order, so the first N cover every class.
+  const auto limit = [](std::vector<std::vector<int64_t>>& split, int64_t most) {
+    int64_t total = 0;
+    for (const auto& v : split) total += static_cast<int64_t>(v.size());
+    if (most <= 0 || total <= most) return total;
+    std::vector<std::vector<int64_t>> kept(split.size());
     int64_t taken = 0;
-    for (size_t round = 0; taken < options.max_train_images; ++round)
-      for (size_t c = 0; c < train.size() && taken < options.max_train_images; ++c)
-        if (round < train[c].size()) kept[c].push_back(train[c][round]), ++taken;
-    train = std::move(kept);
+    for (size_t round = 0; taken < most; ++round)
+      for (size_t c = 0; c < split.size() && taken < most; ++c)
+        if (round < split[c].size()) kept[c].push_back(split[c][round]), ++taken;
+    split = std::move(kept);
+    return total;
+  };
+  rep.train_images_before_limit = limit(train, options.max_train_images);
+  if (options.max_train_images > 0 && rep.train_images_before_limit > options.max_train_images)
     rep.notes.push_back("training split limited to the first " + std::to_string(options.max_train_images) + " of " +
-                        std::to_string(train_total) + " images");
-  }
+                        std::to_string(rep.train_images_before_limit) + " images");
+  rep.validation_images_before_limit = limit(validation, options.max_validation_images);
+  if (options.max_validation_images > 0 && rep.validation_images_before_limit > options.max_validation_images)
+    rep.notes.push_back("validation split limited to the first " + std::to_string(options.max_validation_images) +
+                        " of " + std::to_string(rep.validation_images_before_limit) + " images");
 
   // Samples and counts.
   std::vector<int> shorter;

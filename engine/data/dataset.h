@@ -37,6 +37,9 @@ struct DatasetOptions {
   // Where checked-file results and normalization statistics are kept between runs: "" = $XDG_CACHE_HOME/ampwb
   // (or ~/.cache/ampwb), "-" = nowhere (in memory only, for this process).
   std::string cache_dir;
+  // 0 = all; else the first N of the validation split, taken round-robin over the classes as for training: the
+  // same images every epoch and every run of the split.
+  int64_t max_validation_images = 0;
 };
 
 struct DatasetReport {
@@ -64,6 +67,7 @@ struct DatasetReport {
   std::vector<SmallClass> small_classes;   // classes with too few images for the split
   int64_t total_images = 0, train_images = 0, validation_images = 0;
   int64_t train_images_before_limit = 0;  // when max_train_images cut the training split
+  int64_t validation_images_before_limit = 0;  // likewise for max_validation_images
   // Stored sizes of the usable images (pixels).
   int min_width = 0, max_width = 0, min_height = 0, max_height = 0;
   int median_shorter_side = 0;

@@ -100,6 +100,7 @@ nlohmann::json DatasetReport::to_json() const {
   j["train_images"] = train_images;
   j["validation_images"] = validation_images;
   j["train_images_before_limit"] = train_images_before_limit;
+  j["validation_images_before_limit"] = validation_images_before_limit;
   j["image_sizes"] = {{"min_width", min_width},
                       {"max_width", max_width},
                       {"min_height", min_height},

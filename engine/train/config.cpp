@@ -83,6 +83,8 @@ void validate(const TrainConfig& c) {
   REQUIRE_SETTING(c.data.cache_budget_mb >= 0, "--cache-mb must not be negative, got " << c.data.cache_budget_mb);
   REQUIRE_SETTING(c.data.max_train_images >= 0,
                   "--max-train-images must not be negative (0 means all), got " << c.data.max_train_images);
+  REQUIRE_SETTING(c.data.max_validation_images >= 0,
+                  "--max-val-images must not be negative (0 means all), got " << c.data.max_validation_images);
   REQUIRE_SETTING(c.numerics_every >= 0,
                   "--numerics-every must not be negative (0: the last step of each epoch), got " << c.numerics_every);
   REQUIRE_SETTING(c.max_steps_per_epoch >= 0, "--max-steps-per-epoch must not be negative (0 means all)");
@@ -103,7 +105,13 @@ void validate_for_data(const TrainConfig& c, int64_t classes, int64_t train_imag
 
 void to_json(nlohmann::json& j, const TrainConfig& c) { write_fields(j, c); }
 
-void from_json(const nlohmann::json& j, TrainConfig& c) { read_fields(j, c, "configuration"); }
+void from_json(const nlohmann::json& j, TrainConfig& c) {
+  read_fields(j, c, "configuration");
+  // Stored before the setting existed: that run validated on every image, whatever today's default.
+  const auto data = j.find("data");
+  if (data == j.end() || !data->is_object() || !data->contains("max_validation_images"))
+    c.data.max_validation_images = 0;
+}
 
 void to_json(nlohmann::json& j, const Stem& stem) { j = stem_name(stem); }
 

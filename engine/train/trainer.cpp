@@ -24,6 +24,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// "10,000": counts of images in notes, as people read them.
+std::string counted(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 // Forwards every event to an optional observer.
 struct Report {
   TrainObserver* observer;
@@ -278,7 +288,8 @@ RunEnd Trainer::train() {
   StepTimer step_timer(*backend);
   const ModeSupport precision = check_precision(*backend);
   const Dataset dataset =
-      Dataset::open(config.data_dir, {config.data.validation_fraction, config.seed, config.data.max_train_images, ""});
+      Dataset::open(config.data_dir, {config.data.validation_fraction, config.seed, config.data.max_train_images, "",
+                                      config.data.max_validation_images});
   const int image_size = config.image_size > 0 ? config.image_size : std::min(224, dataset.native_image_size());
   const int threads = config.threads > 0 ? config.threads : static_cast<int>(std::thread::hardware_concurrency());
   LoaderOptions loading;
@@ -352,6 +363,9 @@ RunEnd Trainer::train() {
                          " that cannot be trained on (ampwb dataset inspect " + config.data_dir +
                          " lists each with its reason)");
   if (validation_data.size() == 0) info.notes.push_back("no validation images: validation is not measured");
+  if (const int64_t all = dataset.report().validation_images_before_limit; all > validation_data.size())
+    info.notes.push_back("validated on " + counted(validation_data.size()) + " of " + counted(all) +
+                         " images, the same ones every epoch (--max-val-images sets how many; 0: all)");
   if (deferred)
     info.notes.push_back(
         "no step waits for the device: each step's numbers are read one step later, and a skipped "

@@ -1,0 +1,121 @@
+// Validation on a fixed subset of a large split: the same images every epoch, said in the run's notes, and the
+// setting's default.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "core/error.h"
+#include "data/dataset.h"
+#include "data/dataset_data.h"
+#include "image_folder_util.h"
+#include "train/trainer.h"
+
+namespace ampwb {
+namespace {
+namespace fs = std::filesystem;
+
+// Every event the tests look at, in the order the trainer reported them.
+class ProgressRecorder : public TrainObserver {
+ public:
+  void on_start(const RunInfo& i) override { info = i; }
+  void on_step(const StepReport& s) override {
+    order.push_back('s');
+    steps.push_back(s);
+  }
+  void on_confusion(const ConfusionMatrix& c) override { confusions.push_back(c); }
+  void on_epoch(const EpochReport& e) override {
+    order.push_back('e');
+    epochs.push_back(e);
+  }
+  RunInfo info;
+  std::string order;
+  std::vector<StepReport> steps;
+  std::vector<ConfusionMatrix> confusions;
+  std::vector<EpochReport> epochs;
+};
+
+TrainConfig small_run(const fs::path& data) {
+  TrainConfig c;
+  c.data_dir = data.string();
+  c.depth = 20;
+  c.epochs = 2;
+  c.batch_size = 8;
+  c.lr = 0.05f;
+  c.threads = 2;
+  c.data.validation_fraction = 0.5;
+  return c;
+}
+
+TEST(ValidationSubset, TheSameImagesOfEveryClassEachTimeAndTheNotesSaySo) {
+  const fs::path data = make_stripes_folder("val_subset", 20, 12);  // 20 of the 40 images held out
+  const Dataset all = Dataset::open(data.string(), {0.5, 0, 0, "-"});
+  const Dataset first = Dataset::open(data.string(), {0.5, 0, 0, "-", 6});
+  const Dataset again = Dataset::open(data.string(), {0.5, 0, 0, "-", 6});
+  ASSERT_EQ(all.validation_size(), 20);
+  ASSERT_EQ(first.validation_size(), 6);
+  EXPECT_EQ(first.report().validation_images, 6);
+  EXPECT_EQ(first.report().validation_images_before_limit, 20);
+  EXPECT_EQ(first.train_size(), all.train_size()) << "the training split is not touched";
+  const auto& subset = first.data()->validation;
+  const auto& whole = all.data()->validation;
+  ASSERT_EQ(again.data()->validation.size(), subset.size());
+  int per_class[2] = {0, 0};
+  for (size_t i = 0; i < subset.size(); ++i) {
+    EXPECT_EQ(subset[i].item, again.data()->validation[i].item) << "a different subset at " << i;
+    EXPECT_NE(std::find_if(whole.begin(), whole.end(), [&](const auto& s) { return s.item == subset[i].item; }),
+              whole.end());
+    ++per_class[subset[i].label];
+  }
+  EXPECT_EQ(per_class[0], 3);  // round-robin over the classes
+  EXPECT_EQ(per_class[1], 3);
+
+  // A run validates on those, every epoch, and its notes say on how many of how many.
+  TrainConfig c = small_run(data);
+  c.data.max_validation_images = 6;
+  ProgressRecorder rec;
+  train(c, &rec);
+  EXPECT_EQ(rec.info.validation_images, 6);
+  const auto note = std::find_if(rec.info.notes.begin(), rec.info.notes.end(),
+                                 [](const std::string& n) { return n.starts_with("validated on 6 of 20 images"); });
+  EXPECT_NE(note, rec.info.notes.end()) << testing::PrintToString(rec.info.notes);
+  ASSERT_EQ(rec.confusions.size(), 2u);
+  for (const ConfusionMatrix& m : rec.confusions)
+    EXPECT_EQ(std::accumulate(m.counts.begin(), m.counts.end(), int64_t{0}), 6) << "epoch " << m.epoch;
+
+  // A split no larger than the limit is validated whole, without a note.
+  c.data.max_validation_images = 20;
+  ProgressRecorder whole_run;
+  train(c, &whole_run);
+  EXPECT_EQ(whole_run.info.validation_images, 20);
+  for (const std::string& n : whole_run.info.notes) EXPECT_FALSE(n.starts_with("validated on")) << n;
+  fs::remove_all(data);
+}
+
+TEST(ValidationSubset, DefaultsToALimitThatStoredConfigurationsDidNotHave) {
+  const TrainConfig defaults;
+  EXPECT_EQ(defaults.data.max_validation_images, kDefaultMaxValidationImages);
+  EXPECT_GT(kDefaultMaxValidationImages, 0);
+  // A configuration stored before the setting validated on every image, and reads so.
+  nlohmann::json stored = defaults;
+  stored["data"].erase("max_validation_images");
+  EXPECT_EQ(stored.get<TrainConfig>().data.max_validation_images, 0);
+  EXPECT_EQ(nlohmann::json({{"depth", 50}}).get<TrainConfig>().data.max_validation_images, 0);
+  // One stored with it keeps its value.
+  TrainConfig limited;
+  limited.data.max_validation_images = 300;
+  EXPECT_EQ(nlohmann::json(limited).get<TrainConfig>().data.max_validation_images, 300);
+  limited.data_dir = "/data";
+  limited.data.max_validation_images = -1;
+  try {
+    validate(limited);
+    FAIL() << "a negative validation limit was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--max-val-images"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ampwb
