@@ -102,6 +102,20 @@ class ConsoleObserver : public TrainObserver {
     std::fflush(stdout);
   }
 
+  // A long validation says how far it has come, on the progress line the steps used.
+  void on_validation(const ValidationProgress& v) override {
+    poll_signal();
+    if (quiet_ || !terminal_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (v.images_done > 0 && v.images_done < v.images && now - last_draw_ < std::chrono::milliseconds(100)) return;
+    last_draw_ = now;
+    std::printf("\r\033[Kepoch %d/%d validating %lld/%lld images", v.epoch, epochs_,
+                static_cast<long long>(v.images_done), static_cast<long long>(v.images));
+    if (v.images_done > 0 && v.seconds > 0)
+      std::printf("  %.0f s left", v.seconds * static_cast<double>(v.images - v.images_done) / v.images_done);
+    std::fflush(stdout);
+  }
+
   void on_epoch(const EpochReport& r) override {
     poll_signal();
     steps_in_epoch_ = 0;

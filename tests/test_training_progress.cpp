@@ -1,5 +1,5 @@
-// Validation on a fixed subset of a large split: the same images every epoch, said in the run's notes, and the
-// setting's default.
+// What a run says while it validates: validation on a fixed subset of a large split (said in the run's notes), and
+// validation progress reported before each epoch's report.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +25,10 @@ class ProgressRecorder : public TrainObserver {
     order.push_back('s');
     steps.push_back(s);
   }
+  void on_validation(const ValidationProgress& v) override {
+    order.push_back('v');
+    validations.push_back(v);
+  }
   void on_confusion(const ConfusionMatrix& c) override { confusions.push_back(c); }
   void on_epoch(const EpochReport& e) override {
     order.push_back('e');
@@ -33,6 +37,7 @@ class ProgressRecorder : public TrainObserver {
   RunInfo info;
   std::string order;
   std::vector<StepReport> steps;
+  std::vector<ValidationProgress> validations;
   std::vector<ConfusionMatrix> confusions;
   std::vector<EpochReport> epochs;
 };
@@ -115,6 +120,31 @@ TEST(ValidationSubset, DefaultsToALimitThatStoredConfigurationsDidNotHave) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--max-val-images"), std::string::npos) << e.what();
   }
+}
+
+TEST(ValidationProgress, ReportedFromNoneToAllBeforeEachEpochsReport) {
+  const fs::path data = make_stripes_folder("val_progress", 20, 12);
+  TrainConfig c = small_run(data);
+  c.max_steps_per_epoch = 2;
+  c.data.max_validation_images = 0;
+  ProgressRecorder rec;
+  train(c, &rec);
+  ASSERT_EQ(rec.epochs.size(), 2u);
+  // Per epoch: its steps, then validation progress from 0 to all 20 images, batch by batch (8, 16, 20), then the
+  // epoch's report.
+  EXPECT_EQ(rec.order, "ssvvvvessvvvve");
+  ASSERT_EQ(rec.validations.size(), 8u);
+  const int64_t done[] = {0, 8, 16, 20};
+  for (size_t i = 0; i < rec.validations.size(); ++i) {
+    const ValidationProgress& v = rec.validations[i];
+    EXPECT_EQ(v.epoch, static_cast<int>(i / 4) + 1);
+    EXPECT_EQ(v.images, 20);
+    EXPECT_EQ(v.images_done, done[i % 4]);
+    if (i % 4) {
+      EXPECT_GE(v.seconds, rec.validations[i - 1].seconds);
+    }
+  }
+  fs::remove_all(data);
 }
 
 }  // namespace

@@ -61,6 +61,14 @@ struct EpochReport {
   size_t peak_bytes = 0;
 };
 
+// Validation under way at the end of an epoch: reported before its first batch and after each, so that a long
+// validation says how far it has come. Not recorded (the epoch's report holds the result), so it has no field list.
+struct ValidationProgress {
+  int epoch = 0;
+  int64_t images_done = 0, images = 0;  // of this validation: images == RunInfo::validation_images
+  double seconds = 0;                   // since this validation began
+};
+
 // --- the field lists: keys as the run store has always kept them (its columns, its info JSON) ---
 
 template <class R, class V>
@@ -142,6 +150,7 @@ class TrainObserver {
   virtual void on_start(const RunInfo&) {}
   virtual void on_step(const StepReport&) {}
   virtual void on_epoch(const EpochReport&) {}
+  virtual void on_validation(const ValidationProgress&) {}  // before the epoch's on_epoch
   virtual void on_histogram(const GradientHistogram&) {}
   virtual void on_layer_numerics(const std::vector<LayerNumerics>&) {}  // every probed layer of one step
   virtual void on_overflow(const OverflowReport&) {}                    // with each skipped step

@@ -15,6 +15,7 @@ class ObserverList : public TrainObserver {
   void on_start(const RunInfo& e) override { each(&TrainObserver::on_start, e); }
   void on_step(const StepReport& e) override { each(&TrainObserver::on_step, e); }
   void on_epoch(const EpochReport& e) override { each(&TrainObserver::on_epoch, e); }
+  void on_validation(const ValidationProgress& e) override { each(&TrainObserver::on_validation, e); }
   void on_histogram(const GradientHistogram& e) override { each(&TrainObserver::on_histogram, e); }
   void on_layer_numerics(const std::vector<LayerNumerics>& e) override { each(&TrainObserver::on_layer_numerics, e); }
   void on_overflow(const OverflowReport& e) override { each(&TrainObserver::on_overflow, e); }

@@ -79,7 +79,8 @@ const char* run_status_name(RunStatus s) {
   return "?";
 }
 
-Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk) {
+Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk,
+                    const std::function<void(int64_t images_done)>& progress) {
   Evaluation e;
   if (data.size() == 0) {
     e.loss = e.accuracy = e.topk_accuracy = std::numeric_limits<double>::quiet_NaN();
@@ -90,6 +91,7 @@ Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk)
   int64_t correct = 0, correct_k = 0, seen = 0;
   double total_loss = 0;
   Batch batch;
+  if (progress) progress(0);
   while (data.next(batch)) {
     const Tensor logits = cast(backend, model.forward(backend.upload(batch.images), Mode::Eval), DType::F32);
     loss.forward(logits, backend.upload(batch.labels));
@@ -100,6 +102,7 @@ Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk)
     correct_k += topk == 1 ? read.correct : count_topk_correct(host_logits, batch.labels, topk);
     add_to_confusion(host_logits, batch.labels, e.confusion);
     seen += batch.labels.numel();
+    if (progress) progress(seen);
   }
   e.loss = seen ? total_loss / seen : 0;
   e.accuracy = seen ? static_cast<double>(correct) / seen : 0;
@@ -528,7 +531,11 @@ RunEnd Trainer::train() {
     if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
     const double train_seconds = seconds_since(epoch_start);
     const MachineLoad load = load_meter.stop();
-    const Evaluation val = evaluate(model, *backend, validation_data, topk);
+    const auto validation_start = Clock::now();
+    const Evaluation val = evaluate(model, *backend, validation_data, topk, [&](int64_t done) {
+      report(&TrainObserver::on_validation,
+             ValidationProgress{epoch, done, validation_data.size(), seconds_since(validation_start)});
+    });
     note_lost(epoch);
     EpochReport er;
     er.epoch = epoch;

@@ -28,7 +28,9 @@ struct Evaluation {  // NaN for data without images: nothing was measured
   double loss = 0, accuracy = 0, topk_accuracy = 0;
   std::vector<int64_t> confusion;  // classes x classes, row: the true class (add_to_confusion)
 };
-Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk);
+// `progress`, when given, hears the images evaluated so far: 0 before the first batch, then after each.
+Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk,
+                    const std::function<void(int64_t images_done)>& progress = {});
 
 class Trainer {
  public:
