@@ -1,5 +1,6 @@
-// What a run says while it validates: validation on a fixed subset of a large split (said in the run's notes), and
-// validation progress reported before each epoch's report.
+// What a run says while it validates and what its epochs' times mean: validation on a fixed subset of a large
+// split (said in the run's notes), validation progress reported before each epoch's report, and a resumed epoch
+// whose seconds and images/s cover the same steps as its sums.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,6 +145,54 @@ TEST(ValidationProgress, ReportedFromNoneToAllBeforeEachEpochsReport) {
       EXPECT_GE(v.seconds, rec.validations[i - 1].seconds);
     }
   }
+  fs::remove_all(data);
+}
+
+// Stops the trainer from its own thread once a given global step has been reported.
+class StopAfter : public ProgressRecorder {
+ public:
+  StopAfter(Trainer*& trainer, int64_t step) : trainer_(trainer), step_(step) {}
+  void on_step(const StepReport& s) override {
+    ProgressRecorder::on_step(s);
+    if (s.step == step_) trainer_->stop();
+  }
+  void on_checkpoint(const CheckpointInfo& c) override { checkpoints.push_back(c); }
+  std::vector<CheckpointInfo> checkpoints;
+
+ private:
+  Trainer*& trainer_;
+  int64_t step_;
+};
+
+// The epoch a run was stopped in and resumed: its seconds and images/s span both processes, as its compute time
+// and its images do, so that images/s times the training time is the epoch's images.
+TEST(EpochTimes, AResumedEpochsSecondsAndImagesPerSecondCoverTheSameSteps) {
+  const fs::path data = make_stripes_folder("resumed_times", 20, 12);  // 20 training images: 3 steps of 8, 8, 4
+  const fs::path dir = fs::temp_directory_path() / ("ampwb_resumed_times_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  TrainConfig c = small_run(data);
+  c.checkpoint_dir = dir.string();
+  Trainer* current = nullptr;
+  StopAfter first(current, 4);  // epoch 2's second step
+  Trainer part1(c, &first);
+  current = &part1;
+  ASSERT_EQ(part1.run().status, RunStatus::Cancelled);
+  ASSERT_FALSE(first.checkpoints.empty());
+  c.resume_from = first.checkpoints.back().path;
+  StopAfter second(current, -1);
+  Trainer part2(c, &second);
+  current = &part2;
+  ASSERT_EQ(part2.run().status, RunStatus::Finished);
+  ASSERT_EQ(second.epochs.size(), 1u);
+  const EpochReport& resumed = second.epochs.front();
+  EXPECT_EQ(resumed.epoch, 2);
+  // The epoch's time holds its steps' time, the first process's steps included.
+  EXPECT_GE(resumed.seconds, resumed.compute_seconds + resumed.data_wait_seconds);
+  // images/s is the epoch's 20 images over its training time, which holds the steps' compute and lies within the
+  // epoch's seconds.
+  EXPECT_LE(resumed.images_per_second * resumed.compute_seconds, 20.0 * (1 + 1e-9));
+  EXPECT_GE(resumed.images_per_second * resumed.seconds, 20.0 * (1 - 1e-9));
+  fs::remove_all(dir);
   fs::remove_all(data);
 }
 

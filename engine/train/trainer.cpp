@@ -203,6 +203,8 @@ struct EpochProgress {
   double loss_sum = 0, data_wait = 0, compute = 0;
   int64_t seen = 0, correct = 0, skipped = 0;
   double wall_before = 0;  // the run's wall-clock seconds in the processes before this one: a resumed clock goes on
+  double seconds_before = 0;  // this epoch's seconds in the processes before this one: its time and images/s span
+                              // the same steps as its sums
 };
 
 // Checkpoints hold host tensors whatever the device: one written on a GPU resumes on the CPU and the other way.
@@ -220,7 +222,8 @@ Checkpoint make_checkpoint(Backend& backend, const TrainConfig& config, const Ep
             {"partial", {at.loss_sum, at.data_wait, at.compute, at.seen, at.correct, at.skipped}},
             {"scaler", {s.scale, s.growth_tracker, s.hysteresis_left}},
             {"optimizer_steps", optimizer.steps_taken()},
-            {"wall_seconds", wall_seconds}};
+            {"wall_seconds", wall_seconds},
+            {"epoch_seconds", at.seconds_before}};
   for (Parameter* p : model.parameters()) c.tensors.emplace_back("param/" + p->name, on_host(backend, p->value));
   std::vector<Buffer*> buffers;
   model.collect_buffers(buffers);
@@ -268,6 +271,8 @@ void restore_checkpoint(Backend& backend, const Checkpoint& c, const TrainConfig
   at.correct = p.at(4);
   at.skipped = p.at(5);
   at.wall_before = c.meta.value("wall_seconds", 0.0);  // checkpoints before 2026-11-24 hold none
+  // Checkpoints before 2026-12-01 hold none: the steps' own time is the closest measure of the epoch's.
+  at.seconds_before = c.meta.value("epoch_seconds", at.compute + at.data_wait);
   global_step = c.meta.at("global_step");
   consecutive_skipped = c.meta.at("consecutive_skipped");
 }
@@ -461,6 +466,12 @@ RunEnd Trainer::train() {
     const int epoch = at.epoch;
     allocator_for(backend->device()).reset_peak();
     const auto epoch_start = Clock::now();
+    // Where the epoch stands for a checkpoint taken now: its time so far, over every process it ran in.
+    const auto so_far = [&] {
+      EpochProgress now = at;
+      now.seconds_before += seconds_since(epoch_start);
+      return now;
+    };
     MachineLoadMeter load_meter;  // what else the machine does during this epoch's steps
     train_data.start_epoch(epoch);
     for (int64_t skip = 0; skip < at.next_step; ++skip) train_data.next(batch);  // resuming mid-epoch
@@ -480,13 +491,13 @@ RunEnd Trainer::train() {
       if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
       if (stop_) {
         if (std::optional<RunEnd> end = settle_pending()) return *end;
-        return {RunStatus::Cancelled,
-                "stopped by the user at epoch " + std::to_string(epoch) + ", step " + std::to_string(b) + save(at)};
+        return {RunStatus::Cancelled, "stopped by the user at epoch " + std::to_string(epoch) + ", step " +
+                                          std::to_string(b) + save(so_far())};
       }
       if (std::optional<std::string> lost = lost_images.too_many()) {
         if (std::optional<RunEnd> end = settle_pending()) return *end;
         note_lost(epoch);
-        return {RunStatus::Failed, *lost + save(at)};
+        return {RunStatus::Failed, *lost + save(so_far())};
       }
       // The paper's histogram and the per-layer numerics on the last step of each epoch; the numerics also every
       // numerics_every steps, through a probe without histograms so that they stay one step's. Probed steps do
@@ -529,7 +540,7 @@ RunEnd Trainer::train() {
     if (std::optional<RunEnd> end = settle_pending()) return *end;
     for (const GradientHistogram& h : probe.take(epoch, scaler.scale())) report(&TrainObserver::on_histogram, h);
     if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
-    const double train_seconds = seconds_since(epoch_start);
+    const double train_seconds = at.seconds_before + seconds_since(epoch_start);
     const MachineLoad load = load_meter.stop();
     const auto validation_start = Clock::now();
     const Evaluation val = evaluate(model, *backend, validation_data, topk, [&](int64_t done) {
@@ -545,7 +556,8 @@ RunEnd Trainer::train() {
     er.validation_loss = val.loss;
     er.validation_accuracy = val.accuracy;
     er.validation_topk = val.topk_accuracy;
-    er.seconds = seconds_since(epoch_start);
+    // Both over the whole epoch, a resumed one's earlier process included, as the sums of its steps are.
+    er.seconds = at.seconds_before + seconds_since(epoch_start);
     er.images_per_second = train_seconds > 0 ? at.seen / train_seconds : 0;
     er.data_wait_seconds = at.data_wait;
     er.compute_seconds = at.compute;
