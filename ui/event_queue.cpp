@@ -20,6 +20,11 @@ void EventQueue::on_epoch(const EpochReport& epoch) {
   pending_.epochs.push_back(epoch);
 }
 
+void EventQueue::on_validation(const ValidationProgress& validation) {
+  std::lock_guard lock(mutex_);
+  pending_.validations.push_back(validation);
+}
+
 void EventQueue::on_histogram(const GradientHistogram& histogram) {
   std::lock_guard lock(mutex_);
   pending_.histograms.push_back(histogram);

@@ -19,6 +19,7 @@ struct EventBatch {
   int64_t run_id = 0;  // the stored run, once the recorder has created it (0 = not known yet)
   std::vector<StepReport> steps;
   std::vector<EpochReport> epochs;
+  std::vector<ValidationProgress> validations;  // an epoch's validation under way, batch after batch
   std::vector<GradientHistogram> histograms;
   std::vector<LayerNumerics> layer_numerics;  // the probed steps' layers, step after step
   std::vector<OverflowReport> overflows;      // the skipped steps' forensics (the scale-collapse alarm)
@@ -27,8 +28,8 @@ struct EventBatch {
   std::optional<RunEnd> ended;
 
   bool empty() const {
-    return !started && run_id == 0 && steps.empty() && epochs.empty() && histograms.empty() && layer_numerics.empty() &&
-           overflows.empty() && checkpoints.empty() && !divergence && !ended;
+    return !started && run_id == 0 && steps.empty() && epochs.empty() && validations.empty() && histograms.empty() &&
+           layer_numerics.empty() && overflows.empty() && checkpoints.empty() && !divergence && !ended;
   }
 };
 
@@ -37,6 +38,7 @@ class EventQueue : public TrainObserver {
   void on_start(const RunInfo& info) override;
   void on_step(const StepReport& step) override;
   void on_epoch(const EpochReport& epoch) override;
+  void on_validation(const ValidationProgress& validation) override;
   void on_histogram(const GradientHistogram& histogram) override;
   void on_layer_numerics(const std::vector<LayerNumerics>& layers) override;
   void on_overflow(const OverflowReport& overflow) override;

@@ -287,7 +287,7 @@ void MainWindow::on_events(const EventBatch& batch) {
   live_->append(batch);
   if (batch.started) {
     const RunInfo& info = *batch.started;
-    progress_.start(info, live_->config.epochs);
+    progress_.start(info, live_->config.epochs, live_->config.batch_size);
     controls_->set_notes(info.notes);
     controls_->set_state(RunControls::State::Training);
     controls_->set_status(
@@ -305,12 +305,14 @@ void MainWindow::on_events(const EventBatch& batch) {
     live_charts_->set_export_prefix(QStringLiteral("run-%1").arg(live_->run_id));
   }
   for (const StepReport& s : batch.steps) progress_.step(s);
+  for (const ValidationProgress& v : batch.validations) progress_.validation(v);
   update_collapse_alarm(batch);
   for (const EpochReport& e : batch.epochs) {
     progress_.epoch(e);
     show_status(epoch_line(e, live_->config.epochs));
   }
-  if (!batch.steps.empty() || !batch.epochs.empty()) controls_->show_progress(progress_);
+  if (batch.started || !batch.steps.empty() || !batch.validations.empty() || !batch.epochs.empty())
+    controls_->show_progress(progress_);
   live_charts_->refresh_soon();
 }
 

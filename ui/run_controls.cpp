@@ -4,6 +4,7 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLocale>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QStyle>
@@ -118,11 +119,24 @@ void RunControls::set_alarm(const QString& text) {
 void RunControls::show_progress(const RunProgress& p) {
   if (!p.started()) return;
   progress_->setValue(static_cast<int>(p.fraction() * 1000));
-  progress_->setFormat(tr("epoch %1/%2 · step %3/%4 · %p%")
-                           .arg(p.current_epoch())
-                           .arg(p.epochs())
-                           .arg(p.step_in_epoch())
-                           .arg(p.steps_per_epoch()));
+  if (p.validating()) {
+    // A validation can outlast the epoch's steps: the bar says so, with its own time left.
+    const QLocale locale;
+    const double left = p.validation_eta_seconds();
+    progress_->setFormat(
+        tr("epoch %1/%2 · validating %3/%4%5 · %p%")
+            .arg(p.current_epoch())
+            .arg(p.epochs())
+            .arg(locale.toString(static_cast<qlonglong>(p.validated_images())),
+                 locale.toString(static_cast<qlonglong>(p.validation_images())),
+                 left < 0 ? QString() : tr(" · %1 left").arg(QString::fromStdString(format_duration(left)))));
+  } else {
+    progress_->setFormat(tr("epoch %1/%2 · step %3/%4 · %p%")
+                             .arg(p.current_epoch())
+                             .arg(p.epochs())
+                             .arg(p.step_in_epoch())
+                             .arg(p.steps_per_epoch()));
+  }
   const double eta = p.eta_seconds();
   eta_->setText(eta < 0 ? tr("ETA: estimating…") : tr("ETA %1").arg(QString::fromStdString(format_duration(eta))));
 }

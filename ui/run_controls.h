@@ -29,7 +29,8 @@ class RunControls : public QWidget {
   // The warning banner (the loss scale's collapse); hidden when empty.
   void set_alarm(const QString& text);
   QLabel* alarm() const { return alarm_; }
-  // Progress from the live run: "epoch 2/5 · step 120/469 · 43 % · ETA 3 min 10 s".
+  // Progress from the live run: "epoch 2/5 · step 120/469 · 43 % · ETA 3 min 10 s"; while an epoch's validation
+  // runs, "epoch 2/5 · validating 3,200/10,000 · 25 s left · 40 %".
   void show_progress(const RunProgress& progress);
   void clear_progress();
 

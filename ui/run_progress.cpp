@@ -7,34 +7,51 @@
 
 namespace ampwb::ui {
 
-void RunProgress::start(const RunInfo& info, int epochs) {
+void RunProgress::start(const RunInfo& info, int epochs, int batch_size) {
   *this = RunProgress{};
   steps_per_epoch_ = std::max<int64_t>(1, info.steps_per_epoch);
   epochs_ = epochs;
   epoch_ = info.first_epoch;
-  total_steps_ = steps_per_epoch_ * std::max(1, epochs - info.first_epoch + 1);
-  first_step_ = -1;
+  total_steps_ = steps_per_epoch_ * std::max(1, epochs);
+  // A resumed run's steps before its checkpoint: its earlier epochs, and those of an epoch stopped part-way.
+  done_steps_ = std::max(info.first_step, steps_per_epoch_ * std::max(0, info.first_epoch - 1));
+  images_per_step_ =
+      batch_size > 0 ? batch_size : static_cast<double>(info.train_images) / static_cast<double>(steps_per_epoch_);
+  validation_images_ = info.validation_images;
 }
 
 void RunProgress::step(const StepReport& s) {
   if (!started()) return;
-  if (first_step_ < 0) first_step_ = (s.epoch - 1) * steps_per_epoch_;  // a resumed run starts mid-way
   epoch_ = s.epoch;
   last_step_ = s.step;
-  done_steps_ = s.step - first_step_ + 1;
+  done_steps_ = s.step + 1;  // global: a resumed run's steps go on from its checkpoint's
+  validating_ = false;
   recent_.emplace_back(s.step, s.wall_seconds - paused_);
   // About the last 10 seconds of steps: adapts to a rate that changes (warm-up, another job on the machine).
   while (recent_.size() > 2 && recent_.back().second - recent_.front().second > 10.0) recent_.pop_front();
 }
 
+void RunProgress::validation(const ValidationProgress& v) {
+  if (!started()) return;
+  validating_ = true;
+  epoch_ = v.epoch;
+  validated_ = v.images_done;
+  validation_images_ = v.images;
+  validation_seconds_ = v.seconds;
+}
+
 void RunProgress::epoch(const EpochReport& e) {
-  // The part of the epoch not spent in steps is evaluation (and checkpointing): the ETA adds it per epoch left.
+  // The part of the epoch not spent in steps is validation (and checkpointing): the ETA adds it per epoch left.
   const double step_seconds = e.compute_seconds + e.data_wait_seconds;
   if (e.seconds > step_seconds) {
     eval_seconds_ = (eval_seconds_ * evals_seen_ + (e.seconds - step_seconds)) / (evals_seen_ + 1);
     ++evals_seen_;
-    paused_ += e.seconds - step_seconds;  // the next step's clock resumes after the evaluation
+    paused_ += e.seconds - step_seconds;  // the next step's clock resumes after the validation
   }
+  validating_ = false;
+  validated_ = 0;
+  validation_seconds_ = 0;
+  done_steps_ = std::max(done_steps_, steps_per_epoch_ * e.epoch);  // an epoch that ended a step early is done
   epoch_ = std::min(epochs_, e.epoch + 1);
 }
 
@@ -48,14 +65,39 @@ double RunProgress::fraction() const {
   return std::clamp(static_cast<double>(done_steps_) / static_cast<double>(total_steps_), 0.0, 1.0);
 }
 
-double RunProgress::eta_seconds() const {
-  if (!started() || recent_.size() < 2) return -1;
+double RunProgress::seconds_per_step() const {
+  if (recent_.size() < 2) return -1;
   const double dt = recent_.back().second - recent_.front().second;
   const double ds = static_cast<double>(recent_.back().first - recent_.front().first);
-  if (dt <= 0 || ds <= 0) return -1;
-  const double steps_left = static_cast<double>(total_steps_ - done_steps_);
-  const int evaluations_left = std::max(0, epochs_ - epoch_ + 1);
-  return steps_left * dt / ds + evaluations_left * eval_seconds_;
+  return dt > 0 && ds > 0 ? dt / ds : -1;
+}
+
+double RunProgress::validation_estimate() const {
+  if (evals_seen_ > 0) return eval_seconds_;
+  if (validation_images_ == 0) return 0;
+  if (validating_ && validated_ > 0 && validation_seconds_ > 0)
+    return validation_seconds_ * static_cast<double>(validation_images_) / static_cast<double>(validated_);
+  const double per_step = seconds_per_step();
+  if (per_step < 0 || images_per_step_ <= 0) return -1;
+  return static_cast<double>(validation_images_) * per_step / images_per_step_ / kValidationSpeedup;
+}
+
+double RunProgress::validation_eta_seconds() const {
+  if (!validating_ || validated_ <= 0 || validation_seconds_ <= 0) return -1;
+  return validation_seconds_ * static_cast<double>(validation_images_ - validated_) / static_cast<double>(validated_);
+}
+
+double RunProgress::eta_seconds() const {
+  if (!started()) return -1;
+  const double per_step = seconds_per_step(), per_validation = validation_estimate();
+  if (per_step < 0 || per_validation < 0) return -1;
+  const double steps_left = static_cast<double>(std::max<int64_t>(0, total_steps_ - done_steps_));
+  if (validating_) {
+    // This validation's time left, then the epochs after it.
+    const double this_one = std::max(0.0, per_validation - validation_seconds_);
+    return this_one + steps_left * per_step + std::max(0, epochs_ - epoch_) * per_validation;
+  }
+  return steps_left * per_step + std::max(0, epochs_ - epoch_ + 1) * per_validation;
 }
 
 std::string format_duration(double seconds) {

@@ -34,6 +34,7 @@ struct RunInfo {
   // The run's memory estimate against what was available (train/memory_estimate.h): printed, not stored (not in
   // the field list), since it describes this machine at this moment.
   std::string memory;
+  int64_t first_step = 0;  // global: > 0 when resumed, where the checkpoint left off (within first_epoch or before it)
 };
 
 struct StepReport {
@@ -87,6 +88,7 @@ void fields(R& i, V&& v) {
   v("steps_per_epoch", i.steps_per_epoch);
   v("first_epoch", i.first_epoch);
   v("notes", i.notes);
+  v("first_step", i.first_step);  // absent before 2026-12-01: 0
 }
 
 template <class R, class V>

@@ -362,6 +362,7 @@ RunEnd Trainer::train() {
   info.dataset_fingerprint = dataset.fingerprint();
   info.steps_per_epoch = steps_per_epoch;
   info.first_epoch = at.epoch;
+  info.first_step = global_step;
   info.compute = precision.compute;
   info.memory = memory_summary(memory, available);
   info.notes = precision.notes;

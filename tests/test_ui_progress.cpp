@@ -1,0 +1,231 @@
+// Progress that says what is happening, offscreen: the ETA counts the validations to come before any has run, the
+// bar says "validating 1,000/3,000" with that validation's own time left, a resumed run's bar goes on from where
+// the stopped one was instead of jumping back, and a run validates on the subset the setup panel names and its
+// notes say so.
+#include <QLabel>
+#include <QLocale>
+#include <QProgressBar>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "main_window.h"
+#include "run_controls.h"
+#include "run_progress.h"
+#include "run_setup_panel.h"
+#include "test_ui_util.h"
+#include "train/observer_list.h"
+
+namespace ampwb::ui::test {
+
+namespace {
+
+StepReport step_at(int epoch, int64_t step, double wall_seconds) {
+  StepReport s;
+  s.epoch = epoch;
+  s.step = step;
+  s.wall_seconds = wall_seconds;
+  return s;
+}
+
+}  // namespace
+
+class ProgressThroughTheUi : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir dir_;
+  QString data_;
+
+  QString db(const QString& name) const { return dir_.filePath(name + ".sqlite"); }
+
+  template <class W>
+  static W* child(QWidget& parent, const char* name) {
+    W* w = parent.findChild<W*>(name);
+    if (!w) qFatal("no widget named %s", name);
+    return w;
+  }
+
+  // The setup panel holds `config`, and the dataset has been inspected (Train waits for that).
+  static void set_up(MainWindow& w, const TrainConfig& config) {
+    w.setup()->set_config(config);
+    QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    data_ = write_stripes(dir_.filePath("stripes"), 60, 16);  // 96 training and 24 validation images
+  }
+
+  // Before any validation, the ETA holds one per epoch left, from the training images/s (a validation image costs a
+  // third of a training one); during the first, its own rate; after it, the time it took.
+  void the_eta_counts_validation_from_the_start() {
+    RunProgress p;
+    RunInfo info;
+    info.steps_per_epoch = 100;
+    info.train_images = 6400;
+    info.validation_images = 3000;
+    p.start(info, 2, 64);
+    for (int i = 0; i < 50; ++i) p.step(step_at(1, i, 0.1 * (i + 1)));
+    // 150 steps left at 0.1 s; 640 training images/s, so 3,000 validation images take 3000 / (3 × 640) s, twice.
+    const double validation = 3000.0 / (RunProgress::kValidationSpeedup * 640.0);
+    QVERIFY2(std::abs(p.eta_seconds() - (15.0 + 2 * validation)) < 0.05, qPrintable(QString::number(p.eta_seconds())));
+    for (int i = 50; i < 100; ++i) p.step(step_at(1, i, 0.1 * (i + 1)));
+    QVERIFY(!p.validating());
+    p.validation({1, 0, 3000, 0.0});
+    QVERIFY(p.validating());
+    QCOMPARE(p.validation_eta_seconds(), -1.0);  // nothing measured yet
+    // A third done in 2 s: this validation takes 6 s, 4 s of it left, and the next is estimated at 6 s too.
+    p.validation({1, 1000, 3000, 2.0});
+    QCOMPARE(p.validation_eta_seconds(), 4.0);
+    QVERIFY2(std::abs(p.eta_seconds() - (4.0 + 10.0 + 6.0)) < 0.05, qPrintable(QString::number(p.eta_seconds())));
+    QCOMPARE(p.fraction(), 0.5);
+    // The epoch's report: 10 s of steps and 7 s in all, so 7 s per validation from now on.
+    EpochReport e;
+    e.epoch = 1;
+    e.seconds = 17.0;
+    e.compute_seconds = 10.0;
+    p.epoch(e);
+    QVERIFY(!p.validating());
+    for (int i = 100; i < 105; ++i) p.step(step_at(2, i, 17.0 + 0.1 * (i - 99)));
+    QVERIFY2(std::abs(p.eta_seconds() - (9.5 + 7.0)) < 0.05, qPrintable(QString::number(p.eta_seconds())));
+  }
+
+  // A run resumed in its second epoch counts the first epoch's steps and those of the second before the stop.
+  void a_resumed_run_counts_the_steps_before_it() {
+    RunProgress p;
+    RunInfo info;
+    info.steps_per_epoch = 10;
+    info.first_epoch = 2;
+    p.start(info, 3, 8);
+    QCOMPARE(p.fraction(), 10.0 / 30.0);
+    p.step(step_at(2, 14, 30.0));  // the sixth step of epoch 2 (global steps count from 0)
+    QCOMPARE(p.fraction(), 0.5);
+    QCOMPARE(p.step_in_epoch(), int64_t{5});
+    QCOMPARE(p.current_epoch(), 2);
+  }
+
+  // The bar names the validation under way, in the locale's digits, with its own time left; the ETA beside it is the
+  // run's.
+  void the_bar_says_validating_with_its_own_time_left() {
+    RunControls controls;
+    auto* bar = child<QProgressBar>(controls, "progress");
+    auto* eta = child<QLabel>(controls, "eta");
+    RunProgress p;
+    RunInfo info;
+    info.steps_per_epoch = 100;
+    info.train_images = 6400;
+    info.validation_images = 3000;
+    p.start(info, 2, 64);
+    for (int i = 0; i < 100; ++i) p.step(step_at(1, i, 0.1 * (i + 1)));
+    controls.set_state(RunControls::State::Training);
+    controls.show_progress(p);
+    QCOMPARE(bar->text(), QString("epoch 1/2 · step 100/100 · 50%"));
+    p.validation({1, 1000, 3000, 2.0});
+    controls.show_progress(p);
+    const QLocale locale;
+    QCOMPARE(bar->text(), QStringLiteral("epoch 1/2 · validating %1/%2 · 4.0 s left · 50%")
+                              .arg(locale.toString(1000), locale.toString(3000)));
+    QCOMPARE(eta->text(), QString("ETA 20 s"));
+  }
+
+  // A run through the window validates on the number of images the setup panel names, says so in its notes, and
+  // the window hears every validation batch: from none to all, once per epoch. Whenever the window drew a batch
+  // that ended inside a validation, its bar said "validating".
+  void a_run_validates_on_the_panels_subset_and_says_so() {
+    MainWindow w(db("subset"));
+    w.resize(1366, 768);
+    w.show();
+    set_up(w, tiny_config(data_, 2, 3));
+    child<QSpinBox>(w, "maxValidationImages")->setValue(20);
+    QCOMPARE(w.setup()->config().data.max_validation_images, int64_t{20});
+    auto* bar = child<QProgressBar>(w, "progress");
+    std::vector<ValidationProgress> heard;
+    int inside = 0;
+    connect(w.session(), &TrainingSession::events, bar, [&](const EventBatch& b) {
+      heard.insert(heard.end(), b.validations.begin(), b.validations.end());
+      if (!b.validations.empty() && b.epochs.empty() && !b.ended) {
+        ++inside;
+        QVERIFY2(bar->text().contains("validating"), qPrintable(bar->text()));
+      }
+    });
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    QVERIFY(w.start_training());
+    QVERIFY(finished.wait(600000));
+    QCOMPARE(finished.at(0).at(1).toInt(), static_cast<int>(RunStatus::Finished));
+    qInfo("%d of the window's event batches ended inside a validation", inside);
+    QVERIFY2(child<QLabel>(w, "runNotes")->text().contains("validated on 20 of 24 images"),
+             qPrintable(child<QLabel>(w, "runNotes")->text()));
+    // Batches of 8: 0, 8, 16 and 20 images done, for each of the two epochs.
+    QCOMPARE(heard.size(), size_t{8});
+    for (size_t i = 0; i < heard.size(); ++i) {
+      QCOMPARE(heard[i].epoch, static_cast<int>(i / 4) + 1);
+      QCOMPARE(heard[i].images, int64_t{20});
+      QCOMPARE(heard[i].images_done, std::min<int64_t>(20, 8 * static_cast<int64_t>(i % 4)));
+    }
+    QCOMPARE(bar->value(), 1000);
+    RunStore store(db("subset").toStdString(), RunStore::Mode::ReadOnly);
+    for (const ConfusionMatrix& m : store.confusion_matrices(finished.at(0).at(0).toLongLong())) {
+      int64_t total = 0;
+      for (int64_t c : m.counts) total += c;
+      QCOMPARE(total, int64_t{20});
+    }
+  }
+
+  // A run stopped in its second epoch (after 9 of its 18 steps: 50 %) and resumed in the window: every value the
+  // bar shows while training is at least that (it used to restart from the resumed epoch: 50 % became 25 %).
+  void progress_after_resume_does_not_jump_back() {
+    const QString path = db("resume");
+    TrainConfig c = tiny_config(data_, 3, 6);
+    c.checkpoint_dir = dir_.filePath("resume-checkpoints").toStdString();
+    int64_t id = 0;
+    {
+      // Stopped from the training thread after global step 8, as the Stop button does from the UI's.
+      class StopAfter : public ObserverList {
+       public:
+        StopAfter(StoreRecorder& recorder, Trainer*& trainer) : ObserverList({&recorder}), trainer_(trainer) {}
+        void on_step(const StepReport& s) override {
+          ObserverList::on_step(s);
+          if (s.step == 8) trainer_->stop();
+        }
+
+       private:
+        Trainer*& trainer_;
+      };
+      RunStore store(path.toStdString());
+      StoreRecorder recorder(store, c);
+      Trainer* trainer = nullptr;
+      StopAfter observer(recorder, trainer);
+      Trainer stopped(c, &observer);
+      trainer = &stopped;
+      QCOMPARE(stopped.run().status, RunStatus::Cancelled);
+      id = recorder.run_id();
+    }
+    MainWindow w(path);
+    w.show();
+    auto* bar = child<QProgressBar>(w, "progress");
+    std::vector<int> shown;
+    connect(w.session(), &TrainingSession::events, bar, [&] {
+      if (w.controls()->state() == RunControls::State::Training) shown.push_back(bar->value());
+    });
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    QCOMPARE(w.resume_run(id), QString());
+    QVERIFY(finished.wait(600000));
+    QCOMPARE(finished.at(0).at(1).toInt(), static_cast<int>(RunStatus::Finished));
+    QVERIFY(!shown.empty());
+    for (size_t i = 0; i < shown.size(); ++i)
+      QVERIFY2(shown[i] >= 500 && (i == 0 || shown[i] >= shown[i - 1]),
+               qPrintable(QStringLiteral("%1 after %2").arg(shown[i]).arg(i ? shown[i - 1] : 500)));
+    QCOMPARE(bar->value(), 1000);
+  }
+};
+
+}  // namespace ampwb::ui::test
+
+int main(int argc, char** argv) {
+  return ampwb::ui::test::run_ui_test<ampwb::ui::test::ProgressThroughTheUi>(argc, argv);
+}
+
+#include "test_ui_progress.moc"
