@@ -5,6 +5,12 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <sstream>
+
+#include "store/report_charts.h"
 #include "store/run_report.h"
 #include "store/store_recorder.h"
 #include "test_cli_util.h"
@@ -114,6 +120,121 @@ TEST_F(Report, ABrowserRendersItAndItsPdfHasPages) {
   int count = 0;
   for (const auto& f : fs::directory_iterator(dir_->path())) count += f.path().filename().string().starts_with("page");
   EXPECT_GE(count, 2) << "a report of two runs with charts fills more than one page";
+}
+
+// Whether `step` is 1, 2 or 5 times a power of ten.
+bool nice_spacing(double step) {
+  const double mantissa = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+  return std::fabs(mantissa - 1) < 1e-6 || std::fabs(mantissa - 2) < 1e-6 || std::fabs(mantissa - 5) < 1e-6;
+}
+
+// The texts of the elements of `svg` whose class is `cls`.
+std::vector<std::string> texts_of_class(const std::string& svg, const std::string& cls) {
+  std::vector<std::string> out;
+  const std::regex text("class=\"" + cls + "\"[^>]*>([^<]*)<");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+// Tick values evenly spaced by a nice spacing, read back from their texts.
+void expect_nice_ticks(const std::vector<std::string>& texts, const std::string& chart, bool whole) {
+  ASSERT_GE(texts.size(), 2u) << chart;
+  std::vector<double> values;
+  for (const std::string& t : texts) values.push_back(std::stod(t));
+  const double step = values[1] - values[0];
+  EXPECT_TRUE(nice_spacing(step)) << chart << ": ticks " << texts.front() << ", " << texts[1];
+  for (size_t i = 0; i < values.size(); ++i) {
+    EXPECT_NEAR(values[i], values[0] + step * static_cast<double>(i), step * 1e-6) << chart << ": " << texts[i];
+    EXPECT_NEAR(values[i] / step, std::round(values[i] / step), 1e-6) << chart << ": " << texts[i];
+    if (whole) EXPECT_EQ(texts[i].find('.'), std::string::npos) << chart << ": " << texts[i];
+  }
+}
+
+// Printed to PDF, no page ends with a heading: each stays with what it heads.
+TEST_F(Report, ItsPdfKeepsEveryHeadingWithItsContent) {
+  const std::string chromium = browser();
+  if (chromium.empty())
+    GTEST_SKIP() << "no headless Chromium (scripts/install-deps.sh installs chromium-headless-shell)";
+  ASSERT_TRUE(fs::exists("/usr/bin/pdftotext")) << "pdftotext (poppler-utils) reads the PDF's pages";
+  const std::string html_file = dir_->file("headings.html"), pdf = dir_->file("headings.pdf");
+  ASSERT_EQ(ampwb(report_args(html_file)).status, 0);
+  ASSERT_EQ(ampwb(report_args(pdf)).status, 0);
+  const std::string html = read_text(html_file);
+  std::vector<std::string> headings;
+  const std::regex heading("<h[123][^>]*>([^<&]*)</h[123]>");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), heading); it != std::sregex_iterator(); ++it)
+    headings.push_back((*it)[1]);
+  ASSERT_GE(headings.size(), 10u);
+  const Result text = run({"/usr/bin/pdftotext", "-layout", pdf, dir_->file("headings.txt")});
+  ASSERT_EQ(text.status, 0) << text.output;
+  const std::string pages = read_text(dir_->file("headings.txt"));
+  size_t count = 0, start = 0;
+  for (size_t end; (end = pages.find('\f', start)) != std::string::npos; start = end + 1, ++count) {
+    std::string last;  // the page's last line with text
+    std::istringstream lines(pages.substr(start, end - start));
+    for (std::string line; std::getline(lines, line);)
+      if (line.find_first_not_of(" \t") != std::string::npos) last = line.substr(line.find_first_not_of(" \t"));
+    while (!last.empty() && last.back() == ' ') last.pop_back();
+    EXPECT_EQ(std::find(headings.begin(), headings.end(), last), headings.end())
+        << "page " << count + 1 << " ends with the heading \"" << last << "\"";
+  }
+  EXPECT_GE(count, 3u);
+}
+
+TEST(ReportCharts, TicksAreNiceNumbersAndWholeWhereTheAxisCounts) {
+  // The ranges: accuracy 0.9052 to 2.477 ticked at 2.477 and 0.9052; two epochs ticked at 1.25, 1.5, 1.75.
+  const std::vector<double> y = nice_ticks(0.9052, 2.477, 6);
+  ASSERT_GE(y.size(), 3u);
+  EXPECT_LE(y.size(), 6u);
+  EXPECT_LE(y.front(), 0.9052);
+  EXPECT_GE(y.back(), 2.477);
+  EXPECT_TRUE(nice_spacing(y[1] - y[0]));
+  for (double v : y) EXPECT_NEAR(v / (y[1] - y[0]), std::round(v / (y[1] - y[0])), 1e-9) << v;
+  EXPECT_EQ(nice_ticks(1, 2, 7, true), (std::vector<double>{1, 2}));
+  EXPECT_EQ(nice_ticks(1, 5, 7, true), (std::vector<double>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(nice_ticks(0, 4690, 7, true), (std::vector<double>{0, 1000, 2000, 3000, 4000, 5000}));
+  EXPECT_EQ(nice_ticks(-0.3, 0.3, 7), (std::vector<double>{-0.3, -0.2, -0.1, 0, 0.1, 0.2, 0.3}));
+  EXPECT_EQ(tick_text(0.5, 0.5), "0.5");
+  EXPECT_EQ(tick_text(2, 1), "2");
+  EXPECT_EQ(tick_text(0.05, 0.05), "0.05");
+  EXPECT_EQ(tick_text(1500, 500), "1500");
+}
+
+// Every chart of the report ticks at nice numbers, epochs at whole ones, the loss scale at powers of two; every legend
+// lies below its plot; the heat map's caption is on the page, saying what FP16 would face on a run not in FP16.
+TEST_F(Report, ChartsTickAtNiceNumbersWithTheLegendBelowThePlot) {
+  const std::string out = dir_->file("ticks.html");
+  ASSERT_EQ(ampwb(report_args(out)).status, 0);
+  const std::string html = read_text(out);
+  const std::regex chart("<svg[^>]*class=\"chart\"[^>]*><title>([^<]*)</title>.*?</svg>");
+  const std::regex plot("<rect x=\"[^\"]*\" y=\"([0-9.]+)\" width=\"[^\"]*\" height=\"([0-9.]+)\"");
+  const std::regex legend_y("<g class=\"legend\"><line x1=\"[^\"]*\" x2=\"[^\"]*\" y1=\"([0-9.]+)\"");
+  int charts = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), chart); it != std::sregex_iterator(); ++it, ++charts) {
+    const std::string svg = (*it)[0], title = (*it)[1];
+    const bool by_epoch = title == "Validation accuracy (%)" || title == "Epoch time (s)";
+    expect_nice_ticks(texts_of_class(svg, "x-tick"), title + " (x)", by_epoch || title == "Training loss");
+    if (title.starts_with("Loss scale")) {
+      for (const std::string& t : texts_of_class(svg, "y-tick")) {
+        const double v = t.starts_with("2^") ? std::ldexp(1.0, std::stoi(t.substr(2))) : std::stod(t);
+        EXPECT_EQ(v, std::exp2(std::round(std::log2(v)))) << title << ": " << t;
+      }
+    } else {
+      expect_nice_ticks(texts_of_class(svg, "y-tick"), title + " (y)", false);
+    }
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(svg, m, plot)) << title;
+    const double plot_bottom = std::stod(m[1]) + std::stod(m[2]);
+    int legends = 0;
+    for (auto l = std::sregex_iterator(svg.begin(), svg.end(), legend_y); l != std::sregex_iterator(); ++l, ++legends)
+      EXPECT_GT(std::stod((*l)[1]), plot_bottom + 20) << title << ": a legend entry over the plot or its axis";
+    EXPECT_EQ(legends, 2) << title;
+  }
+  EXPECT_EQ(charts, 5);
+  expect_contains(html,
+                  "<figcaption class=\"caption\">What FP16 would face (this run does not compute in FP16): each cell");
+  expect_contains(html, "below FP16's largest value, 65,504, in powers of two");
 }
 
 TEST(HtmlEscape, EscapesEveryCharacterThatEndsTextOrAnAttribute) {

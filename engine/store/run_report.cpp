@@ -1,5 +1,5 @@
 // The HTML report: sections built from the same records and rows as `ampwb show`, `compare` and `explain`, with
-// small SVG charts drawn here (no Qt in the engine).
+// SVG charts drawn by store/report_charts.h (no Qt in the engine).
 #include "store/run_report.h"
 
 #include <algorithm>
@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <map>
 
-#include "core/half.h"
 #include "store/diagnosis.h"
 #include "store/divergence_text.h"
+#include "store/report_charts.h"
 #include "store/report_text.h"
 #include "store/run_compare.h"
 #include "store/time_comparison.h"
@@ -17,134 +17,6 @@
 
 namespace ampwb {
 namespace {
-
-// One colour per run, distinguishable and printable.
-const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b"};
-const char* colour(size_t i) { return kColours[i % std::size(kColours)]; }
-
-std::string num(double v, const char* fmt = "%.4g") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
-struct Line {
-  std::string label, colour;
-  std::vector<std::pair<double, double>> points;   // (x, y)
-  std::vector<std::pair<double, double>> markers;  // drawn as crosses: skipped steps
-};
-
-// At most `most` points: the mean of each bucket of consecutive points (a chart is 600 px wide).
-std::vector<std::pair<double, double>> thinned(const std::vector<std::pair<double, double>>& points,
-                                               size_t most = 600) {
-  if (points.size() <= most) return points;
-  std::vector<std::pair<double, double>> out;
-  const size_t per = (points.size() + most - 1) / most;
-  for (size_t i = 0; i < points.size(); i += per) {
-    double x = 0, y = 0;
-    size_t n = 0;
-    for (size_t j = i; j < std::min(points.size(), i + per); ++j)
-      if (std::isfinite(points[j].second)) x += points[j].first, y += points[j].second, ++n;
-    if (n) out.emplace_back(x / n, y / n);
-  }
-  return out;
-}
-
-// A line chart as inline SVG: axes with five ticks, one polyline per run, a legend; log_y for the loss scale.
-std::string svg_chart(const std::string& title, const std::string& x_label, const std::vector<Line>& lines,
-                      bool log_y = false) {
-  constexpr double W = 640, H = 300, left = 64, right = 16, top = 28, bottom = 44;
-  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-  auto y_of = [&](double y) { return log_y ? std::log2(std::max(y, 1e-30)) : y; };
-  for (const Line& l : lines)
-    for (const auto& [x, y] : l.points)
-      if (std::isfinite(y))
-        x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y_of(y)), y1 = std::max(y1, y_of(y));
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"" + num(W) + "\" height=\"" +
-                    num(H) + "\" viewBox=\"0 0 " + num(W) + " " + num(H) + "\" role=\"img\"><title>" +
-                    html_escape(title) + "</title>";
-  svg +=
-      "<text x=\"" + num(left) + "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" + html_escape(title) + "</text>";
-  if (!(x0 <= x1)) return svg + "<text x=\"" + num(left) + "\" y=\"60\">(nothing recorded)</text></svg>";
-  if (x1 == x0) x1 = x0 + 1;
-  if (y1 == y0) y1 = y0 + 1, y0 -= 1;
-  auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * (W - left - right); };
-  auto py = [&](double y) { return H - bottom - (y_of(y) - y0) / (y1 - y0) * (H - top - bottom); };
-  svg += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(W - left - right) + "\" height=\"" +
-         num(H - top - bottom) + "\" fill=\"none\" stroke=\"#999\"/>";
-  for (int i = 0; i <= 4; ++i) {
-    const double fx = x0 + (x1 - x0) * i / 4, fy = y0 + (y1 - y0) * i / 4;
-    const double y_value = log_y ? std::exp2(fy) : fy;
-    svg += "<text x=\"" + num(px(fx)) + "\" y=\"" + num(H - bottom + 16) +
-           "\" font-size=\"11\" text-anchor=\"middle\">" + num(fx, "%.4g") + "</text>";
-    const double ty = H - bottom - (fy - y0) / (y1 - y0) * (H - top - bottom);
-    svg += "<text x=\"" + num(left - 6) + "\" y=\"" + num(ty + 4) + "\" font-size=\"11\" text-anchor=\"end\">" +
-           num(y_value, "%.4g") + "</text>";
-    svg += "<line x1=\"" + num(left) + "\" x2=\"" + num(W - right) + "\" y1=\"" + num(ty) + "\" y2=\"" + num(ty) +
-           "\" stroke=\"#eee\"/>";
-  }
-  svg += "<text x=\"" + num((W + left) / 2) + "\" y=\"" + num(H - 8) + "\" font-size=\"12\" text-anchor=\"middle\">" +
-         html_escape(x_label) + "</text>";
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const Line& l = lines[i];
-    std::string pts;
-    for (const auto& [x, y] : thinned(l.points))
-      if (std::isfinite(y)) pts += num(px(x), "%.1f") + "," + num(py(y), "%.1f") + " ";
-    svg += "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"" + l.colour + "\" points=\"" + pts + "\"/>";
-    for (const auto& [x, y] : l.markers)
-      svg += "<text x=\"" + num(px(x)) + "\" y=\"" + num(py(y) + 4) + "\" fill=\"" + l.colour +
-             "\" font-size=\"12\" text-anchor=\"middle\">&#215;</text>";
-    svg += "<text x=\"" + num(left + 8) + "\" y=\"" + num(top + 16 + 14 * i) + "\" font-size=\"11\" fill=\"" +
-           l.colour + "\">" + html_escape(l.label) + "</text>";
-  }
-  return svg + "</svg>";
-}
-
-// Per-layer heat map: rows the layers, columns the epochs (the last probed step of each), coloured by the
-// activation's headroom to FP16's largest value in powers of two.
-std::string svg_heat_map(const std::vector<LayerNumerics>& records) {
-  std::map<int, int64_t> last_step;  // epoch -> its last probed step
-  for (const LayerNumerics& n : records) last_step[n.epoch] = std::max(last_step[n.epoch], n.step);
-  std::vector<std::string> layers;
-  std::map<std::pair<std::string, int>, const LayerNumerics*> cell;
-  for (const LayerNumerics& n : records) {
-    if (n.step != last_step[n.epoch]) continue;
-    if (std::find(layers.begin(), layers.end(), n.layer) == layers.end()) layers.push_back(n.layer);
-    cell[{n.layer, n.epoch}] = &n;
-  }
-  if (layers.empty()) return "<p>No per-layer numerics recorded.</p>";
-  constexpr double name_w = 170, cw = 46, ch = 16;
-  const double W = name_w + cw * static_cast<double>(last_step.size()) + 10, H = ch * (layers.size() + 1) + 6;
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" width=\"" + num(W) + "\" height=\"" +
-                    num(H) + "\"><title>Activation headroom to FP16 (powers of two), layers by epoch</title>";
-  size_t col = 0;
-  for (const auto& [epoch, step] : last_step)
-    svg += "<text x=\"" + num(name_w + cw * col++ + cw / 2) + "\" y=\"12\" font-size=\"11\" text-anchor=\"middle\">" +
-           "epoch " + std::to_string(epoch) + "</text>";
-  for (size_t row = 0; row < layers.size(); ++row) {
-    const double y = ch * (row + 1);
-    svg += "<text x=\"" + num(name_w - 6) + "\" y=\"" + num(y + 12) + "\" font-size=\"11\" text-anchor=\"end\">" +
-           html_escape(layers[row]) + "</text>";
-    col = 0;
-    for (const auto& [epoch, step] : last_step) {
-      const auto found = cell.find({layers[row], epoch});
-      const double x = name_w + cw * col++;
-      if (found == cell.end()) continue;
-      const ValueRange& a = found->second->activation;
-      const double headroom = a.max_abs > 0 ? std::log2(kHalfMax / a.max_abs) : 30;
-      const char* fill = a.nonfinite_fraction > 0 || headroom < 0 ? "#b2182b"
-                         : headroom < 2                           ? "#ef8a62"
-                         : headroom < 6                           ? "#fddbc7"
-                                                                  : "#d1e5f0";
-      svg += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(cw - 2) + "\" height=\"" + num(ch - 2) +
-             "\" fill=\"" + fill + "\"><title>" + html_escape(layers[row]) + ", epoch " + std::to_string(epoch) +
-             ": max |activation| " + num(a.max_abs) + "</title></rect>";
-      svg += "<text x=\"" + num(x + cw / 2 - 1) + "\" y=\"" + num(y + 11) +
-             "\" font-size=\"10\" text-anchor=\"middle\">" + num(headroom, "%.1f") + "</text>";
-    }
-  }
-  return svg + "</svg>";
-}
 
 std::string table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                   const std::vector<bool>& marked = {}) {
@@ -260,6 +132,10 @@ tr.differs td { background: #fff3cd; }
 b.problem { color: #c0392b; } b.warning { color: #b9770e; } b.note { color: #2e6da4; }
 p.warning { color: #b9770e; font-weight: bold; }
 svg { display: block; margin: 0.5em 0; }
+figure { margin: 0.5em 0; } .caption { font-size: 0.85em; color: #444; max-width: 640px; }
+span.swatch { display: inline-block; width: 0.9em; height: 0.9em; border: 1px solid #999; vertical-align: middle; }
+h1, h2, h3 { break-after: avoid; page-break-after: avoid; }
+svg, figure, tr, li, p { break-inside: avoid; page-break-inside: avoid; }
 )css";
 
 }  // namespace
@@ -326,11 +202,11 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
   html += settings.empty() ? "<p>None: the runs share every setting.</p>" : table(header, settings);
 
   html += "\n<h2 id=\"charts\">Charts</h2>\n";
-  std::vector<Line> loss, accuracy, scale, epoch_time, wall;
+  std::vector<ChartLine> loss, accuracy, scale, epoch_time, wall;
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunEvidence& e = runs[i];
     const std::string label = std::to_string(e.run.id) + " " + e.run.precision;
-    Line l{label, colour(i), {}, {}}, s = l, a = l, t = l, w = l;
+    ChartLine l{label, chart_colour(i), {}, {}}, s = l, a = l, t = l, w = l;
     for (const StepReport& st : e.steps) {
       l.points.emplace_back(st.step, st.loss);
       s.points.emplace_back(st.step, st.loss_scale);
@@ -347,18 +223,20 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
         w.points.emplace_back(at, 100 * ep.validation_accuracy);
     loss.push_back(l), scale.push_back(s), accuracy.push_back(a), epoch_time.push_back(t), wall.push_back(w);
   }
-  html += svg_chart("Training loss", "step", loss);
-  html += svg_chart("Validation accuracy (%)", "epoch", accuracy);
-  html += svg_chart("Validation accuracy (%) against wall time", "seconds since the run started", wall);
-  html += svg_chart("Loss scale (x: skipped steps)", "step", scale, true);
-  html += svg_chart("Epoch time (s)", "epoch", epoch_time);
+  using enum ChartAxis;
+  html += svg_line_chart("Training loss", "step", loss, WholeNumbers);
+  html += svg_line_chart("Validation accuracy (%)", "epoch", accuracy, WholeNumbers);
+  html += svg_line_chart("Validation accuracy (%) against wall time", "seconds since the run started", wall);
+  html += svg_line_chart("Loss scale (x: skipped steps)", "step", scale, WholeNumbers, PowersOfTwo);
+  html += svg_line_chart("Epoch time (s)", "epoch", epoch_time, WholeNumbers);
 
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunEvidence& e = runs[i];
     html += "\n<h2 id=\"run-" + std::to_string(e.run.id) + "\">" + html_escape(run_title(e.run)) + "</h2>\n";
     html += "<h3>Diagnosis</h3>\n" + diagnosis_section(diagnose(e, i > 0 ? &runs[0] : nullptr));
     html += "<h3>Where the time went</h3>\n" + time_section(e);
-    html += "<h3>Per-layer numerics</h3>\n" + svg_heat_map(e.layers);
+    html += "<h3>Per-layer numerics</h3>\n" +
+            svg_heat_map(e.layers, mode_info(e.run.config.precision.mode).format == NumberFormat::Fp16);
     html += "<h3>Precision divergence from FP32</h3>\n" + divergence_section(e);
     html += "<h3>Confusion matrix</h3>\n" + confusion_section(e);
     if (!e.overflows.empty()) {
