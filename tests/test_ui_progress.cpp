@@ -1,16 +1,24 @@
 // Progress that says what is happening, offscreen: the ETA counts the validations to come before any has run, the
 // bar says "validating 1,000/3,000" with that validation's own time left, a resumed run's bar goes on from where
-// the stopped one was instead of jumping back, and a run validates on the subset the setup panel names and its
-// notes say so.
+// the stopped one was instead of jumping back, a run validates on the subset the setup panel names and its notes
+// say so, and a new run starts on empty charts.
+#include <QAreaSeries>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
 #include <QLabel>
+#include <QLineSeries>
 #include <QLocale>
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
+#include <QXYSeries>
 #include <QtTest>
 
+#include "chart_panel.h"
 #include "main_window.h"
+#include "metric_chart.h"
 #include "run_controls.h"
 #include "run_progress.h"
 #include "run_setup_panel.h"
@@ -27,6 +35,20 @@ StepReport step_at(int epoch, int64_t step, double wall_seconds) {
   s.step = step;
   s.wall_seconds = wall_seconds;
   return s;
+}
+
+// What a chart draws from runs: the points of its curves and areas and the values of its bars. FP16's shaded range
+// is drawn whatever the run, so it is left out.
+qsizetype drawn_values(const MetricChart& chart) {
+  qsizetype n = 0;
+  for (QAbstractSeries* s : chart.chart()->series()) {
+    if (auto* xy = qobject_cast<QXYSeries*>(s)) n += xy->count();
+    if (auto* area = qobject_cast<QAreaSeries*>(s); area && area->name() != "FP16 range")
+      n += area->upperSeries()->count();
+    if (auto* bars = qobject_cast<QBarSeries*>(s))
+      for (QBarSet* set : bars->barSets()) n += set->count();
+  }
+  return n;
 }
 
 }  // namespace
@@ -219,6 +241,30 @@ class ProgressThroughTheUi : public QObject {
       QVERIFY2(shown[i] >= 500 && (i == 0 || shown[i] >= shown[i - 1]),
                qPrintable(QStringLiteral("%1 after %2").arg(shown[i]).arg(i ? shown[i - 1] : 500)));
     QCOMPARE(bar->value(), 1000);
+  }
+
+  // The previous run's curves, bars and histogram do not stay under a new run: the live charts start as empty as
+  // they are before any run, the histogram's "none yet" over an empty plot.
+  void charts_are_cleared_when_a_new_run_starts() {
+    MainWindow w(db("cleared"));
+    w.resize(1366, 768);
+    w.show();
+    std::map<QString, qsizetype> empty;
+    for (MetricChart* c : w.live_charts()->charts()) empty[c->metric_key()] = drawn_values(*c);
+    set_up(w, tiny_config(data_, 2, 3));
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    QVERIFY(w.start_training());
+    QVERIFY(finished.wait(600000));
+    for (const char* metric : {"loss", "accuracy", "epoch-time", "histogram"})
+      QVERIFY2(drawn_values(*w.live_charts()->chart(metric)) > empty[metric], metric);
+
+    QVERIFY(w.start_training());  // nothing of the new run has been drawn yet: its events come from the event loop
+    for (MetricChart* c : w.live_charts()->charts())
+      QVERIFY2(drawn_values(*c) == empty[c->metric_key()], qPrintable(c->metric_key()));
+    QVERIFY2(w.live_charts()->chart("histogram")->chart()->title().contains("none yet"),
+             qPrintable(w.live_charts()->chart("histogram")->chart()->title()));
+    w.stop_training();
+    QVERIFY(finished.wait(600000));
   }
 };
 

@@ -94,8 +94,9 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
   QString what;
   for (size_t i = 0; i < runs.size(); ++i) {
     const GradientHistogram* h = pick(*runs[i], options.histogram_kind, options.histogram_epoch);
-    if (!h) {
+    if (!h) {  // a new run, or an epoch without one: nothing drawn, the area under the last outline included
       outlines_[i]->clear();
+      if (fill_) fill_->upperSeries()->clear();
       continue;
     }
     const QList<QPointF> points = outline(*h, top);
