@@ -3,7 +3,6 @@
 
 #include <QApplication>
 #include <QChart>
-#include <QLegend>
 #include <QPalette>
 #include <array>
 
@@ -38,8 +37,6 @@ void apply_theme(QChart* chart) {
   chart->setTheme(dark ? QChart::ChartThemeDark : QChart::ChartThemeLight);
   chart->setBackgroundRoundness(0);
   chart->setMargins(QMargins(4, 4, 4, 4));
-  chart->legend()->setAlignment(Qt::AlignBottom);
-  chart->legend()->setShowToolTips(true);
   QFont title = chart->titleFont();
   title.setBold(true);
   title.setPointSizeF(QApplication::font().pointSizeF() + 0.5);

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <functional>
 
+#include "chart_legend.h"
 #include "chart_style.h"
 #include "epoch_bands.h"
 #include "run_groups.h"
@@ -30,6 +31,7 @@ MetricChart::MetricChart(QString metric, QString title, QWidget* parent)
   setMinimumSize(320, 220);
   apply_theme(chart());
   chart()->setTitle(title_);
+  legend_ = new ChartLegend(chart());
 }
 
 void MetricChart::update_from(const RunList& runs, const ChartOptions& options) {
@@ -49,7 +51,7 @@ void MetricChart::update_from(const RunList& runs, const ChartOptions& options) 
     reset_chart();
     rebuild(runs, options);
     // In a comparison the panel shows one legend of the runs' colours above all charts; titles key the styles.
-    chart()->legend()->setVisible(!multi(runs));
+    legend_->setVisible(!multi(runs));
     signature_ = std::move(signature);
     revisions_.clear();
   }
@@ -57,10 +59,12 @@ void MetricChart::update_from(const RunList& runs, const ChartOptions& options) 
     refresh(runs, options);
     revisions_ = std::move(revisions);
   }
+  legend_->relayout();  // names change with the data (the histogram's fractions)
 }
 
 void MetricChart::reset_chart() {
   groups_.clear();
+  legend_->forget_hidden();  // the series it names go
   chart()->removeAllSeries();
   for (QAbstractAxis* axis : chart()->axes()) {
     chart()->removeAxis(axis);
@@ -128,6 +132,7 @@ void MetricChart::show_values_on_hover(QXYSeries* series, const QString& x_label
 
 void MetricChart::hide_from_legend(QAbstractSeries* series) {
   for (QLegendMarker* marker : chart()->legend()->markers(series)) marker->setVisible(false);
+  legend_->hide_entry(series);
 }
 
 void MetricChart::add_group_bands(const RunList& runs, const ChartOptions& options, QAbstractAxis* x, QAbstractAxis* y,
@@ -193,6 +198,11 @@ void MetricChart::contextMenuEvent(QContextMenuEvent* event) {
   menu.addAction(tr("Export this chart (PNG, SVG, PDF)…"), this, [this] { Q_EMIT export_requested(this); });
   menu.addAction(tr("Reset zoom"), this, [this] { chart()->zoomReset(); });
   menu.exec(event->globalPos());
+}
+
+void MetricChart::resizeEvent(QResizeEvent* event) {
+  QChartView::resizeEvent(event);  // resizes the chart
+  legend_->relayout();
 }
 
 void MetricChart::changeEvent(QEvent* event) {

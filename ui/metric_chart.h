@@ -20,6 +20,8 @@ class QXYSeries;
 
 namespace ampwb::ui {
 
+class ChartLegend;
+
 struct ChartOptions {
   double smoothing = 0.6;             // EMA weight for per-step curves, 0 = raw
   QString group_by;                   // a configuration key (run_groups.h): each group's mean ± std; empty: none
@@ -42,6 +44,8 @@ class MetricChart : public QChartView {
   void update_from(const RunList& runs, const ChartOptions& options);
   void force_rebuild() { signature_.clear(); }
 
+  // The legend under the plot (chart_legend.h): its entries wrap into rows rather than being cut short.
+  ChartLegend* wrapping_legend() const { return legend_; }
   int series_count() const;
   qsizetype point_count() const;  // points drawn over all XY series (tests)
 
@@ -76,10 +80,12 @@ class MetricChart : public QChartView {
                            double& y_low, double& y_high);
 
   void contextMenuEvent(QContextMenuEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
   void changeEvent(QEvent* event) override;
 
  private:
   QString metric_, title_;
+  ChartLegend* legend_ = nullptr;
   std::vector<uint64_t> signature_;  // runs and options of the series built
   std::vector<uint64_t> revisions_;  // data drawn
   struct GroupBand {
