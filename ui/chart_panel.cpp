@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
@@ -22,19 +23,30 @@
 #include "chart_style.h"
 #include "divergence_view.h"
 #include "file_dialogs.h"
+#include "flow_layout.h"
 #include "loss_scale_chart.h"
 #include "numerics_heatmap.h"
 #include "plain_text.h"
 #include "run_groups.h"
 
 namespace ampwb::ui {
+namespace {
+
+// The grid's page in its scroll area: it asks for no height by width, so the scroll area fits it to the view
+// (down to its minimum) instead of giving it the preferred height of its wrapped captions and scrolling.
+class FittedPage : public QWidget {
+ public:
+  bool hasHeightForWidth() const override { return false; }
+};
+
+}  // namespace
 
 ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   setObjectName("chartPanel");
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
 
-  auto* controls = new QHBoxLayout;
+  auto* controls = new FlowLayout(nullptr, 16, 4);
   smoothing_ = new QSlider(Qt::Horizontal);
   smoothing_->setObjectName("smoothing");
   smoothing_->setRange(0, 99);
@@ -80,20 +92,20 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   auto* export_button = new QPushButton(tr("Export charts…"));
   export_button->setObjectName("exportCharts");
   connect(export_button, &QPushButton::clicked, this, &ChartPanel::export_all);
-  controls->addWidget(new QLabel(tr("Against")));
-  controls->addWidget(x_axis_);
-  controls->addSpacing(16);
-  controls->addWidget(new QLabel(tr("Smoothing")));
-  controls->addWidget(smoothing_);
-  controls->addWidget(smoothing_value_);
-  controls->addSpacing(16);
-  controls->addWidget(new QLabel(tr("Histogram")));
-  controls->addWidget(histogram_kind_);
-  controls->addWidget(histogram_epoch_);
-  controls->addSpacing(16);
-  controls->addWidget(group_by_label_);
-  controls->addWidget(group_by_);
-  controls->addStretch(1);
+  // Each label with its controls as one piece: on a narrow window the row wraps between pieces, never inside one.
+  const auto piece = [](std::initializer_list<QWidget*> widgets) {
+    auto* box = new QWidget;
+    auto* row = new QHBoxLayout(box);
+    row->setContentsMargins(0, 0, 0, 0);
+    for (QWidget* w : widgets) row->addWidget(w);
+    return box;
+  };
+  controls->addWidget(piece({new QLabel(tr("Against")), x_axis_}));
+  controls->addWidget(piece({new QLabel(tr("Smoothing")), smoothing_, smoothing_value_}));
+  controls->addWidget(piece({new QLabel(tr("Histogram")), histogram_kind_, histogram_epoch_}));
+  group_by_box_ = piece({group_by_label_, group_by_});
+  group_by_box_->setVisible(false);
+  controls->addWidget(group_by_box_);
   controls->addWidget(export_button);
   layout->addLayout(controls);
   run_legend_ = new QLabel;
@@ -102,7 +114,10 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   run_legend_->setVisible(false);
   layout->addWidget(run_legend_);
 
-  auto* grid = new QGridLayout;
+  // The grid scrolls rather than set the window's minimum size: on a small screen the charts take what there is.
+  auto* grid_area = new FittedPage;
+  auto* grid = new QGridLayout(grid_area);
+  grid->setContentsMargins(0, 0, 0, 0);
   grid->setSpacing(4);
   int index = 0;
   for (const QString& metric : chart_metrics()) {
@@ -141,7 +156,16 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   grid->addWidget(layers, 0, 3, 2, 1);
   for (int c = 0; c < 4; ++c) grid->setColumnStretch(c, 1);
   for (int r = 0; r < 2; ++r) grid->setRowStretch(r, 1);
-  layout->addLayout(grid, 1);
+  auto* scroll = new QScrollArea;
+  scroll->setObjectName("chartScroll");
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidgetResizable(true);
+  auto* page = new QWidget;  // the scroll area reads its layout's height for width, not its widget's
+  auto* page_layout = new QVBoxLayout(page);
+  page_layout->setContentsMargins(0, 0, 0, 0);
+  page_layout->addWidget(grid_area);
+  scroll->setWidget(page);
+  layout->addWidget(scroll, 1);
   update_skipped_note();
 
   throttle_ = new QTimer(this);
@@ -209,6 +233,7 @@ void ChartPanel::set_group_keys(const std::vector<std::string>& keys) {
   }
   group_by_->setVisible(!keys.empty());
   group_by_label_->setVisible(!keys.empty());
+  group_by_box_->setVisible(!keys.empty());
   update_legend();
   refresh();
 }
@@ -256,17 +281,18 @@ void ChartPanel::update_skipped_note() {
     total += s.total;
     early += s.early;
   }
+  // Short enough for three lines under a narrow chart (a 1280×720 screen); the explanation is the tooltip.
   if (total == 0) {
-    skipped_note_->setText(
-        tr("No skipped steps. With dynamic loss scaling, a step whose gradients overflow is "
-           "skipped and the scale halved."));
+    skipped_note_->setText(tr("No skipped steps: no gradients overflowed."));
+    skipped_note_->setToolTip(
+        tr("With dynamic loss scaling, a step whose gradients overflow (inf/NaN) is skipped and the scale halved."));
   } else {
     skipped_note_->setText(
-        tr("■ %1 skipped step(s), %2 of them in the first 50: gradients overflowed (inf/NaN), so the optimizer step "
-           "was skipped and the scale backed off. The first steps usually overflow while the scale calibrates: "
-           "expected. Many later ones mean the scale keeps hitting FP16's limit.")
-            .arg(total)
-            .arg(early));
+        tr("■ %1 skipped step(s), %2 of them in the first 50: gradients overflowed.").arg(total).arg(early));
+    skipped_note_->setToolTip(
+        tr("Gradients overflowed (inf/NaN), so the optimizer step was skipped and the scale backed off. The first "
+           "steps usually overflow while the scale calibrates: expected. Many later ones mean the scale keeps hitting "
+           "FP16's limit."));
   }
 }
 

@@ -74,6 +74,7 @@ class ChartPanel : public QWidget {
   QSpinBox* histogram_epoch_ = nullptr;
   QComboBox* group_by_ = nullptr;
   QLabel* group_by_label_ = nullptr;
+  QWidget* group_by_box_ = nullptr;  // the label and the choice, one piece of the wrapping control row
   QLabel* skipped_note_ = nullptr;
   QLabel* run_legend_ = nullptr;  // a comparison's runs and their colours, for every chart
   NumericsHeatmap* numerics_ = nullptr;

@@ -93,8 +93,8 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   splitter->setObjectName("compareSplitter");
   splitter->addWidget(charts_);
   splitter->addWidget(bottom);
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 2);
+  splitter->setStretchFactor(0, 2);  // the charts' two rows whole on a 1280×720 screen; the table scrolls
+  splitter->setStretchFactor(1, 1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(title_);

@@ -13,9 +13,11 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
+#include <QStyle>
 #include <QTabWidget>
 #include <QVBoxLayout>
 #include <cmath>
@@ -70,8 +72,11 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   auto* scroll = new QScrollArea;
   scroll->setWidget(setup_);
   scroll->setWidgetResizable(true);
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  scroll->setMinimumWidth(setup_->sizeHint().width() + 24);
+  // As wide as the panel asks where there is room; on a small screen it narrows and scrolls rather than widen the
+  // window.
+  const int setup_width =
+      setup_->sizeHint().width() + style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 2 * scroll->frameWidth();
+  scroll->setMinimumWidth(std::min(setup_width, 240));
   setup_dock_ = new QDockWidget(tr("Run setup"));
   setup_dock_->setObjectName("setupDock");
   setup_dock_->setWidget(scroll);
@@ -136,8 +141,14 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   runs_view_->reload();
 
   QSettings settings;
-  if (!restoreGeometry(settings.value("window/geometry").toByteArray())) resize(1500, 950);
-  restoreState(settings.value("window/state").toByteArray());
+  if (!restoreGeometry(settings.value("window/geometry").toByteArray())) {
+    // A first launch: roomy, but inside the screen's free area (a 1366×768 laptop, 1080p at 150 %), frame included.
+    const QRect free = screen()->availableGeometry();
+    const QSize size = QSize(1500, 950).boundedTo(free.size() - QSize(16, 48));
+    setGeometry(QStyle::alignedRect(Qt::LeftToRight, Qt::AlignCenter, size, free));
+  }
+  if (!restoreState(settings.value("window/state").toByteArray()))
+    resizeDocks({setup_dock_}, {setup_width}, Qt::Horizontal);
   update_actions();
 }
 

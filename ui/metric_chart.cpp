@@ -28,7 +28,7 @@ MetricChart::MetricChart(QString metric, QString title, QWidget* parent)
     : QChartView(new QChart, parent), metric_(std::move(metric)), title_(std::move(title)) {
   setObjectName(metric_ + "Chart");
   setRenderHint(QPainter::Antialiasing);
-  setMinimumSize(320, 220);
+  setMinimumSize(190, 140);  // readable on a 1280×720 screen beside the setup panel; the grid scrolls below that
   apply_theme(chart());
   chart()->setTitle(title_);
   legend_ = new ChartLegend(chart());

@@ -77,6 +77,9 @@ NumericsHeatmap::NumericsHeatmap(QWidget* parent) : QWidget(parent) {
                             NumericsMeasure::ActivationGradBelowNormal, NumericsMeasure::WeightGradUnderflow})
     measure_->addItem(tr(numerics_measure_name(m)), static_cast<int>(m));
   connect(measure_, &QComboBox::currentIndexChanged, this, &NumericsHeatmap::rebuild);
+  // Narrow beside three charts on a small screen: the choice shows what fits, the whole name when the list opens.
+  measure_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  measure_->setMinimumContentsLength(14);
   top->addWidget(measure_, 1);
   layout->addLayout(top);
   caption_ = new QLabel;

@@ -8,6 +8,7 @@
 #include <QEventLoop>
 #include <QPixmap>
 #include <QPushButton>
+#include <QScreen>
 #include <QTabWidget>
 #include <QTimer>
 #include <cstdio>
@@ -53,7 +54,8 @@ int run_screenshot_scenario(MainWindow& window, const QString& name, const QStri
     return 2;
   }
   QDir().mkpath(folder);
-  window.resize(1600, 1000);
+  // As large as the screen allows, up to 1600×1000: the screenshots show what a laptop's screen shows.
+  window.resize(QSize(1600, 1000).boundedTo(window.screen()->availableGeometry().size()));
   wait_until([] { return false; }, 300);  // let the window settle
   if (name == "idle") {                   // the window as a new user first sees it
     wait_until([&] { return !window.setup()->inspecting(); }, 60000);
