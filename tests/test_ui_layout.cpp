@@ -1,0 +1,302 @@
+// The window fits a laptop's screen, offscreen: the screen here is 1920×1080 at 150 % (1280×720 logical, set up
+// in main()). The main window's minimum is under 1280×720, with or without the setup panel; the first launch's
+// size fits the screen; at 1280×720, on the Training tab after a short run and on the comparison view, no chart
+// overlaps another, each is whole and usable, and the controls people reach for are inside the window. Every
+// chart's legend names its entries distinctly and draws them whole, without ellipses.
+#include <QFile>
+#include <QLabel>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QPushButton>
+#include <QScreen>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTextDocumentFragment>
+#include <QtTest>
+#include <set>
+
+#include "chart_legend.h"
+#include "chart_panel.h"
+#include "compare_view.h"
+#include "divergence_view.h"
+#include "main_window.h"
+#include "metric_chart.h"
+#include "numerics_heatmap.h"
+#include "run_setup_panel.h"
+#include "test_ui_util.h"
+
+namespace ampwb::ui::test {
+namespace {
+
+const QSize kSmallScreen(1280, 720);  // 1920×1080 at 150 %; a 1366×768 laptop has a little more
+
+// The part of `w` that can be seen: its rectangle in `window`'s coordinates, clipped by every parent.
+QRect visible_part(const QWidget* w, const QWidget* window) {
+  QRect r(w->mapTo(window, QPoint(0, 0)), w->size());
+  for (const QWidget* p = w->parentWidget(); p && p != window; p = p->parentWidget())
+    r &= QRect(p->mapTo(window, QPoint(0, 0)), p->size());
+  return r & window->rect();
+}
+
+// The widgets whose minimum sizes are largest, to say what makes the window too big when a check fails.
+QString widest(const QWidget* root) {
+  QList<const QWidget*> all;
+  for (const QWidget* w : root->findChildren<const QWidget*>())
+    if (w->isVisibleTo(root)) all << w;
+  std::sort(all.begin(), all.end(), [](const QWidget* a, const QWidget* b) {
+    return a->minimumSizeHint().width() > b->minimumSizeHint().width();
+  });
+  QString text;
+  for (qsizetype i = 0; i < std::min<qsizetype>(12, all.size()); ++i)
+    text += QStringLiteral("\n  %1 (%2): minimumSizeHint %3×%4, minimumSize %5×%6")
+                .arg(all[i]->objectName(), all[i]->metaObject()->className())
+                .arg(all[i]->minimumSizeHint().width())
+                .arg(all[i]->minimumSizeHint().height())
+                .arg(all[i]->minimumWidth())
+                .arg(all[i]->minimumHeight());
+  return text;
+}
+
+QString describe(const QRect& r) {
+  return QStringLiteral("%1×%2 at (%3, %4)").arg(r.width()).arg(r.height()).arg(r.x()).arg(r.y());
+}
+
+// The chart-like views of a panel: every chart, the per-layer numerics and the precision divergence.
+QList<QWidget*> chart_views(ChartPanel* panel) {
+  QList<QWidget*> views;
+  for (MetricChart* c : panel->charts()) views << c;
+  views << panel->numerics() << panel->divergence();
+  return views;
+}
+
+// Plain text with its line breaks and runs of spaces as single spaces: a wrapped legend label reads as its name.
+QString plain(const QString& html_or_text, bool html) {
+  const QString text = html ? QTextDocumentFragment::fromHtml(html_or_text).toPlainText() : html_or_text;
+  return text.simplified();
+}
+
+}  // namespace
+
+class WindowFits : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir dir_;
+  QString data_, db_;
+  int64_t fp32_ = 0, fp16_ = 0;
+
+  // Every chart view of the panel whole, inside the window, of a usable size, and apart from the others.
+  static void check_charts_apart(MainWindow& w, ChartPanel* panel, const char* where) {
+    const QList<QWidget*> views = chart_views(panel);
+    for (qsizetype i = 0; i < views.size(); ++i) {
+      QWidget* v = views[i];
+      const QRect r(v->mapTo(&w, QPoint(0, 0)), v->size());
+      const QString what = QStringLiteral("%1: %2 (%3)").arg(where, v->objectName(), describe(r));
+      QVERIFY2(v->isVisible(), qPrintable(what + " is hidden"));
+
+      QVERIFY2(visible_part(v, &w) == r, qPrintable(what + " is cut off; visible: " + describe(visible_part(v, &w))));
+      QVERIFY2(r.width() >= 180 && r.height() >= 140, qPrintable(what + " is too small to read"));
+      for (qsizetype j = 0; j < i; ++j) {
+        const QRect other(views[j]->mapTo(&w, QPoint(0, 0)), views[j]->size());
+        QVERIFY2(!r.intersects(other),
+                 qPrintable(what + " overlaps " + views[j]->objectName() + " " + describe(other)));
+      }
+    }
+  }
+
+  // A word-wrapped label shows all of its text in the height it has.
+  static void check_whole_text(QLabel* label, const char* where) {
+    QVERIFY2(label->heightForWidth(label->width()) <= label->height(),
+             qPrintable(QStringLiteral("%1: %2 needs %3 px for \"%4\", has %5")
+                            .arg(where, label->objectName())
+                            .arg(label->heightForWidth(label->width()))
+                            .arg(label->text())
+                            .arg(label->height())));
+  }
+
+  // The controls a user reaches for are inside the window, not past its right edge or below the status bar.
+  static void check_reachable(MainWindow& w, const QList<QWidget*>& widgets, const char* where) {
+    for (QWidget* c : widgets) {
+      const QRect r(c->mapTo(&w, QPoint(0, 0)), c->size());
+      QVERIFY2(visible_part(c, &w) == r,
+               qPrintable(QStringLiteral("%1: %2 is cut off at %3").arg(where, c->objectName(), describe(r))));
+    }
+  }
+
+  // Every visible legend: entries named distinctly (the chart's QLegend markers), each drawn whole inside its chart,
+  // below the plot and apart from the other entries.
+  static void check_legends(ChartPanel* panel, const char* where) {
+    int legends = 0;
+    for (MetricChart* c : panel->charts()) {
+      const ChartLegend* legend = c->wrapping_legend();
+      if (!legend->isVisible()) continue;
+      ++legends;
+      const QString chart = QStringLiteral("%1, %2").arg(where, c->metric_key());
+      std::set<QString> labels;
+      for (QLegendMarker* m : c->chart()->legend()->markers()) {
+        const QString label = plain(m->label(), true);
+        if (!m->isVisible() || label.isEmpty()) continue;  // a run not started yet has no name to show
+        QVERIFY2(labels.insert(label).second, qPrintable(chart + ": two legend entries read \"" + label + "\""));
+      }
+      const QFontMetricsF metrics(legend->font());
+      const QRect view = c->viewport()->rect();
+      std::set<QString> drawn;
+      const std::vector<ChartLegend::Entry>& entries = legend->entries();
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const ChartLegend::Entry& e = entries[i];
+        const QString what = chart + ": the legend entry \"" + e.label + "\" (" + describe(e.text.toRect()) + ")";
+        // The whole name in the room it is drawn in: nothing cut, lines broken only between words.
+        const QRectF needed =
+            metrics.boundingRect(QRectF(e.text.topLeft(), QSizeF(e.text.width(), 1e6)), Qt::TextWordWrap, e.label);
+        QVERIFY2(needed.width() <= e.text.width() + 0.5 && needed.height() <= e.text.height() + 0.5,
+                 qPrintable(what + " does not hold its name"));
+        const QRectF whole = e.text.united(e.sample);
+        QVERIFY2(view.contains(c->mapFromScene(c->chart()->mapRectToScene(whole)).boundingRect()),
+                 qPrintable(what + " is outside its chart"));
+        QVERIFY2(!whole.intersects(c->chart()->plotArea()), qPrintable(what + " covers the plot"));
+        for (size_t j = 0; j < i; ++j)
+          QVERIFY2(!whole.intersects(entries[j].text.united(entries[j].sample)),
+                   qPrintable(what + " overlaps \"" + entries[j].label + "\""));
+        drawn.insert(e.label.simplified());
+      }
+      const auto joined = [](const std::set<QString>& names) {
+        return QStringList(names.begin(), names.end()).join(" | ");
+      };
+      QVERIFY2(drawn == labels, qPrintable(chart + ": the legend draws " + joined(drawn) + " for " + joined(labels)));
+      QVERIFY2(!drawn.empty(), qPrintable(chart + ": an empty legend"));
+    }
+    QVERIFY2(legends > 0, where);
+  }
+
+  static void show_at(MainWindow& w, const QSize& size) {
+    w.resize(size);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QTest::qWait(50);  // the layouts and the charts' own deferred layouts settle
+    QVERIFY2(w.width() <= size.width() && w.height() <= size.height(),
+             qPrintable(QStringLiteral("asked for %1×%2, the window is %3×%4; the widest parts:%5")
+                            .arg(size.width())
+                            .arg(size.height())
+                            .arg(w.width())
+                            .arg(w.height())
+                            .arg(widest(&w))));
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    data_ = write_stripes(dir_.filePath("stripes"), 24, 16);
+    db_ = dir_.filePath("runs.sqlite");
+    TrainConfig c = tiny_config(data_);
+    c.name = "fp32";
+    fp32_ = train_into_store(db_, c);
+    c.precision = precision_preset("amp-fp16");
+    c.name = "amp-fp16";
+    fp16_ = train_into_store(db_, c);
+  }
+
+  // The premise: this program's screen is a 1080p one at 150 %.
+  void the_screen_is_1080p_at_150_percent() {
+    QScreen* screen = QGuiApplication::primaryScreen();
+    QCOMPARE(screen->devicePixelRatio(), 1.5);
+    QCOMPARE(screen->geometry().size(), kSmallScreen);
+  }
+
+  void the_minimum_size_is_under_1280x720() {
+    MainWindow w(db_);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    for (bool setup_panel : {true, false}) {
+      w.findChild<QWidget*>("setupDock")->setVisible(setup_panel);
+      QApplication::processEvents();
+      const QSize hint = w.minimumSizeHint().expandedTo(w.minimumSize());
+      QVERIFY2(hint.width() <= kSmallScreen.width() && hint.height() <= kSmallScreen.height(),
+               qPrintable(QStringLiteral("setup panel %1: minimum %2×%3; the widest parts:%4")
+                              .arg(setup_panel ? "shown" : "hidden")
+                              .arg(hint.width())
+                              .arg(hint.height())
+                              .arg(widest(&w))));
+    }
+    for (int tab = 0; tab < w.tabs()->count(); ++tab) {  // no tab is bigger than the window's minimum
+      w.tabs()->setCurrentIndex(tab);
+      QApplication::processEvents();
+      const QSize hint = w.minimumSizeHint().expandedTo(w.minimumSize());
+      QVERIFY2(
+          hint.width() <= kSmallScreen.width() && hint.height() <= kSmallScreen.height(),
+          qPrintable(w.tabs()->tabText(tab) + QStringLiteral(": minimum %1×%2").arg(hint.width()).arg(hint.height())));
+    }
+  }
+
+  // A first launch (no saved geometry) opens inside the screen's available area, frame included.
+  void the_first_launch_fits_the_screen() {
+    QSettings().remove("window");
+    MainWindow w(dir_.filePath("first.sqlite"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const QRect available = w.screen()->availableGeometry();
+    QVERIFY2(available.contains(w.frameGeometry()), qPrintable("the window's frame " + describe(w.frameGeometry()) +
+                                                               " is not inside the screen's " + describe(available)));
+  }
+
+  // The Training tab at 1280×720 after a short run: every chart whole and apart, and their legends whole.
+  void the_training_tab_fits_1280x720() {
+    MainWindow w(dir_.filePath("live.sqlite"));
+    show_at(w, kSmallScreen);
+    TrainConfig c = tiny_config(data_, 2, 3);
+    c.precision = precision_preset("amp-fp16");
+    w.setup()->set_config(c);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.setup()->inspecting(), 60000);
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    QVERIFY(w.start_training());
+    QVERIFY(finished.wait(600000));
+    QTest::qWait(50);
+    QCOMPARE(w.size(), kSmallScreen);  // a run's texts and charts did not grow it
+    check_charts_apart(w, w.live_charts(), "Training tab");
+    check_reachable(w,
+                    {w.findChild<QWidget*>("exportCharts"), w.findChild<QWidget*>("eta"),
+                     w.findChild<QWidget*>("progress"), w.findChild<QWidget*>("trainButton")},
+                    "Training tab");
+    check_legends(w.live_charts(), "Training tab");
+    check_whole_text(w.live_charts()->findChild<QLabel*>("skippedNote"), "Training tab");
+    w.findChild<QWidget*>("setupDock")->hide();  // more room for the charts: still whole
+    QTest::qWait(50);
+    check_charts_apart(w, w.live_charts(), "Training tab, setup panel hidden");
+    check_legends(w.live_charts(), "Training tab, setup panel hidden");
+  }
+
+  // The comparison of two runs, and one stored run opened alone (its charts keep their legends).
+  void the_comparison_fits_1280x720() {
+    MainWindow w(db_);
+    show_at(w, kSmallScreen);
+    w.open_runs({fp32_, fp16_});
+    QCOMPARE(w.tabs()->currentWidget(), w.compare_view());
+    QTest::qWait(50);
+    QCOMPARE(w.size(), kSmallScreen);
+    ChartPanel* charts = w.compare_view()->charts();
+    check_charts_apart(w, charts, "Comparison");
+    check_reachable(w, {charts->findChild<QWidget*>("exportCharts"), w.findChild<QWidget*>("baseline")}, "Comparison");
+    w.open_runs({fp16_});
+    QTest::qWait(50);
+    QCOMPARE(w.size(), kSmallScreen);
+    check_charts_apart(w, charts, "One stored run");
+    check_legends(charts, "One stored run");
+  }
+};
+
+}  // namespace ampwb::ui::test
+
+int main(int argc, char** argv) {
+  // A 1920×1080 screen at 150 %, as many laptops have: the offscreen platform's screen, from its configuration file.
+  static QTemporaryDir config;
+  const QString file = config.filePath("screen.json");
+  QFile json(file);
+  if (!json.open(QIODevice::WriteOnly)) return 1;
+  json.write(R"({"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1920, "height": 1080,
+                 "logicalDpi": 144, "logicalBaseDpi": 96, "dpr": 1}]})");
+  json.close();
+  ::setenv("QT_QPA_PLATFORM", qPrintable("offscreen:configfile=" + file), 1);
+  return ampwb::ui::test::run_ui_test<ampwb::ui::test::WindowFits>(argc, argv);
+}
+
+#include "test_ui_layout.moc"
