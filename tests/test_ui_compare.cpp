@@ -8,9 +8,11 @@
 #include <QChart>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDialogButtonBox>
 #include <QLabel>
 #include <QLineSeries>
 #include <QProcess>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -450,17 +452,28 @@ class CompareRuns : public QObject {
     const TrainConfig noscale = store.run(ids[2]).config;
     QCOMPARE(noscale.precision.loss_scale.kind, std::string("off"));
     QCOMPARE(w.compare_view()->table_model()->value("precision.loss_scale.kind", 2), QString("off"));
+    // Named by what varies, and found together by the sweep's tag.
+    QCOMPARE(store.run(ids[0]).name, std::string("fp32 · seed 0"));
+    QCOMPARE(store.run(ids[2]).name, std::string("amp-fp16-noscale · seed 0"));
+    const std::vector<std::string> tags = store.run(ids[1]).tags;
+    QCOMPARE(tags.size(), size_t{1});
+    QVERIFY2(tags[0].starts_with("sweep "), tags[0].c_str());
+    QCOMPARE(store.run(ids[0]).tags, tags);
+    auto* baseline = w.compare_view()->findChild<QComboBox*>("baseline");
+    QCOMPARE(baseline->itemText(0), QString::fromStdString(std::to_string(ids[0]) + " · fp32 · seed 0"));
   }
 
-  void a_sweep_in_the_same_second_takes_free_names() {
-    const std::vector<SweepVariant> variants = {sweep_variants().at(0), sweep_variants().at(1)};
+  void a_second_sweep_on_the_same_seed_takes_free_names() {
+    const std::vector<SweepVariant> variants = {sweep_variants().at(0), sweep_variants().at(2)};
     std::set<std::string> taken;
     auto is_taken = [&](const std::string& name) { return taken.count(name) > 0; };
-    QCOMPARE(free_sweep_prefix("sweep 1125-101500", variants, is_taken), std::string("sweep 1125-101500"));
-    taken.insert("sweep 1125-101500 " + variants[1].key);  // one name of the last sweep is enough to move on
-    QCOMPARE(free_sweep_prefix("sweep 1125-101500", variants, is_taken), std::string("sweep 1125-101500-2"));
-    taken.insert("sweep 1125-101500-2 " + variants[0].key);
-    QCOMPARE(free_sweep_prefix("sweep 1125-101500", variants, is_taken), std::string("sweep 1125-101500-3"));
+    using Names = std::vector<std::string>;
+    QCOMPARE(sweep_run_names(variants, 7, is_taken), (Names{"fp32 · seed 7", "amp-fp16 · seed 7"}));
+    taken.insert("amp-fp16 · seed 7");  // one name of the last sweep is enough to move on
+    QCOMPARE(sweep_run_names(variants, 7, is_taken), (Names{"fp32 · seed 7 (2)", "amp-fp16 · seed 7 (2)"}));
+    taken.insert("fp32 · seed 7 (2)");
+    QCOMPARE(sweep_run_names(variants, 7, is_taken), (Names{"fp32 · seed 7 (3)", "amp-fp16 · seed 7 (3)"}));
+    QCOMPARE(sweep_run_names(variants, 8, is_taken), (Names{"fp32 · seed 8", "amp-fp16 · seed 8"}));
   }
 
   void sweep_dialog_says_what_computes_each_mode_on_the_device() {
@@ -476,9 +489,19 @@ class CompareRuns : public QObject {
     // The default variants include amp-bf16 and amp-fp16: the text names what computes each, as oneDNN answers.
     QVERIFY2(device->text().contains(QString::fromStdString("amp-bf16: BF16: " + caps.bf16.how)),
              qPrintable(device->text()));
-    QVERIFY2(device->text().contains("amp-fp16: FP16: emulated by the engine"), qPrintable(device->text()));
+    // The FP16 modes share one line and one note (amp-fp16-noscale runs amp-fp16's mode).
+    QVERIFY2(device->text().contains("amp-fp16, fp16-pure: FP16: emulated by the engine"), qPrintable(device->text()));
+    QCOMPARE(device->text().count("FP16 is emulated on the CPU"), 1);
     dialog.findChild<QCheckBox*>("variant-amp-bf16")->setChecked(false);
     QVERIFY2(!device->text().contains("amp-bf16"), qPrintable(device->text()));
+    // What was ticked is what the next dialog ticks, once the runs were queued.
+    dialog.findChild<QCheckBox*>("variant-fp16-pure")->setChecked(false);
+    dialog.findChild<QCheckBox*>("variant-fp16-o2")->setChecked(true);
+    dialog.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->click();
+    SweepDialog next(tiny_config(data_), caps);
+    QStringList ticked;
+    for (const SweepVariant& v : next.chosen()) ticked << QString::fromStdString(v.key);
+    QCOMPARE(ticked, (QStringList{"fp32", "amp-fp16", "amp-fp16-noscale", "fp16-o2"}));
   }
 
   void seed_article_preset() {

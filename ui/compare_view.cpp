@@ -38,6 +38,7 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   connect(differences_, &QCheckBox::toggled, model_, &CompareModel::set_differences_only);
   baseline_ = new QComboBox;
   baseline_->setObjectName("baseline");
+  baseline_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // the whole label: "4 · fp32 · seed 0", not "4 · s…"
   connect(baseline_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (i < 0) return;
     model_->set_baseline(i);

@@ -364,6 +364,14 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
 
   if (sweep_.active()) {
     sweep_.finished(run_id);
+    if (run_id != 0) {
+      try {
+        store_->add_tag(run_id, sweep_.tag());
+        runs_view_->reload();
+      } catch (const std::exception& e) {  // the run is recorded all the same; only its tag is missing
+        show_status(tr("Could not tag run %1: %2").arg(run_id).arg(QString::fromUtf8(e.what())), 10000);
+      }
+    }
     if (end.status == RunStatus::Cancelled) sweep_.cancel();  // the user stopped it: the rest is not wanted
     start_next_sweep_run();
   }
@@ -415,10 +423,8 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
 
 void MainWindow::start_sweep(const TrainConfig& base, const std::vector<SweepVariant>& variants) {
   if (session_->running()) return;
-  // A sweep started in the same second as the last (a short one just finished) would otherwise take its names,
-  // and every run would be refused.
-  const std::string stamp = "sweep " + QDateTime::currentDateTime().toString("MMdd-hhmmss").toStdString();
-  const std::string prefix = free_sweep_prefix(stamp, variants, [&](const std::string& name) {
+  // Names taken by an earlier sweep on the same seed are not given again: its runs would be refused.
+  const std::vector<std::string> names = sweep_run_names(variants, base.seed, [&](const std::string& name) {
     try {
       store_->check_new_name(name);
       return false;
@@ -426,7 +432,7 @@ void MainWindow::start_sweep(const TrainConfig& base, const std::vector<SweepVar
       return true;
     }
   });
-  sweep_.plan(base, variants, prefix);
+  sweep_.plan(base, variants, names, "sweep " + QDateTime::currentDateTime().toString("MMdd-hhmmss").toStdString());
   start_next_sweep_run();
 }
 

@@ -1,29 +1,34 @@
 // Sweep: the queue of a precision sweep.
 #include "sweep.h"
 
+#include <algorithm>
+
 namespace ampwb::ui {
 
-std::string free_sweep_prefix(const std::string& stamp, const std::vector<SweepVariant>& variants,
-                              const std::function<bool(const std::string& name)>& taken) {
-  auto free = [&](const std::string& prefix) {
-    for (const SweepVariant& v : variants)
-      if (taken(prefix + " " + v.key)) return false;
-    return true;
+std::vector<std::string> sweep_run_names(const std::vector<SweepVariant>& variants, uint64_t seed,
+                                         const std::function<bool(const std::string& name)>& taken) {
+  const auto names = [&](const std::string& suffix) {
+    std::vector<std::string> out;
+    for (const SweepVariant& v : variants) out.push_back(v.key + " · seed " + std::to_string(seed) + suffix);
+    return out;
   };
-  std::string prefix = stamp;
-  for (int k = 2; k < 100 && !free(prefix); ++k) prefix = stamp + "-" + std::to_string(k);
-  return prefix;
+  std::vector<std::string> out = names("");
+  for (int k = 2; k < 100 && std::any_of(out.begin(), out.end(), taken); ++k)
+    out = names(" (" + std::to_string(k) + ")");
+  return out;
 }
 
-void Sweep::plan(const TrainConfig& base, const std::vector<SweepVariant>& variants, const std::string& prefix) {
+void Sweep::plan(const TrainConfig& base, const std::vector<SweepVariant>& variants,
+                 const std::vector<std::string>& names, const std::string& tag) {
   planned_.clear();
   run_ids_.clear();
   next_ = 0;
   running_ = false;
-  for (const SweepVariant& v : variants) {
-    TrainConfig c = apply_variant(base, v);
-    c.name = prefix + " " + v.key;
-    planned_.emplace_back(v.label, c);
+  tag_ = tag;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    TrainConfig c = apply_variant(base, variants[i]);
+    c.name = names.at(i);
+    planned_.emplace_back(variants[i].label, c);
   }
 }
 

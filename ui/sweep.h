@@ -13,15 +13,17 @@
 
 namespace ampwb::ui {
 
-// The prefix for a sweep's run names ("<prefix> <variant>"): `stamp`, or where one of those names is taken (a
-// sweep started in the same second as the last), `stamp` with "-2", "-3", ... (up to "-99").
-std::string free_sweep_prefix(const std::string& stamp, const std::vector<SweepVariant>& variants,
-                              const std::function<bool(const std::string& name)>& taken);
+// A sweep's run names, by what varies between its runs and what they share: "<variant> · seed <seed>" ("fp32 · seed
+// 0"). Where one of them is taken (an earlier sweep on the same seed), all get " (2)", " (3)", ... (up to 99).
+std::vector<std::string> sweep_run_names(const std::vector<SweepVariant>& variants, uint64_t seed,
+                                         const std::function<bool(const std::string& name)>& taken);
 
 class Sweep {
  public:
-  // Queues base x variants; each run is named "<prefix> <variant>" so the runs view groups them.
-  void plan(const TrainConfig& base, const std::vector<SweepVariant>& variants, const std::string& prefix);
+  // Queues base x variants, named `names` (one per variant, sweep_run_names) and all tagged `tag` ("sweep
+  // 1201-135804"), which finds them together in the runs view.
+  void plan(const TrainConfig& base, const std::vector<SweepVariant>& variants, const std::vector<std::string>& names,
+            const std::string& tag);
   bool active() const { return next_ < planned_.size() || running_; }
   // The next run's configuration, or none when the sweep is over.
   std::optional<TrainConfig> next();
@@ -31,13 +33,14 @@ class Sweep {
   int index() const { return static_cast<int>(next_); }  // 1-based number of the run last started
   int count() const { return static_cast<int>(planned_.size()); }
   const std::string& current_label() const { return current_label_; }
+  const std::string& tag() const { return tag_; }
   const std::vector<int64_t>& run_ids() const { return run_ids_; }
 
  private:
   std::vector<std::pair<std::string, TrainConfig>> planned_;
   size_t next_ = 0;
   bool running_ = false;
-  std::string current_label_;
+  std::string current_label_, tag_;
   std::vector<int64_t> run_ids_;
 };
 

@@ -6,6 +6,7 @@
 #include <QGroupBox>
 #include <QLabel>
 #include <QPushButton>
+#include <QSettings>
 #include <QVBoxLayout>
 #include <algorithm>
 
@@ -26,6 +27,11 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
 
   auto* group = new QGroupBox(tr("Variants"));
   auto* gl = new QVBoxLayout(group);
+  // The variants ticked last time, else the usual five.
+  const QStringList ticked =
+      QSettings()
+          .value("sweep/variants", QStringList{"fp32", "amp-fp16", "amp-bf16", "amp-fp16-noscale", "fp16-pure"})
+          .toStringList();
   for (const SweepVariant& v : sweep_variants()) {
     auto* box = new QCheckBox(QString::fromStdString(v.label));
     box->setObjectName(QString::fromStdString("variant-" + v.key));
@@ -35,8 +41,7 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
       box->setEnabled(false);
       box->setToolTip(QString::fromStdString(support.reason));
     }
-    box->setChecked(v.key == "fp32" || v.key == "amp-fp16" || v.key == "amp-bf16" || v.key == "amp-fp16-noscale" ||
-                    v.key == "fp16-pure");
+    box->setChecked(ticked.contains(QString::fromStdString(v.key)));
     connect(box, &QCheckBox::toggled, this, &SweepDialog::describe_device);
     gl->addWidget(box);
     boxes_.emplace_back(box, v);
@@ -60,7 +65,13 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
   preset->setObjectName("seedArticlePreset");
   preset->setToolTip(tr("ResNet-18, Adam lr 0.001, batch 16, 224 px, 5 epochs, 80/20 split: FP32 against AMP FP16"));
   connect(preset, &QPushButton::clicked, this, &SweepDialog::apply_seed_article_preset);
-  connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::accepted, this, [this] {
+    QStringList keys;
+    for (const auto& [box, v] : boxes_)
+      if (box->isChecked()) keys << QString::fromStdString(v.key);
+    QSettings().setValue("sweep/variants", keys);
+    accept();
+  });
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
   layout->addWidget(buttons);
   describe_base();
@@ -109,19 +120,31 @@ void SweepDialog::describe_base() {
           .arg(c.data.max_train_images ? tr(" (first %1 training images)").arg(c.data.max_train_images) : QString()));
 }
 
-// What computes each chosen mode on the device, and the notes its runs will carry, before anything starts.
+// What computes each chosen mode on the device, and the notes its runs will carry, before anything starts: once per
+// number format, naming the modes that share it (amp-fp16, fp16-o2 and fp16-pure all compute in FP16).
 void SweepDialog::describe_device() {
-  QStringList lines{
-      tr("On %1 (%2):").arg(QString::fromStdString(caps_.device_name), QString::fromStdString(caps_.isa))};
-  std::vector<PrecisionMode> said;
+  struct Format {
+    QStringList modes;
+    ModeSupport support;
+  };
+  std::vector<Format> formats;
   for (const SweepVariant& v : chosen()) {
-    if (std::find(said.begin(), said.end(), v.mode) != said.end()) continue;
-    said.push_back(v.mode);
     const ModeSupport support = mode_support(v.mode, caps_);
     if (support.compute.empty()) continue;
-    lines << QStringLiteral("• %1: %2")
-                 .arg(QString::fromUtf8(mode_name(v.mode)), QString::fromStdString(support.compute));
-    for (const std::string& note : support.notes) lines << QStringLiteral("   %1").arg(QString::fromStdString(note));
+    const QString mode = QString::fromUtf8(mode_name(v.mode));
+    auto same = std::find_if(formats.begin(), formats.end(), [&](const Format& f) {
+      return f.support.compute == support.compute && f.support.notes == support.notes;
+    });
+    if (same == formats.end())
+      formats.push_back({{mode}, support});
+    else if (!same->modes.contains(mode))
+      same->modes << mode;
+  }
+  QStringList lines{
+      tr("On %1 (%2):").arg(QString::fromStdString(caps_.device_name), QString::fromStdString(caps_.isa))};
+  for (const Format& f : formats) {
+    lines << QStringLiteral("• %1: %2").arg(f.modes.join(", "), QString::fromStdString(f.support.compute));
+    for (const std::string& note : f.support.notes) lines << QStringLiteral("   %1").arg(QString::fromStdString(note));
   }
   device_text_->setText(lines.join('\n'));
 }
