@@ -263,12 +263,14 @@ class ChartData : public QObject {
     std::vector<SweepVariant> variants;
     for (const SweepVariant& v : sweep_variants())
       if (!mode_info(v.mode).cuda_only) variants.push_back(v);
-    sweep.plan(base, variants, "sweep x");
+    const std::vector<std::string> names = sweep_run_names(variants, base.seed, [](const std::string&) { return false; });
+    sweep.plan(base, variants, names, "sweep x");
     QCOMPARE(sweep.count(), int(variants.size()));
+    QCOMPARE(sweep.tag(), std::string("sweep x"));
     int n = 0;
     while (auto c = sweep.next()) {
       QCOMPARE(c->seed, uint64_t{5});
-      QCOMPARE(c->name, "sweep x " + variants[static_cast<size_t>(n)].key);
+      QCOMPARE(c->name, variants[static_cast<size_t>(n)].key + " · seed 5");
       sweep.finished(100 + n);
       ++n;
     }
