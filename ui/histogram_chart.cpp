@@ -97,6 +97,7 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
     if (!h) {  // a new run, or an epoch without one: nothing drawn, the area under the last outline included
       outlines_[i]->clear();
       if (fill_) fill_->upperSeries()->clear();
+      outlines_[i]->setName(multi(runs) ? QStringLiteral("#%1: none yet").arg(runs[i]->run_id) : tr("none yet"));
       continue;
     }
     const QList<QPointF> points = outline(*h, top);
