@@ -263,7 +263,8 @@ class ChartData : public QObject {
     std::vector<SweepVariant> variants;
     for (const SweepVariant& v : sweep_variants())
       if (!mode_info(v.mode).cuda_only) variants.push_back(v);
-    const std::vector<std::string> names = sweep_run_names(variants, base.seed, [](const std::string&) { return false; });
+    const std::vector<std::string> names =
+        sweep_run_names(variants, base.seed, [](const std::string&) { return false; });
     sweep.plan(base, variants, names, "sweep x");
     QCOMPARE(sweep.count(), int(variants.size()));
     QCOMPARE(sweep.tag(), std::string("sweep x"));
@@ -294,6 +295,46 @@ class ChartData : public QObject {
     QCOMPARE(HistogramChart::pick(r, "weight", 0)->epoch, 3);
     QCOMPARE(HistogramChart::pick(r, "activation", 2)->epoch, 2);
     QVERIFY(HistogramChart::pick(r, "weight", 9) == nullptr);
+  }
+
+  // A run that does not compute in FP16 is shown against FP16's range as a what-if, and says so; an FP16 run's
+  // histogram and skipped steps are its own.
+  void runs_not_in_fp16_show_fp16_as_a_what_if() {
+    const auto run_in = [](const char* mode, int64_t id) {
+      RunSeries r;
+      r.run_id = id;
+      r.config.precision = precision_preset(mode);
+      GradientHistogram h;
+      h.epoch = 1;
+      h.kind = "weight";
+      h.counts.assign(61, 0);
+      h.counts[20] = 10;
+      h.total = 10;
+      h.underflow_fraction = 0.25;
+      r.histograms.push_back(h);
+      return r;
+    };
+    const RunSeries bf16 = run_in("amp-bf16", 7), fp16 = run_in("amp-fp16", 8);
+    ChartPanel panel;
+    const auto names = [&] {
+      QStringList out;
+      for (QAbstractSeries* s : panel.chart("histogram")->chart()->series())
+        if (s->name().startsWith("#") || s->name().contains("FP16:")) out << s->name();
+      return out;
+    };
+    auto* note = panel.findChild<QLabel*>("skippedNote");
+    panel.set_runs({&bf16});
+    QVERIFY2(panel.chart("histogram")->chart()->title().endsWith("what FP16 would do"),
+             qPrintable(panel.chart("histogram")->chart()->title()));
+    QCOMPARE(names(), QStringList{"if FP16: under 25.0 % · over 0.0 %"});
+    QCOMPARE(note->text(), QString("No loss scaling here: no step is ever skipped."));
+    QVERIFY(note->toolTip().startsWith("What FP16 would do"));
+    panel.set_runs({&fp16});
+    QVERIFY(!panel.chart("histogram")->chart()->title().contains("would"));
+    QCOMPARE(names(), QStringList{"in FP16: under 25.0 % · over 0.0 %"});
+    QCOMPARE(note->text(), QString("No skipped steps: no gradients overflowed."));
+    panel.set_runs({&bf16, &fp16});
+    QCOMPARE(names(), (QStringList{"#7 if FP16: 25.0 % / 0.0 %", "#8: 25.0 % / 0.0 %"}));
   }
 
   void numerics_heat_map_fills_live_and_from_the_store() {

@@ -276,13 +276,21 @@ void ChartPanel::resizeEvent(QResizeEvent* event) {
 
 void ChartPanel::update_skipped_note() {
   int64_t total = 0, early = 0;
+  bool scaled = false;  // some run scales its loss: only those skip steps
   for (const RunSeries* r : runs_) {
     const SkippedSteps s = count_skipped(*r);
     total += s.total;
     early += s.early;
+    scaled = scaled || r->config.precision.loss_scale.kind != "off";
   }
   // Short enough for three lines under a narrow chart (a 1280×720 screen); the explanation is the tooltip.
-  if (total == 0) {
+  if (total == 0 && !runs_.empty() && !scaled) {
+    skipped_note_->setText(tr("No loss scaling here: no step is ever skipped."));
+    skipped_note_->setToolTip(
+        tr("What FP16 would do: with FP16 and dynamic loss scaling, a step whose gradients overflow (inf/NaN) is "
+           "skipped and the scale halved. FP32, TF32 and BF16 have FP32's range and scale nothing: their scale stays "
+           "1."));
+  } else if (total == 0) {
     skipped_note_->setText(tr("No skipped steps: no gradients overflowed."));
     skipped_note_->setToolTip(
         tr("With dynamic loss scaling, a step whose gradients overflow (inf/NaN) is skipped and the scale halved."));

@@ -25,6 +25,9 @@ QList<QPointF> outline(const GradientHistogram& h, double& top) {
   return points;
 }
 
+// A run that does not compute in FP16 (fp32, tf32, amp-bf16) is shown against FP16's range as a what-if.
+bool in_fp16(const RunSeries& run) { return mode_info(run.config.precision.mode).format == NumberFormat::Fp16; }
+
 QString percent(double fraction) {
   return fraction > 0 && fraction < 0.001 ? QStringLiteral("%1 %").arg(100 * fraction, 0, 'g', 2)
                                           : QStringLiteral("%1 %").arg(100 * fraction, 0, 'f', 1);
@@ -92,6 +95,7 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
   int lo = -30, hi = 18;
   QStringList fractions;
   QString what;
+  bool what_if = false;  // some run shown is not in FP16
   for (size_t i = 0; i < runs.size(); ++i) {
     const GradientHistogram* h = pick(*runs[i], options.histogram_kind, options.histogram_epoch);
     if (!h) {  // a new run, or an epoch without one: nothing drawn, the area under the last outline included
@@ -109,13 +113,16 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
         lo = std::min(lo, h->min_log2 + static_cast<int>(b) - 1);
         hi = std::max(hi, h->min_log2 + static_cast<int>(b) + 2);
       }
-    // Short legend entries: what FP16 would lose, per run (its id in a comparison).
+    // Short legend entries: what FP16 loses, or would lose ("if FP16"), per run (its id in a comparison).
+    const bool fp16 = in_fp16(*runs[i]);
+    what_if = what_if || !fp16;
     const QString line =
         multi(runs)
-            ? QStringLiteral("#%1: %2 / %3")
+            ? (fp16 ? QStringLiteral("#%1: %2 / %3") : tr("#%1 if FP16: %2 / %3"))
                   .arg(runs[i]->run_id)
                   .arg(percent(h->underflow_fraction), percent(h->overflow_fraction))
-            : tr("in FP16: under %1 · over %2").arg(percent(h->underflow_fraction), percent(h->overflow_fraction));
+            : (fp16 ? tr("in FP16: under %1 · over %2") : tr("if FP16: under %1 · over %2"))
+                  .arg(percent(h->underflow_fraction), percent(h->overflow_fraction));
     fractions << line;
     outlines_[i]->setName(line);
     what = tr("epoch %1, scale %2").arg(h->epoch).arg(h->loss_scale, 0, 'g', 6);
@@ -129,9 +136,11 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
   if (fractions.isEmpty())
     chart()->setTitle(tr("%1 gradients: none yet (one per epoch)").arg(kind));
   else if (!multi(runs))
-    chart()->setTitle(tr("%1 gradients (%2)").arg(kind, what));
+    chart()->setTitle(what_if ? tr("%1 gradients (%2): what FP16 would do").arg(kind, what)
+                              : tr("%1 gradients (%2)").arg(kind, what));
   else
-    chart()->setTitle(tr("%1 gradients against FP16's range").arg(kind));  // fractions: the table
+    chart()->setTitle(what_if ? tr("%1 gradients: what FP16 would do (\"if FP16\")").arg(kind)
+                              : tr("%1 gradients against FP16's range").arg(kind));  // fractions: the table
 }
 
 }  // namespace ampwb::ui

@@ -1,6 +1,7 @@
 // The gradient histogram of one epoch (the latest by default): how many gradient values fall in each power of two,
 // as stored during backward (times the loss scale when the run scales its loss), with FP16's representable range
-// (2^-24 … 65504) shaded and the fractions that FP16 would flush to zero (underflow) or to inf (overflow).
+// (2^-24 … 65504) shaded and the fractions that FP16 would flush to zero (underflow) or to inf (overflow). For a run
+// that does not compute in FP16 (fp32, tf32, amp-bf16) the title and legend say it is a what-if ("if FP16").
 #pragma once
 
 #include "metric_chart.h"
