@@ -116,13 +116,12 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
     // Short legend entries: what FP16 loses, or would lose ("if FP16"), per run (its id in a comparison).
     const bool fp16 = in_fp16(*runs[i]);
     what_if = what_if || !fp16;
-    const QString line =
-        multi(runs)
-            ? (fp16 ? QStringLiteral("#%1: %2 / %3") : tr("#%1 if FP16: %2 / %3"))
-                  .arg(runs[i]->run_id)
-                  .arg(percent(h->underflow_fraction), percent(h->overflow_fraction))
-            : (fp16 ? tr("in FP16: under %1 · over %2") : tr("if FP16: under %1 · over %2"))
-                  .arg(percent(h->underflow_fraction), percent(h->overflow_fraction));
+    const QString under = percent(h->underflow_fraction), over = percent(h->overflow_fraction);
+    QString line;
+    if (multi(runs))
+      line = (fp16 ? QStringLiteral("#%1: %2 / %3") : tr("#%1 if FP16: %2 / %3")).arg(runs[i]->run_id).arg(under, over);
+    else
+      line = (fp16 ? tr("in FP16: under %1 · over %2") : tr("if FP16: under %1 · over %2")).arg(under, over);
     fractions << line;
     outlines_[i]->setName(line);
     what = tr("epoch %1, scale %2").arg(h->epoch).arg(h->loss_scale, 0, 'g', 6);
