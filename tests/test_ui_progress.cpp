@@ -21,6 +21,7 @@
 #include "metric_chart.h"
 #include "run_controls.h"
 #include "run_progress.h"
+#include "run_series.h"
 #include "run_setup_panel.h"
 #include "test_ui_util.h"
 #include "train/observer_list.h"
@@ -153,6 +154,20 @@ class ProgressThroughTheUi : public QObject {
     QCOMPARE(bar->text(), QStringLiteral("epoch 1/2 · validating %1/%2 · 4.0 s left · 50%")
                               .arg(locale.toString(1000), locale.toString(3000)));
     QCOMPARE(eta->text(), QString("ETA 20 s"));
+  }
+
+  // Validation progress moves the bar, not the charts: a batch of it alone is handed over but redraws none.
+  void validation_progress_alone_redraws_no_chart() {
+    RunSeries run;
+    EventBatch steps;
+    steps.steps.push_back(step_at(1, 0, 0.1));
+    run.append(steps);
+    const uint64_t drawn = run.revision;
+    EventBatch progress;
+    progress.validations.push_back({1, 8, 20, 0.1});
+    QVERIFY(!progress.empty());
+    run.append(progress);
+    QCOMPARE(run.revision, drawn);
   }
 
   // A run through the window validates on the number of images the setup panel names, says so in its notes, and

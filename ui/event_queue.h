@@ -27,9 +27,11 @@ struct EventBatch {
   std::optional<PrecisionDivergence> divergence;  // at the end of a finished low-precision run
   std::optional<RunEnd> ended;
 
-  bool empty() const {
-    return !started && run_id == 0 && steps.empty() && epochs.empty() && validations.empty() && histograms.empty() &&
-           layer_numerics.empty() && overflows.empty() && checkpoints.empty() && !divergence && !ended;
+  bool empty() const { return validations.empty() && nothing_but_progress(); }
+  // Validation progress alone, or nothing: what no chart draws.
+  bool nothing_but_progress() const {
+    return !started && run_id == 0 && steps.empty() && epochs.empty() && histograms.empty() && layer_numerics.empty() &&
+           overflows.empty() && checkpoints.empty() && !divergence && !ended;
   }
 };
 

@@ -27,7 +27,7 @@ void RunSeries::append(const EventBatch& batch) {
   layer_numerics.insert(layer_numerics.end(), batch.layer_numerics.begin(), batch.layer_numerics.end());
   if (batch.divergence) divergence = batch.divergence;
   if (batch.ended) status = batch.ended->status;
-  if (!batch.empty()) ++revision;
+  if (!batch.nothing_but_progress()) ++revision;  // validation progress is not drawn: no chart redraws for it
   if (batch.started || !batch.epochs.empty() || !batch.histograms.empty() || !batch.layer_numerics.empty() ||
       batch.divergence || batch.ended)
     ++epoch_revision;
