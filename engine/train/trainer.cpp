@@ -374,7 +374,8 @@ RunEnd Trainer::train() {
   if (validation_data.size() == 0) info.notes.push_back("no validation images: validation is not measured");
   if (const int64_t all = dataset.report().validation_images_before_limit; all > validation_data.size())
     info.notes.push_back("validated on " + counted(validation_data.size()) + " of " + counted(all) +
-                         " images, the same ones every epoch (--max-val-images sets how many; 0: all)");
+                         " images, the same ones every epoch (Validation images in the workbench, --max-val-images "
+                         "in ampwb train; 0: all)");
   if (deferred)
     info.notes.push_back(
         "no step waits for the device: each step's numbers are read one step later, and a skipped "
