@@ -23,6 +23,7 @@
 
 #include "chart_export.h"
 #include "chart_factory.h"
+#include "chart_panel.h"
 #include "file_dialogs.h"
 #include "main_window.h"
 #include "run_series.h"
@@ -162,6 +163,53 @@ class ExportCharts : public QObject {
       QVERIFY2(svg.contains(QByteArray::fromStdString(a.label)) && svg.contains(QByteArray::fromStdString(b.label)),
                qPrintable(f));
     }
+  }
+
+  // Grouped by precision, the loss and accuracy charts draw each group's mean ± std and name it under the chart; the
+  // epoch-time and histogram charts draw no groups, and their exports name none.
+  void only_charts_that_draw_groups_name_them() {
+    RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
+    RunSeries a = load_run_series(store, a_), b = load_run_series(store, b_);
+    ChartOptions grouped;
+    grouped.group_by = "precision.mode";
+    for (const QString& metric : {QString("accuracy"), QString("epoch-time"), QString("histogram")}) {
+      const QString path = dir_.filePath("grouped-" + metric + ".svg");
+      export_chart(metric, {&a, &b}, grouped, path);
+      check_svg(path);
+      const QByteArray svg = read(path);
+      QVERIFY2(svg.contains(QByteArray::fromStdString(a.label)), qPrintable(metric));  // the runs, always
+      QCOMPARE(svg.count("mean ± std"), metric == "accuracy" ? 2 : 0);
+    }
+  }
+
+  // The export format chosen last is the one the next export offers, for one chart and for all of them.
+  void the_export_format_is_remembered() {
+    RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
+    RunSeries a = load_run_series(store, a_);
+    ChartPanel panel;
+    panel.set_runs({&a});
+    QString offered_filter, offered_name;
+    const auto answer = [&](const QString& file) {  // the save dialog, once it is up: what it offers, then `file`
+      QTimer::singleShot(0, &panel, [&, file] {
+        auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+        if (!dialog) return;
+        offered_filter = dialog->selectedNameFilter();
+        offered_name = dialog->findChild<QLineEdit*>()->text();
+        if (file.isEmpty()) return dialog->reject();
+        dialog->findChild<QLineEdit*>()->setText(file);
+        QTest::keyClick(dialog->findChild<QLineEdit*>(), Qt::Key_Return);
+      });
+    };
+    answer(dir_.filePath("remembered-loss.svg"));
+    panel.export_one(panel.chart("loss"));
+    QVERIFY2(offered_filter.contains("*.png"), qPrintable(offered_filter));  // the first time: PNG
+    QVERIFY2(offered_name.endsWith("-loss.png"), qPrintable(offered_name));
+    check_svg(dir_.filePath("remembered-loss.svg"));
+    answer({});
+    panel.export_one(panel.chart("accuracy"));
+    QVERIFY2(offered_filter.contains("*.svg"), qPrintable(offered_filter));
+    QVERIFY2(offered_name.endsWith("-accuracy.svg"), qPrintable(offered_name));
+    QCOMPARE(QSettings().value("export/format").toString(), QString("svg"));
   }
 
   void csv_reports() {

@@ -37,13 +37,14 @@ struct LegendEntry {
   QString text;
 };
 
-std::vector<LegendEntry> run_legend(const RunList& runs, const ChartOptions& options) {
+// The groups' entries only under a chart that draws them (the epoch-time chart has no mean ± std).
+std::vector<LegendEntry> run_legend(const RunList& runs, const ChartOptions& options, bool groups) {
   std::vector<LegendEntry> entries;
   if (runs.size() < 2) return entries;
   for (size_t i = 0; i < runs.size(); ++i)
     entries.push_back({run_color(static_cast<int>(i)), QString::fromStdString(runs[i]->label)});
   const std::string key = options.group_by.toStdString();
-  if (!key.empty())
+  if (groups && !key.empty())
     for (const RunGroup& g : group_runs(runs, key)) {
       const auto first = std::find(runs.begin(), runs.end(), g.runs.front()) - runs.begin();
       entries.push_back({run_color(static_cast<int>(first)),
@@ -97,7 +98,8 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
   const QString format = export_format(path);
   std::unique_ptr<MetricChart> view(make_chart(metric));
   if (!view) throw Error("unknown chart '" + metric.toStdString() + "'");
-  const std::vector<LegendEntry> legend = run_legend(runs, options);
+  view->update_from(runs, options);  // builds its series: whether it draws groups is known then
+  const std::vector<LegendEntry> legend = run_legend(runs, options, view->draws_groups());
   const QFont legend_font = view->chart()->legend()->font();
   const QSize chart_size(
       size.width(),

@@ -307,14 +307,19 @@ void ChartPanel::update_skipped_note() {
 void ChartPanel::export_one(MetricChart* chart) {
   QSettings settings;
   const QString dir = settings.value("export/folder", QDir::homePath()).toString();
-  QString selected = tr("PNG image (*.png)");
+  const QStringList formats{"png", "svg", "pdf"};
+  const QStringList filters{tr("PNG image (*.png)"), tr("SVG drawing (*.svg)"), tr("PDF document (*.pdf)")};
+  // The format chosen last time, offered first.
+  const int last = std::max<int>(0, formats.indexOf(settings.value("export/format", "png").toString()));
+  QString selected = filters[last];
   const QString path = choose_save_file(this, tr("Export %1").arg(chart->title()),
-                                        QDir(dir).filePath(prefix_ + "-" + chart->metric_key() + ".png"),
-                                        tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"), &selected);
+                                        QDir(dir).filePath(prefix_ + "-" + chart->metric_key() + "." + formats[last]),
+                                        filters.join(";;"), &selected);
   if (path.isEmpty()) return;
   settings.setValue("export/folder", QFileInfo(path).absolutePath());
   try {
     export_chart(chart->metric_key(), runs_, options(), path);
+    settings.setValue("export/format", export_format(path));
     Q_EMIT status_message(tr("Exported %1").arg(path));
   } catch (const std::exception& e) {
     plain_message(this, QMessageBox::Warning, tr("Export"), QString::fromUtf8(e.what()));  // it quotes the path
@@ -327,10 +332,12 @@ void ChartPanel::export_all() {
       choose_folder(this, tr("Export all charts into"), settings.value("export/folder", QDir::homePath()).toString());
   if (folder.isEmpty()) return;
   bool ok = false;
-  const QString format =
-      QInputDialog::getItem(this, tr("Export all charts"), tr("Format"), {"png", "svg", "pdf"}, 0, false, &ok);
+  const QStringList formats{"png", "svg", "pdf"};
+  const int last = std::max<int>(0, formats.indexOf(settings.value("export/format", "png").toString()));
+  const QString format = QInputDialog::getItem(this, tr("Export all charts"), tr("Format"), formats, last, false, &ok);
   if (!ok) return;
   settings.setValue("export/folder", folder);
+  settings.setValue("export/format", format);
   try {
     const QStringList files = export_all_charts(runs_, options(), folder, prefix_, format);
     Q_EMIT status_message(tr("Exported %1 charts into %2").arg(files.size()).arg(folder));

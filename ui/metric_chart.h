@@ -46,6 +46,8 @@ class MetricChart : public QChartView {
 
   // The legend under the plot (chart_legend.h): its entries wrap into rows rather than being cut short.
   ChartLegend* wrapping_legend() const { return legend_; }
+  // Whether it draws the runs' groups (mean ± std by ChartOptions::group_by): the loss and accuracy charts do.
+  bool draws_groups() const { return !groups_.empty(); }
   int series_count() const;
   qsizetype point_count() const;  // points drawn over all XY series (tests)
 
