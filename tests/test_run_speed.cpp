@@ -9,6 +9,7 @@
 #include <random>
 
 #include "store/run_speed.h"
+#include "train/alternating_benchmark.h"
 
 namespace ampwb {
 namespace {
@@ -97,6 +98,48 @@ TEST(RunSpeed, ARealSpeedUpIsDistinguishableAndItsIntervalHoldsIt) {
   ASSERT_EQ(one.steps, 1);
   EXPECT_FALSE(speed_up(one, fp32).distinguishable());
   EXPECT_NE(speed_up_text(speed_up(one, fp32)).find("too few steps for an interval"), std::string::npos);
+}
+
+// Rounds timed in alternation: the median of the rounds' ratios, and from 6 rounds an interval from the smallest
+// ratio to the largest.
+TEST(RunSpeed, RoundsTimedInAlternationGiveTheMedianRatioAndItsRange) {
+  const std::vector<double> fp32{100, 90, 110, 100, 95, 105}, bf16{150, 144, 154, 160, 133, 168};
+  const SpeedUp s = speed_up_over_rounds(bf16, fp32);
+  // Ratios 1.5, 1.6, 1.4, 1.6, 1.4, 1.6: the median 1.55, from 1.4 to 1.6.
+  EXPECT_NEAR(s.ratio, 1.55, 1e-12);
+  EXPECT_NEAR(s.low, 1.4, 1e-12);
+  EXPECT_NEAR(s.high, 1.6, 1e-12);
+  EXPECT_TRUE(s.distinguishable());
+  const SpeedUp few = speed_up_over_rounds({150, 144}, {100, 90});
+  EXPECT_NEAR(few.ratio, 1.55, 1e-12);
+  EXPECT_FALSE(few.distinguishable()) << "two rounds bound nothing";
+  AlternatingSpeed timed{{7, 9}, {fp32, bf16}, 6, "synthetic 16 px images, batch 8"};
+  EXPECT_NEAR(alternating_speed_up(timed, 9, 7).ratio, 1.55, 1e-12);
+  EXPECT_FALSE(alternating_speed_up(timed, 9, 8).known()) << "run 8 was not timed with them";
+}
+
+// Real benchmarks, each configuration once a round in a rotated order, each round's speed from its own steps.
+TEST(AlternatingBenchmark, EachRoundTimesEveryConfigurationInARotatedOrder) {
+  TrainConfig c;
+  c.depth = 20;
+  c.batch_size = 4;
+  c.threads = 1;
+  BenchConfig fp32 = bench_config_of(c, 8, 2);
+  c.precision = precision_preset("amp-bf16");
+  BenchConfig bf16 = bench_config_of(c, 8, 2);
+  EXPECT_EQ(fp32.image_size, 8);
+  EXPECT_EQ(bf16.precision, PrecisionMode::AmpBf16);
+  std::vector<std::pair<int, int>> turns;
+  const auto ips = time_in_alternation({fp32, bf16}, {.rounds = 3, .warmup = 1, .steps = 2},
+                                       [&](int round, int config) { turns.emplace_back(round, config); });
+  EXPECT_EQ(turns, (std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 1}, {1, 0}, {2, 0}, {2, 1}}));
+  ASSERT_EQ(ips.size(), 2u);
+  for (const auto& rounds : ips) {
+    ASSERT_EQ(rounds.size(), 3u);
+    for (double v : rounds) EXPECT_GT(v, 0);
+  }
+  std::atomic<bool> cancel{true};
+  EXPECT_TRUE(time_in_alternation({fp32, bf16}, {}, {}, &cancel)[0].empty()) << "cancelled before the first turn";
 }
 
 TEST(RunSpeed, TheWarningNamesTheBusyRunAndRunsUnderDifferentLoads) {

@@ -31,10 +31,12 @@
 #include "main_window.h"
 #include "metric_chart.h"
 #include "run_groups.h"
+#include "run_controls.h"
 #include "runs_model.h"
 #include "runs_view.h"
 #include "store/run_compare.h"
 #include "store/run_report.h"
+#include "store/run_speed.h"
 #include "store/run_store.h"
 #include "store/time_comparison.h"
 #include "sweep.h"
@@ -461,6 +463,24 @@ class CompareRuns : public QObject {
     QCOMPARE(store.run(ids[0]).tags, tags);
     auto* baseline = w.compare_view()->findChild<QComboBox*>("baseline");
     QCOMPARE(baseline->itemText(0), QString::fromStdString(std::to_string(ids[0]) + " · fp32 · seed 0"));
+
+    // After its trainings the sweep timed its configurations in alternation, and the comparison shows the result.
+    const std::optional<AlternatingSpeed> timed = store.alternating_speed(ids[1]);
+    QVERIFY(timed.has_value());
+    QCOMPARE(timed->runs, ids);
+    QCOMPARE(store.alternating_speed(ids[0])->images_per_second, timed->images_per_second);
+    QCOMPARE(timed->images_per_second.size(), size_t{3});
+    for (const std::vector<double>& rounds : timed->images_per_second) {
+      QCOMPARE(rounds.size(), static_cast<size_t>(AlternatingOptions{}.rounds));
+      for (double ips : rounds) QVERIFY(ips > 0);
+    }
+    const QString label = "speed-up vs run " + QString::number(ids[0]) + ", timed in alternation (sweep)";
+    QCOMPARE(w.compare_view()->table_model()->value(label, 0), QString("baseline"));
+    const SpeedUp bf16 = speed_up_over_rounds(timed->images_per_second[1], timed->images_per_second[0]);
+    QVERIFY2(w.compare_view()->table_model()->value(label, 1).startsWith(QString::fromStdString(speed_up_text(bf16))),
+             qPrintable(w.compare_view()->table_model()->value(label, 1)));
+    QVERIFY(w.compare_view()->table_model()->value(label, 1).contains("synthetic 16 px images, batch 8"));
+    QCOMPARE(w.findChild<RunControls*>()->state(), RunControls::State::Idle);  // the window is free again
   }
 
   void a_second_sweep_on_the_same_seed_takes_free_names() {

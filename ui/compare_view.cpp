@@ -111,7 +111,7 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
     series.push_back(std::make_unique<RunSeries>(load_run_series(store_, id)));
     records.push_back(store_.run(id));
     compared.push_back({records.back(), series.back()->epochs, series.back()->histograms, series.back()->steps,
-                        store_.epoch_times(id)});
+                        store_.epoch_times(id), store_.alternating_speed(id)});
     configs.push_back(series.back()->config);
   }
   ids_ = ids;

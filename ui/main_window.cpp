@@ -2,6 +2,8 @@
 // runs view, the comparison and the sweep.
 #include "main_window.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -221,8 +223,10 @@ void MainWindow::build_menus() {
   help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
 }
 
+bool MainWindow::busy() const { return session_->running() || sweep_timing_; }
+
 void MainWindow::update_actions() {
-  const bool running = session_->running();
+  const bool running = busy();
   train_action_->setEnabled(!running && setup_->train_problem().isEmpty());
   sweep_action_->setEnabled(!running);
   pause_action_->setEnabled(running);
@@ -239,7 +243,7 @@ std::string MainWindow::checkpoint_folder() const {
 }
 
 bool MainWindow::start_training() {
-  if (session_->running()) return false;
+  if (busy()) return false;
   if (const QString problem = setup_->train_problem(); !problem.isEmpty()) {  // Ctrl+R while Train is disabled
     controls_->set_status(tr("Not started: %1").arg(problem));
     return false;
@@ -391,6 +395,11 @@ void MainWindow::toggle_pause() {
 }
 
 void MainWindow::stop_training() {
+  if (sweep_timing_) {
+    sweep_timing_->stop();
+    controls_->set_status(tr("Stopping the sweep's timing after the current configuration's turn…"));
+    return;
+  }
   if (!session_->running()) return;
   sweep_.cancel();
   session_->stop();
@@ -400,7 +409,7 @@ void MainWindow::stop_training() {
 }
 
 void MainWindow::show_sweep_dialog(bool seed_article_preset) {
-  if (session_->running()) return;
+  if (busy()) return;
   if (const QString problem = setup_->train_problem(); !problem.isEmpty()) {  // its runs take the panel's settings
     controls_->set_status(tr("Not started: %1").arg(problem));
     return;
@@ -422,7 +431,7 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
 }
 
 void MainWindow::start_sweep(const TrainConfig& base, const std::vector<SweepVariant>& variants) {
-  if (session_->running()) return;
+  if (busy()) return;
   // Names taken by an earlier sweep on the same seed are not given again: its runs would be refused.
   const std::vector<std::string> names = sweep_run_names(variants, base.seed, [&](const std::string& name) {
     try {
@@ -443,6 +452,59 @@ void MainWindow::start_next_sweep_run() {
   }
   const std::vector<int64_t> ids = sweep_.run_ids();
   if (ids.empty()) return;
+  // Every run trained to its end: their speed-up is measured as benchmarks are, in alternation.
+  const bool all_finished = std::all_of(ids.begin(), ids.end(), [&](int64_t id) {
+    try {
+      return store_->run(id).status == RunStatus::Finished;
+    } catch (const std::exception&) {
+      return false;
+    }
+  });
+  if (all_finished && ids.size() >= 2)
+    time_sweep(ids);
+  else
+    finish_sweep(ids);
+}
+
+void MainWindow::time_sweep(const std::vector<int64_t>& ids) {
+  try {
+    sweep_timing_ = std::make_unique<SweepTiming>(*store_, ids);
+  } catch (const std::exception& e) {
+    show_status(tr("The sweep's configurations were not timed in alternation: %1").arg(QString::fromUtf8(e.what())),
+                10000);
+    finish_sweep(ids);
+    return;
+  }
+  controls_->set_state(RunControls::State::Preparing);
+  controls_->set_status(tr("Sweep: timing its %1 configurations in alternation for their speed-up…").arg(ids.size()));
+  update_actions();
+  connect(sweep_timing_.get(), &SweepTiming::progress, this, [this](const QString& what) {
+    controls_->set_status(tr("Sweep: timing its configurations in alternation for their speed-up, %1").arg(what));
+  });
+  connect(sweep_timing_.get(), &SweepTiming::finished, this,
+          [this, ids](const AlternatingSpeed& timed, const QString& error) {
+            const AlternatingOptions planned;
+            const bool complete = error.isEmpty() && !timed.images_per_second.empty() &&
+                                  timed.images_per_second.front().size() == static_cast<size_t>(planned.rounds);
+            QString said = complete ? QString() : error.isEmpty() ? tr("stopped") : error;
+            if (complete) {
+              try {
+                store_->add_alternating_speed(timed);
+              } catch (const std::exception& e) {
+                said = QString::fromUtf8(e.what());
+              }
+            }
+            sweep_timing_.release()->deleteLater();  // its thread has ended; the object goes after this signal
+            controls_->set_state(RunControls::State::Idle);
+            update_actions();
+            finish_sweep(ids);
+            if (!said.isEmpty())
+              show_status(tr("Sweep done: %1 runs compared; not timed in alternation (%2)").arg(ids.size()).arg(said),
+                          10000);
+          });
+}
+
+void MainWindow::finish_sweep(const std::vector<int64_t>& ids) {
   open_runs(ids);
   show_status(tr("Sweep done: %1 runs compared").arg(ids.size()), 10000);
   Q_EMIT sweep_finished(ids);

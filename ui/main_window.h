@@ -10,6 +10,7 @@
 #include "run_progress.h"
 #include "run_series.h"
 #include "sweep.h"
+#include "sweep_timing.h"
 #include "train/scale_collapse.h"
 #include "training_session.h"
 
@@ -70,6 +71,9 @@ class MainWindow : public QMainWindow {
   // Starts a run; returns why not (empty when it started).
   QString start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled);
   void start_next_sweep_run();
+  void time_sweep(const std::vector<int64_t>& ids);    // its configurations in alternation, then finish_sweep
+  void finish_sweep(const std::vector<int64_t>& ids);  // opens the comparison
+  bool busy() const;                                   // a run trains, or a sweep is being timed
   void on_events(const EventBatch& batch);
   void on_finished(qint64 run_id, const RunEnd& end, const QString& store_error);
   // Feeds the batch's steps and overflow reports to the watch; a collapse shows the banner, naming the layers.
@@ -85,6 +89,7 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<RunStore> store_;  // the UI thread's connection (the session opens its own)
   TrainingSession* session_ = nullptr;
   Sweep sweep_;
+  std::unique_ptr<SweepTiming> sweep_timing_;
   std::unique_ptr<RunSeries> live_;
   RunProgress progress_;
   ScaleCollapseWatch collapse_watch_;  // the live run's alarm (the diagnosis' scale_collapse rule, while it trains)

@@ -35,7 +35,8 @@ std::string g_text(const char* format, double value) {
 std::vector<ComparedRun> load_compared_runs(const RunStore& store, const std::vector<int64_t>& ids) {
   std::vector<ComparedRun> runs;
   for (int64_t id : ids)
-    runs.push_back({store.run(id), store.epochs(id), store.histograms(id), store.steps(id), store.epoch_times(id)});
+    runs.push_back({store.run(id), store.epochs(id), store.histograms(id), store.steps(id), store.epoch_times(id),
+                    store.alternating_speed(id)});
   return runs;
 }
 
@@ -103,6 +104,19 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   add("speed-up vs run " + (n ? std::to_string(runs[c.baseline].record.id) : std::string()),
       [&](size_t i) { return i == c.baseline ? std::string("baseline") : speed_up_text(c.speedups[i]); });
   add("machine load while training", [&](size_t i) { return machine_load_text(loads[i].load); });
+  // A sweep's speed-up, timed in alternation after its trainings: shown where a run and the baseline were timed so.
+  const int64_t base_id = n ? runs[c.baseline].record.id : 0;
+  std::vector<std::string> timed_together(n, "-");
+  for (size_t i = 0; i < n; ++i)
+    if (const auto& timed = runs[i].alternating; timed && i != c.baseline)
+      if (const SpeedUp s = alternating_speed_up(*timed, runs[i].record.id, base_id); s.known())
+        timed_together[i] = speed_up_text(s) + ", " + std::to_string(timed->images_per_second.front().size()) +
+                            " rounds of " + std::to_string(timed->steps_per_round) + " steps on " + timed->data;
+  if (std::any_of(timed_together.begin(), timed_together.end(), [](const std::string& t) { return t != "-"; })) {
+    timed_together[c.baseline] = "baseline";
+    add("speed-up vs run " + std::to_string(base_id) + ", timed in alternation (sweep)",
+        [&](size_t i) { return timed_together[i]; });
+  }
   add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });
   add("final loss scale", completed([](const RunSummary& s) { return number_text(s.final_loss_scale); }));
   add("peak memory", [&](size_t i) { return mebibytes_text(c.summaries[i].peak_bytes); });

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct ComparedRun {
   std::vector<GradientHistogram> histograms;  // for the FP16 underflow and overflow rows
   std::vector<StepReport> steps;              // for the speed (store/run_speed.h)
   std::vector<EpochTimes> times;              // for the time split and the machine's load
+  std::optional<AlternatingSpeed> alternating;  // its sweep's speeds timed in alternation, if it had one
 };
 
 // The run's speed and time breakdown.

@@ -93,6 +93,25 @@ SpeedUp speed_up(const RunSpeed& run, const RunSpeed& baseline) {
   return s;
 }
 
+SpeedUp speed_up_over_rounds(const std::vector<double>& run, const std::vector<double>& baseline) {
+  std::vector<double> ratios;
+  for (size_t r = 0; r < run.size() && r < baseline.size(); ++r)
+    if (run[r] > 0 && baseline[r] > 0) ratios.push_back(run[r] / baseline[r]);
+  SpeedUp s;
+  if (ratios.empty()) return s;
+  s.ratio = quantile(ratios, 0.5);
+  s.low = 0, s.high = std::numeric_limits<double>::infinity();
+  if (ratios.size() >= kIntervalRounds) s.low = ratios.front(), s.high = ratios.back();  // sorted by quantile()
+  return s;
+}
+
+SpeedUp alternating_speed_up(const AlternatingSpeed& timed, int64_t run, int64_t baseline) {
+  const auto at = [&](int64_t id) { return std::find(timed.runs.begin(), timed.runs.end(), id) - timed.runs.begin(); };
+  const size_t r = static_cast<size_t>(at(run)), b = static_cast<size_t>(at(baseline));
+  if (r >= timed.images_per_second.size() || b >= timed.images_per_second.size()) return {};
+  return speed_up_over_rounds(timed.images_per_second[r], timed.images_per_second[b]);
+}
+
 std::string speed_up_text(const SpeedUp& s) {
   if (!s.known()) return "-";
   std::string out = ratio_number(s.ratio) + "\u00d7";

@@ -19,6 +19,7 @@
 
 #include "train/events.h"
 #include "train/machine_load.h"
+#include "train/run_details.h"
 
 namespace ampwb {
 
@@ -51,6 +52,16 @@ struct SpeedUp {
 };
 
 SpeedUp speed_up(const RunSpeed& run, const RunSpeed& baseline);
+
+// Timed in alternation (train/alternating_benchmark.h): the images/s of each round, the run's and the baseline's.
+// The speed-up is the median of the rounds' ratios; its interval runs from the smallest to the largest, which holds
+// the median ratio with probability 1 - 2^(1 - rounds): 97% for 6 rounds, too little (no interval) below 6.
+constexpr size_t kIntervalRounds = 6;
+SpeedUp speed_up_over_rounds(const std::vector<double>& run, const std::vector<double>& baseline);
+
+// The speed-up of run `run` over run `baseline` from their sweep's alternating record; unknown when it holds
+// neither.
+SpeedUp alternating_speed_up(const AlternatingSpeed& timed, int64_t run, int64_t baseline);
 
 // "1.32× (95% interval 1.25–1.40)", "0.98× (95% interval 0.93–1.04): not distinguishable from 1.0×", "-".
 std::string speed_up_text(const SpeedUp& s);

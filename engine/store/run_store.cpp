@@ -109,6 +109,21 @@ const char* const kMigrations[] = {
       ALTER TABLE run_details_4 RENAME TO run_details;
       CREATE INDEX run_details_by_run ON run_details(run_id, kind, step);
     )sql",
+    // 4 -> 5: a new kind of run detail, a sweep's speeds timed in alternation; rebuilt as 3 -> 4 was.
+    R"sql(
+      CREATE TABLE run_details_5(
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL
+          CHECK (kind IN ('layer_numerics', 'overflow', 'epoch_times', 'confusion', 'divergence',
+                          'alternating_speed')),
+        epoch INTEGER NOT NULL, step INTEGER NOT NULL,
+        body_json TEXT NOT NULL);
+      INSERT INTO run_details_5(rowid, run_id, kind, epoch, step, body_json)
+        SELECT rowid, run_id, kind, epoch, step, body_json FROM run_details ORDER BY rowid;
+      DROP TABLE run_details;
+      ALTER TABLE run_details_5 RENAME TO run_details;
+      CREATE INDEX run_details_by_run ON run_details(run_id, kind, step);
+    )sql",
 };
 static_assert(std::size(kMigrations) == RunStore::kSchemaVersion, "one migration per schema version");
 

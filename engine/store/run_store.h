@@ -38,7 +38,7 @@ namespace ampwb {
 
 class RunStore {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
   static constexpr int32_t kApplicationId = 0x414d5057;  // "AMPW"
 
   enum class Mode {
@@ -82,6 +82,8 @@ class RunStore {
   void add_confusion(int64_t run, const ConfusionMatrix& confusion);
   // The run's precision divergence (one a run, at its end): recorded again, it replaces the one of its epoch.
   void add_divergence(int64_t run, const PrecisionDivergence& divergence);
+  // A sweep's speeds timed in alternation, kept with each of its runs (recorded again, it replaces the last).
+  void add_alternating_speed(const AlternatingSpeed& speed);
   // Replaces an earlier checkpoint of the run at the same path (the file was overwritten).
   void add_checkpoint(int64_t run, const CheckpointInfo& checkpoint);
   // One more of the run's notes (RunInfo::notes), as the trainer meets it.
@@ -107,6 +109,8 @@ class RunStore {
   std::vector<ConfusionMatrix> confusion_matrices(int64_t run) const;  // by epoch
   // The run's precision divergence, if it was measured (a finished run in a low-precision mode).
   std::optional<PrecisionDivergence> divergence(int64_t run) const;
+  // The speeds of the run's sweep timed in alternation, if it was timed so.
+  std::optional<AlternatingSpeed> alternating_speed(int64_t run) const;
   std::vector<CheckpointInfo> checkpoints(int64_t run) const;  // oldest first; the last one resumes the run
   bool recording(int64_t run) const;                           // a live process records this run now
 

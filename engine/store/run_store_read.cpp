@@ -164,6 +164,12 @@ std::optional<PrecisionDivergence> RunStore::divergence(int64_t run) const {
   return std::move(measured.back());  // the last epoch's
 }
 
+std::optional<AlternatingSpeed> RunStore::alternating_speed(int64_t run) const {
+  std::vector<AlternatingSpeed> timed = details<AlternatingSpeed>(run, "alternating_speed");
+  if (timed.empty()) return std::nullopt;
+  return std::move(timed.back());
+}
+
 std::vector<GradientHistogram> RunStore::histograms(int64_t run) const {
   std::vector<GradientHistogram> out;
   SqliteStatement q(*db_,

@@ -234,6 +234,18 @@ void RunStore::add_divergence(int64_t run, const PrecisionDivergence& divergence
   replace_epoch_detail(run, "divergence", divergence.epoch, nlohmann::json(divergence).dump());
 }
 
+void RunStore::add_alternating_speed(const AlternatingSpeed& speed) {
+  require_writable("record speeds timed in alternation");
+  SqliteTransaction t(*db_);
+  const std::string json = nlohmann::json(speed).dump();
+  for (int64_t run : speed.runs) {
+    SqliteStatement replace(*db_, "DELETE FROM run_details WHERE run_id = ? AND kind = 'alternating_speed'");
+    replace.bind(1, run).run();
+    insert_detail(run, "alternating_speed", 0, 0, json);
+  }
+  t.commit();
+}
+
 void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {
   require_writable("record a checkpoint");
   // A checkpoint written to the path of an earlier one replaced it: only the newest row may point at the file.

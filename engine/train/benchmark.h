@@ -54,4 +54,7 @@ struct BenchResult {
 
 BenchResult run_benchmark(const BenchConfig& config);
 
+// A convolution algorithm by its name in TrainConfig::conv_algorithm ("auto", "direct", "winograd", "measured").
+ConvAlgorithm conv_algorithm_named(const std::string& name);
+
 }  // namespace ampwb

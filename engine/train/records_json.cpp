@@ -21,6 +21,8 @@ void to_json(nlohmann::json& j, const OverflowReport& o) { write_fields(j, o); }
 void from_json(const nlohmann::json& j, OverflowReport& o) { read_fields(j, o, "overflow report"); }
 void to_json(nlohmann::json& j, const EpochTimes& t) { write_fields(j, t); }
 void from_json(const nlohmann::json& j, EpochTimes& t) { read_fields(j, t, "time breakdown"); }
+void to_json(nlohmann::json& j, const AlternatingSpeed& a) { write_fields(j, a); }
+void from_json(const nlohmann::json& j, AlternatingSpeed& a) { read_fields(j, a, "speed timed in alternation"); }
 void to_json(nlohmann::json& j, const ConfusionMatrix& m) { write_fields(j, m); }
 void from_json(const nlohmann::json& j, ConfusionMatrix& m) { read_fields(j, m, "confusion matrix"); }
 void to_json(nlohmann::json& j, const LayerDivergence& l) { write_fields(j, l); }

@@ -54,6 +54,15 @@ struct EpochTimes {
   double other_seconds() const { return step_seconds - data_wait_seconds - op_total_seconds(); }
 };
 
+// A sweep's speeds timed in alternation after its trainings (train/alternating_benchmark.h), kept with each of
+// its runs: the speed-up of any two of them is the ratio of their rounds (store/run_speed.h).
+struct AlternatingSpeed {
+  std::vector<int64_t> runs;                           // the sweep's runs
+  std::vector<std::vector<double>> images_per_second;  // [run][round]
+  int64_t steps_per_round = 0;                         // timed steps of each configuration a round
+  std::string data;                                    // what the steps trained on: "synthetic 16 px images, batch 8"
+};
+
 // The validation set's confusion matrix at the end of an epoch.
 struct ConfusionMatrix {
   int epoch = 0;
@@ -117,6 +126,15 @@ void fields(R& t, V&& v) {
 }
 
 template <class R, class V>
+requires same_record<R, AlternatingSpeed>
+void fields(R& a, V&& v) {
+  v("runs", a.runs);
+  v("images_per_second", a.images_per_second);
+  v("steps_per_round", a.steps_per_round);
+  v("data", a.data);
+}
+
+template <class R, class V>
 requires same_record<R, ConfusionMatrix>
 void fields(R& m, V&& v) {
   v("epoch", m.epoch);
@@ -168,6 +186,8 @@ void to_json(nlohmann::json& j, const OverflowReport& o);
 void from_json(const nlohmann::json& j, OverflowReport& o);
 void to_json(nlohmann::json& j, const EpochTimes& t);
 void from_json(const nlohmann::json& j, EpochTimes& t);
+void to_json(nlohmann::json& j, const AlternatingSpeed& a);
+void from_json(const nlohmann::json& j, AlternatingSpeed& a);
 void to_json(nlohmann::json& j, const ConfusionMatrix& m);
 void from_json(const nlohmann::json& j, ConfusionMatrix& m);
 void to_json(nlohmann::json& j, const LayerDivergence& l);

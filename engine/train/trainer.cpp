@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "optim/lr_schedule.h"
+#include "train/benchmark.h"
 #include "train/checkpoint.h"
 #include "train/divergence_step.h"
 #include "train/lost_images.h"
@@ -284,12 +285,9 @@ RunEnd Trainer::train() {
   validate(config);
   const Report report{observer_};
   const auto run_start = Clock::now();
-  const ConvAlgorithm conv_algorithm = config.conv_algorithm == "direct"     ? ConvAlgorithm::Direct
-                                       : config.conv_algorithm == "winograd" ? ConvAlgorithm::Winograd
-                                       : config.conv_algorithm == "measured" ? ConvAlgorithm::Measured
-                                                                             : ConvAlgorithm::Auto;
-  std::unique_ptr<Backend> made = make_backend(
-      config.device, {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32, conv_algorithm});
+  std::unique_ptr<Backend> made =
+      make_backend(config.device, {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32,
+                                   conv_algorithm_named(config.conv_algorithm)});
   if (decorate_backend_) made = decorate_backend_(std::move(made));
   // Every op of a training step timed by class (on a GPU, a sample of the steps): where the time went.
   const auto backend = std::make_unique<ProfiledBackend>(std::move(made));

@@ -1,0 +1,47 @@
+// Rounds of benchmarks, each configuration once a round, the order rotated so that none always goes first.
+#include "train/alternating_benchmark.h"
+
+#include <algorithm>
+
+namespace ampwb {
+
+BenchConfig bench_config_of(const TrainConfig& config, int image_size, int classes) {
+  BenchConfig b;
+  b.depth = config.depth;
+  b.image_size = image_size;
+  b.batch_size = config.batch_size;
+  b.num_classes = classes;
+  b.precision = config.precision.mode;
+  b.device = config.device;
+  b.threads = config.threads;
+  b.seed = config.seed;
+  b.stem = config.stem;
+  b.conv_algorithm = conv_algorithm_named(config.conv_algorithm);
+  b.host_sync = config.host_sync;
+  b.cuda_graphs = config.cuda_graphs;
+  return b;
+}
+
+std::vector<std::vector<double>> time_in_alternation(const std::vector<BenchConfig>& configs,
+                                                     const AlternatingOptions& options,
+                                                     const std::function<void(int round, int config)>& progress,
+                                                     const std::atomic<bool>* cancel) {
+  std::vector<std::vector<double>> images_per_second(configs.size());
+  const int n = static_cast<int>(configs.size());
+  for (int round = 0; round < options.rounds; ++round) {
+    std::vector<double> this_round(configs.size());
+    for (int turn = 0; turn < n; ++turn) {
+      if (cancel && *cancel) return images_per_second;
+      const int c = (round + turn) % n;
+      if (progress) progress(round, c);
+      BenchConfig b = configs[static_cast<size_t>(c)];
+      b.warmup = options.warmup;
+      b.steps = options.steps;
+      this_round[static_cast<size_t>(c)] = run_benchmark(b).images_per_second;
+    }
+    for (size_t c = 0; c < configs.size(); ++c) images_per_second[c].push_back(this_round[c]);
+  }
+  return images_per_second;
+}
+
+}  // namespace ampwb

@@ -1,0 +1,34 @@
+// Configurations timed the way benchmarks are timed: in alternation (A B A B ..., the order rotated each round),
+// several rounds of steady steps each on synthetic data, so that slow drift of the machine (another program
+// starting, the clock throttling) falls on every configuration alike. A precision sweep measures its speed-up so
+// after its trainings (store/run_speed.h turns the rounds into a speed-up with its interval).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "train/benchmark.h"
+#include "train/config.h"
+
+namespace ampwb {
+
+struct AlternatingOptions {
+  int rounds = 6;  // the slowest and fastest of 6 rounds bound the median ratio with 97% confidence
+  int warmup = 2;  // steps before each round's timed ones (the model is built anew each round)
+  int steps = 6;   // timed steps a round
+};
+
+// The benchmark of a training configuration: its model, batch, precision and device on synthetic images of its
+// (resolved) size and number of classes.
+BenchConfig bench_config_of(const TrainConfig& config, int image_size, int classes);
+
+// images_per_second[c][r]: configuration c's speed in round r (its batch over the round's median step). Progress
+// is told before each configuration's turn; a cancel flag that becomes true stops between turns (the rounds done
+// are returned, the rest empty).
+std::vector<std::vector<double>> time_in_alternation(
+    const std::vector<BenchConfig>& configs, const AlternatingOptions& options = {},
+    const std::function<void(int round, int config)>& progress = {}, const std::atomic<bool>* cancel = nullptr);
+
+}  // namespace ampwb
