@@ -283,6 +283,25 @@ class ChartData : public QObject {
     QVERIFY(noscale.precision.master_weights);
   }
 
+  // Labels say what a run is: its mode where the name does not, and for an older sweep's run (named by when it ran)
+  // what varied and the seed.
+  void run_labels_say_what_the_run_is() {
+    RunRecord r;
+    r.id = 4;
+    r.precision = "amp-bf16";
+    r.config.seed = 3;
+    r.name = "amp-bf16";
+    QCOMPARE(run_label(r), std::string("4 · amp-bf16"));
+    r.name = "baseline";
+    QCOMPARE(run_label(r), std::string("4 · baseline (amp-bf16)"));
+    r.name = "amp-bf16 · seed 3";
+    QCOMPARE(run_label(r), std::string("4 · amp-bf16 · seed 3"));
+    r.name = "sweep 1201-135804 amp-bf16";
+    QCOMPARE(run_label(r), std::string("4 · amp-bf16 · seed 3"));
+    r.name = "sweep 1201-135804-2 amp-fp16-noscale";
+    QCOMPARE(run_label(r), std::string("4 · amp-fp16-noscale · seed 3"));
+  }
+
   void histogram_picks_the_epoch_asked() {
     RunSeries r;
     for (int e = 1; e <= 3; ++e)

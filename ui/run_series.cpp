@@ -2,6 +2,7 @@
 #include "run_series.h"
 
 #include <algorithm>
+#include <regex>
 
 namespace ampwb::ui {
 
@@ -50,6 +51,10 @@ double RunSeries::epoch_end_step(int epoch) const {
 
 std::string run_label(const RunRecord& r) {
   std::string label = std::to_string(r.id) + " · ";
+  // Sweeps before runs were named by what varies: "sweep 1201-135804 fp32" says when, not what.
+  static const std::regex old_sweep("sweep \\d{4}-\\d{6}(-\\d+)? (\\S+)");
+  if (std::smatch m; std::regex_match(r.name, m, old_sweep))
+    return label + m[2].str() + " · seed " + std::to_string(r.config.seed);
   if (r.name.empty() || r.name == r.precision)
     label += r.precision;
   else if (r.name.find(r.precision) != std::string::npos)

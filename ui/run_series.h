@@ -43,7 +43,8 @@ struct RunSeries {
 
 // A stored run as a series (everything the store holds for it).
 RunSeries load_run_series(const RunStore& store, int64_t id);
-// "12 · amp-fp16" (id, then the name when it is not just the mode).
+// "12 · amp-fp16" (id, then the name when it is not just the mode); "12 · fp32 · seed 0" for a run of an older
+// sweep, named by its time ("sweep 1201-135804 fp32").
 std::string run_label(const RunRecord& record);
 
 // Runs that share every setting but the seed (and settings that leave the curves alone): mean ± std applies.
