@@ -354,6 +354,11 @@ class ChartData : public QObject {
     QCOMPARE(note->text(), QString("No skipped steps: no gradients overflowed."));
     panel.set_runs({&bf16, &fp16});
     QCOMPARE(names(), (QStringList{"#7 if FP16: 25.0 % / 0.0 %", "#8: 25.0 % / 0.0 %"}));
+    QCOMPARE(panel.chart("histogram")->chart()->title(),
+             QString("Weight gradients against FP16's range (what-if for #7)"));
+    const RunSeries fp32 = run_in("fp32", 9);
+    panel.set_runs({&bf16, &fp32});
+    QCOMPARE(panel.chart("histogram")->chart()->title(), QString("Weight gradients: what FP16 would do"));
   }
 
   void numerics_heat_map_fills_live_and_from_the_store() {

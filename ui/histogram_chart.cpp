@@ -95,7 +95,7 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
   int lo = -30, hi = 18;
   QStringList fractions;
   QString what;
-  bool what_if = false;  // some run shown is not in FP16
+  QStringList what_if;  // the runs shown that are not in FP16 ("#7")
   for (size_t i = 0; i < runs.size(); ++i) {
     const GradientHistogram* h = pick(*runs[i], options.histogram_kind, options.histogram_epoch);
     if (!h) {  // a new run, or an epoch without one: nothing drawn, the area under the last outline included
@@ -115,7 +115,7 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
       }
     // Short legend entries: what FP16 loses, or would lose ("if FP16"), per run (its id in a comparison).
     const bool fp16 = in_fp16(*runs[i]);
-    what_if = what_if || !fp16;
+    if (!fp16) what_if << QStringLiteral("#%1").arg(runs[i]->run_id);
     const QString under = percent(h->underflow_fraction), over = percent(h->overflow_fraction);
     QString line;
     if (multi(runs))
@@ -135,11 +135,14 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
   if (fractions.isEmpty())
     chart()->setTitle(tr("%1 gradients: none yet (one per epoch)").arg(kind));
   else if (!multi(runs))
-    chart()->setTitle(what_if ? tr("%1 gradients (%2): what FP16 would do").arg(kind, what)
-                              : tr("%1 gradients (%2)").arg(kind, what));
+    chart()->setTitle(what_if.isEmpty() ? tr("%1 gradients (%2)").arg(kind, what)
+                                        : tr("%1 gradients (%2): what FP16 would do").arg(kind, what));
+  else if (what_if.size() == static_cast<qsizetype>(fractions.size()))
+    chart()->setTitle(tr("%1 gradients: what FP16 would do").arg(kind));  // fractions: the table
   else
-    chart()->setTitle(what_if ? tr("%1 gradients: what FP16 would do (\"if FP16\")").arg(kind)
-                              : tr("%1 gradients against FP16's range").arg(kind));  // fractions: the table
+    chart()->setTitle(what_if.isEmpty()
+                          ? tr("%1 gradients against FP16's range").arg(kind)
+                          : tr("%1 gradients against FP16's range (what-if for %2)").arg(kind, what_if.join(", ")));
 }
 
 }  // namespace ampwb::ui
