@@ -28,7 +28,7 @@ uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-// The median of `blocks` drawn with replacement from `from`.
+// The median of a resample of `from`: as many values, drawn with replacement.
 double resampled_median(const std::vector<double>& from, uint64_t& state, std::vector<double>& scratch) {
   scratch.resize(from.size());
   for (double& x : scratch) x = from[splitmix64(state) % from.size()];
