@@ -81,7 +81,8 @@ void ChartLegend::relayout() {
     for (QLegendMarker* m : markers) {
       if (!shown(m)) continue;
       // Names are HTML for QtCharts' legend (metric_chart.h: add_line escapes them): drawn here as the text they say.
-      const QString label = QTextDocumentFragment::fromHtml(m->label()).toPlainText();
+      // A number keeps its unit where a long name wraps: no line break before "%".
+      const QString label = QTextDocumentFragment::fromHtml(m->label()).toPlainText().replace(" %", "\u00a0%");
       if (label.trimmed().isEmpty()) continue;  // a series without a name (a run not started yet) has no entry
       const qreal text_room = room - kSampleWidth - kGap;
       QSizeF text(metrics.horizontalAdvance(label), line);
@@ -107,7 +108,7 @@ void ChartLegend::relayout() {
     rows.back().width = x - kSpacing;
     const qreal height = entries_.empty() ? 0 : y + row_height;
     // Under the plot, inside the chart's bottom margin: each row centred across the chart.
-    const qreal top = chart_->size().height() - kChartMargin - height;
+    const qreal top = chart_->size().height() - kChartMargin - 2 - height;
     for (size_t r = 0; r < rows.size(); ++r) {
       const size_t end = r + 1 < rows.size() ? rows[r + 1].first : entries_.size();
       const qreal left = kSide + std::max(0.0, (room - rows[r].width) / 2);
@@ -117,7 +118,7 @@ void ChartLegend::relayout() {
       }
     }
     bounds_ = QRectF(kSide, top, room, height);
-    margin_ = kChartMargin + (height > 0 ? static_cast<int>(std::ceil(height)) + 2 : 0);
+    margin_ = kChartMargin + (height > 0 ? static_cast<int>(std::ceil(height)) + 4 : 0);
   } else {
     bounds_ = QRectF();
     margin_ = kChartMargin;

@@ -2,6 +2,7 @@
 #include "loss_scale_chart.h"
 
 #include <QChart>
+#include <QFontMetricsF>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
@@ -90,10 +91,11 @@ void LossScaleChart::refresh(const RunList& runs, const ChartOptions& options) {
   // range (FP32 at 1 beside FP16 at 65536) a tick every 2^k keeps the labels apart.
   const int lo = static_cast<int>(std::floor(std::log2(y_min))) - 1,
             hi = static_cast<int>(std::ceil(std::log2(y_max))) + 1;
-  const int k = std::max(1, (hi - lo + 7) / 8);
-  const int lo_k = static_cast<int>(std::floor(double(lo) / k)) * k,
-            hi_k = static_cast<int>(std::ceil(double(hi) / k)) * k;
-  const double base = std::exp2(k), low = std::exp2(lo_k), high = std::exp2(hi_k);
+  const int intervals = ticks_that_fit(Qt::Vertical, QFontMetricsF(y_->labelsFont()).height() + 4, 9) - 1;
+  const int k = std::max(1, (hi - lo + intervals - 1) / intervals);
+  // The range stays at the data's (with its spare octave), not widened out to whole multiples of 2^k: on a short
+  // plot that would reach down to labels like 0.0009765625, too wide to show.
+  const double base = std::exp2(k), low = std::exp2(lo), high = std::exp2(hi);
   if (y_->base() != base) y_->setBase(base);
   if (y_->min() != low || y_->max() != high) y_->setRange(low, high);
 }

@@ -6,10 +6,13 @@
 #include <QChart>
 #include <QContextMenuEvent>
 #include <QCursor>
+#include <QFontMetricsF>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
+#include <QLogValueAxis>
 #include <QMenu>
+#include <QTextDocumentFragment>
 #include <QToolTip>
 #include <QValueAxis>
 #include <QXYSeries>
@@ -19,22 +22,68 @@
 
 #include "chart_legend.h"
 #include "chart_style.h"
+#include "chart_title.h"
 #include "epoch_bands.h"
 #include "run_groups.h"
 
 namespace ampwb::ui {
 
+namespace {
+
+// A value axis' label as QtCharts writes it (its printf format).
+QString axis_label(const QString& label_format, double value) {
+  const QByteArray format = label_format.toLatin1();
+  return format.isEmpty() ? QString::number(value, 'f', 2) : QString::asprintf(format.constData(), value);
+}
+QString axis_label(const QValueAxis* axis, double value) { return axis_label(axis->labelFormat(), value); }
+
+// The width of a value axis' widest label (its ends' labels), linear or logarithmic; 0 for other axes.
+qreal widest_label(const QAbstractAxis* axis) {
+  QString low, high;
+  if (const auto* values = qobject_cast<const QValueAxis*>(axis)) {
+    low = axis_label(values, values->min());
+    high = axis_label(values, values->max());
+  } else if (const auto* log = qobject_cast<const QLogValueAxis*>(axis)) {
+    low = axis_label(log->labelFormat(), log->min());
+    high = axis_label(log->labelFormat(), log->max());
+  }
+  const QFontMetricsF metrics(axis->labelsFont());
+  return std::max(metrics.horizontalAdvance(low), metrics.horizontalAdvance(high));
+}
+
+}  // namespace
+
 MetricChart::MetricChart(QString metric, QString title, QWidget* parent)
     : QChartView(new QChart, parent), metric_(std::move(metric)), title_(std::move(title)) {
   setObjectName(metric_ + "Chart");
   setRenderHint(QPainter::Antialiasing);
-  setMinimumSize(190, 140);  // readable on a 1280×720 screen beside the setup panel; the grid scrolls below that
+  // Readable on a 1280×720 screen beside the setup panel; the grid scrolls below that. The chart's own minimum too:
+  // QChartView raises its minimum to the chart's (its title, legend and axes), and never lowers it again.
+  setMinimumSize(190, 140);
+  chart()->setMinimumSize(QSizeF(190, 140));
   apply_theme(chart());
   chart()->setTitle(title_);
   legend_ = new ChartLegend(chart());
+  title_item_ = new ChartTitle(chart());
+  // Ticks and axis titles follow the plot's size, known only once QtCharts has laid the chart out (after the
+  // refresh that set the ranges): fit them again then, once the layout settles.
+  connect(chart(), &QChart::plotAreaChanged, this, [this] {
+    if (refit_pending_) return;
+    refit_pending_ = true;
+    QMetaObject::invokeMethod(
+        this,
+        [this] {
+          refit_pending_ = false;
+          if (!shown_runs_.empty()) refresh(shown_runs_, shown_options_);
+          fit_axis_titles();
+        },
+        Qt::QueuedConnection);
+  });
 }
 
 void MetricChart::update_from(const RunList& runs, const ChartOptions& options) {
+  shown_runs_ = runs;
+  shown_options_ = options;
   // What the series were built for: the runs (by address: a live run refills the same object) and the options.
   std::vector<uint64_t> signature;
   for (const RunSeries* r : runs) signature.push_back(reinterpret_cast<uintptr_t>(r));
@@ -60,6 +109,38 @@ void MetricChart::update_from(const RunList& runs, const ChartOptions& options) 
     revisions_ = std::move(revisions);
   }
   legend_->relayout();  // names change with the data (the histogram's fractions)
+  title_item_->relayout();  // and titles (the data wait's share)
+  fit_axis_titles();
+}
+
+void MetricChart::fit_axis_titles() {
+  const QRectF plot = chart()->plotArea();
+  if (plot.isEmpty()) return;  // not laid out yet
+  // QtCharts gives the axes on each side together at most 40 % of the chart's content (less its margins and
+  // title), labels and titles, and cuts both short past that.
+  const QMargins m = chart()->margins();
+  const QSizeF content(
+      chart()->size().width() - m.left() - m.right(),
+      chart()->size().height() - m.top() - m.bottom() - QFontMetricsF(chart()->titleFont()).height() - 8);
+  qsizetype vertical = 0, horizontal = 0;
+  for (const QAbstractAxis* axis : chart()->axes()) (axis->orientation() == Qt::Vertical ? vertical : horizontal)++;
+  for (QAbstractAxis* axis : chart()->axes()) {
+    if (axis->titleText().isEmpty()) continue;
+    const QFontMetricsF title(axis->titleFont());
+    const qreal along = title.horizontalAdvance(QTextDocumentFragment::fromHtml(axis->titleText()).toPlainText());
+    qreal spare = 0;
+    if (axis->orientation() == Qt::Horizontal) {
+      const qreal across = title.height() + QFontMetricsF(axis->labelsFont()).height() + 24;  // with paddings
+      spare = std::min(plot.width() - along - 12, 0.4 * content.height() / std::max<qsizetype>(1, horizontal) - across);
+    } else {
+      const qreal across = title.height() + widest_label(axis) + 24;
+      spare = std::min(plot.height() - along - 12, 0.4 * content.width() / std::max<qsizetype>(1, vertical) - across);
+    }
+    // A little slack before showing it again, so that the room it frees does not bring it straight back.
+    const bool show = axis->isTitleVisible() ? spare >= 0 : spare >= 16;
+
+    if (show != axis->isTitleVisible()) axis->setTitleVisible(show);
+  }
 }
 
 void MetricChart::reset_chart() {
@@ -76,6 +157,14 @@ void MetricChart::reset_chart() {
 
 void MetricChart::set_nice_range(QValueAxis* axis, double low, double high, int ticks) {
   if (!(high > low)) high = low + 1;
+  const QFontMetricsF metrics(axis->labelsFont());
+  ticks = axis->orientation() == Qt::Horizontal
+              ? ticks_that_fit(Qt::Horizontal,
+                               std::max(metrics.horizontalAdvance(axis_label(axis, low)),
+                                        metrics.horizontalAdvance(axis_label(axis, high))) +
+                                   14,
+                               ticks)
+              : ticks_that_fit(Qt::Vertical, metrics.height() + 4, ticks);
   const double raw = (high - low) / std::max(1, ticks - 1);
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   double step = magnitude * 10;
@@ -90,6 +179,13 @@ void MetricChart::set_nice_range(QValueAxis* axis, double low, double high, int 
   if (axis->min() == nice_low && axis->max() == nice_high && axis->tickCount() == count) return;
   axis->setRange(nice_low, nice_high);
   axis->setTickCount(count);
+}
+
+int MetricChart::ticks_that_fit(Qt::Orientation along, qreal label_extent, int wanted) const {
+  const QRectF plot = chart()->plotArea();
+  const qreal length = along == Qt::Horizontal ? plot.width() : plot.height();
+  if (!(length > 0)) return wanted;  // not laid out yet: the next refresh knows
+  return std::clamp(static_cast<int>(length / label_extent) + 1, 2, std::max(2, wanted));
 }
 
 int MetricChart::series_count() const { return static_cast<int>(chart()->series().size()); }
@@ -203,6 +299,8 @@ void MetricChart::contextMenuEvent(QContextMenuEvent* event) {
 void MetricChart::resizeEvent(QResizeEvent* event) {
   QChartView::resizeEvent(event);  // resizes the chart
   legend_->relayout();
+  title_item_->relayout();
+  fit_axis_titles();
 }
 
 void MetricChart::changeEvent(QEvent* event) {

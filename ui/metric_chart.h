@@ -21,6 +21,7 @@ class QXYSeries;
 namespace ampwb::ui {
 
 class ChartLegend;
+class ChartTitle;
 
 struct ChartOptions {
   double smoothing = 0.6;             // EMA weight for per-step curves, 0 = raw
@@ -46,6 +47,8 @@ class MetricChart : public QChartView {
 
   // The legend under the plot (chart_legend.h): its entries wrap into rows rather than being cut short.
   ChartLegend* wrapping_legend() const { return legend_; }
+  // The title as drawn (chart_title.h): on several lines where the chart is too narrow for one.
+  ChartTitle* wrapping_title() const { return title_item_; }
   // Whether it draws the runs' groups (mean ± std by ChartOptions::group_by): the loss and accuracy charts do.
   bool draws_groups() const { return !groups_.empty(); }
   int series_count() const;
@@ -61,8 +64,11 @@ class MetricChart : public QChartView {
   virtual bool follows_steps() const { return true; }
 
   // Sets a value axis to a range rounded out to nice tick values (1, 2, 2.5 or 5 times a power of ten), and only
-  // when that range changes: every axis change makes QtCharts re-lay out every series on it.
-  static void set_nice_range(QValueAxis* axis, double low, double high, int ticks = 5);
+  // when that range changes: every axis change makes QtCharts re-lay out every series on it. At most `ticks`, and
+  // no more than the plot has room to label whole (QtCharts cuts crowded labels short: "-...").
+  void set_nice_range(QValueAxis* axis, double low, double high, int ticks = 5);
+  // How many ticks an axis along the plot can label whole, each label `label_extent` long along it; at most `wanted`.
+  int ticks_that_fit(Qt::Orientation along, qreal label_extent, int wanted) const;
 
   // Helpers for subclasses: an axis pair, a series attached to them, hover tooltips, hidden legend entries.
   void reset_chart();
@@ -82,12 +88,19 @@ class MetricChart : public QChartView {
                            double& y_low, double& y_high);
 
   void contextMenuEvent(QContextMenuEvent* event) override;
+  // Axis titles shown only where they fit beside their labels and along the plot (QtCharts would cut them short,
+  // and their labels with them); the chart's title and legend still say what is drawn.
+  void fit_axis_titles();
   void resizeEvent(QResizeEvent* event) override;
   void changeEvent(QEvent* event) override;
 
  private:
   QString metric_, title_;
   ChartLegend* legend_ = nullptr;
+  ChartTitle* title_item_ = nullptr;
+  RunList shown_runs_;  // what the last update_from drew (the caller keeps the runs alive while shown)
+  ChartOptions shown_options_;
+  bool refit_pending_ = false;       // a fit to a new plot size is queued
   std::vector<uint64_t> signature_;  // runs and options of the series built
   std::vector<uint64_t> revisions_;  // data drawn
   struct GroupBand {
