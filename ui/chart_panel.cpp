@@ -137,7 +137,7 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
       skipped_note_->setWordWrap(true);
       skipped_note_->setContentsMargins(6, 0, 6, 2);
       // A fixed height: a note that grew a line would re-lay out (and fully redraw) every chart of the grid.
-      skipped_note_->setFixedHeight(skipped_note_->fontMetrics().lineSpacing() * 3 + 4);
+      skipped_note_->setFixedHeight(skipped_note_->fontMetrics().lineSpacing() * 2 + 4);
       skipped_note_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
       v->addWidget(skipped_note_);
     }
@@ -155,7 +155,8 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   layers_layout->addWidget(divergence_, 2);
   grid->addWidget(layers, 0, 3, 2, 1);
   for (int c = 0; c < 4; ++c) grid->setColumnStretch(c, 1);
-  for (int r = 0; r < 2; ++r) grid->setRowStretch(r, 1);
+  // No row stretch: equal stretch would make the grid's minimum twice the taller row's (the one with the note),
+  // where the charts (expanding) share the height alike anyway.
   auto* scroll = new QScrollArea;
   scroll->setObjectName("chartScroll");
   scroll->setFrameShape(QFrame::NoFrame);
@@ -283,7 +284,7 @@ void ChartPanel::update_skipped_note() {
     early += s.early;
     scaled = scaled || r->config.precision.loss_scale.kind != "off";
   }
-  // Short enough for three lines under a narrow chart (a 1280×720 screen); the explanation is the tooltip.
+  // Short enough for two lines under a narrow chart (a 1280×720 screen); the explanation is the tooltip.
   if (total == 0 && !runs_.empty() && !scaled) {
     skipped_note_->setText(tr("No loss scaling here: no step is ever skipped."));
     skipped_note_->setToolTip(
@@ -295,8 +296,7 @@ void ChartPanel::update_skipped_note() {
     skipped_note_->setToolTip(
         tr("With dynamic loss scaling, a step whose gradients overflow (inf/NaN) is skipped and the scale halved."));
   } else {
-    skipped_note_->setText(
-        tr("■ %1 skipped step(s), %2 of them in the first 50: gradients overflowed.").arg(total).arg(early));
+    skipped_note_->setText(tr("■ %1 skipped step(s), %2 in the first 50: overflows").arg(total).arg(early));
     skipped_note_->setToolTip(
         tr("Gradients overflowed (inf/NaN), so the optimizer step was skipped and the scale backed off. The first "
            "steps usually overflow while the scale calibrates: expected. Many later ones mean the scale keeps hitting "

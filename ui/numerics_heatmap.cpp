@@ -91,6 +91,9 @@ NumericsHeatmap::NumericsHeatmap(QWidget* parent) : QWidget(parent) {
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 2);
   table_->horizontalHeader()->setDefaultSectionSize(48);
+  // Two rows at least (it scrolls), so that on a small screen the charts beside it keep their height.
+  table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + 2 * (table_->fontMetrics().height() + 2) +
+                           4);
   layout->addWidget(table_, 1);
   rebuild();
 }
