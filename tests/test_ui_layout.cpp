@@ -2,8 +2,10 @@
 // in main()). The main window's minimum is under 1280×720, with or without the setup panel; the first launch's
 // size fits the screen; at 1280×720, on the Training tab after a short run and on the comparison view, no chart
 // overlaps another, each is whole and usable, and the controls people reach for are inside the window. Every
-// chart's legend names its entries distinctly and draws them whole, without ellipses.
+// chart's legend names its entries distinctly and draws them whole, its title wraps rather than being cut, and no
+// text it draws (axis titles, tick labels) ends in an ellipsis.
 #include <QFile>
+#include <QGraphicsTextItem>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
@@ -18,6 +20,7 @@
 
 #include "chart_legend.h"
 #include "chart_panel.h"
+#include "chart_title.h"
 #include "compare_view.h"
 #include "divergence_view.h"
 #include "main_window.h"
@@ -105,6 +108,34 @@ class WindowFits : public QObject {
     }
   }
 
+  // No text a chart draws (title, axis titles, tick labels) is cut short with an ellipsis.
+  static void check_no_ellipsis(ChartPanel* panel, const char* where) {
+    for (MetricChart* c : panel->charts())
+      for (QGraphicsItem* item : c->scene()->items()) {
+        auto* text = dynamic_cast<QGraphicsTextItem*>(item);
+        if (!text || !text->isVisible() || text->opacity() == 0 || text->defaultTextColor().alpha() == 0) continue;
+        const QString shown = text->toPlainText();
+        QVERIFY2(!shown.contains("...") && !shown.contains(QChar(0x2026)),
+                 qPrintable(QStringLiteral("%1, %2: \"%3\" is cut short").arg(where, c->metric_key(), shown)));
+      }
+  }
+
+  // Every chart's title whole: its lines, each within the chart's width, read as the chart's title, above the plot.
+  static void check_titles(ChartPanel* panel, const char* where) {
+    for (MetricChart* c : panel->charts()) {
+      const ChartTitle* title = c->wrapping_title();
+      const QString what = QStringLiteral("%1, %2: the title").arg(where, c->metric_key());
+      QCOMPARE(title->lines().join(' '), plain(c->chart()->title(), true));
+      const QFontMetricsF metrics(title->font());
+      for (int i = 0; i < title->lines().size(); ++i) {
+        const QRectF line = title->line_rect(i);
+        QVERIFY2(metrics.horizontalAdvance(title->lines()[i]) <= line.width() && line.left() >= 0 &&
+                     line.right() <= c->chart()->size().width() && !line.intersects(c->chart()->plotArea()),
+                 qPrintable(what + " line \"" + title->lines()[i] + "\" does not fit"));
+      }
+    }
+  }
+
   // A word-wrapped label shows all of its text in the height it has.
   static void check_whole_text(QLabel* label, const char* where) {
     QVERIFY2(label->heightForWidth(label->width()) <= label->height(),
@@ -158,7 +189,7 @@ class WindowFits : public QObject {
         for (size_t j = 0; j < i; ++j)
           QVERIFY2(!whole.intersects(entries[j].text.united(entries[j].sample)),
                    qPrintable(what + " overlaps \"" + entries[j].label + "\""));
-        drawn.insert(e.label.simplified());
+        drawn.insert(QString(e.label).replace(QChar(0x00a0), ' ').simplified());
       }
       const auto joined = [](const std::set<QString>& names) {
         return QStringList(names.begin(), names.end()).join(" | ");
@@ -173,7 +204,7 @@ class WindowFits : public QObject {
     w.resize(size);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QTest::qWait(50);  // the layouts and the charts' own deferred layouts settle
+    QTest::qWait(300);  // the layouts and the charts' own deferred layouts settle
     QVERIFY2(w.width() <= size.width() && w.height() <= size.height(),
              qPrintable(QStringLiteral("asked for %1×%2, the window is %3×%4; the widest parts:%5")
                             .arg(size.width())
@@ -250,7 +281,7 @@ class WindowFits : public QObject {
     QSignalSpy finished(&w, &MainWindow::run_finished);
     QVERIFY(w.start_training());
     QVERIFY(finished.wait(600000));
-    QTest::qWait(50);
+    QTest::qWait(300);
     QCOMPARE(w.size(), kSmallScreen);  // a run's texts and charts did not grow it
     check_charts_apart(w, w.live_charts(), "Training tab");
     check_reachable(w,
@@ -258,11 +289,14 @@ class WindowFits : public QObject {
                      w.findChild<QWidget*>("progress"), w.findChild<QWidget*>("trainButton")},
                     "Training tab");
     check_legends(w.live_charts(), "Training tab");
+    check_no_ellipsis(w.live_charts(), "Training tab");
+    check_titles(w.live_charts(), "Training tab");
     check_whole_text(w.live_charts()->findChild<QLabel*>("skippedNote"), "Training tab");
     w.findChild<QWidget*>("setupDock")->hide();  // more room for the charts: still whole
-    QTest::qWait(50);
+    QTest::qWait(300);
     check_charts_apart(w, w.live_charts(), "Training tab, setup panel hidden");
     check_legends(w.live_charts(), "Training tab, setup panel hidden");
+    check_no_ellipsis(w.live_charts(), "Training tab, setup panel hidden");
   }
 
   // The comparison of two runs, and one stored run opened alone (its charts keep their legends).
@@ -271,16 +305,20 @@ class WindowFits : public QObject {
     show_at(w, kSmallScreen);
     w.open_runs({fp32_, fp16_});
     QCOMPARE(w.tabs()->currentWidget(), w.compare_view());
-    QTest::qWait(50);
+    QTest::qWait(300);
     QCOMPARE(w.size(), kSmallScreen);
     ChartPanel* charts = w.compare_view()->charts();
     check_charts_apart(w, charts, "Comparison");
+    check_no_ellipsis(charts, "Comparison");
+    check_titles(charts, "Comparison");
     check_reachable(w, {charts->findChild<QWidget*>("exportCharts"), w.findChild<QWidget*>("baseline")}, "Comparison");
     w.open_runs({fp16_});
-    QTest::qWait(50);
+    QTest::qWait(300);
     QCOMPARE(w.size(), kSmallScreen);
     check_charts_apart(w, charts, "One stored run");
     check_legends(charts, "One stored run");
+    check_no_ellipsis(charts, "One stored run");
+    check_titles(charts, "One stored run");
   }
 };
 
