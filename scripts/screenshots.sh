@@ -2,7 +2,8 @@
 # Screenshots of the desktop workbench for the README. Builds ampwb if needed, then, under Xvfb, drives the real
 # window through its own controls (ampwb --screenshot-scenario all): a training on the built-in sample
 # (Fashion-MNIST, ResNet-20, AMP FP16), then a precision sweep (FP32, AMP FP16, AMP BF16) and its comparison.
-# Writes docs/screenshots/{training,compare,runs}.png. Takes a few minutes on two cores.
+# Writes docs/screenshots/{training,compare,runs}.png at 1366×768, a laptop's screen (the window takes the screen, up
+# to 1600×1000). Takes a few minutes on two cores.
 #
 #   scripts/screenshots.sh              # build/ as the build folder
 #   BUILD_DIR=build-ui scripts/screenshots.sh
@@ -29,6 +30,6 @@ export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$scratch/cache}
 mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 mkdir -p docs/screenshots
 
-xvfb-run -a -s "-screen 0 1920x1200x24" \
+xvfb-run -a -s "-screen 0 1366x768x24" \
   "$build/app/ampwb" --db "$scratch/runs.sqlite" --screenshot-scenario all --screenshot-dir docs/screenshots
 ls -l docs/screenshots
