@@ -27,6 +27,7 @@
 #include "metric_chart.h"
 #include "numerics_heatmap.h"
 #include "run_setup_panel.h"
+#include "sweep_dialog.h"
 #include "test_ui_util.h"
 
 namespace ampwb::ui::test {
@@ -268,6 +269,20 @@ class WindowFits : public QObject {
     const QRect available = w.screen()->availableGeometry();
     QVERIFY2(available.contains(w.frameGeometry()), qPrintable("the window's frame " + describe(w.frameGeometry()) +
                                                                " is not inside the screen's " + describe(available)));
+  }
+
+  // The precision sweep's dialog (every variant with its note) fits the screen too.
+  void the_sweep_dialog_fits_1280x720() {
+    MainWindow w(db_);
+    const TrainConfig base = w.setup()->config();
+    SweepDialog dialog(base, make_backend(base.device, {base.threads})->capabilities(), &w);
+    dialog.apply_seed_article_preset();
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    const QSize size = dialog.frameGeometry().size().expandedTo(dialog.minimumSizeHint());
+    QVERIFY2(size.width() <= kSmallScreen.width() && size.height() <= kSmallScreen.height(),
+             qPrintable(QStringLiteral("the sweep dialog is %1×%2").arg(size.width()).arg(size.height())));
+    dialog.reject();
   }
 
   // The Training tab at 1280×720 after a short run: every chart whole and apart, and their legends whole.
