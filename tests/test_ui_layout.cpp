@@ -243,6 +243,8 @@ class WindowFits : public QObject {
       w.findChild<QWidget*>("setupDock")->setVisible(setup_panel);
       QApplication::processEvents();
       const QSize hint = w.minimumSizeHint().expandedTo(w.minimumSize());
+      qInfo("the window's minimum, setup panel %s: %d×%d", setup_panel ? "shown" : "hidden", hint.width(),
+            hint.height());
       QVERIFY2(hint.width() <= kSmallScreen.width() && hint.height() <= kSmallScreen.height(),
                qPrintable(QStringLiteral("setup panel %1: minimum %2×%3; the widest parts:%4")
                               .arg(setup_panel ? "shown" : "hidden")
