@@ -116,6 +116,18 @@ void MetricChart::update_from(const RunList& runs, const ChartOptions& options) 
 void MetricChart::fit_axis_titles() {
   const QRectF plot = chart()->plotArea();
   if (plot.isEmpty()) return;  // not laid out yet
+  // Live runs call this with every batch: only a new plot, size or set of axes can change the answer (new ranges,
+  // and so new label widths, move the plot).
+  QString key = QStringLiteral("%1 %2 %3 %4 %5 %6 ")
+                    .arg(plot.x())
+                    .arg(plot.y())
+                    .arg(plot.width())
+                    .arg(plot.height())
+                    .arg(chart()->size().width())
+                    .arg(chart()->size().height());
+  for (const QAbstractAxis* axis : chart()->axes()) key += QString::number(reinterpret_cast<quintptr>(axis), 16);
+  if (key == fitted_axes_for_) return;
+  fitted_axes_for_ = key;
   // QtCharts gives the axes on each side together at most 40 % of the chart's content (less its margins and
   // title), labels and titles, and cuts both short past that.
   const QMargins m = chart()->margins();
@@ -146,6 +158,7 @@ void MetricChart::fit_axis_titles() {
 void MetricChart::reset_chart() {
   groups_.clear();
   legend_->forget_hidden();  // the series it names go
+  fitted_axes_for_.clear();  // and the axes: new ones show their titles until fitted
   chart()->removeAllSeries();
   for (QAbstractAxis* axis : chart()->axes()) {
     chart()->removeAxis(axis);

@@ -101,6 +101,7 @@ class MetricChart : public QChartView {
   RunList shown_runs_;  // what the last update_from drew (the caller keeps the runs alive while shown)
   ChartOptions shown_options_;
   bool refit_pending_ = false;       // a fit to a new plot size is queued
+  QString fitted_axes_for_;          // the plot and axes the axis titles were last fitted to
   std::vector<uint64_t> signature_;  // runs and options of the series built
   std::vector<uint64_t> revisions_;  // data drawn
   struct GroupBand {
