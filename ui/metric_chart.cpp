@@ -140,17 +140,18 @@ void MetricChart::fit_axis_titles() {
     if (axis->titleText().isEmpty()) continue;
     const QFontMetricsF title(axis->titleFont());
     const qreal along = title.horizontalAdvance(QTextDocumentFragment::fromHtml(axis->titleText()).toPlainText());
-    qreal spare = 0;
+    qreal spare = 0;  // room left with the title shown: along the plot, and across within the axes' share
     if (axis->orientation() == Qt::Horizontal) {
       const qreal across = title.height() + QFontMetricsF(axis->labelsFont()).height() + 24;  // with paddings
-      spare = std::min(plot.width() - along - 12, 0.4 * content.height() / std::max<qsizetype>(1, horizontal) - across);
+      const qreal share = 0.4 * content.height() / std::max<qsizetype>(1, horizontal);
+      spare = std::min(plot.width() - along - 12, share - across);
     } else {
       const qreal across = title.height() + widest_label(axis) + 24;
-      spare = std::min(plot.height() - along - 12, 0.4 * content.width() / std::max<qsizetype>(1, vertical) - across);
+      const qreal share = 0.4 * content.width() / std::max<qsizetype>(1, vertical);
+      spare = std::min(plot.height() - along - 12, share - across);
     }
     // A little slack before showing it again, so that the room it frees does not bring it straight back.
     const bool show = axis->isTitleVisible() ? spare >= 0 : spare >= 16;
-
     if (show != axis->isTitleVisible()) axis->setTitleVisible(show);
   }
 }
@@ -171,13 +172,13 @@ void MetricChart::reset_chart() {
 void MetricChart::set_nice_range(QValueAxis* axis, double low, double high, int ticks) {
   if (!(high > low)) high = low + 1;
   const QFontMetricsF metrics(axis->labelsFont());
-  ticks = axis->orientation() == Qt::Horizontal
-              ? ticks_that_fit(Qt::Horizontal,
-                               std::max(metrics.horizontalAdvance(axis_label(axis, low)),
-                                        metrics.horizontalAdvance(axis_label(axis, high))) +
-                                   14,
-                               ticks)
-              : ticks_that_fit(Qt::Vertical, metrics.height() + 4, ticks);
+  if (axis->orientation() == Qt::Horizontal) {
+    const qreal label =
+        std::max(metrics.horizontalAdvance(axis_label(axis, low)), metrics.horizontalAdvance(axis_label(axis, high)));
+    ticks = ticks_that_fit(Qt::Horizontal, label + 14, ticks);
+  } else {
+    ticks = ticks_that_fit(Qt::Vertical, metrics.height() + 4, ticks);
+  }
   const double raw = (high - low) / std::max(1, ticks - 1);
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   double step = magnitude * 10;
