@@ -3,7 +3,8 @@
 // size fits the screen; at 1280×720, on the Training tab after a short run and on the comparison view, no chart
 // overlaps another, each is whole and usable, and the controls people reach for are inside the window. Every
 // chart's legend names its entries distinctly and draws them whole, its title wraps rather than being cut, and no
-// text it draws (axis titles, tick labels) ends in an ellipsis.
+// text it draws (axis titles, tick labels) ends in an ellipsis. The Runs tab's tool bar and table and the precision
+// sweep's dialog fit as well.
 #include <QFile>
 #include <QGraphicsTextItem>
 #include <QLabel>
@@ -15,6 +16,7 @@
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTextDocumentFragment>
+#include <QToolBar>
 #include <QtTest>
 #include <set>
 
@@ -27,6 +29,7 @@
 #include "metric_chart.h"
 #include "numerics_heatmap.h"
 #include "run_setup_panel.h"
+#include "runs_view.h"
 #include "sweep_dialog.h"
 #include "test_ui_util.h"
 
@@ -271,6 +274,27 @@ class WindowFits : public QObject {
     const QRect available = w.screen()->availableGeometry();
     QVERIFY2(available.contains(w.frameGeometry()), qPrintable("the window's frame " + describe(w.frameGeometry()) +
                                                                " is not inside the screen's " + describe(available)));
+  }
+
+  // The Runs tab at 1280×720: its filter, every button, the table and the status bar's store path in the window.
+  void the_runs_view_fits_1280x720() {
+    MainWindow w(db_);
+    show_at(w, kSmallScreen);
+    w.tabs()->setCurrentWidget(w.runs_view());
+    QTest::qWait(100);
+    QList<QWidget*> reachable{w.findChild<QWidget*>("runsFilter"), w.findChild<QWidget*>("runsTable"),
+                              w.findChild<QWidget*>("storePath")};
+    const QList<QToolBar*> bars = w.runs_view()->findChildren<QToolBar*>();
+    QVERIFY(!bars.isEmpty());
+    for (QToolBar* bar : bars)
+      for (QAction* action : bar->actions()) {  // each one a button of its own, not behind the bar's "»"
+        if (action->isSeparator()) continue;
+        QWidget* button = bar->widgetForAction(action);
+        QVERIFY2(button && button->isVisible(), qPrintable("Runs tab: " + action->text() + " is not shown"));
+        reachable << button;
+      }
+    check_reachable(w, reachable, "Runs tab");
+    QVERIFY(w.findChild<QWidget*>("runsTable")->height() >= 200);
   }
 
   // The precision sweep's dialog (every variant with its note) fits the screen too.
