@@ -103,7 +103,10 @@ void RunControls::set_status(const QString& text) {
 
 void RunControls::set_notes(const std::vector<std::string>& notes) {
   QStringList lines;
-  for (const std::string& n : notes) lines << tr("Note: %1").arg(QString::fromStdString(n));
+  for (const std::string& n : notes) {
+    const QString note = QString::fromStdString(n);
+    lines << tr("Note: %1").arg(note.endsWith('.') ? note : note + '.');  // in a row, each ends its sentence
+  }
   notes_->setText(lines.join(' '));
   notes_->setToolTip(plain_tooltip(lines.join('\n')));
 }
