@@ -537,9 +537,10 @@ int compare_command(const CompareOptions& options) {
   for (size_t i = 0; i < by_class.size(); ++i) {
     const TimeComparison& t = by_class[i];
     const RunRecord &a = runs[0].record, &b = runs[i + 1].record;
-    std::printf("\nwhere the time went, %s against %s (ms per step: each run's median steady step, split by the "
-                "timed steps' shares)\n",
-                run_label(b).c_str(), run_label(a).c_str());
+    std::printf(
+        "\nwhere the time went, %s against %s (ms per step: each run's median steady step, split by the "
+        "timed steps' shares)\n",
+        run_label(b).c_str(), run_label(a).c_str());
     if (!t.available) {
       std::printf("  (not recorded for %s)\n", t.means[0].steps ? run_label(b).c_str() : run_label(a).c_str());
       continue;

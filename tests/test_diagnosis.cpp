@@ -9,18 +9,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "backend/backend.h"
 #include "store/diagnosis.h"
 #include "store/run_speed.h"
-#include "store/time_comparison.h"
 #include "store/run_store.h"
 #include "store/store_recorder.h"
+#include "store/time_comparison.h"
 #include "test_cli_util.h"
 #include "train/scale_collapse.h"
 #include "train/trainer.h"

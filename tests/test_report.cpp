@@ -77,8 +77,8 @@ TEST_F(Report, HoldsEverySectionWithStoredNamesEscaped) {
     expect_contains(html, section);
   // The second run's speed against the first, whichever way it went on this machine (AMX makes BF16 faster).
   expect_contains(html, " images/s (interquartile range ");
-  expect_contains(html, "(run " + std::to_string(ids_[1]) + ", amp-bf16, against run " + std::to_string(ids_[0]) +
-                            ", fp32)");
+  expect_contains(html,
+                  "(run " + std::to_string(ids_[1]) + ", amp-bf16, against run " + std::to_string(ids_[0]) + ", fp32)");
   expect_contains(html, "Training speed (steady state): ");
   expect_contains(html, "Machine load while training: ");
   EXPECT_TRUE(html.find("Most confused: ") != std::string::npos ||

@@ -20,7 +20,8 @@ std::vector<StepReport> steps_taking(const std::vector<double>& seconds, int per
   double wall = 0;
   for (size_t i = 0; i < seconds.size(); ++i) {
     wall += seconds[i];
-    steps.push_back({.epoch = static_cast<int>(i / per_epoch) + 1, .step = static_cast<int64_t>(i), .wall_seconds = wall});
+    steps.push_back(
+        {.epoch = static_cast<int>(i / per_epoch) + 1, .step = static_cast<int64_t>(i), .wall_seconds = wall});
   }
   return steps;
 }

@@ -527,7 +527,7 @@ TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
   unvalidated.validation_loss = unvalidated.validation_accuracy = unvalidated.validation_topk = RunSummary::kNone;
   std::vector<ComparedRun> runs{compared(1, 0.1f, "fp32", {epoch(1)}), compared(2, 0.1f, "fp32", {unvalidated}),
                                 compared(3, 0.1f, "fp32", {})};  // 3 failed before its first epoch
-  runs[2].steps.resize(3);  // its warm-up
+  runs[2].steps.resize(3);                                       // its warm-up
   runs[1].record.info.validation_images = 0;
   runs[2].record.status = RunStatus::Failed;
   const Comparison c = compare_runs(runs);

@@ -115,9 +115,17 @@ TEST(TimeComparison, RowsSplitTheMedianStepSoTheyAddUpToTheSpeedUp) {
   const EpochTimes a = epoch(1, {{C::ConvForward, 60}, {C::Optimizer, 20}}, 10, 10);  // a 100 ms timed step
   const EpochTimes b = epoch(1, {{C::ConvForward, 30}, {C::Optimizer, 20}}, 10, 10);  // 70 ms
   RunSpeed sa, sb;  // median steps of 110 and 80 ms (the timed steps' mean differs from the median)
-  sa = {.steps = 40, .images_per_step = 8, .median_seconds = 0.110, .q1_seconds = 0.1, .q3_seconds = 0.12,
+  sa = {.steps = 40,
+        .images_per_step = 8,
+        .median_seconds = 0.110,
+        .q1_seconds = 0.1,
+        .q3_seconds = 0.12,
         .block_median_seconds = {0.11, 0.11, 0.11, 0.11}};
-  sb = {.steps = 40, .images_per_step = 8, .median_seconds = 0.080, .q1_seconds = 0.07, .q3_seconds = 0.09,
+  sb = {.steps = 40,
+        .images_per_step = 8,
+        .median_seconds = 0.080,
+        .q1_seconds = 0.07,
+        .q3_seconds = 0.09,
         .block_median_seconds = {0.08, 0.08, 0.08, 0.08}};
   const TimeComparison c = compare_times({{a}, sa}, {{b}, sb});
   double sum[2] = {0, 0};

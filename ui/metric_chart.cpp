@@ -108,7 +108,7 @@ void MetricChart::update_from(const RunList& runs, const ChartOptions& options) 
     refresh(runs, options);
     revisions_ = std::move(revisions);
   }
-  legend_->relayout();  // names change with the data (the histogram's fractions)
+  legend_->relayout();      // names change with the data (the histogram's fractions)
   title_item_->relayout();  // and titles (the data wait's share)
   fit_axis_titles();
 }

@@ -28,14 +28,16 @@ SweepTiming::SweepTiming(const RunStore& store, std::vector<int64_t> runs, const
           configs, options,
           [&](int round, int config) {
             const QString what = tr("round %1/%2: %3").arg(round + 1).arg(options.rounds).arg(names[config]);
-            QMetaObject::invokeMethod(this, [this, what] { Q_EMIT progress(what); }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                this, [this, what] { Q_EMIT progress(what); }, Qt::QueuedConnection);
           },
           &cancel_);
     } catch (const std::exception& e) {
       error = QString::fromUtf8(e.what());
     }
     if (closing_) return;
-    QMetaObject::invokeMethod(this, [this, timed, error] { Q_EMIT finished(timed, error); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, timed, error] { Q_EMIT finished(timed, error); }, Qt::QueuedConnection);
   });
 }
 

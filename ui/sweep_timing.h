@@ -22,7 +22,7 @@ class SweepTiming : public QObject {
   SweepTiming(const RunStore& store, std::vector<int64_t> runs, const AlternatingOptions& options = {},
               QObject* parent = nullptr);
   ~SweepTiming() override;  // stops between two configurations' turns, and waits
-  void stop();               // stops between two turns; finished() still comes, with the rounds done
+  void stop();              // stops between two turns; finished() still comes, with the rounds done
 
  Q_SIGNALS:
   void progress(const QString& what);  // "round 2/6: amp-bf16 · seed 0"

@@ -299,8 +299,8 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
                                 mode_of(e).c_str(), static_cast<long long>(base.run.id), mode_of(base).c_str());
   const TimeComparison by_class = compare_times(base_timing, run_timing);
   if (by_class.available) evidence += "; by class of op: " + by_class.sentence;
-  const std::string unreliable = timing_warning(
-      {{base.run.id, mean_epoch_times(base.times).load}, {e.run.id, mean_epoch_times(e.times).load}});
+  const std::string unreliable =
+      timing_warning({{base.run.id, mean_epoch_times(base.times).load}, {e.run.id, mean_epoch_times(e.times).load}});
   const std::string figure = speed_up_text(speedup);
   if (!unreliable.empty()) {
     add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + speed_up_ratio_text(speedup) + ", " + unreliable,
@@ -360,9 +360,9 @@ void to_json(nlohmann::json& j, const Finding& f) { write_fields(j, f); }
 
 const std::vector<std::string>& diagnosis_rules() {
   static const std::vector<std::string> rules = {
-      "data_bound",     "fp16_emulated",          "bf16_not_native",          "skipped_steps",
-      "scale_collapse", "gradient_underflow",     "activation_overflow_risk", "lr_schedule_skips",
-      "clipping_order", "tensor_core_ineligible", "batch_too_small",          "timing_unreliable",
+      "data_bound",       "fp16_emulated",          "bf16_not_native",          "skipped_steps",
+      "scale_collapse",   "gradient_underflow",     "activation_overflow_risk", "lr_schedule_skips",
+      "clipping_order",   "tensor_core_ineligible", "batch_too_small",          "timing_unreliable",
       "speed_vs_baseline"};
   return rules;
 }

@@ -55,8 +55,7 @@ RunSpeed measure_speed(const std::vector<StepReport>& steps, int batch_size, int
     const bool first_of_epoch = before.epoch != step.epoch, last_of_epoch = after.epoch != step.epoch;
     const bool follows = before.step + 1 == step.step;  // a resumed run's steps may start anew
     const bool probed = numerics_every > 0 && (step.step + 1) % numerics_every == 0;  // as the trainer decides
-    if (first_of_epoch || last_of_epoch || !follows || step.step < kWarmupSteps || probed)
-      continue;
+    if (first_of_epoch || last_of_epoch || !follows || step.step < kWarmupSteps || probed) continue;
     const double dt = step.wall_seconds - before.wall_seconds;
     if (dt > 0 && std::isfinite(dt)) seconds.push_back(dt);
   }
@@ -148,9 +147,10 @@ std::string timing_warning(const std::vector<RunLoad>& runs) {
     if (!busiest || r.load.other_cpu > most) most = r.load.other_cpu, busiest = &r;
   }
   if (reasons.empty() && busiest && most - least >= kLoadDifference)
-    reasons.push_back(text("the runs were measured under different loads (%.0f%% of the CPUs busy with other work", 100 * most) +
-                      " during run " + std::to_string(busiest->run) + text(", %.0f%%", 100 * least) + " during run " +
-                      std::to_string(quietest->run) + ")");
+    reasons.push_back(
+        text("the runs were measured under different loads (%.0f%% of the CPUs busy with other work", 100 * most) +
+        " during run " + std::to_string(busiest->run) + text(", %.0f%%", 100 * least) + " during run " +
+        std::to_string(quietest->run) + ")");
   if (reasons.empty()) return {};
   std::string out = "timings unreliable: ";
   for (size_t i = 0; i < reasons.size(); ++i) out += (i ? "; " : "") + reasons[i];

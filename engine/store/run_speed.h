@@ -26,9 +26,9 @@ namespace ampwb {
 constexpr int64_t kWarmupSteps = 5;
 
 struct RunSpeed {
-  int64_t steps = 0;            // steady-state steps measured; 0 when the run has none
-  double images_per_step = 0;   // the run's batch size
-  double median_seconds = 0;    // per step
+  int64_t steps = 0;           // steady-state steps measured; 0 when the run has none
+  double images_per_step = 0;  // the run's batch size
+  double median_seconds = 0;   // per step
   double q1_seconds = 0, q3_seconds = 0;
   std::vector<double> block_median_seconds;  // of consecutive blocks of steps, in order (the bootstrap's units)
 
@@ -44,8 +44,8 @@ struct RunSpeed {
 RunSpeed measure_speed(const std::vector<StepReport>& steps, int batch_size, int64_t numerics_every);
 
 struct SpeedUp {
-  double ratio = 0;            // 0 when either speed is unknown
-  double low = 0, high = 0;    // the 95% interval; 0 and infinity when either run has too few steps for one
+  double ratio = 0;          // 0 when either speed is unknown
+  double low = 0, high = 0;  // the 95% interval; 0 and infinity when either run has too few steps for one
   bool known() const { return ratio > 0; }
   // The interval leaves out 1.0: the runs' speeds differ by more than their own step-to-step noise.
   bool distinguishable() const { return known() && (low > 1 || high < 1); }

@@ -27,8 +27,9 @@ BenchConfig bench_config_of(const TrainConfig& config, int image_size, int class
 // images_per_second[c][r]: configuration c's speed in round r (its batch over the round's median step). Progress
 // is told before each configuration's turn; a cancel flag that becomes true stops between turns (the rounds done
 // are returned, the rest empty).
-std::vector<std::vector<double>> time_in_alternation(
-    const std::vector<BenchConfig>& configs, const AlternatingOptions& options = {},
-    const std::function<void(int round, int config)>& progress = {}, const std::atomic<bool>* cancel = nullptr);
+std::vector<std::vector<double>> time_in_alternation(const std::vector<BenchConfig>& configs,
+                                                     const AlternatingOptions& options = {},
+                                                     const std::function<void(int round, int config)>& progress = {},
+                                                     const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ampwb

@@ -29,8 +29,8 @@ double mean_cpu_mhz() {
 std::string machine_load_text(const MachineLoad& load) {
   if (!load.known()) return "not recorded";
   char buf[160];
-  int at = std::snprintf(buf, sizeof buf, "%.0f%% of the CPUs busy with other work, %.0f%% steal",
-                         100 * load.other_cpu, 100 * std::max(0.0, load.steal));
+  int at = std::snprintf(buf, sizeof buf, "%.0f%% of the CPUs busy with other work, %.0f%% steal", 100 * load.other_cpu,
+                         100 * std::max(0.0, load.steal));
   if (load.cpu_mhz > 0) std::snprintf(buf + at, sizeof buf - at, ", %.1f GHz", load.cpu_mhz / 1000);
   return buf;
 }
