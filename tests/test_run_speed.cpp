@@ -77,7 +77,9 @@ TEST(RunSpeed, RunsThatDifferOnlyInNoiseAreNotDistinguishable) {
     EXPECT_LE(s.low, s.ratio);
     EXPECT_GE(s.high, s.ratio);
     EXPECT_NEAR(s.ratio, 1, 0.05);
-    if (seed == 1) EXPECT_NE(speed_up_text(s).find("not distinguishable from 1.0\u00d7"), std::string::npos);
+    if (seed == 1) {
+      EXPECT_NE(speed_up_text(s).find("not distinguishable from 1.0\u00d7"), std::string::npos);
+    }
   }
   EXPECT_LE(distinguished, kPairs / 10) << "intervals too narrow for the noise";
 }

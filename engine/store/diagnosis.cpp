@@ -304,7 +304,7 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   const std::string figure = speed_up_text(speedup);
   if (!unreliable.empty()) {
     add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + speed_up_ratio_text(speedup) + ", " + unreliable,
-        evidence + "; " + figure,
+        by_class.available ? evidence : evidence + "; speed-up " + figure,  // the sentence ends with it
         "train both again on a quiet machine, or compare them with a sweep, which times configurations in "
         "alternation so that the machine's other work falls on both alike");
     return;
