@@ -344,6 +344,36 @@ TEST_F(Diagnosis, EachEpochsConfusionMatrixAddsUpToItsValidationAccuracy) {
   }
 }
 
+// Constructed records of a quiet CPU run whose steady steps take `seconds` each.
+RunEvidence timed_run(int64_t id, const std::string& mode, double seconds) {
+  RunEvidence e;
+  e.run.id = id;
+  e.run.device = "cpu";
+  e.run.batch_size = 32;
+  e.run.config.precision = precision_preset(mode);
+  double wall = 0;
+  for (int64_t step = 0; step < 60; ++step)
+    e.steps.push_back({.epoch = 1, .step = step, .wall_seconds = wall += seconds * (1 + 0.01 * (step % 3))});
+  EpochTimes quiet;
+  quiet.epoch = 1;
+  quiet.load = {0.01, 0, 0};
+  e.times = {quiet};
+  return e;
+}
+
+// An emulated format measured faster than FP32 (16-bit storage halves the memory traffic): the diagnosis says
+// both without contradicting itself, and never calls the emulated format slower by design.
+TEST(DiagnosisSpeed, AnEmulatedFormatMeasuredFasterIsNotAContradiction) {
+  const RunEvidence fp32 = timed_run(1, "fp32", 0.100), fp16 = timed_run(2, "amp-fp16", 0.095);
+  const std::vector<Finding> findings = diagnose(fp16, &fp32);
+  const Finding emulated = expect_finding(findings, "fp16_emulated");
+  EXPECT_EQ(emulated.title.find("slower"), std::string::npos) << emulated.title;
+  const Finding speed = expect_finding(findings, "speed_vs_baseline");
+  expect_contains(speed.title, "Faster than the baseline with an emulated format: 1.05\u00d7");
+  expect_contains(speed.action, "memory traffic");
+  EXPECT_EQ(speed.title.find("not distinguishable"), std::string::npos);
+}
+
 TEST(Confusion, ATieCountsAgainstTheLabelAsTopOneCountsIt) {
   Tensor logits = Tensor::zeros({4, 3}, DType::F32), labels = Tensor::zeros({4}, DType::I32);
   const float z[] = {1, 2, 0, /**/ 5, 5, 1, /**/ 0, 3, 3, /**/ 2, 1, 2};

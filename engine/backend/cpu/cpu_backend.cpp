@@ -161,7 +161,7 @@ Capabilities CpuBackend::capabilities() const {
   caps.updates_read_16bit_gradients = true;
   caps.fp16 = {true, false,
                "emulated by the engine: FP16 storage and range, FP32 arithmetic (oneDNN has no FP16 compute on "
-               "the CPU); faithful numerics, slower than FP32",
+               "the CPU); faithful numerics, no faster arithmetic than FP32",
                0, ""};
   caps.tf32 = {false, false,
                "TF32 is a tensor-core format of NVIDIA GPUs; on the CPU it would be FP32 under another name", 0, ""};
