@@ -44,8 +44,8 @@ ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps) {
   }
   if (cpu && format == &caps.fp16)
     m.notes.push_back(
-        "FP16 is emulated on the CPU (FP16 storage and range, FP32 accumulation): faithful numerics, slower than "
-        "FP32; its speed belongs to GPUs");
+        "FP16 is emulated on the CPU (FP16 storage and range, FP32 arithmetic): faithful numerics; its speed "
+        "belongs to GPUs (here only its smaller memory traffic can pay)");
   // BF16 deserves a word where its gain is limited: emulated, or measured under 2x FP32 (AVX512-BF16 without AMX).
   if (cpu && format == &caps.bf16 && (!format->native || (format->speed_vs_fp32 > 0 && format->speed_vs_fp32 < 2)))
     m.notes.push_back("BF16 on this CPU (" + caps.isa + "): " + format->how + expected_speed(*format));
