@@ -88,8 +88,8 @@ void EpochTimeChart::refresh(const RunList& runs, const ChartOptions& options) {
     set_epoch_range(x_, epoch_count(runs));
   else
     set_nice_range(x_, 0, label_x_axis(x_, axis, x_max));
-  set_nice_range(seconds_axis_, 0, std::max(top_seconds * 1.05, 1e-3));
-  set_nice_range(throughput_axis_, 0, std::max(top_throughput * 1.05, 1e-3));
+  set_nice_range(seconds_axis_, 0, top_seconds > 0 ? top_seconds * 1.05 : 1.0);  // empty: 0 to 1, not 0.00s
+  set_nice_range(throughput_axis_, 0, top_throughput > 0 ? top_throughput * 1.05 : 1.0);
   label_decimals(seconds_axis_);
   label_decimals(throughput_axis_);
 }
@@ -182,7 +182,7 @@ void DataWaitChart::refresh(const RunList& runs, const ChartOptions&) {
     }
     set_epoch_range(x_, epoch_count(runs));
   }
-  set_nice_range(y_, 0, std::max(top * 1.05, 1e-3));
+  set_nice_range(y_, 0, top > 0 ? top * 1.05 : 1.0);  // empty: 0 to 1, not 0.00s
   label_decimals(y_);
   const double total = total_wait + total_compute;
   if (!bars_)
