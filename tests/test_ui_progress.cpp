@@ -12,6 +12,7 @@
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QXYSeries>
 #include <QtTest>
@@ -23,6 +24,8 @@
 #include "run_progress.h"
 #include "run_series.h"
 #include "run_setup_panel.h"
+#include "store/run_speed.h"
+#include "store/run_store.h"
 #include "test_ui_util.h"
 #include "train/observer_list.h"
 
@@ -173,6 +176,29 @@ class ProgressThroughTheUi : public QObject {
   // A run through the window validates on the number of images the setup panel names, says so in its notes, and
   // the window hears every validation batch: from none to all, once per epoch. Whenever the window drew a batch
   // that ended inside a validation, its bar said "validating".
+  // Each epoch's line in the status bar says what else the machine did meanwhile, and warns where that was much.
+  void each_epochs_line_says_what_else_the_machine_did() {
+    MainWindow w(db("load"));
+    w.show();
+    set_up(w, tiny_config(data_, 2, 3));
+    QStringList messages;
+    connect(w.statusBar(), &QStatusBar::messageChanged, &w, [&](const QString& m) { messages << m; });
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    QVERIFY(w.start_training());
+    QVERIFY(finished.wait(600000));
+    const int64_t run = finished.at(0).at(0).toLongLong();
+    const std::vector<EpochTimes> times = RunStore(db("load").toStdString(), RunStore::Mode::ReadOnly).epoch_times(run);
+    QCOMPARE(times.size(), size_t{2});
+    for (const EpochTimes& t : times) {
+      QVERIFY(t.load.known());
+      const QStringList lines = messages.filter(QStringLiteral("Epoch %1/2:").arg(t.epoch));
+      QCOMPARE(lines.size(), qsizetype{1});
+      QVERIFY2(lines[0].contains(QString::fromStdString(machine_load_text(t.load))), qPrintable(lines[0]));
+      QCOMPARE(lines[0].startsWith(QStringLiteral("\u26a0 timings unreliable")),
+               !timing_warning({{run, t.load}}).empty());
+    }
+  }
+
   void a_run_validates_on_the_panels_subset_and_says_so() {
     MainWindow w(db("subset"));
     w.resize(1366, 768);

@@ -20,6 +20,11 @@ void EventQueue::on_epoch(const EpochReport& epoch) {
   pending_.epochs.push_back(epoch);
 }
 
+void EventQueue::on_epoch_times(const EpochTimes& times) {
+  std::lock_guard lock(mutex_);
+  pending_.times.push_back(times);
+}
+
 void EventQueue::on_validation(const ValidationProgress& validation) {
   std::lock_guard lock(mutex_);
   pending_.validations.push_back(validation);

@@ -23,6 +23,7 @@ struct EventBatch {
   std::vector<GradientHistogram> histograms;
   std::vector<LayerNumerics> layer_numerics;  // the probed steps' layers, step after step
   std::vector<OverflowReport> overflows;      // the skipped steps' forensics (the scale-collapse alarm)
+  std::vector<EpochTimes> times;              // each epoch's time breakdown and the machine's load
   std::vector<CheckpointInfo> checkpoints;
   std::optional<PrecisionDivergence> divergence;  // at the end of a finished low-precision run
   std::optional<RunEnd> ended;
@@ -31,7 +32,7 @@ struct EventBatch {
   // Validation progress alone, or nothing: what no chart draws.
   bool nothing_but_progress() const {
     return !started && run_id == 0 && steps.empty() && epochs.empty() && histograms.empty() && layer_numerics.empty() &&
-           overflows.empty() && checkpoints.empty() && !divergence && !ended;
+           overflows.empty() && times.empty() && checkpoints.empty() && !divergence && !ended;
   }
 };
 
@@ -44,6 +45,7 @@ class EventQueue : public TrainObserver {
   void on_histogram(const GradientHistogram& histogram) override;
   void on_layer_numerics(const std::vector<LayerNumerics>& layers) override;
   void on_overflow(const OverflowReport& overflow) override;
+  void on_epoch_times(const EpochTimes& times) override;
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
   void on_divergence(const PrecisionDivergence& divergence) override;
   void on_end(const RunEnd& end) override;

@@ -38,6 +38,7 @@
 #include "store/csv_export.h"
 #include "store/run_report.h"
 #include "store/run_resume.h"
+#include "store/run_speed.h"
 #include "sweep_dialog.h"
 
 namespace ampwb::ui {
@@ -303,6 +304,7 @@ void MainWindow::on_events(const EventBatch& batch) {
   if (batch.started) {
     const RunInfo& info = *batch.started;
     progress_.start(info, live_->config.epochs, live_->config.batch_size);
+    epoch_load_ = {};
     controls_->set_notes(info.notes);
     controls_->set_state(RunControls::State::Training);
     controls_->set_status(
@@ -322,9 +324,14 @@ void MainWindow::on_events(const EventBatch& batch) {
   for (const StepReport& s : batch.steps) progress_.step(s);
   for (const ValidationProgress& v : batch.validations) progress_.validation(v);
   update_collapse_alarm(batch);
+  for (const EpochTimes& t : batch.times) epoch_load_ = t.load;  // reported just before its epoch
   for (const EpochReport& e : batch.epochs) {
     progress_.epoch(e);
-    show_status(epoch_line(e, live_->config.epochs));
+    // The epoch's time beside what else the machine did meanwhile, and a warning where that was much.
+    QString line = epoch_line(e, live_->config.epochs);
+    if (epoch_load_.known()) line += " · " + QString::fromStdString(machine_load_text(epoch_load_));
+    const std::string warning = timing_warning({{live_->run_id, epoch_load_}});
+    show_status(warning.empty() ? line : QStringLiteral("\u26a0 ") + QString::fromStdString(warning) + ": " + line);
   }
   if (batch.started || !batch.steps.empty() || !batch.validations.empty() || !batch.epochs.empty())
     controls_->show_progress(progress_);

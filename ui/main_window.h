@@ -90,6 +90,7 @@ class MainWindow : public QMainWindow {
   TrainingSession* session_ = nullptr;
   Sweep sweep_;
   std::unique_ptr<SweepTiming> sweep_timing_;
+  MachineLoad epoch_load_;  // the live run's last epoch's
   std::unique_ptr<RunSeries> live_;
   RunProgress progress_;
   ScaleCollapseWatch collapse_watch_;  // the live run's alarm (the diagnosis' scale_collapse rule, while it trains)
