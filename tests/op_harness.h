@@ -123,6 +123,13 @@ inline Tensor device_nan(Backend& backend, Shape shape, DType dtype, Layout layo
   return on_device(backend, tensor_from_floats(v, std::move(shape), dtype, layout));
 }
 
+// t's bytes as the backend holds them, brought to the host: for results that must match bit for bit.
+inline std::vector<unsigned char> bytes_of(Backend& b, const Tensor& t) {
+  const Tensor host = on_host(b, t);
+  const auto* p = static_cast<const unsigned char*>(host.data());
+  return std::vector<unsigned char>(p, p + host.nbytes());
+}
+
 // ---- Comparison -------------------------------------------------------------------------------------------------
 
 struct Comparison {
