@@ -6,7 +6,7 @@
 // other traffic flushes them, the reorders of one step for the master kept plain (today), in the forward's layout and
 // in the weight gradient's layout. Primitives described as the CPU backend describes them (NHWC activations, weights
 // "any", the forward as the backward's hint); FP32, oneDNN's own threads (OMP_NUM_THREADS), median of 7 after 2.
-// docs/benchmarks.md, "CPU, eighth part".
+// docs/benchmarks.md lists it with the other bench programs.
 //
 //   OMP_NUM_THREADS=2 build/bench/ampwb_blocked_master [IMAGE_SIDE=64] [BATCH=32]
 #include <algorithm>

@@ -1,7 +1,7 @@
 // oneDNN alone: each pass of ResNet-18's convolutions as oneDNN's convolution primitive against the same product as
 // one matmul (patches x weights, the input's kernel windows copied into rows first), BF16 or FP32, NHWC, best of 7
-// runs each. It showed where oneDNN 2.6.3's BF16 convolutions are slow on AMX (docs/benchmarks.md, "CPU,
-// tenth part"). The products leave out their copies (the patches, col2im), the convolutions their weights' reorders.
+// runs each. It shows where oneDNN 2.6.3's BF16 convolutions are slow on AMX (docs/benchmarks.md, "AMX"). The
+// products leave out their copies (the patches, col2im), the convolutions their weights' reorders.
 // usage: ampwb_conv_as_gemm [bf16|f32] [batch 32] [image size 64]
 #include <algorithm>
 #include <chrono>

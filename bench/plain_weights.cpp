@@ -2,7 +2,7 @@
 // shapes, times oneDNN's choice (blocked weights, reordered from the stored OHWI layout at every call, as the CPU
 // backend does) against the convolution oneDNN runs on plain weights (its GEMM one, which takes HWIO and no
 // reorder). Forward and backward data, NHWC FP32, best of 10 after 2 warm-ups, on oneDNN's own threads
-// (OMP_NUM_THREADS). docs/benchmarks.md, "CPU, seventh part".
+// (OMP_NUM_THREADS). docs/benchmarks.md lists it with the other bench programs.
 //
 //   OMP_NUM_THREADS=2 build/bench/ampwb_plain_weights
 #include <algorithm>

@@ -76,7 +76,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, CudaEveryMode, ::testing::Values("fp32", "tf32",
 // the loss, every gradient and every updated weight, as relative L2 distances over the whole model. This step (a
 // fresh ResNet-18, batch 16 at 32 px, random labels) is ill-conditioned: on the CPU alone, the FP32 step with 1 and
 // with 2 threads (summation order only) differs by 4.8e-3 in its gradients, and amp-fp16's step differs from FP32's
-// by 0.11, amp-bf16's by 0.29; the updated weights by 4.2e-5, 9.6e-4 and 2.5e-3 (Xeon, 2026-11-26). The tolerances
+// by 0.11, amp-bf16's by 0.29; the updated weights by 4.2e-5, 9.6e-4 and 2.5e-3 (an Intel Xeon). The tolerances
 // below are those spreads with some margin: two implementations of one format may differ as much as the format differs
 // from FP32. A wrong kernel is off by far more (the op tests bound each op tightly). Measured GPU against CPU on an
 // H200: 3.1e-3, TF32 0.080, FP16 0.081, BF16 0.22 (docs/gpu/2026-11-26-h200).

@@ -49,8 +49,8 @@ std::string difference_from_recording() {
 // (ONEDNN_MAX_CPU_ISA=SSE41): fp32 within 6e-7 through step 6, then 1e-4 at step 7 and 80% by step 20; the 16-bit
 // modes within 8e-3 through step 3. Loss scales and skipped steps agreed at every step there, but an overflow is
 // not robust to summation order in general: the FP16 modes skip step 2 because the stem's weight gradient reaches
-// 66099 (scaled; FP16 ends at 65504), and with ResNet-20's small-image convolutions as matrix products (AVX-512,
-// "CPU, twelfth part" in docs/benchmarks.md) it reaches 63815 and no step is skipped. So here the skipped steps
+// 66099 (scaled; FP16 ends at 65504), and with ResNet-20's small-image convolutions as matrix products (AVX-512)
+// it reaches 63815 and no step is skipped. So here the skipped steps
 // may differ by one, and each step's loss scale by one backoff (2x), from the recording's; the losses are compared
 // only up to the first step skipped on one side and taken on the other.
 struct ModeTolerance {

@@ -295,7 +295,7 @@ inline float as_stored(float value) {
 // A widened block is stored as one vector of 16 floats: one 512-bit store in the AVX-512 body, where the loop that
 // reads it back loads 512 bits at once. Stored as two 256-bit halves, each such load waited for both stores to
 // retire (a Zen 5 forwards no load from two stores), and FP16's backward took 3x FP32's time there
-// (docs/benchmarks.md, "CPU, twenty-third part").
+// (build/bench/ampwb_batchnorm_passes; docs/benchmarks.md, "AVX512-BF16").
 using Floats8 = float __attribute__((vector_size(32)));
 using Floats16 = float __attribute__((vector_size(64)));
 [[gnu::target("avx2,f16c")]] inline void store_block(__m256 low, __m256 high, float* out) {
@@ -487,7 +487,8 @@ void batchnorm_chunked_backward(const Tensor& x, const Tensor& relu_output, cons
   const bool fp32 = passes.dtype == DType::F32, wide = !fp32 && dx.dtype() == DType::F32;
   // NHWC tensors in whole blocks of channels: every element read where it lies, the 16-bit ones widened in
   // registers, so each pass streams x, dy and y together instead of copying a chunk at a time into the scratch
-  // (docs/benchmarks.md, "CPU, twenty-second part"). The same arithmetic in the same order: the same bits.
+  // (build/bench/ampwb_batchnorm_passes; docs/benchmarks.md, "AVX512-BF16"). The same arithmetic in the same order:
+  // the same bits.
   if (x.layout() == Layout::NHWC && C % kBlock == 0 && !widen_every_chunk) {
     auto in_place = [&](auto element) {
       using T = decltype(element);

@@ -48,30 +48,25 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
-// amp-bf16's training speed against fp32's on each path, measured by bench/bf16_paths.sh on an AMD EPYC (Zen 5),
-// ResNet-18 at 64 px batch 32, 2 threads, medians of alternating rounds (docs/benchmarks.md, "BF16 on every CPU
-// path"; at 224 px batch 16 native BF16 gains 1.7x, the emulation stays at 1.0x).
-// Native on AVX512-BF16 without AMX: measured by bench/cpu_acceptance.py on a Zen 5, the median of four tables of the
-// same engine, 2173bc7 to 07a048e (their 64 px rows 1.735-1.861; docs/benchmarks.md, "CPU, twenty-eighth part";
-// 1.78x on a Zen 4 at the twentieth part).
+// amp-bf16's training speed against fp32's on each CPU path, ResNet-18 at 64 px batch 32, 2 threads.
+// Measured by bench/cpu_acceptance.py on a Zen 5, native BF16 without AMX (docs/benchmarks.md, "AVX512-BF16").
 constexpr double kBf16SpeedAvx512Bf16 = 1.82;
 const char* const kBf16SpeedAvx512Bf16Source =
     "bench/cpu_acceptance.py, ResNet-18 64 px batch 32 on an AMD EPYC Zen 5 (docs/benchmarks.md)";
-// The same on an Intel Xeon (family 6 model 207) with AMX, the convolutions over images of 4x4 pixels or fewer as
-// matrix products in FP32 and BF16 alike (docs/benchmarks.md, "CPU, twelfth part": 1.93x in 3 rounds, 1.5-1.6x in
-// the acceptance tables of the same loaded evening; 2.07x before FP32 took the products too).
+// Measured by bench/bf16_paths.sh on an Intel Xeon with AMX (docs/benchmarks.md, "AMX").
 constexpr double kBf16SpeedAmx = 1.93;
 const char* const kBf16SpeedAmxSource =
     "bench/bf16_paths.sh, ResNet-18 64 px batch 32 on an Intel Xeon (family 6 model 207) with AMX "
     "(docs/benchmarks.md)";
 // Native BF16 convolutions are taken where the cores' BF16 multiply-adds run at least this much faster than their
-// FP32 ones: 2.0x on Zen 5, 0.49x on an Intel Xeon whose AMX a hypervisor hides (docs/benchmarks.md, "BF16 where
-// AVX512-BF16 is slower than FP32"); the emulation costs 2-8% of a step, so a clear gain pays.
+// FP32 ones: 2.0x on Zen 5, 0.49x on an Intel Xeon whose AMX a hypervisor hides (build/bench/ampwb_conv_dtypes;
+// docs/benchmarks.md, "AVX512-BF16"); the emulation costs 2-8% of a step, so a clear gain pays.
 constexpr double kNativeBf16MinRateRatio = 1.2;
+// Measured by bench/bf16_paths.sh with oneDNN capped to AVX-512 and AVX2 on a Zen 5 (docs/benchmarks.md, "AVX-512").
 constexpr double kBf16SpeedEngineEmulated = 1.0;
 const char* const kBf16SpeedSource =
     "bench/bf16_paths.sh, ResNet-18 64 px batch 32 on an AMD EPYC Zen 5 (docs/benchmarks.md)";
-// The emulation where AVX512-BF16 is slower than FP32 (oneDNN's BF16 there: 0.80x), as above on such a CPU.
+// Measured by bench/bf16_paths.sh on an Intel Xeon without AMX (docs/benchmarks.md, "AVX512-BF16").
 constexpr double kBf16SpeedEmulatedOverSlowBf16 = 0.92;
 const char* const kBf16SpeedSlowBf16Source =
     "bench/bf16_paths.sh, ResNet-18 64 px batch 32 on an Intel Xeon (family 6 model 207) without AMX "

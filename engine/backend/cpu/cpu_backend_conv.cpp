@@ -36,9 +36,10 @@ bool all_fp32(const Tensor& a, const Tensor& b, const Tensor& c) {
 }
 
 // On AVX-512 auto leaves FP32's 3x3 convolutions to oneDNN, where Winograd won some passes and lost others
-// (docs/benchmarks.md, "CPU, fifth part" and "ninth part"). For an emulated 16-bit type its transforms also fold
-// the widening of the inputs and the rounding of the output, and it ran the three passes 1.2-1.5x faster with 128
-// channels or more over 14x14 outputs or more (ResNet-18's second and third stages at 224 px; "sixteenth part").
+// (--conv-algorithm measured; docs/benchmarks.md, "AVX2" and "AVX512-BF16"). For an emulated 16-bit type its
+// transforms also fold the widening of the inputs and the rounding of the output, and it ran the three passes
+// 1.2-1.5x faster with 128 channels or more over 14x14 outputs or more (ResNet-18's second and third stages at 224
+// px; docs/benchmarks.md, "AVX-512").
 // in, out: the pass's.
 bool emulated_winograd_pays(const Tensor& in, const Tensor& out) {
   return std::min(in.c(), out.c()) >= 128 && out.h() * out.w() >= 196;
@@ -62,7 +63,7 @@ Tensor sample_pixels(const Tensor& x, int stride, int64_t P, int64_t Q) {
 // images, as in ResNet-18's last stage at 64 px or the golden test's ResNet-20 at 8 px), it runs one GEMM per image
 // whose inner dimension is the image's pixel count (4 there): 3.4x the time of the forward convolution of the same
 // shape on Zen 1. One GEMM over the whole batch (inner dimension N*P*Q) computes the same gradient at the speed of
-// the forward pass (docs/benchmarks.md, "CPU, third part"), while its patches stay under this size.
+// the forward pass (docs/benchmarks.md, "AVX2"), while its patches stay under this size.
 constexpr int64_t kMaxPatchBytes = int64_t{64} << 20;
 
 bool use_batched_weight_gradient(const std::string& implementation, const Tensor& x, const Tensor& dy,

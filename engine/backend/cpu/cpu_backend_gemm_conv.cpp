@@ -1,8 +1,7 @@
 // Convolutions as one matrix product each: the input's kernel windows copied into rows (im2col), then oneDNN's
 // matmul, which runs on AMX tiles through its brgemm kernels. Over images of a few pixels oneDNN 2.6's BF16
 // convolutions on AMX run at 20-400 GFLOP/s, its backward ones (jit:avx512_core_amx_bf16) slowest, where the
-// matmul of the same product runs at 600-1000 (ResNet-18 at 64 px on an Intel Xeon with AMX: docs/benchmarks.md,
-// "CPU, tenth part").
+// matmul of the same product runs at 600-1000 (build/bench/ampwb_conv_as_gemm; docs/benchmarks.md, "AMX").
 #include <algorithm>
 #include <vector>
 
@@ -106,8 +105,7 @@ dnnl::memory::desc matrix(int64_t rows, int64_t columns, DType type, bool transp
 }
 
 constexpr int64_t kGemmConvMaxPixels = 16;  // per image, of a convolution's output: 4x4
-// Native BF16 on AMX, where the products were faster in training steps (docs/benchmarks.md, "CPU, thirteenth part"
-// and "fifteenth part"):
+// Native BF16 on AMX, where the products were faster (bench/conv_passes.cpp; docs/benchmarks.md, "AMX"):
 // - strided convolutions (a stage's entry and its downsampling): the weight gradient up to 14x14 outputs, the other
 //   passes up to 7x7 (the forward one of kernels larger than 1x1);
 // - stride 1: the weight gradient up to 8x8 outputs, while its patches (a transient) stay under 8 MiB, as in
@@ -133,14 +131,14 @@ bool CpuBackend::gemm_conv_chosen(const Tensor& x, const Tensor& w, const Tensor
   if (gemm_conv_ != GemmConv::SmallImages) return false;
   // Outputs of 4x4 pixels or fewer (ResNet-18's last two stages at 64 px), where oneDNN's convolutions ran slower
   // than the product alone (bench/conv_as_gemm.cpp) and reorder the largest weights three times a step. Over larger
-  // outputs the copies around the product cost what it saves (docs/benchmarks.md, "CPU, tenth part" and "twelfth
-  // part"), but for native BF16's strided convolutions.
+  // outputs the copies around the product cost what it saves (docs/benchmarks.md, "AMX" and "AVX-512"), but for
+  // native BF16's strided convolutions.
   // - Native BF16: on AMX every pass (oneDNN's 1.3-30x slower), and some passes over larger outputs as above
   //   (oneDNN's backward ones, jit:avx512_core_amx_bf16, up to 5x slower). On AVX512-BF16 without AMX the weight
   //   gradient likewise (jit_bf16:avx512_core_bf16 up to 4x slower than the product) and the forward pass over
   //   4x4 outputs or fewer, whose weights' reorder into oneDNN's layout cost more than its convolution saved (a tie
   //   over 4x4 on a Zen 4, 1.7% of a 64 px step gained on a Zen 5); not backward data, where oneDNN's convolution
-  //   won on a Zen 4 and tied on a Zen 5 ("CPU, eighteenth part" and "twenty-third part").
+  //   won on a Zen 4 and tied on a Zen 5.
   // - FP32, and FP16 and BF16 emulated in FP32: the forward and the weight gradient, and the input's gradient
   //   only where strided (oneDNN's stride-1 backward data was faster than the product and its col2im).
   const int64_t pixels = y.h() * y.w();
@@ -221,7 +219,7 @@ void CpuBackend::gemm_conv_backward_weights(const Tensor& x, const Tensor& dy, T
 }
 
 // Stride-1 3x3 weight gradients by the direct kernel (direct_weight_gradient.h) where it was faster, alone, on a
-// Zen 5 (bench/direct_weight_gradient.cpp; docs/benchmarks.md, "CPU, twenty-fifth part" and "twenty-sixth part"):
+// Zen 5 (bench/direct_weight_gradient.cpp; docs/benchmarks.md, "AVX512-BF16"):
 // - FP32 over 4x4 outputs or fewer: 1.3-1.5x the product's speed; over 8x8 or more oneDNN's convolution is faster.
 // - Native BF16 without AMX over 8x8 outputs or fewer, and over 16x16 or fewer with 64 channels or fewer in and out
 //   (ResNet-18's first stage at 64 px, ResNet-20's last two): 1.1-1.6x against the product or oneDNN's convolution,
@@ -242,7 +240,7 @@ bool CpuBackend::direct_weight_gradient_chosen(const Tensor& x, const Tensor& dy
 
 // Native BF16 without AMX: the forward pass over images of 4 channels or fewer (ResNet-18's 7x7 stem, ResNet-20's 3x3
 // one) by the stem kernel, which pairs values along a kernel row where oneDNN pairs channels (padding 3 to 4): 1.3x
-// oneDNN's speed alone on a Zen 5 (bench/stem_convolution.cpp; docs/benchmarks.md, "CPU, twenty-sixth part").
+// oneDNN's speed alone on a Zen 5 (bench/stem_convolution.cpp; docs/benchmarks.md, "AVX512-BF16").
 bool CpuBackend::stem_forward_chosen(const Tensor& x, const Tensor& w, const Tensor& y) const {
   return gemm_conv_ == GemmConv::SmallImages && x.dtype() == DType::BF16 && !amx_ && !gemm_conv_emulated(x) &&
          cpu_detail::stem_forward_fits(x, w, y);

@@ -136,7 +136,7 @@ inline bool runs_bf16_natively(const std::string& implementation) {
 }
 
 // BF16 convolutions only where the CPU computes BF16 natively. oneDNN's own emulation on plain AVX-512 measured
-// 1.8-2.7x slower than the engine's (widen, FP32 primitive, round: docs/benchmarks.md, "BF16 on every CPU path"),
+// 1.8-2.7x slower than the engine's (widen, FP32 primitive, round: bench/bf16_paths.sh; docs/benchmarks.md, "AVX-512"),
 // so such a primitive is refused as if unimplemented, and the engine emulates it.
 inline void require_native_bf16(const dnnl::primitive_desc_base& pd, const Tensor& t) {
   if (t.dtype() == DType::BF16 && !runs_bf16_natively(pd.impl_info_str()))

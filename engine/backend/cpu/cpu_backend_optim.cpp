@@ -60,7 +60,7 @@ namespace {
 // same order in every pass. Each thread then works through its share a piece at a time: the piece's 16-bit gradient
 // widened, checked, the update, its 16-bit copy rounded, all while the piece is in L1, so gradient, master, state
 // and copy are one pass over memory. Small pieces keep those arrays' memory streams in flight together: pieces of
-// 2048 ran the BF16 update about 1.2x slower than 256 (docs/benchmarks.md, "CPU, twenty-first part").
+// 2048 ran the BF16 update about 1.2x slower than 256 (ampwb bench --profile; docs/benchmarks.md, "AVX512-BF16").
 constexpr int64_t kUpdateBlock = 2048;
 constexpr int64_t kUpdatePiece = 256;
 
