@@ -5,6 +5,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTextDocumentFragment>
 #include <QtTest>
@@ -153,6 +154,32 @@ class FieldsKeepWhatWasTyped : public QObject {
     QCOMPARE(image_size->value(), 48);
     QVERIFY(plain(image_size->toolTip()).startsWith("empty; it takes 0 (auto (the data's)) to 1,024"));
     QVERIFY(!child<QPushButton>(w, "trainButton")->isEnabled());
+  }
+
+  // The epoch pickers of the charts and the comparison keep text they cannot take as well, and take their word.
+  void epoch_pickers_keep_what_was_typed() {
+    MainWindow w(dir_.filePath("pickers.sqlite"));
+    open(w);
+    const QList<WholeNumberBox*> pickers =
+        w.findChildren<WholeNumberBox*>(QRegularExpression("^(histogramEpoch|atEpoch)$"));
+    QVERIFY(pickers.size() >= 2);
+    for (WholeNumberBox* picker : pickers) {
+      for (QWidget* p = picker; p; p = p->parentWidget())  // brings its tab forward, so that it can take the focus
+        if (auto* tabs = qobject_cast<QTabWidget*>(p->parentWidget() ? p->parentWidget()->parentWidget() : nullptr))
+          tabs->setCurrentWidget(p);
+      const QString word = picker->objectName() == "atEpoch" ? "last common" : "latest";
+      QCOMPARE(text_of(picker), word);
+      type(picker, "x3");
+      QCOMPARE(text_of(picker), QString("x3"));
+      QCOMPARE(picker->value(), 0);
+      QVERIFY2(plain(picker->toolTip()).contains(QString("it takes 0 (%1) to 100,000").arg(word)),
+               qPrintable(picker->toolTip()));
+      type(picker, "3");
+      QCOMPARE(picker->value(), 3);
+      QVERIFY(picker->problem().isEmpty());
+      type(picker, word);
+      QCOMPARE(picker->value(), 0);
+    }
   }
 };
 

@@ -14,7 +14,6 @@
 #include <QScrollArea>
 #include <QSettings>
 #include <QSlider>
-#include <QSpinBox>
 #include <QTimer>
 #include <QVBoxLayout>
 
@@ -28,6 +27,7 @@
 #include "numerics_heatmap.h"
 #include "plain_text.h"
 #include "run_groups.h"
+#include "whole_number_box.h"
 
 namespace ampwb::ui {
 namespace {
@@ -71,11 +71,9 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   histogram_kind_->addItem(tr("weight gradients"), "weight");
   histogram_kind_->addItem(tr("activation gradients"), "activation");
   connect(histogram_kind_, &QComboBox::currentIndexChanged, this, &ChartPanel::refresh);
-  histogram_epoch_ = new QSpinBox;
+  histogram_epoch_ = new WholeNumberBox(0, 100000);
   histogram_epoch_->setObjectName("histogramEpoch");
-  histogram_epoch_->setRange(0, 100000);
-  histogram_epoch_->setSpecialValueText(tr("latest"));
-  histogram_epoch_->setPrefix(tr("epoch "));
+  histogram_epoch_->set_minimum_text(tr("latest"));
   connect(histogram_epoch_, &QSpinBox::valueChanged, this, &ChartPanel::refresh);
   group_by_ = new QComboBox;
   group_by_->setObjectName("groupBy");
@@ -102,7 +100,8 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   };
   controls->addWidget(piece({new QLabel(tr("Against")), x_axis_}));
   controls->addWidget(piece({new QLabel(tr("Smoothing")), smoothing_, smoothing_value_}));
-  controls->addWidget(piece({new QLabel(tr("Histogram")), histogram_kind_, histogram_epoch_}));
+  controls->addWidget(
+      piece({new QLabel(tr("Histogram")), histogram_kind_, new QLabel(tr("at epoch")), histogram_epoch_}));
   group_by_box_ = piece({group_by_label_, group_by_});
   group_by_box_->setVisible(false);
   controls->addWidget(group_by_box_);

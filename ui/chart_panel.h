@@ -13,11 +13,11 @@
 class QComboBox;
 class QLabel;
 class QSlider;
-class QSpinBox;
 class QTimer;
 
 namespace ampwb::ui {
 
+class WholeNumberBox;
 class NumericsHeatmap;
 class DivergenceView;
 
@@ -71,7 +71,7 @@ class ChartPanel : public QWidget {
   QLabel* smoothing_value_ = nullptr;
   QComboBox* x_axis_ = nullptr;
   QComboBox* histogram_kind_ = nullptr;
-  QSpinBox* histogram_epoch_ = nullptr;
+  WholeNumberBox* histogram_epoch_ = nullptr;
   QComboBox* group_by_ = nullptr;
   QLabel* group_by_label_ = nullptr;
   QWidget* group_by_box_ = nullptr;  // the label and the choice, one piece of the wrapping control row

@@ -6,7 +6,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QSpinBox>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
@@ -19,6 +18,7 @@
 #include "run_groups.h"
 #include "store/run_record.h"
 #include "store/time_comparison.h"
+#include "whole_number_box.h"
 
 namespace ampwb::ui {
 
@@ -45,10 +45,9 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
     diagnosis_->set_baseline(static_cast<size_t>(i));
     update_time();
   });
-  at_epoch_ = new QSpinBox;
+  at_epoch_ = new WholeNumberBox(0, 100000);
   at_epoch_->setObjectName("atEpoch");
-  at_epoch_->setRange(0, 100000);
-  at_epoch_->setSpecialValueText(tr("last common"));
+  at_epoch_->set_minimum_text(tr("last common"));
   connect(at_epoch_, &QSpinBox::valueChanged, model_, &CompareModel::set_at_epoch);
   summary_ = new QLabel;
   summary_->setObjectName("compareSummary");

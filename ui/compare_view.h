@@ -13,12 +13,12 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
-class QSpinBox;
 class QTabWidget;
 class QTableView;
 
 namespace ampwb::ui {
 
+class WholeNumberBox;
 class ChartPanel;
 class CompareModel;
 class DiagnosisPanel;
@@ -58,7 +58,7 @@ class CompareView : public QWidget {
   DiagnosisPanel* diagnosis_ = nullptr;
   QCheckBox* differences_ = nullptr;
   QComboBox* baseline_ = nullptr;
-  QSpinBox* at_epoch_ = nullptr;
+  WholeNumberBox* at_epoch_ = nullptr;
   QLabel* title_ = nullptr;
   QLabel* summary_ = nullptr;
   QLabel* time_ = nullptr;

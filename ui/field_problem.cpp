@@ -24,6 +24,13 @@ void mark_field_problem(QWidget* field, const QString& problem) {
   }
 }
 
+bool update_field_problem(QWidget* field, QString& current, const QString& problem) {
+  mark_field_problem(field, problem);
+  if (problem == current) return false;
+  current = problem;
+  return true;
+}
+
 QString range_number_text(double value) {
   const QLocale english(QLocale::English);
   if (value == std::floor(value) && std::fabs(value) < 1e9) return english.toString(static_cast<qlonglong>(value));

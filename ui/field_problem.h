@@ -11,6 +11,9 @@ namespace ampwb::ui {
 // Marks `field` with `problem`, or, when `problem` is empty, gives it back its own frame and tooltip.
 void mark_field_problem(QWidget* field, const QString& problem);
 
+// Marks `field` with `problem` and stores it in `current`; true when it differs from what `current` held.
+bool update_field_problem(QWidget* field, QString& current, const QString& problem);
+
 // "1 to 10,000": numbers of a range as the messages write them.
 QString range_number_text(double value);
 

@@ -51,7 +51,7 @@ std::optional<int> WholeNumberBox::parse(const QString& text, QString* problem) 
 }
 
 QString WholeNumberBox::textFromValue(int value) const {
-  if (kept_text_ && value == kept_for_ && lineEdit()->displayText() == *kept_text_) return *kept_text_;
+  if (const std::optional<QString> kept = kept_.for_value(value, lineEdit()->displayText())) return *kept;
   if (!minimum_text_.isEmpty() && value == minimum()) return minimum_text_;
   return QSpinBox::textFromValue(value) + unit_;
 }
@@ -59,12 +59,10 @@ QString WholeNumberBox::textFromValue(int value) const {
 int WholeNumberBox::valueFromText(const QString& text) const {
   QString problem;
   if (const std::optional<int> number = parse(text, &problem)) {
-    kept_text_.reset();
+    kept_.forget();
     return *number;
   }
-  kept_text_ = text;  // kept as typed, and the value stays what it was
-  kept_for_ = value();
-  return value();
+  return kept_.keep(text, value());
 }
 
 QValidator::State WholeNumberBox::validate(QString&, int&) const { return QValidator::Acceptable; }
@@ -72,10 +70,7 @@ QValidator::State WholeNumberBox::validate(QString&, int&) const { return QValid
 void WholeNumberBox::check_text(const QString& text) {
   QString problem;
   parse(text, &problem);
-  mark_field_problem(this, problem);
-  if (problem == problem_) return;
-  problem_ = problem;
-  Q_EMIT problem_changed(problem_);
+  if (update_field_problem(this, problem_, problem)) Q_EMIT problem_changed(problem_);
 }
 
 }  // namespace ampwb::ui

@@ -7,6 +7,8 @@
 #include <QSpinBox>
 #include <optional>
 
+#include "kept_text.h"
+
 namespace ampwb::ui {
 
 class WholeNumberBox : public QSpinBox {
@@ -36,9 +38,7 @@ class WholeNumberBox : public QSpinBox {
   void check_text(const QString& text);
 
   QString minimum_text_, unit_, problem_;
-  // Text it could not take and the value held when it was typed: shown as typed until the value changes.
-  mutable std::optional<QString> kept_text_;
-  mutable int kept_for_ = 0;
+  mutable KeptText<int> kept_;  // valueFromText is const in Qt's interface
 };
 
 }  // namespace ampwb::ui

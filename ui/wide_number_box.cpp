@@ -64,7 +64,7 @@ std::optional<double> WideNumberBox::parse(const QString& text, QString* problem
 
 QString WideNumberBox::textFromValue(double value) const {
   const QString shown = lineEdit()->displayText();
-  if (kept_text_ && value == kept_for_ && shown == *kept_text_) return *kept_text_;
+  if (const std::optional<QString> kept = kept_.for_value(value, shown)) return *kept;
   if (!minimum_text_.isEmpty() && value == minimum()) return minimum_text_;
   QString problem;
   if (const std::optional<double> typed = parse(shown, &problem); typed && same_number(*typed, value)) return shown;
@@ -76,12 +76,10 @@ QString WideNumberBox::textFromValue(double value) const {
 double WideNumberBox::valueFromText(const QString& text) const {
   QString problem;
   if (const std::optional<double> number = parse(text, &problem)) {
-    kept_text_.reset();
+    kept_.forget();
     return *number;
   }
-  kept_text_ = text;  // kept as typed, and the value stays what it was
-  kept_for_ = value();
-  return value();
+  return kept_.keep(text, value());
 }
 
 QValidator::State WideNumberBox::validate(QString&, int&) const { return QValidator::Acceptable; }
@@ -89,10 +87,7 @@ QValidator::State WideNumberBox::validate(QString&, int&) const { return QValida
 void WideNumberBox::check_text(const QString& text) {
   QString problem;
   parse(text, &problem);
-  mark_field_problem(this, problem);
-  if (problem == problem_) return;
-  problem_ = problem;
-  Q_EMIT problem_changed(problem_);
+  if (update_field_problem(this, problem_, problem)) Q_EMIT problem_changed(problem_);
 }
 
 }  // namespace ampwb::ui

@@ -8,6 +8,8 @@
 #include <QDoubleSpinBox>
 #include <optional>
 
+#include "kept_text.h"
+
 namespace ampwb::ui {
 
 class WideNumberBox : public QDoubleSpinBox {
@@ -35,9 +37,7 @@ class WideNumberBox : public QDoubleSpinBox {
   void check_text(const QString& text);
 
   QString minimum_text_, problem_;
-  // Text it could not take and the value held when it was typed: shown as typed until the value changes.
-  mutable std::optional<QString> kept_text_;
-  mutable double kept_for_ = 0;
+  mutable KeptText<double> kept_;  // valueFromText is const in Qt's interface
 };
 
 }  // namespace ampwb::ui
