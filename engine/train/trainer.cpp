@@ -280,23 +280,100 @@ void restore_checkpoint(Backend& backend, const Checkpoint& c, const TrainConfig
 
 }  // namespace
 
-RunEnd Trainer::train() {
-  const TrainConfig& config = config_;
-  validate(config);
-  const Report report{observer_};
-  const auto run_start = Clock::now();
-  std::unique_ptr<Backend> made =
-      make_backend(config.device, {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32,
-                                   conv_algorithm_named(config.conv_algorithm)});
-  if (decorate_backend_) made = decorate_backend_(std::move(made));
+// One call of train(): the state its phases share. The members are built in the order they are declared, each from
+// those above it, so that a run is refused (settings, precision, memory) before its data loaders start.
+class Trainer::Run {
+ public:
+  explicit Run(Trainer& trainer);  // set-up: the backend, the data, the memory check, the model and its step
+  void resume();                   // the model, optimizer, scaler and progress from the checkpoint, if any
+  void report_start();             // what the run is, with its notes, to the observer
+  std::optional<RunEnd> epochs();  // the epoch loop; how the run ended when it ended early
+  void finish();                   // the precision divergence, once, from the final weights
+
+ private:
+  // A batch on the backend's device. Batch b+1 is taken from the loader and sent up before step b is queued, so
+  // that on a GPU its copy overlaps step b (Backend::upload); on the CPU it is the loader's batch itself.
+  struct DeviceBatch {
+    Tensor images, labels;
+  };
+  // A step's result, as the host learns it, is settled with what was known when the step was queued.
+  struct Launched {
+    int epoch = 0;
+    int64_t global_step = 0, b = 0;
+    float lr = 0;
+    int64_t images = 0;
+    GradientProbe* probe = nullptr;
+  };
+  // When an epoch's steps began, for its time, its machine load and the share of its steps replayed.
+  struct EpochStart {
+    Clock::time_point time;
+    MachineLoadMeter load;  // what else the machine does during this epoch's steps
+    int64_t first_step = 0, replayed_before = 0;
+  };
+
+  static std::unique_ptr<ProfiledBackend> profiled_backend(const Trainer& trainer);
+  MemoryEstimate check_memory();  // refuses a run that cannot fit; reads only the members declared above memory_
+
+  std::optional<RunEnd> train_epoch(const EpochStart& start);
+  std::optional<RunEnd> interruption(int64_t b, const EpochStart& start);
+  GradientProbe* probe_for(int64_t b);
+  DeviceBatch fetch(int64_t b);
+  std::optional<RunEnd> take_step(int64_t b, const DeviceBatch& batch, GradientProbe* probe);
+  std::optional<RunEnd> settle(const Launched& s, const StepResult& r);
+  std::optional<RunEnd> settle_pending();
+  std::optional<RunEnd> end_epoch(const EpochStart& start);
+  EpochReport epoch_report(const Evaluation& val, double train_seconds, const EpochStart& start) const;
+  EpochProgress so_far(const EpochStart& start) const;  // for a checkpoint taken now, over every process it ran in
+  std::string save(const EpochProgress& progress);      // "; resumable from PATH", or nothing without checkpoints
+  double wall_seconds() const { return wall_before_ + seconds_since(run_start_); }
+  void note_lost(int epoch);
+
+  Trainer& trainer_;
+  const TrainConfig& config_;
+  const Report report_;
+  const Clock::time_point run_start_ = Clock::now();
   // Every op of a training step timed by class (on a GPU, a sample of the steps): where the time went.
-  const auto backend = std::make_unique<ProfiledBackend>(std::move(made));
-  StepTimer step_timer(*backend);
-  const ModeSupport precision = check_precision(*backend);
-  const Dataset dataset =
-      Dataset::open(config.data_dir, {config.data.validation_fraction, config.seed, config.data.max_train_images, "",
-                                      config.data.max_validation_images});
-  const int image_size = config.image_size > 0 ? config.image_size : std::min(224, dataset.native_image_size());
+  const std::unique_ptr<ProfiledBackend> backend_;
+  StepTimer step_timer_;
+  const ModeSupport precision_;
+  const Dataset dataset_;
+  const int image_size_;
+  const LoaderOptions loading_;
+  const MemoryEstimate memory_;  // estimated before anything is allocated or recorded
+  DataLoader train_data_, validation_data_;
+  std::string resume_note_;                     // set when the checkpoint was damaged and its predecessor is used
+  const std::optional<Checkpoint> checkpoint_;  // read before the model is built, restored by resume()
+  Rng rng_;
+  ResNet model_;
+  const std::unique_ptr<Optimizer> optimizer_;
+  const PrecisionPolicy policy_;
+  LossScaler scaler_;
+  MixedPrecisionStep step_;
+  GradientProbe probe_, numerics_probe_{false};
+  const StepPlan plan_;
+  const int64_t steps_per_epoch_;
+  const LrSchedule lr_schedule_;
+  EpochProgress at_;
+  int64_t global_step_ = 0, consecutive_skipped_ = 0;
+  double wall_before_ = 0;  // the run's wall-clock seconds before this process, from the checkpoint
+  Launched pending_;        // with deferred steps, the last one queued, whose result the host has not read yet
+  // Images whose files vanish, shrink or change during the run: noted each epoch, the run stopped past a tenth.
+  LostImageWatch lost_images_;
+  Batch batch_;  // the loader's last batch, which the precision divergence reuses
+};
+
+RunEnd Trainer::train() {
+  validate(config_);
+  Run run(*this);
+  run.resume();
+  run.report_start();
+  if (std::optional<RunEnd> end = run.epochs()) return *end;
+  run.finish();
+  return {RunStatus::Finished, ""};
+}
+
+namespace {
+LoaderOptions training_loader_options(const TrainConfig& config, int image_size) {
   const int threads = config.threads > 0 ? config.threads : static_cast<int>(std::thread::hardware_concurrency());
   LoaderOptions loading;
   loading.image_size = image_size;
@@ -307,297 +384,362 @@ RunEnd Trainer::train() {
   loading.threads = config.data.loader_threads > 0 ? config.data.loader_threads : std::min(threads, kMaxLoaderThreads);
   loading.cache_budget_bytes = static_cast<size_t>(config.data.cache_budget_mb) << 20;
   loading.normalization = config.data.normalization;
-  validate_for_data(config, static_cast<int64_t>(dataset.class_names().size()), dataset.size(Split::Train));
-  // The run's memory, estimated before anything is allocated or recorded: a run that cannot fit is refused here.
-  const MemoryEstimateInput memory_input = memory_estimate_input(
-      config, image_size, static_cast<int>(dataset.class_names().size()), backend->capabilities());
-  const MemoryEstimate memory = estimate_training_memory(memory_input);
-  const size_t available = available_memory(*backend);
-  memory_input_ = memory_input;
-  memory_device_ = backend->device();
-  memory_available_ = available;
-  refuse_what_cannot_fit(memory_input, memory, available, "run");
-  DataLoader train_data(dataset, Split::Train, loading);
+  return loading;
+}
+
+LoaderOptions validation_loader_options(LoaderOptions loading) {
   loading.shuffle = loading.augment = loading.drop_last = false;
-  DataLoader validation_data(dataset, Split::Validation, loading);
+  return loading;
+}
 
-  std::optional<Checkpoint> resume;
-  std::string resume_note;  // set when the checkpoint was damaged and its predecessor is used
-  if (!config.resume_from.empty()) resume = load_checkpoint_or_previous(config.resume_from, &resume_note);
-  Rng rng(config.seed);
-  ResNetConfig model_config{config.depth, static_cast<int>(dataset.class_names().size()), 3, image_size, config.stem};
-  ResNet model(*backend, model_config, rng);
-  auto optimizer = make_optimizer(*backend, config.optimizer);
-  const PrecisionPolicy policy(config.precision);
-  LossScaler scaler(config.precision.loss_scale);
-  MixedPrecisionStep step(*backend, model, *optimizer, policy, scaler, config.label_smoothing, config.grad_clip_norm);
-  GradientProbe probe, numerics_probe(false);
-  const StepPlan plan = plan_steps(step, backend->device(), config.host_sync, config.cuda_graphs);
-  const bool deferred = plan.deferred;
+std::optional<Checkpoint> checkpoint_to_resume(const TrainConfig& config, std::string* note) {
+  if (config.resume_from.empty()) return std::nullopt;
+  return load_checkpoint_or_previous(config.resume_from, note);
+}
 
-  int64_t steps_per_epoch = train_data.batches_per_epoch();
-  if (config.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config.max_steps_per_epoch);
-  AMPWB_CHECK(steps_per_epoch >= 1,
+int64_t steps_in_epoch(const TrainConfig& config, const DataLoader& train_data) {
+  int64_t steps = train_data.batches_per_epoch();
+  if (config.max_steps_per_epoch > 0) steps = std::min(steps, config.max_steps_per_epoch);
+  AMPWB_CHECK(steps >= 1,
               "the training split (" << train_data.size() << " images) holds no full batch of " << config.batch_size);
-  const LrSchedule lr_schedule({config.schedule, config.lr, steps_per_epoch * config.epochs,
-                                steps_per_epoch * config.warmup_epochs, std::max<int64_t>(1, steps_per_epoch * 30)});
-  const int topk = config.topk;
+  return steps;
+}
+}  // namespace
 
-  EpochProgress at;
-  int64_t global_step = 0, consecutive_skipped = 0;
-  if (resume)
-    restore_checkpoint(*backend, *resume, config, at, global_step, consecutive_skipped, model, *optimizer, scaler);
+// Set-up.
 
+Trainer::Run::Run(Trainer& trainer)
+    : trainer_(trainer),
+      config_(trainer.config_),
+      report_{trainer.observer_},
+      backend_(profiled_backend(trainer)),
+      step_timer_(*backend_),
+      precision_(trainer.check_precision(*backend_)),
+      dataset_(
+          Dataset::open(config_.data_dir, {config_.data.validation_fraction, config_.seed,
+                                           config_.data.max_train_images, "", config_.data.max_validation_images})),
+      image_size_(config_.image_size > 0 ? config_.image_size : std::min(224, dataset_.native_image_size())),
+      loading_(training_loader_options(config_, image_size_)),
+      memory_(check_memory()),
+      train_data_(dataset_, Split::Train, loading_),
+      validation_data_(dataset_, Split::Validation, validation_loader_options(loading_)),
+      checkpoint_(checkpoint_to_resume(config_, &resume_note_)),
+      rng_(config_.seed),
+      model_(*backend_,
+             ResNetConfig{config_.depth, static_cast<int>(dataset_.class_names().size()), 3, image_size_, config_.stem},
+             rng_),
+      optimizer_(make_optimizer(*backend_, config_.optimizer)),
+      policy_(config_.precision),
+      scaler_(config_.precision.loss_scale),
+      step_(*backend_, model_, *optimizer_, policy_, scaler_, config_.label_smoothing, config_.grad_clip_norm),
+      plan_(plan_steps(step_, backend_->device(), config_.host_sync, config_.cuda_graphs)),
+      steps_per_epoch_(steps_in_epoch(config_, train_data_)),
+      lr_schedule_({config_.schedule, config_.lr, steps_per_epoch_ * config_.epochs,
+                    steps_per_epoch_ * config_.warmup_epochs, std::max<int64_t>(1, steps_per_epoch_ * 30)}),
+      lost_images_(train_data_, validation_data_, config_.data_dir) {}
+
+std::unique_ptr<ProfiledBackend> Trainer::Run::profiled_backend(const Trainer& trainer) {
+  const TrainConfig& config = trainer.config_;
+  std::unique_ptr<Backend> made =
+      make_backend(config.device, {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32,
+                                   conv_algorithm_named(config.conv_algorithm)});
+  if (trainer.decorate_backend_) made = trainer.decorate_backend_(std::move(made));
+  return std::make_unique<ProfiledBackend>(std::move(made));
+}
+
+MemoryEstimate Trainer::Run::check_memory() {
+  const int classes = static_cast<int>(dataset_.class_names().size());
+  validate_for_data(config_, classes, dataset_.size(Split::Train));
+  const MemoryEstimateInput input = memory_estimate_input(config_, image_size_, classes, backend_->capabilities());
+  const MemoryEstimate memory = estimate_training_memory(input);
+  const size_t available = available_memory(*backend_);
+  trainer_.memory_input_ = input;
+  trainer_.memory_device_ = backend_->device();
+  trainer_.memory_available_ = available;
+  refuse_what_cannot_fit(input, memory, available, "run");
+  return memory;
+}
+
+// Resume.
+
+void Trainer::Run::resume() {
+  if (checkpoint_)
+    restore_checkpoint(*backend_, *checkpoint_, config_, at_, global_step_, consecutive_skipped_, model_, *optimizer_,
+                       scaler_);
+  wall_before_ = at_.wall_before;
+}
+
+void Trainer::Run::report_start() {
   RunInfo info;
-  info.model_summary = model.summary();
-  info.backend_description = backend->description();
-  info.precision_summary = policy.describe();
-  info.image_size = image_size;
-  info.train_images = train_data.size();
-  info.validation_images = validation_data.size();
-  info.class_names = dataset.class_names();
-  info.dataset_layout = dataset.report().layout;
-  info.dataset_fingerprint = dataset.fingerprint();
-  info.steps_per_epoch = steps_per_epoch;
-  info.first_epoch = at.epoch;
-  info.first_step = global_step;
-  info.compute = precision.compute;
-  info.memory = memory_summary(memory, available);
-  info.notes = precision.notes;
-  if (!resume_note.empty()) info.notes.push_back(resume_note);
-  if (const size_t skipped = dataset.report().skipped.size())
+  info.model_summary = model_.summary();
+  info.backend_description = backend_->description();
+  info.precision_summary = policy_.describe();
+  info.image_size = image_size_;
+  info.train_images = train_data_.size();
+  info.validation_images = validation_data_.size();
+  info.class_names = dataset_.class_names();
+  info.dataset_layout = dataset_.report().layout;
+  info.dataset_fingerprint = dataset_.fingerprint();
+  info.steps_per_epoch = steps_per_epoch_;
+  info.first_epoch = at_.epoch;
+  info.first_step = global_step_;
+  info.compute = precision_.compute;
+  info.memory = memory_summary(memory_, trainer_.memory_available_);
+  info.notes = precision_.notes;
+  if (!resume_note_.empty()) info.notes.push_back(resume_note_);
+  if (const size_t skipped = dataset_.report().skipped.size())
     info.notes.push_back("passed over " + std::to_string(skipped) + (skipped == 1 ? " file" : " files") +
-                         " that cannot be trained on (ampwb dataset inspect " + config.data_dir +
+                         " that cannot be trained on (ampwb dataset inspect " + config_.data_dir +
                          " lists each with its reason)");
-  if (validation_data.size() == 0) info.notes.push_back("no validation images: validation is not measured");
-  if (const int64_t all = dataset.report().validation_images_before_limit; all > validation_data.size())
-    info.notes.push_back("validated on " + counted(validation_data.size()) + " of " + counted(all) +
+  if (validation_data_.size() == 0) info.notes.push_back("no validation images: validation is not measured");
+  if (const int64_t all = dataset_.report().validation_images_before_limit; all > validation_data_.size())
+    info.notes.push_back("validated on " + counted(validation_data_.size()) + " of " + counted(all) +
                          " images, the same ones every epoch (Validation images in the workbench, --max-val-images "
                          "in ampwb train; 0: all)");
-  if (deferred)
+  if (plan_.deferred)
     info.notes.push_back(
         "no step waits for the device: each step's numbers are read one step later, and a skipped "
         "step does not name the layers that overflowed (--host-sync every-step does)");
-  if (plan.captured && backend->device().is_cpu())
+  if (plan_.captured && backend_->device().is_cpu())
     info.notes.push_back("--cuda-graphs on captures no step on a CPU: each is timed for the time breakdown, op by op");
-  else if (plan.captured)
+  else if (plan_.captured)
     info.notes.push_back("each batch shape's step is captured as a CUDA graph after its first " +
                          std::to_string(MixedPrecisionStep::kEagerSteps) +
                          " steps and replayed (--cuda-graphs off runs every step op by op); the steps sampled for "
                          "the time breakdown run op by op");
-  if (!deferred && !backend->device().is_cpu()) {
-    const std::string why_every_step = step.why_not_deferred();
+  if (!plan_.deferred && !backend_->device().is_cpu()) {
+    const std::string why_every_step = step_.why_not_deferred();
     info.notes.push_back("every step waits once for the GPU: " +
                          (why_every_step.empty() ? std::string("--host-sync every-step") : why_every_step));
   }
-  if (!config.checkpoint_dir.empty()) require_writable_folder(config.checkpoint_dir);
-  report(&TrainObserver::on_start, info);
+  if (!config_.checkpoint_dir.empty()) require_writable_folder(config_.checkpoint_dir);
+  report_(&TrainObserver::on_start, info);
+}
 
-  const double wall_before = at.wall_before;
-  auto wall_seconds = [&] { return wall_before + seconds_since(run_start); };
-  auto save = [&](const EpochProgress& progress) {
-    if (config.checkpoint_dir.empty()) return std::string();
-    std::filesystem::create_directories(config.checkpoint_dir);
-    save_checkpoint(checkpoint_path(), make_checkpoint(*backend, config, progress, wall_seconds(), global_step,
-                                                       consecutive_skipped, model, *optimizer, scaler));
-    report(&TrainObserver::on_checkpoint, CheckpointInfo{progress.epoch, global_step, checkpoint_path()});
-    return "; resumable from " + checkpoint_path();
-  };
-  const bool recovers_from_overflow = scaler.dynamic();
-  // A step's result, as the host learns it: reported, checked, added to the epoch's sums. Ends the run where it
-  // must stop.
-  struct Launched {
-    int epoch = 0;
-    int64_t global_step = 0, b = 0;
-    float lr = 0;
-    int64_t images = 0;
-    GradientProbe* probe = nullptr;
-  };
-  auto settle = [&](const Launched& s, const StepResult& r) -> std::optional<RunEnd> {
-    report(&TrainObserver::on_step, StepReport{s.epoch, s.global_step, r.loss, static_cast<float>(r.correct) / s.images,
-                                               s.lr, r.loss_scale, r.skipped, r.grad_norm, wall_seconds()});
-    // After its on_step: the store's resume logic keys a run's details on the steps it holds.
-    if (r.skipped)
-      report(&TrainObserver::on_overflow, OverflowReport{s.epoch, s.global_step, r.loss_scale, r.overflow.layers,
-                                                         r.overflow.nonfinite_values, r.overflow.finite_norm});
-    if (s.probe)
-      report(&TrainObserver::on_layer_numerics, s.probe->layers().take(s.epoch, s.global_step, r.loss_scale));
-    const std::string where = " at epoch " + std::to_string(s.epoch) + ", step " + std::to_string(s.b);
-    if (!std::isfinite(r.loss) && !recovers_from_overflow)
-      return RunEnd{RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
-                                           mode_name(config.precision.mode) +
-                                           " without dynamic loss scaling: the run cannot "
-                                           "recover (lower the learning rate, or use a loss scaler)"};
-    if (scaler.collapsed())
-      return RunEnd{RunStatus::Failed, "the loss scale sits at its minimum (" +
-                                           std::to_string(config.precision.loss_scale.min_scale) +
-                                           ") and gradients still overflow" + where};
-    consecutive_skipped = r.skipped ? consecutive_skipped + 1 : 0;
-    if (consecutive_skipped >= config.max_consecutive_skipped)
-      return RunEnd{RunStatus::Failed, std::to_string(consecutive_skipped) +
-                                           " steps in a row had inf/NaN gradients and were skipped" + where +
-                                           "; the loss scale fell to " + std::to_string(scaler.scale())};
-    at.skipped += r.skipped;
-    if (std::isfinite(r.loss)) {
-      at.loss_sum += static_cast<double>(r.loss) * s.images;
-      at.correct += r.correct;
-      at.seen += s.images;
-    }
-    return std::nullopt;
-  };
-  // With deferred steps, the last one queued, whose result the host has not read yet.
-  Launched pending;
-  auto settle_pending = [&]() -> std::optional<RunEnd> {
-    if (std::optional<StepResult> r = step.finish_deferred()) return settle(pending, *r);
-    return std::nullopt;
-  };
-  // Images whose files vanish, shrink or change during the run: noted each epoch, the run stopped past a tenth.
-  LostImageWatch lost_images(train_data, validation_data, config.data_dir);
-  const auto note_lost = [&](int epoch) {
-    if (std::optional<std::string> note = lost_images.note(epoch)) report(&TrainObserver::on_note, *note);
-  };
-  // A batch on the backend's device. Batch b+1 is taken from the loader and sent up before step b is queued, so
-  // that on a GPU its copy overlaps step b (Backend::upload); on the CPU it is the loader's batch itself.
-  struct DeviceBatch {
-    Tensor images, labels;
-  };
-  Batch batch;
-  for (; at.epoch <= config.epochs; ++at.epoch, at = EpochProgress{at.epoch}) {
-    const int epoch = at.epoch;
-    allocator_for(backend->device()).reset_peak();
-    const auto epoch_start = Clock::now();
-    // Where the epoch stands for a checkpoint taken now: its time so far, over every process it ran in.
-    const auto so_far = [&] {
-      EpochProgress now = at;
-      now.seconds_before += seconds_since(epoch_start);
-      return now;
-    };
-    MachineLoadMeter load_meter;  // what else the machine does during this epoch's steps
-    train_data.start_epoch(epoch);
-    for (int64_t skip = 0; skip < at.next_step; ++skip) train_data.next(batch);  // resuming mid-epoch
-    const double wait_before = at.data_wait - train_data.wait_seconds();
-    // The loader passes over a batch whose every image was lost: the epoch then ends a step early, and only then.
-    auto fetch = [&](int64_t b) {
-      if (train_data.next(batch)) return DeviceBatch{backend->upload(batch.images), backend->upload(batch.labels)};
-      AMPWB_CHECK(train_data.stats().lost > 0, "the data loader ended early at epoch " << epoch << ", step " << b);
-      return DeviceBatch{};
-    };
-    DeviceBatch next;
-    const int64_t first_step = at.next_step, replayed_before = step.replayed_steps();
-    for (; at.next_step < steps_per_epoch; ++at.next_step, ++global_step) {
-      const int64_t b = at.next_step;
-      if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
-      if (paused_) wait_while_paused();
-      if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
-      if (stop_) {
-        if (std::optional<RunEnd> end = settle_pending()) return *end;
-        return {RunStatus::Cancelled, "stopped by the user at epoch " + std::to_string(epoch) + ", step " +
-                                          std::to_string(b) + save(so_far())};
-      }
-      if (std::optional<std::string> lost = lost_images.too_many()) {
-        if (std::optional<RunEnd> end = settle_pending()) return *end;
-        note_lost(epoch);
-        return {RunStatus::Failed, *lost + save(so_far())};
-      }
-      // The paper's histogram and the per-layer numerics on the last step of each epoch; the numerics also every
-      // numerics_every steps, through a probe without histograms so that they stay one step's. Probed steps do
-      // host work no other step does: they are left out of the time breakdown.
-      const bool last_of_epoch = b == steps_per_epoch - 1;
-      const bool numerics_due = config.numerics_every > 0 && (global_step + 1) % config.numerics_every == 0;
-      GradientProbe* const step_probe = last_of_epoch ? &probe : numerics_due ? &numerics_probe : nullptr;
-      const bool timed = step_timer.begin(b, steps_per_epoch, step_probe != nullptr, train_data.wait_seconds());
-      step.set_capture(plan.captured && !timed);  // a timed step's ops are timed one by one
-      const DeviceBatch current = next.images.defined() ? std::move(next) : fetch(b);
-      if (!current.images.defined()) {
-        step_timer.discard();
-        break;
-      }
-      next = b + 1 < steps_per_epoch ? fetch(b + 1) : DeviceBatch{};
-      at.data_wait = wait_before + train_data.wait_seconds();
-      const Tensor& images = current.images;
-      const Tensor& labels = current.labels;
-      if (images.n() < 2) {  // batch norm cannot train on a single sample
-        step_timer.discard();
-        continue;
-      }
-      const auto compute_start = Clock::now();
-      const Launched launched{epoch, global_step, b, lr_schedule.at(global_step), images.n(), step_probe};
-      std::optional<StepResult> result;  // this step's, or with deferred steps the one before's
-      Launched result_of = launched;
-      if (deferred && !step_probe) {
-        result = step.run_deferred(images, labels, launched.lr);
-        result_of = pending;
-        pending = launched;
-      } else {
-        if (std::optional<RunEnd> end = settle_pending()) return *end;  // a probed step needs the host
-        result = step.run(images, labels, launched.lr, step_probe);
-      }
-      at.compute += seconds_since(compute_start);
-      step_timer.end(train_data.wait_seconds());
-      if (result)
-        if (std::optional<RunEnd> end = settle(result_of, *result)) return *end;
-    }
-    if (std::optional<RunEnd> end = settle_pending()) return *end;
-    for (const GradientHistogram& h : probe.take(epoch, scaler.scale())) report(&TrainObserver::on_histogram, h);
-    if (cancel_) return {RunStatus::Cancelled, "cancelled by the user"};
-    const double train_seconds = at.seconds_before + seconds_since(epoch_start);
-    const MachineLoad load = load_meter.stop();
-    const auto validation_start = Clock::now();
-    const Evaluation val = evaluate(model, *backend, validation_data, topk, [&](int64_t done) {
-      report(&TrainObserver::on_validation,
-             ValidationProgress{epoch, done, validation_data.size(), seconds_since(validation_start)});
-    });
-    note_lost(epoch);
-    EpochReport er;
-    er.epoch = epoch;
-    er.topk = topk;
-    er.train_loss = at.seen ? at.loss_sum / at.seen : 0;
-    er.train_accuracy = at.seen ? static_cast<double>(at.correct) / at.seen : 0;
-    er.validation_loss = val.loss;
-    er.validation_accuracy = val.accuracy;
-    er.validation_topk = val.topk_accuracy;
-    // Both over the whole epoch, a resumed one's earlier process included, as the sums of its steps are.
-    er.seconds = at.seconds_before + seconds_since(epoch_start);
-    er.images_per_second = train_seconds > 0 ? at.seen / train_seconds : 0;
-    er.data_wait_seconds = at.data_wait;
-    er.compute_seconds = at.compute;
-    er.skipped_steps = at.skipped;
-    er.loss_scale = scaler.scale();
-    er.peak_bytes = allocator_for(backend->device()).stats().peak_live_bytes;
-    if (!val.confusion.empty())
-      report(&TrainObserver::on_confusion,
-             ConfusionMatrix{epoch, static_cast<int64_t>(dataset.class_names().size()), val.confusion});
-    epochs_.push_back(er);
-    if (EpochTimes times = step_timer.take(epoch); times.steps > 0) {
-      times.replayed = static_cast<double>(step.replayed_steps() - replayed_before) /
-                       static_cast<double>(std::max<int64_t>(1, steps_per_epoch - first_step));
-      if (plan.captured) times.why_not_captured = step.why_not_captured();
-      times.load = load;
-      report(&TrainObserver::on_epoch_times, times);
-    }
-    report(&TrainObserver::on_epoch, er);
-    const std::string resumable = save(EpochProgress{epoch + 1});  // resumes at the next epoch
-    if (std::optional<std::string> lost = lost_images.too_many()) return {RunStatus::Failed, *lost + resumable};
-    if (stop_ && epoch < config.epochs)
-      return {RunStatus::Cancelled, "stopped by the user after epoch " + std::to_string(epoch) + resumable};
+// The epoch loop.
+
+std::optional<RunEnd> Trainer::Run::epochs() {
+  for (; at_.epoch <= config_.epochs; ++at_.epoch, at_ = EpochProgress{at_.epoch}) {
+    allocator_for(backend_->device()).reset_peak();
+    const EpochStart start{Clock::now(), MachineLoadMeter(), at_.next_step, step_.replayed_steps()};
+    if (std::optional<RunEnd> end = train_epoch(start)) return end;
+    if (std::optional<RunEnd> end = end_epoch(start)) return end;
   }
-  // The precision divergence, once, from the final weights and the last batch trained on (or the first of an
-  // epoch, when a resumed run had no step left to take). FP32 is its own reference; TF32 is the backend's math.
-  if (policy.low() != DType::F32 && !cancel_) {
-    if (!batch.images.defined() || batch.images.n() < 2) {
-      train_data.start_epoch(config.epochs);
-      AMPWB_CHECK(train_data.next(batch), "the data loader has no batch for the precision divergence");
+  return std::nullopt;
+}
+
+// The epoch's steps from where it stands, then the result of the last one queued.
+std::optional<RunEnd> Trainer::Run::train_epoch(const EpochStart& start) {
+  train_data_.start_epoch(at_.epoch);
+  for (int64_t skip = 0; skip < at_.next_step; ++skip) train_data_.next(batch_);  // resuming mid-epoch
+  const double wait_before = at_.data_wait - train_data_.wait_seconds();
+  DeviceBatch next;
+  for (; at_.next_step < steps_per_epoch_; ++at_.next_step, ++global_step_) {
+    const int64_t b = at_.next_step;
+    if (std::optional<RunEnd> end = interruption(b, start)) return end;
+    GradientProbe* const probe = probe_for(b);
+    const bool timed = step_timer_.begin(b, steps_per_epoch_, probe != nullptr, train_data_.wait_seconds());
+    step_.set_capture(plan_.captured && !timed);  // a timed step's ops are timed one by one
+    const DeviceBatch current = next.images.defined() ? std::move(next) : fetch(b);
+    if (!current.images.defined()) {
+      step_timer_.discard();
+      break;
     }
-    if (batch.images.n() >= 2) {
-      backend->set_enabled(false);  // two extra steps, in no epoch's time breakdown
-      PrecisionDivergence divergence = measure_divergence(*backend, model, policy, batch.images, batch.labels,
-                                                          {scaler.scale(), config.label_smoothing});
-      divergence.epoch = config.epochs;
-      divergence.step = global_step;
-      report(&TrainObserver::on_divergence, divergence);
+    next = b + 1 < steps_per_epoch_ ? fetch(b + 1) : DeviceBatch{};
+    at_.data_wait = wait_before + train_data_.wait_seconds();
+    if (current.images.n() < 2) {  // batch norm cannot train on a single sample
+      step_timer_.discard();
+      continue;
     }
+    if (std::optional<RunEnd> end = take_step(b, current, probe)) return end;
   }
-  return {RunStatus::Finished, ""};
+  return settle_pending();
+}
+
+// How the run ends before step b when it must (cancelled, stopped, too many images lost); waits while paused.
+std::optional<RunEnd> Trainer::Run::interruption(int64_t b, const EpochStart& start) {
+  if (trainer_.cancel_) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
+  if (trainer_.paused_) trainer_.wait_while_paused();
+  if (trainer_.cancel_) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
+  if (trainer_.stop_) {
+    if (std::optional<RunEnd> end = settle_pending()) return end;
+    return RunEnd{RunStatus::Cancelled, "stopped by the user at epoch " + std::to_string(at_.epoch) + ", step " +
+                                            std::to_string(b) + save(so_far(start))};
+  }
+  if (std::optional<std::string> lost = lost_images_.too_many()) {
+    if (std::optional<RunEnd> end = settle_pending()) return end;
+    note_lost(at_.epoch);
+    return RunEnd{RunStatus::Failed, *lost + save(so_far(start))};
+  }
+  return std::nullopt;
+}
+
+// The paper's histogram and the per-layer numerics on the last step of each epoch; the numerics also every
+// numerics_every steps, through a probe without histograms so that they stay one step's. Probed steps do host work
+// no other step does: they are left out of the time breakdown.
+GradientProbe* Trainer::Run::probe_for(int64_t b) {
+  const bool last_of_epoch = b == steps_per_epoch_ - 1;
+  const bool numerics_due = config_.numerics_every > 0 && (global_step_ + 1) % config_.numerics_every == 0;
+  return last_of_epoch ? &probe_ : numerics_due ? &numerics_probe_ : nullptr;
+}
+
+// The loader passes over a batch whose every image was lost: the epoch then ends a step early, and only then.
+Trainer::Run::DeviceBatch Trainer::Run::fetch(int64_t b) {
+  if (train_data_.next(batch_)) return DeviceBatch{backend_->upload(batch_.images), backend_->upload(batch_.labels)};
+  AMPWB_CHECK(train_data_.stats().lost > 0, "the data loader ended early at epoch " << at_.epoch << ", step " << b);
+  return DeviceBatch{};
+}
+
+// Step b queued (deferred, its result read one step later) or run, and the result the host has settled.
+std::optional<RunEnd> Trainer::Run::take_step(int64_t b, const DeviceBatch& batch, GradientProbe* probe) {
+  const Tensor& images = batch.images;
+  const Tensor& labels = batch.labels;
+  const auto compute_start = Clock::now();
+  const Launched launched{at_.epoch, global_step_, b, lr_schedule_.at(global_step_), images.n(), probe};
+  std::optional<StepResult> result;  // this step's, or with deferred steps the one before's
+  Launched result_of = launched;
+  if (plan_.deferred && !probe) {
+    result = step_.run_deferred(images, labels, launched.lr);
+    result_of = pending_;
+    pending_ = launched;
+  } else {
+    if (std::optional<RunEnd> end = settle_pending()) return end;  // a probed step needs the host
+    result = step_.run(images, labels, launched.lr, probe);
+  }
+  at_.compute += seconds_since(compute_start);
+  step_timer_.end(train_data_.wait_seconds());
+  if (result) return settle(result_of, *result);
+  return std::nullopt;
+}
+
+// A step's result: reported, checked, added to the epoch's sums. Ends the run where it must stop.
+std::optional<RunEnd> Trainer::Run::settle(const Launched& s, const StepResult& r) {
+  report_(&TrainObserver::on_step, StepReport{s.epoch, s.global_step, r.loss, static_cast<float>(r.correct) / s.images,
+                                              s.lr, r.loss_scale, r.skipped, r.grad_norm, wall_seconds()});
+  // After its on_step: the store's resume logic keys a run's details on the steps it holds.
+  if (r.skipped)
+    report_(&TrainObserver::on_overflow, OverflowReport{s.epoch, s.global_step, r.loss_scale, r.overflow.layers,
+                                                        r.overflow.nonfinite_values, r.overflow.finite_norm});
+  if (s.probe) report_(&TrainObserver::on_layer_numerics, s.probe->layers().take(s.epoch, s.global_step, r.loss_scale));
+  const std::string where = " at epoch " + std::to_string(s.epoch) + ", step " + std::to_string(s.b);
+  if (!std::isfinite(r.loss) && !scaler_.dynamic())
+    return RunEnd{RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
+                                         mode_name(config_.precision.mode) +
+                                         " without dynamic loss scaling: the run cannot "
+                                         "recover (lower the learning rate, or use a loss scaler)"};
+  if (scaler_.collapsed())
+    return RunEnd{RunStatus::Failed, "the loss scale sits at its minimum (" +
+                                         std::to_string(config_.precision.loss_scale.min_scale) +
+                                         ") and gradients still overflow" + where};
+  consecutive_skipped_ = r.skipped ? consecutive_skipped_ + 1 : 0;
+  if (consecutive_skipped_ >= config_.max_consecutive_skipped)
+    return RunEnd{RunStatus::Failed, std::to_string(consecutive_skipped_) +
+                                         " steps in a row had inf/NaN gradients and were skipped" + where +
+                                         "; the loss scale fell to " + std::to_string(scaler_.scale())};
+  at_.skipped += r.skipped;
+  if (std::isfinite(r.loss)) {
+    at_.loss_sum += static_cast<double>(r.loss) * s.images;
+    at_.correct += r.correct;
+    at_.seen += s.images;
+  }
+  return std::nullopt;
+}
+
+std::optional<RunEnd> Trainer::Run::settle_pending() {
+  if (std::optional<StepResult> r = step_.finish_deferred()) return settle(pending_, *r);
+  return std::nullopt;
+}
+
+// The epoch's histograms, validation and reports, then its checkpoint; ends the run when it must stop here.
+std::optional<RunEnd> Trainer::Run::end_epoch(const EpochStart& start) {
+  const int epoch = at_.epoch;
+  for (const GradientHistogram& h : probe_.take(epoch, scaler_.scale())) report_(&TrainObserver::on_histogram, h);
+  if (trainer_.cancel_) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
+  const double train_seconds = at_.seconds_before + seconds_since(start.time);
+  const MachineLoad load = start.load.stop();
+  const auto validation_start = Clock::now();
+  const Evaluation val = evaluate(model_, *backend_, validation_data_, config_.topk, [&](int64_t done) {
+    report_(&TrainObserver::on_validation,
+            ValidationProgress{epoch, done, validation_data_.size(), seconds_since(validation_start)});
+  });
+  note_lost(epoch);
+  const EpochReport er = epoch_report(val, train_seconds, start);
+  if (!val.confusion.empty())
+    report_(&TrainObserver::on_confusion,
+            ConfusionMatrix{epoch, static_cast<int64_t>(dataset_.class_names().size()), val.confusion});
+  trainer_.epochs_.push_back(er);
+  if (EpochTimes times = step_timer_.take(epoch); times.steps > 0) {
+    times.replayed = static_cast<double>(step_.replayed_steps() - start.replayed_before) /
+                     static_cast<double>(std::max<int64_t>(1, steps_per_epoch_ - start.first_step));
+    if (plan_.captured) times.why_not_captured = step_.why_not_captured();
+    times.load = load;
+    report_(&TrainObserver::on_epoch_times, times);
+  }
+  report_(&TrainObserver::on_epoch, er);
+  const std::string resumable = save(EpochProgress{epoch + 1});  // resumes at the next epoch
+  if (std::optional<std::string> lost = lost_images_.too_many()) return RunEnd{RunStatus::Failed, *lost + resumable};
+  if (trainer_.stop_ && epoch < config_.epochs)
+    return RunEnd{RunStatus::Cancelled, "stopped by the user after epoch " + std::to_string(epoch) + resumable};
+  return std::nullopt;
+}
+
+EpochReport Trainer::Run::epoch_report(const Evaluation& val, double train_seconds, const EpochStart& start) const {
+  EpochReport er;
+  er.epoch = at_.epoch;
+  er.topk = config_.topk;
+  er.train_loss = at_.seen ? at_.loss_sum / at_.seen : 0;
+  er.train_accuracy = at_.seen ? static_cast<double>(at_.correct) / at_.seen : 0;
+  er.validation_loss = val.loss;
+  er.validation_accuracy = val.accuracy;
+  er.validation_topk = val.topk_accuracy;
+  // Both over the whole epoch, a resumed one's earlier process included, as the sums of its steps are.
+  er.seconds = at_.seconds_before + seconds_since(start.time);
+  er.images_per_second = train_seconds > 0 ? at_.seen / train_seconds : 0;
+  er.data_wait_seconds = at_.data_wait;
+  er.compute_seconds = at_.compute;
+  er.skipped_steps = at_.skipped;
+  er.loss_scale = scaler_.scale();
+  er.peak_bytes = allocator_for(backend_->device()).stats().peak_live_bytes;
+  return er;
+}
+
+EpochProgress Trainer::Run::so_far(const EpochStart& start) const {
+  EpochProgress now = at_;
+  now.seconds_before += seconds_since(start.time);
+  return now;
+}
+
+std::string Trainer::Run::save(const EpochProgress& progress) {
+  if (config_.checkpoint_dir.empty()) return std::string();
+  std::filesystem::create_directories(config_.checkpoint_dir);
+  save_checkpoint(trainer_.checkpoint_path(),
+                  make_checkpoint(*backend_, config_, progress, wall_seconds(), global_step_, consecutive_skipped_,
+                                  model_, *optimizer_, scaler_));
+  report_(&TrainObserver::on_checkpoint, CheckpointInfo{progress.epoch, global_step_, trainer_.checkpoint_path()});
+  return "; resumable from " + trainer_.checkpoint_path();
+}
+
+void Trainer::Run::note_lost(int epoch) {
+  if (std::optional<std::string> note = lost_images_.note(epoch)) report_(&TrainObserver::on_note, *note);
+}
+
+// Finishing.
+
+// The precision divergence, once, from the final weights and the last batch trained on (or the first of an epoch,
+// when a resumed run had no step left to take). FP32 is its own reference; TF32 is the backend's math.
+void Trainer::Run::finish() {
+  if (policy_.low() == DType::F32 || trainer_.cancel_) return;
+  if (!batch_.images.defined() || batch_.images.n() < 2) {
+    train_data_.start_epoch(config_.epochs);
+    AMPWB_CHECK(train_data_.next(batch_), "the data loader has no batch for the precision divergence");
+  }
+  if (batch_.images.n() < 2) return;
+  backend_->set_enabled(false);  // two extra steps, in no epoch's time breakdown
+  PrecisionDivergence divergence = measure_divergence(*backend_, model_, policy_, batch_.images, batch_.labels,
+                                                      {scaler_.scale(), config_.label_smoothing});
+  divergence.epoch = config_.epochs;
+  divergence.step = global_step_;
+  report_(&TrainObserver::on_divergence, divergence);
 }
 
 EpochReport train(const TrainConfig& config, TrainObserver* observer) {

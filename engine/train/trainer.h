@@ -58,6 +58,7 @@ class Trainer {
   void decorate_backend(BackendDecorator decorator) { decorate_backend_ = std::move(decorator); }
 
  private:
+  class Run;  // one call of train(): its phases (set-up, resume, the epoch loop, finishing) and their shared state
   RunEnd train();
   // Refuses a precision mode the device cannot run and notes where it will be slow.
   ModeSupport check_precision(const Backend& backend) const;
