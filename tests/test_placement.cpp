@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <optional>
+#include <tuple>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/profiled_backend.h"
@@ -19,59 +20,59 @@ namespace {
 
 const Device kDevice{Device::Kind::CPU, 1};
 
-// Every op checks its tensors are on kDevice, then runs on the CPU backend (the memory is host memory).
-class StrictDeviceBackend final : public Backend {
+// Every op (backend_ops.def) checks the tensors it is given are on kDevice, then runs on the CPU backend (the memory
+// is host memory).
+class StrictDeviceOps : public Backend {
+ public:
+#define AMPWB_OP(name, time_class, params, args)                              \
+  void name params override {                                                 \
+    std::apply([](const auto&... a) { (check_arg(a), ...); }, std::tie args); \
+    cpu_.name args;                                                           \
+  }
+#include "backend/backend_ops.def"
+
+ protected:
+  static void check(std::initializer_list<const Tensor*> tensors) {
+    for (const Tensor* t : tensors)
+      AMPWB_CHECK(t->device() == kDevice, t->describe() << " is not on " << kDevice.str());
+  }
+  // The tensors among an op's arguments: each one defined (linear_backward's dx may not be), a loss-scale state
+  // given, the defined tensors of each parameter update.
+  static void check_arg(const Tensor& t) {
+    if (t.defined()) check({&t});
+  }
+  static void check_arg(const std::vector<Tensor*>& tensors) {
+    for (const Tensor* t : tensors) check({t});
+  }
+  static void check_arg(const std::vector<ParamUpdate>& params) {
+    for (const ParamUpdate& u : params)
+      for (const Tensor* t : {&u.param, &u.copy, &u.grad, &u.state1, &u.state2}) check_arg(*t);
+  }
+  static void check_arg(const GradScale& s) {
+    if (s.state) check({s.state});
+  }
+  static void check_arg(const SgdParams& p) {
+    if (p.skip_if_found_inf) check({p.skip_if_found_inf});
+  }
+  static void check_arg(const AdamParams& p) {
+    if (p.skip_if_found_inf) check({p.skip_if_found_inf});
+  }
+  template <class Other>
+  static void check_arg(const Other&) {}  // numbers and shapes
+
+  CpuBackend cpu_{BackendOptions{2}};
+};
+
+class StrictDeviceBackend final : public StrictDeviceOps {
  public:
   Device device() const override { return kDevice; }
   std::string description() const override { return "strict cpu:1 over " + cpu_.description(); }
-  bool supports(Op op, DType dtype) const override { return cpu_.supports(op, dtype); }
   Capabilities capabilities() const override { return cpu_.capabilities(); }
   int64_t host_copies = 0;  // device -> host conversions
   int64_t reads = 0;        // read_scalars() calls
   int64_t uploads = 0;      // upload() calls
   int64_t posts = 0;        // post_scalars() calls
 
-  void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override {
-    check({&x, &w, &y}), cpu_.conv2d_forward(x, w, y, p);
-  }
-  void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) override {
-    check({&dy, &w, &dx}), cpu_.conv2d_backward_data(dy, w, dx, p);
-  }
-  void conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) override {
-    check({&x, &dy, &dw}), cpu_.conv2d_backward_weights(x, dy, dw, p);
-  }
-  void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, Tensor& mean,
-                                  Tensor& var, Tensor& running_mean, Tensor& running_var, float momentum,
-                                  float eps) override {
-    check({&x, &gamma, &beta, &y, &mean, &var, &running_mean, &running_var});
-    cpu_.batchnorm_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, momentum, eps);
-  }
-  void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                   const Tensor& running_mean, const Tensor& running_var, float eps) override {
-    check({&x, &gamma, &beta, &y, &running_mean, &running_var});
-    cpu_.batchnorm_forward_inference(x, gamma, beta, y, running_mean, running_var, eps);
-  }
-  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& mean, const Tensor& var,
-                          Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) override {
-    check({&x, &dy, &gamma, &mean, &var, &dx, &dgamma, &dbeta});
-    cpu_.batchnorm_backward(x, dy, gamma, mean, var, dx, dgamma, dbeta, eps);
-  }
-  void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                       Tensor& mean, Tensor& var, Tensor& running_mean, Tensor& running_var,
-                                       float momentum, float eps) override {
-    check({&x, &gamma, &beta, &y, &mean, &var, &running_mean, &running_var});
-    cpu_.batchnorm_relu_forward_training(x, gamma, beta, y, mean, var, running_mean, running_var, momentum, eps);
-  }
-  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
-                               const Tensor& beta, const Tensor& mean, const Tensor& var, Tensor& dx, Tensor& dgamma,
-                               Tensor& dbeta, float eps) override {
-    check({&x, &y, &dy, &gamma, &beta, &mean, &var, &dx, &dgamma, &dbeta});
-    cpu_.batchnorm_relu_backward(x, y, dy, gamma, beta, mean, var, dx, dgamma, dbeta, eps);
-  }
-  void relu_forward(const Tensor& x, Tensor& y) override { check({&x, &y}), cpu_.relu_forward(x, y); }
-  void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
-    check({&y, &dy, &dx}), cpu_.relu_backward(y, dy, dx);
-  }
   // The workspace is the backend's own record, made by forward: not checked.
   void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) override {
     check({&x, &y}), cpu_.maxpool_forward(x, y, workspace, p);
@@ -79,48 +80,9 @@ class StrictDeviceBackend final : public Backend {
   void maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) override {
     check({&dy, &dx}), cpu_.maxpool_backward(dy, workspace, dx, p);
   }
-  void global_avgpool_forward(const Tensor& x, Tensor& y) override {
-    check({&x, &y}), cpu_.global_avgpool_forward(x, y);
-  }
-  void global_avgpool_backward(const Tensor& dy, Tensor& dx) override {
-    check({&dy, &dx}), cpu_.global_avgpool_backward(dy, dx);
-  }
-  void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
-    check({&x, &w, &b, &y}), cpu_.linear_forward(x, w, b, y);
-  }
-  void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
-                       Tensor& db) override {
-    check({&dy, &x, &w, &dw, &db}), check({dx.defined() ? &dx : &dy}), cpu_.linear_backward(dy, x, w, dx, dw, db);
-  }
-  void add(const Tensor& a, const Tensor& b, Tensor& y) override { check({&a, &b, &y}), cpu_.add(a, b, y); }
-  void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override { check({&a, &b, &y}), cpu_.add_relu(a, b, y); }
   void convert(const Tensor& src, Tensor& dst) override {  // between devices too
     if (src.device() == kDevice && dst.device() == Device::cpu()) ++host_copies;
     cpu_.convert(src, dst);
-  }
-  void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float smoothing, GradScale grad_scale,
-                             Tensor& dlogits) override {
-    if (grad_scale.state) check({grad_scale.state});
-    check({&logits, &labels, &dlogits}), cpu_.softmax_cross_entropy(logits, labels, smoothing, grad_scale, dlogits);
-  }
-  void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override {
-    if (p.skip_if_found_inf) check({p.skip_if_found_inf});
-    check_updates(params), cpu_.sgd_update(params, p);
-  }
-  void adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) override {
-    if (p.skip_if_found_inf) check({p.skip_if_found_inf});
-    check_updates(params), cpu_.adam_update(params, p);
-  }
-  void scale_and_check(const std::vector<Tensor*>& tensors, float factor) override {
-    for (const Tensor* t : tensors) check({t});
-    cpu_.scale_and_check(tensors, factor);
-  }
-  void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) override {
-    for (const Tensor* t : grads) check({t});
-    check({&state}), cpu_.unscale_and_check(grads, state);
-  }
-  void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) override {
-    check({&state}), cpu_.update_loss_scale(state, growth);
   }
   StepScalars read_scalars() override { return ++reads, cpu_.read_scalars(); }
   void post_scalars(const Tensor* state) override {
@@ -129,18 +91,6 @@ class StrictDeviceBackend final : public Backend {
   }
   PostedScalars collect_scalars() override { return cpu_.collect_scalars(); }
   Tensor upload(const Tensor& host) override { return ++uploads, Backend::upload(host); }
-
- private:
-  static void check(std::initializer_list<const Tensor*> tensors) {
-    for (const Tensor* t : tensors)
-      AMPWB_CHECK(t->device() == kDevice, t->describe() << " is not on " << kDevice.str());
-  }
-  static void check_updates(const std::vector<ParamUpdate>& params) {  // the defined tensors of each
-    for (const ParamUpdate& u : params)
-      for (const Tensor* t : {&u.param, &u.copy, &u.grad, &u.state1, &u.state2})
-        if (t->defined()) check({t});
-  }
-  CpuBackend cpu_{BackendOptions{2}};
 };
 
 struct StepOutcome {

@@ -51,6 +51,21 @@ Tensor on_device(Backend& backend, const Tensor& t) {
   return moved;
 }
 
+bool Backend::supports(Op op, DType dtype) const {
+  switch (op) {
+    case Op::Convert:
+      return true;
+    case Op::SoftmaxCrossEntropy:
+    case Op::SgdUpdate:
+    case Op::AdamUpdate:
+    case Op::ScaleCheck:
+    case Op::LossScaleUpdate:
+      return dtype == DType::F32;
+    default:
+      return is_floating(dtype);  // the CPU emulates FP16 and BF16 where it lacks them; CUDA requires sm_80
+  }
+}
+
 Tensor Backend::upload(const Tensor& host) { return on_device(*this, host); }
 
 int64_t Backend::mark() {
@@ -77,6 +92,8 @@ std::unique_ptr<CapturedWork> Backend::capture(const std::function<void()>& /*qu
   why_not = "the " + device().str() + " backend runs each op when it is called: it has nothing to capture";
   return nullptr;
 }
+
+// ---- The fused variants' default compositions (backend_ops.def): each rounded as the ops it runs ----------
 
 void Backend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
   add(a, b, y);

@@ -1,8 +1,11 @@
 // The backend interface: every op the layers run, for one device. Tensors carry no backend state; a backend keeps
-// its own (primitive caches, streams). Ops take tensors of one floating dtype (FP32, FP16 or BF16) unless noted;
-// a backend without native FP16 compute emulates it (FP16 values, FP32 accumulation, results rounded to FP16).
-// Dimension letters: N batch, C input channels, H W input height and width,
-// K output channels, R S kernel height and width, P Q output height and width, I O linear input and output features.
+// its own (primitive caches, streams). A backend without native FP16 compute emulates it (FP16 values, FP32
+// accumulation, results rounded to FP16). The ops themselves are listed once, in backend_ops.def.
+// Adding an op touches exactly: engine/backend/backend_ops.def (its entry: parameters and time class; a fused
+// variant's default composition in backend.cpp), engine/reference/reference_ops.{h,cpp} (float64), each backend that
+// implements it (engine/backend/cpu/, engine/backend/cuda/; a fused variant only where it is faster) and the op cases
+// (tests/op_cases.h, tests/test_backend_ops.cpp). A new kind of op for supports() adds an Op below and its name in
+// backend.cpp. The profiler and the tests' decorators forward through the list.
 #pragma once
 
 #include <functional>
@@ -142,100 +145,43 @@ class CapturedWork {
 class Backend {
  public:
   virtual ~Backend() = default;
+
+  // ---- The ops (backend_ops.def): pure where every backend implements them, composed by default where fused ----
+#define AMPWB_OP(name, time_class, params, args) virtual void name params = 0;
+#define AMPWB_FUSED_OP(name, time_class, params, args) virtual void name params;
+#include "backend/backend_ops.def"
+  virtual void convert(const Tensor& src, Tensor& dst) = 0;  // any dtype, layout or device to another
+
+  // ---- What the backend is -----------------------------------------------------------------------------------
   virtual Device device() const = 0;
   virtual std::string description() const = 0;  // e.g. "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads)"
-  virtual bool supports(Op op, DType dtype) const = 0;
   virtual Capabilities capabilities() const = 0;
+  // Whether op runs in dtype here. By default (backend.cpp): convert any, the loss, optimizers and loss scaling FP32,
+  // every other op each floating dtype (emulated where the device lacks it).
+  virtual bool supports(Op op, DType dtype) const;
   // The device memory free now, for a run's memory check (train/memory_estimate.h); 0 where the backend does not
   // know (the CPU: the host's limits are read there).
   virtual size_t free_memory_bytes() const { return 0; }
-  virtual void synchronize() {}  // waits until the device has done the work queued so far (timing)
   // Seconds spent so far converting inside other ops (weights reordered into a primitive's layout, the FP32 copies
   // around an emulated op), so that a profile bills them as conversions, not as the op.
   virtual double conversion_seconds() const { return 0; }
 
-  // x (N,C,H,W), w (K,C,R,S), y (N,K,P,Q)
-  virtual void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) = 0;
-  virtual void conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p) = 0;
-  // dw as w, or, for a 16-bit x, FP32 holding the 16-bit gradient's values (rounded once to x's type, as a 16-bit
-  // dw widened): the FP32 gradient of the master weights, with no 16-bit copy to widen where the CPU emulates x's type.
-  virtual void conv2d_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, ConvParams p) = 0;
-  // x, y (N,C,H,W); gamma, beta, running stats and the batch mean / biased variance (C) are FP32.
-  virtual void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                          Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
-                                          Tensor& running_var, float momentum, float eps) = 0;
-  virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                           const Tensor& running_mean, const Tensor& running_var, float eps) = 0;
-  // dx as x, or, where the backend emulates x's 16-bit type, FP32 holding the 16-bit gradient's values: for the
-  // convolution before it, which computes in FP32 and would widen a 16-bit one (Conv2d::set_output_grad_wide).
-  virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& batch_mean,
-                                  const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps) = 0;
-  // y = relu(batch norm of x), a conv-bn-relu's end, in one pass where the backend can, rounded as the two ops would
-  // be. By default the two ops.
-  virtual void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
-                                               Tensor& batch_mean, Tensor& batch_var, Tensor& running_mean,
-                                               Tensor& running_var, float momentum, float eps);
-  // Its gradients from dy, the gradient of y; dx as in batchnorm_backward. The ReLU's mask is y > 0, read from y
-  // (the forward's output) or recomputed from x, gamma, beta and the batch statistics, bit for bit as the forward
-  // rounded y (the CUDA backend: one tensor fewer to read in each of its two passes). By default relu_backward,
-  // then batchnorm_backward.
-  virtual void batchnorm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& gamma,
-                                       const Tensor& beta, const Tensor& batch_mean, const Tensor& batch_var,
-                                       Tensor& dx, Tensor& dgamma, Tensor& dbeta, float eps);
-  // y = relu(batch norm of x + residual), a residual block's end (residual: its shortcut, x's shape and dtype), in
-  // one pass where the backend can, rounded as batchnorm_forward_training then add_relu would. By default those.
-  virtual void batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                                   const Tensor& residual, Tensor& y, Tensor& batch_mean,
-                                                   Tensor& batch_var, Tensor& running_mean, Tensor& running_var,
-                                                   float momentum, float eps);
-  virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
-  virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;  // uses the output y
-  // relu_backward(y, dy_a + dy_b, dx), the sum rounded as add would (a residual block's input gradient, from its
-  // two branches, through the ReLU that made its input). By default add, then relu_backward.
-  virtual void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx);
-  // workspace: backend-defined record of the argmax, made by forward for backward. x and y in one layout; dy and dx
-  // in any.
-  virtual void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) = 0;
-  virtual void maxpool_backward(const Tensor& dy, const Tensor& workspace, Tensor& dx, PoolParams p) = 0;
-  virtual void global_avgpool_forward(const Tensor& x, Tensor& y) = 0;     // (N,C,H,W) -> (N,C)
-  virtual void global_avgpool_backward(const Tensor& dy, Tensor& dx) = 0;  // (N,C) -> (N,C,H,W)
-  // x (N,I), w (O,I), b (O), y (N,O); dx may be undefined (not needed)
-  virtual void linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
-  virtual void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
-                               Tensor& db) = 0;
-  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;  // same shape; layouts may differ
-  // y = relu(a + b) (a residual block's end), rounded as add then relu_forward would. By default those two ops.
-  virtual void add_relu(const Tensor& a, const Tensor& b, Tensor& y);
-  virtual void convert(const Tensor& src, Tensor& dst) = 0;  // any dtype, layout or device to another
-  // logits (N,K) FP32, labels (N) I32; dlogits = grad_scale * d(mean loss)/d(logits) (loss scaling in the same pass).
-  // The mean loss and the top-1 count wait on the device for read_scalars().
-  virtual void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                                     GradScale grad_scale, Tensor& dlogits) = 0;
-  // A step's updates of every parameter in one call (ParamUpdate), so that a backend may make them one pass (CUDA:
-  // one launch); each parameter's result is that of its update alone. With check_gradients the update also leaves
-  // what scale_and_check(grads, 1) would (a step whose gradients are neither scaled nor gated by the check: no loss
-  // scale, no clipping), reading the gradients once for both.
-  virtual void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) = 0;
-  virtual void adam_update(const std::vector<ParamUpdate>& params, const AdamParams& p) = 0;
-  // Multiplies FP32 tensors by factor in place, noting any inf/NaN among them (as PyTorch's unscale_, before the
-  // multiplication: a finite value the factor overflows is not one) and the results' sum of squares (read_scalars()).
-  virtual void scale_and_check(const std::vector<Tensor*>& tensors, float factor) = 0;
-  // scale_and_check by float(1 / double(state.scale)), read where the state lives; state.found_inf records whether
-  // a result was inf/NaN (PyTorch's unscale_).
-  virtual void unscale_and_check(const std::vector<Tensor*>& grads, Tensor& state) = 0;
-  // PyTorch's scale update (_amp_update_scale_): after an inf/NaN the scale backs off and the tracker resets; after
-  // growth_interval clean steps the scale grows, where the product is a finite FP32. Clears found_inf, counting
-  // the step in skipped_steps when it was set.
-  virtual void update_loss_scale(Tensor& state, const LossScaleGrowth& growth) = 0;
+  // ---- The host and the device: scalars, uploads, waits ------------------------------------------------------
   // What the last softmax_cross_entropy and scale_and_check left, in one small copy; waits for the device.
   virtual StepScalars read_scalars() = 0;
-  // The same without waiting (a step that never waits for the host, issue 18): post_scalars starts copying what
+  // The same without waiting (a step that never waits for the host): post_scalars starts copying what
   // read_scalars() would return now, and the loss-scale state if given, to the host behind the work queued so far
   // (a GPU: into pinned memory); collect_scalars returns the oldest posting not yet collected, waiting only for the
   // work queued before it. Posted at the end of step t and collected after step t+1 is queued, the device never
   // idles. At most two postings wait uncollected.
   virtual void post_scalars(const Tensor* loss_scale_state) = 0;
   virtual PostedScalars collect_scalars() = 0;
+  // host on the device without waiting for the copy (a GPU copies from pinned memory on its own stream, overlapping
+  // the work queued before; the first op to read the result waits for it). By default a plain copy: on_device().
+  virtual Tensor upload(const Tensor& host);
+  virtual void synchronize() {}  // waits until the device has done the work queued so far (timing)
+
+  // ---- Timing marks and capture --------------------------------------------------------------------------------
   // Timing on the device's own clock, without waiting (a GPU's events): mark() records a point behind the work
   // queued so far; seconds_between() reads the time between two marks, waiting for the later one to be passed;
   // clear_marks() lets the marks be reused. By default the host's clock, right where ops return when done (the CPU).
@@ -249,9 +195,6 @@ class Backend {
   // backend has no such recording (by default: ops run when called) or queue() did what a recording cannot hold:
   // a copy from or to the host, an event the host waits for, cuDNN still choosing an algorithm.
   virtual std::unique_ptr<CapturedWork> capture(const std::function<void()>& queue, std::string& why_not);
-  // host on the device without waiting for the copy (a GPU copies from pinned memory on its own stream, overlapping
-  // the work queued before; the first op to read the result waits for it). By default a plain copy: on_device().
-  virtual Tensor upload(const Tensor& host);
 
  protected:
   // For maxpool_backward where dy or dx is in another layout than the forward's output (whose layout the workspace

@@ -197,19 +197,4 @@ Capabilities CpuBackend::capabilities() const {
   return caps;
 }
 
-bool CpuBackend::supports(Op op, DType dtype) const {
-  switch (op) {
-    case Op::Convert:
-      return true;
-    case Op::SoftmaxCrossEntropy:
-    case Op::SgdUpdate:
-    case Op::AdamUpdate:
-    case Op::ScaleCheck:
-    case Op::LossScaleUpdate:
-      return dtype == DType::F32;
-    default:
-      return is_floating(dtype);  // FP16 emulated (see the header)
-  }
-}
-
 }  // namespace ampwb

@@ -29,7 +29,6 @@ class CpuBackend final : public Backend {
 
   Device device() const override { return Device::cpu(); }
   std::string description() const override;
-  bool supports(Op op, DType dtype) const override;
   Capabilities capabilities() const override;
 
   void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p) override;

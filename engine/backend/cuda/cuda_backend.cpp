@@ -121,21 +121,6 @@ std::string CudaBackend::description() const {
   return out.str();
 }
 
-bool CudaBackend::supports(Op op, DType dtype) const {
-  switch (op) {
-    case Op::Convert:
-      return true;
-    case Op::SoftmaxCrossEntropy:
-    case Op::SgdUpdate:
-    case Op::AdamUpdate:
-    case Op::ScaleCheck:
-    case Op::LossScaleUpdate:
-      return dtype == DType::F32;
-    default:
-      return is_floating(dtype);  // BF16 needs sm_80, which the constructor requires
-  }
-}
-
 size_t CudaBackend::free_memory_bytes() const {
   cuda::DeviceScope scope(impl_->device.index);
   size_t free_bytes = 0, total_bytes = 0;

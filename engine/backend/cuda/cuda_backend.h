@@ -61,7 +61,6 @@ class CudaBackend final : public Backend {
   // e.g. "cuda:0 (NVIDIA H100 80GB HBM3, 79.1 GiB, sm_90, 132 SMs; CUDA 13.0, driver 13.0, cuDNN 9.19.0,
   // cuBLASLt 130100; TF32 off)"
   std::string description() const override;
-  bool supports(Op op, DType dtype) const override;
   Capabilities capabilities() const override;
   size_t free_memory_bytes() const override;  // cudaMemGetInfo's free bytes on this device
 
