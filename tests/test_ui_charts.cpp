@@ -1,8 +1,8 @@
 // The charts' data side, offscreen: min/max decimation keeps extremes within a point budget, smoothing ignores
 // overflowed steps, a 200,000-step run redraws within a UI tick, the event queue hands batches over intact, a
 // resumed run replaces what it reports again, the ETA, the "differ only by seed" test behind the bands, and the
-// per-layer numerics heat map fed live and from the store, and a real run drawn against steps, epochs or wall-clock
-// seconds.
+// per-layer numerics heat map fed live and from the store, a real run drawn against steps, epochs or wall-clock
+// seconds, and one loss spike drawn alike by the window, an exported chart and the HTML report.
 #include <QAbstractAxis>
 #include <QChart>
 #include <QElapsedTimer>
@@ -12,10 +12,14 @@
 #include <QValueAxis>
 #include <QXYSeries>
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
+#include <regex>
+#include <sstream>
 
 #include "chart_export.h"
 #include "chart_panel.h"
+#include "chart_style.h"
 #include "decimate.h"
 #include "divergence_view.h"
 #include "event_queue.h"
@@ -25,6 +29,7 @@
 #include "numerics_heatmap.h"
 #include "run_progress.h"
 #include "run_series.h"
+#include "store/run_report.h"
 #include "store/run_store.h"
 #include "sweep.h"
 #include "test_ui_util.h"
@@ -86,6 +91,66 @@ LayerNumerics numerics(int epoch, int64_t step, const std::string& layer, double
   n.activation_grad = {256, 2.0, grad_underflow, 0, 0.25, 0, 2 * grad_underflow};
   n.weight_grad = {2304, 0.5, 0, 0, 0, 0};
   return n;
+}
+
+// The largest value a line drawn in `colour` (fully opaque) reaches in a chart exported as SVG, read back through
+// the y axis's labels. QSvgGenerator writes one <g> per painter state, its transform the whole painter's
+// (a translation here): the line is the group of that colour with the most segments (a legend's sample has one), the
+// y axis's labels the numbers alone on their height (the x axis's share one), placed by their text box's top.
+double highest_value_in_exported_chart(const std::string& svg, const QColor& colour) {
+  const std::regex translate("transform=\"matrix\\(1,0,0,1,([-0-9.]+),([-0-9.]+)\\)\"");
+  const std::regex number("<text [^>]*>(-?[0-9.]+)</text>");
+  const std::regex points("points=\"([^\"]*)\"");
+  const std::string stroke = "stroke=\"" + colour.name().toStdString() + "\" stroke-opacity=\"1\"";
+  std::vector<std::pair<double, double>> labels;  // (page y, value)
+  size_t most_segments = 0;
+  double line_top = INFINITY;
+  for (size_t at = svg.find("<g "); at != std::string::npos; at = svg.find("<g ", at + 1)) {
+    const size_t head_end = svg.find('>', at), end = svg.find("</g>", head_end);
+    const std::string head = svg.substr(at, head_end - at), body = svg.substr(head_end, end - head_end);
+    std::smatch m;
+    if (!std::regex_search(head, m, translate)) continue;
+    const double dy = std::stod(m[2]);
+    if (std::regex_search(body, m, number)) labels.emplace_back(dy, std::stod(m[1]));
+    if (head.find(stroke) == std::string::npos) continue;
+    size_t segments = 0;
+    double top = INFINITY;
+    for (auto it = std::sregex_iterator(body.begin(), body.end(), points); it != std::sregex_iterator(); ++it) {
+      ++segments;
+      std::istringstream xy((*it)[1].str());
+      for (std::string pair; xy >> pair;) top = std::min(top, dy + std::stod(pair.substr(pair.find(',') + 1)));
+    }
+    if (segments > most_segments) most_segments = segments, line_top = top;
+  }
+  std::vector<std::pair<double, double>> y_axis;
+  for (const auto& label : labels)
+    if (std::count_if(labels.begin(), labels.end(), [&](const auto& l) { return l.first == label.first; }) == 1)
+      y_axis.push_back(label);
+  if (y_axis.size() < 2 || most_segments < 100) qFatal("no y axis or no line of colour %s", qPrintable(colour.name()));
+  const auto [y0, v0] = y_axis.front();
+  const auto [y1, v1] = y_axis.back();
+  return v0 + (line_top - y0) / (y1 - y0) * (v1 - v0);
+}
+
+// The largest value the first polyline of the report's chart titled `title` reaches, read back from its pixels
+// through the chart's y tick labels (the report draws them at their ticks' height plus 4).
+double highest_value_in_report_chart(const std::string& html, const std::string& title) {
+  const size_t begin = html.find("<title>" + title + "</title>"), end = html.find("</svg>", begin);
+  if (begin == std::string::npos || end == std::string::npos) qFatal("no chart %s in the report", title.c_str());
+  const std::string svg = html.substr(begin, end - begin);
+  std::vector<std::pair<double, double>> ticks;  // (pixel y, value)
+  const std::regex tick("<text class=\"y-tick\" x=\"[^\"]*\" y=\"([-0-9.]+)\"[^>]*>([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tick); it != std::sregex_iterator(); ++it)
+    ticks.emplace_back(std::stod((*it)[1]) - 4, std::stod((*it)[2]));
+  std::smatch points;
+  const std::regex polyline("<polyline [^>]*points=\"([^\"]*)\"");
+  if (ticks.size() < 2 || !std::regex_search(svg, points, polyline)) qFatal("no axis or line in %s", title.c_str());
+  double top = INFINITY;  // the smallest pixel y: the highest point drawn
+  std::istringstream xy(points[1].str());
+  for (std::string pair; xy >> pair;) top = std::min(top, std::stod(pair.substr(pair.find(',') + 1)));
+  const auto [y0, v0] = ticks.front();
+  const auto [y1, v1] = ticks.back();
+  return v0 + (top - y0) / (y1 - y0) * (v1 - v0);
 }
 
 }  // namespace
@@ -497,6 +562,75 @@ class ChartData : public QObject {
     panel.set_runs({&reference});
     QCOMPARE(t->rowCount(), 0);
     QVERIFY(view->caption()->text().contains("its own reference"));
+  }
+
+  // One thinning rule for every chart: a single-step loss spike ten times the loss around it, in a 24,000-step
+  // stored run, is drawn at its full height by the window's loss chart, by its exported SVG and by the HTML
+  // report's SVG (a bucket's mean would draw it at about a tenth of that).
+  void a_single_step_spike_is_drawn_in_the_window_export_and_report() {
+    constexpr int64_t kSteps = 24000, kPerEpoch = 4000, kSpikeStep = 13457;
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("runs.sqlite").toStdString();
+    float spike = 0;
+    {
+      RunStore store(db);
+      TrainConfig config;
+      config.name = "spike";
+      config.epochs = static_cast<int>(kSteps / kPerEpoch);
+      RunInfo info;
+      info.steps_per_epoch = kPerEpoch;
+      const int64_t id = store.begin_run(config, info, "");
+      std::vector<StepReport> steps;
+      for (int64_t i = 0; i < kSteps; ++i) {
+        StepReport s;
+        s.epoch = static_cast<int>(i / kPerEpoch) + 1;
+        s.step = i;
+        s.loss = static_cast<float>(1.0 + 0.2 * std::exp(-i / 8000.0));
+        if (i == kSpikeStep) s.loss = spike = 10 * s.loss;
+        s.loss_scale = 1024;
+        s.wall_seconds = 0.01 * static_cast<double>(i);
+        steps.push_back(s);
+      }
+      store.add_steps(id, steps, 240);
+      store.end_run(id, RunEnd{}, {}, 240);
+    }
+    const RunStore store(db, RunStore::Mode::ReadOnly);
+    const int64_t id = store.resolve("spike");
+    const RunSeries run = load_run_series(store, id);
+    QCOMPARE(run.steps.size(), size_t(kSteps));
+
+    // The window, unsmoothed (as the report draws it): the loss chart's per-step curves hold the spike's very
+    // point among a few thousand.
+    ChartPanel panel;
+    panel.resize(1500, 900);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.set_smoothing(0);
+    panel.set_runs({&run});
+    int curves = 0;
+    for (QAbstractSeries* s : panel.chart("loss")->chart()->series()) {
+      if (s->name() != "per step") continue;
+      const QList<QPointF> drawn = qobject_cast<QXYSeries*>(s)->points();
+      QVERIFY(drawn.size() > 100 && drawn.size() < kSteps / 4);
+      QVERIFY2(drawn.contains(QPointF(double(kSpikeStep), double(spike))), "the window's loss chart lost the spike");
+      ++curves;
+    }
+    QCOMPARE(curves, 2);  // the faint raw line and the (here unsmoothed) main one
+
+    // An exported chart: the SVG file's per-step line reaches the spike's value on the file's own y axis.
+    const QString svg = dir.filePath("loss.svg");
+    export_chart("loss", {&run}, panel.options(), svg);
+    QFile file(svg);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const double exported = highest_value_in_exported_chart(file.readAll().toStdString(), train_color());
+    QVERIFY2(std::abs(exported - spike) < 0.05 * spike,  // labels placed by their box's top: half a label's height
+             qPrintable(QString("the exported loss chart peaks at %1, the spike is %2").arg(exported).arg(spike)));
+
+    // The report: the training loss chart's polyline reaches the spike's value on the chart's y axis.
+    const std::string html = html_report(store, {id});
+    const double reported = highest_value_in_report_chart(html, "Training loss");
+    QVERIFY2(std::abs(reported - spike) < 0.02 * spike,
+             qPrintable(QString("the report's loss chart peaks at %1, the spike is %2").arg(reported).arg(spike)));
   }
 
   void x_axis_follows_the_choice_step_epoch_or_wall_clock() {

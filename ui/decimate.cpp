@@ -1,6 +1,8 @@
 // Smoothing for the per-step curves (decimation itself is the template in the header).
 #include "decimate.h"
 
+#include <cmath>
+
 namespace ampwb::ui {
 
 void extend_smoothed(const std::vector<double>& values, double weight, std::vector<double>& smoothed, double& state,

@@ -1,38 +1,24 @@
-// Display decimation: a curve of any length drawn with a bounded number of points. Each bucket of consecutive
-// samples keeps its minimum and its maximum, in order, so spikes (an overflow, a loss jump) survive at any zoom
-// while a 1,000,000-step run costs the chart a few thousand points. The data model keeps every sample.
+// Display decimation for the window's and exported charts: core/min_max_thinning.h's rule (the HTML report's too)
+// turned into a chart series' points. The data model keeps every sample.
 #pragma once
 
 #include <QList>
 #include <QPointF>
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <vector>
 
+#include "core/min_max_thinning.h"
+
 namespace ampwb::ui {
 
-// Points (x(i), y(i)) for i in [0, n), x ascending, reduced to at most 2 * buckets points; non-finite y skipped.
+// Points (x(i), y(i)) for i in [0, n), x ascending, reduced to at most 2 * buckets points by thin_min_max.
 template <class X, class Y>
 QList<QPointF> decimate_min_max(size_t n, X x, Y y, int buckets) {
   QList<QPointF> out;
-  if (n == 0 || buckets <= 0) return out;
-  const size_t per = (n + static_cast<size_t>(buckets) - 1) / static_cast<size_t>(buckets);
-  out.reserve(static_cast<qsizetype>(per <= 1 ? n : 2 * ((n + per - 1) / per)));
-  for (size_t begin = 0; begin < n; begin += per) {
-    const size_t end = std::min(n, begin + per);
-    size_t lo = end, hi = end;
-    for (size_t i = begin; i < end; ++i) {
-      const double v = y(i);
-      if (!std::isfinite(v)) continue;
-      if (lo == end || v < y(lo)) lo = i;
-      if (hi == end || v > y(hi)) hi = i;
-    }
-    if (lo == end) continue;
-    const size_t first = std::min(lo, hi), second = std::max(lo, hi);
-    out.append(QPointF(x(first), y(first)));
-    if (second != first) out.append(QPointF(x(second), y(second)));
-  }
+  if (buckets <= 0) return out;
+  out.reserve(static_cast<qsizetype>(2 * std::min(n, static_cast<size_t>(buckets))));
+  thin_min_max(n, y, static_cast<size_t>(buckets), [&](size_t i) { out.append(QPointF(x(i), y(i))); });
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/half.h"
+#include "core/min_max_thinning.h"
 #include "store/run_report.h"
 
 namespace ampwb {
@@ -18,22 +19,6 @@ std::string num(double v, const char* fmt = "%.4g") {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
-}
-
-// At most `most` points: the mean of each bucket of consecutive points (a chart is 600 px wide).
-std::vector<std::pair<double, double>> thinned(const std::vector<std::pair<double, double>>& points,
-                                               size_t most = 600) {
-  if (points.size() <= most) return points;
-  std::vector<std::pair<double, double>> out;
-  const size_t per = (points.size() + most - 1) / most;
-  for (size_t i = 0; i < points.size(); i += per) {
-    double x = 0, y = 0;
-    size_t n = 0;
-    for (size_t j = i; j < std::min(points.size(), i + per); ++j)
-      if (std::isfinite(points[j].second)) x += points[j].first, y += points[j].second, ++n;
-    if (n) out.emplace_back(x / n, y / n);
-  }
-  return out;
 }
 
 // 1, 2 or 5 times a power of ten, the smallest at or above `raw`.
@@ -138,10 +123,12 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
   }
   svg += "<text x=\"" + num((W + left) / 2) + "\" y=\"" + num(plot_h - 8) +
          "\" font-size=\"12\" text-anchor=\"middle\">" + html_escape(x_label) + "</text>";
+  // One bucket (a minimum and a maximum) per two pixels of the plot, as in the window: a spike there is one here.
+  const auto buckets = static_cast<size_t>((W - left - right) / 2);
   for (size_t i = 0; i < lines.size(); ++i) {
     const ChartLine& l = lines[i];
     std::string pts;
-    for (const auto& [x, y] : thinned(l.points))
+    for (const auto& [x, y] : thinned_min_max(l.points, buckets))
       if (std::isfinite(y)) pts += num(px(x), "%.1f") + "," + num(py(y), "%.1f") + " ";
     svg += "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"" + l.colour + "\" points=\"" + pts + "\"/>";
     for (const auto& [x, y] : l.markers)
