@@ -1,40 +1,17 @@
-// The devices this machine can train on (list_devices), each with its backend's capabilities and mode_support for
-// every precision mode (the trainer's own verdicts): name, instruction set or compute capability, memory, and which
-// modes run there, with the reason for any that does not. `ampwb devices` prints it; the help of ampwb, train and
-// bench ends with it.
+// The devices this machine can train on (facade/devices.h), each with its backend's capabilities and mode_support
+// for every precision mode (the trainer's own verdicts): name, instruction set or compute capability, memory, and
+// which modes run there, with the reason for any that does not. `ampwb devices` prints it; the help of ampwb, train
+// and bench ends with it.
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
 #include "commands.h"
-#include "train/precision_support.h"
+#include "facade/devices.h"
 
 namespace ampwb::cli {
 namespace {
-
-struct DeviceReport {
-  DeviceInfo device;
-  std::string error;  // why the device cannot be used after all (its backend did not start); empty when it can
-  std::vector<std::pair<std::string, ModeSupport>> modes;
-};
-
-std::vector<DeviceReport> device_reports() {
-  std::vector<DeviceReport> reports;
-  for (const DeviceInfo& device : list_devices()) {
-    DeviceReport d{device, "", {}};
-    try {
-      const Capabilities caps = make_backend(device.id)->capabilities();
-      for (const PrecisionModeInfo& mode : kPrecisionModes)
-        d.modes.emplace_back(mode.name, mode_support(mode.mode, caps));
-    } catch (const std::exception& e) {
-      d.error = e.what();
-    }
-    reports.push_back(std::move(d));
-  }
-  return reports;
-}
 
 std::string gib(size_t bytes) {
   char text[32];

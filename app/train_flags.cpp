@@ -3,9 +3,9 @@
 
 #include <charconv>
 
-#include "amp/loss_scaler.h"
 #include "cli.h"
 #include "core/error.h"
+#include "facade/run_setup.h"
 
 namespace ampwb::cli {
 namespace {

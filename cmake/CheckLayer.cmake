@@ -29,3 +29,30 @@ function(ampwb_layer name)
   add_custom_target(ampwb_${name}_layering DEPENDS ${stamp})
   add_dependencies(ampwb_${name} ampwb_${name}_layering)
 endfunction()
+
+# The front ends (ui/, app/) see the engine from the top: the facade (facade/: devices, capabilities, run setup)
+# and the runs (train/: the trainer and its events; store/: stored runs), with data/ for inspecting a dataset folder
+# and core/ for errors and files. backend/, nn/, optim/, models/, amp/ and reference/ are the facade's business.
+set(AMPWB_FRONT_END_LAYERS facade store train data core)
+
+#   ampwb_front_end(TARGET)
+#
+# checks at build time, before TARGET builds, that every source and header in the calling folder (ui/ or app/)
+# includes engine headers only from AMPWB_FRONT_END_LAYERS; the tests layering.ui_refuses_backend_include and
+# layering.app_refuses_backend_include run the same script over a fixture.
+function(ampwb_front_end target)
+  get_filename_component(name ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  file(GLOB_RECURSE files CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.h ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  set(stamp ${CMAKE_CURRENT_BINARY_DIR}/layering/${name}.checked)
+  set(script ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/CheckLayerIncludes.cmake)
+  string(REPLACE ";" "," allowed "${AMPWB_FRONT_END_LAYERS}")
+  add_custom_command(OUTPUT ${stamp}
+    COMMAND ${CMAKE_COMMAND} -DLAYER=${name} -DALLOWED=${allowed} -DROOT=${PROJECT_SOURCE_DIR}/engine
+            -DFOLDER=${CMAKE_CURRENT_SOURCE_DIR} -P ${script}
+    COMMAND ${CMAKE_COMMAND} -E touch ${stamp}
+    DEPENDS ${files} ${script}
+    COMMENT "Checking the includes of ${name}/ against the front ends' layers (${allowed})"
+    VERBATIM)
+  add_custom_target(${target}_layering DEPENDS ${stamp})
+  add_dependencies(${target} ${target}_layering)
+endfunction()

@@ -5,7 +5,7 @@
 #include <QSysInfo>
 #include <QtGlobal>
 
-#include "backend/backend.h"
+#include "facade/devices.h"
 
 namespace ampwb::ui {
 

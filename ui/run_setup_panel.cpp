@@ -21,15 +21,12 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
-#include "amp/loss_scaler.h"
-#include "backend/backend.h"
 #include "core/error.h"
+#include "facade/devices.h"
+#include "facade/run_setup.h"
 #include "file_dialogs.h"
-#include "models/resnet.h"
 #include "plain_text.h"
 #include "precision_modes.h"
-#include "train/memory_estimate.h"
-#include "train/precision_support.h"
 #include "whole_number_box.h"
 #include "wide_number_box.h"
 
@@ -355,16 +352,8 @@ void RunSetupPanel::update_precision_help() {
 
 const Capabilities& RunSetupPanel::device_capabilities(const std::string& device) {
   auto it = capabilities_.find(device);
-  if (it == capabilities_.end()) {
-    Capabilities caps;
-    try {
-      caps = make_backend(device)->capabilities();
-    } catch (const Error& e) {  // a GPU that cannot be used: nothing but FP32 is offered, with the reason
-      caps.device_name = device;
-      caps.fp16.how = caps.bf16.how = caps.tf32.how = e.what();
-    }
-    it = capabilities_.emplace(device, caps).first;
-  }
+  // A GPU that cannot be used: nothing but FP32 is offered, with the reason.
+  if (it == capabilities_.end()) it = capabilities_.emplace(device, capabilities_or_reason(device)).first;
   return it->second;
 }
 

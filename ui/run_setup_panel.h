@@ -7,9 +7,9 @@
 
 #include <QWidget>
 
-#include "backend/backend.h"
 #include "dataset_inspector.h"
-#include "train/config.h"
+#include "facade/devices.h"
+#include "facade/run_setup.h"
 
 class QCheckBox;
 class QComboBox;

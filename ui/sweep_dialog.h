@@ -5,7 +5,7 @@
 #include <QDialog>
 #include <vector>
 
-#include "backend/backend.h"
+#include "facade/devices.h"
 #include "precision_modes.h"
 #include "train/config.h"
 
