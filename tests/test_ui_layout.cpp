@@ -28,6 +28,7 @@
 #include "main_window.h"
 #include "metric_chart.h"
 #include "numerics_heatmap.h"
+#include "run_controls.h"
 #include "run_setup_panel.h"
 #include "runs_view.h"
 #include "sweep_dialog.h"
@@ -333,6 +334,15 @@ class WindowFits : public QObject {
     check_no_ellipsis(w.live_charts(), "Training tab");
     check_titles(w.live_charts(), "Training tab");
     check_whole_text(w.live_charts()->findChild<QLabel*>("skippedNote"), "Training tab");
+    // A status and notes far longer than their two lines: all of their text is there to scroll to, and the charts
+    // keep their places.
+    const QString sentence = "Every word of this long status is there to be read, none cut off at the edge. ";
+    w.controls()->set_status(sentence.repeated(8));
+    w.controls()->set_notes(std::vector<std::string>(6, sentence.trimmed().chopped(1).toStdString()));
+    QTest::qWait(300);
+    for (const char* name : {"statusLine", "runNotes"}) check_whole_text(w.findChild<QLabel*>(name), "Training tab");
+    QCOMPARE(w.size(), kSmallScreen);
+    check_charts_apart(w, w.live_charts(), "Training tab, long status and notes");
     w.findChild<QWidget*>("setupDock")->hide();  // more room for the charts: still whole
     QTest::qWait(300);
     check_charts_apart(w, w.live_charts(), "Training tab, setup panel hidden");
@@ -353,6 +363,8 @@ class WindowFits : public QObject {
     check_no_ellipsis(charts, "Comparison");
     check_titles(charts, "Comparison");
     check_reachable(w, {charts->findChild<QWidget*>("exportCharts"), w.findChild<QWidget*>("baseline")}, "Comparison");
+    for (const char* name : {"compareSummary", "compareTime"})
+      check_whole_text(w.findChild<QLabel*>(name), "Comparison");
     w.open_runs({fp16_});
     QTest::qWait(300);
     QCOMPARE(w.size(), kSmallScreen);

@@ -206,6 +206,9 @@ class ProgressThroughTheUi : public QObject {
     set_up(w, tiny_config(data_, 2, 3));
     child<QSpinBox>(w, "maxValidationImages")->setValue(20);
     QCOMPARE(w.setup()->config().data.max_validation_images, int64_t{20});
+    // The dataset line says what a run takes of what the data has.
+    QTRY_VERIFY2_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().contains("and 20 of 24 validation images"),
+                              qPrintable(child<QLabel>(w, "datasetStatus")->text()), 60000);
     auto* bar = child<QProgressBar>(w, "progress");
     std::vector<ValidationProgress> heard;
     int inside = 0;

@@ -6,6 +6,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
@@ -18,6 +19,7 @@
 #include "run_groups.h"
 #include "store/run_record.h"
 #include "store/time_comparison.h"
+#include "text_lines_area.h"
 #include "whole_number_box.h"
 
 namespace ampwb::ui {
@@ -79,8 +81,14 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   auto* bl = new QVBoxLayout(bottom);
   bl->setContentsMargins(4, 0, 4, 4);
   bl->addLayout(controls);
-  bl->addWidget(summary_);
-  bl->addWidget(time_);
+  auto* speed_text = new QWidget;
+  speed_text->setObjectName("compareText");
+  auto* tl = new QVBoxLayout(speed_text);
+  tl->setContentsMargins(0, 0, 0, 0);
+  tl->addWidget(summary_);
+  tl->addWidget(time_);
+  tl->addStretch(1);
+  bl->addWidget(text_lines_area(speed_text, 4));
   diagnosis_ = new DiagnosisPanel;
   details_ = new QTabWidget;
   details_->setObjectName("compareDetails");

@@ -92,6 +92,8 @@ void DatasetInspector::Shared::loop() {
       result.classes = static_cast<int>(report.classes.size());
       result.train_images = report.train_images;
       result.validation_images = report.validation_images;
+      result.train_images_before_limit = report.train_images_before_limit;
+      result.validation_images_before_limit = report.validation_images_before_limit;
       if (result.trainable) result.native_image_size = dataset.native_image_size();
     } catch (const std::exception& e) {  // inspect() reports rather than throws; anything else lands here
       result.text = result.problem = QString::fromUtf8(e.what());

@@ -21,7 +21,8 @@ struct InspectResult {
   bool split_by_workbench = false;  // class folders: the validation fraction decides the split (else the data's own)
   int native_image_size = 0;
   int classes = 0;
-  qint64 train_images = 0, validation_images = 0;
+  qint64 train_images = 0, validation_images = 0;  // those a run takes, within its limits
+  qint64 train_images_before_limit = 0, validation_images_before_limit = 0;
 };
 
 class DatasetInspector : public QObject {

@@ -7,9 +7,11 @@
 #include <QLocale>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QStyle>
 
 #include "plain_text.h"
+#include "text_lines_area.h"
 
 namespace ampwb::ui {
 
@@ -34,15 +36,12 @@ RunControls::RunControls(QWidget* parent) : QWidget(parent) {
   status_->setObjectName("statusLine");
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   status_->setTextFormat(Qt::PlainText);  // errors quote run names and paths: user text, never HTML
-  // Fixed heights: a status or a note that changed the layout would resize, re-lay out and redraw every chart.
   status_->setWordWrap(true);
-  status_->setFixedHeight(status_->fontMetrics().lineSpacing() * 2 + 2);
   status_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   notes_ = new QLabel;
   notes_->setObjectName("runNotes");
   notes_->setTextFormat(Qt::PlainText);  // notes quote the dataset path
   notes_->setWordWrap(true);
-  notes_->setFixedHeight(notes_->fontMetrics().lineSpacing() * 2 + 2);
   notes_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
 
   alarm_ = new QLabel;
@@ -62,8 +61,9 @@ RunControls::RunControls(QWidget* parent) : QWidget(parent) {
   layout->addLayout(buttons, 0, 0);
   layout->addWidget(progress_, 0, 1);
   layout->addWidget(eta_, 0, 2);
-  layout->addWidget(status_, 1, 0, 1, 3);
-  layout->addWidget(notes_, 2, 0, 1, 3);
+  // Two lines each, scrolling beyond: a longer status or note never re-lays out and redraws every chart.
+  layout->addWidget(text_lines_area(status_, 2), 1, 0, 1, 3);
+  layout->addWidget(text_lines_area(notes_, 2), 2, 0, 1, 3);
   layout->addWidget(alarm_, 3, 0, 1, 3);
   layout->setColumnStretch(1, 1);
 

@@ -11,6 +11,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -106,7 +107,8 @@ void RunSetupPanel::build() {
   inspect_later_->setInterval(400);  // typing a path or spinning a number inspects once, when it settles
   connect(inspect_later_, &QTimer::timeout, this, &RunSetupPanel::request_inspection);
   connect(val_fraction_, &QDoubleSpinBox::valueChanged, inspect_later_, qOverload<>(&QTimer::start));
-  connect(max_images_, &QSpinBox::valueChanged, inspect_later_, qOverload<>(&QTimer::start));
+  for (QSpinBox* box : {max_images_, max_validation_images_})
+    connect(box, &QSpinBox::valueChanged, inspect_later_, qOverload<>(&QTimer::start));
   connect(seed_, &QSpinBox::valueChanged, inspect_later_, qOverload<>(&QTimer::start));
   for (QSpinBox* box : {batch_, image_size_, threads_})
     connect(box, &QSpinBox::valueChanged, this, &RunSetupPanel::update_memory_estimate);
@@ -536,6 +538,7 @@ void RunSetupPanel::request_inspection() {
   options.validation_fraction = val_fraction_->value();
   options.seed = static_cast<uint64_t>(seed_->value());
   options.max_train_images = max_images_->value();
+  options.max_validation_images = max_validation_images_->value();
   dataset_status_->setText(tr("Checking %1 …").arg(QFileInfo(path).fileName()));
   inspector_.inspect(path, options);
 }
@@ -548,10 +551,15 @@ void RunSetupPanel::show_inspection(const InspectResult& r) {
   data_image_size_ = r.trainable ? r.native_image_size : 0;
   data_classes_ = r.trainable ? r.classes : 0;
   update_memory_estimate();
+  // "2,000 of 10,000 validation images": what a run takes, and what the data has where a limit leaves some out.
+  const auto count = [](qint64 taken, qint64 all) {
+    const QLocale english(QLocale::English);
+    return taken < all ? tr("%1 of %2").arg(english.toString(taken), english.toString(all)) : english.toString(taken);
+  };
   dataset_status_->setText(r.trainable ? tr("✔ %1 classes, %2 training and %3 validation images (%4 px)")
                                              .arg(r.classes)
-                                             .arg(r.train_images)
-                                             .arg(r.validation_images)
+                                             .arg(count(r.train_images, r.train_images_before_limit))
+                                             .arg(count(r.validation_images, r.validation_images_before_limit))
                                              .arg(r.native_image_size)
                                        : tr("✘ %1").arg(r.problem));
   set_dataset_problem(r.trainable ? QString() : r.problem);
