@@ -1,0 +1,3 @@
+class CpuBackend final : public Backend {
+  void negate(const Tensor& x, Tensor& y) override;
+};

@@ -1,0 +1,1 @@
+class CudaBackend final : public Backend {};  // negate forgotten
