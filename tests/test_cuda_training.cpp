@@ -14,6 +14,7 @@
 #include "backend/profiled_backend.h"
 #include "idx_util.h"
 #include "step_util.h"
+#include "train/machine_load.h"
 #include "train/mixed_precision_step.h"
 #include "train/trainer.h"
 
@@ -63,6 +64,10 @@ TEST_P(CudaEveryMode, TrainsATinyResNetOnTheGpuWithFallingLoss) {
     EXPECT_GT(last.replayed, 0.0) << GetParam() << ": " << last.why_not_captured;
     EXPECT_EQ(last.why_not_captured, "");
   }
+  // Each epoch's load holds the GPU's clock, within what it can run at, and the other processes on it (NVML).
+  EXPECT_GT(last.load.gpu_mhz, 0.0) << machine_load_text(last.load);
+  EXPECT_LE(last.load.gpu_mhz, last.load.gpu_max_mhz) << machine_load_text(last.load);
+  EXPECT_GE(last.load.gpu_other_processes, 0) << machine_load_text(last.load);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, CudaEveryMode, ::testing::Values("fp32", "tf32", "amp-fp16", "amp-bf16", "fp16-o2"),

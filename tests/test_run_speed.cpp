@@ -6,10 +6,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <random>
 
 #include "store/run_speed.h"
+#include "store/time_comparison.h"
 #include "train/alternating_benchmark.h"
+#include "train/gpu_load.h"
+#include "train/machine_load.h"
 
 namespace ampwb {
 namespace {
@@ -158,6 +163,48 @@ TEST(RunSpeed, TheWarningNamesTheBusyRunAndRunsUnderDifferentLoads) {
   EXPECT_EQ(timing_warning({{3, quiet}, {5, MachineLoad{}}}), "") << "an old run without a load: nothing to say";
   EXPECT_EQ(machine_load_text(MachineLoad{}), "not recorded");
   EXPECT_EQ(machine_load_text({0.123, 0.01, 3700}), "12% of the CPUs busy with other work, 1% steal, 3.7 GHz");
+}
+
+// On a GPU the load says its clock and who else used it; another process on the GPU makes the timings unreliable.
+TEST(TimingWarning, NamesOtherProcessesOnTheGpu) {
+  MachineLoad alone{0.01, 0, 0, 1410, 1980, 0};
+  MachineLoad shared = alone;
+  shared.gpu_other_processes = 2;
+  EXPECT_EQ(machine_load_text(alone),
+            "1% of the CPUs busy with other work, 0% steal; GPU at 1.41 of 1.98 GHz, no other process on it");
+  EXPECT_EQ(machine_load_text(shared),
+            "1% of the CPUs busy with other work, 0% steal; GPU at 1.41 of 1.98 GHz, 2 other processes on it");
+  EXPECT_EQ(timing_warning({{3, alone}, {5, alone}}), "");
+  EXPECT_EQ(timing_warning({{3, alone}, {5, shared}}),
+            "timings unreliable: 2 other processes used the GPU during run 5");
+  // Epochs that read their GPU average its clock and keep the most other processes any of them saw.
+  std::vector<EpochTimes> epochs(3);
+  for (size_t i = 0; i < epochs.size(); ++i) {
+    epochs[i].epoch = static_cast<int>(i + 1);
+    epochs[i].steps = 10;
+    epochs[i].load = alone;
+    epochs[i].load.gpu_mhz = 1000 + 400 * static_cast<double>(i);
+  }
+  epochs[1].load.gpu_other_processes = 1;
+  const MachineLoad mean = mean_epoch_times(epochs).load;  // leaves the first epoch out
+  EXPECT_DOUBLE_EQ(mean.gpu_mhz, 1600);
+  EXPECT_EQ(mean.gpu_max_mhz, 1980);
+  EXPECT_EQ(mean.gpu_other_processes, 1);
+}
+
+// A CPU run reads no GPU, and neither does a GPU setting naming a GPU that CUDA_VISIBLE_DEVICES hides.
+TEST(GpuState, NothingOffAVisibleGpu) {
+  EXPECT_FALSE(read_gpu_state("cpu"));
+  const char* before = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::optional<std::string> kept = before ? std::optional<std::string>(before) : std::nullopt;
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  EXPECT_FALSE(read_gpu_state("cuda"));
+  setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+  EXPECT_FALSE(read_gpu_state("cuda:1"));
+  if (kept)
+    setenv("CUDA_VISIBLE_DEVICES", kept->c_str(), 1);
+  else
+    unsetenv("CUDA_VISIBLE_DEVICES");
 }
 
 // A process spinning beside the meter shows up as other work; without it, the share is small. The busy share is

@@ -136,6 +136,10 @@ std::string timing_warning(const std::vector<RunLoad>& runs) {
   double least = 1, most = 0;
   const RunLoad *quietest = nullptr, *busiest = nullptr;
   for (const RunLoad& r : runs) {
+    if (r.load.gpu_other_processes > 0)
+      reasons.push_back(std::to_string(r.load.gpu_other_processes) +
+                        (r.load.gpu_other_processes > 1 ? " other processes" : " other process") +
+                        " used the GPU during run " + std::to_string(r.run));
     if (!r.load.known()) continue;
     if (r.load.other_cpu >= kBusyMachine)
       reasons.push_back(text("the machine was %.0f%% busy with other work", 100 * r.load.other_cpu) + " during run " +

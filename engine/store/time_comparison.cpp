@@ -74,6 +74,8 @@ double group_seconds(const EpochTimes& t, const Group& g) {
 EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
   EpochTimes mean;
   double loaded = 0, other_cpu = 0, steal = 0, mhz = 0;  // step-weighted sums over the epochs that recorded a load
+  double gpu_timed = 0, gpu_mhz = 0, gpu_max_mhz = 0;    // over the epochs that read their GPU
+  int gpu_others = -1;                                   // the most other processes any epoch saw on it
   const size_t first = epochs.size() > 1 ? 1 : 0;
   for (size_t i = first; i < epochs.size(); ++i) {
     const EpochTimes& e = epochs[i];
@@ -90,9 +92,18 @@ EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
       loaded += n;
       other_cpu += n * e.load.other_cpu, steal += n * std::max(0.0, e.load.steal), mhz += n * e.load.cpu_mhz;
     }
+    if (e.load.gpu_mhz > 0) {
+      gpu_timed += n, gpu_mhz += n * e.load.gpu_mhz, gpu_max_mhz = std::max(gpu_max_mhz, e.load.gpu_max_mhz);
+      gpu_others = std::max(gpu_others, e.load.gpu_other_processes);
+    }
   }
   mean.divide_by_steps();
   if (loaded > 0) mean.load = {other_cpu / loaded, steal / loaded, mhz / loaded};
+  if (gpu_timed > 0) {
+    mean.load.gpu_mhz = gpu_mhz / gpu_timed;
+    mean.load.gpu_max_mhz = gpu_max_mhz;
+    mean.load.gpu_other_processes = gpu_others;
+  }
   if (epochs.size() > first) {  // means of the epochs'
     mean.host_waits /= static_cast<double>(epochs.size() - first);
     mean.replayed /= static_cast<double>(epochs.size() - first);

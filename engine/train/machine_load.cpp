@@ -1,15 +1,25 @@
 // /proc/stat's machine-wide CPU counters against /proc/self/stat's own, and /sys's current clocks.
 #include "train/machine_load.h"
 
+#include "train/gpu_load.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
 namespace ampwb {
 namespace {
+
+template <class... A>
+std::string text(const char* format, A... a) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, format, a...);
+  return buf;
+}
 
 // The mean of every CPU's current clock in MHz, 0 where cpufreq is not exposed (most virtual machines).
 double mean_cpu_mhz() {
@@ -28,11 +38,20 @@ double mean_cpu_mhz() {
 
 std::string machine_load_text(const MachineLoad& load) {
   if (!load.known()) return "not recorded";
-  char buf[160];
+  char buf[120];
   int at = std::snprintf(buf, sizeof buf, "%.0f%% of the CPUs busy with other work, %.0f%% steal", 100 * load.other_cpu,
                          100 * std::max(0.0, load.steal));
-  if (load.cpu_mhz > 0) std::snprintf(buf + at, sizeof buf - at, ", %.1f GHz", load.cpu_mhz / 1000);
-  return buf;
+  if (load.cpu_mhz > 0) at += std::snprintf(buf + at, sizeof buf - at, ", %.1f GHz", load.cpu_mhz / 1000);
+  std::string out = buf;
+  if (load.gpu_mhz > 0) {
+    out += load.gpu_max_mhz > 0 ? text("; GPU at %.2f of %.2f GHz", load.gpu_mhz / 1000, load.gpu_max_mhz / 1000)
+                                : text("; GPU at %.2f GHz", load.gpu_mhz / 1000);
+    if (load.gpu_other_processes == 0) out += ", no other process on it";
+    if (load.gpu_other_processes > 0)
+      out +=
+          text(", %d other process", load.gpu_other_processes) + (load.gpu_other_processes > 1 ? "es on it" : " on it");
+  }
+  return out;
 }
 
 MachineLoadMeter::Counters MachineLoadMeter::read_counters() {
@@ -66,6 +85,11 @@ void MachineLoadMeter::start() { start_ = read_counters(); }
 MachineLoad MachineLoadMeter::stop() const {
   MachineLoad load;
   load.cpu_mhz = mean_cpu_mhz();
+  if (const std::optional<GpuState> gpu = read_gpu_state(device_)) {
+    load.gpu_mhz = gpu->sm_mhz;
+    load.gpu_max_mhz = gpu->max_sm_mhz;
+    load.gpu_other_processes = gpu->other_processes;
+  }
   const Counters end = read_counters();
   if (!start_.read || !end.read || end.total <= start_.total) return load;
   const double total = static_cast<double>(end.total - start_.total);

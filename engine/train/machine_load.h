@@ -1,10 +1,12 @@
 // What else the machine was doing while a run trained: other processes' CPU time, the hypervisor's steal and the
-// CPUs' clock, over a span of training (an epoch's steps), from /proc and /sys. Timings measured beside other work
+// CPUs' clock, over a span of training (an epoch's steps), from /proc and /sys; on a GPU, its clock and the other
+// processes using it (gpu_load.h). Timings measured beside other work
 // are not the configuration's speed; the comparison, the diagnosis and the report flag them (store/run_speed.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "train/record_fields.h"
 
@@ -14,6 +16,9 @@ struct MachineLoad {
   double other_cpu = -1;  // the share of the machine's CPU time other processes used, 0 to 1; -1 unreadable
   double steal = -1;      // the share of its CPUs' time the hypervisor gave to other guests; -1 unreadable
   double cpu_mhz = 0;     // the CPUs' mean clock at the end of the span; 0 where /sys does not show it
+  double gpu_mhz = 0;     // the GPU's clock at the end of the span, and the most it runs at; 0 off a GPU
+  double gpu_max_mhz = 0;
+  int gpu_other_processes = -1;  // other processes on the run's GPU; -1 off a GPU or unreadable
 
   bool known() const { return other_cpu >= 0; }
 };
@@ -21,13 +26,14 @@ struct MachineLoad {
 // Machines busier than this with other work, or steal this large, time nothing reliably.
 constexpr double kBusyMachine = 0.2;
 
-// "12% of the CPUs busy with other work, 0% steal, 3.7 GHz"; "not recorded".
+// "12% of the CPUs busy with other work, 0% steal, 3.7 GHz", then on a GPU "; GPU at 1.41 of 1.98 GHz, no other
+// process on it"; "not recorded".
 std::string machine_load_text(const MachineLoad& load);
 
-// The CPU time counters at start(); stop() gives the load since.
+// The CPU time counters at start(); stop() gives the load since, and the state of the GPU `device` names.
 class MachineLoadMeter {
  public:
-  MachineLoadMeter() { start(); }
+  explicit MachineLoadMeter(std::string device = "cpu") : device_(std::move(device)) { start(); }
   void start();
   MachineLoad stop() const;
 
@@ -38,6 +44,7 @@ class MachineLoadMeter {
     uint64_t own = 0;                         // this process's user and system time, in the same ticks
   };
   static Counters read_counters();
+  std::string device_;
   Counters start_;
 };
 
@@ -47,6 +54,9 @@ void fields(R& l, V&& v) {
   v("other_cpu", l.other_cpu);
   v("steal", l.steal);
   v("cpu_mhz", l.cpu_mhz);
+  v("gpu_mhz", l.gpu_mhz);
+  v("gpu_max_mhz", l.gpu_max_mhz);
+  v("gpu_other_processes", l.gpu_other_processes);
 }
 
 }  // namespace ampwb

@@ -307,7 +307,7 @@ class Trainer::Run {
   // When an epoch's steps began, for its time, its machine load and the share of its steps replayed.
   struct EpochStart {
     Clock::time_point time;
-    MachineLoadMeter load;  // what else the machine does during this epoch's steps
+    MachineLoadMeter load;  // what else the machine, and the run's GPU, do during this epoch's steps
     int64_t first_step = 0, replayed_before = 0;
   };
 
@@ -521,7 +521,8 @@ void Trainer::Run::report_start() {
 std::optional<RunEnd> Trainer::Run::epochs() {
   for (; at_.epoch <= config_.epochs; ++at_.epoch, at_ = EpochProgress{at_.epoch}) {
     allocator_for(backend_->device()).reset_peak();
-    const EpochStart start{Clock::now(), MachineLoadMeter(), at_.next_step, step_.replayed_steps()};
+    const EpochStart start{Clock::now(), MachineLoadMeter(backend_->device().str()), at_.next_step,
+                           step_.replayed_steps()};
     if (std::optional<RunEnd> end = train_epoch(start)) return end;
     if (std::optional<RunEnd> end = end_epoch(start)) return end;
   }
