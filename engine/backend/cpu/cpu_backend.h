@@ -17,6 +17,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/make_backend.h"
 
 namespace ampwb {
 

@@ -1,0 +1,93 @@
+// The parameters and results of the backend's ops (backend_ops.def): convolution and pooling geometry, the
+// optimizers' updates, the loss scaler's state where the step runs, and the few scalars a step hands the host.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ampwb {
+
+struct ConvParams {
+  int stride = 1, padding = 0;
+};
+struct PoolParams {
+  int kernel = 3, stride = 2, padding = 1;
+};
+// What an optimizer's update changes from one step to the next, where the step runs (a backend tensor of
+// kOptimizerStepBytes U8 holding this struct): given one, an update reads lr and Adam's step there, not from its
+// parameters, so that a captured step (Backend::capture) replays with the values of each step, not of its capture.
+struct OptimizerStep {
+  float lr = 0;
+  int32_t unused = 0;
+  int64_t step = 0;  // AdamParams::step
+};
+inline constexpr int64_t kOptimizerStepBytes = sizeof(OptimizerStep);
+
+struct SgdParams {
+  float lr, momentum, weight_decay;
+  bool nesterov, first_step;
+  const Tensor* skip_if_found_inf = nullptr;  // a LossScaleState: its found_inf set, the update changes nothing
+  const Tensor* step_values = nullptr;        // an OptimizerStep: lr from there
+  bool check_gradients = false;               // also what scale_and_check(grads, 1) finds, in the same pass
+};
+// One parameter's tensors for an update: param FP32, the master weights; copy undefined, or param's FP16/BF16
+// compute copy (same shape and layout), written from the updated param in the same pass, bit for bit as convert()
+// would; grad FP32, or FP16/BF16 where Capabilities::updates_read_16bit_gradients (its values, widened as read);
+// state1, state2: the optimizer's state (SGD: the momentum buffer, undefined without momentum; Adam: the first and
+// second moments).
+struct ParamUpdate {
+  Tensor param, copy, grad, state1, state2;
+};
+struct AdamParams {
+  float lr, beta1, beta2, eps, weight_decay;
+  bool decoupled_weight_decay;
+  // PyTorch's Adam counts only the steps it takes (1 on the first). With skip_if_found_inf the host cannot know
+  // which were: step then counts the steps queued since the state was made, taken or not, plus those taken before,
+  // and the update's count is step less the state's skipped_steps.
+  int64_t step;
+  const Tensor* skip_if_found_inf = nullptr;  // as SgdParams'
+  const Tensor* step_values = nullptr;        // an OptimizerStep: lr and step from there
+  bool check_gradients = false;               // as SgdParams'
+};
+// The few numbers the host needs from a training step, left on the device by the ops that make them and read back
+// together (Backend::read_scalars), so a step waits for its device at most once.
+struct StepScalars {
+  double loss = 0;            // softmax_cross_entropy: the mean loss over the batch
+  int64_t correct = 0;        // softmax_cross_entropy: samples whose label has the largest logit (ties count against)
+  bool nonfinite = false;     // scale_and_check: an inf/NaN among its inputs
+  double sum_of_squares = 0;  // scale_and_check: of the results
+};
+
+// The dynamic loss scaler's state where the step runs, so that skipping a step and updating the scale need no
+// host round trip on a GPU (issue 18): PyTorch GradScaler's FP32 scale and int32 growth tracker, and the step's
+// found-inf flag. A backend tensor of kLossScaleStateBytes U8 holding this struct (a copy to the host reads it).
+struct LossScaleState {
+  float scale = 65536.0f;
+  int32_t growth_tracker = 0;
+  float found_inf = 0.0f;     // 1: unscale_and_check saw an inf/NaN; an update given this state then skips
+  int32_t skipped_steps = 0;  // counted by update_loss_scale: the steps found_inf skipped (Adam's count)
+};
+inline constexpr int64_t kLossScaleStateBytes = sizeof(LossScaleState);
+struct LossScaleGrowth {  // GradScaler's defaults
+  double growth_factor = 2.0, backoff_factor = 0.5;
+  int32_t growth_interval = 2000;
+};
+// What a loss gradient is multiplied by (loss scaling): factor, times the scale of a LossScaleState where one is
+// given, read where the state lives (no host round trip for a scale that changes on the device).
+struct GradScale {
+  GradScale(float f = 1.0f) : factor(f) {}                                 // NOLINT: a plain factor converts
+  GradScale(const Tensor& loss_scale_state) : state(&loss_scale_state) {}  // NOLINT
+  float factor = 1.0f;
+  const Tensor* state = nullptr;
+};
+// A step's scalars on their way to the host (Backend::post_scalars): what read_scalars() would have returned then,
+// and the loss-scale state as it was, where one was posted.
+struct PostedScalars {
+  StepScalars scalars;
+  LossScaleState loss_scale;
+  bool has_loss_scale = false;
+};
+
+}  // namespace ampwb
