@@ -25,13 +25,6 @@ class FieldsKeepWhatWasTyped : public QObject {
   QTemporaryDir dir_;
   QString data_;
 
-  template <class W>
-  static W* child(QWidget& parent, const char* name) {
-    W* w = parent.findChild<W*>(name);
-    if (!w) qFatal("no widget named %s", name);
-    return w;
-  }
-
   // Selects what the field holds and types `text` over it, then Return, as a user does.
   static void type(QAbstractSpinBox* field, const QString& text) {
     auto* edit = field->findChild<QLineEdit*>();

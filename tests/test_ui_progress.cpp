@@ -68,13 +68,6 @@ class ProgressThroughTheUi : public QObject {
 
   QString db(const QString& name) const { return dir_.filePath(name + ".sqlite"); }
 
-  template <class W>
-  static W* child(QWidget& parent, const char* name) {
-    W* w = parent.findChild<W*>(name);
-    if (!w) qFatal("no widget named %s", name);
-    return w;
-  }
-
   // The setup panel holds `config`, and the dataset has been inspected (Train waits for that).
   static void set_up(MainWindow& w, const TrainConfig& config) {
     w.setup()->set_config(config);

@@ -43,13 +43,6 @@ class TrainingThroughTheUi : public QObject {
 
   QString db(const QString& name) const { return dir_.filePath(name + ".sqlite"); }
 
-  template <class W>
-  static W* child(QWidget& parent, const char* name) {
-    W* w = parent.findChild<W*>(name);
-    if (!w) qFatal("no widget named %s", name);
-    return w;
-  }
-
   // Fills the setup panel the way a user does.
   static void set_up(MainWindow& w, const QString& data, int depth, const char* precision, int epochs, int steps) {
     auto* path = child<QLineEdit>(w, "datasetPath");

@@ -20,6 +20,14 @@
 
 namespace ampwb::ui::test {
 
+// The widget named `name` inside `parent`; a test that names a widget the window lacks stops there, saying which.
+template <class W>
+W* child(QWidget& parent, const char* name) {
+  W* w = parent.findChild<W*>(name);
+  if (!w) qFatal("no widget named %s", name);
+  return w;
+}
+
 // Two classes any ResNet separates in a few steps: horizontal and vertical stripes with noise.
 inline QString write_stripes(const QString& root, int per_class, int size) {
   QRandomGenerator rng(7);
