@@ -1,10 +1,10 @@
-// ampwb explain RUN [BASELINE]: the run's diagnosis (store/diagnosis.h), as text or --json.
+// ampwb explain RUN [BASELINE]: the run's diagnosis (analysis/diagnosis.h), as text or --json.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "analysis/diagnosis.h"
 #include "commands.h"
-#include "store/diagnosis.h"
 #include "store/run_store.h"
 
 namespace ampwb::cli {

@@ -1,4 +1,4 @@
-// ampwb report RUN... --out FILE.html|FILE.pdf: the runs' self-contained report (store/run_report.h). A PDF is the
+// ampwb report RUN... --out FILE.html|FILE.pdf: the runs' self-contained report (analysis/run_report.h). A PDF is the
 // same HTML printed by a headless Chromium (Debian's chromium-headless-shell), which renders the SVG charts as a
 // browser shows them.
 #include <unistd.h>
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_report.h"
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "store/run_report.h"
 #include "store/run_store.h"
 
 namespace ampwb::cli {

@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "analysis/divergence_text.h"
+#include "analysis/numerics_grid.h"
+#include "analysis/report_text.h"
+#include "analysis/run_compare.h"
+#include "analysis/run_groups.h"
+#include "analysis/time_comparison.h"
 #include "commands.h"
-#include "store/divergence_text.h"
-#include "store/numerics_grid.h"
-#include "store/report_text.h"
-#include "store/run_compare.h"
-#include "store/run_groups.h"
 #include "store/run_store.h"
-#include "store/time_comparison.h"
 #include "train/record_json.h"
 
 namespace ampwb::cli {

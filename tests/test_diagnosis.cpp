@@ -1,4 +1,4 @@
-// The diagnosis (store/diagnosis.h) on real trainings of tiny ResNets on real PNG files, recorded into real SQLite
+// The diagnosis (analysis/diagnosis.h) on real trainings of tiny ResNets on real PNG files, recorded into real SQLite
 // stores: each rule fires on a run made to trigger it, a healthy run triggers none, and `ampwb explain` prints the
 // same findings as text and JSON.
 #include <gtest/gtest.h>
@@ -15,12 +15,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "analysis/diagnosis.h"
+#include "analysis/run_speed.h"
+#include "analysis/time_comparison.h"
 #include "backend/backend.h"
-#include "store/diagnosis.h"
-#include "store/run_speed.h"
 #include "store/run_store.h"
 #include "store/store_recorder.h"
-#include "store/time_comparison.h"
 #include "test_cli_util.h"
 #include "train/scale_collapse.h"
 #include "train/trainer.h"
@@ -314,7 +314,7 @@ TEST_F(Diagnosis, ATinyBatchSpendsItsStepOnFixedCosts) {
 TEST_F(Diagnosis, AgainstABaselineTheSpeedIsExplainedByClass) {
   const Finding same = expect_finding(diagnose(healthy(), &healthy()), "speed_vs_baseline");
   EXPECT_EQ(same.severity, Severity::Warning);
-  expect_contains(same.title, "1.00\u00d7");  // the speed-up of store/run_speed.h, as every view shows it
+  expect_contains(same.title, "1.00\u00d7");  // the speed-up of analysis/run_speed.h, as every view shows it
   const Finding f = expect_finding(diagnose(fp16_with_clipping(), &healthy()), "speed_vs_baseline");
   expect_contains(f.evidence, "steady-state training speed ");
   expect_contains(f.evidence, "images/s (interquartile range ");

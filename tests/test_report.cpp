@@ -10,8 +10,8 @@
 #include <regex>
 #include <sstream>
 
-#include "store/report_charts.h"
-#include "store/run_report.h"
+#include "analysis/report_charts.h"
+#include "analysis/run_report.h"
 #include "store/store_recorder.h"
 #include "test_cli_util.h"
 

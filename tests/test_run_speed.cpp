@@ -1,4 +1,4 @@
-// The one definition of a run's speed and of a speed-up (store/run_speed.h) on constructed steps, the machine-load
+// The one definition of a run's speed and of a speed-up (analysis/run_speed.h) on constructed steps, the machine-load
 // meter against a real busy process, and the warning that names a run timed beside other work.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,8 +10,8 @@
 #include <optional>
 #include <random>
 
-#include "store/run_speed.h"
-#include "store/time_comparison.h"
+#include "analysis/run_speed.h"
+#include "analysis/time_comparison.h"
 #include "train/alternating_benchmark.h"
 #include "train/gpu_load.h"
 #include "train/machine_load.h"

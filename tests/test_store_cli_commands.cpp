@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "store/run_speed.h"
+#include "analysis/run_speed.h"
 #include "test_cli_util.h"
 
 namespace ampwb {
@@ -189,7 +189,7 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
   const json cmp = json::parse(r.output);
   EXPECT_EQ(cmp["differences"]["lr"], (json{"0.05", "0.1"}));
   EXPECT_FALSE(cmp["differences"].contains("depth"));
-  // The speed-up is store/run_speed.h's, from the stored steps: the same figure the table, explain and the
+  // The speed-up is analysis/run_speed.h's, from the stored steps: the same figure the table, explain and the
   // report show.
   EXPECT_EQ(cmp["runs"][0]["speedup"]["ratio"].get<double>(), 1.0);
   const RunSpeed speed_a = measure_speed(store.steps(1), run_a.batch_size, run_a.config.numerics_every);

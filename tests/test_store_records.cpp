@@ -18,10 +18,10 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/run_compare.h"
+#include "analysis/run_groups.h"
 #include "store/csv_export.h"
 #include "store/dataset_fingerprint.h"
-#include "store/run_compare.h"
-#include "store/run_groups.h"
 #include "store/run_resume.h"
 #include "store/run_store.h"
 #include "store/sqlite.h"
@@ -444,7 +444,7 @@ TEST(RunStore, ANameTakenByAnotherRunIsRefused) {
   expect_contains(error_of([&] { store.check_new_name("12"); }), "cannot be a number");
 }
 
-// --- the comparison (store/run_compare.h), which `ampwb compare` and the GUI's table both render ---
+// --- the comparison (analysis/run_compare.h), which `ampwb compare` and the GUI's table both render ---
 
 // Steady steps of `seconds` each (and the warm-up's, and each epoch's first and last, which measure_speed leaves out).
 std::vector<StepReport> steps_of(double seconds, int epochs = 1, int per_epoch = 30) {
@@ -503,7 +503,7 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EXPECT_FALSE(row(c, "validation accuracy at epoch 1").differs);
   EXPECT_FALSE(row(c, "validation accuracy at epoch 1").setting);
   // Speed-ups against the first run by default, against the one chosen otherwise.
-  // Speed from the steady steps' times (store/run_speed.h), not the epochs' images/s: 32 images in 0.1 s and 0.2 s.
+  // Speed from the steady steps' times (analysis/run_speed.h), not the epochs' images/s: 32 images in 0.1 s and 0.2 s.
   EXPECT_EQ(row(c, "training speed (steady state)").values[0],
             "320.0 images/s (interquartile range 320.0\u2013320.0, 24 steps)");
   EXPECT_EQ(row(c, "speed-up vs run 4").values[0], "baseline");

@@ -1,8 +1,8 @@
-// The comparison of two runs' step time by class (store/time_comparison.h) on constructed EpochTimes with exact
+// The comparison of two runs' step time by class (analysis/time_comparison.h) on constructed EpochTimes with exact
 // ratios: the rows, the mean over epochs without the first, and the sentence's groups, thresholds and wording.
 #include <gtest/gtest.h>
 
-#include "store/time_comparison.h"
+#include "analysis/time_comparison.h"
 
 namespace ampwb {
 namespace {

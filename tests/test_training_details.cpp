@@ -13,13 +13,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analysis/run_compare.h"
+#include "analysis/time_comparison.h"
 #include "backend/cpu/cpu_backend.h"
 #include "forwarding_backend.h"
 #include "image_folder_util.h"
-#include "store/run_compare.h"
 #include "store/run_store.h"
 #include "store/store_recorder.h"
-#include "store/time_comparison.h"
 #include "train/overflow_forensics.h"
 #include "train/trainer.h"
 

@@ -17,6 +17,7 @@
 #include <regex>
 #include <sstream>
 
+#include "analysis/run_report.h"
 #include "chart_export.h"
 #include "chart_panel.h"
 #include "chart_style.h"
@@ -29,7 +30,6 @@
 #include "numerics_heatmap.h"
 #include "run_progress.h"
 #include "run_series.h"
-#include "store/run_report.h"
 #include "store/run_store.h"
 #include "sweep.h"
 #include "test_ui_util.h"

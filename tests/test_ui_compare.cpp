@@ -23,6 +23,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "analysis/run_compare.h"
+#include "analysis/run_report.h"
+#include "analysis/run_speed.h"
+#include "analysis/time_comparison.h"
 #include "backend/cpu/cpu_backend.h"
 #include "chart_panel.h"
 #include "compare_model.h"
@@ -34,11 +38,7 @@
 #include "run_groups.h"
 #include "runs_model.h"
 #include "runs_view.h"
-#include "store/run_compare.h"
-#include "store/run_report.h"
-#include "store/run_speed.h"
 #include "store/run_store.h"
-#include "store/time_comparison.h"
 #include "sweep.h"
 #include "sweep_dialog.h"
 #include "test_ui_util.h"
@@ -58,7 +58,7 @@ class CompareRuns : public QObject {
     data_ = write_stripes(dir_.filePath("stripes"), 24, 16);
     db_ = dir_.filePath("runs.sqlite");
     TrainConfig c = tiny_config(data_);
-    c.batch_size = 4;  // 9 steps an epoch: steady steps to measure the speed on (store/run_speed.h)
+    c.batch_size = 4;  // 9 steps an epoch: steady steps to measure the speed on (analysis/run_speed.h)
     c.max_steps_per_epoch = 0;
     c.seed = 1;
     c.name = "fp32 seed 1";
@@ -137,7 +137,7 @@ class CompareRuns : public QObject {
     QVERIFY(model->row_labels().contains("validation accuracy at epoch 2"));
   }
 
-  // One comparison in the engine (store/run_compare.h): the CLI prints its rows, the GUI shows them.
+  // One comparison in the engine (analysis/run_compare.h): the CLI prints its rows, the GUI shows them.
   void diagnosis_tab_lists_each_runs_findings_against_the_baseline() {
     MainWindow w(db_);
     w.open_runs({fp32_seed1_, bf16_seed1_});

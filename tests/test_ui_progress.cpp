@@ -17,6 +17,7 @@
 #include <QXYSeries>
 #include <QtTest>
 
+#include "analysis/run_speed.h"
 #include "chart_panel.h"
 #include "main_window.h"
 #include "metric_chart.h"
@@ -24,7 +25,6 @@
 #include "run_progress.h"
 #include "run_series.h"
 #include "run_setup_panel.h"
-#include "store/run_speed.h"
 #include "store/run_store.h"
 #include "test_ui_util.h"
 #include "train/observer_list.h"

@@ -1,4 +1,4 @@
-// CompareModel: the engine's comparison of several runs (store/run_compare.h) as a table model.
+// CompareModel: the engine's comparison of several runs (analysis/run_compare.h) as a table model.
 #include "compare_model.h"
 
 #include <QFont>

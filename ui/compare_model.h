@@ -1,4 +1,4 @@
-// The side-by-side table of a comparison: one column per run; the rows are the engine's (store/run_compare.h, the
+// The side-by-side table of a comparison: one column per run; the rows are the engine's (analysis/run_compare.h, the
 // same `ampwb compare` prints): results (best, final and at-epoch metrics, time, speed-up against a chosen
 // baseline) and every setting. "Differences only" hides the rows where all runs agree.
 #pragma once
@@ -7,7 +7,7 @@
 #include <QStringList>
 #include <vector>
 
-#include "store/run_compare.h"
+#include "analysis/run_compare.h"
 
 namespace ampwb::ui {
 
@@ -24,7 +24,7 @@ class CompareModel : public QAbstractTableModel {
 
   int baseline() const { return static_cast<int>(comparison_.baseline); }
   int at_epoch() const { return comparison_.at_epoch; }  // resolved
-  // Speed-up of run i against the baseline (store/run_speed.h; unknown when either speed is).
+  // Speed-up of run i against the baseline (analysis/run_speed.h; unknown when either speed is).
   SpeedUp speedup(int run) const;
   // The rows shown, for tests and export: (label, one value per run).
   QStringList row_labels() const;

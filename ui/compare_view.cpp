@@ -13,12 +13,12 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "analysis/time_comparison.h"
 #include "chart_panel.h"
 #include "compare_model.h"
 #include "diagnosis_panel.h"
 #include "run_groups.h"
 #include "store/run_record.h"
-#include "store/time_comparison.h"
 #include "text_lines_area.h"
 #include "whole_number_box.h"
 

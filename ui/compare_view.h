@@ -41,7 +41,7 @@ class CompareView : public QWidget {
   DiagnosisPanel* diagnosis() const { return diagnosis_; }
   QTabWidget* details() const { return details_; }  // the side-by-side table and the diagnosis
   bool seed_only() const { return seed_only_; }
-  // Each run's step time by class against the baseline's, in a sentence (store/time_comparison.h).
+  // Each run's step time by class against the baseline's, in a sentence (analysis/time_comparison.h).
   QLabel* time_summary() const { return time_; }
 
  private:

@@ -1,4 +1,4 @@
-// The Diagnosis panel: each shown run's findings (store/diagnosis.h), most serious first, with their evidence and
+// The Diagnosis panel: each shown run's findings (analysis/diagnosis.h), most serious first, with their evidence and
 // the action to try; against the chosen baseline also why a run is or is not faster. The same findings as
 // `ampwb explain`.
 #pragma once
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "store/diagnosis.h"
+#include "analysis/diagnosis.h"
 
 class QTextBrowser;
 

@@ -7,8 +7,8 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "analysis/divergence_text.h"
 #include "run_series.h"
-#include "store/divergence_text.h"
 
 namespace ampwb::ui {
 

@@ -26,6 +26,8 @@
 #include <filesystem>
 
 #include "about.h"
+#include "analysis/run_report.h"
+#include "analysis/run_speed.h"
 #include "chart_panel.h"
 #include "compare_view.h"
 #include "core/atomic_file.h"
@@ -36,9 +38,7 @@
 #include "run_setup_panel.h"
 #include "runs_view.h"
 #include "store/csv_export.h"
-#include "store/run_report.h"
 #include "store/run_resume.h"
-#include "store/run_speed.h"
 #include "sweep_dialog.h"
 
 namespace ampwb::ui {

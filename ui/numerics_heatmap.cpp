@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/report_text.h"
 #include "run_series.h"
-#include "store/report_text.h"
 
 namespace ampwb::ui {
 namespace {

@@ -7,8 +7,8 @@
 #include <QColor>
 #include <QWidget>
 
+#include "analysis/numerics_grid.h"
 #include "metric_chart.h"
-#include "store/numerics_grid.h"
 
 class QComboBox;
 class QLabel;

@@ -1,12 +1,12 @@
 // The comparison's groups of runs for mean ± std bands: the engine's grouping by a configuration key
-// (store/run_groups.h: the keys that vary, kAllButSeed, the labels), over the runs a chart draws. Plain C++, no Qt.
+// (analysis/run_groups.h: the keys that vary, kAllButSeed, the labels), over the runs a chart draws. Plain C++, no Qt.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "analysis/run_groups.h"
 #include "run_series.h"
-#include "store/run_groups.h"
 
 namespace ampwb::ui {
 

@@ -1,7 +1,7 @@
 // Configurations timed the way benchmarks are timed: in alternation (A B A B ..., the order rotated each round),
 // several rounds of steady steps each on synthetic data, so that slow drift of the machine (another program
 // starting, the clock throttling) falls on every configuration alike. A precision sweep measures its speed-up so
-// after its trainings (store/run_speed.h turns the rounds into a speed-up with its interval).
+// after its trainings (analysis/run_speed.h turns the rounds into a speed-up with its interval).
 #pragma once
 
 #include <atomic>

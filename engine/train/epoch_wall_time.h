@@ -1,5 +1,5 @@
 // The wall-clock time of an epoch: the wall time of its last training step (validation comes after it). The report's
-// time-to-accuracy chart (store/run_report.cpp) and the GUI's wall-clock axis both use it, so they agree.
+// time-to-accuracy chart (analysis/run_report.cpp) and the GUI's wall-clock axis both use it, so they agree.
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // What else the machine was doing while a run trained: other processes' CPU time, the hypervisor's steal and the
 // CPUs' clock, over a span of training (an epoch's steps), from /proc and /sys; on a GPU, its clock and the other
 // processes using it (gpu_load.h). Timings measured beside other work
-// are not the configuration's speed; the comparison, the diagnosis and the report flag them (store/run_speed.h).
+// are not the configuration's speed; the comparison, the diagnosis and the report flag them (analysis/run_speed.h).
 #pragma once
 
 #include <cstdint>

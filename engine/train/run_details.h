@@ -55,7 +55,7 @@ struct EpochTimes {
 };
 
 // A sweep's speeds timed in alternation after its trainings (train/alternating_benchmark.h), kept with each of
-// its runs: the speed-up of any two of them is the ratio of their rounds (store/run_speed.h).
+// its runs: the speed-up of any two of them is the ratio of their rounds (analysis/run_speed.h).
 struct AlternatingSpeed {
   std::vector<int64_t> runs;                           // the sweep's runs
   std::vector<std::vector<double>> images_per_second;  // [run][round]

@@ -1,5 +1,5 @@
 // The loss scale's collapse: many consecutive skipped steps, each halving the scale, because gradients are inf or
-// NaN whatever the scale. One definition for the stored diagnosis (store/diagnosis.cpp, rule `scale_collapse`) and
+// NaN whatever the scale. One definition for the stored diagnosis (analysis/diagnosis.cpp, rule `scale_collapse`) and
 // the live alarm (the GUI's banner, `ampwb train`'s warning), so both fire at the same step and name the same layers.
 #pragma once
 

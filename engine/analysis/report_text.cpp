@@ -1,5 +1,5 @@
 // The text forms of a run's numbers (report_text.h).
-#include "store/report_text.h"
+#include "analysis/report_text.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // Two runs' training step time side by side by class (EpochTimes, train/run_details.h): each class's ms per step in
 // each run, the speed-up, its share of the step, and a sentence that says what changed and what it did to the whole
 // step, e.g. "convolutions 1.9× faster, batch norm unchanged, data wait 38% of the step, so end to end 1.10× (95%
-// interval 1.04–1.17)". The rows split each run's median steady step (store/run_speed.h) by the shares the
+// interval 1.04–1.17)". The rows split each run's median steady step (analysis/run_speed.h) by the shares the
 // backend's timers measured, so they add up to it and the step row's figure is the one speed-up every view shows.
 // `ampwb compare` prints it under its table; `ampwb show` prints one run's breakdown from the same rows.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "store/run_speed.h"
+#include "analysis/run_speed.h"
 #include "train/run_details.h"
 
 namespace ampwb {

@@ -1,5 +1,5 @@
 // Texts of the precision divergence for the CLI, the report and the GUI.
-#include "store/divergence_text.h"
+#include "analysis/divergence_text.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // Steady-state step times, their medians and quartiles, and the block bootstrap of the speed-up.
-#include "store/run_speed.h"
+#include "analysis/run_speed.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
 // The comparison of runs (run_compare.h): results rows from each run's summary, epochs and gradient histograms,
 // settings rows from the configuration's field list.
-#include "store/run_compare.h"
+#include "analysis/run_compare.h"
 
 #include <algorithm>
 #include <functional>
 
-#include "store/report_text.h"
+#include "analysis/report_text.h"
 
 namespace ampwb {
 namespace {

@@ -1,5 +1,5 @@
 // The layers x epochs grid of per-layer numerics and the precision-per-op totals.
-#include "store/numerics_grid.h"
+#include "analysis/numerics_grid.h"
 
 #include <algorithm>
 #include <cmath>

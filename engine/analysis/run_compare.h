@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_speed.h"
+#include "analysis/time_comparison.h"
 #include "store/run_record.h"
-#include "store/run_speed.h"
 #include "store/run_store.h"
-#include "store/time_comparison.h"
 
 namespace ampwb {
 
@@ -20,7 +20,7 @@ struct ComparedRun {
   RunRecord record;
   std::vector<EpochReport> epochs;
   std::vector<GradientHistogram> histograms;  // for the FP16 underflow and overflow rows
-  std::vector<StepReport> steps;              // for the speed (store/run_speed.h)
+  std::vector<StepReport> steps;              // for the speed (analysis/run_speed.h)
   std::vector<EpochTimes> times;              // for the time split and the machine's load
   std::optional<AlternatingSpeed> alternating;  // its sweep's speeds timed in alternation, if it had one
 };

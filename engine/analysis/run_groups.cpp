@@ -1,5 +1,5 @@
 // Grouping compared runs by a configuration key: the keys that vary, the groups, their labels and statistics.
-#include "store/run_groups.h"
+#include "analysis/run_groups.h"
 
 #include <algorithm>
 #include <cmath>

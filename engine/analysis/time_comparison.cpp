@@ -1,5 +1,5 @@
 // The comparison of two runs' step time by class, in rows and in a sentence.
-#include "store/time_comparison.h"
+#include "analysis/time_comparison.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,18 +1,18 @@
 // The HTML report: sections built from the same records and rows as `ampwb show`, `compare` and `explain`, with
-// SVG charts drawn by store/report_charts.h (no Qt in the engine).
-#include "store/run_report.h"
+// SVG charts drawn by analysis/report_charts.h (no Qt in the engine).
+#include "analysis/run_report.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 
-#include "store/diagnosis.h"
-#include "store/divergence_text.h"
-#include "store/report_charts.h"
-#include "store/report_text.h"
-#include "store/run_compare.h"
-#include "store/time_comparison.h"
+#include "analysis/diagnosis.h"
+#include "analysis/divergence_text.h"
+#include "analysis/report_charts.h"
+#include "analysis/report_text.h"
+#include "analysis/run_compare.h"
+#include "analysis/time_comparison.h"
 #include "train/epoch_wall_time.h"
 
 namespace ampwb {
@@ -56,7 +56,7 @@ std::string time_section(const RunEvidence& e) {
   for (const TimeRow& r : time_rows(timing))
     rows.push_back({r.label, fixed_text(r.ms[0], 2), percent_text(r.share[0])});
   return out + table({"class", "ms per step", "share of the step"}, rows) +
-         "<p>The median steady step (store/run_speed.h's definition, as every speed-up here), split by the shares "
+         "<p>The median steady step (analysis/run_speed.h's definition, as every speed-up here), split by the shares "
          "of the steps the backend timed (every epoch's but the first); other: the host's own work between ops. "
          "Host waits per step (the host waiting for the device to finish all the work queued): " +
          fixed_text(t.host_waits, 2) + "." + captured_text(t) + "</p>";

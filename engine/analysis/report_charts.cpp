@@ -1,14 +1,14 @@
 // The report's SVG charts: nice ticks, line charts with the legend below the plot, the heat map with its caption.
-#include "store/report_charts.h"
+#include "analysis/report_charts.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 
+#include "analysis/run_report.h"
 #include "core/half.h"
 #include "core/min_max_thinning.h"
-#include "store/run_report.h"
 
 namespace ampwb {
 namespace {

@@ -1,6 +1,6 @@
 // The diagnosis rules. Each reads the run's records, and when its condition holds adds one finding with the
 // numbers that made it fire. Thresholds are named here, with why they sit where they do.
-#include "store/diagnosis.h"
+#include "analysis/diagnosis.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "analysis/run_speed.h"
+#include "analysis/time_comparison.h"
 #include "core/half.h"
-#include "store/run_speed.h"
-#include "store/time_comparison.h"
 #include "train/record_json.h"
 #include "train/scale_collapse.h"
 
