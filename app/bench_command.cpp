@@ -65,9 +65,9 @@ int bench_command(const BenchOptions& options) {
                                   {"peak_bytes", r.peak_bytes},
                                   {"max_rss_bytes", r.max_rss_bytes},
                                   {"memory", r.memory},
-                                  {"host_sync", r.deferred ? "deferred" : "every-step"},
+                                  {"host_sync", choice_name(r.deferred ? HostSync::Deferred : HostSync::EveryStep)},
                                   {"host_waits_per_step", r.host_waits_per_step},
-                                  {"cuda_graphs", r.captured ? "on" : "off"},
+                                  {"cuda_graphs", choice_name(r.captured ? CudaGraphs::On : CudaGraphs::Off)},
                                   {"replayed_steps", r.replayed_steps},
                                   {"why_not_captured", r.why_not_captured},
                                   {"compute", r.compute}};
@@ -110,17 +110,8 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
   add_number(bench, "--seed", c.seed, "seeds the weights and the synthetic data");
   bench->add_flag("--json", options->json, "one line of JSON (NaN and infinity as null)");
   bench->add_flag("--profile", c.profile, "time every op by class and print where a step's time goes");
-  bench
-      ->add_option("--host-sync", c.host_sync,
-                   "when a step waits for its device: every-step, deferred (never) or auto (deferred on a GPU)")
-      ->check(CLI::IsMember({"auto", "every-step", "deferred"}))
-      ->type_name("WHEN");
-  bench
-      ->add_option("--cuda-graphs", c.cuda_graphs,
-                   "on: each batch shape's deferred step captured once as a CUDA graph and replayed; off: op by "
-                   "op; auto (the default): on where the steps are deferred on a GPU, and not with --profile")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->type_name("auto|on|off");
+  add_choice(bench, "--host-sync", c.host_sync, "when a step waits for its device");
+  add_choice(bench, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs (not with --profile)");
   bench
       ->add_option(
           "--conv-algorithm", options->conv_algorithm,

@@ -14,6 +14,8 @@
 #include <string>
 #include <type_traits>
 
+#include "core/choices.h"
+
 namespace ampwb::cli {
 
 // What the command line asks for once parsed: the chosen subcommand's callback sets `run`, and main calls it after
@@ -68,6 +70,28 @@ CLI::Validator number_of() {
 template <class T>
 CLI::Option* add_number(CLI::App* app, const std::string& name, T& value, const std::string& help) {
   return app->add_option(name, value, help)->transform(number_of<T>());
+}
+
+// Adds `name` bound to the choice `value` (core/choices.h): it takes the table's names, lists them in the help with
+// what each does, and refuses any other word naming the choices ("--host-sync: 'sometimes' is not auto, every-step
+// or deferred").
+template <ChoiceEnum E>
+CLI::Option* add_choice(CLI::App* app, const std::string& name, E& value, const std::string& help) {
+  std::string described = help, names;
+  for (const Choice<E>& row : ChoiceTable<E>::rows) {
+    described += std::string(names.empty() ? ". " : "; ") + row.name + ": " + row.help;
+    names += std::string(names.empty() ? "" : "|") + row.name;
+  }
+  return app
+      ->add_option_function<std::string>(
+          name, [&value](const std::string& text) { value = *parse_choice<E>(text); }, described)
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return parse_choice<E>(text) ? std::string() : "'" + text + "' is not " + choice_names<E>();
+          },
+          ""))
+      ->type_name(names)
+      ->default_str(choice_name(value));
 }
 
 // Adds --db FILE: the run store.

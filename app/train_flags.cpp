@@ -172,18 +172,8 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   run(command->add_option("--device", c.device, "cpu, cuda, cuda:N or auto (a GPU when one is usable)")
           ->type_name("DEVICE"));
   run(add_number(command, "--threads", c.threads, "CPU threads (0: every core)"));
-  run(command
-          ->add_option("--host-sync", c.host_sync,
-                       "when a step waits for its device: every-step, deferred (never; numbers read one step late) "
-                       "or auto (deferred on a GPU where the settings allow)")
-          ->check(CLI::IsMember({"auto", "every-step", "deferred"}))
-          ->type_name("WHEN"));
-  run(command
-          ->add_option("--cuda-graphs", c.cuda_graphs,
-                       "on: each batch shape's deferred step captured once as a CUDA graph and replayed; off: op by "
-                       "op; auto (the default): on where the steps are deferred on a GPU")
-          ->check(CLI::IsMember({"auto", "on", "off"}))
-          ->type_name("auto|on|off"));
+  run(add_choice(command, "--host-sync", c.host_sync, "when a step waits for its device"));
+  run(add_choice(command, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs"));
   run(command
           ->add_option("--conv-algorithm", c.conv_algorithm,
                        "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; "

@@ -715,7 +715,7 @@ TEST(MixedPrecisionStep, StepsAreDeferredAndCapturedByDefaultOnAGpuOnly) {
   MixedPrecisionStep step(backend(), model, sgd, policy, scaler, 0.0f, 0.0f);
   const Device cpu = Device::cpu(), gpu = Device::cuda(0);  // the plan reads the settings and the device's kind
   auto plan = [&](const Device& d, const char* host_sync, const char* graphs) {
-    const StepPlan p = plan_steps(step, d, host_sync, graphs);
+    const StepPlan p = plan_steps(step, d, *parse_choice<HostSync>(host_sync), *parse_choice<CudaGraphs>(graphs));
     return std::pair{p.deferred, p.captured};
   };
   EXPECT_EQ(plan(gpu, "auto", "auto"), std::pair(true, true)) << "a GPU's default: deferred and captured";
@@ -728,11 +728,11 @@ TEST(MixedPrecisionStep, StepsAreDeferredAndCapturedByDefaultOnAGpuOnly) {
   EXPECT_THROW(plan(cpu, "auto", "on"), Error);
 
   MixedPrecisionStep clipping(backend(), model, sgd, policy, scaler, 0.0f, 1.0f);  // needs the host every step
-  const StepPlan p = plan_steps(clipping, gpu, "auto", "auto");
+  const StepPlan p = plan_steps(clipping, gpu, HostSync::Auto, CudaGraphs::Auto);
   EXPECT_FALSE(p.deferred);
   EXPECT_FALSE(p.captured) << "auto falls back to op by op, without an error";
   try {
-    plan_steps(clipping, gpu, "auto", "on");
+    plan_steps(clipping, gpu, HostSync::Auto, CudaGraphs::On);
     ADD_FAILURE() << "capture of steps that wait was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("clipping"), std::string::npos) << e.what();

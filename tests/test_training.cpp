@@ -120,9 +120,9 @@ TEST(Training, DeferredStepsTrainTheSameRunWithoutWaitingForTheDevice) {
   c.precision.loss_scale.init_scale = 1e30;  // overflows first, then backs off
   c.precision.loss_scale.growth_interval = 3;
   Steps waiting, deferred;
-  c.host_sync = "every-step";
+  c.host_sync = HostSync::EveryStep;
   train(c, &waiting);
-  c.host_sync = "deferred";
+  c.host_sync = HostSync::Deferred;
   train(c, &deferred);
   ASSERT_EQ(deferred.steps.size(), waiting.steps.size());
   int skipped = 0;
@@ -166,7 +166,7 @@ TEST(Training, DeferredStepsTrainTheSameRunWithoutWaitingForTheDevice) {
   }
   // Capture asked of the CPU's deferred steps: a CPU captures nothing, timed or not, and the run says why.
   Steps asked;
-  c.cuda_graphs = "on";
+  c.cuda_graphs = CudaGraphs::On;
   train(c, &asked);
   ASSERT_EQ(asked.steps.size(), waiting.steps.size());
   EXPECT_EQ(asked.steps.back().loss, waiting.steps.back().loss);
@@ -175,7 +175,7 @@ TEST(Training, DeferredStepsTrainTheSameRunWithoutWaitingForTheDevice) {
   EXPECT_TRUE(std::any_of(asked.info.notes.begin(), asked.info.notes.end(), [](const std::string& n) {
     return n.find("captures no step on a CPU") != std::string::npos;
   })) << "the run says why nothing was captured";
-  c.cuda_graphs = "auto";
+  c.cuda_graphs = CudaGraphs::Auto;
 
   c.grad_clip_norm = 1.0f;  // needs the host at every step: refused before training, with the reason
   try {
@@ -207,17 +207,13 @@ TEST(Training, InvalidSettingsAreRefusedBeforeTraining) {
   c.depth = 19;
   EXPECT_THROW(validate(c), Error);
   c.depth = 20;
-  c.host_sync = "sometimes";
+  c.host_sync = HostSync::EveryStep;
+  c.cuda_graphs = CudaGraphs::On;  // captured steps are deferred ones
   EXPECT_THROW(validate(c), Error);
-  c.host_sync = "every-step";
-  c.cuda_graphs = "on";  // captured steps are deferred ones
-  EXPECT_THROW(validate(c), Error);
-  c.host_sync = "auto";
+  c.host_sync = HostSync::Auto;
   EXPECT_NO_THROW(validate(c));
-  c.cuda_graphs = "sometimes";
-  EXPECT_THROW(validate(c), Error);
-  c.host_sync = "every-step";
-  c.cuda_graphs = "auto";  // the default: captures where the steps are deferred on a GPU, else runs op by op
+  c.host_sync = HostSync::EveryStep;
+  c.cuda_graphs = CudaGraphs::Auto;  // the default: captures where the steps are deferred on a GPU, else op by op
   EXPECT_NO_THROW(validate(c));
   c.conv_algorithm = "fft";
   EXPECT_THROW(validate(c), Error);
@@ -385,11 +381,14 @@ TEST(Cli, BadInputGetsAClearError) {
     EXPECT_NE(r.output.find(": expects a finite number, got '"), std::string::npos) << flags << ": " << r.output;
   }
   // A word from a fixed set is checked by the parser too, naming the choices.
-  for (const std::string command : {"train --data /tmp --host-sync sometimes", "bench --cuda-graphs maybe",
-                                    "bench --conv-algorithm 2", "train --data /tmp --conv-algorithm fft"}) {
+  for (const auto& [command, said] : std::vector<std::pair<std::string, std::string>>{
+           {"train --data /tmp --host-sync sometimes", "--host-sync: 'sometimes' is not auto, every-step or deferred"},
+           {"bench --cuda-graphs maybe", "--cuda-graphs: 'maybe' is not auto, on or off"},
+           {"bench --conv-algorithm 2", " not in {"},
+           {"train --data /tmp --conv-algorithm fft", " not in {"}}) {
     r = run_ampwb(command);
     EXPECT_EQ(r.status, 2) << command << ": " << r.output;
-    EXPECT_NE(r.output.find(" not in {"), std::string::npos) << command << ": " << r.output;
+    EXPECT_NE(r.output.find(said), std::string::npos) << command << ": " << r.output;
   }
   // The store is each command's flag: before the command it is said so, not taken for the workbench's.
   r = run_ampwb("--db /tmp/ampwb-nowhere.sqlite runs");
@@ -667,8 +666,8 @@ TEST(Checkpoints, StopMidEpochThenResumeContinuesTheSameCurveBitForBit) {
   const fs::path dir = fs::temp_directory_path() / ("ampwb_ckpt_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   // amp-fp16 once more with deferred steps, stopped and resumed, against the whole run with steps that wait.
-  for (const auto& [mode, host_sync] : std::vector<std::pair<std::string, std::string>>{
-           {"fp32", "every-step"}, {"amp-fp16", "every-step"}, {"amp-fp16", "deferred"}}) {
+  for (const auto& [mode, host_sync] : std::vector<std::pair<std::string, HostSync>>{
+           {"fp32", HostSync::EveryStep}, {"amp-fp16", HostSync::EveryStep}, {"amp-fp16", HostSync::Deferred}}) {
     TrainConfig c = tiny_config(data);
     c.epochs = 3;
     c.precision = precision_preset(mode);
@@ -679,7 +678,7 @@ TEST(Checkpoints, StopMidEpochThenResumeContinuesTheSameCurveBitForBit) {
     c.checkpoint_dir = dir.string();
     Trainer* current = nullptr;
     // Stopped mid-epoch (epoch 2, steps 3-5): deferred steps report step 3 while step 4 runs, and stop before step 5.
-    StopAt first(current, host_sync == "deferred" ? 3 : 4);
+    StopAt first(current, host_sync == HostSync::Deferred ? 3 : 4);
     Trainer part1(c, &first);
     current = &part1;
     const RunEnd stopped = part1.run();
@@ -695,7 +694,7 @@ TEST(Checkpoints, StopMidEpochThenResumeContinuesTheSameCurveBitForBit) {
     ASSERT_EQ(finished.status, RunStatus::Finished) << finished.reason;
     std::vector<float> joined = first.losses;
     joined.insert(joined.end(), second.losses.begin(), second.losses.end());
-    EXPECT_EQ(joined, whole.losses) << mode << " " << host_sync;
+    EXPECT_EQ(joined, whole.losses) << mode << " " << choice_name(host_sync);
     // The wall-clock axis goes on from the checkpoint: the resumed steps come after the first process's.
     ASSERT_FALSE(second.walls.empty());
     EXPECT_GT(second.walls.front(), first.walls.back()) << mode;

@@ -32,12 +32,9 @@ void validate(const BenchConfig& c) {
   require(c.steps >= 1, "--steps must be at least 1, got " + std::to_string(c.steps));
   require(c.warmup >= 0, "--warmup must not be negative, got " + std::to_string(c.warmup));
   require(c.threads >= 0, "--threads must not be negative, got " + std::to_string(c.threads));
-  require(c.host_sync == "auto" || c.host_sync == "every-step" || c.host_sync == "deferred",
-          "--host-sync must be auto, every-step or deferred, got '" + c.host_sync + "'");
-  require(c.cuda_graphs == "auto" || c.cuda_graphs == "on" || c.cuda_graphs == "off",
-          "--cuda-graphs must be auto, on or off, got '" + c.cuda_graphs + "'");
-  require(c.cuda_graphs != "on" || !c.profile, "--profile times each op of every step: it needs --cuda-graphs off");
-  require(c.cuda_graphs != "on" || c.host_sync != "every-step",
+  require(c.cuda_graphs != CudaGraphs::On || !c.profile,
+          "--profile times each op of every step: it needs --cuda-graphs off");
+  require(c.cuda_graphs != CudaGraphs::On || c.host_sync != HostSync::EveryStep,
           "--cuda-graphs on captures deferred steps: it needs --host-sync auto or deferred");
 }
 }  // namespace

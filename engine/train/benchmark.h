@@ -8,6 +8,7 @@
 #include "amp/precision.h"
 #include "backend/profiled_backend.h"
 #include "models/resnet.h"
+#include "train/step_settings.h"
 
 namespace ampwb {
 
@@ -26,8 +27,8 @@ struct BenchConfig {
   bool profile = false;  // time every op by class (backend/profiled_backend.h): on the host clock on a CPU, between
                          // device events on a GPU
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions (backend.h)
-  std::string host_sync = "auto";                      // every-step, deferred or auto, as TrainConfig::host_sync
-  std::string cuda_graphs = "auto";                    // deferred steps captured and replayed, as TrainConfig's
+  HostSync host_sync = HostSync::Auto;                 // as TrainConfig::host_sync
+  CudaGraphs cuda_graphs = CudaGraphs::Auto;           // as TrainConfig::cuda_graphs
 };
 
 struct BenchResult {

@@ -55,14 +55,10 @@ void validate(const TrainConfig& c) {
                   "unknown schedule '" << c.schedule << "' (expected constant, step or cosine)");
   REQUIRE_SETTING(c.threads >= 0 && c.threads <= kMaxThreads,
                   "--threads must be 0 (every core) to " << kMaxThreads << ", got " << c.threads);
-  REQUIRE_SETTING(c.host_sync == "auto" || c.host_sync == "every-step" || c.host_sync == "deferred",
-                  "--host-sync must be auto, every-step or deferred, got '" << c.host_sync << "'");
-  REQUIRE_SETTING(c.cuda_graphs == "auto" || c.cuda_graphs == "on" || c.cuda_graphs == "off",
-                  "--cuda-graphs must be auto, on or off, got '" << c.cuda_graphs << "'");
   REQUIRE_SETTING(c.conv_algorithm == "auto" || c.conv_algorithm == "direct" || c.conv_algorithm == "winograd" ||
                       c.conv_algorithm == "measured",
                   "--conv-algorithm must be auto, direct, winograd or measured, got '" << c.conv_algorithm << "'");
-  REQUIRE_SETTING(c.cuda_graphs != "on" || c.host_sync != "every-step",
+  REQUIRE_SETTING(c.cuda_graphs != CudaGraphs::On || c.host_sync != HostSync::EveryStep,
                   "--cuda-graphs on captures deferred steps: it needs --host-sync auto or deferred");
   REQUIRE_SETTING(c.data.normalization == "dataset" || c.data.normalization == "imagenet",
                   "--normalize must be dataset or imagenet");

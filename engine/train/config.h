@@ -14,6 +14,7 @@
 #include "models/resnet.h"
 #include "optim/optimizer.h"
 #include "train/record_fields.h"
+#include "train/step_settings.h"
 
 namespace ampwb {
 
@@ -52,15 +53,8 @@ struct TrainConfig {
   int topk = 2;                 // the seed articles report top-2
   uint64_t seed = 0;
   std::string device = "cpu";
-  // When a step waits for its device: "every-step" (the host reads each step's numbers before the next is queued,
-  // and a skipped step names the layers that overflowed), "deferred" (never: the loss scale stays on the device and
-  // the numbers are read one step late; refused where the settings need the host, e.g. gradient clipping), "auto"
-  // (deferred on a GPU where the settings allow it, every-step on the CPU, where nothing waits).
-  std::string host_sync = "auto";
-  // "on": each batch shape's deferred step is captured once, after its first steps, as a CUDA graph and replayed
-  // (Backend::capture: the same arithmetic without a launch per op); "off": every step op by op; "auto": on where
-  // the steps are deferred on a GPU (plan_steps in train/mixed_precision_step.h).
-  std::string cuda_graphs = "auto";
+  HostSync host_sync = HostSync::Auto;        // when a step waits for its device (train/step_settings.h)
+  CudaGraphs cuda_graphs = CudaGraphs::Auto;  // deferred steps captured and replayed as CUDA graphs
   // CPU convolutions (FP32 and emulated 16-bit 3x3 ones; with AVX-512, those of small images, native BF16 ones only
   // on AMX): "auto", "direct", "winograd" or "measured" (ConvAlgorithm in backend/backend.h). The run's backend
   // description records what ran.

@@ -97,17 +97,18 @@ std::string MixedPrecisionStep::why_not_deferred() const {
   return "";
 }
 
-StepPlan plan_steps(const MixedPrecisionStep& step, const Device& device, const std::string& host_sync,
-                    const std::string& cuda_graphs) {
+StepPlan plan_steps(const MixedPrecisionStep& step, const Device& device, HostSync host_sync, CudaGraphs cuda_graphs) {
   const std::string why_every_step = step.why_not_deferred();
-  if (host_sync == "deferred" && !why_every_step.empty())
+  if (host_sync == HostSync::Deferred && !why_every_step.empty())
     throw Error("--host-sync deferred is not possible here: " + why_every_step);
   StepPlan plan;
-  plan.deferred = host_sync == "deferred" || (host_sync == "auto" && !device.is_cpu() && why_every_step.empty());
-  if (cuda_graphs == "on" && !plan.deferred)
+  plan.deferred =
+      host_sync == HostSync::Deferred || (host_sync == HostSync::Auto && !device.is_cpu() && why_every_step.empty());
+  if (cuda_graphs == CudaGraphs::On && !plan.deferred)
     throw Error("--cuda-graphs on captures deferred steps, and these run every-step: " +
                 (why_every_step.empty() ? std::string("the CPU's steps wait for nothing") : why_every_step));
-  plan.captured = cuda_graphs == "on" || (cuda_graphs == "auto" && plan.deferred && !device.is_cpu());
+  plan.captured =
+      cuda_graphs == CudaGraphs::On || (cuda_graphs == CudaGraphs::Auto && plan.deferred && !device.is_cpu());
   return plan;
 }
 

@@ -14,6 +14,7 @@
 #include "nn/loss.h"
 #include "optim/optimizer.h"
 #include "train/overflow_forensics.h"
+#include "train/step_settings.h"
 
 namespace ampwb {
 
@@ -106,8 +107,7 @@ struct StepPlan {
   bool deferred = false;
   bool captured = false;
 };
-StepPlan plan_steps(const MixedPrecisionStep& step, const Device& device, const std::string& host_sync,
-                    const std::string& cuda_graphs);
+StepPlan plan_steps(const MixedPrecisionStep& step, const Device& device, HostSync host_sync, CudaGraphs cuda_graphs);
 
 // Rounds an FP32 tensor in place to the values dtype can hold.
 void round_to_dtype(Backend& backend, Tensor& t, DType dtype);

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "core/choices.h"
 #include "core/error.h"
 #include "train/record_fields.h"
 
@@ -24,6 +26,8 @@ void write_fields(nlohmann::json& j, const R& record) {
   fields(record, [&](Field f, const auto& member) {
     if constexpr (Record<std::decay_t<decltype(member)>>)
       write_fields(j[f.key], member);
+    else if constexpr (ChoiceEnum<std::decay_t<decltype(member)>>)
+      j[f.key] = choice_name(member);
     else
       j[f.key] = member;
   });
@@ -50,6 +54,11 @@ void read_value(const nlohmann::json& v, const std::string& path, const char* wh
     if (!fits) refuse("a number in range");
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (!v.is_string()) refuse("text");
+  } else if constexpr (ChoiceEnum<T>) {
+    const std::optional<T> value = v.is_string() ? parse_choice<T>(v.get<std::string>()) : std::nullopt;
+    if (!value) refuse(("one of " + choice_names<T>()).c_str());
+    field = *value;
+    return;
   } else if constexpr (std::is_enum_v<T>) {
     if (!v.is_string()) refuse("a name");
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
@@ -96,6 +105,8 @@ std::string field_text(const T& value) {
     std::string out;
     for (const std::string& item : value) out += (out.empty() ? "" : ";") + item;
     return out;
+  } else if constexpr (ChoiceEnum<T>) {
+    return choice_name(value);
   } else {
     return nlohmann::json(value).template get<std::string>();  // an enum: its name
   }

@@ -1,0 +1,60 @@
+// Every setting with a fixed set of values (core/choices.h): one row per value, names that read back as their value,
+// and the run store's JSON refusing a name that is not one, naming the choices.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "train/config.h"
+#include "train/record_json.h"
+
+namespace ampwb {
+namespace {
+
+template <class E>
+class EveryChoice : public ::testing::Test {};
+
+// Each enum held by TrainConfig: a new one is added here.
+using ChoiceEnums = ::testing::Types<HostSync, CudaGraphs>;
+TYPED_TEST_SUITE(EveryChoice, ChoiceEnums);
+
+TYPED_TEST(EveryChoice, HasOneRowPerValueAndItsNameReadsBack) {
+  using E = TypeParam;
+  std::set<std::string> names;
+  std::set<int> values;
+  for (const Choice<E>& row : ChoiceTable<E>::rows) {
+    EXPECT_TRUE(names.insert(row.name).second) << "two rows named " << row.name;
+    EXPECT_TRUE(values.insert(static_cast<int>(row.value)).second) << row.name << ": a value with two rows";
+    EXPECT_EQ(parse_choice<E>(row.name), row.value) << row.name;
+    EXPECT_STREQ(choice_name(row.value), row.name);
+    EXPECT_NE(std::string(row.help), "") << row.name;
+  }
+  // The rows cover 0..n-1: every value of the enum has its row.
+  EXPECT_EQ(*values.rbegin() + 1, static_cast<int>(values.size()));
+  EXPECT_FALSE(parse_choice<E>("no such value"));
+}
+
+TEST(Choices, TheStoredConfigurationSpellsThemByNameAndRefusesOthers) {
+  TrainConfig c;
+  c.host_sync = HostSync::EveryStep;
+  c.cuda_graphs = CudaGraphs::Off;
+  nlohmann::json j = c;
+  EXPECT_EQ(j["host_sync"], "every-step");
+  EXPECT_EQ(j["cuda_graphs"], "off");
+  EXPECT_EQ(j.get<TrainConfig>().host_sync, HostSync::EveryStep);
+  j["host_sync"] = "sometimes";
+  try {
+    (void)j.get<TrainConfig>();
+    ADD_FAILURE() << "an unknown host sync was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("host_sync is not one of auto, every-step or deferred"), std::string::npos)
+        << e.what();
+  }
+  const auto settings = config_settings(c);
+  EXPECT_NE(std::find(settings.begin(), settings.end(), std::pair<std::string, std::string>{"host_sync", "every-step"}),
+            settings.end());
+}
+
+}  // namespace
+}  // namespace ampwb
