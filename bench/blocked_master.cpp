@@ -1,4 +1,4 @@
-// What would FP32 weights kept between steps in a oneDNN blocked layout (issue 17, second point) save? A step reorders
+// What would FP32 weights kept between steps in a oneDNN blocked layout save? A step reorders
 // each convolution's weights three times: the stored plain OIHW weights into the forward's layout and into the
 // backward-data's layout, and the weight gradient from the backward-weights' layout back to plain. The three
 // primitives want three different layouts, so a master kept in one of them still needs the other two reorders. For

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Where PyTorch's training step goes on a GPU, by kernel class, to set beside `ampwb bench --device cuda --profile`
-(issue 18). The step is cuda_compare.py's own (make_pytorch_step): torchvision ResNet, channels_last,
+"""Where PyTorch's training step goes on a GPU, by kernel class, to set beside `ampwb bench --device cuda --profile`.
+The step is cuda_compare.py's own (make_pytorch_step): torchvision ResNet, channels_last,
 cudnn.benchmark, torch.autocast (with GradScaler for float16), SGD lr 0.01 momentum 0.9, a pinned host batch copied
 every step.
 

@@ -151,7 +151,7 @@ case $stage in
           --batch-size 256 --precision amp-fp16 --steps 6 --warmup 4 --profile ;;
         profile18) timed profile18-amp-fp16 60 run ampwb bench --device cuda --depth 18 --image-size 224 \
           --batch-size 256 --precision amp-fp16 --steps 6 --warmup 4 --profile ;;
-        profiles)  # issue 18's profile table: amp-bf16 and fp32 beside profile50's amp-fp16
+        profiles)  # the profile table: amp-bf16 and fp32 beside profile50's amp-fp16
           for mode in amp-bf16 fp32; do
             timed "profile50-$mode" 90 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \
               --precision "$mode" --steps 6 --warmup 4 --profile

@@ -207,7 +207,7 @@ void expect_to_follow(const CudaSteps& steps, const CudaSteps& reference) {
   EXPECT_EQ(steps.scaler.growth_tracker, reference.scaler.growth_tracker);
 }
 
-// Steps that never wait for the GPU (issue 18): the loss scale on the device, the skip decided there, each step's
+// Steps that never wait for the GPU: the loss scale on the device, the skip decided there, each step's
 // numbers read one step late. In steady state a step makes no host wait (ProfiledBackend counts them); the results
 // follow the steps that wait.
 TEST(CudaDeferredSteps, NeverWaitForTheGpuAndFollowTheStepsThatWait) {

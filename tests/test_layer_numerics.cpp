@@ -1,4 +1,4 @@
-// Per-layer numerics (issue 16): ValueRange against hand-counted fractions, one probed step's first convolution
+// Per-layer numerics: ValueRange against hand-counted fractions, one probed step's first convolution
 // against a direct recomputation, and real tiny trainings in amp-fp16 and fp32 that report every convolution,
 // linear and batch-norm layer, at the interval asked for, into the run store.
 #include <gtest/gtest.h>

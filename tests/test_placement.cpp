@@ -182,7 +182,7 @@ TEST(Placement, ATimedStepStillReadsTheDeviceOnce) {
   }
 }
 
-// Steps that never wait for the host (issue 18): the loss scale stays on the device, the update is skipped there,
+// Steps that never wait for the host: the loss scale stays on the device, the update is skipped there,
 // and each step's numbers come back one step late. Every step's result, the weights, the scaler's state and the
 // optimizer's count must be the waiting step's bit for bit, with no read of the device and no copy back during the
 // steps, and, through the timing decorator, no host wait but the last step's collection.
@@ -301,7 +301,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, DeferredStep,
                            return name;
                          });
 
-// Captured steps (issue 18's CUDA graphs, emulated by RecordingBackend): once a batch shape has run kEagerSteps
+// Captured steps (CUDA graphs, emulated by RecordingBackend): once a batch shape has run kEagerSteps
 // deferred steps op by op, its step is recorded once and then replayed. Every result, the weights, the scaler and the
 // optimizer's count must be those of the steps that wait, bit for bit, with a learning rate that changes every step,
 // a second batch shape, and a waiting step between (as the trainer's probed step at the end of an epoch).

@@ -99,7 +99,7 @@ TEST(Training, TheConvolutionAlgorithmIsRecordedWithTheRun) {
   fs::remove_all(data);
 }
 
-// Steps that never wait for the device (--host-sync deferred, issue 18) train the same run as steps that wait, step
+// Steps that never wait for the device (--host-sync deferred) train the same run as steps that wait, step
 // for step and bit for bit, overflows and the loss scale's growth included; what differs is the host waits per step.
 TEST(Training, DeferredStepsTrainTheSameRunWithoutWaitingForTheDevice) {
   class Steps : public TrainObserver {

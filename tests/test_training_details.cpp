@@ -1,4 +1,4 @@
-// What a run records to explain itself, from real trainings on real images (issue 16): the layers behind a skipped
+// What a run records to explain itself, from real trainings on real images: the layers behind a skipped
 // step, traced to the one layer an overflow was injected into, where each epoch's step time went, by op class, and
 // the precision divergence at the end of the run; as reported, as the run store keeps them, and as `ampwb show` and
 // `ampwb compare` print them.

@@ -1,4 +1,4 @@
-// Per-layer numerics a run records (issue 16's heat map and diagnosis): for each convolution, linear and batch-norm
+// Per-layer numerics a run records (for the heat map and the diagnosis): for each convolution, linear and batch-norm
 // layer, the range of its output and of its gradients against what FP16 can hold, and the precision it ran in.
 // Plain values; the field lists are in train/run_details.h.
 #pragma once

@@ -1,4 +1,4 @@
-// The precision divergence of a run (issue 16, after Paddle's compare_accuracy): from the same weights and batch,
+// The precision divergence of a run (after Paddle's compare_accuracy): from the same weights and batch,
 // one training step in the run's precision mode against one in FP32, compared layer by layer, so that the first
 // layer where the mode departs from FP32 is named. Plain values and the rule that names the layers; the two steps
 // themselves are taken by train/divergence_step.h. The field lists are in train/run_details.h.

@@ -61,7 +61,7 @@ struct StepScalars {
 };
 
 // The dynamic loss scaler's state where the step runs, so that skipping a step and updating the scale need no
-// host round trip on a GPU (issue 18): PyTorch GradScaler's FP32 scale and int32 growth tracker, and the step's
+// host round trip on a GPU: PyTorch GradScaler's FP32 scale and int32 growth tracker, and the step's
 // found-inf flag. A backend tensor of kLossScaleStateBytes U8 holding this struct (a copy to the host reads it).
 struct LossScaleState {
   float scale = 65536.0f;

@@ -39,7 +39,7 @@ class MixedPrecisionStep {
   // host to name the layers that overflowed (train/overflow_forensics.h); a step taken reads the device once.
   StepResult run(const Tensor& images, const Tensor& labels, float lr, GradientProbe* probe = nullptr);
 
-  // The same step queued without waiting for the host (issue 18): a dynamic loss scale lives on the device, which
+  // The same step queued without waiting for the host: a dynamic loss scale lives on the device, which
   // scales the loss gradient by it, skips the update on an overflow and updates it; the step's numbers are posted
   // (Backend::post_scalars) and read after the next step is queued. Returns the previous deferred step's result, if
   // one waits; bit for bit what run() would have returned, but that a skipped step names no layers (its gradients

@@ -1,4 +1,4 @@
-// What a run reports beyond its curves, for explaining it (issue 16): per-layer numerics, the layers behind each
+// What a run reports beyond its curves, for explaining it: per-layer numerics, the layers behind each
 // skipped step, where each epoch's step time went, each epoch's validation confusion matrix, and the run's precision
 // divergence from FP32 at its end (amp/precision_divergence.h). Value types with their
 // field lists (train/record_fields.h); the run store keeps each as JSON (store/run_store.h).
