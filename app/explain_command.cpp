@@ -16,7 +16,7 @@ struct ExplainOptions {
 };
 
 std::string describe(const RunRecord& r) {
-  return "run " + std::to_string(r.id) + " (" + printable(r.name) + "): " + r.precision + ", ResNet-" +
+  return "run " + std::to_string(r.id) + " (" + printable(r.name) + "): " + r.precision_name() + ", ResNet-" +
          std::to_string(r.depth) + ", batch " + std::to_string(r.batch_size) + ", on " + printable(r.backend);
 }
 

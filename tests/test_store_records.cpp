@@ -70,7 +70,7 @@ TEST(RunStore, RecordsEveryFieldAndReadsItBack) {
   EXPECT_EQ(r.end_reason, "stopped by the user after epoch 1");
   EXPECT_FALSE(r.ended.empty());
   EXPECT_EQ(r.depth, 20);
-  EXPECT_EQ(r.precision, "amp-bf16");
+  EXPECT_EQ(r.precision_name(), "amp-bf16");
   EXPECT_EQ(r.batch_size, 16);
   EXPECT_EQ(r.lr, static_cast<double>(0.1f));
   EXPECT_EQ(r.optimizer, "sgd");

@@ -353,7 +353,7 @@ class ChartData : public QObject {
   void run_labels_say_what_the_run_is() {
     RunRecord r;
     r.id = 4;
-    r.precision = "amp-bf16";
+    r.config.precision.mode = PrecisionMode::AmpBf16;
     r.config.seed = 3;
     r.name = "amp-bf16";
     QCOMPARE(run_label(r), std::string("4 · amp-bf16"));

@@ -448,9 +448,9 @@ class CompareRuns : public QObject {
     QCOMPARE(w.compare_view()->run_ids(), ids);
     QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.compare_view()));
     RunStore store(db.toStdString(), RunStore::Mode::ReadOnly);
-    QCOMPARE(store.run(ids[0]).precision, std::string("fp32"));
-    QCOMPARE(store.run(ids[1]).precision, std::string("amp-bf16"));
-    QCOMPARE(store.run(ids[2]).precision, std::string("amp-fp16"));
+    QCOMPARE(store.run(ids[0]).precision_name(), std::string("fp32"));
+    QCOMPARE(store.run(ids[1]).precision_name(), std::string("amp-bf16"));
+    QCOMPARE(store.run(ids[2]).precision_name(), std::string("amp-fp16"));
     const TrainConfig noscale = store.run(ids[2]).config;
     QCOMPARE(noscale.precision.loss_scale.kind, std::string("off"));
     QCOMPARE(w.compare_view()->table_model()->value("precision.loss_scale.kind", 2), QString("off"));

@@ -255,7 +255,7 @@ class TrainingThroughTheUi : public QObject {
     const RunRecord r = store.run(id);
     QCOMPARE(r.status, RunStatus::Finished);
     QCOMPARE(r.depth, 20);
-    QCOMPARE(r.precision, std::string("amp-fp16"));
+    QCOMPARE(r.precision_name(), std::string("amp-fp16"));
     QCOMPARE(r.dataset_path, data_.toStdString());
     QCOMPARE(store.epochs(id).size(), size_t{4});
     QCOMPARE(store.steps(id).size(), live.steps.size());

@@ -67,7 +67,7 @@ QString DiagnosisPanel::html() const {
     const RunRecord& r = runs_[i].run;
     out += QStringLiteral("<h3>Run %1 (%2): %3</h3>")
                .arg(r.id)
-               .arg(escaped(r.name), escaped(r.precision + ", ResNet-" + std::to_string(r.depth)));
+               .arg(escaped(r.name), escaped(r.precision_name() + ", ResNet-" + std::to_string(r.depth)));
     if (runs_.size() > 1 && i != baseline_)
       out += tr("<p>Against the baseline, run %1.</p>").arg(runs_[baseline_].run.id);
     if (!errors_[i].isEmpty()) {

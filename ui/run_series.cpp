@@ -55,12 +55,12 @@ std::string run_label(const RunRecord& r) {
   static const std::regex old_sweep("sweep \\d{4}-\\d{6}(-\\d+)? (\\S+)");
   if (std::smatch m; std::regex_match(r.name, m, old_sweep))
     return label + m[2].str() + " · seed " + std::to_string(r.config.seed);
-  if (r.name.empty() || r.name == r.precision)
-    label += r.precision;
-  else if (r.name.find(r.precision) != std::string::npos)
+  if (r.name.empty() || r.name == r.precision_name())
+    label += r.precision_name();
+  else if (r.name.find(r.precision_name()) != std::string::npos)
     label += r.name;
   else
-    label += r.name + " (" + r.precision + ")";
+    label += r.name + " (" + r.precision_name() + ")";
   return label;
 }
 

@@ -106,7 +106,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case Depth:
       return r.depth;
     case Precision:
-      return QString::fromStdString(r.precision);
+      return QString::fromStdString(r.precision_name());
     case Device:
       return QString::fromStdString(r.device);
     case Status: {

@@ -32,7 +32,8 @@ std::string table(const std::vector<std::string>& header, const std::vector<std:
 }
 
 std::string run_title(const RunRecord& r) {
-  return "Run " + std::to_string(r.id) + " (" + r.name + "): " + r.precision + ", ResNet-" + std::to_string(r.depth);
+  return "Run " + std::to_string(r.id) + " (" + r.name + "): " + r.precision_name() + ", ResNet-" +
+         std::to_string(r.depth);
 }
 
 // Whether the steps were replayed as CUDA graphs, and why not where capture was asked for.
@@ -205,7 +206,7 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
   std::vector<ChartLine> loss, accuracy, scale, epoch_time, wall;
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunEvidence& e = runs[i];
-    const std::string label = std::to_string(e.run.id) + " " + e.run.precision;
+    const std::string label = std::to_string(e.run.id) + " " + e.run.precision_name();
     ChartLine l{label, chart_colour(i), {}, {}}, s = l, a = l, t = l, w = l;
     for (const StepReport& st : e.steps) {
       l.points.emplace_back(st.step, st.loss);

@@ -160,7 +160,7 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
       // The long form: every measurement of the epoch (not the epoch's number, nor the k of its top-k), a row each.
       fields(e, [&](Field f, const auto& value) {
         if (std::string_view(f.key) == "epoch" || std::string_view(f.key) == "topk") return;
-        long_form.field(id).field(r.name).field(r.precision).field(r.depth).field(r.batch_size).field(e.epoch);
+        long_form.field(id).field(r.name).field(r.precision_name()).field(r.depth).field(r.batch_size).field(e.epoch);
         long_form.field(f.column).field(static_cast<double>(value));
         long_form.end_row();
       });

@@ -24,9 +24,9 @@ struct RunRecord {
   std::string created, updated, ended;  // ISO 8601 UTC ("2026-11-21T17:16:10Z"); ended is empty while running
   RunStatus status = RunStatus::Running;
   std::string end_reason;  // why it failed, was cancelled or interrupted; empty when finished
-  // The main knobs, copied out of the configuration so that lists and queries need no JSON.
+  // The main knobs, copied out of the configuration so that lists and queries need no JSON (the precision mode is
+  // the configuration's own, config.precision.mode, written through to its column).
   int depth = 0;
-  std::string precision;  // the precision mode, e.g. "amp-fp16"
   int batch_size = 0;
   double lr = 0;
   std::string optimizer;
@@ -49,6 +49,9 @@ struct RunRecord {
   // Why the stored configuration or run information could not be read (a damaged or hand-edited row); empty when
   // they were. The row is still listed; its unreadable parts keep their defaults.
   std::string unreadable;
+
+  // The precision mode's name, e.g. "amp-fp16".
+  std::string precision_name() const { return mode_name(config.precision.mode); }
 };
 
 // What a run measured, over its completed epochs. A value it never measured is NaN (no completed epoch; validation
@@ -83,7 +86,7 @@ void fields(R& r, V&& v) {
   v("status", r.status);
   v("end_reason", r.end_reason);
   v("depth", r.depth);
-  v("precision", r.precision);
+  v("precision", r.config.precision.mode);  // the configuration's; read back before it, kept if it is unreadable
   v("batch_size", r.batch_size);
   v({"lr", "learning_rate"}, r.lr);
   v("optimizer", r.optimizer);
