@@ -4,15 +4,18 @@
 namespace ampwb::ui {
 
 const std::vector<SweepVariant>& sweep_variants() {
-  static const std::vector<SweepVariant> variants = {
-      {"fp32", "fp32", PrecisionMode::Fp32},
-      {"tf32", "tf32", PrecisionMode::Tf32},
-      {"amp-fp16", "amp-fp16", PrecisionMode::AmpFp16},
-      {"amp-bf16", "amp-bf16", PrecisionMode::AmpBf16},
-      {"amp-fp16-noscale", "amp-fp16, no loss scaling", PrecisionMode::AmpFp16, true},
-      {"fp16-o2", "fp16-o2", PrecisionMode::Fp16O2},
-      {"fp16-pure", "fp16-pure", PrecisionMode::Fp16Pure},
-  };
+  // Every mode of the engine's table, and AMP FP16 without its loss scaling after the AMP modes.
+  static const std::vector<SweepVariant> variants = [] {
+    std::vector<SweepVariant> out;
+    for (const PrecisionModeInfo& m : kPrecisionModes) {
+      out.push_back({m.name, m.name, m.mode});
+      if (m.mode == PrecisionMode::AmpBf16) {
+        const std::string amp_fp16 = mode_name(PrecisionMode::AmpFp16);
+        out.push_back({amp_fp16 + "-noscale", amp_fp16 + ", no loss scaling", PrecisionMode::AmpFp16, true});
+      }
+    }
+    return out;
+  }();
   return variants;
 }
 
@@ -36,6 +39,8 @@ TrainConfig seed_article_config(const std::string& data_dir) {
   return c;
 }
 
-std::vector<std::string> seed_article_variants() { return {"fp32", "amp-fp16"}; }
+std::vector<std::string> seed_article_variants() {
+  return {mode_name(PrecisionMode::Fp32), mode_name(PrecisionMode::AmpFp16)};
+}
 
 }  // namespace ampwb::ui

@@ -65,13 +65,13 @@ int run_screenshot_scenario(MainWindow& window, const QString& name, const QStri
   // 1. A training on the built-in sample through the setup panel: AMP FP16, so the loss scale has a story.
   TrainConfig c = RunSetupPanel::first_launch_config();
   c.depth = 20;
-  c.precision = precision_preset("amp-fp16");
+  c.precision = precision_preset(PrecisionMode::AmpFp16);
   c.epochs = 4;
   c.batch_size = 64;
   c.lr = 0.05f;
   c.data.max_train_images = 2000;
   c.threads = 1;  // predictable on a shared machine (two OpenMP threads crawl when a neighbour is busy)
-  c.name = "fashion resnet20 amp-fp16";
+  c.name = std::string("fashion resnet20 ") + mode_name(PrecisionMode::AmpFp16);
   window.setup()->set_config(c);
   wait_until([&] { return !window.setup()->inspecting(); }, 60000);
   StallMeter meter(5);
@@ -94,7 +94,9 @@ int run_screenshot_scenario(MainWindow& window, const QString& name, const QStri
   c.name.clear();
   std::vector<SweepVariant> variants;
   for (const SweepVariant& v : sweep_variants())
-    if (v.key == "fp32" || v.key == "amp-fp16" || v.key == "amp-bf16") variants.push_back(v);
+    if (!v.loss_scaling_off &&
+        (v.mode == PrecisionMode::Fp32 || v.mode == PrecisionMode::AmpFp16 || v.mode == PrecisionMode::AmpBf16))
+      variants.push_back(v);
   bool swept = false;
   QObject::connect(&window, &MainWindow::sweep_finished, [&] { swept = true; });
   window.start_sweep(c, variants);

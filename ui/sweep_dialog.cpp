@@ -27,11 +27,11 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
 
   auto* group = new QGroupBox(tr("Variants"));
   auto* gl = new QVBoxLayout(group);
-  // The variants ticked last time, else the usual five.
-  const QStringList ticked =
-      QSettings()
-          .value("sweep/variants", QStringList{"fp32", "amp-fp16", "amp-bf16", "amp-fp16-noscale", "fp16-pure"})
-          .toStringList();
+  // The variants ticked last time, else the usual five: all but TF32 (CUDA only) and FP16 O2.
+  QStringList usual;
+  for (const SweepVariant& v : sweep_variants())
+    if (v.mode != PrecisionMode::Tf32 && v.mode != PrecisionMode::Fp16O2) usual << QString::fromStdString(v.key);
+  const QStringList ticked = QSettings().value("sweep/variants", usual).toStringList();
   for (const SweepVariant& v : sweep_variants()) {
     auto* box = new QCheckBox(QString::fromStdString(v.label));
     box->setObjectName(QString::fromStdString("variant-" + v.key));
