@@ -50,30 +50,24 @@ CLI::Option* add_precision_mode(CLI::App* command, std::string& mode) {
 }
 
 PrecisionConfig PrecisionFlags::resolve() const {
-  PrecisionConfig p = precision_preset(mode);
-  if (!scaler_preset.empty()) {
-    const std::string kind = p.loss_scale.kind;
-    p.loss_scale = loss_scale_preset(scaler_preset);
-    p.loss_scale.kind = kind;
-  }
+  PrecisionOverrides o{.scaler_preset = scaler_preset,
+                       .init_scale = init_scale,
+                       .growth_factor = growth_factor,
+                       .backoff_factor = backoff_factor,
+                       .min_scale = min_scale,
+                       .max_scale = max_scale,
+                       .growth_interval = growth_interval,
+                       .hysteresis = hysteresis};
   if (loss_scale == "off" || loss_scale == "dynamic") {
-    p.loss_scale.kind = loss_scale;
+    o.loss_scale_kind = loss_scale;
   } else if (const std::optional<double> scale = static_scale(loss_scale)) {
-    p.loss_scale.kind = "static";
-    p.loss_scale.init_scale = *scale;
+    o.loss_scale_kind = "static";
+    if (!o.init_scale) o.init_scale = *scale;  // --init-scale, given as well, is the more specific
   } else if (!loss_scale.empty()) {  // the flag's check refuses it first; kept for callers that skip the parser
     throw Error("--loss-scale must be off, static:S or dynamic, got '" + loss_scale + "'");
   }
-  if (!master_weights.empty()) p.master_weights = master_weights == "on";
-  LossScaleConfig& s = p.loss_scale;
-  s.init_scale = init_scale.value_or(s.init_scale);
-  s.growth_factor = growth_factor.value_or(s.growth_factor);
-  s.backoff_factor = backoff_factor.value_or(s.backoff_factor);
-  s.growth_interval = growth_interval.value_or(s.growth_interval);
-  s.hysteresis = hysteresis.value_or(s.hysteresis);
-  s.min_scale = min_scale.value_or(s.min_scale);
-  s.max_scale = max_scale.value_or(s.max_scale);
-  return p;
+  if (!master_weights.empty()) o.master_weights = master_weights == "on";
+  return resolve_precision(parse_precision_mode(mode), o);
 }
 
 TrainConfig TrainFlags::resolve() const {

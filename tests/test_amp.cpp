@@ -11,6 +11,7 @@
 #include "amp/grad_stats.h"
 #include "amp/loss_scaler.h"
 #include "amp/policy.h"
+#include "amp/precision_overrides.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/multiply_add_rate.h"
 #include "core/half.h"
@@ -172,6 +173,35 @@ TEST(LossScaler, DefaultsArePyTorchs) {
   EXPECT_EQ(loss_scale_preset("deepspeed").hysteresis, 2);
   EXPECT_EQ(loss_scale_preset("deepspeed").min_scale, 1.0);
   EXPECT_THROW(loss_scale_preset("mxnet"), Error);
+}
+
+// The resolver the CLI and the GUI share: the mode's preset, a framework's scaler under the mode's kind, then each
+// override given.
+TEST(PrecisionOverrides, PresetThenScalerPresetThenOverrides) {
+  const PrecisionConfig bf16 = precision_preset(PrecisionMode::AmpBf16);
+  const PrecisionConfig fp16 = precision_preset(PrecisionMode::AmpFp16);
+  ASSERT_NE(bf16.loss_scale.kind, fp16.loss_scale.kind);  // off and dynamic
+  const PrecisionConfig plain = resolve_precision(PrecisionMode::AmpBf16);
+  EXPECT_EQ(plain.mode, PrecisionMode::AmpBf16);
+  EXPECT_TRUE(plain.master_weights);
+  EXPECT_EQ(plain.loss_scale.kind, bf16.loss_scale.kind);
+
+  const PrecisionConfig deepspeed = resolve_precision(PrecisionMode::AmpBf16, {.scaler_preset = "deepspeed"});
+  EXPECT_EQ(deepspeed.loss_scale.kind, bf16.loss_scale.kind);  // the mode's kind, DeepSpeed's numbers
+  EXPECT_EQ(deepspeed.loss_scale.hysteresis, 2);
+
+  const PrecisionConfig changed = resolve_precision(PrecisionMode::AmpBf16, {.scaler_preset = "deepspeed",
+                                                                             .loss_scale_kind = fp16.loss_scale.kind,
+                                                                             .master_weights = false,
+                                                                             .init_scale = 128.0,
+                                                                             .hysteresis = 5});
+  EXPECT_EQ(changed.mode, PrecisionMode::AmpBf16);
+  EXPECT_EQ(changed.loss_scale.kind, fp16.loss_scale.kind);
+  EXPECT_FALSE(changed.master_weights);
+  EXPECT_EQ(changed.loss_scale.init_scale, 128.0);
+  EXPECT_EQ(changed.loss_scale.hysteresis, 5);
+  EXPECT_EQ(changed.loss_scale.min_scale, 1.0);  // DeepSpeed's, not overridden
+  EXPECT_THROW(resolve_precision(PrecisionMode::Fp32, {.scaler_preset = "mxnet"}), Error);
 }
 
 TEST(LossScaler, HysteresisMinimumMaximumAndGrowthToInfinity) {

@@ -1,6 +1,8 @@
 // Sweep variants and the seed article's preset.
 #include "precision_modes.h"
 
+#include "facade/run_setup.h"
+
 namespace ampwb::ui {
 
 const std::vector<SweepVariant>& sweep_variants() {
@@ -20,8 +22,9 @@ const std::vector<SweepVariant>& sweep_variants() {
 }
 
 TrainConfig apply_variant(TrainConfig base, const SweepVariant& variant) {
-  base.precision = precision_preset(variant.mode);
-  if (variant.loss_scaling_off) base.precision.loss_scale.kind = "off";
+  PrecisionOverrides overrides;
+  if (variant.loss_scaling_off) overrides.loss_scale_kind = "off";
+  base.precision = resolve_precision(variant.mode, overrides);
   return base;
 }
 

@@ -427,19 +427,20 @@ TrainConfig RunSetupPanel::config() const {
   c.schedule = schedule_->currentData().toString().toStdString();
   c.seed = static_cast<uint64_t>(seed_->value());
 
-  c.precision = precision_preset(chosen_mode());
-  LossScaleConfig& s = c.precision.loss_scale;
+  // The scaler's numbers are fields that always hold one; the kind and master weights may be left to the mode.
+  PrecisionOverrides o;
   const QString kind = scale_kind_->currentData().toString();
-  if (!kind.isEmpty()) s.kind = kind.toStdString();
-  s.init_scale = init_scale_->value();
-  s.growth_factor = growth_factor_->value();
-  s.backoff_factor = backoff_factor_->value();
-  s.growth_interval = growth_interval_->value();
-  s.hysteresis = hysteresis_->value();
-  s.min_scale = min_scale_->value();
-  s.max_scale = max_scale_->value();
+  if (!kind.isEmpty()) o.loss_scale_kind = kind.toStdString();
   const QString master = master_weights_->currentData().toString();
-  if (!master.isEmpty()) c.precision.master_weights = master == "on";
+  if (!master.isEmpty()) o.master_weights = master == "on";
+  o.init_scale = init_scale_->value();
+  o.growth_factor = growth_factor_->value();
+  o.backoff_factor = backoff_factor_->value();
+  o.growth_interval = growth_interval_->value();
+  o.hysteresis = hysteresis_->value();
+  o.min_scale = min_scale_->value();
+  o.max_scale = max_scale_->value();
+  c.precision = resolve_precision(chosen_mode(), o);
 
   c.warmup_epochs = warmup_->value();
   c.optimizer.momentum = static_cast<float>(momentum_->value());
