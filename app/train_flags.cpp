@@ -90,9 +90,7 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   data(add_number(command, "--max-val-images", c.data.max_validation_images,
                   "validate on at most N images, the same ones each epoch, round-robin over the classes (0: all)"));
   data(command->add_flag("--augment", c.data.augment, "random crop and horizontal flip of training images"));
-  data(command->add_option("--normalize", c.data.normalization, "per-channel statistics of the dataset or ImageNet's")
-           ->type_name("HOW")
-           ->check(CLI::IsMember({"dataset", "imagenet"})));
+  data(add_choice(command, "--normalize", c.data.normalization, "per-channel statistics"));
   data(command->add_flag("--drop-last", c.data.drop_last, "drop the last, smaller batch of an epoch"));
   data(add_number(command, "--cache-mb", c.data.cache_budget_mb, "memory for decoded images, in MiB"));
 
@@ -115,13 +113,9 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   model(add_number(command, "--epochs", c.epochs, "training epochs"));
   model(add_number(command, "--batch-size", c.batch_size, "images per step"));
   model(add_number(command, "--lr", c.lr, "peak learning rate"));
-  model(command->add_option("--schedule", c.schedule, "learning rate schedule")
-            ->type_name("NAME")
-            ->check(CLI::IsMember({"cosine", "step", "constant"})));
+  model(add_choice(command, "--schedule", c.schedule, "learning rate schedule"));
   model(add_number(command, "--warmup-epochs", c.warmup_epochs, "linear warm-up epochs"));
-  model(command->add_option("--optimizer", c.optimizer.kind, "SGD with momentum, Adam or AdamW")
-            ->type_name("NAME")
-            ->check(CLI::IsMember({"sgd", "adam", "adamw"})));
+  model(add_choice(command, "--optimizer", c.optimizer.kind, "the optimizer"));
   model(add_number(command, "--momentum", c.optimizer.momentum, "SGD momentum"));
   model(command->add_flag("--nesterov", c.optimizer.nesterov, "Nesterov momentum (SGD)"));
   model(add_number(command, "--weight-decay", c.optimizer.weight_decay, "L2 penalty (decoupled for AdamW)"));

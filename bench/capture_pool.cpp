@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     allocator.empty_cache();  // each model from an empty cache: what it reserves is its own
     Rng rng(5);
     ResNet model(cpu, {depth, 10, 3, 64, Stem::Auto}, rng);
-    auto optimizer = make_optimizer(cpu, {"sgd", 0.9f});
+    auto optimizer = make_optimizer(cpu, {OptimizerKind::Sgd, 0.9f});
     const PrecisionConfig config = precision_preset("amp-bf16");
     const PrecisionPolicy policy(config);
     LossScaler scaler(config.loss_scale);

@@ -47,7 +47,7 @@ inline std::vector<Step> train(const std::string& mode, const Setup& s = {}) {
   Rng rng(s.seed);
   const ResNetConfig model_config{s.depth, s.classes, 3, s.image_size, Stem::Small};
   ResNet model(backend, model_config, rng);
-  Sgd sgd(backend, {"sgd", 0.9f});
+  Sgd sgd(backend, {OptimizerKind::Sgd, 0.9f});
   const PrecisionConfig config = precision_preset(mode);
   const PrecisionPolicy policy(config);
   LossScaler scaler(config.loss_scale);

@@ -24,7 +24,7 @@ inline StepOutcome one_training_step(Backend& backend, const std::string& mode, 
                                      int batch, uint64_t seed) {
   Rng rng(seed);
   ResNet model(backend, model_config, rng);
-  Sgd sgd(backend, {"sgd", 0.9f});
+  Sgd sgd(backend, {OptimizerKind::Sgd, 0.9f});
   PrecisionConfig config = precision_preset(mode);
   config.loss_scale.init_scale = 1024;
   const PrecisionPolicy policy(config);

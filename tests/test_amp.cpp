@@ -44,7 +44,7 @@ struct ScalerStep {
 void expect_sequence(const LossScaleConfig& config, const std::vector<ScalerStep>& script) {
   LossScaler scaler(config);
   Parameter p("w", tensor_from_floats({2.0f}, {1}));
-  Sgd sgd(backend(), {"sgd", 0.0f});
+  Sgd sgd(backend(), {OptimizerKind::Sgd, 0.0f});
   for (size_t i = 0; i < script.size(); ++i) {
     const ScalerStep& s = script[i];
     EXPECT_EQ(scaler.scale(), s.scale_used) << "step " << i;
@@ -87,7 +87,7 @@ TEST(LossScaler, TheScaleIsKeptInFloat32AsPyTorchKeepsIt) {
   auto scales_after = [](LossScaleConfig c, bool finite, int steps) {
     LossScaler scaler(c);
     Parameter p("w", tensor_from_floats({2.0f}, {1}));
-    Sgd sgd(backend(), {"sgd", 0.0f});
+    Sgd sgd(backend(), {OptimizerKind::Sgd, 0.0f});
     std::vector<double> scales;
     for (int i = 0; i < steps; ++i) {
       p.grad.data_as<float>()[0] = finite ? 1.0f : INFINITY;
@@ -140,7 +140,7 @@ TEST(LossScaler, FollowsTheRecordedPyTorchGradScalerStepForStep) {
     c.growth_interval = settings.at("growth_interval");
     LossScaler scaler(c);
     Parameter p("w", tensor_from_floats({0.0f}, {1}));
-    Sgd sgd(backend(), {"sgd", 0.0f});
+    Sgd sgd(backend(), {OptimizerKind::Sgd, 0.0f});
     const nlohmann::json& steps = config.at("steps");
     ASSERT_GT(steps.size(), 100u);
     int64_t skipped = 0;
@@ -223,7 +223,7 @@ TEST(LossScaler, HysteresisMinimumMaximumAndGrowthToInfinity) {
   at_minimum.load_state({2, 0, 1});
   Parameter p("w", tensor_from_floats({1.0f}, {1}));
   p.grad.data_as<float>()[0] = INFINITY;
-  Sgd sgd(backend(), {"sgd", 0.0f});
+  Sgd sgd(backend(), {OptimizerKind::Sgd, 0.0f});
   at_minimum.step(backend(), {&p.grad}, [&] { sgd.step({&p}, 1.0f); });
   at_minimum.update();
   EXPECT_TRUE(at_minimum.collapsed()) << "overflowing at the minimum scale cannot recover";
@@ -240,7 +240,7 @@ TEST(LossScaler, StaticAndOffNeverSkipAndIllegalOrdersAreRefused) {
   fixed.init_scale = 128;
   LossScaler scaler(fixed);
   Parameter p("w", tensor_from_floats({1.0f}, {1}));
-  Sgd sgd(backend(), {"sgd", 0.0f});
+  Sgd sgd(backend(), {OptimizerKind::Sgd, 0.0f});
   p.grad.data_as<float>()[0] = INFINITY;
   EXPECT_TRUE(scaler.step(backend(), {&p.grad}, [&] { sgd.step({&p}, 1.0f); }))
       << "static scaling applies every step (Apex)";
@@ -707,7 +707,7 @@ TEST(GradientProbe, HistogramOfLog2MagnitudesWithFp16Fractions) {
 TEST(MixedPrecisionStep, InjectedOverflowSkipsTheStepAndLeavesWeightsBitIdentical) {
   Rng rng(24);
   ResNet model(backend(), {20, 3, 3, 8, Stem::Auto}, rng);
-  Sgd sgd(backend(), {"sgd", 0.9f});
+  Sgd sgd(backend(), {OptimizerKind::Sgd, 0.9f});
   PrecisionConfig config = precision_preset("amp-fp16");
   config.loss_scale.init_scale = std::ldexp(1.0, 40);  // scaled loss gradients overflow FP16's 65504
   const PrecisionPolicy policy(config);
@@ -739,7 +739,7 @@ TEST(MixedPrecisionStep, InjectedOverflowSkipsTheStepAndLeavesWeightsBitIdentica
 TEST(MixedPrecisionStep, StepsAreDeferredAndCapturedByDefaultOnAGpuOnly) {
   Rng rng(26);
   ResNet model(backend(), {20, 3, 3, 8, Stem::Auto}, rng);
-  Sgd sgd(backend(), {"sgd", 0.9f});
+  Sgd sgd(backend(), {OptimizerKind::Sgd, 0.9f});
   const PrecisionPolicy policy(precision_preset("amp-fp16"));
   LossScaler scaler(precision_preset("amp-fp16").loss_scale);
   MixedPrecisionStep step(backend(), model, sgd, policy, scaler, 0.0f, 0.0f);
@@ -772,7 +772,7 @@ TEST(MixedPrecisionStep, StepsAreDeferredAndCapturedByDefaultOnAGpuOnly) {
 TEST(MixedPrecisionStep, OptimizerWritesTheFp16WeightCopiesAndASkippedStepLeavesBothUntouched) {
   Rng rng(25);
   ResNet model(backend(), {20, 3, 3, 8, Stem::Auto}, rng);
-  Sgd sgd(backend(), {"sgd", 0.9f, true, 1e-4f});  // momentum, Nesterov and weight decay
+  Sgd sgd(backend(), {OptimizerKind::Sgd, 0.9f, true, 1e-4f});  // momentum, Nesterov and weight decay
   PrecisionConfig config = precision_preset("amp-fp16");
   config.loss_scale.init_scale = 1024;
   const PrecisionPolicy policy(config);
@@ -849,7 +849,7 @@ TEST(MixedPrecisionStep, AnUngatedStepChecksItsGradientsInsideTheUpdateWithTheSa
     auto run = [&](CheckCounter& b, float clip_norm, std::vector<StepResult>& results) {
       Rng rng(27);
       auto model = std::make_unique<ResNet>(b, ResNetConfig{20, 3, 3, 8, Stem::Auto}, rng);
-      Sgd sgd(b, {"sgd", 0.9f});
+      Sgd sgd(b, {OptimizerKind::Sgd, 0.9f});
       LossScaler scaler(config.loss_scale);
       MixedPrecisionStep step(b, *model, sgd, policy, scaler, 0.0f, clip_norm);
       const Tensor images = testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC);

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "train/config.h"
 #include "train/record_json.h"
@@ -16,7 +18,7 @@ template <class E>
 class EveryChoice : public ::testing::Test {};
 
 // Each enum held by TrainConfig: a new one is added here.
-using ChoiceEnums = ::testing::Types<HostSync, CudaGraphs>;
+using ChoiceEnums = ::testing::Types<HostSync, CudaGraphs, Schedule, OptimizerKind, NormalizationStats>;
 TYPED_TEST_SUITE(EveryChoice, ChoiceEnums);
 
 TYPED_TEST(EveryChoice, HasOneRowPerValueAndItsNameReadsBack) {
@@ -54,6 +56,42 @@ TEST(Choices, TheStoredConfigurationSpellsThemByNameAndRefusesOthers) {
   const auto settings = config_settings(c);
   EXPECT_NE(std::find(settings.begin(), settings.end(), std::pair<std::string, std::string>{"host_sync", "every-step"}),
             settings.end());
+}
+
+// A run stored while the schedule, the optimizer and the normalization were text loads into their enums and is
+// written back with the same names; a name that is none of them is refused, naming the choices.
+TEST(Choices, ScheduleOptimizerAndNormalizationStoredAsTextLoad) {
+  const nlohmann::json stored = nlohmann::json::parse(
+      R"({"schedule":"step","optimizer":{"kind":"adamw","momentum":0.5},"data":{"normalization":"imagenet"}})");
+  const TrainConfig c = stored.get<TrainConfig>();
+  EXPECT_EQ(c.schedule, Schedule::Step);
+  EXPECT_EQ(c.optimizer.kind, OptimizerKind::AdamW);
+  EXPECT_EQ(c.optimizer.momentum, 0.5f);
+  EXPECT_EQ(c.data.normalization, NormalizationStats::ImageNet);
+  const nlohmann::json written = c;
+  EXPECT_EQ(written["schedule"], "step");
+  EXPECT_EQ(written["optimizer"]["kind"], "adamw");
+  EXPECT_EQ(written["data"]["normalization"], "imagenet");
+  const TrainConfig defaults = nlohmann::json::object().get<TrainConfig>();
+  EXPECT_EQ(defaults.schedule, Schedule::Cosine);
+  EXPECT_EQ(defaults.optimizer.kind, OptimizerKind::Sgd);
+  EXPECT_EQ(defaults.data.normalization, NormalizationStats::Dataset);
+
+  for (const auto& [key, value, said] : std::vector<std::tuple<nlohmann::json::json_pointer, std::string, std::string>>{
+           {nlohmann::json::json_pointer("/schedule"), "linear", "schedule is not one of cosine, step or constant"},
+           {nlohmann::json::json_pointer("/optimizer/kind"), "rmsprop",
+            "optimizer.kind is not one of sgd, adam or adamw"},
+           {nlohmann::json::json_pointer("/data/normalization"), "none",
+            "data.normalization is not one of dataset or imagenet"}}) {
+    nlohmann::json refused = stored;
+    refused[key] = value;
+    try {
+      (void)refused.get<TrainConfig>();
+      ADD_FAILURE() << value << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -178,7 +178,7 @@ TEST(CudaLossScaler, DynamicScalingSkipsOverflowsAndUnscalesOnTheGpu) {
   Parameter p("w", tensor_from_floats({2.0f}, {1}));
   p.value = to_gpu(p.value);
   p.grad = to_gpu(tensor_from_floats({0.0f}, {1}));
-  Sgd sgd(gpu(), {"sgd", 0.0f});  // no momentum: no optimizer state
+  Sgd sgd(gpu(), {OptimizerKind::Sgd, 0.0f});  // no momentum: no optimizer state
   const std::vector<bool> finite = {false, true, true, true, false, true};
   const std::vector<double> after = {32768, 32768, 65536, 65536, 32768, 32768};
   for (size_t i = 0; i < finite.size(); ++i) {

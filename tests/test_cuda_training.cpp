@@ -151,7 +151,7 @@ CudaSteps run_cuda_steps(const std::string& how, const std::string& optimizer_ki
   backend.set_enabled(false);
   Rng rng(11);
   ResNet model(backend, {20, 10, 3, 16, Stem::Auto}, rng);
-  auto optimizer = make_optimizer(backend, {optimizer_kind, 0.9f});
+  auto optimizer = make_optimizer(backend, {*parse_choice<OptimizerKind>(optimizer_kind), 0.9f});
   PrecisionConfig config = precision_preset("amp-fp16");
   config.loss_scale.init_scale = 1e30;
   config.loss_scale.growth_interval = 3;

@@ -198,7 +198,7 @@ TEST_F(Diagnosis, ScalingFromAnAbsurdScaleSkipsStepsAndTheScheduleRunsOn) {
   expect_contains(skipped.evidence, "the first at step 0 with loss scale 1.09951e+12");
   expect_contains(expect_finding(findings, "lr_schedule_skips").evidence, "the cosine schedule advanced through");
   // A constant schedule has nothing to run on.
-  c.schedule = "constant";
+  c.schedule = Schedule::Constant;
   EXPECT_EQ(find(diagnose(trained(c)), "lr_schedule_skips"), nullptr);
 }
 

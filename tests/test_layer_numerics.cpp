@@ -84,7 +84,7 @@ TEST(LayerNumerics, ProbedStepMeasuresFirstConvolutionAsADirectRecomputation) {
   Rng rng(7);
   const ResNetConfig model_config{20, 4, 3, 8, Stem::Auto};
   ResNet model(backend(), model_config, rng);
-  Sgd sgd(backend(), {"sgd", 0.9f});
+  Sgd sgd(backend(), {OptimizerKind::Sgd, 0.9f});
   PrecisionConfig config = precision_preset("amp-fp16");
   config.loss_scale.init_scale = 1024;
   const PrecisionPolicy policy(config);

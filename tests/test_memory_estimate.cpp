@@ -50,7 +50,7 @@ TEST_P(MemoryEstimateAccuracy, WithinAQuarterOfTheMeasuredPeak) {
   as_run.depth = c.depth;
   as_run.batch_size = c.batch_size;
   as_run.precision = precision_preset(bench.precision);
-  as_run.optimizer = {"sgd", 0.9f};
+  as_run.optimizer = {OptimizerKind::Sgd, 0.9f};
   MemoryEstimateInput input = memory_estimate_input(as_run, c.image_size, 10, make_backend("cpu", {1})->capabilities());
   input.extra_input_batches = 0;  // the benchmark's one batch, no loader
   const MemoryEstimate estimate = estimate_training_memory(input);

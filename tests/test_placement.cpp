@@ -105,7 +105,7 @@ struct StepOutcome {
 StepOutcome train_three_steps(Backend& backend, const std::string& mode, StrictDeviceBackend* strict = nullptr) {
   Rng rng(5);
   ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
-  auto optimizer = make_optimizer(backend, {"adam", 0.9f});
+  auto optimizer = make_optimizer(backend, {OptimizerKind::Adam, 0.9f});
   const PrecisionConfig config = precision_preset(mode);
   const PrecisionPolicy policy(config);
   LossScaler scaler(config.loss_scale);
@@ -201,7 +201,7 @@ StepsOutcome train_steps(Backend& backend, const DeferredCase& c, bool deferred,
                          ProfiledBackend* profiled) {
   Rng rng(7);
   ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
-  auto optimizer = make_optimizer(backend, {c.optimizer, 0.9f});
+  auto optimizer = make_optimizer(backend, {*parse_choice<OptimizerKind>(c.optimizer), 0.9f});
   PrecisionConfig config = precision_preset(c.mode);
   if (c.loss_scale == "static") config.loss_scale = {"static", 1024.0};
   config.loss_scale.growth_interval = 2;  // the scale grows as well as backs off within the steps
@@ -314,7 +314,7 @@ struct ScheduledSteps {
 ScheduledSteps train_on_schedule(Backend& backend, const DeferredCase& c, bool deferred, bool capture) {
   Rng rng(11);
   ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
-  auto optimizer = make_optimizer(backend, {c.optimizer, 0.9f});
+  auto optimizer = make_optimizer(backend, {*parse_choice<OptimizerKind>(c.optimizer), 0.9f});
   PrecisionConfig config = precision_preset(c.mode);
   if (c.loss_scale == "static") config.loss_scale = {"static", 1024.0};
   config.loss_scale.growth_interval = 2;
@@ -408,7 +408,7 @@ TEST(CapturedStep, NoStepIsCapturedBeforeTheOptimizersFirst) {
   auto train = [](Backend& backend, bool deferred) {
     Rng rng(12);
     ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
-    auto optimizer = make_optimizer(backend, {"sgd", 0.9f});
+    auto optimizer = make_optimizer(backend, {OptimizerKind::Sgd, 0.9f});
     PrecisionConfig config = precision_preset("amp-fp16");
     config.loss_scale.init_scale = 0x1p60;  // overflows, then 2^35 overflows, then 2^10 does not
     config.loss_scale.backoff_factor = 0x1p-25;
@@ -476,7 +476,7 @@ TEST(DeferredStep, SettingsThatNeedTheHostAreRefusedWithTheReason) {
   Rng rng(1);
   ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
   auto reason = [&](const std::string& mode, const std::string& optimizer_kind, float clip, int hysteresis) {
-    auto optimizer = make_optimizer(backend, {optimizer_kind, 0.9f});
+    auto optimizer = make_optimizer(backend, {*parse_choice<OptimizerKind>(optimizer_kind), 0.9f});
     PrecisionConfig config = precision_preset(mode);
     config.loss_scale.hysteresis = hysteresis;
     const PrecisionPolicy policy(config);
@@ -489,7 +489,7 @@ TEST(DeferredStep, SettingsThatNeedTheHostAreRefusedWithTheReason) {
   EXPECT_EQ(reason("amp-fp16", "adam", 0, 1), "") << "Adam's count of the steps taken is kept on the device";
   EXPECT_NE(reason("amp-fp16", "sgd", 0, 2).find("hysteresis"), std::string::npos);
   EXPECT_NE(reason("fp16-pure", "sgd", 0, 1).find("master weights"), std::string::npos);
-  auto optimizer = make_optimizer(backend, {"sgd", 0.9f});
+  auto optimizer = make_optimizer(backend, {OptimizerKind::Sgd, 0.9f});
   const PrecisionConfig config = precision_preset("fp16-pure");
   const PrecisionPolicy policy(config);
   LossScaler scaler(config.loss_scale);

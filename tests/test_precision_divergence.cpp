@@ -43,7 +43,7 @@ Batch real_batch() {
 struct TrainedModel {
   Rng rng{3};
   ResNet model{backend(), {20, 2, 3, 16, Stem::Auto}, rng};
-  Sgd sgd{backend(), {"sgd", 0.9f}};
+  Sgd sgd{backend(), {OptimizerKind::Sgd, 0.9f}};
   PrecisionPolicy policy{precision_preset("amp-bf16")};
   LossScaler scaler{policy.config().loss_scale};
 

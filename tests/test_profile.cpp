@@ -27,7 +27,7 @@ std::vector<std::vector<float>> one_step(Backend& backend, int* conv_layers = nu
   Rng rng(3);
   ResNet model(backend, {20, 4, 3, 8, Stem::Auto}, rng);
   if (conv_layers) model.visit([&](Layer& l) { *conv_layers += dynamic_cast<Conv2d*>(&l) != nullptr; });
-  auto optimizer = make_optimizer(backend, {"sgd", 0.9f});
+  auto optimizer = make_optimizer(backend, {OptimizerKind::Sgd, 0.9f});
   const PrecisionConfig config = precision_preset(PrecisionMode::AmpBf16);
   const PrecisionPolicy policy(config);
   LossScaler scaler(config.loss_scale);

@@ -561,7 +561,7 @@ TEST(RecordJson, KeepsTheStoredKeysAndRefusesValuesThatDoNotFitByName) {
   // What older versions stored (fewer keys) loads with the defaults of the rest.
   const TrainConfig old = nlohmann::json{{"depth", 56}, {"optimizer", {{"kind", "adam"}}}}.get<TrainConfig>();
   EXPECT_EQ(old.depth, 56);
-  EXPECT_EQ(old.optimizer.kind, "adam");
+  EXPECT_EQ(old.optimizer.kind, OptimizerKind::Adam);
   EXPECT_EQ(old.optimizer.momentum, OptimizerConfig{}.momentum);
   const TrainConfig defaults;
   EXPECT_EQ(old.batch_size, defaults.batch_size);

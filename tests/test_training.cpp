@@ -383,6 +383,9 @@ TEST(Cli, BadInputGetsAClearError) {
   // A word from a fixed set is checked by the parser too, naming the choices.
   for (const auto& [command, said] : std::vector<std::pair<std::string, std::string>>{
            {"train --data /tmp --host-sync sometimes", "--host-sync: 'sometimes' is not auto, every-step or deferred"},
+           {"train --data /tmp --schedule linear", "--schedule: 'linear' is not cosine, step or constant"},
+           {"train --data /tmp --optimizer rmsprop", "--optimizer: 'rmsprop' is not sgd, adam or adamw"},
+           {"train --data /tmp --normalize none", "--normalize: 'none' is not dataset or imagenet"},
            {"bench --cuda-graphs maybe", "--cuda-graphs: 'maybe' is not auto, on or off"},
            {"bench --conv-algorithm 2", " not in {"},
            {"train --data /tmp --conv-algorithm fft", " not in {"}}) {

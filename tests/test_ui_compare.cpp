@@ -527,7 +527,7 @@ class CompareRuns : public QObject {
   void seed_article_preset() {
     const TrainConfig c = seed_article_config("/data");
     QCOMPARE(c.depth, 18);
-    QCOMPARE(c.optimizer.kind, std::string("adam"));
+    QCOMPARE(c.optimizer.kind, OptimizerKind::Adam);
     QCOMPARE(c.lr, 0.001f);
     QCOMPARE(c.batch_size, 16);
     QCOMPARE(c.image_size, 224);

@@ -32,9 +32,9 @@ TrainConfig seed_article_config(const std::string& data_dir) {
   TrainConfig c;
   c.data_dir = data_dir;
   c.depth = 18;
-  c.optimizer.kind = "adam";
+  c.optimizer.kind = OptimizerKind::Adam;
   c.lr = 0.001f;
-  c.schedule = "constant";
+  c.schedule = Schedule::Constant;
   c.batch_size = 16;
   c.image_size = 224;
   c.epochs = 5;

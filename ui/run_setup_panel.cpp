@@ -22,6 +22,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "choice_box.h"
 #include "core/error.h"
 #include "facade/devices.h"
 #include "facade/run_setup.h"
@@ -230,16 +231,12 @@ QWidget* RunSetupPanel::build_training_group() {
   image_size_->set_unit(tr(" px"));
   optimizer_ = new QComboBox;
   optimizer_->setObjectName("optimizer");
-  optimizer_->addItem(tr("SGD with momentum"), "sgd");
-  optimizer_->addItem(tr("Adam"), "adam");
-  optimizer_->addItem(tr("AdamW"), "adamw");
+  add_choices<OptimizerKind>(optimizer_);
   lr_ = new WideNumberBox(1e-6, 10, 0.001);
   lr_->setObjectName("learningRate");
   schedule_ = new QComboBox;
   schedule_->setObjectName("schedule");
-  schedule_->addItem(tr("cosine decay"), "cosine");
-  schedule_->addItem(tr("step decay (x0.1 every 30 epochs)"), "step");
-  schedule_->addItem(tr("constant"), "constant");
+  add_choices<Schedule>(schedule_);
   seed_ = int_box(0, std::numeric_limits<int>::max());
   seed_->setObjectName("seed");
   name_ = new QLineEdit;
@@ -422,9 +419,9 @@ TrainConfig RunSetupPanel::config() const {
   c.epochs = epochs_->value();
   c.batch_size = batch_->value();
   c.image_size = image_size_->value();
-  c.optimizer.kind = optimizer_->currentData().toString().toStdString();
+  c.optimizer.kind = chosen_choice<OptimizerKind>(optimizer_);
   c.lr = static_cast<float>(lr_->value());
-  c.schedule = schedule_->currentData().toString().toStdString();
+  c.schedule = chosen_choice<Schedule>(schedule_);
   c.seed = static_cast<uint64_t>(seed_->value());
 
   // The scaler's numbers are fields that always hold one; the kind and master weights may be left to the mode.
@@ -467,9 +464,9 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
   epochs_->setValue(c.epochs);
   batch_->setValue(c.batch_size);
   image_size_->setValue(c.image_size);
-  select_data(optimizer_, QString::fromStdString(c.optimizer.kind));
+  select_choice(optimizer_, c.optimizer.kind);
   lr_->setValue(c.lr);
-  select_data(schedule_, QString::fromStdString(c.schedule));
+  select_choice(schedule_, c.schedule);
   seed_->setValue(static_cast<int>(std::min<uint64_t>(c.seed, std::numeric_limits<int>::max())));
 
   select_data(precision_, QString::fromUtf8(mode_name(c.precision.mode)));

@@ -112,9 +112,9 @@ void SweepDialog::describe_base() {
           .arg(c.epochs)
           .arg(c.batch_size)
           .arg(c.image_size ? tr("%1 px").arg(c.image_size) : tr("native image size"))
-          .arg(QString::fromStdString(c.optimizer.kind))
+          .arg(QString::fromUtf8(choice_name(c.optimizer.kind)))
           .arg(c.lr)
-          .arg(QString::fromStdString(c.schedule))
+          .arg(QString::fromUtf8(choice_name(c.schedule)))
           .arg(c.seed)
           .arg(QString::fromStdString(c.data_dir))
           .arg(c.data.max_train_images ? tr(" (first %1 training images)").arg(c.data.max_train_images) : QString()));

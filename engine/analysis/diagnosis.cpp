@@ -208,13 +208,13 @@ void activation_overflow_risk(const RunEvidence& e, std::vector<Finding>& out) {
 
 void lr_schedule_skips(const RunEvidence& e, std::vector<Finding>& out) {
   const int64_t skipped = skipped_count(e);
-  if (skipped == 0 || e.run.config.schedule == "constant") return;
+  if (skipped == 0 || e.run.config.schedule == Schedule::Constant) return;
   const double share = static_cast<double>(skipped) / static_cast<double>(e.steps.size());
   if (share <= kRoutineSkipShare) return;
   add(out, "lr_schedule_skips", Severity::Warning, "The learning-rate schedule ran on through skipped steps",
       format("the %s schedule advanced through %lld skipped steps (%s of the run) where the optimizer did not "
              "update: the run made that many fewer updates than its schedule assumes",
-             e.run.config.schedule.c_str(), static_cast<long long>(skipped), percent(share).c_str()),
+             choice_name(e.run.config.schedule), static_cast<long long>(skipped), percent(share).c_str()),
       "fix what overflows first (see the skipped steps); PyTorch warns of the same when scheduler.step() follows "
       "a skipped scaler.step()");
 }

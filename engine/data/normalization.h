@@ -3,11 +3,27 @@
 // memory and in the cache folder (DatasetOptions::cache_dir), keyed by the dataset fingerprint and split options.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 
+#include "core/choices.h"
 #include "data/dataset.h"
 
 namespace ampwb {
+
+// A training run's choice of statistics (DataConfig::normalization); the loader also takes "none".
+enum class NormalizationStats : uint8_t { Dataset, ImageNet };
+
+template <>
+struct ChoiceTable<NormalizationStats> {
+  static constexpr const char* what = "normalization";
+  static constexpr std::array<Choice<NormalizationStats>, 2> rows = {{
+      {NormalizationStats::Dataset, "dataset", "the dataset's",
+       "the training split's own mean and standard deviation per channel, computed once"},
+      {NormalizationStats::ImageNet, "imagenet", "ImageNet's", "ImageNet's mean and standard deviation per channel"},
+  }};
+};
 
 // NOTE: the same definition as data/image_folder.h's, token for token, while both files exist (the linker must see
 // one definition); that file goes when the trainer moves to this pipeline, and this comment with it.

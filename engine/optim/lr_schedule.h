@@ -2,13 +2,27 @@
 // optional linear warm-up from zero.
 #pragma once
 
+#include <array>
 #include <cstdint>
-#include <string>
+
+#include "core/choices.h"
 
 namespace ampwb {
 
+enum class Schedule : uint8_t { Constant, Step, Cosine };
+
+template <>
+struct ChoiceTable<Schedule> {
+  static constexpr const char* what = "schedule";
+  static constexpr std::array<Choice<Schedule>, 3> rows = {{
+      {Schedule::Cosine, "cosine", "cosine decay", "from the peak rate down to zero along a half cosine"},
+      {Schedule::Step, "step", "step decay (x0.1 every 30 epochs)", "the rate times 0.1 every 30 epochs"},
+      {Schedule::Constant, "constant", "constant", "the peak rate throughout"},
+  }};
+};
+
 struct LrScheduleConfig {
-  std::string kind = "cosine";  // constant, step, cosine
+  Schedule kind = Schedule::Cosine;
   float base_lr = 0.1f;
   int64_t total_steps = 1;   // of the whole run
   int64_t warmup_steps = 0;  // linear from 0 to base_lr, then the schedule over the remaining steps

@@ -42,7 +42,7 @@ void Adam::update(const std::vector<Parameter*>& params, float lr, const Tensor*
                   const Tensor* step_values, bool check_gradients) {
   const int64_t step = queued_step(skip_if_found_inf != nullptr);
   ++steps_;
-  const bool decoupled = config_.kind == "adamw";
+  const bool decoupled = config_.kind == OptimizerKind::AdamW;
   std::vector<ParamUpdate> updates;
   for (Parameter* p : params) {
     updates.push_back({p->value, p->copy_to_update(), gradient(*p), state_for(backend_, p->name + ".exp_avg", p->value),
@@ -54,9 +54,8 @@ void Adam::update(const std::vector<Parameter*>& params, float lr, const Tensor*
 }
 
 std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& config) {
-  if (config.kind == "sgd") return std::make_unique<Sgd>(backend, config);
-  if (config.kind == "adam" || config.kind == "adamw") return std::make_unique<Adam>(backend, config);
-  throw Error("unknown optimizer '" + config.kind + "' (expected sgd, adam or adamw)");
+  if (config.kind == OptimizerKind::Sgd) return std::make_unique<Sgd>(backend, config);
+  return std::make_unique<Adam>(backend, config);  // Adam or AdamW
 }
 
 }  // namespace ampwb

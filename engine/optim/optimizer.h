@@ -3,20 +3,36 @@
 // updates a master weight also writes its low-precision compute copy, when a layer keeps one.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/choices.h"
 #include "nn/layer.h"
 
 namespace ampwb {
 
+enum class OptimizerKind : uint8_t { Sgd, Adam, AdamW };
+
+template <>
+struct ChoiceTable<OptimizerKind> {
+  static constexpr const char* what = "optimizer";
+  static constexpr std::array<Choice<OptimizerKind>, 3> rows = {{
+      {OptimizerKind::Sgd, "sgd", "SGD with momentum",
+       "stochastic gradient descent, with momentum and optional Nesterov"},
+      {OptimizerKind::Adam, "adam", "Adam", "Adam, its weight decay added to the gradient (L2)"},
+      {OptimizerKind::AdamW, "adamw", "AdamW", "Adam with decoupled weight decay"},
+  }};
+};
+
 struct OptimizerConfig {
-  std::string kind = "sgd";  // sgd, adam, adamw
-  float momentum = 0.9f;     // sgd
-  bool nesterov = false;     // sgd
+  OptimizerKind kind = OptimizerKind::Sgd;
+  float momentum = 0.9f;  // sgd
+  bool nesterov = false;  // sgd
   float weight_decay = 0.0f;
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam, adamw
 };

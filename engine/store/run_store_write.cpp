@@ -66,7 +66,7 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
       .bind(6, mode_name(config.precision.mode))
       .bind(7, config.batch_size)
       .bind(8, static_cast<double>(config.lr))
-      .bind(9, config.optimizer.kind)
+      .bind(9, choice_name(config.optimizer.kind))
       .bind(10, config.epochs)
       .bind(11, info.image_size > 0 ? info.image_size : config.image_size)
       .bind(12, static_cast<int64_t>(config.seed))  // the same 64 bits; read_run casts back

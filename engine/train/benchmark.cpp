@@ -61,7 +61,7 @@ BenchResult run_benchmark(const BenchConfig& config) {
   const ModeSupport support = mode_support(config.precision, backend->capabilities());
   if (!support.supported) throw Error(support.reason);
   // Refused before anything is allocated when it cannot fit, as a training run is (the one batch is the step's).
-  const OptimizerConfig sgd{"sgd", 0.9f};
+  const OptimizerConfig sgd{OptimizerKind::Sgd, 0.9f};
   TrainConfig as_run;
   as_run.depth = config.depth;
   as_run.batch_size = config.batch_size;

@@ -40,19 +40,16 @@ void validate(const TrainConfig& c) {
   REQUIRE_SETTING(c.data.validation_fraction >= 0 && c.data.validation_fraction < 1,
                   "--val-fraction must be in [0, 1)");
   REQUIRE_SETTING(c.topk >= 1, "--topk must be at least 1");
-  REQUIRE_SETTING(c.optimizer.kind == "sgd" || c.optimizer.kind == "adam" || c.optimizer.kind == "adamw",
-                  "unknown optimizer '" << c.optimizer.kind << "' (expected sgd, adam or adamw)");
   // PyTorch's own checks, and a momentum of 1 or more, which never forgets a gradient and diverges.
   const OptimizerConfig& o = c.optimizer;
   REQUIRE_SETTING(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got " << o.momentum);
-  REQUIRE_SETTING(!o.nesterov || o.kind != "sgd" || o.momentum > 0, "--nesterov needs a momentum above 0");
+  REQUIRE_SETTING(!o.nesterov || o.kind != OptimizerKind::Sgd || o.momentum > 0,
+                  "--nesterov needs a momentum above 0");
   REQUIRE_SETTING(o.weight_decay >= 0 && std::isfinite(o.weight_decay),
                   "--weight-decay must be a finite number, not negative, got " << o.weight_decay);
   REQUIRE_SETTING(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
                   "Adam's betas must be in [0, 1), got " << o.beta1 << " and " << o.beta2);
   REQUIRE_SETTING(o.eps > 0 && std::isfinite(o.eps), "Adam's eps must be positive and finite, got " << o.eps);
-  REQUIRE_SETTING(c.schedule == "constant" || c.schedule == "step" || c.schedule == "cosine",
-                  "unknown schedule '" << c.schedule << "' (expected constant, step or cosine)");
   REQUIRE_SETTING(c.threads >= 0 && c.threads <= kMaxThreads,
                   "--threads must be 0 (every core) to " << kMaxThreads << ", got " << c.threads);
   REQUIRE_SETTING(c.conv_algorithm == "auto" || c.conv_algorithm == "direct" || c.conv_algorithm == "winograd" ||
@@ -60,8 +57,6 @@ void validate(const TrainConfig& c) {
                   "--conv-algorithm must be auto, direct, winograd or measured, got '" << c.conv_algorithm << "'");
   REQUIRE_SETTING(c.cuda_graphs != CudaGraphs::On || c.host_sync != HostSync::EveryStep,
                   "--cuda-graphs on captures deferred steps: it needs --host-sync auto or deferred");
-  REQUIRE_SETTING(c.data.normalization == "dataset" || c.data.normalization == "imagenet",
-                  "--normalize must be dataset or imagenet");
   const LossScaleConfig& s = c.precision.loss_scale;
   REQUIRE_SETTING(s.kind == "off" || s.kind == "static" || s.kind == "dynamic",
                   "--loss-scale must be off, static:S or dynamic, got '" << s.kind << "'");

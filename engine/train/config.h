@@ -11,7 +11,9 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "amp/precision.h"
+#include "data/normalization.h"
 #include "models/resnet.h"
+#include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 #include "train/record_fields.h"
 #include "train/step_settings.h"
@@ -27,7 +29,7 @@ struct DataConfig {
   double validation_fraction = 0.2;
   int64_t max_train_images = 0;           // 0 = all
   bool augment = false;                   // random crop and horizontal flip for training
-  std::string normalization = "dataset";  // dataset (statistics computed once) or imagenet
+  NormalizationStats normalization = NormalizationStats::Dataset;  // data/normalization.h
   bool drop_last = false;
   int64_t cache_budget_mb = 2048;
   int loader_threads = 0;  // 0 = the training threads
@@ -45,7 +47,7 @@ struct TrainConfig {
   int image_size = 0;  // 0 = the shorter side of the data's first image, at most 224
   Stem stem = Stem::Auto;
   float lr = 0.05f;
-  std::string schedule = "cosine";
+  Schedule schedule = Schedule::Cosine;  // optim/lr_schedule.h
   int warmup_epochs = 0;
   OptimizerConfig optimizer;
   float label_smoothing = 0.0f;

@@ -402,7 +402,7 @@ MemoryEstimate estimate_training_memory(const MemoryEstimateInput& in) {
       static_cast<size_t>(all * 4 + params.copied * copied_gradient_bytes + params.batch_norm * 4 + params.buffers * 4);
   if (low) e.low_precision_copies = static_cast<size_t>(params.copied * 2);
   const OptimizerConfig& o = in.optimizer;
-  const int moments = o.kind == "sgd" ? (o.momentum != 0.0f ? 1 : 0) : 2;
+  const int moments = o.kind == OptimizerKind::Sgd ? (o.momentum != 0.0f ? 1 : 0) : 2;
   e.optimizer_state = static_cast<size_t>(all * 4 * moments);
 
   StepWalk walk(in);

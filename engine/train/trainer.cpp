@@ -383,7 +383,7 @@ LoaderOptions training_loader_options(const TrainConfig& config, int image_size)
   loading.seed = config.seed;
   loading.threads = config.data.loader_threads > 0 ? config.data.loader_threads : std::min(threads, kMaxLoaderThreads);
   loading.cache_budget_bytes = static_cast<size_t>(config.data.cache_budget_mb) << 20;
-  loading.normalization = config.data.normalization;
+  loading.normalization = choice_name(config.data.normalization);
   return loading;
 }
 
