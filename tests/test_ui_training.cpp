@@ -369,6 +369,28 @@ class TrainingThroughTheUi : public QObject {
     QVERIFY(!QSettings().value("window/geometry").toByteArray().isEmpty());
     QVERIFY(!QSettings().value("window/state").toByteArray().isEmpty());
   }
+
+  // The optimizer's and the schedule's lists are their tables (core/choices.h): each row's title as the text and its
+  // help as the tooltip; the row picked is what the configuration holds, and a configuration picks its row.
+  void choice_lists_come_from_their_tables() {
+    MainWindow w(db("choices"));
+    auto* optimizer = child<QComboBox>(w, "optimizer");
+    const auto& rows = ChoiceTable<OptimizerKind>::rows;
+    QCOMPARE(optimizer->count(), static_cast<int>(rows.size()));
+    for (int i = 0; i < optimizer->count(); ++i) {
+      QCOMPARE(optimizer->itemText(i), QString::fromUtf8(rows[i].title));
+      QCOMPARE(optimizer->itemData(i, Qt::ToolTipRole).toString(), QString::fromUtf8(rows[i].help));
+    }
+    optimizer->setCurrentIndex(optimizer->findText("AdamW"));
+    QCOMPARE(w.setup()->config().optimizer.kind, OptimizerKind::AdamW);
+    auto* schedule = child<QComboBox>(w, "schedule");
+    QCOMPARE(schedule->count(), static_cast<int>(ChoiceTable<Schedule>::rows.size()));
+    TrainConfig c = w.setup()->config();
+    c.schedule = Schedule::Step;
+    w.setup()->set_config(c);
+    QCOMPARE(schedule->currentText(), QString("step decay (x0.1 every 30 epochs)"));
+    QCOMPARE(w.setup()->config().schedule, Schedule::Step);
+  }
 };
 
 }  // namespace ampwb::ui::test
