@@ -1,7 +1,6 @@
 // ampwb bench: training throughput on synthetic data. --json prints one line (the bench/ drivers read the last JSON
 // line of the output).
 #include <cstdio>
-#include <map>
 
 #include "commands.h"
 #include "train/benchmark.h"
@@ -13,7 +12,6 @@ namespace {
 struct BenchOptions {
   BenchConfig config;
   std::string precision = mode_name(config.precision);  // --precision, checked against the modes' names
-  std::string conv_algorithm = "auto";                  // --conv-algorithm, checked against kConvAlgorithms
   bool json = false;
 };
 
@@ -40,15 +38,9 @@ void print_profile(const BenchResult& r, int steps) {
   }
 }
 
-const std::map<std::string, ConvAlgorithm> kConvAlgorithms = {{"auto", ConvAlgorithm::Auto},
-                                                              {"direct", ConvAlgorithm::Direct},
-                                                              {"winograd", ConvAlgorithm::Winograd},
-                                                              {"measured", ConvAlgorithm::Measured}};
-
 int bench_command(const BenchOptions& options) {
   BenchConfig c = options.config;
   c.precision = parse_precision_mode(options.precision);
-  c.conv_algorithm = kConvAlgorithms.at(options.conv_algorithm);
   const BenchResult r = run_benchmark(c);
   if (options.json) {
     nlohmann::ordered_json out = {{"framework", "ampwb"},
@@ -112,17 +104,7 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
   bench->add_flag("--profile", c.profile, "time every op by class and print where a step's time goes");
   add_choice(bench, "--host-sync", c.host_sync, "when a step waits for its device");
   add_choice(bench, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs (not with --profile)");
-  bench
-      ->add_option(
-          "--conv-algorithm", options->conv_algorithm,
-          "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; with "
-          "AVX-512, the forward pass of those of 4x4 outputs or fewer as a matrix product and their weight "
-          "gradient by the engine's own kernel (strided: a product), and more passes and sizes for native BF16, "
-          "whose stem also runs its own kernel), direct "
-          "(oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for each pass "
-          "and shape, timed on its first call)")
-      ->check(CLI::IsMember({"auto", "direct", "winograd", "measured"}))
-      ->type_name("ALGORITHM");
+  add_choice(bench, "--conv-algorithm", c.conv_algorithm, "CPU convolutions");
   bench->footer(devices_help);
   run_on_parse(bench, invocation, options, bench_command);
 }

@@ -59,9 +59,9 @@ PrecisionConfig PrecisionFlags::resolve() const {
                        .growth_interval = growth_interval,
                        .hysteresis = hysteresis};
   if (loss_scale == "off" || loss_scale == "dynamic") {
-    o.loss_scale_kind = loss_scale;
+    o.loss_scale_kind = *parse_choice<LossScaleKind>(loss_scale);
   } else if (const std::optional<double> scale = static_scale(loss_scale)) {
-    o.loss_scale_kind = "static";
+    o.loss_scale_kind = LossScaleKind::Static;
     if (!o.init_scale) o.init_scale = *scale;  // --init-scale, given as well, is the more specific
   } else if (!loss_scale.empty()) {  // the flag's check refuses it first; kept for callers that skip the parser
     throw Error("--loss-scale must be off, static:S or dynamic, got '" + loss_scale + "'");
@@ -162,16 +162,7 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   run(add_number(command, "--threads", c.threads, "CPU threads (0: every core)"));
   run(add_choice(command, "--host-sync", c.host_sync, "when a step waits for its device"));
   run(add_choice(command, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs"));
-  run(command
-          ->add_option("--conv-algorithm", c.conv_algorithm,
-                       "CPU convolutions: auto (FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; "
-                       "with AVX-512, the forward pass of those of 4x4 outputs or fewer as a matrix product and "
-                       "their weight gradient by the engine's own kernel (strided: a product), and more passes and "
-                       "sizes for native BF16, whose stem also runs its own kernel), "
-                       "direct (oneDNN's everywhere), winograd, or measured (the faster of Winograd and direct for "
-                       "each pass and shape, timed on its first call; two runs may then choose differently)")
-          ->check(CLI::IsMember({"auto", "direct", "winograd", "measured"}))
-          ->type_name("ALGORITHM"));
+  run(add_choice(command, "--conv-algorithm", c.conv_algorithm, "CPU convolutions"));
   run(add_number(command, "--max-skipped", c.max_consecutive_skipped,
                  "stop the run after this many skipped steps in a row"));
   run(add_number(command, "--max-steps-per-epoch", c.max_steps_per_epoch, "cut epochs short (0: whole epochs)"));

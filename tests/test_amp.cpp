@@ -236,7 +236,7 @@ TEST(LossScaler, HysteresisMinimumMaximumAndGrowthToInfinity) {
 
 TEST(LossScaler, StaticAndOffNeverSkipAndIllegalOrdersAreRefused) {
   LossScaleConfig fixed;
-  fixed.kind = "static";
+  fixed.kind = LossScaleKind::Static;
   fixed.init_scale = 128;
   LossScaler scaler(fixed);
   Parameter p("w", tensor_from_floats({1.0f}, {1}));
@@ -246,7 +246,7 @@ TEST(LossScaler, StaticAndOffNeverSkipAndIllegalOrdersAreRefused) {
       << "static scaling applies every step (Apex)";
   scaler.update();
   EXPECT_EQ(scaler.scale(), 128.0f);
-  EXPECT_EQ(LossScaler({"off"}).scale(), 1.0f);
+  EXPECT_EQ(LossScaler({LossScaleKind::Off}).scale(), 1.0f);
 
   p.grad.data_as<float>()[0] = 1.0f;
   scaler.unscale(backend(), {&p.grad});
@@ -676,8 +676,8 @@ TEST(PrecisionPolicy, AutocastTableDecidesEachOpsType) {
   EXPECT_TRUE(fp16.master_weights());
   EXPECT_FALSE(PrecisionPolicy(precision_preset("fp16-pure")).master_weights());
   EXPECT_TRUE(PrecisionPolicy(precision_preset("fp16-pure")).everything_low());
-  EXPECT_EQ(precision_preset("amp-fp16").loss_scale.kind, "dynamic");
-  EXPECT_EQ(precision_preset("amp-bf16").loss_scale.kind, "off");
+  EXPECT_EQ(precision_preset("amp-fp16").loss_scale.kind, LossScaleKind::Dynamic);
+  EXPECT_EQ(precision_preset("amp-bf16").loss_scale.kind, LossScaleKind::Off);
   const std::string table = fp16.describe();
   EXPECT_NE(table.find("conv2d: low precision -> f16"), std::string::npos) << table;
   EXPECT_NE(table.find("cross_entropy: fp32 -> f32"), std::string::npos) << table;
@@ -870,7 +870,7 @@ TEST(MixedPrecisionStep, AnUngatedStepChecksItsGradientsInsideTheUpdateWithTheSa
     std::vector<StepResult> fused, separate;
     const auto fused_model = run(fused_backend, 0.0f, fused);
     const auto separate_model = run(separate_backend, 1e30f, separate);
-    const bool ungated = config.loss_scale.kind == std::string("off");
+    const bool ungated = config.loss_scale.kind == LossScaleKind::Off;
     EXPECT_EQ(fused_backend.checks_in_updates, ungated ? 3 : 0);
     EXPECT_EQ(fused_backend.separate_checks, ungated ? 0 : 3);
     EXPECT_EQ(separate_backend.checks_in_updates, 0);

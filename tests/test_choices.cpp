@@ -18,7 +18,8 @@ template <class E>
 class EveryChoice : public ::testing::Test {};
 
 // Each enum held by TrainConfig: a new one is added here.
-using ChoiceEnums = ::testing::Types<HostSync, CudaGraphs, Schedule, OptimizerKind, NormalizationStats>;
+using ChoiceEnums =
+    ::testing::Types<HostSync, CudaGraphs, ConvAlgorithm, LossScaleKind, Schedule, OptimizerKind, NormalizationStats>;
 TYPED_TEST_SUITE(EveryChoice, ChoiceEnums);
 
 TYPED_TEST(EveryChoice, HasOneRowPerValueAndItsNameReadsBack) {
@@ -56,6 +57,36 @@ TEST(Choices, TheStoredConfigurationSpellsThemByNameAndRefusesOthers) {
   const auto settings = config_settings(c);
   EXPECT_NE(std::find(settings.begin(), settings.end(), std::pair<std::string, std::string>{"host_sync", "every-step"}),
             settings.end());
+}
+
+// A configuration stored while the convolution algorithm and the loss scaling were text loads into their enums, and
+// is written back with the same names.
+TEST(Choices, AConfigurationStoredAsTextLoadsIntoTheEnums) {
+  const nlohmann::json stored = nlohmann::json::parse(
+      R"({"conv_algorithm":"winograd","depth":20,"precision":{"loss_scale":{"init_scale":1024.0,"kind":"static"},)"
+      R"("master_weights":true,"mode":"amp-fp16"}})");
+  const TrainConfig c = stored.get<TrainConfig>();
+  EXPECT_EQ(c.conv_algorithm, ConvAlgorithm::Winograd);
+  EXPECT_EQ(c.precision.loss_scale.kind, LossScaleKind::Static);
+  EXPECT_EQ(c.precision.loss_scale.init_scale, 1024.0);
+  const nlohmann::json written = c;
+  EXPECT_EQ(written["conv_algorithm"], "winograd");
+  EXPECT_EQ(written["precision"]["loss_scale"]["kind"], "static");
+  // The mode's preset spells its loss scaling through the same table.
+  TrainConfig preset;
+  preset.precision = precision_preset(PrecisionMode::AmpFp16);
+  EXPECT_EQ(nlohmann::json(preset)["precision"]["loss_scale"]["kind"], "dynamic");
+
+  nlohmann::json refused = stored;
+  refused["precision"]["loss_scale"]["kind"] = "sometimes";
+  try {
+    (void)refused.get<TrainConfig>();
+    ADD_FAILURE() << "an unknown loss scaling was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("precision.loss_scale.kind is not one of off, static or dynamic"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // A run stored while the schedule, the optimizer and the normalization were text loads into their enums and is

@@ -278,7 +278,7 @@ TEST_F(Diagnosis, AmpwbTrainWarnsOnceWhenTheScaleCollapses) {
 
 TEST_F(Diagnosis, Fp16GradientsWithoutLossScalingUnderflow) {
   TrainConfig c = with_mode(base_config(), PrecisionMode::AmpFp16);
-  c.precision.loss_scale.kind = "off";
+  c.precision.loss_scale.kind = LossScaleKind::Off;
   const Finding f = expect_finding(diagnose(trained(c)), "gradient_underflow");
   expect_contains(f.evidence, "of activation gradients are below 2^-14");
   // The same run with amp-fp16's dynamic loss scaling is not told so.

@@ -42,7 +42,7 @@ TEST_P(MemoryEstimateAccuracy, WithinAQuarterOfTheMeasuredPeak) {
   bench.steps = 1;
   // The optimizer's state is made by its first step. Dynamic loss scaling starts at 2^16, where FP16's first
   // gradients overflow and steps are skipped until the scale has come down: more warm-up there.
-  bench.warmup = precision_preset(bench.precision).loss_scale.kind == "dynamic" ? 8 : 1;
+  bench.warmup = precision_preset(bench.precision).loss_scale.kind == LossScaleKind::Dynamic ? 8 : 1;
   bench.threads = 1;  // one thread: two tests side by side on two cores would each wait at OpenMP barriers
   const BenchResult measured = run_benchmark(bench);
 

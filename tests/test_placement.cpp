@@ -203,7 +203,7 @@ StepsOutcome train_steps(Backend& backend, const DeferredCase& c, bool deferred,
   ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
   auto optimizer = make_optimizer(backend, {*parse_choice<OptimizerKind>(c.optimizer), 0.9f});
   PrecisionConfig config = precision_preset(c.mode);
-  if (c.loss_scale == "static") config.loss_scale = {"static", 1024.0};
+  if (c.loss_scale == "static") config.loss_scale = {LossScaleKind::Static, 1024.0};
   config.loss_scale.growth_interval = 2;  // the scale grows as well as backs off within the steps
   const PrecisionPolicy policy(config);
   LossScaler scaler(config.loss_scale);
@@ -316,7 +316,7 @@ ScheduledSteps train_on_schedule(Backend& backend, const DeferredCase& c, bool d
   ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
   auto optimizer = make_optimizer(backend, {*parse_choice<OptimizerKind>(c.optimizer), 0.9f});
   PrecisionConfig config = precision_preset(c.mode);
-  if (c.loss_scale == "static") config.loss_scale = {"static", 1024.0};
+  if (c.loss_scale == "static") config.loss_scale = {LossScaleKind::Static, 1024.0};
   config.loss_scale.growth_interval = 2;
   const PrecisionPolicy policy(config);
   LossScaler scaler(config.loss_scale);

@@ -344,7 +344,7 @@ class ChartData : public QObject {
     QCOMPARE(sweep.run_ids().size(), variants.size());
     const TrainConfig noscale = apply_variant(base, sweep_variants()[4]);
     QCOMPARE(noscale.precision.mode, PrecisionMode::AmpFp16);
-    QCOMPARE(noscale.precision.loss_scale.kind, std::string("off"));
+    QCOMPARE(noscale.precision.loss_scale.kind, LossScaleKind::Off);
     QVERIFY(noscale.precision.master_weights);
   }
 

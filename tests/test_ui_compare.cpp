@@ -452,7 +452,7 @@ class CompareRuns : public QObject {
     QCOMPARE(store.run(ids[1]).precision_name(), std::string("amp-bf16"));
     QCOMPARE(store.run(ids[2]).precision_name(), std::string("amp-fp16"));
     const TrainConfig noscale = store.run(ids[2]).config;
-    QCOMPARE(noscale.precision.loss_scale.kind, std::string("off"));
+    QCOMPARE(noscale.precision.loss_scale.kind, LossScaleKind::Off);
     QCOMPARE(w.compare_view()->table_model()->value("precision.loss_scale.kind", 2), QString("off"));
     // Named by what varies, and found together by the sweep's tag.
     QCOMPARE(store.run(ids[0]).name, std::string("fp32 · seed 0"));

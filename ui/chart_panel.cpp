@@ -281,7 +281,7 @@ void ChartPanel::update_skipped_note() {
     const SkippedSteps s = count_skipped(*r);
     total += s.total;
     early += s.early;
-    scaled = scaled || r->config.precision.loss_scale.kind != "off";
+    scaled = scaled || r->config.precision.loss_scale.kind != LossScaleKind::Off;
   }
   // Short enough for two lines under a narrow chart (a 1280×720 screen); the explanation is the tooltip.
   if (total == 0 && !runs_.empty() && !scaled) {

@@ -23,7 +23,7 @@ const std::vector<SweepVariant>& sweep_variants() {
 
 TrainConfig apply_variant(TrainConfig base, const SweepVariant& variant) {
   PrecisionOverrides overrides;
-  if (variant.loss_scaling_off) overrides.loss_scale_kind = "off";
+  if (variant.loss_scaling_off) overrides.loss_scale_kind = LossScaleKind::Off;
   base.precision = resolve_precision(variant.mode, overrides);
   return base;
 }

@@ -271,9 +271,7 @@ QWidget* RunSetupPanel::build_advanced_group() {
   scale_kind_ = new QComboBox;
   scale_kind_->setObjectName("lossScaleKind");
   scale_kind_->addItem(tr("as the precision mode says"), "");
-  scale_kind_->addItem(tr("off"), "off");
-  scale_kind_->addItem(tr("static"), "static");
-  scale_kind_->addItem(tr("dynamic"), "dynamic");
+  add_choices<LossScaleKind>(scale_kind_);
   scaler_preset_ = new QComboBox;
   scaler_preset_->setObjectName("scalerPreset");
   for (const char* p : kScalerPresets) scaler_preset_->addItem(p, p);
@@ -427,7 +425,7 @@ TrainConfig RunSetupPanel::config() const {
   // The scaler's numbers are fields that always hold one; the kind and master weights may be left to the mode.
   PrecisionOverrides o;
   const QString kind = scale_kind_->currentData().toString();
-  if (!kind.isEmpty()) o.loss_scale_kind = kind.toStdString();
+  if (!kind.isEmpty()) o.loss_scale_kind = chosen_choice<LossScaleKind>(scale_kind_);
   const QString master = master_weights_->currentData().toString();
   if (!master.isEmpty()) o.master_weights = master == "on";
   o.init_scale = init_scale_->value();
@@ -473,7 +471,7 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
   update_precision_help();
   const PrecisionConfig preset = precision_preset(c.precision.mode);
   const LossScaleConfig& s = c.precision.loss_scale;
-  select_data(scale_kind_, s.kind == preset.loss_scale.kind ? QString() : QString::fromStdString(s.kind));
+  select_data(scale_kind_, s.kind == preset.loss_scale.kind ? QString() : QString::fromUtf8(choice_name(s.kind)));
   init_scale_->setValue(s.init_scale);
   growth_factor_->setValue(s.growth_factor);
   backoff_factor_->setValue(s.backoff_factor);

@@ -14,10 +14,7 @@ double as_float32(double scale) { return static_cast<float>(scale); }
 }  // namespace
 
 LossScaler::LossScaler(const LossScaleConfig& config)
-    : config_(config), scale_(as_float32(config.init_scale)), hysteresis_left_(config.hysteresis) {
-  AMPWB_CHECK(config.kind == "off" || config.kind == "static" || config.kind == "dynamic",
-              "unknown loss scaling '" << config.kind << "'");
-}
+    : config_(config), scale_(as_float32(config.init_scale)), hysteresis_left_(config.hysteresis) {}
 
 LossScaler::Unscaled LossScaler::unscale(Backend& backend, const std::vector<Tensor*>& grads) {
   AMPWB_CHECK(stage_ != Stage::Unscaled, "unscale() was already called since the last update()");

@@ -21,8 +21,8 @@ class LossScaler {
  public:
   explicit LossScaler(const LossScaleConfig& config);
 
-  bool enabled() const { return config_.kind != "off"; }
-  bool dynamic() const { return config_.kind == "dynamic"; }
+  bool enabled() const { return config_.kind != LossScaleKind::Off; }
+  bool dynamic() const { return config_.kind == LossScaleKind::Dynamic; }
   float scale() const { return enabled() ? static_cast<float>(scale_) : 1.0f; }
 
   struct Unscaled {

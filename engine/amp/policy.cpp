@@ -44,9 +44,9 @@ std::string PrecisionPolicy::describe() const {
   std::ostringstream out;
   const LossScaleConfig& s = config_.loss_scale;
   out << "precision " << mode_name(config_.mode) << ": compute type " << dtype_name(low_) << ", master weights "
-      << (config_.master_weights ? "FP32" : "off") << ", loss scaling " << s.kind;
-  if (s.kind == "static") out << " (" << s.init_scale << ")";
-  if (s.kind == "dynamic")
+      << (config_.master_weights ? "FP32" : "off") << ", loss scaling " << choice_name(s.kind);
+  if (s.kind == LossScaleKind::Static) out << " (" << s.init_scale << ")";
+  if (s.kind == LossScaleKind::Dynamic)
     out << " (initial " << s.init_scale << ", x" << s.growth_factor << " every " << s.growth_interval
         << " clean steps, x" << s.backoff_factor << " on overflow" << (s.hysteresis > 1 ? ", hysteresis " : "")
         << (s.hysteresis > 1 ? std::to_string(s.hysteresis) : "") << ")";

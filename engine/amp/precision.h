@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "amp/loss_scale_kind.h"
 #include "core/dtype.h"
 
 namespace ampwb {
@@ -19,34 +20,34 @@ enum class NumberFormat : uint8_t { Fp32, Tf32, Fp16, Bf16 };
 
 struct PrecisionModeInfo {
   PrecisionMode mode;
-  const char* name;          // the CLI's, the store's and the JSON's spelling: "amp-fp16"
-  const char* title;         // the GUI's: "AMP FP16"
-  const char* description;   // one sentence for help texts and tooltips
-  NumberFormat format;       // what the mode's low-precision ops compute in
-  DType low;                 // the type they store: F32 for fp32 and tf32
-  bool master_weights;       // preset: FP32 master weights
-  const char* loss_scaling;  // preset: "off" or "dynamic"
-  bool everything_low;       // batch-norm parameters and statistics stored low too (Apex O3)
-  bool cuda_only;            // no CPU computes its format
+  const char* name;            // the CLI's, the store's and the JSON's spelling: "amp-fp16"
+  const char* title;           // the GUI's: "AMP FP16"
+  const char* description;     // one sentence for help texts and tooltips
+  NumberFormat format;         // what the mode's low-precision ops compute in
+  DType low;                   // the type they store: F32 for fp32 and tf32
+  bool master_weights;         // preset: FP32 master weights
+  LossScaleKind loss_scaling;  // preset: off or dynamic
+  bool everything_low;         // batch-norm parameters and statistics stored low too (Apex O3)
+  bool cuda_only;              // no CPU computes its format
 };
 
 inline constexpr std::array<PrecisionModeInfo, static_cast<size_t>(PrecisionMode::Count)> kPrecisionModes = {{
     {PrecisionMode::Fp32, "fp32", "FP32", "Everything in FP32: the reference every other mode is measured against.",
-     NumberFormat::Fp32, DType::F32, false, "off", false, false},
+     NumberFormat::Fp32, DType::F32, false, LossScaleKind::Off, false, false},
     {PrecisionMode::Tf32, "tf32", "TF32 (CUDA)", "FP32 storage with TF32 tensor-core math: NVIDIA GPUs only.",
-     NumberFormat::Tf32, DType::F32, false, "off", false, true},
+     NumberFormat::Tf32, DType::F32, false, LossScaleKind::Off, false, true},
     {PrecisionMode::AmpFp16, "amp-fp16", "AMP FP16",
      "Autocast to FP16, FP32 master weights, dynamic loss scaling (torch.autocast + GradScaler, Apex O1).",
-     NumberFormat::Fp16, DType::F16, true, "dynamic", false, false},
+     NumberFormat::Fp16, DType::F16, true, LossScaleKind::Dynamic, false, false},
     {PrecisionMode::AmpBf16, "amp-bf16", "AMP BF16",
      "Autocast to BF16 with FP32 master weights; BF16 has FP32's range, so no loss scaling is needed.",
-     NumberFormat::Bf16, DType::BF16, true, "off", false, false},
+     NumberFormat::Bf16, DType::BF16, true, LossScaleKind::Off, false, false},
     {PrecisionMode::Fp16O2, "fp16-o2", "FP16 O2",
      "FP16 model and activations, FP32 batch norm and master weights, dynamic loss scaling (Apex O2).",
-     NumberFormat::Fp16, DType::F16, true, "dynamic", false, false},
+     NumberFormat::Fp16, DType::F16, true, LossScaleKind::Dynamic, false, false},
     {PrecisionMode::Fp16Pure, "fp16-pure", "FP16 pure",
      "FP16 everywhere, batch norm included, no master weights or loss scaling (Apex O3): expect trouble.",
-     NumberFormat::Fp16, DType::F16, false, "off", true, false},
+     NumberFormat::Fp16, DType::F16, false, LossScaleKind::Off, true, false},
 }};
 static_assert(
     [] {
@@ -64,8 +65,8 @@ std::string precision_mode_names();  // "fp32, tf32, amp-fp16, amp-bf16, fp16-o2
 
 // Loss scaling with PyTorch GradScaler semantics; presets carry other frameworks' defaults.
 struct LossScaleConfig {
-  std::string kind = "dynamic";  // off, static, dynamic
-  double init_scale = 65536.0;   // 2^16
+  LossScaleKind kind = LossScaleKind::Dynamic;
+  double init_scale = 65536.0;  // 2^16
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
   int64_t growth_interval = 2000;
@@ -77,7 +78,7 @@ struct LossScaleConfig {
 struct PrecisionConfig {
   PrecisionMode mode = PrecisionMode::Fp32;
   bool master_weights = false;
-  LossScaleConfig loss_scale{"off"};
+  LossScaleConfig loss_scale{LossScaleKind::Off};
 };
 
 // The preset of a mode: its defining knobs (master weights, loss scaling), from the table.

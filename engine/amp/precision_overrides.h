@@ -15,7 +15,7 @@ struct PrecisionOverrides {
   // A framework's loss-scaler settings (loss_scale_preset: "pytorch", "apex", ...) in place of the preset's, which
   // keeps its kind; empty: none.
   std::string scaler_preset;
-  std::optional<decltype(LossScaleConfig::kind)> loss_scale_kind;  // off, static or dynamic
+  std::optional<LossScaleKind> loss_scale_kind;
   std::optional<bool> master_weights;
   std::optional<double> init_scale, growth_factor, backoff_factor, min_scale, max_scale;
   std::optional<int64_t> growth_interval;

@@ -167,7 +167,7 @@ double below_normal_share(const GradientHistogram& h) {
 }
 
 void gradient_underflow(const RunEvidence& e, std::vector<Finding>& out) {
-  if (!fp16_storage(e) || e.run.config.precision.loss_scale.kind != "off") return;
+  if (!fp16_storage(e) || e.run.config.precision.loss_scale.kind != LossScaleKind::Off) return;
   const GradientHistogram* worst = nullptr;
   for (const GradientHistogram& h : e.histograms)
     if (h.kind == "activation" && (!worst || h.epoch >= worst->epoch)) worst = &h;

@@ -2,10 +2,13 @@
 // choices among its kernels: ConvAlgorithm, CpuBf16), and make_backend().
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "core/choices.h"
 
 namespace ampwb {
 
@@ -20,6 +23,23 @@ class Backend;
 // on AMX as one matrix product each (im2col, then oneDNN's matmul) where oneDNN's own are slower: those whose output
 // is 4x4 pixels or fewer. Gemm computes every NHWC convolution that way (tests).
 enum class ConvAlgorithm { Auto, Direct, Winograd, Measured, Gemm };
+template <>
+struct ChoiceTable<ConvAlgorithm> {
+  static constexpr const char* what = "convolution algorithm";
+  static constexpr std::array<Choice<ConvAlgorithm>, 5> rows = {{
+      {ConvAlgorithm::Auto, "auto", "auto",
+       "FP32 3x3 ones by Winograd F(2x2,3x3) without AVX-512, else direct; with AVX-512, the forward pass of those "
+       "of 4x4 outputs or fewer as a matrix product and their weight gradient by the engine's own kernel (strided: "
+       "a product), and more passes and sizes for native BF16, whose stem also runs its own kernel"},
+      {ConvAlgorithm::Direct, "direct", "direct", "oneDNN's everywhere"},
+      {ConvAlgorithm::Winograd, "winograd", "Winograd", "FP32 3x3 ones by Winograd F(2x2,3x3) on every CPU"},
+      {ConvAlgorithm::Measured, "measured", "measured",
+       "the faster of Winograd and direct for each pass and shape, timed on its first call; two runs may then "
+       "choose differently"},
+      {ConvAlgorithm::Gemm, "gemm", "matrix products",
+       "every convolution as one matrix product (im2col, then oneDNN's matmul), for tests"},
+  }};
+};
 inline constexpr double kWinogradMargin = 1.1;
 
 // How the CPU computes BF16 where oneDNN has BF16 primitives that the cores run natively. Auto takes them where

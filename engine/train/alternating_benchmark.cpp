@@ -16,7 +16,7 @@ BenchConfig bench_config_of(const TrainConfig& config, int image_size, int class
   b.threads = config.threads;
   b.seed = config.seed;
   b.stem = config.stem;
-  b.conv_algorithm = conv_algorithm_named(config.conv_algorithm);
+  b.conv_algorithm = config.conv_algorithm;
   b.host_sync = config.host_sync;
   b.cuda_graphs = config.cuda_graphs;
   return b;

@@ -39,13 +39,6 @@ void validate(const BenchConfig& c) {
 }
 }  // namespace
 
-ConvAlgorithm conv_algorithm_named(const std::string& name) {
-  return name == "direct"     ? ConvAlgorithm::Direct
-         : name == "winograd" ? ConvAlgorithm::Winograd
-         : name == "measured" ? ConvAlgorithm::Measured
-                              : ConvAlgorithm::Auto;
-}
-
 BenchResult run_benchmark(const BenchConfig& config) {
   validate(config);
   std::unique_ptr<Backend> backend = make_backend(

@@ -26,7 +26,7 @@ struct BenchConfig {
   Stem stem = Stem::Auto;
   bool profile = false;  // time every op by class (backend/profiled_backend.h): on the host clock on a CPU, between
                          // device events on a GPU
-  ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions (backend.h)
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions (backend/make_backend.h)
   HostSync host_sync = HostSync::Auto;                 // as TrainConfig::host_sync
   CudaGraphs cuda_graphs = CudaGraphs::Auto;           // as TrainConfig::cuda_graphs
 };
@@ -54,8 +54,5 @@ struct BenchResult {
 };
 
 BenchResult run_benchmark(const BenchConfig& config);
-
-// A convolution algorithm by its name in TrainConfig::conv_algorithm ("auto", "direct", "winograd", "measured").
-ConvAlgorithm conv_algorithm_named(const std::string& name);
 
 }  // namespace ampwb

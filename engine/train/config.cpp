@@ -52,14 +52,9 @@ void validate(const TrainConfig& c) {
   REQUIRE_SETTING(o.eps > 0 && std::isfinite(o.eps), "Adam's eps must be positive and finite, got " << o.eps);
   REQUIRE_SETTING(c.threads >= 0 && c.threads <= kMaxThreads,
                   "--threads must be 0 (every core) to " << kMaxThreads << ", got " << c.threads);
-  REQUIRE_SETTING(c.conv_algorithm == "auto" || c.conv_algorithm == "direct" || c.conv_algorithm == "winograd" ||
-                      c.conv_algorithm == "measured",
-                  "--conv-algorithm must be auto, direct, winograd or measured, got '" << c.conv_algorithm << "'");
   REQUIRE_SETTING(c.cuda_graphs != CudaGraphs::On || c.host_sync != HostSync::EveryStep,
                   "--cuda-graphs on captures deferred steps: it needs --host-sync auto or deferred");
   const LossScaleConfig& s = c.precision.loss_scale;
-  REQUIRE_SETTING(s.kind == "off" || s.kind == "static" || s.kind == "dynamic",
-                  "--loss-scale must be off, static:S or dynamic, got '" << s.kind << "'");
   REQUIRE_SETTING(s.init_scale > 0 && std::isfinite(s.init_scale), "the loss scale must be positive and finite");
   REQUIRE_SETTING(s.growth_factor > 1 && std::isfinite(s.growth_factor),
                   "--growth-factor must be a finite number above 1, got " << s.growth_factor);

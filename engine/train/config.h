@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "amp/precision.h"
+#include "backend/make_backend.h"
 #include "data/normalization.h"
 #include "models/resnet.h"
 #include "optim/lr_schedule.h"
@@ -58,9 +59,8 @@ struct TrainConfig {
   HostSync host_sync = HostSync::Auto;        // when a step waits for its device (train/step_settings.h)
   CudaGraphs cuda_graphs = CudaGraphs::Auto;  // deferred steps captured and replayed as CUDA graphs
   // CPU convolutions (FP32 and emulated 16-bit 3x3 ones; with AVX-512, those of small images, native BF16 ones only
-  // on AMX): "auto", "direct", "winograd" or "measured" (ConvAlgorithm in backend/backend.h). The run's backend
-  // description records what ran.
-  std::string conv_algorithm = "auto";
+  // on AMX; backend/make_backend.h). The run's backend description records what ran.
+  ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;
   int threads = 0;  // 0 = every core; at most kMaxThreads
   PrecisionConfig precision;
   DataConfig data;

@@ -434,7 +434,8 @@ MemoryEstimateInput memory_estimate_input(const TrainConfig& config, int image_s
   // are deferred, whose backward writes FP32 gradients.
   const LossScaleConfig& scale = config.precision.loss_scale;
   const bool checked_in_update =
-      (scale.kind == "off" || (scale.kind == "static" && scale.init_scale == 1.0)) && config.grad_clip_norm <= 0;
+      (scale.kind == LossScaleKind::Off || (scale.kind == LossScaleKind::Static && scale.init_scale == 1.0)) &&
+      config.grad_clip_norm <= 0;
   in.gradients_stay_16bit = mode_info(config.precision.mode).low != DType::F32 && !in.emulates_low_precision &&
                             device.updates_read_16bit_gradients && checked_in_update && device.device.is_cpu();
   // The trainer's loader threads (Trainer::train): its ring holds (prefetch + threads + 1) batches, prefetch being

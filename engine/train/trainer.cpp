@@ -440,9 +440,9 @@ Trainer::Run::Run(Trainer& trainer)
 
 std::unique_ptr<ProfiledBackend> Trainer::Run::profiled_backend(const Trainer& trainer) {
   const TrainConfig& config = trainer.config_;
-  std::unique_ptr<Backend> made =
-      make_backend(config.device, {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32,
-                                   conv_algorithm_named(config.conv_algorithm)});
+  std::unique_ptr<Backend> made = make_backend(
+      config.device,
+      {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32, config.conv_algorithm});
   if (trainer.decorate_backend_) made = trainer.decorate_backend_(std::move(made));
   return std::make_unique<ProfiledBackend>(std::move(made));
 }
