@@ -9,7 +9,7 @@ PrecisionConfig resolve_precision(PrecisionMode mode, const PrecisionOverrides& 
   PrecisionConfig p = precision_preset(mode);
   LossScaleConfig& s = p.loss_scale;
   if (!o.scaler_preset.empty()) {
-    const auto kind = s.kind;
+    const LossScaleKind kind = s.kind;
     s = loss_scale_preset(o.scaler_preset);
     s.kind = kind;
   }
