@@ -73,7 +73,7 @@ TEST(RunStore, RecordsEveryFieldAndReadsItBack) {
   EXPECT_EQ(r.precision_name(), "amp-bf16");
   EXPECT_EQ(r.batch_size, 16);
   EXPECT_EQ(r.lr, static_cast<double>(0.1f));
-  EXPECT_EQ(r.optimizer, "sgd");
+  EXPECT_EQ(r.config.optimizer.kind, OptimizerKind::Sgd);
   EXPECT_EQ(r.epochs, 4);
   EXPECT_EQ(r.image_size, 16);
   EXPECT_EQ(r.seed, 0xfedcba9876543210ull);
@@ -612,6 +612,29 @@ TEST(RunStore, AnUnreadableStoredConfigurationIsListedWithDefaultsAndNotResumed)
   expect_contains(r.unreadable, "configuration's depth");
   expect_contains(r.unreadable, "run information is not JSON");
   expect_contains(resume_refusal(store, id), "cannot be resumed");
+}
+
+// A configuration stored without its precision mode (the oldest stores) shows the mode its column holds.
+TEST(RunStore, AConfigurationWithoutItsModeKeepsTheColumns) {
+  TempDir dir("nomode");
+  const std::string path = dir.file("runs.sqlite");
+  TrainConfig c = config_named("old");
+  c.precision = precision_preset("amp-bf16");
+  int64_t id = 0;
+  {
+    RunStore store(path);
+    id = store.begin_run(c, info(), "fp");
+    store.end_run(id, {RunStatus::Finished, ""}, {}, 1.0);
+  }
+  {
+    SqliteDb db(path, SqliteDb::Open::ReadWrite);
+    db.exec("UPDATE runs SET config_json = '{\"depth\": 20}'");
+  }
+  RunStore store(path);
+  const RunRecord r = store.run(id);
+  EXPECT_EQ(r.unreadable, "");
+  EXPECT_EQ(r.config.depth, 20);
+  EXPECT_EQ(r.precision_name(), "amp-bf16");
 }
 }  // namespace
 }  // namespace ampwb

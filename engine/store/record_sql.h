@@ -4,10 +4,13 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "core/choices.h"
+#include "core/error.h"
 #include "store/sqlite.h"
 #include "train/record_fields.h"
 
@@ -54,6 +57,8 @@ int bind_columns(SqliteStatement& q, int first, const R& record) {
       q.bind(i++, v);
     else if constexpr (std::is_same_v<T, std::vector<std::string>>)
       q.bind(i++, nlohmann::json(v).dump());
+    else if constexpr (ChoiceEnum<T>)
+      q.bind(i++, std::string(choice_name(v)));
     else
       q.bind(i++, nlohmann::json(v).template get<std::string>());  // an enum: its name
   });
@@ -81,6 +86,12 @@ int read_columns(const SqliteStatement& q, int first, R& record) {
       if (list.is_array())
         for (const auto& item : list)
           if (item.is_string()) v.push_back(item.template get<std::string>());
+    } else if constexpr (ChoiceEnum<T>) {
+      const std::string name = q.text(c++);
+      const std::optional<T> value = parse_choice<T>(name);
+      if (!value)
+        throw Error("the stored " + std::string(ChoiceTable<T>::what) + " '" + name + "' is not " + choice_names<T>());
+      v = *value;
     } else {
       v = nlohmann::json(q.text(c++)).template get<T>();
     }

@@ -24,12 +24,11 @@ struct RunRecord {
   std::string created, updated, ended;  // ISO 8601 UTC ("2026-11-21T17:16:10Z"); ended is empty while running
   RunStatus status = RunStatus::Running;
   std::string end_reason;  // why it failed, was cancelled or interrupted; empty when finished
-  // The main knobs, copied out of the configuration so that lists and queries need no JSON (the precision mode is
-  // the configuration's own, config.precision.mode, written through to its column).
+  // The main knobs, copied out of the configuration so that lists and queries need no JSON (the precision mode and
+  // the optimizer are the configuration's own, written through to their columns).
   int depth = 0;
   int batch_size = 0;
   double lr = 0;
-  std::string optimizer;
   int epochs = 0;      // planned
   int image_size = 0;  // as trained (the resolved size, not "auto")
   uint64_t seed = 0;
@@ -89,7 +88,7 @@ void fields(R& r, V&& v) {
   v("precision", r.config.precision.mode);  // the configuration's; read back before it, kept if it is unreadable
   v("batch_size", r.batch_size);
   v({"lr", "learning_rate"}, r.lr);
-  v("optimizer", r.optimizer);
+  v("optimizer", r.config.optimizer.kind);
   v({"epochs", "epochs_planned"}, r.epochs);
   v({"image_size", "image_size_pixels"}, r.image_size);
   v("seed", r.seed);

@@ -18,7 +18,8 @@ RunRecord read_run(const SqliteStatement& q) {
   RunRecord r;
   const int c = read_columns(q, 0, r);
   try {
-    r.config = config_from_json_text(q.text(c));
+    // Read over the precision mode its column holds: a configuration stored without one keeps that.
+    r.config = config_from_json_text(q.text(c), r.config);
   } catch (const std::exception& e) {
     r.unreadable = e.what();
   }

@@ -118,10 +118,11 @@ std::vector<std::pair<std::string, std::string>> config_settings(const TrainConf
 
 std::string config_to_json_text(const TrainConfig& c) { return nlohmann::json(c).dump(); }
 
-TrainConfig config_from_json_text(const std::string& text) {
+TrainConfig config_from_json_text(const std::string& text, TrainConfig base) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) throw Error("the stored configuration is not JSON");
-  return j.get<TrainConfig>();
+  from_json(j, base);
+  return base;
 }
 
 }  // namespace ampwb

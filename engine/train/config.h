@@ -176,6 +176,6 @@ std::vector<std::pair<std::string, std::string>> config_settings(const TrainConf
 // The configuration as JSON text and back (for settings files: the GUI keeps its last configuration so); reading
 // throws ampwb::Error when the text is not JSON or a value does not fit.
 std::string config_to_json_text(const TrainConfig& c);
-TrainConfig config_from_json_text(const std::string& text);
+TrainConfig config_from_json_text(const std::string& text, TrainConfig base = {});
 
 }  // namespace ampwb
