@@ -558,9 +558,10 @@ TEST(Bf16Emulation, TheCoresMultiplyAddRatesAreMeasured) {
   EXPECT_GT(rates.fp32_gflops, 4.0);
   EXPECT_LT(rates.fp32_gflops, 400.0);
   if (cpu_has_avx512_bf16()) {
-    // VDPBF16PS does 4 flops a lane: from half FP32's rate (one port, Intel without AMX) to twice it (Zen 5).
-    EXPECT_GT(rates.bf16_gflops / rates.fp32_gflops, 0.3);
-    EXPECT_LT(rates.bf16_gflops / rates.fp32_gflops, 2.5);
+    // VDPBF16PS does 4 flops a lane: from half FP32's rate (one port, Intel without AMX) to twice it (Zen 5). A
+    // busy sibling thread can slow one loop more than the other; a loop counting its flops wrong lands at 4x or more.
+    EXPECT_GT(rates.bf16_gflops / rates.fp32_gflops, 0.2);
+    EXPECT_LT(rates.bf16_gflops / rates.fp32_gflops, 3.2);
   } else {
     EXPECT_EQ(rates.bf16_gflops, 0.0) << "no AVX512-BF16, no rate";
   }
