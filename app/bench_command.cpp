@@ -97,7 +97,7 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
   add_precision_mode(bench, options->precision);
   add_number(bench, "--steps", c.steps, "timed steps (the median is reported)");
   add_number(bench, "--warmup", c.warmup, "untimed steps first");
-  bench->add_option("--device", c.device, "cpu, cuda, cuda:N or auto")->type_name("DEVICE");
+  add_named_value(bench, "--device", c.device, "cpu, cuda, cuda:N or auto");
   add_number(bench, "--threads", c.threads, "CPU threads (0: every core)");
   add_number(bench, "--seed", c.seed, "seeds the weights and the synthetic data");
   bench->add_flag("--json", options->json, "one line of JSON (NaN and infinity as null)");

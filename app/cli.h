@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "core/choices.h"
+#include "core/device_choice.h"
 
 namespace ampwb::cli {
 
@@ -92,6 +93,22 @@ CLI::Option* add_choice(CLI::App* app, const std::string& name, E& value, const 
           ""))
       ->type_name(names)
       ->default_str(choice_name(value));
+}
+
+// Adds `name` bound to the named value `value` (core/device_choice.h), refusing a word it does not take ("--device:
+// 'tpu' is not cpu, cuda, cuda:N or auto").
+template <NamedValue T>
+CLI::Option* add_named_value(CLI::App* app, const std::string& name, T& value, const std::string& help) {
+  return app
+      ->add_option_function<std::string>(
+          name, [&value](const std::string& text) { value = *T::parse(text); }, help)
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return T::parse(text) ? std::string() : "'" + text + "' is not " + T::names;
+          },
+          ""))
+      ->type_name("DEVICE")
+      ->default_str(value.name());
 }
 
 // Adds --db FILE: the run store.

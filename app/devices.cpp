@@ -27,7 +27,7 @@ std::string listing(const std::vector<std::string>& items) {
 }
 
 std::string device_text(const DeviceReport& d) {
-  std::string out = "  " + d.device.id + ": " + printable(d.device.name.empty() ? "?" : d.device.name);
+  std::string out = "  " + d.device.id.name() + ": " + printable(d.device.name.empty() ? "?" : d.device.name);
   out += " (" + (d.device.isa.empty() ? std::string("?") : d.device.isa) + ", " + gib(d.device.memory_bytes) + ")\n";
   if (!d.error.empty()) return out + "    cannot train here: " + d.error + "\n";
   // Modes that compute alike (or fail for one reason) on one line, in the order of kPrecisionModes.
@@ -65,7 +65,7 @@ int devices_command(const DevicesOptions& options) {
                      {"compute", support.compute},
                      {"reason", support.reason},
                      {"notes", support.notes}};
-    out["devices"].push_back({{"device", d.device.id},
+    out["devices"].push_back({{"device", d.device.id.name()},
                               {"name", d.device.name},
                               {"isa", d.device.isa},
                               {"memory_bytes", d.device.memory_bytes},

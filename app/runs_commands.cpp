@@ -108,7 +108,7 @@ int runs_command(const RunsOptions& options) {
       list.push_back(j);
     } else {
       table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_status_name(r.status),
-                 std::to_string(r.depth), r.precision_name(), r.device,
+                 std::to_string(r.depth), r.precision_name(), r.device.name(),
                  s.epochs_completed && r.info.validation_images > 0 ? percent_text(s.best_validation_accuracy) : "-",
                  std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration_text(s.total_seconds),
                  resumable ? "yes" : ""});

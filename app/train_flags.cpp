@@ -157,8 +157,7 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
 
   const auto run = group("Run");
   run(command->add_option("--name", c.name, "the run's name in the run store")->type_name("NAME"));
-  run(command->add_option("--device", c.device, "cpu, cuda, cuda:N or auto (a GPU when one is usable)")
-          ->type_name("DEVICE"));
+  run(add_named_value(command, "--device", c.device, "cpu, cuda, cuda:N or auto (a GPU when one is usable)"));
   run(add_number(command, "--threads", c.threads, "CPU threads (0: every core)"));
   run(add_choice(command, "--host-sync", c.host_sync, "when a step waits for its device"));
   run(add_choice(command, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs"));

@@ -74,7 +74,8 @@ int run(int threads, int rounds) {
   else
     std::printf("  BF16: this CPU has no AVX512-BF16\n");
 
-  auto backend = make_backend("cpu", {threads, CpuBf16::Native});  // oneDNN's BF16 wherever it runs natively
+  auto backend =
+      make_backend(DeviceChoice::cpu(), {threads, CpuBf16::Native});  // oneDNN's BF16 wherever it runs natively
   std::printf(
       "\n%s\nResNet-18 convolutions at 224 px, batch 16, NHWC; median of %d rounds, FP32 and BF16 "
       "alternated:\n",
@@ -103,8 +104,8 @@ int run(int threads, int rounds) {
 
   // FP32 3x3 convolutions: oneDNN's direct ones against the engine's Winograd F(2x2,3x3) (backend/cpu/winograd.h),
   // alternated; GFLOP/s count the direct convolution's multiply-adds for both.
-  auto direct = make_backend("cpu", {threads, CpuBf16::Auto, false, ConvAlgorithm::Direct});
-  auto winograd = make_backend("cpu", {threads, CpuBf16::Auto, false, ConvAlgorithm::Winograd});
+  auto direct = make_backend(DeviceChoice::cpu(), {threads, CpuBf16::Auto, false, ConvAlgorithm::Direct});
+  auto winograd = make_backend(DeviceChoice::cpu(), {threads, CpuBf16::Auto, false, ConvAlgorithm::Winograd});
   std::printf("\nFP32, oneDNN's direct convolution against Winograd F(2x2,3x3), alternated:\n");
   std::printf("%-20s %-16s %10s %10s %8s\n", "shape", "pass", "direct", "Winograd", "speed-up");
   for (const ConvShape& s : shapes) {

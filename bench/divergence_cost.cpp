@@ -23,7 +23,7 @@ using bench::median;
 using bench::seconds_since;
 
 int run(const std::string& mode, int rounds) {
-  const std::unique_ptr<Backend> backend = make_backend("cpu");
+  const std::unique_ptr<Backend> backend = make_backend(DeviceChoice::cpu());
   Rng rng(1);
   ResNet model(*backend, {20, 10, 3, 32, Stem::Auto}, rng);
   const PrecisionPolicy policy(precision_preset(mode));

@@ -52,7 +52,7 @@ inline Backend* backend_for(const std::string& name, std::string& why) {
   if (it == made.end()) {
     Made m;
     try {
-      m.backend = make_backend(name, {2});  // two threads on the CPU, as the whole suite
+      m.backend = make_backend(parse_device(name), {2});  // two threads on the CPU, as the whole suite
     } catch (const Error& e) {
       m.why = e.what();
     }

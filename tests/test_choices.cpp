@@ -125,5 +125,46 @@ TEST(Choices, ScheduleOptimizerAndNormalizationStoredAsTextLoad) {
   }
 }
 
+// The device: every name reads back as itself, "cuda" (what older runs stored) as the first GPU, and any other word
+// is refused naming the ones it takes.
+TEST(DeviceChoices, NamesReadBackAndOtherWordsAreRefused) {
+  for (const DeviceChoice d :
+       {DeviceChoice::cpu(), DeviceChoice::automatic(), DeviceChoice::cuda(0), DeviceChoice::cuda(3)})
+    EXPECT_EQ(DeviceChoice::parse(d.name()), d) << d.name();
+  EXPECT_EQ(DeviceChoice::cuda(2).name(), "cuda:2");
+  EXPECT_EQ(DeviceChoice::parse("cuda"), DeviceChoice::cuda(0));
+  for (const char* word : {"", "tpu", "CPU", "cuda:", "cuda:x", "cuda0", "cuda:-1", "cuda:1 ", "cuda:99999999999"})
+    EXPECT_EQ(DeviceChoice::parse(word), std::nullopt) << "'" << word << "'";
+  try {
+    (void)parse_device("tpu");
+    ADD_FAILURE() << "tpu was read";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "unknown device 'tpu' (expected cpu, cuda, cuda:N or auto)");
+  }
+}
+
+TEST(DeviceChoices, TheStoredConfigurationSpellsTheDeviceByName) {
+  TrainConfig c;
+  EXPECT_TRUE(c.device.is_cpu());
+  c.device = DeviceChoice::cuda(1);
+  nlohmann::json j = c;
+  EXPECT_EQ(j["device"], "cuda:1");
+  EXPECT_EQ(j.get<TrainConfig>().device, DeviceChoice::cuda(1));
+  j["device"] = "cuda";
+  EXPECT_EQ(j.get<TrainConfig>().device, DeviceChoice::cuda(0));
+  for (const nlohmann::json& bad : {nlohmann::json("gpu"), nlohmann::json(0)}) {
+    j["device"] = bad;
+    try {
+      (void)j.get<TrainConfig>();
+      ADD_FAILURE() << "device " << bad.dump() << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("device is not cpu, cuda, cuda:N or auto"), std::string::npos) << e.what();
+    }
+  }
+  const auto settings = config_settings(c);
+  EXPECT_NE(std::find(settings.begin(), settings.end(), std::pair<std::string, std::string>{"device", "cuda:1"}),
+            settings.end());
+}
+
 }  // namespace
 }  // namespace ampwb

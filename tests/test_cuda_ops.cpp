@@ -229,7 +229,7 @@ TEST(CudaDevice, DescriptionMemoryAccountingAndOutOfMemory) {
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("out of GPU memory"), std::string::npos) << what;
-    EXPECT_NE(what.find("smaller --batch-size"), std::string::npos) << what;
+    EXPECT_NE(what.find("smaller batch size"), std::string::npos) << what;
   }
   // The backend still works after the failure.
   const Tensor x = tensor_from_floats({-1.0f, 2.0f}, {2});
@@ -248,8 +248,8 @@ TEST(CudaDevice, HostTensorsAreRefusedByNameAndAutoPicksTheGpu) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is not on cuda:0"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(make_backend("auto")->device(), Device::cuda(0));
-  EXPECT_THROW(make_backend("cuda:" + std::to_string(cuda_device_count())), Error);
+  EXPECT_EQ(make_backend(DeviceChoice::automatic())->device(), Device::cuda(0));
+  EXPECT_THROW(make_backend(DeviceChoice::cuda(cuda_device_count())), Error);
 }
 
 // ---- Without a GPU (these run on every machine of a CUDA build) ---------------------------------------------------
@@ -258,13 +258,13 @@ TEST(CudaWithoutGpu, CudaIsRefusedClearlyAndAutoPicksTheCpu) {
   if (have_gpu()) GTEST_SKIP() << "a GPU is present: the no-GPU behaviour cannot be observed here";
   for (const char* name : {"cuda", "cuda:0", "cuda:1"}) {
     try {
-      make_backend(name);
+      make_backend(parse_device(name));
       FAIL() << name << " accepted without a GPU";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("no usable CUDA GPU"), std::string::npos) << e.what();
     }
   }
-  EXPECT_EQ(make_backend("auto", {1})->device(), Device::cpu());
+  EXPECT_EQ(make_backend(DeviceChoice::automatic(), {1})->device(), Device::cpu());
   EXPECT_THROW(CudaBackend{}, Error);
   try {
     Tensor::empty({4}, DType::F32, Layout::NCHW, Device::cuda(0));
@@ -277,7 +277,7 @@ TEST(CudaWithoutGpu, CudaIsRefusedClearlyAndAutoPicksTheCpu) {
 TEST(CudaWithoutGpu, MalformedDeviceNamesAreRefusedByName) {
   for (const char* name : {"cuda:", "cuda:x", "cuda0", "cuda:-1", "cudaa"}) {
     try {
-      make_backend(name);
+      make_backend(parse_device(name));
       FAIL() << name << " accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("unknown device"), std::string::npos) << name << ": " << e.what();

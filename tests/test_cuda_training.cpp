@@ -29,7 +29,7 @@ TEST_P(CudaEveryMode, TrainsATinyResNetOnTheGpuWithFallingLoss) {
   const fs::path data = make_stripes_idx("cuda_mode_" + GetParam(), 32, 16);
   TrainConfig c;
   c.data_dir = data.string();
-  c.device = "cuda";
+  c.device = DeviceChoice::cuda(0);
   c.depth = 20;
   c.epochs = 4;
   c.batch_size = 16;
@@ -99,7 +99,7 @@ TEST_P(CudaWholeStep, MatchesTheCpuBackendFromTheSameWeightsAndBatch) {
   if (cuda_device_count() == 0)
     GTEST_SKIP() << "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
   const StepTolerance& tol = GetParam();
-  auto gpu = make_backend("cuda", {2, CpuBf16::Auto, std::string(tol.mode) == "tf32"});
+  auto gpu = make_backend(DeviceChoice::cuda(0), {2, CpuBf16::Auto, std::string(tol.mode) == "tf32"});
   CpuBackend cpu({2});
   const ResNetConfig resnet18{18, 10, 3, 32, Stem::Auto};
   const testing::StepOutcome on_gpu = testing::one_training_step(*gpu, tol.mode, resnet18, 16, 17);
@@ -147,7 +147,7 @@ struct CudaSteps {
 };
 
 CudaSteps run_cuda_steps(const std::string& how, const std::string& optimizer_kind, bool scheduled) {
-  ProfiledBackend backend(make_backend("cuda", {2}));
+  ProfiledBackend backend(make_backend(DeviceChoice::cuda(0), {2}));
   backend.set_enabled(false);
   Rng rng(11);
   ResNet model(backend, {20, 10, 3, 16, Stem::Auto}, rng);

@@ -11,21 +11,21 @@ namespace ampwb {
 namespace {
 
 TEST(Devices, CpuAndAutoWithoutGpu) {
-  EXPECT_EQ(make_backend("cpu", {1})->device(), Device::cpu());
+  EXPECT_EQ(make_backend(DeviceChoice::cpu(), {1})->device(), Device::cpu());
 #ifdef AMPWB_HAVE_CUDA
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present: 'auto' would choose it";
 #endif
-  EXPECT_EQ(make_backend("auto", {1})->device(), Device::cpu());
+  EXPECT_EQ(make_backend(DeviceChoice::automatic(), {1})->device(), Device::cpu());
 }
 
 TEST(Devices, UnknownOrUnavailableDevicesAreRefusedByName) {
   try {
-    make_backend("tpu");
+    make_backend(parse_device("tpu"));
     FAIL() << "tpu accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown device 'tpu'"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(make_backend("cuda:0"), Error);  // no GPU here, no CUDA build, or no CUDA backend yet
+  EXPECT_THROW(make_backend(DeviceChoice::cuda(0)), Error);  // no GPU here, no CUDA build, or no CUDA backend yet
 }
 
 #ifdef AMPWB_HAVE_CUDA

@@ -183,7 +183,7 @@ TEST_F(Diagnosis, Bf16WithoutNativeSupportIsSaid) {
   expect_contains(expect_finding(diagnose(run), "bf16_not_native").evidence, "emulated by the engine");
   // Where this CPU computes BF16 natively, a run here is not told otherwise.
   const RunEvidence here = trained(with_mode(base_config(), PrecisionMode::AmpBf16));
-  const bool native = make_backend("cpu")->capabilities().bf16.native;
+  const bool native = make_backend(DeviceChoice::cpu())->capabilities().bf16.native;
   EXPECT_EQ(find(diagnose(here), "bf16_not_native") != nullptr, !native) << listing(diagnose(here));
 }
 
@@ -290,7 +290,7 @@ TEST_F(Diagnosis, LayersWhoseChannelsMissTensorCoresAreNamedForGpuRuns) {
   EXPECT_EQ(find(diagnose(run), "tensor_core_ineligible"), nullptr);  // a CPU run has no tensor cores
   // The same records as a GPU run would store them (no GPU trains here): the stem's 3 input channels and the
   // classifier's 2 outputs are not multiples of 8; every other layer's 16, 32 and 64 are.
-  run.run.device = "cuda";
+  run.run.device = DeviceChoice::cuda(0);
   const Finding f = expect_finding(diagnose(run), "tensor_core_ineligible");
   expect_contains(f.title, "2 layers");
   expect_contains(f.evidence, "conv1 (3 -> 16)");
@@ -348,7 +348,7 @@ TEST_F(Diagnosis, EachEpochsConfusionMatrixAddsUpToItsValidationAccuracy) {
 RunEvidence timed_run(int64_t id, const std::string& mode, double seconds) {
   RunEvidence e;
   e.run.id = id;
-  e.run.device = "cpu";
+  e.run.device = DeviceChoice::cpu();
   e.run.batch_size = 32;
   e.run.config.precision = precision_preset(mode);
   double wall = 0;

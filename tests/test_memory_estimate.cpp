@@ -51,7 +51,8 @@ TEST_P(MemoryEstimateAccuracy, WithinAQuarterOfTheMeasuredPeak) {
   as_run.batch_size = c.batch_size;
   as_run.precision = precision_preset(bench.precision);
   as_run.optimizer = {OptimizerKind::Sgd, 0.9f};
-  MemoryEstimateInput input = memory_estimate_input(as_run, c.image_size, 10, make_backend("cpu", {1})->capabilities());
+  MemoryEstimateInput input =
+      memory_estimate_input(as_run, c.image_size, 10, make_backend(DeviceChoice::cpu(), {1})->capabilities());
   input.extra_input_batches = 0;  // the benchmark's one batch, no loader
   const MemoryEstimate estimate = estimate_training_memory(input);
   const double ratio = static_cast<double>(estimate.total()) / static_cast<double>(measured.peak_bytes);
@@ -133,7 +134,8 @@ TEST(MemoryEstimate, LargestBatchThatFitsIsTheLargest) {
 TEST(MemoryEstimate, AvailableMemoryIsReadFromThisMachine) {
   const size_t available = available_host_memory();
   EXPECT_GT(available, size_t{0}) << "MemAvailable at least";
-  EXPECT_LE(available, make_backend("cpu", {1})->capabilities().memory_bytes) << "no more than the machine has";
+  EXPECT_LE(available, make_backend(DeviceChoice::cpu(), {1})->capabilities().memory_bytes)
+      << "no more than the machine has";
 }
 
 // Through the real program under a real limit: `prlimit --as` caps the address space at 4 GiB, and a run that needs

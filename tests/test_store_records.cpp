@@ -79,7 +79,7 @@ TEST(RunStore, RecordsEveryFieldAndReadsItBack) {
   EXPECT_EQ(r.seed, 0xfedcba9876543210ull);
   EXPECT_EQ(r.dataset_path, "/data/somewhere");
   EXPECT_EQ(r.dataset_fingerprint, "0123456789abcdef");
-  EXPECT_EQ(r.device, "cpu");
+  EXPECT_EQ(r.device, DeviceChoice::cpu());
   EXPECT_EQ(r.backend, info().backend_description);
   EXPECT_EQ(r.ampwb_version, AMPWB_VERSION);
   expect_contains(r.versions, "SQLite 3.");

@@ -15,7 +15,7 @@ QString about_text(const QString& db_path) {
   QString gpus;
   for (size_t i = 1; i < devices.size(); ++i)
     gpus += QStringLiteral("<br>GPU %1: %2, %3 GiB, %4")
-                .arg(QString::fromStdString(devices[i].id))
+                .arg(QString::fromStdString(devices[i].id.name()))
                 .arg(QString::fromStdString(devices[i].name).toHtmlEscaped())
                 .arg(devices[i].memory_bytes / double(1 << 30), 0, 'f', 0)
                 .arg(QString::fromStdString(devices[i].isa));

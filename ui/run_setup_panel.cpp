@@ -201,12 +201,12 @@ QWidget* RunSetupPanel::build_model_group() {
   device_ = new QComboBox;
   device_->setObjectName("device");
   for (const DeviceInfo& d : list_devices()) {
-    device_->addItem(d.id == "cpu" ? tr("CPU: %1").arg(QString::fromStdString(d.isa))
+    device_->addItem(d.id.is_cpu() ? tr("CPU: %1").arg(QString::fromStdString(d.isa))
                                    : tr("GPU %1: %2 (%3 GiB)")
-                                         .arg(QString::fromStdString(d.id.substr(5)))
+                                         .arg(d.id.index)
                                          .arg(QString::fromStdString(d.name))
                                          .arg(d.memory_bytes / double(1 << 30), 0, 'f', 0),
-                     QString::fromStdString(d.id));
+                     QString::fromStdString(d.id.name()));
     device_->setItemData(device_->count() - 1, QString::fromStdString(d.description), Qt::ToolTipRole);
   }
   form->addRow(tr("Model"), depth_);
@@ -342,21 +342,24 @@ PrecisionMode RunSetupPanel::chosen_mode() const {
 void RunSetupPanel::update_precision_help() {
   const PrecisionMode mode = chosen_mode();
   QString text = QString::fromUtf8(mode_info(mode).description);
-  const ModeSupport support = mode_support(mode, device_capabilities(device_->currentData().toString().toStdString()));
+  const ModeSupport support = mode_support(mode, device_capabilities(chosen_device()));
   if (!support.compute.empty()) text += "\n" + tr("Here: %1").arg(QString::fromStdString(support.compute));
   precision_help_->setText(text);
 }
 
-const Capabilities& RunSetupPanel::device_capabilities(const std::string& device) {
-  auto it = capabilities_.find(device);
+DeviceChoice RunSetupPanel::chosen_device() const {
+  return DeviceChoice::parse(device_->currentData().toString().toStdString()).value_or(DeviceChoice::cpu());
+}
+
+const Capabilities& RunSetupPanel::device_capabilities(DeviceChoice device) {
+  auto it = capabilities_.find(device.name());
   // A GPU that cannot be used: nothing but FP32 is offered, with the reason.
-  if (it == capabilities_.end()) it = capabilities_.emplace(device, capabilities_or_reason(device)).first;
+  if (it == capabilities_.end()) it = capabilities_.emplace(device.name(), capabilities_or_reason(device)).first;
   return it->second;
 }
 
 void RunSetupPanel::update_precision_for_device() {
-  const std::string device = device_->currentData().toString().toStdString();
-  const Capabilities& caps = device_capabilities(device);
+  const Capabilities& caps = device_capabilities(chosen_device());
   auto* items = qobject_cast<QStandardItemModel*>(precision_->model());
   for (int i = 0; i < precision_->count(); ++i) {
     const ModeSupport support = mode_support(kPrecisionModes.at(static_cast<size_t>(i)).mode, caps);
@@ -377,7 +380,7 @@ void RunSetupPanel::update_memory_estimate() {
   const MemoryEstimateInput input = memory_estimate_input(c, image_size, classes, caps);
   const MemoryEstimate estimate = estimate_training_memory(input);
   // The CPU's is what the host can give now; a GPU's, its memory (its free memory is read when the run starts).
-  const bool cpu = c.device == "cpu";
+  const bool cpu = c.device.is_cpu();
   const size_t available = cpu ? available_host_memory() : caps.memory_bytes;
   QString text =
       tr("≈ %1 of %2")
@@ -413,7 +416,7 @@ TrainConfig RunSetupPanel::config() const {
   c.data.max_train_images = max_images_->value();
   c.data.max_validation_images = max_validation_images_->value();
   c.depth = depth_->currentData().toInt();
-  c.device = device_->currentData().toString().toStdString();
+  c.device = chosen_device();
   c.epochs = epochs_->value();
   c.batch_size = batch_->value();
   c.image_size = image_size_->value();
@@ -458,7 +461,7 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
   max_images_->setValue(static_cast<int>(c.data.max_train_images));
   max_validation_images_->setValue(static_cast<int>(c.data.max_validation_images));
   select_data(depth_, c.depth);
-  select_data(device_, QString::fromStdString(c.device));
+  select_data(device_, QString::fromStdString(c.device.name()));
   epochs_->setValue(c.epochs);
   batch_->setValue(c.batch_size);
   image_size_->setValue(c.image_size);

@@ -78,7 +78,8 @@ class RunSetupPanel : public QWidget {
   PrecisionMode chosen_mode() const;  // the precision combo box lists kPrecisionModes in order
   // Enables the precision modes the chosen device can run (the others say why) and explains the chosen one there.
   void update_precision_for_device();
-  const Capabilities& device_capabilities(const std::string& device);
+  DeviceChoice chosen_device() const;
+  const Capabilities& device_capabilities(DeviceChoice device);
   void apply_scaler_preset();
   // The run's memory estimate against what is available (train/memory_estimate.h), as the settings change.
   void update_memory_estimate();
@@ -99,7 +100,7 @@ class RunSetupPanel : public QWidget {
   QComboBox* depth_ = nullptr;
   QComboBox* precision_ = nullptr;
   QLabel* precision_help_ = nullptr;
-  std::map<std::string, Capabilities> capabilities_;  // per device, asked once
+  std::map<std::string, Capabilities> capabilities_;  // per device name, asked once
   QComboBox* device_ = nullptr;
   // Training
   WholeNumberBox* epochs_ = nullptr;

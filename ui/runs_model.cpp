@@ -108,7 +108,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case Precision:
       return QString::fromStdString(r.precision_name());
     case Device:
-      return QString::fromStdString(r.device);
+      return QString::fromStdString(r.device.name());
     case Status: {
       if (sort) return QString::fromUtf8(run_status_name(r.status));
       // A run the user stopped is "stopped" (the store's word is "cancelled"), and says when it can go on.

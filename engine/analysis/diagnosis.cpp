@@ -51,7 +51,7 @@ std::string ms(double seconds) { return format(seconds < 0.01 ? "%.2f ms" : "%.1
 NumberFormat format_of(const RunEvidence& e) { return mode_info(e.run.config.precision.mode).format; }
 bool fp16_storage(const RunEvidence& e) { return format_of(e) == NumberFormat::Fp16; }
 bool low_precision(const RunEvidence& e) { return mode_info(e.run.config.precision.mode).low != DType::F32; }
-bool on_cpu(const RunEvidence& e) { return e.run.device.empty() || e.run.device == "cpu"; }
+bool on_cpu(const RunEvidence& e) { return e.run.device.is_cpu(); }
 std::string mode_of(const RunEvidence& e) { return mode_name(e.run.config.precision.mode); }
 
 int64_t skipped_count(const RunEvidence& e) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/choices.h"
+#include "core/device_choice.h"
 
 namespace ampwb {
 
@@ -56,13 +57,13 @@ struct BackendOptions {
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions
 };
 
-// "cpu", "cuda", "cuda:N", or "auto" (a CUDA GPU when one is usable, else the CPU).
-std::unique_ptr<Backend> make_backend(const std::string& device, const BackendOptions& options = {});
+// Auto: a CUDA GPU when one is usable, else the CPU.
+std::unique_ptr<Backend> make_backend(DeviceChoice device, const BackendOptions& options = {});
 
 // A device this machine has, as lists show it (the GUI's devices, `ampwb help`, the About box); what it can run
 // comes from make_backend(id)->capabilities().
 struct DeviceInfo {
-  std::string id;           // what make_backend takes: "cpu", "cuda:0"
+  DeviceChoice id;          // what make_backend takes: cpu, cuda:0
   std::string name;         // the CPU's model or the GPU's name
   std::string isa;          // the instruction set oneDNN uses, or the compute capability ("sm_90")
   size_t memory_bytes = 0;  // physical RAM for the CPU

@@ -7,12 +7,12 @@
 
 namespace ampwb {
 
-Capabilities capabilities_or_reason(const std::string& device) {
+Capabilities capabilities_or_reason(DeviceChoice device) {
   Capabilities caps;
   try {
     caps = make_backend(device)->capabilities();
   } catch (const Error& e) {
-    caps.device_name = device;
+    caps.device_name = device.name();
     caps.fp16.how = caps.bf16.how = caps.tf32.how = e.what();
   }
   return caps;

@@ -14,7 +14,7 @@ namespace ampwb {
 
 // A device's capabilities, its backend started once to ask. Never throws ampwb::Error: where the backend does not
 // start (a GPU that cannot be used), FP32 only, each 16-bit format's `how` the reason.
-Capabilities capabilities_or_reason(const std::string& device);
+Capabilities capabilities_or_reason(DeviceChoice device);
 
 // One device with its verdict on every precision mode, as `ampwb devices` lists it.
 struct DeviceReport {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/choices.h"
+#include "core/device_choice.h"
 #include "core/error.h"
 #include "store/sqlite.h"
 #include "train/record_fields.h"
@@ -41,7 +42,8 @@ const std::string& column_parameters() {
 }
 
 // Binds every field, from parameter `first` (1-based) on; returns the next parameter's index. Booleans as 0 or 1,
-// unsigned 64-bit values as the same 64 bits, NaN as NULL, enums by name, lists of text as a JSON array.
+// unsigned 64-bit values as the same 64 bits, NaN as NULL, enums and named values by name, lists of text as a JSON
+// array.
 template <Record R>
 int bind_columns(SqliteStatement& q, int first, const R& record) {
   int i = first;
@@ -59,6 +61,8 @@ int bind_columns(SqliteStatement& q, int first, const R& record) {
       q.bind(i++, nlohmann::json(v).dump());
     else if constexpr (ChoiceEnum<T>)
       q.bind(i++, std::string(choice_name(v)));
+    else if constexpr (NamedValue<T>)
+      q.bind(i++, v.name());
     else
       q.bind(i++, nlohmann::json(v).template get<std::string>());  // an enum: its name
   });
@@ -66,7 +70,7 @@ int bind_columns(SqliteStatement& q, int first, const R& record) {
 }
 
 // Reads every field from column `first` (0-based) on; returns the next column's index. A NULL real reads as NaN
-// (how SQLite keeps a NaN), a NULL text as ""; a damaged list of text as empty; an unknown enum name throws.
+// (how SQLite keeps a NaN), a NULL text as ""; a damaged list of text as empty; an unknown name throws.
 template <Record R>
 int read_columns(const SqliteStatement& q, int first, R& record) {
   int c = first;
@@ -91,6 +95,11 @@ int read_columns(const SqliteStatement& q, int first, R& record) {
       const std::optional<T> value = parse_choice<T>(name);
       if (!value)
         throw Error("the stored " + std::string(ChoiceTable<T>::what) + " '" + name + "' is not " + choice_names<T>());
+      v = *value;
+    } else if constexpr (NamedValue<T>) {
+      const std::string name = q.text(c++);
+      const std::optional<T> value = T::parse(name);
+      if (!value) throw Error("the stored " + std::string(T::what) + " '" + name + "' is not " + T::names);
       v = *value;
     } else {
       v = nlohmann::json(q.text(c++)).template get<T>();

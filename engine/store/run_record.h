@@ -12,6 +12,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/device_choice.h"
 #include "train/config.h"
 #include "train/events.h"
 #include "train/record_fields.h"
@@ -33,7 +34,7 @@ struct RunRecord {
   int image_size = 0;  // as trained (the resolved size, not "auto")
   uint64_t seed = 0;
   std::string dataset_path, dataset_fingerprint;
-  std::string device;   // "cpu", "cuda", ...
+  DeviceChoice device;  // the device that ran: cpu or cuda:N, never auto
   std::string backend;  // the backend's description: library versions, CPU ISA or GPU name
   std::string ampwb_version;
   std::string versions;  // ampwb, SQLite and compiler versions of the recording build

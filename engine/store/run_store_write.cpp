@@ -17,11 +17,12 @@ std::string host_name() {
   return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string();
 }
 
-// The device from a backend description such as "cpu (oneDNN 2.6.3, avx512_core, 2 threads)".
-std::string device_of(const std::string& backend, const std::string& fallback) {
-  const size_t end = backend.find_first_of(" (:");
-  const std::string d = backend.substr(0, end);
-  return d.empty() ? fallback : d;
+// The device that ran, from a backend description such as "cpu (oneDNN 2.6.3, avx512_core, 2 threads)" or
+// "cuda:0 (NVIDIA H200, ...)"; the one asked for where the description does not say (a test's backend).
+DeviceChoice device_of(const std::string& backend, DeviceChoice asked) {
+  const std::optional<DeviceChoice> ran = DeviceChoice::parse(backend.substr(0, backend.find_first_of(" (")));
+  if (ran && ran->kind != DeviceChoice::Kind::Auto) return *ran;
+  return asked.kind == DeviceChoice::Kind::Auto ? DeviceChoice::cpu() : asked;
 }
 
 // The synchronous level for durable commits (a run's end, some epochs): WAL with NORMAL already survives a killed
@@ -72,7 +73,7 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
       .bind(12, static_cast<int64_t>(config.seed))  // the same 64 bits; read_run casts back
       .bind(13, config.data_dir)
       .bind(14, dataset_fingerprint)
-      .bind(15, device_of(info.backend_description, config.device))
+      .bind(15, device_of(info.backend_description, config.device).name())
       .bind(16, info.backend_description)
       .bind(17, AMPWB_VERSION)
       .bind(18, versions)

@@ -20,7 +20,7 @@ struct BenchConfig {
   PrecisionMode precision = PrecisionMode::Fp32;
   int steps = 20;
   int warmup = 3;
-  std::string device = "cpu";
+  DeviceChoice device;
   int threads = 0;
   uint64_t seed = 0;
   Stem stem = Stem::Auto;

@@ -28,8 +28,8 @@ constexpr int64_t kDefaultMaxValidationImages = 2000;
 
 struct DataConfig {
   double validation_fraction = 0.2;
-  int64_t max_train_images = 0;           // 0 = all
-  bool augment = false;                   // random crop and horizontal flip for training
+  int64_t max_train_images = 0;                                    // 0 = all
+  bool augment = false;                                            // random crop and horizontal flip for training
   NormalizationStats normalization = NormalizationStats::Dataset;  // data/normalization.h
   bool drop_last = false;
   int64_t cache_budget_mb = 2048;
@@ -55,7 +55,7 @@ struct TrainConfig {
   float grad_clip_norm = 0.0f;  // 0 = no clipping; applied to unscaled gradients
   int topk = 2;                 // the seed articles report top-2
   uint64_t seed = 0;
-  std::string device = "cpu";
+  DeviceChoice device;                        // the CPU unless asked
   HostSync host_sync = HostSync::Auto;        // when a step waits for its device (train/step_settings.h)
   CudaGraphs cuda_graphs = CudaGraphs::Auto;  // deferred steps captured and replayed as CUDA graphs
   // CPU convolutions (FP32 and emulated 16-bit 3x3 ones; with AVX-512, those of small images, native BF16 ones only

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/choices.h"
+#include "core/device_choice.h"
 #include "core/error.h"
 #include "train/record_fields.h"
 
@@ -28,6 +29,8 @@ void write_fields(nlohmann::json& j, const R& record) {
       write_fields(j[f.key], member);
     else if constexpr (ChoiceEnum<std::decay_t<decltype(member)>>)
       j[f.key] = choice_name(member);
+    else if constexpr (NamedValue<std::decay_t<decltype(member)>>)
+      j[f.key] = member.name();
     else
       j[f.key] = member;
   });
@@ -59,6 +62,10 @@ void read_value(const nlohmann::json& v, const std::string& path, const char* wh
     if (!value) refuse(("one of " + choice_names<T>()).c_str());
     field = *value;
     return;
+  } else if constexpr (NamedValue<T>) {
+    const std::optional<T> value = v.is_string() ? T::parse(v.get<std::string>()) : std::nullopt;
+    if (!value) refuse(T::names);
+    field = *value;
   } else if constexpr (std::is_enum_v<T>) {
     if (!v.is_string()) refuse("a name");
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
@@ -66,7 +73,7 @@ void read_value(const nlohmann::json& v, const std::string& path, const char* wh
     for (const auto& item : v)
       if (!item.is_string()) refuse("a list of text");
   }
-  v.get_to(field);  // enums: their from_json, which refuses an unknown name
+  if constexpr (!NamedValue<T>) v.get_to(field);  // enums: their from_json, which refuses an unknown name
 }
 
 // Fills the record from a JSON object. Missing keys keep the record's values (its defaults: what older versions
@@ -107,6 +114,8 @@ std::string field_text(const T& value) {
     return out;
   } else if constexpr (ChoiceEnum<T>) {
     return choice_name(value);
+  } else if constexpr (NamedValue<T>) {
+    return value.name();
   } else {
     return nlohmann::json(value).template get<std::string>();  // an enum: its name
   }
