@@ -46,6 +46,7 @@ struct DataLoader::State {
   Normalization norm;
   detail::NormalizeTable table{Normalization{}};
   int64_t n_batches = 0;
+  ShardPlan plan;  // this rank's share of each epoch, cut into n_batches batches
   int ring = 0;
 
   // Cache, one entry per sample of the split. state: 0 empty, 1 filled, 2 being filled.
@@ -69,7 +70,7 @@ struct DataLoader::State {
     std::string error;
   };
   std::vector<Slot> slots;
-  std::shared_ptr<const std::vector<int64_t>> order;  // sample positions in this epoch's order
+  std::shared_ptr<const std::vector<int64_t>> order;  // sample positions in this epoch's order, this rank's shard
   int epoch = 0;
   bool started = false, stopping = false;
   std::atomic<bool> cancelled{false};
@@ -127,9 +128,8 @@ void DataLoader::State::note_lost(int64_t position, const std::string& reason) {
 }
 
 void DataLoader::State::build(int64_t batch_index, uint64_t gen, const std::vector<int64_t>& ord, int ep, Batch& out) {
-  const int64_t B = options.batch_size;
-  const int64_t begin = batch_index * B;
-  const int64_t n = std::min<int64_t>(B, static_cast<int64_t>(ord.size()) - begin);
+  const int64_t begin = plan.begins[static_cast<size_t>(batch_index)];
+  const int64_t n = plan.begins[static_cast<size_t>(batch_index) + 1] - begin;
   const int64_t S = size;
   out.images = Tensor::empty({n, 3, S, S}, options.dtype, Layout::NHWC);
   out.labels = Tensor::empty({n}, DType::I32);
@@ -222,6 +222,8 @@ DataLoader::DataLoader(const Dataset& dataset, Split split, const LoaderOptions&
   AMPWB_CHECK(is_floating(o.dtype), "loader images must be f32, bf16 or f16, not " << dtype_name(o.dtype));
   s.size = o.image_size > 0 ? o.image_size : std::min(224, std::max(8, dataset.native_image_size()));
   AMPWB_CHECK(s.size >= 8 && s.size <= 4096, "image size " << s.size << " must be 8 to 4096 pixels");
+  s.plan = plan_shard(static_cast<int64_t>(s.samples->size()), o.batch_size, o.drop_last, o.shard);
+  s.n_batches = s.plan.batches();
 
   if (!o.augment) {
     s.crop = Crop::Center;
@@ -245,7 +247,6 @@ DataLoader::DataLoader(const Dataset& dataset, Split split, const LoaderOptions&
   s.table = detail::NormalizeTable(s.norm);
 
   const int64_t n = static_cast<int64_t>(s.samples->size());
-  s.n_batches = o.drop_last ? n / o.batch_size : (n + o.batch_size - 1) / o.batch_size;
   s.ring = o.prefetch > 0 ? o.prefetch : o.threads + 1;
   s.slots.resize(static_cast<size_t>(s.ring));
   if (s.cacheable) {
@@ -268,6 +269,7 @@ DataLoader::~DataLoader() {
 }
 
 int64_t DataLoader::size() const { return static_cast<int64_t>(s_->samples->size()); }
+int64_t DataLoader::shard_size() const { return s_->plan.shard_size; }
 int64_t DataLoader::batches_per_epoch() const { return s_->n_batches; }
 int DataLoader::image_size() const { return s_->size; }
 int DataLoader::num_classes() const { return static_cast<int>(s_->data->class_names.size()); }
@@ -281,6 +283,9 @@ void DataLoader::start_epoch(int epoch) {
     Rng rng(mix(s.options.seed, static_cast<uint64_t>(epoch), 0x5eedULL));
     rng.shuffle(order->begin(), order->end());
   }
+  // Every rank shuffled the same order above; each keeps its own shard of it.
+  if (s.options.shard.world_size > 1 || s.plan.shard_size < static_cast<int64_t>(order->size()))
+    order = std::make_shared<std::vector<int64_t>>(take_shard(*order, s.options.shard, s.plan.shard_size));
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.generation.fetch_add(1);

@@ -9,6 +9,9 @@
 //     log(train.wait_seconds());                  // how long next() blocked this epoch
 //   }
 //
+// Data-parallel training: each process passes its rank and the world size (options.shard) with the same seed, and
+// takes its own shard of every epoch's order, the same number of batches on every rank (data/shard.h).
+//
 // Batches: images (n, 3, S, S) in NHWC layout, normalized, in options.dtype; labels (n) I32. The same seed gives
 // the same batches, pixel for pixel, whatever the thread count and whether an image came from the cache.
 //
@@ -28,6 +31,7 @@
 #include "core/tensor.h"
 #include "data/dataset.h"
 #include "data/normalization.h"
+#include "data/shard.h"
 
 namespace ampwb {
 
@@ -43,6 +47,7 @@ struct LoaderOptions {
   bool flip = true;           // with augment: mirror left-right with probability 1/2
   bool drop_last = false;     // drop a last batch smaller than batch_size
   uint64_t seed = 0;
+  DataShard shard;                              // this process's share of each epoch: rank r of world_size
   int threads = 2;                              // decoding threads, 1 to kMaxLoaderThreads
   int prefetch = 0;                             // batches ready ahead of the consumer; 0 = threads + 1
   size_t cache_budget_bytes = size_t{2} << 30;  // per loader; 0 = no cache
@@ -78,8 +83,9 @@ class DataLoader {
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  int64_t size() const;  // samples in the split
-  int64_t batches_per_epoch() const;
+  int64_t size() const;               // samples in the split
+  int64_t shard_size() const;         // samples this rank takes each epoch: size() at world size 1 without drop_last
+  int64_t batches_per_epoch() const;  // the same on every rank of a shard
   int image_size() const;  // S
   int num_classes() const;
 
