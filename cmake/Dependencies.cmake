@@ -18,6 +18,21 @@ find_package(SQLite3 REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)  # the ampwb command line (header-only: libcli11-dev)
 find_package(ZLIB REQUIRED)  # gzip: the IDX files of the MNIST family
 
+# MPI (Open MPI: openmpi-bin, libopenmpi-dev) for runs on several processes (engine/dist); without it the build
+# still works and refuses a launch of several ranks, saying why.
+set(AMPWB_HAVE_MPI OFF)
+if(AMPWB_ENABLE_MPI)
+  include(CheckLanguage)
+  check_language(C)
+  if(CMAKE_C_COMPILER)
+    enable_language(C)  # FindMPI's C component needs it; the engine calls MPI's C API (no C sources are built)
+    find_package(MPI COMPONENTS C)
+    if(MPI_C_FOUND)
+      set(AMPWB_HAVE_MPI ON)
+    endif()
+  endif()
+endif()
+
 # CUDA: on when nvcc is found through PATH, CUDACXX or the usual toolkit location.
 set(AMPWB_HAVE_CUDA OFF)
 if(AMPWB_ENABLE_CUDA)

@@ -8,6 +8,7 @@ packages=(
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libsqlite3-dev zlib1g-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev nlohmann-json3-dev libcli11-dev
+  openmpi-bin libopenmpi-dev
   xvfb xauth libgl1-mesa-dev
   clang libclang-rt-14-dev
   chromium-headless-shell poppler-utils
