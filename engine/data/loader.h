@@ -45,7 +45,7 @@ struct LoaderOptions {
   std::string crop = "auto";  // with augment: "random-resized", "pad", or "auto" (pad when the dataset's
                               // images are 64 px or less, as for MNIST and CIFAR; random-resized otherwise)
   bool flip = true;           // with augment: mirror left-right with probability 1/2
-  bool drop_last = false;     // drop a last batch smaller than batch_size
+  bool drop_last = false;     // drop a last batch smaller than batch_size (with a shard: data/shard.h)
   uint64_t seed = 0;
   DataShard shard;                              // this process's share of each epoch: rank r of world_size
   int threads = 2;                              // decoding threads, 1 to kMaxLoaderThreads
@@ -93,7 +93,8 @@ class DataLoader {
   void start_epoch(int epoch);
   // The next batch of the epoch, blocking until it is ready. False at the end of the epoch or after cancel().
   // An image whose file vanished or changed since the dataset was read is left out of its batch (lost_images());
-  // a batch that lost every image is passed over. Without start_epoch(), the first call starts epoch 0.
+  // a batch that lost every image is passed over, so with a shard that rank runs a step fewer than the others, which
+  // a data-parallel trainer must allow for. Without start_epoch(), the first call starts epoch 0.
   bool next(Batch& out);
   // From any thread: next() returns false promptly (well within 100 ms) until the next start_epoch().
   void cancel();
