@@ -1,0 +1,36 @@
+// The processes of one run, as one group: who this process is among them, and the collectives the training needs
+// over host memory (all-reduce, broadcast, barrier). Every collective is called by every rank, in the same order, with
+// the same counts: that is the caller's contract, as in MPI; a communicator may be called from any thread, one call
+// at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ampwb {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;        // 0 .. world_size()-1; rank 0 alone writes the run
+  virtual int world_size() const = 0;  // the processes of the run
+  virtual int local_rank() const = 0;  // among the processes on this machine: picks the GPU
+
+  // In place: every rank's `data` becomes the element-wise sum over the ranks, the same bits on every rank.
+  virtual void all_reduce_sum(float* data, size_t count) = 0;
+  virtual void all_reduce_sum(double* data, size_t count) = 0;
+  virtual void all_reduce_sum(int64_t* data, size_t count) = 0;  // counts: exact whatever the order of the sum
+
+  // `bytes` bytes at `data` on rank `root` copied to every other rank's `data`.
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+
+  // Returns on each rank once every rank has called it.
+  virtual void barrier() = 0;
+
+  // "Open MPI 4.1.4, 2 ranks": what carries the collectives, for logs and the run's record.
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace ampwb

@@ -1,0 +1,144 @@
+// MPI's start and end in the process, and the collectives as MPI calls on MPI_COMM_WORLD, each checked, its error
+// naming the call and the rank.
+#include "dist/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "core/error.h"
+
+namespace ampwb {
+namespace {
+
+// MPI's counts are ints: larger buffers go in pieces of this many elements.
+constexpr size_t kMaxPiece = size_t{1} << 30;
+
+// MPI starts once per process and ends once, at exit: this owner's destructor, which runs after every communicator
+// made during the run has gone (static objects are destroyed after main returns).
+class MpiRuntime {
+ public:
+  static MpiRuntime& instance() {
+    static MpiRuntime runtime;
+    return runtime;
+  }
+
+  ~MpiRuntime() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (started_here_ && !finalized) MPI_Finalize();
+  }
+
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+
+ private:
+  MpiRuntime() {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    int provided = MPI_THREAD_SINGLE;
+    if (initialized) {
+      MPI_Query_thread(&provided);
+    } else {
+      // SERIALIZED, not FUNNELED: the calls come from the trainer's thread (a worker thread in the GUI) and later
+      // from a communication thread, never two at once, since every rank must issue its collectives in one order
+      // anyway; MULTIPLE would only add MPI's own locking.
+      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+        throw Error("MPI_Init_thread failed: MPI could not start in this process");
+      started_here_ = true;
+    }
+    if (provided < MPI_THREAD_SERIALIZED) {
+      if (started_here_) MPI_Finalize();
+      throw Error("this MPI library offers thread level " + std::to_string(provided) +
+                  ", below MPI_THREAD_SERIALIZED, which the communicator needs to be called from the trainer's thread");
+    }
+    // Errors come back as codes, so that a failed collective becomes an Error naming the rank instead of an abort.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  }
+
+  bool started_here_ = false;
+};
+
+std::string library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  std::string version(text, static_cast<size_t>(std::max(length, 0)));
+  version = version.substr(0, version.find_first_of(",\n"));  // "Open MPI v4.1.4, package: ..." → "Open MPI v4.1.4"
+  if (const size_t v = version.find(" v");
+      v != std::string::npos && v + 2 < version.size() && std::isdigit(static_cast<unsigned char>(version[v + 2])))
+    version.erase(v + 1, 1);
+  while (!version.empty() && std::isspace(static_cast<unsigned char>(version.back()))) version.pop_back();
+  return version.empty() ? "MPI" : version;
+}
+
+[[noreturn]] void fail(int code, const char* call, int rank, int world_size) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw Error(std::string(call) + " failed on rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
+              ": " + std::string(text, static_cast<size_t>(std::max(length, 0))));
+}
+
+template <class T>
+void all_reduce_in_pieces(T* data, size_t count, MPI_Datatype type, int rank, int world_size) {
+  for (size_t done = 0; done < count;) {
+    const size_t piece = std::min(kMaxPiece, count - done);
+    const int code = MPI_Allreduce(MPI_IN_PLACE, data + done, static_cast<int>(piece), type, MPI_SUM, MPI_COMM_WORLD);
+    if (code != MPI_SUCCESS) fail(code, "MPI_Allreduce", rank, world_size);
+    done += piece;
+  }
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(const LaunchInfo& launch) : local_rank_(launch.local_rank) {
+  MpiRuntime::instance();
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  if (rank_ != launch.rank || world_size_ != launch.world_size)
+    throw Error("the launcher's variables say " + ampwb::describe(launch) + ", but MPI says rank " +
+                std::to_string(rank_) + " of " + std::to_string(world_size_) +
+                ": was this process started by the launcher itself (mpirun, or srun inside an sbatch script)?");
+  description_ = library_version() + ", " + std::to_string(world_size_) + (world_size_ == 1 ? " rank" : " ranks");
+}
+
+void MpiCommunicator::all_reduce_sum(float* data, size_t count) {
+  std::lock_guard lock(call_mutex_);
+  all_reduce_in_pieces(data, count, MPI_FLOAT, rank_, world_size_);
+}
+
+void MpiCommunicator::all_reduce_sum(double* data, size_t count) {
+  std::lock_guard lock(call_mutex_);
+  all_reduce_in_pieces(data, count, MPI_DOUBLE, rank_, world_size_);
+}
+
+void MpiCommunicator::all_reduce_sum(int64_t* data, size_t count) {
+  std::lock_guard lock(call_mutex_);
+  all_reduce_in_pieces(data, count, MPI_INT64_T, rank_, world_size_);
+}
+
+void MpiCommunicator::broadcast(void* data, size_t bytes, int root) {
+  // Checked here, not by MPI: a root outside the ranks is a caller's error worth its own words.
+  if (root < 0 || root >= world_size_)
+    throw Error("broadcast from rank " + std::to_string(root) + ", but the ranks are 0 .. " +
+                std::to_string(world_size_ - 1));
+  std::lock_guard lock(call_mutex_);
+  auto* bytes_at = static_cast<char*>(data);
+  for (size_t done = 0; done < bytes;) {
+    const size_t piece = std::min(kMaxPiece, bytes - done);
+    const int code = MPI_Bcast(bytes_at + done, static_cast<int>(piece), MPI_BYTE, root, MPI_COMM_WORLD);
+    if (code != MPI_SUCCESS) fail(code, "MPI_Bcast", rank_, world_size_);
+    done += piece;
+  }
+}
+
+void MpiCommunicator::barrier() {
+  std::lock_guard lock(call_mutex_);
+  const int code = MPI_Barrier(MPI_COMM_WORLD);
+  if (code != MPI_SUCCESS) fail(code, "MPI_Barrier", rank_, world_size_);
+}
+
+}  // namespace ampwb

@@ -1,0 +1,40 @@
+// The communicator over MPI (Open MPI): the collectives on host memory of processes started by mpirun or srun.
+// Built only where CMake found MPI (AMPWB_HAVE_MPI); nothing outside engine/dist/ sees MPI's headers.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "dist/communicator.h"
+#include "dist/launch.h"
+
+namespace ampwb {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  // Starts MPI on first use in the process (it is finalized once, at exit), with MPI errors returned, not fatal. Throws
+  // Error where MPI's rank and size are not the launcher's, as when a process of an sbatch script was not started by
+  // srun.
+  explicit MpiCommunicator(const LaunchInfo& launch);
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  int local_rank() const override { return local_rank_; }
+
+  void all_reduce_sum(float* data, size_t count) override;
+  void all_reduce_sum(double* data, size_t count) override;
+  void all_reduce_sum(int64_t* data, size_t count) override;
+  void broadcast(void* data, size_t bytes, int root) override;
+  void barrier() override;
+
+  std::string describe() const override { return description_; }
+
+ private:
+  int rank_ = 0;
+  int world_size_ = 1;
+  int local_rank_ = 0;
+  std::string description_;
+  std::mutex call_mutex_;  // one MPI call at a time: MPI runs at MPI_THREAD_SERIALIZED (mpi_communicator.cpp)
+};
+
+}  // namespace ampwb

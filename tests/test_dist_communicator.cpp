@@ -1,0 +1,101 @@
+// The communicator of one process and the choice of communicator for a launch (engine/dist/make_communicator.h):
+// one rank exchanges nothing, and the launches this build cannot serve are refused by name before any rank waits.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "dist/make_communicator.h"
+#include "dist/single_process_communicator.h"
+
+namespace ampwb {
+namespace {
+
+std::string error_of(const LaunchInfo& launch) {
+  try {
+    const std::unique_ptr<Communicator> communicator = make_communicator(launch);
+    return "made: " + communicator->describe();
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+TEST(SingleProcessCommunicator, LeavesTheDataAsItIs) {
+  SingleProcessCommunicator one;
+  EXPECT_EQ(one.rank(), 0);
+  EXPECT_EQ(one.world_size(), 1);
+  EXPECT_EQ(one.local_rank(), 0);
+  std::vector<float> floats{1.5f, -2.0f};
+  std::vector<double> doubles{0.25};
+  std::vector<int64_t> counts{int64_t{1} << 40, 7};
+  one.all_reduce_sum(floats.data(), floats.size());
+  one.all_reduce_sum(doubles.data(), doubles.size());
+  one.all_reduce_sum(counts.data(), counts.size());
+  EXPECT_EQ(floats, (std::vector<float>{1.5f, -2.0f}));
+  EXPECT_EQ(doubles, std::vector<double>{0.25});
+  EXPECT_EQ(counts, (std::vector<int64_t>{int64_t{1} << 40, 7}));
+  char bytes[3] = {'a', 'b', 'c'};
+  one.broadcast(bytes, sizeof bytes, 0);
+  EXPECT_EQ(std::string(bytes, 3), "abc");
+  one.barrier();
+  EXPECT_EQ(one.describe(), "single process");
+}
+
+TEST(SingleProcessCommunicator, RefusesABroadcastFromAnotherRank) {
+  SingleProcessCommunicator one;
+  char byte = 0;
+  try {
+    one.broadcast(&byte, 1, 1);
+    ADD_FAILURE() << "a broadcast from rank 1 of 1 was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("broadcast from rank 1, but a single process has rank 0 only"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(MakeCommunicator, OneRankIsASingleProcessWhateverTheLauncher) {
+  for (const Launcher launcher : {Launcher::Single, Launcher::Mpirun, Launcher::Srun, Launcher::Torchrun}) {
+    LaunchInfo launch;
+    launch.launcher = launcher;
+    const std::unique_ptr<Communicator> communicator = make_communicator(launch);
+    EXPECT_EQ(communicator->world_size(), 1) << choice_name(launcher);
+    EXPECT_EQ(communicator->describe(), "single process") << choice_name(launcher);
+  }
+}
+
+TEST(MakeCommunicator, RefusesTorchrunRanksUntilTheirRendezvousIsBuilt) {
+  LaunchInfo launch;
+  launch.launcher = Launcher::Torchrun;
+  launch.rank = 1;
+  launch.world_size = 2;
+  launch.local_rank = 1;
+  EXPECT_NE(error_of(launch).find("this process is rank 1 of 2 (local rank 1), launched by torchrun, but the "
+                                  "rendezvous of torchrun-style ranks at MASTER_ADDR:MASTER_PORT is not built yet"),
+            std::string::npos)
+      << error_of(launch);
+}
+
+// Started outside mpirun, a process that says it is one of two ranks finds MPI alone (a singleton), or no MPI in the
+// build: either way it is refused, naming its launch, instead of waiting for a rank that never comes.
+TEST(MakeCommunicator, RefusesRanksThatMpiDoesNotSee) {
+  LaunchInfo launch;
+  launch.launcher = Launcher::Mpirun;
+  launch.world_size = 2;
+  const std::string error = error_of(launch);
+  if (have_mpi()) {
+    EXPECT_NE(error.find("the launcher's variables say rank 0 of 2 (local rank 0), launched by mpirun, but MPI says "
+                         "rank 0 of 1"),
+              std::string::npos)
+        << error;
+  } else {
+    EXPECT_NE(error.find("this process is rank 0 of 2 (local rank 0), launched by mpirun, but this build has no MPI"),
+              std::string::npos)
+        << error;
+  }
+}
+
+}  // namespace
+}  // namespace ampwb
