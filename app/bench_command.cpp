@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "setting_flags.h"
 #include "train/benchmark.h"
 #include "train_flags.h"
 
@@ -90,21 +91,25 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
   auto options = std::make_shared<BenchOptions>();
   BenchConfig& c = options->config;
   CLI::App* bench = app.add_subcommand("bench", "time training steps of a ResNet on synthetic data");
-  add_number(bench, "--depth", c.depth, "ResNet depth: 18 34 50 101 152, or the CIFAR family 20 32 44 56 110");
-  add_number(bench, "--image-size", c.image_size, "image side, px");
-  add_number(bench, "--batch-size", c.batch_size, "images per step");
-  add_number(bench, "--classes", c.num_classes, "classes of the model's output");
-  add_precision_mode(bench, options->precision);
-  add_number(bench, "--steps", c.steps, "timed steps (the median is reported)");
-  add_number(bench, "--warmup", c.warmup, "untimed steps first");
+  names_setting(
+      add_number(bench, "--depth", c.depth, "ResNet depth: 18 34 50 101 152, or the CIFAR family 20 32 44 56 110"),
+      "depth");
+  names_setting(add_number(bench, "--image-size", c.image_size, "image side, px"), "image_size");
+  names_setting(add_number(bench, "--batch-size", c.batch_size, "images per step"), "batch_size");
+  names_setting(add_number(bench, "--classes", c.num_classes, "classes of the model's output"), "num_classes");
+  names_setting(add_precision_mode(bench, options->precision), "precision");
+  names_setting(add_number(bench, "--steps", c.steps, "timed steps (the median is reported)"), "steps");
+  names_setting(add_number(bench, "--warmup", c.warmup, "untimed steps first"), "warmup");
   add_named_value(bench, "--device", c.device, "cpu, cuda, cuda:N or auto");
-  add_number(bench, "--threads", c.threads, "CPU threads (0: every core)");
-  add_number(bench, "--seed", c.seed, "seeds the weights and the synthetic data");
+  names_setting(add_number(bench, "--threads", c.threads, "CPU threads (0: every core)"), "threads");
+  names_setting(add_number(bench, "--seed", c.seed, "seeds the weights and the synthetic data"), "seed");
   bench->add_flag("--json", options->json, "one line of JSON (NaN and infinity as null)");
-  bench->add_flag("--profile", c.profile, "time every op by class and print where a step's time goes");
-  add_choice(bench, "--host-sync", c.host_sync, "when a step waits for its device");
-  add_choice(bench, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs (not with --profile)");
-  add_choice(bench, "--conv-algorithm", c.conv_algorithm, "CPU convolutions");
+  names_setting(bench->add_flag("--profile", c.profile, "time every op by class and print where a step's time goes"),
+                "profile");
+  names_setting(add_choice(bench, "--host-sync", c.host_sync, "when a step waits for its device"), "host_sync");
+  names_setting(add_choice(bench, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs (not with --profile)"),
+                "cuda_graphs");
+  names_setting(add_choice(bench, "--conv-algorithm", c.conv_algorithm, "CPU convolutions"), "conv_algorithm");
   bench->footer(devices_help);
   run_on_parse(bench, invocation, options, bench_command);
 }

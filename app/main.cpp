@@ -10,6 +10,8 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/setting_error.h"
+#include "setting_flags.h"
 
 namespace ampwb::cli {
 
@@ -191,6 +193,10 @@ int main(int argc, char** argv) {
   }
   try {
     return invocation.run();
+  } catch (const ampwb::SettingError& e) {  // the engine names the setting; the CLI says it as the flag
+    std::fprintf(stderr, "%s: error: %s\n", command_name(chosen(app)).c_str(),
+                 said_with_flag(e.setting(), e.what()).c_str());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", command_name(chosen(app)).c_str(), e.what());
     return 1;

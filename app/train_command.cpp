@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "setting_flags.h"
 #include "store/run_resume.h"
 #include "store/run_store.h"
 #include "store/store_recorder.h"
@@ -301,7 +302,7 @@ int train_command(const TrainOptions& options) {
   if (!recorder.error().empty())
     std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
   if (end.status == RunStatus::Failed && end.reason != recorder.error())
-    std::fprintf(stderr, "ampwb train: error: %s\n", end.reason.c_str());
+    std::fprintf(stderr, "ampwb train: error: %s\n", said_with_flag(end.setting, end.reason).c_str());
   if (end.status == RunStatus::Finished && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
       !c.keep_checkpoints) {
     std::error_code ignored;  // a finished run cannot be resumed: its checkpoints are only disk space

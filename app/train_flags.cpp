@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "core/error.h"
 #include "facade/run_setup.h"
+#include "setting_flags.h"
 
 namespace ampwb::cli {
 namespace {
@@ -79,23 +80,37 @@ TrainConfig TrainFlags::resolve() const {
 
 void add_train_flags(CLI::App* command, TrainFlags& flags) {
   TrainConfig& c = flags.config;
-  const auto group = [](const char* name) { return [name](CLI::Option* option) { option->group(name); }; };
+  // Each flag in its help group, and named as the flag of the setting it sets (setting_flags.h).
+  const auto group = [](const char* name) {
+    return [name](CLI::Option* option, const std::string& setting = "") {
+      option->group(name);
+      if (!setting.empty()) names_setting(option, setting);
+    };
+  };
 
   const auto data = group("Data");
   data(command->add_option("--data", c.data_dir, "the dataset folder (ampwb dataset inspect DIR shows what it holds)")
-           ->type_name("DIR"));
+           ->type_name("DIR"),
+       "data_dir");
   data(add_number(command, "--val-fraction", c.data.validation_fraction,
-                  "the share of images held out for validation when the data has no split of its own"));
-  data(add_number(command, "--max-train-images", c.data.max_train_images, "use at most N training images (0: all)"));
+                  "the share of images held out for validation when the data has no split of its own"),
+       "data.validation_fraction");
+  data(add_number(command, "--max-train-images", c.data.max_train_images, "use at most N training images (0: all)"),
+       "data.max_train_images");
   data(add_number(command, "--max-val-images", c.data.max_validation_images,
-                  "validate on at most N images, the same ones each epoch, round-robin over the classes (0: all)"));
-  data(command->add_flag("--augment", c.data.augment, "random crop and horizontal flip of training images"));
-  data(add_choice(command, "--normalize", c.data.normalization, "per-channel statistics"));
-  data(command->add_flag("--drop-last", c.data.drop_last, "drop the last, smaller batch of an epoch"));
-  data(add_number(command, "--cache-mb", c.data.cache_budget_mb, "memory for decoded images, in MiB"));
+                  "validate on at most N images, the same ones each epoch, round-robin over the classes (0: all)"),
+       "data.max_validation_images");
+  data(command->add_flag("--augment", c.data.augment, "random crop and horizontal flip of training images"),
+       "data.augment");
+  data(add_choice(command, "--normalize", c.data.normalization, "per-channel statistics"), "data.normalization");
+  data(command->add_flag("--drop-last", c.data.drop_last, "drop the last, smaller batch of an epoch"),
+       "data.drop_last");
+  data(add_number(command, "--cache-mb", c.data.cache_budget_mb, "memory for decoded images, in MiB"),
+       "data.cache_budget_mb");
 
   const auto model = group("Model and optimisation");
-  model(add_number(command, "--depth", c.depth, "ResNet depth: 18 34 50 101 152, or the CIFAR family 20 32 44 56 110"));
+  model(add_number(command, "--depth", c.depth, "ResNet depth: 18 34 50 101 152, or the CIFAR family 20 32 44 56 110"),
+        "depth");
   model(add_number(command, "--image-size", c.image_size, "images resized to N px; auto: the data's own, at most 224")
             ->transform([](std::string text) {  // runs first: 0 is how a config says auto, never a size given
               int size = -1;
@@ -106,28 +121,32 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
               return text == "auto" ? std::string("0") : text;
             })
             ->type_name("N|auto")
-            ->default_str("auto"));
+            ->default_str("auto"),
+        "image_size");
   model(command->add_option("--stem", flags.stem, "auto: 3x3 stride 1 without max pool under 64 px, else ImageNet's")
             ->type_name("STEM")
-            ->check(CLI::IsMember({"auto", "imagenet", "small"})));
-  model(add_number(command, "--epochs", c.epochs, "training epochs"));
-  model(add_number(command, "--batch-size", c.batch_size, "images per step"));
-  model(add_number(command, "--lr", c.lr, "peak learning rate"));
-  model(add_choice(command, "--schedule", c.schedule, "learning rate schedule"));
-  model(add_number(command, "--warmup-epochs", c.warmup_epochs, "linear warm-up epochs"));
-  model(add_choice(command, "--optimizer", c.optimizer.kind, "the optimizer"));
-  model(add_number(command, "--momentum", c.optimizer.momentum, "SGD momentum"));
-  model(command->add_flag("--nesterov", c.optimizer.nesterov, "Nesterov momentum (SGD)"));
-  model(add_number(command, "--weight-decay", c.optimizer.weight_decay, "L2 penalty (decoupled for AdamW)"));
-  model(add_number(command, "--label-smoothing", c.label_smoothing, "in [0, 1)"));
+            ->check(CLI::IsMember({"auto", "imagenet", "small"})),
+        "stem");
+  model(add_number(command, "--epochs", c.epochs, "training epochs"), "epochs");
+  model(add_number(command, "--batch-size", c.batch_size, "images per step"), "batch_size");
+  model(add_number(command, "--lr", c.lr, "peak learning rate"), "lr");
+  model(add_choice(command, "--schedule", c.schedule, "learning rate schedule"), "schedule");
+  model(add_number(command, "--warmup-epochs", c.warmup_epochs, "linear warm-up epochs"), "warmup_epochs");
+  model(add_choice(command, "--optimizer", c.optimizer.kind, "the optimizer"), "optimizer.kind");
+  model(add_number(command, "--momentum", c.optimizer.momentum, "SGD momentum"), "optimizer.momentum");
+  model(command->add_flag("--nesterov", c.optimizer.nesterov, "Nesterov momentum (SGD)"), "optimizer.nesterov");
+  model(add_number(command, "--weight-decay", c.optimizer.weight_decay, "L2 penalty (decoupled for AdamW)"),
+        "optimizer.weight_decay");
+  model(add_number(command, "--label-smoothing", c.label_smoothing, "in [0, 1)"), "label_smoothing");
   model(
-      add_number(command, "--grad-clip", c.grad_clip_norm, "clip the gradients' global norm to this (0: no clipping)"));
-  model(add_number(command, "--topk", c.topk, "also report top-k validation accuracy"));
-  model(add_number(command, "--seed", c.seed, "seeds the weights, the split, the order and augmentation"));
+      add_number(command, "--grad-clip", c.grad_clip_norm, "clip the gradients' global norm to this (0: no clipping)"),
+      "grad_clip_norm");
+  model(add_number(command, "--topk", c.topk, "also report top-k validation accuracy"), "topk");
+  model(add_number(command, "--seed", c.seed, "seeds the weights, the split, the order and augmentation"), "seed");
 
   const auto precision = group("Precision");
   PrecisionFlags& p = flags.precision;
-  precision(add_precision_mode(command, p.mode));
+  precision(add_precision_mode(command, p.mode), "precision.mode");
   precision(command
                 ->add_option("--loss-scale", p.loss_scale,
                              "loss scaling: off, static:S (a fixed scale S) or dynamic (default: the mode's)")
@@ -137,40 +156,53 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
                       if (text == "off" || text == "dynamic" || static_scale(text)) return "";
                       return "must be off, static:S (S a number) or dynamic, got '" + text + "'";
                     },
-                    "")));
+                    "")),
+            "precision.loss_scale.kind");
   precision(command->add_option("--master-weights", p.master_weights, "FP32 master weights (default: the mode's)")
                 ->type_name("on|off")
-                ->check(CLI::IsMember({"on", "off"})));
+                ->check(CLI::IsMember({"on", "off"})),
+            "precision.master_weights");
   precision(
       command->add_option("--scaler-preset", p.scaler_preset, "another framework's loss-scaler defaults")
           ->type_name("NAME")
           ->check(CLI::IsMember({"pytorch", "apex", "paddle", "paddle-2.2", "deepspeed", "megatron", "tensorflow"})));
-  precision(add_override(command, "--init-scale", p.init_scale, "the first loss scale (PyTorch: 65536)"));
-  precision(add_override(command, "--growth-factor", p.growth_factor, "the scale's growth (PyTorch: 2)"));
-  precision(add_override(command, "--backoff-factor", p.backoff_factor, "the scale's back-off (PyTorch: 0.5)"));
+  precision(add_override(command, "--init-scale", p.init_scale, "the first loss scale (PyTorch: 65536)"),
+            "precision.loss_scale.init_scale");
+  precision(add_override(command, "--growth-factor", p.growth_factor, "the scale's growth (PyTorch: 2)"),
+            "precision.loss_scale.growth_factor");
+  precision(add_override(command, "--backoff-factor", p.backoff_factor, "the scale's back-off (PyTorch: 0.5)"),
+            "precision.loss_scale.backoff_factor");
   precision(add_override(command, "--growth-interval", p.growth_interval,
-                         "finite steps before the scale grows (PyTorch: 2000)"));
+                         "finite steps before the scale grows (PyTorch: 2000)"),
+            "precision.loss_scale.growth_interval");
   precision(add_override(command, "--hysteresis", p.hysteresis,
-                         "overflowing steps tolerated before backing off (PyTorch: 1)"));
-  precision(add_override(command, "--min-scale", p.min_scale, "the smallest loss scale (PyTorch: 0, none)"));
-  precision(add_override(command, "--max-scale", p.max_scale, "the largest loss scale (PyTorch: 0, none)"));
+                         "overflowing steps tolerated before backing off (PyTorch: 1)"),
+            "precision.loss_scale.hysteresis");
+  precision(add_override(command, "--min-scale", p.min_scale, "the smallest loss scale (PyTorch: 0, none)"),
+            "precision.loss_scale.min_scale");
+  precision(add_override(command, "--max-scale", p.max_scale, "the largest loss scale (PyTorch: 0, none)"),
+            "precision.loss_scale.max_scale");
 
   const auto run = group("Run");
-  run(command->add_option("--name", c.name, "the run's name in the run store")->type_name("NAME"));
+  run(command->add_option("--name", c.name, "the run's name in the run store")->type_name("NAME"), "name");
   run(add_named_value(command, "--device", c.device, "cpu, cuda, cuda:N or auto (a GPU when one is usable)"));
-  run(add_number(command, "--threads", c.threads, "CPU threads (0: every core)"));
-  run(add_choice(command, "--host-sync", c.host_sync, "when a step waits for its device"));
-  run(add_choice(command, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs"));
-  run(add_choice(command, "--conv-algorithm", c.conv_algorithm, "CPU convolutions"));
+  run(add_number(command, "--threads", c.threads, "CPU threads (0: every core)"), "threads");
+  run(add_choice(command, "--host-sync", c.host_sync, "when a step waits for its device"), "host_sync");
+  run(add_choice(command, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs"), "cuda_graphs");
+  run(add_choice(command, "--conv-algorithm", c.conv_algorithm, "CPU convolutions"), "conv_algorithm");
   run(add_number(command, "--max-skipped", c.max_consecutive_skipped,
-                 "stop the run after this many skipped steps in a row"));
-  run(add_number(command, "--max-steps-per-epoch", c.max_steps_per_epoch, "cut epochs short (0: whole epochs)"));
+                 "stop the run after this many skipped steps in a row"),
+      "max_consecutive_skipped");
+  run(add_number(command, "--max-steps-per-epoch", c.max_steps_per_epoch, "cut epochs short (0: whole epochs)"),
+      "max_steps_per_epoch");
   run(add_number(command, "--numerics-every", c.numerics_every,
-                 "per-layer numerics every N steps too (0: the last step of each epoch only)"));
+                 "per-layer numerics every N steps too (0: the last step of each epoch only)"),
+      "numerics_every");
   run(command
           ->add_option("--checkpoint-dir", c.checkpoint_dir,
                        "where checkpoints go (default: a folder beside the run store)")
-          ->type_name("DIR"));
+          ->type_name("DIR"),
+      "checkpoint_dir");
 }
 
 }  // namespace ampwb::cli

@@ -1,6 +1,6 @@
 // The flags that describe a training run, bound to TrainConfig's fields for `ampwb train`: a flag's default is the
 // field's default (shown in the help), and what CLI11 cannot check alone (ranges that depend on each other, the
-// data) is refused by validate() with the flag's name.
+// data) is refused by validate() naming the setting, which the CLI says as the flag (setting_flags.h).
 #pragma once
 
 #include <CLI/CLI.hpp>

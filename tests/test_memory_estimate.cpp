@@ -124,8 +124,8 @@ TEST(MemoryEstimate, LargestBatchThatFitsIsTheLargest) {
   const std::string advice =
       memory_advice(resnet152_at_224(4096), estimate_training_memory(resnet152_at_224(4096)), size_t{24} << 30);
   EXPECT_NE(
-      advice.find("--batch-size " + std::to_string(largest_batch_that_fits(resnet152_at_224(4096), size_t{24} << 30)) +
-                  " or less fits"),
+      advice.find("a batch size of " +
+                  std::to_string(largest_batch_that_fits(resnet152_at_224(4096), size_t{24} << 30)) + " or less fits"),
       std::string::npos)
       << advice;
   EXPECT_NE(advice.find("24.0 GiB available"), std::string::npos) << advice;
@@ -168,9 +168,10 @@ TEST(MemoryEstimate, TrainRefusesARunThatCannotFitUnderAnAddressSpaceLimit) {
   EXPECT_EQ(store.integrity_check(), "ok");
 
   // The batch it advises is smaller than the one refused.
-  const size_t advised_at = r.output.find("--batch-size ", r.output.find("available: "));
+  const std::string advice = "a batch size of ";
+  const size_t advised_at = r.output.find(advice, r.output.find("available: "));
   ASSERT_NE(advised_at, std::string::npos) << r.output;
-  const int advised = std::stoi(r.output.substr(advised_at + 13));
+  const int advised = std::stoi(r.output.substr(advised_at + advice.size()));
   EXPECT_GE(advised, 2);
   EXPECT_LT(advised, 40);
 }

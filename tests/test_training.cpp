@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/setting_error.h"
 #include "data/loader.h"
 #include "image_folder_util.h"
 #include "train/checkpoint.h"
@@ -217,30 +218,51 @@ TEST(Training, InvalidSettingsAreRefusedBeforeTraining) {
   EXPECT_NO_THROW(validate(c));
   // Numbers that would train into NaN, or reach the run store as null and lose the run's configuration.
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<std::pair<std::function<void(TrainConfig&)>, std::string>> refused = {
-      {[](TrainConfig& t) { t.optimizer.momentum = 1.0f; }, "--momentum must be in [0, 1), got 1"},
-      {[](TrainConfig& t) { t.optimizer.momentum = -0.1f; }, "--momentum must be in [0, 1)"},
-      {[&](TrainConfig& t) { t.optimizer.momentum = nan; }, "--momentum must be in [0, 1)"},
-      {[](TrainConfig& t) { t.optimizer.momentum = 0, t.optimizer.nesterov = true; }, "--nesterov needs a momentum"},
-      {[](TrainConfig& t) { t.optimizer.weight_decay = -1e30f; }, "--weight-decay must be a finite number"},
-      {[&](TrainConfig& t) { t.optimizer.weight_decay = nan; }, "--weight-decay must be a finite number"},
-      {[](TrainConfig& t) { t.optimizer.beta2 = 1.0f; }, "Adam's betas must be in [0, 1)"},
-      {[](TrainConfig& t) { t.optimizer.eps = 0; }, "Adam's eps must be positive"},
-      {[&](TrainConfig& t) { t.grad_clip_norm = inf; }, "--grad-clip must be a finite number"},
-      {[&](TrainConfig& t) { t.precision.loss_scale.growth_factor = inf; }, "--growth-factor must be a finite"},
-      {[&](TrainConfig& t) { t.precision.loss_scale.max_scale = inf; }, "--max-scale must be finite"},
-      {[](TrainConfig& t) { t.threads = kMaxThreads + 1; }, "--threads must be 0 (every core) to 1024"},
-      {[](TrainConfig& t) { t.data.loader_threads = kMaxLoaderThreads + 1; },
-       "must be 0 (the training threads) to 256"},
+  // Each refusal names its setting by key, in words that are no front end's (no flag, no field).
+  struct Refusal {
+    std::function<void(TrainConfig&)> change;
+    std::string setting, message;
   };
-  for (const auto& [change, message] : refused) {
+  const std::vector<Refusal> refused = {
+      {[](TrainConfig& t) { t.optimizer.momentum = 1.0f; }, "optimizer.momentum",
+       "the momentum must be in [0, 1), got 1"},
+      {[](TrainConfig& t) { t.optimizer.momentum = -0.1f; }, "optimizer.momentum", "the momentum must be in [0, 1)"},
+      {[&](TrainConfig& t) { t.optimizer.momentum = nan; }, "optimizer.momentum", "the momentum must be in [0, 1)"},
+      {[](TrainConfig& t) { t.optimizer.momentum = 0, t.optimizer.nesterov = true; }, "optimizer.nesterov",
+       "Nesterov momentum needs a momentum above 0"},
+      {[](TrainConfig& t) { t.optimizer.weight_decay = -1e30f; }, "optimizer.weight_decay",
+       "the weight decay must be a finite number"},
+      {[&](TrainConfig& t) { t.optimizer.weight_decay = nan; }, "optimizer.weight_decay",
+       "the weight decay must be a finite number"},
+      {[](TrainConfig& t) { t.optimizer.beta2 = 1.0f; }, "optimizer.beta2", "Adam's betas must be in [0, 1)"},
+      {[](TrainConfig& t) { t.optimizer.eps = 0; }, "optimizer.eps", "Adam's eps must be positive"},
+      {[&](TrainConfig& t) { t.grad_clip_norm = inf; }, "grad_clip_norm",
+       "the gradient clipping norm must be a finite number"},
+      {[&](TrainConfig& t) { t.precision.loss_scale.growth_factor = inf; }, "precision.loss_scale.growth_factor",
+       "the loss scale's growth factor must be a finite"},
+      {[&](TrainConfig& t) { t.precision.loss_scale.max_scale = inf; }, "precision.loss_scale.max_scale",
+       "the loss scale's minimum and maximum must be finite"},
+      {[](TrainConfig& t) { t.threads = kMaxThreads + 1; }, "threads",
+       "the thread count must be 0 (every core) to 1024"},
+      {[](TrainConfig& t) { t.data.loader_threads = kMaxLoaderThreads + 1; }, "data.loader_threads",
+       "must be 0 (the training threads) to 256"},
+      {[](TrainConfig& t) { t.epochs = 0; }, "epochs", "the number of epochs must be at least 1, got 0"},
+      {[](TrainConfig& t) { t.host_sync = HostSync::EveryStep, t.cuda_graphs = CudaGraphs::On; }, "cuda_graphs",
+       "CUDA graphs on captures deferred steps: it needs the host sync auto or deferred"},
+  };
+  const std::vector<std::pair<std::string, std::string>> settings = config_settings(c);
+  for (const Refusal& r : refused) {
     TrainConfig bad = c;
-    change(bad);
+    r.change(bad);
     try {
       validate(bad);
-      ADD_FAILURE() << "accepted: " << message;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      ADD_FAILURE() << "accepted: " << r.message;
+    } catch (const SettingError& e) {
+      EXPECT_NE(std::string(e.what()).find(r.message), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << "a flag in the engine's words: " << e.what();
+      EXPECT_EQ(e.setting(), r.setting) << e.what();
+      EXPECT_TRUE(std::any_of(settings.begin(), settings.end(), [&](const auto& s) { return s.first == e.setting(); }))
+          << e.setting() << " is no configuration key";
     }
   }
 }
@@ -336,7 +358,8 @@ TEST(Cli, BenchReportsThroughputAndMemoryAsOneLineOfValidJson) {
   EXPECT_NE(g["why_not_captured"].get<std::string>().find("nothing to capture"), std::string::npos) << graphs.output;
   const Result refused = run_ampwb("bench --depth 20 --image-size 16 --batch-size 4 --steps 1 --cuda-graphs on");
   EXPECT_EQ(refused.status, 1) << "on the CPU, auto waits at every step: nothing to capture";
-  EXPECT_NE(refused.output.find("--cuda-graphs on captures deferred steps"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("--cuda-graphs: CUDA graphs on captures deferred steps"), std::string::npos)
+      << refused.output;
 }
 
 TEST(Cli, BadInputGetsAClearError) {
@@ -557,15 +580,18 @@ TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
   const fs::path data = make_stripes_folder("cli-invalid", 10, 12);  // 2 classes, 16 training images
   const std::string train = "train --data '" + data.string() + "' --depth 20 --epochs 1 --batch-size 4 ";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--epochs 0", "--epochs must be at least 1, got 0"},
-      {"--topk 3", "--topk 3 is more than the dataset's 2 classes"},
-      {"--cache-mb -1", "--cache-mb must not be negative"},
-      {"--max-train-images -1", "--max-train-images must not be negative"},
-      {"--batch-size 100000000", "--batch-size 100000000 is larger than the training split (16 images)"},
+      // The engine's words about the setting, led by the flag that sets it; so also where the data refuses it.
+      {"--epochs 0", "--epochs: the number of epochs must be at least 1, got 0"},
+      {"--topk 3", "--topk: top-k 3 is more than the dataset's 2 classes"},
+      {"--cache-mb -1", "--cache-mb: the image cache's size must not be negative"},
+      {"--max-train-images -1", "--max-train-images: the training images' limit must not be negative"},
+      {"--batch-size 100000000",
+       "--batch-size: the batch size 100000000 is larger than the training split (16 images)"},
       {"--name \"$(printf 'two\\nlines')\"", "a run name cannot hold control characters"},
-      {"--momentum 1", "--momentum must be in [0, 1), got 1"},
-      {"--weight-decay -1", "--weight-decay must be a finite number, not negative, got -1"},
-      {"--threads 100000", "--threads must be 0 (every core) to 1024, got 100000"},
+      {"--momentum 1", "--momentum: the momentum must be in [0, 1), got 1"},
+      {"--weight-decay -1", "--weight-decay: the weight decay must be a finite number, not negative, got -1"},
+      {"--threads 100000", "--threads: the thread count must be 0 (every core) to 1024, got 100000"},
+      {"--growth-factor 1 --precision amp-fp16", "--growth-factor: the loss scale's growth factor must be"},
   };
   for (const auto& [flags, message] : cases) {
     const Result r = run_ampwb(train + flags);
@@ -585,7 +611,7 @@ TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
   for (const char* size : {"--image-size=-32", "--image-size 7"}) {
     const Result r = run_ampwb(train + size);
     EXPECT_EQ(r.status, 1) << size << ": " << r.output;
-    EXPECT_NE(r.output.find("--image-size must be between 8 and 1024"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("--image-size: the image size must be between 8 and 1024"), std::string::npos) << r.output;
   }
   const Result automatic = run_ampwb(train + "--image-size auto");
   EXPECT_EQ(automatic.status, 0) << "as ampwb help documents it: " << automatic.output;
@@ -621,12 +647,12 @@ TEST(Cli, TheDatasetBenchmarksRefuseSettingsOutOfRangeAsBadUsage) {
 
 TEST(Cli, EveryInvalidBenchmarkSettingIsRefusedInWordsForTheUser) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--image-size 0", "--image-size must be between 8 and 1024, got 0"},
-      {"--image-size 100000", "--image-size must be between 8 and 1024, got 100000"},
-      {"--batch-size 1", "--batch-size must be at least 2"},
-      {"--steps 0", "--steps must be at least 1, got 0"},
-      {"--classes 1", "--classes must be at least 2, got 1"},
-      {"--depth 19", "unsupported depth 19"},
+      {"--image-size 0", "--image-size: the image size must be between 8 and 1024, got 0"},
+      {"--image-size 100000", "--image-size: the image size must be between 8 and 1024, got 100000"},
+      {"--batch-size 1", "--batch-size: the batch size must be at least 2"},
+      {"--steps 0", "--steps: the timed steps must be at least 1, got 0"},
+      {"--classes 1", "--classes: the number of classes must be at least 2, got 1"},
+      {"--depth 19", "--depth: unsupported depth 19"},
   };
   for (const auto& [flags, message] : cases) {
     const Result r = run_ampwb("bench --depth 20 --image-size 16 --batch-size 4 --steps 1 --warmup 0 " + flags);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/setting_error.h"
 #include "train/config.h"
 #include "train/memory_estimate.h"
 #include "train/mixed_precision_step.h"
@@ -16,26 +17,28 @@
 namespace ampwb {
 
 namespace {
-// Refuses a setting before any work, in words for the user (the same bounds as training's, config.cpp).
+// Refuses a setting before any work, in words for the user (the same bounds as training's, config.cpp), naming it
+// by its BenchConfig field.
 void validate(const BenchConfig& c) {
-  auto require = [](bool holds, const std::string& message) {
-    if (!holds) throw Error(message);
+  auto require = [](bool holds, const char* setting, const std::string& message) {
+    if (!holds) throw SettingError(setting, message);
   };
   const std::vector<int> depths = supported_depths();
-  require(std::find(depths.begin(), depths.end(), c.depth) != depths.end(),
+  require(std::find(depths.begin(), depths.end(), c.depth) != depths.end(), "depth",
           "unsupported depth " + std::to_string(c.depth) + " (expected 18, 34, 50, 101, 152, 20, 32, 44, 56 or 110)");
-  require(c.image_size >= 8 && c.image_size <= 1024,
-          "--image-size must be between 8 and 1024, got " + std::to_string(c.image_size));
-  require(c.batch_size >= 2,
-          "--batch-size must be at least 2 (batch norm needs two samples), got " + std::to_string(c.batch_size));
-  require(c.num_classes >= 2, "--classes must be at least 2, got " + std::to_string(c.num_classes));
-  require(c.steps >= 1, "--steps must be at least 1, got " + std::to_string(c.steps));
-  require(c.warmup >= 0, "--warmup must not be negative, got " + std::to_string(c.warmup));
-  require(c.threads >= 0, "--threads must not be negative, got " + std::to_string(c.threads));
-  require(c.cuda_graphs != CudaGraphs::On || !c.profile,
-          "--profile times each op of every step: it needs --cuda-graphs off");
-  require(c.cuda_graphs != CudaGraphs::On || c.host_sync != HostSync::EveryStep,
-          "--cuda-graphs on captures deferred steps: it needs --host-sync auto or deferred");
+  require(c.image_size >= 8 && c.image_size <= 1024, "image_size",
+          "the image size must be between 8 and 1024, got " + std::to_string(c.image_size));
+  require(c.batch_size >= 2, "batch_size",
+          "the batch size must be at least 2 (batch norm needs two samples), got " + std::to_string(c.batch_size));
+  require(c.num_classes >= 2, "num_classes",
+          "the number of classes must be at least 2, got " + std::to_string(c.num_classes));
+  require(c.steps >= 1, "steps", "the timed steps must be at least 1, got " + std::to_string(c.steps));
+  require(c.warmup >= 0, "warmup", "the warm-up steps must not be negative, got " + std::to_string(c.warmup));
+  require(c.threads >= 0, "threads", "the thread count must not be negative, got " + std::to_string(c.threads));
+  require(c.cuda_graphs != CudaGraphs::On || !c.profile, "profile",
+          "profiling times each op of every step: it needs CUDA graphs off");
+  require(c.cuda_graphs != CudaGraphs::On || c.host_sync != HostSync::EveryStep, "cuda_graphs",
+          "CUDA graphs on captures deferred steps: it needs the host sync auto or deferred");
 }
 }  // namespace
 

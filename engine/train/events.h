@@ -143,7 +143,8 @@ struct CheckpointInfo {
 
 struct RunEnd {
   RunStatus status = RunStatus::Finished;
-  std::string reason;  // empty when finished normally
+  std::string reason;   // empty when finished normally
+  std::string setting;  // when a setting was refused: its key (core/setting_error.h), for the front end to name it
 };
 
 class TrainObserver {

@@ -507,9 +507,9 @@ std::string memory_advice(const MemoryEstimateInput& input, const MemoryEstimate
   text += ", " + memory_text(available) + " available";
   const int fits = largest_batch_that_fits(input, available);
   if (fits >= 2)
-    text += ": --batch-size " + std::to_string(fits) + " or less fits";
+    text += ": a batch size of " + std::to_string(fits) + " or less fits";
   else
-    text += ": not even --batch-size 2 fits; choose a smaller --image-size or --depth";
+    text += ": not even a batch size of 2 fits; choose a smaller image size or depth";
   return text;
 }
 

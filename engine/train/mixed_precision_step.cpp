@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/setting_error.h"
 #include "train/overflow_forensics.h"
 
 namespace ampwb {
@@ -100,13 +101,14 @@ std::string MixedPrecisionStep::why_not_deferred() const {
 StepPlan plan_steps(const MixedPrecisionStep& step, const Device& device, HostSync host_sync, CudaGraphs cuda_graphs) {
   const std::string why_every_step = step.why_not_deferred();
   if (host_sync == HostSync::Deferred && !why_every_step.empty())
-    throw Error("--host-sync deferred is not possible here: " + why_every_step);
+    throw SettingError("host_sync", "the host sync deferred is not possible here: " + why_every_step);
   StepPlan plan;
   plan.deferred =
       host_sync == HostSync::Deferred || (host_sync == HostSync::Auto && !device.is_cpu() && why_every_step.empty());
   if (cuda_graphs == CudaGraphs::On && !plan.deferred)
-    throw Error("--cuda-graphs on captures deferred steps, and these run every-step: " +
-                (why_every_step.empty() ? std::string("the CPU's steps wait for nothing") : why_every_step));
+    throw SettingError("cuda_graphs",
+                       "CUDA graphs on captures deferred steps, and these run every-step: " +
+                           (why_every_step.empty() ? std::string("the CPU's steps wait for nothing") : why_every_step));
   plan.captured =
       cuda_graphs == CudaGraphs::On || (cuda_graphs == CudaGraphs::Auto && plan.deferred && !device.is_cpu());
   return plan;

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/setting_error.h"
 #include "optim/lr_schedule.h"
 #include "train/benchmark.h"
 #include "train/checkpoint.h"
@@ -59,8 +60,8 @@ void require_writable_folder(const std::string& folder) {
     }
   }
   if (error)
-    throw Error("cannot write checkpoints to " + folder + ": " + error.message() +
-                " (choose another --checkpoint-dir, or --no-checkpoint)");
+    throw SettingError("checkpoint_dir", "cannot write checkpoints to " + folder + ": " + error.message() +
+                                             " (choose another checkpoint folder, or no checkpoints)");
 }
 }  // namespace
 
@@ -129,14 +130,16 @@ RunEnd Trainer::run() {
     // what the run needs and the batch size that fits.
     allocator_for(memory_device_).empty_cache();
     end = {RunStatus::Failed, "out of memory" + memory_advice_text()};
+  } catch (const SettingError& e) {  // a setting the data or the device refused: the front end names it its way
+    end = {RunStatus::Failed, e.what(), e.setting()};
   } catch (const std::exception& e) {
     end = {RunStatus::Failed, e.what()};
     // The device's message says how much was asked for and held; the run's says which setting to change.
     if (end.reason.find("out of GPU memory") != std::string::npos)
-      end.reason += memory_input_
-                        ? " [" + memory_advice_text().substr(2) + "]"
-                        : " [--batch-size " + std::to_string(config_.batch_size) + " does not fit on this GPU: try " +
-                              std::to_string(std::max(2, config_.batch_size / 2)) + "]";
+      end.reason += memory_input_ ? " [" + memory_advice_text().substr(2) + "]"
+                                  : " [a batch size of " + std::to_string(config_.batch_size) +
+                                        " does not fit on this GPU: try " +
+                                        std::to_string(std::max(2, config_.batch_size / 2)) + "]";
   }
   Report{observer_}(&TrainObserver::on_end, end);
   return end;
@@ -494,23 +497,22 @@ void Trainer::Run::report_start() {
   if (validation_data_.size() == 0) info.notes.push_back("no validation images: validation is not measured");
   if (const int64_t all = dataset_.report().validation_images_before_limit; all > validation_data_.size())
     info.notes.push_back("validated on " + counted(validation_data_.size()) + " of " + counted(all) +
-                         " images, the same ones every epoch (Validation images in the workbench, --max-val-images "
-                         "in ampwb train; 0: all)");
+                         " images, the same ones every epoch (the setting of validation images; 0: all)");
   if (plan_.deferred)
     info.notes.push_back(
         "no step waits for the device: each step's numbers are read one step later, and a skipped "
-        "step does not name the layers that overflowed (--host-sync every-step does)");
+        "step does not name the layers that overflowed (the host sync every-step does)");
   if (plan_.captured && backend_->device().is_cpu())
-    info.notes.push_back("--cuda-graphs on captures no step on a CPU: each is timed for the time breakdown, op by op");
+    info.notes.push_back("CUDA graphs on captures no step on a CPU: each is timed for the time breakdown, op by op");
   else if (plan_.captured)
     info.notes.push_back("each batch shape's step is captured as a CUDA graph after its first " +
                          std::to_string(MixedPrecisionStep::kEagerSteps) +
-                         " steps and replayed (--cuda-graphs off runs every step op by op); the steps sampled for "
+                         " steps and replayed (CUDA graphs off runs every step op by op); the steps sampled for "
                          "the time breakdown run op by op");
   if (!plan_.deferred && !backend_->device().is_cpu()) {
     const std::string why_every_step = step_.why_not_deferred();
     info.notes.push_back("every step waits once for the GPU: " +
-                         (why_every_step.empty() ? std::string("--host-sync every-step") : why_every_step));
+                         (why_every_step.empty() ? std::string("the host sync is every-step") : why_every_step));
   }
   if (!config_.checkpoint_dir.empty()) require_writable_folder(config_.checkpoint_dir);
   report_(&TrainObserver::on_start, info);
