@@ -93,8 +93,8 @@ void data_bound(const RunEvidence& e, std::vector<Finding>& out) {
   add(out, "data_bound", Severity::Problem, "The step waits for its data: the input pipeline sets the speed",
       "the loader kept training waiting " + ms(wait) + " of " + ms(step) + " (" + percent(wait / step) + ", " + where +
           ")",
-      "AMP speeds up arithmetic, not image decoding: give the loader more threads (--loader-threads), keep decoded "
-      "images in memory (--cache-mb), or train on smaller images");
+      "AMP speeds up arithmetic, not image decoding: give the loader more threads, keep more decoded images in "
+      "memory (a larger image cache), or train on smaller images");
 }
 
 void fp16_emulated(const RunEvidence& e, std::vector<Finding>& out) {
@@ -178,7 +178,7 @@ void gradient_underflow(const RunEvidence& e, std::vector<Finding>& out) {
       format("epoch %d: %s of activation gradients are below 2^-14 (FP16 subnormals, losing bits down to 2^-24 "
              "where they flush to zero); %s are exactly zero",
              worst->epoch, percent(below).c_str(), percent(zeros).c_str()),
-      "turn on dynamic loss scaling (--loss-scale dynamic), as amp-fp16 does: it multiplies the loss so these "
+      "turn on dynamic loss scaling (a loss scale of dynamic), as amp-fp16 does: it multiplies the loss so these "
       "gradients land in FP16's range");
 }
 
@@ -274,7 +274,7 @@ void batch_too_small(const RunEvidence& e, std::vector<Finding>& out) {
              "whatever the batch",
              e.run.batch_size, ms(fixed).c_str(), ms(compute).c_str()) +
           " (" + percent(fixed / compute) + ")",
-      "raise --batch-size (and the learning rate with it) until these costs are small beside the layers' work");
+      "raise the batch size (and the learning rate with it) until these costs are small beside the layers' work");
 }
 
 void timing_unreliable(const RunEvidence& e, std::vector<Finding>& out) {

@@ -74,7 +74,8 @@ std::string DatasetReport::to_text() const {
     for (size_t i = 0; i < skipped.size() && i < kSkippedShown; ++i)
       out << "  " << skipped[i].path << ": " << skipped[i].reason << "\n";
     if (skipped.size() > kSkippedShown) {
-      out << "  ... and " << skipped.size() - kSkippedShown << " more (all of them with --json); by reason:\n";
+      out << "  ... and " << skipped.size() - kSkippedShown
+          << " more (the JSON report lists all of them); by reason:\n";
       for (const auto& [reason, n] : by_reason) out << "    " << n << " x " << reason << "\n";
     }
   }

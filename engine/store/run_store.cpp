@@ -161,7 +161,7 @@ std::string RunStore::default_path() {
   if (xdg && *xdg == '/') return std::string(xdg) + "/ampwb/runs.sqlite";  // XDG: relative values are invalid
   const char* home = std::getenv("HOME");
   if (home && *home) return std::string(home) + "/.local/share/ampwb/runs.sqlite";
-  throw StoreError("no place for the run store: HOME is not set (pass --db FILE or set AMPWB_DB)");
+  throw StoreError("no place for the run store: HOME is not set (name the run store's file, or set AMPWB_DB)");
 }
 
 struct RunStore::BackgroundCheck {
@@ -248,8 +248,9 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
   db_ = std::make_unique<SqliteDb>(path, how);
   read_only_ = mode == Mode::ReadOnly || db_->read_only();
   if (mode == Mode::Create && read_only_)
-    throw StoreError("the run store '" + path +
-                     "' is read-only: runs cannot be recorded in it (check its permissions, or pass --db FILE)");
+    throw StoreError(
+        "the run store '" + path +
+        "' is read-only: runs cannot be recorded in it (check its permissions, or choose another run store)");
   db_->check(sqlite3_busy_timeout(db_->handle(), kBusyTimeoutMs), "sqlite3_busy_timeout", "");
 
   Probe p;
@@ -259,7 +260,7 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
     if (e.sqlite_code() == SQLITE_CORRUPT) throw StoreError(damaged_store_message(path, e.what()), SQLITE_CORRUPT);
     if (e.sqlite_code() == SQLITE_NOTADB)
       throw StoreError("'" + path + "' is not an ampwb run store: it is not an SQLite database (left untouched; " +
-                           "pass another --db FILE)",
+                           "choose another run store)",
                        SQLITE_NOTADB);
     // A WAL database in a folder this process cannot write has no -shm to share: read it as immutable.
     const bool cannot_share = e.sqlite_code() == SQLITE_CANTOPEN || e.sqlite_code() == SQLITE_READONLY;
@@ -281,7 +282,7 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
   if (!empty && !ours)
     throw StoreError("'" + path + "' is not an ampwb run store: it is an SQLite database of another application " +
                      "(application_id " + std::to_string(p.application_id) + ", tables: " + join(p.tables, 6) +
-                     "); left untouched, pass another --db FILE");
+                     "); left untouched, choose another run store");
   if (p.version > kSchemaVersion)
     throw StoreError("the run store '" + path + "' has schema version " + std::to_string(p.version) +
                      ", newer than this ampwb " AMPWB_VERSION " reads (" + std::to_string(kSchemaVersion) +
@@ -391,9 +392,10 @@ std::string damaged_store_message(const std::string& path, const std::string& pr
     first = problems.substr(from, problems.find('\n', from) - from);
   }
   return "the run store '" + path + "' is damaged (SQLite: " + first +
-         "): nothing more is written into it. Keep a copy (ampwb store backup FILE --db '" + path +
-         "'), then recover what is readable into a new store with SQLite's shell (Debian: sqlite3): sqlite3 '" + path +
-         "' .recover | sqlite3 recovered.sqlite; `ampwb store check` lists every problem";
+         "): nothing more is written into it. Keep a copy (AMPWB_DB='" + path +
+         "' ampwb store backup FILE), then recover what is readable into a new store with SQLite's shell (Debian: "
+         "sqlite3): sqlite3 '" +
+         path + "' .recover | sqlite3 recovered.sqlite; `ampwb store check` lists every problem";
 }
 
 void RunStore::require_writable(const char* what) const {

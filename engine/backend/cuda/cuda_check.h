@@ -14,7 +14,7 @@
 namespace ampwb::cuda {
 
 // The hint every out-of-memory message carries.
-inline constexpr const char* kOutOfMemoryHint = "try a smaller --batch-size (or a lower-memory precision mode)";
+inline constexpr const char* kOutOfMemoryHint = "try a smaller batch size (or a lower-memory precision mode)";
 
 // "cudaMalloc(&p, bytes) failed: cudaErrorMemoryAllocation (out of memory) - the GPU is out of memory; try ...".
 [[noreturn]] inline void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line) {

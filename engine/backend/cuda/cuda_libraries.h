@@ -88,7 +88,7 @@ class ConvRunner {
   size_t plans_cached() const { return plans_.size() + (graph_api_ ? graph_api_->plans_run() : 0); }
   // While a step is captured: a shape whose algorithm is not chosen yet is refused (a search cannot be recorded).
   void set_capturing(bool capturing) { capturing_ = capturing; }
-  // "fwd ...: algo 1 (tensor-op), 12.0 MiB workspace" for each cached plan, one per line (for --verbose reports).
+  // "fwd ...: algo 1 (tensor-op), 12.0 MiB workspace" for each cached plan, one per line (for verbose reports).
   std::string describe_plans() const;
 
  private:
