@@ -1,6 +1,7 @@
 // The setup panel's number fields never change what was typed, offscreen through the keyboard: text that is no
 // value stays as typed, framed in red with why and the range it takes, listed under the Training group, and Train
-// waits, saying why; a value out of range is refused with the range, never clamped.
+// waits, saying why; a value out of range is refused with the range, never clamped. A setting the engine refuses is
+// named as the form names it, and its field marked.
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -116,6 +117,30 @@ class FieldsKeepWhatWasTyped : public QObject {
     QCOMPARE(w.setup()->config().lr, 5e-4f);
     QCOMPARE(w.setup()->config().batch_size, 32);
     QVERIFY(child<QPushButton>(w, "trainButton")->isEnabled());
+  }
+
+  // The engine refuses warm-up epochs beyond the epochs, naming the setting by its key in neutral words: the GUI says
+  // it with the field's label, marks that field (opening Advanced, where it sits), and an edit clears the mark.
+  void a_setting_the_engine_refuses_is_named_by_its_field() {
+    MainWindow w(dir_.filePath("refused.sqlite"));  // not shown: a refused start then says so without a dialog
+    w.setup()->set_dataset_path(data_);
+    QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
+    QSpinBox* warmup = nullptr;
+    for (auto* box : w.findChildren<QSpinBox*>())
+      if (box->property("ampwbSetting").toString() == "warmup_epochs") warmup = box;
+    QVERIFY(warmup);
+    QVERIFY(!warmup->isVisibleTo(w.setup()));  // Advanced is closed
+    child<QSpinBox>(w, "epochs")->setValue(2);
+    warmup->setValue(5);
+    QVERIFY(!w.start_training());
+    const QString why = "the warm-up epochs must be in [0, epochs]";
+    QCOMPARE(child<QLabel>(w, "statusLine")->text(), "Not started: Warm-up epochs: " + why);
+    QVERIFY(warmup->isVisibleTo(w.setup()));
+    QVERIFY(warmup->styleSheet().contains("border"));
+    QCOMPARE(plain(warmup->toolTip()), why);
+    warmup->setValue(1);
+    QVERIFY(warmup->styleSheet().isEmpty());
+    QVERIFY(!plain(warmup->toolTip()).contains(why));
   }
 
   // Fields whose minimum reads as a word ("all cores") keep text they cannot take even while holding the minimum,

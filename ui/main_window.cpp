@@ -32,6 +32,7 @@
 #include "compare_view.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/setting_error.h"
 #include "file_dialogs.h"
 #include "plain_text.h"
 #include "run_controls.h"
@@ -263,7 +264,12 @@ QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::
   if (continue_run == 0) config.checkpoint_dir = setup_->checkpoints_enabled() ? checkpoint_folder() : std::string();
   try {
     if (continue_run == 0 && !config.name.empty()) store_->check_new_name(config.name);
+    setup_->clear_setting_problem();
     session_->start(config, continue_run);
+  } catch (const SettingError& e) {  // the engine names the setting: the panel marks its field and says its label
+    const QString problem = setup_->show_setting_problem(e.setting(), QString::fromUtf8(e.what()));
+    controls_->set_status(tr("Not started: %1").arg(problem));
+    return problem;
   } catch (const std::exception& e) {
     const QString problem = QString::fromUtf8(e.what());
     controls_->set_status(tr("Not started: %1").arg(problem));
@@ -355,7 +361,11 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   live_charts_->refresh();  // whatever a deferred redraw still owed
   controls_->set_state(RunControls::State::Idle);
   QString text = tr("Run %1 %2").arg(run_id).arg(QString::fromUtf8(run_status_name(end.status)));
-  if (!end.reason.empty()) text += ": " + QString::fromStdString(end.reason);
+  // A setting the data refused (top-k above the classes, say) is named as the panel names it, its field marked.
+  if (!end.reason.empty())
+    text +=
+        ": " + (end.setting.empty() ? QString::fromStdString(end.reason)
+                                    : setup_->show_setting_problem(end.setting, QString::fromStdString(end.reason)));
   if (!store_error.isEmpty()) text += tr(" (not fully recorded: %1)").arg(store_error);
   if (end.status == RunStatus::Finished && !live_->epochs.empty()) {
     double best = 0;

@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "facade/devices.h"
 #include "facade/run_setup.h"
+#include "field_problem.h"
 #include "file_dialogs.h"
 #include "plain_text.h"
 #include "precision_modes.h"
@@ -40,6 +41,16 @@ const char* const kScalerPresets[] = {"pytorch", "apex", "paddle", "paddle-2.2",
 WideNumberBox* number_box(double min, double max, double step) { return new WideNumberBox(min, max, step); }
 
 WholeNumberBox* int_box(int min, int max) { return new WholeNumberBox(min, max); }
+
+// The property that names the setting a field sets (a config_settings key), so that an engine error about that
+// setting marks the field and says its label (RunSetupPanel::show_setting_problem).
+const char* const kSettingProperty = "ampwbSetting";
+
+template <class Field>
+Field* for_setting(Field* field, const char* setting) {
+  field->setProperty(kSettingProperty, QString::fromUtf8(setting));
+  return field;
+}
 
 void select_data(QComboBox* box, const QVariant& value) {
   const int i = box->findData(value);
@@ -126,7 +137,7 @@ QWidget* RunSetupPanel::build_data_group() {
   auto* group = new QGroupBox(tr("Dataset"));
   auto* layout = new QVBoxLayout(group);
   auto* row = new QHBoxLayout;
-  dataset_ = new QLineEdit;
+  dataset_ = for_setting(new QLineEdit, "data_dir");
   dataset_->setObjectName("datasetPath");
   dataset_->setPlaceholderText(tr("an image folder, IDX or CIFAR-10 files"));
   connect(dataset_, &QLineEdit::editingFinished, this, &RunSetupPanel::request_inspection);
@@ -158,17 +169,17 @@ QWidget* RunSetupPanel::build_data_group() {
   layout->addWidget(dataset_report_);
 
   auto* form = data_form_ = new QFormLayout;
-  val_fraction_ = number_box(0, 0.9, 0.05);
+  val_fraction_ = for_setting(number_box(0, 0.9, 0.05), "data.validation_fraction");
   val_fraction_->setObjectName("validationFraction");
   val_fraction_->setToolTip(tr("Held out per class when the data has no validation split of its own"));
-  max_images_ = int_box(0, 100000000);
+  max_images_ = for_setting(int_box(0, 100000000), "data.max_train_images");
   max_images_->setObjectName("maxTrainImages");
   max_images_->set_minimum_text(tr("all"));
   max_images_->setSingleStep(500);
   max_images_->setToolTip(tr("Train on the first N images (round-robin over the classes): quick experiments"));
   form->addRow(tr("Validation fraction"), val_fraction_);
   form->addRow(tr("Training images"), max_images_);
-  max_validation_images_ = int_box(0, 100000000);
+  max_validation_images_ = for_setting(int_box(0, 100000000), "data.max_validation_images");
   max_validation_images_->setObjectName("maxValidationImages");
   max_validation_images_->set_minimum_text(tr("all"));
   max_validation_images_->setSingleStep(500);
@@ -185,10 +196,10 @@ QWidget* RunSetupPanel::build_data_group() {
 QWidget* RunSetupPanel::build_model_group() {
   auto* group = new QGroupBox(tr("Model and precision"));
   auto* form = new QFormLayout(group);
-  depth_ = new QComboBox;
+  depth_ = for_setting(new QComboBox, "depth");
   depth_->setObjectName("depth");
   for (int d : supported_depths()) depth_->addItem(depth_title(d), d);
-  precision_ = new QComboBox;
+  precision_ = for_setting(new QComboBox, "precision.mode");
   precision_->setObjectName("precision");
   for (const PrecisionModeInfo& m : kPrecisionModes) precision_->addItem(QString::fromUtf8(m.title), m.name);
   precision_help_ = new QLabel;
@@ -221,28 +232,28 @@ QWidget* RunSetupPanel::build_model_group() {
 QWidget* RunSetupPanel::build_training_group() {
   auto* group = new QGroupBox(tr("Training"));
   auto* form = new QFormLayout(group);
-  epochs_ = int_box(1, 10000);
+  epochs_ = for_setting(int_box(1, 10000), "epochs");
   epochs_->setObjectName("epochs");
-  batch_ = int_box(2, 65536);
+  batch_ = for_setting(int_box(2, 65536), "batch_size");
   batch_->setObjectName("batchSize");
-  image_size_ = int_box(0, 1024);
+  image_size_ = for_setting(int_box(0, 1024), "image_size");
   image_size_->setObjectName("imageSize");
   image_size_->set_minimum_text(tr("auto (the data's)"));
   image_size_->set_unit(tr(" px"));
-  optimizer_ = new QComboBox;
+  optimizer_ = for_setting(new QComboBox, "optimizer.kind");
   optimizer_->setObjectName("optimizer");
   add_choices<OptimizerKind>(optimizer_);
-  lr_ = new WideNumberBox(1e-6, 10, 0.001);
+  lr_ = for_setting(new WideNumberBox(1e-6, 10, 0.001), "lr");
   lr_->setObjectName("learningRate");
-  schedule_ = new QComboBox;
+  schedule_ = for_setting(new QComboBox, "schedule");
   schedule_->setObjectName("schedule");
   add_choices<Schedule>(schedule_);
-  seed_ = int_box(0, std::numeric_limits<int>::max());
+  seed_ = for_setting(int_box(0, std::numeric_limits<int>::max()), "seed");
   seed_->setObjectName("seed");
-  name_ = new QLineEdit;
+  name_ = for_setting(new QLineEdit, "name");
   name_->setObjectName("runName");
   name_->setPlaceholderText(tr("automatic"));
-  checkpoints_ = new QCheckBox(tr("Save checkpoints (Stop leaves a resumable run)"));
+  checkpoints_ = for_setting(new QCheckBox(tr("Save checkpoints (Stop leaves a resumable run)")), "checkpoint_dir");
   checkpoints_->setObjectName("checkpoints");
   form->addRow(tr("Epochs"), epochs_);
   form->addRow(tr("Batch size"), batch_);
@@ -268,7 +279,7 @@ QWidget* RunSetupPanel::build_advanced_group() {
 
   auto* scaler = new QGroupBox(tr("Loss scaler"));
   auto* sf = new QFormLayout(scaler);
-  scale_kind_ = new QComboBox;
+  scale_kind_ = for_setting(new QComboBox, "precision.loss_scale.kind");
   scale_kind_->setObjectName("lossScaleKind");
   scale_kind_->addItem(tr("as the precision mode says"), "");
   add_choices<LossScaleKind>(scale_kind_);
@@ -276,16 +287,16 @@ QWidget* RunSetupPanel::build_advanced_group() {
   scaler_preset_->setObjectName("scalerPreset");
   for (const char* p : kScalerPresets) scaler_preset_->addItem(p, p);
   connect(scaler_preset_, &QComboBox::activated, this, &RunSetupPanel::apply_scaler_preset);
-  init_scale_ = new WideNumberBox(1e-6, 1e12, 1024);
-  growth_factor_ = number_box(1.0001, 1000, 0.5);
-  backoff_factor_ = number_box(0.0001, 0.9999, 0.05);
-  growth_interval_ = int_box(1, 100000000);
-  hysteresis_ = int_box(1, 1000);
-  min_scale_ = new WideNumberBox(0, 1e12, 1);
+  init_scale_ = for_setting(new WideNumberBox(1e-6, 1e12, 1024), "precision.loss_scale.init_scale");
+  growth_factor_ = for_setting(number_box(1.0001, 1000, 0.5), "precision.loss_scale.growth_factor");
+  backoff_factor_ = for_setting(number_box(0.0001, 0.9999, 0.05), "precision.loss_scale.backoff_factor");
+  growth_interval_ = for_setting(int_box(1, 100000000), "precision.loss_scale.growth_interval");
+  hysteresis_ = for_setting(int_box(1, 1000), "precision.loss_scale.hysteresis");
+  min_scale_ = for_setting(new WideNumberBox(0, 1e12, 1), "precision.loss_scale.min_scale");
   min_scale_->set_minimum_text(tr("none"));
-  max_scale_ = new WideNumberBox(0, 1e12, 1024);
+  max_scale_ = for_setting(new WideNumberBox(0, 1e12, 1024), "precision.loss_scale.max_scale");
   max_scale_->set_minimum_text(tr("none"));
-  master_weights_ = new QComboBox;
+  master_weights_ = for_setting(new QComboBox, "precision.master_weights");
   master_weights_->addItem(tr("as the precision mode says"), "");
   master_weights_->addItem(tr("on (FP32 copy)"), "on");
   master_weights_->addItem(tr("off"), "off");
@@ -303,22 +314,22 @@ QWidget* RunSetupPanel::build_advanced_group() {
 
   auto* more = new QGroupBox(tr("Optimizer and data"));
   auto* mf = new QFormLayout(more);
-  warmup_ = int_box(0, 10000);
-  momentum_ = number_box(0, 0.999, 0.01);
-  weight_decay_ = new WideNumberBox(0, 1, 0.0001);
-  label_smoothing_ = number_box(0, 0.99, 0.05);
-  grad_clip_ = number_box(0, 1e6, 0.5);
+  warmup_ = for_setting(int_box(0, 10000), "warmup_epochs");
+  momentum_ = for_setting(number_box(0, 0.999, 0.01), "optimizer.momentum");
+  weight_decay_ = for_setting(new WideNumberBox(0, 1, 0.0001), "optimizer.weight_decay");
+  label_smoothing_ = for_setting(number_box(0, 0.99, 0.05), "label_smoothing");
+  grad_clip_ = for_setting(number_box(0, 1e6, 0.5), "grad_clip_norm");
   grad_clip_->set_minimum_text(tr("off"));
-  topk_ = int_box(1, 100);
-  augment_ = new QCheckBox(tr("random crop and flip"));
-  stem_ = new QComboBox;
+  topk_ = for_setting(int_box(1, 100), "topk");
+  augment_ = for_setting(new QCheckBox(tr("random crop and flip")), "data.augment");
+  stem_ = for_setting(new QComboBox, "stem");
   stem_->addItem(tr("auto (small below 64 px)"), "auto");
   stem_->addItem(tr("ImageNet (7x7, max pool)"), "imagenet");
   stem_->addItem(tr("small (3x3, no pool)"), "small");
-  threads_ = int_box(0, 1024);
+  threads_ = for_setting(int_box(0, 1024), "threads");
   threads_->setObjectName("threads");
   threads_->set_minimum_text(tr("all cores"));
-  max_steps_ = int_box(0, 100000000);
+  max_steps_ = for_setting(int_box(0, 100000000), "max_steps_per_epoch");
   max_steps_->setObjectName("maxStepsPerEpoch");
   max_steps_->set_minimum_text(tr("whole epoch"));
   mf->addRow(tr("Warm-up epochs"), warmup_);
@@ -590,6 +601,29 @@ void RunSetupPanel::update_settings_problem() {
   if (first == settings_problem_) return;
   settings_problem_ = first;
   Q_EMIT settings_problem_changed(first);
+}
+
+QString RunSetupPanel::show_setting_problem(const std::string& setting, const QString& problem) {
+  if (marked_setting_) mark_field_problem(marked_setting_, QString());
+  marked_setting_ = nullptr;
+  QWidget* field = nullptr;
+  for (QWidget* w : findChildren<QWidget*>())
+    if (w->property(kSettingProperty).toString().toStdString() == setting) field = w;
+  if (!field) return problem;
+  if (advanced_->isAncestorOf(field)) advanced_toggle_->setChecked(true);
+  mark_field_problem(field, problem);
+  marked_setting_ = field;
+  // Named as the form shows it: its row's label, else the check box's own text.
+  QString name;
+  for (const QLabel* label : findChildren<QLabel*>())
+    if (label->buddy() == field) name = label->text().remove('&');
+  if (const auto* box = qobject_cast<QCheckBox*>(field); box && name.isEmpty()) name = box->text().remove('&');
+  return name.isEmpty() ? problem : tr("%1: %2").arg(name, problem);
+}
+
+void RunSetupPanel::clear_setting_problem() {
+  if (marked_setting_) mark_field_problem(marked_setting_, QString());
+  marked_setting_ = nullptr;
 }
 
 bool RunSetupPanel::inspecting() const { return inspector_.busy(); }

@@ -46,6 +46,12 @@ class RunSetupPanel : public QWidget {
   QString settings_problem() const { return settings_problem_; }
   // What keeps these settings from training: the dataset's problem, else the first field's; "" when none.
   QString train_problem() const { return dataset_problem_.isEmpty() ? settings_problem_ : dataset_problem_; }
+  // An engine error about `setting` (core/setting_error.h): marks the field that sets it (opening Advanced when it is
+  // there) and returns `problem` named as the form names the field ("Batch size: the batch size must be ..."), or
+  // `problem` alone when no field sets it. The mark stays until the next call or clear_setting_problem (the next
+  // start), or until a number field's own check runs again on an edit.
+  QString show_setting_problem(const std::string& setting, const QString& problem);
+  void clear_setting_problem();
   void choose_dataset_folder();  // a native folder dialog
   void use_sample_dataset();
 
@@ -137,6 +143,7 @@ class RunSetupPanel : public QWidget {
   WholeNumberBox* threads_ = nullptr;
   WholeNumberBox* max_steps_ = nullptr;
   QLineEdit* name_ = nullptr;
+  QWidget* marked_setting_ = nullptr;  // the field show_setting_problem marked
 };
 
 }  // namespace ampwb::ui
