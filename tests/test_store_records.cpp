@@ -614,6 +614,37 @@ TEST(RunStore, AnUnreadableStoredConfigurationIsListedWithDefaultsAndNotResumed)
   expect_contains(resume_refusal(store, id), "cannot be resumed");
 }
 
+// A column holding a name this version does not know (a newer version's mode, a hand edit) keeps the run listed, with
+// the other runs, its field at its default and the problem said; such a run is not resumed.
+TEST(RunStore, AnUnknownNameInAColumnIsListedWithTheOtherRuns) {
+  TempDir dir("unknown-name");
+  const std::string path = dir.file("runs.sqlite");
+  int64_t odd = 0, plain = 0;
+  {
+    RunStore store(path);
+    for (int64_t* id : {&odd, &plain}) {
+      *id = store.begin_run(config_named(id == &odd ? "odd" : "plain"), info(), "fp");
+      store.end_run(*id, {RunStatus::Cancelled, ""}, {}, 1.0);
+      store.add_checkpoint(*id, {1, 1, path});
+    }
+  }
+  {
+    SqliteDb db(path, SqliteDb::Open::ReadWrite);
+    db.exec("UPDATE runs SET precision = 'fp4', device = 'tpu' WHERE id = " + std::to_string(odd));
+  }
+  RunStore store(path);
+  const std::vector<RunRecord> runs = store.runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].name, "odd");
+  expect_contains(runs[0].unreadable, "the stored device 'tpu' is not cpu, cuda, cuda:N or auto");
+  expect_contains(runs[0].unreadable, "'fp4'");
+  EXPECT_TRUE(runs[0].device.is_cpu());
+  EXPECT_EQ(runs[0].precision_name(), runs[1].precision_name()) << "the configuration's own, read over the column";
+  expect_contains(resume_refusal(store, odd), "cannot be resumed");
+  EXPECT_EQ(runs[1].unreadable, "");
+  EXPECT_EQ(resume_refusal(store, plain), "");
+}
+
 // A configuration stored without its precision mode (the oldest stores) shows the mode its column holds.
 TEST(RunStore, AConfigurationWithoutItsModeKeepsTheColumns) {
   TempDir dir("nomode");

@@ -70,9 +70,14 @@ int bind_columns(SqliteStatement& q, int first, const R& record) {
 }
 
 // Reads every field from column `first` (0-based) on; returns the next column's index. A NULL real reads as NaN
-// (how SQLite keeps a NaN), a NULL text as ""; a damaged list of text as empty; an unknown name throws.
+// (how SQLite keeps a NaN), a NULL text as ""; a damaged list of text as empty. An unknown name throws, or where
+// `problems` is given, keeps the field's default and is said there, so that one odd row never hides the others.
 template <Record R>
-int read_columns(const SqliteStatement& q, int first, R& record) {
+int read_columns(const SqliteStatement& q, int first, R& record, std::string* problems = nullptr) {
+  auto refuse = [problems](const std::string& problem) {
+    if (!problems) throw Error(problem);
+    *problems += (problems->empty() ? "" : "; ") + problem;
+  };
   int c = first;
   fields(record, [&](Field, auto& v) {
     using T = std::decay_t<decltype(v)>;
@@ -92,17 +97,22 @@ int read_columns(const SqliteStatement& q, int first, R& record) {
           if (item.is_string()) v.push_back(item.template get<std::string>());
     } else if constexpr (ChoiceEnum<T>) {
       const std::string name = q.text(c++);
-      const std::optional<T> value = parse_choice<T>(name);
-      if (!value)
-        throw Error("the stored " + std::string(ChoiceTable<T>::what) + " '" + name + "' is not " + choice_names<T>());
-      v = *value;
+      if (const std::optional<T> value = parse_choice<T>(name))
+        v = *value;
+      else
+        refuse("the stored " + std::string(ChoiceTable<T>::what) + " '" + name + "' is not " + choice_names<T>());
     } else if constexpr (NamedValue<T>) {
       const std::string name = q.text(c++);
-      const std::optional<T> value = T::parse(name);
-      if (!value) throw Error("the stored " + std::string(T::what) + " '" + name + "' is not " + T::names);
-      v = *value;
-    } else {
-      v = nlohmann::json(q.text(c++)).template get<T>();
+      if (const std::optional<T> value = T::parse(name))
+        v = *value;
+      else
+        refuse("the stored " + std::string(T::what) + " '" + name + "' is not " + T::names);
+    } else {  // an enum with its own from_json, which refuses an unknown name
+      try {
+        v = nlohmann::json(q.text(c++)).template get<T>();
+      } catch (const Error& e) {
+        refuse(e.what());
+      }
     }
   });
   return c;

@@ -16,12 +16,12 @@ std::string run_columns() { return column_names<RunRecord>() + ", config_json, i
 
 RunRecord read_run(const SqliteStatement& q) {
   RunRecord r;
-  const int c = read_columns(q, 0, r);
+  const int c = read_columns(q, 0, r, &r.unreadable);
   try {
     // Read over the precision mode its column holds: a configuration stored without one keeps that.
     r.config = config_from_json_text(q.text(c), r.config);
   } catch (const std::exception& e) {
-    r.unreadable = e.what();
+    r.unreadable += (r.unreadable.empty() ? "" : "; ") + std::string(e.what());
   }
   try {
     const nlohmann::json info = nlohmann::json::parse(q.text(c + 1), nullptr, false);
