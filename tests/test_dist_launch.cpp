@@ -19,9 +19,12 @@ using Variables = std::map<std::string, std::string>;
 LaunchInfo read(const Variables& variables) { return read_launch_info(environment_of(variables)); }
 
 TEST(Launch, NoLauncherVariablesMeanOneProcess) {
-  for (const Variables& variables : {Variables{}, Variables{{"PATH", "/usr/bin"}},
-                                     // An sbatch script's own process: SLURM_PROCID without srun's SLURM_NTASKS.
-                                     Variables{{"SLURM_PROCID", "0"}, {"SLURM_JOB_ID", "17"}}}) {
+  for (const Variables& variables :
+       {Variables{}, Variables{{"PATH", "/usr/bin"}},
+        // An sbatch script's own process, without and with -n 2 (Slurm 22.05): no
+        // SLURM_STEP_ID, which only srun's tasks have.
+        Variables{{"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"}, {"SLURM_JOB_ID", "17"}},
+        Variables{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_JOB_ID", "17"}}}) {
     const LaunchInfo info = read(variables);
     EXPECT_EQ(info.launcher, Launcher::Single);
     EXPECT_EQ(info.rank, 0);
@@ -51,6 +54,7 @@ TEST(Launch, SrunSetsRanksButNoLocalSize) {
   const LaunchInfo info = read({{"SLURM_PROCID", "5"},
                                 {"SLURM_NTASKS", "8"},
                                 {"SLURM_LOCALID", "1"},
+                                {"SLURM_STEP_ID", "0"},
                                 {"MASTER_ADDR", "node07"},
                                 {"MASTER_PORT", "29500"}});
   EXPECT_EQ(info.launcher, Launcher::Srun);
@@ -82,7 +86,7 @@ TEST(Launch, TorchrunSetsRanksAndTheRendezvous) {
 
 TEST(Launch, TheMostSpecificLauncherWinsInsideASlurmAllocation) {
   // mpirun or torchrun started inside an sbatch script inherit the batch step's SLURM_* variables.
-  const Variables slurm{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}};
+  const Variables slurm{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_STEP_ID", "0"}};
   Variables mpirun = slurm;
   mpirun.insert({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}});
   EXPECT_EQ(read(mpirun).launcher, Launcher::Mpirun);
@@ -155,11 +159,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "OMPI_COMM_WORLD_RANK=2 is not within 0 .. OMPI_COMM_WORLD_SIZE=2 - 1"},
         Malformed{"RankNegative", with(kTorchrunTwo, "RANK", "-1"), "RANK=-1 is not within 0 .. WORLD_SIZE=2 - 1"},
         Malformed{"NoTasks",
-                  {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}, {"SLURM_LOCALID", "0"}},
+                  {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}, {"SLURM_LOCALID", "0"}, {"SLURM_STEP_ID", "0"}},
                   "SLURM_NTASKS=0 is not a positive count (srun's variables)"},
         Malformed{"NoLocalId",
-                  {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}},
-                  "SLURM_LOCALID is not set, but SLURM_PROCID is"},
+                  {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "3"}},
+                  "SLURM_LOCALID is not set, but SLURM_STEP_ID is: srun sets both"},
         Malformed{"RankWithoutSize", {{"RANK", "0"}}, "WORLD_SIZE is not set, but RANK is: torchrun sets both"},
         Malformed{"SizeWithoutRank", without(kMpirunTwo, "OMPI_COMM_WORLD_RANK"),
                   "OMPI_COMM_WORLD_RANK is not set, but OMPI_COMM_WORLD_SIZE is"},

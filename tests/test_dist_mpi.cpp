@@ -64,7 +64,8 @@ std::vector<uint8_t> bytes_of(int rank, size_t count) {
 }
 
 TEST(MpiCommunicator, RanksAreTheLaunchersAndEachIsOne) {
-  ASSERT_EQ(launch().launcher, Launcher::Mpirun) << "run under mpirun (ctest -R dist.mpi)";
+  ASSERT_TRUE(launch().launcher == Launcher::Mpirun || launch().launcher == Launcher::Srun)
+      << "run under mpirun (ctest -R dist.mpi) or srun";
   ASSERT_GE(launch().world_size, 2) << "run with two ranks or more (mpirun -np 2)";
   Communicator& comm = world();
   EXPECT_EQ(comm.rank(), launch().rank);

@@ -11,19 +11,35 @@
 namespace ampwb {
 namespace {
 
-// The variables one launcher sets. local_size is nullptr where the launcher sets none that means it.
+// The variables one launcher sets. local_size is nullptr where the launcher sets none that means it; started_by is
+// the variable only a process the launcher started has, nullptr where rank or size is that already.
 struct LauncherVariables {
   Launcher launcher;
   const char* rank;
   const char* size;
   const char* local_rank;
   const char* local_size;
+  const char* started_by = nullptr;
 };
 
-constexpr LauncherVariables kMpirun{Launcher::Mpirun, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                                    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
-constexpr LauncherVariables kTorchrun{Launcher::Torchrun, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
-constexpr LauncherVariables kSrun{Launcher::Srun, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr};
+constexpr LauncherVariables kMpirun{.launcher = Launcher::Mpirun,
+                                    .rank = "OMPI_COMM_WORLD_RANK",
+                                    .size = "OMPI_COMM_WORLD_SIZE",
+                                    .local_rank = "OMPI_COMM_WORLD_LOCAL_RANK",
+                                    .local_size = "OMPI_COMM_WORLD_LOCAL_SIZE"};
+constexpr LauncherVariables kTorchrun{.launcher = Launcher::Torchrun,
+                                      .rank = "RANK",
+                                      .size = "WORLD_SIZE",
+                                      .local_rank = "LOCAL_RANK",
+                                      .local_size = "LOCAL_WORLD_SIZE"};
+// An sbatch script's own process has SLURM_PROCID=0 and, where the job asked for tasks, SLURM_NTASKS, but only srun's
+// tasks have SLURM_STEP_ID (checked with Slurm 22.05): the script's process is one process, not rank 0 of many.
+constexpr LauncherVariables kSrun{.launcher = Launcher::Srun,
+                                  .rank = "SLURM_PROCID",
+                                  .size = "SLURM_NTASKS",
+                                  .local_rank = "SLURM_LOCALID",
+                                  .local_size = nullptr,
+                                  .started_by = "SLURM_STEP_ID"};
 
 std::string quoted(const std::string& name, const std::string& value) { return name + "='" + value + "'"; }
 
@@ -56,7 +72,7 @@ int required_number(const Environment& env, const char* name, const char* becaus
 
 LaunchInfo read_launcher(const Environment& env, const LauncherVariables& vars) {
   const Launcher launcher = vars.launcher;
-  const char* present = env(vars.rank) ? vars.rank : vars.size;
+  const char* present = vars.started_by ? vars.started_by : env(vars.rank) ? vars.rank : vars.size;
   LaunchInfo info;
   info.launcher = launcher;
   info.rank = required_number(env, vars.rank, present, launcher);
@@ -126,15 +142,15 @@ Environment environment_of(std::map<std::string, std::string> variables) {
 }
 
 LaunchInfo read_launch_info(const Environment& env) {
-  const auto sets = [&](const LauncherVariables& vars) { return env(vars.rank) || env(vars.size); };
+  const auto sets = [&](const LauncherVariables& vars) {
+    return vars.started_by ? env(vars.started_by).has_value() : env(vars.rank) || env(vars.size);
+  };
   LaunchInfo info;
   if (sets(kMpirun)) {
     info = read_launcher(env, kMpirun);
   } else if (sets(kTorchrun)) {
     info = read_launcher(env, kTorchrun);
-  } else if (env(kSrun.rank) && env(kSrun.size)) {
-    // Both, not either: an sbatch script itself has SLURM_PROCID=0, and SLURM_NTASKS only where the job asked for
-    // tasks, so a lone SLURM_PROCID is a process the script started directly, not one of srun's.
+  } else if (sets(kSrun)) {
     info = read_launcher(env, kSrun);
   }
   read_master(env, info);

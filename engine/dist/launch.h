@@ -23,7 +23,8 @@ struct ChoiceTable<Launcher> {
       {Launcher::Mpirun, "mpirun", "mpirun",
        "started by Open MPI's mpirun or mpiexec, which set OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK and _LOCAL_SIZE"},
       {Launcher::Srun, "srun", "srun",
-       "started by Slurm's srun, which sets SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID"},
+       "started by Slurm's srun, which sets SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID (and SLURM_STEP_ID, which an "
+       "sbatch script's own process lacks)"},
       {Launcher::Torchrun, "torchrun", "torchrun-style",
        "started with torchrun's variables RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT"},
   }};
