@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -71,7 +72,10 @@ TEST(MpiCommunicator, RanksAreTheLaunchersAndEachIsOne) {
   EXPECT_EQ(comm.rank(), launch().rank);
   EXPECT_EQ(comm.world_size(), launch().world_size);
   EXPECT_EQ(comm.local_rank(), launch().local_rank);
-  EXPECT_NE(comm.describe().find("Open MPI "), std::string::npos) << comm.describe();
+  // "Open MPI 4.1.4, 2 ranks": the library's name and version as it reports itself, without its "v".
+  EXPECT_EQ(comm.describe().rfind("Open MPI ", 0), 0u) << comm.describe();
+  EXPECT_TRUE(comm.describe().size() > 9 && std::isdigit(static_cast<unsigned char>(comm.describe()[9])))
+      << comm.describe();
   EXPECT_NE(comm.describe().find(", " + std::to_string(comm.world_size()) + " ranks"), std::string::npos)
       << comm.describe();
   // Each rank counts itself once: every rank from 0 to world_size-1 is there, none twice.
