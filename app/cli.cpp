@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "store/run_store.h"
+#include "store/store_location.h"
 
 namespace ampwb::cli {
 
@@ -12,7 +13,8 @@ CLI::Option* add_db_option(CLI::App* app, std::string& db) {
       ->type_name("FILE");
 }
 
-std::string store_path(const std::string& db) { return db.empty() ? RunStore::default_path() : db; }
+// Checked here, not only where the store opens: some commands look at the file first (`runs` lists no store as empty).
+std::string store_path(const std::string& db) { return sqlite_store_file(db.empty() ? RunStore::default_path() : db); }
 
 namespace {
 template <class Json>

@@ -113,7 +113,8 @@ CLI::Option* add_named_value(CLI::App* app, const std::string& name, T& value, c
 
 // Adds --db FILE: the run store.
 CLI::Option* add_db_option(CLI::App* app, std::string& db);
-// The run store file: `db` (from --db), else $AMPWB_DB, else the XDG data folder (RunStore::default_path).
+// The run store file: `db` (from --db), else $AMPWB_DB, else the XDG data folder (RunStore::default_path). A URI
+// this build cannot open is refused (store/store_location.h).
 std::string store_path(const std::string& db);
 
 // Prints `j` and a newline on stdout: indented by 2, or on one line for line-oriented readers (bench drivers).

@@ -347,5 +347,43 @@ TEST(StoreCli, ExportedCsvNeverHoldsAFormulaFromTextButKeepsNegativeNumbers) {
   EXPECT_EQ(files, 5);
 }
 
+// A --db the store cannot use is refused in words, exit status 1, before anything is made of it in the current
+// folder (it once trained into ./postgresql:/...); a path holding a ':' stays an SQLite file.
+TEST(StoreCli, AUriTheStoreCannotUseIsRefusedAndCreatesNothing) {
+  TempDir dir("uri");
+  const std::vector<std::string> in_dir = {"/usr/bin/env", "-C", dir.path().string()};
+  const std::string postgres = "postgresql:///ampwb?host=/tmp";
+  const std::string not_yet = "PostgreSQL run stores are not supported yet by this build";
+  const std::string known = "a run store is an SQLite file's path, or a URI of postgresql:// or postgres://";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"runs", "--db", "mysql://x/y"},
+       "ampwb runs: error: the run store's URI names the scheme 'mysql', which this "
+       "build does not know: " +
+           known},
+      {{"runs", "--db", postgres}, "ampwb runs: error: the run store is a PostgreSQL database: " + not_yet},
+      {tiny_training(postgres, 1, 1), "ampwb train: error: the run store is a PostgreSQL database: " + not_yet},
+      {tiny_training("mysql://x/y", 1, 1), known},
+      {{"show", "1", "--db", "postgres://db/ampwb"}, not_yet},
+      {{"store", "check", "--db", "mysql://x/y"}, known},
+      {{"store", "backup", "copy.sqlite", "--db", postgres}, not_yet},
+  };
+  for (const auto& [args, message] : refused) {
+    const Result r = ampwb(args, in_dir);
+    EXPECT_EQ(r.status, 1) << args[0] << ": " << r.output;
+    expect_contains(r.output, message);
+  }
+  // The store named by $AMPWB_DB is checked the same way.
+  std::vector<std::string> with_env = in_dir;
+  with_env.push_back("AMPWB_DB=mysql://x/y");
+  const Result from_env = ampwb({"runs"}, with_env);
+  EXPECT_EQ(from_env.status, 1) << from_env.output;
+  expect_contains(from_env.output, known);
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "a refused store made " << fs::directory_iterator(dir.path())->path();
+
+  const Result colon = ampwb(tiny_training("lab:2026/runs.sqlite", 1, 1), in_dir);
+  ASSERT_EQ(colon.status, 0) << colon.output;
+  EXPECT_EQ(RunStore(dir.file("lab:2026/runs.sqlite"), RunStore::Mode::ReadOnly).runs().size(), 1u);
+}
+
 }  // namespace
 }  // namespace ampwb

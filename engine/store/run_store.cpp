@@ -15,6 +15,8 @@
 #include <mutex>
 #include <thread>
 
+#include "store/store_location.h"
+
 namespace ampwb {
 namespace {
 namespace fs = std::filesystem;
@@ -173,8 +175,8 @@ struct RunStore::BackgroundCheck {
   }
 };
 
-RunStore::RunStore(const std::string& path, Mode mode) {
-  if (path.empty()) throw StoreError("the run store path is empty");
+RunStore::RunStore(const std::string& location, Mode mode) {
+  const std::string path = sqlite_store_file(location);  // a URI is refused before a file is made of it
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
   if (mode != Mode::Create && !exists)

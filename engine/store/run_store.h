@@ -50,7 +50,8 @@ class RunStore {
   // $AMPWB_DB, else $XDG_DATA_HOME/ampwb/runs.sqlite, else ~/.local/share/ampwb/runs.sqlite.
   static std::string default_path();
 
-  explicit RunStore(const std::string& path, Mode mode = Mode::Create);
+  // `location`: an SQLite file's path; any URI (store_location.h) is refused, naming what this build opens.
+  explicit RunStore(const std::string& location, Mode mode = Mode::Create);
   ~RunStore();
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
