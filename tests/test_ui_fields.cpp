@@ -5,6 +5,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -37,6 +38,13 @@ class FieldsKeepWhatWasTyped : public QObject {
   }
   static QString text_of(QAbstractSpinBox* field) { return field->findChild<QLineEdit*>()->text(); }
   static QString plain(const QString& tooltip) { return QTextDocumentFragment::fromHtml(tooltip).toPlainText(); }
+  // The setup field tagged with the setting `key` (as an engine error names it), or null.
+  template <class Field>
+  static Field* setting_field(MainWindow& w, const QString& key) {
+    for (auto* field : w.findChildren<Field*>())
+      if (field->property("ampwbSetting").toString() == key) return field;
+    return nullptr;
+  }
 
   // A window on a dataset that can be trained on, shown and active (typing needs the focus).
   void open(MainWindow& w) {
@@ -125,9 +133,7 @@ class FieldsKeepWhatWasTyped : public QObject {
     MainWindow w(dir_.filePath("refused.sqlite"));  // not shown: a refused start then says so without a dialog
     w.setup()->set_dataset_path(data_);
     QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
-    QSpinBox* warmup = nullptr;
-    for (auto* box : w.findChildren<QSpinBox*>())
-      if (box->property("ampwbSetting").toString() == "warmup_epochs") warmup = box;
+    auto* warmup = setting_field<QSpinBox>(w, "warmup_epochs");
     QVERIFY(warmup);
     QVERIFY(!warmup->isVisibleTo(w.setup()));  // Advanced is closed
     child<QSpinBox>(w, "epochs")->setValue(2);
@@ -141,6 +147,27 @@ class FieldsKeepWhatWasTyped : public QObject {
     warmup->setValue(1);
     QVERIFY(warmup->styleSheet().isEmpty());
     QVERIFY(!plain(warmup->toolTip()).contains(why));
+    w.setup()->save_settings();  // Train remembered the refused settings: the next window opens on valid ones
+  }
+
+  // A setting only the data can refuse (top-k above its two classes) fails the run on its worker thread; the status
+  // names the field's label before the engine's words, and the field is marked.
+  void a_setting_the_data_refuses_is_named_by_its_field() {
+    MainWindow w(dir_.filePath("data-refused.sqlite"));
+    w.setup()->set_dataset_path(data_);
+    QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
+    auto* topk = setting_field<QSpinBox>(w, "topk");
+    QVERIFY(topk);
+    topk->setValue(5);
+    setting_field<QSpinBox>(w, "warmup_epochs")->setValue(0);
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    QVERIFY2(w.start_training(), qPrintable(child<QLabel>(w, "statusLine")->text()));
+    QVERIFY(finished.wait(60000));
+    const QString status = child<QLabel>(w, "statusLine")->text();
+    QVERIFY2(status.contains("failed: Top-k accuracy: top-k 5 is more than the dataset's 2 classes"),
+             qPrintable(status));
+    QVERIFY(!status.contains("--"));
+    QVERIFY(topk->styleSheet().contains("border"));
   }
 
   // Fields whose minimum reads as a word ("all cores") keep text they cannot take even while holding the minimum,
