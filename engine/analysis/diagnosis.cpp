@@ -327,10 +327,10 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
         "activations), not arithmetic; hardware with 16-bit units (AVX512-BF16, AMX, a GPU) gains far more");
   } else if (speedup.ratio < kWorthwhileSpeedup) {
     add(out, "speed_vs_baseline", Severity::Note, "A small speed-up: " + figure, evidence,
-        "real but small: weigh it against AMP's numerical risk (the accuracy rows of `ampwb compare`)");
+        "real but small: weigh it against AMP's numerical risk (the accuracy rows of the runs' comparison)");
   } else {
     add(out, "speed_vs_baseline", Severity::Note, "Faster than the baseline: " + figure, evidence,
-        "the speed-up is real on this machine; check the accuracy rows of `ampwb compare` before adopting it");
+        "the speed-up is real on this machine; check the accuracy rows of the runs' comparison before adopting it");
   }
 }
 
