@@ -53,7 +53,8 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   // gradients as backward left them, one pass less (only a probed step looks at them before; captured steps
   // replay with the FP32 gradients where they were captured).
   const bool check_in_update = scaler_.checks_in_step() && grad_clip_norm_ <= 0;
-  backward_gradients(check_in_update && !probe && updates_read_16bit_gradients_ && captures_.empty());
+  backward_gradients(check_in_update && !probe && updates_read_16bit_gradients_ && captures_.empty() && !reducer_);
+  if (reducer_) reducer_->average_gradients();
 
   std::vector<Tensor*> grads;
   for (Parameter* p : params) grads.push_back(&p->grad);
@@ -90,6 +91,7 @@ void MixedPrecisionStep::backward_gradients(bool low_grads_for_update) {
 }
 
 std::string MixedPrecisionStep::why_not_deferred() const {
+  if (reducer_) return "data-parallel steps average their gradients over the ranks on the host";
   if (grad_clip_norm_ > 0) return "gradient clipping scales the update by the gradients' norm, which the host reads";
   if (!policy_.is_fp32() && !policy_.master_weights())
     return "without FP32 master weights the host rounds the weights after each step taken";

@@ -13,6 +13,7 @@
 #include "models/resnet.h"
 #include "nn/loss.h"
 #include "optim/optimizer.h"
+#include "train/gradient_reducer.h"
 #include "train/overflow_forensics.h"
 #include "train/step_settings.h"
 
@@ -60,6 +61,10 @@ class MixedPrecisionStep {
   int64_t replayed_steps() const { return replayed_; }
   static constexpr int kEagerSteps = 2, kMaxCaptures = 2;
 
+  // Data-parallel training: each step's gradients are averaged over the ranks right after backward (nullptr: one
+  // process). The steps then run every-step, the gradients in FP32.
+  void set_gradient_reducer(GradientReducer* reducer) { reducer_ = reducer; }
+
  private:
   // Without FP32 master weights, what the optimizer wrote is stored in the low-precision type: round it there.
   void store_in_low_precision(const std::vector<Parameter*>& params);
@@ -81,6 +86,7 @@ class MixedPrecisionStep {
   SoftmaxCrossEntropy loss_;
   float grad_clip_norm_;
   bool updates_read_16bit_gradients_;  // the backend's capability, asked once
+  GradientReducer* reducer_ = nullptr;
   // run_deferred() with a dynamic scale: LossScaleState on the device, at one address for every capture; and its
   // copy before the update, for the posting. state_current_: the host scaler has not moved on since (run()).
   Tensor loss_scale_state_, posted_state_;
