@@ -9,6 +9,7 @@ packages=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libsqlite3-dev zlib1g-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev nlohmann-json3-dev libcli11-dev
   openmpi-bin libopenmpi-dev
+  slurm-wlm munge
   xvfb xauth libgl1-mesa-dev
   clang libclang-rt-14-dev
   chromium-headless-shell poppler-utils
