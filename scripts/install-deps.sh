@@ -10,6 +10,7 @@ packages=(
   libsqlite3-dev zlib1g-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev nlohmann-json3-dev libcli11-dev
   openmpi-bin libopenmpi-dev
   slurm-wlm munge
+  postgresql-15 libpq-dev
   xvfb xauth libgl1-mesa-dev
   clang libclang-rt-14-dev
   chromium-headless-shell poppler-utils
