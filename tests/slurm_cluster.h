@@ -22,7 +22,7 @@ struct CommandResult {
 // theirs (key, sockets, state, spool, logs, slurm.conf) in a fresh temporary folder and their ports picked free, so
 // two test programs can each run one; it waits until the node is idle. A daemon that cannot start throws
 // std::runtime_error naming it, with the last lines of its log. The destructor cancels what still runs, stops the
-// daemons and removes the folder. Needs root (slurmd runs jobs as their user) or a user that owns every process.
+// daemons and removes the folder. Runs as root or as a plain user, who is then SlurmUser and SlurmdUser.
 class SlurmCluster {
  public:
   // `extra_conf`: lines appended to slurm.conf (a later line overrides an earlier one).
