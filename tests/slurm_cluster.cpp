@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -30,20 +31,26 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A TCP port nothing listens on now: the kernel's pick for port 0 (another program could take it before the daemon
-// binds it, which then fails naming the port).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("SlurmCluster: no socket to find a free port");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t size = sizeof address;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), size) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0;
-  ::close(fd);
-  if (!ok) throw std::runtime_error("SlurmCluster: cannot find a free port");
-  return ntohs(address.sin_port);
+// Two distinct TCP ports nothing listens on now: the kernel's picks for port 0, both held until both are picked
+// (another program could take one before the daemon binds it, which then fails saying the address is in use).
+std::pair<int, int> free_ports() {
+  int ports[2] = {};
+  int fds[2] = {-1, -1};
+  bool ok = true;
+  for (int i = 0; i < 2 && ok; ++i) {
+    fds[i] = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_ANY);
+    socklen_t size = sizeof address;
+    ok = fds[i] >= 0 && ::bind(fds[i], reinterpret_cast<sockaddr*>(&address), size) == 0 &&
+         ::getsockname(fds[i], reinterpret_cast<sockaddr*>(&address), &size) == 0;
+    ports[i] = ntohs(address.sin_port);
+  }
+  for (int fd : fds)
+    if (fd >= 0) ::close(fd);
+  if (!ok) throw std::runtime_error("SlurmCluster: cannot find free ports");
+  return {ports[0], ports[1]};
 }
 
 // This host's short name, the one slurmd looks itself up by in slurm.conf.
@@ -160,7 +167,8 @@ void SlurmCluster::write_conf(int controller_port, int node_port, const std::str
 void SlurmCluster::start(const std::string& extra_conf) {
   for (const char* sub : {"state", "spool"}) fs::create_directories(folder_ / sub);
   write_munge_key();
-  write_conf(free_port(), free_port(), extra_conf);
+  const auto [controller_port, node_port] = free_ports();
+  write_conf(controller_port, node_port, extra_conf);
   const std::string dir = folder_.string();
 
   // munged in the foreground, so it stays this process's child; --force lets it run without /run/munge.
