@@ -338,6 +338,9 @@ int show_command(const ShowOptions& options) {
       out["precision_divergence_absence"] = divergence_absence(r);
     }
     if (with_steps) out["steps"] = store.steps(r.id);
+    out["world_size"] = r.info.world_size;  // the processes that trained it together, each on `batch_size` images
+    out["global_batch_size"] = static_cast<int64_t>(r.batch_size) * r.info.world_size;
+    out["launcher"] = choice_name(r.info.launcher);
     print_json(out);
     return 0;
   }
@@ -356,6 +359,9 @@ int show_command(const ShowOptions& options) {
                 info.class_names.size(), r.image_size);
   if (!info.model_summary.empty()) std::printf("  model      %s\n", info.model_summary.c_str());
   std::printf("  device     %s\n", r.backend.c_str());
+  if (info.world_size > 1)
+    std::printf("  processes  %d, started by %s: %lld images a step in all (%d each)\n", info.world_size,
+                choice_name(info.launcher), static_cast<long long>(r.batch_size) * info.world_size, r.batch_size);
   if (!info.compute.empty()) std::printf("  compute    %s\n", info.compute.c_str());
   std::printf("  recorded   by %s on %s (pid %lld)\n",
               r.versions.empty() ? r.ampwb_version.c_str() : r.versions.c_str(), r.host.empty() ? "?" : r.host.c_str(),

@@ -9,12 +9,15 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "core/error.h"
+#include "dist/make_communicator.h"
 #include "setting_flags.h"
 #include "store/run_resume.h"
 #include "store/run_store.h"
@@ -236,7 +239,67 @@ ResumeChanges resume_changes(const TrainOptions& options) {
   return changes;
 }
 
+// Under mpirun or srun, rank 0 settles the run's configuration (the flags, or the store's for a resumed run) and
+// sends it to the other ranks, which train it as received and never open the store. A refusal on rank 0 sends an
+// empty configuration instead, so that no rank is left waiting.
+class ConfigForRanks {
+ public:
+  explicit ConfigForRanks(Communicator& world) : world_(world) {}
+  ~ConfigForRanks() {
+    try {
+      if (!sent_) send_text("");
+    } catch (const std::exception&) {  // the ranks end with rank 0's exit: mpirun ends them all
+    }
+  }
+  void send(const TrainConfig& c) { send_text(nlohmann::json{{"config", c}, {"resume_from", c.resume_from}}.dump()); }
+
+ private:
+  void send_text(const std::string& text) {
+    sent_ = true;
+    if (world_.world_size() == 1) return;
+    int64_t bytes = static_cast<int64_t>(text.size());
+    world_.broadcast(&bytes, sizeof bytes, 0);
+    if (bytes > 0) world_.broadcast(const_cast<char*>(text.data()), text.size(), 0);
+  }
+
+  Communicator& world_;
+  bool sent_ = false;
+};
+
+std::optional<TrainConfig> config_from_rank0(Communicator& world) {
+  int64_t bytes = 0;
+  world.broadcast(&bytes, sizeof bytes, 0);
+  if (bytes == 0) return std::nullopt;
+  std::string text(static_cast<size_t>(bytes), '\0');
+  world.broadcast(text.data(), text.size(), 0);
+  const nlohmann::json j = nlohmann::json::parse(text);
+  TrainConfig c = j.at("config").get<TrainConfig>();
+  c.resume_from = j.at("resume_from").get<std::string>();
+  return c;
+}
+
+// A rank other than 0: trains its shard of the run rank 0 records; says only why it failed.
+int train_beside_rank0(Communicator& world, Launcher launcher) {
+  const std::optional<TrainConfig> c = config_from_rank0(world);
+  if (!c) return 1;  // rank 0 refused the run and says why
+  Trainer trainer(*c, nullptr);
+  trainer.set_communicator(&world, launcher);
+  RunEnd end;
+  {
+    SignalGuard signals;  // a signal stops rank 0, and through it every rank at the same step
+    end = trainer.run();
+  }
+  if (end.status == RunStatus::Failed)
+    std::fprintf(stderr, "ampwb train: rank %d: error: %s\n", world.rank(),
+                 said_with_flag(end.setting, end.reason).c_str());
+  return end.status == RunStatus::Finished ? 0 : 1;
+}
+
 int train_command(const TrainOptions& options) {
+  const LaunchInfo launch = read_launch_info(process_environment());
+  const std::unique_ptr<Communicator> world = make_communicator(launch);
+  if (world->rank() != 0) return train_beside_rank0(*world, launch.launcher);
+  ConfigForRanks for_ranks(*world);
   TrainConfig c = options.flags.resolve();
   c.data_dir = absolute_folder(c.data_dir);
   c.checkpoint_dir = absolute_folder(c.checkpoint_dir);
@@ -265,7 +328,9 @@ int train_command(const TrainOptions& options) {
   StoreRecorder recorder(store, c, {}, continue_run);
   ConsoleObserver console(c.epochs, json, ::isatty(STDOUT_FILENO) == 1, recorder, store.path());
   ObserverList observers({&recorder, &console});  // the recorder first: a printed epoch is a stored epoch
+  for_ranks.send(c);
   Trainer trainer(c, &observers);
+  trainer.set_communicator(world.get(), launch.launcher);
   console.set_trainer(&trainer);
   RunEnd end;
   {

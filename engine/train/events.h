@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "amp/gradient_histogram.h"
+#include "dist/launch.h"
 #include "train/record_fields.h"
 #include "train/run_details.h"
 
@@ -35,6 +36,10 @@ struct RunInfo {
   // the field list), since it describes this machine at this moment.
   std::string memory;
   int64_t first_step = 0;  // global: > 0 when resumed, where the checkpoint left off (within first_epoch or before it)
+  // The processes training the run together (data-parallel: each takes its shard of every batch) and what started
+  // them; the batch size is each one's.
+  int world_size = 1;
+  Launcher launcher = Launcher::Single;
 };
 
 struct StepReport {
@@ -89,6 +94,8 @@ void fields(R& i, V&& v) {
   v("first_epoch", i.first_epoch);
   v("notes", i.notes);
   v("first_step", i.first_step);  // absent before 2026-12-01: 0
+  v("world_size", i.world_size);  // absent before 2026-12-02: one process
+  v("launcher", i.launcher);
 }
 
 template <class R, class V>

@@ -82,7 +82,7 @@ const char* run_status_name(RunStatus s) {
 }
 
 Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk,
-                    const std::function<void(int64_t images_done)>& progress) {
+                    const std::function<void(int64_t images_done)>& progress, Communicator* communicator) {
   Evaluation e;
   if (data.size() == 0) {
     e.loss = e.accuracy = e.topk_accuracy = std::numeric_limits<double>::quiet_NaN();
@@ -105,6 +105,13 @@ Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk,
     add_to_confusion(host_logits, batch.labels, e.confusion);
     seen += batch.labels.numel();
     if (progress) progress(seen);
+  }
+  if (communicator && communicator->world_size() > 1) {  // each rank's shard summed: the whole split's counts
+    int64_t counts[] = {correct, correct_k, seen};
+    communicator->all_reduce_sum(counts, 3);
+    correct = counts[0], correct_k = counts[1], seen = counts[2];
+    communicator->all_reduce_sum(&total_loss, 1);
+    communicator->all_reduce_sum(e.confusion.data(), e.confusion.size());
   }
   e.loss = seen ? total_loss / seen : 0;
   e.accuracy = seen ? static_cast<double>(correct) / seen : 0;
@@ -330,9 +337,15 @@ class Trainer::Run {
   std::string save(const EpochProgress& progress);      // "; resumable from PATH", or nothing without checkpoints
   double wall_seconds() const { return wall_before_ + seconds_since(run_start_); }
   void note_lost(int epoch);
+  // Data-parallel runs: the reducer attached to the step (null alone); whether any rank says `mine`, agreed so that
+  // every rank takes the same steps; whether this process is rank 0, which alone reports and checkpoints.
+  std::unique_ptr<GradientReducer> distribute();
+  bool any_rank(bool mine) const;
+  bool leader() const { return !communicator_ || communicator_->rank() == 0; }
 
   Trainer& trainer_;
   const TrainConfig& config_;
+  Communicator* const communicator_;  // null: this process alone
   const Report report_;
   const Clock::time_point run_start_ = Clock::now();
   // Every op of a training step timed by class (on a GPU, a sample of the steps): where the time went.
@@ -352,6 +365,7 @@ class Trainer::Run {
   const PrecisionPolicy policy_;
   LossScaler scaler_;
   MixedPrecisionStep step_;
+  const std::unique_ptr<GradientReducer> reducer_;
   GradientProbe probe_, numerics_probe_{false};
   const StepPlan plan_;
   const int64_t steps_per_epoch_;
@@ -390,6 +404,12 @@ LoaderOptions training_loader_options(const TrainConfig& config, int image_size)
   return loading;
 }
 
+// Each rank's shard of every epoch (data/shard.h); validation keeps it.
+LoaderOptions sharded(LoaderOptions loading, const Communicator* communicator) {
+  if (communicator) loading.shard = {communicator->rank(), communicator->world_size()};
+  return loading;
+}
+
 LoaderOptions validation_loader_options(LoaderOptions loading) {
   loading.shuffle = loading.augment = loading.drop_last = false;
   return loading;
@@ -414,7 +434,8 @@ int64_t steps_in_epoch(const TrainConfig& config, const DataLoader& train_data) 
 Trainer::Run::Run(Trainer& trainer)
     : trainer_(trainer),
       config_(trainer.config_),
-      report_{trainer.observer_},
+      communicator_(trainer.communicator_ && trainer.communicator_->world_size() > 1 ? trainer.communicator_ : nullptr),
+      report_{leader() ? trainer.observer_ : nullptr},
       backend_(profiled_backend(trainer)),
       step_timer_(*backend_),
       precision_(trainer.check_precision(*backend_)),
@@ -422,7 +443,7 @@ Trainer::Run::Run(Trainer& trainer)
           Dataset::open(config_.data_dir, {config_.data.validation_fraction, config_.seed,
                                            config_.data.max_train_images, "", config_.data.max_validation_images})),
       image_size_(config_.image_size > 0 ? config_.image_size : std::min(224, dataset_.native_image_size())),
-      loading_(training_loader_options(config_, image_size_)),
+      loading_(sharded(training_loader_options(config_, image_size_), communicator_)),
       memory_(check_memory()),
       train_data_(dataset_, Split::Train, loading_),
       validation_data_(dataset_, Split::Validation, validation_loader_options(loading_)),
@@ -435,11 +456,29 @@ Trainer::Run::Run(Trainer& trainer)
       policy_(config_.precision),
       scaler_(config_.precision.loss_scale),
       step_(*backend_, model_, *optimizer_, policy_, scaler_, config_.label_smoothing, config_.grad_clip_norm),
+      reducer_(distribute()),
       plan_(plan_steps(step_, backend_->device(), config_.host_sync, config_.cuda_graphs)),
       steps_per_epoch_(steps_in_epoch(config_, train_data_)),
       lr_schedule_({config_.schedule, config_.lr, steps_per_epoch_ * config_.epochs,
                     steps_per_epoch_ * config_.warmup_epochs, std::max<int64_t>(1, steps_per_epoch_ * 30)}),
       lost_images_(train_data_, validation_data_, config_.data_dir) {}
+
+std::unique_ptr<GradientReducer> Trainer::Run::distribute() {
+  if (!communicator_) return nullptr;
+  auto reducer = std::make_unique<GradientReducer>(*communicator_, model_.parameters());
+  std::vector<Buffer*> buffers;
+  model_.collect_buffers(buffers);
+  reducer->broadcast_from_rank0(buffers);
+  step_.set_gradient_reducer(reducer.get());
+  return reducer;
+}
+
+bool Trainer::Run::any_rank(bool mine) const {
+  if (!communicator_) return mine;
+  int64_t ranks = mine ? 1 : 0;
+  communicator_->all_reduce_sum(&ranks, 1);
+  return ranks > 0;
+}
 
 std::unique_ptr<ProfiledBackend> Trainer::Run::profiled_backend(const Trainer& trainer) {
   const TrainConfig& config = trainer.config_;
@@ -489,6 +528,12 @@ void Trainer::Run::report_start() {
   info.compute = precision_.compute;
   info.memory = memory_summary(memory_, trainer_.memory_available_);
   info.notes = precision_.notes;
+  info.world_size = communicator_ ? communicator_->world_size() : 1;
+  info.launcher = communicator_ ? trainer_.launcher_ : Launcher::Single;
+  if (communicator_)
+    info.notes.push_back(std::to_string(info.world_size) + " processes train together (" + communicator_->describe() +
+                         "): the batch size is each one's, " + std::to_string(config_.batch_size * info.world_size) +
+                         " images a step in all");
   if (!resume_note_.empty()) info.notes.push_back(resume_note_);
   if (const size_t skipped = dataset_.report().skipped.size())
     info.notes.push_back("passed over " + std::to_string(skipped) + (skipped == 1 ? " file" : " files") +
@@ -514,7 +559,7 @@ void Trainer::Run::report_start() {
     info.notes.push_back("every step waits once for the GPU: " +
                          (why_every_step.empty() ? std::string("the host sync is every-step") : why_every_step));
   }
-  if (!config_.checkpoint_dir.empty()) require_writable_folder(config_.checkpoint_dir);
+  if (!config_.checkpoint_dir.empty() && leader()) require_writable_folder(config_.checkpoint_dir);
   report_(&TrainObserver::on_start, info);
 }
 
@@ -550,7 +595,7 @@ std::optional<RunEnd> Trainer::Run::train_epoch(const EpochStart& start) {
     }
     next = b + 1 < steps_per_epoch_ ? fetch(b + 1) : DeviceBatch{};
     at_.data_wait = wait_before + train_data_.wait_seconds();
-    if (current.images.n() < 2) {  // batch norm cannot train on a single sample
+    if (any_rank(current.images.n() < 2)) {  // batch norm cannot train on a single sample
       step_timer_.discard();
       continue;
     }
@@ -561,8 +606,13 @@ std::optional<RunEnd> Trainer::Run::train_epoch(const EpochStart& start) {
 
 // How the run ends before step b when it must (cancelled, stopped, too many images lost); waits while paused.
 std::optional<RunEnd> Trainer::Run::interruption(int64_t b, const EpochStart& start) {
-  if (trainer_.cancel_) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
   if (trainer_.paused_) trainer_.wait_while_paused();
+  if (communicator_) {  // a rank told to stop (a signal to one process) stops them all at the same step
+    int64_t told[] = {trainer_.cancel_ ? 1 : 0, trainer_.stop_ ? 1 : 0};
+    communicator_->all_reduce_sum(told, 2);
+    if (told[0] > 0) trainer_.cancel_ = true;
+    if (told[1] > 0) trainer_.stop_ = true;
+  }
   if (trainer_.cancel_) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
   if (trainer_.stop_) {
     if (std::optional<RunEnd> end = settle_pending()) return end;
@@ -657,14 +707,17 @@ std::optional<RunEnd> Trainer::Run::settle_pending() {
 std::optional<RunEnd> Trainer::Run::end_epoch(const EpochStart& start) {
   const int epoch = at_.epoch;
   for (const GradientHistogram& h : probe_.take(epoch, scaler_.scale())) report_(&TrainObserver::on_histogram, h);
-  if (trainer_.cancel_) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
+  if (any_rank(trainer_.cancel_)) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
   const double train_seconds = at_.seconds_before + seconds_since(start.time);
   const MachineLoad load = start.load.stop();
   const auto validation_start = Clock::now();
-  const Evaluation val = evaluate(model_, *backend_, validation_data_, config_.topk, [&](int64_t done) {
-    report_(&TrainObserver::on_validation,
-            ValidationProgress{epoch, done, validation_data_.size(), seconds_since(validation_start)});
-  });
+  const Evaluation val = evaluate(
+      model_, *backend_, validation_data_, config_.topk,
+      [&](int64_t done) {
+        report_(&TrainObserver::on_validation,
+                ValidationProgress{epoch, done, validation_data_.size(), seconds_since(validation_start)});
+      },
+      communicator_);
   note_lost(epoch);
   const EpochReport er = epoch_report(val, train_seconds, start);
   if (!val.confusion.empty())
@@ -697,7 +750,10 @@ EpochReport Trainer::Run::epoch_report(const Evaluation& val, double train_secon
   er.validation_topk = val.topk_accuracy;
   // Both over the whole epoch, a resumed one's earlier process included, as the sums of its steps are.
   er.seconds = at_.seconds_before + seconds_since(start.time);
-  er.images_per_second = train_seconds > 0 ? at_.seen / train_seconds : 0;
+  // The training loss and accuracy are this rank's shard's; the speed every rank's (their shards of a step differ by
+  // one image at most).
+  const int ranks = communicator_ ? communicator_->world_size() : 1;
+  er.images_per_second = train_seconds > 0 ? static_cast<double>(at_.seen) * ranks / train_seconds : 0;
   er.data_wait_seconds = at_.data_wait;
   er.compute_seconds = at_.compute;
   er.skipped_steps = at_.skipped;
@@ -713,7 +769,7 @@ EpochProgress Trainer::Run::so_far(const EpochStart& start) const {
 }
 
 std::string Trainer::Run::save(const EpochProgress& progress) {
-  if (config_.checkpoint_dir.empty()) return std::string();
+  if (config_.checkpoint_dir.empty() || !leader()) return std::string();
   std::filesystem::create_directories(config_.checkpoint_dir);
   save_checkpoint(trainer_.checkpoint_path(),
                   make_checkpoint(*backend_, config_, progress, wall_seconds(), global_step_, consecutive_skipped_,
@@ -731,7 +787,7 @@ void Trainer::Run::note_lost(int epoch) {
 // The precision divergence, once, from the final weights and the last batch trained on (or the first of an epoch,
 // when a resumed run had no step left to take). FP32 is its own reference; TF32 is the backend's math.
 void Trainer::Run::finish() {
-  if (policy_.low() == DType::F32 || trainer_.cancel_) return;
+  if (policy_.low() == DType::F32 || trainer_.cancel_ || !leader()) return;
   if (!batch_.images.defined() || batch_.images.n() < 2) {
     train_data_.start_epoch(config_.epochs);
     AMPWB_CHECK(train_data_.next(batch_), "the data loader has no batch for the precision divergence");

@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "data/loader.h"
+#include "dist/communicator.h"
 #include "models/resnet.h"
 #include "nn/loss.h"
 #include "optim/optimizer.h"
@@ -28,9 +29,11 @@ struct Evaluation {  // NaN for data without images: nothing was measured
   double loss = 0, accuracy = 0, topk_accuracy = 0;
   std::vector<int64_t> confusion;  // classes x classes, row: the true class (add_to_confusion)
 };
-// `progress`, when given, hears the images evaluated so far: 0 before the first batch, then after each.
+// `progress`, when given, hears the images evaluated so far: 0 before the first batch, then after each. With a
+// communicator, each rank evaluates its shard of `data` and the result is the whole split's, the same on every rank.
 Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk,
-                    const std::function<void(int64_t images_done)>& progress = {});
+                    const std::function<void(int64_t images_done)>& progress = {},
+                    Communicator* communicator = nullptr);
 
 class Trainer {
  public:
@@ -57,6 +60,15 @@ class Trainer {
   using BackendDecorator = std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)>;
   void decorate_backend(BackendDecorator decorator) { decorate_backend_ = std::move(decorator); }
 
+  // Data-parallel training with the other ranks of `communicator`, started by `launcher` (nullptr or one rank: this
+  // process alone). Every rank runs the same configuration; each trains on its shard of every epoch, the gradients
+  // averaged (train/gradient_reducer.h) and validation summed over the ranks. Rank 0 alone reports to the observer
+  // and writes checkpoints.
+  void set_communicator(Communicator* communicator, Launcher launcher) {
+    communicator_ = communicator;
+    launcher_ = launcher;
+  }
+
  private:
   class Run;  // one call of train(): its phases (set-up, resume, the epoch loop, finishing) and their shared state
   RunEnd train();
@@ -70,6 +82,8 @@ class Trainer {
   TrainConfig config_;
   TrainObserver* observer_;
   BackendDecorator decorate_backend_;
+  Communicator* communicator_ = nullptr;
+  Launcher launcher_ = Launcher::Single;
   std::vector<EpochReport> epochs_;
   std::optional<MemoryEstimateInput> memory_input_;  // set once the data has given the image size and classes
   Device memory_device_ = Device::cpu();
