@@ -278,6 +278,8 @@ std::optional<TrainConfig> config_from_rank0(Communicator& world) {
   return c;
 }
 
+std::string processes(int n) { return n == 1 ? std::string("one process") : std::to_string(n) + " processes"; }
+
 // A rank other than 0: trains its shard of the run rank 0 records; says only why it failed.
 int train_beside_rank0(Communicator& world, Launcher launcher) {
   const std::optional<TrainConfig> c = config_from_rank0(world);
@@ -318,6 +320,11 @@ int train_command(const TrainOptions& options) {
   int64_t continue_run = 0;
   if (!resume.empty()) {
     continue_run = store.resolve(resume);
+    // Each rank's shard, the steps of an epoch and the batch in all depend on the processes: they go on as they were.
+    if (const int before = store.run(continue_run).info.world_size; before != world->world_size())
+      throw Error("run " + std::to_string(continue_run) + " was trained by " + processes(before) +
+                  ": resume it with as many (mpirun -np " + std::to_string(before) + " or srun -n " +
+                  std::to_string(before) + "), not " + processes(world->world_size()));
     c = resume_config(store, continue_run, resume_changes(options));
     c.keep_checkpoints = c.keep_checkpoints || keep_checkpoint;
   } else if (!c.name.empty()) {

@@ -16,8 +16,8 @@ std::vector<std::string> two_ranks(const std::vector<std::string>& rank0, const 
   return argv;
 }
 
-std::vector<std::string> training(const std::string& db) {
-  std::vector<std::string> args = tiny_training(db, 2);
+std::vector<std::string> training(const std::string& db, int epochs = 2) {
+  std::vector<std::string> args = tiny_training(db, epochs);
   *(std::find(args.begin(), args.end(), "--threads") + 1) = "1";
   return args;
 }
@@ -55,6 +55,64 @@ TEST(DistCli, ARefusalOnRankZeroEndsEveryRank) {
   EXPECT_NE(r.status, 0) << r.output;
   expect_contains(r.output, "--warmup-epochs: the warm-up epochs must be in [0, epochs]");
   EXPECT_FALSE(fs::exists(dir.file("runs.sqlite"))) << "refused before the store was opened";
+}
+
+// The pid of the ampwb process (not mpirun) whose command line holds `part`, or 0.
+pid_t pid_with(const std::string& part) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string command_line = read_text((entry.path() / "cmdline").string());
+    if (command_line.rfind(AMPWB_BINARY, 0) == 0 && command_line.find(part) != std::string::npos)
+      return static_cast<pid_t>(std::stoi(name));
+  }
+  return 0;
+}
+
+// A rank killed mid-run ends the other within 60 s, mpirun naming it; the run is left interrupted at its last
+// checkpoint and resumes from it with as many processes, but not with another number.
+TEST(DistCli, AKilledRankEndsTheRunWhichResumesWithAsManyRanks) {
+  TempDir dir("dist_killed");
+  const std::string db = dir.file("runs.sqlite"), rank1_db = dir.file("rank1/runs.sqlite");
+  const pid_t mpirun = spawn(two_ranks(training(db, 40), training(rank1_db, 40)), dir.file("mpirun.log"));
+  bool checkpointed = false;
+  for (const auto until = Clock::now() + std::chrono::seconds(120); !checkpointed && Clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!fs::exists(db)) continue;
+    RunStore store(db, RunStore::Mode::ReadOnly);
+    const std::vector<RunRecord> runs = store.runs();
+    checkpointed = !runs.empty() && !store.checkpoints(runs[0].id).empty();
+  }
+  const pid_t rank0 = pid_with(db), rank1 = pid_with(rank1_db);
+  ASSERT_TRUE(checkpointed && rank0 > 0 && rank1 > 0) << read_text(dir.file("mpirun.log"));
+  ::kill(rank1, SIGKILL);
+  const auto killed = Clock::now();
+  EXPECT_NE(wait_exit(mpirun), 0);
+  while (fs::exists("/proc/" + std::to_string(rank0)) && Clock::now() - killed < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(fs::exists("/proc/" + std::to_string(rank0))) << "rank 0 outlived rank 1 by a minute";
+  const std::string log = read_text(dir.file("mpirun.log"));
+  expect_contains(log, "process rank 1");
+
+  {
+    RunStore store(db);  // read-write: the abandoned run is marked interrupted
+    const RunRecord run = store.runs().at(0);
+    EXPECT_EQ(run.status, RunStatus::Interrupted) << run.end_reason;
+    EXPECT_TRUE(store.resumable(run.id));
+  }
+  const Result alone = ampwb({"train", "--resume", "1", "--db", db, "--threads", "1"});
+  EXPECT_NE(alone.status, 0);
+  expect_contains(alone.output, "run 1 was trained by 2 processes: resume it with as many");
+  const std::vector<std::string> resume = {"train", "--resume", "1", "--threads", "1", "--db"};
+  std::vector<std::string> first = resume, other = resume;
+  first.push_back(db);
+  other.push_back(rank1_db);
+  const Result resumed = run(two_ranks(first, other));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  EXPECT_EQ(store.run(1).status, RunStatus::Finished);
+  EXPECT_EQ(store.epochs(1).size(), 40u);
+  EXPECT_FALSE(fs::exists(dir.path() / "rank1")) << "rank 1 opened a run store of its own";
 }
 
 }  // namespace
