@@ -4,15 +4,20 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commands.h"
@@ -202,6 +207,7 @@ class ConsoleObserver : public TrainObserver {
 
 struct TrainOptions {
   TrainFlags flags;
+  int processes = 1;
   bool json = false, no_checkpoint = false, keep_checkpoint = false;
   std::string db, resume;
   const CLI::App* command = nullptr;  // the parsed `train`: which flags were given
@@ -224,7 +230,8 @@ ResumeChanges resume_changes(const TrainOptions& options) {
   ResumeChanges changes;
   for (const CLI::Option* option : options.command->get_options()) {
     const std::string flag = option->get_name();
-    if (option->count() == 0 || flag == "--resume" || flag == "--db" || flag == "--json" || flag == "--keep-checkpoint")
+    if (option->count() == 0 || flag == "--resume" || flag == "--db" || flag == "--json" ||
+        flag == "--keep-checkpoint" || flag == "--processes")
       continue;
     if (flag == "--data")
       changes.data_dir = absolute_folder(given.data_dir);
@@ -297,8 +304,41 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
   return end.status == RunStatus::Finished ? 0 : 1;
 }
 
+// --processes N: this command again as N ranks of one mpirun on this machine, each with its share of the cores
+// unless --threads says (mpirun's own flags let it run as root and start more ranks than cores).
+[[noreturn]] void run_as_ranks(const TrainOptions& options) {
+  if (!have_mpi()) throw Error("--processes needs MPI, and this build has none (Open MPI: libopenmpi-dev)");
+  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(options.processes), "--oversubscribe"};
+  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> self;
+  for (std::string arg; std::getline(cmdline, arg, '\0');) self.push_back(arg);
+  self.at(0) = std::filesystem::read_symlink("/proc/self/exe").string();
+  for (size_t i = 0; i < self.size(); ++i) {
+    if (self[i] == "--processes") {
+      ++i;  // and its value
+    } else if (!self[i].starts_with("--processes=")) {
+      argv.push_back(self[i]);
+    }
+  }
+  if (options.command->get_option("--threads")->count() == 0) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    argv.insert(argv.end(), {"--threads", std::to_string(std::max(1, cores / options.processes))});
+  }
+  std::vector<char*> args;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  std::fflush(stdout);
+  ::execvp(args[0], args.data());
+  throw Error(std::string("--processes starts Open MPI's mpirun, which cannot be run here (") + std::strerror(errno) +
+              "; Debian: openmpi-bin)");
+}
+
 int train_command(const TrainOptions& options) {
   const LaunchInfo launch = read_launch_info(process_environment());
+  if (options.processes > 1 && launch.world_size > 1)
+    throw Error("--processes starts mpirun itself: give it without mpirun or srun, or leave it out under them");
+  if (options.processes > 1) run_as_ranks(options);
   const std::unique_ptr<Communicator> world = make_communicator(launch);
   if (world->rank() != 0) return train_beside_rank0(*world, launch.launcher);
   ConfigForRanks for_ranks(*world);
@@ -407,6 +447,11 @@ void add_train_command(CLI::App& app, Invocation& invocation) {
       ->group("Run");
   add_db_option(train, options->db)->group("Run");
   train->add_flag("--json", options->json, "print the run's summary as JSON at the end, no progress")->group("Run");
+  add_number(train, "--processes", options->processes,
+             "train as this many processes of one mpirun on this machine, each on its shard of every batch "
+             "(docs/distributed.md)")
+      ->check(CLI::Range(1, 1024).description(""))
+      ->group("Run");
   train->footer(devices_help);
   run_on_parse(train, invocation, options, train_command);
 }

@@ -57,6 +57,26 @@ TEST(DistCli, ARefusalOnRankZeroEndsEveryRank) {
   EXPECT_FALSE(fs::exists(dir.file("runs.sqlite"))) << "refused before the store was opened";
 }
 
+// `ampwb train --processes 2` starts mpirun itself: one run of two ranks, each with its share of the cores.
+TEST(DistCli, ProcessesStartsMpirunItself) {
+  TempDir dir("dist_processes");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> args = tiny_training(db, 1);
+  args.erase(std::find(args.begin(), args.end(), "--threads"), std::find(args.begin(), args.end(), "--threads") + 2);
+  args.insert(args.end(), {"--processes", "2"});
+  const Result r = ampwb(args);
+  ASSERT_EQ(r.status, 0) << r.output;
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  const RunRecord record = store.runs().at(0);
+  EXPECT_EQ(record.status, RunStatus::Finished) << record.end_reason;
+  EXPECT_EQ(record.info.world_size, 2);
+  EXPECT_EQ(record.info.launcher, Launcher::Mpirun);
+  EXPECT_EQ(record.config.threads, std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2));
+  const Result under_mpirun = run(two_ranks(args, args));
+  EXPECT_NE(under_mpirun.status, 0);
+  expect_contains(under_mpirun.output, "--processes starts mpirun itself");
+}
+
 // The pid of the ampwb process (not mpirun) whose command line holds `part`, or 0.
 pid_t pid_with(const std::string& part) {
   for (const auto& entry : fs::directory_iterator("/proc")) {
