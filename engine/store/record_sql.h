@@ -12,7 +12,7 @@
 #include "core/choices.h"
 #include "core/device_choice.h"
 #include "core/error.h"
-#include "store/sqlite.h"
+#include "store/sql_connection.h"
 #include "train/record_fields.h"
 
 namespace ampwb {
@@ -45,7 +45,7 @@ const std::string& column_parameters() {
 // unsigned 64-bit values as the same 64 bits, NaN as NULL, enums and named values by name, lists of text as a JSON
 // array.
 template <Record R>
-int bind_columns(SqliteStatement& q, int first, const R& record) {
+int bind_columns(SqlStatement& q, int first, const R& record) {
   int i = first;
   fields(record, [&](Field, const auto& v) {
     using T = std::decay_t<decltype(v)>;
@@ -73,7 +73,7 @@ int bind_columns(SqliteStatement& q, int first, const R& record) {
 // (how SQLite keeps a NaN), a NULL text as ""; a damaged list of text as empty. An unknown name throws, or where
 // `problems` is given, keeps the field's default and is said there, so that one odd row never hides the others.
 template <Record R>
-int read_columns(const SqliteStatement& q, int first, R& record, std::string* problems = nullptr) {
+int read_columns(const SqlStatement& q, int first, R& record, std::string* problems = nullptr) {
   auto refuse = [problems](const std::string& problem) {
     if (!problems) throw Error(problem);
     *problems += (problems->empty() ? "" : "; ") + problem;

@@ -247,17 +247,17 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
   const SqliteDb::Open how = mode == Mode::Create     ? SqliteDb::Open::ReadWriteCreate
                              : mode == Mode::Existing ? SqliteDb::Open::ReadWrite
                                                       : SqliteDb::Open::ReadOnly;
-  db_ = std::make_unique<SqliteDb>(path, how);
-  read_only_ = mode == Mode::ReadOnly || db_->read_only();
+  open_sqlite(path, how);
+  read_only_ = mode == Mode::ReadOnly || sqlite_->read_only();
   if (mode == Mode::Create && read_only_)
     throw StoreError(
         "the run store '" + path +
         "' is read-only: runs cannot be recorded in it (check its permissions, or choose another run store)");
-  db_->check(sqlite3_busy_timeout(db_->handle(), kBusyTimeoutMs), "sqlite3_busy_timeout", "");
+  sqlite_->check(sqlite3_busy_timeout(sqlite_->handle(), kBusyTimeoutMs), "sqlite3_busy_timeout", "");
 
   Probe p;
   try {
-    p = probe(*db_);
+    p = probe(*sqlite_);
   } catch (const StoreError& e) {
     if (e.sqlite_code() == SQLITE_CORRUPT) throw StoreError(damaged_store_message(path, e.what()), SQLITE_CORRUPT);
     if (e.sqlite_code() == SQLITE_NOTADB)
@@ -273,9 +273,9 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
       throw StoreError("the run store '" + path + "' has recent changes in '" + path +
                        "-wal' that only a process with write access to its folder can read: open it with write "
                        "access once, or copy the store's folder somewhere writable");
-    db_ = std::make_unique<SqliteDb>(path, SqliteDb::Open::Immutable);
+    open_sqlite(path, SqliteDb::Open::Immutable);
     read_only_ = true;
-    p = probe(*db_);
+    p = probe(*sqlite_);
   }
   found_version_ = p.version;
   const bool empty =
@@ -322,7 +322,7 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
       });
     }
   }
-  enable_wal(*db_);
+  enable_wal(*sqlite_);
   db_->exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON");
   migrate();
   try {
@@ -335,13 +335,19 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
   }
 }
 
+void RunStore::open_sqlite(const std::string& path, SqliteDb::Open how) {
+  auto connection = std::make_unique<SqliteConnection>(path, how);
+  sqlite_ = &connection->db();
+  db_ = std::move(connection);
+}
+
 void RunStore::migrate() {
   // A current store opens without the write lock, which a training run may hold: no version is ever lowered.
   if (found_version_ >= kSchemaVersion) return;
   // Each step re-reads the version inside its write transaction: another process may be migrating too.
   for (;;) {
-    SqliteTransaction t(*db_);
-    SqliteStatement q(*db_, "PRAGMA user_version");
+    SqlTransaction t(*db_);
+    SqlStatement q(*db_, "PRAGMA user_version");
     const int version = q.step() ? static_cast<int>(q.int64(0)) : 0;
     q.reset();
     if (version >= kSchemaVersion) {
@@ -359,30 +365,27 @@ int RunStore::recover_abandoned_runs() {
   // A first look without the write lock: readers opening the store while a run records must not queue behind it.
   const auto abandoned_now = [this] {
     std::vector<int64_t> ids;
-    SqliteStatement running(*db_, "SELECT id FROM runs WHERE status = 'running'");
+    SqlStatement running(*db_, "SELECT id FROM runs WHERE status = 'running'");
     while (running.step()) {
       const int64_t id = running.int64(0);
-      if (!owned_.count(id) && !RunLock::held_elsewhere(run_lock_path(path(), id))) ids.push_back(id);
+      if (!owned_.count(id) && !db_->recorded_elsewhere(id)) ids.push_back(id);
     }
     return ids;
   };
   if (abandoned_now().empty()) return 0;
   // Decided again inside the write transaction: a run that ended meanwhile is no longer `running`, and a run
   // still running keeps its lock until its end is committed.
-  SqliteTransaction t(*db_);
+  SqlTransaction t(*db_);
   const std::vector<int64_t> abandoned = abandoned_now();
-  SqliteStatement mark(*db_,
-                       "UPDATE runs SET status = 'interrupted', ended = COALESCE(updated, created), end_reason = ? "
-                       "WHERE id = ? AND status = 'running'");
+  SqlStatement mark(*db_,
+                    "UPDATE runs SET status = 'interrupted', ended = COALESCE(updated, created), end_reason = ? "
+                    "WHERE id = ? AND status = 'running'");
   for (int64_t id : abandoned)
     mark.bind(1, "the recording process ended without reporting an end (killed, crashed or powered off)")
         .bind(2, id)
         .run();
   t.commit();
-  for (int64_t id : abandoned) {
-    std::error_code ec;
-    fs::remove(run_lock_path(path(), id), ec);  // a leftover; harmless if it stays
-  }
+  for (int64_t id : abandoned) db_->forget_run_lock(id);
   return static_cast<int>(abandoned.size());
 }
 
@@ -424,12 +427,12 @@ std::string pragma_lines(SqliteDb& db, const char* pragma) {
 }
 }  // namespace
 
-std::string RunStore::quick_check() const { return pragma_lines(*db_, "PRAGMA quick_check"); }
+std::string RunStore::quick_check() const { return pragma_lines(*sqlite_, "PRAGMA quick_check"); }
 
 void RunStore::backup_to(const std::string& file) const {
   if (fs::exists(file)) throw StoreError("'" + file + "' exists: a backup never overwrites a file");
   SqliteDb copy(file, SqliteDb::Open::ReadWriteCreate);
-  sqlite3_backup* backup = sqlite3_backup_init(copy.handle(), "main", db_->handle(), "main");
+  sqlite3_backup* backup = sqlite3_backup_init(copy.handle(), "main", sqlite_->handle(), "main");
   if (!backup) copy.check(sqlite3_errcode(copy.handle()), "sqlite3_backup_init", "");
   // All pages in one step, inside one read transaction: a consistent snapshot; in WAL mode writers go on meanwhile.
   const int stepped = sqlite3_backup_step(backup, -1);
@@ -442,6 +445,6 @@ void RunStore::backup_to(const std::string& file) const {
   }
 }
 
-std::string RunStore::integrity_check() const { return pragma_lines(*db_, "PRAGMA integrity_check"); }
+std::string RunStore::integrity_check() const { return pragma_lines(*sqlite_, "PRAGMA integrity_check"); }
 
 }  // namespace ampwb

@@ -25,11 +25,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "store/run_lock.h"
 #include "store/run_record.h"
+#include "store/sql_connection.h"
 #include "store/sqlite.h"
 #include "train/config.h"
 #include "train/events.h"
@@ -56,7 +57,9 @@ class RunStore {
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
 
-  const std::string& path() const { return db_->path(); }
+  // The SQLite file's path, or the PostgreSQL URI without its password: what messages and a run's settings show.
+  const std::string& path() const { return db_->name(); }
+  bool is_postgresql() const { return db_->dialect() == SqlConnection::Dialect::PostgreSql; }
   bool read_only() const { return read_only_; }
   int found_schema_version() const { return found_version_; }       // before migration; 0 for a new file
   int interrupted_on_open() const { return interrupted_on_open_; }  // runs this open found abandoned
@@ -142,9 +145,11 @@ class RunStore {
 
  private:
   void open_checked(const std::string& path, Mode mode);
+  void open_sqlite(const std::string& path, SqliteDb::Open how);
   void migrate();
   void report_abandoned(RunRecord& r) const;
   void require_writable(const char* what) const;
+  void reopen_owned(int64_t run, const RunInfo& info, const TrainConfig& config);
   void touch(int64_t run, double duration_seconds);
   void insert_steps(int64_t run, const std::vector<StepReport>& steps);
   void insert_detail(int64_t run, const char* kind, int epoch, int64_t step, const std::string& json);
@@ -153,11 +158,12 @@ class RunStore {
   std::vector<R> details(int64_t run, const char* kind) const;
   void set_tags(int64_t run, const std::vector<std::string>& tags);
 
-  std::unique_ptr<SqliteDb> db_;
+  std::unique_ptr<SqlConnection> db_;
+  SqliteDb* sqlite_ = nullptr;  // db_'s SQLite file, for what only SQLite has (PRAGMAs, its backup); null otherwise
   bool read_only_ = false;
   int found_version_ = 0;
   int interrupted_on_open_ = 0;
-  std::map<int64_t, RunLock> owned_;  // runs this store records
+  std::set<int64_t> owned_;           // runs this store records (their locks are db_'s)
   struct BackgroundCheck;             // quick_check of a large store, beside the first writes
   std::shared_ptr<BackgroundCheck> background_check_;
 };

@@ -14,7 +14,7 @@ namespace {
 // The row's columns (RunRecord's field list), then its configuration and run information as JSON text.
 std::string run_columns() { return column_names<RunRecord>() + ", config_json, info_json"; }
 
-RunRecord read_run(const SqliteStatement& q) {
+RunRecord read_run(const SqlStatement& q) {
   RunRecord r;
   const int c = read_columns(q, 0, r, &r.unreadable);
   try {
@@ -35,9 +35,9 @@ RunRecord read_run(const SqliteStatement& q) {
 
 // A run's rows of `table` (epochs, steps) as records, in the order of column `order`.
 template <Record R>
-std::vector<R> rows_of(SqliteDb& db, const std::string& table, const std::string& order, int64_t run) {
+std::vector<R> rows_of(SqlConnection& db, const std::string& table, const std::string& order, int64_t run) {
   std::vector<R> out;
-  SqliteStatement q(db, "SELECT " + column_names<R>() + " FROM " + table + " WHERE run_id = ? ORDER BY " + order);
+  SqlStatement q(db, "SELECT " + column_names<R>() + " FROM " + table + " WHERE run_id = ? ORDER BY " + order);
   q.bind(1, run);
   while (q.step()) read_columns(q, 0, out.emplace_back());
   return out;
@@ -61,14 +61,14 @@ void check_run_name(const std::string& name) {
 
 std::vector<RunRecord> RunStore::runs() const {
   std::vector<RunRecord> out;
-  SqliteStatement q(*db_, "SELECT " + run_columns() + " FROM runs ORDER BY id");
+  SqlStatement q(*db_, "SELECT " + run_columns() + " FROM runs ORDER BY id");
   while (q.step()) out.push_back(read_run(q));
   for (RunRecord& r : out) report_abandoned(r);
   return out;
 }
 
 RunRecord RunStore::run(int64_t id) const {
-  SqliteStatement q(*db_, "SELECT " + run_columns() + " FROM runs WHERE id = ?");
+  SqlStatement q(*db_, "SELECT " + run_columns() + " FROM runs WHERE id = ?");
   q.bind(1, id);
   if (!q.step()) throw StoreError("no run " + std::to_string(id) + " in the run store '" + path() + "'");
   RunRecord r = read_run(q);
@@ -89,13 +89,13 @@ int64_t RunStore::resolve(const std::string& id_or_name) const {
   if (all_digits(id_or_name)) {
     int64_t id = 0;  // an id too large for any run is no run either
     const std::errc error = std::from_chars(id_or_name.data(), id_or_name.data() + id_or_name.size(), id).ec;
-    SqliteStatement q(*db_, "SELECT id FROM runs WHERE id = ?");
+    SqlStatement q(*db_, "SELECT id FROM runs WHERE id = ?");
     q.bind(1, id);
     if (error != std::errc() || !q.step())
       throw StoreError("no run " + id_or_name + " in the run store '" + path() + "'");
     return id;
   }
-  SqliteStatement q(*db_, "SELECT id FROM runs WHERE name = ? ORDER BY id");
+  SqlStatement q(*db_, "SELECT id FROM runs WHERE name = ? ORDER BY id");
   q.bind(1, id_or_name);
   std::vector<int64_t> ids;
   while (q.step()) ids.push_back(q.int64(0));
@@ -135,8 +135,7 @@ std::vector<StepReport> RunStore::steps(int64_t run) const { return rows_of<Step
 template <class R>
 std::vector<R> RunStore::details(int64_t run, const char* kind) const {
   std::vector<R> out;
-  SqliteStatement q(*db_,
-                    "SELECT body_json FROM run_details WHERE run_id = ? AND kind = ? ORDER BY epoch, step, rowid");
+  SqlStatement q(*db_, "SELECT body_json FROM run_details WHERE run_id = ? AND kind = ? ORDER BY epoch, step, rowid");
   q.bind(1, run).bind(2, std::string(kind));
   while (q.step()) {
     const nlohmann::json body = nlohmann::json::parse(q.text(0), nullptr, false);
@@ -173,9 +172,9 @@ std::optional<AlternatingSpeed> RunStore::alternating_speed(int64_t run) const {
 
 std::vector<GradientHistogram> RunStore::histograms(int64_t run) const {
   std::vector<GradientHistogram> out;
-  SqliteStatement q(*db_,
-                    "SELECT epoch, kind, min_log2, max_log2, bins_json, zeros, nonfinite, total, underflow_fraction, "
-                    "overflow_fraction, loss_scale FROM histograms WHERE run_id = ? ORDER BY epoch, kind");
+  SqlStatement q(*db_,
+                 "SELECT epoch, kind, min_log2, max_log2, bins_json, zeros, nonfinite, total, underflow_fraction, "
+                 "overflow_fraction, loss_scale FROM histograms WHERE run_id = ? ORDER BY epoch, kind");
   q.bind(1, run);
   while (q.step()) {
     GradientHistogram h;
@@ -200,21 +199,19 @@ std::vector<GradientHistogram> RunStore::histograms(int64_t run) const {
 
 std::vector<CheckpointInfo> RunStore::checkpoints(int64_t run) const {
   std::vector<CheckpointInfo> out;
-  SqliteStatement q(*db_, "SELECT epoch, step, path FROM checkpoints WHERE run_id = ? ORDER BY step, id");
+  SqlStatement q(*db_, "SELECT epoch, step, path FROM checkpoints WHERE run_id = ? ORDER BY step, id");
   q.bind(1, run);
   while (q.step()) out.push_back({static_cast<int>(q.int64(0)), q.int64(1), q.text(2)});
   return out;
 }
 
-bool RunStore::recording(int64_t run) const {
-  return owned_.count(run) > 0 || RunLock::held_elsewhere(run_lock_path(path(), run));
-}
+bool RunStore::recording(int64_t run) const { return owned_.count(run) > 0 || db_->recorded_elsewhere(run); }
 
 // --- editing ---
 
 void RunStore::check_new_name(const std::string& name, int64_t run) const {
   check_run_name(name);
-  SqliteStatement q(*db_, "SELECT id FROM runs WHERE name = ? AND id != ? ORDER BY id LIMIT 1");
+  SqlStatement q(*db_, "SELECT id FROM runs WHERE name = ? AND id != ? ORDER BY id LIMIT 1");
   q.bind(1, name).bind(2, run);
   if (q.step())
     throw Error("run " + std::to_string(q.int64(0)) + " is already named '" + name +
@@ -224,27 +221,27 @@ void RunStore::check_new_name(const std::string& name, int64_t run) const {
 void RunStore::rename(int64_t run_id, const std::string& name) {
   require_writable("rename a run");
   check_new_name(name, run_id);
-  SqliteStatement update(*db_, "UPDATE runs SET name = ? WHERE id = ?");
+  SqlStatement update(*db_, "UPDATE runs SET name = ? WHERE id = ?");
   update.bind(1, name).bind(2, run_id).run();
   if (db_->changes() == 0) throw StoreError("no run " + std::to_string(run_id) + " in the run store '" + path() + "'");
 }
 
 void RunStore::set_notes(int64_t run_id, const std::string& notes) {
   require_writable("change the notes of a run");
-  SqliteStatement update(*db_, "UPDATE runs SET notes = ? WHERE id = ?");
+  SqlStatement update(*db_, "UPDATE runs SET notes = ? WHERE id = ?");
   update.bind(1, notes).bind(2, run_id).run();
   if (db_->changes() == 0) throw StoreError("no run " + std::to_string(run_id) + " in the run store '" + path() + "'");
 }
 
 void RunStore::set_tags(int64_t run_id, const std::vector<std::string>& tags) {
-  SqliteStatement update(*db_, "UPDATE runs SET tags = ? WHERE id = ?");
+  SqlStatement update(*db_, "UPDATE runs SET tags = ? WHERE id = ?");
   update.bind(1, nlohmann::json(tags).dump()).bind(2, run_id).run();
 }
 
 void RunStore::add_tag(int64_t run_id, const std::string& tag) {
   require_writable("tag a run");
   if (tag.empty()) throw Error("a tag cannot be empty");
-  SqliteTransaction t(*db_);  // read-modify-write of the tag list, atomic against other writers
+  SqlTransaction t(*db_);  // read-modify-write of the tag list, atomic against other writers
   std::vector<std::string> tags = run(run_id).tags;
   if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
   set_tags(run_id, tags);
@@ -253,7 +250,7 @@ void RunStore::add_tag(int64_t run_id, const std::string& tag) {
 
 void RunStore::remove_tag(int64_t run_id, const std::string& tag) {
   require_writable("untag a run");
-  SqliteTransaction t(*db_);
+  SqlTransaction t(*db_);
   std::vector<std::string> tags = run(run_id).tags;
   const auto it = std::find(tags.begin(), tags.end(), tag);
   if (it == tags.end()) throw Error("run " + std::to_string(run_id) + " has no tag '" + tag + "'");
@@ -268,12 +265,12 @@ void RunStore::remove(int64_t run_id) {
   if (r.status == RunStatus::Running && recording(run_id))
     throw StoreError("run " + std::to_string(run_id) + " ('" + r.name +
                      "') is being recorded by a running process: cancel it first");
-  SqliteTransaction t(*db_);
+  SqlTransaction t(*db_);
   for (const char* table : {"steps", "epochs", "histograms", "run_details", "checkpoints"}) {
-    SqliteStatement del(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
+    SqlStatement del(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
     del.bind(1, run_id).run();
   }
-  SqliteStatement del(*db_, "DELETE FROM runs WHERE id = ?");
+  SqlStatement del(*db_, "DELETE FROM runs WHERE id = ?");
   del.bind(1, run_id).run();
   t.commit();
 }

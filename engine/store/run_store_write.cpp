@@ -1,6 +1,5 @@
 // Recording into the run store: a run's row (begun, or reopened to resume it), its steps, epochs, histograms, the
 // details that explain it, checkpoints, and its end; each write one short transaction.
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -25,21 +24,24 @@ DeviceChoice device_of(const std::string& backend, DeviceChoice asked) {
   return asked.kind == DeviceChoice::Kind::Auto ? DeviceChoice::cpu() : asked;
 }
 
-// The synchronous level for durable commits (a run's end, some epochs): WAL with NORMAL already survives a killed
-// process; FULL also survives a power cut, for the price of an fsync (a few ms; see StoreRecorderOptions).
+// The synchronous level for durable commits (a run's end, some epochs): SQLite's WAL with NORMAL already survives
+// a killed process; FULL also survives a power cut, for the price of an fsync (a few ms; see StoreRecorderOptions).
+// PostgreSQL's commits are durable already (synchronous_commit is the server's setting).
 class DurableCommits {
  public:
-  explicit DurableCommits(SqliteDb& db) : db_(db) { db_.exec("PRAGMA synchronous = FULL"); }
+  explicit DurableCommits(SqlConnection& db) : db_(db.dialect() == SqlConnection::Dialect::Sqlite ? &db : nullptr) {
+    if (db_) db_->exec("PRAGMA synchronous = FULL");
+  }
   ~DurableCommits() {
     try {
-      db_.exec("PRAGMA synchronous = NORMAL");
+      if (db_) db_->exec("PRAGMA synchronous = NORMAL");
     } catch (const StoreError&) {
       // Only the speed of later step batches depends on it.
     }
   }
 
  private:
-  SqliteDb& db_;
+  SqlConnection* db_;
 };
 
 }  // namespace
@@ -50,15 +52,15 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
   const nlohmann::json config_json = config, info_json = info;
   const std::string now = utc_now_iso8601();
   const std::string versions =
-      std::string("ampwb " AMPWB_VERSION ", SQLite ") + sqlite3_libversion() + ", g++ " __VERSION__;
-  SqliteTransaction t(*db_);
+      std::string("ampwb " AMPWB_VERSION ", ") + db_->database_version() + ", g++ " __VERSION__;
+  SqlTransaction t(*db_);
   // Checked again inside the transaction: two runs started at once with one name cannot both take it.
   if (!config.name.empty()) check_new_name(config.name);
-  SqliteStatement insert(*db_,
-                         "INSERT INTO runs(name, created, updated, status, config_json, depth, precision, batch_size, "
-                         "lr, optimizer, epochs, image_size, seed, dataset_path, dataset_fingerprint, device, backend, "
-                         "ampwb_version, versions, host, pid, info_json) "
-                         "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  SqlStatement insert(*db_,
+                      "INSERT INTO runs(name, created, updated, status, config_json, depth, precision, batch_size, "
+                      "lr, optimizer, epochs, image_size, seed, dataset_path, dataset_fingerprint, device, backend, "
+                      "ampwb_version, versions, host, pid, info_json) "
+                      "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
   insert.bind(1, config.name)
       .bind(2, now)
       .bind(3, now)
@@ -80,24 +82,30 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
       .bind(19, host_name())
       .bind(20, static_cast<int64_t>(::getpid()))
       .bind(21, info_json.dump());
-  insert.run();
-  const int64_t id = db_->last_insert_rowid();
+  if (!insert.step()) throw StoreError("run store '" + path() + "': a new run's row has no id");
+  const int64_t id = insert.int64(0);
+  insert.reset();
   if (config.name.empty()) {  // resnet20-fp32-7; a suffix where a user chose that name for another run
     const std::string base =
         "resnet" + std::to_string(config.depth) + "-" + mode_name(config.precision.mode) + "-" + std::to_string(id);
-    SqliteStatement taken(*db_, "SELECT 1 FROM runs WHERE name = ? AND id != ?");
+    SqlStatement taken(*db_, "SELECT 1 FROM runs WHERE name = ? AND id != ?");
     std::string name = base;
     for (int suffix = 2; taken.bind(1, name).bind(2, id).step(); ++suffix) {
       taken.reset();
       name = base + "-" + std::to_string(suffix);
     }
-    SqliteStatement rename(*db_, "UPDATE runs SET name = ? WHERE id = ?");
+    SqlStatement rename(*db_, "UPDATE runs SET name = ? WHERE id = ?");
     rename.bind(1, name).bind(2, id).run();
   }
   // Locked before the row becomes visible, so no other process can see it running without an owner.
-  RunLock lock = RunLock::acquire(run_lock_path(path(), id));
-  t.commit();
-  owned_[id] = std::move(lock);
+  db_->own_run(id);
+  try {
+    t.commit();
+  } catch (...) {
+    db_->disown_run(id);
+    throw;
+  }
+  owned_.insert(id);
   return id;
 }
 
@@ -105,11 +113,21 @@ void RunStore::reopen_run(int64_t run_id, const RunInfo& info, const TrainConfig
   require_writable("resume a run");
   const RunRecord r = run(run_id);
   if (recording(run_id)) throw StoreError("run " + std::to_string(run_id) + " is being recorded by another process");
-  RunLock lock = RunLock::acquire(run_lock_path(path(), run_id));
-  SqliteTransaction t(*db_);
-  SqliteStatement reopen(*db_,
-                         "UPDATE runs SET status = 'running', ended = NULL, end_reason = '', updated = ?, host = ?, "
-                         "pid = ?, config_json = ?, dataset_path = ? WHERE id = ?");
+  db_->own_run(run_id);
+  try {
+    reopen_owned(run_id, info, config);
+  } catch (...) {
+    db_->disown_run(run_id);
+    throw;
+  }
+  owned_.insert(run_id);
+}
+
+void RunStore::reopen_owned(int64_t run_id, const RunInfo& info, const TrainConfig& config) {
+  SqlTransaction t(*db_);
+  SqlStatement reopen(*db_,
+                      "UPDATE runs SET status = 'running', ended = NULL, end_reason = '', updated = ?, host = ?, "
+                      "pid = ?, config_json = ?, dataset_path = ? WHERE id = ?");
   reopen.bind(1, utc_now_iso8601())
       .bind(2, host_name())
       .bind(3, static_cast<int64_t>(::getpid()))
@@ -118,18 +136,17 @@ void RunStore::reopen_run(int64_t run_id, const RunInfo& info, const TrainConfig
       .bind(6, run_id);
   reopen.run();
   for (const char* table : {"epochs", "histograms", "run_details"}) {
-    SqliteStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");
+    SqlStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");
     forget.bind(1, run_id).bind(2, info.first_epoch).run();
   }
   t.commit();
-  owned_[run_id] = std::move(lock);
 }
 
 void RunStore::forget_steps_from(int64_t run, int64_t first_step) {
   require_writable("forget steps");
-  SqliteTransaction t(*db_);
+  SqlTransaction t(*db_);
   for (const char* table : {"steps", "run_details"}) {
-    SqliteStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND step >= ?");
+    SqlStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND step >= ?");
     forget.bind(1, run).bind(2, first_step).run();
   }
   t.commit();
@@ -137,8 +154,8 @@ void RunStore::forget_steps_from(int64_t run, int64_t first_step) {
 
 void RunStore::insert_steps(int64_t run, const std::vector<StepReport>& steps) {
   if (steps.empty()) return;
-  SqliteStatement insert(*db_, "INSERT OR REPLACE INTO steps(run_id, " + column_names<StepReport>() + ") VALUES (?, " +
-                                   column_parameters<StepReport>() + ")");
+  SqlStatement insert(*db_, db_->replace_into("steps", "run_id, " + column_names<StepReport>(),
+                                              "?, " + column_parameters<StepReport>(), "run_id, step"));
   for (const StepReport& s : steps) {
     bind_columns(insert.bind(1, run), 2, s);
     insert.run();
@@ -146,13 +163,13 @@ void RunStore::insert_steps(int64_t run, const std::vector<StepReport>& steps) {
 }
 
 void RunStore::touch(int64_t run, double duration_seconds) {
-  SqliteStatement update(*db_, "UPDATE runs SET updated = ?, duration_seconds = ? WHERE id = ?");
+  SqlStatement update(*db_, "UPDATE runs SET updated = ?, duration_seconds = ? WHERE id = ?");
   update.bind(1, utc_now_iso8601()).bind(2, duration_seconds).bind(3, run).run();
 }
 
 void RunStore::add_steps(int64_t run, const std::vector<StepReport>& steps, double duration_seconds) {
   require_writable("record steps");
-  SqliteTransaction t(*db_);
+  SqlTransaction t(*db_);
   insert_steps(run, steps);
   touch(run, duration_seconds);
   t.commit();
@@ -163,10 +180,10 @@ void RunStore::add_epoch(int64_t run, const EpochReport& e, const std::vector<St
   require_writable("record an epoch");
   std::optional<DurableCommits> durable;
   if (sync) durable.emplace(*db_);
-  SqliteTransaction t(*db_);
+  SqlTransaction t(*db_);
   insert_steps(run, steps);
-  SqliteStatement insert(*db_, "INSERT OR REPLACE INTO epochs(run_id, " + column_names<EpochReport>() +
-                                   ") VALUES (?, " + column_parameters<EpochReport>() + ")");
+  SqlStatement insert(*db_, db_->replace_into("epochs", "run_id, " + column_names<EpochReport>(),
+                                              "?, " + column_parameters<EpochReport>(), "run_id, epoch"));
   bind_columns(insert.bind(1, run), 2, e);
   insert.run();
   touch(run, duration_seconds);
@@ -175,10 +192,10 @@ void RunStore::add_epoch(int64_t run, const EpochReport& e, const std::vector<St
 
 void RunStore::add_histogram(int64_t run, const GradientHistogram& h) {
   require_writable("record a histogram");
-  SqliteStatement insert(*db_,
-                         "INSERT OR REPLACE INTO histograms(run_id, epoch, kind, loss_scale, min_log2, max_log2, "
-                         "bins_json, zeros, nonfinite, total, underflow_fraction, overflow_fraction) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  SqlStatement insert(*db_, db_->replace_into("histograms",
+                                              "run_id, epoch, kind, loss_scale, min_log2, max_log2, bins_json, zeros, "
+                                              "nonfinite, total, underflow_fraction, overflow_fraction",
+                                              "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?", "run_id, epoch, kind"));
   insert.bind(1, run)
       .bind(2, h.epoch)
       .bind(3, h.kind)
@@ -195,13 +212,13 @@ void RunStore::add_histogram(int64_t run, const GradientHistogram& h) {
 }
 
 void RunStore::insert_detail(int64_t run, const char* kind, int epoch, int64_t step, const std::string& json) {
-  SqliteStatement insert(*db_, "INSERT INTO run_details(run_id, kind, epoch, step, body_json) VALUES (?, ?, ?, ?, ?)");
+  SqlStatement insert(*db_, "INSERT INTO run_details(run_id, kind, epoch, step, body_json) VALUES (?, ?, ?, ?, ?)");
   insert.bind(1, run).bind(2, std::string(kind)).bind(3, epoch).bind(4, step).bind(5, json).run();
 }
 
 void RunStore::add_layer_numerics(int64_t run, const std::vector<LayerNumerics>& layers) {
   require_writable("record layer numerics");
-  SqliteTransaction t(*db_);
+  SqlTransaction t(*db_);
   for (const LayerNumerics& n : layers) insert_detail(run, "layer_numerics", n.epoch, n.step, nlohmann::json(n).dump());
   t.commit();
 }
@@ -213,8 +230,8 @@ void RunStore::add_overflow(int64_t run, const OverflowReport& o) {
 
 // One record an epoch: an epoch reported again (resumed) replaces it.
 void RunStore::replace_epoch_detail(int64_t run, const char* kind, int epoch, const std::string& json) {
-  SqliteTransaction t(*db_);
-  SqliteStatement replace(*db_, "DELETE FROM run_details WHERE run_id = ? AND kind = ? AND epoch = ?");
+  SqlTransaction t(*db_);
+  SqlStatement replace(*db_, "DELETE FROM run_details WHERE run_id = ? AND kind = ? AND epoch = ?");
   replace.bind(1, run).bind(2, std::string(kind)).bind(3, epoch).run();
   insert_detail(run, kind, epoch, 0, json);
   t.commit();
@@ -237,10 +254,10 @@ void RunStore::add_divergence(int64_t run, const PrecisionDivergence& divergence
 
 void RunStore::add_alternating_speed(const AlternatingSpeed& speed) {
   require_writable("record speeds timed in alternation");
-  SqliteTransaction t(*db_);
+  SqlTransaction t(*db_);
   const std::string json = nlohmann::json(speed).dump();
   for (int64_t run : speed.runs) {
-    SqliteStatement replace(*db_, "DELETE FROM run_details WHERE run_id = ? AND kind = 'alternating_speed'");
+    SqlStatement replace(*db_, "DELETE FROM run_details WHERE run_id = ? AND kind = 'alternating_speed'");
     replace.bind(1, run).run();
     insert_detail(run, "alternating_speed", 0, 0, json);
   }
@@ -250,30 +267,40 @@ void RunStore::add_alternating_speed(const AlternatingSpeed& speed) {
 void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {
   require_writable("record a checkpoint");
   // A checkpoint written to the path of an earlier one replaced it: only the newest row may point at the file.
-  SqliteTransaction t(*db_);
-  SqliteStatement replaced(*db_, "DELETE FROM checkpoints WHERE run_id = ? AND path = ?");
+  SqlTransaction t(*db_);
+  SqlStatement replaced(*db_, "DELETE FROM checkpoints WHERE run_id = ? AND path = ?");
   replaced.bind(1, run).bind(2, c.path).run();
-  SqliteStatement insert(*db_, "INSERT INTO checkpoints(run_id, epoch, step, path, created) VALUES (?, ?, ?, ?, ?)");
+  SqlStatement insert(*db_, "INSERT INTO checkpoints(run_id, epoch, step, path, created) VALUES (?, ?, ?, ?, ?)");
   insert.bind(1, run).bind(2, c.epoch).bind(3, c.step).bind(4, c.path).bind(5, utc_now_iso8601()).run();
   t.commit();
 }
 
 void RunStore::add_note(int64_t run, const std::string& note) {
   require_writable("add a note to a run");
-  SqliteStatement append(*db_, "UPDATE runs SET info_json = json_insert(info_json, '$.notes[#]', ?) WHERE id = ?");
-  append.bind(1, note).bind(2, run).run();
+  SqlTransaction t(*db_);  // read-modify-write of the run information, atomic against other writers
+  SqlStatement read(*db_, "SELECT info_json FROM runs WHERE id = ?");
+  if (!read.bind(1, run).step())
+    throw StoreError("no run " + std::to_string(run) + " in the run store '" + path() + "'");
+  nlohmann::json info = nlohmann::json::parse(read.text(0), nullptr, false);
+  read.reset();
+  if (!info.is_object())
+    throw StoreError("run store '" + path() + "': run " + std::to_string(run) + "'s information is not JSON");
+  info["notes"].push_back(note);
+  SqlStatement append(*db_, "UPDATE runs SET info_json = ? WHERE id = ?");
+  append.bind(1, info.dump()).bind(2, run).run();
+  t.commit();
 }
 
 void RunStore::end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps, double duration_seconds) {
   require_writable("record the end of a run");
   {
     DurableCommits durable(*db_);
-    SqliteTransaction t(*db_);
+    SqlTransaction t(*db_);
     insert_steps(run, steps);
     const std::string now = utc_now_iso8601();
-    SqliteStatement update(*db_,
-                           "UPDATE runs SET status = ?, end_reason = ?, ended = ?, updated = ?, duration_seconds = ? "
-                           "WHERE id = ?");
+    SqlStatement update(*db_,
+                        "UPDATE runs SET status = ?, end_reason = ?, ended = ?, updated = ?, duration_seconds = ? "
+                        "WHERE id = ?");
     update.bind(1, run_status_name(end.status))
         .bind(2, end.reason)
         .bind(3, now)
@@ -287,10 +314,8 @@ void RunStore::end_run(int64_t run, const RunEnd& end, const std::vector<StepRep
 }
 
 void RunStore::abandon_run(int64_t run) {
-  auto it = owned_.find(run);
-  if (it == owned_.end()) return;
-  it->second.release();
-  owned_.erase(it);
+  if (!owned_.erase(run)) return;
+  db_->disown_run(run);
 }
 
 }  // namespace ampwb

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "store/sqlite_locks.h"
@@ -218,5 +219,56 @@ void SqliteTransaction::commit() {
 }
 
 const char* sqlite_library_version() { return sqlite3_libversion(); }
+
+namespace {
+class SqliteStatementImpl : public SqlStatementImpl {
+ public:
+  SqliteStatementImpl(SqliteDb& db, const std::string& sql) : q_(db, sql) {}
+  void bind_int(int index, int64_t value) override { q_.bind(index, value); }
+  void bind_real(int index, double value) override { q_.bind(index, value); }
+  void bind_text(int index, const std::string& value) override { q_.bind(index, value); }
+  void bind_null(int index) override { q_.bind_null(index); }
+  bool step() override { return q_.step(); }
+  void reset() override { q_.reset(); }
+  bool is_null(int column) const override { return q_.is_null(column); }
+  int64_t int64(int column) const override { return q_.int64(column); }
+  double real(int column) const override { return q_.real(column); }
+  std::string text(int column) const override { return q_.text(column); }
+
+ private:
+  SqliteStatement q_;
+};
+}  // namespace
+
+std::string SqliteConnection::database_version() const { return std::string("SQLite ") + sqlite3_libversion(); }
+
+std::unique_ptr<SqlStatementImpl> SqliteConnection::prepare(const std::string& sql) {
+  return std::make_unique<SqliteStatementImpl>(db_, sql);
+}
+
+void SqliteConnection::rollback() noexcept { sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr); }
+
+std::string SqliteConnection::replace_into(const std::string& table, const std::string& columns,
+                                           const std::string& params, const std::string&) const {
+  return "INSERT OR REPLACE INTO " + table + "(" + columns + ") VALUES (" + params + ")";
+}
+
+void SqliteConnection::own_run(int64_t run) { locks_[run] = RunLock::acquire(run_lock_path(db_.path(), run)); }
+
+void SqliteConnection::disown_run(int64_t run) {
+  const auto it = locks_.find(run);
+  if (it == locks_.end()) return;
+  it->second.release();
+  locks_.erase(it);
+}
+
+bool SqliteConnection::recorded_elsewhere(int64_t run) const {
+  return RunLock::held_elsewhere(run_lock_path(db_.path(), run));
+}
+
+void SqliteConnection::forget_run_lock(int64_t run) {
+  std::error_code ec;
+  std::filesystem::remove(run_lock_path(db_.path(), run), ec);  // a leftover; harmless if it stays
+}
 
 }  // namespace ampwb

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "core/error.h"
+#include "store/run_lock.h"
+#include "store/sql_connection.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -99,5 +102,32 @@ class SqliteTransaction {
 };
 
 const char* sqlite_library_version();
+
+// The run store's connection to an SQLite file (sql_connection.h); a run's owner holds its lock file (run_lock.h).
+class SqliteConnection : public SqlConnection {
+ public:
+  SqliteConnection(const std::string& path, SqliteDb::Open mode) : db_(path, mode) {}
+  SqliteDb& db() { return db_; }
+
+  Dialect dialect() const override { return Dialect::Sqlite; }
+  const std::string& name() const override { return db_.path(); }
+  std::string database_version() const override;
+  void exec(const std::string& sql) override { db_.exec(sql); }
+  std::unique_ptr<SqlStatementImpl> prepare(const std::string& sql) override;
+  int changes() const override { return db_.changes(); }
+  void begin_write() override { db_.exec("BEGIN IMMEDIATE"); }
+  void commit() override { db_.exec("COMMIT"); }
+  void rollback() noexcept override;
+  std::string replace_into(const std::string& table, const std::string& columns, const std::string& params,
+                           const std::string& key) const override;
+  void own_run(int64_t run) override;
+  void disown_run(int64_t run) override;
+  bool recorded_elsewhere(int64_t run) const override;
+  void forget_run_lock(int64_t run) override;
+
+ private:
+  SqliteDb db_;
+  std::map<int64_t, RunLock> locks_;
+};
 
 }  // namespace ampwb
