@@ -19,15 +19,17 @@ bool have_mpi() {
 #endif
 }
 
-std::unique_ptr<Communicator> make_communicator(const LaunchInfo& launch) {
+std::unique_ptr<Communicator> make_communicator(const LaunchInfo& launch,
+                                                std::chrono::milliseconds collective_timeout) {
   // One rank exchanges nothing: MPI is not started, so `mpirun -np 1` runs in a build without MPI too.
   if (launch.world_size == 1) return std::make_unique<SingleProcessCommunicator>();
   switch (launch.launcher) {
     case Launcher::Mpirun:
     case Launcher::Srun:
 #ifdef AMPWB_HAVE_MPI
-      return std::make_unique<MpiCommunicator>(launch);
+      return std::make_unique<MpiCommunicator>(launch, collective_timeout);
 #else
+      (void)collective_timeout;
       throw Error("this process is " + describe(launch) +
                   ", but this build has no MPI: install Open MPI (scripts/install-deps.sh) and build again");
 #endif

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <string>
 
 #include "core/error.h"
+#include "dist/mpi_collective_wait.h"
 
 namespace ampwb {
 namespace {
@@ -17,7 +19,9 @@ namespace {
 constexpr size_t kMaxPiece = size_t{1} << 30;
 
 // MPI starts once per process and ends once, at exit: this owner's destructor, which runs after every communicator
-// made during the run has gone (static objects are destroyed after main returns).
+// made during the run has gone (static objects are destroyed after main returns). Where a collective lost a rank, it
+// ends the MPI job instead: MPI_Finalize would wait for the lost rank forever, and MPI_Abort makes mpirun end every
+// rank, the hung one too.
 class MpiRuntime {
  public:
   static MpiRuntime& instance() {
@@ -28,7 +32,12 @@ class MpiRuntime {
   ~MpiRuntime() {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (started_here_ && !finalized) MPI_Finalize();
+    if (finalized) return;
+    if (MpiCollectiveWait::lost_a_rank()) {
+      std::fflush(nullptr);  // MPI_Abort ends the process before exit would flush what it printed
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (started_here_) MPI_Finalize();
   }
 
   MpiRuntime(const MpiRuntime&) = delete;
@@ -82,19 +91,25 @@ std::string library_version() {
               ": " + std::string(text, static_cast<size_t>(std::max(length, 0))));
 }
 
+// Each piece started non-blocking and completed by `wait`, which bounds the wait for the other ranks.
 template <class T>
-void all_reduce_in_pieces(T* data, size_t count, MPI_Datatype type, int rank, int world_size) {
+void all_reduce_in_pieces(T* data, size_t count, MPI_Datatype type, const char* elements, MpiCollectiveWait& wait,
+                          int rank, int world_size) {
   for (size_t done = 0; done < count;) {
     const size_t piece = std::min(kMaxPiece, count - done);
-    const int code = MPI_Allreduce(MPI_IN_PLACE, data + done, static_cast<int>(piece), type, MPI_SUM, MPI_COMM_WORLD);
-    if (code != MPI_SUCCESS) fail(code, "MPI_Allreduce", rank, world_size);
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int code =
+        MPI_Iallreduce(MPI_IN_PLACE, data + done, static_cast<int>(piece), type, MPI_SUM, MPI_COMM_WORLD, &request);
+    if (code != MPI_SUCCESS) fail(code, "MPI_Iallreduce", rank, world_size);
+    wait.complete(request, "MPI_Iallreduce of " + std::to_string(piece) + " " + elements);
     done += piece;
   }
 }
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(const LaunchInfo& launch) : local_rank_(launch.local_rank) {
+MpiCommunicator::MpiCommunicator(const LaunchInfo& launch, std::chrono::milliseconds collective_timeout)
+    : local_rank_(launch.local_rank) {
   MpiRuntime::instance();
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
@@ -103,21 +118,27 @@ MpiCommunicator::MpiCommunicator(const LaunchInfo& launch) : local_rank_(launch.
                 std::to_string(rank_) + " of " + std::to_string(world_size_) +
                 ": was this process started by the launcher itself (mpirun, or srun inside an sbatch script)?");
   description_ = library_version() + ", " + std::to_string(world_size_) + (world_size_ == 1 ? " rank" : " ranks");
+  wait_ = std::make_unique<MpiCollectiveWait>(rank_, world_size_, collective_timeout);
 }
+
+MpiCommunicator::~MpiCommunicator() = default;
 
 void MpiCommunicator::all_reduce_sum(float* data, size_t count) {
   std::lock_guard lock(call_mutex_);
-  all_reduce_in_pieces(data, count, MPI_FLOAT, rank_, world_size_);
+  wait_->throw_if_lost();
+  all_reduce_in_pieces(data, count, MPI_FLOAT, "floats", *wait_, rank_, world_size_);
 }
 
 void MpiCommunicator::all_reduce_sum(double* data, size_t count) {
   std::lock_guard lock(call_mutex_);
-  all_reduce_in_pieces(data, count, MPI_DOUBLE, rank_, world_size_);
+  wait_->throw_if_lost();
+  all_reduce_in_pieces(data, count, MPI_DOUBLE, "doubles", *wait_, rank_, world_size_);
 }
 
 void MpiCommunicator::all_reduce_sum(int64_t* data, size_t count) {
   std::lock_guard lock(call_mutex_);
-  all_reduce_in_pieces(data, count, MPI_INT64_T, rank_, world_size_);
+  wait_->throw_if_lost();
+  all_reduce_in_pieces(data, count, MPI_INT64_T, "64-bit counts", *wait_, rank_, world_size_);
 }
 
 void MpiCommunicator::broadcast(void* data, size_t bytes, int root) {
@@ -126,19 +147,25 @@ void MpiCommunicator::broadcast(void* data, size_t bytes, int root) {
     throw Error("broadcast from rank " + std::to_string(root) + ", but the ranks are 0 .. " +
                 std::to_string(world_size_ - 1));
   std::lock_guard lock(call_mutex_);
+  wait_->throw_if_lost();
   auto* bytes_at = static_cast<char*>(data);
   for (size_t done = 0; done < bytes;) {
     const size_t piece = std::min(kMaxPiece, bytes - done);
-    const int code = MPI_Bcast(bytes_at + done, static_cast<int>(piece), MPI_BYTE, root, MPI_COMM_WORLD);
-    if (code != MPI_SUCCESS) fail(code, "MPI_Bcast", rank_, world_size_);
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int code = MPI_Ibcast(bytes_at + done, static_cast<int>(piece), MPI_BYTE, root, MPI_COMM_WORLD, &request);
+    if (code != MPI_SUCCESS) fail(code, "MPI_Ibcast", rank_, world_size_);
+    wait_->complete(request, "MPI_Ibcast of " + std::to_string(piece) + " bytes from rank " + std::to_string(root));
     done += piece;
   }
 }
 
 void MpiCommunicator::barrier() {
   std::lock_guard lock(call_mutex_);
-  const int code = MPI_Barrier(MPI_COMM_WORLD);
-  if (code != MPI_SUCCESS) fail(code, "MPI_Barrier", rank_, world_size_);
+  wait_->throw_if_lost();
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int code = MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  if (code != MPI_SUCCESS) fail(code, "MPI_Ibarrier", rank_, world_size_);
+  wait_->complete(request, "MPI_Ibarrier");
 }
 
 }  // namespace ampwb

@@ -2,20 +2,28 @@
 // Built only where CMake found MPI (AMPWB_HAVE_MPI); nothing outside engine/dist/ sees MPI's headers.
 #pragma once
 
+#include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "dist/collective_timeout.h"
 #include "dist/communicator.h"
 #include "dist/launch.h"
 
 namespace ampwb {
 
+class MpiCollectiveWait;  // mpi_collective_wait.h: MPI's types stay out of this header
+
 class MpiCommunicator final : public Communicator {
  public:
   // Starts MPI on first use in the process (it is finalized once, at exit), with MPI errors returned, not fatal. Throws
   // Error where MPI's rank and size are not the launcher's, as when a process of an sbatch script was not started by
-  // srun.
-  explicit MpiCommunicator(const LaunchInfo& launch);
+  // srun. Every collective waits at most `collective_timeout` for the other ranks (and a few seconds more to name
+  // those that do not answer), then throws RankLostError; after one, the process ends the MPI job at exit.
+  explicit MpiCommunicator(const LaunchInfo& launch,
+                           std::chrono::milliseconds collective_timeout = kDefaultCollectiveTimeout);
+  ~MpiCommunicator() override;
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
@@ -34,6 +42,7 @@ class MpiCommunicator final : public Communicator {
   int world_size_ = 1;
   int local_rank_ = 0;
   std::string description_;
+  std::unique_ptr<MpiCollectiveWait> wait_;  // every collective is started non-blocking and completed by it
   std::mutex call_mutex_;  // one MPI call at a time: MPI runs at MPI_THREAD_SERIALIZED (mpi_communicator.cpp)
 };
 

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/setting_error.h"
+#include "dist/collective_timeout.h"
 #include "optim/lr_schedule.h"
 #include "train/benchmark.h"
 #include "train/checkpoint.h"
@@ -139,6 +140,8 @@ RunEnd Trainer::run() {
     end = {RunStatus::Failed, "out of memory" + memory_advice_text()};
   } catch (const SettingError& e) {  // a setting the data or the device refused: the front end names it its way
     end = {RunStatus::Failed, e.what(), e.setting()};
+  } catch (const RankLostError& e) {  // another rank hung or stopped: the run goes on from its last checkpoint
+    end = {RunStatus::Interrupted, e.what()};
   } catch (const std::exception& e) {
     end = {RunStatus::Failed, e.what()};
     // The device's message says how much was asked for and held; the run's says which setting to change.
