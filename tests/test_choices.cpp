@@ -18,8 +18,8 @@ template <class E>
 class EveryChoice : public ::testing::Test {};
 
 // Each enum held by TrainConfig: a new one is added here.
-using ChoiceEnums =
-    ::testing::Types<HostSync, CudaGraphs, ConvAlgorithm, LossScaleKind, Schedule, OptimizerKind, NormalizationStats>;
+using ChoiceEnums = ::testing::Types<HostSync, CudaGraphs, ConvAlgorithm, LossScaleKind, Schedule, OptimizerKind,
+                                     NormalizationStats, GradientAllReduce>;
 TYPED_TEST_SUITE(EveryChoice, ChoiceEnums);
 
 TYPED_TEST(EveryChoice, HasOneRowPerValueAndItsNameReadsBack) {
@@ -57,6 +57,21 @@ TEST(Choices, TheStoredConfigurationSpellsThemByNameAndRefusesOthers) {
   const auto settings = config_settings(c);
   EXPECT_NE(std::find(settings.begin(), settings.end(), std::pair<std::string, std::string>{"host_sync", "every-step"}),
             settings.end());
+}
+
+// Runs stored before the data-parallel settings existed trained on one process: they read as the defaults, which
+// change nothing there; a stored setting reads back by name.
+TEST(Choices, TheDataParallelSettingsDefaultForOlderRunsAndReadBack) {
+  const TrainConfig older = nlohmann::json::parse(R"({"depth":20})").get<TrainConfig>();
+  EXPECT_FALSE(older.data_parallel.sync_batchnorm);
+  EXPECT_EQ(older.data_parallel.gradient_allreduce, GradientAllReduce::F32);
+  TrainConfig c;
+  c.data_parallel = {.sync_batchnorm = true, .gradient_allreduce = GradientAllReduce::BF16};
+  const nlohmann::json j = c;
+  EXPECT_EQ(j["data_parallel"]["gradient_allreduce"], "bf16");
+  const TrainConfig back = j.get<TrainConfig>();
+  EXPECT_TRUE(back.data_parallel.sync_batchnorm);
+  EXPECT_EQ(back.data_parallel.gradient_allreduce, GradientAllReduce::BF16);
 }
 
 // A configuration stored while the convolution algorithm and the loss scaling were text loads into their enums, and

@@ -16,6 +16,7 @@
 #include "models/resnet.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
+#include "train/data_parallel_settings.h"
 #include "train/record_fields.h"
 #include "train/step_settings.h"
 
@@ -64,6 +65,7 @@ struct TrainConfig {
   int threads = 0;  // 0 = every core; at most kMaxThreads
   PrecisionConfig precision;
   DataConfig data;
+  DataParallelConfig data_parallel;       // runs on many processes (train/data_parallel_settings.h)
   int64_t max_steps_per_epoch = 0;        // 0 = the whole epoch (tests use small numbers)
   int64_t max_consecutive_skipped = 100;  // a run that skips this many steps in a row is stopped
   int numerics_every = 0;         // per-layer numerics: the last step of each epoch, and with N > 0 every N-th step too
@@ -108,6 +110,13 @@ void fields(R& p, V&& v) {
 }
 
 template <class R, class V>
+requires same_record<R, DataParallelConfig>
+void fields(R& d, V&& v) {
+  v("sync_batchnorm", d.sync_batchnorm);
+  v("gradient_allreduce", d.gradient_allreduce);
+}
+
+template <class R, class V>
 requires same_record<R, DataConfig>
 void fields(R& d, V&& v) {
   v("validation_fraction", d.validation_fraction);
@@ -146,6 +155,7 @@ void fields(R& c, V&& v) {
   v("threads", c.threads);
   v("precision", c.precision);
   v("data", c.data);
+  v("data_parallel", c.data_parallel);
   v("max_steps_per_epoch", c.max_steps_per_epoch);
   v("max_consecutive_skipped", c.max_consecutive_skipped);
   v("numerics_every", c.numerics_every);
