@@ -10,6 +10,9 @@
 
 namespace ampwb {
 
+// The 16-bit floats a sum may travel in (IEEE binary16, bfloat16), as bit patterns.
+enum class Float16Format : uint8_t { F16, BF16 };
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -22,6 +25,9 @@ class Communicator {
   virtual void all_reduce_sum(float* data, size_t count) = 0;
   virtual void all_reduce_sum(double* data, size_t count) = 0;
   virtual void all_reduce_sum(int64_t* data, size_t count) = 0;  // counts: exact whatever the order of the sum
+  // 16-bit floats in `format`, half the bytes of FP32: each addition of two ranks' values (or partial sums) in FP32,
+  // its result rounded to nearest even back to `format`, as an FP16 overflow past 65504 becomes inf.
+  virtual void all_reduce_sum(uint16_t* data, size_t count, Float16Format format) = 0;
 
   // `bytes` bytes at `data` on rank `root` copied to every other rank's `data`.
   virtual void broadcast(void* data, size_t bytes, int root) = 0;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "dist/mpi_collective_wait.h"
 
 namespace ampwb {
@@ -94,17 +95,44 @@ std::string library_version() {
 // Each piece started non-blocking and completed by `wait`, which bounds the wait for the other ranks.
 template <class T>
 void all_reduce_in_pieces(T* data, size_t count, MPI_Datatype type, const char* elements, MpiCollectiveWait& wait,
-                          int rank, int world_size) {
+                          int rank, int world_size, MPI_Op op = MPI_SUM) {
   for (size_t done = 0; done < count;) {
     const size_t piece = std::min(kMaxPiece, count - done);
     MPI_Request request = MPI_REQUEST_NULL;
     const int code =
-        MPI_Iallreduce(MPI_IN_PLACE, data + done, static_cast<int>(piece), type, MPI_SUM, MPI_COMM_WORLD, &request);
+        MPI_Iallreduce(MPI_IN_PLACE, data + done, static_cast<int>(piece), type, op, MPI_COMM_WORLD, &request);
     if (code != MPI_SUCCESS) fail(code, "MPI_Iallreduce", rank, world_size);
     wait.complete(request, "MPI_Iallreduce of " + std::to_string(piece) + " " + elements);
     done += piece;
   }
 }
+
+// MPI has no 16-bit float: a 2-byte type whose sums add in FP32 and round back to nearest even, one op per format.
+template <uint16_t (*round)(float), float (*widen)(uint16_t)>
+void add_16bit(void* in, void* inout, int* length, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *length; ++i) b[i] = round(widen(a[i]) + widen(b[i]));
+}
+
+struct Float16Sums {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op f16 = MPI_OP_NULL, bf16 = MPI_OP_NULL;
+
+  // Made on first use, under the communicator's call lock, once MPI has started; MPI_Finalize frees them.
+  static const Float16Sums& get() {
+    static const Float16Sums sums = [] {
+      Float16Sums s;
+      MPI_Type_contiguous(2, MPI_BYTE, &s.type);
+      MPI_Type_commit(&s.type);
+      // Commutative: a + b and b + a round alike, so every rank ends with the same bits.
+      MPI_Op_create(&add_16bit<float_to_half_bits, half_bits_to_float>, 1, &s.f16);
+      MPI_Op_create(&add_16bit<float_to_bfloat16_bits, bfloat16_bits_to_float>, 1, &s.bf16);
+      return s;
+    }();
+    return sums;
+  }
+};
 
 }  // namespace
 
@@ -139,6 +167,14 @@ void MpiCommunicator::all_reduce_sum(int64_t* data, size_t count) {
   std::lock_guard lock(call_mutex_);
   wait_->throw_if_lost();
   all_reduce_in_pieces(data, count, MPI_INT64_T, "64-bit counts", *wait_, rank_, world_size_);
+}
+
+void MpiCommunicator::all_reduce_sum(uint16_t* data, size_t count, Float16Format format) {
+  std::lock_guard lock(call_mutex_);
+  wait_->throw_if_lost();
+  const Float16Sums& sums = Float16Sums::get();
+  all_reduce_in_pieces(data, count, sums.type, format == Float16Format::F16 ? "FP16 values" : "BF16 values", *wait_,
+                       rank_, world_size_, format == Float16Format::F16 ? sums.f16 : sums.bf16);
 }
 
 void MpiCommunicator::broadcast(void* data, size_t bytes, int root) {

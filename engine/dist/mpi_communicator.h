@@ -32,6 +32,7 @@ class MpiCommunicator final : public Communicator {
   void all_reduce_sum(float* data, size_t count) override;
   void all_reduce_sum(double* data, size_t count) override;
   void all_reduce_sum(int64_t* data, size_t count) override;
+  void all_reduce_sum(uint16_t* data, size_t count, Float16Format format) override;
   void broadcast(void* data, size_t bytes, int root) override;
   void barrier() override;
 

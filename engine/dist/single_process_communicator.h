@@ -14,6 +14,7 @@ class SingleProcessCommunicator final : public Communicator {
   void all_reduce_sum(float*, size_t) override {}
   void all_reduce_sum(double*, size_t) override {}
   void all_reduce_sum(int64_t*, size_t) override {}
+  void all_reduce_sum(uint16_t*, size_t, Float16Format) override {}
   void broadcast(void* data, size_t bytes, int root) override;
   void barrier() override {}
 
