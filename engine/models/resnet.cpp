@@ -236,7 +236,7 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config, Rng& rng)
 }
 
 Tensor ResNet::forward(const Tensor& x, Mode mode) { return body_.forward(x, mode); }
-Tensor ResNet::backward(const Tensor& dlogits) { return body_.backward(dlogits); }
+Tensor ResNet::backward(const Tensor& dlogits) { return body_.backward(dlogits, gradients_final_); }
 
 std::vector<Parameter*> ResNet::parameters() {
   std::vector<Parameter*> out;

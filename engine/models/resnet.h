@@ -52,6 +52,11 @@ class ResNet : public Layer {
     body_.visit(fn);
   }
 
+  // Told, during backward, each of the model's top-level layers (the stem, each residual block, the head) as
+  // backward leaves it, its parameters' gradients final (a data-parallel step starts their all-reduce there);
+  // nullptr: nobody.
+  void set_gradients_final(std::function<void(Layer&)> done) { gradients_final_ = std::move(done); }
+
   const ResNetConfig& config() const { return config_; }
   std::vector<Parameter*> parameters();
   int64_t parameter_count();
@@ -60,6 +65,7 @@ class ResNet : public Layer {
  private:
   ResNetConfig config_;
   Sequential body_;
+  std::function<void(Layer&)> gradients_final_;
   int64_t parameter_count_ = 0;
 };
 

@@ -101,9 +101,14 @@ Tensor Sequential::forward_first(const Tensor& x, Mode mode, size_t count) {
   return out;
 }
 
-Tensor Sequential::backward(const Tensor& dy) {
+Tensor Sequential::backward(const Tensor& dy) { return backward(dy, nullptr); }
+
+Tensor Sequential::backward(const Tensor& dy, const std::function<void(Layer&)>& done) {
   Tensor grad = dy;
-  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) grad = (*it)->backward(grad);
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
+    grad = (*it)->backward(grad);
+    if (done) done(**it);
+  }
   return grad;
 }
 

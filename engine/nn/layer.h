@@ -136,6 +136,8 @@ class Sequential : public Layer {
   // The first `count` layers only (a residual block runs its last batch norm itself, fused with the block's end).
   Tensor forward_first(const Tensor& x, Mode mode, size_t count);
   Tensor backward(const Tensor& dy) override;
+  // backward, telling `done` (when set) each layer it has left: that layer's parameter gradients are final.
+  Tensor backward(const Tensor& dy, const std::function<void(Layer&)>& done);
   void collect_parameters(std::vector<Parameter*>& out) override;
   void collect_buffers(std::vector<Buffer*>& out) override;
   void visit(const std::function<void(Layer&)>& fn) override;

@@ -1,13 +1,18 @@
-// Gradients averaged over the ranks (see the header).
+// Gradients averaged over the ranks, on a communication thread that overlaps backward (see the header).
 #include "train/gradient_reducer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <utility>
 
+#include "core/convert16.h"
 #include "core/error.h"
 
 namespace ampwb {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // Collectives over host memory: a GPU's tensors need NCCL, which is not part of this communicator.
 void require_host(const Tensor& t, const std::string& what) {
@@ -15,17 +20,33 @@ void require_host(const Tensor& t, const std::string& what) {
               "data-parallel training over MPI averages host tensors; " << what << " is on " << t.device().str());
 }
 
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
 }  // namespace
 
-GradientReducer::GradientReducer(Communicator& communicator, std::vector<Parameter*> params, size_t bucket_bytes)
-    : communicator_(communicator), params_(std::move(params)) {
+GradientReducer::GradientReducer(Communicator& communicator, std::vector<Parameter*> params,
+                                 GradientAllReduce precision, size_t bucket_bytes)
+    : communicator_(communicator), precision_(precision), params_(std::move(params)) {
   for (auto it = params_.rbegin(); it != params_.rend(); ++it) {
     const size_t floats = static_cast<size_t>((*it)->value.numel());
     if (buckets_.empty() || (buckets_.back().floats > 0 && (buckets_.back().floats + floats) * 4 > bucket_bytes))
       buckets_.emplace_back();
     buckets_.back().params.push_back(*it);
+    buckets_.back().sizes.push_back(floats);
     buckets_.back().floats += floats;
+    bucket_of_[*it] = buckets_.size() - 1;
   }
+  thread_ = std::thread([this] { communicate(); });
+}
+
+GradientReducer::~GradientReducer() {
+  abandon();
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
 }
 
 void GradientReducer::broadcast_from_rank0(const std::vector<Buffer*>& buffers) {
@@ -40,25 +61,131 @@ void GradientReducer::broadcast_from_rank0(const std::vector<Buffer*>& buffers) 
   }
 }
 
+void GradientReducer::begin() {
+  std::unique_lock lock(mutex_);
+  wait_all(lock);  // nothing of an earlier step is in flight (abandon() or finish() waited already)
+  launched_ = done_ = 0;
+  error_ = nullptr;
+  for (Bucket& bucket : buckets_) bucket.pending = bucket.params.size();
+}
+
+void GradientReducer::gradients_final(Layer& layer) {
+  collected_.clear();
+  layer.collect_parameters(collected_);
+  for (const Parameter* p : collected_)
+    if (auto it = bucket_of_.find(p); it != bucket_of_.end() && buckets_[it->second].pending > 0)
+      --buckets_[it->second].pending;
+  launch_ready();
+}
+
+void GradientReducer::launch_ready() {
+  // In bucket order only, as every rank must call the collectives in one order: a bucket complete before the one
+  // ahead of it waits for it.
+  size_t ready = launched_;
+  while (ready < buckets_.size() && buckets_[ready].pending == 0) launch(buckets_[ready++]);
+  if (ready == launched_) return;
+  {
+    std::lock_guard lock(mutex_);
+    launched_ = ready;
+  }
+  changed_.notify_all();
+}
+
+void GradientReducer::launch(Bucket& bucket) {
+  bucket.grads.clear();
+  for (Parameter* p : bucket.params) {
+    require_host(p->grad, p->name + "'s gradient");
+    AMPWB_CHECK(p->grad.dtype() == DType::F32, p->name << "'s gradient is " << dtype_name(p->grad.dtype()));
+    bucket.grads.push_back(p->grad.data_as<float>());
+  }
+}
+
+void GradientReducer::finish() {
+  for (Bucket& bucket : buckets_) bucket.pending = 0;  // backward is over: whatever it did not name is final too
+  launch_ready();
+  const Clock::time_point start = Clock::now();
+  std::unique_lock lock(mutex_);
+  wait_all(lock);
+  waiting_seconds_ += seconds_since(start);
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void GradientReducer::abandon() noexcept {
+  std::unique_lock lock(mutex_);
+  wait_all(lock);
+  error_ = nullptr;
+}
+
 void GradientReducer::average_gradients() {
-  const float inverse_world = 1.0f / static_cast<float>(communicator_.world_size());
-  for (const Bucket& bucket : buckets_) {
-    flat_.resize(bucket.floats);
-    size_t at = 0;
-    for (const Parameter* p : bucket.params) {
-      require_host(p->grad, p->name + "'s gradient");
-      AMPWB_CHECK(p->grad.dtype() == DType::F32, p->name << "'s gradient is " << dtype_name(p->grad.dtype()));
-      std::memcpy(flat_.data() + at, p->grad.data(), p->grad.nbytes());
-      at += static_cast<size_t>(p->grad.numel());
+  begin();
+  finish();
+}
+
+void GradientReducer::wait_all(std::unique_lock<std::mutex>& lock) {
+  changed_.wait(lock, [&] { return done_ == launched_; });
+}
+
+double GradientReducer::communication_seconds() const {
+  std::lock_guard lock(mutex_);
+  return communication_seconds_;
+}
+
+void GradientReducer::communicate() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stop_ || done_ < launched_; });
+    if (done_ == launched_) return;  // stop_, and nothing left
+    Bucket& bucket = buckets_[done_];
+    const bool failed = error_ != nullptr;
+    lock.unlock();
+    // After a failed collective the communicator is broken: the rest of the step's buckets are dropped, and the
+    // trainer's thread gets the first Error from finish().
+    std::exception_ptr error;
+    const Clock::time_point start = Clock::now();
+    if (!failed) {
+      try {
+        reduce(bucket);
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
+    const double seconds = seconds_since(start);
+    lock.lock();
+    if (error) error_ = error;
+    communication_seconds_ += seconds;
+    ++done_;
+    changed_.notify_all();
+  }
+}
+
+void GradientReducer::reduce(Bucket& bucket) {
+  flat_.resize(bucket.floats);
+  size_t at = 0;
+  for (size_t i = 0; i < bucket.sizes.size(); ++i) {
+    const size_t n = bucket.sizes[i];
+    std::memcpy(flat_.data() + at, bucket.grads[i], n * sizeof(float));
+    at += n;
+  }
+  const auto count = static_cast<int64_t>(flat_.size());
+  if (precision_ == GradientAllReduce::F32) {
     communicator_.all_reduce_sum(flat_.data(), flat_.size());
-    at = 0;
-    for (Parameter* p : bucket.params) {
-      float* grad = p->grad.data_as<float>();
-      const size_t n = static_cast<size_t>(p->grad.numel());
-      std::transform(flat_.data() + at, flat_.data() + at + n, grad, [&](float sum) { return sum * inverse_world; });
-      at += n;
-    }
+  } else {
+    // Each rank's gradient rounded to nearest even (FP16: past 65504 to inf, an overflow the loss scaler sees), the
+    // sum's additions in FP32, each partial sum rounded back (MpiCommunicator), then widened for the mean.
+    const DType dtype = precision_ == GradientAllReduce::F16 ? DType::F16 : DType::BF16;
+    flat16_.resize(flat_.size());
+    round_to_16bit(dtype, flat_.data(), flat16_.data(), count);
+    communicator_.all_reduce_sum(flat16_.data(), flat16_.size(),
+                                 precision_ == GradientAllReduce::F16 ? Float16Format::F16 : Float16Format::BF16);
+    widen_16bit(dtype, flat16_.data(), flat_.data(), count);
+  }
+  const float inverse_world = 1.0f / static_cast<float>(communicator_.world_size());
+  at = 0;
+  for (size_t i = 0; i < bucket.sizes.size(); ++i) {
+    const size_t n = bucket.sizes[i];
+    std::transform(flat_.data() + at, flat_.data() + at + n, bucket.grads[i],
+                   [&](float sum) { return sum * inverse_world; });
+    at += n;
   }
 }
 

@@ -54,7 +54,6 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   // replay with the FP32 gradients where they were captured).
   const bool check_in_update = scaler_.checks_in_step() && grad_clip_norm_ <= 0;
   backward_gradients(check_in_update && !probe && updates_read_16bit_gradients_ && captures_.empty() && !reducer_);
-  if (reducer_) reducer_->average_gradients();
 
   std::vector<Tensor*> grads;
   for (Parameter* p : params) grads.push_back(&p->grad);
@@ -83,11 +82,38 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   return r;
 }
 
+void MixedPrecisionStep::set_gradient_reducer(GradientReducer* reducer, bool overlap) {
+  if (reducer && reducer->precision() == GradientAllReduce::F16 && !scaler_.dynamic())
+    throw SettingError("data_parallel.gradient_allreduce",
+                       "an FP16 gradient all-reduce needs a dynamic loss scale: a gradient past FP16's 65504 becomes "
+                       "inf, and only a dynamic scale skips that step and backs off (BF16 has FP32's range)");
+  reducer_ = reducer;
+  overlap_ = overlap;
+}
+
 void MixedPrecisionStep::backward_gradients(bool low_grads_for_update) {
   for (Parameter* p : model_.parameters()) p->low_grad = Tensor();  // the last step's: grad is written anew
   if (low_grads_for_update) model_.visit([](Layer& layer) { layer.set_low_grads_for_update(true); });
-  model_.backward(loss_.backward());
+  if (reducer_) {
+    reducer_->begin();
+    if (overlap_) model_.set_gradients_final([this](Layer& layer) { reducer_->gradients_final(layer); });
+  }
+  try {
+    model_.backward(loss_.backward());
+  } catch (...) {
+    if (reducer_) {  // no bucket may outlive the step: the next collective must find the communicator idle
+      model_.set_gradients_final(nullptr);
+      reducer_->abandon();
+    }
+    throw;
+  }
   if (low_grads_for_update) model_.visit([](Layer& layer) { layer.set_low_grads_for_update(false); });
+  if (reducer_) {
+    model_.set_gradients_final(nullptr);
+    // Waits for every bucket before the step goes on: the trainer's other collectives (validation's counts, the
+    // stop agreement) come after the step, so they never run while a bucket is in flight.
+    reducer_->finish();
+  }
 }
 
 std::string MixedPrecisionStep::why_not_deferred() const {

@@ -61,16 +61,21 @@ class MixedPrecisionStep {
   int64_t replayed_steps() const { return replayed_; }
   static constexpr int kEagerSteps = 2, kMaxCaptures = 2;
 
-  // Data-parallel training: each step's gradients are averaged over the ranks right after backward (nullptr: one
-  // process). The steps then run every-step, the gradients in FP32.
-  void set_gradient_reducer(GradientReducer* reducer) { reducer_ = reducer; }
+  // Data-parallel training: each step's gradients are averaged over the ranks (nullptr: one process), each bucket's
+  // all-reduce started as backward leaves its last layer where `overlap` (not where the layers make collectives of
+  // their own during backward, as batch norm synchronised over the ranks: every rank must call them in one order),
+  // else after backward; the step waits for the last before the loss scaler's check. The steps then run
+  // every-step, the gradients in FP32. Throws SettingError for an FP16 all-reduce without a dynamic loss scale,
+  // which alone skips a step whose gradients overflowed FP16's range.
+  void set_gradient_reducer(GradientReducer* reducer, bool overlap = true);
 
  private:
   // Without FP32 master weights, what the optimizer wrote is stored in the low-precision type: round it there.
   void store_in_low_precision(const std::vector<Parameter*>& params);
   StepResult collect_deferred();
-  // The model's backward from the loss; with low_grads_for_update, 16-bit weight gradients stay 16-bit for the
-  // update to read (Parameter::low_grad). Either way, no parameter keeps an earlier step's low_grad.
+  // The model's backward from the loss, and with a reducer the gradients' mean over the ranks; with
+  // low_grads_for_update, 16-bit weight gradients stay 16-bit for the update to read (Parameter::low_grad). Either
+  // way, no parameter keeps an earlier step's low_grad.
   void backward_gradients(bool low_grads_for_update);
   // A deferred step's device work: forward, loss, backward, unscale and check, the update (reading lr and the step
   // from step_values where given) and, with the scale on the device, its state copied for the posting and updated.
@@ -87,6 +92,7 @@ class MixedPrecisionStep {
   float grad_clip_norm_;
   bool updates_read_16bit_gradients_;  // the backend's capability, asked once
   GradientReducer* reducer_ = nullptr;
+  bool overlap_ = true;
   // run_deferred() with a dynamic scale: LossScaleState on the device, at one address for every capture; and its
   // copy before the update, for the posting. state_current_: the host scaler has not moved on since (run()).
   Tensor loss_scale_state_, posted_state_;

@@ -468,11 +468,13 @@ Trainer::Run::Run(Trainer& trainer)
 
 std::unique_ptr<GradientReducer> Trainer::Run::distribute() {
   if (!communicator_) return nullptr;
-  auto reducer = std::make_unique<GradientReducer>(*communicator_, model_.parameters());
+  auto reducer =
+      std::make_unique<GradientReducer>(*communicator_, model_.parameters(), config_.data_parallel.gradient_allreduce);
   std::vector<Buffer*> buffers;
   model_.collect_buffers(buffers);
   reducer->broadcast_from_rank0(buffers);
-  step_.set_gradient_reducer(reducer.get());
+  // Batch norm synchronised over the ranks makes collectives of its own in backward: the buckets wait for its end.
+  step_.set_gradient_reducer(reducer.get(), !config_.data_parallel.sync_batchnorm);
   return reducer;
 }
 
