@@ -141,5 +141,31 @@ TEST(TimeComparison, RowsSplitTheMedianStepSoTheyAddUpToTheSpeedUp) {
   EXPECT_NE(c.sentence.find("so end to end " + speed_up_text(c.speedup)), std::string::npos) << c.sentence;
 }
 
+// Many processes: the wait for the all-reduce is a part of the step, the rows above "step" still adding up to it;
+// the all-reduce's own time on its thread is a row after it, beside the step. One process has neither row.
+TEST(TimeComparison, CommunicationWaitIsInTheStepAndCommunicationBesideIt) {
+  EpochTimes two = epoch(1, {{C::ConvForward, 60}}, 10, 10);  // 80 ms, then 5 ms of it waiting for the all-reduce
+  two.communication_wait_seconds = 0.005;
+  two.communication_seconds = 0.020;  // 15 ms of it hidden by backward
+  two.step_seconds += two.communication_wait_seconds;
+  EXPECT_NEAR(two.other_seconds(), 0.010, 1e-15);
+  const std::vector<TimeRow> rows = time_rows({{two}, {}});
+  double above_step = 0;
+  bool past_step = false;
+  std::vector<std::string> labels;
+  for (const TimeRow& r : rows) {
+    labels.push_back(r.label);
+    if (r.label == "step") past_step = true;
+    if (!past_step) above_step += r.ms[0];
+  }
+  EXPECT_NEAR(above_step, 85, 1e-9);
+  ASSERT_GE(labels.size(), 4u);
+  EXPECT_EQ(std::vector<std::string>(labels.end() - 4, labels.end()),
+            (std::vector<std::string>{"waiting for communication", "other", "step", "communication (beside backward)"}));
+  EXPECT_NEAR(rows.back().ms[0], 20, 1e-9);
+  for (const TimeRow& r : time_rows({{epoch(1, {{C::ConvForward, 60}}, 10, 10)}, {}}))
+    EXPECT_EQ(r.label.find("communication"), std::string::npos) << r.label;
+}
+
 }  // namespace
 }  // namespace ampwb

@@ -84,6 +84,8 @@ EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
     mean.steps += e.steps;
     mean.step_seconds += n * e.step_seconds;
     mean.data_wait_seconds += n * e.data_wait_seconds;
+    mean.communication_seconds += n * e.communication_seconds;
+    mean.communication_wait_seconds += n * e.communication_wait_seconds;
     for (size_t c = 0; c < kTimeClassCount; ++c) mean.op_seconds[c] += n * e.op_seconds[c];
     mean.host_waits += e.host_waits;
     mean.replayed += e.replayed;
@@ -117,6 +119,7 @@ EpochTimes split_median_step(const RunTiming& run) {
   if (!run.speed.known() || t.steps == 0 || t.step_seconds <= 0) return t;
   const double f = run.speed.median_seconds / t.step_seconds;
   t.step_seconds *= f, t.data_wait_seconds *= f;
+  t.communication_seconds *= f, t.communication_wait_seconds *= f;
   for (double& s : t.op_seconds) s *= f;
   return t;
 }
@@ -138,8 +141,13 @@ TimeComparison compare_times(const RunTiming& baseline, const RunTiming& other) 
   for (size_t i = 0; i < kTimeClassCount; ++i)
     row(label_of(static_cast<TimeClass>(i)), a.op_seconds[i], b.op_seconds[i]);
   row("data wait", a.data_wait_seconds, b.data_wait_seconds);
+  if (a.communication_seconds > 0 || b.communication_seconds > 0)
+    row("waiting for communication", a.communication_wait_seconds, b.communication_wait_seconds);
   row("other", a.other_seconds(), b.other_seconds());
   row("step", a.step_seconds, b.step_seconds);
+  // Beside the step, not a part of it: the all-reduce on its own thread, hidden by backward but for the wait above.
+  if (a.communication_seconds > 0 || b.communication_seconds > 0)
+    row("communication (beside backward)", a.communication_seconds, b.communication_seconds);
   c.available = a.steps > 0 && b.steps > 0;
   if (c.available) c.sentence = time_sentence(a, b, c.speedup);
   return c;

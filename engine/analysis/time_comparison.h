@@ -27,13 +27,16 @@ struct RunTiming {
 };
 
 struct TimeRow {
-  std::string label;              // a class ("conv forward"), "data wait", "other" (the host's own work), "step"
+  // A class ("conv forward"), "data wait", "waiting for communication", "other" (the host's own work), "step";
+  // after the step, "communication (beside backward)": the all-reduce's own time, not a part of the step's.
+  std::string label;
   std::array<double, 2> ms{};     // per step, in each run
   std::array<double, 2> share{};  // of each run's step
   double speedup = 0;             // ms[0] / ms[1]: above 1 when the second run is faster; 0 when either is 0
 };
 
-// One run's rows: every class, data wait, other, step (ms[1] and share[1] unused).
+// One run's rows: every class, data wait, other, step, and on many processes the communication (ms[1] and share[1]
+// unused).
 std::vector<TimeRow> time_rows(const RunTiming& run);
 
 struct TimeComparison {

@@ -57,6 +57,8 @@ void EpochTimes::divide_by_steps() {
   const double n = static_cast<double>(steps);
   step_seconds /= n;
   data_wait_seconds /= n;
+  communication_seconds /= n;
+  communication_wait_seconds /= n;
   for (double& s : op_seconds) s /= n;
 }
 

@@ -38,6 +38,10 @@ struct EpochTimes {
   double step_seconds = 0;                           // wall time of a step, the wait for its data included
   double data_wait_seconds = 0;                      // waiting for the loader, per step
   std::array<double, kTimeClassCount> op_seconds{};  // by TimeClass, per step
+  // Many processes, per step: the gradients' all-reduce on its communication thread, beside backward (a share of
+  // it hidden by backward, not a part of the step's time); and the trainer's thread waiting for it after backward.
+  double communication_seconds = 0;
+  double communication_wait_seconds = 0;
   // Per step, over every step of the epoch (timed or not): the times it waited for its device to finish all the
   // work queued (ProfiledBackend::host_waits). 1 where each step reads its numbers; 0 with deferred steps.
   double host_waits = 0;
@@ -51,7 +55,9 @@ struct EpochTimes {
   // The times summed over the steps turned into per-step means (left as they are when no step was timed).
   void divide_by_steps();
   // What no class holds: the host's own work between ops. Small when the classes tell the whole story.
-  double other_seconds() const { return step_seconds - data_wait_seconds - op_total_seconds(); }
+  double other_seconds() const {
+    return step_seconds - data_wait_seconds - communication_wait_seconds - op_total_seconds();
+  }
 };
 
 // A sweep's speeds timed in alternation after its trainings (train/alternating_benchmark.h), kept with each of
@@ -123,6 +129,8 @@ void fields(R& t, V&& v) {
   v("replayed", t.replayed);      // absent before 2026-11-26: 0
   v("why_not_captured", t.why_not_captured);
   v("load", t.load);  // absent before 2026-12-01: not recorded
+  v("communication_seconds", t.communication_seconds);            // absent before 2026-12-02: 0
+  v("communication_wait_seconds", t.communication_wait_seconds);  // absent before 2026-12-02: 0
 }
 
 template <class R, class V>

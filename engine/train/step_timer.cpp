@@ -20,6 +20,10 @@ bool StepTimer::begin(int64_t step_in_epoch, int64_t steps_per_epoch, bool probe
   backend_.reset();
   backend_.set_enabled(true);
   wait_at_start_ = data_wait_seconds;
+  if (reducer_) {
+    communication_at_start_ = reducer_->communication_seconds();
+    communication_wait_at_start_ = reducer_->waiting_seconds();
+  }
   start_ = Clock::now();
   return true;
 }
@@ -33,6 +37,10 @@ void StepTimer::end(double data_wait_seconds) {
   ++sum_.steps;
   sum_.step_seconds += seconds;
   sum_.data_wait_seconds += data_wait_seconds - wait_at_start_;
+  if (reducer_) {  // the step waited for every bucket: none of its communication is still under way
+    sum_.communication_seconds += reducer_->communication_seconds() - communication_at_start_;
+    sum_.communication_wait_seconds += reducer_->waiting_seconds() - communication_wait_at_start_;
+  }
   unread_ = true;  // read at the next timed step or the epoch's end: on a GPU its marks are passed by then
 }
 

@@ -475,6 +475,7 @@ std::unique_ptr<GradientReducer> Trainer::Run::distribute() {
   reducer->broadcast_from_rank0(buffers);
   // Batch norm synchronised over the ranks makes collectives of its own in backward: the buckets wait for its end.
   step_.set_gradient_reducer(reducer.get(), !config_.data_parallel.sync_batchnorm);
+  step_timer_.set_gradient_reducer(reducer.get());
   return reducer;
 }
 
