@@ -83,3 +83,32 @@ if(AMPWB_ENABLE_CUDA)
     message(STATUS "nvcc not found: building without the CUDA backend")
   endif()
 endif()
+
+# NCCL (from the CUDA installation, or NCCL_ROOT) for runs on several GPUs (engine/dist/nccl_communicator.h): only
+# with the CUDA backend. Without it a CUDA build still trains one GPU per run and refuses several ranks on GPUs,
+# saying why.
+set(AMPWB_HAVE_NCCL OFF)
+if(AMPWB_HAVE_CUDA AND AMPWB_ENABLE_NCCL)
+  find_path(NCCL_INCLUDE_DIR nccl.h
+    HINTS ENV NCCL_ROOT ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}
+    PATH_SUFFIXES include)
+  find_library(NCCL_LIBRARY nccl
+    HINTS ENV NCCL_ROOT ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
+    PATH_SUFFIXES lib64 lib)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    if(NOT TARGET NCCL::nccl)
+      add_library(NCCL::nccl UNKNOWN IMPORTED)
+      set_target_properties(NCCL::nccl PROPERTIES
+        IMPORTED_LOCATION ${NCCL_LIBRARY}
+        INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
+    endif()
+    file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h _ampwb_nccl_version REGEX "define NCCL_(MAJOR|MINOR|PATCH) ")
+    string(REGEX REPLACE ".*NCCL_MAJOR ([0-9]+).*NCCL_MINOR ([0-9]+).*NCCL_PATCH ([0-9]+).*" "\\1.\\2.\\3"
+           _ampwb_nccl_version "${_ampwb_nccl_version}")
+    message(STATUS "NCCL ${_ampwb_nccl_version}: ${NCCL_LIBRARY}")
+    set(AMPWB_HAVE_NCCL ON)
+  else()
+    message(STATUS "NCCL not found (nccl.h: ${NCCL_INCLUDE_DIR}, libnccl: ${NCCL_LIBRARY}): several ranks on GPUs "
+                   "are refused")
+  endif()
+endif()

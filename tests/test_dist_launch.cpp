@@ -196,5 +196,33 @@ TEST(Launch, EveryLauncherHasOneRowAndItsNameReadsBack) {
   EXPECT_EQ(choice_names<Launcher>(), "single, mpirun, srun or torchrun");
 }
 
+// The local rank picks the GPU, or the one GPU a rank sees; a rank without a GPU of its own is refused by name.
+TEST(Launch, TheLocalRankPicksTheGpu) {
+  LaunchInfo launch = read({{"RANK", "5"},
+                            {"WORLD_SIZE", "8"},
+                            {"LOCAL_RANK", "1"},
+                            {"LOCAL_WORLD_SIZE", "4"},
+                            {"MASTER_ADDR", "node0"},
+                            {"MASTER_PORT", "29500"}});
+  EXPECT_EQ(gpu_of_rank(launch, 4), 1);
+  EXPECT_EQ(gpu_of_rank(launch, 2), 1);
+  EXPECT_EQ(gpu_of_rank(launch, 1), 0);  // CUDA_VISIBLE_DEVICES gave this rank its own
+  launch.local_rank = 3;
+  try {
+    gpu_of_rank(launch, 2);
+    ADD_FAILURE() << "local rank 3 was given one of 2 GPUs";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "this process is rank 5 of 8 (local rank 3 of 4), launched by torchrun, but this machine has 2 GPUs "
+                 "(cuda:0 to cuda:1): start at most one rank per GPU on each machine");
+  }
+  try {
+    gpu_of_rank(launch, 0);
+    ADD_FAILURE() << "a GPU was chosen among none";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("to train on a GPU, but it sees none"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ampwb

@@ -35,6 +35,18 @@ class Communicator {
   // Returns on each rank once every rank has called it.
   virtual void barrier() = 0;
 
+  // Collectives in a GPU's memory: NCCL's communicator, whose GPU is device_index() (-1: the collectives work on host
+  // memory only, and the two below throw). They are queued on the CUDA stream given to set_device_stream (a
+  // cudaStream_t: the backend's compute stream, so that they follow the work that wrote their data and precede the
+  // work that reads it) and return without waiting; the host collectives above still work, staged through the GPU.
+  virtual int device_index() const { return -1; }
+  bool reduces_device_memory() const { return device_index() >= 0; }
+  virtual void set_device_stream(void* cuda_stream);
+  // In place: `count` FP32 values at the device address `data` become their mean over the ranks.
+  virtual void all_reduce_mean_on_device(float* data, size_t count);
+  // `bytes` bytes at the device address `data` on rank `root` copied to every other rank's.
+  virtual void broadcast_on_device(void* data, size_t bytes, int root);
+
   // "Open MPI 4.1.4, 2 ranks": what carries the collectives, for logs and the run's record.
   virtual std::string describe() const = 0;
 };

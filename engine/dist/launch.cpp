@@ -157,6 +157,16 @@ LaunchInfo read_launch_info(const Environment& env) {
   return info;
 }
 
+int gpu_of_rank(const LaunchInfo& launch, int gpus) {
+  if (gpus < 1) throw Error("this process is " + describe(launch) + ", to train on a GPU, but it sees none");
+  if (gpus == 1) return 0;
+  if (launch.local_rank >= gpus)
+    throw Error("this process is " + describe(launch) + ", but this machine has " + std::to_string(gpus) +
+                " GPUs (cuda:0 to cuda:" + std::to_string(gpus - 1) +
+                "): start at most one rank per GPU on each machine");
+  return launch.local_rank;
+}
+
 std::string describe(const LaunchInfo& info) {
   if (info.launcher == Launcher::Single) return "a single process";
   std::string text = "rank " + std::to_string(info.rank) + " of " + std::to_string(info.world_size) + " (local rank " +

@@ -51,6 +51,11 @@ Environment environment_of(std::map<std::string, std::string> variables);
 // the variable and its value where one is malformed (not a whole number, out of range) or its partner is missing.
 LaunchInfo read_launch_info(const Environment& env);
 
+// The GPU of `launch`'s rank among the `gpus` this process sees, as torchrun's convention has it (cuda:LOCAL_RANK);
+// where each rank sees a single GPU of its own (CUDA_VISIBLE_DEVICES per rank, srun --gpus-per-task=1), that one.
+// Throws Error where there is no GPU, or fewer than the local rank needs (two ranks cannot share a GPU in NCCL).
+int gpu_of_rank(const LaunchInfo& launch, int gpus);
+
 // "rank 1 of 2 (local rank 1 of 2), launched by mpirun", for messages and logs.
 std::string describe(const LaunchInfo& info);
 
