@@ -339,7 +339,8 @@ int train_command(const TrainOptions& options) {
   if (options.processes > 1 && launch.world_size > 1)
     throw Error("--processes starts mpirun itself: give it without mpirun or srun, or leave it out under them");
   if (options.processes > 1) run_as_ranks(options);
-  const std::unique_ptr<Communicator> world = make_communicator(launch);
+  const std::unique_ptr<Communicator> world =
+      make_communicator(launch, kDefaultCollectiveTimeout, options.flags.config.device);
   if (world->rank() != 0) return train_beside_rank0(*world, launch.launcher);
   ConfigForRanks for_ranks(*world);
   TrainConfig c = options.flags.resolve();

@@ -43,6 +43,24 @@ TEST(SingleProcessCommunicator, LeavesTheDataAsItIs) {
   EXPECT_EQ(one.describe(), "single process");
 }
 
+// Device collectives are NCCL's: a host communicator says it has none, and refuses them by name.
+TEST(SingleProcessCommunicator, HasNoDeviceCollectives) {
+  SingleProcessCommunicator one;
+  EXPECT_FALSE(one.reduces_device_memory());
+  EXPECT_EQ(one.device_index(), -1);
+  float value = 1;
+  try {
+    one.all_reduce_mean_on_device(&value, 1);
+    ADD_FAILURE() << "a host communicator took a device all-reduce";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "an all-reduce of device memory needs a communicator over GPU memory (NCCL); single process works on "
+                 "host memory only");
+  }
+  EXPECT_THROW(one.broadcast_on_device(&value, sizeof value, 0), Error);
+  EXPECT_THROW(one.set_device_stream(nullptr), Error);
+}
+
 TEST(SingleProcessCommunicator, RefusesABroadcastFromAnotherRank) {
   SingleProcessCommunicator one;
   char byte = 0;
@@ -66,14 +84,18 @@ TEST(MakeCommunicator, OneRankIsASingleProcessWhateverTheLauncher) {
   }
 }
 
-TEST(MakeCommunicator, RefusesTorchrunRanksUntilTheirRendezvousIsBuilt) {
+// Their rendezvous carries NCCL's id, not the CPU's collectives, which are MPI's.
+TEST(MakeCommunicator, RefusesTorchrunRanksOnTheCpu) {
   LaunchInfo launch;
   launch.launcher = Launcher::Torchrun;
   launch.rank = 1;
   launch.world_size = 2;
   launch.local_rank = 1;
-  EXPECT_NE(error_of(launch).find("this process is rank 1 of 2 (local rank 1), launched by torchrun, but the "
-                                  "rendezvous of torchrun-style ranks at MASTER_ADDR:MASTER_PORT is not built yet"),
+  launch.master_addr = "127.0.0.1";
+  launch.master_port = 29500;
+  EXPECT_NE(error_of(launch).find("this process is rank 1 of 2 (local rank 1), launched by torchrun, on the CPU, but "
+                                  "torchrun-style ranks have no collectives over host memory without MPI: start the "
+                                  "ranks with mpirun or srun, or train on GPUs (--device cuda)"),
             std::string::npos)
       << error_of(launch);
 }
