@@ -2,6 +2,7 @@
 #include "backend/make_backend.h"
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/profiled_backend.h"
 #include "core/error.h"
 #ifdef AMPWB_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -41,6 +42,14 @@ std::unique_ptr<Backend> make_backend(DeviceChoice device, const BackendOptions&
 #else
   throw Error("device " + device.name() + ": this build has no CUDA support (nvcc was not found at configure time)");
 #endif
+}
+
+void* cuda_stream_of(Backend& backend) {
+  if (auto* profiled = dynamic_cast<ProfiledBackend*>(&backend)) return cuda_stream_of(profiled->inner());
+#ifdef AMPWB_HAVE_CUDA
+  if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) return cuda->compute_stream();
+#endif
+  return nullptr;
 }
 
 std::vector<DeviceInfo> list_devices() {

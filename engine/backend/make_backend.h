@@ -60,6 +60,10 @@ struct BackendOptions {
 // Auto: a CUDA GPU when one is usable, else the CPU.
 std::unique_ptr<Backend> make_backend(DeviceChoice device, const BackendOptions& options = {});
 
+// The CUDA stream `backend` queues its ops on (a cudaStream_t), seen through a ProfiledBackend too: where NCCL's
+// collectives of a run on several GPUs queue. Null for the CPU, or a backend wrapped otherwise.
+void* cuda_stream_of(Backend& backend);
+
 // A device this machine has, as lists show it (the GUI's devices, `ampwb help`, the About box); what it can run
 // comes from make_backend(id)->capabilities().
 struct DeviceInfo {

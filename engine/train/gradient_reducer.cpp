@@ -20,6 +20,14 @@ void require_host(const Tensor& t, const std::string& what) {
               "data-parallel training over MPI averages host tensors; " << what << " is on " << t.device().str());
 }
 
+// MPI's communicator averages host tensors, NCCL's the tensors on its own GPU.
+void require_reachable(const Communicator& communicator, const Tensor& t, const std::string& what) {
+  if (!communicator.reduces_device_memory()) return require_host(t, what);
+  const Device gpu = Device::cuda(communicator.device_index());
+  AMPWB_CHECK(t.defined() && t.device() == gpu, "data-parallel training over NCCL averages the tensors on "
+                                                    << gpu.str() << "; " << what << " is on " << t.device().str());
+}
+
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 }  // namespace
@@ -36,6 +44,9 @@ GradientReducer::GradientReducer(Communicator& communicator, std::vector<Paramet
     buckets_.back().floats += floats;
     bucket_of_[*it] = buckets_.size() - 1;
   }
+  if (communicator_.reduces_device_memory() && precision_ != GradientAllReduce::F32)
+    throw Error("a 16-bit gradient all-reduce on GPUs is not built yet (NCCL sums FP32 gradients): leave "
+                "--gradient-allreduce at fp32");
   thread_ = std::thread([this] { communicate(); });
 }
 
@@ -50,15 +61,18 @@ GradientReducer::~GradientReducer() {
 }
 
 void GradientReducer::broadcast_from_rank0(const std::vector<Buffer*>& buffers) {
+  const auto broadcast = [&](const Tensor& t, const std::string& name) {
+    require_reachable(communicator_, t, name);
+    if (communicator_.reduces_device_memory())
+      communicator_.broadcast_on_device(t.data(), t.nbytes(), 0);
+    else
+      communicator_.broadcast(t.data(), t.nbytes(), 0);
+  };
   for (Parameter* p : params_) {
-    require_host(p->value, p->name);
-    communicator_.broadcast(p->value.data(), p->value.nbytes(), 0);
+    broadcast(p->value, p->name);
     ++p->version;  // a low-precision compute copy follows the new values
   }
-  for (Buffer* b : buffers) {
-    require_host(b->value, b->name);
-    communicator_.broadcast(b->value.data(), b->value.nbytes(), 0);
-  }
+  for (Buffer* b : buffers) broadcast(b->value, b->name);
 }
 
 void GradientReducer::begin() {
@@ -94,7 +108,7 @@ void GradientReducer::launch_ready() {
 void GradientReducer::launch(Bucket& bucket) {
   bucket.grads.clear();
   for (Parameter* p : bucket.params) {
-    require_host(p->grad, p->name + "'s gradient");
+    require_reachable(communicator_, p->grad, p->name + "'s gradient");
     AMPWB_CHECK(p->grad.dtype() == DType::F32, p->name << "'s gradient is " << dtype_name(p->grad.dtype()));
     bucket.grads.push_back(p->grad.data_as<float>());
   }
@@ -159,6 +173,11 @@ void GradientReducer::communicate() {
 }
 
 void GradientReducer::reduce(Bucket& bucket) {
+  if (communicator_.reduces_device_memory()) {  // NCCL: in place on the GPU, queued after the backward that wrote them
+    for (size_t i = 0; i < bucket.sizes.size(); ++i)
+      communicator_.all_reduce_mean_on_device(bucket.grads[i], bucket.sizes[i]);
+    return;
+  }
   flat_.resize(bucket.floats);
   size_t at = 0;
   for (size_t i = 0; i < bucket.sizes.size(); ++i) {

@@ -44,7 +44,9 @@ class GradientReducer {
   // layer whose parameters' gradients will not change again this step (each bucket complete in order goes to the
   // communication thread); finish() after backward sends the rest, waits for every bucket and rethrows the Error of
   // a failed collective. Every gradient (FP32, on the host) is then the mean over the ranks: summed in the
-  // precision asked, then times 1 / world size in FP32.
+  // precision asked, then times 1 / world size in FP32. On a communicator over GPU memory (NCCL) each FP32 gradient
+  // is averaged in place on its GPU instead (ncclAvg), queued on the backend's stream: finish() waits for the queuing
+  // only, and the stream orders the rest.
   void begin();
   void gradients_final(Layer& layer);
   void finish();

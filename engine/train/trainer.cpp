@@ -468,6 +468,11 @@ Trainer::Run::Run(Trainer& trainer)
 
 std::unique_ptr<GradientReducer> Trainer::Run::distribute() {
   if (!communicator_) return nullptr;
+  if (communicator_->reduces_device_memory()) {  // NCCL queues its collectives between this backend's ops
+    void* stream = cuda_stream_of(*backend_);
+    if (!stream) throw Error("data-parallel training over NCCL needs the CUDA backend, not " + backend_->description());
+    communicator_->set_device_stream(stream);
+  }
   auto reducer =
       std::make_unique<GradientReducer>(*communicator_, model_.parameters(), config_.data_parallel.gradient_allreduce);
   std::vector<Buffer*> buffers;
@@ -488,8 +493,11 @@ bool Trainer::Run::any_rank(bool mine) const {
 
 std::unique_ptr<ProfiledBackend> Trainer::Run::profiled_backend(const Trainer& trainer) {
   const TrainConfig& config = trainer.config_;
+  // On several GPUs, each rank's is the one its communicator (NCCL) runs on: the local rank's.
+  const Communicator* world = trainer.communicator_;
+  const bool rank_gpu = world && world->world_size() > 1 && world->reduces_device_memory() && !config.device.is_cpu();
   std::unique_ptr<Backend> made = make_backend(
-      config.device,
+      rank_gpu ? DeviceChoice::cuda(world->device_index()) : config.device,
       {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32, config.conv_algorithm});
   if (trainer.decorate_backend_) made = trainer.decorate_backend_(std::move(made));
   return std::make_unique<ProfiledBackend>(std::move(made));

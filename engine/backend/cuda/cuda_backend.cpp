@@ -218,6 +218,8 @@ void CudaBackend::synchronize() {
 }
 
 MemoryStats CudaBackend::memory_stats() const { return cuda_allocator(impl_->device.index).stats(); }
+
+void* CudaBackend::compute_stream() const { return impl_->stream; }
 size_t CudaBackend::conv_plans_cached() const { return impl_->conv->plans_cached(); }
 std::string CudaBackend::conv_plans() const { return impl_->conv->describe_plans(); }
 

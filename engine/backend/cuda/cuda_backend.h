@@ -131,6 +131,8 @@ class CudaBackend final : public Backend {
   bool allow_tf32() const;
   void synchronize() override;       // waits until the queued work is done (for timing)
   MemoryStats memory_stats() const;  // of this device's caching allocator
+  // The compute stream every op queues on, as a cudaStream_t: collectives that must follow the ops (NCCL's) queue on it.
+  void* compute_stream() const;
   size_t conv_plans_cached() const;
   std::string conv_plans() const;  // the chosen cuDNN algorithms, one line per shape
 
