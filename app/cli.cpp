@@ -14,7 +14,9 @@ CLI::Option* add_db_option(CLI::App* app, std::string& db) {
 }
 
 // Checked here, not only where the store opens: some commands look at the file first (`runs` lists no store as empty).
-std::string store_path(const std::string& db) { return sqlite_store_file(db.empty() ? RunStore::default_path() : db); }
+std::string store_path(const std::string& db) {
+  return parse_store_location(db.empty() ? RunStore::default_path() : db).text;
+}
 
 namespace {
 template <class Json>

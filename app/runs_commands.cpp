@@ -18,6 +18,7 @@
 #include "analysis/time_comparison.h"
 #include "commands.h"
 #include "store/run_store.h"
+#include "store/store_location.h"
 #include "train/record_json.h"
 
 namespace ampwb::cli {
@@ -82,7 +83,7 @@ int runs_command(const RunsOptions& options) {
   const std::string& tag = options.tag;
   const std::string path = store_path(options.db);
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {  // no store yet is an empty list, not an error
+  if (!is_database_server(path) && !std::filesystem::exists(path, ec)) {  // no store yet: an empty list, no error
     if (as_json)
       std::printf("[]\n");
     else

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "store/csv_export.h"
 #include "store/run_store.h"
+#include "store/store_location.h"
 
 namespace ampwb::cli {
 namespace {
@@ -88,7 +89,8 @@ struct StoreOptions {
 int store_check_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error("no run store at '" + path + "'");
+  if (!is_database_server(path) && !std::filesystem::is_regular_file(path, ec))
+    throw Error("no run store at '" + path + "'");
   std::string problems;
   try {
     problems = RunStore(path, RunStore::Mode::ReadOnly).integrity_check();
@@ -100,10 +102,14 @@ int store_check_command(const StoreOptions& options) {
     problems = e.what();
   }
   if (problems == "ok") {
-    std::printf("the run store '%s' is whole (SQLite integrity_check: ok)\n", path.c_str());
+    if (is_database_server(path))
+      std::printf("the run store '%s' is whole (PostgreSQL: every row read, none without its run)\n",
+                  location_without_password(path).c_str());
+    else
+      std::printf("the run store '%s' is whole (SQLite integrity_check: ok)\n", path.c_str());
     return 0;
   }
-  std::printf("the run store '%s' is damaged:\n", path.c_str());
+  std::printf("the run store '%s' is damaged:\n", location_without_password(path).c_str());
   size_t at = 0;
   for (int line = 0; at < problems.size(); ++line) {  // SQLite lists every cell: the first 20 lines say enough
     const size_t end = std::min(problems.find('\n', at), problems.size());

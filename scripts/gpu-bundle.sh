@@ -10,7 +10,7 @@
 #   verify.sh       the whole GPU check in one call, logs to $OUT (see docs/gpu.md)
 # AMPWB_GPU_BASE=COMMIT packs that commit's ampwb beside this tree's, as ampwb-base, so that one device call can
 # time the two alternating (verify.sh all baseab).
-# The CUDA libraries themselves are not packed: the GPU machine has them, and cuBLASLt alone is 500 MiB.
+# The CUDA libraries themselves are not packed: the GPU machine has them, and cuBLASLt alone is 500 MiB (NCCL 210).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-gpu-bundle}
@@ -25,6 +25,10 @@ scripts/install-deps.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMPWB_BUILD_GUI=OFF -DAMPWB_IMAGE_CODECS=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="80;90" >/dev/null
 programs=(app/ampwb tests/test_cuda_ops tests/test_cuda_training tests/test_ops tests/test_optim)
+# NCCL's one-GPU test where the build has NCCL (its library comes from the GPU machine, as cuDNN's does).
+if cmake --build "$build" --target help | grep -q '^test_cuda_nccl:'; then
+  programs+=(tests/test_cuda_nccl)
+fi
 # The graph API probe where the build has cudnn-frontend (scripts/install-deps.sh fetches it).
 if cmake --build "$build" --target help | grep -q '^ampwb_graph_api_probe:'; then
   programs+=(bench/ampwb_graph_api_probe)
@@ -53,7 +57,7 @@ fi
 
 # Every shared library the programs load, except the CUDA ones the GPU machine brings (and the kernel's vDSO).
 for p in "${binaries[@]}"; do ldd "$p"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
-  sort -u | grep -v -E '/lib(cuda|cudart|cudnn[^/]*|cublas|cublasLt|nvrtc|nvJitLink)\.so' >"$stage/libs.txt"
+  sort -u | grep -v -E '/lib(cuda|cudart|cudnn[^/]*|cublas|cublasLt|nvrtc|nvJitLink|nccl)\.so' >"$stage/libs.txt"
 while read -r lib; do cp -L "$lib" "$stage/lib/"; done <"$stage/libs.txt"
 cp -L /lib64/ld-linux-x86-64.so.2 "$stage/lib/"
 
@@ -85,16 +89,16 @@ if [ ! -e "$AMPWB_GPU_HOME/.unpacked" ] || [ "$bundle/payload.tar.xz" -nt "$AMPW
   rm -rf "$AMPWB_GPU_HOME" && mkdir -p "$AMPWB_GPU_HOME"
   tar -C "$AMPWB_GPU_HOME" -xJf "$bundle/payload.tar.xz" && touch "$AMPWB_GPU_HOME/.unpacked"
 fi
-# The CUDA libraries: the folders holding cuDNN 9, cuBLASLt 13 and the CUDA 13 runtime, from PyTorch's nvidia-*
+# The CUDA libraries: the folders holding cuDNN 9, cuBLASLt 13, the CUDA 13 runtime and NCCL 2, from PyTorch's nvidia-*
 # wheels first, then the toolkit; the driver's libcuda last (after ours, so none of its neighbours replace ours).
 cuda_dirs=()
 python=$(command -v python3 || true)
 roots=(/usr/local/cuda/lib64 /usr/local/cuda/lib)
 [ -n "$python" ] && roots=($("$python" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) "${roots[@]}")
-for want in 'libcudnn.so.9' 'libcublasLt.so.13' 'libcudart.so.13' 'libnvrtc.so.13'; do
+for want in 'libcudnn.so.9' 'libcublasLt.so.13' 'libcudart.so.13' 'libnvrtc.so.13' 'libnccl.so.2'; do
   hit=$(find "${roots[@]}" -name "$want*" \( -type f -o -type l \) 2>/dev/null | head -n 1 || true)
   if [ -n "$hit" ]; then cuda_dirs+=("$(dirname "$hit")"); else echo "env.sh: $want not found in ${roots[*]}" >&2; fi
-done  # NVRTC: only for cuDNN's runtime-compiled engines (the graph API probe); nothing else needs it
+done  # NVRTC: only for cuDNN's runtime-compiled engines (the graph API probe); NCCL: the programs built with it
 driver=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}' || true)
 if [ -z "$driver" ]; then
   driver=$(find /usr/lib64 /usr/lib/x86_64-linux-gnu /usr/local/nvidia -name 'libcuda.so.1' 2>/dev/null | head -n 1 || true)

@@ -2,7 +2,7 @@
 # The GPU check, run on a lent GPU machine from the bundle that scripts/gpu-bundle.sh made (it is the bundle's
 # verify.sh). One stage per device call, each well inside the 10-minute limit; logs go to $OUT (or ./gpu-logs).
 #   verify.sh tests      every op of both backends against the float64 reference (test_ops), every CUDA test
-#                        (behaviour, trainings, whole-step GPU vs CPU), PyTorch's GradScaler on CUDA against the
+#                        (behaviour, trainings, whole-step GPU vs CPU, NCCL on one GPU), PyTorch's GradScaler on CUDA against the
 #                        committed trace, the placement tests, then the CUDA ones of test_ops and test_cuda_ops
 #                        under compute-sanitizer
 #   verify.sh train      ampwb train --device cuda in every mode on the bundled Fashion-MNIST cut
@@ -38,6 +38,7 @@ case $stage in
     step ops run test_ops --gtest_brief=1  # every op of the CPU and CUDA backends against the float64 reference
     step cuda_ops run test_cuda_ops --gtest_brief=1
     step cuda_training run test_cuda_training --gtest_brief=1
+    [ ! -x "$AMPWB_GPU_HOME/libexec/test_cuda_nccl" ] || step nccl run test_cuda_nccl --gtest_brief=1
     # (the profile test that runs the ampwb binary is left out: the bundle's programs run through its own loader)
     # PyTorch's GradScaler on this machine's GPU and CPU against the committed trace the loss scaler's tests replay
     step gradscaler_trace python3 "$(dirname "$bundle")/scripts/gradscaler_trace.py" --devices cuda cpu \
@@ -88,12 +89,13 @@ case $stage in
     export -f run compare sanitized
     export bundle checkout
     parts=("$@")
-    [ ${#parts[@]} -gt 0 ] || parts=(cuda_ops ops cuda_training train bench50 gradscaler bench18 sanitizer hostsync)
+    [ ${#parts[@]} -gt 0 ] || parts=(cuda_ops ops cuda_training nccl train bench50 gradscaler bench18 sanitizer hostsync)
     for part in "${parts[@]}"; do
       case $part in
         cuda_ops) timed cuda_ops 60 run test_cuda_ops --gtest_brief=1 ;;
         ops) timed ops 120 run test_ops --gtest_brief=1 --gtest_filter='*cuda*:*Cuda*' ;;
         cuda_training) timed cuda_training 150 run test_cuda_training --gtest_brief=1 ;;
+        nccl) timed nccl 60 run test_cuda_nccl --gtest_brief=1 ;;  # NCCL's communicator, one rank on one GPU
         placement) timed placement 120 run test_optim --gtest_brief=1 \
           --gtest_filter=-ProfiledBackend.AmpwbBenchProfilePrintsEveryClassPerStep ;;
         train)

@@ -28,6 +28,10 @@ namespace ampwb {
 namespace {
 using namespace store_test;
 
+// The tests that run against both kinds of store (test_store_util.h).
+class StoreOpen : public StoreTest {};
+INSTANTIATE_TEST_SUITE_P(Stores, StoreOpen, ::testing::ValuesIn(backends()), backend_name);
+
 TEST(RunStore, NewFileHasMarkerSchemaVersionAndWal) {
   TempDir dir("new");
   const std::string path = dir.file("sub/folder/runs.sqlite");  // folders are created
@@ -184,9 +188,51 @@ TEST(RunStore, MissingFileIsAnErrorUnlessCreating) {
   EXPECT_FALSE(fs::exists(path));
 }
 
-TEST(RunStore, ReadOnlyStoreRefusesWritesByName) {
+#ifdef AMPWB_TEST_POSTGRES
+// A PostgreSQL store: made in an empty database at the current schema version, its tables in the database's schema;
+// a database without them is no store to read, one of another application's is left alone, a newer one refused.
+TEST(PostgresStore, IsMadeInAnEmptyDatabaseAndRefusesWhatIsNotOne) {
+  const std::string uri = postgres_server().uri();
+  execute(uri, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+  expect_contains(error_of([&] { RunStore store(uri, RunStore::Mode::Existing); }),
+                  "no run store in the PostgreSQL database '" + uri + "'");
+  {
+    RunStore store(uri);
+    EXPECT_EQ(store.found_schema_version(), 0);
+    EXPECT_TRUE(store.is_postgresql());
+  }
+  EXPECT_EQ(query_text(uri, "SELECT value FROM ampwb_meta WHERE key = 'schema_version'"),
+            std::to_string(RunStore::kSchemaVersion));
+  EXPECT_EQ(RunStore(uri, RunStore::Mode::Existing).found_schema_version(), RunStore::kSchemaVersion);
+
+  execute(uri, "UPDATE ampwb_meta SET value = '9' WHERE key = 'schema_version'");
+  expect_contains(error_of([&] { RunStore store(uri); }), "has schema version 9, newer than this ampwb");
+
+  execute(uri, "DROP SCHEMA public CASCADE; CREATE SCHEMA public; CREATE TABLE orders(id INTEGER)");
+  const std::string foreign = error_of([&] { RunStore store(uri); });
+  expect_contains(foreign, "is not an ampwb run store");
+  expect_contains(foreign, "orders");
+  EXPECT_EQ(query_int(uri, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"), 1);  // left untouched
+}
+
+// A password in the URI reaches libpq, and nothing else: not the store's name, not what a run records.
+TEST(PostgresStore, APasswordInTheUriIsNeverShownNorStored) {
+  const std::string uri = postgres_server().uri();
+  execute(uri, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+  RunStore store(uri + "&password=s3cret");
+  EXPECT_EQ(store.path(), uri + "&password=***");
+  const int64_t id = store.begin_run(config_named("secret"), info(), "");
+  EXPECT_EQ(query_int(uri,
+                      "SELECT count(*) FROM runs WHERE config_json LIKE '%s3cret%' OR info_json LIKE "
+                      "'%s3cret%' OR versions LIKE '%s3cret%'"),
+            0);
+  store.end_run(id, {RunStatus::Finished, ""}, {}, 1.0);
+}
+#endif
+
+TEST_P(StoreOpen, ReadOnlyStoreRefusesWritesByName) {
   TempDir dir("readonly");
-  const std::string path = dir.file("runs.sqlite");
+  const std::string path = new_store(dir);
   int64_t id = 0;
   {
     RunStore store(path);
@@ -202,9 +248,9 @@ TEST(RunStore, ReadOnlyStoreRefusesWritesByName) {
   expect_contains(error_of([&] { store.begin_run(config_named("x"), info(), ""); }), "read-only");
 }
 
-TEST(RunStore, ARunWhoseProcessDiedIsInterruptedAndKeepsItsEpochs) {
+TEST_P(StoreOpen, ARunWhoseProcessDiedIsInterruptedAndKeepsItsEpochs) {
   TempDir dir("abandoned");
-  const std::string path = dir.file("runs.sqlite");
+  const std::string path = new_store(dir);
   { RunStore create(path); }
   ASSERT_TRUE(record_then_die(path, [](RunStore& store, int64_t id) {  // two epochs, then no end reported
     store.add_epoch(id, epoch(1), {step(0)}, 1.0);
@@ -212,6 +258,9 @@ TEST(RunStore, ARunWhoseProcessDiedIsInterruptedAndKeepsItsEpochs) {
     store.add_steps(id, {step(20)}, 2.5);
   }));
   EXPECT_EQ(query_text(path, "SELECT status FROM runs WHERE id = 1"), "running");  // as the dead process left it
+  // PostgreSQL's server process of the dead one ends on its own, a moment later, and drops the run's lock with it.
+  for (int tries = 0; !sqlite() && RunStore(path, RunStore::Mode::ReadOnly).recording(1) && tries < 1000; ++tries)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
   RunStore store(path);
   EXPECT_EQ(store.interrupted_on_open(), 1);
@@ -223,12 +272,12 @@ TEST(RunStore, ARunWhoseProcessDiedIsInterruptedAndKeepsItsEpochs) {
   EXPECT_EQ(store.epochs(1).size(), 2u);
   EXPECT_EQ(store.steps(1).size(), 3u);
   EXPECT_EQ(query_text(path, "SELECT status FROM runs WHERE id = 1"), "interrupted");  // written, not just shown
-  EXPECT_FALSE(fs::exists(run_lock_path(path, 1)));
+  if (sqlite()) EXPECT_FALSE(fs::exists(run_lock_path(path, 1)));
 }
 
-TEST(RunStore, ALiveRunIsNeverMarkedInterruptedEvenFromTheSameProcess) {
+TEST_P(StoreOpen, ALiveRunIsNeverMarkedInterruptedEvenFromTheSameProcess) {
   TempDir dir("alive");
-  const std::string path = dir.file("runs.sqlite");
+  const std::string path = new_store(dir);
   RunStore recorder(path);
   const int64_t id = recorder.begin_run(config_named("alive"), info(), "");
   RunStore viewer(path);  // a second connection, like the GUI's, in the same process
@@ -297,9 +346,9 @@ TEST(StoreRecorder, WaitsOutAStoreLockedLongerThanTheBusyTimeout) {
   EXPECT_EQ(store.epochs(id).size(), 1u);
 }
 
-TEST(RunStore, AnAutomaticNameNeverRepeatsOneAUserChose) {
+TEST_P(StoreOpen, AnAutomaticNameNeverRepeatsOneAUserChose) {
   TempDir dir("names");
-  const std::string path = dir.file("runs.sqlite");
+  const std::string path = new_store(dir);
   RunStore store(path);
   const std::string first = store.run(store.begin_run(config_named(""), info(), "")).name;
   ASSERT_EQ(first, "resnet20-amp-bf16-1");
@@ -308,9 +357,9 @@ TEST(RunStore, AnAutomaticNameNeverRepeatsOneAUserChose) {
   EXPECT_EQ(store.resolve("resnet20-amp-bf16-3"), 2);
 }
 
-TEST(RunStore, RunsAreFoundByIdOrNameOnceEach) {
+TEST_P(StoreOpen, RunsAreFoundByIdOrNameOnceEach) {
   TempDir dir("resolve");
-  const std::string path = dir.file("runs.sqlite");
+  const std::string path = new_store(dir);
   RunStore store(path);
   store.begin_run(config_named("a"), info(), "");
   store.begin_run(config_named("b"), info(), "");
@@ -320,9 +369,9 @@ TEST(RunStore, RunsAreFoundByIdOrNameOnceEach) {
   expect_contains(error_of([&] { store.resolve("3"); }), "no run 3");
 }
 
-TEST(RunStore, ConcurrentWritersOnOneFileNeverFailAsLocked) {
+TEST_P(StoreOpen, ConcurrentWritersOnOneFileNeverFailAsLocked) {
   TempDir dir("concurrent");
-  const std::string path = dir.file("runs.sqlite");
+  const std::string path = new_store(dir);
   { RunStore create(path); }
   std::atomic<int64_t> id{0};
   std::string recorder_error, editor_error;

@@ -14,6 +14,10 @@ namespace ampwb {
 namespace {
 using namespace store_test;
 
+// The tests that run against both kinds of store (test_store_util.h).
+class StoreDetails : public StoreTest {};
+INSTANTIATE_TEST_SUITE_P(Stores, StoreDetails, ::testing::ValuesIn(backends()), backend_name);
+
 LayerNumerics layer(int epoch, int64_t step, const std::string& name) {
   LayerNumerics n;
   n.epoch = epoch;
@@ -64,9 +68,9 @@ PrecisionDivergence divergence(int epoch) {
   return d;
 }
 
-TEST(RunDetails, RecordsEveryFieldAndReadsItBack) {
+TEST_P(StoreDetails, RecordsEveryFieldAndReadsItBack) {
   TempDir dir("details");
-  RunStore store(dir.file("runs.sqlite"));
+  RunStore store(new_store(dir));
   const int64_t id = store.begin_run(config_named("explained"), info(), "");
   store.add_layer_numerics(id, {layer(1, 9, "conv1"), layer(1, 9, "layer1.0.conv1")});
   store.add_overflow(id, overflow(1, 3));
@@ -103,9 +107,9 @@ TEST(RunDetails, RecordsEveryFieldAndReadsItBack) {
   EXPECT_EQ(nlohmann::json(epochs[0]).at("conv_backward_weights"), 0.003);
 }
 
-TEST(RunDetails, AResumedRunForgetsWhatItReportsAgainAndDeletingForgetsAll) {
+TEST_P(StoreDetails, AResumedRunForgetsWhatItReportsAgainAndDeletingForgetsAll) {
   TempDir dir("details-resume");
-  const std::string path = dir.file("runs.sqlite");
+  const std::string path = new_store(dir);
   RunStore store(path);
   int64_t id = 0;
   {

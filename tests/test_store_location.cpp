@@ -1,5 +1,5 @@
-// Where a run store lives (store/store_location.h): paths stay SQLite files, PostgreSQL URIs are recognised but
-// refused by this build, any other scheme is refused naming the ones known, and a refused location creates nothing.
+// Where a run store lives (store/store_location.h): paths stay SQLite files, PostgreSQL URIs name a database server,
+// any other scheme is refused naming the ones known, a refused location creates nothing, and no password is shown.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -32,18 +32,18 @@ TEST(StoreLocation, PathsAreSqliteFilesEvenWithAColon) {
   }
 }
 
-TEST(StoreLocation, PostgresqlUrisAreRecognisedAndRefusedUntilTheStoreExists) {
+TEST(StoreLocation, PostgresqlUrisAreDatabaseServersNotFiles) {
   for (const std::string uri :
        {"postgresql:///ampwb?host=/run/pg", "postgres://user@db.lab:5432/ampwb", "PostgreSQL://db/ampwb"}) {
     const StoreLocation location = parse_store_location(uri);
     EXPECT_EQ(location.kind, StoreLocation::Kind::PostgreSql) << uri;
     EXPECT_EQ(location.text, uri);
+    EXPECT_TRUE(is_database_server(uri));
     try {
       sqlite_store_file(uri);
       ADD_FAILURE() << uri << " was taken as an SQLite file";
     } catch (const StoreError& e) {
-      EXPECT_NE(std::string(e.what()).find("PostgreSQL run stores are not supported yet by this build"),
-                std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("is a PostgreSQL database, not an SQLite file"), std::string::npos)
           << e.what();
     }
   }
@@ -70,13 +70,33 @@ TEST(StoreLocation, ARefusedUriNeverPrintsItsPassword) {
   }
 }
 
-// RunStore opens every store, the workbench's too: it refuses before making a folder of the URI.
+TEST(StoreLocation, PasswordsAreLeftOutOfWhatIsShown) {
+  EXPECT_EQ(location_without_password("postgresql://ann:s3cret@db.lab:5432/runs?sslmode=require"),
+            "postgresql://ann@db.lab:5432/runs?sslmode=require");
+  EXPECT_EQ(location_without_password("postgres://db/runs?user=ann&password=s3cret&sslmode=verify-full"),
+            "postgres://db/runs?user=ann&password=***&sslmode=verify-full");
+  EXPECT_EQ(location_without_password("postgresql://ann@db/runs?password=s3cret"),
+            "postgresql://ann@db/runs?password=***");
+  EXPECT_EQ(location_without_password("postgresql:///runs?host=/run/pg&service=lab"),
+            "postgresql:///runs?host=/run/pg&service=lab");
+  EXPECT_EQ(location_without_password("/home/ann/a:b@c/runs.sqlite"), "/home/ann/a:b@c/runs.sqlite");
+}
+
+// RunStore opens every store, the workbench's too: it refuses before making a folder of the URI, and a server it
+// cannot reach is said so, without its password.
 TEST(StoreLocation, RunStoreRefusesAUriAndCreatesNothing) {
   namespace fs = std::filesystem;
   ASSERT_FALSE(fs::exists("mysql:"));
   ASSERT_FALSE(fs::exists("postgresql:"));
   EXPECT_THROW(RunStore("mysql://x/y", RunStore::Mode::Create), StoreError);
-  EXPECT_THROW(RunStore("postgresql:///ampwb?host=/tmp", RunStore::Mode::Create), StoreError);
+  try {
+    RunStore("postgresql://ann:s3cret@/ampwb?host=/nonexistent-ampwb-socket-folder", RunStore::Mode::Create);
+    ADD_FAILURE() << "a store without a server";
+  } catch (const StoreError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find("s3cret"), std::string::npos) << message;
+    EXPECT_NE(message.find("cannot connect to the PostgreSQL run store"), std::string::npos) << message;
+  }
   EXPECT_FALSE(fs::exists("mysql:"));
   EXPECT_FALSE(fs::exists("postgresql:"));
 }

@@ -32,9 +32,13 @@ namespace ampwb {
 namespace {
 using namespace store_test;
 
-TEST(RunStore, RecordsEveryFieldAndReadsItBack) {
+// The tests that run against both kinds of store (test_store_util.h).
+class StoreRecords : public StoreTest {};
+INSTANTIATE_TEST_SUITE_P(Stores, StoreRecords, ::testing::ValuesIn(backends()), backend_name);
+
+TEST_P(StoreRecords, RecordsEveryFieldAndReadsItBack) {
   TempDir dir("fields");
-  RunStore store(dir.file("runs.sqlite"));
+  RunStore store(new_store(dir));
   const TrainConfig config = config_named("bf16 \"quoted\", ünïcode");
   const int64_t id = store.begin_run(config, info(), "0123456789abcdef");
   EXPECT_EQ(store.run(id).status, RunStatus::Running);
@@ -82,7 +86,7 @@ TEST(RunStore, RecordsEveryFieldAndReadsItBack) {
   EXPECT_EQ(r.device, DeviceChoice::cpu());
   EXPECT_EQ(r.backend, info().backend_description);
   EXPECT_EQ(r.ampwb_version, AMPWB_VERSION);
-  expect_contains(r.versions, "SQLite 3.");
+  expect_contains(r.versions, sqlite() ? "SQLite 3." : "PostgreSQL 15.");
   EXPECT_EQ(r.pid, ::getpid());
   EXPECT_DOUBLE_EQ(r.duration_seconds, 3.5);
   EXPECT_TRUE(r.unreadable.empty()) << r.unreadable;
@@ -138,20 +142,20 @@ TEST(RunStore, RecordsEveryFieldAndReadsItBack) {
   EXPECT_EQ(cs[0].path, "/ckpt/run-1-epoch-1.ampwb");
   EXPECT_EQ(cs[0].step, 9);
   EXPECT_FALSE(store.recording(id));
-  EXPECT_FALSE(fs::exists(run_lock_path(store.path(), id)));
+  if (sqlite()) EXPECT_FALSE(fs::exists(run_lock_path(store.path(), id)));
   EXPECT_EQ(store.integrity_check(), "ok");
 }
 
-TEST(RunStore, UnnamedRunsGetADescriptiveName) {
+TEST_P(StoreRecords, UnnamedRunsGetADescriptiveName) {
   TempDir dir("unnamed");
-  RunStore store(dir.file("runs.sqlite"));
+  RunStore store(new_store(dir));
   const int64_t id = store.begin_run(config_named(""), info(), "");
   EXPECT_EQ(store.run(id).name, "resnet20-amp-bf16-" + std::to_string(id));
 }
 
-TEST(StoreRecorder, BatchesStepsAndCommitsEachEpochAtOnce) {
+TEST_P(StoreRecords, BatchesStepsAndCommitsEachEpochAtOnce) {
   TempDir dir("batch");
-  const std::string path = dir.file("runs.sqlite");
+  const std::string path = new_store(dir);
   RunStore store(path);
   RunStore reader(path, RunStore::Mode::ReadOnly);  // another connection sees only what is committed
   StoreRecorderOptions options;
@@ -178,9 +182,9 @@ TEST(StoreRecorder, BatchesStepsAndCommitsEachEpochAtOnce) {
   EXPECT_TRUE(recorder.error().empty());
 }
 
-TEST(StoreRecorder, FlushesStepsAtLeastEverySoOften) {
+TEST_P(StoreRecords, FlushesStepsAtLeastEverySoOften) {
   TempDir dir("timed");
-  const std::string path = dir.file("runs.sqlite");
+  const std::string path = new_store(dir);
   RunStore store(path);
   RunStore reader(path, RunStore::Mode::ReadOnly);
   StoreRecorderOptions options;
@@ -194,16 +198,15 @@ TEST(StoreRecorder, FlushesStepsAtLeastEverySoOften) {
   recorder.on_step(step(1));
   EXPECT_EQ(reader.steps(recorder.run_id()).size(), 2u);
 }
-TEST(RunStore, ResolvesIdsAndUniqueNames) {
+TEST_P(StoreRecords, ResolvesIdsAndUniqueNames) {
   TempDir dir("resolve");
-  RunStore store(dir.file("runs.sqlite"));
+  RunStore store(new_store(dir));
   const int64_t a = store.begin_run(config_named("alpha"), info(), "");
   const int64_t b = store.begin_run(config_named("twin"), info(), "");
   const int64_t c = store.begin_run(config_named("twin2"), info(), "");
   expect_contains(error_of([&] { store.begin_run(config_named("twin"), info(), ""); }), "already named 'twin'");
   // A store written before names were unique may hold twins: a name then picks out none.
-  SqliteDb(store.path(), SqliteDb::Open::ReadWrite)
-      .exec("UPDATE runs SET name = 'twin' WHERE id = " + std::to_string(c));
+  execute(store.path(), "UPDATE runs SET name = 'twin' WHERE id = " + std::to_string(c));
   EXPECT_EQ(store.resolve(std::to_string(a)), a);
   EXPECT_EQ(store.resolve("alpha"), a);
   const std::string ambiguous = error_of([&] { store.resolve("twin"); });
@@ -217,9 +220,9 @@ TEST(RunStore, ResolvesIdsAndUniqueNames) {
   EXPECT_EQ(store.resolve("twin"), b);
 }
 
-TEST(RunStore, DeleteRemovesTheRunAndAllItsRows) {
+TEST_P(StoreRecords, DeleteRemovesTheRunAndAllItsRows) {
   TempDir dir("delete");
-  const std::string path = dir.file("runs.sqlite");
+  const std::string path = new_store(dir);
   RunStore store(path);
   const int64_t keep = store.begin_run(config_named("keep"), info(), "");
   const int64_t gone = store.begin_run(config_named("gone"), info(), "");
@@ -241,9 +244,9 @@ TEST(RunStore, DeleteRemovesTheRunAndAllItsRows) {
   }
 }
 
-TEST(StoreRecorder, ContinuingARunReplacesWhatIsReportedAgain) {
+TEST_P(StoreRecords, ContinuingARunReplacesWhatIsReportedAgain) {
   TempDir dir("continue");
-  RunStore store(dir.file("runs.sqlite"));
+  RunStore store(new_store(dir));
   int64_t id = 0;
   {
     StoreRecorder first(store, config_named("resumable"));
@@ -430,9 +433,9 @@ TEST(RunResume, RefusesAFolderWhoseFilesDifferAndRecordsAMovedOne) {
   expect_contains(error_of([&] { resume_config(store, id); }), "does not hold the files run 1 ('moving') trained on");
 }
 
-TEST(RunStore, ANameTakenByAnotherRunIsRefused) {
+TEST_P(StoreRecords, ANameTakenByAnotherRunIsRefused) {
   TempDir dir("names");
-  RunStore store(dir.file("runs.sqlite"));
+  RunStore store(new_store(dir));
   const int64_t first = store.begin_run(config_named("baseline"), info(), "fp");
   const int64_t second = store.begin_run(config_named("other"), info(), "fp");
   expect_contains(error_of([&] { store.check_new_name("baseline"); }), "run 1 is already named 'baseline'");

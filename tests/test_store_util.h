@@ -1,5 +1,6 @@
-// What the run store's tests share: a temporary folder, SQLite queries, and sample records (a configuration, run
-// information, steps, epochs, histograms).
+// What the run store's tests share: a temporary folder, queries into a store, the fixture that runs a test against
+// each kind of store (an SQLite file, and a real PostgreSQL 15 where libpq is built in), and sample records (a
+// configuration, run information, steps, epochs, histograms).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,12 +8,18 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "store/run_store.h"
 #include "store/sqlite.h"
+#include "store/store_location.h"
+#ifdef AMPWB_TEST_POSTGRES
+#include "postgres_server.h"
+#include "store/postgres.h"
+#endif
 
 namespace ampwb::store_test {
 namespace fs = std::filesystem;
@@ -43,19 +50,79 @@ inline std::string read_bytes(const std::string& path) {
   return s.str();
 }
 
-inline int64_t query_int(const std::string& db_path, const std::string& sql) {
-  SqliteDb db(db_path, SqliteDb::Open::ReadOnly);
-  SqliteStatement q(db, sql);
+// A connection of its own to the store at `location` (an SQLite file, read-only; a PostgreSQL database).
+inline std::unique_ptr<SqlConnection> connect(const std::string& location) {
+#ifdef AMPWB_TEST_POSTGRES
+  if (is_database_server(location)) return std::make_unique<PostgresConnection>(location, false);
+#endif
+  return std::make_unique<SqliteConnection>(location, SqliteDb::Open::ReadOnly);
+}
+
+inline int64_t query_int(const std::string& location, const std::string& sql) {
+  const std::unique_ptr<SqlConnection> db = connect(location);
+  SqlStatement q(*db, sql);
   EXPECT_TRUE(q.step()) << sql;
   return q.int64(0);
 }
 
-inline std::string query_text(const std::string& db_path, const std::string& sql) {
-  SqliteDb db(db_path, SqliteDb::Open::ReadOnly);
-  SqliteStatement q(db, sql);
+inline std::string query_text(const std::string& location, const std::string& sql) {
+  const std::unique_ptr<SqlConnection> db = connect(location);
+  SqlStatement q(*db, sql);
   EXPECT_TRUE(q.step()) << sql;
   return q.text(0);
 }
+
+// Runs `sql` in the store at `location` behind the store's back (a file written by an older ampwb, a damaged row).
+inline void execute(const std::string& location, const std::string& sql) {
+#ifdef AMPWB_TEST_POSTGRES
+  if (is_database_server(location)) return PostgresConnection(location, false).exec(sql);
+#endif
+  SqliteDb(location, SqliteDb::Open::ReadWrite).exec(sql);
+}
+
+// The kinds of run store every store test runs against.
+enum class Backend { Sqlite, PostgreSql };
+
+inline std::vector<Backend> backends() {
+#ifdef AMPWB_TEST_POSTGRES
+  return {Backend::Sqlite, Backend::PostgreSql};
+#else
+  return {Backend::Sqlite};
+#endif
+}
+
+inline std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
+  return info.param == Backend::Sqlite ? "sqlite" : "postgresql";
+}
+
+#ifdef AMPWB_TEST_POSTGRES
+// One real PostgreSQL 15 server for the whole test program, started by the first test that needs it (initdb takes
+// a second or two) and stopped when the program ends.
+inline test::PostgresServer& postgres_server() {
+  static test::PostgresServer server;
+  return server;
+}
+#endif
+
+// A test of the run store, once for each kind of store (INSTANTIATE_TEST_SUITE_P(..., ::testing::ValuesIn(backends()),
+// backend_name)).
+class StoreTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  // A new, empty store's location: `file` in `dir` for SQLite; for PostgreSQL, the test server's database, emptied
+  // of every table (the tests of one program share the server, one test after another).
+  std::string new_store(const TempDir& dir, const std::string& file = "runs.sqlite") const {
+    if (GetParam() == Backend::Sqlite) return dir.file(file);
+#ifdef AMPWB_TEST_POSTGRES
+    const std::string uri = postgres_server().uri();
+    PostgresConnection(uri, false).exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+    return uri;
+#else
+    ADD_FAILURE() << "no PostgreSQL in this build";
+    return {};
+#endif
+  }
+  bool sqlite() const { return GetParam() == Backend::Sqlite; }
+};
 
 inline TrainConfig config_named(const std::string& name) {
   TrainConfig c;

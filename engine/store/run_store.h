@@ -1,5 +1,7 @@
 // The run store: every training run, its configuration and everything it reported, in one SQLite file that the
-// GUI and any number of CLI processes share.
+// GUI and any number of CLI processes share, or in a PostgreSQL database that processes on many machines share
+// (postgres.h). Both keep the same records and schema versions, through one connection interface
+// (sql_connection.h); what follows says how the SQLite file does it, and PostgreSQL's differences are at the end.
 //
 // Sharing: WAL mode (readers never block the writer) and a 5 s busy timeout; every write is one short
 // BEGIN IMMEDIATE transaction, so concurrent writers queue instead of failing with "database is locked".
@@ -19,6 +21,12 @@
 // version 0, so the upgrade path of old files is the path every file takes.
 //
 // Threads: one RunStore (one SQLite connection) is used by one thread at a time; open one per thread.
+//
+// PostgreSQL: write transactions queue behind one advisory lock (as SQLite's BEGIN IMMEDIATE queues writers); a
+// recording process holds a session advisory lock on its run instead of a lock file, which the server drops when
+// the process's connection ends (killed, crashed, or its node gone, once TCP keepalive notices); the schema version
+// is ampwb_meta's 'schema_version'. The store's tables are made in an empty database; one holding other tables is
+// refused. `store check` reads every row and finds rows no run owns; a backup is pg_dump's (backup_to refuses).
 #pragma once
 
 #include <cstdint>
@@ -51,7 +59,9 @@ class RunStore {
   // $AMPWB_DB, else $XDG_DATA_HOME/ampwb/runs.sqlite, else ~/.local/share/ampwb/runs.sqlite.
   static std::string default_path();
 
-  // `location`: an SQLite file's path; any URI (store_location.h) is refused, naming what this build opens.
+  // `location`: an SQLite file's path, or a PostgreSQL URI (store_location.h; postgres.h) where this build has
+  // libpq; any other URI is refused, naming what this build opens. A PostgreSQL store's Mode::Create makes the
+  // store's tables in an empty database; the database itself is the server administrator's.
   explicit RunStore(const std::string& location, Mode mode = Mode::Create);
   ~RunStore();
   RunStore(const RunStore&) = delete;
@@ -146,6 +156,8 @@ class RunStore {
  private:
   void open_checked(const std::string& path, Mode mode);
   void open_sqlite(const std::string& path, SqliteDb::Open how);
+  void open_postgres(const std::string& uri, Mode mode);
+  std::string database_check() const;
   void migrate();
   void report_abandoned(RunRecord& r) const;
   void require_writable(const char* what) const;

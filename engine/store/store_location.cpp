@@ -39,10 +39,41 @@ StoreLocation parse_store_location(const std::string& location) {
 std::string sqlite_store_file(const std::string& location) {
   const StoreLocation parsed = parse_store_location(location);
   if (parsed.kind == StoreLocation::Kind::PostgreSql)
-    throw StoreError(
-        "the run store is a PostgreSQL database: PostgreSQL run stores are not supported yet by this build (use an "
-        "SQLite file's path)");
+    throw StoreError("the run store '" + location_without_password(location) +
+                     "' is a PostgreSQL database, not an SQLite file");
   return parsed.text;
+}
+
+bool is_database_server(const std::string& location) {
+  return parse_store_location(location).kind != StoreLocation::Kind::SqliteFile;
+}
+
+std::string location_without_password(const std::string& location) {
+  std::string out = location;
+  const size_t scheme_end = out.find("://");
+  if (scheme_end != std::string::npos) {
+    const size_t authority = scheme_end + 3;
+    const size_t authority_end = out.find_first_of("/?", authority);
+    const size_t at = out.rfind('@', authority_end == std::string::npos ? out.size() : authority_end);
+    if (at != std::string::npos && at >= authority) {
+      const size_t colon = out.find(':', authority);
+      if (colon != std::string::npos && colon < at) out.erase(colon, at - colon);
+    }
+  }
+  // A password= parameter, in a URI's query or a key=value string.
+  for (size_t at = out.find("password="); at != std::string::npos; at = out.find("password=", at)) {
+    const bool starts_a_key = at == 0 || out[at - 1] == '?' || out[at - 1] == '&' || out[at - 1] == ' ';
+    if (!starts_a_key) {
+      ++at;
+      continue;
+    }
+    size_t end = out.find_first_of("& ", at);
+    if (end == std::string::npos) end = out.size();
+    out.erase(at + 9, end - at - 9);
+    out.insert(at + 9, "***");
+    at += 12;
+  }
+  return out;
 }
 
 }  // namespace ampwb

@@ -21,8 +21,15 @@ struct StoreLocation {
 // the scheme and the ones it knows for any other scheme, and for an empty location.
 StoreLocation parse_store_location(const std::string& location);
 
-// The SQLite file at `location`; throws StoreError when `location` is not one this build can open (a PostgreSQL
-// URI, until this build has a PostgreSQL store; an unknown scheme).
+// The SQLite file at `location`; throws StoreError when `location` is not an SQLite file (a PostgreSQL URI, an
+// unknown scheme).
 std::string sqlite_store_file(const std::string& location);
+
+// Whether `location` names a database server (a PostgreSQL URI) rather than a file; throws as parse_store_location.
+bool is_database_server(const std::string& location);
+
+// `location` without a password (a URI's user-info password, a password= parameter's value): what messages and a
+// run's settings show. Passwords belong in ~/.pgpass or PGPASSFILE, which libpq reads itself.
+std::string location_without_password(const std::string& location);
 
 }  // namespace ampwb

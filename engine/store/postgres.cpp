@@ -1,0 +1,219 @@
+// libpq behind the run store's connection interface: statements sent with their values as text, write
+// transactions serialised by an advisory lock, a run's owner marked by a session advisory lock.
+#include "store/postgres.h"
+
+#include <libpq-fe.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <vector>
+
+#include "store/sqlite.h"  // StoreError
+#include "store/store_location.h"
+
+namespace ampwb {
+namespace {
+
+// "AMPW": the key of the store's advisory locks. The writers' lock is the one-key lock of this value; a run's owner
+// holds the two-key lock (this value, the run's id), a space apart from the first.
+constexpr const char* kLockKey = "1095585879";
+
+std::string shorten(const std::string& sql) {
+  std::string s;
+  for (char c : sql) s += (c == '\n' || c == '\t') ? ' ' : c;
+  const size_t start = s.find_first_not_of(' ');
+  s = start == std::string::npos ? "" : s.substr(start);
+  return s.size() > 160 ? s.substr(0, 157) + "..." : s;
+}
+
+// The store's queries are written with `?` (SQLite's placeholders); PostgreSQL numbers them: $1, $2, ...
+std::string numbered_placeholders(const std::string& sql) {
+  std::string out;
+  int n = 0;
+  bool quoted = false;
+  for (char c : sql) {
+    if (c == '\'') quoted = !quoted;
+    if (c == '?' && !quoted)
+      out += "$" + std::to_string(++n);
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string real_text(double value) {
+  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  return buf;
+}
+
+class PostgresStatement : public SqlStatementImpl {
+ public:
+  PostgresStatement(PostgresConnection& db, const std::string& sql) : db_(db), sql_(numbered_placeholders(sql)) {}
+  ~PostgresStatement() override { PQclear(result_); }
+
+  void bind_int(int index, int64_t value) override { set(index, std::to_string(value)); }
+  void bind_real(int index, double value) override {
+    if (std::isnan(value))
+      set(index, std::nullopt);  // NULL, as SQLite keeps a NaN
+    else
+      set(index, real_text(value));
+  }
+  void bind_text(int index, const std::string& value) override { set(index, value); }
+  void bind_null(int index) override { set(index, std::nullopt); }
+
+  bool step() override {
+    if (!result_) execute();
+    return ++row_ < PQntuples(result_);
+  }
+  void reset() override {
+    PQclear(result_);
+    result_ = nullptr;
+    row_ = -1;
+    values_.clear();
+  }
+
+  bool is_null(int column) const override { return PQgetisnull(result_, row_, column) == 1; }
+  int64_t int64(int column) const override {
+    const char* text = PQgetvalue(result_, row_, column);
+    if (text[0] == 't' || text[0] == 'f') return text[0] == 't';  // a boolean the server computed
+    return std::strtoll(text, nullptr, 10);
+  }
+  double real(int column) const override { return std::strtod(PQgetvalue(result_, row_, column), nullptr); }
+  std::string text(int column) const override {
+    return std::string(PQgetvalue(result_, row_, column), PQgetlength(result_, row_, column));
+  }
+
+ private:
+  void set(int index, std::optional<std::string> value) {
+    if (values_.size() < static_cast<size_t>(index)) values_.resize(index);
+    values_[index - 1] = std::move(value);
+  }
+
+  void execute() {
+    std::vector<const char*> values;
+    for (const auto& v : values_) values.push_back(v ? v->c_str() : nullptr);
+    result_ = PQexecParams(db_.handle(), sql_.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                           nullptr, 0);
+    const ExecStatusType status = PQresultStatus(result_);
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+      const std::string message = PQresultErrorMessage(result_);
+      reset();
+      db_.fail("a statement", sql_, message.c_str());
+    }
+    db_.set_changes(std::atoi(PQcmdTuples(result_)));
+    row_ = -1;
+  }
+
+  PostgresConnection& db_;
+  std::string sql_;
+  std::vector<std::optional<std::string>> values_;
+  PGresult* result_ = nullptr;
+  int row_ = -1;
+};
+
+}  // namespace
+
+PostgresConnection::PostgresConnection(const std::string& uri, bool read_only) : name_(location_without_password(uri)) {
+  conn_ = PQconnectdb(uri.c_str());
+  if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
+    const std::string reason = conn_ ? PQerrorMessage(conn_) : "out of memory";
+    PQfinish(conn_);
+    conn_ = nullptr;
+    std::string trimmed = reason;
+    while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' ')) trimmed.pop_back();
+    throw StoreError("cannot connect to the PostgreSQL run store '" + name_ + "': " + trimmed);
+  }
+  PQsetNoticeProcessor(
+      conn_, [](void*, const char*) {}, nullptr);  // "relation exists, skipping" and the like
+  exec("SET client_min_messages = warning");
+  if (read_only) exec("SET default_transaction_read_only = on");
+}
+
+PostgresConnection::~PostgresConnection() { PQfinish(conn_); }  // the server drops the session's locks
+
+void PostgresConnection::fail(const char* what, const std::string& sql, const char* message) const {
+  std::string text = message ? message : "";
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::string full = "run store '" + name_ + "': " + what + " failed";
+  if (!sql.empty()) full += " on \"" + shorten(sql) + "\"";
+  full += ": " + text;
+  if (PQstatus(conn_) != CONNECTION_OK) full += " (the connection to the server is lost)";
+  throw StoreError(full);
+}
+
+std::string PostgresConnection::database_version() const {
+  const char* version = PQparameterStatus(conn_, "server_version");
+  return std::string("PostgreSQL ") + (version ? version : "?");
+}
+
+void PostgresConnection::exec(const std::string& sql) {
+  PGresult* result = PQexec(conn_, sql.c_str());
+  const ExecStatusType status = PQresultStatus(result);
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    const std::string message = PQresultErrorMessage(result);
+    PQclear(result);
+    fail("a statement", sql, message.c_str());
+  }
+  PQclear(result);
+}
+
+std::unique_ptr<SqlStatementImpl> PostgresConnection::prepare(const std::string& sql) {
+  return std::make_unique<PostgresStatement>(*this, sql);
+}
+
+void PostgresConnection::begin_write() { exec(std::string("BEGIN; SELECT pg_advisory_xact_lock(") + kLockKey + ")"); }
+
+void PostgresConnection::rollback() noexcept { PQclear(PQexec(conn_, "ROLLBACK")); }
+
+std::string PostgresConnection::replace_into(const std::string& table, const std::string& columns,
+                                             const std::string& params, const std::string& key) const {
+  std::string sql =
+      "INSERT INTO " + table + "(" + columns + ") VALUES (" + params + ") ON CONFLICT (" + key + ") DO UPDATE SET ";
+  const std::string keys = ", " + key + ",";
+  bool first = true;
+  for (size_t from = 0; from < columns.size();) {
+    size_t end = columns.find(',', from);
+    if (end == std::string::npos) end = columns.size();
+    std::string column = columns.substr(from, end - from);
+    column.erase(0, column.find_first_not_of(' '));
+    column.erase(column.find_last_not_of(' ') + 1);
+    if (keys.find(", " + column + ",") == std::string::npos) {
+      sql += (first ? "" : ", ") + column + " = EXCLUDED." + column;
+      first = false;
+    }
+    from = end + 1;
+  }
+  return sql;
+}
+
+void PostgresConnection::own_run(int64_t run) {
+  SqlStatement lock(*this, std::string("SELECT pg_try_advisory_lock(") + kLockKey + ", CAST(? AS integer))");
+  if (!lock.bind(1, run).step() || lock.int64(0) != 1)
+    throw StoreError("cannot record run " + std::to_string(run) + " in the run store '" + name_ +
+                     "': another process is recording it");
+}
+
+void PostgresConnection::disown_run(int64_t run) {
+  SqlStatement unlock(*this, std::string("SELECT pg_advisory_unlock(") + kLockKey + ", CAST(? AS integer))");
+  unlock.bind(1, run).run();
+}
+
+bool PostgresConnection::recorded_elsewhere(int64_t run) const {
+  // Another session's lock on the run, in this database (advisory locks are per database).
+  SqlStatement held(const_cast<PostgresConnection&>(*this),
+                    std::string("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 ") +
+                        "AND classid = " + kLockKey + " AND objid = CAST(? AS oid) AND pid <> pg_backend_pid() " +
+                        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
+  return held.bind(1, run).step();
+}
+
+std::string libpq_version() {
+  const int v = PQlibVersion();  // 150005
+  return std::to_string(v / 10000) + "." + std::to_string(v % 100);
+}
+
+}  // namespace ampwb
