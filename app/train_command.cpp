@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "dist/collective_timeout.h"
 #include "dist/make_communicator.h"
 #include "setting_flags.h"
 #include "store/run_resume.h"
@@ -208,6 +209,8 @@ class ConsoleObserver : public TrainObserver {
 struct TrainOptions {
   TrainFlags flags;
   int processes = 1;
+  int collective_timeout = static_cast<int>(  // seconds: how long a rank waits for the others in a collective
+      std::chrono::duration_cast<std::chrono::seconds>(kDefaultCollectiveTimeout).count());
   bool json = false, no_checkpoint = false, keep_checkpoint = false;
   std::string db, resume;
   const CLI::App* command = nullptr;  // the parsed `train`: which flags were given
@@ -231,7 +234,7 @@ ResumeChanges resume_changes(const TrainOptions& options) {
   for (const CLI::Option* option : options.command->get_options()) {
     const std::string flag = option->get_name();
     if (option->count() == 0 || flag == "--resume" || flag == "--db" || flag == "--json" ||
-        flag == "--keep-checkpoint" || flag == "--processes")
+        flag == "--keep-checkpoint" || flag == "--processes" || flag == "--collective-timeout")
       continue;
     if (flag == "--data")
       changes.data_dir = absolute_folder(given.data_dir);
@@ -298,7 +301,7 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
     SignalGuard signals;  // a signal stops rank 0, and through it every rank at the same step
     end = trainer.run();
   }
-  if (end.status == RunStatus::Failed)
+  if (end.status == RunStatus::Failed || end.status == RunStatus::Interrupted)
     std::fprintf(stderr, "ampwb train: rank %d: error: %s\n", world.rank(),
                  said_with_flag(end.setting, end.reason).c_str());
   return end.status == RunStatus::Finished ? 0 : 1;
@@ -340,7 +343,7 @@ int train_command(const TrainOptions& options) {
     throw Error("--processes starts mpirun itself: give it without mpirun or srun, or leave it out under them");
   if (options.processes > 1) run_as_ranks(options);
   const std::unique_ptr<Communicator> world =
-      make_communicator(launch, kDefaultCollectiveTimeout, options.flags.config.device);
+      make_communicator(launch, std::chrono::seconds(options.collective_timeout), options.flags.config.device);
   if (world->rank() != 0) return train_beside_rank0(*world, launch.launcher);
   ConfigForRanks for_ranks(*world);
   TrainConfig c = options.flags.resolve();
@@ -421,7 +424,12 @@ int train_command(const TrainOptions& options) {
     std::error_code ignored;  // a finished run cannot be resumed: its checkpoints are only disk space
     std::filesystem::remove_all(c.checkpoint_dir, ignored);
   }
-  if (!recorder.error().empty() || end.status == RunStatus::Failed) return 1;
+  // Another rank was lost (dist/collective_timeout.h): this process ends, and with it, through mpirun, every rank.
+  if (end.status == RunStatus::Interrupted)
+    std::fprintf(stderr,
+                 "ampwb train: error: %s; resume the run from its last checkpoint with ampwb train --resume %lld\n",
+                 end.reason.c_str(), static_cast<long long>(run_id));
+  if (!recorder.error().empty() || end.status == RunStatus::Failed || end.status == RunStatus::Interrupted) return 1;
   if (end.status == RunStatus::Cancelled)
     return console.signal ? 128 + console.signal : 1;  // 129 SIGHUP, 130 SIGINT, 141 SIGPIPE, 143 SIGTERM
   return 0;
@@ -452,6 +460,12 @@ void add_train_command(CLI::App& app, Invocation& invocation) {
              "train as this many processes of one mpirun on this machine, each on its shard of every batch "
              "(docs/distributed.md)")
       ->check(CLI::Range(1, 1024).description(""))
+      ->group("Run");
+  add_number(train, "--collective-timeout", options->collective_timeout,
+             "seconds a process of a run on many processes waits for the others in one exchange before it names those "
+             "that do not answer and ends the run as interrupted (docs/distributed.md)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(1, 7 * 24 * 3600).description(""))
       ->group("Run");
   train->footer(devices_help);
   run_on_parse(train, invocation, options, train_command);

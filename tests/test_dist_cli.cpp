@@ -1,6 +1,9 @@
 // `ampwb train` on two real ranks of one mpirun: one run, trained by both and recorded by rank 0 alone. mpirun starts
 // the two ranks with different run stores (a multiple-program launch), so a rank other than 0 that opened its own
 // would leave a file behind.
+#include <optional>
+#include <utility>
+
 #include "test_cli_util.h"
 
 namespace ampwb::cli_test {
@@ -123,6 +126,93 @@ TEST(DistCli, AKilledRankEndsTheRunWhichResumesWithAsManyRanks) {
   const Result alone = ampwb({"train", "--resume", "1", "--db", db, "--threads", "1"});
   EXPECT_NE(alone.status, 0);
   expect_contains(alone.output, "run 1 was trained by 2 processes: resume it with as many");
+  const std::vector<std::string> resume = {"train", "--resume", "1", "--threads", "1", "--db"};
+  std::vector<std::string> first = resume, other = resume;
+  first.push_back(db);
+  other.push_back(rank1_db);
+  const Result resumed = run(two_ranks(first, other));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  EXPECT_EQ(store.run(1).status, RunStatus::Finished);
+  EXPECT_EQ(store.epochs(1).size(), 40u);
+  EXPECT_FALSE(fs::exists(dir.path() / "rank1")) << "rank 1 opened a run store of its own";
+}
+
+// The exit status of `pid` once it has ended, waiting at most `limit`; nullopt where it still runs.
+std::optional<int> exit_within(pid_t pid, std::chrono::seconds limit) {
+  for (const auto until = Clock::now() + limit; Clock::now() < until;) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return std::nullopt;
+}
+
+// Whether `pid` still runs: a zombie (killed, its parent gone without reaping it) does not.
+bool runs(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");  // "PID (NAME) STATE ..."
+  const size_t name_end = stat.rfind(')');
+  return name_end != std::string::npos && name_end + 2 < stat.size() && stat[name_end + 2] != 'Z';
+}
+
+// Ends the given processes with SIGKILL (which a stopped process obeys too) where they are still this test's ranks or
+// mpirun, whatever the test's outcome: no test leaves a stopped rank behind.
+class KillAtEnd {
+ public:
+  void add(pid_t pid) { pids_.push_back({pid, read_text("/proc/" + std::to_string(pid) + "/cmdline")}); }
+  ~KillAtEnd() {
+    for (const auto& [pid, command_line] : pids_)
+      if (read_text("/proc/" + std::to_string(pid) + "/cmdline") == command_line) ::kill(pid, SIGKILL);
+  }
+
+ private:
+  std::vector<std::pair<pid_t, std::string>> pids_;
+};
+
+// A rank that stops (SIGSTOP: alive to mpirun, answering nothing) is named by rank 0 once its collective timeout has
+// passed; rank 0 records the run as interrupted and ends the MPI job, the stopped rank with it; the run resumes from
+// its last checkpoint and finishes.
+TEST(DistCli, AStoppedRankIsNamedAndTheRunResumes) {
+  TempDir dir("dist_stopped");
+  const std::string db = dir.file("runs.sqlite"), rank1_db = dir.file("rank1/runs.sqlite");
+  std::vector<std::string> rank0_args = training(db, 40), rank1_args = training(rank1_db, 40);
+  for (std::vector<std::string>* args : {&rank0_args, &rank1_args})
+    args->insert(args->end(), {"--collective-timeout", "10"});
+  KillAtEnd strays;
+  const pid_t mpirun = spawn(two_ranks(rank0_args, rank1_args), dir.file("mpirun.log"));
+  strays.add(mpirun);
+  bool checkpointed = false;
+  for (const auto until = Clock::now() + std::chrono::seconds(120); !checkpointed && Clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!fs::exists(db)) continue;
+    RunStore store(db, RunStore::Mode::ReadOnly);
+    const std::vector<RunRecord> runs = store.runs();
+    checkpointed = !runs.empty() && !store.checkpoints(runs[0].id).empty();
+  }
+  const pid_t rank0 = pid_with(db), rank1 = pid_with(rank1_db);
+  ASSERT_TRUE(checkpointed && rank0 > 0 && rank1 > 0) << read_text(dir.file("mpirun.log"));
+  strays.add(rank0);
+  strays.add(rank1);
+  ::kill(rank1, SIGSTOP);
+  const auto stopped = Clock::now();
+  const std::optional<int> status = exit_within(mpirun, std::chrono::seconds(60));
+  const double seconds = std::chrono::duration<double>(Clock::now() - stopped).count();
+  const std::string log = read_text(dir.file("mpirun.log"));
+  ASSERT_TRUE(status.has_value()) << "the run went on for a minute with rank 1 stopped:\n" << log;
+  EXPECT_NE(*status, 0) << log;
+  EXPECT_FALSE(runs(rank1)) << "mpirun left the stopped rank behind";
+  expect_contains(log, "ampwb train: error: rank 0 of 2 waited ");
+  expect_contains(log, " for rank 1, which did not answer: it is hung or stopped");
+  std::printf("rank 0 ended the run %.1f s after rank 1 stopped (a collective timeout of 10 s)\n", seconds);
+
+  {
+    RunStore store(db);
+    const RunRecord run = store.runs().at(0);
+    EXPECT_EQ(run.status, RunStatus::Interrupted) << run.end_reason;
+    expect_contains(run.end_reason, "for rank 1, which did not answer");
+    EXPECT_TRUE(store.resumable(run.id));
+  }
   const std::vector<std::string> resume = {"train", "--resume", "1", "--threads", "1", "--db"};
   std::vector<std::string> first = resume, other = resume;
   first.push_back(db);
