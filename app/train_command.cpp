@@ -28,6 +28,7 @@
 #include "store/run_resume.h"
 #include "store/run_store.h"
 #include "store/store_recorder.h"
+#include "train/event_lines.h"
 #include "train/observer_list.h"
 #include "train/scale_collapse.h"
 #include "train/trainer.h"
@@ -211,8 +212,8 @@ struct TrainOptions {
   int processes = 1;
   int collective_timeout = static_cast<int>(  // seconds: how long a rank waits for the others in a collective
       std::chrono::duration_cast<std::chrono::seconds>(kDefaultCollectiveTimeout).count());
-  bool json = false, no_checkpoint = false, keep_checkpoint = false;
-  std::string db, resume;
+  bool json = false, events_json = false, no_checkpoint = false, keep_checkpoint = false;
+  std::string db, resume, config_file;
   const CLI::App* command = nullptr;  // the parsed `train`: which flags were given
 };
 
@@ -234,7 +235,8 @@ ResumeChanges resume_changes(const TrainOptions& options) {
   for (const CLI::Option* option : options.command->get_options()) {
     const std::string flag = option->get_name();
     if (option->count() == 0 || flag == "--resume" || flag == "--db" || flag == "--json" ||
-        flag == "--keep-checkpoint" || flag == "--processes" || flag == "--collective-timeout")
+        flag == "--keep-checkpoint" || flag == "--processes" || flag == "--collective-timeout" ||
+        flag == "--events-json")
       continue;
     if (flag == "--data")
       changes.data_dir = absolute_folder(given.data_dir);
@@ -285,6 +287,32 @@ std::optional<TrainConfig> config_from_rank0(Communicator& world) {
   const nlohmann::json j = nlohmann::json::parse(text);
   TrainConfig c = j.at("config").get<TrainConfig>();
   c.resume_from = j.at("resume_from").get<std::string>();
+  return c;
+}
+
+// --config FILE: the run's whole configuration as JSON (TrainConfig's, as the run store keeps it and the GUI writes
+// it). Only the flags that say how to run it may be given beside it; a training flag would be silently overruled.
+TrainConfig config_from_file(const TrainOptions& options) {
+  std::ifstream in(options.config_file);
+  if (!in) throw Error("--config: cannot read " + options.config_file + ": " + std::strerror(errno));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const CLI::Option* option : options.command->get_options()) {
+    const std::string flag = option->get_name();
+    if (option->count() == 0 || flag == "--config" || flag == "--db" || flag == "--json" || flag == "--events-json" ||
+        flag == "--processes" || flag == "--collective-timeout" || flag == "--threads" || flag == "--no-checkpoint" ||
+        flag == "--keep-checkpoint")
+      continue;
+    throw Error("--config gives the whole configuration: " + flag +
+                " cannot be given with it (only --db, --threads, --processes, --json, --events-json, --no-checkpoint "
+                "and --keep-checkpoint can)");
+  }
+  TrainConfig c;
+  try {
+    c = config_from_json_text(text);
+  } catch (const std::exception& e) {
+    throw Error("--config: " + options.config_file + " is no training configuration: " + e.what());
+  }
+  if (options.command->get_option("--threads")->count() > 0) c.threads = options.flags.config.threads;
   return c;
 }
 
@@ -346,7 +374,7 @@ int train_command(const TrainOptions& options) {
       make_communicator(launch, std::chrono::seconds(options.collective_timeout), options.flags.config.device);
   if (world->rank() != 0) return train_beside_rank0(*world, launch.launcher);
   ConfigForRanks for_ranks(*world);
-  TrainConfig c = options.flags.resolve();
+  TrainConfig c = options.config_file.empty() ? options.flags.resolve() : config_from_file(options);
   c.data_dir = absolute_folder(c.data_dir);
   c.checkpoint_dir = absolute_folder(c.checkpoint_dir);
   const bool json = options.json;
@@ -377,8 +405,12 @@ int train_command(const TrainOptions& options) {
   // Checkpoints by default, beside the store, as the GUI does; a folder made here goes when the run finishes.
   if (resume.empty() && c.checkpoint_dir.empty() && !no_checkpoint) c.checkpoint_dir = new_checkpoint_dir(store.path());
   StoreRecorder recorder(store, c, {}, continue_run);
-  ConsoleObserver console(c.epochs, json, ::isatty(STDOUT_FILENO) == 1, recorder, store.path());
-  ObserverList observers({&recorder, &console});  // the recorder first: a printed epoch is a stored epoch
+  ConsoleObserver console(c.epochs, json || options.events_json, ::isatty(STDOUT_FILENO) == 1, recorder, store.path());
+  EventLineWriter event_lines(stdout, [&recorder] { return recorder.run_id(); });
+  // The recorder first: a printed epoch is a stored epoch.
+  std::vector<TrainObserver*> listeners = {&recorder, &console};
+  if (options.events_json) listeners.push_back(&event_lines);
+  ObserverList observers(listeners);
   for_ranks.send(c);
   Trainer trainer(c, &observers);
   trainer.set_communicator(world.get(), launch.launcher);
@@ -455,7 +487,19 @@ void add_train_command(CLI::App& app, Invocation& invocation) {
   train->add_flag("--keep-checkpoint", options->keep_checkpoint, "keep a finished run's checkpoints (else removed)")
       ->group("Run");
   add_db_option(train, options->db)->group("Run");
-  train->add_flag("--json", options->json, "print the run's summary as JSON at the end, no progress")->group("Run");
+  CLI::Option* json =
+      train->add_flag("--json", options->json, "print the run's summary as JSON at the end, no progress")->group("Run");
+  train
+      ->add_flag("--events-json", options->events_json,
+                 "print the run's events as it goes, one JSON object a line (the GUI follows a run it started so)")
+      ->excludes(json)
+      ->group("Run");
+  train
+      ->add_option(
+          "--config", options->config_file,
+          "the run's whole configuration as a JSON file (as the run store keeps it), instead of training flags")
+      ->type_name("FILE")
+      ->group("Run");
   add_number(train, "--processes", options->processes,
              "train as this many processes of one mpirun on this machine, each on its shard of every batch "
              "(docs/distributed.md)")

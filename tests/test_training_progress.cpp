@@ -1,17 +1,24 @@
 // What a run says while it validates and what its epochs' times mean: validation on a fixed subset of a large
 // split (said in the run's notes), validation progress reported before each epoch's report, and a resumed epoch
-// whose seconds and images/s cover the same steps as its sums.
+// whose seconds and images/s cover the same steps as its sums; and the events as lines of JSON, replayed.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <sstream>
 
 #include "core/error.h"
 #include "data/dataset.h"
 #include "data/dataset_data.h"
 #include "image_folder_util.h"
+#include "train/event_lines.h"
+#include "train/observer_list.h"
 #include "train/trainer.h"
 
 namespace ampwb {
@@ -146,6 +153,54 @@ TEST(ValidationProgress, ReportedFromNoneToAllBeforeEachEpochsReport) {
       EXPECT_GE(v.seconds, rec.validations[i - 1].seconds);
     }
   }
+  fs::remove_all(data);
+}
+
+// A real run's events as `ampwb train --events-json` prints them, replayed into an observer: the same events in the
+// same order, a step that overflowed (NaN and infinity, which JSON writes as null) included; other lines are ignored.
+TEST(EventLines, ARunsEventsReplayAsTheyHappened) {
+  const fs::path data = make_stripes_folder("event_lines", 20, 12);
+  TrainConfig c = small_run(data);
+  c.max_steps_per_epoch = 2;
+  ProgressRecorder direct;
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  EventLineWriter writer(out, [] { return int64_t{42}; });
+  ObserverList both({&direct, &writer});
+  train(c, &both);
+  StepReport overflowed = direct.steps.back();
+  overflowed.loss = std::numeric_limits<float>::infinity();
+  overflowed.grad_norm = std::numeric_limits<float>::quiet_NaN();
+  overflowed.skipped = true;
+  writer.on_step(overflowed);
+  std::rewind(out);
+  std::string text;
+  for (int ch; (ch = std::fgetc(out)) != EOF;) text += static_cast<char>(ch);
+  std::fclose(out);
+
+  ProgressRecorder replayed;
+  std::istringstream lines("not an event\n" + text);
+  int64_t run_id = 0, pid = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const EventLinesStart start = replay_event_line(line, replayed);
+    if (start.run_id) run_id = start.run_id, pid = start.pid;
+  }
+  EXPECT_EQ(run_id, 42);
+  EXPECT_EQ(pid, ::getpid());
+  EXPECT_EQ(replayed.order, direct.order + "s");
+  EXPECT_EQ(nlohmann::json(replayed.info), nlohmann::json(direct.info));
+  ASSERT_EQ(replayed.steps.size(), direct.steps.size() + 1);
+  for (size_t i = 0; i < direct.steps.size(); ++i)
+    EXPECT_EQ(nlohmann::json(replayed.steps[i]), nlohmann::json(direct.steps[i])) << i;
+  EXPECT_TRUE(std::isnan(replayed.steps.back().loss));  // null comes back as NaN: unknown, not a number
+  EXPECT_TRUE(std::isnan(replayed.steps.back().grad_norm));
+  EXPECT_TRUE(replayed.steps.back().skipped);
+  ASSERT_EQ(replayed.epochs.size(), direct.epochs.size());
+  for (size_t i = 0; i < direct.epochs.size(); ++i)
+    EXPECT_EQ(nlohmann::json(replayed.epochs[i]), nlohmann::json(direct.epochs[i])) << i;
+  ASSERT_EQ(replayed.validations.size(), direct.validations.size());
+  EXPECT_EQ(replayed.validations.back().images_done, direct.validations.back().images_done);
+  EXPECT_THROW(replay_event_line(R"({"event":"step","loss":"high"})", replayed), Error);
   fs::remove_all(data);
 }
 
