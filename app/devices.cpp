@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "facade/devices.h"
+#include "facade/processes.h"
 
 namespace ampwb::cli {
 namespace {
@@ -48,13 +49,32 @@ std::string device_text(const DeviceReport& d) {
   return out;
 }
 
+// One run on many processes (docs/distributed.md): what starts them here and how many make sense.
+std::string processes_text(const ProcessOffer& o) {
+  std::string out = "One run on many processes (ampwb train --processes N, or under mpirun or srun):\n";
+  out += "  cores: " + std::to_string(o.cores) + ", CUDA GPUs: " + std::to_string(o.gpus) + "\n";
+  out +=
+      std::string("  MPI: ") + (o.mpi_built ? "built in" : "not built in (Open MPI's libopenmpi-dev)") + "; mpirun: ";
+  out += o.mpirun.empty() ? std::string("not on PATH (Debian: openmpi-bin)")
+                          : o.mpirun + (o.mpirun_version.empty() ? "" : " (" + o.mpirun_version + ")");
+  out += std::string("\n  NCCL: ") + (o.nccl_built ? "built in" : "not built in") + "\n";
+  for (const DeviceChoice device : {DeviceChoice::cpu(), DeviceChoice::cuda(0)}) {
+    if (!device.is_cpu() && o.gpus == 0) continue;
+    const std::string why = o.why_one(device);
+    out += "  --processes on " + std::string(device.is_cpu() ? "the CPU" : "GPUs") + ": up to " +
+           std::to_string(o.max_processes(device)) + (why.empty() ? "" : " (" + why + ")") + "\n";
+  }
+  return out;
+}
+
 struct DevicesOptions {
   bool json = false;
 };
 
 int devices_command(const DevicesOptions& options) {
+  const ProcessOffer offer = process_offer(true);
   if (!options.json) {
-    std::printf("%s", devices_help().c_str());
+    std::printf("%s\n%s", devices_help().c_str(), processes_text(offer).c_str());
     return 0;
   }
   nlohmann::json out = {{"devices", nlohmann::json::array()}, {"gpu_absence_reason", gpu_absence_reason()}};
@@ -73,6 +93,16 @@ int devices_command(const DevicesOptions& options) {
                               {"error", d.error},
                               {"modes", modes}});
   }
+  out["processes"] = {{"cores", offer.cores},
+                      {"gpus", offer.gpus},
+                      {"mpi_built", offer.mpi_built},
+                      {"mpirun", offer.mpirun},
+                      {"mpirun_version", offer.mpirun_version},
+                      {"nccl_built", offer.nccl_built},
+                      {"max_cpu_processes", offer.max_processes(DeviceChoice::cpu())},
+                      {"cpu_limit_reason", offer.why_one(DeviceChoice::cpu())},
+                      {"max_gpu_processes", offer.gpus > 0 ? offer.max_processes(DeviceChoice::cuda(0)) : 0},
+                      {"gpu_limit_reason", offer.gpus > 0 ? offer.why_one(DeviceChoice::cuda(0)) : "no CUDA GPU"}};
   print_json(out);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <limits>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <thread>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,8 @@
 #include "backend/cpu/cpu_backend.h"
 #include "core/setting_error.h"
 #include "data/loader.h"
+#include "dist/make_communicator.h"
+#include "facade/processes.h"
 #include "image_folder_util.h"
 #include "train/checkpoint.h"
 #include "train/precision_support.h"
@@ -574,6 +577,48 @@ TEST(Cli, HelpListsTheDevicesThisMachineTrainsOnAndWhatEachRuns) {
   EXPECT_FALSE(c["modes"]["tf32"]["supported"].get<bool>());
   EXPECT_EQ(c["modes"]["tf32"]["reason"], mode_support(PrecisionMode::Tf32, caps).reason);
   EXPECT_EQ(c["modes"]["amp-bf16"]["compute"], "BF16: " + caps.bf16.how);
+}
+
+// `ampwb devices` says what one run on many processes has here: the cores, MPI in the build and mpirun on PATH, NCCL
+// and the GPUs, and the largest --processes, with the reason where it is one. Without mpirun on PATH, one, saying why.
+TEST(Cli, DevicesSaysWhatTheMachineOffersForManyProcesses) {
+  const ProcessOffer offer = process_offer();
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(offer.cores, cores);
+  EXPECT_EQ(offer.mpi_built, have_mpi());
+  const Result text = run_ampwb("devices");
+  ASSERT_EQ(text.status, 0) << text.output;
+  EXPECT_NE(text.output.find("  cores: " + std::to_string(cores) + ", CUDA GPUs: " + std::to_string(offer.gpus)),
+            std::string::npos)
+      << text.output;
+  const Result r = run_ampwb("devices --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json p = nlohmann::json::parse(r.output).at("processes");
+  EXPECT_EQ(p["cores"], cores);
+  EXPECT_EQ(p["gpus"], offer.gpus);
+  EXPECT_EQ(p["mpi_built"], have_mpi());
+  EXPECT_EQ(p["mpirun"], offer.mpirun);
+  const bool many = have_mpi() && !offer.mpirun.empty() && cores > 1;
+  EXPECT_EQ(p["max_cpu_processes"], many ? cores : 1);
+  EXPECT_EQ(p["cpu_limit_reason"].get<std::string>().empty(), many) << p.dump();
+  if (!offer.mpirun.empty()) {
+    EXPECT_NE(text.output.find("mpirun: " + offer.mpirun), std::string::npos) << text.output;
+    EXPECT_NE(p["mpirun_version"].get<std::string>().find("Open MPI"), std::string::npos) << p.dump();
+    EXPECT_NE(text.output.find("--processes on the CPU: up to " + std::to_string(many ? cores : 1)), std::string::npos)
+        << text.output;
+  }
+
+  const std::string path = std::getenv("PATH");
+  ::setenv("PATH", "/nonexistent", 1);  // no mpirun to be found
+  const Result without = run_ampwb("devices --json");
+  ::setenv("PATH", path.c_str(), 1);
+  ASSERT_EQ(without.status, 0) << without.output;
+  const nlohmann::json q = nlohmann::json::parse(without.output).at("processes");
+  EXPECT_EQ(q["mpirun"], "");
+  EXPECT_EQ(q["max_cpu_processes"], 1);
+  EXPECT_EQ(q["cpu_limit_reason"], have_mpi() ? "Open MPI's mpirun is not on PATH (Debian: openmpi-bin)"
+                                              : "this build has no MPI (Open MPI's libopenmpi-dev), which starts the "
+                                                "processes");
 }
 
 TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
