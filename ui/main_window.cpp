@@ -15,6 +15,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
@@ -252,7 +253,7 @@ bool MainWindow::start_training() {
   }
   setup_->save_settings();
   sweep_.cancel();
-  const QString problem = start_config(setup_->config(), 0, nullptr);
+  const QString problem = start_config(setup_->config(), 0, nullptr, setup_->processes());
   if (problem.isEmpty())
     setup_->clear_run_name();
   else if (isVisible())
@@ -260,12 +261,16 @@ bool MainWindow::start_training() {
   return problem.isEmpty();
 }
 
-QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled) {
+QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled,
+                                 int processes) {
   if (continue_run == 0) config.checkpoint_dir = setup_->checkpoints_enabled() ? checkpoint_folder() : std::string();
   try {
     if (continue_run == 0 && !config.name.empty()) store_->check_new_name(config.name);
     setup_->clear_setting_problem();
-    session_->start(config, continue_run);
+    if (processes > 1)
+      session_->start_processes(config, processes, continue_run);
+    else
+      session_->start(config, continue_run);
   } catch (const SettingError& e) {  // the engine names the setting: the panel marks its field and says its label
     const QString problem = setup_->show_setting_problem(e.setting(), QString::fromUtf8(e.what()));
     controls_->set_status(tr("Not started: %1").arg(problem));
@@ -275,6 +280,7 @@ QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::
     controls_->set_status(tr("Not started: %1").arg(problem));
     return problem;
   }
+  live_in_child_ = processes > 1;
   // Only folders made beside the store are removed when their run finishes (a folder the user named stays).
   checkpoint_dir_ = is_own_checkpoint_dir(db_path_.toStdString(), config.checkpoint_dir) && !config.keep_checkpoints
                         ? config.checkpoint_dir
@@ -313,6 +319,10 @@ void MainWindow::on_events(const EventBatch& batch) {
     epoch_load_ = {};
     controls_->set_notes(info.notes);
     controls_->set_state(RunControls::State::Training);
+    if (session_->in_child()) {  // mpirun's processes wait on each other: Stop leaves the run resumable instead
+      controls_->pause_button()->setEnabled(false);
+      controls_->pause_button()->setToolTip(tr("A run on many processes cannot be paused: Stop leaves it resumable"));
+    }
     controls_->set_status(
         tr("Run %1%2: %3 on %4 · %5 training and %6 validation images, %7 px")
             .arg(live_->run_id)
@@ -324,7 +334,9 @@ void MainWindow::on_events(const EventBatch& batch) {
             .arg(QString::fromStdString(info.model_summary), QString::fromStdString(info.backend_description))
             .arg(info.train_images)
             .arg(info.validation_images)
-            .arg(info.image_size));
+            .arg(info.image_size) +
+        (info.world_size > 1 ? tr(" · %1 processes, batch %2 each").arg(info.world_size).arg(live_->config.batch_size)
+                             : QString()));
     live_charts_->set_export_prefix(QStringLiteral("run-%1").arg(live_->run_id));
   }
   for (const StepReport& s : batch.steps) progress_.step(s);
@@ -357,6 +369,19 @@ void MainWindow::update_collapse_alarm(const EventBatch& batch) {
 }
 
 void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& store_error) {
+  controls_->pause_button()->setToolTip(QString());
+  // A run on many processes sent only its progress: its histograms and per-layer numerics are in the store.
+  if (live_in_child_ && run_id != 0) {
+    try {
+      const TrainConfig config = live_->config;
+      live_->replace_with(load_run_series(*store_, run_id));
+      live_->config = config;
+      live_->run_id = run_id;
+      live_->label = "live";
+    } catch (const std::exception& e) {
+      show_status(tr("Run %1's details could not be read: %2").arg(run_id).arg(QString::fromUtf8(e.what())), 10000);
+    }
+  }
   live_->status = end.status;
   live_charts_->refresh();  // whatever a deferred redraw still owed
   controls_->set_state(RunControls::State::Idle);
@@ -400,6 +425,10 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
 
 void MainWindow::toggle_pause() {
   if (!session_->running()) return;
+  if (session_->in_child()) {  // mpirun's processes wait on each other: Stop leaves the run resumable instead
+    show_status(tr("A run on many processes cannot be paused; Stop ends it with a checkpoint to resume from"), 5000);
+    return;
+  }
   if (session_->paused()) {
     session_->resume();
     controls_->set_state(RunControls::State::Training);
@@ -547,7 +576,8 @@ QString MainWindow::resume_run(int64_t id) {
   }
   // The run continues in its own row (StoreRecorder's continue_run): the charts start from what is stored.
   auto prefilled = std::make_unique<RunSeries>(load_run_series(*store_, id));
-  return start_config(config, id, std::move(prefilled));
+  // A run on many processes goes on with as many (`ampwb train --resume` refuses another number).
+  return start_config(config, id, std::move(prefilled), store_->run(id).info.world_size);
 }
 
 void MainWindow::open_runs(const std::vector<int64_t>& ids) {

@@ -69,7 +69,9 @@ class MainWindow : public QMainWindow {
  private:
   void build_menus();
   // Starts a run; returns why not (empty when it started).
-  QString start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled);
+  // `processes` > 1: the run on that many processes of mpirun (`ampwb train --processes`), followed from its output.
+  QString start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled,
+                       int processes = 1);
   void start_next_sweep_run();
   void time_sweep(const std::vector<int64_t>& ids);    // its configurations in alternation, then finish_sweep
   void finish_sweep(const std::vector<int64_t>& ids);  // opens the comparison
@@ -92,6 +94,7 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<SweepTiming> sweep_timing_;
   MachineLoad epoch_load_;  // the live run's last epoch's
   std::unique_ptr<RunSeries> live_;
+  bool live_in_child_ = false;  // the live run trains on many processes: its details come from the store at its end
   RunProgress progress_;
   ScaleCollapseWatch collapse_watch_;  // the live run's alarm (the diagnosis' scale_collapse rule, while it trains)
   std::string checkpoint_dir_;         // of the current run, removed when it finishes

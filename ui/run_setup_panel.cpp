@@ -226,6 +226,22 @@ QWidget* RunSetupPanel::build_model_group() {
   form->addRow(tr("Device"), device_);
   connect(device_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_precision_for_device);
   update_precision_for_device();
+
+  process_offer_ = process_offer();
+  processes_ = int_box(1, 1);
+  processes_->setObjectName("processes");
+  sync_batchnorm_ = for_setting(new QCheckBox(tr("Sync batch norm (statistics over every process's batch)")),
+                                "data_parallel.sync_batchnorm");
+  sync_batchnorm_->setObjectName("syncBatchnorm");
+  gradient_allreduce_ = for_setting(new QComboBox, "data_parallel.gradient_allreduce");
+  gradient_allreduce_->setObjectName("gradientAllreduce");
+  add_choices<GradientAllReduce>(gradient_allreduce_);
+  form->addRow(tr("Processes"), processes_);
+  form->addRow(sync_batchnorm_);
+  form->addRow(tr("Gradient all-reduce"), gradient_allreduce_);
+  connect(processes_, &QSpinBox::valueChanged, this, &RunSetupPanel::update_processes);
+  connect(device_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_processes);
+  update_processes();
   return group;
 }
 
@@ -419,6 +435,33 @@ void RunSetupPanel::apply_scaler_preset() {
   max_scale_->setValue(s.max_scale);
 }
 
+void RunSetupPanel::update_processes() {
+  if (!processes_) return;  // still being built
+  const DeviceChoice device = chosen_device();
+  const int most = process_offer_.max_processes(device);
+  processes_->setMaximum(most);
+  const std::string why = process_offer_.why_one(device);
+  processes_->setToolTip(
+      why.empty() ? tr("1: trains here, in this program. More: one run on that many processes of mpirun (ampwb train "
+                       "--processes N), each on its shard of every batch; the batch size is each one's. Up to the %1 "
+                       "here.")
+                        .arg(process_offer_.on_cpu(device) ? tr("cores") : tr("GPUs"))
+                  : tr("One process only: %1.").arg(QString::fromStdString(why)));
+  processes_->setEnabled(editable_ && most > 1);
+  const bool many = processes_->value() > 1;
+  sync_batchnorm_->setEnabled(editable_ && many);
+  gradient_allreduce_->setEnabled(editable_ && many);
+  for (QWidget* field : {static_cast<QWidget*>(sync_batchnorm_), static_cast<QWidget*>(gradient_allreduce_)})
+    field->setToolTip(many ? QString() : tr("For a run on more than one process (Processes)"));
+}
+
+int RunSetupPanel::processes() const { return processes_->value(); }
+
+void RunSetupPanel::set_processes(int processes) {
+  processes_->setValue(std::clamp(processes, 1, processes_->maximum()));
+  update_processes();
+}
+
 TrainConfig RunSetupPanel::config() const {
   TrainConfig c;
   c.name = name_->text().trimmed().toStdString();
@@ -462,6 +505,8 @@ TrainConfig RunSetupPanel::config() const {
   c.stem = stem == "imagenet" ? Stem::ImageNet : stem == "small" ? Stem::Small : Stem::Auto;
   c.threads = threads_->value();
   c.max_steps_per_epoch = max_steps_->value();
+  c.data_parallel.sync_batchnorm = sync_batchnorm_->isChecked();
+  c.data_parallel.gradient_allreduce = chosen_choice<GradientAllReduce>(gradient_allreduce_);
   return c;
 }
 
@@ -507,6 +552,8 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
   select_data(stem_, QString::fromUtf8(stem_name(c.stem)));
   threads_->setValue(c.threads);
   max_steps_->setValue(static_cast<int>(c.max_steps_per_epoch));
+  sync_batchnorm_->setChecked(c.data_parallel.sync_batchnorm);
+  select_choice(gradient_allreduce_, c.data_parallel.gradient_allreduce);
   request_inspection();
 }
 
@@ -633,6 +680,8 @@ void RunSetupPanel::set_editable(bool editable) {
     if (w != advanced_toggle_ && w != advanced_ && !qobject_cast<QGroupBox*>(w) && !qobject_cast<QLabel*>(w) &&
         w != dataset_report_)
       w->setEnabled(editable);
+  editable_ = editable;
+  update_processes();  // what only many processes use stays off with one
 }
 
 void RunSetupPanel::load_settings() {
@@ -649,6 +698,7 @@ void RunSetupPanel::load_settings() {
   checkpoints_->setChecked(settings.value("setup/checkpoints", true).toBool());
   advanced_toggle_->setChecked(settings.value("setup/advancedOpen", false).toBool());
   set_config(c);
+  set_processes(settings.value("setup/processes", 1).toInt());
 }
 
 void RunSetupPanel::save_settings() const {
@@ -658,6 +708,7 @@ void RunSetupPanel::save_settings() const {
   settings.setValue("setup/config", QString::fromStdString(config_to_json_text(c)));
   settings.setValue("setup/checkpoints", checkpoints_->isChecked());
   settings.setValue("setup/advancedOpen", advanced_toggle_->isChecked());
+  settings.setValue("setup/processes", processes_->value());
 }
 
 }  // namespace ampwb::ui

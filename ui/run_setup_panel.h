@@ -9,6 +9,7 @@
 
 #include "dataset_inspector.h"
 #include "facade/devices.h"
+#include "facade/processes.h"
 #include "facade/run_setup.h"
 
 class QCheckBox;
@@ -37,6 +38,10 @@ class RunSetupPanel : public QWidget {
   TrainConfig config() const;
   void set_config(const TrainConfig& config);
   bool checkpoints_enabled() const;
+  // How many processes train the run (1: this one, in-process; more: `ampwb train --processes N`), up to the cores
+  // or GPUs here; the choice is disabled, saying why, where only one can (no MPI, no mpirun).
+  int processes() const;
+  void set_processes(int processes);
   void clear_run_name();  // a name is for one run: cleared once it has started
 
   void set_dataset_path(const QString& path);  // and inspect it
@@ -89,6 +94,9 @@ class RunSetupPanel : public QWidget {
   void apply_scaler_preset();
   // The run's memory estimate against what is available (train/memory_estimate.h), as the settings change.
   void update_memory_estimate();
+  // The Processes choice's limit and reason for the chosen device, and the data-parallel fields, usable only with
+  // more than one process.
+  void update_processes();
 
   DatasetInspector inspector_;
   QString dataset_problem_, settings_problem_;
@@ -108,6 +116,11 @@ class RunSetupPanel : public QWidget {
   QLabel* precision_help_ = nullptr;
   std::map<std::string, Capabilities> capabilities_;  // per device name, asked once
   QComboBox* device_ = nullptr;
+  ProcessOffer process_offer_;
+  WholeNumberBox* processes_ = nullptr;
+  QCheckBox* sync_batchnorm_ = nullptr;
+  QComboBox* gradient_allreduce_ = nullptr;
+  bool editable_ = true;
   // Training
   WholeNumberBox* epochs_ = nullptr;
   WholeNumberBox* batch_ = nullptr;

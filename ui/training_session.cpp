@@ -2,8 +2,16 @@
 // UI-side timer that drains the queue.
 #include "training_session.h"
 
+#include <signal.h>
+
+#include <QCoreApplication>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryFile>
+
 #include "store/run_store.h"
 #include "store/store_recorder.h"
+#include "train/event_lines.h"
 #include "train/observer_list.h"
 #include "train/trainer.h"
 
@@ -43,6 +51,46 @@ struct TrainingSession::Run {
   Trainer trainer;
 };
 
+// A run on many processes: `ampwb train --processes N --events-json` and what it has said so far. The QProcess is
+// deleted later, since a Child ends inside the process's own finished signal.
+struct TrainingSession::Child {
+  explicit Child(QObject* parent) : process(new QProcess(parent)) {}
+  ~Child() {
+    process->disconnect();
+    process->deleteLater();
+  }
+  QProcess* process;
+  QTemporaryFile config_file;  // the configuration the child reads (--config), kept while it runs
+  EventQueue queue;
+  QByteArray output;          // stdout not yet a whole line
+  QString errors;             // stderr, as it came
+  std::optional<RunEnd> end;  // the run's end event, held until the processes have exited
+  pid_t rank0 = 0;            // the process that writes the events, once the run has started
+  bool exited = false;
+};
+
+namespace {
+
+// What the child said went wrong, in its own words: its "ampwb train: error: ..." lines without the prefix (mpirun's
+// own banner around them left out), else its last line, else its exit.
+QString child_failure(const QString& errors, int exit_code) {
+  static const QRegularExpression ours(QStringLiteral("^ampwb train: (?:(rank \\d+): )?error: (.*)$"),
+                                       QRegularExpression::MultilineOption);
+  QStringList reasons;
+  for (auto it = ours.globalMatch(errors); it.hasNext();) {
+    const QRegularExpressionMatch m = it.next();
+    reasons << (m.captured(1).isEmpty() ? m.captured(2) : m.captured(1) + ": " + m.captured(2));
+  }
+  if (!reasons.isEmpty()) return reasons.join(QStringLiteral("; "));
+  const QStringList lines = errors.split('\n', Qt::SkipEmptyParts);
+  for (auto line = lines.rbegin(); line != lines.rend(); ++line)
+    if (!line->trimmed().isEmpty() && !line->trimmed().startsWith('-')) return line->trimmed();
+  return QCoreApplication::translate("TrainingSession", "the training processes ended with exit status %1")
+      .arg(exit_code);
+}
+
+}  // namespace
+
 TrainingSession::TrainingSession(QString db_path, QObject* parent) : QObject(parent), db_path_(std::move(db_path)) {
   qRegisterMetaType<EventBatch>();
   qRegisterMetaType<RunEnd>();
@@ -52,6 +100,11 @@ TrainingSession::TrainingSession(QString db_path, QObject* parent) : QObject(par
 
 TrainingSession::~TrainingSession() {
   timer_.stop();
+  if (child_ && !child_->exited) {  // mpirun ends its processes on SIGTERM
+    ::kill(static_cast<pid_t>(child_->process->processId()), SIGTERM);
+    if (!child_->process->waitForFinished(30000)) child_->process->kill();
+  }
+  child_.reset();
   if (run_) run_->trainer.cancel();
   run_.reset();  // ~Trainer waits for its thread
 }
@@ -66,6 +119,70 @@ void TrainingSession::start(const TrainConfig& config, int64_t continue_run) {
   timer_.start();
 }
 
+void TrainingSession::start_processes(const TrainConfig& config, int processes, int64_t continue_run) {
+  if (running()) throw Error("a run is already in progress");
+  if (continue_run == 0) validate(config);  // its settings' problems named here, their fields marked, as in-process
+  child_ = std::make_unique<Child>(this);
+  Child& child = *child_;
+  if (!child.config_file.open() ||
+      child.config_file.write(QByteArray::fromStdString(config_to_json_text(config))) < 0 ||
+      !child.config_file.flush()) {
+    const QString why = child.config_file.errorString();
+    child_.reset();
+    throw Error("the run's configuration could not be written for its processes: " + why.toStdString());
+  }
+  QStringList args = {QStringLiteral("train"),
+                      QStringLiteral("--processes"),
+                      QString::number(processes),
+                      QStringLiteral("--db"),
+                      db_path_,
+                      QStringLiteral("--events-json")};
+  if (continue_run != 0)
+    args << QStringLiteral("--resume") << QString::number(continue_run);
+  else
+    args << QStringLiteral("--config") << child.config_file.fileName();
+  if (continue_run == 0 && config.checkpoint_dir.empty()) args << QStringLiteral("--no-checkpoint");
+  // Without it, --processes gives each process its share of the cores; the setup's own number stands over that.
+  if (continue_run == 0 && config.threads > 0) args << QStringLiteral("--threads") << QString::number(config.threads);
+  connect(child.process, &QProcess::readyReadStandardOutput, this, &TrainingSession::read_child_output);
+  connect(child.process, &QProcess::readyReadStandardError, this,
+          [this] { child_->errors += QString::fromLocal8Bit(child_->process->readAllStandardError()); });
+  connect(child.process, &QProcess::finished, this, &TrainingSession::child_ended);
+  child.process->start(executable_.isEmpty() ? QCoreApplication::applicationFilePath() : executable_, args);
+  if (!child.process->waitForStarted(10000)) {
+    const QString why = child.process->errorString();
+    child_.reset();
+    throw Error("the training processes could not be started: " + why.toStdString());
+  }
+  config_ = config;
+  run_id_ = continue_run;
+  timer_.start();
+}
+
+void TrainingSession::read_child_output() {
+  if (!child_) return;
+  child_->output += child_->process->readAllStandardOutput();
+  for (qsizetype newline; (newline = child_->output.indexOf('\n')) >= 0;) {
+    const std::string line = child_->output.left(newline).toStdString();
+    child_->output.remove(0, newline + 1);
+    try {
+      const EventLinesStart start = replay_event_line(line, child_->queue);
+      if (start.run_id != 0) child_->queue.set_run_id(start.run_id);
+      if (start.pid != 0) child_->rank0 = static_cast<pid_t>(start.pid);
+    } catch (const std::exception& e) {
+      child_->errors += QString::fromUtf8(e.what()) + '\n';
+    }
+  }
+}
+
+void TrainingSession::child_ended() {
+  if (!child_ || child_->exited) return;
+  read_child_output();
+  child_->errors += QString::fromLocal8Bit(child_->process->readAllStandardError());
+  child_->exited = true;
+  drain();
+}
+
 void TrainingSession::pause() {
   if (run_) run_->trainer.pause();
 }
@@ -76,21 +193,53 @@ void TrainingSession::resume() {
 
 void TrainingSession::stop() {
   if (run_) run_->trainer.stop();
+  // As Ctrl-C on `ampwb train --processes`: rank 0 stops, and every rank with it after the same step. (A signal to
+  // mpirun itself ends the processes at once, without a checkpoint: only before the run has started.)
+  if (child_ && !child_->exited)
+    ::kill(child_->rank0 ? child_->rank0 : static_cast<pid_t>(child_->process->processId()),
+           child_->rank0 ? SIGINT : SIGTERM);
 }
 
 void TrainingSession::cancel() {
   if (run_) run_->trainer.cancel();
+  if (child_ && !child_->exited) ::kill(static_cast<pid_t>(child_->process->processId()), SIGTERM);
 }
 
 bool TrainingSession::paused() const { return run_ && run_->trainer.paused(); }
 
 void TrainingSession::wait() {
+  if (child_) {
+    child_->process->waitForFinished(-1);
+    child_ended();  // where the finished signal has not come yet
+    return;
+  }
   if (!run_) return;
   run_->trainer.wait();
   drain();
 }
 
 void TrainingSession::drain() {
+  if (child_) {
+    EventBatch batch = child_->queue.take();
+    if (batch.run_id != 0) run_id_ = batch.run_id;
+    if (batch.ended) child_->end = *batch.ended;  // delivered once the processes have exited
+    batch.ended.reset();
+    if (!batch.empty()) Q_EMIT events(batch);
+    if (!child_->exited) return;
+    timer_.stop();
+    const int exit_code = child_->process->exitCode();
+    RunEnd end =
+        child_->end.value_or(RunEnd{RunStatus::Failed, child_failure(child_->errors, exit_code).toStdString(), {}});
+    static const QRegularExpression unrecorded(QStringLiteral("the run was not fully recorded: (.*)$"),
+                                               QRegularExpression::MultilineOption);
+    const QString store_error = unrecorded.match(child_->errors).captured(1);
+    child_.reset();
+    EventBatch last;
+    last.ended = end;
+    Q_EMIT events(last);
+    Q_EMIT finished(run_id_, end, store_error);
+    return;
+  }
   if (!run_) return;
   EventBatch batch = run_->queue.take();
   if (batch.run_id != 0) run_id_ = batch.run_id;

@@ -2,6 +2,8 @@
 // own std::thread; its events are recorded into the run store (StoreRecorder, on the training thread) and copied
 // into an EventQueue, which a ~40 ms QTimer on the UI thread drains into value-type EventBatch signals. The UI
 // thread never waits on the trainer, except when destroying a session whose run is still going.
+// A run on many processes is `ampwb train --processes N` in a child process (docs/distributed.md): its events come
+// as JSON lines on the child's stdout (--events-json), are replayed into the same EventQueue and delivered alike.
 #pragma once
 
 #include <QObject>
@@ -27,6 +29,13 @@ class TrainingSession : public QObject {
   // Starts a run. `continue_run` (a stored run id) continues that run from config.resume_from, recording into
   // the same row. Throws ampwb::Error (invalid settings, unusable store) before anything starts.
   void start(const TrainConfig& config, int64_t continue_run = 0);
+  // Starts a new run on `processes` (> 1) processes of one mpirun, recorded by its rank 0 into the same store. Pause
+  // does nothing there; stop signals the processes as Ctrl-C would (a checkpoint when the run has its folder).
+  // Throws ampwb::Error (invalid settings, the child not started) before anything starts.
+  // `continue_run`: a stored run trained by as many processes, resumed from its checkpoint (its stored configuration).
+  void start_processes(const TrainConfig& config, int processes, int64_t continue_run = 0);
+  // The ampwb the child runs: this program by default (QCoreApplication::applicationFilePath); tests name the CLI.
+  void set_executable(QString path) { executable_ = std::move(path); }
   void pause();
   void resume();
   void stop();    // after the current step; saves a checkpoint when the run has a checkpoint folder
@@ -34,7 +43,8 @@ class TrainingSession : public QObject {
   // Blocks until the run has ended and its last events were delivered (closing the window, tests).
   void wait();
 
-  bool running() const { return static_cast<bool>(run_); }
+  bool running() const { return static_cast<bool>(run_) || static_cast<bool>(child_); }
+  bool in_child() const { return static_cast<bool>(child_); }  // a run on many processes: cannot be paused
   bool paused() const;
   int64_t run_id() const { return run_id_; }
   const TrainConfig& config() const { return config_; }
@@ -47,7 +57,12 @@ class TrainingSession : public QObject {
 
  private:
   void drain();
+  void read_child_output();
+  void child_ended();
   struct Run;  // the store connection, recorder, queue and trainer of the current run
+  struct Child;  // the child process of a run on many processes, its queue and what it said on stderr
+  std::unique_ptr<Child> child_;
+  QString executable_;
   QString db_path_;
   QTimer timer_;
   std::unique_ptr<Run> run_;
