@@ -86,6 +86,12 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole) {
     QString tip =
         QStringLiteral("%1\n%2").arg(QString::fromStdString(r.dataset_path), QString::fromStdString(r.backend));
+    if (r.info.world_size > 1)
+      tip += "\n" + tr("%1 processes, started by %2: %3 images a step in all (%4 each)")
+                        .arg(r.info.world_size)
+                        .arg(QString::fromUtf8(choice_name(r.info.launcher)))
+                        .arg(int64_t{r.batch_size} * r.info.world_size)
+                        .arg(r.batch_size);
     if (!r.end_reason.empty()) tip += "\n" + QString::fromStdString(r.end_reason);
     if (!r.notes.empty()) tip += "\nnotes: " + QString::fromStdString(r.notes);
     return plain_tooltip(tip);  // a path or notes that look like HTML are still shown as written
@@ -108,7 +114,10 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case Precision:
       return QString::fromStdString(r.precision_name());
     case Device:
-      return QString::fromStdString(r.device.name());
+      // "cpu × 2": a run on two processes, each on the device named.
+      return r.info.world_size > 1
+                 ? QStringLiteral("%1 × %2").arg(QString::fromStdString(r.device.name())).arg(r.info.world_size)
+                 : QString::fromStdString(r.device.name());
     case Status: {
       if (sort) return QString::fromUtf8(run_status_name(r.status));
       // A run the user stopped is "stopped" (the store's word is "cancelled"), and says when it can go on.
