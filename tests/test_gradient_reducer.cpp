@@ -158,6 +158,40 @@ TEST(GradientReducer, AStepThatThrowsLeavesNoBucketInFlight) {
   EXPECT_EQ(communicator.calls(), static_cast<int>(reducer.buckets()));
 }
 
+// ResNet-20's 1.1 MB of gradients are two buckets, not one that could only go at backward's end: the first, the
+// last layers', at most 1 MiB (DistributedDataParallel's first bucket).
+TEST(GradientReducer, ASmallModelsGradientsStillStartEarly) {
+  Model model;
+  SingleProcessCommunicator one;
+  GradientReducer reducer(one, model.net.parameters());
+  EXPECT_EQ(reducer.buckets(), 2u);
+  std::vector<Parameter*> head;
+  model.net.visit([&](Layer& layer) {
+    std::vector<Parameter*> params;
+    layer.collect_parameters(params);
+    if (!params.empty() && params[0]->name.rfind("fc", 0) == 0 && params.size() == 2) head = params;
+  });
+  ASSERT_EQ(head.size(), 2u);
+  reducer.begin();
+  int64_t floats = 0;
+  const std::vector<Parameter*> params = model.net.parameters();
+  for (auto it = params.rbegin(); it != params.rend() && reducer.buckets_launched() == 0; ++it) {
+    floats += it[0]->value.numel();
+    // Backward leaves the layers last first; a layer whose parameters complete the first bucket launches it.
+    struct One : Layer {
+      Parameter* p;
+      One(Backend& b, Parameter* q) : Layer(b), p(q) {}
+      Tensor forward(const Tensor& x, Mode) override { return x; }
+      Tensor backward(const Tensor& dy) override { return dy; }
+      void collect_parameters(std::vector<Parameter*>& out) override { out.push_back(p); }
+    } layer(model.backend, *it);
+    reducer.gradients_final(layer);
+  }
+  reducer.finish();
+  EXPECT_LE(floats * 4, int64_t{1} << 20) << "the first bucket's bytes";
+  EXPECT_GT(floats * 4, int64_t{1} << 19);
+}
+
 TEST(GradientReducer, OneProcessLeavesTheGradientsAsTheyAre) {
   Model model;
   SingleProcessCommunicator one;

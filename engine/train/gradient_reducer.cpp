@@ -37,7 +37,8 @@ GradientReducer::GradientReducer(Communicator& communicator, std::vector<Paramet
     : communicator_(communicator), precision_(precision), params_(std::move(params)) {
   for (auto it = params_.rbegin(); it != params_.rend(); ++it) {
     const size_t floats = static_cast<size_t>((*it)->value.numel());
-    if (buckets_.empty() || (buckets_.back().floats > 0 && (buckets_.back().floats + floats) * 4 > bucket_bytes))
+    const size_t cap = buckets_.size() == 1 ? std::min(bucket_bytes, kFirstBucketBytes) : bucket_bytes;
+    if (buckets_.empty() || (buckets_.back().floats > 0 && (buckets_.back().floats + floats) * 4 > cap))
       buckets_.emplace_back();
     buckets_.back().params.push_back(*it);
     buckets_.back().sizes.push_back(floats);

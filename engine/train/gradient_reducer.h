@@ -27,9 +27,13 @@ namespace ampwb {
 class GradientReducer {
  public:
   static constexpr size_t kBucketBytes = size_t{25} << 20;  // DistributedDataParallel's default bucket_cap_mb
+  // The first bucket (the last layers') is smaller, as DistributedDataParallel's: its all-reduce starts early in
+  // backward, and a small model's gradients are not one bucket that could only go at backward's end.
+  static constexpr size_t kFirstBucketBytes = size_t{1} << 20;
 
-  // Buckets of about bucket_bytes of FP32 gradients in reverse order of `params` (the order backward produces the
-  // gradients), the same on every rank since every rank builds the same model; summed in `precision`.
+  // Buckets of about bucket_bytes of FP32 gradients (the first at most kFirstBucketBytes) in reverse order of `params`
+  // (the order backward produces the gradients), the same on every rank since every rank builds the same model;
+  // summed in `precision`.
   GradientReducer(Communicator& communicator, std::vector<Parameter*> params,
                   GradientAllReduce precision = GradientAllReduce::F32, size_t bucket_bytes = kBucketBytes);
   // Waits for a bucket still in flight (a step that threw), then ends the communication thread.
