@@ -500,6 +500,16 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EXPECT_FALSE(row(c, "depth").differs);
   EXPECT_EQ(row(c, "seed").values[0], "18364758544493064720");  // all 64 bits
   EXPECT_EQ(row(c, "(device)").values[0], "cpu (oneDNN)");
+  // The processes each run trained on, with the launcher and the batch of all of them together.
+  std::vector<ComparedRun> on_two = runs;
+  on_two[1].record.info.world_size = 2;
+  on_two[1].record.info.launcher = Launcher::Mpirun;
+  const Comparison with_two = compare_runs(on_two);
+  const CompareRow& processes = row(with_two, "(processes)");
+  EXPECT_EQ(processes.values, (std::vector<std::string>{"1", "2, started by mpirun: 64 images a step in all"}));
+  EXPECT_TRUE(processes.setting);
+  EXPECT_TRUE(processes.differs);
+  EXPECT_FALSE(row(c, "(processes)").differs);
   EXPECT_THROW(row(c, "name"), std::runtime_error);  // a run's name is its column header, not a setting
   EXPECT_EQ(row(c, "epochs").values, (std::vector<std::string>{"2/2", "1/2"}));
   EXPECT_EQ(row(c, "validation accuracy at epoch 1").values, (std::vector<std::string>{"50.00%", "50.00%"}));
