@@ -352,18 +352,20 @@ TEST(StoreCli, ExportedCsvNeverHoldsAFormulaFromTextButKeepsNegativeNumbers) {
 TEST(StoreCli, AUriTheStoreCannotUseIsRefusedAndCreatesNothing) {
   TempDir dir("uri");
   const std::vector<std::string> in_dir = {"/usr/bin/env", "-C", dir.path().string()};
-  const std::string postgres = "postgresql:///ampwb?host=/tmp";
-  const std::string not_yet = "PostgreSQL run stores are not supported yet by this build";
+  // A PostgreSQL store with no server behind it: refused, saying so, before anything is made of the URI.
+  const std::string postgres = "postgresql:///ampwb?host=/nonexistent-ampwb-sockets";
+  const std::string not_yet = "cannot connect to the PostgreSQL run store";
   const std::string known = "a run store is an SQLite file's path, or a URI of postgresql:// or postgres://";
   const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
       {{"runs", "--db", "mysql://x/y"},
        "ampwb runs: error: the run store's URI names the scheme 'mysql', which this "
        "build does not know: " +
            known},
-      {{"runs", "--db", postgres}, "ampwb runs: error: the run store is a PostgreSQL database: " + not_yet},
-      {tiny_training(postgres, 1, 1), "ampwb train: error: the run store is a PostgreSQL database: " + not_yet},
+      {{"runs", "--db", postgres}, "ampwb runs: error: " + not_yet + " '" + postgres + "'"},
+      {tiny_training(postgres, 1, 1), "ampwb train: error: " + not_yet},
       {tiny_training("mysql://x/y", 1, 1), known},
-      {{"show", "1", "--db", "postgres://db/ampwb"}, not_yet},
+      {{"show", "1", "--db", "postgres://ann:s3cret@/ampwb?host=/nonexistent-ampwb-sockets"},
+       "'postgres://ann@/ampwb?host=/nonexistent-ampwb-sockets'"},
       {{"store", "check", "--db", "mysql://x/y"}, known},
       {{"store", "backup", "copy.sqlite", "--db", postgres}, not_yet},
   };
@@ -372,6 +374,8 @@ TEST(StoreCli, AUriTheStoreCannotUseIsRefusedAndCreatesNothing) {
     EXPECT_EQ(r.status, 1) << args[0] << ": " << r.output;
     expect_contains(r.output, message);
   }
+  const Result with_password = ampwb({"runs", "--db", "postgresql://ann:s3cret@/ampwb?host=/nonexistent"}, in_dir);
+  EXPECT_EQ(with_password.output.find("s3cret"), std::string::npos) << with_password.output;
   // The store named by $AMPWB_DB is checked the same way.
   std::vector<std::string> with_env = in_dir;
   with_env.push_back("AMPWB_DB=mysql://x/y");
