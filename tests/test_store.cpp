@@ -421,6 +421,54 @@ TEST_P(StoreOpen, ConcurrentWritersOnOneFileNeverFailAsLocked) {
   EXPECT_EQ(store.epochs(id).size(), 10u);
 }
 
+// Eight processes record a 200-epoch run each into one store at once (runs on many nodes): every run, epoch and
+// step is there once, and none of the writers met an error.
+TEST_P(StoreOpen, EightWriterProcessesLoseNothingAndDuplicateNothing) {
+  TempDir dir("writers");
+  const std::string path = new_store(dir);
+  { RunStore create(path); }
+  constexpr int kWriters = 8, kEpochs = 200, kStepsPerEpoch = 5;
+  std::vector<pid_t> children;
+  for (int w = 0; w < kWriters; ++w) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      int status = 0;
+      try {
+        RunStore store(path);
+        StoreRecorder recorder(store, config_named("writer-" + std::to_string(w)));
+        recorder.on_start(info());
+        for (int e = 1; e <= kEpochs; ++e) {
+          for (int s = 0; s < kStepsPerEpoch; ++s)
+            recorder.on_step(step(static_cast<int64_t>((e - 1) * kStepsPerEpoch + s), kStepsPerEpoch));
+          recorder.on_epoch(epoch(e));
+        }
+        recorder.on_end({RunStatus::Finished, ""});
+        if (!recorder.error().empty()) status = 2;
+      } catch (...) {
+        status = 3;
+      }
+      ::_exit(status);
+    }
+    children.push_back(child);
+  }
+  for (const pid_t child : children) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed: " << status;
+  }
+  RunStore store(path);
+  const std::vector<RunRecord> runs = store.runs();
+  ASSERT_EQ(runs.size(), static_cast<size_t>(kWriters));
+  for (const RunRecord& r : runs) {
+    EXPECT_EQ(r.status, RunStatus::Finished) << r.name;
+    EXPECT_EQ(store.epochs(r.id).size(), static_cast<size_t>(kEpochs)) << r.name;
+    EXPECT_EQ(store.steps(r.id).size(), static_cast<size_t>(kEpochs * kStepsPerEpoch)) << r.name;
+  }
+  EXPECT_EQ(query_int(path, "SELECT count(DISTINCT name) FROM runs"), kWriters);
+  EXPECT_EQ(query_int(path, "SELECT count(*) FROM epochs"), kWriters * kEpochs);
+}
+
 TEST(RunStore, AFullDiskFailsClearlyAndKeepsWhatWasStored) {
   TempDir dir("full");
   const std::string path = dir.file("runs.sqlite");
