@@ -100,6 +100,30 @@ TEST(MakeCommunicator, RefusesTorchrunRanksOnTheCpu) {
       << error_of(launch);
 }
 
+// Ranks that train on a GPU are NCCL's: refused, by name, where the build has no NCCL or the process no GPU; with a
+// GPU, this process (started outside mpirun) is refused by MPI, which carries NCCL's id, as MPI's own ranks are.
+TEST(MakeCommunicator, GpuRanksGoToNccl) {
+  LaunchInfo launch;
+  launch.launcher = Launcher::Mpirun;
+  launch.world_size = 2;
+  try {
+    make_communicator(launch, kDefaultCollectiveTimeout, DeviceChoice::cuda(0));
+    ADD_FAILURE() << "a communicator was made for a rank MPI does not see";
+  } catch (const Error& e) {
+    const std::string error = e.what();
+    const std::string launched = "this process is rank 0 of 2 (local rank 0), launched by mpirun";
+    if (!have_nccl()) {
+      EXPECT_EQ(error.find(launched + ", to train on cuda:0, but this build has no NCCL"), 0u) << error;
+    } else if (error.find("GPU, but it sees none") != std::string::npos) {
+      EXPECT_EQ(error, launched + ", to train on a GPU, but it sees none");
+    } else {
+      const std::string refusal =
+          have_mpi() ? "but MPI says rank 0 of 1" : "but this build has no MPI to pass NCCL's id";
+      EXPECT_NE(error.find(refusal), std::string::npos) << error;
+    }
+  }
+}
+
 // Started outside mpirun, a process that says it is one of two ranks finds MPI alone (a singleton), or no MPI in the
 // build: either way it is refused, naming its launch, instead of waiting for a rank that never comes.
 TEST(MakeCommunicator, RefusesRanksThatMpiDoesNotSee) {

@@ -25,6 +25,14 @@ bool have_mpi() {
 #endif
 }
 
+bool have_nccl() {
+#ifdef AMPWB_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
 namespace {
 
 // As make_backend decides: auto is a GPU where this build has CUDA and the machine a usable GPU.

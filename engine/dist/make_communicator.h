@@ -25,5 +25,7 @@ std::unique_ptr<Communicator> make_communicator(
 
 // Whether this build carries the MPI communicator (CMake found MPI).
 bool have_mpi();
+// Whether this build carries the NCCL communicator (CMake found NCCL beside the CUDA backend).
+bool have_nccl();
 
 }  // namespace ampwb
