@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <thread>
 
 #include "amp/policy.h"
 #include "backend/cpu/cpu_backend.h"
@@ -119,6 +122,132 @@ TEST(FusedBatchNormRelu, SameBitsAsTheTwoLayers) {
         EXPECT_EQ(to_float_vector(fused.running_var().value), to_float_vector(bn.running_var().value));
         EXPECT_EQ(to_float_vector(fused.forward(x, Mode::Eval)), to_float_vector(separate.forward(x, Mode::Eval)));
       }
+    }
+}
+
+// Two ranks in one process, a thread each, for synchronised batch norm: sum() returns on both once both have called
+// it, with each rank's data become rank 0's plus rank 1's (the same bits on both, as an all-reduce).
+class TwoRankSum {
+ public:
+  void sum(int rank, double* data, size_t count) {
+    std::unique_lock lock(mutex_);
+    const uint64_t round = round_;
+    data_[rank] = data;
+    if (++arrived_ < 2) {
+      summed_.wait(lock, [&] { return round_ != round; });
+      return;
+    }
+    for (size_t i = 0; i < count; ++i) data_[0][i] = data_[1][i] = data_[0][i] + data_[1][i];
+    arrived_ = 0;
+    ++round_;
+    summed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable summed_;
+  double* data_[2] = {};
+  int arrived_ = 0;
+  uint64_t round_ = 0;
+};
+
+ref::Array concatenated(const ref::Array& a, const ref::Array& b) {  // along N
+  ref::Array out = a;
+  out.shape[0] += b.shape[0];
+  out.v.insert(out.v.end(), b.v.begin(), b.v.end());
+  return out;
+}
+
+ref::Array rounded(const ref::Array& a, DType dtype) {  // what a perfect backend would store
+  return ref::from_tensor(tensor_from_floats(std::vector<float>(a.v.begin(), a.v.end()), a.shape, dtype));
+}
+
+// Synchronised batch norm on two ranks holding half a batch each gives the float64 reference's batch norm of the
+// whole batch: its output, input gradient and running statistics on each rank, and its gamma and beta gradients as
+// the ranks' sum (the gradient reducer then averages them, and the loss being each rank's mean, that average is the
+// whole batch's). The halves differ in mean, so that a rank's own statistics are far from the whole batch's.
+TEST(SynchronisedBatchNorm, TwoRanksWithHalfTheBatchEachGiveTheWholeBatch) {
+  using testing::Kernel;
+  using testing::Precision;
+  for (Precision precision : {Precision::FP32, Precision::FP16, Precision::BF16})
+    for (bool relu : {false, true}) {
+      const DType dtype = testing::storage_dtype(precision);
+      const Layout layout = relu ? Layout::NHWC : Layout::NCHW;
+      SCOPED_TRACE(std::string(testing::precision_name(precision)) + (relu ? " with relu, nhwc" : " nchw"));
+      constexpr int kChannels = 6;
+      const Shape half{2, kChannels, 4, 5};
+      Rng rng(59);
+      Tensor x[2], dy[2];
+      for (int r = 0; r < 2; ++r) {
+        std::vector<float> values = to_float_vector(random_tensor(half, rng, Layout::NCHW, 3.0));
+        for (float& v : values) v += 2.0f * static_cast<float>(r) + 1.0f;
+        x[r] = tensor_from_floats(values, half, dtype, layout);
+        dy[r] = tensor_from_floats(to_float_vector(random_tensor(half, rng)), half, dtype, layout);
+      }
+      const Tensor gamma = random_tensor({kChannels}, rng), beta = random_tensor({kChannels}, rng);
+
+      TwoRankSum rank_sum;
+      ref::Array y[2], dx[2], dgamma[2], dbeta[2], running_mean[2], running_var[2], own_y[2];
+      auto rank = [&](int r, bool synchronised) {
+        CpuBackend backend({1});  // a backend each: its primitive cache is one thread's
+        BatchNorm2d bn(backend, "bn", kChannels, relu);
+        backend.convert(gamma, bn.gamma().value);
+        backend.convert(beta, bn.beta().value);
+        if (!synchronised) {
+          own_y[r] = ref::from_tensor(bn.forward(x[r], Mode::Train));
+          return;
+        }
+        bn.set_rank_sum([&rank_sum, r](double* data, size_t count) { rank_sum.sum(r, data, count); });
+        y[r] = ref::from_tensor(bn.forward(x[r], Mode::Train));
+        dx[r] = ref::from_tensor(bn.backward(dy[r]));
+        dgamma[r] = ref::from_tensor(bn.gamma().grad);
+        dbeta[r] = ref::from_tensor(bn.beta().grad);
+        running_mean[r] = ref::from_tensor(bn.running_mean().value);
+        running_var[r] = ref::from_tensor(bn.running_var().value);
+      };
+      std::thread other(rank, 1, true);
+      rank(0, true);
+      other.join();
+      rank(0, false);
+      rank(1, false);
+
+      const ref::Array x_all = concatenated(ref::from_tensor(x[0]), ref::from_tensor(x[1]));
+      const ref::Array dy_all = concatenated(ref::from_tensor(dy[0]), ref::from_tensor(dy[1]));
+      const ref::Array g = ref::from_tensor(gamma), b = ref::from_tensor(beta);
+      constexpr double kEps = 1e-5;
+      const ref::BatchNormResult want = ref::batchnorm_forward_training(x_all, g, b, kEps);
+      const ref::Array got_y = concatenated(y[0], y[1]);
+      // The ReLU's mask from the output the layer made: a value the rounding takes to the other side of 0 is
+      // either side's.
+      const ref::BatchNormGrads grads =
+          ref::batchnorm_backward(x_all, relu ? ref::relu_backward(got_y, dy_all) : dy_all, g, kEps);
+
+      const double forward = testing::tolerance(Kernel::BatchNormTraining, precision);
+      const double backward = testing::tolerance(Kernel::BatchNormBackward, precision);
+      const double fp32 = testing::tolerance(Kernel::BatchNormBackward, Precision::FP32);
+      const ref::Array want_y = rounded(relu ? ref::relu_forward(want.y) : want.y, dtype);
+      EXPECT_LE(testing::relative_error(got_y, want_y), forward) << "y";
+      EXPECT_GT(testing::relative_error(concatenated(own_y[0], own_y[1]), want_y), 0.1)
+          << "each rank's own statistics must be far from the whole batch's, or the test proves nothing";
+      EXPECT_LE(testing::relative_error(concatenated(dx[0], dx[1]), rounded(grads.dx, dtype)), backward) << "dx";
+      ref::Array dgamma_sum = dgamma[0], dbeta_sum = dbeta[0];
+      for (int c = 0; c < kChannels; ++c) {
+        dgamma_sum.v[c] += dgamma[1].v[c];
+        dbeta_sum.v[c] += dbeta[1].v[c];
+      }
+      EXPECT_LE(testing::relative_error(dgamma_sum, grads.dgamma), fp32) << "dgamma";
+      EXPECT_LE(testing::relative_error(dbeta_sum, grads.dbeta), fp32) << "dbeta";
+      ref::Array want_mean = want.mean, want_var = want.var;  // PyTorch's update from 0 and 1, the variance unbiased
+      const double count = static_cast<double>(x_all.v.size()) / kChannels;
+      for (int c = 0; c < kChannels; ++c) {
+        want_mean.v[c] *= 0.1;
+        want_var.v[c] = 0.9 + 0.1 * want_var.v[c] * count / (count - 1);
+      }
+      for (int r = 0; r < 2; ++r) {
+        EXPECT_LE(testing::relative_error(running_mean[r], want_mean), fp32) << "running mean, rank " << r;
+        EXPECT_LE(testing::relative_error(running_var[r], want_var), fp32) << "running variance, rank " << r;
+      }
+      EXPECT_EQ(running_var[0].v, running_var[1].v) << "the ranks' running statistics differ";
     }
 }
 
