@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/setting_error.h"
 #include "dist/collective_timeout.h"
+#include "nn/batchnorm2d.h"
 #include "optim/lr_schedule.h"
 #include "train/benchmark.h"
 #include "train/checkpoint.h"
@@ -473,6 +474,18 @@ std::unique_ptr<GradientReducer> Trainer::Run::distribute() {
     if (!stream) throw Error("data-parallel training over NCCL needs the CUDA backend, not " + backend_->description());
     communicator_->set_device_stream(stream);
   }
+  if (config_.data_parallel.sync_batchnorm) {
+    // Its statistics travel through the host (nn/batchnorm2d.h): a GPU would wait for each layer's at every step.
+    if (!backend_->device().is_cpu())
+      throw SettingError("data_parallel.sync_batchnorm",
+                         "synchronised batch norm (--sync-batchnorm) runs on CPUs only, not on " +
+                             backend_->device().str() +
+                             ": train without it (statistics per process, as "
+                             "DistributedDataParallel by default)");
+    synchronise_batch_norm(model_, [communicator = communicator_](double* data, size_t count) {
+      communicator->all_reduce_sum(data, count);
+    });
+  }
   auto reducer =
       std::make_unique<GradientReducer>(*communicator_, model_.parameters(), config_.data_parallel.gradient_allreduce);
   std::vector<Buffer*> buffers;
@@ -548,6 +561,9 @@ void Trainer::Run::report_start() {
     info.notes.push_back(std::to_string(info.world_size) + " processes train together (" + communicator_->describe() +
                          "): the batch size is each one's, " + std::to_string(config_.batch_size * info.world_size) +
                          " images a step in all");
+  if (config_.data_parallel.sync_batchnorm)
+    info.notes.push_back(communicator_ ? "batch norm takes its statistics over every process's batch (synchronised)"
+                                       : "synchronised batch norm changes nothing on one process");
   if (!resume_note_.empty()) info.notes.push_back(resume_note_);
   if (const size_t skipped = dataset_.report().skipped.size())
     info.notes.push_back("passed over " + std::to_string(skipped) + (skipped == 1 ? " file" : " files") +
