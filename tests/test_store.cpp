@@ -228,6 +228,43 @@ TEST(PostgresStore, APasswordInTheUriIsNeverShownNorStored) {
             0);
   store.end_run(id, {RunStatus::Finished, ""}, {}, 1.0);
 }
+
+// The server ends the recording process's connection twice (an administrator, a restart, the network): the run goes
+// on, its records made again on a new connection; meanwhile another process found its lock free and marked it
+// interrupted, and the run says running again once its recorder is back.
+TEST(PostgresStore, ARunGoesOnWhenItsConnectionIsDropped) {
+  const std::string uri = postgres_server().uri();
+  execute(uri, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+  const auto drop_other_connections = [&] {
+    execute(uri,
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()");
+  };
+  RunStore store(uri);
+  StoreRecorderOptions options;
+  options.batch_steps = 3;
+  StoreRecorder recorder(store, config_named("dropped"), options);
+  recorder.on_start(info());
+  const int64_t id = recorder.run_id();
+  for (int64_t n = 0; n < 30; ++n) {
+    if (n == 5 || n == 14) drop_other_connections();
+    if (n == 14) {
+      RunStore other(uri);
+      EXPECT_EQ(other.interrupted_on_open(), 1);
+    }
+    recorder.on_step(step(n));
+    if (n % 10 == 9) recorder.on_epoch(epoch(static_cast<int>(n / 10) + 1));
+  }
+  EXPECT_EQ(RunStore(uri).run(id).status, RunStatus::Running);
+  EXPECT_TRUE(RunStore(uri).recording(id));
+  recorder.on_end({RunStatus::Finished, ""});
+  EXPECT_EQ(recorder.error(), "");
+  const RunRecord r = store.run(id);
+  EXPECT_EQ(r.status, RunStatus::Finished);
+  EXPECT_EQ(store.epochs(id).size(), 3u);
+  EXPECT_EQ(store.steps(id).size(), 30u);
+  EXPECT_EQ(query_int(uri, "SELECT count(*) FROM steps"), 30);
+}
 #endif
 
 TEST_P(StoreOpen, ReadOnlyStoreRefusesWritesByName) {

@@ -94,6 +94,7 @@ class PostgresStatement : public SqlStatementImpl {
   }
 
   void execute() {
+    db_.ensure_connected();
     std::vector<const char*> values;
     for (const auto& v : values_) values.push_back(v ? v->c_str() : nullptr);
     result_ = PQexecParams(db_.handle(), sql_.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
@@ -117,7 +118,8 @@ class PostgresStatement : public SqlStatementImpl {
 
 }  // namespace
 
-PostgresConnection::PostgresConnection(const std::string& uri, bool read_only) : name_(location_without_password(uri)) {
+PostgresConnection::PostgresConnection(const std::string& uri, bool read_only)
+    : name_(location_without_password(uri)), read_only_(read_only) {
   conn_ = PQconnectdb(uri.c_str());
   if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
     const std::string reason = conn_ ? PQerrorMessage(conn_) : "out of memory";
@@ -127,10 +129,37 @@ PostgresConnection::PostgresConnection(const std::string& uri, bool read_only) :
     while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' ')) trimmed.pop_back();
     throw StoreError("cannot connect to the PostgreSQL run store '" + name_ + "': " + trimmed);
   }
+  // Quiet: "relation exists, skipping" and the like.
   PQsetNoticeProcessor(
-      conn_, [](void*, const char*) {}, nullptr);  // "relation exists, skipping" and the like
+      conn_, [](void*, const char*) {}, nullptr);
+  set_up_session();
+}
+
+void PostgresConnection::set_up_session() {
   exec("SET client_min_messages = warning");
-  if (read_only) exec("SET default_transaction_read_only = on");
+  if (read_only_) exec("SET default_transaction_read_only = on");
+}
+
+void PostgresConnection::ensure_connected() {
+  if (PQstatus(conn_) == CONNECTION_OK || reconnecting_) return;
+  reconnecting_ = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{reconnecting_};
+  PQreset(conn_);
+  if (PQstatus(conn_) != CONNECTION_OK)
+    fail("reconnecting", "", PQerrorMessage(conn_));  // still lost: the caller may try again later
+  set_up_session();
+  // The runs this connection records lost their locks with the old session: taken again, and a run that another
+  // process marked interrupted meanwhile is running again (it never stopped).
+  for (const int64_t run : owned_) {
+    take_run_lock(run);
+    SqlStatement resumed(*this,
+                         "UPDATE runs SET status = 'running', ended = NULL, end_reason = '' WHERE id = ? AND "
+                         "status = 'interrupted'");
+    resumed.bind(1, run).run();
+  }
 }
 
 PostgresConnection::~PostgresConnection() { PQfinish(conn_); }  // the server drops the session's locks
@@ -141,7 +170,8 @@ void PostgresConnection::fail(const char* what, const std::string& sql, const ch
   std::string full = "run store '" + name_ + "': " + what + " failed";
   if (!sql.empty()) full += " on \"" + shorten(sql) + "\"";
   full += ": " + text;
-  if (PQstatus(conn_) != CONNECTION_OK) full += " (the connection to the server is lost)";
+  if (PQstatus(conn_) != CONNECTION_OK)
+    throw StoreError(full + " (the connection to the server is lost)", StoreError::kConnectionLost);
   throw StoreError(full);
 }
 
@@ -151,6 +181,7 @@ std::string PostgresConnection::database_version() const {
 }
 
 void PostgresConnection::exec(const std::string& sql) {
+  ensure_connected();
   PGresult* result = PQexec(conn_, sql.c_str());
   const ExecStatusType status = PQresultStatus(result);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
@@ -191,6 +222,11 @@ std::string PostgresConnection::replace_into(const std::string& table, const std
 }
 
 void PostgresConnection::own_run(int64_t run) {
+  take_run_lock(run);
+  owned_.insert(run);
+}
+
+void PostgresConnection::take_run_lock(int64_t run) {
   SqlStatement lock(*this, std::string("SELECT pg_try_advisory_lock(") + kLockKey + ", CAST(? AS integer))");
   if (!lock.bind(1, run).step() || lock.int64(0) != 1)
     throw StoreError("cannot record run " + std::to_string(run) + " in the run store '" + name_ +
@@ -198,6 +234,7 @@ void PostgresConnection::own_run(int64_t run) {
 }
 
 void PostgresConnection::disown_run(int64_t run) {
+  owned_.erase(run);
   SqlStatement unlock(*this, std::string("SELECT pg_advisory_unlock(") + kLockKey + ", CAST(? AS integer))");
   unlock.bind(1, run).run();
 }

@@ -38,13 +38,24 @@ class PostgresConnection : public SqlConnection {
   bool recorded_elsewhere(int64_t run) const override;
   void forget_run_lock(int64_t) override {}  // the server dropped the lock with its session: nothing is left
 
+  // A connection the server dropped (restarted, the session ended by an administrator, the network) is made again
+  // before the next statement, with the locks of the runs it records; until then statements fail with
+  // StoreError::connection_lost(), and a transaction cut off is the caller's to run again (StoreRecorder does).
+  void ensure_connected();
+
   pg_conn* handle() const { return conn_; }
   void set_changes(int changes) { changes_ = changes; }
   [[noreturn]] void fail(const char* what, const std::string& sql, const char* message) const;
 
  private:
+  void set_up_session();
+  void take_run_lock(int64_t run);
+
   pg_conn* conn_ = nullptr;
   std::string name_;
+  bool read_only_ = false;
+  bool reconnecting_ = false;
+  std::set<int64_t> owned_;  // runs whose lock this connection holds
   int changes_ = 0;
 };
 

@@ -18,8 +18,10 @@ namespace ampwb {
 // A run store problem: an unusable file, a failed read or write. The message names the file.
 class StoreError : public Error {
  public:
+  static constexpr int kConnectionLost = -1;  // a database server's connection dropped: the write may be tried again
   explicit StoreError(const std::string& message, int sqlite_code = 0) : Error(message), code_(sqlite_code) {}
   int sqlite_code() const { return code_; }  // SQLite's primary result code, 0 when SQLite did not fail
+  bool connection_lost() const { return code_ == kConnectionLost; }
   bool damaged() const;                      // the file's content is corrupt (not: busy, full, newer, foreign)
   bool not_a_database() const;               // the file does not begin as an SQLite database does
 

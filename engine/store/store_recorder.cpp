@@ -3,6 +3,9 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
+#include <thread>
+
 #include "store/dataset_fingerprint.h"
 #include "store/sqlite.h"
 
@@ -23,7 +26,8 @@ namespace {
 // of steps takes seconds): a write is tried again this many timeouts before the run fails for it.
 constexpr int kBusyRetries = 11;
 
-bool is_busy(const StoreError& e) { return e.sqlite_code() == SQLITE_BUSY; }
+// A PostgreSQL store's dropped connection is the same: the write is made again once the connection is (postgres.h).
+bool is_busy(const StoreError& e) { return e.sqlite_code() == SQLITE_BUSY || e.connection_lost(); }
 }  // namespace
 
 // Keeps the first failure for error(), and lets it end the run. f is one transaction: a busy store ran none of it,
@@ -35,7 +39,11 @@ void StoreRecorder::guarded(F&& f) {
       f();
       return;
     } catch (const StoreError& e) {
-      if (is_busy(e) && attempt < kBusyRetries) continue;
+      if (is_busy(e) && attempt < kBusyRetries) {
+        // A lost connection is made again at once where the server is there; a server restarting takes seconds.
+        if (e.connection_lost() && attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+        continue;
+      }
       if (error_.empty()) error_ = e.what();
       throw;
     } catch (const std::exception& e) {
