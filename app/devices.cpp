@@ -4,6 +4,7 @@
 // and bench ends with it.
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,14 +50,26 @@ std::string device_text(const DeviceReport& d) {
   return out;
 }
 
+// The first line mpirun says of its version ("mpirun (Open MPI) 4.1.4"), "" where it says nothing.
+std::string mpirun_version(const std::string& mpirun) {
+  if (mpirun.empty()) return "";
+  const std::string command = "'" + mpirun + "' --version 2>/dev/null";
+  const std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  char line[256] = {};
+  if (!pipe || !std::fgets(line, sizeof line, pipe.get())) return "";
+  std::string text = line;
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
 // One run on many processes (docs/distributed.md): what starts them here and how many make sense.
-std::string processes_text(const ProcessOffer& o) {
+std::string processes_text(const ProcessOffer& o, const std::string& version) {
   std::string out = "One run on many processes (ampwb train --processes N, or under mpirun or srun):\n";
   out += "  cores: " + std::to_string(o.cores) + ", CUDA GPUs: " + std::to_string(o.gpus) + "\n";
   out +=
       std::string("  MPI: ") + (o.mpi_built ? "built in" : "not built in (Open MPI's libopenmpi-dev)") + "; mpirun: ";
   out += o.mpirun.empty() ? std::string("not on PATH (Debian: openmpi-bin)")
-                          : o.mpirun + (o.mpirun_version.empty() ? "" : " (" + o.mpirun_version + ")");
+                          : o.mpirun + (version.empty() ? "" : " (" + version + ")");
   out += std::string("\n  NCCL: ") + (o.nccl_built ? "built in" : "not built in") + "\n";
   for (const DeviceChoice device : {DeviceChoice::cpu(), DeviceChoice::cuda(0)}) {
     if (!device.is_cpu() && o.gpus == 0) continue;
@@ -72,9 +85,10 @@ struct DevicesOptions {
 };
 
 int devices_command(const DevicesOptions& options) {
-  const ProcessOffer offer = process_offer(true);
+  const ProcessOffer offer = process_offer();
+  const std::string version = mpirun_version(offer.mpirun);
   if (!options.json) {
-    std::printf("%s\n%s", devices_help().c_str(), processes_text(offer).c_str());
+    std::printf("%s\n%s", devices_help().c_str(), processes_text(offer, version).c_str());
     return 0;
   }
   nlohmann::json out = {{"devices", nlohmann::json::array()}, {"gpu_absence_reason", gpu_absence_reason()}};
@@ -97,7 +111,7 @@ int devices_command(const DevicesOptions& options) {
                       {"gpus", offer.gpus},
                       {"mpi_built", offer.mpi_built},
                       {"mpirun", offer.mpirun},
-                      {"mpirun_version", offer.mpirun_version},
+                      {"mpirun_version", version},
                       {"nccl_built", offer.nccl_built},
                       {"max_cpu_processes", offer.max_processes(DeviceChoice::cpu())},
                       {"cpu_limit_reason", offer.why_one(DeviceChoice::cpu())},

@@ -4,9 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -25,16 +23,6 @@ std::string find_on_path(const std::string& name) {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return "";
-}
-
-std::string first_line_of(const std::string& command) {
-  const std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
-  if (!pipe) return "";
-  char line[256] = {};
-  if (!std::fgets(line, sizeof line, pipe.get())) return "";
-  std::string text = line;
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return text;
 }
 
 }  // namespace
@@ -56,7 +44,7 @@ std::string ProcessOffer::why_one(DeviceChoice device) const {
   return gpus > 1 ? "" : "this machine has one GPU";
 }
 
-ProcessOffer process_offer(bool with_version) {
+ProcessOffer process_offer() {
   ProcessOffer offer;
   offer.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (const DeviceInfo& d : list_devices())
@@ -66,8 +54,6 @@ ProcessOffer process_offer(bool with_version) {
   offer.nccl_built = true;
 #endif
   offer.mpirun = find_on_path("mpirun");
-  if (with_version && !offer.mpirun.empty())
-    offer.mpirun_version = first_line_of("'" + offer.mpirun + "' --version 2>&1");
   return offer;
 }
 

@@ -10,12 +10,11 @@
 namespace ampwb {
 
 struct ProcessOffer {
-  int cores = 1;               // what the OS reports (std::thread::hardware_concurrency)
-  int gpus = 0;                // usable CUDA GPUs
-  bool mpi_built = false;      // this build carries the MPI communicator
-  std::string mpirun;          // mpirun's path on PATH, "" where there is none
-  std::string mpirun_version;  // its first line of `mpirun --version` where asked for, e.g. "mpirun (Open MPI) 4.1.4"
-  bool nccl_built = false;     // this build carries the NCCL communicator (GPU collectives)
+  int cores = 1;            // what the OS reports (std::thread::hardware_concurrency)
+  int gpus = 0;             // usable CUDA GPUs
+  bool mpi_built = false;   // this build carries the MPI communicator
+  std::string mpirun;       // mpirun's path on PATH, "" where there is none
+  bool nccl_built = false;  // this build carries the NCCL communicator (GPU collectives)
 
   // The most processes one run on `device` can use here: the cores (CPU) or the GPUs, and 1 where processes cannot
   // be started (why_one says why).
@@ -25,7 +24,7 @@ struct ProcessOffer {
   bool on_cpu(DeviceChoice device) const;  // the CPU, or auto where there is no GPU
 };
 
-// Looks at this build and this machine; `with_version` also runs `mpirun --version` (tens of milliseconds).
-ProcessOffer process_offer(bool with_version = false);
+// Looks at this build and this machine (it starts nothing).
+ProcessOffer process_offer();
 
 }  // namespace ampwb
