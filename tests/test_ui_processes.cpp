@@ -8,6 +8,7 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -32,6 +33,9 @@ class ProcessesThroughTheUi : public QObject {
   QString data_;
 
   QString db(const QString& name) const { return dir_.filePath(name + ".sqlite"); }
+  // The tiny runs take seconds: a run not ended by then has hung (its processes are ended with the window), and the
+  // test fails there rather than at QTest's own limit, which would leave the processes behind.
+  static constexpr int kRunEnds = 120000;
 
   // The tiny run of tests/test_ui_util.h through the panel's own fields, on `processes` processes.
   void set_up(MainWindow& w, int epochs, int steps, int processes) {
@@ -44,6 +48,7 @@ class ProcessesThroughTheUi : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
+    QSettings().remove("setup/processes");  // the default, not what an earlier run of this program chose
     data_ = write_stripes(dir_.filePath("stripes"), 48, 16);
   }
 
@@ -108,7 +113,7 @@ class ProcessesThroughTheUi : public QObject {
     QVERIFY(w.session()->running());
     QVERIFY(w.session()->in_child());
     QVERIFY(!child<QPushButton>(w, "trainButton")->isEnabled());
-    QVERIFY(finished.wait(600000));
+    QVERIFY(finished.wait(kRunEnds));
     const QString status = child<QLabel>(w, "statusLine")->text();
     QCOMPARE(finished.at(0).at(1).toInt(), static_cast<int>(RunStatus::Finished));
     QVERIFY2(status.contains("finished"), qPrintable(status));
@@ -153,7 +158,7 @@ class ProcessesThroughTheUi : public QObject {
       }
     });
     QTest::mouseClick(child<QPushButton>(w, "trainButton"), Qt::LeftButton);
-    QVERIFY(finished.wait(600000));
+    QVERIFY(finished.wait(kRunEnds));
     QVERIFY(stopped);
     QCOMPARE(finished.at(0).at(1).toInt(), static_cast<int>(RunStatus::Cancelled));
     const int64_t id = finished.at(0).at(0).toLongLong();
@@ -164,7 +169,7 @@ class ProcessesThroughTheUi : public QObject {
     }
     QCOMPARE(w.resume_run(id), QString());
     QVERIFY(w.session()->in_child());
-    QVERIFY(finished.wait(600000));
+    QVERIFY(finished.wait(kRunEnds));
     QCOMPARE(finished.at(1).at(1).toInt(), static_cast<int>(RunStatus::Finished));
     RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
     QCOMPARE(store.run(id).status, RunStatus::Finished);
@@ -182,7 +187,7 @@ class ProcessesThroughTheUi : public QObject {
     const bool started = w.start_training();
     qputenv("PATH", path);
     QVERIFY(started);
-    QVERIFY(finished.wait(120000));
+    QVERIFY(finished.wait(kRunEnds));
     QCOMPARE(finished.at(0).at(1).toInt(), static_cast<int>(RunStatus::Failed));
     const QString status = child<QLabel>(w, "statusLine")->text();
     QVERIFY2(status.contains("--processes starts Open MPI's mpirun, which cannot be run here"), qPrintable(status));

@@ -101,6 +101,7 @@ TrainingSession::TrainingSession(QString db_path, QObject* parent) : QObject(par
 TrainingSession::~TrainingSession() {
   timer_.stop();
   if (child_ && !child_->exited) {  // mpirun ends its processes on SIGTERM
+    child_->process->disconnect(this);  // its end reaches no one now: the window may be half destroyed
     ::kill(static_cast<pid_t>(child_->process->processId()), SIGTERM);
     if (!child_->process->waitForFinished(30000)) child_->process->kill();
   }
