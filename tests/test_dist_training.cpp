@@ -320,13 +320,13 @@ TEST_P(SynchronisedBatchNorm, TwoRanksAtBatchBTrainAsOneProcessAtBatch2B) {
   const Trajectory reference = train_batches(mode, one_process, nullptr, false);
   const Trajectory synchronised = train_batches(mode, mine, &world(), true);
   const Trajectory per_rank = train_batches(mode, mine, &world(), false);
-  const SyncBound& bound = *std::find_if(std::begin(kSyncBounds), std::end(kSyncBounds),
-                                         [&](const SyncBound& b) { return b.mode == mode; });
+  const SyncBound& bound =
+      *std::find_if(std::begin(kSyncBounds), std::end(kSyncBounds), [&](const SyncBound& b) { return b.mode == mode; });
   const Distance sync = distance(synchronised, reference, bound.steps);
   const Distance unsync = distance(per_rank, reference, bound.steps);
   if (world().rank() == 0)
-    std::cout << mode << ": synchronised batch norm's distance from one process at batch " << 2 * kPerRank
-              << " over " << bound.steps << " steps: loss " << sync.loss << ", weights " << sync.weights
+    std::cout << mode << ": synchronised batch norm's distance from one process at batch " << 2 * kPerRank << " over "
+              << bound.steps << " steps: loss " << sync.loss << ", weights " << sync.weights
               << "; with batch norm per rank: loss " << unsync.loss << ", weights " << unsync.weights << "\n";
   EXPECT_EQ(reference.skipped + synchronised.skipped, 0) << "a skipped step would make the runs incomparable";
   EXPECT_LE(sync.loss, bound.loss) << "losses";
