@@ -478,7 +478,7 @@ std::unique_ptr<GradientReducer> Trainer::Run::distribute() {
     // Its statistics travel through the host (nn/batchnorm2d.h): a GPU would wait for each layer's at every step.
     if (!backend_->device().is_cpu())
       throw SettingError("data_parallel.sync_batchnorm",
-                         "synchronised batch norm (--sync-batchnorm) runs on CPUs only, not on " +
+                         "synchronised batch norm runs on CPUs only, not on " +
                              backend_->device().str() +
                              ": train without it (statistics per process, as "
                              "DistributedDataParallel by default)");
@@ -637,11 +637,13 @@ std::optional<RunEnd> Trainer::Run::train_epoch(const EpochStart& start) {
 // How the run ends before step b when it must (cancelled, stopped, too many images lost); waits while paused.
 std::optional<RunEnd> Trainer::Run::interruption(int64_t b, const EpochStart& start) {
   if (trainer_.paused_) trainer_.wait_while_paused();
+  std::optional<std::string> lost = lost_images_.too_many();
   if (communicator_) {  // a rank told to stop (a signal to one process) stops them all at the same step
-    int64_t told[] = {trainer_.cancel_ ? 1 : 0, trainer_.stop_ ? 1 : 0};
-    communicator_->all_reduce_sum(told, 2);
+    int64_t told[] = {trainer_.cancel_ ? 1 : 0, trainer_.stop_ ? 1 : 0, lost ? 1 : 0};
+    communicator_->all_reduce_sum(told, 3);
     if (told[0] > 0) trainer_.cancel_ = true;
     if (told[1] > 0) trainer_.stop_ = true;
+    if (told[2] > 0 && !lost) lost = "another process lost too many of its images";
   }
   if (trainer_.cancel_) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
   if (trainer_.stop_) {
@@ -649,7 +651,7 @@ std::optional<RunEnd> Trainer::Run::interruption(int64_t b, const EpochStart& st
     return RunEnd{RunStatus::Cancelled, "stopped by the user at epoch " + std::to_string(at_.epoch) + ", step " +
                                             std::to_string(b) + save(so_far(start))};
   }
-  if (std::optional<std::string> lost = lost_images_.too_many()) {
+  if (lost) {
     if (std::optional<RunEnd> end = settle_pending()) return end;
     note_lost(at_.epoch);
     return RunEnd{RunStatus::Failed, *lost + save(so_far(start))};
@@ -763,7 +765,14 @@ std::optional<RunEnd> Trainer::Run::end_epoch(const EpochStart& start) {
   }
   report_(&TrainObserver::on_epoch, er);
   const std::string resumable = save(EpochProgress{epoch + 1});  // resumes at the next epoch
-  if (std::optional<std::string> lost = lost_images_.too_many()) return RunEnd{RunStatus::Failed, *lost + resumable};
+  std::optional<std::string> lost = lost_images_.too_many();
+  if (communicator_) {  // every rank ends here or none: a stop or a loss that reached one process during the epoch
+    int64_t told[] = {trainer_.stop_ ? 1 : 0, lost ? 1 : 0};
+    communicator_->all_reduce_sum(told, 2);
+    if (told[0] > 0) trainer_.stop_ = true;
+    if (told[1] > 0 && !lost) lost = "another process lost too many of its images";
+  }
+  if (lost) return RunEnd{RunStatus::Failed, *lost + resumable};
   if (trainer_.stop_ && epoch < config_.epochs)
     return RunEnd{RunStatus::Cancelled, "stopped by the user after epoch " + std::to_string(epoch) + resumable};
   return std::nullopt;
