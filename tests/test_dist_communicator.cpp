@@ -95,7 +95,7 @@ TEST(MakeCommunicator, RefusesTorchrunRanksOnTheCpu) {
   launch.master_port = 29500;
   EXPECT_NE(error_of(launch).find("this process is rank 1 of 2 (local rank 1), launched by torchrun, on the CPU, but "
                                   "torchrun-style ranks have no collectives over host memory without MPI: start the "
-                                  "ranks with mpirun or srun, or train on GPUs (--device cuda)"),
+                                  "ranks with mpirun or srun, or train on GPUs (the device cuda)"),
             std::string::npos)
       << error_of(launch);
 }

@@ -91,7 +91,7 @@ std::unique_ptr<Communicator> make_communicator(const LaunchInfo& launch, std::c
       // The TCP rendezvous carries NCCL's id only: the CPU's collectives are MPI's.
       throw Error("this process is " + describe(launch) +
                   ", on the CPU, but torchrun-style ranks have no collectives over host memory without MPI: start "
-                  "the ranks with mpirun or srun, or train on GPUs (--device cuda)");
+                  "the ranks with mpirun or srun, or train on GPUs (the device cuda)");
     case Launcher::Single:
       break;
   }

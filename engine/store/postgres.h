@@ -59,7 +59,7 @@ class PostgresConnection : public SqlConnection {
   int changes_ = 0;
 };
 
-// libpq's version, "15.5", for `ampwb --version`-style reports.
+// libpq's version, "15.5", for the version reports.
 std::string libpq_version();
 
 }  // namespace ampwb

@@ -216,8 +216,8 @@ fs::path checkpoints_folder(const std::string& store_path) {
   const char* home = std::getenv("HOME");
   if (home && *home) return fs::path(home) / ".local" / "share" / "ampwb" / "checkpoints";
   throw StoreError(
-      "no place for the checkpoints of a run in a PostgreSQL store: HOME is not set (name a folder "
-      "with --checkpoint-dir)");
+      "no place for the checkpoints of a run in a PostgreSQL store: HOME is not set (name a checkpoint "
+      "folder in the run's settings)");
 }
 }  // namespace
 

@@ -8,6 +8,7 @@
 
 #include "core/convert16.h"
 #include "core/error.h"
+#include "core/setting_error.h"
 
 namespace ampwb {
 namespace {
@@ -46,8 +47,9 @@ GradientReducer::GradientReducer(Communicator& communicator, std::vector<Paramet
     bucket_of_[*it] = buckets_.size() - 1;
   }
   if (communicator_.reduces_device_memory() && precision_ != GradientAllReduce::F32)
-    throw Error("a 16-bit gradient all-reduce on GPUs is not built yet (NCCL sums FP32 gradients): leave "
-                "--gradient-allreduce at fp32");
+    throw SettingError("data_parallel.gradient_allreduce",
+                       "a 16-bit gradient all-reduce on GPUs is not built yet (NCCL sums FP32 gradients): leave the "
+                       "gradient all-reduce at fp32");
   thread_ = std::thread([this] { communicate(); });
 }
 
