@@ -6,6 +6,7 @@
 #include <QtGlobal>
 
 #include "facade/devices.h"
+#include "store/store_location.h"
 
 namespace ampwb::ui {
 
@@ -28,7 +29,9 @@ QString about_text(const QString& db_path) {
              "<p>%7<br>Run store: %8</p>")
       .arg(QStringLiteral(AMPWB_VERSION), QString::fromUtf8(qVersion()), QStringLiteral(QT_VERSION_STR),
            QString::fromStdString(cpu.description).toHtmlEscaped(), QString::fromStdString(cpu.isa), gpus,
-           QSysInfo::prettyProductName().toHtmlEscaped(), db_path.toHtmlEscaped());
+           QSysInfo::prettyProductName().toHtmlEscaped(),
+           // A PostgreSQL URI may hold a password: libpq alone sees it.
+           QString::fromStdString(location_without_password(db_path.toStdString())).toHtmlEscaped());
 }
 
 void show_about(QWidget* parent, const QString& db_path) {
