@@ -230,14 +230,14 @@ QWidget* RunSetupPanel::build_model_group() {
   process_offer_ = process_offer();
   processes_ = int_box(1, 1);
   processes_->setObjectName("processes");
-  sync_batchnorm_ = for_setting(new QCheckBox(tr("Sync batch norm (statistics over every process's batch)")),
+  sync_batchnorm_ = for_setting(new QCheckBox(tr("synchronised")),
                                 "data_parallel.sync_batchnorm");
   sync_batchnorm_->setObjectName("syncBatchnorm");
   gradient_allreduce_ = for_setting(new QComboBox, "data_parallel.gradient_allreduce");
   gradient_allreduce_->setObjectName("gradientAllreduce");
   add_choices<GradientAllReduce>(gradient_allreduce_);
   form->addRow(tr("Processes"), processes_);
-  form->addRow(sync_batchnorm_);
+  form->addRow(tr("Batch norm"), sync_batchnorm_);
   form->addRow(tr("Gradient all-reduce"), gradient_allreduce_);
   connect(processes_, &QSpinBox::valueChanged, this, &RunSetupPanel::update_processes);
   connect(device_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_processes);
@@ -451,8 +451,10 @@ void RunSetupPanel::update_processes() {
   const bool many = processes_->value() > 1;
   sync_batchnorm_->setEnabled(editable_ && many);
   gradient_allreduce_->setEnabled(editable_ && many);
-  for (QWidget* field : {static_cast<QWidget*>(sync_batchnorm_), static_cast<QWidget*>(gradient_allreduce_)})
-    field->setToolTip(many ? QString() : tr("For a run on more than one process (Processes)"));
+  const QString single = tr("For a run on more than one process (Processes)");
+  sync_batchnorm_->setToolTip(many ? tr("Statistics over every process's batch, as one process at the global batch")
+                                   : single);
+  gradient_allreduce_->setToolTip(many ? QString() : single);
 }
 
 int RunSetupPanel::processes() const { return processes_->value(); }
