@@ -41,6 +41,7 @@
 #include "runs_view.h"
 #include "store/csv_export.h"
 #include "store/run_resume.h"
+#include "store/store_location.h"
 #include "sweep_dialog.h"
 
 namespace ampwb::ui {
@@ -134,7 +135,9 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
     if (tabs_->currentWidget() == runs_view_) runs_view_->reload();
   });
 
-  auto* store_label = new QLabel(tr("Runs: %1").arg(QDir::toNativeSeparators(db_path)));
+  // A PostgreSQL URI may hold a password, which libpq alone sees.
+  auto* store_label = new QLabel(tr("Runs: %1").arg(
+      QDir::toNativeSeparators(QString::fromStdString(location_without_password(db_path.toStdString())))));
   store_label->setObjectName("storePath");
   store_label->setTextFormat(Qt::PlainText);  // a path, shown as written
   statusBar()->addPermanentWidget(store_label);
