@@ -108,6 +108,21 @@ bool wait_for_checkpoint(const std::string& db) {
   return false;
 }
 
+// Run 1, interrupted, resumed by two ranks (rank 1 given a store path it must never open) and trained to its 40th
+// epoch.
+void resumes_to_the_end_on_two_ranks(const TempDir& dir, const std::string& db, const std::string& rank1_db) {
+  const std::vector<std::string> resume = {"train", "--resume", "1", "--threads", "1", "--db"};
+  std::vector<std::string> first = resume, other = resume;
+  first.push_back(db);
+  other.push_back(rank1_db);
+  const Result resumed = run(two_ranks(first, other));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  EXPECT_EQ(store.run(1).status, RunStatus::Finished);
+  EXPECT_EQ(store.epochs(1).size(), 40u);
+  EXPECT_FALSE(fs::exists(dir.path() / "rank1")) << "rank 1 opened a run store of its own";
+}
+
 // A rank killed mid-run ends the other within 60 s, mpirun naming it; the run is left interrupted at its last
 // checkpoint and resumes from it with as many processes, but not with another number.
 TEST(DistCli, AKilledRankEndsTheRunWhichResumesWithAsManyRanks) {
@@ -135,16 +150,7 @@ TEST(DistCli, AKilledRankEndsTheRunWhichResumesWithAsManyRanks) {
   const Result alone = ampwb({"train", "--resume", "1", "--db", db, "--threads", "1"});
   EXPECT_NE(alone.status, 0);
   expect_contains(alone.output, "run 1 was trained by 2 processes: resume it with as many");
-  const std::vector<std::string> resume = {"train", "--resume", "1", "--threads", "1", "--db"};
-  std::vector<std::string> first = resume, other = resume;
-  first.push_back(db);
-  other.push_back(rank1_db);
-  const Result resumed = run(two_ranks(first, other));
-  ASSERT_EQ(resumed.status, 0) << resumed.output;
-  RunStore store(db, RunStore::Mode::ReadOnly);
-  EXPECT_EQ(store.run(1).status, RunStatus::Finished);
-  EXPECT_EQ(store.epochs(1).size(), 40u);
-  EXPECT_FALSE(fs::exists(dir.path() / "rank1")) << "rank 1 opened a run store of its own";
+  resumes_to_the_end_on_two_ranks(dir, db, rank1_db);
 }
 
 // The exit status of `pid` once it has ended, waiting at most `limit`; nullopt where it still runs.
@@ -215,16 +221,7 @@ TEST(DistCli, AStoppedRankIsNamedAndTheRunResumes) {
     expect_contains(run.end_reason, "for rank 1, which did not answer");
     EXPECT_TRUE(store.resumable(run.id));
   }
-  const std::vector<std::string> resume = {"train", "--resume", "1", "--threads", "1", "--db"};
-  std::vector<std::string> first = resume, other = resume;
-  first.push_back(db);
-  other.push_back(rank1_db);
-  const Result resumed = run(two_ranks(first, other));
-  ASSERT_EQ(resumed.status, 0) << resumed.output;
-  RunStore store(db, RunStore::Mode::ReadOnly);
-  EXPECT_EQ(store.run(1).status, RunStatus::Finished);
-  EXPECT_EQ(store.epochs(1).size(), 40u);
-  EXPECT_FALSE(fs::exists(dir.path() / "rank1")) << "rank 1 opened a run store of its own";
+  resumes_to_the_end_on_two_ranks(dir, db, rank1_db);
 }
 
 }  // namespace
