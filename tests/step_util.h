@@ -18,18 +18,38 @@ struct StepOutcome {
   std::vector<std::vector<float>> grads, weights;  // per parameter, after the step, on the host
 };
 
+// A fresh ResNet of `model_config` shape drawn from `rng`, SGD with momentum and the step of `mode`, its loss scale
+// starting at 1024 so that the first step is taken, not skipped: the training the step tests share.
+struct StepRig {
+  StepRig(Backend& backend, const std::string& mode, const ResNetConfig& model_config, Rng& rng)
+      : model(backend, model_config, rng),
+        sgd(backend, {OptimizerKind::Sgd, 0.9f}),
+        config(starting_at_1024(precision_preset(mode))),
+        policy(config),
+        scaler(config.loss_scale),
+        step(backend, model, sgd, policy, scaler, 0.0f, 0.0f) {}
+
+  static PrecisionConfig starting_at_1024(PrecisionConfig c) {
+    c.loss_scale.init_scale = 1024;
+    return c;
+  }
+
+  ResNet model;
+  Sgd sgd;
+  PrecisionConfig config;
+  PrecisionPolicy policy;
+  LossScaler scaler;
+  MixedPrecisionStep step;
+};
+
 // A ResNet of `model` shape, SGD with momentum, a random NHWC batch of `batch` images with random labels, one step
 // at lr 0.1 in `mode`; the loss scale starts at 1024 so that the first step is taken, not skipped.
 inline StepOutcome one_training_step(Backend& backend, const std::string& mode, const ResNetConfig& model_config,
                                      int batch, uint64_t seed) {
   Rng rng(seed);
-  ResNet model(backend, model_config, rng);
-  Sgd sgd(backend, {OptimizerKind::Sgd, 0.9f});
-  PrecisionConfig config = precision_preset(mode);
-  config.loss_scale.init_scale = 1024;
-  const PrecisionPolicy policy(config);
-  LossScaler scaler(config.loss_scale);
-  MixedPrecisionStep step(backend, model, sgd, policy, scaler, 0.0f, 0.0f);
+  StepRig rig(backend, mode, model_config, rng);
+  ResNet& model = rig.model;
+  MixedPrecisionStep& step = rig.step;
   const int64_t size = model_config.image_size;
   const Tensor images = random_tensor({batch, model_config.in_channels, size, size}, rng, Layout::NHWC);
   Tensor labels = Tensor::empty({batch}, DType::I32);

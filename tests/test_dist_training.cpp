@@ -20,11 +20,14 @@
 #include "dist/make_communicator.h"
 #include "nn/batchnorm2d.h"
 #include "op_test_util.h"
+#include "step_util.h"
 #include "train/gradient_reducer.h"
 #include "train/mixed_precision_step.h"
 
 namespace ampwb {
 namespace {
+
+using testing::StepRig;
 
 constexpr uint64_t kModelSeed = 59, kBatchSeed = 590;
 const ResNetConfig kModel{20, 3, 3, 8, Stem::Auto};  // depth, classes, channels, image size
@@ -59,13 +62,9 @@ struct Steps {
 Steps train(const std::string& mode, const Batch& batch, int steps, Communicator* world) {
   CpuBackend backend({1});
   Rng rng(kModelSeed + (world ? static_cast<uint64_t>(world->rank()) * 1000 : 0));
-  ResNet model(backend, kModel, rng);
-  Sgd sgd(backend, {OptimizerKind::Sgd, 0.9f});
-  PrecisionConfig config = precision_preset(mode);
-  config.loss_scale.init_scale = 1024;
-  const PrecisionPolicy policy(config);
-  LossScaler scaler(config.loss_scale);
-  MixedPrecisionStep step(backend, model, sgd, policy, scaler, 0.0f, 0.0f);
+  StepRig rig(backend, mode, kModel, rng);
+  ResNet& model = rig.model;
+  MixedPrecisionStep& step = rig.step;
   std::optional<GradientReducer> reducer;
   if (world) {
     std::vector<Buffer*> buffers;
@@ -78,7 +77,7 @@ Steps train(const std::string& mode, const Batch& batch, int steps, Communicator
   for (Parameter* p : model.parameters()) out.initial.push_back(to_float_vector(p->value));
   for (int i = 0; i < steps; ++i) {
     out.results.push_back(step.run(batch.images, batch.labels, 0.1f));
-    out.scales.push_back(scaler.scale());
+    out.scales.push_back(rig.scaler.scale());
     std::vector<uint32_t>& sums = out.checksums.emplace_back();
     for (Parameter* p : model.parameters()) sums.push_back(crc32c(p->value.data(), p->value.nbytes()));
   }
@@ -214,13 +213,9 @@ struct Trajectory {
 Trajectory train_batches(const std::string& mode, const std::vector<Batch>& batches, Communicator* world, bool sync) {
   CpuBackend backend({1});
   Rng rng(kModelSeed);
-  ResNet model(backend, kModel, rng);
-  Sgd sgd(backend, {OptimizerKind::Sgd, 0.9f});
-  PrecisionConfig config = precision_preset(mode);
-  config.loss_scale.init_scale = 1024;
-  const PrecisionPolicy policy(config);
-  LossScaler scaler(config.loss_scale);
-  MixedPrecisionStep step(backend, model, sgd, policy, scaler, 0.0f, 0.0f);
+  StepRig rig(backend, mode, kModel, rng);
+  ResNet& model = rig.model;
+  MixedPrecisionStep& step = rig.step;
   std::optional<GradientReducer> reducer;
   if (world) {
     reducer.emplace(*world, model.parameters());
