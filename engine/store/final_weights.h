@@ -1,0 +1,41 @@
+// A run's final weights, kept beside the store when the run finishes (train/model_weights.h has what they hold):
+// for an SQLite store in <store folder>/weights/, for PostgreSQL in the data folder its checkpoints default to
+// ($XDG_DATA_HOME/ampwb/weights, else ~/.local/share/ampwb/weights). The run's information (info_json,
+// RunInfo::final_weights) records the file's path; the file's checksums say whether it is whole. This is how the
+// CLI's predict and the exports (engine/export) load a stored run's network.
+//
+//   RunStore store(path, RunStore::Mode::ReadOnly);
+//   const int64_t run = store.resolve("7");
+//   const ModelWeights w = load_final_weights(store, run);  // throws with the reason when it has none
+//   w.model.depth, w.model.num_classes, w.preprocessing.mean, w.preprocessing.class_names, w.tensor("param/fc.weight")
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "store/run_store.h"
+#include "train/model_weights.h"
+
+namespace ampwb {
+
+// The folder a store's runs keep their final weights in.
+std::string final_weights_folder(const std::string& store_path);
+// A new file there for run `run`: run-<id>-<UTC time>-<pid>.weights (unique among stores sharing the folder).
+std::string new_final_weights_path(const std::string& store_path, int64_t run);
+
+// Whether the run records final weights (the file may still be missing or damaged: load_final_weights says).
+bool has_final_weights(const RunRecord& run);
+// Why run `run` has no final weights to load, in words for the user ("run 3 ('x') failed before its first epoch
+// ended: it has no final weights"); empty when it records a file that exists.
+std::string final_weights_refusal(const RunStore& store, int64_t run);
+// The run's final weights, provenance filled in. Throws ampwb::Error with final_weights_refusal's reason, or naming
+// the file when it is unreadable or damaged (a checksum fails).
+ModelWeights load_final_weights(const RunStore& store, int64_t run);
+
+// Writes `weights` as run `run`'s final weights (a new file in final_weights_folder) and records the file in the
+// run; returns its path. Throws ampwb::Error (the file) or StoreError (the record).
+std::string keep_final_weights(RunStore& store, int64_t run, const ModelWeights& weights);
+// Removes the run's weights file, if it records one (a run being deleted); a file already gone is no error.
+void remove_final_weights(const RunRecord& run);
+
+}  // namespace ampwb
