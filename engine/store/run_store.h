@@ -47,7 +47,7 @@ namespace ampwb {
 
 class RunStore {
  public:
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
   static constexpr int32_t kApplicationId = 0x414d5057;  // "AMPW"
 
   enum class Mode {
@@ -71,6 +71,8 @@ class RunStore {
   const std::string& path() const { return db_->name(); }
   bool is_postgresql() const { return db_->dialect() == SqlConnection::Dialect::PostgreSql; }
   bool read_only() const { return read_only_; }
+  // The store's connection, for the records kept beside runs in the same database (sweep_record.h).
+  SqlConnection& connection() const { return *db_; }
   int found_schema_version() const { return found_version_; }       // before migration; 0 for a new file
   int interrupted_on_open() const { return interrupted_on_open_; }  // runs this open found abandoned
 

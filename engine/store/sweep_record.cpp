@@ -1,0 +1,204 @@
+// A sweep's rows: sweeps and sweep_points (run_store.cpp's migration 5 -> 6), through the store's connection.
+#include "store/sweep_record.h"
+
+#include "store/sqlite.h"
+
+namespace ampwb {
+namespace {
+
+constexpr const char* kStateNames[] = {"queued", "running", "finished", "failed", "cancelled", "requeued"};
+
+const char* kPointColumns = "sweep_id, idx, settings_json, run_id, state, updated";
+
+SweepPoint read_point(const SqlStatement& q) {
+  SweepPoint p;
+  p.sweep_id = q.int64(0);
+  p.index = static_cast<int>(q.int64(1));
+  p.settings_json = q.text(2);
+  p.run_id = q.is_null(3) ? 0 : q.int64(3);
+  p.state = parse_sweep_point_state(q.text(4)).value_or(SweepPointState::Failed);
+  p.updated = q.text(5);
+  return p;
+}
+
+SweepRecord read_sweep(const SqlStatement& q) {
+  SweepRecord s;
+  s.id = q.int64(0);
+  s.name = q.text(1);
+  s.created = q.text(2);
+  s.grid_json = q.text(3);
+  s.runs_on = q.text(4);
+  s.slurm_job_id = q.text(5);
+  s.cancelled = q.text(6) == "cancelled";
+  return s;
+}
+
+const char* kSweepColumns = "id, name, created, grid_json, runs_on, slurm_job_id, state";
+
+bool final_state(SweepPointState s) {
+  return s == SweepPointState::Finished || s == SweepPointState::Failed || s == SweepPointState::Cancelled;
+}
+
+std::optional<SweepPoint> find_point(SqlConnection& db, int64_t sweep, int index) {
+  SqlStatement q(db, std::string("SELECT ") + kPointColumns + " FROM sweep_points WHERE sweep_id = ? AND idx = ?");
+  q.bind(1, sweep).bind(2, index);
+  if (!q.step()) return std::nullopt;
+  return read_point(q);
+}
+
+bool sweep_cancelled(SqlConnection& db, int64_t sweep) {
+  SqlStatement q(db, "SELECT state FROM sweeps WHERE id = ?");
+  q.bind(1, sweep);
+  return !q.step() || q.text(0) == "cancelled";
+}
+
+void update_point(SqlConnection& db, int64_t sweep, int index, SweepPointState state) {
+  SqlStatement u(db, "UPDATE sweep_points SET state = ?, updated = ? WHERE sweep_id = ? AND idx = ?");
+  u.bind(1, sweep_point_state_name(state)).bind(2, utc_now_iso8601()).bind(3, sweep).bind(4, index).run();
+}
+
+}  // namespace
+
+const char* sweep_point_state_name(SweepPointState state) { return kStateNames[static_cast<int>(state)]; }
+
+std::optional<SweepPointState> parse_sweep_point_state(const std::string& name) {
+  for (int i = 0; i < static_cast<int>(std::size(kStateNames)); ++i)
+    if (name == kStateNames[i]) return static_cast<SweepPointState>(i);
+  return std::nullopt;
+}
+
+int64_t create_sweep(RunStore& store, const std::string& name, const std::string& grid_json, const std::string& runs_on,
+                     const std::vector<std::string>& point_settings) {
+  SqlConnection& db = store.connection();
+  SqlTransaction t(db);
+  const std::string now = utc_now_iso8601();
+  SqlStatement insert(db,
+                      "INSERT INTO sweeps(name, created, grid_json, runs_on, state) VALUES (?, ?, ?, ?, 'active') "
+                      "RETURNING id");
+  insert.bind(1, name).bind(2, now).bind(3, grid_json).bind(4, runs_on);
+  if (!insert.step()) throw StoreError("run store '" + store.path() + "': a new sweep's row has no id");
+  const int64_t id = insert.int64(0);
+  insert.reset();
+  SqlStatement point(db,
+                     "INSERT INTO sweep_points(sweep_id, idx, settings_json, state, updated) VALUES (?, ?, ?, "
+                     "'queued', ?)");
+  for (size_t i = 0; i < point_settings.size(); ++i) {
+    point.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, point_settings[i]).bind(4, now);
+    point.run();
+  }
+  t.commit();
+  return id;
+}
+
+void set_sweep_slurm_job(RunStore& store, int64_t sweep, const std::string& job_id) {
+  SqlConnection& db = store.connection();
+  SqlTransaction t(db);
+  SqlStatement(db, "UPDATE sweeps SET slurm_job_id = ? WHERE id = ?").bind(1, job_id).bind(2, sweep).run();
+  t.commit();
+}
+
+std::vector<SweepRecord> sweeps(const RunStore& store) {
+  SqlStatement q(store.connection(), std::string("SELECT ") + kSweepColumns + " FROM sweeps ORDER BY id");
+  std::vector<SweepRecord> out;
+  while (q.step()) out.push_back(read_sweep(q));
+  return out;
+}
+
+SweepRecord sweep(const RunStore& store, int64_t id) {
+  SqlStatement q(store.connection(), std::string("SELECT ") + kSweepColumns + " FROM sweeps WHERE id = ?");
+  q.bind(1, id);
+  if (!q.step()) throw Error("no sweep " + std::to_string(id) + " in the run store '" + store.path() + "'");
+  return read_sweep(q);
+}
+
+std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep) {
+  SqlStatement q(store.connection(),
+                 std::string("SELECT ") + kPointColumns + " FROM sweep_points WHERE sweep_id = ? ORDER BY idx");
+  q.bind(1, sweep);
+  std::vector<SweepPoint> out;
+  while (q.step()) out.push_back(read_point(q));
+  return out;
+}
+
+SweepPoint sweep_point(const RunStore& store, int64_t sweep, int index) {
+  const std::optional<SweepPoint> p = find_point(store.connection(), sweep, index);
+  if (!p)
+    throw Error("sweep " + std::to_string(sweep) + " has no point " + std::to_string(index) + " in the run store '" +
+                store.path() + "'");
+  return *p;
+}
+
+std::optional<SweepPoint> take_next_point(RunStore& store, int64_t sweep) {
+  SqlConnection& db = store.connection();
+  SqlTransaction t(db);
+  if (sweep_cancelled(db, sweep)) return std::nullopt;
+  SqlStatement q(db, std::string("SELECT ") + kPointColumns +
+                         " FROM sweep_points WHERE sweep_id = ? AND state IN ('queued', 'requeued') ORDER BY idx "
+                         "LIMIT 1");
+  q.bind(1, sweep);
+  if (!q.step()) return std::nullopt;
+  SweepPoint p = read_point(q);
+  q.reset();
+  update_point(db, sweep, p.index, SweepPointState::Running);
+  t.commit();
+  return p;
+}
+
+std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index) {
+  SqlConnection& db = store.connection();
+  SqlTransaction t(db);
+  std::optional<SweepPoint> p = find_point(db, sweep, index);
+  if (!p)
+    throw Error("sweep " + std::to_string(sweep) + " has no point " + std::to_string(index) + " in the run store '" +
+                store.path() + "'");
+  if (final_state(p->state) || sweep_cancelled(db, sweep)) return std::nullopt;
+  update_point(db, sweep, index, SweepPointState::Running);
+  t.commit();
+  return p;
+}
+
+void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState state) {
+  SqlConnection& db = store.connection();
+  SqlTransaction t(db);
+  // A point cancelled meanwhile stays cancelled: its run's end (cancelled by the signal) says no more.
+  const std::optional<SweepPoint> p = find_point(db, sweep, index);
+  if (p && p->state == SweepPointState::Cancelled && state != SweepPointState::Cancelled) return;
+  update_point(db, sweep, index, state);
+  t.commit();
+}
+
+void set_point_run(RunStore& store, int64_t sweep, int index, int64_t run) {
+  SqlConnection& db = store.connection();
+  SqlTransaction t(db);
+  SqlStatement(db, "UPDATE sweep_points SET run_id = ?, updated = ? WHERE sweep_id = ? AND idx = ?")
+      .bind(1, run)
+      .bind(2, utc_now_iso8601())
+      .bind(3, sweep)
+      .bind(4, index)
+      .run();
+  t.commit();
+}
+
+void return_point(RunStore& store, int64_t sweep, int index) {
+  SqlConnection& db = store.connection();
+  SqlTransaction t(db);
+  const std::optional<SweepPoint> p = find_point(db, sweep, index);
+  if (p && p->state == SweepPointState::Running)
+    update_point(db, sweep, index, p->run_id ? SweepPointState::Requeued : SweepPointState::Queued);
+  t.commit();
+}
+
+int cancel_sweep(RunStore& store, int64_t sweep) {
+  SqlConnection& db = store.connection();
+  SqlTransaction t(db);
+  SqlStatement(db, "UPDATE sweeps SET state = 'cancelled' WHERE id = ?").bind(1, sweep).run();
+  SqlStatement u(db,
+                 "UPDATE sweep_points SET state = 'cancelled', updated = ? WHERE sweep_id = ? AND state IN "
+                 "('queued', 'running', 'requeued')");
+  u.bind(1, utc_now_iso8601()).bind(2, sweep).run();
+  const int changed = db.changes();
+  t.commit();
+  return changed;
+}
+
+}  // namespace ampwb

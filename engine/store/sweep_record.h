@@ -1,0 +1,64 @@
+// A sweep in the run store: a grid of training configurations (its points), where it runs (this machine or a
+// Slurm job array), and for each point its state and the run that trains it. Kept in the store's own database
+// beside the runs (schema version 6), through the store's connection, so an SQLite file and a PostgreSQL database
+// keep the same records; many processes (a job array's tasks) update one sweep's points at once.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/run_store.h"
+
+namespace ampwb {
+
+// A point's state: queued until a process takes it, running while its run trains, requeued when its run was
+// interrupted (preempted) and will resume from its checkpoint; finished, failed and cancelled are final.
+enum class SweepPointState { Queued, Running, Finished, Failed, Cancelled, Requeued };
+const char* sweep_point_state_name(SweepPointState state);
+std::optional<SweepPointState> parse_sweep_point_state(const std::string& name);
+
+struct SweepPoint {
+  int64_t sweep_id = 0;
+  int index = 0;              // 0-based, the grid's order
+  std::string settings_json;  // what the point sets: {"values": {setting: value}, "config": the run's TrainConfig}
+  int64_t run_id = 0;         // 0 until its run starts
+  SweepPointState state = SweepPointState::Queued;
+  std::string updated;  // UTC, ISO 8601
+};
+
+struct SweepRecord {
+  int64_t id = 0;
+  std::string name, created;
+  std::string grid_json;     // the grid as given: {"grid": {setting: [values]}, "settings": {setting: value}}
+  std::string runs_on;       // "local" or "slurm"
+  std::string slurm_job_id;  // the job array's id once submitted; empty otherwise
+  bool cancelled = false;    // the user cancelled it: no point starts any more
+};
+
+// Writes a new sweep and its points (all queued) in one transaction; returns its id.
+int64_t create_sweep(RunStore& store, const std::string& name, const std::string& grid_json, const std::string& runs_on,
+                     const std::vector<std::string>& point_settings);
+void set_sweep_slurm_job(RunStore& store, int64_t sweep, const std::string& job_id);
+
+std::vector<SweepRecord> sweeps(const RunStore& store);                      // oldest first
+SweepRecord sweep(const RunStore& store, int64_t id);                        // throws naming the id when absent
+std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep);  // by index
+SweepPoint sweep_point(const RunStore& store, int64_t sweep, int index);     // throws when absent
+
+// Takes the first queued point of a sweep that is not cancelled (marks it running); nullopt when none is left.
+// One transaction: two processes never take the same point.
+std::optional<SweepPoint> take_next_point(RunStore& store, int64_t sweep);
+// Takes point `index` to run it (a job array's task), unless it is final or its sweep cancelled: returns the point
+// as it was before (its run, if one was started), or nullopt when it must not run.
+std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index);
+void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState state);
+void set_point_run(RunStore& store, int64_t sweep, int index, int64_t run);
+// A point taken but not started again (Ctrl-C before it began): queued once more.
+void return_point(RunStore& store, int64_t sweep, int index);
+
+// Cancels the sweep: no point starts any more, and every point not final is marked cancelled. Returns how many.
+int cancel_sweep(RunStore& store, int64_t sweep);
+
+}  // namespace ampwb

@@ -1,0 +1,99 @@
+// A sweep's records in the run store, on both kinds of store: the grid and its points written at once, points taken
+// one by one (never twice, also by two processes' connections), a point's run linked, requeued and finished, a
+// cancelled sweep starting nothing more, and a deleted run leaving its point without a run.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "store/run_store.h"
+#include "store/sweep_record.h"
+#include "test_store_util.h"
+
+namespace ampwb {
+namespace {
+using namespace store_test;
+
+class SweepRecords : public StoreTest {};
+INSTANTIATE_TEST_SUITE_P(Stores, SweepRecords, ::testing::ValuesIn(backends()), backend_name);
+
+TEST_P(SweepRecords, KeepsTheGridAndItsPointsInOrder) {
+  TempDir dir("sweep_grid");
+  RunStore store(new_store(dir));
+  const int64_t id = create_sweep(store, "modes", R"({"grid":{"seed":[0,1]}})", "slurm", {"{\"a\":0}", "{\"a\":1}"});
+  set_sweep_slurm_job(store, id, "4711");
+  const SweepRecord s = sweep(store, id);
+  EXPECT_EQ(s.name, "modes");
+  EXPECT_EQ(s.grid_json, R"({"grid":{"seed":[0,1]}})");
+  EXPECT_EQ(s.runs_on, "slurm");
+  EXPECT_EQ(s.slurm_job_id, "4711");
+  EXPECT_FALSE(s.cancelled);
+  const std::vector<SweepPoint> points = sweep_points(store, id);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[1].index, 1);
+  EXPECT_EQ(points[1].settings_json, "{\"a\":1}");
+  EXPECT_EQ(points[1].state, SweepPointState::Queued);
+  EXPECT_EQ(points[1].run_id, 0);
+  ASSERT_EQ(sweeps(store).size(), 1u);
+  expect_contains(error_of([&] { sweep(store, id + 1); }), "no sweep " + std::to_string(id + 1));
+}
+
+TEST_P(SweepRecords, HandsEachPointOutOnceAcrossConnections) {
+  TempDir dir("sweep_take");
+  const std::string location = new_store(dir);
+  RunStore first(location);
+  const int64_t id = create_sweep(first, "", "{}", "local", {"{}", "{}", "{}"});
+  RunStore second(location, RunStore::Mode::Existing);
+  std::set<int> taken;
+  for (int i = 0; i < 3; ++i) {
+    const std::optional<SweepPoint> p = take_next_point(i % 2 ? second : first, id);
+    ASSERT_TRUE(p);
+    EXPECT_TRUE(taken.insert(p->index).second) << "point " << p->index << " taken twice";
+  }
+  EXPECT_FALSE(take_next_point(first, id));
+  EXPECT_EQ(sweep_point(second, id, 2).state, SweepPointState::Running);
+}
+
+TEST_P(SweepRecords, LinksARunAndResumesARequeuedPoint) {
+  TempDir dir("sweep_run");
+  RunStore store(new_store(dir));
+  const int64_t id = create_sweep(store, "", "{}", "slurm", {"{}", "{}"});
+  ASSERT_TRUE(take_point(store, id, 1));
+  const int64_t run = store.begin_run(config_named("p1"), info(), "");
+  set_point_run(store, id, 1, run);
+  set_point_state(store, id, 1, SweepPointState::Requeued);
+  // Taken again, the point hands back its run, to be resumed.
+  const std::optional<SweepPoint> again = take_point(store, id, 1);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->run_id, run);
+  EXPECT_EQ(again->state, SweepPointState::Requeued);
+  set_point_state(store, id, 1, SweepPointState::Finished);
+  EXPECT_FALSE(take_point(store, id, 1)) << "a finished point runs again";
+  expect_contains(error_of([&] { take_point(store, id, 2); }), "has no point 2");
+  // Point 0 is taken while the next one runs; deleting point 1's run leaves the point without one.
+  RunEnd finished;
+  finished.status = RunStatus::Finished;
+  store.end_run(run, finished, {}, 1.0);
+  store.remove(run);
+  EXPECT_EQ(sweep_point(store, id, 1).run_id, 0);
+  EXPECT_EQ(sweep_point(store, id, 1).state, SweepPointState::Finished);
+}
+
+TEST_P(SweepRecords, ACancelledSweepStartsNothingMore) {
+  TempDir dir("sweep_cancel");
+  RunStore store(new_store(dir));
+  const int64_t id = create_sweep(store, "", "{}", "local", {"{}", "{}", "{}"});
+  ASSERT_TRUE(take_next_point(store, id));
+  set_point_state(store, id, 0, SweepPointState::Finished);
+  ASSERT_TRUE(take_next_point(store, id));  // point 1 runs
+  EXPECT_EQ(cancel_sweep(store, id), 2);    // points 1 and 2
+  EXPECT_TRUE(sweep(store, id).cancelled);
+  EXPECT_FALSE(take_next_point(store, id));
+  EXPECT_FALSE(take_point(store, id, 2));
+  // The running point's own end does not undo its cancellation.
+  set_point_state(store, id, 1, SweepPointState::Failed);
+  EXPECT_EQ(sweep_point(store, id, 1).state, SweepPointState::Cancelled);
+  EXPECT_EQ(sweep_point(store, id, 0).state, SweepPointState::Finished);
+}
+
+}  // namespace
+}  // namespace ampwb
