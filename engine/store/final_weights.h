@@ -35,6 +35,8 @@ ModelWeights load_final_weights(const RunStore& store, int64_t run);
 // Writes `weights` as run `run`'s final weights (a new file in final_weights_folder) and records the file in the
 // run; returns its path. Throws ampwb::Error (the file) or StoreError (the record).
 std::string keep_final_weights(RunStore& store, int64_t run, const ModelWeights& weights);
+// The note a finished run's record gets when its final weights were not kept on purpose.
+inline constexpr const char* kFinalWeightsNotKeptNote = "its final weights were not kept, as its settings asked";
 // Removes the run's weights file, if it records one (a run being deleted); a file already gone is no error.
 void remove_final_weights(const RunRecord& run);
 

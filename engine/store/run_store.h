@@ -104,6 +104,8 @@ class RunStore {
   void add_checkpoint(int64_t run, const CheckpointInfo& checkpoint);
   // One more of the run's notes (RunInfo::notes), as the trainer meets it.
   void add_note(int64_t run, const std::string& note);
+  // Records the file of the run's final weights in its information (RunInfo::final_weights; store/final_weights.h).
+  void set_final_weights(int64_t run, const std::string& path);
   // Records how the run ended (with its last steps), fsynced, and gives up ownership.
   void end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps, double duration_seconds);
   // Gives up ownership without writing (the row stays `running`: the next open marks it interrupted).

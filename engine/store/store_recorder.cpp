@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "store/dataset_fingerprint.h"
+#include "store/final_weights.h"
 #include "store/sqlite.h"
 
 namespace ampwb {
@@ -142,6 +143,14 @@ void StoreRecorder::on_divergence(const PrecisionDivergence& divergence) {
 void StoreRecorder::on_checkpoint(const CheckpointInfo& checkpoint) {
   if (run_id_ == 0) return;
   guarded([&] { store_->add_checkpoint(run_id_, checkpoint); });
+}
+
+void StoreRecorder::on_final_weights(const ModelWeights& weights) {
+  if (run_id_ == 0) return;
+  if (options_.keep_final_weights)
+    guarded([&] { keep_final_weights(*store_, run_id_, weights); });
+  else  // said, so that a refusal to predict with the run can say why it has none
+    guarded([&] { store_->add_note(run_id_, kFinalWeightsNotKeptNote); });
 }
 
 void StoreRecorder::on_note(const std::string& note) {

@@ -27,6 +27,8 @@ struct StoreRecorderOptions {
   size_t batch_steps = 200;    // steps per transaction at most
   double batch_seconds = 1.0;  // and at least one transaction this often
   double sync_seconds = 10.0;  // an epoch commit is fsynced when the last fsync is older than this
+  // A finished run's final weights are kept beside the store (store/final_weights.h); else they are not written.
+  bool keep_final_weights = true;
 };
 
 class StoreRecorder : public TrainObserver {
@@ -50,6 +52,7 @@ class StoreRecorder : public TrainObserver {
   void on_confusion(const ConfusionMatrix& confusion) override;
   void on_divergence(const PrecisionDivergence& divergence) override;
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
+  void on_final_weights(const ModelWeights& weights) override;
   void on_note(const std::string& note) override;
   void on_end(const RunEnd& end) override;
 

@@ -40,6 +40,8 @@ struct RunInfo {
   // them; the batch size is each one's.
   int world_size = 1;
   Launcher launcher = Launcher::Single;
+  // The file of the run's final weights, kept when it finished (store/final_weights.h); empty when none was kept.
+  std::string final_weights;
 };
 
 struct StepReport {
@@ -96,6 +98,7 @@ void fields(R& i, V&& v) {
   v("first_step", i.first_step);  // absent before 2026-12-01: 0
   v("world_size", i.world_size);  // absent before 2026-12-02: one process
   v("launcher", i.launcher);
+  v("final_weights", i.final_weights);  // absent before 2026-12-02: none kept
 }
 
 template <class R, class V>
@@ -154,6 +157,8 @@ struct RunEnd {
   std::string setting;  // when a setting was refused: its key (core/setting_error.h), for the front end to name it
 };
 
+struct ModelWeights;  // train/model_weights.h
+
 class TrainObserver {
  public:
   virtual ~TrainObserver() = default;
@@ -169,6 +174,9 @@ class TrainObserver {
   // Once, after the last epoch of a finished run in a low-precision mode (train/divergence_step.h).
   virtual void on_divergence(const PrecisionDivergence&) {}
   virtual void on_checkpoint(const CheckpointInfo&) {}
+  // Once, when the run has finished its last epoch, before anything else touches the model: its trained network and
+  // preprocessing (train/model_weights.h), for the store to keep (rank 0 only).
+  virtual void on_final_weights(const ModelWeights&) {}
   // Something the run met on the way that its record should say (images that vanished mid-run): one more of
   // RunInfo's notes.
   virtual void on_note(const std::string&) {}

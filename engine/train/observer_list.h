@@ -23,6 +23,7 @@ class ObserverList : public TrainObserver {
   void on_confusion(const ConfusionMatrix& e) override { each(&TrainObserver::on_confusion, e); }
   void on_divergence(const PrecisionDivergence& e) override { each(&TrainObserver::on_divergence, e); }
   void on_checkpoint(const CheckpointInfo& e) override { each(&TrainObserver::on_checkpoint, e); }
+  void on_final_weights(const ModelWeights& e) override { each(&TrainObserver::on_final_weights, e); }
   void on_note(const std::string& e) override { each(&TrainObserver::on_note, e); }
   void on_end(const RunEnd& e) override { each(&TrainObserver::on_end, e); }
 

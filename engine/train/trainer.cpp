@@ -21,6 +21,7 @@
 #include "train/divergence_step.h"
 #include "train/lost_images.h"
 #include "train/memory_estimate.h"
+#include "train/model_weights.h"
 #include "train/step_timer.h"
 
 namespace ampwb {
@@ -826,7 +827,15 @@ void Trainer::Run::note_lost(int epoch) {
 // The precision divergence, once, from the final weights and the last batch trained on (or the first of an epoch,
 // when a resumed run had no step left to take). FP32 is its own reference; TF32 is the backend's math.
 void Trainer::Run::finish() {
-  if (policy_.low() == DType::F32 || trainer_.cancel_ || !leader()) return;
+  if (!leader()) return;
+  const Normalization n = train_data_.normalization();
+  Preprocessing preprocessing{image_size_, 3, choice_name(config_.data.normalization), {}, {}, dataset_.class_names()};
+  std::copy(std::begin(n.mean), std::end(n.mean), preprocessing.mean.begin());
+  std::copy(std::begin(n.stddev), std::end(n.stddev), preprocessing.stddev.begin());
+  report_(&TrainObserver::on_final_weights,
+          model_weights_of(*backend_, model_, preprocessing,
+                           {0, config_.name, mode_name(config_.precision.mode), config_.epochs, global_step_}));
+  if (policy_.low() == DType::F32 || trainer_.cancel_) return;
   if (!batch_.images.defined() || batch_.images.n() < 2) {
     train_data_.start_epoch(config_.epochs);
     AMPWB_CHECK(train_data_.next(batch_), "the data loader has no batch for the precision divergence");

@@ -1,0 +1,75 @@
+// Image files prepared as validation images are.
+#include "data/image_input.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <opencv2/core.hpp>
+
+#include "core/error.h"
+#include "data/image_file.h"
+#include "data/transforms.h"
+
+namespace ampwb {
+namespace {
+
+// As detail::load_bgr for a file of a dataset: the same JPEG reduction for the same shorter side.
+cv::Mat decode_file(const std::string& path, int size) {
+  std::vector<uint8_t> bytes;
+  std::string reason;
+  if (!read_file(path, bytes, reason)) throw Error("cannot read image '" + path + "': " + reason);
+  const ImageCheck check = check_image(bytes.data(), bytes.size());
+  if (!check.ok) throw Error("'" + path + "' is not an image that can be read: " + check.reason);
+  int reduce = 1;
+  if (check.format == ImageFormat::Jpeg && check.width > 0) {
+    const int shorter = std::min(check.width, check.height);
+    for (int r : {8, 4, 2})
+      if ((shorter + r - 1) / r >= size) {
+        reduce = r;
+        break;
+      }
+  }
+  cv::Mat decoded = decode_bgr8(bytes.data(), bytes.size(), reduce);
+  if (decoded.empty()) throw Error("'" + path + "' does not decode as an image");
+  return decoded;
+}
+
+}  // namespace
+
+Tensor prepare_image_files(const std::vector<std::string>& paths, int size, const Normalization& normalization) {
+  const int64_t n = static_cast<int64_t>(paths.size()), S = size;
+  Tensor images = Tensor::empty({n, 3, S, S}, DType::F32, Layout::NHWC);
+  const detail::NormalizeTable table(normalization);
+  float* out = images.data_as<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const cv::Mat square = detail::center_square(decode_file(paths[static_cast<size_t>(i)], size), size);
+    detail::write_normalized(square, size, 0, 0, false, table, DType::F32, out + i * S * S * 3);
+  }
+  return images;
+}
+
+std::vector<std::string> image_files_in(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      std::vector<std::string> found;
+      for (fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
+           !ec && it != end; it.increment(ec))
+        if (it->is_regular_file(ec) && has_image_extension(it->path().filename().string()))
+          found.push_back(it->path().string());
+      if (ec) throw Error("cannot list the folder '" + path + "': " + ec.message());
+      if (found.empty()) throw Error("the folder '" + path + "' holds no image files");
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::exists(path, ec)) {
+      files.push_back(path);
+    } else {
+      throw Error("no such image or folder: '" + path + "'");
+    }
+  }
+  return files;
+}
+
+}  // namespace ampwb

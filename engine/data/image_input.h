@@ -1,0 +1,22 @@
+// Image files outside any dataset, prepared exactly as the validation loader prepares a dataset's images
+// (data/transforms.h): decoded to 8-bit RGB, JPEGs at the largest reduction that keeps the shorter side at least S,
+// the center square resized to S x S, normalized per channel. What ampwb predict feeds a trained network.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/normalization.h"
+
+namespace ampwb {
+
+// The images of `paths` as one batch: (n, 3, S, S) F32 in NHWC layout, normalized, as a DataLoader's. Throws
+// ampwb::Error naming the first file that is missing, unreadable, not an image or does not decode.
+Tensor prepare_image_files(const std::vector<std::string>& paths, int size, const Normalization& normalization);
+
+// The image files among `paths`, a folder standing for every image file under it (by extension, in sorted order,
+// sub-folders included). Throws ampwb::Error naming a path that does not exist, or a folder that holds no image.
+std::vector<std::string> image_files_in(const std::vector<std::string>& paths);
+
+}  // namespace ampwb

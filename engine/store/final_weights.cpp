@@ -1,0 +1,117 @@
+// A run's final weights beside the store: where they go, how the run records them, and why a run has none.
+#include "store/final_weights.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "store/store_location.h"
+
+namespace ampwb {
+namespace fs = std::filesystem;
+
+namespace {
+std::string run_words(const RunRecord& r) { return "run " + std::to_string(r.id) + " ('" + r.name + "')"; }
+}  // namespace
+
+// Beside the checkpoints (run_store.cpp's checkpoints_folder): the store's folder, or the user's data folder for a
+// database server, which on a cluster is the shared home.
+std::string final_weights_folder(const std::string& store_path) {
+  if (!is_database_server(store_path)) return (fs::absolute(store_path).parent_path() / "weights").string();
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  if (xdg && *xdg == '/') return (fs::path(xdg) / "ampwb" / "weights").string();
+  const char* home = std::getenv("HOME");
+  if (home && *home) return (fs::path(home) / ".local" / "share" / "ampwb" / "weights").string();
+  throw Error("no place for the final weights of a run in a PostgreSQL store: HOME is not set");
+}
+
+std::string new_final_weights_path(const std::string& store_path, int64_t run) {
+  std::string stamp = utc_now_iso8601();
+  std::replace(stamp.begin(), stamp.end(), ':', '-');
+  return (fs::path(final_weights_folder(store_path)) /
+          ("run-" + std::to_string(run) + "-" + stamp + "-" + std::to_string(::getpid()) + ".weights"))
+      .string();
+}
+
+bool has_final_weights(const RunRecord& run) { return !run.info.final_weights.empty(); }
+
+std::string final_weights_refusal(const RunStore& store, int64_t run) {
+  const RunRecord r = store.run(run);
+  if (r.status == RunStatus::Running)
+    return run_words(r) + " is still running: a run keeps its final weights when it finishes";
+  if (r.status != RunStatus::Finished)
+    return run_words(r) + " did not finish (" + run_status_name(r.status) +
+           (r.end_reason.empty() ? std::string() : ": " + r.end_reason) + "): only a finished run has final weights";
+  if (!has_final_weights(r)) {
+    if (std::find(r.info.notes.begin(), r.info.notes.end(), kFinalWeightsNotKeptNote) != r.info.notes.end())
+      return run_words(r) + " has no final weights: they were not kept, as its settings asked";
+    return run_words(r) + " has no final weights: it finished before the workbench kept them";
+  }
+  std::error_code ec;
+  if (!fs::exists(r.info.final_weights, ec))
+    return "the final weights of " + run_words(r) + ", '" + r.info.final_weights + "', are missing";
+  return {};
+}
+
+ModelWeights load_final_weights(const RunStore& store, int64_t run) {
+  const std::string refusal = final_weights_refusal(store, run);
+  if (!refusal.empty()) throw Error(refusal);
+  const RunRecord r = store.run(run);
+  ModelWeights w;
+  try {
+    w = read_model_weights(r.info.final_weights);
+  } catch (const Error& e) {
+    throw Error("the final weights of " + run_words(r) + " cannot be used: " + e.what());
+  }
+  w.provenance.run = r.id;
+  w.provenance.run_name = r.name;
+  return w;
+}
+
+std::string keep_final_weights(RunStore& store, int64_t run, const ModelWeights& weights) {
+  const std::string path = new_final_weights_path(store.path(), run);
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  if (ec)
+    throw Error("cannot make the folder for final weights '" + fs::path(path).parent_path().string() +
+                "': " + ec.message());
+  ModelWeights kept = weights;
+  kept.provenance.run = run;
+  save_model_weights(path, kept);
+  try {
+    store.set_final_weights(run, path);
+  } catch (...) {
+    fs::remove(path, ec);  // a file no run records is only disk space
+    throw;
+  }
+  return path;
+}
+
+void remove_final_weights(const RunRecord& run) {
+  if (!has_final_weights(run)) return;
+  std::error_code ignored;
+  fs::remove(run.info.final_weights, ignored);
+}
+
+void RunStore::set_final_weights(int64_t run, const std::string& path) {
+  require_writable("record the final weights of a run");
+  SqlTransaction t(*db_);  // read-modify-write of the run information, atomic against other writers
+  SqlStatement read(*db_, "SELECT info_json FROM runs WHERE id = ?");
+  if (!read.bind(1, run).step())
+    throw StoreError("no run " + std::to_string(run) + " in the run store '" + this->path() + "'");
+  nlohmann::json info = nlohmann::json::parse(read.text(0), nullptr, false);
+  read.reset();
+  if (!info.is_object())
+    throw StoreError("run store '" + this->path() + "': run " + std::to_string(run) + "'s information is not JSON");
+  info["final_weights"] = path;
+  SqlStatement write(*db_, "UPDATE runs SET info_json = ? WHERE id = ?");
+  write.bind(1, info.dump()).bind(2, run).run();
+  t.commit();
+}
+
+}  // namespace ampwb
