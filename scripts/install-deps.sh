@@ -15,6 +15,8 @@ packages=(
   clang libclang-rt-14-dev
   chromium-headless-shell poppler-utils
   dataset-fashion-mnist
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  python3-venv python3-torch python3-torchvision python3-onnx
 )
 
 # cudnn-frontend (NVIDIA's header-only C++ API to cuDNN's graph API), for CUDA builds only: one pinned wheel from the
@@ -42,6 +44,18 @@ print(f"install-deps: {len(headers)} cudnn-frontend headers in {sys.argv[1]}/inc
 PY
 }
 
+# The export tests' Python (tests/export_check.py): Debian's python3 with its torch, torchvision and onnx visible,
+# plus onnxruntime and safetensors (not packaged in Debian 12) from the Python package registry, pinned, in
+# .cache/export-venv (CTest runs the checker with its python).
+make_export_venv() {
+  local venv=.cache/export-venv
+  [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import onnxruntime, safetensors" 2>/dev/null && return 0
+  echo "install-deps: making $venv (onnxruntime, safetensors)"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/pip" install -q onnxruntime==1.32.0 safetensors==0.8.0 ||
+    echo "install-deps: onnxruntime/safetensors not installed; the test export.onnxruntime_and_pytorch_load fails"
+}
+
 install_packages() {
   local missing=()
   for p in "${packages[@]}"; do
@@ -62,3 +76,4 @@ install_packages() {
 install_packages
 cd "$(dirname "$0")/.."
 fetch_cudnn_frontend
+make_export_venv
