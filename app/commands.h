@@ -3,10 +3,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "cli.h"
+#include "store/run_store.h"
+#include "train/config.h"
 
 namespace ampwb::cli {
 
@@ -19,6 +22,22 @@ void add_explain_command(CLI::App& app, Invocation& invocation);   // explain_co
 void add_report_command(CLI::App& app, Invocation& invocation);    // report_command.cpp
 // store_commands.cpp: export csv|chart, delete, rename, tag, note, store check|backup.
 void add_store_commands(CLI::App& app, Invocation& invocation);
+void add_sweep_command(CLI::App& app, Invocation& invocation);  // sweep_command.cpp: sweep, sweep status|cancel|...
+
+// One run trained in this process into `store` as `ampwb train` trains it (train_command.cpp), for a sweep's point.
+struct TrainingInStore {
+  int64_t continue_run = 0;  // a run to resume: `config` is its resume_config
+  bool quiet = false;        // no progress lines, only errors
+  std::function<void(int64_t run)> on_run_started;  // told the run's id once its row is recorded
+};
+struct TrainingOutcome {
+  int64_t run_id = 0;  // 0 when it never started
+  RunStatus status = RunStatus::Failed;
+  std::string reason;
+  int exit_code = 0;  // as `ampwb train` would exit
+  int signal = 0;     // the signal that stopped it, if one did
+};
+TrainingOutcome train_in_store(RunStore& store, const TrainConfig& config, const TrainingInStore& how);
 
 // The devices this machine can train on, with what each runs (devices.cpp): ends the help of ampwb, train, bench.
 std::string devices_help();

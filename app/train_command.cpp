@@ -72,6 +72,30 @@ class SignalGuard {
   }, old_term_{}, old_hup_{}, old_pipe_{};
 };
 
+// The Slurm job this process runs in ($SLURM_JOB_ID), empty outside Slurm.
+std::string slurm_job_id() {
+  const char* id = std::getenv("SLURM_JOB_ID");
+  return id ? std::string(id) : std::string();
+}
+
+// A SIGTERM under Slurm is the job being preempted, requeued or cancelled (then SIGKILL after the grace time): the
+// run ends as interrupted, not cancelled, so that its checkpoint resumes it (a requeued sweep point does so itself).
+class PreemptionAwareObservers : public ObserverList {
+ public:
+  using ObserverList::ObserverList;
+  void on_end(const RunEnd& e) override { ObserverList::on_end(as_preempted(e)); }
+
+  RunEnd as_preempted(const RunEnd& e) const {
+    if (g_signal != SIGTERM || slurm_job_id().empty() || e.status != RunStatus::Cancelled) return e;
+    RunEnd end = e;
+    end.status = RunStatus::Interrupted;
+    std::string stopped = e.reason;
+    if (stopped.starts_with("stopped by the user")) stopped.replace(0, 19, "stopped");
+    end.reason = "Slurm job " + slurm_job_id() + " ended by SIGTERM (preempted, requeued or cancelled): " + stopped;
+    return end;
+  }
+};
+
 // Prints the run as it goes and turns a caught signal into Trainer::stop().
 class ConsoleObserver : public TrainObserver {
  public:
@@ -185,7 +209,10 @@ class ConsoleObserver : public TrainObserver {
   void poll_signal() {
     if (g_signal == 0 || signal || !trainer_) return;
     signal = g_signal;
-    if (g_signal == SIGPIPE)
+    if (g_signal == SIGTERM && !slurm_job_id().empty())
+      std::fprintf(stderr, "\nampwb train: Slurm ends job %s (SIGTERM): stopping after this step, resumable\n",
+                   slurm_job_id().c_str());
+    else if (g_signal == SIGPIPE)
       std::fprintf(stderr, "\nampwb train: the output's reader is gone: stopping after this step, resumable\n");
     else
       std::fprintf(stderr, "\nampwb train: %s received: stopping after this step (again to quit at once)\n",
@@ -365,6 +392,102 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
               "; Debian: openmpi-bin)");
 }
 
+// What train_recorded needs beside the store and the configuration.
+struct RecordedRun {
+  int64_t continue_run = 0;  // the run to resume (`c` is its resume_config), 0 for a new one
+  bool json = false, events_json = false, quiet = false;
+  Communicator* world = nullptr;
+  Launcher launcher = Launcher::Single;
+  ConfigForRanks* for_ranks = nullptr;  // rank 0 of many: sends the other ranks the configuration
+  std::function<void(int64_t run)> on_run_started;
+};
+
+// Tells who asked the run's id once its row is recorded (a sweep links its point to it).
+class RunStartedObserver : public TrainObserver {
+ public:
+  RunStartedObserver(const StoreRecorder& recorder, std::function<void(int64_t)> started)
+      : recorder_(recorder), started_(std::move(started)) {}
+  void on_start(const RunInfo&) override {
+    if (started_ && recorder_.run_id() != 0) started_(recorder_.run_id());
+  }
+
+ private:
+  const StoreRecorder& recorder_;
+  std::function<void(int64_t)> started_;
+};
+
+// Trains `c` into `store` on rank 0: prints as it goes, records every event, and ends as `ampwb train` does.
+TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const RecordedRun& how) {
+  const bool json = how.json;
+  StoreRecorder recorder(store, c, {}, how.continue_run);
+  ConsoleObserver console(c.epochs, json || how.events_json || how.quiet, ::isatty(STDOUT_FILENO) == 1, recorder,
+                          store.path());
+  EventLineWriter event_lines(stdout, [&recorder] { return recorder.run_id(); });
+  // The recorder first: a printed epoch is a stored epoch.
+  std::vector<TrainObserver*> listeners = {&recorder, &console};
+  if (how.events_json) listeners.push_back(&event_lines);
+  RunStartedObserver started(recorder, how.on_run_started);
+  if (how.on_run_started) listeners.push_back(&started);
+  PreemptionAwareObservers observers(listeners);
+  if (how.for_ranks) how.for_ranks->send(c);
+  Trainer trainer(c, &observers);
+  trainer.set_communicator(how.world, how.launcher);
+  console.set_trainer(&trainer);
+  RunEnd end;
+  {
+    SignalGuard signals;
+    end = trainer.run();
+  }
+  end = observers.as_preempted(end);
+
+  // The summary of the whole run as stored (a resumed run includes its earlier epochs); what this process saw
+  // when the store could not record it.
+  const int64_t run_id = recorder.run_id();
+  const bool recorded = run_id != 0 && recorder.error().empty();
+  RunRecord record;
+  if (recorded) record = store.run(run_id);
+  const std::vector<EpochReport> epochs = recorded ? store.epochs(run_id) : console.epochs;
+  const RunSummary summary = summarize(record, epochs);
+  if (json) {
+    nlohmann::json out = summary;  // the summary's fields, then the run's
+    out.update({{"run_id", run_id},
+                {"name", record.name},
+                {"db", store.path()},
+                {"status", end.status},
+                {"reason", end.reason},
+                {"recorded", recorded},
+                {"epochs", epochs}});
+    if (!recorder.error().empty()) out["store_error"] = recorder.error();
+    print_json(out);
+  } else if (run_id != 0 && !how.quiet) {
+    const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
+    std::printf("run %lld%s %s%s%s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),
+                run_status_name(end.status), end.reason.empty() ? "" : ": ", end.reason.c_str(),
+                static_cast<long long>(run_id));
+  }
+  std::fflush(stdout);
+  if (!recorder.error().empty())
+    std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
+  if (end.status == RunStatus::Failed && end.reason != recorder.error())
+    std::fprintf(stderr, "ampwb train: error: %s\n", said_with_flag(end.setting, end.reason).c_str());
+  if (end.status == RunStatus::Finished && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
+      !c.keep_checkpoints) {
+    std::error_code ignored;  // a finished run cannot be resumed: its checkpoints are only disk space
+    std::filesystem::remove_all(c.checkpoint_dir, ignored);
+  }
+  // Another rank was lost (dist/collective_timeout.h): this process ends, and with it, through mpirun, every rank.
+  if (end.status == RunStatus::Interrupted)
+    std::fprintf(stderr,
+                 "ampwb train: error: %s; resume the run from its last checkpoint with ampwb train --resume %lld\n",
+                 end.reason.c_str(), static_cast<long long>(run_id));
+  TrainingOutcome outcome{run_id, end.status, end.reason, 0, console.signal};
+  if (!recorder.error().empty() || end.status == RunStatus::Failed || end.status == RunStatus::Interrupted)
+    outcome.exit_code = 1;
+  else if (end.status == RunStatus::Cancelled)
+    outcome.exit_code = console.signal ? 128 + console.signal : 1;  // 129 SIGHUP, 130 SIGINT, 141 SIGPIPE, 143 SIGTERM
+  return outcome;
+}
+
 int train_command(const TrainOptions& options) {
   const LaunchInfo launch = read_launch_info(process_environment());
   if (options.processes > 1 && launch.world_size > 1)
@@ -377,7 +500,6 @@ int train_command(const TrainOptions& options) {
   TrainConfig c = options.config_file.empty() ? options.flags.resolve() : config_from_file(options);
   c.data_dir = absolute_folder(c.data_dir);
   c.checkpoint_dir = absolute_folder(c.checkpoint_dir);
-  const bool json = options.json;
   const std::string db_path = store_path(options.db);
   const std::string& resume = options.resume;
   const bool no_checkpoint = options.no_checkpoint, keep_checkpoint = options.keep_checkpoint;
@@ -404,70 +526,27 @@ int train_command(const TrainOptions& options) {
   }
   // Checkpoints by default, beside the store, as the GUI does; a folder made here goes when the run finishes.
   if (resume.empty() && c.checkpoint_dir.empty() && !no_checkpoint) c.checkpoint_dir = new_checkpoint_dir(store.path());
-  StoreRecorder recorder(store, c, {}, continue_run);
-  ConsoleObserver console(c.epochs, json || options.events_json, ::isatty(STDOUT_FILENO) == 1, recorder, store.path());
-  EventLineWriter event_lines(stdout, [&recorder] { return recorder.run_id(); });
-  // The recorder first: a printed epoch is a stored epoch.
-  std::vector<TrainObserver*> listeners = {&recorder, &console};
-  if (options.events_json) listeners.push_back(&event_lines);
-  ObserverList observers(listeners);
-  for_ranks.send(c);
-  Trainer trainer(c, &observers);
-  trainer.set_communicator(world.get(), launch.launcher);
-  console.set_trainer(&trainer);
-  RunEnd end;
-  {
-    SignalGuard signals;
-    end = trainer.run();
-  }
-
-  // The summary of the whole run as stored (a resumed run includes its earlier epochs); what this process saw
-  // when the store could not record it.
-  const int64_t run_id = recorder.run_id();
-  const bool recorded = run_id != 0 && recorder.error().empty();
-  RunRecord record;
-  if (recorded) record = store.run(run_id);
-  const std::vector<EpochReport> epochs = recorded ? store.epochs(run_id) : console.epochs;
-  const RunSummary summary = summarize(record, epochs);
-  if (json) {
-    nlohmann::json out = summary;  // the summary's fields, then the run's
-    out.update({{"run_id", run_id},
-                {"name", record.name},
-                {"db", store.path()},
-                {"status", end.status},
-                {"reason", end.reason},
-                {"recorded", recorded},
-                {"epochs", epochs}});
-    if (!recorder.error().empty()) out["store_error"] = recorder.error();
-    print_json(out);
-  } else if (run_id != 0) {
-    const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
-    std::printf("run %lld%s %s%s%s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),
-                run_status_name(end.status), end.reason.empty() ? "" : ": ", end.reason.c_str(),
-                static_cast<long long>(run_id));
-  }
-  std::fflush(stdout);
-  if (!recorder.error().empty())
-    std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
-  if (end.status == RunStatus::Failed && end.reason != recorder.error())
-    std::fprintf(stderr, "ampwb train: error: %s\n", said_with_flag(end.setting, end.reason).c_str());
-  if (end.status == RunStatus::Finished && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
-      !c.keep_checkpoints) {
-    std::error_code ignored;  // a finished run cannot be resumed: its checkpoints are only disk space
-    std::filesystem::remove_all(c.checkpoint_dir, ignored);
-  }
-  // Another rank was lost (dist/collective_timeout.h): this process ends, and with it, through mpirun, every rank.
-  if (end.status == RunStatus::Interrupted)
-    std::fprintf(stderr,
-                 "ampwb train: error: %s; resume the run from its last checkpoint with ampwb train --resume %lld\n",
-                 end.reason.c_str(), static_cast<long long>(run_id));
-  if (!recorder.error().empty() || end.status == RunStatus::Failed || end.status == RunStatus::Interrupted) return 1;
-  if (end.status == RunStatus::Cancelled)
-    return console.signal ? 128 + console.signal : 1;  // 129 SIGHUP, 130 SIGINT, 141 SIGPIPE, 143 SIGTERM
-  return 0;
+  RecordedRun how;
+  how.continue_run = continue_run;
+  how.json = options.json;
+  how.events_json = options.events_json;
+  how.world = world.get();
+  how.launcher = launch.launcher;
+  how.for_ranks = &for_ranks;
+  return train_recorded(store, c, how).exit_code;
 }
 
 }  // namespace
+
+TrainingOutcome train_in_store(RunStore& store, const TrainConfig& config, const TrainingInStore& how) {
+  const std::unique_ptr<Communicator> world = make_communicator(LaunchInfo{}, kDefaultCollectiveTimeout, config.device);
+  RecordedRun recorded;
+  recorded.continue_run = how.continue_run;
+  recorded.quiet = how.quiet;
+  recorded.world = world.get();
+  recorded.on_run_started = how.on_run_started;
+  return train_recorded(store, config, recorded);
+}
 
 void add_train_command(CLI::App& app, Invocation& invocation) {
   auto options = std::make_shared<TrainOptions>();

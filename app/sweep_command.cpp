@@ -1,0 +1,592 @@
+// ampwb sweep: a grid of training runs, recorded as a sweep in the run store (store/sweep_record.h) and run here,
+// one point at a time or N at once as child processes (`sweep point`), or submitted as one Slurm job array whose
+// tasks each run `sweep point` for the point SLURM_ARRAY_TASK_ID names. `sweep status|cancel|list|run` look after it.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "commands.h"
+#include "core/error.h"
+#include "setting_flags.h"
+#include "store/run_resume.h"
+#include "store/run_store.h"
+#include "store/store_location.h"
+#include "store/sweep_record.h"
+#include "sweep_grid.h"
+
+namespace ampwb::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct SweepOptions {
+  std::string db, sweep_file, name, on = "local", partition, account, time_limit;
+  int parallel = 1, max_parallel = 0;
+  bool dry_run = false, json = false;
+  // The training settings given as flags: each flag's values (split at commas), and the on/off flags' counts.
+  std::map<std::string, std::vector<std::string>> values;
+  std::map<std::string, int64_t> switches;
+  const CLI::App* command = nullptr;
+};
+
+struct SweepIdOptions {
+  std::string db, sweep;
+  bool json = false, quiet = false;
+  int parallel = 1;
+  std::string index;  // sweep point: the point, else $SLURM_ARRAY_TASK_ID
+};
+
+std::string self_exe() { return fs::read_symlink("/proc/self/exe").string(); }
+
+int64_t sweep_id(const std::string& text) {
+  char* end = nullptr;
+  const long long id = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || id <= 0)
+    throw Error("SWEEP is a sweep's id (ampwb sweep list), got '" + text + "'");
+  return id;
+}
+
+// The grid the flags (and the sweep file) describe: a flag given a comma list is a dimension, in the order the
+// flags were given; a flag given one value is a setting every point shares.
+SweepGrid grid_of(const SweepOptions& o) {
+  SweepGrid grid;
+  if (!o.sweep_file.empty()) grid = read_sweep_file(o.sweep_file);
+  std::set<std::string> given;
+  for (const auto& [setting, values] : grid.dimensions) given.insert(setting);
+  for (const auto& [setting, value] : grid.settings) given.insert(setting);
+  std::set<const CLI::Option*> seen;
+  for (const CLI::Option* option : o.command->parse_order()) {
+    if (!seen.insert(option).second) continue;
+    const std::string flag = option->get_name();
+    const std::string setting = flag.substr(2);
+    const auto values = o.values.find(flag);
+    const auto on = o.switches.find(flag);
+    if (values == o.values.end() && on == o.switches.end()) continue;
+    if (given.contains(setting)) throw Error(flag + " is given by the sweep file too");
+    std::vector<std::string> texts = values == o.values.end() ? std::vector<std::string>() : values->second;
+    if (setting == "data" || setting == "checkpoint-dir")  // kept as absolute folders, as the runs keep them
+      for (std::string& folder : texts) folder = fs::absolute(folder).lexically_normal().string();
+    if (on != o.switches.end()) {
+      grid.settings.emplace_back(setting, "true");
+    } else if (texts.size() == 1) {
+      grid.settings.emplace_back(setting, texts.front());
+    } else {
+      std::set<std::string> distinct;
+      for (const std::string& v : texts)
+        if (!distinct.insert(v).second) throw Error(flag + ": '" + v + "' is given twice");
+      grid.dimensions.emplace_back(setting, texts);
+    }
+  }
+  if (!o.name.empty()) grid.name = o.name;
+  return grid;
+}
+
+// A sweep's folder beside the store (its Slurm script and the tasks' output), where checkpoints go too.
+fs::path sweep_folder(const std::string& store_path, int64_t sweep) {
+  return fs::path(new_checkpoint_dir(store_path)).parent_path().parent_path() / "sweeps" / std::to_string(sweep);
+}
+
+std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char ch : text) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+bool uses_gpu(const std::vector<SweepPointConfig>& points) {
+  for (const SweepPointConfig& p : points)
+    if (p.config.device.name().starts_with("cuda")) return true;
+  return false;
+}
+
+// The job array's batch script: one task a point, at most `max_parallel` at once, requeued when preempted.
+std::string slurm_script(const SweepOptions& o, const std::string& db, const std::string& sweep, const fs::path& folder,
+                         size_t points, bool gpu) {
+  std::ostringstream s;
+  s << "#!/bin/bash\n";
+  s << "#SBATCH --job-name=ampwb-sweep-" << sweep << "\n";
+  s << "#SBATCH --array=0-" << points - 1;
+  if (o.max_parallel > 0) s << "%" << o.max_parallel;
+  s << "\n#SBATCH --requeue\n";
+  s << "#SBATCH --open-mode=append\n";
+  s << "#SBATCH --output=" << (folder / "point-%a.out").string() << "\n";
+  if (gpu) s << "#SBATCH --gres=gpu:1\n";
+  if (!o.partition.empty()) s << "#SBATCH --partition=" << o.partition << "\n";
+  if (!o.account.empty()) s << "#SBATCH --account=" << o.account << "\n";
+  if (!o.time_limit.empty()) s << "#SBATCH --time=" << o.time_limit << "\n";
+  s << "# Each task trains the point SLURM_ARRAY_TASK_ID names; a requeued task resumes its run's checkpoint.\n";
+  s << "exec " << shell_quoted(self_exe()) << " sweep point --db " << shell_quoted(db) << " " << sweep << "\n";
+  return s.str();
+}
+
+// Runs `argv` and returns its standard output; throws naming the program when it cannot run or fails.
+std::string output_of(const std::vector<std::string>& argv) {
+  std::string command;
+  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + shell_quoted(a);
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) throw Error("cannot run " + argv.front() + ": " + std::strerror(errno));
+  std::string out;
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error(argv.front() + " failed" + (out.empty() ? std::string() : ": " + out) +
+                (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? " (is Slurm installed here?)" : ""));
+  return out;
+}
+
+// --- running points here ---
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_stop(int signal) { g_stop = signal; }
+
+std::string point_result(const RunStore& store, const SweepPoint& p) {
+  std::string text = sweep_point_state_name(p.state);
+  if (p.run_id == 0) return text;
+  text += ", run " + std::to_string(p.run_id);
+  try {
+    const RunSummary s = summarize(store.run(p.run_id), store.epochs(p.run_id));
+    char buffer[96];
+    if (!std::isnan(s.final_validation_accuracy)) {
+      std::snprintf(buffer, sizeof buffer, ", val acc %.2f%%", 100 * s.final_validation_accuracy);
+      text += buffer;
+    } else if (!std::isnan(s.final_train_loss)) {
+      std::snprintf(buffer, sizeof buffer, ", train loss %.4f", s.final_train_loss);
+      text += buffer;
+    }
+  } catch (const std::exception&) {  // the run was deleted meanwhile
+  }
+  return text;
+}
+
+// Runs the sweep's queued and requeued points here, `parallel` at once, each as `ampwb sweep point` in a child
+// process (a process group of its own, so a Ctrl-C reaches it once, from here). The first SIGINT/SIGTERM stops
+// the running points after their current step (they stay requeued, resumable) and starts no more.
+int run_here(const std::string& db, int64_t sweep, int parallel) {
+  RunStore store(db, RunStore::Mode::Existing);
+  const size_t total = sweep_points(store, sweep).size();
+  struct sigaction action {
+  }, old_int{}, old_term{};
+  action.sa_handler = on_stop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &old_int);
+  sigaction(SIGTERM, &action, &old_term);
+  g_stop = 0;
+  std::map<pid_t, int> running;  // child -> point
+  int failed = 0;
+  bool forwarded = false;
+  for (;;) {
+    while (!g_stop && static_cast<int>(running.size()) < parallel) {
+      const std::optional<SweepPoint> p = take_next_point(store, sweep);
+      if (!p) break;
+      std::fflush(stdout);
+      const pid_t child = ::fork();
+      if (child < 0) {
+        return_point(store, sweep, p->index);
+        throw Error(std::string("cannot start a process for a sweep point: ") + std::strerror(errno));
+      }
+      if (child == 0) {
+        ::setpgid(0, 0);
+        const std::string exe = self_exe(), index = std::to_string(p->index), id = std::to_string(sweep);
+        std::vector<std::string> argv = {exe, "sweep", "point", "--db", db, "--index", index, "--quiet", id};
+        std::vector<char*> args;
+        for (std::string& a : argv) args.push_back(a.data());
+        args.push_back(nullptr);
+        ::execv(args[0], args.data());
+        std::fprintf(stderr, "ampwb sweep: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
+        ::_exit(127);
+      }
+      ::setpgid(child, child);
+      running[child] = p->index;
+      std::printf("point %d/%zu started: %s\n", p->index + 1, total, describe_point_json(p->settings_json).c_str());
+      std::fflush(stdout);
+    }
+    if (running.empty()) break;
+    if (g_stop && !forwarded) {
+      forwarded = true;
+      std::fprintf(stderr, "ampwb sweep: stopping the running points after their current step\n");
+      for (const auto& [child, index] : running) ::kill(child, SIGINT);
+    }
+    int status = 0;
+    const pid_t done = ::waitpid(-1, &status, 0);
+    if (done < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    const auto at = running.find(done);
+    if (at == running.end()) continue;
+    const int index = at->second;
+    running.erase(at);
+    SweepPoint p = sweep_point(store, sweep, index);
+    if (p.state == SweepPointState::Running) {  // the child ended before it could say how
+      set_point_state(store, sweep, index, SweepPointState::Failed);
+      p.state = SweepPointState::Failed;
+    }
+    if (p.state == SweepPointState::Failed) ++failed;
+    std::printf("point %d/%zu %s\n", index + 1, total, point_result(store, p).c_str());
+    std::fflush(stdout);
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  const std::vector<SweepPoint> points = sweep_points(store, sweep);
+  std::map<std::string, int> counts;
+  for (const SweepPoint& p : points) ++counts[sweep_point_state_name(p.state)];
+  std::string summary;
+  for (const auto& [state, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + state;
+  std::printf("sweep %lld: %s%s\n", static_cast<long long>(sweep), summary.c_str(),
+              g_stop ? ("; continue it with ampwb sweep run " + std::to_string(sweep)).c_str() : "");
+  std::fflush(stdout);
+  if (g_stop) return 128 + g_stop;
+  return failed > 0 ? 1 : 0;
+}
+
+// --- the commands ---
+
+int sweep_command(const SweepOptions& o) {
+  const SweepGrid grid = grid_of(o);
+  if (grid.dimensions.empty())
+    throw Error("a sweep needs a setting with several values (--seed 0,1,2) or a sweep file's \"grid\"");
+  if (o.on != "local" && o.on != "slurm") throw Error("--on is local or slurm, got '" + o.on + "'");
+  if (o.on == "local" && (!o.partition.empty() || !o.account.empty() || !o.time_limit.empty() || o.max_parallel))
+    throw Error("--partition, --account, --time and --max-parallel are for --on slurm");
+  if (o.on == "slurm" && o.parallel != 1) throw Error("--parallel runs points here: give --max-parallel for Slurm");
+  // Every point read and checked before anything is written.
+  const std::vector<SweepPointConfig> points = expand_sweep(grid);
+  const std::string db = store_path(o.db);
+  if (o.dry_run && o.on == "slurm") {
+    std::printf(
+        "%s",
+        slurm_script(o, db, "NEW", sweep_folder(db, 0).parent_path() / "NEW", points.size(), uses_gpu(points)).c_str());
+    std::fprintf(stderr, "ampwb sweep: dry run: %zu points; no sweep recorded, nothing submitted\n", points.size());
+    return 0;
+  }
+  if (o.dry_run) {
+    for (size_t i = 0; i < points.size(); ++i)
+      std::printf("point %zu/%zu: %s\n", i + 1, points.size(), describe_point(points[i].values).c_str());
+    std::fprintf(stderr, "ampwb sweep: dry run: no sweep recorded, nothing run\n");
+    return 0;
+  }
+  std::vector<std::string> settings;
+  for (const SweepPointConfig& p : points) settings.push_back(p.settings_json());
+  RunStore store(db, RunStore::Mode::Create);
+  const int64_t id = create_sweep(store, grid.name, grid.to_json().dump(), o.on, settings);
+  std::printf("sweep %lld: %zu points, recorded in %s\n", static_cast<long long>(id), points.size(),
+              store.path().c_str());
+  std::fflush(stdout);
+  if (o.on == "local") return run_here(store.path(), id, o.parallel);
+
+  const fs::path folder = sweep_folder(store.path(), id);
+  fs::create_directories(folder);
+  const fs::path script = folder / "sweep.sbatch";
+  {
+    std::ofstream out(script);
+    out << slurm_script(o, store.path(), std::to_string(id), folder, points.size(), uses_gpu(points));
+    if (!out) throw Error("cannot write " + script.string());
+  }
+  std::string job;
+  try {
+    job = output_of({"sbatch", "--parsable", script.string()});
+  } catch (const Error& e) {
+    cancel_sweep(store, id);
+    throw Error(std::string(e.what()) + "; sweep " + std::to_string(id) + " is recorded as cancelled");
+  }
+  job = job.substr(0, job.find(';'));  // "JOBID;CLUSTER" on a federation
+  set_sweep_slurm_job(store, id, job);
+  std::printf("submitted as Slurm job array %s (%s); ampwb sweep status %lld\n", job.c_str(), script.c_str(),
+              static_cast<long long>(id));
+  return 0;
+}
+
+// sweep point: trains one point, resuming its run where it was interrupted with a checkpoint.
+int sweep_point_command(const SweepIdOptions& o) {
+  const int64_t id = sweep_id(o.sweep);
+  std::string index_text = o.index;
+  if (index_text.empty()) {
+    const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+    if (!task) throw Error("sweep point needs --index, or SLURM_ARRAY_TASK_ID in a Slurm job array");
+    index_text = task;
+  }
+  char* end = nullptr;
+  const long index = std::strtol(index_text.c_str(), &end, 10);
+  if (index_text.empty() || *end != '\0' || index < 0)
+    throw Error("the point is a whole number, got '" + index_text + "'");
+  RunStore store(store_path(o.db), RunStore::Mode::Existing);
+  const std::optional<SweepPoint> p = take_point(store, id, static_cast<int>(index));
+  if (!p) {
+    std::printf("sweep %lld point %ld: %s, nothing to run\n", static_cast<long long>(id), index,
+                sweep(store, id).cancelled ? "the sweep is cancelled"
+                                           : sweep_point_state_name(sweep_point(store, id, index).state));
+    return 0;
+  }
+  TrainingInStore how;
+  how.quiet = o.quiet;
+  how.on_run_started = [&](int64_t run) { set_point_run(store, id, p->index, run); };
+  TrainConfig config;
+  if (p->run_id != 0) {
+    const RunRecord run = store.run(p->run_id);
+    if (run.status == RunStatus::Finished) {
+      set_point_state(store, id, p->index, SweepPointState::Finished);
+      return 0;
+    }
+    if (resume_refusal(store, p->run_id).empty()) {
+      how.continue_run = p->run_id;
+      config = resume_config(store, p->run_id);
+      if (!o.quiet)
+        std::printf("sweep %lld point %ld: resuming run %lld from its checkpoint\n", static_cast<long long>(id), index,
+                    static_cast<long long>(p->run_id));
+    }
+  }
+  if (how.continue_run == 0) {
+    try {
+      config = config_from_json_text(nlohmann::json::parse(p->settings_json).at("config").dump());
+    } catch (const std::exception& e) {
+      set_point_state(store, id, p->index, SweepPointState::Failed);
+      throw Error("sweep " + std::to_string(id) + " point " + std::to_string(index) +
+                  " has no configuration: " + e.what());
+    }
+    if (config.checkpoint_dir.empty())
+      config.checkpoint_dir = (fs::path(new_checkpoint_dir(store.path())).parent_path() /
+                               ("sweep-" + std::to_string(id) + "-point-" + std::to_string(index)))
+                                  .string();
+  }
+  std::fflush(stdout);
+  TrainingOutcome outcome;
+  try {
+    outcome = train_in_store(store, config, how);
+  } catch (...) {
+    set_point_state(store, id, p->index, SweepPointState::Failed);
+    throw;
+  }
+  SweepPointState state = SweepPointState::Failed;
+  if (outcome.status == RunStatus::Finished)
+    state = SweepPointState::Finished;
+  else if (outcome.status == RunStatus::Interrupted || (outcome.status == RunStatus::Cancelled && outcome.signal))
+    state = SweepPointState::Requeued;  // preempted, or stopped by a signal: resumes from its checkpoint
+  else if (outcome.status == RunStatus::Cancelled)
+    state = SweepPointState::Cancelled;
+  set_point_state(store, id, p->index, state);
+  return outcome.exit_code;
+}
+
+int sweep_run_command(const SweepIdOptions& o) {
+  const int64_t id = sweep_id(o.sweep);
+  const std::string db = store_path(o.db);
+  {
+    RunStore store(db, RunStore::Mode::Existing);
+    const SweepRecord s = sweep(store, id);
+    if (s.cancelled) throw Error("sweep " + o.sweep + " is cancelled");
+    if (s.runs_on != "local")
+      throw Error("sweep " + o.sweep + " runs on Slurm (job " + s.slurm_job_id + "): its tasks run its points");
+  }
+  return run_here(RunStore(db, RunStore::Mode::Existing).path(), id, o.parallel);
+}
+
+nlohmann::ordered_json point_json(const RunStore& store, const SweepPoint& p) {
+  nlohmann::ordered_json j;
+  j["index"] = p.index;
+  j["state"] = sweep_point_state_name(p.state);
+  j["run_id"] = p.run_id ? nlohmann::ordered_json(p.run_id) : nlohmann::ordered_json();
+  try {
+    j["values"] = nlohmann::ordered_json::parse(p.settings_json).at("values");
+  } catch (const std::exception&) {
+    j["values"] = nlohmann::ordered_json::object();
+  }
+  j["updated"] = p.updated;
+  if (p.run_id) {
+    try {
+      const RunRecord run = store.run(p.run_id);
+      const RunSummary s = summarize(run, store.epochs(p.run_id));
+      j["run_status"] = run_status_name(run.status);
+      j["epochs_completed"] = s.epochs_completed;
+      j["final_validation_accuracy"] = s.final_validation_accuracy;
+      j["final_validation_loss"] = s.final_validation_loss;
+      j["final_train_loss"] = s.final_train_loss;
+    } catch (const std::exception&) {
+    }
+  }
+  return j;
+}
+
+std::map<std::string, int> state_counts(const std::vector<SweepPoint>& points) {
+  std::map<std::string, int> counts;
+  for (const SweepPoint& p : points) ++counts[sweep_point_state_name(p.state)];
+  return counts;
+}
+
+std::string counts_text(const std::map<std::string, int>& counts) {
+  std::string text;
+  for (const auto& [state, n] : counts) text += (text.empty() ? "" : ", ") + std::to_string(n) + " " + state;
+  return text;
+}
+
+int sweep_status_command(const SweepIdOptions& o) {
+  const int64_t id = sweep_id(o.sweep);
+  RunStore store(store_path(o.db), RunStore::Mode::ReadOnly);
+  const SweepRecord s = sweep(store, id);
+  const std::vector<SweepPoint> points = sweep_points(store, id);
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["id"] = s.id;
+    j["name"] = s.name;
+    j["created"] = s.created;
+    j["on"] = s.runs_on;
+    j["slurm_job_id"] = s.slurm_job_id;
+    j["cancelled"] = s.cancelled;
+    j["grid"] = nlohmann::ordered_json::parse(s.grid_json, nullptr, false);
+    j["summary"] = state_counts(points);
+    j["points"] = nlohmann::ordered_json::array();
+    for (const SweepPoint& p : points) j["points"].push_back(point_json(store, p));
+    print_json(j);
+    return 0;
+  }
+  std::printf("sweep %lld%s: %zu points on %s%s%s, created %s\n", static_cast<long long>(s.id),
+              s.name.empty() ? "" : (" (" + printable(s.name) + ")").c_str(), points.size(), s.runs_on.c_str(),
+              s.slurm_job_id.empty() ? "" : (" (job " + s.slurm_job_id + ")").c_str(), s.cancelled ? ", cancelled" : "",
+              s.created.c_str());
+  for (const SweepPoint& p : points)
+    std::printf("  %3d  %-40s %s\n", p.index, printable(describe_point_json(p.settings_json)).c_str(),
+                point_result(store, p).c_str());
+  std::printf("%s\n", counts_text(state_counts(points)).c_str());
+  return 0;
+}
+
+int sweep_cancel_command(const SweepIdOptions& o) {
+  const int64_t id = sweep_id(o.sweep);
+  RunStore store(store_path(o.db), RunStore::Mode::Existing);
+  const SweepRecord s = sweep(store, id);
+  std::string scancel_error;
+  if (!s.slurm_job_id.empty()) {
+    try {
+      output_of({"scancel", s.slurm_job_id});
+    } catch (const Error& e) {
+      scancel_error = e.what();
+    }
+  }
+  const int cancelled = cancel_sweep(store, id);
+  std::printf("sweep %lld cancelled: %d point%s marked cancelled%s\n", static_cast<long long>(id), cancelled,
+              cancelled == 1 ? "" : "s",
+              s.slurm_job_id.empty() ? "" : ("; Slurm job " + s.slurm_job_id + " cancelled").c_str());
+  if (!scancel_error.empty()) {
+    std::fprintf(stderr, "ampwb sweep cancel: error: %s\n", scancel_error.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int sweep_list_command(const SweepIdOptions& o) {
+  const std::string db = store_path(o.db);
+  if (!is_database_server(db) && !fs::exists(db)) {  // no store yet: no sweeps
+    if (o.json) print_json(nlohmann::ordered_json::array());
+    return 0;
+  }
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const SweepRecord& s : sweeps(store)) {
+    const std::vector<SweepPoint> points = sweep_points(store, s.id);
+    if (o.json) {
+      list.push_back({{"id", s.id},
+                      {"name", s.name},
+                      {"created", s.created},
+                      {"on", s.runs_on},
+                      {"slurm_job_id", s.slurm_job_id},
+                      {"cancelled", s.cancelled},
+                      {"points", points.size()},
+                      {"summary", state_counts(points)}});
+    } else {
+      std::printf("%4lld  %-16s %s  %-5s %-10s %zu points: %s%s\n", static_cast<long long>(s.id),
+                  printable(s.name).c_str(), s.created.c_str(), s.runs_on.c_str(), s.slurm_job_id.c_str(),
+                  points.size(), counts_text(state_counts(points)).c_str(), s.cancelled ? " (cancelled)" : "");
+    }
+  }
+  if (o.json) print_json(list);
+  return 0;
+}
+
+CLI::App* add_sweep_id_command(CLI::App* parent, const char* name, const char* help, Invocation& invocation,
+                               int (*command)(const SweepIdOptions&), std::shared_ptr<SweepIdOptions>& options) {
+  options = std::make_shared<SweepIdOptions>();
+  CLI::App* sub = parent->add_subcommand(name, help);
+  add_db_option(sub, options->db);
+  run_on_parse(sub, invocation, options, command);
+  return sub;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, Invocation& invocation) {
+  auto options = std::make_shared<SweepOptions>();
+  CLI::App* sweep = app.add_subcommand(
+      "sweep",
+      "train a grid of runs (any training flag may take a comma list: --precision fp32,amp-bf16 --seed 0,1,2), here "
+      "or as a Slurm job array, recorded as a sweep in the run store");
+  options->command = sweep;
+  sweep->add_option("--sweep-file", options->sweep_file, "the grid as JSON: {\"grid\": {...}, \"settings\": {...}}")
+      ->type_name("FILE");
+  sweep->add_option("--name", options->name, "the sweep's name")->type_name("NAME");
+  sweep->add_option("--on", options->on, "where the points run: local (here) or slurm (one job array)")
+      ->type_name("local|slurm")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  add_number(sweep, "-j,--parallel", options->parallel, "points at once here (--on local)")
+      ->check(CLI::Range(1, 256).description(""));
+  add_number(sweep, "--max-parallel", options->max_parallel, "Slurm: array tasks at once (0: as Slurm allows)")
+      ->check(CLI::Range(0, 100000).description(""));
+  sweep->add_option("--partition", options->partition, "Slurm: the partition")->type_name("NAME");
+  sweep->add_option("--account", options->account, "Slurm: the account")->type_name("NAME");
+  sweep->add_option("--time", options->time_limit, "Slurm: each task's time limit (e.g. 2:00:00)")->type_name("TIME");
+  sweep->add_flag("--dry-run", options->dry_run, "print the points (or the Slurm script) and record nothing");
+  add_db_option(sweep, options->db);
+  // Every training flag of `ampwb train`, each taking a comma list.
+  for (const auto& [flag, on_off] : sweep_settings()) {
+    if (on_off) {
+      sweep->add_flag(flag, options->switches[flag], "as ampwb train's")->group("Training settings (ampwb train's)");
+    } else {
+      sweep->add_option(flag, options->values[flag], "as ampwb train's; a comma list sweeps it")
+          ->delimiter(',')
+          ->type_name("V[,V...]")
+          ->group("Training settings (ampwb train's)");
+    }
+  }
+  sweep->callback([sweep, &invocation, options] {
+    if (sweep->get_subcommands().empty()) invocation.run = [options] { return sweep_command(*options); };
+  });
+
+  std::shared_ptr<SweepIdOptions> o;
+  CLI::App* status =
+      add_sweep_id_command(sweep, "status", "each point's state and run", invocation, sweep_status_command, o);
+  status->add_option("SWEEP", o->sweep, "the sweep's id")->required();
+  status->add_flag("--json", o->json, "as JSON");
+  CLI::App* cancel =
+      add_sweep_id_command(sweep, "cancel", "cancel a sweep (its Slurm job too): no point starts any more", invocation,
+                           sweep_cancel_command, o);
+  cancel->add_option("SWEEP", o->sweep, "the sweep's id")->required();
+  CLI::App* list =
+      add_sweep_id_command(sweep, "list", "the sweeps in the run store", invocation, sweep_list_command, o);
+  list->add_flag("--json", o->json, "as JSON");
+  CLI::App* run = add_sweep_id_command(sweep, "run", "run a local sweep's queued and requeued points here", invocation,
+                                       sweep_run_command, o);
+  run->add_option("SWEEP", o->sweep, "the sweep's id")->required();
+  add_number(run, "-j,--parallel", o->parallel, "points at once")->check(CLI::Range(1, 256).description(""));
+  CLI::App* point = add_sweep_id_command(
+      sweep, "point", "train one point of a sweep (a Slurm array task's command), resuming its run when interrupted",
+      invocation, sweep_point_command, o);
+  point->add_option("SWEEP", o->sweep, "the sweep's id")->required();
+  point->add_option("--index", o->index, "the point (default: $SLURM_ARRAY_TASK_ID)")->type_name("N");
+  point->add_flag("--quiet", o->quiet, "no progress, only errors");
+
+  CLI::App* sweeps_alias = add_sweep_id_command(&app, "sweeps", "the sweeps in the run store (as sweep list)",
+                                                invocation, sweep_list_command, o);
+  sweeps_alias->add_flag("--json", o->json, "as JSON");
+}
+
+}  // namespace ampwb::cli

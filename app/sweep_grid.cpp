@@ -1,0 +1,219 @@
+// A sweep's grid read from flags or a file and expanded into its points through the training flags.
+#include "sweep_grid.h"
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/error.h"
+#include "core/setting_error.h"
+#include "setting_flags.h"
+#include "train_flags.h"
+
+namespace ampwb::cli {
+namespace {
+
+// The flags of `ampwb train` that are not a run's setting in a sweep: the run's name must differ between points.
+bool left_out(const std::string& flag) { return flag == "--help" || flag == "--name"; }
+
+std::string folder_made_absolute(const std::string& folder) {
+  if (folder.empty()) return folder;
+  std::error_code ec;
+  std::string path = std::filesystem::absolute(folder, ec).lexically_normal().string();
+  if (ec) return folder;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// A JSON value as the text a flag takes.
+std::string value_text(const nlohmann::ordered_json& v, const std::string& where) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number()) return v.dump();
+  throw Error(where + ": expects a string, a number or true/false, got " + v.dump());
+}
+
+const std::map<std::string, bool>& settings_by_flag() {
+  static const std::map<std::string, bool> table = [] {
+    std::map<std::string, bool> t;
+    for (const auto& [flag, on_off] : sweep_settings()) t.emplace(flag, on_off);
+    return t;
+  }();
+  return table;
+}
+
+// "batch_size" and "batch-size" alike: a sweep file may spell a setting as the configuration's JSON does.
+std::string as_flag_name(std::string setting) {
+  if (setting.starts_with("--")) setting = setting.substr(2);
+  for (char& ch : setting)
+    if (ch == '_') ch = '-';
+  return setting;
+}
+
+}  // namespace
+
+size_t SweepGrid::points() const {
+  size_t n = 1;
+  for (const auto& dimension : dimensions) n *= dimension.second.size();
+  return n;
+}
+
+nlohmann::ordered_json SweepGrid::to_json() const {
+  nlohmann::ordered_json j;
+  j["name"] = name;
+  j["grid"] = nlohmann::ordered_json::object();
+  for (const auto& [setting, values] : dimensions) j["grid"][setting] = values;
+  j["settings"] = nlohmann::ordered_json::object();
+  for (const auto& [setting, value] : settings) j["settings"][setting] = value;
+  return j;
+}
+
+std::string SweepPointConfig::settings_json() const {
+  nlohmann::ordered_json j;
+  j["values"] = nlohmann::ordered_json::object();
+  for (const auto& [setting, value] : values) j["values"][setting] = value;
+  j["config"] = nlohmann::ordered_json::parse(config_to_json_text(config));
+  return j.dump();
+}
+
+std::vector<std::pair<std::string, bool>> sweep_settings() {
+  static const std::vector<std::pair<std::string, bool>> flags = [] {
+    CLI::App train;
+    TrainFlags bound;
+    add_train_flags(&train, bound);
+    std::vector<std::pair<std::string, bool>> out;
+    for (const CLI::Option* option : train.get_options()) {
+      const std::string flag = option->get_name();
+      if (!flag.starts_with("--") || left_out(flag)) continue;
+      out.emplace_back(flag, option->get_type_size_max() == 0);
+    }
+    return out;
+  }();
+  return flags;
+}
+
+bool is_sweep_setting(const std::string& setting) { return settings_by_flag().contains("--" + setting); }
+
+SweepGrid sweep_grid_from_json(const nlohmann::ordered_json& j) {
+  if (!j.is_object()) throw Error("a sweep is a JSON object with \"grid\" and \"settings\"");
+  for (const auto& [key, value] : j.items())
+    if (key != "name" && key != "grid" && key != "settings")
+      throw Error("a sweep has \"name\", \"grid\" and \"settings\", not \"" + key + "\"");
+  SweepGrid grid;
+  if (j.contains("name")) grid.name = value_text(j["name"], "name");
+  const auto check_setting = [](const std::string& key) {
+    const std::string setting = as_flag_name(key);
+    if (!is_sweep_setting(setting))
+      throw Error("'" + key + "' is no training setting a sweep takes (the flags of ampwb train, without --)");
+    return setting;
+  };
+  if (j.contains("grid")) {
+    if (!j["grid"].is_object()) throw Error("\"grid\" is an object of settings, each with a list of values");
+    for (const auto& [key, values] : j["grid"].items()) {
+      const std::string setting = check_setting(key);
+      std::vector<std::string> texts;
+      if (!values.is_array()) {
+        texts.push_back(value_text(values, key));
+      } else {
+        for (const auto& v : values) texts.push_back(value_text(v, key));
+      }
+      if (texts.empty()) throw Error("the grid's " + key + " has no values");
+      grid.dimensions.emplace_back(setting, texts);
+    }
+  }
+  if (j.contains("settings")) {
+    if (!j["settings"].is_object()) throw Error("\"settings\" is an object of settings, each with one value");
+    for (const auto& [key, value] : j["settings"].items())
+      grid.settings.emplace_back(check_setting(key), value_text(value, key));
+  }
+  return grid;
+}
+
+SweepGrid read_sweep_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read the sweep file " + path + ": " + std::strerror(errno));
+  try {
+    return sweep_grid_from_json(nlohmann::ordered_json::parse(in));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("the sweep file " + path + " is not JSON: " + e.what());
+  } catch (const Error& e) {
+    throw Error("the sweep file " + path + ": " + e.what());
+  }
+}
+
+std::vector<SweepPointConfig> expand_sweep(const SweepGrid& grid) {
+  const size_t count = grid.points();
+  std::vector<SweepPointConfig> points;
+  points.reserve(count);
+  for (size_t index = 0; index < count; ++index) {
+    SweepPointConfig point;
+    size_t rest = index;  // mixed radix, the last dimension the fastest
+    std::vector<size_t> at(grid.dimensions.size());
+    for (size_t d = grid.dimensions.size(); d-- > 0;) {
+      at[d] = rest % grid.dimensions[d].second.size();
+      rest /= grid.dimensions[d].second.size();
+    }
+    std::vector<std::pair<std::string, std::string>> given = grid.settings;
+    for (size_t d = 0; d < grid.dimensions.size(); ++d) {
+      point.values.emplace_back(grid.dimensions[d].first, grid.dimensions[d].second[at[d]]);
+      given.push_back(point.values.back());
+    }
+    const std::string which = "sweep point " + std::to_string(index) +
+                              (point.values.empty() ? "" : " (" + describe_point(point.values) + ")");
+
+    std::vector<std::string> args;
+    for (const auto& [setting, value] : given) {
+      const std::string flag = "--" + setting;
+      const auto found = settings_by_flag().find(flag);
+      if (found == settings_by_flag().end()) throw Error(which + ": " + flag + " is no training setting");
+      if (found->second) {  // on/off
+        if (value != "true" && value != "false")
+          throw Error(flag + ": is on or off: true or false, got '" + value + "' (" + which + ")");
+        if (value == "true") args.push_back(flag);
+      } else {
+        args.push_back(flag + "=" + value);
+      }
+    }
+    CLI::App train;
+    TrainFlags flags;
+    add_train_flags(&train, flags);
+    std::reverse(args.begin(), args.end());  // CLI11 reads a vector from its end
+    try {
+      train.parse(args);
+    } catch (const CLI::ParseError& e) {
+      throw Error(std::string(e.what()) + " (" + which + ")");
+    }
+    point.config = flags.resolve();
+    point.config.data_dir = folder_made_absolute(point.config.data_dir);
+    point.config.checkpoint_dir = folder_made_absolute(point.config.checkpoint_dir);
+    try {
+      validate(point.config);
+    } catch (const SettingError& e) {
+      throw Error(said_with_flag(e.setting(), e.what()) + " (" + which + ")");
+    }
+    points.push_back(std::move(point));
+  }
+  return points;
+}
+
+std::string describe_point(const std::vector<std::pair<std::string, std::string>>& values) {
+  std::string text;
+  for (const auto& [setting, value] : values) text += (text.empty() ? "" : " ") + setting + "=" + value;
+  return text;
+}
+
+std::string describe_point_json(const std::string& settings_json) {
+  std::vector<std::pair<std::string, std::string>> values;
+  try {
+    const nlohmann::ordered_json j = nlohmann::ordered_json::parse(settings_json);
+    for (const auto& [k, v] : j.at("values").items()) values.emplace_back(k, v.get<std::string>());
+  } catch (const std::exception&) {
+    return "";
+  }
+  return describe_point(values);
+}
+
+}  // namespace ampwb::cli
