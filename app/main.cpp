@@ -138,6 +138,7 @@ void build_parser(CLI::App& app, Invocation& invocation) {
   add_explain_command(app, invocation);
   add_report_command(app, invocation);
   add_store_commands(app, invocation);
+  add_export_model_command(app, invocation);
   add_sweep_command(app, invocation);
   add_dataset_commands(app, invocation);
   add_devices_command(app, invocation);
