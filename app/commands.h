@@ -20,6 +20,7 @@ void add_dataset_commands(CLI::App& app, Invocation& invocation);  // dataset_co
 void add_run_commands(CLI::App& app, Invocation& invocation);      // runs_commands.cpp: runs, show, compare
 void add_explain_command(CLI::App& app, Invocation& invocation);   // explain_command.cpp
 void add_report_command(CLI::App& app, Invocation& invocation);    // report_command.cpp
+void add_predict_command(CLI::App& app, Invocation& invocation);   // predict_command.cpp
 // export_model_command.cpp: export model, under the export command add_store_commands adds (call it after).
 void add_export_model_command(CLI::App& app, Invocation& invocation);
 // store_commands.cpp: export csv|chart, delete, rename, tag, note, store check|backup.

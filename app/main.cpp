@@ -137,6 +137,7 @@ void build_parser(CLI::App& app, Invocation& invocation) {
   add_run_commands(app, invocation);
   add_explain_command(app, invocation);
   add_report_command(app, invocation);
+  add_predict_command(app, invocation);
   add_store_commands(app, invocation);
   add_export_model_command(app, invocation);
   add_sweep_command(app, invocation);

@@ -17,6 +17,7 @@
 #include "analysis/run_groups.h"
 #include "analysis/time_comparison.h"
 #include "commands.h"
+#include "store/final_weights.h"
 #include "store/run_store.h"
 #include "store/store_location.h"
 #include "train/record_json.h"
@@ -92,9 +93,9 @@ int runs_command(const RunsOptions& options) {
   }
   RunStore store(path, RunStore::Mode::Existing);
   json list = json::array();
-  Table table(
-      {"ID", "NAME", "CREATED (UTC)", "STATUS", "DEPTH", "PRECISION", "DEVICE", "BEST VAL", "EPOCHS", "TIME", "RESUME"},
-      {true, false, false, false, true, false, false, true, true, true, false});
+  Table table({"ID", "NAME", "CREATED (UTC)", "STATUS", "DEPTH", "PRECISION", "DEVICE", "BEST VAL", "EPOCHS", "TIME",
+               "RESUME", "WEIGHTS"},
+              {true, false, false, false, true, false, false, true, true, true, false, false});
   size_t shown = 0;
   for (const RunRecord& r : store.runs()) {
     if (!status.empty() && status != run_status_name(r.status)) continue;
@@ -106,13 +107,14 @@ int runs_command(const RunsOptions& options) {
       json j = r;
       j["summary"] = s;
       j["resumable"] = resumable;
+      j["final_weights"] = has_final_weights(r);
       list.push_back(j);
     } else {
       table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_status_name(r.status),
                  std::to_string(r.depth), r.precision_name(), r.device.name(),
                  s.epochs_completed && r.info.validation_images > 0 ? percent_text(s.best_validation_accuracy) : "-",
                  std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration_text(s.total_seconds),
-                 resumable ? "yes" : ""});
+                 resumable ? "yes" : "", has_final_weights(r) ? "yes" : ""});
     }
   }
   if (as_json) {
@@ -342,6 +344,8 @@ int show_command(const ShowOptions& options) {
     out["world_size"] = r.info.world_size;  // the processes that trained it together, each on `batch_size` images
     out["global_batch_size"] = static_cast<int64_t>(r.batch_size) * r.info.world_size;
     out["launcher"] = choice_name(r.info.launcher);
+    // The file `ampwb predict` and the exports load; null when the run kept none.
+    out["final_weights"] = has_final_weights(r) ? json(r.info.final_weights) : json(nullptr);
     print_json(out);
     return 0;
   }
@@ -364,6 +368,14 @@ int show_command(const ShowOptions& options) {
     std::printf("  processes  %d, started by %s: %lld images a step in all (%d each)\n", info.world_size,
                 choice_name(info.launcher), static_cast<long long>(r.batch_size) * info.world_size, r.batch_size);
   if (!info.compute.empty()) std::printf("  compute    %s\n", info.compute.c_str());
+  if (has_final_weights(r) || r.status == RunStatus::Finished) {
+    const std::string refusal = final_weights_refusal(store, r.id);
+    if (refusal.empty())
+      std::printf("  weights    %s (ampwb predict %lld IMAGE...)\n", info.final_weights.c_str(),
+                  static_cast<long long>(r.id));
+    else
+      std::printf("  weights    none: %s\n", refusal.c_str());
+  }
   std::printf("  recorded   by %s on %s (pid %lld)\n",
               r.versions.empty() ? r.ampwb_version.c_str() : r.versions.c_str(), r.host.empty() ? "?" : r.host.c_str(),
               static_cast<long long>(r.pid));

@@ -240,6 +240,7 @@ struct TrainOptions {
   int collective_timeout = static_cast<int>(  // seconds: how long a rank waits for the others in a collective
       std::chrono::duration_cast<std::chrono::seconds>(kDefaultCollectiveTimeout).count());
   bool json = false, events_json = false, no_checkpoint = false, keep_checkpoint = false;
+  bool no_keep_weights = false;  // a finished run's final weights are not kept beside the store
   std::string db, resume, config_file;
   const CLI::App* command = nullptr;  // the parsed `train`: which flags were given
 };
@@ -327,11 +328,11 @@ TrainConfig config_from_file(const TrainOptions& options) {
     const std::string flag = option->get_name();
     if (option->count() == 0 || flag == "--config" || flag == "--db" || flag == "--json" || flag == "--events-json" ||
         flag == "--processes" || flag == "--collective-timeout" || flag == "--threads" || flag == "--no-checkpoint" ||
-        flag == "--keep-checkpoint")
+        flag == "--keep-checkpoint" || flag == "--no-keep-weights")
       continue;
     throw Error("--config gives the whole configuration: " + flag +
-                " cannot be given with it (only --db, --threads, --processes, --json, --events-json, --no-checkpoint "
-                "and --keep-checkpoint can)");
+                " cannot be given with it (only --db, --threads, --processes, --json, --events-json, --no-checkpoint, "
+                "--keep-checkpoint and --no-keep-weights can)");
   }
   TrainConfig c;
   try {
@@ -400,6 +401,7 @@ struct RecordedRun {
   Launcher launcher = Launcher::Single;
   ConfigForRanks* for_ranks = nullptr;  // rank 0 of many: sends the other ranks the configuration
   std::function<void(int64_t run)> on_run_started;
+  bool keep_final_weights = true;  // beside the store, when the run finishes (store/final_weights.h)
 };
 
 // Tells who asked the run's id once its row is recorded (a sweep links its point to it).
@@ -419,7 +421,7 @@ class RunStartedObserver : public TrainObserver {
 // Trains `c` into `store` on rank 0: prints as it goes, records every event, and ends as `ampwb train` does.
 TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const RecordedRun& how) {
   const bool json = how.json;
-  StoreRecorder recorder(store, c, {}, how.continue_run);
+  StoreRecorder recorder(store, c, {.keep_final_weights = how.keep_final_weights}, how.continue_run);
   ConsoleObserver console(c.epochs, json || how.events_json || how.quiet, ::isatty(STDOUT_FILENO) == 1, recorder,
                           store.path());
   EventLineWriter event_lines(stdout, [&recorder] { return recorder.run_id(); });
@@ -533,6 +535,7 @@ int train_command(const TrainOptions& options) {
   how.world = world.get();
   how.launcher = launch.launcher;
   how.for_ranks = &for_ranks;
+  how.keep_final_weights = !options.no_keep_weights;
   return train_recorded(store, c, how).exit_code;
 }
 
@@ -564,6 +567,11 @@ void add_train_command(CLI::App& app, Invocation& invocation) {
       ->excludes("--checkpoint-dir")
       ->group("Run");
   train->add_flag("--keep-checkpoint", options->keep_checkpoint, "keep a finished run's checkpoints (else removed)")
+      ->group("Run");
+  train
+      ->add_flag("--no-keep-weights", options->no_keep_weights,
+                 "keep no final weights of the finished run (else kept beside the store, for ampwb predict and "
+                 "ampwb export model)")
       ->group("Run");
   add_db_option(train, options->db)->group("Run");
   CLI::Option* json =

@@ -139,7 +139,7 @@ class RunStore {
   void set_notes(int64_t run, const std::string& notes);
   void add_tag(int64_t run, const std::string& tag);
   void remove_tag(int64_t run, const std::string& tag);
-  void remove(int64_t run);  // the run and all its rows; refuses a run a live process records
+  void remove(int64_t run);  // the run, all its rows and its final weights; refuses a run a live process records
 
   // Whether `ampwb train --resume` can continue the run: not finished, no live process records it, and its
   // latest checkpoint (or the one before it) is on disk.

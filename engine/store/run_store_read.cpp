@@ -5,6 +5,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "store/final_weights.h"
 #include "store/record_sql.h"
 #include "store/run_store.h"
 
@@ -273,5 +274,6 @@ void RunStore::remove(int64_t run_id) {
   SqlStatement del(*db_, "DELETE FROM runs WHERE id = ?");
   del.bind(1, run_id).run();
   t.commit();
+  remove_final_weights(r);  // the file is the run's alone (a checkpoint folder the user named is left alone)
 }
 }  // namespace ampwb

@@ -1,0 +1,82 @@
+// ampwb predict: a stored run's final weights on image files, with the run's own preprocessing.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "data/image_input.h"
+#include "store/final_weights.h"
+#include "store/run_store.h"
+#include "train/predictor.h"
+
+namespace ampwb::cli {
+namespace {
+
+struct PredictOptions {
+  std::string run, db;
+  std::vector<std::string> images;
+  int top = 5;
+  int batch_size = 32;
+  int threads = 0;
+  DeviceChoice device = DeviceChoice::cpu();
+  bool json = false;
+};
+
+int predict_command(const PredictOptions& options) {
+  const RunStore store(store_path(options.db), RunStore::Mode::ReadOnly);
+  const int64_t run = store.resolve(options.run);
+  // The images are listed (and a missing one named) before the network is built.
+  const std::vector<std::string> images = image_files_in(options.images);
+  ImagePredictor predictor(load_final_weights(store, run), options.device, options.threads);
+  const std::vector<std::string>& classes = predictor.weights().preprocessing.class_names;
+  const std::vector<std::vector<float>> logits = predictor.logits(images, options.batch_size);
+  const int k = std::min<int>(options.top, static_cast<int>(classes.size()));
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < images.size(); ++i) {
+    const std::vector<double> p = softmax(logits[i]);
+    const std::vector<int> top = top_classes(logits[i], k);
+    if (options.json) {
+      nlohmann::json entry = {{"image", images[i]}, {"class", classes.at(top.at(0))}, {"top", nlohmann::json::array()}};
+      for (int c : top) entry["top"].push_back({{"class", classes.at(c)}, {"probability", p.at(c)}});
+      entry["logits"] = logits[i];
+      list.push_back(entry);
+      continue;
+    }
+    std::printf("%s\n", printable(images[i]).c_str());
+    for (int c : top) std::printf("  %7.3f %%  %s\n", 100.0 * p.at(c), printable(classes.at(c)).c_str());
+  }
+  if (options.json) print_json(list);
+  return 0;
+}
+
+}  // namespace
+
+void add_predict_command(CLI::App& app, Invocation& invocation) {
+  auto options = std::make_shared<PredictOptions>();
+  CLI::App* predict = app.add_subcommand(
+      "predict",
+      "classify images with a finished run's final weights: the run's preprocessing, then the network in "
+      "FP32 (batch norm on its running statistics)");
+  predict->add_option("RUN", options->run, "a run id or a unique run name")->type_name("")->required();
+  predict->add_option("IMAGE", options->images, "image files, or folders (every image file under one, in sorted order)")
+      ->type_name("")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->required();
+  add_number(predict, "--top", options->top, "how many classes to show for each image, most likely first")
+      ->check(CLI::Range(1, 1000000).description(""));
+  add_number(predict, "--batch-size", options->batch_size, "images through the network at once")
+      ->check(CLI::Range(1, 4096).description(""));
+  add_number(predict, "--threads", options->threads, "CPU threads (0: all cores)")
+      ->check(CLI::Range(0, 4096).description(""));
+  add_named_value(predict, "--device", options->device, "where the network runs");
+  predict->add_flag("--json", options->json,
+                    "a JSON list, one object per image: image, class (the top one), top [{class, probability}], "
+                    "logits");
+  add_db_option(predict, options->db);
+  run_on_parse(predict, invocation, options, predict_command);
+}
+
+}  // namespace ampwb::cli

@@ -1,0 +1,211 @@
+// A finished run's final weights, kept beside the store, and `ampwb predict` with them: the real binary on a real
+// store and real image files (stripes, in a train/ and val/ layout so that the validation images are files of
+// their own).
+#include <cmath>
+
+#include "store/final_weights.h"
+#include "test_cli_util.h"
+#include "train/observer_list.h"
+
+namespace ampwb::cli_test {
+namespace {
+
+// train/ (24 images a class, 16 px) and val/ (10 a class, 20 px: predict resizes them as validation did).
+const fs::path& split_stripes() {
+  static const fs::path root = [] {
+    const fs::path r = fs::temp_directory_path() / ("ampwb_test_predict_" + std::to_string(::getpid()));
+    fs::remove_all(r);
+    fs::create_directories(r);
+    fs::rename(make_stripes_folder("predict_train", 24, 16), r / "train");
+    fs::rename(make_stripes_folder("predict_val", 10, 20), r / "val");
+    std::atexit(
+        [] { fs::remove_all(fs::temp_directory_path() / ("ampwb_test_predict_" + std::to_string(::getpid()))); });
+    return r;
+  }();
+  return root;
+}
+
+std::vector<std::string> training(const std::string& db, int epochs) {
+  return {"train",
+          "--data",
+          split_stripes().string(),
+          "--depth",
+          "20",
+          "--epochs",
+          std::to_string(epochs),
+          "--batch-size",
+          "8",
+          "--threads",
+          "2",
+          "--image-size",
+          "16",
+          "--db",
+          db};
+}
+
+json show(const std::string& db, int run) {
+  const Result r = ampwb({"show", std::to_string(run), "--json", "--db", db});
+  EXPECT_EQ(r.status, 0) << r.output;
+  return json::parse(r.output);
+}
+
+std::vector<std::string> files_in(const fs::path& folder) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(folder, ec)) files.push_back(e.path().string());
+  return files;
+}
+
+TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
+  TempDir dir("predict");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> argv = training(db, 2);
+  argv.insert(argv.end(), {"--json", "--max-steps-per-epoch", "2"});  // not yet right on every image
+  Result r = ampwb(argv);
+  ASSERT_EQ(r.status, 0) << r.output;
+
+  // The weights file is beside the store, recorded in the run, and listed.
+  const json shown = show(db, 1);
+  ASSERT_TRUE(shown["final_weights"].is_string()) << shown.dump();
+  const std::string weights = shown["final_weights"];
+  EXPECT_EQ(fs::path(weights).parent_path(), dir.path() / "weights");
+  EXPECT_TRUE(fs::exists(weights));
+  const json listed = json::parse(ampwb({"runs", "--json", "--db", db}).output);
+  EXPECT_EQ(listed.at(0)["final_weights"], true);
+  r = ampwb({"runs", "--db", db});
+  expect_contains(r.output, "WEIGHTS");
+  expect_contains(ampwb({"show", "1", "--db", db}).output, "weights    " + weights);
+
+  // Every validation image through predict: the recorded validation accuracy and loss again.
+  r = ampwb(
+      {"predict", "1", (split_stripes() / "val").string(), "--json", "--top", "2", "--batch-size", "7", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json predictions = json::parse(r.output);
+  ASSERT_EQ(predictions.size(), 20u);
+  int correct = 0;
+  double loss = 0;
+  std::string previous;
+  for (const json& p : predictions) {
+    const fs::path image = p.at("image").get<std::string>();
+    EXPECT_LT(previous, image.string()) << "sorted";
+    previous = image.string();
+    const std::string truth = image.parent_path().filename().string();
+    const std::vector<float> logits = p.at("logits");
+    ASSERT_EQ(logits.size(), 2u);
+    ASSERT_EQ(p.at("top").size(), 2u);
+    EXPECT_EQ(p.at("class"), p["top"][0]["class"]);
+    const double p0 = p["top"][0]["probability"], p1 = p["top"][1]["probability"];
+    EXPECT_GE(p0, p1);
+    EXPECT_NEAR(p0 + p1, 1.0, 1e-9);
+    correct += p.at("class") == truth ? 1 : 0;
+    const int label = truth == "horizontal stripes" ? 0 : 1;
+    const double top = std::max(logits[0], logits[1]);
+    loss += -(logits[label] - top - std::log(std::exp(logits[0] - top) + std::exp(logits[1] - top)));
+  }
+  const json& last = shown["epochs"].back();
+  EXPECT_DOUBLE_EQ(correct / 20.0, last["validation_accuracy"].get<double>());
+  EXPECT_NEAR(loss / 20, last["validation_loss"].get<double>(), 1e-4 * last["validation_loss"].get<double>());
+
+  // A single image, as text: each class with its probability.
+  const std::string one = (split_stripes() / "val" / "vertical stripes" / "3.png").string();
+  r = ampwb({"predict", "1", one, "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, one);
+  expect_contains(r.output, "vertical stripes");
+  expect_contains(r.output, " %");
+
+  // Images that cannot be predicted are named.
+  r = ampwb({"predict", "1", dir.file("missing.png"), "--db", db});
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, dir.file("missing.png"));
+  { std::ofstream(dir.file("text.png")) << "not an image"; }
+  r = ampwb({"predict", "1", one, dir.file("text.png"), "--db", db});
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "'" + dir.file("text.png") + "' is not an image");
+
+  // A damaged weights file is refused by its checksum.
+  {
+    std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-100, std::ios::end);
+    const char c = static_cast<char>(f.get());
+    f.seekp(-100, std::ios::end);
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  r = ampwb({"predict", "1", one, "--db", db});
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "the final weights of run 1");
+  expect_contains(r.output, "is damaged");
+  expect_contains(r.output, "fails its checksum");
+
+  // Deleting the run removes its weights.
+  ASSERT_EQ(ampwb({"delete", "1", "--db", db}).status, 0);
+  EXPECT_FALSE(fs::exists(weights));
+}
+
+TEST(PredictCli, RunsWithoutWeightsAreRefusedWithTheReason) {
+  TempDir dir("predict_none");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> argv = training(db, 1);
+  argv.push_back("--no-keep-weights");
+  Result r = ampwb(argv);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(show(db, 1)["final_weights"].is_null());
+  EXPECT_TRUE(files_in(dir.path() / "weights").empty());
+  const std::string image = (split_stripes() / "val").string();
+  r = ampwb({"predict", "1", image, "--db", db});
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output,
+                  "run 1 ('resnet20-fp32-1') has no final weights: they were not kept, as its settings asked");
+  expect_contains(ampwb({"show", "1", "--db", db}).output, "weights    none: ");
+  EXPECT_EQ(json::parse(ampwb({"runs", "--json", "--db", db}).output).at(0)["final_weights"], false);
+}
+
+// Stops its trainer at the end of the first epoch: a run that can be resumed.
+class StopAfterFirstEpoch : public TrainObserver {
+ public:
+  Trainer* trainer = nullptr;
+  void on_epoch(const EpochReport&) override { trainer->stop(); }
+};
+
+TEST(PredictCli, AResumedRunKeepsItsWeightsWhenItFinishes) {
+  TempDir dir("predict_resumed");
+  const std::string db = dir.file("runs.sqlite");
+  {
+    TrainConfig c;
+    c.data_dir = split_stripes().string();
+    c.depth = 20;
+    c.epochs = 2;
+    c.batch_size = 8;
+    c.threads = 2;
+    c.image_size = 16;
+    c.checkpoint_dir = dir.file("checkpoints");
+    RunStore store(db);
+    StoreRecorder recorder(store, c);
+    StopAfterFirstEpoch stop;
+    ObserverList observers({&recorder, &stop});
+    Trainer trainer(c, &observers);
+    stop.trainer = &trainer;
+    const RunEnd end = trainer.run();
+    ASSERT_EQ(end.status, RunStatus::Cancelled) << end.reason;
+    expect_contains(final_weights_refusal(store, 1), "did not finish (cancelled");
+  }
+  const Result refused = ampwb({"predict", "1", (split_stripes() / "val").string(), "--db", db});
+  EXPECT_EQ(refused.status, 1);
+  expect_contains(refused.output, "only a finished run has final weights");
+  const Result resumed = ampwb({"train", "--resume", "1", "--db", db});
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  const json shown = show(db, 1);
+  ASSERT_TRUE(shown["final_weights"].is_string()) << shown.dump();
+  const Result r = ampwb({"predict", "1", (split_stripes() / "val").string(), "--json", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(json::parse(r.output).size(), 20u);
+  const ModelWeights w = load_final_weights(RunStore(db, RunStore::Mode::ReadOnly), 1);
+  EXPECT_EQ(w.model.depth, 20);
+  EXPECT_EQ(w.model.num_classes, 2);
+  EXPECT_EQ(w.preprocessing.image_size, 16);
+  EXPECT_EQ(w.preprocessing.class_names, (std::vector<std::string>{"horizontal stripes", "vertical stripes"}));
+  EXPECT_EQ(w.provenance.epochs, 2);
+}
+
+}  // namespace
+}  // namespace ampwb::cli_test
