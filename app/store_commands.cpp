@@ -1,8 +1,11 @@
 // The commands that export or change stored runs, and look after the store itself: export csv|chart, delete,
-// rename, tag, note, store check|backup. Every one takes --db.
+// rename, tag, note, store check|backup|copy. Every one but store copy (which names both stores) takes --db.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +13,7 @@
 #include "core/error.h"
 #include "store/csv_export.h"
 #include "store/run_store.h"
+#include "store/store_copy.h"
 #include "store/store_location.h"
 
 namespace ampwb::cli {
@@ -86,6 +90,23 @@ struct StoreOptions {
   std::string file, db;  // file: backup's destination
 };
 
+// Runs whose row still says running though no process records them (killed, or their node lost): not damage, but
+// worth knowing on a shared store. They read as interrupted, and the next open for writing marks them so; a read
+// of the store tells them by their missing end time (a marked run has one).
+void print_abandoned_runs(const std::string& path) {
+  std::vector<RunRecord> abandoned;
+  for (RunRecord& r : RunStore(path, RunStore::Mode::ReadOnly).runs())
+    if (r.status == RunStatus::Interrupted && r.ended.empty()) abandoned.push_back(std::move(r));
+  if (abandoned.empty()) return;
+  std::printf(
+      "%zu run%s marked running whose recording process is gone (the next ampwb that records into the store "
+      "marks %s interrupted):\n",
+      abandoned.size(), abandoned.size() == 1 ? "" : "s", abandoned.size() == 1 ? "it" : "them");
+  for (const RunRecord& r : abandoned)
+    std::printf("  run %lld (%s), last recorded %s on %s, pid %lld\n", static_cast<long long>(r.id),
+                printable(r.name).c_str(), r.updated.c_str(), r.host.c_str(), static_cast<long long>(r.pid));
+}
+
 int store_check_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
   std::error_code ec;
@@ -103,10 +124,11 @@ int store_check_command(const StoreOptions& options) {
   }
   if (problems == "ok") {
     if (is_database_server(path))
-      std::printf("the run store '%s' is whole (PostgreSQL: every row read, none without its run)\n",
-                  location_without_password(path).c_str());
+      std::printf("the run store '%s' is whole (PostgreSQL, schema version %d: every row read, none without its run)\n",
+                  location_without_password(path).c_str(), RunStore::kSchemaVersion);
     else
       std::printf("the run store '%s' is whole (SQLite integrity_check: ok)\n", path.c_str());
+    print_abandoned_runs(path);
     return 0;
   }
   std::printf("the run store '%s' is damaged:\n", location_without_password(path).c_str());
@@ -120,6 +142,12 @@ int store_check_command(const StoreOptions& options) {
     std::printf("  %s\n", problems.substr(at, end - at).c_str());
     at = end + 1;
   }
+  if (is_database_server(path)) {
+    std::printf(
+        "keep a copy (ampwb store backup FILE): it takes every run with its records and leaves the rows without a "
+        "run behind; ampwb store copy FILE into an empty database makes a whole store of it\n");
+    return 1;
+  }
   std::printf(
       "keep a copy (ampwb store backup FILE), then recover what is readable into a new store:\n"
       "  sqlite3 '%s' .recover | sqlite3 recovered.sqlite    (SQLite's shell: Debian package sqlite3)\n",
@@ -127,8 +155,73 @@ int store_check_command(const StoreOptions& options) {
   return 1;
 }
 
+// What a copy did, in one line: "copied 3 runs (1,234 records); 2 already there".
+std::string copy_summary(const StoreCopyResult& r) {
+  const auto runs = [](int n) { return std::to_string(n) + (n == 1 ? " run" : " runs"); };
+  std::string line = "copied " + runs(r.copied) + " (" + std::to_string(r.records) + " records written)";
+  if (r.updated) line += ", updated " + runs(r.updated) + " the destination had in an older state";
+  line += "; " + std::to_string(r.already_there) + " already there";
+  if (r.interrupted) line += "; " + runs(r.interrupted) + " whose recording process was gone copied as interrupted";
+  if (r.renamed) line += "; " + runs(r.renamed) + " renamed NAME-2 (-3, ...): another run there had the name";
+  if (r.sweeps) line += "; " + std::to_string(r.sweeps) + (r.sweeps == 1 ? " sweep" : " sweeps") + " copied";
+  if (r.still_recording)
+    line += "; " + runs(r.still_recording) + " still recording, not copied: copy again once they end";
+  return line;
+}
+
+// Progress on stderr for a long copy, at most once a second (a short one prints none).
+std::function<void(const StoreCopyProgress&)> copy_progress() {
+  const auto start = std::chrono::steady_clock::now();
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>(start);
+  return [start, last](const StoreCopyProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::seconds(1)) return;
+    *last = now;
+    std::fprintf(stderr, "  run %zu of %zu (%lld records written, %.0f s)\n", p.run, p.runs,
+                 static_cast<long long>(p.records), std::chrono::duration<double>(now - start).count());
+  };
+}
+
+struct StoreCopyOptions {
+  std::string source, destination;
+};
+
+int store_copy_command(const StoreCopyOptions& options) {
+  const StoreCopyResult result = copy_store(options.source, options.destination, copy_progress());
+  std::printf("%s, from '%s' into '%s'\n", copy_summary(result).c_str(),
+              location_without_password(options.source).c_str(),
+              location_without_password(options.destination).c_str());
+  return 0;
+}
+
+// A PostgreSQL store is backed up as a copy into a new SQLite file, not with pg_dump: one backup format for both
+// stores, a file any ampwb opens as it is (ampwb runs --db FILE) and restores with ampwb store copy FILE URI, and no
+// PostgreSQL client tools of the server's version needed on the machine; the copy reads one snapshot, so the file
+// is consistent while runs record (a run still recording is left out, and said so).
+int backup_database_server(const std::string& location, const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec)) throw Error("'" + file + "' exists: a backup never overwrites a file");
+  StoreCopyResult result;
+  try {
+    result = copy_store(location, file, copy_progress());
+  } catch (...) {  // no half-made backup left behind to be mistaken for a whole one
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(file + suffix, ec);
+    throw;
+  }
+  std::printf(
+      "backed up the run store '%s' (%d runs, %lld records) to '%s', an SQLite run store (restore it with "
+      "ampwb store copy '%s' URI)\n",
+      location_without_password(location).c_str(), result.copied, static_cast<long long>(result.records), file.c_str(),
+      file.c_str());
+  if (result.still_recording)
+    std::printf("%d run%s still recording %s left out: back up again once they end\n", result.still_recording,
+                result.still_recording == 1 ? "" : "s", result.still_recording == 1 ? "was" : "were");
+  return 0;
+}
+
 int store_backup_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
+  if (is_database_server(path)) return backup_database_server(path, options.file);
   const RunStore store(path, RunStore::Mode::ReadOnly);
   store.backup_to(options.file);
   std::printf("backed up the run store '%s' (%zu runs) to '%s'\n", path.c_str(), store.runs().size(),
@@ -231,7 +324,8 @@ void add_store_commands(CLI::App& app, Invocation& invocation) {
   CLI::App* store = app.add_subcommand("store", "look after the run store itself");
   store->require_subcommand(1);
   auto check_options = std::make_shared<StoreOptions>();
-  CLI::App* check = store->add_subcommand("check", "SQLite's integrity check of the run store");
+  CLI::App* check = store->add_subcommand(
+      "check", "the run store's integrity check (SQLite's; PostgreSQL: every row read) and runs left running");
   add_db_option(check, check_options->db);
   run_on_parse(check, invocation, check_options, store_check_command);
   auto backup_options = std::make_shared<StoreOptions>();
@@ -239,6 +333,16 @@ void add_store_commands(CLI::App& app, Invocation& invocation) {
   backup->add_option("FILE", backup_options->file, "the copy (never overwritten)")->type_name("")->required();
   add_db_option(backup, backup_options->db);
   run_on_parse(backup, invocation, backup_options, store_backup_command);
+  auto copy_options = std::make_shared<StoreCopyOptions>();
+  CLI::App* copy = store->add_subcommand(
+      "copy",
+      "copy every run with all its records from one store into another (SQLite file or PostgreSQL URI, either "
+      "way); copying again adds nothing twice");
+  copy->add_option("SRC", copy_options->source, "the store copied from (only read)")->type_name("")->required();
+  copy->add_option("DST", copy_options->destination, "the store copied into (an SQLite file is made when missing)")
+      ->type_name("")
+      ->required();
+  run_on_parse(copy, invocation, copy_options, store_copy_command);
 }
 
 }  // namespace ampwb::cli

@@ -1,0 +1,473 @@
+// Copying run stores (store/store_copy.h, `ampwb store copy` and a PostgreSQL store's `store backup`) on real
+// SQLite files and a real PostgreSQL 15 (test_store_util.h): a round trip SQLite -> the other store -> SQLite keeps
+// every record, a copy made again adds nothing, a run still recording stays behind, a destination that cannot take
+// the runs is refused before anything is written, and a backup of a PostgreSQL store restores it.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "store/run_store.h"
+#include "store/sqlite.h"
+#include "store/store_copy.h"
+#include "store/sweep_record.h"
+#include "test_store_util.h"
+
+namespace ampwb {
+namespace {
+using namespace store_test;
+using nlohmann::json;
+
+// The tests that run against both kinds of store: the parameter is the store the runs are copied into (and, for
+// the recording test, out of).
+class StoreCopy : public StoreTest {};
+INSTANTIATE_TEST_SUITE_P(Stores, StoreCopy, ::testing::ValuesIn(backends()), backend_name);
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+LayerNumerics layer(int epoch, int64_t step, const std::string& name) {
+  LayerNumerics n;
+  n.epoch = epoch;
+  n.step = step;
+  n.layer = name;
+  n.kind = "conv";
+  n.forward_dtype = "bf16";
+  n.loss_scale = 1;
+  n.activation = {100, 70000.5, 0.0, 0.01, 0.25, 0.0};
+  return n;
+}
+
+// Three runs with every kind of record: a finished one (NaN losses, histograms, details, two checkpoints, a note), a
+// failed one renamed, tagged and with notes, and one whose recording process died (marked interrupted when the
+// store is next opened for writing). Returns their ids.
+std::vector<int64_t> record_runs(RunStore& store) {
+  TrainConfig first = config_named("first");
+  const int64_t a = store.begin_run(first, info(), "fingerprint-a");
+  std::vector<StepReport> steps;
+  for (int64_t n = 0; n < 20; ++n) steps.push_back(step(n));
+  steps[3].loss = static_cast<float>(kNaN);  // stored as NULL, read back as NaN
+  steps[4].grad_norm = std::numeric_limits<float>::infinity();
+  store.add_steps(a, {steps.begin(), steps.begin() + 10}, 1.0);
+  store.add_epoch(a, epoch(1), {steps.begin() + 10, steps.end()}, 2.0);
+  EpochReport second_epoch = epoch(2);
+  second_epoch.validation_loss = kNaN;
+  store.add_epoch(a, second_epoch, {}, 3.25);
+  store.add_histogram(a, histogram(1, "weight", -20, {1, 2, 3}));
+  store.add_histogram(a, histogram(1, "activation", -30, {4, 0, 5}));
+  store.add_layer_numerics(a, {layer(1, 9, "conv1"), layer(1, 9, "layer1.0.conv1"), layer(1, 9, "fc")});
+  store.add_overflow(a, {1, 3, 65536.0, {"fc", "layer3.2.conv2"}});
+  EpochTimes times;
+  times.epoch = 1;
+  times.steps = 10;
+  times.step_seconds = 0.5;
+  store.add_epoch_times(a, times);
+  store.add_confusion(a, {1, 2, {5, 1, 2, 4}});
+  PrecisionDivergence divergence;
+  divergence.epoch = 2;
+  divergence.step = 19;
+  divergence.mode = "amp-bf16";
+  divergence.format = "bf16";
+  divergence.unit_roundoff = 1.0 / 256;
+  store.add_divergence(a, divergence);
+  store.add_checkpoint(a, {1, 10, "/checkpoints/first-1.ampwb"});
+  store.add_checkpoint(a, {2, 20, "/checkpoints/first-2.ampwb"});
+  store.add_note(a, "the loss scale fell twice");
+  store.end_run(a, {RunStatus::Finished, "", ""}, {}, 4.5);
+
+  TrainConfig second = config_named("second");
+  second.seed = 7;
+  const int64_t b = store.begin_run(second, info(), "fingerprint-b");
+  store.add_epoch(b, epoch(1), {step(0), step(1)}, 1.5);
+  store.end_run(b, {RunStatus::Failed, "the loss became NaN", ""}, {step(2)}, 2.0);
+  store.add_alternating_speed({{a, b}, {{100.5, 101.25}, {90.0, 91.0}}, 8, "synthetic 16 px images, batch 8"});
+  store.rename(b, "second, renamed");
+  store.add_tag(b, "baseline");
+  store.add_tag(b, "bf16");
+  store.set_notes(b, "two lines\nof notes");
+
+  const int64_t c = store.begin_run(config_named("abandoned"), info(), "fingerprint-c");
+  store.add_steps(c, {step(0), step(1)}, 0.5);
+  store.abandon_run(c);  // the row stays running, with no process recording it
+  return {a, b, c};
+}
+
+json histograms_json(const std::vector<GradientHistogram>& histograms) {
+  json out = json::array();
+  for (const GradientHistogram& h : histograms)
+    out.push_back({h.epoch, h.kind, h.min_log2, h.max_log2, h.counts, h.zeros, h.nonfinite, h.total,
+                   h.underflow_fraction, h.overflow_fraction, h.loss_scale});
+  return out;
+}
+
+// Everything the store says about its runs, as the store's readers see it; ids only as positions in the list (each
+// store gives its own). Compared as text: NaN is written as null.
+std::string everything(const std::string& location) {
+  RunStore store(location, RunStore::Mode::ReadOnly);
+  const std::vector<RunRecord> runs = store.runs();
+  std::map<int64_t, size_t> position;
+  for (size_t i = 0; i < runs.size(); ++i) position[runs[i].id] = i;
+  json out = json::array();
+  for (const RunRecord& r : runs) {
+    json j = r;
+    j.erase("id");
+    j.erase("run_id");
+    j["config"] = r.config;
+    j["info"] = r.info;
+    j["unreadable"] = r.unreadable;
+    j["epochs"] = store.epochs(r.id);
+    j["steps"] = store.steps(r.id);
+    j["histograms"] = histograms_json(store.histograms(r.id));
+    j["layer_numerics"] = store.layer_numerics(r.id);
+    j["overflows"] = store.overflows(r.id);
+    j["epoch_times"] = store.epoch_times(r.id);
+    j["confusion"] = store.confusion_matrices(r.id);
+    const std::optional<PrecisionDivergence> divergence = store.divergence(r.id);
+    j["divergence"] = divergence ? json(*divergence) : json();
+    std::optional<AlternatingSpeed> speed = store.alternating_speed(r.id);
+    if (speed)
+      for (int64_t& run : speed->runs) run = static_cast<int64_t>(position.at(run));
+    j["alternating_speed"] = speed ? json(*speed) : json();
+    json checkpoints = json::array();
+    for (const CheckpointInfo& c : store.checkpoints(r.id)) checkpoints.push_back({c.epoch, c.step, c.path});
+    j["checkpoints"] = checkpoints;
+    out.push_back(j);
+  }
+  return out.dump(1);
+}
+
+// Every row of an SQLite store's tables as SQLite quotes its values, each store's own ids left out and a row's run
+// named by its name: what a record-by-record comparison of two SQLite files needs.
+std::string every_row(const std::string& file) {
+  SqliteDb db(file, SqliteDb::Open::ReadOnly);
+  const std::vector<std::pair<std::string, std::string>> tables = {{"runs", "id"},
+                                                                   {"epochs", "run_id, epoch"},
+                                                                   {"steps", "run_id, step"},
+                                                                   {"histograms", "run_id, epoch, kind"},
+                                                                   {"checkpoints", "run_id, id"},
+                                                                   {"run_details", "run_id, rowid"}};
+  std::string out;
+  for (const auto& [table, order] : tables) {
+    std::string values;
+    SqliteStatement columns(db, "SELECT name FROM pragma_table_info('" + table + "') ORDER BY name");
+    while (columns.step()) {
+      const std::string c = columns.text(0);
+      if (c == "id") continue;
+      const std::string value = c == "run_id" && table != "runs" ? "(SELECT name FROM runs WHERE runs.id = run_id)" : c;
+      values += (values.empty() ? "" : " || '|' || ") + std::string("quote(") + value + ")";
+    }
+    SqliteStatement rows(db, "SELECT " + values + " FROM " + table + " ORDER BY " + order);
+    while (rows.step()) out += table + ": " + rows.text(0) + "\n";
+  }
+  return out;
+}
+
+int64_t count_rows(const std::string& location) {
+  int64_t n = 0;
+  for (const char* table : {"runs", "epochs", "steps", "histograms", "checkpoints", "run_details"})
+    n += query_int(location, std::string("SELECT count(*) FROM ") + table);
+  return n;
+}
+
+TEST_P(StoreCopy, RoundTripThroughTheOtherStoreKeepsEveryRecord) {
+  TempDir dir("copy_round_trip");
+  const std::string source = dir.file("source.sqlite");
+  {
+    RunStore store(source);
+    record_runs(store);
+  }
+  EXPECT_EQ(RunStore(source).interrupted_on_open(), 1) << "the abandoned run is marked as any writer marks it";
+  const std::string middle = new_store(dir, "middle.sqlite");
+  const std::string back = dir.file("back.sqlite");
+
+  const StoreCopyResult there = copy_store(source, middle);
+  EXPECT_EQ(there.copied, 3);
+  EXPECT_EQ(there.already_there, 0);
+  EXPECT_EQ(there.still_recording, 0);
+  EXPECT_EQ(there.records, count_rows(source)) << "every row of every run, one each";
+  const StoreCopyResult back_again = copy_store(middle, back);
+  EXPECT_EQ(back_again.copied, 3);
+
+  const std::string original = everything(source);
+  EXPECT_NE(original.find("two lines\\nof notes"), std::string::npos) << original.substr(0, 2000);
+  EXPECT_EQ(everything(middle), original);
+  EXPECT_EQ(everything(back), original);
+  EXPECT_EQ(every_row(back), every_row(source)) << "every column of every row, back in SQLite";
+  EXPECT_EQ(count_rows(back), count_rows(source));
+}
+
+TEST_P(StoreCopy, CopyingAgainAddsNothingAndTakesWhatChanged) {
+  TempDir dir("copy_again");
+  const std::string source = dir.file("source.sqlite");
+  std::vector<int64_t> ids;
+  {
+    RunStore store(source);
+    ids = record_runs(store);
+    // A twin: the first run's configuration and dataset again, started in the same second or the next.
+    TrainConfig twin_config = config_named("first");
+    twin_config.name = "first, again";
+    const int64_t twin = store.begin_run(twin_config, info(), "fingerprint-a");
+    store.end_run(twin, {RunStatus::Cancelled, "stopped by the user", ""}, {step(0)}, 0.25);
+  }
+  EXPECT_EQ(RunStore(source).interrupted_on_open(), 1) << "the abandoned run, marked in the source itself";
+  const std::string destination = new_store(dir, "copy.sqlite");
+  EXPECT_EQ(copy_store(source, destination).copied, 4);
+  const int64_t rows = count_rows(destination);
+
+  const StoreCopyResult again = copy_store(source, destination);
+  EXPECT_EQ(again.copied, 0);
+  EXPECT_EQ(again.updated, 0);
+  EXPECT_EQ(again.already_there, 4);
+  EXPECT_EQ(again.records, 0);
+  EXPECT_EQ(count_rows(destination), rows) << "a second copy adds nothing";
+  EXPECT_EQ(everything(destination), everything(source));
+
+  // Copied back the other way, every run is found there already.
+  const StoreCopyResult reverse = copy_store(destination, source);
+  EXPECT_EQ(reverse.copied, 0);
+  EXPECT_EQ(reverse.already_there, 4);
+
+  // A run that went on in the source (resumed: more steps, a later update) replaces the copy's older state; a
+  // rename since the copy does not make it another run.
+  {
+    RunStore store(source);
+    store.add_steps(ids[0], {step(20), step(21)}, 5.0);
+    store.rename(ids[0], "first, resumed");
+  }
+  execute(source, "UPDATE runs SET updated = '2099-01-01T00:00:00Z' WHERE id = " + std::to_string(ids[0]));
+  const StoreCopyResult resumed = copy_store(source, destination);
+  EXPECT_EQ(resumed.copied, 0);
+  EXPECT_EQ(resumed.updated, 1);
+  EXPECT_EQ(resumed.already_there, 3);
+  EXPECT_EQ(count_rows(destination), rows + 2) << "the run's two new steps, nothing twice";
+  EXPECT_EQ(everything(destination), everything(source));
+}
+
+TEST_P(StoreCopy, ARunStillRecordingStaysBehindAndADeadOneIsCopiedAsInterrupted) {
+  TempDir dir("copy_recording");
+  const std::string source = new_store(dir, "source.sqlite");
+  const std::string destination = dir.file("copy.sqlite");
+  RunStore store(source);
+  const int64_t live = store.begin_run(config_named("live"), info(), "");
+  store.add_steps(live, {step(0), step(1)}, 0.5);
+  TrainConfig other = config_named("dead");
+  other.seed = 3;
+  const int64_t dead = store.begin_run(other, info(), "");
+  store.abandon_run(dead);  // its process gone: no one holds the run
+
+  const StoreCopyResult first = copy_store(source, destination);
+  EXPECT_EQ(first.still_recording, 1);
+  EXPECT_EQ(first.copied, 1);
+  EXPECT_EQ(first.interrupted, 1);
+  RunStore copy(destination, RunStore::Mode::ReadOnly);
+  ASSERT_EQ(copy.runs().size(), 1u);
+  const RunRecord copied = copy.runs()[0];
+  EXPECT_EQ(copied.name, "dead");
+  EXPECT_EQ(copied.status, RunStatus::Interrupted);
+  EXPECT_FALSE(copied.ended.empty()) << "marked, with an end time, as recovery marks it";
+  expect_contains(copied.end_reason, "ended without reporting an end");
+
+  store.end_run(live, {RunStatus::Finished, "", ""}, {step(2)}, 1.0);
+  const StoreCopyResult second = copy_store(source, destination);
+  EXPECT_EQ(second.copied, 1);
+  EXPECT_EQ(second.still_recording, 0);
+  const int64_t live_there = RunStore(destination, RunStore::Mode::ReadOnly).resolve("live");
+  EXPECT_EQ(RunStore(destination, RunStore::Mode::ReadOnly).steps(live_there).size(), 3u);
+}
+
+TEST_P(StoreCopy, ACopiedRunWhoseNameIsTakenThereGetsASuffix) {
+  TempDir dir("copy_names");
+  const std::string source = dir.file("source.sqlite");
+  const std::string destination = new_store(dir, "copy.sqlite");
+  {
+    RunStore store(source);
+    store.end_run(store.begin_run(config_named("baseline"), info(), ""), {RunStatus::Finished, "", ""}, {}, 1.0);
+  }
+  {
+    RunStore store(destination);
+    TrainConfig other = config_named("baseline");
+    other.seed = 11;  // another run, of the same name
+    store.end_run(store.begin_run(other, info(), ""), {RunStatus::Finished, "", ""}, {}, 1.0);
+  }
+  const StoreCopyResult copied = copy_store(source, destination);
+  EXPECT_EQ(copied.copied, 1);
+  EXPECT_EQ(copied.renamed, 1);
+  RunStore there(destination, RunStore::Mode::ReadOnly);
+  EXPECT_EQ(there.run(there.resolve("baseline")).seed, 11u);
+  EXPECT_EQ(there.run(there.resolve("baseline-2")).seed, config_named("baseline").seed);
+  EXPECT_EQ(copy_store(source, destination).already_there, 1) << "found again by what it is, not by its name";
+}
+
+TEST_P(StoreCopy, CopiesSweepsWithTheirPointsRunsByTheDestinationsIds) {
+  TempDir dir("copy_sweeps");
+  const std::string source = dir.file("source.sqlite");
+  const std::string destination = new_store(dir, "copy.sqlite");
+  int64_t sweep = 0;
+  {
+    RunStore store(source);
+    const std::vector<int64_t> runs = record_runs(store);
+    sweep = create_sweep(store, "seeds", R"({"grid": {"seed": [0, 7, 9]}})", "slurm", {"{}", "{}", "{}"});
+    set_sweep_slurm_job(store, sweep, "4242");
+    set_point_run(store, sweep, 0, runs[1]);
+    set_point_state(store, sweep, 0, SweepPointState::Failed);
+    set_point_run(store, sweep, 1, runs[0]);
+    set_point_state(store, sweep, 1, SweepPointState::Finished);
+  }
+  {
+    RunStore other(destination);  // a run of the destination's own first: the ids of the two stores differ
+    other.end_run(other.begin_run(config_named("its own"), info(), ""), {RunStatus::Finished, "", ""}, {}, 1.0);
+  }
+  const StoreCopyResult copied = copy_store(source, destination);
+  EXPECT_EQ(copied.sweeps, 1);
+  RunStore there(destination, RunStore::Mode::ReadOnly);
+  ASSERT_EQ(sweeps(there).size(), 1u);
+  const SweepRecord s = sweeps(there)[0];
+  EXPECT_EQ(s.name, "seeds");
+  EXPECT_EQ(s.runs_on, "slurm");
+  EXPECT_EQ(s.slurm_job_id, "4242");
+  const std::vector<SweepPoint> points = sweep_points(there, s.id);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(there.run(points[0].run_id).name, "second, renamed");
+  EXPECT_EQ(points[0].state, SweepPointState::Failed);
+  EXPECT_EQ(there.run(points[1].run_id).name, "first");
+  EXPECT_EQ(points[2].run_id, 0);
+  ASSERT_TRUE(there.alternating_speed(points[1].run_id));
+  EXPECT_EQ(there.alternating_speed(points[1].run_id)->runs, (std::vector<int64_t>{points[1].run_id, points[0].run_id}))
+      << "the timing names its runs by the destination's ids";
+  EXPECT_EQ(points[2].state, SweepPointState::Queued);
+
+  EXPECT_EQ(copy_store(source, destination).sweeps, 0) << "nothing changed: nothing written";
+  {
+    RunStore store(source);
+    cancel_sweep(store, sweep);
+  }
+  EXPECT_EQ(copy_store(source, destination).sweeps, 1);
+  EXPECT_TRUE(sweeps(there)[0].cancelled);
+  EXPECT_EQ(sweep_points(there, s.id)[2].state, SweepPointState::Cancelled);
+  EXPECT_EQ(sweeps(there).size(), 1u) << "the same sweep, brought up to date";
+}
+
+TEST_P(StoreCopy, RefusesADestinationThatCannotTakeTheRunsBeforeWriting) {
+  TempDir dir("copy_refused");
+  const std::string source = dir.file("source.sqlite");
+  {
+    RunStore store(source);
+    record_runs(store);
+  }
+  const std::string before = read_bytes(source);
+  const auto refused = [&](const std::string& destination, const std::string& why) {
+    const std::string message = error_of([&] { copy_store(source, destination); });
+    expect_contains(message, why);
+    EXPECT_EQ(message.find("--"), std::string::npos) << "a flag in the engine's words: " << message;
+  };
+
+  // Newer than this build.
+  const std::string newer = new_store(dir, "newer.sqlite");
+  { RunStore made(newer); }
+  if (sqlite())
+    execute(newer, "PRAGMA user_version = " + std::to_string(RunStore::kSchemaVersion + 1));
+  else
+    execute(newer, "UPDATE ampwb_meta SET value = '" + std::to_string(RunStore::kSchemaVersion + 1) +
+                       "' WHERE key = 'schema_version'");
+  refused(newer, "newer than this ampwb");
+  EXPECT_EQ(query_int(newer, "SELECT count(*) FROM runs"), 0);
+
+  // Not a run store: another program's database, and (SQLite) a file that is no database at all.
+  const std::string foreign = new_store(dir, "foreign.sqlite");
+  if (sqlite())
+    SqliteDb(foreign, SqliteDb::Open::ReadWriteCreate).exec("CREATE TABLE orders(id INTEGER)");
+  else
+    execute(foreign, "CREATE TABLE orders(id BIGINT)");
+  refused(foreign, "is not an ampwb run store");
+  EXPECT_EQ(query_int(foreign, "SELECT count(*) FROM orders"), 0);
+  if (sqlite()) {
+    const std::string text = dir.file("notes.txt");
+    std::ofstream(text) << "not a database, but long enough to be read as one would be read\n";
+    refused(text, "not an SQLite database");
+    EXPECT_EQ(read_bytes(text), "not a database, but long enough to be read as one would be read\n");
+  }
+  // The source itself.
+  refused(source, "cannot be copied into itself");
+  EXPECT_EQ(read_bytes(source), before) << "the source is only read";
+}
+
+#ifdef AMPWB_TEST_POSTGRES
+// `ampwb store copy|backup|check` on the real binary, with its output as a user reads it.
+struct Command {
+  int status = -1;
+  std::string output;
+};
+
+Command ampwb(const std::string& arguments) {
+  Command c;
+  FILE* pipe = ::popen((std::string(AMPWB_BINARY) + " " + arguments + " 2>&1").c_str(), "r");
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) c.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  c.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return c;
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+TEST(StoreCopyCli, CopiesIntoPostgresAndABackupOfItRestoresIt) {
+  TempDir dir("copy_cli");
+  const std::string source = dir.file("source.sqlite");
+  {
+    RunStore store(source);
+    record_runs(store);
+  }
+  const std::string uri = postgres_server().uri();
+  PostgresConnection(uri, false).exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+
+  const Command copied = ampwb("store copy " + quoted(source) + " " + quoted(uri));
+  EXPECT_EQ(copied.status, 0) << copied.output;
+  expect_contains(copied.output, "copied 3 runs (");
+  expect_contains(copied.output, "; 0 already there; 1 run whose recording process was gone copied as interrupted");
+  const Command again = ampwb("store copy " + quoted(source) + " " + quoted(uri));
+  EXPECT_EQ(again.status, 0) << again.output;
+  expect_contains(again.output, "copied 0 runs (0 records written); 3 already there");
+
+  const Command check = ampwb("store check --db " + quoted(uri));
+  EXPECT_EQ(check.status, 0) << check.output;
+  expect_contains(check.output, "is whole (PostgreSQL, schema version " + std::to_string(RunStore::kSchemaVersion));
+
+  const std::string backup = dir.file("backup.sqlite");
+  const Command backed_up = ampwb("store backup " + quoted(backup) + " --db " + quoted(uri));
+  EXPECT_EQ(backed_up.status, 0) << backed_up.output;
+  expect_contains(backed_up.output, "(3 runs, ");
+  expect_contains(backed_up.output, "an SQLite run store (restore it with ampwb store copy");
+  const Command overwrite = ampwb("store backup " + quoted(backup) + " --db " + quoted(uri));
+  EXPECT_EQ(overwrite.status, 1) << overwrite.output;
+  expect_contains(overwrite.output, "a backup never overwrites a file");
+  EXPECT_EQ(everything(backup), everything(uri)) << "the backup is a run store of its own, read as it is";
+
+  // Restored into an empty database: the store as it was.
+  const std::string expected = everything(uri);
+  PostgresConnection(uri, false).exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+  const Command restored = ampwb("store copy " + quoted(backup) + " " + quoted(uri));
+  EXPECT_EQ(restored.status, 0) << restored.output;
+  EXPECT_EQ(everything(uri), expected);
+
+  // A run left running by a process that is gone: check names it.
+  execute(uri, "UPDATE runs SET status = 'running', ended = NULL WHERE name = 'first'");
+  const Command abandoned = ampwb("store check --db " + quoted(uri));
+  EXPECT_EQ(abandoned.status, 0) << abandoned.output;
+  expect_contains(abandoned.output, "1 run marked running whose recording process is gone");
+  expect_contains(abandoned.output, "(first), last recorded ");
+  // Rows no run owns: damage, with what to do.
+  execute(uri,
+          "ALTER TABLE steps DROP CONSTRAINT steps_run_id_fkey; INSERT INTO steps(run_id, step, epoch) "
+          "VALUES (999, 0, 1)");
+  const Command orphans = ampwb("store check --db " + quoted(uri));
+  EXPECT_EQ(orphans.status, 1) << orphans.output;
+  expect_contains(orphans.output, "1 rows of steps belong to no run");
+  expect_contains(orphans.output, "leaves the rows without a run behind");
+}
+#endif
+
+}  // namespace
+}  // namespace ampwb
