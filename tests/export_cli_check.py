@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""The exports of stored runs against `ampwb predict --json`: trains a ResNet-20 and a ResNet-18 (ImageNet stem) on
+Fashion-MNIST with the ampwb given, exports each with `ampwb export model` (ONNX and safetensors, fp32/fp16/bf16),
+and compares ONNX Runtime's and PyTorch's logits on 32 real test images with predict's: FP32 within 1e-4 relative,
+top-1 identical; FP16/BF16 within the bounds of export_check.py. Also: an unknown format and an unwritable path are
+refused.
+
+Usage: export_cli_check.py AMPWB WORKDIR   (WORKDIR is emptied first). Exits 1 naming every failure."""
+import gzip
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+from PIL import Image
+from safetensors.torch import load_file
+
+from export_check import FP32_BOUND, LOW_PRECISION_BOUND, compare, torch_model
+
+FASHION_MNIST = pathlib.Path("/usr/share/datasets/fashion-mnist")
+
+
+def main():
+    ampwb, work = sys.argv[1], pathlib.Path(sys.argv[2])
+    shutil.rmtree(work, ignore_errors=True)
+    home = work / "home"
+    home.mkdir(parents=True)
+    env = dict(os.environ, HOME=str(home), XDG_DATA_HOME=str(home / "data"), XDG_CACHE_HOME=str(home / "cache"),
+               XDG_CONFIG_HOME=str(home / "config"), OMP_NUM_THREADS="2")
+    env.pop("AMPWB_DB", None)
+    db = str(work / "runs.sqlite")
+
+    def ampwb_run(*args, expect=0):
+        done = subprocess.run([ampwb, *args, "--db", db], env=env, capture_output=True, text=True)
+        if done.returncode != expect:
+            sys.exit(f"ampwb {' '.join(args)}: exit {done.returncode}, expected {expect}\n{done.stdout}{done.stderr}")
+        return done
+
+    # 32 test images as PNG files: the pixels predict decodes, and the ones the exports are given.
+    with gzip.open(FASHION_MNIST / "t10k-images-idx3-ubyte.gz") as f:
+        raw = np.frombuffer(f.read(), dtype=np.uint8, offset=16).reshape(-1, 28, 28)[:32]
+    images = work / "images"
+    images.mkdir()
+    for i, pixels in enumerate(raw):
+        Image.fromarray(pixels, mode="L").save(images / f"{i:02d}.png")
+    pixels = np.repeat(raw[:, None].astype(np.float32), 3, axis=1)  # grey replicated to RGB, as predict does
+
+    failures = []
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    torch.set_num_threads(2)
+    for run, (depth, stem) in enumerate([(20, "small"), (18, "imagenet")], start=1):
+        ampwb_run("train", "--data", str(FASHION_MNIST), "--depth", str(depth), "--stem", stem, "--epochs", "1",
+                  "--max-train-images", "256", "--max-val-images", "64", "--batch-size", "32")
+        predictions = json.loads(ampwb_run("predict", str(run), str(images), "--json").stdout)
+        by_file = {pathlib.Path(p["image"]).name: p for p in predictions}
+        want = np.array([by_file[f"{i:02d}.png"]["logits"] for i in range(32)], dtype=np.float32)
+        classes = None
+        for fmt in ("onnx", "safetensors"):
+            for dtype in ("fp32", "fp16", "bf16"):
+                out = work / f"run{run}.{dtype}.{fmt}"
+                ampwb_run("export", "model", str(run), "--format", fmt, "--dtype", dtype, "--out", str(out))
+                what = f"ResNet-{depth} {fmt} {dtype}"
+                if fmt == "onnx":
+                    model = onnx.load(str(out))
+                    onnx.checker.check_model(model, full_check=True)
+                    meta = {p.key: p.value for p in model.metadata_props}
+                    classes = json.loads(meta["class_names"])
+                    session = ort.InferenceSession(str(out), options, providers=["CPUExecutionProvider"])
+                    got = session.run(["logits"], {"pixels": pixels})[0]
+                else:
+                    raw_file = out.read_bytes()
+                    header = json.loads(raw_file[8:8 + int.from_bytes(raw_file[:8], "little")])["__metadata__"]
+                    case = {"depth": depth, "classes": len(classes), "channels": 3, "stem": stem}
+                    net = torch_model(case)
+                    net.load_state_dict(load_file(str(out)), strict=True)
+                    net.eval()
+                    mean = torch.tensor(json.loads(header["mean"])).view(1, -1, 1, 1)
+                    std = torch.tensor(json.loads(header["std"])).view(1, -1, 1, 1)
+                    with torch.no_grad():
+                        got = net((torch.from_numpy(pixels) / 255 - mean) / std).numpy()
+                if dtype == "fp32":
+                    compare(f"{what} against predict", got, want, FP32_BOUND, failures)
+                else:
+                    compare(f"{what} against predict", got, want, LOW_PRECISION_BOUND[dtype], failures, True)
+        top1 = [classes[int(i)] for i in want.argmax(1)]
+        if top1 != [by_file[f"{i:02d}.png"]["class"] for i in range(32)]:
+            failures.append(f"ResNet-{depth}: predict's class is not its top logit's")
+
+    refused = ampwb_run("export", "model", "1", "--format", "tflite", "--out", str(work / "x"), expect=2)
+    if "tflite" not in refused.stderr:
+        failures.append(f"an unknown format: {refused.stderr}")
+    refused = ampwb_run("export", "model", "1", "--format", "onnx", "--out", "/nonexistent-folder/m.onnx", expect=1)
+    if "/nonexistent-folder/m.onnx" not in refused.stderr:
+        failures.append(f"an unwritable path: {refused.stderr}")
+
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures))
+        return 1
+    print("the exports of both runs load and agree with ampwb predict")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
