@@ -88,7 +88,7 @@ std::vector<std::pair<std::string, bool>> sweep_settings() {
     for (const CLI::Option* option : train.get_options()) {
       const std::string flag = option->get_name();
       if (!flag.starts_with("--") || left_out(flag)) continue;
-      out.emplace_back(flag, option->get_type_size_max() == 0);
+      out.emplace_back(flag, option->get_expected_min() == 0);  // an on/off flag takes no value
     }
     return out;
   }();

@@ -1,0 +1,186 @@
+// ampwb sweep through the real binary on a real image folder, here (--on local): a small grid recorded as a sweep,
+// each point a run of the store linked to it, in the order the flags give; a bad value refused before anything is
+// written; Ctrl-C leaving the running point requeued and `sweep run` resuming its run; `sweep cancel`; and the Slurm
+// script a dry run prints. (Slurm itself: test_sweep_slurm.cpp.)
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <set>
+
+#include "store/sweep_record.h"
+#include "test_cli_util.h"
+
+namespace ampwb {
+namespace {
+using namespace cli_test;
+
+// A sweep of ResNet-20 on the stripes, 16 px, batches of 4, one thread a point.
+std::vector<std::string> tiny_sweep(const std::string& db, int epochs, int max_steps,
+                                    const std::vector<std::string>& grid) {
+  std::vector<std::string> args = {"sweep",
+                                   "--data",
+                                   stripes().string(),
+                                   "--depth",
+                                   "20",
+                                   "--epochs",
+                                   std::to_string(epochs),
+                                   "--batch-size",
+                                   "4",
+                                   "--threads",
+                                   "1",
+                                   "--val-fraction",
+                                   "0.25",
+                                   "--max-steps-per-epoch",
+                                   std::to_string(max_steps),
+                                   "--db",
+                                   db};
+  args.insert(args.end(), grid.begin(), grid.end());
+  return args;
+}
+
+TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
+  TempDir dir("sweep_local");
+  const std::string db = dir.file("runs.sqlite");
+  const Result r = ampwb(tiny_sweep(db, 1, 2, {"--seed", "0,1", "--precision", "fp32,amp-bf16", "-j", "2"}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "sweep 1: 4 points");
+  expect_contains(r.output, "point 3/4 started: seed=1 precision=fp32");
+  expect_contains(r.output, "sweep 1: 4 finished");
+
+  const json status = json::parse(ampwb({"sweep", "status", "1", "--json", "--db", db}).output);
+  EXPECT_EQ(status["on"], "local");
+  EXPECT_EQ(status["summary"]["finished"], 4);
+  ASSERT_EQ(status["points"].size(), 4u);
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  std::set<int64_t> runs;
+  for (int i = 0; i < 4; ++i) {
+    const json& p = status["points"][i];
+    EXPECT_EQ(p["state"], "finished");
+    // The seed is the outer setting, as given first.
+    EXPECT_EQ(p["values"]["seed"], i < 2 ? "0" : "1");
+    EXPECT_EQ(p["values"]["precision"], i % 2 ? "amp-bf16" : "fp32");
+    const int64_t run = p["run_id"];
+    runs.insert(run);
+    const RunRecord record = store.run(run);
+    EXPECT_EQ(record.status, RunStatus::Finished);
+    EXPECT_EQ(record.config.seed, i < 2 ? 0u : 1u);
+    EXPECT_EQ(std::string(mode_name(record.config.precision.mode)), p["values"]["precision"].get<std::string>());
+    EXPECT_EQ(record.config.batch_size, 4);
+    EXPECT_EQ(p["epochs_completed"], 1);
+  }
+  EXPECT_EQ(runs.size(), 4u) << "a run serves two points";
+  EXPECT_EQ(store.runs().size(), 4u);
+  const std::string listed = ampwb({"sweeps", "--db", db}).output;
+  expect_contains(listed, "4 points: 4 finished");
+  const std::string shown = ampwb({"sweep", "status", "1", "--db", db}).output;
+  expect_contains(shown, "seed=1 precision=amp-bf16");
+}
+
+TEST(SweepCli, RefusesABadValueBeforeWritingAnything) {
+  TempDir dir("sweep_refused");
+  const std::string db = dir.file("runs.sqlite");
+  Result r = ampwb(tiny_sweep(db, 1, 2, {"--precision", "fp32,amp-bf16", "--batch-size", "8,1"}));
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "--batch-size: the batch size must be at least 2");
+  EXPECT_FALSE(fs::exists(db)) << "the store was made for a refused sweep";
+  r = ampwb(tiny_sweep(db, 1, 2, {"--lr", "0.1,fast"}));
+  EXPECT_NE(r.status, 0);
+  expect_contains(r.output, "--lr");
+  r = ampwb(tiny_sweep(db, 1, 2, {}));
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "a sweep needs a setting with several values");
+  EXPECT_FALSE(fs::exists(db));
+}
+
+// Point `index` of sweep 1 has a run with `epochs` epochs recorded, or more.
+bool point_has_epochs(const std::string& db, int index, size_t epochs) {
+  if (!fs::exists(db)) return false;
+  try {
+    RunStore store(db, RunStore::Mode::ReadOnly);
+    const std::vector<SweepPoint> points = sweep_points(store, 1);
+    if (points.size() <= static_cast<size_t>(index) || points[index].run_id == 0) return false;
+    return store.epochs(points[index].run_id).size() >= epochs;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Starts a sweep of three points long enough to interrupt, and sends it SIGINT once its first point has an epoch.
+int interrupted_sweep(const TempDir& dir, const std::string& db) {
+  std::vector<std::string> argv = tiny_sweep(db, 60, 1, {"--seed", "0,1,2"});
+  argv.insert(argv.begin(), AMPWB_BINARY);
+  const std::string log = dir.file("sweep.log");
+  const pid_t sweep = spawn(argv, log);
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (!point_has_epochs(db, 0, 1) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(point_has_epochs(db, 0, 1)) << read_text(log);
+  ::kill(sweep, SIGINT);
+  const int status = wait_exit(sweep);
+  EXPECT_EQ(status, 130) << read_text(log);
+  expect_contains(read_text(log), "continue it with ampwb sweep run 1");
+  return status;
+}
+
+TEST(SweepCli, CtrlCLeavesThePointRequeuedAndSweepRunResumesIt) {
+  TempDir dir("sweep_interrupted");
+  const std::string db = dir.file("runs.sqlite");
+  interrupted_sweep(dir, db);
+  int64_t run = 0;
+  {
+    RunStore store(db, RunStore::Mode::ReadOnly);
+    const std::vector<SweepPoint> points = sweep_points(store, 1);
+    EXPECT_EQ(points[0].state, SweepPointState::Requeued);
+    EXPECT_EQ(points[1].state, SweepPointState::Queued);
+    EXPECT_EQ(points[2].state, SweepPointState::Queued);
+    run = points[0].run_id;
+    ASSERT_NE(run, 0);
+    EXPECT_LT(store.epochs(run).size(), 60u);
+    EXPECT_EQ(store.run(run).status, RunStatus::Cancelled);
+  }
+  const Result resumed = ampwb({"sweep", "run", "1", "--db", db});
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  const std::vector<SweepPoint> points = sweep_points(store, 1);
+  EXPECT_EQ(points[0].run_id, run) << "the point started over instead of resuming its run";
+  EXPECT_EQ(store.run(run).status, RunStatus::Finished);
+  EXPECT_EQ(store.epochs(run).size(), 60u);
+  for (const SweepPoint& p : points) EXPECT_EQ(p.state, SweepPointState::Finished) << "point " << p.index;
+  EXPECT_EQ(store.runs().size(), 3u);
+}
+
+TEST(SweepCli, ACancelledSweepRunsNoMorePoints) {
+  TempDir dir("sweep_cancelled");
+  const std::string db = dir.file("runs.sqlite");
+  interrupted_sweep(dir, db);
+  const Result cancelled = ampwb({"sweep", "cancel", "1", "--db", db});
+  ASSERT_EQ(cancelled.status, 0) << cancelled.output;
+  expect_contains(cancelled.output, "sweep 1 cancelled: 3 points marked cancelled");
+  const Result run = ampwb({"sweep", "run", "1", "--db", db});
+  EXPECT_EQ(run.status, 1);
+  expect_contains(run.output, "sweep 1 is cancelled");
+  const json status = json::parse(ampwb({"sweep", "status", "1", "--json", "--db", db}).output);
+  EXPECT_TRUE(status["cancelled"].get<bool>());
+  EXPECT_EQ(status["summary"]["cancelled"], 3);
+}
+
+TEST(SweepCli, ADryRunPrintsTheSlurmScriptAndRecordsNothing) {
+  TempDir dir("sweep_dry");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> argv = tiny_sweep(db, 1, 2, {"--precision", "fp32,amp-fp16", "--seed", "0,1,2"});
+  argv.insert(argv.end(), {"--on", "slurm", "--max-parallel", "2", "--partition", "gpu", "--account", "lab", "--time",
+                           "1:00:00", "--dry-run"});
+  const Result r = ampwb(argv);
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* line : {"#SBATCH --array=0-5%2\n", "#SBATCH --requeue\n", "#SBATCH --partition=gpu\n",
+                           "#SBATCH --account=lab\n", "#SBATCH --time=1:00:00\n", "sweep point --db '"})
+    expect_contains(r.output, line);
+  EXPECT_EQ(r.output.find("--gres"), std::string::npos) << "a CPU sweep asks for a GPU";
+  expect_contains(r.output, "no sweep recorded, nothing submitted");
+  EXPECT_FALSE(fs::exists(db));
+  argv.insert(argv.end(), {"--device", "cuda"});
+  expect_contains(ampwb(argv).output, "#SBATCH --gres=gpu:1\n");
+}
+
+}  // namespace
+}  // namespace ampwb
