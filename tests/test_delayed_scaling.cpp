@@ -3,9 +3,11 @@
 // keep the scale, the settings it refuses and a checkpoint's round trip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/convert8.h"

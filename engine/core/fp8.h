@@ -51,7 +51,7 @@ struct Fp8Spec {
   static constexpr uint32_t kMaxCode = F == Fp8Format::E4M3 ? 0x7e : 0x7b;       // S.1111.110 / S.11110.11
   static constexpr uint32_t kOverflowCode = F == Fp8Format::E4M3 ? 0x7f : 0x7c;  // NaN / inf, for NonFinite
   static constexpr uint32_t kNanCode = F == Fp8Format::E4M3 ? 0x7f : 0x7e;       // the payload bits OR into it
-  // FP32 exponent field minus the format's, in place: subtracting it re-biases a normal value.
+  // FP32's exponent bias minus the format's, in FP32's exponent field: subtracting it re-biases a normal value.
   static constexpr uint32_t kRebias = static_cast<uint32_t>(127 - kBias) << 23;
   static constexpr uint32_t kMinNormalBits = static_cast<uint32_t>(127 + 1 - kBias) << 23;
   static constexpr uint32_t kMaxBits =
