@@ -43,6 +43,7 @@
 #include "store/run_resume.h"
 #include "store/store_location.h"
 #include "sweep_dialog.h"
+#include "sweep_view.h"
 
 namespace ampwb::ui {
 namespace {
@@ -129,6 +130,10 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   tabs_->setDocumentMode(true);
   tabs_->addTab(training_tab_, tr("Training"));
   tabs_->addTab(runs_view_, tr("Runs"));
+  sweep_view_ = new SweepView(*store_);
+  connect(sweep_view_, &SweepView::open_requested, this, &MainWindow::open_runs);
+  connect(sweep_view_, &SweepView::status_message, this, [this](const QString& t) { show_status(t, 5000); });
+  tabs_->addTab(sweep_view_, tr("Sweeps"));
   tabs_->addTab(compare_, tr("Compare"));
   setCentralWidget(tabs_);
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int) {
@@ -208,9 +213,11 @@ void MainWindow::build_menus() {
   });
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  const QWidget* pages[] = {training_tab_, runs_view_, compare_};
-  const char* names[] = {QT_TR_NOOP("&Training"), QT_TR_NOOP("&Runs"), QT_TR_NOOP("&Compare")};
-  for (int i = 0; i < 3; ++i) {
+  // Compare keeps Ctrl+3, as before the Sweeps tab came.
+  const QWidget* pages[] = {training_tab_, runs_view_, compare_, sweep_view_};
+  const char* names[] = {QT_TR_NOOP("&Training"), QT_TR_NOOP("&Runs"), QT_TR_NOOP("&Compare"),
+                         QT_TR_NOOP("S&weeps")};
+  for (int i = 0; i < 4; ++i) {
     QAction* a = view->addAction(tr(names[i]), this,
                                  [this, page = pages[i]] { tabs_->setCurrentWidget(const_cast<QWidget*>(page)); });
     a->setShortcut(QKeySequence(QStringLiteral("Ctrl+%1").arg(i + 1)));

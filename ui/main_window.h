@@ -1,6 +1,7 @@
-// The main window: the run-setup panel in a dock, and three tabs (Training: run controls and live charts; Runs:
-// the run store's table; Compare: stored runs overlaid). It wires these together and owns the training session,
-// the run store connection of the UI thread and the precision sweep; the work itself lives in those classes.
+// The main window: the run-setup panel in a dock, and four tabs (Training: run controls and live charts; Runs:
+// the run store's table; Sweeps: the store's sweeps and their points, live; Compare: stored runs overlaid). It wires
+// these together and owns the training session, the run store connection of the UI thread and the precision sweep;
+// the work itself lives in those classes.
 #pragma once
 
 #include <QMainWindow>
@@ -25,6 +26,7 @@ class CompareView;
 class RunControls;
 class RunSetupPanel;
 class RunsView;
+class SweepView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -54,6 +56,7 @@ class MainWindow : public QMainWindow {
   ChartPanel* live_charts() const { return live_charts_; }
   RunsView* runs_view() const { return runs_view_; }
   CompareView* compare_view() const { return compare_; }
+  SweepView* sweep_view() const { return sweep_view_; }
   QTabWidget* tabs() const { return tabs_; }
   TrainingSession* session() const { return session_; }
   const RunSeries* live_run() const { return live_.get(); }
@@ -105,6 +108,7 @@ class MainWindow : public QMainWindow {
   ChartPanel* live_charts_ = nullptr;
   RunsView* runs_view_ = nullptr;
   CompareView* compare_ = nullptr;
+  SweepView* sweep_view_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   QWidget* training_tab_ = nullptr;
   QAction* train_action_ = nullptr;

@@ -1,0 +1,185 @@
+// SweepView: the sweep chooser, the points table, the groups table and the store polling.
+#include "sweep_view.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTimer>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include "sweep_points_model.h"
+
+namespace ampwb::ui {
+namespace {
+
+QString sweep_title(const SweepRecord& s) {
+  QString text = QObject::tr("Sweep %1").arg(s.id);
+  if (!s.name.empty()) text += QStringLiteral(" · ") + QString::fromStdString(s.name);
+  text += s.runs_on == "slurm"
+              ? (s.slurm_job_id.empty() ? QObject::tr(" · Slurm")
+                                        : QObject::tr(" · Slurm job %1").arg(QString::fromStdString(s.slurm_job_id)))
+              : QObject::tr(" · this machine");
+  if (s.cancelled) text += QObject::tr(" · cancelled");
+  return text + QStringLiteral(" · ") + QString::fromStdString(s.created);
+}
+
+}  // namespace
+
+SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_(store) {
+  setObjectName("sweepView");
+  chooser_ = new QComboBox;
+  chooser_->setObjectName("sweepChooser");
+  chooser_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  connect(chooser_, &QComboBox::activated, this, [this](int i) {
+    wanted_ = chooser_->itemData(i).toLongLong();
+    reload();
+  });
+  counts_ = new QLabel;
+  counts_->setObjectName("sweepCounts");
+  counts_->setTextFormat(Qt::PlainText);  // a store's error may quote user text
+
+  auto* bar = new QToolBar;
+  bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  bar->addAction(tr("Compare the finished points"), this, [this] {
+    const std::vector<int64_t> ids = results().finished_runs();
+    if (ids.empty())
+      Q_EMIT status_message(tr("No point of this sweep has finished yet"));
+    else
+      Q_EMIT open_requested(ids);
+  });
+  bar->addAction(tr("Refresh"), this, &SweepView::reload);
+
+  model_ = new SweepPointsModel(this);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(SweepPointsModel::kSortRole);
+  table_ = new QTableView;
+  table_->setObjectName("sweepPoints");
+  table_->setModel(proxy_);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(0, Qt::AscendingOrder);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setAlternatingRowColors(true);
+  table_->verticalHeader()->hide();
+  table_->horizontalHeader()->setStretchLastSection(true);
+  connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    const int64_t run = proxy_->data(index, SweepPointsModel::kRunRole).toLongLong();
+    if (run != 0) Q_EMIT open_requested({run});
+  });
+
+  groups_title_ =
+      new QLabel(tr("Finished points grouped by every varying setting but the seed: mean ± std over "
+                    "their seeds"));
+  groups_title_->setWordWrap(true);
+  groups_ = new QTableWidget(0, 5);
+  groups_->setObjectName("sweepGroups");
+  groups_->setHorizontalHeaderLabels(
+      {tr("group"), tr("runs"), tr("final val. acc. (%)"), tr("final val. loss"), tr("training images/s")});
+  groups_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  groups_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  groups_->verticalHeader()->hide();
+  groups_->horizontalHeader()->setStretchLastSection(true);
+  connect(groups_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
+    if (row >= 0 && static_cast<size_t>(row) < results().groups.size())
+      Q_EMIT open_requested(results().groups[static_cast<size_t>(row)].run_ids);
+  });
+  auto* bottom = new QWidget;
+  auto* bl = new QVBoxLayout(bottom);
+  bl->setContentsMargins(0, 4, 0, 0);
+  bl->addWidget(groups_title_);
+  bl->addWidget(groups_, 1);
+
+  auto* splitter = new QSplitter(Qt::Vertical);
+  splitter->addWidget(table_);
+  splitter->addWidget(bottom);
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 2);
+
+  auto* top = new QHBoxLayout;
+  top->addWidget(chooser_);
+  top->addWidget(counts_, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(top);
+  layout->addWidget(bar);
+  layout->addWidget(splitter, 1);
+
+  poll_ = new QTimer(this);
+  poll_->setInterval(kPollIntervalMs);
+  connect(poll_, &QTimer::timeout, this, &SweepView::reload);
+}
+
+const SweepResults& SweepView::results() const { return model_->results(); }
+
+int64_t SweepView::current_sweep() const { return results().sweep.id; }
+
+void SweepView::show_sweep(int64_t id) {
+  wanted_ = id;
+  reload();
+}
+
+void SweepView::reload() {
+  std::vector<SweepRecord> list;
+  SweepResults results;
+  try {
+    list = sweeps(store_);
+    int64_t id = 0;
+    for (const SweepRecord& s : list)
+      if (s.id == wanted_) id = s.id;
+    if (id == 0 && !list.empty()) id = list.back().id;  // the newest, until one is chosen
+    if (id != 0) results = read_sweep_results(store_, id);
+  } catch (const std::exception& e) {  // a store busy or out of reach: the last reading stays, the next may do
+    counts_->setText(tr("Run store: %1").arg(QString::fromUtf8(e.what())));
+    return;
+  }
+  {
+    const QSignalBlocker block(chooser_);
+    chooser_->clear();
+    for (auto s = list.rbegin(); s != list.rend(); ++s)
+      chooser_->addItem(sweep_title(*s), QVariant::fromValue<qlonglong>(s->id));
+    chooser_->setCurrentIndex(chooser_->findData(QVariant::fromValue<qlonglong>(results.sweep.id)));
+  }
+  const bool first = model_->rowCount() == 0;
+  model_->set_results(results);
+  if (first) table_->resizeColumnsToContents();
+  counts_->setText(list.empty() ? tr("No sweeps in this store yet: Run ▸ Sweep… or `ampwb sweep` starts one.")
+                                : QString::fromStdString(sweep_counts_text(results)));
+  update_groups();
+}
+
+void SweepView::update_groups() {
+  const std::vector<SweepGroupResult>& groups = results().groups;
+  groups_->setRowCount(static_cast<int>(groups.size()));
+  for (int row = 0; row < groups_->rowCount(); ++row) {
+    const SweepGroupResult& g = groups[static_cast<size_t>(row)];
+    const QString cells[] = {QString::fromStdString(g.value), QString::number(g.run_ids.size()),
+                             QString::fromStdString(mean_std_text(g.final_accuracy, 2)),
+                             QString::fromStdString(mean_std_text(g.final_loss, 4)),
+                             QString::fromStdString(mean_std_text(g.images_per_second, 0))};
+    for (int column = 0; column < 5; ++column) {
+      auto* item = new QTableWidgetItem(cells[column]);
+      if (column > 0) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      groups_->setItem(row, column, item);
+    }
+  }
+  groups_->resizeColumnsToContents();
+}
+
+void SweepView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  reload();
+  poll_->start();
+}
+
+void SweepView::hideEvent(QHideEvent* event) {
+  QWidget::hideEvent(event);
+  poll_->stop();
+}
+
+}  // namespace ampwb::ui

@@ -1,0 +1,66 @@
+// The sweeps view: the run store's sweeps (a chooser, newest first), the chosen sweep's points with their state, run
+// and final validation accuracy, and its finished points grouped by everything but the seed (mean ± std over seeds).
+// The points may be trained by other processes (`ampwb sweep --on local`, a Slurm job array's tasks on other
+// machines), so while the view is shown it re-reads the store every kPollIntervalMs.
+#pragma once
+
+#include <QWidget>
+#include <cstdint>
+#include <vector>
+
+#include "store/run_store.h"
+#include "sweep_results.h"
+
+class QComboBox;
+class QLabel;
+class QSortFilterProxyModel;
+class QTableView;
+class QTableWidget;
+class QTimer;
+
+namespace ampwb::ui {
+
+class SweepPointsModel;
+
+class SweepView : public QWidget {
+  Q_OBJECT
+ public:
+  static constexpr int kPollIntervalMs = 2000;
+
+  explicit SweepView(RunStore& store, QWidget* parent = nullptr);
+
+  void reload();                  // re-reads the sweeps and the chosen sweep's points
+  void show_sweep(int64_t id);    // chooses the sweep (once it is in the store: the next reload finds it)
+  int64_t current_sweep() const;  // 0 when the store has none
+  const SweepResults& results() const;
+
+  QComboBox* chooser() const { return chooser_; }
+  SweepPointsModel* points_model() const { return model_; }
+  QTableView* points_table() const { return table_; }
+  QTableWidget* groups_table() const { return groups_; }
+  QLabel* counts() const { return counts_; }
+
+ Q_SIGNALS:
+  void open_requested(const std::vector<int64_t>& run_ids);  // the finished points' runs, for the Compare tab
+  void status_message(const QString& text);
+
+ protected:
+  void showEvent(QShowEvent* event) override;
+  void hideEvent(QHideEvent* event) override;
+
+ private:
+  void update_groups();
+
+  RunStore& store_;
+  int64_t wanted_ = 0;  // the sweep chosen, kept across reloads
+  QComboBox* chooser_ = nullptr;
+  QLabel* counts_ = nullptr;
+  QLabel* groups_title_ = nullptr;
+  SweepPointsModel* model_ = nullptr;
+  QSortFilterProxyModel* proxy_ = nullptr;
+  QTableView* table_ = nullptr;
+  QTableWidget* groups_ = nullptr;
+  QTimer* poll_ = nullptr;
+};
+
+}  // namespace ampwb::ui
