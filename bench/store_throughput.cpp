@@ -1,0 +1,321 @@
+// A benchmark, not a test: records per second into an SQLite run store and into a PostgreSQL one, written as a
+// training run writes them (through StoreRecorder: steps batched, each epoch its own commit), and the store's share
+// of a training step for both, against a tiny ResNet-20's step time measured in the same program. The stores and
+// the plain training alternate round by round, so drifting machine load hits all alike; figures are medians over
+// the rounds. The goal (the store under 1% of a step) is printed beside them; the exit status says only whether
+// the runs worked (the figures in docs/benchmarks.md, "Run store").
+//
+// PostgreSQL: a private server started for the run (tests/postgres_server.h: initdb in a temporary folder, a Unix
+// socket, stopped at the end), never a server of the machine's, since its database is emptied between runs. That
+// server runs without fsync (its command line says so, over any setting): a real server's commits cost a WAL flush
+// more, so its figures here are the store's own cost, a floor.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "core/error.h"
+#include "image_folder_util.h"
+#include "postgres_server.h"
+#include "store/postgres.h"
+#include "store/record_sql.h"
+#include "store/run_store.h"
+#include "store/store_copy.h"
+#include "store/store_recorder.h"
+#include "train/trainer.h"
+
+namespace ampwb {
+namespace {
+using bench::Clock;
+using bench::median;
+using bench::seconds_since;
+
+const char* verdict(bool met) { return met ? "goal met" : "GOAL MISSED"; }
+
+// Where each kind of store lives for the benchmark: an SQLite file in a private folder, a PostgreSQL database
+// emptied before each use.
+struct Stores {
+  fs::path folder;
+  std::string postgres;
+  std::string sqlite() const { return (folder / "runs.sqlite").string(); }
+  // A fresh, empty store of the kind.
+  std::string fresh(bool use_postgres) const {
+    if (use_postgres) {
+      PostgresConnection(postgres, false).exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+      return postgres;
+    }
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(sqlite() + suffix);
+    fs::remove_all(sqlite() + "-locks");
+    return sqlite();
+  }
+};
+
+const char* name_of(bool use_postgres) { return use_postgres ? "PostgreSQL" : "SQLite"; }
+
+// The recorder alone, fed a run's events as fast as it takes them: records per second with no training around.
+struct Throughput {
+  double steps_per_second = 0, epochs_per_second = 0, records_per_second = 0;
+};
+
+Throughput recorder_alone(const std::string& location) {
+  RunStore store(location);
+  TrainConfig c;
+  c.data_dir = "/data/synthetic";
+  RunInfo info;
+  info.steps_per_epoch = 500;
+  const int epochs = 20;
+  StoreRecorder recorder(store, c);  // the options a training run has
+  recorder.on_start(info);
+  double step_seconds = 0, epoch_seconds = 0;
+  for (int e = 1; e <= epochs; ++e) {
+    const auto steps_start = Clock::now();
+    for (int64_t n = 0; n < info.steps_per_epoch; ++n) {
+      StepReport s;
+      s.epoch = e;
+      s.step = (e - 1) * info.steps_per_epoch + n;
+      s.loss = 1.0f / static_cast<float>(s.step + 1);
+      s.lr = 0.1f;
+      s.loss_scale = 65536;
+      s.wall_seconds = 0.01 * static_cast<double>(s.step);
+      recorder.on_step(s);
+    }
+    step_seconds += seconds_since(steps_start);
+    EpochReport r;
+    r.epoch = e;
+    r.train_loss = 1.0 / e;
+    const auto epoch_start = Clock::now();
+    recorder.on_epoch(r);
+    epoch_seconds += seconds_since(epoch_start);
+  }
+  recorder.on_end({RunStatus::Finished, "", ""});
+  AMPWB_CHECK(recorder.error().empty(), "the recorder failed: " << recorder.error());
+  const double steps = static_cast<double>(epochs) * static_cast<double>(info.steps_per_epoch);
+  AMPWB_CHECK(store.steps(recorder.run_id()).size() == static_cast<size_t>(steps), "steps went missing");
+  return {steps / step_seconds, epochs / epoch_seconds, (steps + epochs) / (step_seconds + epoch_seconds)};
+}
+
+// Times a step (the gaps between step reports within an epoch) and what the recorder's callbacks cost: every step
+// and epoch (steady), and once a run (its row made; its end written and fsynced).
+class Timed : public TrainObserver {
+ public:
+  explicit Timed(TrainObserver* recorder) : recorder_(recorder) {}
+  void on_start(const RunInfo& e) override {
+    time(run_seconds, [&] { recorder_->on_start(e); });
+  }
+  void on_step(const StepReport& e) override {
+    if (e.epoch == last_epoch_) step_gaps.push_back(e.wall_seconds - last_wall_);
+    last_epoch_ = e.epoch;
+    last_wall_ = e.wall_seconds;
+    ++steps;
+    time(steady_seconds, [&] { recorder_->on_step(e); });
+  }
+  void on_epoch(const EpochReport& e) override {
+    time(steady_seconds, [&] { recorder_->on_epoch(e); });
+  }
+  void on_end(const RunEnd& e) override {
+    time(run_seconds, [&] { recorder_->on_end(e); });
+  }
+  std::vector<double> step_gaps;
+  double steady_seconds = 0, run_seconds = 0;
+  int64_t steps = 0;
+
+ private:
+  template <class F>
+  void time(double& total, F&& f) {
+    if (!recorder_) return;
+    const auto t = Clock::now();
+    f();
+    total += seconds_since(t);
+  }
+  TrainObserver* recorder_;
+  int last_epoch_ = 0;
+  double last_wall_ = 0;
+};
+
+struct TrainingRound {
+  double step_seconds = 0;    // median step time of the run
+  double store_per_step = 0;  // the recorder's time a step, the epochs' commits spread over the steps
+  double store_per_run = 0;   // the recorder's start and end of the run
+  double wall_seconds = 0;    // the whole run
+  int64_t steps = 0;
+};
+
+// The worst case for the store: a tiny model and images, so steps are short.
+TrainingRound train(const TrainConfig& c, const std::string* location) {
+  std::unique_ptr<RunStore> store;
+  std::unique_ptr<StoreRecorder> recorder;
+  if (location) {
+    store = std::make_unique<RunStore>(*location);
+    recorder = std::make_unique<StoreRecorder>(*store, c);
+  }
+  Timed timed(recorder.get());
+  Trainer trainer(c, &timed);
+  const auto start = Clock::now();
+  AMPWB_CHECK(trainer.run().status == RunStatus::Finished, "the benchmark's training did not finish");
+  TrainingRound r;
+  r.wall_seconds = seconds_since(start);
+  r.step_seconds = median(timed.step_gaps);
+  r.steps = timed.steps;
+  r.store_per_step = timed.steady_seconds / static_cast<double>(timed.steps);
+  r.store_per_run = timed.run_seconds;
+  if (recorder) AMPWB_CHECK(recorder->error().empty(), "the recorder failed: " << recorder->error());
+  return r;
+}
+
+// What the recorder's step batches would cost PostgreSQL as one multi-row INSERT each, instead of the one statement
+// (one round trip to the server) per step that RunStore::add_steps sends: the same rows, upserted as the store does.
+double batched_steps_per_second(const std::string& location) {
+  RunStore store(location);
+  TrainConfig c;
+  c.data_dir = "/data/synthetic";
+  const int64_t run = store.begin_run(c, RunInfo{}, "");
+  PostgresConnection db(location, false);
+  const std::string one = "?, " + column_parameters<StepReport>();
+  std::string many = one;
+  const int batch = 200, batches = 50;
+  for (int i = 1; i < batch; ++i) many += "), (" + one;
+  SqlStatement insert(db, db.replace_into("steps", "run_id, " + column_names<StepReport>(), many, "run_id, step"));
+  const auto start = Clock::now();
+  for (int b = 0; b < batches; ++b) {
+    SqlTransaction t(db);
+    int p = 1;
+    for (int i = 0; i < batch; ++i) {
+      StepReport s;
+      s.step = static_cast<int64_t>(b) * batch + i;
+      s.epoch = 1;
+      s.loss = 1.0f / static_cast<float>(s.step + 1);
+      p = bind_columns(insert.bind(p, run), p + 1, s);
+    }
+    insert.run();
+    SqlStatement touch(db, "UPDATE runs SET updated = ?, duration_seconds = ? WHERE id = ?");
+    touch.bind(1, utc_now_iso8601()).bind(2, 1.0).bind(3, run).run();
+    t.commit();
+  }
+  const double seconds = seconds_since(start);
+  store.end_run(run, {RunStatus::Finished, "", ""}, {}, 1.0);
+  AMPWB_CHECK(store.steps(run).size() == static_cast<size_t>(batch * batches), "steps went missing");
+  return batch * batches / seconds;
+}
+
+// ampwb store copy's own speed, SQLite into PostgreSQL and back: what a user copying a large store waits.
+void copy_speed(const Stores& stores, int runs) {
+  const std::string source = (stores.folder / "copy-source.sqlite").string();
+  for (int i = 0; i < runs; ++i) recorder_alone(source);
+  const auto into = Clock::now();
+  const StoreCopyResult there = copy_store(source, stores.fresh(true));
+  const double into_seconds = seconds_since(into);
+  const std::string back = (stores.folder / "copy-back.sqlite").string();
+  const auto out = Clock::now();
+  const StoreCopyResult back_again = copy_store(stores.postgres, back);
+  const double back_seconds = seconds_since(out);
+  AMPWB_CHECK(there.copied == runs && back_again.copied == runs, "the copies left runs out");
+  std::printf(
+      "[ store ] store copy of %d runs (%lld records): SQLite into PostgreSQL %.0f records/s, back into "
+      "SQLite %.0f records/s\n",
+      runs, static_cast<long long>(there.records), static_cast<double>(there.records) / into_seconds,
+      static_cast<double>(back_again.records) / back_seconds);
+}
+
+void run(const Stores& stores, int rounds) {
+  char cpu[256] = "";
+  if (FILE* f = std::fopen("/proc/cpuinfo", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "model name : %255[^\n]", cpu) == 1) break;
+    std::fclose(f);
+  }
+  PostgresConnection server(stores.postgres, true);
+  SqlStatement fsync(server, "SHOW fsync");
+  std::printf("[ store ] %s, %ld CPUs; %s (a private server: fsync %s, Unix socket)\n", cpu,
+              ::sysconf(_SC_NPROCESSORS_ONLN), server.database_version().c_str(),
+              fsync.step() ? fsync.text(0).c_str() : "?");
+
+  // Records per second, the stores alternating.
+  std::vector<Throughput> alone[2];
+  for (int round = 0; round < rounds; ++round)
+    for (bool use_postgres : {round % 2 == 1, round % 2 == 0})
+      alone[use_postgres].push_back(recorder_alone(stores.fresh(use_postgres)));
+  for (bool use_postgres : {false, true}) {
+    std::vector<double> steps, epochs, records;
+    for (const Throughput& t : alone[use_postgres]) {
+      steps.push_back(t.steps_per_second);
+      epochs.push_back(t.epochs_per_second);
+      records.push_back(t.records_per_second);
+    }
+    std::printf(
+        "[ store ] %-10s recorder alone: %.0f steps/s (200-step transactions), %.0f epoch commits/s, %.0f "
+        "records/s overall (median of %d runs of 10,000 steps and 20 epochs)\n",
+        name_of(use_postgres), median(steps), median(epochs), median(records), rounds);
+  }
+  std::vector<double> batched;
+  for (int round = 0; round < rounds; ++round) batched.push_back(batched_steps_per_second(stores.fresh(true)));
+  std::printf(
+      "[ store ] PostgreSQL steps as one multi-row INSERT per 200-step transaction (not what the store sends yet: "
+      "one statement a step): %.0f steps/s\n",
+      median(batched));
+  copy_speed(stores, 5);
+
+  // The store's share of a training step: plain, SQLite and PostgreSQL in turn, the order rotating each round.
+  const fs::path data = make_stripes_folder("store_throughput", 120, 16);
+  TrainConfig c;
+  c.data_dir = data.string();
+  c.depth = 20;
+  c.epochs = 2;
+  c.batch_size = 8;
+  c.threads = 2;
+  c.data.validation_fraction = 0.2;     // 192 training images: 24 steps an epoch
+  std::vector<TrainingRound> kinds[3];  // plain, SQLite, PostgreSQL
+  for (int round = 0; round < rounds; ++round)
+    for (int k = 0; k < 3; ++k) {
+      const int kind = (round + k) % 3;
+      std::string location;
+      if (kind > 0) location = stores.fresh(kind == 2);
+      kinds[kind].push_back(train(c, kind > 0 ? &location : nullptr));
+    }
+  std::vector<double> plain_steps;
+  for (const TrainingRound& r : kinds[0]) plain_steps.push_back(r.step_seconds);
+  std::printf(
+      "[ store ] ResNet-20, 16 px, batch 8, 24 steps an epoch, %d epochs; %d rounds of plain, SQLite and "
+      "PostgreSQL in turn; plain median step %.3f ms\n",
+      c.epochs, rounds, 1e3 * median(plain_steps));
+  for (int kind = 1; kind < 3; ++kind) {
+    std::vector<double> steps, store, shares, runs, run_shares;
+    for (size_t i = 0; i < kinds[kind].size(); ++i) {
+      const TrainingRound& r = kinds[kind][i];
+      steps.push_back(r.step_seconds);
+      store.push_back(r.store_per_step);
+      shares.push_back(r.store_per_step / kinds[0][i].step_seconds);  // against the same round's plain step
+      runs.push_back(r.store_per_run);
+      run_shares.push_back((r.store_per_run + r.store_per_step * static_cast<double>(r.steps)) / r.wall_seconds);
+    }
+    std::printf(
+        "[ store ] %-10s median step %.3f ms; the store %.1f us a step (its epochs' commits spread over their "
+        "steps) = %.2f%% of a plain step: %s; a run's start and end %.1f ms; all the store's time %.1f%% of the "
+        "whole run\n",
+        name_of(kind == 2), 1e3 * median(steps), 1e6 * median(store), 100 * median(shares),
+        verdict(median(shares) < 0.01), 1e3 * median(runs), 100 * median(run_shares));
+  }
+  fs::remove_all(data);
+}
+
+}  // namespace
+}  // namespace ampwb
+
+int main() {
+  using namespace ampwb;
+  try {
+    const fs::path folder = fs::temp_directory_path() / ("ampwb_bench_store_" + std::to_string(::getpid()));
+    fs::create_directories(folder);
+    const test::PostgresServer server("ampwb_bench");
+    run({folder, server.uri()}, 5);
+    fs::remove_all(folder);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ampwb_store_throughput: %s\n", e.what());
+    return 1;
+  }
+}
