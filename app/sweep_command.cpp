@@ -253,12 +253,32 @@ int run_here(const std::string& db, int64_t sweep, int parallel) {
 
 // --- the commands ---
 
-int sweep_command(const SweepOptions& o) {
-  const SweepGrid grid = grid_of(o);
+// The Slurm settings the flags give, else the sweep file's "slurm" object.
+SweepOptions with_file_slurm(const SweepOptions& given, const SweepGrid& grid) {
+  SweepOptions o = given;
+  for (const auto& [key, value] : grid.slurm) {
+    if (key == "partition" && o.partition.empty()) o.partition = value;
+    if (key == "account" && o.account.empty()) o.account = value;
+    if (key == "time" && o.time_limit.empty()) o.time_limit = value;
+    if (key == "max-parallel" && o.max_parallel == 0) {
+      char* end = nullptr;
+      const long n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || n < 0 || n > 100000)
+        throw Error("the sweep file's slurm max-parallel is a whole number of at least 0, got '" + value + "'");
+      o.max_parallel = static_cast<int>(n);
+    }
+  }
+  return o;
+}
+
+int sweep_command(const SweepOptions& given) {
+  const SweepGrid grid = grid_of(given);
+  const SweepOptions o = with_file_slurm(given, grid);
   if (grid.dimensions.empty())
     throw Error("a sweep needs a setting with several values (--seed 0,1,2) or a sweep file's \"grid\"");
   if (o.on != "local" && o.on != "slurm") throw Error("--on is local or slurm, got '" + o.on + "'");
-  if (o.on == "local" && (!o.partition.empty() || !o.account.empty() || !o.time_limit.empty() || o.max_parallel))
+  if (o.on == "local" &&
+      (!given.partition.empty() || !given.account.empty() || !given.time_limit.empty() || given.max_parallel))
     throw Error("--partition, --account, --time and --max-parallel are for --on slurm");
   if (o.on == "slurm" && o.parallel != 1) throw Error("--parallel runs points here: give --max-parallel for Slurm");
   // Every point read and checked before anything is written.
@@ -547,14 +567,16 @@ void add_sweep_command(CLI::App& app, Invocation& invocation) {
   sweep->add_flag("--dry-run", options->dry_run, "print the points (or the Slurm script) and record nothing");
   add_db_option(sweep, options->db);
   // Every training flag of `ampwb train`, each taking a comma list.
-  for (const auto& [flag, on_off] : sweep_settings()) {
-    if (on_off) {
-      sweep->add_flag(flag, options->switches[flag], "as ampwb train's")->group("Training settings (ampwb train's)");
+  for (const SweepSetting& setting : sweep_settings()) {
+    const std::string group = "Training settings: " + setting.group;
+    if (setting.on_off) {
+      sweep->add_flag(setting.flag, options->switches[setting.flag], setting.help)->group(group);
     } else {
-      sweep->add_option(flag, options->values[flag], "as ampwb train's; a comma list sweeps it")
+      sweep->add_option(setting.flag, options->values[setting.flag], setting.help + " (a comma list sweeps it)")
           ->delimiter(',')
           ->type_name("V[,V...]")
-          ->group("Training settings (ampwb train's)");
+          ->default_str("")
+          ->group(group);
     }
   }
   sweep->callback([sweep, &invocation, options] {

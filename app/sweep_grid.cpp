@@ -39,7 +39,7 @@ std::string value_text(const nlohmann::ordered_json& v, const std::string& where
 const std::map<std::string, bool>& settings_by_flag() {
   static const std::map<std::string, bool> table = [] {
     std::map<std::string, bool> t;
-    for (const auto& [flag, on_off] : sweep_settings()) t.emplace(flag, on_off);
+    for (const SweepSetting& setting : sweep_settings()) t.emplace(setting.flag, setting.on_off);
     return t;
   }();
   return table;
@@ -79,16 +79,17 @@ std::string SweepPointConfig::settings_json() const {
   return j.dump();
 }
 
-std::vector<std::pair<std::string, bool>> sweep_settings() {
-  static const std::vector<std::pair<std::string, bool>> flags = [] {
+const std::vector<SweepSetting>& sweep_settings() {
+  static const std::vector<SweepSetting> flags = [] {
     CLI::App train;
     TrainFlags bound;
     add_train_flags(&train, bound);
-    std::vector<std::pair<std::string, bool>> out;
+    std::vector<SweepSetting> out;
     for (const CLI::Option* option : train.get_options()) {
       const std::string flag = option->get_name();
       if (!flag.starts_with("--") || left_out(flag)) continue;
-      out.emplace_back(flag, option->get_expected_min() == 0);  // an on/off flag takes no value
+      // An on/off flag takes no value.
+      out.push_back({flag, option->get_expected_min() == 0, option->get_description(), option->get_group()});
     }
     return out;
   }();
@@ -100,8 +101,8 @@ bool is_sweep_setting(const std::string& setting) { return settings_by_flag().co
 SweepGrid sweep_grid_from_json(const nlohmann::ordered_json& j) {
   if (!j.is_object()) throw Error("a sweep is a JSON object with \"grid\" and \"settings\"");
   for (const auto& [key, value] : j.items())
-    if (key != "name" && key != "grid" && key != "settings")
-      throw Error("a sweep has \"name\", \"grid\" and \"settings\", not \"" + key + "\"");
+    if (key != "name" && key != "grid" && key != "settings" && key != "slurm")
+      throw Error("a sweep has \"name\", \"grid\", \"settings\" and \"slurm\", not \"" + key + "\"");
   SweepGrid grid;
   if (j.contains("name")) grid.name = value_text(j["name"], "name");
   const auto check_setting = [](const std::string& key) {
@@ -128,6 +129,14 @@ SweepGrid sweep_grid_from_json(const nlohmann::ordered_json& j) {
     if (!j["settings"].is_object()) throw Error("\"settings\" is an object of settings, each with one value");
     for (const auto& [key, value] : j["settings"].items())
       grid.settings.emplace_back(check_setting(key), value_text(value, key));
+  }
+  if (j.contains("slurm")) {
+    if (!j["slurm"].is_object()) throw Error("\"slurm\" is an object: partition, account, time, max-parallel");
+    for (const auto& [key, value] : j["slurm"].items()) {
+      if (key != "partition" && key != "account" && key != "time" && key != "max-parallel")
+        throw Error("\"slurm\" takes partition, account, time and max-parallel, not \"" + key + "\"");
+      grid.slurm.emplace_back(key, value_text(value, key));
+    }
   }
   return grid;
 }

@@ -7,7 +7,8 @@
 // Sweep file (JSON):
 //   {"name": "modes",                                                 optional
 //    "grid": {"precision": ["fp32", "amp-bf16"], "seed": [0, 1, 2]},  each setting's values, in order
-//    "settings": {"data": "/data/cifar", "epochs": 2, "augment": true}} shared by every point
+//    "settings": {"data": "/data/cifar", "epochs": 2, "augment": true},  shared by every point
+//    "slurm": {"partition": "gpu", "account": "lab", "time": "2:00:00", "max-parallel": 4}}  optional, --on slurm
 // A value is a string, a number or, for an on/off flag (augment, nesterov, ...), true or false.
 #pragma once
 
@@ -22,6 +23,8 @@ namespace ampwb::cli {
 
 struct SweepGrid {
   std::string name;
+  // Where a Slurm sweep runs, from the file's "slurm" object: "partition", "account", "time", "max-parallel".
+  std::vector<std::pair<std::string, std::string>> slurm;
   // The settings that vary, in the grid's order: the setting (a train flag without "--") and its values.
   std::vector<std::pair<std::string, std::vector<std::string>>> dimensions;
   // The settings every point shares; an on/off flag's value is "true" or "false".
@@ -42,8 +45,14 @@ struct SweepPointConfig {
 // Whether `setting` is one a sweep may set: a flag of `ampwb train` that describes the run (not --name, --resume,
 // --config, --db and the like).
 bool is_sweep_setting(const std::string& setting);
-// The flags of `ampwb train` a sweep takes, with "--", each with whether it is an on/off flag (no value).
-std::vector<std::pair<std::string, bool>> sweep_settings();
+// The flags of `ampwb train` a sweep takes, with "--", each with whether it is an on/off flag (no value), its help
+// and its help group.
+struct SweepSetting {
+  std::string flag;
+  bool on_off = false;
+  std::string help, group;
+};
+const std::vector<SweepSetting>& sweep_settings();
 
 // Reads a sweep file; throws Error naming the file and what is wrong (an unknown setting, an empty list).
 SweepGrid read_sweep_file(const std::string& path);

@@ -164,6 +164,34 @@ TEST(SweepCli, ACancelledSweepRunsNoMorePoints) {
   EXPECT_EQ(status["summary"]["cancelled"], 3);
 }
 
+// Under Slurm a SIGTERM is the job preempted or requeued: the run ends interrupted, with a checkpoint to resume.
+TEST(SweepCli, ASigtermUnderSlurmEndsTheRunInterruptedAndResumable) {
+  TempDir dir("sweep_sigterm");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> argv = {"/usr/bin/env", "SLURM_JOB_ID=4242", AMPWB_BINARY};
+  const std::vector<std::string> training = tiny_training(db, 60, 1);
+  argv.insert(argv.end(), training.begin(), training.end());
+  const std::string log = dir.file("train.log");
+  const pid_t train = spawn(argv, log);
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (stored_epochs(db, 1) < 1 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GE(stored_epochs(db, 1), 1) << read_text(log);
+  ::kill(train, SIGTERM);
+  EXPECT_EQ(wait_exit(train), 1) << read_text(log);
+  expect_contains(read_text(log), "Slurm ends job 4242 (SIGTERM)");
+  {
+    RunStore store(db, RunStore::Mode::ReadOnly);
+    const RunRecord run = store.run(1);
+    EXPECT_EQ(run.status, RunStatus::Interrupted);
+    expect_contains(run.end_reason, "Slurm job 4242 ended by SIGTERM");
+    EXPECT_TRUE(store.resumable(1));
+  }
+  const Result resumed = ampwb({"train", "--resume", "1", "--db", db});
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(stored_epochs(db, 1), 60);
+}
+
 TEST(SweepCli, ADryRunPrintsTheSlurmScriptAndRecordsNothing) {
   TempDir dir("sweep_dry");
   const std::string db = dir.file("runs.sqlite");
@@ -180,6 +208,19 @@ TEST(SweepCli, ADryRunPrintsTheSlurmScriptAndRecordsNothing) {
   EXPECT_FALSE(fs::exists(db));
   argv.insert(argv.end(), {"--device", "cuda"});
   expect_contains(ampwb(argv).output, "#SBATCH --gres=gpu:1\n");
+
+  // A sweep file's grid and Slurm settings; a flag given beside it wins.
+  const std::string file = dir.file("sweep.json");
+  std::ofstream(file) << R"({"grid": {"seed": [0, 1]}, "settings": {"data": ")" << stripes().string()
+                      << R"(", "depth": 20}, "slurm": {"partition": "p2", "max-parallel": 3, "time": "5:00"}})";
+  const Result from_file =
+      ampwb({"sweep", "--sweep-file", file, "--partition", "p1", "--on", "slurm", "--dry-run", "--db", db});
+  ASSERT_EQ(from_file.status, 0) << from_file.output;
+  for (const char* line : {"#SBATCH --array=0-1%3\n", "#SBATCH --partition=p1\n", "#SBATCH --time=5:00\n"})
+    expect_contains(from_file.output, line);
+  const Result twice = ampwb({"sweep", "--sweep-file", file, "--seed", "3", "--dry-run", "--db", db});
+  EXPECT_EQ(twice.status, 1);
+  expect_contains(twice.output, "--seed is given by the sweep file too");
 }
 
 }  // namespace

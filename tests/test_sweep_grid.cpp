@@ -107,6 +107,16 @@ TEST(SweepGrid, ReadsASweepFile) {
   EXPECT_FLOAT_EQ(points[1].config.lr, 0.05f);
   EXPECT_EQ(grid.to_json()["grid"]["seed"], (nlohmann::ordered_json{"0", "1"}));
 
+  std::ofstream(file) << R"({"grid": {"seed": [0, 1]}, "slurm": {"partition": "gpu", "max-parallel": 4}})";
+  EXPECT_EQ(read_sweep_file(file.string()).slurm,
+            (std::vector<std::pair<std::string, std::string>>{{"partition", "gpu"}, {"max-parallel", "4"}}));
+  std::ofstream(file) << R"({"grid": {"seed": [0, 1]}, "slurm": {"queue": "gpu"}})";
+  try {
+    read_sweep_file(file.string());
+    ADD_FAILURE() << "an unknown Slurm setting was taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not \"queue\""), std::string::npos) << e.what();
+  }
   std::ofstream(file) << R"({"grid": {"colour": ["red"]}})";
   try {
     read_sweep_file(file.string());
