@@ -274,6 +274,7 @@ bool MainWindow::start_training() {
 QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled,
                                  int processes) {
   if (continue_run == 0) config.checkpoint_dir = setup_->checkpoints_enabled() ? checkpoint_folder() : std::string();
+  session_->set_keep_final_weights(setup_->keep_final_weights());
   try {
     if (continue_run == 0 && !config.name.empty()) store_->check_new_name(config.name);
     setup_->clear_setting_problem();

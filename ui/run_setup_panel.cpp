@@ -271,6 +271,8 @@ QWidget* RunSetupPanel::build_training_group() {
   name_->setPlaceholderText(tr("automatic"));
   checkpoints_ = for_setting(new QCheckBox(tr("Save checkpoints (Stop leaves a resumable run)")), "checkpoint_dir");
   checkpoints_->setObjectName("checkpoints");
+  keep_weights_ = new QCheckBox(tr("Keep the final weights (Predict, Export)"));
+  keep_weights_->setObjectName("keepWeights");
   form->addRow(tr("Epochs"), epochs_);
   form->addRow(tr("Batch size"), batch_);
   form->addRow(tr("Image size"), image_size_);
@@ -284,6 +286,7 @@ QWidget* RunSetupPanel::build_training_group() {
   form->addRow(tr("Seed"), seed_);
   form->addRow(tr("Run name"), name_);
   form->addRow(checkpoints_);
+  form->addRow(keep_weights_);
   return group;
 }
 
@@ -561,6 +564,8 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
 
 bool RunSetupPanel::checkpoints_enabled() const { return checkpoints_->isChecked(); }
 
+bool RunSetupPanel::keep_final_weights() const { return keep_weights_->isChecked(); }
+
 void RunSetupPanel::clear_run_name() { name_->clear(); }
 
 void RunSetupPanel::set_dataset_path(const QString& path) {
@@ -698,6 +703,7 @@ void RunSetupPanel::load_settings() {
     }
   }
   checkpoints_->setChecked(settings.value("setup/checkpoints", true).toBool());
+  keep_weights_->setChecked(settings.value("setup/keepWeights", true).toBool());
   advanced_toggle_->setChecked(settings.value("setup/advancedOpen", false).toBool());
   set_config(c);
   set_processes(settings.value("setup/processes", 1).toInt());
@@ -709,6 +715,7 @@ void RunSetupPanel::save_settings() const {
   c.name.clear();  // a name is for one run
   settings.setValue("setup/config", QString::fromStdString(config_to_json_text(c)));
   settings.setValue("setup/checkpoints", checkpoints_->isChecked());
+  settings.setValue("setup/keepWeights", keep_weights_->isChecked());
   settings.setValue("setup/advancedOpen", advanced_toggle_->isChecked());
   settings.setValue("setup/processes", processes_->value());
 }

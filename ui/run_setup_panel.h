@@ -38,6 +38,8 @@ class RunSetupPanel : public QWidget {
   TrainConfig config() const;
   void set_config(const TrainConfig& config);
   bool checkpoints_enabled() const;
+  // Whether a finished run keeps its final weights beside the store (for predicting and exporting).
+  bool keep_final_weights() const;
   // How many processes train the run (1: this one, in-process; more: `ampwb train --processes N`), up to the cores
   // or GPUs here; the choice is disabled, saying why, where only one can (no MPI, no mpirun).
   int processes() const;
@@ -130,6 +132,7 @@ class RunSetupPanel : public QWidget {
   QComboBox* schedule_ = nullptr;
   WholeNumberBox* seed_ = nullptr;
   QCheckBox* checkpoints_ = nullptr;
+  QCheckBox* keep_weights_ = nullptr;
   QLabel* memory_ = nullptr;
   int data_image_size_ = 0, data_classes_ = 0;  // from the last inspection: what "auto" and the model's output take
   // Advanced

@@ -9,6 +9,7 @@
 
 #include "plain_text.h"
 #include "run_progress.h"
+#include "store/final_weights.h"
 
 namespace ampwb::ui {
 namespace {
@@ -94,6 +95,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
                         .arg(r.batch_size);
     if (!r.end_reason.empty()) tip += "\n" + QString::fromStdString(r.end_reason);
     if (!r.notes.empty()) tip += "\nnotes: " + QString::fromStdString(r.notes);
+    if (has_final_weights(r)) tip += "\n" + tr("final weights: %1").arg(QString::fromStdString(r.info.final_weights));
     return plain_tooltip(tip);  // a path or notes that look like HTML are still shown as written
   }
   const bool sort = role == kSortRole;
@@ -136,6 +138,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     }
     case Time:
       return sort ? QVariant(s.total_seconds) : QVariant(QString::fromStdString(format_duration(s.total_seconds)));
+    case Weights:
+      return has_final_weights(r) ? tr("yes") : QString();
     case Tags: {
       QStringList tags;
       for (const std::string& t : r.tags) tags << QString::fromStdString(t);
@@ -168,6 +172,8 @@ QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int rol
       return tr("Best val. acc.");
     case Time:
       return tr("Time");
+    case Weights:
+      return tr("Weights");
     case Tags:
       return tr("Tags");
   }

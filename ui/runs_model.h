@@ -1,6 +1,6 @@
 // Every stored run as a table row: name, date, dataset, depth, precision, device, status, best validation
-// accuracy, time. Display text for the view; Qt::UserRole holds the raw value (numbers, ISO dates) so a
-// QSortFilterProxyModel sorts numerically. Reloaded from the run store on demand.
+// accuracy, time, whether it kept its final weights. Display text for the view; Qt::UserRole holds the raw value
+// (numbers, ISO dates) so a QSortFilterProxyModel sorts numerically. Reloaded from the run store on demand.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -14,7 +14,21 @@ namespace ampwb::ui {
 class RunsModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Id, Name, Date, Dataset, Depth, Precision, Device, Status, BestAccuracy, Time, Tags, ColumnCount };
+  enum Column {
+    Id,
+    Name,
+    Date,
+    Dataset,
+    Depth,
+    Precision,
+    Device,
+    Status,
+    BestAccuracy,
+    Time,
+    Weights,  // "yes" where the run kept its final weights (store/final_weights.h)
+    Tags,
+    ColumnCount
+  };
   static constexpr int kSortRole = Qt::UserRole;
   static constexpr int kIdRole = Qt::UserRole + 1;
 

@@ -1,6 +1,7 @@
 // RunsView: the table, its filter, toolbar and context menu, and the store edits.
 #include "runs_view.h"
 
+#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -13,7 +14,10 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "file_dialogs.h"
 #include "plain_text.h"
+#include "predict_dialog.h"
+#include "store/final_weights.h"
 
 namespace ampwb::ui {
 namespace {
@@ -35,6 +39,14 @@ RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(s
   confirm = [this](const QString& question) {  // plain text: it lists the runs' names
     return plain_message(this, QMessageBox::Question, tr("Delete"), question, QMessageBox::Yes | QMessageBox::Cancel,
                          QMessageBox::Cancel) == QMessageBox::Yes;
+  };
+  choose_images = [this] {
+    QFileDialog* dialog = new_file_dialog(this, tr("Images to predict"), QString());
+    dialog->setFileMode(QFileDialog::ExistingFiles);
+    dialog->setNameFilter(tr("Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp *.ppm *.pgm)"));
+    const QStringList files = dialog->exec() == QDialog::Accepted ? dialog->selectedFiles() : QStringList();
+    delete dialog;
+    return files;
   };
   model_ = new RunsModel(this);
   proxy_ = new QSortFilterProxyModel(this);
@@ -74,6 +86,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(s
   bar->addAction(tr("Export charts…"), this, [this] {
     if (!selected_ids().empty()) Q_EMIT export_charts_requested(selected_ids());
   });
+  bar->addAction(tr("Predict…"), this, &RunsView::predict_selected);
   bar->addSeparator();
   bar->addAction(tr("Refresh"), this, &RunsView::reload);
 
@@ -230,6 +243,21 @@ void RunsView::delete_selected() {
   Q_EMIT status_message(tr("Deleted %n run(s)", nullptr, int(ids.size())));
 }
 
+void RunsView::predict_selected() {
+  const auto ids = selected_ids();
+  if (ids.size() != 1) return;
+  const std::string refusal = final_weights_refusal(store_, ids[0]);
+  if (!refusal.empty()) {
+    plain_message(this, QMessageBox::Information, tr("Predict"), QString::fromStdString(refusal));
+    return;
+  }
+  const QStringList images = choose_images();
+  if (images.isEmpty()) return;
+  auto* dialog = new PredictDialog(store_, ids[0], images, this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->show();
+}
+
 void RunsView::show_menu(const QPoint& at) {
   const auto ids = selected_ids();
   if (ids.empty()) return;
@@ -246,6 +274,7 @@ void RunsView::show_menu(const QPoint& at) {
   menu.addSeparator();
   menu.addAction(tr("Export CSV…"), this, [this, ids] { Q_EMIT export_csv_requested(ids); });
   menu.addAction(tr("Export charts…"), this, [this, ids] { Q_EMIT export_charts_requested(ids); });
+  if (ids.size() == 1) menu.addAction(tr("Predict on images…"), this, &RunsView::predict_selected);
   menu.exec(table_->viewport()->mapToGlobal(at));
 }
 

@@ -37,6 +37,10 @@ class RunsView : public QWidget {
 
   // Asks before deleting; replaceable for tests.
   std::function<bool(const QString& question)> confirm;
+  // Asks which images "Predict on images…" takes (empty: cancelled); replaceable for tests.
+  std::function<QStringList()> choose_images;
+  // The selected run's final weights on images the user picks (choose_images), in a PredictDialog (predict_dialog.h).
+  void predict_selected();
 
  Q_SIGNALS:
   void open_requested(const std::vector<int64_t>& ids);  // one run: its charts; several: a comparison

@@ -39,9 +39,9 @@ class RecordAndQueue : public ObserverList {
 
 // Declaration order is destruction order reversed: the trainer (and its thread) goes first, the store last.
 struct TrainingSession::Run {
-  Run(const std::string& db, const TrainConfig& config, int64_t continue_run)
+  Run(const std::string& db, const TrainConfig& config, int64_t continue_run, bool keep_final_weights)
       : store(db, RunStore::Mode::Create),
-        recorder(store, config, {}, continue_run),
+        recorder(store, config, {.keep_final_weights = keep_final_weights}, continue_run),
         observer(recorder, queue),
         trainer(config, &observer) {}
   RunStore store;
@@ -113,7 +113,7 @@ TrainingSession::~TrainingSession() {
 void TrainingSession::start(const TrainConfig& config, int64_t continue_run) {
   if (run_) throw Error("a run is already in progress");
   if (config.resume_from.empty()) validate(config);
-  run_ = std::make_unique<Run>(db_path_.toStdString(), config, continue_run);
+  run_ = std::make_unique<Run>(db_path_.toStdString(), config, continue_run, keep_final_weights_);
   config_ = config;
   run_id_ = continue_run;
   run_->trainer.start();
@@ -143,6 +143,7 @@ void TrainingSession::start_processes(const TrainConfig& config, int processes, 
   else
     args << QStringLiteral("--config") << child.config_file.fileName();
   if (continue_run == 0 && config.checkpoint_dir.empty()) args << QStringLiteral("--no-checkpoint");
+  if (continue_run == 0 && !keep_final_weights_) args << QStringLiteral("--no-keep-weights");
   // Without it, --processes gives each process its share of the cores; the setup's own number stands over that.
   if (continue_run == 0 && config.threads > 0) args << QStringLiteral("--threads") << QString::number(config.threads);
   connect(child.process, &QProcess::readyReadStandardOutput, this, &TrainingSession::read_child_output);

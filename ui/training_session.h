@@ -36,6 +36,8 @@ class TrainingSession : public QObject {
   void start_processes(const TrainConfig& config, int processes, int64_t continue_run = 0);
   // The ampwb the child runs: this program by default (QCoreApplication::applicationFilePath); tests name the CLI.
   void set_executable(QString path) { executable_ = std::move(path); }
+  // Whether the runs started from now on keep their final weights when they finish (store/final_weights.h).
+  void set_keep_final_weights(bool keep) { keep_final_weights_ = keep; }
   void pause();
   void resume();
   void stop();    // after the current step; saves a checkpoint when the run has a checkpoint folder
@@ -63,6 +65,7 @@ class TrainingSession : public QObject {
   struct Child;  // the child process of a run on many processes, its queue and what it said on stderr
   std::unique_ptr<Child> child_;
   QString executable_;
+  bool keep_final_weights_ = true;
   QString db_path_;
   QTimer timer_;
   std::unique_ptr<Run> run_;
