@@ -2,7 +2,7 @@
 // (postgres_server.h). A 6-point sweep (2 modes x 3 seeds, ResNet-20 on the stripes) submitted as one job array
 // records every point once in PostgreSQL; one point requeued mid-run (scontrol requeue: SIGTERM, then the task
 // again) resumes its run from its checkpoint and finishes; and the comparison grouped by everything but the seed
-// equals that of the same grid swept here into SQLite.
+// equals that of the same grid swept here into SQLite. Then `sweep cancel` of a running Slurm sweep.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -174,6 +174,37 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
     EXPECT_EQ(a.back().train_loss, b.back().train_loss) << "point " << i;
     EXPECT_EQ(a.back().validation_accuracy, b.back().validation_accuracy) << "point " << i;
   }
+
+  // sweep cancel: scancel of the job array, every point left cancelled, the running runs ended with a checkpoint.
+  std::vector<std::string> long_sweep = sweep_of_modes_and_seeds(db);
+  ASSERT_EQ(long_sweep[5], "--epochs");
+  long_sweep[6] = "400";  // --epochs
+  long_sweep.insert(long_sweep.end(), {"--on", "slurm", "--max-parallel", "2"});
+  const Result second = ampwb(long_sweep);
+  ASSERT_EQ(second.status, 0) << second.output;
+  const std::string second_job = sweep(RunStore(db, RunStore::Mode::ReadOnly), 2).slurm_job_id;
+  int64_t running = 0;
+  ASSERT_TRUE(SlurmCluster::wait_until(
+      [&] {
+        const std::vector<SweepPoint> p = points_of(db, 2);
+        if (p.empty() || p[0].run_id == 0) return false;
+        running = p[0].run_id;
+        return RunStore(db, RunStore::Mode::ReadOnly).epochs(running).size() >= 1;
+      },
+      60s))
+      << cluster.run({"squeue"}).output;
+  const Result cancelled = ampwb({"sweep", "cancel", "2", "--db", db});
+  ASSERT_EQ(cancelled.status, 0) << cancelled.output;
+  expect_contains(cancelled.output, "Slurm job " + second_job + " cancelled");
+  EXPECT_TRUE(SlurmCluster::wait_until([&] { return cluster.job_state(second_job + "_0") == "CANCELLED"; }, 30s))
+      << cluster.job_state(second_job + "_0");
+  EXPECT_TRUE(SlurmCluster::wait_until(
+      [&] { return RunStore(db, RunStore::Mode::ReadOnly).run(running).status != RunStatus::Running; }, 30s));
+  RunStore after(db, RunStore::Mode::ReadOnly);
+  EXPECT_EQ(after.run(running).status, RunStatus::Interrupted) << after.run(running).end_reason;
+  EXPECT_TRUE(after.resumable(running));
+  for (const SweepPoint& p : sweep_points(after, 2)) EXPECT_EQ(p.state, SweepPointState::Cancelled) << p.index;
+  EXPECT_TRUE(sweep(after, 2).cancelled);
 }
 
 }  // namespace
