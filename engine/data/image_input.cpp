@@ -7,6 +7,7 @@
 #include <opencv2/core.hpp>
 
 #include "core/error.h"
+#include "core/parallel_for.h"
 #include "data/image_file.h"
 #include "data/transforms.h"
 
@@ -36,15 +37,16 @@ cv::Mat decode_file(const std::string& path, int size) {
 
 }  // namespace
 
-Tensor prepare_image_files(const std::vector<std::string>& paths, int size, const Normalization& normalization) {
+Tensor prepare_image_files(const std::vector<std::string>& paths, int size, const Normalization& normalization,
+                           int threads) {
   const int64_t n = static_cast<int64_t>(paths.size()), S = size;
   Tensor images = Tensor::empty({n, 3, S, S}, DType::F32, Layout::NHWC);
   const detail::NormalizeTable table(normalization);
   float* out = images.data_as<float>();
-  for (int64_t i = 0; i < n; ++i) {
-    const cv::Mat square = detail::center_square(decode_file(paths[static_cast<size_t>(i)], size), size);
-    detail::write_normalized(square, size, 0, 0, false, table, DType::F32, out + i * S * S * 3);
-  }
+  parallel_for(static_cast<size_t>(n), threads, [&](size_t i, int) {
+    const cv::Mat square = detail::center_square(decode_file(paths[i], size), size);
+    detail::write_normalized(square, size, 0, 0, false, table, DType::F32, out + static_cast<int64_t>(i) * S * S * 3);
+  });
   return images;
 }
 

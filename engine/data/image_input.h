@@ -11,9 +11,10 @@
 
 namespace ampwb {
 
-// The images of `paths` as one batch: (n, 3, S, S) F32 in NHWC layout, normalized, as a DataLoader's. Throws
-// ampwb::Error naming the first file that is missing, unreadable, not an image or does not decode.
-Tensor prepare_image_files(const std::vector<std::string>& paths, int size, const Normalization& normalization);
+// The images of `paths` as one batch: (n, 3, S, S) F32 in NHWC layout, normalized, as a DataLoader's, decoded on
+// `threads` threads. Throws ampwb::Error naming a file that is missing, unreadable, not an image or does not decode.
+Tensor prepare_image_files(const std::vector<std::string>& paths, int size, const Normalization& normalization,
+                           int threads = 1);
 
 // The image files among `paths`, a folder standing for every image file under it (by extension, in sorted order,
 // sub-folders included). Throws ampwb::Error naming a path that does not exist, or a folder that holds no image.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <thread>
 
 #include "data/image_input.h"
 #include "nn/layer.h"
@@ -14,11 +15,14 @@ struct ImagePredictor::State {
   ModelWeights weights;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<ResNet> model;
+  int decode_threads = 1;
 };
 
 ImagePredictor::ImagePredictor(ModelWeights weights, DeviceChoice device, int threads) : s_(std::make_unique<State>()) {
   s_->weights = std::move(weights);
   s_->backend = make_backend(device, {threads});
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  s_->decode_threads = std::min(8, threads > 0 ? threads : cores);
   s_->model = build_model(*s_->backend, s_->weights);
 }
 
@@ -38,7 +42,7 @@ std::vector<std::vector<float>> ImagePredictor::logits(const std::vector<std::st
     const std::vector<std::string> batch(
         images.begin() + static_cast<std::ptrdiff_t>(begin),
         images.begin() + static_cast<std::ptrdiff_t>(std::min(images.size(), begin + batch_size)));
-    const Tensor input = prepare_image_files(batch, p.image_size, normalization);
+    const Tensor input = prepare_image_files(batch, p.image_size, normalization, s_->decode_threads);
     Backend& backend = *s_->backend;
     const Tensor out =
         on_host(backend, cast(backend, s_->model->forward(backend.upload(input), Mode::Eval), DType::F32));
