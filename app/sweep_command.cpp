@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -92,9 +93,17 @@ SweepGrid grid_of(const SweepOptions& o) {
   return grid;
 }
 
-// A sweep's folder beside the store (its Slurm script and the tasks' output), where checkpoints go too.
-fs::path sweep_folder(const std::string& store_path, int64_t sweep) {
-  return fs::path(new_checkpoint_dir(store_path)).parent_path().parent_path() / "sweeps" / std::to_string(sweep);
+// "3-2026-12-02T08-11-53Z": a sweep's id and creation time, for its folders; two stores that keep their folders in
+// one place (PostgreSQL stores: the user's data folder) each have a sweep 3.
+std::string sweep_stamp(const SweepRecord& s) {
+  std::string stamp = std::to_string(s.id) + "-" + s.created;
+  std::replace(stamp.begin(), stamp.end(), ':', '-');
+  return stamp;
+}
+
+// A sweep's folder beside the store (its Slurm script and the tasks' output), beside the checkpoints' folder.
+fs::path sweep_folder(const std::string& store_path, const std::string& stamp) {
+  return fs::path(new_checkpoint_dir(store_path)).parent_path().parent_path() / "sweeps" / stamp;
 }
 
 std::string shell_quoted(const std::string& text) {
@@ -285,9 +294,7 @@ int sweep_command(const SweepOptions& given) {
   const std::vector<SweepPointConfig> points = expand_sweep(grid);
   const std::string db = store_path(o.db);
   if (o.dry_run && o.on == "slurm") {
-    std::printf(
-        "%s",
-        slurm_script(o, db, "NEW", sweep_folder(db, 0).parent_path() / "NEW", points.size(), uses_gpu(points)).c_str());
+    std::printf("%s", slurm_script(o, db, "NEW", sweep_folder(db, "NEW"), points.size(), uses_gpu(points)).c_str());
     std::fprintf(stderr, "ampwb sweep: dry run: %zu points; no sweep recorded, nothing submitted\n", points.size());
     return 0;
   }
@@ -306,7 +313,7 @@ int sweep_command(const SweepOptions& given) {
   std::fflush(stdout);
   if (o.on == "local") return run_here(store.path(), id, o.parallel);
 
-  const fs::path folder = sweep_folder(store.path(), id);
+  const fs::path folder = sweep_folder(store.path(), sweep_stamp(sweep(store, id)));
   fs::create_directories(folder);
   const fs::path script = folder / "sweep.sbatch";
   {
@@ -377,7 +384,7 @@ int sweep_point_command(const SweepIdOptions& o) {
     }
     if (config.checkpoint_dir.empty())
       config.checkpoint_dir = (fs::path(new_checkpoint_dir(store.path())).parent_path() /
-                               ("sweep-" + std::to_string(id) + "-point-" + std::to_string(index)))
+                               ("sweep-" + sweep_stamp(sweep(store, id)) + "-point-" + std::to_string(index)))
                                   .string();
   }
   std::fflush(stdout);
@@ -493,7 +500,18 @@ int sweep_cancel_command(const SweepIdOptions& o) {
       scancel_error = e.what();
     }
   }
+  const std::vector<SweepPoint> before = sweep_points(store, id);
   const int cancelled = cancel_sweep(store, id);
+  // A local sweep's running points stop after their current step, as at a Ctrl-C (resumable, but left cancelled).
+  if (s.runs_on == "local") {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    for (const SweepPoint& p : before) {
+      if (p.state != SweepPointState::Running || p.run_id == 0 || !store.recording(p.run_id)) continue;
+      const RunRecord run = store.run(p.run_id);
+      if (run.host == host && run.pid > 0) ::kill(static_cast<pid_t>(run.pid), SIGINT);
+    }
+  }
   std::printf("sweep %lld cancelled: %d point%s marked cancelled%s\n", static_cast<long long>(id), cancelled,
               cancelled == 1 ? "" : "s",
               s.slurm_job_id.empty() ? "" : ("; Slurm job " + s.slurm_job_id + " cancelled").c_str());

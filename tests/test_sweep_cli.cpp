@@ -149,16 +149,31 @@ TEST(SweepCli, CtrlCLeavesThePointRequeuedAndSweepRunResumesIt) {
   EXPECT_EQ(store.runs().size(), 3u);
 }
 
-TEST(SweepCli, ACancelledSweepRunsNoMorePoints) {
+TEST(SweepCli, ACancelledSweepStopsItsRunningPointAndRunsNoMore) {
   TempDir dir("sweep_cancelled");
   const std::string db = dir.file("runs.sqlite");
-  interrupted_sweep(dir, db);
+  std::vector<std::string> argv = tiny_sweep(db, 60, 1, {"--seed", "0,1,2"});
+  argv.insert(argv.begin(), AMPWB_BINARY);
+  const std::string log = dir.file("sweep.log");
+  const pid_t running = spawn(argv, log);
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (!point_has_epochs(db, 0, 1) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(point_has_epochs(db, 0, 1)) << read_text(log);
   const Result cancelled = ampwb({"sweep", "cancel", "1", "--db", db});
   ASSERT_EQ(cancelled.status, 0) << cancelled.output;
   expect_contains(cancelled.output, "sweep 1 cancelled: 3 points marked cancelled");
-  const Result run = ampwb({"sweep", "run", "1", "--db", db});
-  EXPECT_EQ(run.status, 1);
-  expect_contains(run.output, "sweep 1 is cancelled");
+  EXPECT_EQ(wait_exit(running), 0) << read_text(log);
+  expect_contains(read_text(log), "sweep 1: 3 cancelled");
+
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  EXPECT_EQ(store.runs().size(), 1u) << "a point started after the sweep was cancelled";
+  const RunRecord run = store.run(sweep_point(store, 1, 0).run_id);
+  EXPECT_EQ(run.status, RunStatus::Cancelled);
+  EXPECT_LT(store.epochs(run.id).size(), 60u) << "the running point went on to its end";
+  const Result again = ampwb({"sweep", "run", "1", "--db", db});
+  EXPECT_EQ(again.status, 1);
+  expect_contains(again.output, "sweep 1 is cancelled");
   const json status = json::parse(ampwb({"sweep", "status", "1", "--json", "--db", db}).output);
   EXPECT_TRUE(status["cancelled"].get<bool>());
   EXPECT_EQ(status["summary"]["cancelled"], 3);

@@ -87,7 +87,11 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
   expect_contains(submitted.output, "submitted as Slurm job array " + job);
 
   // Point 0 requeued once its run has an epoch: SIGTERM ends the run as interrupted with a checkpoint.
-  const fs::path folder = fs::path(dir.file("data")) / "ampwb" / "sweeps" / "1";
+  // <data folder>/ampwb/sweeps/<id>-<created>/: the script and each task's output.
+  fs::path folder;
+  for (const fs::directory_entry& e : fs::directory_iterator(fs::path(dir.file("data")) / "ampwb" / "sweeps"))
+    if (e.path().filename().string().starts_with("1-")) folder = e.path();
+  ASSERT_TRUE(fs::exists(folder / "sweep.sbatch")) << folder;
   int64_t run0 = 0;
   ASSERT_TRUE(SlurmCluster::wait_until(
       [&] {
