@@ -6,6 +6,9 @@
 #include "store/final_weights.h"
 #include "test_cli_util.h"
 #include "train/observer_list.h"
+#ifdef AMPWB_TEST_POSTGRES
+#include "postgres_server.h"
+#endif
 
 namespace ampwb::cli_test {
 namespace {
@@ -206,6 +209,30 @@ TEST(PredictCli, AResumedRunKeepsItsWeightsWhenItFinishes) {
   EXPECT_EQ(w.preprocessing.class_names, (std::vector<std::string>{"horizontal stripes", "vertical stripes"}));
   EXPECT_EQ(w.provenance.epochs, 2);
 }
+
+#ifdef AMPWB_TEST_POSTGRES
+// A PostgreSQL store has no folder of its own: the weights go to the user's data folder, as its checkpoints do.
+TEST(PredictCli, APostgresqlStoresRunsKeepTheirWeightsInTheDataFolder) {
+  TempDir dir("predict_postgres");
+  const test::PostgresServer server;
+  const char* before = std::getenv("XDG_DATA_HOME");
+  const std::string saved = before ? before : "";
+  ::setenv("XDG_DATA_HOME", dir.file("data").c_str(), 1);
+  Result r = ampwb(training(server.uri(), 1));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json shown = show(server.uri(), 1);
+  ASSERT_TRUE(shown["final_weights"].is_string()) << shown.dump();
+  EXPECT_EQ(fs::path(shown["final_weights"].get<std::string>()).parent_path(),
+            dir.path() / "data" / "ampwb" / "weights");
+  r = ampwb({"predict", "1", (split_stripes() / "val").string(), "--json", "--db", server.uri()});
+  EXPECT_EQ(r.status, 0) << r.output;
+  if (r.status == 0) EXPECT_EQ(json::parse(r.output).size(), 20u);
+  if (before)
+    ::setenv("XDG_DATA_HOME", saved.c_str(), 1);
+  else
+    ::unsetenv("XDG_DATA_HOME");
+}
+#endif
 
 }  // namespace
 }  // namespace ampwb::cli_test
