@@ -313,6 +313,10 @@ int sweep_command(const SweepOptions& given) {
   std::fflush(stdout);
   if (o.on == "local") return run_here(store.path(), id, o.parallel);
 
+  if (!store.is_postgresql())
+    std::fprintf(stderr,
+                 "ampwb sweep: note: the run store is an SQLite file: tasks on other nodes cannot share it over a "
+                 "network filesystem; a cluster's sweep records into PostgreSQL (docs/cluster.md)\n");
   const fs::path folder = sweep_folder(store.path(), sweep_stamp(sweep(store, id)));
   fs::create_directories(folder);
   const fs::path script = folder / "sweep.sbatch";
