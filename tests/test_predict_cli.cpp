@@ -161,6 +161,18 @@ TEST(PredictCli, RunsWithoutWeightsAreRefusedWithTheReason) {
                   "run 1 ('resnet20-fp32-1') has no final weights: they were not kept, as its settings asked");
   expect_contains(ampwb({"show", "1", "--db", db}).output, "weights    none: ");
   EXPECT_EQ(json::parse(ampwb({"runs", "--json", "--db", db}).output).at(0)["final_weights"], false);
+
+  // A run recorded before runs kept their weights: its information has no file (nor the note of one not kept).
+  ASSERT_EQ(ampwb(training(db, 1)).status, 0);
+  sqlite3* handle = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(handle, "UPDATE runs SET info_json = json_remove(info_json, '$.final_weights') WHERE id = 2",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(handle);
+  r = ampwb({"predict", "2", image, "--db", db});
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "has no final weights: it finished before the workbench kept them");
 }
 
 // Stops its trainer at the end of the first epoch: a run that can be resumed.
