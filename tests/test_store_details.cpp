@@ -192,9 +192,9 @@ TEST(RunDetails, TheVersion4MigrationKeepsEveryDetailInOrder) {
     store.add_confusion(id, {1, 2, {5, 1, 2, 4}});
   }
   {
-    // As a version-3 store leaves it: the same rows, the migration to run.
+    // As a version-3 store leaves it: the same rows, without the tables of later versions, the migration to run.
     SqliteDb db(path, SqliteDb::Open::ReadWrite);
-    db.exec("PRAGMA user_version = 3");
+    db.exec("DROP TABLE sweep_points; DROP TABLE sweeps; PRAGMA user_version = 3");
   }
   RunStore store(path);
   EXPECT_EQ(store.found_schema_version(), 3);
