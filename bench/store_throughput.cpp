@@ -23,7 +23,6 @@
 #include "image_folder_util.h"
 #include "postgres_server.h"
 #include "store/postgres.h"
-#include "store/record_sql.h"
 #include "store/run_store.h"
 #include "store/store_copy.h"
 #include "store/store_recorder.h"
@@ -167,41 +166,6 @@ TrainingRound train(const TrainConfig& c, const std::string* location) {
   return r;
 }
 
-// What the recorder's step batches would cost PostgreSQL as one multi-row INSERT each, instead of the one statement
-// (one round trip to the server) per step that RunStore::add_steps sends: the same rows, upserted as the store does.
-double batched_steps_per_second(const std::string& location) {
-  RunStore store(location);
-  TrainConfig c;
-  c.data_dir = "/data/synthetic";
-  const int64_t run = store.begin_run(c, RunInfo{}, "");
-  PostgresConnection db(location, false);
-  const std::string one = "?, " + column_parameters<StepReport>();
-  std::string many = one;
-  const int batch = 200, batches = 50;
-  for (int i = 1; i < batch; ++i) many += "), (" + one;
-  SqlStatement insert(db, db.replace_into("steps", "run_id, " + column_names<StepReport>(), many, "run_id, step"));
-  const auto start = Clock::now();
-  for (int b = 0; b < batches; ++b) {
-    SqlTransaction t(db);
-    int p = 1;
-    for (int i = 0; i < batch; ++i) {
-      StepReport s;
-      s.step = static_cast<int64_t>(b) * batch + i;
-      s.epoch = 1;
-      s.loss = 1.0f / static_cast<float>(s.step + 1);
-      p = bind_columns(insert.bind(p, run), p + 1, s);
-    }
-    insert.run();
-    SqlStatement touch(db, "UPDATE runs SET updated = ?, duration_seconds = ? WHERE id = ?");
-    touch.bind(1, utc_now_iso8601()).bind(2, 1.0).bind(3, run).run();
-    t.commit();
-  }
-  const double seconds = seconds_since(start);
-  store.end_run(run, {RunStatus::Finished, "", ""}, {}, 1.0);
-  AMPWB_CHECK(store.steps(run).size() == static_cast<size_t>(batch * batches), "steps went missing");
-  return batch * batches / seconds;
-}
-
 // ampwb store copy's own speed, SQLite into PostgreSQL and back: what a user copying a large store waits.
 void copy_speed(const Stores& stores, int runs) {
   const std::string source = (stores.folder / "copy-source.sqlite").string();
@@ -252,12 +216,6 @@ void run(const Stores& stores, int rounds) {
         "records/s overall (median of %d runs of 10,000 steps and 20 epochs)\n",
         name_of(use_postgres), median(steps), median(epochs), median(records), rounds);
   }
-  std::vector<double> batched;
-  for (int round = 0; round < rounds; ++round) batched.push_back(batched_steps_per_second(stores.fresh(true)));
-  std::printf(
-      "[ store ] PostgreSQL steps as one multi-row INSERT per 200-step transaction (not what the store sends yet: "
-      "one statement a step): %.0f steps/s\n",
-      median(batched));
   copy_speed(stores, 5);
 
   // The store's share of a training step: plain, SQLite and PostgreSQL in turn, the order rotating each round.

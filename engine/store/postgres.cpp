@@ -201,9 +201,9 @@ void PostgresConnection::begin_write() { exec(std::string("BEGIN; SELECT pg_advi
 void PostgresConnection::rollback() noexcept { PQclear(PQexec(conn_, "ROLLBACK")); }
 
 std::string PostgresConnection::replace_into(const std::string& table, const std::string& columns,
-                                             const std::string& params, const std::string& key) const {
-  std::string sql =
-      "INSERT INTO " + table + "(" + columns + ") VALUES (" + params + ") ON CONFLICT (" + key + ") DO UPDATE SET ";
+                                             const std::string& params, const std::string& key, int rows) const {
+  std::string sql = "INSERT INTO " + table + "(" + columns + ") VALUES " + value_rows(params, rows) + " ON CONFLICT (" +
+                    key + ") DO UPDATE SET ";
   const std::string keys = ", " + key + ",";
   bool first = true;
   for (size_t from = 0; from < columns.size();) {

@@ -32,7 +32,7 @@ class PostgresConnection : public SqlConnection {
   void commit() override { exec("COMMIT"); }
   void rollback() noexcept override;
   std::string replace_into(const std::string& table, const std::string& columns, const std::string& params,
-                           const std::string& key) const override;
+                           const std::string& key, int rows) const override;
   void own_run(int64_t run) override;
   void disown_run(int64_t run) override;
   bool recorded_elsewhere(int64_t run) const override;

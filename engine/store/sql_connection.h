@@ -27,6 +27,13 @@ class SqlStatementImpl {
   virtual std::string text(int column) const = 0;  // NULL reads as ""
 };
 
+// "(params), (params), ..." for `rows` rows of one statement's VALUES.
+inline std::string value_rows(const std::string& params, int rows) {
+  std::string out;
+  for (int i = 0; i < rows; ++i) out += (i ? ", (" : "(") + params + ")";
+  return out;
+}
+
 class SqlConnection {
  public:
   enum class Dialect { Sqlite, PostgreSql };
@@ -48,9 +55,10 @@ class SqlConnection {
   virtual void commit() = 0;
   virtual void rollback() noexcept = 0;  // best effort, while unwinding
 
-  // "INSERT ... VALUES (params)" that replaces the row with the same `key` columns.
+  // "INSERT ... VALUES (params), ... `rows` times" that replaces the rows with the same `key` columns (the rows
+  // themselves must not share a key).
   virtual std::string replace_into(const std::string& table, const std::string& columns, const std::string& params,
-                                   const std::string& key) const = 0;
+                                   const std::string& key, int rows) const = 0;
 
   // Who records a run: held by this connection from begin_run until the run's end is written, and dropped by the
   // database or the kernel when the recording process dies (SQLite: a lock file; PostgreSQL: an advisory lock).

@@ -249,8 +249,8 @@ std::unique_ptr<SqlStatementImpl> SqliteConnection::prepare(const std::string& s
 void SqliteConnection::rollback() noexcept { sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr); }
 
 std::string SqliteConnection::replace_into(const std::string& table, const std::string& columns,
-                                           const std::string& params, const std::string&) const {
-  return "INSERT OR REPLACE INTO " + table + "(" + columns + ") VALUES (" + params + ")";
+                                           const std::string& params, const std::string&, int rows) const {
+  return "INSERT OR REPLACE INTO " + table + "(" + columns + ") VALUES " + value_rows(params, rows);
 }
 
 void SqliteConnection::own_run(int64_t run) { locks_[run] = RunLock::acquire(run_lock_path(db_.path(), run)); }
