@@ -1,18 +1,28 @@
 // The Sweeps tab, offscreen, on a real run store: a sweep written by another writer (a second connection, as a Slurm
 // task's process would write it, and a real `ampwb sweep --on local` child process) appears within seconds without
 // any refresh by hand, each point in its state, the finished ones with their final validation accuracy; the grouped
-// comparison's mean ± std over seeds equals the one computed here from the store's own records.
+// comparison's mean ± std over seeds equals the one computed here from the store's own records. The sweep dialog's
+// grid and place start `ampwb sweep` as a child whose sweep the tab then follows, and a child's failure is said.
+#include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
 #include <QProcess>
+#include <QRadioButton>
+#include <QSignalSpy>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/cpu_backend.h"
 #include "main_window.h"
 #include "store/sweep_record.h"
+#include "sweep_command_line.h"
+#include "sweep_dialog.h"
 #include "sweep_points_model.h"
 #include "sweep_view.h"
 #include "test_ui_util.h"
@@ -202,6 +212,141 @@ class SweepsThroughTheUi : public QObject {
     QCOMPARE(view.results().groups.size(), size_t(2));
     for (const SweepGroupResult& g : view.results().groups) QCOMPARE(g.run_ids.size(), size_t(2));
     check_groups(view, db("cli"));
+  }
+  // The dialog's grid and place, and what `ampwb sweep` would be told.
+  void the_dialog_takes_the_grid_and_where_it_runs() {
+    const CpuBackend cpu;
+    SweepDialog dialog(tiny_config(data_), cpu.capabilities());
+    for (const char* key : {"fp16-pure", "amp-fp16", "amp-fp16-noscale"})
+      dialog.findChild<QCheckBox*>(QStringLiteral("variant-%1").arg(key))->setChecked(false);
+    dialog.findChild<QCheckBox*>("variant-fp32")->setChecked(true);
+    dialog.findChild<QCheckBox*>("variant-amp-bf16")->setChecked(true);
+    auto* seeds = dialog.findChild<QLineEdit*>("sweepSeeds");
+    QCOMPARE(seeds->text(), QString("0"));  // the setup's own
+    QVERIFY(!dialog.plan().needs_cli());    // precisions alone, here: the in-process sweep
+    QVERIFY(dialog.problem().isEmpty());
+    seeds->setText("0, 1,2");
+    dialog.findChild<QLineEdit*>("sweepDepths")->setText("20,32");
+    SweepPlan plan = dialog.plan();
+    QCOMPARE(plan.seeds, (std::vector<std::string>{"0", "1", "2"}));
+    QCOMPARE(plan.depths, (std::vector<std::string>{"20", "32"}));
+    QVERIFY(plan.needs_cli());
+    QVERIFY2(dialog.problem().isEmpty(), qPrintable(dialog.problem()));
+    seeds->setText("0,x");
+    QCOMPARE(dialog.problem(), QString("Seeds: 'x' is not a whole number"));
+    QCOMPARE(dialog.findChild<QLabel*>("sweepProblem")->text(), dialog.problem());
+    seeds->setText("0,1");
+    dialog.findChild<QCheckBox*>("variant-amp-fp16-noscale")->setChecked(true);  // no flag says it per point
+    QVERIFY2(dialog.problem().contains("only in a precision sweep on this machine"), qPrintable(dialog.problem()));
+    dialog.findChild<QCheckBox*>("variant-amp-fp16-noscale")->setChecked(false);
+
+    auto* partition = dialog.findChild<QLineEdit*>("sweepPartition");
+    QVERIFY(!partition->isEnabled());
+    dialog.findChild<QRadioButton*>("sweepOnSlurm")->setChecked(true);
+    QVERIFY(partition->isEnabled());
+    QVERIFY(!dialog.findChild<QSpinBox*>("sweepParallel")->isEnabled());
+    partition->setText("gpu");
+    dialog.findChild<QLineEdit*>("sweepAccount")->setText("lab");
+    dialog.findChild<QLineEdit*>("sweepTimeLimit")->setText("1:00:00");
+    dialog.findChild<QSpinBox*>("sweepMaxParallel")->setValue(2);
+    plan = dialog.plan();
+    QVERIFY(plan.on_slurm);
+    const std::vector<std::string> args = sweep_command_arguments(dialog.base(), plan, "/tmp/runs.sqlite");
+    const std::string line = [&] {
+      std::string l;
+      for (const std::string& a : args) l += a + " ";
+      return l;
+    }();
+    for (const char* part : {"sweep --db /tmp/runs.sqlite --on slurm ", "--partition gpu ", "--account lab ",
+                             "--time 1:00:00 ", "--max-parallel 2 ", "--precision fp32,amp-bf16 ", "--seed 0,1 ",
+                             "--depth 20,32 ", "--batch-size 8 ", "--epochs 2 ", "--max-steps-per-epoch 3 "})
+      QVERIFY2(line.find(part) != std::string::npos, (line + " lacks " + part).c_str());
+  }
+
+  // A grid from the dialog runs as `ampwb sweep --on local` in a child: the Sweeps tab shows it, each point's run
+  // has the setup's settings (the flags say all of them), and its end is reported.
+  void a_grid_from_the_dialog_runs_as_ampwb_sweep() {
+    MainWindow w(db("dialog"));
+    w.resize(1280, 720);
+    w.show();
+    w.set_sweep_executable(AMPWB_BINARY);
+    TrainConfig base = tiny_config(data_, 1, 2);
+    base.lr = 0.07f;
+    base.label_smoothing = 0.1f;
+    base.data.validation_fraction = 0.25;
+    SweepPlan plan;
+    for (const SweepVariant& v : sweep_variants())
+      if (!v.loss_scaling_off && (v.key == "fp32" || v.key == "amp-bf16")) plan.variants.push_back(v);
+    plan.seeds = {"0", "1"};
+    plan.depths = {"20"};
+    plan.batch_sizes = {"8"};
+    QSignalSpy started(&w, &MainWindow::cli_sweep_started);
+    QSignalSpy ended(&w, &MainWindow::cli_sweep_ended);
+    QCOMPARE(w.start_cli_sweep(base, plan), QString());
+    QVERIFY(w.cli_sweep_running());
+    QTRY_COMPARE_WITH_TIMEOUT(started.count(), 1, 30000);
+    const qint64 id = started.at(0).at(0).toLongLong();
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.sweep_view()));
+    QTRY_COMPARE_WITH_TIMEOUT(w.sweep_view()->current_sweep(), id, 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 600000);
+    QCOMPARE(ended.at(0).at(1).toInt(), 0);
+    QVERIFY(!w.cli_sweep_running());
+    QTRY_VERIFY_WITH_TIMEOUT(w.sweep_view()->counts()->text().contains("4 finished"), 10000);
+
+    const RunStore store(db("dialog").toStdString(), RunStore::Mode::ReadOnly);
+    for (const SweepPointResult& p : w.sweep_view()->results().points) {
+      TrainConfig expected = base;
+      for (const auto& [setting, value] : p.values) {
+        if (setting == "seed") expected.seed = std::stoull(value);
+        if (setting == "precision") expected.precision = precision_preset(value);
+      }
+      const TrainConfig got = store.run(p.point.run_id).config;
+      const auto want = config_settings(expected), have = config_settings(got);
+      QCOMPARE(have.size(), want.size());
+      for (size_t k = 0; k < want.size(); ++k)
+        if (want[k].first != "name" && want[k].first != "checkpoint_dir")
+          QVERIFY2(have[k] == want[k],
+                   qPrintable(QStringLiteral("%1: %2, not %3")
+                                  .arg(QString::fromStdString(want[k].first), QString::fromStdString(have[k].second),
+                                       QString::fromStdString(want[k].second))));
+    }
+  }
+
+  // A Slurm sweep where sbatch cannot run: the child's error comes in the user's words, and the sweep it recorded
+  // shows as cancelled.
+  void a_slurm_sweep_that_cannot_be_submitted_says_why() {
+    MainWindow w(db("slurm"));
+    w.resize(1280, 720);
+    w.show();
+    w.set_sweep_executable(AMPWB_BINARY);
+    SweepPlan plan;
+    for (const SweepVariant& v : sweep_variants())
+      if (v.key == "fp32") plan.variants.push_back(v);
+    plan.seeds = {"0", "1"};
+    plan.depths = {"20"};
+    plan.batch_sizes = {"8"};
+    plan.on_slurm = true;
+    plan.partition = "nowhere";
+    QSignalSpy ended(&w, &MainWindow::cli_sweep_ended);
+    const QByteArray path = qgetenv("PATH");
+    qputenv("PATH", dir_.filePath("no-slurm-here").toLocal8Bit());  // no sbatch for the child to find
+    const QString why = w.start_cli_sweep(tiny_config(data_), plan);
+    qputenv("PATH", path);
+    QCOMPARE(why, QString());
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
+    QVERIFY(ended.at(0).at(1).toInt() != 0);
+    const QString message = ended.at(0).at(2).toString();
+    QVERIFY2(message.startsWith("sbatch failed") && message.contains("is Slurm installed here?") &&
+                 message.contains("recorded as cancelled"),
+             qPrintable(message));
+    auto* box = w.findChild<QMessageBox*>("sweepError");
+    QVERIFY(box && box->isVisible());
+    QCOMPARE(box->text(), message);
+    box->close();
+    w.tabs()->setCurrentWidget(w.sweep_view());
+    QTRY_COMPARE_WITH_TIMEOUT(w.sweep_view()->points_model()->rowCount(), 2, 10000);
+    QVERIFY(w.sweep_view()->chooser()->currentText().contains("cancelled"));
+    QCOMPARE(state_of(*w.sweep_view(), 0), QString("cancelled"));
   }
 };
 

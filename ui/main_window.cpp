@@ -15,7 +15,9 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProcess>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
@@ -24,6 +26,7 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 
 #include "about.h"
@@ -200,7 +203,7 @@ void MainWindow::build_menus() {
   stop_action_ = run->addAction(tr("&Stop"), this, &MainWindow::stop_training);
   stop_action_->setShortcut(QKeySequence(tr("Ctrl+.")));
   run->addSeparator();
-  sweep_action_ = run->addAction(tr("Precision s&weep…"), this, [this] { show_sweep_dialog(false); });
+  sweep_action_ = run->addAction(tr("S&weep…"), this, [this] { show_sweep_dialog(false); });
   sweep_action_->setShortcut(QKeySequence(tr("Ctrl+Shift+S")));
   run->addAction(tr("Seed &article experiment (FP32 vs AMP)…"), this, [this] { show_sweep_dialog(true); });
   run->addSeparator();
@@ -476,15 +479,108 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
   try {
     caps = make_backend(base.device, {base.threads})->capabilities();
   } catch (const Error& e) {
-    plain_message(this, QMessageBox::Warning, tr("Precision sweep"), QString::fromStdString(e.what()));
+    plain_message(this, QMessageBox::Warning, tr("Sweep"), QString::fromStdString(e.what()));
     return;
   }
   SweepDialog dialog(base, caps, this);
   if (seed_article_preset) dialog.apply_seed_article_preset();
   if (dialog.exec() != QDialog::Accepted) return;
-  const auto variants = dialog.chosen();
-  if (variants.empty()) return;
-  start_sweep(dialog.base(), variants);
+  const SweepPlan plan = dialog.plan();
+  if (plan.variants.empty()) return;
+  if (!plan.needs_cli()) {
+    start_sweep(with_single_values(dialog.base(), plan), plan.variants);
+    return;
+  }
+  if (const QString why = start_cli_sweep(dialog.base(), plan); !why.isEmpty())
+    plain_message(this, QMessageBox::Warning, tr("Sweep"), tr("The sweep was not started: %1").arg(why));
+}
+
+QString MainWindow::start_cli_sweep(const TrainConfig& base, const SweepPlan& plan) {
+  if (sweep_process_) return tr("a sweep started from here is still running (see the Sweeps tab)");
+  std::vector<std::string> args;
+  try {
+    args = sweep_command_arguments(base, plan, db_path_.toStdString());
+  } catch (const std::exception& e) {
+    return QString::fromUtf8(e.what());
+  }
+  QStringList arguments;
+  for (const std::string& a : args) arguments << QString::fromStdString(a);
+  sweep_process_ = new QProcess(this);
+  sweep_output_.clear();
+  sweep_errors_.clear();
+  cli_sweep_id_ = 0;
+  cli_sweep_on_slurm_ = plan.on_slurm;
+  connect(sweep_process_, &QProcess::readyReadStandardOutput, this, &MainWindow::read_sweep_output);
+  connect(sweep_process_, &QProcess::readyReadStandardError, this,
+          [this] { sweep_errors_ += QString::fromLocal8Bit(sweep_process_->readAllStandardError()); });
+  connect(sweep_process_, &QProcess::finished, this, &MainWindow::sweep_process_ended);
+  sweep_process_->start(sweep_executable_.isEmpty() ? QCoreApplication::applicationFilePath() : sweep_executable_,
+                        arguments);
+  if (!sweep_process_->waitForStarted(10000)) {
+    const QString why = sweep_process_->errorString();
+    sweep_process_->deleteLater();
+    sweep_process_ = nullptr;
+    return tr("ampwb sweep could not be started: %1").arg(why);
+  }
+  show_status(plan.on_slurm ? tr("Submitting the sweep to Slurm…") : tr("Starting the sweep…"), 10000);
+  return {};
+}
+
+void MainWindow::read_sweep_output() {
+  if (!sweep_process_) return;
+  sweep_output_ += QString::fromLocal8Bit(sweep_process_->readAllStandardOutput());
+  static const QRegularExpression recorded(QStringLiteral("^sweep (\\d+): \\d+ points"),
+                                           QRegularExpression::MultilineOption);
+  if (cli_sweep_id_ == 0) {
+    if (const QRegularExpressionMatch m = recorded.match(sweep_output_); m.hasMatch()) {
+      cli_sweep_id_ = m.captured(1).toLongLong();
+      sweep_view_->show_sweep(cli_sweep_id_);
+      tabs_->setCurrentWidget(sweep_view_);
+      Q_EMIT cli_sweep_started(cli_sweep_id_);
+    }
+  }
+  static const QRegularExpression submitted(QStringLiteral("^submitted as Slurm job array (\\S+)"),
+                                            QRegularExpression::MultilineOption);
+  if (const QRegularExpressionMatch m = submitted.match(sweep_output_); m.hasMatch())
+    show_status(tr("Sweep %1 submitted as Slurm job array %2").arg(cli_sweep_id_).arg(m.captured(1)), 10000);
+}
+
+void MainWindow::sweep_process_ended() {
+  if (!sweep_process_) return;
+  read_sweep_output();
+  sweep_errors_ += QString::fromLocal8Bit(sweep_process_->readAllStandardError());
+  const int code = sweep_process_->exitStatus() == QProcess::NormalExit ? sweep_process_->exitCode() : -1;
+  sweep_process_->deleteLater();
+  sweep_process_ = nullptr;
+  // "ampwb sweep: error: sbatch failed: ..." reads "sbatch failed: ..." to whoever clicked the dialog's button.
+  QString message;
+  static const QRegularExpression error_line(QStringLiteral("^ampwb[^:]*: error: (.*)$"),
+                                             QRegularExpression::MultilineOption);
+  for (QRegularExpressionMatchIterator i = error_line.globalMatch(sweep_errors_); i.hasNext();)
+    message = i.next().captured(1).trimmed();
+  if (code != 0 && message.isEmpty()) {
+    static const QRegularExpression summary(QStringLiteral("^sweep \\d+: (\\d+ .*)$"),
+                                            QRegularExpression::MultilineOption);
+    QString last;
+    for (QRegularExpressionMatchIterator i = summary.globalMatch(sweep_output_); i.hasNext();)
+      last = i.next().captured(1);
+    message = !last.isEmpty() && !last.contains("points, recorded") ? last
+              : sweep_errors_.trimmed().isEmpty()                    ? tr("ampwb sweep ended with code %1").arg(code)
+                                                                     : sweep_errors_.trimmed().section('\n', -1);
+  }
+  sweep_view_->reload();
+  if (code == 0) {
+    if (!cli_sweep_on_slurm_) show_status(tr("Sweep %1 done").arg(cli_sweep_id_), 10000);
+  } else {
+    const QString title = cli_sweep_id_ ? tr("Sweep %1").arg(cli_sweep_id_) : tr("Sweep not started");
+    auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
+    box->setTextFormat(Qt::PlainText);  // it quotes paths and the child's words
+    box->setObjectName("sweepError");
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+    show_status(title + ": " + message, 10000);
+  }
+  Q_EMIT cli_sweep_ended(cli_sweep_id_, code, code == 0 ? QString() : message);
 }
 
 void MainWindow::start_sweep(const TrainConfig& base, const std::vector<SweepVariant>& variants) {
@@ -675,6 +771,12 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     sweep_.cancel();
     session_->stop();
     session_->wait();
+  }
+  if (sweep_process_) {  // as Ctrl-C on `ampwb sweep`: its running points stop resumable, requeued
+    sweep_process_->disconnect(this);
+    ::kill(static_cast<pid_t>(sweep_process_->processId()), SIGINT);
+    if (!sweep_process_->waitForFinished(60000)) sweep_process_->kill();
+    sweep_process_ = nullptr;
   }
   setup_->save_settings();
   QSettings settings;

@@ -11,11 +11,13 @@
 #include "run_progress.h"
 #include "run_series.h"
 #include "sweep.h"
+#include "sweep_command_line.h"
 #include "sweep_timing.h"
 #include "train/scale_collapse.h"
 #include "training_session.h"
 
 class QAction;
+class QProcess;
 class QTabWidget;
 class QDockWidget;
 
@@ -41,6 +43,13 @@ class MainWindow : public QMainWindow {
   void stop_training();
   void start_sweep(const TrainConfig& base, const std::vector<SweepVariant>& variants);
   void show_sweep_dialog(bool seed_article_preset = false);
+  // A grid beyond precisions, or one on Slurm: `ampwb sweep ... --db <this store> --on local|slurm` as a child
+  // process, its sweep shown in the Sweeps tab once recorded. Returns why not (empty when it started); what the
+  // child says when it fails comes in a message and cli_sweep_ended.
+  QString start_cli_sweep(const TrainConfig& base, const SweepPlan& plan);
+  bool cli_sweep_running() const { return sweep_process_ != nullptr; }
+  // The ampwb the sweep's child runs: this program by default; tests name the CLI.
+  void set_sweep_executable(QString path) { sweep_executable_ = std::move(path); }
   // Continues a stopped or interrupted run from its checkpoint, recorded into the same row; returns why not
   // (empty when it started). resume_run_interactive() says so in a message box.
   QString resume_run(int64_t id);
@@ -65,6 +74,9 @@ class MainWindow : public QMainWindow {
  Q_SIGNALS:
   void run_finished(qint64 run_id, int status);  // status: ampwb::RunStatus
   void sweep_finished(const std::vector<int64_t>& run_ids);
+  void cli_sweep_started(qint64 sweep_id);
+  // The sweep's child ended: its exit code and, when it failed, what it said, in the user's words.
+  void cli_sweep_ended(qint64 sweep_id, int exit_code, const QString& message);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -87,6 +99,8 @@ class MainWindow : public QMainWindow {
   void export_csv_interactive(std::vector<int64_t> ids);
   void save_report_interactive(std::vector<int64_t> ids);
   void update_actions();
+  void read_sweep_output();
+  void sweep_process_ended();
   void show_status(const QString& text, int timeout_ms = 0);
   std::string checkpoint_folder() const;
 
@@ -109,6 +123,11 @@ class MainWindow : public QMainWindow {
   RunsView* runs_view_ = nullptr;
   CompareView* compare_ = nullptr;
   SweepView* sweep_view_ = nullptr;
+  QProcess* sweep_process_ = nullptr;  // `ampwb sweep` while it runs
+  QString sweep_executable_;
+  QString sweep_output_, sweep_errors_;
+  qint64 cli_sweep_id_ = 0;
+  bool cli_sweep_on_slurm_ = false;
   QTabWidget* tabs_ = nullptr;
   QWidget* training_tab_ = nullptr;
   QAction* train_action_ = nullptr;

@@ -4,11 +4,19 @@
 #include <QCheckBox>
 #include <QDialogButtonBox>
 #include <QGroupBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
+#include <QRadioButton>
 #include <QSettings>
+#include <QSpinBox>
+#include <QThread>
 #include <QVBoxLayout>
 #include <algorithm>
+
+#include "core/error.h"
 
 #include "train/precision_support.h"
 
@@ -16,12 +24,13 @@ namespace ampwb::ui {
 
 SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWidget* parent)
     : QDialog(parent), base_(base), caps_(caps) {
-  setWindowTitle(tr("Precision sweep"));
+  setWindowTitle(tr("Sweep"));
   setObjectName("sweepDialog");
   auto* layout = new QVBoxLayout(this);
-  auto* intro =
-      new QLabel(tr("One run per precision variant, on the same data, seed and settings, one after the "
-                    "other. Their comparison opens when the last one ends."));
+  auto* intro = new QLabel(
+      tr("One run per point of the grid, on the run setup's other settings. Precisions alone on this machine run "
+         "one after the other here, and their comparison opens when the last one ends; a larger grid, or one on "
+         "Slurm, is started as `ampwb sweep` and followed in the Sweeps tab."));
   intro->setWordWrap(true);
   layout->addWidget(intro);
 
@@ -46,7 +55,74 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
     gl->addWidget(box);
     boxes_.emplace_back(box, v);
   }
-  layout->addWidget(group);
+  auto* columns = new QHBoxLayout;
+  columns->addWidget(group, 1);
+  layout->addLayout(columns);
+
+  // The grid's other lists, as `ampwb sweep --seed 0,1,2 --depth 20,56 --batch-size 64,128` takes them.
+  QSettings settings;
+  auto* grid = new QGroupBox(tr("Grid (comma lists)"));
+  auto* gf = new QFormLayout(grid);
+  const auto list_field = [&](const char* name, const QString& value, const QString& tip) {
+    auto* field = new QLineEdit(value);
+    field->setObjectName(name);
+    field->setToolTip(tip);
+    connect(field, &QLineEdit::textChanged, this, &SweepDialog::update_where);
+    return field;
+  };
+  seeds_ = list_field("sweepSeeds", QString::number(base_.seed), tr("e.g. 0,1,2: the groups' mean ± std is over these"));
+  depths_ = list_field("sweepDepths", QString::number(base_.depth), tr("ResNet depths, e.g. 20,56 or 18,50"));
+  batch_sizes_ = list_field("sweepBatchSizes", QString::number(base_.batch_size), tr("e.g. 64,128"));
+  gf->addRow(tr("Seeds"), seeds_);
+  gf->addRow(tr("Depths"), depths_);
+  gf->addRow(tr("Batch sizes"), batch_sizes_);
+
+  auto* where = new QGroupBox(tr("Where"));
+  auto* wf = new QFormLayout(where);
+  on_local_ = new QRadioButton(tr("This machine"));
+  on_local_->setObjectName("sweepOnLocal");
+  on_slurm_ = new QRadioButton(tr("Slurm (one job array)"));
+  on_slurm_->setObjectName("sweepOnSlurm");
+  (settings.value("sweep/on").toString() == "slurm" ? on_slurm_ : on_local_)->setChecked(true);
+  connect(on_slurm_, &QRadioButton::toggled, this, &SweepDialog::update_where);
+  parallel_ = new QSpinBox;
+  parallel_->setObjectName("sweepParallel");
+  parallel_->setRange(1, std::max(1, QThread::idealThreadCount()));
+  parallel_->setToolTip(tr("Points trained at once on this machine (each as its own process)"));
+  partition_ = new QLineEdit(settings.value("sweep/partition").toString());
+  partition_->setObjectName("sweepPartition");
+  partition_->setPlaceholderText(tr("the cluster's default"));
+  account_ = new QLineEdit(settings.value("sweep/account").toString());
+  account_->setObjectName("sweepAccount");
+  account_->setPlaceholderText(tr("your default"));
+  time_limit_ = new QLineEdit(settings.value("sweep/time").toString());
+  time_limit_->setObjectName("sweepTimeLimit");
+  time_limit_->setPlaceholderText(tr("e.g. 2:00:00"));
+  time_limit_->setToolTip(tr("Each task's time limit, as sbatch --time takes it"));
+  max_parallel_ = new QSpinBox;
+  max_parallel_->setObjectName("sweepMaxParallel");
+  max_parallel_->setRange(0, 100000);
+  max_parallel_->setSpecialValueText(tr("as Slurm allows"));
+  max_parallel_->setValue(settings.value("sweep/maxParallel", 0).toInt());
+  wf->addRow(on_local_);
+  wf->addRow(tr("Points at once"), parallel_);
+  wf->addRow(on_slurm_);
+  wf->addRow(tr("Partition"), partition_);
+  wf->addRow(tr("Account"), account_);
+  wf->addRow(tr("Time limit"), time_limit_);
+  wf->addRow(tr("Tasks at once"), max_parallel_);
+  auto* right = new QVBoxLayout;
+  right->addWidget(grid);
+  right->addWidget(where);
+  right->addStretch(1);
+  columns->addLayout(right, 1);
+
+  problem_ = new QLabel;
+  problem_->setObjectName("sweepProblem");
+  problem_->setTextFormat(Qt::PlainText);
+  problem_->setWordWrap(true);
+  problem_->setStyleSheet("color: #c01c28");
+  layout->addWidget(problem_);
 
   base_text_ = new QLabel;
   base_text_->setTextFormat(Qt::PlainText);  // it quotes the dataset path: user text, never HTML
@@ -66,6 +142,16 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
   preset->setToolTip(tr("ResNet-18, Adam lr 0.001, batch 16, 224 px, 5 epochs, 80/20 split: FP32 against AMP FP16"));
   connect(preset, &QPushButton::clicked, this, &SweepDialog::apply_seed_article_preset);
   connect(buttons, &QDialogButtonBox::accepted, this, [this] {
+    if (const QString why = problem(); !why.isEmpty()) {
+      problem_->setText(why);
+      return;
+    }
+    QSettings s;
+    s.setValue("sweep/on", on_slurm_->isChecked() ? "slurm" : "local");
+    s.setValue("sweep/partition", partition_->text().trimmed());
+    s.setValue("sweep/account", account_->text().trimmed());
+    s.setValue("sweep/time", time_limit_->text().trimmed());
+    s.setValue("sweep/maxParallel", max_parallel_->value());
     QStringList keys;
     for (const auto& [box, v] : boxes_)
       if (box->isChecked()) keys << QString::fromStdString(v.key);
@@ -76,6 +162,42 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
   layout->addWidget(buttons);
   describe_base();
   describe_device();
+  update_where();
+}
+
+SweepPlan SweepDialog::plan() const {
+  SweepPlan p;
+  p.variants = chosen();
+  p.seeds = comma_list(seeds_->text().toStdString());
+  p.depths = comma_list(depths_->text().toStdString());
+  p.batch_sizes = comma_list(batch_sizes_->text().toStdString());
+  p.on_slurm = on_slurm_->isChecked();
+  p.parallel = parallel_->value();
+  p.partition = partition_->text().trimmed().toStdString();
+  p.account = account_->text().trimmed().toStdString();
+  p.time_limit = time_limit_->text().trimmed().toStdString();
+  p.max_parallel = max_parallel_->value();
+  return p;
+}
+
+QString SweepDialog::problem() const {
+  const SweepPlan p = plan();
+  if (p.variants.empty()) return tr("Tick at least one precision.");
+  try {
+    check_grid_lists(p);
+    if (p.needs_cli()) sweep_command_arguments(base_, p, "-");  // what `ampwb sweep` could not be told
+  } catch (const Error& e) {
+    return QString::fromUtf8(e.what());
+  }
+  return {};
+}
+
+void SweepDialog::update_where() {
+  const bool slurm = on_slurm_->isChecked();
+  parallel_->setEnabled(!slurm);
+  for (QWidget* w : std::initializer_list<QWidget*>{partition_, account_, time_limit_, max_parallel_})
+    w->setEnabled(slurm);
+  problem_->setText(problem());
 }
 
 void SweepDialog::apply_seed_article_preset() {
@@ -92,6 +214,8 @@ void SweepDialog::apply_seed_article_preset() {
   c.epochs = preset.epochs;
   c.data.validation_fraction = preset.data.validation_fraction;
   base_ = c;
+  depths_->setText(QString::number(c.depth));
+  batch_sizes_->setText(QString::number(c.batch_size));
   const std::vector<std::string> keys = seed_article_variants();
   for (auto& [box, v] : boxes_) box->setChecked(std::find(keys.begin(), keys.end(), v.key) != keys.end());
   describe_base();

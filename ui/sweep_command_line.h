@@ -1,0 +1,43 @@
+// A sweep the GUI hands to `ampwb sweep` in a child process: the grid of the sweep dialog (precision variants, seeds,
+// depths, batch sizes) on the run-setup panel's settings, and where it runs (here, or one Slurm job array). The
+// command line is the CLI's own, so a sweep started here and one typed in a shell are the same sweep. Plain C++.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "precision_modes.h"
+#include "train/config.h"
+
+namespace ampwb::ui {
+
+struct SweepPlan {
+  std::vector<SweepVariant> variants;
+  std::vector<std::string> seeds, depths, batch_sizes;  // each at least one value
+  bool on_slurm = false;
+  int parallel = 1;  // points at once here
+  std::string partition, account, time_limit;
+  int max_parallel = 0;  // Slurm array tasks at once (0: as Slurm allows)
+  std::string name;
+
+  // Whether the CLI runs it: on Slurm, or a grid of more than precisions. Otherwise the precision sweep runs in
+  // this process, one variant after another, timed in alternation at its end.
+  bool needs_cli() const;
+};
+
+// "0, 1,2" -> {"0", "1", "2"}: trimmed, empty items dropped.
+std::vector<std::string> comma_list(const std::string& text);
+
+// Throws Error naming the list (Seeds, Depths, Batch sizes) that is empty, holds what is no whole number, or a
+// value twice.
+void check_grid_lists(const SweepPlan& plan);
+
+// `base` with the plan's seed, depth and batch size where each has one value (a precision sweep run here).
+TrainConfig with_single_values(TrainConfig base, const SweepPlan& plan);
+
+// The arguments of `ampwb sweep` (without the program) for the plan on `base`, recorded into the store `db`: the
+// grid's lists, then each setting of `base` that differs from a default configuration, as the flag that sets it.
+// Throws Error for what the command line cannot say (a variant without loss scaling, a value that is no number).
+std::vector<std::string> sweep_command_arguments(const TrainConfig& base, const SweepPlan& plan, const std::string& db);
+
+}  // namespace ampwb::ui
