@@ -41,7 +41,7 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
       {{"compare", "1", "--db", db}, "RUN: At least 2 required"},
       {{"runs", "--status", "done", "--db", db}, "--status: done not in {running,finished,failed,cancelled,"},
       {{"tag", "1", "--db", db}, "TAG is required"},
-      {{"export", "png", "1", "--db", db}, "unknown command 'png' (expected csv or chart)"},
+      {{"export", "png", "1", "--db", db}, "unknown command 'png' (expected csv, chart or model)"},
       {{"export", "csv", "--out", dir.file("csv"), "--db", db}, "RUN... or --all is required"},
       {{"export", "csv", "1", "--all", "--out", dir.file("csv"), "--db", db}, "excludes"},
       {{"export", "chart", "1", "--metric", "loss", "--out", dir.file("a.png"), "--width", "50", "--db", db},
