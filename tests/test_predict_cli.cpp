@@ -140,6 +140,14 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   expect_contains(r.output, "is damaged");
   expect_contains(r.output, "fails its checksum");
 
+  // A copy in another store points at this store's file: deleting the copy leaves it to the original.
+  fs::create_directories(dir.path() / "other");
+  const std::string copy = (dir.path() / "other" / "runs.sqlite").string();
+  ASSERT_EQ(ampwb({"store", "copy", db, copy}).status, 0);
+  EXPECT_EQ(show(copy, 1)["final_weights"], weights);
+  ASSERT_EQ(ampwb({"delete", "1", "--db", copy}).status, 0);
+  EXPECT_TRUE(fs::exists(weights));
+
   // Deleting the run removes its weights.
   ASSERT_EQ(ampwb({"delete", "1", "--db", db}).status, 0);
   EXPECT_FALSE(fs::exists(weights));

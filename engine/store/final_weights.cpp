@@ -92,10 +92,12 @@ std::string keep_final_weights(RunStore& store, int64_t run, const ModelWeights&
   return path;
 }
 
-void remove_final_weights(const RunRecord& run) {
+void remove_final_weights(const std::string& store_path, const RunRecord& run) {
   if (!has_final_weights(run)) return;
+  const fs::path file = fs::path(run.info.final_weights).lexically_normal();
+  if (file.parent_path() != fs::path(final_weights_folder(store_path)).lexically_normal()) return;
   std::error_code ignored;
-  fs::remove(run.info.final_weights, ignored);
+  fs::remove(file, ignored);
 }
 
 void RunStore::set_final_weights(int64_t run, const std::string& path) {

@@ -37,7 +37,9 @@ ModelWeights load_final_weights(const RunStore& store, int64_t run);
 std::string keep_final_weights(RunStore& store, int64_t run, const ModelWeights& weights);
 // The note a finished run's record gets when its final weights were not kept on purpose.
 inline constexpr const char* kFinalWeightsNotKeptNote = "its final weights were not kept, as its settings asked";
-// Removes the run's weights file, if it records one (a run being deleted); a file already gone is no error.
-void remove_final_weights(const RunRecord& run);
+// Removes the run's weights file (a run being deleted from the store at `store_path`) when it is one this store made:
+// a run copied from another store (ampwb store copy) points at that store's file, which the original still uses.
+// A file already gone is no error.
+void remove_final_weights(const std::string& store_path, const RunRecord& run);
 
 }  // namespace ampwb

@@ -274,6 +274,6 @@ void RunStore::remove(int64_t run_id) {
   SqlStatement del(*db_, "DELETE FROM runs WHERE id = ?");
   del.bind(1, run_id).run();
   t.commit();
-  remove_final_weights(r);  // the file is the run's alone (a checkpoint folder the user named is left alone)
+  remove_final_weights(path(), r);
 }
 }  // namespace ampwb
