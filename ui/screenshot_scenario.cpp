@@ -20,6 +20,8 @@
 #include "run_setup_panel.h"
 #include "runs_view.h"
 #include "stall_meter.h"
+#include "sweep_dialog.h"
+#include "sweep_view.h"
 
 namespace ampwb::ui {
 
@@ -49,8 +51,8 @@ bool save(QWidget& widget, const QString& folder, const QString& name) {
 }  // namespace
 
 int run_screenshot_scenario(MainWindow& window, const QString& name, const QString& folder) {
-  if (name != "all" && name != "idle") {
-    std::fprintf(stderr, "unknown screenshot scenario '%s' (expected: all, idle)\n", qPrintable(name));
+  if (name != "all" && name != "idle" && name != "sweeps") {
+    std::fprintf(stderr, "unknown screenshot scenario '%s' (expected: all, idle, sweeps)\n", qPrintable(name));
     return 2;
   }
   QDir().mkpath(folder);
@@ -60,6 +62,29 @@ int run_screenshot_scenario(MainWindow& window, const QString& name, const QStri
   if (name == "idle") {                   // the window as a new user first sees it
     wait_until([&] { return !window.setup()->inspecting(); }, 60000);
     return save(window, folder, "first-launch") ? 0 : 1;
+  }
+  if (name == "sweeps") {  // the store's sweeps as it holds them (`ampwb sweep` fills it), and the sweep dialog
+    window.tabs()->setCurrentWidget(window.sweep_view());
+    wait_until([&] { return window.sweep_view()->current_sweep() != 0; }, 10000);
+    const int64_t newest = window.sweep_view()->current_sweep();
+    bool ok = save(window, folder, "sweeps");
+    if (newest > 1) {
+      window.sweep_view()->show_sweep(1);
+      ok = save(window, folder, "sweeps-first") && ok;
+      window.sweep_view()->show_sweep(newest);
+    }
+    wait_until([&] { return !window.setup()->inspecting(); }, 60000);
+    const TrainConfig base = window.setup()->config();
+    try {
+      SweepDialog dialog(base, make_backend(base.device, {base.threads})->capabilities(), &window);
+      dialog.show();
+      wait_until([] { return false; }, 300);
+      ok = save(dialog, folder, "sweep-dialog") && ok;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "the sweep dialog: %s\n", e.what());
+      ok = false;
+    }
+    return ok ? 0 : 1;
   }
 
   // 1. A training on the built-in sample through the setup panel: AMP FP16, so the loss scale has a story.

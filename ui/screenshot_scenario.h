@@ -11,7 +11,8 @@ namespace ampwb::ui {
 
 class MainWindow;
 
-// Scenarios: "all" (training, runs, compare), "idle" (the first launch). Returns the process exit status.
+// Scenarios: "all" (training, runs, compare), "idle" (the first launch), "sweeps" (the Sweeps tab on the store's
+// sweeps, and the sweep dialog). Returns the process exit status.
 int run_screenshot_scenario(MainWindow& window, const QString& name, const QString& folder);
 
 // Runs the event loop until `done` holds or `timeout_ms` passes; returns whether it held.

@@ -5,11 +5,13 @@
 #include <QDialogButtonBox>
 #include <QGroupBox>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QThread>
@@ -17,6 +19,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "text_lines_area.h"
 
 #include "train/precision_support.h"
 
@@ -78,7 +81,7 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
   gf->addRow(tr("Batch sizes"), batch_sizes_);
 
   auto* where = new QGroupBox(tr("Where"));
-  auto* wf = new QFormLayout(where);
+  auto* wf = new QGridLayout(where);
   on_local_ = new QRadioButton(tr("This machine"));
   on_local_->setObjectName("sweepOnLocal");
   on_slurm_ = new QRadioButton(tr("Slurm (one job array)"));
@@ -104,13 +107,23 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
   max_parallel_->setRange(0, 100000);
   max_parallel_->setSpecialValueText(tr("as Slurm allows"));
   max_parallel_->setValue(settings.value("sweep/maxParallel", 0).toInt());
-  wf->addRow(on_local_);
-  wf->addRow(tr("Points at once"), parallel_);
-  wf->addRow(on_slurm_);
-  wf->addRow(tr("Partition"), partition_);
-  wf->addRow(tr("Account"), account_);
-  wf->addRow(tr("Time limit"), time_limit_);
-  wf->addRow(tr("Tasks at once"), max_parallel_);
+  int row = 0;
+  const auto field_row = [&](const QString& label, QWidget* field) {
+    auto* text = new QLabel(label);
+    text->setBuddy(field);
+    wf->addWidget(text, row, 0);
+    wf->addWidget(field, row++, 1);
+  };
+  wf->addWidget(on_local_, row++, 0, 1, 2);
+  field_row(tr("Points at once"), parallel_);
+  wf->addWidget(on_slurm_, row++, 0, 1, 2);
+  field_row(tr("Partition"), partition_);
+  field_row(tr("Account"), account_);
+  field_row(tr("Time limit"), time_limit_);
+  field_row(tr("Tasks at once"), max_parallel_);
+  // Whole, not squeezed by the wrapped texts below them.
+  grid->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+  where->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
   auto* right = new QVBoxLayout;
   right->addWidget(grid);
   right->addWidget(where);
@@ -133,7 +146,8 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
   device_text_->setObjectName("sweepDevice");
   device_text_->setWordWrap(true);
   device_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  layout->addWidget(device_text_);
+  // A few lines high, scrolling: the grid's fields above keep their room on a 768-pixel screen.
+  layout->addWidget(text_lines_area(device_text_, 7));
 
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
   buttons->button(QDialogButtonBox::Ok)->setText(tr("Queue the runs"));
@@ -163,6 +177,7 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
   describe_base();
   describe_device();
   update_where();
+  setMinimumWidth(680);  // the two columns side by side, the texts below in few lines
 }
 
 SweepPlan SweepDialog::plan() const {

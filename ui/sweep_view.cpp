@@ -66,6 +66,7 @@ SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_
   table_->sortByColumn(0, Qt::AscendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setAlternatingRowColors(true);
+  table_->setWordWrap(false);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
   connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
@@ -145,9 +146,10 @@ void SweepView::reload() {
       chooser_->addItem(sweep_title(*s), QVariant::fromValue<qlonglong>(s->id));
     chooser_->setCurrentIndex(chooser_->findData(QVariant::fromValue<qlonglong>(results.sweep.id)));
   }
-  const bool first = model_->rowCount() == 0;
+  const bool other_points =
+      results.sweep.id != current_sweep() || static_cast<int>(results.points.size()) != model_->rowCount();
   model_->set_results(results);
-  if (first) table_->resizeColumnsToContents();
+  if (other_points) table_->resizeColumnsToContents();
   counts_->setText(list.empty() ? tr("No sweeps in this store yet: Run ▸ Sweep… or `ampwb sweep` starts one.")
                                 : QString::fromStdString(sweep_counts_text(results)));
   update_groups();
