@@ -19,6 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#ifdef AMPWB_TEST_POSTGRES
+#include "postgres_server.h"
+#endif
 #include "main_window.h"
 #include "store/sweep_record.h"
 #include "sweep_command_line.h"
@@ -92,15 +95,31 @@ class SweepsThroughTheUi : public QObject {
   }
 
   // Written point by point through the sweep records from a second connection, as a job array's tasks write them.
-  void points_written_elsewhere_appear_live() {
-    MainWindow w(db("live"));
+  void points_written_elsewhere_appear_live() { check_points_written_elsewhere_appear(db("live")); }
+
+#ifdef AMPWB_TEST_POSTGRES
+  // The same against a real PostgreSQL server, the store a cluster's tasks write into.
+  void points_written_elsewhere_appear_live_from_postgresql() {
+    std::unique_ptr<ampwb::test::PostgresServer> server;
+    try {
+      server = std::make_unique<ampwb::test::PostgresServer>("ampwb_ui_sweeps");
+    } catch (const std::exception& e) {
+      QFAIL(e.what());  // a server that cannot start fails the test, saying why
+    }
+    check_points_written_elsewhere_appear(QString::fromStdString(server->uri()));
+  }
+#endif
+
+ private:
+  void check_points_written_elsewhere_appear(const QString& location) {
+    MainWindow w(location);
     w.resize(1280, 720);
     w.show();
     w.tabs()->setCurrentWidget(w.sweep_view());
     SweepView& view = *w.sweep_view();
     QCOMPARE(view.points_model()->rowCount(), 0);
 
-    RunStore writer(db("live").toStdString(), RunStore::Mode::Existing);
+    RunStore writer(location.toStdString(), RunStore::Mode::Existing);
     const char* modes[] = {"fp32", "amp-bf16"};
     std::vector<std::string> points;
     std::vector<TrainConfig> configs;
@@ -134,7 +153,7 @@ class SweepsThroughTheUi : public QObject {
 
     // Seeds 0 and 1 of both modes train to their end.
     for (int i : {0, 1, 3, 4}) {
-      const int64_t run = train_into_store(db("live"), configs[static_cast<size_t>(i)]);
+      const int64_t run = train_into_store(location, configs[static_cast<size_t>(i)]);
       set_point_run(writer, id, i, run);
       set_point_state(writer, id, i, SweepPointState::Finished);
     }
@@ -155,7 +174,7 @@ class SweepsThroughTheUi : public QObject {
     QCOMPARE(view.results().groups.size(), size_t(2));
     QCOMPARE(view.groups_table()->item(0, 0)->text(), QString("precision = fp32"));
     QCOMPARE(view.groups_table()->item(1, 0)->text(), QString("precision = amp-bf16"));
-    check_groups(view, db("live"));
+    check_groups(view, location);
 
     // Compare the finished points: their four runs open in the Compare tab.
     std::vector<int64_t> opened;
@@ -164,6 +183,7 @@ class SweepsThroughTheUi : public QObject {
     QCOMPARE(opened, view.results().groups[0].run_ids);
   }
 
+ private Q_SLOTS:
   // A real `ampwb sweep --on local` in another process: the view follows it to its end without a refresh by hand.
   void a_sweep_run_by_the_cli_appears_live() {
     MainWindow w(db("cli"));
