@@ -14,6 +14,7 @@
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QToolBar>
 #include <QtTest>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -367,6 +368,41 @@ class SweepsThroughTheUi : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(w.sweep_view()->points_model()->rowCount(), 2, 10000);
     QVERIFY(w.sweep_view()->chooser()->currentText().contains("cancelled"));
     QCOMPARE(state_of(*w.sweep_view(), 0), QString("cancelled"));
+  }
+
+  // Cancel the sweep, confirmed: `ampwb sweep cancel` marks every point not final cancelled, and the tab shows it.
+  void cancelling_a_sweep_from_the_tab() {
+    MainWindow w(db("cancel"));
+    w.resize(1280, 720);
+    w.show();
+    w.set_sweep_executable(AMPWB_BINARY);
+    w.tabs()->setCurrentWidget(w.sweep_view());
+    SweepView& view = *w.sweep_view();
+    RunStore writer(db("cancel").toStdString(), RunStore::Mode::Existing);
+    const std::string point = R"({"values": {"seed": "0"}, "config": {}})";
+    const int64_t id =
+        create_sweep(writer, "to cancel", R"({"grid": {"seed": [0, 1, 2]}})", "local", {point, point, point});
+    set_point_state(writer, id, 0, SweepPointState::Finished);
+    QTRY_COMPARE_WITH_TIMEOUT(view.points_model()->rowCount(), 3, 10000);
+    QString asked;
+    view.confirm = [&](const QString& question) {
+      asked = question;
+      return true;
+    };
+    QSignalSpy requested(&view, &SweepView::cancel_requested);
+    auto* bar = view.findChild<QToolBar*>();
+    QAction* cancel = nullptr;
+    for (QAction* a : bar->actions())
+      if (a->text().startsWith("Cancel the sweep")) cancel = a;
+    QVERIFY(cancel);
+    cancel->trigger();
+    QVERIFY2(asked.contains(QStringLiteral("Cancel sweep %1?").arg(id)), qPrintable(asked));
+    QCOMPARE(requested.count(), 1);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(view, 2), QString("cancelled"), 10000);
+    QCOMPARE(state_of(view, 1), QString("cancelled"));
+    QCOMPARE(state_of(view, 0), QString("finished"));  // final points stay as they ended
+    QVERIFY(view.chooser()->currentText().contains("cancelled"));
+    QVERIFY(sweep(writer, id).cancelled);
   }
 };
 

@@ -136,6 +136,10 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   sweep_view_ = new SweepView(*store_);
   connect(sweep_view_, &SweepView::open_requested, this, &MainWindow::open_runs);
   connect(sweep_view_, &SweepView::status_message, this, [this](const QString& t) { show_status(t, 5000); });
+  connect(sweep_view_, &SweepView::cancel_requested, this, [this](qint64 id) {
+    if (const QString why = cancel_cli_sweep(id); !why.isEmpty())
+      plain_message(this, QMessageBox::Warning, tr("Cancel the sweep"), why);
+  });
   tabs_->addTab(sweep_view_, tr("Sweeps"));
   tabs_->addTab(compare_, tr("Compare"));
   setCentralWidget(tabs_);
@@ -524,6 +528,29 @@ QString MainWindow::start_cli_sweep(const TrainConfig& base, const SweepPlan& pl
   }
   show_status(plan.on_slurm ? tr("Submitting the sweep to Slurm…") : tr("Starting the sweep…"), 10000);
   return {};
+}
+
+QString MainWindow::cancel_cli_sweep(int64_t sweep_id) {
+  QProcess cancel;
+  cancel.start(sweep_executable_.isEmpty() ? QCoreApplication::applicationFilePath() : sweep_executable_,
+               {QStringLiteral("sweep"), QStringLiteral("cancel"), QStringLiteral("--db"), db_path_,
+                QString::number(sweep_id)});
+  QString said;
+  if (!cancel.waitForFinished(60000)) {
+    cancel.kill();
+    said = cancel.errorString();
+  } else if (cancel.exitStatus() != QProcess::NormalExit || cancel.exitCode() != 0) {
+    static const QRegularExpression error_line(QStringLiteral("^ampwb[^:]*: error: (.*)$"),
+                                               QRegularExpression::MultilineOption);
+    const QString errors = QString::fromLocal8Bit(cancel.readAllStandardError());
+    const QRegularExpressionMatch m = error_line.match(errors);
+    said = m.hasMatch() ? m.captured(1).trimmed() : errors.trimmed();
+  }
+  sweep_view_->reload();
+  const QString text = said.isEmpty() ? tr("Sweep %1 cancelled").arg(sweep_id)
+                                      : tr("Sweep %1: %2").arg(sweep_id).arg(said);
+  show_status(text, 10000);
+  return said;
 }
 
 void MainWindow::read_sweep_output() {

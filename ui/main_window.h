@@ -48,6 +48,8 @@ class MainWindow : public QMainWindow {
   // child says when it fails comes in a message and cli_sweep_ended.
   QString start_cli_sweep(const TrainConfig& base, const SweepPlan& plan);
   bool cli_sweep_running() const { return sweep_process_ != nullptr; }
+  // `ampwb sweep cancel ID` (scancel for a Slurm sweep), waited for; returns what it said when it failed.
+  QString cancel_cli_sweep(int64_t sweep_id);
   // The ampwb the sweep's child runs: this program by default; tests name the CLI.
   void set_sweep_executable(QString path) { sweep_executable_ = std::move(path); }
   // Continues a stopped or interrupted run from its checkpoint, recorded into the same row; returns why not

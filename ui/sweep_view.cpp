@@ -5,6 +5,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMessageBox>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
@@ -13,6 +14,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "plain_text.h"
 #include "sweep_points_model.h"
 
 namespace ampwb::ui {
@@ -33,6 +35,10 @@ QString sweep_title(const SweepRecord& s) {
 
 SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_(store) {
   setObjectName("sweepView");
+  confirm = [this](const QString& question) {  // plain text: it may name a Slurm job
+    return plain_message(this, QMessageBox::Question, tr("Cancel the sweep"), question,
+                         QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
+  };
   chooser_ = new QComboBox;
   chooser_->setObjectName("sweepChooser");
   chooser_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
@@ -52,6 +58,16 @@ SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_
       Q_EMIT status_message(tr("No point of this sweep has finished yet"));
     else
       Q_EMIT open_requested(ids);
+  });
+  bar->addAction(tr("Cancel the sweep…"), this, [this] {
+    const SweepRecord& s = results().sweep;
+    if (s.id == 0 || s.cancelled) return;
+    if (confirm(tr("Cancel sweep %1? No point starts any more, points not yet finished are marked cancelled%2.")
+                    .arg(s.id)
+                    .arg(s.slurm_job_id.empty() ? QString()
+                                                : tr(", and Slurm job %1 is cancelled (scancel)")
+                                                      .arg(QString::fromStdString(s.slurm_job_id)))))
+      Q_EMIT cancel_requested(s.id);
   });
   bar->addAction(tr("Refresh"), this, &SweepView::reload);
 

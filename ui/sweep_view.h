@@ -6,6 +6,7 @@
 
 #include <QWidget>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "store/run_store.h"
@@ -40,8 +41,12 @@ class SweepView : public QWidget {
   QTableWidget* groups_table() const { return groups_; }
   QLabel* counts() const { return counts_; }
 
+  // Asks before cancelling a sweep; replaceable for tests.
+  std::function<bool(const QString& question)> confirm;
+
  Q_SIGNALS:
   void open_requested(const std::vector<int64_t>& run_ids);  // the finished points' runs, for the Compare tab
+  void cancel_requested(qint64 sweep_id);                    // confirmed: `ampwb sweep cancel` (its Slurm job too)
   void status_message(const QString& text);
 
  protected:
