@@ -1,8 +1,18 @@
-// The runs view's final weights, offscreen: which runs kept them, and "Predict on images…" (PredictDialog) on real
-// image files with a run trained here, against the engine's own inference of the same files.
+// The runs view's final weights, offscreen: which runs kept them, "Predict on images…" (PredictDialog) on real
+// image files with a run trained here, against the engine's own inference of the same files, and "Export model…"
+// (ExportModelDialog) writing the files `ampwb export model` writes.
+#include <QAction>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSignalSpy>
 #include <QTableView>
 #include <QTableWidget>
 
+#include "export/exported_model.h"
+#include "export/onnx_export.h"
+#include "export/safetensors_export.h"
+#include "export_model_dialog.h"
 #include "predict_dialog.h"
 #include "runs_view.h"
 #include "store/final_weights.h"
@@ -97,6 +107,100 @@ class PredictImages : public QObject {
     text.close();
     PredictDialog bad(store, kept_, {dir_.filePath("notes.png")});
     QVERIFY2(bad.error().contains(dir_.filePath("notes.png")), qPrintable(bad.error()));
+  }
+
+  void export_model_writes_the_runs_weights_in_the_chosen_format() {
+    RunStore store(db_.toStdString());
+    RunsView view(store);
+    view.reload();
+    view.select({kept_});
+    QVERIFY(view.export_model_action()->isEnabled());
+    QSignalSpy status(&view, &RunsView::status_message);
+    view.export_model_action()->trigger();
+    auto* dialog = view.findChild<ExportModelDialog*>("exportModelDialog");
+    QVERIFY(dialog);
+    QVERIFY(dialog->isVisible());
+    const ExportedModel model = exported_model(load_final_weights(store, kept_));
+
+    // safetensors in FP16, chosen by the file's suffix: the header lists every tensor of the run under its name.
+    const QString tensors = dir_.filePath("model.safetensors");
+    dialog->set_format("onnx");
+    dialog->set_path(tensors);
+    QCOMPARE(dialog->format(), QString("safetensors"));
+    dialog->set_dtype("fp16");
+    QVERIFY2(dialog->export_model(), qPrintable(dialog->error()));
+    QCOMPARE(status.count(), 1);
+    QVERIFY2(status.at(0).at(0).toString().contains(tensors), qPrintable(status.at(0).at(0).toString()));
+    QFile file(tensors);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray bytes = file.readAll();
+    QVERIFY(bytes.size() > 8);
+    uint64_t header_size = 0;
+    for (int i = 7; i >= 0; --i) header_size = header_size << 8 | static_cast<uint8_t>(bytes[i]);
+    QVERIFY(8 + header_size <= static_cast<uint64_t>(bytes.size()));
+    QJsonParseError parse{};
+    const QJsonObject header = QJsonDocument::fromJson(bytes.mid(8, int(header_size)), &parse).object();
+    QCOMPARE(parse.error, QJsonParseError::NoError);
+    QVERIFY(model.weights.size() > 10);
+    for (const auto& [name, weight] : model.weights) {
+      const QJsonObject tensor = header.value(QString::fromStdString(name)).toObject();
+      QVERIFY2(!tensor.isEmpty(), name.c_str());
+      QCOMPARE(tensor.value("dtype").toString(), QString("F16"));
+      QJsonArray shape;
+      for (int64_t d : weight.shape()) shape.append(qint64(d));
+      QCOMPARE(tensor.value("shape").toArray(), shape);
+    }
+    QVERIFY(header.value("__metadata__").toObject().value("class_names").toString().contains("vertical"));
+    QCOMPARE(std::string(bytes.constData(), bytes.size()), safetensors_bytes(model, DType::F16));
+
+    // ONNX in FP32: the bytes the CLI's exporter writes, or where this build has no ONNX, the reason.
+    const QString onnx = dir_.filePath("model.onnx");
+    dialog->set_path(onnx);
+    QCOMPARE(dialog->format(), QString("onnx"));
+    dialog->set_dtype("fp32");
+    if (onnx_export_available()) {
+      QVERIFY2(dialog->export_model(), qPrintable(dialog->error()));
+      QFile written(onnx);
+      QVERIFY(written.open(QIODevice::ReadOnly));
+      const QByteArray proto = written.readAll();
+      QCOMPARE(std::string(proto.constData(), proto.size()), onnx_bytes(model, DType::F32));
+      QCOMPARE(status.count(), 2);
+      QVERIFY(status.at(1).at(0).toString().contains(onnx));
+    } else {
+      QVERIFY(!dialog->export_model());
+      QVERIFY2(dialog->error().contains("without ONNX"), qPrintable(dialog->error()));
+      QVERIFY(!QFileInfo::exists(onnx));
+    }
+
+    // A folder that does not exist: the path in the reason, the dialog still open.
+    const QString nowhere = dir_.filePath("missing/model.safetensors");
+    dialog->set_path(nowhere);
+    QVERIFY(!dialog->export_model());
+    QVERIFY2(dialog->error().contains(nowhere), qPrintable(dialog->error()));
+    QVERIFY(dialog->isVisible());
+    dialog->close();
+  }
+
+  void export_model_is_disabled_for_a_run_without_weights_with_the_reason() {
+    RunStore store(db_.toStdString());
+    RunsView view(store);
+    view.reload();
+    view.select({not_kept_});
+    QVERIFY(!view.export_model_action()->isEnabled());
+    // The tooltip's spaces are its own, non-breaking.
+    const auto tooltip = [&view] { return view.export_model_action()->toolTip().replace(QChar::Nbsp, ' '); };
+    QVERIFY2(tooltip().contains("they were not kept, as its settings asked"), qPrintable(tooltip()));
+    view.select({kept_, not_kept_});
+    QVERIFY(!view.export_model_action()->isEnabled());
+    QVERIFY2(tooltip().contains("Select one run"), qPrintable(tooltip()));
+    view.select({kept_});
+    QVERIFY(view.export_model_action()->isEnabled());
+
+    ExportModelDialog dialog(store, not_kept_);
+    dialog.set_path(dir_.filePath("none.safetensors"));
+    QVERIFY(!dialog.export_model());
+    QVERIFY2(dialog.error().contains("not kept"), qPrintable(dialog.error()));
+    QVERIFY(!QFileInfo::exists(dir_.filePath("none.safetensors")));
   }
 };
 

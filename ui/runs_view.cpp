@@ -14,6 +14,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "export_model_dialog.h"
 #include "file_dialogs.h"
 #include "plain_text.h"
 #include "predict_dialog.h"
@@ -29,6 +30,15 @@ QString attempt(F&& f) {
     return {};
   } catch (const std::exception& e) {
     return QString::fromUtf8(e.what());
+  }
+}
+
+// final_weights_refusal, with a store that cannot be read as the reason.
+std::string attempt_refusal(const RunStore& store, int64_t run) {
+  try {
+    return final_weights_refusal(store, run);
+  } catch (const std::exception& e) {
+    return e.what();
   }
 }
 
@@ -87,6 +97,8 @@ RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(s
     if (!selected_ids().empty()) Q_EMIT export_charts_requested(selected_ids());
   });
   bar->addAction(tr("Predict…"), this, &RunsView::predict_selected);
+  export_model_action_ = bar->addAction(tr("Export model…"), this, &RunsView::export_model_selected);
+  export_model_action_->setObjectName("exportModelAction");
   bar->addSeparator();
   bar->addAction(tr("Refresh"), this, &RunsView::reload);
 
@@ -103,6 +115,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(s
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
   connect(table_, &QTableView::customContextMenuRequested, this, &RunsView::show_menu);
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsView::update_actions);
   connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
     Q_EMIT open_requested({proxy_->data(index, RunsModel::kIdRole).toLongLong()});
   });
@@ -115,6 +128,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(s
   layout->addLayout(top);
   layout->addWidget(bar);
   layout->addWidget(table_, 1);
+  update_actions();
 }
 
 void RunsView::reload() {
@@ -127,6 +141,7 @@ void RunsView::reload() {
   table_->resizeColumnsToContents();
   select(selected);
   update_count();
+  update_actions();
 }
 
 void RunsView::update_count() { count_->setText(tr("%1 of %2 runs").arg(proxy_->rowCount()).arg(model_->rowCount())); }
@@ -258,6 +273,36 @@ void RunsView::predict_selected() {
   dialog->show();
 }
 
+void RunsView::update_actions() {
+  const auto ids = selected_ids();
+  QString why_not;
+  if (ids.size() != 1)
+    why_not = tr("Select one run to export its model");
+  else
+    why_not = QString::fromStdString(attempt_refusal(store_, ids[0]));
+  export_model_action_->setEnabled(why_not.isEmpty());
+  export_model_action_->setToolTip(
+      plain_tooltip(why_not.isEmpty() ? tr("The run's final weights as an ONNX or safetensors file") : why_not));
+}
+
+void RunsView::export_model_selected() {
+  const auto ids = selected_ids();
+  if (ids.size() != 1) return;
+  const std::string refusal = attempt_refusal(store_, ids[0]);
+  if (!refusal.empty()) {
+    plain_message(this, QMessageBox::Information, tr("Export model"), QString::fromStdString(refusal));
+    return;
+  }
+  auto* dialog = new ExportModelDialog(store_, ids[0], this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  const int64_t run = ids[0];
+  connect(dialog, &ExportModelDialog::exported, this,
+          [this, run](const QString& path, const QString& format, const QString& dtype) {
+            Q_EMIT status_message(tr("Exported run %1's model (%2, %3) to %4").arg(run).arg(format, dtype, path));
+          });
+  dialog->show();
+}
+
 void RunsView::show_menu(const QPoint& at) {
   const auto ids = selected_ids();
   if (ids.empty()) return;
@@ -275,6 +320,7 @@ void RunsView::show_menu(const QPoint& at) {
   menu.addAction(tr("Export CSV…"), this, [this, ids] { Q_EMIT export_csv_requested(ids); });
   menu.addAction(tr("Export charts…"), this, [this, ids] { Q_EMIT export_charts_requested(ids); });
   if (ids.size() == 1) menu.addAction(tr("Predict on images…"), this, &RunsView::predict_selected);
+  if (ids.size() == 1) menu.addAction(export_model_action_);
   menu.exec(table_->viewport()->mapToGlobal(at));
 }
 

@@ -8,6 +8,7 @@
 
 #include "runs_model.h"
 
+class QAction;
 class QLineEdit;
 class QSortFilterProxyModel;
 class QTableView;
@@ -41,6 +42,11 @@ class RunsView : public QWidget {
   std::function<QStringList()> choose_images;
   // The selected run's final weights on images the user picks (choose_images), in a PredictDialog (predict_dialog.h).
   void predict_selected();
+  // The selected run's final weights as an ONNX or safetensors file, in an ExportModelDialog
+  // (export_model_dialog.h); the status message names the file written.
+  void export_model_selected();
+  // "Export model…": enabled for one selected run that has final weights, its tooltip saying why when not.
+  QAction* export_model_action() const { return export_model_action_; }
 
  Q_SIGNALS:
   void open_requested(const std::vector<int64_t>& ids);  // one run: its charts; several: a comparison
@@ -56,6 +62,7 @@ class RunsView : public QWidget {
   void delete_selected();
   void show_menu(const QPoint& at);
   void update_count();
+  void update_actions();
 
   RunStore& store_;
   RunsModel* model_ = nullptr;
@@ -63,6 +70,7 @@ class RunsView : public QWidget {
   QTableView* table_ = nullptr;
   QLineEdit* filter_ = nullptr;
   QLabel* count_ = nullptr;
+  QAction* export_model_action_ = nullptr;
 };
 
 }  // namespace ampwb::ui
