@@ -168,6 +168,12 @@ TEST(PredictCli, RunsWithoutWeightsAreRefusedWithTheReason) {
   expect_contains(r.output,
                   "run 1 ('resnet20-fp32-1') has no final weights: they were not kept, as its settings asked");
   expect_contains(ampwb({"show", "1", "--db", db}).output, "weights    none: ");
+  // Nor is its model exported, for the same reason, and no file is left behind.
+  const std::string exported = dir.file("model.safetensors");
+  r = ampwb({"export", "model", "1", "--format", "safetensors", "--out", exported, "--db", db});
+  EXPECT_NE(r.status, 0);
+  expect_contains(r.output, "they were not kept, as its settings asked");
+  EXPECT_FALSE(fs::exists(exported));
   EXPECT_EQ(json::parse(ampwb({"runs", "--json", "--db", db}).output).at(0)["final_weights"], false);
 
   // A run recorded before runs kept their weights: its information has no file (nor the note of one not kept).
