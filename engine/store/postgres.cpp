@@ -94,17 +94,9 @@ class PostgresStatement : public SqlStatementImpl {
   }
 
   void execute() {
-    db_.ensure_connected();
     std::vector<const char*> values;
     for (const auto& v : values_) values.push_back(v ? v->c_str() : nullptr);
-    result_ = PQexecParams(db_.handle(), sql_.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
-                           nullptr, 0);
-    const ExecStatusType status = PQresultStatus(result_);
-    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-      const std::string message = PQresultErrorMessage(result_);
-      reset();
-      db_.fail("a statement", sql_, message.c_str());
-    }
+    result_ = db_.run_prepared(sql_, values);
     db_.set_changes(std::atoi(PQcmdTuples(result_)));
     row_ = -1;
   }
@@ -148,6 +140,8 @@ void PostgresConnection::ensure_connected() {
     ~Done() { flag = false; }
   } done{reconnecting_};
   PQreset(conn_);
+  prepared_.clear();  // the server's prepared statements went with the old session
+  to_deallocate_.clear();
   if (PQstatus(conn_) != CONNECTION_OK)
     fail("reconnecting", "", PQerrorMessage(conn_));  // still lost: the caller may try again later
   set_up_session();
@@ -182,12 +176,17 @@ std::string PostgresConnection::database_version() const {
 
 void PostgresConnection::exec(const std::string& sql) {
   ensure_connected();
-  PGresult* result = PQexec(conn_, sql.c_str());
+  std::string text = sql;
+  if (begin_pending_ && !reconnecting_) {
+    text = std::string("BEGIN; SELECT pg_advisory_xact_lock(") + kLockKey + "); " + sql;
+    begin_pending_ = false;
+  }
+  PGresult* result = PQexec(conn_, text.c_str());
   const ExecStatusType status = PQresultStatus(result);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     const std::string message = PQresultErrorMessage(result);
     PQclear(result);
-    fail("a statement", sql, message.c_str());
+    fail("a statement", text, message.c_str());
   }
   PQclear(result);
 }
@@ -196,9 +195,144 @@ std::unique_ptr<SqlStatementImpl> PostgresConnection::prepare(const std::string&
   return std::make_unique<PostgresStatement>(*this, sql);
 }
 
-void PostgresConnection::begin_write() { exec(std::string("BEGIN; SELECT pg_advisory_xact_lock(") + kLockKey + ")"); }
+void PostgresConnection::commit() {
+  if (begin_pending_) {
+    begin_pending_ = false;  // nothing was written: no transaction was opened
+    return;
+  }
+  exec("COMMIT");
+}
 
-void PostgresConnection::rollback() noexcept { PQclear(PQexec(conn_, "ROLLBACK")); }
+void PostgresConnection::rollback() noexcept {
+  if (begin_pending_) {
+    begin_pending_ = false;
+    return;
+  }
+  PQclear(PQexec(conn_, "ROLLBACK"));
+}
+
+// The name of the session's prepared statement for `sql`; `fresh` when it is yet to be prepared (a new name, the
+// least recently used statement evicted past the limit, deallocated with the next round trip).
+std::string PostgresConnection::prepared_name(const std::string& sql, bool& fresh) {
+  const auto found = prepared_.find(sql);
+  fresh = found == prepared_.end();
+  if (!fresh) {
+    found->second.last_used = ++uses_;
+    return found->second.name;
+  }
+  if (prepared_.size() >= kPreparedLimit) {
+    auto oldest = prepared_.begin();
+    for (auto it = prepared_.begin(); it != prepared_.end(); ++it)
+      if (it->second.last_used < oldest->second.last_used) oldest = it;
+    to_deallocate_.push_back(oldest->second.name);
+    prepared_.erase(oldest);
+  }
+  return "ampwb_" + std::to_string(++next_name_);
+}
+
+PGresult* PostgresConnection::run_prepared(const std::string& sql, const std::vector<const char*>& values) {
+  ensure_connected();
+  const int count = static_cast<int>(values.size());
+  const bool with_begin = begin_pending_ && !reconnecting_;  // the reconnection's own statements run before it
+  bool fresh = false;
+  const std::string name = prepared_name(sql, fresh);
+  if (!fresh && !with_begin && to_deallocate_.empty()) {
+    PGresult* result = PQexecPrepared(conn_, name.c_str(), count, values.data(), nullptr, nullptr, 0);
+    const ExecStatusType status = PQresultStatus(result);
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+      const std::string message = PQresultErrorMessage(result);
+      PQclear(result);
+      fail("a statement", sql, message.c_str());
+    }
+    return result;
+  }
+
+  // One round trip for what the statement needs first: each part's result is read in order; a part after a
+  // failed one is skipped by the server (PGRES_PIPELINE_ABORTED). The deallocations go last, so that they never
+  // hold up the statement; one a transaction's error skipped is sent again the next time.
+  struct Part {
+    std::string sql;
+    enum Kind { Begin, Lock, Prepare, Execute, Deallocate } kind;
+  };
+  std::vector<Part> parts;
+  if (with_begin) {
+    parts.push_back({"BEGIN", Part::Begin});
+    parts.push_back({std::string("SELECT pg_advisory_xact_lock(") + kLockKey + ")", Part::Lock});
+    begin_pending_ = false;  // sent now; a failure leaves the transaction to the caller's rollback
+  }
+  if (fresh) parts.push_back({sql, Part::Prepare});
+  parts.push_back({sql, Part::Execute});
+  for (const std::string& old : to_deallocate_) parts.push_back({"DEALLOCATE " + old, Part::Deallocate});
+
+  bool sent = PQenterPipelineMode(conn_) == 1;
+  for (size_t i = 0; sent && i < parts.size(); ++i) {
+    const Part& part = parts[i];
+    if (part.kind == Part::Prepare)
+      sent = PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) == 1;
+    else if (part.kind == Part::Execute)
+      sent = PQsendQueryPrepared(conn_, name.c_str(), count, values.data(), nullptr, nullptr, 0) == 1;
+    else
+      sent = PQsendQueryParams(conn_, part.sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+  }
+  if (sent) sent = PQpipelineSync(conn_) == 1;
+  if (!sent) {
+    const std::string message = PQerrorMessage(conn_);
+    if (PQpipelineStatus(conn_) != PQ_PIPELINE_OFF && PQstatus(conn_) == CONNECTION_OK && PQpipelineSync(conn_) == 1) {
+      // What went is ended by a sync and its results dropped: each query's end with a null, then the sync's.
+      size_t ends = 0;
+      while (ends <= parts.size() && PQstatus(conn_) == CONNECTION_OK) {
+        PGresult* r = PQgetResult(conn_);
+        if (!r) {
+          ++ends;
+          continue;
+        }
+        const bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        PQclear(r);
+        if (sync) break;
+      }
+      PQexitPipelineMode(conn_);
+    }
+    fail("a statement", sql, message.c_str());
+  }
+
+  PGresult* statement_result = nullptr;
+  std::string error, error_sql;
+  std::vector<std::string> deallocated;
+  for (const Part& part : parts) {
+    PGresult* r = PQgetResult(conn_);
+    if (!r) {  // the connection broke: no more results come
+      if (error.empty()) error = PQerrorMessage(conn_), error_sql = part.sql;
+      break;
+    }
+    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // a query's results end with a null
+    const ExecStatusType status = PQresultStatus(r);
+    const bool ok = status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK;
+    if (ok && part.kind == Part::Prepare) prepared_[sql] = {name, ++uses_};
+    if (ok && part.kind == Part::Deallocate) deallocated.push_back(part.sql.substr(11));
+    if (!ok && error.empty() && status != PGRES_PIPELINE_ABORTED) error = PQresultErrorMessage(r), error_sql = part.sql;
+    if (ok && part.kind == Part::Execute)
+      statement_result = r;
+    else
+      PQclear(r);
+  }
+  if (PQstatus(conn_) == CONNECTION_OK) {
+    while (PGresult* r = PQgetResult(conn_)) {  // the sync's result ends the pipeline
+      const bool sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+      PQclear(r);
+      if (sync) break;
+    }
+    PQexitPipelineMode(conn_);
+  }
+  for (const std::string& old : deallocated) std::erase(to_deallocate_, old);
+  if (!statement_result) {
+    if (error.empty()) error = "the statement was not run";
+    fail("a statement", error_sql.empty() ? sql : error_sql, error.c_str());
+  }
+  if (!error.empty()) {  // only a deallocation can fail after the statement ran: the statement stands
+    to_deallocate_.clear();
+  }
+  return statement_result;
+}
 
 std::string PostgresConnection::replace_into(const std::string& table, const std::string& columns,
                                              const std::string& params, const std::string& key, int rows) const {

@@ -4,12 +4,16 @@
 // takes from ~/.pgpass or PGPASSFILE. The store never keeps or prints a password: name() is the URI without it.
 #pragma once
 
+#include <cstdint>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "store/sql_connection.h"
 
 struct pg_conn;
+struct pg_result;
 
 namespace ampwb {
 
@@ -28,8 +32,9 @@ class PostgresConnection : public SqlConnection {
   void exec(const std::string& sql) override;
   std::unique_ptr<SqlStatementImpl> prepare(const std::string& sql) override;
   int changes() const override { return changes_; }
-  void begin_write() override;
-  void commit() override { exec("COMMIT"); }
+  // The writers' lock is taken with the transaction's first statement, in its round trip (see run_prepared).
+  void begin_write() override { begin_pending_ = true; }
+  void commit() override;
   void rollback() noexcept override;
   std::string replace_into(const std::string& table, const std::string& columns, const std::string& params,
                            const std::string& key, int rows) const override;
@@ -43,6 +48,11 @@ class PostgresConnection : public SqlConnection {
   // StoreError::connection_lost(), and a transaction cut off is the caller's to run again (StoreRecorder does).
   void ensure_connected();
 
+  // Runs `sql` (numbered placeholders; a null value is NULL) as a statement prepared once a session and kept by
+  // its text, so the server parses it once; a pending BEGIN, the preparation and the run go in one round trip.
+  // Returns the successful result, the caller's to clear; fails otherwise.
+  pg_result* run_prepared(const std::string& sql, const std::vector<const char*>& values);
+
   pg_conn* handle() const { return conn_; }
   void set_changes(int changes) { changes_ = changes; }
   [[noreturn]] void fail(const char* what, const std::string& sql, const char* message) const;
@@ -50,6 +60,13 @@ class PostgresConnection : public SqlConnection {
  private:
   void set_up_session();
   void take_run_lock(int64_t run);
+  std::string prepared_name(const std::string& sql, bool& fresh);
+
+  struct Prepared {
+    std::string name;
+    uint64_t last_used = 0;
+  };
+  static constexpr size_t kPreparedLimit = 64;  // a session's prepared statements, the least recently used dropped
 
   pg_conn* conn_ = nullptr;
   std::string name_;
@@ -57,6 +74,11 @@ class PostgresConnection : public SqlConnection {
   bool reconnecting_ = false;
   std::set<int64_t> owned_;  // runs whose lock this connection holds
   int changes_ = 0;
+  bool begin_pending_ = false;                          // begin_write() called, its BEGIN not yet sent
+  std::unordered_map<std::string, Prepared> prepared_;  // by SQL text, for this session only
+  std::vector<std::string> to_deallocate_;              // evicted from prepared_, still on the server
+  uint64_t uses_ = 0;
+  uint64_t next_name_ = 0;
 };
 
 // libpq's version, "15.5", for the version reports.
