@@ -16,6 +16,7 @@
 
 #include "export_model_dialog.h"
 #include "file_dialogs.h"
+#include "flow_layout.h"
 #include "plain_text.h"
 #include "predict_dialog.h"
 #include "store/final_weights.h"
@@ -89,18 +90,20 @@ RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(s
   bar->addAction(tr("Tag…"), this, &RunsView::tag_selected);
   bar->addAction(tr("Notes…"), this, &RunsView::notes_selected);
   bar->addAction(tr("Delete…"), this, &RunsView::delete_selected);
-  bar->addSeparator();
-  bar->addAction(tr("Export CSV…"), this, [this] {
+  // What leaves the view, in a bar of its own that wraps under the first where the view is narrow.
+  auto* outputs = new QToolBar;
+  outputs->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  outputs->addAction(tr("Export CSV…"), this, [this] {
     if (!selected_ids().empty()) Q_EMIT export_csv_requested(selected_ids());
   });
-  bar->addAction(tr("Export charts…"), this, [this] {
+  outputs->addAction(tr("Export charts…"), this, [this] {
     if (!selected_ids().empty()) Q_EMIT export_charts_requested(selected_ids());
   });
-  bar->addAction(tr("Predict…"), this, &RunsView::predict_selected);
-  export_model_action_ = bar->addAction(tr("Export model…"), this, &RunsView::export_model_selected);
+  outputs->addAction(tr("Predict…"), this, &RunsView::predict_selected);
+  export_model_action_ = outputs->addAction(tr("Export model…"), this, &RunsView::export_model_selected);
   export_model_action_->setObjectName("exportModelAction");
-  bar->addSeparator();
-  bar->addAction(tr("Refresh"), this, &RunsView::reload);
+  outputs->addSeparator();
+  outputs->addAction(tr("Refresh"), this, &RunsView::reload);
 
   table_ = new QTableView;
   table_->setObjectName("runsTable");
@@ -126,7 +129,10 @@ RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(s
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(top);
-  layout->addWidget(bar);
+  auto* bars = new FlowLayout(nullptr, 0, 0);
+  bars->addWidget(bar);
+  bars->addWidget(outputs);
+  layout->addLayout(bars);
   layout->addWidget(table_, 1);
   update_actions();
 }

@@ -11,10 +11,12 @@
 #include <QScreen>
 #include <QTabWidget>
 #include <QTimer>
+#include <algorithm>
 #include <cstdio>
 
 #include "chart_panel.h"
 #include "compare_view.h"
+#include "export_model_dialog.h"
 #include "main_window.h"
 #include "run_controls.h"
 #include "run_setup_panel.h"
@@ -51,8 +53,8 @@ bool save(QWidget& widget, const QString& folder, const QString& name) {
 }  // namespace
 
 int run_screenshot_scenario(MainWindow& window, const QString& name, const QString& folder) {
-  if (name != "all" && name != "idle" && name != "sweeps") {
-    std::fprintf(stderr, "unknown screenshot scenario '%s' (expected: all, idle, sweeps)\n", qPrintable(name));
+  if (name != "all" && name != "idle" && name != "sweeps" && name != "runs") {
+    std::fprintf(stderr, "unknown screenshot scenario '%s' (expected: all, idle, sweeps, runs)\n", qPrintable(name));
     return 2;
   }
   QDir().mkpath(folder);
@@ -62,6 +64,24 @@ int run_screenshot_scenario(MainWindow& window, const QString& name, const QStri
   if (name == "idle") {                   // the window as a new user first sees it
     wait_until([&] { return !window.setup()->inspecting(); }, 60000);
     return save(window, folder, "first-launch") ? 0 : 1;
+  }
+  if (name == "runs") {  // the store's runs (`ampwb train` fills it), the newest selected, and its model export
+    window.tabs()->setCurrentWidget(window.runs_view());
+    window.runs_view()->reload();
+    RunsModel* runs = window.runs_view()->model();
+    int64_t newest = 0;
+    for (int row = 0; row < runs->rowCount(); ++row) newest = std::max(newest, runs->run_id(row));
+    if (newest > 0) window.runs_view()->select({newest});
+    bool ok = save(window, folder, "runs");
+    if (window.runs_view()->export_model_action()->isEnabled()) {
+      window.runs_view()->export_model_selected();
+      if (auto* dialog = window.runs_view()->findChild<ExportModelDialog*>("exportModelDialog")) {
+        wait_until([] { return false; }, 300);
+        ok = save(*dialog, folder, "export-model-dialog") && ok;
+        dialog->close();
+      }
+    }
+    return ok ? 0 : 1;
   }
   if (name == "sweeps") {  // the store's sweeps as it holds them (`ampwb sweep` fills it), and the sweep dialog
     window.tabs()->setCurrentWidget(window.sweep_view());
