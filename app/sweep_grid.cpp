@@ -19,15 +19,6 @@ namespace {
 // The flags of `ampwb train` that are not a run's setting in a sweep: the run's name must differ between points.
 bool left_out(const std::string& flag) { return flag == "--help" || flag == "--name"; }
 
-std::string folder_made_absolute(const std::string& folder) {
-  if (folder.empty()) return folder;
-  std::error_code ec;
-  std::string path = std::filesystem::absolute(folder, ec).lexically_normal().string();
-  if (ec) return folder;
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
-
 // A JSON value as the text a flag takes.
 std::string value_text(const nlohmann::ordered_json& v, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();
@@ -196,8 +187,8 @@ std::vector<SweepPointConfig> expand_sweep(const SweepGrid& grid) {
       throw Error(std::string(e.what()) + " (" + which + ")");
     }
     point.config = flags.resolve();
-    point.config.data_dir = folder_made_absolute(point.config.data_dir);
-    point.config.checkpoint_dir = folder_made_absolute(point.config.checkpoint_dir);
+    point.config.data_dir = absolute_folder(point.config.data_dir);
+    point.config.checkpoint_dir = absolute_folder(point.config.checkpoint_dir);
     try {
       validate(point.config);
     } catch (const SettingError& e) {

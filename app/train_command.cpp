@@ -245,16 +245,6 @@ struct TrainOptions {
   const CLI::App* command = nullptr;  // the parsed `train`: which flags were given
 };
 
-// A folder as an absolute path, so a stored run finds it from any working directory.
-std::string absolute_folder(const std::string& folder) {
-  if (folder.empty()) return folder;
-  std::error_code ec;
-  std::string path = std::filesystem::absolute(folder, ec).lexically_normal().string();
-  if (ec) return folder;
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
-
 // What --resume may change, from the flags given. Any other training flag is refused by name, also where it
 // repeats the stored value or names the default: a flag is never silently ignored.
 ResumeChanges resume_changes(const TrainOptions& options) {

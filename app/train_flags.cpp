@@ -2,6 +2,7 @@
 #include "train_flags.h"
 
 #include <charconv>
+#include <filesystem>
 
 #include "cli.h"
 #include "core/error.h"
@@ -209,6 +210,15 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
                        "where checkpoints go (default: a folder beside the run store)")
           ->type_name("DIR"),
       "checkpoint_dir");
+}
+
+std::string absolute_folder(const std::string& folder) {
+  if (folder.empty()) return folder;
+  std::error_code ec;
+  std::string path = std::filesystem::absolute(folder, ec).lexically_normal().string();
+  if (ec) return folder;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
 }
 
 }  // namespace ampwb::cli
