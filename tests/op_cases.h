@@ -80,8 +80,17 @@ struct ScaleCheckCase {
   float inject;  // a value put into one more tensor (0: none): inf, NaN, or a finite one the scaling overflows
 };
 
+struct ScaledCastCase {  // FP8's scaled cast: x in the case's type, y in `to`
+  static constexpr Op kOp = Op::ScaledCast;
+  int64_t n;
+  bool to_fp8;  // rounded to `format` (saturating), else the product rounded to y's type alone
+  Fp8Format format;
+  float scale;
+  Precision to;
+};
+
 using Params = std::variant<ConvCase, BatchNormCase, ReluCase, MaxPoolCase, GlobalAvgPoolCase, LinearCase, AddCase,
-                            ConvertCase, CrossEntropyCase, SgdCase, AdamCase, ScaleCheckCase>;
+                            ConvertCase, CrossEntropyCase, SgdCase, AdamCase, ScaleCheckCase, ScaledCastCase>;
 
 struct OpCase {
   Params params;
@@ -139,10 +148,15 @@ inline std::string params_name(const ScaleCheckCase& c) {
                                                               : "overflow");
 }
 
+inline std::string params_name(const ScaledCastCase& c) {
+  return "scaledcast_" + dims({{"n", c.n}}) + "_" + (c.to_fp8 ? fp8_format_name(c.format) : "noround") + "_to_" +
+         precision_name(c.to);
+}
+
 inline bool is_4d(const Params& p) {
   return !std::holds_alternative<LinearCase>(p) && !std::holds_alternative<CrossEntropyCase>(p) &&
          !std::holds_alternative<SgdCase>(p) && !std::holds_alternative<AdamCase>(p) &&
-         !std::holds_alternative<ScaleCheckCase>(p);
+         !std::holds_alternative<ScaleCheckCase>(p) && !std::holds_alternative<ScaledCastCase>(p);
 }
 
 inline std::string case_name(const OpCase& c) {
@@ -193,6 +207,13 @@ inline std::vector<OpCase> all_cases() {
         c.weights = layout;
         cases.push_back({c, p, layout, s.why});
       }
+  // amp-fp8's convolution: scaled casts around FP32 convolutions (the NCHW weights of the layers, as stored).
+  for (int i : {1, 3, 5, 9})
+    for (Layout layout : kLayouts) {
+      ConvCase c = convs[i].conv;
+      c.weights = layout;
+      cases.push_back({c, Precision::FP8, layout, convs[i].why});
+    }
   for (Precision p : {Precision::FP16, Precision::BF16})
     for (int i : {0, 2, 9, 12}) {
       ConvCase mixed = convs[i].conv;
@@ -247,6 +268,8 @@ inline std::vector<OpCase> all_cases() {
   const LinearCase linears[] = {{1, 5, 3}, {7, 13, 10}, {16, 64, 100}, {64, 512, 1000}};
   for (const LinearCase& s : linears)
     for (Precision p : kEveryPrecision) cases.push_back({s, p, Layout::NCHW});
+  for (const LinearCase& s : {linears[1], linears[2], linears[3]})
+    cases.push_back({s, Precision::FP8, Layout::NCHW, "amp-fp8's linear layer: scaled casts around FP32 products"});
   for (Precision p : {Precision::FP16, Precision::BF16})
     for (LinearCase s : {linears[1], linears[3]}) {
       s.fp32_weight_grad = true;
@@ -277,6 +300,18 @@ inline std::vector<OpCase> all_cases() {
       cases.push_back({ScaleCheckCase{inject}, p, Layout::NCHW,
                        "tensors of 0 to 2^20 elements, around a GPU's 4096-element chunks"});
   }
+  // FP8's scaled cast: scales that send some of the values past the format's max and some below its smallest
+  // subnormal, so that saturation, underflow and the counts of both are checked; 10007 elements cross the CPU's
+  // 4096-element pieces and leave a tail.
+  for (Precision p : kStorage)
+    for (Fp8Format f : {Fp8Format::E4M3, Fp8Format::E5M2})
+      for (Precision to : {Precision::FP32, Precision::BF16})
+        cases.push_back({ScaledCastCase{10007, true, f, f == Fp8Format::E4M3 ? 0.0625f : 1.0f, to}, p, Layout::NCHW,
+                         "with +-0, +-inf and values that saturate and underflow"});
+  for (Precision p : kStorage)
+    for (Precision to : kStorage)
+      cases.push_back({ScaledCastCase{4099, false, Fp8Format::E4M3, 1.0f / 3.0f, to}, p, Layout::NCHW,
+                       "an FP8 product's scale-inverses applied on its way out"});
   return cases;
 }
 

@@ -71,6 +71,8 @@ inline const ComputeSupport* compute_support(const Capabilities& caps, Precision
       return &caps.fp16;
     case Precision::BF16:
       return &caps.bf16;
+    case Precision::FP8:
+      return &caps.fp8;
     default:
       return nullptr;
   }

@@ -18,11 +18,12 @@
 
 namespace ampwb::testing {
 
-// The number formats a case runs in. TF32 is FP32 storage with TF32 products (a CUDA capability), the others are
-// storage types.
-enum class Precision { FP32, TF32, FP16, BF16, Count };
-inline constexpr std::array<const char*, static_cast<size_t>(Precision::Count)> kPrecisionNames = {"fp32", "tf32",
-                                                                                                   "fp16", "bf16"};
+// The number formats a case runs in. TF32 is FP32 storage with TF32 products (a CUDA capability); FP8 is amp-fp8's
+// path through FP32 ops: inputs and weights cast to E4M3 and output gradients to E5M2 by scaled_cast, each scaled
+// from its amax, the FP32 results times the scale-inverses; the others are storage types.
+enum class Precision { FP32, TF32, FP16, BF16, FP8, Count };
+inline constexpr std::array<const char*, static_cast<size_t>(Precision::Count)> kPrecisionNames = {
+    "fp32", "tf32", "fp16", "bf16", "fp8"};
 inline const char* precision_name(Precision p) { return kPrecisionNames.at(static_cast<size_t>(p)); }
 inline DType storage_dtype(Precision p) {
   return p == Precision::FP16 ? DType::F16 : p == Precision::BF16 ? DType::BF16 : DType::F32;
@@ -50,6 +51,7 @@ enum class Kernel {
   SgdUpdate,
   AdamUpdate,
   ScaleAndCheck,
+  ScaledCast,
   Count
 };
 inline constexpr std::array<const char*, static_cast<size_t>(Kernel::Count)> kKernelNames = {
@@ -72,7 +74,8 @@ inline constexpr std::array<const char*, static_cast<size_t>(Kernel::Count)> kKe
     "softmax_cross_entropy",
     "sgd_update",
     "adam_update",
-    "scale_and_check"};
+    "scale_and_check",
+    "scaled_cast"};
 static_assert(kKernelNames.size() == static_cast<size_t>(Kernel::Count), "one name per kernel");
 inline const char* kernel_name(Kernel k) { return kKernelNames.at(static_cast<size_t>(k)); }
 
@@ -108,6 +111,10 @@ inline constexpr Tolerance kTolerances[] = {
     {Kernel::Add, kAnyPrecision, Result::Same, 0,
      "one rounding of an exact sum: FP32 + FP32 is correctly rounded by IEEE 754, and the FP32 sum of two 16-bit "
      "values of these magnitudes is exact before its one rounding to 16 bits"},
+    {Kernel::ScaledCast, kAnyPrecision, Result::Same, 0,
+     "one FP32 product (correctly rounded by IEEE 754), then one rounding to nearest even to the FP8 format "
+     "(saturating) or to the result's type: the reference rounds the same product by the formats' definition "
+     "(tests/fp8_reference.h); every FP8 value is exact in FP32, FP16 and BF16: bitwise"},
     {Kernel::ScaleAndCheck, Precision::FP32, Result::Same, 0,
      "one FP32 multiplication, correctly rounded by IEEE 754: bitwise"},
     // Read back through read_scalars().
@@ -138,6 +145,18 @@ inline constexpr Tolerance kTolerances[] = {
     {kAnyKernel, Precision::TF32, Result::Same, 1e-3,
      "inputs rounded to TF32's 10-bit mantissa inside the tensor cores (2^-11 relative each, FP32 accumulation): "
      "the errors of many products add like a random walk, far below the worst case sum of |x w| 2^-10"},
+    // FP8 (amp-fp8's emulation) against the float64 reference of the unrounded inputs: the FP8 rounding itself.
+    {Kernel::Conv2dForward, Precision::FP8, Result::Same, 0x1p-4,
+     "input and weight each rounded to E4M3 (4 significand bits: 2^-4 relative at most, scaled so that none "
+     "saturates or leaves the normal range but the smallest), their products exact in FP32 and summed there: the "
+     "per-element 2^-4 of E4M3, whose errors over the C R S products add like a random walk; measured at most "
+     "0.04 on the CPU"},
+    {Kernel::LinearForward, Precision::FP8, Result::Same, 0x1p-4,
+     "as the FP8 convolution: input and weight in E4M3, 2^-4 relative each, FP32 accumulation over I products"},
+    {kAnyKernel, Precision::FP8, Result::Same, 0x1p-3,
+     "gradients from the output gradient in E5M2 (3 significand bits: 2^-3 relative at most) with an E4M3 "
+     "weight or input: the per-element 2^-3 of E5M2, the errors adding like a random walk over the sums; measured "
+     "at most 0.084 on the CPU"},
     // 16-bit types: FP32 results made from 16-bit inputs are computed like FP32 ones.
     {kAnyKernel, kAnyPrecision, Result::Fp32, 1e-5,
      "the same FP32 arithmetic as in FP32 mode, on inputs that happen to be 16-bit values (their products are "

@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/delayed_scaling.h"
+#include "fp8_reference.h"
 #include "op_cases.h"
 #include "op_harness.h"
 
@@ -54,7 +56,71 @@ struct CaseRun {
 
 ref::Array reference(const Tensor& host) { return ref::from_tensor(host); }
 
+// amp-fp8's scaled cast of one tensor with the scale delayed scaling gives after a step that saw its amax (the FP8
+// case of a conv or linear case): its FP8 values in FP32 on the device, and their scale-inverse.
+Tensor fp8_values(CaseRun& r, const Tensor& host, Fp8Format format, float& scale_inverse) {
+  float amax = 0;
+  for (float v : to_float_vector(host)) amax = std::max(amax, std::fabs(v));
+  DelayedScaling scaling(format, {1, 0, AmaxRule::Max});
+  scaling.record_amax(amax);
+  scaling.update();
+  scale_inverse = scaling.scale_inverse();
+  Tensor q = device_nan(r.b, host.shape(), DType::F32, host.layout()), none;
+  r.b.scaled_cast(r.up(host), q, {scaling.scale(), true, format}, none);
+  return q;
+}
+// An FP32 result times the scale-inverses of its two FP8 operands, in place.
+void apply_inverses(CaseRun& r, Tensor& t, float a, float b) {
+  Tensor none;
+  r.b.scaled_cast(t, t, {a * b}, none);
+}
+
+void run_fp8(CaseRun& r, const ConvCase& c) {
+  const ConvParams p{c.stride, c.padding};
+  const int64_t P = (c.H + 2 * c.padding - c.R) / c.stride + 1, Q = (c.W + 2 * c.padding - c.R) / c.stride + 1;
+  const Tensor x = r.input({c.N, c.C, c.H, c.W}, r.layout), w = r.input({c.K, c.C, c.R, c.R}, Layout::NCHW);
+  const Tensor dy = r.input({c.N, c.K, P, Q}, r.layout);
+  float ix = 1, iw = 1, idy = 1;
+  const Tensor qx = fp8_values(r, x, Fp8Format::E4M3, ix), qw = fp8_values(r, w, Fp8Format::E4M3, iw);
+  const Tensor qdy = fp8_values(r, dy, Fp8Format::E5M2, idy);
+  Tensor y = r.out({c.N, c.K, P, Q}, r.layout), dx = r.out(x.shape(), r.layout), dw = r.out(w.shape(), Layout::NCHW);
+  r.b.conv2d_forward(qx, qw, y, p);
+  apply_inverses(r, y, ix, iw);
+  r.b.conv2d_backward_data(qdy, qw, dx, p);
+  apply_inverses(r, dx, idy, iw);
+  r.b.conv2d_backward_weights(qx, qdy, dw, p);
+  apply_inverses(r, dw, ix, idy);
+  const ref::Array rx = reference(x), rw = reference(w), rdy = reference(dy);
+  r.expect("y", y, ref::conv2d_forward(rx, rw, c.stride, c.padding), Kernel::Conv2dForward);
+  r.expect("dx", dx, ref::conv2d_backward_data(rdy, rw, x.shape(), c.stride, c.padding), Kernel::Conv2dBackwardData);
+  r.expect("dw", dw, ref::conv2d_backward_weights(rx, rdy, w.shape(), c.stride, c.padding),
+           Kernel::Conv2dBackwardWeights);
+}
+
+void run_fp8(CaseRun& r, const LinearCase& c) {
+  const Tensor x = r.input({c.N, c.I}, Layout::NCHW), w = r.input({c.O, c.I}, Layout::NCHW);
+  const Tensor dy = r.input({c.N, c.O}, Layout::NCHW), zero = r.up(Tensor::zeros({c.O}, DType::F32));
+  float ix = 1, iw = 1, idy = 1;
+  const Tensor qx = fp8_values(r, x, Fp8Format::E4M3, ix), qw = fp8_values(r, w, Fp8Format::E4M3, iw);
+  const Tensor qdy = fp8_values(r, dy, Fp8Format::E5M2, idy);
+  Tensor y = r.out({c.N, c.O}, Layout::NCHW), dx = r.out(x.shape(), Layout::NCHW), dw = r.out(w.shape(), Layout::NCHW);
+  Tensor db = r.out({c.O}, Layout::NCHW);
+  r.b.linear_forward(qx, qw, zero, y);
+  apply_inverses(r, y, ix, iw);
+  r.b.linear_backward(qdy, qx, qw, dx, dw, db);
+  apply_inverses(r, dx, idy, iw);
+  apply_inverses(r, dw, ix, idy);
+  apply_inverses(r, db, idy, 1.0f);
+  const ref::Array rx = reference(x), rw = reference(w);
+  r.expect("y", y, ref::linear_forward(rx, rw, reference(on_host(r.b, zero))), Kernel::LinearForward);
+  const ref::LinearGrads g = ref::linear_backward(reference(dy), rx, rw);
+  r.expect("dx", dx, g.dx, Kernel::LinearBackward);
+  r.expect("dw", dw, g.dw, Kernel::LinearBackward);
+  r.expect("db", db, g.db, Kernel::LinearBackward);
+}
+
 void run(CaseRun& r, const ConvCase& c) {
+  if (r.c.precision == Precision::FP8) return run_fp8(r, c);
   const ConvParams p{c.stride, c.padding};
   const Layout wl = c.mixed_weights ? Layout::NCHW : c.weights;
   const int64_t P = (c.H + 2 * c.padding - c.R) / c.stride + 1, Q = (c.W + 2 * c.padding - c.R) / c.stride + 1;
@@ -213,6 +279,7 @@ void run(CaseRun& r, const GlobalAvgPoolCase& c) {
 }
 
 void run(CaseRun& r, const LinearCase& c) {
+  if (r.c.precision == Precision::FP8) return run_fp8(r, c);
   const Tensor x = r.input({c.N, c.I}, Layout::NCHW), w = r.input({c.O, c.I}, Layout::NCHW);
   const Tensor bias = r.input({c.O}, Layout::NCHW), dy = r.input({c.N, c.O}, Layout::NCHW);
   const Tensor gx = r.up(x), gw = r.up(w);
@@ -452,6 +519,55 @@ void run(CaseRun& r, const ScaleCheckCase& c) {
     r.expect(("tensor " + std::to_string(k)).c_str(), dev[k], want, Kernel::ScaleAndCheck);
   }
   expect_scalar("sum of squares", got.sum_of_squares, sum, Kernel::ScaleAndCheck, r.c.precision);
+}
+
+// x's values spread over 2^-32 .. 2^17 in magnitude (where the case's scales saturate some and underflow others),
+// with +-0 and +-inf, each as x's type holds it; the reference is the FP32 product rounded by the FP8 formats'
+// definition (fp8_reference.h), and the statistics are counted here from the same values.
+void run(CaseRun& r, const ScaledCastCase& c) {
+  std::vector<float> values(static_cast<size_t>(c.n));
+  for (float& v : values)
+    v = round_to(r.dtype, std::ldexp(r.rng.normal(), static_cast<int>(r.rng.uniform(-32.0f, 17.0f))));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (auto [i, v] : {std::pair{0, 0.0f}, {1, -0.0f}, {2, inf}, {3, -inf}}) values[static_cast<size_t>(i)] = v;
+  const Tensor x = tensor_from_floats(values, {c.n}, r.dtype);
+  const DType to = storage_dtype(c.to);
+  Tensor y = device_nan(r.b, {c.n}, to), stats = r.up(Tensor::zeros({kFp8CastStatsBytes}, DType::U8));
+  const ScaledCast cast{c.scale, c.to_fp8, c.format};
+  const Tensor gx = r.up(x);
+  r.b.scaled_cast(gx, y, cast, stats);
+
+  ref::Array want({c.n});
+  Fp8CastStats expected;
+  expected.count = c.n;
+  const float max = fp8_max(c.format);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float product = values[i] * c.scale;
+    double v = product;
+    if (c.to_fp8) {
+      v = test::fp8_defined_value(c.format, test::fp8_reference_code(c.format, product, Fp8Overflow::Saturate));
+      expected.saturated += std::fabs(product) > max;
+      expected.underflowed += values[i] != 0 && v == 0;
+    }
+    want.v[i] = v;
+    expected.amax = std::max(expected.amax, std::fabs(values[i]));
+  }
+  r.expect("y", y, want, Kernel::ScaledCast);
+  Fp8CastStats got;
+  std::memcpy(&got, on_host(r.b, stats).data(), sizeof got);
+  EXPECT_EQ(got.amax, expected.amax) << "the amax of x before scaling";
+  EXPECT_EQ(got.count, expected.count);
+  EXPECT_EQ(got.saturated, expected.saturated) << "elements scaled past the format's max";
+  EXPECT_EQ(got.underflowed, expected.underflowed) << "nonzero elements the cast made zero";
+  if (c.to_fp8) {
+    EXPECT_GT(expected.saturated * expected.underflowed, 0) << "the case's scale reaches both ends";
+  }
+
+  if (r.dtype == to) {  // in place, y being x, without statistics: the same bits
+    Tensor in_place = r.up(x.clone()), none;
+    r.b.scaled_cast(in_place, in_place, cast, none);
+    EXPECT_EQ(bytes_of(r.b, in_place), bytes_of(r.b, y)) << "in place as out of place";
+  }
 }
 
 // ---- The test ---------------------------------------------------------------------------------------------------

@@ -52,6 +52,13 @@ std::string PrecisionPolicy::describe() const {
         << (s.hysteresis > 1 ? std::to_string(s.hysteresis) : "") << ")";
   out << "\n";
   if (low_ == DType::F32) return out.str() + "  every op in fp32\n";
+  if (fp8()) {
+    const DelayedScalingSettings& d = config_.fp8.scaling;
+    out << "  conv2d, linear: e4m3 inputs and weights, e5m2 output gradients, FP32 accumulation, per-tensor delayed "
+           "scaling (amax history "
+        << d.history_length << " steps, margin " << d.margin << ", rule " << choice_name(d.rule) << "); "
+        << (config_.fp8.first_and_last ? "the first and last layers too" : "the first and last layers in bf16") << "\n";
+  }
   for (const PolicyRow& row : kAutocastTable)
     out << "  " << row.name << ": " << rule_name(row.autocast) << " -> " << dtype_name(compute_dtype(row.op, low_))
         << "  (" << row.why << ")\n";

@@ -63,6 +63,13 @@ class PrecisionPolicy {
   // fp16-pure also stores batch-norm parameters and running statistics in FP16.
   bool everything_low() const { return mode_info(config_.mode).everything_low; }
 
+  // amp-fp8: convolutions and linear layers take E4M3 inputs and weights and E5M2 output gradients, each scaled by
+  // its own delayed scaling (amp/fp8_scaling.h); compute_dtype() gives the BF16 they hand on.
+  bool fp8() const { return mode_info(config_.mode).format == NumberFormat::Fp8; }
+  // Whether a layer computes in FP8: every convolution and linear layer in amp-fp8 but, unless the setting says
+  // otherwise, the network's first and last (network_edge).
+  bool fp8_layer(bool network_edge) const { return fp8() && (!network_edge || config_.fp8.first_and_last); }
+
   // The dtype an op computes and stores its output in, given its (widest) input dtype.
   DType compute_dtype(OpClass op, DType input) const;
 

@@ -9,14 +9,17 @@
 #include <string_view>
 
 #include "amp/loss_scale_kind.h"
+#include "core/delayed_scaling.h"
 #include "core/dtype.h"
 
 namespace ampwb {
 
-enum class PrecisionMode : uint8_t { Fp32, Tf32, AmpFp16, AmpBf16, Fp16O2, Fp16Pure, Count };
+enum class PrecisionMode : uint8_t { Fp32, Tf32, AmpFp16, AmpBf16, Fp16O2, Fp16Pure, AmpFp8, Count };
 
 // What a device must compute in to run a mode (Capabilities has one entry per format but FP32).
-enum class NumberFormat : uint8_t { Fp32, Tf32, Fp16, Bf16 };
+// Fp8: convolutions and linear layers in E4M3 (inputs, weights) and E5M2 (output gradients), scaled per tensor
+// (core/delayed_scaling.h), with everything else in BF16.
+enum class NumberFormat : uint8_t { Fp32, Tf32, Fp16, Bf16, Fp8 };
 
 struct PrecisionModeInfo {
   PrecisionMode mode;
@@ -48,6 +51,10 @@ inline constexpr std::array<PrecisionModeInfo, static_cast<size_t>(PrecisionMode
     {PrecisionMode::Fp16Pure, "fp16-pure", "FP16 pure",
      "FP16 everywhere, batch norm included, no master weights or loss scaling (Apex O3): expect trouble.",
      NumberFormat::Fp16, DType::F16, false, LossScaleKind::Off, true, false},
+    {PrecisionMode::AmpFp8, "amp-fp8", "AMP FP8",
+     "Convolutions and linear layers in FP8 (E4M3 forward, E5M2 gradients) with per-tensor delayed scaling, the rest "
+     "in BF16, FP32 master weights, no loss scaling (Transformer Engine's recipe).",
+     NumberFormat::Fp8, DType::BF16, true, LossScaleKind::Off, false, false},
 }};
 static_assert(
     [] {
@@ -61,7 +68,7 @@ inline const PrecisionModeInfo& mode_info(PrecisionMode mode) { return kPrecisio
 inline const char* mode_name(PrecisionMode mode) { return mode_info(mode).name; }
 // The mode spelled `name`; throws ampwb::Error naming the valid ones.
 PrecisionMode parse_precision_mode(std::string_view name);
-std::string precision_mode_names();  // "fp32, tf32, amp-fp16, amp-bf16, fp16-o2 or fp16-pure"
+std::string precision_mode_names();  // "fp32, tf32, amp-fp16, amp-bf16, fp16-o2, fp16-pure or amp-fp8"
 
 // Loss scaling with PyTorch GradScaler semantics; presets carry other frameworks' defaults.
 struct LossScaleConfig {
@@ -75,10 +82,19 @@ struct LossScaleConfig {
   double max_scale = 0.0;  // 0 = none (Apex: 2^24)
 };
 
+// FP8's settings (amp-fp8; the other modes ignore them): Transformer Engine's DelayedScaling defaults, and whether
+// the network's first convolution and its last linear layer compute in FP8 too (the usual practice keeps them in
+// BF16: the stem sees raw pixels, the head makes the logits).
+struct Fp8Config {
+  DelayedScalingSettings scaling;
+  bool first_and_last = false;
+};
+
 struct PrecisionConfig {
   PrecisionMode mode = PrecisionMode::Fp32;
   bool master_weights = false;
   LossScaleConfig loss_scale{LossScaleKind::Off};
+  Fp8Config fp8;
 };
 
 // The preset of a mode: its defining knobs (master weights, loss scaling), from the table.

@@ -11,6 +11,8 @@ double unit_roundoff(NumberFormat format) {
   switch (format) {
     case NumberFormat::Bf16:
       return std::ldexp(1.0, -8);  // 8 significand bits
+    case NumberFormat::Fp8:
+      return std::ldexp(1.0, -4);  // E4M3's 4 significand bits (E5M2's gradients: 2^-3)
     case NumberFormat::Fp16:
     case NumberFormat::Tf32:
       return std::ldexp(1.0, -11);  // 11 significand bits

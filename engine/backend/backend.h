@@ -31,6 +31,7 @@ enum class Op {
   Add,
   AddRelu,
   Convert,
+  ScaledCast,  // FP8's scaled cast
   SoftmaxCrossEntropy,
   SgdUpdate,
   AdamUpdate,

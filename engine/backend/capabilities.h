@@ -23,6 +23,7 @@ struct Capabilities {
   std::string isa;          // the CPU instruction set oneDNN uses, or the GPU's compute capability ("sm_90")
   size_t memory_bytes = 0;  // device memory (the CPU's: physical RAM)
   ComputeSupport fp16, bf16, tf32;
+  ComputeSupport fp8;                         // E4M3 and E5M2 convolutions and matrix products (the amp-fp8 mode)
   bool updates_read_16bit_gradients = false;  // sgd_update and adam_update take a 16-bit grad (ParamUpdate)
 };
 

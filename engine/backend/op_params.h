@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/fp8.h"
 #include "core/tensor.h"
 
 namespace ampwb {
@@ -89,5 +90,24 @@ struct PostedScalars {
   LossScaleState loss_scale;
   bool has_loss_scale = false;
 };
+
+// scaled_cast's parameters: y = x * scale (one FP32 product), rounded to `format` (saturating, nearest even) where
+// to_fp8 is set and held in y's dtype (every FP8 value is exact in FP32, FP16 and BF16), else rounded to y's dtype
+// alone (an FP8 product's scale-inverses applied on its way out).
+struct ScaledCast {
+  float scale = 1.0f;
+  bool to_fp8 = false;
+  Fp8Format format = Fp8Format::E4M3;
+};
+// What scaled_cast saw of x, where it was given a stats tensor (kFp8CastStatsBytes U8 holding this struct, read on
+// the host with a copy): Transformer Engine's amax, and the shares FP8 lost at either end.
+struct Fp8CastStats {
+  float amax = 0;  // max |x| before scaling (NaN passed over, as fmaxf does; an inf kept)
+  int32_t unused = 0;
+  int64_t count = 0;        // elements cast
+  int64_t saturated = 0;    // |x * scale| above the format's max (inf included): clipped to +-max
+  int64_t underflowed = 0;  // x nonzero and its FP8 value zero
+};
+inline constexpr int64_t kFp8CastStatsBytes = sizeof(Fp8CastStats);
 
 }  // namespace ampwb

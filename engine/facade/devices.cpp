@@ -13,7 +13,7 @@ Capabilities capabilities_or_reason(DeviceChoice device) {
     caps = make_backend(device)->capabilities();
   } catch (const Error& e) {
     caps.device_name = device.name();
-    caps.fp16.how = caps.bf16.how = caps.tf32.how = e.what();
+    caps.fp16.how = caps.bf16.how = caps.tf32.how = caps.fp8.how = e.what();
   }
   return caps;
 }

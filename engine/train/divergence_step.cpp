@@ -22,6 +22,8 @@ const char* format_name(NumberFormat format) {
       return "fp16";
     case NumberFormat::Bf16:
       return "bf16";
+    case NumberFormat::Fp8:
+      return "fp8";
   }
   return "?";
 }

@@ -34,6 +34,9 @@ ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps) {
     case NumberFormat::Bf16:
       format = &caps.bf16, format_name = "BF16";
       break;
+    case NumberFormat::Fp8:
+      format = &caps.fp8, format_name = "FP8";
+      break;
   }
   m.compute = format_name + ": " + format->how;
   if (!format->available) {
@@ -42,6 +45,11 @@ ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps) {
     if (cpu && mode_info(mode).cuda_only) m.reason += " (choose fp32, or amp-bf16 for the CPU's low-precision path)";
     return m;
   }
+  if (cpu && format == &caps.fp8)
+    m.notes.push_back(
+        "FP8 is emulated on the CPU (E4M3 and E5M2 values and their per-tensor scales, FP32 arithmetic): faithful "
+        "numerics, no speed gain; the layers around the convolutions run in BF16 (" +
+        caps.bf16.how + ")");
   if (cpu && format == &caps.fp16)
     m.notes.push_back(
         "FP16 is emulated on the CPU (FP16 storage and range, FP32 arithmetic): faithful numerics; its speed "

@@ -160,6 +160,10 @@ Capabilities CpuBackend::capabilities() const {
                0, ""};
   caps.tf32 = {false, false,
                "TF32 is a tensor-core format of NVIDIA GPUs; on the CPU it would be FP32 under another name", 0, ""};
+  caps.fp8 = {true, false,
+              "emulated by the engine on every instruction set: E4M3 and E5M2 values held in FP32 (their products "
+              "exact there), FP32 accumulation; faithful numerics, no faster arithmetic than FP32",
+              0, ""};
   const std::string onednn = onednn_bf16_convolution();
   const std::string engine_emulation = "emulated by the engine (BF16 storage and rounding, FP32 arithmetic): ";
   // Measured, but said in words: the ratio varies a little from process to process, and what two runs print of

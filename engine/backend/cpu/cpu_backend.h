@@ -60,6 +60,7 @@ class CpuBackend final : public Backend {
   void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override;
   void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) override;
   void convert(const Tensor& src, Tensor& dst) override;
+  void scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor& stats) override;
   void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, GradScale grad_scale,
                              Tensor& dlogits) override;
   void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override;

@@ -1,10 +1,17 @@
 // CPU conversions between dtypes and layouts, and the FP16/BF16 emulation helpers built on them (widen,
 // wide_output, narrow): the oneDNN-less paths compute in FP32 and round back through these.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "core/convert16.h"
+#include "core/convert8.h"
+#include "core/error.h"
 
 namespace ampwb {
 
@@ -75,4 +82,66 @@ void CpuBackend::convert(const Tensor& src, Tensor& dst) {
   AMPWB_CHECK(c, "oneDNN cannot convert " << src.describe() << " to " << dst.describe());
   impl_->run(*c, {{DNNL_ARG_FROM, impl_->wrap(src)}, {DNNL_ARG_TO, impl_->wrap(dst)}});
 }
+
+// ---- FP8's scaled cast ----------------------------------------------------------------------------------------
+
+namespace {
+constexpr int64_t kScaledCastPiece = 4096;  // elements a thread widens, scales and rounds in its own buffer
+
+void load_as_f32(const Tensor& t, int64_t begin, int64_t n, float* out) {
+  if (t.dtype() == DType::F32)
+    std::memcpy(out, t.data_as<float>() + begin, static_cast<size_t>(n) * sizeof(float));
+  else
+    widen_16bit(t.dtype(), t.data_as<uint16_t>() + begin, out, n);
+}
+void store_from_f32(const float* in, int64_t begin, int64_t n, Tensor& t) {
+  if (t.dtype() == DType::F32)
+    std::memcpy(t.data_as<float>() + begin, in, static_cast<size_t>(n) * sizeof(float));
+  else
+    round_to_16bit(t.dtype(), in, t.data_as<uint16_t>() + begin, n);
+}
+}  // namespace
+
+void CpuBackend::scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor& stats) {
+  AMPWB_CHECK(x.shape() == y.shape() && (x.layout() == y.layout() || x.rank() != 4) && is_floating(x.dtype()) &&
+                  is_floating(y.dtype()),
+              "scaled_cast takes floating tensors of one shape and layout: " << x.describe() << " -> " << y.describe());
+  AMPWB_CHECK(!stats.defined() || (stats.dtype() == DType::U8 && stats.numel() == kFp8CastStatsBytes),
+              "FP8 cast statistics are " << kFp8CastStatsBytes << " bytes (U8), not " << stats.describe());
+  Impl::ConversionTimer timer(*impl_);
+  const int64_t n = x.numel(), pieces = (n + kScaledCastPiece - 1) / kScaledCastPiece;
+  const float max = fp8_max(cast.format);
+  std::vector<Fp8CastStats> partial(static_cast<size_t>(std::max(threads_, 1)));
+#pragma omp parallel num_threads(threads_)
+  {
+    std::vector<float> in(kScaledCastPiece), out(kScaledCastPiece);
+    Fp8CastStats mine;
+#pragma omp for schedule(static)
+    for (int64_t piece = 0; piece < pieces; ++piece) {
+      const int64_t begin = piece * kScaledCastPiece, len = std::min(kScaledCastPiece, n - begin);
+      load_as_f32(x, begin, len, in.data());
+      for (int64_t i = 0; i < len; ++i) {
+        out[i] = in[i] * cast.scale;
+        mine.amax = std::fmax(mine.amax, std::fabs(in[i]));
+        mine.saturated += cast.to_fp8 && std::fabs(out[i]) > max;
+      }
+      if (cast.to_fp8) {
+        round_through_fp8(cast.format, out.data(), len);
+        for (int64_t i = 0; i < len; ++i) mine.underflowed += in[i] != 0.0f && out[i] == 0.0f;
+      }
+      store_from_f32(out.data(), begin, len, y);
+    }
+    partial[static_cast<size_t>(omp_get_thread_num())] = mine;
+  }
+  if (!stats.defined()) return;
+  Fp8CastStats total;
+  total.count = n;
+  for (const Fp8CastStats& p : partial) {
+    total.amax = std::fmax(total.amax, p.amax);
+    total.saturated += p.saturated;
+    total.underflowed += p.underflowed;
+  }
+  std::memcpy(stats.data(), &total, sizeof total);
+}
+
 }  // namespace ampwb

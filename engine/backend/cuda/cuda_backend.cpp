@@ -146,6 +146,8 @@ Capabilities CudaBackend::capabilities() const {
                ampere ? "TF32 tensor-core math for FP32 convolutions and matrix products"
                       : "TF32 needs compute capability 8.0 (Ampere) or later; this GPU is " + caps.isa,
                0, ""};
+  // Hopper and Ada compute FP8 on tensor cores, but the cuDNN and cuBLASLt FP8 paths are later work.
+  caps.fp8 = {false, false, "FP8 on NVIDIA GPUs is not built yet: the CPU emulates it", 0, ""};
   return caps;
 }
 

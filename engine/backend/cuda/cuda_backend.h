@@ -105,6 +105,7 @@ class CudaBackend final : public Backend {
   // Any dtype and layout; host to device, device to host, on the device, and host to host (through the CPU
   // backend). Host-to-device copies go through pinned staging buffers and do not wait for the GPU.
   void convert(const Tensor& src, Tensor& dst) override;
+  void scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor& stats) override;
   void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, GradScale grad_scale,
                              Tensor& dlogits) override;
   void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override;

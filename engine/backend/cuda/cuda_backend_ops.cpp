@@ -169,6 +169,31 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y, bool relu) {
   cuda::add(a.data(), dims_of(a), b.data(), dims_of(b), y.data(), dims_of(y), ktype(a.dtype()), relu, impl_->stream);
 }
 
+// ---- FP8's scaled cast ------------------------------------------------------------------------------------------
+
+static_assert(sizeof(cuda::Fp8StatsDevice) == sizeof(Fp8CastStats) && kFp8CastStatsBytes == 32,
+              "the device's FP8 statistics are laid out as Fp8CastStats");
+
+void CudaBackend::scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor& stats) {
+  CUDA_OP_ENTRY(&x);
+  impl_->check_device(x, "scaled_cast x");
+  impl_->check_device(y, "scaled_cast y");
+  check_floating(x, "scaled_cast");
+  check_floating(y, "scaled_cast");
+  AMPWB_CHECK(x.shape() == y.shape() && (x.layout() == y.layout() || x.rank() != 4),
+              "scaled_cast takes one shape and layout: " << x.describe() << " -> " << y.describe());
+  cuda::Fp8StatsDevice* device_stats = nullptr;
+  if (stats.defined()) {
+    impl_->check_device(stats, "scaled_cast stats");
+    AMPWB_CHECK(stats.dtype() == DType::U8 && stats.numel() == kFp8CastStatsBytes,
+                "FP8 cast statistics are " << kFp8CastStatsBytes << " bytes (U8), not " << stats.describe());
+    device_stats = static_cast<cuda::Fp8StatsDevice*>(stats.data());
+  }
+  const int format = !cast.to_fp8 ? -1 : cast.format == Fp8Format::E4M3 ? 0 : 1;
+  cuda::scaled_cast(x.data(), ktype(x.dtype()), y.data(), ktype(y.dtype()), x.numel(), cast.scale, format, device_stats,
+                    impl_->stream);
+}
+
 // ---- Pooling ----------------------------------------------------------------------------------------------------
 
 void CudaBackend::maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) {

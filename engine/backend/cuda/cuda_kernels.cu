@@ -2,6 +2,8 @@
 // linear helpers, softmax cross-entropy, optimizer updates and the fused scale-and-check. Simple grid-stride
 // kernels, one element per thread per iteration, or 16 bytes where the data allows (ReLU, add, max pooling); see
 // cuda_kernels.h for the contracts.
+#include <cuda_fp8.h>
+
 #include <string>
 
 #include "backend/cuda/cuda_kernel_util.cuh"
@@ -731,6 +733,52 @@ void update_loss_scale(LossScaleDevice* state, double growth_factor, double back
                        cudaStream_t stream) {
   update_loss_scale_kernel<<<1, 1, 0, stream>>>(state, growth_factor, backoff_factor, growth_interval);
   CUDA_CHECK_LAUNCH("update_loss_scale_kernel");
+}
+
+namespace {
+template <int kFormat>  // -1: no FP8 rounding; 0: E4M3; 1: E5M2
+__global__ void scaled_cast_kernel(const void* x, KType xt, void* y, KType yt, int64_t n, float scale,
+                                   Fp8StatsDevice* stats) {
+  float amax = 0.0f;
+  unsigned long long saturated = 0, underflowed = 0;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const float v = load_any(x, xt, i);
+    float out = v * scale;
+    amax = fmaxf(amax, fabsf(v));
+    if constexpr (kFormat >= 0) {
+      constexpr __nv_fp8_interpretation_t kind = kFormat == 0 ? __NV_E4M3 : __NV_E5M2;
+      saturated += fabsf(out) > (kFormat == 0 ? 448.0f : 57344.0f);
+      const __nv_fp8_storage_t bits = __nv_cvt_float_to_fp8(out, __NV_SATFINITE, kind);
+      out = __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, kind)));
+      underflowed += v != 0.0f && out == 0.0f;
+    }
+    store_any(y, yt, i, out);
+  }
+  if (!stats) return;
+  if (amax > 0.0f) atomicMax(&stats->amax_bits, __float_as_uint(amax));
+  if (saturated) atomicAdd(&stats->saturated, saturated);
+  if (underflowed) atomicAdd(&stats->underflowed, underflowed);
+}
+
+__global__ void start_fp8_stats_kernel(Fp8StatsDevice* stats, int64_t n) {
+  *stats = Fp8StatsDevice{0u, 0, static_cast<unsigned long long>(n), 0ull, 0ull};
+}
+}  // namespace
+
+void scaled_cast(const void* x, KType x_type, void* y, KType y_type, int64_t n, float scale, int fp8_format,
+                 Fp8StatsDevice* stats, cudaStream_t stream) {
+  if (stats) {  // a kernel rather than a host copy: the cast stays capturable in a CUDA graph
+    start_fp8_stats_kernel<<<1, 1, 0, stream>>>(stats, n);
+    CUDA_CHECK_LAUNCH("start_fp8_stats_kernel");
+  }
+  if (n == 0) return;
+  if (fp8_format == 0)
+    scaled_cast_kernel<0><<<blocks_for(n), kThreads, 0, stream>>>(x, x_type, y, y_type, n, scale, stats);
+  else if (fp8_format == 1)
+    scaled_cast_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>(x, x_type, y, y_type, n, scale, stats);
+  else
+    scaled_cast_kernel<-1><<<blocks_for(n), kThreads, 0, stream>>>(x, x_type, y, y_type, n, scale, stats);
+  CUDA_CHECK_LAUNCH("scaled_cast_kernel");
 }
 
 }  // namespace ampwb::cuda

@@ -182,4 +182,17 @@ void scale_and_check(const ScaleSegment* segments, int segment_count, int64_t to
 void update_loss_scale(LossScaleDevice* state, double growth_factor, double backoff_factor, int growth_interval,
                        cudaStream_t stream);
 
+// ---- FP8's scaled cast --------------------------------------------------------------------------------------------
+// What the cast saw, in device memory, laid out as ampwb::Fp8CastStats (op_params.h).
+struct Fp8StatsDevice {
+  unsigned amax_bits;  // a non-negative float's bits: ordered as the floats are, so atomicMax finds the largest
+  int unused;
+  unsigned long long count, saturated, underflowed;
+};
+// y[i] = x[i] * scale, rounded to FP8 by cuda_fp8.h's __nv_cvt_float_to_fp8 with __NV_SATFINITE where fp8_format is
+// 0 (E4M3) or 1 (E5M2), stored in y's type; -1: only the product rounded to y's type. stats: null, or zeroed here
+// and filled by the launch.
+void scaled_cast(const void* x, KType x_type, void* y, KType y_type, int64_t n, float scale, int fp8_format,
+                 Fp8StatsDevice* stats, cudaStream_t stream);
+
 }  // namespace ampwb::cuda
