@@ -9,8 +9,10 @@
 #include <mutex>
 #include <thread>
 
+#include "amp/fp8_scaling.h"
 #include "amp/policy.h"
 #include "backend/cpu/cpu_backend.h"
+#include "core/fp8.h"
 #include "models/resnet.h"
 #include "nn/activation.h"
 #include "nn/batchnorm2d.h"
@@ -324,6 +326,137 @@ TEST(ConvBatchNormPair, TheWideGradientKeepsTheBitsOfTheSixteenBitOne) {
         EXPECT_EQ(to_float_vector(wide->conv.weight().grad), to_float_vector(narrow->conv.weight().grad)) << "dw";
         EXPECT_EQ(to_float_vector(wide->bn.gamma().grad), to_float_vector(narrow->bn.gamma().grad)) << "dgamma";
       }
+}
+
+// ---- amp-fp8: convolutions and linear layers on FP8 values with delayed scaling ---------------------------------
+
+const PrecisionPolicy& fp8_policy(bool first_and_last = false) {
+  static const PrecisionPolicy plain(precision_preset(PrecisionMode::AmpFp8)), edges = [] {
+    PrecisionConfig c = precision_preset(PrecisionMode::AmpFp8);
+    c.fp8.first_and_last = true;
+    return PrecisionPolicy(c);
+  }();
+  return first_and_last ? edges : plain;
+}
+
+double amax_of(const Tensor& t) {
+  double m = 0;
+  for (float v : to_float_vector(t)) m = std::max(m, std::fabs(static_cast<double>(v)));
+  return m;
+}
+
+// t's values as a cast with `scale` leaves them (FP8 values times 1/scale), in float64 for the reference ops.
+ref::Array fp8_rounded(const Tensor& t, Fp8Format format, float scale) {
+  ref::Array a = ref::from_tensor(t);
+  for (double& v : a.v) v = static_cast<double>(round_to_fp8(format, static_cast<float>(v) * scale)) / scale;
+  return a;
+}
+
+// Two training steps of an FP8 convolution: the first casts with scale 1 (nothing seen yet, as Transformer Engine
+// starts), the second with the scales the first step's amaxes gave. The second step's output and gradients are the
+// float64 reference of the FP8-rounded operands (the emulation computes exactly that, then rounds once to BF16 or
+// FP32), and the reference of the unrounded ones within FP8's own rounding (op_tolerances.h's FP8 rows).
+TEST(Fp8Layers, Conv2dComputesOnScaledFp8ValuesAndFollowsTheAmax) {
+  Rng rng(21);
+  Conv2d conv(backend(), "conv", 8, 6, 3, 1, 1, rng);
+  conv.set_policy(fp8_policy());
+  ASSERT_NE(conv.fp8_scaling(), nullptr);
+  const Tensor x = random_tensor({2, 8, 6, 6}, rng, Layout::NHWC, 3.0),
+               dy = random_tensor({2, 6, 6, 6}, rng, Layout::NHWC, 1e-3);
+  for (int step = 0; step < 2; ++step) {
+    conv.forward(x, Mode::Train);
+    conv.backward(dy);
+  }
+  Fp8LayerScaling& s = *conv.fp8_scaling();
+  // After each step the scale puts the history's amax at the format's max (margin 0).
+  EXPECT_FLOAT_EQ(s.input.scaling().scale(), kE4M3Max / static_cast<float>(amax_of(x)));
+  EXPECT_FLOAT_EQ(s.output_grad.scaling().scale(), kE5M2Max / static_cast<float>(amax_of(dy)));
+  EXPECT_EQ(s.input.last().amax, static_cast<float>(amax_of(x)));
+  EXPECT_EQ(s.input.last().scale, s.input.scaling().scale()) << "the amax did not change: nor did the scale";
+
+  const std::vector<float> history = s.input.scaling().amax_history();
+  const Tensor y = conv.forward(x, Mode::Train);
+  const float sx = s.input.last().scale, sw = s.weight.last().scale;
+  EXPECT_EQ(y.dtype(), DType::BF16) << "what an FP8 convolution hands on";
+  const Tensor dx = conv.backward(dy);
+  const float sdy = s.output_grad.last().scale;
+  EXPECT_NE(s.input.scaling().amax_history(), history) << "a training step records its amax";
+  const ref::Array qx = fp8_rounded(x, Fp8Format::E4M3, sx), qw = fp8_rounded(conv.weight().value, Fp8Format::E4M3, sw);
+  const ref::Array qdy = fp8_rounded(dy, Fp8Format::E5M2, sdy);
+  using testing::Kernel;
+  using testing::Precision;
+  const double bf16 = testing::tolerance(Kernel::Conv2dForward, Precision::BF16);
+  EXPECT_LE(testing::relative_error(y, ref::conv2d_forward(qx, qw, 1, 1)), bf16);
+  EXPECT_LE(testing::relative_error(dx, ref::conv2d_backward_data(qdy, qw, x.shape(), 1, 1)), bf16);
+  EXPECT_LE(testing::relative_error(conv.weight().grad,
+                                    ref::conv2d_backward_weights(qx, qdy, conv.weight().value.shape(), 1, 1)),
+            testing::tolerance(Kernel::Conv2dBackwardWeights, Precision::FP32));
+
+  const ref::Array rx = ref::from_tensor(x), rw = ref::from_tensor(conv.weight().value), rdy = ref::from_tensor(dy);
+  EXPECT_LE(testing::relative_error(y, ref::conv2d_forward(rx, rw, 1, 1)),
+            testing::tolerance(Kernel::Conv2dForward, Precision::FP8) + bf16);
+  EXPECT_LE(testing::relative_error(dx, ref::conv2d_backward_data(rdy, rw, x.shape(), 1, 1)),
+            testing::tolerance(Kernel::Conv2dBackwardData, Precision::FP8) + bf16);
+  EXPECT_LE(testing::relative_error(conv.weight().grad, ref::conv2d_backward_weights(rx, rdy, rw.shape, 1, 1)),
+            testing::tolerance(Kernel::Conv2dBackwardWeights, Precision::FP8));
+
+  // Evaluation casts with the scales as they are and records nothing.
+  const std::vector<float> before = s.input.scaling().amax_history();
+  conv.forward(x, Mode::Eval);
+  EXPECT_EQ(s.input.scaling().amax_history(), before);
+}
+
+TEST(Fp8Layers, LinearComputesOnScaledFp8Values) {
+  Rng rng(22);
+  Linear fc(backend(), "fc", 24, 7, rng);
+  fc.set_policy(fp8_policy());
+  const Tensor x = random_tensor({5, 24}, rng), dy = random_tensor({5, 7}, rng, Layout::NCHW, 0.1);
+  for (int step = 0; step < 2; ++step) {
+    fc.forward(x, Mode::Train);
+    fc.backward(dy);
+  }
+  const Tensor y = fc.forward(x, Mode::Train);
+  const Tensor dx = fc.backward(dy);
+  using testing::Kernel;
+  using testing::Precision;
+  const double bf16 = testing::tolerance(Kernel::LinearForward, Precision::BF16);
+  const ref::Array rx = ref::from_tensor(x), rw = ref::from_tensor(fc.weight().value);
+  EXPECT_LE(testing::relative_error(y, ref::linear_forward(rx, rw, ref::from_tensor(fc.bias().value))),
+            testing::tolerance(Kernel::LinearForward, Precision::FP8) + bf16);
+  const ref::LinearGrads g = ref::linear_backward(ref::from_tensor(dy), rx, rw);
+  const double fp8 = testing::tolerance(Kernel::LinearBackward, Precision::FP8);
+  EXPECT_LE(testing::relative_error(dx, g.dx), fp8 + bf16);
+  EXPECT_LE(testing::relative_error(fc.weight().grad, g.dw), fp8);
+  EXPECT_LE(testing::relative_error(fc.bias().grad, g.db), fp8);
+}
+
+// The network's first and last layers stay in BF16 unless the setting includes them; a ResNet marks them.
+TEST(Fp8Layers, TheFirstAndLastLayersStayInBf16UnlessTheSettingIncludesThem) {
+  Rng rng(23);
+  ResNet net(backend(), {20, 3, 3, 8, Stem::Auto}, rng);
+  for (bool edges : {false, true}) {
+    int fp8 = 0, layers = 0;
+    std::vector<std::string> bf16;
+    net.visit([&](Layer& layer) {
+      layer.set_policy(fp8_policy(edges));
+      auto* conv = dynamic_cast<Conv2d*>(&layer);
+      auto* linear = dynamic_cast<Linear*>(&layer);
+      if (!conv && !linear) return;
+      ++layers;
+      if (layer.fp8_scaling())
+        ++fp8;
+      else
+        bf16.push_back(conv ? conv->weight().name : linear->weight().name);
+    });
+    if (edges) {
+      EXPECT_EQ(fp8, layers);
+    } else {
+      EXPECT_EQ(bf16, (std::vector<std::string>{"conv1.weight", "fc.weight"}));
+    }
+  }
+  const Tensor x = random_tensor({2, 3, 8, 8}, rng, Layout::NHWC);
+  const Tensor logits = net.forward(x, Mode::Train);
+  EXPECT_EQ(logits.dtype(), DType::BF16);
 }
 
 TEST(LayerGradients, Relu) {

@@ -205,6 +205,7 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config, Rng& rng)
           ? body_.add(std::make_unique<Conv2d>(backend, "conv1", config.in_channels, stem_width, 7, 2, 3, rng))
           : body_.add(std::make_unique<Conv2d>(backend, "conv1", config.in_channels, stem_width, 3, 1, 1, rng)));
   stem_conv.set_input_needs_grad(false);
+  stem_conv.set_network_edge(true);
   pass_gradient_wide(stem_conv,
                      static_cast<BatchNorm2d&>(body_.add(std::make_unique<BatchNorm2d>(backend, "bn1", stem_width,
                                                                                        /*relu=*/true))));
@@ -231,7 +232,7 @@ ResNet::ResNet(Backend& backend, const ResNetConfig& config, Rng& rng)
     }
   }
   body_.add(std::make_unique<GlobalAvgPool>(backend));
-  body_.add(std::make_unique<Linear>(backend, "fc", channels, config.num_classes, rng));
+  body_.add(std::make_unique<Linear>(backend, "fc", channels, config.num_classes, rng)).set_network_edge(true);
   for (Parameter* p : parameters()) parameter_count_ += p->value.numel();
 }
 

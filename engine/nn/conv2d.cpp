@@ -20,7 +20,14 @@ Conv2d::Conv2d(Backend& backend, const std::string& name, int in_channels, int o
   weight_.grad = on_device(backend, Tensor::zeros(initial.shape(), DType::F32));
 }
 
+Fp8LayerScaling* Conv2d::fp8_scaling() {
+  if (!policy().fp8_layer(network_edge_)) return nullptr;
+  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8.scaling);
+  return fp8_.get();
+}
+
 Tensor Conv2d::forward(const Tensor& input, Mode mode) {
+  if (Fp8LayerScaling* fp8 = fp8_scaling()) return forward_fp8(*fp8, input, mode);
   const DType dtype = policy().compute_dtype(OpClass::Conv, input.dtype());
   const Tensor x = cast_counted(input, dtype);
   const int64_t K = weight_.value.n(), R = weight_.value.h(), S = weight_.value.w();
@@ -35,6 +42,7 @@ Tensor Conv2d::forward(const Tensor& input, Mode mode) {
 }
 
 Tensor Conv2d::backward(const Tensor& output_grad) {
+  if (fp8_weight_.defined()) return backward_fp8(*fp8_, output_grad);
   const DType dtype = input_.dtype();
   const bool emulated = emulates(dtype);
   // A wide gradient holds dtype's values already (a probed step gets none: see BatchNorm2d::set_input_grad_wide).
@@ -66,6 +74,51 @@ Tensor Conv2d::backward(const Tensor& output_grad) {
   }
   probe_backward(dtype, dy, weight_.grad);
   input_ = Tensor();  // free the activation as soon as it is used
+  return dx;
+}
+
+Tensor Conv2d::forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode) {
+  const bool train = mode == Mode::Train;
+  const DType dtype = policy().compute_dtype(OpClass::Conv, input.dtype());
+  const Tensor x = fp8.input.cast(backend_, input, train);           // (N,C,H,W) E4M3 values
+  const Tensor w = fp8.weight.cast(backend_, weight_.value, train);  // (K,C,R,S) E4M3 values
+  count_cast();
+  count_cast();
+  const int64_t K = w.n(), R = w.h(), S = w.w();
+  const int64_t P = (x.h() + 2 * params_.padding - R) / params_.stride + 1;
+  const int64_t Q = (x.w() + 2 * params_.padding - S) / params_.stride + 1;
+  Tensor y32 = Tensor::empty({x.n(), K, P, Q}, DType::F32, x.layout(), x.device());
+  backend_.conv2d_forward(x, w, y32, params_);  // products of FP8 values are exact in FP32: FP32 accumulation
+  Tensor y = Tensor::empty(y32.shape(), dtype, x.layout(), x.device()), none;
+  backend_.scaled_cast(y32, y, {fp8.input.scale_inverse_used() * fp8.weight.scale_inverse_used()}, none);
+  probe_forward("conv", weight_, x.c(), K, dtype, y, "e4m3");
+  input_ = train ? x : Tensor();
+  fp8_weight_ = train ? w : Tensor();
+  fp8_input_inverse_ = fp8.input.scale_inverse_used();
+  fp8_weight_inverse_ = fp8.weight.scale_inverse_used();
+  input_dtype_ = input.dtype();
+  return y;
+}
+
+Tensor Conv2d::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
+  if (probe_) probe_->record_activation_gradient(on_host(backend_, output_grad));
+  const Tensor dy = fp8.output_grad.cast(backend_, output_grad, true);  // (N,K,P,Q) E5M2 values
+  count_cast();
+  const float dy_inverse = fp8.output_grad.scale_inverse_used();
+  Tensor none;
+  Tensor& dw = weight_.fp32_grad();
+  backend_.conv2d_backward_weights(input_, dy, dw, params_);
+  backend_.scaled_cast(dw, dw, {fp8_input_inverse_ * dy_inverse}, none);
+  Tensor dx;
+  if (input_needs_grad_) {
+    Tensor dx32 = empty_like(input_);
+    backend_.conv2d_backward_data(dy, fp8_weight_, dx32, params_);
+    dx = Tensor::empty(dx32.shape(), input_dtype_, dx32.layout(), dx32.device());
+    backend_.scaled_cast(dx32, dx, {dy_inverse * fp8_weight_inverse_}, none);
+  }
+  probe_backward(policy().compute_dtype(OpClass::Conv, input_dtype_), output_grad, weight_.grad, "e5m2");
+  input_ = Tensor();
+  fp8_weight_ = Tensor();
   return dx;
 }
 

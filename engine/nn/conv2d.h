@@ -3,6 +3,9 @@
 // produced in the compute type (where FP16 underflows) before it is widened into the FP32 gradient.
 #pragma once
 
+#include <memory>
+
+#include "amp/fp8_scaling.h"
 #include "core/rng.h"
 #include "nn/layer.h"
 
@@ -26,14 +29,23 @@ class Conv2d : public Layer {
   void set_output_grad_wide(bool wide) { output_grad_wide_ = wide; }
   Parameter& weight() { return weight_; }
   ConvParams params() const { return params_; }
+  Fp8LayerScaling* fp8_scaling() override;
 
  private:
+  // amp-fp8: the convolutions on E4M3 input and weight and E5M2 output gradient values (FP32 arithmetic), their
+  // results times the scale-inverses, handed on in the policy's type (BF16).
+  Tensor forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode);
+  Tensor backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad);
+
   Parameter weight_;  // (K,C,R,S)
   ConvParams params_;
   bool input_needs_grad_ = true;
   bool output_grad_wide_ = false;
   Tensor input_;                    // (N,C,H,W) in the compute dtype, kept for the weight gradient
   DType input_dtype_ = DType::F32;  // before the cast: the input gradient goes back in this type
+  std::unique_ptr<Fp8LayerScaling> fp8_;
+  Tensor fp8_weight_;  // (K,C,R,S) FP32 holding the weight's E4M3 values, kept for the input gradient
+  float fp8_input_inverse_ = 1, fp8_weight_inverse_ = 1;  // the scale-inverses of input_ and fp8_weight_
 };
 
 }  // namespace ampwb

@@ -64,7 +64,7 @@ void Layer::widen_grad(const Tensor& low_grad, Parameter& p) {
 }
 
 void Layer::probe_forward(const char* kind, const Parameter& weight, int64_t in_channels, int64_t out_channels,
-                          DType dtype, const Tensor& y) {
+                          DType dtype, const Tensor& y, const char* format) {
   if (!probe_) return;
   LayerNumerics n;
   // The parameter is named "<layer>.weight", as torchvision names it.
@@ -73,17 +73,17 @@ void Layer::probe_forward(const char* kind, const Parameter& weight, int64_t in_
   n.kind = kind;
   n.in_channels = in_channels;
   n.out_channels = out_channels;
-  n.forward_dtype = dtype_name(dtype);
+  n.forward_dtype = format ? format : dtype_name(dtype);
   n.activation = value_range(on_host(backend_, y));
   probe_record_ = probe_->layers().open(std::move(n));
   probe_opened_ = true;
   probe_->layers().hand_over(probe_record_, ProbedTensor::Activation, y);
 }
 
-void Layer::probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_grad) {
+void Layer::probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_grad, const char* format) {
   if (!probe_ || !probe_opened_) return;
   LayerNumerics& n = probe_->layers().at(probe_record_);
-  n.backward_dtype = dtype_name(dtype);
+  n.backward_dtype = format ? format : dtype_name(dtype);
   n.activation_grad = value_range(on_host(backend_, dy));
   n.weight_grad = value_range(on_host(backend_, weight_grad));
   n.casts = probe_casts_;

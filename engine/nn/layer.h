@@ -59,6 +59,7 @@ enum class Mode { Train, Eval };
 
 class PrecisionPolicy;
 class GradientProbe;
+struct Fp8LayerScaling;
 
 // The policy every layer follows unless told otherwise: all FP32.
 const PrecisionPolicy& fp32_policy();
@@ -83,6 +84,11 @@ class Layer {
   virtual void visit(const std::function<void(Layer&)>& fn) { fn(*this); }
 
   void set_policy(const PrecisionPolicy& policy) { policy_ = &policy; }
+  // The network's first or last layer: in amp-fp8 it stays in BF16 unless the FP8 settings include it.
+  void set_network_edge(bool edge) { network_edge_ = edge; }
+  // The FP8 scaling of a layer that computes in FP8 under the policy set (made on first asking, so that a
+  // checkpoint can restore it before the first step); null for every other layer and policy.
+  virtual Fp8LayerScaling* fp8_scaling() { return nullptr; }
   // Whether a 16-bit weight gradient stays 16-bit, in Parameter::low_grad, for an update that widens it as it
   // reads it (Capabilities::updates_read_16bit_gradients), instead of being widened into grad in a pass of its own.
   void set_low_grads_for_update(bool on) { low_grads_for_update_ = on; }
@@ -105,9 +111,10 @@ class Layer {
   }
   // A probed step's record of this layer: forward opens it (model order) with its output y, backward completes it
   // with the output gradient dy as it computes with it and the weight gradient. No-ops without a probe.
+  // format: what the op computed in where it is no dtype ("e4m3" for FP8), else null.
   void probe_forward(const char* kind, const Parameter& weight, int64_t in_channels, int64_t out_channels, DType dtype,
-                     const Tensor& y);
-  void probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_grad);
+                     const Tensor& y, const char* format = nullptr);
+  void probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_grad, const char* format = nullptr);
   // Whether the backend computes this 16-bit type by widening its values to FP32 (false for FP32 and for types it
   // runs natively); its capabilities are asked once.
   bool emulates(DType dtype);
@@ -115,6 +122,7 @@ class Layer {
   Backend& backend_;
   const PrecisionPolicy* policy_ = &fp32_policy();
   GradientProbe* probe_ = nullptr;
+  bool network_edge_ = false;
 
  private:
   bool low_grads_for_update_ = false;

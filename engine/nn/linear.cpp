@@ -22,7 +22,14 @@ Linear::Linear(Backend& backend, const std::string& name, int in_features, int o
   init(bias_, ".bias", {out_features});
 }
 
+Fp8LayerScaling* Linear::fp8_scaling() {
+  if (!policy().fp8_layer(network_edge_)) return nullptr;
+  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8.scaling);
+  return fp8_.get();
+}
+
 Tensor Linear::forward(const Tensor& input, Mode mode) {
+  if (Fp8LayerScaling* fp8 = fp8_scaling()) return forward_fp8(*fp8, input, mode);
   const DType dtype = policy().compute_dtype(OpClass::Linear, input.dtype());
   const Tensor x = cast_counted(input, dtype);
   Tensor y = Tensor::empty({x.dim(0), weight_.value.dim(0)}, dtype, Layout::NCHW, x.device());
@@ -35,6 +42,7 @@ Tensor Linear::forward(const Tensor& input, Mode mode) {
 }
 
 Tensor Linear::backward(const Tensor& output_grad) {
+  if (fp8_weight_.defined()) return backward_fp8(*fp8_, output_grad);
   const DType dtype = output_dtype_;
   // The loss gradient arrives in FP32 (scaled); casting it to FP16 is where a too-large scale overflows.
   const Tensor dy = cast_counted(output_grad, dtype);
@@ -52,6 +60,51 @@ Tensor Linear::backward(const Tensor& output_grad) {
   input_ = Tensor();
   dx = cast_counted(dx, input_dtype_);
   probe_backward(dtype, dy, weight_.grad);
+  return dx;
+}
+
+Tensor Linear::forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode) {
+  const bool train = mode == Mode::Train;
+  const DType dtype = policy().compute_dtype(OpClass::Linear, input.dtype());
+  const Tensor x = fp8.input.cast(backend_, input, train);           // (N,I) E4M3 values
+  const Tensor w = fp8.weight.cast(backend_, weight_.value, train);  // (O,I) E4M3 values
+  count_cast();
+  count_cast();
+  const float factor = fp8.input.scale_inverse_used() * fp8.weight.scale_inverse_used();
+  // The bias joins the FP32 accumulator divided by the factor the sum is then multiplied by: y = (x w' + b / f) f,
+  // the bias in FP32 where Transformer Engine adds it after the scaling (one FP32 rounding more).
+  Tensor b = Tensor::empty(bias_.value.shape(), DType::F32, Layout::NCHW, x.device()), none;
+  backend_.scaled_cast(bias_.value, b, {1.0f / factor}, none);
+  Tensor y32 = Tensor::empty({x.dim(0), w.dim(0)}, DType::F32, Layout::NCHW, x.device());
+  backend_.linear_forward(x, w, b, y32);
+  Tensor y = Tensor::empty(y32.shape(), dtype, Layout::NCHW, x.device());
+  backend_.scaled_cast(y32, y, {factor}, none);
+  probe_forward("linear", weight_, x.dim(1), w.dim(0), dtype, y, "e4m3");
+  input_ = train ? x : Tensor();
+  fp8_weight_ = train ? w : Tensor();
+  fp8_input_inverse_ = fp8.input.scale_inverse_used();
+  fp8_weight_inverse_ = fp8.weight.scale_inverse_used();
+  input_dtype_ = input.dtype();
+  output_dtype_ = dtype;
+  return y;
+}
+
+Tensor Linear::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
+  const Tensor dy = fp8.output_grad.cast(backend_, output_grad, true);  // (N,O) E5M2 values
+  count_cast();
+  const float dy_inverse = fp8.output_grad.scale_inverse_used();
+  Tensor dx32 = empty_like(input_), none;
+  Tensor &dw = weight_.fp32_grad(), &db = bias_.fp32_grad();
+  // The bias gradient is summed from the E5M2 values (Transformer Engine sums the BF16 gradient): one rounding of
+  // each term more, 2^-3 relative at most.
+  backend_.linear_backward(dy, input_, fp8_weight_, dx32, dw, db);
+  backend_.scaled_cast(dw, dw, {fp8_input_inverse_ * dy_inverse}, none);
+  backend_.scaled_cast(db, db, {dy_inverse}, none);
+  Tensor dx = Tensor::empty(dx32.shape(), input_dtype_, Layout::NCHW, dx32.device());
+  backend_.scaled_cast(dx32, dx, {dy_inverse * fp8_weight_inverse_}, none);
+  probe_backward(output_dtype_, output_grad, weight_.grad, "e5m2");
+  input_ = Tensor();
+  fp8_weight_ = Tensor();
   return dx;
 }
 

@@ -1,6 +1,9 @@
 // Linear (fully connected) layer with bias, computed in the policy's type for matrix products like Conv2d.
 #pragma once
 
+#include <memory>
+
+#include "amp/fp8_scaling.h"
 #include "core/rng.h"
 #include "nn/layer.h"
 
@@ -17,12 +20,20 @@ class Linear : public Layer {
 
   Parameter& weight() { return weight_; }
   Parameter& bias() { return bias_; }
+  Fp8LayerScaling* fp8_scaling() override;
 
  private:
+  // amp-fp8, as Conv2d's: the product on E4M3 and E5M2 values in FP32, times the scale-inverses.
+  Tensor forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode);
+  Tensor backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad);
+
   Parameter weight_;  // (O,I)
   Parameter bias_;    // (O)
   Tensor input_;      // (N,I) in the compute dtype
   DType input_dtype_ = DType::F32, output_dtype_ = DType::F32;
+  std::unique_ptr<Fp8LayerScaling> fp8_;
+  Tensor fp8_weight_;  // (O,I) FP32 holding the weight's E4M3 values, kept for the input gradient
+  float fp8_input_inverse_ = 1, fp8_weight_inverse_ = 1;
 };
 
 }  // namespace ampwb

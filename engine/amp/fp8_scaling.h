@@ -1,0 +1,59 @@
+// FP8 training's per-tensor scaling in a layer (amp-fp8): for each of a convolution's or linear layer's three FP8
+// tensors (its input and weight in E4M3, its output gradient in E5M2) a delayed scaling (core/delayed_scaling.h) and
+// the cast that uses it, through the backend's scaled_cast. The cast's FP8 values are held in FP32, where the
+// layer's FP32 convolution or product multiplies them exactly and accumulates in FP32; the result times the two
+// scale-inverses is Transformer Engine's FP8 GEMM, emulated.
+//
+// The scale of a cast is the one the amaxes of the steps before gave: each training cast records its amax and
+// updates the scaling at once, so the next step's cast uses it (the same as Transformer Engine's update after the
+// step, there being one cast of each tensor per step). Casts in evaluation record nothing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "amp/policy.h"
+#include "backend/backend.h"
+#include "core/delayed_scaling.h"
+
+namespace ampwb {
+
+// What the last cast of one FP8 tensor did, for the numerics records and charts.
+struct Fp8CastReport {
+  float scale = 1.0f;  // the scale the cast multiplied by
+  float amax = 0.0f;   // max |x| before scaling
+  int64_t count = 0;
+  int64_t saturated = 0, underflowed = 0;  // elements clipped to +-max, nonzero elements made zero
+  double saturated_share() const { return count ? static_cast<double>(saturated) / count : 0.0; }
+  double underflowed_share() const { return count ? static_cast<double>(underflowed) / count : 0.0; }
+};
+
+class Fp8TensorScaling {
+ public:
+  Fp8TensorScaling(Fp8Format format, const DelayedScalingSettings& settings);
+
+  // x (any floating dtype) times the scale, rounded to the format with saturation, as an FP32 tensor of x's shape
+  // and layout. record: a training step's cast, whose amax joins the history and updates the scale for the next.
+  Tensor cast(Backend& backend, const Tensor& x, bool record);
+  // The reciprocal of the scale the last cast used: what its FP8 values are multiplied by to stand for x.
+  float scale_inverse_used() const { return scale_inverse_used_; }
+  const Fp8CastReport& last() const { return last_; }
+
+  DelayedScaling& scaling() { return scaling_; }
+  const DelayedScaling& scaling() const { return scaling_; }
+
+ private:
+  DelayedScaling scaling_;
+  float scale_inverse_used_ = 1.0f;
+  Fp8CastReport last_;
+  Tensor stats_;  // kFp8CastStatsBytes U8 on the backend's device, made by the first recorded cast
+};
+
+// A layer's three FP8 tensors.
+struct Fp8LayerScaling {
+  explicit Fp8LayerScaling(const DelayedScalingSettings& settings)
+      : input(Fp8Format::E4M3, settings), weight(Fp8Format::E4M3, settings), output_grad(Fp8Format::E5M2, settings) {}
+  Fp8TensorScaling input, weight, output_grad;
+};
+
+}  // namespace ampwb
