@@ -1,6 +1,8 @@
 // ampwb sweep: a grid of training runs, recorded as a sweep in the run store (store/sweep_record.h) and run here,
 // one point at a time or N at once as child processes (`sweep point`), or submitted as one Slurm job array whose
 // tasks each run `sweep point` for the point SLURM_ARRAY_TASK_ID names. `sweep status|cancel|list|run` look after it.
+// Every front end numbers the points from 1 (point N of M); Slurm's array task N-1 trains point N, and the store
+// keeps the 0-based index, which is the task's id.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,7 +47,7 @@ struct SweepIdOptions {
   std::string db, sweep;
   bool json = false, quiet = false;
   int parallel = 1;
-  std::string index;  // sweep point: the point, else $SLURM_ARRAY_TASK_ID
+  std::string point;  // sweep point: the point (from 1), else $SLURM_ARRAY_TASK_ID (from 0) + 1
 };
 
 std::string self_exe() { return fs::read_symlink("/proc/self/exe").string(); }
@@ -128,12 +130,13 @@ std::string slurm_script(const SweepOptions& o, const std::string& db, const std
   if (o.max_parallel > 0) s << "%" << o.max_parallel;
   s << "\n#SBATCH --requeue\n";
   s << "#SBATCH --open-mode=append\n";
-  s << "#SBATCH --output=" << (folder / "point-%a.out").string() << "\n";
+  s << "#SBATCH --output=" << (folder / "task-%a.out").string() << "\n";
   if (gpu) s << "#SBATCH --gres=gpu:1\n";
   if (!o.partition.empty()) s << "#SBATCH --partition=" << o.partition << "\n";
   if (!o.account.empty()) s << "#SBATCH --account=" << o.account << "\n";
   if (!o.time_limit.empty()) s << "#SBATCH --time=" << o.time_limit << "\n";
-  s << "# Each task trains the point SLURM_ARRAY_TASK_ID names; a requeued task resumes its run's checkpoint.\n";
+  s << "# Task SLURM_ARRAY_TASK_ID trains point SLURM_ARRAY_TASK_ID+1 (points count from 1); a requeued task\n"
+       "# resumes its run's checkpoint.\n";
   s << "exec " << shell_quoted(self_exe()) << " sweep point --db " << shell_quoted(db) << " " << sweep << "\n";
   return s.str();
 }
@@ -207,8 +210,8 @@ int run_here(const std::string& db, int64_t sweep, int parallel) {
       }
       if (child == 0) {
         ::setpgid(0, 0);
-        const std::string exe = self_exe(), index = std::to_string(p->index), id = std::to_string(sweep);
-        std::vector<std::string> argv = {exe, "sweep", "point", "--db", db, "--index", index, "--quiet", id};
+        const std::string exe = self_exe(), point = std::to_string(p->index + 1), id = std::to_string(sweep);
+        std::vector<std::string> argv = {exe, "sweep", "point", "--db", db, "--point", point, "--quiet", id};
         std::vector<char*> args;
         for (std::string& a : argv) args.push_back(a.data());
         args.push_back(nullptr);
@@ -342,20 +345,28 @@ int sweep_command(const SweepOptions& given) {
 // sweep point: trains one point, resuming its run where it was interrupted with a checkpoint.
 int sweep_point_command(const SweepIdOptions& o) {
   const int64_t id = sweep_id(o.sweep);
-  std::string index_text = o.index;
-  if (index_text.empty()) {
-    const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
-    if (!task) throw Error("sweep point needs --index, or SLURM_ARRAY_TASK_ID in a Slurm job array");
-    index_text = task;
-  }
+  // The point as the user counts (from 1), or the array task's (from 0): task N trains point N+1.
+  const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
+  if (o.point.empty() && !task)
+    throw Error(
+        "sweep point needs --point N (from 1, as sweep status shows it), or SLURM_ARRAY_TASK_ID in a Slurm "
+        "job array");
+  const std::string text = o.point.empty() ? task : o.point;
+  const long first = o.point.empty() ? 0 : 1;
   char* end = nullptr;
-  const long index = std::strtol(index_text.c_str(), &end, 10);
-  if (index_text.empty() || *end != '\0' || index < 0)
-    throw Error("the point is a whole number, got '" + index_text + "'");
+  const long number = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || number < first)
+    throw Error(o.point.empty() ? "SLURM_ARRAY_TASK_ID is a whole number from 0, got '" + text + "'"
+                                : "the point is a whole number from 1, got '" + text + "'");
+  const long index = number - first;  // the store's, from 0
+  const long shown = index + 1;
   RunStore store(store_path(o.db), RunStore::Mode::Existing);
+  if (index >= static_cast<long>(sweep_points(store, id).size()))
+    throw Error("sweep " + std::to_string(id) + " has " + std::to_string(sweep_points(store, id).size()) +
+                " points: there is no point " + std::to_string(shown));
   const std::optional<SweepPoint> p = take_point(store, id, static_cast<int>(index));
   if (!p) {
-    std::printf("sweep %lld point %ld: %s, nothing to run\n", static_cast<long long>(id), index,
+    std::printf("sweep %lld point %ld: %s, nothing to run\n", static_cast<long long>(id), shown,
                 sweep(store, id).cancelled ? "the sweep is cancelled"
                                            : sweep_point_state_name(sweep_point(store, id, index).state));
     return 0;
@@ -374,7 +385,7 @@ int sweep_point_command(const SweepIdOptions& o) {
       how.continue_run = p->run_id;
       config = resume_config(store, p->run_id);
       if (!o.quiet)
-        std::printf("sweep %lld point %ld: resuming run %lld from its checkpoint\n", static_cast<long long>(id), index,
+        std::printf("sweep %lld point %ld: resuming run %lld from its checkpoint\n", static_cast<long long>(id), shown,
                     static_cast<long long>(p->run_id));
     }
   }
@@ -383,12 +394,12 @@ int sweep_point_command(const SweepIdOptions& o) {
       config = config_from_json_text(nlohmann::json::parse(p->settings_json).at("config").dump());
     } catch (const std::exception& e) {
       set_point_state(store, id, p->index, SweepPointState::Failed);
-      throw Error("sweep " + std::to_string(id) + " point " + std::to_string(index) +
+      throw Error("sweep " + std::to_string(id) + " point " + std::to_string(shown) +
                   " has no configuration: " + e.what());
     }
     if (config.checkpoint_dir.empty())
       config.checkpoint_dir = (fs::path(new_checkpoint_dir(store.path())).parent_path() /
-                               ("sweep-" + sweep_stamp(sweep(store, id)) + "-point-" + std::to_string(index)))
+                               ("sweep-" + sweep_stamp(sweep(store, id)) + "-point-" + std::to_string(shown)))
                                   .string();
   }
   std::fflush(stdout);
@@ -425,7 +436,8 @@ int sweep_run_command(const SweepIdOptions& o) {
 
 nlohmann::ordered_json point_json(const RunStore& store, const SweepPoint& p) {
   nlohmann::ordered_json j;
-  j["index"] = p.index;
+  j["point"] = p.index + 1;  // as the text, the GUI and the progress lines number it
+  j["index"] = p.index;      // from 0: a Slurm sweep's array task id
   j["state"] = sweep_point_state_name(p.state);
   j["run_id"] = p.run_id ? nlohmann::ordered_json(p.run_id) : nlohmann::ordered_json();
   try {
@@ -485,9 +497,14 @@ int sweep_status_command(const SweepIdOptions& o) {
               s.name.empty() ? "" : (" (" + printable(s.name) + ")").c_str(), points.size(), s.runs_on.c_str(),
               s.slurm_job_id.empty() ? "" : (" (job " + s.slurm_job_id + ")").c_str(), s.cancelled ? ", cancelled" : "",
               s.created.c_str());
-  for (const SweepPoint& p : points)
-    std::printf("  %3d  %-40s %s\n", p.index, printable(describe_point_json(p.settings_json)).c_str(),
+  const bool slurm = s.runs_on == "slurm";
+  std::printf("  point%s  %-40s state\n", slurm ? "  task" : "", "settings");
+  for (const SweepPoint& p : points) {
+    char task[32] = "";  // Slurm's array task N-1 trains point N
+    if (slurm) std::snprintf(task, sizeof task, "  %4d", p.index);
+    std::printf("  %5d%s  %-40s %s\n", p.index + 1, task, printable(describe_point_json(p.settings_json)).c_str(),
                 point_result(store, p).c_str());
+  }
   std::printf("%s\n", counts_text(state_counts(points)).c_str());
   return 0;
 }
@@ -625,7 +642,10 @@ void add_sweep_command(CLI::App& app, Invocation& invocation) {
       sweep, "point", "train one point of a sweep (a Slurm array task's command), resuming its run when interrupted",
       invocation, sweep_point_command, o);
   point->add_option("SWEEP", o->sweep, "the sweep's id")->required();
-  point->add_option("--index", o->index, "the point (default: $SLURM_ARRAY_TASK_ID)")->type_name("N");
+  point
+      ->add_option("--point", o->point,
+                   "the point, from 1 as sweep status numbers it (default: $SLURM_ARRAY_TASK_ID + 1)")
+      ->type_name("N");
   point->add_flag("--quiet", o->quiet, "no progress, only errors");
 
   CLI::App* sweeps_alias = add_sweep_id_command(&app, "sweeps", "the sweeps in the run store (as sweep list)",

@@ -161,7 +161,7 @@ std::vector<SweepPointConfig> expand_sweep(const SweepGrid& grid) {
       point.values.emplace_back(grid.dimensions[d].first, grid.dimensions[d].second[at[d]]);
       given.push_back(point.values.back());
     }
-    const std::string which = "sweep point " + std::to_string(index) +
+    const std::string which = "sweep point " + std::to_string(index + 1) +  // counted from 1, as shown
                               (point.values.empty() ? "" : " (" + describe_point(point.values) + ")");
 
     std::vector<std::string> args;

@@ -72,8 +72,18 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
   EXPECT_EQ(store.runs().size(), 4u);
   const std::string listed = ampwb({"sweeps", "--db", db}).output;
   expect_contains(listed, "4 points: 4 finished");
+  // Point 3 is point 3 everywhere: in the progress lines, the status text and its JSON (the GUI: test_ui_sweeps).
   const std::string shown = ampwb({"sweep", "status", "1", "--db", db}).output;
-  expect_contains(shown, "seed=1 precision=amp-bf16");
+  expect_contains(shown, "\n      3  seed=1 precision=fp32 ");
+  expect_contains(shown, "\n      4  seed=1 precision=amp-bf16 ");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(status["points"][i]["point"], i + 1);
+  expect_contains(ampwb({"sweep", "point", "--point", "0", "--db", db, "1"}).output,
+                  "the point is a whole number from 1, got '0'");
+  expect_contains(ampwb({"sweep", "point", "--point", "5", "--db", db, "1"}).output,
+                  "sweep 1 has 4 points: there is no point 5");
+  const Result again = ampwb({"sweep", "point", "--point", "4", "--db", db, "1"});
+  EXPECT_EQ(again.status, 0) << again.output;
+  expect_contains(again.output, "sweep 1 point 4: finished, nothing to run");
 }
 
 TEST(SweepCli, RefusesABadValueBeforeWritingAnything) {

@@ -63,7 +63,7 @@ TEST(SweepGrid, ABadValueIsRefusedNamingItsFlagAndPoint) {
   grid.dimensions.emplace_back("batch-size", std::vector<std::string>{"8", "1"});
   const std::string small = error_of(grid);
   EXPECT_EQ(small.rfind("--batch-size: ", 0), 0u) << small;
-  EXPECT_NE(small.find("sweep point 1 (precision=fp32 seed=0 batch-size=1)"), std::string::npos) << small;
+  EXPECT_NE(small.find("sweep point 2 (precision=fp32 seed=0 batch-size=1)"), std::string::npos) << small;
 
   grid = modes_by_seeds();
   grid.dimensions[0].second.push_back("fp99");

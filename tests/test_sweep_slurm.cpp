@@ -101,7 +101,7 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
         return RunStore(db, RunStore::Mode::ReadOnly).epochs(run0).size() >= 1;
       },
       60s))
-      << cluster.run({"squeue"}).output << read_text((folder / "point-0.out").string());
+      << cluster.run({"squeue"}).output << read_text((folder / "task-0.out").string());
   const test::CommandResult requeued = cluster.run({"scontrol", "requeue", job + "_0"});
   ASSERT_EQ(requeued.exit_code, 0) << requeued.output;
   ASSERT_TRUE(SlurmCluster::wait_until([&] { return cluster.job_state(job + "_0") == "PENDING"; }, 30s))
@@ -132,7 +132,8 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
   std::set<int64_t> runs;
   for (const SweepPoint& p : points) {
     EXPECT_EQ(p.state, SweepPointState::Finished)
-        << "point " << p.index << ": " << read_text((folder / ("point-" + std::to_string(p.index) + ".out")).string());
+        << "point " << p.index + 1 << ": "
+        << read_text((folder / ("task-" + std::to_string(p.index) + ".out")).string());
     runs.insert(p.run_id);
     EXPECT_EQ(store.run(p.run_id).status, RunStatus::Finished);
     EXPECT_EQ(store.epochs(p.run_id).size(), 40u);
@@ -140,7 +141,7 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
   EXPECT_EQ(runs.size(), 6u);
   EXPECT_EQ(store.runs().size(), 6u) << "a point was recorded twice";
   EXPECT_EQ(points[0].run_id, run0) << "the requeued point started over instead of resuming its run";
-  expect_contains(read_text((folder / "point-0.out").string()),
+  expect_contains(read_text((folder / "task-0.out").string()),
                   "resuming run " + std::to_string(run0) + " from its checkpoint");
   EXPECT_EQ(cluster.job_restarts(job + "_0"), 1);
 

@@ -142,6 +142,9 @@ class SweepsThroughTheUi : public QObject {
     QVERIFY(view.chooser()->currentText().contains("modes"));
     QVERIFY(view.points_model()->column_of("precision") == 1 && view.points_model()->column_of("seed") == 2);
     for (int i = 0; i < 6; ++i) QCOMPARE(state_of(view, i), QString("queued"));
+    // Points count from 1, as `ampwb sweep status` and the progress lines count them (the store's index is 0).
+    for (int i = 0; i < 6; ++i)
+      QCOMPARE(view.points_model()->data(view.points_model()->index(i, 0), Qt::DisplayRole).toInt(), i + 1);
 
     set_point_state(writer, id, 0, SweepPointState::Running);
     set_point_state(writer, id, 2, SweepPointState::Failed);
