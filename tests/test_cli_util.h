@@ -113,9 +113,11 @@ inline Result ampwb(std::vector<std::string> args, const std::vector<std::string
   return run(args);
 }
 
-// ResNet-20 on 60 training images of 16 px, batches of 4 (15 steps an epoch unless capped).
-inline std::vector<std::string> tiny_training(const std::string& db, int epochs, int max_steps = 0) {
-  return {"train",
+// ResNet-20 on 60 training images of 16 px, batches of 4 (15 steps an epoch unless capped), as `command` takes it:
+// train, or sweep (whose points then run on one thread each, `threads`, so that two at once share the two cores).
+inline std::vector<std::string> tiny_training(const std::string& db, int epochs, int max_steps = 0,
+                                              const std::string& command = "train", int threads = 2) {
+  return {command,
           "--data",
           stripes().string(),
           "--depth",
@@ -125,7 +127,7 @@ inline std::vector<std::string> tiny_training(const std::string& db, int epochs,
           "--batch-size",
           "4",
           "--threads",
-          "2",
+          std::to_string(threads),
           "--val-fraction",
           "0.25",
           "--max-steps-per-epoch",

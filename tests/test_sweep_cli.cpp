@@ -14,26 +14,10 @@ namespace ampwb {
 namespace {
 using namespace cli_test;
 
-// A sweep of ResNet-20 on the stripes, 16 px, batches of 4, one thread a point.
+// tiny_training's run as a sweep, one thread a point, with `grid`'s flags.
 std::vector<std::string> tiny_sweep(const std::string& db, int epochs, int max_steps,
                                     const std::vector<std::string>& grid) {
-  std::vector<std::string> args = {"sweep",
-                                   "--data",
-                                   stripes().string(),
-                                   "--depth",
-                                   "20",
-                                   "--epochs",
-                                   std::to_string(epochs),
-                                   "--batch-size",
-                                   "4",
-                                   "--threads",
-                                   "1",
-                                   "--val-fraction",
-                                   "0.25",
-                                   "--max-steps-per-epoch",
-                                   std::to_string(max_steps),
-                                   "--db",
-                                   db};
+  std::vector<std::string> args = tiny_training(db, epochs, max_steps, "sweep", 1);
   args.insert(args.end(), grid.begin(), grid.end());
   return args;
 }
