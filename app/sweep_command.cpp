@@ -467,6 +467,17 @@ std::map<std::string, int> state_counts(const std::vector<SweepPoint>& points) {
   return counts;
 }
 
+// The sweep's name, or for one given none what it sweeps: "(unnamed: precision × seed)".
+std::string sweep_label(const SweepRecord& s) {
+  if (!s.name.empty()) return printable(s.name);
+  std::string dimensions;
+  const auto grid = nlohmann::ordered_json::parse(s.grid_json, nullptr, false);
+  if (grid.is_object() && grid.contains("grid") && grid["grid"].is_object())
+    for (const auto& [setting, values] : grid["grid"].items())
+      dimensions += (dimensions.empty() ? "" : " × ") + printable(setting);
+  return dimensions.empty() ? "(unnamed)" : "(unnamed: " + dimensions + ")";
+}
+
 std::string counts_text(const std::map<std::string, int>& counts) {
   std::string text;
   for (const auto& [state, n] : counts) text += (text.empty() ? "" : ", ") + std::to_string(n) + " " + state;
@@ -493,10 +504,10 @@ int sweep_status_command(const SweepIdOptions& o) {
     print_json(j);
     return 0;
   }
-  std::printf("sweep %lld%s: %zu points on %s%s%s, created %s\n", static_cast<long long>(s.id),
-              s.name.empty() ? "" : (" (" + printable(s.name) + ")").c_str(), points.size(), s.runs_on.c_str(),
-              s.slurm_job_id.empty() ? "" : (" (job " + s.slurm_job_id + ")").c_str(), s.cancelled ? ", cancelled" : "",
-              s.created.c_str());
+  std::printf("sweep %lld %s: %zu points on %s%s%s, created %s\n", static_cast<long long>(s.id),
+              s.name.empty() ? sweep_label(s).c_str() : ("(" + printable(s.name) + ")").c_str(), points.size(),
+              s.runs_on.c_str(), s.slurm_job_id.empty() ? "" : (" (job " + s.slurm_job_id + ")").c_str(),
+              s.cancelled ? ", cancelled" : "", s.created.c_str());
   const bool slurm = s.runs_on == "slurm";
   std::printf("  point%s  %-40s state\n", slurm ? "  task" : "", "settings");
   for (const SweepPoint& p : points) {
@@ -564,8 +575,8 @@ int sweep_list_command(const SweepIdOptions& o) {
                       {"summary", state_counts(points)}});
     } else {
       std::printf("%4lld  %-16s %s  %-5s %-10s %zu points: %s%s\n", static_cast<long long>(s.id),
-                  printable(s.name).c_str(), s.created.c_str(), s.runs_on.c_str(), s.slurm_job_id.c_str(),
-                  points.size(), counts_text(state_counts(points)).c_str(), s.cancelled ? " (cancelled)" : "");
+                  sweep_label(s).c_str(), s.created.c_str(), s.runs_on.c_str(), s.slurm_job_id.c_str(), points.size(),
+                  counts_text(state_counts(points)).c_str(), s.cancelled ? " (cancelled)" : "");
     }
   }
   if (o.json) print_json(list);

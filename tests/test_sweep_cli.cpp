@@ -54,10 +54,13 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
   }
   EXPECT_EQ(runs.size(), 4u) << "a run serves two points";
   EXPECT_EQ(store.runs().size(), 4u);
+  // An unnamed sweep is listed by what it sweeps, not as an empty name.
   const std::string listed = ampwb({"sweeps", "--db", db}).output;
+  expect_contains(listed, "   1  (unnamed: seed × precision) ");
   expect_contains(listed, "4 points: 4 finished");
   // Point 3 is point 3 everywhere: in the progress lines, the status text and its JSON (the GUI: test_ui_sweeps).
   const std::string shown = ampwb({"sweep", "status", "1", "--db", db}).output;
+  expect_contains(shown, "sweep 1 (unnamed: seed × precision): 4 points on local");
   expect_contains(shown, "\n      3  seed=1 precision=fp32 ");
   expect_contains(shown, "\n      4  seed=1 precision=amp-bf16 ");
   for (int i = 0; i < 4; ++i) EXPECT_EQ(status["points"][i]["point"], i + 1);
