@@ -398,6 +398,8 @@ class SweepsThroughTheUi : public QObject {
     for (QAction* a : bar->actions())
       if (a->text().startsWith("Cancel the sweep")) cancel = a;
     QVERIFY(cancel);
+    QCOMPARE(cancel, view.cancel_action());
+    QVERIFY(cancel->isEnabled());
     cancel->trigger();
     QVERIFY2(asked.contains(QStringLiteral("Cancel sweep %1?").arg(id)), qPrintable(asked));
     QCOMPARE(requested.count(), 1);
@@ -406,6 +408,21 @@ class SweepsThroughTheUi : public QObject {
     QCOMPARE(state_of(view, 0), QString("finished"));  // final points stay as they ended
     QVERIFY(view.chooser()->currentText().contains("cancelled"));
     QVERIFY(sweep(writer, id).cancelled);
+    QVERIFY(!cancel->isEnabled());  // nothing is left to cancel, and the tooltip says so
+    QCOMPARE(cancel->toolTip(), QStringLiteral("Sweep %1 is cancelled already").arg(id));
+
+    // A sweep whose every point ended, finished or failed, has nothing to cancel either.
+    const int64_t ended = create_sweep(writer, "ended", R"({"grid": {"seed": [0, 1]}})", "local", {point, point});
+    set_point_state(writer, ended, 0, SweepPointState::Finished);
+    set_point_state(writer, ended, 1, SweepPointState::Running);
+    view.show_sweep(ended);
+    QCOMPARE(view.current_sweep(), ended);
+    QVERIFY(cancel->isEnabled());
+    set_point_state(writer, ended, 1, SweepPointState::Failed);
+    view.reload();
+    QVERIFY(!cancel->isEnabled());
+    QVERIFY2(cancel->toolTip().contains("every point of sweep") && cancel->toolTip().contains("has ended"),
+             qPrintable(cancel->toolTip()));
   }
 };
 

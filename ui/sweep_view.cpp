@@ -13,6 +13,7 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "plain_text.h"
 #include "sweep_points_model.h"
@@ -59,7 +60,7 @@ SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_
     else
       Q_EMIT open_requested(ids);
   });
-  bar->addAction(tr("Cancel the sweep…"), this, [this] {
+  cancel_ = bar->addAction(tr("Cancel the sweep…"), this, [this] {
     const SweepRecord& s = results().sweep;
     if (s.id == 0 || s.cancelled) return;
     if (confirm(tr("Cancel sweep %1? No point starts any more, points not yet finished are marked cancelled%2.")
@@ -130,6 +131,7 @@ SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_
   poll_ = new QTimer(this);
   poll_->setInterval(kPollIntervalMs);
   connect(poll_, &QTimer::timeout, this, &SweepView::reload);
+  update_cancel();
 }
 
 const SweepResults& SweepView::results() const { return model_->results(); }
@@ -169,6 +171,30 @@ void SweepView::reload() {
   counts_->setText(list.empty() ? tr("No sweeps in this store yet: Run ▸ Sweep… or `ampwb sweep` starts one.")
                                 : QString::fromStdString(sweep_counts_text(results)));
   update_groups();
+  update_cancel();
+}
+
+void SweepView::update_cancel() {
+  const SweepResults& r = results();
+  const bool ended = std::all_of(r.points.begin(), r.points.end(), [](const SweepPointResult& p) {
+    return p.point.state == SweepPointState::Finished || p.point.state == SweepPointState::Failed ||
+           p.point.state == SweepPointState::Cancelled;
+  });
+  QString why;
+  if (r.sweep.id == 0)
+    why = tr("No sweep to cancel");
+  else if (r.sweep.cancelled)
+    why = tr("Sweep %1 is cancelled already").arg(r.sweep.id);
+  else if (ended)
+    why =
+        tr("Nothing left to cancel: every point of sweep %1 has ended (finished, failed or cancelled)").arg(r.sweep.id);
+  cancel_->setEnabled(why.isEmpty());
+  cancel_->setToolTip(
+      why.isEmpty()
+          ? tr("Cancel sweep %1: no point starts any more%2")
+                .arg(r.sweep.id)
+                .arg(r.sweep.slurm_job_id.empty() ? QString() : tr(", and its Slurm job is cancelled (scancel)"))
+          : why);
 }
 
 void SweepView::update_groups() {

@@ -12,6 +12,7 @@
 #include "store/run_store.h"
 #include "sweep_results.h"
 
+class QAction;
 class QComboBox;
 class QLabel;
 class QSortFilterProxyModel;
@@ -40,6 +41,8 @@ class SweepView : public QWidget {
   QTableView* points_table() const { return table_; }
   QTableWidget* groups_table() const { return groups_; }
   QLabel* counts() const { return counts_; }
+  // Disabled, its tooltip saying why, when nothing is left to cancel: no sweep, one cancelled, every point ended.
+  QAction* cancel_action() const { return cancel_; }
 
   // Asks before cancelling a sweep; replaceable for tests.
   std::function<bool(const QString& question)> confirm;
@@ -55,6 +58,7 @@ class SweepView : public QWidget {
 
  private:
   void update_groups();
+  void update_cancel();
 
   RunStore& store_;
   int64_t wanted_ = 0;  // the sweep chosen, kept across reloads
@@ -66,6 +70,7 @@ class SweepView : public QWidget {
   QTableView* table_ = nullptr;
   QTableWidget* groups_ = nullptr;
   QTimer* poll_ = nullptr;
+  QAction* cancel_ = nullptr;
 };
 
 }  // namespace ampwb::ui
