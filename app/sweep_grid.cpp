@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 
 #include "core/error.h"
@@ -44,6 +45,32 @@ std::string as_flag_name(std::string setting) {
   return setting;
 }
 
+// A base configuration's precision as train's flags say it: its mode, and as overrides what differs from that
+// mode's preset, so that a point of another mode keeps the user's loss scaler settings.
+PrecisionFlags precision_flags_of(const PrecisionConfig& p) {
+  PrecisionFlags f;
+  f.mode = mode_name(p.mode);
+  const PrecisionConfig preset = precision_preset(p.mode);
+  const LossScaleConfig &s = p.loss_scale, &d = preset.loss_scale;
+  if (s.kind != d.kind) {
+    f.loss_scale = s.kind == LossScaleKind::Static ? std::string("static:1") : choice_name(s.kind);
+    if (s.kind == LossScaleKind::Static) f.init_scale = s.init_scale;  // the static scale
+  }
+  if (p.master_weights != preset.master_weights) f.master_weights = p.master_weights ? "on" : "off";
+  if (s.init_scale != d.init_scale) f.init_scale = s.init_scale;
+  if (s.growth_factor != d.growth_factor) f.growth_factor = s.growth_factor;
+  if (s.backoff_factor != d.backoff_factor) f.backoff_factor = s.backoff_factor;
+  if (s.growth_interval != d.growth_interval) f.growth_interval = s.growth_interval;
+  if (s.hysteresis != d.hysteresis) f.hysteresis = s.hysteresis;
+  if (s.min_scale != d.min_scale) f.min_scale = s.min_scale;
+  if (s.max_scale != d.max_scale) f.max_scale = s.max_scale;
+  return f;
+}
+
+const char* stem_flag_value(Stem stem) {
+  return stem == Stem::ImageNet ? "imagenet" : stem == Stem::Small ? "small" : "auto";
+}
+
 }  // namespace
 
 size_t SweepGrid::points() const {
@@ -55,6 +82,7 @@ size_t SweepGrid::points() const {
 nlohmann::ordered_json SweepGrid::to_json() const {
   nlohmann::ordered_json j;
   j["name"] = name;
+  if (base) j["config"] = nlohmann::ordered_json::parse(config_to_json_text(*base));
   j["grid"] = nlohmann::ordered_json::object();
   for (const auto& [setting, values] : dimensions) j["grid"][setting] = values;
   j["settings"] = nlohmann::ordered_json::object();
@@ -92,10 +120,19 @@ bool is_sweep_setting(const std::string& setting) { return settings_by_flag().co
 SweepGrid sweep_grid_from_json(const nlohmann::ordered_json& j) {
   if (!j.is_object()) throw Error("a sweep is a JSON object with \"grid\" and \"settings\"");
   for (const auto& [key, value] : j.items())
-    if (key != "name" && key != "grid" && key != "settings" && key != "slurm")
-      throw Error("a sweep has \"name\", \"grid\", \"settings\" and \"slurm\", not \"" + key + "\"");
+    if (key != "name" && key != "config" && key != "grid" && key != "settings" && key != "slurm")
+      throw Error("a sweep has \"name\", \"config\", \"grid\", \"settings\" and \"slurm\", not \"" + key + "\"");
   SweepGrid grid;
   if (j.contains("name")) grid.name = value_text(j["name"], "name");
+  if (j.contains("config")) {
+    if (!j["config"].is_object()) throw Error("\"config\" is a training configuration: an object");
+    try {
+      grid.base = config_from_json_text(j["config"].dump());
+    } catch (const std::exception& e) {
+      throw Error(std::string("\"config\" is no training configuration: ") + e.what());
+    }
+    grid.base->name.clear();  // each point's run has its own
+  }
   const auto check_setting = [](const std::string& key) {
     const std::string setting = as_flag_name(key);
     if (!is_sweep_setting(setting))
@@ -133,14 +170,19 @@ SweepGrid sweep_grid_from_json(const nlohmann::ordered_json& j) {
 }
 
 SweepGrid read_sweep_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot read the sweep file " + path + ": " + std::strerror(errno));
+  std::ifstream file;
+  if (path != "-") {
+    file.open(path);
+    if (!file) throw Error("cannot read the sweep file " + path + ": " + std::strerror(errno));
+  }
+  std::istream& in = path == "-" ? std::cin : file;
+  const std::string named = path == "-" ? "on standard input" : path;
   try {
     return sweep_grid_from_json(nlohmann::ordered_json::parse(in));
   } catch (const nlohmann::json::exception& e) {
-    throw Error("the sweep file " + path + " is not JSON: " + e.what());
+    throw Error("the sweep file " + named + " is not JSON: " + e.what());
   } catch (const Error& e) {
-    throw Error("the sweep file " + path + ": " + e.what());
+    throw Error("the sweep file " + named + ": " + e.what());
   }
 }
 
@@ -172,13 +214,18 @@ std::vector<SweepPointConfig> expand_sweep(const SweepGrid& grid) {
       if (found->second) {  // on/off
         if (value != "true" && value != "false")
           throw Error(flag + ": is on or off: true or false, got '" + value + "' (" + which + ")");
-        if (value == "true") args.push_back(flag);
+        args.push_back(value == "true" ? flag : flag + "=false");  // false, over a base's true
       } else {
         args.push_back(flag + "=" + value);
       }
     }
     CLI::App train;
     TrainFlags flags;
+    if (grid.base) {
+      flags.config = *grid.base;
+      flags.stem = stem_flag_value(grid.base->stem);
+      flags.precision = precision_flags_of(grid.base->precision);
+    }
     add_train_flags(&train, flags);
     std::reverse(args.begin(), args.end());  // CLI11 reads a vector from its end
     try {
@@ -187,6 +234,10 @@ std::vector<SweepPointConfig> expand_sweep(const SweepGrid& grid) {
       throw Error(std::string(e.what()) + " (" + which + ")");
     }
     point.config = flags.resolve();
+    bool precision_given = false;
+    for (const CLI::Option* option : train.get_options())
+      precision_given = precision_given || (option->count() > 0 && option->get_group() == "Precision");
+    if (grid.base && !precision_given) point.config.precision = grid.base->precision;  // as it is, whole
     point.config.data_dir = absolute_folder(point.config.data_dir);
     point.config.checkpoint_dir = absolute_folder(point.config.checkpoint_dir);
     try {

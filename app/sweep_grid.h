@@ -4,15 +4,20 @@
 // flag of `ampwb train` that sets it, without its dashes ("batch-size"), and each point is read by train's own flags
 // (train_flags.h), so a sweep takes exactly what `ampwb train` takes and refuses what it refuses, by flag.
 //
-// Sweep file (JSON):
+// Sweep file (JSON; "-" reads it from standard input):
 //   {"name": "modes",                                                 optional
+//    "config": {...},  optional: a whole TrainConfig (as `train --config` takes it) the settings and grid apply on
 //    "grid": {"precision": ["fp32", "amp-bf16"], "seed": [0, 1, 2]},  each setting's values, in order
 //    "settings": {"data": "/data/cifar", "epochs": 2, "augment": true},  shared by every point
 //    "slurm": {"partition": "gpu", "account": "lab", "time": "2:00:00", "max-parallel": 4}}  optional, --on slurm
-// A value is a string, a number or, for an on/off flag (augment, nesterov, ...), true or false.
+// A value is a string, a number or, for an on/off flag (augment, nesterov, ...), true or false. On a "config", a
+// point that sets the precision mode gets that mode's preset with the loss scaler settings in which the config
+// differs from its own mode's preset (the user's overrides), as `--precision M --init-scale S` would; the config's
+// name is not used (each point's run has its own).
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +28,7 @@ namespace ampwb::cli {
 
 struct SweepGrid {
   std::string name;
+  std::optional<TrainConfig> base;  // the sweep file's "config": what every point starts from, else the defaults
   // Where a Slurm sweep runs, from the file's "slurm" object: "partition", "account", "time", "max-parallel".
   std::vector<std::pair<std::string, std::string>> slurm;
   // The settings that vary, in the grid's order: the setting (a train flag without "--") and its values.
@@ -31,7 +37,8 @@ struct SweepGrid {
   std::vector<std::pair<std::string, std::string>> settings;
 
   size_t points() const;  // the product of the dimensions' sizes (1 without any)
-  // {"name", "grid": {setting: [values]}, "settings": {setting: value}}, as a sweep file gives it.
+  // {"name", "config" (when based on one), "grid": {setting: [values]}, "settings": {setting: value}}, as a sweep
+  // file gives it.
   nlohmann::ordered_json to_json() const;
 };
 

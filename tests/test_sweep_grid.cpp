@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "amp/precision.h"
+#include "amp/precision_overrides.h"
 #include "sweep_grid.h"
 
 namespace ampwb::cli {
@@ -78,6 +79,48 @@ TEST(SweepGrid, ABadValueIsRefusedNamingItsFlagAndPoint) {
   grid = modes_by_seeds();
   grid.settings.emplace_back("nesterov", "sometimes");
   EXPECT_NE(error_of(grid).find("--nesterov: is on or off"), std::string::npos) << error_of(grid);
+}
+
+// A sweep file's "config" (what the GUI hands `ampwb sweep`): every point is that configuration with the point's
+// values, whatever no flag could say kept (a data path with a comma), and a point of another precision mode keeps the
+// loss scaler settings the config overrides.
+TEST(SweepGrid, AConfigIsEveryPointsBase) {
+  TrainConfig base;
+  base.name = "the panel's run";
+  base.data_dir = "/data/a,b";
+  base.lr = 0.07f;
+  base.label_smoothing = 0.1f;
+  base.data.augment = true;
+  base.stem = Stem::ImageNet;
+  base.max_steps_per_epoch = 3;
+  PrecisionOverrides overrides;
+  overrides.init_scale = 1024;
+  overrides.growth_interval = 100;
+  overrides.hysteresis = 2;
+  base.precision = resolve_precision(PrecisionMode::AmpFp16, overrides);
+  nlohmann::ordered_json file;
+  file["config"] = nlohmann::ordered_json::parse(config_to_json_text(base));
+  file["grid"] = {{"precision", {"fp32", "amp-bf16"}}, {"seed", {"0", "1"}}};
+  file["settings"] = {{"augment", false}};
+  const SweepGrid grid = sweep_grid_from_json(file);
+  const std::vector<SweepPointConfig> points = expand_sweep(grid);
+  ASSERT_EQ(points.size(), 4u);
+  for (size_t i = 0; i < points.size(); ++i) {
+    TrainConfig expected = base;
+    expected.name.clear();
+    expected.data.augment = false;  // a setting over the config
+    expected.seed = i % 2;
+    expected.precision = resolve_precision(i < 2 ? PrecisionMode::Fp32 : PrecisionMode::AmpBf16, overrides);
+    EXPECT_EQ(config_to_json_text(points[i].config), config_to_json_text(expected)) << "point " << i + 1;
+  }
+  EXPECT_EQ(config_from_json_text(grid.to_json()["config"].dump()).data_dir, "/data/a,b");  // kept in the record
+
+  // Without a precision in the grid, the config's precision stands whole.
+  file["grid"] = {{"seed", {"0", "1"}}};
+  const std::vector<SweepPointConfig> seeds = expand_sweep(sweep_grid_from_json(file));
+  EXPECT_EQ(seeds[1].config.precision.loss_scale.init_scale, 1024);
+  EXPECT_EQ(seeds[1].config.precision.mode, PrecisionMode::AmpFp16);
+  EXPECT_EQ(seeds[1].config.seed, 1u);
 }
 
 TEST(SweepGrid, TakesTrainsSettingsButNotTheRunsName) {

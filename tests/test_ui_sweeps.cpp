@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "facade/run_setup.h"
 #ifdef AMPWB_TEST_POSTGRES
 #include "postgres_server.h"
 #endif
@@ -241,8 +242,8 @@ class SweepsThroughTheUi : public QObject {
   void the_dialog_takes_the_grid_and_where_it_runs() {
     const CpuBackend cpu;
     SweepDialog dialog(tiny_config(data_), cpu.capabilities());
-    for (const char* key : {"fp16-pure", "amp-fp16", "amp-fp16-noscale"})
-      dialog.findChild<QCheckBox*>(QStringLiteral("variant-%1").arg(key))->setChecked(false);
+    for (QCheckBox* box : dialog.findChildren<QCheckBox*>())  // whatever was ticked last time, or by default
+      if (box->objectName().startsWith("variant-")) box->setChecked(false);
     dialog.findChild<QCheckBox*>("variant-fp32")->setChecked(true);
     dialog.findChild<QCheckBox*>("variant-amp-bf16")->setChecked(true);
     auto* seeds = dialog.findChild<QLineEdit*>("sweepSeeds");
@@ -275,29 +276,38 @@ class SweepsThroughTheUi : public QObject {
     dialog.findChild<QSpinBox*>("sweepMaxParallel")->setValue(2);
     plan = dialog.plan();
     QVERIFY(plan.on_slurm);
-    const std::vector<std::string> args = sweep_command_arguments(dialog.base(), plan, "/tmp/runs.sqlite");
+    const SweepCommand command = sweep_command(dialog.base(), plan, "/tmp/runs.sqlite");
     const std::string line = [&] {
       std::string l;
-      for (const std::string& a : args) l += a + " ";
+      for (const std::string& a : command.arguments) l += a + " ";
       return l;
     }();
     for (const char* part : {"sweep --db /tmp/runs.sqlite --on slurm ", "--partition gpu ", "--account lab ",
-                             "--time 1:00:00 ", "--max-parallel 2 ", "--precision fp32,amp-bf16 ", "--seed 0,1 ",
-                             "--depth 20,32 ", "--batch-size 8 ", "--epochs 2 ", "--max-steps-per-epoch 3 "})
+                             "--time 1:00:00 ", "--max-parallel 2 ", "--sweep-file - "})
       QVERIFY2(line.find(part) != std::string::npos, (line + " lacks " + part).c_str());
+    // The grid's lists of several values are its grid; the settings go whole, as the sweep file's "config".
+    const nlohmann::ordered_json& file = command.sweep_file;
+    QCOMPARE(QString::fromStdString(file["grid"].dump()),
+             QString(R"({"precision":["fp32","amp-bf16"],"seed":["0","1"],"depth":["20","32"]})"));
+    QCOMPARE(QString::fromStdString(file["settings"].dump()), QString(R"({"batch-size":"8"})"));
+    QCOMPARE(file["config"].dump(), nlohmann::ordered_json::parse(config_to_json_text(dialog.base())).dump());
   }
 
   // A grid from the dialog runs as `ampwb sweep --on local` in a child: the Sweeps tab shows it, each point's run
-  // has the setup's settings (the flags say all of them), and its end is reported.
+  // has the setup's settings whole (loss scaler overrides and a data path with a comma too), and its end is reported.
   void a_grid_from_the_dialog_runs_as_ampwb_sweep() {
     MainWindow w(db("dialog"));
     w.resize(1280, 720);
     w.show();
     w.set_sweep_executable(AMPWB_BINARY);
-    TrainConfig base = tiny_config(data_, 1, 2);
+    TrainConfig base = tiny_config(write_stripes(dir_.filePath("stripes, with a comma"), 48, 16), 1, 2);
     base.lr = 0.07f;
     base.label_smoothing = 0.1f;
     base.data.validation_fraction = 0.25;
+    PrecisionOverrides overrides;  // the setup panel's loss scaler, changed from its mode's preset
+    overrides.init_scale = 1024;
+    overrides.growth_interval = 100;
+    base.precision = resolve_precision(PrecisionMode::AmpFp16, overrides);
     SweepPlan plan;
     for (const SweepVariant& v : sweep_variants())
       if (!v.loss_scaling_off && (v.key == "fp32" || v.key == "amp-bf16")) plan.variants.push_back(v);
@@ -322,7 +332,7 @@ class SweepsThroughTheUi : public QObject {
       TrainConfig expected = base;
       for (const auto& [setting, value] : p.values) {
         if (setting == "seed") expected.seed = std::stoull(value);
-        if (setting == "precision") expected.precision = precision_preset(value);
+        if (setting == "precision") expected.precision = resolve_precision(parse_precision_mode(value), overrides);
       }
       const TrainConfig got = store.run(p.point.run_id).config;
       const auto want = config_settings(expected), have = config_settings(got);

@@ -501,14 +501,14 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
 
 QString MainWindow::start_cli_sweep(const TrainConfig& base, const SweepPlan& plan) {
   if (sweep_process_) return tr("a sweep started from here is still running (see the Sweeps tab)");
-  std::vector<std::string> args;
+  SweepCommand command;
   try {
-    args = sweep_command_arguments(base, plan, db_path_.toStdString());
+    command = sweep_command(base, plan, db_path_.toStdString());
   } catch (const std::exception& e) {
     return QString::fromUtf8(e.what());
   }
   QStringList arguments;
-  for (const std::string& a : args) arguments << QString::fromStdString(a);
+  for (const std::string& a : command.arguments) arguments << QString::fromStdString(a);
   sweep_process_ = new QProcess(this);
   sweep_output_.clear();
   sweep_errors_.clear();
@@ -526,6 +526,9 @@ QString MainWindow::start_cli_sweep(const TrainConfig& base, const SweepPlan& pl
     sweep_process_ = nullptr;
     return tr("ampwb sweep could not be started: %1").arg(why);
   }
+  // The sweep file, settings whole, on its standard input (--sweep-file -).
+  sweep_process_->write(QByteArray::fromStdString(command.sweep_file.dump()));
+  sweep_process_->closeWriteChannel();
   show_status(plan.on_slurm ? tr("Submitting the sweep to Slurm…") : tr("Starting the sweep…"), 10000);
   return {};
 }

@@ -3,56 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 
 #include "core/error.h"
 
 namespace ampwb::ui {
 namespace {
-
-// A configuration key (config_settings) and the flag of `ampwb train` (and so of `ampwb sweep`) that sets it; on/off
-// flags take no value. The grid's own settings (precision, seed, depth, batch size) are not here: the grid gives them.
-struct FlagOf {
-  const char* key;
-  const char* flag;
-  bool on_off;
-};
-constexpr FlagOf kFlags[] = {
-    {"data_dir", "--data", false},
-    {"data.validation_fraction", "--val-fraction", false},
-    {"data.max_train_images", "--max-train-images", false},
-    {"data.max_validation_images", "--max-val-images", false},
-    {"data.augment", "--augment", true},
-    {"data.normalization", "--normalize", false},
-    {"data.drop_last", "--drop-last", true},
-    {"data.cache_budget_mb", "--cache-mb", false},
-    {"image_size", "--image-size", false},
-    {"stem", "--stem", false},
-    {"epochs", "--epochs", false},
-    {"lr", "--lr", false},
-    {"schedule", "--schedule", false},
-    {"warmup_epochs", "--warmup-epochs", false},
-    {"optimizer.kind", "--optimizer", false},
-    {"optimizer.momentum", "--momentum", false},
-    {"optimizer.nesterov", "--nesterov", true},
-    {"optimizer.weight_decay", "--weight-decay", false},
-    {"label_smoothing", "--label-smoothing", false},
-    {"grad_clip_norm", "--grad-clip", false},
-    {"topk", "--topk", false},
-    {"device", "--device", false},
-    {"threads", "--threads", false},
-    {"host_sync", "--host-sync", false},
-    {"conv_algorithm", "--conv-algorithm", false},
-    {"max_steps_per_epoch", "--max-steps-per-epoch", false},
-    {"max_consecutive_skipped", "--max-skipped", false},
-    {"numerics_every", "--numerics-every", false},
-};
-
-std::string joined(const std::vector<std::string>& values) {
-  std::string out;
-  for (const std::string& v : values) out += (out.empty() ? "" : ",") + v;
-  return out;
-}
 
 void check_whole_numbers(const std::vector<std::string>& values, const std::string& what) {
   if (values.empty()) throw Error(what + ": give at least one value");
@@ -104,8 +59,7 @@ TrainConfig with_single_values(TrainConfig base, const SweepPlan& plan) {
   return base;
 }
 
-std::vector<std::string> sweep_command_arguments(const TrainConfig& base, const SweepPlan& plan,
-                                                 const std::string& db) {
+SweepCommand sweep_command(const TrainConfig& base, const SweepPlan& plan, const std::string& db) {
   if (plan.variants.empty()) throw Error("Precisions: tick at least one");
   std::vector<std::string> modes;
   for (const SweepVariant& v : plan.variants) {
@@ -115,8 +69,9 @@ std::vector<std::string> sweep_command_arguments(const TrainConfig& base, const 
   }
   check_grid_lists(plan);
 
-  std::vector<std::string> args = {"sweep", "--db", db, "--on", plan.on_slurm ? "slurm" : "local"};
-  if (!plan.name.empty()) args.insert(args.end(), {"--name", plan.name});
+  SweepCommand command;
+  std::vector<std::string>& args = command.arguments;
+  args = {"sweep", "--db", db, "--on", plan.on_slurm ? "slurm" : "local"};
   if (plan.on_slurm) {
     if (!plan.partition.empty()) args.insert(args.end(), {"--partition", plan.partition});
     if (!plan.account.empty()) args.insert(args.end(), {"--account", plan.account});
@@ -125,22 +80,21 @@ std::vector<std::string> sweep_command_arguments(const TrainConfig& base, const 
   } else if (plan.parallel > 1) {
     args.insert(args.end(), {"--parallel", std::to_string(plan.parallel)});
   }
-  args.insert(args.end(), {"--precision", joined(modes), "--seed", joined(plan.seeds), "--depth", joined(plan.depths),
-                           "--batch-size", joined(plan.batch_sizes)});
+  args.insert(args.end(), {"--sweep-file", "-"});
 
-  // The panel's other settings, where they differ from what `ampwb train` takes without the flag.
-  std::map<std::string, std::string> defaults;
-  for (const auto& [key, value] : config_settings(TrainConfig{})) defaults[key] = value;
-  for (const auto& [key, value] : config_settings(base)) {
-    const auto flag = std::find_if(std::begin(kFlags), std::end(kFlags), [&](const FlagOf& f) { return key == f.key; });
-    if (flag == std::end(kFlags) || (defaults.count(key) && defaults[key] == value && key != "data_dir")) continue;
-    if (flag->on_off) {
-      if (value == "true") args.push_back(flag->flag);
-    } else {
-      args.insert(args.end(), {flag->flag, value});
-    }
+  nlohmann::ordered_json& file = command.sweep_file;
+  if (!plan.name.empty()) file["name"] = plan.name;
+  file["config"] = nlohmann::ordered_json::parse(config_to_json_text(base));
+  file["grid"] = nlohmann::ordered_json::object();
+  file["settings"] = nlohmann::ordered_json::object();
+  for (const auto& [setting, values] : {std::pair{"precision", modes}, std::pair{"seed", plan.seeds},
+                                        std::pair{"depth", plan.depths}, std::pair{"batch-size", plan.batch_sizes}}) {
+    if (values.size() > 1)
+      file["grid"][setting] = values;
+    else
+      file["settings"][setting] = values.front();
   }
-  return args;
+  return command;
 }
 
 }  // namespace ampwb::ui

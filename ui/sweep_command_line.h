@@ -1,8 +1,11 @@
 // A sweep the GUI hands to `ampwb sweep` in a child process: the grid of the sweep dialog (precision variants, seeds,
 // depths, batch sizes) on the run-setup panel's settings, and where it runs (here, or one Slurm job array). The
-// command line is the CLI's own, so a sweep started here and one typed in a shell are the same sweep. Plain C++.
+// settings go whole, as a sweep file's "config" on the child's standard input, so that nothing a flag cannot say
+// (a default, a loss scaler override, a path with a comma) is lost; `ampwb sweep --sweep-file FILE` with the same
+// file is the same sweep. Plain C++.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -35,9 +38,14 @@ void check_grid_lists(const SweepPlan& plan);
 // `base` with the plan's seed, depth and batch size where each has one value (a precision sweep run here).
 TrainConfig with_single_values(TrainConfig base, const SweepPlan& plan);
 
-// The arguments of `ampwb sweep` (without the program) for the plan on `base`, recorded into the store `db`: the
-// grid's lists, then each setting of `base` that differs from a default configuration, as the flag that sets it.
-// Throws Error for what the command line cannot say (a variant without loss scaling, a value that is no number).
-std::vector<std::string> sweep_command_arguments(const TrainConfig& base, const SweepPlan& plan, const std::string& db);
+struct SweepCommand {
+  std::vector<std::string> arguments;  // of `ampwb sweep`, without the program: the store, where, --sweep-file -
+  nlohmann::ordered_json sweep_file;   // for its standard input: {"name", "config": base, "grid", "settings"}
+};
+
+// The `ampwb sweep` child for the plan on `base`, recorded into the store `db`: the grid's lists of several values
+// are its grid, those of one value settings over `base`. Throws Error for what a sweep's grid cannot say (a variant
+// without loss scaling, a value that is no number).
+SweepCommand sweep_command(const TrainConfig& base, const SweepPlan& plan, const std::string& db);
 
 }  // namespace ampwb::ui

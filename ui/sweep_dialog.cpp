@@ -200,7 +200,7 @@ QString SweepDialog::problem() const {
   if (p.variants.empty()) return tr("Tick at least one precision.");
   try {
     check_grid_lists(p);
-    if (p.needs_cli()) sweep_command_arguments(base_, p, "-");  // what `ampwb sweep` could not be told
+    if (p.needs_cli()) sweep_command(base_, p, "-");  // what `ampwb sweep` could not be told
   } catch (const Error& e) {
     return QString::fromUtf8(e.what());
   }
