@@ -131,6 +131,19 @@ class RunStore {
   std::optional<AlternatingSpeed> alternating_speed(int64_t run) const;
   std::vector<CheckpointInfo> checkpoints(int64_t run) const;  // oldest first; the last one resumes the run
   bool recording(int64_t run) const;                           // a live process records this run now
+  // A reader that follows the store (the GUI's runs view) compares this with the last one it saw and re-reads the
+  // runs only when it differs: one small query over the runs' own columns, no migration needed.
+  struct ChangeMarker {
+    int64_t runs = 0;
+    int64_t largest_id = 0;       // a run removed and another added still differ
+    std::string latest_update;    // to the second: two updates within one second differ in recorded_seconds
+    double recorded_seconds = 0;  // every recorded step or epoch adds to its run's wall time
+    int64_t running = 0;          // a run that ends, or is found abandoned and marked so by another process
+    int64_t abandoned = 0;        // runs still `running` whose recording process is gone (not yet marked)
+    int64_t edited_chars = 0;     // names, notes and tags: most edits change their length
+    bool operator==(const ChangeMarker&) const = default;
+  };
+  ChangeMarker change_marker() const;
 
   // --- editing ---
   // Refuses `name` for run `run` (0: a new run) where check_run_name does, or where another run has it already.

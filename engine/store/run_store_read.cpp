@@ -208,6 +208,30 @@ std::vector<CheckpointInfo> RunStore::checkpoints(int64_t run) const {
 
 bool RunStore::recording(int64_t run) const { return owned_.count(run) > 0 || db_->recorded_elsewhere(run); }
 
+RunStore::ChangeMarker RunStore::change_marker() const {
+  ChangeMarker m;
+  SqlStatement q(*db_,
+                 "SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(MAX(COALESCE(updated, created)), ''), "
+                 "COALESCE(SUM(duration_seconds), 0), "
+                 "COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0), "
+                 "COALESCE(SUM(LENGTH(name) + LENGTH(notes) + LENGTH(tags)), 0) FROM runs");
+  if (q.step()) {
+    m.runs = q.int64(0);
+    m.largest_id = q.int64(1);
+    m.latest_update = q.text(2);
+    m.recorded_seconds = q.real(3);
+    m.running = q.int64(4);
+    m.edited_chars = q.int64(5);
+  }
+  if (m.running > 0) {  // a killed process leaves its run `running`: only its lost lock tells
+    std::vector<int64_t> live;
+    SqlStatement r(*db_, "SELECT id FROM runs WHERE status = 'running'");
+    while (r.step()) live.push_back(r.int64(0));
+    for (const int64_t run : live) m.abandoned += recording(run) ? 0 : 1;
+  }
+  return m;
+}
+
 // --- editing ---
 
 void RunStore::check_new_name(const std::string& name, int64_t run) const {
