@@ -69,7 +69,9 @@ PrecisionConfig PrecisionFlags::resolve() const {
     throw Error("--loss-scale must be off, static:S or dynamic, got '" + loss_scale + "'");
   }
   if (!master_weights.empty()) o.master_weights = master_weights == "on";
-  return resolve_precision(parse_precision_mode(mode), o);
+  PrecisionConfig config = resolve_precision(parse_precision_mode(mode), o);
+  config.fp8 = fp8;
+  return config;
 }
 
 TrainConfig TrainFlags::resolve() const {
@@ -183,6 +185,18 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
             "precision.loss_scale.min_scale");
   precision(add_override(command, "--max-scale", p.max_scale, "the largest loss scale (PyTorch: 0, none)"),
             "precision.loss_scale.max_scale");
+  precision(add_number(command, "--fp8-amax-history", p.fp8.scaling.history_length,
+                       "amp-fp8: the steps of amax history a tensor's scale comes from (Transformer Engine: 1024)"),
+            "precision.fp8.amax_history_length");
+  precision(
+      add_number(command, "--fp8-margin", p.fp8.scaling.margin,
+                 "amp-fp8: powers of two kept between a scaled amax and the format's max (Transformer Engine: 0)"),
+      "precision.fp8.margin");
+  precision(add_choice(command, "--fp8-amax-rule", p.fp8.scaling.rule, "amp-fp8: the amax a scale comes from"),
+            "precision.fp8.amax_rule");
+  precision(command->add_flag("--fp8-first-last", p.fp8.first_and_last,
+                              "amp-fp8: the first convolution and the last linear layer in FP8 too (else BF16)"),
+            "precision.fp8.first_and_last");
 
   const auto run = group("Run");
   run(command->add_option("--name", c.name, "the run's name in the run store")->type_name("NAME"), "name");

@@ -27,6 +27,7 @@ struct PrecisionFlags {
   std::optional<double> init_scale, growth_factor, backoff_factor, min_scale, max_scale;
   std::optional<int64_t> growth_interval;
   std::optional<int> hysteresis;
+  Fp8Config fp8;  // amp-fp8's settings, as given (the defaults otherwise)
 
   PrecisionConfig resolve() const;
 };

@@ -31,7 +31,7 @@ struct Setup {
 };
 
 inline const std::vector<std::string>& modes() {  // every mode the CPU runs (tf32 is a GPU format)
-  static const std::vector<std::string> all = {"fp32", "amp-fp16", "amp-bf16", "fp16-o2", "fp16-pure"};
+  static const std::vector<std::string> all = {"fp32", "amp-fp16", "amp-bf16", "fp16-o2", "fp16-pure", "amp-fp8"};
   return all;
 }
 

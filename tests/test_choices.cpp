@@ -19,7 +19,7 @@ class EveryChoice : public ::testing::Test {};
 
 // Each enum held by TrainConfig: a new one is added here.
 using ChoiceEnums = ::testing::Types<HostSync, CudaGraphs, ConvAlgorithm, LossScaleKind, Schedule, OptimizerKind,
-                                     NormalizationStats, GradientAllReduce>;
+                                     NormalizationStats, GradientAllReduce, AmaxRule>;
 TYPED_TEST_SUITE(EveryChoice, ChoiceEnums);
 
 TYPED_TEST(EveryChoice, HasOneRowPerValueAndItsNameReadsBack) {

@@ -68,6 +68,25 @@ TEST(Training, LossFallsAndAccuracyRisesOnRealImages) {
   fs::remove_all(data);
 }
 
+// amp-fp8 (E4M3 and E5M2 convolutions with delayed scaling, the rest in BF16) learns what FP32 learns here, and the
+// run's settings keep its FP8 settings.
+TEST(Training, AmpFp8LearnsOnRealImages) {
+  const fs::path data = make_stripes_folder("learn_fp8", 40, 16);
+  TrainConfig c = tiny_config(data);
+  c.precision = precision_preset("amp-fp8");
+  c.precision.fp8.scaling.history_length = 16;
+  Recorder rec;
+  const EpochReport last = train(c, &rec);
+  ASSERT_EQ(rec.epochs.size(), 5u);
+  EXPECT_LT(rec.epochs.back().train_loss, 0.5 * rec.epochs.front().train_loss);
+  EXPECT_GE(last.validation_accuracy, 0.9);
+  bool listed = false;
+  for (const auto& [key, value] : config_settings(c))
+    listed = listed || (key == "precision.fp8.amax_history_length" && value == "16");
+  EXPECT_TRUE(listed) << "the settings list the FP8 amax history";
+  fs::remove_all(data);
+}
+
 TEST(Training, SameSeedGivesBitIdenticalLossCurve) {
   const fs::path data = make_stripes_folder("repro", 12, 12);
   TrainConfig c = tiny_config(data);
@@ -325,6 +344,17 @@ TEST(Cli, TrainTellsWhatTheCpuMakesOfThePrecision) {
       "bench --depth 20 --image-size 16 --batch-size 4 --steps 1 --warmup 0 --classes 4 --precision amp-bf16 --json");
   ASSERT_EQ(bench.status, 0) << bench.output;
   EXPECT_EQ(nlohmann::json::parse(bench.output)["compute"], "BF16: " + expected.how) << bench.output;
+  // amp-fp8 with its settings: the CPU's emulation said, and the settings kept with the run.
+  const Result fp8 = run_ampwb(train +
+                               " --precision amp-fp8 --fp8-amax-history 8 --fp8-margin 1 --fp8-amax-rule most-recent"
+                               " --fp8-first-last");
+  EXPECT_EQ(fp8.status, 0) << fp8.output;
+  EXPECT_NE(fp8.output.find("note:    FP8 is emulated on the CPU"), std::string::npos) << fp8.output;
+  const size_t fp8_at = fp8.output.find("run:     ") + 9;
+  const Result fp8_shown = run_ampwb("show " + fp8.output.substr(fp8_at, fp8.output.find(',', fp8_at) - fp8_at));
+  for (const char* setting : {"amax_history_length", "margin", "amax_rule", "first_and_last"})
+    EXPECT_NE(fp8_shown.output.find(std::string("precision.fp8.") + setting), std::string::npos) << fp8_shown.output;
+  EXPECT_NE(fp8_shown.output.find("most-recent"), std::string::npos) << fp8_shown.output;
   fs::remove_all(data);
 }
 
@@ -637,6 +667,8 @@ TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
       {"--weight-decay -1", "--weight-decay: the weight decay must be a finite number, not negative, got -1"},
       {"--threads 100000", "--threads: the thread count must be 0 (every core) to 1024, got 100000"},
       {"--growth-factor 1 --precision amp-fp16", "--growth-factor: the loss scale's growth factor must be"},
+      {"--precision amp-fp8 --fp8-margin 65", "--fp8-margin: the FP8 scaling margin must be between -64 and 64"},
+      {"--precision amp-fp8 --fp8-amax-history 0", "--fp8-amax-history: the FP8 amax history must keep between 1"},
   };
   for (const auto& [flags, message] : cases) {
     const Result r = run_ampwb(train + flags);
@@ -738,7 +770,10 @@ TEST(Checkpoints, StopMidEpochThenResumeContinuesTheSameCurveBitForBit) {
   fs::remove_all(dir);
   // amp-fp16 once more with deferred steps, stopped and resumed, against the whole run with steps that wait.
   for (const auto& [mode, host_sync] : std::vector<std::pair<std::string, HostSync>>{
-           {"fp32", HostSync::EveryStep}, {"amp-fp16", HostSync::EveryStep}, {"amp-fp16", HostSync::Deferred}}) {
+           {"fp32", HostSync::EveryStep},
+           {"amp-fp16", HostSync::EveryStep},
+           {"amp-fp16", HostSync::Deferred},
+           {"amp-fp8", HostSync::EveryStep}}) {  // its FP8 scales' histories resume with it
     TrainConfig c = tiny_config(data);
     c.epochs = 3;
     c.precision = precision_preset(mode);

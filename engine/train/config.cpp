@@ -79,6 +79,11 @@ void validate(const TrainConfig& c) {
                                                                  : "precision.loss_scale.min_scale",
                   "the loss scale's minimum and maximum must be finite and non-negative (0: none), the maximum not "
                   "below the minimum");
+  const DelayedScalingSettings& fp8 = c.precision.fp8.scaling;
+  REQUIRE_SETTING(fp8.history_length >= 1 && fp8.history_length <= 1'000'000, "precision.fp8.amax_history_length",
+                  "the FP8 amax history must keep between 1 and 1000000 steps, got " << fp8.history_length);
+  REQUIRE_SETTING(fp8.margin >= -64 && fp8.margin <= 64, "precision.fp8.margin",
+                  "the FP8 scaling margin must be between -64 and 64 powers of two, got " << fp8.margin);
   REQUIRE_SETTING(c.max_consecutive_skipped >= 1, "max_consecutive_skipped",
                   "the skipped steps in a row that stop a run must be at least 1");
   REQUIRE_SETTING(c.data.cache_budget_mb >= 0, "data.cache_budget_mb",

@@ -101,12 +101,23 @@ void fields(R& s, V&& v) {
   v("max_scale", s.max_scale);
 }
 
+// Configurations stored before amp-fp8 hold none of these: they read as the defaults (Transformer Engine's).
+template <class R, class V>
+requires same_record<R, Fp8Config>
+void fields(R& f, V&& v) {
+  v("amax_history_length", f.scaling.history_length);
+  v("margin", f.scaling.margin);
+  v("amax_rule", f.scaling.rule);
+  v("first_and_last", f.first_and_last);
+}
+
 template <class R, class V>
 requires same_record<R, PrecisionConfig>
 void fields(R& p, V&& v) {
   v("mode", p.mode);
   v("master_weights", p.master_weights);
   v("loss_scale", p.loss_scale);
+  v("fp8", p.fp8);
 }
 
 template <class R, class V>

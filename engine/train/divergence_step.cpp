@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "amp/fp8_scaling.h"
 #include "amp/grad_stats.h"
 #include "core/error.h"
 #include "nn/loss.h"
@@ -70,15 +71,36 @@ struct StepRecord {
   double loss = 0;
 };
 
-// One step's forward, loss and scaled backward under a policy, each probed tensor handed to `hook`.
+// The FP8 layers' scalings of `from` (amp-fp8) copied into the same layers of `to`, under one policy: the mode's
+// step casts with the scales the run reached, not with fresh ones.
+void copy_fp8_scalings(ResNet& from, ResNet& to) {
+  std::vector<Fp8LayerScaling*> source, target;
+  from.visit([&](Layer& layer) {
+    if (Fp8LayerScaling* s = layer.fp8_scaling()) source.push_back(s);
+  });
+  to.visit([&](Layer& layer) {
+    if (Fp8LayerScaling* s = layer.fp8_scaling()) target.push_back(s);
+  });
+  AMPWB_CHECK(source.size() == target.size(), "the model's copy has other FP8 layers");
+  for (size_t i = 0; i < source.size(); ++i)
+    for (auto [a, b] : {std::pair{&source[i]->input, &target[i]->input},
+                        {&source[i]->weight, &target[i]->weight},
+                        {&source[i]->output_grad, &target[i]->output_grad}})
+      b->scaling().restore(a->scaling().state());
+}
+
+// One step's forward, loss and scaled backward under a policy, each probed tensor handed to `hook`; where
+// scales_from is given, its FP8 scalings are copied in first.
 StepRecord probed_step(Backend& backend, ResNet& model, const PrecisionPolicy& policy, const Tensor& images,
-                       const Tensor& labels, float loss_scale, float label_smoothing, LayerProbe::TensorHook hook) {
+                       const Tensor& labels, float loss_scale, float label_smoothing, LayerProbe::TensorHook hook,
+                       ResNet* scales_from = nullptr) {
   GradientProbe probe(false);
   probe.layers().set_tensor_hook(std::move(hook));
   model.visit([&](Layer& layer) {
     layer.set_policy(policy);
     layer.set_probe(&probe);
   });
+  if (scales_from) copy_fp8_scalings(*scales_from, model);
   SoftmaxCrossEntropy loss(backend, label_smoothing);
   const Tensor logits = model.forward(images, Mode::Train);
   loss.forward(logits, labels, loss_scale);
@@ -122,18 +144,20 @@ PrecisionDivergence measure_divergence(Backend& backend, ResNet& model, const Pr
   std::vector<std::array<TensorDivergence, kTensors>> compared(reference.size());
   const StepRecord low = [&] {
     const std::unique_ptr<ResNet> copy = copy_of(backend, model);
-    return probed_step(backend, *copy, policy, x, y, options.loss_scale, options.label_smoothing,
-                       [&](size_t index, ProbedTensor which, const Tensor& t) {
-                         AMPWB_CHECK(index < reference.size() && reference[index][slot(which)].defined(),
-                                     "the two steps probed different layers");
-                         const Tensor& ref = reference[index][slot(which)];
-                         const Tensor mine = canonical_host(backend, t);
-                         AMPWB_CHECK(mine.numel() == ref.numel(), "the two steps' tensors differ in shape");
-                         // Gradients were computed from the scaled loss: compared unscaled.
-                         const double unscale = which == ProbedTensor::Activation ? 1.0 : scale;
-                         compared[index][slot(which)] =
-                             compare_values(mine.data_as<float>(), unscale, ref.data_as<float>(), ref.numel());
-                       });
+    return probed_step(
+        backend, *copy, policy, x, y, options.loss_scale, options.label_smoothing,
+        [&](size_t index, ProbedTensor which, const Tensor& t) {
+          AMPWB_CHECK(index < reference.size() && reference[index][slot(which)].defined(),
+                      "the two steps probed different layers");
+          const Tensor& ref = reference[index][slot(which)];
+          const Tensor mine = canonical_host(backend, t);
+          AMPWB_CHECK(mine.numel() == ref.numel(), "the two steps' tensors differ in shape");
+          // Gradients were computed from the scaled loss: compared unscaled.
+          const double unscale = which == ProbedTensor::Activation ? 1.0 : scale;
+          compared[index][slot(which)] =
+              compare_values(mine.data_as<float>(), unscale, ref.data_as<float>(), ref.numel());
+        },
+        &model);
   }();
   AMPWB_CHECK(low.layers.size() == fp32.layers.size(), "the two steps probed different layers");
 

@@ -429,7 +429,8 @@ MemoryEstimateInput memory_estimate_input(const TrainConfig& config, int image_s
   in.optimizer = config.optimizer;
   const NumberFormat format = mode_info(config.precision.mode).format;
   in.emulates_low_precision =
-      (format == NumberFormat::Fp16 && !device.fp16.native) || (format == NumberFormat::Bf16 && !device.bf16.native);
+      (format == NumberFormat::Fp16 && !device.fp16.native) || (format == NumberFormat::Bf16 && !device.bf16.native) ||
+      (format == NumberFormat::Fp8 && !device.fp8.native);  // FP8 values held in FP32 copies, FP32 gradients
   // As MixedPrecisionStep::run decides (check_in_update): no dynamic scale to check, no clipping. On a GPU the steps
   // are deferred, whose backward writes FP32 gradients.
   const LossScaleConfig& scale = config.precision.loss_scale;

@@ -11,10 +11,13 @@
 #include <limits>
 #include <optional>
 
+#include "amp/fp8_scaling.h"
 #include "core/error.h"
 #include "core/setting_error.h"
 #include "dist/collective_timeout.h"
 #include "nn/batchnorm2d.h"
+#include "nn/conv2d.h"
+#include "nn/linear.h"
 #include "optim/lr_schedule.h"
 #include "train/benchmark.h"
 #include "train/checkpoint.h"
@@ -223,6 +226,25 @@ struct EpochProgress {
                               // the same steps as its sums
 };
 
+// amp-fp8's scalings of every FP8 layer, named "<layer>.input", "<layer>.weight", "<layer>.output_grad" in model
+// order; none in other modes.
+std::vector<std::pair<std::string, Fp8TensorScaling*>> fp8_scalings(ResNet& model) {
+  std::vector<std::pair<std::string, Fp8TensorScaling*>> out;
+  model.visit([&](Layer& layer) {
+    Fp8LayerScaling* s = layer.fp8_scaling();
+    if (!s) return;
+    auto* conv = dynamic_cast<Conv2d*>(&layer);
+    auto* linear = dynamic_cast<Linear*>(&layer);
+    AMPWB_CHECK(conv || linear, "an FP8 layer is a convolution or a linear layer");
+    std::string name = conv ? conv->weight().name : linear->weight().name;
+    name.resize(name.size() - std::string(".weight").size());
+    out.emplace_back(name + ".input", &s->input);
+    out.emplace_back(name + ".weight", &s->weight);
+    out.emplace_back(name + ".output_grad", &s->output_grad);
+  });
+  return out;
+}
+
 // Checkpoints hold host tensors whatever the device: one written on a GPU resumes on the CPU and the other way.
 Checkpoint make_checkpoint(Backend& backend, const TrainConfig& config, const EpochProgress& at, double wall_seconds,
                            int64_t global_step, int64_t consecutive_skipped, ResNet& model, Optimizer& optimizer,
@@ -245,6 +267,13 @@ Checkpoint make_checkpoint(Backend& backend, const TrainConfig& config, const Ep
   model.collect_buffers(buffers);
   for (Buffer* b : buffers) c.tensors.emplace_back("buffer/" + b->name, on_host(backend, b->value));
   for (auto& [key, t] : optimizer.state()) c.tensors.emplace_back("optimizer/" + key, on_host(backend, t));
+  // FP8's delayed scaling: each tensor's amax history and scale, so that a resumed run casts as this one would.
+  for (const auto& [name, scaling] : fp8_scalings(model)) {
+    const DelayedScalingState s = scaling->scaling().state();
+    const auto length = static_cast<int64_t>(s.amax_history.size());
+    c.tensors.emplace_back("fp8/" + name + ".amax_history", tensor_from_floats(s.amax_history, {length}));
+    c.tensors.emplace_back("fp8/" + name + ".scale", tensor_from_floats({s.scale}, {1}));
+  }
   return c;
 }
 
@@ -275,6 +304,9 @@ void restore_checkpoint(Backend& backend, const Checkpoint& c, const TrainConfig
   for (const auto& [name, t] : c.tensors)
     if (name.starts_with("optimizer/")) optimizer.state()[name.substr(10)] = on_device(backend, t.clone());
   optimizer.set_steps_taken(c.meta.at("optimizer_steps"));
+  for (const auto& [name, scaling] : fp8_scalings(model))
+    scaling->scaling().restore({to_float_vector(c.tensor("fp8/" + name + ".amax_history")),
+                                to_float_vector(c.tensor("fp8/" + name + ".scale")).at(0)});
   const auto& s = c.meta.at("scaler");
   scaler.load_state({s.at(0), s.at(1), s.at(2)});
   at.epoch = c.meta.at("epoch");
