@@ -3,6 +3,8 @@
 // by name.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "store/run_store.h"
@@ -207,6 +209,83 @@ TEST(RunDetails, TheVersion4MigrationKeepsEveryDetailInOrder) {
   store.remove(id);
   EXPECT_EQ(query_int(path, "SELECT COUNT(*) FROM run_details"), 0);
   EXPECT_EQ(store.integrity_check(), "ok");
+}
+
+// An epoch's details wait for it and are committed with it (one transaction, and for PostgreSQL one round trip);
+// a batch of steps that comes first takes them, and an epoch cut short keeps them with the run's end.
+TEST_P(StoreDetails, AnEpochsDetailsAreCommittedWithItOrWithTheStepsOrTheEnd) {
+  TempDir dir("epoch_details");
+  const std::string path = new_store(dir);
+  RunStore store(path);
+  RunStore reader(path, RunStore::Mode::ReadOnly);  // another connection sees only what is committed
+  StoreRecorderOptions options;
+  options.batch_steps = 4;
+  options.batch_seconds = 1e9;
+  StoreRecorder recorder(store, config_named("details"), options);
+  recorder.on_start(info());
+  const int64_t id = recorder.run_id();
+  for (int64_t n = 0; n < 2; ++n) recorder.on_step(step(n));
+  recorder.on_layer_numerics({layer(1, 1, "conv1"), layer(1, 1, "fc")});
+  recorder.on_histogram(histogram(1, "gradients", -20, {1, 2, 3}));
+  recorder.on_confusion({1, 2, {5, 1, 2, 4}});
+  recorder.on_epoch_times(times(1));
+  EXPECT_TRUE(reader.layer_numerics(id).empty());
+  EXPECT_TRUE(reader.histograms(id).empty());
+  EXPECT_TRUE(reader.confusion_matrices(id).empty());
+  EXPECT_TRUE(reader.epoch_times(id).empty());
+  recorder.on_epoch(epoch(1));
+  EXPECT_EQ(reader.steps(id).size(), 2u);
+  EXPECT_EQ(reader.epochs(id).size(), 1u);
+  ASSERT_EQ(reader.layer_numerics(id).size(), 2u);
+  EXPECT_EQ(nlohmann::json(reader.layer_numerics(id)[1]), nlohmann::json(layer(1, 1, "fc")));
+  ASSERT_EQ(reader.histograms(id).size(), 1u);
+  EXPECT_EQ(reader.histograms(id)[0].counts, (std::vector<int64_t>{1, 2, 3}));
+  ASSERT_EQ(reader.confusion_matrices(id).size(), 1u);
+  EXPECT_EQ(reader.confusion_matrices(id)[0].counts, (std::vector<int64_t>{5, 1, 2, 4}));
+  ASSERT_EQ(reader.epoch_times(id).size(), 1u);
+  EXPECT_EQ(reader.epoch_times(id)[0].op_seconds, times(1).op_seconds);
+
+  // Probed every step: the numerics go with the batch of steps after them.
+  recorder.on_step(step(10));
+  recorder.on_layer_numerics({layer(2, 10, "conv1")});
+  for (int64_t n = 11; n < 14; ++n) recorder.on_step(step(n));  // the fourth pending step: a batch
+  EXPECT_EQ(reader.steps(id).size(), 6u);
+  EXPECT_EQ(reader.layer_numerics(id).size(), 3u);
+
+  // Cut short before its end: what the epoch reported stays with the run's end.
+  recorder.on_histogram(histogram(2, "gradients", -20, {4, 5}));
+  recorder.on_epoch_times(times(2));
+  recorder.on_end({RunStatus::Cancelled, "cancelled by the user"});
+  EXPECT_TRUE(recorder.error().empty()) << recorder.error();
+  EXPECT_EQ(reader.histograms(id).size(), 2u);
+  EXPECT_EQ(reader.epoch_times(id).size(), 2u);
+  EXPECT_EQ(reader.epochs(id).size(), 1u);
+  EXPECT_EQ(reader.run(id).status, RunStatus::Cancelled);
+}
+
+// A write that fails inside an epoch's transaction (for PostgreSQL, sent with the commit) fails the whole epoch,
+// naming the statement, and leaves nothing of it; the connection goes on recording.
+TEST_P(StoreDetails, AFailedWriteInAnEpochLeavesNothingOfItAndTheStoreGoesOn) {
+  TempDir dir("epoch_failure");
+  const std::string path = new_store(dir);
+  RunStore store(path);
+  const int64_t id = store.begin_run(config_named("failing"), info(), "");
+  RunStore::EpochDetails details;
+  details.times.push_back(times(1));
+  details.histograms.push_back(histogram(1, "gradients", -20, {1}));
+  RunStore::EpochDetails broken = details;
+  broken.histograms[0].loss_scale = std::nan("");  // stored as NULL, which the column refuses: after the steps went
+  const std::string error = error_of([&] { store.add_epoch(id, epoch(1), {step(0), step(1)}, 1.0, false, broken); });
+  expect_contains(error, "loss_scale");
+  EXPECT_EQ(query_int(path, "SELECT COUNT(*) FROM steps"), 0);
+  EXPECT_EQ(query_int(path, "SELECT COUNT(*) FROM run_details"), 0);
+  EXPECT_EQ(query_int(path, "SELECT COUNT(*) FROM histograms"), 0);
+  EXPECT_EQ(query_int(path, "SELECT COUNT(*) FROM epochs"), 0);
+  store.add_epoch(id, epoch(1), {step(0), step(1)}, 1.0, false, details);
+  EXPECT_EQ(store.steps(id).size(), 2u);
+  EXPECT_EQ(store.epochs(id).size(), 1u);
+  EXPECT_EQ(store.histograms(id).size(), 1u);
+  EXPECT_EQ(store.epoch_times(id).size(), 1u);
 }
 
 }  // namespace

@@ -4,10 +4,11 @@
 
 #include <libpq-fe.h>
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "store/sqlite.h"  // StoreError
@@ -43,11 +44,13 @@ std::string numbered_placeholders(const std::string& sql) {
   return out;
 }
 
+// The shortest text that reads back as the same double: as exact as "%.17g", and cheaper for an epoch's hundreds of
+// values.
 std::string real_text(double value) {
   if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", value);
-  return buf;
+  const auto [end, error] = std::to_chars(buf, buf + sizeof buf, value);
+  return std::string(buf, error == std::errc() ? end : buf);
 }
 
 class PostgresStatement : public SqlStatementImpl {
@@ -68,6 +71,10 @@ class PostgresStatement : public SqlStatementImpl {
   bool step() override {
     if (!result_) execute();
     return ++row_ < PQntuples(result_);
+  }
+  void run_deferred() override {
+    db_.run_deferred(sql_, std::move(values_));
+    reset();
   }
   void reset() override {
     PQclear(result_);
@@ -176,6 +183,7 @@ std::string PostgresConnection::database_version() const {
 
 void PostgresConnection::exec(const std::string& sql) {
   ensure_connected();
+  if (!deferred_.empty()) PQclear(round_trip(nullptr, nullptr, false));  // a text of many statements goes alone
   std::string text = sql;
   if (begin_pending_ && !reconnecting_) {
     text = std::string("BEGIN; SELECT pg_advisory_xact_lock(") + kLockKey + "); " + sql;
@@ -196,19 +204,35 @@ std::unique_ptr<SqlStatementImpl> PostgresConnection::prepare(const std::string&
 }
 
 void PostgresConnection::commit() {
-  if (begin_pending_) {
+  in_write_ = false;
+  if (begin_pending_ && deferred_.empty()) {
     begin_pending_ = false;  // nothing was written: no transaction was opened
     return;
   }
-  exec("COMMIT");
+  ensure_connected();
+  PQclear(round_trip(nullptr, nullptr, true));
 }
 
 void PostgresConnection::rollback() noexcept {
+  in_write_ = false;
+  deferred_.clear();
   if (begin_pending_) {
-    begin_pending_ = false;
+    begin_pending_ = false;  // nothing was sent
     return;
   }
   PQclear(PQexec(conn_, "ROLLBACK"));
+}
+
+void PostgresConnection::run_deferred(const std::string& sql, std::vector<std::optional<std::string>> values) {
+  if (in_write_ && !reconnecting_) {
+    deferred_.push_back({sql, std::move(values)});
+    return;
+  }
+  std::vector<const char*> pointers;
+  for (const auto& v : values) pointers.push_back(v ? v->c_str() : nullptr);
+  PGresult* result = run_prepared(sql, pointers);
+  set_changes(std::atoi(PQcmdTuples(result)));
+  PQclear(result);
 }
 
 // The name of the session's prepared statement for `sql`; `fresh` when it is yet to be prepared (a new name, the
@@ -232,45 +256,76 @@ std::string PostgresConnection::prepared_name(const std::string& sql, bool& fres
 
 PGresult* PostgresConnection::run_prepared(const std::string& sql, const std::vector<const char*>& values) {
   ensure_connected();
-  const int count = static_cast<int>(values.size());
   const bool with_begin = begin_pending_ && !reconnecting_;  // the reconnection's own statements run before it
-  bool fresh = false;
-  const std::string name = prepared_name(sql, fresh);
-  if (!fresh && !with_begin && to_deallocate_.empty()) {
-    PGresult* result = PQexecPrepared(conn_, name.c_str(), count, values.data(), nullptr, nullptr, 0);
-    const ExecStatusType status = PQresultStatus(result);
-    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-      const std::string message = PQresultErrorMessage(result);
-      PQclear(result);
-      fail("a statement", sql, message.c_str());
-    }
-    return result;
+  const auto found = prepared_.find(sql);
+  if (found == prepared_.end() || with_begin || !deferred_.empty() || !to_deallocate_.empty())
+    return round_trip(&sql, &values, false);
+  found->second.last_used = ++uses_;
+  PGresult* result =
+      PQexecPrepared(conn_, found->second.name.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
+                     nullptr, 0);
+  const ExecStatusType status = PQresultStatus(result);
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+    const std::string message = PQresultErrorMessage(result);
+    PQclear(result);
+    fail("a statement", sql, message.c_str());
   }
+  return result;
+}
 
-  // One round trip for what the statement needs first: each part's result is read in order; a part after a
-  // failed one is skipped by the server (PGRES_PIPELINE_ABORTED). The deallocations go last, so that they never
-  // hold up the statement; one a transaction's error skipped is sent again the next time.
+// One round trip (a pipeline) for all that is due: a pending BEGIN and the writers' lock, the deferred statements,
+// `sql` (when given; its result is returned, the caller's to clear) and the COMMIT (with `commit`), each statement
+// prepared first where this session has not yet. Each part's result is read in order; a part after a failed one
+// is skipped by the server (PGRES_PIPELINE_ABORTED), and the first failure is thrown, naming its statement. The
+// deallocations go last, so that they never hold up the rest; one a transaction's error skipped is sent again the
+// next time.
+PGresult* PostgresConnection::round_trip(const std::string* sql, const std::vector<const char*>* values, bool commit) {
   struct Part {
+    enum Kind { Begin, Lock, Prepare, Deferred, Statement, Commit, Deallocate } kind;
     std::string sql;
-    enum Kind { Begin, Lock, Prepare, Execute, Deallocate } kind;
+    std::string name;  // of the prepared statement
+    std::vector<const char*> values;
   };
   std::vector<Part> parts;
-  if (with_begin) {
-    parts.push_back({"BEGIN", Part::Begin});
-    parts.push_back({std::string("SELECT pg_advisory_xact_lock(") + kLockKey + ")", Part::Lock});
+  if (begin_pending_ && !reconnecting_) {
+    parts.push_back({Part::Begin, "BEGIN", "", {}});
+    parts.push_back({Part::Lock, std::string("SELECT pg_advisory_xact_lock(") + kLockKey + ")", "", {}});
     begin_pending_ = false;  // sent now; a failure leaves the transaction to the caller's rollback
   }
-  if (fresh) parts.push_back({sql, Part::Prepare});
-  parts.push_back({sql, Part::Execute});
-  for (const std::string& old : to_deallocate_) parts.push_back({"DEALLOCATE " + old, Part::Deallocate});
+  std::unordered_map<std::string, std::string> preparing;  // prepared in this round trip: once each
+  const auto add = [&](Part::Kind kind, const std::string& text, std::vector<const char*> part_values) {
+    std::string name;
+    if (const auto it = preparing.find(text); it != preparing.end()) {
+      name = it->second;
+    } else {
+      bool fresh = false;
+      name = prepared_name(text, fresh);
+      if (fresh) {
+        preparing[text] = name;
+        parts.push_back({Part::Prepare, text, name, {}});
+      }
+    }
+    parts.push_back({kind, text, name, std::move(part_values)});
+  };
+  std::vector<Deferred> deferred;
+  if (!reconnecting_) deferred.swap(deferred_);  // sent now, whatever comes of it: a failure fails the transaction
+  for (const Deferred& d : deferred) {
+    std::vector<const char*> pointers;
+    for (const auto& v : d.values) pointers.push_back(v ? v->c_str() : nullptr);
+    add(Part::Deferred, d.sql, std::move(pointers));
+  }
+  if (sql) add(Part::Statement, *sql, *values);
+  if (commit) parts.push_back({Part::Commit, "COMMIT", "", {}});
+  for (const std::string& old : to_deallocate_) parts.push_back({Part::Deallocate, "DEALLOCATE " + old, "", {}});
 
   bool sent = PQenterPipelineMode(conn_) == 1;
   for (size_t i = 0; sent && i < parts.size(); ++i) {
     const Part& part = parts[i];
     if (part.kind == Part::Prepare)
-      sent = PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) == 1;
-    else if (part.kind == Part::Execute)
-      sent = PQsendQueryPrepared(conn_, name.c_str(), count, values.data(), nullptr, nullptr, 0) == 1;
+      sent = PQsendPrepare(conn_, part.name.c_str(), part.sql.c_str(), 0, nullptr) == 1;
+    else if (part.kind == Part::Deferred || part.kind == Part::Statement)
+      sent = PQsendQueryPrepared(conn_, part.name.c_str(), static_cast<int>(part.values.size()), part.values.data(),
+                                 nullptr, nullptr, 0) == 1;
     else
       sent = PQsendQueryParams(conn_, part.sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
   }
@@ -292,25 +347,28 @@ PGresult* PostgresConnection::run_prepared(const std::string& sql, const std::ve
       }
       PQexitPipelineMode(conn_);
     }
-    fail("a statement", sql, message.c_str());
+    fail("a statement", sql ? *sql : parts.empty() ? "" : parts.front().sql, message.c_str());
   }
 
   PGresult* statement_result = nullptr;
+  bool failed = false;  // a part other than a deallocation did not run
   std::string error, error_sql;
   std::vector<std::string> deallocated;
   for (const Part& part : parts) {
     PGresult* r = PQgetResult(conn_);
     if (!r) {  // the connection broke: no more results come
       if (error.empty()) error = PQerrorMessage(conn_), error_sql = part.sql;
+      failed = failed || part.kind != Part::Deallocate;
       break;
     }
     while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // a query's results end with a null
     const ExecStatusType status = PQresultStatus(r);
     const bool ok = status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK;
-    if (ok && part.kind == Part::Prepare) prepared_[sql] = {name, ++uses_};
+    if (ok && part.kind == Part::Prepare) prepared_[part.sql] = {part.name, ++uses_};
     if (ok && part.kind == Part::Deallocate) deallocated.push_back(part.sql.substr(11));
+    if (!ok && part.kind != Part::Deallocate) failed = true;
     if (!ok && error.empty() && status != PGRES_PIPELINE_ABORTED) error = PQresultErrorMessage(r), error_sql = part.sql;
-    if (ok && part.kind == Part::Execute)
+    if (ok && part.kind == Part::Statement)
       statement_result = r;
     else
       PQclear(r);
@@ -324,11 +382,13 @@ PGresult* PostgresConnection::run_prepared(const std::string& sql, const std::ve
     PQexitPipelineMode(conn_);
   }
   for (const std::string& old : deallocated) std::erase(to_deallocate_, old);
-  if (!statement_result) {
-    if (error.empty()) error = "the statement was not run";
-    fail("a statement", error_sql.empty() ? sql : error_sql, error.c_str());
+  if (failed || (sql && !statement_result)) {
+    PQclear(statement_result);
+    if (error.empty()) error = commit ? "the commit was not made" : "the statement was not run";
+    fail(commit ? "a commit" : "a statement", error_sql.empty() ? (sql ? *sql : "COMMIT") : error_sql,
+         error.c_str());
   }
-  if (!error.empty()) {  // only a deallocation can fail after the statement ran: the statement stands
+  if (!error.empty()) {  // only a deallocation can fail after all else ran: what was asked stands
     to_deallocate_.clear();
   }
   return statement_result;

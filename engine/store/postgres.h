@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -32,8 +33,9 @@ class PostgresConnection : public SqlConnection {
   void exec(const std::string& sql) override;
   std::unique_ptr<SqlStatementImpl> prepare(const std::string& sql) override;
   int changes() const override { return changes_; }
-  // The writers' lock is taken with the transaction's first statement, in its round trip (see run_prepared).
-  void begin_write() override { begin_pending_ = true; }
+  // The writers' lock is taken with the transaction's first statement, in its round trip (see run_prepared); the
+  // commit goes with the statements deferred to it.
+  void begin_write() override { begin_pending_ = in_write_ = true; }
   void commit() override;
   void rollback() noexcept override;
   std::string replace_into(const std::string& table, const std::string& columns, const std::string& params,
@@ -52,6 +54,9 @@ class PostgresConnection : public SqlConnection {
   // its text, so the server parses it once; a pending BEGIN, the preparation and the run go in one round trip.
   // Returns the successful result, the caller's to clear; fails otherwise.
   pg_result* run_prepared(const std::string& sql, const std::vector<const char*>& values);
+  // Inside a write transaction, keeps `sql` with its values to send with the transaction's next round trip (its
+  // next statement run now, or its commit); elsewhere runs it at once (SqlStatement::run_deferred).
+  void run_deferred(const std::string& sql, std::vector<std::optional<std::string>> values);
 
   pg_conn* handle() const { return conn_; }
   void set_changes(int changes) { changes_ = changes; }
@@ -61,6 +66,7 @@ class PostgresConnection : public SqlConnection {
   void set_up_session();
   void take_run_lock(int64_t run);
   std::string prepared_name(const std::string& sql, bool& fresh);
+  pg_result* round_trip(const std::string* sql, const std::vector<const char*>* values, bool commit);
 
   struct Prepared {
     std::string name;
@@ -75,6 +81,12 @@ class PostgresConnection : public SqlConnection {
   std::set<int64_t> owned_;  // runs whose lock this connection holds
   int changes_ = 0;
   bool begin_pending_ = false;                          // begin_write() called, its BEGIN not yet sent
+  bool in_write_ = false;                               // from begin_write() to commit() or rollback()
+  struct Deferred {
+    std::string sql;
+    std::vector<std::optional<std::string>> values;
+  };
+  std::vector<Deferred> deferred_;  // run_deferred's statements, not yet sent
   std::unordered_map<std::string, Prepared> prepared_;  // by SQL text, for this session only
   std::vector<std::string> to_deallocate_;              // evicted from prepared_, still on the server
   uint64_t uses_ = 0;

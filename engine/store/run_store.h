@@ -86,10 +86,19 @@ class RunStore {
   // Forgets the steps from `first_step` on (a resumed run reports them again).
   void forget_steps_from(int64_t run, int64_t first_step);
   void add_steps(int64_t run, const std::vector<StepReport>& steps, double duration_seconds);
-  // The epoch and the steps still pending before it, in one transaction. Every commit survives a killed process;
-  // with `sync` it is also fsynced (with all before it), so it survives a power cut too.
+  // What an epoch reports before its end (StoreRecorder keeps them until then), to be written with the epoch: each
+  // write of its own is a commit and, to a database server, a round trip, which short epochs feel.
+  struct EpochDetails {
+    std::vector<GradientHistogram> histograms;
+    std::vector<std::vector<LayerNumerics>> layer_numerics;  // each the layers of one probed step
+    std::vector<ConfusionMatrix> confusions;
+    std::vector<EpochTimes> times;
+    bool empty() const { return histograms.empty() && layer_numerics.empty() && confusions.empty() && times.empty(); }
+  };
+  // The epoch, the steps still pending before it and its details, in one transaction. Every commit survives a
+  // killed process; with `sync` it is also fsynced (with all before it), so it survives a power cut too.
   void add_epoch(int64_t run, const EpochReport& epoch, const std::vector<StepReport>& steps, double duration_seconds,
-                 bool sync = true);
+                 bool sync = true, const EpochDetails& details = {});
   void add_histogram(int64_t run, const GradientHistogram& histogram);
   // What explains the run (train/run_details.h): one probed step's layers, a skipped step's layers, an epoch's time.
   void add_layer_numerics(int64_t run, const std::vector<LayerNumerics>& layers);

@@ -46,6 +46,53 @@ class DurableCommits {
   SqlConnection* db_;
 };
 
+// The writes of the records that may go with an epoch (RunStore::EpochDetails), inside the caller's transaction
+// where there is one: run_deferred, so that a database server gets them with the commit.
+void insert_histogram(SqlConnection& db, int64_t run, const GradientHistogram& h) {
+  SqlStatement insert(db, db.replace_into("histograms",
+                                          "run_id, epoch, kind, loss_scale, min_log2, max_log2, bins_json, zeros, "
+                                          "nonfinite, total, underflow_fraction, overflow_fraction",
+                                          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?", "run_id, epoch, kind", 1));
+  insert.bind(1, run)
+      .bind(2, h.epoch)
+      .bind(3, h.kind)
+      .bind(4, h.loss_scale)
+      .bind(5, h.min_log2)
+      .bind(6, h.max_log2)
+      .bind(7, nlohmann::json(h.counts).dump())
+      .bind(8, h.zeros)
+      .bind(9, h.nonfinite)
+      .bind(10, h.total)
+      .bind(11, h.underflow_fraction)
+      .bind(12, h.overflow_fraction);
+  insert.run_deferred();
+}
+
+void insert_layer_numerics(SqlConnection& db, int64_t run, const std::vector<LayerNumerics>& layers) {
+  // One statement for every layer, for the round trips a database server takes for each (see insert_steps).
+  SqlStatement insert(db, "INSERT INTO run_details(run_id, kind, epoch, step, body_json) VALUES " +
+                              value_rows("?, 'layer_numerics', ?, ?, ?", static_cast<int>(layers.size())));
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const int first = static_cast<int>(4 * i) + 1;
+    insert.bind(first, run).bind(first + 1, layers[i].epoch).bind(first + 2, layers[i].step);
+    insert.bind(first + 3, nlohmann::json(layers[i]).dump());
+  }
+  insert.run_deferred();
+}
+
+void insert_detail_row(SqlConnection& db, int64_t run, const char* kind, int epoch, int64_t step,
+                       const std::string& json) {
+  SqlStatement insert(db, "INSERT INTO run_details(run_id, kind, epoch, step, body_json) VALUES (?, ?, ?, ?, ?)");
+  insert.bind(1, run).bind(2, std::string(kind)).bind(3, epoch).bind(4, step).bind(5, json).run_deferred();
+}
+
+// One record an epoch: an epoch reported again (resumed) replaces it.
+void replace_detail_rows(SqlConnection& db, int64_t run, const char* kind, int epoch, const std::string& json) {
+  SqlStatement replace(db, "DELETE FROM run_details WHERE run_id = ? AND kind = ? AND epoch = ?");
+  replace.bind(1, run).bind(2, std::string(kind)).bind(3, epoch).run_deferred();
+  insert_detail_row(db, run, kind, epoch, 0, json);
+}
+
 }  // namespace
 
 int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, const std::string& dataset_fingerprint) {
@@ -136,10 +183,10 @@ void RunStore::reopen_owned(int64_t run_id, const RunInfo& info, const TrainConf
       .bind(4, nlohmann::json(config).dump())
       .bind(5, config.data_dir)
       .bind(6, run_id);
-  reopen.run();
+  reopen.run_deferred();
   for (const char* table : {"epochs", "histograms", "run_details"}) {
     SqlStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");
-    forget.bind(1, run_id).bind(2, info.first_epoch).run();
+    forget.bind(1, run_id).bind(2, info.first_epoch).run_deferred();
   }
   t.commit();
 }
@@ -149,7 +196,7 @@ void RunStore::forget_steps_from(int64_t run, int64_t first_step) {
   SqlTransaction t(*db_);
   for (const char* table : {"steps", "run_details"}) {
     SqlStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND step >= ?");
-    forget.bind(1, run).bind(2, first_step).run();
+    forget.bind(1, run).bind(2, first_step).run_deferred();
   }
   t.commit();
 }
@@ -176,13 +223,13 @@ void RunStore::insert_steps(int64_t run, const std::vector<StepReport>& steps) {
     int parameter = 1;
     for (size_t i = 0; i < count; ++i)
       parameter = bind_columns(insert.bind(parameter, run), parameter + 1, *rows[from + i]);
-    insert.run();
+    insert.run_deferred();
   }
 }
 
 void RunStore::touch(int64_t run, double duration_seconds) {
   SqlStatement update(*db_, "UPDATE runs SET updated = ?, duration_seconds = ? WHERE id = ?");
-  update.bind(1, utc_now_iso8601()).bind(2, duration_seconds).bind(3, run).run();
+  update.bind(1, utc_now_iso8601()).bind(2, duration_seconds).bind(3, run).run_deferred();
 }
 
 void RunStore::add_steps(int64_t run, const std::vector<StepReport>& steps, double duration_seconds) {
@@ -194,58 +241,39 @@ void RunStore::add_steps(int64_t run, const std::vector<StepReport>& steps, doub
 }
 
 void RunStore::add_epoch(int64_t run, const EpochReport& e, const std::vector<StepReport>& steps,
-                         double duration_seconds, bool sync) {
+                         double duration_seconds, bool sync, const EpochDetails& details) {
   require_writable("record an epoch");
   std::optional<DurableCommits> durable;
   if (sync) durable.emplace(*db_);
   SqlTransaction t(*db_);
   insert_steps(run, steps);
+  for (const GradientHistogram& h : details.histograms) insert_histogram(*db_, run, h);
+  for (const std::vector<LayerNumerics>& layers : details.layer_numerics)
+    if (!layers.empty()) insert_layer_numerics(*db_, run, layers);
+  for (const ConfusionMatrix& c : details.confusions)
+    replace_detail_rows(*db_, run, "confusion", c.epoch, nlohmann::json(c).dump());
+  for (const EpochTimes& times : details.times)
+    replace_detail_rows(*db_, run, "epoch_times", times.epoch, nlohmann::json(times).dump());
   SqlStatement insert(*db_, db_->replace_into("epochs", "run_id, " + column_names<EpochReport>(),
                                               "?, " + column_parameters<EpochReport>(), "run_id, epoch", 1));
   bind_columns(insert.bind(1, run), 2, e);
-  insert.run();
+  insert.run_deferred();
   touch(run, duration_seconds);
   t.commit();
 }
 
 void RunStore::add_histogram(int64_t run, const GradientHistogram& h) {
   require_writable("record a histogram");
-  SqlStatement insert(*db_, db_->replace_into("histograms",
-                                              "run_id, epoch, kind, loss_scale, min_log2, max_log2, bins_json, zeros, "
-                                              "nonfinite, total, underflow_fraction, overflow_fraction",
-                                              "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?", "run_id, epoch, kind", 1));
-  insert.bind(1, run)
-      .bind(2, h.epoch)
-      .bind(3, h.kind)
-      .bind(4, h.loss_scale)
-      .bind(5, h.min_log2)
-      .bind(6, h.max_log2)
-      .bind(7, nlohmann::json(h.counts).dump())
-      .bind(8, h.zeros)
-      .bind(9, h.nonfinite)
-      .bind(10, h.total)
-      .bind(11, h.underflow_fraction)
-      .bind(12, h.overflow_fraction);
-  insert.run();
+  insert_histogram(*db_, run, h);
 }
 
 void RunStore::insert_detail(int64_t run, const char* kind, int epoch, int64_t step, const std::string& json) {
-  SqlStatement insert(*db_, "INSERT INTO run_details(run_id, kind, epoch, step, body_json) VALUES (?, ?, ?, ?, ?)");
-  insert.bind(1, run).bind(2, std::string(kind)).bind(3, epoch).bind(4, step).bind(5, json).run();
+  insert_detail_row(*db_, run, kind, epoch, step, json);
 }
 
 void RunStore::add_layer_numerics(int64_t run, const std::vector<LayerNumerics>& layers) {
   require_writable("record layer numerics");
-  if (layers.empty()) return;
-  // One statement for every layer, for the round trips a database server takes for each (see insert_steps).
-  SqlStatement insert(*db_, "INSERT INTO run_details(run_id, kind, epoch, step, body_json) VALUES " +
-                                value_rows("?, 'layer_numerics', ?, ?, ?", static_cast<int>(layers.size())));
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const int first = static_cast<int>(4 * i) + 1;
-    insert.bind(first, run).bind(first + 1, layers[i].epoch).bind(first + 2, layers[i].step);
-    insert.bind(first + 3, nlohmann::json(layers[i]).dump());
-  }
-  insert.run();
+  if (!layers.empty()) insert_layer_numerics(*db_, run, layers);
 }
 
 void RunStore::add_overflow(int64_t run, const OverflowReport& o) {
@@ -253,12 +281,9 @@ void RunStore::add_overflow(int64_t run, const OverflowReport& o) {
   insert_detail(run, "overflow", o.epoch, o.step, nlohmann::json(o).dump());
 }
 
-// One record an epoch: an epoch reported again (resumed) replaces it.
 void RunStore::replace_epoch_detail(int64_t run, const char* kind, int epoch, const std::string& json) {
   SqlTransaction t(*db_);
-  SqlStatement replace(*db_, "DELETE FROM run_details WHERE run_id = ? AND kind = ? AND epoch = ?");
-  replace.bind(1, run).bind(2, std::string(kind)).bind(3, epoch).run();
-  insert_detail(run, kind, epoch, 0, json);
+  replace_detail_rows(*db_, run, kind, epoch, json);
   t.commit();
 }
 
@@ -283,7 +308,7 @@ void RunStore::add_alternating_speed(const AlternatingSpeed& speed) {
   const std::string json = nlohmann::json(speed).dump();
   for (int64_t run : speed.runs) {
     SqlStatement replace(*db_, "DELETE FROM run_details WHERE run_id = ? AND kind = 'alternating_speed'");
-    replace.bind(1, run).run();
+    replace.bind(1, run).run_deferred();
     insert_detail(run, "alternating_speed", 0, 0, json);
   }
   t.commit();
@@ -294,9 +319,9 @@ void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {
   // A checkpoint written to the path of an earlier one replaced it: only the newest row may point at the file.
   SqlTransaction t(*db_);
   SqlStatement replaced(*db_, "DELETE FROM checkpoints WHERE run_id = ? AND path = ?");
-  replaced.bind(1, run).bind(2, c.path).run();
+  replaced.bind(1, run).bind(2, c.path).run_deferred();
   SqlStatement insert(*db_, "INSERT INTO checkpoints(run_id, epoch, step, path, created) VALUES (?, ?, ?, ?, ?)");
-  insert.bind(1, run).bind(2, c.epoch).bind(3, c.step).bind(4, c.path).bind(5, utc_now_iso8601()).run();
+  insert.bind(1, run).bind(2, c.epoch).bind(3, c.step).bind(4, c.path).bind(5, utc_now_iso8601()).run_deferred();
   t.commit();
 }
 
@@ -312,7 +337,7 @@ void RunStore::add_note(int64_t run, const std::string& note) {
     throw StoreError("run store '" + path() + "': run " + std::to_string(run) + "'s information is not JSON");
   info["notes"].push_back(note);
   SqlStatement append(*db_, "UPDATE runs SET info_json = ? WHERE id = ?");
-  append.bind(1, info.dump()).bind(2, run).run();
+  append.bind(1, info.dump()).bind(2, run).run_deferred();
   t.commit();
 }
 
@@ -332,7 +357,7 @@ void RunStore::end_run(int64_t run, const RunEnd& end, const std::vector<StepRep
         .bind(4, now)
         .bind(5, duration_seconds)
         .bind(6, run)
-        .run();
+        .run_deferred();
     t.commit();
   }
   abandon_run(run);  // the row now says how it ended: give up ownership

@@ -25,6 +25,12 @@ class SqlStatementImpl {
   virtual int64_t int64(int column) const = 0;
   virtual double real(int column) const = 0;
   virtual std::string text(int column) const = 0;  // NULL reads as ""
+  // Runs a statement whose rows and count nobody reads (SqlStatement::run_deferred), then resets it.
+  virtual void run_deferred() {
+    while (step()) {
+    }
+    reset();
+  }
 };
 
 // "(params), (params), ..." for `rows` rows of one statement's VALUES.
@@ -88,6 +94,10 @@ class SqlStatement {
     reset();
   }
   void reset() { impl_->reset(); }
+  // run() for a write inside a transaction whose effect only its commit needs: a database server may send it with
+  // the transaction's next statement or its commit, in one round trip (PostgreSQL), so its failure is thrown there;
+  // changes() does not count it. Outside a transaction, and in SQLite, it is run().
+  void run_deferred() { impl_->run_deferred(); }
 
   bool is_null(int column) const { return impl_->is_null(column); }
   int64_t int64(int column) const { return impl_->int64(column); }

@@ -92,7 +92,23 @@ void StoreRecorder::on_step(const StepReport& step) {
   });
 }
 
+// The details that wait, each written on its own, as a batch of steps goes (see on_epoch): they never wait
+// longer than the steps reported before them.
+void StoreRecorder::flush_details() {
+  for (const GradientHistogram& h : details_.histograms) store_->add_histogram(run_id_, h);
+  details_.histograms.clear();  // each only once written: a failed write is tried again with the next batch
+  while (!details_.layer_numerics.empty()) {
+    store_->add_layer_numerics(run_id_, details_.layer_numerics.front());
+    details_.layer_numerics.erase(details_.layer_numerics.begin());
+  }
+  for (const ConfusionMatrix& c : details_.confusions) store_->add_confusion(run_id_, c);
+  details_.confusions.clear();
+  for (const EpochTimes& t : details_.times) store_->add_epoch_times(run_id_, t);
+  details_.times.clear();
+}
+
 void StoreRecorder::flush_steps() {
+  if (!details_.empty()) flush_details();
   store_->add_steps(run_id_, pending_, duration());
   pending_.clear();  // only once committed: a failed batch is retried with the next one
   last_flush_ = Clock::now();
@@ -103,21 +119,20 @@ void StoreRecorder::on_epoch(const EpochReport& epoch) {
   guarded([&] {
     const Clock::time_point now = Clock::now();
     const bool sync = std::chrono::duration<double>(now - last_sync_).count() >= options_.sync_seconds;
-    store_->add_epoch(run_id_, epoch, pending_, duration(), sync);
+    store_->add_epoch(run_id_, epoch, pending_, duration(), sync, details_);
     pending_.clear();
+    details_ = {};
     last_flush_ = Clock::now();
     if (sync) last_sync_ = last_flush_;
   });
 }
 
 void StoreRecorder::on_histogram(const GradientHistogram& histogram) {
-  if (run_id_ == 0) return;
-  guarded([&] { store_->add_histogram(run_id_, histogram); });
+  if (run_id_ != 0) details_.histograms.push_back(histogram);
 }
 
 void StoreRecorder::on_layer_numerics(const std::vector<LayerNumerics>& layers) {
-  if (run_id_ == 0) return;
-  guarded([&] { store_->add_layer_numerics(run_id_, layers); });
+  if (run_id_ != 0 && !layers.empty()) details_.layer_numerics.push_back(layers);
 }
 
 void StoreRecorder::on_overflow(const OverflowReport& overflow) {
@@ -126,13 +141,11 @@ void StoreRecorder::on_overflow(const OverflowReport& overflow) {
 }
 
 void StoreRecorder::on_epoch_times(const EpochTimes& times) {
-  if (run_id_ == 0) return;
-  guarded([&] { store_->add_epoch_times(run_id_, times); });
+  if (run_id_ != 0) details_.times.push_back(times);
 }
 
 void StoreRecorder::on_confusion(const ConfusionMatrix& confusion) {
-  if (run_id_ == 0) return;
-  guarded([&] { store_->add_confusion(run_id_, confusion); });
+  if (run_id_ != 0) details_.confusions.push_back(confusion);
 }
 
 void StoreRecorder::on_divergence(const PrecisionDivergence& divergence) {
@@ -162,7 +175,10 @@ void StoreRecorder::on_end(const RunEnd& end) {
   if (run_id_ == 0 || ended_) return;
   ended_ = true;
   try {
-    guarded([&] { store_->end_run(run_id_, end, pending_, duration()); });
+    guarded([&] {
+      flush_details();  // an epoch cut short: what it reported before its end
+      store_->end_run(run_id_, end, pending_, duration());
+    });
     pending_.clear();
   } catch (const std::exception&) {
     // error() holds the message; without an end row the next open marks the run interrupted.

@@ -1,7 +1,9 @@
 // Records a training run into the run store as it happens: a TrainObserver for the Trainer.
 //
 // Cost: on_step only appends to a buffer; steps reach the database in one transaction every `batch_steps` steps
-// or `batch_seconds` seconds, and with each epoch, which is committed at once. Commits survive a killed process
+// or `batch_seconds` seconds, and with each epoch, which is committed at once. What an epoch reports before its end
+// (histograms, probed layers, its confusion matrix and time breakdown) waits for it likewise and goes in its
+// transaction, or with the next batch of steps when one comes first. Commits survive a killed process
 // without an fsync; to survive a power cut as well, epochs are fsynced at most every `sync_seconds` (an fsync costs
 // milliseconds, which tiny epochs would feel) and the run's end always. docs/benchmarks.md ("Run store") has the
 // measured cost against step time.
@@ -62,6 +64,7 @@ class StoreRecorder : public TrainObserver {
  private:
   using Clock = std::chrono::steady_clock;
   void flush_steps();
+  void flush_details();
   double duration() const;
   template <class F>
   void guarded(F&& f);
@@ -76,6 +79,7 @@ class StoreRecorder : public TrainObserver {
   Clock::time_point started_;
   Clock::time_point last_flush_, last_sync_;
   std::vector<StepReport> pending_;
+  RunStore::EpochDetails details_;  // reported since the last commit, for the next one
   bool ended_ = false;
   std::string error_;
 };
