@@ -116,7 +116,7 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   tl->addWidget(controls_);
   tl->addWidget(live_charts_, 1);
 
-  runs_view_ = new RunsView(*store_);
+  runs_view_ = new RunsView(*store_, nullptr, db_path.toStdString());
   connect(runs_view_, &RunsView::open_requested, this, &MainWindow::open_runs);
   connect(runs_view_, &RunsView::resume_requested, this, &MainWindow::resume_run_interactive);
   connect(runs_view_, &RunsView::export_csv_requested, this, &MainWindow::export_csv_interactive);

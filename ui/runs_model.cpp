@@ -6,6 +6,8 @@
 #include <QDateTime>
 #include <QFileInfo>
 #include <QLocale>
+#include <cmath>
+#include <unordered_map>
 
 #include "plain_text.h"
 #include "run_progress.h"
@@ -35,21 +37,82 @@ QString local_time(const std::string& iso) {
   return t.isValid() ? QLocale().toString(t.toLocalTime(), QLocale::ShortFormat) : QString::fromStdString(iso);
 }
 
+// NaN (not measured) alike too.
+bool same_number(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+// Whether the table shows the two rows of one run alike: what data() reads, and what may change after a run is
+// recorded (edits, its progress, its end, its final weights).
+bool same_display(const RunsModel::Row& a, const RunsModel::Row& b) {
+  const RunRecord &x = a.record, &y = b.record;
+  return x.name == y.name && x.status == y.status && x.end_reason == y.end_reason && x.updated == y.updated &&
+         x.duration_seconds == y.duration_seconds && x.notes == y.notes && x.tags == y.tags &&
+         x.info.final_weights == y.info.final_weights && x.info.validation_images == y.info.validation_images &&
+         x.epochs == y.epochs && a.resumable == b.resumable &&
+         a.summary.epochs_completed == b.summary.epochs_completed &&
+         same_number(a.summary.best_validation_accuracy, b.summary.best_validation_accuracy) &&
+         a.summary.total_seconds == b.summary.total_seconds;
+}
+
 }  // namespace
 
 RunsModel::RunsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void RunsModel::reload(const RunStore& store) {
+std::vector<RunsModel::Row> RunsModel::read_rows(const RunStore& store, const std::vector<Row>& previous) {
+  std::unordered_map<int64_t, const Row*> before;
+  for (const Row& row : previous) before.emplace(row.record.id, &row);
   std::vector<Row> rows;
   for (RunRecord& r : store.runs()) {
+    const auto was = before.find(r.id);
+    if (was != before.end()) {
+      const RunRecord& p = was->second->record;
+      if (p.updated == r.updated && p.duration_seconds == r.duration_seconds && p.status == r.status) {
+        rows.push_back({std::move(r), was->second->summary, was->second->resumable});
+        continue;
+      }
+    }
     RunSummary s = summarize(r, store.epochs(r.id));
     const bool ended_early = r.status != RunStatus::Finished && r.status != RunStatus::Running;
     const bool resumable = ended_early && store.resumable(r.id);
     rows.push_back({std::move(r), s, resumable});
   }
-  beginResetModel();
-  rows_ = std::move(rows);
-  endResetModel();
+  return rows;
+}
+
+void RunsModel::reload(const RunStore& store) { set_rows(read_rows(store)); }
+
+bool RunsModel::set_rows(std::vector<Row> rows) {
+  std::unordered_map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < rows.size(); ++i) index_of.emplace(rows[i].record.id, i);
+  bool added_or_removed = false;
+  for (int i = rowCount() - 1; i >= 0; --i)  // runs deleted, from the end so that the rows before keep their place
+    if (!index_of.count(rows_[static_cast<size_t>(i)].record.id)) {
+      beginRemoveRows({}, i, i);
+      rows_.erase(rows_.begin() + i);
+      endRemoveRows();
+      added_or_removed = true;
+    }
+  std::vector<bool> placed(rows.size(), false);
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    const size_t j = index_of.at(rows_[i].record.id);
+    placed[j] = true;
+    if (same_display(rows_[i], rows[j])) {
+      rows_[i] = std::move(rows[j]);  // the full record may still differ (a setting the table does not show)
+      continue;
+    }
+    rows_[i] = std::move(rows[j]);
+    const int row = static_cast<int>(i);
+    Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+  }
+  std::vector<Row> fresh;
+  for (size_t j = 0; j < rows.size(); ++j)
+    if (!placed[j]) fresh.push_back(std::move(rows[j]));
+  if (!fresh.empty()) {
+    beginInsertRows({}, rowCount(), rowCount() + static_cast<int>(fresh.size()) - 1);
+    for (Row& row : fresh) rows_.push_back(std::move(row));
+    endInsertRows();
+    added_or_removed = true;
+  }
+  return added_or_removed;
 }
 
 int64_t RunsModel::run_id(int row) const { return rows_.at(static_cast<size_t>(row)).record.id; }

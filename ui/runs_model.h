@@ -1,6 +1,7 @@
 // Every stored run as a table row: name, date, dataset, depth, precision, device, status, best validation
 // accuracy, time, whether it kept its final weights. Display text for the view; Qt::UserRole holds the raw value
-// (numbers, ISO dates) so a QSortFilterProxyModel sorts numerically. Reloaded from the run store on demand.
+// (numbers, ISO dates) so a QSortFilterProxyModel sorts numerically. Reloaded from the run store on demand, or
+// updated run by run from rows read elsewhere (RunsPoller).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -32,9 +33,25 @@ class RunsModel : public QAbstractTableModel {
   static constexpr int kSortRole = Qt::UserRole;
   static constexpr int kIdRole = Qt::UserRole + 1;
 
+  // A run as the table shows it: its record, its summary, and whether a checkpoint continues it.
+  struct Row {
+    RunRecord record;
+    RunSummary summary;
+    bool resumable = false;  // a checkpoint continues it (ampwb train --resume, the Resume action)
+  };
+
   explicit RunsModel(QObject* parent = nullptr);
 
-  void reload(const RunStore& store);
+  // Every run of `store`, oldest first. A run whose row in `previous` is as recorded now (the same update time, wall
+  // time and status) keeps that row's summary and resumability instead of re-reading them: a store following a
+  // live run re-reads that run only. Touches no Qt object: any thread may call it with a store of its own.
+  static std::vector<Row> read_rows(const RunStore& store, const std::vector<Row>& previous = {});
+  void reload(const RunStore& store);  // everything read again
+  // `rows` in place of the current ones, run by run: a run kept keeps its row (a view's selection, sort order and
+  // scroll position stay) and says it changed only when it did, a new run is added, a run gone is removed.
+  // Returns whether a run was added or removed.
+  bool set_rows(std::vector<Row> rows);
+  const std::vector<Row>& rows() const { return rows_; }
   int64_t run_id(int row) const;
   const RunRecord& record(int row) const { return rows_[static_cast<size_t>(row)].record; }
   const RunSummary& summary(int row) const { return rows_[static_cast<size_t>(row)].summary; }
@@ -46,11 +63,6 @@ class RunsModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 
  private:
-  struct Row {
-    RunRecord record;
-    RunSummary summary;
-    bool resumable = false;  // a checkpoint continues it (ampwb train --resume, the Resume action)
-  };
   std::vector<Row> rows_;
 };
 

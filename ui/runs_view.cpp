@@ -11,6 +11,7 @@
 #include <QMessageBox>
 #include <QSortFilterProxyModel>
 #include <QTableView>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -19,6 +20,7 @@
 #include "flow_layout.h"
 #include "plain_text.h"
 #include "predict_dialog.h"
+#include "runs_poller.h"
 #include "store/final_weights.h"
 
 namespace ampwb::ui {
@@ -45,7 +47,7 @@ std::string attempt_refusal(const RunStore& store, int64_t run) {
 
 }  // namespace
 
-RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(store) {
+RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location) : QWidget(parent), store_(store) {
   setObjectName("runsView");
   confirm = [this](const QString& question) {  // plain text: it lists the runs' names
     return plain_message(this, QMessageBox::Question, tr("Delete"), question, QMessageBox::Yes | QMessageBox::Cancel,
@@ -75,6 +77,8 @@ RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(s
     update_count();
   });
   count_ = new QLabel;
+  count_->setObjectName("runsCount");
+  count_->setTextFormat(Qt::PlainText);  // a store's error may quote user text
 
   auto* bar = new QToolBar;
   bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
@@ -135,6 +139,56 @@ RunsView::RunsView(RunStore& store, QWidget* parent) : QWidget(parent), store_(s
   layout->addLayout(bars);
   layout->addWidget(table_, 1);
   update_actions();
+
+  poller_ = new RunsPoller(location.empty() ? store_.path() : location, this);
+  poller_->on_changed = [this](std::vector<RunsModel::Row> rows) { apply_polled(std::move(rows)); };
+  poller_->on_unchanged = [this] {
+    if (!poll_error_.isEmpty()) {
+      poll_error_.clear();
+      update_count();
+    }
+  };
+  poller_->on_failed = [this](const QString& error) {  // the last reading stays; the next poll may do
+    poll_error_ = error;
+    update_count();
+  };
+  poll_timer_ = new QTimer(this);
+  poll_timer_->setInterval(kPollIntervalMs);
+  connect(poll_timer_, &QTimer::timeout, this, &RunsView::poll);
+}
+
+RunsView::~RunsView() = default;
+
+void RunsView::poll() { poller_->poll(); }
+
+void RunsView::apply_polled(std::vector<RunsModel::Row> rows) {
+  poll_error_.clear();
+  const std::vector<int64_t> selected = selected_ids();
+  std::vector<std::string> before;  // the selected runs as shown, to tell whether their actions may have changed
+  for (int64_t id : selected) before.push_back(model_->record(model_->row_of(id)).updated);
+  // Rows are updated in place, so the selection, the sort and the scroll position stay (a new or removed run moves
+  // only the rows below it), and so do the column widths the user chose: they fit the contents on a first fill only.
+  const bool was_empty = model_->rowCount() == 0;
+  model_->set_rows(std::move(rows));
+  if (was_empty && model_->rowCount() > 0) table_->resizeColumnsToContents();
+  update_count();
+  bool selected_changed = false;
+  for (size_t i = 0; i < selected.size(); ++i) {
+    const int row = model_->row_of(selected[i]);
+    selected_changed |= row < 0 || model_->record(row).updated != before[i];
+  }
+  if (selected_changed) update_actions();
+}
+
+void RunsView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  poll();
+  poll_timer_->start();
+}
+
+void RunsView::hideEvent(QHideEvent* event) {
+  QWidget::hideEvent(event);
+  poll_timer_->stop();
 }
 
 void RunsView::reload() {
@@ -150,7 +204,14 @@ void RunsView::reload() {
   update_actions();
 }
 
-void RunsView::update_count() { count_->setText(tr("%1 of %2 runs").arg(proxy_->rowCount()).arg(model_->rowCount())); }
+void RunsView::update_count() {
+  QString text = tr("%1 of %2 runs").arg(proxy_->rowCount()).arg(model_->rowCount());
+  // A long error is cut short here, whole in the tooltip: the label must not widen the window.
+  if (!poll_error_.isEmpty())
+    text += " · " + tr("Run store: %1").arg(poll_error_.size() > 60 ? poll_error_.left(60) + "…" : poll_error_);
+  count_->setText(text);
+  count_->setToolTip(plain_tooltip(poll_error_));
+}
 
 std::vector<int64_t> RunsView::selected_ids() const {
   std::vector<int64_t> ids;

@@ -1,27 +1,42 @@
 // The runs view: every stored run in a sortable, filterable table (RunsModel behind a QSortFilterProxyModel),
 // with rename, tag, note and delete (confirmed), and requests the main window carries out: open, compare, resume,
-// export. Edits go to the run store at once.
+// export. Edits go to the run store at once. Runs are also recorded by other processes (a CLI `ampwb train` into the
+// same store, a Slurm job's tasks, another window), so while the view is shown it follows the store every
+// kPollIntervalMs from a thread of its own (RunsPoller): a new run appears, a live one's row follows its progress,
+// and the selection, sort order and scroll position stay.
 #pragma once
 
 #include <QWidget>
 #include <functional>
 
 #include "runs_model.h"
+#include "sweep_view.h"
 
 class QAction;
 class QLineEdit;
 class QSortFilterProxyModel;
 class QTableView;
 class QLabel;
+class QTimer;
 
 namespace ampwb::ui {
+
+class RunsPoller;
 
 class RunsView : public QWidget {
   Q_OBJECT
  public:
-  explicit RunsView(RunStore& store, QWidget* parent = nullptr);
+  static constexpr int kPollIntervalMs = SweepView::kPollIntervalMs;  // the Sweeps tab's pace
+
+  // `location`: where the view's own polling connection opens the store (a PostgreSQL URI with its password, where
+  // it has one); empty: store.path().
+  explicit RunsView(RunStore& store, QWidget* parent = nullptr, const std::string& location = {});
+  ~RunsView() override;
 
   void reload();  // re-reads the store (also marks runs whose process died as interrupted)
+  // One poll of the store now (it also runs every kPollIntervalMs while the view is shown); the rows change when
+  // it finds the store changed. Returns at once.
+  void poll();
   std::vector<int64_t> selected_ids() const;
   void select(const std::vector<int64_t>& ids);
   void set_filter(const QString& text);
@@ -55,7 +70,12 @@ class RunsView : public QWidget {
   void export_charts_requested(const std::vector<int64_t>& ids);
   void status_message(const QString& text);
 
+ protected:
+  void showEvent(QShowEvent* event) override;
+  void hideEvent(QHideEvent* event) override;
+
  private:
+  void apply_polled(std::vector<RunsModel::Row> rows);
   void rename_selected();
   void tag_selected();
   void notes_selected();
@@ -71,6 +91,9 @@ class RunsView : public QWidget {
   QLineEdit* filter_ = nullptr;
   QLabel* count_ = nullptr;
   QAction* export_model_action_ = nullptr;
+  QTimer* poll_timer_ = nullptr;
+  RunsPoller* poller_ = nullptr;
+  QString poll_error_;  // the last poll's, shown beside the count until a poll succeeds
 };
 
 }  // namespace ampwb::ui
