@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -484,11 +485,93 @@ std::string counts_text(const std::map<std::string, int>& counts) {
   return text;
 }
 
+// Slurm's own view of a sweep's job array: each task's state and, while it waits, why; from squeue while Slurm
+// remembers the job (MinJobAge after it ends), else from sacct where accounting runs. `unavailable` says why
+// neither could tell, so that a status never leaves Slurm's view out without a word.
+struct SlurmView {
+  std::string source;  // "squeue" or "sacct"; empty when neither could say
+  struct Task {
+    std::string state, reason;
+  };
+  std::map<int, Task> tasks;  // by array task id (the point's index)
+  std::string unavailable;
+};
+
+// "42_3|PENDING|JobArrayTaskLimit" lines (squeue) or "42_3|COMPLETED" (sacct) for job array `job`.
+std::map<int, SlurmView::Task> slurm_tasks(const std::string& text, const std::string& job) {
+  std::map<int, SlurmView::Task> tasks;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> fields;
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, '|');) fields.push_back(cell);
+    if (fields.size() < 2 || !fields[0].starts_with(job + "_")) continue;  // a step (42_3.batch), another job
+    const std::string task = fields[0].substr(job.size() + 1);
+    if (task.empty() || !std::all_of(task.begin(), task.end(), [](unsigned char c) { return std::isdigit(c); }))
+      continue;                                                    // "42_[4-5%2]": a range squeue did not expand
+    std::string state = fields[1].substr(0, fields[1].find(' '));  // sacct: "CANCELLED by 0"
+    for (char& c : state) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    tasks[std::stoi(task)] = {state, fields.size() > 2 && fields[2] != "None" ? fields[2] : ""};
+  }
+  return tasks;
+}
+
+SlurmView slurm_view(const std::string& job) {
+  SlurmView view;
+  std::string squeue_error;
+  try {
+    view.tasks = slurm_tasks(
+        output_of({"squeue", "--noheader", "--array", "--states=all", "--jobs=" + job, "--format=%i|%T|%r"}), job);
+    if (!view.tasks.empty()) {
+      view.source = "squeue";
+      return view;
+    }
+    squeue_error = "squeue no longer lists job " + job;
+  } catch (const Error& e) {
+    squeue_error = e.what();
+    if (squeue_error.find("Invalid job id") != std::string::npos)  // ended longer ago than Slurm's MinJobAge
+      squeue_error = "squeue no longer lists job " + job;
+  }
+  try {
+    view.tasks = slurm_tasks(
+        output_of({"sacct", "--noheader", "--parsable2", "--allocations", "--jobs=" + job, "--format=JobID,State"}),
+        job);
+    if (!view.tasks.empty()) {
+      view.source = "sacct";
+      return view;
+    }
+    view.unavailable = squeue_error + "; sacct has no record of it";
+  } catch (const Error& e) {
+    view.unavailable = squeue_error + "; " + e.what();
+  }
+  return view;
+}
+
+// "2 running, 4 pending (JobArrayTaskLimit)".
+std::string slurm_counts_text(const SlurmView& view) {
+  std::map<std::string, std::pair<int, std::set<std::string>>> counts;
+  for (const auto& [task, t] : view.tasks) {
+    ++counts[t.state].first;
+    if (!t.reason.empty()) counts[t.state].second.insert(t.reason);
+  }
+  std::string text;
+  for (const auto& [state, c] : counts) {
+    text += (text.empty() ? "" : ", ") + std::to_string(c.first) + " " + state;
+    std::string reasons;
+    for (const std::string& r : c.second) reasons += (reasons.empty() ? "" : ", ") + r;
+    if (!reasons.empty()) text += " (" + reasons + ")";
+  }
+  return text;
+}
+
 int sweep_status_command(const SweepIdOptions& o) {
   const int64_t id = sweep_id(o.sweep);
   RunStore store(store_path(o.db), RunStore::Mode::ReadOnly);
   const SweepRecord s = sweep(store, id);
   const std::vector<SweepPoint> points = sweep_points(store, id);
+  const bool slurm = s.runs_on == "slurm";
+  const SlurmView view = slurm && !s.slurm_job_id.empty() ? slurm_view(s.slurm_job_id) : SlurmView{};
   if (o.json) {
     nlohmann::ordered_json j;
     j["id"] = s.id;
@@ -500,7 +583,15 @@ int sweep_status_command(const SweepIdOptions& o) {
     j["grid"] = nlohmann::ordered_json::parse(s.grid_json, nullptr, false);
     j["summary"] = state_counts(points);
     j["points"] = nlohmann::ordered_json::array();
-    for (const SweepPoint& p : points) j["points"].push_back(point_json(store, p));
+    for (const SweepPoint& p : points) {
+      j["points"].push_back(point_json(store, p));
+      if (const auto t = view.tasks.find(p.index); t != view.tasks.end())
+        j["points"].back()["slurm"] = {{"state", t->second.state}, {"reason", t->second.reason}};
+    }
+    if (slurm && !s.slurm_job_id.empty()) {
+      j["slurm"] = {{"source", view.source.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(view.source)},
+                    {"unavailable", view.unavailable}};
+    }
     print_json(j);
     return 0;
   }
@@ -508,15 +599,25 @@ int sweep_status_command(const SweepIdOptions& o) {
               s.name.empty() ? sweep_label(s).c_str() : ("(" + printable(s.name) + ")").c_str(), points.size(),
               s.runs_on.c_str(), s.slurm_job_id.empty() ? "" : (" (job " + s.slurm_job_id + ")").c_str(),
               s.cancelled ? ", cancelled" : "", s.created.c_str());
-  const bool slurm = s.runs_on == "slurm";
   std::printf("  point%s  %-40s state\n", slurm ? "  task" : "", "settings");
   for (const SweepPoint& p : points) {
     char task[32] = "";  // Slurm's array task N-1 trains point N
     if (slurm) std::snprintf(task, sizeof task, "  %4d", p.index);
+    std::string result = point_result(store, p);
+    if (const auto t = view.tasks.find(p.index); t != view.tasks.end())
+      result += "; Slurm: " + t->second.state + (t->second.reason.empty() ? "" : " (" + t->second.reason + ")");
     std::printf("  %5d%s  %-40s %s\n", p.index + 1, task, printable(describe_point_json(p.settings_json)).c_str(),
-                point_result(store, p).c_str());
+                result.c_str());
   }
   std::printf("%s\n", counts_text(state_counts(points)).c_str());
+  if (slurm && s.slurm_job_id.empty())
+    std::printf("Slurm: no job array was submitted\n");
+  else if (slurm && !view.source.empty())
+    std::printf("Slurm (%s): job array %s: %s\n", view.source.c_str(), s.slurm_job_id.c_str(),
+                slurm_counts_text(view).c_str());
+  else if (slurm)
+    std::printf("Slurm: cannot say how job array %s stands (%s); the states above are the run store's\n",
+                s.slurm_job_id.c_str(), view.unavailable.c_str());
   return 0;
 }
 

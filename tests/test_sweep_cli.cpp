@@ -204,6 +204,31 @@ TEST(SweepCli, ASigtermUnderSlurmEndsTheRunInterruptedAndResumable) {
   EXPECT_EQ(stored_epochs(db, 1), 60);
 }
 
+// A Slurm sweep's status where squeue and sacct cannot run says so instead of leaving Slurm's view out.
+// (Where they can: test_sweep_slurm.cpp.)
+TEST(SweepCli, TheStatusOfASlurmSweepSaysWhenSlurmCannotBeAsked) {
+  TempDir dir("sweep_no_squeue");
+  const std::string db = dir.file("runs.sqlite");
+  {
+    RunStore store(db, RunStore::Mode::Create);
+    const std::string point = R"({"values": {"seed": "0"}, "config": {}})";
+    const int64_t id = create_sweep(store, "", R"({"grid": {"seed": [0, 1]}})", "slurm", {point, point});
+    set_sweep_slurm_job(store, id, "4242");
+  }
+  // No Slurm commands on this PATH, whether this machine has them or not.
+  const std::vector<std::string> no_slurm = {"/usr/bin/env", "PATH=" + dir.file("empty")};
+  const Result text = ampwb({"sweep", "status", "1", "--db", db}, no_slurm);
+  ASSERT_EQ(text.status, 0) << text.output;
+  expect_contains(text.output, "  point  task  settings");
+  expect_contains(text.output, "\n      2     1  seed=0 ");  // point 2 is array task 1
+  expect_contains(text.output, "Slurm: cannot say how job array 4242 stands (squeue failed");
+  expect_contains(text.output, "sacct failed");
+  expect_contains(text.output, "the states above are the run store's");
+  const json j = json::parse(ampwb({"sweep", "status", "1", "--json", "--db", db}, no_slurm).output);
+  EXPECT_TRUE(j["slurm"]["source"].is_null());
+  expect_contains(j["slurm"]["unavailable"].get<std::string>(), "is Slurm installed here?");
+}
+
 TEST(SweepCli, ADryRunPrintsTheSlurmScriptAndRecordsNothing) {
   TempDir dir("sweep_dry");
   const std::string db = dir.file("runs.sqlite");

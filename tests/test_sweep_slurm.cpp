@@ -102,6 +102,14 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
       },
       60s))
       << cluster.run({"squeue"}).output << read_text((folder / "task-0.out").string());
+  // sweep status shows Slurm's view beside the store's: task 0 (point 1) runs, and at most 2 tasks at once make
+  // the rest wait for the array's task limit.
+  const Result status = ampwb({"sweep", "status", "1", "--db", db});
+  ASSERT_EQ(status.status, 0) << status.output;
+  expect_contains(status.output, "Slurm (squeue): job array " + job + ": ");
+  expect_contains(status.output, "pending (JobArrayTaskLimit)");
+  const std::string point1 = status.output.substr(status.output.find("\n      1     0  "));
+  expect_contains(point1.substr(0, point1.find('\n', 1)), "; Slurm: running");
   const test::CommandResult requeued = cluster.run({"scontrol", "requeue", job + "_0"});
   ASSERT_EQ(requeued.exit_code, 0) << requeued.output;
   ASSERT_TRUE(SlurmCluster::wait_until([&] { return cluster.job_state(job + "_0") == "PENDING"; }, 30s))
