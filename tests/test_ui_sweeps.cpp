@@ -322,6 +322,9 @@ class SweepsThroughTheUi : public QObject {
     const qint64 id = started.at(0).at(0).toLongLong();
     QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.sweep_view()));
     QTRY_COMPARE_WITH_TIMEOUT(w.sweep_view()->current_sweep(), id, 10000);
+    // Unnamed, it is named by what it sweeps.
+    QVERIFY2(w.sweep_view()->chooser()->currentText().contains(QStringLiteral(" · precision × seed · this machine")),
+             qPrintable(w.sweep_view()->chooser()->currentText()));
     QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 600000);
     QCOMPARE(ended.at(0).at(1).toInt(), 0);
     QVERIFY(!w.cli_sweep_running());

@@ -14,6 +14,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "plain_text.h"
 #include "sweep_points_model.h"
@@ -23,7 +24,15 @@ namespace {
 
 QString sweep_title(const SweepRecord& s) {
   QString text = QObject::tr("Sweep %1").arg(s.id);
-  if (!s.name.empty()) text += QStringLiteral(" · ") + QString::fromStdString(s.name);
+  if (!s.name.empty()) {
+    text += QStringLiteral(" · ") + QString::fromStdString(s.name);
+  } else {  // what it sweeps, as `ampwb sweeps` says it: "precision × seed"
+    QStringList dimensions;
+    const auto grid = nlohmann::ordered_json::parse(s.grid_json, nullptr, false);
+    if (grid.is_object() && grid.contains("grid") && grid["grid"].is_object())
+      for (const auto& [setting, values] : grid["grid"].items()) dimensions << QString::fromStdString(setting);
+    if (!dimensions.isEmpty()) text += QStringLiteral(" · ") + dimensions.join(QStringLiteral(" × "));
+  }
   text += s.runs_on == "slurm"
               ? (s.slurm_job_id.empty() ? QObject::tr(" · Slurm")
                                         : QObject::tr(" · Slurm job %1").arg(QString::fromStdString(s.slurm_job_id)))
