@@ -923,7 +923,8 @@ TEST_P(EveryMode, TrainsATinyResNetWithFallingLoss) {
   fs::remove_all(data);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, EveryMode, ::testing::Values("fp32", "amp-fp16", "amp-bf16", "fp16-o2", "fp16-pure"),
+INSTANTIATE_TEST_SUITE_P(Modes, EveryMode,
+                         ::testing::Values("fp32", "amp-fp16", "amp-bf16", "fp16-o2", "fp16-pure", "amp-fp8"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -87,6 +87,23 @@ TEST(Training, AmpFp8LearnsOnRealImages) {
   fs::remove_all(data);
 }
 
+// amp-fp8 runs wherever Capabilities::fp8 is available (every CPU: emulated) and is refused with that format's
+// reason elsewhere (the CUDA backend, until its FP8 path is built).
+TEST(Training, AmpFp8RunsOnTheCpuAndIsRefusedWhereFp8IsNotAvailable) {
+  const Capabilities cpu = CpuBackend().capabilities();
+  ASSERT_TRUE(cpu.fp8.available) << cpu.fp8.how;
+  const ModeSupport here = mode_support(PrecisionMode::AmpFp8, cpu);
+  EXPECT_TRUE(here.supported) << here.reason;
+  EXPECT_EQ(here.compute, "FP8: " + cpu.fp8.how);
+  Capabilities gpu = cpu;
+  gpu.device = Device::cuda(0);
+  gpu.device_name = "a GPU";
+  gpu.fp8 = {false, false, "FP8 on NVIDIA GPUs is not built yet", 0, ""};
+  const ModeSupport there = mode_support(PrecisionMode::AmpFp8, gpu);
+  EXPECT_FALSE(there.supported);
+  EXPECT_EQ(there.reason, "precision amp-fp8 cannot run on a GPU: FP8 on NVIDIA GPUs is not built yet");
+}
+
 TEST(Training, SameSeedGivesBitIdenticalLossCurve) {
   const fs::path data = make_stripes_folder("repro", 12, 12);
   TrainConfig c = tiny_config(data);
