@@ -167,10 +167,19 @@ void RunsView::apply_polled(std::vector<RunsModel::Row> rows) {
   std::vector<std::string> before;  // the selected runs as shown, to tell whether their actions may have changed
   for (int64_t id : selected) before.push_back(model_->record(model_->row_of(id)).updated);
   // Rows are updated in place, so the selection, the sort and the scroll position stay (a new or removed run moves
-  // only the rows below it), and so do the column widths the user chose: they fit the contents on a first fill only.
+  // only the rows below it), and so do the column widths the user chose: a new run only widens a column too narrow
+  // for what it shows (its name wrapped in two lines otherwise), and never narrows one.
   const bool was_empty = model_->rowCount() == 0;
-  model_->set_rows(std::move(rows));
-  if (was_empty && model_->rowCount() > 0) table_->resizeColumnsToContents();
+  const bool added_or_removed = model_->set_rows(std::move(rows));
+  if (was_empty && model_->rowCount() > 0) {
+    table_->resizeColumnsToContents();
+  } else if (added_or_removed) {
+    for (int column = 0; column < RunsModel::ColumnCount; ++column) {
+      const int chosen = table_->columnWidth(column);
+      table_->resizeColumnToContents(column);
+      if (table_->columnWidth(column) < chosen) table_->setColumnWidth(column, chosen);
+    }
+  }
   update_count();
   bool selected_changed = false;
   for (size_t i = 0; i < selected.size(); ++i) {
