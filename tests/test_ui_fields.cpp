@@ -2,6 +2,8 @@
 // value stays as typed, framed in red with why and the range it takes, listed under the Training group, and Train
 // waits, saying why; a value out of range is refused with the range, never clamped. A setting the engine refuses is
 // named as the form names it, and its field marked.
+#include <QCheckBox>
+#include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -10,6 +12,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTextDocumentFragment>
+#include <QToolButton>
 #include <QtTest>
 
 #include "main_window.h"
@@ -168,6 +171,74 @@ class FieldsKeepWhatWasTyped : public QObject {
              qPrintable(status));
     QVERIFY(!status.contains("--"));
     QVERIFY(topk->styleSheet().contains("border"));
+  }
+
+  // AMP FP8's scaling fields show only while that mode is chosen; what they hold is what config() gives, set_config()
+  // shows it back, a history of 0 steps is refused as typed with the engine's range, and an engine refusal of one
+  // of them marks it and names its label.
+  void fp8_fields_follow_the_mode_and_round_trip() {
+    MainWindow w(dir_.filePath("fp8.sqlite"));
+    open(w);
+    child<QToolButton>(w, "advancedToggle")->setChecked(true);
+    auto* precision = child<QComboBox>(w, "precision");
+    auto* group = child<QWidget>(w, "fp8Scaling");
+    auto* history = setting_field<QSpinBox>(w, "precision.fp8.amax_history_length");
+    auto* margin = setting_field<QSpinBox>(w, "precision.fp8.margin");
+    auto* rule = setting_field<QComboBox>(w, "precision.fp8.amax_rule");
+    auto* first_last = setting_field<QCheckBox>(w, "precision.fp8.first_and_last");
+    QVERIFY(history && margin && rule && first_last);
+    precision->setCurrentIndex(precision->findData("fp32"));
+    QVERIFY(!group->isVisibleTo(w.setup()));
+    QVERIFY(!history->isEnabled());
+    precision->setCurrentIndex(precision->findData("amp-fp8"));
+    QVERIFY(group->isVisibleTo(w.setup()));
+    QVERIFY(history->isEnabled());
+    QCOMPARE(history->value(), 1024);  // Transformer Engine's defaults until changed
+    QCOMPARE(margin->value(), 0);
+
+    type(history, "16");
+    type(margin, "-2");
+    rule->setCurrentIndex(rule->findData("most-recent"));
+    first_last->setChecked(true);
+    TrainConfig c = w.setup()->config();
+    QCOMPARE(c.precision.mode, PrecisionMode::AmpFp8);
+    QCOMPARE(c.precision.fp8.scaling.history_length, 16);
+    QCOMPARE(c.precision.fp8.scaling.margin, -2);
+    QCOMPARE(c.precision.fp8.scaling.rule, AmaxRule::MostRecent);
+    QVERIFY(c.precision.fp8.first_and_last);
+
+    TrainConfig other = c;  // another run's settings, then these again: each shown as it was
+    other.precision.mode = PrecisionMode::AmpBf16;
+    other.precision.fp8 = Fp8Config{};
+    w.setup()->set_config(other);
+    QVERIFY(!group->isVisibleTo(w.setup()));
+    QCOMPARE(history->value(), 1024);
+    QVERIFY(!first_last->isChecked());
+    w.setup()->set_config(c);
+    QVERIFY(group->isVisibleTo(w.setup()));
+    QCOMPARE(text_of(history), QString("16"));
+    QCOMPARE(text_of(margin), QString("-2"));
+    QCOMPARE(rule->currentData().toString(), QString("most-recent"));
+    QVERIFY(first_last->isChecked());
+    QCOMPARE(config_to_json_text(w.setup()->config()), config_to_json_text(c));
+
+    type(history, "0");
+    QCOMPARE(text_of(history), QString("0"));
+    QCOMPARE(w.setup()->config().precision.fp8.scaling.history_length, 16);
+    QCOMPARE(plain(history->toolTip()), QString("0 is out of range; it takes 1 to 1,000,000"));
+    QVERIFY(history->styleSheet().contains("border"));
+    const QString listed = child<QLabel>(w, "settingsProblem")->text();
+    QVERIFY2(listed.contains("Amax history: 0 is out of range"), qPrintable(listed));
+    QVERIFY(!child<QPushButton>(w, "trainButton")->isEnabled());
+    type(history, "16");
+    QVERIFY(history->styleSheet().isEmpty());
+
+    // As the engine says it (train/config.cpp): the field named by its label and marked.
+    const QString why = "the FP8 scaling margin must be between -64 and 64 powers of two, got 65";
+    QCOMPARE(w.setup()->show_setting_problem("precision.fp8.margin", why), "Margin: " + why);
+    QVERIFY(margin->styleSheet().contains("border"));
+    w.setup()->clear_setting_problem();
+    QVERIFY(margin->styleSheet().isEmpty());
   }
 
   // Fields whose minimum reads as a word ("all cores") keep text they cannot take even while holding the minimum,

@@ -331,6 +331,33 @@ QWidget* RunSetupPanel::build_advanced_group() {
   sf->addRow(tr("Master weights"), master_weights_);
   layout->addWidget(scaler);
 
+  // The ranges are the engine's (train/config.cpp validate()), so a value it would refuse is refused as typed.
+  auto* fp8 = new QGroupBox(tr("FP8 scaling (AMP FP8)"));
+  fp8->setObjectName("fp8Scaling");
+  fp8_ = fp8;
+  auto* ff = new QFormLayout(fp8);
+  fp8_history_ = for_setting(int_box(1, 1000000), "precision.fp8.amax_history_length");
+  fp8_history_->setObjectName("fp8AmaxHistory");
+  fp8_history_->setToolTip(tr("The steps of amax history a tensor's scale comes from (Transformer Engine: 1024)"));
+  fp8_margin_ = for_setting(int_box(-64, 64), "precision.fp8.margin");
+  fp8_margin_->setObjectName("fp8Margin");
+  fp8_margin_->setToolTip(tr("Powers of two kept between a scaled amax and the format's max (Transformer Engine: 0)"));
+  fp8_rule_ = for_setting(new QComboBox, "precision.fp8.amax_rule");
+  fp8_rule_->setObjectName("fp8AmaxRule");
+  add_choices<AmaxRule>(fp8_rule_);
+  fp8_first_last_ = for_setting(new QCheckBox(tr("first convolution and last linear layer in FP8 too")),
+                                "precision.fp8.first_and_last");
+  fp8_first_last_->setObjectName("fp8FirstLast");
+  fp8_first_last_->setToolTip(tr("Off: they stay in BF16, as is usual (the stem sees raw pixels, the head makes the "
+                                 "logits)"));
+  ff->addRow(tr("Amax history"), fp8_history_);
+  ff->addRow(tr("Margin"), fp8_margin_);
+  ff->addRow(tr("Amax rule"), fp8_rule_);
+  ff->addRow(tr("Layers"), fp8_first_last_);
+  layout->addWidget(fp8);
+  connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_fp8_fields);
+  update_fp8_fields();
+
   auto* more = new QGroupBox(tr("Optimizer and data"));
   auto* mf = new QFormLayout(more);
   warmup_ = for_setting(int_box(0, 10000), "warmup_epochs");
@@ -438,6 +465,13 @@ void RunSetupPanel::apply_scaler_preset() {
   max_scale_->setValue(s.max_scale);
 }
 
+void RunSetupPanel::update_fp8_fields() {
+  if (!fp8_) return;  // still being built
+  const bool fp8 = chosen_mode() == PrecisionMode::AmpFp8;
+  fp8_->setVisible(fp8);
+  fp8_->setEnabled(editable_ && fp8);
+}
+
 void RunSetupPanel::update_processes() {
   if (!processes_) return;  // still being built
   const DeviceChoice device = chosen_device();
@@ -498,6 +532,11 @@ TrainConfig RunSetupPanel::config() const {
   o.min_scale = min_scale_->value();
   o.max_scale = max_scale_->value();
   c.precision = resolve_precision(chosen_mode(), o);
+  // Kept whatever the mode, as the CLI keeps its flags: the other modes ignore them.
+  c.precision.fp8.scaling.history_length = fp8_history_->value();
+  c.precision.fp8.scaling.margin = fp8_margin_->value();
+  c.precision.fp8.scaling.rule = chosen_choice<AmaxRule>(fp8_rule_);
+  c.precision.fp8.first_and_last = fp8_first_last_->isChecked();
 
   c.warmup_epochs = warmup_->value();
   c.optimizer.momentum = static_cast<float>(momentum_->value());
@@ -546,6 +585,12 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
   select_data(master_weights_, c.precision.master_weights == preset.master_weights
                                    ? QString()
                                    : QString(c.precision.master_weights ? "on" : "off"));
+  const Fp8Config& fp8 = c.precision.fp8;
+  fp8_history_->setValue(fp8.scaling.history_length);
+  fp8_margin_->setValue(fp8.scaling.margin);
+  select_choice(fp8_rule_, fp8.scaling.rule);
+  fp8_first_last_->setChecked(fp8.first_and_last);
+  update_fp8_fields();
 
   warmup_->setValue(c.warmup_epochs);
   momentum_->setValue(c.optimizer.momentum);
@@ -689,6 +734,7 @@ void RunSetupPanel::set_editable(bool editable) {
       w->setEnabled(editable);
   editable_ = editable;
   update_processes();  // what only many processes use stays off with one
+  update_fp8_fields();
 }
 
 void RunSetupPanel::load_settings() {

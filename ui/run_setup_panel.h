@@ -94,6 +94,8 @@ class RunSetupPanel : public QWidget {
   DeviceChoice chosen_device() const;
   const Capabilities& device_capabilities(DeviceChoice device);
   void apply_scaler_preset();
+  // The FP8 scaling fields, shown only while AMP FP8 is chosen (the other modes ignore them).
+  void update_fp8_fields();
   // The run's memory estimate against what is available (train/memory_estimate.h), as the settings change.
   void update_memory_estimate();
   // The Processes choice's limit and reason for the chosen device, and the data-parallel fields, usable only with
@@ -148,6 +150,11 @@ class RunSetupPanel : public QWidget {
   WideNumberBox* min_scale_ = nullptr;
   WideNumberBox* max_scale_ = nullptr;
   QComboBox* master_weights_ = nullptr;
+  QWidget* fp8_ = nullptr;  // the FP8 scaling group
+  WholeNumberBox* fp8_history_ = nullptr;
+  WholeNumberBox* fp8_margin_ = nullptr;
+  QComboBox* fp8_rule_ = nullptr;
+  QCheckBox* fp8_first_last_ = nullptr;
   WholeNumberBox* warmup_ = nullptr;
   WideNumberBox* momentum_ = nullptr;
   WideNumberBox* weight_decay_ = nullptr;
