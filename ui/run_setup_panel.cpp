@@ -345,15 +345,14 @@ QWidget* RunSetupPanel::build_advanced_group() {
   fp8_rule_ = for_setting(new QComboBox, "precision.fp8.amax_rule");
   fp8_rule_->setObjectName("fp8AmaxRule");
   add_choices<AmaxRule>(fp8_rule_);
-  fp8_first_last_ = for_setting(new QCheckBox(tr("first convolution and last linear layer in FP8 too")),
-                                "precision.fp8.first_and_last");
+  fp8_first_last_ = for_setting(new QCheckBox(tr("in FP8 too")), "precision.fp8.first_and_last");
   fp8_first_last_->setObjectName("fp8FirstLast");
-  fp8_first_last_->setToolTip(tr("Off: they stay in BF16, as is usual (the stem sees raw pixels, the head makes the "
-                                 "logits)"));
+  fp8_first_last_->setToolTip(tr("The first convolution and the last linear layer in FP8 too. Off: they stay in "
+                                 "BF16, as is usual (the stem sees raw pixels, the head makes the logits)"));
   ff->addRow(tr("Amax history"), fp8_history_);
   ff->addRow(tr("Margin"), fp8_margin_);
   ff->addRow(tr("Amax rule"), fp8_rule_);
-  ff->addRow(tr("Layers"), fp8_first_last_);
+  ff->addRow(tr("First and last layers"), fp8_first_last_);
   layout->addWidget(fp8);
   connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_fp8_fields);
   update_fp8_fields();
