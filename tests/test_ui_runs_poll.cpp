@@ -2,7 +2,9 @@
 // real PostgreSQL server where the build has libpq): a run that a real `ampwb train` child process records appears
 // within a few seconds without any refresh by hand and ends showing its final state and accuracy; a run recorded
 // epoch by epoch from another connection updates its row as it goes; a child killed mid-run turns interrupted; and
-// through all of it the user's selection, sort order and scroll position stay where they were.
+// through all of it the user's selection, sort order and scroll position stay where they were. A PostgreSQL server
+// that stops answering leaves the window answering.
+#include <QElapsedTimer>
 #include <QHeaderView>
 #include <QLabel>
 #include <QProcess>
@@ -14,6 +16,10 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #ifdef AMPWB_TEST_POSTGRES
 #include "postgres_server.h"
@@ -109,10 +115,71 @@ class RunsViewFollowsTheStore : public QObject {
       QFAIL(e.what());  // a server that cannot start fails the test, saying why
     }
     check_runs_written_elsewhere_appear(QString::fromStdString(server->uri()));
+    check_a_hung_server_leaves_the_window_responsive(*server);
   }
 #endif
 
  private:
+#ifdef AMPWB_TEST_POSTGRES
+  // Every process of the server: its postmaster and the backends it forked.
+  static std::vector<pid_t> server_processes(const ampwb::test::PostgresServer& server) {
+    std::ifstream pid_file(server.socket_folder() / "data" / "postmaster.pid");
+    pid_t postmaster = 0;
+    pid_file >> postmaster;
+    if (postmaster <= 0) return {};
+    std::vector<pid_t> pids{postmaster};
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream stat(entry.path() / "stat");
+      std::string line;
+      if (!std::getline(stat, line) || line.rfind(')') == std::string::npos) continue;
+      std::istringstream rest(line.substr(line.rfind(')') + 2));
+      char state = 0;
+      pid_t parent = 0;
+      rest >> state >> parent;
+      if (parent == postmaster) pids.push_back(static_cast<pid_t>(std::stol(entry.path().filename().string())));
+    }
+    return pids;
+  }
+
+  // The server stops answering while the Runs tab is shown: the window goes on answering (the polls wait on their
+  // own thread, one at a time), and once the server answers again the tab follows the store again.
+  void check_a_hung_server_leaves_the_window_responsive(const ampwb::test::PostgresServer& server) {
+    const QString location = QString::fromStdString(server.uri());
+    MainWindow w(location);
+    w.resize(1000, 600);
+    w.show();
+    w.tabs()->setCurrentWidget(w.runs_view());
+    RunsView& view = *w.runs_view();
+    const int before = view.model()->rowCount();
+    QVERIFY(before > 0);
+    QTest::qWait(RunsView::kPollIntervalMs + 500);  // the poll that showing the tab started is over
+    const std::vector<pid_t> pids = server_processes(server);
+    QVERIFY2(!pids.empty(), "no postmaster.pid");
+    for (pid_t pid : pids) ::kill(pid, SIGSTOP);
+    // Continued from another thread, so that a window that does wait on the server fails here instead of hanging.
+    std::thread resume([&pids] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3 * RunsView::kPollIntervalMs + 500));
+      for (pid_t pid : pids) ::kill(pid, SIGCONT);
+    });
+    QElapsedTimer clock;
+    qint64 worst_ms = 0;
+    for (int i = 0; i < 3 * RunsView::kPollIntervalMs / 100; ++i) {  // three polls' time, in 100 ms waits
+      clock.start();
+      QTest::qWait(100);
+      worst_ms = std::max(worst_ms, clock.elapsed() - 100);
+    }
+    resume.join();
+    QVERIFY2(worst_ms < 1000, qPrintable(QStringLiteral("the window stopped answering for %1 ms").arg(worst_ms)));
+    RunStore writer(location.toStdString(), RunStore::Mode::Existing);
+    TrainConfig c = tiny_config(data_);
+    c.name = "after the server came back";
+    const int64_t id = writer.begin_run(c, RunInfo{}, "");
+    writer.end_run(id, {RunStatus::Finished, "", ""}, {}, 1.0);
+    QTRY_COMPARE_WITH_TIMEOUT(cell(view, id, RunsModel::Status), QString("finished"), 10000);
+    QCOMPARE(view.model()->rowCount(), before + 1);
+  }
+#endif
+
   void check_runs_written_elsewhere_appear(const QString& location) {
     // Runs already there: enough of them that the table scrolls in a small window.
     {
