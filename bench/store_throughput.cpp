@@ -6,7 +6,8 @@
 // once (its row, its first writes on a new connection, its end) is said apart. The stores and
 // the plain training alternate round by round, so drifting machine load hits all alike; figures are medians over
 // the rounds. The goal (the store under 1% of a step) is printed beside them; the exit status says only whether
-// the runs worked (the figures in docs/benchmarks.md, "Run store").
+// the runs worked (the figures in docs/benchmarks.md, "Run store"; before and after the epoch's records went in one
+// transaction: docs/logs/issue60-store-throughput-all-records-2026-12-02-zen5.log).
 //
 // PostgreSQL: a private server started for the run (tests/postgres_server.h: initdb in a temporary folder, a Unix
 // socket, stopped at the end), never a server of the machine's, since its database is emptied between runs. That
