@@ -39,10 +39,12 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
 
   auto* group = new QGroupBox(tr("Variants"));
   auto* gl = new QVBoxLayout(group);
-  // The variants ticked last time, else the usual five: all but TF32 (CUDA only) and FP16 O2.
+  // The variants ticked last time, else the usual five: all but TF32 (CUDA only), FP16 O2 and AMP FP8 (an opt-in:
+  // it trains most layers with 3-bit mantissas, an experiment of its own rather than a usual comparison).
   QStringList usual;
   for (const SweepVariant& v : sweep_variants())
-    if (v.mode != PrecisionMode::Tf32 && v.mode != PrecisionMode::Fp16O2) usual << QString::fromStdString(v.key);
+    if (v.mode != PrecisionMode::Tf32 && v.mode != PrecisionMode::Fp16O2 && v.mode != PrecisionMode::AmpFp8)
+      usual << QString::fromStdString(v.key);
   const QStringList ticked = QSettings().value("sweep/variants", usual).toStringList();
   for (const SweepVariant& v : sweep_variants()) {
     auto* box = new QCheckBox(QString::fromStdString(v.label));
