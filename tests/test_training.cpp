@@ -429,9 +429,10 @@ TEST(Cli, BadInputGetsAClearError) {
   EXPECT_NE(r.output.find("--batch-size: expects a whole number, got 'many'"), std::string::npos) << r.output;
   r = run_ampwb("train --data /tmp --lr fast");
   EXPECT_NE(r.output.find("--lr: expects a number, got 'fast'"), std::string::npos) << r.output;
-  r = run_ampwb("bench --precision fp8");
+  r = run_ampwb("bench --precision fp12");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("--precision: fp8 not in {fp32,tf32,amp-fp16,amp-bf16,fp16-o2,fp16-pure}"), std::string::npos)
+  EXPECT_NE(r.output.find("--precision: fp12 not in {fp32,tf32,amp-fp16,amp-bf16,fp16-o2,fp16-pure,amp-fp8}"),
+            std::string::npos)
       << r.output;
   r = run_ampwb("train --data /tmp --loss-scale static:lots");
   EXPECT_EQ(r.status, 2);
