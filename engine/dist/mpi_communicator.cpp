@@ -35,6 +35,10 @@ class MpiRuntime {
     MPI_Finalized(&finalized);
     if (finalized) return;
     if (MpiCollectiveWait::lost_a_rank()) {
+      // Said here because mpirun's own account of the abort is not always printed (its help text can fail to send).
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      std::fprintf(stderr, "rank %d: ending the MPI job, since a rank did not answer\n", rank);
       std::fflush(nullptr);  // MPI_Abort ends the process before exit would flush what it printed
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
