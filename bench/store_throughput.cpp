@@ -1,13 +1,12 @@
 // A benchmark, not a test: records per second into an SQLite run store and into a PostgreSQL one, written as a
 // training run writes them (through StoreRecorder: steps batched, each epoch its own commit), and the store's share
-// of a training step for both, against a tiny ResNet-20's step time measured in the same program: every record a
-// real run writes (its steps, each epoch's histograms, layer numerics, confusion, time breakdown and the epoch),
-// from the second epoch of a run on, since a real run keeps its connection for all its epochs; what a run pays
-// once (its row, its first writes on a new connection, its end) is said apart. The stores and
-// the plain training alternate round by round, so drifting machine load hits all alike; figures are medians over
-// the rounds. The goal (the store under 1% of a step) is printed beside them; the exit status says only whether
-// the runs worked (the figures in docs/benchmarks.md, "Run store"; before and after the epoch's records went in one
-// transaction: docs/logs/issue60-store-throughput-all-records-2026-12-02-zen5.log).
+// of a training step for both, against step times measured in the same program (the worst case, a tiny ResNet-20,
+// and the run a user starts by default): every record a real run writes (its steps, each epoch's histograms, layer
+// numerics, confusion, time breakdown and the epoch), from the second epoch of a run on, since a real run keeps its
+// connection for all its epochs; what a run pays once (its row, its first writes on a new connection, its end) is
+// said apart. The stores and the plain training alternate round by round, so drifting machine load hits all alike;
+// figures are medians over the rounds. The goal (the store under 1% of a step) is printed beside them; the exit
+// status says only whether the runs worked (the figures in docs/benchmarks.md, "Run store").
 //
 // PostgreSQL: a private server started for the run (tests/postgres_server.h: initdb in a temporary folder, a Unix
 // socket, stopped at the end), never a server of the machine's, since its database is emptied between runs. That
@@ -186,9 +185,9 @@ struct TrainingRound {
   double store_per_run = 0;      // the recorder's start and end of the run
   double store_seconds = 0;      // all the recorder's time
   double wall_seconds = 0;       // the whole run
+  int64_t steps_per_epoch = 0;
 };
 
-// The worst case for the store: a tiny model and images, so steps are short.
 TrainingRound train(const TrainConfig& c, const std::string* location) {
   std::unique_ptr<RunStore> store;
   std::unique_ptr<StoreRecorder> recorder;
@@ -202,6 +201,7 @@ TrainingRound train(const TrainConfig& c, const std::string* location) {
   AMPWB_CHECK(trainer.run().status == RunStatus::Finished, "the benchmark's training did not finish");
   TrainingRound r;
   r.wall_seconds = seconds_since(start);
+  r.steps_per_epoch = timed.epoch_steps.back();
   r.step_seconds = median(timed.step_gaps);
   AMPWB_CHECK(timed.epoch_seconds.size() > 2, "the benchmark's run needs two epochs at least");
   double later_seconds = 0;
@@ -237,6 +237,48 @@ void copy_speed(const Stores& stores, int runs) {
       static_cast<double>(back_again.records) / back_seconds);
 }
 
+// The store's share of a training step for runs of `c` on two classes of `per_class` striped `size` px images:
+// plain, SQLite and PostgreSQL in turn, the order rotating each round.
+void step_share(const Stores& stores, int rounds, TrainConfig c, int per_class, int size, const char* what) {
+  const fs::path data = make_stripes_folder("store_throughput", per_class, size);
+  c.data_dir = data.string();
+  c.threads = 2;
+  c.data.validation_fraction = 0.2;
+  std::vector<TrainingRound> kinds[3];  // plain, SQLite, PostgreSQL
+  for (int round = 0; round < rounds; ++round)
+    for (int k = 0; k < 3; ++k) {
+      const int kind = (round + k) % 3;
+      std::string location;
+      if (kind > 0) location = stores.fresh(kind == 2);
+      kinds[kind].push_back(train(c, kind > 0 ? &location : nullptr));
+    }
+  std::vector<double> plain_steps;
+  for (const TrainingRound& r : kinds[0]) plain_steps.push_back(r.step_seconds);
+  std::printf(
+      "[ store ] %s, %lld steps an epoch, %d epochs; %d rounds of plain, SQLite and PostgreSQL in turn; plain "
+      "median step %.3f ms\n",
+      what, static_cast<long long>(kinds[0].front().steps_per_epoch), c.epochs, rounds, 1e3 * median(plain_steps));
+  for (int kind = 1; kind < 3; ++kind) {
+    std::vector<double> steps, store, shares, firsts, runs, run_shares;
+    for (size_t i = 0; i < kinds[kind].size(); ++i) {
+      const TrainingRound& r = kinds[kind][i];
+      steps.push_back(r.step_seconds);
+      store.push_back(r.store_per_step);
+      shares.push_back(r.store_per_step / kinds[0][i].step_seconds);  // against the same round's plain step
+      firsts.push_back(r.first_epoch_extra);
+      runs.push_back(r.store_per_run);
+      run_shares.push_back(r.store_seconds / r.wall_seconds);
+    }
+    std::printf(
+        "[ store ] %-10s median step %.3f ms; the store %.1f us a step from the second epoch on (its epochs' "
+        "records spread over their steps) = %.3f%% of a plain step: %s; once a run: its start and end %.1f ms, "
+        "its first epoch %.1f ms more than a later one; all the store's time %.2f%% of the whole run\n",
+        name_of(kind == 2), 1e3 * median(steps), 1e6 * median(store), 100 * median(shares),
+        verdict(median(shares) < 0.01), 1e3 * median(runs), 1e3 * median(firsts), 100 * median(run_shares));
+  }
+  fs::remove_all(data);
+}
+
 void run(const Stores& stores, int rounds) {
   char cpu[256] = "";
   if (FILE* f = std::fopen("/proc/cpuinfo", "r")) {
@@ -270,60 +312,31 @@ void run(const Stores& stores, int rounds) {
   }
   copy_speed(stores, 5);
 
-  // The store's share of a training step: plain, SQLite and PostgreSQL in turn, the order rotating each round.
-  const fs::path data = make_stripes_folder("store_throughput", 120, 16);
-  TrainConfig c;
-  c.data_dir = data.string();
-  c.depth = 20;
-  c.epochs = 8;  // a run keeps its connection: its later epochs show what a step pays
-  c.batch_size = 8;
-  c.threads = 2;
-  c.data.validation_fraction = 0.2;     // 192 training images: 24 steps an epoch
-  std::vector<TrainingRound> kinds[3];  // plain, SQLite, PostgreSQL
-  for (int round = 0; round < rounds; ++round)
-    for (int k = 0; k < 3; ++k) {
-      const int kind = (round + k) % 3;
-      std::string location;
-      if (kind > 0) location = stores.fresh(kind == 2);
-      kinds[kind].push_back(train(c, kind > 0 ? &location : nullptr));
-    }
-  std::vector<double> plain_steps;
-  for (const TrainingRound& r : kinds[0]) plain_steps.push_back(r.step_seconds);
-  std::printf(
-      "[ store ] ResNet-20, 16 px, batch 8, 24 steps an epoch, %d epochs; %d rounds of plain, SQLite and "
-      "PostgreSQL in turn; plain median step %.3f ms\n",
-      c.epochs, rounds, 1e3 * median(plain_steps));
-  for (int kind = 1; kind < 3; ++kind) {
-    std::vector<double> steps, store, shares, firsts, runs, run_shares;
-    for (size_t i = 0; i < kinds[kind].size(); ++i) {
-      const TrainingRound& r = kinds[kind][i];
-      steps.push_back(r.step_seconds);
-      store.push_back(r.store_per_step);
-      shares.push_back(r.store_per_step / kinds[0][i].step_seconds);  // against the same round's plain step
-      firsts.push_back(r.first_epoch_extra);
-      runs.push_back(r.store_per_run);
-      run_shares.push_back(r.store_seconds / r.wall_seconds);
-    }
-    std::printf(
-        "[ store ] %-10s median step %.3f ms; the store %.1f us a step from the second epoch on (its epochs' "
-        "records spread over their steps) = %.2f%% of a plain step: %s; once a run: its start and end %.1f ms, its "
-        "first epoch %.1f ms more than a later one; all the store's time %.1f%% of the whole run\n",
-        name_of(kind == 2), 1e3 * median(steps), 1e6 * median(store), 100 * median(shares),
-        verdict(median(shares) < 0.01), 1e3 * median(runs), 1e3 * median(firsts), 100 * median(run_shares));
-  }
-  fs::remove_all(data);
+  // The worst case for the store: a tiny model and images, so steps are short, and short epochs, so each epoch's
+  // records weigh on few steps.
+  TrainConfig tiny;
+  tiny.depth = 20;
+  tiny.epochs = 8;  // a run keeps its connection: its later epochs show what a step pays
+  tiny.batch_size = 8;
+  step_share(stores, rounds, tiny, 120, 16, "worst case: ResNet-20, 16 px, batch 8");  // 24 steps an epoch
+  // The run a user starts by default (ResNet-18, batch 64, Fashion-MNIST's 28 px), in epochs of 10 steps where
+  // Fashion-MNIST's are 750: each epoch's records weigh 75 times what they do in the real run.
+  TrainConfig usual;
+  usual.epochs = 3;
+  step_share(stores, rounds, usual, 400, 28, "the default run: ResNet-18, 28 px, batch 64");
 }
 
 }  // namespace
 }  // namespace ampwb
 
-int main() {
+int main(int argc, char** argv) {
   using namespace ampwb;
   try {
+    const int rounds = argc > 1 ? std::stoi(argv[1]) : 5;  // ampwb_store_throughput [ROUNDS]
     const fs::path folder = fs::temp_directory_path() / ("ampwb_bench_store_" + std::to_string(::getpid()));
     fs::create_directories(folder);
     const test::PostgresServer server("ampwb_bench");
-    run({folder, server.uri()}, 5);
+    run({folder, server.uri()}, rounds);
     fs::remove_all(folder);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ampwb_store_throughput: %s\n", e.what());

@@ -221,29 +221,50 @@ void SqliteTransaction::commit() {
 const char* sqlite_library_version() { return sqlite3_libversion(); }
 
 namespace {
+// Where the idle statements are fewer than this, a statement done with is kept for reuse, else finalized: the
+// batches of steps make a statement for each row count.
+constexpr size_t kMaxIdleStatements = 64;
+
 class SqliteStatementImpl : public SqlStatementImpl {
  public:
-  SqliteStatementImpl(SqliteDb& db, const std::string& sql) : q_(db, sql) {}
-  void bind_int(int index, int64_t value) override { q_.bind(index, value); }
-  void bind_real(int index, double value) override { q_.bind(index, value); }
-  void bind_text(int index, const std::string& value) override { q_.bind(index, value); }
-  void bind_null(int index) override { q_.bind_null(index); }
-  bool step() override { return q_.step(); }
-  void reset() override { q_.reset(); }
-  bool is_null(int column) const override { return q_.is_null(column); }
-  int64_t int64(int column) const override { return q_.int64(column); }
-  double real(int column) const override { return q_.real(column); }
-  std::string text(int column) const override { return q_.text(column); }
+  SqliteStatementImpl(std::unique_ptr<SqliteStatement> q, std::string sql,
+                      std::weak_ptr<SqliteConnection::IdleStatements> idle)
+      : q_(std::move(q)), sql_(std::move(sql)), idle_(std::move(idle)) {}
+  ~SqliteStatementImpl() override {
+    const std::shared_ptr<SqliteConnection::IdleStatements> idle = idle_.lock();
+    if (!idle || idle->size() >= kMaxIdleStatements) return;
+    q_->reset();
+    idle->emplace(std::move(sql_), std::move(q_));
+  }
+  void bind_int(int index, int64_t value) override { q_->bind(index, value); }
+  void bind_real(int index, double value) override { q_->bind(index, value); }
+  void bind_text(int index, const std::string& value) override { q_->bind(index, value); }
+  void bind_null(int index) override { q_->bind_null(index); }
+  bool step() override { return q_->step(); }
+  void reset() override { q_->reset(); }
+  bool is_null(int column) const override { return q_->is_null(column); }
+  int64_t int64(int column) const override { return q_->int64(column); }
+  double real(int column) const override { return q_->real(column); }
+  std::string text(int column) const override { return q_->text(column); }
 
  private:
-  SqliteStatement q_;
+  std::unique_ptr<SqliteStatement> q_;
+  std::string sql_;
+  std::weak_ptr<SqliteConnection::IdleStatements> idle_;
 };
 }  // namespace
 
 std::string SqliteConnection::database_version() const { return std::string("SQLite ") + sqlite3_libversion(); }
 
 std::unique_ptr<SqlStatementImpl> SqliteConnection::prepare(const std::string& sql) {
-  return std::make_unique<SqliteStatementImpl>(db_, sql);
+  std::unique_ptr<SqliteStatement> q;
+  if (const auto it = idle_->find(sql); it != idle_->end()) {
+    q = std::move(it->second);
+    idle_->erase(it);
+  } else {
+    q = std::make_unique<SqliteStatement>(db_, sql);
+  }
+  return std::make_unique<SqliteStatementImpl>(std::move(q), sql, idle_);
 }
 
 void SqliteConnection::rollback() noexcept { sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr); }
