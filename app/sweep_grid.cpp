@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/setting_error.h"
+#include "facade/run_setup.h"
 #include "setting_flags.h"
 #include "train_flags.h"
 
@@ -46,24 +47,23 @@ std::string as_flag_name(std::string setting) {
 }
 
 // A base configuration's precision as train's flags say it: its mode, and as overrides what differs from that
-// mode's preset, so that a point of another mode keeps the user's loss scaler settings.
+// mode's preset, so that a point of another mode keeps the user's loss scaler and FP8 settings.
 PrecisionFlags precision_flags_of(const PrecisionConfig& p) {
+  const PrecisionOverrides o = overrides_of(p);
   PrecisionFlags f;
   f.mode = mode_name(p.mode);
-  const PrecisionConfig preset = precision_preset(p.mode);
-  const LossScaleConfig &s = p.loss_scale, &d = preset.loss_scale;
-  if (s.kind != d.kind) {
-    f.loss_scale = s.kind == LossScaleKind::Static ? std::string("static:1") : choice_name(s.kind);
-    if (s.kind == LossScaleKind::Static) f.init_scale = s.init_scale;  // the static scale
-  }
-  if (p.master_weights != preset.master_weights) f.master_weights = p.master_weights ? "on" : "off";
-  if (s.init_scale != d.init_scale) f.init_scale = s.init_scale;
-  if (s.growth_factor != d.growth_factor) f.growth_factor = s.growth_factor;
-  if (s.backoff_factor != d.backoff_factor) f.backoff_factor = s.backoff_factor;
-  if (s.growth_interval != d.growth_interval) f.growth_interval = s.growth_interval;
-  if (s.hysteresis != d.hysteresis) f.hysteresis = s.hysteresis;
-  if (s.min_scale != d.min_scale) f.min_scale = s.min_scale;
-  if (s.max_scale != d.max_scale) f.max_scale = s.max_scale;
+  if (o.loss_scale_kind)
+    f.loss_scale =
+        *o.loss_scale_kind == LossScaleKind::Static ? std::string("static:1") : choice_name(*o.loss_scale_kind);
+  if (o.master_weights) f.master_weights = *o.master_weights ? "on" : "off";
+  f.init_scale = o.init_scale;  // with static:1, the static scale
+  f.growth_factor = o.growth_factor;
+  f.backoff_factor = o.backoff_factor;
+  f.growth_interval = o.growth_interval;
+  f.hysteresis = o.hysteresis;
+  f.min_scale = o.min_scale;
+  f.max_scale = o.max_scale;
+  f.fp8 = p.fp8;
   return f;
 }
 

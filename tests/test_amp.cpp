@@ -204,6 +204,30 @@ TEST(PrecisionOverrides, PresetThenScalerPresetThenOverrides) {
   EXPECT_THROW(resolve_precision(PrecisionMode::Fp32, {.scaler_preset = "mxnet"}), Error);
 }
 
+// overrides_of says what a configuration changed on its mode's preset, so that another mode can take the same
+// changes: resolved with its own mode, it gives the configuration back; a preset has none.
+TEST(PrecisionOverrides, WhatAConfigChangedOnItsPresetResolvesBackToIt) {
+  for (const PrecisionModeInfo& info : kPrecisionModes) {
+    const PrecisionOverrides none = overrides_of(precision_preset(info.mode));
+    EXPECT_FALSE(none.loss_scale_kind || none.master_weights || none.init_scale || none.growth_factor ||
+                 none.backoff_factor || none.growth_interval || none.hysteresis || none.min_scale || none.max_scale)
+        << info.name;
+    const PrecisionConfig changed = resolve_precision(info.mode, {.scaler_preset = "deepspeed",
+                                                                  .loss_scale_kind = LossScaleKind::Static,
+                                                                  .master_weights = false,
+                                                                  .init_scale = 128.0,
+                                                                  .growth_interval = 7});
+    TrainConfig again, expected;
+    again.precision = resolve_precision(info.mode, overrides_of(changed));
+    expected.precision = changed;
+    EXPECT_EQ(config_to_json_text(again), config_to_json_text(expected)) << info.name;
+  }
+  const PrecisionOverrides fp16 = overrides_of(resolve_precision(PrecisionMode::AmpFp16, {.growth_interval = 100}));
+  const PrecisionConfig bf16 = resolve_precision(PrecisionMode::AmpBf16, fp16);
+  EXPECT_EQ(bf16.loss_scale.growth_interval, 100);
+  EXPECT_EQ(bf16.loss_scale.kind, precision_preset(PrecisionMode::AmpBf16).loss_scale.kind);  // not fp16's own
+}
+
 TEST(LossScaler, HysteresisMinimumMaximumAndGrowthToInfinity) {
   LossScaleConfig deepspeed = loss_scale_preset("deepspeed");
   deepspeed.growth_interval = 2;

@@ -83,7 +83,7 @@ TEST(SweepGrid, ABadValueIsRefusedNamingItsFlagAndPoint) {
 
 // A sweep file's "config" (what the GUI hands `ampwb sweep`): every point is that configuration with the point's
 // values, whatever no flag could say kept (a data path with a comma), and a point of another precision mode keeps the
-// loss scaler settings the config overrides.
+// loss scaler and FP8 settings the config overrides.
 TEST(SweepGrid, AConfigIsEveryPointsBase) {
   TrainConfig base;
   base.name = "the panel's run";
@@ -98,6 +98,7 @@ TEST(SweepGrid, AConfigIsEveryPointsBase) {
   overrides.growth_interval = 100;
   overrides.hysteresis = 2;
   base.precision = resolve_precision(PrecisionMode::AmpFp16, overrides);
+  base.precision.fp8.scaling.history_length = 16;  // amp-fp8's settings, kept by every mode
   nlohmann::ordered_json file;
   file["config"] = nlohmann::ordered_json::parse(config_to_json_text(base));
   file["grid"] = {{"precision", {"fp32", "amp-bf16"}}, {"seed", {"0", "1"}}};
@@ -111,6 +112,7 @@ TEST(SweepGrid, AConfigIsEveryPointsBase) {
     expected.data.augment = false;  // a setting over the config
     expected.seed = i % 2;
     expected.precision = resolve_precision(i < 2 ? PrecisionMode::Fp32 : PrecisionMode::AmpBf16, overrides);
+    expected.precision.fp8 = base.precision.fp8;
     EXPECT_EQ(config_to_json_text(points[i].config), config_to_json_text(expected)) << "point " << i + 1;
   }
   EXPECT_EQ(config_from_json_text(grid.to_json()["config"].dump()).data_dir, "/data/a,b");  // kept in the record

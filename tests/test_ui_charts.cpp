@@ -346,6 +346,19 @@ class ChartData : public QObject {
     QCOMPARE(noscale.precision.mode, PrecisionMode::AmpFp16);
     QCOMPARE(noscale.precision.loss_scale.kind, LossScaleKind::Off);
     QVERIFY(noscale.precision.master_weights);
+    // What the panel changed on its mode's preset goes to every variant; the variant's own preset stays otherwise.
+    TrainConfig changed = base;
+    changed.precision = precision_preset(PrecisionMode::AmpFp16);
+    changed.precision.loss_scale.growth_interval = 100;
+    changed.precision.fp8.scaling.margin = 2;
+    for (const SweepVariant& v : sweep_variants()) {
+      const TrainConfig c = apply_variant(changed, v);
+      QCOMPARE(c.precision.mode, v.mode);
+      QCOMPARE(c.precision.loss_scale.growth_interval, int64_t{100});
+      QCOMPARE(c.precision.fp8.scaling.margin, 2);
+      QCOMPARE(c.precision.loss_scale.kind,
+               v.loss_scaling_off ? LossScaleKind::Off : precision_preset(v.mode).loss_scale.kind);
+    }
   }
 
   // Labels say what a run is: its mode where the name does not, and for an older sweep's run (named by when it ran)

@@ -22,9 +22,11 @@ const std::vector<SweepVariant>& sweep_variants() {
 }
 
 TrainConfig apply_variant(TrainConfig base, const SweepVariant& variant) {
-  PrecisionOverrides overrides;
+  PrecisionOverrides overrides = overrides_of(base.precision);
   if (variant.loss_scaling_off) overrides.loss_scale_kind = LossScaleKind::Off;
+  const Fp8Config fp8 = base.precision.fp8;
   base.precision = resolve_precision(variant.mode, overrides);
+  base.precision.fp8 = fp8;
   return base;
 }
 

@@ -18,7 +18,8 @@ struct SweepVariant {
   bool loss_scaling_off = false;
 };
 const std::vector<SweepVariant>& sweep_variants();
-// `base` with the variant's precision (preset, then the override); other settings untouched.
+// `base` with the variant's mode: its preset, then what `base` changed on its own mode's preset (the loss scaler,
+// master weights, FP8 scaling), then the variant's loss scaling; other settings untouched.
 TrainConfig apply_variant(TrainConfig base, const SweepVariant& variant);
 
 // The first seed article's experiment (ResNet-18, Adam lr 0.001, batch 16, 224 px, 5 epochs, 80/20 split, FP32

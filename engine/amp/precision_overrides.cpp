@@ -25,4 +25,20 @@ PrecisionConfig resolve_precision(PrecisionMode mode, const PrecisionOverrides& 
   return p;
 }
 
+PrecisionOverrides overrides_of(const PrecisionConfig& p) {
+  const PrecisionConfig preset = precision_preset(p.mode);
+  const LossScaleConfig &s = p.loss_scale, &d = preset.loss_scale;
+  PrecisionOverrides o;
+  if (s.kind != d.kind) o.loss_scale_kind = s.kind;
+  if (p.master_weights != preset.master_weights) o.master_weights = p.master_weights;
+  if (s.init_scale != d.init_scale || s.kind == LossScaleKind::Static) o.init_scale = s.init_scale;
+  if (s.growth_factor != d.growth_factor) o.growth_factor = s.growth_factor;
+  if (s.backoff_factor != d.backoff_factor) o.backoff_factor = s.backoff_factor;
+  if (s.growth_interval != d.growth_interval) o.growth_interval = s.growth_interval;
+  if (s.hysteresis != d.hysteresis) o.hysteresis = s.hysteresis;
+  if (s.min_scale != d.min_scale) o.min_scale = s.min_scale;
+  if (s.max_scale != d.max_scale) o.max_scale = s.max_scale;
+  return o;
+}
+
 }  // namespace ampwb

@@ -26,4 +26,8 @@ struct PrecisionOverrides {
 // The mode's preset, then the scaler preset, then each override given.
 PrecisionConfig resolve_precision(PrecisionMode mode, const PrecisionOverrides& overrides = {});
 
+// What `p` sets differently from its mode's preset, as overrides: resolved with another mode, they carry a user's
+// loss scaler settings over to it (a sweep of modes from one configuration).
+PrecisionOverrides overrides_of(const PrecisionConfig& p);
+
 }  // namespace ampwb
