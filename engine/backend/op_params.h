@@ -105,7 +105,7 @@ struct Fp8CastStats {
   float amax = 0;  // max |x| before scaling (NaN passed over, as fmaxf does; an inf kept)
   int32_t unused = 0;
   int64_t count = 0;        // elements cast
-  int64_t saturated = 0;    // |x * scale| above the format's max (inf included): clipped to +-max
+  int64_t saturated = 0;    // |x * scale| rounding past the format's max (inf included): clipped (fp8_clips)
   int64_t underflowed = 0;  // x nonzero and its FP8 value zero
 };
 inline constexpr int64_t kFp8CastStatsBytes = sizeof(Fp8CastStats);

@@ -40,6 +40,13 @@ constexpr float kE5M2MinSubnormal = 0x1p-16f;
 
 constexpr float fp8_max(Fp8Format format) { return format == Fp8Format::E4M3 ? kE4M3Max : kE5M2Max; }
 
+// Whether a magnitude rounds past the format's largest value, its range taken as unbounded: what a saturating cast
+// clips, beyond the rounding every value gets (E4M3: above 464, whose tie rounds to 448; E5M2: from 61440, whose
+// tie rounds to infinity). NaN is not.
+constexpr bool fp8_clips(Fp8Format format, float magnitude) {
+  return format == Fp8Format::E4M3 ? magnitude > 464.0f : magnitude >= 61440.0f;
+}
+
 // One format's layout, and the FP32 bit patterns its rounding compares against (every scalar and vector path reads
 // them from here).
 template <Fp8Format F>

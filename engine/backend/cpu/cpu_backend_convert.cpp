@@ -110,7 +110,6 @@ void CpuBackend::scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor
               "FP8 cast statistics are " << kFp8CastStatsBytes << " bytes (U8), not " << stats.describe());
   Impl::ConversionTimer timer(*impl_);
   const int64_t n = x.numel(), pieces = (n + kScaledCastPiece - 1) / kScaledCastPiece;
-  const float max = fp8_max(cast.format);
   std::vector<Fp8CastStats> partial(static_cast<size_t>(std::max(threads_, 1)));
 #pragma omp parallel num_threads(threads_)
   {
@@ -123,7 +122,7 @@ void CpuBackend::scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor
       for (int64_t i = 0; i < len; ++i) {
         out[i] = in[i] * cast.scale;
         mine.amax = std::fmax(mine.amax, std::fabs(in[i]));
-        mine.saturated += cast.to_fp8 && std::fabs(out[i]) > max;
+        mine.saturated += cast.to_fp8 && fp8_clips(cast.format, std::fabs(out[i]));
       }
       if (cast.to_fp8) {
         round_through_fp8(cast.format, out.data(), len);

@@ -747,7 +747,7 @@ __global__ void scaled_cast_kernel(const void* x, KType xt, void* y, KType yt, i
     amax = fmaxf(amax, fabsf(v));
     if constexpr (kFormat >= 0) {
       constexpr __nv_fp8_interpretation_t kind = kFormat == 0 ? __NV_E4M3 : __NV_E5M2;
-      saturated += fabsf(out) > (kFormat == 0 ? 448.0f : 57344.0f);
+      saturated += kFormat == 0 ? fabsf(out) > 464.0f : fabsf(out) >= 61440.0f;  // fp8_clips (core/fp8.h)
       const __nv_fp8_storage_t bits = __nv_cvt_float_to_fp8(out, __NV_SATFINITE, kind);
       out = __half2float(__half(__nv_cvt_fp8_to_halfraw(bits, kind)));
       underflowed += v != 0.0f && out == 0.0f;
