@@ -214,7 +214,9 @@ void print_numerics_table(const NumericsGrid& g, NumericsMeasure measure) {
         continue;
       }
       const double v = numerics_measure(*cell, measure);
-      if (measure != NumericsMeasure::ActivationHeadroom)
+      if (std::isnan(v))  // an FP8 measure of a layer without FP8
+        row.push_back("-");
+      else if (measure != NumericsMeasure::ActivationHeadroom)
         row.push_back(percent_text(v));
       else if (std::isinf(v))
         row.push_back("all 0");
@@ -255,6 +257,14 @@ void print_layer_numerics(const std::vector<LayerNumerics>& records) {
         "\n  activation-gradient underflow: the fraction of gradient values, as backward received them (times\n"
         "  the loss scale), that are nonzero and below 2^-24, where FP16 would flush them to zero\n");
     print_numerics_table(g, NumericsMeasure::ActivationGradUnderflow);
+  }
+  if (has_fp8_layers(records)) {
+    std::printf(
+        "\n  FP8 saturated: the largest share of a layer's FP8 input, weight or output gradient clipped to the\n"
+        "  format's largest value (448 E4M3, 57344 E5M2) beyond rounding (- : no FP8)\n");
+    print_numerics_table(g, NumericsMeasure::Fp8Saturated);
+    std::printf("\n  FP8 underflow: the largest share of those tensors' nonzero values that became zero\n");
+    print_numerics_table(g, NumericsMeasure::Fp8Underflow);
   }
 
   const size_t last = g.epochs.size() - 1;

@@ -285,6 +285,28 @@ TEST_F(Diagnosis, Fp16GradientsWithoutLossScalingUnderflow) {
   EXPECT_EQ(find(diagnose(fp16_with_clipping()), "gradient_underflow"), nullptr);
 }
 
+// amp-fp8's scaling set wrong either way, its layers named with the numbers: a negative margin scales each tensor's
+// amax past E4M3's 448, clipping its largest values; a margin of 12 leaves 2^5.8 of range beneath it, making its
+// smaller values zero. The scaling's defaults trigger neither.
+TEST_F(Diagnosis, Fp8ThatClipsOrFlushesValuesNamesItsTensors) {
+  TrainConfig c = with_mode(base_config(), PrecisionMode::AmpFp8);
+  const std::vector<Finding> plain = diagnose(trained(c));
+  EXPECT_EQ(find(plain, "fp8_saturation"), nullptr) << listing(plain);
+  EXPECT_EQ(find(plain, "fp8_underflow"), nullptr) << listing(plain);
+
+  c.precision.fp8.scaling.margin = -3;
+  const Finding clipped = expect_finding(diagnose(trained(c)), "fp8_saturation");
+  expect_contains(clipped.title, "FP8 clips the largest values of ");
+  expect_contains(clipped.evidence, "layer1.0.conv1's ");
+  expect_contains(clipped.evidence, "(E4M3): ");
+  expect_contains(clipped.evidence, " clipped, amax ");
+
+  c.precision.fp8.scaling.margin = 12;
+  const Finding flushed = expect_finding(diagnose(trained(c)), "fp8_underflow");
+  expect_contains(flushed.evidence, "of nonzero values made zero");
+  expect_contains(flushed.action, "precision.fp8.margin");
+}
+
 TEST_F(Diagnosis, LayersWhoseChannelsMissTensorCoresAreNamedForGpuRuns) {
   RunEvidence run = fp16_with_clipping();
   EXPECT_EQ(find(diagnose(run), "tensor_core_ineligible"), nullptr);  // a CPU run has no tensor cores

@@ -446,7 +446,11 @@ class ChartData : public QObject {
     queue.on_layer_numerics({numerics(1, 3, "conv1", 4096.0, 0.0), numerics(1, 3, "fc", 131008.0, 0.02)});
     RunSeries run;
     run.append(queue.take());
-    queue.on_layer_numerics({numerics(2, 7, "conv1", 0.0, 0.2), numerics(2, 7, "fc", 65504.0, 0.0)});
+    // amp-fp8's records: conv1's input and output gradient in FP8 on epoch 2's step; fc has none.
+    LayerNumerics fp8 = numerics(2, 7, "conv1", 0.0, 0.2);
+    fp8.fp8_input = {2.0, 300.0, 448.0, 100, 0.02, 0.1};
+    fp8.fp8_output_grad = {4096.0, 1e-3, 57344.0, 100, 0.0, 0.3};
+    queue.on_layer_numerics({fp8, numerics(2, 7, "fc", 65504.0, 0.0)});
     const EventBatch second = queue.take();
     QVERIFY(!second.empty());
     run.append(second);
@@ -491,6 +495,21 @@ class ChartData : public QObject {
     QVERIFY(!map.caption_text().contains("stored in FP16"));
     map.set_measure(NumericsMeasure::WeightGradUnderflow);
     QCOMPARE(t->item(1, 1)->text(), QString("0.00%"));
+    // FP8's shares: a layer's worst FP8 tensor, – where a layer has none; 1% clipped is already red.
+    map.set_measure(NumericsMeasure::Fp8Saturated);
+    QCOMPARE(t->item(0, 1)->text(), QString("2.00%"));
+    QCOMPARE(t->item(0, 1)->background().color().hue(), 0);
+    QCOMPARE(t->item(1, 1)->text(), QString("–"));
+    QCOMPARE(t->item(0, 0)->text(), QString("–"));
+    QCOMPARE(t->item(1, 1)->background().color().rgb(), QColor(200, 200, 200).rgb());
+    map.set_measure(NumericsMeasure::Fp8Underflow);
+    QCOMPARE(t->item(0, 1)->text(), QString("30.00%"));
+    QVERIFY2(map.caption_text().contains("amp-fp8"), qPrintable(map.caption_text()));
+    const QString fp8_tip = t->item(0, 1)->toolTip();
+    QVERIFY2(fp8_tip.contains("FP8 input (max 448): scale 2, amax 300; 2.00% saturated, 10.00% made zero (100 values)"),
+             qPrintable(fp8_tip));
+    QVERIFY2(fp8_tip.contains("FP8 output gradient (max 57344)"), qPrintable(fp8_tip));
+    QVERIFY(!fp8_tip.contains("FP8 weight"));
 
     // From the store: the same records, read back into a series, draw the same cells.
     QTemporaryDir dir;
@@ -510,6 +529,7 @@ class ChartData : public QObject {
     QCOMPARE(from_store.table()->rowCount(), 2);
     QCOMPARE(from_store.table()->item(1, 0)->text(), QString("-1.0"));
     QCOMPARE(from_store.table()->item(1, 0)->toolTip(), tip);
+    QCOMPARE(from_store.table()->item(0, 1)->toolTip(), fp8_tip);
   }
 
   void divergence_view_shows_a_stored_runs_layers() {

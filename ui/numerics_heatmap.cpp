@@ -27,6 +27,18 @@ QString range_text(const ValueRange& r) {
       .arg(r.count);
 }
 
+QString fp8_text(const char* role, const Fp8TensorNumerics& t) {
+  if (t.count == 0) return {};
+  return QObject::tr("\nFP8 %1 (max %2): scale %3, amax %4; %5 saturated, %6 made zero (%7 values)")
+      .arg(QString::fromUtf8(role))
+      .arg(t.format_max)
+      .arg(QString::fromStdString(number_text(t.scale)))
+      .arg(QString::fromStdString(number_text(t.amax)))
+      .arg(QString::fromStdString(percent_text(t.saturated_fraction)))
+      .arg(QString::fromStdString(percent_text(t.underflow_fraction)))
+      .arg(t.count);
+}
+
 QString tooltip(const LayerNumerics& n) {
   const double headroom = numerics_measure(n, NumericsMeasure::ActivationHeadroom);
   return QObject::tr(
@@ -36,21 +48,24 @@ QString tooltip(const LayerNumerics& n) {
              "activation: %11\n"
              "activation gradient (× loss scale %12): %13\n"
              "weight gradient: %14")
-      .arg(QString::fromStdString(n.layer), QString::fromStdString(n.kind))
-      .arg(n.in_channels)
-      .arg(n.out_channels)
-      .arg(n.epoch)
-      .arg(n.step)
-      .arg(QString::fromStdString(n.forward_dtype), QString::fromStdString(n.backward_dtype))
-      .arg(n.casts)
-      .arg(std::isinf(headroom) ? QObject::tr("unbounded (all zero)") : QString::number(headroom, 'f', 2))
-      .arg(range_text(n.activation))
-      .arg(QString::fromStdString(number_text(n.loss_scale)))
-      .arg(range_text(n.activation_grad))
-      .arg(range_text(n.weight_grad));
+             .arg(QString::fromStdString(n.layer), QString::fromStdString(n.kind))
+             .arg(n.in_channels)
+             .arg(n.out_channels)
+             .arg(n.epoch)
+             .arg(n.step)
+             .arg(QString::fromStdString(n.forward_dtype), QString::fromStdString(n.backward_dtype))
+             .arg(n.casts)
+             .arg(std::isinf(headroom) ? QObject::tr("unbounded (all zero)") : QString::number(headroom, 'f', 2))
+             .arg(range_text(n.activation))
+             .arg(QString::fromStdString(number_text(n.loss_scale)))
+             .arg(range_text(n.activation_grad))
+             .arg(range_text(n.weight_grad)) +
+         fp8_text("input", n.fp8_input) + fp8_text("weight", n.fp8_weight) +
+         fp8_text("output gradient", n.fp8_output_grad);
 }
 
 QString cell_text(NumericsMeasure measure, double value) {
+  if (std::isnan(value)) return QObject::tr("–");  // an FP8 measure of a layer without FP8
   if (measure != NumericsMeasure::ActivationHeadroom) return QString::fromStdString(percent_text(value));
   return std::isinf(value) ? QObject::tr("all 0") : QString::number(value, 'f', 1);
 }
@@ -60,8 +75,10 @@ QString cell_text(NumericsMeasure measure, double value) {
 QColor numerics_color(NumericsMeasure measure, double value) {
   if (!std::isfinite(value)) return QColor(200, 200, 200);
   // 0 = bad (red), 1 = good (green).
+  // Shares are red at 10%; FP8's clipped values at 1%, each the largest value of its tensor.
+  const double red_at = measure == NumericsMeasure::Fp8Saturated ? 0.01 : 0.1;
   const double good = measure == NumericsMeasure::ActivationHeadroom ? std::clamp(value / 8.0, 0.0, 1.0)
-                                                                     : 1.0 - std::clamp(value / 0.1, 0.0, 1.0);
+                                                                     : 1.0 - std::clamp(value / red_at, 0.0, 1.0);
   return QColor::fromHsvF(static_cast<float>(good / 3.0), 0.55f, 0.95f);  // hue 0 (red) to 1/3 (green)
 }
 
@@ -74,7 +91,8 @@ NumericsHeatmap::NumericsHeatmap(QWidget* parent) : QWidget(parent) {
   measure_ = new QComboBox;
   measure_->setObjectName("numericsMeasure");
   for (NumericsMeasure m : {NumericsMeasure::ActivationHeadroom, NumericsMeasure::ActivationGradUnderflow,
-                            NumericsMeasure::ActivationGradBelowNormal, NumericsMeasure::WeightGradUnderflow})
+                            NumericsMeasure::ActivationGradBelowNormal, NumericsMeasure::WeightGradUnderflow,
+                            NumericsMeasure::Fp8Saturated, NumericsMeasure::Fp8Underflow})
     measure_->addItem(tr(numerics_measure_name(m)), static_cast<int>(m));
   connect(measure_, &QComboBox::currentIndexChanged, this, &NumericsHeatmap::rebuild);
   // Narrow beside three charts on a small screen: the choice shows what fits, the whole name when the list opens.
@@ -120,6 +138,14 @@ QString NumericsHeatmap::caption(NumericsMeasure m, bool empty, bool fp16_gradie
       return tr("log2(65504 / max |activation|): powers of two left before FP16 overflows");
     case NumericsMeasure::ActivationGradBelowNormal:
       return tr("nonzero values below 2^-14, FP16's smallest normal: fewer bits, the edge of underflow");
+    case NumericsMeasure::Fp8Saturated:
+      return tr(
+          "amp-fp8: the largest share of a layer's FP8 input, weight or output gradient clipped to the "
+          "format's largest value beyond rounding; – where the layer has no FP8");
+    case NumericsMeasure::Fp8Underflow:
+      return tr(
+          "amp-fp8: the largest share of a layer's FP8 input, weight or output gradient whose nonzero values "
+          "became zero; – where the layer has no FP8");
     default:
       return fp16_gradients ? tr("nonzero values below 2^-24; these gradients are stored in FP16, so those values are "
                                  "zeros already: choose \"below 2^-14\"")

@@ -19,6 +19,18 @@ struct ValueRange {
   double below_normal_fraction = 0;  // nonzero and below 2^-14: includes the underflow fraction
 };
 
+// What the cast of one of a layer's FP8 tensors did on the probed step (amp-fp8's convolutions and linear layers;
+// count 0 where the layer has no FP8). The scale came from the amaxes of the steps before (delayed scaling): where
+// this step's amax times it passes the format's largest value, values saturate.
+struct Fp8TensorNumerics {
+  double scale = 0;       // what the cast multiplied by
+  double amax = 0;        // max |x| before scaling
+  double format_max = 0;  // 448 (E4M3) or 57344 (E5M2)
+  int64_t count = 0;
+  double saturated_fraction = 0;  // clipped to +-format_max
+  double underflow_fraction = 0;  // nonzero, made zero
+};
+
 struct LayerNumerics {
   int epoch = 0;
   int64_t step = 0;            // the global step it was measured on
@@ -34,6 +46,7 @@ struct LayerNumerics {
   ValueRange activation;       // the layer's output
   ValueRange activation_grad;  // the gradient of the loss with respect to that output, as backward received it
   ValueRange weight_grad;      // the gradient of its weight (batch norm: of gamma)
+  Fp8TensorNumerics fp8_input, fp8_weight, fp8_output_grad;  // E4M3, E4M3, E5M2
 };
 
 }  // namespace ampwb

@@ -30,6 +30,12 @@ constexpr double kHeadroomPowersOfTwo = 2.0;
 // of the compute the batch is too small to amortise them. (ResNet-20 at 16 px on the Zen 1 machine: 2% at batch 32,
 // 6% at batch 8, 19% at batch 2 and 8 px.)
 constexpr double kFixedCostShare = 0.12;
+// An FP8 tensor whose cast clips this share of its values to the format's largest: its scale, set by the amaxes
+// of earlier steps, is behind a growing amax (delayed scaling clips a little on the step a new maximum arrives).
+constexpr double kFp8SaturatedShare = 1e-3;
+// An FP8 tensor whose cast makes this share of its nonzero values zero: the format's range, below the scaled amax,
+// does not reach them (E4M3: 2^17.8 from 448 down to 2^-9).
+constexpr double kFp8UnderflowShare = 0.05;
 // A speed-up under this is no speed-up worth AMP's numerical risk.
 constexpr double kWorthwhileSpeedup = 1.1;
 
@@ -206,6 +212,60 @@ void activation_overflow_risk(const RunEvidence& e, std::vector<Finding>& out) {
              "named layer in FP32");
 }
 
+// The FP8 tensors of the last probed step whose share (saturated or underflowed) passes `threshold`, worst first:
+// "layer1.0.conv1's input (E4M3)".
+struct Fp8Tensor {
+  const LayerNumerics* layer;
+  const char* role;
+  const Fp8TensorNumerics* cast;
+};
+std::vector<Fp8Tensor> fp8_tensors_past(const RunEvidence& e, double Fp8TensorNumerics::*share, double threshold) {
+  std::vector<Fp8Tensor> out;
+  for (const LayerNumerics* n : last_probed_layers(e.layers))
+    for (const auto& [role, cast] : {std::pair{"input", &n->fp8_input}, std::pair{"weight", &n->fp8_weight},
+                                     std::pair{"output gradient", &n->fp8_output_grad}})
+      if (cast->count > 0 && cast->*share > threshold) out.push_back({n, role, cast});
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const Fp8Tensor& a, const Fp8Tensor& b) { return a.cast->*share > b.cast->*share; });
+  return out;
+}
+
+// "layer1.0.conv1's input (E4M3): 2.3% clipped, amax 1234 at scale 0.5; ..." for the first three.
+std::string fp8_evidence(const std::vector<Fp8Tensor>& tensors, double Fp8TensorNumerics::*share, const char* what) {
+  std::string text;
+  for (size_t i = 0; i < tensors.size() && i < 3; ++i) {
+    const Fp8Tensor& t = tensors[i];
+    text += format("%s%s's %s (%s): %s %s, amax %.4g at scale %.4g (amax x scale %.4g against %.0f)", i ? "; " : "",
+                   t.layer->layer.c_str(), t.role, t.cast->format_max > 448 ? "E5M2" : "E4M3",
+                   percent(t.cast->*share).c_str(), what, t.cast->amax, t.cast->scale, t.cast->amax * t.cast->scale,
+                   t.cast->format_max);
+  }
+  if (tensors.size() > 3) text += format("; %zu more", tensors.size() - 3);
+  return text;
+}
+
+void fp8_saturation(const RunEvidence& e, std::vector<Finding>& out) {
+  const auto tensors = fp8_tensors_past(e, &Fp8TensorNumerics::saturated_fraction, kFp8SaturatedShare);
+  if (tensors.empty()) return;
+  add(out, "fp8_saturation", Severity::Warning,
+      format("FP8 clips the largest values of %zu tensor%s", tensors.size(), tensors.size() == 1 ? "" : "s"),
+      format("step %lld: ", static_cast<long long>(tensors.front().layer->step)) +
+          fp8_evidence(tensors, &Fp8TensorNumerics::saturated_fraction, "clipped"),
+      "raise precision.fp8.margin to leave headroom above the amax history, or keep the named layers out of FP8 "
+      "(precision.fp8.first_and_last off keeps the first and last)");
+}
+
+void fp8_underflow(const RunEvidence& e, std::vector<Finding>& out) {
+  const auto tensors = fp8_tensors_past(e, &Fp8TensorNumerics::underflow_fraction, kFp8UnderflowShare);
+  if (tensors.empty()) return;
+  add(out, "fp8_underflow", Severity::Warning,
+      format("FP8 makes small values zero in %zu tensor%s", tensors.size(), tensors.size() == 1 ? "" : "s"),
+      format("step %lld: ", static_cast<long long>(tensors.front().layer->step)) +
+          fp8_evidence(tensors, &Fp8TensorNumerics::underflow_fraction, "of nonzero values made zero"),
+      "these tensors span more powers of two than FP8 holds below their amax: keep the named layers in BF16 "
+      "(precision.fp8.first_and_last off keeps the first and last), or lower precision.fp8.margin if it is above 0");
+}
+
 void lr_schedule_skips(const RunEvidence& e, std::vector<Finding>& out) {
   const int64_t skipped = skipped_count(e);
   if (skipped == 0 || e.run.config.schedule == Schedule::Constant) return;
@@ -361,10 +421,10 @@ void to_json(nlohmann::json& j, const Finding& f) { write_fields(j, f); }
 
 const std::vector<std::string>& diagnosis_rules() {
   static const std::vector<std::string> rules = {
-      "data_bound",       "fp16_emulated",          "bf16_not_native",          "skipped_steps",
-      "scale_collapse",   "gradient_underflow",     "activation_overflow_risk", "lr_schedule_skips",
-      "clipping_order",   "tensor_core_ineligible", "batch_too_small",          "timing_unreliable",
-      "speed_vs_baseline"};
+      "data_bound",      "fp16_emulated",      "bf16_not_native",          "skipped_steps",
+      "scale_collapse",  "gradient_underflow", "activation_overflow_risk", "fp8_saturation",
+      "fp8_underflow",   "lr_schedule_skips",  "clipping_order",           "tensor_core_ineligible",
+      "batch_too_small", "timing_unreliable",  "speed_vs_baseline"};
   return rules;
 }
 
@@ -391,6 +451,8 @@ std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baselin
   scale_collapse(run, out);
   gradient_underflow(run, out);
   activation_overflow_risk(run, out);
+  fp8_saturation(run, out);
+  fp8_underflow(run, out);
   lr_schedule_skips(run, out);
   clipping_order(run, out);
   tensor_core_ineligible(run, out);

@@ -44,6 +44,10 @@ const char* numerics_measure_name(NumericsMeasure m) {
       return "activation gradients below 2^-14";
     case NumericsMeasure::WeightGradUnderflow:
       return "weight-gradient underflow";
+    case NumericsMeasure::Fp8Saturated:
+      return "FP8 saturated";
+    case NumericsMeasure::Fp8Underflow:
+      return "FP8 underflow";
   }
   return "?";
 }
@@ -59,6 +63,16 @@ double numerics_measure(const LayerNumerics& n, NumericsMeasure m) {
       return n.activation_grad.below_normal_fraction;
     case NumericsMeasure::WeightGradUnderflow:
       return n.weight_grad.underflow_fraction;
+    case NumericsMeasure::Fp8Saturated:
+    case NumericsMeasure::Fp8Underflow: {
+      const double Fp8TensorNumerics::*share = m == NumericsMeasure::Fp8Saturated
+                                                   ? &Fp8TensorNumerics::saturated_fraction
+                                                   : &Fp8TensorNumerics::underflow_fraction;
+      double worst = std::numeric_limits<double>::quiet_NaN();
+      for (const Fp8TensorNumerics* t : {&n.fp8_input, &n.fp8_weight, &n.fp8_output_grad})
+        if (t->count > 0) worst = std::isnan(worst) ? t->*share : std::max(worst, t->*share);
+      return worst;
+    }
   }
   return 0;
 }
@@ -77,6 +91,12 @@ std::map<std::string, OpPrecision> precision_per_op(const std::vector<LayerNumer
 
 bool gradients_stored_in_fp16(const std::vector<LayerNumerics>& records) {
   return std::any_of(records.begin(), records.end(), [](const LayerNumerics& n) { return n.backward_dtype == "f16"; });
+}
+
+bool has_fp8_layers(const std::vector<LayerNumerics>& records) {
+  return std::any_of(records.begin(), records.end(), [](const LayerNumerics& n) {
+    return n.fp8_input.count > 0 || n.fp8_weight.count > 0 || n.fp8_output_grad.count > 0;
+  });
 }
 
 }  // namespace ampwb

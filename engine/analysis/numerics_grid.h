@@ -26,11 +26,14 @@ enum class NumericsMeasure {
   ActivationHeadroom,
   ActivationGradUnderflow,
   ActivationGradBelowNormal,  // what a gradient stored in FP16 shows: its underflowed values are zeros already
-  WeightGradUnderflow
+  WeightGradUnderflow,
+  Fp8Saturated,  // amp-fp8: the largest share of the layer's three FP8 tensors clipped to the format's largest value
+  Fp8Underflow   // amp-fp8: the largest share of their nonzero values made zero
 };
 const char* numerics_measure_name(NumericsMeasure m);  // "activation headroom", ...
 // Activation headroom: log2(65504 / max |activation|), the powers of two left before FP16 overflows (negative:
-// beyond FP16); +inf when every value is zero. The others: fractions in [0, 1].
+// beyond FP16); +inf when every value is zero. The others: fractions in [0, 1]; the FP8 ones NaN for a layer without
+// FP8 tensors.
 double numerics_measure(const LayerNumerics& n, NumericsMeasure m);
 
 // "Precision per op" (Paddle's operator statistics): per layer kind, how many layers ran forward and backward in
@@ -45,5 +48,8 @@ std::map<std::string, OpPrecision> precision_per_op(const std::vector<LayerNumer
 // Whether any layer's backward stored its gradients in FP16 (fp16, amp-fp16): those gradients lost their values
 // below 2^-24 before they could be measured, so their underflow reads 0 and the below-normal share is the measure.
 bool gradients_stored_in_fp16(const std::vector<LayerNumerics>& records);
+
+// Whether any layer cast tensors to FP8 (amp-fp8).
+bool has_fp8_layers(const std::vector<LayerNumerics>& records);
 
 }  // namespace ampwb

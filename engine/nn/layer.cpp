@@ -1,6 +1,7 @@
 // Sequential composition of layers.
 #include "nn/layer.h"
 
+#include "amp/fp8_scaling.h"
 #include "amp/grad_stats.h"
 #include "amp/policy.h"
 
@@ -63,6 +64,13 @@ void Layer::widen_grad(const Tensor& low_grad, Parameter& p) {
   backend_.convert(low_grad, p.fp32_grad());
 }
 
+namespace {
+Fp8TensorNumerics fp8_numerics(const Fp8TensorScaling& t) {
+  const Fp8CastReport& r = t.last();
+  return {r.scale, r.amax, fp8_max(t.scaling().format()), r.count, r.saturated_share(), r.underflowed_share()};
+}
+}  // namespace
+
 void Layer::probe_forward(const char* kind, const Parameter& weight, int64_t in_channels, int64_t out_channels,
                           DType dtype, const Tensor& y, const char* format) {
   if (!probe_) return;
@@ -75,6 +83,10 @@ void Layer::probe_forward(const char* kind, const Parameter& weight, int64_t in_
   n.out_channels = out_channels;
   n.forward_dtype = format ? format : dtype_name(dtype);
   n.activation = value_range(on_host(backend_, y));
+  if (const Fp8LayerScaling* fp8 = fp8_scaling()) {
+    n.fp8_input = fp8_numerics(fp8->input);
+    n.fp8_weight = fp8_numerics(fp8->weight);
+  }
   probe_record_ = probe_->layers().open(std::move(n));
   probe_opened_ = true;
   probe_->layers().hand_over(probe_record_, ProbedTensor::Activation, y);
@@ -87,6 +99,7 @@ void Layer::probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_g
   n.activation_grad = value_range(on_host(backend_, dy));
   n.weight_grad = value_range(on_host(backend_, weight_grad));
   n.casts = probe_casts_;
+  if (const Fp8LayerScaling* fp8 = fp8_scaling()) n.fp8_output_grad = fp8_numerics(fp8->output_grad);
   probe_->layers().hand_over(probe_record_, ProbedTensor::ActivationGrad, dy);
   probe_->layers().hand_over(probe_record_, ProbedTensor::WeightGrad, weight_grad);
   probe_casts_ = 0;

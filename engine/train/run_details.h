@@ -89,6 +89,17 @@ void fields(R& r, V&& v) {
 }
 
 template <class R, class V>
+requires same_record<R, Fp8TensorNumerics>
+void fields(R& r, V&& v) {
+  v("scale", r.scale);
+  v("amax", r.amax);
+  v("format_max", r.format_max);
+  v("count", r.count);
+  v("saturated_fraction", r.saturated_fraction);
+  v("underflow_fraction", r.underflow_fraction);
+}
+
+template <class R, class V>
 requires same_record<R, LayerNumerics>
 void fields(R& n, V&& v) {
   v("epoch", n.epoch);
@@ -104,6 +115,9 @@ void fields(R& n, V&& v) {
   v("activation", n.activation);
   v("activation_grad", n.activation_grad);
   v("weight_grad", n.weight_grad);
+  v("fp8_input", n.fp8_input);  // absent where the run had no FP8: count 0
+  v("fp8_weight", n.fp8_weight);
+  v("fp8_output_grad", n.fp8_output_grad);
 }
 
 template <class R, class V>
@@ -128,7 +142,7 @@ void fields(R& t, V&& v) {
   v("host_waits", t.host_waits);  // absent before 2026-11-25: 0
   v("replayed", t.replayed);      // absent before 2026-11-26: 0
   v("why_not_captured", t.why_not_captured);
-  v("load", t.load);  // absent before 2026-12-01: not recorded
+  v("load", t.load);                                              // absent before 2026-12-01: not recorded
   v("communication_seconds", t.communication_seconds);            // absent before 2026-12-02: 0
   v("communication_wait_seconds", t.communication_wait_seconds);  // absent before 2026-12-02: 0
 }
