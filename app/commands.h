@@ -29,8 +29,8 @@ void add_sweep_command(CLI::App& app, Invocation& invocation);  // sweep_command
 
 // One run trained in this process into `store` as `ampwb train` trains it (train_command.cpp), for a sweep's point.
 struct TrainingInStore {
-  int64_t continue_run = 0;  // a run to resume: `config` is its resume_config
-  bool quiet = false;        // no progress lines, only errors
+  int64_t continue_run = 0;                         // a run to resume: `config` is its resume_config
+  bool quiet = false;                               // no progress lines, only errors
   std::function<void(int64_t run)> on_run_started;  // told the run's id once its row is recorded
 };
 struct TrainingOutcome {
@@ -52,6 +52,7 @@ struct ExportChartOptions {
   std::string x_axis = "step";  // "step", "epoch" or "wall"
   std::string group_by;         // a configuration key, "all-but-seed" or "none"; empty: all-but-seed where the
                                 // runs differ only by seed, as the GUI
+  std::string fp8_tensor;       // "layer1.0.conv1:input"; empty: the first FP8 tensor
   int width = 1200, height = 800;
   double smoothing = 0.6;
 };

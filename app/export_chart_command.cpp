@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QFileInfo>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "chart_factory.h"
 #include "commands.h"
 #include "core/error.h"
+#include "fp8_scaling_chart.h"
 #include "gui_app.h"
 #include "run_groups.h"
 #include "run_series.h"
@@ -57,11 +59,23 @@ int export_chart_command(const ExportChartOptions& options) {
     series.push_back(std::make_unique<ui::RunSeries>(ui::load_run_series(store, id)));
     runs.push_back(series.back().get());
   }
+  if (metric == "fp8-scaling") {
+    const std::vector<ui::Fp8TensorName> tensors = ui::fp8_tensors(runs);
+    if (tensors.empty())
+      throw Error("no FP8 tensor was recorded in the runs asked for: the fp8-scaling chart draws amp-fp8 runs");
+    const ui::Fp8TensorName asked = ui::fp8_tensor_of(QString::fromStdString(options.fp8_tensor));
+    if (!options.fp8_tensor.empty() && std::find(tensors.begin(), tensors.end(), asked) == tensors.end()) {
+      std::string known;
+      for (const ui::Fp8TensorName& t : tensors) known += (known.empty() ? "" : ", ") + t.layer + ":" + t.role;
+      throw Error("the runs have no FP8 tensor '" + options.fp8_tensor + "' (they have " + known + ")");
+    }
+  }
   std::vector<TrainConfig> configs;
   for (const auto& s : series) configs.push_back(s->config);
   ui::ChartOptions chart;
   chart.smoothing = options.smoothing;
   chart.histogram_kind = QString::fromStdString(options.histogram);
+  chart.fp8_tensor = QString::fromStdString(options.fp8_tensor);
   chart.x_axis = options.x_axis == "wall"    ? ui::XAxis::WallClock
                  : options.x_axis == "epoch" ? ui::XAxis::Epoch
                                              : ui::XAxis::Step;

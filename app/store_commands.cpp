@@ -269,9 +269,13 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
       ->default_str("")
       ->required();
   chart->add_option("--metric", chart_options->metric, "the chart")
-      ->type_name("loss|accuracy|loss-scale|epoch-time|data-wait|histogram")
-      ->check(CLI::IsMember({"loss", "accuracy", "loss-scale", "epoch-time", "data-wait", "histogram"}))
+      ->type_name("loss|accuracy|loss-scale|epoch-time|data-wait|histogram|fp8-scaling")
+      ->check(CLI::IsMember({"loss", "accuracy", "loss-scale", "epoch-time", "data-wait", "histogram", "fp8-scaling"}))
       ->required();
+  chart
+      ->add_option("--fp8-tensor", chart_options->fp8_tensor,
+                   "the tensor of the fp8-scaling chart (default: the first FP8 tensor)")
+      ->type_name("LAYER:input|weight|output_grad");
   chart->add_option("--out", chart_options->out, "the image file; its extension picks the format")
       ->type_name("FILE.png|.svg|.pdf")
       ->required();

@@ -5,6 +5,7 @@
 // seconds, and one loss spike drawn alike by the window, an exported chart and the HTML report.
 #include <QAbstractAxis>
 #include <QChart>
+#include <QComboBox>
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QTableWidget>
@@ -27,6 +28,7 @@
 #include "histogram_chart.h"
 #include "loss_scale_chart.h"
 #include "metric_chart.h"
+#include "fp8_scaling_chart.h"
 #include "numerics_heatmap.h"
 #include "run_progress.h"
 #include "run_series.h"
@@ -437,6 +439,60 @@ class ChartData : public QObject {
     const RunSeries fp32 = run_in("fp32", 9);
     panel.set_runs({&bf16, &fp32});
     QCOMPARE(panel.chart("histogram")->chart()->title(), QString("Weight gradients: what FP16 would do"));
+  }
+
+  void fp8_scaling_chart_draws_the_chosen_tensors_history() {
+    // An amp-fp8 run probed at steps 9 and 19: conv1's input and weight, fc's output gradient in FP8.
+    RunSeries fp8 = long_run(20, 10);
+    fp8.config.precision.mode = PrecisionMode::AmpFp8;
+    for (int64_t step : {9, 19}) {
+      const int epoch = static_cast<int>(step / 10) + 1;
+      LayerNumerics conv = numerics(epoch, step, "conv1", 1.0, 0.0), fc = numerics(epoch, step, "fc", 1.0, 0.0);
+      conv.fp8_input = {448.0 / (step + 1), step + 1.0, 448.0, 100, 0.0, 0.0};  // the scale follows the amax
+      conv.fp8_weight = {64.0, 4.0, 448.0, 100, 0.0, 0.0};
+      fc.fp8_output_grad = {1024.0, 0.5, 57344.0, 100, 0.0, 0.0};
+      fp8.layer_numerics.push_back(conv);
+      fp8.layer_numerics.push_back(fc);
+    }
+    const std::vector<Fp8TensorName> expected = {{"conv1", "input"}, {"conv1", "weight"}, {"fc", "output_grad"}};
+    QVERIFY(fp8_tensors({&fp8}) == expected);
+
+    ChartPanel panel;
+    panel.resize(1366, 768);
+    panel.show();
+    RunSeries fp32 = long_run(20, 10);
+    panel.set_runs({&fp32});
+    auto* chart = static_cast<Fp8ScalingChart*>(panel.chart("fp8-scaling"));
+    auto* tensor = panel.findChild<QComboBox*>("fp8Tensor");
+    QVERIFY(chart && tensor);
+    QVERIFY(!chart->isVisibleTo(&panel));  // nothing in FP8: no chart
+
+    panel.set_runs({&fp8});
+    QVERIFY(chart->isVisibleTo(&panel));
+    QCOMPARE(tensor->count(), 3);
+    QCOMPARE(tensor->itemText(2), QString("fc · output gradient"));
+    QCOMPARE(chart->chart()->title(), QString("FP8 scale and amax (log2): conv1 input"));
+    const auto points = [&](const QString& name) {
+      for (QAbstractSeries* series : chart->chart()->series())
+        if (series->name() == name) return static_cast<QXYSeries*>(series)->points();
+      return QList<QPointF>{};
+    };
+    QCOMPARE(points("scale"), (QList<QPointF>{{9, 44.8}, {19, 22.4}}));
+    QCOMPARE(points("amax"), (QList<QPointF>{{9, 10}, {19, 20}}));
+
+    tensor->setCurrentIndex(2);
+    QCOMPARE(panel.options().fp8_tensor, QString("fc:output_grad"));
+    QCOMPARE(chart->chart()->title(), QString("FP8 scale and amax (log2): fc output gradient"));
+    QCOMPARE(points("scale"), (QList<QPointF>{{9, 1024}, {19, 1024}}));
+    QCOMPARE(points("amax"), (QList<QPointF>{{9, 0.5}, {19, 0.5}}));
+
+    // Exported with the others for an FP8 run only.
+    QTemporaryDir folder;
+    const QStringList with = export_all_charts({&fp8}, panel.options(), folder.path(), "fp8", "png", QSize(600, 400));
+    QVERIFY2(with.last().endsWith("fp8-fp8-scaling.png"), qPrintable(with.join(", ")));
+    const QStringList without =
+        export_all_charts({&fp32}, panel.options(), folder.path(), "fp32", "png", QSize(600, 400));
+    QCOMPARE(without.size(), with.size() - 1);
   }
 
   void numerics_heat_map_fills_live_and_from_the_store() {

@@ -123,7 +123,7 @@ class ExportCharts : public QObject {
  private:
   QTemporaryDir dir_;
   QString db_;
-  int64_t a_ = 0, b_ = 0;
+  int64_t a_ = 0, b_ = 0, fp8_ = 0;
 
  private Q_SLOTS:
   void initTestCase() {
@@ -134,6 +134,8 @@ class ExportCharts : public QObject {
     a_ = train_into_store(db_, c);
     c.precision = precision_preset("fp32");
     b_ = train_into_store(db_, c);
+    c.precision = precision_preset("amp-fp8");
+    fp8_ = train_into_store(db_, c);
   }
 
   void every_chart_of_a_run_to_png_svg_pdf() {
@@ -156,7 +158,7 @@ class ExportCharts : public QObject {
     RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
     RunSeries a = load_run_series(store, a_), b = load_run_series(store, b_);
     const QStringList files = export_all_charts({&a, &b}, {}, dir_.filePath("compare"), "compare", "svg");
-    QCOMPARE(files.size(), chart_metrics().size());
+    QCOMPARE(files.size(), chart_metrics().size() - 1);  // no fp8-scaling chart: neither run is in amp-fp8
     for (const QString& f : files) {
       check_svg(f);
       const QByteArray svg = read(f);  // the runs named under each chart, by colour, as the GUI's panel names them
@@ -311,6 +313,22 @@ class ExportCharts : public QObject {
                              "--width", "640", "--height", "480"});
     QVERIFY2(rc == 0, qPrintable(out));
     check_png(scale, QSize(640, 480));
+    // amp-fp8's scaling, of the tensor asked for; refused, naming what there is, for others.
+    const QString fp8 = QString::number(fp8_), scaling = dir_.filePath("cli/fp8-scaling.svg");
+    std::tie(rc, out) = run({"export", "chart", fp8, "--metric", "fp8-scaling", "--fp8-tensor",
+                             "layer1.0.conv2:output_grad", "--out", scaling, "--db", db_});
+    QVERIFY2(rc == 0, qPrintable(out));
+    check_svg(scaling);
+    QVERIFY2(read(scaling).contains("FP8 scale and amax (log2): layer1.0.conv2 output gradient"),
+             qPrintable(read(scaling).left(4000)));
+    std::tie(rc, out) = run({"export", "chart", fp8, "--metric", "fp8-scaling", "--fp8-tensor", "conv1:input",
+                             "--out", scaling, "--db", db_});
+    QCOMPARE(rc, 1);
+    QVERIFY2(out.contains("the runs have no FP8 tensor 'conv1:input' (they have layer1.0.conv1:input,"),
+             qPrintable(out));
+    std::tie(rc, out) = run({"export", "chart", id, "--metric", "fp8-scaling", "--out", scaling, "--db", db_});
+    QCOMPARE(rc, 1);
+    QVERIFY2(out.contains("no FP8 tensor was recorded in the runs asked for"), qPrintable(out));
     std::tie(rc, out) = run({"export", "chart", id, "--metric", "loss", "--out", dir_.filePath("x.gif"), "--db", db_});
     QCOMPARE(rc, 1);
     QVERIFY(out.contains(".png, .svg or .pdf"));

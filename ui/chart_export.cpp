@@ -19,6 +19,7 @@
 #include "chart_factory.h"
 #include "chart_style.h"
 #include "core/error.h"
+#include "fp8_scaling_chart.h"
 #include "run_groups.h"
 
 namespace ampwb::ui {
@@ -157,6 +158,7 @@ QStringList export_all_charts(const RunList& runs, const ChartOptions& options, 
                               const QString& prefix, const QString& format, QSize size) {
   QStringList written;
   for (const QString& metric : chart_metrics()) {
+    if (metric == "fp8-scaling" && fp8_tensors(runs).empty()) continue;  // a chart of nothing for other modes
     const QString path = QDir(folder).filePath(QStringLiteral("%1-%2.%3").arg(prefix, metric, format));
     export_chart(metric, runs, options, path, size);
     written << path;

@@ -2,6 +2,7 @@
 #include "chart_factory.h"
 
 #include "accuracy_chart.h"
+#include "fp8_scaling_chart.h"
 #include "histogram_chart.h"
 #include "loss_chart.h"
 #include "loss_scale_chart.h"
@@ -10,7 +11,8 @@
 namespace ampwb::ui {
 
 const QStringList& chart_metrics() {
-  static const QStringList metrics = {"loss", "accuracy", "loss-scale", "epoch-time", "data-wait", "histogram"};
+  static const QStringList metrics = {"loss",      "accuracy",  "loss-scale", "epoch-time",
+                                      "data-wait", "histogram", "fp8-scaling"};
   return metrics;
 }
 
@@ -21,6 +23,7 @@ MetricChart* make_chart(const QString& metric, QWidget* parent) {
   if (metric == "epoch-time") return new EpochTimeChart(parent);
   if (metric == "data-wait") return new DataWaitChart(parent);
   if (metric == "histogram") return new HistogramChart(parent);
+  if (metric == "fp8-scaling") return new Fp8ScalingChart(parent);
   return nullptr;
 }
 

@@ -10,7 +10,7 @@ namespace ampwb::ui {
 
 class MetricChart;
 
-// loss, accuracy, loss-scale, epoch-time, data-wait, histogram
+// loss, accuracy, loss-scale, epoch-time, data-wait, histogram, fp8-scaling (amp-fp8 runs)
 const QStringList& chart_metrics();
 // A new chart for `metric`; nullptr for an unknown name.
 MetricChart* make_chart(const QString& metric, QWidget* parent = nullptr);

@@ -23,6 +23,7 @@
 #include "divergence_view.h"
 #include "file_dialogs.h"
 #include "flow_layout.h"
+#include "fp8_scaling_chart.h"
 #include "loss_scale_chart.h"
 #include "numerics_heatmap.h"
 #include "plain_text.h"
@@ -139,6 +140,23 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
       skipped_note_->setFixedHeight(skipped_note_->fontMetrics().lineSpacing() * 2 + 4);
       skipped_note_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
       v->addWidget(skipped_note_);
+    } else if (metric == "fp8-scaling") {
+      // Which of the run's FP8 tensors it draws (some 60 in a ResNet-20); shown only for runs in FP8.
+      cell = fp8_cell_ = new QWidget;
+      auto* v = new QVBoxLayout(cell);
+      v->setContentsMargins(0, 0, 0, 0);
+      v->setSpacing(0);
+      v->addWidget(chart, 1);
+      fp8_tensor_ = new QComboBox;
+      fp8_tensor_->setObjectName("fp8Tensor");
+      fp8_tensor_->setToolTip(tr("The FP8 tensor whose scale and amax the chart draws"));
+      connect(fp8_tensor_, &QComboBox::currentIndexChanged, this, &ChartPanel::refresh);
+      auto* row = new QHBoxLayout;
+      row->setContentsMargins(6, 0, 6, 2);
+      row->addWidget(new QLabel(tr("Tensor")));
+      row->addWidget(fp8_tensor_, 1);
+      v->addLayout(row);
+      fp8_cell_->setVisible(false);
     }
     grid->addWidget(cell, index / 3, index % 3);
     ++index;
@@ -212,6 +230,7 @@ ChartOptions ChartPanel::options() const {
   o.histogram_kind = histogram_kind_->currentData().toString();
   o.histogram_epoch = histogram_epoch_->value();
   o.x_axis = static_cast<XAxis>(x_axis_->currentData().toInt());
+  o.fp8_tensor = fp8_tensor_->currentData().toString();
   return o;
 }
 
@@ -253,6 +272,7 @@ void ChartPanel::refresh() {
   QElapsedTimer clock;
   clock.start();
   refresh_pending_ = false;
+  update_fp8_tensors();  // before options(): they name the tensor chosen
   const ChartOptions o = options();
   for (MetricChart* c : charts_) c->update_from(runs_, o);
   numerics_->update_from(runs_);
@@ -272,6 +292,21 @@ void ChartPanel::refresh_soon() {
 void ChartPanel::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   refresh();  // the decimation follows the plot's width
+}
+
+void ChartPanel::update_fp8_tensors() {
+  const std::vector<Fp8TensorName> tensors = fp8_tensors(runs_);
+  QStringList offered, names;
+  for (int i = 0; i < fp8_tensor_->count(); ++i) offered << fp8_tensor_->itemData(i).toString();
+  for (const Fp8TensorName& t : tensors) names << fp8_tensor_key(t);
+  fp8_cell_->setVisible(!tensors.empty());
+  if (names == offered) return;
+  const QSignalBlocker block(fp8_tensor_);
+  const QString chosen = fp8_tensor_->currentData().toString();
+  fp8_tensor_->clear();
+  for (size_t i = 0; i < tensors.size(); ++i)
+    fp8_tensor_->addItem(QString::fromStdString(tensors[i].layer) + " · " + fp8_role_text(tensors[i].role), names[i]);
+  fp8_tensor_->setCurrentIndex(std::max(0, fp8_tensor_->findData(chosen)));
 }
 
 void ChartPanel::update_skipped_note() {

@@ -61,7 +61,8 @@ class ChartPanel : public QWidget {
 
  private:
   void update_skipped_note();
-  void update_legend();  // the runs' colours and, when grouped, the groups
+  void update_fp8_tensors();  // the tensors offered, and the FP8 chart shown only where a run has them
+  void update_legend();       // the runs' colours and, when grouped, the groups
   RunList runs_;
   QTimer* throttle_ = nullptr;
   bool refresh_pending_ = false;
@@ -76,6 +77,8 @@ class ChartPanel : public QWidget {
   QLabel* group_by_label_ = nullptr;
   QWidget* group_by_box_ = nullptr;  // the label and the choice, one piece of the wrapping control row
   QLabel* skipped_note_ = nullptr;
+  QWidget* fp8_cell_ = nullptr;  // the FP8 scaling chart and its tensor choice
+  QComboBox* fp8_tensor_ = nullptr;
   QLabel* run_legend_ = nullptr;  // a comparison's runs and their colours, for every chart
   NumericsHeatmap* numerics_ = nullptr;
   DivergenceView* divergence_ = nullptr;

@@ -2,7 +2,6 @@
 #include "loss_scale_chart.h"
 
 #include <QChart>
-#include <QFontMetricsF>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
@@ -86,18 +85,7 @@ void LossScaleChart::refresh(const RunList& runs, const ChartOptions& options) {
     if (n) x_max = std::max(x_max, x(n - 1));
   }
   set_nice_range(x_, 0, label_x_axis(x_, options.x_axis, x_max));
-  if (!std::isfinite(y_min)) y_min = y_max = 1;
-  // Whole powers of two with one to spare on each side, so a flat line is not glued to the frame; over a wide
-  // range (FP32 at 1 beside FP16 at 65536) a tick every 2^k keeps the labels apart.
-  const int lo = static_cast<int>(std::floor(std::log2(y_min))) - 1,
-            hi = static_cast<int>(std::ceil(std::log2(y_max))) + 1;
-  const int intervals = ticks_that_fit(Qt::Vertical, QFontMetricsF(y_->labelsFont()).height() + 4, 9) - 1;
-  const int k = std::max(1, (hi - lo + intervals - 1) / intervals);
-  // The range stays at the data's (with its spare octave), not widened out to whole multiples of 2^k: on a short
-  // plot that would reach down to labels like 0.0009765625, too wide to show.
-  const double base = std::exp2(k), low = std::exp2(lo), high = std::exp2(hi);
-  if (y_->base() != base) y_->setBase(base);
-  if (y_->min() != low || y_->max() != high) y_->setRange(low, high);
+  set_power_of_two_range(y_, y_min, y_max);
 }
 
 }  // namespace ampwb::ui

@@ -92,6 +92,7 @@ void MetricChart::update_from(const RunList& runs, const ChartOptions& options) 
   signature.push_back(qHash(options.histogram_kind));
   signature.push_back(static_cast<uint64_t>(options.histogram_epoch));
   signature.push_back(static_cast<uint64_t>(options.x_axis));
+  signature.push_back(qHash(options.fp8_tensor));
   std::vector<uint64_t> revisions;
   for (const RunSeries* r : runs) revisions.push_back(follows_steps() ? r->revision : r->epoch_revision);
   revisions.push_back(static_cast<uint64_t>(buckets()));
@@ -167,6 +168,19 @@ void MetricChart::reset_chart() {
   }
   apply_theme(chart());
   chart()->setTitle(title_);
+}
+
+void MetricChart::set_power_of_two_range(QLogValueAxis* axis, double low, double high) {
+  if (!std::isfinite(low)) low = high = 1;
+  const int lo = static_cast<int>(std::floor(std::log2(low))) - 1,
+            hi = static_cast<int>(std::ceil(std::log2(high))) + 1;
+  const int intervals = ticks_that_fit(Qt::Vertical, QFontMetricsF(axis->labelsFont()).height() + 4, 9) - 1;
+  const int k = std::max(1, (hi - lo + intervals - 1) / intervals);
+  // The range stays at the data's (with its spare octave), not widened out to whole multiples of 2^k: on a short
+  // plot that would reach down to labels like 0.0009765625, too wide to show.
+  const double base = std::exp2(k), bottom = std::exp2(lo), top = std::exp2(hi);
+  if (axis->base() != base) axis->setBase(base);
+  if (axis->min() != bottom || axis->max() != top) axis->setRange(bottom, top);
 }
 
 void MetricChart::set_nice_range(QValueAxis* axis, double low, double high, int ticks) {

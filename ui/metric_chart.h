@@ -14,6 +14,7 @@
 
 class QAbstractAxis;
 class QAbstractSeries;
+class QLogValueAxis;
 class QLineSeries;
 class QValueAxis;
 class QXYSeries;
@@ -29,6 +30,7 @@ struct ChartOptions {
   QString histogram_kind = "weight";  // "weight" or "activation"
   int histogram_epoch = 0;            // 0 = the latest
   XAxis x_axis = XAxis::Step;         // per-epoch charts read Step as Epoch
+  QString fp8_tensor;                 // the fp8-scaling chart's tensor, "conv1:input"; empty: the runs' first
   bool operator==(const ChartOptions&) const = default;
 };
 
@@ -67,6 +69,10 @@ class MetricChart : public QChartView {
   // when that range changes: every axis change makes QtCharts re-lay out every series on it. At most `ticks`, and
   // no more than the plot has room to label whole (QtCharts cuts crowded labels short: "-...").
   void set_nice_range(QValueAxis* axis, double low, double high, int ticks = 5);
+  // Sets a log axis to the whole powers of two around [low, high] with one to spare on each side, so that a flat
+  // line is not glued to the frame, and a tick every 2^k where the range is too wide to label each; [1, 1] where
+  // low is not finite (nothing drawn).
+  void set_power_of_two_range(QLogValueAxis* axis, double low, double high);
   // How many ticks an axis along the plot can label whole, each label `label_extent` long along it; at most `wanted`.
   int ticks_that_fit(Qt::Orientation along, qreal label_extent, int wanted) const;
 
