@@ -25,10 +25,10 @@
 #include "decimate.h"
 #include "divergence_view.h"
 #include "event_queue.h"
+#include "fp8_scaling_chart.h"
 #include "histogram_chart.h"
 #include "loss_scale_chart.h"
 #include "metric_chart.h"
-#include "fp8_scaling_chart.h"
 #include "numerics_heatmap.h"
 #include "run_progress.h"
 #include "run_series.h"
@@ -444,7 +444,7 @@ class ChartData : public QObject {
   void fp8_scaling_chart_draws_the_chosen_tensors_history() {
     // An amp-fp8 run probed at steps 9 and 19: conv1's input and weight, fc's output gradient in FP8.
     RunSeries fp8 = long_run(20, 10);
-    fp8.config.precision.mode = PrecisionMode::AmpFp8;
+    fp8.config.precision = precision_preset("amp-fp8");
     for (int64_t step : {9, 19}) {
       const int epoch = static_cast<int>(step / 10) + 1;
       LayerNumerics conv = numerics(epoch, step, "conv1", 1.0, 0.0), fc = numerics(epoch, step, "fc", 1.0, 0.0);
@@ -469,6 +469,7 @@ class ChartData : public QObject {
 
     panel.set_runs({&fp8});
     QVERIFY(chart->isVisibleTo(&panel));
+    QVERIFY(!panel.chart("loss-scale")->isVisibleTo(&panel));  // in its place: amp-fp8 scales no loss
     QCOMPARE(tensor->count(), 3);
     QCOMPARE(tensor->itemText(2), QString("fc · output gradient"));
     QCOMPARE(chart->chart()->title(), QString("FP8 scale and amax (log2): conv1 input"));
@@ -485,6 +486,10 @@ class ChartData : public QObject {
     QCOMPARE(chart->chart()->title(), QString("FP8 scale and amax (log2): fc output gradient"));
     QCOMPARE(points("scale"), (QList<QPointF>{{9, 1024}, {19, 1024}}));
     QCOMPARE(points("amax"), (QList<QPointF>{{9, 0.5}, {19, 0.5}}));
+    RunSeries fp16 = long_run(20, 10);
+    fp16.config.precision = precision_preset("amp-fp16");
+    panel.set_runs({&fp8, &fp16});  // beside a run that scales its loss, both charts show
+    QVERIFY(chart->isVisibleTo(&panel) && panel.chart("loss-scale")->isVisibleTo(&panel));
 
     // Exported with the others for an FP8 run only.
     QTemporaryDir folder;

@@ -116,7 +116,7 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
 
   // The grid scrolls rather than set the window's minimum size: on a small screen the charts take what there is.
   auto* grid_area = new FittedPage;
-  auto* grid = new QGridLayout(grid_area);
+  auto* grid = grid_ = new QGridLayout(grid_area);
   grid->setContentsMargins(0, 0, 0, 0);
   grid->setSpacing(4);
   int index = 0;
@@ -127,7 +127,7 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
     QWidget* cell = chart;
     if (metric == "loss-scale") {
       // The skipped steps need a word of explanation right where they show.
-      cell = new QWidget;
+      cell = loss_scale_cell_ = new QWidget;
       auto* v = new QVBoxLayout(cell);
       v->setContentsMargins(0, 0, 0, 0);
       v->setSpacing(0);
@@ -296,10 +296,24 @@ void ChartPanel::resizeEvent(QResizeEvent* event) {
 
 void ChartPanel::update_fp8_tensors() {
   const std::vector<Fp8TensorName> tensors = fp8_tensors(runs_);
+  // Where no run scales its loss (amp-fp8 alone: its tensors' scales do that work), the FP8 chart takes the
+  // loss-scale chart's place, a flat line at 1; beside runs that do, it goes under the grid.
+  const bool scaled = std::any_of(runs_.begin(), runs_.end(), [](const RunSeries* r) {
+    return r->config.precision.loss_scale.kind != LossScaleKind::Off;
+  });
+  const bool replaces = !tensors.empty() && !scaled;
+  const int row = replaces ? 0 : 2, column = replaces ? 2 : 0;
+  int at_row = -1, at_column = -1, span = 0;
+  grid_->getItemPosition(grid_->indexOf(fp8_cell_), &at_row, &at_column, &span, &span);
+  if (at_row != row || at_column != column) {
+    grid_->removeWidget(fp8_cell_);
+    grid_->addWidget(fp8_cell_, row, column);
+  }
+  loss_scale_cell_->setVisible(!replaces);
+  fp8_cell_->setVisible(!tensors.empty());
   QStringList offered, names;
   for (int i = 0; i < fp8_tensor_->count(); ++i) offered << fp8_tensor_->itemData(i).toString();
   for (const Fp8TensorName& t : tensors) names << fp8_tensor_key(t);
-  fp8_cell_->setVisible(!tensors.empty());
   if (names == offered) return;
   const QSignalBlocker block(fp8_tensor_);
   const QString chosen = fp8_tensor_->currentData().toString();

@@ -11,6 +11,7 @@
 #include "metric_chart.h"
 
 class QComboBox;
+class QGridLayout;
 class QLabel;
 class QSlider;
 class QTimer;
@@ -77,7 +78,9 @@ class ChartPanel : public QWidget {
   QLabel* group_by_label_ = nullptr;
   QWidget* group_by_box_ = nullptr;  // the label and the choice, one piece of the wrapping control row
   QLabel* skipped_note_ = nullptr;
-  QWidget* fp8_cell_ = nullptr;  // the FP8 scaling chart and its tensor choice
+  QGridLayout* grid_ = nullptr;
+  QWidget* loss_scale_cell_ = nullptr;  // the loss-scale chart and its note on skipped steps
+  QWidget* fp8_cell_ = nullptr;         // the FP8 scaling chart and its tensor choice
   QComboBox* fp8_tensor_ = nullptr;
   QLabel* run_legend_ = nullptr;  // a comparison's runs and their colours, for every chart
   NumericsHeatmap* numerics_ = nullptr;

@@ -65,7 +65,7 @@ int run_screenshot_scenario(MainWindow& window, const QString& name, const QStri
     wait_until([&] { return !window.setup()->inspecting(); }, 60000);
     return save(window, folder, "first-launch") ? 0 : 1;
   }
-  if (name == "runs") {  // the store's runs (`ampwb train` fills it), the newest selected, and its model export
+  if (name == "runs") {  // the store's runs (`ampwb train` fills it), the newest selected, its model export, its charts
     window.tabs()->setCurrentWidget(window.runs_view());
     window.runs_view()->reload();
     RunsModel* runs = window.runs_view()->model();
@@ -80,6 +80,11 @@ int run_screenshot_scenario(MainWindow& window, const QString& name, const QStri
         ok = save(*dialog, folder, "export-model-dialog") && ok;
         dialog->close();
       }
+    }
+    if (newest > 0) {  // and its charts, as "Open / compare" shows them
+      window.open_runs({newest});
+      wait_until([] { return false; }, 500);
+      ok = save(window, folder, "run-charts") && ok;
     }
     return ok ? 0 : 1;
   }
