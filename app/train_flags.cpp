@@ -194,6 +194,8 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
       "precision.fp8.margin");
   precision(add_choice(command, "--fp8-amax-rule", p.fp8.scaling.rule, "amp-fp8: the amax a scale comes from"),
             "precision.fp8.amax_rule");
+  precision(add_choice(command, "--fp8-formats", p.fp8.formats, "amp-fp8: the tensors' formats"),
+            "precision.fp8.formats");
   precision(command->add_flag("--fp8-first-last", p.fp8.first_and_last,
                               "amp-fp8: the first convolution and the last linear layer in FP8 too (else BF16)"),
             "precision.fp8.first_and_last");

@@ -406,6 +406,30 @@ TEST(Fp8Layers, Conv2dComputesOnScaledFp8ValuesAndFollowsTheAmax) {
   EXPECT_EQ(s.input.scaling().amax_history(), before);
 }
 
+// Transformer Engine's E4M3 formats: the output gradient in E4M3 as well, scaled to E4M3's max, and the data
+// gradient computed from its E4M3 values.
+TEST(Fp8Layers, AllE4M3CastsTheOutputGradientInE4M3) {
+  PrecisionConfig config = precision_preset(PrecisionMode::AmpFp8);
+  config.fp8.formats = Fp8Formats::E4M3;
+  const PrecisionPolicy policy(config);
+  Rng rng(23);
+  Conv2d conv(backend(), "conv", 8, 6, 3, 1, 1, rng);
+  conv.set_policy(policy);
+  const Tensor x = random_tensor({2, 8, 6, 6}, rng, Layout::NHWC, 3.0),
+               dy = random_tensor({2, 6, 6, 6}, rng, Layout::NHWC, 1e-3);
+  conv.forward(x, Mode::Train);
+  conv.backward(dy);
+  Fp8LayerScaling& s = *conv.fp8_scaling();
+  EXPECT_EQ(s.output_grad.scaling().format(), Fp8Format::E4M3);
+  EXPECT_FLOAT_EQ(s.output_grad.scaling().scale(), kE4M3Max / static_cast<float>(amax_of(dy)));
+  conv.forward(x, Mode::Train);
+  const Tensor dx = conv.backward(dy);
+  const ref::Array qdy = fp8_rounded(dy, Fp8Format::E4M3, s.output_grad.last().scale),
+                   qw = fp8_rounded(conv.weight().value, Fp8Format::E4M3, s.weight.last().scale);
+  EXPECT_LE(testing::relative_error(dx, ref::conv2d_backward_data(qdy, qw, x.shape(), 1, 1)),
+            testing::tolerance(testing::Kernel::Conv2dForward, testing::Precision::BF16));
+}
+
 TEST(Fp8Layers, LinearComputesOnScaledFp8Values) {
   Rng rng(22);
   Linear fc(backend(), "fc", 24, 7, rng);

@@ -364,14 +364,17 @@ TEST(Cli, TrainTellsWhatTheCpuMakesOfThePrecision) {
   // amp-fp8 with its settings: the CPU's emulation said, and the settings kept with the run.
   const Result fp8 = run_ampwb(train +
                                " --precision amp-fp8 --fp8-amax-history 8 --fp8-margin 1 --fp8-amax-rule most-recent"
-                               " --fp8-first-last");
+                               " --fp8-first-last --fp8-formats e4m3");
   EXPECT_EQ(fp8.status, 0) << fp8.output;
   EXPECT_NE(fp8.output.find("note:    FP8 is emulated on the CPU"), std::string::npos) << fp8.output;
   const size_t fp8_at = fp8.output.find("run:     ") + 9;
   const Result fp8_shown = run_ampwb("show " + fp8.output.substr(fp8_at, fp8.output.find(',', fp8_at) - fp8_at));
-  for (const char* setting : {"amax_history_length", "margin", "amax_rule", "first_and_last"})
+  for (const char* setting : {"amax_history_length", "margin", "amax_rule", "formats", "first_and_last"})
     EXPECT_NE(fp8_shown.output.find(std::string("precision.fp8.") + setting), std::string::npos) << fp8_shown.output;
   EXPECT_NE(fp8_shown.output.find("most-recent"), std::string::npos) << fp8_shown.output;
+  const size_t formats = fp8_shown.output.find("precision.fp8.formats");  // the setting's line of the table
+  const std::string formats_line = fp8_shown.output.substr(formats, fp8_shown.output.find('\n', formats) - formats);
+  EXPECT_NE(formats_line.find("e4m3"), std::string::npos) << fp8_shown.output;
   fs::remove_all(data);
 }
 

@@ -185,8 +185,9 @@ class FieldsKeepWhatWasTyped : public QObject {
     auto* history = setting_field<QSpinBox>(w, "precision.fp8.amax_history_length");
     auto* margin = setting_field<QSpinBox>(w, "precision.fp8.margin");
     auto* rule = setting_field<QComboBox>(w, "precision.fp8.amax_rule");
+    auto* formats = setting_field<QComboBox>(w, "precision.fp8.formats");
     auto* first_last = setting_field<QCheckBox>(w, "precision.fp8.first_and_last");
-    QVERIFY(history && margin && rule && first_last);
+    QVERIFY(history && margin && rule && formats && first_last);
     precision->setCurrentIndex(precision->findData("fp32"));
     QVERIFY(!group->isVisibleTo(w.setup()));
     QVERIFY(!history->isEnabled());
@@ -199,12 +200,15 @@ class FieldsKeepWhatWasTyped : public QObject {
     type(history, "16");
     type(margin, "-2");
     rule->setCurrentIndex(rule->findData("most-recent"));
+    QCOMPARE(formats->currentData().toString(), QString("hybrid"));
+    formats->setCurrentIndex(formats->findData("e4m3"));
     first_last->setChecked(true);
     TrainConfig c = w.setup()->config();
     QCOMPARE(c.precision.mode, PrecisionMode::AmpFp8);
     QCOMPARE(c.precision.fp8.scaling.history_length, 16);
     QCOMPARE(c.precision.fp8.scaling.margin, -2);
     QCOMPARE(c.precision.fp8.scaling.rule, AmaxRule::MostRecent);
+    QCOMPARE(c.precision.fp8.formats, Fp8Formats::E4M3);
     QVERIFY(c.precision.fp8.first_and_last);
 
     TrainConfig other = c;  // another run's settings, then these again: each shown as it was
@@ -219,6 +223,7 @@ class FieldsKeepWhatWasTyped : public QObject {
     QCOMPARE(text_of(history), QString("16"));
     QCOMPARE(text_of(margin), QString("-2"));
     QCOMPARE(rule->currentData().toString(), QString("most-recent"));
+    QCOMPARE(formats->currentData().toString(), QString("e4m3"));
     QVERIFY(first_last->isChecked());
     QCOMPARE(config_to_json_text(w.setup()->config()), config_to_json_text(c));
 

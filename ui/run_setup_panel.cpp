@@ -230,8 +230,7 @@ QWidget* RunSetupPanel::build_model_group() {
   process_offer_ = process_offer();
   processes_ = int_box(1, 1);
   processes_->setObjectName("processes");
-  sync_batchnorm_ = for_setting(new QCheckBox(tr("synchronised")),
-                                "data_parallel.sync_batchnorm");
+  sync_batchnorm_ = for_setting(new QCheckBox(tr("synchronised")), "data_parallel.sync_batchnorm");
   sync_batchnorm_->setObjectName("syncBatchnorm");
   gradient_allreduce_ = for_setting(new QComboBox, "data_parallel.gradient_allreduce");
   gradient_allreduce_->setObjectName("gradientAllreduce");
@@ -345,13 +344,18 @@ QWidget* RunSetupPanel::build_advanced_group() {
   fp8_rule_ = for_setting(new QComboBox, "precision.fp8.amax_rule");
   fp8_rule_->setObjectName("fp8AmaxRule");
   add_choices<AmaxRule>(fp8_rule_);
+  fp8_formats_ = for_setting(new QComboBox, "precision.fp8.formats");
+  fp8_formats_->setObjectName("fp8Formats");
+  add_choices<Fp8Formats>(fp8_formats_);
   fp8_first_last_ = for_setting(new QCheckBox(tr("in FP8 too")), "precision.fp8.first_and_last");
   fp8_first_last_->setObjectName("fp8FirstLast");
-  fp8_first_last_->setToolTip(tr("The first convolution and the last linear layer in FP8 too. Off: they stay in "
-                                 "BF16, as is usual (the stem sees raw pixels, the head makes the logits)"));
+  fp8_first_last_->setToolTip(
+      tr("The first convolution and the last linear layer in FP8 too. Off: they stay in "
+         "BF16, as is usual (the stem sees raw pixels, the head makes the logits)"));
   ff->addRow(tr("Amax history"), fp8_history_);
   ff->addRow(tr("Margin"), fp8_margin_);
   ff->addRow(tr("Amax rule"), fp8_rule_);
+  ff->addRow(tr("Formats"), fp8_formats_);
   ff->addRow(tr("First and last layers"), fp8_first_last_);
   layout->addWidget(fp8);
   connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_fp8_fields);
@@ -535,6 +539,7 @@ TrainConfig RunSetupPanel::config() const {
   c.precision.fp8.scaling.history_length = fp8_history_->value();
   c.precision.fp8.scaling.margin = fp8_margin_->value();
   c.precision.fp8.scaling.rule = chosen_choice<AmaxRule>(fp8_rule_);
+  c.precision.fp8.formats = chosen_choice<Fp8Formats>(fp8_formats_);
   c.precision.fp8.first_and_last = fp8_first_last_->isChecked();
 
   c.warmup_epochs = warmup_->value();
@@ -588,6 +593,7 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
   fp8_history_->setValue(fp8.scaling.history_length);
   fp8_margin_->setValue(fp8.scaling.margin);
   select_choice(fp8_rule_, fp8.scaling.rule);
+  select_choice(fp8_formats_, fp8.formats);
   fp8_first_last_->setChecked(fp8.first_and_last);
   update_fp8_fields();
 

@@ -154,6 +154,7 @@ class RunSetupPanel : public QWidget {
   WholeNumberBox* fp8_history_ = nullptr;
   WholeNumberBox* fp8_margin_ = nullptr;
   QComboBox* fp8_rule_ = nullptr;
+  QComboBox* fp8_formats_ = nullptr;
   QCheckBox* fp8_first_last_ = nullptr;
   WholeNumberBox* warmup_ = nullptr;
   WideNumberBox* momentum_ = nullptr;

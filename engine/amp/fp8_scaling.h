@@ -49,10 +49,12 @@ class Fp8TensorScaling {
   Tensor stats_;  // kFp8CastStatsBytes U8 on the backend's device, made by the first recorded cast
 };
 
-// A layer's three FP8 tensors.
+// A layer's three FP8 tensors: the output gradient in E5M2, or E4M3 as the others where the settings say.
 struct Fp8LayerScaling {
-  explicit Fp8LayerScaling(const DelayedScalingSettings& settings)
-      : input(Fp8Format::E4M3, settings), weight(Fp8Format::E4M3, settings), output_grad(Fp8Format::E5M2, settings) {}
+  explicit Fp8LayerScaling(const Fp8Config& config)
+      : input(Fp8Format::E4M3, config.scaling),
+        weight(Fp8Format::E4M3, config.scaling),
+        output_grad(config.gradient_format(), config.scaling) {}
   Fp8TensorScaling input, weight, output_grad;
 };
 

@@ -54,9 +54,9 @@ std::string PrecisionPolicy::describe() const {
   if (low_ == DType::F32) return out.str() + "  every op in fp32\n";
   if (fp8()) {
     const DelayedScalingSettings& d = config_.fp8.scaling;
-    out << "  conv2d, linear: e4m3 inputs and weights, e5m2 output gradients, FP32 accumulation, per-tensor delayed "
-           "scaling (amax history "
-        << d.history_length << " steps, margin " << d.margin << ", rule " << choice_name(d.rule) << "); "
+    out << "  conv2d, linear: e4m3 inputs and weights, " << fp8_format_name(config_.fp8.gradient_format())
+        << " output gradients, FP32 accumulation, per-tensor delayed scaling (amax history " << d.history_length
+        << " steps, margin " << d.margin << ", rule " << choice_name(d.rule) << "); "
         << (config_.fp8.first_and_last ? "the first and last layers too" : "the first and last layers in bf16") << "\n";
   }
   for (const PolicyRow& row : kAutocastTable)

@@ -82,12 +82,28 @@ struct LossScaleConfig {
   double max_scale = 0.0;  // 0 = none (Apex: 2^24)
 };
 
-// FP8's settings (amp-fp8; the other modes ignore them): Transformer Engine's DelayedScaling defaults, and whether
-// the network's first convolution and its last linear layer compute in FP8 too (the usual practice keeps them in
-// BF16: the stem sees raw pixels, the head makes the logits).
+// Which FP8 format each tensor takes: Transformer Engine's fp8_format, HYBRID (its default) or E4M3.
+enum class Fp8Formats : uint8_t { Hybrid, E4M3 };
+
+template <>
+struct ChoiceTable<Fp8Formats> {
+  static constexpr const char* what = "FP8 formats";
+  static constexpr std::array<Choice<Fp8Formats>, 2> rows = {{
+      {Fp8Formats::Hybrid, "hybrid", "E4M3, E5M2 gradients",
+       "Inputs and weights in E4M3 (precision), output gradients in E5M2 (range)."},
+      {Fp8Formats::E4M3, "e4m3", "E4M3 for all",
+       "Output gradients in E4M3 too: a bit more precision, 2^18 of range below their amax where E5M2 has 2^32."},
+  }};
+};
+
+// FP8's settings (amp-fp8; the other modes ignore them): Transformer Engine's DelayedScaling defaults, its formats,
+// and whether the network's first convolution and its last linear layer compute in FP8 too (the usual practice
+// keeps them in BF16: the stem sees raw pixels, the head makes the logits).
 struct Fp8Config {
   DelayedScalingSettings scaling;
+  Fp8Formats formats = Fp8Formats::Hybrid;
   bool first_and_last = false;
+  Fp8Format gradient_format() const { return formats == Fp8Formats::E4M3 ? Fp8Format::E4M3 : Fp8Format::E5M2; }
 };
 
 struct PrecisionConfig {

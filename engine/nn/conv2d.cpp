@@ -22,7 +22,7 @@ Conv2d::Conv2d(Backend& backend, const std::string& name, int in_channels, int o
 
 Fp8LayerScaling* Conv2d::fp8_scaling() {
   if (!policy().fp8_layer(network_edge_)) return nullptr;
-  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8.scaling);
+  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8);
   return fp8_.get();
 }
 
@@ -102,7 +102,7 @@ Tensor Conv2d::forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode)
 
 Tensor Conv2d::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
   if (probe_) probe_->record_activation_gradient(on_host(backend_, output_grad));
-  const Tensor dy = fp8.output_grad.cast(backend_, output_grad, true);  // (N,K,P,Q) E5M2 values
+  const Tensor dy = fp8.output_grad.cast(backend_, output_grad, true);  // (N,K,P,Q) E5M2 (or E4M3) values
   count_cast();
   const float dy_inverse = fp8.output_grad.scale_inverse_used();
   Tensor none;
@@ -116,7 +116,8 @@ Tensor Conv2d::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
     dx = Tensor::empty(dx32.shape(), input_dtype_, dx32.layout(), dx32.device());
     backend_.scaled_cast(dx32, dx, {dy_inverse * fp8_weight_inverse_}, none);
   }
-  probe_backward(policy().compute_dtype(OpClass::Conv, input_dtype_), output_grad, weight_.grad, "e5m2");
+  probe_backward(policy().compute_dtype(OpClass::Conv, input_dtype_), output_grad, weight_.grad,
+                 fp8_format_name(fp8.output_grad.scaling().format()));
   input_ = Tensor();
   fp8_weight_ = Tensor();
   return dx;

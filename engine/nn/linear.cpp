@@ -24,7 +24,7 @@ Linear::Linear(Backend& backend, const std::string& name, int in_features, int o
 
 Fp8LayerScaling* Linear::fp8_scaling() {
   if (!policy().fp8_layer(network_edge_)) return nullptr;
-  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8.scaling);
+  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8);
   return fp8_.get();
 }
 
@@ -90,19 +90,19 @@ Tensor Linear::forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode)
 }
 
 Tensor Linear::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
-  const Tensor dy = fp8.output_grad.cast(backend_, output_grad, true);  // (N,O) E5M2 values
+  const Tensor dy = fp8.output_grad.cast(backend_, output_grad, true);  // (N,O) E5M2 (or E4M3) values
   count_cast();
   const float dy_inverse = fp8.output_grad.scale_inverse_used();
   Tensor dx32 = empty_like(input_), none;
   Tensor &dw = weight_.fp32_grad(), &db = bias_.fp32_grad();
-  // The bias gradient is summed from the E5M2 values (Transformer Engine sums the BF16 gradient): one rounding of
+  // The bias gradient is summed from the FP8 values (Transformer Engine sums the BF16 gradient): one rounding of
   // each term more, 2^-3 relative at most.
   backend_.linear_backward(dy, input_, fp8_weight_, dx32, dw, db);
   backend_.scaled_cast(dw, dw, {fp8_input_inverse_ * dy_inverse}, none);
   backend_.scaled_cast(db, db, {dy_inverse}, none);
   Tensor dx = Tensor::empty(dx32.shape(), input_dtype_, Layout::NCHW, dx32.device());
   backend_.scaled_cast(dx32, dx, {dy_inverse * fp8_weight_inverse_}, none);
-  probe_backward(output_dtype_, output_grad, weight_.grad, "e5m2");
+  probe_backward(output_dtype_, output_grad, weight_.grad, fp8_format_name(fp8.output_grad.scaling().format()));
   input_ = Tensor();
   fp8_weight_ = Tensor();
   return dx;

@@ -108,6 +108,7 @@ void fields(R& f, V&& v) {
   v("amax_history_length", f.scaling.history_length);
   v("margin", f.scaling.margin);
   v("amax_rule", f.scaling.rule);
+  v("formats", f.formats);
   v("first_and_last", f.first_and_last);
 }
 
