@@ -490,6 +490,7 @@ class ChartData : public QObject {
     fp16.config.precision = precision_preset("amp-fp16");
     panel.set_runs({&fp8, &fp16});  // beside a run that scales its loss, both charts show
     QVERIFY(chart->isVisibleTo(&panel) && panel.chart("loss-scale")->isVisibleTo(&panel));
+    QVERIFY(!panel.chart("data-wait")->isVisibleTo(&panel));  // the FP8 chart in its place
 
     // Exported with the others for an FP8 run only.
     QTemporaryDir folder;

@@ -71,9 +71,17 @@ QString describe(const QRect& r) {
 }
 
 // The chart-like views of a panel: every chart, the per-layer numerics and the precision divergence.
+// Whether a chart is one the runs shown may leave out: the FP8 chart shows only where a run recorded FP8 tensors,
+// in the loss-scale chart's place where no run scales its loss, else in the data-wait chart's.
+bool optional_chart(ChartPanel* panel, MetricChart* c) {
+  const QString& key = c->metric_key();
+  return !c->isVisibleTo(panel) && (key == "fp8-scaling" || key == "loss-scale" || key == "data-wait");
+}
+
 QList<QWidget*> chart_views(ChartPanel* panel) {
   QList<QWidget*> views;
-  for (MetricChart* c : panel->charts()) views << c;
+  for (MetricChart* c : panel->charts())
+    if (!optional_chart(panel, c)) views << c;
   views << panel->numerics() << panel->divergence();
   return views;
 }
@@ -92,7 +100,7 @@ class WindowFits : public QObject {
  private:
   QTemporaryDir dir_;
   QString data_, db_;
-  int64_t fp32_ = 0, fp16_ = 0;
+  int64_t fp32_ = 0, fp16_ = 0, fp8_ = 0;
 
   // Every chart view of the panel whole, inside the window, of a usable size, and apart from the others.
   static void check_charts_apart(MainWindow& w, ChartPanel* panel, const char* where) {
@@ -116,18 +124,20 @@ class WindowFits : public QObject {
   // No text a chart draws (title, axis titles, tick labels) is cut short with an ellipsis.
   static void check_no_ellipsis(ChartPanel* panel, const char* where) {
     for (MetricChart* c : panel->charts())
-      for (QGraphicsItem* item : c->scene()->items()) {
-        auto* text = dynamic_cast<QGraphicsTextItem*>(item);
-        if (!text || !text->isVisible() || text->opacity() == 0 || text->defaultTextColor().alpha() == 0) continue;
-        const QString shown = text->toPlainText();
-        QVERIFY2(!shown.contains("...") && !shown.contains(QChar(0x2026)),
-                 qPrintable(QStringLiteral("%1, %2: \"%3\" is cut short").arg(where, c->metric_key(), shown)));
-      }
+      if (!optional_chart(panel, c))
+        for (QGraphicsItem* item : c->scene()->items()) {
+          auto* text = dynamic_cast<QGraphicsTextItem*>(item);
+          if (!text || !text->isVisible() || text->opacity() == 0 || text->defaultTextColor().alpha() == 0) continue;
+          const QString shown = text->toPlainText();
+          QVERIFY2(!shown.contains("...") && !shown.contains(QChar(0x2026)),
+                   qPrintable(QStringLiteral("%1, %2: \"%3\" is cut short").arg(where, c->metric_key(), shown)));
+        }
   }
 
   // Every chart's title whole: its lines, each within the chart's width, read as the chart's title, above the plot.
   static void check_titles(ChartPanel* panel, const char* where) {
     for (MetricChart* c : panel->charts()) {
+      if (optional_chart(panel, c)) continue;
       const ChartTitle* title = c->wrapping_title();
       const QString what = QStringLiteral("%1, %2: the title").arg(where, c->metric_key());
       QCOMPARE(title->lines().join(' '), plain(c->chart()->title(), true));
@@ -165,6 +175,7 @@ class WindowFits : public QObject {
   static void check_legends(ChartPanel* panel, const char* where) {
     int legends = 0;
     for (MetricChart* c : panel->charts()) {
+      if (optional_chart(panel, c)) continue;
       const ChartLegend* legend = c->wrapping_legend();
       if (!legend->isVisible()) continue;
       ++legends;
@@ -230,6 +241,9 @@ class WindowFits : public QObject {
     c.precision = precision_preset("amp-fp16");
     c.name = "amp-fp16";
     fp16_ = train_into_store(db_, c);
+    c.precision = precision_preset("amp-fp8");
+    c.name = "amp-fp8";
+    fp8_ = train_into_store(db_, c);
   }
 
   // The premise: this program's screen is a 1080p one at 150 %.
@@ -372,6 +386,20 @@ class WindowFits : public QObject {
     check_legends(charts, "One stored run");
     check_no_ellipsis(charts, "One stored run");
     check_titles(charts, "One stored run");
+    // An amp-fp8 run: its FP8 chart, with the tensor choice under it, in the loss-scale chart's place.
+    w.open_runs({fp8_});
+    QTest::qWait(300);
+    QVERIFY(charts->chart("fp8-scaling")->isVisible() && !charts->chart("loss-scale")->isVisible());
+    check_charts_apart(w, charts, "An amp-fp8 run");
+    check_reachable(w, {charts->findChild<QWidget*>("fp8Tensor")}, "An amp-fp8 run");
+    check_titles(charts, "An amp-fp8 run");
+    w.open_runs({fp16_, fp8_});
+    QTest::qWait(300);
+    QCOMPARE(w.size(), kSmallScreen);
+    // Beside a run that scales its loss, both, the FP8 chart in the data-wait chart's place.
+    QVERIFY(charts->chart("fp8-scaling")->isVisible() && charts->chart("loss-scale")->isVisible());
+    QVERIFY(!charts->chart("data-wait")->isVisible());
+    check_charts_apart(w, charts, "amp-fp16 beside amp-fp8");
   }
 };
 

@@ -294,8 +294,8 @@ class ProgressThroughTheUi : public QObject {
     QSignalSpy finished(&w, &MainWindow::run_finished);
     QVERIFY(w.start_training());
     QVERIFY(finished.wait(600000));
-    for (MetricChart* c : w.live_charts()->charts())
-      QVERIFY2(drawn(*c) != before_any[c->metric_key()], qPrintable(drawn(*c)));
+    for (MetricChart* c : w.live_charts()->charts())  // (the FP8 chart, hidden, draws nothing for a run without FP8)
+      if (c->metric_key() != "fp8-scaling") QVERIFY2(drawn(*c) != before_any[c->metric_key()], qPrintable(drawn(*c)));
 
     QVERIFY(w.start_training());  // nothing of the new run has been drawn yet: its events come from the event loop
     for (MetricChart* c : w.live_charts()->charts()) QCOMPARE(drawn(*c), before_any[c->metric_key()]);

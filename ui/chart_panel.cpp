@@ -106,6 +106,15 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   group_by_box_ = piece({group_by_label_, group_by_});
   group_by_box_->setVisible(false);
   controls->addWidget(group_by_box_);
+  // Which of the runs' FP8 tensors the FP8 chart draws (some 60 in a ResNet-20); shown with that chart.
+  fp8_tensor_ = new QComboBox;
+  fp8_tensor_->setObjectName("fp8Tensor");
+  fp8_tensor_->setToolTip(tr("The FP8 tensor whose scale and amax the FP8 chart draws"));
+  fp8_tensor_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  connect(fp8_tensor_, &QComboBox::currentIndexChanged, this, &ChartPanel::refresh);
+  fp8_tensor_box_ = piece({new QLabel(tr("FP8 tensor")), fp8_tensor_});
+  fp8_tensor_box_->setVisible(false);
+  controls->addWidget(fp8_tensor_box_);
   controls->addWidget(export_button);
   layout->addLayout(controls);
   run_legend_ = new QLabel;
@@ -141,21 +150,7 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
       skipped_note_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
       v->addWidget(skipped_note_);
     } else if (metric == "fp8-scaling") {
-      // Which of the run's FP8 tensors it draws (some 60 in a ResNet-20); shown only for runs in FP8.
-      cell = fp8_cell_ = new QWidget;
-      auto* v = new QVBoxLayout(cell);
-      v->setContentsMargins(0, 0, 0, 0);
-      v->setSpacing(0);
-      v->addWidget(chart, 1);
-      fp8_tensor_ = new QComboBox;
-      fp8_tensor_->setObjectName("fp8Tensor");
-      fp8_tensor_->setToolTip(tr("The FP8 tensor whose scale and amax the chart draws"));
-      connect(fp8_tensor_, &QComboBox::currentIndexChanged, this, &ChartPanel::refresh);
-      auto* row = new QHBoxLayout;
-      row->setContentsMargins(6, 0, 6, 2);
-      row->addWidget(new QLabel(tr("Tensor")));
-      row->addWidget(fp8_tensor_, 1);
-      v->addLayout(row);
+      fp8_cell_ = chart;  // shown only for runs in FP8, its tensor chosen among the controls
       fp8_cell_->setVisible(false);
     }
     grid->addWidget(cell, index / 3, index % 3);
@@ -297,12 +292,13 @@ void ChartPanel::resizeEvent(QResizeEvent* event) {
 void ChartPanel::update_fp8_tensors() {
   const std::vector<Fp8TensorName> tensors = fp8_tensors(runs_);
   // Where no run scales its loss (amp-fp8 alone: its tensors' scales do that work), the FP8 chart takes the
-  // loss-scale chart's place, a flat line at 1; beside runs that do, it goes under the grid.
+  // loss-scale chart's place, a flat line at 1; beside runs that do, the data-wait chart's (a comparison of
+  // precisions is about their numerics, and the loader's wait is much the same in each).
   const bool scaled = std::any_of(runs_.begin(), runs_.end(), [](const RunSeries* r) {
     return r->config.precision.loss_scale.kind != LossScaleKind::Off;
   });
   const bool replaces = !tensors.empty() && !scaled;
-  const int row = replaces ? 0 : 2, column = replaces ? 2 : 0;
+  const int row = replaces ? 0 : 1, column = replaces ? 2 : 1;
   int at_row = -1, at_column = -1, span = 0;
   grid_->getItemPosition(grid_->indexOf(fp8_cell_), &at_row, &at_column, &span, &span);
   if (at_row != row || at_column != column) {
@@ -310,7 +306,9 @@ void ChartPanel::update_fp8_tensors() {
     grid_->addWidget(fp8_cell_, row, column);
   }
   loss_scale_cell_->setVisible(!replaces);
+  chart("data-wait")->setVisible(tensors.empty() || replaces);
   fp8_cell_->setVisible(!tensors.empty());
+  fp8_tensor_box_->setVisible(!tensors.empty());
   QStringList offered, names;
   for (int i = 0; i < fp8_tensor_->count(); ++i) offered << fp8_tensor_->itemData(i).toString();
   for (const Fp8TensorName& t : tensors) names << fp8_tensor_key(t);
