@@ -287,7 +287,7 @@ TEST_F(Diagnosis, Fp16GradientsWithoutLossScalingUnderflow) {
 
 // amp-fp8's scaling set wrong either way, its layers named with the numbers: a negative margin scales each tensor's
 // amax past E4M3's 448, clipping its largest values; a margin of 12 leaves 2^5.8 of range beneath it, making its
-// smaller values zero. The scaling's defaults trigger neither.
+// smaller values zero, and more so with gradients in E4M3. The scaling's defaults trigger neither.
 TEST_F(Diagnosis, Fp8ThatClipsOrFlushesValuesNamesItsTensors) {
   TrainConfig c = with_mode(base_config(), PrecisionMode::AmpFp8);
   const std::vector<Finding> plain = diagnose(trained(c));
@@ -305,6 +305,14 @@ TEST_F(Diagnosis, Fp8ThatClipsOrFlushesValuesNamesItsTensors) {
   const Finding flushed = expect_finding(diagnose(trained(c)), "fp8_underflow");
   expect_contains(flushed.evidence, "of nonzero values made zero");
   expect_contains(flushed.action, "precision.fp8.margin");
+  EXPECT_EQ(flushed.action.find("precision.fp8.formats"), std::string::npos) << flushed.action;
+
+  // Gradients in E4M3 (2^17.8 of range under its max where E5M2 has 2^31.8): the action names the formats.
+  c.precision.fp8.formats = Fp8Formats::E4M3;
+  c.precision.fp8.scaling.margin = 6;
+  const Finding e4m3 = expect_finding(diagnose(trained(c)), "fp8_underflow");
+  expect_contains(e4m3.evidence, "output gradient (E4M3)");
+  expect_contains(e4m3.action, "set precision.fp8.formats to hybrid");
 }
 
 TEST_F(Diagnosis, LayersWhoseChannelsMissTensorCoresAreNamedForGpuRuns) {

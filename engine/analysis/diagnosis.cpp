@@ -258,12 +258,18 @@ void fp8_saturation(const RunEvidence& e, std::vector<Finding>& out) {
 void fp8_underflow(const RunEvidence& e, std::vector<Finding>& out) {
   const auto tensors = fp8_tensors_past(e, &Fp8TensorNumerics::underflow_fraction, kFp8UnderflowShare);
   if (tensors.empty()) return;
+  const bool e4m3_gradient = std::any_of(tensors.begin(), tensors.end(), [](const Fp8Tensor& t) {
+    return t.cast == &t.layer->fp8_output_grad && t.cast->format_max <= 448;
+  });
   add(out, "fp8_underflow", Severity::Warning,
       format("FP8 makes small values zero in %zu tensor%s", tensors.size(), tensors.size() == 1 ? "" : "s"),
       format("step %lld: ", static_cast<long long>(tensors.front().layer->step)) +
           fp8_evidence(tensors, &Fp8TensorNumerics::underflow_fraction, "of nonzero values made zero"),
-      "these tensors span more powers of two than FP8 holds below their amax: keep the named layers in BF16 "
-      "(precision.fp8.first_and_last off keeps the first and last), or lower precision.fp8.margin if it is above 0");
+      std::string(e4m3_gradient ? "gradients span more powers of two than E4M3 holds: set precision.fp8.formats to "
+                                  "hybrid (E5M2 gradients), or "
+                                : "these tensors span more powers of two than FP8 holds below their amax: ") +
+          "keep the named layers in BF16 (precision.fp8.first_and_last off keeps the first and last), or lower "
+          "precision.fp8.margin if it is above 0");
 }
 
 void lr_schedule_skips(const RunEvidence& e, std::vector<Finding>& out) {
