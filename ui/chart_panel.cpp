@@ -150,8 +150,8 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
       skipped_note_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
       v->addWidget(skipped_note_);
     } else if (metric == "fp8-scaling") {
-      fp8_cell_ = chart;  // shown only for runs in FP8, its tensor chosen among the controls
-      fp8_cell_->setVisible(false);
+      fp8_chart_ = chart;  // shown only for runs in FP8, its tensor chosen among the controls
+      fp8_chart_->setVisible(false);
     }
     grid->addWidget(cell, index / 3, index % 3);
     ++index;
@@ -300,14 +300,14 @@ void ChartPanel::update_fp8_tensors() {
   const bool replaces = !tensors.empty() && !scaled;
   const int row = replaces ? 0 : 1, column = replaces ? 2 : 1;
   int at_row = -1, at_column = -1, span = 0;
-  grid_->getItemPosition(grid_->indexOf(fp8_cell_), &at_row, &at_column, &span, &span);
+  grid_->getItemPosition(grid_->indexOf(fp8_chart_), &at_row, &at_column, &span, &span);
   if (at_row != row || at_column != column) {
-    grid_->removeWidget(fp8_cell_);
-    grid_->addWidget(fp8_cell_, row, column);
+    grid_->removeWidget(fp8_chart_);
+    grid_->addWidget(fp8_chart_, row, column);
   }
   loss_scale_cell_->setVisible(!replaces);
   chart("data-wait")->setVisible(tensors.empty() || replaces);
-  fp8_cell_->setVisible(!tensors.empty());
+  fp8_chart_->setVisible(!tensors.empty());
   fp8_tensor_box_->setVisible(!tensors.empty());
   QStringList offered, names;
   for (int i = 0; i < fp8_tensor_->count(); ++i) offered << fp8_tensor_->itemData(i).toString();

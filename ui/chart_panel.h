@@ -80,7 +80,7 @@ class ChartPanel : public QWidget {
   QLabel* skipped_note_ = nullptr;
   QGridLayout* grid_ = nullptr;
   QWidget* loss_scale_cell_ = nullptr;  // the loss-scale chart and its note on skipped steps
-  QWidget* fp8_cell_ = nullptr;         // the FP8 scaling chart
+  QWidget* fp8_chart_ = nullptr;        // the FP8 scaling chart
   QComboBox* fp8_tensor_ = nullptr;
   QWidget* fp8_tensor_box_ = nullptr;  // its label and the tensor choice, one piece of the control row
   QLabel* run_legend_ = nullptr;       // a comparison's runs and their colours, for every chart
