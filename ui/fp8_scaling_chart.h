@@ -35,16 +35,13 @@ class Fp8ScalingChart : public MetricChart {
  public:
   explicit Fp8ScalingChart(QWidget* parent = nullptr);
 
-  // The tensor drawn: ChartOptions::fp8_tensor, or where the runs have no such tensor the first of fp8_tensors().
-  const Fp8TensorName& tensor() const { return shown_; }
-
  protected:
   void rebuild(const RunList& runs, const ChartOptions& options) override;
   void refresh(const RunList& runs, const ChartOptions& options) override;
   bool follows_steps() const override { return false; }  // probed steps come with the epoch's records
 
  private:
-  Fp8TensorName shown_;
+  Fp8TensorName shown_;  // ChartOptions::fp8_tensor, or where the runs have no such tensor the first they have
   std::vector<QLineSeries*> scale_, amax_;
   QValueAxis* x_ = nullptr;
   QLogValueAxis* y_ = nullptr;
