@@ -3,7 +3,9 @@
 
 #include <thread>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
+#include "core/fp8.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 
@@ -27,6 +29,29 @@ TEST(Tensor, FloatRoundTripThroughEveryLayoutAndDtype) {
       Tensor t = tensor_from_floats(values, {2, 3, 2, 4}, dtype, layout);
       EXPECT_EQ(to_float_vector(t), values) << t.describe();  // all values exact in 8 mantissa bits
     }
+}
+
+// FP8 storage (a GPU that computes in FP8 fills it; the host reads it for tests and looks): values round to the
+// format on the way in, nearest even and saturating, and widen exactly; the CPU backend converts it in either layout.
+TEST(Tensor, Fp8StorageRoundsOnTheWayInAndConvertsOnTheCpu) {
+  const std::vector<float> values{0.0f, 1.0f, -1.0625f, 3.3f, 500.0f, -70000.0f, 0.001f, 2.5f};
+  CpuBackend cpu({1});
+  for (const Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+    const DType dtype = format == Fp8Format::E4M3 ? DType::F8E4M3 : DType::F8E5M2;
+    std::vector<float> want;
+    for (const float v : values) want.push_back(round_to_fp8(format, v));
+    const Tensor t = tensor_from_floats(values, {2, 1, 2, 2}, dtype);
+    EXPECT_EQ(t.nbytes(), values.size());
+    EXPECT_EQ(to_float_vector(t), want) << t.describe();
+    Tensor wide = Tensor::empty(t.shape(), DType::F32, Layout::NHWC);
+    cpu.convert(t, wide);
+    EXPECT_EQ(to_float_vector(wide), want) << "widened into NHWC";
+    Tensor back = Tensor::empty(t.shape(), dtype, Layout::NHWC);
+    cpu.convert(wide, back);
+    EXPECT_EQ(to_float_vector(back), want) << "narrowed again";
+  }
+  EXPECT_EQ(parse_dtype("f8e4m3"), DType::F8E4M3);
+  EXPECT_EQ(parse_dtype("f8e5m2"), DType::F8E5M2);
 }
 
 TEST(Allocator, TracksLiveAndPeakBytesAndReusesBlocks) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/fp8.h"
 #include "core/half.h"
 
 namespace ampwb {
@@ -22,12 +23,16 @@ const char* dtype_name(DType t) {
       return "i32";
     case DType::U8:
       return "u8";
+    case DType::F8E4M3:
+      return "f8e4m3";
+    case DType::F8E5M2:
+      return "f8e5m2";
   }
   return "?";
 }
 
 std::optional<DType> parse_dtype(std::string_view name) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::U8})
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::U8, DType::F8E4M3, DType::F8E5M2})
     if (name == dtype_name(t)) return t;
   return std::nullopt;
 }
@@ -142,6 +147,10 @@ float load_as_float(const Tensor& t, int64_t i) {
       return static_cast<float>(t.data_as<int32_t>()[i]);
     case DType::U8:
       return static_cast<float>(t.data_as<uint8_t>()[i]);
+    case DType::F8E4M3:
+      return e4m3_bits_to_float(t.data_as<uint8_t>()[i]);
+    case DType::F8E5M2:
+      return e5m2_bits_to_float(t.data_as<uint8_t>()[i]);
   }
   return 0.0f;
 }
@@ -161,6 +170,12 @@ void store_float(Tensor& t, int64_t i, float v) {
       break;
     case DType::U8:
       t.data_as<uint8_t>()[i] = static_cast<uint8_t>(v);
+      break;
+    case DType::F8E4M3:
+      t.data_as<uint8_t>()[i] = float_to_e4m3_bits(v);
+      break;
+    case DType::F8E5M2:
+      t.data_as<uint8_t>()[i] = float_to_e5m2_bits(v);
       break;
   }
 }

@@ -62,6 +62,12 @@ void CpuBackend::convert(const Tensor& src, Tensor& dst) {
   AMPWB_CHECK(src.device().is_cpu() && dst.device().is_cpu(),
               "the CPU backend converts CPU tensors only: " << src.describe() << " -> " << dst.describe());
   Impl::ConversionTimer timer(*impl_);
+  if (is_fp8(src.dtype()) || is_fp8(dst.dtype())) {
+    // FP8 storage reaches the host only from a device that computes in it (for a test or a look): element by element.
+    const Tensor out = tensor_from_floats(to_float_vector(src), src.shape(), dst.dtype(), dst.layout());
+    std::memcpy(dst.data(), out.data(), out.nbytes());
+    return;
+  }
   if (convert_directly(src, dst, threads_)) return;
   if (is_16bit(src) || is_16bit(dst)) {
     // Never through oneDNN's reorder, which drops the sign of -0 and flushes BF16 subnormals (test_ops found it):

@@ -41,6 +41,9 @@ inline DnnlType dnnl_type(DType t) {
       return DnnlType::s32;
     case DType::U8:
       return DnnlType::u8;
+    case DType::F8E4M3:  // the CPU emulates FP8 in FP32 (Capabilities::fp8): oneDNN never sees it
+    case DType::F8E5M2:
+      return DnnlType::undef;
   }
   return DnnlType::undef;
 }
