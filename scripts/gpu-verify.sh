@@ -107,6 +107,17 @@ case $stage in
         bench50) timed bench50-fp16-fp32 200 compare --configs 50:224:256 --modes amp-fp16 fp32
                  timed bench50-tf32-bf16 200 compare --configs 50:224:256 --modes tf32 amp-bf16 ;;
         bench18) timed bench18 240 compare --configs 18:224:256 ;;
+        fp8)  # amp-fp8 on FP8 tensor cores: its op and whole-step tests, a training, then ResNet-50 against amp-bf16
+          timed fp8-ops 90 run test_cuda_ops --gtest_brief=1 --gtest_filter='CudaFp8*'
+          timed fp8-step 90 run test_cuda_training --gtest_brief=1 --gtest_filter='*amp_fp8*'
+          timed train-amp-fp8 60 run ampwb train --device cuda --data "$AMPWB_DATA" --depth 20 --epochs 2 \
+            --batch-size 128 --precision amp-fp8 --db "$logs/runs.sqlite" --name "gpu amp-fp8"
+          for round in 1 2 3; do
+            for mode in amp-bf16 amp-fp8; do
+              AMPWB_CUDNN_PLANS=1 timed "fp8ab-r50-$mode-$round" 60 run ampwb bench --device cuda --depth 50 \
+                --image-size 224 --batch-size 256 --precision "$mode" --steps 15 --warmup 6 --json
+            done
+          done ;;
         graphsall)  # every mode of both models beside PyTorch with captured steps (amp-fp16 ResNet-50 last)
           timed graphs18-all 200 compare --configs 18:224:256 --ampwb-args="--cuda-graphs on"
           timed graphs50-rest 200 compare --configs 50:224:256 --modes fp32 tf32 amp-bf16 amp-fp16 \

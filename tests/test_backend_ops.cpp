@@ -57,7 +57,7 @@ struct CaseRun {
 ref::Array reference(const Tensor& host) { return ref::from_tensor(host); }
 
 // amp-fp8's scaled cast of one tensor with the scale delayed scaling gives after a step that saw its amax (the FP8
-// case of a conv or linear case): its FP8 values in FP32 on the device, and their scale-inverse.
+// case of a conv or linear case): its FP8 values on the device, and their scale-inverse.
 Tensor fp8_values(CaseRun& r, const Tensor& host, Fp8Format format, float& scale_inverse) {
   float amax = 0;
   for (float v : to_float_vector(host)) amax = std::max(amax, std::fabs(v));
@@ -65,7 +65,11 @@ Tensor fp8_values(CaseRun& r, const Tensor& host, Fp8Format format, float& scale
   scaling.record_amax(amax);
   scaling.update();
   scale_inverse = scaling.scale_inverse();
-  Tensor q = device_nan(r.b, host.shape(), DType::F32, host.layout()), none;
+  // In FP8 storage where the backend computes in FP8 (its FP8 products run then), else held in FP32.
+  Tensor none, q = r.b.capabilities().fp8.native
+                       ? Tensor::empty(host.shape(), format == Fp8Format::E4M3 ? DType::F8E4M3 : DType::F8E5M2,
+                                       host.layout(), r.b.device())
+                       : device_nan(r.b, host.shape(), DType::F32, host.layout());
   r.b.scaled_cast(r.up(host), q, {scaling.scale(), true, format}, none);
   return q;
 }

@@ -8,13 +8,17 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <sstream>
 
 #include "amp/loss_scaler.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_libraries.h"
+#include "core/fp8.h"
 #include "nn/layer.h"
 #include "op_harness.h"
 #include "optim/optimizer.h"
@@ -153,6 +157,150 @@ TEST(CudaGraphApi, ConvolutionsMatchTheLegacyApi) {
   CUDA_CHECK(cudaDeviceSynchronize());
   for (void* p : blocks) cudaFree(p);
   cudnnDestroy(handle);
+}
+
+// amp-fp8's three convolution passes as graphs (FP8 inputs, FP32 output, NHWC), checked on the host: E4M3 by E4M3
+// forward, E5M2 gradients by E4M3 weights and by E4M3 inputs.
+TEST(CudaGraphApi, Fp8PassesMakeValidGraphs) {
+  if (!cuda::GraphApiConvs::compiled()) GTEST_SKIP() << "built without cudnn-frontend (scripts/install-deps.sh)";
+  for (cuda::ConvShape s : graph_api_shapes(CUDNN_DATA_FLOAT, true, cuda::ConvMath::TensorOp)) {
+    s.fp8 = true;
+    s.a_type = s.b_type = CUDNN_DATA_FP8_E4M3;
+    EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::Forward, s), "") << s.key("fwd");
+    s.a_type = CUDNN_DATA_FP8_E5M2;  // dy, w
+    EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::BackwardData, s), "") << s.key("bwd-data");
+    s.a_type = CUDNN_DATA_FP8_E4M3, s.b_type = CUDNN_DATA_FP8_E5M2;  // x, dy
+    EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::BackwardFilter, s), "") << s.key("bwd-filter");
+  }
+}
+
+// ---- FP8 (amp-fp8) ------------------------------------------------------------------------------------------
+
+// Where the GPU has FP8 tensor cores (compute capability 8.9 and later, Capabilities::fp8); others skip, saying so.
+#define SKIP_WITHOUT_FP8()                                              \
+  SKIP_WITHOUT_GPU();                                                   \
+  if (const Capabilities caps = gpu().capabilities(); !caps.fp8.native) \
+  GTEST_SKIP() << "the backend declares no FP8 compute on " << caps.device_name << ": " << caps.fp8.how
+
+// Host values that are exactly FP8 values of `format`, as FP32: random, rounded.
+Tensor fp8_values(Shape shape, Rng& rng, Fp8Format format, Layout layout = Layout::NCHW) {
+  Tensor t = host_random(std::move(shape), rng, DType::F32, layout, 4.0);
+  float* v = t.data_as<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = round_to_fp8(format, v[i]);
+  return t;
+}
+// That FP32 tensor on the GPU in FP8 storage (exact), and as it is.
+Tensor fp8_on_gpu(const Tensor& host, Fp8Format format) {
+  Tensor t = Tensor::empty(host.shape(), format == Fp8Format::E4M3 ? DType::F8E4M3 : DType::F8E5M2, host.layout(),
+                           gpu().device());
+  gpu().convert(to_gpu(host), t);
+  return t;
+}
+
+// Largest |a - b| over the largest |b|.
+double relative_max_error(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = to_float_vector(to_host(a)), y = to_float_vector(to_host(b));
+  double largest = 0, worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    largest = std::max(largest, std::fabs(double{y[i]}));
+    worst = std::max(worst, std::fabs(double{x[i]} - double{y[i]}));
+  }
+  return largest > 0 ? worst / largest : worst;
+}
+
+// A cast into FP8 storage holds what the CPU's cast into FP32 holds, bit for bit, and sees the same amax and counts.
+TEST(CudaFp8, ScaledCastIntoFp8StorageMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  Rng rng(41);
+  CpuBackend cpu({1});
+  const Tensor x = host_random({4, 16, 8, 8}, rng, DType::F32, Layout::NHWC, 300.0);
+  for (const Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+    const ScaledCast cast{3.0f, true, format};
+    Tensor want = Tensor::empty(x.shape(), DType::F32, x.layout());
+    Tensor cpu_stats = Tensor::empty({kFp8CastStatsBytes}, DType::U8);
+    cpu.scaled_cast(x, want, cast, cpu_stats);
+    Tensor got =
+        Tensor::empty(x.shape(), format == Fp8Format::E4M3 ? DType::F8E4M3 : DType::F8E5M2, x.layout(), gpu().device());
+    Tensor gpu_stats = Tensor::empty({kFp8CastStatsBytes}, DType::U8, Layout::NCHW, gpu().device());
+    gpu().scaled_cast(to_gpu(x), got, cast, gpu_stats);
+    Tensor got32 = Tensor::empty(x.shape(), DType::F32, x.layout(), gpu().device());
+    gpu().convert(got, got32);
+    const std::vector<float> a = to_float_vector(want), b = to_float_vector(to_host(got32));
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << fp8_format_name(format) << " element " << i;
+    Fp8CastStats on_cpu, on_gpu;
+    std::memcpy(&on_cpu, cpu_stats.data(), sizeof on_cpu);
+    std::memcpy(&on_gpu, to_host(gpu_stats).data(), sizeof on_gpu);
+    EXPECT_EQ(on_gpu.amax, on_cpu.amax);
+    EXPECT_EQ(on_gpu.saturated, on_cpu.saturated);
+    EXPECT_EQ(on_gpu.underflowed, on_cpu.underflowed);
+    EXPECT_GT(on_cpu.saturated, 0) << "the scale clips some values: the counts are tested";
+  }
+}
+
+// The three convolution passes on FP8 operands (E4M3 inputs and weights, E5M2 gradients) against the FP32
+// convolutions of the same values: FP8 products are exact in FP32, so only the order of the FP32 sums differs
+// (1e-5 of the largest output, as FP32 against FP32). And cuDNN's graph API must have run them on FP8.
+TEST(CudaFp8, ConvolutionsOnFp8MatchTheFp32ConvolutionsOfTheirValues) {
+  SKIP_WITHOUT_FP8();
+  Rng rng(43);
+  struct Case {
+    int64_t c, k, kernel;
+    ConvParams p;
+  };
+  for (const Case& cs : {Case{64, 64, 3, {1, 1}}, Case{64, 128, 1, {2, 0}}}) {
+    const int64_t n = 8, hw = 16, out = (hw + 2 * cs.p.padding - cs.kernel) / cs.p.stride + 1;
+    const Tensor x = fp8_values({n, cs.c, hw, hw}, rng, Fp8Format::E4M3, Layout::NHWC);
+    const Tensor w = fp8_values({cs.k, cs.c, cs.kernel, cs.kernel}, rng, Fp8Format::E4M3, Layout::NHWC);
+    const Tensor dy = fp8_values({n, cs.k, out, out}, rng, Fp8Format::E5M2, Layout::NHWC);
+    const Tensor x8 = fp8_on_gpu(x, Fp8Format::E4M3), w8 = fp8_on_gpu(w, Fp8Format::E4M3),
+                 dy8 = fp8_on_gpu(dy, Fp8Format::E5M2);
+    auto f32 = [](const Tensor& like) {
+      return Tensor::empty(like.shape(), DType::F32, like.layout(), gpu().device());
+    };
+    Tensor y8 = f32(dy), y32 = f32(dy), dx8 = f32(x), dx32 = f32(x), dw8 = f32(w), dw32 = f32(w);
+    gpu().conv2d_forward(x8, w8, y8, cs.p);
+    gpu().conv2d_forward(to_gpu(x), to_gpu(w), y32, cs.p);
+    gpu().conv2d_backward_data(dy8, w8, dx8, cs.p);
+    gpu().conv2d_backward_data(to_gpu(dy), to_gpu(w), dx32, cs.p);
+    gpu().conv2d_backward_weights(x8, dy8, dw8, cs.p);
+    gpu().conv2d_backward_weights(to_gpu(x), to_gpu(dy), dw32, cs.p);
+    EXPECT_LE(relative_max_error(y8, y32), 1e-5) << "forward, " << cs.c << "->" << cs.k;
+    EXPECT_LE(relative_max_error(dx8, dx32), 1e-5) << "backward data, " << cs.c << "->" << cs.k;
+    EXPECT_LE(relative_max_error(dw8, dw32), 1e-5) << "backward filter, " << cs.c << "->" << cs.k;
+  }
+  const std::string plans = gpu().conv_plans();
+  for (const char* pass : {"fwd ", "bwd-data ", "bwd-filter "}) {
+    bool on_fp8 = false;
+    std::istringstream lines(plans);
+    for (std::string line; std::getline(lines, line);)
+      on_fp8 = on_fp8 || (line.rfind(pass, 0) == 0 && line.find(" fp8 ") != std::string::npos &&
+                          line.find("graph API, engine") != std::string::npos);
+    EXPECT_TRUE(on_fp8) << pass << "ran on no FP8 engine:\n" << plans;
+  }
+  std::printf("%s", plans.c_str());
+}
+
+// A linear layer's three products on FP8 operands against the FP32 products of the same values (cuBLASLt's FP8
+// form, with its operands transposed for the gradients), and the bias gradient summed from the FP8 gradient.
+TEST(CudaFp8, LinearProductsOnFp8MatchTheFp32ProductsOfTheirValues) {
+  SKIP_WITHOUT_FP8();
+  Rng rng(47);
+  const int64_t N = 32, I = 64, O = 48;
+  const Tensor x = fp8_values({N, I}, rng, Fp8Format::E4M3), w = fp8_values({O, I}, rng, Fp8Format::E4M3);
+  const Tensor dy = fp8_values({N, O}, rng, Fp8Format::E5M2), b = host_random({O}, rng, DType::F32);
+  const Tensor x8 = fp8_on_gpu(x, Fp8Format::E4M3), w8 = fp8_on_gpu(w, Fp8Format::E4M3),
+               dy8 = fp8_on_gpu(dy, Fp8Format::E5M2);
+  auto f32 = [](Shape shape) { return Tensor::empty(std::move(shape), DType::F32, Layout::NCHW, gpu().device()); };
+  Tensor y8 = f32({N, O}), y32 = f32({N, O});
+  gpu().linear_forward(x8, w8, to_gpu(b), y8);
+  gpu().linear_forward(to_gpu(x), to_gpu(w), to_gpu(b), y32);
+  EXPECT_LE(relative_max_error(y8, y32), 1e-5) << "forward";
+  Tensor dx8 = f32({N, I}), dx32 = f32({N, I}), dw8 = f32({O, I}), dw32 = f32({O, I}), db8 = f32({O}), db32 = f32({O});
+  gpu().linear_backward(dy8, x8, w8, dx8, dw8, db8);
+  gpu().linear_backward(to_gpu(dy), to_gpu(x), to_gpu(w), dx32, dw32, db32);
+  EXPECT_LE(relative_max_error(dx8, dx32), 1e-5) << "input gradient";
+  EXPECT_LE(relative_max_error(dw8, dw32), 1e-5) << "weight gradient";
+  EXPECT_LE(relative_max_error(db8, db32), 1e-5) << "bias gradient";
 }
 
 TEST(CudaConvert, UploadIsWaitedForByItsFirstUse) {

@@ -88,7 +88,7 @@ TEST(Training, AmpFp8LearnsOnRealImages) {
 }
 
 // amp-fp8 runs wherever Capabilities::fp8 is available (every CPU: emulated) and is refused with that format's
-// reason elsewhere (the CUDA backend, until its FP8 path is built).
+// reason elsewhere (a GPU without FP8 tensor cores).
 TEST(Training, AmpFp8RunsOnTheCpuAndIsRefusedWhereFp8IsNotAvailable) {
   const Capabilities cpu = CpuBackend().capabilities();
   ASSERT_TRUE(cpu.fp8.available) << cpu.fp8.how;
@@ -97,11 +97,13 @@ TEST(Training, AmpFp8RunsOnTheCpuAndIsRefusedWhereFp8IsNotAvailable) {
   EXPECT_EQ(here.compute, "FP8: " + cpu.fp8.how);
   Capabilities gpu = cpu;
   gpu.device = Device::cuda(0);
-  gpu.device_name = "a GPU";
-  gpu.fp8 = {false, false, "FP8 on NVIDIA GPUs is not built yet", 0, ""};
+  gpu.device_name = "an A100";
+  gpu.fp8 = {false, false, "FP8 tensor cores need compute capability 8.9 (Ada) or 9.0 (Hopper)", 0, ""};
   const ModeSupport there = mode_support(PrecisionMode::AmpFp8, gpu);
   EXPECT_FALSE(there.supported);
-  EXPECT_EQ(there.reason, "precision amp-fp8 cannot run on a GPU: FP8 on NVIDIA GPUs is not built yet");
+  EXPECT_EQ(there.reason,
+            "precision amp-fp8 cannot run on an A100: FP8 tensor cores need compute capability 8.9 (Ada) or 9.0 "
+            "(Hopper)");
 }
 
 TEST(Training, SameSeedGivesBitIdenticalLossCurve) {

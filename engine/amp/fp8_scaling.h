@@ -1,8 +1,9 @@
 // FP8 training's per-tensor scaling in a layer (amp-fp8): for each of a convolution's or linear layer's three FP8
 // tensors (its input and weight in E4M3, its output gradient in E5M2) a delayed scaling (core/delayed_scaling.h) and
-// the cast that uses it, through the backend's scaled_cast. The cast's FP8 values are held in FP32, where the
-// layer's FP32 convolution or product multiplies them exactly and accumulates in FP32; the result times the two
-// scale-inverses is Transformer Engine's FP8 GEMM, emulated.
+// the cast that uses it, through the backend's scaled_cast. The cast's FP8 values are held in FP8 storage where the
+// backend computes in FP8 (Capabilities::fp8.native: a GPU's FP8 tensor cores), else in FP32, where the layer's FP32
+// convolution or product multiplies them exactly; either way the products accumulate in FP32, and the result times
+// the two scale-inverses is Transformer Engine's FP8 GEMM.
 //
 // The scale of a cast is the one the amaxes of the steps before gave: each training cast records its amax and
 // updates the scaling at once, so the next step's cast uses it (the same as Transformer Engine's update after the
@@ -30,10 +31,12 @@ struct Fp8CastReport {
 
 class Fp8TensorScaling {
  public:
-  Fp8TensorScaling(Fp8Format format, const DelayedScalingSettings& settings);
+  // fp8_storage: the casts' values in the format's own dtype (F8E4M3, F8E5M2), else in FP32.
+  Fp8TensorScaling(Fp8Format format, const DelayedScalingSettings& settings, bool fp8_storage);
 
-  // x (any floating dtype) times the scale, rounded to the format with saturation, as an FP32 tensor of x's shape
-  // and layout. record: a training step's cast, whose amax joins the history and updates the scale for the next.
+  // x (any floating dtype) times the scale, rounded to the format with saturation, as a tensor of x's shape and
+  // layout in the storage dtype. record: a training step's cast, whose amax joins the history and updates the scale
+  // for the next.
   Tensor cast(Backend& backend, const Tensor& x, bool record);
   // The reciprocal of the scale the last cast used: what its FP8 values are multiplied by to stand for x.
   float scale_inverse_used() const { return scale_inverse_used_; }
@@ -44,17 +47,19 @@ class Fp8TensorScaling {
 
  private:
   DelayedScaling scaling_;
+  DType storage_;
   float scale_inverse_used_ = 1.0f;
   Fp8CastReport last_;
   Tensor stats_;  // kFp8CastStatsBytes U8 on the backend's device, made by the first recorded cast
 };
 
-// A layer's three FP8 tensors: the output gradient in E5M2, or E4M3 as the others where the settings say.
+// A layer's three FP8 tensors: the output gradient in E5M2, or E4M3 as the others where the settings say; in FP8
+// storage where the backend computes in FP8.
 struct Fp8LayerScaling {
-  explicit Fp8LayerScaling(const Fp8Config& config)
-      : input(Fp8Format::E4M3, config.scaling),
-        weight(Fp8Format::E4M3, config.scaling),
-        output_grad(config.gradient_format(), config.scaling) {}
+  Fp8LayerScaling(const Fp8Config& config, bool fp8_storage)
+      : input(Fp8Format::E4M3, config.scaling, fp8_storage),
+        weight(Fp8Format::E4M3, config.scaling, fp8_storage),
+        output_grad(config.gradient_format(), config.scaling, fp8_storage) {}
   Fp8TensorScaling input, weight, output_grad;
 };
 

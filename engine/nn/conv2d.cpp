@@ -22,7 +22,7 @@ Conv2d::Conv2d(Backend& backend, const std::string& name, int in_channels, int o
 
 Fp8LayerScaling* Conv2d::fp8_scaling() {
   if (!policy().fp8_layer(network_edge_)) return nullptr;
-  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8);
+  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8, backend_.capabilities().fp8.native);
   return fp8_.get();
 }
 
@@ -111,7 +111,7 @@ Tensor Conv2d::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
   backend_.scaled_cast(dw, dw, {fp8_input_inverse_ * dy_inverse}, none);
   Tensor dx;
   if (input_needs_grad_) {
-    Tensor dx32 = empty_like(input_);
+    Tensor dx32 = Tensor::empty(input_.shape(), DType::F32, input_.layout(), input_.device());
     backend_.conv2d_backward_data(dy, fp8_weight_, dx32, params_);
     dx = Tensor::empty(dx32.shape(), input_dtype_, dx32.layout(), dx32.device());
     backend_.scaled_cast(dx32, dx, {dy_inverse * fp8_weight_inverse_}, none);

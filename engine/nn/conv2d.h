@@ -44,7 +44,7 @@ class Conv2d : public Layer {
   Tensor input_;                    // (N,C,H,W) in the compute dtype, kept for the weight gradient
   DType input_dtype_ = DType::F32;  // before the cast: the input gradient goes back in this type
   std::unique_ptr<Fp8LayerScaling> fp8_;
-  Tensor fp8_weight_;  // (K,C,R,S) FP32 holding the weight's E4M3 values, kept for the input gradient
+  Tensor fp8_weight_;  // (K,C,R,S) the weight's E4M3 values (Fp8TensorScaling::cast), kept for the input gradient
   float fp8_input_inverse_ = 1, fp8_weight_inverse_ = 1;  // the scale-inverses of input_ and fp8_weight_
 };
 

@@ -24,7 +24,7 @@ Linear::Linear(Backend& backend, const std::string& name, int in_features, int o
 
 Fp8LayerScaling* Linear::fp8_scaling() {
   if (!policy().fp8_layer(network_edge_)) return nullptr;
-  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8);
+  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8, backend_.capabilities().fp8.native);
   return fp8_.get();
 }
 
@@ -93,7 +93,7 @@ Tensor Linear::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
   const Tensor dy = fp8.output_grad.cast(backend_, output_grad, true);  // (N,O) E5M2 (or E4M3) values
   count_cast();
   const float dy_inverse = fp8.output_grad.scale_inverse_used();
-  Tensor dx32 = empty_like(input_), none;
+  Tensor dx32 = Tensor::empty(input_.shape(), DType::F32, Layout::NCHW, input_.device()), none;
   Tensor &dw = weight_.fp32_grad(), &db = bias_.fp32_grad();
   // The bias gradient is summed from the FP8 values (Transformer Engine sums the BF16 gradient): one rounding of
   // each term more, 2^-3 relative at most.

@@ -146,8 +146,23 @@ Capabilities CudaBackend::capabilities() const {
                ampere ? "TF32 tensor-core math for FP32 convolutions and matrix products"
                       : "TF32 needs compute capability 8.0 (Ampere) or later; this GPU is " + caps.isa,
                0, ""};
-  // Hopper and Ada compute FP8 on tensor cores, but the cuDNN and cuBLASLt FP8 paths are later work.
-  caps.fp8 = {false, false, "FP8 on NVIDIA GPUs is not built yet: the CPU emulates it", 0, ""};
+  // FP8 tensor cores: Ada (8.9), Hopper (9.0) and later. cuDNN has FP8 convolutions on its graph API alone.
+  const bool fp8_cores = m.props.major * 10 + m.props.minor >= 89;
+  if (!fp8_cores)
+    caps.fp8 = {false, false,
+                "FP8 tensor cores need compute capability 8.9 (Ada) or 9.0 (Hopper); this GPU is " + caps.isa +
+                    ": the CPU emulates amp-fp8 exactly",
+                0, ""};
+  else if (!cuda::GraphApiConvs::compiled())
+    caps.fp8 = {false, false,
+                "FP8 convolutions need cuDNN's graph API, and this build has no cudnn-frontend: "
+                "scripts/install-deps.sh fetches its headers, then rebuild",
+                0, ""};
+  else
+    caps.fp8 = {true, true,
+                "native on FP8 tensor cores (cuDNN's graph API, cuBLASLt; E4M3 and E5M2 inputs, FP32 accumulation); "
+                "a shape without an FP8 engine multiplies its FP8 values in FP32",
+                0, ""};
   return caps;
 }
 

@@ -4,6 +4,9 @@
 //   convolutions      cuDNN 9 (legacy C API): algorithm chosen once per shape (timed by default) and cached,
 //                     workspace at most CudaBackendOptions::conv_workspace_limit
 //   linear            cuBLASLt: FP32 (FP32 compute, or TF32 with allow_tf32), FP16/BF16 with FP32 accumulation
+//   FP8 (amp-fp8)     E4M3/E5M2 operands into FP32 on FP8 tensor cores (compute capability 8.9 and later):
+//                     convolutions on cuDNN's graph API, matrix products on cuBLASLt; a shape either has no
+//                     engine for runs on the FP8 values widened to FP32 (the same products, the same FP32 sums)
 //   batch norm        own kernels: FP32 statistics, scale and shift for FP32, FP16 and BF16 activations
 //   everything else   own kernels (cuda_kernels.h): ReLU, max pool with a one-byte argmax workspace, global
 //                     average pool, add, casts and layout changes, softmax cross-entropy, SGD and Adam over FP32
@@ -37,6 +40,7 @@ namespace ampwb {
 namespace cuda {
 struct LossScaleDevice;
 struct UpdateSegment;
+enum class ConvPass;
 }  // namespace cuda
 
 struct CudaBackendOptions {
@@ -132,7 +136,8 @@ class CudaBackend final : public Backend {
   bool allow_tf32() const;
   void synchronize() override;       // waits until the queued work is done (for timing)
   MemoryStats memory_stats() const;  // of this device's caching allocator
-  // The compute stream every op queues on, as a cudaStream_t: collectives that must follow the ops (NCCL's) queue on it.
+  // The compute stream every op queues on, as a cudaStream_t: collectives that must follow the ops (NCCL's) queue on
+  // it.
   void* compute_stream() const;
   size_t conv_plans_cached() const;
   std::string conv_plans() const;  // the chosen cuDNN algorithms, one line per shape
@@ -154,6 +159,11 @@ class CudaBackend final : public Backend {
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor* relu_beta,
                           const Tensor& batch_mean, const Tensor& batch_var, Tensor& dx, Tensor& dgamma, Tensor& dbeta,
                           float eps);
+  // amp-fp8's convolutions and matrix products on FP8 operands (F8E4M3, F8E5M2) into FP32 (cuda_backend_fp8.cpp).
+  // pass: forward (a x, b w), backward data (a dy, b w) or backward filter (a x, b dy).
+  void fp8_convolution(cuda::ConvPass pass, const Tensor& a, const Tensor& b, Tensor& out, ConvParams p);
+  void fp8_linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);
+  void fp8_linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, Tensor& db);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -20,8 +20,12 @@ cudaDataType_t blas_type(DType t) {
       return CUDA_R_16F;
     case DType::BF16:
       return CUDA_R_16BF;
+    case DType::F8E4M3:
+      return CUDA_R_8F_E4M3;
+    case DType::F8E5M2:
+      return CUDA_R_8F_E5M2;
     default:
-      throw Error(std::string("cuBLASLt matrix products take FP32, FP16 or BF16, not ") + dtype_name(t));
+      throw Error(std::string("cuBLASLt matrix products take FP32, FP16, BF16 or FP8, not ") + dtype_name(t));
   }
 }
 }  // namespace
@@ -38,6 +42,7 @@ void CudaBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Co
                   y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
                   y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
               "conv2d_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
+  if (is_fp8(x.dtype())) return fp8_convolution(cuda::ConvPass::Forward, x, w, y, p);
   AMPWB_CHECK(w.dtype() == x.dtype() && y.dtype() == x.dtype(),
               "conv2d_forward dtypes differ: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
   check_floating(x, "conv2d_forward");
@@ -64,6 +69,7 @@ void CudaBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor
                   dy.n() == dx.n() && dy.h() == conv_out(dx.h(), w.h(), p.stride, p.padding) &&
                   dy.w() == conv_out(dx.w(), w.w(), p.stride, p.padding),
               "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
+  if (is_fp8(dy.dtype())) return fp8_convolution(cuda::ConvPass::BackwardData, dy, w, dx, p);
   AMPWB_CHECK(w.dtype() == dy.dtype() && dx.dtype() == dy.dtype(), "conv2d_backward_data dtypes differ: dy "
                                                                        << dy.describe() << " w " << w.describe()
                                                                        << " dx " << dx.describe());
@@ -92,6 +98,7 @@ void CudaBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Ten
           dy.h() == conv_out(x.h(), dw.h(), p.stride, p.padding) &&
           dy.w() == conv_out(x.w(), dw.w(), p.stride, p.padding),
       "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
+  if (is_fp8(x.dtype())) return fp8_convolution(cuda::ConvPass::BackwardFilter, x, dy, dw, p);
   AMPWB_CHECK(dy.dtype() == x.dtype(),
               "conv2d_backward_weights dtypes differ: x " << x.describe() << " dy " << dy.describe());
   check_floating(x, "conv2d_backward_weights");
@@ -123,6 +130,7 @@ void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor&
   AMPWB_CHECK(x.rank() == 2 && w.rank() == 2 && y.rank() == 2 && w.dim(1) == x.dim(1) && y.dim(0) == x.dim(0) &&
                   y.dim(1) == w.dim(0) && b.numel() == w.dim(0),
               "linear_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
+  if (is_fp8(x.dtype())) return fp8_linear_forward(x, w, b, y);
   AMPWB_CHECK(w.dtype() == x.dtype() && y.dtype() == x.dtype(),
               "linear_forward dtypes differ: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
   check_floating(x, "linear");
@@ -139,7 +147,7 @@ void CudaBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor&
   s.lda = I;
   s.ldb = I;
   s.ldd = O;
-  s.ab_type = blas_type(x.dtype());
+  s.a_type = s.b_type = blas_type(x.dtype());
   s.d_type = blas_type(y.dtype());
   s.compute = m.blas_compute(x.dtype());
   m.run_matmul(s, w.data(), x.data(), y.data(), 1.0f);  // onto the broadcast bias
@@ -158,6 +166,7 @@ void CudaBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tenso
                   dy.dim(1) == w.dim(0) && dw.shape() == w.shape() && db.numel() == w.dim(0),
               "linear_backward shapes: dy " << dy.describe() << " x " << x.describe() << " w " << w.describe() << " dw "
                                             << dw.describe() << " db " << db.describe());
+  if (is_fp8(dy.dtype())) return fp8_linear_backward(dy, x, w, dx, dw, db);
   AMPWB_CHECK(x.dtype() == dy.dtype() && w.dtype() == dy.dtype(),
               "linear_backward dtypes differ: dy " << dy.describe() << " x " << x.describe() << " w " << w.describe());
   check_floating(dy, "linear");
@@ -181,7 +190,7 @@ void CudaBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tenso
     s.lda = I;
     s.ldb = O;
     s.ldd = I;
-    s.ab_type = blas_type(t);
+    s.a_type = s.b_type = blas_type(t);
     s.d_type = blas_type(out.dtype());
     s.compute = m.blas_compute(t);
     if (O == 0) {
@@ -200,7 +209,7 @@ void CudaBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tenso
   s.lda = I;
   s.ldb = O;
   s.ldd = I;
-  s.ab_type = blas_type(t);
+  s.a_type = s.b_type = blas_type(t);
   s.d_type = blas_type(dw_out.dtype());
   s.compute = m.blas_compute(t);
   if (N == 0) {

@@ -39,6 +39,10 @@ inline KType ktype(DType t) {
       return KType::I32;
     case DType::U8:
       return KType::U8;
+    case DType::F8E4M3:
+      return KType::F8E4M3;
+    case DType::F8E5M2:
+      return KType::F8E5M2;
   }
   throw Error("unknown dtype");
 }
@@ -51,8 +55,12 @@ inline cudnnDataType_t cudnn_type(DType t) {
       return CUDNN_DATA_HALF;
     case DType::BF16:
       return CUDNN_DATA_BFLOAT16;
+    case DType::F8E4M3:  // the graph API's FP8 convolutions (ConvRunner::fp8) only
+      return CUDNN_DATA_FP8_E4M3;
+    case DType::F8E5M2:
+      return CUDNN_DATA_FP8_E5M2;
     default:
-      throw Error(std::string("cuDNN convolutions take FP32, FP16 or BF16, not ") + dtype_name(t));
+      throw Error(std::string("cuDNN convolutions take FP32, FP16, BF16 or FP8, not ") + dtype_name(t));
   }
 }
 

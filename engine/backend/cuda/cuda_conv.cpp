@@ -20,6 +20,10 @@ const char* dtype_text(cudnnDataType_t t) {
       return "f16";
     case CUDNN_DATA_BFLOAT16:
       return "bf16";
+    case CUDNN_DATA_FP8_E4M3:
+      return "e4m3";
+    case CUDNN_DATA_FP8_E5M2:
+      return "e5m2";
     default:
       return "other";
   }
@@ -86,6 +90,7 @@ std::string ConvShape::key(const char* op) const {
   out << op << " n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s << " p" << p
       << " q" << q << " stride" << stride << " pad" << padding << ' ' << dtype_text(dtype)
       << (nhwc ? " nhwc " : " nchw ") << math_text(math);
+  if (fp8) out << " fp8 " << dtype_text(a_type) << 'x' << dtype_text(b_type);
   return out.str();
 }
 
@@ -327,9 +332,17 @@ void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* 
                                              &beta, p.w, dw));
 }
 
+bool ConvRunner::fp8(ConvPass pass, const ConvShape& s, const void* a, const void* b, void* out,
+                     const ScratchFn& scratch) {
+  if (!GraphApiConvs::compiled()) return false;
+  if (!fp8_graph_api_) fp8_graph_api_ = std::make_unique<GraphApiConvs>(handle_, workspace_limit_, benchmark_, false);
+  return fp8_graph_api_->run(pass, s, a, b, out, scratch, capturing_);
+}
+
 std::string ConvRunner::describe_plans() const {
   std::ostringstream out;
   if (graph_api_) out << graph_api_->describe();
+  if (fp8_graph_api_) out << fp8_graph_api_->describe();
   for (const auto& [key, p] : plans_)
     if (p->chosen)
       out << key << ": algo " << p->algo << " (" << math_type_text(p->math) << "), " << mib(p->workspace)

@@ -54,8 +54,12 @@ fe::DataType_t graph_type(cudnnDataType_t t) {
       return fe::DataType_t::HALF;
     case CUDNN_DATA_BFLOAT16:
       return fe::DataType_t::BFLOAT16;
+    case CUDNN_DATA_FP8_E4M3:
+      return fe::DataType_t::FP8_E4M3;
+    case CUDNN_DATA_FP8_E5M2:
+      return fe::DataType_t::FP8_E5M2;
     default:
-      throw Error("cuDNN's graph API convolutions take FP32, FP16 or BF16");
+      throw Error("cuDNN's graph API convolutions take FP32, FP16, BF16 or FP8");
   }
 }
 
@@ -112,6 +116,11 @@ PassGraph make_graph(ConvPass pass, const ConvShape& s) {
     }
   }
   g.out->set_output(true);
+  if (s.fp8) {  // FP8 inputs, the output in dtype (FP32)
+    g.a->set_data_type(graph_type(s.a_type));
+    g.b->set_data_type(graph_type(s.b_type));
+    g.out->set_data_type(graph_type(s.dtype));
+  }
   return g;
 }
 
@@ -180,10 +189,9 @@ struct GraphApiConvs::Impl {
     require(graph.build_operation_graph(handle), "build_operation_graph");
     require(graph.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
     // Runtime-compiled engines take seconds per shape to build and need NVRTC at run time; plain convolutions
-    // have precompiled ones.
-    graph.deselect_numeric_notes(excluded_notes(s.math, exact_fp32))
-        .deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION})
-        .deselect_workspace_greater_than(workspace_limit);
+    // have precompiled ones. FP8 convolutions may have only those (cuDNN's runtime fusion engines), so they keep them.
+    graph.deselect_numeric_notes(excluded_notes(s.math, exact_fp32)).deselect_workspace_greater_than(workspace_limit);
+    if (!s.fp8) graph.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
     require(graph.check_support(handle), "check_support");
     if (!benchmark) require(graph.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
   }

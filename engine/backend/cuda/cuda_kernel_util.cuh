@@ -4,6 +4,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -64,6 +65,10 @@ __device__ __forceinline__ float load_any(const void* p, KType t, int64_t i) {
       return static_cast<float>(static_cast<const int32_t*>(p)[i]);
     case KType::U8:
       return static_cast<float>(static_cast<const uint8_t*>(p)[i]);
+    case KType::F8E4M3:
+      return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<const __nv_fp8_storage_t*>(p)[i], __NV_E4M3)));
+    case KType::F8E5M2:
+      return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<const __nv_fp8_storage_t*>(p)[i], __NV_E5M2)));
   }
   return 0.0f;
 }
@@ -83,6 +88,12 @@ __device__ __forceinline__ void store_any(void* p, KType t, int64_t i, float v) 
       break;
     case KType::U8:
       static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(__float2uint_rn(fminf(fmaxf(v, 0.0f), 255.0f)));
+      break;
+    case KType::F8E4M3:  // nearest even, saturated (Hopper's cvt.rn.satfinite), as core/fp8.h
+      static_cast<__nv_fp8_storage_t*>(p)[i] = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+      break;
+    case KType::F8E5M2:
+      static_cast<__nv_fp8_storage_t*>(p)[i] = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E5M2);
       break;
   }
 }

@@ -523,7 +523,9 @@ void convert(const void* src, KType src_type, Dims4 src_dims, void* dst, KType d
   const bool same_order = src_dims.nhwc == dst_dims.nhwc || (src_dims.c == 1) ||
                           (src_dims.h == 1 && src_dims.w == 1);  // NCHW and NHWC store these alike
   if (src_type == dst_type) {
-    const size_t size = src_type == KType::F32 || src_type == KType::I32 ? 4 : src_type == KType::U8 ? 1 : 2;
+    const size_t size = src_type == KType::F32 || src_type == KType::I32    ? 4
+                        : src_type == KType::F16 || src_type == KType::BF16 ? 2
+                                                                            : 1;
     if (same_order) {
       CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(total) * size, cudaMemcpyDeviceToDevice, stream));
       return;

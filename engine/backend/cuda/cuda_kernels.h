@@ -24,7 +24,7 @@
 
 namespace ampwb::cuda {
 
-enum class KType : int { F32, F16, BF16, I32, U8 };  // the order of ampwb::DType
+enum class KType : int { F32, F16, BF16, I32, U8, F8E4M3, F8E5M2 };  // the order of ampwb::DType
 
 struct Dims4 {
   int64_t n = 1, c = 1, h = 1, w = 1;

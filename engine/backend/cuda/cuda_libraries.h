@@ -38,6 +38,10 @@ struct ConvShape {
   cudnnDataType_t dtype = CUDNN_DATA_FLOAT;
   bool nhwc = false;
   ConvMath math = ConvMath::Fp32;
+  // An FP8 pass (amp-fp8): its two inputs in these types (CUDNN_DATA_FP8_E4M3 or _E5M2; forward x, w; backward
+  // data dy, w; backward filter x, dy), its output in dtype (FP32). ConvRunner::fp8 runs it.
+  bool fp8 = false;
+  cudnnDataType_t a_type = CUDNN_DATA_FLOAT, b_type = CUDNN_DATA_FLOAT;
   std::string key(const char* op) const;  // "fwd n256 c64 h56 ... f16 nhwc tensor-op"
 };
 
@@ -83,6 +87,10 @@ class ConvRunner {
   void forward(const ConvShape& shape, const void* x, const void* w, void* y, const ScratchFn& scratch);
   void backward_data(const ConvShape& shape, const void* dy, const void* w, void* dx, const ScratchFn& scratch);
   void backward_filter(const ConvShape& shape, const void* x, const void* dy, void* dw, const ScratchFn& scratch);
+  // An FP8 pass (shape.fp8, NHWC) on cuDNN's graph API, which alone has FP8 convolutions: false where the build has
+  // no cudnn-frontend or cuDNN offers no engine for it (describe_plans() says why); the caller then computes it
+  // another way.
+  bool fp8(ConvPass pass, const ConvShape& shape, const void* a, const void* b, void* out, const ScratchFn& scratch);
 
   // The passes and shapes planned, on either API.
   size_t plans_cached() const { return plans_.size() + (graph_api_ ? graph_api_->plans_run() : 0); }
@@ -110,6 +118,7 @@ class ConvRunner {
   bool capturing_ = false;
   std::unordered_map<std::string, std::unique_ptr<Plan>> plans_;
   std::unique_ptr<GraphApiConvs> graph_api_;
+  std::unique_ptr<GraphApiConvs> fp8_graph_api_;  // made by the first FP8 pass
 };
 
 // ---- cuBLASLt matrix products -------------------------------------------------------------------------------------
@@ -119,7 +128,7 @@ class ConvRunner {
 struct MatmulShape {
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldd = 0;
-  cudaDataType_t ab_type = CUDA_R_32F, d_type = CUDA_R_32F;
+  cudaDataType_t a_type = CUDA_R_32F, b_type = CUDA_R_32F, d_type = CUDA_R_32F;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // or CUBLAS_COMPUTE_32F_FAST_TF32
   std::string key() const;
 };
@@ -134,14 +143,18 @@ class MatmulRunner {
   // beta 0 overwrites D; beta 1 accumulates onto it (the bias broadcast into D beforehand).
   void run(const MatmulShape& shape, const void* a, const void* b, void* d, float beta, void* workspace,
            size_t workspace_bytes, cudaStream_t stream);
+  // Whether cuBLASLt has an algorithm for the shape (its plan made and cached where it has): FP8 products exist
+  // for some shapes only (A transposed, dimensions in multiples of 16).
+  bool has_algorithm(const MatmulShape& shape, size_t workspace_bytes);
   size_t plans_cached() const { return plans_.size(); }
 
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // NVIDIA's suggestion for Hopper
 
  private:
   struct Plan;
+  Plan* plan(const MatmulShape& shape, size_t workspace_bytes);  // null where cuBLASLt has no algorithm
   cublasLtHandle_t handle_;
-  std::unordered_map<std::string, std::unique_ptr<Plan>> plans_;
+  std::unordered_map<std::string, std::unique_ptr<Plan>> plans_;  // null plans: no algorithm
 };
 
 }  // namespace ampwb::cuda

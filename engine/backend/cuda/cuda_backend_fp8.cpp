@@ -1,0 +1,131 @@
+// The CUDA backend's FP8 convolutions and matrix products (amp-fp8): E4M3 and E5M2 operands, as the layers' scaled
+// casts left them, multiplied on FP8 tensor cores with FP32 accumulation into FP32 results; the layers apply the
+// scale-inverses after (Fp8TensorScaling). Convolutions run on cuDNN's graph API in NHWC, matrix products on
+// cuBLASLt in its one FP8 form (A transposed, B not: both operands K-major). A pass or shape that has no FP8
+// engine runs on the same FP8 values widened to FP32, exact there: the same products, summed in FP32.
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend_impl.h"
+
+namespace ampwb {
+
+using cuda_detail::ktype;
+
+namespace {
+
+cudaDataType_t fp8_blas_type(DType t) { return t == DType::F8E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
+
+void check_fp8_operands(const Tensor& a, const Tensor& b, const Tensor& out, const char* op) {
+  AMPWB_CHECK(is_fp8(a.dtype()) && is_fp8(b.dtype()) && out.dtype() == DType::F32,
+              op << " on FP8 takes two FP8 inputs and an FP32 output: " << a.describe() << ", " << b.describe()
+                 << " -> " << out.describe());
+  // Hopper and Ada multiply E4M3 by E4M3 or by E5M2, never E5M2 by E5M2 (Transformer Engine's formats never ask).
+  AMPWB_CHECK(a.dtype() == DType::F8E4M3 || b.dtype() == DType::F8E4M3,
+              op << ": FP8 tensor cores take no E5M2 by E5M2 product: " << a.describe() << ", " << b.describe());
+}
+
+}  // namespace
+
+void CudaBackend::fp8_convolution(cuda::ConvPass pass, const Tensor& a, const Tensor& b, Tensor& out, ConvParams p) {
+  Impl& m = *impl_;
+  check_fp8_operands(a, b, out, "a convolution");
+  const Tensor a_nhwc = m.in_layout(a, Layout::NHWC), b_nhwc = m.in_layout(b, Layout::NHWC);
+  Tensor result = out.layout() == Layout::NHWC ? out : m.empty(out.shape(), DType::F32, Layout::NHWC);
+  // The convolution's x, w and y, whichever of the pass's tensors hold them.
+  const bool forward = pass == cuda::ConvPass::Forward, data = pass == cuda::ConvPass::BackwardData;
+  const Tensor& x = data ? result : a_nhwc;
+  const Tensor& w = forward || data ? b_nhwc : result;
+  const Tensor& y = forward ? result : data ? a_nhwc : b_nhwc;
+  cuda::ConvShape s = m.conv_shape(x, w, y, p);
+  s.fp8 = true;
+  s.a_type = cuda_detail::cudnn_type(a.dtype());
+  s.b_type = cuda_detail::cudnn_type(b.dtype());
+  s.dtype = CUDNN_DATA_FLOAT;
+  s.math = cuda::ConvMath::TensorOp;
+  std::vector<Tensor> holders;
+  if (m.conv->fp8(pass, s, a_nhwc.data(), b_nhwc.data(), result.data(), m.scratch(holders))) {
+    if (!result.same_storage(out)) convert(result, out);
+    return;
+  }
+  // No FP8 engine for it (conv_plans() says why): the FP32 convolution of the same values.
+  Tensor a32 = m.empty(a.shape(), DType::F32, a.layout()), b32 = m.empty(b.shape(), DType::F32, b.layout());
+  convert(a, a32);
+  convert(b, b32);
+  if (forward)
+    conv2d_forward(a32, b32, out, p);
+  else if (data)
+    conv2d_backward_data(a32, b32, out, p);
+  else
+    conv2d_backward_weights(a32, b32, out, p);
+}
+
+// Row-major products seen column-major by cuBLASLt, each in its FP8 form (A transposed, stored k x m; B stored
+// k x n): y^T (O x N) = w^T x^T reads w (O,I) and x (N,I) as they are; dx^T (I x N) reads w transposed (I,O) and dy
+// (N,O); dw^T (I x O) reads x transposed (I,N) and dy transposed (O,N).
+
+void CudaBackend::fp8_linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  Impl& m = *impl_;
+  check_fp8_operands(x, w, y, "a linear layer");
+  AMPWB_CHECK(b.dtype() == DType::F32, "an FP8 linear layer's bias is FP32, not " << b.describe());
+  const int64_t N = x.dim(0), I = x.dim(1), O = w.dim(0);
+  cuda::MatmulShape s;
+  s.trans_a = true;
+  s.m = O, s.n = N, s.k = I;
+  s.lda = I, s.ldb = I, s.ldd = O;
+  s.a_type = fp8_blas_type(w.dtype()), s.b_type = fp8_blas_type(x.dtype());
+  if (I > 0 && m.matmul->has_algorithm(s, cuda::MatmulRunner::kWorkspaceBytes)) {
+    cuda::broadcast_rows(b.data(), ktype(b.dtype()), y.data(), ktype(y.dtype()), N, O, m.stream);
+    m.run_matmul(s, w.data(), x.data(), y.data(), 1.0f);  // onto the broadcast bias
+    return;
+  }
+  Tensor x32 = m.empty(x.shape(), DType::F32), w32 = m.empty(w.shape(), DType::F32);
+  convert(x, x32);
+  convert(w, w32);
+  linear_forward(x32, w32, b, y);
+}
+
+void CudaBackend::fp8_linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
+                                      Tensor& db) {
+  Impl& m = *impl_;
+  check_fp8_operands(dy, x, dw, "a linear layer's gradient");
+  check_fp8_operands(dy, w, dw, "a linear layer's gradient");
+  AMPWB_CHECK(db.dtype() == DType::F32 && (!dx.defined() || dx.dtype() == DType::F32),
+              "an FP8 linear layer's gradients are FP32: dx " << dx.describe() << ", db " << db.describe());
+  const int64_t N = x.dim(0), I = x.dim(1), O = w.dim(0);
+  cuda::MatmulShape data;  // dx^T (I x N) = (w^T) dy^T
+  data.trans_a = true;
+  data.m = I, data.n = N, data.k = O;
+  data.lda = O, data.ldb = O, data.ldd = I;
+  data.a_type = fp8_blas_type(w.dtype()), data.b_type = fp8_blas_type(dy.dtype());
+  cuda::MatmulShape weights;  // dw^T (I x O) = x^T dy
+  weights.trans_a = true;
+  weights.m = I, weights.n = O, weights.k = N;
+  weights.lda = N, weights.ldb = N, weights.ldd = I;
+  weights.a_type = fp8_blas_type(x.dtype()), weights.b_type = fp8_blas_type(dy.dtype());
+  const size_t space = cuda::MatmulRunner::kWorkspaceBytes;
+  const bool on_fp8 = N > 0 && O > 0 && m.matmul->has_algorithm(weights, space) &&
+                      (!dx.defined() || m.matmul->has_algorithm(data, space));
+  if (!on_fp8) {
+    Tensor dy32 = m.empty(dy.shape(), DType::F32), x32 = m.empty(x.shape(), DType::F32),
+           w32 = m.empty(w.shape(), DType::F32);
+    convert(dy, dy32);
+    convert(x, x32);
+    convert(w, w32);
+    return linear_backward(dy32, x32, w32, dx, dw, db);
+  }
+  // A (rows, cols) row-major matrix as (cols, rows) row-major: its bytes read as NCHW (1, rows, cols, 1) and
+  // written as NHWC, which stores that shape transposed.
+  auto transposed = [&m](const Tensor& t) {
+    const int64_t rows = t.dim(0), cols = t.dim(1);
+    Tensor out = m.empty({cols, rows}, t.dtype());
+    cuda::convert(t.data(), ktype(t.dtype()), {1, rows, cols, 1, false}, out.data(), ktype(t.dtype()),
+                  {1, rows, cols, 1, true}, m.stream);
+    return out;
+  };
+  if (dx.defined()) m.run_matmul(data, transposed(w).data(), dy.data(), dx.data(), 0.0f);
+  m.run_matmul(weights, transposed(x).data(), transposed(dy).data(), dw.data(), 0.0f);
+  cuda::column_sum(dy.data(), ktype(dy.dtype()), N, O, db.data(), ktype(db.dtype()), m.stream);
+}
+
+}  // namespace ampwb
