@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -152,6 +153,9 @@ struct CheckpointInfo {
 };
 
 struct RunEnd {
+  RunEnd() = default;
+  RunEnd(RunStatus status, std::string reason, std::string setting = {})
+      : status(status), reason(std::move(reason)), setting(std::move(setting)) {}
   RunStatus status = RunStatus::Finished;
   std::string reason;   // empty when finished normally
   std::string setting;  // when a setting was refused: its key (core/setting_error.h), for the front end to name it
