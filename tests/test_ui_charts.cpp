@@ -518,8 +518,16 @@ class ChartData : public QObject {
     run.append(second);
     QCOMPARE(run.layer_numerics.size(), size_t{6});
 
+    // A run without FP8 tensors opens on FP16's headroom; one with them (this one, from epoch 2) on what FP8 made zero,
+    // until a measure is chosen.
+    RunSeries no_fp8 = run;
+    no_fp8.layer_numerics.resize(4);
     NumericsHeatmap map;
+    map.update_from({&no_fp8});
+    QCOMPARE(map.measure(), NumericsMeasure::ActivationHeadroom);
     map.update_from({&run});
+    QCOMPARE(map.measure(), NumericsMeasure::Fp8Underflow);
+    map.set_measure(NumericsMeasure::ActivationHeadroom);
     QTableWidget* t = map.table();
     QCOMPARE(t->rowCount(), 2);
     QCOMPARE(t->columnCount(), 2);
@@ -587,6 +595,11 @@ class ChartData : public QObject {
     const RunSeries stored = load_run_series(store, store.resolve("numerics"));
     QCOMPARE(stored.layer_numerics.size(), size_t{6});
     NumericsHeatmap from_store;
+    from_store.update_from({&stored});
+    QCOMPARE(from_store.measure(), NumericsMeasure::Fp8Underflow);
+    from_store.set_measure(NumericsMeasure::ActivationHeadroom);
+    from_store.update_from({&no_fp8});
+    QCOMPARE(from_store.measure(), NumericsMeasure::ActivationHeadroom);  // the choice stays
     from_store.update_from({&stored});
     QCOMPARE(from_store.table()->rowCount(), 2);
     QCOMPARE(from_store.table()->item(1, 0)->text(), QString("-1.0"));

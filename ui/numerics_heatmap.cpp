@@ -5,6 +5,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QSignalBlocker>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -95,6 +96,7 @@ NumericsHeatmap::NumericsHeatmap(QWidget* parent) : QWidget(parent) {
                             NumericsMeasure::Fp8Saturated, NumericsMeasure::Fp8Underflow})
     measure_->addItem(tr(numerics_measure_name(m)), static_cast<int>(m));
   connect(measure_, &QComboBox::currentIndexChanged, this, &NumericsHeatmap::rebuild);
+  connect(measure_, &QComboBox::activated, this, [this] { measure_chosen_ = true; });
   // Narrow beside three charts on a small screen: the choice shows what fits, the whole name when the list opens.
   measure_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   measure_->setMinimumContentsLength(14);
@@ -121,6 +123,7 @@ NumericsMeasure NumericsHeatmap::measure() const {
 }
 
 void NumericsHeatmap::set_measure(NumericsMeasure measure) {
+  measure_chosen_ = true;
   measure_->setCurrentIndex(measure_->findData(static_cast<int>(measure)));
 }
 
@@ -128,6 +131,14 @@ void NumericsHeatmap::update_from(const RunList& runs) {
   const RunSeries* run = runs.empty() ? nullptr : runs.front();
   if (run == run_ && run && run->epoch_revision == drawn_revision_) return;
   run_ = run;
+  if (!measure_chosen_) {
+    const bool fp8 = run && std::any_of(run->layer_numerics.begin(), run->layer_numerics.end(), [](const auto& n) {
+                       return n.fp8_input.count > 0 || n.fp8_weight.count > 0 || n.fp8_output_grad.count > 0;
+                     });
+    const NumericsMeasure m = fp8 ? NumericsMeasure::Fp8Underflow : NumericsMeasure::ActivationHeadroom;
+    const QSignalBlocker quiet(measure_);  // rebuilt once, below
+    measure_->setCurrentIndex(measure_->findData(static_cast<int>(m)));
+  }
   rebuild();
 }
 

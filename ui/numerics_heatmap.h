@@ -25,10 +25,11 @@ class NumericsHeatmap : public QWidget {
  public:
   explicit NumericsHeatmap(QWidget* parent = nullptr);
 
-  // Redraws when the first run or its numerics changed (RunSeries::epoch_revision).
+  // Redraws when the first run or its numerics changed (RunSeries::epoch_revision). Until a measure is chosen, it
+  // follows the run: what FP8 made zero for a run with FP8 tensors, else FP16's activation headroom.
   void update_from(const RunList& runs);
   NumericsMeasure measure() const;
-  void set_measure(NumericsMeasure measure);
+  void set_measure(NumericsMeasure measure);  // a choice, as the user's: kept for every run after
   QTableWidget* table() const { return table_; }
   QString caption_text() const;
 
@@ -40,6 +41,7 @@ class NumericsHeatmap : public QWidget {
   QTableWidget* table_ = nullptr;
   const RunSeries* run_ = nullptr;
   uint64_t drawn_revision_ = ~uint64_t{0};
+  bool measure_chosen_ = false;
 };
 
 }  // namespace ampwb::ui
