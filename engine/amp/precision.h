@@ -90,9 +90,9 @@ struct ChoiceTable<Fp8Formats> {
   static constexpr const char* what = "FP8 formats";
   static constexpr std::array<Choice<Fp8Formats>, 2> rows = {{
       {Fp8Formats::Hybrid, "hybrid", "E4M3, E5M2 gradients",
-       "Inputs and weights in E4M3 (precision), output gradients in E5M2 (range)."},
+       "inputs and weights in E4M3 (precision), output gradients in E5M2 (range)"},
       {Fp8Formats::E4M3, "e4m3", "E4M3 for all",
-       "Output gradients in E4M3 too: a bit more precision, 2^18 of range below their amax where E5M2 has 2^32."},
+       "output gradients in E4M3 too: a bit more precision, 2^18 of range below their amax where E5M2 has 2^32"},
   }};
 };
 

@@ -27,8 +27,8 @@ template <>
 struct ChoiceTable<AmaxRule> {
   static constexpr const char* what = "FP8 amax rule";
   static constexpr std::array<Choice<AmaxRule>, 2> rows = {{
-      {AmaxRule::Max, "max", "largest in history", "The largest amax of the history's steps sets the scale."},
-      {AmaxRule::MostRecent, "most-recent", "most recent", "The step's own amax sets the next step's scale."},
+      {AmaxRule::Max, "max", "largest in history", "the largest amax of the history's steps sets the scale"},
+      {AmaxRule::MostRecent, "most-recent", "most recent", "the step's own amax sets the next step's scale"},
   }};
 };
 
