@@ -252,7 +252,9 @@ TEST(PredictCli, APostgresqlStoresRunsKeepTheirWeightsInTheDataFolder) {
             dir.path() / "data" / "ampwb" / "weights");
   r = ampwb({"predict", "1", (split_stripes() / "val").string(), "--json", "--db", server.uri()});
   EXPECT_EQ(r.status, 0) << r.output;
-  if (r.status == 0) EXPECT_EQ(json::parse(r.output).size(), 20u);
+  if (r.status == 0) {
+    EXPECT_EQ(json::parse(r.output).size(), 20u);
+  }
   if (before)
     ::setenv("XDG_DATA_HOME", saved.c_str(), 1);
   else

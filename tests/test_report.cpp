@@ -147,7 +147,9 @@ void expect_nice_ticks(const std::vector<std::string>& texts, const std::string&
   for (size_t i = 0; i < values.size(); ++i) {
     EXPECT_NEAR(values[i], values[0] + step * static_cast<double>(i), step * 1e-6) << chart << ": " << texts[i];
     EXPECT_NEAR(values[i] / step, std::round(values[i] / step), 1e-6) << chart << ": " << texts[i];
-    if (whole) EXPECT_EQ(texts[i].find('.'), std::string::npos) << chart << ": " << texts[i];
+    if (whole) {
+      EXPECT_EQ(texts[i].find('.'), std::string::npos) << chart << ": " << texts[i];
+    }
   }
 }
 

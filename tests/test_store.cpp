@@ -309,7 +309,9 @@ TEST_P(StoreOpen, ARunWhoseProcessDiedIsInterruptedAndKeepsItsEpochs) {
   EXPECT_EQ(store.epochs(1).size(), 2u);
   EXPECT_EQ(store.steps(1).size(), 3u);
   EXPECT_EQ(query_text(path, "SELECT status FROM runs WHERE id = 1"), "interrupted");  // written, not just shown
-  if (sqlite()) EXPECT_FALSE(fs::exists(run_lock_path(path, 1)));
+  if (sqlite()) {
+    EXPECT_FALSE(fs::exists(run_lock_path(path, 1)));
+  }
 }
 
 TEST_P(StoreOpen, ALiveRunIsNeverMarkedInterruptedEvenFromTheSameProcess) {

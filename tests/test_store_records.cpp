@@ -142,7 +142,9 @@ TEST_P(StoreRecords, RecordsEveryFieldAndReadsItBack) {
   EXPECT_EQ(cs[0].path, "/ckpt/run-1-epoch-1.ampwb");
   EXPECT_EQ(cs[0].step, 9);
   EXPECT_FALSE(store.recording(id));
-  if (sqlite()) EXPECT_FALSE(fs::exists(run_lock_path(store.path(), id)));
+  if (sqlite()) {
+    EXPECT_FALSE(fs::exists(run_lock_path(store.path(), id)));
+  }
   EXPECT_EQ(store.integrity_check(), "ok");
 }
 

@@ -60,7 +60,7 @@ TEST(TimeComparison, RowsGiveEachClassItsTimeShareAndSpeedUp) {
                               {C::Relu, 5},
                               {C::Add, 5}},
                              70, 20);  // 170 ms
-  const TimeComparison c = compare_times({{a}}, {{b}});
+  const TimeComparison c = compare_times({{a}, {}}, {{b}, {}});
   ASSERT_TRUE(c.available);
   ASSERT_EQ(c.rows.size(), kTimeClassCount + 3);
   EXPECT_EQ(c.rows[0].label, "conv forward");
@@ -96,8 +96,8 @@ TEST(TimeComparison, TheSentenceNamesWhatChangedAndWhatIsNew) {
   EXPECT_EQ(time_sentence(fp32, fp32, same),
             "convolutions unchanged, optimizer unchanged, so end to end 1.00\u00d7 (95% interval 0.97\u20131.03): "
             "not distinguishable from 1.0\u00d7");
-  EXPECT_FALSE(compare_times({{fp32}}, {}).available) << "a run without times";
-  EXPECT_TRUE(compare_times({{fp32}}, {}).sentence.empty());
+  EXPECT_FALSE(compare_times({{fp32}, {}}, {}).available) << "a run without times";
+  EXPECT_TRUE(compare_times({{fp32}, {}}, {}).sentence.empty());
 }
 
 // The scale check is its own group: an optimizer that got faster is not hidden by a scale check that got slower.

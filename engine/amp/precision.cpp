@@ -20,7 +20,7 @@ std::string precision_mode_names() {
 
 PrecisionConfig precision_preset(PrecisionMode mode) {
   const PrecisionModeInfo& m = mode_info(mode);
-  return {mode, m.master_weights, {m.loss_scaling}};
+  return {mode, m.master_weights, {m.loss_scaling}, {}};
 }
 
 PrecisionConfig precision_preset(std::string_view name) { return precision_preset(parse_precision_mode(name)); }
