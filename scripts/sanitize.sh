@@ -10,8 +10,9 @@ export CCACHE_BASEDIR=$PWD
 common=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DAMPWB_ENABLE_CUDA=OFF -DAMPWB_BUILD_GUI=OFF)
 
 AMPWB_BUILD_DIR=build-asan scripts/build.sh "${common[@]}" -DAMPWB_SANITIZE=address,undefined
+# Its output stays in build-asan/ctest.log: scripts/test.sh runs the tests it skipped in the full build.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure --timeout 900 -LE 'exhaustive|plain'
+  ctest --test-dir build-asan --output-on-failure --timeout 900 -LE 'exhaustive|plain' | tee build-asan/ctest.log
 
 cmake -S . -B build-tsan -G Ninja "${common[@]}" -DAMPWB_SANITIZE=thread >/dev/null
 cmake --build build-tsan -j "$(nproc)" --target ampwb test_store test_training
