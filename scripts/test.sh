@@ -3,7 +3,8 @@
 # the engine's under AddressSanitizer and UndefinedBehaviorSanitizer (scripts/sanitize.sh, which also runs the
 # threaded ones under ThreadSanitizer), the fuzzers, then the full build with the desktop workbench and the tests the
 # sanitizer build leaves to it (the GUI's, the CUDA ones, the exhaustive sweeps and the slow end-to-end runs, label
-# `plain`). Before that, the engine-only build as GPU machines build it (no Qt): the GPU bundle where nvcc is found.
+# `plain`, and those it skipped). Before that, the engine-only build as GPU machines build it (no Qt): the GPU bundle
+# where nvcc is found.
 # Tests run one at a time: each uses both cores through OpenMP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
