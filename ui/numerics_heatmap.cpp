@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/numerics_grid.h"
 #include "analysis/report_text.h"
 #include "run_series.h"
 
@@ -132,9 +133,7 @@ void NumericsHeatmap::update_from(const RunList& runs) {
   if (run == run_ && run && run->epoch_revision == drawn_revision_) return;
   run_ = run;
   if (!measure_chosen_) {
-    const bool fp8 = run && std::any_of(run->layer_numerics.begin(), run->layer_numerics.end(), [](const auto& n) {
-                       return n.fp8_input.count > 0 || n.fp8_weight.count > 0 || n.fp8_output_grad.count > 0;
-                     });
+    const bool fp8 = run && has_fp8_layers(run->layer_numerics);
     const NumericsMeasure m = fp8 ? NumericsMeasure::Fp8Underflow : NumericsMeasure::ActivationHeadroom;
     const QSignalBlocker quiet(measure_);  // rebuilt once, below
     measure_->setCurrentIndex(measure_->findData(static_cast<int>(m)));
