@@ -10,9 +10,11 @@ export CCACHE_BASEDIR=$PWD
 common=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DAMPWB_ENABLE_CUDA=OFF -DAMPWB_BUILD_GUI=OFF)
 
 AMPWB_BUILD_DIR=build-asan scripts/build.sh "${common[@]}" -DAMPWB_SANITIZE=address,undefined
-# Its output stays in build-asan/ctest.log: scripts/test.sh runs the tests it skipped in the full build.
+# Each GoogleTest program runs as one test here, writing a report of its cases (tests/CMakeLists.txt):
+# scripts/test.sh runs those it skipped in the full build, so reports of an earlier run must not stay.
+rm -rf build-asan/gtest-reports
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure --timeout 900 -LE 'exhaustive|plain' | tee build-asan/ctest.log
+  ctest --test-dir build-asan --output-on-failure --timeout 900 -LE 'exhaustive|plain'
 
 cmake -S . -B build-tsan -G Ninja "${common[@]}" -DAMPWB_SANITIZE=thread >/dev/null
 cmake --build build-tsan -j "$(nproc)" --target ampwb test_store test_training

@@ -42,15 +42,20 @@ if [ "${AMPWB_ALL_TESTS:-0}" = 1 ]; then
 else
   # Every test the sanitizer build ran passed there; the rest run here: those it lacks (the GUI's, the CUDA ones),
   # those it leaves out (labels exhaustive and plain: see tests/CMakeLists.txt) and those it skipped (they measure
-  # memory or time, which its instrumentation distorts).
+  # memory or time, which its instrumentation distorts). It runs each GoogleTest program as one test, whose report,
+  # gtest-reports/<prefix><program>.xml, lists the cases it ran to the end.
   listed() { ctest --test-dir "$@" -N | sed -n 's/^ *Test *#\([0-9]*\): \([^ ]*\).*/\1 \2/p'; }
-  skipped() {
-    sed -n 's/^ *[0-9]*\/[0-9]* Test *#\([0-9]*\): \([^ ]*\) .*\*\*\*Skipped.*/\1 \2/p' build-asan/ctest.log
+  ran_in_asan() {
+    listed build-asan -LE 'exhaustive|plain' | cut -d ' ' -f 2
+    for report in build-asan/gtest-reports/*.xml; do
+      prefix=$(basename "$report" .xml) && prefix=${prefix%%test_*}
+      # A case's CTest name as gtest_discover_tests writes it: Suite.Name, or Suite.Name<Type> for a typed test.
+      sed -n -e "s|.*<testcase name=\"\([^\"]*\)\" type_param=\"\([^\"]*\)\".* result=\"completed\".* classname=\"\([^\"/]*\)/[0-9]*\".*|$prefix\3.\1<\2>|p;t" \
+             -e "s|.*<testcase name=\"\([^\"]*\)\".* result=\"completed\".* classname=\"\([^\"]*\)\".*|$prefix\2.\1|p" "$report"
+    done
   }
-  left=$(awk 'FILENAME == ARGV[1] { skipped[$2] = 1; next }
-              FILENAME == ARGV[2] { if (!($2 in skipped)) ran[$2] = 1; next }
-              !($2 in ran) { printf "%s,", $1 }' \
-    <(skipped) <(listed build-asan -LE 'exhaustive|plain') <(listed "$full_dir"))
+  left=$(awk 'FILENAME == ARGV[1] { ran[$1] = 1; next } !($2 in ran) { printf "%s,", $1 }' \
+    <(ran_in_asan) <(listed "$full_dir"))
   [ -n "$left" ] || { echo "the full build has no tests of its own: the GUI's tests are missing" >&2; exit 1; }
   ctest --test-dir "$full_dir" --output-on-failure --timeout 900 -I "0,0,0,${left%,}"
 fi
