@@ -25,12 +25,14 @@ scripts/install-deps.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMPWB_BUILD_GUI=OFF -DAMPWB_IMAGE_CODECS=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="80;90" >/dev/null
 programs=(app/ampwb tests/test_cuda_ops tests/test_cuda_training tests/test_ops tests/test_optim)
+# Read whole: grep -q would stop reading early, and ninja, killed by SIGPIPE, would print an error.
+targets=$(cmake --build "$build" --target help)
 # NCCL's one-GPU test where the build has NCCL (its library comes from the GPU machine, as cuDNN's does).
-if cmake --build "$build" --target help | grep -q '^test_cuda_nccl:'; then
+if grep -q '^test_cuda_nccl:' <<< "$targets"; then
   programs+=(tests/test_cuda_nccl)
 fi
 # The graph API probe where the build has cudnn-frontend (scripts/install-deps.sh fetches it).
-if cmake --build "$build" --target help | grep -q '^ampwb_graph_api_probe:'; then
+if grep -q '^ampwb_graph_api_probe:' <<< "$targets"; then
   programs+=(bench/ampwb_graph_api_probe)
 fi
 cmake --build "$build" -j "$(nproc)" --target "${programs[@]##*/}"
