@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+#ifdef AMPWB_HAVE_IMAGE_CODECS  // the images written to time decoding with
 cv::Mat photo_like(int width, int height, Rng& rng) {
   cv::Mat small(height / 16 + 1, width / 16 + 1, CV_8UC3);
   for (int y = 0; y < small.rows; ++y)
@@ -44,6 +45,7 @@ cv::Mat photo_like(int width, int height, Rng& rng) {
   cv::add(img, noise, img);
   return img;
 }
+#endif
 
 std::vector<std::string> files_under(const fs::path& dir) {
   std::vector<std::string> files;

@@ -36,10 +36,12 @@ std::string numbered_placeholders(const std::string& sql) {
   bool quoted = false;
   for (char c : sql) {
     if (c == '\'') quoted = !quoted;
-    if (c == '?' && !quoted)
-      out += "$" + std::to_string(++n);
-    else
+    if (c == '?' && !quoted) {
+      out += '$';
+      out += std::to_string(++n);
+    } else {
       out += c;
+    }
   }
   return out;
 }

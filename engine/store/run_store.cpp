@@ -635,9 +635,10 @@ std::string RunStore::database_check() const {
   for (const char* table : {"epochs", "steps", "histograms", "checkpoints", "run_details"}) {
     SqlStatement orphans(*db_,
                          std::string("SELECT count(*) FROM ") + table + " WHERE run_id NOT IN (SELECT id FROM runs)");
-    if (orphans.step() && orphans.int64(0) > 0)
-      problems +=
-          (problems.empty() ? "" : "\n") + std::to_string(orphans.int64(0)) + " rows of " + table + " belong to no run";
+    if (orphans.step() && orphans.int64(0) > 0) {
+      if (!problems.empty()) problems += '\n';
+      problems += std::to_string(orphans.int64(0)) + " rows of " + table + " belong to no run";
+    }
   }
   SqlStatement rows(*db_, "SELECT count(*) FROM runs");
   rows.step();

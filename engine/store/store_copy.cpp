@@ -173,9 +173,15 @@ class BatchInsert {
 
  private:
   std::string sql(size_t rows) const {
-    const std::string one = "(" + parameters(columns_.size() + 1) + ")";
+    // Appended piece by piece: GCC 12 warns, wrongly, about a literal + a returned string here (-Wrestrict).
+    std::string one = "(";
+    one += parameters(columns_.size() + 1);
+    one += ')';
     std::string values;
-    for (size_t i = 0; i < rows; ++i) values += (i ? ", " : "") + one;
+    for (size_t i = 0; i < rows; ++i) {
+      if (i) values += ", ";
+      values += one;
+    }
     return "INSERT INTO " + table_ + "(" + reference_ + ", " + names(columns_) + ") VALUES " + values;
   }
 
