@@ -24,6 +24,7 @@
 #include "core/convert16.h"
 #include "core/simd.h"
 #include "op_harness.h"
+#include "simd_limit.h"
 
 namespace ampwb::testing {
 namespace {
@@ -60,9 +61,10 @@ TEST(CpuBackend, WinogradAgreesWithTheDirectConvolutionWhateverItsThreadsOrSimd)
     return Results{to_float_vector(y), to_float_vector(dx), to_float_vector(dw)};
   };
   const Results direct = convolve(2, false), two = convolve(2, true), one = convolve(1, true);
-  const SimdLevel before = set_simd_limit(SimdLevel::Scalar);
-  const Results scalar = convolve(2, true);
-  set_simd_limit(before);
+  const Results scalar = [&] {
+    test::SimdLimit scalar_only(SimdLevel::Scalar);
+    return convolve(2, true);
+  }();
 
   EXPECT_LE(compare(two.y, direct.y, false).error, 1e-5);
   EXPECT_LE(compare(two.dx, direct.dx, false).error, 1e-5);
@@ -685,14 +687,13 @@ TEST(CpuBackend, BatchNormAndAveragePoolingGiveTheSameBitsOnEverySimdPath) {
           results.push_back(bytes_of(b, *t));
         return results;
       };
-      const SimdLevel before = set_simd_limit(SimdLevel::Scalar);
+      test::SimdLimit scalar_only(SimdLevel::Scalar);
       const auto scalar = run_ops();
       for (SimdLevel level : {SimdLevel::Avx2, SimdLevel::Avx512}) {
-        set_simd_limit(level);
+        test::SimdLimit limit(level);
         EXPECT_EQ(run_ops(), scalar) << dtype_name(dtype) << " " << C << " channels, the "
                                      << simd_level_name(simd_level()) << " path";
       }
-      set_simd_limit(before);
     }
 }
 
@@ -745,13 +746,12 @@ TEST(CpuBackend, OptimizersAndScaleCheckGiveTheSameBitsOnEverySimdPath) {
     }
     return results;
   };
-  const SimdLevel before = set_simd_limit(SimdLevel::Scalar);
+  test::SimdLimit scalar_only(SimdLevel::Scalar);
   const auto scalar = run_ops();
   for (SimdLevel level : {SimdLevel::Avx2, SimdLevel::Avx512}) {
-    set_simd_limit(level);
+    test::SimdLimit limit(level);
     EXPECT_EQ(run_ops(), scalar) << "the " << simd_level_name(simd_level()) << " path";
   }
-  set_simd_limit(before);
 }
 
 // An update asked to check its gradients (SgdParams::check_gradients) finds what scale_and_check(grads, 1) run
@@ -781,7 +781,7 @@ TEST(CpuBackend, UpdatesCheckTheirGradientsAsScaleAndCheckDoes) {
       for (bool adam : {false, true})
         for (bool with_nan : {false, true}) {
           CpuBackend b({threads, CpuBf16::Auto, false, ConvAlgorithm::Auto});
-          const SimdLevel before = set_simd_limit(level);
+          test::SimdLimit limit(level);
           SCOPED_TRACE(std::to_string(threads) + " threads, the " + simd_level_name(simd_level()) + " path, " +
                        (adam ? "Adam" : "SGD") + (with_nan ? ", a NaN gradient" : ""));
           auto update = [&](std::vector<ParamUpdate>& u, bool check) {
@@ -818,7 +818,6 @@ TEST(CpuBackend, UpdatesCheckTheirGradientsAsScaleAndCheckDoes) {
               if (a->defined()) {
                 EXPECT_EQ(bytes(*a), bytes(*c)) << "parameter " << i;
               }
-          set_simd_limit(before);
         }
   CpuBackend b({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
   std::vector<ParamUpdate> u = updates(false);
@@ -856,7 +855,7 @@ TEST(CpuBackend, UpdatesReadSixteenBitGradientsAsTheirWidenedValues) {
       for (bool adam : {false, true})
         for (bool with_inf : {false, true}) {
           CpuBackend b({threads, CpuBf16::Auto, false, ConvAlgorithm::Auto});
-          const SimdLevel before = set_simd_limit(level);
+          test::SimdLimit limit(level);
           SCOPED_TRACE(std::to_string(threads) + " threads, the " + simd_level_name(simd_level()) + " path, " +
                        (adam ? "Adam" : "SGD") + (with_inf ? ", an inf gradient" : ""));
           auto update = [&](std::vector<ParamUpdate>& u) {
@@ -878,7 +877,6 @@ TEST(CpuBackend, UpdatesReadSixteenBitGradientsAsTheirWidenedValues) {
             EXPECT_EQ(bytes(low[i].state1), bytes(wide[i].state1)) << "parameter " << i;
             EXPECT_EQ(bytes(low[i].state2), bytes(wide[i].state2)) << "parameter " << i;
           }
-          set_simd_limit(before);
         }
   CpuBackend b({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
   std::vector<ParamUpdate> u = updates(true, false);

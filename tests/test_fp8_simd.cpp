@@ -17,6 +17,7 @@
 #include "core/rng.h"
 #include "core/simd.h"
 #include "fp8_reference.h"
+#include "simd_limit.h"
 
 namespace ampwb {
 namespace {
@@ -24,22 +25,7 @@ namespace {
 constexpr Fp8Format kFormats[] = {Fp8Format::E4M3, Fp8Format::E5M2};
 constexpr Fp8Overflow kOverflows[] = {Fp8Overflow::Saturate, Fp8Overflow::NonFinite};
 
-// Sets a SIMD cap for one scope.
-class SimdLimit {
- public:
-  explicit SimdLimit(SimdLevel level) : previous_(set_simd_limit(level)) {}
-  ~SimdLimit() { set_simd_limit(previous_); }
-
- private:
-  SimdLevel previous_;
-};
-
-std::vector<SimdLevel> levels_here() {
-  std::vector<SimdLevel> levels;
-  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512})
-    if (l <= simd_level()) levels.push_back(l);  // what this CPU has, under any cap from the environment
-  return levels;
-}
+using test::SimdLimit;
 
 std::string where(SimdLevel level, Fp8Format f, Fp8Overflow o, uint32_t input_bits) {
   char text[112];
@@ -82,7 +68,7 @@ TEST(Fp8SimdConversions, EveryPathRoundsBoundariesLikeTheScalarPath) {
     for (Fp8Overflow o : kOverflows) {
       std::vector<uint8_t> want(in.size());
       for (size_t i = 0; i < in.size(); ++i) want[i] = float_to_fp8_bits(f, in[i], o);
-      for (SimdLevel level : levels_here()) {
+      for (SimdLevel level : test::simd_levels_here()) {
         SimdLimit limit(level);
         ASSERT_EQ(simd_level(), level);
         for (int threads : {1, 2}) {
@@ -100,7 +86,7 @@ TEST(Fp8SimdConversions, EveryPathWidensEveryCodeExactly) {
   std::vector<uint8_t> codes(256 * 5 + 13);  // every code at every offset within a vector, and a tail
   for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i * 7 + i / 256);
   for (Fp8Format f : kFormats)
-    for (SimdLevel level : levels_here()) {
+    for (SimdLevel level : test::simd_levels_here()) {
       SimdLimit limit(level);
       std::vector<float> got(codes.size());
       widen_fp8(f, codes.data(), got.data(), static_cast<int64_t>(codes.size()), 2);
@@ -119,7 +105,7 @@ TEST(Fp8SimdConversions, EveryPathWidensEveryCodeExactly) {
 TEST(Fp8SimdConversions, RoundingThroughFp8InPlaceEqualsNarrowingThenWidening) {
   const std::vector<float> in = boundary_floats();
   const auto n = static_cast<int64_t>(in.size());
-  for (SimdLevel level : levels_here()) {
+  for (SimdLevel level : test::simd_levels_here()) {
     SimdLimit limit(level);
     for (Fp8Format f : kFormats)
       for (Fp8Overflow o : kOverflows)
@@ -239,7 +225,7 @@ TEST(Fp8SimdConversions, EveryPathRoundsFloatPatternsAsTheReference) {
     patterns += run.count;
   }
   EXPECT_GE(patterns, exhaustive ? uint64_t{1} << 32 : uint64_t{16'000'000});
-  for (SimdLevel level : levels_here()) {
+  for (SimdLevel level : test::simd_levels_here()) {
     SimdLimit limit(level);
     for (Fp8Format f : kFormats)
       for (Fp8Overflow o : kOverflows) {

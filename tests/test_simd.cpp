@@ -10,26 +10,12 @@
 #include "core/half.h"
 #include "core/rng.h"
 #include "core/simd.h"
+#include "simd_limit.h"
 
 namespace ampwb {
 namespace {
 
-// Sets a SIMD cap for one scope.
-class SimdLimit {
- public:
-  explicit SimdLimit(SimdLevel level) : previous_(set_simd_limit(level)) {}
-  ~SimdLimit() { set_simd_limit(previous_); }
-
- private:
-  SimdLevel previous_;
-};
-
-std::vector<SimdLevel> levels_here() {
-  std::vector<SimdLevel> levels;
-  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512})
-    if (l <= simd_level()) levels.push_back(l);  // what this CPU has, under any cap from the environment
-  return levels;
-}
+using test::SimdLimit;
 
 // Floats that exercise both roundings: every 16-bit value widened, the midpoints between neighbours (ties to
 // even) and one FP32 ulp either side, FP32 subnormals, infinities, NaNs with payloads, and random magnitudes.
@@ -66,7 +52,7 @@ TEST(SimdConversions, EveryPathRoundsFloatsLikeTheScalarReference) {
     want_f16[i] = float_to_half_bits(in[i]);
     want_bf16[i] = float_to_bfloat16_bits(in[i]);
   }
-  for (SimdLevel level : levels_here()) {
+  for (SimdLevel level : test::simd_levels_here()) {
     SimdLimit limit(level);
     ASSERT_EQ(simd_level(), level);
     for (int threads : {1, 2}) {
@@ -82,7 +68,7 @@ TEST(SimdConversions, EveryPathRoundsFloatsLikeTheScalarReference) {
 TEST(SimdConversions, EveryPathWidensEverySixteenBitValueExactly) {
   std::vector<uint16_t> all(0x10000 + 7);  // every pattern, and a tail
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
-  for (SimdLevel level : levels_here()) {
+  for (SimdLevel level : test::simd_levels_here()) {
     SimdLimit limit(level);
     std::vector<float> from_f16(all.size()), from_bf16(all.size());
     f16_to_f32(all.data(), from_f16.data(), static_cast<int64_t>(all.size()), 2);
@@ -100,7 +86,7 @@ TEST(SimdConversions, EveryPathWidensEverySixteenBitValueExactly) {
 TEST(SimdConversions, RoundingThroughSixteenBitsInPlaceEqualsNarrowingThenWidening) {
   const std::vector<float> in = boundary_floats();
   const auto n = static_cast<int64_t>(in.size());
-  for (SimdLevel level : levels_here()) {
+  for (SimdLevel level : test::simd_levels_here()) {
     SimdLimit limit(level);
     for (DType dtype : {DType::F16, DType::BF16})
       for (int threads : {1, 2}) {
