@@ -25,16 +25,15 @@ scripts/install-deps.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMPWB_BUILD_GUI=OFF -DAMPWB_IMAGE_CODECS=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="80;90" >/dev/null
 programs=(app/ampwb tests/test_cuda_ops tests/test_cuda_training tests/test_ops tests/test_optim)
-# Read whole: grep -q would stop reading early, and ninja, killed by SIGPIPE, would print an error.
+# NCCL's one-GPU test and the graph API probe: a bundle verifies every CUDA path, so a build without NCCL or without
+# cudnn-frontend (which scripts/install-deps.sh fetches) makes none. Read whole: grep -q would stop reading early,
+# and ninja, killed by SIGPIPE, would fail the pipeline.
 targets=$(cmake --build "$build" --target help)
-# NCCL's one-GPU test where the build has NCCL (its library comes from the GPU machine, as cuDNN's does).
-if grep -q '^test_cuda_nccl:' <<< "$targets"; then
-  programs+=(tests/test_cuda_nccl)
-fi
-# The graph API probe where the build has cudnn-frontend (scripts/install-deps.sh fetches it).
-if grep -q '^ampwb_graph_api_probe:' <<< "$targets"; then
-  programs+=(bench/ampwb_graph_api_probe)
-fi
+grep -q '^test_cuda_nccl:' <<< "$targets" ||
+  { echo "gpu-bundle: the build has no NCCL (libnccl-dev, or NCCL in the CUDA installation): see its configure output" >&2; exit 1; }
+grep -q '^ampwb_graph_api_probe:' <<< "$targets" ||
+  { echo "gpu-bundle: the build has no cudnn-frontend (scripts/install-deps.sh could not fetch it)" >&2; exit 1; }
+programs+=(tests/test_cuda_nccl bench/ampwb_graph_api_probe)
 cmake --build "$build" -j "$(nproc)" --target "${programs[@]##*/}"
 [ -x "$build/tests/test_cuda_ops" ] ||
   { echo "gpu-bundle: the build has no CUDA backend (cuDNN or cuBLASLt not found): see its configure output" >&2; exit 1; }
@@ -110,6 +109,8 @@ for d in "${cuda_dirs[@]}"; do case ":$path:" in *":$d:"*) ;; *) path="$path:$d"
 if [ -n "$driver" ]; then path="$path:$(dirname "$driver")"; else echo "env.sh: no libcuda.so.1 (no GPU driver)" >&2; fi
 export AMPWB_GPU_LIBRARY_PATH=$path
 export AMPWB_DATA=$AMPWB_GPU_HOME/data/fashion-mnist-cut
+# A verification cannot pass by skipping: a CUDA test that skips fails its program (tests/gpu_required.h).
+export AMPWB_GPU_REQUIRED=${AMPWB_GPU_REQUIRED:-1}
 ENV
 
 cat >"$out/run" <<'RUN'

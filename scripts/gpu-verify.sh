@@ -31,6 +31,13 @@ step() {  # step NAME COMMAND...: runs, logs to $logs/NAME.log, remembers a fail
 }
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; uname -a;
   echo "library path: $AMPWB_GPU_LIBRARY_PATH"; } | tee "$logs/machine.txt"
+# A GPU is required (env.sh's default): without one every CUDA test would skip and every part "pass".
+devices=$(run ampwb devices 2>&1)
+if [ "$AMPWB_GPU_REQUIRED" = 1 ] && ! grep -q '^  cuda' <<< "$devices"; then
+  echo "verify.sh: no GPU to verify on (AMPWB_GPU_REQUIRED=1); ampwb devices says:" >&2
+  echo "$devices" >&2
+  exit 1
+fi
 case $stage in
   tests)
     # test_ops replays PyTorch's GradScaler trace from the checkout beside the bundle
@@ -38,7 +45,7 @@ case $stage in
     step ops run test_ops --gtest_brief=1  # every op of the CPU and CUDA backends against the float64 reference
     step cuda_ops run test_cuda_ops --gtest_brief=1
     step cuda_training run test_cuda_training --gtest_brief=1
-    [ ! -x "$AMPWB_GPU_HOME/libexec/test_cuda_nccl" ] || step nccl run test_cuda_nccl --gtest_brief=1
+    step nccl run test_cuda_nccl --gtest_brief=1
     # (the profile test that runs the ampwb binary is left out: the bundle's programs run through its own loader)
     # PyTorch's GradScaler on this machine's GPU and CPU against the committed trace the loss scaler's tests replay
     step gradscaler_trace python3 "$(dirname "$bundle")/scripts/gradscaler_trace.py" --devices cuda cpu \

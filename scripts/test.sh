@@ -17,10 +17,19 @@ mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   stage "the GPU bundle: the engine-only build"
-  # The GPU bundle must build, run here through its own loader, and stay under its size limit.
+  # The GPU bundle must build, run here through its own loader, and stay under its size limit; and where no GPU
+  # is, its verification must fail rather than pass by skipping (tests/gpu_required.h).
   bundle=$(mktemp -d)
   scripts/gpu-bundle.sh "$bundle/gpu-bundle" | tail -n 1
-  "$bundle/gpu-bundle/run" test_ops --gtest_brief=1 | tail -n 1
+  AMPWB_GPU_REQUIRED=0 "$bundle/gpu-bundle/run" test_ops --gtest_brief=1 | tail -n 1
+  if ! nvidia-smi -L >/dev/null 2>&1; then
+    for check in "run test_cuda_ops --gtest_brief=1" "verify.sh all cuda_ops"; do
+      if OUT=$bundle/logs bash -c "\"$bundle/gpu-bundle/\"$check" >"$bundle/check.log" 2>&1; then
+        echo "the GPU bundle's $check passed without a GPU:" >&2 && cat "$bundle/check.log" >&2 && exit 1
+      fi
+      echo "without a GPU, the GPU bundle's $check fails: $(grep -m 1 -E '^(GPU required|verify.sh:)' "$bundle/check.log")"
+    done
+  fi
   rm -rf "$bundle"
 else
   stage "the engine-only build"

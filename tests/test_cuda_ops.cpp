@@ -22,6 +22,7 @@
 #include "nn/layer.h"
 #include "op_harness.h"
 #include "optim/optimizer.h"
+#include "gpu_required.h"
 
 namespace ampwb {
 namespace {
@@ -180,7 +181,7 @@ TEST(CudaGraphApi, Fp8PassesMakeValidGraphs) {
 #define SKIP_WITHOUT_FP8()                                              \
   SKIP_WITHOUT_GPU();                                                   \
   if (const Capabilities caps = gpu().capabilities(); !caps.fp8.native) \
-  GTEST_SKIP() << "the backend declares no FP8 compute on " << caps.device_name << ": " << caps.fp8.how
+  GTEST_SKIP() << test::kDoesNotApply << "the backend declares no FP8 compute on " << caps.device_name << ": " << caps.fp8.how
 
 // Host values that are exactly FP8 values of `format`, as FP32: random, rounded.
 Tensor fp8_values(Shape shape, Rng& rng, Fp8Format format, Layout layout = Layout::NCHW) {
@@ -403,7 +404,7 @@ TEST(CudaDevice, HostTensorsAreRefusedByNameAndAutoPicksTheGpu) {
 // ---- Without a GPU (these run on every machine of a CUDA build) ---------------------------------------------------
 
 TEST(CudaWithoutGpu, CudaIsRefusedClearlyAndAutoPicksTheCpu) {
-  if (have_gpu()) GTEST_SKIP() << "a GPU is present: the no-GPU behaviour cannot be observed here";
+  if (have_gpu()) GTEST_SKIP() << test::kDoesNotApply << "a GPU is present: the no-GPU behaviour cannot be observed here";
   for (const char* name : {"cuda", "cuda:0", "cuda:1"}) {
     try {
       make_backend(parse_device(name));

@@ -17,6 +17,7 @@
 #include "train/machine_load.h"
 #include "train/mixed_precision_step.h"
 #include "train/trainer.h"
+#include "gpu_required.h"
 
 namespace ampwb {
 namespace {
@@ -28,7 +29,7 @@ TEST_P(CudaEveryMode, TrainsATinyResNetOnTheGpuWithFallingLoss) {
     GTEST_SKIP() << "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
   if (GetParam() == "amp-fp8")
     if (const Capabilities caps = make_backend(DeviceChoice::cuda(0), {1})->capabilities(); !caps.fp8.available)
-      GTEST_SKIP() << "the backend declares no FP8 compute on " << caps.device_name << ": " << caps.fp8.how;
+      GTEST_SKIP() << test::kDoesNotApply << "the backend declares no FP8 compute on " << caps.device_name << ": " << caps.fp8.how;
   const fs::path data = make_stripes_idx("cuda_mode_" + GetParam(), 32, 16);
   TrainConfig c;
   c.data_dir = data.string();

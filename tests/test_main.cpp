@@ -1,12 +1,18 @@
 // The main of every GoogleTest program: each runs in a private home of its own (HOME, run store, data, cache and
 // config folders in a temporary directory, removed at exit), so no test, and no `ampwb` a test starts, writes into
-// the user's ~/.local/share/ampwb or ~/.cache/ampwb (tests/private_home.h).
+// the user's ~/.local/share/ampwb or ~/.cache/ampwb (tests/private_home.h). On a lent GPU (AMPWB_GPU_REQUIRED=1) a
+// CUDA test that skips fails the program, unless its skip does not apply there (tests/gpu_required.h).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "gpu_required.h"
 #include "private_home.h"
 
 namespace {
@@ -39,10 +45,34 @@ class PrivateHome : public ::testing::Environment {
   std::filesystem::path root_;
 };
 
+// Under AMPWB_GPU_REQUIRED=1, the CUDA tests that skipped for a reason other than test::kDoesNotApply
+// (gpu_required.h), each with its reason.
+class GpuRequired : public ::testing::EmptyTestEventListener {
+ public:
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    const ::testing::TestResult& result = *info.result();
+    std::string name = std::string(info.test_suite_name()) + "." + info.name(), lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (!result.Skipped() || lower.find("cuda") == std::string::npos) return;
+    std::string why;
+    for (int i = 0; i < result.total_part_count(); ++i) why += result.GetTestPartResult(i).message();
+    if (why.find(ampwb::test::kDoesNotApply) == std::string::npos) refused.push_back(name + ": " + why);
+  }
+  std::vector<std::string> refused;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new PrivateHome);
-  return RUN_ALL_TESTS();
+  const char* required = std::getenv("AMPWB_GPU_REQUIRED");
+  auto* gpu_required = required && std::string(required) == "1" ? new GpuRequired : nullptr;
+  if (gpu_required) ::testing::UnitTest::GetInstance()->listeners().Append(gpu_required);  // gtest owns it
+  const int status = RUN_ALL_TESTS();
+  if (!gpu_required || gpu_required->refused.empty()) return status;
+  std::fprintf(stderr, "GPU required (AMPWB_GPU_REQUIRED=1), but %zu CUDA test(s) skipped:\n",
+               gpu_required->refused.size());
+  for (const std::string& line : gpu_required->refused) std::fprintf(stderr, "  %s\n", line.c_str());
+  return 1;
 }
