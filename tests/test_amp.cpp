@@ -19,6 +19,7 @@
 #include "image_folder_util.h"
 #include "op_test_util.h"
 #include "step_util.h"
+#include "whole_step.h"
 #include "train/mixed_precision_step.h"
 #include "train/trainer.h"
 
@@ -684,6 +685,23 @@ TEST(Bf16Emulation, AgreesWithNativeBf16OnATinyResNetFromTheSameSeed) {
     const double noise = testing::relative_l2({emulated.grads[t]}, {fp32.grads[t]});
     EXPECT_LT(apart, 1.5 * noise) << "gradient of parameter " << t;
     EXPECT_LT(apart, 0.8) << "gradient of parameter " << t;
+  }
+}
+
+// The whole-step check (whole_step.h, as test_cuda_training holds the GPU's step to the CPU's) tells the formats
+// apart: on the CPU, an FP32 step checked as a 16-bit mode's step is refused, and the same mode's step computed
+// another way (one thread instead of two: BF16's oneDNN kernels then differ) passes.
+TEST(WholeStepCheck, RefusesAnFp32StepAsA16BitModesAndTakesTheModesOwn) {
+  CpuBackend two({2}), one({1});
+  const testing::StepOutcome fp32 = testing::whole_step(two, "fp32"), fp32_other = testing::whole_step(one, "fp32");
+  for (const testing::StepTolerance& tol : testing::kWholeStepTolerances) {
+    const std::string mode = tol.mode;
+    if (mode == "fp32" || mode == "tf32") continue;
+    const testing::StepOutcome in_mode = testing::whole_step(two, mode), other = testing::whole_step(one, mode);
+    const std::string refusal = testing::whole_step_mismatch(fp32_other, in_mode, fp32, tol);
+    std::printf("an FP32 step as %s: %s\n", tol.mode, refusal.c_str());
+    EXPECT_NE(refusal, "") << "an FP32 step passes as " << mode << "'s";
+    EXPECT_EQ(testing::whole_step_mismatch(other, in_mode, fp32, tol), "") << mode << " on one thread";
   }
 }
 

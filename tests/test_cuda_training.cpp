@@ -14,6 +14,7 @@
 #include "backend/profiled_backend.h"
 #include "idx_util.h"
 #include "step_util.h"
+#include "whole_step.h"
 #include "train/machine_load.h"
 #include "train/mixed_precision_step.h"
 #include "train/trainer.h"
@@ -83,67 +84,32 @@ INSTANTIATE_TEST_SUITE_P(Modes, CudaEveryMode,
                            return name;
                          });
 
-// One whole ResNet-18 training step per mode on the GPU and on the CPU backend, from the same weights and batch:
-// the loss, every gradient and every updated weight, as relative L2 distances over the whole model. This step (a
-// fresh ResNet-18, batch 16 at 32 px, random labels) is ill-conditioned: on the CPU alone, the FP32 step with 1 and
-// with 2 threads (summation order only) differs by 4.8e-3 in its gradients, and amp-fp16's step differs from FP32's
-// by 0.11, amp-bf16's by 0.29; the updated weights by 4.2e-5, 9.6e-4 and 2.5e-3 (an Intel Xeon). The tolerances
-// below are those spreads with some margin: two implementations of one format may differ as much as the format differs
-// from FP32. A wrong kernel is off by far more (the op tests bound each op tightly). Measured GPU against CPU on an
-// H200: 3.1e-3, TF32 0.080, FP16 0.081, BF16 0.22 (docs/gpu/2026-11-26-h200).
-struct StepTolerance {
-  const char* mode;
-  double loss, grads, weights;
-  const char* why;
-};
-
-void PrintTo(const StepTolerance& t, std::ostream* out) { *out << t.mode; }
-
-class CudaWholeStep : public ::testing::TestWithParam<StepTolerance> {};
+// The GPU's whole step against the CPU's in every mode, within the tolerances of whole_step.h.
+class CudaWholeStep : public ::testing::TestWithParam<testing::StepTolerance> {};
 
 TEST_P(CudaWholeStep, MatchesTheCpuBackendFromTheSameWeightsAndBatch) {
   if (cuda_device_count() == 0)
     GTEST_SKIP() << "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
-  const StepTolerance& tol = GetParam();
+  const testing::StepTolerance& tol = GetParam();
   auto gpu = make_backend(DeviceChoice::cuda(0), {2, CpuBf16::Auto, std::string(tol.mode) == "tf32"});
   CpuBackend cpu({2});
-  const ResNetConfig resnet18{18, 10, 3, 32, Stem::Auto};
-  const testing::StepOutcome on_gpu = testing::one_training_step(*gpu, tol.mode, resnet18, 16, 17);
+  const testing::StepOutcome on_gpu = testing::whole_step(*gpu, tol.mode);
   // The CPU has no TF32: it runs the FP32 step that TF32 approximates.
-  const testing::StepOutcome on_cpu =
-      testing::one_training_step(cpu, std::string(tol.mode) == "tf32" ? "fp32" : tol.mode, resnet18, 16, 17);
+  const testing::StepOutcome cpu_fp32 = testing::whole_step(cpu, "fp32");
+  const testing::StepOutcome on_cpu = std::string(tol.mode) == "tf32" ? cpu_fp32 : testing::whole_step(cpu, tol.mode);
   ASSERT_EQ(on_gpu.skipped, on_cpu.skipped);
-  const double loss = std::fabs(on_gpu.loss - on_cpu.loss) / std::fabs(on_cpu.loss);
-  const double grads = testing::relative_l2(on_gpu.grads, on_cpu.grads);
-  // The update is lr * grad on top of equal weights: its error is the gradients', scaled down by lr.
-  const double weights = testing::relative_l2(on_gpu.weights, on_cpu.weights);
-  std::printf("%s, GPU against CPU: loss %.3g, gradients %.3g, weights %.3g\n", tol.mode, loss, grads, weights);
-  EXPECT_LT(loss, tol.loss) << tol.why;
-  EXPECT_LT(grads, tol.grads) << tol.why;
-  EXPECT_LT(weights, tol.weights) << tol.why;
+  const testing::StepDistance d = testing::step_distance(on_gpu, on_cpu);
+  std::printf("%s, GPU against CPU: loss %.3g, gradients %.3g, weights %.3g; gradients from the CPU's FP32 step %.3g\n",
+              tol.mode, d.loss, d.grads, d.weights, testing::relative_l2(on_gpu.grads, cpu_fp32.grads));
+  EXPECT_EQ(testing::whole_step_mismatch(on_gpu, on_cpu, cpu_fp32, tol), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, CudaWholeStep,
-    ::testing::Values(
-        StepTolerance{"fp32", 1e-4, 1e-2, 4e-4,
-                      "FP32 both sides; summation order alone moves these gradients by 4.8e-3 on the CPU"},
-        StepTolerance{"tf32", 1e-2, 0.15, 5e-3,
-                      "TF32 rounds the products' inputs to FP16's 10 mantissa bits: no farther from FP32 than "
-                      "amp-fp16's 0.11 on the CPU"},
-        StepTolerance{"amp-fp16", 1e-2, 0.15, 5e-3, "FP16 storage on both sides; the CPU's amp-fp16 is 0.11 from FP32"},
-        StepTolerance{"amp-bf16", 3e-2, 0.4, 1.5e-2,
-                      "BF16 storage on both sides; the CPU's amp-bf16 is 0.29 from FP32"},
-        StepTolerance{"fp16-o2", 1e-2, 0.15, 5e-3, "as amp-fp16, with FP16 weights on both sides"},
-        // The GPU's FP8 tensor cores (Capabilities::fp8.native) against the CPU's emulation of the same casts.
-        StepTolerance{"amp-fp8", 5e-2, 0.6, 2e-2,
-                      "E4M3 and E5M2 values on both sides from BF16 tensors that differ by BF16 roundings: an FP8 "
-                      "rounding (2^-4 or 2^-3 relative) flips where they straddle its boundary"}),
-    [](const ::testing::TestParamInfo<StepTolerance>& info) {
-      std::string name = info.param.mode;
-      std::replace(name.begin(), name.end(), '-', '_');
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Modes, CudaWholeStep, ::testing::ValuesIn(testing::kWholeStepTolerances),
+                         [](const ::testing::TestParamInfo<testing::StepTolerance>& info) {
+                           std::string name = info.param.mode;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 // 40 amp-fp16 steps of a ResNet-20 on the GPU that overflow at first, back off, then grow the scale every 3 clean
 // steps: waiting at each step, deferred, or deferred and captured (CUDA graphs). `scheduled`: the learning rate

@@ -43,8 +43,9 @@ class MixedPrecisionStep {
   // The same step queued without waiting for the host: a dynamic loss scale lives on the device, which
   // scales the loss gradient by it, skips the update on an overflow and updates it; the step's numbers are posted
   // (Backend::post_scalars) and read after the next step is queued. Returns the previous deferred step's result, if
-  // one waits; bit for bit what run() would have returned, but that a skipped step names no layers (its gradients
-  // are gone when the host learns of it). Not with a probe.
+  // one waits; what run() would have returned, but that a skipped step names no layers (its gradients are gone when
+  // the host learns of it): bit for bit on the CPU (test_placement); on a GPU, whose weight-gradient algorithms may
+  // sum with atomics, the same skips and scales and losses within 1e-3 (test_cuda_training). Not with a probe.
   std::optional<StepResult> run_deferred(const Tensor& images, const Tensor& labels, float lr);
   // The last deferred step's result, if one waits: before run(), a checkpoint, the end of an epoch.
   std::optional<StepResult> finish_deferred();
@@ -54,7 +55,8 @@ class MixedPrecisionStep {
   // Deferred steps as captured work (Backend::capture, a CUDA graph): once a batch shape has run kEagerSteps
   // steps (cuDNN chooses its algorithms in the first), its step is captured and then replayed, the batch copied
   // into the capture's own input tensors and lr written where the optimizer reads it. At most kMaxCaptures shapes;
-  // other shapes, and every step where the backend cannot capture, run op by op. Bit for bit the same steps.
+  // other shapes, and every step where the backend cannot capture, run op by op. The same steps as op by op, held as
+  // run_deferred()'s are (CudaCapturedSteps: skips, scales, losses within 1e-3).
   void set_capture(bool on) { capture_ = on; }
   // Why deferred steps run op by op although capture was asked for (the backend's reason); empty when they do not.
   const std::string& why_not_captured() const { return why_not_captured_; }
