@@ -3,19 +3,24 @@
 
 Runs on a GPU machine whose Python has PyTorch with CUDA (and torchvision).
 For each model configuration (default: ResNet-50 224 px batch 256, ResNet-18
-224 px batch 256) and each precision mode (fp32, tf32, amp-fp16, amp-bf16) it
-times training steps of our engine and of PyTorch, and prints throughputs and
-ratios, plus the issue's two goals:
+224 px batch 256) and each precision mode our engine has on a GPU (fp32, tf32,
+amp-fp16, amp-bf16, fp16-o2, fp16-pure, amp-fp8; amp-fp8 needs compute
+capability 8.9 or later) it times training steps of our engine and of PyTorch,
+eager and with CUDA graphs, and prints throughputs, peak GPU memory and ratios,
+plus the issue's two goals:
   * amp-fp16 ResNet-50: ours at least as fast as PyTorch AMP + channels_last;
   * amp-fp16 at least 2x our own fp32.
+The default run (7 modes, 2 models, 3 rounds, 3 processes a round) outlasts one
+10-minute device call; scripts/gpu-verify.sh runs parts of it.
 
 Method (as bench/compare_pytorch.py, and why):
   * Every measurement is a separate process: no allocator or cuDNN-cache state
     carries over, and peak memory is per run.
-  * Ours and PyTorch alternate within each round, and the order flips every
-    round, so drift (clocks, thermals, other jobs) hits both sides alike.
-  * Figures are medians over rounds; the headline ratio is the median of the
-    per-round ratios ours / PyTorch.
+  * Ours, PyTorch eager and PyTorch graphed alternate within each round, and
+    the order flips every round, so drift (clocks, thermals, other jobs) hits
+    every side alike.
+  * Figures are medians over rounds (3 by default); each ratio is the median
+    of the per-round ratios ours / that PyTorch side.
 
 What PyTorch runs (this file re-runs itself with --worker for that side):
   torchvision ResNet, random init, channels_last model and input (NVIDIA's
@@ -23,19 +28,48 @@ What PyTorch runs (this file re-runs itself with --worker for that side):
   torch.backends.cudnn.benchmark = True (ours also times cuDNN's algorithms
   once per shape), SGD lr 0.01 momentum 0.9 (as `ampwb bench`), a full step:
   forward, CrossEntropyLoss, backward, optimizer step, zero_grad(set_to_none).
-  Precision modes:
+  Precision modes (ours -> PyTorch's recipe):
     fp32      FP32, TF32 off for matmul and cuDNN
     tf32      FP32 storage, TF32 tensor cores (allow_tf32 on)
     amp-fp16  torch.autocast(float16) + torch.amp.GradScaler (dynamic scale)
     amp-bf16  torch.autocast(bfloat16), no scaler
+    fp16-o2   Apex O2 by hand, an exact counterpart of ours: model.half() with
+              the batch-norm layers kept in FP32, input cast to FP16, logits
+              cast to FP32 for the loss, SGD on FP32 master copies of the FP16
+              weights (their FP16 gradients copied into the masters, which
+              GradScaler unscales, checks for inf/NaN and steps, skipping the
+              step on overflow, with its dynamic scale), the masters copied back
+              to the FP16 weights. Chosen over amp-fp16 as a stand-in because it
+              takes a few lines and runs what ours runs (FP16 weights and
+              activations); GradScaler stays the scaler, as it refuses to
+              unscale FP16 gradients but not the masters' FP32 ones. The copies
+              run one tensor at a time (Apex fuses them), a small cost beside
+              the step.
+    fp16-pure model.half(), batch norm included, logits cast to FP32 for the
+              loss, SGD on the FP16 weights, no scaler (Apex O3)
+    amp-fp8   PyTorch's amp-bf16: PyTorch 2.11 has no FP8 convolutions (its
+              torch._scaled_mm covers matrix products only), and BF16 is what
+              amp-fp8 computes in outside its convolutions and linear layer;
+              the tables say so beside the figures
+  CUDA graphs (--pytorch-graphs): the graphed side wraps the model in
+  torch.cuda.make_graphed_callables, so its forward and backward replay as
+  two graphs; the batch's copy, the loss, the optimizer step and GradScaler
+  (scale, unscale, inf check, update) stay eager, and the scale reaches the
+  graphed backward through the loss's gradient, so a new scale or a skipped
+  step needs no new capture. (Ours, --cuda-graphs, captures its whole step.)
+  Autocast runs without its weight-cast cache there, as
+  make_graphed_callables requires.
   Input: by default a pinned host batch copied with non_blocking=True every
   step, as a DataLoader(pin_memory=True) feeds it and as `ampwb bench` passes a
   host batch to every step; --pytorch-input device keeps the batch on the GPU.
-  Time: torch.cuda.synchronize() around every step; the median step.
+  Time: torch.cuda.synchronize() around every step; the median step. Peak
+  memory: torch.cuda.max_memory_allocated over the timed steps (a graphed
+  side's graph pool included).
 
 Usage on the GPU machine (from the repository root, after building):
   python3 bench/cuda_compare.py --ampwb build/app/ampwb --markdown
-  python3 bench/cuda_compare.py --configs 50:224:256 --modes amp-fp16 --rounds 3
+  python3 bench/cuda_compare.py --configs 50:224:256 --modes amp-fp16 fp16-o2 --rounds 3
+  python3 bench/cuda_compare.py --pytorch-graphs off   # PyTorch eager only, as before graphs were compared
   python3 bench/cuda_compare.py --pytorch-only   # test the PyTorch side alone
 """
 
@@ -44,35 +78,66 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 
 from compare_pytorch import BenchError, require, run_json  # the driver helpers, beside this file
 
-MODES = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
+MODES = ["fp32", "tf32", "amp-fp16", "amp-bf16", "fp16-o2", "fp16-pure", "amp-fp8"]
+PYTORCH_RECIPES = ["fp32", "tf32", "amp-fp16", "amp-bf16", "fp16-o2", "fp16-pure"]
+PYTORCH_RECIPE_OF = {"amp-fp8": "amp-bf16"}  # PyTorch has no FP8 convolutions (the module docstring says more)
+PYTORCH_RECIPE_NOTES = {  # what PyTorch runs beside each of our modes, for the tables
+    "fp32": "FP32, TF32 off",
+    "tf32": "FP32, TF32 on",
+    "amp-fp16": "autocast FP16 + GradScaler",
+    "amp-bf16": "autocast BF16",
+    "fp16-o2": "FP16 model, FP32 batch norm and master weights, GradScaler",
+    "fp16-pure": "FP16 model and batch norm, no master weights or scaler",
+    "amp-fp8": "NOT FP8: its amp-bf16 (PyTorch has no FP8 convolutions)",
+}
+PYTORCH_SIDES = {"off": ["eager"], "on": ["graphed"], "both": ["eager", "graphed"]}
 DEFAULT_CONFIGS = ["50:224:256", "18:224:256"]
 
 
 # ---- The PyTorch side (run in its own process: `cuda_compare.py --worker ...`) ------------------------------------
 
+def make_grad_scaler(torch, device):
+    try:
+        return torch.amp.GradScaler(device.type)  # PyTorch >= 2.3, the CPU's included
+    except (AttributeError, TypeError):
+        return torch.cuda.amp.GradScaler(enabled=device.type == "cuda")
+
+
 def make_pytorch_step(device, depth, image_size, batch_size, precision, classes=1000, layout="channels_last",
-                      input_place="host"):
+                      input_place="host", graphs=False):
     """PyTorch's training step as this comparison runs it (the module docstring says what and why), on `device`
-    (a CUDA device; the CPU, without pinned memory or a scaler, for trying scripts that import this)."""
+    (a CUDA device; the CPU, without pinned memory or graphs, for trying scripts that import this). `precision` is
+    one of PYTORCH_RECIPES; `graphs` replays the model's forward and backward as CUDA graphs."""
     import torch
     import torchvision
 
+    gpu = device.type == "cuda"
+    if graphs and not gpu:
+        raise ValueError("CUDA graphs need a CUDA device")
     model_fn = {18: torchvision.models.resnet18, 34: torchvision.models.resnet34,
                 50: torchvision.models.resnet50, 101: torchvision.models.resnet101,
                 152: torchvision.models.resnet152}[depth]
     memory_format = torch.channels_last if layout == "channels_last" else torch.contiguous_format
     model = model_fn(num_classes=classes).to(device=device, memory_format=memory_format)
     model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model_dtype = torch.float16 if precision in ("fp16-o2", "fp16-pure") else torch.float32
+    model.to(model_dtype)
+    if precision == "fp16-o2":  # Apex O2 keeps batch norm in FP32; it takes the FP16 activations as they are
+        for module in model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                module.float()
+    # fp16-o2's optimizer steps FP32 master copies of the FP16 weights; batch norm's FP32 ones are their own masters
+    params = list(model.parameters())
+    masters = [p.detach().float() if precision == "fp16-o2" and p.dtype == torch.float16 else p for p in params]
+    low_and_master = [(p, m) for p, m in zip(params, masters) if m is not p]
+    optimizer = torch.optim.SGD(masters, lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
 
-    gpu = device.type == "cuda"
     if gpu:
         torch.backends.cudnn.benchmark = True
         torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
@@ -85,12 +150,16 @@ def make_pytorch_step(device, depth, image_size, batch_size, precision, classes=
     labels_dev = labels_host.to(device, non_blocking=True)
 
     autocast_dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(precision)
-    scaler = None
-    if precision == "amp-fp16" and gpu:
-        try:
-            scaler = torch.amp.GradScaler("cuda")  # PyTorch >= 2.3
-        except (AttributeError, TypeError):
-            scaler = torch.cuda.amp.GradScaler()
+    scaler = make_grad_scaler(torch, device) if precision in ("amp-fp16", "fp16-o2") else None
+
+    def autocast():
+        # make_graphed_callables refuses to graph under autocast's weight-cast cache
+        return torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None,
+                              cache_enabled=not graphs)
+
+    if graphs:
+        with autocast():  # captured under the autocast its replays run in
+            model = torch.cuda.make_graphed_callables(model, (images_dev.to(model_dtype),))
 
     def step():
         if input_place == "host":
@@ -98,15 +167,22 @@ def make_pytorch_step(device, depth, image_size, batch_size, precision, classes=
             labels = labels_host.to(device, non_blocking=True)
         else:
             images, labels = images_dev, labels_dev
-        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-            loss = loss_fn(model(images), labels)
+        with autocast():
+            # the loss in FP32, as ours computes it in every mode (autocast would cast the logits for it anyway)
+            loss = loss_fn(model(images.to(model_dtype)).float(), labels)
         if scaler is not None:
             scaler.scale(loss).backward()
+            for low, master in low_and_master:
+                master.grad = low.grad.float()  # still scaled: GradScaler unscales and checks the masters' gradients
             scaler.step(optimizer)
             scaler.update()
         else:
             loss.backward()
             optimizer.step()
+        with torch.no_grad():
+            for low, master in low_and_master:
+                low.copy_(master)
+                low.grad = None
         optimizer.zero_grad(set_to_none=True)
 
     return step
@@ -124,7 +200,7 @@ def pytorch_worker(args):
     device = torch.device("cuda", args.gpu)
     torch.cuda.set_device(device)
     step = make_pytorch_step(device, args.depth, args.image_size, args.batch_size, args.precision, args.classes,
-                             args.layout, args.input)
+                             args.layout, args.input, args.graphs)
     B, S = args.batch_size, args.image_size
 
     for _ in range(args.warmup):
@@ -142,7 +218,7 @@ def pytorch_worker(args):
         "framework": "pytorch", "version": torch.__version__, "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name(device),
         "depth": args.depth, "image_size": S, "batch_size": B, "precision": args.precision,
-        "layout": args.layout, "input": args.input, "steps": args.steps,
+        "graphs": args.graphs, "layout": args.layout, "input": args.input, "steps": args.steps,
         "step_ms_median": median, "images_per_second": B / (median / 1000.0),
         "peak_bytes": torch.cuda.max_memory_allocated(device),
         "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -158,12 +234,12 @@ def ours_cmd(args, depth, size, batch, mode):
             "--warmup", str(args.warmup), "--json"] + shlex.split(args.ampwb_args)
 
 
-def pytorch_cmd(args, depth, size, batch, mode):
+def pytorch_cmd(args, depth, size, batch, mode, side):
     gpu = args.device.split(":")[1] if ":" in args.device else "0"
     return [args.python, os.path.abspath(__file__), "--worker", "--gpu", gpu, "--depth", str(depth),
-            "--image-size", str(size), "--batch-size", str(batch), "--precision", mode,
+            "--image-size", str(size), "--batch-size", str(batch), "--precision", PYTORCH_RECIPE_OF.get(mode, mode),
             "--layout", args.pytorch_layout, "--input", args.pytorch_input, "--steps", str(args.steps),
-            "--warmup", str(args.warmup)]
+            "--warmup", str(args.warmup)] + (["--graphs"] if side == "graphed" else [])
 
 
 def parse_config(text):
@@ -191,7 +267,8 @@ def parse_args(argv=None):
     p.add_argument("--depth", type=int, default=50, help=argparse.SUPPRESS)
     p.add_argument("--image-size", type=int, default=224, help=argparse.SUPPRESS)
     p.add_argument("--batch-size", type=int, default=256, help=argparse.SUPPRESS)
-    p.add_argument("--precision", choices=MODES, default="amp-fp16", help=argparse.SUPPRESS)
+    p.add_argument("--precision", choices=PYTORCH_RECIPES, default="amp-fp16", help=argparse.SUPPRESS)
+    p.add_argument("--graphs", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--layout", choices=["channels_last", "nchw"], default="channels_last", help=argparse.SUPPRESS)
     p.add_argument("--input", choices=["host", "device"], default="host", help=argparse.SUPPRESS)
     p.add_argument("--classes", type=int, default=1000, help=argparse.SUPPRESS)
@@ -205,7 +282,10 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cuda", help="cuda or cuda:N, for both sides (default cuda)")
     p.add_argument("--configs", nargs="+", type=parse_config, default=[parse_config(c) for c in DEFAULT_CONFIGS],
                    metavar="DEPTH:SIZE:BATCH", help=f"default {' '.join(DEFAULT_CONFIGS)}")
-    p.add_argument("--modes", nargs="+", choices=MODES, default=MODES)
+    p.add_argument("--modes", nargs="+", choices=MODES, default=MODES, help="default: all of them")
+    p.add_argument("--pytorch-graphs", choices=sorted(PYTORCH_SIDES), default="both",
+                   help="PyTorch eager (off), with its model's forward and backward as CUDA graphs (on), or both "
+                        "(default), each in its own process")
     p.add_argument("--pytorch-layout", choices=["channels_last", "nchw"], default="channels_last")
     p.add_argument("--pytorch-input", choices=["host", "device"], default="host",
                    help="host: a pinned batch copied every step (as ours); device: batch kept on the GPU")
@@ -233,59 +313,65 @@ def main(argv=None):
               f"pass --ampwb PATH, or use --pytorch-only", file=sys.stderr)
         return 2
 
+    sides = PYTORCH_SIDES[args.pytorch_graphs]
     keys = ["images_per_second", "step_ms_median", "peak_bytes"]
-    results = {}  # (depth, size, batch, mode) -> {"ours": [...], "pytorch": [...], "ratios": [...]}
+    # (depth, size, batch, mode) -> {"ours": [...], "eager": [...], "graphed": [...], "ratios": {side: [...]}}
+    results = {}
     header_done = False
     failures = []  # one failed process loses its own figure only
 
-    def attempt(command, side, what):
+    def attempt(command, who, what):
         try:
-            return require(run_json(command, args.timeout), keys, side)
+            return require(run_json(command, args.timeout), keys, who)
         except BenchError as e:
-            print(f"cuda_compare: {side} failed on {what}: {e}", file=sys.stderr, flush=True)
-            failures.append(f"{side} {what}")
+            print(f"cuda_compare: {who} failed on {what}: {e}", file=sys.stderr, flush=True)
+            failures.append(f"{who} {what}")
             return None
 
     for depth, size, batch in args.configs:
         for mode in args.modes:
-            key = (depth, size, batch, mode)
-            r = results[key] = {"ours": [], "pytorch": [], "ratios": []}
+            r = results[(depth, size, batch, mode)] = {"ours": [], "ratios": {s: [] for s in sides}}
+            r.update({s: [] for s in sides})
             for rnd in range(args.rounds):
                 what = f"resnet{depth} {size}px b{batch} {mode} round {rnd + 1}"
-                ours = lambda: None if args.pytorch_only else attempt(ours_cmd(args, depth, size, batch, mode),
-                                                                      "ampwb", what)
-                theirs = lambda: attempt(pytorch_cmd(args, depth, size, batch, mode), "pytorch", what)
-                if rnd % 2 == 0:  # flip the order every round
-                    o = ours()
-                    t = theirs()
-                else:
-                    t = theirs()
-                    o = ours()
+                commands = {s: (pytorch_cmd(args, depth, size, batch, mode, s), f"pytorch {s}") for s in sides}
+                if not args.pytorch_only:
+                    commands["ours"] = (ours_cmd(args, depth, size, batch, mode), "ampwb")
+                order = [s for s in ["ours"] + sides if s in commands]
+                if rnd % 2 == 1:  # flip the order every round
+                    order.reverse()
+                got = {s: attempt(*commands[s], what) for s in order}
+                o = got.get("ours")
+                t = next((got[s] for s in sides if got[s] is not None), None)
                 if not header_done and t is not None:
                     print(f"GPU: {t['device']}; PyTorch {t.get('version')} (CUDA {t.get('cuda')}, "
-                          f"cuDNN {t.get('cudnn')}), layout {args.pytorch_layout}, input {args.pytorch_input}",
-                          flush=True)
+                          f"cuDNN {t.get('cudnn')}), layout {args.pytorch_layout}, input {args.pytorch_input}, "
+                          f"{' and '.join(sides)}", flush=True)
                     header_done = True
                 if o is not None and not r["ours"]:
                     print(f"ours: {o.get('device')}", flush=True)
-                line = f"resnet{depth} {size}px b{batch} {mode:8s} round {rnd + 1}/{args.rounds}:"
-                if t is not None:
-                    r["pytorch"].append(t)
-                    line += f" pytorch {t['images_per_second']:8.1f} img/s"
+                parts = []
+                for s in sides:
+                    if got[s] is not None:
+                        r[s].append(got[s])
+                        parts.append(f"pytorch {s} {got[s]['images_per_second']:8.1f} img/s")
                 if o is not None:
                     r["ours"].append(o)
-                    line += (f" | ours {o['images_per_second']:8.1f} img/s | "
-                             f"{o.get('host_waits_per_step', float('nan')):.2f} host waits/step "
-                             f"({o.get('host_sync', '?')})")
+                    parts.append(f"ours {o['images_per_second']:8.1f} img/s")
+                    parts.append(f"{o.get('host_waits_per_step', float('nan')):.2f} host waits/step "
+                                 f"({o.get('host_sync', '?')})")
                     if o.get("cuda_graphs") == "on":
-                        line += f" | {o.get('replayed_steps')} steps replayed as graphs"
+                        replays = f"{o.get('replayed_steps')} steps replayed as graphs"
                         if o.get("why_not_captured"):
-                            line += f" (op by op: {o['why_not_captured']})"
-                if o is not None and t is not None:
-                    ratio = o["images_per_second"] / t["images_per_second"]
-                    r["ratios"].append(ratio)
-                    line += f" | ratio {ratio:.3f}"
-                print(line, flush=True)
+                            replays += f" (op by op: {o['why_not_captured']})"
+                        parts.append(replays)
+                    for s in sides:
+                        if got[s] is not None:
+                            ratio = o["images_per_second"] / got[s]["images_per_second"]
+                            r["ratios"][s].append(ratio)
+                            parts.append(f"ours/{s} {ratio:.3f}")
+                print(f"resnet{depth} {size}px b{batch} {mode:9s} round {rnd + 1}/{args.rounds}: "
+                      + " | ".join(parts), flush=True)
 
     def ips(runs):
         return median([x["images_per_second"] for x in runs]) if runs else float("nan")
@@ -293,43 +379,55 @@ def main(argv=None):
     def peak(runs):
         return gib(median([x["peak_bytes"] for x in runs])) if runs else "n/a"
 
-    print("\nmedians over rounds (images/s; ratio = median of per-round ours/pytorch):")
-    print(f"{'configuration':32s} {'ours':>10s} {'pytorch':>10s} {'ratio':>7s} {'ours peak':>10s} {'pt peak':>10s}")
+    def ratio_text(r, side, template):
+        return template.format(median(r["ratios"][side])) if r["ratios"][side] else "n/a"
+
+    print("\nmedians over rounds (images/s; ours/X = median of per-round ours / PyTorch X):")
+    print(f"{'configuration':33s} {'ours':>10s}" + "".join(f" {'pt ' + s:>11s}" for s in sides)
+          + "".join(f" {'ours/' + s:>12s}" for s in sides) + f" {'ours peak':>10s}"
+          + "".join(f" {s + ' peak':>12s}" for s in sides) + "  PyTorch runs")
     for (depth, size, batch, mode), r in results.items():
-        ratio_txt = f"{median(r['ratios']):7.3f}" if r["ratios"] else f"{'n/a':>7s}"
-        print(f"{f'ResNet-{depth} {size}px b{batch} {mode}':32s} {ips(r['ours']):10.1f} {ips(r['pytorch']):10.1f} "
-              f"{ratio_txt} {peak(r['ours']):>10s} {peak(r['pytorch']):>10s}")
+        print(f"{f'ResNet-{depth} {size}px b{batch} {mode}':33s} {ips(r['ours']):10.1f}"
+              + "".join(f" {ips(r[s]):11.1f}" for s in sides)
+              + "".join(f" {ratio_text(r, s, '{:.3f}'):>12s}" for s in sides) + f" {peak(r['ours']):>10s}"
+              + "".join(f" {peak(r[s]):>12s}" for s in sides) + f"  {PYTORCH_RECIPE_NOTES[mode]}")
 
     print("\ngoals:")
     for depth, size, batch in args.configs:
         fp16 = results.get((depth, size, batch, "amp-fp16"))
         fp32 = results.get((depth, size, batch, "fp32"))
         name = f"ResNet-{depth} {size}px b{batch}"
-        if fp16 and fp16["ratios"]:
-            ratio = median(fp16["ratios"])
-            print(f"  {name}: amp-fp16 ours / PyTorch AMP {args.pytorch_layout} = {ratio:.3f} "
-                  f"(issue 13 asks >= 0.8 for ResNet-50: {'met' if ratio >= 0.8 else 'NOT met'}; "
-                  f"issue 18 asks >= 1: {'met' if ratio >= 1.0 else 'NOT met'})")
+        for s in sides:
+            if fp16 and fp16["ratios"][s]:
+                ratio = median(fp16["ratios"][s])
+                print(f"  {name}: amp-fp16 ours / PyTorch AMP {args.pytorch_layout} {s} = {ratio:.3f} "
+                      f"(issue 13 asks >= 0.8 for ResNet-50: {'met' if ratio >= 0.8 else 'NOT met'}; "
+                      f"issue 18 asks >= 1: {'met' if ratio >= 1.0 else 'NOT met'})")
         if fp16 and fp32 and fp16["ours"] and fp32["ours"]:
             speedup = ips(fp16["ours"]) / ips(fp32["ours"])
-            pt_speedup = ips(fp16["pytorch"]) / ips(fp32["pytorch"])
+            pt_speedups = ", ".join(f"{s} {ips(fp16[s]) / ips(fp32[s]):.2f}x" for s in sides)
             print(f"  {name}: ours amp-fp16 / ours fp32 = {speedup:.2f}x ({'met' if speedup >= 2 else 'NOT met'}: "
-                  f"goal >= 2x); PyTorch's own: {pt_speedup:.2f}x")
+                  f"goal >= 2x); PyTorch's own: {pt_speedups}")
 
     if args.markdown:
-        measured = [t for r in results.values() for t in r["pytorch"]] or [{}]
+        measured = [t for r in results.values() for s in sides for t in r[s]] or [{}]
+        graphed_how = (", graphed: make_graphed_callables on the model, its optimizer step and GradScaler eager"
+                       if "graphed" in sides else "")
         print(f"\n<!-- bench/cuda_compare.py: {args.rounds} rounds x {args.steps} steps (warm-up {args.warmup}), "
               f"{measured[0].get('device')}, PyTorch {measured[0].get('version')} {args.pytorch_layout}, "
-              f"input {args.pytorch_input}, medians -->")
-        print("| Configuration | Mode | Ours img/s | PyTorch img/s | Ours / PyTorch | Ours peak GPU memory "
-              "| PyTorch peak GPU memory | Our host waits per step |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|")
+              f"input {args.pytorch_input}, PyTorch {' and '.join(sides)}{graphed_how}, medians -->")
+        columns = (["Configuration", "Mode", "Ours img/s"] + [f"PyTorch {s} img/s" for s in sides]
+                   + [f"Ours / PyTorch {s}" for s in sides] + ["Ours peak GPU memory"]
+                   + [f"PyTorch {s} peak GPU memory" for s in sides] + ["Our host waits per step", "PyTorch runs"])
+        print("| " + " | ".join(columns) + " |")
+        print("|---|---|" + "---:|" * (len(columns) - 3) + "---|")
         for (depth, size, batch, mode), r in results.items():
-            ratio = f"{median(r['ratios']):.2f}x" if r["ratios"] else "n/a"
             waits = (f"{median([x.get('host_waits_per_step', float('nan')) for x in r['ours']]):.2f}"
                      if r["ours"] else "n/a")
-            print(f"| ResNet-{depth}, {size}px, batch {batch} | {mode} | {ips(r['ours']):.1f} "
-                  f"| {ips(r['pytorch']):.1f} | {ratio} | {peak(r['ours'])} | {peak(r['pytorch'])} | {waits} |")
+            cells = ([f"ResNet-{depth}, {size}px, batch {batch}", mode, f"{ips(r['ours']):.1f}"]
+                     + [f"{ips(r[s]):.1f}" for s in sides] + [ratio_text(r, s, "{:.2f}x") for s in sides]
+                     + [peak(r["ours"])] + [peak(r[s]) for s in sides] + [waits, PYTORCH_RECIPE_NOTES[mode]])
+            print("| " + " | ".join(cells) + " |")
     if failures:
         print(f"\ncuda_compare: {len(failures)} measurement(s) failed: " + "; ".join(failures), file=sys.stderr)
         return 1

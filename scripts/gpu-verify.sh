@@ -6,9 +6,9 @@
 #                        committed trace, the placement tests, then the CUDA ones of test_ops and test_cuda_ops
 #                        under compute-sanitizer
 #   verify.sh train      ampwb train --device cuda in every mode on the bundled Fashion-MNIST cut
-#   verify.sh bench [ARGS]  bench/cuda_compare.py (ARGS passed on, e.g. --configs 50:224:256): ResNet-50 and
-#                        ResNet-18, 224 px batch 256, four modes, beside PyTorch AMP (channels_last,
-#                        cudnn.benchmark, GradScaler), alternating
+#   verify.sh bench [ARGS]  bench/cuda_compare.py (ARGS passed on, e.g. --configs 50:224:256 --modes amp-fp16):
+#                        ResNet-50 and ResNet-18, 224 px batch 256, every mode, beside PyTorch eager and with CUDA
+#                        graphs (channels_last, cudnn.benchmark, GradScaler), alternating: longer than one call
 set -uo pipefail
 bundle=$(cd "$(dirname "$0")" && pwd)
 source "$bundle/env.sh"
@@ -111,9 +111,11 @@ case $stage in
               --batch-size 128 --precision "$mode" --db "$logs/runs.sqlite" --name "gpu $mode"
           done
           timed runs 10 run ampwb runs --db "$logs/runs.sqlite" ;;
-        bench50) timed bench50-fp16-fp32 200 compare --configs 50:224:256 --modes amp-fp16 fp32
-                 timed bench50-tf32-bf16 200 compare --configs 50:224:256 --modes tf32 amp-bf16 ;;
-        bench18) timed bench18 240 compare --configs 18:224:256 ;;
+        bench50) timed bench50-fp16-fp32 200 compare --configs 50:224:256 --modes amp-fp16 fp32 --pytorch-graphs off
+                 timed bench50-tf32-bf16-o2 200 compare --configs 50:224:256 --modes tf32 amp-bf16 fp16-o2 \
+                   --pytorch-graphs off ;;
+        bench18) timed bench18 240 compare --configs 18:224:256 --modes fp32 tf32 amp-fp16 amp-bf16 \
+                   --pytorch-graphs off ;;
         fp8)  # amp-fp8 on FP8 tensor cores: its op and whole-step tests, a training, then ResNet-50 against amp-bf16
           timed fp8-ops 90 run test_cuda_ops --gtest_brief=1 --gtest_filter='CudaFp8*'
           timed fp8-step 90 run test_cuda_training --gtest_brief=1 --gtest_filter='*amp_fp8*'
@@ -126,9 +128,10 @@ case $stage in
             done
           done ;;
         graphsall)  # every mode of both models beside PyTorch with captured steps (amp-fp16 ResNet-50 last)
-          timed graphs18-all 200 compare --configs 18:224:256 --ampwb-args="--cuda-graphs on"
+          timed graphs18-all 200 compare --configs 18:224:256 --modes fp32 tf32 amp-fp16 amp-bf16 fp16-o2 \
+            --pytorch-graphs on --ampwb-args="--cuda-graphs on"
           timed graphs50-rest 200 compare --configs 50:224:256 --modes fp32 tf32 amp-bf16 amp-fp16 \
-            --ampwb-args="--cuda-graphs on" ;;
+            --pytorch-graphs on --ampwb-args="--cuda-graphs on" ;;
         gradscaler) timed gradscaler_trace 60 python3 "$checkout/scripts/gradscaler_trace.py" --devices cuda cpu \
           --out "$logs/gradscaler_trace.json" --against "$checkout/tests/golden/gradscaler_trace.json" ;;
         sanitizer)
@@ -178,8 +181,10 @@ case $stage in
           done ;;
         graphs)  # captured steps (--cuda-graphs on): the CUDA test, then ResNet-50 and ResNet-18 beside PyTorch
           timed graphs-test 90 run test_cuda_training --gtest_brief=1 --gtest_filter='CudaCapturedSteps*'
-          timed graphs50 150 compare --configs 50:224:256 --modes amp-fp16 amp-bf16 --ampwb-args="--cuda-graphs on"
-          timed graphs18 150 compare --configs 18:224:256 --modes amp-fp16 amp-bf16 --ampwb-args="--cuda-graphs on" ;;
+          timed graphs50 150 compare --configs 50:224:256 --modes amp-fp16 amp-bf16 --pytorch-graphs on \
+            --ampwb-args="--cuda-graphs on"
+          timed graphs18 150 compare --configs 18:224:256 --modes amp-fp16 amp-bf16 --pytorch-graphs on \
+            --ampwb-args="--cuda-graphs on" ;;
         graphsab)  # ours with and without graphs, alternating, ResNet-18 amp-fp16 (where launches weigh most)
           for g in off on off-2 on-2; do
             timed "graphs-${g}" 45 run ampwb bench --device cuda --depth 18 --image-size 224 --batch-size 256 \
