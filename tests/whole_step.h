@@ -12,10 +12,8 @@
 // wrong format: whole_step_mismatch also asks a 16-bit step to be nearer its mode's CPU step than FP32's.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ostream>
 #include <string>
 
@@ -54,17 +52,17 @@ inline void PrintTo(const StepTolerance& t, std::ostream* out) { *out << t.mode;
 inline std::string whole_step_mismatch(const StepOutcome& candidate, const StepOutcome& cpu_mode,
                                        const StepOutcome& cpu_fp32, const StepTolerance& tol) {
   const StepDistance d = step_distance(candidate, cpu_mode);
-  char text[200];
-  std::snprintf(text, sizeof text, "loss %.3g, gradients %.3g, weights %.3g from the CPU's %s step", d.loss, d.grads,
+  char apart[160];
+  std::snprintf(apart, sizeof apart, "loss %.3g, gradients %.3g, weights %.3g from the CPU's %s step", d.loss, d.grads,
                 d.weights, tol.mode);
-  if (!tol.holds(d)) return std::string(text) + ": beyond the tolerances (" + tol.why + ")";
+  if (!tol.holds(d)) return std::string(apart) + ": beyond the tolerances (" + tol.why + ")";
   const std::string mode = tol.mode;
-  if (mode == "fp32" || mode == "tf32") return "";
   const double from_fp32 = relative_l2(candidate.grads, cpu_fp32.grads);
-  if (d.grads < from_fp32) return "";
-  std::snprintf(text + std::strlen(text), sizeof text - std::strlen(text), ", but gradients %.3g from its FP32 step",
-                from_fp32);
-  return std::string(text) + ": nearer FP32 than " + mode;
+  if (mode == "fp32" || mode == "tf32" || d.grads < from_fp32) return "";
+  char nearer[120];
+  std::snprintf(nearer, sizeof nearer, ", but gradients %.3g from its FP32 step: nearer FP32 than %s", from_fp32,
+                tol.mode);
+  return std::string(apart) + nearer;
 }
 
 inline constexpr StepTolerance kWholeStepTolerances[] = {
