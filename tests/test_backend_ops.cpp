@@ -598,10 +598,12 @@ TEST_P(BackendOp, MatchesFloat64Reference) {
   const DType dtype = storage_dtype(c.precision);
   const Op op = std::visit([](const auto& p) { return std::decay_t<decltype(p)>::kOp; }, c.params);
   if (!backend->supports(op, dtype))
-    GTEST_SKIP() << test::kDoesNotApply << name << " says supports(" << op_name(op) << ", " << dtype_name(dtype) << ") is false";
+    GTEST_SKIP() << test::kDoesNotApply << name << " says supports(" << op_name(op) << ", " << dtype_name(dtype)
+                 << ") is false";
   if (const auto* convert = std::get_if<ConvertCase>(&c.params);
       convert && !backend->supports(op, storage_dtype(convert->to)))
-    GTEST_SKIP() << test::kDoesNotApply << name << " says supports(convert, " << dtype_name(storage_dtype(convert->to)) << ") is false";
+    GTEST_SKIP() << test::kDoesNotApply << name << " says supports(convert, " << dtype_name(storage_dtype(convert->to))
+                 << ") is false";
   if (print_errors()) std::printf("%s %s\n", name.c_str(), case_name(c).c_str());
   SCOPED_TRACE(case_name(c) + (*c.why ? std::string(": ") + c.why : std::string()));
   Tf32Scope tf32(*backend, c.precision == Precision::TF32);

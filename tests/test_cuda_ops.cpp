@@ -178,10 +178,11 @@ TEST(CudaGraphApi, Fp8PassesMakeValidGraphs) {
 // ---- FP8 (amp-fp8) ------------------------------------------------------------------------------------------
 
 // Where the GPU has FP8 tensor cores (compute capability 8.9 and later, Capabilities::fp8); others skip, saying so.
-#define SKIP_WITHOUT_FP8()                                              \
-  SKIP_WITHOUT_GPU();                                                   \
-  if (const Capabilities caps = gpu().capabilities(); !caps.fp8.native) \
-  GTEST_SKIP() << test::kDoesNotApply << "the backend declares no FP8 compute on " << caps.device_name << ": " << caps.fp8.how
+#define SKIP_WITHOUT_FP8()                                                                                     \
+  SKIP_WITHOUT_GPU();                                                                                          \
+  if (const Capabilities caps = gpu().capabilities(); !caps.fp8.native)                                        \
+  GTEST_SKIP() << test::kDoesNotApply << "the backend declares no FP8 compute on " << caps.device_name << ": " \
+               << caps.fp8.how
 
 // Host values that are exactly FP8 values of `format`, as FP32: random, rounded.
 Tensor fp8_values(Shape shape, Rng& rng, Fp8Format format, Layout layout = Layout::NCHW) {
@@ -404,7 +405,8 @@ TEST(CudaDevice, HostTensorsAreRefusedByNameAndAutoPicksTheGpu) {
 // ---- Without a GPU (these run on every machine of a CUDA build) ---------------------------------------------------
 
 TEST(CudaWithoutGpu, CudaIsRefusedClearlyAndAutoPicksTheCpu) {
-  if (have_gpu()) GTEST_SKIP() << test::kDoesNotApply << "a GPU is present: the no-GPU behaviour cannot be observed here";
+  if (have_gpu())
+    GTEST_SKIP() << test::kDoesNotApply << "a GPU is present: the no-GPU behaviour cannot be observed here";
   for (const char* name : {"cuda", "cuda:0", "cuda:1"}) {
     try {
       make_backend(parse_device(name));

@@ -30,7 +30,8 @@ TEST_P(CudaEveryMode, TrainsATinyResNetOnTheGpuWithFallingLoss) {
     GTEST_SKIP() << "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
   if (GetParam() == "amp-fp8")
     if (const Capabilities caps = make_backend(DeviceChoice::cuda(0), {1})->capabilities(); !caps.fp8.available)
-      GTEST_SKIP() << test::kDoesNotApply << "the backend declares no FP8 compute on " << caps.device_name << ": " << caps.fp8.how;
+      GTEST_SKIP() << test::kDoesNotApply << "the backend declares no FP8 compute on " << caps.device_name << ": "
+                   << caps.fp8.how;
   const fs::path data = make_stripes_idx("cuda_mode_" + GetParam(), 32, 16);
   TrainConfig c;
   c.data_dir = data.string();
@@ -95,8 +96,9 @@ TEST_P(CudaWholeStep, MatchesTheCpuBackendFromTheSameWeightsAndBatch) {
   CpuBackend cpu({2});
   const testing::StepOutcome on_gpu = testing::whole_step(*gpu, tol.mode);
   // The CPU has no TF32: it runs the FP32 step that TF32 approximates.
+  const std::string mode = tol.mode;
   const testing::StepOutcome cpu_fp32 = testing::whole_step(cpu, "fp32");
-  const testing::StepOutcome on_cpu = std::string(tol.mode) == "tf32" ? cpu_fp32 : testing::whole_step(cpu, tol.mode);
+  const testing::StepOutcome on_cpu = mode == "fp32" || mode == "tf32" ? cpu_fp32 : testing::whole_step(cpu, mode);
   ASSERT_EQ(on_gpu.skipped, on_cpu.skipped);
   const testing::StepDistance d = testing::step_distance(on_gpu, on_cpu);
   std::printf("%s, GPU against CPU: loss %.3g, gradients %.3g, weights %.3g; gradients from the CPU's FP32 step %.3g\n",
