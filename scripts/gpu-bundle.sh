@@ -30,7 +30,7 @@ programs=(app/ampwb tests/test_cuda_ops tests/test_cuda_training tests/test_ops 
 # and ninja, killed by SIGPIPE, would fail the pipeline.
 targets=$(cmake --build "$build" --target help)
 grep -q '^test_cuda_nccl:' <<< "$targets" ||
-  { echo "gpu-bundle: the build has no NCCL (libnccl-dev, or NCCL in the CUDA installation): see its configure output" >&2; exit 1; }
+  { echo "gpu-bundle: the build has no NCCL (NCCL in the CUDA installation): see its configure output" >&2; exit 1; }
 grep -q '^ampwb_graph_api_probe:' <<< "$targets" ||
   { echo "gpu-bundle: the build has no cudnn-frontend (scripts/install-deps.sh could not fetch it)" >&2; exit 1; }
 programs+=(tests/test_cuda_nccl bench/ampwb_graph_api_probe)
