@@ -110,6 +110,8 @@ void add_bench_command(CLI::App& app, Invocation& invocation) {
   names_setting(add_choice(bench, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs (not with --profile)"),
                 "cuda_graphs");
   names_setting(add_choice(bench, "--conv-algorithm", c.conv_algorithm, "CPU convolutions"), "conv_algorithm");
+  names_setting(bench->add_flag("--deterministic", c.deterministic, "GPU: deterministic convolutions only"),
+                "deterministic");
   bench->footer(devices_help);
   run_on_parse(bench, invocation, options, bench_command);
 }

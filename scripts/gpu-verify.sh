@@ -141,7 +141,7 @@ case $stage in
         workspace)  # cuDNN's algorithms with a 4 GiB workspace limit instead of 256 MiB
           AMPWB_CUDNN_WORKSPACE_MIB=4096 timed workspace-4096 60 run ampwb bench --device cuda --depth 50 \
             --image-size 224 --batch-size 256 --precision amp-fp16 --steps 15 --warmup 6 --json ;;
-        fp32algos)  # strict FP32: GEMM-based algorithms only (the default) against any FMA algorithm, and the choices
+        fp32algos)  # strict FP32: GEMM-based algorithms only against any FMA one (FFT, Winograd: the default)
           for exact in 1 0; do
             AMPWB_CUDNN_PLANS=1 AMPWB_CUDNN_EXACT_FP32=$exact timed "fp32-exact$exact" 60 run ampwb bench \
               --device cuda --depth 18 --image-size 224 --batch-size 256 --precision fp32 --steps 4 --warmup 2 --json
@@ -152,16 +152,17 @@ case $stage in
             AMPWB_CUDA_FP32_NCHW=$nchw timed "fp32-nchw$nchw" 60 run ampwb bench --device cuda --depth 18 \
               --image-size 224 --batch-size 256 --precision fp32 --steps 4 --warmup 2 --json
           done ;;
-        graphapi)  # convolutions on cuDNN's graph API (AMPWB_CUDNN_GRAPH_API=1, cudnn-frontend): its test against the
-          # legacy API, then the convolution op tests through it
+        graphapi)  # convolutions on cuDNN's graph API alone (AMPWB_CUDNN_GRAPH_API=1, cudnn-frontend): its tests
+          # against the legacy API, then the convolution op tests through it
           timed graphapi-test 60 run test_cuda_ops --gtest_brief=1 --gtest_filter='CudaGraphApi*'
           AMPWB_CUDNN_GRAPH_API=1 timed graphapi-ops 90 run test_ops --gtest_brief=1 --gtest_filter='*cuda_conv*' ;;
-        graphapiab)  # legacy against graph API, alternating (the graph API's runs print their engines): ResNet-18
-          # amp-fp16, ResNet-50 amp-fp16, ResNet-18 fp32 (strict FP32 has two NHWC algorithms on the legacy API)
+        graphapiab)  # the legacy API alone against the default (the faster API per shape, whose runs print their
+          # plans), alternating: ResNet-18 amp-fp16, ResNet-50 amp-fp16, ResNet-18 fp32
           for run_of in 18:amp-fp16:15 50:amp-fp16:15 18:fp32:4; do
             IFS=: read -r depth mode steps <<<"$run_of"
-            for api in 0 1 0-2 1-2; do
-              AMPWB_CUDNN_GRAPH_API=${api%-2} AMPWB_CUDNN_PLANS=${api%-2} timed "graphapi-r$depth-$mode-$api" 90 \
+            for api in 0 auto 0-2 auto-2; do
+              AMPWB_CUDNN_GRAPH_API=${api%-2} AMPWB_CUDNN_PLANS=$([ "${api%-2}" = auto ] && echo 1 || echo 0) \
+                timed "graphapi-r$depth-$mode-$api" 90 \
                 run ampwb bench --device cuda --depth "$depth" --image-size 224 --batch-size 256 --precision "$mode" \
                 --steps "$steps" --warmup 4 --json
             done

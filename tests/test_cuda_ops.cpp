@@ -93,15 +93,15 @@ TEST(CudaGraphApi, EveryPassDtypeAndLayoutMakesAValidGraph) {
   EXPECT_NE(cuda::GraphApiConvs::validate(cuda::ConvPass::Forward, wrong), "");
 }
 
-// With a GPU: every pass of every shape on the graph API against the legacy API, same inputs. FP32 within 1e-5 of
-// the largest output (two FP32 sums of the same products in different orders), FP16 and BF16 within one rounding of
-// the output type. And the graph API must have run them: a silent fall-back to the legacy API fails.
-TEST(CudaGraphApi, ConvolutionsMatchTheLegacyApi) {
-  SKIP_WITHOUT_GPU();
-  if (!cuda::GraphApiConvs::compiled()) GTEST_SKIP() << "built without cudnn-frontend (scripts/install-deps.sh)";
+// Every pass of every shape (FP32, FP16, BF16, NHWC) on a runner of the given policy against the legacy API's
+// GEMM-based algorithms, same inputs: within 1e-5 of the largest output in FP32 (two FP32 sums of the same products
+// in different orders; FFT and Winograd transform them first) and one rounding of the output type in FP16 and BF16.
+// Each pass runs twice: `runs` counts the passes and shapes, `repeated_alike` those whose two results were the same
+// bits. Returns the runner's plans.
+std::string compare_with_exact_legacy(const cuda::ConvPolicy& policy, size_t& runs, size_t& repeated_alike) {
   gpu();  // the device set up
   cudnnHandle_t handle = nullptr;
-  ASSERT_EQ(cudnnCreate(&handle), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnCreate(&handle), CUDNN_STATUS_SUCCESS);
   std::vector<void*> blocks;
   const cuda::ScratchFn scratch = [&](size_t bytes) {
     void* p = nullptr;
@@ -109,10 +109,14 @@ TEST(CudaGraphApi, ConvolutionsMatchTheLegacyApi) {
     blocks.push_back(p);
     return p;
   };
+  std::string plans;
+  runs = repeated_alike = 0;
   {
-    cuda::ConvRunner legacy(handle, size_t{256} << 20, true, true), graph(handle, size_t{256} << 20, true, true, true);
+    cuda::ConvPolicy exact;
+    exact.api = cuda::ConvApi::Legacy;
+    exact.exact_fp32 = true;
+    cuda::ConvRunner legacy(handle, exact), tested(handle, policy);
     Rng rng(31);
-    size_t runs = 0;
     for (const auto& [dtype, t] : {std::pair{CUDNN_DATA_FLOAT, DType::F32}, std::pair{CUDNN_DATA_HALF, DType::F16},
                                    std::pair{CUDNN_DATA_BFLOAT16, DType::BF16}})
       for (const cuda::ConvShape& s :
@@ -124,40 +128,86 @@ TEST(CudaGraphApi, ConvolutionsMatchTheLegacyApi) {
         const Tensor gx = to_gpu(x), gw = to_gpu(w), gdy = to_gpu(dy);
         for (const auto pass : kPasses) {
           const Tensor& like = pass == cuda::ConvPass::Forward ? dy : pass == cuda::ConvPass::BackwardData ? x : w;
-          Tensor out_legacy = to_gpu(like), out_graph = to_gpu(like);
+          Tensor out_legacy = to_gpu(like), out = to_gpu(like), again = to_gpu(like);
           // The runners use the handle's own stream, not the backend's: the uploads are waited for here, and the
           // results before they are read back.
           CUDA_CHECK(cudaDeviceSynchronize());
-          auto run = [&](cuda::ConvRunner& r, Tensor& out) {
-            if (pass == cuda::ConvPass::Forward) r.forward(s, gx.data(), gw.data(), out.data(), scratch);
-            if (pass == cuda::ConvPass::BackwardData) r.backward_data(s, gdy.data(), gw.data(), out.data(), scratch);
+          auto run = [&](cuda::ConvRunner& r, Tensor& result) {
+            if (pass == cuda::ConvPass::Forward) r.forward(s, gx.data(), gw.data(), result.data(), scratch);
+            if (pass == cuda::ConvPass::BackwardData) r.backward_data(s, gdy.data(), gw.data(), result.data(), scratch);
             if (pass == cuda::ConvPass::BackwardFilter)
-              r.backward_filter(s, gx.data(), gdy.data(), out.data(), scratch);
+              r.backward_filter(s, gx.data(), gdy.data(), result.data(), scratch);
           };
           run(legacy, out_legacy);
-          run(graph, out_graph);
+          run(tested, out);
+          run(tested, again);
           CUDA_CHECK(cudaDeviceSynchronize());
-          for (void* p : blocks) cudaFree(p);  // the scratch of the two runs, done
+          for (void* p : blocks) cudaFree(p);  // the scratch of the runs, done
           blocks.clear();
           ++runs;
-          const std::vector<float> a = to_float_vector(to_host(out_legacy)), b = to_float_vector(to_host(out_graph));
+          const std::vector<float> a = to_float_vector(to_host(out_legacy)), b = to_float_vector(to_host(out));
+          repeated_alike += to_float_vector(to_host(again)) == b;
           double largest = 0, worst = 0;
           for (size_t i = 0; i < a.size(); ++i) {
             largest = std::max(largest, std::fabs(double{a[i]}));
             worst = std::max(worst, std::fabs(double{a[i]} - double{b[i]}));
           }
           const double bound = t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 1.6e-2;
-          EXPECT_LE(worst, bound * largest) << s.key("graph") << " pass " << static_cast<int>(pass);
+          EXPECT_LE(worst, bound * largest) << s.key("conv") << " pass " << static_cast<int>(pass);
         }
       }
-    EXPECT_EQ(graph.plans_cached(), runs) << "every pass and shape planned once:\n" << graph.describe_plans();
-    const std::string plans = graph.describe_plans();
-    EXPECT_EQ(plans.find("legacy API"), std::string::npos) << "the graph API refused some:\n" << plans;
-    std::printf("%s", plans.c_str());
+    EXPECT_EQ(tested.plans_cached(), runs) << "every pass and shape planned once:\n" << tested.describe_plans();
+    plans = tested.describe_plans();
   }
   CUDA_CHECK(cudaDeviceSynchronize());
   for (void* p : blocks) cudaFree(p);
   cudnnDestroy(handle);
+  return plans;
+}
+
+// The graph API alone (ConvApi::Graph), GEMM-based in FP32 like the legacy API it is compared with: it must have
+// run every pass (a silent fall-back to the legacy API fails).
+TEST(CudaGraphApi, ConvolutionsMatchTheLegacyApi) {
+  SKIP_WITHOUT_GPU();
+  if (!cuda::GraphApiConvs::compiled()) GTEST_SKIP() << "built without cudnn-frontend (scripts/install-deps.sh)";
+  cuda::ConvPolicy policy;
+  policy.api = cuda::ConvApi::Graph;
+  policy.exact_fp32 = true;
+  size_t runs = 0, alike = 0;
+  const std::string plans = compare_with_exact_legacy(policy, runs, alike);
+  EXPECT_EQ(plans.find("legacy API"), std::string::npos) << "the graph API refused some:\n" << plans;
+  std::printf("%s", plans.c_str());
+}
+
+// The backend's default policy (PyTorch's: both APIs timed per shape, FFT, Winograd, non-deterministic and
+// runtime-compiled engines allowed): each pass and shape runs on the one API it chose, and the timing says why.
+TEST(CudaGraphApi, TheFasterApiRunsEachPass) {
+  SKIP_WITHOUT_GPU();
+  if (!cuda::GraphApiConvs::compiled()) GTEST_SKIP() << "built without cudnn-frontend (scripts/install-deps.sh)";
+  size_t runs = 0, alike = 0;
+  const std::string plans = compare_with_exact_legacy(cuda::ConvPolicy{}, runs, alike);
+  std::istringstream lines(plans);
+  size_t graph = 0, legacy = 0;
+  for (std::string line; std::getline(lines, line);) {
+    graph += line.find(": graph API, engine") != std::string::npos;
+    legacy += line.find(": legacy API (faster: ") != std::string::npos;
+    if (line.find("graph API, engine") != std::string::npos || line.find("slower than") != std::string::npos) {
+      EXPECT_NE(line.find(" ms"), std::string::npos) << "timed, so its time is shown: " << line;
+    }
+  }
+  EXPECT_EQ(graph + legacy, runs) << "each pass on the graph API or, timed faster, the legacy API:\n" << plans;
+  std::printf("%s", plans.c_str());
+}
+
+// --deterministic: deterministic algorithms and engines only, so every pass repeats bit for bit.
+TEST(CudaGraphApi, DeterministicPassesRepeatBitForBit) {
+  SKIP_WITHOUT_GPU();
+  cuda::ConvPolicy policy;
+  policy.deterministic = true;
+  if (!cuda::GraphApiConvs::compiled()) policy.api = cuda::ConvApi::Legacy;
+  size_t runs = 0, alike = 0;
+  const std::string plans = compare_with_exact_legacy(policy, runs, alike);
+  EXPECT_EQ(alike, runs) << plans;
 }
 
 // amp-fp8's three convolution passes as graphs (FP8 inputs, FP32 output, NHWC), checked on the host: E4M3 by E4M3

@@ -19,6 +19,7 @@ std::unique_ptr<Backend> make_backend(DeviceChoice device, const BackendOptions&
       try {
         CudaBackendOptions cuda_options;
         cuda_options.allow_tf32 = options.tf32;
+        cuda_options.deterministic = options.deterministic;
         return std::make_unique<CudaBackend>(cuda_options);
       } catch (const Error& e) {
         throw Error(std::string("device auto: a CUDA GPU was found but cannot be used (") + e.what() +
@@ -38,6 +39,7 @@ std::unique_ptr<Backend> make_backend(DeviceChoice device, const BackendOptions&
   CudaBackendOptions cuda_options;
   cuda_options.device_index = device.index;
   cuda_options.allow_tf32 = options.tf32;
+  cuda_options.deterministic = options.deterministic;
   return std::make_unique<CudaBackend>(cuda_options);
 #else
   throw Error("device " + device.name() + ": this build has no CUDA support (nvcc was not found at configure time)");

@@ -55,6 +55,9 @@ struct BackendOptions {
   CpuBf16 bf16 = CpuBf16::Auto;  // CPU: oneDNN's native BF16 primitives or the engine's emulation
   bool tf32 = false;             // CUDA: FP32 convolutions and matrix products on TF32 tensor cores (the tf32 mode)
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions
+  // CUDA: deterministic cuDNN convolutions only, so that a run repeats bit for bit (the CPU's always do, for one
+  // thread count and convolution algorithm); off, as in PyTorch, the fastest engines whatever their order of sums.
+  bool deterministic = false;
 };
 
 // Auto: a CUDA GPU when one is usable, else the CPU.

@@ -17,6 +17,7 @@ BenchConfig bench_config_of(const TrainConfig& config, int image_size, int class
   b.seed = config.seed;
   b.stem = config.stem;
   b.conv_algorithm = config.conv_algorithm;
+  b.deterministic = config.deterministic;
   b.host_sync = config.host_sync;
   b.cuda_graphs = config.cuda_graphs;
   return b;

@@ -44,8 +44,9 @@ void validate(const BenchConfig& c) {
 
 BenchResult run_benchmark(const BenchConfig& config) {
   validate(config);
-  std::unique_ptr<Backend> backend = make_backend(
-      config.device, {config.threads, CpuBf16::Auto, config.precision == PrecisionMode::Tf32, config.conv_algorithm});
+  std::unique_ptr<Backend> backend =
+      make_backend(config.device, {config.threads, CpuBf16::Auto, config.precision == PrecisionMode::Tf32,
+                                   config.conv_algorithm, config.deterministic});
   // Timing by class only with --profile (between device events on a GPU; on a CPU each op is timed on the host
   // clock); the host waits are always counted.
   auto wrapped = std::make_unique<ProfiledBackend>(std::move(backend));

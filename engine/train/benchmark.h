@@ -27,6 +27,7 @@ struct BenchConfig {
   bool profile = false;  // time every op by class (backend/profiled_backend.h): on the host clock on a CPU, between
                          // device events on a GPU
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;  // CPU: FP32 3x3 convolutions (backend/make_backend.h)
+  bool deterministic = false;                          // CUDA: deterministic convolutions only (ditto)
   HostSync host_sync = HostSync::Auto;                 // as TrainConfig::host_sync
   CudaGraphs cuda_graphs = CudaGraphs::Auto;           // as TrainConfig::cuda_graphs
 };

@@ -62,6 +62,7 @@ struct TrainConfig {
   // CPU convolutions (FP32 and emulated 16-bit 3x3 ones; with AVX-512, those of small images, native BF16 ones only
   // on AMX; backend/make_backend.h). The run's backend description records what ran.
   ConvAlgorithm conv_algorithm = ConvAlgorithm::Auto;
+  bool deterministic = false;  // CUDA: deterministic convolutions only (backend/make_backend.h)
   int threads = 0;  // 0 = every core; at most kMaxThreads
   PrecisionConfig precision;
   DataConfig data;
@@ -164,6 +165,7 @@ void fields(R& c, V&& v) {
   v("host_sync", c.host_sync);
   v("cuda_graphs", c.cuda_graphs);
   v("conv_algorithm", c.conv_algorithm);
+  v("deterministic", c.deterministic);
   v("threads", c.threads);
   v("precision", c.precision);
   v("data", c.data);

@@ -542,9 +542,10 @@ std::unique_ptr<ProfiledBackend> Trainer::Run::profiled_backend(const Trainer& t
   // On several GPUs, each rank's is the one its communicator (NCCL) runs on: the local rank's.
   const Communicator* world = trainer.communicator_;
   const bool rank_gpu = world && world->world_size() > 1 && world->reduces_device_memory() && !config.device.is_cpu();
-  std::unique_ptr<Backend> made = make_backend(
-      rank_gpu ? DeviceChoice::cuda(world->device_index()) : config.device,
-      {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32, config.conv_algorithm});
+  std::unique_ptr<Backend> made =
+      make_backend(rank_gpu ? DeviceChoice::cuda(world->device_index()) : config.device,
+                   {config.threads, CpuBf16::Auto, config.precision.mode == PrecisionMode::Tf32, config.conv_algorithm,
+                    config.deterministic});
   if (trainer.decorate_backend_) made = trainer.decorate_backend_(std::move(made));
   return std::make_unique<ProfiledBackend>(std::move(made));
 }

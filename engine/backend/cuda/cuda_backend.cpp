@@ -65,25 +65,36 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   // forbids FFT and Winograd algorithms in strict FP32; AMPWB_CUDNN_PLANS=1 prints the chosen algorithms at exit;
   // AMPWB_CUDA_FP32_NCHW=1 runs strict FP32 convolutions in NCHW (Impl::conv_layout); AMPWB_CUDA_FUSED_ENDS=0 runs
   // a residual block's end as separate ops (batch norm, add + ReLU; add, relu_backward), for A/B runs;
-  // AMPWB_CUDNN_GRAPH_API=1 runs the convolutions on cuDNN's graph API (cudnn-frontend) where it takes them.
+  // AMPWB_CUDNN_GRAPH_API=0 runs the convolutions on the legacy API only, =1 on the graph API wherever it takes
+  // them (untimed against the legacy API), =auto (or unset) on the faster of both per shape where the build has
+  // cudnn-frontend; AMPWB_CUDNN_RUNTIME_COMPILED=0 leaves out the graph API's engines that NVRTC compiles.
   const auto setting = [](const char* name) -> std::optional<std::string> {
     const char* v = std::getenv(name);
     return v && *v ? std::optional<std::string>(v) : std::nullopt;
   };
-  const bool timed = options.benchmark_algorithms && setting("AMPWB_CUDNN_BENCHMARK").value_or("1") != "0";
-  size_t workspace_limit = options.conv_workspace_limit;
+  cuda::ConvPolicy conv;
+  conv.benchmark = options.benchmark_algorithms && setting("AMPWB_CUDNN_BENCHMARK").value_or("1") != "0";
+  conv.workspace_limit = options.conv_workspace_limit;
   if (const auto mib = setting("AMPWB_CUDNN_WORKSPACE_MIB")) {
     AMPWB_CHECK(!mib->empty() && mib->size() <= 7 && mib->find_first_not_of("0123456789") == std::string::npos,
                 "AMPWB_CUDNN_WORKSPACE_MIB must be a whole number of MiB, got '" << *mib << "'");
-    workspace_limit = std::stoull(*mib) << 20;
+    conv.workspace_limit = std::stoull(*mib) << 20;
   }
-  bool exact_fp32 = options.exact_fp32_convolutions;
-  if (const auto exact = setting("AMPWB_CUDNN_EXACT_FP32")) exact_fp32 = *exact != "0";
+  conv.exact_fp32 = options.exact_fp32_convolutions;
+  if (const auto exact = setting("AMPWB_CUDNN_EXACT_FP32")) conv.exact_fp32 = *exact != "0";
+  conv.deterministic = options.deterministic;
+  conv.runtime_compiled = setting("AMPWB_CUDNN_RUNTIME_COMPILED").value_or("1") != "0";
+  const std::string graph_api = setting("AMPWB_CUDNN_GRAPH_API").value_or("auto");
+  AMPWB_CHECK(graph_api == "0" || graph_api == "1" || graph_api == "auto",
+              "AMPWB_CUDNN_GRAPH_API must be 0 (the legacy API), 1 (the graph API) or auto (the faster), got '"
+                  << graph_api << "'");
+  conv.api = graph_api == "1"                                       ? cuda::ConvApi::Graph
+             : graph_api == "0" || !cuda::GraphApiConvs::compiled() ? cuda::ConvApi::Legacy
+                                                                    : cuda::ConvApi::Fastest;
   m.print_plans = setting("AMPWB_CUDNN_PLANS").value_or("0") != "0";
   m.fp32_conv_nchw = setting("AMPWB_CUDA_FP32_NCHW").value_or("0") != "0";
   m.fused_block_ends = setting("AMPWB_CUDA_FUSED_ENDS").value_or("1") != "0";
-  const bool graph_api = setting("AMPWB_CUDNN_GRAPH_API").value_or("0") != "0";
-  m.conv = std::make_unique<cuda::ConvRunner>(m.cudnn, workspace_limit, timed, exact_fp32, graph_api);
+  m.conv = std::make_unique<cuda::ConvRunner>(m.cudnn, conv);
   m.matmul = std::make_unique<cuda::MatmulRunner>(m.cublas);
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.host_results), sizeof(Impl::Results), cudaHostAllocDefault));
   m.device_results = m.bytes(sizeof(Impl::Results));
@@ -117,7 +128,8 @@ std::string CudaBackend::description() const {
       << m.props.minor << ", " << m.props.multiProcessorCount << " SMs; CUDA " << cuda_runtime_version() << ", driver "
       << driver / 1000 << "." << (driver % 1000) / 10 << ", cuDNN " << version3(static_cast<long>(cudnnGetVersion()))
       << ", cuBLASLt " << version3(static_cast<long>(cublasLtGetVersion())) << "; TF32 "
-      << (m.options.allow_tf32 ? "on" : "off") << ")";
+      << (m.options.allow_tf32 ? "on" : "off") << (m.options.deterministic ? "; deterministic convolutions" : "")
+      << ")";
   return out.str();
 }
 

@@ -1,8 +1,9 @@
 // The CUDA backend: the Backend interface on one NVIDIA GPU, with the CPU backend's argument conventions and
 // results (engine/backend/cpu is the semantic reference, engine/reference the oracle).
 //
-//   convolutions      cuDNN 9 (legacy C API): algorithm chosen once per shape (timed by default) and cached,
-//                     workspace at most CudaBackendOptions::conv_workspace_limit
+//   convolutions      cuDNN 9: its graph API (cudnn-frontend) and its legacy C API, both timed on each pass and
+//                     shape's first call and the faster kept, with PyTorch's engine policy (cuda_libraries.h,
+//                     ConvPolicy); workspace at most CudaBackendOptions::conv_workspace_limit
 //   linear            cuBLASLt: FP32 (FP32 compute, or TF32 with allow_tf32), FP16/BF16 with FP32 accumulation
 //   FP8 (amp-fp8)     E4M3/E5M2 operands into FP32 on FP8 tensor cores (compute capability 8.9 and later):
 //                     convolutions on cuDNN's graph API, matrix products on cuBLASLt; a shape either has no
@@ -50,9 +51,10 @@ struct CudaBackendOptions {
   // Time cuDNN's algorithms once per shape, else its heuristics choose (AMPWB_CUDNN_BENCHMARK=0 also turns it off).
   bool benchmark_algorithms = true;
   int pad_input_channels = 8;  // channel multiple for 16-bit NHWC convolutions; 0: never pad (see above)
-  // fp32 mode: GEMM-based convolution algorithms only (FFT and Winograd can miss the FP32 bound of 1e-5);
-  // false lets the timing pick any algorithm. TF32, FP16 and BF16 may use any.
-  bool exact_fp32_convolutions = true;
+  // fp32 mode: GEMM-based convolution algorithms only, no FFT or Winograd (which PyTorch's FP32 takes).
+  bool exact_fp32_convolutions = false;
+  // Deterministic cuDNN algorithms and engines only (torch.backends.cudnn.deterministic): a run repeats bit for bit.
+  bool deterministic = false;
 };
 
 class CudaBackend final : public Backend {

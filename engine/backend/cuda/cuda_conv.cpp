@@ -1,7 +1,7 @@
 // cuDNN convolutions through the legacy C API: forward, backward data and backward filter. A plan (descriptors,
 // algorithm, math type, workspace size) is made once per shape under an explicit key and reused; the workspace size
 // is queried for the chosen algorithm before execution and never exceeds the limit. Where the build has
-// cudnn-frontend and the backend asks for it, cuDNN's graph API is tried first (cuda_conv_frontend.cpp).
+// cudnn-frontend, cuDNN's graph API (cuda_conv_frontend.cpp) runs the passes it is faster on (ConvApi).
 #include <algorithm>
 #include <sstream>
 #include <vector>
@@ -85,6 +85,14 @@ std::string mib(size_t bytes) {
   return out.str();
 }
 
+std::string ms_text(float ms) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(3);
+  out << ms << " ms";
+  return out.str();
+}
+
 std::string ConvShape::key(const char* op) const {
   std::ostringstream out;
   out << op << " n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s << " p" << p
@@ -102,6 +110,8 @@ struct ConvRunner::Plan {
   int algo = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t workspace = 0;
+  float ms = -1;  // the chosen algorithm's time as cudnnFind measured it; negative where nothing was timed
+  enum class Api { Undecided, Graph, Legacy } api = Api::Undecided;
 
   ~Plan() {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
@@ -111,9 +121,8 @@ struct ConvRunner::Plan {
   }
 };
 
-ConvRunner::ConvRunner(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32, bool graph_api)
-    : handle_(handle), workspace_limit_(workspace_limit), benchmark_(benchmark), exact_fp32_(exact_fp32) {
-  if (graph_api) graph_api_ = std::make_unique<GraphApiConvs>(handle, workspace_limit, benchmark, exact_fp32);
+ConvRunner::ConvRunner(cudnnHandle_t handle, const ConvPolicy& policy) : handle_(handle), policy_(policy) {
+  if (policy.api != ConvApi::Legacy) graph_api_ = std::make_unique<GraphApiConvs>(handle, policy);
 }
 
 ConvRunner::~ConvRunner() = default;
@@ -146,7 +155,7 @@ ConvRunner::Plan& ConvRunner::plan(const std::string& key, const ConvShape& s) {
 }
 
 void* ConvRunner::find_workspace(const ScratchFn& scratch, size_t& size) const {
-  for (size = workspace_limit_; size >= (size_t{1} << 20); size /= 4) {
+  for (size = policy_.workspace_limit; size >= (size_t{1} << 20); size /= 4) {
     try {
       return scratch(size);
     } catch (const Error&) {
@@ -160,8 +169,7 @@ void* ConvRunner::find_workspace(const ScratchFn& scratch, size_t& size) const {
 namespace {
 
 // GEMM-based algorithms: FP32 sums of products as the reference computes them. FFT and Winograd transform the data
-// first and can miss the FP32 bound of 1e-5 (relative to the largest output), so strict FP32 leaves them out unless
-// allowed (ConvRunner's exact_fp32 = false).
+// first, as PyTorch lets them; ConvPolicy::exact_fp32 leaves them out of strict FP32.
 bool gemm_based(cudnnConvolutionFwdAlgo_t a) {
   return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
          a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
@@ -174,12 +182,12 @@ bool gemm_based(cudnnConvolutionBwdFilterAlgo_t a) {
          a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
 }
 
-// Whether a search result may be taken: it succeeded, fits the limit, honours the math mode and, for exact FP32, is
-// GEMM-based.
+// Whether a search result may be taken: it succeeded, fits the limit, honours the math mode and the policy.
 template <class Perf>
-bool acceptable(const Perf& r, size_t limit, ConvMath mode, bool exact_fp32) {
+bool acceptable(const Perf& r, size_t limit, ConvMath mode, const ConvPolicy& policy) {
   if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit || !math_allowed(mode, r.mathType)) return false;
-  return !(mode == ConvMath::Fp32 && exact_fp32 && !gemm_based(r.algo));
+  if (policy.deterministic && r.determinism != CUDNN_DETERMINISTIC) return false;
+  return !(mode == ConvMath::Fp32 && policy.exact_fp32 && !gemm_based(r.algo));
 }
 
 [[noreturn]] void no_algorithm(const std::string& key, size_t limit) {
@@ -217,9 +225,9 @@ void* ConvRunner::prepare(Plan& p, const std::string& key, ConvMath math, const 
   const int max_count = std::max(calls.max_count(), 1);
   int count = 0;
   std::vector<Perf> results(static_cast<size_t>(max_count));
-  size_t limit = workspace_limit_;
+  size_t limit = policy_.workspace_limit;
   void* search_workspace = nullptr;
-  if (benchmark_) {
+  if (policy_.benchmark) {
     search_workspace = find_workspace(scratch, limit);
     calls.find(search_workspace, limit, max_count, &count, results.data());
   } else {
@@ -228,11 +236,12 @@ void* ConvRunner::prepare(Plan& p, const std::string& key, ConvMath math, const 
   // Results arrive fastest first (Find) or best first (_v7). The heuristics' memory figures are estimates, so each
   // candidate's workspace is asked again under its math type; the first that fits is kept.
   for (int i = 0; i < count; ++i) {
-    if (!acceptable(results[i], limit, math, exact_fp32_)) continue;
+    if (!acceptable(results[i], limit, math, policy_)) continue;
     adopt(p.conv, results[i], math, p.algo, p.math);
     p.workspace = calls.workspace_of(results[i].algo);
     if (p.workspace > limit) continue;
     p.chosen = true;
+    if (policy_.benchmark) p.ms = results[i].time;
     // The first execution reuses the search's workspace rather than holding a second one beside it.
     if (p.workspace == 0) return nullptr;
     return search_workspace ? search_workspace : scratch(p.workspace);
@@ -240,12 +249,38 @@ void* ConvRunner::prepare(Plan& p, const std::string& key, ConvMath math, const 
   no_algorithm(key, limit);
 }
 
+template <class Perf, class Calls, class Execute>
+void ConvRunner::run(ConvPass pass, Plan& p, const std::string& key, const ConvShape& s, const void* a, const void* b,
+                     void* out, const ScratchFn& scratch, const Calls& calls, const Execute& execute) {
+  if (graph_api_ && p.api != Plan::Api::Legacy && graph_api_->run(pass, s, a, b, out, scratch, capturing_)) {
+    if (p.api == Plan::Api::Graph) return;
+    // The shape's first call: with ConvApi::Fastest and timing, the legacy API's fastest algorithm is timed too.
+    const float graph_ms = graph_api_->timed_ms(pass, s);
+    if (policy_.api == ConvApi::Fastest && graph_ms >= 0) {
+      try {
+        prepare<Perf>(p, key, s.math, scratch, calls);
+      } catch (const Error&) {  // no legacy algorithm within the limits: the graph API's engine it is
+      }
+      if (p.chosen && p.ms >= 0 && p.ms < graph_ms) {
+        graph_api_->decline(pass, s, "faster: " + ms_text(p.ms) + " against the graph API's " + ms_text(graph_ms));
+        p.api = Plan::Api::Legacy;
+        return execute(prepare<Perf>(p, key, s.math, scratch, calls));
+      }
+      p.api = Plan::Api::Graph;
+      graph_api_->run(pass, s, a, b, out, scratch, capturing_);  // out again: the timing left another algorithm's
+      return;
+    }
+    p.api = Plan::Api::Graph;
+    return;
+  }
+  execute(prepare<Perf>(p, key, s.math, scratch, calls));
+}
+
 void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void* y, const ScratchFn& scratch) {
   const std::string key = s.key("fwd");
-  if (graph_api_ && graph_api_->run(ConvPass::Forward, s, x, w, y, scratch, capturing_)) return;
   Plan& p = plan(key, s);
-  void* ws = prepare<cudnnConvolutionFwdAlgoPerf_t>(
-      p, key, s.math, scratch,
+  run<cudnnConvolutionFwdAlgoPerf_t>(
+      ConvPass::Forward, p, key, s, x, w, y, scratch,
       SearchCalls{[&] {
                     int n = 0;
                     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle_, &n));
@@ -263,18 +298,20 @@ void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void*
                     size_t bytes = 0;
                     CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.w, p.conv, p.y, algo, &bytes));
                     return bytes;
-                  }});
-  const float alpha = 1.0f, beta = 0.0f;
-  CUDNN_CHECK(cudnnConvolutionForward(handle_, &alpha, p.x, x, p.w, w, p.conv,
-                                      static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace, &beta, p.y, y));
+                  }},
+      [&](void* ws) {
+        const float alpha = 1.0f, beta = 0.0f;
+        CUDNN_CHECK(cudnnConvolutionForward(handle_, &alpha, p.x, x, p.w, w, p.conv,
+                                            static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace, &beta, p.y,
+                                            y));
+      });
 }
 
 void ConvRunner::backward_data(const ConvShape& s, const void* dy, const void* w, void* dx, const ScratchFn& scratch) {
   const std::string key = s.key("bwd-data");
-  if (graph_api_ && graph_api_->run(ConvPass::BackwardData, s, dy, w, dx, scratch, capturing_)) return;
   Plan& p = plan(key, s);
-  void* ws = prepare<cudnnConvolutionBwdDataAlgoPerf_t>(
-      p, key, s.math, scratch,
+  run<cudnnConvolutionBwdDataAlgoPerf_t>(
+      ConvPass::BackwardData, p, key, s, dy, w, dx, scratch,
       SearchCalls{[&] {
                     int n = 0;
                     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &n));
@@ -293,20 +330,21 @@ void ConvRunner::backward_data(const ConvShape& s, const void* dy, const void* w
                     CUDNN_CHECK(
                         cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.w, p.y, p.conv, p.x, algo, &bytes));
                     return bytes;
-                  }});
-  const float alpha = 1.0f, beta = 0.0f;
-  CUDNN_CHECK(cudnnConvolutionBackwardData(handle_, &alpha, p.w, w, p.y, dy, p.conv,
-                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws, p.workspace, &beta,
-                                           p.x, dx));
+                  }},
+      [&](void* ws) {
+        const float alpha = 1.0f, beta = 0.0f;
+        CUDNN_CHECK(cudnnConvolutionBackwardData(handle_, &alpha, p.w, w, p.y, dy, p.conv,
+                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws, p.workspace,
+                                                 &beta, p.x, dx));
+      });
 }
 
 void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* dy, void* dw,
                                  const ScratchFn& scratch) {
   const std::string key = s.key("bwd-filter");
-  if (graph_api_ && graph_api_->run(ConvPass::BackwardFilter, s, x, dy, dw, scratch, capturing_)) return;
   Plan& p = plan(key, s);
-  void* ws = prepare<cudnnConvolutionBwdFilterAlgoPerf_t>(
-      p, key, s.math, scratch,
+  run<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      ConvPass::BackwardFilter, p, key, s, x, dy, dw, scratch,
       SearchCalls{[&] {
                     int n = 0;
                     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle_, &n));
@@ -325,28 +363,39 @@ void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* 
                     CUDNN_CHECK(
                         cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.w, algo, &bytes));
                     return bytes;
-                  }});
-  const float alpha = 1.0f, beta = 0.0f;
-  CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &alpha, p.x, x, p.y, dy, p.conv,
-                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws, p.workspace,
-                                             &beta, p.w, dw));
+                  }},
+      [&](void* ws) {
+        const float alpha = 1.0f, beta = 0.0f;
+        CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle_, &alpha, p.x, x, p.y, dy, p.conv,
+                                                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws,
+                                                   p.workspace, &beta, p.w, dw));
+      });
 }
 
 bool ConvRunner::fp8(ConvPass pass, const ConvShape& s, const void* a, const void* b, void* out,
                      const ScratchFn& scratch) {
   if (!GraphApiConvs::compiled()) return false;
-  if (!fp8_graph_api_) fp8_graph_api_ = std::make_unique<GraphApiConvs>(handle_, workspace_limit_, benchmark_, false);
+  if (!fp8_graph_api_) fp8_graph_api_ = std::make_unique<GraphApiConvs>(handle_, policy_);
   return fp8_graph_api_->run(pass, s, a, b, out, scratch, capturing_);
+}
+
+size_t ConvRunner::plans_cached() const {
+  size_t count = graph_api_ ? graph_api_->plans_run() : 0;
+  for (const auto& [key, p] : plans_) count += p->chosen && p->api != Plan::Api::Graph;
+  return count;
 }
 
 std::string ConvRunner::describe_plans() const {
   std::ostringstream out;
   if (graph_api_) out << graph_api_->describe();
   if (fp8_graph_api_) out << fp8_graph_api_->describe();
-  for (const auto& [key, p] : plans_)
-    if (p->chosen)
-      out << key << ": algo " << p->algo << " (" << math_type_text(p->math) << "), " << mib(p->workspace)
-          << " workspace\n";
+  for (const auto& [key, p] : plans_) {
+    if (!p->chosen) continue;
+    out << key << ": " << (p->api == Plan::Api::Graph ? "timed, slower than the graph API: " : "") << "algo " << p->algo
+        << " (" << math_type_text(p->math) << "), " << mib(p->workspace) << " workspace";
+    if (p->ms >= 0) out << ", " << ms_text(p->ms);
+    out << '\n';
+  }
   return out.str();
 }
 

@@ -140,15 +140,16 @@ std::string checked_graph(const PassGraph& g, ConvPass pass, const ConvShape& s)
   return "";
 }
 
-// The legacy path's math rules as engine notes: no mode lets cuDNN convert inputs down or reduce in less than FP32;
-// strict FP32 takes no tensor cores (TF32), and exact FP32 no FFT or Winograd. Non-deterministic engines are left
-// out too, so that a run repeats bit for bit (captured steps are checked against eager ones that way).
-std::vector<fe::NumericalNote_t> excluded_notes(ConvMath math, bool exact_fp32) {
+// PyTorch's engine filter as notes: no mode lets cuDNN convert inputs down, strict FP32 takes no tensor cores
+// (TF32), and deterministic runs no non-deterministic engine. Beyond PyTorch, no mode reduces in less than FP32 (the
+// paper's FP32 accumulation), and exact FP32 takes no FFT or Winograd, as in the legacy path.
+std::vector<fe::NumericalNote_t> excluded_notes(ConvMath math, const ConvPolicy& policy) {
   using N = fe::NumericalNote_t;
-  std::vector<N> notes{N::DOWN_CONVERT_INPUTS, N::REDUCED_PRECISION_REDUCTION, N::NONDETERMINISTIC};
+  std::vector<N> notes{N::DOWN_CONVERT_INPUTS, N::REDUCED_PRECISION_REDUCTION};
+  if (policy.deterministic) notes.push_back(N::NONDETERMINISTIC);
   if (math == ConvMath::Fp32) {
     notes.push_back(N::TENSOR_CORE);
-    if (exact_fp32)
+    if (policy.exact_fp32)
       notes.insert(notes.end(),
                    {N::FFT, N::WINOGRAD, N::WINOGRAD_TILE_4x4, N::WINOGRAD_TILE_6x6, N::WINOGRAD_TILE_13x13});
   }
@@ -168,14 +169,14 @@ void require(fe::error_t status, const char* step) {
 
 struct GraphApiConvs::Impl {
   cudnnHandle_t handle;
-  int64_t workspace_limit;
-  bool benchmark, exact_fp32;
+  ConvPolicy policy;
 
   struct Plan {
     PassGraph g;
     bool chosen = false;  // the engine is chosen (timed or by the heuristics)
     int64_t index = -1;   // the chosen engine's plan, or -1: the heuristics' choice
     int64_t workspace = 0;
+    float ms = -1;        // the chosen engine's time per run where timed
     std::string engine;   // the chosen engine's name
     std::string refused;  // why the legacy API runs this pass instead
   };
@@ -188,21 +189,23 @@ struct GraphApiConvs::Impl {
     if (std::string wrong = checked_graph(p.g, pass, s); !wrong.empty()) throw Refused{wrong};
     require(graph.build_operation_graph(handle), "build_operation_graph");
     require(graph.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
-    // Runtime-compiled engines take seconds per shape to build and need NVRTC at run time; plain convolutions
-    // have precompiled ones. FP8 convolutions may have only those (cuDNN's runtime fusion engines), so they keep them.
-    graph.deselect_numeric_notes(excluded_notes(s.math, exact_fp32)).deselect_workspace_greater_than(workspace_limit);
-    if (!s.fp8) graph.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
+    graph.deselect_numeric_notes(excluded_notes(s.math, policy))
+        .deselect_workspace_greater_than(static_cast<int64_t>(policy.workspace_limit));
+    // FP8 convolutions may have runtime-compiled engines only (cuDNN's runtime fusion engines): they keep them.
+    if (!policy.runtime_compiled && !s.fp8) graph.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
     require(graph.check_support(handle), "check_support");
-    if (!benchmark) require(graph.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
+    if (!policy.benchmark) require(graph.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
   }
 
   // The engine to run: with benchmark, the fastest of the heuristics' first kTimedEngines that build and run on
-  // these tensors, timed as cudnnFind times them, in one workspace of the largest's size (only these are built:
-  // the frontend's own autotune builds every candidate and times each up to 100 times); else the heuristics' first.
-  static constexpr size_t kTimedEngines = 8;
+  // these tensors (PyTorch's torch.backends.cudnn.benchmark_limit), timed as cudnnFind times them, in one workspace
+  // of the largest's size (only these are built: the frontend's own autotune builds every candidate and times each
+  // up to 100 times); else the heuristics' first.
+  static constexpr size_t kTimedEngines = 10;
+  static constexpr int kRuns = 3;  // timed runs of each candidate, after one untimed
   void choose(Plan& p, std::unordered_map<int64_t, void*>& pack, const ScratchFn& scratch) const {
     fe::graph::Graph& graph = *p.g.graph;
-    if (!benchmark) {
+    if (!policy.benchmark) {
       p.workspace = graph.get_workspace_size();
       require(graph.get_plan_name(p.engine), "get_plan_name");
       p.chosen = true;
@@ -230,7 +233,6 @@ struct GraphApiConvs::Impl {
     float best = 0;
     for (const int64_t i : candidates) {
       if (graph.execute_plan_at_index(handle, pack, space, i).is_bad()) continue;  // the warm-up run failed
-      constexpr int kRuns = 3;
       bool ran = true;
       CUDA_CHECK(cudaEventRecord(start, stream));
       for (int run = 0; run < kRuns && ran; ++run) ran = graph.execute_plan_at_index(handle, pack, space, i).is_good();
@@ -243,6 +245,7 @@ struct GraphApiConvs::Impl {
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     if (p.index < 0) throw Refused{"no engine ran on these tensors"};
+    p.ms = best / kRuns;
     p.workspace = graph.get_workspace_size_plan_at_index(p.index);
     require(graph.get_plan_name_at_index(p.index, p.engine), "get_plan_name_at_index");
     p.chosen = true;
@@ -256,8 +259,7 @@ struct GraphApiConvs::Impl {
 
 bool GraphApiConvs::compiled() { return true; }
 
-GraphApiConvs::GraphApiConvs(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32)
-    : impl_(new Impl{handle, static_cast<int64_t>(workspace_limit), benchmark, exact_fp32, {}}) {
+GraphApiConvs::GraphApiConvs(cudnnHandle_t handle, const ConvPolicy& policy) : impl_(new Impl{handle, policy, {}}) {
   // The cuDNN this program links (and the legacy API uses), found by its soname among those already loaded.
   if (!fe::cudnn_dlhandle) fe::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
   if (!fe::cudnn_dlhandle) throw Error(std::string("cuDNN's graph API: libcudnn.so.9 is not loaded: ") + dlerror());
@@ -290,10 +292,21 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
     }
     return true;
   } catch (const Refused& r) {
-    p.refused = r.reason.empty() ? "refused" : r.reason;
+    p.refused = "the graph API refused it: " + (r.reason.empty() ? std::string("no reason given") : r.reason);
     p.g = {};  // the graph and its plans are not needed any more
     return false;
   }
+}
+
+float GraphApiConvs::timed_ms(ConvPass pass, const ConvShape& s) const {
+  const auto it = impl_->plans.find(s.key(pass_key(pass)));
+  return it == impl_->plans.end() || !it->second.refused.empty() ? -1.0f : it->second.ms;
+}
+
+void GraphApiConvs::decline(ConvPass pass, const ConvShape& s, const std::string& reason) {
+  Impl::Plan& p = impl_->plans[s.key(pass_key(pass))];
+  p.refused = reason;
+  p.g = {};
 }
 
 size_t GraphApiConvs::plans_run() const {
@@ -309,11 +322,13 @@ std::string GraphApiConvs::validate(ConvPass pass, const ConvShape& s) {
 std::string GraphApiConvs::describe() const {
   std::ostringstream out;
   for (const auto& [key, p] : impl_->plans) {
-    if (p.chosen && p.refused.empty())
-      out << key << ": graph API, engine " << p.engine << ", " << mib(static_cast<size_t>(p.workspace))
-          << " workspace\n";
-    else if (!p.refused.empty())
-      out << key << ": legacy API (the graph API refused it: " << p.refused << ")\n";
+    if (p.chosen && p.refused.empty()) {
+      out << key << ": graph API, engine " << p.engine << ", " << mib(static_cast<size_t>(p.workspace)) << " workspace";
+      if (p.ms >= 0) out << ", " << ms_text(p.ms);
+      out << '\n';
+    } else if (!p.refused.empty()) {
+      out << key << ": legacy API (" << p.refused << ")\n";
+    }
   }
   return out.str();
 }
@@ -324,7 +339,7 @@ struct GraphApiConvs::Impl {};
 
 bool GraphApiConvs::compiled() { return false; }
 
-GraphApiConvs::GraphApiConvs(cudnnHandle_t, size_t, bool, bool) {
+GraphApiConvs::GraphApiConvs(cudnnHandle_t, const ConvPolicy&) {
   throw Error(
       "this build has no cudnn-frontend, so no cuDNN graph API: scripts/install-deps.sh fetches its headers for "
       "CUDA builds, then rebuild");
@@ -339,6 +354,10 @@ bool GraphApiConvs::run(ConvPass, const ConvShape&, const void*, const void*, vo
 std::string GraphApiConvs::validate(ConvPass pass, const ConvShape&) {
   return std::string("no cudnn-frontend in this build (") + pass_key(pass) + ")";
 }
+
+float GraphApiConvs::timed_ms(ConvPass, const ConvShape&) const { return -1.0f; }
+
+void GraphApiConvs::decline(ConvPass, const ConvShape&, const std::string&) {}
 
 std::string GraphApiConvs::describe() const { return ""; }
 

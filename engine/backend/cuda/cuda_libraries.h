@@ -20,8 +20,9 @@ namespace ampwb::cuda {
 // memory).
 using ScratchFn = std::function<void*(size_t bytes)>;
 
-// "12.0 MiB", for the plans' descriptions and refusals.
+// "12.0 MiB" and "0.120 ms", for the plans' descriptions and refusals.
 std::string mib(size_t bytes);
+std::string ms_text(float ms);
 
 // ---- cuDNN convolutions -----------------------------------------------------------------------------------------
 
@@ -47,13 +48,29 @@ struct ConvShape {
 
 enum class ConvPass { Forward, BackwardData, BackwardFilter };
 
+// Which cuDNN API runs a pass: the legacy one only; the graph API, the legacy one where it refuses a shape; or both
+// timed on each pass and shape's first call, the faster kept (without timing, the graph API where it takes it).
+enum class ConvApi { Legacy, Graph, Fastest };
+
+// How convolutions are chosen: PyTorch's policy with torch.backends.cudnn.benchmark by default (every engine the
+// math mode allows, FFT, Winograd, non-deterministic and runtime-compiled ones included, the fastest timed).
+struct ConvPolicy {
+  size_t workspace_limit = size_t{256} << 20;  // bounds every algorithm's and engine's workspace
+  bool benchmark = true;       // time the candidates once per shape (cudnnFind, like cudnn.benchmark), else heuristics
+  bool exact_fp32 = false;     // strict FP32 on GEMM-based algorithms only (no FFT or Winograd)
+  bool deterministic = false;  // deterministic algorithms and engines only (torch.backends.cudnn.deterministic)
+  bool runtime_compiled = true;  // the graph API's engines that NVRTC compiles on first use, seconds each
+  ConvApi api = ConvApi::Fastest;
+};
+
 // Convolutions on cuDNN's graph API through cudnn-frontend, where the build has its headers (compiled()): one graph
 // per pass and shape, its engine chosen like the legacy algorithms (timed, or cuDNN's heuristics), the same math
-// rules. A pass the graph API refuses for a shape is left to the legacy API, and the reason kept (describe()).
+// rules. A pass the graph API refuses for a shape, or that the legacy API runs faster (decline()), is left to the
+// legacy API, and the reason kept (describe()).
 class GraphApiConvs {
  public:
   static bool compiled();  // false: the constructor throws
-  GraphApiConvs(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32);
+  GraphApiConvs(cudnnHandle_t handle, const ConvPolicy& policy);
   ~GraphApiConvs();
   GraphApiConvs(const GraphApiConvs&) = delete;
   GraphApiConvs& operator=(const GraphApiConvs&) = delete;
@@ -62,9 +79,13 @@ class GraphApiConvs {
   // the graph API has no plan for it: the caller runs the legacy API. While capturing, a shape not yet planned throws.
   bool run(ConvPass pass, const ConvShape& shape, const void* a, const void* b, void* out, const ScratchFn& scratch,
            bool capturing);
+  // The chosen engine's time per run in ms, as its timing measured it; negative where nothing was timed.
+  float timed_ms(ConvPass pass, const ConvShape& shape) const;
+  // The pass and shape go to the legacy API from now on, for this reason.
+  void decline(ConvPass pass, const ConvShape& shape, const std::string& reason);
   // The graph of one pass checked by the frontend on the host (no GPU needed): "" or why it is invalid.
   static std::string validate(ConvPass pass, const ConvShape& shape);
-  // "fwd ...: graph API, engine NAME, 12.0 MiB workspace" or "...: legacy API (REASON)", one per line.
+  // "fwd ...: graph API, engine NAME, 12.0 MiB workspace, 0.120 ms" or "...: legacy API (REASON)", one per line.
   std::string describe() const;
   size_t plans_run() const;  // the passes and shapes the graph API runs
 
@@ -75,11 +96,9 @@ class GraphApiConvs {
 
 class ConvRunner {
  public:
-  // benchmark: choose algorithms by timing them (cudnnFind*Ex, like torch.backends.cudnn.benchmark), else by
-  // cuDNN's heuristics (cudnnGet*_v7). Either way once per shape. workspace_limit bounds every algorithm's workspace.
-  // exact_fp32: strict FP32 convolutions use GEMM-based algorithms only (no FFT or Winograd).
-  // graph_api: every pass tries cuDNN's graph API first (GraphApiConvs), the legacy API where it refuses.
-  ConvRunner(cudnnHandle_t handle, size_t workspace_limit, bool benchmark, bool exact_fp32, bool graph_api = false);
+  // Algorithms and engines are chosen once per shape under the policy: timed (the legacy API's cudnnFind*Ex, the
+  // graph API's candidates) or by cuDNN's heuristics. ConvApi::Graph and Fastest need compiled() graph API.
+  ConvRunner(cudnnHandle_t handle, const ConvPolicy& policy);
   ~ConvRunner();
   ConvRunner(const ConvRunner&) = delete;
   ConvRunner& operator=(const ConvRunner&) = delete;
@@ -93,7 +112,7 @@ class ConvRunner {
   bool fp8(ConvPass pass, const ConvShape& shape, const void* a, const void* b, void* out, const ScratchFn& scratch);
 
   // The passes and shapes planned, on either API.
-  size_t plans_cached() const { return plans_.size() + (graph_api_ ? graph_api_->plans_run() : 0); }
+  size_t plans_cached() const;
   // While a step is captured: a shape whose algorithm is not chosen yet is refused (a search cannot be recorded).
   void set_capturing(bool capturing) { capturing_ = capturing; }
   // "fwd ...: algo 1 (tensor-op), 12.0 MiB workspace" for each cached plan, one per line (for verbose reports).
@@ -110,11 +129,13 @@ class ConvRunner {
   // The workspace for this call of a plan, its algorithm chosen first if this is its first call (cuda_conv.cpp).
   template <class Perf, class Calls>
   void* prepare(Plan& p, const std::string& key, ConvMath math, const ScratchFn& scratch, const Calls& calls);
+  // One pass on the API the policy picks for its shape (the legacy one through calls and execute(workspace)).
+  template <class Perf, class Calls, class Execute>
+  void run(ConvPass pass, Plan& p, const std::string& key, const ConvShape& s, const void* a, const void* b, void* out,
+           const ScratchFn& scratch, const Calls& calls, const Execute& execute);
 
   cudnnHandle_t handle_;
-  size_t workspace_limit_;
-  bool benchmark_;
-  bool exact_fp32_;
+  ConvPolicy policy_;
   bool capturing_ = false;
   std::unordered_map<std::string, std::unique_ptr<Plan>> plans_;
   std::unique_ptr<GraphApiConvs> graph_api_;
