@@ -1,6 +1,8 @@
-// What a captured step's private pool holds (Allocator::new_pool, a CUDA graph's memory) against what the same step
-// run op by op holds from the device, measured on the CPU allocator, which shares the caching logic with the CUDA
-// one (core/allocator.h): one ResNet step at 64 px, batch 8, amp-bf16, after two warm-up steps.
+// What a captured step's memory comes to (a CUDA graph's pool, Allocator::new_pool and plan_pool), measured on the
+// CPU allocator, which shares the pools' logic with the CUDA one (core/allocator.h): one ResNet step at 64 px, batch 8,
+// amp-bf16, after two warm-up steps. The step is filled once into a pool of its own that hands freed blocks to later
+// allocations (best fit), as a first recording does, then into a pool planned from that filling's trace, as the
+// second recording does, beside the most the step's tensors held at once (the trace's peak, which no plan goes below).
 //   ampwb_capture_pool [DEPTH...]   (default: 18 50)
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +10,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/allocator.h"
+#include "core/memory_plan.h"
 #include "core/rng.h"
 #include "models/resnet.h"
 #include "optim/optimizer.h"
@@ -43,22 +46,31 @@ int main(int argc, char** argv) {
     };
     run_step();
     run_step();
-    allocator.reset_peak();
-    const size_t persistent = allocator.stats().live_bytes;
-    run_step();
-    const MemoryStats eager = allocator.stats();
-    const int pool = allocator.new_pool();
-    allocator.begin_pool(pool);
-    step.run_deferred(images, labels, 0.01f);
-    allocator.end_pool();
-    step.finish_deferred();
-    const size_t pooled = allocator.stats().live_bytes - persistent;
+    // One step into a pool: what it takes from the device is what the pool gains beside what the step frees.
+    auto held = [&] { return allocator.stats().live_bytes + allocator.stats().cached_bytes; };
+    auto pooled_step = [&](int pool) {
+      allocator.begin_pool(pool);
+      step.run_deferred(images, labels, 0.01f);
+      allocator.end_pool();
+      step.finish_deferred();
+    };
+    const size_t before = held();
+    const int measuring = allocator.new_pool();
+    pooled_step(measuring);
+    const size_t best_fit = held() - before;
+    const MemoryTrace trace = allocator.pool_trace(measuring);
+    const int planned = allocator.new_pool();
+    const size_t before_plan = allocator.stats().live_bytes;
+    allocator.plan_pool(planned, trace);
+    const size_t arena = allocator.stats().live_bytes - before_plan;
+    pooled_step(planned);
+    const size_t beyond = allocator.stats().live_bytes - before_plan - arena;
     std::printf(
-        "ResNet-%d: weights and state %.1f MiB; a step op by op: tensors at their peak %.1f MiB, held from the "
-        "device (tensors and cache) %.1f MiB; the same step in a pool: %.1f MiB\n",
-        depth, mib(persistent), mib(eager.peak_live_bytes - persistent),
-        mib(eager.live_bytes + eager.cached_bytes - persistent), mib(pooled));
-    allocator.release_pool(pool);
+        "ResNet-%d: %zu allocations; the step's tensors at their peak %.1f MiB; a best-fit pool %.1f MiB; the planned "
+        "arena %.1f MiB (%.1f MiB beside it where the second filling left the plan)\n",
+        depth, trace.blocks.size(), mib(trace.peak_bytes()), mib(best_fit), mib(arena), mib(beyond));
+    allocator.release_pool(planned);
+    allocator.release_pool(measuring);
   }
   return 0;
 }

@@ -46,15 +46,19 @@ class RecordingBackend final : public RecordingOps {
   int64_t replays = 0;
   bool refuse_updates = false;  // a capture fails at the optimizer, after the forward and backward were recorded
 
+  // Records queue() twice, as the CUDA backend does, and keeps the second record: the first is dropped.
   std::unique_ptr<CapturedWork> capture(const std::function<void()>& queue, std::string& why_not) override {
     auto ops = std::make_shared<std::vector<std::function<void()>>>();
-    recording_ = ops.get();
-    try {
-      queue();
-    } catch (const Error& e) {
-      recording_ = nullptr;
-      why_not = e.what();
-      return nullptr;
+    for (int recording = 0; recording < 2; ++recording) {
+      ops->clear();
+      recording_ = ops.get();
+      try {
+        queue();
+      } catch (const Error& e) {
+        recording_ = nullptr;
+        why_not = e.what();
+        return nullptr;
+      }
     }
     recording_ = nullptr;
     ++captures;

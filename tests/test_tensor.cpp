@@ -1,11 +1,14 @@
 // Tensors, the allocator's accounting and the RNG's determinism.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/fp8.h"
+#include "core/memory_plan.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 
@@ -136,6 +139,125 @@ TEST(Allocator, APoolHandsAFreedBlockToTheSmallestLaterAllocationItFits) {
   EXPECT_EQ(a.stats().live_bytes, live_before);
   Tensor again = Tensor::empty({5003}, DType::F32);
   EXPECT_EQ(again.data(), big) << "freed after the pool, the big block is the shared cache's at its own size";
+}
+
+// ---- Planned pools (core/memory_plan.h) ---------------------------------------------------------------------------
+
+// Random traces: blocks of 64 bytes to 64 KiB, each freed some allocations later or held to the end.
+MemoryTrace random_trace(Rng& rng, size_t n) {
+  MemoryTrace trace;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t bytes = 64 * (1 + rng.next_u64() % 1024);
+    const size_t lives = 1 + rng.next_u64() % 20;
+    trace.blocks.push_back({bytes, rng.next_u64() % 8 == 0 ? MemoryTrace::kHeld : std::min(n, i + lives)});
+  }
+  return trace;
+}
+
+TEST(MemoryPlan, BlocksThatLiveTogetherNeverShareMemory) {
+  Rng rng(17);
+  for (int round = 0; round < 20; ++round) {
+    const MemoryTrace trace = random_trace(rng, 300);
+    size_t arena = 0;
+    const std::vector<size_t> offsets = plan_offsets(trace, arena);
+    const auto& b = trace.blocks;
+    for (size_t i = 0; i < b.size(); ++i) {
+      ASSERT_LE(offsets[i] + b[i].bytes, arena);
+      for (size_t j = i + 1; j < b.size(); ++j) {
+        if (j >= b[i].freed_after) continue;  // i is freed before j is allocated
+        ASSERT_TRUE(offsets[i] + b[i].bytes <= offsets[j] || offsets[j] + b[j].bytes <= offsets[i])
+            << "blocks " << i << " and " << j << " live together and overlap";
+      }
+    }
+    EXPECT_GE(arena, trace.peak_bytes());
+  }
+}
+
+// Where the peak is reachable by laying blocks end to end, the plan reaches it: a forward pass's activations, held
+// until a backward pass frees them in reverse, with gradients that each live one step.
+TEST(MemoryPlan, AForwardAndBackwardPassFitInItsPeak) {
+  MemoryTrace trace;
+  const size_t sizes[] = {4096, 8192, 2048, 16384, 1024};
+  const size_t n = std::size(sizes);
+  for (size_t i = 0; i < n; ++i) trace.blocks.push_back({sizes[i], 2 * n - i});          // activation i
+  for (size_t i = 0; i < n; ++i) trace.blocks.push_back({sizes[n - 1 - i], n + i + 2});  // its gradient
+  size_t arena = 0;
+  plan_offsets(trace, arena);
+  EXPECT_EQ(arena, trace.peak_bytes());
+  // The peak: the second gradient (16384) beside the first (1024) and the four activations not yet freed.
+  EXPECT_EQ(trace.peak_bytes(), size_t{4096 + 8192 + 2048 + 16384 + 1024 + 16384});
+}
+
+// A pool planned from the trace of a first filling hands a second filling that allocates alike its blocks in one
+// arena, reusing memory as the trace allows, and counts the arena as live.
+TEST(Allocator, APlannedPoolPlacesAFillingThatFollowsItsTraceInOneArena) {
+  Allocator& a = cpu_allocator();
+  auto fill = [&](int pool, std::vector<void*>* where) {
+    a.begin_pool(pool);
+    Tensor x = Tensor::empty({6007}, DType::F32);  // sizes no other test uses
+    Tensor y = Tensor::empty({12007}, DType::F32);
+    if (where) where->insert(where->end(), {x.data(), y.data()});
+    x = Tensor();
+    Tensor z = Tensor::empty({6007}, DType::F32);  // may take x's memory
+    if (where) where->push_back(z.data());
+    y = Tensor();
+    z = Tensor();
+    Tensor held = Tensor::empty({18007}, DType::F32);  // may take all of it
+    if (where) where->push_back(held.data());
+    a.end_pool();
+    return held;
+  };
+  const int measuring = a.new_pool(), planned = a.new_pool();
+  const size_t live_at_start = a.stats().live_bytes;
+  Tensor first = fill(measuring, nullptr);
+  const MemoryTrace trace = a.pool_trace(measuring);
+  ASSERT_EQ(trace.blocks.size(), 4u);
+  EXPECT_EQ(trace.blocks[0].freed_after, 2u);
+  EXPECT_EQ(trace.blocks[3].freed_after, MemoryTrace::kHeld);
+  const size_t live_before = a.stats().live_bytes;
+  a.plan_pool(planned, trace);
+  const size_t arena = a.stats().live_bytes - live_before;
+  EXPECT_EQ(arena, trace.peak_bytes()) << "the planned arena holds the trace's peak, no more";
+  std::vector<void*> where;
+  Tensor second = fill(planned, &where);
+  EXPECT_EQ(a.stats().live_bytes, live_before + arena) << "every block from the arena, counted with it";
+  const char* lowest = static_cast<const char*>(*std::min_element(where.begin(), where.end()));
+  for (void* p : where) EXPECT_LT(static_cast<const char*>(p) - lowest, static_cast<std::ptrdiff_t>(arena));
+  EXPECT_NE(where[0], where[1]) << "x and y live together";
+  first = Tensor();
+  a.release_pool(measuring);
+  a.release_pool(planned);
+  EXPECT_EQ(a.stats().live_bytes, live_at_start + arena) << "the arena stays while a block in it is held";
+  second = Tensor();
+  EXPECT_EQ(a.stats().live_bytes, live_at_start) << "and goes to the shared cache with its last block";
+}
+
+// A filling that goes another way than its plan never gets memory a held block uses: an allocation of another size,
+// or one whose planned place a block freed later than the trace said still holds, comes from the pool's blocks.
+TEST(Allocator, APlannedPoolNeverHandsOutMemoryABlockStillHolds) {
+  Allocator& a = cpu_allocator();
+  const int measuring = a.new_pool(), planned = a.new_pool();
+  a.begin_pool(measuring);
+  {
+    Tensor x = Tensor::empty({7001}, DType::F32);
+    x = Tensor();
+    Tensor y = Tensor::empty({7001}, DType::F32);  // planned over x
+  }
+  a.end_pool();
+  const MemoryTrace trace = a.pool_trace(measuring);
+  a.plan_pool(planned, trace);
+  a.begin_pool(planned);
+  Tensor x = Tensor::empty({7001}, DType::F32);
+  Tensor y = Tensor::empty({7001}, DType::F32);  // x is still held: not over it
+  Tensor z = Tensor::empty({9001}, DType::F32);  // beyond the plan
+  a.end_pool();
+  EXPECT_NE(x.data(), y.data());
+  const char* xb = static_cast<const char*>(x.data());
+  const char* yb = static_cast<const char*>(y.data());
+  EXPECT_TRUE(yb + y.nbytes() <= xb || xb + x.nbytes() <= yb) << "y overlaps x, which is still held";
+  x = y = z = Tensor();
+  a.release_pool(measuring);
+  a.release_pool(planned);
 }
 
 TEST(Rng, SameSeedSameNumbersAndSaneDistributions) {

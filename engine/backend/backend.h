@@ -97,7 +97,9 @@ class Backend {
   // Records the device work that queue() queues, without running it, for CapturedWork::replay() to queue again with
   // the same arguments and addresses (a GPU's graph: no host work and no launch gaps per op). The memory queue()
   // allocates is the recording's for as long as it lives (Allocator pools). The host's own state (the callers'
-  // counters) moves on during the recording as if the work had run. Null, with the reason in why_not, where the
+  // counters) moves on during the recording as if the work had run. queue() may be called more than once (the CUDA
+  // backend records twice, the first time to plan the memory): each call must queue the same work from the same
+  // host state. Null, with the reason in why_not, where the
   // backend has no such recording (by default: ops run when called) or queue() did what a recording cannot hold:
   // a copy from or to the host, an event the host waits for, cuDNN still choosing an algorithm.
   virtual std::unique_ptr<CapturedWork> capture(const std::function<void()>& queue, std::string& why_not);

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/memory_plan.h"
+
 namespace ampwb {
 
 struct MemoryStats {
@@ -43,6 +45,14 @@ class Allocator {
   virtual void begin_pool(int pool) = 0;
   virtual void end_pool() = 0;
   virtual void release_pool(int pool) = 0;
+  // Planned pools, for work that allocates alike each time it is recorded: pool_trace() is what a pool's fillings
+  // allocated, in order, and when each block was freed; after plan_pool(pool, trace), the pool's next filling
+  // places its k-th allocation at the k-th planned offset of one arena (memory_plan.h), as long as the sizes are the
+  // trace's and no block it would overlap is still held. Where the filling goes another way, the rest comes from the
+  // pool's blocks as above. The arena counts as live; a pool planned again reuses its arena where it is large enough
+  // (the pool's captured works replay one after another, never at once).
+  virtual MemoryTrace pool_trace(int pool) const = 0;
+  virtual void plan_pool(int pool, const MemoryTrace& trace) = 0;
 };
 
 // Caches freed blocks by rounded size and hands them out again; counts live, peak and cached bytes. A subclass says
@@ -61,6 +71,8 @@ class CachingAllocator : public Allocator {
   void begin_pool(int pool) final;
   void end_pool() final;
   void release_pool(int pool) final;
+  MemoryTrace pool_trace(int pool) const final;
+  void plan_pool(int pool, const MemoryTrace& trace) final;
 
  protected:
   virtual void* device_allocate(size_t bytes) = 0;  // nullptr when out of memory; throws on other failures
@@ -68,18 +80,41 @@ class CachingAllocator : public Allocator {
   [[noreturn]] virtual void out_of_memory(size_t bytes, const MemoryStats& stats) = 0;
 
  private:
+  using FreeBlocks = std::unordered_map<size_t, std::vector<void*>>;  // rounded size -> blocks
+  using PoolBlocks = std::map<size_t, std::vector<void*>>;            // ordered: the best fit is a lower_bound
+  struct Pool {
+    PoolBlocks unused;                         // its free blocks
+    MemoryTrace trace;                         // what its fillings allocated
+    std::unordered_map<void*, size_t> traced;  // its blocks held now -> their index in the trace
+    // The plan its filling follows: the trace it came from, the offsets into the arena at `arena`, the next index.
+    MemoryTrace plan;
+    std::vector<size_t> offsets;
+    char* arena = nullptr;
+    size_t next = 0;
+  };
+  struct Arena {
+    size_t bytes = 0;
+    int pool = 0;                 // 0: its pool is released, and it goes to the shared cache when nothing is held
+    std::map<char*, char*> held;  // its planned blocks held now, [begin, end), never overlapping
+  };
+
   size_t round_up(size_t bytes) const;
   void count_live(size_t size);
   void empty_cache_locked();
+  void* device_allocate_or_empty_cache(size_t size);  // device_allocate, retried once after empty_cache_locked()
+  void* planned_block(Pool& pool, size_t size);       // the plan's next block, or nullptr where it cannot be
+  void trace_allocation(Pool& pool, void* ptr, size_t size);
+  void trace_release(int pool, void* ptr);
+  bool release_planned(void* ptr);  // false: not in an arena
+  void arena_to_cache(std::map<char*, Arena>::iterator arena);
 
-  using FreeBlocks = std::unordered_map<size_t, std::vector<void*>>;  // rounded size -> blocks
-  using PoolBlocks = std::map<size_t, std::vector<void*>>;            // ordered: the best fit is a lower_bound
   const size_t alignment_;
   mutable std::mutex mutex_;
   FreeBlocks free_blocks_;
   MemoryStats stats_;
-  std::unordered_map<int, PoolBlocks> pools_;         // a private pool's free blocks
-  std::unordered_map<void*, int> pool_of_;            // every block a pool holds, live or free
+  std::unordered_map<int, Pool> pools_;
+  std::map<char*, Arena> arenas_;                     // by first byte
+  std::unordered_map<void*, int> pool_of_;            // every block a pool holds, live or free (arenas aside)
   std::unordered_map<void*, size_t> larger_;          // blocks a pool handed out for a smaller size: their own size
   std::unordered_map<std::thread::id, int> filling_;  // threads between begin_pool() and end_pool()
   int next_pool_ = 1;

@@ -223,7 +223,12 @@ bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& lab
   backend_.convert(images, c.images);
   backend_.convert(labels, c.labels);
   const int64_t steps_before = optimizer_.steps_taken();
-  c.work = backend_.capture([&] { queue_deferred(c.images, c.labels, lr, &step_values_); }, why_not_captured_);
+  c.work = backend_.capture(
+      [&] {
+        optimizer_.set_steps_taken(steps_before);  // each recording queues the same step
+        queue_deferred(c.images, c.labels, lr, &step_values_);
+      },
+      why_not_captured_);
   if (!c.work) {
     optimizer_.set_steps_taken(steps_before);  // the recording ran nothing
     if (why_not_captured_.empty()) why_not_captured_ = "the backend gave no reason";

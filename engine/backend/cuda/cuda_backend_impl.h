@@ -136,6 +136,16 @@ class PinnedRing {
 
 }  // namespace cuda_detail
 
+// An allocator pool for captured steps, released when the last graph holding it is gone (cuda_graph.cpp).
+struct CapturePool {
+  CapturePool(Allocator& allocator, int id) : allocator(allocator), id(id) {}
+  ~CapturePool() { allocator.release_pool(id); }
+  CapturePool(const CapturePool&) = delete;
+  CapturePool& operator=(const CapturePool&) = delete;
+  Allocator& allocator;
+  const int id;
+};
+
 struct CudaBackend::Impl {
   CudaBackendOptions options;
   Device device;
@@ -179,6 +189,8 @@ struct CudaBackend::Impl {
   std::unique_ptr<CpuBackend> cpu;   // host-to-host conversions
   bool capturing = false;            // capture() is recording the compute stream
   int capture_pool = 0;              // the allocator's pool it fills
+  // The pool every captured step's memory comes from (cuda_graph.cpp), while a graph lives that uses it.
+  std::weak_ptr<CapturePool> captures_pool;
   std::vector<Tensor> capture_kept;  // device memory the graph reads but the host wrote (bytes_beside_capture)
   // The tables of segments the multi-tensor kernels read: scale_and_check's gradients and the optimizers'
   // parameters. Each is kept while the same tensors come (every step's): no upload per step, and none inside a

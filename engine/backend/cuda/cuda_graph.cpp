@@ -1,6 +1,9 @@
 // Captured steps on the GPU: the compute stream recorded into a CUDA graph (stream capture) and replayed with one
-// launch. The graph holds the addresses it was captured with, so what the capture allocates comes from a private pool
-// of the allocator's, which nothing else is handed until the graph is gone.
+// launch. The graph holds the addresses it was captured with, so what the capture allocates comes from a pool of
+// the allocator's, which nothing else is handed while a graph that uses it lives. Every captured step of a backend
+// shares one pool (they replay one after another, never at once), and each is recorded twice: the first recording
+// only measures what the step allocates and when it frees it, so that the second places every block at an offset
+// planned in advance (core/memory_plan.h) and the pool holds little more than the step's peak.
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/cuda_backend.h"
@@ -11,15 +14,14 @@ namespace {
 
 class CudaGraph final : public CapturedWork {
  public:
-  CudaGraph(cudaGraphExec_t exec, cudaStream_t stream, int device, Allocator& allocator, int pool,
+  CudaGraph(cudaGraphExec_t exec, cudaStream_t stream, int device, std::shared_ptr<CapturePool> pool,
             std::vector<Tensor> kept)
-      : exec_(exec), stream_(stream), device_(device), allocator_(allocator), pool_(pool), kept_(std::move(kept)) {}
+      : exec_(exec), stream_(stream), device_(device), pool_(std::move(pool)), kept_(std::move(kept)) {}
   ~CudaGraph() override {
     cuda::DeviceScope scope(device_);
     cudaStreamSynchronize(stream_);  // a replay still queued writes to the pool's blocks
     cudaGraphExecDestroy(exec_);
     cudaGetLastError();
-    allocator_.release_pool(pool_);
   }
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
@@ -33,9 +35,8 @@ class CudaGraph final : public CapturedWork {
   cudaGraphExec_t exec_;
   cudaStream_t stream_;
   int device_;
-  Allocator& allocator_;
-  int pool_;
-  std::vector<Tensor> kept_;  // what the graph reads outside its pool (Impl::bytes_beside_capture)
+  std::shared_ptr<CapturePool> pool_;  // released with the last graph
+  std::vector<Tensor> kept_;           // what the graph reads outside its pool (Impl::bytes_beside_capture)
 };
 
 std::string cuda_failure(const char* what, cudaError_t status) {
@@ -54,50 +55,70 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
   CUDA_CHECK(cudaStreamSynchronize(m.stream));
   CUDA_CHECK(cudaStreamSynchronize(m.copy_stream));
   m.ready({});
-  // The segment tables (the gradients', the parameters') are made again inside the capture (bytes_beside_capture):
-  // the graph reads them for as long as it lives, whatever other tensor lists come meanwhile.
-  m.scale_table = {};
-  m.update_table = {};
   Allocator& allocator = allocator_for(m.device);
   allocator.empty_cache();  // the op-by-op steps' cached blocks: the pool holds a step of its own from here
-  const int pool = allocator.new_pool();
-  allocator.begin_pool(pool);
-  m.capture_pool = pool;
-  m.capture_kept.clear();
-  m.capturing = true;
-  m.conv->set_capturing(true);
-  std::string failure;
-  cudaGraph_t graph = nullptr;
-  cudaError_t status = cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeRelaxed);
-  if (status != cudaSuccess) {
-    failure = cuda_failure("cudaStreamBeginCapture", status);
-  } else {
-    try {
-      queue();
-    } catch (const std::exception& e) {
-      failure = e.what();
+  std::shared_ptr<CapturePool> pool = m.captures_pool.lock();
+  if (!pool) m.captures_pool = pool = std::make_shared<CapturePool>(allocator, allocator.new_pool());
+
+  // Records queue() into a graph, its memory from `into`; "" or why it failed.
+  auto record = [&](int into, cudaGraph_t& graph) -> std::string {
+    // The segment tables (the gradients', the parameters') are made again inside each recording
+    // (bytes_beside_capture): the graph reads them for as long as it lives, whatever other tensor lists come.
+    m.scale_table = {};
+    m.update_table = {};
+    m.capture_kept.clear();
+    allocator.begin_pool(into);
+    m.capture_pool = into;
+    m.capturing = true;
+    m.conv->set_capturing(true);
+    std::string failure;
+    cudaError_t status = cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeRelaxed);
+    if (status != cudaSuccess) {
+      failure = cuda_failure("cudaStreamBeginCapture", status);
+    } else {
+      try {
+        queue();
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+      status = cudaStreamEndCapture(m.stream, &graph);  // also after a failure: the stream records no longer
+      if (failure.empty() && status != cudaSuccess) failure = cuda_failure("cudaStreamEndCapture", status);
     }
-    status = cudaStreamEndCapture(m.stream, &graph);  // also after a failure: the stream records no longer
-    if (failure.empty() && status != cudaSuccess) failure = cuda_failure("cudaStreamEndCapture", status);
+    m.capturing = false;
+    m.conv->set_capturing(false);
+    allocator.end_pool();
+    cudaGetLastError();  // a failed capture's error is reported below, not by the next launch check
+    return failure;
+  };
+
+  // The first recording, into a pool of its own, measures the step's memory; its graph is never run.
+  const int measuring = allocator.new_pool();
+  cudaGraph_t graph = nullptr;
+  std::string failure = record(measuring, graph);
+  if (graph) cudaGraphDestroy(graph);
+  graph = nullptr;
+  if (failure.empty()) {
+    allocator.plan_pool(pool->id, allocator.pool_trace(measuring));
+    failure = record(pool->id, graph);
   }
-  m.capturing = false;
-  m.conv->set_capturing(false);
-  allocator.end_pool();
   cudaGraphExec_t exec = nullptr;
   if (failure.empty()) {
-    status = cudaGraphInstantiate(&exec, graph, 0);
+    const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
     if (status != cudaSuccess) failure = cuda_failure("cudaGraphInstantiate", status);
   }
   if (graph) cudaGraphDestroy(graph);
-  cudaGetLastError();  // a failed capture's error is reported below, not by the next launch check
+  cudaGetLastError();
+  // The measuring pool's blocks the second recording freed go back to the device (blocks still held go to the
+  // shared cache when freed, as any other).
+  allocator.release_pool(measuring);
+  allocator.empty_cache();
   std::vector<Tensor> kept = std::move(m.capture_kept);
   m.capture_kept.clear();
   if (!failure.empty()) {
-    allocator.release_pool(pool);  // nothing ran: what the capture allocated is anybody's again once freed
-    why_not = failure;
+    why_not = failure;  // nothing ran: what the recordings allocated is anybody's again once freed
     return nullptr;
   }
-  return std::make_unique<CudaGraph>(exec, m.stream, m.device.index, allocator, pool, std::move(kept));
+  return std::make_unique<CudaGraph>(exec, m.stream, m.device.index, std::move(pool), std::move(kept));
 }
 
 }  // namespace ampwb
