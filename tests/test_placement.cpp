@@ -423,8 +423,12 @@ TEST(CapturedStep, StepsInAPlannedPoolMatchStepsFromTheSharedCacheBitForBit) {
         for (int n = 0; n < 4; ++n) labels.data_as<int32_t>()[n] = (n + i) % 3;
         const Tensor images = testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC);
         const int pool = !pooled || i < 2 || i > 5 ? 0 : i % 2 ? planned : measuring[i / 4];
+        const size_t unplanned = allocator.stats().live_bytes;
         if (pool == planned) allocator.plan_pool(planned, allocator.pool_trace(measuring[i / 4]));
         const size_t live = allocator.stats().live_bytes;
+        if (i == 5 && pooled) {
+          EXPECT_EQ(live, unplanned) << "step 5 planned into step 3's arena";
+        }
         if (pool) allocator.begin_pool(pool);
         std::optional<StepResult> r = step.run_deferred(images, labels, 0.02f);
         if (pool) allocator.end_pool();

@@ -171,10 +171,10 @@ void CachingAllocator::plan_pool(int pool_id, const MemoryTrace& trace) {
   pool.next = 0;
   pool.arena = nullptr;
   if (bytes == 0) return;
-  // The pool's smallest arena that holds the plan, else a new one.
+  // The pool's smallest arena that holds the plan and no block now, else a new one.
   size_t best = 0;
   for (const auto& [begin, arena] : arenas_)
-    if (arena.pool == pool_id && arena.bytes >= bytes && (!pool.arena || arena.bytes < best))
+    if (arena.pool == pool_id && arena.held.empty() && arena.bytes >= bytes && (!pool.arena || arena.bytes < best))
       pool.arena = begin, best = arena.bytes;
   if (pool.arena) return;
   const size_t size = round_up(bytes);

@@ -49,8 +49,8 @@ class Allocator {
   // allocated, in order, and when each block was freed; after plan_pool(pool, trace), the pool's next filling
   // places its k-th allocation at the k-th planned offset of one arena (memory_plan.h), as long as the sizes are the
   // trace's and no block it would overlap is still held. Where the filling goes another way, the rest comes from the
-  // pool's blocks as above. The arena counts as live; a pool planned again reuses its arena where it is large enough
-  // (the pool's captured works replay one after another, never at once).
+  // pool's blocks as above. The arena counts as live; a pool planned again reuses an arena of its own that is large
+  // enough and holds no block (the pool's captured works replay one after another, never at once).
   virtual MemoryTrace pool_trace(int pool) const = 0;
   virtual void plan_pool(int pool, const MemoryTrace& trace) = 0;
 };

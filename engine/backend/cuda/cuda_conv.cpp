@@ -122,7 +122,13 @@ struct ConvRunner::Plan {
 };
 
 ConvRunner::ConvRunner(cudnnHandle_t handle, const ConvPolicy& policy) : handle_(handle), policy_(policy) {
-  if (policy.api != ConvApi::Legacy) graph_api_ = std::make_unique<GraphApiConvs>(handle, policy);
+  if (policy.api == ConvApi::Legacy) return;
+  try {
+    graph_api_ = std::make_unique<GraphApiConvs>(handle, policy);
+  } catch (const Error&) {
+    if (policy.api == ConvApi::Graph) throw;  // asked for by name
+    policy_.api = ConvApi::Legacy;            // the faster API of one: the legacy API alone
+  }
 }
 
 ConvRunner::~ConvRunner() = default;
@@ -257,18 +263,21 @@ void ConvRunner::run(ConvPass pass, Plan& p, const std::string& key, const ConvS
     // The shape's first call: with ConvApi::Fastest and timing, the legacy API's fastest algorithm is timed too.
     const float graph_ms = graph_api_->timed_ms(pass, s);
     if (policy_.api == ConvApi::Fastest && graph_ms >= 0) {
+      void* workspace = nullptr;
       try {
-        prepare<Perf>(p, key, s.math, scratch, calls);
+        workspace = prepare<Perf>(p, key, s.math, scratch, calls);
       } catch (const Error&) {  // no legacy algorithm within the limits: the graph API's engine it is
       }
       if (p.chosen && p.ms >= 0 && p.ms < graph_ms) {
         graph_api_->decline(pass, s, "faster: " + ms_text(p.ms) + " against the graph API's " + ms_text(graph_ms));
         p.api = Plan::Api::Legacy;
-        return execute(prepare<Perf>(p, key, s.math, scratch, calls));
+        return execute(workspace);
       }
       p.api = Plan::Api::Graph;
-      graph_api_->run(pass, s, a, b, out, scratch, capturing_);  // out again: the timing left another algorithm's
-      return;
+      // out again: the timing left another algorithm's there.
+      if (graph_api_->run(pass, s, a, b, out, scratch, capturing_)) return;
+      p.api = Plan::Api::Legacy;
+      return execute(prepare<Perf>(p, key, s.math, scratch, calls));
     }
     p.api = Plan::Api::Graph;
     return;

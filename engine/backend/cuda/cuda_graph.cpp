@@ -91,16 +91,25 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
     return failure;
   };
 
-  // The first recording, into a pool of its own, measures the step's memory; its graph is never run.
+  // The first recording, into a pool of its own, measures the step's memory; its graph is never run. Its pool goes
+  // before the arena is made, so that the two are never held at once: its blocks still held go to the shared cache
+  // when the second recording frees them.
   const int measuring = allocator.new_pool();
   cudaGraph_t graph = nullptr;
   std::string failure = record(measuring, graph);
   if (graph) cudaGraphDestroy(graph);
   graph = nullptr;
+  const MemoryTrace trace = allocator.pool_trace(measuring);
+  allocator.release_pool(measuring);
+  allocator.empty_cache();
   if (failure.empty()) {
-    allocator.plan_pool(pool->id, allocator.pool_trace(measuring));
-    failure = record(pool->id, graph);
+    try {
+      allocator.plan_pool(pool->id, trace);
+    } catch (const std::exception& e) {  // out of memory for the arena
+      failure = e.what();
+    }
   }
+  if (failure.empty()) failure = record(pool->id, graph);
   cudaGraphExec_t exec = nullptr;
   if (failure.empty()) {
     const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
@@ -108,14 +117,12 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(const std::function<void()>& 
   }
   if (graph) cudaGraphDestroy(graph);
   cudaGetLastError();
-  // The measuring pool's blocks the second recording freed go back to the device (blocks still held go to the
-  // shared cache when freed, as any other).
-  allocator.release_pool(measuring);
-  allocator.empty_cache();
+  allocator.empty_cache();  // the first recording's blocks that the second freed
   std::vector<Tensor> kept = std::move(m.capture_kept);
   m.capture_kept.clear();
   if (!failure.empty()) {
-    why_not = failure;  // nothing ran: what the recordings allocated is anybody's again once freed
+    // Nothing ran. What the recordings allocated from the shared pool stays its own while other graphs use it.
+    why_not = failure;
     return nullptr;
   }
   return std::make_unique<CudaGraph>(exec, m.stream, m.device.index, std::move(pool), std::move(kept));
