@@ -55,6 +55,7 @@ int bench_command(const BenchOptions& options) {
                                   {"steps", c.steps},
                                   {"step_ms_median", r.step_ms_median},
                                   {"images_per_second", r.images_per_second},
+                                  {"warmup_seconds", r.warmup_seconds},
                                   {"peak_bytes", r.peak_bytes},
                                   {"max_rss_bytes", r.max_rss_bytes},
                                   {"memory", r.memory},
@@ -72,6 +73,8 @@ int bench_command(const BenchOptions& options) {
         "%.1f MiB\n",
         r.model_summary.c_str(), r.backend_description.c_str(), mode_name(c.precision), c.batch_size, c.image_size,
         r.step_ms_median, r.images_per_second, r.peak_bytes / 1048576.0, r.max_rss_bytes / 1048576.0);
+    std::printf("warm-up: %.1f s from building the model to the end of %d untimed step%s\n", r.warmup_seconds, c.warmup,
+                c.warmup == 1 ? "" : "s");
     if (!r.compute.empty()) std::printf("compute: %s\n", r.compute.c_str());
     std::printf("memory:  %s\n", r.memory.c_str());
     std::printf("host waits per step: %.2f (%s)\n", r.host_waits_per_step,

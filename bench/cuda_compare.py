@@ -62,6 +62,10 @@ What PyTorch runs (this file re-runs itself with --worker for that side):
   Input: by default a pinned host batch copied with non_blocking=True every
   step, as a DataLoader(pin_memory=True) feeds it and as `ampwb bench` passes a
   host batch to every step; --pytorch-input device keeps the batch on the GPU.
+  Warm-up: the seconds from building the model to the end of the untimed
+  steps, the device finished, on both sides: what cuDNN's timing of its
+  engines for each new shape, capture and the first allocations cost before
+  full speed.
   Time: torch.cuda.synchronize() around every step; the median step. Peak
   memory: torch.cuda.max_memory_allocated over the timed steps (a graphed
   side's graph pool included).
@@ -199,6 +203,7 @@ def pytorch_worker(args):
     torch.manual_seed(args.seed)
     device = torch.device("cuda", args.gpu)
     torch.cuda.set_device(device)
+    setup_start = time.perf_counter()
     step = make_pytorch_step(device, args.depth, args.image_size, args.batch_size, args.precision, args.classes,
                              args.layout, args.input, args.graphs)
     B, S = args.batch_size, args.image_size
@@ -206,6 +211,7 @@ def pytorch_worker(args):
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
+    warmup_seconds = time.perf_counter() - setup_start
     torch.cuda.reset_peak_memory_stats(device)
     times = []
     for _ in range(args.steps):
@@ -219,7 +225,7 @@ def pytorch_worker(args):
         "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name(device),
         "depth": args.depth, "image_size": S, "batch_size": B, "precision": args.precision,
         "graphs": args.graphs, "layout": args.layout, "input": args.input, "steps": args.steps,
-        "step_ms_median": median, "images_per_second": B / (median / 1000.0),
+        "step_ms_median": median, "images_per_second": B / (median / 1000.0), "warmup_seconds": warmup_seconds,
         "peak_bytes": torch.cuda.max_memory_allocated(device),
         "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }))
@@ -354,10 +360,12 @@ def main(argv=None):
                 for s in sides:
                     if got[s] is not None:
                         r[s].append(got[s])
-                        parts.append(f"pytorch {s} {got[s]['images_per_second']:8.1f} img/s")
+                        parts.append(f"pytorch {s} {got[s]['images_per_second']:8.1f} img/s "
+                                     f"(warm-up {got[s].get('warmup_seconds', float('nan')):.1f} s)")
                 if o is not None:
                     r["ours"].append(o)
-                    parts.append(f"ours {o['images_per_second']:8.1f} img/s")
+                    parts.append(f"ours {o['images_per_second']:8.1f} img/s "
+                                 f"(warm-up {o.get('warmup_seconds', float('nan')):.1f} s)")
                     parts.append(f"{o.get('host_waits_per_step', float('nan')):.2f} host waits/step "
                                  f"({o.get('host_sync', '?')})")
                     if o.get("cuda_graphs") == "on":
@@ -378,6 +386,9 @@ def main(argv=None):
 
     def peak(runs):
         return gib(median([x["peak_bytes"] for x in runs])) if runs else "n/a"
+
+    def warmup(runs):
+        return f"{median([x.get('warmup_seconds', float('nan')) for x in runs]):.1f} s" if runs else "n/a"
 
     def ratio_text(r, side, template):
         return template.format(median(r["ratios"][side])) if r["ratios"][side] else "n/a"
@@ -418,7 +429,8 @@ def main(argv=None):
               f"input {args.pytorch_input}, PyTorch {' and '.join(sides)}{graphed_how}, medians -->")
         columns = (["Configuration", "Mode", "Ours img/s"] + [f"PyTorch {s} img/s" for s in sides]
                    + [f"Ours / PyTorch {s}" for s in sides] + ["Ours peak GPU memory"]
-                   + [f"PyTorch {s} peak GPU memory" for s in sides] + ["Our host waits per step", "PyTorch runs"])
+                   + [f"PyTorch {s} peak GPU memory" for s in sides] + ["Our warm-up"]
+                   + [f"PyTorch {s} warm-up" for s in sides] + ["Our host waits per step", "PyTorch runs"])
         print("| " + " | ".join(columns) + " |")
         print("|---|---|" + "---:|" * (len(columns) - 3) + "---|")
         for (depth, size, batch, mode), r in results.items():
@@ -426,7 +438,8 @@ def main(argv=None):
                      if r["ours"] else "n/a")
             cells = ([f"ResNet-{depth}, {size}px, batch {batch}", mode, f"{ips(r['ours']):.1f}"]
                      + [f"{ips(r[s]):.1f}" for s in sides] + [ratio_text(r, s, "{:.2f}x") for s in sides]
-                     + [peak(r["ours"])] + [peak(r[s]) for s in sides] + [waits, PYTORCH_RECIPE_NOTES[mode]])
+                     + [peak(r["ours"])] + [peak(r[s]) for s in sides] + [warmup(r["ours"])]
+                     + [warmup(r[s]) for s in sides] + [waits, PYTORCH_RECIPE_NOTES[mode]])
             print("| " + " | ".join(cells) + " |")
     if failures:
         print(f"\ncuda_compare: {len(failures)} measurement(s) failed: " + "; ".join(failures), file=sys.stderr)

@@ -386,8 +386,9 @@ TEST(Cli, BenchReportsThroughputAndMemoryAsOneLineOfValidJson) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "bench/ drivers read the last JSON line";
   const nlohmann::json j = nlohmann::json::parse(r.output);  // throws on invalid JSON (a bare nan, say)
-  for (const char* key : {"images_per_second", "step_ms_median", "peak_bytes", "max_rss_bytes"})
+  for (const char* key : {"images_per_second", "step_ms_median", "peak_bytes", "max_rss_bytes", "warmup_seconds"})
     EXPECT_TRUE(j[key].is_number()) << key << " in " << r.output;
+  EXPECT_GT(j["warmup_seconds"].get<double>(), 0.0) << "the model is built and one step runs before the timed ones";
   EXPECT_EQ(j["depth"], 20);
   EXPECT_EQ(j["steps"], 10) << "whole numbers in base 10, not octal";
   EXPECT_EQ(j["precision"], "fp32");

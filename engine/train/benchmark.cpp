@@ -71,6 +71,7 @@ BenchResult run_benchmark(const BenchConfig& config) {
   const MemoryEstimate memory = estimate_training_memory(memory_input);
   const size_t available = available_memory(*backend);
   refuse_what_cannot_fit(memory_input, memory, available, "benchmark");
+  const auto setup_start = std::chrono::steady_clock::now();
   ResNet model(*backend, {config.depth, config.num_classes, 3, config.image_size, config.stem}, rng);
   auto optimizer = make_optimizer(*backend, sgd);
   const PrecisionPolicy policy(precision);
@@ -104,6 +105,8 @@ BenchResult run_benchmark(const BenchConfig& config) {
   // The host batch goes up every step, as in training (and as PyTorch's side of bench/cuda_compare.py does).
   // Deferred steps return once the step before is done: each timed call is one step of the device's time.
   for (int i = 0; i < config.warmup; ++i) run_step();
+  profiled->inner().synchronize();  // deferred steps may still run: not a wait of the timed steps
+  result.warmup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
   allocator_for(backend->device()).reset_peak();
   profiled->reset();
   const int64_t waits_before = profiled->host_waits(), replayed_before = step.replayed_steps();

@@ -38,6 +38,9 @@ struct BenchResult {
   std::string memory;              // the memory estimate against what was available (train/memory_estimate.h)
   std::vector<std::string> notes;  // advice, as `ampwb train` prints it
   std::vector<double> step_ms;     // every timed step
+  // From building the model to the end of the warm-up steps, the device finished: the cost before full speed
+  // (cuDNN's timing of its engines for each new shape, capture, the first allocations).
+  double warmup_seconds = 0;
   double step_ms_median = 0, images_per_second = 0;
   size_t peak_bytes = 0;           // tensor bytes held at once during the timed steps (weights and state included)
   size_t max_rss_bytes = 0;        // the process's maximum resident set
