@@ -224,6 +224,16 @@ case $stage in
             timed "hostsync-$s" 60 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \
               --precision amp-fp16 --steps 15 --warmup 6 --host-sync "${s%-2}" --json
           done ;;
+        fig-18-* | fig-50-*)  # issue 63's figures: one model in one mode, 224 px batch 256, 3 alternating rounds,
+          # ours beside PyTorch eager and graphed. A part starts only where its estimated time is left, so that no
+          # call ends inside one; the rounds it did finish stay in its log.
+          IFS=- read -r _ depth mode <<<"$part"
+          need=180
+          [ "$depth" = 18 ] || need=240
+          [ "$depth" = 18 ] || [ "$mode" != fp32 -a "$mode" != tf32 ] || need=360
+          if [ $((deadline - SECONDS - 5)) -lt $need ]; then echo "== $part: skipped, needs ${need}s of the budget"
+          else timed "$part" $((need * 5 / 4)) compare --configs "$depth:224:256" --modes "$mode" --rounds 3 \
+            --pytorch-graphs both; fi ;;
         *) echo "verify.sh all: unknown part $part" >&2; status=1 ;;
       esac
     done
