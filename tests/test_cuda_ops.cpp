@@ -249,6 +249,27 @@ Tensor fp8_on_gpu(const Tensor& host, Fp8Format format) {
   return t;
 }
 
+// Hopper's FP8 tensor cores add their products (exact) in an accumulator narrower than FP32, about 13 bits of
+// mantissa, promoted to FP32 every few blocks of the sum (cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM says as much).
+// So each output is held to 2^-10 of the sum of its products' magnitudes, `magnitude` (the float64 reference on |a|
+// and |b|), from the float64 reference `exact`: a wrong layout, scale or operand misses it many times over.
+void expect_within_fp8_accumulation(const Tensor& got, const ref::Array& exact, const ref::Array& magnitude,
+                                    const std::string& what) {
+  const ref::Array g = ref::from_tensor(to_host(got));
+  ASSERT_EQ(g.shape, exact.shape) << what;
+  size_t misses = 0;
+  for (size_t i = 0; i < g.v.size(); ++i)
+    if (std::fabs(g.v[i] - exact.v[i]) > 0x1p-10 * magnitude.v[i] + 1e-30 && misses++ < 3)
+      ADD_FAILURE() << what << ", element " << i << ": " << g.v[i] << " against " << exact.v[i]
+                    << ", the products' magnitudes summing to " << magnitude.v[i];
+  EXPECT_EQ(misses, 0u) << what;
+}
+
+ref::Array magnitudes(ref::Array a) {
+  for (double& v : a.v) v = std::fabs(v);
+  return a;
+}
+
 // Largest |a - b| over the largest |b|.
 double relative_max_error(const Tensor& a, const Tensor& b) {
   const std::vector<float> x = to_float_vector(to_host(a)), y = to_float_vector(to_host(b));
@@ -289,9 +310,9 @@ TEST(CudaFp8, ScaledCastIntoFp8StorageMatchesTheCpu) {
   }
 }
 
-// The three convolution passes on FP8 operands (E4M3 inputs and weights, E5M2 gradients) against the FP32
-// convolutions of the same values: FP8 products are exact in FP32, so only the order of the FP32 sums differs
-// (1e-5 of the largest output, as FP32 against FP32). And cuDNN's graph API must have run them on FP8.
+// The three convolution passes on FP8 operands (E4M3 inputs and weights, E5M2 gradients) against the float64
+// reference of the same values, within the FP8 tensor cores' accumulation. And cuDNN's graph API must have run them on
+// FP8.
 TEST(CudaFp8, ConvolutionsOnFp8MatchTheFp32ConvolutionsOfTheirValues) {
   SKIP_WITHOUT_FP8();
   Rng rng(43);
@@ -309,16 +330,22 @@ TEST(CudaFp8, ConvolutionsOnFp8MatchTheFp32ConvolutionsOfTheirValues) {
     auto f32 = [](const Tensor& like) {
       return Tensor::empty(like.shape(), DType::F32, like.layout(), gpu().device());
     };
-    Tensor y8 = f32(dy), y32 = f32(dy), dx8 = f32(x), dx32 = f32(x), dw8 = f32(w), dw32 = f32(w);
+    Tensor y8 = f32(dy), dx8 = f32(x), dw8 = f32(w);
     gpu().conv2d_forward(x8, w8, y8, cs.p);
-    gpu().conv2d_forward(to_gpu(x), to_gpu(w), y32, cs.p);
     gpu().conv2d_backward_data(dy8, w8, dx8, cs.p);
-    gpu().conv2d_backward_data(to_gpu(dy), to_gpu(w), dx32, cs.p);
     gpu().conv2d_backward_weights(x8, dy8, dw8, cs.p);
-    gpu().conv2d_backward_weights(to_gpu(x), to_gpu(dy), dw32, cs.p);
-    EXPECT_LE(relative_max_error(y8, y32), 1e-5) << "forward, " << cs.c << "->" << cs.k;
-    EXPECT_LE(relative_max_error(dx8, dx32), 1e-5) << "backward data, " << cs.c << "->" << cs.k;
-    EXPECT_LE(relative_max_error(dw8, dw32), 1e-5) << "backward filter, " << cs.c << "->" << cs.k;
+    const ref::Array rx = ref::from_tensor(x), rw = ref::from_tensor(w), rdy = ref::from_tensor(dy);
+    const int stride = static_cast<int>(cs.p.stride), pad = static_cast<int>(cs.p.padding);
+    const std::string shape = ", " + std::to_string(cs.c) + "->" + std::to_string(cs.k);
+    expect_within_fp8_accumulation(y8, ref::conv2d_forward(rx, rw, stride, pad),
+                                   ref::conv2d_forward(magnitudes(rx), magnitudes(rw), stride, pad), "forward" + shape);
+    expect_within_fp8_accumulation(dx8, ref::conv2d_backward_data(rdy, rw, x.shape(), stride, pad),
+                                   ref::conv2d_backward_data(magnitudes(rdy), magnitudes(rw), x.shape(), stride, pad),
+                                   "backward data" + shape);
+    expect_within_fp8_accumulation(
+        dw8, ref::conv2d_backward_weights(rx, rdy, w.shape(), stride, pad),
+        ref::conv2d_backward_weights(magnitudes(rx), magnitudes(rdy), w.shape(), stride, pad),
+        "backward filter" + shape);
   }
   const std::string plans = gpu().conv_plans();
   for (const char* pass : {"fwd ", "bwd-data ", "bwd-filter "}) {
@@ -332,8 +359,9 @@ TEST(CudaFp8, ConvolutionsOnFp8MatchTheFp32ConvolutionsOfTheirValues) {
   std::printf("%s", plans.c_str());
 }
 
-// A linear layer's three products on FP8 operands against the FP32 products of the same values (cuBLASLt's FP8
-// form, with its operands transposed for the gradients), and the bias gradient summed from the FP8 gradient.
+// A linear layer's three products on FP8 operands against the float64 reference of the same values, within the FP8
+// tensor cores' accumulation (cuBLASLt's FP8 form, its operands transposed for the gradients), and the bias gradient
+// summed from the FP8 gradient as from the FP32 one. cuBLASLt must have run the products on FP8.
 TEST(CudaFp8, LinearProductsOnFp8MatchTheFp32ProductsOfTheirValues) {
   SKIP_WITHOUT_FP8();
   Rng rng(47);
@@ -343,16 +371,31 @@ TEST(CudaFp8, LinearProductsOnFp8MatchTheFp32ProductsOfTheirValues) {
   const Tensor x8 = fp8_on_gpu(x, Fp8Format::E4M3), w8 = fp8_on_gpu(w, Fp8Format::E4M3),
                dy8 = fp8_on_gpu(dy, Fp8Format::E5M2);
   auto f32 = [](Shape shape) { return Tensor::empty(std::move(shape), DType::F32, Layout::NCHW, gpu().device()); };
-  Tensor y8 = f32({N, O}), y32 = f32({N, O});
+  Tensor y8 = f32({N, O});
   gpu().linear_forward(x8, w8, to_gpu(b), y8);
-  gpu().linear_forward(to_gpu(x), to_gpu(w), to_gpu(b), y32);
-  EXPECT_LE(relative_max_error(y8, y32), 1e-5) << "forward";
+  const ref::Array rx = ref::from_tensor(x), rw = ref::from_tensor(w), rdy = ref::from_tensor(dy);
+  const ref::Array rb = ref::from_tensor(b);
+  expect_within_fp8_accumulation(y8, ref::linear_forward(rx, rw, rb),
+                                 ref::linear_forward(magnitudes(rx), magnitudes(rw), magnitudes(rb)), "forward");
   Tensor dx8 = f32({N, I}), dx32 = f32({N, I}), dw8 = f32({O, I}), dw32 = f32({O, I}), db8 = f32({O}), db32 = f32({O});
   gpu().linear_backward(dy8, x8, w8, dx8, dw8, db8);
   gpu().linear_backward(to_gpu(dy), to_gpu(x), to_gpu(w), dx32, dw32, db32);
-  EXPECT_LE(relative_max_error(dx8, dx32), 1e-5) << "input gradient";
-  EXPECT_LE(relative_max_error(dw8, dw32), 1e-5) << "weight gradient";
+  const ref::LinearGrads exact = ref::linear_backward(rdy, rx, rw),
+                         magnitude = ref::linear_backward(magnitudes(rdy), magnitudes(rx), magnitudes(rw));
+  expect_within_fp8_accumulation(dx8, exact.dx, magnitude.dx, "input gradient");
+  expect_within_fp8_accumulation(dw8, exact.dw, magnitude.dw, "weight gradient");
   EXPECT_LE(relative_max_error(db8, db32), 1e-5) << "bias gradient";
+  // cuBLASLt planned the three products on FP8: the forward's E4M3 by E4M3, the gradients' two E4M3 by E5M2.
+  const std::string plans = gpu().matmul_plans();
+  auto planned = [&](const std::string& types) {
+    size_t count = 0;
+    for (size_t at = plans.find(types + " fp32-accumulate: cuBLASLt"); at != std::string::npos;
+         at = plans.find(types + " fp32-accumulate: cuBLASLt", at + 1))
+      ++count;
+    return count;
+  };
+  EXPECT_EQ(planned("e4m3xe4m3->f32"), 1u) << plans;
+  EXPECT_EQ(planned("e4m3xe5m2->f32"), 2u) << plans;
 }
 
 TEST(CudaConvert, UploadIsWaitedForByItsFirstUse) {

@@ -251,5 +251,6 @@ MemoryStats CudaBackend::memory_stats() const { return cuda_allocator(impl_->dev
 void* CudaBackend::compute_stream() const { return impl_->stream; }
 size_t CudaBackend::conv_plans_cached() const { return impl_->conv->plans_cached(); }
 std::string CudaBackend::conv_plans() const { return impl_->conv->describe_plans(); }
+std::string CudaBackend::matmul_plans() const { return impl_->matmul->describe(); }
 
 }  // namespace ampwb

@@ -142,7 +142,8 @@ class CudaBackend final : public Backend {
   // it.
   void* compute_stream() const;
   size_t conv_plans_cached() const;
-  std::string conv_plans() const;  // the chosen cuDNN algorithms, one line per shape
+  std::string conv_plans() const;    // the chosen cuDNN algorithms, one line per shape
+  std::string matmul_plans() const;  // the cuBLASLt products planned, one line per shape
 
  private:
   struct Impl;

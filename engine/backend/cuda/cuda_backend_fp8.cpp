@@ -74,7 +74,7 @@ void CudaBackend::fp8_linear_forward(const Tensor& x, const Tensor& w, const Ten
   s.m = O, s.n = N, s.k = I;
   s.lda = I, s.ldb = I, s.ldd = O;
   s.a_type = fp8_blas_type(w.dtype()), s.b_type = fp8_blas_type(x.dtype());
-  if (I > 0 && m.matmul->has_algorithm(s, cuda::MatmulRunner::kWorkspaceBytes)) {
+  if (N > 0 && I > 0 && O > 0 && m.matmul->has_algorithm(s, cuda::MatmulRunner::kWorkspaceBytes)) {
     cuda::broadcast_rows(b.data(), ktype(b.dtype()), y.data(), ktype(y.dtype()), N, O, m.stream);
     m.run_matmul(s, w.data(), x.data(), y.data(), 1.0f);  // onto the broadcast bias
     return;
@@ -104,7 +104,7 @@ void CudaBackend::fp8_linear_backward(const Tensor& dy, const Tensor& x, const T
   weights.lda = N, weights.ldb = N, weights.ldd = I;
   weights.a_type = fp8_blas_type(x.dtype()), weights.b_type = fp8_blas_type(dy.dtype());
   const size_t space = cuda::MatmulRunner::kWorkspaceBytes;
-  const bool on_fp8 = N > 0 && O > 0 && m.matmul->has_algorithm(weights, space) &&
+  const bool on_fp8 = N > 0 && I > 0 && O > 0 && m.matmul->has_algorithm(weights, space) &&
                       (!dx.defined() || m.matmul->has_algorithm(data, space));
   if (!on_fp8) {
     Tensor dy32 = m.empty(dy.shape(), DType::F32), x32 = m.empty(x.shape(), DType::F32),

@@ -141,18 +141,18 @@ std::string checked_graph(const PassGraph& g, ConvPass pass, const ConvShape& s)
 }
 
 // PyTorch's engine filter as notes: no mode lets cuDNN convert inputs down, strict FP32 takes no tensor cores
-// (TF32), and deterministic runs no non-deterministic engine. Beyond PyTorch, no mode reduces in less than FP32 (the
-// paper's FP32 accumulation), and exact FP32 takes no FFT or Winograd, as in the legacy path.
-std::vector<fe::NumericalNote_t> excluded_notes(ConvMath math, const ConvPolicy& policy) {
+// (TF32), and deterministic runs no non-deterministic engine. Beyond PyTorch, no 16-bit or FP32 mode reduces in less
+// than FP32 (the paper's FP32 accumulation), and exact FP32 takes no FFT or Winograd, as in the legacy path. FP8 may:
+// Hopper's FP8 tensor cores sum in a narrower accumulator, promoted to FP32 along the way.
+std::vector<fe::NumericalNote_t> excluded_notes(const ConvShape& s, const ConvPolicy& policy) {
   using N = fe::NumericalNote_t;
-  std::vector<N> notes{N::DOWN_CONVERT_INPUTS, N::REDUCED_PRECISION_REDUCTION};
+  std::vector<N> notes{N::DOWN_CONVERT_INPUTS};
+  if (!s.fp8) notes.push_back(N::REDUCED_PRECISION_REDUCTION);
   if (policy.deterministic) notes.push_back(N::NONDETERMINISTIC);
-  if (math == ConvMath::Fp32) {
-    notes.push_back(N::TENSOR_CORE);
-    if (policy.exact_fp32)
-      notes.insert(notes.end(),
-                   {N::FFT, N::WINOGRAD, N::WINOGRAD_TILE_4x4, N::WINOGRAD_TILE_6x6, N::WINOGRAD_TILE_13x13});
-  }
+  if (s.math == ConvMath::Fp32) notes.push_back(N::TENSOR_CORE);
+  if (s.math == ConvMath::Fp32 && policy.exact_fp32)
+    for (const N note : {N::FFT, N::WINOGRAD, N::WINOGRAD_TILE_4x4, N::WINOGRAD_TILE_6x6, N::WINOGRAD_TILE_13x13})
+      notes.push_back(note);
   return notes;
 }
 
@@ -189,7 +189,7 @@ struct GraphApiConvs::Impl {
     if (std::string wrong = checked_graph(p.g, pass, s); !wrong.empty()) throw Refused{wrong};
     require(graph.build_operation_graph(handle), "build_operation_graph");
     require(graph.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
-    graph.deselect_numeric_notes(excluded_notes(s.math, policy))
+    graph.deselect_numeric_notes(excluded_notes(s, policy))
         .deselect_workspace_greater_than(static_cast<int64_t>(policy.workspace_limit));
     // FP8 convolutions may have runtime-compiled engines only (cuDNN's runtime fusion engines): they keep them.
     if (!policy.runtime_compiled && !s.fp8) graph.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});

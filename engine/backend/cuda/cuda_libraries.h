@@ -168,6 +168,7 @@ class MatmulRunner {
   // for some shapes only (A transposed, dimensions in multiples of 16).
   bool has_algorithm(const MatmulShape& shape, size_t workspace_bytes);
   size_t plans_cached() const { return plans_.size(); }
+  std::string describe() const;  // one line per shape: "KEY: cuBLASLt" or "KEY: no algorithm"
 
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // NVIDIA's suggestion for Hopper
 

@@ -83,6 +83,12 @@ MatmulRunner::Plan* MatmulRunner::plan(const MatmulShape& s, size_t workspace_by
   return plans_.emplace(key, std::move(p)).first->second.get();
 }
 
+std::string MatmulRunner::describe() const {
+  std::ostringstream out;
+  for (const auto& [key, p] : plans_) out << key << (p ? ": cuBLASLt\n" : ": no algorithm\n");
+  return out.str();
+}
+
 bool MatmulRunner::has_algorithm(const MatmulShape& s, size_t workspace_bytes) {
   return plan(s, workspace_bytes) != nullptr;
 }
