@@ -90,7 +90,7 @@ struct NcclCommunicator::State {
   void check(ncclResult_t result, const char* call) {
     if (result == ncclSuccess) return;
     const std::string text = std::string(call) + " failed: " + ncclGetErrorString(result) + " (" +
-                             (comm ? ncclGetLastError(comm) : "") + ")";
+                             ncclGetLastError(comm) + ")";  // NCCL's last warning, whether comm exists or not
     abort(text, result == ncclRemoteError);  // a rank gone, or the network between them
     throw_failure();
   }
@@ -254,8 +254,14 @@ NcclCommunicator::NcclCommunicator(const LaunchInfo& launch, int gpu, Communicat
   const ncclResult_t started = ncclCommInitRankConfig(&s.comm, world_size_, id, rank_, &config);
   if (started != ncclInProgress) s.check(started, "ncclCommInitRankConfig");
   if (s.comm) s.settle(started, "NCCL's set-up (ncclCommInitRankConfig)");
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s.own_stream, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreateWithFlags(&s.after_device, cudaEventDisableTiming));
+  try {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s.own_stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&s.after_device, cudaEventDisableTiming));
+  } catch (...) {  // no destructor runs for a constructor that throws: NCCL's communicator goes here
+    ncclCommAbort(s.comm);
+    if (s.own_stream) cudaStreamDestroy(s.own_stream);
+    throw;
+  }
   description_ =
       version_text() + ", " + std::to_string(world_size_) + (world_size_ == 1 ? " rank" : " ranks") + ", one GPU each";
   s.watchdog = std::thread([&s, gpu] { s.watch(gpu); });

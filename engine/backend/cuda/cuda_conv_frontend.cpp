@@ -3,7 +3,9 @@
 // graph API offers engines the legacy API does not reach: in NHWC strict FP32 the legacy API has two implicit-GEMM
 // algorithms only. Built without the headers, compiled() is false and nothing here runs.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <iomanip>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -177,6 +179,7 @@ struct GraphApiConvs::Impl {
     int64_t index = -1;   // the chosen engine's plan, or -1: the heuristics' choice
     int64_t workspace = 0;
     float ms = -1;        // the chosen engine's time per run where timed
+    double choosing_s = 0;  // building the graph, its candidates and timing them
     std::string engine;   // the chosen engine's name
     std::string refused;  // why the legacy API runs this pass instead
   };
@@ -200,8 +203,10 @@ struct GraphApiConvs::Impl {
   // The engine to run: with benchmark, the fastest of the heuristics' first kTimedEngines that build and run on
   // these tensors (PyTorch's torch.backends.cudnn.benchmark_limit), timed as cudnnFind times them, in one workspace
   // of the largest's size (only these are built: the frontend's own autotune builds every candidate and times each
-  // up to 100 times); else the heuristics' first.
+  // up to 100 times); else the heuristics' first. Of the candidates NVRTC must compile (up to seconds each, for every
+  // shape of the model) only the first kTimedCompiled are built.
   static constexpr size_t kTimedEngines = 10;
+  static constexpr size_t kTimedCompiled = 2;
   static constexpr int kRuns = 3;  // timed runs of each candidate, after one untimed
   void choose(Plan& p, std::unordered_map<int64_t, void*>& pack, const ScratchFn& scratch) const {
     fe::graph::Graph& graph = *p.g.graph;
@@ -213,12 +218,23 @@ struct GraphApiConvs::Impl {
     }
     std::vector<int64_t> candidates;
     int64_t most = 0;
+    size_t compiled = 0;
+    std::string unbuilt;  // why the last candidate that did not build did not
     for (int64_t i = 0; i < graph.get_execution_plan_count() && candidates.size() < kTimedEngines; ++i) {
-      if (graph.build_plan_at_index(handle, i).is_bad()) continue;  // deselected, or it does not build
+      std::vector<fe::BehaviorNote_t> behavior;
+      const bool needs_nvrtc =
+          graph.get_behavior_notes_for_plan_at_index(i, behavior).is_good() &&
+          std::find(behavior.begin(), behavior.end(), fe::BehaviorNote_t::RUNTIME_COMPILATION) != behavior.end();
+      if (needs_nvrtc && compiled == kTimedCompiled) continue;
+      if (auto built = graph.build_plan_at_index(handle, i); built.is_bad()) {  // deselected, or it does not build
+        unbuilt = built.get_message();
+        continue;
+      }
+      compiled += needs_nvrtc;
       candidates.push_back(i);
       most = std::max(most, graph.get_workspace_size_plan_at_index(i));
     }
-    if (candidates.empty()) throw Refused{"no engine builds"};
+    if (candidates.empty()) throw Refused{"no engine builds" + (unbuilt.empty() ? "" : ": " + unbuilt)};
     void* space = nullptr;
     try {
       space = most ? scratch(static_cast<size_t>(most)) : nullptr;
@@ -279,10 +295,14 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
     throw Error("a convolution whose engine cuDNN has not chosen yet (" + key +
                 "): the step is captured once eager steps have run every shape");
   try {
+    const auto start = std::chrono::steady_clock::now();
     if (!p.g.out) impl_->build(p, pass, s);
     std::unordered_map<int64_t, void*> pack{
         {p.g.a->get_uid(), const_cast<void*>(a)}, {p.g.b->get_uid(), const_cast<void*>(b)}, {p.g.out->get_uid(), out}};
-    if (!p.chosen) impl_->choose(p, pack, scratch);
+    if (!p.chosen) {
+      impl_->choose(p, pack, scratch);
+      p.choosing_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
     void* workspace = p.workspace ? scratch(static_cast<size_t>(p.workspace)) : nullptr;
     auto status = impl_->execute(p, pack, workspace);
     if (status.is_bad()) {
@@ -325,7 +345,7 @@ std::string GraphApiConvs::describe() const {
     if (p.chosen && p.refused.empty()) {
       out << key << ": graph API, engine " << p.engine << ", " << mib(static_cast<size_t>(p.workspace)) << " workspace";
       if (p.ms >= 0) out << ", " << ms_text(p.ms);
-      out << '\n';
+      out << ", chosen in " << std::fixed << std::setprecision(2) << p.choosing_s << " s" << std::defaultfloat << '\n';
     } else if (!p.refused.empty()) {
       out << key << ": legacy API (" << p.refused << ")\n";
     }
