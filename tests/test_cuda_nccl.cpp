@@ -69,9 +69,10 @@ TEST(CudaNccl, OneRankLeavesHostDataAsItIs) {
   EXPECT_THROW(world->broadcast(bytes, 1, 1), Error);  // rank 1 of 1
 }
 
-// In place on the backend's stream, queued after the upload that wrote the values; a host collective after them waits
-// for them. One rank's mean is its own values, bit for bit (NCCL's average multiplies by 1 / 1).
-TEST(CudaNccl, DeviceCollectivesRunOnTheBackendsStream) {
+// In place, on the communicator's stream after the upload queued on the backend's, which wrote the values; a host
+// collective after them follows them, and the backend's stream, once joined, waits for them. One rank's mean is its
+// own values, bit for bit (NCCL's average multiplies by 1 / 1), and a bucket of several spans goes as one group.
+TEST(CudaNccl, DeviceCollectivesFollowTheBackendsStreamWhichWaitsForThem) {
   if (cuda_device_count() == 0) GTEST_SKIP() << kNoGpu;
   const std::unique_ptr<NcclCommunicator> world = one_rank();
   const std::unique_ptr<ProfiledBackend> backend = gpu_backend();
@@ -82,11 +83,13 @@ TEST(CudaNccl, DeviceCollectivesRunOnTheBackendsStream) {
   const Tensor host = testing::random_tensor({3, 1000}, rng);
   Tensor device = Tensor::empty(host.shape(), DType::F32, host.layout(), backend->device());
   backend->convert(host, device);
-  world->all_reduce_mean_on_device(device.data_as<float>(), static_cast<size_t>(device.numel()));
+  float* values = device.data_as<float>();
+  world->all_reduce_mean_on_device({{values, 1000}, {values + 1000, 2000}});
   world->broadcast_on_device(device.data(), device.nbytes(), 0);
   int64_t one = 1;
   world->all_reduce_sum(&one, 1);
   EXPECT_EQ(one, 1);
+  world->join_device_collectives();
   const Tensor back = on_host(*backend, device);
   EXPECT_EQ(std::memcmp(back.data(), host.data(), host.nbytes()), 0) << "one rank's mean changed its values";
 }

@@ -7,11 +7,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ampwb {
 
 // The 16-bit floats a sum may travel in (IEEE binary16, bfloat16), as bit patterns.
 enum class Float16Format : uint8_t { F16, BF16 };
+
+// `count` FP32 values at the device address `data`.
+struct DeviceFloats {
+  float* data;
+  size_t count;
+};
 
 class Communicator {
  public:
@@ -36,16 +43,20 @@ class Communicator {
   virtual void barrier() = 0;
 
   // Collectives in a GPU's memory: NCCL's communicator, whose GPU is device_index() (-1: the collectives work on host
-  // memory only, and the two below throw). They are queued on the CUDA stream given to set_device_stream (a
-  // cudaStream_t: the backend's compute stream, so that they follow the work that wrote their data and precede the
-  // work that reads it) and return without waiting; the host collectives above still work, staged through the GPU.
+  // memory only, and the three below throw). They return without waiting: each is queued on a stream of the
+  // communicator's own after the work queued so far on the device stream (set_device_stream, a cudaStream_t: the
+  // backend's compute stream), so that it follows the work that wrote its data while the device stream goes on, and
+  // join_device_collectives() makes the device stream wait for them before any work that reads or frees their data.
+  // The host collectives above still work, staged through the GPU after the device collectives queued so far.
   virtual int device_index() const { return -1; }
   bool reduces_device_memory() const { return device_index() >= 0; }
   virtual void set_device_stream(void* cuda_stream);
-  // In place: `count` FP32 values at the device address `data` become their mean over the ranks.
-  virtual void all_reduce_mean_on_device(float* data, size_t count);
+  // In place: each span's values become their mean over the ranks; the spans go as one group (one bucket).
+  virtual void all_reduce_mean_on_device(const std::vector<DeviceFloats>& spans);
   // `bytes` bytes at the device address `data` on rank `root` copied to every other rank's.
   virtual void broadcast_on_device(void* data, size_t bytes, int root);
+  // The work queued on the device stream from here on waits for the device collectives queued so far.
+  virtual void join_device_collectives() {}
 
   // "Open MPI 4.1.4, 2 ranks": what carries the collectives, for logs and the run's record.
   virtual std::string describe() const = 0;

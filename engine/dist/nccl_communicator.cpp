@@ -1,6 +1,6 @@
 // NCCL's communicator made non-blocking (so that its set-up and its calls can be bounded), its unique id carried by MPI
-// or the TCP rendezvous, the host collectives staged through pinned host and device buffers on a stream of its own,
-// and the watchdog over the device collectives (see the header).
+// or the TCP rendezvous, every collective on a stream of its own (the host collectives staged through pinned host and
+// device buffers), and the watchdog over the device collectives (see the header).
 #include "dist/nccl_communicator.h"
 
 #include <cuda_runtime_api.h>
@@ -45,9 +45,10 @@ struct NcclCommunicator::State {
   int gpu = 0;
   std::chrono::milliseconds timeout{0};
   ncclComm_t comm = nullptr;
-  cudaStream_t own_stream = nullptr;     // the host collectives'
+  cudaStream_t own_stream = nullptr;     // every collective's, in the order they are called
   cudaStream_t device_stream = nullptr;  // set_device_stream: the backend's
-  cudaEvent_t after_device = nullptr;    // recorded after each device collective: the host collectives wait for it
+  cudaEvent_t inputs_ready = nullptr;    // recorded on device_stream before each device collective, which waits for it
+  cudaEvent_t collectives_done = nullptr;  // recorded on own_stream after each: join_device_collectives waits for it
   bool device_queued = false;
   void* device_buffer = nullptr;  // the host collectives' data on the GPU
   void* host_buffer = nullptr;    // pinned: copies that do not block the host, so that every wait can be bounded
@@ -154,7 +155,7 @@ struct NcclCommunicator::State {
   }
 
   // A host collective: `bytes` of `data` to the GPU, `collective` on them there (after the device collectives queued
-  // so far), back to `data`.
+  // so far, on the same stream), back to `data`.
   template <class Collective>
   void on_host_data(void* data, size_t bytes, const char* what, Collective collective) {
     std::lock_guard lock(call_mutex);
@@ -163,16 +164,24 @@ struct NcclCommunicator::State {
     reserve(std::max<size_t>(bytes, 8));
     std::memcpy(host_buffer, data, bytes);
     CUDA_CHECK(cudaMemcpyAsync(device_buffer, host_buffer, bytes, cudaMemcpyHostToDevice, own_stream));
-    if (device_queued) CUDA_CHECK(cudaStreamWaitEvent(own_stream, after_device, 0));
     settle(collective(device_buffer, own_stream), what);
     CUDA_CHECK(cudaMemcpyAsync(host_buffer, device_buffer, bytes, cudaMemcpyDeviceToHost, own_stream));
     wait(own_stream, what);
     std::memcpy(data, host_buffer, bytes);
   }
 
-  // After a device collective was queued on the backend's stream: the host collectives' order, and the watchdog's.
+  // Before a device collective: its stream waits for the work queued so far on the backend's, which wrote its data.
+  // call_mutex held.
+  void after_device_work(const char* what) {
+    if (!failure.empty()) throw_failure();
+    AMPWB_CHECK(device_stream, what << " before set_device_stream");
+    CUDA_CHECK(cudaEventRecord(inputs_ready, device_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(own_stream, inputs_ready, 0));
+  }
+
+  // After a device collective was queued: what join_device_collectives waits for, and the watchdog's entry.
   void queued_on_device(const char* what) {
-    CUDA_CHECK(cudaEventRecord(after_device, device_stream));
+    CUDA_CHECK(cudaEventRecord(collectives_done, own_stream));
     device_queued = true;
     std::lock_guard lock(watch_mutex);
     cudaEvent_t done = nullptr;
@@ -182,7 +191,7 @@ struct NcclCommunicator::State {
     } else {
       CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     }
-    CUDA_CHECK(cudaEventRecord(done, device_stream));
+    CUDA_CHECK(cudaEventRecord(done, own_stream));
     in_flight.push_back({done, Clock::now(), what});
   }
 
@@ -256,9 +265,11 @@ NcclCommunicator::NcclCommunicator(const LaunchInfo& launch, int gpu, Communicat
   if (s.comm) s.settle(started, "NCCL's set-up (ncclCommInitRankConfig)");
   try {
     CUDA_CHECK(cudaStreamCreateWithFlags(&s.own_stream, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaEventCreateWithFlags(&s.after_device, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&s.inputs_ready, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&s.collectives_done, cudaEventDisableTiming));
   } catch (...) {  // no destructor runs for a constructor that throws: NCCL's communicator goes here
     ncclCommAbort(s.comm);
+    if (s.inputs_ready) cudaEventDestroy(s.inputs_ready);
     if (s.own_stream) cudaStreamDestroy(s.own_stream);
     throw;
   }
@@ -297,7 +308,8 @@ NcclCommunicator::~NcclCommunicator() {
   }
   for (const State::InFlight& f : s.in_flight) cudaEventDestroy(f.done);
   for (cudaEvent_t e : s.spare_events) cudaEventDestroy(e);
-  if (s.after_device) cudaEventDestroy(s.after_device);
+  if (s.inputs_ready) cudaEventDestroy(s.inputs_ready);
+  if (s.collectives_done) cudaEventDestroy(s.collectives_done);
   if (s.own_stream) cudaStreamDestroy(s.own_stream);
   if (s.device_buffer) cudaFree(s.device_buffer);
   if (s.host_buffer) cudaFreeHost(s.host_buffer);
@@ -349,15 +361,18 @@ void NcclCommunicator::set_device_stream(void* cuda_stream) {
   state_->device_stream = static_cast<cudaStream_t>(cuda_stream);
 }
 
-void NcclCommunicator::all_reduce_mean_on_device(float* data, size_t count) {
+void NcclCommunicator::all_reduce_mean_on_device(const std::vector<DeviceFloats>& spans) {
   State& s = *state_;
   std::lock_guard lock(s.call_mutex);
-  if (!s.failure.empty()) s.throw_failure();
-  AMPWB_CHECK(s.device_stream, "a device all-reduce before set_device_stream");
   cuda::DeviceScope on_gpu(gpu_);  // the caller may be the reducer's communication thread
-  // ncclAvg: each rank's values times 1 / world size, summed (exact for one rank).
-  s.settle(ncclAllReduce(data, data, count, ncclFloat32, ncclAvg, s.comm, s.device_stream),
-           "NCCL's gradient all-reduce");
+  s.after_device_work("a device all-reduce");
+  // One group: NCCL launches the bucket's all-reduces together. ncclAvg: each rank's values times 1 / world size,
+  // summed (exact for one rank).
+  s.check(ncclGroupStart(), "ncclGroupStart");
+  for (const DeviceFloats& span : spans)
+    s.settle(ncclAllReduce(span.data, span.data, span.count, ncclFloat32, ncclAvg, s.comm, s.own_stream),
+             "NCCL's gradient all-reduce");
+  s.settle(ncclGroupEnd(), "NCCL's gradient all-reduce (ncclGroupEnd)");
   s.queued_on_device("NCCL's gradient all-reduce");
 }
 
@@ -367,12 +382,20 @@ void NcclCommunicator::broadcast_on_device(void* data, size_t bytes, int root) {
     throw Error("broadcast from rank " + std::to_string(root) + ", but the ranks are 0 .. " +
                 std::to_string(world_size_ - 1));
   std::lock_guard lock(s.call_mutex);
-  if (!s.failure.empty()) s.throw_failure();
-  AMPWB_CHECK(s.device_stream, "a device broadcast before set_device_stream");
   cuda::DeviceScope on_gpu(gpu_);
-  s.settle(ncclBroadcast(data, data, bytes, ncclUint8, root, s.comm, s.device_stream),
-           "NCCL's broadcast of the weights");
+  s.after_device_work("a device broadcast");
+  s.settle(ncclBroadcast(data, data, bytes, ncclUint8, root, s.comm, s.own_stream), "NCCL's broadcast of the weights");
   s.queued_on_device("NCCL's broadcast of the weights");
+}
+
+void NcclCommunicator::join_device_collectives() {
+  State& s = *state_;
+  std::lock_guard lock(s.call_mutex);
+  if (!s.device_queued) return;
+  AMPWB_CHECK(s.device_stream, "join_device_collectives before set_device_stream");
+  cuda::DeviceScope on_gpu(gpu_);
+  // A device wait: an aborted collective ends its kernels, so the backend's stream does not wait forever.
+  CUDA_CHECK(cudaStreamWaitEvent(s.device_stream, s.collectives_done, 0));
 }
 
 }  // namespace ampwb

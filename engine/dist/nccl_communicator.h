@@ -1,13 +1,13 @@
 // The communicator over NCCL, for processes that train on GPUs, one GPU each: the gradients and the starting weights
-// reduced and broadcast in the GPU's memory on the backend's stream, and the host collectives (validation counts, the
-// stop agreement, the configuration) staged through the GPU, so that the trainer uses it as it uses MPI's. Built only
-// where CMake found NCCL beside the CUDA backend (AMPWB_HAVE_NCCL); nothing outside engine/dist/ sees NCCL's headers.
+// reduced and broadcast in the GPU's memory on a stream of its own beside the backend's, and the host collectives
+// (validation counts, the stop agreement, the configuration) staged through the GPU on that stream, so that the
+// trainer uses it as it uses MPI's. Built only where CMake found NCCL beside the CUDA backend (AMPWB_HAVE_NCCL);
+// nothing outside engine/dist/ sees NCCL's headers.
 //
 // Failures are bounded as NCCL's asynchronous error handling intends: every wait polls ncclCommGetAsyncError, and a
-// watchdog thread does the same for the device collectives queued on the backend's stream (which nobody here waits
-// for). An error NCCL reports, or a collective not done within the timeout (a rank that died or hangs), aborts the
-// communicator (ncclCommAbort ends the kernels still waiting for the other ranks) and makes every later call throw an
-// Error naming this rank.
+// watchdog thread does the same for the device collectives (which nobody here waits for). An error NCCL reports, or a
+// collective not done within the timeout (a rank that died or hangs), aborts the communicator (ncclCommAbort ends the
+// kernels still waiting for the other ranks) and makes every later call throw an Error naming this rank.
 #pragma once
 
 #include <chrono>
@@ -44,8 +44,9 @@ class NcclCommunicator final : public Communicator {
   void barrier() override;
 
   void set_device_stream(void* cuda_stream) override;
-  void all_reduce_mean_on_device(float* data, size_t count) override;
+  void all_reduce_mean_on_device(const std::vector<DeviceFloats>& spans) override;
   void broadcast_on_device(void* data, size_t bytes, int root) override;
+  void join_device_collectives() override;
 
   std::string describe() const override { return description_; }
 

@@ -76,6 +76,7 @@ void GradientReducer::broadcast_from_rank0(const std::vector<Buffer*>& buffers) 
     ++p->version;  // a low-precision compute copy follows the new values
   }
   for (Buffer* b : buffers) broadcast(b->value, b->name);
+  communicator_.join_device_collectives();  // the first step reads the broadcast values
 }
 
 void GradientReducer::begin() {
@@ -125,12 +126,17 @@ void GradientReducer::finish() {
   wait_all(lock);
   waiting_seconds_ += seconds_since(start);
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  communicator_.join_device_collectives();  // the scaler's check and the update read the means
 }
 
 void GradientReducer::abandon() noexcept {
   std::unique_lock lock(mutex_);
   wait_all(lock);
   error_ = nullptr;
+  try {
+    communicator_.join_device_collectives();  // nothing may write or free the gradients while a collective reads them
+  } catch (...) {                             // a broken communicator: the step's own error is the one to report
+  }
 }
 
 void GradientReducer::average_gradients() {
@@ -176,9 +182,10 @@ void GradientReducer::communicate() {
 }
 
 void GradientReducer::reduce(Bucket& bucket) {
-  if (communicator_.reduces_device_memory()) {  // NCCL: in place on the GPU, queued after the backward that wrote them
-    for (size_t i = 0; i < bucket.sizes.size(); ++i)
-      communicator_.all_reduce_mean_on_device(bucket.grads[i], bucket.sizes[i]);
+  if (communicator_.reduces_device_memory()) {  // NCCL: in place on the GPU, after the backward that wrote them
+    spans_.clear();
+    for (size_t i = 0; i < bucket.sizes.size(); ++i) spans_.push_back({bucket.grads[i], bucket.sizes[i]});
+    communicator_.all_reduce_mean_on_device(spans_);
     return;
   }
   flat_.resize(bucket.floats);

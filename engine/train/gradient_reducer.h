@@ -48,9 +48,10 @@ class GradientReducer {
   // layer whose parameters' gradients will not change again this step (each bucket complete in order goes to the
   // communication thread); finish() after backward sends the rest, waits for every bucket and rethrows the Error of
   // a failed collective. Every gradient (FP32, on the host) is then the mean over the ranks: summed in the
-  // precision asked, then times 1 / world size in FP32. On a communicator over GPU memory (NCCL) each FP32 gradient
-  // is averaged in place on its GPU instead (ncclAvg), queued on the backend's stream: finish() waits for the queuing
-  // only, and the stream orders the rest.
+  // precision asked, then times 1 / world size in FP32. On a communicator over GPU memory (NCCL) each bucket's FP32
+  // gradients are averaged in place on their GPU instead (ncclAvg, one group), on the communicator's stream after the
+  // backward work queued so far, while backward goes on on the backend's stream: finish() waits for the queuing
+  // only, and makes the backend's stream wait for the means.
   void begin();
   void gradients_final(Layer& layer);
   void finish();
@@ -98,8 +99,9 @@ class GradientReducer {
   std::exception_ptr error_;
   double communication_seconds_ = 0;
 
-  // The communication thread's own: one bucket's gradients side by side, reused.
+  // The communication thread's own: one bucket's gradients side by side, reused; on a GPU, where each one is.
   std::vector<float> flat_;
+  std::vector<DeviceFloats> spans_;
   std::vector<uint16_t> flat16_;
   std::thread thread_;  // last: started once every member it reads exists
 };

@@ -502,7 +502,7 @@ Trainer::Run::Run(Trainer& trainer)
 
 std::unique_ptr<GradientReducer> Trainer::Run::distribute() {
   if (!communicator_) return nullptr;
-  if (communicator_->reduces_device_memory()) {  // NCCL queues its collectives between this backend's ops
+  if (communicator_->reduces_device_memory()) {  // NCCL's collectives follow this backend's ops, on a stream beside
     void* stream = cuda_stream_of(*backend_);
     if (!stream) throw Error("data-parallel training over NCCL needs the CUDA backend, not " + backend_->description());
     communicator_->set_device_stream(stream);
