@@ -1,16 +1,21 @@
-// NCCL's communicator (engine/dist/nccl_communicator.h) on one GPU: a world of one rank, which NCCL runs like any
-// other (its unique id, its set-up, its kernels on the backend's stream), so that the host collectives, the device
-// collectives and a data-parallel training through GradientReducer are checked on the one GPU a lent machine has.
-// Real sums over several GPUs are not checked here. Needs a CUDA GPU and skips without one; any failure on a GPU fails.
+// NCCL's communicator (engine/dist/nccl_communicator.h) on one GPU: a world of one rank (its unique id, its set-up,
+// its stream beside the backend's), so that the host collectives, the device collectives and a data-parallel training
+// through GradientReducer are checked on the one GPU a lent machine has. NCCL runs one rank's collectives without its
+// multi-rank kernels, so real sums over several GPUs are not checked here. Needs a CUDA GPU and skips without one;
+// any failure on a GPU fails.
 #include <gtest/gtest.h>
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
@@ -24,6 +29,8 @@
 
 namespace ampwb {
 namespace {
+
+using namespace std::chrono_literals;
 
 constexpr const char* kNoGpu = "no usable CUDA GPU on this machine (cudaGetDeviceCount reports an error or 0 devices)";
 
@@ -84,7 +91,8 @@ TEST(CudaNccl, DeviceCollectivesFollowTheBackendsStreamWhichWaitsForThem) {
   Tensor device = Tensor::empty(host.shape(), DType::F32, host.layout(), backend->device());
   backend->convert(host, device);
   float* values = device.data_as<float>();
-  world->all_reduce_mean_on_device({{values, 1000}, {values + 1000, 2000}});
+  world->device_inputs_ready(0);
+  world->all_reduce_mean_on_device({{values, 1000}, {values + 1000, 2000}}, 0);
   world->broadcast_on_device(device.data(), device.nbytes(), 0);
   int64_t one = 1;
   world->all_reduce_sum(&one, 1);
@@ -92,6 +100,50 @@ TEST(CudaNccl, DeviceCollectivesFollowTheBackendsStreamWhichWaitsForThem) {
   world->join_device_collectives();
   const Tensor back = on_host(*backend, device);
   EXPECT_EQ(std::memcmp(back.data(), host.data(), host.nbytes()), 0) << "one rank's mean changed its values";
+}
+
+// The all-reduce waits for the backend's work marked before it, not for the host: with the backend's stream held by
+// a host function, a host collective behind the all-reduce on the communicator's stream cannot finish until the
+// function lets go.
+TEST(CudaNccl, TheAllReduceWaitsForTheBackendsWorkMarkedBeforeIt) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << kNoGpu;
+  const std::unique_ptr<NcclCommunicator> world = one_rank();
+  const std::unique_ptr<ProfiledBackend> backend = gpu_backend();
+  auto* const stream = static_cast<cudaStream_t>(cuda_stream_of(*backend));
+  world->set_device_stream(stream);
+  Rng rng(61);
+  const Tensor host = testing::random_tensor({1000}, rng);
+  Tensor device = Tensor::empty(host.shape(), DType::F32, host.layout(), backend->device());
+  backend->convert(host, device);
+  std::atomic<bool> go{false};
+  ASSERT_EQ(cudaLaunchHostFunc(
+                stream,
+                [](void* flag) {
+                  while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(1ms);
+                },
+                &go),
+            cudaSuccess);
+  world->device_inputs_ready(0);
+  world->all_reduce_mean_on_device({{device.data_as<float>(), 1000}}, 0);
+  std::atomic<bool> done{false};
+  std::string failure;
+  std::thread behind([&] {
+    try {
+      int64_t one = 1;
+      world->all_reduce_sum(&one, 1);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    done = true;
+  });
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(done.load()) << "a collective finished before the backend's work the all-reduce waits for";
+  go = true;
+  behind.join();
+  EXPECT_EQ(failure, "");
+  world->join_device_collectives();
+  const Tensor back = on_host(*backend, device);
+  EXPECT_EQ(std::memcmp(back.data(), host.data(), host.nbytes()), 0);
 }
 
 struct Trained {

@@ -50,7 +50,7 @@ TEST(SingleProcessCommunicator, HasNoDeviceCollectives) {
   EXPECT_EQ(one.device_index(), -1);
   float value = 1;
   try {
-    one.all_reduce_mean_on_device({{&value, 1}});
+    one.all_reduce_mean_on_device({{&value, 1}}, 0);
     ADD_FAILURE() << "a host communicator took a device all-reduce";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),

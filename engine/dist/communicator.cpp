@@ -14,7 +14,8 @@ namespace {
 }  // namespace
 
 void Communicator::set_device_stream(void*) { refuse(*this, "a device stream"); }
-void Communicator::all_reduce_mean_on_device(const std::vector<DeviceFloats>&) {
+void Communicator::device_inputs_ready(size_t) { refuse(*this, "a device collective"); }
+void Communicator::all_reduce_mean_on_device(const std::vector<DeviceFloats>&, size_t) {
   refuse(*this, "an all-reduce of device memory");
 }
 void Communicator::broadcast_on_device(void*, size_t, int) { refuse(*this, "a broadcast of device memory"); }

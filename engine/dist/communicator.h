@@ -51,11 +51,17 @@ class Communicator {
   virtual int device_index() const { return -1; }
   bool reduces_device_memory() const { return device_index() >= 0; }
   virtual void set_device_stream(void* cuda_stream);
-  // In place: each span's values become their mean over the ranks; the spans go as one group (one bucket).
-  virtual void all_reduce_mean_on_device(const std::vector<DeviceFloats>& spans);
+  // Marks the work queued so far on the device stream as what the device collective of `slot` waits for: called on
+  // the thread that queues that work, when it has queued the last write of the collective's data (a bucket is
+  // complete). A slot is reused once its collective was queued.
+  virtual void device_inputs_ready(size_t slot);
+  // In place: each span's values become their mean over the ranks, after the work marked for `slot`; the spans go as
+  // one group (one bucket).
+  virtual void all_reduce_mean_on_device(const std::vector<DeviceFloats>& spans, size_t slot);
   // `bytes` bytes at the device address `data` on rank `root` copied to every other rank's.
   virtual void broadcast_on_device(void* data, size_t bytes, int root);
-  // The work queued on the device stream from here on waits for the device collectives queued so far.
+  // The work queued on the device stream from here on waits for the device collectives queued so far; throws the
+  // Error of a communicator that failed meanwhile (the collectives' results are then not the mean).
   virtual void join_device_collectives() {}
 
   // "Open MPI 4.1.4, 2 ranks": what carries the collectives, for logs and the run's record.

@@ -47,12 +47,19 @@ struct NcclCommunicator::State {
   ncclComm_t comm = nullptr;
   cudaStream_t own_stream = nullptr;     // every collective's, in the order they are called
   cudaStream_t device_stream = nullptr;  // set_device_stream: the backend's
-  cudaEvent_t inputs_ready = nullptr;    // recorded on device_stream before each device collective, which waits for it
+  cudaEvent_t inputs_ready = nullptr;    // recorded on device_stream before a broadcast, which waits for it
   cudaEvent_t collectives_done = nullptr;  // recorded on own_stream after each: join_device_collectives waits for it
   bool device_queued = false;
   void* device_buffer = nullptr;  // the host collectives' data on the GPU
   void* host_buffer = nullptr;    // pinned: copies that do not block the host, so that every wait can be bounded
   size_t buffer_bytes = 0;
+  // Outgrown staging buffers, freed at the end: cudaFree would wait for the whole GPU, a lost rank's collective
+  // included, with call_mutex held, where the watchdog could not abort it.
+  std::vector<void*> retired_device, retired_host;
+
+  // device_inputs_ready's events, one per slot, recorded by the thread that queues the backend's work.
+  std::mutex slots_mutex;
+  std::vector<cudaEvent_t> slot_events;
 
   std::mutex call_mutex;   // one call at a time, the watchdog's abort included
   std::string failure;     // set once the communicator is aborted: every later call throws it
@@ -145,8 +152,8 @@ struct NcclCommunicator::State {
 
   void reserve(size_t bytes) {
     if (bytes <= buffer_bytes) return;
-    if (device_buffer) cudaFree(device_buffer);
-    if (host_buffer) cudaFreeHost(host_buffer);
+    if (device_buffer) retired_device.push_back(device_buffer);
+    if (host_buffer) retired_host.push_back(host_buffer);
     device_buffer = host_buffer = nullptr;
     buffer_bytes = 0;
     CUDA_CHECK(cudaMalloc(&device_buffer, bytes));
@@ -170,13 +177,12 @@ struct NcclCommunicator::State {
     std::memcpy(data, host_buffer, bytes);
   }
 
-  // Before a device collective: its stream waits for the work queued so far on the backend's, which wrote its data.
-  // call_mutex held.
-  void after_device_work(const char* what) {
+  // Before a device collective: its stream waits for `ready`, recorded on the backend's stream after the work that
+  // wrote its data. call_mutex held.
+  void after_device_work(cudaEvent_t ready, const char* what) {
     if (!failure.empty()) throw_failure();
     AMPWB_CHECK(device_stream, what << " before set_device_stream");
-    CUDA_CHECK(cudaEventRecord(inputs_ready, device_stream));
-    CUDA_CHECK(cudaStreamWaitEvent(own_stream, inputs_ready, 0));
+    CUDA_CHECK(cudaStreamWaitEvent(own_stream, ready, 0));
   }
 
   // After a device collective was queued: what join_device_collectives waits for, and the watchdog's entry.
@@ -310,6 +316,9 @@ NcclCommunicator::~NcclCommunicator() {
   for (cudaEvent_t e : s.spare_events) cudaEventDestroy(e);
   if (s.inputs_ready) cudaEventDestroy(s.inputs_ready);
   if (s.collectives_done) cudaEventDestroy(s.collectives_done);
+  for (cudaEvent_t e : s.slot_events) cudaEventDestroy(e);
+  for (void* p : s.retired_device) cudaFree(p);
+  for (void* p : s.retired_host) cudaFreeHost(p);
   if (s.own_stream) cudaStreamDestroy(s.own_stream);
   if (s.device_buffer) cudaFree(s.device_buffer);
   if (s.host_buffer) cudaFreeHost(s.host_buffer);
@@ -361,18 +370,43 @@ void NcclCommunicator::set_device_stream(void* cuda_stream) {
   state_->device_stream = static_cast<cudaStream_t>(cuda_stream);
 }
 
-void NcclCommunicator::all_reduce_mean_on_device(const std::vector<DeviceFloats>& spans) {
+void NcclCommunicator::device_inputs_ready(size_t slot) {
+  State& s = *state_;
+  AMPWB_CHECK(s.device_stream, "a device collective before set_device_stream");
+  cuda::DeviceScope on_gpu(gpu_);
+  std::lock_guard lock(s.slots_mutex);
+  while (s.slot_events.size() <= slot) {
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    s.slot_events.push_back(e);
+  }
+  CUDA_CHECK(cudaEventRecord(s.slot_events[slot], s.device_stream));
+}
+
+void NcclCommunicator::all_reduce_mean_on_device(const std::vector<DeviceFloats>& spans, size_t slot) {
   State& s = *state_;
   std::lock_guard lock(s.call_mutex);
   cuda::DeviceScope on_gpu(gpu_);  // the caller may be the reducer's communication thread
-  s.after_device_work("a device all-reduce");
+  cudaEvent_t ready = nullptr;
+  {
+    std::lock_guard slots(s.slots_mutex);
+    AMPWB_CHECK(slot < s.slot_events.size(), "a device all-reduce of slot " << slot << " before device_inputs_ready");
+    ready = s.slot_events[slot];
+  }
+  s.after_device_work(ready, "a device all-reduce");
   // One group: NCCL launches the bucket's all-reduces together. ncclAvg: each rank's values times 1 / world size,
-  // summed (exact for one rank).
+  // summed (exact for one rank). The group is ended whatever its calls return, as NCCL cleans up a failed group
+  // there, and an abort inside an open group would wait for it.
   s.check(ncclGroupStart(), "ncclGroupStart");
-  for (const DeviceFloats& span : spans)
-    s.settle(ncclAllReduce(span.data, span.data, span.count, ncclFloat32, ncclAvg, s.comm, s.own_stream),
-             "NCCL's gradient all-reduce");
-  s.settle(ncclGroupEnd(), "NCCL's gradient all-reduce (ncclGroupEnd)");
+  ncclResult_t failed = ncclSuccess;
+  for (const DeviceFloats& span : spans) {
+    const ncclResult_t queued =
+        ncclAllReduce(span.data, span.data, span.count, ncclFloat32, ncclAvg, s.comm, s.own_stream);
+    if (failed == ncclSuccess && queued != ncclSuccess && queued != ncclInProgress) failed = queued;
+  }
+  const ncclResult_t ended = ncclGroupEnd();
+  s.check(failed, "NCCL's gradient all-reduce");
+  s.settle(ended, "NCCL's gradient all-reduce (ncclGroupEnd)");
   s.queued_on_device("NCCL's gradient all-reduce");
 }
 
@@ -383,7 +417,9 @@ void NcclCommunicator::broadcast_on_device(void* data, size_t bytes, int root) {
                 std::to_string(world_size_ - 1));
   std::lock_guard lock(s.call_mutex);
   cuda::DeviceScope on_gpu(gpu_);
-  s.after_device_work("a device broadcast");
+  AMPWB_CHECK(s.device_stream, "a device broadcast before set_device_stream");
+  CUDA_CHECK(cudaEventRecord(s.inputs_ready, s.device_stream));  // the caller queued the work that wrote `data`
+  s.after_device_work(s.inputs_ready, "a device broadcast");
   s.settle(ncclBroadcast(data, data, bytes, ncclUint8, root, s.comm, s.own_stream), "NCCL's broadcast of the weights");
   s.queued_on_device("NCCL's broadcast of the weights");
 }
@@ -391,11 +427,13 @@ void NcclCommunicator::broadcast_on_device(void* data, size_t bytes, int root) {
 void NcclCommunicator::join_device_collectives() {
   State& s = *state_;
   std::lock_guard lock(s.call_mutex);
-  if (!s.device_queued) return;
-  AMPWB_CHECK(s.device_stream, "join_device_collectives before set_device_stream");
-  cuda::DeviceScope on_gpu(gpu_);
-  // A device wait: an aborted collective ends its kernels, so the backend's stream does not wait forever.
-  CUDA_CHECK(cudaStreamWaitEvent(s.device_stream, s.collectives_done, 0));
+  if (s.device_queued) {
+    AMPWB_CHECK(s.device_stream, "join_device_collectives before set_device_stream");
+    cuda::DeviceScope on_gpu(gpu_);
+    // A device wait: an aborted collective ends its kernels, so the backend's stream does not wait forever.
+    CUDA_CHECK(cudaStreamWaitEvent(s.device_stream, s.collectives_done, 0));
+  }
+  if (!s.failure.empty()) s.throw_failure();  // aborted meanwhile (the watchdog): the results are not the means
 }
 
 }  // namespace ampwb

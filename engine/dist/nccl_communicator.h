@@ -44,7 +44,8 @@ class NcclCommunicator final : public Communicator {
   void barrier() override;
 
   void set_device_stream(void* cuda_stream) override;
-  void all_reduce_mean_on_device(const std::vector<DeviceFloats>& spans) override;
+  void device_inputs_ready(size_t slot) override;
+  void all_reduce_mean_on_device(const std::vector<DeviceFloats>& spans, size_t slot) override;
   void broadcast_on_device(void* data, size_t bytes, int root) override;
   void join_device_collectives() override;
 

@@ -100,7 +100,7 @@ void GradientReducer::launch_ready() {
   // In bucket order only, as every rank must call the collectives in one order: a bucket complete before the one
   // ahead of it waits for it.
   size_t ready = launched_;
-  while (ready < buckets_.size() && buckets_[ready].pending == 0) launch(buckets_[ready++]);
+  while (ready < buckets_.size() && buckets_[ready].pending == 0) launch(ready++);
   if (ready == launched_) return;
   {
     std::lock_guard lock(mutex_);
@@ -109,13 +109,17 @@ void GradientReducer::launch_ready() {
   changed_.notify_all();
 }
 
-void GradientReducer::launch(Bucket& bucket) {
+void GradientReducer::launch(size_t index) {
+  Bucket& bucket = buckets_[index];
   bucket.grads.clear();
   for (Parameter* p : bucket.params) {
     require_reachable(communicator_, p->grad, p->name + "'s gradient");
     AMPWB_CHECK(p->grad.dtype() == DType::F32, p->name << "'s gradient is " << dtype_name(p->grad.dtype()));
     bucket.grads.push_back(p->grad.data_as<float>());
   }
+  // On a GPU the bucket's all-reduce waits for the backward work queued up to here, which wrote its gradients, and
+  // not for what backward queues while the communication thread comes to it.
+  if (communicator_.reduces_device_memory()) communicator_.device_inputs_ready(index);
 }
 
 void GradientReducer::finish() {
@@ -125,7 +129,13 @@ void GradientReducer::finish() {
   std::unique_lock lock(mutex_);
   wait_all(lock);
   waiting_seconds_ += seconds_since(start);
-  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  if (error_) {
+    try {
+      communicator_.join_device_collectives();  // the buckets queued before the failure may still write
+    } catch (...) {                             // the first failure is the one to report
+    }
+    std::rethrow_exception(std::exchange(error_, nullptr));
+  }
   communicator_.join_device_collectives();  // the scaler's check and the update read the means
 }
 
@@ -158,7 +168,7 @@ void GradientReducer::communicate() {
   for (;;) {
     changed_.wait(lock, [&] { return stop_ || done_ < launched_; });
     if (done_ == launched_) return;  // stop_, and nothing left
-    Bucket& bucket = buckets_[done_];
+    const size_t index = done_;
     const bool failed = error_ != nullptr;
     lock.unlock();
     // After a failed collective the communicator is broken: the rest of the step's buckets are dropped, and the
@@ -167,7 +177,7 @@ void GradientReducer::communicate() {
     const Clock::time_point start = Clock::now();
     if (!failed) {
       try {
-        reduce(bucket);
+        reduce(index);
       } catch (...) {
         error = std::current_exception();
       }
@@ -181,11 +191,12 @@ void GradientReducer::communicate() {
   }
 }
 
-void GradientReducer::reduce(Bucket& bucket) {
+void GradientReducer::reduce(size_t index) {
+  Bucket& bucket = buckets_[index];
   if (communicator_.reduces_device_memory()) {  // NCCL: in place on the GPU, after the backward that wrote them
     spans_.clear();
     for (size_t i = 0; i < bucket.sizes.size(); ++i) spans_.push_back({bucket.grads[i], bucket.sizes[i]});
-    communicator_.all_reduce_mean_on_device(spans_);
+    communicator_.all_reduce_mean_on_device(spans_, index);
     return;
   }
   flat_.resize(bucket.floats);

@@ -77,10 +77,10 @@ class GradientReducer {
     size_t pending = 0;         // parameters whose gradients are not final yet, this step
   };
   void launch_ready();  // hands the buckets complete in order to the communication thread
-  void launch(Bucket& bucket);
+  void launch(size_t index);  // buckets_[index], on the trainer's thread
   void wait_all(std::unique_lock<std::mutex>& lock);
   void communicate();  // the communication thread
-  void reduce(Bucket& bucket);
+  void reduce(size_t index);  // buckets_[index], on the communication thread
 
   Communicator& communicator_;
   const GradientAllReduce precision_;
