@@ -43,11 +43,11 @@ class Communicator {
   virtual void barrier() = 0;
 
   // Collectives in a GPU's memory: NCCL's communicator, whose GPU is device_index() (-1: the collectives work on host
-  // memory only, and the three below throw). They return without waiting: each is queued on a stream of the
-  // communicator's own after the work queued so far on the device stream (set_device_stream, a cudaStream_t: the
-  // backend's compute stream), so that it follows the work that wrote its data while the device stream goes on, and
-  // join_device_collectives() makes the device stream wait for them before any work that reads or frees their data.
-  // The host collectives above still work, staged through the GPU after the device collectives queued so far.
+  // memory only, and the four below throw). They return without waiting: each is queued on a stream of the
+  // communicator's own after the device stream's work that wrote its data (set_device_stream, a cudaStream_t: the
+  // backend's compute stream), while the device stream goes on, and join_device_collectives() makes the device
+  // stream wait for them before any work that reads or frees their data. The host collectives above still work,
+  // staged through the GPU after the device collectives queued so far.
   virtual int device_index() const { return -1; }
   bool reduces_device_memory() const { return device_index() >= 0; }
   virtual void set_device_stream(void* cuda_stream);
@@ -58,7 +58,8 @@ class Communicator {
   // In place: each span's values become their mean over the ranks, after the work marked for `slot`; the spans go as
   // one group (one bucket).
   virtual void all_reduce_mean_on_device(const std::vector<DeviceFloats>& spans, size_t slot);
-  // `bytes` bytes at the device address `data` on rank `root` copied to every other rank's.
+  // `bytes` bytes at the device address `data` on rank `root` copied to every other rank's, after the work queued so
+  // far on the device stream.
   virtual void broadcast_on_device(void* data, size_t bytes, int root);
   // The work queued on the device stream from here on waits for the device collectives queued so far; throws the
   // Error of a communicator that failed meanwhile (the collectives' results are then not the mean).
