@@ -83,8 +83,9 @@ class GraphApiConvs {
   float timed_ms(ConvPass pass, const ConvShape& shape) const;
   // The pass and shape go to the legacy API from now on, for this reason.
   void decline(ConvPass pass, const ConvShape& shape, const std::string& reason);
-  // The graph of one pass checked by the frontend on the host (no GPU needed): "" or why it is invalid.
-  static std::string validate(ConvPass pass, const ConvShape& shape);
+  // The graph of one pass checked by the frontend on the host (no GPU needed): "" or why it is invalid. With
+  // `epilogue`, the form an FP8 pass takes where the graph of one node finds no engine.
+  static std::string validate(ConvPass pass, const ConvShape& shape, bool epilogue = false);
   // "fwd ...: graph API, engine NAME, 12.0 MiB workspace, 0.120 ms" or "...: legacy API (REASON)", one per line.
   std::string describe() const;
   size_t plans_run() const;  // the passes and shapes the graph API runs
