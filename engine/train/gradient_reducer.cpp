@@ -130,10 +130,7 @@ void GradientReducer::finish() {
   wait_all(lock);
   waiting_seconds_ += seconds_since(start);
   if (error_) {
-    try {
-      communicator_.join_device_collectives();  // the buckets queued before the failure may still write
-    } catch (...) {                             // the first failure is the one to report
-    }
+    join_dropping_errors();  // the buckets queued before the failure may still write
     std::rethrow_exception(std::exchange(error_, nullptr));
   }
   communicator_.join_device_collectives();  // the scaler's check and the update read the means
@@ -143,9 +140,13 @@ void GradientReducer::abandon() noexcept {
   std::unique_lock lock(mutex_);
   wait_all(lock);
   error_ = nullptr;
+  join_dropping_errors();  // nothing may write or free the gradients while a collective reads them
+}
+
+void GradientReducer::join_dropping_errors() noexcept {
   try {
-    communicator_.join_device_collectives();  // nothing may write or free the gradients while a collective reads them
-  } catch (...) {                             // a broken communicator: the step's own error is the one to report
+    communicator_.join_device_collectives();
+  } catch (...) {  // a broken communicator: the error already on its way is the one to report
   }
 }
 

@@ -50,7 +50,7 @@ class GradientReducer {
   // a failed collective. Every gradient (FP32, on the host) is then the mean over the ranks: summed in the
   // precision asked, then times 1 / world size in FP32. On a communicator over GPU memory (NCCL) each bucket's FP32
   // gradients are averaged in place on their GPU instead (ncclAvg, one group), on the communicator's stream after the
-  // backward work queued so far, while backward goes on on the backend's stream: finish() waits for the queuing
+  // backward work that wrote them, while backward goes on on the backend's stream: finish() waits for the queuing
   // only, and makes the backend's stream wait for the means.
   void begin();
   void gradients_final(Layer& layer);
@@ -79,6 +79,7 @@ class GradientReducer {
   void launch_ready();  // hands the buckets complete in order to the communication thread
   void launch(size_t index);  // buckets_[index], on the trainer's thread
   void wait_all(std::unique_lock<std::mutex>& lock);
+  void join_dropping_errors() noexcept;  // Communicator::join_device_collectives, for a step that fails anyway
   void communicate();  // the communication thread
   void reduce(size_t index);  // buckets_[index], on the communication thread
 
