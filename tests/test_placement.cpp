@@ -100,46 +100,58 @@ struct StepOutcome {
   std::vector<std::vector<float>> params;
 };
 
+// A tiny ResNet-20 (3 classes, 8 px images) and its step, as the tests of this file train it: from a seed, with an
+// optimizer (momentum 0.9) and a precision.
+struct TinyTraining {
+  Rng rng;
+  ResNet model;
+  std::unique_ptr<Optimizer> optimizer;
+  PrecisionPolicy policy;
+  LossScaler scaler;
+  MixedPrecisionStep step;
+  TinyTraining(Backend& backend, uint64_t seed, OptimizerKind kind, const PrecisionConfig& config)
+      : rng(seed),
+        model(backend, {20, 3, 3, 8, Stem::Auto}, rng),
+        optimizer(make_optimizer(backend, {kind, 0.9f})),
+        policy(config),
+        scaler(config.loss_scale),
+        step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f) {}
+};
+
 // Three steps of a tiny ResNet from batches uploaded ahead, as the trainer does; everything the model keeps must be
 // on the backend's device. Step 1 records the gradient probe (through host copies); the other steps must wait for
 // the device once, in one read of its scalars, and copy nothing else back.
 StepOutcome train_three_steps(Backend& backend, const std::string& mode, StrictDeviceBackend* strict = nullptr) {
-  Rng rng(5);
-  ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
-  auto optimizer = make_optimizer(backend, {OptimizerKind::Adam, 0.9f});
-  const PrecisionConfig config = precision_preset(mode);
-  const PrecisionPolicy policy(config);
-  LossScaler scaler(config.loss_scale);
-  MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+  TinyTraining t(backend, 5, OptimizerKind::Adam, precision_preset(mode));
   GradientProbe probe;
   StepOutcome out;
   for (int i = 0; i < 3; ++i) {
     Tensor labels = Tensor::empty({4}, DType::I32);
     for (int n = 0; n < 4; ++n) labels.data_as<int32_t>()[n] = n % 3;
-    const Tensor images = backend.upload(testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC));
+    const Tensor images = backend.upload(testing::random_tensor({4, 3, 8, 8}, t.rng, Layout::NHWC));
     const Tensor device_labels = backend.upload(labels);
     const int64_t copies = strict ? strict->host_copies : 0, reads = strict ? strict->reads : 0;
-    const StepResult r = step.run(images, device_labels, 0.01f, i == 1 ? &probe : nullptr);
+    const StepResult r = t.step.run(images, device_labels, 0.01f, i == 1 ? &probe : nullptr);
     out.losses.push_back(r.loss);
     out.skipped += r.skipped;
     if (strict && i != 1) {
       // A skipped step's forensics copy each gradient back to name the layers that overflowed; a step taken copies
       // nothing.
-      const int64_t forensics = r.skipped ? static_cast<int64_t>(model.parameters().size()) : 0;
+      const int64_t forensics = r.skipped ? static_cast<int64_t>(t.model.parameters().size()) : 0;
       EXPECT_EQ(strict->host_copies - copies, forensics) << "step " << i << ": no other tensor comes back to the host";
       EXPECT_EQ(strict->reads - reads, 1) << "step " << i << ": one read of the step's scalars";
     }
   }
   EXPECT_EQ(probe.take(1, 1.0).size(), 2u) << "the gradient probe reads device gradients through host copies";
-  for (Parameter* p : model.parameters()) {
+  for (Parameter* p : t.model.parameters()) {
     EXPECT_EQ(p->value.device(), backend.device()) << p->name;
     EXPECT_EQ((p->low_grad.defined() ? p->low_grad : p->grad).device(), backend.device()) << p->name;
     out.params.push_back(to_float_vector(on_host(backend, p->value)));
   }
   std::vector<Buffer*> buffers;
-  model.collect_buffers(buffers);
+  t.model.collect_buffers(buffers);
   for (Buffer* b : buffers) EXPECT_EQ(b->value.device(), backend.device()) << b->name;
-  for (auto& [key, t] : optimizer->state()) EXPECT_EQ(t.device(), backend.device()) << key;
+  for (auto& [key, state] : t.optimizer->state()) EXPECT_EQ(state.device(), backend.device()) << key;
   return out;
 }
 
@@ -198,32 +210,32 @@ struct StepsOutcome {
   int64_t optimizer_steps = 0;
 };
 
-StepsOutcome train_steps(Backend& backend, const DeferredCase& c, bool deferred, StrictDeviceBackend* strict,
-                         ProfiledBackend* profiled) {
-  Rng rng(7);
-  ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
-  auto optimizer = make_optimizer(backend, {*parse_choice<OptimizerKind>(c.optimizer), 0.9f});
+// The case's precision: its mode, its loss scale, and a scale that grows as well as backs off within the steps.
+PrecisionConfig case_config(const DeferredCase& c) {
   PrecisionConfig config = precision_preset(c.mode);
   if (c.loss_scale == "static") config.loss_scale = {LossScaleKind::Static, 1024.0};
-  config.loss_scale.growth_interval = 2;  // the scale grows as well as backs off within the steps
-  const PrecisionPolicy policy(config);
-  LossScaler scaler(config.loss_scale);
-  MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
-  EXPECT_EQ(step.why_not_deferred(), "");
+  config.loss_scale.growth_interval = 2;
+  return config;
+}
+
+StepsOutcome train_steps(Backend& backend, const DeferredCase& c, bool deferred, StrictDeviceBackend* strict,
+                         ProfiledBackend* profiled) {
+  TinyTraining t(backend, 7, *parse_choice<OptimizerKind>(c.optimizer), case_config(c));
+  EXPECT_EQ(t.step.why_not_deferred(), "");
   StepsOutcome out;
   constexpr int kSteps = 8;
   const int64_t reads = strict->reads, copies = strict->host_copies, posts = strict->posts;
   for (int i = 0; i < kSteps; ++i) {
     Tensor labels = Tensor::empty({4}, DType::I32);
     for (int n = 0; n < 4; ++n) labels.data_as<int32_t>()[n] = (n + i) % 3;
-    const Tensor images = backend.upload(testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC));
+    const Tensor images = backend.upload(testing::random_tensor({4, 3, 8, 8}, t.rng, Layout::NHWC));
     const Tensor device_labels = backend.upload(labels);
     if (!deferred) {
-      out.results.push_back(step.run(images, device_labels, 0.05f));
+      out.results.push_back(t.step.run(images, device_labels, 0.05f));
       continue;
     }
     const int64_t waits = profiled ? profiled->host_waits() : 0;
-    const std::optional<StepResult> previous = step.run_deferred(images, device_labels, 0.05f);
+    const std::optional<StepResult> previous = t.step.run_deferred(images, device_labels, 0.05f);
     EXPECT_EQ(previous.has_value(), i > 0) << "step " << i << " returns the step before's result";
     if (previous) out.results.push_back(*previous);
     if (profiled) {
@@ -235,17 +247,17 @@ StepsOutcome train_steps(Backend& backend, const DeferredCase& c, bool deferred,
     EXPECT_EQ(strict->host_copies - copies, 0) << "no step copied a tensor back";
     EXPECT_EQ(strict->posts - posts, kSteps) << "each step posted its numbers once";
     const int64_t waits = profiled ? profiled->host_waits() : 0;
-    const std::optional<StepResult> last = step.finish_deferred();
+    const std::optional<StepResult> last = t.step.finish_deferred();
     EXPECT_TRUE(last.has_value());
     if (last) out.results.push_back(*last);
     if (profiled) {
       EXPECT_EQ(profiled->host_waits(), waits + 1) << "collecting the last step waits for the device";
     }
-    EXPECT_FALSE(step.finish_deferred().has_value()) << "nothing left";
+    EXPECT_FALSE(t.step.finish_deferred().has_value()) << "nothing left";
   }
-  for (Parameter* p : model.parameters()) out.params.push_back(to_float_vector(on_host(backend, p->value)));
-  out.scaler = scaler.state();
-  out.optimizer_steps = optimizer->steps_taken();
+  for (Parameter* p : t.model.parameters()) out.params.push_back(to_float_vector(on_host(backend, p->value)));
+  out.scaler = t.scaler.state();
+  out.optimizer_steps = t.optimizer->steps_taken();
   return out;
 }
 
@@ -313,37 +325,29 @@ struct ScheduledSteps {
 };
 
 ScheduledSteps train_on_schedule(Backend& backend, const DeferredCase& c, bool deferred, bool capture) {
-  Rng rng(11);
-  ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
-  auto optimizer = make_optimizer(backend, {*parse_choice<OptimizerKind>(c.optimizer), 0.9f});
-  PrecisionConfig config = precision_preset(c.mode);
-  if (c.loss_scale == "static") config.loss_scale = {LossScaleKind::Static, 1024.0};
-  config.loss_scale.growth_interval = 2;
-  const PrecisionPolicy policy(config);
-  LossScaler scaler(config.loss_scale);
-  MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
-  step.set_capture(capture);
+  TinyTraining t(backend, 11, *parse_choice<OptimizerKind>(c.optimizer), case_config(c));
+  t.step.set_capture(capture);
   ScheduledSteps out;
   for (int i = 0; i < 14; ++i) {
     const int64_t batch = i >= 6 && i <= 8 ? 3 : 4;
     Tensor labels = Tensor::empty({batch}, DType::I32);
     for (int n = 0; n < batch; ++n) labels.data_as<int32_t>()[n] = (n + i) % 3;
-    const Tensor images = backend.upload(testing::random_tensor({batch, 3, 8, 8}, rng, Layout::NHWC));
+    const Tensor images = backend.upload(testing::random_tensor({batch, 3, 8, 8}, t.rng, Layout::NHWC));
     const Tensor device_labels = backend.upload(labels);
     const float lr = 0.02f * static_cast<float>(1 + i % 3);
     if (!deferred || i == 10) {
-      if (std::optional<StepResult> r = step.finish_deferred()) out.outcome.results.push_back(*r);
-      out.outcome.results.push_back(step.run(images, device_labels, lr));
-    } else if (std::optional<StepResult> r = step.run_deferred(images, device_labels, lr)) {
+      if (std::optional<StepResult> r = t.step.finish_deferred()) out.outcome.results.push_back(*r);
+      out.outcome.results.push_back(t.step.run(images, device_labels, lr));
+    } else if (std::optional<StepResult> r = t.step.run_deferred(images, device_labels, lr)) {
       out.outcome.results.push_back(*r);
     }
   }
-  if (std::optional<StepResult> r = step.finish_deferred()) out.outcome.results.push_back(*r);
-  for (Parameter* p : model.parameters()) out.outcome.params.push_back(to_float_vector(on_host(backend, p->value)));
-  out.outcome.scaler = scaler.state();
-  out.outcome.optimizer_steps = optimizer->steps_taken();
-  out.why_not_captured = step.why_not_captured();
-  out.replayed = step.replayed_steps();
+  if (std::optional<StepResult> r = t.step.finish_deferred()) out.outcome.results.push_back(*r);
+  for (Parameter* p : t.model.parameters()) out.outcome.params.push_back(to_float_vector(on_host(backend, p->value)));
+  out.outcome.scaler = t.scaler.state();
+  out.outcome.optimizer_steps = t.optimizer->steps_taken();
+  out.why_not_captured = t.step.why_not_captured();
+  out.replayed = t.step.replayed_steps();
   return out;
 }
 
@@ -409,19 +413,13 @@ TEST(CapturedStep, StepsInAPlannedPoolMatchStepsFromTheSharedCacheBitForBit) {
     CpuBackend backend(BackendOptions{2});
     Allocator& allocator = allocator_for(Device::cpu());
     auto train = [&](bool pooled) {
-      Rng rng(13);
-      ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
-      auto optimizer = make_optimizer(backend, {OptimizerKind::Sgd, 0.9f});
-      const PrecisionConfig config = precision_preset(mode);
-      const PrecisionPolicy policy(config);
-      LossScaler scaler(config.loss_scale);
-      MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
+      TinyTraining t(backend, 13, OptimizerKind::Sgd, precision_preset(mode));
       StepsOutcome out;
       const int measuring[] = {allocator.new_pool(), allocator.new_pool()}, planned = allocator.new_pool();
       for (int i = 0; i < 8; ++i) {
         Tensor labels = Tensor::empty({4}, DType::I32);
         for (int n = 0; n < 4; ++n) labels.data_as<int32_t>()[n] = (n + i) % 3;
-        const Tensor images = testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC);
+        const Tensor images = testing::random_tensor({4, 3, 8, 8}, t.rng, Layout::NHWC);
         const int pool = !pooled || i < 2 || i > 5 ? 0 : i % 2 ? planned : measuring[i / 4];
         const size_t unplanned = allocator.stats().live_bytes;
         if (pool == planned) allocator.plan_pool(planned, allocator.pool_trace(measuring[i / 4]));
@@ -430,17 +428,17 @@ TEST(CapturedStep, StepsInAPlannedPoolMatchStepsFromTheSharedCacheBitForBit) {
           EXPECT_EQ(live, unplanned) << "step 5 planned into step 3's arena";
         }
         if (pool) allocator.begin_pool(pool);
-        std::optional<StepResult> r = step.run_deferred(images, labels, 0.02f);
+        std::optional<StepResult> r = t.step.run_deferred(images, labels, 0.02f);
         if (pool) allocator.end_pool();
         if (pool == planned) {
           EXPECT_EQ(allocator.stats().live_bytes, live) << "step " << i << " left its plan";
         }
         if (r) out.results.push_back(*r);
       }
-      if (std::optional<StepResult> r = step.finish_deferred()) out.results.push_back(*r);
-      for (Parameter* p : model.parameters()) out.params.push_back(to_float_vector(p->value));
-      out.scaler = scaler.state();
-      out.optimizer_steps = optimizer->steps_taken();
+      if (std::optional<StepResult> r = t.step.finish_deferred()) out.results.push_back(*r);
+      for (Parameter* p : t.model.parameters()) out.params.push_back(to_float_vector(p->value));
+      out.scaler = t.scaler.state();
+      out.optimizer_steps = t.optimizer->steps_taken();
       for (const int pool : {planned, measuring[0], measuring[1]}) allocator.release_pool(pool);
       return out;
     };
@@ -458,16 +456,11 @@ TEST(CapturedStep, NoStepIsCapturedBeforeTheOptimizersFirst) {
     int64_t replayed = 0;
   };
   auto train = [](Backend& backend, bool deferred) {
-    Rng rng(12);
-    ResNet model(backend, {20, 3, 3, 8, Stem::Auto}, rng);
-    auto optimizer = make_optimizer(backend, {OptimizerKind::Sgd, 0.9f});
     PrecisionConfig config = precision_preset("amp-fp16");
     config.loss_scale.init_scale = 0x1p60;  // overflows, then 2^35 overflows, then 2^10 does not
     config.loss_scale.backoff_factor = 0x1p-25;
-    const PrecisionPolicy policy(config);
-    LossScaler scaler(config.loss_scale);
-    MixedPrecisionStep step(backend, model, *optimizer, policy, scaler, 0.0f, 0.0f);
-    step.set_capture(deferred);
+    TinyTraining t(backend, 12, OptimizerKind::Sgd, config);
+    t.step.set_capture(deferred);
     Run run;
     auto keep = [&](std::optional<StepResult> r) {
       if (r) run.outcome.results.push_back(*r);
@@ -475,20 +468,20 @@ TEST(CapturedStep, NoStepIsCapturedBeforeTheOptimizersFirst) {
     for (int i = 0; i < 8; ++i) {
       Tensor labels = Tensor::empty({4}, DType::I32);
       for (int n = 0; n < 4; ++n) labels.data_as<int32_t>()[n] = (n + i) % 3;
-      const Tensor images = backend.upload(testing::random_tensor({4, 3, 8, 8}, rng, Layout::NHWC));
+      const Tensor images = backend.upload(testing::random_tensor({4, 3, 8, 8}, t.rng, Layout::NHWC));
       const Tensor device_labels = backend.upload(labels);
       if (!deferred) {
-        keep(step.run(images, device_labels, 0.05f));
+        keep(t.step.run(images, device_labels, 0.05f));
         continue;
       }
-      keep(step.run_deferred(images, device_labels, 0.05f));
-      if (i == 1) keep(step.finish_deferred());  // both steps skipped and collected: the count is back to 0
+      keep(t.step.run_deferred(images, device_labels, 0.05f));
+      if (i == 1) keep(t.step.finish_deferred());  // both steps skipped and collected: the count is back to 0
     }
-    keep(step.finish_deferred());
-    for (Parameter* p : model.parameters()) run.outcome.params.push_back(to_float_vector(on_host(backend, p->value)));
-    run.outcome.scaler = scaler.state();
-    run.outcome.optimizer_steps = optimizer->steps_taken();
-    run.replayed = step.replayed_steps();
+    keep(t.step.finish_deferred());
+    for (Parameter* p : t.model.parameters()) run.outcome.params.push_back(to_float_vector(on_host(backend, p->value)));
+    run.outcome.scaler = t.scaler.state();
+    run.outcome.optimizer_steps = t.optimizer->steps_taken();
+    run.replayed = t.step.replayed_steps();
     return run;
   };
   testing::RecordingBackend recording(std::make_unique<StrictDeviceBackend>());
