@@ -515,6 +515,7 @@ int compare_command(const CompareOptions& options) {
       if (row.setting && row.differs) out["differences"][row.label] = row.values;
     }
     out["timing_warning"] = cmp.timing_warning;
+    out["work_warning"] = cmp.work_warning;
     out["time"] = json::array();
     for (size_t i = 0; i < by_class.size(); ++i) {
       const TimeComparison& t = by_class[i];
@@ -562,7 +563,8 @@ int compare_command(const CompareOptions& options) {
     settings.print("  ");
   std::printf("\nresults\n");
   results.print("  ");
-  if (!cmp.timing_warning.empty()) std::printf("  %s\n", cmp.timing_warning.c_str());
+  for (const std::string& warning : {cmp.work_warning, cmp.timing_warning})
+    if (!warning.empty()) std::printf("  %s\n", warning.c_str());
   for (size_t i = 0; i < by_class.size(); ++i) {
     const TimeComparison& t = by_class[i];
     const RunRecord &a = runs[0].record, &b = runs[i + 1].record;

@@ -404,6 +404,19 @@ TEST(DiagnosisSpeed, AnEmulatedFormatMeasuredFasterIsNotAContradiction) {
   EXPECT_EQ(speed.title.find("not distinguishable"), std::string::npos);
 }
 
+// A speed-up over a run of another model is not the precision's: the finding says so first, whatever it measured.
+TEST(DiagnosisSpeed, ASpeedUpOverOtherWorkIsNotThePrecisions) {
+  RunEvidence fp32 = timed_run(1, "fp32", 0.500), bf16 = timed_run(2, "amp-bf16", 0.100);
+  fp32.run.depth = 18;
+  bf16.run.depth = 20;
+  const Finding speed = expect_finding(diagnose(bf16, &fp32), "speed_vs_baseline");
+  EXPECT_EQ(speed.severity, Severity::Warning);
+  expect_contains(speed.title, "Speed-up 5.00\u00d7 over other work: ResNet-20 against ResNet-18");
+  expect_contains(speed.action, "differ in precision alone");
+  bf16.run.depth = 18;
+  expect_contains(expect_finding(diagnose(bf16, &fp32), "speed_vs_baseline").title, "Faster than the baseline");
+}
+
 TEST(Confusion, ATieCountsAgainstTheLabelAsTopOneCountsIt) {
   Tensor logits = Tensor::zeros({4, 3}, DType::F32), labels = Tensor::zeros({4}, DType::I32);
   const float z[] = {1, 2, 0, /**/ 5, 5, 1, /**/ 0, 3, 3, /**/ 2, 1, 2};
@@ -462,6 +475,7 @@ TEST(MachineLoad, AComparisonFlagsTheRunTrainedBesideABusyProcess) {
   EXPECT_EQ(text.output.find("during run 1") != std::string::npos, load(1).other_cpu >= kBusyMachine) << text.output;
   const json j = json::parse(ampwb({"compare", "1", "2", "--json", "--db", db}).output);
   expect_contains(j.at("timing_warning").get<std::string>(), "busy with other work during run 2");
+  EXPECT_EQ(j.at("work_warning"), "") << "two trainings of one configuration on one machine do the same work";
   const Result explain = ampwb({"explain", "2", "1", "--db", db});
   expect_contains(explain.output, "Timings unreliable");
   expect_contains(explain.output, "busy with other work during run 2");

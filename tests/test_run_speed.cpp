@@ -192,6 +192,61 @@ TEST(TimingWarning, NamesOtherProcessesOnTheGpu) {
   EXPECT_EQ(mean.gpu_other_processes, 1);
 }
 
+// Two records of one run on one machine, as the store gives them back.
+RunRecord recorded(int64_t id, const std::string& mode) {
+  RunRecord r;
+  r.id = id;
+  r.depth = 18;
+  r.batch_size = 64;
+  r.image_size = 28;
+  r.device = DeviceChoice::cpu();
+  r.backend = "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads, convolutions of small images as matrix products)";
+  r.host = "lab-1";
+  r.config.precision = precision_preset(mode);
+  r.info.model_summary = "ResNet-18 (small stem, 10 classes), 11.2 M parameters";
+  return r;
+}
+
+// A speed-up is the precision's only between runs whose steps do the same work in the same place: each other
+// difference is named, in the run's words against the baseline's.
+TEST(WorkDifference, NamesWhatIsNotThePrecision) {
+  const RunRecord fp32 = recorded(1, "fp32"), bf16 = recorded(2, "amp-bf16");
+  EXPECT_EQ(work_difference(bf16, fp32), "");
+  RunRecord other = bf16;
+  other.depth = 20;
+  other.info.model_summary = "ResNet-20 (small stem, 10 classes), 0.272 M parameters";
+  EXPECT_EQ(work_difference(other, fp32), "ResNet-20 against ResNet-18");
+  other = bf16;
+  other.info.model_summary = "ResNet-18 (imagenet stem, 10 classes), 11.2 M parameters";
+  EXPECT_EQ(work_difference(other, fp32),
+            "ResNet-18 (imagenet stem, 10 classes) against ResNet-18 (small stem, 10 classes)");
+  other = bf16;
+  other.image_size = 32;
+  other.batch_size = 128;
+  other.info.world_size = 2;
+  EXPECT_EQ(work_difference(other, fp32),
+            "32 px images against 28 px images; batch 128 against batch 64; "
+            "2 processes against 1 process");
+  other = bf16;
+  other.backend = "cpu (oneDNN 2.6.3, avx512_core_bf16, 1 thread)";
+  other.host = "lab-2";
+  EXPECT_EQ(work_difference(other, fp32), "1 thread against 2 threads; host lab-2 against host lab-1");
+  other = bf16;
+  other.device = DeviceChoice::cuda(0);
+  other.backend = "cuda:0 (NVIDIA H200, 139.8 GiB, sm_90, 132 SMs; CUDA 13.0; TF32 off)";
+  EXPECT_EQ(work_difference(other, fp32), "cuda:0 against cpu");
+  // Only how the same work is done: the backend's other choices are what a comparison is for.
+  other = bf16;
+  other.backend = "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads, FP32 3x3 convolutions by Winograd F(2x2,3x3))";
+  other.config.cuda_graphs = CudaGraphs::Off;
+  EXPECT_EQ(work_difference(other, fp32), "");
+  // A record that does not say (an old row without its run information) is not taken for a difference.
+  other = bf16;
+  other.info = {};
+  other.host.clear();
+  EXPECT_EQ(work_difference(other, fp32), "");
+}
+
 // A CPU run reads no GPU, and neither does a GPU setting naming a GPU that CUDA_VISIBLE_DEVICES hides.
 TEST(GpuState, NothingOffAVisibleGpu) {
   EXPECT_FALSE(read_gpu_state("cpu"));

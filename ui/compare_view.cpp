@@ -155,7 +155,8 @@ void CompareView::update_time() {
   const Comparison& c = model_->comparison();
   const size_t base = c.baseline;
   QStringList lines;
-  if (!c.timing_warning.empty()) lines << QStringLiteral("\u26a0 ") + QString::fromStdString(c.timing_warning);
+  for (const std::string& warning : {c.work_warning, c.timing_warning})
+    if (!warning.empty()) lines << QStringLiteral("\u26a0 ") + QString::fromStdString(warning);
   for (size_t i = 0; i < c.timings.size() && base < c.timings.size(); ++i) {
     if (i == base) continue;
     const TimeComparison t = compare_times(c.timings[base], c.timings[i]);

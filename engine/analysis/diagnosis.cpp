@@ -368,6 +368,15 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   const std::string unreliable =
       timing_warning({{base.run.id, mean_epoch_times(base.times).load}, {e.run.id, mean_epoch_times(e.times).load}});
   const std::string figure = speed_up_text(speedup);
+  if (const std::string other = work_difference(e.run, base.run); !other.empty()) {
+    add(out, "speed_vs_baseline", Severity::Warning,
+        "Speed-up " + speed_up_ratio_text(speedup) + " over other work: " + other,
+        (by_class.available ? evidence : evidence + "; speed-up " + figure) +
+            (unreliable.empty() ? "" : "; " + unreliable),
+        "the speed-up mixes the precision's effect with these differences: compare runs that differ in precision "
+        "alone, as a precision sweep with every other setting fixed");
+    return;
+  }
   if (!unreliable.empty()) {
     add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + speed_up_ratio_text(speedup) + ", " + unreliable,
         by_class.available ? evidence : evidence + "; speed-up " + figure,  // the sentence ends with it

@@ -48,6 +48,9 @@ struct Comparison {
   std::vector<RunTiming> timings;  // each run's speed and time breakdown
   std::vector<SpeedUp> speedups;   // over the baseline's speed
   std::string timing_warning;      // why the speeds cannot be compared (timing_warning()); empty when they can
+  // Which runs' steps differ from the baseline's in more than precision (work_difference()), so that their
+  // speed-ups are not their precision's alone; empty when none do.
+  std::string work_warning;
   size_t baseline = 0;
   int at_epoch = 1;              // resolved
   std::vector<CompareRow> rows;  // the results, then the settings

@@ -198,7 +198,8 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
     }
   }
   html += table(header, results, differs);
-  if (!cmp.timing_warning.empty()) html += "<p class=\"warning\">" + html_escape(cmp.timing_warning) + ".</p>\n";
+  for (const std::string& warning : {cmp.work_warning, cmp.timing_warning})
+    if (!warning.empty()) html += "<p class=\"warning\">" + html_escape(warning) + ".</p>\n";
   html += runs.size() > 1 ? "<h3>Configuration differences</h3>\n" : "<h3>Configuration</h3>\n";
   html += settings.empty() ? "<p>None: the runs share every setting.</p>" : table(header, settings);
 

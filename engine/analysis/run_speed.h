@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "store/run_record.h"
 #include "train/events.h"
 #include "train/machine_load.h"
 #include "train/run_details.h"
@@ -82,5 +83,10 @@ constexpr double kLoadDifference = 0.1;
 // 60% busy with other work during run 5", or runs measured under loads kLoadDifference apart; empty when neither
 // (or when no run recorded its load).
 std::string timing_warning(const std::vector<RunLoad>& runs);
+
+// What a run's steps do differently from the baseline's besides their precision: another model, image size, batch,
+// number of processes, device or machine ("ResNet-20 against ResNet-18; 32 px against 28 px images"); empty when
+// none (or when the records do not say). A speed-up between runs that differ so is not their precision's alone.
+std::string work_difference(const RunRecord& run, const RunRecord& baseline);
 
 }  // namespace ampwb
