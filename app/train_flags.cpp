@@ -207,8 +207,9 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   run(add_choice(command, "--host-sync", c.host_sync, "when a step waits for its device"), "host_sync");
   run(add_choice(command, "--cuda-graphs", c.cuda_graphs, "deferred steps as CUDA graphs"), "cuda_graphs");
   run(add_choice(command, "--conv-algorithm", c.conv_algorithm, "CPU convolutions"), "conv_algorithm");
-  run(command->add_flag("--deterministic", c.deterministic,
-                        "GPU: deterministic convolutions only, so that a run repeats bit for bit (slower)"),
+  run(command->add_flag(
+          "--deterministic", c.deterministic,
+          "GPU: deterministic convolutions chosen without timing, so that a run repeats bit for bit (slower)"),
       "deterministic");
   run(command->add_flag("--sync-batchnorm", c.data_parallel.sync_batchnorm,
                         "on many processes: batch norm's statistics over every process's batch"),

@@ -73,7 +73,10 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
     return v && *v ? std::optional<std::string>(v) : std::nullopt;
   };
   cuda::ConvPolicy conv;
-  conv.benchmark = options.benchmark_algorithms && setting("AMPWB_CUDNN_BENCHMARK").value_or("1") != "0";
+  // Deterministic runs let cuDNN's heuristics choose: timing picks among near-equal algorithms by the clock, which
+  // can choose another one, rounding otherwise, in the next process (PyTorch's reproducibility notes: benchmark off).
+  conv.benchmark =
+      options.benchmark_algorithms && !options.deterministic && setting("AMPWB_CUDNN_BENCHMARK").value_or("1") != "0";
   conv.workspace_limit = options.conv_workspace_limit;
   if (const auto mib = setting("AMPWB_CUDNN_WORKSPACE_MIB")) {
     AMPWB_CHECK(!mib->empty() && mib->size() <= 7 && mib->find_first_not_of("0123456789") == std::string::npos,

@@ -53,7 +53,8 @@ struct CudaBackendOptions {
   int pad_input_channels = 8;  // channel multiple for 16-bit NHWC convolutions; 0: never pad (see above)
   // fp32 mode: GEMM-based convolution algorithms only, no FFT or Winograd (which PyTorch's FP32 takes).
   bool exact_fp32_convolutions = false;
-  // Deterministic cuDNN algorithms and engines only (torch.backends.cudnn.deterministic): a run repeats bit for bit.
+  // Deterministic cuDNN algorithms and engines only (torch.backends.cudnn.deterministic), chosen by cuDNN's
+  // heuristics rather than timed: a run repeats bit for bit on the same GPU, driver and libraries.
   bool deterministic = false;
 };
 

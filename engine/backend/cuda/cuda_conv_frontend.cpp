@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -217,17 +218,18 @@ struct GraphApiConvs::Impl {
   // these tensors (PyTorch's torch.backends.cudnn.benchmark_limit), timed as cudnnFind times them, in one workspace
   // of the largest's size (only these are built: the frontend's own autotune builds every candidate and times each
   // up to 100 times); else the heuristics' first. Of the candidates NVRTC must compile (up to seconds each, for every
-  // shape of the model) only the first kTimedCompiled are built.
+  // shape of the model) only the first kTimedCompiled are built. Returns the timing's workspace, which the first
+  // execution reuses rather than holding a second one beside it (nullptr where nothing was timed).
   static constexpr size_t kTimedEngines = 10;
   static constexpr size_t kTimedCompiled = 2;
   static constexpr int kRuns = 3;  // timed runs of each candidate, after one untimed
-  void choose(Plan& p, std::unordered_map<int64_t, void*>& pack, const ScratchFn& scratch) const {
+  void* choose(Plan& p, std::unordered_map<int64_t, void*>& pack, const ScratchFn& scratch) const {
     fe::graph::Graph& graph = *p.g.graph;
     if (!policy.benchmark) {
       p.workspace = graph.get_workspace_size();
       require(graph.get_plan_name(p.engine), "get_plan_name");
       p.chosen = true;
-      return;
+      return nullptr;
     }
     std::vector<int64_t> candidates;
     int64_t most = 0;
@@ -278,6 +280,7 @@ struct GraphApiConvs::Impl {
     p.workspace = graph.get_workspace_size_plan_at_index(p.index);
     require(graph.get_plan_name_at_index(p.index, p.engine), "get_plan_name_at_index");
     p.chosen = true;
+    return space;
   }
 
   fe::error_t execute(const Plan& p, std::unordered_map<int64_t, void*>& pack, void* workspace) const {
@@ -292,6 +295,9 @@ GraphApiConvs::GraphApiConvs(cudnnHandle_t handle, const ConvPolicy& policy) : i
   // The cuDNN this program links (and the legacy API uses), found by its soname among those already loaded.
   if (!fe::cudnn_dlhandle) fe::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
   if (!fe::cudnn_dlhandle) throw Error(std::string("cuDNN's graph API: libcudnn.so.9 is not loaded: ") + dlerror());
+  // The frontend opens the CUDA runtime itself, libcudart.so.12 before .13 where both are on the path; it must be
+  // the one this program runs on (the user's own choice stands).
+  setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", ("libcudart.so." + std::to_string(CUDART_VERSION / 1000)).c_str(), 0);
 }
 
 GraphApiConvs::~GraphApiConvs() = default;
@@ -312,11 +318,12 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
     if (!p.g.out) impl_->build(p, pass, s);
     std::unordered_map<int64_t, void*> pack{
         {p.g.a->get_uid(), const_cast<void*>(a)}, {p.g.b->get_uid(), const_cast<void*>(b)}, {p.g.out->get_uid(), out}};
+    void* workspace = nullptr;  // the timing's, on the first call (as large as the largest candidate's)
     if (!p.chosen) {
-      impl_->choose(p, pack, scratch);
+      workspace = impl_->choose(p, pack, scratch);
       p.choosing_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    void* workspace = p.workspace ? scratch(static_cast<size_t>(p.workspace)) : nullptr;
+    if (!workspace && p.workspace) workspace = scratch(static_cast<size_t>(p.workspace));
     auto status = impl_->execute(p, pack, workspace);
     if (status.is_bad()) {
       // Inside a capture nothing may run instead: the capture fails with the reason and the step runs eagerly.
@@ -335,6 +342,14 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
     p.refused = "the graph API refused it: " + reason;
     if (!p.refused_alone.empty()) p.refused += "; as one node: " + p.refused_alone;
     p.g = {};  // the graph and its plans are not needed any more
+    return false;
+  } catch (const std::exception& e) {
+    // Outside a capture, whatever else failed on a shape's first call (the frontend's loader, a CUDA call of the
+    // timing, no memory for the workspace) leaves the pass to the legacy API with the reason, as a refusal does.
+    if (capturing || p.chosen) throw;
+    cudaGetLastError();  // a failed CUDA call's error is not the legacy API's
+    p.refused = std::string("the graph API failed: ") + e.what();
+    p.g = {};
     return false;
   }
 }
