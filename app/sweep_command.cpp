@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -21,6 +22,8 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/run_speed.h"
+#include "cli.h"
 #include "commands.h"
 #include "core/error.h"
 #include "setting_flags.h"
@@ -29,6 +32,7 @@
 #include "store/store_location.h"
 #include "store/sweep_record.h"
 #include "sweep_grid.h"
+#include "train/alternating_benchmark.h"
 
 namespace ampwb::cli {
 namespace {
@@ -37,7 +41,7 @@ namespace fs = std::filesystem;
 struct SweepOptions {
   std::string db, sweep_file, name, on = "local", partition, account, time_limit;
   int parallel = 1, max_parallel = 0;
-  bool dry_run = false, json = false;
+  bool dry_run = false, json = false, no_timing = false;
   // The training settings given as flags: each flag's values (split at commas), and the on/off flags' counts.
   std::map<std::string, std::vector<std::string>> values;
   std::map<std::string, int64_t> switches;
@@ -46,7 +50,7 @@ struct SweepOptions {
 
 struct SweepIdOptions {
   std::string db, sweep;
-  bool json = false, quiet = false;
+  bool json = false, quiet = false, no_timing = false;
   int parallel = 1;
   std::string point;  // sweep point: the point (from 1), else $SLURM_ARRAY_TASK_ID (from 0) + 1
 };
@@ -162,7 +166,12 @@ std::string output_of(const std::vector<std::string>& argv) {
 // --- running points here ---
 
 volatile std::sig_atomic_t g_stop = 0;
-void on_stop(int signal) { g_stop = signal; }
+std::atomic<bool> g_cancel_timing = false;  // lock-free, so the handler may set it
+static_assert(std::atomic<bool>::is_always_lock_free);
+void on_stop(int signal) {
+  g_stop = signal;
+  g_cancel_timing = true;
+}
 
 std::string point_result(const RunStore& store, const SweepPoint& p) {
   std::string text = sweep_point_state_name(p.state);
@@ -183,10 +192,53 @@ std::string point_result(const RunStore& store, const SweepPoint& p) {
   return text;
 }
 
+// After a sweep's trainings here, its runs' configurations timed in alternation as the workbench times them
+// (train/alternating_benchmark.h), so that their speed-ups do not depend on what else the machine did while each
+// point trained; the record goes into the store, where `compare` and the workbench show it. Only where every point
+// finished; a SIGINT/SIGTERM stops it between two turns.
+void time_sweep_here(RunStore& store, int64_t sweep) {
+  std::vector<int64_t> runs;
+  std::vector<BenchConfig> configs;
+  std::vector<std::string> names;
+  for (const SweepPoint& p : sweep_points(store, sweep)) {
+    if (p.state != SweepPointState::Finished || p.run_id == 0) return;
+    const RunRecord r = store.run(p.run_id);
+    runs.push_back(r.id);
+    configs.push_back(bench_config_of(r.config, r.info.image_size, static_cast<int>(r.info.class_names.size())));
+    names.push_back("run " + std::to_string(r.id) + " (" + printable(r.name) + ")");
+  }
+  if (runs.size() < 2) return;
+  const AlternatingOptions options;
+  std::printf(
+      "sweep %lld: timing its %zu configurations in alternation for their speed-ups (%d rounds of %d steps "
+      "each)\n",
+      static_cast<long long>(sweep), runs.size(), options.rounds, options.steps);
+  std::fflush(stdout);
+  const AlternatingSpeed timed = time_runs_in_alternation(
+      runs, configs, options,
+      [&, shown = -1](int round, int) mutable {
+        if (round == shown) return;
+        std::printf("  round %d/%d\n", (shown = round) + 1, options.rounds);
+        std::fflush(stdout);
+      },
+      &g_cancel_timing);
+  if (timed.images_per_second.empty() ||
+      timed.images_per_second.front().size() != static_cast<size_t>(options.rounds)) {
+    std::printf("sweep %lld: stopped before its configurations were timed in alternation\n",
+                static_cast<long long>(sweep));
+    return;
+  }
+  store.add_alternating_speed(timed);
+  std::printf("speed-ups timed in alternation, against %s:\n", names[0].c_str());
+  for (size_t i = 1; i < runs.size(); ++i)
+    std::printf("  %s: %s\n", names[i].c_str(), speed_up_text(alternating_speed_up(timed, runs[i], runs[0])).c_str());
+  std::fflush(stdout);
+}
+
 // Runs the sweep's queued and requeued points here, `parallel` at once, each as `ampwb sweep point` in a child
 // process (a process group of its own, so a Ctrl-C reaches it once, from here). The first SIGINT/SIGTERM stops
 // the running points after their current step (they stay requeued, resumable) and starts no more.
-int run_here(const std::string& db, int64_t sweep, int parallel) {
+int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   RunStore store(db, RunStore::Mode::Existing);
   const size_t total = sweep_points(store, sweep).size();
   struct sigaction action {
@@ -196,6 +248,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel) {
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
   g_stop = 0;
+  g_cancel_timing = false;
   std::map<pid_t, int> running;  // child -> point
   int failed = 0;
   bool forwarded = false;
@@ -250,8 +303,6 @@ int run_here(const std::string& db, int64_t sweep, int parallel) {
     std::printf("point %d/%zu %s\n", index + 1, total, point_result(store, p).c_str());
     std::fflush(stdout);
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   const std::vector<SweepPoint> points = sweep_points(store, sweep);
   std::map<std::string, int> counts;
   for (const SweepPoint& p : points) ++counts[sweep_point_state_name(p.state)];
@@ -260,6 +311,15 @@ int run_here(const std::string& db, int64_t sweep, int parallel) {
   std::printf("sweep %lld: %s%s\n", static_cast<long long>(sweep), summary.c_str(),
               g_stop ? ("; continue it with ampwb sweep run " + std::to_string(sweep)).c_str() : "");
   std::fflush(stdout);
+  if (timing && !g_stop && failed == 0) {
+    try {
+      time_sweep_here(store, sweep);
+    } catch (const std::exception& e) {  // the trainings stand; only their timing is missing
+      std::fprintf(stderr, "ampwb sweep: its configurations were not timed in alternation: %s\n", e.what());
+    }
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
   if (g_stop) return 128 + g_stop;
   return failed > 0 ? 1 : 0;
 }
@@ -315,7 +375,7 @@ int sweep_command(const SweepOptions& given) {
   std::printf("sweep %lld: %zu points, recorded in %s\n", static_cast<long long>(id), points.size(),
               store.path().c_str());
   std::fflush(stdout);
-  if (o.on == "local") return run_here(store.path(), id, o.parallel);
+  if (o.on == "local") return run_here(store.path(), id, o.parallel, !o.no_timing);
 
   if (!store.is_postgresql())
     std::fprintf(stderr,
@@ -432,7 +492,7 @@ int sweep_run_command(const SweepIdOptions& o) {
     if (s.runs_on != "local")
       throw Error("sweep " + o.sweep + " runs on Slurm (job " + s.slurm_job_id + "): its tasks run its points");
   }
-  return run_here(RunStore(db, RunStore::Mode::Existing).path(), id, o.parallel);
+  return run_here(RunStore(db, RunStore::Mode::Existing).path(), id, o.parallel, !o.no_timing);
 }
 
 nlohmann::ordered_json point_json(const RunStore& store, const SweepPoint& p) {
@@ -695,6 +755,9 @@ CLI::App* add_sweep_id_command(CLI::App* parent, const char* name, const char* h
 
 }  // namespace
 
+constexpr const char* kNoTimingHelp =
+    "here, after every point finished: do not time the configurations in alternation for their speed-ups";
+
 void add_sweep_command(CLI::App& app, Invocation& invocation) {
   auto options = std::make_shared<SweepOptions>();
   CLI::App* sweep = app.add_subcommand(
@@ -710,6 +773,7 @@ void add_sweep_command(CLI::App& app, Invocation& invocation) {
       ->check(CLI::IsMember({"local", "slurm"}));
   add_number(sweep, "-j,--parallel", options->parallel, "points at once here (--on local)")
       ->check(CLI::Range(1, 256).description(""));
+  sweep->add_flag("--no-timing", options->no_timing, kNoTimingHelp);
   add_number(sweep, "--max-parallel", options->max_parallel, "Slurm: array tasks at once (0: as Slurm allows)")
       ->check(CLI::Range(0, 100000).description(""));
   sweep->add_option("--partition", options->partition, "Slurm: the partition")->type_name("NAME");
@@ -750,6 +814,7 @@ void add_sweep_command(CLI::App& app, Invocation& invocation) {
                                        sweep_run_command, o);
   run->add_option("SWEEP", o->sweep, "the sweep's id")->required();
   add_number(run, "-j,--parallel", o->parallel, "points at once")->check(CLI::Range(1, 256).description(""));
+  run->add_flag("--no-timing", o->no_timing, kNoTimingHelp);
   CLI::App* point = add_sweep_id_command(
       sweep, "point", "train one point of a sweep (a Slurm array task's command), resuming its run when interrupted",
       invocation, sweep_point_command, o);

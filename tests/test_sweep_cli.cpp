@@ -7,8 +7,10 @@
 #include <csignal>
 #include <set>
 
+#include "analysis/run_speed.h"
 #include "store/sweep_record.h"
 #include "test_cli_util.h"
+#include "train/alternating_benchmark.h"
 
 namespace ampwb {
 namespace {
@@ -54,6 +56,24 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
   }
   EXPECT_EQ(runs.size(), 4u) << "a run serves two points";
   EXPECT_EQ(store.runs().size(), 4u);
+  // Then its configurations were timed in alternation, the record stored with each run and shown by compare.
+  expect_contains(r.output, "sweep 1: timing its 4 configurations in alternation for their speed-ups");
+  std::vector<int64_t> in_order;
+  for (int i = 0; i < 4; ++i) in_order.push_back(status["points"][i]["run_id"]);
+  const std::optional<AlternatingSpeed> timed = store.alternating_speed(in_order[3]);
+  ASSERT_TRUE(timed.has_value()) << r.output;
+  EXPECT_EQ(timed->runs, in_order);
+  ASSERT_EQ(timed->images_per_second.size(), 4u);
+  for (const std::vector<double>& rounds : timed->images_per_second) {
+    ASSERT_EQ(rounds.size(), static_cast<size_t>(AlternatingOptions{}.rounds));
+    for (double ips : rounds) EXPECT_GT(ips, 0);
+  }
+  const std::string bf16 = speed_up_text(alternating_speed_up(*timed, in_order[1], in_order[0]));
+  expect_contains(r.output, "): " + bf16 + "\n");
+  const std::string compared =
+      ampwb({"compare", std::to_string(in_order[0]), std::to_string(in_order[1]), "--db", db}).output;
+  expect_contains(compared, "timed in alternation (sweep)");
+  expect_contains(compared, bf16);
   // An unnamed sweep is listed by what it sweeps, not as an empty name.
   const std::string listed = ampwb({"sweeps", "--db", db}).output;
   expect_contains(listed, "   1  (unnamed: seed × precision) ");
@@ -135,8 +155,9 @@ TEST(SweepCli, CtrlCLeavesThePointRequeuedAndSweepRunResumesIt) {
     EXPECT_LT(store.epochs(run).size(), 60u);
     EXPECT_EQ(store.run(run).status, RunStatus::Cancelled);
   }
-  const Result resumed = ampwb({"sweep", "run", "1", "--db", db});
+  const Result resumed = ampwb({"sweep", "run", "1", "--no-timing", "--db", db});
   ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(resumed.output.find("in alternation"), std::string::npos) << resumed.output;
   RunStore store(db, RunStore::Mode::ReadOnly);
   const std::vector<SweepPoint> points = sweep_points(store, 1);
   EXPECT_EQ(points[0].run_id, run) << "the point started over instead of resuming its run";
@@ -144,6 +165,7 @@ TEST(SweepCli, CtrlCLeavesThePointRequeuedAndSweepRunResumesIt) {
   EXPECT_EQ(store.epochs(run).size(), 60u);
   for (const SweepPoint& p : points) EXPECT_EQ(p.state, SweepPointState::Finished) << "point " << p.index;
   EXPECT_EQ(store.runs().size(), 3u);
+  EXPECT_FALSE(store.alternating_speed(run).has_value()) << "timed despite --no-timing";
 }
 
 TEST(SweepCli, ACancelledSweepStopsItsRunningPointAndRunsNoMore) {

@@ -15,17 +15,12 @@ SweepTiming::SweepTiming(const RunStore& store, std::vector<int64_t> runs, const
     configs.push_back(bench_config_of(r.config, r.info.image_size, static_cast<int>(r.info.class_names.size())));
     names.push_back(QString::fromStdString(r.name));
   }
-  AlternatingSpeed timed;
-  timed.runs = std::move(runs);
-  timed.steps_per_round = options.steps;
-  if (!configs.empty())
-    timed.data = "synthetic " + std::to_string(configs[0].image_size) + " px images, batch " +
-                 std::to_string(configs[0].batch_size);
-  worker_ = std::thread([this, configs, names, options, timed]() mutable {
+  worker_ = std::thread([this, runs = std::move(runs), configs, names, options]() {
+    AlternatingSpeed timed;
     QString error;
     try {
-      timed.images_per_second = time_in_alternation(
-          configs, options,
+      timed = time_runs_in_alternation(
+          runs, configs, options,
           [&](int round, int config) {
             const QString what = tr("round %1/%2: %3").arg(round + 1).arg(options.rounds).arg(names[config]);
             QMetaObject::invokeMethod(

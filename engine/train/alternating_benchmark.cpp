@@ -45,4 +45,18 @@ std::vector<std::vector<double>> time_in_alternation(const std::vector<BenchConf
   return images_per_second;
 }
 
+AlternatingSpeed time_runs_in_alternation(const std::vector<int64_t>& runs, const std::vector<BenchConfig>& configs,
+                                          const AlternatingOptions& options,
+                                          const std::function<void(int round, int config)>& progress,
+                                          const std::atomic<bool>* cancel) {
+  AlternatingSpeed timed;
+  timed.runs = runs;
+  timed.steps_per_round = options.steps;
+  if (!configs.empty())
+    timed.data = "synthetic " + std::to_string(configs[0].image_size) + " px images, batch " +
+                 std::to_string(configs[0].batch_size);
+  timed.images_per_second = time_in_alternation(configs, options, progress, cancel);
+  return timed;
+}
+
 }  // namespace ampwb

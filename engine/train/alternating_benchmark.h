@@ -11,6 +11,7 @@
 
 #include "train/benchmark.h"
 #include "train/config.h"
+#include "train/run_details.h"
 
 namespace ampwb {
 
@@ -31,5 +32,12 @@ std::vector<std::vector<double>> time_in_alternation(const std::vector<BenchConf
                                                      const AlternatingOptions& options = {},
                                                      const std::function<void(int round, int config)>& progress = {},
                                                      const std::atomic<bool>* cancel = nullptr);
+
+// The runs `runs`, whose configurations' benchmarks are `configs` (bench_config_of), timed so: the record the run
+// store keeps, with the rounds done where cancelled.
+AlternatingSpeed time_runs_in_alternation(const std::vector<int64_t>& runs, const std::vector<BenchConfig>& configs,
+                                          const AlternatingOptions& options = {},
+                                          const std::function<void(int round, int config)>& progress = {},
+                                          const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ampwb
