@@ -2,8 +2,8 @@
 // scale, shift and statistics (see cuda_kernels.h for the contract).
 //
 // Reduction layout: threadIdx.x picks neighbouring channels (coalesced reads in NHWC), threadIdx.y and blockIdx.y
-// stride over the M = N H W rows. Each block writes one FP32 partial per channel; a one-thread-per-channel kernel
-// adds the row_blocks partials in FP64 in a fixed order. Deterministic.
+// stride over the M = N H W rows. Each block writes one FP32 partial per channel; a finalize kernel adds the
+// row_blocks partials in FP64, kFinalizeLanes threads a channel, in a fixed order. Deterministic.
 //
 // Two forms of every pass. The packed one, for NHWC with C a multiple of 16 bytes' worth of channels (every
 // ResNet layer): each thread moves 16 bytes at a time (8 FP16/BF16 or 4 FP32 channels) and keeps one pack of
@@ -103,24 +103,46 @@ __global__ void channel_partials(const T* x, const T* dy, Dims4 d, const float* 
   }
 }
 
-__device__ __forceinline__ double sum_partials(const float* part, int64_t c, int64_t channels, int row_blocks) {
+// The finalize kernels run blocks of kChannelsPerBlock channels by kFinalizeLanes lanes: lane l adds the partials
+// of row blocks l, l + kFinalizeLanes, ..., then the lanes' sums are added in lane order. One thread a channel would
+// wait on each of up to a thousand partials in turn (8 blocks per multiprocessor, 64 channels: ~1000 row blocks).
+constexpr int kFinalizeLanes = 8;
+
+__device__ __forceinline__ int64_t finalize_channel() { return int64_t{blockIdx.x} * kChannelsPerBlock + threadIdx.x; }
+
+// Channel c's partial of row block b; 0 past the last channel, whose threads still take part in the block's sums.
+__device__ __forceinline__ double partial(const float* part, int b, int64_t c, int64_t channels) {
+  return c < channels ? part[int64_t{b} * channels + c] : 0.0;
+}
+
+// The sum of term(b) over the row blocks for this thread's channel, the same for every lane of it. Every thread of
+// the block calls it.
+template <class Term>
+__device__ double channel_sum(int row_blocks, const Term& term) {
+  __shared__ double lanes[kFinalizeLanes][kChannelsPerBlock];
   double s = 0;
-  for (int g = 0; g < row_blocks; ++g) s += part[int64_t{g} * channels + c];
-  return s;
+  for (int b = threadIdx.y; b < row_blocks; b += kFinalizeLanes) s += term(b);
+  lanes[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  double total = 0;
+  for (int l = 0; l < kFinalizeLanes; ++l) total += lanes[l][threadIdx.x];
+  __syncthreads();  // read by every lane before the next sum overwrites them
+  return total;
 }
 
 __global__ void finalize_mean(const float* part_a, int64_t channels, int row_blocks, double rows, float* mean) {
-  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (c < channels) mean[c] = static_cast<float>(sum_partials(part_a, c, channels, row_blocks) / rows);
+  const int64_t c = finalize_channel();
+  const double sum = channel_sum(row_blocks, [&](int b) { return partial(part_a, b, c, channels); });
+  if (threadIdx.y == 0 && c < channels) mean[c] = static_cast<float>(sum / rows);
 }
 
 // The biased variance, the running statistics, and scale = gamma / sqrt(var + eps) for the normalization.
 __global__ void finalize_var(const float* part_a, int64_t channels, int row_blocks, double rows, const float* gamma,
                              const float* mean, float* var, float* running_mean, float* running_var, float momentum,
                              float eps, float* scale) {
-  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  const double v = sum_partials(part_a, c, channels, row_blocks) / rows;
+  const int64_t c = finalize_channel();
+  const double v = channel_sum(row_blocks, [&](int b) { return partial(part_a, b, c, channels); }) / rows;
+  if (threadIdx.y != 0 || c >= channels) return;
   var[c] = static_cast<float>(v);
   const float unbias = rows > 1 ? static_cast<float>(rows / (rows - 1)) : 1.0f;
   running_mean[c] = (1 - momentum) * running_mean[c] + momentum * mean[c];
@@ -152,10 +174,12 @@ __global__ void normalize(const T* x, const T* residual, T* y, Dims4 d, const fl
 __global__ void finalize_backward(const float* part_a, const float* part_b, int64_t channels, int row_blocks,
                                   double rows, const float* gamma, const float* var, float eps, float* dgamma,
                                   float* dbeta, float* coef_a, float* coef_k1, float* coef_k2, float* forward_scale) {
-  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  const double sum_dy = sum_partials(part_a, c, channels, row_blocks);
-  const double sum_dy_xmu = sum_partials(part_b, c, channels, row_blocks);
+  const int64_t c = finalize_channel();
+  auto sum_of = [&](const float* part) {
+    return channel_sum(row_blocks, [&](int b) { return partial(part, b, c, channels); });
+  };
+  const double sum_dy = sum_of(part_a), sum_dy_xmu = sum_of(part_b);
+  if (threadIdx.y != 0 || c >= channels) return;
   const double invstd = 1.0 / sqrt(static_cast<double>(var[c]) + eps);
   dbeta[c] = static_cast<float>(sum_dy);
   dgamma[c] = static_cast<float>(sum_dy_xmu * invstd);
@@ -272,17 +296,16 @@ BlockRows block_rows(int64_t rows, int64_t rows_per_block, int blocks) {
 __global__ void finalize_moments(const float* part_mean, const float* part_m2, int64_t channels, int row_blocks,
                                  int64_t rows, BlockRows counts, const float* gamma, float* mean, float* var,
                                  float* running_mean, float* running_var, float momentum, float eps, float* scale) {
-  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  double sum = 0;
-  for (int b = 0; b < row_blocks; ++b) sum += counts.of(b) * part_mean[int64_t{b} * channels + c];
-  const double mu = sum / static_cast<double>(rows);
-  double m2 = 0;
-  for (int b = 0; b < row_blocks; ++b) {
-    const double d = part_mean[int64_t{b} * channels + c] - mu;
-    m2 += part_m2[int64_t{b} * channels + c] + counts.of(b) * d * d;
-  }
-  const double v = m2 / static_cast<double>(rows);
+  const int64_t c = finalize_channel();
+  const double mu = channel_sum(row_blocks, [&](int b) { return counts.of(b) * partial(part_mean, b, c, channels); }) /
+                    static_cast<double>(rows);
+  const double v = channel_sum(row_blocks,
+                               [&](int b) {
+                                 const double d = partial(part_mean, b, c, channels) - mu;
+                                 return partial(part_m2, b, c, channels) + counts.of(b) * d * d;
+                               }) /
+                   static_cast<double>(rows);
+  if (threadIdx.y != 0 || c >= channels) return;
   mean[c] = static_cast<float>(mu);
   var[c] = static_cast<float>(v);
   const float unbias = rows > 1 ? static_cast<float>(static_cast<double>(rows) / static_cast<double>(rows - 1)) : 1.0f;
@@ -449,6 +472,10 @@ dim3 partial_grid(const Dims4& d, int row_blocks) {
 }
 const dim3 kPartialBlock(kChannelsPerBlock, kRowsPerBlock);
 unsigned channel_blocks(int64_t channels) { return static_cast<unsigned>((channels + kThreads - 1) / kThreads); }
+unsigned finalize_blocks(int64_t channels) {
+  return static_cast<unsigned>((channels + kChannelsPerBlock - 1) / kChannelsPerBlock);
+}
+const dim3 kFinalizeBlock(kChannelsPerBlock, kFinalizeLanes);
 
 }  // namespace
 
@@ -495,7 +522,7 @@ void batchnorm_forward_training(const void* x, const void* residual, void* y, KT
       channel_moments_packed<T>
           <<<packed_grid<T>(dims, row_blocks), block, 0, stream>>>(xt, rows_i, C, part_a, part_a + row_blocks * C);
       CUDA_CHECK_LAUNCH("channel_moments_packed");
-      finalize_moments<<<channel_blocks(C), kThreads, 0, stream>>>(
+      finalize_moments<<<finalize_blocks(C), kFinalizeBlock, 0, stream>>>(
           part_a, part_a + row_blocks * C, C, row_blocks, rows_i, block_rows(rows_i, block.y, row_blocks), gamma, mean,
           var, running_mean, running_var, momentum, eps, scale);
       CUDA_CHECK_LAUNCH("finalize_moments");
@@ -503,13 +530,13 @@ void batchnorm_forward_training(const void* x, const void* residual, void* y, KT
       channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(
           xt, nullptr, dims, nullptr, nullptr, nullptr, nullptr, eps, part_a, nullptr);
       CUDA_CHECK_LAUNCH("channel_partials (mean)");
-      finalize_mean<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, mean);
+      finalize_mean<<<finalize_blocks(C), kFinalizeBlock, 0, stream>>>(part_a, C, row_blocks, rows, mean);
       CUDA_CHECK_LAUNCH("finalize_mean");
       channel_partials<T><<<partial_grid(dims, row_blocks), kPartialBlock, 0, stream>>>(
           xt, nullptr, dims, mean, nullptr, nullptr, nullptr, eps, part_a, nullptr);
       CUDA_CHECK_LAUNCH("channel_partials (variance)");
-      finalize_var<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, C, row_blocks, rows, gamma, mean, var,
-                                                               running_mean, running_var, momentum, eps, scale);
+      finalize_var<<<finalize_blocks(C), kFinalizeBlock, 0, stream>>>(part_a, C, row_blocks, rows, gamma, mean, var,
+                                                                      running_mean, running_var, momentum, eps, scale);
       CUDA_CHECK_LAUNCH("finalize_var");
     }
     const T* rt = static_cast<const T*>(residual);
@@ -569,9 +596,9 @@ void batchnorm_backward(const void* x, const void* dy, void* dx, KType type, Dim
           xt, dyt, dims, mean, gamma, relu_beta, var, eps, part_a, part_b);
       CUDA_CHECK_LAUNCH("channel_partials (backward)");
     }
-    finalize_backward<<<channel_blocks(C), kThreads, 0, stream>>>(part_a, part_b, C, row_blocks, rows, gamma, var, eps,
-                                                                  dgamma, dbeta, coef, coef + C, coef + 2 * C,
-                                                                  coef + 3 * C);
+    finalize_backward<<<finalize_blocks(C), kFinalizeBlock, 0, stream>>>(part_a, part_b, C, row_blocks, rows, gamma,
+                                                                         var, eps, dgamma, dbeta, coef, coef + C,
+                                                                         coef + 2 * C, coef + 3 * C);
     CUDA_CHECK_LAUNCH("finalize_backward");
     if (packed) {
       backward_dx_rows<T><<<packed_grid<T>(dims, row_blocks), packed_block<T>(dims), 0, stream>>>(
