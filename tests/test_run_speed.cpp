@@ -215,26 +215,37 @@ TEST(WorkDifference, NamesWhatIsNotThePrecision) {
   RunRecord other = bf16;
   other.depth = 20;
   other.info.model_summary = "ResNet-20 (small stem, 10 classes), 0.272 M parameters";
-  EXPECT_EQ(work_difference(other, fp32), "ResNet-20 against ResNet-18");
+  EXPECT_EQ(work_difference(other, fp32), "other work (ResNet-20 against ResNet-18)");
   other = bf16;
   other.info.model_summary = "ResNet-18 (imagenet stem, 10 classes), 11.2 M parameters";
   EXPECT_EQ(work_difference(other, fp32),
-            "ResNet-18 (imagenet stem, 10 classes) against ResNet-18 (small stem, 10 classes)");
+            "other work (ResNet-18 (imagenet stem, 10 classes) against ResNet-18 (small stem, 10 classes))");
   other = bf16;
   other.image_size = 32;
   other.batch_size = 128;
   other.info.world_size = 2;
   EXPECT_EQ(work_difference(other, fp32),
-            "32 px images against 28 px images; batch 128 against batch 64; "
-            "2 processes against 1 process");
+            "other work (32 px images against 28 px images; batch 128 against batch 64; 2 processes against 1 "
+            "process)");
   other = bf16;
   other.backend = "cpu (oneDNN 2.6.3, avx512_core_bf16, 1 thread)";
   other.host = "lab-2";
-  EXPECT_EQ(work_difference(other, fp32), "1 thread against 2 threads; host lab-2 against host lab-1");
+  EXPECT_EQ(work_difference(other, fp32), "elsewhere (1 thread against 2 threads; host lab-2 against host lab-1)");
+  other.depth = 20;
+  EXPECT_EQ(work_difference(other, fp32),
+            "other work (ResNet-20 against ResNet-18), elsewhere (1 thread against 2 threads; host lab-2 against host "
+            "lab-1)");
+  // A GPU by its name, not its index: two of one kind are one place, and TF32 on or off is the precision's.
   other = bf16;
   other.device = DeviceChoice::cuda(0);
   other.backend = "cuda:0 (NVIDIA H200, 139.8 GiB, sm_90, 132 SMs; CUDA 13.0; TF32 off)";
-  EXPECT_EQ(work_difference(other, fp32), "cuda:0 against cpu");
+  EXPECT_EQ(work_difference(other, fp32), "elsewhere (NVIDIA H200 against the CPU)");
+  RunRecord on_gpu1 = other;
+  on_gpu1.device = DeviceChoice::cuda(1);
+  on_gpu1.backend = "cuda:1 (NVIDIA H200, 139.8 GiB, sm_90, 132 SMs; CUDA 13.0; TF32 on)";
+  EXPECT_EQ(work_difference(on_gpu1, other), "");
+  on_gpu1.backend = "cuda:1 (NVIDIA A100-SXM4-80GB, 79.3 GiB, sm_80, 108 SMs; CUDA 13.0; TF32 on)";
+  EXPECT_EQ(work_difference(on_gpu1, other), "elsewhere (NVIDIA A100-SXM4-80GB against NVIDIA H200)");
   // Only how the same work is done: the backend's other choices are what a comparison is for.
   other = bf16;
   other.backend = "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads, FP32 3x3 convolutions by Winograd F(2x2,3x3))";

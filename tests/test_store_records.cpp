@@ -515,7 +515,7 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   // Two processes do other work than one: the speed-up says it is not the precision's alone.
   EXPECT_TRUE(c.work_warning.empty());
   EXPECT_EQ(with_two.work_warning,
-            "speed-ups not the precision's alone: run 9 does other work than run 4 (2 processes against 1 process)");
+            "speed-ups not the precision's alone: run 9 against run 4: other work (2 processes against 1 process)");
   EXPECT_THROW(row(c, "name"), std::runtime_error);  // a run's name is its column header, not a setting
   EXPECT_EQ(row(c, "epochs").values, (std::vector<std::string>{"2/2", "1/2"}));
   EXPECT_EQ(row(c, "validation accuracy at epoch 1").values, (std::vector<std::string>{"50.00%", "50.00%"}));

@@ -350,7 +350,7 @@ void timing_unreliable(const RunEvidence& e, std::vector<Finding>& out) {
   add(out, "timing_unreliable", Severity::Warning, "Timings unreliable: other work shared the machine",
       why + " (" + machine_load_text(load) + ", the mean over its epochs' training)",
       "its times and speed say as much about the other work as about this configuration: train it again on a quiet "
-      "machine, or compare the configurations with a sweep, which times them in alternation");
+      "machine, or compare the configurations with a sweep run here (not on Slurm), which times them in alternation");
 }
 
 // Why the run is or is not faster than the baseline, class by class. Never contradicts the expectation rules: a
@@ -370,18 +370,18 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   const std::string figure = speed_up_text(speedup);
   if (const std::string other = work_difference(e.run, base.run); !other.empty()) {
     add(out, "speed_vs_baseline", Severity::Warning,
-        "Speed-up " + speed_up_ratio_text(speedup) + " over other work: " + other,
+        "Speed-up " + speed_up_ratio_text(speedup) + ", not the precision's alone: " + other,
         (by_class.available ? evidence : evidence + "; speed-up " + figure) +
             (unreliable.empty() ? "" : "; " + unreliable),
         "the speed-up mixes the precision's effect with these differences: compare runs that differ in precision "
-        "alone, as a precision sweep with every other setting fixed");
+        "alone on one machine, as a precision sweep run here, which also times them in alternation");
     return;
   }
   if (!unreliable.empty()) {
     add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + speed_up_ratio_text(speedup) + ", " + unreliable,
         by_class.available ? evidence : evidence + "; speed-up " + figure,  // the sentence ends with it
-        "train both again on a quiet machine, or compare them with a sweep, which times configurations in "
-        "alternation so that the machine's other work falls on both alike");
+        "train both again on a quiet machine, or compare them with a sweep run here (not on Slurm), which "
+        "times configurations in alternation so that the machine's other work falls on both alike");
     return;
   }
   const bool expected_none = std::any_of(out.begin(), out.end(), [](const Finding& f) {

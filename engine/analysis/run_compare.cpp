@@ -60,8 +60,8 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     if (const std::string d = i == c.baseline ? "" : work_difference(runs[i].record, runs[c.baseline].record);
         !d.empty())
       c.work_warning += (c.work_warning.empty() ? "speed-ups not the precision's alone: run " : "; run ") +
-                        std::to_string(runs[i].record.id) + " does other work than run " +
-                        std::to_string(runs[c.baseline].record.id) + " (" + d + ")";
+                        std::to_string(runs[i].record.id) + " against run " +
+                        std::to_string(runs[c.baseline].record.id) + ": " + d;
   int common = 0;
   for (size_t i = 0; i < n; ++i)
     common = i == 0 ? c.summaries[i].epochs_completed : std::min(common, c.summaries[i].epochs_completed);

@@ -164,33 +164,41 @@ std::string timing_warning(const std::vector<RunLoad>& runs) {
 }
 
 std::string work_difference(const RunRecord& run, const RunRecord& baseline) {
-  std::string out;
+  std::string work, place;
   // One aspect, as `describe` words it for each run; left out where either record does not say.
-  auto compare = [&](const std::function<std::string(const RunRecord&)>& describe) {
+  auto compare = [&](std::string& into, const std::function<std::string(const RunRecord&)>& describe) {
     const std::string a = describe(run), b = describe(baseline);
-    if (!a.empty() && !b.empty() && a != b) out += (out.empty() ? "" : "; ") + a + " against " + b;
+    if (!a.empty() && !b.empty() && a != b) into += (into.empty() ? "" : "; ") + a + " against " + b;
   };
-  compare([](const RunRecord& r) { return r.depth ? "ResNet-" + std::to_string(r.depth) : ""; });
+  compare(work, [](const RunRecord& r) { return r.depth ? "ResNet-" + std::to_string(r.depth) : ""; });
   if (run.depth == baseline.depth)  // the same depth with another stem or number of classes
-    compare([](const RunRecord& r) {
+    compare(work, [](const RunRecord& r) {
       const std::string& s = r.info.model_summary;  // "ResNet-20 (small stem, 10 classes), 0.272 M parameters"
       const size_t end = s.find("), ");
       return end != std::string::npos ? s.substr(0, end + 1) : "";
     });
-  compare([](const RunRecord& r) { return r.image_size ? std::to_string(r.image_size) + " px images" : ""; });
-  compare([](const RunRecord& r) { return r.batch_size ? "batch " + std::to_string(r.batch_size) : ""; });
-  compare([](const RunRecord& r) {
+  compare(work, [](const RunRecord& r) { return r.image_size ? std::to_string(r.image_size) + " px images" : ""; });
+  compare(work, [](const RunRecord& r) { return r.batch_size ? "batch " + std::to_string(r.batch_size) : ""; });
+  compare(work, [](const RunRecord& r) {
     return std::to_string(r.info.world_size) + (r.info.world_size > 1 ? " processes" : " process");
   });
-  compare([](const RunRecord& r) { return r.device.name(); });
-  compare([](const RunRecord& r) {  // the CPU backend's threads, as its description gives them: "..., 2 threads"
+  // Where: the device by its kind and, for a GPU, its name ("cuda:0 (NVIDIA H200, ..."), not its index.
+  compare(place, [](const RunRecord& r) {
+    if (r.device.kind != DeviceChoice::Kind::Cuda) return std::string("the CPU");
+    const size_t open = r.backend.find(" ("), end = r.backend.find_first_of(",)", open + 2);
+    return open == std::string::npos || end == std::string::npos ? std::string("a GPU")
+                                                                 : r.backend.substr(open + 2, end - open - 2);
+  });
+  compare(place, [](const RunRecord& r) {  // the CPU backend's threads, as its description gives them: "..., 2 threads"
     const size_t at = r.backend.find(" thread");
     size_t digits = at;
     while (digits != std::string::npos && digits > 0 && std::isdigit(static_cast<unsigned char>(r.backend[digits - 1])))
       --digits;
     return digits != at ? r.backend.substr(digits, r.backend.find_first_of(",)", at) - digits) : "";
   });
-  compare([](const RunRecord& r) { return r.host.empty() ? "" : "host " + r.host; });
+  compare(place, [](const RunRecord& r) { return r.host.empty() ? "" : "host " + r.host; });
+  std::string out = work.empty() ? "" : "other work (" + work + ")";
+  if (!place.empty()) out += (out.empty() ? "" : ", ") + std::string("elsewhere (") + place + ")";
   return out;
 }
 

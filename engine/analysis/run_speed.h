@@ -84,9 +84,10 @@ constexpr double kLoadDifference = 0.1;
 // (or when no run recorded its load).
 std::string timing_warning(const std::vector<RunLoad>& runs);
 
-// What a run's steps do differently from the baseline's besides their precision: another model, image size, batch,
-// number of processes, device or machine ("ResNet-20 against ResNet-18; 32 px against 28 px images"); empty when
-// none (or when the records do not say). A speed-up between runs that differ so is not their precision's alone.
+// What a run's steps do besides the baseline's with another precision: other work (another model, image size,
+// batch or number of processes) or the same elsewhere (another device, number of CPU threads or machine), e.g.
+// "other work (ResNet-20 against ResNet-18), elsewhere (host b against host a)"; empty when neither (or when the
+// records do not say). A speed-up between runs that differ so is not their precision's alone.
 std::string work_difference(const RunRecord& run, const RunRecord& baseline);
 
 }  // namespace ampwb
