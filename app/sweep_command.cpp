@@ -165,12 +165,17 @@ std::string output_of(const std::vector<std::string>& argv) {
 
 // --- running points here ---
 
-volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_stop = 0, g_timing = 0;
 std::atomic<bool> g_cancel_timing = false;  // lock-free, so the handler may set it
 static_assert(std::atomic<bool>::is_always_lock_free);
 void on_stop(int signal) {
   g_stop = signal;
   g_cancel_timing = true;
+  if (g_timing) {  // a turn may take minutes: a second signal ends the process as it would without this handler
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    sigaction(signal, &default_action, nullptr);
+  }
 }
 
 std::string point_result(const RunStore& store, const SweepPoint& p) {
@@ -195,25 +200,33 @@ std::string point_result(const RunStore& store, const SweepPoint& p) {
 // After a sweep's trainings here, its runs' configurations timed in alternation as the workbench times them
 // (train/alternating_benchmark.h), so that their speed-ups do not depend on what else the machine did while each
 // point trained; the record goes into the store, where `compare` and the workbench show it. Only where every point
-// finished; a SIGINT/SIGTERM stops it between two turns.
+// finished; the first SIGINT/SIGTERM stops it between two turns and keeps nothing, a second one ends the process.
 void time_sweep_here(RunStore& store, int64_t sweep) {
   std::vector<int64_t> runs;
+  std::vector<RunRecord> records;
   std::vector<BenchConfig> configs;
-  std::vector<std::string> names;
   for (const SweepPoint& p : sweep_points(store, sweep)) {
-    if (p.state != SweepPointState::Finished || p.run_id == 0) return;
-    const RunRecord r = store.run(p.run_id);
+    if (p.state != SweepPointState::Finished || p.run_id == 0) {
+      std::printf("sweep %lld: not timed in alternation: point %d is %s\n", static_cast<long long>(sweep), p.index + 1,
+                  sweep_point_state_name(p.state));
+      return;
+    }
+    records.push_back(store.run(p.run_id));
+    const RunRecord& r = records.back();
     runs.push_back(r.id);
     configs.push_back(bench_config_of(r.config, r.info.image_size, static_cast<int>(r.info.class_names.size())));
-    names.push_back("run " + std::to_string(r.id) + " (" + printable(r.name) + ")");
   }
-  if (runs.size() < 2) return;
+  std::vector<size_t> of_run;
+  const size_t distinct = distinct_configurations(configs, &of_run).size();
+  if (distinct < 2) return;  // the points differ in their seeds alone: one configuration, nothing to compare
+  auto name = [&](size_t i) { return "run " + std::to_string(runs[i]) + " (" + printable(records[i].name) + ")"; };
   const AlternatingOptions options;
   std::printf(
       "sweep %lld: timing its %zu configurations in alternation for their speed-ups (%d rounds of %d steps "
-      "each)\n",
-      static_cast<long long>(sweep), runs.size(), options.rounds, options.steps);
+      "each; Ctrl-C stops it)\n",
+      static_cast<long long>(sweep), distinct, options.rounds, options.steps);
   std::fflush(stdout);
+  g_timing = 1;
   const AlternatingSpeed timed = time_runs_in_alternation(
       runs, configs, options,
       [&, shown = -1](int round, int) mutable {
@@ -222,16 +235,24 @@ void time_sweep_here(RunStore& store, int64_t sweep) {
         std::fflush(stdout);
       },
       &g_cancel_timing);
-  if (timed.images_per_second.empty() ||
-      timed.images_per_second.front().size() != static_cast<size_t>(options.rounds)) {
-    std::printf("sweep %lld: stopped before its configurations were timed in alternation\n",
-                static_cast<long long>(sweep));
+  g_timing = 0;
+  if (g_cancel_timing) {  // also where the signal came during the last turn: a stop keeps nothing
+    std::printf(
+        "sweep %lld: stopped before its configurations were timed in alternation (ampwb sweep run %lld "
+        "times them)\n",
+        static_cast<long long>(sweep), static_cast<long long>(sweep));
     return;
   }
   store.add_alternating_speed(timed);
-  std::printf("speed-ups timed in alternation, against %s:\n", names[0].c_str());
-  for (size_t i = 1; i < runs.size(); ++i)
-    std::printf("  %s: %s\n", names[i].c_str(), speed_up_text(alternating_speed_up(timed, runs[i], runs[0])).c_str());
+  std::printf("speed-ups timed in alternation, against %s:\n", name(0).c_str());
+  for (size_t i = 1; i < runs.size(); ++i) {
+    // One line a configuration, named by its first run (the others differ in their seeds only).
+    if (of_run[i] == of_run[0] || std::find(of_run.begin(), of_run.begin() + i, of_run[i]) != of_run.begin() + i)
+      continue;
+    const std::string other = work_difference(records[i], records[0]);
+    std::printf("  %s: %s%s\n", name(i).c_str(), speed_up_text(alternating_speed_up(timed, runs[i], runs[0])).c_str(),
+                other.empty() ? "" : (", not the precision's alone: " + other).c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -249,6 +270,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   sigaction(SIGTERM, &action, &old_term);
   g_stop = 0;
   g_cancel_timing = false;
+  g_timing = 0;
   std::map<pid_t, int> running;  // child -> point
   int failed = 0;
   bool forwarded = false;

@@ -4,6 +4,7 @@
 // script a dry run prints. (Slurm itself: test_sweep_slurm.cpp.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <set>
 
@@ -56,8 +57,9 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
   }
   EXPECT_EQ(runs.size(), 4u) << "a run serves two points";
   EXPECT_EQ(store.runs().size(), 4u);
-  // Then its configurations were timed in alternation, the record stored with each run and shown by compare.
-  expect_contains(r.output, "sweep 1: timing its 4 configurations in alternation for their speed-ups");
+  // Then its two configurations (the seeds time alike) were timed in alternation, once a round each, the record
+  // stored with each run and shown by compare.
+  expect_contains(r.output, "sweep 1: timing its 2 configurations in alternation for their speed-ups");
   std::vector<int64_t> in_order;
   for (int i = 0; i < 4; ++i) in_order.push_back(status["points"][i]["run_id"]);
   const std::optional<AlternatingSpeed> timed = store.alternating_speed(in_order[3]);
@@ -68,6 +70,12 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
     ASSERT_EQ(rounds.size(), static_cast<size_t>(AlternatingOptions{}.rounds));
     for (double ips : rounds) EXPECT_GT(ips, 0);
   }
+  EXPECT_EQ(timed->images_per_second[2], timed->images_per_second[0]) << "seed 1's fp32 is seed 0's configuration";
+  EXPECT_EQ(timed->images_per_second[3], timed->images_per_second[1]);
+  EXPECT_NE(timed->images_per_second[1], timed->images_per_second[0]);
+  const std::string printed = r.output.substr(r.output.find("speed-ups timed in alternation"));
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 2) << "one line a configuration besides the first:\n"
+                                                                 << printed;
   const std::string bf16 = speed_up_text(alternating_speed_up(*timed, in_order[1], in_order[0]));
   expect_contains(r.output, "): " + bf16 + "\n");
   const std::string compared =

@@ -669,7 +669,9 @@ void MainWindow::time_sweep(const std::vector<int64_t>& ids) {
             const AlternatingOptions planned;
             const bool complete = error.isEmpty() && !timed.images_per_second.empty() &&
                                   timed.images_per_second.front().size() == static_cast<size_t>(planned.rounds);
-            QString said = complete ? QString() : error.isEmpty() ? tr("stopped") : error;
+            // No runs: they differ only in their seeds, and there is nothing to compare.
+            const bool nothing_to_time = error.isEmpty() && timed.runs.empty();
+            QString said = complete || nothing_to_time ? QString() : error.isEmpty() ? tr("stopped") : error;
             if (complete) {
               try {
                 store_->add_alternating_speed(timed);

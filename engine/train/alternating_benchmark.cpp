@@ -45,17 +45,40 @@ std::vector<std::vector<double>> time_in_alternation(const std::vector<BenchConf
   return images_per_second;
 }
 
+std::vector<BenchConfig> distinct_configurations(const std::vector<BenchConfig>& configs,
+                                                 std::vector<size_t>* of_config) {
+  std::vector<BenchConfig> distinct;
+  if (of_config) of_config->clear();
+  for (BenchConfig c : configs) {
+    c.seed = 0;
+    const auto at = std::find(distinct.begin(), distinct.end(), c);
+    if (of_config) of_config->push_back(static_cast<size_t>(at - distinct.begin()));
+    if (at == distinct.end()) distinct.push_back(c);
+  }
+  return distinct;
+}
+
 AlternatingSpeed time_runs_in_alternation(const std::vector<int64_t>& runs, const std::vector<BenchConfig>& configs,
                                           const AlternatingOptions& options,
-                                          const std::function<void(int round, int config)>& progress,
+                                          const std::function<void(int round, int run)>& progress,
                                           const std::atomic<bool>* cancel) {
+  std::vector<size_t> of_run;
+  const std::vector<BenchConfig> distinct = distinct_configurations(configs, &of_run);
   AlternatingSpeed timed;
+  if (distinct.size() < 2) return timed;
+  std::vector<int> first_run(distinct.size(), -1);
+  for (size_t r = of_run.size(); r-- > 0;) first_run[of_run[r]] = static_cast<int>(r);
   timed.runs = runs;
   timed.steps_per_round = options.steps;
-  if (!configs.empty())
-    timed.data = "synthetic " + std::to_string(configs[0].image_size) + " px images, batch " +
-                 std::to_string(configs[0].batch_size);
-  timed.images_per_second = time_in_alternation(configs, options, progress, cancel);
+  timed.data = "synthetic " + std::to_string(distinct[0].image_size) + " px images, batch " +
+               std::to_string(distinct[0].batch_size);
+  const std::vector<std::vector<double>> rounds = time_in_alternation(
+      distinct, options,
+      [&](int round, int config) {
+        if (progress) progress(round, first_run[static_cast<size_t>(config)]);
+      },
+      cancel);
+  for (size_t c : of_run) timed.images_per_second.push_back(rounds[c]);
   return timed;
 }
 

@@ -33,11 +33,18 @@ std::vector<std::vector<double>> time_in_alternation(const std::vector<BenchConf
                                                      const std::function<void(int round, int config)>& progress = {},
                                                      const std::atomic<bool>* cancel = nullptr);
 
-// The runs `runs`, whose configurations' benchmarks are `configs` (bench_config_of), timed so: the record the run
-// store keeps, with the rounds done where cancelled.
+// `configs` less those that differ from an earlier one only in the seed, which does not change a step's time;
+// of_config[i] (where given) is config i's index among them.
+std::vector<BenchConfig> distinct_configurations(const std::vector<BenchConfig>& configs,
+                                                 std::vector<size_t>* of_config = nullptr);
+
+// The runs `runs`, whose configurations' benchmarks are `configs` (bench_config_of), timed so: each distinct
+// configuration once a round, its runs sharing its rounds; the record the run store keeps, with the rounds done
+// where cancelled. Progress names a configuration by its first run's index. Fewer than two distinct
+// configurations have nothing to compare: the record is empty (no runs).
 AlternatingSpeed time_runs_in_alternation(const std::vector<int64_t>& runs, const std::vector<BenchConfig>& configs,
                                           const AlternatingOptions& options = {},
-                                          const std::function<void(int round, int config)>& progress = {},
+                                          const std::function<void(int round, int run)>& progress = {},
                                           const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ampwb

@@ -30,6 +30,8 @@ struct BenchConfig {
   bool deterministic = false;                          // CUDA: deterministic convolutions only (ditto)
   HostSync host_sync = HostSync::Auto;                 // as TrainConfig::host_sync
   CudaGraphs cuda_graphs = CudaGraphs::Auto;           // as TrainConfig::cuda_graphs
+
+  bool operator==(const BenchConfig&) const = default;
 };
 
 struct BenchResult {
