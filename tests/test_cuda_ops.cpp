@@ -61,6 +61,27 @@ TEST(CudaConvPlans, MadeOncePerShape) {
   EXPECT_FALSE(gpu().conv_plans().empty());
 }
 
+// --deterministic as the backend sets it up: cuDNN's heuristics choose every pass, deterministic algorithms and engines
+// only, so that the next process chooses the same ones. Timing would show in the plans as each choice's time.
+TEST(CudaConvPlans, DeterministicOnesAreChosenWithoutTiming) {
+  SKIP_WITHOUT_GPU();
+  CudaBackendOptions options;
+  options.deterministic = true;
+  CudaBackend backend(options);
+  Rng rng(13);
+  const ConvParams p{1, 1};
+  for (const DType t : {DType::F32, DType::F16}) {  // as MadeOncePerShape
+    const Tensor x = on_device(backend, host_random({2, 3, 8, 8}, rng, t, Layout::NHWC));
+    const Tensor dy = on_device(backend, host_random({2, 8, 8, 8}, rng, t, Layout::NHWC));
+    Tensor dw = Tensor::empty({8, 3, 3, 3}, DType::F32, Layout::NCHW, backend.device());
+    backend.conv2d_backward_weights(x, dy, dw, p);
+  }
+  backend.synchronize();
+  const std::string plans = backend.conv_plans();
+  EXPECT_FALSE(plans.empty());
+  EXPECT_EQ(plans.find(" ms"), std::string::npos) << "timed:\n" << plans;
+}
+
 // ---- cuDNN's graph API (cudnn-frontend) ----------------------------------------------------------------------
 
 // ResNet's convolution kinds: the 16-bit stem (input channels padded to 8), a 3x3 stride-1 and a 1x1 stride-2 one.

@@ -3,6 +3,7 @@
 // is queried for the chosen algorithm before execution and never exceeds the limit. Where the build has
 // cudnn-frontend, cuDNN's graph API (cuda_conv_frontend.cpp) runs the passes it is faster on (ConvApi).
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 #include <vector>
 
@@ -196,6 +197,8 @@ bool acceptable(const Perf& r, size_t limit, ConvMath mode, const ConvPolicy& po
   return !(mode == ConvMath::Fp32 && policy.exact_fp32 && !gemm_based(r.algo));
 }
 
+constexpr size_t kNoWorkspace = SIZE_MAX;  // what a workspace query cuDNN refused returns
+
 [[noreturn]] void no_algorithm(const std::string& key, size_t limit) {
   throw Error("cuDNN has no algorithm for convolution " + key + " within a " + mib(limit) +
               " workspace (the data type or layout may be unsupported on this GPU)");
@@ -240,7 +243,8 @@ void* ConvRunner::prepare(Plan& p, const std::string& key, ConvMath math, const 
     calls.heuristics(max_count, &count, results.data());
   }
   // Results arrive fastest first (Find) or best first (_v7). The heuristics' memory figures are estimates, so each
-  // candidate's workspace is asked again under its math type; the first that fits is kept.
+  // candidate's workspace is asked again under its math type; the first that fits is kept (one that cuDNN will not
+  // size under that math type, kNoWorkspace, is passed over).
   for (int i = 0; i < count; ++i) {
     if (!acceptable(results[i], limit, math, policy_)) continue;
     adopt(p.conv, results[i], math, p.algo, p.math);
@@ -305,8 +309,10 @@ void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void*
                   },
                   [&](cudnnConvolutionFwdAlgo_t algo) {
                     size_t bytes = 0;
-                    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.w, p.conv, p.y, algo, &bytes));
-                    return bytes;
+                    return cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.w, p.conv, p.y, algo, &bytes) ==
+                                   CUDNN_STATUS_SUCCESS
+                               ? bytes
+                               : kNoWorkspace;
                   }},
       [&](void* ws) {
         const float alpha = 1.0f, beta = 0.0f;
@@ -336,9 +342,10 @@ void ConvRunner::backward_data(const ConvShape& s, const void* dy, const void* w
                   },
                   [&](cudnnConvolutionBwdDataAlgo_t algo) {
                     size_t bytes = 0;
-                    CUDNN_CHECK(
-                        cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.w, p.y, p.conv, p.x, algo, &bytes));
-                    return bytes;
+                    return cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.w, p.y, p.conv, p.x, algo, &bytes) ==
+                                   CUDNN_STATUS_SUCCESS
+                               ? bytes
+                               : kNoWorkspace;
                   }},
       [&](void* ws) {
         const float alpha = 1.0f, beta = 0.0f;
@@ -369,9 +376,10 @@ void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* 
                   },
                   [&](cudnnConvolutionBwdFilterAlgo_t algo) {
                     size_t bytes = 0;
-                    CUDNN_CHECK(
-                        cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.w, algo, &bytes));
-                    return bytes;
+                    return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.w, algo,
+                                                                          &bytes) == CUDNN_STATUS_SUCCESS
+                               ? bytes
+                               : kNoWorkspace;
                   }},
       [&](void* ws) {
         const float alpha = 1.0f, beta = 0.0f;

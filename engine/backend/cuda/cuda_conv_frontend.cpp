@@ -258,9 +258,16 @@ struct GraphApiConvs::Impl {
     }
     cudaStream_t stream = nullptr;
     CUDNN_CHECK(cudnnGetStream(handle, &stream));
-    cudaEvent_t start = nullptr, stop = nullptr;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
+    struct Events {  // destroyed whichever way the timing ends
+      cudaEvent_t start = nullptr, stop = nullptr;
+      ~Events() {
+        if (start) cudaEventDestroy(start);
+        if (stop) cudaEventDestroy(stop);
+      }
+    } events;
+    CUDA_CHECK(cudaEventCreate(&events.start));
+    CUDA_CHECK(cudaEventCreate(&events.stop));
+    const cudaEvent_t start = events.start, stop = events.stop;
     float best = 0;
     for (const int64_t i : candidates) {
       if (graph.execute_plan_at_index(handle, pack, space, i).is_bad()) continue;  // the warm-up run failed
@@ -273,8 +280,6 @@ struct GraphApiConvs::Impl {
       CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
       if (ran && (p.index < 0 || ms < best)) p.index = i, best = ms;
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
     if (p.index < 0) throw Refused{"no engine ran on these tensors"};
     p.ms = best / kRuns;
     p.workspace = graph.get_workspace_size_plan_at_index(p.index);
@@ -291,13 +296,16 @@ struct GraphApiConvs::Impl {
 
 bool GraphApiConvs::compiled() { return true; }
 
+// The frontend opens the CUDA runtime itself, libcudart.so.12 before .13 where both are on the path; it must be the
+// one this program runs on (the user's own choice stands). Set as the program loads, before any thread could read
+// the environment beside it.
+const bool kCudartNamed =
+    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", ("libcudart.so." + std::to_string(CUDART_VERSION / 1000)).c_str(), 0) == 0;
+
 GraphApiConvs::GraphApiConvs(cudnnHandle_t handle, const ConvPolicy& policy) : impl_(new Impl{handle, policy, {}}) {
   // The cuDNN this program links (and the legacy API uses), found by its soname among those already loaded.
   if (!fe::cudnn_dlhandle) fe::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_NOLOAD);
   if (!fe::cudnn_dlhandle) throw Error(std::string("cuDNN's graph API: libcudnn.so.9 is not loaded: ") + dlerror());
-  // The frontend opens the CUDA runtime itself, libcudart.so.12 before .13 where both are on the path; it must be
-  // the one this program runs on (the user's own choice stands).
-  setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", ("libcudart.so." + std::to_string(CUDART_VERSION / 1000)).c_str(), 0);
 }
 
 GraphApiConvs::~GraphApiConvs() = default;
@@ -310,6 +318,7 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
     if (reinterpret_cast<uintptr_t>(ptr) % 16) return false;
   Impl::Plan& p = impl_->plans[key];
   if (!p.refused.empty()) return false;
+  const bool first_call = !p.chosen;
   if (!p.chosen && capturing)
     throw Error("a convolution whose engine cuDNN has not chosen yet (" + key +
                 "): the step is captured once eager steps have run every shape");
@@ -346,10 +355,10 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
   } catch (const std::exception& e) {
     // Outside a capture, whatever else failed on a shape's first call (the frontend's loader, a CUDA call of the
     // timing, no memory for the workspace) leaves the pass to the legacy API with the reason, as a refusal does.
-    if (capturing || p.chosen) throw;
+    if (capturing || !first_call) throw;
     cudaGetLastError();  // a failed CUDA call's error is not the legacy API's
+    p = Impl::Plan{};
     p.refused = std::string("the graph API failed: ") + e.what();
-    p.g = {};
     return false;
   }
 }
