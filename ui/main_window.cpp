@@ -659,7 +659,7 @@ void MainWindow::time_sweep(const std::vector<int64_t>& ids) {
     return;
   }
   controls_->set_state(RunControls::State::Preparing);
-  controls_->set_status(tr("Sweep: timing its %1 configurations in alternation for their speed-up…").arg(ids.size()));
+  controls_->set_status(tr("Sweep: timing its configurations in alternation for their speed-up…"));
   update_actions();
   connect(sweep_timing_.get(), &SweepTiming::progress, this, [this](const QString& what) {
     controls_->set_status(tr("Sweep: timing its configurations in alternation for their speed-up, %1").arg(what));
