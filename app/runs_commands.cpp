@@ -595,7 +595,13 @@ int compare_command(const CompareOptions& options) {
       std::vector<std::string> cells{groups[0].second[m].metric};
       for (const auto& group : groups) {
         char cell[64];
-        std::snprintf(cell, sizeof cell, "%.4g ± %.2g", group.second[m].mean, group.second[m].std);
+        const GroupMetric& metric = group.second[m];
+        if (!std::isfinite(metric.mean))
+          std::snprintf(cell, sizeof cell, "-");
+        else if (!std::isfinite(metric.std))  // a single run
+          std::snprintf(cell, sizeof cell, "%.4g", metric.mean);
+        else
+          std::snprintf(cell, sizeof cell, "%.4g ± %.2g", metric.mean, metric.std);
         cells.push_back(cell);
       }
       table.add(std::move(cells));
@@ -638,8 +644,9 @@ void add_run_commands(CLI::App& app, Invocation& invocation) {
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);  // the policy that checks the count (TakeLast would not)
   compare
       ->add_option("--group-by", compare_options->group_by,
-                   "group the runs by a configuration key's value (as ampwb show lists them: precision.mode, "
-                   "batch_size, lr, seed, ...) or all-but-seed, and print each group's mean ± std of the results")
+                   "group the runs by a configuration key's value (as ampwb show lists them: precision.mode or "
+                   "precision, batch_size, lr, seed, ...) or all-but-seed, and print each group's mean ± std of the "
+                   "results (the mean alone for a group of one run)")
       ->type_name("KEY");
   compare->add_flag("--json", compare_options->json, "as JSON (for scripts)");
   add_db_option(compare, compare_options->db);

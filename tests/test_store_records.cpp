@@ -563,7 +563,15 @@ TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
     }
     if (m.metric == "training images/s") {
       EXPECT_DOUBLE_EQ(m.mean, 321.0) << "runs 1 and 2, not the failed one";
+      EXPECT_DOUBLE_EQ(m.std, 0.0) << "two runs of one speed agree";
     }
+  }
+  // One run has no spread to report: its standard deviation is not 0 but unknown, and the views show the mean alone.
+  ConfigGroup one;
+  one.members = {0};
+  for (const GroupMetric& m : group_metrics(c.summaries, one)) {
+    EXPECT_TRUE(std::isnan(m.std)) << m.metric;
+    EXPECT_FALSE(std::isnan(m.mean)) << m.metric;
   }
 }
 

@@ -335,11 +335,11 @@ class CompareRuns : public QObject {
     QVERIFY(series("precision = fp32 (2 runs)") != series("precision = amp-bf16 (2 runs)"));
 
     // ampwb compare --group-by: the same groups, and each group's best validation accuracy as mean ± sample std of
-    // the runs' best stored epochs.
+    // the runs' best stored epochs. By "precision", as the groups' labels name precision.mode.
     QStringList args{"compare"};
     for (int64_t id : order) args << QString::number(id);
     args << "--group-by"
-         << "precision.mode"
+         << "precision"
          << "--json"
          << "--db" << db;
     QProcess cli;

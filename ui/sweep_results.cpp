@@ -90,7 +90,10 @@ std::string sweep_counts_text(const SweepResults& results) {
 std::string mean_std_text(const GroupMetric& metric, int decimals) {
   if (!std::isfinite(metric.mean)) return "—";
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f ± %.*f", decimals, metric.mean, decimals, metric.std);
+  if (!std::isfinite(metric.std))  // a single run
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, metric.mean);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.*f ± %.*f", decimals, metric.mean, decimals, metric.std);
   return buffer;
 }
 

@@ -45,7 +45,7 @@ SweepResults read_sweep_results(const RunStore& store, int64_t sweep);
 // "6 points: 2 finished, 1 running, 3 queued".
 std::string sweep_counts_text(const SweepResults& results);
 
-// "91.20 ± 0.45"; "—" when nothing was measured.
+// "91.20 ± 0.45"; "91.20" for a single run; "—" when nothing was measured.
 std::string mean_std_text(const GroupMetric& metric, int decimals);
 
 }  // namespace ampwb::ui

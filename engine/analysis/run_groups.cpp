@@ -43,7 +43,7 @@ std::vector<ConfigGroup> group_configs(const std::vector<TrainConfig>& configs, 
     for (const std::string& k : varying_keys(configs))
       if (k != "seed") keys.push_back(k);
   } else {
-    keys.push_back(key);
+    keys.push_back(key == key_label("precision.mode") ? "precision.mode" : key);  // as the groups' labels name it
   }
   std::vector<ConfigGroup> groups;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -95,7 +95,8 @@ std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries,
     for (double v : values) sum += v;
     const double mean = n > 0 ? sum / n : RunSummary::kNone;
     for (double v : values) ss += (v - mean) * (v - mean);
-    out.push_back({source.name, mean, n > 1 ? std::sqrt(ss / (n - 1)) : 0.0});
+    // The sample standard deviation: one run has none (not 0, which would claim the runs agree).
+    out.push_back({source.name, mean, n > 1 ? std::sqrt(ss / (n - 1)) : RunSummary::kNone});
   }
   return out;
 }

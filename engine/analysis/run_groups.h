@@ -28,18 +28,18 @@ struct ConfigGroup {
   std::vector<size_t> members;  // indices into the configurations, in their order
 };
 
-// The configurations grouped by `key`'s value (a config_settings key, or kAllButSeed), groups in order of their first
-// member. For kAllButSeed the value names the settings where the groups differ, or "all runs". Throws ampwb::Error
-// for a key the configuration does not have.
+// The configurations grouped by `key`'s value (a config_settings key, its label "precision", or kAllButSeed), groups
+// in order of their first member. For kAllButSeed the value names the settings where the groups differ, or "all runs".
+// Throws ampwb::Error for a key the configuration does not have.
 std::vector<ConfigGroup> group_configs(const std::vector<TrainConfig>& configs, const std::string& key);
 
 // "precision = amp-bf16 (3 runs)"; for kAllButSeed the value alone, "all runs (2 runs)".
 std::string group_label(const std::string& key, const ConfigGroup& group);
 
-// A result over a group's runs: mean and sample standard deviation (0 for one run).
+// A result over a group's runs: mean and sample standard deviation (NaN for one run).
 struct GroupMetric {
   std::string metric;  // "best validation accuracy (%)"
-  double mean = 0, std = 0;
+  double mean = 0, std = 0;  // over the group's runs that measured it; NaN where none (mean) or one (std) did
 };
 std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries, const ConfigGroup& group);
 
