@@ -247,8 +247,7 @@ void time_sweep_here(RunStore& store, int64_t sweep) {
   std::printf("speed-ups timed in alternation, against %s:\n", name(0).c_str());
   for (size_t i = 1; i < runs.size(); ++i) {
     // One line a configuration, named by its first run (the others differ in their seeds only).
-    if (of_run[i] == of_run[0] || std::find(of_run.begin(), of_run.begin() + i, of_run[i]) != of_run.begin() + i)
-      continue;
+    if (std::find(of_run.begin(), of_run.begin() + i, of_run[i]) != of_run.begin() + i) continue;
     const std::string other = work_difference(records[i], records[0]);
     std::printf("  %s: %s%s\n", name(i).c_str(), speed_up_text(alternating_speed_up(timed, runs[i], runs[0])).c_str(),
                 other.empty() ? "" : (", not the precision's alone: " + other).c_str());
