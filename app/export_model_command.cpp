@@ -1,6 +1,9 @@
 // ampwb export model: a finished run's final weights as an ONNX or safetensors file (engine/export/).
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "commands.h"
@@ -17,15 +20,29 @@ struct ExportModelOptions {
   std::string run, format, out, dtype = "fp32", db;
 };
 
+// --format, else the one the file's extension names ("" when it names none), as the GUI's export dialog reads it.
+std::string format_of(const ExportModelOptions& options) {
+  if (!options.format.empty()) return options.format;
+  std::string out = options.out;
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const std::string format : {"onnx", "safetensors"})
+    if (out.ends_with("." + format)) return format;
+  return "";
+}
+
 int export_model_command(const ExportModelOptions& options) {
   const DType dtype = *parse_export_dtype(options.dtype);  // CLI11 checked the name
-  if (options.format == "onnx" && !onnx_export_available()) {
+  const std::string format = format_of(options);
+  if (format.empty())
+    throw std::runtime_error("cannot tell the format of '" + options.out +
+                             "': name it .onnx or .safetensors, or give --format onnx|safetensors");
+  if (format == "onnx" && !onnx_export_available()) {
     std::fprintf(stderr, "ampwb: %s\n", onnx_unavailable_reason().c_str());
     return 1;
   }
   const RunStore store(store_path(options.db), RunStore::Mode::ReadOnly);
   const ExportedModel model = exported_model(load_final_weights(store, store.resolve(options.run)));
-  if (options.format == "onnx")
+  if (format == "onnx")
     export_onnx(model, dtype, options.out);
   else
     export_safetensors(model, dtype, options.out);
@@ -43,11 +60,10 @@ void add_export_model_command(CLI::App& app, Invocation& invocation) {
       "a finished run's final weights as a file other tools load: ONNX (ONNX Runtime; pixels 0-255 in, the run's "
       "normalization inside) or safetensors (PyTorch, torchvision's names); docs/export.md shows both");
   model->add_option("RUN", options->run, "a run id or a unique run name")->type_name("")->required();
-  model->add_option("--format", options->format, "the file's format")
+  model->add_option("--format", options->format, "the file's format (default: the one --out's extension names)")
       ->type_name("onnx|safetensors")
-      ->check(CLI::IsMember({"onnx", "safetensors"}))
-      ->required();
-  model->add_option("--out", options->out, "the file to write")->type_name("FILE")->required();
+      ->check(CLI::IsMember({"onnx", "safetensors"}));
+  model->add_option("--out", options->out, "the file to write")->type_name("FILE.onnx|.safetensors")->required();
   model->add_option("--dtype", options->dtype, "the type the weights are stored in (ONNX computes in FP32 either way)")
       ->type_name("fp32|fp16|bf16")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));

@@ -2,8 +2,8 @@
 """The exports of stored runs against `ampwb predict --json`: trains a ResNet-20 and a ResNet-18 (ImageNet stem) on
 Fashion-MNIST with the ampwb given, exports each with `ampwb export model` (ONNX and safetensors, fp32/fp16/bf16),
 and compares ONNX Runtime's and PyTorch's logits on 32 real test images with predict's: FP32 within 1e-4 relative,
-top-1 identical; FP16/BF16 within the bounds of export_check.py. Also: an unknown format and an unwritable path are
-refused.
+top-1 identical; FP16/BF16 within the bounds of export_check.py. FP32 files are exported by their extension alone.
+Also: an unknown format, a file whose extension names none and an unwritable path are refused.
 
 Usage: export_cli_check.py AMPWB WORKDIR   (WORKDIR is emptied first). Exits 1 naming every failure."""
 import gzip
@@ -65,7 +65,9 @@ def main():
         for fmt in ("onnx", "safetensors"):
             for dtype in ("fp32", "fp16", "bf16"):
                 out = work / f"run{run}.{dtype}.{fmt}"
-                ampwb_run("export", "model", str(run), "--format", fmt, "--dtype", dtype, "--out", str(out))
+                # FP32 files name their format by their extension alone, as a user would.
+                given = ["--format", fmt] if dtype != "fp32" else []
+                ampwb_run("export", "model", str(run), *given, "--dtype", dtype, "--out", str(out))
                 what = f"ResNet-{depth} {fmt} {dtype}"
                 if fmt == "onnx":
                     model = onnx.load(str(out))
@@ -96,6 +98,9 @@ def main():
     refused = ampwb_run("export", "model", "1", "--format", "tflite", "--out", str(work / "x"), expect=2)
     if "tflite" not in refused.stderr:
         failures.append(f"an unknown format: {refused.stderr}")
+    refused = ampwb_run("export", "model", "1", "--out", str(work / "model.bin"), expect=1)
+    if "cannot tell the format" not in refused.stderr or (work / "model.bin").exists():
+        failures.append(f"a file whose extension names no format: {refused.stderr}")
     refused = ampwb_run("export", "model", "1", "--format", "onnx", "--out", "/nonexistent-folder/m.onnx", expect=1)
     if "/nonexistent-folder/m.onnx" not in refused.stderr:
         failures.append(f"an unwritable path: {refused.stderr}")
