@@ -32,16 +32,26 @@ int predict_command(const PredictOptions& options) {
   const std::vector<std::string> images = image_files_in(options.images);
   ImagePredictor predictor(load_final_weights(store, run), options.device, options.threads);
   const std::vector<std::string>& classes = predictor.weights().preprocessing.class_names;
-  const std::vector<std::vector<float>> logits = predictor.logits(images, options.batch_size);
+  const std::vector<ImageLogits> results = predictor.logits(images, options.batch_size);
   const int k = std::min<int>(options.top, static_cast<int>(classes.size()));
   nlohmann::json list = nlohmann::json::array();
+  size_t unreadable = 0;
   for (size_t i = 0; i < images.size(); ++i) {
-    const std::vector<double> p = softmax(logits[i]);
-    const std::vector<int> top = top_classes(logits[i], k);
+    const ImageLogits& result = results[i];
+    if (!result.unreadable.empty()) {
+      ++unreadable;
+      if (options.json)
+        list.push_back({{"image", images[i]}, {"error", result.unreadable}});
+      else
+        std::printf("%s\n  not classified: %s\n", printable(images[i]).c_str(), printable(result.unreadable).c_str());
+      continue;
+    }
+    const std::vector<double> p = softmax(result.logits);
+    const std::vector<int> top = top_classes(result.logits, k);
     if (options.json) {
       nlohmann::json entry = {{"image", images[i]}, {"class", classes.at(top.at(0))}, {"top", nlohmann::json::array()}};
       for (int c : top) entry["top"].push_back({{"class", classes.at(c)}, {"probability", p.at(c)}});
-      entry["logits"] = logits[i];
+      entry["logits"] = result.logits;
       list.push_back(entry);
       continue;
     }
@@ -49,7 +59,11 @@ int predict_command(const PredictOptions& options) {
     for (int c : top) std::printf("  %7.3f %%  %s\n", 100.0 * p.at(c), printable(classes.at(c)).c_str());
   }
   if (options.json) print_json(list);
-  return 0;
+  if (unreadable == 0) return 0;
+  std::fflush(stdout);
+  std::fprintf(stderr, "ampwb predict: error: %zu of %zu images could not be read (each says why above)\n", unreadable,
+               images.size());
+  return 1;
 }
 
 }  // namespace
@@ -74,7 +88,7 @@ void add_predict_command(CLI::App& app, Invocation& invocation) {
   add_named_value(predict, "--device", options->device, "where the network runs");
   predict->add_flag("--json", options->json,
                     "a JSON list, one object per image: image, class (the top one), top [{class, probability}], "
-                    "logits");
+                    "logits; or image and error for a file that could not be read");
   add_db_option(predict, options->db);
   run_on_parse(predict, invocation, options, predict_command);
 }

@@ -121,10 +121,23 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   r = ampwb({"predict", "1", dir.file("missing.png"), "--db", db});
   EXPECT_EQ(r.status, 1);
   expect_contains(r.output, dir.file("missing.png"));
+  // A file that does not read is named with the reason; the image beside it is still classified.
   { std::ofstream(dir.file("text.png")) << "not an image"; }
-  r = ampwb({"predict", "1", one, dir.file("text.png"), "--db", db});
+  r = ampwb({"predict", "1", dir.file("text.png"), one, "--db", db});
   EXPECT_EQ(r.status, 1);
-  expect_contains(r.output, "'" + dir.file("text.png") + "' is not an image");
+  expect_contains(r.output,
+                  dir.file("text.png") + "\n  not classified: '" + dir.file("text.png") + "' is not an image");
+  expect_contains(r.output, one + "\n");
+  expect_contains(r.output, "vertical stripes");
+  expect_contains(r.output, "ampwb predict: error: 1 of 2 images could not be read");
+  r = ampwb({"predict", "1", dir.file("text.png"), one, "--json", "--db", db});
+  EXPECT_EQ(r.status, 1);
+  const json listed_both = json::parse(r.output.substr(0, r.output.find("ampwb predict: error")));
+  ASSERT_EQ(listed_both.size(), 2u) << r.output;
+  expect_contains(listed_both[0].at("error"), "is not an image");
+  EXPECT_FALSE(listed_both[0].contains("class"));
+  EXPECT_EQ(listed_both[1].at("image"), one);
+  EXPECT_EQ(listed_both[1].at("logits").size(), 2u);
 
   // A damaged weights file is refused by its checksum.
   {

@@ -5,6 +5,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTableWidget>
@@ -79,11 +80,11 @@ class PredictImages : public QObject {
     ImagePredictor engine(load_final_weights(store, kept_));
     std::vector<std::string> paths;
     for (const QString& f : vertical_images()) paths.push_back(f.toStdString());
-    const std::vector<std::vector<float>> logits = engine.logits(paths);
+    const std::vector<ImageLogits> results = engine.logits(paths);
     const std::vector<std::string>& classes = engine.weights().preprocessing.class_names;
     for (int row = 0; row < 5; ++row) {
-      const std::vector<double> p = softmax(logits[row]);
-      const int best = top_classes(logits[row], 1)[0];
+      const std::vector<double> p = softmax(results[row].logits);
+      const int best = top_classes(results[row].logits, 1)[0];
       QCOMPARE(table->item(row, 0)->text(), vertical_images()[row]);
       QCOMPARE(table->item(row, 1)->text(), QString::fromStdString(classes[best]));
       QCOMPARE(table->item(row, 2)->text(), QStringLiteral("%1 %").arg(100 * p[best], 0, 'f', 2));
@@ -105,8 +106,18 @@ class PredictImages : public QObject {
     QVERIFY(text.open(QIODevice::WriteOnly));
     text.write("not an image");
     text.close();
-    PredictDialog bad(store, kept_, {dir_.filePath("notes.png")});
-    QVERIFY2(bad.error().contains(dir_.filePath("notes.png")), qPrintable(bad.error()));
+    // The unreadable file says why in its row; the image beside it is still classified.
+    PredictDialog bad(store, kept_, {vertical_images()[0], dir_.filePath("notes.png")});
+    QVERIFY2(bad.error().isEmpty(), qPrintable(bad.error()));
+    QCOMPARE(bad.table()->rowCount(), 2);
+    QVERIFY(bad.table()->item(0, 2)->text().endsWith(" %"));  // its probability
+    const QString why = bad.table()->item(1, 1)->text();
+    QVERIFY2(why.contains(dir_.filePath("notes.png")) && why.contains("not an image"), qPrintable(why));
+    QCOMPARE(bad.table()->columnSpan(1, 1), 3);
+    // The class column fits the classes, not the reason that spans it and the next two.
+    QVERIFY(bad.table()->columnWidth(1) < bad.table()->fontMetrics().horizontalAdvance(why) / 2);
+    const QString summary = bad.findChild<QLabel*>("predictSummary")->text();
+    QVERIFY2(summary.contains("; 1 could not be read"), qPrintable(summary));
   }
 
   void export_model_writes_the_runs_weights_in_the_chosen_format() {

@@ -20,9 +20,10 @@ class PredictDialog : public QDialog {
   // `images`: files, or folders standing for every image file under them. `top`: the classes shown per image.
   PredictDialog(const RunStore& store, int64_t run, const QStringList& images, QWidget* parent = nullptr, int top = 5);
 
-  // One row per image: its path, the top class, its probability, and the top classes with theirs.
+  // One row per image: its path, the top class, its probability, and the top classes with theirs; or, for a file
+  // that cannot be read, why.
   QTableWidget* table() const { return table_; }
-  // Why nothing was predicted (no final weights, a damaged file, an image that does not read); empty otherwise.
+  // Why nothing was predicted (no final weights, a damaged weights file, no image found); empty otherwise.
   const QString& error() const { return error_; }
 
  private:

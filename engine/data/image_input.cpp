@@ -37,15 +37,21 @@ cv::Mat decode_file(const std::string& path, int size) {
 
 }  // namespace
 
-Tensor prepare_image_files(const std::vector<std::string>& paths, int size, const Normalization& normalization,
-                           int threads) {
+PreparedImages prepare_image_files(const std::vector<std::string>& paths, int size, const Normalization& normalization,
+                                   int threads) {
   const int64_t n = static_cast<int64_t>(paths.size()), S = size;
-  Tensor images = Tensor::empty({n, 3, S, S}, DType::F32, Layout::NHWC);
+  PreparedImages images{Tensor::zeros({n, 3, S, S}, DType::F32, Layout::NHWC), std::vector<std::string>(paths.size())};
   const detail::NormalizeTable table(normalization);
-  float* out = images.data_as<float>();
+  float* out = images.batch.data_as<float>();
   parallel_for(static_cast<size_t>(n), threads, [&](size_t i, int) {
-    const cv::Mat square = detail::center_square(decode_file(paths[i], size), size);
-    detail::write_normalized(square, size, 0, 0, false, table, DType::F32, out + static_cast<int64_t>(i) * S * S * 3);
+    try {
+      const cv::Mat square = detail::center_square(decode_file(paths[i], size), size);
+      detail::write_normalized(square, size, 0, 0, false, table, DType::F32, out + static_cast<int64_t>(i) * S * S * 3);
+    } catch (const Error& e) {
+      images.unreadable[i] = e.what();
+    } catch (const cv::Exception& e) {  // a file OpenCV's decoder fails on
+      images.unreadable[i] = "'" + paths[i] + "' does not decode as an image: " + e.msg;
+    }
   });
   return images;
 }

@@ -11,10 +11,15 @@
 
 namespace ampwb {
 
-// The images of `paths` as one batch: (n, 3, S, S) F32 in NHWC layout, normalized, as a DataLoader's, decoded on
-// `threads` threads. Throws ampwb::Error naming a file that is missing, unreadable, not an image or does not decode.
-Tensor prepare_image_files(const std::vector<std::string>& paths, int size, const Normalization& normalization,
-                           int threads = 1);
+struct PreparedImages {
+  Tensor batch;                         // (n, 3, S, S) F32 in NHWC layout
+  std::vector<std::string> unreadable;  // n: why image i could not be read (its pixels then zero), else ""
+};
+
+// The images of `paths` as one batch, normalized as a DataLoader's, decoded on `threads` threads. A file that is
+// missing, unreadable, not an image or does not decode is named in `unreadable`, so that it costs only its own row.
+PreparedImages prepare_image_files(const std::vector<std::string>& paths, int size, const Normalization& normalization,
+                                   int threads = 1);
 
 // The image files among `paths`, a folder standing for every image file under it (by extension, in sorted order,
 // sub-folders included). Throws ampwb::Error naming a path that does not exist, or a folder that holds no image.

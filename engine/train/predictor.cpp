@@ -32,25 +32,35 @@ const ModelWeights& ImagePredictor::weights() const { return s_->weights; }
 
 std::string ImagePredictor::device_description() const { return s_->backend->description(); }
 
-std::vector<std::vector<float>> ImagePredictor::logits(const std::vector<std::string>& images, int batch_size) {
+std::vector<ImageLogits> ImagePredictor::logits(const std::vector<std::string>& images, int batch_size) {
   const Preprocessing& p = s_->weights.preprocessing;
   Normalization normalization;
   std::copy(p.mean.begin(), p.mean.end(), normalization.mean);
   std::copy(p.stddev.begin(), p.stddev.end(), normalization.stddev);
-  std::vector<std::vector<float>> rows;
+  std::vector<ImageLogits> rows;
   for (size_t begin = 0; begin < images.size(); begin += static_cast<size_t>(batch_size)) {
     const std::vector<std::string> batch(
         images.begin() + static_cast<std::ptrdiff_t>(begin),
         images.begin() + static_cast<std::ptrdiff_t>(std::min(images.size(), begin + batch_size)));
-    const Tensor input = prepare_image_files(batch, p.image_size, normalization, s_->decode_threads);
+    PreparedImages input = prepare_image_files(batch, p.image_size, normalization, s_->decode_threads);
+    if (std::ranges::all_of(input.unreadable, [](const std::string& why) { return !why.empty(); })) {
+      for (std::string& why : input.unreadable) rows.push_back({{}, std::move(why)});
+      continue;
+    }
     Backend& backend = *s_->backend;
     const Tensor out =
-        on_host(backend, cast(backend, s_->model->forward(backend.upload(input), Mode::Eval), DType::F32));
+        on_host(backend, cast(backend, s_->model->forward(backend.upload(input.batch), Mode::Eval), DType::F32));
     const std::vector<float> values = to_float_vector(out);
     const size_t classes = static_cast<size_t>(out.shape()[1]);
-    for (size_t i = 0; i < batch.size(); ++i)
-      rows.emplace_back(values.begin() + static_cast<std::ptrdiff_t>(i * classes),
-                        values.begin() + static_cast<std::ptrdiff_t>((i + 1) * classes));
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!input.unreadable[i].empty()) {
+        rows.push_back({{}, std::move(input.unreadable[i])});
+        continue;
+      }
+      rows.push_back({{values.begin() + static_cast<std::ptrdiff_t>(i * classes),
+                       values.begin() + static_cast<std::ptrdiff_t>((i + 1) * classes)},
+                      ""});
+    }
   }
   return rows;
 }

@@ -11,6 +11,12 @@
 
 namespace ampwb {
 
+// One image's logits (one per class), or why its file could not be read (logits then empty).
+struct ImageLogits {
+  std::vector<float> logits;
+  std::string unreadable;
+};
+
 class ImagePredictor {
  public:
   // Builds the network of `weights` on `device` (threads: CPU threads, 0 = all cores).
@@ -19,9 +25,8 @@ class ImagePredictor {
   ImagePredictor(const ImagePredictor&) = delete;
   ImagePredictor& operator=(const ImagePredictor&) = delete;
 
-  // One row of logits (one per class) for each image, batch_size images through the network at once. Throws
-  // ampwb::Error naming a file that is missing or does not decode.
-  std::vector<std::vector<float>> logits(const std::vector<std::string>& images, int batch_size = 64);
+  // Each image's logits, batch_size images through the network at once; a file that cannot be read says why instead.
+  std::vector<ImageLogits> logits(const std::vector<std::string>& images, int batch_size = 64);
 
   const ModelWeights& weights() const;
   std::string device_description() const;  // the backend's: device and libraries
