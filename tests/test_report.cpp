@@ -203,6 +203,32 @@ TEST(ReportCharts, TicksAreNiceNumbersAndWholeWhereTheAxisCounts) {
   EXPECT_EQ(tick_text(1500, 500), "1500");
 }
 
+// A run of one epoch has one point on the per-epoch charts: a polyline of one point draws nothing, so it is a dot, in
+// the plot, at its value; a line of two points is left a line.
+TEST(ReportCharts, ALineOfOnePointIsDrawnAsADot) {
+  const std::string svg =
+      svg_line_chart("Validation accuracy (%)", "epoch",
+                     {{"1 fp32", "#1f77b4", {{1, 90.05}}, {}}, {"2 amp-bf16", "#d62728", {{1, 91.15}, {2, 92.0}}, {}}},
+                     ChartAxis::WholeNumbers);
+  const std::regex dot("<circle class=\"point\" cx=\"([0-9.]+)\" cy=\"([0-9.]+)\" r=\"[0-9.]+\" fill=\"([^\"]+)\"");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, dot)) << svg;
+  EXPECT_EQ(m[3], "#1f77b4");
+  const std::string dot_y = m[2];
+  const std::regex plot("<rect x=\"([0-9.]+)\" y=\"([0-9.]+)\" width=\"([0-9.]+)\" height=\"([0-9.]+)\"");
+  std::smatch r;
+  ASSERT_TRUE(std::regex_search(svg, r, plot));
+  EXPECT_NEAR(std::stod(m[1]), std::stod(r[1]), 0.1) << "epoch 1, the axis's first tick";
+  const double y = std::stod(dot_y), top = std::stod(r[2]), height = std::stod(r[4]);
+  EXPECT_GT(y, top);
+  EXPECT_LT(y, top + height);
+  // The other line's first point, 91.15, lies above the dot's 90.05 (SVG's y grows downwards).
+  const std::regex line_start("stroke=\"#d62728\" points=\"[0-9.]+,([0-9.]+) ");
+  ASSERT_TRUE(std::regex_search(svg, r, line_start)) << svg;
+  EXPECT_LT(std::stod(r[1]), y);
+  EXPECT_EQ(svg.find("<circle", m.position(0) + 1), std::string::npos) << "one dot only";
+}
+
 // Every chart of the report ticks at nice numbers, epochs at whole ones, the loss scale at powers of two; every legend
 // lies below its plot; the heat map's caption is on the page, saying what FP16 would face on a run not in FP16.
 TEST_F(Report, ChartsTickAtNiceNumbersWithTheLegendBelowThePlot) {

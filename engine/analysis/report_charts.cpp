@@ -128,9 +128,14 @@ std::string svg_line_chart(const std::string& title, const std::string& x_label,
   for (size_t i = 0; i < lines.size(); ++i) {
     const ChartLine& l = lines[i];
     std::string pts;
+    std::vector<std::pair<double, double>> drawn;
     for (const auto& [x, y] : thinned_min_max(l.points, buckets))
-      if (std::isfinite(y)) pts += num(px(x), "%.1f") + "," + num(py(y), "%.1f") + " ";
+      if (std::isfinite(y)) drawn.emplace_back(px(x), py(y));
+    for (const auto& [x, y] : drawn) pts += num(x, "%.1f") + "," + num(y, "%.1f") + " ";
     svg += "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"" + l.colour + "\" points=\"" + pts + "\"/>";
+    if (drawn.size() == 1)  // a line of one point (a run of one epoch) draws nothing: a dot shows it
+      svg += "<circle class=\"point\" cx=\"" + num(drawn[0].first, "%.1f") + "\" cy=\"" + num(drawn[0].second, "%.1f") +
+             "\" r=\"3.5\" fill=\"" + l.colour + "\"/>";
     for (const auto& [x, y] : l.markers)
       svg += "<text x=\"" + num(px(x)) + "\" y=\"" + num(py(y) + 4) + "\" fill=\"" + l.colour +
              "\" font-size=\"12\" text-anchor=\"middle\">&#215;</text>";
