@@ -18,6 +18,7 @@
 #include <regex>
 #include <sstream>
 
+#include "accuracy_chart.h"
 #include "analysis/run_report.h"
 #include "chart_export.h"
 #include "chart_panel.h"
@@ -739,6 +740,30 @@ class ChartData : public QObject {
     const double reported = highest_value_in_report_chart(html, "Training loss");
     QVERIFY2(std::abs(reported - spike) < 0.02 * spike,
              qPrintable(QString("the report's loss chart peaks at %1, the spike is %2").arg(reported).arg(spike)));
+  }
+
+  // Every tick of an epoch axis is a whole epoch, so that its "%.0f" label says where it is (one epoch's axis, 0.5 to
+  // 1.5, once read "1 1 2"), and there are at most 13 of them, also on the live chart's axis after a one-epoch run.
+  void epoch_axes_tick_at_whole_epochs() {
+    QValueAxis live;  // the live chart's axis, set for one run after another
+    for (int epochs : {1, 2, 3, 12, 13, 90, 1, 90}) {
+      QValueAxis fresh;
+      for (QValueAxis* axis : {&fresh, &live}) {
+        set_epoch_range(axis, epochs);
+        QList<double> ticks;
+        if (axis->tickType() == QValueAxis::TicksDynamic) {
+          for (double t = axis->tickAnchor(); t <= axis->max(); t += axis->tickInterval())
+            if (t >= axis->min()) ticks << t;
+        } else {
+          for (int k = 0; k < axis->tickCount(); ++k)
+            ticks << axis->min() + k * (axis->max() - axis->min()) / (axis->tickCount() - 1);
+        }
+        const QString what = QStringLiteral("%1 epochs, %2 axis").arg(epochs).arg(axis == &live ? "live" : "fresh");
+        QVERIFY2(!ticks.isEmpty() && ticks.size() <= 13, qPrintable(what));
+        for (double t : ticks) QVERIFY2(t == std::round(t), qPrintable(what + QStringLiteral(": %1").arg(t)));
+        QVERIFY(axis->min() <= 1 && axis->max() >= epochs);
+      }
+    }
   }
 
   void x_axis_follows_the_choice_step_epoch_or_wall_clock() {

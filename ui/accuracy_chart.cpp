@@ -13,11 +13,18 @@ namespace ampwb::ui {
 
 void set_epoch_range(QValueAxis* axis, int epochs) {
   epochs = std::max(1, epochs);
-  axis->setRange(epochs == 1 ? 0.5 : 1, epochs == 1 ? 1.5 : epochs);
   axis->setLabelFormat("%.0f");
+  if (epochs == 1) {  // epoch 1 in the middle, ticked alone: ticks at 0.5 and 1.5 would read "1" and "2"
+    axis->setRange(0.5, 1.5);
+    axis->setTickType(QValueAxis::TicksDynamic);
+    axis->setTickAnchor(1);
+    axis->setTickInterval(1);
+    return;
+  }
+  axis->setRange(1, epochs);
+  axis->setTickType(QValueAxis::TicksFixed);  // a live chart's axis may have held one epoch before
   if (epochs <= 12) {
-    axis->setTickType(QValueAxis::TicksFixed);
-    axis->setTickCount(epochs == 1 ? 3 : epochs);
+    axis->setTickCount(epochs);
   } else {
     axis->applyNiceNumbers();
   }
