@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "core/float_decimal.h"
 #include "data/image_input.h"
 #include "store/final_weights.h"
 #include "store/run_store.h"
@@ -51,7 +52,8 @@ int predict_command(const PredictOptions& options) {
     if (options.json) {
       nlohmann::json entry = {{"image", images[i]}, {"class", classes.at(top.at(0))}, {"top", nlohmann::json::array()}};
       for (int c : top) entry["top"].push_back({{"class", classes.at(c)}, {"probability", p.at(c)}});
-      entry["logits"] = result.logits;
+      entry["logits"] = nlohmann::json::array();
+      for (float logit : result.logits) entry["logits"].push_back(float_as_decimal(logit));
       list.push_back(entry);
       continue;
     }

@@ -5,6 +5,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -218,10 +220,19 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
     for (size_t i = 0; i < steps.size(); ++i) {
       EXPECT_EQ(num(step_rows[i].at("step")), steps[i].step);
       EXPECT_EQ(num(step_rows[i].at("epoch")), steps[i].epoch);
-      EXPECT_EQ(num(step_rows[i].at("loss")), steps[i].loss);
-      EXPECT_EQ(num(step_rows[i].at("accuracy")), steps[i].accuracy);
-      EXPECT_EQ(num(step_rows[i].at("learning_rate")), steps[i].lr);
-      EXPECT_EQ(num(step_rows[i].at("grad_norm")), steps[i].grad_norm);
+      // Single-precision values are written as their shortest decimal, which reads back as the same float.
+      EXPECT_EQ(static_cast<float>(num(step_rows[i].at("loss"))), steps[i].loss);
+      EXPECT_EQ(static_cast<float>(num(step_rows[i].at("accuracy"))), steps[i].accuracy);
+      EXPECT_EQ(static_cast<float>(num(step_rows[i].at("learning_rate"))), steps[i].lr);
+      EXPECT_EQ(static_cast<float>(num(step_rows[i].at("grad_norm"))), steps[i].grad_norm);
+      const std::string lr = step_rows[i].at("learning_rate");  // at most a float's 9 significant digits
+      const std::string mantissa = lr.substr(0, lr.find_first_of("eE"));
+      const size_t first = mantissa.find_first_of("123456789");  // leading zeros are not significant
+      const auto digits = first == std::string::npos
+                              ? 0
+                              : std::count_if(mantissa.begin() + static_cast<std::ptrdiff_t>(first), mantissa.end(),
+                                              [](unsigned char c) { return std::isdigit(c) != 0; });
+      EXPECT_LE(digits, 9) << lr;
       EXPECT_EQ(num(step_rows[i].at("wall_seconds")), steps[i].wall_seconds);
     }
     const std::vector<EpochReport> epochs = store.epochs(id);

@@ -76,7 +76,7 @@ TEST_P(StoreRecords, RecordsEveryFieldAndReadsItBack) {
   EXPECT_EQ(r.depth, 20);
   EXPECT_EQ(r.precision_name(), "amp-bf16");
   EXPECT_EQ(r.batch_size, 16);
-  EXPECT_EQ(r.lr, static_cast<double>(0.1f));
+  EXPECT_EQ(r.lr, 0.1);  // the float setting as typed, not 0.10000000149011612
   EXPECT_EQ(r.config.optimizer.kind, OptimizerKind::Sgd);
   EXPECT_EQ(r.epochs, 4);
   EXPECT_EQ(r.image_size, 16);
@@ -583,6 +583,9 @@ TEST(RecordJson, KeepsTheStoredKeysAndRefusesValuesThatDoNotFitByName) {
   EXPECT_EQ(stored["precision"]["mode"], "amp-bf16");
   EXPECT_EQ(stored["precision"]["loss_scale"]["kind"], "off");
   EXPECT_EQ(stored["stem"], "auto");
+  // Single-precision settings as typed: 0.9, not the 0.8999999761581421 that 0.9f widens to.
+  EXPECT_EQ(stored["optimizer"]["beta1"].get<double>(), 0.9);
+  EXPECT_EQ(stored["optimizer"]["beta1"].dump(), "0.9");
   EXPECT_FALSE(stored.contains("resume_from"));  // where a process continues from, not what the run is
   EXPECT_EQ(config_settings(stored.get<TrainConfig>()), config_settings(config_named("x")));
   // What older versions stored (fewer keys) loads with the defaults of the rest.
@@ -612,7 +615,8 @@ TEST(RecordJson, KeepsTheStoredKeysAndRefusesValuesThatDoNotFitByName) {
   EXPECT_EQ(e["peak_bytes"], (size_t{5} << 32) + 2);
   EXPECT_EQ(e.size(), 14u);
   const nlohmann::json s = step(3);
-  EXPECT_EQ(s["lr"], 0.1f);
+  EXPECT_EQ(s["lr"], 0.1);  // the float's shortest decimal
+  EXPECT_EQ(s["lr"].get<float>(), 0.1f);
   EXPECT_EQ(s["skipped"], false);
   EXPECT_EQ(s.get<StepReport>().grad_norm, step(3).grad_norm);
 }

@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/float_decimal.h"
 
 namespace ampwb {
 namespace {
@@ -25,7 +26,7 @@ const char* safetensors_dtype(DType dtype) {
 
 std::string json_list(const float* values, int count) {
   nlohmann::json list = nlohmann::json::array();
-  for (int i = 0; i < count; ++i) list.push_back(values[i]);
+  for (int i = 0; i < count; ++i) list.push_back(float_as_decimal(values[i]));  // 0.2860406, not 0.28604060411453247
   return list.dump();
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "core/float_decimal.h"
 #include "train/record_json.h"
 
 namespace ampwb {
@@ -94,8 +95,10 @@ void values(CsvWriter& w, const R& record) {
     using T = std::decay_t<decltype(v)>;
     if constexpr (std::is_same_v<T, bool>)
       w.field(v ? 1 : 0);
+    else if constexpr (std::is_same_v<T, float>)
+      w.field(float_as_decimal(v));  // a loss of 2.408041, not 2.408041000366211
     else if constexpr (std::is_floating_point_v<T>)
-      w.field(static_cast<double>(v));
+      w.field(v);
     else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
       w.field(static_cast<int64_t>(v));
     else if constexpr (std::is_integral_v<T>)

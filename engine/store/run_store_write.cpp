@@ -7,6 +7,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "core/float_decimal.h"
 #include "store/record_sql.h"
 #include "store/run_store.h"
 
@@ -117,7 +118,7 @@ int64_t RunStore::begin_run(const TrainConfig& config, const RunInfo& info, cons
       .bind(5, config.depth)
       .bind(6, mode_name(config.precision.mode))
       .bind(7, config.batch_size)
-      .bind(8, static_cast<double>(config.lr))
+      .bind(8, float_as_decimal(config.lr))
       .bind(9, choice_name(config.optimizer.kind))
       .bind(10, config.epochs)
       .bind(11, info.image_size > 0 ? info.image_size : config.image_size)

@@ -16,6 +16,7 @@
 #include "core/choices.h"
 #include "core/device_choice.h"
 #include "core/error.h"
+#include "core/float_decimal.h"
 #include "train/record_fields.h"
 
 namespace ampwb {
@@ -31,6 +32,8 @@ void write_fields(nlohmann::json& j, const R& record) {
       j[f.key] = choice_name(member);
     else if constexpr (NamedValue<std::decay_t<decltype(member)>>)
       j[f.key] = member.name();
+    else if constexpr (std::is_same_v<std::decay_t<decltype(member)>, float>)
+      j[f.key] = float_as_decimal(member);  // 0.9, not 0.8999999761581421
     else
       j[f.key] = member;
   });
