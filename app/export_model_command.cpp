@@ -3,10 +3,10 @@
 #include <cctype>
 #include <cstdio>
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include "commands.h"
+#include "core/error.h"
 #include "export/exported_model.h"
 #include "export/onnx_export.h"
 #include "export/safetensors_export.h"
@@ -20,22 +20,24 @@ struct ExportModelOptions {
   std::string run, format, out, dtype = "fp32", db;
 };
 
-// --format, else the one the file's extension names ("" when it names none), as the GUI's export dialog reads it.
-std::string format_of(const ExportModelOptions& options) {
-  if (!options.format.empty()) return options.format;
-  std::string out = options.out;
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+// The format the file's extension names, as the GUI's export dialog reads it ("" when it names none).
+std::string format_named_by(std::string path) {
+  std::transform(path.begin(), path.end(), path.begin(), [](unsigned char c) { return std::tolower(c); });
   for (const std::string format : {"onnx", "safetensors"})
-    if (out.ends_with("." + format)) return format;
+    if (path.ends_with("." + format)) return format;
   return "";
 }
 
 int export_model_command(const ExportModelOptions& options) {
   const DType dtype = *parse_export_dtype(options.dtype);  // CLI11 checked the name
-  const std::string format = format_of(options);
+  const std::string named = format_named_by(options.out);
+  const std::string format = options.format.empty() ? named : options.format;
   if (format.empty())
-    throw std::runtime_error("cannot tell the format of '" + options.out +
-                             "': name it .onnx or .safetensors, or give --format onnx|safetensors");
+    throw Error("cannot tell the format of '" + options.out +
+                "': name it .onnx or .safetensors, or give --format onnx|safetensors");
+  if (!named.empty() && named != format)
+    throw Error("'" + options.out + "' is named as a " + named + " file, not " + format + ": name it ." + format +
+                " or leave --format out");
   if (format == "onnx" && !onnx_export_available()) {
     std::fprintf(stderr, "ampwb: %s\n", onnx_unavailable_reason().c_str());
     return 1;

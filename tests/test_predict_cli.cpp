@@ -139,6 +139,23 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   EXPECT_EQ(listed_both[1].at("image"), one);
   EXPECT_EQ(listed_both[1].at("logits").size(), 2u);
 
+  // An export's format is the one its file's extension names; a name that names none, or the other, is refused.
+  r = ampwb({"export", "model", "1", "--out", dir.file("model.SafeTensors"), "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream exported(dir.file("model.SafeTensors"), std::ios::binary);
+  uint64_t header_bytes = 0;
+  exported.read(reinterpret_cast<char*>(&header_bytes), sizeof header_bytes);
+  std::string header(header_bytes, '\0');
+  exported.read(header.data(), static_cast<std::streamsize>(header.size()));
+  EXPECT_TRUE(json::parse(header).contains("fc.weight")) << header;  // safetensors: a JSON header of tensors
+  r = ampwb({"export", "model", "1", "--out", dir.file("model.bin"), "--db", db});
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "cannot tell the format of '" + dir.file("model.bin") + "'");
+  r = ampwb({"export", "model", "1", "--format", "onnx", "--out", dir.file("model.safetensors"), "--db", db});
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "is named as a safetensors file, not onnx");
+  EXPECT_FALSE(fs::exists(dir.file("model.bin")) || fs::exists(dir.file("model.safetensors")));
+
   // A damaged weights file is refused by its checksum.
   {
     std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
