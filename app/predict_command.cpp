@@ -1,4 +1,6 @@
 // ampwb predict: a stored run's final weights on image files, with the run's own preprocessing.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -26,6 +28,32 @@ struct PredictOptions {
   bool json = false;
 };
 
+// One image's result as --json lists it: its top k classes and its logits, or why it could not be read.
+nlohmann::json prediction_json(const std::string& image, const ImageLogits& result,
+                               const std::vector<std::string>& classes, int k) {
+  if (!result.unreadable.empty()) return {{"image", image}, {"error", result.unreadable}};
+  const std::vector<double> p = softmax(result.logits);
+  const std::vector<int> top = top_classes(result.logits, k);
+  nlohmann::json entry = {{"image", image}, {"class", classes.at(top.at(0))}, {"top", nlohmann::json::array()}};
+  for (int c : top) entry["top"].push_back({{"class", classes.at(c)}, {"probability", p.at(c)}});
+  entry["logits"] = nlohmann::json::array();
+  for (float logit : result.logits) entry["logits"].push_back(float_as_decimal(logit));
+  return entry;
+}
+
+// The same for people: the image, then its top k classes with their probabilities, or the reason.
+void print_prediction(const std::string& image, const ImageLogits& result, const std::vector<std::string>& classes,
+                      int k) {
+  std::printf("%s\n", printable(image).c_str());
+  if (!result.unreadable.empty()) {
+    std::printf("  not classified: %s\n", printable(result.unreadable).c_str());
+    return;
+  }
+  const std::vector<double> p = softmax(result.logits);
+  for (int c : top_classes(result.logits, k))
+    std::printf("  %7.3f %%  %s\n", 100.0 * p.at(c), printable(classes.at(c)).c_str());
+}
+
 int predict_command(const PredictOptions& options) {
   const RunStore store(store_path(options.db), RunStore::Mode::ReadOnly);
   const int64_t run = store.resolve(options.run);
@@ -33,32 +61,36 @@ int predict_command(const PredictOptions& options) {
   const std::vector<std::string> images = image_files_in(options.images);
   ImagePredictor predictor(load_final_weights(store, run), options.device, options.threads);
   const std::vector<std::string>& classes = predictor.weights().preprocessing.class_names;
-  const std::vector<ImageLogits> results = predictor.logits(images, options.batch_size);
   const int k = std::min<int>(options.top, static_cast<int>(classes.size()));
+  const bool show_progress = options.json && ::isatty(STDERR_FILENO) == 1;  // the JSON comes only at the end
   nlohmann::json list = nlohmann::json::array();
   size_t unreadable = 0;
-  for (size_t i = 0; i < images.size(); ++i) {
-    const ImageLogits& result = results[i];
-    if (!result.unreadable.empty()) {
-      ++unreadable;
-      if (options.json)
-        list.push_back({{"image", images[i]}, {"error", result.unreadable}});
-      else
-        std::printf("%s\n  not classified: %s\n", printable(images[i]).c_str(), printable(result.unreadable).c_str());
-      continue;
+  // A batch at a time, each printed as soon as it is classified: a folder of thousands takes minutes.
+  {
+    // The progress line ends before anything else is said, an error on the way out included.
+    struct EndProgressLine {
+      bool on;
+      ~EndProgressLine() {
+        if (on) std::fprintf(stderr, "\n");
+      }
+    } end_progress{show_progress};
+    const auto batch = static_cast<size_t>(options.batch_size);
+    for (size_t begin = 0; begin < images.size(); begin += batch) {
+      const size_t end = std::min(images.size(), begin + batch);
+      const std::vector<ImageLogits> results = predictor.logits(
+          {images.begin() + static_cast<std::ptrdiff_t>(begin), images.begin() + static_cast<std::ptrdiff_t>(end)},
+          options.batch_size);
+      for (size_t i = begin; i < end; ++i) {
+        const ImageLogits& result = results[i - begin];
+        unreadable += result.unreadable.empty() ? 0 : 1;
+        if (options.json)
+          list.push_back(prediction_json(images[i], result, classes, k));
+        else
+          print_prediction(images[i], result, classes, k);
+      }
+      std::fflush(stdout);
+      if (show_progress) std::fprintf(stderr, "\rclassified %zu of %zu images", end, images.size());
     }
-    const std::vector<double> p = softmax(result.logits);
-    const std::vector<int> top = top_classes(result.logits, k);
-    if (options.json) {
-      nlohmann::json entry = {{"image", images[i]}, {"class", classes.at(top.at(0))}, {"top", nlohmann::json::array()}};
-      for (int c : top) entry["top"].push_back({{"class", classes.at(c)}, {"probability", p.at(c)}});
-      entry["logits"] = nlohmann::json::array();
-      for (float logit : result.logits) entry["logits"].push_back(float_as_decimal(logit));
-      list.push_back(entry);
-      continue;
-    }
-    std::printf("%s\n", printable(images[i]).c_str());
-    for (int c : top) std::printf("  %7.3f %%  %s\n", 100.0 * p.at(c), printable(classes.at(c)).c_str());
   }
   if (options.json) print_json(list);
   if (unreadable == 0) return 0;
