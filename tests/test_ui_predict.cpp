@@ -6,6 +6,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QPointer>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTableWidget>
@@ -73,6 +74,10 @@ class PredictImages : public QObject {
     auto* dialog = view.findChild<PredictDialog*>("predictDialog");
     QVERIFY(dialog);
     QVERIFY(dialog->isVisible());
+    // The images are classified on the dialog's thread: it shows, with its progress, before they are done.
+    QVERIFY(!dialog->finished());
+    QVERIFY(dialog->findChild<QLabel*>("predictSummary")->text().startsWith("Classifying 5 image"));
+    QTRY_VERIFY_WITH_TIMEOUT(dialog->finished(), 60000);
     QVERIFY2(dialog->error().isEmpty(), qPrintable(dialog->error()));
     QTableWidget* table = dialog->table();
     QCOMPARE(table->rowCount(), 5);
@@ -100,6 +105,7 @@ class PredictImages : public QObject {
   void a_run_without_weights_or_an_unreadable_image_says_why() {
     RunStore store(db_.toStdString());
     PredictDialog none(store, not_kept_, vertical_images());
+    QVERIFY(none.finished());  // refused at once
     QVERIFY2(none.error().contains("they were not kept, as its settings asked"), qPrintable(none.error()));
     QVERIFY(none.table()->isHidden());
     QFile text(dir_.filePath("notes.png"));
@@ -108,6 +114,7 @@ class PredictImages : public QObject {
     text.close();
     // The unreadable file says why in its row; the image beside it is still classified.
     PredictDialog bad(store, kept_, {vertical_images()[0], dir_.filePath("notes.png")});
+    QTRY_VERIFY_WITH_TIMEOUT(bad.finished(), 60000);
     QVERIFY2(bad.error().isEmpty(), qPrintable(bad.error()));
     QCOMPARE(bad.table()->rowCount(), 2);
     QVERIFY(bad.table()->item(0, 2)->text().endsWith(" %"));  // its probability
@@ -118,6 +125,27 @@ class PredictImages : public QObject {
     QVERIFY(bad.table()->columnWidth(1) < bad.table()->fontMetrics().horizontalAdvance(why) / 2);
     const QString summary = bad.findChild<QLabel*>("predictSummary")->text();
     QVERIFY2(summary.contains("; 1 could not be read"), qPrintable(summary));
+  }
+
+  // Closing the dialog while it classifies (as the runs view makes it: deleted on close) stops its thread with
+  // results still queued, and nothing reaches the deleted dialog.
+  void closing_the_dialog_while_it_classifies_stops_it() {
+    RunStore store(db_.toStdString());
+    RunsView view(store);
+    view.reload();
+    QStringList many;
+    for (int i = 0; i < 1000; ++i) many << vertical_images();
+    view.choose_images = [&many] { return many; };
+    view.select({kept_});
+    view.predict_selected();
+    QPointer<PredictDialog> dialog = view.findChild<PredictDialog*>("predictDialog");
+    QVERIFY(dialog);
+    QCOMPARE(dialog->table()->item(4999, 0)->text(), vertical_images()[4]);   // every row names its image at once
+    QTRY_VERIFY_WITH_TIMEOUT(dialog->table()->item(0, 1) != nullptr, 60000);  // the first images are in
+    QVERIFY2(!dialog->finished(), "5000 images take longer than the first eight");
+    dialog->reject();
+    QTRY_VERIFY_WITH_TIMEOUT(dialog.isNull(), 60000);
+    QTest::qWait(100);  // anything the worker queued went with the dialog
   }
 
   void export_model_writes_the_runs_weights_in_the_chosen_format() {

@@ -1,17 +1,19 @@
-// The prediction dialog: ImagePredictor on the chosen images, shown as a table.
+// The prediction dialog: ImagePredictor on the chosen images, on a worker thread, shown as a table.
 #include "predict_dialog.h"
 
 #include <QDialogButtonBox>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMetaObject>
+#include <QProgressBar>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <system_error>
 #include <vector>
 
 #include "data/image_input.h"
 #include "store/final_weights.h"
-#include "train/predictor.h"
 
 namespace ampwb::ui {
 namespace {
@@ -19,7 +21,7 @@ QString percent(double p) { return QStringLiteral("%1 %").arg(100 * p, 0, 'f', 2
 }  // namespace
 
 PredictDialog::PredictDialog(const RunStore& store, int64_t run, const QStringList& images, QWidget* parent, int top)
-    : QDialog(parent) {
+    : QDialog(parent), top_(top), run_(run) {
   setWindowTitle(tr("Predictions of run %1").arg(run));
   setObjectName("predictDialog");
   auto* layout = new QVBoxLayout(this);
@@ -27,6 +29,7 @@ PredictDialog::PredictDialog(const RunStore& store, int64_t run, const QStringLi
   summary_->setObjectName("predictSummary");
   summary_->setWordWrap(true);
   summary_->setTextFormat(Qt::PlainText);  // paths and class names as written
+  progress_ = new QProgressBar;
   table_ = new QTableWidget(0, 4);
   table_->setObjectName("predictions");
   table_->setHorizontalHeaderLabels({tr("Image"), tr("Class"), tr("Probability"), tr("Top %1").arg(top)});
@@ -36,54 +39,110 @@ PredictDialog::PredictDialog(const RunStore& store, int64_t run, const QStringLi
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
   layout->addWidget(summary_);
+  layout->addWidget(progress_);
   layout->addWidget(table_);
   layout->addWidget(buttons);
   resize(760, 420);
 
-  try {
+  ModelWeights weights;
+  try {  // what can be refused at once is: the images listed, the weights read and checked
     std::vector<std::string> paths;
     for (const QString& image : images) paths.push_back(image.toStdString());
-    paths = image_files_in(paths);
-    ImagePredictor predictor(load_final_weights(store, run));
-    const std::vector<std::string>& classes = predictor.weights().preprocessing.class_names;
-    const std::vector<ImageLogits> results = predictor.logits(paths);
-    const int k = std::min(top, static_cast<int>(classes.size()));
-    table_->setRowCount(static_cast<int>(paths.size()));
-    std::vector<int> unreadable;
-    for (size_t i = 0; i < paths.size(); ++i) {
-      const int row = static_cast<int>(i);
-      table_->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(paths[i])));
-      if (!results[i].unreadable.empty()) {
-        unreadable.push_back(row);
-        continue;
-      }
-      const std::vector<double> p = softmax(results[i].logits);
-      const std::vector<int> best = top_classes(results[i].logits, k);
-      QStringList ranked;
-      for (int c : best) ranked << QStringLiteral("%1 %2").arg(QString::fromStdString(classes[c]), percent(p[c]));
-      table_->setItem(row, 1, new QTableWidgetItem(QString::fromStdString(classes[best[0]])));
-      table_->setItem(row, 2, new QTableWidgetItem(percent(p[best[0]])));
-      table_->setItem(row, 3, new QTableWidgetItem(ranked.join(QStringLiteral(", "))));
-    }
-    table_->resizeColumnsToContents();
-    for (int row : unreadable) {  // after the sizing, which would fit column 1 to the reason spanning three columns
-      const std::string& why = results[static_cast<size_t>(row)].unreadable;
-      table_->setItem(row, 1, new QTableWidgetItem(tr("not classified: %1").arg(QString::fromStdString(why))));
-      table_->setSpan(row, 1, 1, 3);
-    }
-    QString summary =
-        tr("%n image(s), run %1's final weights in FP32 (%2 classes, %3 px)", nullptr, static_cast<int>(paths.size()))
-            .arg(run)
-            .arg(classes.size())
-            .arg(predictor.weights().preprocessing.image_size);
-    if (!unreadable.empty())
-      summary += tr("; %n could not be read (each row says why)", nullptr, static_cast<int>(unreadable.size()));
-    summary_->setText(summary);
+    paths_ = image_files_in(paths);
+    weights = load_final_weights(store, run);
   } catch (const std::exception& e) {
-    error_ = QString::fromUtf8(e.what());
-    summary_->setText(error_);
-    table_->hide();
+    finish(QString::fromUtf8(e.what()));
+    return;
   }
+  classes_ = weights.preprocessing.class_names;
+  image_size_ = weights.preprocessing.image_size;
+  table_->setRowCount(static_cast<int>(paths_.size()));
+  for (size_t i = 0; i < paths_.size(); ++i)  // each row names its image while it waits
+    table_->setItem(static_cast<int>(i), 0, new QTableWidgetItem(QString::fromStdString(paths_[i])));
+  progress_->setRange(0, static_cast<int>(paths_.size()));
+  progress_->setValue(0);
+  summary_->setText(tr("Classifying %n image(s) with run %1's final weights…", nullptr, int(paths_.size())).arg(run));
+  try {
+    worker_ = std::thread([this, weights = std::move(weights)]() mutable { classify(std::move(weights)); });
+  } catch (const std::system_error& e) {
+    finish(tr("cannot start the classification: %1").arg(QString::fromUtf8(e.what())));
+  }
+}
+
+void PredictDialog::classify(ModelWeights weights) {
+  constexpr size_t kChunk = 8;  // images between two looks at stop_: well under a second at 224 px
+  QString error;
+  try {
+    if (stop_) return;
+    ImagePredictor predictor(std::move(weights));
+    for (size_t first = 0; first < paths_.size() && !stop_; first += kChunk) {
+      const std::vector<std::string> chunk(
+          paths_.begin() + static_cast<std::ptrdiff_t>(first),
+          paths_.begin() + static_cast<std::ptrdiff_t>(std::min(paths_.size(), first + kChunk)));
+      std::vector<ImageLogits> results = predictor.logits(chunk, static_cast<int>(kChunk));
+      // Queued to this dialog: dropped with it if it is gone (its destructor joins this thread first).
+      QMetaObject::invokeMethod(
+          this, [this, first, results = std::move(results)] { show_rows(first, results); }, Qt::QueuedConnection);
+    }
+  } catch (const std::exception& e) {
+    error = QString::fromUtf8(e.what());
+  } catch (...) {
+    error = tr("the classification failed with an error of unknown kind");
+  }
+  QMetaObject::invokeMethod(
+      this, [this, error] { finish(error); }, Qt::QueuedConnection);
+}
+
+PredictDialog::~PredictDialog() {
+  stop_ = true;
+  if (worker_.joinable()) worker_.join();
+}
+
+void PredictDialog::show_rows(size_t first, const std::vector<ImageLogits>& results) {
+  const int k = std::min(top_, static_cast<int>(classes_.size()));
+  for (size_t i = 0; i < results.size(); ++i) {
+    const int row = static_cast<int>(first + i);
+    if (!results[i].unreadable.empty()) {  // its reason is shown once the columns are sized (finish)
+      unreadable_rows_.push_back(row);
+      table_->setItem(row, 1, new QTableWidgetItem(QString::fromStdString(results[i].unreadable)));
+      continue;
+    }
+    const std::vector<double> p = softmax(results[i].logits);
+    const std::vector<int> best = top_classes(results[i].logits, k);
+    QStringList ranked;
+    for (int c : best) ranked << QStringLiteral("%1 %2").arg(QString::fromStdString(classes_[c]), percent(p[c]));
+    table_->setItem(row, 1, new QTableWidgetItem(QString::fromStdString(classes_[best[0]])));
+    table_->setItem(row, 2, new QTableWidgetItem(percent(p[best[0]])));
+    table_->setItem(row, 3, new QTableWidgetItem(ranked.join(QStringLiteral(", "))));
+  }
+  progress_->setValue(static_cast<int>(first + results.size()));
+}
+
+void PredictDialog::finish(const QString& error) {
+  finished_ = true;
+  progress_->hide();
+  if (!error.isEmpty()) {  // the rows already classified stay
+    error_ = error;
+    summary_->setText(error_);
+    if (progress_->value() <= 0) table_->hide();  // -1: the bar was never started
+    return;
+  }
+  // The reasons are taken out while the columns are sized, which would fit column 1 to a reason that spans three.
+  std::vector<QString> reasons;
+  for (int row : unreadable_rows_) reasons.push_back(table_->takeItem(row, 1)->text());
+  table_->resizeColumnsToContents();
+  for (size_t i = 0; i < unreadable_rows_.size(); ++i) {
+    table_->setItem(unreadable_rows_[i], 1, new QTableWidgetItem(tr("not classified: %1").arg(reasons[i])));
+    table_->setSpan(unreadable_rows_[i], 1, 1, 3);
+  }
+  QString summary =
+      tr("%n image(s), run %1's final weights in FP32 (%2 classes, %3 px)", nullptr, static_cast<int>(paths_.size()))
+          .arg(run_)
+          .arg(classes_.size())
+          .arg(image_size_);
+  if (!unreadable_rows_.empty())
+    summary += tr("; %n could not be read (each row says why)", nullptr, static_cast<int>(unreadable_rows_.size()));
+  summary_->setText(summary);
 }
 
 }  // namespace ampwb::ui
