@@ -1,6 +1,4 @@
 // ampwb export model: a finished run's final weights as an ONNX or safetensors file (engine/export/).
-#include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -20,17 +18,9 @@ struct ExportModelOptions {
   std::string run, format, out, dtype = "fp32", db;
 };
 
-// The format the file's extension names, as the GUI's export dialog reads it ("" when it names none).
-std::string format_named_by(std::string path) {
-  std::transform(path.begin(), path.end(), path.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const std::string format : {"onnx", "safetensors"})
-    if (path.ends_with("." + format)) return format;
-  return "";
-}
-
 int export_model_command(const ExportModelOptions& options) {
   const DType dtype = *parse_export_dtype(options.dtype);  // CLI11 checked the name
-  const std::string named = format_named_by(options.out);
+  const std::string named = export_format_named_by(options.out);
   const std::string format = options.format.empty() ? named : options.format;
   if (format.empty())
     throw Error("cannot tell the format of '" + options.out +

@@ -105,11 +105,9 @@ QString ExportModelDialog::dtype() const { return dtype_->currentData().toString
 void ExportModelDialog::set_dtype(const QString& dtype) { dtype_->setCurrentIndex(dtype_->findData(dtype)); }
 
 void ExportModelDialog::follow_suffix(const QString& path) {
-  const QString p = path.trimmed();
-  const int index = p.endsWith(kOnnxSuffix, Qt::CaseInsensitive)          ? format_->findData("onnx")
-                    : p.endsWith(kSafetensorsSuffix, Qt::CaseInsensitive) ? format_->findData("safetensors")
-                                                                          : -1;
-  if (index >= 0) {
+  const std::string named = export_format_named_by(path.trimmed().toStdString());
+  const int index = format_->findData(QString::fromStdString(named));
+  if (!named.empty() && index >= 0) {
     const QSignalBlocker keep_the_name(format_);  // the user's name stays as typed
     format_->setCurrentIndex(index);
   }
@@ -121,8 +119,7 @@ void ExportModelDialog::browse() {
                                           tr("ONNX (*.onnx);;safetensors (*.safetensors)"), &filter);
   if (chosen.isEmpty()) return;
   QString p = chosen;
-  if (!p.endsWith(kOnnxSuffix, Qt::CaseInsensitive) && !p.endsWith(kSafetensorsSuffix, Qt::CaseInsensitive))
-    p += filter.contains("onnx") ? kOnnxSuffix : kSafetensorsSuffix;
+  if (export_format_named_by(p.toStdString()).empty()) p += filter.contains("onnx") ? kOnnxSuffix : kSafetensorsSuffix;
   set_path(p);
 }
 

@@ -1,6 +1,8 @@
 // The model an export writes: made from a ResNet in memory, checked against the architecture of its depth.
 #include "export/exported_model.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -138,6 +140,17 @@ std::optional<DType> parse_export_dtype(std::string_view name) {
   if (name == "fp16") return DType::F16;
   if (name == "bf16") return DType::BF16;
   return std::nullopt;
+}
+
+std::string export_format_named_by(std::string_view path) {
+  auto ends_with = [path](std::string_view suffix) {
+    return path.size() >= suffix.size() &&
+           std::ranges::equal(path.substr(path.size() - suffix.size()), suffix,
+                              [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+  };
+  for (std::string_view suffix : {".onnx", ".safetensors"})
+    if (ends_with(suffix)) return std::string(suffix.substr(1));
+  return "";
 }
 
 const char* export_dtype_name(DType dtype) {

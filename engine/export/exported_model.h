@@ -51,6 +51,9 @@ std::vector<std::pair<std::string, Shape>> resnet_weight_shapes(const ResNetConf
 std::optional<DType> parse_export_dtype(std::string_view name);
 const char* export_dtype_name(DType dtype);
 
+// The file format a path's extension names, whatever its case: "onnx", "safetensors", or "" for neither.
+std::string export_format_named_by(std::string_view path);
+
 // The weight's FP32 values rounded to dtype (FP16 or BF16) as little-endian 16-bit words, or its FP32 bytes.
 // Throws ampwb::Error naming the weight where a finite value overflows FP16.
 std::string weight_bytes(const std::string& name, const Tensor& weight, DType dtype);

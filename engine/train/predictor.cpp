@@ -43,15 +43,13 @@ std::vector<ImageLogits> ImagePredictor::logits(const std::vector<std::string>& 
         images.begin() + static_cast<std::ptrdiff_t>(begin),
         images.begin() + static_cast<std::ptrdiff_t>(std::min(images.size(), begin + batch_size)));
     PreparedImages input = prepare_image_files(batch, p.image_size, normalization, s_->decode_threads);
-    if (std::ranges::all_of(input.unreadable, [](const std::string& why) { return !why.empty(); })) {
-      for (std::string& why : input.unreadable) rows.push_back({{}, std::move(why)});
-      continue;
+    std::vector<float> values;  // (n, classes), when any image of the batch was read
+    if (std::ranges::any_of(input.unreadable, &std::string::empty)) {
+      Backend& backend = *s_->backend;
+      values = to_float_vector(
+          on_host(backend, cast(backend, s_->model->forward(backend.upload(input.batch), Mode::Eval), DType::F32)));
     }
-    Backend& backend = *s_->backend;
-    const Tensor out =
-        on_host(backend, cast(backend, s_->model->forward(backend.upload(input.batch), Mode::Eval), DType::F32));
-    const std::vector<float> values = to_float_vector(out);
-    const size_t classes = static_cast<size_t>(out.shape()[1]);
+    const size_t classes = values.size() / batch.size();
     for (size_t i = 0; i < batch.size(); ++i) {
       if (!input.unreadable[i].empty()) {
         rows.push_back({{}, std::move(input.unreadable[i])});
