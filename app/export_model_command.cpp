@@ -26,7 +26,7 @@ int export_model_command(const ExportModelOptions& options) {
     throw Error("cannot tell the format of '" + options.out +
                 "': name it .onnx or .safetensors, or give --format onnx|safetensors");
   if (!named.empty() && named != format)
-    throw Error("'" + options.out + "' is named as a " + named + " file, not " + format + ": name it ." + format +
+    throw Error("'" + options.out + "' is named ." + named + ", not ." + format + ": name it ." + format +
                 " or leave --format out");
   if (format == "onnx" && !onnx_export_available()) {
     std::fprintf(stderr, "ampwb: %s\n", onnx_unavailable_reason().c_str());

@@ -153,7 +153,7 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   expect_contains(r.output, "cannot tell the format of '" + dir.file("model.bin") + "'");
   r = ampwb({"export", "model", "1", "--format", "onnx", "--out", dir.file("model.safetensors"), "--db", db});
   EXPECT_EQ(r.status, 1);
-  expect_contains(r.output, "is named as a safetensors file, not onnx");
+  expect_contains(r.output, "is named .safetensors, not .onnx");
   EXPECT_FALSE(fs::exists(dir.file("model.bin")) || fs::exists(dir.file("model.safetensors")));
 
   // A damaged weights file is refused by its checksum.
