@@ -28,13 +28,17 @@ std::string job_id(const CommandResult& submitted) {
 }
 
 // A batch script that notes each start (with its restart count) and each SIGTERM in files under `dir`, then sleeps
-// on its first start only (a second start finishes at once).
+// on its first start only (a second start finishes at once). It sleeps in one-second steps rather than waiting on one
+// long child: Slurm signals the job's processes one by one, and a shell whose only child died first would run on to
+// "finished" and exit before its own SIGTERM came.
 fs::path write_sleeper_script(const fs::path& dir) {
   const fs::path script = dir / "sleeper.sh";
   std::ofstream(script) << "#!/bin/sh\n"
                         << "trap 'echo TERM >> " << (dir / "signals").string() << "; exit 143' TERM\n"
                         << "echo \"start ${SLURM_RESTART_COUNT:-0}\" >> " << (dir / "starts").string() << "\n"
-                        << "if [ \"${SLURM_RESTART_COUNT:-0}\" = 0 ]; then sleep 300 & wait; fi\n"
+                        << "if [ \"${SLURM_RESTART_COUNT:-0}\" = 0 ]; then\n"
+                        << "  i=0; while [ $i -lt 300 ]; do sleep 1; i=$((i + 1)); done\n"
+                        << "fi\n"
                         << "echo finished >> " << (dir / "starts").string() << "\n";
   fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
   return script;
