@@ -146,6 +146,17 @@ std::string slurm_script(const SweepOptions& o, const std::string& db, const std
   return s.str();
 }
 
+// Why a Slurm command failed, in a user's words where its output says something a user cannot act on as it stands
+// (a DNS lookup's error, then "fatal: Could not establish a configuration source"); else its output as it is.
+std::string slurm_failure(const std::string& program, const std::string& output) {
+  if (output.find("Could not establish a configuration source") != std::string::npos)
+    return "this machine is not a Slurm client: " + program +
+           " finds no slurm.conf (set SLURM_CONF to the cluster's, or run this on a node of the cluster)";
+  if (output.find("Unable to contact slurm controller") != std::string::npos)
+    return "Slurm's controller does not answer (" + program + ": Unable to contact slurm controller)";
+  return output;
+}
+
 // Runs `argv` and returns its standard output; throws naming the program when it cannot run or fails.
 std::string output_of(const std::vector<std::string>& argv) {
   std::string command;
@@ -158,7 +169,7 @@ std::string output_of(const std::vector<std::string>& argv) {
   const int status = ::pclose(pipe);
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error(argv.front() + " failed" + (out.empty() ? std::string() : ": " + out) +
+    throw Error(argv.front() + " failed" + (out.empty() ? std::string() : ": " + slurm_failure(argv.front(), out)) +
                 (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? " (is Slurm installed here?)" : ""));
   return out;
 }

@@ -259,6 +259,30 @@ TEST(SweepCli, TheStatusOfASlurmSweepSaysWhenSlurmCannotBeAsked) {
   expect_contains(j["slurm"]["unavailable"].get<std::string>(), "is Slurm installed here?");
 }
 
+// Real sbatch failing as it does on a newcomer's machine, said in a user's words: a controller that does not answer
+// (a slurm.conf naming a port nobody listens on), and a machine that is no Slurm client (no slurm.conf at all). Either
+// way the sweep stays in the store, cancelled.
+TEST(SweepCli, ASweepSlurmCannotTakeSaysWhyInAUsersWords) {
+  TempDir dir("sweep_no_controller");
+  const std::string db = dir.file("runs.sqlite");
+  const std::string conf = dir.file("slurm.conf");
+  std::ofstream(conf) << "ClusterName=nowhere\nSlurmctldHost=localhost\nSlurmctldPort=1\n";
+  const std::vector<std::string> argv = tiny_sweep(db, 1, 2, {"--seed", "0,1", "--on", "slurm"});
+  const Result down = ampwb(argv, {"/usr/bin/env", "SLURM_CONF=" + conf});
+  EXPECT_NE(down.status, 0);
+  expect_contains(down.output, "sbatch failed: Slurm's controller does not answer");
+  expect_contains(down.output, "sweep 1 is recorded as cancelled");
+
+  // Debian's slurm-wlm installs no slurm.conf, so without SLURM_CONF sbatch finds none, unless this machine was made a
+  // cluster's client.
+  if (fs::exists("/etc/slurm/slurm.conf")) return;
+  const Result no_client = ampwb(argv, {"/usr/bin/env", "-u", "SLURM_CONF"});
+  EXPECT_NE(no_client.status, 0);
+  expect_contains(no_client.output, "sbatch failed: this machine is not a Slurm client: sbatch finds no slurm.conf");
+  EXPECT_EQ(no_client.output.find("DNS"), std::string::npos) << no_client.output;
+  expect_contains(no_client.output, "sweep 2 is recorded as cancelled");
+}
+
 TEST(SweepCli, ADryRunPrintsTheSlurmScriptAndRecordsNothing) {
   TempDir dir("sweep_dry");
   const std::string db = dir.file("runs.sqlite");
