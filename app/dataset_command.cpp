@@ -69,9 +69,13 @@ int inspect(const InspectOptions& options) {
     std::printf("%s", r.to_text().c_str());
   }
   if (!r.trainable()) {
-    std::string message;
-    for (size_t i = 0; i < r.errors.size(); ++i) message += (i ? "; " : "") + r.errors[i];
-    std::fprintf(stderr, "ampwb dataset inspect: '%s' cannot be trained on: %s\n", dir.c_str(), message.c_str());
+    // A report read on the terminal ends with its "error:" lines already; elsewhere stderr is what a reader sees.
+    std::string message = " (the error lines above say why)";
+    if (options.json || !::isatty(STDOUT_FILENO)) {
+      message = ":";
+      for (size_t i = 0; i < r.errors.size(); ++i) message += (i ? "; " : " ") + r.errors[i];
+    }
+    std::fprintf(stderr, "ampwb dataset inspect: '%s' cannot be trained on%s\n", dir.c_str(), message.c_str());
     return 1;
   }
   return 0;

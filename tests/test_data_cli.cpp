@@ -70,6 +70,21 @@ TEST(DataCli, UntrainableFoldersExitNonZeroWithTheReason) {
   EXPECT_NE(one.err.find("only one usable class ('one'); at least two are needed"), std::string::npos) << one.err;
   const nlohmann::json j = nlohmann::json::parse(one.out);
   EXPECT_EQ(j["trainable"], false);
+
+  // The text report ends with its error lines. Where it goes to a file, stderr says why too; on a terminal (here
+  // script's) the reader sees the reason once.
+  const std::string why = "only one usable class";
+  const CliRun to_file = ampwb("dataset inspect '" + data.str() + "'", scratch);
+  EXPECT_NE(to_file.status, 0);
+  EXPECT_NE(to_file.out.find("error: '" + data.str() + "' has " + why), std::string::npos) << to_file.out;
+  EXPECT_NE(to_file.err.find(why), std::string::npos) << to_file.err;
+  const std::string shown = "script -qec \"'" + std::string(AMPWB_BINARY) + "' dataset inspect '" + data.str() +
+                            "'\" /dev/null >'" + (scratch / "terminal.txt").string() + "' 2>&1";
+  EXPECT_NE(std::system(shown.c_str()), 0);
+  const auto bytes = read_bytes(scratch / "terminal.txt");
+  const std::string terminal(bytes.begin(), bytes.end());
+  EXPECT_EQ(terminal.find(why), terminal.rfind(why)) << terminal;
+  EXPECT_NE(terminal.find("cannot be trained on (the error lines above say why)"), std::string::npos) << terminal;
 }
 
 TEST(DataCli, FlagsInAnyOrderAndAMisspeltFlagRefusedByName) {
