@@ -60,6 +60,18 @@ class SweepsThroughTheUi : public QObject {
     return {mean, values.size() > 1 ? std::sqrt(ss / (values.size() - 1)) : std::nan("")};  // one run: none
   }
 
+  // Every column of the points table shows its cells whole, the stretched last one aside: a column widens as its
+  // contents grow ("queued" becoming "requeued" or "cancelled").
+  static void check_cells_fit(const SweepView& view) {
+    const QAbstractItemView* table = view.points_table();  // where sizeHintForColumn is public
+    for (int c = 0; c + 1 < view.points_model()->columnCount(); ++c)
+      QVERIFY2(view.points_table()->columnWidth(c) >= table->sizeHintForColumn(c),
+               qPrintable(QString("column %1: %2 px for cells of %3 px")
+                              .arg(c)
+                              .arg(view.points_table()->columnWidth(c))
+                              .arg(table->sizeHintForColumn(c))));
+  }
+
   // Each group of the view against the same statistics computed from the store: its runs' last epochs.
   static void check_groups(const SweepView& view, const QString& db_path) {
     const RunStore store(db_path.toStdString(), RunStore::Mode::ReadOnly);
@@ -160,6 +172,7 @@ class SweepsThroughTheUi : public QObject {
     QCOMPARE(state_of(view, 0), QString("running"));
     QCOMPARE(state_of(view, 2), QString("failed"));
     QCOMPARE(state_of(view, 1), QString("queued"));
+    check_cells_fit(view);
     QCOMPARE(view.groups_table()->rowCount(), 0);  // nothing finished yet
 
     // Seeds 0 and 1 of both modes train to their end.
@@ -390,6 +403,7 @@ class SweepsThroughTheUi : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(w.sweep_view()->points_model()->rowCount(), 2, 10000);
     QVERIFY(w.sweep_view()->chooser()->currentText().contains("cancelled"));
     QCOMPARE(state_of(*w.sweep_view(), 0), QString("cancelled"));
+    check_cells_fit(*w.sweep_view());
   }
 
   // Cancel the sweep, confirmed: `ampwb sweep cancel` marks every point not final cancelled, and the tab shows it.

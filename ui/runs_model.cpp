@@ -80,16 +80,14 @@ std::vector<RunsModel::Row> RunsModel::read_rows(const RunStore& store, const st
 
 void RunsModel::reload(const RunStore& store) { set_rows(read_rows(store)); }
 
-bool RunsModel::set_rows(std::vector<Row> rows) {
+void RunsModel::set_rows(std::vector<Row> rows) {
   std::unordered_map<int64_t, size_t> index_of;
   for (size_t i = 0; i < rows.size(); ++i) index_of.emplace(rows[i].record.id, i);
-  bool added_or_removed = false;
   for (int i = rowCount() - 1; i >= 0; --i)  // runs deleted, from the end so that the rows before keep their place
     if (!index_of.count(rows_[static_cast<size_t>(i)].record.id)) {
       beginRemoveRows({}, i, i);
       rows_.erase(rows_.begin() + i);
       endRemoveRows();
-      added_or_removed = true;
     }
   std::vector<bool> placed(rows.size(), false);
   for (size_t i = 0; i < rows_.size(); ++i) {
@@ -110,9 +108,7 @@ bool RunsModel::set_rows(std::vector<Row> rows) {
     beginInsertRows({}, rowCount(), rowCount() + static_cast<int>(fresh.size()) - 1);
     for (Row& row : fresh) rows_.push_back(std::move(row));
     endInsertRows();
-    added_or_removed = true;
   }
-  return added_or_removed;
 }
 
 int64_t RunsModel::run_id(int row) const { return rows_.at(static_cast<size_t>(row)).record.id; }

@@ -49,8 +49,7 @@ class RunsModel : public QAbstractTableModel {
   void reload(const RunStore& store);  // everything read again
   // `rows` in place of the current ones, run by run: a run kept keeps its row (a view's selection, sort order and
   // scroll position stay) and says it changed only when it did, a new run is added, a run gone is removed.
-  // Returns whether a run was added or removed.
-  bool set_rows(std::vector<Row> rows);
+  void set_rows(std::vector<Row> rows);
   const std::vector<Row>& rows() const { return rows_; }
   int64_t run_id(int row) const;
   const RunRecord& record(int row) const { return rows_[static_cast<size_t>(row)].record; }

@@ -118,6 +118,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->setAlternatingRowColors(true);
   table_->verticalHeader()->hide();
+  widths_ = ColumnWidths(table_);
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
@@ -167,18 +168,14 @@ void RunsView::apply_polled(std::vector<RunsModel::Row> rows) {
   std::vector<std::string> before;  // the selected runs as shown, to tell whether their actions may have changed
   for (int64_t id : selected) before.push_back(model_->record(model_->row_of(id)).updated);
   // Rows are updated in place, so the selection, the sort and the scroll position stay (a new or removed run moves
-  // only the rows below it), and so do the column widths the user chose: a new run only widens a column too narrow
-  // for what it shows (its name wrapped in two lines otherwise), and never narrows one.
+  // only the rows below it), and so do the column widths the user chose: a column widens only when what it shows
+  // grew too wide for it (a new run's name wrapped in two lines otherwise), and never narrows.
   const bool was_empty = model_->rowCount() == 0;
-  const bool added_or_removed = model_->set_rows(std::move(rows));
+  model_->set_rows(std::move(rows));
   if (was_empty && model_->rowCount() > 0) {
-    table_->resizeColumnsToContents();
-  } else if (added_or_removed) {
-    for (int column = 0; column < RunsModel::ColumnCount; ++column) {
-      const int chosen = table_->columnWidth(column);
-      table_->resizeColumnToContents(column);
-      if (table_->columnWidth(column) < chosen) table_->setColumnWidth(column, chosen);
-    }
+    widths_.fit();
+  } else {
+    widths_.widen_grown();
   }
   update_count();
   bool selected_changed = false;
@@ -207,7 +204,7 @@ void RunsView::reload() {
     model_->reload(store_);
   });
   if (!error.isEmpty()) Q_EMIT status_message(tr("Run store: %1").arg(error));
-  table_->resizeColumnsToContents();
+  widths_.fit();
   select(selected);
   update_count();
   update_actions();

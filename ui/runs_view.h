@@ -9,6 +9,7 @@
 #include <QWidget>
 #include <functional>
 
+#include "column_widths.h"
 #include "runs_model.h"
 #include "sweep_view.h"
 
@@ -88,6 +89,7 @@ class RunsView : public QWidget {
   RunsModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;
+  ColumnWidths widths_{nullptr};  // of table_
   QLineEdit* filter_ = nullptr;
   QLabel* count_ = nullptr;
   QAction* export_model_action_ = nullptr;

@@ -7,8 +7,8 @@
 #include <QWidget>
 #include <cstdint>
 #include <functional>
-#include <vector>
 
+#include "column_widths.h"
 #include "store/run_store.h"
 #include "sweep_results.h"
 
@@ -68,6 +68,7 @@ class SweepView : public QWidget {
   SweepPointsModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;
+  ColumnWidths widths_{nullptr};  // of table_
   QTableWidget* groups_ = nullptr;
   QTimer* poll_ = nullptr;
   QAction* cancel_ = nullptr;
