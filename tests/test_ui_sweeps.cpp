@@ -12,6 +12,7 @@
 #include <QRadioButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QToolBar>
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "column_widths.h"
 #include "facade/run_setup.h"
 #ifdef AMPWB_TEST_POSTGRES
 #include "postgres_server.h"
@@ -112,6 +114,37 @@ class SweepsThroughTheUi : public QObject {
   void initTestCase() {
     QVERIFY(dir_.isValid());
     data_ = write_stripes(dir_.filePath("stripes"), 48, 16);
+  }
+
+  // The widths the Sweeps and Runs tabs keep: a cell that grows widens its column, a width the user chose stays
+  // while the cells do not grow, and a column is never narrowed.
+  void a_column_widens_as_its_cells_grow_and_keeps_a_chosen_width() {
+    QStandardItemModel model(2, 2);
+    model.setHorizontalHeaderLabels({"s", "t"});
+    for (int row = 0; row < 2; ++row)
+      for (int column = 0; column < 2; ++column) model.setItem(row, column, new QStandardItem("a"));
+    QTableView table;
+    table.setModel(&model);
+    table.resize(600, 300);
+    table.show();
+    const QAbstractItemView& view = table;  // where sizeHintForColumn is public
+    ColumnWidths widths;
+    widths.fit(table);
+    const int narrow = table.columnWidth(0);
+    model.item(0, 0)->setText("cancelled, and then some");
+    widths.widen_grown(table);
+    QVERIFY(table.columnWidth(0) > narrow);
+    QVERIFY(table.columnWidth(0) >= view.sizeHintForColumn(0));
+
+    table.setColumnWidth(0, narrow);  // the user's choice
+    model.item(1, 0)->setText("b");
+    widths.widen_grown(table);
+    QCOMPARE(table.columnWidth(0), narrow);
+
+    table.setColumnWidth(1, 200);
+    model.item(0, 1)->setText("");
+    widths.widen_grown(table);
+    QCOMPARE(table.columnWidth(1), 200);
   }
 
   // Written point by point through the sweep records from a second connection, as a job array's tasks write them.

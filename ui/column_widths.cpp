@@ -3,27 +3,29 @@
 #include <QTableView>
 
 namespace ampwb::ui {
+namespace {
 
-void ColumnWidths::fit() {
-  table_->resizeColumnsToContents();
-  last_ = contents();
+std::vector<int> cell_widths(const QTableView& table) {
+  const QAbstractItemView& view = table;  // where sizeHintForColumn is public
+  std::vector<int> widths;
+  for (int c = 0; table.model() && c < table.model()->columnCount(); ++c) widths.push_back(view.sizeHintForColumn(c));
+  return widths;
 }
 
-void ColumnWidths::widen_grown() {
-  std::vector<int> now = contents();
+}  // namespace
+
+void ColumnWidths::fit(QTableView& table) {
+  table.resizeColumnsToContents();
+  last_ = cell_widths(table);
+}
+
+void ColumnWidths::widen_grown(QTableView& table) {
+  std::vector<int> now = cell_widths(table);
   for (size_t c = 0; c < now.size() && c < last_.size(); ++c) {
     const int column = static_cast<int>(c);
-    if (now[c] > last_[c] && table_->columnWidth(column) < now[c]) table_->resizeColumnToContents(column);
+    if (now[c] > last_[c] && table.columnWidth(column) < now[c]) table.resizeColumnToContents(column);
   }
   last_ = std::move(now);
-}
-
-std::vector<int> ColumnWidths::contents() const {
-  const QAbstractItemView* view = table_;  // where sizeHintForColumn is public
-  std::vector<int> widths;
-  for (int c = 0; table_->model() && c < table_->model()->columnCount(); ++c)
-    widths.push_back(view->sizeHintForColumn(c));
-  return widths;
 }
 
 }  // namespace ampwb::ui

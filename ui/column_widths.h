@@ -11,18 +11,15 @@ namespace ampwb::ui {
 
 class ColumnWidths {
  public:
-  explicit ColumnWidths(QTableView* table) : table_(table) {}
-
   // Every column to its contents and header: for a list shown for the first time.
-  void fit();
-  // After cells changed: widens a column whose contents grew since the last call and no longer fit; never narrows.
-  void widen_grown();
+  void fit(QTableView& table);
+  // After cells changed: widens a column whose cells grew since the last call and no longer fit; never narrows.
+  void widen_grown(QTableView& table);
+  // fit() for a new list, widen_grown() for the same list read again.
+  void follow(QTableView& table, bool new_list) { new_list ? fit(table) : widen_grown(table); }
 
  private:
-  std::vector<int> contents() const;  // each column's cells' width, as resizeColumnToContents measures them
-
-  QTableView* table_;
-  std::vector<int> last_;  // contents() at the last call
+  std::vector<int> last_;  // each column's cells' width (sizeHintForColumn) at the last call
 };
 
 }  // namespace ampwb::ui

@@ -118,7 +118,6 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->setAlternatingRowColors(true);
   table_->verticalHeader()->hide();
-  widths_ = ColumnWidths(table_);
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
@@ -172,11 +171,7 @@ void RunsView::apply_polled(std::vector<RunsModel::Row> rows) {
   // grew too wide for it (a new run's name wrapped in two lines otherwise), and never narrows.
   const bool was_empty = model_->rowCount() == 0;
   model_->set_rows(std::move(rows));
-  if (was_empty && model_->rowCount() > 0) {
-    widths_.fit();
-  } else {
-    widths_.widen_grown();
-  }
+  widths_.follow(*table_, was_empty && model_->rowCount() > 0);
   update_count();
   bool selected_changed = false;
   for (size_t i = 0; i < selected.size(); ++i) {
@@ -199,12 +194,13 @@ void RunsView::hideEvent(QHideEvent* event) {
 
 void RunsView::reload() {
   const std::vector<int64_t> selected = selected_ids();
+  const bool was_empty = model_->rowCount() == 0;
   const QString error = attempt([&] {
     store_.recover_abandoned_runs();
     model_->reload(store_);
   });
   if (!error.isEmpty()) Q_EMIT status_message(tr("Run store: %1").arg(error));
-  widths_.fit();
+  widths_.follow(*table_, was_empty);
   select(selected);
   update_count();
   update_actions();

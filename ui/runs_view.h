@@ -89,7 +89,7 @@ class RunsView : public QWidget {
   RunsModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;
-  ColumnWidths widths_{nullptr};  // of table_
+  ColumnWidths widths_;  // of table_
   QLineEdit* filter_ = nullptr;
   QLabel* count_ = nullptr;
   QAction* export_model_action_ = nullptr;

@@ -95,7 +95,6 @@ SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_
   table_->setWordWrap(false);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
-  widths_ = ColumnWidths(table_);
   connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
     const int64_t run = proxy_->data(index, SweepPointsModel::kRunRole).toLongLong();
     if (run != 0) Q_EMIT open_requested({run});
@@ -177,11 +176,7 @@ void SweepView::reload() {
   const bool other_points =
       results.sweep.id != current_sweep() || static_cast<int>(results.points.size()) != model_->rowCount();
   model_->set_results(results);
-  if (other_points) {
-    widths_.fit();
-  } else {
-    widths_.widen_grown();
-  }
+  widths_.follow(*table_, other_points);
   counts_->setText(list.empty() ? tr("No sweeps in this store yet: Run ▸ Sweep… or `ampwb sweep` starts one.")
                                 : QString::fromStdString(sweep_counts_text(results)));
   update_groups();

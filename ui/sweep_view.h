@@ -7,6 +7,7 @@
 #include <QWidget>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "column_widths.h"
 #include "store/run_store.h"
@@ -68,7 +69,7 @@ class SweepView : public QWidget {
   SweepPointsModel* model_ = nullptr;
   QSortFilterProxyModel* proxy_ = nullptr;
   QTableView* table_ = nullptr;
-  ColumnWidths widths_{nullptr};  // of table_
+  ColumnWidths widths_;  // of table_
   QTableWidget* groups_ = nullptr;
   QTimer* poll_ = nullptr;
   QAction* cancel_ = nullptr;
