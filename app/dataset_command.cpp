@@ -71,7 +71,7 @@ int inspect(const InspectOptions& options) {
   if (!r.trainable()) {
     // A report read on the terminal ends with its "error:" lines already; elsewhere stderr is what a reader sees.
     std::string message = " (the error lines above say why)";
-    if (options.json || !::isatty(STDOUT_FILENO)) {
+    if (options.json || !::isatty(STDOUT_FILENO) || !::isatty(STDERR_FILENO)) {
       message = ":";
       for (size_t i = 0; i < r.errors.size(); ++i) message += (i ? "; " : " ") + r.errors[i];
     }

@@ -153,7 +153,8 @@ std::string slurm_failure(const std::string& program, const std::string& output)
     return "this machine is not a Slurm client: " + program +
            " finds no slurm.conf (set SLURM_CONF to the cluster's, or run this on a node of the cluster)";
   if (output.find("Unable to contact slurm controller") != std::string::npos)
-    return "Slurm's controller does not answer (" + program + ": Unable to contact slurm controller)";
+    return "cannot reach Slurm's controller at the host and port slurm.conf names (" + program +
+           ": Unable to contact slurm controller)";
   return output;
 }
 

@@ -266,11 +266,11 @@ TEST(SweepCli, ASweepSlurmCannotTakeSaysWhyInAUsersWords) {
   TempDir dir("sweep_no_controller");
   const std::string db = dir.file("runs.sqlite");
   const std::string conf = dir.file("slurm.conf");
-  std::ofstream(conf) << "ClusterName=nowhere\nSlurmctldHost=localhost\nSlurmctldPort=1\n";
+  std::ofstream(conf) << "ClusterName=nowhere\nSlurmctldHost=localhost\nSlurmctldPort=1\nMessageTimeout=2\n";
   const std::vector<std::string> argv = tiny_sweep(db, 1, 2, {"--seed", "0,1", "--on", "slurm"});
   const Result down = ampwb(argv, {"/usr/bin/env", "SLURM_CONF=" + conf});
   EXPECT_NE(down.status, 0);
-  expect_contains(down.output, "sbatch failed: Slurm's controller does not answer");
+  expect_contains(down.output, "sbatch failed: cannot reach Slurm's controller at the host and port slurm.conf names");
   expect_contains(down.output, "sweep 1 is recorded as cancelled");
 
   // Debian's slurm-wlm installs no slurm.conf, so without SLURM_CONF sbatch finds none, unless this machine was made a
