@@ -130,6 +130,17 @@ class FieldsKeepWhatWasTyped : public QObject {
     QVERIFY(child<QPushButton>(w, "trainButton")->isEnabled());
   }
 
+  // Before any run, the status line says what Train waits for, and that it waits for nothing once the data is fine.
+  void before_a_run_the_status_line_says_what_train_waits_for() {
+    MainWindow w(dir_.filePath("ready.sqlite"));
+    auto* status = child<QLabel>(w, "statusLine");
+    w.setup()->set_dataset_path(QString());
+    QCOMPARE(status->text(), QString("Cannot train: no dataset folder is chosen."));
+    w.setup()->set_dataset_path(data_);
+    QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
+    QCOMPARE(status->text(), QString("Ready: click Train."));
+  }
+
   // The engine refuses warm-up epochs beyond the epochs, naming the setting by its key in neutral words: the GUI says
   // it with the field's label, marks that field (opening Advanced, where it sits), and an edit clears the mark.
   void a_setting_the_engine_refuses_is_named_by_its_field() {

@@ -32,7 +32,7 @@ RunControls::RunControls(QWidget* parent) : QWidget(parent) {
   eta_ = new QLabel;
   eta_->setObjectName("eta");
   eta_->setFixedWidth(eta_->fontMetrics().horizontalAdvance("ETA 99 min 59 s  ") + 8);  // no relayout as it changes
-  status_ = new QLabel(tr("Ready: choose a dataset and click Train."));
+  status_ = new QLabel;
   status_->setObjectName("statusLine");
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   status_->setTextFormat(Qt::PlainText);  // errors quote run names and paths: user text, never HTML
@@ -94,9 +94,12 @@ void RunControls::set_train_blocked(const QString& why) {
   blocked_ = why;
   train_->setToolTip(plain_tooltip(why));
   set_state(state_);
+  // Until a run says something, the status line says what Train waits for, or that it waits for nothing.
+  if (!status_told_) status_->setText(why.isEmpty() ? tr("Ready: click Train.") : why + '.');
 }
 
 void RunControls::set_status(const QString& text) {
+  status_told_ = true;
   status_->setText(text);
   status_->setToolTip(plain_tooltip(text));  // the label shows two lines; the tooltip all of it
 }

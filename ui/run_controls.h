@@ -20,7 +20,8 @@ class RunControls : public QWidget {
 
   enum class State { Idle, Preparing, Training, Paused, Stopping };
   void set_state(State state);
-  // Train stays disabled, saying why in its tooltip, while `why` is not empty (a dataset that cannot be trained on).
+  // Train stays disabled, saying why in its tooltip (and in the status line until a run has used it), while `why` is
+  // not empty (a dataset that cannot be trained on).
   void set_train_blocked(const QString& why);
   State state() const { return state_; }
 
@@ -46,6 +47,7 @@ class RunControls : public QWidget {
  private:
   State state_ = State::Idle;
   QString blocked_;
+  bool status_told_ = false;  // set_status has been called: the line no longer follows the block
   QPushButton* train_ = nullptr;
   QPushButton* pause_ = nullptr;
   QPushButton* stop_ = nullptr;
