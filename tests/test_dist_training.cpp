@@ -152,6 +152,37 @@ TEST(DataParallelStepOverflow, AnInfOnOneRankSkipsTheStepOnEveryRank) {
     EXPECT_EQ(crc32c(fresh.initial[p].data(), fresh.initial[p].size() * sizeof(float)), sums[p]) << "parameter " << p;
 }
 
+// Batch norm per rank: each rank's batch moves its running statistics its own way; before validation the trainer
+// gives every rank rank 0's, so that the ranks' shards are scored on one model.
+TEST(DataParallelBuffers, RankZerosRunningStatisticsReachEveryRank) {
+  CpuBackend backend({1});
+  Rng rng(kModelSeed);
+  StepRig rig(backend, "fp32", kModel, rng);
+  std::vector<Buffer*> buffers;
+  rig.model.collect_buffers(buffers);
+  GradientReducer reducer(world(), rig.model.parameters());
+  reducer.broadcast_from_rank0(buffers);
+  rig.step.set_gradient_reducer(&reducer);
+  const Batch batch = batch_of(world().rank());
+  rig.step.run(batch.images, batch.labels, 0.1f);
+  const auto checksums = [&] {
+    std::vector<uint32_t> sums;
+    for (Buffer* b : buffers) sums.push_back(crc32c(b->value.data(), b->value.nbytes()));
+    return sums;
+  };
+  const std::vector<uint32_t> own = checksums();
+  const std::vector<uint32_t> rank_zeros = rank_zero_values(own);
+  if (world().rank() != 0) {
+    EXPECT_NE(rank_zeros, own) << "the ranks' batches moved them alike";
+  }
+  reducer.broadcast_buffers_from_rank0(buffers);
+  const std::vector<uint32_t> after = checksums();
+  EXPECT_EQ(rank_zero_values(after), after);
+  if (world().rank() == 0) {
+    EXPECT_EQ(after, own) << "rank 0's own statistics changed";
+  }
+}
+
 // ---- Synchronised batch norm: two ranks at batch B against one process at batch 2B ---------------------------------
 
 constexpr int kSyncSteps = 20, kPerRank = 4, kImageValues = 3 * 8 * 8;

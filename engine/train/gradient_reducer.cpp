@@ -63,20 +63,25 @@ GradientReducer::~GradientReducer() {
   thread_.join();
 }
 
+void GradientReducer::broadcast(const Tensor& t, const std::string& name) {
+  require_reachable(communicator_, t, name);
+  if (communicator_.reduces_device_memory())
+    communicator_.broadcast_on_device(t.data(), t.nbytes(), 0);
+  else
+    communicator_.broadcast(t.data(), t.nbytes(), 0);
+}
+
 void GradientReducer::broadcast_from_rank0(const std::vector<Buffer*>& buffers) {
-  const auto broadcast = [&](const Tensor& t, const std::string& name) {
-    require_reachable(communicator_, t, name);
-    if (communicator_.reduces_device_memory())
-      communicator_.broadcast_on_device(t.data(), t.nbytes(), 0);
-    else
-      communicator_.broadcast(t.data(), t.nbytes(), 0);
-  };
   for (Parameter* p : params_) {
     broadcast(p->value, p->name);
     ++p->version;  // a low-precision compute copy follows the new values
   }
+  broadcast_buffers_from_rank0(buffers);
+}
+
+void GradientReducer::broadcast_buffers_from_rank0(const std::vector<Buffer*>& buffers) {
   for (Buffer* b : buffers) broadcast(b->value, b->name);
-  communicator_.join_device_collectives();  // the first step reads the broadcast values
+  communicator_.join_device_collectives();  // the next forward pass reads the broadcast values
 }
 
 void GradientReducer::begin() {

@@ -43,6 +43,9 @@ class GradientReducer {
 
   // Rank 0's parameter values and buffers copied to every rank (on the calling thread: no step is under way).
   void broadcast_from_rank0(const std::vector<Buffer*>& buffers);
+  // Rank 0's buffers alone (batch norm's running statistics, which each rank's own batches move), as
+  // DistributedDataParallel's broadcast_buffers does before a forward pass: validation then runs rank 0's model.
+  void broadcast_buffers_from_rank0(const std::vector<Buffer*>& buffers);
 
   // One step's mean, on the trainer's thread: begin() before backward; gradients_final(layer) as backward leaves a
   // layer whose parameters' gradients will not change again this step (each bucket complete in order goes to the
@@ -69,6 +72,8 @@ class GradientReducer {
   double waiting_seconds() const { return waiting_seconds_; }
 
  private:
+  void broadcast(const Tensor& t, const std::string& name);  // rank 0's `t` to every rank
+
   struct Bucket {
     std::vector<Parameter*> params;
     std::vector<size_t> sizes;  // each parameter's floats

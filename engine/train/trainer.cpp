@@ -776,6 +776,11 @@ std::optional<RunEnd> Trainer::Run::end_epoch(const EpochStart& start) {
   if (any_rank(trainer_.cancel_)) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
   const double train_seconds = at_.seconds_before + seconds_since(start.time);
   const MachineLoad load = start.load.stop();
+  if (reducer_) {  // every rank validates its shard on rank 0's model, the one checkpointed
+    std::vector<Buffer*> buffers;
+    model_.collect_buffers(buffers);
+    reducer_->broadcast_buffers_from_rank0(buffers);
+  }
   const auto validation_start = Clock::now();
   const Evaluation val = evaluate(
       model_, *backend_, validation_data_, config_.topk,
