@@ -462,9 +462,11 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
     std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
   if (end.status == RunStatus::Failed && end.reason != recorder.error())
     std::fprintf(stderr, "ampwb train: error: %s\n", said_with_flag(end.setting, end.reason).c_str());
-  if (end.status == RunStatus::Finished && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
+  // A finished run cannot be resumed: its checkpoints are only disk space, once the store holds its end. Until then
+  // the store shows it interrupted, and its checkpoint is what lets it finish again.
+  if (end.status == RunStatus::Finished && recorded && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
       !c.keep_checkpoints) {
-    std::error_code ignored;  // a finished run cannot be resumed: its checkpoints are only disk space
+    std::error_code ignored;
     std::filesystem::remove_all(c.checkpoint_dir, ignored);
   }
   // Another rank was lost (dist/collective_timeout.h): this process ends, and with it, through mpirun, every rank.

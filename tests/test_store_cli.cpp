@@ -546,6 +546,36 @@ TEST(StoreCli, AFullDiskStopsTheRunWithAClearErrorAndKeepsCompletedEpochs) {
   EXPECT_GE(printed, 1u) << "the limit left no room for a single epoch: raise it";
 }
 
+// A run that trained to its end but whose end the store refused (here a trigger, where a store locked for a minute
+// or a lost database would) keeps its checkpoint: the store shows it interrupted, and it finishes on resume.
+TEST(StoreCli, ARunWhoseEndCannotBeRecordedKeepsItsCheckpointAndResumes) {
+  TempDir dir("end_unrecorded");
+  const std::string db = dir.file("runs.sqlite");
+  ASSERT_EQ(ampwb(tiny_training(db, 1, 1)).status, 0);  // run 1 makes the store
+  const auto sql = [&](const char* statement) {
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(handle, statement, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(handle);
+    sqlite3_close(handle);
+  };
+  sql("CREATE TRIGGER refuse_end BEFORE UPDATE OF status ON runs WHEN NEW.status = 'finished' "
+      "BEGIN SELECT RAISE(ABORT, 'the end cannot be written'); END");
+  const Result r = ampwb(tiny_training(db, 1, 2));
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "the run was not fully recorded");
+  sql("DROP TRIGGER refuse_end");
+  {
+    RunStore store(db, RunStore::Mode::Existing);
+    EXPECT_EQ(store.run(2).status, RunStatus::Interrupted);
+    const std::vector<CheckpointInfo> checkpoints = store.checkpoints(2);
+    ASSERT_FALSE(checkpoints.empty());
+    EXPECT_TRUE(fs::exists(checkpoints.back().path)) << checkpoints.back().path;
+  }
+  const Result resumed = ampwb({"train", "--resume", "2", "--db", db});
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(RunStore(db, RunStore::Mode::ReadOnly).run(2).status, RunStatus::Finished);
+}
+
 TEST(StoreCli, ANameWithAControlCharacterFromAnOlderStoreCannotBreakTheTable) {
   TempDir dir("control_name");
   const std::string db = dir.file("runs.sqlite");

@@ -417,8 +417,9 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   }
   controls_->set_status(text);
   show_status(text, 10000);
-  if (end.status == RunStatus::Finished && !checkpoint_dir_.empty()) {
-    std::error_code ec;  // a finished run cannot be resumed: its checkpoint is only disk space
+  // A finished run cannot be resumed: its checkpoint is only disk space, once the store holds its end.
+  if (end.status == RunStatus::Finished && store_error.isEmpty() && !checkpoint_dir_.empty()) {
+    std::error_code ec;
     std::filesystem::remove_all(checkpoint_dir_, ec);
   }
   checkpoint_dir_.clear();
