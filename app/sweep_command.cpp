@@ -491,10 +491,11 @@ int sweep_point_command(const SweepIdOptions& o) {
       throw Error("sweep " + std::to_string(id) + " point " + std::to_string(shown) +
                   " has no configuration: " + e.what());
     }
-    if (config.checkpoint_dir.empty())
-      config.checkpoint_dir = (fs::path(new_checkpoint_dir(store.path())).parent_path() /
-                               ("sweep-" + sweep_stamp(sweep(store, id)) + "-point-" + std::to_string(shown)))
-                                  .string();
+    // Each point a folder of its own, under the sweep's --checkpoint-dir if it has one: a folder holds one run's.
+    const fs::path base = config.checkpoint_dir.empty() ? fs::path(new_checkpoint_dir(store.path())).parent_path()
+                                                        : fs::path(config.checkpoint_dir);
+    config.checkpoint_dir =
+        (base / ("sweep-" + sweep_stamp(sweep(store, id)) + "-point-" + std::to_string(shown))).string();
   }
   std::fflush(stdout);
   TrainingOutcome outcome;

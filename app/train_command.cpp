@@ -518,6 +518,9 @@ int train_command(const TrainOptions& options) {
   } else if (!c.name.empty()) {
     store.check_new_name(c.name);
   }
+  // A configuration taken from a stored run names that run's own checkpoint folder: this run gets one of its own.
+  if (resume.empty() && !options.config_file.empty() && is_own_checkpoint_dir(store.path(), c.checkpoint_dir))
+    c.checkpoint_dir.clear();
   // Checkpoints by default, beside the store, as the GUI does; a folder made here goes when the run finishes.
   if (resume.empty() && c.checkpoint_dir.empty() && !no_checkpoint) c.checkpoint_dir = new_checkpoint_dir(store.path());
   RecordedRun how;

@@ -227,7 +227,7 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
       "numerics_every");
   run(command
           ->add_option("--checkpoint-dir", c.checkpoint_dir,
-                       "where checkpoints go (default: a folder beside the run store)")
+                       "where checkpoints go, a folder for this run alone (default: one beside the run store)")
           ->type_name("DIR"),
       "checkpoint_dir");
 }

@@ -357,6 +357,35 @@ TEST(StoreCli, AnUnwritableCheckpointFolderIsRefusedBeforeTheRunIsStored) {
   EXPECT_TRUE(RunStore(db, RunStore::Mode::Existing).runs().empty());
 }
 
+// A folder holds one run's checkpoints: a new run is refused one that holds another's (which that run would resume
+// from), and a configuration copied from a stored run trains with a folder of its own, leaving that run's alone.
+TEST(StoreCli, ARunIsRefusedAnotherRunsCheckpointFolder) {
+  TempDir dir("shared-checkpoints");
+  const std::string db = dir.file("runs.sqlite"), folder = dir.file("mine");
+  std::vector<std::string> args = tiny_training(db, 1, 2);
+  args.insert(args.end(), {"--checkpoint-dir", folder});
+  ASSERT_EQ(ampwb(args).status, 0);  // a folder of the user's: kept
+  const std::string kept = read_text(folder + "/checkpoint.ampwb");
+  const Result again = ampwb(args);
+  EXPECT_EQ(again.status, 1) << again.output;
+  expect_contains(again.output,
+                  "--checkpoint-dir: the checkpoint folder " + folder + " holds another run's checkpoint");
+  EXPECT_EQ(read_text(folder + "/checkpoint.ampwb"), kept);
+  EXPECT_EQ(RunStore(db, RunStore::Mode::Existing).runs().size(), 1u);
+
+  std::vector<std::string> kept_run = tiny_training(db, 1, 2);
+  kept_run.push_back("--keep-checkpoint");  // run 2, its checkpoint in a folder beside the store
+  ASSERT_EQ(ampwb(kept_run).status, 0);
+  const json config = json::parse(ampwb({"show", "2", "--json", "--db", db}).output)["config"];
+  const std::string own = config["checkpoint_dir"];
+  std::ofstream(dir.file("config.json")) << config.dump();
+  const Result copied = ampwb({"train", "--config", dir.file("config.json"), "--db", db});
+  ASSERT_EQ(copied.status, 0) << copied.output;
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  EXPECT_NE(store.run(3).config.checkpoint_dir, own);
+  EXPECT_TRUE(fs::exists(own + "/checkpoint.ampwb")) << "run 2's checkpoint is gone";
+}
+
 TEST(StoreCli, BackupWhileARunRecordsIsAWholeStore) {
   TempDir dir("backup");
   const std::string db = dir.file("runs.sqlite");

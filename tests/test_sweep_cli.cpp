@@ -101,6 +101,23 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
   expect_contains(again.output, "sweep 1 point 4: finished, nothing to run");
 }
 
+// A sweep's --checkpoint-dir holds a folder for each point: a folder holds one run's checkpoints.
+TEST(SweepCli, EachPointCheckpointsIntoAFolderOfItsOwn) {
+  TempDir dir("sweep_checkpoints");
+  const std::string db = dir.file("runs.sqlite"), folder = dir.file("mine");
+  const Result r = ampwb(tiny_sweep(db, 1, 2, {"--seed", "0,1", "--checkpoint-dir", folder}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  std::set<std::string> folders;
+  for (const RunRecord& run : store.runs()) {
+    EXPECT_EQ(run.status, RunStatus::Finished) << run.end_reason;
+    EXPECT_EQ(fs::path(run.config.checkpoint_dir).parent_path(), fs::path(folder));
+    EXPECT_TRUE(fs::exists(run.config.checkpoint_dir + "/checkpoint.ampwb")) << "a folder of the user's is kept";
+    folders.insert(run.config.checkpoint_dir);
+  }
+  EXPECT_EQ(folders.size(), 2u);
+}
+
 TEST(SweepCli, RefusesABadValueBeforeWritingAnything) {
   TempDir dir("sweep_refused");
   const std::string db = dir.file("runs.sqlite");
