@@ -350,6 +350,7 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
   if (end.status == RunStatus::Failed || end.status == RunStatus::Interrupted)
     std::fprintf(stderr, "ampwb train: rank %d: error: %s\n", world.rank(),
                  said_with_flag(end.setting, end.reason).c_str());
+  if (end.status == RunStatus::Failed) world.exiting_on_failure();  // the others may wait for this rank's next step
   return end.status == RunStatus::Finished ? 0 : 1;
 }
 
@@ -531,7 +532,9 @@ int train_command(const TrainOptions& options) {
   how.launcher = launch.launcher;
   how.for_ranks = &for_ranks;
   how.keep_final_weights = !options.no_keep_weights;
-  return train_recorded(store, c, how).exit_code;
+  const TrainingOutcome outcome = train_recorded(store, c, how);
+  if (outcome.status == RunStatus::Failed) world->exiting_on_failure();  // as on the other ranks
+  return outcome.exit_code;
 }
 
 }  // namespace

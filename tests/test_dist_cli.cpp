@@ -60,6 +60,22 @@ TEST(DistCli, ARefusalOnRankZeroEndsEveryRank) {
   EXPECT_FALSE(fs::exists(dir.file("runs.sqlite"))) << "refused before the store was opened";
 }
 
+// A failure rank 0 alone meets once the ranks train (here its checkpoint folder, which it alone writes) ends the
+// other rank, waiting in the step's first exchange, within the grace a failed rank gives, not the collective timeout.
+TEST(DistCli, AFailureOnOneRankEndsEveryRankSoon) {
+  TempDir dir("dist_failed_alone");
+  std::ofstream(dir.file("a-file")) << "not a folder\n";
+  std::vector<std::string> args = training(dir.file("runs.sqlite"));
+  args.insert(args.end(), {"--checkpoint-dir", dir.file("a-file") + "/checkpoints", "--collective-timeout", "600"});
+  const auto start = Clock::now();
+  const Result r = run(two_ranks(args, args));
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_NE(r.status, 0) << r.output;
+  expect_contains(r.output, "cannot write checkpoints to " + dir.file("a-file") + "/checkpoints");
+  expect_contains(r.output, "rank 0: ending the MPI job, since the other ranks did not end within 15 s");
+  EXPECT_LT(seconds, 120) << "the other rank waited for its collective timeout:\n" << r.output;
+}
+
 // `ampwb train --processes 2` starts mpirun itself: one run of two ranks, each with its share of the cores.
 TEST(DistCli, ProcessesStartsMpirunItself) {
   TempDir dir("dist_processes");

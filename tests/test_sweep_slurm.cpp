@@ -173,8 +173,9 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
         continue;  // times and speeds differ from run to run
       ++compared;
       EXPECT_NEAR(a.mean, b.mean, 1e-9) << on_slurm[g].first << ": " << a.metric;
-      if (!std::isnan(a.std) || !std::isnan(b.std))  // NaN both: a group of one run has no spread
+      if (!std::isnan(a.std) || !std::isnan(b.std)) {  // NaN both: a group of one run has no spread
         EXPECT_NEAR(a.std, b.std, 1e-9) << on_slurm[g].first << ": " << a.metric;
+      }
     }
   }
   EXPECT_GE(compared, 8);

@@ -16,6 +16,11 @@ namespace ampwb {
 // oneDNN's primitive creation; rank 0 writing a checkpoint while the others wait), yet a bound.
 inline constexpr std::chrono::milliseconds kDefaultCollectiveTimeout = std::chrono::minutes(10);
 
+// How long a rank that failed waits at exit for the others to end too (Communicator::exiting_on_failure): a failure
+// every rank shares reaches their exits within it (rank 0 records the run's end first); one the others do not share
+// leaves them in a collective, and the job is ended.
+inline constexpr std::chrono::seconds kFailedRankGrace{15};
+
 // A collective waited past its timeout for `ranks` (those that did not answer; empty where every rank answered but
 // the collective still did not complete). The run can go on from its last checkpoint, so the trainer ends it as
 // interrupted, not failed; the communicator is unusable afterwards, and the process ends the whole MPI job at exit.

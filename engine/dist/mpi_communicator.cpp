@@ -5,9 +5,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -22,7 +26,8 @@ constexpr size_t kMaxPiece = size_t{1} << 30;
 // MPI starts once per process and ends once, at exit: this owner's destructor, which runs after every communicator
 // made during the run has gone (static objects are destroyed after main returns). Where a collective lost a rank, it
 // ends the MPI job instead: MPI_Finalize would wait for the lost rank forever, and MPI_Abort makes mpirun end every
-// rank, the hung one too.
+// rank, the hung one too. Where this process failed, MPI_Finalize waits for every rank, which may be waiting in a
+// collective for this one: past kFailedRankGrace, the job is ended too.
 class MpiRuntime {
  public:
   static MpiRuntime& instance() {
@@ -34,21 +39,42 @@ class MpiRuntime {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
-    if (MpiCollectiveWait::lost_a_rank()) {
-      // Said here because mpirun's own account of the abort is not always printed (its help text can fail to send).
-      int rank = 0;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      std::fprintf(stderr, "rank %d: ending the MPI job, since a rank did not answer\n", rank);
-      std::fflush(nullptr);  // MPI_Abort ends the process before exit would flush what it printed
-      MPI_Abort(MPI_COMM_WORLD, 1);
+    if (MpiCollectiveWait::lost_a_rank()) end_job("since a rank did not answer");
+    if (!started_here_) return;
+    std::thread watchdog;
+    if (failed_) {
+      watchdog = std::thread([this] {
+        std::unique_lock lock(mutex_);
+        if (!finalized_.wait_for(lock, kFailedRankGrace, [this] { return finalize_returned_; }))
+          end_job("since the other ranks did not end within " + std::to_string(kFailedRankGrace.count()) +
+                  " s of this rank's failure");
+      });
     }
-    if (started_here_) MPI_Finalize();
+    MPI_Finalize();
+    if (watchdog.joinable()) {
+      {
+        std::lock_guard lock(mutex_);
+        finalize_returned_ = true;
+      }
+      finalized_.notify_all();
+      watchdog.join();
+    }
   }
+
+  void set_failed() { failed_ = true; }
 
   MpiRuntime(const MpiRuntime&) = delete;
   MpiRuntime& operator=(const MpiRuntime&) = delete;
 
  private:
+  // MPI_Abort makes mpirun (or srun) end every rank of the job.
+  void end_job(const std::string& why) {
+    // Said here because mpirun's own account of the abort is not always printed (its help text can fail to send).
+    std::fprintf(stderr, "rank %d: ending the MPI job, %s\n", rank_, why.c_str());
+    std::fflush(nullptr);  // MPI_Abort ends the process before exit would flush what it printed
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+
   MpiRuntime() {
     int initialized = 0;
     MPI_Initialized(&initialized);
@@ -70,9 +96,15 @@ class MpiRuntime {
     }
     // Errors come back as codes, so that a failed collective becomes an Error naming the rank instead of an abort.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   }
 
   bool started_here_ = false;
+  int rank_ = 0;
+  std::atomic<bool> failed_{false};
+  std::mutex mutex_;
+  std::condition_variable finalized_;
+  bool finalize_returned_ = false;
 };
 
 std::string library_version() {
@@ -198,6 +230,8 @@ void MpiCommunicator::broadcast(void* data, size_t bytes, int root) {
     done += piece;
   }
 }
+
+void MpiCommunicator::exiting_on_failure() { MpiRuntime::instance().set_failed(); }
 
 void MpiCommunicator::barrier() {
   std::lock_guard lock(call_mutex_);

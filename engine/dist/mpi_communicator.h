@@ -35,6 +35,7 @@ class MpiCommunicator final : public Communicator {
   void all_reduce_sum(uint16_t* data, size_t count, Float16Format format) override;
   void broadcast(void* data, size_t bytes, int root) override;
   void barrier() override;
+  void exiting_on_failure() override;
 
   std::string describe() const override { return description_; }
 
