@@ -41,9 +41,11 @@ ShardPlan plan_shard(int64_t samples, int batch_size, bool drop_last, const Data
                          std::to_string(W) + " does not divide it): use a batch " + "size of 2 or more, or drop_last"));
   plan.shard_size = mine;
   for (int64_t i = 0; i <= batches; ++i) plan.begins.push_back(std::min(i * B, mine));
-  // One image short and so one batch short: the last full batch gives its last image to a batch of its own.
-  if (batches >= 1 && plan.begins[static_cast<size_t>(batches - 1)] == mine) {
-    plan.begins[static_cast<size_t>(batches - 1)] = mine - 1;
+  // The smallest shard's last batch empty or of one image: every rank shares its last two batches' images evenly,
+  // since batch norm cannot train on one image and a step one rank cannot take is skipped by all.
+  if (W > 1 && batches >= 2 && smallest - (batches - 1) * B < 2) {
+    const int64_t both = mine - (batches - 2) * B;
+    plan.begins[static_cast<size_t>(batches - 1)] = mine - both / 2;
   }
   return plan;
 }

@@ -6,9 +6,11 @@
 // some images are seen twice an epoch; this shard never pads, so every image is seen exactly once per epoch across
 // the ranks (their shards differ by at most one image), which keeps the epoch's loss and accuracy those of the
 // whole split. Every rank still runs the same number of batches, since the gradient all-reduce waits for every
-// rank at every step: a rank whose shard is one image short and would come out one batch short splits its last full
-// batch in two (B - 1 and 1), so at every step the ranks' batches differ by at most one image. Where that is
-// impossible (batch size 1 with W not dividing the split, or fewer images than ranks) every rank refuses alike.
+// rank at every step, and at every step the ranks' batches differ by at most one image. Where the smallest shard's
+// last batch would be empty or hold one image (batch norm cannot train on one, and a step one rank cannot take is
+// skipped by every rank), every rank shares its last two batches' images evenly; with a batch size of 2 or 3 that can
+// still leave one image, and that step is skipped. Where equal steps are impossible (batch size 1 with W not
+// dividing the split, or fewer images than ranks) every rank refuses alike.
 // With drop_last, as DistributedSampler(drop_last=True) with DataLoader(drop_last=True): every rank takes
 // floor(floor(N / W) / B) full batches and the rest of the epoch's order is left out.
 //
