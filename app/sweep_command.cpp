@@ -273,6 +273,9 @@ void time_sweep_here(RunStore& store, int64_t sweep) {
 int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   RunStore store(db, RunStore::Mode::Existing);
   const size_t total = sweep_points(store, sweep).size();
+  for (const int index : requeue_abandoned_points(store, sweep))
+    std::printf("point %d/%zu was left running by a sweep process that ended: requeued, to resume its run\n", index + 1,
+                total);
   struct sigaction action {
   }, old_int{}, old_term{};
   action.sa_handler = on_stop;

@@ -193,6 +193,45 @@ TEST(SweepCli, CtrlCLeavesThePointRequeuedAndSweepRunResumesIt) {
   EXPECT_FALSE(store.alternating_speed(run).has_value()) << "timed despite --no-timing";
 }
 
+// A sweep whose processes were all killed (SIGKILL: nothing could say how its points ended) leaves them marked
+// running; the next `sweep run` requeues those whose runs no process records, resumes them, and finishes the sweep.
+TEST(SweepCli, SweepRunResumesThePointsOfAKilledSweep) {
+  TempDir dir("sweep_killed");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> argv = tiny_sweep(db, 60, 1, {"--seed", "0,1,2", "-j", "2"});
+  argv.insert(argv.begin(), AMPWB_BINARY);
+  const std::string log = dir.file("sweep.log");
+  const pid_t sweep = spawn(argv, log);
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (!(point_has_epochs(db, 0, 1) && point_has_epochs(db, 1, 1)) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(point_has_epochs(db, 1, 1)) << read_text(log);
+  // The sweep first, so that it starts no more points; its points' processes lead process groups of their own,
+  // each killed by its command line.
+  ::kill(sweep, SIGKILL);
+  wait_exit(sweep);
+  int killed = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string command_line = read_text((entry.path() / "cmdline").string());
+    if (command_line.find(db) != std::string::npos && command_line.find("point") != std::string::npos)
+      killed += ::kill(std::stoi(entry.path().filename().string()), SIGKILL) == 0;
+  }
+  EXPECT_EQ(killed, 2);
+  {
+    RunStore store(db, RunStore::Mode::ReadOnly);
+    EXPECT_EQ(sweep_points(store, 1)[0].state, SweepPointState::Running);
+  }
+  const Result resumed = ampwb({"sweep", "run", "1", "--no-timing", "--db", db});
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  expect_contains(resumed.output, "point 1/3 was left running by a sweep process that ended: requeued");
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  for (const SweepPoint& p : sweep_points(store, 1)) {
+    EXPECT_EQ(p.state, SweepPointState::Finished) << "point " << p.index;
+    EXPECT_EQ(store.epochs(p.run_id).size(), 60u) << "point " << p.index;
+  }
+  EXPECT_EQ(store.runs().size(), 3u) << "a killed point started over instead of resuming its run";
+}
+
 TEST(SweepCli, ACancelledSweepStopsItsRunningPointAndRunsNoMore) {
   TempDir dir("sweep_cancelled");
   const std::string db = dir.file("runs.sqlite");

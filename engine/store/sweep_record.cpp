@@ -188,6 +188,29 @@ void return_point(RunStore& store, int64_t sweep, int index) {
   t.commit();
 }
 
+std::vector<int> requeue_abandoned_points(RunStore& store, int64_t sweep) {
+  SqlConnection& db = store.connection();
+  SqlTransaction t(db);
+  // A run still recorded by its process says running: opening the store marked every abandoned one interrupted.
+  SqlStatement q(db,
+                 "SELECT p.idx, r.status FROM sweep_points p JOIN runs r ON r.id = p.run_id "
+                 "WHERE p.sweep_id = ? AND p.state = 'running' AND r.status <> 'running' ORDER BY p.idx");
+  q.bind(1, sweep);
+  std::vector<std::pair<int, std::string>> abandoned;
+  while (q.step()) abandoned.emplace_back(static_cast<int>(q.int64(0)), q.text(1));
+  q.reset();
+  std::vector<int> requeued;
+  for (const auto& [index, run_status] : abandoned) {
+    SweepPointState state = SweepPointState::Requeued;
+    if (run_status == run_status_name(RunStatus::Finished)) state = SweepPointState::Finished;
+    if (run_status == run_status_name(RunStatus::Failed)) state = SweepPointState::Failed;
+    if (state == SweepPointState::Requeued) requeued.push_back(index);
+    update_point(db, sweep, index, state);
+  }
+  t.commit();
+  return requeued;
+}
+
 int cancel_sweep(RunStore& store, int64_t sweep) {
   SqlConnection& db = store.connection();
   SqlTransaction t(db);

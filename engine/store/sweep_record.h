@@ -57,6 +57,10 @@ void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState 
 void set_point_run(RunStore& store, int64_t sweep, int index, int64_t run);
 // A point taken but not started again (Ctrl-C before it began): queued once more.
 void return_point(RunStore& store, int64_t sweep, int index);
+// Points still marked running whose run no process records any more (the sweep's processes were killed): an
+// interrupted or cancelled run's point requeued, to resume from its checkpoint; a finished or failed one's marked
+// so. Returns the indexes requeued. A point with no run yet cannot be told from one just starting: it stays.
+std::vector<int> requeue_abandoned_points(RunStore& store, int64_t sweep);
 
 // Cancels the sweep: no point starts any more, and every point not final is marked cancelled. Returns how many.
 int cancel_sweep(RunStore& store, int64_t sweep);
