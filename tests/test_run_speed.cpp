@@ -118,6 +118,7 @@ TEST(RunSpeed, RoundsTimedInAlternationGiveTheMedianRatioAndItsRange) {
   EXPECT_NEAR(s.low, 1.4, 1e-12);
   EXPECT_NEAR(s.high, 1.6, 1e-12);
   EXPECT_TRUE(s.distinguishable());
+  EXPECT_EQ(speed_up_text(s), "1.55\u00d7 (97% interval 1.40\u20131.60)") << "1 - 2^-5 for 6 rounds";
   const SpeedUp few = speed_up_over_rounds({150, 144}, {100, 90});
   EXPECT_NEAR(few.ratio, 1.55, 1e-12);
   EXPECT_FALSE(few.distinguishable()) << "two rounds bound nothing";

@@ -103,6 +103,7 @@ SpeedUp speed_up_over_rounds(const std::vector<double>& run, const std::vector<d
   s.ratio = quantile(ratios, 0.5);
   s.low = 0, s.high = std::numeric_limits<double>::infinity();
   if (ratios.size() >= kIntervalRounds) s.low = ratios.front(), s.high = ratios.back();  // sorted by quantile()
+  s.confidence = 1 - std::ldexp(1.0, 1 - static_cast<int>(ratios.size()));
   return s;
 }
 
@@ -117,7 +118,8 @@ std::string speed_up_text(const SpeedUp& s) {
   if (!s.known()) return "-";
   std::string out = ratio_number(s.ratio) + "\u00d7";
   if (std::isinf(s.high)) return out + " (too few steps for an interval): not distinguishable from 1.0\u00d7";
-  out += " (95% interval " + ratio_number(s.low) + "\u2013" + ratio_number(s.high) + ")";
+  out += " (" + std::to_string(std::lround(100 * s.confidence)) + "% interval " + ratio_number(s.low) + "\u2013" +
+         ratio_number(s.high) + ")";
   return s.distinguishable() ? out : out + ": not distinguishable from 1.0\u00d7";
 }
 

@@ -46,7 +46,8 @@ RunSpeed measure_speed(const std::vector<StepReport>& steps, int batch_size, int
 
 struct SpeedUp {
   double ratio = 0;          // 0 when either speed is unknown
-  double low = 0, high = 0;  // the 95% interval; 0 and infinity when either run has too few steps for one
+  double low = 0, high = 0;  // the interval; 0 and infinity when either run has too few steps for one
+  double confidence = 0.95;  // that it holds the true ratio: 95% for two runs' steps, 97% for 6 rounds in alternation
   bool known() const { return ratio > 0; }
   // The interval leaves out 1.0: the runs' speeds differ by more than their own step-to-step noise.
   bool distinguishable() const { return known() && (low > 1 || high < 1); }
@@ -64,7 +65,7 @@ SpeedUp speed_up_over_rounds(const std::vector<double>& run, const std::vector<d
 // neither.
 SpeedUp alternating_speed_up(const AlternatingSpeed& timed, int64_t run, int64_t baseline);
 
-// "1.32× (95% interval 1.25–1.40)", "0.98× (95% interval 0.93–1.04): not distinguishable from 1.0×", "-".
+// "1.32× (95% interval 1.25–1.40)", "0.98× (97% interval 0.93–1.04): not distinguishable from 1.0×", "-".
 std::string speed_up_text(const SpeedUp& s);
 // "1.32×" (faster) or "1.6× slower": the ratio alone, as a sentence reads it.
 std::string speed_up_ratio_text(const SpeedUp& s);
