@@ -144,14 +144,15 @@ int store_check_command(const StoreOptions& options) {
   }
   if (is_database_server(path)) {
     std::printf(
-        "keep a copy (ampwb store backup FILE): it takes every run with its records and leaves the rows without a "
-        "run behind; ampwb store copy FILE into an empty database makes a whole store of it\n");
+        "keep a copy (ampwb store backup --db '%s' FILE): it takes every run with its records and leaves the rows "
+        "without a run behind; ampwb store copy FILE into an empty database makes a whole store of it\n",
+        location_without_password(path).c_str());
     return 1;
   }
   std::printf(
-      "keep a copy (ampwb store backup FILE), then recover what is readable into a new store:\n"
+      "keep a copy (ampwb store backup --db '%s' FILE), then recover what is readable into a new store:\n"
       "  sqlite3 '%s' .recover | sqlite3 recovered.sqlite    (SQLite's shell: Debian package sqlite3)\n",
-      path.c_str());
+      path.c_str(), path.c_str());
   return 1;
 }
 
@@ -224,8 +225,19 @@ int store_backup_command(const StoreOptions& options) {
   if (is_database_server(path)) return backup_database_server(path, options.file);
   const RunStore store(path, RunStore::Mode::ReadOnly);
   store.backup_to(options.file);
-  std::printf("backed up the run store '%s' (%zu runs) to '%s'\n", path.c_str(), store.runs().size(),
-              options.file.c_str());
+  size_t runs = 0;
+  try {
+    runs = store.runs().size();
+  } catch (const StoreError& e) {
+    if (!e.damaged()) throw;
+    // The copy is the store page for page, what a recovery should start from: kept, and said to be damaged too.
+    std::printf(
+        "backed up the damaged run store '%s' to '%s', as it is: its runs cannot be listed (%s); ampwb store "
+        "check says what is damaged\n",
+        path.c_str(), options.file.c_str(), e.what());
+    return 0;
+  }
+  std::printf("backed up the run store '%s' (%zu runs) to '%s'\n", path.c_str(), runs, options.file.c_str());
   return 0;
 }
 

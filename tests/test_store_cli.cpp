@@ -309,6 +309,12 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "is damaged");
   expect_contains(r.output, ".recover");
+  expect_contains(r.output, "keep a copy (ampwb store backup --db '" + db + "' FILE)");
+  // The copy the advice asks for is made, damage and all, and said to be so.
+  r = ampwb({"store", "backup", "--db", db, dir.file("copy.sqlite")});
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "backed up the damaged run store '" + db + "' to '" + dir.file("copy.sqlite") + "'");
+  EXPECT_EQ(fs::file_size(dir.file("copy.sqlite")), damaged_bytes.size());
   r = ampwb(tiny_training(db, 1, 1));
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "the run store '" + db + "' is damaged");
