@@ -313,8 +313,10 @@ struct Result {
   std::string output;
 };
 
-Result run_ampwb(const std::string& arguments) {
-  const std::string command = std::string(AMPWB_BINARY) + " " + arguments + " 2>&1";
+// `env_changes`: env's options before the program, "-u DISPLAY" say.
+Result run_ampwb(const std::string& arguments, const std::string& env_changes = "") {
+  const std::string command =
+      (env_changes.empty() ? "" : "/usr/bin/env " + env_changes + " ") + AMPWB_BINARY + " " + arguments + " 2>&1";
   Result r{-1, ""};
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return r;
@@ -593,6 +595,15 @@ TEST(Cli, EveryCommandsHelpComesFromTheParserAndNamesItsFlags) {
   EXPECT_EQ(top.output.find("--scaler-preset"), std::string::npos) << "a command's flags are in its own help";
   EXPECT_EQ(run_ampwb("--version").output, std::string("ampwb ") + AMPWB_VERSION + "\n");
   EXPECT_EQ(run_ampwb("help frobnicate").status, 2);
+}
+
+// Without a display, the workbench says so and what to do, where Qt would abort telling to reinstall it.
+TEST(Cli, WithoutADisplayTheWorkbenchSaysSo) {
+  const fs::path db = fs::temp_directory_path() / ("ampwb_no_display_" + std::to_string(::getpid()) + ".sqlite");
+  const Result r = run_ampwb("--db '" + db.string() + "'", "-u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("ampwb: no display to open the workbench on"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(db)) << "nothing was made";
 }
 
 TEST(Cli, HelpListsTheDevicesThisMachineTrainsOnAndWhatEachRuns) {

@@ -7,6 +7,9 @@
 #include <QPainter>
 #include <QPixmap>
 #include <QSvgRenderer>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include "core/error.h"
 #include "focused_wheel.h"
@@ -77,6 +80,17 @@ void init_application(QApplication& app) {
 }
 
 int run_gui(int argc, char** argv) {
+  // Without a display Qt aborts, saying to reinstall the application: said instead in the user's terms.
+  const auto set = [](const char* name) { return std::getenv(name) && *std::getenv(name); };
+  bool platform_flag = false;
+  for (int i = 1; i < argc; ++i) platform_flag = platform_flag || std::string_view(argv[i]) == "-platform";
+  if (!set("DISPLAY") && !set("WAYLAND_DISPLAY") && !set("QT_QPA_PLATFORM") && !platform_flag) {
+    std::fprintf(
+        stderr,
+        "ampwb: no display to open the workbench on (DISPLAY and WAYLAND_DISPLAY are not set): run it in a "
+        "desktop session, or give a command (ampwb --help lists them; ampwb train trains without a display)\n");
+    return 1;
+  }
   init_high_dpi();
   QApplication app(argc, argv);
   init_application(app);
