@@ -375,6 +375,11 @@ TEST(RunResume, RefusesByNameAndChangesOnlySettingsThatLeaveTheCurvesAlone) {
   store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, 1.0);
   expect_contains(resume_refusal(store, id), "recorded no checkpoint");
   EXPECT_FALSE(store.resumable(id));
+  TrainConfig checkpointed = config_named("killed");  // with checkpoints, killed before its first
+  checkpointed.checkpoint_dir = dir.file("killed");
+  const int64_t killed = store.begin_run(checkpointed, info(), "fp");
+  store.end_run(killed, {RunStatus::Interrupted, "killed"}, {}, 1.0);
+  expect_contains(resume_refusal(store, killed), "'killed') ended before its first checkpoint");
   store.add_checkpoint(id, {3, 150, checkpoint});
   EXPECT_EQ(resume_refusal(store, id), "");
   EXPECT_TRUE(store.resumable(id));

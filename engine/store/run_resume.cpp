@@ -21,7 +21,11 @@ std::string resume_refusal(const RunStore& store, int64_t run) {
   if (!r.unreadable.empty()) return run_words(r) + " cannot be resumed: " + r.unreadable;
   const std::vector<CheckpointInfo> saved = store.checkpoints(run);
   if (saved.empty())
-    return run_words(r) + " recorded no checkpoint, so it cannot be resumed (train with checkpoints to resume)";
+    return r.config.checkpoint_dir.empty()
+               ? run_words(r) + " recorded no checkpoint, so it cannot be resumed (train with checkpoints to resume)"
+               : run_words(r) +
+                     " ended before its first checkpoint (one is written at the end of each epoch and "
+                     "when a run is stopped), so it cannot be resumed: train it anew";
   std::error_code ec;
   if (!std::filesystem::exists(saved.back().path, ec) && !std::filesystem::exists(saved.back().path + ".prev", ec))
     return "the checkpoint of " + run_words(r) + ", '" + saved.back().path + "', is missing";
