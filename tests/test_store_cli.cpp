@@ -363,6 +363,36 @@ TEST(StoreCli, AnUnwritableCheckpointFolderIsRefusedBeforeTheRunIsStored) {
   EXPECT_TRUE(RunStore(db, RunStore::Mode::Existing).runs().empty());
 }
 
+// A resume that passes over a damaged checkpoint for the previous one says so in the run's stored notes, beside those
+// its first process wrote.
+TEST(StoreCli, AResumeFromThePreviousCheckpointIsInTheRunsNotes) {
+  TempDir dir("resume_notes");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> args = tiny_training(db, 2, 2);
+  args.push_back("--keep-checkpoint");
+  ASSERT_EQ(ampwb(args).status, 0);
+  const std::vector<std::string> first_notes = RunStore(db, RunStore::Mode::ReadOnly).run(1).info.notes;
+  {  // as if killed after its last epoch was recorded: interrupted, its checkpoints kept
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(handle, "UPDATE runs SET status = 'interrupted'", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(handle);
+  }
+  const std::string checkpoint = RunStore(db, RunStore::Mode::ReadOnly).checkpoints(1).back().path;
+  {
+    std::fstream f(checkpoint, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(checkpoint) / 2));
+    f.put('\x5a');
+  }
+  const Result resumed = ampwb({"train", "--resume", "1", "--db", db});
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  const std::vector<std::string> notes = RunStore(db, RunStore::Mode::ReadOnly).run(1).info.notes;
+  ASSERT_EQ(notes.size(), first_notes.size() + 1) << resumed.output;
+  EXPECT_TRUE(std::equal(first_notes.begin(), first_notes.end(), notes.begin()));
+  expect_contains(notes.back(), "is damaged");
+  expect_contains(notes.back(), "previous checkpoint");
+}
+
 // A folder holds one run's checkpoints: a new run is refused one that holds another's (which that run would resume
 // from), and a configuration copied from a stored run trains with a folder of its own, leaving that run's alone.
 TEST(StoreCli, ARunIsRefusedAnotherRunsCheckpointFolder) {

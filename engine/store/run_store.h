@@ -188,6 +188,8 @@ class RunStore {
   void report_abandoned(RunRecord& r) const;
   void require_writable(const char* what) const;
   void reopen_owned(int64_t run, const RunInfo& info, const TrainConfig& config);
+  // Adds `notes` to the run's information, inside the caller's transaction; `again`: one already there too.
+  void append_notes(int64_t run, const std::vector<std::string>& notes, bool again);
   void touch(int64_t run, double duration_seconds);
   void insert_steps(int64_t run, const std::vector<StepReport>& steps);
   void insert_detail(int64_t run, const char* kind, int epoch, int64_t step, const std::string& json);

@@ -185,6 +185,7 @@ void RunStore::reopen_owned(int64_t run_id, const RunInfo& info, const TrainConf
       .bind(5, config.data_dir)
       .bind(6, run_id);
   reopen.run_deferred();
+  append_notes(run_id, info.notes, false);  // what this process adds (a damaged checkpoint passed over, say)
   for (const char* table : {"epochs", "histograms", "run_details"}) {
     SqlStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");
     forget.bind(1, run_id).bind(2, info.first_epoch).run_deferred();
@@ -329,6 +330,11 @@ void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {
 void RunStore::add_note(int64_t run, const std::string& note) {
   require_writable("add a note to a run");
   SqlTransaction t(*db_);  // read-modify-write of the run information, atomic against other writers
+  append_notes(run, {note}, true);
+  t.commit();
+}
+
+void RunStore::append_notes(int64_t run, const std::vector<std::string>& notes, bool again) {
   SqlStatement read(*db_, "SELECT info_json FROM runs WHERE id = ?");
   if (!read.bind(1, run).step())
     throw StoreError("no run " + std::to_string(run) + " in the run store '" + path() + "'");
@@ -336,10 +342,11 @@ void RunStore::add_note(int64_t run, const std::string& note) {
   read.reset();
   if (!info.is_object())
     throw StoreError("run store '" + path() + "': run " + std::to_string(run) + "'s information is not JSON");
-  info["notes"].push_back(note);
+  nlohmann::json& kept = info["notes"];
+  for (const std::string& note : notes)
+    if (again || std::find(kept.begin(), kept.end(), note) == kept.end()) kept.push_back(note);
   SqlStatement append(*db_, "UPDATE runs SET info_json = ? WHERE id = ?");
   append.bind(1, info.dump()).bind(2, run).run_deferred();
-  t.commit();
 }
 
 void RunStore::end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps, double duration_seconds) {
