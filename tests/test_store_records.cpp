@@ -492,6 +492,24 @@ const CompareRow& row(const Comparison& c, const std::string& label) {
   throw std::runtime_error("no row '" + label + "'");
 }
 
+// Activation gradients an amp-fp16 run stored in FP16 underflowed before any histogram saw them: its underflow row
+// says so, with the share below FP16's smallest normal, where an FP32 run's says what FP16 would lose.
+TEST(RunCompare, TheUnderflowOfGradientsAlreadyInFp16SaysSo) {
+  GradientHistogram h;
+  h.epoch = 1;
+  h.kind = "activation";
+  h.counts.assign(static_cast<size_t>(h.max_log2 - h.min_log2 + 1), 0);
+  h.counts[static_cast<size_t>(-20 - h.min_log2)] = 30;  // 2^-20: subnormal in FP16
+  h.counts[static_cast<size_t>(-3 - h.min_log2)] = 60;
+  h.zeros = 10;
+  h.total = 100;
+  std::vector<ComparedRun> runs{compared(1, 0.1f, "fp32", {epoch(1)}), compared(2, 0.1f, "amp-fp16", {epoch(1)})};
+  for (ComparedRun& r : runs) r.histograms = {h};
+  const Comparison c = compare_runs(runs);
+  EXPECT_EQ(row(c, "FP16 underflow, activation gradients (last epoch)").values,
+            (std::vector<std::string>{"0%", "0% (already FP16, so zero; 30% below 2^-14)"}));
+}
+
 TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EpochReport fast = epoch(1), slow = epoch(1);
   fast.images_per_second = 300;

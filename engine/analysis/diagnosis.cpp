@@ -163,22 +163,13 @@ void scale_collapse(const RunEvidence& e, std::vector<Finding>& out) {
       evidence, kScaleCollapseAdvice);
 }
 
-// The share of gradient values below FP16's smallest normal (underflowed or subnormal) in a histogram.
-double below_normal_share(const GradientHistogram& h) {
-  if (h.total == 0) return 0;
-  int64_t below = 0;
-  for (size_t i = 0; i < h.counts.size(); ++i)
-    if (h.min_log2 + static_cast<int>(i) < -14) below += h.counts[i];
-  return static_cast<double>(below) / static_cast<double>(h.total);
-}
-
 void gradient_underflow(const RunEvidence& e, std::vector<Finding>& out) {
   if (!fp16_storage(e) || e.run.config.precision.loss_scale.kind != LossScaleKind::Off) return;
   const GradientHistogram* worst = nullptr;
   for (const GradientHistogram& h : e.histograms)
     if (h.kind == "activation" && (!worst || h.epoch >= worst->epoch)) worst = &h;
   if (!worst) return;
-  const double below = below_normal_share(*worst), zeros = static_cast<double>(worst->zeros) / worst->total;
+  const double below = below_fp16_normal_share(*worst), zeros = static_cast<double>(worst->zeros) / worst->total;
   if (below < kUnderflowShare) return;
   add(out, "gradient_underflow", Severity::Problem, "Gradients underflow FP16 and no loss scaling lifts them",
       format("epoch %d: %s of activation gradients are below 2^-14 (FP16 subnormals, losing bits down to 2^-24 "
@@ -410,6 +401,14 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
 }
 
 }  // namespace
+
+double below_fp16_normal_share(const GradientHistogram& h) {
+  if (h.total == 0) return 0;
+  int64_t below = 0;
+  for (size_t i = 0; i < h.counts.size(); ++i)
+    if (h.min_log2 + static_cast<int>(i) < -14) below += h.counts[i];
+  return static_cast<double>(below) / static_cast<double>(h.total);
+}
 
 const char* severity_name(Severity s) {
   switch (s) {

@@ -55,6 +55,9 @@ void to_json(nlohmann::json& j, const Finding& f);
 void to_json(nlohmann::json& j, const Severity& s);
 void from_json(const nlohmann::json& j, Severity& s);
 
+// The share of a histogram's gradient values below FP16's smallest normal, 2^-14 (subnormal or zero in FP16).
+double below_fp16_normal_share(const GradientHistogram& h);
+
 // The rules' names, in the order findings are listed.
 const std::vector<std::string>& diagnosis_rules();
 

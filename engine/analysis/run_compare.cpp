@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "analysis/diagnosis.h"
 #include "analysis/report_text.h"
 
 namespace ampwb {
@@ -130,7 +131,13 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   for (const std::string kind : {"weight", "activation"}) {
     add("FP16 underflow, " + kind + " gradients (last epoch)", [&](size_t i) {
       const GradientHistogram* h = last_histogram(runs[i].histograms, kind);
-      return h ? g_text("%.3g%%", 100 * h->underflow_fraction) : std::string("-");
+      if (!h) return std::string("-");
+      const std::string underflow = g_text("%.3g%%", 100 * h->underflow_fraction);
+      // Activation gradients that were FP16 already lost what underflows: their share below 2^-14 says how close.
+      if (kind == "activation" && mode_info(runs[i].record.config.precision.mode).format == NumberFormat::Fp16)
+        return underflow + " (already FP16, so zero; " + g_text("%.3g%%", 100 * below_fp16_normal_share(*h)) +
+               " below 2^-14)";
+      return underflow;
     });
     add("FP16 overflow, " + kind + " gradients (last epoch)", [&](size_t i) {
       const GradientHistogram* h = last_histogram(runs[i].histograms, kind);
