@@ -213,24 +213,30 @@ void GradientReducer::reduce(size_t index) {
     at += n;
   }
   const auto count = static_cast<int64_t>(flat_.size());
+  const auto world = static_cast<float>(communicator_.world_size());
+  float after_sum = 1 / world;  // the mean: the sum times 1 / world size, unless each rank divided before it
   if (precision_ == GradientAllReduce::F32) {
     communicator_.all_reduce_sum(flat_.data(), flat_.size());
   } else {
-    // Each rank's gradient rounded to nearest even (FP16: past 65504 to inf, an overflow the loss scaler sees), the
-    // sum's additions in FP32, each partial sum rounded back (MpiCommunicator), then widened for the mean.
+    // As PyTorch's fp16_compress_hook: each rank's gradient rounded to nearest even (FP16: past 65504 to inf, an
+    // overflow the loss scaler sees), divided by the world size and rounded again, so that the sum is the mean and
+    // overflows no sooner than it; the sum's additions in FP32, each partial sum rounded back (MpiCommunicator).
     const DType dtype = precision_ == GradientAllReduce::F16 ? DType::F16 : DType::BF16;
     flat16_.resize(flat_.size());
+    round_to_16bit(dtype, flat_.data(), flat16_.data(), count);
+    widen_16bit(dtype, flat16_.data(), flat_.data(), count);
+    for (float& v : flat_) v /= world;
     round_to_16bit(dtype, flat_.data(), flat16_.data(), count);
     communicator_.all_reduce_sum(flat16_.data(), flat16_.size(),
                                  precision_ == GradientAllReduce::F16 ? Float16Format::F16 : Float16Format::BF16);
     widen_16bit(dtype, flat16_.data(), flat_.data(), count);
+    after_sum = 1;
   }
-  const float inverse_world = 1.0f / static_cast<float>(communicator_.world_size());
   at = 0;
   for (size_t i = 0; i < bucket.sizes.size(); ++i) {
     const size_t n = bucket.sizes[i];
     std::transform(flat_.data() + at, flat_.data() + at + n, bucket.grads[i],
-                   [&](float sum) { return sum * inverse_world; });
+                   [&](float sum) { return sum * after_sum; });
     at += n;
   }
 }

@@ -50,11 +50,12 @@ class GradientReducer {
   // One step's mean, on the trainer's thread: begin() before backward; gradients_final(layer) as backward leaves a
   // layer whose parameters' gradients will not change again this step (each bucket complete in order goes to the
   // communication thread); finish() after backward sends the rest, waits for every bucket and rethrows the Error of
-  // a failed collective. Every gradient (FP32, on the host) is then the mean over the ranks: summed in the
-  // precision asked, then times 1 / world size in FP32. On a communicator over GPU memory (NCCL) each bucket's FP32
-  // gradients are averaged in place on their GPU instead (ncclAvg, one group), on the communicator's stream after the
-  // backward work that wrote them, while backward goes on on the backend's stream: finish() waits for the queuing
-  // only, and makes the backend's stream wait for the means.
+  // a failed collective. Every gradient (FP32, on the host) is then the mean over the ranks: in FP32 summed, then
+  // times 1 / world size; in 16 bits each rank's divided by the world size, then summed (fp16_compress_hook's way).
+  // On a communicator over GPU memory (NCCL) each bucket's FP32 gradients are averaged in place on their GPU instead
+  // (ncclAvg, one group), on the communicator's stream after the backward work that wrote them, while backward goes
+  // on on the backend's stream: finish() waits for the queuing only, and makes the backend's stream wait for the
+  // means.
   void begin();
   void gradients_final(Layer& layer);
   void finish();
