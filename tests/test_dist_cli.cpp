@@ -169,6 +169,39 @@ TEST(DistCli, AKilledRankEndsTheRunWhichResumesWithAsManyRanks) {
   resumes_to_the_end_on_two_ranks(dir, db, rank1_db);
 }
 
+// On several machines the checkpoint folder may be rank 0's own disk: rank 0 alone reads the checkpoint a run resumes
+// from, and sends it to the others. Here rank 1 sees an empty folder where rank 0's checkpoints are (a tmpfs over it,
+// in a mount namespace of its own).
+TEST(DistCli, RankZeroAloneReadsTheCheckpointItResumesFrom) {
+  if (std::system("unshare -m true 2>/dev/null") != 0)
+    GTEST_SKIP() << "unshare -m is not allowed here: it hides the checkpoint folder from rank 1";
+  TempDir dir("dist_resume_rank0");
+  const std::string db = dir.file("runs.sqlite"), folder = dir.file("rank0-disk");
+  std::vector<std::string> args = training(db, 2);
+  args.insert(args.end(), {"--checkpoint-dir", folder, "--keep-checkpoint"});
+  ASSERT_EQ(run(two_ranks(args, args)).status, 0);
+  // As if killed during epoch 2: interrupted, its checkpoint the one of epoch 1.
+  fs::rename(folder + "/checkpoint.ampwb.prev", folder + "/checkpoint.ampwb");
+  sqlite3* handle = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(handle, "UPDATE runs SET status = 'interrupted'", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(handle);
+
+  const std::vector<std::string> resume = {"train", "--resume", "1", "--threads", "1", "--db"};
+  std::vector<std::string> argv = {
+      AMPWB_MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-x", "OMP_NUM_THREADS=1", "-np", "1", AMPWB_BINARY};
+  argv.insert(argv.end(), resume.begin(), resume.end());
+  argv.insert(argv.end(), {db, ":", "-np", "1", "unshare", "-m", "sh", "-c",
+                           "mount -t tmpfs none \"$0\" && exec \"$@\"", folder, AMPWB_BINARY});
+  argv.insert(argv.end(), resume.begin(), resume.end());
+  argv.push_back(dir.file("rank1/runs.sqlite"));
+  const Result resumed = run(argv);
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  EXPECT_EQ(store.run(1).status, RunStatus::Finished);
+  EXPECT_EQ(store.epochs(1).size(), 2u);
+}
+
 // The exit status of `pid` once it has ended, waiting at most `limit`; nullopt where it still runs.
 std::optional<int> exit_within(pid_t pid, std::chrono::seconds limit) {
   for (const auto until = Clock::now() + limit; Clock::now() < until;) {

@@ -462,9 +462,43 @@ LoaderOptions validation_loader_options(LoaderOptions loading) {
   return loading;
 }
 
-std::optional<Checkpoint> checkpoint_to_resume(const TrainConfig& config, std::string* note) {
+// The checkpoint to resume from, read by rank 0 alone and sent to the other ranks: on several machines the
+// checkpoint folder may be rank 0's own disk, and every rank must start from the same file. A checkpoint rank 0 cannot
+// read fails every rank, rank 0 with the reason.
+std::optional<Checkpoint> checkpoint_to_resume(const TrainConfig& config, std::string* note, Communicator* world) {
   if (config.resume_from.empty()) return std::nullopt;
-  return load_checkpoint_or_previous(config.resume_from, note);
+  if (!world) return load_checkpoint_or_previous(config.resume_from, note);
+  std::optional<Checkpoint> read;
+  std::string header;  // the metadata, and each tensor's name, dtype, layout and shape
+  if (world->rank() == 0) {
+    try {
+      read = load_checkpoint_or_previous(config.resume_from, note);
+    } catch (...) {
+      int64_t failed = 0;
+      world->broadcast(&failed, sizeof failed, 0);
+      throw;
+    }
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& [name, t] : read->tensors)
+      tensors.push_back({name, dtype_name(t.dtype()), static_cast<int>(t.layout()), t.shape()});
+    header = nlohmann::json{{"meta", read->meta}, {"tensors", tensors}}.dump();
+  }
+  auto bytes = static_cast<int64_t>(header.size());
+  world->broadcast(&bytes, sizeof bytes, 0);
+  if (bytes == 0) throw Error("rank 0 could not read the checkpoint " + config.resume_from + " (it says why)");
+  header.resize(static_cast<size_t>(bytes));
+  world->broadcast(header.data(), header.size(), 0);
+  if (world->rank() != 0) {
+    const nlohmann::json j = nlohmann::json::parse(header);
+    read.emplace();
+    read->meta = j.at("meta");
+    for (const nlohmann::json& t : j.at("tensors"))
+      read->tensors.emplace_back(t.at(0).get<std::string>(),
+                                 Tensor::empty(t.at(3).get<Shape>(), *parse_dtype(t.at(1).get<std::string>()),
+                                               static_cast<Layout>(t.at(2).get<int>())));
+  }
+  for (auto& [name, t] : read->tensors) world->broadcast(t.data(), t.nbytes(), 0);
+  return read;
 }
 
 int64_t steps_in_epoch(const TrainConfig& config, const DataLoader& train_data) {
@@ -494,7 +528,7 @@ Trainer::Run::Run(Trainer& trainer)
       memory_(check_memory()),
       train_data_(dataset_, Split::Train, loading_),
       validation_data_(dataset_, Split::Validation, validation_loader_options(loading_)),
-      checkpoint_(checkpoint_to_resume(config_, &resume_note_)),
+      checkpoint_(checkpoint_to_resume(config_, &resume_note_, communicator_)),
       rng_(config_.seed),
       model_(*backend_,
              ResNetConfig{config_.depth, static_cast<int>(dataset_.class_names().size()), 3, image_size_, config_.stem},
