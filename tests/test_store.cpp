@@ -265,6 +265,41 @@ TEST(PostgresStore, ARunGoesOnWhenItsConnectionIsDropped) {
   EXPECT_EQ(store.steps(id).size(), 30u);
   EXPECT_EQ(query_int(uri, "SELECT count(*) FROM steps"), 30);
 }
+
+// While a recording process's connection is down, another process finds the run's lock free and resumes the run:
+// the run is the resumer's now. The first process, back on a new connection, cannot take the lock again and writes
+// nothing more of it, its end included; the resumer's end is the run's.
+TEST(PostgresStore, ARunResumedElsewhereWhileItsConnectionWasDownIsLeftToTheResumer) {
+  const std::string uri = postgres_server().uri();
+  execute(uri, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+  RunStore first_store(uri);
+  StoreRecorderOptions options;
+  options.batch_steps = 1;
+  StoreRecorder first(first_store, config_named("taken over"), options);
+  first.on_start(info());
+  const int64_t id = first.run_id();
+  for (int64_t n = 0; n < 5; ++n) first.on_step(step(n));
+  execute(uri,
+          "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = current_database() "
+          "AND pid <> pg_backend_pid()");
+  RunStore second_store(uri);
+  EXPECT_EQ(second_store.interrupted_on_open(), 1);
+  StoreRecorder second(second_store, config_named("taken over"), options, id);
+  RunInfo resumed = info();
+  resumed.first_step = 3;
+  second.on_start(resumed);
+  first.on_step(step(5));                            // finds its connection lost: the step waits for the next
+  EXPECT_THROW(first.on_step(step(6)), StoreError);  // on a new connection, without the run's lock: the run fails
+  EXPECT_NE(first.error().find("is recorded by another process now"), std::string::npos) << first.error();
+  first.on_end({RunStatus::Failed, first.error()});
+  EXPECT_EQ(RunStore(uri).run(id).status, RunStatus::Running) << "the first process wrote over the resumer's run";
+  for (int64_t n = 3; n < 8; ++n) second.on_step(step(n));
+  second.on_end({RunStatus::Finished, ""});
+  EXPECT_EQ(second.error(), "");
+  const RunRecord r = RunStore(uri).run(id);
+  EXPECT_EQ(r.status, RunStatus::Finished);
+  EXPECT_EQ(RunStore(uri).steps(id).size(), 8u);
+}
 #endif
 
 TEST_P(StoreOpen, ReadOnlyStoreRefusesWritesByName) {

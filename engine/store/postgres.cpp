@@ -155,14 +155,26 @@ void PostgresConnection::ensure_connected() {
     fail("reconnecting", "", PQerrorMessage(conn_));  // still lost: the caller may try again later
   set_up_session();
   // The runs this connection records lost their locks with the old session: taken again, and a run that another
-  // process marked interrupted meanwhile is running again (it never stopped).
-  for (const int64_t run : owned_) {
-    take_run_lock(run);
+  // process marked interrupted meanwhile is running again (it never stopped). A run another process resumed
+  // meanwhile is that process's now: this one writes nothing more of it.
+  std::string lost;
+  for (const int64_t run : std::set<int64_t>(owned_)) {
+    try {
+      take_run_lock(run);
+    } catch (const StoreError&) {
+      owned_.erase(run);
+      lost += (lost.empty() ? "run " : ", run ") + std::to_string(run);
+      continue;
+    }
     SqlStatement resumed(*this,
                          "UPDATE runs SET status = 'running', ended = NULL, end_reason = '' WHERE id = ? AND "
                          "status = 'interrupted'");
     resumed.bind(1, run).run();
   }
+  if (!lost.empty())
+    throw StoreError(lost + " in the run store '" + name_ +
+                     "' is recorded by another process now: it resumed the run while this process's connection to "
+                     "the server was down, and this process records no more of it");
 }
 
 PostgresConnection::~PostgresConnection() { PQfinish(conn_); }  // the server drops the session's locks

@@ -43,6 +43,7 @@ class PostgresConnection : public SqlConnection {
   void own_run(int64_t run) override;
   void disown_run(int64_t run) override;
   bool recorded_elsewhere(int64_t run) const override;
+  bool owns_run(int64_t run) const override { return owned_.count(run) > 0; }
   void forget_run_lock(int64_t) override {}  // the server dropped the lock with its session: nothing is left
 
   // A connection the server dropped (restarted, the session ended by an administrator, the network) is made again

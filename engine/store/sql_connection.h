@@ -72,6 +72,9 @@ class SqlConnection {
   virtual void disown_run(int64_t run) = 0;
   virtual bool recorded_elsewhere(int64_t run) const = 0;
   virtual void forget_run_lock(int64_t run) = 0;  // a run found abandoned: its leftovers (a lock file) go
+  // Whether this connection still records `run`: false once it lost the run's lock to another process (PostgreSQL:
+  // a connection made again after another process resumed the run). Nothing more of it may be written then.
+  virtual bool owns_run(int64_t /*run*/) const { return true; }
 };
 
 // A prepared statement, as the store's code uses it: bind() takes 1-based parameter indexes, readers 0-based

@@ -37,6 +37,8 @@ template <class F>
 void StoreRecorder::guarded(F&& f) {
   for (int attempt = 0;; ++attempt) {
     try {
+      if (run_id_ != 0 && !store_->connection().owns_run(run_id_))
+        throw StoreError("run " + std::to_string(run_id_) + " is recorded by another process now");
       f();
       return;
     } catch (const StoreError& e) {
