@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "store/run_lock.h"
 #include "store/run_store.h"
 #include "store/sqlite.h"
 #include "store/store_recorder.h"
@@ -347,6 +348,25 @@ TEST_P(StoreOpen, ARunWhoseProcessDiedIsInterruptedAndKeepsItsEpochs) {
   if (sqlite()) {
     EXPECT_FALSE(fs::exists(run_lock_path(path, 1)));
   }
+}
+
+// A dead run's lock file is removed only while nobody holds it; a lock taken on a file deleted between its open and
+// its lock guards nothing, so the lock is taken on the file the path names.
+TEST(RunLockFile, IsRemovedOnlyWhenFreeAndLockedWhereThePathPoints) {
+  TempDir dir("run_lock");
+  const std::string path = dir.file("runs.sqlite-locks/run-1.lock");
+  {
+    RunLock held = RunLock::acquire(path);
+    RunLock::remove_if_free(path);
+    EXPECT_TRUE(fs::exists(path)) << "a held lock's file was removed";
+    EXPECT_TRUE(RunLock::held_elsewhere(path));
+  }  // closed without release: a dead run's leftover
+  EXPECT_FALSE(RunLock::held_elsewhere(path));
+  RunLock::remove_if_free(path);
+  EXPECT_FALSE(fs::exists(path));
+  RunLock again = RunLock::acquire(path);
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_TRUE(RunLock::held_elsewhere(path));
 }
 
 TEST_P(StoreOpen, ALiveRunIsNeverMarkedInterruptedEvenFromTheSameProcess) {

@@ -23,16 +23,24 @@ RunLock RunLock::acquire(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
   if (ec) throw StoreError("cannot create the run lock folder '" + folder.string() + "': " + ec.message());
-  RunLock lock;
-  lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock.fd_ < 0) throw StoreError("cannot create the run lock file '" + path + "': " + std::strerror(errno));
-  lock.path_ = path;
-  if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    throw StoreError("cannot lock '" + path + "': " +
-                     (e == EWOULDBLOCK ? std::string("another process is recording this run") : std::strerror(e)));
+  for (;;) {
+    RunLock lock;
+    lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock.fd_ < 0) throw StoreError("cannot create the run lock file '" + path + "': " + std::strerror(errno));
+    lock.path_ = path;
+    if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int e = errno;
+      throw StoreError("cannot lock '" + path + "': " +
+                       (e == EWOULDBLOCK ? std::string("another process is recording this run") : std::strerror(e)));
+    }
+    // The file may have been deleted between the open and the lock (a run's end, a dead run's leftover removed):
+    // a lock on it would guard nothing, so the file at the path is opened again.
+    struct stat locked {
+    }, at_path{};
+    if (::fstat(lock.fd_, &locked) == 0 && ::stat(path.c_str(), &at_path) == 0 && locked.st_dev == at_path.st_dev &&
+        locked.st_ino == at_path.st_ino)
+      return lock;
   }
-  return lock;
 }
 
 RunLock::~RunLock() {
@@ -56,6 +64,13 @@ void RunLock::release() {
   ::unlink(path_.c_str());  // before unlocking: a prober that opened the file meanwhile still sees the run ended
   ::close(fd_);
   fd_ = -1;
+}
+
+void RunLock::remove_if_free(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(path.c_str());
+  ::close(fd);
 }
 
 bool RunLock::held_elsewhere(const std::string& path) {

@@ -29,6 +29,9 @@ class RunLock {
 
   // True while some process holds the lock at `path`; a missing file means no holder. Never creates anything.
   static bool held_elsewhere(const std::string& path);
+  // Deletes the lock file at `path` (a dead run's leftover) unless a process holds it: holding it meanwhile, so that
+  // no process takes the lock on a file that is then deleted under it.
+  static void remove_if_free(const std::string& path);
 
  private:
   int fd_ = -1;

@@ -288,8 +288,7 @@ bool SqliteConnection::recorded_elsewhere(int64_t run) const {
 }
 
 void SqliteConnection::forget_run_lock(int64_t run) {
-  std::error_code ec;
-  std::filesystem::remove(run_lock_path(db_.path(), run), ec);  // a leftover; harmless if it stays
+  RunLock::remove_if_free(run_lock_path(db_.path(), run));  // a leftover; harmless if it stays
 }
 
 }  // namespace ampwb
