@@ -350,6 +350,17 @@ TEST_P(StoreOpen, ARunWhoseProcessDiedIsInterruptedAndKeepsItsEpochs) {
   }
 }
 
+// Two runs of one process within a second (the GUI's Stop, then Train) never share a checkpoint folder.
+TEST(CheckpointFolder, EachNewRunGetsOneOfItsOwn) {
+  TempDir dir("checkpoint_folders");
+  const std::string db = dir.file("runs.sqlite");
+  const std::string first = new_checkpoint_dir(db);
+  fs::create_directories(first);
+  const std::string second = new_checkpoint_dir(db);
+  EXPECT_NE(second, first);
+  EXPECT_TRUE(is_own_checkpoint_dir(db, second));
+}
+
 // A dead run's lock file is removed only while nobody holds it; a lock taken on a file deleted between its open and
 // its lock guards nothing, so the lock is taken on the file the path names.
 TEST(RunLockFile, IsRemovedOnlyWhenFreeAndLockedWhereThePathPoints) {

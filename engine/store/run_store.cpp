@@ -263,9 +263,13 @@ fs::path checkpoints_folder(const std::string& store_path) {
 }  // namespace
 
 std::string new_checkpoint_dir(const std::string& store_path) {
-  std::string stamp = utc_now_iso8601();  // 2026-11-23T17:40:00.123Z: no characters a file name minds but ':'
+  std::string stamp = utc_now_iso8601();  // 2026-11-23T17:40:00Z: no characters a file name minds but ':'
   std::replace(stamp.begin(), stamp.end(), ':', '-');
-  return (checkpoints_folder(store_path) / (stamp + "-" + std::to_string(::getpid()))).string();
+  const std::filesystem::path base = checkpoints_folder(store_path) / (stamp + "-" + std::to_string(::getpid()));
+  // A second run of this process within the second (the GUI's Stop, then Train) gets a folder of its own too.
+  std::filesystem::path folder = base;
+  for (int n = 2; std::filesystem::exists(folder); ++n) folder = base.string() + "-" + std::to_string(n);
+  return folder.string();
 }
 
 bool is_own_checkpoint_dir(const std::string& store_path, const std::string& folder) {

@@ -221,7 +221,8 @@ void check_run_name(const std::string& name);
 std::string utc_now_iso8601();
 
 // Where a new run checkpoints by default, CLI and GUI alike: a folder of its own beside the store,
-// <store folder>/checkpoints/<UTC time>-<pid>. Removed when the run finishes, unless kept on purpose.
+// <store folder>/checkpoints/<UTC time>-<pid>, then -2, -3, ... for this process's later runs within that second.
+// Removed when the run finishes, unless kept on purpose.
 std::string new_checkpoint_dir(const std::string& store_path);
 // Whether `folder` is one new_checkpoint_dir made for this store: removed when its run finishes (a folder the user
 // named is left alone).
