@@ -411,6 +411,9 @@ class RunStartedObserver : public TrainObserver {
 
 // Trains `c` into `store` on rank 0: prints as it goes, records every event, and ends as `ampwb train` does.
 TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const RecordedRun& how) {
+  if (how.continue_run == 0)
+    if (const std::string refusal = checkpoint_folder_refusal(store, c.checkpoint_dir); !refusal.empty())
+      throw Error("--checkpoint-dir: " + refusal);
   const bool json = how.json;
   StoreRecorder recorder(store, c, {.keep_final_weights = how.keep_final_weights}, how.continue_run);
   ConsoleObserver console(c.epochs, json || how.events_json || how.quiet, ::isatty(STDOUT_FILENO) == 1, recorder,

@@ -393,33 +393,43 @@ TEST(StoreCli, AResumeFromThePreviousCheckpointIsInTheRunsNotes) {
   expect_contains(notes.back(), "previous checkpoint");
 }
 
-// A folder holds one run's checkpoints: a new run is refused one that holds another's (which that run would resume
-// from), and a configuration copied from a stored run trains with a folder of its own, leaving that run's alone.
+// A folder holds one run's checkpoints: a new run is refused one that holds those of a run that can still resume
+// from them (a finished run's are only overwritten), and a configuration copied from a stored run trains with a
+// folder of its own, leaving that run's alone.
 TEST(StoreCli, ARunIsRefusedAnotherRunsCheckpointFolder) {
   TempDir dir("shared-checkpoints");
   const std::string db = dir.file("runs.sqlite"), folder = dir.file("mine");
   std::vector<std::string> args = tiny_training(db, 1, 2);
   args.insert(args.end(), {"--checkpoint-dir", folder});
   ASSERT_EQ(ampwb(args).status, 0);  // a folder of the user's: kept
+  ASSERT_EQ(ampwb(args).status, 0) << "run 1 finished: its checkpoint is only disk space";
+  {  // run 2 as if killed after its checkpoint: resumable from the folder
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(handle, "UPDATE runs SET status = 'interrupted' WHERE id = 2", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(handle);
+  }
   const std::string kept = read_text(folder + "/checkpoint.ampwb");
   const Result again = ampwb(args);
   EXPECT_EQ(again.status, 1) << again.output;
-  expect_contains(again.output,
-                  "--checkpoint-dir: the checkpoint folder " + folder + " holds another run's checkpoint");
+  expect_contains(again.output, "--checkpoint-dir: the checkpoint folder " + folder + " holds the checkpoint run 2 (");
+  expect_contains(again.output, ") resumes from: give this run a folder of its own");
   EXPECT_EQ(read_text(folder + "/checkpoint.ampwb"), kept);
-  EXPECT_EQ(RunStore(db, RunStore::Mode::Existing).runs().size(), 1u);
+  EXPECT_EQ(RunStore(db, RunStore::Mode::Existing).runs().size(), 2u);
+  ASSERT_EQ(ampwb({"train", "--resume", "2", "--db", db}).status, 0) << "run 2 resumes from it";
 
   std::vector<std::string> kept_run = tiny_training(db, 1, 2);
-  kept_run.push_back("--keep-checkpoint");  // run 2, its checkpoint in a folder beside the store
+  kept_run.push_back("--keep-checkpoint");  // run 3, its checkpoint in a folder beside the store
   ASSERT_EQ(ampwb(kept_run).status, 0);
-  const json config = json::parse(ampwb({"show", "2", "--json", "--db", db}).output)["config"];
+  const json config = json::parse(ampwb({"show", "3", "--json", "--db", db}).output)["config"];
   const std::string own = config["checkpoint_dir"];
   std::ofstream(dir.file("config.json")) << config.dump();
   const Result copied = ampwb({"train", "--config", dir.file("config.json"), "--db", db});
   ASSERT_EQ(copied.status, 0) << copied.output;
   RunStore store(db, RunStore::Mode::ReadOnly);
-  EXPECT_NE(store.run(3).config.checkpoint_dir, own);
-  EXPECT_TRUE(fs::exists(own + "/checkpoint.ampwb")) << "run 2's checkpoint is gone";
+  EXPECT_NE(store.run(4).config.checkpoint_dir, own);
+  EXPECT_TRUE(fs::exists(own + "/checkpoint.ampwb")) << "run 3's checkpoint is gone";
 }
 
 TEST(StoreCli, BackupWhileARunRecordsIsAWholeStore) {

@@ -34,6 +34,23 @@ std::string resume_refusal(const RunStore& store, int64_t run) {
 
 bool RunStore::resumable(int64_t run) const { return resume_refusal(*this, run).empty(); }
 
+std::string checkpoint_folder_refusal(const RunStore& store, const std::string& folder) {
+  if (folder.empty()) return {};
+  // The trainer's checkpoint_path(): the folder's checkpoint.ampwb, as each checkpoint's row records it.
+  SqlStatement q(store.connection(), "SELECT DISTINCT run_id FROM checkpoints WHERE path = ? ORDER BY run_id");
+  q.bind(1, (std::filesystem::path(folder) / "checkpoint.ampwb").string());
+  std::vector<int64_t> runs;
+  while (q.step()) runs.push_back(q.int64(0));
+  q.reset();
+  for (const int64_t run : runs) {
+    if (!store.recording(run) && !store.resumable(run)) continue;
+    return "the checkpoint folder " + folder + " holds the checkpoint " + run_words(store.run(run)) +
+           " resumes from: give this run a folder of its own, or resume that run (ampwb train --resume " +
+           std::to_string(run) + ")";
+  }
+  return {};
+}
+
 TrainConfig resume_config(const RunStore& store, int64_t run, const ResumeChanges& changes) {
   const std::string refusal = resume_refusal(store, run);
   if (!refusal.empty()) throw Error(refusal);

@@ -16,6 +16,11 @@ namespace ampwb {
 // latest checkpoint (or the one before it, which the trainer falls back to) is on disk.
 std::string resume_refusal(const RunStore& store, int64_t run);
 
+// Why a new run cannot checkpoint into `folder`, in words for the user: a run of the store checkpoints there that is
+// running or can still be resumed, and the new run would overwrite what that run resumes from. Empty otherwise: a
+// finished run's checkpoints, or a file no run recorded, are only overwritten.
+std::string checkpoint_folder_refusal(const RunStore& store, const std::string& folder);
+
 // What a resumed run may change: the settings that leave its curves alone. Unset: as stored.
 struct ResumeChanges {
   std::optional<std::string> data_dir;  // the dataset folder, which may have moved (its files may not change)

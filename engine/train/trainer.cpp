@@ -70,15 +70,6 @@ void require_writable_folder(const std::string& folder) {
                                              " (choose another checkpoint folder, or no checkpoints)");
 }
 
-// A folder holds one run's checkpoint: a new run there would overwrite another's, which that run then resumes from.
-void require_no_checkpoint(const std::string& path) {
-  for (const std::string& file : {path, previous_checkpoint_path(path)})
-    if (std::filesystem::exists(file))
-      throw SettingError("checkpoint_dir", "the checkpoint folder " +
-                                               std::filesystem::path(path).parent_path().string() +
-                                               " holds another run's checkpoint (" + file +
-                                               "): give each run a folder of its own, or resume that run");
-}
 }  // namespace
 
 const char* run_status_name(RunStatus s) {
@@ -667,10 +658,7 @@ void Trainer::Run::report_start() {
     info.notes.push_back("every step waits once for the GPU: " +
                          (why_every_step.empty() ? std::string("the host sync is every-step") : why_every_step));
   }
-  if (!config_.checkpoint_dir.empty() && leader()) {
-    require_writable_folder(config_.checkpoint_dir);
-    if (config_.resume_from.empty()) require_no_checkpoint(trainer_.checkpoint_path());
-  }
+  if (!config_.checkpoint_dir.empty() && leader()) require_writable_folder(config_.checkpoint_dir);
   report_(&TrainObserver::on_start, info);
 }
 
