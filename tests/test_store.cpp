@@ -361,9 +361,8 @@ TEST(CheckpointFolder, EachNewRunGetsOneOfItsOwn) {
   EXPECT_TRUE(is_own_checkpoint_dir(db, second));
 }
 
-// A dead run's lock file is removed only while nobody holds it; a lock taken on a file deleted between its open and
-// its lock guards nothing, so the lock is taken on the file the path names.
-TEST(RunLockFile, IsRemovedOnlyWhenFreeAndLockedWhereThePathPoints) {
+// A dead run's lock file is removed only while nobody holds it, and the lock is taken again on a new file.
+TEST(RunLockFile, IsRemovedOnlyWhileNobodyHoldsIt) {
   TempDir dir("run_lock");
   const std::string path = dir.file("runs.sqlite-locks/run-1.lock");
   {

@@ -161,7 +161,8 @@ void PostgresConnection::ensure_connected() {
   for (const int64_t run : std::set<int64_t>(owned_)) {
     try {
       take_run_lock(run);
-    } catch (const StoreError&) {
+    } catch (const StoreError& e) {
+      if (e.connection_lost()) throw;  // lost again while being made: tried again with the next write
       owned_.erase(run);
       lost += (lost.empty() ? "run " : ", run ") + std::to_string(run);
       continue;

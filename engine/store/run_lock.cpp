@@ -14,6 +14,16 @@
 
 namespace ampwb {
 
+namespace {
+// Whether `path` names the file open at `fd` (not one deleted, or deleted and made again, since it was opened).
+bool names_open_file(const std::string& path, int fd) {
+  struct stat open_file {
+  }, at_path{};
+  return ::fstat(fd, &open_file) == 0 && ::stat(path.c_str(), &at_path) == 0 && open_file.st_dev == at_path.st_dev &&
+         open_file.st_ino == at_path.st_ino;
+}
+}  // namespace
+
 std::string run_lock_path(const std::string& database_path, int64_t run_id) {
   return database_path + "-locks/run-" + std::to_string(run_id) + ".lock";
 }
@@ -23,7 +33,7 @@ RunLock RunLock::acquire(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
   if (ec) throw StoreError("cannot create the run lock folder '" + folder.string() + "': " + ec.message());
-  for (;;) {
+  for (int attempt = 1;; ++attempt) {
     RunLock lock;
     lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lock.fd_ < 0) throw StoreError("cannot create the run lock file '" + path + "': " + std::strerror(errno));
@@ -35,11 +45,8 @@ RunLock RunLock::acquire(const std::string& path) {
     }
     // The file may have been deleted between the open and the lock (a run's end, a dead run's leftover removed):
     // a lock on it would guard nothing, so the file at the path is opened again.
-    struct stat locked {
-    }, at_path{};
-    if (::fstat(lock.fd_, &locked) == 0 && ::stat(path.c_str(), &at_path) == 0 && locked.st_dev == at_path.st_dev &&
-        locked.st_ino == at_path.st_ino)
-      return lock;
+    if (names_open_file(path, lock.fd_)) return lock;
+    if (attempt == 10) throw StoreError("cannot lock '" + path + "': the file keeps being replaced");
   }
 }
 
@@ -69,7 +76,7 @@ void RunLock::release() {
 void RunLock::remove_if_free(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
-  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(path.c_str());
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && names_open_file(path, fd)) ::unlink(path.c_str());
   ::close(fd);
 }
 
