@@ -83,7 +83,10 @@ int run_gui(int argc, char** argv) {
   // Without a display Qt aborts, saying to reinstall the application: said instead in the user's terms.
   const auto set = [](const char* name) { return std::getenv(name) && *std::getenv(name); };
   bool platform_flag = false;
-  for (int i = 1; i < argc; ++i) platform_flag = platform_flag || std::string_view(argv[i]) == "-platform";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    platform_flag = platform_flag || arg == "-platform" || arg == "--platform" || arg.starts_with("--platform=");
+  }
   if (!set("DISPLAY") && !set("WAYLAND_DISPLAY") && !set("QT_QPA_PLATFORM") && !platform_flag) {
     std::fprintf(
         stderr,

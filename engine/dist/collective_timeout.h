@@ -17,9 +17,11 @@ namespace ampwb {
 inline constexpr std::chrono::milliseconds kDefaultCollectiveTimeout = std::chrono::minutes(10);
 
 // How long a rank that failed waits at exit for the others to end too (Communicator::exiting_on_failure): a failure
-// every rank shares reaches their exits within it (rank 0 records the run's end first); one the others do not share
-// leaves them in a collective, and the job is ended.
+// every rank shares reaches their exits within it; one the others do not share leaves them in a collective, and the
+// job is ended. Rank 0 waits kFailedRankGrace; the others wait longer, so that rank 0 can record the end of a failure
+// they share, a busy store's retries included, before any of them ends the job.
 inline constexpr std::chrono::seconds kFailedRankGrace{15};
+inline constexpr std::chrono::seconds kFailedRankGraceBesideRank0{75};
 
 // A collective waited past its timeout for `ranks` (those that did not answer; empty where every rank answered but
 // the collective still did not complete). The run can go on from its last checkpoint, so the trainer ends it as

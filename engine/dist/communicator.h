@@ -66,8 +66,9 @@ class Communicator {
   virtual void join_device_collectives() {}
 
   // This process ends on a failure the other ranks may not share, and they may be waiting in a collective for it: at
-  // exit it gives them kFailedRankGrace (collective_timeout.h) to end too, then ends every rank (MPI_Abort) instead
-  // of waiting for them until the collective timeout. A failure they share ends them all within the grace anyway.
+  // exit it gives them a grace (collective_timeout.h) to end too, then ends every rank (MPI_Abort) instead of waiting
+  // for them until the collective timeout. A failure they share ends them all within the grace anyway. Over MPI only:
+  // NCCL's ranks wait for their collective timeout.
   virtual void exiting_on_failure() {}
 
   // "Open MPI 4.1.4, 2 ranks": what carries the collectives, for logs and the run's record.

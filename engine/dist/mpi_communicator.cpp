@@ -27,7 +27,9 @@ constexpr size_t kMaxPiece = size_t{1} << 30;
 // made during the run has gone (static objects are destroyed after main returns). Where a collective lost a rank, it
 // ends the MPI job instead: MPI_Finalize would wait for the lost rank forever, and MPI_Abort makes mpirun end every
 // rank, the hung one too. Where this process failed, MPI_Finalize waits for every rank, which may be waiting in a
-// collective for this one: past kFailedRankGrace, the job is ended too.
+// collective for this one: past a grace (collective_timeout.h), the job is ended too. The grace's MPI_Abort comes from
+// a second thread while this one is in MPI_Finalize: outside MPI_THREAD_SERIALIZED's rules, but Open MPI's abort
+// ends the job from any thread, and nothing else is left to run.
 class MpiRuntime {
  public:
   static MpiRuntime& instance() {
@@ -44,9 +46,10 @@ class MpiRuntime {
     std::thread watchdog;
     if (failed_) {
       watchdog = std::thread([this] {
+        const std::chrono::seconds grace = rank_ == 0 ? kFailedRankGrace : kFailedRankGraceBesideRank0;
         std::unique_lock lock(mutex_);
-        if (!finalized_.wait_for(lock, kFailedRankGrace, [this] { return finalize_returned_; }))
-          end_job("since the other ranks did not end within " + std::to_string(kFailedRankGrace.count()) +
+        if (!finalized_.wait_for(lock, grace, [this] { return finalize_returned_; }))
+          end_job("since the other ranks did not end within " + std::to_string(grace.count()) +
                   " s of this rank's failure");
       });
     }
