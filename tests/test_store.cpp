@@ -233,14 +233,16 @@ TEST(PostgresStore, APasswordInTheUriIsNeverShownNorStored) {
 // The server ends the recording process's connection twice (an administrator, a restart, the network): the run goes
 // on, its records made again on a new connection; meanwhile another process found its lock free and marked it
 // interrupted, and the run says running again once its recorder is back.
+// The server ends every connection to the database but the caller's own (an administrator, a restart, the network).
+void drop_other_connections(const std::string& uri) {
+  execute(uri,
+          "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = current_database() "
+          "AND pid <> pg_backend_pid()");
+}
+
 TEST(PostgresStore, ARunGoesOnWhenItsConnectionIsDropped) {
   const std::string uri = postgres_server().uri();
   execute(uri, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
-  const auto drop_other_connections = [&] {
-    execute(uri,
-            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid()");
-  };
   RunStore store(uri);
   StoreRecorderOptions options;
   options.batch_steps = 3;
@@ -248,7 +250,7 @@ TEST(PostgresStore, ARunGoesOnWhenItsConnectionIsDropped) {
   recorder.on_start(info());
   const int64_t id = recorder.run_id();
   for (int64_t n = 0; n < 30; ++n) {
-    if (n == 5 || n == 14) drop_other_connections();
+    if (n == 5 || n == 14) drop_other_connections(uri);
     if (n == 14) {
       RunStore other(uri);
       EXPECT_EQ(other.interrupted_on_open(), 1);
@@ -280,9 +282,7 @@ TEST(PostgresStore, ARunResumedElsewhereWhileItsConnectionWasDownIsLeftToTheResu
   first.on_start(info());
   const int64_t id = first.run_id();
   for (int64_t n = 0; n < 5; ++n) first.on_step(step(n));
-  execute(uri,
-          "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = current_database() "
-          "AND pid <> pg_backend_pid()");
+  drop_other_connections(uri);
   RunStore second_store(uri);
   EXPECT_EQ(second_store.interrupted_on_open(), 1);
   StoreRecorder second(second_store, config_named("taken over"), options, id);
