@@ -45,8 +45,7 @@ std::string checkpoint_folder_refusal(const RunStore& store, const std::string& 
   for (const int64_t run : runs) {
     if (!store.recording(run) && !store.resumable(run)) continue;
     return "the checkpoint folder " + folder + " holds the checkpoint " + run_words(store.run(run)) +
-           " resumes from: give this run a folder of its own, or resume that run (ampwb train --resume " +
-           std::to_string(run) + ")";
+           " resumes from: give this run a folder of its own, or resume run " + std::to_string(run) + " first";
   }
   return {};
 }
