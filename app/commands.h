@@ -23,7 +23,7 @@ void add_report_command(CLI::App& app, Invocation& invocation);    // report_com
 void add_predict_command(CLI::App& app, Invocation& invocation);   // predict_command.cpp
 // export_model_command.cpp: export model, under the export command add_store_commands adds (call it after).
 void add_export_model_command(CLI::App& app, Invocation& invocation);
-// store_commands.cpp: export csv|chart, delete, rename, tag, note, store check|backup.
+// store_commands.cpp: export csv|chart, delete, rename, tag, note, store check|backup|recover|copy.
 void add_store_commands(CLI::App& app, Invocation& invocation);
 void add_sweep_command(CLI::App& app, Invocation& invocation);  // sweep_command.cpp: sweep, sweep status|cancel|...
 

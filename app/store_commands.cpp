@@ -1,5 +1,5 @@
 // The commands that export or change stored runs, and look after the store itself: export csv|chart, delete,
-// rename, tag, note, store check|backup|copy. Every one but store copy (which names both stores) takes --db.
+// rename, tag, note, store check|backup|recover|copy. Every one but store copy (which names both stores) takes --db.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +15,7 @@
 #include "store/run_store.h"
 #include "store/store_copy.h"
 #include "store/store_location.h"
+#include "store/store_recover.h"
 
 namespace ampwb::cli {
 namespace {
@@ -150,10 +151,50 @@ int store_check_command(const StoreOptions& options) {
     return 1;
   }
   std::printf(
-      "keep a copy (ampwb store backup --db '%s' FILE), then recover what is readable into a new store:\n"
-      "  sqlite3 '%s' .recover | sqlite3 recovered.sqlite    (SQLite's shell: Debian package sqlite3)\n",
+      "keep a copy (ampwb store backup --db '%s' FILE), then recover what is readable into a new store (ampwb "
+      "store recover --db '%s' NEW.sqlite)\n",
       path.c_str(), path.c_str());
   return 1;
+}
+
+int store_recover_command(const StoreOptions& options) {
+  const std::string path = store_path(options.db);
+  if (is_database_server(path))
+    throw Error(
+        "ampwb store recover reads a damaged SQLite file; a PostgreSQL store is the server's to repair, "
+        "and ampwb store backup copies every run it can read");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error("no run store at '" + path + "'");
+  std::printf("recovering what is readable of '%s' into '%s'\n", path.c_str(), options.file.c_str());
+  std::fflush(stdout);
+  // Progress on stderr for a long recovery, at most once a second (a short one prints none).
+  const auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  const StoreRecoverResult r = recover_store(path, options.file, [&](const StoreRecoverProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last < std::chrono::seconds(1)) return;
+    last = now;
+    std::fprintf(stderr, "  %s: %lld rows read (%.0f s)\n", p.table.c_str(), static_cast<long long>(p.rows),
+                 std::chrono::duration<double>(now - start).count());
+  });
+  std::printf("recovered %d run%s (%lld rows) into '%s'\n", r.runs, r.runs == 1 ? "" : "s",
+              static_cast<long long>(r.rows), options.file.c_str());
+  if (r.lost.empty() && r.orphans.empty()) {
+    std::printf("every row was read: nothing was lost\n");
+  } else {
+    std::printf("could not be read:\n");
+    for (const LostRows& l : r.lost) std::printf("  %s: %s\n", l.table.c_str(), l.words.c_str());
+    for (const auto& [table, rows] : r.orphans)
+      std::printf("  %s: %lld row%s whose run or sweep was lost, left out\n", table.c_str(),
+                  static_cast<long long>(rows), rows == 1 ? "" : "s");
+    if (!r.incomplete_runs.empty())
+      std::printf("runs beside what was lost have a note saying their records may have gaps (ampwb show RUN)\n");
+  }
+  std::printf(
+      "use it in place of the damaged store once you have looked at it (ampwb runs --db '%s'); keep the damaged "
+      "file until then\n",
+      options.file.c_str());
+  return 0;
 }
 
 // What a copy did, in one line: "copied 3 runs (1,234 records); 2 already there".
@@ -349,6 +390,13 @@ void add_store_commands(CLI::App& app, Invocation& invocation) {
   backup->add_option("FILE", backup_options->file, "the copy (never overwritten)")->type_name("")->required();
   add_db_option(backup, backup_options->db);
   run_on_parse(backup, invocation, backup_options, store_backup_command);
+  auto recover_options = std::make_shared<StoreOptions>();
+  CLI::App* recover = store->add_subcommand(
+      "recover",
+      "what is readable of a damaged SQLite run store, written into a new store (the damaged one only read)");
+  recover->add_option("FILE", recover_options->file, "the new store (never overwritten)")->type_name("")->required();
+  add_db_option(recover, recover_options->db);
+  run_on_parse(recover, invocation, recover_options, store_recover_command);
   auto copy_options = std::make_shared<StoreCopyOptions>();
   CLI::App* copy = store->add_subcommand(
       "copy",

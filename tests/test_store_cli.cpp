@@ -308,8 +308,8 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   r = ampwb({"store", "check", "--db", db});
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "is damaged");
-  expect_contains(r.output, ".recover");
   expect_contains(r.output, "keep a copy (ampwb store backup --db '" + db + "' FILE)");
+  expect_contains(r.output, "(ampwb store recover --db '" + db + "' NEW.sqlite)");
   // The copy the advice asks for is made, damage and all, and said to be so.
   r = ampwb({"store", "backup", "--db", db, dir.file("copy.sqlite")});
   EXPECT_EQ(r.status, 0) << r.output;
@@ -321,6 +321,19 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   expect_contains(r.output, "ampwb store backup FILE");
   EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "refused before training";
   EXPECT_EQ(read_text(db), damaged_bytes) << "nothing was written into the damaged store";
+  // The way out the advice names: what is readable, in a new store that opens and takes new runs.
+  const std::string recovered = dir.file("recovered.sqlite");
+  r = ampwb({"store", "recover", "--db", db, recovered});
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "recovering what is readable of '" + db + "' into '" + recovered + "'");
+  expect_contains(r.output, "could not be read:\n  runs: ");
+  expect_contains(r.output, "(ampwb runs --db '" + recovered + "')");
+  EXPECT_EQ(read_text(db), damaged_bytes) << "recovery only reads the damaged store";
+  EXPECT_EQ(ampwb({"store", "check", "--db", recovered}).status, 0);
+  EXPECT_EQ(ampwb(tiny_training(recovered, 1, 1)).status, 0);
+  r = ampwb({"store", "recover", "--db", db, recovered});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "'" + recovered + "' exists: name a new file for the recovered store");
   // No store, or a file that is not one: said so, without advice to recover what was never a store.
   r = ampwb({"store", "check", "--db", dir.file("missing.sqlite")});
   EXPECT_EQ(r.status, 1) << r.output;
@@ -329,7 +342,7 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   r = ampwb({"store", "check", "--db", dir.file("notes.txt")});
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "is not a run store (not an SQLite database)");
-  EXPECT_EQ(r.output.find(".recover"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("store recover"), std::string::npos) << r.output;
   // A whole store of a newer ampwb, and another program's database, are not damaged: said as they are.
   const std::string newer = dir.file("newer.sqlite"), foreign = dir.file("foreign.sqlite");
   { RunStore store(newer); }
@@ -344,7 +357,7 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
     EXPECT_EQ(r.status, 1) << r.output;
     expect_contains(r.output, file == newer ? "newer than this ampwb" : "an SQLite database of another application");
     EXPECT_EQ(r.output.find("is damaged"), std::string::npos) << r.output;
-    EXPECT_EQ(r.output.find(".recover"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("store recover"), std::string::npos) << r.output;
   }
 }
 

@@ -48,7 +48,7 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
       {{"export", "csv", "1", "--all", "--out", dir.file("csv"), "--db", db}, "excludes"},
       {{"export", "chart", "1", "--metric", "loss", "--out", dir.file("a.png"), "--width", "50", "--db", db},
        "--width: Value 50 not in range 100 to 10000"},
-      {{"store"}, "ampwb store: error: needs a command: check, backup or copy"},
+      {{"store"}, "ampwb store: error: needs a command: check, backup, recover or copy"},
       {{"store", "backup", "--db", db}, "FILE is required"},
   };
   for (const auto& [args, message] : refused) {

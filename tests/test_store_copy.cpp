@@ -1,7 +1,9 @@
 // Copying run stores (store/store_copy.h, `ampwb store copy` and a PostgreSQL store's `store backup`) on real
 // SQLite files and a real PostgreSQL 15 (test_store_util.h): a round trip SQLite -> the other store -> SQLite keeps
 // every record, a copy made again adds nothing, a run still recording stays behind, a destination that cannot take
-// the runs is refused before anything is written, and a backup of a PostgreSQL store restores it.
+// the runs is refused before anything is written, and a backup of a PostgreSQL store restores it. And recovering a
+// damaged SQLite store (store/store_recover.h): whole, every record comes back; with pages scribbled over, every row
+// on the others does, and what was lost is said.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -14,6 +16,7 @@
 #include "store/run_store.h"
 #include "store/sqlite.h"
 #include "store/store_copy.h"
+#include "store/store_recover.h"
 #include "store/sweep_record.h"
 #include "test_store_util.h"
 
@@ -468,6 +471,137 @@ TEST(StoreCopyCli, CopiesIntoPostgresAndABackupOfItRestoresIt) {
   expect_contains(orphans.output, "leaves the rows without a run behind");
 }
 #endif
+
+TEST(StoreRecover, AWholeStoreComesBackRecordForRecordUnderItsOwnIds) {
+  TempDir dir("recover_whole");
+  const std::string source = dir.file("source.sqlite"), recovered = dir.file("recovered.sqlite");
+  {
+    RunStore store(source);
+    record_runs(store);
+    create_sweep(store, "lr", R"({"grid": {"lr": [0.1, 0.2]}})", "local", {"{}", "{}"});
+  }
+  const StoreRecoverResult r = recover_store(source, recovered);
+  EXPECT_TRUE(r.lost.empty());
+  EXPECT_TRUE(r.orphans.empty());
+  EXPECT_EQ(r.runs, 3);
+  EXPECT_EQ(RunStore(source).interrupted_on_open(), 1) << "the abandoned run, as the recovered store marked it";
+  EXPECT_EQ(everything(recovered), everything(source));
+  EXPECT_EQ(every_row(recovered), every_row(source));
+  for (const char* ids : {"SELECT group_concat(id) FROM runs", "SELECT group_concat(rowid) FROM run_details",
+                          "SELECT seq FROM sqlite_sequence WHERE name = 'runs'", "SELECT count(*) FROM sweep_points",
+                          "PRAGMA user_version"})
+    EXPECT_EQ(query_text(recovered, ids), query_text(source, ids)) << ids;
+  EXPECT_EQ(query_text(recovered, "PRAGMA integrity_check"), "ok");
+
+  const std::string again = error_of([&] { recover_store(source, recovered); });
+  expect_contains(again, "'" + recovered + "' exists: name a new file");
+  std::ofstream(dir.file("notes.sqlite")) << "not a database\n";
+  expect_contains(error_of([&] { recover_store(dir.file("notes.sqlite"), dir.file("x.sqlite")); }),
+                  "is not a database");
+  EXPECT_FALSE(fs::exists(dir.file("x.sqlite")));
+}
+
+// The pages of one table's b-tree that hold its rows, in key order (SQLite's dbstat: a path sorts as the tree does),
+// each with the number of rows on it.
+std::vector<std::pair<int64_t, int64_t>> leaf_pages(const std::string& file, const std::string& table) {
+  SqliteDb db(file, SqliteDb::Open::ReadOnly);
+  SqliteStatement q(db, "SELECT pageno, ncell FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY path");
+  q.bind(1, table);
+  std::vector<std::pair<int64_t, int64_t>> pages;
+  while (q.step()) pages.emplace_back(q.int64(0), q.int64(1));
+  return pages;
+}
+
+// The rows before leaf `index`, in key order: they say whose rows are on it.
+int64_t rows_before(const std::vector<std::pair<int64_t, int64_t>>& leaves, size_t index) {
+  int64_t before = 0;
+  for (size_t i = 0; i < index; ++i) before += leaves[i].second;
+  return before;
+}
+
+void scribble_over_page(const std::string& file, int64_t page) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp((page - 1) * 4096 + 8);  // a leaf page's cell pointers
+  f.write(std::string(64, '\xff').data(), 64);
+}
+
+TEST(StoreRecover, ADamagedStoreGivesUpOnlyTheRowsOnItsDamagedPages) {
+  TempDir dir("recover_damaged");
+  const std::string source = dir.file("runs.sqlite"), recovered = dir.file("recovered.sqlite");
+  constexpr int kRuns = 40, kSteps = 300;
+  std::vector<std::vector<StepReport>> stored;
+  {
+    RunStore store(source);
+    for (int run = 1; run <= kRuns; ++run) {
+      const int64_t id = store.begin_run(config_named("run" + std::to_string(run)), info(), "fingerprint");
+      std::vector<StepReport> steps;
+      for (int64_t n = 0; n < kSteps; ++n) steps.push_back(step(n, kSteps / 2));
+      store.add_epoch(id, epoch(1), {steps.begin(), steps.begin() + kSteps / 2}, 1.0);
+      store.add_epoch(id, epoch(2), {steps.begin() + kSteps / 2, steps.end()}, 2.0);
+      store.add_checkpoint(id, {2, kSteps, "/checkpoints/run" + std::to_string(run) + ".ampwb"});
+      store.end_run(id, {RunStatus::Finished, "", ""}, {}, 3.0);
+      stored.push_back(store.steps(id));
+    }
+  }
+  // A page of runs near the end, and a page of steps inside run 2's.
+  const auto runs_pages = leaf_pages(source, "runs"), steps_pages = leaf_pages(source, "steps");
+  ASSERT_GE(runs_pages.size(), 4u);
+  ASSERT_GE(steps_pages.size(), size_t{3 * kRuns});
+  const size_t runs_page = runs_pages.size() - 2;
+  const int64_t first_lost_run = rows_before(runs_pages, runs_page) + 1;
+  const int64_t last_lost_run = first_lost_run + runs_pages[runs_page].second - 1;
+  size_t steps_page = 0;
+  while (rows_before(steps_pages, steps_page) < kSteps + 20) ++steps_page;
+  const int64_t steps_before = rows_before(steps_pages, steps_page), steps_lost = steps_pages[steps_page].second;
+  scribble_over_page(source, runs_pages[runs_page].first);
+  scribble_over_page(source, steps_pages[steps_page].first);
+  ASSERT_LE(steps_before + steps_lost, 2 * kSteps) << "the page holds run 2's steps only";
+  const std::string damaged_bytes = read_bytes(source);
+
+  const StoreRecoverResult r = recover_store(source, recovered);
+  EXPECT_EQ(read_bytes(source), damaged_bytes) << "the damaged store is only read";
+  EXPECT_EQ(query_text(recovered, "PRAGMA integrity_check"), "ok");
+  ASSERT_EQ(r.lost.size(), 2u);
+  EXPECT_EQ(r.lost[0].table, "runs");
+  EXPECT_EQ(r.lost[0].words,
+            "runs between run " + std::to_string(first_lost_run - 1) + " and run " + std::to_string(last_lost_run + 1));
+  EXPECT_EQ(r.lost[1].table, "steps");
+  EXPECT_EQ(r.lost[1].words, "rows of run 2");
+  EXPECT_EQ(r.incomplete_runs, std::set<int64_t>{2});
+  const int64_t lost_runs = last_lost_run - first_lost_run + 1;
+  EXPECT_EQ(r.orphans.at("steps"), kSteps * lost_runs) << "the lost runs' steps";
+  EXPECT_EQ(r.orphans.at("epochs"), 2 * lost_runs);
+  EXPECT_EQ(r.orphans.at("checkpoints"), lost_runs);
+  EXPECT_EQ(r.runs, kRuns - lost_runs);
+
+  RunStore store(recovered, RunStore::Mode::ReadOnly);
+  std::vector<int64_t> ids, expected_ids;
+  for (const RunRecord& run : store.runs()) ids.push_back(run.id);
+  for (int64_t id = 1; id <= kRuns; ++id)
+    if (id < first_lost_run || id > last_lost_run) expected_ids.push_back(id);
+  EXPECT_EQ(ids, expected_ids) << "runs keep their ids";
+  for (const int64_t id : expected_ids) {
+    if (id == 2) continue;
+    EXPECT_EQ(json(store.steps(id)), json(stored[static_cast<size_t>(id - 1)])) << "run " << id;
+    EXPECT_EQ(store.epochs(id).size(), 2u);
+    EXPECT_EQ(store.checkpoints(id).back().path, "/checkpoints/run" + std::to_string(id) + ".ampwb");
+    EXPECT_TRUE(store.run(id).info.notes.empty());
+  }
+  // Run 2 lost the rows of that one page, one stretch: in a table keyed without a rowid (steps), the row that parts
+  // the page from the next is kept above it in the tree, so it may go too, and the rows before the page are not
+  // only the leaves'.
+  const std::vector<StepReport> left = store.steps(2);
+  const std::vector<StepReport>& all = stored[1];
+  size_t gap = 0;
+  while (gap < left.size() && left[gap].step == all[gap].step) ++gap;
+  const size_t lost = all.size() - left.size();
+  EXPECT_GE(lost, static_cast<size_t>(steps_lost));
+  EXPECT_LE(lost, static_cast<size_t>(steps_lost) + 1);
+  EXPECT_GE(static_cast<int64_t>(gap), steps_before - kSteps) << "nothing before the page is lost";
+  for (size_t i = 0; i < left.size(); ++i)
+    ASSERT_EQ(json(left[i]), json(all[i < gap ? i : i + lost])) << "step " << left[i].step;
+  expect_contains(store.run(2).info.notes.back(), "some of its records could not be read");
+}
 
 }  // namespace
 }  // namespace ampwb

@@ -545,9 +545,10 @@ TEST(Cli, EveryCommandsHelpComesFromTheParserAndNamesItsFlags) {
       {"rename", {"RUN", "NAME", "--db"}},
       {"tag", {"RUN", "TAG", "--remove", "--db"}},
       {"note", {"RUN", "TEXT", "--db"}},
-      {"store", {"check", "backup"}},
+      {"store", {"check", "backup", "recover", "copy"}},
       {"store check", {"--db"}},
       {"store backup", {"FILE", "--db"}},
+      {"store recover", {"FILE", "--db"}},
   };  // dataset's: test_data_cli.cpp
   for (const auto& [command, flags] : commands) {
     const Result r = run_ampwb(command + " --help");

@@ -603,9 +603,8 @@ std::string damaged_store_message(const std::string& path, const std::string& pr
   }
   return "the run store '" + path + "' is damaged (SQLite: " + first +
          "): nothing more is written into it. Keep a copy (AMPWB_DB='" + path +
-         "' ampwb store backup FILE), then recover what is readable into a new store with SQLite's shell (Debian: "
-         "sqlite3): sqlite3 '" +
-         path + "' .recover | sqlite3 recovered.sqlite; `ampwb store check` lists every problem";
+         "' ampwb store backup FILE), then recover what is readable into a new store (AMPWB_DB='" + path +
+         "' ampwb store recover NEW.sqlite); `ampwb store check` lists every problem";
 }
 
 void RunStore::require_writable(const char* what) const {

@@ -1,0 +1,44 @@
+// Recovering what is readable of a damaged SQLite run store into a new file, as SQLite's shell's `.recover` would
+// (Debian's sqlite3 shell cannot: it lacks the page reader that needs). Every table is read from its own b-tree in
+// key order, never through an index. Where a read meets a damaged page, the smallest later key from which the table
+// reads again is found by probing further keys, and the rows between are reported lost. The new file has the damaged
+// one's schema, version and rows under their own ids, so runs keep their ids and checkpoints; indexes are built
+// anew. Rows whose run or sweep was lost are left out, as deleting that run or sweep would have taken them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ampwb {
+
+// Rows of one table that could not be read.
+struct LostRows {
+  std::string table;
+  std::string words;  // where, in words: "runs between run 2 and run 5", "rows from run 3's to run 4's"
+};
+
+struct StoreRecoverResult {
+  int64_t rows = 0;                        // rows written to the new store, every table's together
+  int runs = 0;                            // runs in the new store
+  std::vector<LostRows> lost;              // every stretch a read could not cross
+  std::map<std::string, int64_t> orphans;  // per table: rows left out because their run or sweep was lost
+  std::set<int64_t> incomplete_runs;       // runs kept whose records a lost stretch may hold; each gets a note
+};
+
+struct StoreRecoverProgress {
+  std::string table;
+  int64_t rows = 0;  // read so far from this table
+};
+
+// Reads the SQLite run store at `damaged` (only reads it) and writes what is readable into a new store at
+// `destination`, which must not exist; it appears there only once whole. Throws StoreError when `damaged` is not a
+// run store or its table of contents cannot be read, and when `destination` exists or cannot be written.
+// `progress` is called after each table and every 10,000 rows.
+StoreRecoverResult recover_store(const std::string& damaged, const std::string& destination,
+                                 const std::function<void(const StoreRecoverProgress&)>& progress = {});
+
+}  // namespace ampwb
