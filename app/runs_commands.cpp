@@ -398,6 +398,7 @@ int show_command(const ShowOptions& options) {
     std::printf("  tags       %s\n", tags.c_str());
   }
   if (!r.notes.empty()) std::printf("  notes      %s\n", r.notes.c_str());
+  for (const std::string& note : info.notes) std::printf("  note       %s\n", note.c_str());  // what the run noted
   if (!r.unreadable.empty()) std::printf("  damaged    %s (defaults shown instead)\n", r.unreadable.c_str());
 
   std::printf("\nconfiguration\n");

@@ -211,6 +211,7 @@ TEST(StoreCli, ImagesThatVanishDuringARunAreSkippedAndNotedUntilATenthIsGone) {
     std::string notes;
     for (const std::string& note : run.info.notes) notes += note + "\n";
     expect_contains(notes, "vanished, shrank or changed since the dataset was read");
+    expect_contains(ampwb({"show", "1", "--db", db}).output, "  note       epoch ");
     expect_contains(log, "note: epoch ");
     EXPECT_EQ(log.find("cannot decode"), std::string::npos) << log;
     if (removed == 3) {
