@@ -39,7 +39,8 @@ struct DatasetFlags {
 };
 
 void add_dataset_flags(CLI::App* command, DatasetFlags& flags) {
-  add_number(command, "--validation-fraction", flags.options.validation_fraction,
+  // ampwb train's spelling first; the long one is kept for the scripts that use it.
+  add_number(command, "--val-fraction,--validation-fraction", flags.options.validation_fraction,
              "the share held out for validation when the data has no split of its own")
       ->check(CLI::Validator(
           [](const std::string& text) {

@@ -192,8 +192,8 @@ class ConsoleObserver : public TrainObserver {
     if (c.epoch > epochs_)  // written at the end: it resumes nowhere, but stays while the run is not finished
       std::printf("checkpoint: end of epoch %d: %s\n", epochs_, c.path.c_str());
     else
-      std::printf("checkpoint: resumes at epoch %d, step %lld: %s\n", c.epoch, static_cast<long long>(c.step),
-                  c.path.c_str());
+      std::printf("checkpoint: resumes at epoch %d, step %lld of the run: %s\n", c.epoch,
+                  static_cast<long long>(c.step), c.path.c_str());
     std::fflush(stdout);
   }
 
@@ -517,7 +517,11 @@ int train_command(const TrainOptions& options) {
       throw Error("run " + std::to_string(continue_run) + " was trained by " + processes(before) +
                   ": resume it with as many (mpirun -np " + std::to_string(before) + " or srun -n " +
                   std::to_string(before) + "), not " + processes(world->world_size()));
-    c = resume_config(store, continue_run, resume_changes(options));
+    const ResumeChanges changes = resume_changes(options);
+    c = resume_config(store, continue_run, changes);
+    if (std::error_code ec; !changes.data_dir && !std::filesystem::is_directory(c.data_dir, ec))
+      throw Error("run " + std::to_string(continue_run) + " trained on the dataset folder '" + c.data_dir +
+                  "', which is not there now: if it moved, resume with --data FOLDER");
     c.keep_checkpoints = c.keep_checkpoints || keep_checkpoint;
   } else if (!c.name.empty()) {
     store.check_new_name(c.name);

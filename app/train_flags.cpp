@@ -2,6 +2,7 @@
 #include "train_flags.h"
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 
 #include "cli.h"
@@ -95,7 +96,7 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
   data(command->add_option("--data", c.data_dir, "the dataset folder (ampwb dataset inspect DIR shows what it holds)")
            ->type_name("DIR"),
        "data_dir");
-  data(add_number(command, "--val-fraction", c.data.validation_fraction,
+  data(add_number(command, "--val-fraction,--validation-fraction", c.data.validation_fraction,
                   "the share of images held out for validation when the data has no split of its own"),
        "data.validation_fraction");
   data(add_number(command, "--max-train-images", c.data.max_train_images, "use at most N training images (0: all)"),
@@ -156,7 +157,11 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
                 ->type_name("KIND")
                 ->check(CLI::Validator(
                     [](std::string& text) -> std::string {
-                      if (text == "off" || text == "dynamic" || static_scale(text)) return "";
+                      if (const std::optional<double> scale = static_scale(text))
+                        return std::isfinite(*scale) && *scale > 0
+                                   ? ""
+                                   : "static:S takes a positive, finite scale, got '" + text + "'";
+                      if (text == "off" || text == "dynamic") return "";
                       return "must be off, static:S (S a number) or dynamic, got '" + text + "'";
                     },
                     "")),

@@ -119,12 +119,12 @@ TEST(DataCli, EveryDatasetCommandsHelpExitsZeroAndNamesItsFlags) {
   TempDir scratch("cli_help");
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
       {"dataset", {"inspect", "sample", "bench-decode", "bench-loader"}},
-      {"dataset inspect", {"DIR", "--json", "--validation-fraction", "--seed", "--no-cache"}},
+      {"dataset inspect", {"DIR", "--json", "--val-fraction", "--validation-fraction", "--seed", "--no-cache"}},
       {"dataset sample", {"--help"}},
       {"dataset bench-decode", {"--count", "--repeat", "--dir", "--json"}},
       {"dataset bench-loader",
-       {"DIR", "--validation-fraction", "--seed", "--no-cache", "--image-size", "--batch-size", "--threads",
-        "--augment", "--crop", "--normalization", "--cache-mb", "--split", "--epochs", "--compute-ms", "--json"}},
+       {"DIR", "--val-fraction", "--seed", "--no-cache", "--image-size", "--batch-size", "--threads", "--augment",
+        "--crop", "--normalization", "--cache-mb", "--split", "--epochs", "--compute-ms", "--json"}},
   };
   for (const auto& [command, flags] : commands) {
     const CliRun r = ampwb(command + " --help", scratch);

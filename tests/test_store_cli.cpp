@@ -233,6 +233,31 @@ TEST(StoreCli, ImagesThatVanishDuringARunAreSkippedAndNotedUntilATenthIsGone) {
   }
 }
 
+// A dataset folder moved since the run: the resume says so and how to go on, and goes on with --data.
+TEST(StoreCli, AResumeWhoseDataFolderMovedSaysHowToGoOn) {
+  TempDir dir("moved_data");
+  const std::string db = dir.file("runs.sqlite");
+  fs::copy(stripes(), dir.file("data"), fs::copy_options::recursive);
+  std::vector<std::string> argv = tiny_training(db, 2, 2);
+  argv[2] = dir.file("data");
+  argv.insert(argv.end(), {"--checkpoint-dir", dir.file("checkpoints")});
+  ASSERT_EQ(ampwb(argv).status, 0);
+  {  // as if killed after its last checkpoint
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(handle, "UPDATE runs SET status = 'interrupted' WHERE id = 1", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(handle);
+  }
+  fs::rename(dir.file("data"), dir.file("moved"));
+  Result r = ampwb({"train", "--resume", "1", "--db", db});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "run 1 trained on the dataset folder '" + dir.file("data") +
+                                "', which is not there now: if it moved, resume with --data FOLDER");
+  r = ampwb({"train", "--resume", "1", "--db", db, "--data", dir.file("moved")});
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
 TEST(StoreCli, ARunKeepsItsDataFolderAbsoluteAndSaysWhatItPassedOverAndWhatItDidNotMeasure) {
   TempDir dir("data_notes");
   const std::string db = dir.file("runs.sqlite");

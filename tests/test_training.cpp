@@ -446,6 +446,10 @@ TEST(Cli, BadInputGetsAClearError) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--loss-scale: must be off, static:S (S a number) or dynamic"), std::string::npos)
       << r.output;
+  r = run_ampwb("train --data /tmp --loss-scale static:0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--loss-scale: static:S takes a positive, finite scale, got 'static:0'"), std::string::npos)
+      << r.output;
   r = run_ampwb("train --data /tmp --no-checkpoint --checkpoint-dir /tmp/x");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;  // CLI11: "--a excludes --b"

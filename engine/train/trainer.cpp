@@ -717,8 +717,10 @@ std::optional<RunEnd> Trainer::Run::interruption(int64_t b, const EpochStart& st
   if (trainer_.cancel_) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
   if (trainer_.stop_) {
     if (std::optional<RunEnd> end = settle_pending()) return end;
-    return RunEnd{RunStatus::Cancelled, "stopped by the user at epoch " + std::to_string(at_.epoch) + ", step " +
-                                            std::to_string(b) + save(so_far(start))};
+    // Steps counted within the epoch, as the progress line counts them (a checkpoint's step counts from the start).
+    return RunEnd{RunStatus::Cancelled, "stopped by the user at epoch " + std::to_string(at_.epoch) + " after " +
+                                            std::to_string(b) + " of its " + std::to_string(steps_per_epoch_) +
+                                            " steps" + save(so_far(start))};
   }
   if (lost) {
     if (std::optional<RunEnd> end = settle_pending()) return end;
@@ -775,7 +777,8 @@ std::optional<RunEnd> Trainer::Run::settle(const Launched& s, const StepResult& 
     report_(&TrainObserver::on_overflow, OverflowReport{s.epoch, s.global_step, r.loss_scale, r.overflow.layers,
                                                         r.overflow.nonfinite_values, r.overflow.finite_norm});
   if (s.probe) report_(&TrainObserver::on_layer_numerics, s.probe->layers().take(s.epoch, s.global_step, r.loss_scale));
-  const std::string where = " at epoch " + std::to_string(s.epoch) + ", step " + std::to_string(s.b);
+  const std::string where = " at epoch " + std::to_string(s.epoch) + ", step " + std::to_string(s.b + 1) + " of " +
+                            std::to_string(steps_per_epoch_);
   if (!std::isfinite(r.loss) && !scaler_.dynamic())
     return RunEnd{RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
                                          mode_name(config_.precision.mode) +
