@@ -29,6 +29,7 @@
 #include "run_setup_panel.h"
 #include "runs_model.h"
 #include "runs_view.h"
+#include "store/run_store.h"
 #include "test_ui_util.h"
 
 namespace ampwb::ui::test {
@@ -162,6 +163,8 @@ class PlainText : public QObject {
     RunsView* runs = w.runs_view();
     QCOMPARE(runs->add_tag(first_, kTag), QString());
     QCOMPARE(runs->set_notes(first_, kNotes), QString());
+    RunStore(db_.toStdString()).add_note(first_, "what the <i>run</i> noted");
+    runs->reload();
     QCOMPARE(runs->model()->rowCount(), 2);
     const QStringList leaks = html_leaks(&w);
     QVERIFY2(leaks.isEmpty(), qPrintable(leaks.join('\n')));
@@ -170,6 +173,7 @@ class PlainText : public QObject {
     const QString tip = runs->model()->index(row, RunsModel::Name).data(Qt::ToolTipRole).toString();
     QVERIFY2(shown(Qt::AutoText, tip).contains(data_), qPrintable(tip));
     QVERIFY2(shown(Qt::AutoText, tip).contains(kNotes), qPrintable(tip));
+    QVERIFY2(shown(Qt::AutoText, tip).contains("note: what the <i>run</i> noted"), qPrintable(tip));
     auto* store = w.findChild<QLabel*>("storePath");
     QVERIFY(store);
     QVERIFY2(shown(store->textFormat(), store->text()).contains(QDir::toNativeSeparators(db_)),

@@ -154,6 +154,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
                         .arg(r.batch_size);
     if (!r.end_reason.empty()) tip += "\n" + QString::fromStdString(r.end_reason);
     if (!r.notes.empty()) tip += "\nnotes: " + QString::fromStdString(r.notes);
+    for (const std::string& note : r.info.notes) tip += "\n" + tr("note: %1").arg(QString::fromStdString(note));
     if (has_final_weights(r)) tip += "\n" + tr("final weights: %1").arg(QString::fromStdString(r.info.final_weights));
     return plain_tooltip(tip);  // a path or notes that look like HTML are still shown as written
   }
