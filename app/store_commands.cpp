@@ -179,20 +179,23 @@ int store_recover_command(const StoreOptions& options) {
   });
   std::printf("recovered %d run%s (%lld rows) into '%s'\n", r.runs, r.runs == 1 ? "" : "s",
               static_cast<long long>(r.rows), options.file.c_str());
-  if (r.lost.empty() && r.orphans.empty()) {
+  const auto rows = [](int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " rows"); };
+  if (r.lost.empty() && r.garbled.empty() && r.orphans.empty() && r.unlinked.empty())
     std::printf("every row was read: nothing was lost\n");
-  } else {
-    std::printf("could not be read:\n");
-    for (const LostRows& l : r.lost) std::printf("  %s: %s\n", l.table.c_str(), l.words.c_str());
-    for (const auto& [table, rows] : r.orphans)
-      std::printf("  %s: %lld row%s whose run or sweep was lost, left out\n", table.c_str(),
-                  static_cast<long long>(rows), rows == 1 ? "" : "s");
-    if (!r.incomplete_runs.empty())
-      std::printf("runs beside what was lost have a note saying their records may have gaps (ampwb show RUN)\n");
-  }
+  if (!r.lost.empty() || !r.garbled.empty()) std::printf("could not be read:\n");
+  for (const LostRows& l : r.lost) std::printf("  %s: %s\n", l.table.c_str(), l.words.c_str());
+  for (const auto& [table, n] : r.garbled)
+    std::printf("  %s: %s read garbled (a repeated key or a value out of place)\n", table.c_str(), rows(n).c_str());
+  if (!r.orphans.empty() || !r.unlinked.empty()) std::printf("read, but their run or sweep was lost:\n");
+  for (const auto& [table, n] : r.orphans) std::printf("  %s: %s left out\n", table.c_str(), rows(n).c_str());
+  for (const auto& [table, n] : r.unlinked)
+    std::printf("  %s: %s kept, no longer linked to a run\n", table.c_str(), rows(n).c_str());
+  if (!r.incomplete_runs.empty())
+    std::printf("runs whose records may have gaps have a note saying so (ampwb show RUN)\n");
   std::printf(
-      "use it in place of the damaged store once you have looked at it (ampwb runs --db '%s'); keep the damaged "
-      "file until then\n",
+      "look at it with ampwb runs --db '%s'. To use it in the damaged store's place, first move the damaged file "
+      "away together with its -wal and -shm files (SQLite would apply an old -wal to the new file); keep them until "
+      "you are sure\n",
       options.file.c_str());
   return 0;
 }

@@ -323,7 +323,7 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   Result r = ampwb({"store", "check", "--db", db});
   EXPECT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "is whole");
-  {  // scribble over the cell pointers of pages 3 to 8 (the runs, epochs and steps b-trees)
+  {  // scribble over the cell pointers of pages 3 to 8 (the runs table's among them)
     std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
     for (int page = 3; page <= 8; ++page) {
       f.seekp((page - 1) * 4096 + 8);
@@ -347,17 +347,51 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   expect_contains(r.output, "ampwb store backup FILE");
   EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "refused before training";
   EXPECT_EQ(read_text(db), damaged_bytes) << "nothing was written into the damaged store";
-  // The way out the advice names: what is readable, in a new store that opens and takes new runs.
-  const std::string recovered = dir.file("recovered.sqlite");
-  r = ampwb({"store", "recover", "--db", db, recovered});
+  // Scribbled over where the runs table starts, the store has no run left to recover, and says so.
+  const std::string nothing = dir.file("nothing.sqlite");
+  r = ampwb({"store", "recover", "--db", db, nothing});
   EXPECT_EQ(r.status, 0) << r.output;
-  expect_contains(r.output, "recovering what is readable of '" + db + "' into '" + recovered + "'");
-  expect_contains(r.output, "could not be read:\n  runs: ");
-  expect_contains(r.output, "(ampwb runs --db '" + recovered + "')");
+  expect_contains(r.output, "recovered 0 runs");
+  expect_contains(r.output, "could not be read:\n  runs: every run\n");
   EXPECT_EQ(read_text(db), damaged_bytes) << "recovery only reads the damaged store";
+
+  // The way out the advice names, on a store that lost its last run's page: the others, in a new store that opens
+  // and takes new runs, the lost run named and its id not given again.
+  const std::string three = dir.file("three.sqlite"), recovered = dir.file("recovered.sqlite");
+  for (int run = 0; run < 3; ++run) ASSERT_EQ(ampwb(tiny_training(three, 1, 1)).status, 0);
+  {
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(three.c_str(), &handle), SQLITE_OK);
+    sqlite3_stmt* page = nullptr;  // the b-tree pages of the runs table's rows, in key order: one run a page
+    ASSERT_EQ(
+        sqlite3_prepare_v2(handle, "SELECT pageno FROM dbstat WHERE name = 'runs' AND pagetype = 'leaf' ORDER BY path",
+                           -1, &page, nullptr),
+        SQLITE_OK);
+    std::vector<int64_t> pages;
+    while (sqlite3_step(page) == SQLITE_ROW) pages.push_back(sqlite3_column_int64(page, 0));
+    sqlite3_finalize(page);
+    sqlite3_close(handle);
+    ASSERT_EQ(pages.size(), 3u);
+    std::fstream f(three, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp((pages[2] - 1) * 4096 + 8);  // run 3's page: its cell pointers
+    f.write(std::string(64, '\xff').data(), 64);
+  }
+  r = ampwb({"store", "recover", "--db", three, recovered});
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "recovering what is readable of '" + three + "' into '" + recovered + "'");
+  expect_contains(r.output, "recovered 2 runs (");
+  expect_contains(r.output, "could not be read:\n  runs: runs after run 2\n");
+  expect_contains(r.output, "read, but their run or sweep was lost:\n  checkpoints: 1 row left out\n  epochs: 1 row");
+  expect_contains(r.output, "look at it with ampwb runs --db '" + recovered + "'");
   EXPECT_EQ(ampwb({"store", "check", "--db", recovered}).status, 0);
-  EXPECT_EQ(ampwb(tiny_training(recovered, 1, 1)).status, 0);
-  r = ampwb({"store", "recover", "--db", db, recovered});
+  const Result listed = ampwb({"runs", "--json", "--db", recovered});
+  ASSERT_EQ(listed.status, 0) << listed.output;
+  std::vector<int64_t> ids;
+  for (const json& run : json::parse(listed.output)) ids.push_back(run["id"].get<int64_t>());
+  EXPECT_EQ(ids, (std::vector<int64_t>{1, 2}));
+  ASSERT_EQ(ampwb(tiny_training(recovered, 1, 1)).status, 0);
+  EXPECT_EQ(RunStore(recovered, RunStore::Mode::ReadOnly).runs().back().id, 4) << "run 3's id is not given again";
+  r = ampwb({"store", "recover", "--db", three, recovered});
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "'" + recovered + "' exists: name a new file for the recovered store");
   // No store, or a file that is not one: said so, without advice to recover what was never a store.

@@ -472,6 +472,15 @@ TEST(StoreCopyCli, CopiesIntoPostgresAndABackupOfItRestoresIt) {
 }
 #endif
 
+// Every row of every table of an SQLite store.
+int64_t all_rows(const std::string& file) {
+  SqliteDb db(file, SqliteDb::Open::ReadOnly);
+  SqliteStatement tables(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'sqlite_sequence'");
+  int64_t n = 0;
+  while (tables.step()) n += query_int(file, "SELECT count(*) FROM \"" + tables.text(0) + "\"");
+  return n;
+}
+
 TEST(StoreRecover, AWholeStoreComesBackRecordForRecordUnderItsOwnIds) {
   TempDir dir("recover_whole");
   const std::string source = dir.file("source.sqlite"), recovered = dir.file("recovered.sqlite");
@@ -482,9 +491,12 @@ TEST(StoreRecover, AWholeStoreComesBackRecordForRecordUnderItsOwnIds) {
   }
   const StoreRecoverResult r = recover_store(source, recovered);
   EXPECT_TRUE(r.lost.empty());
+  EXPECT_TRUE(r.garbled.empty());
   EXPECT_TRUE(r.orphans.empty());
   EXPECT_EQ(r.runs, 3);
-  EXPECT_EQ(RunStore(source).interrupted_on_open(), 1) << "the abandoned run, as the recovered store marked it";
+  EXPECT_EQ(r.rows, all_rows(recovered));
+  // Opening the recovered store marked the abandoned run interrupted: the source, opened, does the same.
+  EXPECT_EQ(RunStore(source).interrupted_on_open(), 1);
   EXPECT_EQ(everything(recovered), everything(source));
   EXPECT_EQ(every_row(recovered), every_row(source));
   for (const char* ids : {"SELECT group_concat(id) FROM runs", "SELECT group_concat(rowid) FROM run_details",
@@ -493,12 +505,19 @@ TEST(StoreRecover, AWholeStoreComesBackRecordForRecordUnderItsOwnIds) {
     EXPECT_EQ(query_text(recovered, ids), query_text(source, ids)) << ids;
   EXPECT_EQ(query_text(recovered, "PRAGMA integrity_check"), "ok");
 
-  const std::string again = error_of([&] { recover_store(source, recovered); });
-  expect_contains(again, "'" + recovered + "' exists: name a new file");
+  expect_contains(error_of([&] { recover_store(source, recovered); }), "'" + recovered + "' exists: name a new file");
+  expect_contains(error_of([&] { recover_store(source, dir.file("no/such/folder.sqlite")); }),
+                  "cannot write '" + dir.file("no/such/folder.sqlite") + "': the folder " + dir.file("no/such") +
+                      " does not exist");
   std::ofstream(dir.file("notes.sqlite")) << "not a database\n";
   expect_contains(error_of([&] { recover_store(dir.file("notes.sqlite"), dir.file("x.sqlite")); }),
-                  "is not a database");
+                  "'" + dir.file("notes.sqlite") + "' is not a run store (not an SQLite database)");
+  execute(source, "PRAGMA user_version = 99");
+  expect_contains(error_of([&] { recover_store(source, dir.file("x.sqlite")); }),
+                  "was made by a newer ampwb (schema version 99");
   EXPECT_FALSE(fs::exists(dir.file("x.sqlite")));
+  for (const auto& entry : fs::directory_iterator(dir.path()))
+    EXPECT_EQ(entry.path().string().find(".recovering"), std::string::npos) << entry.path() << " left behind";
 }
 
 // The pages of one table's b-tree that hold its rows, in key order (SQLite's dbstat: a path sorts as the tree does),
@@ -512,37 +531,56 @@ std::vector<std::pair<int64_t, int64_t>> leaf_pages(const std::string& file, con
   return pages;
 }
 
-// The rows before leaf `index`, in key order: they say whose rows are on it.
-int64_t rows_before(const std::vector<std::pair<int64_t, int64_t>>& leaves, size_t index) {
-  int64_t before = 0;
+// The rows before leaf `index`, in key order: they say whose rows are on it. A table without a rowid (steps) keeps
+// rows in the pages above the leaves too, one between each two leaves.
+int64_t rows_before(const std::vector<std::pair<int64_t, int64_t>>& leaves, size_t index, bool without_rowid = false) {
+  int64_t before = without_rowid ? static_cast<int64_t>(index) : 0;
   for (size_t i = 0; i < index; ++i) before += leaves[i].second;
   return before;
 }
 
 void scribble_over_page(const std::string& file, int64_t page) {
+  const int64_t page_size = query_int(file, "PRAGMA page_size");
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekp((page - 1) * 4096 + 8);  // a leaf page's cell pointers
+  f.seekp((page - 1) * page_size + 8);  // a leaf page's cell pointers
   f.write(std::string(64, '\xff').data(), 64);
+}
+
+// `runs` finished runs of `steps` steps and two epochs each; returns each run's steps as stored.
+std::vector<std::vector<StepReport>> record_finished_runs(const std::string& file, int runs, int steps) {
+  std::vector<std::vector<StepReport>> stored;
+  RunStore store(file);
+  for (int run = 1; run <= runs; ++run) {
+    const int64_t id = store.begin_run(config_named("run" + std::to_string(run)), info(), "fingerprint");
+    std::vector<StepReport> made;
+    for (int64_t n = 0; n < steps; ++n) made.push_back(step(n, steps / 2));
+    store.add_epoch(id, epoch(1), {made.begin(), made.begin() + steps / 2}, 1.0);
+    store.add_epoch(id, epoch(2), {made.begin() + steps / 2, made.end()}, 2.0);
+    store.add_checkpoint(id, {2, steps, "/checkpoints/run" + std::to_string(run) + ".ampwb"});
+    store.end_run(id, {RunStatus::Finished, "", ""}, {}, 3.0);
+    stored.push_back(store.steps(id));
+  }
+  return stored;
+}
+
+// The steps of `all` left in `left` when one stretch of them is gone: where the stretch starts, and how long it is.
+std::pair<size_t, size_t> one_gap(const std::vector<StepReport>& all, const std::vector<StepReport>& left) {
+  size_t gap = 0;
+  while (gap < left.size() && left[gap].step == all[gap].step) ++gap;
+  const size_t lost = all.size() - left.size();
+  for (size_t i = 0; i < left.size(); ++i)
+    if (json(left[i]) != json(all[i < gap ? i : i + lost])) {
+      ADD_FAILURE() << "step " << left[i].step << " is not as stored, or more than one stretch is gone";
+      break;
+    }
+  return {gap, lost};
 }
 
 TEST(StoreRecover, ADamagedStoreGivesUpOnlyTheRowsOnItsDamagedPages) {
   TempDir dir("recover_damaged");
   const std::string source = dir.file("runs.sqlite"), recovered = dir.file("recovered.sqlite");
   constexpr int kRuns = 40, kSteps = 300;
-  std::vector<std::vector<StepReport>> stored;
-  {
-    RunStore store(source);
-    for (int run = 1; run <= kRuns; ++run) {
-      const int64_t id = store.begin_run(config_named("run" + std::to_string(run)), info(), "fingerprint");
-      std::vector<StepReport> steps;
-      for (int64_t n = 0; n < kSteps; ++n) steps.push_back(step(n, kSteps / 2));
-      store.add_epoch(id, epoch(1), {steps.begin(), steps.begin() + kSteps / 2}, 1.0);
-      store.add_epoch(id, epoch(2), {steps.begin() + kSteps / 2, steps.end()}, 2.0);
-      store.add_checkpoint(id, {2, kSteps, "/checkpoints/run" + std::to_string(run) + ".ampwb"});
-      store.end_run(id, {RunStatus::Finished, "", ""}, {}, 3.0);
-      stored.push_back(store.steps(id));
-    }
-  }
+  const std::vector<std::vector<StepReport>> stored = record_finished_runs(source, kRuns, kSteps);
   // A page of runs near the end, and a page of steps inside run 2's.
   const auto runs_pages = leaf_pages(source, "runs"), steps_pages = leaf_pages(source, "steps");
   ASSERT_GE(runs_pages.size(), 4u);
@@ -551,11 +589,11 @@ TEST(StoreRecover, ADamagedStoreGivesUpOnlyTheRowsOnItsDamagedPages) {
   const int64_t first_lost_run = rows_before(runs_pages, runs_page) + 1;
   const int64_t last_lost_run = first_lost_run + runs_pages[runs_page].second - 1;
   size_t steps_page = 0;
-  while (rows_before(steps_pages, steps_page) < kSteps + 20) ++steps_page;
-  const int64_t steps_before = rows_before(steps_pages, steps_page), steps_lost = steps_pages[steps_page].second;
+  while (rows_before(steps_pages, steps_page, true) < kSteps + 20) ++steps_page;
+  const int64_t steps_at = rows_before(steps_pages, steps_page, true) - kSteps;  // in run 2's
+  ASSERT_LE(rows_before(steps_pages, steps_page + 1, true), 2 * kSteps - 40) << "the page holds run 2's steps only";
   scribble_over_page(source, runs_pages[runs_page].first);
   scribble_over_page(source, steps_pages[steps_page].first);
-  ASSERT_LE(steps_before + steps_lost, 2 * kSteps) << "the page holds run 2's steps only";
   const std::string damaged_bytes = read_bytes(source);
 
   const StoreRecoverResult r = recover_store(source, recovered);
@@ -573,6 +611,7 @@ TEST(StoreRecover, ADamagedStoreGivesUpOnlyTheRowsOnItsDamagedPages) {
   EXPECT_EQ(r.orphans.at("epochs"), 2 * lost_runs);
   EXPECT_EQ(r.orphans.at("checkpoints"), lost_runs);
   EXPECT_EQ(r.runs, kRuns - lost_runs);
+  EXPECT_EQ(r.rows, all_rows(recovered)) << "the orphans left out are not counted";
 
   RunStore store(recovered, RunStore::Mode::ReadOnly);
   std::vector<int64_t> ids, expected_ids;
@@ -587,20 +626,59 @@ TEST(StoreRecover, ADamagedStoreGivesUpOnlyTheRowsOnItsDamagedPages) {
     EXPECT_EQ(store.checkpoints(id).back().path, "/checkpoints/run" + std::to_string(id) + ".ampwb");
     EXPECT_TRUE(store.run(id).info.notes.empty());
   }
-  // Run 2 lost the rows of that one page, one stretch: in a table keyed without a rowid (steps), the row that parts
-  // the page from the next is kept above it in the tree, so it may go too, and the rows before the page are not
-  // only the leaves'.
-  const std::vector<StepReport> left = store.steps(2);
-  const std::vector<StepReport>& all = stored[1];
-  size_t gap = 0;
-  while (gap < left.size() && left[gap].step == all[gap].step) ++gap;
-  const size_t lost = all.size() - left.size();
-  EXPECT_GE(lost, static_cast<size_t>(steps_lost));
-  EXPECT_LE(lost, static_cast<size_t>(steps_lost) + 1);
-  EXPECT_GE(static_cast<int64_t>(gap), steps_before - kSteps) << "nothing before the page is lost";
-  for (size_t i = 0; i < left.size(); ++i)
-    ASSERT_EQ(json(left[i]), json(all[i < gap ? i : i + lost])) << "step " << left[i].step;
+  // Run 2 lost the rows of that one page, and the row that parts it from the next: that one sits in the page above,
+  // and a read that seeks it goes down through the damaged page.
+  const auto [gap, lost] = one_gap(stored[1], store.steps(2));
+  EXPECT_EQ(static_cast<int64_t>(gap), steps_at);
+  EXPECT_EQ(static_cast<int64_t>(lost), steps_pages[steps_page].second + 1);
   expect_contains(store.run(2).info.notes.back(), "some of its records could not be read");
+}
+
+TEST(StoreRecover, ReadsOnBetweenDamagedPagesAndFromATablesDamagedStart) {
+  TempDir dir("recover_between");
+  const std::string source = dir.file("runs.sqlite"), recovered = dir.file("recovered.sqlite");
+  constexpr int kRuns = 40, kSteps = 1000;
+  const std::vector<std::vector<StepReport>> stored = record_finished_runs(source, kRuns, kSteps);
+  // Steps: the table's first page, and in run 5's, three pages, one whole, three more. A read that fails past the
+  // first three steps twice as far each time and lands beyond the whole page: it must be looked for in between.
+  // Epochs, kept in writing order, from their first page.
+  const auto steps_pages = leaf_pages(source, "steps"), epochs_pages = leaf_pages(source, "epochs");
+  size_t page = 0;
+  while (rows_before(steps_pages, page, true) < 4 * kSteps + 100) ++page;
+  ASSERT_LE(rows_before(steps_pages, page + 7, true), 5 * kSteps - 100) << "the seven pages hold run 5's steps only";
+  const std::vector<size_t> damaged = {0, page, page + 1, page + 2, page + 4, page + 5, page + 6};
+  for (const size_t d : damaged) scribble_over_page(source, steps_pages[d].first);
+  ASSERT_GE(epochs_pages.size(), 2u);
+  scribble_over_page(source, epochs_pages[0].first);
+  const int64_t epochs_lost = epochs_pages[0].second, first_epoch_run = epochs_lost / 2 + 1;
+
+  const StoreRecoverResult r = recover_store(source, recovered);
+  RunStore store(recovered, RunStore::Mode::ReadOnly);
+  ASSERT_EQ(store.runs().size(), size_t{kRuns});
+  // Each damaged page takes its rows and the row that parts it from the next page with it; nothing else is lost.
+  const auto [first_gap, first_lost] = one_gap(stored[0], store.steps(1));
+  EXPECT_EQ(first_gap, 0u);
+  EXPECT_EQ(static_cast<int64_t>(first_lost), steps_pages[0].second + 1);
+  const auto lost_from = [&](size_t first, size_t last) {  // damaged pages first..last, each with its parting row
+    int64_t n = 0;
+    for (size_t i = first; i <= last; ++i) n += steps_pages[i].second + 1;
+    return n;
+  };
+  std::vector<StepReport> expected = stored[4];
+  const int64_t at = rows_before(steps_pages, page, true) - 4 * kSteps;
+  const int64_t between = steps_pages[page + 3].second;  // and its parting row, read before the next damaged page
+  expected.erase(expected.begin() + at + lost_from(page, page + 2) + between + 1,
+                 expected.begin() + at + lost_from(page, page + 2) + between + 1 + lost_from(page + 4, page + 6));
+  expected.erase(expected.begin() + at, expected.begin() + at + lost_from(page, page + 2));
+  EXPECT_EQ(json(store.steps(5)), json(expected)) << "page " << page + 3 << ", between the damaged ones, is read";
+  EXPECT_EQ(store.epochs(1).size() + store.epochs(2).size(), 4u - std::min<size_t>(4, epochs_lost));
+  std::vector<std::string> words;
+  for (const LostRows& l : r.lost) words.push_back(l.table + ": " + l.words);
+  EXPECT_EQ(words,
+            (std::vector<std::string>{"epochs: rows up to run " + std::to_string(first_epoch_run) + "'s",
+                                      "steps: rows up to run 1's", "steps: rows of run 5", "steps: rows of run 5"}));
+  for (int64_t id = 1; id <= kRuns; ++id)
+    EXPECT_EQ(r.incomplete_runs.count(id), id == 5 || id <= first_epoch_run ? 1u : 0u) << id;
 }
 
 }  // namespace

@@ -3,11 +3,14 @@
 #include "store/store_recover.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "store/run_store.h"
@@ -21,6 +24,7 @@ using Key = std::vector<int64_t>;
 constexpr int64_t kBeforeEveryKey = std::numeric_limits<int64_t>::min();
 constexpr int64_t kLastKey = std::numeric_limits<int64_t>::max();
 constexpr int64_t kProgressEvery = 10000;
+constexpr int kIslandProbes = 15;  // keys tried inside each stretch between two failed reads (4 levels of midpoints)
 
 // A damaged page reads as one of these; anything else (a full disk, no memory, a lock) is not damage.
 bool unreadable(int rc) {
@@ -120,7 +124,9 @@ std::string lost_words(const Table& t, std::optional<int64_t> before, std::optio
     return "every " + t.owner_kind;
   }
   if (before && after && *before == *after) return "rows of " + name(*before);
-  if (before && after) return "rows from " + name(*before) + "'s to " + name(*after) + "'s";
+  // Rows kept in writing order (epochs, details) interleave runs that recorded at once: the lower id first.
+  if (before && after)
+    return "rows from " + name(std::min(*before, *after)) + "'s to " + name(std::max(*before, *after)) + "'s";
   if (before) return "rows from " + name(*before) + "'s on";
   if (after) return "rows up to " + name(*after) + "'s";
   return "every row";
@@ -139,8 +145,9 @@ class Recovery {
     SqliteStatement runs(to_, "SELECT id FROM runs");
     while (runs.step())
       for (const auto& [before, after] : runs_beside_lost_)
-        if (runs.int64(0) >= before.value_or(kBeforeEveryKey) && runs.int64(0) <= after.value_or(kLastKey))
-          result_.incomplete_runs.insert(runs.int64(0));
+        if (const int64_t id = runs.int64(0); (!before || id >= std::min(*before, after.value_or(*before))) &&
+                                              (!after || id <= std::max(*after, before.value_or(*after))))
+          result_.incomplete_runs.insert(id);
   }
 
   // Every readable row of `t`, in key order, into the new file's table of the same name.
@@ -149,7 +156,8 @@ class Recovery {
     if (t.copies_rowid) inserted.push_back("rowid");
     std::vector<std::string> names;
     for (const std::string& c : inserted) names.push_back(quoted(c));
-    Prepared insert(to_, "INSERT INTO " + quoted(t.name) + "(" + joined(names) + ") VALUES (" +
+    // A garbled row (a key repeated, a value the schema refuses) is left out, not the whole recovery.
+    Prepared insert(to_, "INSERT OR IGNORE INTO " + quoted(t.name) + "(" + joined(names) + ") VALUES (" +
                              joined(std::vector<std::string>(inserted.size(), "?")) + ")");
     std::optional<Key> last, from;  // `last` is none before the first row, and after a key that is not a number
     std::optional<int64_t> last_owner;
@@ -162,6 +170,10 @@ class Recovery {
       while ((rc = read.step()) == SQLITE_ROW) {
         const std::optional<Key> key = key_of(read, t);
         const std::optional<int64_t> owner = owner_of(read, t);
+        if (key && last && *key <= *last) {  // out of order: a damaged page read as if whole
+          rc = SQLITE_CORRUPT;
+          break;
+        }
         if (stretch_open) {
           lost(t, last_owner, owner);
           stretch_open = false;
@@ -172,7 +184,7 @@ class Recovery {
                     "sqlite3_bind_value", t.name);
         if (const int written = insert.step(); written != SQLITE_DONE) insert.fail(written);
         sqlite3_reset(insert.get());
-        ++result_.rows;
+        ++(to_.changes() > 0 ? result_.rows : result_.garbled[t.name]);
         if (++rows % kProgressEvery == 0 && progress_) progress_({t.name, rows});
         last = key;
         last_owner = owner;
@@ -227,14 +239,47 @@ class Recovery {
     return sqlite3_column_int64(q.get(), column);
   }
 
-  // Whether the table reads from `from` on: its first row there, or its end, comes back without a damaged page.
+  // A distance in (from, to) at which `reads` holds, trying midpoints breadth first, at most `probes` of them.
+  template <class Reads>
+  static std::optional<uint64_t> inside(uint64_t from, uint64_t to, int probes, const Reads& reads) {
+    std::vector<std::pair<uint64_t, uint64_t>> stretches = {{from, to}}, next;
+    while (probes > 0 && !stretches.empty()) {
+      for (const auto& [low, high] : stretches) {
+        if (high - low < 2 || probes-- <= 0) continue;
+        const uint64_t middle = low + (high - low) / 2;
+        if (reads(middle)) return middle;
+        next.insert(next.end(), {{low, middle}, {middle, high}});
+      }
+      stretches.swap(next);
+      next.clear();
+    }
+    return std::nullopt;
+  }
+
+  // Whether the table reads from `from` on: its first row there, or its end, comes back without a damaged page. A
+  // seek into a damaged page can also come back with a row made of its garbage: a real row is where its key says,
+  // so a seek for that key must find it again.
   bool readable_from(const Table& t, const Key& from) {
+    const std::optional<Key> found = first_key(t, from);
+    if (!found) return false;
+    return found->empty() || *found == from || first_key(t, *found) == found;
+  }
+
+  // The key of the table's first row from `from` on (empty: none there, or a key that is not a number); none when the
+  // read fails or gives a key before `from`.
+  std::optional<Key> first_key(const Table& t, const Key& from) {
     Prepared q(from_, select(t, true, true));
     bind_key(q, from);
     const int rc = q.step();
-    if (rc == SQLITE_ROW || rc == SQLITE_DONE) return true;
-    if (!unreadable(rc)) q.fail(rc);
-    return false;
+    if (rc == SQLITE_DONE) return Key{};
+    if (rc != SQLITE_ROW) {
+      if (!unreadable(rc)) q.fail(rc);
+      return std::nullopt;
+    }
+    const std::optional<Key> key = key_of(q, t);
+    if (!key) return Key{};
+    if (*key < from) return std::nullopt;
+    return key;
   }
 
   // The smallest key after `last` (before every key when none was read) from which the table reads again; none when
@@ -259,6 +304,7 @@ class Recovery {
       return k;
     };
     uint64_t failed = 0, reads = 0;  // reads fail at `failed`; 0 for `reads`: no key found yet
+    std::vector<uint64_t> failures = {0};
     for (uint64_t distance = 1; distance <= room && distance > failed;
          distance = distance > room / 2 ? room : distance * 2) {
       if (readable_from(t, at(distance))) {
@@ -266,8 +312,18 @@ class Recovery {
         break;
       }
       failed = distance;
+      failures.push_back(distance);
     }
     if (reads == 0) return std::nullopt;
+    // Each step doubled may have stepped over a readable page between two damaged ones: a few keys inside each
+    // stretch between failed reads are tried, the nearest stretch first.
+    for (size_t i = 1; i < failures.size(); ++i)
+      if (const std::optional<uint64_t> island = inside(failures[i - 1], failures[i], kIslandProbes,
+                                                        [&](uint64_t d) { return readable_from(t, at(d)); })) {
+        failed = failures[i - 1];
+        reads = *island;
+        break;
+      }
     while (reads - failed > 1) {
       const uint64_t middle = failed + (reads - failed) / 2;
       (readable_from(t, at(middle)) ? reads : failed) = middle;
@@ -296,9 +352,25 @@ int64_t pragma(SqliteDb& db, const char* name) {
   return q.step() ? q.int64(0) : 0;
 }
 
+// Keeps AUTOINCREMENT from handing out ids up to `used` again (a lost run's, say).
+void raise_sequence(SqliteDb& db, const std::string& table, int64_t used) {
+  SqliteStatement keep(db,
+                       "INSERT INTO sqlite_sequence(name, seq) SELECT ?1, ?2 WHERE NOT EXISTS "
+                       "(SELECT 1 FROM sqlite_sequence WHERE name = ?1)");
+  keep.bind(1, table).bind(2, used).run();
+  SqliteStatement raise(db, "UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1");
+  raise.bind(1, table).bind(2, used).run();
+}
+
 // Rows whose run or sweep was lost: deleted where the reference cascades, unlinked where it is set to NULL, as
-// deleting that run or sweep would have done. Repeated until nothing changes, for references of references.
-void leave_out_orphans(SqliteDb& db, const std::vector<Table>& tables, std::map<std::string, int64_t>& orphans) {
+// deleting that run or sweep would have done. Repeated until nothing changes, for references of references. The
+// lost ids they name stay used.
+void leave_out_orphans(SqliteDb& db, const std::vector<Table>& tables, StoreRecoverResult& result) {
+  const auto autoincrement = [&tables](const std::string& name) {
+    return std::any_of(tables.begin(), tables.end(), [&name](const Table& t) {
+      return t.name == name && t.create_sql.find("AUTOINCREMENT") != std::string::npos;
+    });
+  };
   for (bool changed = true; changed;) {
     changed = false;
     for (const Table& t : tables) {
@@ -308,18 +380,36 @@ void leave_out_orphans(SqliteDb& db, const std::vector<Table>& tables, std::map<
       while (references.step())
         list.push_back({references.text(0), references.text(1), references.text(2), references.text(3)});
       for (const auto& [parent, column, parent_column, on_delete] : list) {
+        if (autoincrement(parent)) {
+          SqliteStatement used(db, "SELECT max(" + quoted(column) + ") FROM " + quoted(t.name));
+          if (used.step() && !used.is_null(0)) raise_sequence(db, parent, used.int64(0));
+        }
         const std::string missing = quoted(column) + " IS NOT NULL AND " + quoted(column) + " NOT IN (SELECT " +
                                     quoted(parent_column.empty() ? "rowid" : parent_column) + " FROM " +
                                     quoted(parent) + ")";
-        if (on_delete == "SET NULL")
-          db.exec("UPDATE " + quoted(t.name) + " SET " + quoted(column) + " = NULL WHERE " + missing);
-        else
-          db.exec("DELETE FROM " + quoted(t.name) + " WHERE " + missing);
+        const bool unlink = on_delete == "SET NULL";
+        db.exec(unlink ? "UPDATE " + quoted(t.name) + " SET " + quoted(column) + " = NULL WHERE " + missing
+                       : "DELETE FROM " + quoted(t.name) + " WHERE " + missing);
         if (db.changes() == 0) continue;
-        orphans[t.name] += db.changes();
+        (unlink ? result.unlinked : result.orphans)[t.name] += db.changes();
+        if (!unlink) result.rows -= db.changes();
         changed = true;
       }
     }
+  }
+}
+
+// Adds `note` to the run information of each run in `runs` (as RunStore::add_note does), in the file being made.
+void add_note(SqliteDb& db, const std::set<int64_t>& runs, const std::string& note) {
+  for (const int64_t run : runs) {
+    SqliteStatement read(db, "SELECT info_json FROM runs WHERE id = ?");
+    if (!read.bind(1, run).step()) continue;
+    nlohmann::json info = nlohmann::json::parse(read.text(0), nullptr, false);
+    if (!info.is_object()) continue;  // unreadable already: the run says so where it is shown
+    if (!info["notes"].is_array()) info["notes"] = nlohmann::json::array();
+    info["notes"].push_back(note);
+    SqliteStatement write(db, "UPDATE runs SET info_json = ? WHERE id = ?");
+    write.bind(1, info.dump()).bind(2, run).run();
   }
 }
 
@@ -330,11 +420,21 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
   std::error_code ec;
   if (fs::exists(destination, ec))
     throw StoreError("'" + destination + "' exists: name a new file for the recovered store (nothing is overwritten)");
+  const fs::path folder = fs::absolute(destination, ec).parent_path();
+  if (!fs::is_directory(folder, ec))
+    throw StoreError("cannot write '" + destination + "': the folder " + folder.string() + " does not exist");
+  {
+    char magic[16] = {};
+    std::ifstream(damaged, std::ios::binary).read(magic, sizeof magic);
+    if (std::string(magic, sizeof magic) != std::string("SQLite format 3\0", 16))
+      throw StoreError("'" + damaged + "' is not a run store (not an SQLite database): there is nothing to recover");
+  }
   SqliteDb from(damaged, SqliteDb::Open::ReadOnly);
   std::vector<Table> tables;
   std::vector<std::string> later;  // indexes, triggers and views: made once the rows are in
   int64_t application_id = 0, version = 0;
   try {
+    from.exec("BEGIN");  // one snapshot, should a process still write into it
     application_id = pragma(from, "application_id");
     version = pragma(from, "user_version");
     SqliteStatement schema(from, "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid");
@@ -355,10 +455,13 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
   const bool has_runs = std::any_of(tables.begin(), tables.end(), [](const Table& t) { return t.name == "runs"; });
   if (application_id != RunStore::kApplicationId || !has_runs)
     throw StoreError("'" + damaged + "' is not a run store: there is nothing of ampwb's to recover");
+  if (version > RunStore::kSchemaVersion)
+    throw StoreError("the run store '" + damaged + "' was made by a newer ampwb (schema version " +
+                     std::to_string(version) + "; this one knows up to " + std::to_string(RunStore::kSchemaVersion) +
+                     "): recover it with that ampwb");
 
-  // Written under another name, and renamed once whole: a recovery cut short leaves no half store behind.
-  const std::string partial = destination + ".recovering";
-  fs::remove(partial, ec);
+  // Written under a name of its own, and renamed once whole: a recovery cut short leaves no half store behind.
+  const std::string partial = destination + ".recovering-" + std::to_string(::getpid());
   StoreRecoverResult result;
   try {
     SqliteDb to(partial, SqliteDb::Open::ReadWriteCreate);
@@ -367,24 +470,19 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
     for (const Table& t : tables) to.exec(t.create_sql);
     Recovery recovery(from, to, progress);
     for (const Table& t : tables) recovery.copy(t);
-    leave_out_orphans(to, tables, recovery.result().orphans);
-    recovery.find_incomplete_runs();
-    result = std::move(recovery.result());
-    for (const std::string& sql : later) to.exec(sql);
     // Ids AUTOINCREMENT handed out stay used, a lost run's included, where the damaged file still says which.
     try {
       SqliteStatement sequences(from, "SELECT name, seq FROM sqlite_sequence");
-      while (sequences.step()) {
-        SqliteStatement keep(to,
-                             "INSERT INTO sqlite_sequence(name, seq) SELECT ?1, ?2 WHERE NOT EXISTS "
-                             "(SELECT 1 FROM sqlite_sequence WHERE name = ?1)");
-        keep.bind(1, sequences.text(0)).bind(2, sequences.int64(1)).run();
-        SqliteStatement raise(to, "UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1");
-        raise.bind(1, sequences.text(0)).bind(2, sequences.int64(1)).run();
-      }
+      while (sequences.step()) raise_sequence(to, sequences.text(0), sequences.int64(1));
     } catch (const StoreError& e) {
       if (!e.damaged()) throw;
     }
+    leave_out_orphans(to, tables, recovery.result());
+    recovery.find_incomplete_runs();
+    result = std::move(recovery.result());
+    add_note(to, result.incomplete_runs,
+             "recovered from a damaged run store: some of its records could not be read, so its curves may have gaps");
+    for (const std::string& sql : later) to.exec(sql);
     to.exec("COMMIT");
     SqliteStatement check(to, "PRAGMA integrity_check");
     if (!check.step() || check.text(0) != "ok")
@@ -400,14 +498,7 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
   fs::rename(partial, destination);
 
   // Opened as a store: brought to this build's schema, and runs whose recording process is gone marked interrupted.
-  RunStore store(destination, RunStore::Mode::Existing);
-  const std::vector<RunRecord> runs = store.runs();
-  for (const RunRecord& r : runs)
-    if (result.incomplete_runs.count(r.id))
-      store.add_note(r.id,
-                     "recovered from a damaged run store: some of its records could not be read, so its curves may "
-                     "have gaps");
-  result.runs = static_cast<int>(runs.size());
+  result.runs = static_cast<int>(RunStore(destination, RunStore::Mode::Existing).runs().size());
   return result;
 }
 

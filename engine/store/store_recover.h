@@ -22,11 +22,13 @@ struct LostRows {
 };
 
 struct StoreRecoverResult {
-  int64_t rows = 0;                        // rows written to the new store, every table's together
-  int runs = 0;                            // runs in the new store
-  std::vector<LostRows> lost;              // every stretch a read could not cross
-  std::map<std::string, int64_t> orphans;  // per table: rows left out because their run or sweep was lost
-  std::set<int64_t> incomplete_runs;       // runs kept whose records a lost stretch may hold; each gets a note
+  int64_t rows = 0;                         // rows in the new store, every table's together
+  int runs = 0;                             // runs in the new store
+  std::vector<LostRows> lost;               // every stretch a read could not cross
+  std::map<std::string, int64_t> garbled;   // per table: rows read but refused (a repeated key, a value out of place)
+  std::map<std::string, int64_t> orphans;   // per table: rows left out because their run or sweep was lost
+  std::map<std::string, int64_t> unlinked;  // per table: rows kept, their link to a lost run cleared (sweep points)
+  std::set<int64_t> incomplete_runs;        // runs kept whose records a lost stretch may hold; each gets a note
 };
 
 struct StoreRecoverProgress {
