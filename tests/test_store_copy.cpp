@@ -539,11 +539,12 @@ int64_t rows_before(const std::vector<std::pair<int64_t, int64_t>>& leaves, size
   return before;
 }
 
+// Makes a page unreadable as a whole: its header no longer says what kind of page it is.
 void scribble_over_page(const std::string& file, int64_t page) {
   const int64_t page_size = query_int(file, "PRAGMA page_size");
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekp((page - 1) * page_size + 8);  // a leaf page's cell pointers
-  f.write(std::string(64, '\xff').data(), 64);
+  f.seekp((page - 1) * page_size);
+  f.write(std::string(12, '\xff').data(), 12);
 }
 
 // `runs` finished runs of `steps` steps and two epochs each; returns each run's steps as stored.
@@ -563,17 +564,30 @@ std::vector<std::vector<StepReport>> record_finished_runs(const std::string& fil
   return stored;
 }
 
-// The steps of `all` left in `left` when one stretch of them is gone: where the stretch starts, and how long it is.
-std::pair<size_t, size_t> one_gap(const std::vector<StepReport>& all, const std::vector<StepReport>& left) {
-  size_t gap = 0;
-  while (gap < left.size() && left[gap].step == all[gap].step) ++gap;
-  const size_t lost = all.size() - left.size();
-  for (size_t i = 0; i < left.size(); ++i)
-    if (json(left[i]) != json(all[i < gap ? i : i + lost])) {
-      ADD_FAILURE() << "step " << left[i].step << " is not as stored, or more than one stretch is gone";
-      break;
+// Checks one run's steps after a recovery, `damaged` the stretches [first, end) of `all` that were on damaged pages:
+// those are gone, and every other step is as stored, but for the row that parts a damaged page from the next. That
+// one sits in the page above, and a seek reaches it through the damaged page unless it lands on it exactly: it may go.
+void expect_steps_left(const std::vector<StepReport>& all, const std::vector<StepReport>& left,
+                       const std::vector<std::pair<int64_t, int64_t>>& damaged) {
+  std::map<int64_t, const StepReport*> kept;
+  for (const StepReport& s : left) kept[s.step] = &s;
+  size_t matched = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto at = static_cast<int64_t>(i);
+    const bool on_damaged =
+        std::any_of(damaged.begin(), damaged.end(), [at](auto d) { return at >= d.first && at < d.second; });
+    const bool parting = std::any_of(damaged.begin(), damaged.end(), [at](auto d) { return at == d.second; });
+    const auto found = kept.find(all[i].step);
+    if (on_damaged) {
+      EXPECT_TRUE(found == kept.end()) << "step " << all[i].step << " was on a damaged page";
+    } else if (found == kept.end()) {
+      EXPECT_TRUE(parting) << "step " << all[i].step << " was readable, and is lost";
+    } else {
+      ++matched;
+      EXPECT_EQ(json(*found->second), json(all[i])) << "step " << all[i].step;
     }
-  return {gap, lost};
+  }
+  EXPECT_EQ(matched, left.size()) << "no step that was not stored";
 }
 
 TEST(StoreRecover, ADamagedStoreGivesUpOnlyTheRowsOnItsDamagedPages) {
@@ -626,11 +640,7 @@ TEST(StoreRecover, ADamagedStoreGivesUpOnlyTheRowsOnItsDamagedPages) {
     EXPECT_EQ(store.checkpoints(id).back().path, "/checkpoints/run" + std::to_string(id) + ".ampwb");
     EXPECT_TRUE(store.run(id).info.notes.empty());
   }
-  // Run 2 lost the rows of that one page, and the row that parts it from the next: that one sits in the page above,
-  // and a read that seeks it goes down through the damaged page.
-  const auto [gap, lost] = one_gap(stored[1], store.steps(2));
-  EXPECT_EQ(static_cast<int64_t>(gap), steps_at);
-  EXPECT_EQ(static_cast<int64_t>(lost), steps_pages[steps_page].second + 1);
+  expect_steps_left(stored[1], store.steps(2), {{steps_at, steps_at + steps_pages[steps_page].second}});
   expect_contains(store.run(2).info.notes.back(), "some of its records could not be read");
 }
 
@@ -655,28 +665,23 @@ TEST(StoreRecover, ReadsOnBetweenDamagedPagesAndFromATablesDamagedStart) {
   const StoreRecoverResult r = recover_store(source, recovered);
   RunStore store(recovered, RunStore::Mode::ReadOnly);
   ASSERT_EQ(store.runs().size(), size_t{kRuns});
-  // Each damaged page takes its rows and the row that parts it from the next page with it; nothing else is lost.
-  const auto [first_gap, first_lost] = one_gap(stored[0], store.steps(1));
-  EXPECT_EQ(first_gap, 0u);
-  EXPECT_EQ(static_cast<int64_t>(first_lost), steps_pages[0].second + 1);
-  const auto lost_from = [&](size_t first, size_t last) {  // damaged pages first..last, each with its parting row
-    int64_t n = 0;
-    for (size_t i = first; i <= last; ++i) n += steps_pages[i].second + 1;
-    return n;
-  };
-  std::vector<StepReport> expected = stored[4];
-  const int64_t at = rows_before(steps_pages, page, true) - 4 * kSteps;
-  const int64_t between = steps_pages[page + 3].second;  // and its parting row, read before the next damaged page
-  expected.erase(expected.begin() + at + lost_from(page, page + 2) + between + 1,
-                 expected.begin() + at + lost_from(page, page + 2) + between + 1 + lost_from(page + 4, page + 6));
-  expected.erase(expected.begin() + at, expected.begin() + at + lost_from(page, page + 2));
-  EXPECT_EQ(json(store.steps(5)), json(expected)) << "page " << page + 3 << ", between the damaged ones, is read";
+  // Each damaged page takes its rows with it; nothing else is lost, the whole page between included.
+  expect_steps_left(stored[0], store.steps(1), {{0, steps_pages[0].second}});
+  std::vector<std::pair<int64_t, int64_t>> in_run_5;
+  for (size_t i = 1; i < damaged.size(); ++i) {
+    const int64_t first = rows_before(steps_pages, damaged[i], true) - 4 * kSteps;
+    in_run_5.emplace_back(first, first + steps_pages[damaged[i]].second);
+  }
+  expect_steps_left(stored[4], store.steps(5), in_run_5);
   EXPECT_EQ(store.epochs(1).size() + store.epochs(2).size(), 4u - std::min<size_t>(4, epochs_lost));
   std::vector<std::string> words;
   for (const LostRows& l : r.lost) words.push_back(l.table + ": " + l.words);
-  EXPECT_EQ(words,
-            (std::vector<std::string>{"epochs: rows up to run " + std::to_string(first_epoch_run) + "'s",
-                                      "steps: rows up to run 1's", "steps: rows of run 5", "steps: rows of run 5"}));
+  // Run 5's two stretches, or more where a seek landed on a row parting two damaged pages.
+  ASSERT_GE(words.size(), 4u);
+  EXPECT_EQ(words[0], "epochs: rows up to run " + std::to_string(first_epoch_run) + "'s");
+  EXPECT_EQ(words[1], "steps: rows up to run 1's");
+  EXPECT_LE(words.size(), 6u);
+  for (size_t i = 2; i < words.size(); ++i) EXPECT_EQ(words[i], "steps: rows of run 5");
   for (int64_t id = 1; id <= kRuns; ++id)
     EXPECT_EQ(r.incomplete_runs.count(id), id == 5 || id <= first_epoch_run ? 1u : 0u) << id;
 }

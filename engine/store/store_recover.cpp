@@ -192,10 +192,10 @@ class Recovery {
       if (rc == SQLITE_DONE) break;
       if (!unreadable(rc)) read.fail(rc);
       stretch_open = true;
-      // After a key that is not a number no later key can be probed for, and a read that fails where its probe
-      // read has nowhere further to go: the rest of the table is lost.
+      // After a key that is not a number no later key can be probed for: the rest of the table is lost. A read that
+      // fails where its probe read goes on probing past that point.
       const bool moved = rows > rows_at_probe || !from;
-      from = !moved || (rows > 0 && !last) ? std::nullopt : next_readable(t, last);
+      from = moved && rows > 0 && !last ? std::nullopt : next_readable(t, moved ? last : from);
       rows_at_probe = rows;
       if (!from) break;
     }
@@ -434,7 +434,9 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
   std::vector<std::string> later;  // indexes, triggers and views: made once the rows are in
   int64_t application_id = 0, version = 0;
   try {
-    from.exec("BEGIN");  // one snapshot, should a process still write into it
+    // Each page checked whole as it is read (its cells within it), so a damaged page fails rather than giving rows
+    // made of garbage; and one snapshot, should a process still write into the file.
+    from.exec("PRAGMA cell_size_check = ON; BEGIN");
     application_id = pragma(from, "application_id");
     version = pragma(from, "user_version");
     SqliteStatement schema(from, "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid");
