@@ -451,9 +451,9 @@ int show_command(const ShowOptions& options) {
                 store.resumable(r.id) ? " (the last resumes the run: ampwb train --resume RUN)" : "");
     for (const CheckpointInfo& c : checkpoints) {
       // Written at the end, it resumes at an epoch past the last: where it stands is that epoch's end.
-      const std::string at =
-          c.epoch > r.epochs ? "end of epoch " + std::to_string(r.epochs)
-                             : "epoch " + std::to_string(c.epoch) + ", step " + std::to_string(c.step) + " of the run";
+      const std::string at = c.epoch > r.epochs ? "end of epoch " + std::to_string(r.epochs)
+                                                : "epoch " + std::to_string(c.epoch) + ", after " +
+                                                      std::to_string(c.step) + " steps of the run";
       std::printf("  %s: %s%s\n", at.c_str(), c.path.c_str(), on_disk(c) ? "" : " (removed)");
     }
   }

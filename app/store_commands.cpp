@@ -182,14 +182,18 @@ int store_recover_command(const StoreOptions& options) {
   const auto rows = [](int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " rows"); };
   if (r.lost.empty() && r.garbled.empty() && r.orphans.empty() && r.unlinked.empty())
     std::printf("every row was read: nothing was lost\n");
-  if (!r.lost.empty() || !r.garbled.empty()) std::printf("could not be read:\n");
+  if (!r.lost.empty()) std::printf("could not be read:\n");
   for (const LostRows& l : r.lost) std::printf("  %s: %s\n", l.table.c_str(), l.words.c_str());
-  for (const auto& [table, n] : r.garbled)
-    std::printf("  %s: %s read garbled (a repeated key or a value out of place)\n", table.c_str(), rows(n).c_str());
+  if (!r.garbled.empty()) std::printf("read garbled (a repeated key or a value out of place), left out:\n");
+  for (const auto& [table, n] : r.garbled) std::printf("  %s: %s\n", table.c_str(), rows(n).c_str());
   if (!r.orphans.empty() || !r.unlinked.empty()) std::printf("read, but their run or sweep was lost:\n");
   for (const auto& [table, n] : r.orphans) std::printf("  %s: %s left out\n", table.c_str(), rows(n).c_str());
   for (const auto& [table, n] : r.unlinked)
     std::printf("  %s: %s kept, no longer linked to a run\n", table.c_str(), rows(n).c_str());
+  if (r.runs == 0) {
+    std::printf("no run could be read: the new store holds none\n");
+    return 1;
+  }
   if (!r.incomplete_runs.empty())
     std::printf("runs whose records may have gaps have a note saying so (ampwb show RUN)\n");
   std::printf(

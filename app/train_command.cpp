@@ -192,7 +192,7 @@ class ConsoleObserver : public TrainObserver {
     if (c.epoch > epochs_)  // written at the end: it resumes nowhere, but stays while the run is not finished
       std::printf("checkpoint: end of epoch %d: %s\n", epochs_, c.path.c_str());
     else
-      std::printf("checkpoint: resumes at epoch %d, step %lld of the run: %s\n", c.epoch,
+      std::printf("checkpoint: resumes at epoch %d, after %lld steps of the run: %s\n", c.epoch,
                   static_cast<long long>(c.step), c.path.c_str());
     std::fflush(stdout);
   }

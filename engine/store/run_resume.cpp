@@ -45,7 +45,9 @@ std::string checkpoint_folder_refusal(const RunStore& store, const std::string& 
   for (const int64_t run : runs) {
     if (!store.recording(run) && !store.resumable(run)) continue;
     return "the checkpoint folder " + folder + " holds the checkpoint " + run_words(store.run(run)) +
-           " resumes from: give this run a folder of its own, or resume run " + std::to_string(run) + " first";
+           " resumes from: give this run a folder of its own" +
+           (store.recording(run) ? ", or wait until run " + std::to_string(run) + " ends"
+                                 : ", or resume run " + std::to_string(run) + " first");
   }
   return {};
 }

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -303,8 +305,8 @@ class Recovery {
       k.resize(t.key.size(), kBeforeEveryKey);
       return k;
     };
-    uint64_t failed = 0, reads = 0;  // reads fail at `failed`; 0 for `reads`: no key found yet
-    std::vector<uint64_t> failures = {0};
+    uint64_t failed = 0, reads = 0;        // reads fail at `failed`; 0 for `reads`: no key found yet
+    std::vector<uint64_t> failures = {0};  // then the read that succeeded, so that its stretch is tried too
     for (uint64_t distance = 1; distance <= room && distance > failed;
          distance = distance > room / 2 ? room : distance * 2) {
       if (readable_from(t, at(distance))) {
@@ -315,6 +317,7 @@ class Recovery {
       failures.push_back(distance);
     }
     if (reads == 0) return std::nullopt;
+    failures.push_back(reads);
     // Each step doubled may have stepped over a readable page between two damaged ones: a few keys inside each
     // stretch between failed reads are tried, the nearest stretch first.
     for (size_t i = 1; i < failures.size(); ++i)
@@ -493,11 +496,19 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
     fs::remove(partial, ec);
     throw;
   }
-  if (fs::exists(destination, ec)) {
+  // A hard link, unlike a rename, never replaces a file that appeared meanwhile.
+  if (::link(partial.c_str(), destination.c_str()) != 0) {
+    const int error = errno;
+    if (error != EPERM && error != ENOTSUP && error != EXDEV) {
+      fs::remove(partial, ec);
+      throw StoreError(error == EEXIST
+                           ? "'" + destination + "' appeared while the store was recovered: nothing is overwritten"
+                           : "cannot write '" + destination + "': " + std::strerror(error));
+    }
+    fs::rename(partial, destination);  // a file system without hard links
+  } else {
     fs::remove(partial, ec);
-    throw StoreError("'" + destination + "' appeared while the store was recovered: nothing is overwritten");
   }
-  fs::rename(partial, destination);
 
   // Opened as a store: brought to this build's schema, and runs whose recording process is gone marked interrupted.
   result.runs = static_cast<int>(RunStore(destination, RunStore::Mode::Existing).runs().size());
