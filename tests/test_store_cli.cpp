@@ -347,13 +347,11 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   expect_contains(r.output, "ampwb store backup FILE");
   EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "refused before training";
   EXPECT_EQ(read_text(db), damaged_bytes) << "nothing was written into the damaged store";
-  // Scribbled over where the runs table starts, the store has no run left to recover, and says so.
-  const std::string nothing = dir.file("nothing.sqlite");
-  r = ampwb({"store", "recover", "--db", db, nothing});
-  EXPECT_EQ(r.status, 1) << r.output;
-  expect_contains(r.output, "recovered 0 runs");
-  expect_contains(r.output, "could not be read:\n  runs: every run\n");
-  expect_contains(r.output, "no run could be read: the new store holds none\n");
+  // Recovering it reads the damaged file only. (What comes back of pages whose cell pointers point anywhere depends
+  // on where the layout put the run: the store below is damaged by whole pages.)
+  r = ampwb({"store", "recover", "--db", db, dir.file("nothing.sqlite")});
+  EXPECT_TRUE(r.status == 0 || r.status == 1) << r.output;
+  expect_contains(r.output, "recovered ");
   EXPECT_EQ(read_text(db), damaged_bytes) << "recovery only reads the damaged store";
 
   // The way out the advice names, on a store that lost its last page of runs: the others, in a new store that opens
@@ -361,6 +359,12 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   const std::string three = dir.file("three.sqlite"), recovered = dir.file("recovered.sqlite");
   for (int run = 0; run < 3; ++run) ASSERT_EQ(ampwb(tiny_training(three, 1, 1)).status, 0);
   int64_t kept = 0;  // the runs before the damaged page
+  const std::string every_run_lost = dir.file("every-run-lost.sqlite");
+  const auto scribble = [](const std::string& file, int64_t page) {  // the page's header: unreadable as a whole
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp((page - 1) * 4096);
+    f.write(std::string(12, '\xff').data(), 12);
+  };
   {
     sqlite3* handle = nullptr;
     ASSERT_EQ(sqlite3_open(three.c_str(), &handle), SQLITE_OK);
@@ -376,10 +380,14 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
     sqlite3_close(handle);
     ASSERT_GE(pages.size(), 2u) << "a run's row is kilobytes of settings: a page holds one or two";
     kept = 3 - pages.back().second;
-    std::fstream f(three, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp((pages.back().first - 1) * 4096);  // the last runs' page: its header
-    f.write(std::string(12, '\xff').data(), 12);
+    fs::copy_file(three, every_run_lost);
+    for (const auto& page : pages) scribble(every_run_lost, page.first);  // every page of runs, in the copy
+    scribble(three, pages.back().first);                                  // the last one, in the store
   }
+  r = ampwb({"store", "recover", "--db", every_run_lost, dir.file("none.sqlite")});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "could not be read:\n  runs: every run\n");
+  expect_contains(r.output, "no run could be read: the new store holds none\n");
   r = ampwb({"store", "recover", "--db", three, recovered});
   EXPECT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "recovering what is readable of '" + three + "' into '" + recovered + "'");
