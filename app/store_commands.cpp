@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,21 @@ int store_check_command(const StoreOptions& options) {
   return 1;
 }
 
+// Paces progress lines of long work: one is due at most once a second, the first a second after the start.
+class OnceASecond {
+ public:
+  // The seconds since the start when a line is due, else none.
+  std::optional<double> due() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(1)) return std::nullopt;
+    last_ = now;
+    return std::chrono::duration<double>(now - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
+};
+
 int store_recover_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
   if (is_database_server(path))
@@ -168,15 +184,12 @@ int store_recover_command(const StoreOptions& options) {
   std::printf("recovering what is readable of '%s' into '%s'\n", path.c_str(), options.file.c_str());
   std::fflush(stdout);
   // Progress on stderr for a long recovery, at most once a second (a short one prints none).
-  const auto start = std::chrono::steady_clock::now();
-  auto last = start;
-  const StoreRecoverResult r = recover_store(path, options.file, [&](const StoreRecoverProgress& p) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last < std::chrono::seconds(1)) return;
-    last = now;
-    std::fprintf(stderr, "  %s: %lld rows read (%.0f s)\n", p.table.c_str(), static_cast<long long>(p.rows),
-                 std::chrono::duration<double>(now - start).count());
-  });
+  const StoreRecoverResult r =
+      recover_store(path, options.file, [pace = OnceASecond()](const StoreRecoverProgress& p) mutable {
+        if (const std::optional<double> seconds = pace.due())
+          std::fprintf(stderr, "  %s: %lld rows read (%.0f s)\n", p.table.c_str(), static_cast<long long>(p.rows),
+                       *seconds);
+      });
   std::printf("recovered %d run%s (%lld rows) into '%s'\n", r.runs, r.runs == 1 ? "" : "s",
               static_cast<long long>(r.rows), options.file.c_str());
   const auto rows = [](int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " rows"); };
@@ -220,14 +233,10 @@ std::string copy_summary(const StoreCopyResult& r) {
 
 // Progress on stderr for a long copy, at most once a second (a short one prints none).
 std::function<void(const StoreCopyProgress&)> copy_progress() {
-  const auto start = std::chrono::steady_clock::now();
-  auto last = std::make_shared<std::chrono::steady_clock::time_point>(start);
-  return [start, last](const StoreCopyProgress& p) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - *last < std::chrono::seconds(1)) return;
-    *last = now;
-    std::fprintf(stderr, "  run %zu of %zu (%lld records written, %.0f s)\n", p.run, p.runs,
-                 static_cast<long long>(p.records), std::chrono::duration<double>(now - start).count());
+  return [pace = OnceASecond()](const StoreCopyProgress& p) mutable {
+    if (const std::optional<double> seconds = pace.due())
+      std::fprintf(stderr, "  run %zu of %zu (%lld records written, %.0f s)\n", p.run, p.runs,
+                   static_cast<long long>(p.records), *seconds);
   };
 }
 
