@@ -61,6 +61,24 @@ TEST(CudaConvPlans, MadeOncePerShape) {
   EXPECT_FALSE(gpu().conv_plans().empty());
 }
 
+// A timed candidate with a workspace over the limit is kept only where it is much faster (no GPU needed).
+TEST(CudaConvPlans, ALargerWorkspaceIsTakenOnlyWhereItPays) {
+  cuda::ConvPolicy policy;
+  policy.workspace_limit = 256;
+  policy.large_workspace_limit = 4096;
+  policy.large_workspace_speedup = 1.25f;
+  // Fastest first within the limit, whatever the order.
+  EXPECT_EQ(cuda::choose_timed({{3.0f, 0}, {2.0f, 256}, {2.5f, 100}}, policy), 1);
+  // 1.2x faster with a larger workspace: not worth the memory; 40x faster (a strided backward-data pass): taken.
+  EXPECT_EQ(cuda::choose_timed({{1.2f, 0}, {1.0f, 1024}}, policy), 0);
+  EXPECT_EQ(cuda::choose_timed({{130.0f, 0}, {3.0f, 1024}, {2.9f, 8192}}, policy), 1);
+  EXPECT_EQ(cuda::choose_timed({{1.25f, 0}, {1.0f, 1024}}, policy), 1);  // the threshold itself pays
+  // Nothing within the limit: the fastest within the larger one; nothing within either: none.
+  EXPECT_EQ(cuda::choose_timed({{5.0f, 2048}, {4.0f, 4096}}, policy), 1);
+  EXPECT_EQ(cuda::choose_timed({{1.0f, 8192}}, policy), -1);
+  EXPECT_EQ(cuda::choose_timed({}, policy), -1);
+}
+
 // --deterministic as the backend sets it up: cuDNN's heuristics choose every pass, deterministic algorithms and engines
 // only, so that the next process chooses the same ones. Timing would show in the plans as each choice's time.
 TEST(CudaConvPlans, DeterministicOnesAreChosenWithoutTiming) {

@@ -3,7 +3,8 @@
 //
 //   convolutions      cuDNN 9: its graph API (cudnn-frontend) and its legacy C API, both timed on each pass and
 //                     shape's first call and the faster kept, with PyTorch's engine policy (cuda_libraries.h,
-//                     ConvPolicy); workspace at most CudaBackendOptions::conv_workspace_limit
+//                     ConvPolicy); workspace at most CudaBackendOptions::conv_workspace_limit, or more where that
+//                     makes a timed pass much faster (choose_timed)
 //   linear            cuBLASLt: FP32 (FP32 compute, or TF32 with allow_tf32), FP16/BF16 with FP32 accumulation
 //   FP8 (amp-fp8)     E4M3/E5M2 operands into FP32 on FP8 tensor cores (compute capability 8.9 and later):
 //                     convolutions on cuDNN's graph API, matrix products on cuBLASLt; a shape either has no

@@ -161,8 +161,20 @@ ConvRunner::Plan& ConvRunner::plan(const std::string& key, const ConvShape& s) {
   return *plans_.emplace(key, std::move(p)).first->second;
 }
 
+int choose_timed(const std::vector<TimedCandidate>& candidates, const ConvPolicy& policy) {
+  const size_t large_limit = std::max(policy.large_workspace_limit, policy.workspace_limit);
+  const TimedCandidate *small = nullptr, *large = nullptr;  // the fastest within each limit
+  for (const TimedCandidate& c : candidates) {
+    if (c.workspace <= policy.workspace_limit && (!small || c.ms < small->ms)) small = &c;
+    if (c.workspace <= large_limit && (!large || c.ms < large->ms)) large = &c;
+  }
+  const bool large_pays = large && (!small || large->ms * policy.large_workspace_speedup <= small->ms);
+  const TimedCandidate* kept = large_pays ? large : small;
+  return kept ? static_cast<int>(kept - candidates.data()) : -1;
+}
+
 void* ConvRunner::find_workspace(const ScratchFn& scratch, size_t& size) const {
-  for (size = policy_.workspace_limit; size >= (size_t{1} << 20); size /= 4) {
+  for (size = std::max(policy_.large_workspace_limit, policy_.workspace_limit); size >= (size_t{1} << 20); size /= 4) {
     try {
       return scratch(size);
     } catch (const Error&) {
@@ -235,28 +247,43 @@ void* ConvRunner::prepare(Plan& p, const std::string& key, ConvMath math, const 
   int count = 0;
   std::vector<Perf> results(static_cast<size_t>(max_count));
   size_t limit = policy_.workspace_limit;
-  void* search_workspace = nullptr;
-  if (policy_.benchmark) {
-    search_workspace = find_workspace(scratch, limit);
-    calls.find(search_workspace, limit, max_count, &count, results.data());
-  } else {
+  if (!policy_.benchmark) {
     calls.heuristics(max_count, &count, results.data());
+    // Best first. The heuristics' memory figures are estimates, so each candidate's workspace is asked again under
+    // its math type; the first that fits is kept (one that cuDNN will not size under that math type, kNoWorkspace,
+    // is passed over).
+    for (int i = 0; i < count; ++i) {
+      if (!acceptable(results[i], limit, math, policy_)) continue;
+      adopt(p.conv, results[i], math, p.algo, p.math);
+      p.workspace = calls.workspace_of(results[i].algo);
+      if (p.workspace > limit) continue;
+      p.chosen = true;
+      return p.workspace ? scratch(p.workspace) : nullptr;
+    }
+    no_algorithm(key, limit);
   }
-  // Results arrive fastest first (Find) or best first (_v7). The heuristics' memory figures are estimates, so each
-  // candidate's workspace is asked again under its math type; the first that fits is kept (one that cuDNN will not
-  // size under that math type, kNoWorkspace, is passed over).
+  void* search_workspace = find_workspace(scratch, limit);
+  calls.find(search_workspace, limit, max_count, &count, results.data());
+  std::vector<TimedCandidate> timed;
+  std::vector<int> result_of;  // timed[j] is results[result_of[j]]
   for (int i = 0; i < count; ++i) {
     if (!acceptable(results[i], limit, math, policy_)) continue;
     adopt(p.conv, results[i], math, p.algo, p.math);
-    p.workspace = calls.workspace_of(results[i].algo);
-    if (p.workspace > limit) continue;
-    p.chosen = true;
-    if (policy_.benchmark) p.ms = results[i].time;
-    // The first execution reuses the search's workspace rather than holding a second one beside it.
-    if (p.workspace == 0) return nullptr;
-    return search_workspace ? search_workspace : scratch(p.workspace);
+    const size_t workspace = calls.workspace_of(results[i].algo);
+    if (workspace > limit) continue;
+    timed.push_back({results[i].time, workspace});
+    result_of.push_back(i);
   }
-  no_algorithm(key, limit);
+  const int best = choose_timed(timed, policy_);
+  if (best < 0) no_algorithm(key, limit);
+  const auto kept = static_cast<size_t>(best);
+  adopt(p.conv, results[result_of[kept]], math, p.algo, p.math);
+  p.workspace = timed[kept].workspace;
+  p.ms = timed[kept].ms;
+  p.chosen = true;
+  // The first execution reuses the search's workspace rather than holding a second one beside it.
+  if (p.workspace == 0) return nullptr;
+  return search_workspace ? search_workspace : scratch(p.workspace);
 }
 
 template <class Perf, class Calls, class Execute>

@@ -206,8 +206,11 @@ struct GraphApiConvs::Impl {
     if (std::string wrong = checked_graph(p.g, pass, s); !wrong.empty()) throw Refused{wrong};
     require(graph.build_operation_graph(handle), "build_operation_graph");
     require(graph.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "create_execution_plans");
+    // Timing may keep an engine with a larger workspace where it pays (choose_timed); the heuristics' pick may not.
+    const size_t limit =
+        policy.benchmark ? std::max(policy.large_workspace_limit, policy.workspace_limit) : policy.workspace_limit;
     graph.deselect_numeric_notes(excluded_notes(s, policy))
-        .deselect_workspace_greater_than(static_cast<int64_t>(policy.workspace_limit));
+        .deselect_workspace_greater_than(static_cast<int64_t>(limit));
     // FP8 convolutions may have runtime-compiled engines only (cuDNN's runtime fusion engines): they keep them.
     if (!policy.runtime_compiled && !s.fp8) graph.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
     require(graph.check_support(handle), "check_support");
@@ -218,8 +221,9 @@ struct GraphApiConvs::Impl {
   // these tensors (PyTorch's torch.backends.cudnn.benchmark_limit), timed as cudnnFind times them, in one workspace
   // of the largest's size (only these are built: the frontend's own autotune builds every candidate and times each
   // up to 100 times); else the heuristics' first. Of the candidates NVRTC must compile (up to seconds each, for every
-  // shape of the model) only the first kTimedCompiled are built. Returns the timing's workspace, which the first
-  // execution reuses rather than holding a second one beside it (nullptr where nothing was timed).
+  // shape of the model) only the first kTimedCompiled are built. The fastest is kept as choose_timed weighs its
+  // workspace. Returns the timing's workspace, which the first execution reuses rather than holding a second one
+  // beside it (nullptr where nothing was timed).
   static constexpr size_t kTimedEngines = 10;
   static constexpr size_t kTimedCompiled = 2;
   static constexpr int kRuns = 3;  // timed runs of each candidate, after one untimed
@@ -232,7 +236,6 @@ struct GraphApiConvs::Impl {
       return nullptr;
     }
     std::vector<int64_t> candidates;
-    int64_t most = 0;
     size_t compiled = 0;
     std::string unbuilt;  // why the last candidate that did not build did not
     for (int64_t i = 0; i < graph.get_execution_plan_count() && candidates.size() < kTimedEngines; ++i) {
@@ -247,14 +250,25 @@ struct GraphApiConvs::Impl {
       }
       compiled += needs_nvrtc;
       candidates.push_back(i);
-      most = std::max(most, graph.get_workspace_size_plan_at_index(i));
     }
     if (candidates.empty()) throw Refused{"no engine builds" + (unbuilt.empty() ? "" : ": " + unbuilt)};
+    const auto workspace_of = [&](int64_t i) { return static_cast<size_t>(graph.get_workspace_size_plan_at_index(i)); };
+    const auto most = [&] {
+      size_t m = 0;
+      for (const int64_t i : candidates) m = std::max(m, workspace_of(i));
+      return m;
+    };
     void* space = nullptr;
     try {
-      space = most ? scratch(static_cast<size_t>(most)) : nullptr;
-    } catch (const Error& e) {
-      throw Refused{"no workspace to time the engines in (" + mib(static_cast<size_t>(most)) + "): " + e.what()};
+      space = most() ? scratch(most()) : nullptr;
+    } catch (const Error&) {  // no memory for the larger workspaces: time those within the limit
+      std::erase_if(candidates, [&](int64_t i) { return workspace_of(i) > policy.workspace_limit; });
+      try {
+        space = most() ? scratch(most()) : nullptr;
+      } catch (const Error& e) {
+        throw Refused{"no workspace to time the engines in (" + mib(most()) + "): " + e.what()};
+      }
+      if (candidates.empty()) throw Refused{"no memory for any engine's workspace"};
     }
     cudaStream_t stream = nullptr;
     CUDNN_CHECK(cudnnGetStream(handle, &stream));
@@ -268,7 +282,8 @@ struct GraphApiConvs::Impl {
     CUDA_CHECK(cudaEventCreate(&events.start));
     CUDA_CHECK(cudaEventCreate(&events.stop));
     const cudaEvent_t start = events.start, stop = events.stop;
-    float best = 0;
+    std::vector<TimedCandidate> timed;
+    std::vector<int64_t> timed_index;  // timed[j] is candidate timed_index[j]
     for (const int64_t i : candidates) {
       if (graph.execute_plan_at_index(handle, pack, space, i).is_bad()) continue;  // the warm-up run failed
       bool ran = true;
@@ -278,10 +293,14 @@ struct GraphApiConvs::Impl {
       CUDA_CHECK(cudaEventSynchronize(stop));
       float ms = 0;
       CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      if (ran && (p.index < 0 || ms < best)) p.index = i, best = ms;
+      if (!ran) continue;
+      timed.push_back({ms / kRuns, workspace_of(i)});
+      timed_index.push_back(i);
     }
-    if (p.index < 0) throw Refused{"no engine ran on these tensors"};
-    p.ms = best / kRuns;
+    const int best = choose_timed(timed, policy);
+    if (best < 0) throw Refused{"no engine ran on these tensors"};
+    p.index = timed_index[static_cast<size_t>(best)];
+    p.ms = timed[static_cast<size_t>(best)].ms;
     p.workspace = graph.get_workspace_size_plan_at_index(p.index);
     require(graph.get_plan_name_at_index(p.index, p.engine), "get_plan_name_at_index");
     p.chosen = true;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace ampwb::cuda {
 
@@ -55,13 +56,28 @@ enum class ConvApi { Legacy, Graph, Fastest };
 // How convolutions are chosen: PyTorch's policy with torch.backends.cudnn.benchmark by default (every engine the
 // math mode allows, FFT, Winograd, non-deterministic and runtime-compiled ones included, the fastest timed).
 struct ConvPolicy {
-  size_t workspace_limit = size_t{256} << 20;  // bounds every algorithm's and engine's workspace
+  size_t workspace_limit = size_t{256} << 20;  // bounds the workspace of what cuDNN's heuristics choose
+  // A timed choice may take a workspace up to large_workspace_limit, where that runs large_workspace_speedup times
+  // faster than the fastest within workspace_limit (choose_timed): cuDNN's strided backward-data passes in NHWC FP32
+  // need the gradient upsampled in their workspace, 0.4-1.5 GiB on ResNet-50 at batch 256, or run 50x slower.
+  size_t large_workspace_limit = size_t{4} << 30;
+  float large_workspace_speedup = 1.25f;
   bool benchmark = true;       // time the candidates once per shape (cudnnFind, like cudnn.benchmark), else heuristics
   bool exact_fp32 = false;     // strict FP32 on GEMM-based algorithms only (no FFT or Winograd)
   bool deterministic = false;  // deterministic algorithms and engines only (torch.backends.cudnn.deterministic)
   bool runtime_compiled = true;  // the graph API's engines that NVRTC compiles on first use, seconds each
   ConvApi api = ConvApi::Fastest;
 };
+
+// A candidate algorithm or engine as its timing measured it.
+struct TimedCandidate {
+  float ms = 0;          // per run
+  size_t workspace = 0;  // bytes
+};
+// The index of the candidate to keep: the fastest within policy.workspace_limit, or a faster one within
+// policy.large_workspace_limit where it runs policy.large_workspace_speedup times faster than that (or nothing fits
+// the smaller limit); -1 where none fits either. Bigger workspaces raise the step's peak memory, so they must pay.
+int choose_timed(const std::vector<TimedCandidate>& candidates, const ConvPolicy& policy);
 
 // Convolutions on cuDNN's graph API through cudnn-frontend, where the build has its headers (compiled()): one graph
 // per pass and shape, its engine chosen like the legacy algorithms (timed, or cuDNN's heuristics), the same math
