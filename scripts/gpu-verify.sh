@@ -38,6 +38,19 @@ if [ "$AMPWB_GPU_REQUIRED" = 1 ] && ! grep -q '^  cuda' <<< "$devices"; then
   echo "$devices" >&2
   exit 1
 fi
+# sanitized TOOL API-ERRORS PROGRAM FILTER: a bundled test program under compute-sanitizer. API errors are reported
+# (explicit: the calls the program and its libraries make) except in the tests that provoke them on purpose.
+sanitized() { compute-sanitizer --tool "$1" --report-api-errors "$2" --error-exitcode 9 \
+  "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" --library-path "$AMPWB_GPU_LIBRARY_PATH" \
+  "$AMPWB_GPU_HOME/libexec/$3" --gtest_brief=1 --gtest_filter="$4"; }
+provoked='CudaDevice.DescriptionMemoryAccountingAndOutOfMemory:CudaCheck.*'  # a 1 PiB allocation, failing calls
+# test_ops' CUDA cases with cuDNN's heuristics (timing every algorithm would outlast the call) and without the
+# 8000-step trace replay; test_cuda_ops with the timed search, whose workspace the first execution reuses, but not
+# the default policy's NVRTC builds (CudaGraphApi.TheFasterApiRunsEachPass).
+ops_sanitized='*cuda*:Cuda*:-*DeviceLossScale*'
+cuda_ops_sanitized="*cuda*:Cuda*:-CudaGraphApi.TheFasterApiRunsEachPass:$provoked"
+# racecheck and synccheck look at shared memory and barriers: the engine's own kernels, not cuDNN's convolutions.
+own_kernels='*cuda*:-*cuda_conv2d*:*DeviceLossScale*'
 case $stage in
   tests)
     # test_ops replays PyTorch's GradScaler trace from the checkout beside the bundle
@@ -51,14 +64,10 @@ case $stage in
     step gradscaler_trace python3 "$(dirname "$bundle")/scripts/gradscaler_trace.py" --devices cuda cpu \
       --out "$logs/gradscaler_trace.json" --against "$(dirname "$bundle")/tests/golden/gradscaler_trace.json"
     step placement run test_optim --gtest_brief=1 --gtest_filter=-ProfiledBackend.AmpwbBenchProfilePrintsEveryClassPerStep
-    # Under memcheck: test_ops' many shapes with cuDNN's heuristics (timing every algorithm would outlast the call)
-    # and without the 8000-step trace replay; test_cuda_ops' few with the timed search, whose workspace the first
-    # execution reuses, but not the default policy's NVRTC builds (CudaGraphApi.TheFasterApiRunsEachPass).
-    sanitized() { compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" --library-path "$AMPWB_GPU_LIBRARY_PATH" \
-      "$AMPWB_GPU_HOME/libexec/$1" --gtest_brief=1 --gtest_filter="$2"; }
-    AMPWB_CUDNN_BENCHMARK=0 step sanitizer-test_ops sanitized test_ops '*cuda*:Cuda*:-*DeviceLossScale*'
-    step sanitizer-test_cuda_ops sanitized test_cuda_ops '*cuda*:Cuda*:-CudaGraphApi.TheFasterApiRunsEachPass' ;;
+    # under memcheck (see sanitized above)
+    AMPWB_CUDNN_BENCHMARK=0 step sanitizer-test_ops sanitized memcheck explicit test_ops "$ops_sanitized"
+    step sanitizer-test_cuda_ops sanitized memcheck explicit test_cuda_ops "$cuda_ops_sanitized"
+    step sanitizer-provoked sanitized memcheck no test_cuda_ops "$provoked" ;;
   train)
     for mode in fp32 tf32 amp-fp16 amp-bf16 fp16-o2; do
       step "train-$mode" run ampwb train --device cuda --data "$AMPWB_DATA" --depth 20 --epochs 3 --batch-size 128 \
@@ -86,9 +95,6 @@ case $stage in
     export AMPWB_CUDNN_RUNTIME_COMPILED=${AMPWB_CUDNN_RUNTIME_COMPILED:-0}
     compare() { AMPWB_CUDNN_RUNTIME_COMPILED=1 python3 "$checkout/bench/cuda_compare.py" --ampwb "$bundle/bin/ampwb" \
       --rounds 1 --steps 15 --warmup 6 --timeout 100 --markdown "$@"; }
-    sanitized() { compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      "$AMPWB_GPU_HOME/lib/ld-linux-x86-64.so.2" --library-path "$AMPWB_GPU_LIBRARY_PATH" \
-      "$AMPWB_GPU_HOME/libexec/$1" --gtest_brief=1 --gtest_filter="$2"; }
     timed() {  # timed NAME SECONDS COMMAND...: step under a timeout that also ends before the deadline
       local name=$1 want=$2; shift 2
       local left=$((deadline - SECONDS - 5))
@@ -99,8 +105,9 @@ case $stage in
     }
     export -f run compare sanitized
     export bundle checkout
-    parts=("$@")
-    [ ${#parts[@]} -gt 0 ] || parts=(cuda_ops ops cuda_training nccl train bench50 gradscaler bench18 sanitizer hostsync)
+    parts=("$@")  # the suite, then speed
+    [ ${#parts[@]} -gt 0 ] || parts=(cuda_ops ops cuda_training nccl train gradscaler sanitizer racecheck synccheck
+      bench50 bench18 hostsync)
     for part in "${parts[@]}"; do
       case $part in
         cuda_ops) timed cuda_ops 120 run test_cuda_ops --gtest_brief=1 ;;  # NVRTC builds of CudaGraphApi.* included
@@ -116,10 +123,10 @@ case $stage in
               --batch-size 128 --precision "$mode" --db "$logs/runs.sqlite" --name "gpu $mode"
           done
           timed runs 10 run ampwb runs --db "$logs/runs.sqlite" ;;
-        bench50) timed bench50-fp16-fp32 200 compare --configs 50:224:256 --modes amp-fp16 fp32 --pytorch-graphs off
-                 timed bench50-tf32-bf16-o2 200 compare --configs 50:224:256 --modes tf32 amp-bf16 fp16-o2 \
-                   --pytorch-graphs off ;;
-        bench18) timed bench18 240 compare --configs 18:224:256 --modes fp32 tf32 amp-fp16 amp-bf16 \
+        bench50)  # strict fp32 last: the slowest, and where a regression would cost the most time
+          timed bench50-fp16-bf16 200 compare --configs 50:224:256 --modes amp-fp16 amp-bf16 --pytorch-graphs off
+          timed bench50-tf32-o2-fp32 200 compare --configs 50:224:256 --modes tf32 fp16-o2 fp32 --pytorch-graphs off ;;
+        bench18) timed bench18 240 compare --configs 18:224:256 --modes amp-fp16 amp-bf16 tf32 fp32 \
                    --pytorch-graphs off ;;
         fp8)  # amp-fp8 on FP8 tensor cores: its op and whole-step tests, a training, then ResNet-50 against amp-bf16
           timed fp8-ops 90 run test_cuda_ops --gtest_brief=1 --gtest_filter='CudaFp8*'
@@ -140,8 +147,11 @@ case $stage in
         gradscaler) timed gradscaler_trace 60 python3 "$checkout/scripts/gradscaler_trace.py" --devices cuda cpu \
           --out "$logs/gradscaler_trace.json" --against "$checkout/tests/golden/gradscaler_trace.json" ;;
         sanitizer)
-          AMPWB_CUDNN_BENCHMARK=0 timed sanitizer-test_ops 200 sanitized test_ops '*cuda*:Cuda*:-*DeviceLossScale*'
-          timed sanitizer-test_cuda_ops 120 sanitized test_cuda_ops '*cuda*:Cuda*:-CudaGraphApi.TheFasterApiRunsEachPass' ;;
+          AMPWB_CUDNN_BENCHMARK=0 timed sanitizer-test_ops 200 sanitized memcheck explicit test_ops "$ops_sanitized"
+          timed sanitizer-test_cuda_ops 120 sanitized memcheck explicit test_cuda_ops "$cuda_ops_sanitized"
+          timed sanitizer-provoked 60 sanitized memcheck no test_cuda_ops "$provoked" ;;
+        racecheck) timed racecheck-test_ops 150 sanitized racecheck no test_ops "$own_kernels" ;;
+        synccheck) timed synccheck-test_ops 150 sanitized synccheck no test_ops "$own_kernels" ;;
         bench50fp16) timed bench50-fp16 120 compare --configs 50:224:256 --modes amp-fp16 ;;
         workspace)  # cuDNN's algorithms with a 4 GiB workspace limit instead of 256 MiB
           AMPWB_CUDNN_WORKSPACE_MIB=4096 timed workspace-4096 60 run ampwb bench --device cuda --depth 50 \
@@ -174,8 +184,8 @@ case $stage in
           done ;;
         probe)  # which convolution + batch-norm statistics fusions cuDNN's graph API offers here, and their speed
           timed graphapi-probe 150 run ampwb_graph_api_probe ;;
-        sanitizer_training) AMPWB_CUDNN_BENCHMARK=0 timed sanitizer-test_cuda_training 240 sanitized \
-          test_cuda_training '*' ;;
+        sanitizer_training) AMPWB_CUDNN_BENCHMARK=0 timed sanitizer-test_cuda_training 240 sanitized memcheck \
+          explicit test_cuda_training '*' ;;
         profile50) timed profile50-amp-fp16 60 run ampwb bench --device cuda --depth 50 --image-size 224 \
           --batch-size 256 --precision amp-fp16 --steps 6 --warmup 4 --profile ;;
         profile18) timed profile18-amp-fp16 60 run ampwb bench --device cuda --depth 18 --image-size 224 \
