@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/multiply_add_rate.h"
 #include "core/half.h"
+#include "core/setting_error.h"
 #include "forwarding_backend.h"
 #include "image_folder_util.h"
 #include "op_test_util.h"
@@ -810,6 +811,29 @@ TEST(MixedPrecisionStep, StepsAreDeferredAndCapturedByDefaultOnAGpuOnly) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("clipping"), std::string::npos) << e.what();
   }
+}
+
+// amp-fp8 reads each cast's amax on the host: its steps are never captured, and asking for it is refused by name.
+TEST(MixedPrecisionStep, Fp8StepsAreNotCapturedOnAGpu) {
+  Rng rng(27);
+  ResNet model(backend(), {20, 3, 3, 8, Stem::Auto}, rng);
+  Sgd sgd(backend(), {OptimizerKind::Sgd, 0.9f});
+  const PrecisionPolicy policy(precision_preset("amp-fp8"));
+  LossScaler scaler(precision_preset("amp-fp8").loss_scale);
+  MixedPrecisionStep step(backend(), model, sgd, policy, scaler, 0.0f, 0.0f);
+  EXPECT_NE(step.why_not_capturable().find("amax"), std::string::npos) << step.why_not_capturable();
+  const StepPlan p = plan_steps(step, Device::cuda(0), HostSync::Auto, CudaGraphs::Auto);
+  EXPECT_TRUE(p.deferred);
+  EXPECT_FALSE(p.captured);
+  try {
+    plan_steps(step, Device::cuda(0), HostSync::Auto, CudaGraphs::On);
+    ADD_FAILURE() << "capture of amp-fp8 steps was accepted";
+  } catch (const SettingError& e) {
+    EXPECT_NE(std::string(e.what()).find("amp-fp8"), std::string::npos) << e.what();
+  }
+  const PrecisionPolicy bf16(precision_preset("amp-bf16"));
+  MixedPrecisionStep other(backend(), model, sgd, bf16, scaler, 0.0f, 0.0f);
+  EXPECT_EQ(other.why_not_capturable(), "");
 }
 
 TEST(MixedPrecisionStep, OptimizerWritesTheFp16WeightCopiesAndASkippedStepLeavesBothUntouched) {

@@ -126,6 +126,11 @@ std::string MixedPrecisionStep::why_not_deferred() const {
   return "";
 }
 
+std::string MixedPrecisionStep::why_not_capturable() const {
+  if (policy_.fp8()) return "amp-fp8's delayed scaling reads each FP8 cast's amax on the host to scale the next one";
+  return "";
+}
+
 StepPlan plan_steps(const MixedPrecisionStep& step, const Device& device, HostSync host_sync, CudaGraphs cuda_graphs) {
   const std::string why_every_step = step.why_not_deferred();
   if (host_sync == HostSync::Deferred && !why_every_step.empty())
@@ -137,8 +142,11 @@ StepPlan plan_steps(const MixedPrecisionStep& step, const Device& device, HostSy
     throw SettingError("cuda_graphs",
                        "CUDA graphs on captures deferred steps, and these run every-step: " +
                            (why_every_step.empty() ? std::string("the CPU's steps wait for nothing") : why_every_step));
-  plan.captured =
-      cuda_graphs == CudaGraphs::On || (cuda_graphs == CudaGraphs::Auto && plan.deferred && !device.is_cpu());
+  const std::string why_not_capturable = step.why_not_capturable();
+  if (cuda_graphs == CudaGraphs::On && !device.is_cpu() && !why_not_capturable.empty())
+    throw SettingError("cuda_graphs", "CUDA graphs on cannot capture these steps: " + why_not_capturable);
+  plan.captured = cuda_graphs == CudaGraphs::On ||
+                  (cuda_graphs == CudaGraphs::Auto && plan.deferred && !device.is_cpu() && why_not_capturable.empty());
   return plan;
 }
 

@@ -58,6 +58,8 @@ class MixedPrecisionStep {
   // other shapes, and every step where the backend cannot capture, run op by op. The same steps as op by op, held as
   // run_deferred()'s are (CudaCapturedSteps: skips, scales, losses within 1e-3).
   void set_capture(bool on) { capture_ = on; }
+  // Why these settings' steps cannot be captured on a GPU, known before any step; empty when they can.
+  std::string why_not_capturable() const;
   // Why deferred steps run op by op although capture was asked for (the backend's reason); empty when they do not.
   const std::string& why_not_captured() const { return why_not_captured_; }
   int64_t replayed_steps() const { return replayed_; }
@@ -115,8 +117,8 @@ class MixedPrecisionStep {
 
 // How a run's or a benchmark's steps go, from the settings --host-sync and --cuda-graphs (TrainConfig):
 // deferred where asked or, with auto, on a GPU where the settings allow; captured where asked or, with auto, where
-// the steps are deferred on a GPU (on a CPU there is nothing to capture). Throws, naming the reason, where the
-// settings ask for what this step cannot do.
+// the steps are deferred on a GPU and capturable (on a CPU there is nothing to capture). Throws, naming the reason,
+// where the settings ask for what this step cannot do.
 struct StepPlan {
   bool deferred = false;
   bool captured = false;

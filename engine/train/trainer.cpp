@@ -642,7 +642,12 @@ void Trainer::Run::report_start() {
   if (const int64_t all = dataset_.report().validation_images_before_limit; all > validation_data_.size())
     info.notes.push_back("validated on " + counted(validation_data_.size()) + " of " + counted(all) +
                          " images, the same ones every epoch (the setting of validation images; 0: all)");
-  if (plan_.deferred)
+  const std::string why_not_capturable = backend_->device().is_cpu() ? "" : step_.why_not_capturable();
+  if (plan_.deferred && !why_not_capturable.empty())
+    info.notes.push_back("each step's numbers are read one step later, but the steps still wait for the GPU and run "
+                         "op by op: " +
+                         why_not_capturable);
+  else if (plan_.deferred)
     info.notes.push_back(
         "no step waits for the device: each step's numbers are read one step later, and a skipped "
         "step does not name the layers that overflowed (the host sync every-step does)");
