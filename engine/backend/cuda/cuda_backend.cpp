@@ -60,13 +60,13 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   CUDNN_CHECK(cudnnSetStream(m.cudnn, m.stream));
   CUBLAS_CHECK(cublasLtCreate(&m.cublas));
   // Settings for experiments on a lent GPU, from the environment. AMPWB_CUDNN_BENCHMARK=0 lets cuDNN's heuristics
-  // choose (under compute-sanitizer, timing every algorithm of every shape would take longer than a lent GPU's
-  // call); AMPWB_CUDNN_WORKSPACE_MIB sets the convolution workspace limit; AMPWB_CUDNN_EXACT_FP32=0|1 allows or
-  // forbids FFT and Winograd algorithms in strict FP32; AMPWB_CUDNN_PLANS=1 prints the chosen algorithms at exit;
-  // AMPWB_CUDA_FP32_NCHW=1 runs strict FP32 convolutions in NCHW (Impl::conv_layout); AMPWB_CUDA_FUSED_ENDS=0 runs
-  // a residual block's end as separate ops (batch norm, add + ReLU; add, relu_backward), for A/B runs;
-  // AMPWB_CUDNN_GRAPH_API=0 runs the convolutions on the legacy API only, =1 on the graph API wherever it takes
-  // them (untimed against the legacy API), =auto (or unset) on the faster of both per shape where the build has
+  // choose (under compute-sanitizer, timing every algorithm of every shape would take longer than a lent GPU's call);
+  // AMPWB_CUDNN_WORKSPACE_MIB sets the convolution workspace limit, timed choices' too; AMPWB_CUDNN_EXACT_FP32=0|1
+  // allows or forbids FFT and Winograd algorithms in strict FP32; AMPWB_CUDNN_PLANS=1 prints the chosen algorithms at
+  // exit; AMPWB_CUDA_FP32_NCHW=1 runs strict FP32 convolutions in NCHW (Impl::conv_layout); AMPWB_CUDA_FUSED_ENDS=0
+  // runs a residual block's end as separate ops (batch norm, add + ReLU; add, relu_backward), for A/B runs;
+  // AMPWB_CUDNN_GRAPH_API=0 runs the convolutions on the legacy API only, =1 on the graph API wherever it takes them
+  // (untimed against the legacy API), =auto (or unset) on the faster of both per shape where the build has
   // cudnn-frontend; AMPWB_CUDNN_RUNTIME_COMPILED=0 leaves out the graph API's engines that NVRTC compiles.
   const auto setting = [](const char* name) -> std::optional<std::string> {
     const char* v = std::getenv(name);
@@ -81,7 +81,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   if (const auto mib = setting("AMPWB_CUDNN_WORKSPACE_MIB")) {
     AMPWB_CHECK(!mib->empty() && mib->size() <= 7 && mib->find_first_not_of("0123456789") == std::string::npos,
                 "AMPWB_CUDNN_WORKSPACE_MIB must be a whole number of MiB, got '" << *mib << "'");
-    conv.workspace_limit = std::stoull(*mib) << 20;
+    conv.workspace_limit = conv.large_workspace_limit = std::stoull(*mib) << 20;  // for timed choices too
   }
   conv.exact_fp32 = options.exact_fp32_convolutions;
   if (const auto exact = setting("AMPWB_CUDNN_EXACT_FP32")) conv.exact_fp32 = *exact != "0";

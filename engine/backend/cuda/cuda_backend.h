@@ -48,7 +48,7 @@ enum class ConvPass;
 struct CudaBackendOptions {
   int device_index = 0;
   bool allow_tf32 = false;  // the tf32 mode: FP32 convolutions and matrix products on TF32 tensor cores
-  size_t conv_workspace_limit = size_t{256} << 20;
+  size_t conv_workspace_limit = size_t{256} << 20;  // timed choices may pass it where that pays (cuda::ConvPolicy)
   // Time cuDNN's algorithms once per shape, else its heuristics choose (AMPWB_CUDNN_BENCHMARK=0 also turns it off).
   bool benchmark_algorithms = true;
   int pad_input_channels = 8;  // channel multiple for 16-bit NHWC convolutions; 0: never pad (see above)

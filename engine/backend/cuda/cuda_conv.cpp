@@ -292,15 +292,16 @@ void ConvRunner::run(ConvPass pass, Plan& p, const std::string& key, const ConvS
   if (graph_api_ && p.api != Plan::Api::Legacy && graph_api_->run(pass, s, a, b, out, scratch, capturing_)) {
     if (p.api == Plan::Api::Graph) return;
     // The shape's first call: with ConvApi::Fastest and timing, the legacy API's fastest algorithm is timed too.
-    const float graph_ms = graph_api_->timed_ms(pass, s);
-    if (policy_.api == ConvApi::Fastest && graph_ms >= 0) {
+    const TimedCandidate graph = graph_api_->timed(pass, s);
+    if (policy_.api == ConvApi::Fastest && graph.ms >= 0) {
       void* workspace = nullptr;
       try {
         workspace = prepare<Perf>(p, key, s.math, scratch, calls);
       } catch (const Error&) {  // no legacy algorithm within the limits: the graph API's engine it is
       }
-      if (p.chosen && p.ms >= 0 && p.ms < graph_ms) {
-        graph_api_->decline(pass, s, "faster: " + ms_text(p.ms) + " against the graph API's " + ms_text(graph_ms));
+      // The faster, as choose_timed weighs a larger workspace.
+      if (p.chosen && p.ms >= 0 && choose_timed({graph, {p.ms, p.workspace}}, policy_) == 1) {
+        graph_api_->decline(pass, s, "faster: " + ms_text(p.ms) + " against the graph API's " + ms_text(graph.ms));
         p.api = Plan::Api::Legacy;
         return execute(workspace);
       }

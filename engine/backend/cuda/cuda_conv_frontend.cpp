@@ -258,17 +258,30 @@ struct GraphApiConvs::Impl {
       for (const int64_t i : candidates) m = std::max(m, workspace_of(i));
       return m;
     };
-    void* space = nullptr;
-    try {
-      space = most() ? scratch(most()) : nullptr;
-    } catch (const Error&) {  // no memory for the larger workspaces: time those within the limit
-      std::erase_if(candidates, [&](int64_t i) { return workspace_of(i) > policy.workspace_limit; });
+    const auto try_scratch = [&](size_t bytes) -> void* {
       try {
-        space = most() ? scratch(most()) : nullptr;
+        return scratch(bytes);
+      } catch (const Error&) {
+        return nullptr;
+      }
+    };
+    void* space = nullptr;
+    if (most() > policy.workspace_limit) {
+      // First at the largest size allowed, which the legacy API's search takes too: the caching allocator reuses a
+      // block of the same size, so that the shapes' timings share one block rather than each leaving its own.
+      space = try_scratch(std::max(policy.large_workspace_limit, policy.workspace_limit));
+      if (!space) space = try_scratch(most());
+      if (!space) {  // no memory for the larger workspaces: time those within the limit
+        std::erase_if(candidates, [&](int64_t i) { return workspace_of(i) > policy.workspace_limit; });
+        if (candidates.empty()) throw Refused{"no memory for any engine's workspace"};
+      }
+    }
+    if (!space && most()) {
+      try {
+        space = scratch(most());
       } catch (const Error& e) {
         throw Refused{"no workspace to time the engines in (" + mib(most()) + "): " + e.what()};
       }
-      if (candidates.empty()) throw Refused{"no memory for any engine's workspace"};
     }
     cudaStream_t stream = nullptr;
     CUDNN_CHECK(cudnnGetStream(handle, &stream));
@@ -382,9 +395,10 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
   }
 }
 
-float GraphApiConvs::timed_ms(ConvPass pass, const ConvShape& s) const {
+TimedCandidate GraphApiConvs::timed(ConvPass pass, const ConvShape& s) const {
   const auto it = impl_->plans.find(s.key(pass_key(pass)));
-  return it == impl_->plans.end() || !it->second.refused.empty() ? -1.0f : it->second.ms;
+  if (it == impl_->plans.end() || !it->second.refused.empty()) return {-1.0f, 0};
+  return {it->second.ms, static_cast<size_t>(it->second.workspace)};
 }
 
 void GraphApiConvs::decline(ConvPass pass, const ConvShape& s, const std::string& reason) {
@@ -440,7 +454,7 @@ std::string GraphApiConvs::validate(ConvPass pass, const ConvShape&, bool) {
   return std::string("no cudnn-frontend in this build (") + pass_key(pass) + ")";
 }
 
-float GraphApiConvs::timed_ms(ConvPass, const ConvShape&) const { return -1.0f; }
+TimedCandidate GraphApiConvs::timed(ConvPass, const ConvShape&) const { return {-1.0f, 0}; }
 
 void GraphApiConvs::decline(ConvPass, const ConvShape&, const std::string&) {}
 

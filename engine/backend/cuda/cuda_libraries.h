@@ -95,8 +95,8 @@ class GraphApiConvs {
   // the graph API has no plan for it: the caller runs the legacy API. While capturing, a shape not yet planned throws.
   bool run(ConvPass pass, const ConvShape& shape, const void* a, const void* b, void* out, const ScratchFn& scratch,
            bool capturing);
-  // The chosen engine's time per run in ms, as its timing measured it; negative where nothing was timed.
-  float timed_ms(ConvPass pass, const ConvShape& shape) const;
+  // The chosen engine's time per run and workspace, as its timing measured it; ms negative where nothing was timed.
+  TimedCandidate timed(ConvPass pass, const ConvShape& shape) const;
   // The pass and shape go to the legacy API from now on, for this reason.
   void decline(ConvPass pass, const ConvShape& shape, const std::string& reason);
   // The graph of one pass checked by the frontend on the host (no GPU needed): "" or why it is invalid. With
