@@ -50,7 +50,7 @@ struct BenchResult {
   double host_waits_per_step = 0;  // over the timed steps (ProfiledBackend::host_waits)
   bool captured = false;           // capture was asked of the steps (BenchConfig::cuda_graphs, plan_steps)
   int64_t replayed_steps = 0;      // of the timed steps, those replayed as captured work
-  std::string why_not_captured;    // capture was asked, but the steps ran op by op: the backend's reason
+  std::string why_not_captured;    // why a GPU's steps ran op by op with CUDA graphs on or auto, where they did
   // With BenchConfig::profile: the timed steps' op time by class, and their whole wall time. On a CPU the rest is
   // the host's own work between ops (the layers' bookkeeping, allocation, the policy's decisions); on a GPU, where
   // each op is timed between device events (profile_device_timed), it is the time the device spent between ops.
