@@ -3,6 +3,7 @@
 // the one backward() gives.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <functional>
@@ -363,11 +364,12 @@ TEST(Fp8Layers, Conv2dComputesOnScaledFp8ValuesAndFollowsTheAmax) {
   ASSERT_NE(conv.fp8_scaling(), nullptr);
   const Tensor x = random_tensor({2, 8, 6, 6}, rng, Layout::NHWC, 3.0),
                dy = random_tensor({2, 6, 6, 6}, rng, Layout::NHWC, 1e-3);
+  Fp8LayerScaling& s = *conv.fp8_scaling();
   for (int step = 0; step < 2; ++step) {
     conv.forward(x, Mode::Train);
     conv.backward(dy);
+    s.settle(backend());  // as MixedPrecisionStep does at each step's end
   }
-  Fp8LayerScaling& s = *conv.fp8_scaling();
   // After each step the scale puts the history's amax at the format's max (margin 0).
   EXPECT_FLOAT_EQ(s.input.scaling().scale(), kE4M3Max / static_cast<float>(amax_of(x)));
   EXPECT_FLOAT_EQ(s.output_grad.scaling().scale(), kE5M2Max / static_cast<float>(amax_of(dy)));
@@ -376,10 +378,10 @@ TEST(Fp8Layers, Conv2dComputesOnScaledFp8ValuesAndFollowsTheAmax) {
 
   const std::vector<float> history = s.input.scaling().amax_history();
   const Tensor y = conv.forward(x, Mode::Train);
-  const float sx = s.input.last().scale, sw = s.weight.last().scale;
-  EXPECT_EQ(y.dtype(), DType::BF16) << "what an FP8 convolution hands on";
   const Tensor dx = conv.backward(dy);
-  const float sdy = s.output_grad.last().scale;
+  s.settle(backend());
+  const float sx = s.input.last().scale, sw = s.weight.last().scale, sdy = s.output_grad.last().scale;
+  EXPECT_EQ(y.dtype(), DType::BF16) << "what an FP8 convolution hands on";
   EXPECT_NE(s.input.scaling().amax_history(), history) << "a training step records its amax";
   const ref::Array qx = fp8_rounded(x, Fp8Format::E4M3, sx), qw = fp8_rounded(conv.weight().value, Fp8Format::E4M3, sw);
   const ref::Array qdy = fp8_rounded(dy, Fp8Format::E5M2, sdy);
@@ -406,6 +408,33 @@ TEST(Fp8Layers, Conv2dComputesOnScaledFp8ValuesAndFollowsTheAmax) {
   EXPECT_EQ(s.input.scaling().amax_history(), before);
 }
 
+// A training cast's amax is read from the device only when settled (a step does it at its end, so that a GPU's
+// step never waits in its middle), and at the latest by the tensor's next cast, which then uses the updated scale.
+TEST(Fp8Layers, ACastsAmaxIsTakenWhenSettledOrByTheNextCast) {
+  Rng rng(24);
+  const Tensor x = random_tensor({4, 16}, rng, Layout::NCHW, 10.0);
+  const auto amax = static_cast<float>(amax_of(x));
+  Fp8TensorScaling t(Fp8Format::E4M3, {}, false);
+  t.cast(backend(), x, true);
+  EXPECT_FLOAT_EQ(t.scale_inverse_used(), 1.0f) << "nothing seen yet: scale 1";
+  EXPECT_THROW(t.last(), Error) << "read before it is settled";
+  EXPECT_THROW(t.scaling(), Error);
+  EXPECT_EQ(t.format(), Fp8Format::E4M3) << "the format needs no settling";
+  t.settle(backend());
+  EXPECT_EQ(t.last().amax, amax);
+  EXPECT_FLOAT_EQ(t.scaling().scale(), kE4M3Max / amax);
+  t.settle(backend());  // nothing waits: the amax is not taken twice
+  const std::vector<float>& history = t.scaling().amax_history();
+  EXPECT_EQ(std::count(history.begin(), history.end(), amax), 1);
+  EXPECT_EQ(history.back(), amax);
+
+  Fp8TensorScaling u(Fp8Format::E4M3, {}, false);
+  u.cast(backend(), x, true);
+  u.cast(backend(), x, false);  // settles the first cast, then casts with its scale
+  EXPECT_FLOAT_EQ(u.scale_inverse_used(), amax / kE4M3Max);
+  EXPECT_EQ(u.last().amax, amax);
+}
+
 // Transformer Engine's E4M3 formats: the output gradient in E4M3 as well, scaled to E4M3's max, and the data
 // gradient computed from its E4M3 values.
 TEST(Fp8Layers, AllE4M3CastsTheOutputGradientInE4M3) {
@@ -420,10 +449,12 @@ TEST(Fp8Layers, AllE4M3CastsTheOutputGradientInE4M3) {
   conv.forward(x, Mode::Train);
   conv.backward(dy);
   Fp8LayerScaling& s = *conv.fp8_scaling();
-  EXPECT_EQ(s.output_grad.scaling().format(), Fp8Format::E4M3);
+  s.settle(backend());
+  EXPECT_EQ(s.output_grad.format(), Fp8Format::E4M3);
   EXPECT_FLOAT_EQ(s.output_grad.scaling().scale(), kE4M3Max / static_cast<float>(amax_of(dy)));
   conv.forward(x, Mode::Train);
   const Tensor dx = conv.backward(dy);
+  s.settle(backend());
   const ref::Array qdy = fp8_rounded(dy, Fp8Format::E4M3, s.output_grad.last().scale),
                    qw = fp8_rounded(conv.weight().value, Fp8Format::E4M3, s.weight.last().scale);
   EXPECT_LE(testing::relative_error(dx, ref::conv2d_backward_data(qdy, qw, x.shape(), 1, 1)),

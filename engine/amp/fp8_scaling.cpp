@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "core/error.h"
+
 namespace ampwb {
 
 Fp8TensorScaling::Fp8TensorScaling(Fp8Format format, const DelayedScalingSettings& settings, bool fp8_storage)
@@ -12,22 +14,46 @@ Fp8TensorScaling::Fp8TensorScaling(Fp8Format format, const DelayedScalingSetting
                                            : DType::F8E5M2) {}
 
 Tensor Fp8TensorScaling::cast(Backend& backend, const Tensor& x, bool record) {
+  settle(backend);
   Tensor q = Tensor::empty(x.shape(), storage_, x.layout(), x.device());
-  const float scale = scaling_.scale();
+  scale_used_ = scaling_.scale();
   scale_inverse_used_ = scaling_.scale_inverse();
   Tensor none;
   if (record && !stats_.defined())
     stats_ = Tensor::empty({kFp8CastStatsBytes}, DType::U8, Layout::NCHW, backend.device());
-  backend.scaled_cast(x, q, {scale, true, scaling_.format()}, record ? stats_ : none);
-  if (record) {
-    // On the CPU a view of host memory; on a GPU a copy that waits for the cast.
-    Fp8CastStats stats;
-    std::memcpy(&stats, on_host(backend, stats_).data(), sizeof stats);
-    last_ = {scale, stats.amax, stats.count, stats.saturated, stats.underflowed};
-    scaling_.record_amax(stats.amax);
-    scaling_.update();
-  }
+  backend.scaled_cast(x, q, {scale_used_, true, scaling_.format()}, record ? stats_ : none);
+  pending_ = record;
   return q;
+}
+
+void Fp8TensorScaling::settle(Backend& backend) {
+  if (!pending_) return;
+  pending_ = false;
+  // On the CPU a view of host memory; on a GPU a copy that waits for the cast.
+  Fp8CastStats stats;
+  std::memcpy(&stats, on_host(backend, stats_).data(), sizeof stats);
+  last_ = {scale_used_, stats.amax, stats.count, stats.saturated, stats.underflowed};
+  scaling_.record_amax(stats.amax);
+  scaling_.update();
+}
+
+void Fp8TensorScaling::check_settled() const {
+  AMPWB_CHECK(!pending_, "an FP8 cast's amax is read before it is settled (Fp8TensorScaling::settle)");
+}
+
+const Fp8CastReport& Fp8TensorScaling::last() const {
+  check_settled();
+  return last_;
+}
+
+DelayedScaling& Fp8TensorScaling::scaling() {
+  check_settled();
+  return scaling_;
+}
+
+const DelayedScaling& Fp8TensorScaling::scaling() const {
+  check_settled();
+  return scaling_;
 }
 
 }  // namespace ampwb

@@ -5,9 +5,11 @@
 // convolution or product multiplies them exactly; either way the products accumulate in FP32, and the result times
 // the two scale-inverses is Transformer Engine's FP8 GEMM.
 //
-// The scale of a cast is the one the amaxes of the steps before gave: each training cast records its amax and
-// updates the scaling at once, so the next step's cast uses it (the same as Transformer Engine's update after the
-// step, there being one cast of each tensor per step). Casts in evaluation record nothing.
+// The scale of a cast is the one the amaxes of the steps before gave: each training cast records its amax, and the
+// scaling takes it when settled, before the tensor's next cast at the latest, so the next step's cast uses it (the
+// same as Transformer Engine's update after the step, there being one cast of each tensor per step). A step settles
+// its casts at its end (MixedPrecisionStep), so that on a GPU they wait for the device once there rather than each
+// in the middle of the step. Casts in evaluation record nothing.
 #pragma once
 
 #include <cstdint>
@@ -36,14 +38,18 @@ class Fp8TensorScaling {
 
   // x (any floating dtype) times the scale, rounded to the format with saturation, as a tensor of x's shape and
   // layout in the storage dtype. record: a training step's cast, whose amax joins the history and updates the scale
-  // for the next.
+  // for the next when settled. The last recorded cast is settled first.
   Tensor cast(Backend& backend, const Tensor& x, bool record);
+  // The last recorded cast's amax and counts read from the backend's device, the scaling updated with them; nothing
+  // where none waits.
+  void settle(Backend& backend);
   // The reciprocal of the scale the last cast used: what its FP8 values are multiplied by to stand for x.
   float scale_inverse_used() const { return scale_inverse_used_; }
-  const Fp8CastReport& last() const { return last_; }
-
-  DelayedScaling& scaling() { return scaling_; }
-  const DelayedScaling& scaling() const { return scaling_; }
+  Fp8Format format() const { return scaling_.format(); }
+  // These three throw where a recorded cast is not settled yet.
+  const Fp8CastReport& last() const;
+  DelayedScaling& scaling();
+  const DelayedScaling& scaling() const;
 
  private:
   DelayedScaling scaling_;
@@ -51,6 +57,9 @@ class Fp8TensorScaling {
   float scale_inverse_used_ = 1.0f;
   Fp8CastReport last_;
   Tensor stats_;  // kFp8CastStatsBytes U8 on the backend's device, made by the first recorded cast
+  float scale_used_ = 1.0f;
+  bool pending_ = false;  // a recorded cast whose stats_ the scaling has not taken yet
+  void check_settled() const;
 };
 
 // A layer's three FP8 tensors: the output gradient in E5M2, or E4M3 as the others where the settings say; in FP8
@@ -60,6 +69,11 @@ struct Fp8LayerScaling {
       : input(Fp8Format::E4M3, config.scaling, fp8_storage),
         weight(Fp8Format::E4M3, config.scaling, fp8_storage),
         output_grad(config.gradient_format(), config.scaling, fp8_storage) {}
+  void settle(Backend& backend) {
+    input.settle(backend);
+    weight.settle(backend);
+    output_grad.settle(backend);
+  }
   Fp8TensorScaling input, weight, output_grad;
 };
 

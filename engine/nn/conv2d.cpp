@@ -117,7 +117,7 @@ Tensor Conv2d::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
     backend_.scaled_cast(dx32, dx, {dy_inverse * fp8_weight_inverse_}, none);
   }
   probe_backward(policy().compute_dtype(OpClass::Conv, input_dtype_), output_grad, weight_.grad,
-                 fp8_format_name(fp8.output_grad.scaling().format()));
+                 fp8_format_name(fp8.output_grad.format()));
   input_ = Tensor();
   fp8_weight_ = Tensor();
   return dx;

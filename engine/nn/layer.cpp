@@ -67,7 +67,7 @@ void Layer::widen_grad(const Tensor& low_grad, Parameter& p) {
 namespace {
 Fp8TensorNumerics fp8_numerics(const Fp8TensorScaling& t) {
   const Fp8CastReport& r = t.last();
-  return {r.scale, r.amax, fp8_max(t.scaling().format()), r.count, r.saturated_share(), r.underflowed_share()};
+  return {r.scale, r.amax, fp8_max(t.format()), r.count, r.saturated_share(), r.underflowed_share()};
 }
 }  // namespace
 
@@ -83,7 +83,8 @@ void Layer::probe_forward(const char* kind, const Parameter& weight, int64_t in_
   n.out_channels = out_channels;
   n.forward_dtype = format ? format : dtype_name(dtype);
   n.activation = value_range(on_host(backend_, y));
-  if (const Fp8LayerScaling* fp8 = fp8_scaling()) {
+  if (Fp8LayerScaling* fp8 = fp8_scaling()) {
+    fp8->settle(backend_);
     n.fp8_input = fp8_numerics(fp8->input);
     n.fp8_weight = fp8_numerics(fp8->weight);
   }
@@ -99,7 +100,10 @@ void Layer::probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_g
   n.activation_grad = value_range(on_host(backend_, dy));
   n.weight_grad = value_range(on_host(backend_, weight_grad));
   n.casts = probe_casts_;
-  if (const Fp8LayerScaling* fp8 = fp8_scaling()) n.fp8_output_grad = fp8_numerics(fp8->output_grad);
+  if (Fp8LayerScaling* fp8 = fp8_scaling()) {
+    fp8->settle(backend_);
+    n.fp8_output_grad = fp8_numerics(fp8->output_grad);
+  }
   probe_->layers().hand_over(probe_record_, ProbedTensor::ActivationGrad, dy);
   probe_->layers().hand_over(probe_record_, ProbedTensor::WeightGrad, weight_grad);
   probe_casts_ = 0;

@@ -102,7 +102,7 @@ Tensor Linear::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
   backend_.scaled_cast(db, db, {dy_inverse}, none);
   Tensor dx = Tensor::empty(dx32.shape(), input_dtype_, Layout::NCHW, dx32.device());
   backend_.scaled_cast(dx32, dx, {dy_inverse * fp8_weight_inverse_}, none);
-  probe_backward(output_dtype_, output_grad, weight_.grad, fp8_format_name(fp8.output_grad.scaling().format()));
+  probe_backward(output_dtype_, output_grad, weight_.grad, fp8_format_name(fp8.output_grad.format()));
   input_ = Tensor();
   fp8_weight_ = Tensor();
   return dx;

@@ -73,7 +73,7 @@ struct StepRecord {
 
 // The FP8 layers' scalings of `from` (amp-fp8) copied into the same layers of `to`, under one policy: the mode's
 // step casts with the scales the run reached, not with fresh ones.
-void copy_fp8_scalings(ResNet& from, ResNet& to) {
+void copy_fp8_scalings(Backend& backend, ResNet& from, ResNet& to) {
   std::vector<Fp8LayerScaling*> source, target;
   from.visit([&](Layer& layer) {
     if (Fp8LayerScaling* s = layer.fp8_scaling()) source.push_back(s);
@@ -82,11 +82,14 @@ void copy_fp8_scalings(ResNet& from, ResNet& to) {
     if (Fp8LayerScaling* s = layer.fp8_scaling()) target.push_back(s);
   });
   AMPWB_CHECK(source.size() == target.size(), "the model's copy has other FP8 layers");
-  for (size_t i = 0; i < source.size(); ++i)
+  for (size_t i = 0; i < source.size(); ++i) {
+    source[i]->settle(backend);
+    target[i]->settle(backend);
     for (auto [a, b] : {std::pair{&source[i]->input, &target[i]->input},
                         {&source[i]->weight, &target[i]->weight},
                         {&source[i]->output_grad, &target[i]->output_grad}})
       b->scaling().restore(a->scaling().state());
+  }
 }
 
 // One step's forward, loss and scaled backward under a policy, each probed tensor handed to `hook`; where
@@ -100,7 +103,7 @@ StepRecord probed_step(Backend& backend, ResNet& model, const PrecisionPolicy& p
     layer.set_policy(policy);
     layer.set_probe(&probe);
   });
-  if (scales_from) copy_fp8_scalings(*scales_from, model);
+  if (scales_from) copy_fp8_scalings(backend, *scales_from, model);
   SoftmaxCrossEntropy loss(backend, label_smoothing);
   const Tensor logits = model.forward(images, Mode::Train);
   loss.forward(logits, labels, loss_scale);

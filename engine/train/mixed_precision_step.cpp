@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "amp/fp8_scaling.h"
 #include "core/setting_error.h"
 #include "train/overflow_forensics.h"
 
@@ -79,7 +80,15 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   if (r.skipped) r.overflow = find_nonfinite_gradients(backend_, params);
   if (!r.skipped && !policy_.is_fp32() && !policy_.master_weights()) store_in_low_precision(params);
   scaler_.update();
+  settle_fp8_casts();
   return r;
+}
+
+void MixedPrecisionStep::settle_fp8_casts() {
+  if (!policy_.fp8()) return;
+  model_.visit([&](Layer& layer) {
+    if (Fp8LayerScaling* fp8 = layer.fp8_scaling()) fp8->settle(backend_);
+  });
 }
 
 void MixedPrecisionStep::set_gradient_reducer(GradientReducer* reducer, bool overlap) {
@@ -192,6 +201,7 @@ void MixedPrecisionStep::queue_deferred(const Tensor& images, const Tensor& labe
     backend_.convert(loss_scale_state_, posted_state_);
     backend_.update_loss_scale(loss_scale_state_, scaler_.device_growth());
   }
+  settle_fp8_casts();
 }
 
 bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& labels, float lr) {

@@ -86,6 +86,9 @@ class MixedPrecisionStep {
   void queue_deferred(const Tensor& images, const Tensor& labels, float lr, const Tensor* step_values);
   // The step replayed, or captured and replayed; false where it must run op by op.
   bool replay_deferred(const Tensor& images, const Tensor& labels, float lr);
+  // amp-fp8: the step's FP8 casts read back and taken by their scalings, once at the step's end rather than each
+  // in the middle of it (Fp8TensorScaling::settle).
+  void settle_fp8_casts();
 
   Backend& backend_;
   ResNet& model_;
