@@ -28,10 +28,10 @@ Tensor Fp8TensorScaling::cast(Backend& backend, const Tensor& x, bool record) {
 
 void Fp8TensorScaling::settle(Backend& backend) {
   if (!pending_) return;
-  pending_ = false;
-  // On the CPU a view of host memory; on a GPU a copy that waits for the cast.
+  // On the CPU a view of host memory; on a GPU a copy that waits for the cast (and that throws while capturing).
   Fp8CastStats stats;
   std::memcpy(&stats, on_host(backend, stats_).data(), sizeof stats);
+  pending_ = false;
   last_ = {scale_used_, stats.amax, stats.count, stats.saturated, stats.underflowed};
   scaling_.record_amax(stats.amax);
   scaling_.update();

@@ -205,7 +205,7 @@ void MixedPrecisionStep::queue_deferred(const Tensor& images, const Tensor& labe
 }
 
 bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& labels, float lr) {
-  if (!capture_) return false;
+  if (!capture_ || !why_not_capturable().empty()) return false;
   auto captured = std::find_if(captures_.begin(), captures_.end(), [&](const Captured& c) {
     return c.images.shape() == images.shape() && c.labels.shape() == labels.shape();
   });
