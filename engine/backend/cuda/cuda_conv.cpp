@@ -247,39 +247,32 @@ void* ConvRunner::prepare(Plan& p, const std::string& key, ConvMath math, const 
   int count = 0;
   std::vector<Perf> results(static_cast<size_t>(max_count));
   size_t limit = policy_.workspace_limit;
-  if (!policy_.benchmark) {
+  void* search_workspace = nullptr;
+  if (policy_.benchmark) {
+    search_workspace = find_workspace(scratch, limit);
+    calls.find(search_workspace, limit, max_count, &count, results.data());
+  } else {
     calls.heuristics(max_count, &count, results.data());
-    // Best first. The heuristics' memory figures are estimates, so each candidate's workspace is asked again under
-    // its math type; the first that fits is kept (one that cuDNN will not size under that math type, kNoWorkspace,
-    // is passed over).
-    for (int i = 0; i < count; ++i) {
-      if (!acceptable(results[i], limit, math, policy_)) continue;
-      adopt(p.conv, results[i], math, p.algo, p.math);
-      p.workspace = calls.workspace_of(results[i].algo);
-      if (p.workspace > limit) continue;
-      p.chosen = true;
-      return p.workspace ? scratch(p.workspace) : nullptr;
-    }
-    no_algorithm(key, limit);
   }
-  void* search_workspace = find_workspace(scratch, limit);
-  calls.find(search_workspace, limit, max_count, &count, results.data());
-  std::vector<TimedCandidate> timed;
-  std::vector<int> result_of;  // timed[j] is results[result_of[j]]
-  for (int i = 0; i < count; ++i) {
+  // Results arrive fastest first (Find) or best first (_v7). The heuristics' memory figures are estimates, so each
+  // candidate's workspace is asked again under its math type (one that cuDNN will not size under that math type,
+  // kNoWorkspace, is passed over). The heuristics' first that fits is kept; of the timed ones, choose_timed's.
+  std::vector<TimedCandidate> fits;
+  std::vector<int> result_of;  // fits[j] is results[result_of[j]]
+  for (int i = 0; i < count && (policy_.benchmark || fits.empty()); ++i) {
     if (!acceptable(results[i], limit, math, policy_)) continue;
     adopt(p.conv, results[i], math, p.algo, p.math);
     const size_t workspace = calls.workspace_of(results[i].algo);
     if (workspace > limit) continue;
-    timed.push_back({results[i].time, workspace});
+    fits.push_back({results[i].time, workspace});
     result_of.push_back(i);
   }
-  const int best = choose_timed(timed, policy_);
+  const int best = policy_.benchmark ? choose_timed(fits, policy_) : fits.empty() ? -1 : 0;
   if (best < 0) no_algorithm(key, limit);
   const auto kept = static_cast<size_t>(best);
   adopt(p.conv, results[result_of[kept]], math, p.algo, p.math);
-  p.workspace = timed[kept].workspace;
-  p.ms = timed[kept].ms;
+  p.workspace = fits[kept].workspace;
+  if (policy_.benchmark) p.ms = fits[kept].ms;
   p.chosen = true;
   // The first execution reuses the search's workspace rather than holding a second one beside it.
   if (p.workspace == 0) return nullptr;
