@@ -757,6 +757,11 @@ __global__ void scaled_cast_kernel(const void* x, KType xt, void* y, KType yt, i
     store_any(y, yt, i, out);
   }
   if (!stats) return;
+  // Reduced over the block first: one atomic per block, where one per thread of a large grid contends for one word.
+  amax = block_max(amax);
+  saturated = block_sum(saturated);
+  underflowed = block_sum(underflowed);
+  if (threadIdx.x != 0) return;
   if (amax > 0.0f) atomicMax(&stats->amax_bits, __float_as_uint(amax));
   if (saturated) atomicAdd(&stats->saturated, saturated);
   if (underflowed) atomicAdd(&stats->underflowed, underflowed);
