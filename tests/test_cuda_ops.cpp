@@ -256,22 +256,27 @@ TEST(CudaGraphApi, DeterministicPassesRepeatBitForBit) {
 
 // amp-fp8's three convolution passes as graphs (FP8 inputs, FP32 output, NHWC), checked on the host, as one node and
 // with the pointwise epilogue tried where one node finds no engine: E4M3 by E4M3 forward, E5M2 gradients by E4M3
-// weights and by E4M3 inputs.
+// weights and by E4M3 inputs; and each pass on FP8 values widened to FP16, where a pass has no FP8 engine.
 TEST(CudaGraphApi, Fp8PassesMakeValidGraphs) {
   if (!cuda::GraphApiConvs::compiled()) GTEST_SKIP() << "built without cudnn-frontend (scripts/install-deps.sh)";
   for (const bool epilogue : {false, true})
     for (cuda::ConvShape s : graph_api_shapes(CUDNN_DATA_FLOAT, true, cuda::ConvMath::TensorOp)) {
-      s.fp8 = true;
+      s.mixed = true;
       s.a_type = s.b_type = CUDNN_DATA_FP8_E4M3;
       EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::Forward, s, epilogue), "") << s.key("fwd");
       s.a_type = CUDNN_DATA_FP8_E5M2;  // dy, w
       EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::BackwardData, s, epilogue), "") << s.key("bwd-data");
       s.a_type = CUDNN_DATA_FP8_E4M3, s.b_type = CUDNN_DATA_FP8_E5M2;  // x, dy
       EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::BackwardFilter, s, epilogue), "") << s.key("bwd-filter");
+      s.a_type = s.b_type = CUDNN_DATA_HALF;
+      EXPECT_FALSE(s.fp8_inputs());
+      EXPECT_NE(s.key("bwd-data").find(" widened f16xf16"), std::string::npos) << s.key("bwd-data");
+      for (const auto pass : {cuda::ConvPass::Forward, cuda::ConvPass::BackwardData, cuda::ConvPass::BackwardFilter})
+        EXPECT_EQ(cuda::GraphApiConvs::validate(pass, s, epilogue), "") << s.key("widened");
     }
   // And the epilogue is checked too: an output one pixel too wide is refused.
   cuda::ConvShape wrong = graph_api_shapes(CUDNN_DATA_FLOAT, true, cuda::ConvMath::TensorOp)[1];
-  wrong.fp8 = true;
+  wrong.mixed = true;
   wrong.a_type = wrong.b_type = CUDNN_DATA_FP8_E4M3;
   wrong.q += 1;
   EXPECT_NE(cuda::GraphApiConvs::validate(cuda::ConvPass::Forward, wrong, true), "");

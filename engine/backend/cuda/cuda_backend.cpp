@@ -176,7 +176,7 @@ Capabilities CudaBackend::capabilities() const {
   else
     caps.fp8 = {true, true,
                 "native on FP8 tensor cores (cuDNN's graph API, cuBLASLt; E4M3 and E5M2 inputs, FP32 accumulation); "
-                "a shape without an FP8 engine multiplies its FP8 values in FP32",
+                "a shape without an FP8 engine multiplies its FP8 values, exactly, in FP16 or FP32",
                 0, ""};
   return caps;
 }

@@ -1,8 +1,11 @@
 // The CUDA backend's FP8 convolutions and matrix products (amp-fp8): E4M3 and E5M2 operands, as the layers' scaled
 // casts left them, multiplied on FP8 tensor cores with FP32 accumulation into FP32 results; the layers apply the
 // scale-inverses after (Fp8TensorScaling). Convolutions run on cuDNN's graph API in NHWC, matrix products on
-// cuBLASLt in its one FP8 form (A transposed, B not: both operands K-major). A pass or shape that has no FP8
-// engine runs on the same FP8 values widened to FP32, exact there: the same products, summed in FP32.
+// cuBLASLt in its one FP8 form (A transposed, B not: both operands K-major). A convolution pass that has no FP8
+// engine (cuDNN has none for strided backward-data passes) runs on the same FP8 values widened to FP16, which holds
+// every E4M3 and E5M2 value, on 16-bit tensor cores into FP32; where cuDNN has no engine for that either, and for a
+// product without an FP8 algorithm, on the values widened to FP32. Each way the products are exact and summed in
+// FP32.
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/cuda_backend.h"
@@ -38,17 +41,25 @@ void CudaBackend::fp8_convolution(cuda::ConvPass pass, const Tensor& a, const Te
   const Tensor& w = forward || data ? b_nhwc : result;
   const Tensor& y = forward ? result : data ? a_nhwc : b_nhwc;
   cuda::ConvShape s = m.conv_shape(x, w, y, p);
-  s.fp8 = true;
+  s.mixed = true;
   s.a_type = cuda_detail::cudnn_type(a.dtype());
   s.b_type = cuda_detail::cudnn_type(b.dtype());
   s.dtype = CUDNN_DATA_FLOAT;
   s.math = cuda::ConvMath::TensorOp;
   std::vector<Tensor> holders;
-  if (m.conv->fp8(pass, s, a_nhwc.data(), b_nhwc.data(), result.data(), m.scratch(holders))) {
+  auto ran = [&](const Tensor& a_in, const Tensor& b_in) {
+    if (!m.conv->mixed(pass, s, a_in.data(), b_in.data(), result.data(), m.scratch(holders))) return false;
     if (!result.same_storage(out)) convert(result, out);
-    return;
-  }
-  // No FP8 engine for it (conv_plans() says why): the FP32 convolution of the same values.
+    return true;
+  };
+  if (ran(a_nhwc, b_nhwc)) return;
+  // No FP8 engine for it (conv_plans() says why): the same values in FP16, else in FP32.
+  Tensor a16 = m.empty(a_nhwc.shape(), DType::F16, Layout::NHWC),
+         b16 = m.empty(b_nhwc.shape(), DType::F16, Layout::NHWC);
+  convert(a_nhwc, a16);
+  convert(b_nhwc, b16);
+  s.a_type = s.b_type = CUDNN_DATA_HALF;
+  if (ran(a16, b16)) return;
   Tensor a32 = m.empty(a.shape(), DType::F32, a.layout()), b32 = m.empty(b.shape(), DType::F32, b.layout());
   convert(a, a32);
   convert(b, b32);

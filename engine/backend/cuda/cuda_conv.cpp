@@ -99,7 +99,7 @@ std::string ConvShape::key(const char* op) const {
   out << op << " n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s << " p" << p
       << " q" << q << " stride" << stride << " pad" << padding << ' ' << dtype_text(dtype)
       << (nhwc ? " nhwc " : " nchw ") << math_text(math);
-  if (fp8) out << " fp8 " << dtype_text(a_type) << 'x' << dtype_text(b_type);
+  if (mixed) out << (fp8_inputs() ? " fp8 " : " widened ") << dtype_text(a_type) << 'x' << dtype_text(b_type);
   return out.str();
 }
 
@@ -410,11 +410,11 @@ void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* 
       });
 }
 
-bool ConvRunner::fp8(ConvPass pass, const ConvShape& s, const void* a, const void* b, void* out,
-                     const ScratchFn& scratch) {
+bool ConvRunner::mixed(ConvPass pass, const ConvShape& s, const void* a, const void* b, void* out,
+                       const ScratchFn& scratch) {
   if (!GraphApiConvs::compiled()) return false;
-  if (!fp8_graph_api_) fp8_graph_api_ = std::make_unique<GraphApiConvs>(handle_, policy_);
-  return fp8_graph_api_->run(pass, s, a, b, out, scratch, capturing_);
+  if (!mixed_graph_api_) mixed_graph_api_ = std::make_unique<GraphApiConvs>(handle_, policy_);
+  return mixed_graph_api_->run(pass, s, a, b, out, scratch, capturing_);
 }
 
 size_t ConvRunner::plans_cached() const {
@@ -426,7 +426,7 @@ size_t ConvRunner::plans_cached() const {
 std::string ConvRunner::describe_plans() const {
   std::ostringstream out;
   if (graph_api_) out << graph_api_->describe();
-  if (fp8_graph_api_) out << fp8_graph_api_->describe();
+  if (mixed_graph_api_) out << mixed_graph_api_->describe();
   for (const auto& [key, p] : plans_) {
     if (!p->chosen) continue;
     out << key << ": " << (p->api == Plan::Api::Graph ? "timed, slower than the graph API: " : "") << "algo " << p->algo

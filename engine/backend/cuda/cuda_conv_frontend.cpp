@@ -75,9 +75,9 @@ std::vector<int64_t> strides(bool nhwc, int64_t c, int64_t h, int64_t w) {
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
 
 // One pass as a graph of one node: the inputs a, b and the output, each with its dimensions (N,C,H,W order) and
-// strides in the shape's layout. With `epilogue` (FP8 only) the convolution's result is multiplied by 1 in FP32 before
-// it is written: a convolution and its pointwise scales is the shape of NVIDIA's FP8 convolution sample, which cuDNN's
-// runtime fusion engines take where a convolution alone may find no FP8 engine.
+// strides in the shape's layout. With `epilogue` (mixed passes only) the convolution's result is multiplied by 1 in
+// FP32 before it is written: a convolution and its pointwise scales is the shape of NVIDIA's FP8 convolution sample,
+// which cuDNN's runtime fusion engines take where a convolution alone may find no engine.
 struct PassGraph {
   std::shared_ptr<fe::graph::Graph> graph = std::make_shared<fe::graph::Graph>();
   TensorPtr a, b, out;
@@ -130,7 +130,7 @@ PassGraph make_graph(ConvPass pass, const ConvShape& s, bool epilogue = false) {
     if (pass != ConvPass::Forward) g.out->set_dim(conv->get_dim());
   }
   g.out->set_output(true);
-  if (s.fp8) {  // FP8 inputs, the output in dtype (FP32)
+  if (s.mixed) {  // the inputs in their types, the output in dtype (FP32)
     g.a->set_data_type(graph_type(s.a_type));
     g.b->set_data_type(graph_type(s.b_type));
     g.out->set_data_type(graph_type(s.dtype));
@@ -161,7 +161,7 @@ std::string checked_graph(const PassGraph& g, ConvPass pass, const ConvShape& s)
 std::vector<fe::NumericalNote_t> excluded_notes(const ConvShape& s, const ConvPolicy& policy) {
   using N = fe::NumericalNote_t;
   std::vector<N> notes{N::DOWN_CONVERT_INPUTS};
-  if (!s.fp8) notes.push_back(N::REDUCED_PRECISION_REDUCTION);
+  if (!s.fp8_inputs()) notes.push_back(N::REDUCED_PRECISION_REDUCTION);
   if (policy.deterministic) notes.push_back(N::NONDETERMINISTIC);
   if (s.math == ConvMath::Fp32) notes.push_back(N::TENSOR_CORE);
   if (s.math == ConvMath::Fp32 && policy.exact_fp32)
@@ -193,8 +193,9 @@ struct GraphApiConvs::Impl {
     float ms = -1;        // the chosen engine's time per run where timed
     double choosing_s = 0;  // building the graph, its candidates and timing them
     std::string engine;   // the chosen engine's name
-    std::string refused;  // why the legacy API runs this pass instead
-    bool epilogue = false;      // FP8: the graph with a pointwise epilogue (make_graph), tried once one node is refused
+    std::string refused;  // why the legacy API runs this pass instead (a mixed pass: why it is computed another way)
+    bool mixed = false;
+    bool epilogue = false;      // the graph with a pointwise epilogue (make_graph), once one node is refused
     std::string refused_alone;  // ... and why the graph of one node was
   };
   std::unordered_map<std::string, Plan> plans;
@@ -211,8 +212,8 @@ struct GraphApiConvs::Impl {
         policy.benchmark ? std::max(policy.large_workspace_limit, policy.workspace_limit) : policy.workspace_limit;
     graph.deselect_numeric_notes(excluded_notes(s, policy))
         .deselect_workspace_greater_than(static_cast<int64_t>(limit));
-    // FP8 convolutions may have runtime-compiled engines only (cuDNN's runtime fusion engines): they keep them.
-    if (!policy.runtime_compiled && !s.fp8) graph.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
+    // Mixed passes may have runtime-compiled engines only (cuDNN's runtime fusion engines): they keep them.
+    if (!policy.runtime_compiled && !s.mixed) graph.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
     require(graph.check_support(handle), "check_support");
     if (!policy.benchmark) require(graph.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans");
   }
@@ -374,13 +375,15 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
     return true;
   } catch (const Refused& r) {
     const std::string reason = r.reason.empty() ? std::string("no reason given") : r.reason;
-    if (s.fp8 && !p.epilogue) {  // once more as NVIDIA's FP8 sample builds it: the convolution, then a pointwise scale
+    // A mixed pass once more as NVIDIA's FP8 sample builds it: the convolution, then a pointwise scale.
+    if (s.mixed && !p.epilogue) {
       p = Impl::Plan{};
       p.epilogue = true;
       p.refused_alone = reason;
       return run(pass, s, a, b, out, scratch, capturing);
     }
     p.refused = "the graph API refused it: " + reason;
+    p.mixed = s.mixed;
     if (!p.refused_alone.empty()) p.refused += "; as one node: " + p.refused_alone;
     p.g = {};  // the graph and its plans are not needed any more
     return false;
@@ -391,6 +394,7 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
     cudaGetLastError();  // a failed CUDA call's error is not the legacy API's
     p = Impl::Plan{};
     p.refused = std::string("the graph API failed: ") + e.what();
+    p.mixed = s.mixed;
     return false;
   }
 }
@@ -426,7 +430,7 @@ std::string GraphApiConvs::describe() const {
       if (p.ms >= 0) out << ", " << ms_text(p.ms);
       out << ", chosen in " << std::fixed << std::setprecision(2) << p.choosing_s << " s" << std::defaultfloat << '\n';
     } else if (!p.refused.empty()) {
-      out << key << ": legacy API (" << p.refused << ")\n";
+      out << key << (p.mixed ? ": computed another way (" : ": legacy API (") << p.refused << ")\n";
     }
   }
   return out.str();

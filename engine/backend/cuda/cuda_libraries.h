@@ -40,10 +40,12 @@ struct ConvShape {
   cudnnDataType_t dtype = CUDNN_DATA_FLOAT;
   bool nhwc = false;
   ConvMath math = ConvMath::Fp32;
-  // An FP8 pass (amp-fp8): its two inputs in these types (CUDNN_DATA_FP8_E4M3 or _E5M2; forward x, w; backward
-  // data dy, w; backward filter x, dy), its output in dtype (FP32). ConvRunner::fp8 runs it.
-  bool fp8 = false;
+  // A pass of amp-fp8 (ConvRunner::mixed runs it): its two inputs in these types (forward x, w; backward data dy, w;
+  // backward filter x, dy), its output in dtype (FP32). The types are CUDNN_DATA_FP8_E4M3 or _E5M2, or
+  // CUDNN_DATA_HALF for FP8 values widened to FP16, which holds every E4M3 and E5M2 value exactly.
+  bool mixed = false;
   cudnnDataType_t a_type = CUDNN_DATA_FLOAT, b_type = CUDNN_DATA_FLOAT;
+  bool fp8_inputs() const { return a_type == CUDNN_DATA_FP8_E4M3 || a_type == CUDNN_DATA_FP8_E5M2; }
   std::string key(const char* op) const;  // "fwd n256 c64 h56 ... f16 nhwc tensor-op"
 };
 
@@ -100,7 +102,7 @@ class GraphApiConvs {
   // The pass and shape go to the legacy API from now on, for this reason.
   void decline(ConvPass pass, const ConvShape& shape, const std::string& reason);
   // The graph of one pass checked by the frontend on the host (no GPU needed): "" or why it is invalid. With
-  // `epilogue`, the form an FP8 pass takes where the graph of one node finds no engine.
+  // `epilogue`, the form a mixed pass takes where the graph of one node finds no engine.
   static std::string validate(ConvPass pass, const ConvShape& shape, bool epilogue = false);
   // "fwd ...: graph API, engine NAME, 12.0 MiB workspace, 0.120 ms" or "...: legacy API (REASON)", one per line.
   std::string describe() const;
@@ -123,10 +125,10 @@ class ConvRunner {
   void forward(const ConvShape& shape, const void* x, const void* w, void* y, const ScratchFn& scratch);
   void backward_data(const ConvShape& shape, const void* dy, const void* w, void* dx, const ScratchFn& scratch);
   void backward_filter(const ConvShape& shape, const void* x, const void* dy, void* dw, const ScratchFn& scratch);
-  // An FP8 pass (shape.fp8, NHWC) on cuDNN's graph API, which alone has FP8 convolutions: false where the build has
-  // no cudnn-frontend or cuDNN offers no engine for it (describe_plans() says why); the caller then computes it
-  // another way.
-  bool fp8(ConvPass pass, const ConvShape& shape, const void* a, const void* b, void* out, const ScratchFn& scratch);
+  // A mixed pass (shape.mixed, NHWC) on cuDNN's graph API, which alone has FP8 convolutions and outputs in another
+  // type than the inputs': false where the build has no cudnn-frontend or cuDNN offers no engine for it
+  // (describe_plans() says why); the caller then computes it another way.
+  bool mixed(ConvPass pass, const ConvShape& shape, const void* a, const void* b, void* out, const ScratchFn& scratch);
 
   // The passes and shapes planned, on either API.
   size_t plans_cached() const;
@@ -156,7 +158,7 @@ class ConvRunner {
   bool capturing_ = false;
   std::unordered_map<std::string, std::unique_ptr<Plan>> plans_;
   std::unique_ptr<GraphApiConvs> graph_api_;
-  std::unique_ptr<GraphApiConvs> fp8_graph_api_;  // made by the first FP8 pass
+  std::unique_ptr<GraphApiConvs> mixed_graph_api_;  // made by the first mixed pass
 };
 
 // ---- cuBLASLt matrix products -------------------------------------------------------------------------------------
