@@ -138,7 +138,11 @@ case $stage in
               AMPWB_CUDNN_PLANS=1 timed "fp8ab-r50-$mode-$round" 60 run ampwb bench --device cuda --depth 50 \
                 --image-size 224 --batch-size 256 --precision "$mode" --steps 15 --warmup 6 --json
             done
-          done ;;
+          done
+          # The scale-inverses in a pass of their own after each convolution, against in its epilogue (above)
+          AMPWB_CUDA_FP8_FUSED_SCALES=0 AMPWB_CUDNN_PLANS=1 timed fp8ab-r50-amp-fp8-unfused 60 run ampwb bench \
+            --device cuda --depth 50 --image-size 224 --batch-size 256 --precision amp-fp8 --steps 15 --warmup 6 \
+            --json ;;
         graphsall)  # every mode of both models beside PyTorch with captured steps (amp-fp16 ResNet-50 last)
           timed graphs18-all 200 compare --configs 18:224:256 --modes fp32 tf32 amp-fp16 amp-bf16 fp16-o2 \
             --pytorch-graphs on --ampwb-args="--cuda-graphs on"

@@ -89,15 +89,22 @@ void run_fp8(CaseRun& r, const ConvCase& c) {
   const Tensor qx = fp8_values(r, x, Fp8Format::E4M3, ix), qw = fp8_values(r, w, Fp8Format::E4M3, iw);
   const Tensor qdy = fp8_values(r, dy, Fp8Format::E5M2, idy);
   Tensor y = r.out({c.N, c.K, P, Q}, r.layout), dx = r.out(x.shape(), r.layout), dw = r.out(w.shape(), Layout::NCHW);
-  r.b.conv2d_forward(qx, qw, y, p);
-  apply_inverses(r, y, ix, iw);
-  r.b.conv2d_backward_data(qdy, qw, dx, p);
-  apply_inverses(r, dx, idy, iw);
+  r.b.conv2d_forward_scaled(qx, qw, y, p, ix * iw);
+  r.b.conv2d_backward_data_scaled(qdy, qw, dx, p, idy * iw);
   r.b.conv2d_backward_weights(qx, qdy, dw, p);
   apply_inverses(r, dw, ix, idy);
+  // And into BF16, as the layers keep amp-fp8's activations and their gradients: one rounding more.
+  Tensor y16 = device_nan(r.b, y.shape(), DType::BF16, r.layout),
+         dx16 = device_nan(r.b, x.shape(), DType::BF16, r.layout);
+  r.b.conv2d_forward_scaled(qx, qw, y16, p, ix * iw);
+  r.b.conv2d_backward_data_scaled(qdy, qw, dx16, p, idy * iw);
   const ref::Array rx = reference(x), rw = reference(w), rdy = reference(dy);
-  r.expect("y", y, ref::conv2d_forward(rx, rw, c.stride, c.padding), Kernel::Conv2dForward);
-  r.expect("dx", dx, ref::conv2d_backward_data(rdy, rw, x.shape(), c.stride, c.padding), Kernel::Conv2dBackwardData);
+  const ref::Array want_y = ref::conv2d_forward(rx, rw, c.stride, c.padding);
+  const ref::Array want_dx = ref::conv2d_backward_data(rdy, rw, x.shape(), c.stride, c.padding);
+  r.expect("y", y, want_y, Kernel::Conv2dForward);
+  r.expect("dx", dx, want_dx, Kernel::Conv2dBackwardData);
+  r.expect("y in bf16", y16, want_y, Kernel::Conv2dForward);
+  r.expect("dx in bf16", dx16, want_dx, Kernel::Conv2dBackwardData);
   r.expect("dw", dw, ref::conv2d_backward_weights(rx, rdy, w.shape(), c.stride, c.padding),
            Kernel::Conv2dBackwardWeights);
 }

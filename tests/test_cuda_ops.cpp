@@ -256,7 +256,9 @@ TEST(CudaGraphApi, DeterministicPassesRepeatBitForBit) {
 
 // amp-fp8's three convolution passes as graphs (FP8 inputs, FP32 output, NHWC), checked on the host, as one node and
 // with the pointwise epilogue tried where one node finds no engine: E4M3 by E4M3 forward, E5M2 gradients by E4M3
-// weights and by E4M3 inputs; and each pass on FP8 values widened to FP16, where a pass has no FP8 engine.
+// weights and by E4M3 inputs; each pass on FP8 values widened to FP16, where a pass has no FP8 engine; and the
+// forward and backward-data passes scaled into each floating output type (conv2d_forward_scaled, its factor a scalar
+// passed by value).
 TEST(CudaGraphApi, Fp8PassesMakeValidGraphs) {
   if (!cuda::GraphApiConvs::compiled()) GTEST_SKIP() << "built without cudnn-frontend (scripts/install-deps.sh)";
   for (const bool epilogue : {false, true})
@@ -273,6 +275,16 @@ TEST(CudaGraphApi, Fp8PassesMakeValidGraphs) {
       EXPECT_NE(s.key("bwd-data").find(" widened f16xf16"), std::string::npos) << s.key("bwd-data");
       for (const auto pass : {cuda::ConvPass::Forward, cuda::ConvPass::BackwardData, cuda::ConvPass::BackwardFilter})
         EXPECT_EQ(cuda::GraphApiConvs::validate(pass, s, epilogue), "") << s.key("widened");
+      cuda::ConvShape scaled = s;
+      scaled.scaled = true;
+      scaled.a_type = scaled.b_type = CUDNN_DATA_FP8_E4M3;
+      for (const cudnnDataType_t out : {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16}) {
+        scaled.dtype = out;
+        EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::Forward, scaled), "") << scaled.key("fwd");
+        scaled.a_type = CUDNN_DATA_FP8_E5M2;
+        EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::BackwardData, scaled), "") << scaled.key("bwd-data");
+        scaled.a_type = CUDNN_DATA_FP8_E4M3;
+      }
     }
   // And the epilogue is checked too: an output one pixel too wide is refused.
   cuda::ConvShape wrong = graph_api_shapes(CUDNN_DATA_FLOAT, true, cuda::ConvMath::TensorOp)[1];
@@ -310,13 +322,15 @@ Tensor fp8_on_gpu(const Tensor& host, Fp8Format format) {
 // mantissa, promoted to FP32 every few blocks of the sum (cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM says as much).
 // So each output is held to 2^-10 of the sum of its products' magnitudes, `magnitude` (the float64 reference on |a|
 // and |b|), from the float64 reference `exact`: a wrong layout, scale or operand misses it many times over.
+// rounding: the relative error of got's own rounding (BF16's, say), beyond the accumulation's.
 void expect_within_fp8_accumulation(const Tensor& got, const ref::Array& exact, const ref::Array& magnitude,
-                                    const std::string& what) {
+                                    const std::string& what, double rounding = 0) {
   const ref::Array g = ref::from_tensor(to_host(got));
   ASSERT_EQ(g.shape, exact.shape) << what;
   size_t misses = 0;
   for (size_t i = 0; i < g.v.size(); ++i)
-    if (std::fabs(g.v[i] - exact.v[i]) > 0x1p-10 * magnitude.v[i] + 1e-30 && misses++ < 3)
+    if (std::fabs(g.v[i] - exact.v[i]) > 0x1p-10 * magnitude.v[i] + rounding * std::fabs(exact.v[i]) + 1e-30 &&
+        misses++ < 3)
       ADD_FAILURE() << what << ", element " << i << ": " << g.v[i] << " against " << exact.v[i]
                     << ", the products' magnitudes summing to " << magnitude.v[i];
   EXPECT_EQ(misses, 0u) << what;
@@ -324,6 +338,11 @@ void expect_within_fp8_accumulation(const Tensor& got, const ref::Array& exact, 
 
 ref::Array magnitudes(ref::Array a) {
   for (double& v : a.v) v = std::fabs(v);
+  return a;
+}
+
+ref::Array times(ref::Array a, double factor) {
+  for (double& v : a.v) v *= factor;
   return a;
 }
 
@@ -395,11 +414,23 @@ TEST(CudaFp8, ConvolutionsOnFp8MatchTheFp32ConvolutionsOfTheirValues) {
     const ref::Array rx = ref::from_tensor(x), rw = ref::from_tensor(w), rdy = ref::from_tensor(dy);
     const int stride = static_cast<int>(cs.p.stride), pad = static_cast<int>(cs.p.padding);
     const std::string shape = ", " + std::to_string(cs.c) + "->" + std::to_string(cs.k);
-    expect_within_fp8_accumulation(y8, ref::conv2d_forward(rx, rw, stride, pad),
-                                   ref::conv2d_forward(magnitudes(rx), magnitudes(rw), stride, pad), "forward" + shape);
-    expect_within_fp8_accumulation(dx8, ref::conv2d_backward_data(rdy, rw, x.shape(), stride, pad),
-                                   ref::conv2d_backward_data(magnitudes(rdy), magnitudes(rw), x.shape(), stride, pad),
-                                   "backward data" + shape);
+    const ref::Array want_y = ref::conv2d_forward(rx, rw, stride, pad),
+                     magnitude_y = ref::conv2d_forward(magnitudes(rx), magnitudes(rw), stride, pad);
+    const ref::Array want_dx = ref::conv2d_backward_data(rdy, rw, x.shape(), stride, pad),
+                     magnitude_dx = ref::conv2d_backward_data(magnitudes(rdy), magnitudes(rw), x.shape(), stride, pad);
+    expect_within_fp8_accumulation(y8, want_y, magnitude_y, "forward" + shape);
+    expect_within_fp8_accumulation(dx8, want_dx, magnitude_dx, "backward data" + shape);
+    // Scaled into BF16 as amp-fp8's layers run them (in the convolution's epilogue where cuDNN has an engine for it):
+    // a power of two as the factor, exact, so that only BF16's rounding is added (2^-9 of the sum, taken as 2^-8).
+    constexpr float kFactor = 0.25f;
+    Tensor y16 = Tensor::empty(dy.shape(), DType::BF16, Layout::NHWC, gpu().device()),
+           dx16 = Tensor::empty(x.shape(), DType::BF16, Layout::NHWC, gpu().device());
+    gpu().conv2d_forward_scaled(x8, w8, y16, cs.p, kFactor);
+    gpu().conv2d_backward_data_scaled(dy8, w8, dx16, cs.p, kFactor);
+    expect_within_fp8_accumulation(y16, times(want_y, kFactor), times(magnitude_y, kFactor),
+                                   "forward scaled into bf16" + shape, 0x1p-8);
+    expect_within_fp8_accumulation(dx16, times(want_dx, kFactor), times(magnitude_dx, kFactor),
+                                   "backward data scaled into bf16" + shape, 0x1p-8);
     expect_within_fp8_accumulation(
         dw8, ref::conv2d_backward_weights(rx, rdy, w.shape(), stride, pad),
         ref::conv2d_backward_weights(magnitudes(rx), magnitudes(rdy), w.shape(), stride, pad),

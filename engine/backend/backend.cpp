@@ -78,6 +78,25 @@ std::unique_ptr<CapturedWork> Backend::capture(const std::function<void()>& /*qu
 
 // ---- The fused variants' default compositions (backend_ops.def): each rounded as the ops it runs ----------
 
+namespace {
+// out, or where it is not FP32 an FP32 tensor of its shape and layout for the result before it is rounded to it.
+Tensor fp32_result(const Tensor& out) {
+  return out.dtype() == DType::F32 ? out : Tensor::empty(out.shape(), DType::F32, out.layout(), out.device());
+}
+}  // namespace
+
+void Backend::conv2d_forward_scaled(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p, float factor) {
+  Tensor y32 = fp32_result(y), none;
+  conv2d_forward(x, w, y32, p);
+  scaled_cast(y32, y, {factor}, none);
+}
+
+void Backend::conv2d_backward_data_scaled(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p, float factor) {
+  Tensor dx32 = fp32_result(dx), none;
+  conv2d_backward_data(dy, w, dx32, p);
+  scaled_cast(dx32, dx, {factor}, none);
+}
+
 void Backend::add_relu(const Tensor& a, const Tensor& b, Tensor& y) {
   add(a, b, y);
   relu_forward(y, y);  // in place: elementwise

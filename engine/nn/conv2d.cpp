@@ -87,10 +87,9 @@ Tensor Conv2d::forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode)
   const int64_t K = w.n(), R = w.h(), S = w.w();
   const int64_t P = (x.h() + 2 * params_.padding - R) / params_.stride + 1;
   const int64_t Q = (x.w() + 2 * params_.padding - S) / params_.stride + 1;
-  Tensor y32 = Tensor::empty({x.n(), K, P, Q}, DType::F32, x.layout(), x.device());
-  backend_.conv2d_forward(x, w, y32, params_);  // products of FP8 values are exact in FP32: FP32 accumulation
-  Tensor y = Tensor::empty(y32.shape(), dtype, x.layout(), x.device()), none;
-  backend_.scaled_cast(y32, y, {fp8.input.scale_inverse_used() * fp8.weight.scale_inverse_used()}, none);
+  // Products of FP8 values are exact in FP32: FP32 accumulation, then the scale-inverses, then y's rounding.
+  Tensor y = Tensor::empty({x.n(), K, P, Q}, dtype, x.layout(), x.device());
+  backend_.conv2d_forward_scaled(x, w, y, params_, fp8.input.scale_inverse_used() * fp8.weight.scale_inverse_used());
   probe_forward("conv", weight_, x.c(), K, dtype, y, "e4m3");
   input_ = train ? x : Tensor();
   fp8_weight_ = train ? w : Tensor();
@@ -111,10 +110,8 @@ Tensor Conv2d::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
   backend_.scaled_cast(dw, dw, {fp8_input_inverse_ * dy_inverse}, none);
   Tensor dx;
   if (input_needs_grad_) {
-    Tensor dx32 = Tensor::empty(input_.shape(), DType::F32, input_.layout(), input_.device());
-    backend_.conv2d_backward_data(dy, fp8_weight_, dx32, params_);
-    dx = Tensor::empty(dx32.shape(), input_dtype_, dx32.layout(), dx32.device());
-    backend_.scaled_cast(dx32, dx, {dy_inverse * fp8_weight_inverse_}, none);
+    dx = Tensor::empty(input_.shape(), input_dtype_, input_.layout(), input_.device());
+    backend_.conv2d_backward_data_scaled(dy, fp8_weight_, dx, params_, dy_inverse * fp8_weight_inverse_);
   }
   probe_backward(policy().compute_dtype(OpClass::Conv, input_dtype_), output_grad, weight_.grad,
                  fp8_format_name(fp8.output_grad.format()));

@@ -64,7 +64,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   // AMPWB_CUDNN_WORKSPACE_MIB sets the convolution workspace limit, timed choices' too; AMPWB_CUDNN_EXACT_FP32=0|1
   // allows or forbids FFT and Winograd algorithms in strict FP32; AMPWB_CUDNN_PLANS=1 prints the chosen algorithms at
   // exit; AMPWB_CUDA_FP32_NCHW=1 runs strict FP32 convolutions in NCHW (Impl::conv_layout); AMPWB_CUDA_FUSED_ENDS=0
-  // runs a residual block's end as separate ops (batch norm, add + ReLU; add, relu_backward), for A/B runs;
+  // runs a residual block's end as separate ops (batch norm, add + ReLU; add, relu_backward), and
+  // AMPWB_CUDA_FP8_FUSED_SCALES=0 amp-fp8's scale-inverses in a pass of their own after the convolution, for A/B runs;
   // AMPWB_CUDNN_GRAPH_API=0 runs the convolutions on the legacy API only, =1 on the graph API wherever it takes them
   // (untimed against the legacy API), =auto (or unset) on the faster of both per shape where the build has
   // cudnn-frontend; AMPWB_CUDNN_RUNTIME_COMPILED=0 leaves out the graph API's engines that NVRTC compiles.
@@ -97,6 +98,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   m.print_plans = setting("AMPWB_CUDNN_PLANS").value_or("0") != "0";
   m.fp32_conv_nchw = setting("AMPWB_CUDA_FP32_NCHW").value_or("0") != "0";
   m.fused_block_ends = setting("AMPWB_CUDA_FUSED_ENDS").value_or("1") != "0";
+  m.fp8_fused_scales = setting("AMPWB_CUDA_FP8_FUSED_SCALES").value_or("1") != "0";
   m.conv = std::make_unique<cuda::ConvRunner>(m.cudnn, conv);
   m.matmul = std::make_unique<cuda::MatmulRunner>(m.cublas);
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.host_results), sizeof(Impl::Results), cudaHostAllocDefault));

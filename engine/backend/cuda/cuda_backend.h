@@ -106,6 +106,10 @@ class CudaBackend final : public Backend {
                                            Tensor& running_mean, Tensor& running_var, float momentum,
                                            float eps) override;
   void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) override;
+  // On FP8 operands: the factor applied and the result rounded to its dtype in the convolution's epilogue
+  // (cuda_backend_fp8.cpp), where cuDNN has an engine for that graph.
+  void conv2d_forward_scaled(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p, float factor) override;
+  void conv2d_backward_data_scaled(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p, float factor) override;
   // The step as a CUDA graph (cuda_graph.cpp): captured on the compute stream from queue(), its memory a private
   // pool of the allocator's. Refused (null, and why) where queue() copies from or to the host, reads an upload
   // still in flight, or runs a convolution whose algorithm cuDNN has not chosen yet.
@@ -167,6 +171,10 @@ class CudaBackend final : public Backend {
   // amp-fp8's convolutions and matrix products on FP8 operands (F8E4M3, F8E5M2) into FP32 (cuda_backend_fp8.cpp).
   // pass: forward (a x, b w), backward data (a dy, b w) or backward filter (a x, b dy).
   void fp8_convolution(cuda::ConvPass pass, const Tensor& a, const Tensor& b, Tensor& out, ConvParams p);
+  // The pass's result times factor into out, of any floating dtype, in one cuDNN graph (its epilogue): false where
+  // cuDNN has no engine for it.
+  bool fp8_convolution_scaled(cuda::ConvPass pass, const Tensor& a, const Tensor& b, Tensor& out, ConvParams p,
+                              float factor);
   void fp8_linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);
   void fp8_linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, Tensor& db);
   std::unique_ptr<Impl> impl_;

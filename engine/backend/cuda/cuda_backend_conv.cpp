@@ -7,8 +7,8 @@
 
 namespace ampwb {
 
+using cuda_detail::check_conv_shapes;
 using cuda_detail::check_floating;
-using cuda_detail::conv_out;
 using cuda_detail::ktype;
 
 namespace {
@@ -38,10 +38,7 @@ void CudaBackend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Co
   m.check_device(x, "conv2d_forward x");
   m.check_device(w, "conv2d_forward w");
   m.check_device(y, "conv2d_forward y");
-  AMPWB_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && w.c() == x.c() && y.c() == w.n() && y.n() == x.n() &&
-                  y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
-                  y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
-              "conv2d_forward shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
+  check_conv_shapes(x, w, y, p, "conv2d_forward");
   if (is_fp8(x.dtype())) return fp8_convolution(cuda::ConvPass::Forward, x, w, y, p);
   AMPWB_CHECK(w.dtype() == x.dtype() && y.dtype() == x.dtype(),
               "conv2d_forward dtypes differ: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
@@ -65,10 +62,7 @@ void CudaBackend::conv2d_backward_data(const Tensor& dy, const Tensor& w, Tensor
   m.check_device(dy, "conv2d_backward_data dy");
   m.check_device(w, "conv2d_backward_data w");
   m.check_device(dx, "conv2d_backward_data dx");
-  AMPWB_CHECK(dx.rank() == 4 && dy.rank() == 4 && w.rank() == 4 && w.c() == dx.c() && dy.c() == w.n() &&
-                  dy.n() == dx.n() && dy.h() == conv_out(dx.h(), w.h(), p.stride, p.padding) &&
-                  dy.w() == conv_out(dx.w(), w.w(), p.stride, p.padding),
-              "conv2d_backward_data shapes: dy " << dy.describe() << " w " << w.describe() << " dx " << dx.describe());
+  check_conv_shapes(dx, w, dy, p, "conv2d_backward_data (x: dx, y: dy)");
   if (is_fp8(dy.dtype())) return fp8_convolution(cuda::ConvPass::BackwardData, dy, w, dx, p);
   AMPWB_CHECK(w.dtype() == dy.dtype() && dx.dtype() == dy.dtype(), "conv2d_backward_data dtypes differ: dy "
                                                                        << dy.describe() << " w " << w.describe()
@@ -93,11 +87,7 @@ void CudaBackend::conv2d_backward_weights(const Tensor& x, const Tensor& dy, Ten
   m.check_device(x, "conv2d_backward_weights x");
   m.check_device(dy, "conv2d_backward_weights dy");
   m.check_device(dw, "conv2d_backward_weights dw");
-  AMPWB_CHECK(
-      x.rank() == 4 && dy.rank() == 4 && dw.rank() == 4 && dw.c() == x.c() && dy.c() == dw.n() && dy.n() == x.n() &&
-          dy.h() == conv_out(x.h(), dw.h(), p.stride, p.padding) &&
-          dy.w() == conv_out(x.w(), dw.w(), p.stride, p.padding),
-      "conv2d_backward_weights shapes: x " << x.describe() << " dy " << dy.describe() << " dw " << dw.describe());
+  check_conv_shapes(x, dw, dy, p, "conv2d_backward_weights (w: dw, y: dy)");
   if (is_fp8(x.dtype())) return fp8_convolution(cuda::ConvPass::BackwardFilter, x, dy, dw, p);
   AMPWB_CHECK(dy.dtype() == x.dtype(),
               "conv2d_backward_weights dtypes differ: x " << x.describe() << " dy " << dy.describe());

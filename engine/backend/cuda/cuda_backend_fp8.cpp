@@ -13,16 +13,18 @@
 
 namespace ampwb {
 
+using cuda_detail::check_conv_shapes;
 using cuda_detail::ktype;
 
 namespace {
 
 cudaDataType_t fp8_blas_type(DType t) { return t == DType::F8E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
 
-void check_fp8_operands(const Tensor& a, const Tensor& b, const Tensor& out, const char* op) {
-  AMPWB_CHECK(is_fp8(a.dtype()) && is_fp8(b.dtype()) && out.dtype() == DType::F32,
-              op << " on FP8 takes two FP8 inputs and an FP32 output: " << a.describe() << ", " << b.describe()
-                 << " -> " << out.describe());
+// out: the output's dtype, which must be FP32 (the products' sums) unless the scale-inverses are applied on the way.
+void check_fp8_operands(const Tensor& a, const Tensor& b, DType out, const char* op, bool scaled = false) {
+  AMPWB_CHECK(is_fp8(a.dtype()) && is_fp8(b.dtype()) && (scaled ? is_floating(out) : out == DType::F32),
+              op << " on FP8 takes two FP8 inputs and an FP32 output" << (scaled ? " (or FP16, BF16 scaled)" : "")
+                 << ": " << a.describe() << ", " << b.describe() << " -> " << dtype_name(out));
   // Hopper and Ada multiply E4M3 by E4M3 or by E5M2, never E5M2 by E5M2 (Transformer Engine's formats never ask).
   AMPWB_CHECK(a.dtype() == DType::F8E4M3 || b.dtype() == DType::F8E4M3,
               op << ": FP8 tensor cores take no E5M2 by E5M2 product: " << a.describe() << ", " << b.describe());
@@ -32,7 +34,7 @@ void check_fp8_operands(const Tensor& a, const Tensor& b, const Tensor& out, con
 
 void CudaBackend::fp8_convolution(cuda::ConvPass pass, const Tensor& a, const Tensor& b, Tensor& out, ConvParams p) {
   Impl& m = *impl_;
-  check_fp8_operands(a, b, out, "a convolution");
+  check_fp8_operands(a, b, out.dtype(), "a convolution");
   const Tensor a_nhwc = m.in_layout(a, Layout::NHWC), b_nhwc = m.in_layout(b, Layout::NHWC);
   Tensor result = out.layout() == Layout::NHWC ? out : m.empty(out.shape(), DType::F32, Layout::NHWC);
   // The convolution's x, w and y, whichever of the pass's tensors hold them.
@@ -71,13 +73,54 @@ void CudaBackend::fp8_convolution(cuda::ConvPass pass, const Tensor& a, const Te
     conv2d_backward_weights(a32, b32, out, p);
 }
 
+bool CudaBackend::fp8_convolution_scaled(cuda::ConvPass pass, const Tensor& a, const Tensor& b, Tensor& out,
+                                         ConvParams p, float factor) {
+  Impl& m = *impl_;
+  if (!is_floating(out.dtype()) || out.layout() != Layout::NHWC) return false;
+  const Tensor a_nhwc = m.in_layout(a, Layout::NHWC), b_nhwc = m.in_layout(b, Layout::NHWC);
+  const bool forward = pass == cuda::ConvPass::Forward;
+  cuda::ConvShape s = forward ? m.conv_shape(a_nhwc, b_nhwc, out, p) : m.conv_shape(out, b_nhwc, a_nhwc, p);
+  s.mixed = s.scaled = true;
+  s.a_type = cuda_detail::cudnn_type(a.dtype());
+  s.b_type = cuda_detail::cudnn_type(b.dtype());
+  s.dtype = cuda_detail::cudnn_type(out.dtype());
+  s.math = cuda::ConvMath::TensorOp;
+  std::vector<Tensor> holders;
+  return m.conv->mixed(pass, s, a_nhwc.data(), b_nhwc.data(), out.data(), m.scratch(holders), factor);
+}
+
+// The fused forms where their operands are FP8 and the graph has an engine; else the ops they compose.
+void CudaBackend::conv2d_forward_scaled(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p, float factor) {
+  if (is_fp8(x.dtype()) && impl_->fp8_fused_scales) {
+    CUDA_OP_ENTRY(&x, &w);
+    for (const Tensor* t : {&x, &w, static_cast<const Tensor*>(&y)}) impl_->check_device(*t, "conv2d_forward_scaled");
+    check_conv_shapes(x, w, y, p, "conv2d_forward_scaled");
+    check_fp8_operands(x, w, y.dtype(), "a convolution", true);
+    if (fp8_convolution_scaled(cuda::ConvPass::Forward, x, w, y, p, factor)) return;
+  }
+  Backend::conv2d_forward_scaled(x, w, y, p, factor);
+}
+
+void CudaBackend::conv2d_backward_data_scaled(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p,
+                                              float factor) {
+  if (is_fp8(dy.dtype()) && impl_->fp8_fused_scales) {
+    CUDA_OP_ENTRY(&dy, &w);
+    for (const Tensor* t : {&dy, &w, static_cast<const Tensor*>(&dx)})
+      impl_->check_device(*t, "conv2d_backward_data_scaled");
+    check_conv_shapes(dx, w, dy, p, "conv2d_backward_data_scaled (x: dx, y: dy)");
+    check_fp8_operands(dy, w, dx.dtype(), "a convolution", true);
+    if (fp8_convolution_scaled(cuda::ConvPass::BackwardData, dy, w, dx, p, factor)) return;
+  }
+  Backend::conv2d_backward_data_scaled(dy, w, dx, p, factor);
+}
+
 // Row-major products seen column-major by cuBLASLt, each in its FP8 form (A transposed, stored k x m; B stored
 // k x n): y^T (O x N) = w^T x^T reads w (O,I) and x (N,I) as they are; dx^T (I x N) reads w transposed (I,O) and dy
 // (N,O); dw^T (I x O) reads x transposed (I,N) and dy transposed (O,N).
 
 void CudaBackend::fp8_linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
   Impl& m = *impl_;
-  check_fp8_operands(x, w, y, "a linear layer");
+  check_fp8_operands(x, w, y.dtype(), "a linear layer");
   AMPWB_CHECK(b.dtype() == DType::F32, "an FP8 linear layer's bias is FP32, not " << b.describe());
   const int64_t N = x.dim(0), I = x.dim(1), O = w.dim(0);
   cuda::MatmulShape s;
@@ -99,8 +142,8 @@ void CudaBackend::fp8_linear_forward(const Tensor& x, const Tensor& w, const Ten
 void CudaBackend::fp8_linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
                                       Tensor& db) {
   Impl& m = *impl_;
-  check_fp8_operands(dy, x, dw, "a linear layer's gradient");
-  check_fp8_operands(dy, w, dw, "a linear layer's gradient");
+  check_fp8_operands(dy, x, dw.dtype(), "a linear layer's gradient");
+  check_fp8_operands(dy, w, dw.dtype(), "a linear layer's gradient");
   AMPWB_CHECK(db.dtype() == DType::F32 && (!dx.defined() || dx.dtype() == DType::F32),
               "an FP8 linear layer's gradients are FP32: dx " << dx.describe() << ", db " << db.describe());
   const int64_t N = x.dim(0), I = x.dim(1), O = w.dim(0);

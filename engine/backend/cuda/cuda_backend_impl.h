@@ -74,6 +74,14 @@ inline int64_t conv_out(int64_t in, int64_t kernel, int stride, int padding) {
   return (in + 2 * padding - kernel) / stride + 1;
 }
 
+// A convolution's x (N,C,H,W), w (K,C,R,S) and y (N,K,P,Q), whichever pass names them (dx, dw, dy), agree.
+inline void check_conv_shapes(const Tensor& x, const Tensor& w, const Tensor& y, ConvParams p, const char* op) {
+  AMPWB_CHECK(x.rank() == 4 && w.rank() == 4 && y.rank() == 4 && w.c() == x.c() && y.c() == w.n() && y.n() == x.n() &&
+                  y.h() == conv_out(x.h(), w.h(), p.stride, p.padding) &&
+                  y.w() == conv_out(x.w(), w.w(), p.stride, p.padding),
+              op << " shapes: x " << x.describe() << " w " << w.describe() << " y " << y.describe());
+}
+
 inline void check_same(const Tensor& a, const Tensor& b, const char* what) {
   AMPWB_CHECK(a.shape() == b.shape() && a.dtype() == b.dtype() && a.layout() == b.layout(),
               what << ": " << a.describe() << " and " << b.describe() << " differ");
@@ -158,6 +166,7 @@ struct CudaBackend::Impl {
   bool print_plans = false;      // AMPWB_CUDNN_PLANS=1: the chosen algorithms on stderr when the backend closes
   bool fp32_conv_nchw = false;   // AMPWB_CUDA_FP32_NCHW=1: see conv_layout()
   bool fused_block_ends = true;  // AMPWB_CUDA_FUSED_ENDS=0: batchnorm_add_relu_*, relu_backward_of_sum as two ops
+  bool fp8_fused_scales = true;  // AMPWB_CUDA_FP8_FUSED_SCALES=0: conv2d_*_scaled as the ops they compose
   std::unique_ptr<cuda::MatmulRunner> matmul;
   Tensor matmul_workspace;  // U8, MatmulRunner::kWorkspaceBytes
   cuda_detail::PinnedRing to_device, uploads;

@@ -100,6 +100,7 @@ std::string ConvShape::key(const char* op) const {
       << " q" << q << " stride" << stride << " pad" << padding << ' ' << dtype_text(dtype)
       << (nhwc ? " nhwc " : " nchw ") << math_text(math);
   if (mixed) out << (fp8_inputs() ? " fp8 " : " widened ") << dtype_text(a_type) << 'x' << dtype_text(b_type);
+  if (scaled) out << " scaled";
   return out.str();
 }
 
@@ -411,10 +412,10 @@ void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* 
 }
 
 bool ConvRunner::mixed(ConvPass pass, const ConvShape& s, const void* a, const void* b, void* out,
-                       const ScratchFn& scratch) {
+                       const ScratchFn& scratch, float scale) {
   if (!GraphApiConvs::compiled()) return false;
   if (!mixed_graph_api_) mixed_graph_api_ = std::make_unique<GraphApiConvs>(handle_, policy_);
-  return mixed_graph_api_->run(pass, s, a, b, out, scratch, capturing_);
+  return mixed_graph_api_->run(pass, s, a, b, out, scratch, capturing_, scale);
 }
 
 size_t ConvRunner::plans_cached() const {

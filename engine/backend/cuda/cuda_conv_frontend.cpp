@@ -77,14 +77,17 @@ using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
 // One pass as a graph of one node: the inputs a, b and the output, each with its dimensions (N,C,H,W order) and
 // strides in the shape's layout. With `epilogue` (mixed passes only) the convolution's result is multiplied by 1 in
 // FP32 before it is written: a convolution and its pointwise scales is the shape of NVIDIA's FP8 convolution sample,
-// which cuDNN's runtime fusion engines take where a convolution alone may find no engine.
+// which cuDNN's runtime fusion engines take where a convolution alone may find no engine. A scaled shape always has
+// the epilogue, its factor a scalar passed by value with each run.
 struct PassGraph {
   std::shared_ptr<fe::graph::Graph> graph = std::make_shared<fe::graph::Graph>();
   TensorPtr a, b, out;
+  TensorPtr scale;  // a scaled shape's factor
 };
 
 PassGraph make_graph(ConvPass pass, const ConvShape& s, bool epilogue = false) {
   PassGraph g;
+  epilogue = epilogue || s.scaled;
   g.graph->set_io_data_type(graph_type(s.dtype))
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);  // FP32 accumulation in every mode, as in the legacy API
@@ -122,7 +125,15 @@ PassGraph make_graph(ConvPass pass, const ConvShape& s, bool epilogue = false) {
   }
   if (epilogue) {
     const TensorPtr conv = g.out;  // virtual from here, in the intermediate type (FP32)
-    g.out = g.graph->pointwise(conv, g.graph->tensor(1.0f, fe::graph::ScalarType::RUNTIME_PARAM),
+    // Without a value here, the scalar is a slot of the variant pack: a pointer to the host's float at each run.
+    if (s.scaled)
+      g.scale = g.graph->tensor(fe::graph::Tensor_attributes()
+                                    .set_name("scale")
+                                    .set_dim({1, 1, 1, 1})
+                                    .set_stride({1, 1, 1, 1})
+                                    .set_is_pass_by_value(true)
+                                    .set_data_type(fe::DataType_t::FLOAT));
+    g.out = g.graph->pointwise(conv, s.scaled ? g.scale : g.graph->tensor(1.0f, fe::graph::ScalarType::RUNTIME_PARAM),
                                fe::graph::Pointwise_attributes()
                                    .set_mode(fe::PointwiseMode_t::MUL)
                                    .set_compute_data_type(fe::DataType_t::FLOAT));
@@ -344,7 +355,7 @@ GraphApiConvs::GraphApiConvs(cudnnHandle_t handle, const ConvPolicy& policy) : i
 GraphApiConvs::~GraphApiConvs() = default;
 
 bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const void* b, void* out,
-                        const ScratchFn& scratch, bool capturing) {
+                        const ScratchFn& scratch, bool capturing, float scale) {
   const std::string key = s.key(pass_key(pass));
   // The engines are chosen for 16-byte aligned tensors (the frontend's default): others run on the legacy API.
   for (const void* ptr : {a, b, static_cast<const void*>(out)})
@@ -360,6 +371,7 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
     if (!p.g.out) impl_->build(p, pass, s);
     std::unordered_map<int64_t, void*> pack{
         {p.g.a->get_uid(), const_cast<void*>(a)}, {p.g.b->get_uid(), const_cast<void*>(b)}, {p.g.out->get_uid(), out}};
+    if (p.g.scale) pack[p.g.scale->get_uid()] = &scale;
     void* workspace = nullptr;  // the timing's, on the first call (as large as the largest candidate's)
     if (!p.chosen) {
       workspace = impl_->choose(p, pack, scratch);
@@ -376,11 +388,11 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
   } catch (const Refused& r) {
     const std::string reason = r.reason.empty() ? std::string("no reason given") : r.reason;
     // A mixed pass once more as NVIDIA's FP8 sample builds it: the convolution, then a pointwise scale.
-    if (s.mixed && !p.epilogue) {
+    if (s.mixed && !s.scaled && !p.epilogue) {
       p = Impl::Plan{};
       p.epilogue = true;
       p.refused_alone = reason;
-      return run(pass, s, a, b, out, scratch, capturing);
+      return run(pass, s, a, b, out, scratch, capturing, scale);
     }
     p.refused = "the graph API refused it: " + reason;
     p.mixed = s.mixed;
