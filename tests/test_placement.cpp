@@ -73,6 +73,7 @@ class StrictDeviceBackend final : public StrictDeviceOps {
   int64_t reads = 0;        // read_scalars() calls
   int64_t uploads = 0;      // upload() calls
   int64_t posts = 0;        // post_scalars() calls
+  int64_t downloads = 0;    // download() calls (their copies are not host_copies)
 
   // The workspace is the backend's own record, made by forward: not checked.
   void maxpool_forward(const Tensor& x, Tensor& y, Tensor& workspace, PoolParams p) override {
@@ -92,6 +93,16 @@ class StrictDeviceBackend final : public StrictDeviceOps {
   }
   PostedScalars collect_scalars() override { return cpu_.collect_scalars(); }
   Tensor upload(const Tensor& host) override { return ++uploads, Backend::upload(host); }
+  std::vector<Tensor> download(const std::vector<Tensor>& tensors) override {
+    ++downloads;
+    std::vector<Tensor> host;
+    for (const Tensor& t : tensors) {
+      check({&t});
+      host.push_back(Tensor::empty(t.shape(), t.dtype(), t.layout()));
+      cpu_.convert(t, host.back());
+    }
+    return host;
+  }
 };
 
 struct StepOutcome {
@@ -130,7 +141,8 @@ StepOutcome train_three_steps(Backend& backend, const std::string& mode, StrictD
     for (int n = 0; n < 4; ++n) labels.data_as<int32_t>()[n] = n % 3;
     const Tensor images = backend.upload(testing::random_tensor({4, 3, 8, 8}, t.rng, Layout::NHWC));
     const Tensor device_labels = backend.upload(labels);
-    const int64_t copies = strict ? strict->host_copies : 0, reads = strict ? strict->reads : 0;
+    const int64_t copies = strict ? strict->host_copies : 0, reads = strict ? strict->reads : 0,
+                  downloads = strict ? strict->downloads : 0;
     const StepResult r = t.step.run(images, device_labels, 0.01f, i == 1 ? &probe : nullptr);
     out.losses.push_back(r.loss);
     out.skipped += r.skipped;
@@ -140,6 +152,8 @@ StepOutcome train_three_steps(Backend& backend, const std::string& mode, StrictD
       const int64_t forensics = r.skipped ? static_cast<int64_t>(t.model.parameters().size()) : 0;
       EXPECT_EQ(strict->host_copies - copies, forensics) << "step " << i << ": no other tensor comes back to the host";
       EXPECT_EQ(strict->reads - reads, 1) << "step " << i << ": one read of the step's scalars";
+      EXPECT_EQ(strict->downloads - downloads, mode == "amp-fp8" ? 1 : 0)
+          << "step " << i << ": amp-fp8's casts' statistics come back in one download, at the step's end";
     }
   }
   EXPECT_EQ(probe.take(1, 1.0).size(), 2u) << "the gradient probe reads device gradients through host copies";
@@ -172,7 +186,8 @@ TEST_P(Placement, EveryModeRunsOnTheDeviceAndMatchesTheHostBitForBit) {
   EXPECT_EQ(device.uploads, 6) << "the batches went up through upload()";
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, Placement, ::testing::Values("fp32", "amp-fp16", "amp-bf16", "fp16-o2", "fp16-pure"),
+INSTANTIATE_TEST_SUITE_P(Modes, Placement,
+                         ::testing::Values("fp32", "amp-fp16", "amp-bf16", "fp16-o2", "fp16-pure", "amp-fp8"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

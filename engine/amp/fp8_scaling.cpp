@@ -27,10 +27,17 @@ Tensor Fp8TensorScaling::cast(Backend& backend, const Tensor& x, bool record) {
 }
 
 void Fp8TensorScaling::settle(Backend& backend) {
-  if (!pending_) return;
   // On the CPU a view of host memory; on a GPU a copy that waits for the cast (and that throws while capturing).
+  if (pending_) settle(on_host(backend, stats_));
+}
+
+void Fp8TensorScaling::settle(const Tensor& host_stats) {
+  if (!pending_) return;
+  AMPWB_CHECK(
+      host_stats.device().is_cpu() && host_stats.nbytes() == sizeof(Fp8CastStats),
+      "an FP8 cast's statistics are " << sizeof(Fp8CastStats) << " bytes on the host, not " << host_stats.describe());
   Fp8CastStats stats;
-  std::memcpy(&stats, on_host(backend, stats_).data(), sizeof stats);
+  std::memcpy(&stats, host_stats.data(), sizeof stats);
   pending_ = false;
   last_ = {scale_used_, stats.amax, stats.count, stats.saturated, stats.underflowed};
   scaling_.record_amax(stats.amax);

@@ -12,6 +12,7 @@
 // in the middle of the step. Casts in evaluation record nothing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -43,6 +44,10 @@ class Fp8TensorScaling {
   // The last recorded cast's amax and counts read from the backend's device, the scaling updated with them; nothing
   // where none waits.
   void settle(Backend& backend);
+  // For reading many casts' statistics with one wait (Backend::download): those of the cast waiting to be settled
+  // (kFp8CastStatsBytes U8 on the device), or null; and settle() with them read.
+  const Tensor* pending_stats() const { return pending_ ? &stats_ : nullptr; }
+  void settle(const Tensor& host_stats);
   // The reciprocal of the scale the last cast used: what its FP8 values are multiplied by to stand for x.
   float scale_inverse_used() const { return scale_inverse_used_; }
   Fp8Format format() const { return scaling_.format(); }
@@ -70,10 +75,9 @@ struct Fp8LayerScaling {
         weight(Fp8Format::E4M3, config.scaling, fp8_storage),
         output_grad(config.gradient_format(), config.scaling, fp8_storage) {}
   void settle(Backend& backend) {
-    input.settle(backend);
-    weight.settle(backend);
-    output_grad.settle(backend);
+    for (Fp8TensorScaling* t : tensors()) t->settle(backend);
   }
+  std::array<Fp8TensorScaling*, 3> tensors() { return {&input, &weight, &output_grad}; }
   Fp8TensorScaling input, weight, output_grad;
 };
 

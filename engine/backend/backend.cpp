@@ -51,6 +51,13 @@ bool Backend::supports(Op op, DType dtype) const {
 
 Tensor Backend::upload(const Tensor& host) { return on_device(*this, host); }
 
+std::vector<Tensor> Backend::download(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> host;
+  host.reserve(tensors.size());
+  for (const Tensor& t : tensors) host.push_back(on_host(*this, t));
+  return host;
+}
+
 int64_t Backend::mark() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();

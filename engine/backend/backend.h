@@ -85,6 +85,10 @@ class Backend {
   // host on the device without waiting for the copy (a GPU copies from pinned memory on its own stream, overlapping
   // the work queued before; the first op to read the result waits for it). By default a plain copy: on_device().
   virtual Tensor upload(const Tensor& host);
+  // Host copies of tensors, the host waiting for the device once for them all where on_host() of each would wait
+  // each time (a GPU: one wait for a step's many small statistics). A host tensor comes back as it is. By default
+  // on_host() of each.
+  virtual std::vector<Tensor> download(const std::vector<Tensor>& tensors);
   virtual void synchronize() {}  // waits until the device has done the work queued so far (timing)
 
   // ---- Timing marks and capture --------------------------------------------------------------------------------

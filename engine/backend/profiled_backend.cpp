@@ -42,6 +42,15 @@ Tensor ProfiledBackend::upload(const Tensor& host) {
   return t;
 }
 
+std::vector<Tensor> ProfiledBackend::download(const std::vector<Tensor>& tensors) {
+  const bool copies =
+      std::any_of(tensors.begin(), tensors.end(), [](const Tensor& t) { return t.device() != Device::cpu(); });
+  if (copies) ++host_waits_;
+  std::vector<Tensor> host;
+  timed(TimeClass::HostWait, [&] { host = inner_->download(tensors); });
+  return host;
+}
+
 const OpTimes& ProfiledBackend::times() {
   for (const Marked& m : marked_) times_.seconds[static_cast<size_t>(m.c)] += inner_->seconds_between(m.from, m.to);
   if (!marked_.empty()) inner_->clear_marks();

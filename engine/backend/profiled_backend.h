@@ -80,6 +80,7 @@ class ProfiledBackend final : public Backend {
   void convert(const Tensor& src, Tensor& dst) override;
   StepScalars read_scalars() override;
   Tensor upload(const Tensor& host) override;
+  std::vector<Tensor> download(const std::vector<Tensor>& tensors) override;  // one host wait, where any comes back
   void post_scalars(const Tensor* loss_scale_state) override;
   PostedScalars collect_scalars() override;
 

@@ -86,9 +86,15 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
 
 void MixedPrecisionStep::settle_fp8_casts() {
   if (!policy_.fp8()) return;
+  std::vector<Fp8TensorScaling*> pending;
+  std::vector<Tensor> stats;
   model_.visit([&](Layer& layer) {
-    if (Fp8LayerScaling* fp8 = layer.fp8_scaling()) fp8->settle(backend_);
+    if (Fp8LayerScaling* fp8 = layer.fp8_scaling())
+      for (Fp8TensorScaling* t : fp8->tensors())
+        if (const Tensor* s = t->pending_stats()) pending.push_back(t), stats.push_back(*s);
   });
+  const std::vector<Tensor> host = backend_.download(stats);  // the step's casts with one wait
+  for (size_t i = 0; i < pending.size(); ++i) pending[i]->settle(host[i]);
 }
 
 void MixedPrecisionStep::set_gradient_reducer(GradientReducer* reducer, bool overlap) {

@@ -4,9 +4,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_backend.h"
@@ -243,6 +245,40 @@ Tensor CudaBackend::upload(const Tensor& host) {
   cudaEventDestroy(queued);
   m.pending.push_back({dev, done});
   return dev;
+}
+
+std::vector<Tensor> CudaBackend::download(const std::vector<Tensor>& tensors) {
+  Impl& m = *impl_;
+  cuda::DeviceScope scope(m.device.index);
+  constexpr size_t kAlign = 16;
+  std::vector<size_t> offsets(tensors.size());
+  size_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    offsets[i] = total;
+    if (tensors[i].device() == m.device) total += (tensors[i].nbytes() + kAlign - 1) / kAlign * kAlign;
+  }
+  std::vector<Tensor> host(tensors.size());
+  if (total > 0) {
+    m.refuse_while_capturing("a copy to the host");
+    char* staged = static_cast<char*>(m.downloads.acquire(total));
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor& t = tensors[i];
+      if (t.device() != m.device || t.nbytes() == 0) continue;
+      m.ready({&t});
+      CUDA_CHECK(cudaMemcpyAsync(staged + offsets[i], t.data(), t.nbytes(), cudaMemcpyDeviceToHost, m.stream));
+    }
+    m.downloads.recorded(m.stream);
+    CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor& t = tensors[i];
+      if (t.device() != m.device) continue;
+      host[i] = Tensor::empty(t.shape(), t.dtype(), t.layout());
+      if (t.nbytes() > 0) std::memcpy(host[i].data(), staged + offsets[i], t.nbytes());
+    }
+  }
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].device() != m.device) host[i] = on_host(*this, tensors[i]);  // the host's, or another device's
+  return host;
 }
 
 void CudaBackend::synchronize() {

@@ -137,6 +137,8 @@ class CudaBackend final : public Backend {
   // the work queued next; the first op that reads it waits for the copy (nothing else does). The host tensor may
   // be reused as soon as this returns. Call it for batch i+1 before queuing step i.
   Tensor upload(const Tensor& host) override;
+  // This device's tensors copied into one pinned buffer on the compute stream, then one wait for them all.
+  std::vector<Tensor> download(const std::vector<Tensor>& tensors) override;
 
   // ---- Beyond the Backend interface -----------------------------------------------------------------------------
   Layout preferred_layout() const { return Layout::NHWC; }

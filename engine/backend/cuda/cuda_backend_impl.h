@@ -169,7 +169,7 @@ struct CudaBackend::Impl {
   bool fp8_fused_scales = true;  // AMPWB_CUDA_FP8_FUSED_SCALES=0: conv2d_*_scaled as the ops they compose
   std::unique_ptr<cuda::MatmulRunner> matmul;
   Tensor matmul_workspace;  // U8, MatmulRunner::kWorkspaceBytes
-  cuda_detail::PinnedRing to_device, uploads;
+  cuda_detail::PinnedRing to_device, uploads, downloads;
   // Small results read back by the host: a pinned mirror and the device original.
   struct Results {
     cuda::LossResult loss;
