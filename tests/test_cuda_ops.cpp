@@ -357,34 +357,39 @@ double relative_max_error(const Tensor& a, const Tensor& b) {
   return largest > 0 ? worst / largest : worst;
 }
 
-// A cast into FP8 storage holds what the CPU's cast into FP32 holds, bit for bit, and sees the same amax and counts.
+// A cast into FP8 storage holds what the CPU's cast into FP32 holds, bit for bit, and sees the same amax and counts:
+// from FP32 and BF16 in whole packs of eight (the packed kernel), and from FP32 of a size that is not.
 TEST(CudaFp8, ScaledCastIntoFp8StorageMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   Rng rng(41);
   CpuBackend cpu({1});
-  const Tensor x = host_random({4, 16, 8, 8}, rng, DType::F32, Layout::NHWC, 300.0);
-  for (const Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
-    // Values of about 300 scaled past each format's largest finite value (448 and 57344), so that some saturate.
-    const ScaledCast cast{format == Fp8Format::E4M3 ? 3.0f : 300.0f, true, format};
-    Tensor want = Tensor::empty(x.shape(), DType::F32, x.layout());
-    Tensor cpu_stats = Tensor::empty({kFp8CastStatsBytes}, DType::U8);
-    cpu.scaled_cast(x, want, cast, cpu_stats);
-    Tensor got =
-        Tensor::empty(x.shape(), format == Fp8Format::E4M3 ? DType::F8E4M3 : DType::F8E5M2, x.layout(), gpu().device());
-    Tensor gpu_stats = Tensor::empty({kFp8CastStatsBytes}, DType::U8, Layout::NCHW, gpu().device());
-    gpu().scaled_cast(to_gpu(x), got, cast, gpu_stats);
-    Tensor got32 = Tensor::empty(x.shape(), DType::F32, x.layout(), gpu().device());
-    gpu().convert(got, got32);
-    const std::vector<float> a = to_float_vector(want), b = to_float_vector(to_host(got32));
-    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << fp8_format_name(format) << " element " << i;
-    Fp8CastStats on_cpu, on_gpu;
-    std::memcpy(&on_cpu, cpu_stats.data(), sizeof on_cpu);
-    std::memcpy(&on_gpu, to_host(gpu_stats).data(), sizeof on_gpu);
-    EXPECT_EQ(on_gpu.amax, on_cpu.amax);
-    EXPECT_EQ(on_gpu.saturated, on_cpu.saturated);
-    EXPECT_EQ(on_gpu.underflowed, on_cpu.underflowed);
-    EXPECT_GT(on_cpu.saturated, 0) << "the scale clips some values: the counts are tested";
-  }
+  for (const auto& [shape, dtype] :
+       {std::pair<Shape, DType>{{4, 16, 8, 8}, DType::F32}, std::pair<Shape, DType>{{4, 16, 8, 8}, DType::BF16},
+        std::pair<Shape, DType>{{3, 5, 7, 3}, DType::F32}})
+    for (const Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+      const Tensor x = host_random(shape, rng, dtype, Layout::NHWC, 300.0);
+      SCOPED_TRACE(x.describe());
+      // Values of about 300 scaled past each format's largest finite value (448 and 57344), so that some saturate.
+      const ScaledCast cast{format == Fp8Format::E4M3 ? 3.0f : 300.0f, true, format};
+      Tensor want = Tensor::empty(x.shape(), DType::F32, x.layout());
+      Tensor cpu_stats = Tensor::empty({kFp8CastStatsBytes}, DType::U8);
+      cpu.scaled_cast(x, want, cast, cpu_stats);
+      Tensor got = Tensor::empty(x.shape(), format == Fp8Format::E4M3 ? DType::F8E4M3 : DType::F8E5M2, x.layout(),
+                                 gpu().device());
+      Tensor gpu_stats = Tensor::empty({kFp8CastStatsBytes}, DType::U8, Layout::NCHW, gpu().device());
+      gpu().scaled_cast(to_gpu(x), got, cast, gpu_stats);
+      Tensor got32 = Tensor::empty(x.shape(), DType::F32, x.layout(), gpu().device());
+      gpu().convert(got, got32);
+      const std::vector<float> a = to_float_vector(want), b = to_float_vector(to_host(got32));
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << fp8_format_name(format) << " element " << i;
+      Fp8CastStats on_cpu, on_gpu;
+      std::memcpy(&on_cpu, cpu_stats.data(), sizeof on_cpu);
+      std::memcpy(&on_gpu, to_host(gpu_stats).data(), sizeof on_gpu);
+      EXPECT_EQ(on_gpu.amax, on_cpu.amax);
+      EXPECT_EQ(on_gpu.saturated, on_cpu.saturated);
+      EXPECT_EQ(on_gpu.underflowed, on_cpu.underflowed);
+      EXPECT_GT(on_cpu.saturated, 0) << "the scale clips some values: the counts are tested";
+    }
 }
 
 // The three convolution passes on FP8 operands (E4M3 inputs and weights, E5M2 gradients) against the float64
