@@ -283,7 +283,9 @@ TEST(CudaGraphApi, Fp8PassesMakeValidGraphs) {
         EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::Forward, scaled), "") << scaled.key("fwd");
         scaled.a_type = CUDNN_DATA_FP8_E5M2;
         EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::BackwardData, scaled), "") << scaled.key("bwd-data");
-        scaled.a_type = CUDNN_DATA_FP8_E4M3;
+        scaled.a_type = scaled.b_type = CUDNN_DATA_HALF;  // widened, where the pass has no FP8 engine
+        EXPECT_EQ(cuda::GraphApiConvs::validate(cuda::ConvPass::BackwardData, scaled), "") << scaled.key("bwd-data");
+        scaled.a_type = scaled.b_type = CUDNN_DATA_FP8_E4M3;
       }
     }
   // And the epilogue is checked too: an output one pixel too wide is refused.

@@ -258,9 +258,10 @@ std::vector<Tensor> CudaBackend::download(const std::vector<Tensor>& tensors) {
     if (tensors[i].device() == m.device) total += (tensors[i].nbytes() + kAlign - 1) / kAlign * kAlign;
   }
   std::vector<Tensor> host(tensors.size());
+  char* staged = nullptr;
   if (total > 0) {
     m.refuse_while_capturing("a copy to the host");
-    char* staged = static_cast<char*>(m.downloads.acquire(total));
+    staged = static_cast<char*>(m.downloads.acquire(total));
     for (size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& t = tensors[i];
       if (t.device() != m.device || t.nbytes() == 0) continue;
@@ -269,15 +270,16 @@ std::vector<Tensor> CudaBackend::download(const std::vector<Tensor>& tensors) {
     }
     m.downloads.recorded(m.stream);
     CUDA_CHECK(cudaStreamSynchronize(m.stream));
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const Tensor& t = tensors[i];
-      if (t.device() != m.device) continue;
-      host[i] = Tensor::empty(t.shape(), t.dtype(), t.layout());
-      if (t.nbytes() > 0) std::memcpy(host[i].data(), staged + offsets[i], t.nbytes());
-    }
   }
-  for (size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i].device() != m.device) host[i] = on_host(*this, tensors[i]);  // the host's, or another device's
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (t.device() != m.device) {
+      host[i] = on_host(*this, t);  // the host's, or another device's
+      continue;
+    }
+    host[i] = Tensor::empty(t.shape(), t.dtype(), t.layout());
+    if (t.nbytes() > 0) std::memcpy(host[i].data(), staged + offsets[i], t.nbytes());
+  }
   return host;
 }
 

@@ -168,14 +168,15 @@ std::string checked_graph(const PassGraph& g, ConvPass pass, const ConvShape& s)
 // PyTorch's engine filter as notes: no mode lets cuDNN convert inputs down, strict FP32 takes no tensor cores
 // (TF32), and deterministic runs no non-deterministic engine. Beyond PyTorch, no 16-bit or FP32 mode reduces in less
 // than FP32 (the paper's FP32 accumulation), and exact FP32 takes no FFT or Winograd, as in the legacy path. FP8 may:
-// Hopper's FP8 tensor cores sum in a narrower accumulator, promoted to FP32 along the way.
+// Hopper's FP8 tensor cores sum in a narrower accumulator, promoted to FP32 along the way. FP8 values widened to FP16
+// take no FFT or Winograd either, whose transforms would round the exact products the FP8 pass stands for.
 std::vector<fe::NumericalNote_t> excluded_notes(const ConvShape& s, const ConvPolicy& policy) {
   using N = fe::NumericalNote_t;
   std::vector<N> notes{N::DOWN_CONVERT_INPUTS};
   if (!s.fp8_inputs()) notes.push_back(N::REDUCED_PRECISION_REDUCTION);
   if (policy.deterministic) notes.push_back(N::NONDETERMINISTIC);
   if (s.math == ConvMath::Fp32) notes.push_back(N::TENSOR_CORE);
-  if (s.math == ConvMath::Fp32 && policy.exact_fp32)
+  if ((s.math == ConvMath::Fp32 && policy.exact_fp32) || (s.mixed && !s.fp8_inputs()))
     for (const N note : {N::FFT, N::WINOGRAD, N::WINOGRAD_TILE_4x4, N::WINOGRAD_TILE_6x6, N::WINOGRAD_TILE_13x13})
       notes.push_back(note);
   return notes;
@@ -462,7 +463,7 @@ GraphApiConvs::GraphApiConvs(cudnnHandle_t, const ConvPolicy&) {
 
 GraphApiConvs::~GraphApiConvs() = default;
 
-bool GraphApiConvs::run(ConvPass, const ConvShape&, const void*, const void*, void*, const ScratchFn&, bool) {
+bool GraphApiConvs::run(ConvPass, const ConvShape&, const void*, const void*, void*, const ScratchFn&, bool, float) {
   return false;
 }
 
