@@ -738,6 +738,19 @@ void update_loss_scale(LossScaleDevice* state, double growth_factor, double back
 }
 
 namespace {
+// A thread's share of a cast's statistics added to stats: reduced over the block first (every thread of it calls
+// this), so that one atomic per block, not one per thread of a large grid, contends for each word.
+__device__ void add_fp8_stats(Fp8StatsDevice* stats, float amax, unsigned long long saturated,
+                              unsigned long long underflowed) {
+  amax = block_max(amax);
+  saturated = block_sum(saturated);
+  underflowed = block_sum(underflowed);
+  if (threadIdx.x != 0) return;
+  if (amax > 0.0f) atomicMax(&stats->amax_bits, __float_as_uint(amax));
+  if (saturated) atomicAdd(&stats->saturated, saturated);
+  if (underflowed) atomicAdd(&stats->underflowed, underflowed);
+}
+
 template <int kFormat>  // -1: no FP8 rounding; 0: E4M3; 1: E5M2
 __global__ void scaled_cast_kernel(const void* x, KType xt, void* y, KType yt, int64_t n, float scale,
                                    Fp8StatsDevice* stats) {
@@ -756,15 +769,7 @@ __global__ void scaled_cast_kernel(const void* x, KType xt, void* y, KType yt, i
     }
     store_any(y, yt, i, out);
   }
-  if (!stats) return;
-  // Reduced over the block first: one atomic per block, where one per thread of a large grid contends for one word.
-  amax = block_max(amax);
-  saturated = block_sum(saturated);
-  underflowed = block_sum(underflowed);
-  if (threadIdx.x != 0) return;
-  if (amax > 0.0f) atomicMax(&stats->amax_bits, __float_as_uint(amax));
-  if (saturated) atomicAdd(&stats->saturated, saturated);
-  if (underflowed) atomicAdd(&stats->underflowed, underflowed);
+  if (stats) add_fp8_stats(stats, amax, saturated, underflowed);
 }
 
 // The same cast into FP8 storage, eight elements a thread with one load and one store each: the casts of amp-fp8's
@@ -795,14 +800,7 @@ __global__ void scaled_cast_fp8_packed_kernel(const T* x, __nv_fp8_storage_t* y,
     }
     reinterpret_cast<Out*>(y)[i] = out;
   }
-  if (!stats) return;
-  amax = block_max(amax);
-  saturated = block_sum(saturated);
-  underflowed = block_sum(underflowed);
-  if (threadIdx.x != 0) return;
-  if (amax > 0.0f) atomicMax(&stats->amax_bits, __float_as_uint(amax));
-  if (saturated) atomicAdd(&stats->saturated, saturated);
-  if (underflowed) atomicAdd(&stats->underflowed, underflowed);
+  if (stats) add_fp8_stats(stats, amax, saturated, underflowed);
 }
 
 // Whether the packed kernel takes the cast: FP32, FP16 or BF16 into the format's own storage, whole packs, aligned.
