@@ -18,6 +18,7 @@
 #include <QtTest>
 #include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <map>
 
 #include "chart_panel.h"
@@ -316,11 +317,14 @@ class TrainingThroughTheUi : public QObject {
     QVERIFY(alarm->isHidden());
   }
 
+  // Stopped, its dataset folder moved, then resumed where the folder is now: the run goes on in its own row.
   void stop_then_resume_continues_the_same_run() {
     const QString path = db("resume");
+    const QString data = dir_.filePath("resume-stripes"), moved = dir_.filePath("resume-stripes-moved");
+    std::filesystem::copy(data_.toStdString(), data.toStdString(), std::filesystem::copy_options::recursive);
     MainWindow w(path);
     w.show();
-    set_up(w, data_, 20, "fp32", 3, 6);
+    set_up(w, data, 20, "fp32", 3, 6);
     child<QCheckBox>(w, "checkpoints")->setChecked(true);
     QSignalSpy finished(&w, &MainWindow::run_finished);
     QTest::mouseClick(child<QPushButton>(w, "trainButton"), Qt::LeftButton);
@@ -339,7 +343,11 @@ class TrainingThroughTheUi : public QObject {
       QVERIFY(!store.checkpoints(id).empty());
     }
 
-    QCOMPARE(w.resume_run(id), QString());
+    std::filesystem::rename(data.toStdString(), moved.toStdString());
+    const QString gone = w.resume_run(id);
+    QVERIFY2(gone.contains(data) && gone.contains("not there now"), qPrintable(gone));
+    QCOMPARE(finished.count(), 1);  // nothing started
+    QCOMPARE(w.resume_run(id, moved), QString());
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 300000);
     QCOMPARE(finished.at(1).at(0).toLongLong(), id);  // recorded into the same run
     QCOMPARE(finished.at(1).at(1).toInt(), static_cast<int>(RunStatus::Finished));

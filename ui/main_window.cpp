@@ -696,17 +696,50 @@ void MainWindow::finish_sweep(const std::vector<int64_t>& ids) {
   Q_EMIT sweep_finished(ids);
 }
 
+namespace {
+// The dataset folder a resumable run trained on where it is not there any more (moved, or its disk not mounted);
+// empty otherwise.
+QString missing_dataset_folder(const RunStore& store, int64_t id) {
+  try {
+    const TrainConfig config = resume_config(store, id);
+    if (std::error_code ec; !std::filesystem::is_directory(config.data_dir, ec))
+      return QString::fromStdString(config.data_dir);
+  } catch (const std::exception&) {  // not resumable: resume_run says why
+  }
+  return {};
+}
+}  // namespace
+
 void MainWindow::resume_run_interactive(int64_t id) {
-  const QString problem = resume_run(id);
+  QString folder;
+  if (const QString gone = session_->running() ? QString() : missing_dataset_folder(*store_, id); !gone.isEmpty()) {
+    const QString question = tr("Run %1 trained on the dataset folder %2, which is not there now.\n\nIf it moved, "
+                                "choose where it is: the run goes on with the same files there.")
+                                 .arg(id)
+                                 .arg(gone);
+    if (plain_message(this, QMessageBox::Question, tr("Resume"), question, QMessageBox::Open | QMessageBox::Cancel,
+                      QMessageBox::Open) != QMessageBox::Open)
+      return;
+    folder = choose_folder(this, tr("Where the dataset folder is now"), QFileInfo(gone).absolutePath());
+    if (folder.isEmpty()) return;
+  }
+  const QString problem = resume_run(id, folder);
   if (!problem.isEmpty()) plain_message(this, QMessageBox::Information, tr("Resume"), problem);
 }
 
-QString MainWindow::resume_run(int64_t id) {
+QString MainWindow::resume_run(int64_t id, const QString& data_folder) {
   if (session_->running()) return tr("A run is in progress.");
   QString problem;
   TrainConfig config;
   try {
-    config = resume_config(*store_, id);  // the checks `ampwb train --resume` makes
+    ResumeChanges changes;
+    if (!data_folder.isEmpty()) changes.data_dir = data_folder.toStdString();
+    config = resume_config(*store_, id, changes);  // the checks `ampwb train --resume` makes
+    if (std::error_code ec; !std::filesystem::is_directory(config.data_dir, ec))
+      problem = tr("Run %1 trained on the dataset folder %2, which is not there now: if it moved, resume it and "
+                   "choose where it is")
+                    .arg(id)
+                    .arg(QString::fromStdString(config.data_dir));
   } catch (const std::exception& e) {
     problem = QString::fromUtf8(e.what());
   }

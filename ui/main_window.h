@@ -53,8 +53,10 @@ class MainWindow : public QMainWindow {
   // The ampwb the sweep's child runs: this program by default; tests name the CLI.
   void set_sweep_executable(QString path) { sweep_executable_ = std::move(path); }
   // Continues a stopped or interrupted run from its checkpoint, recorded into the same row; returns why not
-  // (empty when it started). resume_run_interactive() says so in a message box.
-  QString resume_run(int64_t id);
+  // (empty when it started). data_folder: where the run's dataset folder is now, if it moved (the same files, as
+  // its fingerprint checks); empty: where the run had it. resume_run_interactive() asks for the folder where the
+  // run's is not there any more, and says why not in a message box.
+  QString resume_run(int64_t id, const QString& data_folder = {});
   void resume_run_interactive(int64_t id);
   void open_runs(const std::vector<int64_t>& ids);                                 // the Compare tab
   QStringList export_csv(const std::vector<int64_t>& ids, const QString& folder);  // throws on failure
