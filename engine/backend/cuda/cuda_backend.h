@@ -177,6 +177,8 @@ class CudaBackend final : public Backend {
   // cuDNN has no engine for it.
   bool fp8_convolution_scaled(cuda::ConvPass pass, const Tensor& a, const Tensor& b, Tensor& out, ConvParams p,
                               float factor);
+  // FP8 values in FP16, which holds each exactly: for the passes cuDNN has no FP8 engine for.
+  Tensor widened_to_fp16(const Tensor& fp8);
   void fp8_linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);
   void fp8_linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, Tensor& db);
   std::unique_ptr<Impl> impl_;

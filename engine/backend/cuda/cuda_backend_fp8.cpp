@@ -56,14 +56,8 @@ void CudaBackend::fp8_convolution(cuda::ConvPass pass, const Tensor& a, const Te
   };
   if (ran(a_nhwc, b_nhwc)) return;
   // No FP8 engine for it (conv_plans() says why): the same values in FP16, else in FP32.
-  {
-    Tensor a16 = m.empty(a_nhwc.shape(), DType::F16, Layout::NHWC),
-           b16 = m.empty(b_nhwc.shape(), DType::F16, Layout::NHWC);
-    convert(a_nhwc, a16);
-    convert(b_nhwc, b16);
-    s.a_type = s.b_type = CUDNN_DATA_HALF;
-    if (ran(a16, b16)) return;
-  }  // the FP16 copies freed before the FP32 ones are made
+  s.a_type = s.b_type = CUDNN_DATA_HALF;
+  if (ran(widened_to_fp16(a_nhwc), widened_to_fp16(b_nhwc))) return;  // the copies freed before the FP32 ones
   Tensor a32 = m.empty(a.shape(), DType::F32, a.layout()), b32 = m.empty(b.shape(), DType::F32, b.layout());
   convert(a, a32);
   convert(b, b32);
@@ -90,12 +84,15 @@ bool CudaBackend::fp8_convolution_scaled(cuda::ConvPass pass, const Tensor& a, c
   std::vector<Tensor> holders;
   if (m.conv->mixed(pass, s, a_nhwc.data(), b_nhwc.data(), out.data(), m.scratch(holders), factor)) return true;
   // No FP8 engine for it: the same values widened to FP16, as fp8_convolution runs them, scaled on the way out.
-  Tensor a16 = m.empty(a_nhwc.shape(), DType::F16, Layout::NHWC),
-         b16 = m.empty(b_nhwc.shape(), DType::F16, Layout::NHWC);
-  convert(a_nhwc, a16);
-  convert(b_nhwc, b16);
   s.a_type = s.b_type = CUDNN_DATA_HALF;
-  return m.conv->mixed(pass, s, a16.data(), b16.data(), out.data(), m.scratch(holders), factor);
+  return m.conv->mixed(pass, s, widened_to_fp16(a_nhwc).data(), widened_to_fp16(b_nhwc).data(), out.data(),
+                       m.scratch(holders), factor);
+}
+
+Tensor CudaBackend::widened_to_fp16(const Tensor& fp8) {
+  Tensor t = impl_->empty(fp8.shape(), DType::F16, fp8.layout());
+  convert(fp8, t);
+  return t;
 }
 
 // The fused forms where their operands are FP8 and the graph has an engine; else the ops they compose.
