@@ -139,6 +139,9 @@ case $stage in
                 --image-size 224 --batch-size 256 --precision "$mode" --steps 15 --warmup 6 --json
             done
           done
+          # Where an amp-fp8 step's time goes, by op class (each pass's FP8 or widened way is in the plans above)
+          timed fp8-profile-r50 60 run ampwb bench --device cuda --depth 50 --image-size 224 --batch-size 256 \
+            --precision amp-fp8 --steps 6 --warmup 4 --profile
           # The scale-inverses in a pass of their own after each convolution, against in its epilogue (above)
           AMPWB_CUDA_FP8_FUSED_SCALES=0 AMPWB_CUDNN_PLANS=1 timed fp8ab-r50-amp-fp8-unfused 60 run ampwb bench \
             --device cuda --depth 50 --image-size 224 --batch-size 256 --precision amp-fp8 --steps 15 --warmup 6 \

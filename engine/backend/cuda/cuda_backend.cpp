@@ -67,9 +67,10 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   // allows or forbids FFT and Winograd algorithms in strict FP32; AMPWB_CUDNN_PLANS=1 prints the chosen algorithms at
   // exit; AMPWB_CUDA_FP32_NCHW=1 runs strict FP32 convolutions in NCHW (Impl::conv_layout); AMPWB_CUDA_FUSED_ENDS=0
   // runs a residual block's end as separate ops (batch norm, add + ReLU; add, relu_backward), and
-  // AMPWB_CUDA_FP8_FUSED_SCALES=0 amp-fp8's scale-inverses in a pass of their own after the convolution, for A/B runs;
-  // AMPWB_CUDNN_GRAPH_API=0 runs the convolutions on the legacy API only, =1 on the graph API wherever it takes them
-  // (untimed against the legacy API), =auto (or unset) on the faster of both per shape where the build has
+  // AMPWB_CUDA_FP8_FUSED_SCALES=0 amp-fp8's scale-inverses in a pass of their own after the convolution, and
+  // AMPWB_CUDA_FP8_PASSES=fp8 its passes on FP8 tensor cores wherever cuDNN has an engine (not the faster), for A/B
+  // runs; AMPWB_CUDNN_GRAPH_API=0 runs the convolutions on the legacy API only, =1 on the graph API wherever it takes
+  // them (untimed against the legacy API), =auto (or unset) on the faster of both per shape where the build has
   // cudnn-frontend; AMPWB_CUDNN_RUNTIME_COMPILED=0 leaves out the graph API's engines that NVRTC compiles.
   const auto setting = [](const char* name) -> std::optional<std::string> {
     const char* v = std::getenv(name);
@@ -101,6 +102,11 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
   m.fp32_conv_nchw = setting("AMPWB_CUDA_FP32_NCHW").value_or("0") != "0";
   m.fused_block_ends = setting("AMPWB_CUDA_FUSED_ENDS").value_or("1") != "0";
   m.fp8_fused_scales = setting("AMPWB_CUDA_FP8_FUSED_SCALES").value_or("1") != "0";
+  const std::string fp8_passes = setting("AMPWB_CUDA_FP8_PASSES").value_or("fastest");
+  AMPWB_CHECK(fp8_passes == "fp8" || fp8_passes == "fastest",
+              "AMPWB_CUDA_FP8_PASSES must be fp8 (FP8 tensor cores where cuDNN has an engine) or fastest, got '"
+                  << fp8_passes << "'");
+  m.fp8_fastest_passes = fp8_passes == "fastest";
   m.conv = std::make_unique<cuda::ConvRunner>(m.cudnn, conv);
   m.matmul = std::make_unique<cuda::MatmulRunner>(m.cublas);
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&m.host_results), sizeof(Impl::Results), cudaHostAllocDefault));
@@ -112,7 +118,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : impl_(std::make_un
 
 CudaBackend::~CudaBackend() {
   if (impl_) {
-    if (impl_->print_plans) std::fprintf(stderr, "cuDNN convolution plans:\n%s", impl_->conv->describe_plans().c_str());
+    if (impl_->print_plans) std::fprintf(stderr, "cuDNN convolution plans:\n%s", conv_plans().c_str());
     const int previous = [] {
       int d = 0;
       return cudaGetDevice(&d) == cudaSuccess ? d : -1;
@@ -293,7 +299,18 @@ MemoryStats CudaBackend::memory_stats() const { return cuda_allocator(impl_->dev
 
 void* CudaBackend::compute_stream() const { return impl_->stream; }
 size_t CudaBackend::conv_plans_cached() const { return impl_->conv->plans_cached(); }
-std::string CudaBackend::conv_plans() const { return impl_->conv->describe_plans(); }
+std::string CudaBackend::conv_plans() const {
+  std::string out = impl_->conv->describe_plans();
+  for (const auto& [key, choice] : impl_->fp8_choices) {
+    using Way = Impl::Fp8Way;
+    out += key + ": amp-fp8's pass " +
+           (choice.way == Way::Fp8       ? "on FP8 tensor cores"
+            : choice.way == Way::Widened ? "on its values widened to FP16"
+                                         : "computed in FP32 (no engine either way)");
+    out += choice.timing.empty() ? "\n" : " (" + choice.timing + ")\n";
+  }
+  return out;
+}
 std::string CudaBackend::matmul_plans() const { return impl_->matmul->describe(); }
 
 }  // namespace ampwb

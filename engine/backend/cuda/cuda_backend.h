@@ -43,6 +43,7 @@ namespace cuda {
 struct LossScaleDevice;
 struct UpdateSegment;
 enum class ConvPass;
+struct ConvShape;
 }  // namespace cuda
 
 struct CudaBackendOptions {
@@ -177,7 +178,11 @@ class CudaBackend final : public Backend {
   // cuDNN has no engine for it.
   bool fp8_convolution_scaled(cuda::ConvPass pass, const Tensor& a, const Tensor& b, Tensor& out, ConvParams p,
                               float factor);
-  // FP8 values in FP16, which holds each exactly: for the passes cuDNN has no FP8 engine for.
+  // One such pass (s: its FP8 shape, a and b NHWC) into out, times factor where s.scaled: on FP8 tensor cores or on
+  // the same values widened to FP16, whichever its first call timed faster; false where cuDNN has no engine either way.
+  bool fp8_pass(cuda::ConvPass pass, const cuda::ConvShape& s, const Tensor& a, const Tensor& b, void* out,
+                float factor);
+  // FP8 values in FP16, which holds each exactly.
   Tensor widened_to_fp16(const Tensor& fp8);
   void fp8_linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);
   void fp8_linear_backward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, Tensor& db);

@@ -1,12 +1,15 @@
 // The CUDA backend's FP8 convolutions and matrix products (amp-fp8): E4M3 and E5M2 operands, as the layers' scaled
 // casts left them, multiplied on FP8 tensor cores with FP32 accumulation into FP32 results; the layers apply the
 // scale-inverses after (Fp8TensorScaling). Convolutions run on cuDNN's graph API in NHWC, matrix products on
-// cuBLASLt in its one FP8 form (A transposed, B not: both operands K-major). A convolution pass that has no FP8
-// engine (cuDNN has none for strided backward-data passes) runs on the same FP8 values widened to FP16, which holds
-// every E4M3 and E5M2 value, on 16-bit tensor cores into FP32; where cuDNN has no engine for that either, and for a
-// product without an FP8 algorithm, on the values widened to FP32. Each way the products are exact and summed in
-// FP32.
+// cuBLASLt in its one FP8 form (A transposed, B not: both operands K-major). A convolution pass may also run on the
+// same FP8 values widened to FP16, which holds every E4M3 and E5M2 value, on 16-bit tensor cores into FP32: where
+// cuDNN has no FP8 engine for it (none for strided backward-data passes), and where that ran faster on the pass's
+// first call (fp8_pass). Where cuDNN has no engine for either, and for a product without an FP8 algorithm, the values
+// are widened to FP32. Each way the products are exact and summed in FP32.
 #include <cuda_runtime_api.h>
+
+#include <iomanip>
+#include <sstream>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_backend_impl.h"
@@ -48,16 +51,11 @@ void CudaBackend::fp8_convolution(cuda::ConvPass pass, const Tensor& a, const Te
   s.b_type = cuda_detail::cudnn_type(b.dtype());
   s.dtype = CUDNN_DATA_FLOAT;
   s.math = cuda::ConvMath::TensorOp;
-  std::vector<Tensor> holders;
-  auto ran = [&](const Tensor& a_in, const Tensor& b_in) {
-    if (!m.conv->mixed(pass, s, a_in.data(), b_in.data(), result.data(), m.scratch(holders))) return false;
+  if (fp8_pass(pass, s, a_nhwc, b_nhwc, result.data(), 1.0f)) {
     if (!result.same_storage(out)) convert(result, out);
-    return true;
-  };
-  if (ran(a_nhwc, b_nhwc)) return;
-  // No FP8 engine for it (conv_plans() says why): the same values in FP16, else in FP32.
-  s.a_type = s.b_type = CUDNN_DATA_HALF;
-  if (ran(widened_to_fp16(a_nhwc), widened_to_fp16(b_nhwc))) return;  // the copies freed before the FP32 ones
+    return;
+  }
+  // No engine for it (conv_plans() says why): the same values in FP32.
   Tensor a32 = m.empty(a.shape(), DType::F32, a.layout()), b32 = m.empty(b.shape(), DType::F32, b.layout());
   convert(a, a32);
   convert(b, b32);
@@ -81,12 +79,57 @@ bool CudaBackend::fp8_convolution_scaled(cuda::ConvPass pass, const Tensor& a, c
   s.b_type = cuda_detail::cudnn_type(b.dtype());
   s.dtype = cuda_detail::cudnn_type(out.dtype());
   s.math = cuda::ConvMath::TensorOp;
+  return fp8_pass(pass, s, a_nhwc, b_nhwc, out.data(), factor);
+}
+
+// On an H200 with cuDNN 9.19, every FP8 engine cuDNN had for ResNet-50's passes ran slower than the 16-bit engines of
+// the same pass (docs/benchmarks.md): the way is timed per pass and shape rather than assumed.
+bool CudaBackend::fp8_pass(cuda::ConvPass pass, const cuda::ConvShape& s, const Tensor& a, const Tensor& b, void* out,
+                           float factor) {
+  using Way = Impl::Fp8Way;
+  Impl& m = *impl_;
   std::vector<Tensor> holders;
-  if (m.conv->mixed(pass, s, a_nhwc.data(), b_nhwc.data(), out.data(), m.scratch(holders), factor)) return true;
-  // No FP8 engine for it: the same values widened to FP16, as fp8_convolution runs them, scaled on the way out.
-  s.a_type = s.b_type = CUDNN_DATA_HALF;
-  return m.conv->mixed(pass, s, widened_to_fp16(a_nhwc).data(), widened_to_fp16(b_nhwc).data(), out.data(),
-                       m.scratch(holders), factor);
+  cuda::ConvShape wide = s;
+  wide.a_type = wide.b_type = CUDNN_DATA_HALF;
+  const auto on_fp8 = [&] { return m.conv->mixed(pass, s, a.data(), b.data(), out, m.scratch(holders), factor); };
+  const auto widened = [&](const Tensor& a16, const Tensor& b16) {
+    return m.conv->mixed(pass, wide, a16.data(), b16.data(), out, m.scratch(holders), factor);
+  };
+  const std::string key = s.key(cuda::pass_key(pass));
+  if (const auto known = m.fp8_choices.find(key); known != m.fp8_choices.end()) {
+    if (known->second.way == Way::Fp8) return on_fp8();
+    return known->second.way == Way::Widened && widened(widened_to_fp16(a), widened_to_fp16(b));
+  }
+  Impl::Fp8Choice& choice = m.fp8_choices[key];
+  // Without timing (cuDNN's heuristics choose, or FP8 is asked for), FP8 wherever cuDNN has an engine for it.
+  const bool timing = m.fp8_fastest_passes && m.conv->timed_choices() && !m.conv->capturing();
+  if (!timing) {
+    if (on_fp8())
+      choice.way = Way::Fp8;
+    else if (widened(widened_to_fp16(a), widened_to_fp16(b)))
+      choice.way = Way::Widened;
+    return choice.way != Way::Neither;
+  }
+  // Both timed, widening and all; the FP8 pass runs last, so that this call's result is its where it has an engine.
+  Tensor a16, b16;
+  const float widen_ms = m.timed_on_stream([&] {
+    a16 = widened_to_fp16(a);
+    b16 = widened_to_fp16(b);
+  });
+  const bool wide_ran = widened(a16, b16);
+  a16 = b16 = Tensor();
+  const bool fp8_ran = on_fp8();
+  const float wide_ms = wide_ran ? m.conv->mixed_ms(pass, wide) : -1.0f;
+  const float fp8_ms = fp8_ran ? m.conv->mixed_ms(pass, s) : -1.0f;
+  const bool wider_faster = wide_ms >= 0 && fp8_ms >= 0 && wide_ms + widen_ms < fp8_ms;
+  choice.way = fp8_ran && !wider_faster ? Way::Fp8 : wide_ran ? Way::Widened : Way::Neither;
+  if (fp8_ms >= 0 && wide_ms >= 0) {
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(3) << "FP8 " << fp8_ms << " ms, widened " << wide_ms << " ms + " << widen_ms
+         << " ms to widen";
+    choice.timing = text.str();
+  }
+  return fp8_ran || wide_ran;
 }
 
 Tensor CudaBackend::widened_to_fp16(const Tensor& fp8) {

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -167,6 +168,15 @@ struct CudaBackend::Impl {
   bool fp32_conv_nchw = false;   // AMPWB_CUDA_FP32_NCHW=1: see conv_layout()
   bool fused_block_ends = true;  // AMPWB_CUDA_FUSED_ENDS=0: batchnorm_add_relu_*, relu_backward_of_sum as two ops
   bool fp8_fused_scales = true;  // AMPWB_CUDA_FP8_FUSED_SCALES=0: conv2d_*_scaled as the ops they compose
+  // How each of amp-fp8's convolution passes runs (CudaBackend::fp8_pass), by its plan key, chosen on its first call;
+  // AMPWB_CUDA_FP8_PASSES=fp8 keeps every pass on FP8 tensor cores where cuDNN has an engine, untimed.
+  enum class Fp8Way { Fp8, Widened, Neither };
+  struct Fp8Choice {
+    Fp8Way way = Fp8Way::Neither;
+    std::string timing;  // "FP8 0.259 ms, widened 0.120 ms + 0.050 ms to widen", where both were timed
+  };
+  std::unordered_map<std::string, Fp8Choice> fp8_choices;
+  bool fp8_fastest_passes = true;
   std::unique_ptr<cuda::MatmulRunner> matmul;
   Tensor matmul_workspace;  // U8, MatmulRunner::kWorkspaceBytes
   cuda_detail::PinnedRing to_device, uploads, downloads;
@@ -315,6 +325,16 @@ struct CudaBackend::Impl {
       holders.push_back(bytes(n));
       return holders.back().data();
     };
+  }
+
+  // The milliseconds of the work fn queues on the stream (waits for it: not while capturing).
+  template <class Fn>
+  float timed_on_stream(const Fn& fn) {
+    refuse_while_capturing("a timing, which waits for the device");
+    cuda::StreamTimer timer(stream);
+    timer.start();
+    fn();
+    return timer.stop();
   }
 
   // t in `layout`: itself, or a reordered device copy.

@@ -75,3 +75,38 @@ class DeviceScope {
     if (ampwb_cuda_status_ != cudaSuccess)                                                               \
       ::ampwb::cuda::throw_cuda_error(ampwb_cuda_status_, "launch of " kernel_name, __FILE__, __LINE__); \
   } while (0)
+
+namespace ampwb::cuda {
+
+// Times work queued on a stream between start() and stop() by two events, destroyed however the timing ends.
+class StreamTimer {
+ public:
+  explicit StreamTimer(cudaStream_t stream) : stream_(stream) {
+    CUDA_CHECK(cudaEventCreate(&start_.event));
+    CUDA_CHECK(cudaEventCreate(&stop_.event));
+  }
+  void start() { CUDA_CHECK(cudaEventRecord(start_.event, stream_)); }
+  // Waits for the work since start() and returns its milliseconds.
+  float stop() {
+    CUDA_CHECK(cudaEventRecord(stop_.event, stream_));
+    CUDA_CHECK(cudaEventSynchronize(stop_.event));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_.event, stop_.event));
+    return ms;
+  }
+
+ private:
+  struct Event {  // a member, so destroyed where the constructor throws too
+    cudaEvent_t event = nullptr;
+    Event() = default;
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    ~Event() {
+      if (event) cudaEventDestroy(event);
+    }
+  };
+  cudaStream_t stream_;
+  Event start_, stop_;
+};
+
+}  // namespace ampwb::cuda

@@ -311,8 +311,20 @@ void ConvRunner::run(ConvPass pass, Plan& p, const std::string& key, const ConvS
   execute(prepare<Perf>(p, key, s.math, scratch, calls));
 }
 
+const char* pass_key(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::Forward:
+      return "fwd";
+    case ConvPass::BackwardData:
+      return "bwd-data";
+    case ConvPass::BackwardFilter:
+      return "bwd-filter";
+  }
+  return "?";
+}
+
 void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void* y, const ScratchFn& scratch) {
-  const std::string key = s.key("fwd");
+  const std::string key = s.key(pass_key(ConvPass::Forward));
   Plan& p = plan(key, s);
   run<cudnnConvolutionFwdAlgoPerf_t>(
       ConvPass::Forward, p, key, s, x, w, y, scratch,
@@ -345,7 +357,7 @@ void ConvRunner::forward(const ConvShape& s, const void* x, const void* w, void*
 }
 
 void ConvRunner::backward_data(const ConvShape& s, const void* dy, const void* w, void* dx, const ScratchFn& scratch) {
-  const std::string key = s.key("bwd-data");
+  const std::string key = s.key(pass_key(ConvPass::BackwardData));
   Plan& p = plan(key, s);
   run<cudnnConvolutionBwdDataAlgoPerf_t>(
       ConvPass::BackwardData, p, key, s, dy, w, dx, scratch,
@@ -379,7 +391,7 @@ void ConvRunner::backward_data(const ConvShape& s, const void* dy, const void* w
 
 void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* dy, void* dw,
                                  const ScratchFn& scratch) {
-  const std::string key = s.key("bwd-filter");
+  const std::string key = s.key(pass_key(ConvPass::BackwardFilter));
   Plan& p = plan(key, s);
   run<cudnnConvolutionBwdFilterAlgoPerf_t>(
       ConvPass::BackwardFilter, p, key, s, x, dy, dw, scratch,
@@ -416,6 +428,10 @@ bool ConvRunner::mixed(ConvPass pass, const ConvShape& s, const void* a, const v
   if (!GraphApiConvs::compiled()) return false;
   if (!mixed_graph_api_) mixed_graph_api_ = std::make_unique<GraphApiConvs>(handle_, policy_);
   return mixed_graph_api_->run(pass, s, a, b, out, scratch, capturing_, scale);
+}
+
+float ConvRunner::mixed_ms(ConvPass pass, const ConvShape& s) const {
+  return mixed_graph_api_ ? mixed_graph_api_->timed(pass, s).ms : -1.0f;
 }
 
 size_t ConvRunner::plans_cached() const {

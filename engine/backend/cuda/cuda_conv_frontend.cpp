@@ -29,20 +29,6 @@ void* cudnn_dlhandle = nullptr;
 
 namespace ampwb::cuda {
 
-namespace {
-const char* pass_key(ConvPass pass) {
-  switch (pass) {
-    case ConvPass::Forward:
-      return "fwd";
-    case ConvPass::BackwardData:
-      return "bwd-data";
-    case ConvPass::BackwardFilter:
-      return "bwd-filter";
-  }
-  return "?";
-}
-}  // namespace
-
 #if AMPWB_HAVE_CUDNN_FRONTEND
 
 namespace fe = cudnn_frontend;
@@ -298,27 +284,15 @@ struct GraphApiConvs::Impl {
     }
     cudaStream_t stream = nullptr;
     CUDNN_CHECK(cudnnGetStream(handle, &stream));
-    struct Events {  // destroyed whichever way the timing ends
-      cudaEvent_t start = nullptr, stop = nullptr;
-      ~Events() {
-        if (start) cudaEventDestroy(start);
-        if (stop) cudaEventDestroy(stop);
-      }
-    } events;
-    CUDA_CHECK(cudaEventCreate(&events.start));
-    CUDA_CHECK(cudaEventCreate(&events.stop));
-    const cudaEvent_t start = events.start, stop = events.stop;
+    StreamTimer timer(stream);
     std::vector<TimedCandidate> timed;
     std::vector<int64_t> timed_index;  // timed[j] is candidate timed_index[j]
     for (const int64_t i : candidates) {
       if (graph.execute_plan_at_index(handle, pack, space, i).is_bad()) continue;  // the warm-up run failed
       bool ran = true;
-      CUDA_CHECK(cudaEventRecord(start, stream));
+      timer.start();
       for (int run = 0; run < kRuns && ran; ++run) ran = graph.execute_plan_at_index(handle, pack, space, i).is_good();
-      CUDA_CHECK(cudaEventRecord(stop, stream));
-      CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      const float ms = timer.stop();
       if (!ran) continue;
       timed.push_back({ms / kRuns, workspace_of(i)});
       timed_index.push_back(i);

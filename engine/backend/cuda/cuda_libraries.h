@@ -53,6 +53,7 @@ struct ConvShape {
 };
 
 enum class ConvPass { Forward, BackwardData, BackwardFilter };
+const char* pass_key(ConvPass pass);  // "fwd", "bwd-data", "bwd-filter": how plans name the pass
 
 // Which cuDNN API runs a pass: the legacy one only; the graph API, the legacy one where it refuses a shape; or both
 // timed on each pass and shape's first call, the faster kept (without timing, the graph API where it takes it).
@@ -134,11 +135,15 @@ class ConvRunner {
   // (describe_plans() says why); the caller then computes it another way.
   bool mixed(ConvPass pass, const ConvShape& shape, const void* a, const void* b, void* out, const ScratchFn& scratch,
              float scale = 1.0f);
+  // The chosen engine's time per run of a mixed pass run before, where its engines were timed; else -1.
+  float mixed_ms(ConvPass pass, const ConvShape& shape) const;
 
   // The passes and shapes planned, on either API.
   size_t plans_cached() const;
   // While a step is captured: a shape whose algorithm is not chosen yet is refused (a search cannot be recorded).
   void set_capturing(bool capturing) { capturing_ = capturing; }
+  bool capturing() const { return capturing_; }
+  bool timed_choices() const { return policy_.benchmark; }  // each shape's engines timed, not the heuristics'
   // "fwd ...: algo 1 (tensor-op), 12.0 MiB workspace" for each cached plan, one per line (for verbose reports).
   std::string describe_plans() const;
 
