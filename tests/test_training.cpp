@@ -288,6 +288,12 @@ TEST(Training, InvalidSettingsAreRefusedBeforeTraining) {
       {[](TrainConfig& t) { t.data.loader_threads = kMaxLoaderThreads + 1; }, "data.loader_threads",
        "must be 0 (the training threads) to 256"},
       {[](TrainConfig& t) { t.epochs = 0; }, "epochs", "the number of epochs must be at least 1, got 0"},
+      {[](TrainConfig& t) { t.data.validation_fraction = 1.5; }, "data.validation_fraction",
+       "the validation fraction must be in [0, 1), got 1.5"},
+      {[](TrainConfig& t) { t.precision.loss_scale.backoff_factor = 2; }, "precision.loss_scale.backoff_factor",
+       "the loss scale's backoff factor must be in (0, 1), got 2"},
+      {[](TrainConfig& t) { t.warmup_epochs = 9; }, "warmup_epochs",
+       "the warm-up epochs must be in [0, epochs], got 9"},
       {[](TrainConfig& t) { t.host_sync = HostSync::EveryStep, t.cuda_graphs = CudaGraphs::On; }, "cuda_graphs",
        "CUDA graphs on captures deferred steps: it needs the host sync auto or deferred"},
   };

@@ -153,7 +153,7 @@ class FieldsKeepWhatWasTyped : public QObject {
     child<QSpinBox>(w, "epochs")->setValue(2);
     warmup->setValue(5);
     QVERIFY(!w.start_training());
-    const QString why = "the warm-up epochs must be in [0, epochs]";
+    const QString why = "the warm-up epochs must be in [0, epochs], got 5 of 2";
     QCOMPARE(child<QLabel>(w, "statusLine")->text(), "Not started: Warm-up epochs: " + why);
     QVERIFY(warmup->isVisibleTo(w.setup()));
     QVERIFY(warmup->styleSheet().contains("border"));

@@ -36,15 +36,15 @@ void validate(const TrainConfig& c) {
                   "the image size must be between 8 and 1024, got " << c.image_size);
   REQUIRE_SETTING(c.lr > 0 && std::isfinite(c.lr), "lr", "the learning rate must be a positive number, got " << c.lr);
   REQUIRE_SETTING(c.warmup_epochs >= 0 && c.warmup_epochs <= c.epochs, "warmup_epochs",
-                  "the warm-up epochs must be in [0, epochs]");
+                  "the warm-up epochs must be in [0, epochs], got " << c.warmup_epochs << " of " << c.epochs);
   REQUIRE_SETTING(c.label_smoothing >= 0 && c.label_smoothing < 1, "label_smoothing",
-                  "the label smoothing must be in [0, 1)");
+                  "the label smoothing must be in [0, 1), got " << c.label_smoothing);
   REQUIRE_SETTING(
       c.grad_clip_norm >= 0 && std::isfinite(c.grad_clip_norm), "grad_clip_norm",
       "the gradient clipping norm must be a finite number, not negative (0: off), got " << c.grad_clip_norm);
   REQUIRE_SETTING(c.data.validation_fraction >= 0 && c.data.validation_fraction < 1, "data.validation_fraction",
-                  "the validation fraction must be in [0, 1)");
-  REQUIRE_SETTING(c.topk >= 1, "topk", "top-k must be at least 1");
+                  "the validation fraction must be in [0, 1), got " << c.data.validation_fraction);
+  REQUIRE_SETTING(c.topk >= 1, "topk", "top-k must be at least 1, got " << c.topk);
   // PyTorch's own checks, and a momentum of 1 or more, which never forgets a gradient and diverges.
   const OptimizerConfig& o = c.optimizer;
   REQUIRE_SETTING(o.momentum >= 0 && o.momentum < 1, "optimizer.momentum",
@@ -64,28 +64,29 @@ void validate(const TrainConfig& c) {
                   "CUDA graphs on captures deferred steps: it needs the host sync auto or deferred");
   const LossScaleConfig& s = c.precision.loss_scale;
   REQUIRE_SETTING(s.init_scale > 0 && std::isfinite(s.init_scale), "precision.loss_scale.init_scale",
-                  "the loss scale must be positive and finite");
+                  "the loss scale must be positive and finite, got " << s.init_scale);
   REQUIRE_SETTING(s.growth_factor > 1 && std::isfinite(s.growth_factor), "precision.loss_scale.growth_factor",
                   "the loss scale's growth factor must be a finite number above 1, got " << s.growth_factor);
   REQUIRE_SETTING(s.backoff_factor > 0 && s.backoff_factor < 1, "precision.loss_scale.backoff_factor",
-                  "the loss scale's backoff factor must be in (0, 1)");
+                  "the loss scale's backoff factor must be in (0, 1), got " << s.backoff_factor);
   REQUIRE_SETTING(s.growth_interval >= 1, "precision.loss_scale.growth_interval",
-                  "the loss scale's growth interval must be at least 1");
+                  "the loss scale's growth interval must be at least 1, got " << s.growth_interval);
   REQUIRE_SETTING(s.hysteresis >= 1, "precision.loss_scale.hysteresis",
-                  "the loss scale's hysteresis must be at least 1");
+                  "the loss scale's hysteresis must be at least 1, got " << s.hysteresis);
   REQUIRE_SETTING(s.min_scale >= 0 && s.max_scale >= 0 && std::isfinite(s.min_scale) && std::isfinite(s.max_scale) &&
                       (s.max_scale == 0 || s.max_scale >= s.min_scale),
                   s.min_scale >= 0 && std::isfinite(s.min_scale) ? "precision.loss_scale.max_scale"
                                                                  : "precision.loss_scale.min_scale",
                   "the loss scale's minimum and maximum must be finite and non-negative (0: none), the maximum not "
-                  "below the minimum");
+                  "below the minimum, got "
+                      << s.min_scale << " and " << s.max_scale);
   const DelayedScalingSettings& fp8 = c.precision.fp8.scaling;
   REQUIRE_SETTING(fp8.history_length >= 1 && fp8.history_length <= 1'000'000, "precision.fp8.amax_history_length",
                   "the FP8 amax history must keep between 1 and 1000000 steps, got " << fp8.history_length);
   REQUIRE_SETTING(fp8.margin >= -64 && fp8.margin <= 64, "precision.fp8.margin",
                   "the FP8 scaling margin must be between -64 and 64 powers of two, got " << fp8.margin);
   REQUIRE_SETTING(c.max_consecutive_skipped >= 1, "max_consecutive_skipped",
-                  "the skipped steps in a row that stop a run must be at least 1");
+                  "the skipped steps in a row that stop a run must be at least 1, got " << c.max_consecutive_skipped);
   REQUIRE_SETTING(c.data.cache_budget_mb >= 0, "data.cache_budget_mb",
                   "the image cache's size must not be negative, got " << c.data.cache_budget_mb);
   REQUIRE_SETTING(c.data.max_train_images >= 0, "data.max_train_images",
@@ -97,7 +98,7 @@ void validate(const TrainConfig& c) {
                   "the per-layer numerics' interval must not be negative (0: the last step of each epoch), got "
                       << c.numerics_every);
   REQUIRE_SETTING(c.max_steps_per_epoch >= 0, "max_steps_per_epoch",
-                  "the steps per epoch must not be negative (0 means all)");
+                  "the steps per epoch must not be negative (0 means all), got " << c.max_steps_per_epoch);
   REQUIRE_SETTING(c.data.loader_threads >= 0 && c.data.loader_threads <= kMaxLoaderThreads, "data.loader_threads",
                   "the loader's thread count must be 0 (the training threads) to " << kMaxLoaderThreads << ", got "
                                                                                    << c.data.loader_threads);
