@@ -801,6 +801,74 @@ TEST_P(DeviceLossScale, UpdatesReadLrAndStepFromStepValues) {
 INSTANTIATE_TEST_SUITE_P(Backends, DeviceLossScale, ::testing::ValuesIn(backend_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+class DeviceFp8Scaling : public ::testing::TestWithParam<std::string> {};
+
+// amp-fp8's delayed scaling where the backend computes (update_fp8_scalings, on core/delayed_scaling.h's device
+// layout with its ring of past amaxes) against DelayedScaling on the host, which rolls its history: step for step
+// and bit for bit, with amaxes across FP32's range, zeros, infinities and NaNs, both formats, both rules, margins,
+// histories of one step, a few and Transformer Engine's 1024, several tensors in one call.
+TEST_P(DeviceFp8Scaling, FollowsDelayedScalingStepForStep) {
+  std::string why;
+  Backend* b = backend_for(GetParam(), why);
+  if (!b) GTEST_SKIP() << GetParam() << " cannot run here: " << why;
+  struct Setup {
+    Fp8Format format;
+    DelayedScalingSettings settings;
+  };
+  const std::vector<Setup> setups = {{Fp8Format::E4M3, {1024, 0, AmaxRule::Max}},
+                                     {Fp8Format::E5M2, {1, 0, AmaxRule::Max}},
+                                     {Fp8Format::E4M3, {5, 2, AmaxRule::MostRecent}},
+                                     {Fp8Format::E5M2, {3, -1, AmaxRule::Max}},
+                                     {Fp8Format::E4M3, {7, 0, AmaxRule::Max}}};
+  std::vector<DelayedScaling> host;
+  std::vector<Tensor> states, stats;
+  for (const Setup& setup : setups) {
+    host.emplace_back(setup.format, setup.settings);
+    const std::vector<float> start = device_state(host.back().state(), 1.0f);
+    states.push_back(on_device(*b, tensor_from_floats(start, {static_cast<int64_t>(start.size())})));
+    stats.push_back(on_device(*b, Tensor::zeros({kFp8CastStatsBytes}, DType::U8)));
+  }
+  Rng rng(71);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int step = 0; step < 40; ++step) {
+    std::vector<Fp8ScalingUpdate> updates;
+    std::vector<float> scale_before;
+    for (size_t i = 0; i < setups.size(); ++i) {
+      float amax = std::ldexp(rng.uniform(0.5f, 1.0f), static_cast<int>(rng.uniform(-140.0f, 127.0f)));
+      if (step % 9 == 4) amax = 0.0f;            // a tensor of zeros: the scale stays
+      if (step == 13 && i % 2 == 0) amax = inf;  // an overflow upstream: held for the history's length
+      if (step % 7 == 5) amax = nan;             // passed over
+      Fp8CastStats cast;
+      cast.amax = amax;
+      Tensor bytes = Tensor::empty({kFp8CastStatsBytes}, DType::U8);
+      std::memcpy(bytes.data(), &cast, sizeof cast);
+      b->convert(bytes, stats[i]);
+      scale_before.push_back(host[i].scale());
+      host[i].record_amax(amax);
+      host[i].update();
+      const Setup& setup = setups[i];
+      updates.push_back(
+          {&states[i], &stats[i], std::ldexp(fp8_max(setup.format), -setup.settings.margin), setup.settings.rule});
+    }
+    b->update_fp8_scalings(updates);
+    for (size_t i = 0; i < setups.size(); ++i) {
+      const std::string where = "tensor " + std::to_string(i) + ", step " + std::to_string(step);
+      const std::vector<float> state = to_float_vector(on_host(*b, states[i]));
+      float scale_used = 0;
+      const DelayedScalingState got = from_device_state(state.data(), static_cast<int64_t>(state.size()), &scale_used);
+      ASSERT_EQ(got.amax_history, host[i].amax_history()) << where;
+      ASSERT_EQ(got.scale, host[i].scale()) << where;
+      ASSERT_EQ(state[kFp8StateScaleInverse], host[i].scale_inverse()) << where;
+      ASSERT_EQ(scale_used, scale_before[i]) << where << ": the scale the step's cast used";
+    }
+  }
+  for (size_t i = 0; i < setups.size(); i += 2)
+    EXPECT_NE(host[i].scale(), 1.0f) << "tensor " << i << ": the amaxes moved the scale";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DeviceFp8Scaling, ::testing::ValuesIn(backend_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
 // ---- What every backend refuses, and says ----------------------------------------------------------------------
 
 class BackendContract : public ::testing::TestWithParam<std::string> {};

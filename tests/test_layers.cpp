@@ -353,6 +353,16 @@ ref::Array fp8_rounded(const Tensor& t, Fp8Format format, float scale) {
   return a;
 }
 
+// What a step does at its end (MixedPrecisionStep: the scalings of its recorded casts updated), then the host's copy
+// fetched for the test to read.
+void end_step(Fp8LayerScaling& s) {
+  std::vector<Fp8ScalingUpdate> updates;
+  for (Fp8TensorScaling* t : s.tensors())
+    if (const std::optional<Fp8ScalingUpdate> u = t->take_update()) updates.push_back(*u);
+  backend().update_fp8_scalings(updates);
+  s.fetch(backend());
+}
+
 // Two training steps of an FP8 convolution: the first casts with scale 1 (nothing seen yet, as Transformer Engine
 // starts), the second with the scales the first step's amaxes gave. The second step's output and gradients are the
 // float64 reference of the FP8-rounded operands (the emulation computes exactly that, then rounds once to BF16 or
@@ -368,7 +378,7 @@ TEST(Fp8Layers, Conv2dComputesOnScaledFp8ValuesAndFollowsTheAmax) {
   for (int step = 0; step < 2; ++step) {
     conv.forward(x, Mode::Train);
     conv.backward(dy);
-    s.settle(backend());  // as MixedPrecisionStep does at each step's end
+    end_step(s);
   }
   // After each step the scale puts the history's amax at the format's max (margin 0).
   EXPECT_FLOAT_EQ(s.input.scaling().scale(), kE4M3Max / static_cast<float>(amax_of(x)));
@@ -379,7 +389,7 @@ TEST(Fp8Layers, Conv2dComputesOnScaledFp8ValuesAndFollowsTheAmax) {
   const std::vector<float> history = s.input.scaling().amax_history();
   const Tensor y = conv.forward(x, Mode::Train);
   const Tensor dx = conv.backward(dy);
-  s.settle(backend());
+  end_step(s);
   const float sx = s.input.last().scale, sw = s.weight.last().scale, sdy = s.output_grad.last().scale;
   EXPECT_EQ(y.dtype(), DType::BF16) << "what an FP8 convolution hands on";
   EXPECT_NE(s.input.scaling().amax_history(), history) << "a training step records its amax";
@@ -408,31 +418,39 @@ TEST(Fp8Layers, Conv2dComputesOnScaledFp8ValuesAndFollowsTheAmax) {
   EXPECT_EQ(s.input.scaling().amax_history(), before);
 }
 
-// A training cast's amax is read from the device only when settled (a step does it at its end, so that a GPU's
-// step never waits in its middle), and at the latest by the tensor's next cast, which then uses the updated scale.
-TEST(Fp8Layers, ACastsAmaxIsTakenWhenSettledOrByTheNextCast) {
+// A training cast's amax joins its scaling when its update is queued, where the scaling lives (a step queues them
+// at its end, so that a GPU's step never waits for the host), and at the latest by the tensor's next cast, which then
+// uses the updated scale. The host reads the scaling once fetched; a probe reads a cast before its update.
+TEST(Fp8Layers, ACastsAmaxIsTakenByItsUpdateOrByTheNextCast) {
   Rng rng(24);
   const Tensor x = random_tensor({4, 16}, rng, Layout::NCHW, 10.0);
   const auto amax = static_cast<float>(amax_of(x));
-  Fp8TensorScaling t(Fp8Format::E4M3, {}, false);
+  Fp8TensorScaling t(backend(), Fp8Format::E4M3, {}, false);
   t.cast(backend(), x, true);
-  EXPECT_FLOAT_EQ(t.scale_inverse_used(), 1.0f) << "nothing seen yet: scale 1";
-  EXPECT_THROW(t.last(), Error) << "read before it is settled";
-  EXPECT_THROW(t.scaling(), Error);
-  EXPECT_EQ(t.format(), Fp8Format::E4M3) << "the format needs no settling";
-  t.settle(backend());
-  EXPECT_EQ(t.last().amax, amax);
+  EXPECT_THROW(t.last(), Error) << "read before it is fetched";
+  t.fetch(backend());
+  EXPECT_EQ(t.last().scale, 1.0f) << "nothing seen yet: scale 1";
+  EXPECT_EQ(t.last().amax, amax) << "the cast's statistics, before its update";
+  EXPECT_THROW(t.scaling(), Error) << "its update waits";
+  const std::optional<Fp8ScalingUpdate> update = t.take_update();
+  ASSERT_TRUE(update);
+  backend().update_fp8_scalings({*update});
+  EXPECT_FALSE(t.take_update()) << "nothing waits: the amax is not taken twice";
+  EXPECT_THROW(t.scaling(), Error) << "updated since the fetch";
+  t.fetch(backend());
   EXPECT_FLOAT_EQ(t.scaling().scale(), kE4M3Max / amax);
-  t.settle(backend());  // nothing waits: the amax is not taken twice
+  EXPECT_EQ(t.last().scale, 1.0f) << "the scale the cast used";
   const std::vector<float>& history = t.scaling().amax_history();
   EXPECT_EQ(std::count(history.begin(), history.end(), amax), 1);
   EXPECT_EQ(history.back(), amax);
 
-  Fp8TensorScaling u(Fp8Format::E4M3, {}, false);
+  Fp8TensorScaling u(backend(), Fp8Format::E4M3, {}, false);
   u.cast(backend(), x, true);
-  u.cast(backend(), x, false);  // settles the first cast, then casts with its scale
-  EXPECT_FLOAT_EQ(u.scale_inverse_used(), amax / kE4M3Max);
+  const Tensor q = u.cast(backend(), x, false);  // the first cast's update comes first, then this cast with its scale
+  u.fetch(backend());
+  EXPECT_FLOAT_EQ(u.scaling().scale(), kE4M3Max / amax);
   EXPECT_EQ(u.last().amax, amax);
+  EXPECT_EQ(amax_of(q), kE4M3Max) << "the largest value cast to the format's max";
 }
 
 // Transformer Engine's E4M3 formats: the output gradient in E4M3 as well, scaled to E4M3's max, and the data
@@ -449,12 +467,12 @@ TEST(Fp8Layers, AllE4M3CastsTheOutputGradientInE4M3) {
   conv.forward(x, Mode::Train);
   conv.backward(dy);
   Fp8LayerScaling& s = *conv.fp8_scaling();
-  s.settle(backend());
+  end_step(s);
   EXPECT_EQ(s.output_grad.format(), Fp8Format::E4M3);
   EXPECT_FLOAT_EQ(s.output_grad.scaling().scale(), kE4M3Max / static_cast<float>(amax_of(dy)));
   conv.forward(x, Mode::Train);
   const Tensor dx = conv.backward(dy);
-  s.settle(backend());
+  end_step(s);
   const ref::Array qdy = fp8_rounded(dy, Fp8Format::E4M3, s.output_grad.last().scale),
                    qw = fp8_rounded(conv.weight().value, Fp8Format::E4M3, s.weight.last().scale);
   EXPECT_LE(testing::relative_error(dx, ref::conv2d_backward_data(qdy, qw, x.shape(), 1, 1)),

@@ -5,16 +5,19 @@
 // convolution or product multiplies them exactly; either way the products accumulate in FP32, and the result times
 // the two scale-inverses is Transformer Engine's FP8 GEMM.
 //
-// The scale of a cast is the one the amaxes of the steps before gave: each training cast records its amax, and the
-// scaling takes it when settled, before the tensor's next cast at the latest, so the next step's cast uses it (the
-// same as Transformer Engine's update after the step, there being one cast of each tensor per step). A step settles
-// its casts at its end (MixedPrecisionStep), so that on a GPU they wait for the device once there rather than each
-// in the middle of the step. Casts in evaluation record nothing.
+// The scaling lives where the backend computes (its state, core/delayed_scaling.h's device layout), as Transformer
+// Engine keeps it on the GPU: a cast reads its scale there, the layers' ops read the scale-inverses there
+// (Fp8Factor), and the step's end updates every scaling in one op (update_fp8_scalings), so that no step waits for
+// the host and a GPU's steps can be captured. Each training cast records its amax; its update comes before the
+// tensor's next cast at the latest, so the next step's cast uses the scale it gave (Transformer Engine's update after
+// the step, there being one cast of each tensor per step). Casts in evaluation record nothing. The host reads the
+// scaling (the numerics records, checkpoints) with fetch(), which waits for the device.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <string>
+#include <optional>
+#include <vector>
 
 #include "amp/policy.h"
 #include "backend/backend.h"
@@ -34,49 +37,58 @@ struct Fp8CastReport {
 
 class Fp8TensorScaling {
  public:
-  // fp8_storage: the casts' values in the format's own dtype (F8E4M3, F8E5M2), else in FP32.
-  Fp8TensorScaling(Fp8Format format, const DelayedScalingSettings& settings, bool fp8_storage);
+  // fp8_storage: the casts' values in the format's own dtype (F8E4M3, F8E5M2), else in FP32. The state starts on
+  // the backend's device at scale 1 with an empty history, as DelayedScaling does.
+  Fp8TensorScaling(Backend& backend, Fp8Format format, const DelayedScalingSettings& settings, bool fp8_storage);
 
   // x (any floating dtype) times the scale, rounded to the format with saturation, as a tensor of x's shape and
   // layout in the storage dtype. record: a training step's cast, whose amax joins the history and updates the scale
-  // for the next when settled. The last recorded cast is settled first.
+  // for the next when its update is queued; a recorded cast still waiting for its update has it queued first, so
+  // that this cast uses the scale it gave.
   Tensor cast(Backend& backend, const Tensor& x, bool record);
-  // The last recorded cast's amax and counts read from the backend's device, the scaling updated with them; nothing
+  // The update a recorded cast waits for, for Backend::update_fp8_scalings, and from then on none waits; nothing
   // where none waits.
-  void settle(Backend& backend);
-  // For reading many casts' statistics with one wait (Backend::download): those of the cast waiting to be settled
-  // (kFp8CastStatsBytes U8 on the device), or null; and settle() with them read.
-  const Tensor* pending_stats() const { return pending_ ? &stats_ : nullptr; }
-  void settle(const Tensor& host_stats);
-  // The reciprocal of the scale the last cast used: what its FP8 values are multiplied by to stand for x.
-  float scale_inverse_used() const { return scale_inverse_used_; }
-  Fp8Format format() const { return scaling_.format(); }
-  // These three throw where a recorded cast is not settled yet.
+  std::optional<Fp8ScalingUpdate> take_update();
+  // The state where the backend computes (F32, core/delayed_scaling.h's layout): what the layers' ops read the
+  // scale-inverses from (Fp8Factor::inverses_of), as they are when the ops run.
+  const Tensor& state() const { return state_; }
+  Fp8Format format() const { return format_; }
+
+  // The host's copy made current: the state and the last recorded cast's statistics read back (waits for the
+  // device), whether or not the cast's update has come (a probe reads a cast in the middle of its step). For many
+  // scalings with one wait, download fetch_tensors() and give them to fetched().
+  void fetch(Backend& backend);
+  std::vector<Tensor> fetch_tensors() const;
+  void fetched(const std::vector<Tensor>& host);
+  // Both throw where the host's copy is not current (a cast or an update since fetch()); scaling() also where a
+  // recorded cast's update waits.
   const Fp8CastReport& last() const;
-  DelayedScaling& scaling();
   const DelayedScaling& scaling() const;
+  // Continues from a checkpoint's state (its history and scale): written to the backend's device.
+  void restore(Backend& backend, const DelayedScalingState& state);
 
  private:
-  DelayedScaling scaling_;
+  Fp8Format format_;
+  DelayedScalingSettings settings_;
   DType storage_;
-  float scale_inverse_used_ = 1.0f;
-  Fp8CastReport last_;
+  Tensor state_;  // F32 on the backend's device
   Tensor stats_;  // kFp8CastStatsBytes U8 on the backend's device, made by the first recorded cast
-  float scale_used_ = 1.0f;
-  bool pending_ = false;  // a recorded cast whose stats_ the scaling has not taken yet
-  void check_settled() const;
+  bool pending_ = false;  // a recorded cast whose update is not queued yet
+  bool current_ = false;  // the host's copy below is the state's
+  DelayedScaling host_;
+  Fp8CastReport last_;
+  void check_current() const;
 };
 
 // A layer's three FP8 tensors: the output gradient in E5M2, or E4M3 as the others where the settings say; in FP8
 // storage where the backend computes in FP8.
 struct Fp8LayerScaling {
-  Fp8LayerScaling(const Fp8Config& config, bool fp8_storage)
-      : input(Fp8Format::E4M3, config.scaling, fp8_storage),
-        weight(Fp8Format::E4M3, config.scaling, fp8_storage),
-        output_grad(config.gradient_format(), config.scaling, fp8_storage) {}
-  void settle(Backend& backend) {
-    for (Fp8TensorScaling* t : tensors()) t->settle(backend);
-  }
+  Fp8LayerScaling(Backend& backend, const Fp8Config& config, bool fp8_storage)
+      : input(backend, Fp8Format::E4M3, config.scaling, fp8_storage),
+        weight(backend, Fp8Format::E4M3, config.scaling, fp8_storage),
+        output_grad(backend, config.gradient_format(), config.scaling, fp8_storage) {}
+  // The three fetched with one wait.
+  void fetch(Backend& backend);
   std::array<Fp8TensorScaling*, 3> tensors() { return {&input, &weight, &output_grad}; }
   Fp8TensorScaling input, weight, output_grad;
 };

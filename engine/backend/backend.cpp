@@ -27,6 +27,35 @@ static_assert(kOpNames.size() == static_cast<size_t>(Op::Count), "one name per o
 
 const char* op_name(Op op) { return kOpNames.at(static_cast<size_t>(op)); }
 
+namespace {
+float state_value(const Tensor* state, int64_t slot) {
+  AMPWB_CHECK(state->dtype() == DType::F32 && state->numel() > kFp8StateHistory && state->device().is_cpu(),
+              "an FP8 scaling state is F32 on the host, over " << kFp8StateHistory << " values: " << state->describe());
+  return state->data_as<float>()[slot];
+}
+}  // namespace
+
+Fp8Factor Fp8Factor::scale_of(const Tensor& state) {
+  Fp8Factor f;
+  f.scale = &state;
+  return f;
+}
+
+Fp8Factor Fp8Factor::inverses_of(const Tensor& a, const Tensor* b) {
+  Fp8Factor f;
+  f.inverses[0] = &a;
+  f.inverses[1] = b;
+  return f;
+}
+
+float Fp8Factor::on_host() const {
+  float f = value;
+  for (const Tensor* state : inverses)
+    if (state) f *= state_value(state, kFp8StateScaleInverse);
+  if (scale) f *= state_value(scale, kFp8StateScale);
+  return reciprocal ? 1.0f / f : f;
+}
+
 Tensor on_device(Backend& backend, const Tensor& t) {
   if (!t.defined() || t.device() == backend.device()) return t;
   Tensor moved = Tensor::empty(t.shape(), t.dtype(), t.layout(), backend.device());
@@ -92,13 +121,14 @@ Tensor fp32_result(const Tensor& out) {
 }
 }  // namespace
 
-void Backend::conv2d_forward_scaled(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p, float factor) {
+void Backend::conv2d_forward_scaled(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p, Fp8Factor factor) {
   Tensor y32 = fp32_result(y), none;
   conv2d_forward(x, w, y32, p);
   scaled_cast(y32, y, {factor}, none);
 }
 
-void Backend::conv2d_backward_data_scaled(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p, float factor) {
+void Backend::conv2d_backward_data_scaled(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p,
+                                          Fp8Factor factor) {
   Tensor dx32 = fp32_result(dx), none;
   conv2d_backward_data(dy, w, dx32, p);
   scaled_cast(dx32, dx, {factor}, none);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/delayed_scaling.h"
 #include "core/fp8.h"
 #include "core/tensor.h"
 
@@ -91,13 +92,39 @@ struct PostedScalars {
   bool has_loss_scale = false;
 };
 
+// A factor of amp-fp8's ops: value, or a product read from FP8 scalings' states (F32 on the op's device, laid out as
+// core/delayed_scaling.h's kFp8State*) where the op runs, so that a captured step replays with each step's scales:
+// ((value * the scale-inverse of inverses[0]) * that of inverses[1]) * the scale of `scale`, over those given, in
+// FP32 in that order; its reciprocal where `reciprocal`.
+struct Fp8Factor {
+  Fp8Factor(float v = 1.0f) : value(v) {}  // NOLINT: a plain factor converts
+  static Fp8Factor scale_of(const Tensor& state);
+  static Fp8Factor inverses_of(const Tensor& a, const Tensor* b = nullptr);
+  float value = 1.0f;
+  const Tensor* inverses[2] = {nullptr, nullptr};
+  const Tensor* scale = nullptr;
+  bool reciprocal = false;
+  bool by_value() const { return !inverses[0] && !inverses[1] && !scale; }
+  // Its value, the states read where they are: host memory (a CPU backend's, or a copy).
+  float on_host() const;
+};
+
 // scaled_cast's parameters: y = x * scale (one FP32 product), rounded to `format` (saturating, nearest even) where
 // to_fp8 is set and held in y's dtype (every FP8 value is exact in FP32, FP16 and BF16), else rounded to y's dtype
 // alone (an FP8 product's scale-inverses applied on its way out).
 struct ScaledCast {
-  float scale = 1.0f;
+  Fp8Factor scale;
   bool to_fp8 = false;
   Fp8Format format = Fp8Format::E4M3;
+};
+
+// One FP8 tensor's delayed scaling at the end of a step (update_fp8_scalings): the amax its recorded cast left in
+// stats (kFp8CastStatsBytes U8) joins the history in state, which gives the next scale (update_device_state).
+struct Fp8ScalingUpdate {
+  Tensor* state = nullptr;
+  const Tensor* stats = nullptr;
+  float scaled_max = 448.0f;  // the format's largest value times 2^-margin
+  AmaxRule rule = AmaxRule::Max;
 };
 // What scaled_cast saw of x, where it was given a stats tensor (kFp8CastStatsBytes U8 holding this struct, read on
 // the host with a copy): Transformer Engine's amax, and the shares FP8 lost at either end.

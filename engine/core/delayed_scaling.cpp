@@ -69,4 +69,52 @@ void DelayedScaling::restore(const DelayedScalingState& state) {
   scale_inverse_ = 1.0f / scale_;
 }
 
+std::vector<float> device_state(const DelayedScalingState& state, float scale_used) {
+  AMPWB_CHECK(!state.amax_history.empty() && state.amax_history.size() < (size_t{1} << 24),
+              "an FP8 amax history of " << state.amax_history.size() << " steps");
+  std::vector<float> out(static_cast<size_t>(kFp8StateHistory));
+  out[kFp8StateScaleInverse] = 1.0f / state.scale;
+  out[kFp8StateScale] = state.scale;
+  out[kFp8StateScaleUsed] = scale_used;
+  out[kFp8StateOldest] = 0;  // the ring starts at the oldest past step, as DelayedScaling's [1] is
+  out.insert(out.end(), state.amax_history.begin(), state.amax_history.end());
+  return out;
+}
+
+DelayedScalingState from_device_state(const float* state, int64_t count, float* scale_used) {
+  AMPWB_CHECK(count > kFp8StateHistory, "an FP8 scaling state of " << count << " values");
+  const auto past = static_cast<size_t>(count - kFp8StateHistory - 1);
+  const float* ring = state + kFp8StateHistory + 1;
+  DelayedScalingState out;
+  out.scale = state[kFp8StateScale];
+  out.amax_history.push_back(state[kFp8StateHistory]);
+  const auto oldest = static_cast<size_t>(state[kFp8StateOldest]);
+  for (size_t i = 0; i < past; ++i) out.amax_history.push_back(ring[(oldest + i) % past]);
+  if (scale_used) *scale_used = state[kFp8StateScaleUsed];
+  return out;
+}
+
+void update_device_state(float* state, int64_t count, float amax, AmaxRule rule, float scaled_max) {
+  AMPWB_CHECK(count > kFp8StateHistory, "an FP8 scaling state of " << count << " values");
+  const auto past = static_cast<size_t>(count - kFp8StateHistory - 1);
+  float* ring = state + kFp8StateHistory + 1;
+  const float this_step = std::fmax(state[kFp8StateHistory], amax);  // fmax passes over a NaN
+  float chosen = this_step;
+  if (rule == AmaxRule::Max)
+    for (size_t i = 0; i < past; ++i) chosen = std::fmax(chosen, ring[i]);
+  if (past > 0) {  // this step's amax takes the oldest's place, and the next oldest becomes the oldest
+    const auto oldest = static_cast<size_t>(state[kFp8StateOldest]);
+    ring[oldest] = this_step;
+    state[kFp8StateOldest] = static_cast<float>((oldest + 1) % past);
+  }
+  state[kFp8StateHistory] = 0.0f;
+  state[kFp8StateScaleUsed] = state[kFp8StateScale];
+  if (std::isfinite(chosen) && chosen > 0.0f) {
+    float scale = scaled_max / chosen;
+    if (std::isinf(scale)) scale = std::numeric_limits<float>::max();
+    state[kFp8StateScale] = scale;
+    state[kFp8StateScaleInverse] = 1.0f / scale;
+  }
+}
+
 }  // namespace ampwb

@@ -85,4 +85,20 @@ class DelayedScaling {
   float scale_inverse_ = 1.0f;
 };
 
+// The same scaling as a backend's ops keep it on their device, so that no step waits for the host to scale the next
+// (Fp8TensorScaling, Backend::update_fp8_scalings): F32 values, kFp8StateHistory + history_length of them. The past
+// steps' amaxes are a ring whose oldest entry moves on each step, where DelayedScaling rolls its whole history.
+inline constexpr int64_t kFp8StateScaleInverse = 0;  // what a product of the cast's values is multiplied by
+inline constexpr int64_t kFp8StateScale = 1;         // what the next cast multiplies by
+inline constexpr int64_t kFp8StateScaleUsed = 2;     // the scale the last update's cast had used
+inline constexpr int64_t kFp8StateOldest = 3;        // the ring's oldest entry, a whole number below 2^24
+inline constexpr int64_t kFp8StateHistory = 4;       // this step's amax, then the ring of history_length - 1 past ones
+
+// state (with the scale used) in that layout, and back.
+std::vector<float> device_state(const DelayedScalingState& state, float scale_used);
+DelayedScalingState from_device_state(const float* state, int64_t count, float* scale_used = nullptr);
+// One step's end on a state in that layout: record_amax(amax), then update(), as DelayedScaling does them.
+// scaled_max: the format's largest value times 2^-margin.
+void update_device_state(float* state, int64_t count, float amax, AmaxRule rule, float scaled_max);
+
 }  // namespace ampwb

@@ -22,7 +22,8 @@ Conv2d::Conv2d(Backend& backend, const std::string& name, int in_channels, int o
 
 Fp8LayerScaling* Conv2d::fp8_scaling() {
   if (!policy().fp8_layer(network_edge_)) return nullptr;
-  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8, backend_.capabilities().fp8.native);
+  if (!fp8_)
+    fp8_ = std::make_unique<Fp8LayerScaling>(backend_, policy().config().fp8, backend_.capabilities().fp8.native);
   return fp8_.get();
 }
 
@@ -89,12 +90,10 @@ Tensor Conv2d::forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode)
   const int64_t Q = (x.w() + 2 * params_.padding - S) / params_.stride + 1;
   // Products of FP8 values are exact in FP32: FP32 accumulation, then the scale-inverses, then y's rounding.
   Tensor y = Tensor::empty({x.n(), K, P, Q}, dtype, x.layout(), x.device());
-  backend_.conv2d_forward_scaled(x, w, y, params_, fp8.input.scale_inverse_used() * fp8.weight.scale_inverse_used());
+  backend_.conv2d_forward_scaled(x, w, y, params_, Fp8Factor::inverses_of(fp8.input.state(), &fp8.weight.state()));
   probe_forward("conv", weight_, x.c(), K, dtype, y, "e4m3");
   input_ = train ? x : Tensor();
   fp8_weight_ = train ? w : Tensor();
-  fp8_input_inverse_ = fp8.input.scale_inverse_used();
-  fp8_weight_inverse_ = fp8.weight.scale_inverse_used();
   input_dtype_ = input.dtype();
   return y;
 }
@@ -103,15 +102,16 @@ Tensor Conv2d::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
   if (probe_) probe_->record_activation_gradient(on_host(backend_, output_grad));
   const Tensor dy = fp8.output_grad.cast(backend_, output_grad, true);  // (N,K,P,Q) E5M2 (or E4M3) values
   count_cast();
-  const float dy_inverse = fp8.output_grad.scale_inverse_used();
+  // The input's and weight's scale-inverses are still the forward's: the scalings are updated at the step's end.
   Tensor none;
   Tensor& dw = weight_.fp32_grad();
   backend_.conv2d_backward_weights(input_, dy, dw, params_);
-  backend_.scaled_cast(dw, dw, {fp8_input_inverse_ * dy_inverse}, none);
+  backend_.scaled_cast(dw, dw, {Fp8Factor::inverses_of(fp8.input.state(), &fp8.output_grad.state())}, none);
   Tensor dx;
   if (input_needs_grad_) {
     dx = Tensor::empty(input_.shape(), input_dtype_, input_.layout(), input_.device());
-    backend_.conv2d_backward_data_scaled(dy, fp8_weight_, dx, params_, dy_inverse * fp8_weight_inverse_);
+    backend_.conv2d_backward_data_scaled(dy, fp8_weight_, dx, params_,
+                                         Fp8Factor::inverses_of(fp8.output_grad.state(), &fp8.weight.state()));
   }
   probe_backward(policy().compute_dtype(OpClass::Conv, input_dtype_), output_grad, weight_.grad,
                  fp8_format_name(fp8.output_grad.format()));

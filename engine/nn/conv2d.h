@@ -45,7 +45,6 @@ class Conv2d : public Layer {
   DType input_dtype_ = DType::F32;  // before the cast: the input gradient goes back in this type
   std::unique_ptr<Fp8LayerScaling> fp8_;
   Tensor fp8_weight_;  // (K,C,R,S) the weight's E4M3 values (Fp8TensorScaling::cast), kept for the input gradient
-  float fp8_input_inverse_ = 1, fp8_weight_inverse_ = 1;  // the scale-inverses of input_ and fp8_weight_
 };
 
 }  // namespace ampwb

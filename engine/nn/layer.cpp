@@ -84,7 +84,7 @@ void Layer::probe_forward(const char* kind, const Parameter& weight, int64_t in_
   n.forward_dtype = format ? format : dtype_name(dtype);
   n.activation = value_range(on_host(backend_, y));
   if (Fp8LayerScaling* fp8 = fp8_scaling()) {
-    fp8->settle(backend_);
+    fp8->fetch(backend_);
     n.fp8_input = fp8_numerics(fp8->input);
     n.fp8_weight = fp8_numerics(fp8->weight);
   }
@@ -101,7 +101,7 @@ void Layer::probe_backward(DType dtype, const Tensor& dy, const Tensor& weight_g
   n.weight_grad = value_range(on_host(backend_, weight_grad));
   n.casts = probe_casts_;
   if (Fp8LayerScaling* fp8 = fp8_scaling()) {
-    fp8->settle(backend_);
+    fp8->fetch(backend_);
     n.fp8_output_grad = fp8_numerics(fp8->output_grad);
   }
   probe_->layers().hand_over(probe_record_, ProbedTensor::ActivationGrad, dy);

@@ -24,7 +24,8 @@ Linear::Linear(Backend& backend, const std::string& name, int in_features, int o
 
 Fp8LayerScaling* Linear::fp8_scaling() {
   if (!policy().fp8_layer(network_edge_)) return nullptr;
-  if (!fp8_) fp8_ = std::make_unique<Fp8LayerScaling>(policy().config().fp8, backend_.capabilities().fp8.native);
+  if (!fp8_)
+    fp8_ = std::make_unique<Fp8LayerScaling>(backend_, policy().config().fp8, backend_.capabilities().fp8.native);
   return fp8_.get();
 }
 
@@ -70,11 +71,13 @@ Tensor Linear::forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode)
   const Tensor w = fp8.weight.cast(backend_, weight_.value, train);  // (O,I) E4M3 values
   count_cast();
   count_cast();
-  const float factor = fp8.input.scale_inverse_used() * fp8.weight.scale_inverse_used();
+  const Fp8Factor factor = Fp8Factor::inverses_of(fp8.input.state(), &fp8.weight.state());
   // The bias joins the FP32 accumulator divided by the factor the sum is then multiplied by: y = (x w' + b / f) f,
   // the bias in FP32 where Transformer Engine adds it after the scaling (one FP32 rounding more).
+  Fp8Factor reciprocal = factor;
+  reciprocal.reciprocal = true;
   Tensor b = Tensor::empty(bias_.value.shape(), DType::F32, Layout::NCHW, x.device()), none;
-  backend_.scaled_cast(bias_.value, b, {1.0f / factor}, none);
+  backend_.scaled_cast(bias_.value, b, {reciprocal}, none);
   Tensor y32 = Tensor::empty({x.dim(0), w.dim(0)}, DType::F32, Layout::NCHW, x.device());
   backend_.linear_forward(x, w, b, y32);
   Tensor y = Tensor::empty(y32.shape(), dtype, Layout::NCHW, x.device());
@@ -82,8 +85,6 @@ Tensor Linear::forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode)
   probe_forward("linear", weight_, x.dim(1), w.dim(0), dtype, y, "e4m3");
   input_ = train ? x : Tensor();
   fp8_weight_ = train ? w : Tensor();
-  fp8_input_inverse_ = fp8.input.scale_inverse_used();
-  fp8_weight_inverse_ = fp8.weight.scale_inverse_used();
   input_dtype_ = input.dtype();
   output_dtype_ = dtype;
   return y;
@@ -92,16 +93,16 @@ Tensor Linear::forward_fp8(Fp8LayerScaling& fp8, const Tensor& input, Mode mode)
 Tensor Linear::backward_fp8(Fp8LayerScaling& fp8, const Tensor& output_grad) {
   const Tensor dy = fp8.output_grad.cast(backend_, output_grad, true);  // (N,O) E5M2 (or E4M3) values
   count_cast();
-  const float dy_inverse = fp8.output_grad.scale_inverse_used();
   Tensor dx32 = Tensor::empty(input_.shape(), DType::F32, Layout::NCHW, input_.device()), none;
   Tensor &dw = weight_.fp32_grad(), &db = bias_.fp32_grad();
   // The bias gradient is summed from the FP8 values (Transformer Engine sums the BF16 gradient): one rounding of
   // each term more, 2^-3 relative at most.
   backend_.linear_backward(dy, input_, fp8_weight_, dx32, dw, db);
-  backend_.scaled_cast(dw, dw, {fp8_input_inverse_ * dy_inverse}, none);
-  backend_.scaled_cast(db, db, {dy_inverse}, none);
+  // The input's and weight's scale-inverses are still the forward's: the scalings are updated at the step's end.
+  backend_.scaled_cast(dw, dw, {Fp8Factor::inverses_of(fp8.input.state(), &fp8.output_grad.state())}, none);
+  backend_.scaled_cast(db, db, {Fp8Factor::inverses_of(fp8.output_grad.state())}, none);
   Tensor dx = Tensor::empty(dx32.shape(), input_dtype_, Layout::NCHW, dx32.device());
-  backend_.scaled_cast(dx32, dx, {dy_inverse * fp8_weight_inverse_}, none);
+  backend_.scaled_cast(dx32, dx, {Fp8Factor::inverses_of(fp8.output_grad.state(), &fp8.weight.state())}, none);
   probe_backward(output_dtype_, output_grad, weight_.grad, fp8_format_name(fp8.output_grad.format()));
   input_ = Tensor();
   fp8_weight_ = Tensor();

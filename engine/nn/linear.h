@@ -33,7 +33,6 @@ class Linear : public Layer {
   DType input_dtype_ = DType::F32, output_dtype_ = DType::F32;
   std::unique_ptr<Fp8LayerScaling> fp8_;
   Tensor fp8_weight_;  // (O,I) the weight's E4M3 values (Fp8TensorScaling::cast), kept for the input gradient
-  float fp8_input_inverse_ = 1, fp8_weight_inverse_ = 1;
 };
 
 }  // namespace ampwb

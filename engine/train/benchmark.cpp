@@ -122,8 +122,6 @@ BenchResult run_benchmark(const BenchConfig& config) {
   result.host_waits_per_step = static_cast<double>(profiled->host_waits() - waits_before) / config.steps;
   result.replayed_steps = step.replayed_steps() - replayed_before;
   result.why_not_captured = step.why_not_captured();
-  if (!captured && config.cuda_graphs != CudaGraphs::Off && !backend->device().is_cpu())
-    result.why_not_captured = step.why_not_capturable();
   step.finish_deferred();
   if (config.profile) {
     profiled->inner().synchronize();

@@ -83,12 +83,13 @@ void copy_fp8_scalings(Backend& backend, ResNet& from, ResNet& to) {
   });
   AMPWB_CHECK(source.size() == target.size(), "the model's copy has other FP8 layers");
   for (size_t i = 0; i < source.size(); ++i) {
-    source[i]->settle(backend);
-    target[i]->settle(backend);
+    for (Fp8TensorScaling* a : source[i]->tensors())
+      if (const std::optional<Fp8ScalingUpdate> u = a->take_update()) backend.update_fp8_scalings({*u});
+    source[i]->fetch(backend);
     for (auto [a, b] : {std::pair{&source[i]->input, &target[i]->input},
                         {&source[i]->weight, &target[i]->weight},
                         {&source[i]->output_grad, &target[i]->output_grad}})
-      b->scaling().restore(a->scaling().state());
+      b->restore(backend, a->scaling().state());
   }
 }
 

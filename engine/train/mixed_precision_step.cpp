@@ -80,21 +80,19 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   if (r.skipped) r.overflow = find_nonfinite_gradients(backend_, params);
   if (!r.skipped && !policy_.is_fp32() && !policy_.master_weights()) store_in_low_precision(params);
   scaler_.update();
-  settle_fp8_casts();
+  update_fp8_scalings();
   return r;
 }
 
-void MixedPrecisionStep::settle_fp8_casts() {
+void MixedPrecisionStep::update_fp8_scalings() {
   if (!policy_.fp8()) return;
-  std::vector<Fp8TensorScaling*> pending;
-  std::vector<Tensor> stats;
+  std::vector<Fp8ScalingUpdate> updates;
   model_.visit([&](Layer& layer) {
     if (Fp8LayerScaling* fp8 = layer.fp8_scaling())
       for (Fp8TensorScaling* t : fp8->tensors())
-        if (const Tensor* s = t->pending_stats()) pending.push_back(t), stats.push_back(*s);
+        if (std::optional<Fp8ScalingUpdate> u = t->take_update()) updates.push_back(*u);
   });
-  const std::vector<Tensor> host = backend_.download(stats);  // the step's casts with one wait
-  for (size_t i = 0; i < pending.size(); ++i) pending[i]->settle(host[i]);
+  if (!updates.empty()) backend_.update_fp8_scalings(updates);
 }
 
 void MixedPrecisionStep::set_gradient_reducer(GradientReducer* reducer, bool overlap) {
@@ -141,11 +139,6 @@ std::string MixedPrecisionStep::why_not_deferred() const {
   return "";
 }
 
-std::string MixedPrecisionStep::why_not_capturable() const {
-  if (policy_.fp8()) return "amp-fp8's delayed scaling reads each FP8 cast's amax on the host to scale the next one";
-  return "";
-}
-
 StepPlan plan_steps(const MixedPrecisionStep& step, const Device& device, HostSync host_sync, CudaGraphs cuda_graphs) {
   const std::string why_every_step = step.why_not_deferred();
   if (host_sync == HostSync::Deferred && !why_every_step.empty())
@@ -157,11 +150,8 @@ StepPlan plan_steps(const MixedPrecisionStep& step, const Device& device, HostSy
     throw SettingError("cuda_graphs",
                        "CUDA graphs on captures deferred steps, and these run every-step: " +
                            (why_every_step.empty() ? std::string("the CPU's steps wait for nothing") : why_every_step));
-  const std::string why_not_capturable = step.why_not_capturable();
-  if (cuda_graphs == CudaGraphs::On && !device.is_cpu() && !why_not_capturable.empty())
-    throw SettingError("cuda_graphs", "CUDA graphs on cannot capture these steps: " + why_not_capturable);
-  plan.captured = cuda_graphs == CudaGraphs::On ||
-                  (cuda_graphs == CudaGraphs::Auto && plan.deferred && !device.is_cpu() && why_not_capturable.empty());
+  plan.captured =
+      cuda_graphs == CudaGraphs::On || (cuda_graphs == CudaGraphs::Auto && plan.deferred && !device.is_cpu());
   return plan;
 }
 
@@ -207,11 +197,11 @@ void MixedPrecisionStep::queue_deferred(const Tensor& images, const Tensor& labe
     backend_.convert(loss_scale_state_, posted_state_);
     backend_.update_loss_scale(loss_scale_state_, scaler_.device_growth());
   }
-  settle_fp8_casts();
+  update_fp8_scalings();
 }
 
 bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& labels, float lr) {
-  if (!capture_ || !why_not_capturable().empty()) return false;
+  if (!capture_) return false;
   auto captured = std::find_if(captures_.begin(), captures_.end(), [&](const Captured& c) {
     return c.images.shape() == images.shape() && c.labels.shape() == labels.shape();
   });

@@ -58,8 +58,6 @@ class MixedPrecisionStep {
   // other shapes, and every step where the backend cannot capture, run op by op. The same steps as op by op, held as
   // run_deferred()'s are (CudaCapturedSteps: skips, scales, losses within 1e-3).
   void set_capture(bool on) { capture_ = on; }
-  // Why these settings' steps cannot be captured on a GPU, known before any step; empty when they can.
-  std::string why_not_capturable() const;
   // Why deferred steps run op by op although capture was asked for (the backend's reason); empty when they do not.
   const std::string& why_not_captured() const { return why_not_captured_; }
   int64_t replayed_steps() const { return replayed_; }
@@ -86,9 +84,9 @@ class MixedPrecisionStep {
   void queue_deferred(const Tensor& images, const Tensor& labels, float lr, const Tensor* step_values);
   // The step replayed, or captured and replayed; false where it must run op by op.
   bool replay_deferred(const Tensor& images, const Tensor& labels, float lr);
-  // amp-fp8: the step's FP8 casts read back and taken by their scalings, once at the step's end rather than each
-  // in the middle of it (Fp8TensorScaling::settle).
-  void settle_fp8_casts();
+  // amp-fp8: the scalings of the step's recorded FP8 casts updated where the backend computes, in one op at the
+  // step's end (Backend::update_fp8_scalings).
+  void update_fp8_scalings();
 
   Backend& backend_;
   ResNet& model_;
@@ -120,8 +118,8 @@ class MixedPrecisionStep {
 
 // How a run's or a benchmark's steps go, from the settings --host-sync and --cuda-graphs (TrainConfig):
 // deferred where asked or, with auto, on a GPU where the settings allow; captured where asked or, with auto, where
-// the steps are deferred on a GPU and capturable (on a CPU there is nothing to capture). Throws, naming the reason,
-// where the settings ask for what this step cannot do.
+// the steps are deferred on a GPU (on a CPU there is nothing to capture). Throws, naming the reason, where the
+// settings ask for what this step cannot do.
 struct StepPlan {
   bool deferred = false;
   bool captured = false;

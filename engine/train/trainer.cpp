@@ -270,6 +270,7 @@ Checkpoint make_checkpoint(Backend& backend, const TrainConfig& config, const Ep
   for (auto& [key, t] : optimizer.state()) c.tensors.emplace_back("optimizer/" + key, on_host(backend, t));
   // FP8's delayed scaling: each tensor's amax history and scale, so that a resumed run casts as this one would.
   for (const auto& [name, scaling] : fp8_scalings(model)) {
+    scaling->fetch(backend);  // the steps before have queued their updates
     const DelayedScalingState s = scaling->scaling().state();
     const auto length = static_cast<int64_t>(s.amax_history.size());
     c.tensors.emplace_back("fp8/" + name + ".amax_history", tensor_from_floats(s.amax_history, {length}));
@@ -306,8 +307,8 @@ void restore_checkpoint(Backend& backend, const Checkpoint& c, const TrainConfig
     if (name.starts_with("optimizer/")) optimizer.state()[name.substr(10)] = on_device(backend, t.clone());
   optimizer.set_steps_taken(c.meta.at("optimizer_steps"));
   for (const auto& [name, scaling] : fp8_scalings(model))
-    scaling->scaling().restore({to_float_vector(c.tensor("fp8/" + name + ".amax_history")),
-                                to_float_vector(c.tensor("fp8/" + name + ".scale")).at(0)});
+    scaling->restore(backend, {to_float_vector(c.tensor("fp8/" + name + ".amax_history")),
+                               to_float_vector(c.tensor("fp8/" + name + ".scale")).at(0)});
   const auto& s = c.meta.at("scaler");
   scaler.load_state({s.at(0), s.at(1), s.at(2)});
   at.epoch = c.meta.at("epoch");
@@ -642,12 +643,7 @@ void Trainer::Run::report_start() {
   if (const int64_t all = dataset_.report().validation_images_before_limit; all > validation_data_.size())
     info.notes.push_back("validated on " + counted(validation_data_.size()) + " of " + counted(all) +
                          " images, the same ones every epoch (the setting of validation images; 0: all)");
-  const std::string why_not_capturable = backend_->device().is_cpu() ? "" : step_.why_not_capturable();
-  if (plan_.deferred && !why_not_capturable.empty())
-    info.notes.push_back("each step's numbers are read one step later, but the steps still wait for the GPU and run "
-                         "op by op: " +
-                         why_not_capturable);
-  else if (plan_.deferred)
+  if (plan_.deferred)
     info.notes.push_back(
         "no step waits for the device: each step's numbers are read one step later, and a skipped "
         "step does not name the layers that overflowed (the host sync every-step does)");

@@ -61,6 +61,7 @@ class CpuBackend final : public Backend {
   void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) override;
   void convert(const Tensor& src, Tensor& dst) override;
   void scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor& stats) override;
+  void update_fp8_scalings(const std::vector<Fp8ScalingUpdate>& scalings) override;
   void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, GradScale grad_scale,
                              Tensor& dlogits) override;
   void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override;

@@ -115,6 +115,7 @@ void CpuBackend::scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor
   AMPWB_CHECK(!stats.defined() || (stats.dtype() == DType::U8 && stats.numel() == kFp8CastStatsBytes),
               "FP8 cast statistics are " << kFp8CastStatsBytes << " bytes (U8), not " << stats.describe());
   Impl::ConversionTimer timer(*impl_);
+  const float factor = cast.scale.on_host();
   const int64_t n = x.numel(), pieces = (n + kScaledCastPiece - 1) / kScaledCastPiece;
   std::vector<Fp8CastStats> partial(static_cast<size_t>(std::max(threads_, 1)));
 #pragma omp parallel num_threads(threads_)
@@ -126,7 +127,7 @@ void CpuBackend::scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor
       const int64_t begin = piece * kScaledCastPiece, len = std::min(kScaledCastPiece, n - begin);
       load_as_f32(x, begin, len, in.data());
       for (int64_t i = 0; i < len; ++i) {
-        out[i] = in[i] * cast.scale;
+        out[i] = in[i] * factor;
         mine.amax = std::fmax(mine.amax, std::fabs(in[i]));
         mine.saturated += cast.to_fp8 && fp8_clips(cast.format, std::fabs(out[i]));
       }
@@ -147,6 +148,17 @@ void CpuBackend::scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor
     total.underflowed += p.underflowed;
   }
   std::memcpy(stats.data(), &total, sizeof total);
+}
+
+void CpuBackend::update_fp8_scalings(const std::vector<Fp8ScalingUpdate>& scalings) {
+  for (const Fp8ScalingUpdate& u : scalings) {
+    AMPWB_CHECK(u.state && u.stats && u.state->dtype() == DType::F32 && u.state->device().is_cpu() &&
+                    u.stats->dtype() == DType::U8 && u.stats->numel() == kFp8CastStatsBytes,
+                "update_fp8_scalings takes an F32 state and its cast's statistics on the host");
+    Fp8CastStats stats;
+    std::memcpy(&stats, u.stats->data(), sizeof stats);
+    update_device_state(u.state->data_as<float>(), u.state->numel(), stats.amax, u.rule, u.scaled_max);
+  }
 }
 
 }  // namespace ampwb

@@ -44,6 +44,7 @@ struct LossScaleDevice;
 struct UpdateSegment;
 enum class ConvPass;
 struct ConvShape;
+struct FactorDevice;
 }  // namespace cuda
 
 struct CudaBackendOptions {
@@ -109,8 +110,9 @@ class CudaBackend final : public Backend {
   void relu_backward_of_sum(const Tensor& y, const Tensor& dy_a, const Tensor& dy_b, Tensor& dx) override;
   // On FP8 operands: the factor applied and the result rounded to its dtype in the convolution's epilogue
   // (cuda_backend_fp8.cpp), where cuDNN has an engine for that graph.
-  void conv2d_forward_scaled(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p, float factor) override;
-  void conv2d_backward_data_scaled(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p, float factor) override;
+  void conv2d_forward_scaled(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p, Fp8Factor factor) override;
+  void conv2d_backward_data_scaled(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p,
+                                   Fp8Factor factor) override;
   // The step as a CUDA graph (cuda_graph.cpp): captured on the compute stream from queue(), its memory a private
   // pool of the allocator's. Refused (null, and why) where queue() copies from or to the host, reads an upload
   // still in flight, or runs a convolution whose algorithm cuDNN has not chosen yet.
@@ -119,6 +121,7 @@ class CudaBackend final : public Backend {
   // backend). Host-to-device copies go through pinned staging buffers and do not wait for the GPU.
   void convert(const Tensor& src, Tensor& dst) override;
   void scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor& stats) override;
+  void update_fp8_scalings(const std::vector<Fp8ScalingUpdate>& scalings) override;
   void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, float label_smoothing, GradScale grad_scale,
                              Tensor& dlogits) override;
   void sgd_update(const std::vector<ParamUpdate>& params, const SgdParams& p) override;
@@ -177,11 +180,13 @@ class CudaBackend final : public Backend {
   // The pass's result times factor into out, of any floating dtype, in one cuDNN graph (its epilogue): false where
   // cuDNN has no engine for it.
   bool fp8_convolution_scaled(cuda::ConvPass pass, const Tensor& a, const Tensor& b, Tensor& out, ConvParams p,
-                              float factor);
+                              const Fp8Factor& factor);
   // One such pass (s: its FP8 shape, a and b NHWC) into out, times factor where s.scaled: on FP8 tensor cores or on
   // the same values widened to FP16, whichever its first call timed faster; false where cuDNN has no engine either way.
   bool fp8_pass(cuda::ConvPass pass, const cuda::ConvShape& s, const Tensor& a, const Tensor& b, void* out,
-                float factor);
+                const float* factor);
+  // An Fp8Factor's pointers into its states on this device.
+  cuda::FactorDevice factor_on_device(const Fp8Factor& f) const;
   // FP8 values in FP16, which holds each exactly.
   Tensor widened_to_fp16(const Tensor& fp8);
   void fp8_linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);

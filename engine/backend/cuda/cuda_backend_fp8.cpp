@@ -51,7 +51,7 @@ void CudaBackend::fp8_convolution(cuda::ConvPass pass, const Tensor& a, const Te
   s.b_type = cuda_detail::cudnn_type(b.dtype());
   s.dtype = CUDNN_DATA_FLOAT;
   s.math = cuda::ConvMath::TensorOp;
-  if (fp8_pass(pass, s, a_nhwc, b_nhwc, result.data(), 1.0f)) {
+  if (fp8_pass(pass, s, a_nhwc, b_nhwc, result.data(), nullptr)) {
     if (!result.same_storage(out)) convert(result, out);
     return;
   }
@@ -68,7 +68,7 @@ void CudaBackend::fp8_convolution(cuda::ConvPass pass, const Tensor& a, const Te
 }
 
 bool CudaBackend::fp8_convolution_scaled(cuda::ConvPass pass, const Tensor& a, const Tensor& b, Tensor& out,
-                                         ConvParams p, float factor) {
+                                         ConvParams p, const Fp8Factor& factor) {
   Impl& m = *impl_;
   if (!is_floating(out.dtype()) || out.layout() != Layout::NHWC) return false;
   const Tensor a_nhwc = m.in_layout(a, Layout::NHWC), b_nhwc = m.in_layout(b, Layout::NHWC);
@@ -79,13 +79,16 @@ bool CudaBackend::fp8_convolution_scaled(cuda::ConvPass pass, const Tensor& a, c
   s.b_type = cuda_detail::cudnn_type(b.dtype());
   s.dtype = cuda_detail::cudnn_type(out.dtype());
   s.math = cuda::ConvMath::TensorOp;
-  return fp8_pass(pass, s, a_nhwc, b_nhwc, out.data(), factor);
+  // The epilogue reads one scalar: the factor's product written where it can, as the pass runs.
+  Tensor factor_value = m.empty({1}, DType::F32);
+  cuda::write_factor(factor_on_device(factor), factor_value.data_as<float>(), m.stream);
+  return fp8_pass(pass, s, a_nhwc, b_nhwc, out.data(), factor_value.data_as<float>());
 }
 
 // On an H200 with cuDNN 9.19, every FP8 engine cuDNN had for ResNet-50's passes ran slower than the 16-bit engines of
 // the same pass (docs/benchmarks.md): the way is timed per pass and shape rather than assumed.
 bool CudaBackend::fp8_pass(cuda::ConvPass pass, const cuda::ConvShape& s, const Tensor& a, const Tensor& b, void* out,
-                           float factor) {
+                           const float* factor) {
   using Way = Impl::Fp8Way;
   Impl& m = *impl_;
   std::vector<Tensor> holders;
@@ -139,7 +142,7 @@ Tensor CudaBackend::widened_to_fp16(const Tensor& fp8) {
 }
 
 // The fused forms where their operands are FP8 and the graph has an engine; else the ops they compose.
-void CudaBackend::conv2d_forward_scaled(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p, float factor) {
+void CudaBackend::conv2d_forward_scaled(const Tensor& x, const Tensor& w, Tensor& y, ConvParams p, Fp8Factor factor) {
   if (is_fp8(x.dtype()) && impl_->fp8_fused_scales) {
     CUDA_OP_ENTRY(&x, &w);
     for (const Tensor* t : {&x, &w, static_cast<const Tensor*>(&y)}) impl_->check_device(*t, "conv2d_forward_scaled");
@@ -151,7 +154,7 @@ void CudaBackend::conv2d_forward_scaled(const Tensor& x, const Tensor& w, Tensor
 }
 
 void CudaBackend::conv2d_backward_data_scaled(const Tensor& dy, const Tensor& w, Tensor& dx, ConvParams p,
-                                              float factor) {
+                                              Fp8Factor factor) {
   if (is_fp8(dy.dtype()) && impl_->fp8_fused_scales) {
     CUDA_OP_ENTRY(&dy, &w);
     for (const Tensor* t : {&dy, &w, static_cast<const Tensor*>(&dx)})

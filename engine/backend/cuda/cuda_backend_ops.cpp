@@ -173,6 +173,26 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& y, bool relu) {
 
 static_assert(sizeof(cuda::Fp8StatsDevice) == sizeof(Fp8CastStats) && kFp8CastStatsBytes == 32,
               "the device's FP8 statistics are laid out as Fp8CastStats");
+static_assert(cuda::kFp8StateSlots[0] == kFp8StateScaleInverse && cuda::kFp8StateSlots[1] == kFp8StateScale &&
+                  cuda::kFp8StateSlots[2] == kFp8StateScaleUsed && cuda::kFp8StateSlots[3] == kFp8StateOldest &&
+                  cuda::kFp8StateSlots[4] == kFp8StateHistory,
+              "the kernels lay out FP8 scaling states as core/delayed_scaling.h");
+
+namespace {
+const float* state_slot(const Tensor* state, int64_t slot, const Device& device) {
+  if (!state) return nullptr;
+  AMPWB_CHECK(state->dtype() == DType::F32 && state->numel() > kFp8StateHistory && state->device() == device,
+              "an FP8 scaling state is F32 on " << device.str() << ", over " << kFp8StateHistory
+                                                << " values: " << state->describe());
+  return state->data_as<float>() + slot;
+}
+}  // namespace
+
+cuda::FactorDevice CudaBackend::factor_on_device(const Fp8Factor& f) const {
+  const Device& d = impl_->device;
+  return {f.value, state_slot(f.inverses[0], kFp8StateScaleInverse, d),
+          state_slot(f.inverses[1], kFp8StateScaleInverse, d), state_slot(f.scale, kFp8StateScale, d), f.reciprocal};
+}
 
 void CudaBackend::scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tensor& stats) {
   CUDA_OP_ENTRY(&x);
@@ -192,8 +212,23 @@ void CudaBackend::scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tenso
     device_stats = static_cast<cuda::Fp8StatsDevice*>(stats.data());
   }
   const int format = !cast.to_fp8 ? -1 : cast.format == Fp8Format::E4M3 ? 0 : 1;
-  cuda::scaled_cast(x.data(), ktype(x.dtype()), y.data(), ktype(y.dtype()), x.numel(), cast.scale, format, device_stats,
-                    impl_->stream);
+  cuda::scaled_cast(x.data(), ktype(x.dtype()), y.data(), ktype(y.dtype()), x.numel(), factor_on_device(cast.scale),
+                    format, device_stats, impl_->stream);
+}
+
+void CudaBackend::update_fp8_scalings(const std::vector<Fp8ScalingUpdate>& scalings) {
+  std::vector<cuda::Fp8ScalingDevice> on_device;
+  for (const Fp8ScalingUpdate& u : scalings) {
+    AMPWB_CHECK(u.state && u.stats, "update_fp8_scalings takes a state and its cast's statistics");
+    impl_->check_device(*u.state, "an FP8 scaling state");
+    impl_->check_device(*u.stats, "an FP8 cast's statistics");
+    AMPWB_CHECK(u.state->dtype() == DType::F32 && u.state->numel() > kFp8StateHistory &&
+                    u.stats->dtype() == DType::U8 && u.stats->numel() == kFp8CastStatsBytes,
+                "update_fp8_scalings: a state " << u.state->describe() << ", statistics " << u.stats->describe());
+    on_device.push_back({u.state->data_as<float>(), static_cast<const cuda::Fp8StatsDevice*>(u.stats->data()),
+                         u.state->numel(), u.scaled_max, u.rule == AmaxRule::Max ? 1 : 0});
+  }
+  cuda::update_fp8_scalings(on_device.data(), static_cast<int>(on_device.size()), impl_->stream);
 }
 
 // ---- Pooling ----------------------------------------------------------------------------------------------------

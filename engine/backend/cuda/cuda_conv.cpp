@@ -424,7 +424,7 @@ void ConvRunner::backward_filter(const ConvShape& s, const void* x, const void* 
 }
 
 bool ConvRunner::mixed(ConvPass pass, const ConvShape& s, const void* a, const void* b, void* out,
-                       const ScratchFn& scratch, float scale) {
+                       const ScratchFn& scratch, const float* scale) {
   if (!GraphApiConvs::compiled()) return false;
   if (!mixed_graph_api_) mixed_graph_api_ = std::make_unique<GraphApiConvs>(handle_, policy_);
   return mixed_graph_api_->run(pass, s, a, b, out, scratch, capturing_, scale);

@@ -64,7 +64,8 @@ using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
 // strides in the shape's layout. With `epilogue` (mixed passes only) the convolution's result is multiplied by 1 in
 // FP32 before it is written: a convolution and its pointwise scales is the shape of NVIDIA's FP8 convolution sample,
 // which cuDNN's runtime fusion engines take where a convolution alone may find no engine. A scaled shape always has
-// the epilogue, its factor a scalar passed by value with each run.
+// the epilogue, its factor an FP32 scalar in device memory given with each run (read there as the pass runs, so that
+// a captured step replays with each step's factor).
 struct PassGraph {
   std::shared_ptr<fe::graph::Graph> graph = std::make_shared<fe::graph::Graph>();
   TensorPtr a, b, out;
@@ -111,13 +112,11 @@ PassGraph make_graph(ConvPass pass, const ConvShape& s, bool epilogue = false) {
   }
   if (epilogue) {
     const TensorPtr conv = g.out;  // virtual from here, in the intermediate type (FP32)
-    // Without a value here, the scalar is a slot of the variant pack: a pointer to the host's float at each run.
     if (s.scaled)
       g.scale = g.graph->tensor(fe::graph::Tensor_attributes()
                                     .set_name("scale")
                                     .set_dim({1, 1, 1, 1})
                                     .set_stride({1, 1, 1, 1})
-                                    .set_is_pass_by_value(true)
                                     .set_data_type(fe::DataType_t::FLOAT));
     g.out = g.graph->pointwise(conv, s.scaled ? g.scale : g.graph->tensor(1.0f, fe::graph::ScalarType::RUNTIME_PARAM),
                                fe::graph::Pointwise_attributes()
@@ -330,11 +329,12 @@ GraphApiConvs::GraphApiConvs(cudnnHandle_t handle, const ConvPolicy& policy) : i
 GraphApiConvs::~GraphApiConvs() = default;
 
 bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const void* b, void* out,
-                        const ScratchFn& scratch, bool capturing, float scale) {
+                        const ScratchFn& scratch, bool capturing, const float* scale) {
   const std::string key = s.key(pass_key(pass));
   // The engines are chosen for 16-byte aligned tensors (the frontend's default): others run on the legacy API.
   for (const void* ptr : {a, b, static_cast<const void*>(out)})
     if (reinterpret_cast<uintptr_t>(ptr) % 16) return false;
+  AMPWB_CHECK(!s.scaled || scale, "a scaled convolution (" << key << ") needs its factor in device memory");
   Impl::Plan& p = impl_->plans[key];
   if (!p.refused.empty()) return false;
   const bool first_call = !p.chosen;
@@ -346,7 +346,7 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
     if (!p.g.out) impl_->build(p, pass, s);
     std::unordered_map<int64_t, void*> pack{
         {p.g.a->get_uid(), const_cast<void*>(a)}, {p.g.b->get_uid(), const_cast<void*>(b)}, {p.g.out->get_uid(), out}};
-    if (p.g.scale) pack[p.g.scale->get_uid()] = &scale;
+    if (p.g.scale) pack[p.g.scale->get_uid()] = const_cast<float*>(scale);
     void* workspace = nullptr;  // the timing's, on the first call (as large as the largest candidate's)
     if (!p.chosen) {
       workspace = impl_->choose(p, pack, scratch);
@@ -437,7 +437,8 @@ GraphApiConvs::GraphApiConvs(cudnnHandle_t, const ConvPolicy&) {
 
 GraphApiConvs::~GraphApiConvs() = default;
 
-bool GraphApiConvs::run(ConvPass, const ConvShape&, const void*, const void*, void*, const ScratchFn&, bool, float) {
+bool GraphApiConvs::run(ConvPass, const ConvShape&, const void*, const void*, void*, const ScratchFn&, bool,
+                        const float*) {
   return false;
 }
 

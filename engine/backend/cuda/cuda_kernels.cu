@@ -4,6 +4,8 @@
 // cuda_kernels.h for the contracts.
 #include <cuda_fp8.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <string>
 
 #include "backend/cuda/cuda_kernel_util.cuh"
@@ -738,6 +740,15 @@ void update_loss_scale(LossScaleDevice* state, double growth_factor, double back
 }
 
 namespace {
+// The factor in FP32, in ampwb::Fp8Factor::on_host's order.
+__device__ float factor_value(const FactorDevice& f) {
+  float v = f.value;
+  if (f.inverse0) v *= *f.inverse0;
+  if (f.inverse1) v *= *f.inverse1;
+  if (f.scale) v *= *f.scale;
+  return f.reciprocal ? 1.0f / v : v;
+}
+
 // A thread's share of a cast's statistics added to stats: reduced over the block first (every thread of it calls
 // this), so that one atomic per block, not one per thread of a large grid, contends for each word.
 __device__ void add_fp8_stats(Fp8StatsDevice* stats, float amax, unsigned long long saturated,
@@ -752,8 +763,9 @@ __device__ void add_fp8_stats(Fp8StatsDevice* stats, float amax, unsigned long l
 }
 
 template <int kFormat>  // -1: no FP8 rounding; 0: E4M3; 1: E5M2
-__global__ void scaled_cast_kernel(const void* x, KType xt, void* y, KType yt, int64_t n, float scale,
+__global__ void scaled_cast_kernel(const void* x, KType xt, void* y, KType yt, int64_t n, FactorDevice factor,
                                    Fp8StatsDevice* stats) {
+  const float scale = factor_value(factor);
   float amax = 0.0f;
   unsigned long long saturated = 0, underflowed = 0;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
@@ -776,8 +788,9 @@ __global__ void scaled_cast_kernel(const void* x, KType xt, void* y, KType yt, i
 // activations and gradients, whose bytes bound them.
 constexpr int kFp8Pack = 8;
 template <class T, int kFormat>
-__global__ void scaled_cast_fp8_packed_kernel(const T* x, __nv_fp8_storage_t* y, int64_t packs, float scale,
+__global__ void scaled_cast_fp8_packed_kernel(const T* x, __nv_fp8_storage_t* y, int64_t packs, FactorDevice factor,
                                               Fp8StatsDevice* stats) {
+  const float scale = factor_value(factor);
   struct alignas(sizeof(T) * kFp8Pack) In {
     T v[kFp8Pack];
   };
@@ -814,9 +827,61 @@ bool packed_fp8_cast(const void* x, KType x_type, void* y, KType y_type, int64_t
 __global__ void start_fp8_stats_kernel(Fp8StatsDevice* stats, int64_t n) {
   *stats = Fp8StatsDevice{0u, 0, static_cast<unsigned long long>(n), 0ull, 0ull};
 }
+
+__global__ void write_factor_kernel(FactorDevice factor, float* out) { *out = factor_value(factor); }
+
+constexpr int kScaleInverse = kFp8StateSlots[0], kScale = kFp8StateSlots[1], kScaleUsed = kFp8StateSlots[2],
+              kOldest = kFp8StateSlots[3], kHistory = kFp8StateSlots[4];
+constexpr int kScalingsPerLaunch = 32;
+struct Fp8ScalingBatch {  // by value: a launch's parameters, which a captured step keeps
+  Fp8ScalingDevice scalings[kScalingsPerLaunch];
+};
+
+// A block per tensor: the rule's amax over the ring, then thread 0 rolls it and sets the scale.
+__global__ void update_fp8_scalings_kernel(Fp8ScalingBatch batch) {
+  const Fp8ScalingDevice& u = batch.scalings[blockIdx.x];
+  float* state = u.state;
+  float* ring = state + kHistory + 1;
+  const int64_t past = u.count - kHistory - 1;
+  const float recorded = u.stats ? __uint_as_float(u.stats->amax_bits) : 0.0f;
+  const float this_step = fmaxf(state[kHistory], recorded);  // fmaxf passes over a NaN
+  float chosen = -INFINITY;
+  if (u.max_rule)
+    for (int64_t i = threadIdx.x; i < past; i += blockDim.x) chosen = fmaxf(chosen, ring[i]);
+  chosen = fmaxf(block_max(chosen), this_step);  // after the barriers in block_max no thread reads the ring
+  if (threadIdx.x != 0) return;
+  if (past > 0) {
+    const auto oldest = static_cast<int64_t>(state[kOldest]);
+    ring[oldest] = this_step;
+    state[kOldest] = static_cast<float>((oldest + 1) % past);
+  }
+  state[kHistory] = 0.0f;
+  state[kScaleUsed] = state[kScale];
+  if (isfinite(chosen) && chosen > 0.0f) {
+    float scale = u.scaled_max / chosen;
+    if (isinf(scale)) scale = FLT_MAX;
+    state[kScale] = scale;
+    state[kScaleInverse] = 1.0f / scale;
+  }
+}
 }  // namespace
 
-void scaled_cast(const void* x, KType x_type, void* y, KType y_type, int64_t n, float scale, int fp8_format,
+void write_factor(FactorDevice factor, float* out, cudaStream_t stream) {
+  write_factor_kernel<<<1, 1, 0, stream>>>(factor, out);
+  CUDA_CHECK_LAUNCH("write_factor_kernel");
+}
+
+void update_fp8_scalings(const Fp8ScalingDevice* scalings, int count, cudaStream_t stream) {
+  for (int first = 0; first < count; first += kScalingsPerLaunch) {
+    const int in_launch = std::min(kScalingsPerLaunch, count - first);
+    Fp8ScalingBatch batch{};
+    for (int i = 0; i < in_launch; ++i) batch.scalings[i] = scalings[first + i];
+    update_fp8_scalings_kernel<<<in_launch, kThreads, 0, stream>>>(batch);
+    CUDA_CHECK_LAUNCH("update_fp8_scalings_kernel");
+  }
+}
+
+void scaled_cast(const void* x, KType x_type, void* y, KType y_type, int64_t n, FactorDevice factor, int fp8_format,
                  Fp8StatsDevice* stats, cudaStream_t stream) {
   if (stats) {  // a kernel rather than a host copy: the cast stays capturable in a CUDA graph
     start_fp8_stats_kernel<<<1, 1, 0, stream>>>(stats, n);
@@ -829,20 +894,20 @@ void scaled_cast(const void* x, KType x_type, void* y, KType y_type, int64_t n, 
     AMPWB_DISPATCH_FLOATING(x_type, "scaled_cast", {
       if (fp8_format == 0)
         scaled_cast_fp8_packed_kernel<T, 0>
-            <<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<const T*>(x), out, packs, scale, stats);
+            <<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<const T*>(x), out, packs, factor, stats);
       else
         scaled_cast_fp8_packed_kernel<T, 1>
-            <<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<const T*>(x), out, packs, scale, stats);
+            <<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<const T*>(x), out, packs, factor, stats);
     });
     CUDA_CHECK_LAUNCH("scaled_cast_fp8_packed_kernel");
     return;
   }
   if (fp8_format == 0)
-    scaled_cast_kernel<0><<<blocks_for(n), kThreads, 0, stream>>>(x, x_type, y, y_type, n, scale, stats);
+    scaled_cast_kernel<0><<<blocks_for(n), kThreads, 0, stream>>>(x, x_type, y, y_type, n, factor, stats);
   else if (fp8_format == 1)
-    scaled_cast_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>(x, x_type, y, y_type, n, scale, stats);
+    scaled_cast_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>(x, x_type, y, y_type, n, factor, stats);
   else
-    scaled_cast_kernel<-1><<<blocks_for(n), kThreads, 0, stream>>>(x, x_type, y, y_type, n, scale, stats);
+    scaled_cast_kernel<-1><<<blocks_for(n), kThreads, 0, stream>>>(x, x_type, y, y_type, n, factor, stats);
   CUDA_CHECK_LAUNCH("scaled_cast_kernel");
 }
 

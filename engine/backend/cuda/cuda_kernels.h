@@ -189,10 +189,35 @@ struct Fp8StatsDevice {
   int unused;
   unsigned long long count, saturated, underflowed;
 };
-// y[i] = x[i] * scale, rounded to FP8 by cuda_fp8.h's __nv_cvt_float_to_fp8 with __NV_SATFINITE where fp8_format is
-// 0 (E4M3) or 1 (E5M2), stored in y's type; -1: only the product rounded to y's type. stats: null, or zeroed here
+// A factor by value, times FP32 scalars read in device memory as a kernel runs (ampwb::Fp8Factor):
+// ((value * *inverse0) * *inverse1) * *scale over the pointers given, its reciprocal where asked.
+struct FactorDevice {
+  float value = 1.0f;
+  const float* inverse0 = nullptr;
+  const float* inverse1 = nullptr;
+  const float* scale = nullptr;
+  bool reciprocal = false;
+};
+// y[i] = x[i] * factor, rounded to FP8 by cuda_fp8.h's __nv_cvt_float_to_fp8 with __NV_SATFINITE where fp8_format
+// is 0 (E4M3) or 1 (E5M2), stored in y's type; -1: only the product rounded to y's type. stats: null, or zeroed here
 // and filled by the launch.
-void scaled_cast(const void* x, KType x_type, void* y, KType y_type, int64_t n, float scale, int fp8_format,
+void scaled_cast(const void* x, KType x_type, void* y, KType y_type, int64_t n, FactorDevice factor, int fp8_format,
                  Fp8StatsDevice* stats, cudaStream_t stream);
+// The factor's value written to *out (for a convolution's epilogue, which reads one scalar).
+void write_factor(FactorDevice factor, float* out, cudaStream_t stream);
+
+// One FP8 tensor's delayed scaling (ampwb::Fp8ScalingUpdate): its state (F32, kFp8StateHistory + history_length
+// values) takes the amax in stats as ampwb::update_device_state does, bit for bit.
+// The state's layout, core/delayed_scaling.h's kFp8State* (scale-inverse, scale, scale used, oldest, history), by
+// number here: that is no CUDA header (cuda_backend_ops.cpp checks they agree).
+inline constexpr int kFp8StateSlots[5] = {0, 1, 2, 3, 4};
+struct Fp8ScalingDevice {
+  float* state;
+  const Fp8StatsDevice* stats;
+  int64_t count;  // the state's values
+  float scaled_max;
+  int max_rule;  // AmaxRule::Max, else the most recent
+};
+void update_fp8_scalings(const Fp8ScalingDevice* scalings, int count, cudaStream_t stream);
 
 }  // namespace ampwb::cuda

@@ -46,8 +46,8 @@ struct ConvShape {
   bool mixed = false;
   cudnnDataType_t a_type = CUDNN_DATA_FLOAT, b_type = CUDNN_DATA_FLOAT;
   bool fp8_inputs() const { return a_type == CUDNN_DATA_FP8_E4M3 || a_type == CUDNN_DATA_FP8_E5M2; }
-  // A mixed pass whose result is multiplied by a factor given with each run, in FP32 in the graph's epilogue, before
-  // it is rounded to dtype (FP32, FP16 or BF16).
+  // A mixed pass whose result is multiplied by a factor in device memory given with each run, in FP32 in the graph's
+  // epilogue, before it is rounded to dtype (FP32, FP16 or BF16).
   bool scaled = false;
   std::string key(const char* op) const;  // "fwd n256 c64 h56 ... f16 nhwc tensor-op"
 };
@@ -99,9 +99,9 @@ class GraphApiConvs {
 
   // One pass: inputs a, b (forward: x, w; backward data: dy, w; backward filter: x, dy) and its output. False where
   // the graph API has no plan for it: the caller runs the legacy API. While capturing, a shape not yet planned throws.
-  // scale: a scaled shape's factor.
+  // scale: a scaled shape's factor, one FP32 value in device memory.
   bool run(ConvPass pass, const ConvShape& shape, const void* a, const void* b, void* out, const ScratchFn& scratch,
-           bool capturing, float scale = 1.0f);
+           bool capturing, const float* scale = nullptr);
   // The chosen engine's time per run and workspace, as its timing measured it; ms negative where nothing was timed.
   TimedCandidate timed(ConvPass pass, const ConvShape& shape) const;
   // The pass and shape go to the legacy API from now on, for this reason.
@@ -134,7 +134,7 @@ class ConvRunner {
   // type than the inputs': false where the build has no cudnn-frontend or cuDNN offers no engine for it
   // (describe_plans() says why); the caller then computes it another way.
   bool mixed(ConvPass pass, const ConvShape& shape, const void* a, const void* b, void* out, const ScratchFn& scratch,
-             float scale = 1.0f);
+             const float* scale = nullptr);
   // The chosen engine's time per run of a mixed pass run before, where its engines were timed; else -1.
   float mixed_ms(ConvPass pass, const ConvShape& shape) const;
 
