@@ -8,6 +8,7 @@
 #include <optional>
 #include <tuple>
 
+#include "amp/fp8_scaling.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/profiled_backend.h"
 #include "core/allocator.h"
@@ -230,7 +231,22 @@ struct StepsOutcome {
   std::vector<std::vector<float>> params;
   LossScaler::State scaler;
   int64_t optimizer_steps = 0;
+  std::vector<std::vector<float>> fp8_scalings;  // amp-fp8: each tensor's amax history, then its scale
 };
+
+std::vector<std::vector<float>> fp8_scalings_of(Backend& backend, ResNet& model) {
+  std::vector<std::vector<float>> out;
+  model.visit([&](Layer& layer) {
+    if (Fp8LayerScaling* fp8 = layer.fp8_scaling()) {
+      fp8->fetch(backend);
+      for (const Fp8TensorScaling* t : fp8->tensors()) {
+        out.push_back(t->scaling().amax_history());
+        out.back().push_back(t->scaling().scale());
+      }
+    }
+  });
+  return out;
+}
 
 // The case's precision: its mode, its loss scale, and a scale that grows as well as backs off within the steps.
 PrecisionConfig case_config(const DeferredCase& c) {
@@ -278,6 +294,7 @@ StepsOutcome train_steps(Backend& backend, const DeferredCase& c, bool deferred,
     EXPECT_FALSE(t.step.finish_deferred().has_value()) << "nothing left";
   }
   for (Parameter* p : t.model.parameters()) out.params.push_back(to_float_vector(on_host(backend, p->value)));
+  out.fp8_scalings = fp8_scalings_of(backend, t.model);
   out.scaler = t.scaler.state();
   out.optimizer_steps = t.optimizer->steps_taken();
   return out;
@@ -367,6 +384,7 @@ ScheduledSteps train_on_schedule(Backend& backend, const DeferredCase& c, bool d
   }
   if (std::optional<StepResult> r = t.step.finish_deferred()) out.outcome.results.push_back(*r);
   for (Parameter* p : t.model.parameters()) out.outcome.params.push_back(to_float_vector(on_host(backend, p->value)));
+  out.outcome.fp8_scalings = fp8_scalings_of(backend, t.model);
   out.outcome.scaler = t.scaler.state();
   out.outcome.optimizer_steps = t.optimizer->steps_taken();
   out.why_not_captured = t.step.why_not_captured();
@@ -390,6 +408,7 @@ void expect_same_steps(const StepsOutcome& a, const StepsOutcome& b) {
   EXPECT_EQ(a.scaler.scale, b.scaler.scale);
   EXPECT_EQ(a.scaler.growth_tracker, b.scaler.growth_tracker);
   EXPECT_EQ(a.optimizer_steps, b.optimizer_steps);
+  EXPECT_EQ(a.fp8_scalings, b.fp8_scalings) << "amp-fp8's amax histories and scales";
 }
 
 class CapturedStep : public ::testing::TestWithParam<DeferredCase> {};
@@ -519,10 +538,7 @@ TEST(CapturedStep, NoStepIsCapturedBeforeTheOptimizersFirst) {
   expect_same_steps(captured.outcome, waiting.outcome);
 }
 
-// Where the backend cannot capture, or a capture fails part way (after the forward and backward were recorded),
-// the steps run op by op with the reason kept, and nothing of the failed capture shows: Adam's count included.
-TEST(CapturedStep, ARefusedCaptureRunsTheStepsOpByOpWithTheReason) {
-  const DeferredCase c{"amp-fp16", "adam", ""};
+void expect_refused_capture_runs_op_by_op(const DeferredCase& c) {
   StrictDeviceBackend waiting_device;
   const ScheduledSteps waiting = train_on_schedule(waiting_device, c, false, false);
   StrictDeviceBackend cannot;
@@ -538,6 +554,16 @@ TEST(CapturedStep, ARefusedCaptureRunsTheStepsOpByOpWithTheReason) {
   EXPECT_EQ(failing.captures, 0);
   EXPECT_EQ(failed.replayed, 0);
   expect_same_steps(failed.outcome, waiting.outcome);
+}
+
+// Where the backend cannot capture, or a capture fails part way (after the forward and backward were recorded),
+// the steps run op by op with the reason kept, and nothing of the failed capture shows: Adam's count included, and
+// amp-fp8's recorded casts, which ran nothing either.
+TEST(CapturedStep, ARefusedCaptureRunsTheStepsOpByOpWithTheReason) {
+  for (const DeferredCase& c : {DeferredCase{"amp-fp16", "adam", ""}, DeferredCase{"amp-fp8", "adam", ""}}) {
+    SCOPED_TRACE(c.mode);
+    expect_refused_capture_runs_op_by_op(c);
+  }
 }
 
 TEST(DeferredStep, SettingsThatNeedTheHostAreRefusedWithTheReason) {

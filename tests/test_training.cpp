@@ -822,7 +822,8 @@ TEST(Checkpoints, StopMidEpochThenResumeContinuesTheSameCurveBitForBit) {
            {"fp32", HostSync::EveryStep},
            {"amp-fp16", HostSync::EveryStep},
            {"amp-fp16", HostSync::Deferred},
-           {"amp-fp8", HostSync::EveryStep}}) {  // its FP8 scales' histories resume with it
+           {"amp-fp8", HostSync::EveryStep},    // its FP8 scales' histories resume with it
+           {"amp-fp8", HostSync::Deferred}}) {  // ... read from where the steps keep them
     TrainConfig c = tiny_config(data);
     c.epochs = 3;
     c.precision = precision_preset(mode);

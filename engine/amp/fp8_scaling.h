@@ -9,9 +9,11 @@
 // Engine keeps it on the GPU: a cast reads its scale there, the layers' ops read the scale-inverses there
 // (Fp8Factor), and the step's end updates every scaling in one op (update_fp8_scalings), so that no step waits for
 // the host and a GPU's steps can be captured. Each training cast records its amax; its update comes before the
-// tensor's next cast at the latest, so the next step's cast uses the scale it gave (Transformer Engine's update after
-// the step, there being one cast of each tensor per step). Casts in evaluation record nothing. The host reads the
-// scaling (the numerics records, checkpoints) with fetch(), which waits for the device.
+// tensor's next recorded cast at the latest, so the next step's cast uses the scale it gave (Transformer Engine's
+// update after the step, there being one cast of each tensor per step). Casts in evaluation record nothing and
+// queue nothing: between a layer's forward and its backward only the layer's next training forward, which the
+// backward then belongs to, can change the scale-inverses the backward reads. The host reads the scaling (the
+// numerics records, checkpoints) with fetch(), which waits for the device.
 #pragma once
 
 #include <array>
@@ -44,25 +46,24 @@ class Fp8TensorScaling {
   // x (any floating dtype) times the scale, rounded to the format with saturation, as a tensor of x's shape and
   // layout in the storage dtype. record: a training step's cast, whose amax joins the history and updates the scale
   // for the next when its update is queued; a recorded cast still waiting for its update has it queued first, so
-  // that this cast uses the scale it gave.
+  // that this one uses the scale it gave.
   Tensor cast(Backend& backend, const Tensor& x, bool record);
   // The update a recorded cast waits for, for Backend::update_fp8_scalings, and from then on none waits; nothing
   // where none waits.
   std::optional<Fp8ScalingUpdate> take_update();
+  // The recorded cast waiting for its update never ran (a step's capture that failed: its recordings ran nothing).
+  void forget_update() { pending_ = false; }
   // The state where the backend computes (F32, core/delayed_scaling.h's layout): what the layers' ops read the
   // scale-inverses from (Fp8Factor::inverses_of), as they are when the ops run.
   const Tensor& state() const { return state_; }
   Fp8Format format() const { return format_; }
 
-  // The host's copy made current: the state and the last recorded cast's statistics read back (waits for the
-  // device), whether or not the cast's update has come (a probe reads a cast in the middle of its step). For many
-  // scalings with one wait, download fetch_tensors() and give them to fetched().
-  void fetch(Backend& backend);
-  std::vector<Tensor> fetch_tensors() const;
-  void fetched(const std::vector<Tensor>& host);
-  // Both throw where the host's copy is not current (a cast or an update since fetch()); scaling() also where a
-  // recorded cast's update waits.
-  const Fp8CastReport& last() const;
+  // The host's copy of the state and of the last recorded cast's statistics, read back (waits for the device),
+  // whether or not the cast's update has come (a probe reads a cast in the middle of its step).
+  void fetch(Backend& backend) { fetch_all(backend, {this}); }
+  static void fetch_all(Backend& backend, const std::vector<Fp8TensorScaling*>& scalings);  // with one wait
+  // As of the last fetch() (or restore()); scaling() throws where a recorded cast's update waits.
+  const Fp8CastReport& last() const { return last_; }
   const DelayedScaling& scaling() const;
   // Continues from a checkpoint's state (its history and scale): written to the backend's device.
   void restore(Backend& backend, const DelayedScalingState& state);
@@ -73,11 +74,12 @@ class Fp8TensorScaling {
   DType storage_;
   Tensor state_;  // F32 on the backend's device
   Tensor stats_;  // kFp8CastStatsBytes U8 on the backend's device, made by the first recorded cast
-  bool pending_ = false;  // a recorded cast whose update is not queued yet
-  bool current_ = false;  // the host's copy below is the state's
-  DelayedScaling host_;
+  bool cast_recorded_ = false;  // stats_ holds a recorded cast's statistics (none since the start or a restore)
+  bool pending_ = false;        // a recorded cast whose update is not queued yet
+  DelayedScaling host_;         // as last fetched
   Fp8CastReport last_;
-  void check_current() const;
+  std::vector<Tensor> fetch_tensors() const;
+  void fetched(const Tensor* host_state, const Tensor* host_stats);
 };
 
 // A layer's three FP8 tensors: the output gradient in E5M2, or E4M3 as the others where the settings say; in FP8
@@ -88,7 +90,7 @@ struct Fp8LayerScaling {
         weight(backend, Fp8Format::E4M3, config.scaling, fp8_storage),
         output_grad(backend, config.gradient_format(), config.scaling, fp8_storage) {}
   // The three fetched with one wait.
-  void fetch(Backend& backend);
+  void fetch(Backend& backend) { Fp8TensorScaling::fetch_all(backend, {&input, &weight, &output_grad}); }
   std::array<Fp8TensorScaling*, 3> tensors() { return {&input, &weight, &output_grad}; }
   Fp8TensorScaling input, weight, output_grad;
 };

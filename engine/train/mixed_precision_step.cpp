@@ -245,6 +245,10 @@ bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& lab
       why_not_captured_);
   if (!c.work) {
     optimizer_.set_steps_taken(steps_before);  // the recording ran nothing
+    model_.visit([](Layer& layer) {            // ... nor the FP8 casts it recorded
+      if (Fp8LayerScaling* fp8 = layer.fp8_scaling())
+        for (Fp8TensorScaling* t : fp8->tensors()) t->forget_update();
+    });
     if (why_not_captured_.empty()) why_not_captured_ = "the backend gave no reason";
     return false;
   }

@@ -302,11 +302,8 @@ size_t CudaBackend::conv_plans_cached() const { return impl_->conv->plans_cached
 std::string CudaBackend::conv_plans() const {
   std::string out = impl_->conv->describe_plans();
   for (const auto& [key, choice] : impl_->fp8_choices) {
-    using Way = Impl::Fp8Way;
     out += key + ": amp-fp8's pass " +
-           (choice.way == Way::Fp8       ? "on FP8 tensor cores"
-            : choice.way == Way::Widened ? "on its values widened to FP16"
-                                         : "computed in FP32 (no engine either way)");
+           (choice.way == Impl::Fp8Way::Fp8 ? "on FP8 tensor cores" : "on its values widened to FP16");
     out += choice.timing.empty() ? "\n" : " (" + choice.timing + ")\n";
   }
   return out;

@@ -170,7 +170,7 @@ struct CudaBackend::Impl {
   bool fp8_fused_scales = true;  // AMPWB_CUDA_FP8_FUSED_SCALES=0: conv2d_*_scaled as the ops they compose
   // How each of amp-fp8's convolution passes runs (CudaBackend::fp8_pass), by its plan key, chosen on its first call;
   // AMPWB_CUDA_FP8_PASSES=fp8 keeps every pass on FP8 tensor cores where cuDNN has an engine, untimed.
-  enum class Fp8Way { Fp8, Widened, Neither };
+  enum class Fp8Way { Neither, Fp8, Widened };
   struct Fp8Choice {
     Fp8Way way = Fp8Way::Neither;
     std::string timing;  // "FP8 0.259 ms, widened 0.120 ms + 0.050 ms to widen", where both were timed

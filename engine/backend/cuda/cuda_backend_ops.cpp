@@ -217,6 +217,7 @@ void CudaBackend::scaled_cast(const Tensor& x, Tensor& y, ScaledCast cast, Tenso
 }
 
 void CudaBackend::update_fp8_scalings(const std::vector<Fp8ScalingUpdate>& scalings) {
+  CUDA_OP_ENTRY();
   std::vector<cuda::Fp8ScalingDevice> on_device;
   for (const Fp8ScalingUpdate& u : scalings) {
     AMPWB_CHECK(u.state && u.stats, "update_fp8_scalings takes a state and its cast's statistics");

@@ -332,7 +332,7 @@ bool GraphApiConvs::run(ConvPass pass, const ConvShape& s, const void* a, const 
                         const ScratchFn& scratch, bool capturing, const float* scale) {
   const std::string key = s.key(pass_key(pass));
   // The engines are chosen for 16-byte aligned tensors (the frontend's default): others run on the legacy API.
-  for (const void* ptr : {a, b, static_cast<const void*>(out)})
+  for (const void* ptr : {a, b, static_cast<const void*>(out), static_cast<const void*>(scale)})
     if (reinterpret_cast<uintptr_t>(ptr) % 16) return false;
   AMPWB_CHECK(!s.scaled || scale, "a scaled convolution (" << key << ") needs its factor in device memory");
   Impl::Plan& p = impl_->plans[key];
