@@ -290,9 +290,14 @@ TEST_F(Diagnosis, Fp16GradientsWithoutLossScalingUnderflow) {
 // smaller values zero, and more so with gradients in E4M3. The scaling's defaults trigger neither.
 TEST_F(Diagnosis, Fp8ThatClipsOrFlushesValuesNamesItsTensors) {
   TrainConfig c = with_mode(base_config(), PrecisionMode::AmpFp8);
-  const std::vector<Finding> plain = diagnose(trained(c));
+  RunEvidence run = trained(c);
+  const std::vector<Finding> plain = diagnose(run);
   EXPECT_EQ(find(plain, "fp8_saturation"), nullptr) << listing(plain);
   EXPECT_EQ(find(plain, "fp8_underflow"), nullptr) << listing(plain);
+  // A share just past the rule's 0.1% reads as it is, not rounded to 0%.
+  for (LayerNumerics& n : run.layers)
+    if (n.layer == "layer1.0.conv1") n.fp8_input.saturated_fraction = 0.0015;
+  expect_contains(expect_finding(diagnose(run), "fp8_saturation").evidence, "(E4M3): 0.15% clipped");
 
   c.precision.fp8.scaling.margin = -3;
   const Finding clipped = expect_finding(diagnose(trained(c)), "fp8_saturation");

@@ -49,8 +49,8 @@ std::string format(const char* fmt, ...) {
   return buf;
 }
 
-std::string percent(double fraction) {
-  return format(fraction < 0.001 && fraction > 0 ? "%.2g%%" : "%.0f%%", 100 * fraction);
+std::string percent(double fraction) {  // two digits under 1%, so that no share past a rule's threshold reads 0%
+  return format(fraction < 0.01 && fraction > 0 ? "%.2g%%" : "%.0f%%", 100 * fraction);
 }
 std::string ms(double seconds) { return format(seconds < 0.01 ? "%.2f ms" : "%.1f ms", seconds * 1e3); }
 
