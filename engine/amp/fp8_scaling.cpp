@@ -8,14 +8,6 @@
 
 namespace ampwb {
 
-namespace {
-Tensor host_floats(const std::vector<float>& values) {
-  Tensor t = Tensor::empty({static_cast<int64_t>(values.size())}, DType::F32);
-  std::memcpy(t.data(), values.data(), values.size() * sizeof(float));
-  return t;
-}
-}  // namespace
-
 Fp8TensorScaling::Fp8TensorScaling(Backend& backend, Fp8Format format, const DelayedScalingSettings& settings,
                                    bool fp8_storage)
     : format_(format),
@@ -89,7 +81,8 @@ const DelayedScaling& Fp8TensorScaling::scaling() const {
 
 void Fp8TensorScaling::restore(Backend& backend, const DelayedScalingState& state) {
   host_.restore(state);  // checks the history's length and the scale
-  const Tensor values = host_floats(device_state(state, state.scale));
+  const std::vector<float> floats = device_state(state, state.scale);
+  const Tensor values = tensor_from_floats(floats, {static_cast<int64_t>(floats.size())});
   if (!state_.defined()) state_ = Tensor::empty(values.shape(), DType::F32, Layout::NCHW, backend.device());
   backend.convert(values, state_);  // in place: captured steps read it where it is
   pending_ = cast_recorded_ = false;

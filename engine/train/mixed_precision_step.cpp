@@ -84,14 +84,20 @@ StepResult MixedPrecisionStep::run(const Tensor& images, const Tensor& labels, f
   return r;
 }
 
+std::vector<Fp8TensorScaling*> MixedPrecisionStep::fp8_tensors() {
+  std::vector<Fp8TensorScaling*> out;
+  model_.visit([&](Layer& layer) {
+    if (Fp8LayerScaling* fp8 = layer.fp8_scaling())
+      for (Fp8TensorScaling* t : fp8->tensors()) out.push_back(t);
+  });
+  return out;
+}
+
 void MixedPrecisionStep::update_fp8_scalings() {
   if (!policy_.fp8()) return;
   std::vector<Fp8ScalingUpdate> updates;
-  model_.visit([&](Layer& layer) {
-    if (Fp8LayerScaling* fp8 = layer.fp8_scaling())
-      for (Fp8TensorScaling* t : fp8->tensors())
-        if (std::optional<Fp8ScalingUpdate> u = t->take_update()) updates.push_back(*u);
-  });
+  for (Fp8TensorScaling* t : fp8_tensors())
+    if (std::optional<Fp8ScalingUpdate> u = t->take_update()) updates.push_back(*u);
   if (!updates.empty()) backend_.update_fp8_scalings(updates);
 }
 
@@ -244,11 +250,8 @@ bool MixedPrecisionStep::replay_deferred(const Tensor& images, const Tensor& lab
       },
       why_not_captured_);
   if (!c.work) {
-    optimizer_.set_steps_taken(steps_before);  // the recording ran nothing
-    model_.visit([](Layer& layer) {            // ... nor the FP8 casts it recorded
-      if (Fp8LayerScaling* fp8 = layer.fp8_scaling())
-        for (Fp8TensorScaling* t : fp8->tensors()) t->forget_update();
-    });
+    optimizer_.set_steps_taken(steps_before);                      // the recording ran nothing,
+    for (Fp8TensorScaling* t : fp8_tensors()) t->forget_update();  // nor the FP8 casts it recorded
     if (why_not_captured_.empty()) why_not_captured_ = "the backend gave no reason";
     return false;
   }

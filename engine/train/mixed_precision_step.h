@@ -19,6 +19,8 @@
 
 namespace ampwb {
 
+class Fp8TensorScaling;
+
 struct StepResult {
   float loss = 0;        // unscaled, FP32
   int64_t correct = 0;   // top-1 in the batch
@@ -87,6 +89,7 @@ class MixedPrecisionStep {
   // amp-fp8: the scalings of the step's recorded FP8 casts updated where the backend computes, in one op at the
   // step's end (Backend::update_fp8_scalings).
   void update_fp8_scalings();
+  std::vector<Fp8TensorScaling*> fp8_tensors();  // amp-fp8's scalings of the model's FP8 layers; none elsewhere
 
   Backend& backend_;
   ResNet& model_;

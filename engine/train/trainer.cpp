@@ -269,10 +269,11 @@ Checkpoint make_checkpoint(Backend& backend, const TrainConfig& config, const Ep
   for (Buffer* b : buffers) c.tensors.emplace_back("buffer/" + b->name, on_host(backend, b->value));
   for (auto& [key, t] : optimizer.state()) c.tensors.emplace_back("optimizer/" + key, on_host(backend, t));
   // FP8's delayed scaling: each tensor's amax history and scale, so that a resumed run casts as this one would.
+  const auto named_scalings = fp8_scalings(model);
   std::vector<Fp8TensorScaling*> scalings;
-  for (const auto& [name, scaling] : fp8_scalings(model)) scalings.push_back(scaling);
+  for (const auto& [name, scaling] : named_scalings) scalings.push_back(scaling);
   Fp8TensorScaling::fetch_all(backend, scalings);  // the steps before have queued their updates
-  for (const auto& [name, scaling] : fp8_scalings(model)) {
+  for (const auto& [name, scaling] : named_scalings) {
     const DelayedScalingState s = scaling->scaling().state();
     const auto length = static_cast<int64_t>(s.amax_history.size());
     c.tensors.emplace_back("fp8/" + name + ".amax_history", tensor_from_floats(s.amax_history, {length}));
