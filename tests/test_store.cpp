@@ -24,6 +24,9 @@
 #include "store/sqlite.h"
 #include "store/store_recorder.h"
 #include "test_store_util.h"
+#ifdef AMPWB_TEST_POSTGRES
+#include "postgres_proxy.h"
+#endif
 
 namespace ampwb {
 namespace {
@@ -300,6 +303,46 @@ TEST(PostgresStore, ARunResumedElsewhereWhileItsConnectionWasDownIsLeftToTheResu
   const RunRecord r = RunStore(uri).run(id);
   EXPECT_EQ(r.status, RunStatus::Finished);
   EXPECT_EQ(RunStore(uri).steps(id).size(), 8u);
+}
+
+// A run recorded through a connection cut at two commits, once after the server made the commit and before its answer
+// came (a server's end, the network), once before the COMMIT reached it. The store looks up on a new connection
+// whether each was made: the run is begun once, an epoch's layer numerics recorded once, and nothing is lost.
+TEST(PostgresStore, ACommitCutOffFromItsAnswerIsLookedUpNotMadeTwice) {
+  using Cut = test::PostgresProxy::Cut;
+  const std::string uri = postgres_server().uri();
+  execute(uri, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+  test::PostgresProxy proxy(postgres_server().socket_file());
+  RunStore store(proxy.uri_of(uri));
+  StoreRecorderOptions options;
+  options.batch_steps = 100;  // the steps and details go with the epoch's commit
+  StoreRecorder recorder(store, config_named("cut off"), options);
+  proxy.cut_next_commit(Cut::BeforeCommitAnswer);
+  recorder.on_start(info());
+  ASSERT_EQ(proxy.cuts(), 1);
+  EXPECT_EQ(query_int(uri, "SELECT count(*) FROM runs"), 1) << "the run was begun twice";
+  const int64_t id = recorder.run_id();
+  for (const Cut cut : {Cut::BeforeCommitAnswer, Cut::BeforeCommitSent}) {
+    const int e = cut == Cut::BeforeCommitAnswer ? 1 : 2;
+    for (int64_t n = 10 * (e - 1); n < 10 * e; ++n) recorder.on_step(step(n));
+    LayerNumerics conv;
+    conv.epoch = e;
+    conv.step = 10 * e - 1;
+    conv.layer = "conv1";
+    recorder.on_layer_numerics({conv});
+    proxy.cut_next_commit(cut);
+    recorder.on_epoch(epoch(e));
+    EXPECT_EQ(proxy.cuts(), e + 1);
+  }
+  recorder.on_end({RunStatus::Finished, ""});
+  EXPECT_EQ(recorder.error(), "");
+  EXPECT_EQ(query_int(uri, "SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(query_int(uri, "SELECT count(*) FROM run_details WHERE kind = 'layer_numerics'"), 2)
+      << "an epoch's details were recorded twice";
+  const RunRecord r = RunStore(uri).run(id);
+  EXPECT_EQ(r.status, RunStatus::Finished);
+  EXPECT_EQ(RunStore(uri).epochs(id).size(), 2u);
+  EXPECT_EQ(RunStore(uri).steps(id).size(), 20u);
 }
 #endif
 

@@ -5,9 +5,11 @@
 #include <libpq-fe.h>
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +22,15 @@ namespace {
 // "AMPW": the key of the store's advisory locks. The writers' lock is the one-key lock of this value; a run's owner
 // holds the two-key lock (this value, the run's id), a space apart from the first.
 constexpr const char* kLockKey = "1095585879";
+
+// A session's start in pg_stat_activity, in microseconds: with its process id, it names one session for good.
+constexpr const char* kSessionStart = "CAST(extract(epoch FROM backend_start) * 1000000 AS bigint)";
+
+// libpq's message without its trailing newline.
+std::string trimmed(std::string message) {
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  return message;
+}
 
 std::string shorten(const std::string& sql) {
   std::string s;
@@ -126,9 +137,7 @@ PostgresConnection::PostgresConnection(const std::string& uri, bool read_only)
     const std::string reason = conn_ ? PQerrorMessage(conn_) : "out of memory";
     PQfinish(conn_);
     conn_ = nullptr;
-    std::string trimmed = reason;
-    while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' ')) trimmed.pop_back();
-    throw StoreError("cannot connect to the PostgreSQL run store '" + name_ + "': " + trimmed);
+    throw StoreError("cannot connect to the PostgreSQL run store '" + name_ + "': " + trimmed(reason));
   }
   // Quiet: "relation exists, skipping" and the like.
   PQsetNoticeProcessor(
@@ -138,7 +147,14 @@ PostgresConnection::PostgresConnection(const std::string& uri, bool read_only)
 
 void PostgresConnection::set_up_session() {
   exec("SET client_min_messages = warning");
-  if (read_only_) exec("SET default_transaction_read_only = on");
+  if (read_only_) {
+    exec("SET default_transaction_read_only = on");
+    return;
+  }
+  SqlStatement start(*this,
+                     std::string("SELECT ") + kSessionStart + " FROM pg_stat_activity WHERE pid = pg_backend_pid()");
+  session_pid_ = PQbackendPID(conn_);
+  session_start_ = start.step() ? start.int64(0) : 0;
 }
 
 void PostgresConnection::ensure_connected() {
@@ -148,12 +164,21 @@ void PostgresConnection::ensure_connected() {
     bool& flag;
     ~Done() { flag = false; }
   } done{reconnecting_};
+  const int lost_pid = session_pid_;
+  const int64_t lost_start = session_start_;  // kept until a new session is set up: a failed reset changes neither
   PQreset(conn_);
   prepared_.clear();  // the server's prepared statements went with the old session
   to_deallocate_.clear();
   if (PQstatus(conn_) != CONNECTION_OK)
     fail("reconnecting", "", PQerrorMessage(conn_));  // still lost: the caller may try again later
   set_up_session();
+  // A session the network cut off may still run on the server, holding the runs' locks, and a transaction whose
+  // commit is to be looked up (committed_after_loss): it is ended first, matched by its start so that no other is.
+  if (lost_start != 0) {
+    SqlStatement end(*this, std::string("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid = ") +
+                                "CAST(? AS integer) AND " + kSessionStart + " = ?");
+    end.bind(1, static_cast<int64_t>(lost_pid)).bind(2, lost_start).run();
+  }
   // The runs this connection records lost their locks with the old session: taken again, and a run that another
   // process marked interrupted meanwhile is running again (it never stopped). A run another process resumed
   // meanwhile is that process's now: this one writes nothing more of it.
@@ -181,11 +206,9 @@ void PostgresConnection::ensure_connected() {
 PostgresConnection::~PostgresConnection() { PQfinish(conn_); }  // the server drops the session's locks
 
 void PostgresConnection::fail(const char* what, const std::string& sql, const char* message) const {
-  std::string text = message ? message : "";
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   std::string full = "run store '" + name_ + "': " + what + " failed";
   if (!sql.empty()) full += " on \"" + shorten(sql) + "\"";
-  full += ": " + text;
+  full += ": " + trimmed(message ? message : "");
   if (PQstatus(conn_) != CONNECTION_OK)
     throw StoreError(full + " (the connection to the server is lost)", StoreError::kConnectionLost);
   throw StoreError(full);
@@ -220,6 +243,10 @@ std::unique_ptr<SqlStatementImpl> PostgresConnection::prepare(const std::string&
 
 void PostgresConnection::commit() {
   in_write_ = false;
+  struct Ended {
+    std::string& id;
+    ~Ended() { id.clear(); }
+  } ended{xact_id_};
   if (begin_pending_ && deferred_.empty()) {
     begin_pending_ = false;  // nothing was written: no transaction was opened
     return;
@@ -231,6 +258,7 @@ void PostgresConnection::commit() {
 void PostgresConnection::rollback() noexcept {
   in_write_ = false;
   deferred_.clear();
+  xact_id_.clear();
   if (begin_pending_) {
     begin_pending_ = false;  // nothing was sent
     return;
@@ -296,7 +324,7 @@ PGresult* PostgresConnection::run_prepared(const std::string& sql, const std::ve
 // next time.
 PGresult* PostgresConnection::round_trip(const std::string* sql, const std::vector<const char*>* values, bool commit) {
   struct Part {
-    enum Kind { Begin, Lock, Prepare, Deferred, Statement, Commit, Deallocate } kind;
+    enum Kind { Begin, Lock, XactId, Prepare, Deferred, Statement, Commit, Deallocate } kind;
     std::string sql;
     std::string name;  // of the prepared statement
     std::vector<const char*> values;
@@ -305,6 +333,7 @@ PGresult* PostgresConnection::round_trip(const std::string* sql, const std::vect
   if (begin_pending_ && !reconnecting_) {
     parts.push_back({Part::Begin, "BEGIN", "", {}});
     parts.push_back({Part::Lock, std::string("SELECT pg_advisory_xact_lock(") + kLockKey + ")", "", {}});
+    parts.push_back({Part::XactId, "SELECT pg_current_xact_id()", "", {}});
     begin_pending_ = false;  // sent now; a failure leaves the transaction to the caller's rollback
   }
   std::unordered_map<std::string, std::string> preparing;  // prepared in this round trip: once each
@@ -343,6 +372,9 @@ PGresult* PostgresConnection::round_trip(const std::string* sql, const std::vect
                                  nullptr, nullptr, 0) == 1;
     else
       sent = PQsendQueryParams(conn_, part.sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+    // The transaction's id sent back at once, not with the rest at the sync: it reaches this process before the
+    // commit is made, so that a commit whose answer the connection lost can be looked up (committed_after_loss).
+    if (sent && part.kind == Part::XactId) sent = PQsendFlushRequest(conn_) == 1;
   }
   if (sent) sent = PQpipelineSync(conn_) == 1;
   if (!sent) {
@@ -367,6 +399,7 @@ PGresult* PostgresConnection::round_trip(const std::string* sql, const std::vect
 
   PGresult* statement_result = nullptr;
   bool failed = false;  // a part other than a deallocation did not run
+  bool committed = false;
   std::string error, error_sql;
   std::vector<std::string> deallocated;
   for (const Part& part : parts) {
@@ -380,6 +413,8 @@ PGresult* PostgresConnection::round_trip(const std::string* sql, const std::vect
     const ExecStatusType status = PQresultStatus(r);
     const bool ok = status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK;
     if (ok && part.kind == Part::Prepare) prepared_[part.sql] = {part.name, ++uses_};
+    if (ok && part.kind == Part::XactId) xact_id_ = PQgetvalue(r, 0, 0);
+    if (ok && part.kind == Part::Commit) committed = std::string(PQcmdStatus(r)) == "COMMIT";
     if (ok && part.kind == Part::Deallocate) deallocated.push_back(part.sql.substr(11));
     if (!ok && part.kind != Part::Deallocate) failed = true;
     if (!ok && error.empty() && status != PGRES_PIPELINE_ABORTED) error = PQresultErrorMessage(r), error_sql = part.sql;
@@ -397,6 +432,14 @@ PGresult* PostgresConnection::round_trip(const std::string* sql, const std::vect
     PQexitPipelineMode(conn_);
   }
   for (const std::string& old : deallocated) std::erase(to_deallocate_, old);
+  if (commit && !committed && PQstatus(conn_) != CONNECTION_OK && !xact_id_.empty()) {
+    // The server may have made the commit before the connection broke: running the transaction again would write its
+    // rows twice. Whether it did is looked up on a new connection; where it did, the commit stands.
+    if (committed_after_loss(xact_id_)) return nullptr;
+    throw StoreError(
+        "run store '" + name_ + "': a commit was not made, the connection to the server lost: " + trimmed(error),
+        StoreError::kConnectionLost);
+  }
   if (failed || (sql && !statement_result)) {
     PQclear(statement_result);
     if (error.empty()) error = commit ? "the commit was not made" : "the statement was not run";
@@ -407,6 +450,27 @@ PGresult* PostgresConnection::round_trip(const std::string* sql, const std::vect
     to_deallocate_.clear();
   }
   return statement_result;
+}
+
+// A server that restarts takes seconds; one away longer leaves the outcome unknown, and the caller's retry (the
+// store's writes are made again while the connection is lost, StoreRecorder) may then write a transaction twice.
+bool PostgresConnection::committed_after_loss(const std::string& xact) {
+  constexpr int kAttempts = 10;  // a second apart
+  for (int attempt = 1;; ++attempt) {
+    try {
+      ensure_connected();  // ends the old session, so that its transaction has ended too, committed or not
+      SqlStatement status(*this, "SELECT pg_xact_status(CAST(? AS xid8))");
+      const std::string found = status.bind(1, xact).step() ? status.text(0) : "";
+      if (found == "committed" || found == "aborted") return found == "committed";
+    } catch (const StoreError& e) {
+      if (!e.connection_lost() || attempt == kAttempts) throw;
+    }
+    if (attempt == kAttempts)
+      throw StoreError("run store '" + name_ + "': whether transaction " + xact +
+                           " was committed is unknown: the server says it is still in progress",
+                       StoreError::kConnectionLost);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
 }
 
 std::string PostgresConnection::replace_into(const std::string& table, const std::string& columns,

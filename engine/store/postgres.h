@@ -48,7 +48,8 @@ class PostgresConnection : public SqlConnection {
 
   // A connection the server dropped (restarted, the session ended by an administrator, the network) is made again
   // before the next statement, with the locks of the runs it records; until then statements fail with
-  // StoreError::connection_lost(), and a transaction cut off is the caller's to run again (StoreRecorder does).
+  // StoreError::connection_lost(), and a transaction cut off is the caller's to run again (StoreRecorder does). A
+  // commit cut off from its answer is looked up first: where the server made it, commit() returns as made.
   void ensure_connected();
 
   // Runs `sql` (numbered placeholders; a null value is NULL) as a statement prepared once a session and kept by
@@ -68,6 +69,9 @@ class PostgresConnection : public SqlConnection {
   void take_run_lock(int64_t run);
   std::string prepared_name(const std::string& sql, bool& fresh);
   pg_result* round_trip(const std::string* sql, const std::vector<const char*>* values, bool commit);
+  // Whether transaction `xact`, whose commit was sent when the connection broke, was committed; read on a new
+  // connection, made again for a few seconds before it throws connection_lost().
+  bool committed_after_loss(const std::string& xact);
 
   struct Prepared {
     std::string name;
@@ -79,10 +83,13 @@ class PostgresConnection : public SqlConnection {
   std::string name_;
   bool read_only_ = false;
   bool reconnecting_ = false;
+  int session_pid_ = 0;        // this session's server process, where it writes
+  int64_t session_start_ = 0;  // and its backend_start in pg_stat_activity (microseconds)
   std::set<int64_t> owned_;  // runs whose lock this connection holds
   int changes_ = 0;
   bool begin_pending_ = false;                          // begin_write() called, its BEGIN not yet sent
   bool in_write_ = false;                               // from begin_write() to commit() or rollback()
+  std::string xact_id_;  // the write transaction's id (pg_current_xact_id), sent back by the server with its BEGIN
   struct Deferred {
     std::string sql;
     std::vector<std::optional<std::string>> values;
