@@ -188,6 +188,7 @@ struct GraphApiConvs::Impl {
     int64_t index = -1;   // the chosen engine's plan, or -1: the heuristics' choice
     int64_t workspace = 0;
     float ms = -1;        // the chosen engine's time per run where timed
+    size_t timed = 0;     // how many engines ran in the timing
     double choosing_s = 0;  // building the graph, its candidates and timing them
     std::string engine;   // the chosen engine's name
     std::string refused;  // why the legacy API runs this pass instead (a mixed pass: why it is computed another way)
@@ -219,11 +220,14 @@ struct GraphApiConvs::Impl {
   // these tensors (PyTorch's torch.backends.cudnn.benchmark_limit), timed as cudnnFind times them, in one workspace
   // of the largest's size (only these are built: the frontend's own autotune builds every candidate and times each
   // up to 100 times); else the heuristics' first. Of the candidates NVRTC must compile (up to seconds each, for every
-  // shape of the model) only the first kTimedCompiled are built. The fastest is kept as choose_timed weighs its
-  // workspace. Returns the timing's workspace, which the first execution reuses rather than holding a second one
-  // beside it (nullptr where nothing was timed).
+  // shape of the model) only the first kTimedCompiled are built, kTimedFp8Compiled for FP8 inputs: cuDNN's FP8
+  // engines are all runtime-compiled, the same engine with other knobs, and on the H200 the two first were slower
+  // than the 16-bit engines of every pass. The fastest is kept as choose_timed weighs its workspace. Returns the
+  // timing's workspace, which the first execution reuses rather than holding a second one beside it (nullptr where
+  // nothing was timed).
   static constexpr size_t kTimedEngines = 10;
   static constexpr size_t kTimedCompiled = 2;
+  static constexpr size_t kTimedFp8Compiled = 6;
   static constexpr int kRuns = 3;  // timed runs of each candidate, after one untimed
   void* choose(Plan& p, std::unordered_map<int64_t, void*>& pack, const ScratchFn& scratch) const {
     fe::graph::Graph& graph = *p.g.graph;
@@ -235,13 +239,17 @@ struct GraphApiConvs::Impl {
     }
     std::vector<int64_t> candidates;
     size_t compiled = 0;
+    const size_t compiled_limit =
+        p.g.a->get_data_type() == fe::DataType_t::FP8_E4M3 || p.g.a->get_data_type() == fe::DataType_t::FP8_E5M2
+            ? kTimedFp8Compiled
+            : kTimedCompiled;
     std::string unbuilt;  // why the last candidate that did not build did not
     for (int64_t i = 0; i < graph.get_execution_plan_count() && candidates.size() < kTimedEngines; ++i) {
       std::vector<fe::BehaviorNote_t> behavior;
       const bool needs_nvrtc =
           graph.get_behavior_notes_for_plan_at_index(i, behavior).is_good() &&
           std::find(behavior.begin(), behavior.end(), fe::BehaviorNote_t::RUNTIME_COMPILATION) != behavior.end();
-      if (needs_nvrtc && compiled == kTimedCompiled) continue;
+      if (needs_nvrtc && compiled == compiled_limit) continue;
       if (auto built = graph.build_plan_at_index(handle, i); built.is_bad()) {  // deselected, or it does not build
         unbuilt = built.get_message();
         continue;
@@ -300,6 +308,7 @@ struct GraphApiConvs::Impl {
     if (best < 0) throw Refused{"no engine ran on these tensors"};
     p.index = timed_index[static_cast<size_t>(best)];
     p.ms = timed[static_cast<size_t>(best)].ms;
+    p.timed = timed.size();
     p.workspace = graph.get_workspace_size_plan_at_index(p.index);
     require(graph.get_plan_name_at_index(p.index, p.engine), "get_plan_name_at_index");
     p.chosen = true;
@@ -414,7 +423,7 @@ std::string GraphApiConvs::describe() const {
     if (p.chosen && p.refused.empty()) {
       out << key << ": graph API, engine " << p.engine << (p.epilogue ? " (with a pointwise epilogue)" : "") << ", "
           << mib(static_cast<size_t>(p.workspace)) << " workspace";
-      if (p.ms >= 0) out << ", " << ms_text(p.ms);
+      if (p.ms >= 0) out << ", " << ms_text(p.ms) << " (the fastest of " << p.timed << " timed)";
       out << ", chosen in " << std::fixed << std::setprecision(2) << p.choosing_s << " s" << std::defaultfloat << '\n';
     } else if (!p.refused.empty()) {
       out << key << (p.mixed ? ": computed another way (" : ": legacy API (") << p.refused << ")\n";
