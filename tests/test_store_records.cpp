@@ -454,6 +454,32 @@ TEST_P(StoreRecords, ANameTakenByAnotherRunIsRefused) {
   expect_contains(error_of([&] { store.check_new_name("12"); }), "cannot be a number");
 }
 
+// Two windows or processes edit one run's name and notes: an edit that says what it was shown (the GUI's dialogs)
+// is refused where the other changed them meanwhile, naming what they are now; a plain edit (the CLI) is not.
+TEST_P(StoreRecords, AnEditOfWhatChangedMeanwhileIsRefusedNotWrittenOver) {
+  TempDir dir("edits");
+  const std::string path = new_store(dir);
+  RunStore gui(path), cli(path);
+  const int64_t id = gui.begin_run(config_named("first"), info(), "");
+  gui.end_run(id, {RunStatus::Finished, ""}, {step(0)}, 1.0);
+  cli.set_notes(id, "theirs");
+  const std::string refused = error_of([&] { gui.set_notes(id, "mine", std::string()); });
+  expect_contains(refused, "the notes of run 1 were changed by another window or process meanwhile");
+  expect_contains(refused, "theirs");
+  EXPECT_EQ(cli.run(id).notes, "theirs");
+  gui.set_notes(id, "theirs and mine", std::string("theirs"));
+  EXPECT_EQ(cli.run(id).notes, "theirs and mine");
+  gui.set_notes(id, "theirs and mine", std::string("stale"));  // already what it asks for: nothing to refuse
+
+  cli.rename(id, "renamed");
+  expect_contains(error_of([&] { gui.rename(id, "mine", std::string("first")); }),
+                  "run 1 was renamed 'renamed' by another window or process meanwhile");
+  gui.rename(id, "mine", std::string("renamed"));
+  EXPECT_EQ(cli.run(id).name, "mine");
+  cli.rename(id, "plain");  // without what it was shown: as asked
+  expect_contains(error_of([&] { gui.set_notes(99, "x", std::string()); }), "no run 99");
+}
+
 // --- the comparison (analysis/run_compare.h), which `ampwb compare` and the GUI's table both render ---
 
 // Steady steps of `seconds` each (and the warm-up's, and each epoch's first and last, which measure_speed leaves out).

@@ -9,8 +9,10 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineSeries>
+#include <QMessageBox>
 #include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -405,6 +407,49 @@ class CompareRuns : public QObject {
     runs->set_filter("keep");
     QCOMPARE(runs->proxy()->rowCount(), 1);
     runs->set_filter("");
+  }
+
+  // Notes changed by another process while the user edits them in the dialog: the save says so and shows theirs,
+  // and the dialog comes back with the user's text to merge; nothing is written over, nothing lost.
+  void notes_changed_elsewhere_come_back_to_merge() {
+    MainWindow w(db_);
+    RunsView* runs = w.runs_view();
+    runs->select({fp32_seed2_});
+    QAction* notes = nullptr;
+    for (QAction* a : runs->findChildren<QAction*>())
+      if (a->text() == "Notes…") notes = a;
+    QVERIFY(notes);
+    int stage = 0;
+    QString warning, returned;
+    QTimer driver;
+    driver.setInterval(20);
+    connect(&driver, &QTimer::timeout, [&] {
+      QWidget* modal = QApplication::activeModalWidget();
+      if (!modal || !modal->isVisible()) return;
+      if (auto* dialog = qobject_cast<QInputDialog*>(modal); dialog && stage == 0) {
+        RunStore(db_.toStdString()).set_notes(fp32_seed2_, "theirs");
+        dialog->setTextValue("mine");
+        dialog->accept();
+        stage = 1;
+      } else if (auto* box = qobject_cast<QMessageBox*>(modal); box && stage == 1) {
+        warning = box->text();
+        box->defaultButton() ? box->defaultButton()->click() : box->buttons().front()->click();
+        stage = 2;
+      } else if (auto* again = qobject_cast<QInputDialog*>(modal); again && stage == 2) {
+        returned = again->textValue();
+        again->setTextValue("theirs\nmine");
+        again->accept();
+        stage = 3;
+        driver.stop();
+      }
+    });
+    driver.start();
+    notes->trigger();
+    QCOMPARE(stage, 3);
+    QVERIFY2(warning.contains("changed by another window or process meanwhile") && warning.contains("theirs"),
+             qPrintable(warning));
+    QCOMPARE(returned, QString("mine"));
+    QCOMPARE(RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).run(fp32_seed2_).notes, std::string("theirs\nmine"));
   }
 
   void delete_asks_first() {

@@ -235,8 +235,8 @@ void RunsView::select(const std::vector<int64_t>& ids) {
 
 void RunsView::set_filter(const QString& text) { filter_->setText(text); }
 
-QString RunsView::rename(int64_t id, const QString& name) {
-  const QString e = attempt([&] { store_.rename(id, name.trimmed().toStdString()); });
+QString RunsView::rename(int64_t id, const QString& name, const std::optional<std::string>& were) {
+  const QString e = attempt([&] { store_.rename(id, name.trimmed().toStdString(), were); });
   reload();
   return e;
 }
@@ -253,8 +253,8 @@ QString RunsView::remove_tag(int64_t id, const QString& tag) {
   return e;
 }
 
-QString RunsView::set_notes(int64_t id, const QString& notes) {
-  const QString e = attempt([&] { store_.set_notes(id, notes.toStdString()); });
+QString RunsView::set_notes(int64_t id, const QString& notes, const std::optional<std::string>& were) {
+  const QString e = attempt([&] { store_.set_notes(id, notes.toStdString(), were); });
   reload();
   return e;
 }
@@ -265,16 +265,46 @@ QString RunsView::remove(int64_t id) {
   return e;
 }
 
+// The text a run's record holds now (name or notes), if the run is still there.
+std::optional<std::string> RunsView::field_of(int64_t id, std::string RunRecord::*field) const {
+  const int row = model_->row_of(id);
+  if (row < 0) return std::nullopt;
+  return model_->record(row).*field;
+}
+
+// Asks for a run's name or notes and writes them where nobody changed them meanwhile. Where somebody did, the
+// dialog comes back with the user's text, to merge with theirs (the message shows both), and nothing is lost.
+void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QString& title,
+                         const std::function<QString(const QString& shown, bool& ok)>& ask,
+                         const std::function<QString(const QString& text, const std::string& were)>& write) {
+  std::optional<std::string> were = field_of(id, field);
+  if (!were) return;
+  QString text = QString::fromStdString(*were);
+  for (;;) {
+    bool ok = false;
+    text = ask(text, ok);
+    if (!ok) return;
+    const QString error = write(text, *were);  // reloads the table
+    if (error.isEmpty()) return;
+    const std::optional<std::string> now = field_of(id, field);
+    const bool changed_elsewhere = now && *now != *were;
+    plain_message(this, QMessageBox::Warning, title,
+                  changed_elsewhere ? error + tr("\n\nYours follow in the dialog, to merge and save again.") : error);
+    if (!changed_elsewhere) return;
+    were = now;
+  }
+}
+
 void RunsView::rename_selected() {
   const auto ids = selected_ids();
   if (ids.size() != 1) return;
-  const RunRecord& r = model_->record(model_->row_of(ids[0]));
-  bool ok = false;
-  const QString name = QInputDialog::getText(this, tr("Rename run %1").arg(r.id), tr("Name"), QLineEdit::Normal,
-                                             QString::fromStdString(r.name), &ok);
-  if (!ok) return;
-  const QString error = rename(ids[0], name);
-  if (!error.isEmpty()) plain_message(this, QMessageBox::Warning, tr("Rename"), error);
+  const int64_t id = ids[0];
+  edit_text(
+      id, &RunRecord::name, tr("Rename"),
+      [&](const QString& shown, bool& ok) {
+        return QInputDialog::getText(this, tr("Rename run %1").arg(id), tr("Name"), QLineEdit::Normal, shown, &ok);
+      },
+      [&](const QString& text, const std::string& were) { return rename(id, text, were); });
 }
 
 void RunsView::tag_selected() {
@@ -298,13 +328,13 @@ void RunsView::tag_selected() {
 void RunsView::notes_selected() {
   const auto ids = selected_ids();
   if (ids.size() != 1) return;
-  const RunRecord& r = model_->record(model_->row_of(ids[0]));
-  bool ok = false;
-  const QString notes = QInputDialog::getMultiLineText(this, tr("Notes on run %1").arg(r.id), tr("Notes"),
-                                                       QString::fromStdString(r.notes), &ok);
-  if (!ok) return;
-  const QString error = set_notes(ids[0], notes);
-  if (!error.isEmpty()) plain_message(this, QMessageBox::Warning, tr("Notes"), error);
+  const int64_t id = ids[0];
+  edit_text(
+      id, &RunRecord::notes, tr("Notes"),
+      [&](const QString& shown, bool& ok) {
+        return QInputDialog::getMultiLineText(this, tr("Notes on run %1").arg(id), tr("Notes"), shown, &ok);
+      },
+      [&](const QString& text, const std::string& were) { return set_notes(id, text, were); });
 }
 
 void RunsView::delete_selected() {

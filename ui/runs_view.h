@@ -8,6 +8,8 @@
 
 #include <QWidget>
 #include <functional>
+#include <optional>
+#include <string>
 
 #include "column_widths.h"
 #include "runs_model.h"
@@ -46,10 +48,11 @@ class RunsView : public QWidget {
   QTableView* table() const { return table_; }
 
   // The edits, without dialogs (the interactive versions ask first). Each returns an error text, empty on success.
-  QString rename(int64_t id, const QString& name);
+  // With `were` (what the dialog showed), a name or notes changed elsewhere meanwhile are not written over.
+  QString rename(int64_t id, const QString& name, const std::optional<std::string>& were = std::nullopt);
   QString add_tag(int64_t id, const QString& tag);
   QString remove_tag(int64_t id, const QString& tag);
-  QString set_notes(int64_t id, const QString& notes);
+  QString set_notes(int64_t id, const QString& notes, const std::optional<std::string>& were = std::nullopt);
   QString remove(int64_t id);
 
   // Asks before deleting; replaceable for tests.
@@ -80,6 +83,10 @@ class RunsView : public QWidget {
   void rename_selected();
   void tag_selected();
   void notes_selected();
+  std::optional<std::string> field_of(int64_t id, std::string RunRecord::*field) const;
+  void edit_text(int64_t id, std::string RunRecord::*field, const QString& title,
+                 const std::function<QString(const QString& shown, bool& ok)>& ask,
+                 const std::function<QString(const QString& text, const std::string& were)>& write);
   void delete_selected();
   void show_menu(const QPoint& at);
   void update_count();

@@ -157,8 +157,10 @@ class RunStore {
   // --- editing ---
   // Refuses `name` for run `run` (0: a new run) where check_run_name does, or where another run has it already.
   void check_new_name(const std::string& name, int64_t run = 0) const;
-  void rename(int64_t run, const std::string& name);
-  void set_notes(int64_t run, const std::string& notes);
+  // With `were` (the name or notes the user was shown), each refuses where another window or process changed them
+  // meanwhile, saying what they are now, so that no edit is lost unseen.
+  void rename(int64_t run, const std::string& name, const std::optional<std::string>& were = std::nullopt);
+  void set_notes(int64_t run, const std::string& notes, const std::optional<std::string>& were = std::nullopt);
   void add_tag(int64_t run, const std::string& tag);
   void remove_tag(int64_t run, const std::string& tag);
   void remove(int64_t run);  // the run, all its rows and its final weights; refuses a run a live process records
@@ -197,6 +199,8 @@ class RunStore {
   template <class R>
   std::vector<R> details(int64_t run, const char* kind) const;
   void set_tags(int64_t run, const std::vector<std::string>& tags);
+  void set_text(int64_t run, const std::string& column, const std::string& value,
+                const std::optional<std::string>& were);  // rename, set_notes
 
   std::unique_ptr<SqlConnection> db_;
   SqliteDb* sqlite_ = nullptr;  // db_'s SQLite file, for what only SQLite has (PRAGMAs, its backup); null otherwise

@@ -243,19 +243,36 @@ void RunStore::check_new_name(const std::string& name, int64_t run) const {
                 "': a name picks out one run (ampwb show NAME), so choose another");
 }
 
-void RunStore::rename(int64_t run_id, const std::string& name) {
+void RunStore::rename(int64_t run_id, const std::string& name, const std::optional<std::string>& were) {
   require_writable("rename a run");
   check_new_name(name, run_id);
-  SqlStatement update(*db_, "UPDATE runs SET name = ? WHERE id = ?");
-  update.bind(1, name).bind(2, run_id).run();
-  if (db_->changes() == 0) throw StoreError("no run " + std::to_string(run_id) + " in the run store '" + path() + "'");
+  set_text(run_id, "name", name, were);
 }
 
-void RunStore::set_notes(int64_t run_id, const std::string& notes) {
+void RunStore::set_notes(int64_t run_id, const std::string& notes, const std::optional<std::string>& were) {
   require_writable("change the notes of a run");
-  SqlStatement update(*db_, "UPDATE runs SET notes = ? WHERE id = ?");
-  update.bind(1, notes).bind(2, run_id).run();
-  if (db_->changes() == 0) throw StoreError("no run " + std::to_string(run_id) + " in the run store '" + path() + "'");
+  set_text(run_id, "notes", notes, were);
+}
+
+void RunStore::set_text(int64_t run_id, const std::string& column, const std::string& value,
+                        const std::optional<std::string>& were) {
+  SqlStatement update(*db_,
+                      "UPDATE runs SET " + column + " = ? WHERE id = ?" + (were ? " AND " + column + " = ?" : ""));
+  update.bind(1, value).bind(2, run_id);
+  if (were) update.bind(3, *were);
+  update.run();
+  if (db_->changes() > 0) return;
+  SqlStatement now(*db_, "SELECT " + column + " FROM runs WHERE id = ?");
+  if (!now.bind(1, run_id).step())
+    throw StoreError("no run " + std::to_string(run_id) + " in the run store '" + path() + "'");
+  const std::string current = now.text(0);
+  if (current == value) return;  // changed elsewhere to the same
+  const std::string run = "run " + std::to_string(run_id);
+  throw StoreError(column == "name" ? run + " was renamed '" + current + "' by another window or process meanwhile"
+                                    : "the notes of " + run +
+                                          " were changed by another window or process meanwhile; "
+                                          "they now read:\n" +
+                                          current);
 }
 
 void RunStore::set_tags(int64_t run_id, const std::vector<std::string>& tags) {
