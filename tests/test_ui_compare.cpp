@@ -423,28 +423,42 @@ class CompareRuns : public QObject {
     QString warning, returned;
     QTimer driver;
     driver.setInterval(20);
+    // Answers each window as it comes; one out of order is cancelled or closed, so that the test fails, not hangs.
+    QString unexpected;
     connect(&driver, &QTimer::timeout, [&] {
       QWidget* modal = QApplication::activeModalWidget();
       if (!modal || !modal->isVisible()) return;
-      if (auto* dialog = qobject_cast<QInputDialog*>(modal); dialog && stage == 0) {
-        RunStore(db_.toStdString()).set_notes(fp32_seed2_, "theirs");
+      auto* dialog = qobject_cast<QInputDialog*>(modal);
+      auto* box = qobject_cast<QMessageBox*>(modal);
+      if (dialog && stage == 0) {
+        try {
+          RunStore(db_.toStdString()).set_notes(fp32_seed2_, "theirs");
+        } catch (const std::exception& e) {
+          unexpected = e.what();
+        }
         dialog->setTextValue("mine");
         dialog->accept();
         stage = 1;
-      } else if (auto* box = qobject_cast<QMessageBox*>(modal); box && stage == 1) {
+      } else if (box && stage == 1) {
         warning = box->text();
         box->defaultButton() ? box->defaultButton()->click() : box->buttons().front()->click();
         stage = 2;
-      } else if (auto* again = qobject_cast<QInputDialog*>(modal); again && stage == 2) {
-        returned = again->textValue();
-        again->setTextValue("theirs\nmine");
-        again->accept();
+      } else if (dialog && stage == 2) {
+        returned = dialog->textValue();
+        dialog->setTextValue("theirs\nmine");
+        dialog->accept();
         stage = 3;
-        driver.stop();
+      } else {
+        unexpected += " a window at stage " + QString::number(stage);
+        if (dialog) dialog->reject();
+        if (box) box->defaultButton() ? box->defaultButton()->click() : box->buttons().front()->click();
+        if (!dialog && !box) modal->close();
       }
     });
     driver.start();
     notes->trigger();
+    driver.stop();
+    QCOMPARE(unexpected, QString());
     QCOMPARE(stage, 3);
     QVERIFY2(warning.contains("changed by another window or process meanwhile") && warning.contains("theirs"),
              qPrintable(warning));

@@ -235,8 +235,8 @@ void RunsView::select(const std::vector<int64_t>& ids) {
 
 void RunsView::set_filter(const QString& text) { filter_->setText(text); }
 
-QString RunsView::rename(int64_t id, const QString& name, const std::optional<std::string>& were) {
-  const QString e = attempt([&] { store_.rename(id, name.trimmed().toStdString(), were); });
+QString RunsView::rename(int64_t id, const QString& name) {
+  const QString e = attempt([&] { store_.rename(id, name.trimmed().toStdString()); });
   reload();
   return e;
 }
@@ -253,8 +253,8 @@ QString RunsView::remove_tag(int64_t id, const QString& tag) {
   return e;
 }
 
-QString RunsView::set_notes(int64_t id, const QString& notes, const std::optional<std::string>& were) {
-  const QString e = attempt([&] { store_.set_notes(id, notes.toStdString(), were); });
+QString RunsView::set_notes(int64_t id, const QString& notes) {
+  const QString e = attempt([&] { store_.set_notes(id, notes.toStdString()); });
   reload();
   return e;
 }
@@ -272,11 +272,11 @@ std::optional<std::string> RunsView::field_of(int64_t id, std::string RunRecord:
   return model_->record(row).*field;
 }
 
-// Asks for a run's name or notes and writes them where nobody changed them meanwhile. Where somebody did, the
-// dialog comes back with the user's text, to merge with theirs (the message shows both), and nothing is lost.
+// Asks for a run's name or notes and writes them where nobody changed them meanwhile. Where somebody did, the message
+// shows theirs and the dialog comes back with the user's text to merge, so that nothing is lost.
 void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QString& title,
                          const std::function<QString(const QString& shown, bool& ok)>& ask,
-                         const std::function<QString(const QString& text, const std::string& were)>& write) {
+                         const std::function<void(const QString& text, const std::string& were)>& write) {
   std::optional<std::string> were = field_of(id, field);
   if (!were) return;
   QString text = QString::fromStdString(*were);
@@ -284,14 +284,21 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     bool ok = false;
     text = ask(text, ok);
     if (!ok) return;
-    const QString error = write(text, *were);  // reloads the table
+    std::optional<std::string> theirs;  // what the run holds now, where another window or process changed it
+    const QString error = attempt([&] {
+      try {
+        write(text, *were);
+      } catch (const EditConflict& conflict) {
+        theirs = conflict.current();
+        throw;
+      }
+    });
+    reload();
     if (error.isEmpty()) return;
-    const std::optional<std::string> now = field_of(id, field);
-    const bool changed_elsewhere = now && *now != *were;
     plain_message(this, QMessageBox::Warning, title,
-                  changed_elsewhere ? error + tr("\n\nYours follow in the dialog, to merge and save again.") : error);
-    if (!changed_elsewhere) return;
-    were = now;
+                  theirs ? error + tr("\n\nYours follow in the dialog, to merge and save again.") : error);
+    if (!theirs) return;
+    were = theirs;
   }
 }
 
@@ -304,7 +311,7 @@ void RunsView::rename_selected() {
       [&](const QString& shown, bool& ok) {
         return QInputDialog::getText(this, tr("Rename run %1").arg(id), tr("Name"), QLineEdit::Normal, shown, &ok);
       },
-      [&](const QString& text, const std::string& were) { return rename(id, text, were); });
+      [&](const QString& text, const std::string& were) { store_.rename(id, text.trimmed().toStdString(), were); });
 }
 
 void RunsView::tag_selected() {
@@ -334,7 +341,7 @@ void RunsView::notes_selected() {
       [&](const QString& shown, bool& ok) {
         return QInputDialog::getMultiLineText(this, tr("Notes on run %1").arg(id), tr("Notes"), shown, &ok);
       },
-      [&](const QString& text, const std::string& were) { return set_notes(id, text, were); });
+      [&](const QString& text, const std::string& were) { store_.set_notes(id, text.toStdString(), were); });
 }
 
 void RunsView::delete_selected() {

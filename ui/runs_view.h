@@ -48,11 +48,10 @@ class RunsView : public QWidget {
   QTableView* table() const { return table_; }
 
   // The edits, without dialogs (the interactive versions ask first). Each returns an error text, empty on success.
-  // With `were` (what the dialog showed), a name or notes changed elsewhere meanwhile are not written over.
-  QString rename(int64_t id, const QString& name, const std::optional<std::string>& were = std::nullopt);
+  QString rename(int64_t id, const QString& name);
   QString add_tag(int64_t id, const QString& tag);
   QString remove_tag(int64_t id, const QString& tag);
-  QString set_notes(int64_t id, const QString& notes, const std::optional<std::string>& were = std::nullopt);
+  QString set_notes(int64_t id, const QString& notes);
   QString remove(int64_t id);
 
   // Asks before deleting; replaceable for tests.
@@ -86,7 +85,7 @@ class RunsView : public QWidget {
   std::optional<std::string> field_of(int64_t id, std::string RunRecord::*field) const;
   void edit_text(int64_t id, std::string RunRecord::*field, const QString& title,
                  const std::function<QString(const QString& shown, bool& ok)>& ask,
-                 const std::function<QString(const QString& text, const std::string& were)>& write);
+                 const std::function<void(const QString& text, const std::string& were)>& write);
   void delete_selected();
   void show_menu(const QPoint& at);
   void update_count();

@@ -45,6 +45,17 @@
 
 namespace ampwb {
 
+// A run's name or notes that another window or process changed since the caller read them (RunStore::rename and
+// set_notes with `were`): current() is what the run holds now.
+class EditConflict : public StoreError {
+ public:
+  EditConflict(const std::string& message, std::string current) : StoreError(message), current_(std::move(current)) {}
+  const std::string& current() const { return current_; }
+
+ private:
+  std::string current_;
+};
+
 class RunStore {
  public:
   static constexpr int kSchemaVersion = 6;
@@ -158,7 +169,7 @@ class RunStore {
   // Refuses `name` for run `run` (0: a new run) where check_run_name does, or where another run has it already.
   void check_new_name(const std::string& name, int64_t run = 0) const;
   // With `were` (the name or notes the user was shown), each refuses where another window or process changed them
-  // meanwhile, saying what they are now, so that no edit is lost unseen.
+  // meanwhile (EditConflict, saying what they are now), so that no edit is lost unseen.
   void rename(int64_t run, const std::string& name, const std::optional<std::string>& were = std::nullopt);
   void set_notes(int64_t run, const std::string& notes, const std::optional<std::string>& were = std::nullopt);
   void add_tag(int64_t run, const std::string& tag);

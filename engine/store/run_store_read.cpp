@@ -245,13 +245,17 @@ void RunStore::check_new_name(const std::string& name, int64_t run) const {
 
 void RunStore::rename(int64_t run_id, const std::string& name, const std::optional<std::string>& were) {
   require_writable("rename a run");
+  SqlTransaction t(*db_);  // no other run takes the name between the check and the write
   check_new_name(name, run_id);
   set_text(run_id, "name", name, were);
+  t.commit();
 }
 
 void RunStore::set_notes(int64_t run_id, const std::string& notes, const std::optional<std::string>& were) {
   require_writable("change the notes of a run");
+  SqlTransaction t(*db_);  // what a refusal names is what the refused write found
   set_text(run_id, "notes", notes, were);
+  t.commit();
 }
 
 void RunStore::set_text(int64_t run_id, const std::string& column, const std::string& value,
@@ -268,11 +272,11 @@ void RunStore::set_text(int64_t run_id, const std::string& column, const std::st
   const std::string current = now.text(0);
   if (current == value) return;  // changed elsewhere to the same
   const std::string run = "run " + std::to_string(run_id);
-  throw StoreError(column == "name" ? run + " was renamed '" + current + "' by another window or process meanwhile"
-                                    : "the notes of " + run +
-                                          " were changed by another window or process meanwhile; "
-                                          "they now read:\n" +
-                                          current);
+  throw EditConflict(
+      column == "name"
+          ? run + " was renamed '" + current + "' by another window or process meanwhile"
+          : "the notes of " + run + " were changed by another window or process meanwhile; they now read:\n" + current,
+      current);
 }
 
 void RunStore::set_tags(int64_t run_id, const std::vector<std::string>& tags) {
