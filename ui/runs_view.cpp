@@ -265,21 +265,15 @@ QString RunsView::remove(int64_t id) {
   return e;
 }
 
-// The text a run's record holds now (name or notes), if the run is still there.
-std::optional<std::string> RunsView::field_of(int64_t id, std::string RunRecord::*field) const {
-  const int row = model_->row_of(id);
-  if (row < 0) return std::nullopt;
-  return model_->record(row).*field;
-}
-
 // Asks for a run's name or notes and writes them where nobody changed them meanwhile. Where somebody did, the message
 // shows theirs and the dialog comes back with the user's text to merge, so that nothing is lost.
 void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QString& title,
                          const std::function<QString(const QString& shown, bool& ok)>& ask,
                          const std::function<void(const QString& text, const std::string& were)>& write) {
-  std::optional<std::string> were = field_of(id, field);
-  if (!were) return;
-  QString text = QString::fromStdString(*were);
+  const int row = model_->row_of(id);
+  if (row < 0) return;
+  std::string were = model_->record(row).*field;
+  QString text = QString::fromStdString(were);
   for (;;) {
     bool ok = false;
     text = ask(text, ok);
@@ -287,7 +281,7 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     std::optional<std::string> theirs;  // what the run holds now, where another window or process changed it
     const QString error = attempt([&] {
       try {
-        write(text, *were);
+        write(text, were);
       } catch (const EditConflict& conflict) {
         theirs = conflict.current();
         throw;
@@ -298,7 +292,7 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     plain_message(this, QMessageBox::Warning, title,
                   theirs ? error + tr("\n\nYours follow in the dialog, to merge and save again.") : error);
     if (!theirs) return;
-    were = theirs;
+    were = *theirs;
   }
 }
 

@@ -82,7 +82,6 @@ class RunsView : public QWidget {
   void rename_selected();
   void tag_selected();
   void notes_selected();
-  std::optional<std::string> field_of(int64_t id, std::string RunRecord::*field) const;
   void edit_text(int64_t id, std::string RunRecord::*field, const QString& title,
                  const std::function<QString(const QString& shown, bool& ok)>& ask,
                  const std::function<void(const QString& text, const std::string& were)>& write);

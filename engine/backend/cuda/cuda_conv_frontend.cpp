@@ -221,10 +221,9 @@ struct GraphApiConvs::Impl {
   // of the largest's size (only these are built: the frontend's own autotune builds every candidate and times each
   // up to 100 times); else the heuristics' first. Of the candidates NVRTC must compile (up to seconds each, for every
   // shape of the model) only the first kTimedCompiled are built, kTimedFp8Compiled for FP8 inputs: cuDNN's FP8
-  // engines are all runtime-compiled, the same engine with other knobs, and on the H200 the two first were slower
-  // than the 16-bit engines of every pass. The fastest is kept as choose_timed weighs its workspace. Returns the
-  // timing's workspace, which the first execution reuses rather than holding a second one beside it (nullptr where
-  // nothing was timed).
+  // engines are all runtime-compiled, one engine with other knobs, whose speed differs with them. The fastest is kept
+  // as choose_timed weighs its workspace. Returns the timing's workspace, which the first execution reuses rather than
+  // holding a second one beside it (nullptr where nothing was timed).
   static constexpr size_t kTimedEngines = 10;
   static constexpr size_t kTimedCompiled = 2;
   static constexpr size_t kTimedFp8Compiled = 6;
