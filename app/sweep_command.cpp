@@ -478,12 +478,16 @@ int sweep_point_command(const SweepIdOptions& o) {
       set_point_state(store, id, p->index, SweepPointState::Finished);
       return 0;
     }
-    if (resume_refusal(store, p->run_id).empty()) {
+    const std::string refusal = resume_refusal(store, p->run_id);
+    if (refusal.empty()) {
       how.continue_run = p->run_id;
       config = resume_config(store, p->run_id);
       if (!o.quiet)
         std::printf("sweep %lld point %ld: resuming run %lld from its checkpoint\n", static_cast<long long>(id), shown,
                     static_cast<long long>(p->run_id));
+    } else {  // said even when quiet: the point's curves start over in another run
+      std::printf("sweep %lld point %ld: %s; a new run trains the point\n", static_cast<long long>(id), shown,
+                  refusal.c_str());
     }
   }
   if (how.continue_run == 0) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <functional>
 #include <set>
 
 #include "analysis/run_speed.h"
@@ -134,17 +135,27 @@ TEST(SweepCli, RefusesABadValueBeforeWritingAnything) {
   EXPECT_FALSE(fs::exists(db));
 }
 
-// Point `index` of sweep 1 has a run with `epochs` epochs recorded, or more.
-bool point_has_epochs(const std::string& db, int index, size_t epochs) {
+// Whether point `index` of sweep 1 has a run for which `holds` is true; false while the store cannot be read yet.
+bool point_run_holds(const std::string& db, int index, const std::function<bool(const RunStore&, int64_t)>& holds) {
   if (!fs::exists(db)) return false;
   try {
     RunStore store(db, RunStore::Mode::ReadOnly);
     const std::vector<SweepPoint> points = sweep_points(store, 1);
     if (points.size() <= static_cast<size_t>(index) || points[index].run_id == 0) return false;
-    return store.epochs(points[index].run_id).size() >= epochs;
+    return holds(store, points[index].run_id);
   } catch (const std::exception&) {
     return false;
   }
+}
+
+// Point `index` of sweep 1 has a run with `epochs` epochs recorded, or more.
+bool point_has_epochs(const std::string& db, int index, size_t epochs) {
+  return point_run_holds(db, index, [&](const RunStore& s, int64_t run) { return s.epochs(run).size() >= epochs; });
+}
+
+// The checkpoint is recorded just after its epoch's row: a point killed between the two has nothing to resume.
+bool point_has_checkpoint(const std::string& db, int index) {
+  return point_run_holds(db, index, [](const RunStore& s, int64_t run) { return !s.checkpoints(run).empty(); });
 }
 
 // Starts a sweep of three points long enough to interrupt, and sends it SIGINT once its first point has an epoch.
@@ -193,6 +204,32 @@ TEST(SweepCli, CtrlCLeavesThePointRequeuedAndSweepRunResumesIt) {
   EXPECT_FALSE(store.alternating_speed(run).has_value()) << "timed despite --no-timing";
 }
 
+// A point whose run cannot be resumed (its checkpoint was deleted) trains as a new run, and says why.
+TEST(SweepCli, APointWhoseCheckpointIsGoneTrainsAsANewRunAndSaysWhy) {
+  TempDir dir("sweep_checkpoint_gone");
+  const std::string db = dir.file("runs.sqlite");
+  interrupted_sweep(dir, db);
+  int64_t run = 0;
+  {
+    RunStore store(db, RunStore::Mode::ReadOnly);
+    run = sweep_points(store, 1)[0].run_id;
+    ASSERT_FALSE(store.checkpoints(run).empty());
+    const std::string checkpoint = store.checkpoints(run).back().path;
+    ASSERT_TRUE(fs::remove(checkpoint));
+    fs::remove(checkpoint + ".prev");
+  }
+  const Result r = ampwb({"sweep", "point", "--point", "1", "--quiet", "--db", db, "1"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "sweep 1 point 1: the checkpoint of run " + std::to_string(run));
+  expect_contains(r.output, "is missing; a new run trains the point");
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  const SweepPoint p = sweep_points(store, 1)[0];
+  EXPECT_NE(p.run_id, run);
+  EXPECT_EQ(p.state, SweepPointState::Finished);
+  EXPECT_EQ(store.epochs(p.run_id).size(), 60u);
+  EXPECT_EQ(store.run(run).status, RunStatus::Cancelled) << "the run that could not be resumed is kept as it was";
+}
+
 // A sweep whose processes were all killed (SIGKILL: nothing could say how its points ended) leaves them marked
 // running; the next `sweep run` requeues those whose runs no process records, resumes them, and finishes the sweep.
 TEST(SweepCli, SweepRunResumesThePointsOfAKilledSweep) {
@@ -203,9 +240,9 @@ TEST(SweepCli, SweepRunResumesThePointsOfAKilledSweep) {
   const std::string log = dir.file("sweep.log");
   const pid_t sweep = spawn(argv, log);
   const auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (!(point_has_epochs(db, 0, 1) && point_has_epochs(db, 1, 1)) && Clock::now() < deadline)
+  while (!(point_has_checkpoint(db, 0) && point_has_checkpoint(db, 1)) && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(point_has_epochs(db, 1, 1)) << read_text(log);
+  ASSERT_TRUE(point_has_checkpoint(db, 0) && point_has_checkpoint(db, 1)) << read_text(log);
   // The sweep first, so that it starts no more points; its points' processes lead process groups of their own,
   // each killed by its command line.
   ::kill(sweep, SIGKILL);
