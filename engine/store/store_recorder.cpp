@@ -62,7 +62,7 @@ double StoreRecorder::duration() const {
 
 void StoreRecorder::on_start(const RunInfo& info) {
   guarded([&] {
-    started_ = last_flush_ = last_sync_ = Clock::now();
+    started_ = Clock::now();
     if (continue_run_ != 0) {
       store_->reopen_run(continue_run_, info, config_);
       run_id_ = continue_run_;
@@ -70,6 +70,7 @@ void StoreRecorder::on_start(const RunInfo& info) {
     } else {
       run_id_ = store_->begin_run(config_, info, dataset_fingerprint(config_.data_dir));
     }
+    last_flush_ = last_sync_ = Clock::now();  // nothing is pending yet: the batch's time starts with the run's row
   });
 }
 
