@@ -268,8 +268,9 @@ void time_sweep_here(RunStore& store, int64_t sweep) {
 }
 
 // Runs the sweep's queued and requeued points here, `parallel` at once, each as `ampwb sweep point` in a child
-// process (a process group of its own, so a Ctrl-C reaches it once, from here). The first SIGINT/SIGTERM stops
-// the running points after their current step (they stay requeued, resumable) and starts no more.
+// process (a process group of its own, so a Ctrl-C reaches it once, from here). The first SIGINT, SIGTERM or SIGHUP
+// (a closed terminal, whose hangup the children would not get) stops the running points after their current step
+// (they stay requeued, resumable) and starts no more.
 int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   RunStore store(db, RunStore::Mode::Existing);
   const size_t total = sweep_points(store, sweep).size();
@@ -277,15 +278,16 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
     std::printf("point %d/%zu was left running by a sweep process that ended: requeued, to resume its run\n", index + 1,
                 total);
   struct sigaction action {
-  }, old_int{}, old_term{};
+  }, old_int{}, old_term{}, old_hup{};
   action.sa_handler = on_stop;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
+  sigaction(SIGHUP, &action, &old_hup);
   g_stop = 0;
   g_cancel_timing = false;
   g_timing = 0;
-  std::map<pid_t, int> running;  // child -> point
+  std::map<pid_t, SweepPoint> running;  // child -> its point, as taken
   int failed = 0;
   bool forwarded = false;
   for (;;) {
@@ -296,6 +298,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
       const pid_t child = ::fork();
       if (child < 0) {
         return_point(store, sweep, p->index);
+        release_point(store, *p);
         throw Error(std::string("cannot start a process for a sweep point: ") + std::strerror(errno));
       }
       if (child == 0) {
@@ -310,7 +313,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
         ::_exit(127);
       }
       ::setpgid(child, child);
-      running[child] = p->index;
+      running[child] = *p;
       std::printf("point %d/%zu started: %s\n", p->index + 1, total, describe_point_json(p->settings_json).c_str());
       std::fflush(stdout);
     }
@@ -318,7 +321,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
     if (g_stop && !forwarded) {
       forwarded = true;
       std::fprintf(stderr, "ampwb sweep: stopping the running points after their current step\n");
-      for (const auto& [child, index] : running) ::kill(child, SIGINT);
+      for (const auto& [child, point] : running) ::kill(child, SIGINT);
     }
     int status = 0;
     const pid_t done = ::waitpid(-1, &status, 0);
@@ -328,13 +331,15 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
     }
     const auto at = running.find(done);
     if (at == running.end()) continue;
-    const int index = at->second;
+    const SweepPoint taken = at->second;
+    const int index = taken.index;
     running.erase(at);
     SweepPoint p = sweep_point(store, sweep, index);
     if (p.state == SweepPointState::Running) {  // the child ended before it could say how
       set_point_state(store, sweep, index, SweepPointState::Failed);
       p.state = SweepPointState::Failed;
     }
+    release_point(store, taken);  // said how it ended: no other process may take it for abandoned before
     if (p.state == SweepPointState::Failed) ++failed;
     std::printf("point %d/%zu %s\n", index + 1, total, point_result(store, p).c_str());
     std::fflush(stdout);
@@ -356,6 +361,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
   if (g_stop) return 128 + g_stop;
   return failed > 0 ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 // A sweep's records in the run store, on both kinds of store: the grid and its points written at once, points taken
 // one by one (never twice, also by two processes' connections), a point's run linked, requeued and finished, a
-// cancelled sweep starting nothing more, and a deleted run leaving its point without a run.
+// cancelled sweep starting nothing more, a point held by its taker until its state is settled, and a deleted run
+// leaving its point without a run.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -76,6 +77,46 @@ TEST_P(SweepRecords, LinksARunAndResumesARequeuedPoint) {
   store.remove(run);
   EXPECT_EQ(sweep_point(store, id, 1).run_id, 0);
   EXPECT_EQ(sweep_point(store, id, 1).state, SweepPointState::Finished);
+}
+
+// A `sweep run` holds each point it took until its child process ended and the point's state is settled: no other
+// process takes it meanwhile, or takes it for abandoned while the child starts or ends, and neither does the holder.
+TEST_P(SweepRecords, APointTakenIsHeldUntilItsStateIsSettled) {
+  TempDir dir("sweep_held");
+  const std::string location = new_store(dir);
+  RunStore first(location);
+  const int64_t id = create_sweep(first, "", "{}", "local", {"{}", "{}"});
+  const std::optional<SweepPoint> started = take_next_point(first, id);
+  ASSERT_TRUE(started);
+  const int64_t run = first.begin_run(config_named("p0"), info(), "");
+  set_point_run(first, id, 0, run);
+  RunEnd stopped;  // a Ctrl-C: the run cancelled, its point requeued
+  stopped.status = RunStatus::Cancelled;
+  first.end_run(run, stopped, {}, 1.0);
+  set_point_state(first, id, 0, SweepPointState::Requeued);
+  release_point(first, *started);
+
+  const std::optional<SweepPoint> resumed = take_next_point(first, id);
+  ASSERT_TRUE(resumed);
+  EXPECT_EQ(resumed->index, 0);
+  EXPECT_EQ(resumed->run_id, run);
+  RunStore second(location, RunStore::Mode::Existing);
+  EXPECT_TRUE(requeue_abandoned_points(second, id).empty()) << "a point whose child is starting was requeued";
+  EXPECT_EQ(sweep_point(second, id, 0).state, SweepPointState::Running);
+  // Its child stopped and said so before the holder saw it end: the point is not taken again until released.
+  set_point_state(first, id, 0, SweepPointState::Requeued);
+  const std::optional<SweepPoint> other = take_next_point(second, id);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->index, 1);
+  EXPECT_FALSE(take_next_point(first, id)) << "the holder took its own point a second time";
+  release_point(first, *resumed);
+  const std::optional<SweepPoint> again = take_next_point(first, id);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->index, 0);
+  // Its child killed before it recorded anything, the holder gone: the point is abandoned now.
+  release_point(first, *again);
+  EXPECT_EQ(requeue_abandoned_points(second, id), std::vector<int>{0});
+  EXPECT_EQ(sweep_point(second, id, 0).state, SweepPointState::Requeued);
 }
 
 TEST_P(SweepRecords, ACancelledSweepStartsNothingMore) {

@@ -20,8 +20,9 @@ namespace ampwb {
 namespace {
 
 // "AMPW": the key of the store's advisory locks. The writers' lock is the one-key lock of this value; a run's owner
-// holds the two-key lock (this value, the run's id), a space apart from the first.
-constexpr const char* kLockKey = "1095585879";
+// holds the two-key lock (this value, the run's id), a space apart from the first; a sweep point's holder a one-key
+// lock of its own (point_lock).
+constexpr int64_t kLockKey = 1095585879;
 
 // A session's start in pg_stat_activity, in microseconds: with its process id, it names one session for good.
 constexpr const char* kSessionStart = "CAST(extract(epoch FROM backend_start) * 1000000 AS bigint)";
@@ -197,6 +198,9 @@ void PostgresConnection::ensure_connected() {
                          "status = 'interrupted'");
     resumed.bind(1, run).run();
   }
+  // The sweep points it holds too; one another process holds now is that process's (it found the point abandoned).
+  for (const auto& [sweep, index] : std::set<std::pair<int64_t, int>>(points_))
+    if (!try_lock(point_lock(sweep, index))) points_.erase({sweep, index});
   if (!lost.empty())
     throw StoreError(lost + " in the run store '" + name_ +
                      "' is recorded by another process now: it resumed the run while this process's connection to "
@@ -224,7 +228,7 @@ void PostgresConnection::exec(const std::string& sql) {
   if (!deferred_.empty()) PQclear(round_trip(nullptr, nullptr, false));  // a text of many statements goes alone
   std::string text = sql;
   if (begin_pending_ && !reconnecting_) {
-    text = std::string("BEGIN; SELECT pg_advisory_xact_lock(") + kLockKey + "); " + sql;
+    text = "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(kLockKey) + "); " + sql;
     begin_pending_ = false;
   }
   PGresult* result = PQexec(conn_, text.c_str());
@@ -332,7 +336,7 @@ PGresult* PostgresConnection::round_trip(const std::string* sql, const std::vect
   std::vector<Part> parts;
   if (begin_pending_ && !reconnecting_) {
     parts.push_back({Part::Begin, "BEGIN", "", {}});
-    parts.push_back({Part::Lock, std::string("SELECT pg_advisory_xact_lock(") + kLockKey + ")", "", {}});
+    parts.push_back({Part::Lock, "SELECT pg_advisory_xact_lock(" + std::to_string(kLockKey) + ")", "", {}});
     parts.push_back({Part::XactId, "SELECT pg_current_xact_id()", "", {}});
     begin_pending_ = false;  // sent now; a failure leaves the transaction to the caller's rollback
   }
@@ -500,25 +504,58 @@ void PostgresConnection::own_run(int64_t run) {
 }
 
 void PostgresConnection::take_run_lock(int64_t run) {
-  SqlStatement lock(*this, std::string("SELECT pg_try_advisory_lock(") + kLockKey + ", CAST(? AS integer))");
-  if (!lock.bind(1, run).step() || lock.int64(0) != 1)
+  if (!try_lock(run_lock(run)))
     throw StoreError("cannot record run " + std::to_string(run) + " in the run store '" + name_ +
                      "': another process is recording it");
 }
 
-void PostgresConnection::disown_run(int64_t run) {
-  owned_.erase(run);
-  SqlStatement unlock(*this, std::string("SELECT pg_advisory_unlock(") + kLockKey + ", CAST(? AS integer))");
-  unlock.bind(1, run).run();
+PostgresConnection::AdvisoryLock PostgresConnection::run_lock(int64_t run) {
+  return {std::to_string(kLockKey) + ", CAST(? AS integer)", run, kLockKey, run, 2};
 }
 
-bool PostgresConnection::recorded_elsewhere(int64_t run) const {
-  // Another session's lock on the run, in this database (advisory locks are per database).
+PostgresConnection::AdvisoryLock PostgresConnection::point_lock(int64_t sweep, int index) {
+  // One bigint key, its top bits set: apart from the writers' lock, whose key is below 2^32.
+  const int64_t key = (int64_t{1} << 62) | (sweep << 24) | index;
+  return {"CAST(? AS bigint)", key, key >> 32, key & 0xffffffff, 1};
+}
+
+bool PostgresConnection::try_lock(const AdvisoryLock& lock) {
+  SqlStatement take(*this, "SELECT pg_try_advisory_lock(" + lock.arguments + ")");
+  return take.bind(1, lock.argument).step() && take.int64(0) == 1;
+}
+
+void PostgresConnection::unlock(const AdvisoryLock& lock) {
+  SqlStatement(*this, "SELECT pg_advisory_unlock(" + lock.arguments + ")").bind(1, lock.argument).run();
+}
+
+bool PostgresConnection::locked_elsewhere(const AdvisoryLock& lock) const {
+  // Another session's lock, in this database (advisory locks are per database).
   SqlStatement held(const_cast<PostgresConnection&>(*this),
-                    std::string("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 ") +
-                        "AND classid = " + kLockKey + " AND objid = CAST(? AS oid) AND pid <> pg_backend_pid() " +
-                        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
-  return held.bind(1, run).step();
+                    "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = CAST(? AS oid) AND "
+                    "objid = CAST(? AS oid) AND objsubid = CAST(? AS integer) AND pid <> pg_backend_pid() AND "
+                    "database = (SELECT oid FROM pg_database WHERE datname = current_database())");
+  return held.bind(1, lock.classid).bind(2, lock.objid).bind(3, lock.objsubid).step();
+}
+
+void PostgresConnection::disown_run(int64_t run) {
+  owned_.erase(run);
+  unlock(run_lock(run));
+}
+
+bool PostgresConnection::recorded_elsewhere(int64_t run) const { return locked_elsewhere(run_lock(run)); }
+
+bool PostgresConnection::try_hold_point(int64_t sweep, int index) {
+  if (points_.count({sweep, index}) || !try_lock(point_lock(sweep, index))) return false;
+  points_.insert({sweep, index});
+  return true;
+}
+
+void PostgresConnection::release_point(int64_t sweep, int index) {
+  if (points_.erase({sweep, index})) unlock(point_lock(sweep, index));
+}
+
+bool PostgresConnection::point_held_elsewhere(int64_t sweep, int index) const {
+  return locked_elsewhere(point_lock(sweep, index));
 }
 
 std::string libpq_version() {

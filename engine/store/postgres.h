@@ -45,6 +45,9 @@ class PostgresConnection : public SqlConnection {
   bool recorded_elsewhere(int64_t run) const override;
   bool owns_run(int64_t run) const override { return owned_.count(run) > 0; }
   void forget_run_lock(int64_t) override {}  // the server dropped the lock with its session: nothing is left
+  bool try_hold_point(int64_t sweep, int index) override;
+  void release_point(int64_t sweep, int index) override;
+  bool point_held_elsewhere(int64_t sweep, int index) const override;
 
   // A connection the server dropped (restarted, the session ended by an administrator, the network) is made again
   // before the next statement, with the locks of the runs it records; until then statements fail with
@@ -67,6 +70,18 @@ class PostgresConnection : public SqlConnection {
  private:
   void set_up_session();
   void take_run_lock(int64_t run);
+  // A session advisory lock: pg_try_advisory_lock's arguments (one placeholder, for `argument`), and the lock as
+  // pg_locks shows it.
+  struct AdvisoryLock {
+    std::string arguments;
+    int64_t argument, classid, objid;
+    int objsubid;
+  };
+  static AdvisoryLock run_lock(int64_t run);
+  static AdvisoryLock point_lock(int64_t sweep, int index);
+  bool try_lock(const AdvisoryLock& lock);
+  void unlock(const AdvisoryLock& lock);
+  bool locked_elsewhere(const AdvisoryLock& lock) const;
   std::string prepared_name(const std::string& sql, bool& fresh);
   pg_result* round_trip(const std::string* sql, const std::vector<const char*>* values, bool commit);
   // Whether transaction `xact`, whose commit was sent when the connection broke, was committed; read on a new
@@ -85,7 +100,8 @@ class PostgresConnection : public SqlConnection {
   bool reconnecting_ = false;
   int session_pid_ = 0;        // this session's server process, where it writes
   int64_t session_start_ = 0;  // and its backend_start in pg_stat_activity (microseconds)
-  std::set<int64_t> owned_;  // runs whose lock this connection holds
+  std::set<int64_t> owned_;    // runs whose lock this connection holds
+  std::set<std::pair<int64_t, int>> points_;  // sweep points it holds (sweep, index)
   int changes_ = 0;
   bool begin_pending_ = false;                          // begin_write() called, its BEGIN not yet sent
   bool in_write_ = false;                               // from begin_write() to commit() or rollback()

@@ -28,7 +28,17 @@ std::string run_lock_path(const std::string& database_path, int64_t run_id) {
   return database_path + "-locks/run-" + std::to_string(run_id) + ".lock";
 }
 
+std::string point_lock_path(const std::string& database_path, int64_t sweep_id, int index) {
+  return database_path + "-locks/sweep-" + std::to_string(sweep_id) + "-point-" + std::to_string(index) + ".lock";
+}
+
 RunLock RunLock::acquire(const std::string& path) {
+  std::optional<RunLock> lock = try_acquire(path);
+  if (!lock) throw StoreError("cannot lock '" + path + "': another process is recording this run");
+  return std::move(*lock);
+}
+
+std::optional<RunLock> RunLock::try_acquire(const std::string& path) {
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
@@ -39,9 +49,8 @@ RunLock RunLock::acquire(const std::string& path) {
     if (lock.fd_ < 0) throw StoreError("cannot create the run lock file '" + path + "': " + std::strerror(errno));
     lock.path_ = path;
     if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
-      const int e = errno;
-      throw StoreError("cannot lock '" + path + "': " +
-                       (e == EWOULDBLOCK ? std::string("another process is recording this run") : std::strerror(e)));
+      if (errno == EWOULDBLOCK) return std::nullopt;
+      throw StoreError("cannot lock '" + path + "': " + std::strerror(errno));
     }
     // The file may have been deleted between the open and the lock (a run's end, a dead run's leftover removed):
     // a lock on it would guard nothing, so the file at the path is opened again.

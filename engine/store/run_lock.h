@@ -4,11 +4,13 @@
 // Why flock: the kernel drops the lock when its holder dies, however it dies (SIGKILL, OOM killer, power cut of a
 // container), so "the lock is free" means exactly "no process is recording this run". No pid is compared, so pid
 // reuse cannot fool it, and flock locks belong to an open file description, so a GUI that opens the store in the
-// same process as a recorder still sees the run's lock as held. Lock files live in "<database>-locks/run-<id>.lock";
+// same process as a recorder still sees the run's lock as held. Lock files live in "<database>-locks/run-<id>.lock"
+// (a sweep point's, SqlConnection::try_hold_point, in "sweep-<id>-point-<index>.lock");
 // they are opened with O_CLOEXEC so that a child the trainer might spawn cannot keep a dead run alive.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ampwb {
@@ -19,6 +21,8 @@ class RunLock {
   // Creates the lock file (and its folder) and takes the lock; throws StoreError naming the file on failure or
   // when another process holds it.
   static RunLock acquire(const std::string& path);
+  // The same, but nullopt when another holder has it.
+  static std::optional<RunLock> try_acquire(const std::string& path);
   ~RunLock();
   RunLock(RunLock&& other) noexcept;
   RunLock& operator=(RunLock&& other) noexcept;
@@ -40,5 +44,7 @@ class RunLock {
 
 // The lock file of run `run_id` in the store at `database_path`.
 std::string run_lock_path(const std::string& database_path, int64_t run_id);
+// The lock file of point `index` (from 0) of sweep `sweep_id`.
+std::string point_lock_path(const std::string& database_path, int64_t sweep_id, int index);
 
 }  // namespace ampwb

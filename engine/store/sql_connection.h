@@ -75,6 +75,13 @@ class SqlConnection {
   // Whether this connection still records `run`: false once it lost the run's lock to another process (PostgreSQL:
   // a connection made again after another process resumed the run). Nothing more of it may be written then.
   virtual bool owns_run(int64_t /*run*/) const { return true; }
+
+  // A sweep's point taken to train in a child process: held by the process that took it until the child ended and
+  // the point's state is settled, so that no other process takes the point, or takes it for abandoned, meanwhile.
+  // Dropped as a run's lock is when the holder dies.
+  virtual bool try_hold_point(int64_t sweep, int index) = 0;  // false when held, here or elsewhere
+  virtual void release_point(int64_t sweep, int index) = 0;
+  virtual bool point_held_elsewhere(int64_t sweep, int index) const = 0;
 };
 
 // A prepared statement, as the store's code uses it: bind() takes 1-based parameter indexes, readers 0-based

@@ -276,15 +276,33 @@ std::string SqliteConnection::replace_into(const std::string& table, const std::
 
 void SqliteConnection::own_run(int64_t run) { locks_[run] = RunLock::acquire(run_lock_path(db_.path(), run)); }
 
-void SqliteConnection::disown_run(int64_t run) {
-  const auto it = locks_.find(run);
-  if (it == locks_.end()) return;
+namespace {
+template <typename Key>
+void release_lock(std::map<Key, RunLock>& locks, const Key& key) {
+  const auto it = locks.find(key);
+  if (it == locks.end()) return;
   it->second.release();
-  locks_.erase(it);
+  locks.erase(it);
 }
+}  // namespace
+
+void SqliteConnection::disown_run(int64_t run) { release_lock(locks_, run); }
 
 bool SqliteConnection::recorded_elsewhere(int64_t run) const {
   return RunLock::held_elsewhere(run_lock_path(db_.path(), run));
+}
+
+bool SqliteConnection::try_hold_point(int64_t sweep, int index) {
+  if (points_.count({sweep, index})) return false;
+  std::optional<RunLock> lock = RunLock::try_acquire(point_lock_path(db_.path(), sweep, index));
+  if (lock) points_.emplace(std::pair(sweep, index), std::move(*lock));
+  return lock.has_value();
+}
+
+void SqliteConnection::release_point(int64_t sweep, int index) { release_lock(points_, std::pair(sweep, index)); }
+
+bool SqliteConnection::point_held_elsewhere(int64_t sweep, int index) const {
+  return RunLock::held_elsewhere(point_lock_path(db_.path(), sweep, index));
 }
 
 void SqliteConnection::forget_run_lock(int64_t run) {

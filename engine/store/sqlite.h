@@ -128,6 +128,9 @@ class SqliteConnection : public SqlConnection {
   void disown_run(int64_t run) override;
   bool recorded_elsewhere(int64_t run) const override;
   void forget_run_lock(int64_t run) override;
+  bool try_hold_point(int64_t sweep, int index) override;
+  void release_point(int64_t sweep, int index) override;
+  bool point_held_elsewhere(int64_t sweep, int index) const override;
 
   // Statements run and reset, kept for the next prepare() of the same SQL: preparing costs as much as running a
   // small write, and a run's epoch prepares the same ten each time. Declared after db_, so finalized before it closes.
@@ -137,6 +140,7 @@ class SqliteConnection : public SqlConnection {
   SqliteDb db_;
   std::shared_ptr<IdleStatements> idle_ = std::make_shared<IdleStatements>();
   std::map<int64_t, RunLock> locks_;
+  std::map<std::pair<int64_t, int>, RunLock> points_;
 };
 
 }  // namespace ampwb

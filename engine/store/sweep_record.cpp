@@ -130,18 +130,38 @@ SweepPoint sweep_point(const RunStore& store, int64_t sweep, int index) {
 
 std::optional<SweepPoint> take_next_point(RunStore& store, int64_t sweep) {
   SqlConnection& db = store.connection();
-  SqlTransaction t(db);
-  if (sweep_cancelled(db, sweep)) return std::nullopt;
-  SqlStatement q(db, std::string("SELECT ") + kPointColumns +
-                         " FROM sweep_points WHERE sweep_id = ? AND state IN ('queued', 'requeued') ORDER BY idx "
-                         "LIMIT 1");
-  q.bind(1, sweep);
-  if (!q.step()) return std::nullopt;
-  SweepPoint p = read_point(q);
-  q.reset();
-  update_point(db, sweep, p.index, SweepPointState::Running);
-  t.commit();
-  return p;
+  std::optional<int> held;
+  try {
+    SqlTransaction t(db);
+    if (sweep_cancelled(db, sweep)) return std::nullopt;
+    // The first that no other process holds still: one that took a point holds it until its state is settled.
+    SqlStatement q(db,
+                   "SELECT idx FROM sweep_points WHERE sweep_id = ? AND state IN ('queued', 'requeued') ORDER BY idx");
+    q.bind(1, sweep);
+    std::vector<int> candidates;
+    while (q.step()) candidates.push_back(static_cast<int>(q.int64(0)));
+    q.reset();
+    for (const int index : candidates)
+      if (db.try_hold_point(sweep, index)) {
+        held = index;
+        break;
+      }
+    if (!held) return std::nullopt;
+    const std::optional<SweepPoint> p = find_point(db, sweep, *held);
+    update_point(db, sweep, *held, SweepPointState::Running);
+    t.commit();
+    return p;
+  } catch (...) {  // the transaction rolled back first: nothing else may go in it
+    try {
+      if (held) db.release_point(sweep, *held);
+    } catch (const StoreError&) {  // the connection is lost, and the lock with it
+    }
+    throw;
+  }
+}
+
+void release_point(RunStore& store, const SweepPoint& point) {
+  store.connection().release_point(point.sweep_id, point.index);
 }
 
 std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index) {
@@ -201,6 +221,7 @@ std::vector<int> requeue_abandoned_points(RunStore& store, int64_t sweep) {
   q.reset();
   std::vector<int> requeued;
   for (const auto& [index, run_status] : abandoned) {
+    if (db.point_held_elsewhere(sweep, index)) continue;  // its child is starting, or ending, right now
     SweepPointState state = SweepPointState::Requeued;
     if (run_status == run_status_name(RunStatus::Finished)) state = SweepPointState::Finished;
     if (run_status == run_status_name(RunStatus::Failed)) state = SweepPointState::Failed;

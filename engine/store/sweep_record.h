@@ -48,8 +48,11 @@ std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep);  // 
 SweepPoint sweep_point(const RunStore& store, int64_t sweep, int index);     // throws when absent
 
 // Takes the first queued point of a sweep that is not cancelled (marks it running); nullopt when none is left.
-// One transaction: two processes never take the same point.
+// One transaction: two processes never take the same point. The store's connection holds the point (its lock) until
+// release_point(), once the child process that trains it ended and the point's state is settled: until then no other
+// process takes it, or takes it for abandoned.
 std::optional<SweepPoint> take_next_point(RunStore& store, int64_t sweep);
+void release_point(RunStore& store, const SweepPoint& point);
 // Takes point `index` to run it (a job array's task), unless it is final or its sweep cancelled: returns the point
 // as it was before (its run, if one was started), or nullopt when it must not run.
 std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index);
@@ -57,9 +60,10 @@ void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState 
 void set_point_run(RunStore& store, int64_t sweep, int index, int64_t run);
 // A point taken but not started again (Ctrl-C before it began): queued once more.
 void return_point(RunStore& store, int64_t sweep, int index);
-// Points still marked running whose run no process records any more (the sweep's processes were killed): an
-// interrupted or cancelled run's point requeued, to resume from its checkpoint; a finished or failed one's marked
-// so. Returns the indexes requeued. A point with no run yet cannot be told from one just starting: it stays.
+// Points still marked running that no process holds and whose run no process records any more (the sweep's
+// processes were killed): an interrupted or cancelled run's point requeued, to resume from its checkpoint; a finished
+// or failed one's marked so. Returns the indexes requeued. A point with no run yet stays: it cannot be told from one
+// whose child `sweep point` (a Slurm task, say) is just starting.
 std::vector<int> requeue_abandoned_points(RunStore& store, int64_t sweep);
 
 // Cancels the sweep: no point starts any more, and every point not final is marked cancelled. Returns how many.
