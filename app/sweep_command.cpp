@@ -3,6 +3,7 @@
 // tasks each run `sweep point` for the point SLURM_ARRAY_TASK_ID names. `sweep status|cancel|list|run` look after it.
 // Every front end numbers the points from 1 (point N of M); Slurm's array task N-1 trains point N, and the store
 // keeps the 0-based index, which is the task's id.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -283,7 +284,8 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
-  sigaction(SIGHUP, &action, &old_hup);
+  sigaction(SIGHUP, nullptr, &old_hup);
+  if (old_hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &action, nullptr);  // nohup's sweep outlives its terminal
   g_stop = 0;
   g_cancel_timing = false;
   g_timing = 0;
@@ -303,6 +305,9 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
       }
       if (child == 0) {
         ::setpgid(0, 0);
+        // The point's lock file, where there is one, stays open in the child: held while either process lives.
+        if (const int lock = store.connection().point_lock_descriptor(sweep, p->index); lock >= 0)
+          ::fcntl(lock, F_SETFD, 0);
         const std::string exe = self_exe(), point = std::to_string(p->index + 1), id = std::to_string(sweep);
         std::vector<std::string> argv = {exe, "sweep", "point", "--db", db, "--point", point, "--quiet", id};
         std::vector<char*> args;

@@ -248,6 +248,8 @@ TEST(SweepCli, SweepRunResumesThePointsOfAKilledSweep) {
   // each killed by its command line.
   ::kill(sweep, SIGKILL);
   wait_exit(sweep);
+  const auto held = [&](int index) { return RunStore(db, RunStore::Mode::ReadOnly).connection().point_held(1, index); };
+  EXPECT_TRUE(held(0) && held(1)) << "the points' children train on, but another sweep run could take the points";
   int killed = 0;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string command_line = read_text((entry.path() / "cmdline").string());
@@ -256,13 +258,15 @@ TEST(SweepCli, SweepRunResumesThePointsOfAKilledSweep) {
   }
   EXPECT_EQ(killed, 2);
   {
-    // Not this test's children, so not waited for: their runs' locks go once the kernel has ended them.
+    // Not this test's children, so not waited for: their locks go once the kernel has ended them.
     RunStore store(db, RunStore::Mode::ReadOnly);
     const std::vector<SweepPoint> points = sweep_points(store, 1);
-    const auto recording = [&] { return store.recording(points[0].run_id) || store.recording(points[1].run_id); };
+    const auto locked = [&] {
+      return store.recording(points[0].run_id) || store.recording(points[1].run_id) || held(0) || held(1);
+    };
     const auto gone = Clock::now() + std::chrono::seconds(30);
-    while (recording() && Clock::now() < gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ASSERT_FALSE(recording()) << "a killed point's process still records its run";
+    while (locked() && Clock::now() < gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_FALSE(locked()) << "a killed point's process still holds its point or records its run";
     EXPECT_EQ(points[0].state, SweepPointState::Running);
   }
   const Result resumed = ampwb({"sweep", "run", "1", "--no-timing", "--db", db});

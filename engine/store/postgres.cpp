@@ -554,8 +554,8 @@ void PostgresConnection::release_point(int64_t sweep, int index) {
   if (points_.erase({sweep, index})) unlock(point_lock(sweep, index));
 }
 
-bool PostgresConnection::point_held_elsewhere(int64_t sweep, int index) const {
-  return locked_elsewhere(point_lock(sweep, index));
+bool PostgresConnection::point_held(int64_t sweep, int index) const {
+  return points_.count({sweep, index}) || locked_elsewhere(point_lock(sweep, index));
 }
 
 std::string libpq_version() {

@@ -47,7 +47,7 @@ class PostgresConnection : public SqlConnection {
   void forget_run_lock(int64_t) override {}  // the server dropped the lock with its session: nothing is left
   bool try_hold_point(int64_t sweep, int index) override;
   void release_point(int64_t sweep, int index) override;
-  bool point_held_elsewhere(int64_t sweep, int index) const override;
+  bool point_held(int64_t sweep, int index) const override;
 
   // A connection the server dropped (restarted, the session ended by an administrator, the network) is made again
   // before the next statement, with the locks of the runs it records; until then statements fail with

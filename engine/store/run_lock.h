@@ -30,6 +30,7 @@ class RunLock {
   // Unlocks and deletes the lock file (the run row must already say how the run ended).
   void release();
   bool held() const { return fd_ >= 0; }
+  int descriptor() const { return fd_; }
 
   // True while some process holds the lock at `path`; a missing file means no holder. Never creates anything.
   static bool held_elsewhere(const std::string& path);

@@ -81,7 +81,10 @@ class SqlConnection {
   // Dropped as a run's lock is when the holder dies.
   virtual bool try_hold_point(int64_t sweep, int index) = 0;  // false when held, here or elsewhere
   virtual void release_point(int64_t sweep, int index) = 0;
-  virtual bool point_held_elsewhere(int64_t sweep, int index) const = 0;
+  virtual bool point_held(int64_t sweep, int index) const = 0;  // by any process, this one too
+  // The descriptor of a held point's lock where it is a file (SQLite), else -1: a child process that keeps it open
+  // across exec keeps the point held while it lives, also where the process that took the point dies first.
+  virtual int point_lock_descriptor(int64_t /*sweep*/, int /*index*/) const { return -1; }
 };
 
 // A prepared statement, as the store's code uses it: bind() takes 1-based parameter indexes, readers 0-based

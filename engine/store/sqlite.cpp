@@ -301,8 +301,13 @@ bool SqliteConnection::try_hold_point(int64_t sweep, int index) {
 
 void SqliteConnection::release_point(int64_t sweep, int index) { release_lock(points_, std::pair(sweep, index)); }
 
-bool SqliteConnection::point_held_elsewhere(int64_t sweep, int index) const {
+bool SqliteConnection::point_held(int64_t sweep, int index) const {
   return RunLock::held_elsewhere(point_lock_path(db_.path(), sweep, index));
+}
+
+int SqliteConnection::point_lock_descriptor(int64_t sweep, int index) const {
+  const auto it = points_.find({sweep, index});
+  return it == points_.end() ? -1 : it->second.descriptor();
 }
 
 void SqliteConnection::forget_run_lock(int64_t run) {

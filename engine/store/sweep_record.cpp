@@ -221,7 +221,7 @@ std::vector<int> requeue_abandoned_points(RunStore& store, int64_t sweep) {
   q.reset();
   std::vector<int> requeued;
   for (const auto& [index, run_status] : abandoned) {
-    if (db.point_held_elsewhere(sweep, index)) continue;  // its child is starting, or ending, right now
+    if (db.point_held(sweep, index)) continue;  // its child is starting, or ending, right now
     SweepPointState state = SweepPointState::Requeued;
     if (run_status == run_status_name(RunStatus::Finished)) state = SweepPointState::Finished;
     if (run_status == run_status_name(RunStatus::Failed)) state = SweepPointState::Failed;
