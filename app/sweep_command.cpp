@@ -3,7 +3,6 @@
 // tasks each run `sweep point` for the point SLURM_ARRAY_TASK_ID names. `sweep status|cancel|list|run` look after it.
 // Every front end numbers the points from 1 (point N of M); Slurm's array task N-1 trains point N, and the store
 // keeps the 0-based index, which is the task's id.
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,6 +51,7 @@ struct SweepOptions {
 struct SweepIdOptions {
   std::string db, sweep;
   bool json = false, quiet = false, no_timing = false;
+  int held_by_parent = 0;  // sweep point: the process id of the sweep run that took the point
   int parallel = 1;
   std::string point;  // sweep point: the point (from 1), else $SLURM_ARRAY_TASK_ID (from 0) + 1
 };
@@ -276,8 +276,9 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   RunStore store(db, RunStore::Mode::Existing);
   const size_t total = sweep_points(store, sweep).size();
   for (const int index : requeue_abandoned_points(store, sweep))
-    std::printf("point %d/%zu was left running by a sweep process that ended: requeued, to resume its run\n", index + 1,
-                total);
+    std::printf("point %d/%zu was left running by a sweep process that ended: %s\n", index + 1, total,
+                sweep_point(store, sweep, index).run_id ? "requeued, to resume its run"
+                                                        : "queued again (it had not begun its run)");
   struct sigaction action {
   }, old_int{}, old_term{}, old_hup{};
   action.sa_handler = on_stop;
@@ -297,7 +298,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
       const std::optional<SweepPoint> p = take_next_point(store, sweep);
       if (!p) break;
       std::fflush(stdout);
-      const pid_t child = ::fork();
+      const pid_t self = ::getpid(), child = ::fork();
       if (child < 0) {
         return_point(store, sweep, p->index);
         release_point(store, *p);
@@ -305,11 +306,10 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
       }
       if (child == 0) {
         ::setpgid(0, 0);
-        // The point's lock file, where there is one, stays open in the child: held while either process lives.
-        if (const int lock = store.connection().point_lock_descriptor(sweep, p->index); lock >= 0)
-          ::fcntl(lock, F_SETFD, 0);
         const std::string exe = self_exe(), point = std::to_string(p->index + 1), id = std::to_string(sweep);
-        std::vector<std::string> argv = {exe, "sweep", "point", "--db", db, "--point", point, "--quiet", id};
+        const std::string parent = std::to_string(self);  // not getppid(): this process may have ended already
+        std::vector<std::string> argv = {
+            exe, "sweep", "point", "--db", db, "--point", point, "--quiet", "--held-by-parent", parent, id};
         std::vector<char*> args;
         for (std::string& a : argv) args.push_back(a.data());
         args.push_back(nullptr);
@@ -472,11 +472,13 @@ int sweep_point_command(const SweepIdOptions& o) {
   if (index >= static_cast<long>(sweep_points(store, id).size()))
     throw Error("sweep " + std::to_string(id) + " has " + std::to_string(sweep_points(store, id).size()) +
                 " points: there is no point " + std::to_string(shown));
-  const std::optional<SweepPoint> p = take_point(store, id, static_cast<int>(index));
+  const std::optional<SweepPoint> p = take_point(store, id, static_cast<int>(index), o.held_by_parent);
   if (!p) {
     std::printf("sweep %lld point %ld: %s, nothing to run\n", static_cast<long long>(id), shown,
                 sweep(store, id).cancelled ? "the sweep is cancelled"
-                                           : sweep_point_state_name(sweep_point(store, id, index).state));
+                : o.held_by_parent && ::getppid() != o.held_by_parent
+                    ? "its sweep run ended before it began"
+                    : sweep_point_state_name(sweep_point(store, id, index).state));
     return 0;
   }
   TrainingInStore how;
@@ -876,6 +878,7 @@ void add_sweep_command(CLI::App& app, Invocation& invocation) {
                    "the point, from 1 as sweep status numbers it (default: $SLURM_ARRAY_TASK_ID + 1)")
       ->type_name("N");
   point->add_flag("--quiet", o->quiet, "no progress, only errors");
+  point->add_option("--held-by-parent", o->held_by_parent)->group("");  // run_here's children: share its hold
 
   CLI::App* sweeps_alias = add_sweep_id_command(&app, "sweeps", "the sweeps in the run store (as sweep list)",
                                                 invocation, sweep_list_command, o);

@@ -1,10 +1,16 @@
 // A sweep's records in the run store, on both kinds of store: the grid and its points written at once, points taken
 // one by one (never twice, also by two processes' connections), a point's run linked, requeued and finished, a
-// cancelled sweep starting nothing more, a point held by its taker until its state is settled, and a deleted run
-// leaving its point without a run.
+// cancelled sweep starting nothing more, a point held by its taker and its child until its state is settled (and
+// queued again once nobody holds it, where it was killed before its run began), and a deleted run leaving its point
+// without a run.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <memory>
 #include <set>
+#include <thread>
+
+#include <unistd.h>
 
 #include "store/run_store.h"
 #include "store/sweep_record.h"
@@ -58,10 +64,12 @@ TEST_P(SweepRecords, LinksARunAndResumesARequeuedPoint) {
   TempDir dir("sweep_run");
   RunStore store(new_store(dir));
   const int64_t id = create_sweep(store, "", "{}", "slurm", {"{}", "{}"});
-  ASSERT_TRUE(take_point(store, id, 1));
+  const std::optional<SweepPoint> first = take_point(store, id, 1);
+  ASSERT_TRUE(first);
   const int64_t run = store.begin_run(config_named("p1"), info(), "");
   set_point_run(store, id, 1, run);
   set_point_state(store, id, 1, SweepPointState::Requeued);
+  release_point(store, *first);  // its task ended
   // Taken again, the point hands back its run, to be resumed.
   const std::optional<SweepPoint> again = take_point(store, id, 1);
   ASSERT_TRUE(again);
@@ -117,6 +125,31 @@ TEST_P(SweepRecords, APointTakenIsHeldUntilItsStateIsSettled) {
   release_point(first, *again);
   EXPECT_EQ(requeue_abandoned_points(second, id), std::vector<int>{0});
   EXPECT_EQ(sweep_point(second, id, 0).state, SweepPointState::Requeued);
+}
+
+// A `sweep run` killed alone while its point's child starts: the child's hold keeps the point; once the child is gone
+// too, the point, its run never begun, is queued again. A `sweep point` by hand leaves a point another process holds.
+TEST_P(SweepRecords, AChildKeepsItsPointHeldAndAPointWithoutARunIsQueuedAgain) {
+  TempDir dir("sweep_child_hold");
+  const std::string location = new_store(dir);
+  auto parent = std::make_unique<RunStore>(location);
+  const int64_t id = create_sweep(*parent, "", "{}", "local", {"{}", "{}"});
+  ASSERT_TRUE(take_next_point(*parent, id));
+  auto child = std::make_unique<RunStore>(location, RunStore::Mode::Existing);
+  ASSERT_TRUE(take_point(*child, id, 0, ::getppid()));  // as this process's child, its parent alive
+  RunStore other(location, RunStore::Mode::Existing);
+  expect_contains(error_of([&] { take_point(other, id, 0); }), "is held by another process, which trains it");
+  EXPECT_FALSE(take_point(other, id, 0, ::getppid() + 1)) << "a child joined the hold of a parent that ended";
+  parent.reset();
+  EXPECT_TRUE(requeue_abandoned_points(other, id).empty()) << "a point whose child lives was queued again";
+  child.reset();
+  // A server ends a closed session's locks a moment later.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (other.connection().point_held(id, 0) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(requeue_abandoned_points(other, id), std::vector<int>{0});
+  EXPECT_EQ(sweep_point(other, id, 0).state, SweepPointState::Queued);
+  EXPECT_EQ(sweep_point(other, id, 1).state, SweepPointState::Queued);
 }
 
 TEST_P(SweepRecords, ACancelledSweepStartsNothingMore) {

@@ -21,7 +21,7 @@ namespace {
 
 // "AMPW": the key of the store's advisory locks. The writers' lock is the one-key lock of this value; a run's owner
 // holds the two-key lock (this value, the run's id), a space apart from the first; a sweep point's holder a one-key
-// lock of its own (point_lock).
+// lock of its own, shared (point_lock).
 constexpr int64_t kLockKey = 1095585879;
 
 // A session's start in pg_stat_activity, in microseconds: with its process id, it names one session for good.
@@ -198,9 +198,8 @@ void PostgresConnection::ensure_connected() {
                          "status = 'interrupted'");
     resumed.bind(1, run).run();
   }
-  // The sweep points it holds too; one another process holds now is that process's (it found the point abandoned).
-  for (const auto& [sweep, index] : std::set<std::pair<int64_t, int>>(points_))
-    if (!try_lock(point_lock(sweep, index))) points_.erase({sweep, index});
+  // The sweep points it holds too (shared holds, taken again whoever else holds them now).
+  for (const auto& [sweep, index] : points_) try_lock(point_lock(sweep, index));
   if (!lost.empty())
     throw StoreError(lost + " in the run store '" + name_ +
                      "' is recorded by another process now: it resumed the run while this process's connection to "
@@ -510,22 +509,26 @@ void PostgresConnection::take_run_lock(int64_t run) {
 }
 
 PostgresConnection::AdvisoryLock PostgresConnection::run_lock(int64_t run) {
-  return {std::to_string(kLockKey) + ", CAST(? AS integer)", run, kLockKey, run, 2};
+  return {std::to_string(kLockKey) + ", CAST(? AS integer)", run, kLockKey, run, 2, false};
 }
 
 PostgresConnection::AdvisoryLock PostgresConnection::point_lock(int64_t sweep, int index) {
   // One bigint key, its top bits set: apart from the writers' lock, whose key is below 2^32.
   const int64_t key = (int64_t{1} << 62) | (sweep << 24) | index;
-  return {"CAST(? AS bigint)", key, key >> 32, key & 0xffffffff, 1};
+  return {"CAST(? AS bigint)", key, key >> 32, key & 0xffffffff, 1, true};
 }
 
 bool PostgresConnection::try_lock(const AdvisoryLock& lock) {
-  SqlStatement take(*this, "SELECT pg_try_advisory_lock(" + lock.arguments + ")");
+  SqlStatement take(
+      *this, std::string("SELECT pg_try_advisory_lock") + (lock.shared ? "_shared(" : "(") + lock.arguments + ")");
   return take.bind(1, lock.argument).step() && take.int64(0) == 1;
 }
 
 void PostgresConnection::unlock(const AdvisoryLock& lock) {
-  SqlStatement(*this, "SELECT pg_advisory_unlock(" + lock.arguments + ")").bind(1, lock.argument).run();
+  SqlStatement(*this,
+               std::string("SELECT pg_advisory_unlock") + (lock.shared ? "_shared(" : "(") + lock.arguments + ")")
+      .bind(1, lock.argument)
+      .run();
 }
 
 bool PostgresConnection::locked_elsewhere(const AdvisoryLock& lock) const {
@@ -544,10 +547,19 @@ void PostgresConnection::disown_run(int64_t run) {
 
 bool PostgresConnection::recorded_elsewhere(int64_t run) const { return locked_elsewhere(run_lock(run)); }
 
+// Taken and checked inside write transactions, so no other process takes the point between the check and the hold.
 bool PostgresConnection::try_hold_point(int64_t sweep, int index) {
-  if (points_.count({sweep, index}) || !try_lock(point_lock(sweep, index))) return false;
-  points_.insert({sweep, index});
+  if (point_held(sweep, index)) return false;
+  join_point(sweep, index);
   return true;
+}
+
+void PostgresConnection::join_point(int64_t sweep, int index) {
+  if (points_.count({sweep, index})) return;  // held once: one release lets go
+  if (!try_lock(point_lock(sweep, index)))    // a shared lock: refused only where one holds it exclusively, none does
+    throw StoreError("cannot hold sweep " + std::to_string(sweep) + "'s point " + std::to_string(index + 1) +
+                     " in the run store '" + name_ + "'");
+  points_.insert({sweep, index});
 }
 
 void PostgresConnection::release_point(int64_t sweep, int index) {

@@ -46,6 +46,7 @@ class PostgresConnection : public SqlConnection {
   bool owns_run(int64_t run) const override { return owned_.count(run) > 0; }
   void forget_run_lock(int64_t) override {}  // the server dropped the lock with its session: nothing is left
   bool try_hold_point(int64_t sweep, int index) override;
+  void join_point(int64_t sweep, int index) override;
   void release_point(int64_t sweep, int index) override;
   bool point_held(int64_t sweep, int index) const override;
 
@@ -76,6 +77,7 @@ class PostgresConnection : public SqlConnection {
     std::string arguments;
     int64_t argument, classid, objid;
     int objsubid;
+    bool shared;  // several sessions may hold it
   };
   static AdvisoryLock run_lock(int64_t run);
   static AdvisoryLock point_lock(int64_t sweep, int index);

@@ -33,12 +33,14 @@ std::string point_lock_path(const std::string& database_path, int64_t sweep_id, 
 }
 
 RunLock RunLock::acquire(const std::string& path) {
-  std::optional<RunLock> lock = try_acquire(path);
+  std::optional<RunLock> lock = take(path, LOCK_EX | LOCK_NB);
   if (!lock) throw StoreError("cannot lock '" + path + "': another process is recording this run");
   return std::move(*lock);
 }
 
-std::optional<RunLock> RunLock::try_acquire(const std::string& path) {
+RunLock RunLock::acquire_shared(const std::string& path) { return std::move(*take(path, LOCK_SH)); }
+
+std::optional<RunLock> RunLock::take(const std::string& path, int operation) {
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
@@ -48,7 +50,10 @@ std::optional<RunLock> RunLock::try_acquire(const std::string& path) {
     lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lock.fd_ < 0) throw StoreError("cannot create the run lock file '" + path + "': " + std::strerror(errno));
     lock.path_ = path;
-    if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
+    int locked = 0;
+    while ((locked = ::flock(lock.fd_, operation)) != 0 && errno == EINTR) {
+    }
+    if (locked != 0) {
       if (errno == EWOULDBLOCK) return std::nullopt;
       throw StoreError("cannot lock '" + path + "': " + std::strerror(errno));
     }
@@ -78,6 +83,14 @@ RunLock& RunLock::operator=(RunLock&& other) noexcept {
 void RunLock::release() {
   if (fd_ < 0) return;
   ::unlink(path_.c_str());  // before unlocking: a prober that opened the file meanwhile still sees the run ended
+  ::close(fd_);
+  fd_ = -1;
+}
+
+void RunLock::release_shared() {
+  if (fd_ < 0) return;
+  // The last holder deletes the file; one that opened it meanwhile finds it gone and makes it again (take()).
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) ::unlink(path_.c_str());
   ::close(fd_);
   fd_ = -1;
 }

@@ -21,16 +21,18 @@ class RunLock {
   // Creates the lock file (and its folder) and takes the lock; throws StoreError naming the file on failure or
   // when another process holds it.
   static RunLock acquire(const std::string& path);
-  // The same, but nullopt when another holder has it.
-  static std::optional<RunLock> try_acquire(const std::string& path);
+  // A lock several holders share (a sweep point's: the process that took it and its child). Waits only while a
+  // prober (held_elsewhere) has it, which lets go at once.
+  static RunLock acquire_shared(const std::string& path);
   ~RunLock();
   RunLock(RunLock&& other) noexcept;
   RunLock& operator=(RunLock&& other) noexcept;
 
   // Unlocks and deletes the lock file (the run row must already say how the run ended).
   void release();
+  // Unlocks a shared lock, deleting the file where no other holder is left.
+  void release_shared();
   bool held() const { return fd_ >= 0; }
-  int descriptor() const { return fd_; }
 
   // True while some process holds the lock at `path`; a missing file means no holder. Never creates anything.
   static bool held_elsewhere(const std::string& path);
@@ -39,6 +41,9 @@ class RunLock {
   static void remove_if_free(const std::string& path);
 
  private:
+  // Opens (makes) the file and flock()s it with `operation`: nullopt where LOCK_NB finds it held.
+  static std::optional<RunLock> take(const std::string& path, int operation);
+
   int fd_ = -1;
   std::string path_;
 };

@@ -76,15 +76,13 @@ class SqlConnection {
   // a connection made again after another process resumed the run). Nothing more of it may be written then.
   virtual bool owns_run(int64_t /*run*/) const { return true; }
 
-  // A sweep's point taken to train in a child process: held by the process that took it until the child ended and
-  // the point's state is settled, so that no other process takes the point, or takes it for abandoned, meanwhile.
-  // Dropped as a run's lock is when the holder dies.
-  virtual bool try_hold_point(int64_t sweep, int index) = 0;  // false when held, here or elsewhere
+  // A sweep's point being trained: held by the process that took it until its child process ended and the point's
+  // state is settled, and by that child (a shared hold), so that no other process takes the point, or takes it for
+  // abandoned, while either lives. Dropped as a run's lock is when a holder dies.
+  virtual bool try_hold_point(int64_t sweep, int index) = 0;  // false where a process holds it, this one too
+  virtual void join_point(int64_t sweep, int index) = 0;      // the child's hold beside its parent's
   virtual void release_point(int64_t sweep, int index) = 0;
   virtual bool point_held(int64_t sweep, int index) const = 0;  // by any process, this one too
-  // The descriptor of a held point's lock where it is a file (SQLite), else -1: a child process that keeps it open
-  // across exec keeps the point held while it lives, also where the process that took the point dies first.
-  virtual int point_lock_descriptor(int64_t /*sweep*/, int /*index*/) const { return -1; }
 };
 
 // A prepared statement, as the store's code uses it: bind() takes 1-based parameter indexes, readers 0-based

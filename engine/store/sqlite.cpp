@@ -276,38 +276,38 @@ std::string SqliteConnection::replace_into(const std::string& table, const std::
 
 void SqliteConnection::own_run(int64_t run) { locks_[run] = RunLock::acquire(run_lock_path(db_.path(), run)); }
 
-namespace {
-template <typename Key>
-void release_lock(std::map<Key, RunLock>& locks, const Key& key) {
-  const auto it = locks.find(key);
-  if (it == locks.end()) return;
+void SqliteConnection::disown_run(int64_t run) {
+  const auto it = locks_.find(run);
+  if (it == locks_.end()) return;
   it->second.release();
-  locks.erase(it);
+  locks_.erase(it);
 }
-}  // namespace
-
-void SqliteConnection::disown_run(int64_t run) { release_lock(locks_, run); }
 
 bool SqliteConnection::recorded_elsewhere(int64_t run) const {
   return RunLock::held_elsewhere(run_lock_path(db_.path(), run));
 }
 
+// Taken and checked inside write transactions, so no other process takes the point between the check and the hold.
 bool SqliteConnection::try_hold_point(int64_t sweep, int index) {
-  if (points_.count({sweep, index})) return false;
-  std::optional<RunLock> lock = RunLock::try_acquire(point_lock_path(db_.path(), sweep, index));
-  if (lock) points_.emplace(std::pair(sweep, index), std::move(*lock));
-  return lock.has_value();
+  if (point_held(sweep, index)) return false;
+  join_point(sweep, index);
+  return true;
 }
 
-void SqliteConnection::release_point(int64_t sweep, int index) { release_lock(points_, std::pair(sweep, index)); }
+void SqliteConnection::join_point(int64_t sweep, int index) {
+  points_[{sweep, index}] = RunLock::acquire_shared(point_lock_path(db_.path(), sweep, index));
+}
 
+void SqliteConnection::release_point(int64_t sweep, int index) {
+  const auto it = points_.find({sweep, index});
+  if (it == points_.end()) return;
+  it->second.release_shared();
+  points_.erase(it);
+}
+
+// A probe's exclusive lock fails against any holder's shared one, this connection's own too.
 bool SqliteConnection::point_held(int64_t sweep, int index) const {
   return RunLock::held_elsewhere(point_lock_path(db_.path(), sweep, index));
-}
-
-int SqliteConnection::point_lock_descriptor(int64_t sweep, int index) const {
-  const auto it = points_.find({sweep, index});
-  return it == points_.end() ? -1 : it->second.descriptor();
 }
 
 void SqliteConnection::forget_run_lock(int64_t run) {

@@ -130,8 +130,8 @@ class SqliteConnection : public SqlConnection {
   void forget_run_lock(int64_t run) override;
   bool try_hold_point(int64_t sweep, int index) override;
   void release_point(int64_t sweep, int index) override;
+  void join_point(int64_t sweep, int index) override;
   bool point_held(int64_t sweep, int index) const override;
-  int point_lock_descriptor(int64_t sweep, int index) const override;
 
   // Statements run and reset, kept for the next prepare() of the same SQL: preparing costs as much as running a
   // small write, and a run's epoch prepares the same ten each time. Declared after db_, so finalized before it closes.

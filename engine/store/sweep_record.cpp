@@ -1,6 +1,10 @@
 // A sweep's rows: sweeps and sweep_points (run_store.cpp's migration 5 -> 6), through the store's connection.
 #include "store/sweep_record.h"
 
+#include <unistd.h>
+
+#include <tuple>
+
 #include "store/sqlite.h"
 
 namespace ampwb {
@@ -128,6 +132,16 @@ SweepPoint sweep_point(const RunStore& store, int64_t sweep, int index) {
   return *p;
 }
 
+namespace {
+// After the transaction that held the point rolled back (nothing else may go in it).
+void release_quietly(SqlConnection& db, int64_t sweep, int index) {
+  try {
+    db.release_point(sweep, index);
+  } catch (const StoreError&) {  // the connection is lost, and the hold with it
+  }
+}
+}  // namespace
+
 std::optional<SweepPoint> take_next_point(RunStore& store, int64_t sweep) {
   SqlConnection& db = store.connection();
   std::optional<int> held;
@@ -151,11 +165,8 @@ std::optional<SweepPoint> take_next_point(RunStore& store, int64_t sweep) {
     update_point(db, sweep, *held, SweepPointState::Running);
     t.commit();
     return p;
-  } catch (...) {  // the transaction rolled back first: nothing else may go in it
-    try {
-      if (held) db.release_point(sweep, *held);
-    } catch (const StoreError&) {  // the connection is lost, and the lock with it
-    }
+  } catch (...) {
+    if (held) release_quietly(db, sweep, *held);
     throw;
   }
 }
@@ -164,17 +175,31 @@ void release_point(RunStore& store, const SweepPoint& point) {
   store.connection().release_point(point.sweep_id, point.index);
 }
 
-std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index) {
+std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index, int parent) {
   SqlConnection& db = store.connection();
-  SqlTransaction t(db);
-  std::optional<SweepPoint> p = find_point(db, sweep, index);
-  if (!p)
-    throw Error("sweep " + std::to_string(sweep) + " has no point " + std::to_string(index) + " in the run store '" +
-                store.path() + "'");
-  if (final_state(p->state) || sweep_cancelled(db, sweep)) return std::nullopt;
-  update_point(db, sweep, index, SweepPointState::Running);
-  t.commit();
-  return p;
+  bool held = false;
+  try {
+    SqlTransaction t(db);
+    std::optional<SweepPoint> p = find_point(db, sweep, index);
+    if (!p)
+      throw Error("sweep " + std::to_string(sweep) + " has no point " + std::to_string(index) + " in the run store '" +
+                  store.path() + "'");
+    if (final_state(p->state) || sweep_cancelled(db, sweep)) return std::nullopt;
+    if (parent != 0) {
+      if (::getppid() != parent) return std::nullopt;  // checked in the transaction that joins its hold
+      db.join_point(sweep, index);
+    } else if (!db.try_hold_point(sweep, index)) {
+      throw Error("sweep " + std::to_string(sweep) + "'s point " + std::to_string(index + 1) +
+                  " is held by another process, which trains it (a sweep run, or another sweep point)");
+    }
+    held = true;
+    update_point(db, sweep, index, SweepPointState::Running);
+    t.commit();
+    return p;
+  } catch (...) {
+    if (held) release_quietly(db, sweep, index);
+    throw;
+  }
 }
 
 void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState state) {
@@ -213,19 +238,20 @@ std::vector<int> requeue_abandoned_points(RunStore& store, int64_t sweep) {
   SqlTransaction t(db);
   // A run still recorded by its process says running: opening the store marked every abandoned one interrupted.
   SqlStatement q(db,
-                 "SELECT p.idx, r.status FROM sweep_points p JOIN runs r ON r.id = p.run_id "
-                 "WHERE p.sweep_id = ? AND p.state = 'running' AND r.status <> 'running' ORDER BY p.idx");
+                 "SELECT p.idx, p.run_id, r.status FROM sweep_points p LEFT JOIN runs r ON r.id = p.run_id "
+                 "WHERE p.sweep_id = ? AND p.state = 'running' AND (r.id IS NULL OR r.status <> 'running') "
+                 "ORDER BY p.idx");
   q.bind(1, sweep);
-  std::vector<std::pair<int, std::string>> abandoned;
-  while (q.step()) abandoned.emplace_back(static_cast<int>(q.int64(0)), q.text(1));
+  std::vector<std::tuple<int, bool, std::string>> abandoned;
+  while (q.step()) abandoned.emplace_back(static_cast<int>(q.int64(0)), !q.is_null(1), q.text(2));
   q.reset();
   std::vector<int> requeued;
-  for (const auto& [index, run_status] : abandoned) {
-    if (db.point_held(sweep, index)) continue;  // its child is starting, or ending, right now
-    SweepPointState state = SweepPointState::Requeued;
+  for (const auto& [index, has_run, run_status] : abandoned) {
+    if (db.point_held(sweep, index)) continue;  // a process trains it, or is starting or ending it
+    SweepPointState state = has_run ? SweepPointState::Requeued : SweepPointState::Queued;
     if (run_status == run_status_name(RunStatus::Finished)) state = SweepPointState::Finished;
     if (run_status == run_status_name(RunStatus::Failed)) state = SweepPointState::Failed;
-    if (state == SweepPointState::Requeued) requeued.push_back(index);
+    if (state == SweepPointState::Requeued || state == SweepPointState::Queued) requeued.push_back(index);
     update_point(db, sweep, index, state);
   }
   t.commit();

@@ -53,17 +53,20 @@ SweepPoint sweep_point(const RunStore& store, int64_t sweep, int index);     // 
 // process takes it, or takes it for abandoned.
 std::optional<SweepPoint> take_next_point(RunStore& store, int64_t sweep);
 void release_point(RunStore& store, const SweepPoint& point);
-// Takes point `index` to run it (a job array's task), unless it is final or its sweep cancelled: returns the point
-// as it was before (its run, if one was started), or nullopt when it must not run.
-std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index);
+// Takes point `index` to run it (a job array's task, or the child of the `sweep run` that took it, whose process id is
+// `parent`), unless it is final or its sweep cancelled: returns the point as it was before (its run, if one was
+// started), or nullopt when it must not run. The point is held, beside the parent's hold, until this store's
+// connection closes. Throws where another process holds it; nullopt where `parent` has ended (its hold went with it,
+// and another process may have taken the point since).
+std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index, int parent = 0);
 void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState state);
 void set_point_run(RunStore& store, int64_t sweep, int index, int64_t run);
 // A point taken but not started again (Ctrl-C before it began): queued once more.
 void return_point(RunStore& store, int64_t sweep, int index);
 // Points still marked running that no process holds and whose run no process records any more (the sweep's
-// processes were killed): an interrupted or cancelled run's point requeued, to resume from its checkpoint; a finished
-// or failed one's marked so. Returns the indexes requeued. A point with no run yet stays: it cannot be told from one
-// whose child `sweep point` (a Slurm task, say) is just starting.
+// processes were killed): an interrupted or cancelled run's point requeued, to resume from its checkpoint; a point
+// killed before its run began queued again; a finished or failed run's point marked so. Returns the indexes requeued
+// or queued again.
 std::vector<int> requeue_abandoned_points(RunStore& store, int64_t sweep);
 
 // Cancels the sweep: no point starts any more, and every point not final is marked cancelled. Returns how many.
