@@ -547,13 +547,6 @@ void PostgresConnection::disown_run(int64_t run) {
 
 bool PostgresConnection::recorded_elsewhere(int64_t run) const { return locked_elsewhere(run_lock(run)); }
 
-// Taken and checked inside write transactions, so no other process takes the point between the check and the hold.
-bool PostgresConnection::try_hold_point(int64_t sweep, int index) {
-  if (point_held(sweep, index)) return false;
-  join_point(sweep, index);
-  return true;
-}
-
 void PostgresConnection::join_point(int64_t sweep, int index) {
   if (points_.count({sweep, index})) return;  // held once: one release lets go
   if (!try_lock(point_lock(sweep, index)))    // a shared lock: refused only where one holds it exclusively, none does

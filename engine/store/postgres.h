@@ -45,7 +45,6 @@ class PostgresConnection : public SqlConnection {
   bool recorded_elsewhere(int64_t run) const override;
   bool owns_run(int64_t run) const override { return owned_.count(run) > 0; }
   void forget_run_lock(int64_t) override {}  // the server dropped the lock with its session: nothing is left
-  bool try_hold_point(int64_t sweep, int index) override;
   void join_point(int64_t sweep, int index) override;
   void release_point(int64_t sweep, int index) override;
   bool point_held(int64_t sweep, int index) const override;

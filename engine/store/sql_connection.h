@@ -79,7 +79,13 @@ class SqlConnection {
   // A sweep's point being trained: held by the process that took it until its child process ended and the point's
   // state is settled, and by that child (a shared hold), so that no other process takes the point, or takes it for
   // abandoned, while either lives. Dropped as a run's lock is when a holder dies.
-  virtual bool try_hold_point(int64_t sweep, int index) = 0;  // false where a process holds it, this one too
+  // False where a process holds it, this one too. Called inside write transactions, so no other process takes the
+  // point between the check and the hold.
+  bool try_hold_point(int64_t sweep, int index) {
+    if (point_held(sweep, index)) return false;
+    join_point(sweep, index);
+    return true;
+  }
   virtual void join_point(int64_t sweep, int index) = 0;      // the child's hold beside its parent's
   virtual void release_point(int64_t sweep, int index) = 0;
   virtual bool point_held(int64_t sweep, int index) const = 0;  // by any process, this one too

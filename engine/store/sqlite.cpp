@@ -287,13 +287,6 @@ bool SqliteConnection::recorded_elsewhere(int64_t run) const {
   return RunLock::held_elsewhere(run_lock_path(db_.path(), run));
 }
 
-// Taken and checked inside write transactions, so no other process takes the point between the check and the hold.
-bool SqliteConnection::try_hold_point(int64_t sweep, int index) {
-  if (point_held(sweep, index)) return false;
-  join_point(sweep, index);
-  return true;
-}
-
 void SqliteConnection::join_point(int64_t sweep, int index) {
   points_[{sweep, index}] = RunLock::acquire_shared(point_lock_path(db_.path(), sweep, index));
 }

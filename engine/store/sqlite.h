@@ -128,7 +128,6 @@ class SqliteConnection : public SqlConnection {
   void disown_run(int64_t run) override;
   bool recorded_elsewhere(int64_t run) const override;
   void forget_run_lock(int64_t run) override;
-  bool try_hold_point(int64_t sweep, int index) override;
   void release_point(int64_t sweep, int index) override;
   void join_point(int64_t sweep, int index) override;
   bool point_held(int64_t sweep, int index) const override;
