@@ -2,8 +2,10 @@
 #include "cli.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "store/run_store.h"
+#include "store/store_filesystem.h"
 #include "store/store_location.h"
 
 namespace ampwb::cli {
@@ -13,9 +15,30 @@ CLI::Option* add_db_option(CLI::App* app, std::string& db) {
       ->type_name("FILE");
 }
 
+namespace {
+// A Slurm job often runs on another node than the one its user works on: an SQLite store on a network filesystem is
+// then open on two machines at once, which can corrupt it (store/store_filesystem.h). Said once a process.
+void warn_of_a_job_on_a_shared_sqlite_file(const StoreLocation& location) {
+  static bool said = false;
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (said || !job || location.kind != StoreLocation::Kind::SqliteFile) return;
+  const std::optional<MountedFilesystem> mount = filesystem_of(location.text);
+  if (!mount || !mount->network) return;
+  said = true;
+  std::fprintf(stderr,
+               "ampwb: warning: the run store '%s' is an SQLite file on %s, a network filesystem, and this runs in "
+               "Slurm job %s: while it is open here, no process on another machine (the workbench on a login node, "
+               "a job on another node) may open it, or the store can be corrupted; a cluster's runs record into "
+               "PostgreSQL (docs/cluster.md)\n",
+               location.text.c_str(), mount->type.c_str(), job);
+}
+}  // namespace
+
 // Checked here, not only where the store opens: some commands look at the file first (`runs` lists no store as empty).
 std::string store_path(const std::string& db) {
-  return parse_store_location(db.empty() ? RunStore::default_path() : db).text;
+  const StoreLocation location = parse_store_location(db.empty() ? RunStore::default_path() : db);
+  warn_of_a_job_on_a_shared_sqlite_file(location);
+  return location.text;
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #include "store/csv_export.h"
 #include "store/run_store.h"
 #include "store/store_copy.h"
+#include "store/store_filesystem.h"
 #include "store/store_location.h"
 #include "store/store_recover.h"
 
@@ -109,6 +110,17 @@ void print_abandoned_runs(const std::string& path) {
                 printable(r.name).c_str(), r.updated.c_str(), r.host.c_str(), static_cast<long long>(r.pid));
 }
 
+// Where an SQLite store lies on a network filesystem, what keeps it whole there (store/store_filesystem.h).
+void print_network_filesystem(const std::string& path) {
+  if (is_database_server(path)) return;
+  const std::optional<MountedFilesystem> mount = filesystem_of(path);
+  if (!mount || !mount->network) return;
+  std::printf(
+      "it lies on %s (%s), a network filesystem: keep every process that opens it on one machine at a time; "
+      "runs from several machines record into PostgreSQL (docs/cluster.md)\n",
+      mount->mount_point.c_str(), mount->type.c_str());
+}
+
 int store_check_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
   std::error_code ec;
@@ -130,6 +142,7 @@ int store_check_command(const StoreOptions& options) {
                   location_without_password(path).c_str(), RunStore::kSchemaVersion);
     else
       std::printf("the run store '%s' is whole (SQLite integrity_check: ok)\n", path.c_str());
+    print_network_filesystem(path);
     print_abandoned_runs(path);
     return 0;
   }

@@ -29,6 +29,7 @@
 #include "setting_flags.h"
 #include "store/run_resume.h"
 #include "store/run_store.h"
+#include "store/store_filesystem.h"
 #include "store/store_location.h"
 #include "store/sweep_record.h"
 #include "sweep_grid.h"
@@ -145,6 +146,17 @@ std::string slurm_script(const SweepOptions& o, const std::string& db, const std
        "# resumes its run's checkpoint.\n";
   s << "exec " << shell_quoted(self_exe()) << " sweep point --db " << shell_quoted(db) << " " << sweep << "\n";
   return s.str();
+}
+
+// Slurm runs a sweep's tasks on any of its nodes at once: an SQLite file on a network filesystem would be written
+// from several machines, which SQLite cannot keep whole (store/store_filesystem.h).
+void refuse_sqlite_file_shared_between_nodes(const std::string& db) {
+  const std::optional<MountedFilesystem> mount = filesystem_of(db);
+  if (!mount || !mount->network) return;
+  throw Error("the run store '" + db + "' is an SQLite file on " + mount->type +
+              ", a network filesystem: Slurm's tasks on several nodes would write it at once, which can corrupt an "
+              "SQLite file and lose its runs; record the sweep into PostgreSQL (--db postgresql://..., "
+              "docs/cluster.md), or run it on this machine (--on local)");
 }
 
 // Why a Slurm command failed, in a user's words where its output says something a user cannot act on as it stands
@@ -404,6 +416,7 @@ int sweep_command(const SweepOptions& given) {
   // Every point read and checked before anything is written.
   const std::vector<SweepPointConfig> points = expand_sweep(grid);
   const std::string db = store_path(o.db);
+  if (o.on == "slurm" && !is_database_server(db)) refuse_sqlite_file_shared_between_nodes(db);
   if (o.dry_run && o.on == "slurm") {
     std::printf("%s", slurm_script(o, db, "NEW", sweep_folder(db, "NEW"), points.size(), uses_gpu(points)).c_str());
     std::fprintf(stderr, "ampwb sweep: dry run: %zu points; no sweep recorded, nothing submitted\n", points.size());
@@ -426,8 +439,9 @@ int sweep_command(const SweepOptions& given) {
 
   if (!store.is_postgresql())
     std::fprintf(stderr,
-                 "ampwb sweep: note: the run store is an SQLite file: tasks on other nodes cannot share it over a "
-                 "network filesystem; a cluster's sweep records into PostgreSQL (docs/cluster.md)\n");
+                 "ampwb sweep: note: the run store is an SQLite file on this machine's own disk: only the tasks "
+                 "Slurm runs on this machine can open it; a cluster's sweep records into PostgreSQL "
+                 "(docs/cluster.md)\n");
   const fs::path folder = sweep_folder(store.path(), sweep_stamp(sweep(store, id)));
   fs::create_directories(folder);
   const fs::path script = folder / "sweep.sbatch";

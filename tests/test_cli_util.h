@@ -106,6 +106,15 @@ inline Result run(const std::vector<std::string>& argv) {
   return r;
 }
 
+// A mount table that puts `folder` on NFS, for $AMPWB_MOUNTINFO: this machine cannot mount a network filesystem.
+inline std::string mount_table_with_nfs_at(const TempDir& dir, const std::string& folder) {
+  const std::string table = dir.file("mountinfo");
+  std::ofstream(table) << "22 1 8:2 / / rw,relatime - ext4 /dev/sda2 rw\n"
+                       << "40 22 0:45 / " << fs::canonical(folder).string()
+                       << " rw,relatime shared:20 - nfs4 fs1:/export/home rw,vers=4.2\n";
+  return table;
+}
+
 // Runs `ampwb ARGS...`, prefixed by `as` (setpriv, to drop root).
 inline Result ampwb(std::vector<std::string> args, const std::vector<std::string>& as = {}) {
   args.insert(args.begin(), AMPWB_BINARY);

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "analysis/run_speed.h"
+#include "store/store_filesystem.h"
 #include "test_cli_util.h"
 
 namespace ampwb {
@@ -356,6 +357,33 @@ TEST(StoreCli, ExportedCsvNeverHoldsAFormulaFromTextButKeepsNegativeNumbers) {
         }
   }
   EXPECT_EQ(files, 5);
+}
+
+// A Slurm job may run on another node than its user's workbench: where its SQLite store lies on a network filesystem,
+// it warns once that no other machine may open the store meanwhile. `store check` says where such a store lies.
+TEST(StoreCli, AJobOnAStoreOnANetworkFilesystemIsWarnedAndStoreCheckSaysWhereItLies) {
+  TempDir dir("store_nfs");
+  fs::create_directories(dir.file("home"));
+  const std::string db = dir.file("home/runs.sqlite");
+  RunStore(db, RunStore::Mode::Create);
+  const std::string table = mount_table_with_nfs_at(dir, dir.file("home"));
+  const std::string warning = "warning: the run store '" + db +
+                              "' is an SQLite file on nfs4, a network filesystem, "
+                              "and this runs in Slurm job 77: while it is open here, no process on another machine";
+  const Result job = ampwb({"runs", "--db", db}, {"/usr/bin/env", "SLURM_JOB_ID=77", "AMPWB_MOUNTINFO=" + table});
+  EXPECT_EQ(job.status, 0) << job.output;
+  expect_contains(job.output, warning);
+  EXPECT_EQ(job.output.find(warning), job.output.rfind(warning)) << "said more than once: " << job.output;
+  const Result no_job = ampwb({"runs", "--db", db}, {"/usr/bin/env", "-u", "SLURM_JOB_ID", "AMPWB_MOUNTINFO=" + table});
+  EXPECT_EQ(no_job.output.find("warning:"), std::string::npos) << no_job.output;
+
+  const std::string where = "it lies on " + fs::canonical(dir.file("home")).string() + " (nfs4), a network filesystem";
+  const Result check = ampwb({"store", "check", "--db", db}, {"/usr/bin/env", "AMPWB_MOUNTINFO=" + table});
+  EXPECT_EQ(check.status, 0) << check.output;
+  expect_contains(check.output, where);
+  if (!filesystem_of(db)->network) {
+    EXPECT_EQ(ampwb({"store", "check", "--db", db}).output.find("network filesystem"), std::string::npos);
+  }
 }
 
 // A --db the store cannot use is refused in words, exit status 1, before anything is made of it in the current

@@ -2,11 +2,13 @@
 // any other scheme is refused naming the ones known, a refused location creates nothing, and no password is shown.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "store/run_store.h"
 #include "store/sqlite.h"
+#include "store/store_filesystem.h"
 #include "store/store_location.h"
 
 namespace ampwb {
@@ -99,6 +101,65 @@ TEST(StoreLocation, RunStoreRefusesAUriAndCreatesNothing) {
   }
   EXPECT_FALSE(fs::exists("mysql:"));
   EXPECT_FALSE(fs::exists("postgresql:"));
+}
+
+// A cluster node's mount table, as /proc/self/mountinfo writes it: the filesystem of a path is the mount whose folder
+// holds it most closely, the later of two mounts at one place, and the network ones are told from the local ones.
+TEST(StoreFilesystem, TheMountTableNamesTheFilesystemOfAPath) {
+  const std::string node =
+      "22 1 8:2 / / rw,relatime shared:1 - ext4 /dev/sda2 rw,errors=remount-ro\n"
+      "40 22 0:45 / /home rw,relatime shared:20 - nfs4 fs1:/export/home rw,vers=4.2,hard\n"
+      "41 22 0:46 / /scratch rw,relatime shared:21 master:3 - lustre 10.0.0.1@o2ib:/scratch rw,flock\n"
+      "42 22 0:47 / /gpfs/projects rw,relatime - gpfs projects rw\n"
+      "43 22 0:48 / /mnt/my\\040data rw,nosuid,nodev - fuse.sshfs me@host:/data rw,user_id=0\n"
+      "44 40 8:17 / /home/u/local rw,relatime shared:30 - ext4 /dev/sdb1 rw\n"
+      "45 22 0:50 / /tmp rw shared:5 - tmpfs tmpfs rw\n"
+      "46 45 0:51 / /tmp rw - nfs srv:/tmp rw,vers=3\n";
+  struct Expected {
+    std::string path, type, mount_point;
+    bool network;
+  };
+  for (const Expected& e : std::vector<Expected>{{"/home/u/runs.sqlite", "nfs4", "/home", true},
+                                                 {"/homer/runs.sqlite", "ext4", "/", false},
+                                                 {"/home/u/local/runs.sqlite", "ext4", "/home/u/local", false},
+                                                 {"/home/u/localer/runs.sqlite", "nfs4", "/home", true},
+                                                 {"/scratch", "lustre", "/scratch", true},
+                                                 {"/gpfs/projects/a/runs.sqlite", "gpfs", "/gpfs/projects", true},
+                                                 {"/gpfs/runs.sqlite", "ext4", "/", false},
+                                                 {"/mnt/my data/runs.sqlite", "fuse.sshfs", "/mnt/my data", true},
+                                                 {"/tmp/runs.sqlite", "nfs", "/tmp", true},
+                                                 {"/", "ext4", "/", false}}) {
+    const std::optional<MountedFilesystem> mount = filesystem_of(e.path, node);
+    ASSERT_TRUE(mount) << e.path;
+    EXPECT_EQ(mount->type, e.type) << e.path;
+    EXPECT_EQ(mount->mount_point, e.mount_point) << e.path;
+    EXPECT_EQ(mount->network, e.network) << e.path;
+  }
+  EXPECT_FALSE(filesystem_of("/home/u/runs.sqlite", ""));
+  EXPECT_FALSE(filesystem_of("/home/u/runs.sqlite", "not a mount table\n40 22 0:45 / /home rw\n"));
+  for (const std::string local : {"ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs", "fuse"})
+    EXPECT_FALSE(is_network_filesystem(local)) << local;
+}
+
+// On this machine, the kernel's own mount table read for a store that does not exist yet agrees with findmnt(8)
+// (util-linux) on the folder that will hold it.
+TEST(StoreFilesystem, ThisMachinesFilesystemAgreesWithFindmnt) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::temp_directory_path() / ("ampwb_store_fs_" + std::to_string(::getpid()));
+  fs::create_directories(folder);
+  const std::optional<MountedFilesystem> mount = filesystem_of((folder / "new" / "runs.sqlite").string());
+  std::string said;
+  if (FILE* pipe = ::popen(("findmnt -n -r -o FSTYPE,TARGET -T '" + folder.string() + "'").c_str(), "r")) {
+    char buffer[512];
+    while (std::fgets(buffer, sizeof buffer, pipe)) said += buffer;
+    ::pclose(pipe);
+  }
+  fs::remove_all(folder);
+  ASSERT_TRUE(mount);
+  ASSERT_FALSE(said.empty()) << "findmnt said nothing";
+  const size_t space = said.find(' ');  // raw: "TYPE TARGET\n"
+  EXPECT_EQ(mount->type, said.substr(0, space));
+  EXPECT_EQ(mount->mount_point + "\n", said.substr(space + 1));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "analysis/run_speed.h"
+#include "store/store_filesystem.h"
 #include "store/sweep_record.h"
 #include "test_cli_util.h"
 #include "train/alternating_benchmark.h"
@@ -386,6 +387,30 @@ TEST(SweepCli, ASweepSlurmCannotTakeSaysWhyInAUsersWords) {
   expect_contains(no_client.output, "sbatch failed: this machine is not a Slurm client: sbatch finds no slurm.conf");
   EXPECT_EQ(no_client.output.find("DNS"), std::string::npos) << no_client.output;
   expect_contains(no_client.output, "sweep 2 is recorded as cancelled");
+}
+
+// An SQLite store on a network filesystem would be written by Slurm's tasks from several nodes at once: refused before
+// anything is recorded, dry run or not, with the way that works. The same store on this machine's disk is taken.
+TEST(SweepCli, ASlurmSweepIntoAnSqliteFileOnANetworkFilesystemIsRefused) {
+  TempDir dir("sweep_nfs");
+  fs::create_directories(dir.file("home"));
+  const std::string db = dir.file("home/runs.sqlite");
+  const std::vector<std::string> on_nfs = {"/usr/bin/env",
+                                           "AMPWB_MOUNTINFO=" + mount_table_with_nfs_at(dir, dir.file("home"))};
+  for (const bool dry_run : {false, true}) {
+    std::vector<std::string> argv = tiny_sweep(db, 1, 2, {"--seed", "0,1", "--on", "slurm"});
+    if (dry_run) argv.push_back("--dry-run");
+    const Result r = ampwb(argv, on_nfs);
+    EXPECT_EQ(r.status, 1) << r.output;
+    expect_contains(r.output, "the run store '" + db + "' is an SQLite file on nfs4, a network filesystem");
+    expect_contains(r.output, "record the sweep into PostgreSQL");
+    EXPECT_FALSE(fs::exists(db));
+  }
+  if (!filesystem_of(db)->network) {
+    const Result r = ampwb(tiny_sweep(db, 1, 2, {"--seed", "0,1", "--on", "slurm", "--dry-run"}));
+    EXPECT_EQ(r.status, 0) << r.output;
+    expect_contains(r.output, "#SBATCH --array=0-1\n");
+  }
 }
 
 TEST(SweepCli, ADryRunPrintsTheSlurmScriptAndRecordsNothing) {
