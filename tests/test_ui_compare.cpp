@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -410,7 +411,8 @@ class CompareRuns : public QObject {
   }
 
   // Notes changed by another process while the user edits them in the dialog: the save says so and shows theirs,
-  // and the dialog comes back with the user's text to merge; nothing is written over, nothing lost.
+  // and the dialog comes back with the user's text to merge; nothing is written over, nothing lost. The dialog is
+  // wide enough for a paragraph, and wraps its lines.
   void notes_changed_elsewhere_come_back_to_merge() {
     MainWindow w(db_);
     RunsView* runs = w.runs_view();
@@ -421,6 +423,8 @@ class CompareRuns : public QObject {
     QVERIFY(notes);
     int stage = 0;
     QString warning, returned;
+    bool wraps = false;
+    int width = 0;
     QTimer driver;
     driver.setInterval(20);
     // Answers each window as it comes; one out of order is cancelled or closed, so that the test fails, not hangs.
@@ -431,6 +435,9 @@ class CompareRuns : public QObject {
       auto* dialog = qobject_cast<QInputDialog*>(modal);
       auto* box = qobject_cast<QMessageBox*>(modal);
       if (dialog && stage == 0) {
+        const auto* edit = dialog->findChild<QPlainTextEdit*>();
+        wraps = edit && edit->isVisible() && edit->lineWrapMode() == QPlainTextEdit::WidgetWidth;
+        width = dialog->width();
         try {
           RunStore(db_.toStdString()).set_notes(fp32_seed2_, "theirs");
         } catch (const std::exception& e) {
@@ -464,6 +471,8 @@ class CompareRuns : public QObject {
              qPrintable(warning));
     QCOMPARE(returned, QString("mine"));
     QCOMPARE(RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).run(fp32_seed2_).notes, std::string("theirs\nmine"));
+    QVERIFY2(wraps, "the notes are a plain-text box whose lines wrap");
+    QVERIFY2(width >= 560, qPrintable(QString::number(width)));
   }
 
   void delete_asks_first() {

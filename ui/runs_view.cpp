@@ -9,6 +9,7 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTimer>
@@ -333,7 +334,16 @@ void RunsView::notes_selected() {
   edit_text(
       id, &RunRecord::notes, tr("Notes"),
       [&](const QString& shown, bool& ok) {
-        return QInputDialog::getMultiLineText(this, tr("Notes on run %1").arg(id), tr("Notes"), shown, &ok);
+        // Notes run to paragraphs: Qt's multi-line dialog is a narrow box that scrolls each line sideways.
+        QInputDialog dialog(this);
+        dialog.setWindowTitle(tr("Notes on run %1").arg(id));
+        dialog.setLabelText(tr("Notes"));
+        dialog.setOption(QInputDialog::UsePlainTextEditForTextInput);
+        dialog.setTextValue(shown);
+        if (auto* edit = dialog.findChild<QPlainTextEdit*>()) edit->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+        dialog.resize(600, 380);
+        ok = dialog.exec() == QDialog::Accepted;
+        return dialog.textValue();
       },
       [&](const QString& text, const std::string& were) { store_.set_notes(id, text.toStdString(), were); });
 }
