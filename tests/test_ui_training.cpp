@@ -130,11 +130,16 @@ class TrainingThroughTheUi : public QObject {
     auto* batch = child<QSpinBox>(w, "batchSize");
     auto* depth = child<QComboBox>(w, "depth");
     const int batch_before = batch->value(), depth_before = depth->currentIndex();
-    const auto wheel_up = [](QWidget* target) {
-      const QPointF at(target->width() / 2.0, target->height() / 2.0);
+    // As the window system delivers a turn of the wheel: spontaneous, to the innermost widget under the pointer
+    // (a spin box's line edit), so that Qt first gives the focus to a field whose policy takes it by the wheel.
+    const auto wheel_up = [](QWidget* field) {
+      QWidget* under = field->childAt(field->rect().center());
+      QWidget* target = under ? under : field;
+      const QPointF at = target->mapFrom(field, QPointF(field->rect().center()));
       QWheelEvent event(at, target->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
                         Qt::NoScrollPhase, false);
-      QApplication::sendEvent(target, &event);
+      QSpontaneKeyEvent::setSpontaneous(&event);
+      QApplication::instance()->notify(target, &event);
     };
     child<QLineEdit>(w, "runName")->setFocus();
     QTRY_VERIFY(child<QLineEdit>(w, "runName")->hasFocus());
@@ -142,6 +147,7 @@ class TrainingThroughTheUi : public QObject {
     wheel_up(depth);
     QCOMPARE(batch->value(), batch_before);
     QCOMPARE(depth->currentIndex(), depth_before);
+    QVERIFY(!batch->hasFocus() && !depth->hasFocus());
     batch->setFocus();
     QTRY_VERIFY(batch->hasFocus());
     wheel_up(batch);

@@ -14,10 +14,16 @@ class FocusedWheel : public QObject {
   using QObject::QObject;
 
   bool eventFilter(QObject* watched, QEvent* event) override {
-    if (event->type() != QEvent::Wheel) return false;
+    if (event->type() != QEvent::Wheel && event->type() != QEvent::Polish) return false;
     auto* field = qobject_cast<QWidget*>(watched);
-    if (!field || field->hasFocus() || !(qobject_cast<QAbstractSpinBox*>(field) || qobject_cast<QComboBox*>(field)))
+    if (!field || !(qobject_cast<QAbstractSpinBox*>(field) || qobject_cast<QComboBox*>(field))) return false;
+    // Qt gives a field whose policy is Qt::WheelFocus (theirs by default) the focus before any filter sees the
+    // wheel: a click or Tab focuses them instead.
+    if (event->type() == QEvent::Polish) {
+      if (field->focusPolicy() == Qt::WheelFocus) field->setFocusPolicy(Qt::StrongFocus);
       return false;
+    }
+    if (field->hasFocus()) return false;
     // Kept from the field and left unaccepted: QApplication passes it on to what holds the field, and a scroll area
     // there scrolls.
     event->ignore();

@@ -7,7 +7,8 @@ class QApplication;
 
 namespace ampwb::ui {
 
-// For every QAbstractSpinBox and QComboBox of the application, now and later.
+// For every QAbstractSpinBox and QComboBox of the application, now and later: they take the focus by a click or Tab,
+// not by the wheel.
 void wheel_only_when_focused(QApplication& app);
 
 }  // namespace ampwb::ui
