@@ -239,7 +239,7 @@ void expect_passes_follow_the_rule(CpuBackend& automatic, CpuBackend& gemm, CpuB
 // there).
 TEST(CpuBackend, AutoTakesProductsForConvolutionsOfSmallImagesOnAvx512) {
   CpuBackend automatic({2, CpuBf16::Auto, false, ConvAlgorithm::Auto});
-  if (automatic.description().find("convolutions of small images as matrix products") == std::string::npos)
+  if (automatic.description().find("matrix products where convolutions' images are small") == std::string::npos)
     GTEST_SKIP() << "no AVX-512 for oneDNN here (" << automatic.description() << "): the rule does not apply";
   CpuBackend gemm({2, CpuBf16::Auto, false, ConvAlgorithm::Gemm});
   CpuBackend direct({2, CpuBf16::Auto, false, ConvAlgorithm::Direct});

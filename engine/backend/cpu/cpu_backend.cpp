@@ -132,11 +132,13 @@ std::string CpuBackend::description() const {
   out << "cpu (oneDNN " << v->major << '.' << v->minor << '.' << v->patch << ", " << isa() << ", " << threads_
       << (threads_ == 1 ? " thread" : " threads");
   if (winograd_) out << ", FP32 3x3 convolutions by Winograd F(2x2,3x3)";
+  // The rules of `auto` are said as rules: which convolutions they take depends on the run's precision and shapes,
+  // and this line is the same for every run of one setting, so that runs compare by it.
   if (winograd_where_emulation_pays_)
-    out << ", emulated 16-bit 3x3 convolutions of 128 channels or more over 14x14 or more by Winograd";
+    out << ", Winograd where a run's emulated 16-bit 3x3 convolutions have 128 channels or more over 14x14 or more";
   if (measure_winograd_) out << ", FP32 3x3 convolutions by Winograd F(2x2,3x3) or direct, measured per shape";
   if (gemm_conv_ == GemmConv::Always) out << ", convolutions as matrix products";
-  if (gemm_conv_ == GemmConv::SmallImages) out << ", convolutions of small images as matrix products";
+  if (gemm_conv_ == GemmConv::SmallImages) out << ", matrix products where convolutions' images are small";
   out << ')';
   return out.str();
 }
