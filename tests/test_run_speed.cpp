@@ -119,6 +119,13 @@ TEST(RunSpeed, RoundsTimedInAlternationGiveTheMedianRatioAndItsRange) {
   EXPECT_NEAR(s.high, 1.6, 1e-12);
   EXPECT_TRUE(s.distinguishable());
   EXPECT_EQ(speed_up_text(s), "1.55\u00d7 (97% interval 1.40\u20131.60)") << "1 - 2^-5 for 6 rounds";
+  // A bound next to 1 keeps the decimals that tell it from 1, so that the interval printed leaves 1.0 out as the
+  // verdict says.
+  const SpeedUp slower = speed_up_over_rounds({94, 99.6, 97, 97, 97, 97}, {100, 100, 100, 100, 100, 100});
+  EXPECT_TRUE(slower.distinguishable());
+  EXPECT_EQ(speed_up_text(slower), "0.97\u00d7 (97% interval 0.94\u20130.996)");
+  const SpeedUp faster = speed_up_over_rounds({100.4, 104, 104, 104, 104, 106}, {100, 100, 100, 100, 100, 100});
+  EXPECT_EQ(speed_up_text(faster), "1.04\u00d7 (97% interval 1.004\u20131.06)");
   const SpeedUp few = speed_up_over_rounds({150, 144}, {100, 90});
   EXPECT_NEAR(few.ratio, 1.55, 1e-12);
   EXPECT_FALSE(few.distinguishable()) << "two rounds bound nothing";

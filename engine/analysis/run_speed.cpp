@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 
@@ -45,6 +46,15 @@ std::string text(const char* format, double a, double b = 0, double c = 0) {
 
 // Two decimals below 10, one above: "1.32", "12.5".
 std::string ratio_number(double r) { return text(r < 9.995 ? "%.2f" : "%.1f", r); }
+
+// An interval's bound, with the decimals it takes not to read as 1 where it is not: an interval that leaves 1.0 out
+// must not be printed as reaching it ("0.94-1.00" beside "slower").
+std::string bound_number(double r) {
+  std::string out = ratio_number(r);
+  for (int digits = 3; digits <= 6 && r != 1 && std::strtod(out.c_str(), nullptr) == 1; ++digits)
+    out = text(("%." + std::to_string(digits) + "f").c_str(), r);
+  return out;
+}
 
 }  // namespace
 
@@ -118,8 +128,8 @@ std::string speed_up_text(const SpeedUp& s) {
   if (!s.known()) return "-";
   std::string out = ratio_number(s.ratio) + "\u00d7";
   if (std::isinf(s.high)) return out + " (too few steps for an interval): not distinguishable from 1.0\u00d7";
-  out += " (" + std::to_string(std::lround(100 * s.confidence)) + "% interval " + ratio_number(s.low) + "\u2013" +
-         ratio_number(s.high) + ")";
+  out += " (" + std::to_string(std::lround(100 * s.confidence)) + "% interval " + bound_number(s.low) + "\u2013" +
+         bound_number(s.high) + ")";
   return s.distinguishable() ? out : out + ": not distinguishable from 1.0\u00d7";
 }
 
