@@ -19,6 +19,8 @@
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QTextDocumentFragment>
 #include <QXYSeries>
 #include <QtTest>
 #include <cmath>
@@ -138,6 +140,31 @@ class CompareRuns : public QObject {
     QVERIFY(model->speedup(0).known());
     QVERIFY(model->row_labels().filter("speed-up vs").size() == 1);
     QVERIFY(model->row_labels().contains("validation accuracy at epoch 2"));
+  }
+
+  // Three runs side by side at 1366×768 beside the setup panel: no run's column is as wide as its longest value
+  // (the device line), which shows whole in its tooltip.
+  void three_runs_fit_side_by_side_at_1366_by_768() {
+    MainWindow w(db_);
+    w.resize(1366, 768);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.open_runs({fp32_seed1_, fp32_seed2_, bf16_seed1_});
+    auto* table = w.compare_view()->findChild<QTableView*>("compareTable");
+    QVERIFY(table);
+    QTRY_VERIFY(table->isVisible());
+    QCOMPARE(table->model()->columnCount(), 4);
+    const int right = table->columnViewportPosition(3) + table->columnWidth(3);
+    QVERIFY2(
+        right <= table->viewport()->width(),
+        qPrintable(QStringLiteral("the third run ends at %1 px of %2").arg(right).arg(table->viewport()->width())));
+    const QStringList labels = w.compare_view()->table_model()->row_labels();
+    const int device = static_cast<int>(labels.indexOf("(device)"));
+    QVERIFY(device >= 0);
+    const QModelIndex cell = table->model()->index(device, 1);
+    const QString value = cell.data().toString();
+    QVERIFY2(table->fontMetrics().horizontalAdvance(value) > table->columnWidth(1), qPrintable(value));
+    QCOMPARE(QTextDocumentFragment::fromHtml(cell.data(Qt::ToolTipRole).toString()).toPlainText(), value);
   }
 
   // One comparison in the engine (analysis/run_compare.h): the CLI prints its rows, the GUI shows them.

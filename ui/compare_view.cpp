@@ -11,6 +11,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "analysis/time_comparison.h"
@@ -64,9 +65,17 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   table_->setModel(model_);
   table_->verticalHeader()->hide();
   table_->setAlternatingRowColors(true);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->setWordWrap(false);
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+  // A run's column as wide as its values, up to a width that leaves three runs side by side beside the setup panel
+  // at 1366 px: a device line or a path would otherwise make one run fill the view. A longer value ends in "…" and
+  // shows whole in its tooltip; the user may widen the column.
+  connect(model_, &QAbstractItemModel::modelReset, table_, [this] {
+    table_->resizeColumnsToContents();
+    const int widest = 36 * table_->fontMetrics().averageCharWidth();
+    for (int column = 1; column < model_->columnCount(); ++column)
+      table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
+  });
 
   auto* controls = new QHBoxLayout;
   controls->addWidget(differences_);
