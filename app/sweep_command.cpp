@@ -786,12 +786,18 @@ int sweep_cancel_command(const SweepIdOptions& o) {
 int sweep_list_command(const SweepIdOptions& o) {
   const std::string db = store_path(o.db);
   if (!is_database_server(db) && !fs::exists(db)) {  // no store yet: no sweeps
-    if (o.json) print_json(nlohmann::ordered_json::array());
+    if (o.json)
+      print_json(nlohmann::ordered_json::array());
+    else
+      std::printf("no sweeps recorded yet (no run store at %s)\n", db.c_str());
     return 0;
   }
   RunStore store(db, RunStore::Mode::ReadOnly);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const SweepRecord& s : sweeps(store)) {
+  const std::vector<SweepRecord> recorded = sweeps(store);
+  if (recorded.empty() && !o.json)
+    std::printf("no sweeps recorded yet in %s (ampwb sweep starts one)\n", location_without_password(db).c_str());
+  for (const SweepRecord& s : recorded) {
     const std::vector<SweepPoint> points = sweep_points(store, s.id);
     if (o.json) {
       list.push_back({{"id", s.id},

@@ -30,6 +30,11 @@ std::vector<std::string> tiny_sweep(const std::string& db, int epochs, int max_s
 TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
   TempDir dir("sweep_local");
   const std::string db = dir.file("runs.sqlite");
+  // No sweep yet is said so, with or without a store, as `runs` says no run.
+  expect_contains(ampwb({"sweeps", "--db", db}).output, "no sweeps recorded yet (no run store at " + db + ")");
+  RunStore(dir.file("empty.sqlite"), RunStore::Mode::Create);
+  expect_contains(ampwb({"sweeps", "--db", dir.file("empty.sqlite")}).output, "no sweeps recorded yet in ");
+  EXPECT_EQ(ampwb({"sweeps", "--json", "--db", dir.file("empty.sqlite")}).output, "[]\n");
   const Result r = ampwb(tiny_sweep(db, 1, 2, {"--seed", "0,1", "--precision", "fp32,amp-bf16", "-j", "2"}));
   ASSERT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "sweep 1: 4 points");
