@@ -209,7 +209,7 @@ void MainWindow::build_menus() {
   run->addSeparator();
   sweep_action_ = run->addAction(tr("S&weep…"), this, [this] { show_sweep_dialog(false); });
   sweep_action_->setShortcut(QKeySequence(tr("Ctrl+Shift+S")));
-  run->addAction(tr("Seed &article experiment (FP32 vs AMP)…"), this, [this] { show_sweep_dialog(true); });
+  run->addAction(tr("ResNet-18 FP32 vs AMP, &as in the Paddle article…"), this, [this] { show_sweep_dialog(true); });
   run->addSeparator();
   run->addAction(tr("&Resume the selected run"), this, [this] {
     const auto ids = runs_view_->selected_ids();
