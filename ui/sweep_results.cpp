@@ -74,7 +74,8 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<GroupMetric> metrics = group_metrics(summaries, groups[g]);
     out.groups.push_back({groups[g].value, runs[g], named(metrics, "final validation accuracy (%)"),
-                          named(metrics, "final validation loss"), named(metrics, "training images/s")});
+                          named(metrics, "final validation loss"),
+                          named(metrics, "training images/s (mean of epochs)")});
   }
   return out;
 }

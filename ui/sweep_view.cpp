@@ -106,8 +106,8 @@ SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_
   groups_title_->setWordWrap(true);
   groups_ = new QTableWidget(0, 5);
   groups_->setObjectName("sweepGroups");
-  groups_->setHorizontalHeaderLabels(
-      {tr("group"), tr("runs"), tr("final val. acc. (%)"), tr("final val. loss"), tr("training images/s")});
+  groups_->setHorizontalHeaderLabels({tr("group"), tr("runs"), tr("final val. acc. (%)"), tr("final val. loss"),
+                                      tr("training images/s (mean of epochs)")});
   groups_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   groups_->setSelectionBehavior(QAbstractItemView::SelectRows);
   groups_->verticalHeader()->hide();
