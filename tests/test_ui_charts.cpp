@@ -440,6 +440,8 @@ class ChartData : public QObject {
     const RunSeries fp32 = run_in("fp32", 9);
     panel.set_runs({&bf16, &fp32});
     QCOMPARE(panel.chart("histogram")->chart()->title(), QString("Weight gradients: what FP16 would do"));
+    panel.set_runs({});  // as the Compare tab before any run is opened: nothing said of steps nobody took
+    QCOMPARE(note->text(), QString());
   }
 
   void fp8_scaling_chart_draws_the_chosen_tensors_history() {

@@ -331,7 +331,10 @@ void ChartPanel::update_skipped_note() {
     scaled = scaled || r->config.precision.loss_scale.kind != LossScaleKind::Off;
   }
   // Short enough for two lines under a narrow chart (a 1280×720 screen); the explanation is the tooltip.
-  if (total == 0 && !runs_.empty() && !scaled) {
+  if (runs_.empty()) {  // nothing shown, nothing to say of it
+    skipped_note_->clear();
+    skipped_note_->setToolTip({});
+  } else if (total == 0 && !scaled) {
     skipped_note_->setText(tr("No loss scaling here: no step is ever skipped."));
     skipped_note_->setToolTip(
         tr("What FP16 would do: with FP16 and dynamic loss scaling, a step whose gradients overflow (inf/NaN) is "
