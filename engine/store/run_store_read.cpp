@@ -240,7 +240,7 @@ void RunStore::check_new_name(const std::string& name, int64_t run) const {
   q.bind(1, name).bind(2, run);
   if (q.step())
     throw Error("run " + std::to_string(q.int64(0)) + " is already named '" + name +
-                "': a name picks out one run (ampwb show NAME), so choose another");
+                "': a name picks out one run, as an id does, so choose another");
 }
 
 void RunStore::rename(int64_t run_id, const std::string& name, const std::optional<std::string>& were) {
