@@ -409,6 +409,29 @@ TEST(DiagnosisSpeed, AnEmulatedFormatMeasuredFasterIsNotAContradiction) {
   EXPECT_EQ(speed.title.find("not distinguishable"), std::string::npos);
 }
 
+// Runs that a sweep here timed in alternation: the verdict is that figure, as `compare` shows it, and the trainings'
+// own steady state stands beside it as evidence; a timing that left the baseline out changes nothing.
+TEST(DiagnosisSpeed, ASweepsTimingInAlternationIsTheVerdictsFigure) {
+  const RunEvidence fp32 = timed_run(1, "fp32", 0.100);
+  RunEvidence fp16 = timed_run(2, "amp-fp16", 0.100);
+  expect_contains(expect_finding(diagnose(fp16, &fp32), "speed_vs_baseline").title,
+                  "No speed-up distinguishable from the noise");
+  fp16.alternating = AlternatingSpeed{
+      {1, 2}, {{100, 100, 100, 100, 100, 100}, {160, 158, 162, 161, 159, 160}}, 20, "synthetic 16 px images, batch 8"};
+  const std::string timed = speed_up_text(alternating_speed_up(*fp16.alternating, 2, 1));
+  const Finding speed = expect_finding(diagnose(fp16, &fp32), "speed_vs_baseline");
+  EXPECT_EQ(speed.title, "Faster than the baseline with an emulated format: " + timed);
+  expect_contains(speed.evidence,
+                  "timed in alternation after the sweep's trainings, 6 rounds of 20 steps on "
+                  "synthetic 16 px images, batch 8: " +
+                      timed +
+                      "; during the trainings, "
+                      "steady-state training speed ");
+  fp16.alternating->runs = {2, 3};
+  expect_contains(expect_finding(diagnose(fp16, &fp32), "speed_vs_baseline").title,
+                  "No speed-up distinguishable from the noise");
+}
+
 // A speed-up over a run of another model is not the precision's: the finding says so first, whatever it measured.
 TEST(DiagnosisSpeed, ASpeedUpOverOtherWorkIsNotThePrecisions) {
   RunEvidence fp32 = timed_run(1, "fp32", 0.500), bf16 = timed_run(2, "amp-bf16", 0.100);

@@ -345,12 +345,23 @@ void timing_unreliable(const RunEvidence& e, std::vector<Finding>& out) {
 }
 
 // Why the run is or is not faster than the baseline, class by class. Never contradicts the expectation rules: a
-// speed-up with an emulated format is put down to memory traffic, not arithmetic.
+// speed-up with an emulated format is put down to memory traffic, not arithmetic. Where the runs' sweep timed them in
+// alternation, that figure, on which the machine's other work falls alike, is the verdict's, as `compare` shows it;
+// the trainings' own steady state stands beside it as evidence.
 void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vector<Finding>& out) {
   const RunTiming run_timing = timing_of(e), base_timing = timing_of(base);
-  const SpeedUp speedup = speed_up(run_timing.speed, base_timing.speed);
+  SpeedUp speedup = speed_up(run_timing.speed, base_timing.speed);
+  std::string alternation;
+  if (e.alternating)
+    if (const SpeedUp timed = alternating_speed_up(*e.alternating, e.run.id, base.run.id); timed.known()) {
+      speedup = timed;
+      alternation = format("timed in alternation after the sweep's trainings, %zu rounds of %lld steps on %s: ",
+                           e.alternating->images_per_second.front().size(),
+                           static_cast<long long>(e.alternating->steps_per_round), e.alternating->data.c_str()) +
+                    speed_up_text(timed) + "; during the trainings, ";
+    }
   if (!speedup.known()) return;
-  std::string evidence = "steady-state training speed " + speed_text(run_timing.speed) + " against " +
+  std::string evidence = alternation + "steady-state training speed " + speed_text(run_timing.speed) + " against " +
                          speed_text(base_timing.speed) +
                          format(" (run %lld, %s, against run %lld, %s)", static_cast<long long>(e.run.id),
                                 mode_of(e).c_str(), static_cast<long long>(base.run.id), mode_of(base).c_str());
@@ -368,7 +379,7 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
         "alone on one machine, as a precision sweep run here, which also times them in alternation");
     return;
   }
-  if (!unreliable.empty()) {
+  if (!unreliable.empty() && alternation.empty()) {
     add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + speed_up_ratio_text(speedup) + ", " + unreliable,
         by_class.available ? evidence : evidence + "; speed-up " + figure,  // the sentence ends with it
         "train both again on a quiet machine, or compare them with a sweep run here (not on Slurm), which "
@@ -453,6 +464,7 @@ RunEvidence load_evidence(const RunStore& store, int64_t run) {
   e.times = store.epoch_times(run);
   e.confusion = store.confusion_matrices(run);
   e.divergence = store.divergence(run);
+  e.alternating = store.alternating_speed(run);
   return e;
 }
 

@@ -28,6 +28,7 @@ struct RunEvidence {
   std::vector<EpochTimes> times;
   std::vector<ConfusionMatrix> confusion;         // the validation set's, per epoch
   std::optional<PrecisionDivergence> divergence;  // measured at the end of a finished low-precision run
+  std::optional<AlternatingSpeed> alternating;    // its sweep's timing in alternation, where one was run here
 };
 RunEvidence load_evidence(const RunStore& store, int64_t run);
 
