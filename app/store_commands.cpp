@@ -157,6 +157,7 @@ int store_check_command(const StoreOptions& options) {
     std::printf("  %s\n", problems.substr(at, end - at).c_str());
     at = end + 1;
   }
+  print_network_filesystem(path);
   if (is_database_server(path)) {
     std::printf(
         "keep a copy (ampwb store backup --db '%s' FILE): it takes every run with its records and leaves the rows "

@@ -156,7 +156,8 @@ void refuse_sqlite_file_shared_between_nodes(const std::string& db) {
   throw Error("the run store '" + db + "' is an SQLite file on " + mount->type +
               ", a network filesystem: Slurm's tasks on several nodes would write it at once, which can corrupt an "
               "SQLite file and lose its runs; record the sweep into PostgreSQL (--db postgresql://..., "
-              "docs/cluster.md), or run it on this machine (--on local)");
+              "docs/cluster.md), or run it on this machine (--on local); where Slurm runs every task on this "
+              "machine, a store on its own disk serves");
 }
 
 // Why a Slurm command failed, in a user's words where its output says something a user cannot act on as it stands
@@ -437,11 +438,14 @@ int sweep_command(const SweepOptions& given) {
   std::fflush(stdout);
   if (o.on == "local") return run_here(store.path(), id, o.parallel, !o.no_timing);
 
-  if (!store.is_postgresql())
+  if (!store.is_postgresql()) {
+    const std::optional<MountedFilesystem> mount = filesystem_of(db);
+    const std::string where = mount ? " on this machine's " + mount->type + " disk" : "";
     std::fprintf(stderr,
-                 "ampwb sweep: note: the run store is an SQLite file on this machine's own disk: only the tasks "
-                 "Slurm runs on this machine can open it; a cluster's sweep records into PostgreSQL "
-                 "(docs/cluster.md)\n");
+                 "ampwb sweep: note: the run store is an SQLite file%s: only the tasks Slurm runs on this machine "
+                 "can open it; a cluster's sweep records into PostgreSQL (docs/cluster.md)\n",
+                 where.c_str());
+  }
   const fs::path folder = sweep_folder(store.path(), sweep_stamp(sweep(store, id)));
   fs::create_directories(folder);
   const fs::path script = folder / "sweep.sbatch";

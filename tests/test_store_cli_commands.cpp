@@ -381,7 +381,7 @@ TEST(StoreCli, AJobOnAStoreOnANetworkFilesystemIsWarnedAndStoreCheckSaysWhereItL
   const Result check = ampwb({"store", "check", "--db", db}, {"/usr/bin/env", "AMPWB_MOUNTINFO=" + table});
   EXPECT_EQ(check.status, 0) << check.output;
   expect_contains(check.output, where);
-  if (!filesystem_of(db)->network) {
+  if (const auto mount = filesystem_of(db); mount && !mount->network) {
     EXPECT_EQ(ampwb({"store", "check", "--db", db}).output.find("network filesystem"), std::string::npos);
   }
 }

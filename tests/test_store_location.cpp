@@ -1,6 +1,7 @@
 // Where a run store lives (store/store_location.h): paths stay SQLite files, PostgreSQL URIs name a database server,
 // any other scheme is refused naming the ones known, a refused location creates nothing, and no password is shown.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -103,8 +104,9 @@ TEST(StoreLocation, RunStoreRefusesAUriAndCreatesNothing) {
   EXPECT_FALSE(fs::exists("postgresql:"));
 }
 
-// A cluster node's mount table, as /proc/self/mountinfo writes it: the filesystem of a path is the mount whose folder
-// holds it most closely, the later of two mounts at one place, and the network ones are told from the local ones.
+// A cluster node's mount table, as /proc/self/mountinfo writes it: the filesystem of a path is the mount made last of
+// those whose folder holds it (deeper, at the same place, or covering an earlier deeper one), and the network ones
+// are told from the local ones.
 TEST(StoreFilesystem, TheMountTableNamesTheFilesystemOfAPath) {
   const std::string node =
       "22 1 8:2 / / rw,relatime shared:1 - ext4 /dev/sda2 rw,errors=remount-ro\n"
@@ -114,7 +116,9 @@ TEST(StoreFilesystem, TheMountTableNamesTheFilesystemOfAPath) {
       "43 22 0:48 / /mnt/my\\040data rw,nosuid,nodev - fuse.sshfs me@host:/data rw,user_id=0\n"
       "44 40 8:17 / /home/u/local rw,relatime shared:30 - ext4 /dev/sdb1 rw\n"
       "45 22 0:50 / /tmp rw shared:5 - tmpfs tmpfs rw\n"
-      "46 45 0:51 / /tmp rw - nfs srv:/tmp rw,vers=3\n";
+      "46 45 0:51 / /tmp rw - nfs srv:/tmp rw,vers=3\n"
+      "47 22 8:33 / /srv/data/deep rw - ext4 /dev/sdc1 rw\n"
+      "48 22 0:52 / /srv rw - nfs4 srv:/srv rw\n";
   struct Expected {
     std::string path, type, mount_point;
     bool network;
@@ -128,6 +132,7 @@ TEST(StoreFilesystem, TheMountTableNamesTheFilesystemOfAPath) {
                                                  {"/gpfs/runs.sqlite", "ext4", "/", false},
                                                  {"/mnt/my data/runs.sqlite", "fuse.sshfs", "/mnt/my data", true},
                                                  {"/tmp/runs.sqlite", "nfs", "/tmp", true},
+                                                 {"/srv/data/deep/runs.sqlite", "nfs4", "/srv", true},
                                                  {"/", "ext4", "/", false}}) {
     const std::optional<MountedFilesystem> mount = filesystem_of(e.path, node);
     ASSERT_TRUE(mount) << e.path;

@@ -411,7 +411,16 @@ TEST(SweepCli, ASlurmSweepIntoAnSqliteFileOnANetworkFilesystemIsRefused) {
     expect_contains(r.output, "record the sweep into PostgreSQL");
     EXPECT_FALSE(fs::exists(db));
   }
-  if (!filesystem_of(db)->network) {
+  // A store reached through a symbolic link on this machine's disk lies where the link leads.
+  RunStore(db, RunStore::Mode::Create);
+  fs::create_directories(dir.file("local"));
+  fs::create_symlink(db, dir.file("local/runs.sqlite"));
+  const Result linked =
+      ampwb(tiny_sweep(dir.file("local/runs.sqlite"), 1, 2, {"--seed", "0,1", "--on", "slurm", "--dry-run"}), on_nfs);
+  EXPECT_EQ(linked.status, 1) << linked.output;
+  expect_contains(linked.output, "is an SQLite file on nfs4, a network filesystem");
+  fs::remove(db);
+  if (const auto mount = filesystem_of(db); mount && !mount->network) {
     const Result r = ampwb(tiny_sweep(db, 1, 2, {"--seed", "0,1", "--on", "slurm", "--dry-run"}));
     EXPECT_EQ(r.status, 0) << r.output;
     expect_contains(r.output, "#SBATCH --array=0-1\n");

@@ -43,7 +43,7 @@ bool is_network_filesystem(const std::string& type) {
       "afs",          "ocfs2",       "gfs2",         "glusterfs",      "pvfs2",
       "orangefs",     "panfs",       "wekafs",       "fuse.sshfs",     "fuse.s3fs",
       "fuse.gcsfuse", "fuse.rclone", "fuse.juicefs", "fuse.glusterfs", "fuse.ceph-fuse",
-      "fuse.davfs"};
+      "fuse.davfs",   "fuse.mfs",    "quobyte",      "fuse.quobyte",   "fuse.xtreemfs"};
   return kNetwork.count(type) > 0;
 }
 
@@ -59,8 +59,9 @@ std::optional<MountedFilesystem> filesystem_of(const std::string& path, const st
     while (dash < field.size() && field[dash] != "-") ++dash;
     if (field.size() < 5 || dash + 1 >= field.size()) continue;
     const std::string mount_point = unescaped(field[4]);
-    // Equal or longer: a mount listed later lies over the one before it at the same place.
-    if (!holds(mount_point, path) || (found && mount_point.size() < found->mount_point.size())) continue;
+    // The table lists mounts in the order they were made: of two that hold the path, one nests in the other, and
+    // the later either lies deeper or covers the earlier; either way the path leads to it.
+    if (!holds(mount_point, path)) continue;
     const std::string& type = field[dash + 1];
     found = MountedFilesystem{type, mount_point, is_network_filesystem(type)};
   }
@@ -73,12 +74,14 @@ std::optional<MountedFilesystem> filesystem_of(const std::string& path) {
   if (!in) return std::nullopt;
   std::ostringstream text;
   text << in.rdbuf();
-  // The nearest folder that exists, made canonical: symbolic links lead to the filesystem that holds the file.
+  // The file, else the nearest folder that exists, made canonical: a symbolic link (the file's own too) leads to the
+  // filesystem that SQLite writes the store and its -wal and -shm files on.
   std::error_code ec;
-  fs::path folder = fs::absolute(path, ec).parent_path();
-  while (!folder.empty() && !fs::exists(folder, ec) && folder != folder.root_path()) folder = folder.parent_path();
-  const fs::path canonical = fs::canonical(folder, ec);
-  return filesystem_of(ec ? folder.string() : canonical.string(), text.str());
+  fs::path existing = fs::absolute(path, ec);
+  while (!existing.empty() && !fs::exists(existing, ec) && existing != existing.root_path())
+    existing = existing.parent_path();
+  const fs::path canonical = fs::canonical(existing, ec);
+  return filesystem_of(ec ? existing.string() : canonical.string(), text.str());
 }
 
 }  // namespace ampwb

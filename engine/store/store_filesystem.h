@@ -18,8 +18,8 @@ struct MountedFilesystem {
 // Whether a filesystem of `type` (as /proc/self/mountinfo names it) is shared between machines.
 bool is_network_filesystem(const std::string& type);
 
-// The mount that holds `path` in the mount table `mountinfo` (the text of /proc/self/mountinfo): the longest mount
-// point that is a folder of `path`, the later mount where one lies over another. `path` is absolute and canonical.
+// The mount that holds `path` in the mount table `mountinfo` (the text of /proc/self/mountinfo): of the mounts whose
+// folder holds `path`, the one made last. `path` is absolute and canonical.
 std::optional<MountedFilesystem> filesystem_of(const std::string& path, const std::string& mountinfo);
 
 // The mount that holds the file `path` (which need not exist yet: its nearest existing folder is looked up) on this
