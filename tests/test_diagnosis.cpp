@@ -427,6 +427,19 @@ TEST(DiagnosisSpeed, ASweepsTimingInAlternationIsTheVerdictsFigure) {
                       timed +
                       "; during the trainings, "
                       "steady-state training speed ");
+  // Trainings that shared the machine with other work: their speed-up is unreliable, the alternation's is not.
+  RunEvidence busy_fp32 = fp32, busy_fp16 = fp16;
+  for (RunEvidence* busy : {&busy_fp32, &busy_fp16}) {
+    busy->times[0].steps = 60;
+    busy->times[0].load = {0.6, 0, 0};
+  }
+  EXPECT_EQ(expect_finding(diagnose(busy_fp16, &busy_fp32), "speed_vs_baseline").title,
+            "Faster than the baseline with an emulated format: " + timed);
+  expect_contains(expect_finding(diagnose(busy_fp16, &busy_fp32), "timing_unreliable").action,
+                  "its sweep also timed it in alternation");
+  busy_fp16.alternating.reset();
+  expect_contains(expect_finding(diagnose(busy_fp16, &busy_fp32), "speed_vs_baseline").title,
+                  "Speed-up 1.00\u00d7, timings unreliable: the machine was 60% busy");
   fp16.alternating->runs = {2, 3};
   expect_contains(expect_finding(diagnose(fp16, &fp32), "speed_vs_baseline").title,
                   "No speed-up distinguishable from the noise");

@@ -126,6 +126,12 @@ TEST(RunSpeed, RoundsTimedInAlternationGiveTheMedianRatioAndItsRange) {
   EXPECT_EQ(speed_up_text(slower), "0.97\u00d7 (97% interval 0.94\u20130.996)");
   const SpeedUp faster = speed_up_over_rounds({100.4, 104, 104, 104, 104, 106}, {100, 100, 100, 100, 100, 100});
   EXPECT_EQ(speed_up_text(faster), "1.04\u00d7 (97% interval 1.004\u20131.06)");
+  const SpeedUp barely = speed_up_over_rounds({99.0, 99.6, 99.6, 99.6, 99.6, 99.8}, {100, 100, 100, 100, 100, 100});
+  EXPECT_EQ(speed_up_text(barely), "0.996\u00d7 (97% interval 0.99\u20130.998)");
+  EXPECT_EQ(speed_up_ratio_text(barely), "1.004\u00d7 slower");
+  const SpeedUp hair =
+      speed_up_over_rounds({99.985, 99.999, 99.999, 99.999, 99.999, 99.9995}, {100, 100, 100, 100, 100, 100});
+  EXPECT_EQ(speed_up_text(hair), "0.9999\u00d7 (97% interval 0.9998\u20130.9999)");
   const SpeedUp few = speed_up_over_rounds({150, 144}, {100, 90});
   EXPECT_NEAR(few.ratio, 1.55, 1e-12);
   EXPECT_FALSE(few.distinguishable()) << "two rounds bound nothing";

@@ -340,8 +340,12 @@ void timing_unreliable(const RunEvidence& e, std::vector<Finding>& out) {
   if (why.empty()) return;
   add(out, "timing_unreliable", Severity::Warning, "Timings unreliable: other work shared the machine",
       why + " (" + machine_load_text(load) + ", the mean over its epochs' training)",
-      "its times and speed say as much about the other work as about this configuration: train it again on a quiet "
-      "machine, or compare the configurations with a sweep run here (not on Slurm), which times them in alternation");
+      e.alternating ? "its training's times say as much about the other work as about this configuration; its sweep "
+                      "also timed it in alternation, where other work falls on every configuration alike: that "
+                      "speed-up (ampwb compare, or ampwb explain against a run of the sweep) is the one to go by"
+                    : "its times and speed say as much about the other work as about this configuration: train it "
+                      "again on a quiet machine, or compare the configurations with a sweep run here (not on Slurm), "
+                      "which times them in alternation");
 }
 
 // Why the run is or is not faster than the baseline, class by class. Never contradicts the expectation rules: a
@@ -373,7 +377,7 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   if (const std::string other = work_difference(e.run, base.run); !other.empty()) {
     add(out, "speed_vs_baseline", Severity::Warning,
         "Speed-up " + speed_up_ratio_text(speedup) + ", not the precision's alone: " + other,
-        (by_class.available ? evidence : evidence + "; speed-up " + figure) +
+        (by_class.available || !alternation.empty() ? evidence : evidence + "; speed-up " + figure) +
             (unreliable.empty() ? "" : "; " + unreliable),
         "the speed-up mixes the precision's effect with these differences: compare runs that differ in precision "
         "alone on one machine, as a precision sweep run here, which also times them in alternation");

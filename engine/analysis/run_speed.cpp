@@ -47,13 +47,15 @@ std::string text(const char* format, double a, double b = 0, double c = 0) {
 // Two decimals below 10, one above: "1.32", "12.5".
 std::string ratio_number(double r) { return text(r < 9.995 ? "%.2f" : "%.1f", r); }
 
-// An interval's bound, with the decimals it takes not to read as 1 where it is not: an interval that leaves 1.0 out
-// must not be printed as reaching it ("0.94-1.00" beside "slower").
+// A ratio or an interval's bound, with the decimals it takes not to read as 1 where it is not: an interval that
+// leaves 1.0 out must not be printed as reaching it ("0.94-1.00" beside "slower"), nor its ratio as 1.00.
 std::string bound_number(double r) {
   std::string out = ratio_number(r);
-  for (int digits = 3; digits <= 6 && r != 1 && std::strtod(out.c_str(), nullptr) == 1; ++digits)
-    out = text(("%." + std::to_string(digits) + "f").c_str(), r);
-  return out;
+  if (r == 1 || std::strtod(out.c_str(), nullptr) != 1) return out;
+  out = text("%.3f", r);
+  if (std::strtod(out.c_str(), nullptr) != 1) return out;
+  // Within a two-thousandth of 1: rounded away from it, to the side the number lies on.
+  return text("%.4f", r < 1 ? std::floor(r * 1e4) / 1e4 : std::ceil(r * 1e4) / 1e4);
 }
 
 }  // namespace
@@ -126,7 +128,8 @@ SpeedUp alternating_speed_up(const AlternatingSpeed& timed, int64_t run, int64_t
 
 std::string speed_up_text(const SpeedUp& s) {
   if (!s.known()) return "-";
-  std::string out = ratio_number(s.ratio) + "\u00d7";
+  // The ratio keeps the decimals that tell it from 1 where its interval does.
+  std::string out = (s.distinguishable() ? bound_number(s.ratio) : ratio_number(s.ratio)) + "\u00d7";
   if (std::isinf(s.high)) return out + " (too few steps for an interval): not distinguishable from 1.0\u00d7";
   out += " (" + std::to_string(std::lround(100 * s.confidence)) + "% interval " + bound_number(s.low) + "\u2013" +
          bound_number(s.high) + ")";
@@ -135,7 +138,8 @@ std::string speed_up_text(const SpeedUp& s) {
 
 std::string speed_up_ratio_text(const SpeedUp& s) {
   if (!s.known()) return "-";
-  return s.ratio >= 1 ? ratio_number(s.ratio) + "\u00d7" : ratio_number(1 / s.ratio) + "\u00d7 slower";
+  const auto number = s.distinguishable() ? bound_number : ratio_number;
+  return s.ratio >= 1 ? number(s.ratio) + "\u00d7" : number(1 / s.ratio) + "\u00d7 slower";
 }
 
 std::string speed_text(const RunSpeed& s) {
