@@ -165,6 +165,11 @@ class CompareRuns : public QObject {
     const QString value = cell.data().toString();
     QVERIFY2(table->fontMetrics().horizontalAdvance(value) > table->columnWidth(1), qPrintable(value));
     QCOMPARE(QTextDocumentFragment::fromHtml(cell.data(Qt::ToolTipRole).toString()).toPlainText(), value);
+    // A column the user widened stays so while the same runs are shown another way.
+    table->setColumnWidth(2, 700);
+    w.compare_view()->baseline()->setCurrentIndex(1);
+    w.compare_view()->differences_only()->setChecked(true);
+    QCOMPARE(table->columnWidth(2), 700);
   }
 
   // One comparison in the engine (analysis/run_compare.h): the CLI prints its rows, the GUI shows them.

@@ -67,15 +67,6 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   table_->setAlternatingRowColors(true);
   table_->setWordWrap(false);
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
-  // A run's column as wide as its values, up to a width that leaves three runs side by side beside the setup panel
-  // at 1366 px: a device line or a path would otherwise make one run fill the view. A longer value ends in "…" and
-  // shows whole in its tooltip; the user may widen the column.
-  connect(model_, &QAbstractItemModel::modelReset, table_, [this] {
-    table_->resizeColumnsToContents();
-    const int widest = 36 * table_->fontMetrics().averageCharWidth();
-    for (int column = 1; column < model_->columnCount(); ++column)
-      table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
-  });
 
   auto* controls = new QHBoxLayout;
   controls->addWidget(differences_);
@@ -144,6 +135,13 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
     baseline_->setCurrentIndex(baseline < baseline_->count() ? baseline : 0);
   }
   model_->set_baseline(baseline_->currentIndex());
+  // A run's column as wide as its values, up to a width that leaves three runs side by side beside the setup panel
+  // at 1366 px: a device line or a path would otherwise make one run fill the view. A longer value ends in "…" and
+  // shows whole in its tooltip. Sized for a new list of runs only, so a column the user widened stays so.
+  table_->resizeColumnsToContents();
+  const int widest = 36 * table_->fontMetrics().averageCharWidth();
+  for (int column = 1; column < model_->columnCount(); ++column)
+    table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
   diagnosis_->set_runs(store_, ids_);
   diagnosis_->set_baseline(static_cast<size_t>(std::max(0, baseline_->currentIndex())));
 

@@ -10,6 +10,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QPointer>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTimer>
@@ -334,16 +335,19 @@ void RunsView::notes_selected() {
   edit_text(
       id, &RunRecord::notes, tr("Notes"),
       [&](const QString& shown, bool& ok) {
-        // Notes run to paragraphs: Qt's multi-line dialog is a narrow box that scrolls each line sideways.
-        QInputDialog dialog(this);
-        dialog.setWindowTitle(tr("Notes on run %1").arg(id));
-        dialog.setLabelText(tr("Notes"));
-        dialog.setOption(QInputDialog::UsePlainTextEditForTextInput);
-        dialog.setTextValue(shown);
-        if (auto* edit = dialog.findChild<QPlainTextEdit*>()) edit->setLineWrapMode(QPlainTextEdit::WidgetWidth);
-        dialog.resize(600, 380);
-        ok = dialog.exec() == QDialog::Accepted;
-        return dialog.textValue();
+        // Notes run to paragraphs: Qt's multi-line dialog is a narrow box that scrolls each line sideways. On the
+        // heap, watched: a window closed during exec() deletes it with its children.
+        const QPointer<QInputDialog> dialog = new QInputDialog(this);
+        dialog->setWindowTitle(tr("Notes on run %1").arg(id));
+        dialog->setLabelText(tr("Notes"));
+        dialog->setOption(QInputDialog::UsePlainTextEditForTextInput);
+        dialog->setTextValue(shown);
+        if (auto* edit = dialog->findChild<QPlainTextEdit*>()) edit->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+        dialog->resize(600, 380);
+        ok = dialog->exec() == QDialog::Accepted && dialog;
+        const QString text = dialog ? dialog->textValue() : shown;
+        delete dialog.data();
+        return text;
       },
       [&](const QString& text, const std::string& were) { store_.set_notes(id, text.toStdString(), were); });
 }
