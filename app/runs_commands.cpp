@@ -436,8 +436,10 @@ int show_command(const ShowOptions& options) {
     }
     std::printf("  epochs                     %d of %d, mean %s, %.1f images/s\n", s.epochs_completed, r.epochs,
                 duration_text(s.mean_epoch_seconds).c_str(), s.mean_images_per_second);
+    const bool scaled = r.config.precision.loss_scale.kind != LossScaleKind::Off;
     std::printf("  skipped steps              %lld   final loss scale %s   peak memory %s\n",
-                static_cast<long long>(s.skipped_steps), number_text(s.final_loss_scale).c_str(),
+                static_cast<long long>(s.skipped_steps),
+                scaled ? number_text(s.final_loss_scale).c_str() : "none (no loss scaling)",
                 mebibytes_text(s.peak_bytes).c_str());
   } else {
     std::printf("  no epoch completed\n");

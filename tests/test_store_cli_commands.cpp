@@ -209,6 +209,9 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
   for (const char* part : {"configuration differences", "speed-up vs run 1", "skipped steps", "final loss scale",
                            "peak memory", "mean epoch time"})
     expect_contains(r.output, part);
+  // FP32 scales nothing: its scale of 1 is said as no scaling, here and in `show`.
+  expect_contains(r.output, "none (no loss scaling)");
+  expect_contains(ampwb({"show", "1", "--db", db}).output, "final loss scale none (no loss scaling)");
 
   // export csv
   const std::string out = dir.file("csv out");
