@@ -519,16 +519,12 @@ PostgresConnection::AdvisoryLock PostgresConnection::point_lock(int64_t sweep, i
 }
 
 bool PostgresConnection::try_lock(const AdvisoryLock& lock) {
-  SqlStatement take(
-      *this, std::string("SELECT pg_try_advisory_lock") + (lock.shared ? "_shared(" : "(") + lock.arguments + ")");
+  SqlStatement take(*this, lock.call("try_advisory_lock"));
   return take.bind(1, lock.argument).step() && take.int64(0) == 1;
 }
 
 void PostgresConnection::unlock(const AdvisoryLock& lock) {
-  SqlStatement(*this,
-               std::string("SELECT pg_advisory_unlock") + (lock.shared ? "_shared(" : "(") + lock.arguments + ")")
-      .bind(1, lock.argument)
-      .run();
+  SqlStatement(*this, lock.call("advisory_unlock")).bind(1, lock.argument).run();
 }
 
 bool PostgresConnection::locked_elsewhere(const AdvisoryLock& lock) const {

@@ -77,6 +77,10 @@ class PostgresConnection : public SqlConnection {
     int64_t argument, classid, objid;
     int objsubid;
     bool shared;  // several sessions may hold it
+    // "SELECT pg_<function>[_shared](<arguments>)": one of PostgreSQL's advisory lock functions called on it.
+    std::string call(const char* function) const {
+      return std::string("SELECT pg_") + function + (shared ? "_shared(" : "(") + arguments + ")";
+    }
   };
   static AdvisoryLock run_lock(int64_t run);
   static AdvisoryLock point_lock(int64_t sweep, int index);
