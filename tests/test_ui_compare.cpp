@@ -165,6 +165,10 @@ class CompareRuns : public QObject {
     const QString value = cell.data().toString();
     QVERIFY2(table->fontMetrics().horizontalAdvance(value) > table->columnWidth(1), qPrintable(value));
     QCOMPARE(QTextDocumentFragment::fromHtml(cell.data(Qt::ToolTipRole).toString()).toPlainText(), value);
+    const QAbstractItemModel& model = *table->model();
+    QCOMPARE(
+        QTextDocumentFragment::fromHtml(model.headerData(1, Qt::Horizontal, Qt::ToolTipRole).toString()).toPlainText(),
+        model.headerData(1, Qt::Horizontal).toString());
     // A column the user widened stays so while the same runs are shown another way.
     table->setColumnWidth(2, 700);
     w.compare_view()->baseline()->setCurrentIndex(1);

@@ -88,10 +88,13 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  if (section == 0) return tr("run");
+  if (orientation != Qt::Horizontal || (role != Qt::DisplayRole && role != Qt::ToolTipRole)) return {};
+  if (section == 0) return role == Qt::DisplayRole ? tr("run") : QVariant();
   const RunRecord& r = runs_[static_cast<size_t>(section - 1)].record;
-  return QString::fromStdString(run_label(r)) + (section - 1 == baseline() ? tr(" (baseline)") : QString());
+  const QString label =
+      QString::fromStdString(run_label(r)) + (section - 1 == baseline() ? tr(" (baseline)") : QString());
+  // A run's column is narrower than a long name: the tooltip shows it whole.
+  return role == Qt::DisplayRole ? label : plain_tooltip(label);
 }
 
 }  // namespace ampwb::ui
