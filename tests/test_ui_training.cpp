@@ -103,6 +103,23 @@ class TrainingThroughTheUi : public QObject {
     QVERIFY(child<QPushButton>(w, "trainButton")->isEnabled());
   }
 
+  // Before a run starts, the Training tab's notes speak of the mode chosen, not of FP32 (an empty run's default).
+  void the_empty_training_tab_speaks_of_the_chosen_precision() {
+    MainWindow w(db("preview"));
+    auto* precision = child<QComboBox>(w, "precision");
+    auto* skipped = w.live_charts()->findChild<QLabel*>("skippedNote");
+    auto* divergence = w.live_charts()->findChild<QLabel*>("divergenceCaption");
+    precision->setCurrentIndex(precision->findData(QString("fp32")));
+    QVERIFY2(skipped->text().startsWith("No loss scaling"), qPrintable(skipped->text()));
+    QVERIFY2(divergence->text().startsWith("FP32 is its own reference"), qPrintable(divergence->text()));
+    precision->setCurrentIndex(precision->findData(QString("amp-fp16")));
+    QVERIFY2(skipped->text().startsWith("Dynamic loss scaling"), qPrintable(skipped->text()));
+    QVERIFY2(divergence->text().startsWith("Measured once"), qPrintable(divergence->text()));
+    auto* scale_kind = child<QComboBox>(w, "lossScaleKind");
+    scale_kind->setCurrentIndex(scale_kind->findData(QString("off")));
+    QVERIFY2(skipped->text().startsWith("No loss scaling"), qPrintable(skipped->text()));
+  }
+
   // The memory estimate follows the settings: "≈ X of Y", and where it cannot fit, red with the batch size that does.
   void memory_estimate_follows_the_settings() {
     MainWindow w(db("memory"));

@@ -158,6 +158,16 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   live_ = std::make_unique<RunSeries>();
   live_charts_->set_runs({live_.get()});
   setup_->load_settings();
+  // Until a run starts, the Training tab's notes (loss scaling, precision divergence) speak of the run it would start.
+  const auto preview_setup = [this] {
+    if (busy() || live_->run_id != 0 || !live_->steps.empty()) return;
+    RunSeries next;
+    next.config = setup_->config();
+    live_->replace_with(std::move(next));
+    live_charts_->refresh();
+  };
+  preview_setup();
+  connect(setup_, &RunSetupPanel::precision_changed, this, preview_setup);
   runs_view_->reload();
 
   QSettings settings;

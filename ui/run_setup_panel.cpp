@@ -209,6 +209,7 @@ QWidget* RunSetupPanel::build_model_group() {
   small.setPointSizeF(small.pointSizeF() * 0.9);
   precision_help_->setFont(small);
   connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_precision_help);
+  connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::precision_changed);
   device_ = new QComboBox;
   device_->setObjectName("device");
   for (const DeviceInfo& d : list_devices()) {
@@ -299,6 +300,7 @@ QWidget* RunSetupPanel::build_advanced_group() {
   auto* sf = new QFormLayout(scaler);
   scale_kind_ = for_setting(new QComboBox, "precision.loss_scale.kind");
   scale_kind_->setObjectName("lossScaleKind");
+  connect(scale_kind_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::precision_changed);
   scale_kind_->addItem(tr("as the precision mode says"), "");
   add_choices<LossScaleKind>(scale_kind_);
   scaler_preset_ = new QComboBox;

@@ -75,6 +75,8 @@ class RunSetupPanel : public QWidget {
   // Why the chosen dataset cannot be trained on ("" when it can, or while it is being checked).
   void dataset_problem_changed(const QString& problem);
   void settings_problem_changed(const QString& problem);
+  // The precision mode or the loss scaler chosen changed: what the empty Training tab says of a run follows them.
+  void precision_changed();
 
  private:
   void build();
