@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -27,6 +28,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "setting_flags.h"
+#include "store/reconnecting.h"
 #include "store/run_resume.h"
 #include "store/run_store.h"
 #include "store/store_filesystem.h"
@@ -359,7 +361,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
     }
     release_point(store, taken);  // said how it ended: no other process may take it for abandoned before
     if (p.state == SweepPointState::Failed) ++failed;
-    std::printf("point %d/%zu %s\n", index + 1, total, point_result(store, p).c_str());
+    std::printf("point %d/%zu %s\n", index + 1, total, reconnecting([&] { return point_result(store, p); }).c_str());
     std::fflush(stdout);
   }
   const std::vector<SweepPoint> points = sweep_points(store, sweep);
@@ -486,7 +488,10 @@ int sweep_point_command(const SweepIdOptions& o) {
                                 : "the point is a whole number from 1, got '" + text + "'");
   const long index = number - first;  // the store's, from 0
   const long shown = index + 1;
-  RunStore store(store_path(o.db), RunStore::Mode::Existing);
+  // Started while a PostgreSQL server restarts (its sweep run has just reached it), the point waits for it.
+  std::optional<RunStore> opened;
+  reconnecting([&] { opened.emplace(store_path(o.db), RunStore::Mode::Existing); });
+  RunStore& store = *opened;
   if (index >= static_cast<long>(sweep_points(store, id).size()))
     throw Error("sweep " + std::to_string(id) + " has " + std::to_string(sweep_points(store, id).size()) +
                 " points: there is no point " + std::to_string(shown));

@@ -178,6 +178,17 @@ PostgresServer::~PostgresServer() { stop_and_remove(); }
 
 fs::path PostgresServer::socket_file() const { return folder_ / (".s.PGSQL." + std::to_string(kPort)); }
 
+void PostgresServer::restart() {
+  const fs::path log = folder_ / "setup.log";
+  // pg_ctl restart starts the server with the options it was started with (postmaster.opts).
+  const int status = run_program({std::string(AMPWB_POSTGRES_BINDIR) + "/pg_ctl", "-D", (folder_ / "data").string(),
+                                  "-l", (folder_ / "server.log").string(), "-m", "fast", "-w", "-t", "60", "restart"},
+                                 run_as_, folder_, log);
+  if (status != 0)
+    throw std::runtime_error("pg_ctl restart failed (exit status " + std::to_string(status) + "); " + log.string() +
+                             " ends:" + last_lines(log));
+}
+
 void PostgresServer::stop_and_remove(bool keep_logs) noexcept {
   if (folder_.empty()) return;
   std::error_code ec;

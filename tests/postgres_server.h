@@ -23,6 +23,9 @@ class PostgresServer {
   // The folder of the server's socket; the socket file itself, present while the server runs.
   const std::filesystem::path& socket_folder() const { return folder_; }
   std::filesystem::path socket_file() const;
+  // Stops the server (fast: its clients' connections end at once) and starts it again, as an administrator's restart
+  // does; throws std::runtime_error saying why where it could not.
+  void restart();
 
  private:
   void stop_and_remove(bool keep_logs = false) noexcept;  // keep_logs: for a failed start, to read them

@@ -10,6 +10,9 @@
 #include <set>
 
 #include "analysis/run_speed.h"
+#ifdef AMPWB_TEST_POSTGRES
+#include "postgres_server.h"
+#endif
 #include "store/store_filesystem.h"
 #include "store/sweep_record.h"
 #include "test_cli_util.h"
@@ -285,6 +288,43 @@ TEST(SweepCli, SweepRunResumesThePointsOfAKilledSweep) {
   }
   EXPECT_EQ(store.runs().size(), 3u) << "a killed point started over instead of resuming its run";
 }
+
+#ifdef AMPWB_TEST_POSTGRES
+// A local sweep into PostgreSQL whose server restarts again and again (an administrator, an upgrade) while its points
+// train, start and end: the sweep and its points' processes wait for the server each time, every point's run trains
+// once, whole, and the sweep finishes.
+TEST(SweepCli, ALocalSweepIntoPostgresqlOutlivesItsServerRestarting) {
+  TempDir dir("sweep_postgres_restarts");
+  test::PostgresServer server;
+  std::vector<std::string> argv = tiny_sweep(server.uri(), 80, 1, {"--seed", "0,1,2", "-j", "2", "--no-timing"});
+  argv.insert(argv.begin(), AMPWB_BINARY);
+  const std::string log = dir.file("sweep.log");
+  const pid_t sweep = spawn(argv, log);
+  int restarts = 0, raw = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(240);
+  while (::waitpid(sweep, &raw, WNOHANG) == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    server.restart();
+    ++restarts;
+  }
+  if (Clock::now() >= deadline) {
+    ::kill(sweep, SIGKILL);
+    FAIL() << "the sweep did not end in 4 minutes:\n" << read_text(log);
+  }
+  const std::string output = read_text(log);
+  ASSERT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << output;
+  EXPECT_GE(restarts, 3) << "the sweep ended before the server restarted often:\n" << output;
+  expect_contains(output, "sweep 1: 3 finished");
+  RunStore store(server.uri(), RunStore::Mode::ReadOnly);
+  for (const SweepPoint& p : sweep_points(store, 1)) {
+    EXPECT_EQ(p.state, SweepPointState::Finished) << "point " << p.index;
+    EXPECT_EQ(store.run(p.run_id).status, RunStatus::Finished) << "point " << p.index;
+    EXPECT_EQ(store.epochs(p.run_id).size(), 80u) << "point " << p.index;
+    EXPECT_EQ(store.steps(p.run_id).size(), 80u) << "point " << p.index << ": a step recorded twice, or lost";
+  }
+  EXPECT_EQ(store.runs().size(), 3u) << output;
+}
+#endif
 
 TEST(SweepCli, ACancelledSweepStopsItsRunningPointAndRunsNoMore) {
   TempDir dir("sweep_cancelled");

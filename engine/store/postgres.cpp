@@ -138,7 +138,8 @@ PostgresConnection::PostgresConnection(const std::string& uri, bool read_only)
     const std::string reason = conn_ ? PQerrorMessage(conn_) : "out of memory";
     PQfinish(conn_);
     conn_ = nullptr;
-    throw StoreError("cannot connect to the PostgreSQL run store '" + name_ + "': " + trimmed(reason));
+    throw StoreError("cannot connect to the PostgreSQL run store '" + name_ + "': " + trimmed(reason),
+                     StoreError::kConnectionLost);  // a restarting server refuses for a few seconds
   }
   // Quiet: "relation exists, skipping" and the like.
   PQsetNoticeProcessor(

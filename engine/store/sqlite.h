@@ -20,7 +20,8 @@ namespace ampwb {
 // A run store problem: an unusable file, a failed read or write. The message names the file.
 class StoreError : public Error {
  public:
-  static constexpr int kConnectionLost = -1;  // a database server's connection dropped: the write may be tried again
+  // A database server's connection dropped, or could not be made: what failed may be tried again (reconnecting.h).
+  static constexpr int kConnectionLost = -1;
   explicit StoreError(const std::string& message, int sqlite_code = 0) : Error(message), code_(sqlite_code) {}
   int sqlite_code() const { return code_; }  // SQLite's primary result code, 0 when SQLite did not fail
   bool connection_lost() const { return code_ == kConnectionLost; }

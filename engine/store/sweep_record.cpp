@@ -5,6 +5,7 @@
 
 #include <tuple>
 
+#include "store/reconnecting.h"
 #include "store/sqlite.h"
 
 namespace ampwb {
@@ -73,63 +74,75 @@ std::optional<SweepPointState> parse_sweep_point_state(const std::string& name) 
 
 int64_t create_sweep(RunStore& store, const std::string& name, const std::string& grid_json, const std::string& runs_on,
                      const std::vector<std::string>& point_settings) {
-  SqlConnection& db = store.connection();
-  SqlTransaction t(db);
-  const std::string now = utc_now_iso8601();
-  SqlStatement insert(db,
-                      "INSERT INTO sweeps(name, created, grid_json, runs_on, state) VALUES (?, ?, ?, ?, 'active') "
-                      "RETURNING id");
-  insert.bind(1, name).bind(2, now).bind(3, grid_json).bind(4, runs_on);
-  if (!insert.step()) throw StoreError("run store '" + store.path() + "': a new sweep's row has no id");
-  const int64_t id = insert.int64(0);
-  insert.reset();
-  SqlStatement point(db,
-                     "INSERT INTO sweep_points(sweep_id, idx, settings_json, state, updated) VALUES (?, ?, ?, "
-                     "'queued', ?)");
-  for (size_t i = 0; i < point_settings.size(); ++i) {
-    point.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, point_settings[i]).bind(4, now);
-    point.run();
-  }
-  t.commit();
-  return id;
+  return reconnecting([&] {
+    SqlConnection& db = store.connection();
+    SqlTransaction t(db);
+    const std::string now = utc_now_iso8601();
+    SqlStatement insert(db,
+                        "INSERT INTO sweeps(name, created, grid_json, runs_on, state) VALUES (?, ?, ?, ?, 'active') "
+                        "RETURNING id");
+    insert.bind(1, name).bind(2, now).bind(3, grid_json).bind(4, runs_on);
+    if (!insert.step()) throw StoreError("run store '" + store.path() + "': a new sweep's row has no id");
+    const int64_t id = insert.int64(0);
+    insert.reset();
+    SqlStatement point(db,
+                       "INSERT INTO sweep_points(sweep_id, idx, settings_json, state, updated) VALUES (?, ?, ?, "
+                       "'queued', ?)");
+    for (size_t i = 0; i < point_settings.size(); ++i) {
+      point.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, point_settings[i]).bind(4, now);
+      point.run();
+    }
+    t.commit();
+    return id;
+  });
 }
 
 void set_sweep_slurm_job(RunStore& store, int64_t sweep, const std::string& job_id) {
-  SqlConnection& db = store.connection();
-  SqlTransaction t(db);
-  SqlStatement(db, "UPDATE sweeps SET slurm_job_id = ? WHERE id = ?").bind(1, job_id).bind(2, sweep).run();
-  t.commit();
+  reconnecting([&] {
+    SqlConnection& db = store.connection();
+    SqlTransaction t(db);
+    SqlStatement(db, "UPDATE sweeps SET slurm_job_id = ? WHERE id = ?").bind(1, job_id).bind(2, sweep).run();
+    t.commit();
+  });
 }
 
 std::vector<SweepRecord> sweeps(const RunStore& store) {
-  SqlStatement q(store.connection(), std::string("SELECT ") + kSweepColumns + " FROM sweeps ORDER BY id");
-  std::vector<SweepRecord> out;
-  while (q.step()) out.push_back(read_sweep(q));
-  return out;
+  return reconnecting([&] {
+    SqlStatement q(store.connection(), std::string("SELECT ") + kSweepColumns + " FROM sweeps ORDER BY id");
+    std::vector<SweepRecord> out;
+    while (q.step()) out.push_back(read_sweep(q));
+    return out;
+  });
 }
 
 SweepRecord sweep(const RunStore& store, int64_t id) {
-  SqlStatement q(store.connection(), std::string("SELECT ") + kSweepColumns + " FROM sweeps WHERE id = ?");
-  q.bind(1, id);
-  if (!q.step()) throw Error("no sweep " + std::to_string(id) + " in the run store '" + store.path() + "'");
-  return read_sweep(q);
+  return reconnecting([&] {
+    SqlStatement q(store.connection(), std::string("SELECT ") + kSweepColumns + " FROM sweeps WHERE id = ?");
+    q.bind(1, id);
+    if (!q.step()) throw Error("no sweep " + std::to_string(id) + " in the run store '" + store.path() + "'");
+    return read_sweep(q);
+  });
 }
 
 std::vector<SweepPoint> sweep_points(const RunStore& store, int64_t sweep) {
-  SqlStatement q(store.connection(),
-                 std::string("SELECT ") + kPointColumns + " FROM sweep_points WHERE sweep_id = ? ORDER BY idx");
-  q.bind(1, sweep);
-  std::vector<SweepPoint> out;
-  while (q.step()) out.push_back(read_point(q));
-  return out;
+  return reconnecting([&] {
+    SqlStatement q(store.connection(),
+                   std::string("SELECT ") + kPointColumns + " FROM sweep_points WHERE sweep_id = ? ORDER BY idx");
+    q.bind(1, sweep);
+    std::vector<SweepPoint> out;
+    while (q.step()) out.push_back(read_point(q));
+    return out;
+  });
 }
 
 SweepPoint sweep_point(const RunStore& store, int64_t sweep, int index) {
-  const std::optional<SweepPoint> p = find_point(store.connection(), sweep, index);
-  if (!p)
-    throw Error("sweep " + std::to_string(sweep) + " has no point " + std::to_string(index) + " in the run store '" +
-                store.path() + "'");
-  return *p;
+  return reconnecting([&] {
+    const std::optional<SweepPoint> p = find_point(store.connection(), sweep, index);
+    if (!p)
+      throw Error("sweep " + std::to_string(sweep) + " has no point " + std::to_string(index) + " in the run store '" +
+                  store.path() + "'");
+    return *p;
+  });
 }
 
 namespace {
@@ -143,132 +156,146 @@ void release_quietly(SqlConnection& db, int64_t sweep, int index) {
 }  // namespace
 
 std::optional<SweepPoint> take_next_point(RunStore& store, int64_t sweep) {
-  SqlConnection& db = store.connection();
-  std::optional<int> held;
-  try {
-    SqlTransaction t(db);
-    if (sweep_cancelled(db, sweep)) return std::nullopt;
-    // The first that no other process holds still: one that took a point holds it until its state is settled.
-    SqlStatement q(db,
-                   "SELECT idx FROM sweep_points WHERE sweep_id = ? AND state IN ('queued', 'requeued') ORDER BY idx");
-    q.bind(1, sweep);
-    std::vector<int> candidates;
-    while (q.step()) candidates.push_back(static_cast<int>(q.int64(0)));
-    q.reset();
-    for (const int index : candidates)
-      if (db.try_hold_point(sweep, index)) {
-        held = index;
-        break;
-      }
-    if (!held) return std::nullopt;
-    const std::optional<SweepPoint> p = find_point(db, sweep, *held);
-    update_point(db, sweep, *held, SweepPointState::Running);
-    t.commit();
-    return p;
-  } catch (...) {
-    if (held) release_quietly(db, sweep, *held);
-    throw;
-  }
+  return reconnecting([&]() -> std::optional<SweepPoint> {
+    SqlConnection& db = store.connection();
+    std::optional<int> held;
+    try {
+      SqlTransaction t(db);
+      if (sweep_cancelled(db, sweep)) return std::nullopt;
+      // The first that no other process holds still: one that took a point holds it until its state is settled.
+      SqlStatement q(
+          db, "SELECT idx FROM sweep_points WHERE sweep_id = ? AND state IN ('queued', 'requeued') ORDER BY idx");
+      q.bind(1, sweep);
+      std::vector<int> candidates;
+      while (q.step()) candidates.push_back(static_cast<int>(q.int64(0)));
+      q.reset();
+      for (const int index : candidates)
+        if (db.try_hold_point(sweep, index)) {
+          held = index;
+          break;
+        }
+      if (!held) return std::nullopt;
+      const std::optional<SweepPoint> p = find_point(db, sweep, *held);
+      update_point(db, sweep, *held, SweepPointState::Running);
+      t.commit();
+      return p;
+    } catch (...) {
+      if (held) release_quietly(db, sweep, *held);
+      throw;
+    }
+  });
 }
 
 void release_point(RunStore& store, const SweepPoint& point) {
-  store.connection().release_point(point.sweep_id, point.index);
+  reconnecting([&] { store.connection().release_point(point.sweep_id, point.index); });
 }
 
 std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index, int parent) {
-  SqlConnection& db = store.connection();
-  bool held = false;
-  try {
-    SqlTransaction t(db);
-    std::optional<SweepPoint> p = find_point(db, sweep, index);
-    if (!p)
-      throw Error("sweep " + std::to_string(sweep) + " has no point " + std::to_string(index) + " in the run store '" +
-                  store.path() + "'");
-    if (final_state(p->state) || sweep_cancelled(db, sweep)) return std::nullopt;
-    if (parent != 0) {
-      if (::getppid() != parent) return std::nullopt;  // checked in the transaction that joins its hold
-      db.join_point(sweep, index);
-    } else if (!db.try_hold_point(sweep, index)) {
-      throw Error("sweep " + std::to_string(sweep) + "'s point " + std::to_string(index + 1) +
-                  " is held by another process, which trains it (a sweep run, or another sweep point)");
+  return reconnecting([&]() -> std::optional<SweepPoint> {
+    SqlConnection& db = store.connection();
+    bool held = false;
+    try {
+      SqlTransaction t(db);
+      std::optional<SweepPoint> p = find_point(db, sweep, index);
+      if (!p)
+        throw Error("sweep " + std::to_string(sweep) + " has no point " + std::to_string(index) +
+                    " in the run store '" + store.path() + "'");
+      if (final_state(p->state) || sweep_cancelled(db, sweep)) return std::nullopt;
+      if (parent != 0) {
+        if (::getppid() != parent) return std::nullopt;  // checked in the transaction that joins its hold
+        db.join_point(sweep, index);
+      } else if (!db.try_hold_point(sweep, index)) {
+        throw Error("sweep " + std::to_string(sweep) + "'s point " + std::to_string(index + 1) +
+                    " is held by another process, which trains it (a sweep run, or another sweep point)");
+      }
+      held = true;
+      update_point(db, sweep, index, SweepPointState::Running);
+      t.commit();
+      return p;
+    } catch (...) {
+      if (held) release_quietly(db, sweep, index);
+      throw;
     }
-    held = true;
-    update_point(db, sweep, index, SweepPointState::Running);
-    t.commit();
-    return p;
-  } catch (...) {
-    if (held) release_quietly(db, sweep, index);
-    throw;
-  }
+  });
 }
 
 void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState state) {
-  SqlConnection& db = store.connection();
-  SqlTransaction t(db);
-  // A point cancelled meanwhile stays cancelled: its run's end (cancelled by the signal) says no more.
-  const std::optional<SweepPoint> p = find_point(db, sweep, index);
-  if (p && p->state == SweepPointState::Cancelled && state != SweepPointState::Cancelled) return;
-  update_point(db, sweep, index, state);
-  t.commit();
+  reconnecting([&] {
+    SqlConnection& db = store.connection();
+    SqlTransaction t(db);
+    // A point cancelled meanwhile stays cancelled: its run's end (cancelled by the signal) says no more.
+    const std::optional<SweepPoint> p = find_point(db, sweep, index);
+    if (p && p->state == SweepPointState::Cancelled && state != SweepPointState::Cancelled) return;
+    update_point(db, sweep, index, state);
+    t.commit();
+  });
 }
 
 void set_point_run(RunStore& store, int64_t sweep, int index, int64_t run) {
-  SqlConnection& db = store.connection();
-  SqlTransaction t(db);
-  SqlStatement(db, "UPDATE sweep_points SET run_id = ?, updated = ? WHERE sweep_id = ? AND idx = ?")
-      .bind(1, run)
-      .bind(2, utc_now_iso8601())
-      .bind(3, sweep)
-      .bind(4, index)
-      .run();
-  t.commit();
+  reconnecting([&] {
+    SqlConnection& db = store.connection();
+    SqlTransaction t(db);
+    SqlStatement(db, "UPDATE sweep_points SET run_id = ?, updated = ? WHERE sweep_id = ? AND idx = ?")
+        .bind(1, run)
+        .bind(2, utc_now_iso8601())
+        .bind(3, sweep)
+        .bind(4, index)
+        .run();
+    t.commit();
+  });
 }
 
 void return_point(RunStore& store, int64_t sweep, int index) {
-  SqlConnection& db = store.connection();
-  SqlTransaction t(db);
-  const std::optional<SweepPoint> p = find_point(db, sweep, index);
-  if (p && p->state == SweepPointState::Running)
-    update_point(db, sweep, index, p->run_id ? SweepPointState::Requeued : SweepPointState::Queued);
-  t.commit();
+  reconnecting([&] {
+    SqlConnection& db = store.connection();
+    SqlTransaction t(db);
+    const std::optional<SweepPoint> p = find_point(db, sweep, index);
+    if (p && p->state == SweepPointState::Running)
+      update_point(db, sweep, index, p->run_id ? SweepPointState::Requeued : SweepPointState::Queued);
+    t.commit();
+  });
 }
 
 std::vector<int> requeue_abandoned_points(RunStore& store, int64_t sweep) {
-  SqlConnection& db = store.connection();
-  SqlTransaction t(db);
-  // A run still recorded by its process says running: opening the store marked every abandoned one interrupted.
-  SqlStatement q(db,
-                 "SELECT p.idx, p.run_id, r.status FROM sweep_points p LEFT JOIN runs r ON r.id = p.run_id "
-                 "WHERE p.sweep_id = ? AND p.state = 'running' AND (r.id IS NULL OR r.status <> 'running') "
-                 "ORDER BY p.idx");
-  q.bind(1, sweep);
-  std::vector<std::tuple<int, bool, std::string>> abandoned;
-  while (q.step()) abandoned.emplace_back(static_cast<int>(q.int64(0)), !q.is_null(1), q.text(2));
-  q.reset();
-  std::vector<int> requeued;
-  for (const auto& [index, has_run, run_status] : abandoned) {
-    if (db.point_held(sweep, index)) continue;  // a process trains it, or is starting or ending it
-    SweepPointState state = has_run ? SweepPointState::Requeued : SweepPointState::Queued;
-    if (run_status == run_status_name(RunStatus::Finished)) state = SweepPointState::Finished;
-    if (run_status == run_status_name(RunStatus::Failed)) state = SweepPointState::Failed;
-    if (state == SweepPointState::Requeued || state == SweepPointState::Queued) requeued.push_back(index);
-    update_point(db, sweep, index, state);
-  }
-  t.commit();
-  return requeued;
+  return reconnecting([&] {
+    SqlConnection& db = store.connection();
+    SqlTransaction t(db);
+    // A run still recorded by its process says running: opening the store marked every abandoned one interrupted.
+    SqlStatement q(db,
+                   "SELECT p.idx, p.run_id, r.status FROM sweep_points p LEFT JOIN runs r ON r.id = p.run_id "
+                   "WHERE p.sweep_id = ? AND p.state = 'running' AND (r.id IS NULL OR r.status <> 'running') "
+                   "ORDER BY p.idx");
+    q.bind(1, sweep);
+    std::vector<std::tuple<int, bool, std::string>> abandoned;
+    while (q.step()) abandoned.emplace_back(static_cast<int>(q.int64(0)), !q.is_null(1), q.text(2));
+    q.reset();
+    std::vector<int> requeued;
+    for (const auto& [index, has_run, run_status] : abandoned) {
+      if (db.point_held(sweep, index)) continue;  // a process trains it, or is starting or ending it
+      SweepPointState state = has_run ? SweepPointState::Requeued : SweepPointState::Queued;
+      if (run_status == run_status_name(RunStatus::Finished)) state = SweepPointState::Finished;
+      if (run_status == run_status_name(RunStatus::Failed)) state = SweepPointState::Failed;
+      if (state == SweepPointState::Requeued || state == SweepPointState::Queued) requeued.push_back(index);
+      update_point(db, sweep, index, state);
+    }
+    t.commit();
+    return requeued;
+  });
 }
 
 int cancel_sweep(RunStore& store, int64_t sweep) {
-  SqlConnection& db = store.connection();
-  SqlTransaction t(db);
-  SqlStatement(db, "UPDATE sweeps SET state = 'cancelled' WHERE id = ?").bind(1, sweep).run();
-  SqlStatement u(db,
-                 "UPDATE sweep_points SET state = 'cancelled', updated = ? WHERE sweep_id = ? AND state IN "
-                 "('queued', 'running', 'requeued')");
-  u.bind(1, utc_now_iso8601()).bind(2, sweep).run();
-  const int changed = db.changes();
-  t.commit();
-  return changed;
+  return reconnecting([&] {
+    SqlConnection& db = store.connection();
+    SqlTransaction t(db);
+    SqlStatement(db, "UPDATE sweeps SET state = 'cancelled' WHERE id = ?").bind(1, sweep).run();
+    SqlStatement u(db,
+                   "UPDATE sweep_points SET state = 'cancelled', updated = ? WHERE sweep_id = ? AND state IN "
+                   "('queued', 'running', 'requeued')");
+    u.bind(1, utc_now_iso8601()).bind(2, sweep).run();
+    const int changed = db.changes();
+    t.commit();
+    return changed;
+  });
 }
 
 }  // namespace ampwb
