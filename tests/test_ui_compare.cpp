@@ -229,6 +229,32 @@ class CompareRuns : public QObject {
     auto without_timestamp = [](QString h) { return h.remove(QRegularExpression("on \\d{4}-[0-9T:.Z-]+ from")); };
     QCOMPARE(without_timestamp(html), without_timestamp(engine));
     QVERIFY(html.contains("<h3>Diagnosis</h3>"));
+    // With the other run chosen as the baseline, the report measures against it, as the tab shows.
+    w.compare_view()->baseline()->setCurrentIndex(1);
+    QCOMPARE(w.chosen_runs(), (std::vector<int64_t>{bf16_seed1_, fp32_seed1_}));
+    const QString other = dir_.filePath("report-against-bf16.html");
+    w.save_report(w.chosen_runs(), other);
+    QFile g(other);
+    QVERIFY(g.open(QIODevice::ReadOnly));
+    const QString against_bf16 = QString::fromUtf8(g.readAll());
+    QVERIFY(against_bf16.contains("speed-up vs run " + QString::number(bf16_seed1_)));
+    QVERIFY(!against_bf16.contains("speed-up vs run " + QString::number(fp32_seed1_)));
+  }
+
+  // A comparison's baseline is the FP32 run, whichever order the runs come in; the one chosen stays chosen while it is
+  // compared, and a comparison without it starts again from its FP32 run.
+  void the_baseline_is_the_fp32_run_until_another_is_chosen() {
+    MainWindow w(db_);
+    QComboBox* baseline = w.compare_view()->baseline();
+    w.open_runs({bf16_seed1_, fp32_seed1_});
+    QCOMPARE(baseline->currentData().toLongLong(), fp32_seed1_);
+    QCOMPARE(w.compare_view()->table_model()->baseline(), 1);
+    baseline->setCurrentIndex(0);
+    w.open_runs({fp32_seed2_, bf16_seed1_, fp32_seed1_});
+    QCOMPARE(baseline->currentData().toLongLong(), bf16_seed1_);
+    QCOMPARE(w.compare_view()->table_model()->baseline(), 1);
+    w.open_runs({fp32_seed2_, fp32_seed1_});
+    QCOMPARE(baseline->currentData().toLongLong(), fp32_seed2_);
   }
 
   // One speed-up, defined once: the GUI's table, its step-time line and diagnosis, `ampwb compare`, `ampwb explain`

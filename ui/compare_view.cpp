@@ -125,14 +125,21 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
   series_ = std::move(series);
   seed_only_ = differ_only_by_seed(configs);
 
-  const int baseline = std::clamp(baseline_->currentIndex(), 0, std::max(0, static_cast<int>(ids.size()) - 1));
+  // The baseline stays the run it was where that run is compared still; else it is the first FP32 run (what AMP's
+  // speed-ups are measured against), else the first run.
+  const auto kept = std::find(ids.begin(), ids.end(), baseline_->currentData().toLongLong());
+  const auto fp32 = std::find_if(configs.begin(), configs.end(),
+                                 [](const TrainConfig& c) { return c.precision.mode == PrecisionMode::Fp32; });
+  const int baseline = kept != ids.end()       ? static_cast<int>(kept - ids.begin())
+                       : fp32 != configs.end() ? static_cast<int>(fp32 - configs.begin())
+                                               : 0;
   model_->set_runs(std::move(compared));
   {
     const QSignalBlocker block(baseline_);
     baseline_->clear();
     for (const RunRecord& r : records)
       baseline_->addItem(QString::fromStdString(run_label(r)), QVariant::fromValue<qlonglong>(r.id));
-    baseline_->setCurrentIndex(baseline < baseline_->count() ? baseline : 0);
+    baseline_->setCurrentIndex(baseline);
   }
   model_->set_baseline(baseline_->currentIndex());
   // A run's column as wide as its values, up to a width that leaves three runs side by side beside the setup panel
@@ -156,6 +163,13 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
                                   : tr("Comparing %1 runs").arg(ids.size()));
   update_summary();
   update_time();
+}
+
+std::vector<int64_t> CompareView::run_ids_baseline_first() const {
+  std::vector<int64_t> ids = ids_;
+  const auto baseline = std::find(ids.begin(), ids.end(), baseline_->currentData().toLongLong());
+  if (baseline != ids.end()) std::rotate(ids.begin(), baseline, baseline + 1);
+  return ids;
 }
 
 void CompareView::update_time() {

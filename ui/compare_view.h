@@ -32,6 +32,8 @@ class CompareView : public QWidget {
   void set_runs(const std::vector<int64_t>& ids);
   void reload();  // the same runs, read again (one may have grown)
   const std::vector<int64_t>& run_ids() const { return ids_; }
+  // The runs compared, the baseline chosen first: the order in which `ampwb report` and its HTML take them.
+  std::vector<int64_t> run_ids_baseline_first() const;
   const std::vector<std::unique_ptr<RunSeries>>& series() const { return series_; }
 
   ChartPanel* charts() const { return charts_; }

@@ -794,7 +794,7 @@ void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
 }
 
 std::vector<int64_t> MainWindow::chosen_runs() const {
-  if (tabs_->currentWidget() == compare_ && !compare_->run_ids().empty()) return compare_->run_ids();
+  if (tabs_->currentWidget() == compare_ && !compare_->run_ids().empty()) return compare_->run_ids_baseline_first();
   if (!runs_view_->selected_ids().empty()) return runs_view_->selected_ids();
   if (live_->run_id) return {live_->run_id};
   return {};

@@ -61,7 +61,8 @@ class MainWindow : public QMainWindow {
   void open_runs(const std::vector<int64_t>& ids);                                 // the Compare tab
   QStringList export_csv(const std::vector<int64_t>& ids, const QString& folder);  // throws on failure
   void save_report(const std::vector<int64_t>& ids, const QString& file);          // HTML (ampwb report); throws
-  // The runs a File menu action acts on: the Compare tab's, else those selected in the Runs view, else the live one.
+  // The runs a File menu action acts on: the Compare tab's (its baseline first, as a report takes it), else those
+  // selected in the Runs view, else the live one.
   std::vector<int64_t> chosen_runs() const;
 
   RunSetupPanel* setup() const { return setup_; }
