@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <QAbstractButton>
 #include <QCompleter>
 #include <QFile>
 #include <QFileDialog>
@@ -13,6 +14,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QSvgRenderer>
@@ -27,6 +29,7 @@
 #include "file_dialogs.h"
 #include "main_window.h"
 #include "run_series.h"
+#include "store/csv_export.h"
 #include "test_ui_util.h"
 
 namespace ampwb::ui::test {
@@ -212,6 +215,53 @@ class ExportCharts : public QObject {
     QVERIFY2(offered_filter.contains("*.svg"), qPrintable(offered_filter));
     QVERIFY2(offered_name.endsWith("-accuracy.svg"), qPrintable(offered_name));
     QCOMPARE(QSettings().value("export/format").toString(), QString("svg"));
+  }
+
+  // Writing over files asks first, naming them; No leaves them, Yes lets the export replace them. Where none of the
+  // files exists, nothing is asked.
+  void replacing_files_asks_first() {
+    const QString folder = dir_.filePath("replace");
+    QVERIFY(QDir().mkpath(folder));
+    const QStringList files{folder + "/runs-summary.csv", folder + "/runs-long.csv"};
+    QVERIFY(confirm_replacing(nullptr, "Export CSV", files));  // a question would wait here for an answer
+    QFile old(files[0]);
+    QVERIFY(old.open(QIODevice::WriteOnly));
+    old.close();
+    QString asked;
+    const auto answer = [&](QMessageBox::StandardButton button) {
+      QTimer::singleShot(0, [&asked, button] {
+        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+        if (!box) return;
+        asked = box->text();
+        box->button(button)->click();
+      });
+    };
+    answer(QMessageBox::No);
+    QVERIFY(!confirm_replacing(nullptr, "Export CSV", files));
+    QVERIFY2(asked.startsWith("runs-summary.csv already exists in " + folder), qPrintable(asked));
+    QVERIFY(!asked.contains("runs-long.csv"));
+    answer(QMessageBox::Yes);
+    QVERIFY(confirm_replacing(nullptr, "Export CSV", files));
+    // What the dialogs are asked about is what the exports then write.
+    MainWindow w(db_);
+    const std::vector<std::string> listed = csv_export_files({a_, b_}, folder.toStdString());
+    const QStringList written = w.export_csv({a_, b_}, folder);
+    QCOMPARE(written.size(), static_cast<qsizetype>(listed.size()));
+    for (const std::string& f : listed) QVERIFY2(written.contains(QString::fromStdString(f)), f.c_str());
+    RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
+    RunSeries a = load_run_series(store, a_);
+    QCOMPARE(export_all_charts({&a}, {}, folder, "run", "svg"), chart_export_files({&a}, folder, "run", "svg"));
+  }
+
+  // Exporting the charts of a Training tab that has shown no run yet writes nothing, and says so.
+  void nothing_to_export_says_so() {
+    RunSeries empty;
+    ChartPanel panel;
+    panel.set_runs({&empty});
+    QSignalSpy said(&panel, &ChartPanel::status_message);
+    panel.export_all();  // a folder dialog would wait here
+    QCOMPARE(said.count(), 1);
+    QVERIFY2(said[0][0].toString().startsWith("Nothing to export yet"), qPrintable(said[0][0].toString()));
   }
 
   void csv_reports() {

@@ -1,15 +1,20 @@
 // The runs view's final weights, offscreen: which runs kept them, "Predict on images…" (PredictDialog) on real
 // image files with a run trained here, against the engine's own inference of the same files, and "Export model…"
 // (ExportModelDialog) writing the files `ampwb export model` writes.
+#include <QAbstractButton>
 #include <QAction>
+#include <QApplication>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QMessageBox>
 #include <QPointer>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTableWidget>
+#include <QTimer>
 
 #include "export/exported_model.h"
 #include "export/onnx_export.h"
@@ -210,6 +215,22 @@ class PredictImages : public QObject {
       QVERIFY2(dialog->error().contains("without ONNX"), qPrintable(dialog->error()));
       QVERIFY(!QFileInfo::exists(onnx));
     }
+
+    // Export over a file typed in asks first: declined, the file stays as it was and the dialog open.
+    const QFileInfo before(tensors);
+    dialog->set_path(tensors);
+    dialog->set_dtype("fp32");
+    QString asked;
+    QTimer::singleShot(0, [&asked] {
+      auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+      if (!box) return;
+      asked = box->text();
+      box->button(QMessageBox::No)->click();
+    });
+    dialog->findChild<QPushButton*>("exportModelButton")->click();
+    QVERIFY2(asked.startsWith("model.safetensors already exists"), qPrintable(asked));
+    QCOMPARE(QFileInfo(tensors).size(), before.size());
+    QVERIFY(dialog->isVisible());
 
     // A folder that does not exist: the path in the reason, the dialog still open.
     const QString nowhere = dir_.filePath("missing/model.safetensors");

@@ -154,12 +154,31 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
     throw Error("could not write the chart to '" + path.toStdString() + "'");
 }
 
+namespace {
+// The charts an export of `runs` draws.
+QStringList exported_metrics(const RunList& runs) {
+  QStringList metrics = chart_metrics();
+  if (fp8_tensors(runs).empty()) metrics.removeAll("fp8-scaling");  // a chart of nothing for other modes
+  return metrics;
+}
+
+QString chart_file(const QString& folder, const QString& prefix, const QString& metric, const QString& format) {
+  return QDir(folder).filePath(QStringLiteral("%1-%2.%3").arg(prefix, metric, format));
+}
+}  // namespace
+
+QStringList chart_export_files(const RunList& runs, const QString& folder, const QString& prefix,
+                               const QString& format) {
+  QStringList files;
+  for (const QString& metric : exported_metrics(runs)) files << chart_file(folder, prefix, metric, format);
+  return files;
+}
+
 QStringList export_all_charts(const RunList& runs, const ChartOptions& options, const QString& folder,
                               const QString& prefix, const QString& format, QSize size) {
   QStringList written;
-  for (const QString& metric : chart_metrics()) {
-    if (metric == "fp8-scaling" && fp8_tensors(runs).empty()) continue;  // a chart of nothing for other modes
-    const QString path = QDir(folder).filePath(QStringLiteral("%1-%2.%3").arg(prefix, metric, format));
+  for (const QString& metric : exported_metrics(runs)) {
+    const QString path = chart_file(folder, prefix, metric, format);
     export_chart(metric, runs, options, path, size);
     written << path;
   }

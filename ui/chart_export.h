@@ -21,6 +21,9 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
                   QSize size = kDefaultExportSize);
 
 // Every chart into `folder` as PREFIX-METRIC.FORMAT; returns the files written.
+// The files export_all_charts writes, in its order: what a caller may say it would replace.
+QStringList chart_export_files(const RunList& runs, const QString& folder, const QString& prefix,
+                               const QString& format);
 QStringList export_all_charts(const RunList& runs, const ChartOptions& options, const QString& folder,
                               const QString& prefix, const QString& format, QSize size = kDefaultExportSize);
 

@@ -382,6 +382,11 @@ void ChartPanel::export_one(MetricChart* chart) {
 }
 
 void ChartPanel::export_all() {
+  if (std::all_of(runs_.begin(), runs_.end(),
+                  [](const RunSeries* r) { return r->steps.empty() && r->epochs.empty(); })) {
+    Q_EMIT status_message(tr("Nothing to export yet: train a run, or open one in the Runs tab"));
+    return;
+  }
   QSettings settings;
   const QString folder =
       choose_folder(this, tr("Export all charts into"), settings.value("export/folder", QDir::homePath()).toString());
@@ -390,7 +395,8 @@ void ChartPanel::export_all() {
   const QStringList formats{"png", "svg", "pdf"};
   const int last = std::max<int>(0, formats.indexOf(settings.value("export/format", "png").toString()));
   const QString format = QInputDialog::getItem(this, tr("Export all charts"), tr("Format"), formats, last, false, &ok);
-  if (!ok) return;
+  if (!ok || !confirm_replacing(this, tr("Export all charts"), chart_export_files(runs_, folder, prefix_, format)))
+    return;
   settings.setValue("export/folder", folder);
   settings.setValue("export/format", format);
   try {

@@ -71,6 +71,8 @@ ExportModelDialog::ExportModelDialog(const RunStore& store, int64_t run, QWidget
   export_button->setObjectName("exportModelButton");
   export_button->setDefault(true);
   connect(buttons, &QDialogButtonBox::accepted, this, [this] {
+    // A file chosen through Browse… was confirmed there; one typed is asked about here.
+    if (path() != browsed_ && !confirm_replacing(this, windowTitle(), {path()})) return;
     if (export_model()) accept();
   });
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
@@ -121,6 +123,7 @@ void ExportModelDialog::browse() {
   QString p = chosen;
   if (export_format_named_by(p.toStdString()).empty()) p += filter.contains("onnx") ? kOnnxSuffix : kSafetensorsSuffix;
   set_path(p);
+  if (p == chosen) browsed_ = p;  // a suffix added makes another file, which the file dialog did not ask about
 }
 
 bool ExportModelDialog::export_model() {

@@ -48,6 +48,7 @@ class ExportModelDialog : public QDialog {
   QComboBox* dtype_ = nullptr;
   QLabel* message_ = nullptr;
   QString error_;
+  QString browsed_;  // the file last chosen through Browse…, whose replacing the file dialog asked about
 };
 
 }  // namespace ampwb::ui

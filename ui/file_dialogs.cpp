@@ -5,6 +5,8 @@
 #include <QFileIconProvider>
 #include <QFileInfo>
 
+#include "plain_text.h"
+
 namespace ampwb::ui {
 namespace {
 
@@ -56,6 +58,26 @@ QString choose_save_file(QWidget* parent, const QString& caption, const QString&
   if (chosen && selected_filter) *selected_filter = dialog->selectedNameFilter();
   delete dialog;
   return file;
+}
+
+bool confirm_replacing(QWidget* parent, const QString& title, const QStringList& files) {
+  QStringList existing;
+  for (const QString& f : files)
+    if (QFileInfo::exists(f)) existing << QFileInfo(f).fileName();
+  if (existing.isEmpty()) return true;
+  constexpr int kNamed = 6;
+  QString names = QStringList(existing.mid(0, kNamed)).join(", ");
+  if (existing.size() > kNamed) names += QObject::tr(" and %1 more").arg(existing.size() - kNamed);
+  const QString text =
+      existing.size() == 1
+          ? QObject::tr("%1 already exists in %2.\n\nReplace it?").arg(names, QFileInfo(files.front()).absolutePath())
+          : QObject::tr(
+                "%1 of these files already exist in %2: %3.\n\nReplace them? The folder's other files stay "
+                "as they are.")
+                .arg(existing.size())
+                .arg(QFileInfo(files.front()).absolutePath(), names);
+  return plain_message(parent, QMessageBox::Question, title, text, QMessageBox::Yes | QMessageBox::No,
+                       QMessageBox::No) == QMessageBox::Yes;
 }
 
 }  // namespace ampwb::ui

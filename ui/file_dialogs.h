@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 
 class QFileDialog;
 class QWidget;
@@ -19,6 +20,10 @@ QString choose_folder(QWidget* parent, const QString& caption, const QString& st
 // A file to write, or an empty string; `selected_filter` in and out, as QFileDialog::getSaveFileName takes it.
 QString choose_save_file(QWidget* parent, const QString& caption, const QString& suggested, const QString& filters,
                          QString* selected_filter = nullptr);
+
+// Whether writing `files` may go ahead: true where none of them exists yet, else the user's answer to a question that
+// names those that do (they would be replaced; the folder's other files stay).
+bool confirm_replacing(QWidget* parent, const QString& title, const QStringList& files);
 
 // The dialog both use, not yet shown (tests drive it).
 QFileDialog* new_file_dialog(QWidget* parent, const QString& caption, const QString& start);

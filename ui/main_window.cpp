@@ -784,6 +784,9 @@ void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
   const QString folder =
       choose_folder(this, tr("Export CSV reports into"), settings.value("export/folder", QDir::homePath()).toString());
   if (folder.isEmpty()) return;
+  QStringList replaced;
+  for (const std::string& f : csv_export_files(ids, folder.toStdString())) replaced << QString::fromStdString(f);
+  if (!confirm_replacing(this, tr("Export CSV"), replaced)) return;
   settings.setValue("export/folder", folder);
   try {
     const QStringList files = export_csv(ids, folder);

@@ -123,6 +123,22 @@ void summary_row(CsvWriter& w, const RunRecord& r, const RunSummary& s) {
 
 }  // namespace
 
+namespace {
+// run-<id>-<kind>.csv
+std::string run_csv_path(const fs::path& dir, int64_t id, const char* kind) {
+  return (dir / ("run-" + std::to_string(id) + "-" + kind + ".csv")).string();
+}
+}  // namespace
+
+std::vector<std::string> csv_export_files(const std::vector<int64_t>& runs, const std::string& folder) {
+  std::vector<std::string> files;
+  for (int64_t id : runs)
+    for (const char* kind : {"steps", "epochs", "summary"}) files.push_back(run_csv_path(folder, id, kind));
+  files.push_back((fs::path(folder) / "runs-summary.csv").string());
+  files.push_back((fs::path(folder) / "runs-long.csv").string());
+  return files;
+}
+
 std::vector<std::string> export_csv(const RunStore& store, const std::vector<int64_t>& runs,
                                     const std::string& folder) {
   std::error_code ec;
@@ -142,9 +158,8 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
     const RunRecord r = store.run(id);
     const std::vector<EpochReport> epochs = store.epochs(id);
     const RunSummary s = summarize(r, epochs);
-    const std::string prefix = "run-" + std::to_string(id) + "-";
 
-    CsvWriter steps((dir / (prefix + "steps.csv")).string());
+    CsvWriter steps(run_csv_path(dir, id, "steps"));
     header(steps.field("run_id"), StepReport{});
     steps.end_row();
     for (const StepReport& st : store.steps(id)) {
@@ -152,9 +167,9 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
       steps.end_row();
     }
     steps.close();
-    written.push_back((dir / (prefix + "steps.csv")).string());
+    written.push_back(run_csv_path(dir, id, "steps"));
 
-    CsvWriter ep((dir / (prefix + "epochs.csv")).string());
+    CsvWriter ep(run_csv_path(dir, id, "epochs"));
     header(ep.field("run_id"), EpochReport{});
     ep.end_row();
     for (const EpochReport& e : epochs) {
@@ -169,13 +184,13 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
       });
     }
     ep.close();
-    written.push_back((dir / (prefix + "epochs.csv")).string());
+    written.push_back(run_csv_path(dir, id, "epochs"));
 
-    CsvWriter summary((dir / (prefix + "summary.csv")).string());
+    CsvWriter summary(run_csv_path(dir, id, "summary"));
     summary_header(summary);
     summary_row(summary, r, s);
     summary.close();
-    written.push_back((dir / (prefix + "summary.csv")).string());
+    written.push_back(run_csv_path(dir, id, "summary"));
     summary_row(all_summary, r, s);
   }
   all_summary.close();

@@ -48,5 +48,7 @@ std::string csv_number(double value);             // shortest round-trip form; n
 // run, runs-summary.csv (one row per run) and runs-long.csv (every epoch metric of every run, one value a row).
 // Returns the files written.
 std::vector<std::string> export_csv(const RunStore& store, const std::vector<int64_t>& runs, const std::string& folder);
+// The files export_csv writes for `runs` into `folder`, in its order: what a caller may say it would replace.
+std::vector<std::string> csv_export_files(const std::vector<int64_t>& runs, const std::string& folder);
 
 }  // namespace ampwb
