@@ -24,7 +24,13 @@ int explain_command(const ExplainOptions& options) {
   const RunStore store(store_path(options.db), RunStore::Mode::Existing);
   const RunEvidence run = load_evidence(store, store.resolve(options.run));
   std::optional<RunEvidence> baseline;
-  if (!options.baseline.empty()) baseline = load_evidence(store, store.resolve(options.baseline));
+  if (!options.baseline.empty()) {
+    const int64_t id = store.resolve(options.baseline);
+    if (id == run.run.id)
+      throw Error("run " + std::to_string(id) +
+                  " is the run explained: its baseline must be another run (for example the fp32 run of its settings)");
+    baseline = load_evidence(store, id);
+  }
   const std::vector<Finding> findings = diagnose(run, baseline ? &*baseline : nullptr);
 
   if (options.json) {

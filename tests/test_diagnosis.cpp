@@ -347,9 +347,11 @@ TEST_F(Diagnosis, ATinyBatchSpendsItsStepOnFixedCosts) {
 }
 
 TEST_F(Diagnosis, AgainstABaselineTheSpeedIsExplainedByClass) {
+  // In the same precision there is no precision's speed-up to look for: a note, not AMP's advice.
   const Finding same = expect_finding(diagnose(healthy(), &healthy()), "speed_vs_baseline");
-  EXPECT_EQ(same.severity, Severity::Warning);
-  expect_contains(same.title, "1.00\u00d7");  // the speed-up of analysis/run_speed.h, as every view shows it
+  EXPECT_EQ(same.severity, Severity::Note);
+  expect_contains(same.title, "Same precision as the baseline (fp32): 1.00\u00d7");  // run_speed.h's figure
+  expect_contains(same.action, "differ in neither precision nor work");
   const Finding f = expect_finding(diagnose(fp16_with_clipping(), &healthy()), "speed_vs_baseline");
   expect_contains(f.evidence, "steady-state training speed ");
   expect_contains(f.evidence, "images/s (interquartile range ");
@@ -380,6 +382,25 @@ TEST_F(Diagnosis, EachEpochsConfusionMatrixAddsUpToItsValidationAccuracy) {
 }
 
 // Constructed records of a quiet CPU run whose steady steps take `seconds` each.
+RunEvidence timed_run(int64_t id, const std::string& mode, double seconds);
+
+// An FP32 run read against an AMP baseline is slower by AMP's speed-up: the advice says so, not that AMP failed.
+TEST(DiagnosisOfSpeed, AnFp32RunAgainstAnAmpBaselineIsAmpsSpeedUpTheOtherWayRound) {
+  const RunEvidence fp32 = timed_run(1, "fp32", 0.02), bf16 = timed_run(2, "amp-bf16", 0.01);
+  const Finding f = expect_finding(diagnose(fp32, &bf16), "speed_vs_baseline");
+  EXPECT_EQ(f.severity, Severity::Warning);
+  expect_contains(f.title, "Slower than the baseline: 0.50\u00d7");
+  expect_contains(f.action, "the baseline computes in a narrower format (amp-bf16) than this run (fp32)");
+  EXPECT_EQ(f.action.find("16-bit arithmetic units"), std::string::npos) << f.action;
+  // Runs that differ in more than precision: the headline gives the ratio first, as the evidence does.
+  RunEvidence other = bf16;
+  other.run.batch_size = 64;
+  const Finding mixed = expect_finding(diagnose(other, &fp32), "speed_vs_baseline");
+  expect_contains(mixed.title, "Speed-up 4.00\u00d7, not the precision's alone");
+  const Finding slower = expect_finding(diagnose(fp32, &other), "speed_vs_baseline");
+  expect_contains(slower.title, "Speed-up 0.25\u00d7 (4.00\u00d7 slower), not the precision's alone");
+}
+
 RunEvidence timed_run(int64_t id, const std::string& mode, double seconds) {
   RunEvidence e;
   e.run.id = id;
@@ -546,6 +567,9 @@ TEST_F(Diagnosis, AmpwbExplainPrintsTheFindingsAsTextAndJson) {
   const Result missing = ampwb({"explain", "999", "--db", db()});
   EXPECT_NE(missing.status, 0);
   expect_contains(missing.output, "999");
+  const Result itself = ampwb({"explain", run, run, "--db", db()});
+  EXPECT_EQ(itself.status, 1) << itself.output;
+  expect_contains(itself.output, "run " + run + " is the run explained: its baseline must be another run");
 }
 
 }  // namespace

@@ -352,6 +352,17 @@ void timing_unreliable(const RunEvidence& e, std::vector<Finding>& out) {
 // speed-up with an emulated format is put down to memory traffic, not arithmetic. Where the runs' sweep timed them in
 // alternation, that figure, on which the machine's other work falls alike, is the verdict's, as `compare` shows it;
 // the trainings' own steady state stands beside it as evidence.
+// 0 for FP32, 1 for TF32 (FP32's range, a narrower mantissa in matrix products), 2 for the 16- and 8-bit modes.
+int full_precision_rank(const RunEvidence& e) {
+  const PrecisionMode mode = e.run.config.precision.mode;
+  return mode == PrecisionMode::Fp32 ? 0 : mode == PrecisionMode::Tf32 ? 1 : 2;
+}
+
+// "1.60×", or for a slowdown "0.63× (1.60× slower)": the ratio first, as the evidence gives it.
+std::string ratio_headline(const SpeedUp& s) {
+  return s.ratio >= 1 ? speed_up_ratio_text(s) : format("%.2f\u00d7 (", s.ratio) + speed_up_ratio_text(s) + ")";
+}
+
 void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vector<Finding>& out) {
   const RunTiming run_timing = timing_of(e), base_timing = timing_of(base);
   SpeedUp speedup = speed_up(run_timing.speed, base_timing.speed);
@@ -374,9 +385,20 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   const std::string unreliable =
       timing_warning({{base.run.id, mean_epoch_times(base.times).load}, {e.run.id, mean_epoch_times(e.times).load}});
   const std::string figure = speed_up_text(speedup);
-  if (const std::string other = work_difference(e.run, base.run); !other.empty()) {
+  const std::string other = work_difference(e.run, base.run);
+  if (e.run.config.precision.mode == base.run.config.precision.mode) {  // no precision's speed-up to look for
+    add(out, "speed_vs_baseline", Severity::Note, "Same precision as the baseline (" + mode_of(e) + "): " + figure,
+        evidence + (unreliable.empty() ? "" : "; " + unreliable),
+        other.empty() ? "the runs differ in neither precision nor work, so their speeds should agree: a difference is "
+                        "the machine's (other work, clocks), which a sweep run here evens out by timing in alternation"
+                      : "the runs differ in " + other +
+                            ", not in precision: to see what a precision mode gains, "
+                            "compare against a run that differs in precision alone");
+    return;
+  }
+  if (!other.empty()) {
     add(out, "speed_vs_baseline", Severity::Warning,
-        "Speed-up " + speed_up_ratio_text(speedup) + ", not the precision's alone: " + other,
+        "Speed-up " + ratio_headline(speedup) + ", not the precision's alone: " + other,
         (by_class.available || !alternation.empty() ? evidence : evidence + "; speed-up " + figure) +
             (unreliable.empty() ? "" : "; " + unreliable),
         "the speed-up mixes the precision's effect with these differences: compare runs that differ in precision "
@@ -384,7 +406,7 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
     return;
   }
   if (!unreliable.empty() && alternation.empty()) {
-    add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + speed_up_ratio_text(speedup) + ", " + unreliable,
+    add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + ratio_headline(speedup) + ", " + unreliable,
         by_class.available ? evidence : evidence + "; speed-up " + figure,  // the sentence ends with it
         "train both again on a quiet machine, or compare them with a sweep run here (not on Slurm), which "
         "times configurations in alternation so that the machine's other work falls on both alike");
@@ -393,14 +415,18 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   const bool expected_none = std::any_of(out.begin(), out.end(), [](const Finding& f) {
     return f.rule == "fp16_emulated" || f.rule == "bf16_not_native";
   });
+  const std::string why_not_faster =
+      full_precision_rank(e) < full_precision_rank(base)
+          ? "the baseline computes in a narrower format (" + mode_of(base) + ") than this run (" + mode_of(e) +
+                "): this is its speed-up read the other way round; choose the " + mode_of(e) +
+                " run as the baseline to read what " + mode_of(base) + " gains"
+          : "see the other findings for why (emulated formats, data wait, small batches); AMP's gains come from "
+            "16-bit arithmetic units and memory traffic, which this step did not use enough";
   if (!speedup.distinguishable()) {
     add(out, "speed_vs_baseline", Severity::Warning, "No speed-up distinguishable from the noise: " + figure, evidence,
-        "see the other findings for why (emulated formats, data wait, small batches); AMP's gains come from 16-bit "
-        "arithmetic units and memory traffic, which this step did not use enough");
+        why_not_faster);
   } else if (speedup.ratio < 1) {
-    add(out, "speed_vs_baseline", Severity::Warning, "Slower than the baseline: " + figure, evidence,
-        "see the other findings for why (emulated formats, data wait, small batches); AMP's gains come from 16-bit "
-        "arithmetic units and memory traffic, which this step did not use enough");
+    add(out, "speed_vs_baseline", Severity::Warning, "Slower than the baseline: " + figure, evidence, why_not_faster);
   } else if (expected_none) {
     add(out, "speed_vs_baseline", Severity::Note, "Faster than the baseline with an emulated format: " + figure,
         evidence,
