@@ -72,12 +72,14 @@ int rename_command(const EditOptions& options) {
 int tag_command(const EditOptions& options) {
   RunStore store = open_existing(options.db);
   const int64_t id = store.resolve(options.run);
-  if (options.remove)
+  if (options.remove) {
     store.remove_tag(id, options.value);
-  else
-    store.add_tag(id, options.value);
-  std::printf("run %lld: %s tag '%s'\n", static_cast<long long>(id), options.remove ? "removed" : "added",
-              options.value.c_str());
+    std::printf("run %lld: removed tag '%s'\n", static_cast<long long>(id), options.value.c_str());
+  } else if (store.add_tag(id, options.value)) {
+    std::printf("run %lld: added tag '%s'\n", static_cast<long long>(id), options.value.c_str());
+  } else {
+    std::printf("run %lld: has the tag '%s' already\n", static_cast<long long>(id), options.value.c_str());
+  }
   return 0;
 }
 

@@ -121,6 +121,25 @@ TEST(RunStore, MigratesAVersion1File) {
   EXPECT_EQ(again.histograms(2).at(0).counts, (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
+// Tags are listed joined by ", " and "; ", and the GUI reads a leading "-" as "remove": a tag that would read as
+// others is refused, saying why, and the run's tags stay as they were; a repeat adds nothing and says so.
+TEST(RunStore, ATagThatWouldReadAsOthersIsRefusedAndARepeatAddsNothing) {
+  TempDir dir("tags");
+  RunStore store(dir.file("runs.sqlite"));
+  const int64_t id = store.begin_run(config_named("tagged"), info(), "fp");
+  EXPECT_TRUE(store.add_tag(id, "keeper"));
+  EXPECT_FALSE(store.add_tag(id, "keeper"));
+  const std::vector<std::pair<std::string, std::string>> refused = {{"a, b", "cannot hold ',' or ';'"},
+                                                                    {"a;b", "cannot hold ',' or ';'"},
+                                                                    {"  spaced  ", "cannot begin or end with a space"},
+                                                                    {"-neg", "cannot begin with '-'"},
+                                                                    {"two\nlines", "line break"},
+                                                                    {"", "cannot be empty"}};
+  for (const auto& [tag, why] : refused) expect_contains(error_of([&] { store.add_tag(id, tag); }), why);
+  EXPECT_EQ(store.run(id).tags, std::vector<std::string>{"keeper"});
+  EXPECT_TRUE(store.add_tag(id, "bf16 baseline"));  // a space inside is a tag's own
+}
+
 TEST(RunStore, RefusesAFileThatIsNotSQLiteAndLeavesItUntouched) {
   TempDir dir("notdb");
   const std::string path = dir.file("notes.txt");

@@ -172,7 +172,8 @@ class RunStore {
   // meanwhile (EditConflict, saying what they are now), so that no edit is lost unseen.
   void rename(int64_t run, const std::string& name, const std::optional<std::string>& were = std::nullopt);
   void set_notes(int64_t run, const std::string& notes, const std::optional<std::string>& were = std::nullopt);
-  void add_tag(int64_t run, const std::string& tag);
+  // Adds `tag` (refused, saying why, where tag_problem finds one); false where the run had it already.
+  bool add_tag(int64_t run, const std::string& tag);
   void remove_tag(int64_t run, const std::string& tag);
   void remove(int64_t run);  // the run, all its rows and its final weights; refuses a run a live process records
 
@@ -242,5 +243,9 @@ std::string new_checkpoint_dir(const std::string& store_path);
 // Whether `folder` is one new_checkpoint_dir made for this store: removed when its run finishes (a folder the user
 // named is left alone).
 bool is_own_checkpoint_dir(const std::string& store_path, const std::string& folder);
+
+// Why `tag` cannot be a tag, "" where it can. Tags are listed joined by ", " (show, the GUI's Runs view) and "; "
+// (CSV), and the GUI's Tag dialog reads a leading "-" as "remove the tag": a tag that held those would read as others.
+std::string tag_problem(const std::string& tag);
 
 }  // namespace ampwb

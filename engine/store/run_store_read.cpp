@@ -284,14 +284,29 @@ void RunStore::set_tags(int64_t run_id, const std::vector<std::string>& tags) {
   update.bind(1, nlohmann::json(tags).dump()).bind(2, run_id).run();
 }
 
-void RunStore::add_tag(int64_t run_id, const std::string& tag) {
+std::string tag_problem(const std::string& tag) {
+  if (tag.empty()) return "a tag cannot be empty";
+  const auto control = [](unsigned char c) { return c < 0x20 || c == 0x7f; };
+  if (std::any_of(tag.begin(), tag.end(), control)) return "a tag cannot hold a line break or a tab";
+  if (tag.front() == ' ' || tag.back() == ' ') return "a tag cannot begin or end with a space: '" + tag + "'";
+  if (tag.front() == '-')
+    return "a tag cannot begin with '-', which the Tag dialog reads as \"remove the tag\": '" + tag + "'";
+  if (tag.find_first_of(",;") != std::string::npos)
+    return "a tag cannot hold ',' or ';', which separate tags in lists and CSV files: '" + tag +
+           "' (tag the run once for each)";
+  return "";
+}
+
+bool RunStore::add_tag(int64_t run_id, const std::string& tag) {
   require_writable("tag a run");
-  if (tag.empty()) throw Error("a tag cannot be empty");
+  if (const std::string problem = tag_problem(tag); !problem.empty()) throw Error(problem);
   SqlTransaction t(*db_);  // read-modify-write of the tag list, atomic against other writers
   std::vector<std::string> tags = run(run_id).tags;
-  if (std::find(tags.begin(), tags.end(), tag) == tags.end()) tags.push_back(tag);
+  if (std::find(tags.begin(), tags.end(), tag) != tags.end()) return false;
+  tags.push_back(tag);
   set_tags(run_id, tags);
   t.commit();
+  return true;
 }
 
 void RunStore::remove_tag(int64_t run_id, const std::string& tag) {
