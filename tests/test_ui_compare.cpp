@@ -644,6 +644,16 @@ class CompareRuns : public QObject {
     QCOMPARE(device->text().count("FP16 is emulated on the CPU"), 1);
     dialog.findChild<QCheckBox*>("variant-amp-bf16")->setChecked(false);
     QVERIFY2(!device->text().contains("amp-bf16"), qPrintable(device->text()));
+    // How many runs the grid queues, and the settings every run shares, without those the grid sets.
+    auto* shared = dialog.findChild<QLabel*>("sweepShared");
+    dialog.findChild<QLineEdit*>("sweepSeeds")->setText("0, 1");
+    const QString queued = QString::number(2 * dialog.chosen().size()) +
+                           " runs: " + QString::number(dialog.chosen().size()) +
+                           " precisions × 2 seeds × 1 depth × 1 batch size.";
+    QVERIFY2(shared->text().startsWith("Queues " + queued), qPrintable(shared->text()));
+    QVERIFY2(shared->text().contains("\nEvery run: "), qPrintable(shared->text()));
+    QVERIFY2(!shared->text().contains("seed 0"), qPrintable(shared->text()));
+    dialog.findChild<QLineEdit*>("sweepSeeds")->setText("0");  // precisions alone: the sweep this process runs
     // What was ticked is what the next dialog ticks, once the runs were queued.
     dialog.findChild<QCheckBox*>("variant-fp16-pure")->setChecked(false);
     dialog.findChild<QCheckBox*>("variant-fp16-o2")->setChecked(true);

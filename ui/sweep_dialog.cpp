@@ -57,6 +57,7 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
     }
     box->setChecked(ticked.contains(QString::fromStdString(v.key)));
     connect(box, &QCheckBox::toggled, this, &SweepDialog::describe_device);
+    connect(box, &QCheckBox::toggled, this, &SweepDialog::describe_base);
     gl->addWidget(box);
     boxes_.emplace_back(box, v);
   }
@@ -73,6 +74,7 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
     field->setObjectName(name);
     field->setToolTip(tip);
     connect(field, &QLineEdit::textChanged, this, &SweepDialog::update_where);
+    connect(field, &QLineEdit::textChanged, this, &SweepDialog::describe_base);
     return field;
   };
   seeds_ = list_field("sweepSeeds", QString::number(base_.seed), tr("e.g. 0,1,2: the groups' mean ± std is over these"));
@@ -140,6 +142,7 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
   layout->addWidget(problem_);
 
   base_text_ = new QLabel;
+  base_text_->setObjectName("sweepShared");
   base_text_->setTextFormat(Qt::PlainText);  // it quotes the dataset path: user text, never HTML
   base_text_->setWordWrap(true);
   base_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -250,18 +253,29 @@ std::vector<SweepVariant> SweepDialog::chosen() const {
 
 void SweepDialog::describe_base() {
   const TrainConfig& c = base_;
-  base_text_->setText(
-      tr("Shared settings: ResNet-%1, %2 epochs, batch %3, %4, %5 lr %6 (%7), seed %8, data %9%10")
-          .arg(c.depth)
+  const SweepPlan p = plan();
+  const size_t runs = p.variants.size() * p.seeds.size() * p.depths.size() * p.batch_sizes.size();
+  // The grid's settings (seed, depth, batch size) are its fields' above, not the panel's.
+  const QString shared =
+      tr("Every run: %1 epochs, %2, %3 lr %4 (%5), data %6%7")
           .arg(c.epochs)
-          .arg(c.batch_size)
           .arg(c.image_size ? tr("%1 px").arg(c.image_size) : tr("native image size"))
           .arg(QString::fromUtf8(choice_name(c.optimizer.kind)))
           .arg(c.lr)
           .arg(QString::fromUtf8(choice_name(c.schedule)))
-          .arg(c.seed)
           .arg(QString::fromStdString(c.data_dir))
-          .arg(c.data.max_train_images ? tr(" (first %1 training images)").arg(c.data.max_train_images) : QString()));
+          .arg(c.data.max_train_images ? tr(" (first %1 training images)").arg(c.data.max_train_images) : QString());
+  const auto count = [](size_t n, const QString& one, const QString& many) {
+    return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
+  };
+  base_text_->setText(runs == 0 ? shared
+                                : tr("Queues %1: %2 × %3 × %4 × %5.")
+                                          .arg(count(runs, tr("run"), tr("runs")))
+                                          .arg(count(p.variants.size(), tr("precision"), tr("precisions")))
+                                          .arg(count(p.seeds.size(), tr("seed"), tr("seeds")))
+                                          .arg(count(p.depths.size(), tr("depth"), tr("depths")))
+                                          .arg(count(p.batch_sizes.size(), tr("batch size"), tr("batch sizes"))) +
+                                      "\n" + shared);
 }
 
 // What computes each chosen mode on the device, and the notes its runs will carry, before anything starts: once per
