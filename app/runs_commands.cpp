@@ -397,7 +397,12 @@ int show_command(const ShowOptions& options) {
     }
     std::printf("  tags       %s\n", tags.c_str());
   }
-  if (!r.notes.empty()) std::printf("  notes      %s\n", r.notes.c_str());
+  if (!r.notes.empty()) {  // a note's later lines under its first, not at the margin
+    std::string notes = r.notes;
+    for (size_t at = notes.find('\n'); at != std::string::npos; at = notes.find('\n', at + 1))
+      notes.insert(at + 1, std::string(13, ' '));
+    std::printf("  notes      %s\n", notes.c_str());
+  }
   for (const std::string& note : info.notes) std::printf("  note       %s\n", note.c_str());  // what the run noted
   if (!r.unreadable.empty()) std::printf("  damaged    %s (defaults shown instead)\n", r.unreadable.c_str());
 

@@ -43,6 +43,8 @@ class Report : public ::testing::Test {
       Trainer(c, &recorder).run();
       ids_.push_back(recorder.run_id());
     }
+    store.add_tag(ids_[1], "<b>keeper</b>");
+    store.set_notes(ids_[1], "why it ran\n<i>second</i> line");
     fs::remove_all(data);
   }
   static void TearDownTestSuite() { delete dir_; }
@@ -88,6 +90,10 @@ TEST_F(Report, HoldsEverySectionWithStoredNamesEscaped) {
   EXPECT_EQ(html.find(kHostileClass), std::string::npos);
   expect_contains(html, "a&amp;b&quot;c");
   expect_contains(html, "bf16 &amp; co");
+  // The user's tags and notes under their run's heading, escaped, a note's lines kept.
+  expect_contains(html, "<p><b>Tags:</b> &lt;b&gt;keeper&lt;/b&gt;</p>");
+  expect_contains(html, "<p><b>Notes:</b> why it ran<br>\n&lt;i&gt;second&lt;/i&gt; line</p>");
+  EXPECT_EQ(html.find("<b>Tags:</b>"), html.rfind("<b>Tags:</b>")) << "the run without tags shows some";
   // Self-contained: nothing fetched from anywhere.
   std::string rest = html;
   for (size_t at; (at = rest.find("http://www.w3.org/2000/svg")) != std::string::npos;) rest.erase(at, 26);

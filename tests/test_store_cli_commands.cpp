@@ -364,6 +364,22 @@ TEST(StoreCli, ExportedCsvNeverHoldsAFormulaFromTextButKeepsNegativeNumbers) {
 
 // A Slurm job may run on another node than its user's workbench: where its SQLite store lies on a network filesystem,
 // it warns once that no other machine may open the store meanwhile. `store check` says where such a store lies.
+// A note's later lines stay under its first in show; tag says what it changed, and refuses a tag that would read as
+// two in the lists that show it.
+TEST(StoreCli, ShowKeepsANotesLinesTogetherAndTagSaysWhatItChanged) {
+  TempDir dir("show_notes");
+  const std::string db = dir.file("runs.sqlite");
+  ASSERT_EQ(ampwb(tiny_training(db, 1, 2)).status, 0);
+  ASSERT_EQ(ampwb({"note", "1", "first line\nsecond line", "--db", db}).status, 0);
+  expect_contains(ampwb({"show", "1", "--db", db}).output, "  notes      first line\n             second line\n");
+  expect_contains(ampwb({"tag", "1", "keeper", "--db", db}).output, "run 1: added tag 'keeper'");
+  expect_contains(ampwb({"tag", "1", "keeper", "--db", db}).output, "run 1: has the tag 'keeper' already");
+  const Result two = ampwb({"tag", "1", "a, b", "--db", db});
+  EXPECT_EQ(two.status, 1);
+  expect_contains(two.output, "a tag cannot hold ',' or ';'");
+  expect_contains(ampwb({"show", "1", "--db", db}).output, "  tags       keeper\n");
+}
+
 TEST(StoreCli, AJobOnAStoreOnANetworkFilesystemIsWarnedAndStoreCheckSaysWhereItLies) {
   TempDir dir("store_nfs");
   fs::create_directories(dir.file("home"));

@@ -31,6 +31,23 @@ std::string table(const std::vector<std::string>& header, const std::vector<std:
   return out + "</table>";
 }
 
+// The user's tags and notes, as they wrote them (a note's line breaks kept); nothing where the run has neither.
+std::string notes_section(const RunRecord& r) {
+  std::string out;
+  if (!r.tags.empty()) {
+    std::string tags;
+    for (const std::string& t : r.tags) tags += (tags.empty() ? "" : ", ") + html_escape(t);
+    out += "<p><b>Tags:</b> " + tags + "</p>\n";
+  }
+  if (!r.notes.empty()) {
+    std::string notes = html_escape(r.notes);
+    for (size_t at = notes.find('\n'); at != std::string::npos; at = notes.find('\n', at + 5))
+      notes.replace(at, 1, "<br>\n");
+    out += "<p><b>Notes:</b> " + notes + "</p>\n";
+  }
+  return out;
+}
+
 std::string run_title(const RunRecord& r) {
   return "Run " + std::to_string(r.id) + " (" + r.name + "): " + r.precision_name() + ", ResNet-" +
          std::to_string(r.depth);
@@ -235,6 +252,7 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunEvidence& e = runs[i];
     html += "\n<h2 id=\"run-" + std::to_string(e.run.id) + "\">" + html_escape(run_title(e.run)) + "</h2>\n";
+    html += notes_section(e.run);
     html += "<h3>Diagnosis</h3>\n" + diagnosis_section(diagnose(e, i > 0 ? &runs[0] : nullptr));
     html += "<h3>Where the time went</h3>\n" + time_section(e);
     html += "<h3>Per-layer numerics</h3>\n" +
@@ -256,13 +274,17 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
     }
     std::string classes;
     for (const std::string& c : e.run.info.class_names) classes += (classes.empty() ? "" : ", ") + c;
-    html += "<h3>Machine and data</h3>\n" + table({"", ""}, {{"device", e.run.backend},
-                                                             {"compute", e.run.info.compute},
-                                                             {"versions", e.run.versions},
-                                                             {"host", e.run.host},
-                                                             {"dataset", e.run.dataset_path},
-                                                             {"classes", classes},
-                                                             {"model", e.run.info.model_summary}});
+    std::vector<std::vector<std::string>> machine;
+    for (const auto& [what, value] : std::vector<std::pair<std::string, std::string>>{
+             {"device", e.run.backend},
+             {"compute", e.run.info.compute},  // what computes its 16- or 8-bit format: none for FP32
+             {"versions", e.run.versions},
+             {"host", e.run.host},
+             {"dataset", e.run.dataset_path},
+             {"classes", classes},
+             {"model", e.run.info.model_summary}})
+      if (!value.empty()) machine.push_back({what, value});
+    html += "<h3>Machine and data</h3>\n" + table({"", ""}, machine);
   }
   return html + "</body></html>\n";
 }
