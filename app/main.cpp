@@ -3,6 +3,7 @@
 // the chosen subcommand runs. Bad usage exits 2 with the reason on stderr, a command that fails exits 1. Headless
 // subcommands never need a display.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -65,6 +66,50 @@ std::string command_name(const std::vector<const CLI::App*>& chain) {
   return name;
 }
 
+// Edits (insertions, deletions, substitutions) that make `a` into `b`.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "max-val-images" -> {"max", "val", "images"}.
+std::vector<std::string> words_of(const std::string& name) {
+  std::vector<std::string> words;
+  for (size_t from = 0; from <= name.size();) {
+    const size_t end = std::min(name.find('-', from), name.size());
+    words.push_back(name.substr(from, end - from));
+    from = end + 1;
+  }
+  return words;
+}
+
+// The option of `app` that `given` (an unknown "--name") most likely meant: one a typo or two away, or one whose
+// words each begin the other's (--max-validation-images for --max-val-images); "" where none or several do.
+std::string meant_option(const CLI::App& app, const std::string& given) {
+  if (!given.starts_with("--")) return "";
+  const std::string name = given.substr(2);
+  std::vector<std::string> close;
+  for (const CLI::Option* option : app.get_options())
+    for (const std::string& known : option->get_lnames()) {
+      const std::vector<std::string> a = words_of(name), b = words_of(known);
+      bool abbreviated = a.size() == b.size();
+      for (size_t i = 0; abbreviated && i < a.size(); ++i)
+        abbreviated = !a[i].empty() && !b[i].empty() && (a[i].starts_with(b[i]) || b[i].starts_with(a[i]));
+      if (abbreviated || edit_distance(name, known) <= 2) close.push_back("--" + known);
+    }
+  return close.size() == 1 ? close.front() : "";
+}
+
 // What is wrong with the line, in words: CLI11's own message, except for an argument nothing took (an unknown
 // option, command or surplus operand) and a missing command, which CLI11 words generically.
 std::string usage_problem(const CLI::App& app, const CLI::ParseError& e) {
@@ -78,7 +123,11 @@ std::string usage_problem(const CLI::App& app, const CLI::ParseError& e) {
     const std::vector<std::string> left = (*at)->remaining();
     if (left.empty()) continue;
     const std::string& word = left.front();
-    if (word.starts_with("-")) return "unknown option " + word.substr(0, word.find('='));
+    if (word.starts_with("-")) {
+      const std::string option = word.substr(0, word.find('='));
+      const std::string meant = meant_option(**at, option);
+      return "unknown option " + option + (meant.empty() ? "" : "; did you mean " + meant + "?");
+    }
     if (*at == &last && needs_command)
       return "unknown command '" + word + "' (expected " + alternatives(subcommands_of(last)) + ")";
     return "unexpected argument '" + word + "'";

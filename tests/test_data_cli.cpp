@@ -100,7 +100,7 @@ TEST(DataCli, FlagsInAnyOrderAndAMisspeltFlagRefusedByName) {
 
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"dataset inspect '" + data.str() + "' --jsn",
-       "ampwb dataset inspect: error: unknown option --jsn (see ampwb dataset inspect --help)"},
+       "ampwb dataset inspect: error: unknown option --jsn; did you mean --json? (see ampwb dataset inspect --help)"},
       {"dataset inspect", "DIR is required"},
       {"dataset", "ampwb dataset: error: needs a command: inspect, sample, bench-decode or bench-loader"},
       {"dataset inspekt '" + data.str() + "'", "unknown command 'inspekt' (expected inspect, sample,"},

@@ -36,7 +36,13 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
 
   // Bad usage: exit status 2, and what was wrong on stderr, naming the command and the argument.
   const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
-      {{"show", "1", "--jsn", "--db", db}, "ampwb show: error: unknown option --jsn (see ampwb show --help)"},
+      {{"show", "1", "--jsn", "--db", db},
+       "ampwb show: error: unknown option --jsn; did you mean --json? (see ampwb show --help)"},
+      // The option meant is named where one alone is a typo away, or its words' shortening (the GUI says
+      // "Validation images"); nothing is guessed for a word no option resembles.
+      {{"train", "--max-validation-images", "5", "--db", db},
+       "unknown option --max-validation-images; did you mean --max-val-images?"},
+      {{"train", "--frobnicate", "--db", db}, "unknown option --frobnicate (see ampwb train --help)"},
       {{"show", "--jsn=1", "1", "--db", db}, "unknown option --jsn"},
       {{"show", "1", "2", "--db", db}, "unexpected argument '2'"},
       {{"show", "--db", db}, "RUN is required"},

@@ -436,7 +436,9 @@ TEST(Cli, BadInputGetsAClearError) {
   // What the parser refuses is bad usage: exit status 2, the command and the flag named.
   r = run_ampwb("train --data /tmp --epoch 3");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("ampwb train: error: unknown option --epoch (see ampwb train --help)"), std::string::npos)
+  EXPECT_NE(
+      r.output.find("ampwb train: error: unknown option --epoch; did you mean --epochs? (see ampwb train --help)"),
+      std::string::npos)
       << r.output;
   r = run_ampwb("train --data /tmp --batch-size many");
   EXPECT_EQ(r.status, 2);
