@@ -351,20 +351,23 @@ void MainWindow::on_events(const EventBatch& batch) {
       controls_->pause_button()->setEnabled(false);
       controls_->pause_button()->setToolTip(tr("A run on many processes cannot be paused: Stop leaves it resumable"));
     }
+    // The device's long description last: where the band scrolls, what it hides is its algorithm rules.
     controls_->set_status(
-        tr("Run %1%2: %3 on %4 · %5 training and %6 validation images, %7 px")
+        tr("Run %1%2: %3 · %4 training and %5 validation images, %6 px%7 · on %8")
             .arg(live_->run_id)
             .arg(sweep_.active() ? tr(" (sweep %1/%2: %3)")
                                        .arg(sweep_.index())
                                        .arg(sweep_.count())
                                        .arg(QString::fromStdString(sweep_.current_label()))
                                  : QString())
-            .arg(QString::fromStdString(info.model_summary), QString::fromStdString(info.backend_description))
+            .arg(QString::fromStdString(info.model_summary))
             .arg(info.train_images)
             .arg(info.validation_images)
-            .arg(info.image_size) +
-        (info.world_size > 1 ? tr(" · %1 processes, batch %2 each").arg(info.world_size).arg(live_->config.batch_size)
-                             : QString()));
+            .arg(info.image_size)
+            .arg(info.world_size > 1
+                     ? tr(" · %1 processes, batch %2 each").arg(info.world_size).arg(live_->config.batch_size)
+                     : QString())
+            .arg(QString::fromStdString(info.backend_description)));
     live_charts_->set_export_prefix(QStringLiteral("run-%1").arg(live_->run_id));
   }
   for (const StepReport& s : batch.steps) progress_.step(s);

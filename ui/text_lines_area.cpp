@@ -13,7 +13,7 @@ QScrollArea* text_lines_area(QWidget* content, int lines) {
   area->setWidgetResizable(true);  // the text wraps at the area's width, and its height follows
   area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   area->setWidget(content);
-  area->setFixedHeight(content->fontMetrics().lineSpacing() * lines + 4);
+  area->setFixedHeight(content->fontMetrics().lineSpacing() * lines + 1);
   return area;
 }
 
