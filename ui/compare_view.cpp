@@ -64,6 +64,8 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   table_->setObjectName("compareTable");
   table_->setModel(model_);
   table_->verticalHeader()->hide();
+  // A run's header longer than its column (its name, "(baseline)") loses its end, not both ends as centred text.
+  table_->horizontalHeader()->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
   table_->setAlternatingRowColors(true);
   table_->setWordWrap(false);
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
