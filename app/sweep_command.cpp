@@ -509,15 +509,15 @@ int sweep_point_command(const SweepIdOptions& o) {
   how.on_run_started = [&](int64_t run) { set_point_run(store, id, p->index, run); };
   TrainConfig config;
   if (p->run_id != 0) {
-    const RunRecord run = store.run(p->run_id);
+    const RunRecord run = reconnecting([&] { return store.run(p->run_id); });
     if (run.status == RunStatus::Finished) {
       set_point_state(store, id, p->index, SweepPointState::Finished);
       return 0;
     }
-    const std::string refusal = resume_refusal(store, p->run_id);
+    const std::string refusal = reconnecting([&] { return resume_refusal(store, p->run_id); });
     if (refusal.empty()) {
       how.continue_run = p->run_id;
-      config = resume_config(store, p->run_id);
+      config = reconnecting([&] { return resume_config(store, p->run_id); });
       if (!o.quiet)
         std::printf("sweep %lld point %ld: resuming run %lld from its checkpoint\n", static_cast<long long>(id), shown,
                     static_cast<long long>(p->run_id));
