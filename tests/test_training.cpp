@@ -815,6 +815,47 @@ class StopAt : public TrainObserver {
   int64_t step_;
 };
 
+// The user pauses at the second step of epoch 1 for two seconds: the epoch's time and speed leave the pause out,
+// while its steps' wall clock goes on through it.
+class PauseOnce : public TrainObserver {
+ public:
+  explicit PauseOnce(Trainer*& trainer) : trainer_(trainer) {}
+  ~PauseOnce() override {
+    if (resumer_.joinable()) resumer_.join();
+  }
+  void on_step(const StepReport& r) override {
+    if (r.epoch == 1) last_wall_of_epoch1 = r.wall_seconds;
+    if (r.epoch != 1 || r.step != 1) return;
+    trainer_->pause();
+    resumer_ = std::thread([this] {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      trainer_->resume();
+    });
+  }
+  void on_epoch(const EpochReport& r) override { epochs.push_back(r); }
+  double last_wall_of_epoch1 = 0;
+  std::vector<EpochReport> epochs;
+
+ private:
+  Trainer*& trainer_;
+  std::thread resumer_;
+};
+
+TEST(Training, APauseIsNotTrainingTime) {
+  const fs::path data = make_stripes_folder("pause", 16, 12);
+  TrainConfig c = tiny_config(data);
+  c.epochs = 1;
+  Trainer* current = nullptr;
+  PauseOnce observer(current);
+  Trainer trainer(c, &observer);
+  current = &trainer;
+  ASSERT_EQ(trainer.run().status, RunStatus::Finished);
+  ASSERT_EQ(observer.epochs.size(), 1u);
+  ASSERT_GE(observer.last_wall_of_epoch1, 2.0) << "the steps' wall clock left the pause out";
+  EXPECT_LT(observer.epochs[0].seconds, observer.last_wall_of_epoch1 - 1.5) << "the epoch's time counts the pause";
+  fs::remove_all(data);
+}
+
 TEST(Checkpoints, StopMidEpochThenResumeContinuesTheSameCurveBitForBit) {
   const fs::path data = make_stripes_folder("resume", 16, 12);
   const fs::path dir = fs::temp_directory_path() / ("ampwb_ckpt_" + std::to_string(::getpid()));

@@ -378,6 +378,8 @@ class Trainer::Run {
   EpochProgress so_far(const EpochStart& start) const;  // for a checkpoint taken now, over every process it ran in
   std::string save(const EpochProgress& progress);      // "; resumable from PATH", or nothing without checkpoints
   double wall_seconds() const { return wall_before_ + seconds_since(run_start_); }
+  // This process's seconds of the epoch begun at `start`, less those spent paused: its time and speed are training's.
+  double epoch_seconds(const EpochStart& start) const { return seconds_since(start.time) - paused_in_epoch_; }
   void note_lost(int epoch);
   // Data-parallel runs: the reducer attached to the step (null alone); whether any rank says `mine`, agreed so that
   // every rank takes the same steps; whether this process is rank 0, which alone reports and checkpoints.
@@ -415,6 +417,7 @@ class Trainer::Run {
   EpochProgress at_;
   int64_t global_step_ = 0, consecutive_skipped_ = 0;
   double wall_before_ = 0;  // the run's wall-clock seconds before this process, from the checkpoint
+  double paused_in_epoch_ = 0;  // seconds the user paused the current epoch
   Launched pending_;        // with deferred steps, the last one queued, whose result the host has not read yet
   // Images whose files vanish, shrink or change during the run: noted each epoch, the run stopped past a tenth.
   LostImageWatch lost_images_;
@@ -671,6 +674,7 @@ void Trainer::Run::report_start() {
 std::optional<RunEnd> Trainer::Run::epochs() {
   for (; at_.epoch <= config_.epochs; ++at_.epoch, at_ = EpochProgress{at_.epoch}) {
     allocator_for(backend_->device()).reset_peak();
+    paused_in_epoch_ = 0;
     const EpochStart start{Clock::now(), MachineLoadMeter(backend_->device().str()), at_.next_step,
                            step_.replayed_steps()};
     if (std::optional<RunEnd> end = train_epoch(start)) return end;
@@ -709,7 +713,11 @@ std::optional<RunEnd> Trainer::Run::train_epoch(const EpochStart& start) {
 
 // How the run ends before step b when it must (cancelled, stopped, too many images lost); waits while paused.
 std::optional<RunEnd> Trainer::Run::interruption(int64_t b, const EpochStart& start) {
-  if (trainer_.paused_) trainer_.wait_while_paused();
+  if (trainer_.paused_) {
+    const Clock::time_point paused = Clock::now();
+    trainer_.wait_while_paused();
+    paused_in_epoch_ += seconds_since(paused);
+  }
   std::optional<std::string> lost = lost_images_.too_many();
   if (communicator_) {  // a rank told to stop (a signal to one process) stops them all at the same step
     int64_t told[] = {trainer_.cancel_ ? 1 : 0, trainer_.stop_ ? 1 : 0, lost ? 1 : 0};
@@ -816,7 +824,7 @@ std::optional<RunEnd> Trainer::Run::end_epoch(const EpochStart& start) {
   const int epoch = at_.epoch;
   for (const GradientHistogram& h : probe_.take(epoch, scaler_.scale())) report_(&TrainObserver::on_histogram, h);
   if (any_rank(trainer_.cancel_)) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
-  const double train_seconds = at_.seconds_before + seconds_since(start.time);
+  const double train_seconds = at_.seconds_before + epoch_seconds(start);
   const MachineLoad load = start.load.stop();
   if (reducer_) {  // every rank validates its shard on rank 0's model, the one checkpointed
     std::vector<Buffer*> buffers;
@@ -869,7 +877,7 @@ EpochReport Trainer::Run::epoch_report(const Evaluation& val, double train_secon
   er.validation_accuracy = val.accuracy;
   er.validation_topk = val.topk_accuracy;
   // Both over the whole epoch, a resumed one's earlier process included, as the sums of its steps are.
-  er.seconds = at_.seconds_before + seconds_since(start.time);
+  er.seconds = at_.seconds_before + epoch_seconds(start);
   // The training loss and accuracy are this rank's shard's; the speed every rank's (their shards of a step differ by
   // one image at most).
   const int ranks = communicator_ ? communicator_->world_size() : 1;
@@ -884,7 +892,7 @@ EpochReport Trainer::Run::epoch_report(const Evaluation& val, double train_secon
 
 EpochProgress Trainer::Run::so_far(const EpochStart& start) const {
   EpochProgress now = at_;
-  now.seconds_before += seconds_since(start.time);
+  now.seconds_before += epoch_seconds(start);
   return now;
 }
 
