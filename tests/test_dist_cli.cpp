@@ -1,6 +1,10 @@
 // `ampwb train` on two real ranks of one mpirun: one run, trained by both and recorded by rank 0 alone. mpirun starts
 // the two ranks with different run stores (a multiple-program launch), so a rank other than 0 that opened its own
 // would leave a file behind.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <optional>
 #include <utility>
 
@@ -25,10 +29,31 @@ std::vector<std::string> training(const std::string& db, int epochs = 2) {
   return args;
 }
 
+// The machine's CPU ticks, all and busy (/proc/stat's first line), and those of this process's waited-for children.
+struct Ticks {
+  double total = 0, busy = 0, children = 0;
+};
+Ticks ticks_now() {
+  Ticks t;
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  t.busy = user + nice + system + irq + softirq;
+  t.total = t.busy + idle + iowait + steal;
+  rusage children{};
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  const auto seconds = [](const timeval& v) { return static_cast<double>(v.tv_sec) + v.tv_usec / 1e6; };
+  t.children = (seconds(children.ru_utime) + seconds(children.ru_stime)) * static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return t;
+}
+
 TEST(DistCli, TwoRanksTrainOneRunThatRankZeroAloneRecords) {
   TempDir dir("dist_two_ranks");
   const std::string db = dir.file("runs.sqlite"), other = dir.file("rank1/runs.sqlite");
-  const Result r = run(two_ranks(training(db), training(other)));
+  const Ticks before = ticks_now();
+  const Result r = run(two_ranks(training(db, 4), training(other, 4)));
+  const Ticks after = ticks_now();
   ASSERT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "2 processes train together");
   EXPECT_FALSE(fs::exists(dir.path() / "rank1")) << "rank 1 opened a run store of its own";
@@ -37,7 +62,14 @@ TEST(DistCli, TwoRanksTrainOneRunThatRankZeroAloneRecords) {
   const std::vector<RunRecord> runs = store.runs();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].status, RunStatus::Finished) << runs[0].end_reason;
-  EXPECT_EQ(store.epochs(runs[0].id).size(), 2u);
+  EXPECT_EQ(store.epochs(runs[0].id).size(), 4u);
+  // The two ranks are the run's own work, not other work on the machine: what each epoch records as other work is
+  // what this test sees beside the run (mpirun and its ranks), give or take the ticks' granularity over short epochs.
+  const double beside =
+      ((after.busy - before.busy) - (after.children - before.children)) / (after.total - before.total);
+  for (const EpochTimes& t : store.epoch_times(runs[0].id))
+    EXPECT_LT(t.load.other_cpu, std::max(beside, 0.0) + 0.25)
+        << "epoch " << t.epoch << ": the other rank counted as other work (" << beside << " beside the run)";
   const Result show = ampwb({"show", std::to_string(runs[0].id), "--json", "--db", db});
   ASSERT_EQ(show.status, 0) << show.output;
   const json j = json::parse(show.output);

@@ -82,7 +82,13 @@ MachineLoadMeter::Counters MachineLoadMeter::read_counters() {
 
 void MachineLoadMeter::start() { start_ = read_counters(); }
 
-MachineLoad MachineLoadMeter::stop() const {
+double MachineLoadMeter::own_share() const {
+  const Counters end = read_counters();
+  if (!start_.read || !end.read || end.total <= start_.total) return 0;
+  return static_cast<double>(end.own - start_.own) / static_cast<double>(end.total - start_.total);
+}
+
+MachineLoad MachineLoadMeter::stop(double siblings) const {
   MachineLoad load;
   load.cpu_mhz = mean_cpu_mhz();
   if (const std::optional<GpuState> gpu = read_gpu_state(device_)) {
@@ -94,7 +100,7 @@ MachineLoad MachineLoadMeter::stop() const {
   if (!start_.read || !end.read || end.total <= start_.total) return load;
   const double total = static_cast<double>(end.total - start_.total);
   const double others = static_cast<double>(end.busy - start_.busy) - static_cast<double>(end.own - start_.own);
-  load.other_cpu = std::clamp(others / total, 0.0, 1.0);
+  load.other_cpu = std::clamp(others / total - siblings, 0.0, 1.0);
   load.steal = static_cast<double>(end.steal - start_.steal) / total;
   return load;
 }

@@ -35,7 +35,11 @@ class MachineLoadMeter {
  public:
   explicit MachineLoadMeter(std::string device = "cpu") : device_(std::move(device)) { start(); }
   void start();
-  MachineLoad stop() const;
+  // `siblings`: the share of the machine's CPU time the run's other processes on this machine used meanwhile (a
+  // data-parallel run's ranks here), which is the run's own work, not other work.
+  MachineLoad stop(double siblings = 0) const;
+  // This process's share of the machine's CPU time since start(); 0 where /proc cannot say.
+  double own_share() const;
 
  private:
   struct Counters {

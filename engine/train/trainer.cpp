@@ -1,6 +1,8 @@
 // The training loop and its controls.
 #include "train/trainer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -8,8 +10,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include "amp/fp8_scaling.h"
 #include "core/error.h"
@@ -381,6 +385,8 @@ class Trainer::Run {
   // This process's seconds of the epoch begun at `start`, less those spent paused: its time and speed are training's.
   double epoch_seconds(const EpochStart& start) const { return seconds_since(start.time) - paused_in_epoch_; }
   void note_lost(int epoch);
+  // The CPU share this run's other processes on this machine used since `meter` started (all ranks call it together).
+  double siblings_cpu_share(const MachineLoadMeter& meter) const;
   // Data-parallel runs: the reducer attached to the step (null alone); whether any rank says `mine`, agreed so that
   // every rank takes the same steps; whether this process is rank 0, which alone reports and checkpoints.
   std::unique_ptr<GradientReducer> distribute();
@@ -825,7 +831,7 @@ std::optional<RunEnd> Trainer::Run::end_epoch(const EpochStart& start) {
   for (const GradientHistogram& h : probe_.take(epoch, scaler_.scale())) report_(&TrainObserver::on_histogram, h);
   if (any_rank(trainer_.cancel_)) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
   const double train_seconds = at_.seconds_before + epoch_seconds(start);
-  const MachineLoad load = start.load.stop();
+  const MachineLoad load = start.load.stop(siblings_cpu_share(start.load));
   if (reducer_) {  // every rank validates its shard on rank 0's model, the one checkpointed
     std::vector<Buffer*> buffers;
     model_.collect_buffers(buffers);
@@ -888,6 +894,27 @@ EpochReport Trainer::Run::epoch_report(const Evaluation& val, double train_secon
   er.loss_scale = scaler_.scale();
   er.peak_bytes = allocator_for(backend_->device()).stats().peak_live_bytes;
   return er;
+}
+
+double Trainer::Run::siblings_cpu_share(const MachineLoadMeter& meter) const {
+  if (!communicator_) return 0;
+  const int ranks = communicator_->world_size(), me = communicator_->rank();
+  // Each rank's machine (by its host name), process and share; ranks that are threads of one process share its own.
+  std::vector<int64_t> host(ranks, 0), pid(ranks, 0);
+  std::vector<double> share(ranks, 0.0);
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  host[me] = static_cast<int64_t>(std::hash<std::string>{}(name) >> 1);
+  pid[me] = ::getpid();
+  share[me] = meter.own_share();
+  communicator_->all_reduce_sum(host.data(), host.size());
+  communicator_->all_reduce_sum(pid.data(), pid.size());
+  communicator_->all_reduce_sum(share.data(), share.size());
+  std::set<int64_t> counted{pid[me]};
+  double siblings = 0;
+  for (int r = 0; r < ranks; ++r)
+    if (host[r] == host[me] && counted.insert(pid[r]).second) siblings += share[r];
+  return siblings;
 }
 
 EpochProgress Trainer::Run::so_far(const EpochStart& start) const {
