@@ -416,7 +416,10 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   live_->status = end.status;
   live_charts_->refresh();  // whatever a deferred redraw still owed
   controls_->set_state(RunControls::State::Idle);
-  QString text = tr("Run %1 %2").arg(run_id).arg(QString::fromUtf8(run_status_name(end.status)));
+  // A run refused before its row was written (its data cannot take its settings) never started: no run 0 failed.
+  QString text = run_id == 0 && end.status == RunStatus::Failed
+                     ? tr("Not started")
+                     : tr("Run %1 %2").arg(run_id).arg(QString::fromUtf8(run_status_name(end.status)));
   // A setting the data refused (top-k above the classes, say) is named as the panel names it, its field marked.
   if (!end.reason.empty())
     text +=
