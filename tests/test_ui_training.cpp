@@ -371,7 +371,13 @@ class TrainingThroughTheUi : public QObject {
     const QString gone = w.resume_run(id);
     QVERIFY2(gone.contains(data) && gone.contains("not there now"), qPrintable(gone));
     QCOMPARE(finished.count(), 1);  // nothing started
+    auto* precision = child<QComboBox>(w, "precision");
+    precision->setCurrentIndex(precision->findData(QString("amp-fp16")));  // the panel set up for another run
     QCOMPARE(w.resume_run(id, moved), QString());
+    // While it trains, the panel shows the resumed run's settings, where its data is now, and no name to reuse.
+    QCOMPARE(w.setup()->config().precision.mode, PrecisionMode::Fp32);
+    QCOMPARE(w.setup()->dataset_path(), moved);
+    QCOMPARE(w.setup()->config().name, std::string());
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 300000);
     QCOMPARE(finished.at(1).at(0).toLongLong(), id);  // recorded into the same run
     QCOMPARE(finished.at(1).at(1).toInt(), static_cast<int>(RunStatus::Finished));

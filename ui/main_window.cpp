@@ -766,7 +766,14 @@ QString MainWindow::resume_run(int64_t id, const QString& data_folder) {
   // The run continues in its own row (StoreRecorder's continue_run): the charts start from what is stored.
   auto prefilled = std::make_unique<RunSeries>(load_run_series(*store_, id));
   // A run on many processes goes on with as many (`ampwb train --resume` refuses another number).
-  return start_config(config, id, std::move(prefilled), store_->run(id).info.world_size);
+  const int processes = store_->run(id).info.world_size;
+  const QString problem_starting = start_config(config, id, std::move(prefilled), processes);
+  if (problem_starting.isEmpty()) {  // the panel shows the settings of the run it trains, its name left to that run
+    setup_->set_config(config);
+    setup_->clear_run_name();
+    setup_->set_processes(processes);
+  }
+  return problem_starting;
 }
 
 void MainWindow::open_runs(const std::vector<int64_t>& ids) {
