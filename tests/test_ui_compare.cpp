@@ -200,6 +200,25 @@ class CompareRuns : public QObject {
     QVERIFY(!rules(panel->findings()[1]).contains("speed_vs_baseline"));
   }
 
+  // A comparison holding a run that another process still records reads it again while the tab shows it: the run's
+  // end shows there without opening the comparison again.
+  void a_compared_run_that_ends_elsewhere_shows_its_end() {
+    const QString db = dir_.filePath("follow.sqlite");
+    RunStore recorder(db.toStdString());  // the other process: it records the run until end_run
+    TrainConfig config = tiny_config(data_);
+    config.name = "recorded elsewhere";
+    const int64_t id = recorder.begin_run(config, RunInfo{}, "");
+    MainWindow w(db);
+    w.resize(1366, 768);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.open_runs({id});
+    w.tabs()->setCurrentWidget(w.compare_view());
+    QCOMPARE(w.compare_view()->series().front()->status, RunStatus::Running);
+    recorder.end_run(id, RunEnd{RunStatus::Finished, ""}, {}, 1.0);
+    QTRY_COMPARE_WITH_TIMEOUT(w.compare_view()->series().front()->status, RunStatus::Finished, 10000);
+  }
+
   void diagnosis_escapes_what_the_store_holds() {
     TrainConfig c = tiny_config(data_);
     c.name = "<script>alert(1)</script>";

@@ -10,6 +10,7 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -39,6 +40,10 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   differences_ = new QCheckBox(tr("Differences only"));
   differences_->setObjectName("differencesOnly");
   connect(differences_, &QCheckBox::toggled, model_, &CompareModel::set_differences_only);
+  follow_ = new QTimer(this);
+  follow_->setSingleShot(true);
+  follow_->setInterval(3000);
+  connect(follow_, &QTimer::timeout, this, &CompareView::follow_running_runs);
   baseline_ = new QComboBox;
   baseline_->setObjectName("baseline");
   baseline_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // the whole label: "4 · fp32 · seed 0", not "4 · s…"
@@ -194,6 +199,24 @@ void CompareView::update_time() {
 
 void CompareView::reload() {
   if (!ids_.empty()) set_runs(ids_);
+}
+
+void CompareView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  follow_running_runs();
+}
+
+void CompareView::follow_running_runs() {
+  const auto running = [this] {
+    return std::any_of(series_.begin(), series_.end(), [](const auto& s) { return s->status == RunStatus::Running; });
+  };
+  if (!isVisible() || !running()) return;
+  try {
+    reload();
+  } catch (const std::exception&) {  // a compared run deleted meanwhile: the comparison stays as it was last read
+    return;
+  }
+  if (running()) follow_->start();
 }
 
 void CompareView::update_summary() {

@@ -13,6 +13,8 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QShowEvent;
+class QTimer;
 class QTabWidget;
 class QTableView;
 
@@ -46,7 +48,13 @@ class CompareView : public QWidget {
   // Each run's step time by class against the baseline's, in a sentence (analysis/time_comparison.h).
   QLabel* time_summary() const { return time_; }
 
+ protected:
+  void showEvent(QShowEvent* event) override;
+
  private:
+  // Reads the runs again while one of them is still training (in a CLI or another window), until none is or the tab
+  // is left: their ends and last epochs show.
+  void follow_running_runs();
   void update_summary();
   void update_time();
   RunStore& store_;
@@ -60,6 +68,7 @@ class CompareView : public QWidget {
   DiagnosisPanel* diagnosis_ = nullptr;
   QCheckBox* differences_ = nullptr;
   QComboBox* baseline_ = nullptr;
+  QTimer* follow_ = nullptr;
   WholeNumberBox* at_epoch_ = nullptr;
   QLabel* title_ = nullptr;
   QLabel* summary_ = nullptr;
