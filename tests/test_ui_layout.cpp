@@ -5,6 +5,7 @@
 // chart's legend names its entries distinctly and draws them whole, its title wraps rather than being cut, and no
 // text it draws (axis titles, tick labels) ends in an ellipsis. The Runs tab's tool bar and table and the precision
 // sweep's dialog fit as well.
+#include <QComboBox>
 #include <QFile>
 #include <QGraphicsTextItem>
 #include <QLabel>
@@ -310,6 +311,27 @@ class WindowFits : public QObject {
       }
     check_reachable(w, reachable, "Runs tab");
     QVERIFY(w.findChild<QWidget*>("runsTable")->height() >= 200);
+  }
+
+  // The precision's note under its choice is whole for every mode, the longest (AMP FP8's) and then a short one again
+  // (no gap where the longer one was), at the panel's width on a small screen.
+  void the_precision_note_is_whole_for_every_mode() {
+    MainWindow w(db_);
+    show_at(w, kSmallScreen);
+    auto* precision = w.findChild<QComboBox*>("precision");
+    auto* note = w.findChild<QLabel*>("precisionHelp");
+    for (const char* mode : {"amp-fp8", "fp32", "amp-fp16"}) {
+      precision->setCurrentIndex(precision->findData(QString(mode)));
+      QTest::qWait(50);
+      check_whole_text(note, mode);
+      const int text =
+          note->fontMetrics()
+              .boundingRect(QRect(0, 0, note->contentsRect().width(), 10000), Qt::TextWordWrap, note->text())
+              .height();
+      QVERIFY2(note->height() <= text + 4,
+               qPrintable(
+                   QStringLiteral("%1: the note has %2 px for %3 px of text").arg(mode).arg(note->height()).arg(text)));
+    }
   }
 
   // The precision sweep's dialog (every variant with its note) fits the screen too.

@@ -407,6 +407,22 @@ void RunSetupPanel::update_precision_help() {
   const ModeSupport support = mode_support(mode, device_capabilities(chosen_device()));
   if (!support.compute.empty()) text += "\n" + tr("Here: %1").arg(QString::fromStdString(support.compute));
   precision_help_->setText(text);
+  fit_precision_help();
+}
+
+void RunSetupPanel::fit_precision_help() {
+  // QFormLayout gives a wrapped label the height of its size hint, worked out for another width: a note of more
+  // lines would be cut, one of fewer stand in a gap. Its height is the one for the width it has (worked out free of
+  // the last one set, which QLabel's own answer would keep as its least).
+  if (precision_help_->width() <= 0) return;
+  precision_help_->setMinimumHeight(0);
+  precision_help_->setMaximumHeight(QWIDGETSIZE_MAX);
+  precision_help_->setFixedHeight(precision_help_->heightForWidth(precision_help_->width()));
+}
+
+void RunSetupPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fit_precision_help();
 }
 
 DeviceChoice RunSetupPanel::chosen_device() const {

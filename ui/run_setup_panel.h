@@ -20,6 +20,7 @@ class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
+class QResizeEvent;
 class QSpinBox;
 class QTimer;
 class QToolButton;
@@ -78,6 +79,9 @@ class RunSetupPanel : public QWidget {
   // The precision mode or the loss scaler chosen changed: what the empty Training tab says of a run follows them.
   void precision_changed();
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void build();
   QWidget* build_data_group();
@@ -90,6 +94,7 @@ class RunSetupPanel : public QWidget {
   // Gathers the problems of the fields, listed under the Training group, the first one for Train's tooltip.
   void update_settings_problem();
   void update_precision_help();
+  void fit_precision_help();          // the precision note's height for its width, whole
   PrecisionMode chosen_mode() const;  // the precision combo box lists kPrecisionModes in order
   // Enables the precision modes the chosen device can run (the others say why) and explains the chosen one there.
   void update_precision_for_device();
