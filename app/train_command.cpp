@@ -37,6 +37,9 @@
 namespace ampwb::cli {
 namespace {
 
+// Set by `--processes N` for its ranks where its own output is no terminal (mpirun's ranks write to one of mpirun's).
+constexpr const char* kPlainOutput = "AMPWB_PLAIN_OUTPUT";
+
 // The first SIGINT/SIGTERM/SIGHUP (a closed terminal, a dropped SSH session) asks the run to stop after its current
 // step (it ends as cancelled and is recorded so, with a checkpoint); SA_RESETHAND makes a second one end the process at
 // once (the store then shows the run as interrupted). SIGPIPE (the output's reader went away: `ampwb train | head`)
@@ -360,6 +363,12 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
   if (!have_mpi()) throw Error("--processes needs MPI, and this build has none (Open MPI: libopenmpi-dev)");
   std::vector<std::string> argv = {"mpirun", "-np", std::to_string(options.processes), "--oversubscribe"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+  // mpirun gives its ranks a terminal of its own: where this output goes to a file or a pipe, rank 0 is told so, and
+  // prints lines rather than a progress bar redrawn in place.
+  if (::isatty(STDOUT_FILENO) != 1) {
+    ::setenv(kPlainOutput, "1", 1);
+    argv.insert(argv.end(), {"-x", kPlainOutput});
+  }
   std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> self;
   for (std::string arg; std::getline(cmdline, arg, '\0');) self.push_back(arg);
@@ -416,8 +425,8 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
       throw Error("--checkpoint-dir: " + refusal);
   const bool json = how.json;
   StoreRecorder recorder(store, c, {.keep_final_weights = how.keep_final_weights}, how.continue_run);
-  ConsoleObserver console(c.epochs, json || how.events_json || how.quiet, ::isatty(STDOUT_FILENO) == 1, recorder,
-                          store.path());
+  const bool terminal = ::isatty(STDOUT_FILENO) == 1 && !std::getenv(kPlainOutput);
+  ConsoleObserver console(c.epochs, json || how.events_json || how.quiet, terminal, recorder, store.path());
   EventLineWriter event_lines(stdout, [&recorder] { return recorder.run_id(); });
   // The recorder first: a printed epoch is a stored epoch.
   std::vector<TrainObserver*> listeners = {&recorder, &console};

@@ -117,6 +117,9 @@ TEST(DistCli, ProcessesStartsMpirunItself) {
   args.insert(args.end(), {"--processes", "2"});
   const Result r = ampwb(args);
   ASSERT_EQ(r.status, 0) << r.output;
+  // Written to a file, its progress comes as lines, not a bar redrawn in the terminal mpirun gives its ranks.
+  EXPECT_EQ(r.output.find_first_of("\r\x1b"), std::string::npos) << r.output;
+  expect_contains(r.output, "epoch 1/1  train loss ");
   RunStore store(db, RunStore::Mode::ReadOnly);
   const RunRecord record = store.runs().at(0);
   EXPECT_EQ(record.status, RunStatus::Finished) << record.end_reason;
