@@ -531,6 +531,13 @@ class ChartData : public QObject {
     map.update_from({&run});
     QCOMPARE(map.measure(), NumericsMeasure::Fp8Underflow);
     map.set_measure(NumericsMeasure::ActivationHeadroom);
+    // FP16's headroom is FP16's limit, not this FP32 run's own, and the caption says so; an FP16 run's is its own.
+    QVERIFY2(map.caption_text().endsWith("; FP16's limits, not this run's (fp32)"), qPrintable(map.caption_text()));
+    RunSeries in_fp16 = run;
+    in_fp16.config.precision = precision_preset("amp-fp16");
+    map.update_from({&in_fp16});
+    QVERIFY2(!map.caption_text().contains("not this run's"), qPrintable(map.caption_text()));
+    map.update_from({&run});
     QTableWidget* t = map.table();
     QCOMPARE(t->rowCount(), 2);
     QCOMPARE(t->columnCount(), 2);

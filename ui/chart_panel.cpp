@@ -342,7 +342,8 @@ void ChartPanel::update_skipped_note() {
         tr("What FP16 would do: with FP16 and dynamic loss scaling, a step whose gradients overflow (inf/NaN) is "
            "skipped and the scale halved. FP32, TF32 and BF16 have FP32's range and scale nothing: their scale stays "
            "1."));
-  } else if (std::all_of(runs_.begin(), runs_.end(), [](const RunSeries* r) { return r->steps.empty(); })) {
+  } else if (std::all_of(runs_.begin(), runs_.end(),
+                         [](const RunSeries* r) { return r->run_id == 0 && r->steps.empty(); })) {  // none begun
     skipped_note_->setText(tr("Dynamic loss scaling: a skipped step shows as a red dot."));
     skipped_note_->setToolTip(
         tr("With dynamic loss scaling, a step whose gradients overflow (inf/NaN) is skipped and the scale halved."));

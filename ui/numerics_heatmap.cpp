@@ -141,13 +141,17 @@ void NumericsHeatmap::update_from(const RunList& runs) {
   rebuild();
 }
 
-QString NumericsHeatmap::caption(NumericsMeasure m, bool empty, bool fp16_gradients) {
+QString NumericsHeatmap::caption(NumericsMeasure m, bool empty, bool fp16_gradients, PrecisionMode mode) {
   if (empty) return tr("No per-layer numerics yet: they are measured on the last step of each epoch.");
+  // The FP16 measures of a run in another format: what FP16 would meet, which the run itself does not.
+  const QString yardstick = mode_info(mode).format == NumberFormat::Fp16
+                                ? QString()
+                                : tr("; FP16's limits, not this run's (%1)").arg(QString::fromUtf8(mode_name(mode)));
   switch (m) {
     case NumericsMeasure::ActivationHeadroom:
-      return tr("log2(65504 / max |activation|): powers of two left before FP16 overflows");
+      return tr("log2(65504 / max |activation|): powers of two left before FP16 overflows") + yardstick;
     case NumericsMeasure::ActivationGradBelowNormal:
-      return tr("nonzero values below 2^-14, FP16's smallest normal: fewer bits, the edge of underflow");
+      return tr("nonzero values below 2^-14, FP16's smallest normal: fewer bits, the edge of underflow") + yardstick;
     case NumericsMeasure::Fp8Saturated:
       return tr(
           "amp-fp8: the largest share of a layer's FP8 input, weight or output gradient clipped to the "
@@ -157,9 +161,10 @@ QString NumericsHeatmap::caption(NumericsMeasure m, bool empty, bool fp16_gradie
           "amp-fp8: the largest share of a layer's FP8 input, weight or output gradient whose nonzero values "
           "became zero; – where the layer has no FP8");
     default:
-      return fp16_gradients ? tr("nonzero values below 2^-24; these gradients are stored in FP16, so those values are "
-                                 "zeros already: choose \"below 2^-14\"")
-                            : tr("nonzero values below 2^-24 (FP16 flushes them to zero), as stored × loss scale");
+      return fp16_gradients
+                 ? tr("nonzero values below 2^-24; these gradients are stored in FP16, so those values are "
+                      "zeros already: choose \"below 2^-14\"")
+                 : tr("nonzero values below 2^-24 (FP16 flushes them to zero), as stored × loss scale") + yardstick;
   }
 }
 
@@ -171,7 +176,8 @@ void NumericsHeatmap::rebuild() {
   const std::vector<LayerNumerics> none;
   const std::vector<LayerNumerics>& records = run_ ? run_->layer_numerics : none;
   const NumericsGrid g = numerics_grid(records);
-  caption_->setText(caption(m, g.layers.empty(), gradients_stored_in_fp16(records)));
+  caption_->setText(caption(m, g.layers.empty(), gradients_stored_in_fp16(records),
+                            run_ ? run_->config.precision.mode : PrecisionMode::AmpFp16));
   table_->clear();
   table_->setRowCount(static_cast<int>(g.layers.size()));
   table_->setColumnCount(static_cast<int>(g.epochs.size()));

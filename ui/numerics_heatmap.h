@@ -34,7 +34,8 @@ class NumericsHeatmap : public QWidget {
   QString caption_text() const;
 
  private:
-  static QString caption(NumericsMeasure m, bool empty, bool fp16_gradients);
+  // `mode`: the run's precision mode, whose format the FP16 measures say are FP16's limits, not its own, unless FP16.
+  static QString caption(NumericsMeasure m, bool empty, bool fp16_gradients, PrecisionMode mode);
   void rebuild();
   QComboBox* measure_ = nullptr;
   QLabel* caption_ = nullptr;
