@@ -129,7 +129,11 @@ class PredictImages : public QObject {
     // The class column fits the classes, not the reason that spans it and the next two.
     QVERIFY(bad.table()->columnWidth(1) < bad.table()->fontMetrics().horizontalAdvance(why) / 2);
     const QString summary = bad.findChild<QLabel*>("predictSummary")->text();
-    QVERIFY2(summary.contains("; 1 could not be read"), qPrintable(summary));
+    // The one reason is said whole above the table too, and in its row's tooltip, where the row may cut it.
+    QVERIFY2(summary.contains("; 1 could not be read: " + why.mid(QString("not classified: ").size())),
+             qPrintable(summary));
+    const QString tooltip = bad.table()->item(1, 1)->toolTip().replace(QChar::Nbsp, ' ');
+    QVERIFY2(tooltip.contains("is not an image that can be read"), qPrintable(tooltip));
   }
 
   // Closing the dialog while it classifies (as the runs view makes it: deleted on close) stops its thread with

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/image_input.h"
+#include "plain_text.h"
 #include "store/final_weights.h"
 
 namespace ampwb::ui {
@@ -132,7 +133,9 @@ void PredictDialog::finish(const QString& error) {
   for (int row : unreadable_rows_) reasons.push_back(table_->takeItem(row, 1)->text());
   table_->resizeColumnsToContents();
   for (size_t i = 0; i < unreadable_rows_.size(); ++i) {
-    table_->setItem(unreadable_rows_[i], 1, new QTableWidgetItem(tr("not classified: %1").arg(reasons[i])));
+    auto* item = new QTableWidgetItem(tr("not classified: %1").arg(reasons[i]));
+    item->setToolTip(plain_tooltip(reasons[i]));  // whole, where the row cuts it
+    table_->setItem(unreadable_rows_[i], 1, item);
     table_->setSpan(unreadable_rows_[i], 1, 1, 3);
   }
   QString summary =
@@ -140,8 +143,11 @@ void PredictDialog::finish(const QString& error) {
           .arg(run_)
           .arg(classes_.size())
           .arg(image_size_);
-  if (!unreadable_rows_.empty())
-    summary += tr("; %n could not be read (each row says why)", nullptr, static_cast<int>(unreadable_rows_.size()));
+  if (unreadable_rows_.size() == 1)  // said whole here: its row may be too narrow for it
+    summary += tr("; 1 could not be read: %1").arg(reasons.front());
+  else if (!unreadable_rows_.empty())
+    summary += tr("; %n could not be read (each row says why; its tooltip says it whole)", nullptr,
+                  static_cast<int>(unreadable_rows_.size()));
   summary_->setText(summary);
 }
 
