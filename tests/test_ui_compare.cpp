@@ -237,11 +237,14 @@ class CompareRuns : public QObject {
     w.open_runs({fp32_seed1_, bf16_seed1_});
     w.tabs()->setCurrentWidget(w.compare_view());
     QCOMPARE(w.chosen_runs(), (std::vector<int64_t>{fp32_seed1_, bf16_seed1_}));
-    const QString file = dir_.filePath("report.html");
-    w.save_report(w.chosen_runs(), file);
-    QFile f(file);
-    QVERIFY(f.open(QIODevice::ReadOnly));
-    const QString html = QString::fromUtf8(f.readAll());
+    // The report the File menu saves of the runs it would act on.
+    const auto saved = [&](const QString& name) {
+      const QString file = dir_.filePath(name);
+      w.save_report(w.chosen_runs(), file);
+      QFile f(file);
+      return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+    };
+    const QString html = saved("report.html");
     // The same document as `ampwb report` of these runs, made from the same store.
     const RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
     const QString engine = QString::fromStdString(html_report(store, {fp32_seed1_, bf16_seed1_}));
@@ -251,11 +254,7 @@ class CompareRuns : public QObject {
     // With the other run chosen as the baseline, the report measures against it, as the tab shows.
     w.compare_view()->baseline()->setCurrentIndex(1);
     QCOMPARE(w.chosen_runs(), (std::vector<int64_t>{bf16_seed1_, fp32_seed1_}));
-    const QString other = dir_.filePath("report-against-bf16.html");
-    w.save_report(w.chosen_runs(), other);
-    QFile g(other);
-    QVERIFY(g.open(QIODevice::ReadOnly));
-    const QString against_bf16 = QString::fromUtf8(g.readAll());
+    const QString against_bf16 = saved("report-against-bf16.html");
     QVERIFY(against_bf16.contains("speed-up vs run " + QString::number(bf16_seed1_)));
     QVERIFY(!against_bf16.contains("speed-up vs run " + QString::number(fp32_seed1_)));
   }
