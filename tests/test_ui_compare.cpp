@@ -215,8 +215,11 @@ class CompareRuns : public QObject {
     w.open_runs({id});
     w.tabs()->setCurrentWidget(w.compare_view());
     QCOMPARE(w.compare_view()->series().front()->status, RunStatus::Running);
+    auto* table = w.compare_view()->findChild<QTableView*>("compareTable");
+    table->setColumnWidth(1, 333);  // the user widens the run's column: reading the run again keeps it so
     recorder.end_run(id, RunEnd{RunStatus::Finished, ""}, {}, 1.0);
     QTRY_COMPARE_WITH_TIMEOUT(w.compare_view()->series().front()->status, RunStatus::Finished, 10000);
+    QCOMPARE(table->columnWidth(1), 333);
   }
 
   void diagnosis_escapes_what_the_store_holds() {

@@ -128,6 +128,7 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
                         store_.epoch_times(id), store_.alternating_speed(id)});
     configs.push_back(series.back()->config);
   }
+  const bool new_runs = ids != ids_;  // not the same runs read again (follow_running_runs)
   ids_ = ids;
   series_ = std::move(series);
   seed_only_ = differ_only_by_seed(configs);
@@ -152,10 +153,12 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
   // A run's column as wide as its values, up to a width that leaves three runs side by side beside the setup panel
   // at 1366 px: a device line or a path would otherwise make one run fill the view. A longer value ends in "…" and
   // shows whole in its tooltip. Sized for a new list of runs only, so a column the user widened stays so.
-  table_->resizeColumnsToContents();
-  const int widest = 36 * table_->fontMetrics().averageCharWidth();
-  for (int column = 1; column < model_->columnCount(); ++column)
-    table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
+  if (new_runs) {
+    table_->resizeColumnsToContents();
+    const int widest = 36 * table_->fontMetrics().averageCharWidth();
+    for (int column = 1; column < model_->columnCount(); ++column)
+      table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
+  }
   diagnosis_->set_runs(store_, ids_);
   diagnosis_->set_baseline(static_cast<size_t>(std::max(0, baseline_->currentIndex())));
 
