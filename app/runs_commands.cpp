@@ -443,8 +443,7 @@ int show_command(const ShowOptions& options) {
                 duration_text(s.mean_epoch_seconds).c_str(), s.mean_images_per_second);
     const bool scaled = r.config.precision.loss_scale.kind != LossScaleKind::Off;
     std::printf("  skipped steps              %lld   final loss scale %s   peak memory %s\n",
-                static_cast<long long>(s.skipped_steps),
-                scaled ? number_text(s.final_loss_scale).c_str() : "none (no loss scaling)",
+                static_cast<long long>(s.skipped_steps), loss_scale_text(s.final_loss_scale, scaled).c_str(),
                 mebibytes_text(s.peak_bytes).c_str());
   } else {
     std::printf("  no epoch completed\n");

@@ -16,6 +16,10 @@ std::string fixed_text(double value, int digits) {
 
 std::string number_text(double value) { return field_text(value); }
 
+std::string loss_scale_text(double scale, bool scaled) {
+  return scaled ? number_text(scale) : "none (no loss scaling)";
+}
+
 std::string percent_text(double fraction) {
   return std::isfinite(fraction) ? fixed_text(100 * fraction, 2) + "%" : "-";
 }

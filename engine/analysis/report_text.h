@@ -13,5 +13,8 @@ std::string mebibytes_text(size_t bytes);            // "12.3 MiB"; "-" for 0 (n
 std::string fixed_text(double value, int digits);    // printf's %.*f: "0.1234"
 std::string number_text(double value);               // shortest exact form: "65536", "0.2"; nan, inf, -inf
 std::string timestamp_text(const std::string& iso);  // "2026-11-21T17:16:10Z" -> "2026-11-21 17:16"
+// A run's final loss scale: "65536", or where the run scales nothing (its scale stays 1, which says nothing),
+// "none (no loss scaling)".
+std::string loss_scale_text(double scale, bool scaled);
 
 }  // namespace ampwb

@@ -125,11 +125,9 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
         [&](size_t i) { return timed_together[i]; });
   }
   add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });
-  // A run that scales nothing keeps a scale of 1 that says nothing: said as what it is.
-  const auto scale = completed([](const RunSummary& s) { return number_text(s.final_loss_scale); });
   add("final loss scale", [&](size_t i) {
-    return runs[i].record.config.precision.loss_scale.kind == LossScaleKind::Off ? std::string("none (no loss scaling)")
-                                                                                 : scale(i);
+    const bool scaled = runs[i].record.config.precision.loss_scale.kind != LossScaleKind::Off;
+    return completed([scaled](const RunSummary& s) { return loss_scale_text(s.final_loss_scale, scaled); })(i);
   });
   add("peak memory", [&](size_t i) { return mebibytes_text(c.summaries[i].peak_bytes); });
   // What FP16 storage would lose of the last gradients each run recorded (the histogram chart's fractions).
