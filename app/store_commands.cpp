@@ -39,7 +39,13 @@ int export_csv_command(const ExportCsvOptions& options) {
   } else {
     ids = store.resolve_each(options.runs);
   }
+  const std::vector<int64_t> earlier = runs_exported_before(options.out, ids);
   for (const std::string& file : export_csv(store, ids, options.out)) std::printf("%s\n", file.c_str());
+  if (!earlier.empty())
+    std::fprintf(stderr,
+                 "note: %s also holds the files of an earlier export of %s; runs-summary.csv and runs-long.csv "
+                 "list only the %zu run%s exported now\n",
+                 options.out.c_str(), runs_phrase(earlier).c_str(), ids.size(), ids.size() == 1 ? "" : "s");
   return 0;
 }
 

@@ -802,8 +802,14 @@ void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
   if (!confirm_replacing(this, tr("Export CSV"), replaced)) return;
   settings.setValue("export/folder", folder);
   try {
+    const std::vector<int64_t> earlier = runs_exported_before(folder.toStdString(), ids);
     const QStringList files = export_csv(ids, folder);
-    show_status(tr("Wrote %1 CSV files into %2").arg(files.size()).arg(folder), 10000);
+    QString done = tr("Wrote %1 CSV files into %2").arg(files.size()).arg(folder);
+    if (!earlier.empty())
+      done += tr(" (it also holds an earlier export of %1; runs-summary.csv lists only the %n run(s) exported now)",
+                 nullptr, static_cast<int>(ids.size()))
+                  .arg(QString::fromStdString(runs_phrase(earlier)));
+    show_status(done, 15000);
   } catch (const std::exception& e) {
     plain_message(this, QMessageBox::Warning, tr("Export CSV"), QString::fromUtf8(e.what()));
   }

@@ -1,9 +1,12 @@
 // CSV export of stored runs.
 #include "store/csv_export.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <regex>
+#include <set>
 #include <string_view>
 #include <type_traits>
 
@@ -137,6 +140,31 @@ std::vector<std::string> csv_export_files(const std::vector<int64_t>& runs, cons
   files.push_back((fs::path(folder) / "runs-summary.csv").string());
   files.push_back((fs::path(folder) / "runs-long.csv").string());
   return files;
+}
+
+std::vector<int64_t> runs_exported_before(const std::string& folder, const std::vector<int64_t>& runs) {
+  static const std::regex per_run_file(R"(run-(\d+)-(steps|epochs|summary)\.csv)");
+  std::set<int64_t> others;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, per_run_file)) continue;
+    int64_t id = 0;
+    const std::string digits = m[1].str();
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), id).ec != std::errc()) continue;
+    if (std::find(runs.begin(), runs.end(), id) == runs.end()) others.insert(id);
+  }
+  return {others.begin(), others.end()};
+}
+
+std::string runs_phrase(const std::vector<int64_t>& runs) {
+  std::string text = runs.size() == 1 ? "run " : "runs ";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (i > 0) text += i + 1 == runs.size() ? " and " : ", ";
+    text += std::to_string(runs[i]);
+  }
+  return text;
 }
 
 std::vector<std::string> export_csv(const RunStore& store, const std::vector<int64_t>& runs,

@@ -50,5 +50,10 @@ std::string csv_number(double value);             // shortest round-trip form; n
 std::vector<std::string> export_csv(const RunStore& store, const std::vector<int64_t>& runs, const std::string& folder);
 // The files export_csv writes for `runs` into `folder`, in its order: what a caller may say it would replace.
 std::vector<std::string> csv_export_files(const std::vector<int64_t>& runs, const std::string& folder);
+// The other runs an earlier export left per-run files of in `folder` (ascending ids): an export of `runs` keeps them,
+// but its runs-summary.csv and runs-long.csv list `runs` alone, which a user should be told.
+std::vector<int64_t> runs_exported_before(const std::string& folder, const std::vector<int64_t>& runs);
+// "runs 1, 3 and 7", "run 4"
+std::string runs_phrase(const std::vector<int64_t>& runs);
 
 }  // namespace ampwb
