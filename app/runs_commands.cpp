@@ -412,6 +412,7 @@ int show_command(const ShowOptions& options) {
   config.print("  ");
 
   std::printf("\nepochs\n");
+  const bool scaled = r.config.precision.loss_scale.kind != LossScaleKind::Off;  // else its scale of 1 reads "-"
   if (epochs.empty()) {
     std::printf("  (none completed)\n");
   } else {
@@ -420,12 +421,12 @@ int show_command(const ShowOptions& options) {
                 std::vector<bool>(12, true));
     const bool validated = r.info.validation_images > 0;  // else nothing was measured: "-"
     for (const EpochReport& e : epochs)
-      table.add({std::to_string(e.epoch), fixed_text(e.train_loss, 4), percent_text(e.train_accuracy),
-                 validated ? fixed_text(e.validation_loss, 4) : "-",
-                 validated ? percent_text(e.validation_accuracy) : "-",
-                 validated ? percent_text(e.validation_topk) : "-", fixed_text(e.seconds, 2),
-                 fixed_text(e.images_per_second, 1), fixed_text(e.data_wait_seconds, 2),
-                 std::to_string(e.skipped_steps), number_text(e.loss_scale), mebibytes_text(e.peak_bytes)});
+      table.add(
+          {std::to_string(e.epoch), fixed_text(e.train_loss, 4), percent_text(e.train_accuracy),
+           validated ? fixed_text(e.validation_loss, 4) : "-", validated ? percent_text(e.validation_accuracy) : "-",
+           validated ? percent_text(e.validation_topk) : "-", fixed_text(e.seconds, 2),
+           fixed_text(e.images_per_second, 1), fixed_text(e.data_wait_seconds, 2), std::to_string(e.skipped_steps),
+           scaled ? number_text(e.loss_scale) : "-", mebibytes_text(e.peak_bytes)});
     table.print("  ");
   }
 
@@ -441,7 +442,6 @@ int show_command(const ShowOptions& options) {
     }
     std::printf("  epochs                     %d of %d, mean %s, %.1f images/s\n", s.epochs_completed, r.epochs,
                 duration_text(s.mean_epoch_seconds).c_str(), s.mean_images_per_second);
-    const bool scaled = r.config.precision.loss_scale.kind != LossScaleKind::Off;
     std::printf("  skipped steps              %lld   final loss scale %s   peak memory %s\n",
                 static_cast<long long>(s.skipped_steps), loss_scale_text(s.final_loss_scale, scaled).c_str(),
                 mebibytes_text(s.peak_bytes).c_str());

@@ -9,6 +9,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
+#include <sstream>
 
 #include "analysis/run_speed.h"
 #include "store/store_filesystem.h"
@@ -217,7 +219,15 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
     expect_contains(r.output, part);
   // FP32 scales nothing: its scale of 1 is said as no scaling, here and in `show`.
   expect_contains(r.output, "none (no loss scaling)");
-  expect_contains(ampwb({"show", "1", "--db", db}).output, "final loss scale none (no loss scaling)");
+  const std::string shown = ampwb({"show", "1", "--db", db}).output;
+  expect_contains(shown, "final loss scale none (no loss scaling)");
+  // Its epochs table's LOSS SCALE column (before PEAK's "80.4 MiB") reads "-", not the 1 it multiplied by.
+  const size_t row = shown.find("\n      1 ", shown.find("\nepochs\n"));
+  ASSERT_NE(row, std::string::npos) << shown;
+  std::istringstream cells(shown.substr(row, shown.find('\n', row + 1) - row));
+  std::vector<std::string> words{std::istream_iterator<std::string>(cells), {}};
+  ASSERT_GE(words.size(), 3u);
+  EXPECT_EQ(words[words.size() - 3], "-") << shown;
 
   // export csv
   const std::string out = dir.file("csv out");
