@@ -15,6 +15,8 @@
 #include <QScreen>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSplitter>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTextDocumentFragment>
 #include <QToolBar>
@@ -292,6 +294,37 @@ class WindowFits : public QObject {
                                                                " is not inside the screen's " + describe(available)));
   }
 
+  // The Compare tab's split between charts and table, once dragged, is the next window's too.
+  void the_compare_split_dragged_is_kept() {
+    QSettings().remove("compare");
+    int dragged_table = 0;
+    {
+      MainWindow w(db_);
+      show_at(w, kSmallScreen);
+      w.tabs()->setCurrentWidget(w.compare_view());
+      QTest::qWait(100);
+      auto* splitter = w.compare_view()->findChild<QSplitter*>("compareSplitter");
+      QVERIFY(splitter);
+      const int table_before = splitter->sizes()[1];
+      QSplitterHandle* handle = splitter->handle(1);
+      const QPoint middle = handle->rect().center();
+      QTest::mousePress(handle, Qt::LeftButton, {}, middle);
+      QTest::mouseMove(handle, middle - QPoint(0, 120));
+      QTest::mouseRelease(handle, Qt::LeftButton, {}, middle - QPoint(0, 120));
+      dragged_table = splitter->sizes()[1];
+      QVERIFY2(dragged_table > table_before + 60, qPrintable(QStringLiteral("the table was %1 px high and is %2 after "
+                                                                            "the drag")
+                                                                 .arg(table_before)
+                                                                 .arg(dragged_table)));
+    }
+    MainWindow w(db_);
+    show_at(w, kSmallScreen);
+    w.tabs()->setCurrentWidget(w.compare_view());
+    QTest::qWait(100);
+    QCOMPARE(w.compare_view()->findChild<QSplitter*>("compareSplitter")->sizes()[1], dragged_table);
+    QSettings().remove("compare");  // the later tests see the split a first launch has
+  }
+
   // The Runs tab at 1280×720: its filter, every button, the table and the status bar's store path in the window.
   void the_runs_view_fits_1280x720() {
     MainWindow w(db_);
@@ -311,6 +344,12 @@ class WindowFits : public QObject {
       }
     check_reachable(w, reachable, "Runs tab");
     QVERIFY(w.findChild<QWidget*>("runsTable")->height() >= 200);
+    // A message, however long, has the whole bar while it lasts: the store's path steps aside, then comes back.
+    QWidget* store = w.findChild<QWidget*>("storePath");
+    w.statusBar()->showMessage(QString(200, 'w'), 5000);
+    QVERIFY(!store->isVisible());
+    w.statusBar()->clearMessage();
+    QVERIFY(store->isVisible());
   }
 
   // The precision's note under its choice is whole for every mode, the longest (AMP FP8's) and then a short one again
@@ -363,7 +402,7 @@ class WindowFits : public QObject {
     QCOMPARE(w.size(), kSmallScreen);  // a run's texts and charts did not grow it
     check_charts_apart(w, w.live_charts(), "Training tab");
     check_reachable(w,
-                    {w.findChild<QWidget*>("exportCharts"), w.findChild<QWidget*>("eta"),
+                    {w.live_charts()->findChild<QWidget*>("exportCharts"), w.findChild<QWidget*>("eta"),
                      w.findChild<QWidget*>("progress"), w.findChild<QWidget*>("trainButton")},
                     "Training tab");
     check_legends(w.live_charts(), "Training tab");

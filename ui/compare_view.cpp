@@ -7,6 +7,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QScrollArea>
+#include <QSettings>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
@@ -110,6 +111,10 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   splitter->addWidget(bottom);
   splitter->setStretchFactor(0, 2);  // the charts' two rows whole on a 1280×720 screen; the table scrolls
   splitter->setStretchFactor(1, 1);
+  // Room the user gives the table stays given: the sizes last dragged to are the next window's.
+  splitter->restoreState(QSettings().value("compare/splitter").toByteArray());
+  connect(splitter, &QSplitter::splitterMoved, this,
+          [splitter] { QSettings().setValue("compare/splitter", splitter->saveState()); });
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(title_);

@@ -153,6 +153,9 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   store_label->setObjectName("storePath");
   store_label->setTextFormat(Qt::PlainText);  // a path, shown as written
   statusBar()->addPermanentWidget(store_label);
+  // A message (a warning, an epoch's timing) takes the whole bar while it lasts; the store's path comes back after.
+  connect(statusBar(), &QStatusBar::messageChanged, store_label,
+          [store_label](const QString& message) { store_label->setVisible(message.isEmpty()); });
 
   build_menus();
   live_ = std::make_unique<RunSeries>();
