@@ -294,12 +294,12 @@ void print_divergence(const RunRecord& r, const std::optional<PrecisionDivergenc
     return;
   }
   std::printf(
-      "  one step in %s against one in FP32 from the final weights (epoch %d, step %lld) and %lld images of a\n"
-      "  training batch: relative L2 errors ||%s - fp32|| / ||fp32||, gradients unscaled (loss scale %s)\n",
-      d->mode.c_str(), d->epoch, static_cast<long long>(d->step), static_cast<long long>(d->samples), d->mode.c_str(),
+      "  one step in %s against one in FP32 from the final weights (after %lld steps, epoch %d) and %lld images\n"
+      "  of a training batch: relative L2 errors ||%s - fp32|| / ||fp32||, gradients unscaled (loss scale %s)\n",
+      d->mode.c_str(), static_cast<long long>(d->step), d->epoch, static_cast<long long>(d->samples), d->mode.c_str(),
       number_text(d->loss_scale).c_str());
   std::printf("  %s\n", divergence_sentence(*d).c_str());
-  std::printf("  departure line: %s\n", divergence_threshold_text(*d).c_str());
+  std::printf("  departure line (activations): %s\n", divergence_threshold_text(*d).c_str());
   Table table({"LAYER", "KIND", "DTYPE", "ACTIVATION", "ACT GRAD", "WEIGHT GRAD", "NOTE"},
               {false, false, false, true, true, true, false});
   for (const LayerDivergence& l : d->layers)

@@ -9,6 +9,7 @@
 
 #include "analysis/divergence_text.h"
 #include "run_series.h"
+#include "text_lines_area.h"
 
 namespace ampwb::ui {
 
@@ -28,7 +29,9 @@ DivergenceView::DivergenceView(QWidget* parent) : QWidget(parent) {
   caption_ = new QLabel;
   caption_->setObjectName("divergenceCaption");
   caption_->setWordWrap(true);
-  layout->addWidget(caption_);
+  caption_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  // Three lines, scrolling: a long sentence never squeezes the table under it, nor runs into the title above.
+  layout->addWidget(text_lines_area(caption_, 3));
   table_ = new QTableWidget;
   table_->setObjectName("divergenceTable");
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -63,7 +66,7 @@ void DivergenceView::rebuild() {
   const PrecisionDivergence& d = *run_->divergence;
   caption_->setText(QString::fromStdString(divergence_sentence(d)));
   caption_->setToolTip(tr("One step in %1 against one in FP32 from the final weights and %2 images of a training "
-                          "batch; relative L2 errors, gradients unscaled. Departure line: %3.")
+                          "batch; relative L2 errors, gradients unscaled. Departure line (activations): %3.")
                            .arg(QString::fromStdString(d.mode))
                            .arg(d.samples)
                            .arg(QString::fromStdString(divergence_threshold_text(d))));

@@ -103,13 +103,26 @@ std::string divergence_sentence(const PrecisionDivergence& d) {
     const auto worst = std::max_element(d.layers.begin(), d.layers.end(), [](const auto& a, const auto& b) {
       return a.activation.relative_error < b.activation.relative_error;
     });
-    s = d.mode + " stays within " + number(kDepartureUnits, "%.0f") + " units of " + u +
+    s = d.mode + "'s activations stay within " + number(kDepartureUnits, "%.0f") + " units of " + u +
         " of FP32 at every layer (largest: " + number(worst->activation.relative_error / d.unit_roundoff, "%.1f") +
         " units at " + worst->layer + ")";
   }
   if (!d.largest_growth.empty())
     s += "; " + d.largest_growth + " grows the error most (" + number(d.largest_growth_factor, "%.1f") +
          " times its input's)";
+  // The line is the activations': gradients carry back every later layer's difference, and say so beside it.
+  const TensorDivergence* largest_grad = nullptr;
+  std::string grad_where;
+  for (const LayerDivergence& l : d.layers)
+    for (const auto& [t, what] :
+         {std::pair{&l.activation_grad, "'s output gradient"}, {&l.weight_grad, "'s weight gradient"}})
+      if (t->measured() && (!largest_grad || t->relative_error > largest_grad->relative_error)) {
+        largest_grad = t;
+        grad_where = l.layer + what;
+      }
+  if (largest_grad && largest_grad->relative_error > d.threshold)
+    s += "; its gradients differ more (up to " + relative_error_text(*largest_grad) + ", " + grad_where +
+         "): each carries back the differences of every later layer, ReLU's zeros moved by rounding among them";
   s += "; the loss's relative error is " + relative_error_text(d.loss) + ".";
   return s;
 }

@@ -122,11 +122,11 @@ std::string divergence_section(const RunEvidence& e) {
     marked.push_back(l.layer == d.first_departing);
   }
   return "<p>" + html_escape(divergence_sentence(d)) + "</p>\n<p>One step in " + html_escape(d.mode) +
-         " against one in FP32 from the final weights (epoch " + std::to_string(d.epoch) + ", step " +
-         std::to_string(d.step) + ") and " + std::to_string(d.samples) +
+         " against one in FP32 from the final weights (after " + std::to_string(d.step) + " steps, epoch " +
+         std::to_string(d.epoch) + ") and " + std::to_string(d.samples) +
          " images of a training batch: relative L2 errors, gradients unscaled (loss scale " +
-         html_escape(number_text(d.loss_scale)) + "). Departure line: " + html_escape(divergence_threshold_text(d)) +
-         ".</p>\n" +
+         html_escape(number_text(d.loss_scale)) +
+         "). Departure line (activations): " + html_escape(divergence_threshold_text(d)) + ".</p>\n" +
          table({"layer", "kind", "dtype", "activation", "activation gradient", "weight gradient", "note"}, rows,
                marked);
 }
