@@ -37,8 +37,10 @@
 #include "compare_model.h"
 #include "compare_view.h"
 #include "diagnosis_panel.h"
+#include "divergence_view.h"
 #include "main_window.h"
 #include "metric_chart.h"
+#include "numerics_heatmap.h"
 #include "run_controls.h"
 #include "run_groups.h"
 #include "runs_model.h"
@@ -92,6 +94,31 @@ class CompareRuns : public QObject {
     QCOMPARE(view->charts()->chart("epoch-time")->point_count(), qsizetype{2 * 2 * 2});
     QCOMPARE(view->charts()->chart("data-wait")->point_count(), qsizetype{2 * 2 * 2});
     QVERIFY(view->charts()->chart("histogram")->point_count() > 0);
+  }
+
+  // The per-layer numerics and the divergence are of one run, chosen under "Layers of": at first the bf16 run (FP32
+  // is its own reference, nothing to show), then the one the user picks, kept when the runs are read again.
+  void layers_show_the_chosen_run() {
+    MainWindow w(db_);
+    w.open_runs({fp32_seed1_, bf16_seed1_});
+    ChartPanel* charts = w.compare_view()->charts();
+    auto* chooser = charts->findChild<QComboBox*>("layersRun");
+    QVERIFY(chooser && chooser->isVisibleTo(charts));
+    QCOMPARE(charts->layers_run()->run_id, bf16_seed1_);
+    QVERIFY2(charts->divergence()->caption()->text().startsWith("amp-bf16"),
+             qPrintable(charts->divergence()->caption()->text()));
+    chooser->setCurrentIndex(chooser->findData(QVariant::fromValue(fp32_seed1_)));
+    QCOMPARE(charts->layers_run()->run_id, fp32_seed1_);
+    QCOMPARE(charts->divergence()->caption()->text(), QString("FP32 is its own reference: nothing to compare."));
+    w.compare_view()->reload();
+    QCOMPARE(charts->layers_run()->run_id, fp32_seed1_);
+    // FP8's measures, chosen for a run without FP8, say so instead of a column of dashes under an FP8 caption.
+    charts->numerics()->set_measure(NumericsMeasure::Fp8Underflow);
+    QVERIFY2(charts->numerics()->caption_text().startsWith("fp32 has no FP8 layers"),
+             qPrintable(charts->numerics()->caption_text()));
+    w.open_runs({bf16_seed1_});  // one run: nothing to choose
+    QVERIFY(!chooser->isVisibleTo(charts));
+    QCOMPARE(charts->layers_run()->run_id, bf16_seed1_);
   }
 
   void says_where_the_step_time_changed() {

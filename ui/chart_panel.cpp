@@ -163,10 +163,20 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   auto* layers = new QWidget;
   auto* layers_layout = new QVBoxLayout(layers);
   layers_layout->setContentsMargins(0, 0, 0, 0);
+  layers_run_ = new QComboBox;
+  layers_run_->setObjectName("layersRun");
+  layers_run_->setToolTip(tr("The run whose per-layer numerics and precision divergence show here"));
+  layers_run_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  layers_run_->setMinimumContentsLength(14);
+  connect(layers_run_, &QComboBox::currentIndexChanged, this, &ChartPanel::refresh);
+  layers_run_box_ = piece({new QLabel(tr("Layers of")), layers_run_});
+  static_cast<QHBoxLayout*>(layers_run_box_->layout())->setStretch(1, 1);
+  layers_run_box_->setVisible(false);
+  layers_layout->addWidget(layers_run_box_);
   numerics_ = new NumericsHeatmap;
-  layers_layout->addWidget(numerics_, 3);
+  layers_layout->addWidget(numerics_, 1);
   divergence_ = new DivergenceView;
-  layers_layout->addWidget(divergence_, 2);
+  layers_layout->addWidget(divergence_, 1);
   grid->addWidget(layers, 0, 3, 2, 1);
   for (int c = 0; c < 4; ++c) grid->setColumnStretch(c, 1);
   // No row stretch: equal stretch would make the grid's minimum twice the taller row's (the one with the note),
@@ -193,6 +203,7 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
 void ChartPanel::set_runs(RunList runs) {
   runs_ = std::move(runs);
   update_legend();
+  update_layers_runs();
   histogram_epoch_->setValue(0);
   refresh();
 }
@@ -218,6 +229,29 @@ void ChartPanel::update_legend() {
   }
   run_legend_->setText(text);
   run_legend_->setVisible(!entries.isEmpty());
+}
+
+void ChartPanel::update_layers_runs() {
+  const QSignalBlocker block(layers_run_);
+  const QVariant chosen = layers_run_->currentData();
+  layers_run_->clear();
+  for (const RunSeries* r : runs_)
+    layers_run_->addItem(QString::fromStdString(r->label), QVariant::fromValue(r->run_id));
+  int index = layers_run_->findData(chosen);
+  if (index < 0) {  // a run whose layers differ from FP32's: one in a low-precision mode
+    const auto low = std::find_if(runs_.begin(), runs_.end(), [](const RunSeries* r) {
+      return mode_info(r->config.precision.mode).format != NumberFormat::Fp32;
+    });
+    index = low == runs_.end() ? 0 : static_cast<int>(low - runs_.begin());
+  }
+  layers_run_->setCurrentIndex(index);
+  layers_run_box_->setVisible(runs_.size() > 1);
+}
+
+const RunSeries* ChartPanel::layers_run() const {
+  if (runs_.empty()) return nullptr;
+  const int index = layers_run_->currentIndex();
+  return index >= 0 && index < static_cast<int>(runs_.size()) ? runs_[static_cast<size_t>(index)] : runs_.front();
 }
 
 ChartOptions ChartPanel::options() const {
@@ -272,8 +306,10 @@ void ChartPanel::refresh() {
   update_fp8_tensors();  // before options(): they name the tensor chosen
   const ChartOptions o = options();
   for (MetricChart* c : charts_) c->update_from(runs_, o);
-  numerics_->update_from(runs_);
-  divergence_->update_from(runs_);
+  const RunSeries* layers = layers_run();
+  const RunList layers_runs = layers ? RunList{layers} : RunList{};
+  numerics_->update_from(layers_runs);
+  divergence_->update_from(layers_runs);
   update_skipped_note();
   const qint64 cost = clock.elapsed();
   if (cost > 8) throttle_->start(static_cast<int>(std::min<qint64>(1000, 2 * cost)));

@@ -49,6 +49,9 @@ class ChartPanel : public QWidget {
   const std::vector<MetricChart*>& charts() const { return charts_; }
   NumericsHeatmap* numerics() const { return numerics_; }
   DivergenceView* divergence() const { return divergence_; }
+  // The run whose layers the heat map and the divergence show: of several, the one chosen under "Layers of"
+  // (at first the first in a low-precision mode, which has both to show).
+  const RunSeries* layers_run() const;
 
   // With file dialogs: one chart to PNG/SVG/PDF, or all of them into a folder.
   void export_one(MetricChart* chart);
@@ -64,6 +67,7 @@ class ChartPanel : public QWidget {
   void update_skipped_note();
   void update_fp8_tensors();  // the tensors offered, and the FP8 chart shown only where a run has them
   void update_legend();       // the runs' colours and, when grouped, the groups
+  void update_layers_runs();  // the "Layers of" choice: the runs offered, the one chosen kept
   RunList runs_;
   QTimer* throttle_ = nullptr;
   bool refresh_pending_ = false;
@@ -84,6 +88,8 @@ class ChartPanel : public QWidget {
   QComboBox* fp8_tensor_ = nullptr;
   QWidget* fp8_tensor_box_ = nullptr;  // its label and the tensor choice, one piece of the control row
   QLabel* run_legend_ = nullptr;       // a comparison's runs and their colours, for every chart
+  QComboBox* layers_run_ = nullptr;    // by run id; shown for several runs
+  QWidget* layers_run_box_ = nullptr;
   NumericsHeatmap* numerics_ = nullptr;
   DivergenceView* divergence_ = nullptr;
 };

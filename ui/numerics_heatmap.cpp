@@ -14,6 +14,7 @@
 #include "analysis/numerics_grid.h"
 #include "analysis/report_text.h"
 #include "run_series.h"
+#include "text_lines_area.h"
 
 namespace ampwb::ui {
 namespace {
@@ -106,7 +107,9 @@ NumericsHeatmap::NumericsHeatmap(QWidget* parent) : QWidget(parent) {
   caption_ = new QLabel;
   caption_->setObjectName("numericsCaption");
   caption_->setWordWrap(true);
-  layout->addWidget(caption_);
+  caption_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  // Three lines, scrolling: a long sentence never squeezes the table under it, nor runs into the title above.
+  layout->addWidget(text_lines_area(caption_, 3));
   table_ = new QTableWidget;
   table_->setObjectName("numericsTable");
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -147,6 +150,10 @@ QString NumericsHeatmap::caption(NumericsMeasure m, bool empty, bool fp16_gradie
   const QString yardstick = mode_info(mode).format == NumberFormat::Fp16
                                 ? QString()
                                 : tr("; FP16's limits, not this run's (%1)").arg(QString::fromUtf8(mode_name(mode)));
+  const bool fp8_measure = m == NumericsMeasure::Fp8Saturated || m == NumericsMeasure::Fp8Underflow;
+  if (fp8_measure && mode_info(mode).format != NumberFormat::Fp8)
+    return tr("%1 has no FP8 layers: these shares are measured in amp-fp8 runs")
+        .arg(QString::fromUtf8(mode_name(mode)));
   switch (m) {
     case NumericsMeasure::ActivationHeadroom:
       return tr("log2(65504 / max |activation|): powers of two left before FP16 overflows") + yardstick;
