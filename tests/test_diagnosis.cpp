@@ -430,6 +430,27 @@ TEST(DiagnosisSpeed, AnEmulatedFormatMeasuredFasterIsNotAContradiction) {
   EXPECT_EQ(speed.title.find("not distinguishable"), std::string::npos);
 }
 
+// amp-fp8 on the CPU is emulated, and slower than FP32 by its conversions: said as what the format does, not put down
+// to the machine's other work, however busy it was.
+TEST(DiagnosisSpeed, AnEmulatedFormatsSlowdownIsNotTheMachinesLoad) {
+  RunEvidence fp32 = timed_run(1, "fp32", 0.100), fp8 = timed_run(2, "amp-fp8", 0.200);
+  fp8.times[0].steps = 60;
+  fp8.times[0].load = {0.56, 0, 0};
+  const std::vector<Finding> findings = diagnose(fp8, &fp32);
+  const Finding emulated = expect_finding(findings, "fp8_emulated");
+  EXPECT_EQ(emulated.severity, Severity::Note);
+  expect_contains(emulated.action, "FP8's numerics");
+  const Finding speed = expect_finding(findings, "speed_vs_baseline");
+  EXPECT_EQ(speed.severity, Severity::Note);
+  expect_contains(speed.title, "Slower than the baseline, as an emulated format is: 0.50\u00d7 (2.00\u00d7 slower)");
+  expect_contains(speed.evidence, "timings unreliable: the machine was 56% busy");
+  EXPECT_EQ(speed.action.find("quiet machine"), std::string::npos) << speed.action;
+  // On a GPU nothing is emulated: a slowdown there is a finding of its own, and no FP8 note.
+  fp8.run.device = fp32.run.device = DeviceChoice::cuda(0);
+  EXPECT_EQ(find(diagnose(fp8, &fp32), "fp8_emulated"), nullptr);
+  expect_contains(expect_finding(diagnose(fp8, &fp32), "speed_vs_baseline").title, "timings unreliable");
+}
+
 // Runs that a sweep here timed in alternation: the verdict is that figure, as `compare` shows it, and the trainings'
 // own steady state stands beside it as evidence; a timing that left the baseline out changes nothing.
 TEST(DiagnosisSpeed, ASweepsTimingInAlternationIsTheVerdictsFigure) {

@@ -111,6 +111,15 @@ void fp16_emulated(const RunEvidence& e, std::vector<Finding>& out) {
       "the CPU computes BF16 faster than FP32 (AMX, or AVX512-BF16 as on AMD Zen 5), or train FP16 on a GPU");
 }
 
+void fp8_emulated(const RunEvidence& e, std::vector<Finding>& out) {
+  if (format_of(e) != NumberFormat::Fp8 || !on_cpu(e)) return;
+  add(out, "fp8_emulated", Severity::Note,
+      "FP8 is emulated on this CPU: FP32 arithmetic on values rounded to FP8, plus the conversions",
+      e.run.info.compute.empty() ? "the run trained " + mode_of(e) + " on the CPU" : e.run.info.compute,
+      "use this run for FP8's numerics (each tensor's scale, saturation and underflow, layer by layer); FP8 computes "
+      "faster only on GPUs with FP8 tensor cores (compute capability 8.9 and 9.0: Ada, Hopper)");
+}
+
 void bf16_not_native(const RunEvidence& e, std::vector<Finding>& out) {
   if (format_of(e) != NumberFormat::Bf16 || !on_cpu(e)) return;
   if (e.run.info.compute.find("emulated") == std::string::npos) return;
@@ -405,6 +414,19 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
         "alone on one machine, as a precision sweep run here, which also times them in alternation");
     return;
   }
+  const bool expected_none = std::any_of(out.begin(), out.end(), [](const Finding& f) {
+    return f.rule == "fp16_emulated" || f.rule == "fp8_emulated" || f.rule == "bf16_not_native";
+  });
+  if (expected_none && speedup.ratio < 1 && full_precision_rank(e) > full_precision_rank(base)) {
+    // However busy the machine was, emulation computes in FP32 and converts besides: slower is what it does.
+    add(out, "speed_vs_baseline", Severity::Note,
+        "Slower than the baseline, as an emulated format is: " + ratio_headline(speedup),
+        evidence + (unreliable.empty() ? "" : "; " + unreliable),
+        "the emulated format computes in FP32 and adds its conversions, so no speed-up is to be had on this CPU, "
+        "whatever else the machine did; the run's worth here is its numerics, and its speed is measured where the "
+        "format has arithmetic units of its own");
+    return;
+  }
   if (!unreliable.empty() && alternation.empty()) {
     add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + ratio_headline(speedup) + ", " + unreliable,
         by_class.available ? evidence : evidence + "; speed-up " + figure,  // the sentence ends with it
@@ -412,9 +434,6 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
         "times configurations in alternation so that the machine's other work falls on both alike");
     return;
   }
-  const bool expected_none = std::any_of(out.begin(), out.end(), [](const Finding& f) {
-    return f.rule == "fp16_emulated" || f.rule == "bf16_not_native";
-  });
   const std::string why_not_faster =
       full_precision_rank(e) < full_precision_rank(base)
           ? "the baseline computes in a narrower format (" + mode_of(base) + ") than this run (" + mode_of(e) +
@@ -475,11 +494,22 @@ void from_json(const nlohmann::json& j, Severity& s) {
 void to_json(nlohmann::json& j, const Finding& f) { write_fields(j, f); }
 
 const std::vector<std::string>& diagnosis_rules() {
-  static const std::vector<std::string> rules = {
-      "data_bound",      "fp16_emulated",      "bf16_not_native",          "skipped_steps",
-      "scale_collapse",  "gradient_underflow", "activation_overflow_risk", "fp8_saturation",
-      "fp8_underflow",   "lr_schedule_skips",  "clipping_order",           "tensor_core_ineligible",
-      "batch_too_small", "timing_unreliable",  "speed_vs_baseline"};
+  static const std::vector<std::string> rules = {"data_bound",
+                                                 "fp16_emulated",
+                                                 "fp8_emulated",
+                                                 "bf16_not_native",
+                                                 "skipped_steps",
+                                                 "scale_collapse",
+                                                 "gradient_underflow",
+                                                 "activation_overflow_risk",
+                                                 "fp8_saturation",
+                                                 "fp8_underflow",
+                                                 "lr_schedule_skips",
+                                                 "clipping_order",
+                                                 "tensor_core_ineligible",
+                                                 "batch_too_small",
+                                                 "timing_unreliable",
+                                                 "speed_vs_baseline"};
   return rules;
 }
 
@@ -502,6 +532,7 @@ std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baselin
   std::vector<Finding> out;
   data_bound(run, out);
   fp16_emulated(run, out);
+  fp8_emulated(run, out);
   bf16_not_native(run, out);
   skipped_steps(run, out);
   scale_collapse(run, out);
