@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "store/csv_export.h"
+#include "store/final_weights.h"
 #include "store/run_store.h"
 #include "store/store_copy.h"
 #include "store/store_filesystem.h"
@@ -316,7 +317,20 @@ int store_backup_command(const StoreOptions& options) {
         path.c_str(), options.file.c_str(), e.what());
     return 0;
   }
-  std::printf("backed up the run store '%s' (%zu runs) to '%s'\n", path.c_str(), runs, options.file.c_str());
+  // The backup's runs get weights files of their own: deleting a run from the store or from its backup leaves the
+  // other's weights whole. A backup that could not take them is no backup: removed, as a failed copy is.
+  int weights = 0;
+  try {
+    RunStore backup(options.file, RunStore::Mode::Existing);
+    for (const RunRecord& r : backup.runs()) weights += own_final_weights(backup, r.id) ? 1 : 0;
+  } catch (...) {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-locks"}) std::filesystem::remove(options.file + suffix, ec);
+    throw;
+  }
+  std::printf("backed up the run store '%s' (%zu runs) to '%s'", path.c_str(), runs, options.file.c_str());
+  if (weights > 0) std::printf(", with %d runs' final weights in its folder's weights/", weights);
+  std::printf("\n");
   return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include <csignal>
 
+#include "store/final_weights.h"
 #include "test_cli_util.h"
 
 namespace ampwb {
@@ -545,6 +546,43 @@ TEST(StoreCli, BackupWhileARunRecordsIsAWholeStore) {
   ASSERT_EQ(copy.runs().size(), 2u);
   EXPECT_GE(copy.epochs(2).size(), 2u);
   EXPECT_EQ(ampwb({"store", "backup", dir.file("copy.sqlite"), "--db", db}).status, 1) << "never overwrites";
+}
+
+// A backup beside the store and a copy elsewhere hold their runs' final weights as files of their own: deleting a
+// run from one store leaves the others' weights whole (they once shared one file, which the delete removed).
+TEST(StoreCli, ABackupAndACopyKeepFinalWeightsOfTheirOwn) {
+  TempDir dir("own_weights");
+  const std::string db = dir.file("runs.sqlite"), backup = dir.file("backup.sqlite"),
+                    copy = dir.file("elsewhere/runs.sqlite");
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(ampwb(tiny_training(db, 1, 2)).status, 0);
+  Result r = ampwb({"store", "backup", backup, "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  fs::create_directories(dir.file("elsewhere"));
+  r = ampwb({"store", "copy", db, copy});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto weights_of = [](const std::string& store, int64_t run) {
+    return RunStore(store, RunStore::Mode::ReadOnly).run(run).info.final_weights;
+  };
+  for (int64_t run : {1, 2}) {
+    const std::string original = weights_of(db, run);
+    ASSERT_FALSE(original.empty());
+    for (const std::string& other : {backup, copy}) {
+      const std::string own = weights_of(other, run);
+      EXPECT_NE(own, original) << other;
+      EXPECT_EQ(fs::path(own).parent_path(), fs::path(other).parent_path() / "weights");
+      EXPECT_EQ(read_text(own), read_text(original)) << own;
+    }
+  }
+  r = ampwb({"delete", "1", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = ampwb({"delete", "2", "--db", backup});
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const auto& [store, run] :
+       std::vector<std::pair<std::string, int64_t>>{{backup, 1}, {copy, 1}, {db, 2}, {copy, 2}}) {
+    const RunStore s(store, RunStore::Mode::ReadOnly);
+    EXPECT_EQ(final_weights_refusal(s, run), "") << store << " run " << run;
+    EXPECT_NO_THROW(load_final_weights(s, run)) << store << " run " << run;
+  }
 }
 
 TEST(StoreCli, TwoTrainingsAndEditsShareOneFileWithoutLockErrors) {

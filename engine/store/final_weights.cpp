@@ -92,6 +92,28 @@ std::string keep_final_weights(RunStore& store, int64_t run, const ModelWeights&
   return path;
 }
 
+bool own_final_weights(RunStore& store, int64_t run) {
+  const RunRecord r = store.run(run);
+  std::error_code ec;
+  if (!has_final_weights(r) || !fs::exists(r.info.final_weights, ec)) return false;
+  const std::string path = new_final_weights_path(store.path(), run);
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  fs::create_hard_link(r.info.final_weights, path, ec);
+  if (ec && !fs::copy_file(r.info.final_weights, path, ec)) {
+    std::error_code ignored;
+    fs::remove(path, ignored);  // a part of a copy
+    throw Error("cannot give " + run_words(r) + " its own final weights: copying '" + r.info.final_weights + "' to '" +
+                path + "' failed: " + ec.message());
+  }
+  try {
+    store.set_final_weights(run, path);
+  } catch (...) {
+    fs::remove(path, ec);
+    throw;
+  }
+  return true;
+}
+
 void remove_final_weights(const std::string& store_path, const RunRecord& run) {
   if (!has_final_weights(run)) return;
   const fs::path file = fs::path(run.info.final_weights).lexically_normal();

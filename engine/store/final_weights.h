@@ -37,9 +37,15 @@ ModelWeights load_final_weights(const RunStore& store, int64_t run);
 std::string keep_final_weights(RunStore& store, int64_t run, const ModelWeights& weights);
 // The note a finished run's record gets when its final weights were not kept on purpose.
 inline constexpr const char* kFinalWeightsNotKeptNote = "its final weights were not kept, as its settings asked";
-// Removes the run's weights file (a run being deleted from the store at `store_path`) when it is one this store made:
-// a run copied from another store (ampwb store copy) points at that store's file, which the original still uses.
-// A file already gone is no error.
+// Gives run `run`, copied into `store` from another store (store copy, store backup), a weights file of its own in
+// this store's folder: a hard link to the file it was copied with where the file system allows (no space taken; the
+// files are never written again), else a copy. Deleting the run from either store then leaves the other's weights
+// whole. Returns whether it made one: not for a run without final weights, nor for one whose file is missing.
+// Throws ampwb::Error naming the file when it can neither link nor copy it.
+bool own_final_weights(RunStore& store, int64_t run);
+// Removes the run's weights file (a run being deleted from the store at `store_path`) when it is in this store's
+// folder: a run copied by an older ampwb points at the other store's file, which that store still uses. A file
+// already gone is no error.
 void remove_final_weights(const std::string& store_path, const RunRecord& run);
 
 }  // namespace ampwb

@@ -16,6 +16,7 @@
 #include <set>
 #include <vector>
 
+#include "store/final_weights.h"
 #include "store/run_store.h"
 #include "store/sql_connection.h"
 #include "store/sqlite.h"
@@ -383,6 +384,8 @@ class StoreCopy {
     mapped_[r.id] = into;
     written_.push_back(into);
     claimed_.insert(into);
+    // Its final weights as a file of this store's: deleting the run from either store leaves the other's whole.
+    own_final_weights(*destination_store_, into);
   }
 
   // A name picks out one run: where another run of the destination has it, the copy is named NAME-2 (or -3, ...),
