@@ -114,7 +114,7 @@ int runs_command(const RunsOptions& options) {
                  std::to_string(r.depth), r.precision_name(), r.device.name(),
                  s.epochs_completed && r.info.validation_images > 0 ? percent_text(s.best_validation_accuracy) : "-",
                  std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration_text(s.total_seconds),
-                 resumable ? "yes" : "", has_final_weights(r) ? "yes" : ""});
+                 resumable ? "yes" : "", final_weights_state(r)});
     }
   }
   if (as_json) {

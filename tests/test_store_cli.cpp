@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include <csignal>
+#include <sstream>
 
 #include "store/final_weights.h"
 #include "test_cli_util.h"
@@ -583,6 +584,16 @@ TEST(StoreCli, ABackupAndACopyKeepFinalWeightsOfTheirOwn) {
     EXPECT_EQ(final_weights_refusal(s, run), "") << store << " run " << run;
     EXPECT_NO_THROW(load_final_weights(s, run)) << store << " run " << run;
   }
+  // A weights file gone from under its store is listed as missing, not as there.
+  fs::remove(weights_of(copy, 2));
+  r = ampwb({"runs", "--db", copy});
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::istringstream listing(r.output);
+  std::vector<std::string> rows;
+  for (std::string row; std::getline(listing, row);) rows.push_back(row);
+  ASSERT_EQ(rows.size(), 3u) << r.output;  // the header, runs 1 and 2
+  EXPECT_TRUE(rows[1].ends_with(" yes")) << rows[1];
+  EXPECT_TRUE(rows[2].ends_with(" missing")) << rows[2];
 }
 
 TEST(StoreCli, TwoTrainingsAndEditsShareOneFileWithoutLockErrors) {

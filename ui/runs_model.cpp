@@ -155,7 +155,9 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     if (!r.end_reason.empty()) tip += "\n" + QString::fromStdString(r.end_reason);
     if (!r.notes.empty()) tip += "\nnotes: " + QString::fromStdString(r.notes);
     for (const std::string& note : r.info.notes) tip += "\n" + tr("note: %1").arg(QString::fromStdString(note));
-    if (has_final_weights(r)) tip += "\n" + tr("final weights: %1").arg(QString::fromStdString(r.info.final_weights));
+    if (has_final_weights(r))
+      tip += "\n" + (final_weights_state(r) == "missing" ? tr("final weights (missing): %1") : tr("final weights: %1"))
+                        .arg(QString::fromStdString(r.info.final_weights));
     return plain_tooltip(tip);  // a path or notes that look like HTML are still shown as written
   }
   const bool sort = role == kSortRole;
@@ -198,8 +200,10 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     }
     case Time:
       return sort ? QVariant(s.total_seconds) : QVariant(QString::fromStdString(format_duration(s.total_seconds)));
-    case Weights:
-      return has_final_weights(r) ? tr("yes") : QString();
+    case Weights: {
+      const std::string state = final_weights_state(r);
+      return state == "yes" ? tr("yes") : state == "missing" ? tr("missing") : QString();
+    }
     case Tags: {
       QStringList tags;
       for (const std::string& t : r.tags) tags << QString::fromStdString(t);

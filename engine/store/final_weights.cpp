@@ -40,6 +40,12 @@ std::string new_final_weights_path(const std::string& store_path, int64_t run) {
 
 bool has_final_weights(const RunRecord& run) { return !run.info.final_weights.empty(); }
 
+std::string final_weights_state(const RunRecord& run) {
+  if (!has_final_weights(run)) return {};
+  std::error_code ec;
+  return fs::exists(run.info.final_weights, ec) ? "yes" : "missing";
+}
+
 std::string final_weights_refusal(const RunStore& store, int64_t run) {
   const RunRecord r = store.run(run);
   if (r.status == RunStatus::Running)

@@ -25,6 +25,8 @@ std::string new_final_weights_path(const std::string& store_path, int64_t run);
 
 // Whether the run records final weights (the file may still be missing or damaged: load_final_weights says).
 bool has_final_weights(const RunRecord& run);
+// What a list of runs says of them: "yes", "missing" (recorded, the file gone), or "" (none recorded).
+std::string final_weights_state(const RunRecord& run);
 // Why run `run` has no final weights to load, in words for the user ("run 3 ('x') failed before its first epoch
 // ended: it has no final weights"); empty when it records a file that exists.
 std::string final_weights_refusal(const RunStore& store, int64_t run);
