@@ -121,6 +121,34 @@ class CompareRuns : public QObject {
     QCOMPARE(charts->layers_run()->run_id, bf16_seed1_);
   }
 
+  // The Compare tab, while shown, follows what other programs do to its runs: a rename shows, and a run deleted
+  // elsewhere leaves the comparison, the title saying so, rather than stay as a ghost that exports fail on.
+  void follows_runs_renamed_or_deleted_elsewhere() {
+    const QString db = dir_.filePath("followed.sqlite");
+    RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).backup_to(db.toStdString());
+    MainWindow w(db);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.open_runs({fp32_seed1_, fp32_seed2_, bf16_seed1_});
+    CompareView* view = w.compare_view();
+    RunStore elsewhere(db.toStdString(), RunStore::Mode::Existing);
+    elsewhere.rename(fp32_seed2_, "renamed elsewhere");
+    QTRY_VERIFY_WITH_TIMEOUT(view->baseline()->itemText(1).contains("renamed elsewhere"), 10000);
+    elsewhere.remove(fp32_seed1_);
+    QTRY_COMPARE_WITH_TIMEOUT(view->run_ids(), (std::vector<int64_t>{fp32_seed2_, bf16_seed1_}), 10000);
+    const QString title = view->findChild<QLabel*>("compareTitle")->text();
+    QVERIFY2(title.startsWith("Comparing 2 runs (" + QString::number(fp32_seed1_) +
+                              " · fp32 seed 1 deleted from the run "
+                              "store elsewhere"),
+             qPrintable(title));
+    QCOMPARE(view->charts()->chart("loss")->series_count(), 2 * 3);
+    elsewhere.remove(fp32_seed2_);
+    elsewhere.remove(bf16_seed1_);
+    QTRY_VERIFY_WITH_TIMEOUT(view->run_ids().empty(), 10000);
+    QVERIFY(view->findChild<QLabel*>("compareTitle")->text().startsWith("No runs left to compare."));
+    QVERIFY(w.chosen_runs().empty());
+  }
+
   void says_where_the_step_time_changed() {
     MainWindow w(db_);
     w.open_runs({fp32_seed1_, bf16_seed1_});

@@ -266,6 +266,10 @@ class ExportCharts : public QObject {
 
   void csv_reports() {
     MainWindow w(db_);
+    // A run gone from the store (deleted elsewhere) is said before any file is written: no folder half full.
+    const QString none = dir_.filePath("csv none");
+    QVERIFY_THROWS_EXCEPTION(StoreError, w.export_csv({a_, b_ + 1000}, none));
+    QVERIFY(!QFileInfo::exists(none));
     const QStringList files = w.export_csv({a_, b_}, dir_.filePath("csv"));
     QVERIFY(files.size() >= 2 * 3 + 2);
     RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);

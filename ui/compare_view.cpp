@@ -44,7 +44,7 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   follow_ = new QTimer(this);
   follow_->setSingleShot(true);
   follow_->setInterval(3000);
-  connect(follow_, &QTimer::timeout, this, &CompareView::follow_running_runs);
+  connect(follow_, &QTimer::timeout, this, &CompareView::follow_store);
   baseline_ = new QComboBox;
   baseline_->setObjectName("baseline");
   baseline_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // the whole label: "4 · fp32 · seed 0", not "4 · s…"
@@ -122,6 +122,17 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
 }
 
 void CompareView::set_runs(const std::vector<int64_t>& ids) {
+  dropped_.clear();
+  load(ids);
+}
+
+std::string CompareView::stamp(const RunRecord& r) {
+  std::string tags;
+  for (const std::string& t : r.tags) tags += t + '\n';
+  return r.updated + '\n' + run_status_name(r.status) + '\n' + r.name + '\n' + r.notes + '\n' + tags;
+}
+
+void CompareView::load(const std::vector<int64_t>& ids) {
   std::vector<std::unique_ptr<RunSeries>> series;
   std::vector<ComparedRun> compared;
   std::vector<RunRecord> records;
@@ -133,9 +144,11 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
                         store_.epoch_times(id), store_.alternating_speed(id)});
     configs.push_back(series.back()->config);
   }
-  const bool new_runs = ids != ids_;  // not the same runs read again (follow_running_runs)
+  const bool new_runs = ids != ids_;  // not the same runs read again (follow_store)
   ids_ = ids;
   series_ = std::move(series);
+  stamps_.clear();
+  for (const RunRecord& r : records) stamps_.push_back(stamp(r));
   seed_only_ = differ_only_by_seed(configs);
 
   // The baseline stays the run it was where that run is compared still; else it is the first FP32 run (what AMP's
@@ -174,8 +187,12 @@ void CompareView::set_runs(const std::vector<int64_t>& ids) {
   charts_->set_export_prefix(ids.size() == 1 ? "run-" + id_text[0] : "compare-" + id_text.join('-'));
   charts_->set_runs(runs);
   charts_->set_group_keys(varying_keys(configs));  // seed-only runs start grouped by everything but the seed
-  title_->setText(ids.size() == 1 ? tr("Run %1").arg(QString::fromStdString(series_[0]->label))
-                                  : tr("Comparing %1 runs").arg(ids.size()));
+  QString title = ids.empty()       ? tr("No runs left to compare.")
+                  : ids.size() == 1 ? tr("Run %1").arg(QString::fromStdString(series_[0]->label))
+                                    : tr("Comparing %1 runs").arg(ids.size());
+  if (!dropped_.isEmpty())
+    title += tr(" (%1 deleted from the run store elsewhere, so no longer shown)").arg(dropped_.join(", "));
+  title_->setText(title);
   update_summary();
   update_time();
 }
@@ -206,25 +223,36 @@ void CompareView::update_time() {
 }
 
 void CompareView::reload() {
-  if (!ids_.empty()) set_runs(ids_);
+  if (!ids_.empty()) load(ids_);
 }
 
 void CompareView::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
-  follow_running_runs();
+  follow_store();
 }
 
-void CompareView::follow_running_runs() {
-  const auto running = [this] {
-    return std::any_of(series_.begin(), series_.end(), [](const auto& s) { return s->status == RunStatus::Running; });
-  };
-  if (!isVisible() || !running()) return;
+void CompareView::follow_store() {
+  if (!isVisible() || ids_.empty()) return;
+  follow_->start();
+  std::vector<int64_t> present;
+  std::vector<std::string> stamps;
+  QStringList gone;
   try {
-    reload();
-  } catch (const std::exception&) {  // a compared run deleted meanwhile: the comparison stays as it was last read
-    return;
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      if (const std::optional<RunRecord> r = store_.find_run(ids_[i])) {
+        present.push_back(ids_[i]);
+        stamps.push_back(stamp(*r));
+      } else {
+        gone << QString::fromStdString(series_[i]->label);
+      }
+    }
+    const bool running =
+        std::any_of(series_.begin(), series_.end(), [](const auto& s) { return s->status == RunStatus::Running; });
+    if (gone.isEmpty() && stamps == stamps_ && !running) return;
+    dropped_ << gone;
+    load(present);
+  } catch (const std::exception&) {  // the store unreadable for now: the comparison stays as it was last read
   }
-  if (running()) follow_->start();
 }
 
 void CompareView::update_summary() {

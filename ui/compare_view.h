@@ -52,14 +52,19 @@ class CompareView : public QWidget {
   void showEvent(QShowEvent* event) override;
 
  private:
-  // Reads the runs again while one of them is still training (in a CLI or another window), until none is or the tab
-  // is left: their ends and last epochs show.
-  void follow_running_runs();
+  // While the tab is shown, every 3 s: reads the runs again where one is still training (in a CLI or another
+  // window) or was renamed, tagged or noted elsewhere, and drops a run deleted elsewhere, saying so in the title.
+  void follow_store();
+  void load(const std::vector<int64_t>& ids);  // set_runs without forgetting the runs dropped
+  // A compared run's row as far as the comparison shows it: what changes there makes it read the runs again.
+  static std::string stamp(const RunRecord& r);
   void update_summary();
   void update_time();
   RunStore& store_;
   std::vector<int64_t> ids_;
   std::vector<std::unique_ptr<RunSeries>> series_;
+  std::vector<std::string> stamps_;  // stamp() of each run, as last read
+  QStringList dropped_;              // the runs deleted elsewhere since the user chose these, by their labels
   bool seed_only_ = false;
   ChartPanel* charts_ = nullptr;
   CompareModel* model_ = nullptr;

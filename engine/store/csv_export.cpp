@@ -169,6 +169,7 @@ std::string runs_phrase(const std::vector<int64_t>& runs) {
 
 std::vector<std::string> export_csv(const RunStore& store, const std::vector<int64_t>& runs,
                                     const std::string& folder) {
+  for (int64_t id : runs) store.run(id);  // a run gone (deleted elsewhere) is said before any file is written
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) throw StoreError("cannot create the export folder '" + folder + "': " + ec.message());

@@ -134,6 +134,7 @@ class RunStore {
   // --- reading ---
   std::vector<RunRecord> runs() const;  // oldest first
   RunRecord run(int64_t id) const;      // throws naming the id when absent
+  std::optional<RunRecord> find_run(int64_t id) const;  // none when absent (deleted, say)
   // A run by id ("7") or by name; throws when none matches or a name is ambiguous.
   int64_t resolve(const std::string& id_or_name) const;
   // Each of several runs, in order; a run given twice (by id or name) is refused, naming it.

@@ -69,9 +69,15 @@ std::vector<RunRecord> RunStore::runs() const {
 }
 
 RunRecord RunStore::run(int64_t id) const {
+  std::optional<RunRecord> r = find_run(id);
+  if (!r) throw StoreError("no run " + std::to_string(id) + " in the run store '" + path() + "'");
+  return std::move(*r);
+}
+
+std::optional<RunRecord> RunStore::find_run(int64_t id) const {
   SqlStatement q(*db_, "SELECT " + run_columns() + " FROM runs WHERE id = ?");
   q.bind(1, id);
-  if (!q.step()) throw StoreError("no run " + std::to_string(id) + " in the run store '" + path() + "'");
+  if (!q.step()) return std::nullopt;
   RunRecord r = read_run(q);
   report_abandoned(r);
   return r;
