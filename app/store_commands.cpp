@@ -302,6 +302,10 @@ int backup_database_server(const std::string& location, const std::string& file)
 
 int store_backup_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
+  const std::filesystem::path folder = std::filesystem::absolute(options.file).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec))
+    throw Error("cannot write the backup '" + options.file + "': the folder '" + folder.string() + "' does not exist");
   if (is_database_server(path)) return backup_database_server(path, options.file);
   const RunStore store(path, RunStore::Mode::ReadOnly);
   store.backup_to(options.file);

@@ -538,7 +538,12 @@ TEST(StoreCli, BackupWhileARunRecordsIsAWholeStore) {
   };
   while (epochs_of_second() < 2 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const Result r = ampwb({"store", "backup", dir.file("copy.sqlite"), "--db", db});
+  // A run still training is not deleted from under its process; the refusal says which process, and how to stop it.
+  const Result refused = ampwb({"delete", "2", "--db", db});
   ::kill(child, SIGKILL);
+  EXPECT_EQ(refused.status, 1);
+  expect_contains(refused.output, "run 2 ('recording') is still training (process " + std::to_string(child) + " on ");
+  expect_contains(refused.output, "stop it first, with Stop in the window that trains it or Ctrl-C where");
   wait_exit(child);
   ASSERT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "(2 runs)");
@@ -547,6 +552,10 @@ TEST(StoreCli, BackupWhileARunRecordsIsAWholeStore) {
   ASSERT_EQ(copy.runs().size(), 2u);
   EXPECT_GE(copy.epochs(2).size(), 2u);
   EXPECT_EQ(ampwb({"store", "backup", dir.file("copy.sqlite"), "--db", db}).status, 1) << "never overwrites";
+  const Result nowhere = ampwb({"store", "backup", dir.file("no such folder/copy.sqlite"), "--db", db});
+  EXPECT_EQ(nowhere.status, 1);
+  expect_contains(nowhere.output, "cannot write the backup '" + dir.file("no such folder/copy.sqlite") +
+                                      "': the folder '" + dir.file("no such folder") + "' does not exist");
 }
 
 // A backup beside the store and a copy elsewhere hold their runs' final weights as files of their own: deleting a

@@ -330,8 +330,9 @@ void RunStore::remove(int64_t run_id) {
   require_writable("delete a run");
   const RunRecord r = run(run_id);
   if (r.status == RunStatus::Running && recording(run_id))
-    throw StoreError("run " + std::to_string(run_id) + " ('" + r.name +
-                     "') is being recorded by a running process: cancel it first");
+    throw StoreError("run " + std::to_string(run_id) + " ('" + r.name + "') is still training (process " +
+                     std::to_string(r.pid) + " on " + r.host +
+                     "): stop it first, with Stop in the window that trains it or Ctrl-C where ampwb train runs");
   SqlTransaction t(*db_);
   for (const char* table : {"steps", "epochs", "histograms", "run_details", "checkpoints"}) {
     SqlStatement del(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
