@@ -160,6 +160,10 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
                         .arg(QString::fromStdString(r.info.final_weights));
     return plain_tooltip(tip);  // a path or notes that look like HTML are still shown as written
   }
+  if (role == kFilterRole) {
+    const QString shown = data(index, Qt::DisplayRole).toString();
+    return index.column() == Status ? shown + " " + QString::fromUtf8(run_status_name(r.status)) : shown;
+  }
   const bool sort = role == kSortRole;
   if (role != Qt::DisplayRole && !sort) return {};
   switch (index.column()) {

@@ -26,12 +26,14 @@ class RunsModel : public QAbstractTableModel {
     Status,
     BestAccuracy,
     Time,
-    Weights,  // "yes" where the run kept its final weights (store/final_weights.h)
+    Weights,  // "yes" where the run kept its final weights, "missing" where their file is gone (store/final_weights.h)
     Tags,
     ColumnCount
   };
   static constexpr int kSortRole = Qt::UserRole;
   static constexpr int kIdRole = Qt::UserRole + 1;
+  // What the filter matches: the text shown, and for a stopped run the CLI's word for it too ("cancelled").
+  static constexpr int kFilterRole = Qt::UserRole + 2;
 
   // A run as the table shows it: its record, its summary, and whether a checkpoint continues it.
   struct Row {

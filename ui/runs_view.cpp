@@ -68,6 +68,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   proxy_->setSourceModel(model_);
   proxy_->setSortRole(RunsModel::kSortRole);
   proxy_->setFilterKeyColumn(-1);  // every column
+  proxy_->setFilterRole(RunsModel::kFilterRole);
   proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
 
   filter_ = new QLineEdit;
