@@ -7,6 +7,7 @@
 #include <QAreaSeries>
 #include <QChart>
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QInputDialog>
@@ -546,6 +547,57 @@ class CompareRuns : public QObject {
     runs->set_filter("keep");
     QCOMPARE(runs->proxy()->rowCount(), 1);
     runs->set_filter("");
+  }
+
+  // A run deleted by another process while the user writes its notes: the save says so, and what was typed is on
+  // the clipboard rather than gone.
+  void notes_of_a_run_deleted_meanwhile_go_to_the_clipboard() {
+    const QString db = dir_.filePath("notes-deleted.sqlite");
+    RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).backup_to(db.toStdString());
+    MainWindow w(db);
+    RunsView* runs = w.runs_view();
+    runs->select({fp32_seed2_});
+    QAction* notes = nullptr;
+    for (QAction* a : runs->findChildren<QAction*>())
+      if (a->text() == "Notes…") notes = a;
+    QVERIFY(notes);
+    QString warning, unexpected;
+    int stage = 0;
+    QTimer driver;
+    driver.setInterval(20);
+    connect(&driver, &QTimer::timeout, [&] {
+      QWidget* modal = QApplication::activeModalWidget();
+      if (!modal || !modal->isVisible()) return;
+      auto* dialog = qobject_cast<QInputDialog*>(modal);
+      auto* box = qobject_cast<QMessageBox*>(modal);
+      if (dialog && stage == 0) {
+        try {
+          RunStore(db.toStdString()).remove(fp32_seed2_);
+        } catch (const std::exception& e) {
+          unexpected = e.what();
+        }
+        dialog->setTextValue("a paragraph worth keeping");
+        dialog->accept();
+        stage = 1;
+      } else if (box && stage == 1) {
+        warning = box->text();
+        box->buttons().front()->click();
+        stage = 2;
+      } else {
+        unexpected += " a window at stage " + QString::number(stage);
+        if (dialog) dialog->reject();
+        if (box) box->buttons().front()->click();
+      }
+    });
+    driver.start();
+    notes->trigger();
+    driver.stop();
+    QCOMPARE(unexpected, QString());
+    QCOMPARE(stage, 2);
+    QVERIFY2(warning.contains("no run " + QString::number(fp32_seed2_)) &&
+                 warning.contains("What you typed was not saved: it is on the clipboard."),
+             qPrintable(warning));
+    QCOMPARE(QGuiApplication::clipboard()->text(), QString("a paragraph worth keeping"));
   }
 
   // Notes changed by another process while the user edits them in the dialog: the save says so and shows theirs,

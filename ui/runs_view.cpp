@@ -1,7 +1,9 @@
 // RunsView: the table, its filter, toolbar and context menu, and the store edits.
 #include "runs_view.h"
 
+#include <QClipboard>
 #include <QFileDialog>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -292,9 +294,15 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     });
     reload();
     if (error.isEmpty()) return;
+    if (!theirs) {  // the run deleted meanwhile, say: what the user typed goes to the clipboard, not away
+      const bool typed = text != QString::fromStdString(were);
+      if (typed) QGuiApplication::clipboard()->setText(text);
+      plain_message(this, QMessageBox::Warning, title,
+                    typed ? error + tr("\n\nWhat you typed was not saved: it is on the clipboard.") : error);
+      return;
+    }
     plain_message(this, QMessageBox::Warning, title,
-                  theirs ? error + tr("\n\nYours follow in the dialog, to merge and save again.") : error);
-    if (!theirs) return;
+                  error + tr("\n\nYours follow in the dialog, to merge and save again."));
     were = *theirs;
   }
 }
