@@ -5,12 +5,15 @@
 // chart's legend names its entries distinctly and draws them whole, its title wraps rather than being cut, and no
 // text it draws (axis titles, tick labels) ends in an ellipsis. The Runs tab's tool bar and table and the precision
 // sweep's dialog fit as well.
+#include <QAbstractButton>
 #include <QComboBox>
 #include <QFile>
+#include <QFileInfo>
 #include <QGraphicsTextItem>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
 #include <QSettings>
@@ -19,6 +22,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTextDocumentFragment>
+#include <QTimer>
 #include <QToolBar>
 #include <QtTest>
 #include <set>
@@ -28,6 +32,7 @@
 #include "chart_title.h"
 #include "compare_view.h"
 #include "divergence_view.h"
+#include "gui_app.h"
 #include "main_window.h"
 #include "metric_chart.h"
 #include "numerics_heatmap.h"
@@ -292,6 +297,35 @@ class WindowFits : public QObject {
     const QRect available = w.screen()->availableGeometry();
     QVERIFY2(available.contains(w.frameGeometry()), qPrintable("the window's frame " + describe(w.frameGeometry()) +
                                                                " is not inside the screen's " + describe(available)));
+  }
+
+  // A store the user named (--db, AMPWB_DB) that is not there is made only when the user says so: a mistyped path
+  // would otherwise open an empty store without a word. The default store, on a first launch, is made unasked.
+  void a_named_store_not_there_is_asked_about() {
+    QVERIFY(may_create_store(db_));  // there: no question
+    const QString missing = dir_.filePath("typo/runs.sqlite");
+    QString asked;
+    const auto answer = [&asked](const QString& button) {
+      QTimer::singleShot(0, [&asked, button] {
+        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+        if (!box) return;
+        asked = box->text();
+        for (QAbstractButton* b : box->buttons())
+          if (b->text() == button) b->click();
+      });
+    };
+    answer("Quit");
+    QVERIFY(!may_create_store(missing));
+    QVERIFY2(asked.startsWith("There is no run store at " + missing) && asked.contains("(and its folder)"),
+             qPrintable(asked));
+    QVERIFY(!QFileInfo::exists(dir_.filePath("typo")));
+    answer("Create");
+    QVERIFY(may_create_store(missing));
+    QVERIFY(parse_gui_options({"--db", missing}).db_chosen);
+    const QByteArray env = qgetenv("AMPWB_DB");
+    qunsetenv("AMPWB_DB");
+    QVERIFY(!parse_gui_options({}).db_chosen);
+    qputenv("AMPWB_DB", env);
   }
 
   // The Compare tab's split between charts and table, once dragged, is the next window's too.

@@ -2,10 +2,12 @@
 #include "gui_app.h"
 
 #include <QApplication>
+#include <QFileInfo>
 #include <QIcon>
 #include <QMessageBox>
 #include <QPainter>
 #include <QPixmap>
+#include <QPushButton>
 #include <QSvgRenderer>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include "plain_text.h"
 #include "screenshot_scenario.h"
 #include "store/run_store.h"
+#include "store/store_location.h"
 
 // Q_INIT_RESOURCE must be called outside any namespace; the resources live in a static library.
 static void init_ampwb_resources() { Q_INIT_RESOURCE(ampwb); }
@@ -41,8 +44,24 @@ GuiOptions parse_gui_options(const QStringList& args) {
     else
       throw Error("unknown option '" + a.toStdString() + "' (see ampwb help)");
   }
+  const char* env = std::getenv("AMPWB_DB");
+  o.db_chosen = !o.db_path.isEmpty() || (env && *env);
   if (o.db_path.isEmpty()) o.db_path = QString::fromStdString(RunStore::default_path());
   return o;
+}
+
+bool may_create_store(const QString& path) {
+  if (is_database_server(path.toStdString()) || QFileInfo::exists(path)) return true;
+  const QString folder = QFileInfo(path).absolutePath();
+  QMessageBox box(QMessageBox::Question, QObject::tr("AMP Workbench"),
+                  QObject::tr("There is no run store at %1.\n\nCreate a new, empty one there%2?")
+                      .arg(path, QFileInfo::exists(folder) ? QString() : QObject::tr(" (and its folder)")));
+  box.setTextFormat(Qt::PlainText);  // a path, as written
+  QPushButton* create = box.addButton(QObject::tr("Create"), QMessageBox::AcceptRole);
+  box.addButton(QObject::tr("Quit"), QMessageBox::RejectRole);
+  box.setDefaultButton(create);
+  box.exec();
+  return box.clickedButton() == create;
 }
 
 bool is_gui_invocation(const QStringList& args) {
@@ -106,6 +125,7 @@ int run_gui(int argc, char** argv) {
     qCritical("ampwb: %s", e.what());
     return 2;
   }
+  if (options.db_chosen && options.screenshot_scenario.isEmpty() && !may_create_store(options.db_path)) return 1;
   std::unique_ptr<MainWindow> window;
   try {
     window = std::make_unique<MainWindow>(options.db_path);

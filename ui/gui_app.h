@@ -11,6 +11,7 @@ namespace ampwb::ui {
 
 struct GuiOptions {
   QString db_path;                              // --db FILE, else $AMPWB_DB, else the XDG data folder
+  bool db_chosen = false;                       // by --db or $AMPWB_DB, not the default
   QString screenshot_scenario;                  // --screenshot-scenario NAME (hidden)
   QString screenshot_dir = "docs/screenshots";  // --screenshot-dir DIR
 };
@@ -20,6 +21,9 @@ GuiOptions parse_gui_options(const QStringList& args);
 // Whether `ampwb ARGS` means the GUI: no arguments, or only the GUI's options.
 bool is_gui_invocation(const QStringList& args);
 
+// Whether to open the store at `path`, which the user named: where there is none, asks before a new, empty one is
+// made (a mistyped path would otherwise open an empty store without a word).
+bool may_create_store(const QString& path);
 // Names (QSettings: ~/.config/ampwb/ampwb.conf), version, icon, desktop file name.
 void init_application(QApplication& app);
 // Call before constructing the QApplication.
