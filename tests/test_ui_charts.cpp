@@ -494,6 +494,8 @@ class ChartData : public QObject {
     panel.set_runs({&fp8, &fp16});  // beside a run that scales its loss, both charts show
     QVERIFY(chart->isVisibleTo(&panel) && panel.chart("loss-scale")->isVisibleTo(&panel));
     QVERIFY(!panel.chart("data-wait")->isVisibleTo(&panel));  // the FP8 chart in its place
+    // Two runs: colours are the runs', so the title says which line is the scale and which the amax.
+    QCOMPARE(chart->chart()->title(), QString("FP8 scale \u2014 and amax - - (log2): fc output gradient"));
 
     // Exported with the others for an FP8 run only.
     QTemporaryDir folder;

@@ -73,14 +73,16 @@ void Fp8ScalingChart::rebuild(const RunList& runs, const ChartOptions& options) 
   shown_ = std::find(tensors.begin(), tensors.end(), wanted) != tensors.end() ? wanted
            : tensors.empty()                                                  ? Fp8TensorName{}
                                                                               : tensors.front();
-  chart()->setTitle(shown_.layer.empty() ? tr("FP8 scale and amax (log2): no FP8 tensors recorded")
-                                         : tr("FP8 scale and amax (log2): %1 %2")
-                                               .arg(QString::fromStdString(shown_.layer), fp8_role_text(shown_.role)));
+  // Several runs: their colours are the legend, so the title says which line is which, as the loss chart's does.
+  const QString what = multi(runs) ? tr("FP8 scale \u2014 and amax - - (log2)") : tr("FP8 scale and amax (log2)");
+  chart()->setTitle(shown_.layer.empty() ? what + tr(": no FP8 tensors recorded")
+                                         : what + QStringLiteral(": %1 %2").arg(QString::fromStdString(shown_.layer),
+                                                                                fp8_role_text(shown_.role)));
   x_ = new QValueAxis;
   label_x_axis(x_, options.x_axis, 0);
   y_ = new QLogValueAxis;
   y_->setBase(2);
-  y_->setLabelFormat("%.6g");
+  y_->setLabelFormat("%.3g");  // powers of two from 2^-24 to 2^24: "1.68e+07" fits beside the plot
   chart()->addAxis(x_, Qt::AlignBottom);
   chart()->addAxis(y_, Qt::AlignLeft);
   scale_.clear();
