@@ -148,6 +148,20 @@ TEST(StoreCli, ShowPrintsPerLayerNumericsAsStored) {
   expect_contains(op_line("total"), "43");
 }
 
+// FP8's flags for a run in another mode do nothing: the run trains, and the user is told which flags it ignores.
+TEST(StoreCli, Fp8FlagsForAnotherModeAreSaidToDoNothing) {
+  TempDir dir("fp8_flags");
+  std::vector<std::string> train = tiny_training(dir.file("runs.sqlite"), 1, 1);
+  train.insert(train.end(), {"--fp8-margin", "2", "--fp8-first-last"});
+  const Result r = ampwb(train);
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output,
+                  "ampwb train: warning: --fp8-margin, --fp8-first-last set amp-fp8 runs alone: this fp32 run ignores "
+                  "them");
+  train.insert(train.end(), {"--precision", "amp-fp8"});
+  EXPECT_EQ(ampwb(train).output.find("warning: --fp8"), std::string::npos);
+}
+
 TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
   TempDir dir("e2e");
   const std::string db = dir.file("runs.sqlite");
