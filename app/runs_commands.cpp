@@ -271,6 +271,20 @@ void print_layer_numerics(const std::vector<LayerNumerics>& records) {
   std::vector<LayerNumerics> step;
   for (const auto& row : g.cells)
     if (row[last]) step.push_back(*row[last]);
+  if (const std::vector<Fp8TensorRow> tensors = fp8_tensor_rows(step); !tensors.empty()) {
+    std::printf(
+        "\n  FP8 tensors (epoch %d, step %lld): each cast's scale, the amax it was cast with, and the share of the\n"
+        "  format's largest value the two fill (FILLED: amax x scale / max; over 1, its largest values are past the\n"
+        "  format's, the scale lagging its amax)\n",
+        g.epochs[last], static_cast<long long>(g.steps[last]));
+    Table table({"LAYER", "TENSOR", "MAX", "SCALE", "AMAX", "FILLED", "SATURATED", "MADE ZERO"},
+                {false, false, true, true, true, true, true, true});
+    for (const Fp8TensorRow& t : tensors)
+      table.add({t.layer, t.tensor, number_text(t.numbers.format_max), significant_text(t.numbers.scale, 4),
+                 significant_text(t.numbers.amax, 4), fixed_text(t.filled(), 2),
+                 percent_text(t.numbers.saturated_fraction), percent_text(t.numbers.underflow_fraction)});
+    table.print("  ");
+  }
   std::printf("\n  precision per op (epoch %d, step %lld, loss scale %s)\n", g.epochs[last],
               static_cast<long long>(g.steps[last]), step.empty() ? "-" : number_text(step.front().loss_scale).c_str());
   Table ops({"OP", "LAYERS", "FORWARD", "BACKWARD", "CASTS"}, {false, true, false, false, true});

@@ -12,6 +12,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "analysis/numerics_grid.h"
+#include "analysis/report_text.h"
 #include "analysis/run_speed.h"
 #include "store/store_filesystem.h"
 #include "test_cli_util.h"
@@ -160,6 +162,31 @@ TEST(StoreCli, Fp8FlagsForAnotherModeAreSaidToDoNothing) {
                   "them");
   train.insert(train.end(), {"--precision", "amp-fp8"});
   EXPECT_EQ(ampwb(train).output.find("warning: --fp8"), std::string::npos);
+
+  // The amp-fp8 run's casts, in `show` and the report as the store holds them: each tensor's scale and amax.
+  const RunStore store(dir.file("runs.sqlite"), RunStore::Mode::ReadOnly);
+  const std::vector<LayerNumerics> records = store.layer_numerics(2);
+  ASSERT_FALSE(records.empty());
+  const NumericsGrid g = numerics_grid(records);
+  std::vector<LayerNumerics> last;
+  for (const auto& cells : g.cells)
+    if (cells.back()) last.push_back(*cells.back());
+  const std::vector<Fp8TensorRow> tensors = fp8_tensor_rows(last);
+  ASSERT_FALSE(tensors.empty());
+  const Result shown = ampwb({"show", "2", "--db", dir.file("runs.sqlite")});
+  expect_contains(shown.output, "FP8 tensors (epoch 1, step " + std::to_string(g.steps.back()) + ")");
+  const Result report = ampwb({"report", "2", "--out", dir.file("fp8.html"), "--db", dir.file("runs.sqlite")});
+  ASSERT_EQ(report.status, 0) << report.output;
+  const std::string html = read_text(dir.file("fp8.html"));
+  expect_contains(html, "<h3>FP8 casts</h3>");
+  for (const Fp8TensorRow& t : tensors) {
+    const std::string scale = significant_text(t.numbers.scale, 4), amax = significant_text(t.numbers.amax, 4);
+    expect_contains(shown.output, scale);
+    expect_contains(html, "<td>" + t.layer + "</td><td>" + t.tensor + "</td><td>" + number_text(t.numbers.format_max) +
+                              "</td><td>" + scale + "</td><td>" + amax + "</td>");
+  }
+  ASSERT_EQ(ampwb({"report", "1", "--out", dir.file("fp32.html"), "--db", dir.file("runs.sqlite")}).status, 0);
+  EXPECT_EQ(read_text(dir.file("fp32.html")).find("FP8 casts"), std::string::npos);
 }
 
 TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {

@@ -99,4 +99,13 @@ bool has_fp8_layers(const std::vector<LayerNumerics>& records) {
   });
 }
 
+std::vector<Fp8TensorRow> fp8_tensor_rows(const std::vector<LayerNumerics>& step_records) {
+  std::vector<Fp8TensorRow> rows;
+  for (const LayerNumerics& n : step_records)
+    for (const auto& [tensor, numbers] : {std::pair{"input", &n.fp8_input}, std::pair{"weight", &n.fp8_weight},
+                                          std::pair{"output gradient", &n.fp8_output_grad}})
+      if (numbers->count > 0) rows.push_back({n.layer, tensor, *numbers});
+  return rows;
+}
+
 }  // namespace ampwb

@@ -52,4 +52,15 @@ bool gradients_stored_in_fp16(const std::vector<LayerNumerics>& records);
 // Whether any layer cast tensors to FP8 (amp-fp8).
 bool has_fp8_layers(const std::vector<LayerNumerics>& records);
 
+// One FP8 tensor of one probed step, as `show` and the report list them: its scale, the amax it was cast with, and
+// how much of the format that filled (amax x scale / the format's max: over 1 saturates, its scale lagging its amax).
+struct Fp8TensorRow {
+  std::string layer;
+  const char* tensor = "";  // "input", "weight" or "output gradient"
+  Fp8TensorNumerics numbers;
+  double filled() const { return numbers.amax * numbers.scale / numbers.format_max; }
+};
+// The FP8 tensors of one step's records, in the records' order.
+std::vector<Fp8TensorRow> fp8_tensor_rows(const std::vector<LayerNumerics>& step_records);
+
 }  // namespace ampwb

@@ -16,6 +16,12 @@ std::string fixed_text(double value, int digits) {
 
 std::string number_text(double value) { return field_text(value); }
 
+std::string significant_text(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+  return buf;
+}
+
 std::string loss_scale_text(double scale, bool scaled) {
   return scaled ? number_text(scale) : "none (no loss scaling)";
 }

@@ -12,6 +12,7 @@ std::string duration_text(double seconds);           // "12.3 s", "4m05s", "1h02
 std::string mebibytes_text(size_t bytes);            // "12.3 MiB"; "-" for 0 (not measured)
 std::string fixed_text(double value, int digits);    // printf's %.*f: "0.1234"
 std::string number_text(double value);               // shortest exact form: "65536", "0.2"; nan, inf, -inf
+std::string significant_text(double value, int digits);  // printf's %.*g: "83.84", "0.001091"
 std::string timestamp_text(const std::string& iso);  // "2026-11-21T17:16:10Z" -> "2026-11-21 17:16"
 // A run's final loss scale: "65536", or where the run scales nothing (its scale stays 1, which says nothing),
 // "none (no loss scaling)".

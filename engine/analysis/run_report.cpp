@@ -9,6 +9,7 @@
 
 #include "analysis/diagnosis.h"
 #include "analysis/divergence_text.h"
+#include "analysis/numerics_grid.h"
 #include "analysis/report_charts.h"
 #include "analysis/report_text.h"
 #include "analysis/run_compare.h"
@@ -129,6 +130,44 @@ std::string divergence_section(const RunEvidence& e) {
          "). Departure line (activations): " + html_escape(divergence_threshold_text(d)) + ".</p>\n" +
          table({"layer", "kind", "dtype", "activation", "activation gradient", "weight gradient", "note"}, rows,
                marked);
+}
+
+// An amp-fp8 run's casts, as `ampwb show` prints them: each layer's saturated and made-zero shares at the last probed
+// step of each epoch, then each tensor's scale and amax at the last one. Nothing for a run without FP8.
+std::string fp8_section(const RunEvidence& e) {
+  if (!has_fp8_layers(e.layers)) return {};
+  const NumericsGrid g = numerics_grid(e.layers);
+  std::vector<std::string> header{"layer"};
+  for (int epoch : g.epochs)
+    for (const char* what : {"saturated", "made zero"}) header.push_back("epoch " + std::to_string(epoch) + " " + what);
+  std::vector<std::vector<std::string>> shares;
+  for (size_t l = 0; l < g.layers.size(); ++l) {
+    std::vector<std::string> row{g.layers[l]};
+    bool in_fp8 = false;
+    for (const std::optional<LayerNumerics>& cell : g.cells[l])
+      for (NumericsMeasure m : {NumericsMeasure::Fp8Saturated, NumericsMeasure::Fp8Underflow}) {
+        const double v = cell ? numerics_measure(*cell, m) : NAN;
+        row.push_back(std::isnan(v) ? "-" : percent_text(v));
+        in_fp8 |= !std::isnan(v);
+      }
+    if (in_fp8) shares.push_back(std::move(row));  // batch norm and the BF16 layers have nothing to show
+  }
+  std::vector<LayerNumerics> step;
+  for (const auto& cells : g.cells)
+    if (cells.back()) step.push_back(*cells.back());
+  std::vector<std::vector<std::string>> tensors;
+  for (const Fp8TensorRow& t : fp8_tensor_rows(step))
+    tensors.push_back({t.layer, t.tensor, number_text(t.numbers.format_max), significant_text(t.numbers.scale, 4),
+                       significant_text(t.numbers.amax, 4), fixed_text(t.filled(), 2),
+                       percent_text(t.numbers.saturated_fraction), percent_text(t.numbers.underflow_fraction)});
+  return "<h3>FP8 casts</h3>\n<p>The largest share of a layer's FP8 input, weight or output gradient clipped to the "
+         "format's largest value (448 E4M3, 57344 E5M2) beyond rounding, and of their nonzero values made zero, at "
+         "the last probed step of each epoch, for the layers in FP8.</p>\n" +
+         table(header, shares) + "\n<p>Each FP8 tensor at epoch " + std::to_string(g.epochs.back()) + ", step " +
+         std::to_string(g.steps.back()) +
+         ": its scale, the amax it was cast with, and the share of the format's largest value the two fill (amax "
+         "&#215; scale / max; over 1, its largest values are past the format's, the scale lagging its amax).</p>\n" +
+         table({"layer", "tensor", "max", "scale", "amax", "filled", "saturated", "made zero"}, tensors);
 }
 
 std::string diagnosis_section(const std::vector<Finding>& findings) {
@@ -256,7 +295,8 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
     html += "<h3>Diagnosis</h3>\n" + diagnosis_section(diagnose(e, i > 0 ? &runs[0] : nullptr));
     html += "<h3>Where the time went</h3>\n" + time_section(e);
     html += "<h3>Per-layer numerics</h3>\n" +
-            svg_heat_map(e.layers, mode_info(e.run.config.precision.mode).format == NumberFormat::Fp16);
+            svg_heat_map(e.layers, mode_info(e.run.config.precision.mode).format == NumberFormat::Fp16) +
+            fp8_section(e);
     html += "<h3>Precision divergence from FP32</h3>\n" + divergence_section(e);
     html += "<h3>Confusion matrix</h3>\n" + confusion_section(e);
     if (!e.overflows.empty()) {
