@@ -322,18 +322,23 @@ int store_backup_command(const StoreOptions& options) {
     return 0;
   }
   // The backup's runs get weights files of their own: deleting a run from the store or from its backup leaves the
-  // other's weights whole. A backup that could not take them is no backup: removed, as a failed copy is.
+  // other's weights whole. Where that cannot be done the backup is kept all the same, and the user told.
   int weights = 0;
   try {
-    RunStore backup(options.file, RunStore::Mode::Existing);
-    for (const RunRecord& r : backup.runs()) weights += own_final_weights(backup, r.id) ? 1 : 0;
-  } catch (...) {
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", "-locks"}) std::filesystem::remove(options.file + suffix, ec);
-    throw;
+    const std::vector<RunRecord> recorded = RunStore(options.file, RunStore::Mode::ReadOnly).runs();
+    if (std::any_of(recorded.begin(), recorded.end(), has_final_weights)) {
+      RunStore backup(options.file, RunStore::Mode::Existing);
+      for (const RunRecord& r : recorded) weights += own_final_weights(backup, r.id) ? 1 : 0;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "ampwb store backup: warning: some of the backup's runs still name the store's final weights files, "
+                 "so deleting such a run from one store takes the other's weights too: %s\n",
+                 e.what());
   }
   std::printf("backed up the run store '%s' (%zu runs) to '%s'", path.c_str(), runs, options.file.c_str());
-  if (weights > 0) std::printf(", with %d runs' final weights in its folder's weights/", weights);
+  if (weights > 0)
+    std::printf(", with the final weights of %d run%s in its folder's weights/", weights, weights == 1 ? "" : "s");
   std::printf("\n");
   return 0;
 }

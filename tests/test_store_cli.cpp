@@ -583,6 +583,12 @@ TEST(StoreCli, ABackupAndACopyKeepFinalWeightsOfTheirOwn) {
       EXPECT_EQ(read_text(own), read_text(original)) << own;
     }
   }
+  // A copy made by an older ampwb named the original's file: copying again gives it one of its own.
+  RunStore(copy, RunStore::Mode::Existing).set_final_weights(1, weights_of(db, 1));
+  r = ampwb({"store", "copy", db, copy});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(weights_of(copy, 1), weights_of(db, 1));
+  EXPECT_EQ(fs::path(weights_of(copy, 1)).parent_path(), fs::path(copy).parent_path() / "weights");
   r = ampwb({"delete", "1", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
   r = ampwb({"delete", "2", "--db", backup});

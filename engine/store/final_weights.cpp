@@ -103,13 +103,17 @@ bool own_final_weights(RunStore& store, int64_t run) {
   std::error_code ec;
   if (!has_final_weights(r) || !fs::exists(r.info.final_weights, ec)) return false;
   const std::string path = new_final_weights_path(store.path(), run);
-  fs::create_directories(fs::path(path).parent_path(), ec);
+  const auto refuse = [&](const std::string& why) {
+    return Error("cannot give " + run_words(r) + " final weights of its own beside the store: " + why);
+  };
+  if (fs::create_directories(fs::path(path).parent_path(), ec); ec)
+    throw refuse("cannot make the folder '" + fs::path(path).parent_path().string() + "': " + ec.message());
+  if (fs::exists(path, ec)) throw refuse("'" + path + "' exists already");  // never linked over, never removed
   fs::create_hard_link(r.info.final_weights, path, ec);
   if (ec && !fs::copy_file(r.info.final_weights, path, ec)) {
     std::error_code ignored;
-    fs::remove(path, ignored);  // a part of a copy
-    throw Error("cannot give " + run_words(r) + " its own final weights: copying '" + r.info.final_weights + "' to '" +
-                path + "' failed: " + ec.message());
+    fs::remove(path, ignored);  // what the failed copy wrote: the path was free before it
+    throw refuse("copying '" + r.info.final_weights + "' to '" + path + "' failed: " + ec.message());
   }
   try {
     store.set_final_weights(run, path);

@@ -331,10 +331,14 @@ class StoreCopy {
       const bool recorded_there = d.status == "running" && to_->recorded_elsewhere(d.id);
       if (recorded_there || r.updated <= d.updated) {
         ++result_.already_there;
+        // A copy made by an older ampwb, or one whose weights could not be linked: its own weights now.
+        if (!recorded_there && names_other_weights(d.id)) own_final_weights(*destination_store_, d.id);
         return;
       }
       into = d.id;
     }
+    // The destination's copy being replaced: its own weights file goes once the new one has its own.
+    const std::optional<RunRecord> replaced = into ? destination_store_->find_run(into) : std::nullopt;
 
     SqlStatement read(*from_, "SELECT " + names(run_columns_) + " FROM runs WHERE id = ?");
     if (!read.bind(1, r.id).step()) return;  // deleted before the snapshot: nothing to copy
@@ -385,7 +389,21 @@ class StoreCopy {
     written_.push_back(into);
     claimed_.insert(into);
     // Its final weights as a file of this store's: deleting the run from either store leaves the other's whole.
-    own_final_weights(*destination_store_, into);
+    const bool owned = own_final_weights(*destination_store_, into);
+    if (owned && replaced) {  // unless it is the source's file itself, which an older copy in the same folder named
+      std::error_code ec;
+      const std::string now = destination_store_->run(into).info.final_weights;
+      if (!std::filesystem::equivalent(replaced->info.final_weights, now, ec))
+        remove_final_weights(destination_store_->path(), *replaced);
+    }
+  }
+
+  // Whether a run of the destination names a weights file outside the destination's folder (another store's).
+  bool names_other_weights(int64_t run) {
+    const RunRecord r = destination_store_->run(run);
+    return has_final_weights(r) &&
+           std::filesystem::path(r.info.final_weights).lexically_normal().parent_path() !=
+               std::filesystem::path(final_weights_folder(destination_store_->path())).lexically_normal();
   }
 
   // A name picks out one run: where another run of the destination has it, the copy is named NAME-2 (or -3, ...),
