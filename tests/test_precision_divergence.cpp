@@ -183,6 +183,37 @@ TEST(PrecisionDivergence, AmpBf16FirstConvolutionDiffersByBf16RoundingAsADirectC
       << sentence;
 }
 
+// The sentence on gradients says what they hold: inf/NaN before any error, and "more" only where it is more.
+TEST(PrecisionDivergence, TheSentenceSaysWhatTheGradientsHold) {
+  PrecisionDivergence d;
+  d.mode = "amp-bf16";
+  d.format = "bf16";
+  d.unit_roundoff = 1.0 / 256;
+  d.threshold = kDepartureUnits * d.unit_roundoff;
+  d.loss = {0.001, 1, 0};
+  const auto layer = [](const std::string& name, double activation, TensorDivergence grad) {
+    return LayerDivergence{name, "conv", "bf16", {activation, 1, 0}, grad, {0.001, 1, 0}};
+  };
+  d.layers = {layer("conv1", 0.002, {0.5, 1, 0}), layer("fc", 0.003, {0.01, 1, 0})};
+  find_departures(d);
+  std::string sentence = divergence_sentence(d);
+  EXPECT_NE(sentence.find("its gradients differ more (up to 5.00e-01, conv1's output gradient)"), std::string::npos)
+      << sentence;
+  d.layers = {layer("conv1", 0.4, {0.1, 1, 0}), layer("fc", 0.003, {0.01, 1, 0})};  // activations past it first
+  find_departures(d);
+  sentence = divergence_sentence(d);
+  EXPECT_NE(sentence.find("its gradients are over the line too (up to 1.00e-01, conv1's output gradient)"),
+            std::string::npos)
+      << sentence;
+  d.layers = {layer("conv1", 0.002, {0.5, 1, 0}), layer("fc", 0.003, {0, 0, 3})};
+  find_departures(d);
+  sentence = divergence_sentence(d);
+  EXPECT_NE(sentence.find("its gradients hold inf/NaN where FP32's are finite (fc's output gradient among them)"),
+            std::string::npos)
+      << sentence;
+  EXPECT_EQ(sentence.find("up to"), std::string::npos) << sentence;
+}
+
 TEST(PrecisionDivergence, ScaledGradientsAreComparedUnscaled) {
   const Batch batch = real_batch();
   TrainedModel m(batch);

@@ -110,18 +110,29 @@ std::string divergence_sentence(const PrecisionDivergence& d) {
   if (!d.largest_growth.empty())
     s += "; " + d.largest_growth + " grows the error most (" + number(d.largest_growth_factor, "%.1f") +
          " times its input's)";
-  // The line is the activations': gradients carry back every later layer's difference, and say so beside it.
+  // The line is the activations': the gradients, which carry back every later layer's difference, are said apart.
   const TensorDivergence* largest_grad = nullptr;
   std::string grad_where;
-  for (const LayerDivergence& l : d.layers)
+  double largest_activation = 0;
+  for (const LayerDivergence& l : d.layers) {
+    if (l.activation.measured()) largest_activation = std::max(largest_activation, l.activation.relative_error);
     for (const auto& [t, what] :
-         {std::pair{&l.activation_grad, "'s output gradient"}, {&l.weight_grad, "'s weight gradient"}})
-      if (t->measured() && (!largest_grad || t->relative_error > largest_grad->relative_error)) {
+         {std::pair{&l.activation_grad, "'s output gradient"}, {&l.weight_grad, "'s weight gradient"}}) {
+      const bool worse =
+          !largest_grad || (t->nonfinite > 0 && largest_grad->nonfinite == 0) ||
+          (t->measured() && largest_grad->nonfinite == 0 && t->relative_error > largest_grad->relative_error);
+      if ((t->measured() || t->nonfinite > 0) && worse) {
         largest_grad = t;
         grad_where = l.layer + what;
       }
-  if (largest_grad && largest_grad->relative_error > d.threshold)
-    s += "; its gradients differ more (up to " + relative_error_text(*largest_grad) + ", " + grad_where +
+    }
+  }
+  if (largest_grad && largest_grad->nonfinite > 0)
+    s += "; its gradients hold inf/NaN where FP32's are finite (" + grad_where + " among them)";
+  else if (largest_grad && largest_grad->relative_error > d.threshold)
+    s += std::string(largest_grad->relative_error > largest_activation ? "; its gradients differ more"
+                                                                       : "; its gradients are over the line too") +
+         " (up to " + relative_error_text(*largest_grad) + ", " + grad_where +
          "): each carries back the differences of every later layer, ReLU's zeros moved by rounding among them";
   s += "; the loss's relative error is " + relative_error_text(d.loss) + ".";
   return s;

@@ -117,7 +117,7 @@ void fp8_emulated(const RunEvidence& e, std::vector<Finding>& out) {
       "FP8 is emulated on this CPU: FP32 arithmetic on values rounded to FP8, plus the conversions",
       e.run.info.compute.empty() ? "the run trained " + mode_of(e) + " on the CPU" : e.run.info.compute,
       "use this run for FP8's numerics (each tensor's scale, saturation and underflow, layer by layer); FP8 computes "
-      "faster only on GPUs with FP8 tensor cores (compute capability 8.9 and 9.0: Ada, Hopper)");
+      "faster only on GPUs with FP8 tensor cores (NVIDIA's since Ada and Hopper)");
 }
 
 void bf16_not_native(const RunEvidence& e, std::vector<Finding>& out) {
@@ -417,14 +417,15 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   const bool expected_none = std::any_of(out.begin(), out.end(), [](const Finding& f) {
     return f.rule == "fp16_emulated" || f.rule == "fp8_emulated" || f.rule == "bf16_not_native";
   });
-  if (expected_none && speedup.ratio < 1 && full_precision_rank(e) > full_precision_rank(base)) {
-    // However busy the machine was, emulation computes in FP32 and converts besides: slower is what it does.
+  if (expected_none && speedup.distinguishable() && speedup.ratio < 1 &&
+      full_precision_rank(e) > full_precision_rank(base)) {
+    // However busy the machine was, emulation computes in FP32 and converts besides: a slowdown is its own.
     add(out, "speed_vs_baseline", Severity::Note,
-        "Slower than the baseline, as an emulated format is: " + ratio_headline(speedup),
+        "Slower than the baseline, as an emulated format can be: " + ratio_headline(speedup),
         evidence + (unreliable.empty() ? "" : "; " + unreliable),
-        "the emulated format computes in FP32 and adds its conversions, so no speed-up is to be had on this CPU, "
-        "whatever else the machine did; the run's worth here is its numerics, and its speed is measured where the "
-        "format has arithmetic units of its own");
+        "the emulated format computes in FP32 and adds its conversions, which here cost more than its narrower "
+        "storage saves, whatever else the machine did; the run's worth here is its numerics, and its speed is "
+        "measured where the format has arithmetic units of its own");
     return;
   }
   if (!unreliable.empty() && alternation.empty()) {
