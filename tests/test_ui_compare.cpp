@@ -10,6 +10,7 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineSeries>
@@ -125,7 +126,9 @@ class CompareRuns : public QObject {
   // The Compare tab, while shown, follows what other programs do to its runs: a rename shows, and a run deleted
   // elsewhere leaves the comparison, the title saying so, rather than stay as a ghost that exports fail on.
   void follows_runs_renamed_or_deleted_elsewhere() {
-    const QString db = dir_.filePath("followed.sqlite");
+    // In a folder of its own: a backup beside the fixture's store would share its runs' weights files.
+    const QString db = dir_.filePath("followed/followed.sqlite");
+    QDir().mkpath(dir_.filePath("followed"));
     RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).backup_to(db.toStdString());
     MainWindow w(db);
     w.show();
@@ -552,7 +555,8 @@ class CompareRuns : public QObject {
   // A run deleted by another process while the user writes its notes: the save says so, and what was typed is on
   // the clipboard rather than gone.
   void notes_of_a_run_deleted_meanwhile_go_to_the_clipboard() {
-    const QString db = dir_.filePath("notes-deleted.sqlite");
+    const QString db = dir_.filePath("notes-deleted/notes-deleted.sqlite");
+    QDir().mkpath(dir_.filePath("notes-deleted"));
     RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).backup_to(db.toStdString());
     MainWindow w(db);
     RunsView* runs = w.runs_view();

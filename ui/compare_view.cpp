@@ -249,8 +249,14 @@ void CompareView::follow_store() {
     const bool running =
         std::any_of(series_.begin(), series_.end(), [](const auto& s) { return s->status == RunStatus::Running; });
     if (gone.isEmpty() && stamps == stamps_ && !running) return;
+    const QStringList dropped_before = dropped_;
     dropped_ << gone;
-    load(present);
+    try {
+      load(present);
+    } catch (...) {
+      dropped_ = dropped_before;  // the next look names them once, with whatever else went meanwhile
+      throw;
+    }
   } catch (const std::exception&) {  // the store unreadable for now: the comparison stays as it was last read
   }
 }

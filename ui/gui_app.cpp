@@ -51,7 +51,11 @@ GuiOptions parse_gui_options(const QStringList& args) {
 }
 
 bool may_create_store(const QString& path) {
-  if (is_database_server(path.toStdString()) || QFileInfo::exists(path)) return true;
+  try {
+    if (is_database_server(path.toStdString()) || QFileInfo::exists(path)) return true;
+  } catch (const std::exception&) {  // a location no store can have (an unknown scheme): the window's error says why
+    return true;
+  }
   const QString folder = QFileInfo(path).absolutePath();
   QMessageBox box(QMessageBox::Question, QObject::tr("AMP Workbench"),
                   QObject::tr("There is no run store at %1.\n\nCreate a new, empty one there%2?")

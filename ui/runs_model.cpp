@@ -47,7 +47,7 @@ bool same_display(const RunsModel::Row& a, const RunsModel::Row& b) {
   return x.name == y.name && x.status == y.status && x.end_reason == y.end_reason && x.updated == y.updated &&
          x.duration_seconds == y.duration_seconds && x.notes == y.notes && x.tags == y.tags &&
          x.info.final_weights == y.info.final_weights && x.info.validation_images == y.info.validation_images &&
-         x.epochs == y.epochs && a.resumable == b.resumable &&
+         x.epochs == y.epochs && a.resumable == b.resumable && a.weights == b.weights &&
          a.summary.epochs_completed == b.summary.epochs_completed &&
          same_number(a.summary.best_validation_accuracy, b.summary.best_validation_accuracy) &&
          a.summary.total_seconds == b.summary.total_seconds;
@@ -66,14 +66,16 @@ std::vector<RunsModel::Row> RunsModel::read_rows(const RunStore& store, const st
     if (was != before.end()) {
       const RunRecord& p = was->second->record;
       if (p.updated == r.updated && p.duration_seconds == r.duration_seconds && p.status == r.status) {
-        rows.push_back({std::move(r), was->second->summary, was->second->resumable});
+        std::string weights = final_weights_state(r);
+        rows.push_back({std::move(r), was->second->summary, was->second->resumable, std::move(weights)});
         continue;
       }
     }
     RunSummary s = summarize(r, store.epochs(r.id));
     const bool ended_early = r.status != RunStatus::Finished && r.status != RunStatus::Running;
     const bool resumable = ended_early && store.resumable(r.id);
-    rows.push_back({std::move(r), s, resumable});
+    std::string weights = final_weights_state(r);
+    rows.push_back({std::move(r), s, resumable, std::move(weights)});
   }
   return rows;
 }
@@ -156,7 +158,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     if (!r.notes.empty()) tip += "\nnotes: " + QString::fromStdString(r.notes);
     for (const std::string& note : r.info.notes) tip += "\n" + tr("note: %1").arg(QString::fromStdString(note));
     if (has_final_weights(r))
-      tip += "\n" + (final_weights_state(r) == "missing" ? tr("final weights (missing): %1") : tr("final weights: %1"))
+      tip += "\n" + (row.weights == "missing" ? tr("final weights (missing): %1") : tr("final weights: %1"))
                         .arg(QString::fromStdString(r.info.final_weights));
     return plain_tooltip(tip);  // a path or notes that look like HTML are still shown as written
   }
@@ -204,10 +206,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     }
     case Time:
       return sort ? QVariant(s.total_seconds) : QVariant(QString::fromStdString(format_duration(s.total_seconds)));
-    case Weights: {
-      const std::string state = final_weights_state(r);
-      return state == "yes" ? tr("yes") : state == "missing" ? tr("missing") : QString();
-    }
+    case Weights:
+      return row.weights == "yes" ? tr("yes") : row.weights == "missing" ? tr("missing") : QString();
     case Tags: {
       QStringList tags;
       for (const std::string& t : r.tags) tags << QString::fromStdString(t);

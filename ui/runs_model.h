@@ -40,6 +40,7 @@ class RunsModel : public QAbstractTableModel {
     RunRecord record;
     RunSummary summary;
     bool resumable = false;  // a checkpoint continues it (ampwb train --resume, the Resume action)
+    std::string weights;     // final_weights_state: "yes", "missing" or "", read with the row (not at each paint)
   };
 
   explicit RunsModel(QObject* parent = nullptr);

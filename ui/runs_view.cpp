@@ -294,7 +294,7 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     });
     reload();
     if (error.isEmpty()) return;
-    if (!theirs) {  // the run deleted meanwhile, say: what the user typed goes to the clipboard, not away
+    if (!theirs) {  // refused (the run deleted meanwhile, a name taken): what the user typed goes to the clipboard
       const bool typed = text != QString::fromStdString(were);
       if (typed) QGuiApplication::clipboard()->setText(text);
       plain_message(this, QMessageBox::Warning, title,
