@@ -7,6 +7,7 @@
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -282,6 +283,9 @@ class TrainingThroughTheUi : public QObject {
     QCOMPARE(r.depth, 20);
     QCOMPARE(r.precision_name(), std::string("amp-fp16"));
     QCOMPARE(r.dataset_path, data_.toStdString());
+    // The dataset's report in the setup panel gives the fingerprint the run recorded (as ampwb show does).
+    const QString report = child<QPlainTextEdit>(w, "datasetReport")->toPlainText();
+    QVERIFY2(report.contains("fingerprint: " + QString::fromStdString(r.dataset_fingerprint)), qPrintable(report));
     QCOMPARE(store.epochs(id).size(), size_t{4});
     QCOMPARE(store.steps(id).size(), live.steps.size());
     QCOMPARE(store.histograms(id).size(), live.histograms.size());

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <optional>
 
+#include "store/dataset_fingerprint.h"
+
 namespace ampwb::ui {
 
 struct DatasetInspector::Shared {
@@ -80,7 +82,9 @@ void DatasetInspector::Shared::loop() {
     result.root = request.root;
     try {
       const Dataset dataset = Dataset::inspect(request.root.toStdString(), request.options);
-      const DatasetReport& report = dataset.report();
+      DatasetReport report = dataset.report();
+      // The fingerprint runs record (ampwb show, compare, dataset inspect), not the scan cache's key.
+      report.fingerprint = dataset_fingerprint(report.root);
       result.text = QString::fromStdString(report.to_text());
       result.trainable = report.trainable();
       if (!report.errors.empty()) {
