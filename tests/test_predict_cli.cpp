@@ -117,10 +117,13 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   expect_contains(r.output, "vertical stripes");
   expect_contains(r.output, " %");
 
-  // Images that cannot be predicted are named.
-  r = ampwb({"predict", "1", dir.file("missing.png"), "--db", db});
+  // Images that cannot be predicted are named; a missing one, mistyped say, costs only its own row.
+  r = ampwb({"predict", "1", dir.file("missing.png"), one, "--db", db});
   EXPECT_EQ(r.status, 1);
-  expect_contains(r.output, dir.file("missing.png"));
+  expect_contains(r.output, dir.file("missing.png") + "\n  not classified: cannot read image '" +
+                                dir.file("missing.png") + "': unreadable (No such file or directory)");
+  expect_contains(r.output, one + "\n");
+  expect_contains(r.output, "ampwb predict: error: 1 of 2 images could not be read");
   // A file that does not read is named with the reason; the image beside it is still classified.
   { std::ofstream(dir.file("text.png")) << "not an image"; }
   r = ampwb({"predict", "1", dir.file("text.png"), one, "--db", db});
@@ -170,12 +173,14 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   expect_contains(r.output, "is damaged");
   expect_contains(r.output, "fails its checksum");
 
-  // A copy in another store points at this store's file: deleting the copy leaves it to the original.
+  // A copy in another store has a file of its own beside it: deleting the copy removes that one, not this.
   fs::create_directories(dir.path() / "other");
   const std::string copy = (dir.path() / "other" / "runs.sqlite").string();
   ASSERT_EQ(ampwb({"store", "copy", db, copy}).status, 0);
-  EXPECT_EQ(show(copy, 1)["final_weights"], weights);
+  const std::string copied = show(copy, 1)["final_weights"];
+  EXPECT_EQ(fs::path(copied).parent_path(), dir.path() / "other" / "weights");
   ASSERT_EQ(ampwb({"delete", "1", "--db", copy}).status, 0);
+  EXPECT_FALSE(fs::exists(copied));
   EXPECT_TRUE(fs::exists(weights));
 
   // Deleting the run removes its weights.

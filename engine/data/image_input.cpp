@@ -71,10 +71,8 @@ std::vector<std::string> image_files_in(const std::vector<std::string>& paths) {
       if (found.empty()) throw Error("the folder '" + path + "' holds no image files");
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::exists(path, ec)) {
-      files.push_back(path);
     } else {
-      throw Error("no such image or folder: '" + path + "'");
+      files.push_back(path);  // a missing one too: named with its reason in its row, the others classified
     }
   }
   return files;

@@ -22,7 +22,8 @@ PreparedImages prepare_image_files(const std::vector<std::string>& paths, int si
                                    int threads = 1);
 
 // The image files among `paths`, a folder standing for every image file under it (by extension, in sorted order,
-// sub-folders included). Throws ampwb::Error naming a path that does not exist, or a folder that holds no image.
+// sub-folders included); a path that is no folder stays as it is, missing or not (prepare_image_files names why it
+// cannot be read). Throws ampwb::Error naming a folder that cannot be listed or holds no image.
 std::vector<std::string> image_files_in(const std::vector<std::string>& paths);
 
 }  // namespace ampwb
