@@ -4,6 +4,9 @@
 // named as the form names it, and its field marked.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
@@ -139,6 +142,23 @@ class FieldsKeepWhatWasTyped : public QObject {
     w.setup()->set_dataset_path(data_);
     QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
     QCOMPARE(status->text(), QString("Ready: click Train."));
+    QVERIFY(!child<QLabel>(w, "datasetStatus")->text().contains("skipped"));
+    // A file the data holds that is no image is said on the status line, not only at the report's end.
+    const QString damaged = dir_.filePath("damaged");
+    const QString copied = write_stripes(damaged, 24, 16);
+    QString class_folder;
+    for (const QFileInfo& f : QDir(copied).entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot))
+      class_folder = f.filePath();
+    QFile junk(class_folder + "/junk.png");
+    QVERIFY(junk.open(QIODevice::WriteOnly));
+    junk.write("not an image");
+    junk.close();
+    w.setup()->set_dataset_path(copied);
+    QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")
+                                 ->text()
+                                 .contains("; 1 file(s) skipped, each named in "
+                                           "the report below"),
+                             60000);
   }
 
   // The engine refuses warm-up epochs beyond the epochs, naming the setting by its key in neutral words: the GUI says

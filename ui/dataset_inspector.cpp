@@ -97,6 +97,7 @@ void DatasetInspector::Shared::loop() {
       result.train_images = report.train_images;
       result.validation_images = report.validation_images;
       result.train_images_before_limit = report.train_images_before_limit;
+      result.skipped = static_cast<qint64>(report.skipped.size());
       result.validation_images_before_limit = report.validation_images_before_limit;
       if (result.trainable) result.native_image_size = dataset.native_image_size();
     } catch (const std::exception& e) {  // inspect() reports rather than throws; anything else lands here

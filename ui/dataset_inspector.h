@@ -23,6 +23,7 @@ struct InspectResult {
   int classes = 0;
   qint64 train_images = 0, validation_images = 0;  // those a run takes, within its limits
   qint64 train_images_before_limit = 0, validation_images_before_limit = 0;
+  qint64 skipped = 0;  // files and folders passed over (not images, damaged), each named in the report
 };
 
 class DatasetInspector : public QObject {

@@ -688,12 +688,16 @@ void RunSetupPanel::show_inspection(const InspectResult& r) {
     const QLocale english(QLocale::English);
     return taken < all ? tr("%1 of %2").arg(english.toString(taken), english.toString(all)) : english.toString(taken);
   };
-  dataset_status_->setText(r.trainable ? tr("✔ %1 classes, %2 training and %3 validation images (%4 px)")
-                                             .arg(r.classes)
-                                             .arg(count(r.train_images, r.train_images_before_limit))
-                                             .arg(count(r.validation_images, r.validation_images_before_limit))
-                                             .arg(r.native_image_size)
-                                       : tr("✘ %1").arg(r.problem));
+  QString status = r.trainable ? tr("✔ %1 classes, %2 training and %3 validation images (%4 px)")
+                                     .arg(r.classes)
+                                     .arg(count(r.train_images, r.train_images_before_limit))
+                                     .arg(count(r.validation_images, r.validation_images_before_limit))
+                                     .arg(r.native_image_size)
+                               : tr("✘ %1").arg(r.problem);
+  // Files passed over are said where the eye falls, not only at the end of the report below.
+  if (r.trainable && r.skipped > 0)
+    status += tr("; %n file(s) skipped, each named in the report below", nullptr, static_cast<int>(r.skipped));
+  dataset_status_->setText(status);
   set_dataset_problem(r.trainable ? QString() : r.problem);
   Q_EMIT dataset_inspected(r);
 }
