@@ -356,7 +356,8 @@ CLI::App* add_edit_command(CLI::App& app, Invocation& invocation, const std::str
 }
 
 void add_export_commands(CLI::App& app, Invocation& invocation) {
-  CLI::App* export_cmd = app.add_subcommand("export", "stored runs as CSV files or as a chart image");
+  CLI::App* export_cmd =
+      app.add_subcommand("export", "stored runs as CSV files or a chart image, or a run's trained model");
   export_cmd->require_subcommand(1);
 
   auto csv_options = std::make_shared<ExportCsvOptions>();
