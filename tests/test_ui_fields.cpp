@@ -205,6 +205,30 @@ class FieldsKeepWhatWasTyped : public QObject {
     QVERIFY(topk->styleSheet().contains("border"));
   }
 
+  // The loss scaler's numbers are live only where the loss is scaled, by the mode or by the kind chosen: an FP32 or
+  // AMP FP8 run greys them, a static scale leaves only its initial value, and choosing dynamic scaling wakes them.
+  void scaler_fields_follow_whether_the_loss_is_scaled() {
+    MainWindow w(dir_.filePath("scaler.sqlite"));
+    open(w);
+    child<QToolButton>(w, "advancedToggle")->setChecked(true);
+    auto* precision = child<QComboBox>(w, "precision");
+    auto* kind = child<QComboBox>(w, "lossScaleKind");
+    QWidget* init = setting_field<QWidget>(w, "precision.loss_scale.init_scale");
+    QWidget* growth = setting_field<QWidget>(w, "precision.loss_scale.growth_factor");
+    QVERIFY(init && growth);
+    for (const char* mode : {"fp32", "amp-bf16", "amp-fp8"}) {
+      precision->setCurrentIndex(precision->findData(mode));
+      QVERIFY2(!init->isEnabled() && !growth->isEnabled(), mode);
+    }
+    precision->setCurrentIndex(precision->findData("amp-fp16"));
+    QVERIFY(init->isEnabled() && growth->isEnabled());
+    kind->setCurrentIndex(kind->findData("static"));
+    QVERIFY(init->isEnabled() && !growth->isEnabled());
+    precision->setCurrentIndex(precision->findData("amp-bf16"));
+    kind->setCurrentIndex(kind->findData("dynamic"));
+    QVERIFY(init->isEnabled() && growth->isEnabled());
+  }
+
   // AMP FP8's scaling fields show only while that mode is chosen; what they hold is what config() gives, set_config()
   // shows it back, a history of 0 steps is refused as typed with the engine's range, and an engine refusal of one
   // of them marks it and names its label.

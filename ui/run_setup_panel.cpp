@@ -361,7 +361,10 @@ QWidget* RunSetupPanel::build_advanced_group() {
   ff->addRow(tr("First and last layers"), fp8_first_last_);
   layout->addWidget(fp8);
   connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_fp8_fields);
+  connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_scaler_fields);
+  connect(scale_kind_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_scaler_fields);
   update_fp8_fields();
+  update_scaler_fields();
 
   auto* more = new QGroupBox(tr("Optimizer and data"));
   auto* mf = new QFormLayout(more);
@@ -493,6 +496,19 @@ void RunSetupPanel::update_fp8_fields() {
   fp8_->setEnabled(editable_ && fp8);
 }
 
+void RunSetupPanel::update_scaler_fields() {
+  if (!max_scale_) return;  // still being built
+  const LossScaleKind kind = scale_kind_->currentData().toString().isEmpty()
+                                 ? mode_info(chosen_mode()).loss_scaling
+                                 : chosen_choice<LossScaleKind>(scale_kind_);
+  init_scale_->setEnabled(editable_ && kind != LossScaleKind::Off);
+  for (QWidget* dynamic_only :
+       {static_cast<QWidget*>(scaler_preset_), static_cast<QWidget*>(growth_factor_),
+        static_cast<QWidget*>(backoff_factor_), static_cast<QWidget*>(growth_interval_),
+        static_cast<QWidget*>(hysteresis_), static_cast<QWidget*>(min_scale_), static_cast<QWidget*>(max_scale_)})
+    dynamic_only->setEnabled(editable_ && kind == LossScaleKind::Dynamic);
+}
+
 void RunSetupPanel::update_processes() {
   if (!processes_) return;  // still being built
   const DeviceChoice device = chosen_device();
@@ -614,6 +630,7 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
   select_choice(fp8_formats_, fp8.formats);
   fp8_first_last_->setChecked(fp8.first_and_last);
   update_fp8_fields();
+  update_scaler_fields();
 
   warmup_->setValue(c.warmup_epochs);
   momentum_->setValue(c.optimizer.momentum);
@@ -762,6 +779,7 @@ void RunSetupPanel::set_editable(bool editable) {
   editable_ = editable;
   update_processes();  // what only many processes use stays off with one
   update_fp8_fields();
+  update_scaler_fields();
 }
 
 void RunSetupPanel::load_settings() {

@@ -103,6 +103,9 @@ class RunSetupPanel : public QWidget {
   void apply_scaler_preset();
   // The FP8 scaling fields, shown only while AMP FP8 is chosen (the other modes ignore them).
   void update_fp8_fields();
+  // The scaler's numbers take effect only where the loss is scaled (the kind chosen, else the mode's): elsewhere
+  // they stay shown, greyed, as what scaling would start from.
+  void update_scaler_fields();
   // The run's memory estimate against what is available (train/memory_estimate.h), as the settings change.
   void update_memory_estimate();
   // The Processes choice's limit and reason for the chosen device, and the data-parallel fields, usable only with
