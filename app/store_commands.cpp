@@ -232,6 +232,8 @@ int store_recover_command(const StoreOptions& options) {
   }
   if (!r.incomplete_runs.empty())
     std::printf("runs whose records may have gaps have a note saying so (ampwb show RUN)\n");
+  for (const std::string& why : r.weights_shared)
+    std::printf("still naming the damaged store's weights file (deleting the run there takes them): %s\n", why.c_str());
   std::printf(
       "look at it with ampwb runs --db '%s'. To use it in the damaged store's place, first move the damaged file "
       "away together with its -wal and -shm files (SQLite would apply an old -wal to the new file); keep them until "

@@ -481,6 +481,33 @@ int64_t all_rows(const std::string& file) {
   return n;
 }
 
+// A recovered store's runs get weights files of their own: the damaged store, kept beside it until the user is sure,
+// and the recovered one each delete only their own.
+TEST(StoreRecover, ARecoveredRunHasFinalWeightsOfItsOwn) {
+  TempDir dir("recover_weights");
+  const std::string source = dir.file("source.sqlite"), recovered = dir.file("recovered.sqlite");
+  const std::string weights = dir.file("weights/run-1.weights");
+  int64_t run = 0;
+  {
+    RunStore store(source);
+    record_runs(store);
+    run = store.runs().front().id;
+    fs::create_directories(dir.file("weights"));
+    std::ofstream(weights) << "the bytes of trained weights";
+    store.set_final_weights(run, weights);
+  }
+  const StoreRecoverResult r = recover_store(source, recovered);
+  EXPECT_TRUE(r.weights_shared.empty());
+  const std::string own = RunStore(recovered, RunStore::Mode::ReadOnly).run(run).info.final_weights;
+  EXPECT_NE(own, weights);
+  EXPECT_EQ(fs::path(own).parent_path(), fs::path(dir.file("weights")));
+  std::ifstream kept(own);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "the bytes of trained weights");
+  RunStore(source).remove(run);
+  EXPECT_FALSE(fs::exists(weights));
+  EXPECT_TRUE(fs::exists(own));
+}
+
 TEST(StoreRecover, AWholeStoreComesBackRecordForRecordUnderItsOwnIds) {
   TempDir dir("recover_whole");
   const std::string source = dir.file("source.sqlite"), recovered = dir.file("recovered.sqlite");

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "store/final_weights.h"
 #include "store/run_store.h"
 #include "store/sqlite.h"
 
@@ -511,7 +512,18 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
   }
 
   // Opened as a store: brought to this build's schema, and runs whose recording process is gone marked interrupted.
-  result.runs = static_cast<int>(RunStore(destination, RunStore::Mode::Existing).runs().size());
+  // Its runs get final weights files of their own, as a backup's do: deleting a run from the damaged store, kept
+  // beside it, must not take the recovered run's weights. Where that cannot be done the recovery stands all the same.
+  RunStore recovered(destination, RunStore::Mode::Existing);
+  const std::vector<RunRecord> runs = recovered.runs();
+  result.runs = static_cast<int>(runs.size());
+  for (const RunRecord& r : runs) {
+    try {
+      own_final_weights(recovered, r.id);
+    } catch (const Error& e) {
+      result.weights_shared.push_back(e.what());
+    }
+  }
   return result;
 }
 

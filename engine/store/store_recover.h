@@ -29,6 +29,7 @@ struct StoreRecoverResult {
   std::map<std::string, int64_t> orphans;   // per table: rows left out because their run or sweep was lost
   std::map<std::string, int64_t> unlinked;  // per table: rows kept, their link to a lost run cleared (sweep points)
   std::set<int64_t> incomplete_runs;        // runs kept whose records a lost stretch may hold; each gets a note
+  std::vector<std::string> weights_shared;  // why a run still names the damaged store's weights file, if one does
 };
 
 struct StoreRecoverProgress {
