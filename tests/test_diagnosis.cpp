@@ -298,6 +298,23 @@ TEST_F(Diagnosis, Fp8ThatClipsOrFlushesValuesNamesItsTensors) {
   for (LayerNumerics& n : run.layers)
     if (n.layer == "layer1.0.conv1") n.fp8_input.saturated_fraction = 0.0015;
   expect_contains(expect_finding(diagnose(run), "fp8_saturation").evidence, "(E4M3): 0.15% clipped");
+  // Clipping at an earlier probe that the last one no longer shows is a note, at the probe that clipped most.
+  const int64_t last_step = run.layers.back().step;
+  int64_t earlier_step = -1;
+  for (LayerNumerics& n : run.layers) {
+    n.fp8_input.saturated_fraction = 0;
+    if (n.step != last_step && n.layer == "layer1.0.conv1") {
+      n.fp8_input.saturated_fraction = 0.02;
+      earlier_step = n.step;
+    }
+  }
+  ASSERT_GE(earlier_step, 0) << "the run probed one step only";
+  const Finding earlier = expect_finding(diagnose(run), "fp8_saturation");
+  EXPECT_EQ(earlier.severity, Severity::Note);
+  expect_contains(earlier.title, "FP8 clipped the largest values earlier in the run, not at its end");
+  expect_contains(earlier.evidence,
+                  "the most at step " + std::to_string(earlier_step) + ": layer1.0.conv1's input (E4M3): 2% clipped");
+  for (LayerNumerics& n : run.layers) n.fp8_input.saturated_fraction = 0;
 
   c.precision.fp8.scaling.margin = -3;
   const Finding clipped = expect_finding(diagnose(trained(c)), "fp8_saturation");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "analysis/run_speed.h"
@@ -219,9 +220,10 @@ struct Fp8Tensor {
   const char* role;
   const Fp8TensorNumerics* cast;
 };
-std::vector<Fp8Tensor> fp8_tensors_past(const RunEvidence& e, double Fp8TensorNumerics::*share, double threshold) {
+std::vector<Fp8Tensor> fp8_tensors_past(const std::vector<const LayerNumerics*>& step, double Fp8TensorNumerics::*share,
+                                        double threshold) {
   std::vector<Fp8Tensor> out;
-  for (const LayerNumerics* n : last_probed_layers(e.layers))
+  for (const LayerNumerics* n : step)
     for (const auto& [role, cast] : {std::pair{"input", &n->fp8_input}, std::pair{"weight", &n->fp8_weight},
                                      std::pair{"output gradient", &n->fp8_output_grad}})
       if (cast->count > 0 && cast->*share > threshold) out.push_back({n, role, cast});
@@ -245,18 +247,42 @@ std::string fp8_evidence(const std::vector<Fp8Tensor>& tensors, double Fp8Tensor
 }
 
 void fp8_saturation(const RunEvidence& e, std::vector<Finding>& out) {
-  const auto tensors = fp8_tensors_past(e, &Fp8TensorNumerics::saturated_fraction, kFp8SaturatedShare);
-  if (tensors.empty()) return;
-  add(out, "fp8_saturation", Severity::Warning,
-      format("FP8 clips the largest values of %zu tensor%s", tensors.size(), tensors.size() == 1 ? "" : "s"),
-      format("step %lld: ", static_cast<long long>(tensors.front().layer->step)) +
-          fp8_evidence(tensors, &Fp8TensorNumerics::saturated_fraction, "clipped"),
-      "raise precision.fp8.margin to leave headroom above the amax history, or keep the named layers out of FP8 "
-      "(precision.fp8.first_and_last off keeps the first and last)");
+  const auto tensors =
+      fp8_tensors_past(last_probed_layers(e.layers), &Fp8TensorNumerics::saturated_fraction, kFp8SaturatedShare);
+  if (!tensors.empty()) {
+    add(out, "fp8_saturation", Severity::Warning,
+        format("FP8 clips the largest values of %zu tensor%s", tensors.size(), tensors.size() == 1 ? "" : "s"),
+        format("step %lld: ", static_cast<long long>(tensors.front().layer->step)) +
+            fp8_evidence(tensors, &Fp8TensorNumerics::saturated_fraction, "clipped"),
+        "raise the margin (--fp8-margin, precision.fp8.margin) to leave headroom above the amax history, or keep "
+        "the named layers out of FP8 (precision.fp8.first_and_last off keeps the first and last)");
+    return;
+  }
+  // Clipping at an earlier probe (--numerics-every) that the last one no longer shows: a scale from the amax history
+  // lagged a rise of its amax, then caught up. Said as a note, at the probe that clipped the most.
+  std::map<int64_t, std::vector<const LayerNumerics*>> probes;
+  for (const LayerNumerics& n : e.layers) probes[n.step].push_back(&n);
+  std::vector<Fp8Tensor> worst;
+  size_t clipping_probes = 0;
+  for (const auto& [step, layers] : probes) {
+    auto past = fp8_tensors_past(layers, &Fp8TensorNumerics::saturated_fraction, kFp8SaturatedShare);
+    if (past.empty()) continue;
+    ++clipping_probes;
+    if (worst.empty() || past.front().cast->saturated_fraction > worst.front().cast->saturated_fraction)
+      worst = std::move(past);
+  }
+  if (worst.empty()) return;
+  add(out, "fp8_saturation", Severity::Note, "FP8 clipped the largest values earlier in the run, not at its end",
+      format("%zu of %zu probed steps clipped; the most at step %lld: ", clipping_probes, probes.size(),
+             static_cast<long long>(worst.front().layer->step)) +
+          fp8_evidence(worst, &Fp8TensorNumerics::saturated_fraction, "clipped"),
+      "a scale from the amax history lags a sudden rise of its amax until the history holds it: a margin "
+      "(--fp8-margin) leaves headroom for such a rise, a shorter history (--fp8-amax-history) follows it sooner");
 }
 
 void fp8_underflow(const RunEvidence& e, std::vector<Finding>& out) {
-  const auto tensors = fp8_tensors_past(e, &Fp8TensorNumerics::underflow_fraction, kFp8UnderflowShare);
+  const auto tensors =
+      fp8_tensors_past(last_probed_layers(e.layers), &Fp8TensorNumerics::underflow_fraction, kFp8UnderflowShare);
   if (tensors.empty()) return;
   const bool e4m3_gradient = std::any_of(tensors.begin(), tensors.end(), [](const Fp8Tensor& t) {
     return t.cast == &t.layer->fp8_output_grad && t.cast->format_max <= 448;
