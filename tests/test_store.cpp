@@ -451,7 +451,7 @@ TEST_P(StoreOpen, ALiveRunIsNeverMarkedInterruptedEvenFromTheSameProcess) {
   EXPECT_EQ(viewer.recover_abandoned_runs(), 0);
   EXPECT_EQ(viewer.run(id).status, RunStatus::Running);
   EXPECT_TRUE(viewer.recording(id));
-  expect_contains(error_of([&] { viewer.remove(id); }), "being recorded");
+  expect_contains(error_of([&] { viewer.remove(id); }), "is still training (process ");
   recorder.end_run(id, {RunStatus::Finished, ""}, {}, 1.0);
   EXPECT_EQ(viewer.run(id).status, RunStatus::Finished);
   EXPECT_FALSE(viewer.recording(id));

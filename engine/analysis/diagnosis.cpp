@@ -254,7 +254,7 @@ void fp8_saturation(const RunEvidence& e, std::vector<Finding>& out) {
         format("FP8 clips the largest values of %zu tensor%s", tensors.size(), tensors.size() == 1 ? "" : "s"),
         format("step %lld: ", static_cast<long long>(tensors.front().layer->step)) +
             fp8_evidence(tensors, &Fp8TensorNumerics::saturated_fraction, "clipped"),
-        "raise the margin (--fp8-margin, precision.fp8.margin) to leave headroom above the amax history, or keep "
+        "raise the margin (precision.fp8.margin) to leave headroom above the amax history, or keep "
         "the named layers out of FP8 (precision.fp8.first_and_last off keeps the first and last)");
     return;
   }
@@ -277,7 +277,8 @@ void fp8_saturation(const RunEvidence& e, std::vector<Finding>& out) {
              static_cast<long long>(worst.front().layer->step)) +
           fp8_evidence(worst, &Fp8TensorNumerics::saturated_fraction, "clipped"),
       "a scale from the amax history lags a sudden rise of its amax until the history holds it: a margin "
-      "(--fp8-margin) leaves headroom for such a rise, a shorter history (--fp8-amax-history) follows it sooner");
+      "(precision.fp8.margin) leaves headroom for such a rise, a shorter history (precision.fp8.amax_history_length) "
+      "follows it sooner");
 }
 
 void fp8_underflow(const RunEvidence& e, std::vector<Finding>& out) {
