@@ -274,6 +274,7 @@ TEST(DataImageFile, DamageIsRefusedWithItsReason) {
   const std::string text = "This is not a picture.\nJust text.\n";
   EXPECT_EQ(check(std::vector<uint8_t>(text.begin(), text.end())).reason, "not an image (the file holds text)");
   EXPECT_EQ(check({0x00, 0x01, 0x02, 0xfe, 0x80, 0x90}).reason, "not an image (unknown format)");
+  EXPECT_EQ(check({'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0}).reason, "a GIF, which is not read (convert it to PNG)");
   const std::vector<uint8_t> bmp = encode(".bmp", img);
   EXPECT_EQ(check(cut(bmp, bmp.size() / 2)).reason, "truncated BMP (shorter than its header says)");
   // Binary PNM: the pixels the header's size needs (OpenCV's decoder would print its own complaint to stderr).

@@ -67,6 +67,7 @@ void make_messy_folder(const fs::path& root) {
   write_text(cats / "notes.jpg", "shopping list\nmilk\n");
   write_bytes(cats / "garbage.png", std::vector<uint8_t>{0x00, 0x13, 0x37, 0xfe, 0xed, 0xbe, 0xef});
   write_text(cats / "readme.txt", "cats");
+  write_text(cats / "Dancing.GIF", "GIF89a");
   write_image(cats / ".hidden.png", pattern_image(8, 8));
   fs::create_symlink("..", cats / "loop");
   fs::create_symlink("nowhere.png", cats / "broken.png");
@@ -119,6 +120,7 @@ TEST(DataScan, MessyFolderExactReport) {
   const Pairs expected = {
       {".git", "hidden folder"},
       {"cats/.hidden.png", "hidden file"},
+      {"cats/Dancing.GIF", "a GIF, which is not read (convert it to PNG)"},
       {"cats/broken.png", "broken symbolic link"},
       {"cats/corrupt_crc.png", "corrupt PNG (CRC mismatch in chunk 'IDAT')"},
       {"cats/empty.jpg", "empty file (0 bytes)"},
@@ -165,7 +167,7 @@ TEST(DataScan, MessyFolderExactReport) {
   EXPECT_EQ(j["classes"][1]["name"], "chiens à poil");
   EXPECT_EQ(j["classes"][1]["images"], 7);
   EXPECT_EQ(j["skipped"].size(), expected.size());
-  EXPECT_EQ(j["skipped"][3]["path"], "cats/corrupt_crc.png");
+  EXPECT_EQ(j["skipped"][4]["path"], "cats/corrupt_crc.png");
   EXPECT_EQ(j["empty_classes"][1], "only bad");
   const std::string text = r.to_text();
   EXPECT_NE(text.find("cats/truncated.jpg: truncated JPEG (no end-of-image marker)"), std::string::npos) << text;

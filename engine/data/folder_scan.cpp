@@ -128,7 +128,7 @@ class FolderWalk {
           ancestors_.pop_back();
         }
       } else if (!has_image_extension(name)) {
-        skip(r, "not an image file");
+        skip(r, is_gif_name(name) ? kGifNotRead : "not an image file");
       } else {
         files.push_back({root_ + "/" + r, r, static_cast<int64_t>(e.st.st_size),
                          static_cast<int64_t>(e.st.st_mtim.tv_sec) * 1000000000 + e.st.st_mtim.tv_nsec});

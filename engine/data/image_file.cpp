@@ -188,6 +188,13 @@ const char* image_format_name(ImageFormat f) {
   return "unknown";
 }
 
+bool is_gif_name(const std::string& filename) {
+  if (filename.size() < 4) return false;
+  std::string ext = filename.substr(filename.size() - 4);
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return ext == ".gif";
+}
+
 bool has_image_extension(const std::string& filename) {
   const size_t dot = filename.rfind('.');
   if (dot == std::string::npos || dot == 0) return false;
@@ -221,6 +228,7 @@ ImageCheck check_image_structure(const uint8_t* d, size_t n) {
   const ImageFormat format = sniff_image_format(d, n);
   switch (format) {
     case ImageFormat::Unknown:
+      if (starts_with(d, n, "GIF8", 4)) return fail(format, kGifNotRead);  // a named reason, not "unknown"
       return fail(format,
                   looks_like_text(d, n) ? "not an image (the file holds text)" : "not an image (unknown format)");
     case ImageFormat::Jpeg:

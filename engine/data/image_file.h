@@ -24,6 +24,9 @@ const char* image_format_name(ImageFormat f);  // "PNG", "JPEG", ...
 // True for the extensions OpenCV's codecs read (any case): png jpg jpeg jpe jfif bmp dib tif tiff webp pbm pgm ppm
 // pnm pxm pfm jp2 exr hdr pic sr ras.
 bool has_image_extension(const std::string& filename);
+// A GIF, named as one: a common format OpenCV does not read, said so rather than "not an image".
+bool is_gif_name(const std::string& filename);  // *.gif, any case
+inline constexpr const char* kGifNotRead = "a GIF, which is not read (convert it to PNG)";
 
 // The format from the first bytes, or Unknown.
 ImageFormat sniff_image_format(const uint8_t* data, size_t size);
