@@ -108,6 +108,7 @@ int runs_command(const RunsOptions& options) {
       j["summary"] = s;
       j["resumable"] = resumable;
       j["final_weights"] = has_final_weights(r);
+      j["final_weights_missing"] = final_weights_state(r) == "missing";  // recorded, the file gone
       list.push_back(j);
     } else {
       table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_status_name(r.status),

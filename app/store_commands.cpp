@@ -60,8 +60,11 @@ int delete_command(const EditOptions& options) {
   RunStore store = open_existing(options.db);
   const RunRecord r = store.run(store.resolve(options.run));
   const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
+  const bool had_weights = final_weights_state(r) == "yes";
   store.remove(r.id);
   std::printf("deleted run %lld (%s)\n", static_cast<long long>(r.id), printable(r.name).c_str());
+  if (had_weights && !std::filesystem::exists(r.info.final_weights))
+    std::printf("  and its final weights: %s\n", r.info.final_weights.c_str());
   std::error_code ec;
   for (const CheckpointInfo& c : checkpoints)  // a finished run's were removed with their folder
     if (std::filesystem::exists(c.path, ec)) std::printf("  its checkpoint file is kept: %s\n", c.path.c_str());
@@ -431,7 +434,8 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
 
 void add_store_commands(CLI::App& app, Invocation& invocation) {
   add_export_commands(app, invocation);
-  add_edit_command(app, invocation, "delete", "delete a run and all its records (its checkpoint files stay)", "", "",
+  add_edit_command(app, invocation, "delete",
+                   "delete a run, all its records and its final weights (its checkpoint files stay)", "", "",
                    delete_command, std::make_shared<EditOptions>());
   add_edit_command(app, invocation, "rename", "rename a run", "NAME", "the new name", rename_command,
                    std::make_shared<EditOptions>());

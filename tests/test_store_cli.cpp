@@ -589,8 +589,11 @@ TEST(StoreCli, ABackupAndACopyKeepFinalWeightsOfTheirOwn) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(weights_of(copy, 1), weights_of(db, 1));
   EXPECT_EQ(fs::path(weights_of(copy, 1)).parent_path(), fs::path(copy).parent_path() / "weights");
+  const std::string deleted = weights_of(db, 1);
   r = ampwb({"delete", "1", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "deleted run 1 (");
+  expect_contains(r.output, "\n  and its final weights: " + deleted + "\n");
   r = ampwb({"delete", "2", "--db", backup});
   ASSERT_EQ(r.status, 0) << r.output;
   for (const auto& [store, run] :
@@ -609,6 +612,12 @@ TEST(StoreCli, ABackupAndACopyKeepFinalWeightsOfTheirOwn) {
   ASSERT_EQ(rows.size(), 3u) << r.output;  // the header, runs 1 and 2
   EXPECT_TRUE(rows[1].ends_with(" yes")) << rows[1];
   EXPECT_TRUE(rows[2].ends_with(" missing")) << rows[2];
+  r = ampwb({"runs", "--json", "--db", copy});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json listed = json::parse(r.output);
+  EXPECT_EQ(listed[0]["final_weights_missing"], false);
+  EXPECT_EQ(listed[1]["final_weights"], true);  // recorded
+  EXPECT_EQ(listed[1]["final_weights_missing"], true);
 }
 
 TEST(StoreCli, TwoTrainingsAndEditsShareOneFileWithoutLockErrors) {

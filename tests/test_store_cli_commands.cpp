@@ -175,6 +175,10 @@ TEST(StoreCli, Fp8FlagsForAnotherModeAreSaidToDoNothing) {
   ASSERT_FALSE(tensors.empty());
   const Result shown = ampwb({"show", "2", "--db", dir.file("runs.sqlite")});
   expect_contains(shown.output, "FP8 tensors (epoch 1, step " + std::to_string(g.steps.back()) + ")");
+  // One value clipped in 100,000 is a share too small for two decimals, and still not none.
+  EXPECT_EQ(percent_text(1e-5), "<0.01%");
+  EXPECT_EQ(percent_text(0), "0.00%");
+  EXPECT_EQ(percent_text(0.0012), "0.12%");
   const Result report = ampwb({"report", "2", "--out", dir.file("fp8.html"), "--db", dir.file("runs.sqlite")});
   ASSERT_EQ(report.status, 0) << report.output;
   const std::string html = read_text(dir.file("fp8.html"));

@@ -27,7 +27,10 @@ std::string loss_scale_text(double scale, bool scaled) {
 }
 
 std::string percent_text(double fraction) {
-  return std::isfinite(fraction) ? fixed_text(100 * fraction, 2) + "%" : "-";
+  if (!std::isfinite(fraction)) return "-";
+  // A share too small for two decimals is still not none: one FP8 value clipped in 100,000 reads "<0.01%".
+  if (fraction > 0 && fraction < 0.00005) return "<0.01%";
+  return fixed_text(100 * fraction, 2) + "%";
 }
 
 std::string duration_text(double seconds) {

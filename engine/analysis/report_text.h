@@ -7,7 +7,7 @@
 
 namespace ampwb {
 
-std::string percent_text(double fraction);           // 0.1234 -> "12.34%"; "-" when not finite
+std::string percent_text(double fraction);           // 0.1234 -> "12.34%"; 2e-5 -> "<0.01%"; "-" when not finite
 std::string duration_text(double seconds);           // "12.3 s", "4m05s", "1h02m"; "-" when not positive
 std::string mebibytes_text(size_t bytes);            // "12.3 MiB"; "-" for 0 (not measured)
 std::string fixed_text(double value, int digits);    // printf's %.*f: "0.1234"

@@ -332,7 +332,12 @@ class StoreCopy {
       if (recorded_there || r.updated <= d.updated) {
         ++result_.already_there;
         // A copy made by an older ampwb, or one whose weights could not be linked: its own weights now.
-        if (!recorded_there && names_other_weights(d.id)) own_final_weights(*destination_store_, d.id);
+        if (!recorded_there && names_other_weights(d.id)) {
+          try {
+            own_final_weights(*destination_store_, d.id);
+          } catch (const Error&) {  // no failure of the copy's: the next copy tries again
+          }
+        }
         return;
       }
       into = d.id;

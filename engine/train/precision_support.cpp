@@ -48,7 +48,8 @@ ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps) {
   if (cpu && format == &caps.fp8)
     m.notes.push_back(
         "FP8 is emulated on the CPU (E4M3 and E5M2 values and their per-tensor scales, FP32 arithmetic): faithful "
-        "numerics, no speed gain; the layers around the convolutions run in BF16 (" +
+        "numerics, no speed gain; the first convolution and the last linear layer stay in BF16 unless FP8 is asked "
+        "of them too (" +
         caps.bf16.how + ")");
   if (cpu && format == &caps.fp16)
     m.notes.push_back(
