@@ -305,12 +305,13 @@ class WindowFits : public QObject {
     QVERIFY(may_create_store(db_));                  // there: no question
     QVERIFY(may_create_store("mysql://host/runs"));  // no store can be there: opening it says why, not this
     const QString missing = dir_.filePath("typo/runs.sqlite");
-    QString asked;
-    const auto answer = [&asked](const QString& button) {
-      QTimer::singleShot(0, [&asked, button] {
+    QString asked, by_default;
+    const auto answer = [&asked, &by_default](const QString& button) {
+      QTimer::singleShot(0, [&asked, &by_default, button] {
         auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
         if (!box) return;
         asked = box->text();
+        by_default = box->defaultButton() ? box->defaultButton()->text() : QString();
         for (QAbstractButton* b : box->buttons())
           if (b->text() == button) b->click();
       });
@@ -320,6 +321,7 @@ class WindowFits : public QObject {
     QVERIFY2(asked.startsWith("There is no run store at " + missing) && asked.contains("(and its folder)"),
              qPrintable(asked));
     QVERIFY(!QFileInfo::exists(dir_.filePath("typo")));
+    QCOMPARE(by_default, QString("Quit"));  // Enter, pressed out of habit, makes no store of a typo
     answer("Create");
     QVERIFY(may_create_store(missing));
     QVERIFY(parse_gui_options({"--db", missing}).db_chosen);

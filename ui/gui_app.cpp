@@ -62,8 +62,8 @@ bool may_create_store(const QString& path) {
                       .arg(path, QFileInfo::exists(folder) ? QString() : QObject::tr(" (and its folder)")));
   box.setTextFormat(Qt::PlainText);  // a path, as written
   QPushButton* create = box.addButton(QObject::tr("Create"), QMessageBox::AcceptRole);
-  box.addButton(QObject::tr("Quit"), QMessageBox::RejectRole);
-  box.setDefaultButton(create);
+  // Enter quits: the question is there for a mistyped path, which Enter pressed out of habit should not make.
+  box.setDefaultButton(box.addButton(QObject::tr("Quit"), QMessageBox::RejectRole));
   box.exec();
   return box.clickedButton() == create;
 }
