@@ -26,6 +26,7 @@
 #include <QXYSeries>
 #include <QtTest>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -61,6 +62,41 @@ class CompareRuns : public QObject {
   QTemporaryDir dir_;
   QString data_, db_;
   int64_t fp32_seed1_ = 0, fp32_seed2_ = 0, bf16_seed1_ = 0;
+
+  // The Runs tab's action named `text` ("Notes…").
+  static QAction* runs_action(RunsView* runs, const QString& text) {
+    for (QAction* a : runs->findChildren<QAction*>())
+      if (a->text() == text) return a;
+    qFatal("the Runs tab has no action '%s'", qPrintable(text));
+  }
+
+  // Triggers `action` and answers each window it opens, as it comes, with `answer` (the dialog or the message box
+  // shown). One that `answer` did not expect (it returns false) is cancelled or closed, so that the test fails, not
+  // hangs; returns what was unexpected, empty where nothing was.
+  static QString answering_windows(QAction* action, const std::function<bool(QInputDialog*, QMessageBox*)>& answer) {
+    QString unexpected;
+    int windows = 0;
+    QTimer driver;
+    driver.setInterval(20);
+    connect(&driver, &QTimer::timeout, [&] {
+      QWidget* modal = QApplication::activeModalWidget();
+      if (!modal || !modal->isVisible()) return;
+      auto* dialog = qobject_cast<QInputDialog*>(modal);
+      auto* box = qobject_cast<QMessageBox*>(modal);
+      if (answer(dialog, box)) {
+        ++windows;
+        return;
+      }
+      unexpected += " a window after " + QString::number(windows);
+      if (dialog) dialog->reject();
+      if (box) box->defaultButton() ? box->defaultButton()->click() : box->buttons().front()->click();
+      if (!dialog && !box) modal->close();
+    });
+    driver.start();
+    action->trigger();
+    driver.stop();
+    return unexpected;
+  }
 
  private Q_SLOTS:
   void initTestCase() {
@@ -559,44 +595,29 @@ class CompareRuns : public QObject {
     QDir().mkpath(dir_.filePath("notes-deleted"));
     RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).backup_to(db.toStdString());
     MainWindow w(db);
-    RunsView* runs = w.runs_view();
-    runs->select({fp32_seed2_});
-    QAction* notes = nullptr;
-    for (QAction* a : runs->findChildren<QAction*>())
-      if (a->text() == "Notes…") notes = a;
-    QVERIFY(notes);
-    QString warning, unexpected;
+    w.runs_view()->select({fp32_seed2_});
+    QString warning, failed;
     int stage = 0;
-    QTimer driver;
-    driver.setInterval(20);
-    connect(&driver, &QTimer::timeout, [&] {
-      QWidget* modal = QApplication::activeModalWidget();
-      if (!modal || !modal->isVisible()) return;
-      auto* dialog = qobject_cast<QInputDialog*>(modal);
-      auto* box = qobject_cast<QMessageBox*>(modal);
-      if (dialog && stage == 0) {
-        try {
-          RunStore(db.toStdString()).remove(fp32_seed2_);
-        } catch (const std::exception& e) {
-          unexpected = e.what();
-        }
-        dialog->setTextValue("a paragraph worth keeping");
-        dialog->accept();
-        stage = 1;
-      } else if (box && stage == 1) {
-        warning = box->text();
-        box->buttons().front()->click();
-        stage = 2;
-      } else {
-        unexpected += " a window at stage " + QString::number(stage);
-        if (dialog) dialog->reject();
-        if (box) box->buttons().front()->click();
-      }
-    });
-    driver.start();
-    notes->trigger();
-    driver.stop();
-    QCOMPARE(unexpected, QString());
+    const QString unexpected =
+        answering_windows(runs_action(w.runs_view(), "Notes…"), [&](QInputDialog* dialog, QMessageBox* box) {
+          if (dialog && stage == 0) {
+            try {
+              RunStore(db.toStdString()).remove(fp32_seed2_);
+            } catch (const std::exception& e) {
+              failed = e.what();
+            }
+            dialog->setTextValue("a paragraph worth keeping");
+            dialog->accept();
+          } else if (box && stage == 1) {
+            warning = box->text();
+            box->buttons().front()->click();
+          } else {
+            return false;
+          }
+          ++stage;
+          return true;
+        });
+    QCOMPARE(unexpected + failed, QString());
     QCOMPARE(stage, 2);
     QVERIFY2(warning.contains("no run " + QString::number(fp32_seed2_)) &&
                  warning.contains("What you typed was not saved: it is on the clipboard."),
@@ -609,57 +630,38 @@ class CompareRuns : public QObject {
   // wide enough for a paragraph, and wraps its lines.
   void notes_changed_elsewhere_come_back_to_merge() {
     MainWindow w(db_);
-    RunsView* runs = w.runs_view();
-    runs->select({fp32_seed2_});
-    QAction* notes = nullptr;
-    for (QAction* a : runs->findChildren<QAction*>())
-      if (a->text() == "Notes…") notes = a;
-    QVERIFY(notes);
+    w.runs_view()->select({fp32_seed2_});
     int stage = 0;
-    QString warning, returned;
+    QString warning, returned, failed;
     bool wraps = false;
     int width = 0;
-    QTimer driver;
-    driver.setInterval(20);
-    // Answers each window as it comes; one out of order is cancelled or closed, so that the test fails, not hangs.
-    QString unexpected;
-    connect(&driver, &QTimer::timeout, [&] {
-      QWidget* modal = QApplication::activeModalWidget();
-      if (!modal || !modal->isVisible()) return;
-      auto* dialog = qobject_cast<QInputDialog*>(modal);
-      auto* box = qobject_cast<QMessageBox*>(modal);
-      if (dialog && stage == 0) {
-        const auto* edit = dialog->findChild<QPlainTextEdit*>();
-        wraps = edit && edit->isVisible() && edit->lineWrapMode() == QPlainTextEdit::WidgetWidth;
-        width = dialog->width();
-        try {
-          RunStore(db_.toStdString()).set_notes(fp32_seed2_, "theirs");
-        } catch (const std::exception& e) {
-          unexpected = e.what();
-        }
-        dialog->setTextValue("mine");
-        dialog->accept();
-        stage = 1;
-      } else if (box && stage == 1) {
-        warning = box->text();
-        box->defaultButton() ? box->defaultButton()->click() : box->buttons().front()->click();
-        stage = 2;
-      } else if (dialog && stage == 2) {
-        returned = dialog->textValue();
-        dialog->setTextValue("theirs\nmine");
-        dialog->accept();
-        stage = 3;
-      } else {
-        unexpected += " a window at stage " + QString::number(stage);
-        if (dialog) dialog->reject();
-        if (box) box->defaultButton() ? box->defaultButton()->click() : box->buttons().front()->click();
-        if (!dialog && !box) modal->close();
-      }
-    });
-    driver.start();
-    notes->trigger();
-    driver.stop();
-    QCOMPARE(unexpected, QString());
+    const QString unexpected =
+        answering_windows(runs_action(w.runs_view(), "Notes…"), [&](QInputDialog* dialog, QMessageBox* box) {
+          if (dialog && stage == 0) {
+            const auto* edit = dialog->findChild<QPlainTextEdit*>();
+            wraps = edit && edit->isVisible() && edit->lineWrapMode() == QPlainTextEdit::WidgetWidth;
+            width = dialog->width();
+            try {
+              RunStore(db_.toStdString()).set_notes(fp32_seed2_, "theirs");
+            } catch (const std::exception& e) {
+              failed = e.what();
+            }
+            dialog->setTextValue("mine");
+            dialog->accept();
+          } else if (box && stage == 1) {
+            warning = box->text();
+            box->defaultButton() ? box->defaultButton()->click() : box->buttons().front()->click();
+          } else if (dialog && stage == 2) {
+            returned = dialog->textValue();
+            dialog->setTextValue("theirs\nmine");
+            dialog->accept();
+          } else {
+            return false;
+          }
+          ++stage;
+          return true;
+        });
+    QCOMPARE(unexpected + failed, QString());
     QCOMPARE(stage, 3);
     QVERIFY2(warning.contains("changed by another window or process meanwhile") && warning.contains("theirs"),
              qPrintable(warning));
@@ -681,10 +683,7 @@ class CompareRuns : public QObject {
       return answer;
     };
     // The toolbar's Delete… action, as a click would trigger it.
-    QAction* remove = nullptr;
-    for (QAction* a : runs->findChildren<QAction*>())
-      if (a->text() == RunsView::tr("Delete…")) remove = a;
-    QVERIFY(remove);
+    QAction* remove = runs_action(runs, RunsView::tr("Delete…"));
     runs->select({id});
     remove->trigger();
     QVERIFY(asked.contains("Delete 1 run"));
