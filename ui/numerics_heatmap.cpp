@@ -35,8 +35,8 @@ QString fp8_text(const char* role, const Fp8TensorNumerics& t) {
   return QObject::tr("\nFP8 %1 (max %2): scale %3, amax %4; %5 saturated, %6 made zero (%7 values)")
       .arg(QString::fromUtf8(role))
       .arg(t.format_max)
-      .arg(QString::number(t.scale, 'g', 4))  // four digits: the tooltip is read, the store keeps them all
-      .arg(QString::number(t.amax, 'g', 4))
+      .arg(QString::fromStdString(significant_text(t.scale, 4)))  // as `show` and the report give them
+      .arg(QString::fromStdString(significant_text(t.amax, 4)))
       .arg(QString::fromStdString(percent_text(t.saturated_fraction)))
       .arg(QString::fromStdString(percent_text(t.underflow_fraction)))
       .arg(t.count);
