@@ -347,7 +347,7 @@ void MainWindow::on_events(const EventBatch& batch) {
   if (batch.started) {
     const RunInfo& info = *batch.started;
     progress_.start(info, live_->config.epochs, live_->config.batch_size);
-    epoch_load_ = {};
+    epoch_loads_.clear();
     controls_->set_notes(info.notes);
     controls_->set_state(RunControls::State::Training);
     if (session_->in_child()) {  // mpirun's processes wait on each other: Stop leaves the run resumable instead
@@ -376,13 +376,14 @@ void MainWindow::on_events(const EventBatch& batch) {
   for (const StepReport& s : batch.steps) progress_.step(s);
   for (const ValidationProgress& v : batch.validations) progress_.validation(v);
   update_collapse_alarm(batch);
-  for (const EpochTimes& t : batch.times) epoch_load_ = t.load;  // reported just before its epoch
+  for (const EpochTimes& t : batch.times) epoch_loads_[t.epoch] = t.load;  // reported just before its epoch
   for (const EpochReport& e : batch.epochs) {
     progress_.epoch(e);
     // The epoch's time beside what else the machine did meanwhile, and a warning where that was much.
     QString line = epoch_line(e, live_->config.epochs);
-    if (epoch_load_.known()) line += " · " + QString::fromStdString(machine_load_text(epoch_load_));
-    const std::string warning = timing_warning({{live_->run_id, epoch_load_}});
+    const MachineLoad load = epoch_loads_[e.epoch];
+    if (load.known()) line += " · " + QString::fromStdString(machine_load_text(load));
+    const std::string warning = timing_warning({{live_->run_id, load}});
     show_status(warning.empty() ? line : QStringLiteral("\u26a0 ") + QString::fromStdString(warning) + ": " + line);
   }
   if (batch.started || !batch.steps.empty() || !batch.validations.empty() || !batch.epochs.empty())

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QMainWindow>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -114,7 +115,7 @@ class MainWindow : public QMainWindow {
   TrainingSession* session_ = nullptr;
   Sweep sweep_;
   std::unique_ptr<SweepTiming> sweep_timing_;
-  MachineLoad epoch_load_;  // the live run's last epoch's
+  std::map<int, MachineLoad> epoch_loads_;  // the live run's, by epoch: one batch of events may hold several epochs
   std::unique_ptr<RunSeries> live_;
   bool live_in_child_ = false;  // the live run trains on many processes: its details come from the store at its end
   RunProgress progress_;
