@@ -68,10 +68,11 @@ TEST_P(MemoryEstimateAccuracy, WithinAQuarterOfTheMeasuredPeak) {
 
 INSTANTIATE_TEST_SUITE_P(ResNets, MemoryEstimateAccuracy,
                          ::testing::Values(PeakCase{20, 32, 32, "fp32"}, PeakCase{20, 32, 32, "amp-fp16"},
-                                           PeakCase{20, 32, 32, "amp-bf16"}, PeakCase{18, 64, 16, "fp32"},
-                                           PeakCase{18, 64, 16, "amp-fp16"}, PeakCase{18, 64, 16, "amp-bf16"},
+                                           PeakCase{20, 32, 32, "amp-bf16"}, PeakCase{20, 32, 32, "amp-fp8"},
+                                           PeakCase{18, 64, 16, "fp32"}, PeakCase{18, 64, 16, "amp-fp16"},
+                                           PeakCase{18, 64, 16, "amp-bf16"}, PeakCase{18, 64, 16, "amp-fp8"},
                                            PeakCase{50, 64, 16, "fp32"}, PeakCase{50, 64, 16, "amp-fp16"},
-                                           PeakCase{50, 64, 16, "amp-bf16"}),
+                                           PeakCase{50, 64, 16, "amp-bf16"}, PeakCase{50, 64, 16, "amp-fp8"}),
                          [](const ::testing::TestParamInfo<PeakCase>& info) {
                            std::string name = "ResNet" + std::to_string(info.param.depth) + "_" +
                                               std::to_string(info.param.image_size) + "px_" + info.param.precision;

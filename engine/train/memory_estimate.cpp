@@ -15,6 +15,8 @@
 #include <tuple>
 #include <vector>
 
+#include "backend/op_params.h"
+#include "core/delayed_scaling.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "data/loader.h"
@@ -80,9 +82,17 @@ class StepWalk {
       : batch_(in.batch_size),
         low_(mode_info(in.precision.mode).low != DType::F32),
         element_(low_ ? 2 : 4),
-        emulated_(low_ && in.emulates_low_precision) {}
+        emulated_(low_ && in.emulates_low_precision),
+        fp8_(mode_info(in.precision.mode).format == NumberFormat::Fp8),
+        fp8_edges_(in.precision.fp8.first_and_last),
+        fp8_element_(in.fp8_storage_bytes) {}
 
   LiveBytes live;
+  int fp8_layers() const { return fp8_layers_; }
+
+  // Whether a convolution or linear layer computes in FP8: all but the stem and the classifier, unless the
+  // precision puts those in FP8 too (PrecisionPolicy::fp8_layer).
+  bool fp8_layer(bool edge) const { return fp8_ && (!edge || fp8_edges_); }
 
   size_t bytes(int64_t channels, int64_t side, size_t element) const {
     return static_cast<size_t>(batch_ * channels * side * side) * element;
@@ -91,8 +101,9 @@ class StepWalk {
   // Conv2d: keeps its input (cast to the compute type: a copy only for the FP32 images into the stem); the output
   // goes on to the batch norm, which keeps it.
   std::pair<Act, Backward> conv(const Act& x, int64_t out_channels, int kernel, int stride, bool input_needs_grad,
-                                bool input_is_fp32) {
+                                bool input_is_fp32, bool edge = false) {
     const int64_t side = (x.side + 2 * (kernel / 2) - kernel) / stride + 1;
+    if (fp8_layer(edge)) return fp8_conv(x, out_channels, kernel, side, input_needs_grad);
     int input = x.id;
     if (low_ && input_is_fp32)
       input = live.make(bytes(x.channels, x.side, element_), Kind::Activation);
@@ -121,6 +132,34 @@ class StepWalk {
     return {y, backward};
   }
 
+  // An FP8 convolution (Conv2d::forward_fp8): keeps FP8 copies of its input and weight (FP8 values held in FP32
+  // where the device emulates FP8), not the input itself; computes its output wide and rounds it to the 16-bit type.
+  std::pair<Act, Backward> fp8_conv(const Act& x, int64_t out_channels, int kernel, int64_t side,
+                                    bool input_needs_grad) {
+    ++fp8_layers_;
+    const size_t weight_values = static_cast<size_t>(out_channels * x.channels * kernel * kernel);
+    const int input = live.make(bytes(x.channels, x.side, fp8_element_), Kind::Activation);
+    const int weight = live.make(weight_values * fp8_element_, Kind::Activation);
+    const Act y{live.make(bytes(out_channels, side, element_), Kind::Activation), out_channels, side};
+    live.scratch(bytes(out_channels, side, 4) + weight_values * 4);  // the FP32 output, the weight reordered
+    const Act in_shape = x;
+    Backward backward = [this, input, weight, in_shape, out_channels, side, input_needs_grad, weight_values](int dy) {
+      const int dy8 = live.make(bytes(out_channels, side, fp8_element_), Kind::Workspace);  // dy cast to FP8
+      live.scratch(weight_values * 4);                                                      // the weight gradient
+      int dx = -1;
+      if (input_needs_grad) {
+        dx = live.make(bytes(in_shape.channels, in_shape.side, element_), Kind::Workspace);
+        live.scratch(bytes(in_shape.channels, in_shape.side, 4) + weight_values * 4);  // computed wide, then rounded
+      }
+      live.drop(dy8);
+      live.drop(dy);
+      live.drop(input);
+      live.drop(weight);
+      return dx;
+    };
+    return {y, backward};
+  }
+
   // BatchNorm2d (with its ReLU, or without): keeps its input, and with the ReLU its output. Its input gradient goes
   // back wide (FP32) where the type is emulated (pass_gradient_wide in models/resnet.cpp).
   std::pair<Act, Backward> batch_norm(const Act& x, bool relu) {
@@ -142,8 +181,8 @@ class StepWalk {
 
   // A convolution and its batch norm; the convolution's output is the batch norm's to keep.
   std::pair<Act, Backward> conv_bn(const Act& x, int64_t out_channels, int kernel, int stride, bool relu,
-                                   bool input_needs_grad = true, bool input_is_fp32 = false) {
-    auto [c, conv_backward] = conv(x, out_channels, kernel, stride, input_needs_grad, input_is_fp32);
+                                   bool input_needs_grad = true, bool input_is_fp32 = false, bool edge = false) {
+    auto [c, conv_backward] = conv(x, out_channels, kernel, stride, input_needs_grad, input_is_fp32, edge);
     auto [y, bn_backward] = batch_norm(c, relu);
     live.drop(c.id);
     // Init-captures: clang before 16 cannot capture structured bindings by name.
@@ -219,9 +258,9 @@ class StepWalk {
         resolved_stem({in.depth, in.num_classes, in.in_channels, in.image_size, in.stem}) == Stem::ImageNet;
     std::vector<Backward> layers;
     const int64_t stem_width = arch.widths.front();
-    auto [stem, stem_backward] =
-        imagenet_stem ? conv_bn(images, stem_width, 7, 2, true, /*input_needs_grad=*/false, /*input_is_fp32=*/true)
-                      : conv_bn(images, stem_width, 3, 1, true, false, true);
+    auto [stem, stem_backward] = imagenet_stem ? conv_bn(images, stem_width, 7, 2, true, /*input_needs_grad=*/false,
+                                                         /*input_is_fp32=*/true, /*edge=*/true)
+                                               : conv_bn(images, stem_width, 3, 1, true, false, true, true);
     layers.push_back(stem_backward);
     Act x = stem;
     if (imagenet_stem) {  // max pool 3x3 stride 2: keeps its input and oneDNN's workspace (a byte per output)
@@ -254,9 +293,16 @@ class StepWalk {
         first_block = false;
       }
     }
-    // Global average pool (keeps nothing), the linear layer (keeps its small input), the logits, and the loss's
-    // FP32 gradient, which the loss keeps until the next step.
-    const int pooled = live.make(static_cast<size_t>(batch_ * channels) * element_, Kind::Activation);
+    // Global average pool (keeps nothing), the linear layer (keeps its small input; in FP8, FP8 copies of it and of
+    // its weight), the logits, and the loss's FP32 gradient, which the loss keeps until the next step.
+    const bool fp8_classifier = fp8_layer(true);
+    const int pooled = live.make(static_cast<size_t>(batch_ * channels) * (fp8_classifier ? fp8_element_ : element_),
+                                 Kind::Activation);
+    int classifier_weight = -1;
+    if (fp8_classifier) {
+      ++fp8_layers_;
+      classifier_weight = live.make(static_cast<size_t>(channels * in.num_classes) * fp8_element_, Kind::Activation);
+    }
     const Act last = x;
     live.drop(x.id);  // still kept by the last block's add
     const size_t logits_bytes = static_cast<size_t>(batch_ * in.num_classes) * element_;
@@ -268,6 +314,7 @@ class StepWalk {
     // Backward: the linear layer (its gradient cast to the compute type), the pool, then the blocks and the stem.
     int g = live.make(static_cast<size_t>(batch_ * channels) * element_, Kind::Workspace);
     if (low_) live.scratch(logits_bytes);
+    if (classifier_weight >= 0) live.drop(classifier_weight);
     live.drop(dlogits);
     live.drop(pooled);
     const int dpool = live.make(bytes(last.channels, last.side, element_), Kind::Workspace);
@@ -286,12 +333,16 @@ class StepWalk {
   bool low_;
   size_t element_;
   bool emulated_;
+  bool fp8_, fp8_edges_;
+  size_t fp8_element_;
+  int fp8_layers_ = 0;
 };
 
 // The parameters of the model, counted from the same structure: convolution and linear weights (which have 16-bit
 // copies in the low-precision modes) and batch norms' (scale, shift; running mean and variance besides).
 struct ParameterCounts {
   int64_t copied = 0;      // convolution and linear weights, and the linear bias
+  int64_t edges = 0;       // of those, the stem's and the classifier's (16-bit in amp-fp8, whose others are FP8)
   int64_t batch_norm = 0;  // batch norms' scale and shift
   int64_t buffers = 0;     // batch norms' running statistics and batch statistics
 };
@@ -307,6 +358,7 @@ ParameterCounts count_parameters(const MemoryEstimateInput& in, const ResNetArch
       resolved_stem({in.depth, in.num_classes, in.in_channels, in.image_size, in.stem}) == Stem::ImageNet;
   int64_t channels = arch.widths.front();
   conv_bn(in.in_channels, channels, imagenet_stem ? 7 : 3);
+  p.edges = p.copied;
   for (size_t stage = 0; stage < arch.blocks.size(); ++stage) {
     for (int b = 0; b < arch.blocks[stage]; ++b) {
       const int stride = stage > 0 && b == 0 ? 2 : 1;
@@ -324,6 +376,7 @@ ParameterCounts count_parameters(const MemoryEstimateInput& in, const ResNetArch
     }
   }
   p.copied += channels * in.num_classes + in.num_classes;
+  p.edges += channels * in.num_classes + in.num_classes;
   return p;
 }
 
@@ -400,13 +453,19 @@ MemoryEstimate estimate_training_memory(const MemoryEstimateInput& in) {
   const int64_t copied_gradient_bytes = in.gradients_stay_16bit ? 2 : 4;
   e.weights =
       static_cast<size_t>(all * 4 + params.copied * copied_gradient_bytes + params.batch_norm * 4 + params.buffers * 4);
-  if (low) e.low_precision_copies = static_cast<size_t>(params.copied * 2);
+  // amp-fp8 copies its FP8 layers' weights anew each step (the walk has them): 16-bit copies for the others only.
+  const bool fp8 = mode_info(in.precision.mode).format == NumberFormat::Fp8;
+  const int64_t copied_16bit = !fp8 ? params.copied : in.precision.fp8.first_and_last ? 0 : params.edges;
+  if (low) e.low_precision_copies = static_cast<size_t>(copied_16bit * 2);
   const OptimizerConfig& o = in.optimizer;
   const int moments = o.kind == OptimizerKind::Sgd ? (o.momentum != 0.0f ? 1 : 0) : 2;
   e.optimizer_state = static_cast<size_t>(all * 4 * moments);
 
   StepWalk walk(in);
   walk.run(in, arch);
+  // Each FP8 layer's three delayed scalings (input, weight, output gradient): amax history and cast statistics.
+  const int64_t scaling_bytes = (kFp8StateHistory + in.precision.fp8.scaling.history_length) * 4 + kFp8CastStatsBytes;
+  e.weights += static_cast<size_t>(walk.fp8_layers() * 3 * scaling_bytes);
   // The step's images are in the walk; its labels, and any other batches held, besides.
   const size_t labels_bytes = static_cast<size_t>(in.batch_size) * 4;
   const size_t batch_bytes =
@@ -427,17 +486,18 @@ MemoryEstimateInput memory_estimate_input(const TrainConfig& config, int image_s
   in.stem = config.stem;
   in.precision = config.precision;
   in.optimizer = config.optimizer;
-  const NumberFormat format = mode_info(config.precision.mode).format;
-  in.emulates_low_precision =
-      (format == NumberFormat::Fp16 && !device.fp16.native) || (format == NumberFormat::Bf16 && !device.bf16.native) ||
-      (format == NumberFormat::Fp8 && !device.fp8.native);  // FP8 values held in FP32 copies, FP32 gradients
+  // amp-fp8's layers other than FP8 ones compute in its 16-bit type (BF16).
+  const DType low = mode_info(config.precision.mode).low;
+  in.emulates_low_precision = (low == DType::F16 && !device.fp16.native) || (low == DType::BF16 && !device.bf16.native);
+  const bool fp8 = mode_info(config.precision.mode).format == NumberFormat::Fp8;
+  in.fp8_storage_bytes = device.fp8.native ? 1 : 4;
   // As MixedPrecisionStep::run decides (check_in_update): no dynamic scale to check, no clipping. On a GPU the steps
   // are deferred, whose backward writes FP32 gradients.
   const LossScaleConfig& scale = config.precision.loss_scale;
   const bool checked_in_update =
       (scale.kind == LossScaleKind::Off || (scale.kind == LossScaleKind::Static && scale.init_scale == 1.0)) &&
       config.grad_clip_norm <= 0;
-  in.gradients_stay_16bit = mode_info(config.precision.mode).low != DType::F32 && !in.emulates_low_precision &&
+  in.gradients_stay_16bit = mode_info(config.precision.mode).low != DType::F32 && !fp8 && !in.emulates_low_precision &&
                             device.updates_read_16bit_gradients && checked_in_update && device.device.is_cpu();
   // The trainer's loader threads (Trainer::train): its ring holds (prefetch + threads + 1) batches, prefetch being
   // threads + 1, and the next batch is taken out before the step.

@@ -38,6 +38,9 @@ struct MemoryEstimateInput {
   // them (MixedPrecisionStep::run where nothing checks the gradients before the update, on a backend whose updates
   // read 16-bit gradients and that computes the type natively).
   bool gradients_stay_16bit = false;
+  // amp-fp8: bytes per value of the FP8 copies its FP8 layers keep from forward to backward (1 where the device
+  // computes FP8, 4 where it emulates it and holds FP8 values in FP32).
+  size_t fp8_storage_bytes = 4;
   // Batches of images held at once besides the one in the step: a training run sends the next batch up before the
   // step (Trainer), a benchmark holds one.
   int extra_input_batches = 0;
