@@ -24,16 +24,17 @@ const char* const kHostileClass = "a&b\"c";
 
 class Report : public ::testing::Test {
  protected:
-  // Two runs on stripes whose first class folder has a name that needs escaping.
+  // Two runs on stripes whose first class folder has a name that needs escaping, neither scaling its loss, and a
+  // third that does.
   static void SetUpTestSuite() {
     dir_ = new TempDir("report");
     const fs::path data = make_stripes_folder("report", 24, 16);
     fs::rename(data / "horizontal stripes", data / kHostileClass);
     RunStore store(db());
-    for (const char* mode : {"fp32", "amp-bf16"}) {
+    for (const char* mode : {"fp32", "amp-bf16", "amp-fp16"}) {
       TrainConfig c;
       c.data_dir = data.string();
-      c.name = std::string(mode) == "fp32" ? kHostileRun : "bf16 & co";
+      c.name = std::string(mode) == "fp32" ? kHostileRun : std::string(mode) == "amp-bf16" ? "bf16 & co" : "fp16";
       c.depth = 20;
       c.epochs = 2;
       c.batch_size = 8;
@@ -49,8 +50,10 @@ class Report : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
   static std::string db() { return dir_->file("runs.sqlite"); }
-  static std::vector<std::string> report_args(const std::string& out) {
-    return {"report", std::to_string(ids_[0]), std::to_string(ids_[1]), "--out", out, "--db", db()};
+  // The FP32 run and the one in `mode` ("amp-bf16" or "amp-fp16").
+  static std::vector<std::string> report_args(const std::string& out, const std::string& mode = "amp-bf16") {
+    return {"report", std::to_string(ids_[0]), std::to_string(ids_[mode == "amp-bf16" ? 1 : 2]), "--out", out, "--db",
+            db()};
   }
   static std::string browser() {
     for (const char* b : {"/usr/bin/chromium-headless-shell", "/usr/bin/chromium"})
@@ -71,9 +74,10 @@ TEST_F(Report, HoldsEverySectionWithStoredNamesEscaped) {
   const std::string html = read_text(out);
   for (const char* section :
        {"<h2 id=\"comparison\">", "Configuration differences", "<h2 id=\"charts\">", "Training loss",
-        "Validation accuracy (%) against wall time", "Loss scale", "Epoch time", "<h3>Diagnosis</h3>",
-        "<h3>Where the time went</h3>", "<h3>Per-layer numerics</h3>", "<h3>Confusion matrix</h3>",
-        "Validation set, epoch 2.", "<h3>Machine and data</h3>", "precision.mode",
+        "Validation accuracy (%) against wall time",
+        "<p>Loss scale: no run here scales its loss (each one's scale stays 1), so none skips a step.</p>",
+        "Epoch time", "<h3>Diagnosis</h3>", "<h3>Where the time went</h3>", "<h3>Per-layer numerics</h3>",
+        "<h3>Confusion matrix</h3>", "Validation set, epoch 2.", "<h3>Machine and data</h3>", "precision.mode",
         "<h3>Precision divergence from FP32</h3>", "fp32 computes in FP32: the run is its own reference",
         "One step in amp-bf16 against one in FP32", "<td>layer1.0.conv1</td>"})
     expect_contains(html, section);
@@ -85,6 +89,7 @@ TEST_F(Report, HoldsEverySectionWithStoredNamesEscaped) {
   expect_contains(html, "Machine load while training: ");
   EXPECT_TRUE(html.find("Most confused: ") != std::string::npos ||
               html.find("No class was taken for another.") != std::string::npos);
+  EXPECT_EQ(html.find("<title>Loss scale"), std::string::npos) << "a flat loss-scale chart of runs that scale nothing";
   EXPECT_EQ(html.find("<script"), std::string::npos) << "a stored name became markup";
   expect_contains(html, "&lt;script&gt;alert(1)&lt;/script&gt;");
   EXPECT_EQ(html.find(kHostileClass), std::string::npos);
@@ -239,7 +244,7 @@ TEST(ReportCharts, ALineOfOnePointIsDrawnAsADot) {
 // lies below its plot; the heat map's caption is on the page, saying what FP16 would face on a run not in FP16.
 TEST_F(Report, ChartsTickAtNiceNumbersWithTheLegendBelowThePlot) {
   const std::string out = dir_->file("ticks.html");
-  ASSERT_EQ(ampwb(report_args(out)).status, 0);
+  ASSERT_EQ(ampwb(report_args(out, "amp-fp16")).status, 0);
   const std::string html = read_text(out);
   const std::regex chart("<svg[^>]*class=\"chart\"[^>]*><title>([^<]*)</title>.*?</svg>");
   const std::regex plot("<rect x=\"[^\"]*\" y=\"([0-9.]+)\" width=\"[^\"]*\" height=\"([0-9.]+)\"");
