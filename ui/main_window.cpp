@@ -47,6 +47,7 @@
 #include "store/store_location.h"
 #include "sweep_dialog.h"
 #include "sweep_view.h"
+#include "workbench_store.h"
 
 namespace ampwb::ui {
 namespace {
@@ -73,7 +74,9 @@ QString epoch_line(const EpochReport& e, int epochs) {
 MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(parent), db_path_(db_path) {
   setObjectName("mainWindow");
   setWindowTitle(tr("AMP Workbench"));
-  store_ = std::make_unique<RunStore>(db_path.toStdString(), RunStore::Mode::Create);
+  store_ = open_workbench_store(db_path);
+  read_only_ = read_only_reason(*store_);
+  if (!read_only_.isEmpty()) setWindowTitle(tr("AMP Workbench (read-only run store)"));
   session_ = new TrainingSession(db_path, this);
   connect(session_, &TrainingSession::events, this, &MainWindow::on_events);
   connect(session_, &TrainingSession::finished, this, &MainWindow::on_finished);
@@ -100,7 +103,7 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   connect(controls_, &RunControls::stop_clicked, this, &MainWindow::stop_training);
   // Train waits for a dataset that can be trained on and fields that hold values, saying why where the pointer is.
   const auto block_train = [this] {
-    const QString problem = setup_->train_problem();
+    const QString problem = train_problem();
     controls_->set_train_blocked(problem.isEmpty() ? QString() : tr("Cannot train: %1").arg(problem));
     if (train_action_) update_actions();
   };
@@ -148,8 +151,10 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   });
 
   // A PostgreSQL URI may hold a password, which libpq alone sees.
-  auto* store_label = new QLabel(tr("Runs: %1").arg(
-      QDir::toNativeSeparators(QString::fromStdString(location_without_password(db_path.toStdString())))));
+  const QString store_shown =
+      QDir::toNativeSeparators(QString::fromStdString(location_without_password(db_path.toStdString())));
+  auto* store_label =
+      new QLabel(read_only_.isEmpty() ? tr("Runs: %1").arg(store_shown) : tr("Runs: %1 (read-only)").arg(store_shown));
   store_label->setObjectName("storePath");
   store_label->setTextFormat(Qt::PlainText);  // a path, shown as written
   statusBar()->addPermanentWidget(store_label);
@@ -222,7 +227,8 @@ void MainWindow::build_menus() {
   run->addSeparator();
   sweep_action_ = run->addAction(tr("S&weep…"), this, [this] { show_sweep_dialog(false); });
   sweep_action_->setShortcut(QKeySequence(tr("Ctrl+Shift+S")));
-  run->addAction(tr("ResNet-18 FP32 vs AMP, &as in the Paddle article…"), this, [this] { show_sweep_dialog(true); });
+  paddle_sweep_action_ = run->addAction(tr("ResNet-18 FP32 vs AMP, &as in the Paddle article…"), this,
+                                        [this] { show_sweep_dialog(true); });
   run->addSeparator();
   run->addAction(tr("&Resume the selected run"), this, [this] {
     const auto ids = runs_view_->selected_ids();
@@ -258,10 +264,13 @@ void MainWindow::build_menus() {
 
 bool MainWindow::busy() const { return session_->running() || sweep_timing_; }
 
+QString MainWindow::train_problem() const { return read_only_.isEmpty() ? setup_->train_problem() : read_only_; }
+
 void MainWindow::update_actions() {
   const bool running = busy();
-  train_action_->setEnabled(!running && setup_->train_problem().isEmpty());
-  sweep_action_->setEnabled(!running);
+  train_action_->setEnabled(!running && train_problem().isEmpty());
+  sweep_action_->setEnabled(!running && read_only_.isEmpty());
+  paddle_sweep_action_->setEnabled(!running && read_only_.isEmpty());
   pause_action_->setEnabled(running);
   stop_action_->setEnabled(running);
   setup_->set_editable(!running);
@@ -277,7 +286,7 @@ std::string MainWindow::checkpoint_folder() const {
 
 bool MainWindow::start_training() {
   if (busy()) return false;
-  if (const QString problem = setup_->train_problem(); !problem.isEmpty()) {  // Ctrl+R while Train is disabled
+  if (const QString problem = train_problem(); !problem.isEmpty()) {  // Ctrl+R while Train is disabled
     controls_->set_status(tr("Not started: %1").arg(problem));
     return false;
   }
@@ -293,6 +302,7 @@ bool MainWindow::start_training() {
 
 QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled,
                                  int processes) {
+  if (!read_only_.isEmpty()) return read_only_;  // Train and Resume say so before; a sweep's runs end here
   if (continue_run == 0) config.checkpoint_dir = setup_->checkpoints_enabled() ? checkpoint_folder() : std::string();
   session_->set_keep_final_weights(setup_->keep_final_weights());
   try {
@@ -521,6 +531,7 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
 }
 
 QString MainWindow::start_cli_sweep(const TrainConfig& base, const SweepPlan& plan) {
+  if (!read_only_.isEmpty()) return read_only_;
   if (sweep_process_) return tr("a sweep started from here is still running (see the Sweeps tab)");
   SweepCommand command;
   try {
@@ -635,7 +646,7 @@ void MainWindow::sweep_process_ended() {
 }
 
 void MainWindow::start_sweep(const TrainConfig& base, const std::vector<SweepVariant>& variants) {
-  if (busy()) return;
+  if (busy() || !read_only_.isEmpty()) return;  // the menu's Sweep… is disabled in both cases
   // Names taken by an earlier sweep on the same seed are not given again: its runs would be refused.
   const std::vector<std::string> names = sweep_run_names(variants, base.seed, [&](const std::string& name) {
     try {
@@ -732,7 +743,8 @@ QString missing_dataset_folder(const RunStore& store, int64_t id) {
 
 void MainWindow::resume_run_interactive(int64_t id) {
   QString folder;
-  if (const QString gone = session_->running() ? QString() : missing_dataset_folder(*store_, id); !gone.isEmpty()) {
+  const bool may_resume = !session_->running() && read_only_.isEmpty();  // else resume_run says why not
+  if (const QString gone = may_resume ? missing_dataset_folder(*store_, id) : QString(); !gone.isEmpty()) {
     const QString question = tr("Run %1 trained on the dataset folder %2, which is not there now.\n\nIf it moved, "
                                 "choose where it is: the run goes on with the same files there.")
                                  .arg(id)
@@ -749,6 +761,7 @@ void MainWindow::resume_run_interactive(int64_t id) {
 
 QString MainWindow::resume_run(int64_t id, const QString& data_folder) {
   if (session_->running()) return tr("A run is in progress.");
+  if (!read_only_.isEmpty()) return tr("Run %1 cannot be resumed: %2").arg(id).arg(read_only_);
   QString problem;
   TrainConfig config;
   try {

@@ -34,7 +34,8 @@ class SweepView;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  // Opens (creating if needed) the run store at db_path; throws ampwb::Error when it cannot be used.
+  // Opens (creating if needed) the run store at db_path; throws ampwb::Error when it cannot be used. A store this
+  // user may only read opens read-only: its runs are shown, while Train, Resume and the sweeps say why not.
   explicit MainWindow(const QString& db_path, QWidget* parent = nullptr);
   ~MainWindow() override;
 
@@ -97,6 +98,7 @@ class MainWindow : public QMainWindow {
   void time_sweep(const std::vector<int64_t>& ids);    // its configurations in alternation, then finish_sweep
   void finish_sweep(const std::vector<int64_t>& ids);  // opens the comparison
   bool busy() const;                                   // a run trains, or a sweep is being timed
+  QString train_problem() const;  // why Train waits: the store cannot be written, or the setup's problem; empty if not
   void on_events(const EventBatch& batch);
   void on_finished(qint64 run_id, const RunEnd& end, const QString& store_error);
   // Feeds the batch's steps and overflow reports to the watch; a collapse shows the banner, naming the layers.
@@ -112,6 +114,7 @@ class MainWindow : public QMainWindow {
 
   QString db_path_;
   std::unique_ptr<RunStore> store_;  // the UI thread's connection (the session opens its own)
+  QString read_only_;                // why nothing can be recorded in the store; empty where it can
   TrainingSession* session_ = nullptr;
   Sweep sweep_;
   std::unique_ptr<SweepTiming> sweep_timing_;
@@ -140,6 +143,7 @@ class MainWindow : public QMainWindow {
   QAction* pause_action_ = nullptr;
   QAction* stop_action_ = nullptr;
   QAction* sweep_action_ = nullptr;
+  QAction* paddle_sweep_action_ = nullptr;
 };
 
 }  // namespace ampwb::ui

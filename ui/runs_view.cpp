@@ -26,6 +26,7 @@
 #include "predict_dialog.h"
 #include "runs_poller.h"
 #include "store/final_weights.h"
+#include "workbench_store.h"
 
 namespace ampwb::ui {
 namespace {
@@ -90,15 +91,25 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   bar->addAction(tr("Open / compare"), this, [this] {
     if (!selected_ids().empty()) Q_EMIT open_requested(selected_ids());
   });
-  bar->addAction(tr("Resume"), this, [this] {
-    const auto ids = selected_ids();
-    if (ids.size() == 1) Q_EMIT resume_requested(ids[0]);
-  });
+  // What writes into the store is refused up front in one this user may only read, saying why where the pointer is.
+  QString read_only = read_only_reason(store_);
+  if (!read_only.isEmpty()) read_only[0] = read_only[0].toUpper();  // a tooltip of its own
+  const auto writing = [&read_only](QAction* action, const char* name) {
+    action->setObjectName(name);
+    action->setEnabled(read_only.isEmpty());
+    action->setToolTip(plain_tooltip(read_only));
+  };
+  writing(bar->addAction(tr("Resume"), this,
+                         [this] {
+                           const auto ids = selected_ids();
+                           if (ids.size() == 1) Q_EMIT resume_requested(ids[0]);
+                         }),
+          "resumeAction");
   bar->addSeparator();
-  bar->addAction(tr("Rename…"), this, &RunsView::rename_selected);
-  bar->addAction(tr("Tag…"), this, &RunsView::tag_selected);
-  bar->addAction(tr("Notes…"), this, &RunsView::notes_selected);
-  bar->addAction(tr("Delete…"), this, &RunsView::delete_selected);
+  writing(bar->addAction(tr("Rename…"), this, &RunsView::rename_selected), "renameAction");
+  writing(bar->addAction(tr("Tag…"), this, &RunsView::tag_selected), "tagAction");
+  bar->addAction(tr("Notes…"), this, &RunsView::notes_selected)->setObjectName("notesAction");  // read-only: shown
+  writing(bar->addAction(tr("Delete…"), this, &RunsView::delete_selected), "deleteAction");
   // What leaves the view, in a bar of its own that wraps under the first where the view is narrow.
   auto* outputs = new QToolBar;
   outputs->setToolButtonStyle(Qt::ToolButtonTextOnly);
@@ -341,24 +352,33 @@ void RunsView::notes_selected() {
   const auto ids = selected_ids();
   if (ids.size() != 1) return;
   const int64_t id = ids[0];
-  edit_text(
-      id, &RunRecord::notes, tr("Notes"),
-      [&](const QString& shown, bool& ok) {
-        // Notes run to paragraphs: Qt's multi-line dialog is a narrow box that scrolls each line sideways. On the
-        // heap, watched: a window closed during exec() deletes it with its children.
-        const QPointer<QInputDialog> dialog = new QInputDialog(this);
-        dialog->setWindowTitle(tr("Notes on run %1").arg(id));
-        dialog->setLabelText(tr("Notes"));
-        dialog->setOption(QInputDialog::UsePlainTextEditForTextInput);
-        dialog->setTextValue(shown);
-        if (auto* edit = dialog->findChild<QPlainTextEdit*>()) edit->setLineWrapMode(QPlainTextEdit::WidgetWidth);
-        dialog->resize(600, 380);
-        ok = dialog->exec() == QDialog::Accepted && dialog;
-        const QString text = dialog ? dialog->textValue() : shown;
-        delete dialog.data();
-        return text;
-      },
-      [&](const QString& text, const std::string& were) { store_.set_notes(id, text.toStdString(), were); });
+  const bool writable = !store_.read_only();
+  const auto ask = [&](const QString& shown, bool& ok) {
+    // Notes run to paragraphs: Qt's multi-line dialog is a narrow box that scrolls each line sideways. On the
+    // heap, watched: a window closed during exec() deletes it with its children.
+    const QPointer<QInputDialog> dialog = new QInputDialog(this);
+    dialog->setWindowTitle(writable ? tr("Notes on run %1").arg(id) : tr("Notes on run %1 (read-only)").arg(id));
+    dialog->setLabelText(writable ? tr("Notes") : tr("Notes (shown only: the run store is read-only here)"));
+    dialog->setOption(QInputDialog::UsePlainTextEditForTextInput);
+    dialog->setTextValue(shown);
+    if (auto* edit = dialog->findChild<QPlainTextEdit*>()) {
+      edit->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+      edit->setReadOnly(!writable);
+    }
+    dialog->resize(600, 380);
+    ok = dialog->exec() == QDialog::Accepted && dialog;
+    const QString text = dialog ? dialog->textValue() : shown;
+    delete dialog.data();
+    return text;
+  };
+  if (!writable) {  // the notes shown, nothing to save
+    const int row = model_->row_of(id);
+    bool ok = false;
+    if (row >= 0) ask(QString::fromStdString(model_->record(row).notes), ok);
+    return;
+  }
+  edit_text(id, &RunRecord::notes, tr("Notes"), ask,
+            [&](const QString& text, const std::string& were) { store_.set_notes(id, text.toStdString(), were); });
 }
 
 void RunsView::delete_selected() {
@@ -432,13 +452,15 @@ void RunsView::show_menu(const QPoint& at) {
   QMenu menu(this);
   menu.addAction(ids.size() == 1 ? tr("Open charts") : tr("Compare %1 runs").arg(ids.size()), this,
                  [this, ids] { Q_EMIT open_requested(ids); });
+  const bool writable = !store_.read_only();
   if (ids.size() == 1)
-    menu.addAction(tr("Resume from its checkpoint"), this, [this, ids] { Q_EMIT resume_requested(ids[0]); });
+    menu.addAction(tr("Resume from its checkpoint"), this, [this, ids] { Q_EMIT resume_requested(ids[0]); })
+        ->setEnabled(writable);
   menu.addSeparator();
-  if (ids.size() == 1) menu.addAction(tr("Rename…"), this, &RunsView::rename_selected);
-  menu.addAction(tr("Tag…"), this, &RunsView::tag_selected);
+  if (ids.size() == 1) menu.addAction(tr("Rename…"), this, &RunsView::rename_selected)->setEnabled(writable);
+  menu.addAction(tr("Tag…"), this, &RunsView::tag_selected)->setEnabled(writable);
   if (ids.size() == 1) menu.addAction(tr("Notes…"), this, &RunsView::notes_selected);
-  menu.addAction(tr("Delete…"), this, &RunsView::delete_selected);
+  menu.addAction(tr("Delete…"), this, &RunsView::delete_selected)->setEnabled(writable);
   menu.addSeparator();
   menu.addAction(tr("Export CSV…"), this, [this, ids] { Q_EMIT export_csv_requested(ids); });
   menu.addAction(tr("Export charts…"), this, [this, ids] { Q_EMIT export_charts_requested(ids); });
