@@ -168,6 +168,12 @@ TEST(RunSpeed, TheWarningNamesTheBusyRunAndRunsUnderDifferentLoads) {
   const MachineLoad quiet{0.02, 0, 0}, busy{0.6, 0, 0}, stolen{0.01, 0.3, 0}, some{0.15, 0, 0};
   EXPECT_EQ(timing_warning({{3, quiet}, {5, busy}}),
             "timings unreliable: the machine was 60% busy with other work during run 5");
+  // Runs busy alike in one phrase, however many (a sweep's).
+  const MachineLoad busier{0.54, 0, 0};
+  EXPECT_EQ(timing_warning({{3, busy}, {4, busy}, {5, busier}, {6, quiet}}),
+            "timings unreliable: the machine was 54-60% busy with other work during runs 3, 4 and 5");
+  EXPECT_EQ(timing_warning({{3, busy}, {4, busy}}),
+            "timings unreliable: the machine was 60% busy with other work during runs 3 and 4");
   EXPECT_EQ(timing_warning({{3, quiet}, {5, stolen}}),
             "timings unreliable: the hypervisor took 30% of the CPUs for other guests during run 5");
   EXPECT_EQ(timing_warning({{3, quiet}, {5, some}}),

@@ -9,6 +9,8 @@
 #include <functional>
 #include <limits>
 
+#include "store/csv_export.h"
+
 namespace ampwb {
 namespace {
 
@@ -151,6 +153,19 @@ std::string speed_text(const RunSpeed& s) {
 
 std::string timing_warning(const std::vector<RunLoad>& runs) {
   std::vector<std::string> reasons;
+  // The runs busy in one way, said once with the range of their shares: "51-54% busy ... during runs 10, 11 and 12".
+  struct Busy {
+    std::vector<int64_t> runs;
+    double least = 1, most = 0;
+    void add(int64_t run, double share) {
+      runs.push_back(run);
+      least = std::min(least, share), most = std::max(most, share);
+    }
+    std::string percent() const {
+      return std::lround(100 * least) == std::lround(100 * most) ? text("%.0f%%", 100 * most)
+                                                                 : text("%.0f-%.0f%%", 100 * least, 100 * most);
+    }
+  } other_work, other_guests;
   double least = 1, most = 0;
   const RunLoad *quietest = nullptr, *busiest = nullptr;
   for (const RunLoad& r : runs) {
@@ -159,15 +174,17 @@ std::string timing_warning(const std::vector<RunLoad>& runs) {
                         (r.load.gpu_other_processes > 1 ? " other processes" : " other process") +
                         " used the GPU during run " + std::to_string(r.run));
     if (!r.load.known()) continue;
-    if (r.load.other_cpu >= kBusyMachine)
-      reasons.push_back(text("the machine was %.0f%% busy with other work", 100 * r.load.other_cpu) + " during run " +
-                        std::to_string(r.run));
-    if (r.load.steal >= kBusyMachine)
-      reasons.push_back(text("the hypervisor took %.0f%% of the CPUs for other guests", 100 * r.load.steal) +
-                        " during run " + std::to_string(r.run));
+    if (r.load.other_cpu >= kBusyMachine) other_work.add(r.run, r.load.other_cpu);
+    if (r.load.steal >= kBusyMachine) other_guests.add(r.run, r.load.steal);
     if (!quietest || r.load.other_cpu < least) least = r.load.other_cpu, quietest = &r;
     if (!busiest || r.load.other_cpu > most) most = r.load.other_cpu, busiest = &r;
   }
+  if (!other_work.runs.empty())
+    reasons.push_back("the machine was " + other_work.percent() + " busy with other work during " +
+                      runs_phrase(other_work.runs));
+  if (!other_guests.runs.empty())
+    reasons.push_back("the hypervisor took " + other_guests.percent() + " of the CPUs for other guests during " +
+                      runs_phrase(other_guests.runs));
   if (reasons.empty() && busiest && most - least >= kLoadDifference)
     reasons.push_back(
         text("the runs were measured under different loads (%.0f%% of the CPUs busy with other work", 100 * most) +
