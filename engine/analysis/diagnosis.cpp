@@ -378,7 +378,8 @@ void timing_unreliable(const RunEvidence& e, std::vector<Finding>& out) {
       why + " (" + machine_load_text(load) + ", the mean over its epochs' training)",
       e.alternating ? "its training's times say as much about the other work as about this configuration; its sweep "
                       "also timed it in alternation, where other work falls on every configuration alike: that "
-                      "speed-up (ampwb compare, or ampwb explain against a run of the sweep) is the one to go by"
+                      "speed-up (the comparison's row \"timed in alternation (sweep)\", against a run of the sweep) is "
+                      "the one to go by"
                     : "its times and speed say as much about the other work as about this configuration: train it "
                       "again on a quiet machine, or compare the configurations with a sweep run here (not on Slurm), "
                       "which times them in alternation");
