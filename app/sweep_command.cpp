@@ -418,6 +418,19 @@ int sweep_command(const SweepOptions& given) {
   if (o.on == "slurm" && o.parallel != 1) throw Error("--parallel runs points here: give --max-parallel for Slurm");
   // Every point read and checked before anything is written.
   const std::vector<SweepPointConfig> points = expand_sweep(grid);
+  // A dataset folder that is not there would fail each of its points: said once, before anything is recorded. A
+  // Slurm task's node may see folders this one does not (its own scratch disk): a warning there.
+  std::set<std::string> missing;
+  for (const SweepPointConfig& p : points)
+    if (std::error_code ec; !p.config.data_dir.empty() && !fs::is_directory(p.config.data_dir, ec))
+      missing.insert(p.config.data_dir);
+  for (const std::string& folder : missing) {
+    if (o.on == "local") throw Error("cannot sweep on '" + folder + "': the dataset folder does not exist");
+    std::fprintf(stderr,
+                 "ampwb sweep: warning: the dataset folder '%s' does not exist on this machine: its points fail "
+                 "unless the nodes Slurm runs them on have it\n",
+                 folder.c_str());
+  }
   const std::string db = store_path(o.db);
   if (o.on == "slurm" && !is_database_server(db)) refuse_sqlite_file_shared_between_nodes(db);
   if (o.dry_run && o.on == "slurm") {
@@ -762,6 +775,16 @@ int sweep_cancel_command(const SweepIdOptions& o) {
   const int64_t id = sweep_id(o.sweep);
   RunStore store(store_path(o.db), RunStore::Mode::Existing);
   const SweepRecord s = sweep(store, id);
+  const std::vector<SweepPoint> before = sweep_points(store, id);
+  // As the GUI's Cancel: a sweep cancelled or ended keeps what it is, rather than an ended one shown cancelled.
+  if (s.cancelled || std::all_of(before.begin(), before.end(), [](const SweepPoint& p) { return is_final(p.state); })) {
+    std::printf(s.cancelled ? "sweep %lld is cancelled already\n"
+                            : "sweep %lld has nothing left to cancel: every point has ended (finished, failed or "
+                              "cancelled)\n",
+                static_cast<long long>(id));
+    return 0;
+  }
+  store.require_writable("cancel a sweep");  // before scancel: a job cancelled must be recorded so
   std::string scancel_error;
   if (!s.slurm_job_id.empty()) {
     try {
@@ -770,7 +793,6 @@ int sweep_cancel_command(const SweepIdOptions& o) {
       scancel_error = e.what();
     }
   }
-  const std::vector<SweepPoint> before = sweep_points(store, id);
   const int cancelled = cancel_sweep(store, id);
   // A local sweep's running points stop after their current step, as at a Ctrl-C (resumable, but left cancelled).
   if (s.runs_on == "local") {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "store/final_weights.h"
+#include "store/sweep_record.h"
 #include "test_cli_util.h"
 
 namespace ampwb {
@@ -723,6 +724,21 @@ TEST(StoreCli, AReadOnlyLocationGivesAClearErrorAndKeepsTheRuns) {
   TempDir dir("readonly");
   const std::string db = dir.file("runs.sqlite");
   ASSERT_EQ(ampwb(tiny_training(db, 1, 3)).status, 0);
+  int64_t slurm_sweep = 0;
+  {
+    RunStore store(db, RunStore::Mode::Existing);
+    const std::string point = R"({"values": {"seed": "0"}, "config": {}})";
+    slurm_sweep = create_sweep(store, "on slurm", R"({"grid": {"seed": [0]}})", "slurm", {point});
+    set_sweep_slurm_job(store, slurm_sweep, "4242");
+  }
+  // A stand-in scancel that leaves a mark where "nobody" may write.
+  const fs::path bin = dir.file("bin"), marks = dir.file("marks");
+  fs::create_directories(bin);
+  fs::create_directories(marks);
+  fs::permissions(marks, fs::perms::all);
+  std::ofstream(bin / "scancel") << "#!/bin/sh\ntouch '" << (marks / "scancel-called").string() << "'\n";
+  fs::permissions(bin / "scancel", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                       fs::perms::others_read | fs::perms::others_exec);
   const std::string before = read_text(db);
   // Root ignores permissions: drop to "nobody" for the checks.
   std::vector<std::string> as;
@@ -743,6 +759,14 @@ TEST(StoreCli, AReadOnlyLocationGivesAClearErrorAndKeepsTheRuns) {
   r = ampwb({"runs", "--json", "--db", db}, as);  // reading still works
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(json::parse(r.output).size(), 1u);
+  // A Slurm sweep's cancel is refused before scancel, which would cancel its job with nothing recorded.
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  ::setenv("PATH", (bin.string() + ":" + path).c_str(), 1);
+  r = ampwb({"sweep", "cancel", std::to_string(slurm_sweep), "--db", db}, as);
+  ::setenv("PATH", path.c_str(), 1);
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "cannot cancel a sweep: the run store '" + db + "' is read-only");
+  EXPECT_FALSE(fs::exists(marks / "scancel-called")) << "scancel ran for a sweep the store cannot record as cancelled";
   // A new file in a folder that cannot be written.
   r = ampwb(tiny_training(dir.file("new.sqlite"), 1, 3), as);
   EXPECT_EQ(r.status, 1);

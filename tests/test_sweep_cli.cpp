@@ -355,6 +355,37 @@ TEST(SweepCli, ACancelledSweepStopsItsRunningPointAndRunsNoMore) {
   const json status = json::parse(ampwb({"sweep", "status", "1", "--json", "--db", db}).output);
   EXPECT_TRUE(status["cancelled"].get<bool>());
   EXPECT_EQ(status["summary"]["cancelled"], 3);
+  const Result twice = ampwb({"sweep", "cancel", "1", "--db", db});
+  EXPECT_EQ(twice.status, 0) << twice.output;
+  expect_contains(twice.output, "sweep 1 is cancelled already");
+}
+
+// A dataset folder that is not there is said once, before anything is recorded, not as each point's failure.
+TEST(SweepCli, AMissingDatasetFolderIsRefusedBeforeTheSweepIsRecorded) {
+  TempDir dir("sweep_no_data");
+  const std::string db = dir.file("runs.sqlite");
+  const std::string gone = dir.file("moved-away");
+  const Result r = ampwb({"sweep", "--data", stripes().string() + "," + gone, "--epochs", "1", "--db", db});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "cannot sweep on '" + gone + "': the dataset folder does not exist");
+  EXPECT_EQ(r.output.find("point 1/"), std::string::npos) << "a point ran";
+  EXPECT_FALSE(fs::exists(db)) << "a sweep was recorded";
+}
+
+// A sweep whose every point ended has nothing to cancel: it stays as it ended, not shown cancelled.
+TEST(SweepCli, ASweepThatEndedIsNotCancelled) {
+  TempDir dir("sweep_ended");
+  const std::string db = dir.file("runs.sqlite");
+  RunStore store(db);
+  const std::string point = R"({"values": {"seed": "0"}, "config": {}})";
+  const int64_t id = create_sweep(store, "ended", R"({"grid": {"seed": [0, 1]}})", "local", {point, point});
+  set_point_state(store, id, 0, SweepPointState::Finished);
+  set_point_state(store, id, 1, SweepPointState::Failed);
+  const Result r = ampwb({"sweep", "cancel", std::to_string(id), "--db", db});
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "has nothing left to cancel: every point has ended");
+  EXPECT_FALSE(sweep(store, id).cancelled);
+  EXPECT_EQ(sweep_point(store, id, 1).state, SweepPointState::Failed);
 }
 
 // Under Slurm a SIGTERM is the job preempted or requeued: the run ends interrupted, with a checkpoint to resume.

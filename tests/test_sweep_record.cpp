@@ -163,10 +163,15 @@ TEST_P(SweepRecords, ACancelledSweepStartsNothingMore) {
   EXPECT_TRUE(sweep(store, id).cancelled);
   EXPECT_FALSE(take_next_point(store, id));
   EXPECT_FALSE(take_point(store, id, 2));
-  // The running point's own end does not undo its cancellation.
+  // The running point's own end does not undo its cancellation (its run stopped, or failed, as the cancel asked)...
   set_point_state(store, id, 1, SweepPointState::Failed);
   EXPECT_EQ(sweep_point(store, id, 1).state, SweepPointState::Cancelled);
+  set_point_state(store, id, 1, SweepPointState::Requeued);
+  EXPECT_EQ(sweep_point(store, id, 1).state, SweepPointState::Cancelled);
   EXPECT_EQ(sweep_point(store, id, 0).state, SweepPointState::Finished);
+  // ... unless its run finished all the same (the cancel came at its last step): a finished run counts in its group.
+  set_point_state(store, id, 1, SweepPointState::Finished);
+  EXPECT_EQ(sweep_point(store, id, 1).state, SweepPointState::Finished);
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QTableView>
-#include <QTextDocumentFragment>
 #include <QTimer>
 
 #include <cstdio>
@@ -23,6 +22,8 @@
 #include "main_window.h"
 #include "run_controls.h"
 #include "runs_view.h"
+#include "store/sweep_record.h"
+#include "sweep_view.h"
 #include "test_ui_util.h"
 
 namespace ampwb::ui::test {
@@ -33,14 +34,13 @@ class ReadOnlyStore : public QObject {
  private:
   QTemporaryDir dir_;
   QString folder_, db_;
-  int64_t run_ = 0;
+  int64_t run_ = 0, sweep_ = 0;
   QByteArray bytes_;
 
   static QByteArray read_all(const QString& path) {
     QFile f(path);
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
   }
-  static QString tooltip_text(const QString& tooltip) { return QTextDocumentFragment::fromHtml(tooltip).toPlainText(); }
 
  private Q_SLOTS:
   void initTestCase() {
@@ -49,7 +49,12 @@ class ReadOnlyStore : public QObject {
     QVERIFY(QDir().mkpath(folder_));
     db_ = folder_ + "/runs.sqlite";
     run_ = train_into_store(db_, tiny_config(data, 1, 2));
-    RunStore(db_.toStdString()).set_notes(run_, "lr 0.05: the baseline");
+    {  // closed before the store is write-protected and its bytes read
+      RunStore store(db_.toStdString());
+      store.set_notes(run_, "lr 0.05: the baseline");
+      const std::string point = R"({"values": {"seed": "0"}, "config": {}})";
+      sweep_ = create_sweep(store, "seeds", R"({"grid": {"seed": [0, 1]}})", "local", {point, point});
+    }
     const auto read = QFileDevice::ReadOwner | QFileDevice::ReadGroup | QFileDevice::ReadOther;
     const auto enter = QFileDevice::ExeOwner | QFileDevice::ExeGroup | QFileDevice::ExeOther;
     QVERIFY(QFile::setPermissions(db_, read));
@@ -78,6 +83,14 @@ class ReadOnlyStore : public QObject {
     QVERIFY(!w.start_training());  // Ctrl+R while Train is disabled
     const QString resume = w.resume_run(run_);
     QVERIFY2(resume.startsWith(QString("Run %1 cannot be resumed: %2").arg(run_).arg(why)), qPrintable(resume));
+
+    // Nor can its sweeps be cancelled: that would cancel their jobs without recording it.
+    w.sweep_view()->reload();
+    QAction* cancel = w.sweep_view()->cancel_action();
+    QVERIFY(!cancel->isEnabled());
+    QVERIFY2(tooltip_text(cancel->toolTip())
+                 .startsWith(QString("Sweep %1 cannot be cancelled from here: %2").arg(sweep_).arg(why)),
+             qPrintable(cancel->toolTip()));
 
     // The runs are there to look at: listed, and their charts open in Compare.
     QCOMPARE(child<QTableView>(w, "runsTable")->model()->rowCount(), 1);

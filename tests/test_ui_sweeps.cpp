@@ -13,6 +13,7 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QToolBar>
@@ -381,6 +382,8 @@ class SweepsThroughTheUi : public QObject {
     QCOMPARE(ended.at(0).at(1).toInt(), 0);
     QVERIFY(!w.cli_sweep_running());
     QTRY_VERIFY_WITH_TIMEOUT(w.sweep_view()->counts()->text().contains("4 finished"), 10000);
+    // The status bar says how its points ended, as the sweep's last line did.
+    QCOMPARE(w.statusBar()->currentMessage(), QStringLiteral("Sweep %1 ended: 4 finished").arg(id));
 
     const RunStore store(db("dialog").toStdString(), RunStore::Mode::ReadOnly);
     for (const SweepPointResult& p : w.sweep_view()->results().points) {
@@ -475,7 +478,7 @@ class SweepsThroughTheUi : public QObject {
     QVERIFY(view.chooser()->currentText().contains("cancelled"));
     QVERIFY(sweep(writer, id).cancelled);
     QVERIFY(!cancel->isEnabled());  // nothing is left to cancel, and the tooltip says so
-    QCOMPARE(cancel->toolTip(), QStringLiteral("Sweep %1 is cancelled already").arg(id));
+    QCOMPARE(tooltip_text(cancel->toolTip()), QStringLiteral("Sweep %1 is cancelled already").arg(id));
 
     // A sweep whose every point ended, finished or failed, has nothing to cancel either.
     const int64_t ended = create_sweep(writer, "ended", R"({"grid": {"seed": [0, 1]}})", "local", {point, point});
@@ -487,7 +490,8 @@ class SweepsThroughTheUi : public QObject {
     set_point_state(writer, ended, 1, SweepPointState::Failed);
     view.reload();
     QVERIFY(!cancel->isEnabled());
-    QVERIFY2(cancel->toolTip().contains("every point of sweep") && cancel->toolTip().contains("has ended"),
+    QVERIFY2(tooltip_text(cancel->toolTip()).contains("every point of sweep") &&
+                 tooltip_text(cancel->toolTip()).contains("has ended"),
              qPrintable(cancel->toolTip()));
   }
 };

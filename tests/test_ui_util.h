@@ -8,6 +8,7 @@
 #include <QImage>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
+#include <QTextDocumentFragment>
 #include <QtTest>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,12 @@ W* child(QWidget& parent, const char* name) {
   W* w = parent.findChild<W*>(name);
   if (!w) qFatal("no widget named %s", name);
   return w;
+}
+
+// A tooltip as the user reads it: plain_tooltip() makes user text (a path, a name) rich text shown as written, its
+// spaces non-breaking.
+inline QString tooltip_text(const QString& tooltip) {
+  return QTextDocumentFragment::fromHtml(tooltip).toPlainText().replace(QChar::Nbsp, ' ');
 }
 
 // Two classes any ResNet separates in a few steps: horizontal and vertical stripes with noise.

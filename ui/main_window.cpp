@@ -230,13 +230,14 @@ void MainWindow::build_menus() {
   paddle_sweep_action_ = run->addAction(tr("ResNet-18 FP32 vs AMP, &as in the Paddle article…"), this,
                                         [this] { show_sweep_dialog(true); });
   run->addSeparator();
-  run->addAction(tr("&Resume the selected run"), this, [this] {
+  QAction* resume = run->addAction(tr("&Resume the selected run"), this, [this] {
     const auto ids = runs_view_->selected_ids();
     if (ids.size() == 1)
       resume_run_interactive(ids[0]);
     else
       show_status(tr("Select one stopped or interrupted run in the Runs view"), 5000);
   });
+  resume->setEnabled(read_only_.isEmpty());
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   // Compare keeps Ctrl+3, as before the Sweeps tab came.
@@ -620,19 +621,23 @@ void MainWindow::sweep_process_ended() {
                                              QRegularExpression::MultilineOption);
   for (QRegularExpressionMatchIterator i = error_line.globalMatch(sweep_errors_); i.hasNext();)
     message = i.next().captured(1).trimmed();
-  if (code != 0 && message.isEmpty()) {
-    static const QRegularExpression summary(QStringLiteral("^sweep \\d+: (\\d+ .*)$"),
-                                            QRegularExpression::MultilineOption);
-    QString last;
-    for (QRegularExpressionMatchIterator i = summary.globalMatch(sweep_output_); i.hasNext();)
-      last = i.next().captured(1);
-    message = !last.isEmpty() && !last.contains("points, recorded") ? last
-              : sweep_errors_.trimmed().isEmpty()                    ? tr("ampwb sweep ended with code %1").arg(code)
-                                                                     : sweep_errors_.trimmed().section('\n', -1);
-  }
+  // The sweep's last count of its points' states ("sweep 6: 3 finished, 3 cancelled"), not its opening line.
+  static const QRegularExpression summary(QStringLiteral("^sweep \\d+: (\\d+ .*)$"),
+                                          QRegularExpression::MultilineOption);
+  QString states;
+  for (QRegularExpressionMatchIterator i = summary.globalMatch(sweep_output_); i.hasNext();)
+    states = i.next().captured(1);
+  if (states.contains("points, recorded")) states.clear();
+  if (code != 0 && message.isEmpty())
+    message = !states.isEmpty()                   ? states
+              : sweep_errors_.trimmed().isEmpty() ? tr("ampwb sweep ended with code %1").arg(code)
+                                                  : sweep_errors_.trimmed().section('\n', -1);
   sweep_view_->reload();
   if (code == 0) {
-    if (!cli_sweep_on_slurm_) show_status(tr("Sweep %1 done").arg(cli_sweep_id_), 10000);
+    if (!cli_sweep_on_slurm_)
+      show_status(states.isEmpty() ? tr("Sweep %1 done").arg(cli_sweep_id_)
+                                   : tr("Sweep %1 ended: %2").arg(cli_sweep_id_).arg(states),
+                  10000);
   } else {
     const QString title = cli_sweep_id_ ? tr("Sweep %1").arg(cli_sweep_id_) : tr("Sweep not started");
     auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);

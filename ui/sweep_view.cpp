@@ -18,6 +18,7 @@
 
 #include "plain_text.h"
 #include "sweep_points_model.h"
+#include "workbench_store.h"
 
 namespace ampwb::ui {
 namespace {
@@ -185,10 +186,8 @@ void SweepView::reload() {
 
 void SweepView::update_cancel() {
   const SweepResults& r = results();
-  const bool ended = std::all_of(r.points.begin(), r.points.end(), [](const SweepPointResult& p) {
-    return p.point.state == SweepPointState::Finished || p.point.state == SweepPointState::Failed ||
-           p.point.state == SweepPointState::Cancelled;
-  });
+  const bool ended =
+      std::all_of(r.points.begin(), r.points.end(), [](const SweepPointResult& p) { return is_final(p.point.state); });
   QString why;
   if (r.sweep.id == 0)
     why = tr("No sweep to cancel");
@@ -197,13 +196,15 @@ void SweepView::update_cancel() {
   else if (ended)
     why =
         tr("Nothing left to cancel: every point of sweep %1 has ended (finished, failed or cancelled)").arg(r.sweep.id);
+  else if (store_.read_only())
+    why = tr("Sweep %1 cannot be cancelled from here: %2").arg(r.sweep.id).arg(read_only_reason(store_));
   cancel_->setEnabled(why.isEmpty());
-  cancel_->setToolTip(
+  cancel_->setToolTip(plain_tooltip(
       why.isEmpty()
           ? tr("Cancel sweep %1: no point starts any more%2")
                 .arg(r.sweep.id)
                 .arg(r.sweep.slurm_job_id.empty() ? QString() : tr(", and its Slurm job is cancelled (scancel)"))
-          : why);
+          : why));
 }
 
 void SweepView::update_groups() {

@@ -82,6 +82,8 @@ class RunStore {
   const std::string& path() const { return db_->name(); }
   bool is_postgresql() const { return db_->dialect() == SqlConnection::Dialect::PostgreSql; }
   bool read_only() const { return read_only_; }
+  // Throws StoreError "cannot <what>: the run store '<path>' is read-only" where it is.
+  void require_writable(const char* what) const;
   // The store's connection, for the records kept beside runs in the same database (sweep_record.h).
   SqlConnection& connection() const { return *db_; }
   int found_schema_version() const { return found_version_; }       // before migration; 0 for a new file
@@ -201,7 +203,6 @@ class RunStore {
   std::string database_check() const;
   void migrate();
   void report_abandoned(RunRecord& r) const;
-  void require_writable(const char* what) const;
   void reopen_owned(int64_t run, const RunInfo& info, const TrainConfig& config);
   // Adds `notes` to the run's information, inside the caller's transaction; `again`: one already there too.
   void append_notes(int64_t run, const std::vector<std::string>& notes, bool again);

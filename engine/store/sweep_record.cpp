@@ -223,9 +223,12 @@ void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState 
   reconnecting([&] {
     SqlConnection& db = store.connection();
     SqlTransaction t(db);
-    // A point cancelled meanwhile stays cancelled: its run's end (cancelled by the signal) says no more.
+    // A point cancelled meanwhile stays cancelled: its run's end (cancelled by the signal) says no more. A run that
+    // finished all the same (the cancel came at its last step) is the point's result, counted with its group.
     const std::optional<SweepPoint> p = find_point(db, sweep, index);
-    if (p && p->state == SweepPointState::Cancelled && state != SweepPointState::Cancelled) return;
+    if (p && p->state == SweepPointState::Cancelled && state != SweepPointState::Cancelled &&
+        state != SweepPointState::Finished)
+      return;
     update_point(db, sweep, index, state);
     t.commit();
   });
@@ -284,6 +287,7 @@ std::vector<int> requeue_abandoned_points(RunStore& store, int64_t sweep) {
 }
 
 int cancel_sweep(RunStore& store, int64_t sweep) {
+  store.require_writable("cancel a sweep");
   return reconnecting([&] {
     SqlConnection& db = store.connection();
     SqlTransaction t(db);

@@ -17,6 +17,9 @@ namespace ampwb {
 // interrupted (preempted) and will resume from its checkpoint; finished, failed and cancelled are final.
 enum class SweepPointState { Queued, Running, Finished, Failed, Cancelled, Requeued };
 const char* sweep_point_state_name(SweepPointState state);
+inline bool is_final(SweepPointState state) {
+  return state == SweepPointState::Finished || state == SweepPointState::Failed || state == SweepPointState::Cancelled;
+}
 std::optional<SweepPointState> parse_sweep_point_state(const std::string& name);
 
 struct SweepPoint {
@@ -59,6 +62,7 @@ void release_point(RunStore& store, const SweepPoint& point);
 // connection closes. Throws where another process holds it; nullopt where `parent` has ended (its hold went with it,
 // and another process may have taken the point since).
 std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index, int parent = 0);
+// A cancelled point keeps its state, unless `state` is Finished: its run finished all the same.
 void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState state);
 void set_point_run(RunStore& store, int64_t sweep, int index, int64_t run);
 // A point taken but not started again (Ctrl-C before it began): queued once more.
