@@ -79,7 +79,7 @@ void add_report_command(CLI::App& app, Invocation& invocation) {
   auto options = std::make_shared<ReportOptions>();
   CLI::App* report = app.add_subcommand(
       "report", "one self-contained HTML (or PDF) report of runs: comparison, charts, diagnosis, time, layers");
-  report->add_option("RUN", options->runs, "run ids or names; the first is the baseline")
+  report->add_option("RUN", options->runs, "run ids or names, or sweep:N for a sweep's runs; the first is the baseline")
       ->type_name("")
       ->required()
       ->expected(1, -1);

@@ -20,51 +20,12 @@
 #include "store/final_weights.h"
 #include "store/run_store.h"
 #include "store/store_location.h"
+#include "text_table.h"
 #include "train/record_json.h"
 
 namespace ampwb::cli {
 namespace {
 using nlohmann::json;
-
-// Display width of UTF-8 text: code points, which is right for the Latin, Greek and Cyrillic names people type.
-size_t width(const std::string& s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
-}
-
-// A plain text table: columns padded to their widest cell, numbers right-aligned.
-class Table {
- public:
-  explicit Table(std::vector<std::string> header, std::vector<bool> right = {})
-      : rows_{std::move(header)}, right_(std::move(right)) {}
-  // Control characters shown as escapes: a name stored before they were refused cannot break the table.
-  void add(std::vector<std::string> row) {
-    for (std::string& cell : row) cell = printable(cell);
-    rows_.push_back(std::move(row));
-  }
-  size_t rows() const { return rows_.size() - 1; }  // without the header
-  void print(const char* indent = "") const {
-    std::vector<size_t> w;
-    for (const auto& row : rows_)
-      for (size_t i = 0; i < row.size(); ++i) {
-        if (w.size() <= i) w.push_back(0);
-        w[i] = std::max(w[i], width(row[i]));
-      }
-    for (const auto& row : rows_) {
-      std::string line = indent;
-      for (size_t i = 0; i < row.size(); ++i) {
-        const std::string pad(w[i] - width(row[i]), ' ');
-        const bool right = i < right_.size() && right_[i];
-        line += right ? pad + row[i] : row[i] + (i + 1 < row.size() ? pad : "");
-        if (i + 1 < row.size()) line += "  ";
-      }
-      std::printf("%s\n", line.c_str());
-    }
-  }
-
- private:
-  std::vector<std::vector<std::string>> rows_;
-  std::vector<bool> right_;
-};
 
 // --- the commands ---
 
@@ -502,6 +463,7 @@ std::vector<std::pair<ConfigGroup, std::vector<GroupMetric>>> compare_groups(con
 int compare_command(const CompareOptions& options) {
   RunStore store = open_store(store_path(options.db));
   const std::vector<int64_t> ids = store.resolve_each(options.runs);
+  if (ids.size() < 2) throw Error("compare needs two or more runs, got only run " + std::to_string(ids.front()));
   const std::vector<ComparedRun> runs = load_compared_runs(store, ids);
   const Comparison cmp = compare_runs(runs);  // the rows the GUI's comparison shows too
   // Each run's step time by class against the first run's.
@@ -658,11 +620,13 @@ void add_run_commands(CLI::App& app, Invocation& invocation) {
 
   auto compare_options = std::make_shared<CompareOptions>();
   CLI::App* compare = app.add_subcommand("compare", "runs side by side: differing settings, results, speed-up");
-  compare->add_option("RUN", compare_options->runs, "two or more run ids or names; speed-ups are against the first")
+  compare
+      ->add_option("RUN", compare_options->runs,
+                   "two or more run ids or names, or sweep:N for a sweep's runs; speed-ups are against the first")
       ->type_name("")
       ->default_str("")
       ->required()
-      ->expected(2, -1)
+      ->expected(1, -1)
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);  // the policy that checks the count (TakeLast would not)
   compare
       ->add_option("--group-by", compare_options->group_by,

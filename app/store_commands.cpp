@@ -368,7 +368,7 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
   auto csv_options = std::make_shared<ExportCsvOptions>();
   CLI::App* csv = export_cmd->add_subcommand("csv", "per-step, per-epoch, summary and long-form CSV of runs");
   CLI::Option* all = csv->add_flag("--all", csv_options->all, "every stored run");
-  csv->add_option("RUN", csv_options->runs, "run ids or unique run names")
+  csv->add_option("RUN", csv_options->runs, "run ids or unique run names, or sweep:N for a sweep's runs")
       ->type_name("")
       ->default_str("")
       ->excludes(all);
@@ -384,7 +384,7 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
   auto chart_options = std::make_shared<ExportChartOptions>();
   CLI::App* chart = export_cmd->add_subcommand(
       "chart", "a chart of runs as PNG, SVG or PDF, drawn without a display (the GUI's chart)");
-  chart->add_option("RUN", chart_options->runs, "run ids or unique run names")
+  chart->add_option("RUN", chart_options->runs, "run ids or unique run names, or sweep:N for a sweep's runs")
       ->type_name("")
       ->default_str("")
       ->required();

@@ -23,6 +23,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/report_text.h"
 #include "analysis/run_speed.h"
 #include "cli.h"
 #include "commands.h"
@@ -35,6 +36,7 @@
 #include "store/store_location.h"
 #include "store/sweep_record.h"
 #include "sweep_grid.h"
+#include "text_table.h"
 #include "train/alternating_benchmark.h"
 
 namespace ampwb::cli {
@@ -211,7 +213,8 @@ std::string point_result(const RunStore& store, const SweepPoint& p) {
   if (p.run_id == 0) return text;
   text += ", run " + std::to_string(p.run_id);
   try {
-    const RunSummary s = summarize(store.run(p.run_id), store.epochs(p.run_id));
+    const RunRecord run = store.run(p.run_id);
+    const RunSummary s = summarize(run, store.epochs(p.run_id));
     char buffer[96];
     if (!std::isnan(s.final_validation_accuracy)) {
       std::snprintf(buffer, sizeof buffer, ", val acc %.2f%%", 100 * s.final_validation_accuracy);
@@ -220,6 +223,7 @@ std::string point_result(const RunStore& store, const SweepPoint& p) {
       std::snprintf(buffer, sizeof buffer, ", train loss %.4f", s.final_train_loss);
       text += buffer;
     }
+    if (p.state == SweepPointState::Failed && !run.end_reason.empty()) text += ": " + run.end_reason;  // why
   } catch (const std::exception&) {  // the run was deleted meanwhile
   }
   return text;
@@ -578,7 +582,9 @@ int sweep_run_command(const SweepIdOptions& o) {
   {
     RunStore store(db, RunStore::Mode::Existing);
     const SweepRecord s = sweep(store, id);
-    if (s.cancelled) throw Error("sweep " + o.sweep + " is cancelled");
+    if (s.cancelled)
+      throw Error("sweep " + o.sweep + " is cancelled: none of its points starts again (ampwb sweep status " + o.sweep +
+                  " shows what it trained; a new sweep of the same grid trains every point anew)");
     if (s.runs_on != "local")
       throw Error("sweep " + o.sweep + " runs on Slurm (job " + s.slurm_job_id + "): its tasks run its points");
   }
@@ -828,6 +834,7 @@ int sweep_list_command(const SweepIdOptions& o) {
   const std::vector<SweepRecord> recorded = sweeps(store);
   if (recorded.empty() && !o.json)
     std::printf("no sweeps recorded yet in %s (ampwb sweep starts one)\n", location_without_password(db).c_str());
+  Table table({"ID", "NAME", "CREATED (UTC)", "ON", "SLURM JOB", "POINTS"}, {true});
   for (const SweepRecord& s : recorded) {
     const std::vector<SweepPoint> points = sweep_points(store, s.id);
     if (o.json) {
@@ -840,12 +847,15 @@ int sweep_list_command(const SweepIdOptions& o) {
                       {"points", points.size()},
                       {"summary", state_counts(points)}});
     } else {
-      std::printf("%4lld  %-16s %s  %-5s %-10s %zu points: %s%s\n", static_cast<long long>(s.id),
-                  sweep_label(s).c_str(), s.created.c_str(), s.runs_on.c_str(), s.slurm_job_id.c_str(), points.size(),
-                  counts_text(state_counts(points)).c_str(), s.cancelled ? " (cancelled)" : "");
+      table.add({std::to_string(s.id), sweep_label(s), timestamp_text(s.created), s.runs_on, s.slurm_job_id,
+                 std::to_string(points.size()) + ": " + counts_text(state_counts(points)) +
+                     (s.cancelled ? " (cancelled)" : "")});
     }
   }
-  if (o.json) print_json(list);
+  if (o.json)
+    print_json(list);
+  else if (table.rows() > 0)
+    table.print();
   return 0;
 }
 

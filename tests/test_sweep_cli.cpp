@@ -92,10 +92,21 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
       ampwb({"compare", std::to_string(in_order[0]), std::to_string(in_order[1]), "--db", db}).output;
   expect_contains(compared, "timed in alternation (sweep)");
   expect_contains(compared, bf16);
-  // An unnamed sweep is listed by what it sweeps, not as an empty name.
+  // sweep:1 stands for its runs, in its points' order, wherever runs are given.
+  const json by_sweep = json::parse(ampwb({"compare", "sweep:1", "--json", "--db", db}).output);
+  ASSERT_EQ(by_sweep["runs"].size(), 4u) << by_sweep.dump();
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(by_sweep["runs"][i]["id"], in_order[i]);
+  const Result twice = ampwb({"compare", std::to_string(in_order[1]), "sweep:1", "--db", db});
+  EXPECT_EQ(twice.status, 1);
+  expect_contains(twice.output, "run " + std::to_string(in_order[1]) + " is given twice ('" +
+                                    std::to_string(in_order[1]) + "' and 'sweep:1')");
+  expect_contains(ampwb({"report", "sweep:9", "--out", dir.file("r.html"), "--db", db}).output,
+                  "no sweep 9 in the run store '" + db + "'");
+  // An unnamed sweep is listed by what it sweeps, not as an empty name, in a table under its header.
   const std::string listed = ampwb({"sweeps", "--db", db}).output;
-  expect_contains(listed, "   1  (unnamed: seed × precision) ");
-  expect_contains(listed, "4 points: 4 finished");
+  expect_contains(listed, "ID  NAME                         CREATED (UTC)     ON     SLURM JOB  POINTS\n");
+  expect_contains(listed, "\n 1  (unnamed: seed × precision)  ");
+  expect_contains(listed, "  local             4: 4 finished\n");
   // Point 3 is point 3 everywhere: in the progress lines, the status text and its JSON (the GUI: test_ui_sweeps).
   const std::string shown = ampwb({"sweep", "status", "1", "--db", db}).output;
   expect_contains(shown, "sweep 1 (unnamed: seed × precision): 4 points on local");
@@ -351,7 +362,7 @@ TEST(SweepCli, ACancelledSweepStopsItsRunningPointAndRunsNoMore) {
   EXPECT_LT(store.epochs(run.id).size(), static_cast<size_t>(epochs)) << "the running point went on to its end";
   const Result again = ampwb({"sweep", "run", "1", "--db", db});
   EXPECT_EQ(again.status, 1);
-  expect_contains(again.output, "sweep 1 is cancelled");
+  expect_contains(again.output, "sweep 1 is cancelled: none of its points starts again (ampwb sweep status 1 shows");
   const json status = json::parse(ampwb({"sweep", "status", "1", "--json", "--db", db}).output);
   EXPECT_TRUE(status["cancelled"].get<bool>());
   EXPECT_EQ(status["summary"]["cancelled"], 3);
@@ -380,12 +391,18 @@ TEST(SweepCli, ASweepThatEndedIsNotCancelled) {
   const std::string point = R"({"values": {"seed": "0"}, "config": {}})";
   const int64_t id = create_sweep(store, "ended", R"({"grid": {"seed": [0, 1]}})", "local", {point, point});
   set_point_state(store, id, 0, SweepPointState::Finished);
+  const int64_t failed = store.begin_run(TrainConfig{}, RunInfo{}, "");
+  store.end_run(failed, {RunStatus::Failed, "out of memory: this run needs 9.9 GiB"}, {}, 1.0);
+  set_point_run(store, id, 1, failed);
   set_point_state(store, id, 1, SweepPointState::Failed);
   const Result r = ampwb({"sweep", "cancel", std::to_string(id), "--db", db});
   EXPECT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "has nothing left to cancel: every point has ended");
   EXPECT_FALSE(sweep(store, id).cancelled);
   EXPECT_EQ(sweep_point(store, id, 1).state, SweepPointState::Failed);
+  // A failed point says why its run failed.
+  expect_contains(ampwb({"sweep", "status", std::to_string(id), "--db", db}).output,
+                  "failed, run " + std::to_string(failed) + ": out of memory: this run needs 9.9 GiB");
 }
 
 // Under Slurm a SIGTERM is the job preempted or requeued: the run ends interrupted, with a checkpoint to resume.

@@ -139,7 +139,8 @@ class RunStore {
   std::optional<RunRecord> find_run(int64_t id) const;  // none when absent (deleted, say)
   // A run by id ("7") or by name; throws when none matches or a name is ambiguous.
   int64_t resolve(const std::string& id_or_name) const;
-  // Each of several runs, in order; a run given twice (by id or name) is refused, naming it.
+  // Each of several runs, in order; a run given twice (by id or name) is refused, naming it. "sweep:N" stands for the
+  // runs of sweep N's points, in the points' order.
   std::vector<int64_t> resolve_each(const std::vector<std::string>& ids_or_names) const;
   std::vector<EpochReport> epochs(int64_t run) const;
   std::vector<StepReport> steps(int64_t run) const;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "store/final_weights.h"
 #include "store/record_sql.h"
@@ -46,6 +47,15 @@ std::vector<R> rows_of(SqlConnection& db, const std::string& table, const std::s
 
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// The row of `table` whose id `digits` (all_digits) spells; none when there is none, an id too large included.
+std::optional<int64_t> existing_id(SqlConnection& db, const char* table, const std::string& digits) {
+  int64_t id = 0;
+  if (std::from_chars(digits.data(), digits.data() + digits.size(), id).ec != std::errc()) return std::nullopt;
+  SqlStatement q(db, std::string("SELECT id FROM ") + table + " WHERE id = ?");
+  q.bind(1, id);
+  return q.step() ? std::optional<int64_t>(id) : std::nullopt;
 }
 
 }  // namespace
@@ -94,13 +104,8 @@ void RunStore::report_abandoned(RunRecord& r) const {
 
 int64_t RunStore::resolve(const std::string& id_or_name) const {
   if (all_digits(id_or_name)) {
-    int64_t id = 0;  // an id too large for any run is no run either
-    const std::errc error = std::from_chars(id_or_name.data(), id_or_name.data() + id_or_name.size(), id).ec;
-    SqlStatement q(*db_, "SELECT id FROM runs WHERE id = ?");
-    q.bind(1, id);
-    if (error != std::errc() || !q.step())
-      throw StoreError("no run " + id_or_name + " in the run store '" + path() + "'");
-    return id;
+    if (const std::optional<int64_t> id = existing_id(*db_, "runs", id_or_name)) return *id;
+    throw StoreError("no run " + id_or_name + " in the run store '" + path() + "'");
   }
   SqlStatement q(*db_, "SELECT id FROM runs WHERE name = ? ORDER BY id");
   q.bind(1, id_or_name);
@@ -122,13 +127,27 @@ int64_t RunStore::resolve(const std::string& id_or_name) const {
 
 std::vector<int64_t> RunStore::resolve_each(const std::vector<std::string>& ids_or_names) const {
   std::vector<int64_t> ids;
-  for (size_t i = 0; i < ids_or_names.size(); ++i) {
-    const int64_t id = resolve(ids_or_names[i]);
-    const auto same = std::find(ids.begin(), ids.end(), id);
-    if (same != ids.end())
-      throw Error("run " + std::to_string(id) + " is given twice ('" + ids_or_names[same - ids.begin()] + "' and '" +
-                  ids_or_names[i] + "')");
-    ids.push_back(id);
+  std::vector<std::string> given;  // what named each of ids
+  for (const std::string& text : ids_or_names) {
+    std::vector<int64_t> named;
+    if (const std::string sweep = text.substr(0, 6) == "sweep:" ? text.substr(6) : ""; all_digits(sweep)) {
+      const std::optional<int64_t> id = existing_id(*db_, "sweeps", sweep);
+      if (!id) throw StoreError("no sweep " + sweep + " in the run store '" + path() + "' (ampwb sweeps lists them)");
+      SqlStatement q(*db_, "SELECT run_id FROM sweep_points WHERE sweep_id = ? AND run_id IS NOT NULL ORDER BY idx");
+      q.bind(1, *id);
+      while (q.step()) named.push_back(q.int64(0));
+      if (named.empty()) throw Error("sweep " + sweep + " has no runs yet (ampwb sweep status " + sweep + ")");
+    } else {
+      named.push_back(resolve(text));
+    }
+    for (const int64_t id : named) {
+      const auto same = std::find(ids.begin(), ids.end(), id);
+      if (same != ids.end())
+        throw Error("run " + std::to_string(id) + " is given twice ('" + given[same - ids.begin()] + "' and '" + text +
+                    "')");
+      ids.push_back(id);
+      given.push_back(text);
+    }
   }
   return ids;
 }

@@ -1,0 +1,42 @@
+#include "text_table.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "cli.h"
+
+namespace ampwb::cli {
+namespace {
+
+// Display width of UTF-8 text: code points, which is right for the Latin, Greek and Cyrillic names people type.
+size_t width(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+}  // namespace
+
+void Table::add(std::vector<std::string> row) {
+  for (std::string& cell : row) cell = printable(cell);
+  rows_.push_back(std::move(row));
+}
+
+void Table::print(const char* indent) const {
+  std::vector<size_t> w;
+  for (const auto& row : rows_)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (w.size() <= i) w.push_back(0);
+      w[i] = std::max(w[i], width(row[i]));
+    }
+  for (const auto& row : rows_) {
+    std::string line = indent;
+    for (size_t i = 0; i < row.size(); ++i) {
+      const std::string pad(w[i] - width(row[i]), ' ');
+      const bool right = i < right_.size() && right_[i];
+      line += right ? pad + row[i] : row[i] + (i + 1 < row.size() ? pad : "");
+      if (i + 1 < row.size()) line += "  ";
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+}  // namespace ampwb::cli
