@@ -5,10 +5,12 @@
 // grid and place start `ampwb sweep` as a child whose sweep the tab then follows, and a child's failure is said.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDialogButtonBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QProcess>
+#include <QPushButton>
 #include <QRadioButton>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -487,12 +489,47 @@ class SweepsThroughTheUi : public QObject {
     view.show_sweep(ended);
     QCOMPARE(view.current_sweep(), ended);
     QVERIFY(cancel->isEnabled());
+    // Its failed point's run says why it failed where the pointer is on its state.
+    const int64_t failed = writer.begin_run(TrainConfig{}, RunInfo{}, "");
+    writer.end_run(failed, {RunStatus::Failed, "out of memory: this run needs 9.9 GiB"}, {}, 1.0);
+    set_point_run(writer, ended, 1, failed);
     set_point_state(writer, ended, 1, SweepPointState::Failed);
     view.reload();
     QVERIFY(!cancel->isEnabled());
     QVERIFY2(tooltip_text(cancel->toolTip()).contains("every point of sweep") &&
                  tooltip_text(cancel->toolTip()).contains("has ended"),
              qPrintable(cancel->toolTip()));
+    const SweepPointsModel* m = view.points_model();
+    QCOMPARE(tooltip_text(m->data(m->index(1, m->column_of("state")), Qt::ToolTipRole).toString()),
+             QString("out of memory: this run needs 9.9 GiB"));
+
+    // A sweep none of whose points finished has nothing to compare, and says so.
+    const int64_t none = create_sweep(writer, "none finished", R"({"grid": {"seed": [0]}})", "local", {point});
+    set_point_state(writer, none, 0, SweepPointState::Failed);
+    view.show_sweep(none);
+    QVERIFY(!view.compare_action()->isEnabled());
+    QCOMPARE(view.compare_action()->toolTip(), QString("No point of this sweep has finished yet"));
+  }
+
+  // The seeds of the sweep queued last come back in the next dialog; depths and batch sizes follow the setup panel.
+  // (Last: what it saves stays for the program.)
+  void the_dialog_remembers_the_seeds_swept_last() {
+    const CpuBackend cpu;
+    {
+      SweepDialog dialog(tiny_config(data_), cpu.capabilities());
+      for (QCheckBox* box : dialog.findChildren<QCheckBox*>())  // seeds of FP32 against AMP BF16
+        if (box->objectName().startsWith("variant-"))
+          box->setChecked(box->objectName().endsWith("fp32") || box->objectName().endsWith("amp-bf16"));
+      dialog.findChild<QLineEdit*>("sweepSeeds")->setText("3,4");
+      QVERIFY2(dialog.problem().isEmpty(), qPrintable(dialog.problem()));
+      dialog.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->click();
+      QCOMPARE(dialog.result(), int(QDialog::Accepted));
+    }
+    TrainConfig other = tiny_config(data_);
+    other.depth = 32;
+    SweepDialog again(other, cpu.capabilities());
+    QCOMPARE(again.findChild<QLineEdit*>("sweepSeeds")->text(), QString("3,4"));
+    QCOMPARE(again.findChild<QLineEdit*>("sweepDepths")->text(), QString("32"));
   }
 };
 

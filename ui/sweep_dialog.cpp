@@ -77,7 +77,9 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
     connect(field, &QLineEdit::textChanged, this, &SweepDialog::describe_base);
     return field;
   };
-  seeds_ = list_field("sweepSeeds", QString::number(base_.seed), tr("e.g. 0,1,2: the groups' mean ± std is over these"));
+  // The seeds swept last (a sweep's repeats, whatever it compares); depths and batch sizes are the setup panel's.
+  seeds_ = list_field("sweepSeeds", settings.value("sweep/seeds", QString::number(base_.seed)).toString(),
+                      tr("e.g. 0,1,2: the groups' mean ± std is over these"));
   depths_ = list_field("sweepDepths", QString::number(base_.depth), tr("ResNet depths, e.g. 20,56 or 18,50"));
   batch_sizes_ = list_field("sweepBatchSizes", QString::number(base_.batch_size), tr("e.g. 64,128"));
   gf->addRow(tr("Seeds"), seeds_);
@@ -174,6 +176,7 @@ SweepDialog::SweepDialog(const TrainConfig& base, const Capabilities& caps, QWid
     s.setValue("sweep/account", account_->text().trimmed());
     s.setValue("sweep/time", time_limit_->text().trimmed());
     s.setValue("sweep/maxParallel", max_parallel_->value());
+    s.setValue("sweep/seeds", seeds_->text().trimmed());
     QStringList keys;
     for (const auto& [box, v] : boxes_)
       if (box->isChecked()) keys << QString::fromStdString(v.key);
@@ -256,18 +259,18 @@ void SweepDialog::describe_base() {
   const SweepPlan p = plan();
   const size_t runs = p.variants.size() * p.seeds.size() * p.depths.size() * p.batch_sizes.size();
   // The grid's settings (seed, depth, batch size) are its fields' above, not the panel's.
+  const auto count = [](size_t n, const QString& one, const QString& many) {
+    return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
+  };
   const QString shared =
-      tr("Every run: %1 epochs, %2, %3 lr %4 (%5), data %6%7")
-          .arg(c.epochs)
+      tr("Every run: %1, %2, %3 lr %4 (%5), data %6%7")
+          .arg(count(static_cast<size_t>(c.epochs), tr("epoch"), tr("epochs")))
           .arg(c.image_size ? tr("%1 px").arg(c.image_size) : tr("native image size"))
           .arg(QString::fromUtf8(choice_name(c.optimizer.kind)))
           .arg(c.lr)
           .arg(QString::fromUtf8(choice_name(c.schedule)))
           .arg(QString::fromStdString(c.data_dir))
           .arg(c.data.max_train_images ? tr(" (first %1 training images)").arg(c.data.max_train_images) : QString());
-  const auto count = [](size_t n, const QString& one, const QString& many) {
-    return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
-  };
   base_text_->setText(runs == 0 ? shared
                                 : tr("Queues %1: %2 × %3 × %4 × %5.")
                                           .arg(count(runs, tr("run"), tr("runs")))

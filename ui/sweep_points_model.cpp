@@ -5,6 +5,8 @@
 #include <QColor>
 #include <cmath>
 
+#include "plain_text.h"
+
 namespace ampwb::ui {
 namespace {
 
@@ -83,6 +85,8 @@ QVariant SweepPointsModel::data(const QModelIndex& index, int role) const {
       if (role == Qt::DisplayRole || role == kSortRole) return QString::fromUtf8(sweep_point_state_name(r.point.state));
       if (role == Qt::ForegroundRole && state_colour(r.point.state).isValid())
         return QBrush(state_colour(r.point.state));
+      if (role == Qt::ToolTipRole && !r.end_reason.empty())  // why its run ended so, as ampwb sweep status says
+        return plain_tooltip(QString::fromStdString(r.end_reason));
       return {};
     case Run:
       if (role == Qt::DisplayRole) return r.point.run_id ? QVariant(QString::number(r.point.run_id)) : QVariant();

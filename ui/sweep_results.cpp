@@ -42,7 +42,9 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
       for (const auto& [setting, value] : settings["values"].items()) r.values.emplace_back(setting, json_text(value));
     if (p.run_id != 0) {
       try {
-        r.summary = summarize(store.run(p.run_id), store.epochs(p.run_id));
+        const RunRecord run = store.run(p.run_id);
+        r.summary = summarize(run, store.epochs(p.run_id));
+        r.end_reason = run.end_reason;
         r.has_run = true;
       } catch (const std::exception&) {  // its run was deleted: the point keeps its state, without a result
       }

@@ -63,12 +63,8 @@ SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_
 
   auto* bar = new QToolBar;
   bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
-  bar->addAction(tr("Compare the finished points"), this, [this] {
-    const std::vector<int64_t> ids = results().finished_runs();
-    if (ids.empty())
-      Q_EMIT status_message(tr("No point of this sweep has finished yet"));
-    else
-      Q_EMIT open_requested(ids);
+  compare_ = bar->addAction(tr("Compare the finished points"), this, [this] {
+    if (const std::vector<int64_t> ids = results().finished_runs(); !ids.empty()) Q_EMIT open_requested(ids);
   });
   cancel_ = bar->addAction(tr("Cancel the sweep…"), this, [this] {
     const SweepRecord& s = results().sweep;
@@ -141,7 +137,7 @@ SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_
   poll_ = new QTimer(this);
   poll_->setInterval(kPollIntervalMs);
   connect(poll_, &QTimer::timeout, this, &SweepView::reload);
-  update_cancel();
+  update_actions();
 }
 
 const SweepResults& SweepView::results() const { return model_->results(); }
@@ -181,10 +177,10 @@ void SweepView::reload() {
   counts_->setText(list.empty() ? tr("No sweeps in this store yet: Run ▸ Sweep… or `ampwb sweep` starts one.")
                                 : QString::fromStdString(sweep_counts_text(results)));
   update_groups();
-  update_cancel();
+  update_actions();
 }
 
-void SweepView::update_cancel() {
+void SweepView::update_actions() {
   const SweepResults& r = results();
   const bool ended =
       std::all_of(r.points.begin(), r.points.end(), [](const SweepPointResult& p) { return is_final(p.point.state); });
@@ -199,6 +195,9 @@ void SweepView::update_cancel() {
   else if (store_.read_only())
     why = tr("Sweep %1 cannot be cancelled from here: %2").arg(r.sweep.id).arg(read_only_reason(store_));
   cancel_->setEnabled(why.isEmpty());
+  const bool finished = !r.finished_runs().empty();  // Compare waits for a point to finish, saying so
+  compare_->setEnabled(finished);
+  compare_->setToolTip(finished ? QString() : tr("No point of this sweep has finished yet"));
   cancel_->setToolTip(plain_tooltip(
       why.isEmpty()
           ? tr("Cancel sweep %1: no point starts any more%2")

@@ -44,6 +44,7 @@ class SweepView : public QWidget {
   QLabel* counts() const { return counts_; }
   // Disabled, its tooltip saying why, when nothing is left to cancel: no sweep, one cancelled, every point ended.
   QAction* cancel_action() const { return cancel_; }
+  QAction* compare_action() const { return compare_; }
 
   // Asks before cancelling a sweep; replaceable for tests.
   std::function<bool(const QString& question)> confirm;
@@ -59,7 +60,7 @@ class SweepView : public QWidget {
 
  private:
   void update_groups();
-  void update_cancel();
+  void update_actions();
 
   RunStore& store_;
   int64_t wanted_ = 0;  // the sweep chosen, kept across reloads
@@ -73,6 +74,7 @@ class SweepView : public QWidget {
   QTableWidget* groups_ = nullptr;
   QTimer* poll_ = nullptr;
   QAction* cancel_ = nullptr;
+  QAction* compare_ = nullptr;
 };
 
 }  // namespace ampwb::ui
