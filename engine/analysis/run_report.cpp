@@ -75,7 +75,9 @@ std::string time_section(const RunEvidence& e) {
   for (const TimeRow& r : time_rows(timing))
     rows.push_back({r.label, fixed_text(r.ms[0], 2), percent_text(r.share[0])});
   return out + table({"class", "ms per step", "share of the step"}, rows) +
-         "<p>The median steady step (analysis/run_speed.h's definition, as every speed-up here), split by the shares "
+         "<p>The median steady step (each epoch's first and last steps, the run's warm-up and probed steps left out, "
+         "as "
+         "for every speed-up here), split by the shares "
          "of the steps the backend timed (every epoch's but the first); other: the host's own work between ops. "
          "Host waits per step (the host waiting for the device to finish all the work queued): " +
          fixed_text(t.host_waits, 2) + "." + captured_text(t) + "</p>";
