@@ -628,6 +628,12 @@ void add_run_commands(CLI::App& app, Invocation& invocation) {
       ->required()
       ->expected(1, -1)
       ->multi_option_policy(CLI::MultiOptionPolicy::Throw);  // the policy that checks the count (TakeLast would not)
+  // One argument names two runs or more only as a sweep: one run alone is a usage error, as CLI11's count makes it.
+  compare->parse_complete_callback([compare_options] {
+    const std::vector<std::string>& runs = compare_options->runs;
+    if (runs.size() == 1 && runs[0].rfind("sweep:", 0) != 0)
+      throw CLI::ValidationError("RUN", "At least 2 required (or one sweep:N)");
+  });
   compare
       ->add_option("--group-by", compare_options->group_by,
                    "group the runs by a configuration key's value (as ampwb show lists them: precision.mode or "

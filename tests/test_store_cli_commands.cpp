@@ -51,7 +51,7 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
       {{"show", "1", "2", "--db", db}, "unexpected argument '2'"},
       {{"show", "--db", db}, "RUN is required"},
       {{"show", "1", "--db"}, "--db"},
-      {{"compare", "1", "--db", db}, "compare needs two or more runs, got only run 1"},
+      {{"compare", "1", "--db", db}, "RUN: At least 2 required (or one sweep:N)"},
       {{"runs", "--status", "done", "--db", db}, "--status: done not in {running,finished,failed,cancelled,"},
       {{"tag", "1", "--db", db}, "TAG is required"},
       {{"export", "png", "1", "--db", db}, "unknown command 'png' (expected csv, chart or model)"},
