@@ -424,16 +424,20 @@ int sweep_command(const SweepOptions& given) {
   const std::vector<SweepPointConfig> points = expand_sweep(grid);
   // A dataset folder that is not there would fail each of its points: said once, before anything is recorded. A
   // Slurm task's node may see folders this one does not (its own scratch disk): a warning there.
-  std::set<std::string> missing;
-  for (const SweepPointConfig& p : points)
-    if (std::error_code ec; !p.config.data_dir.empty() && !fs::is_directory(p.config.data_dir, ec))
-      missing.insert(p.config.data_dir);
-  for (const std::string& folder : missing) {
-    if (o.on == "local") throw Error("cannot sweep on '" + folder + "': the dataset folder does not exist");
+  std::map<std::string, std::string> unusable;  // dataset folder -> what is wrong with it
+  for (const SweepPointConfig& p : points) {
+    const std::string& folder = p.config.data_dir;
+    if (std::error_code ec; folder.empty() || fs::is_directory(folder, ec)) continue;
+    std::error_code ec;
+    unusable[folder] =
+        fs::exists(folder, ec) ? "it is a file, not a dataset folder" : "the dataset folder does not exist";
+  }
+  for (const auto& [folder, problem] : unusable) {
+    if (o.on == "local") throw Error("cannot sweep on '" + folder + "': " + problem);
     std::fprintf(stderr,
-                 "ampwb sweep: warning: the dataset folder '%s' does not exist on this machine: its points fail "
-                 "unless the nodes Slurm runs them on have it\n",
-                 folder.c_str());
+                 "ampwb sweep: warning: '%s': %s on this machine: its points fail unless the nodes Slurm runs "
+                 "them on have that dataset folder\n",
+                 folder.c_str(), problem.c_str());
   }
   const std::string db = store_path(o.db);
   if (o.on == "slurm" && !is_database_server(db)) refuse_sqlite_file_shared_between_nodes(db);

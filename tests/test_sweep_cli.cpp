@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <fstream>
 #include <functional>
 #include <set>
 
@@ -380,6 +381,13 @@ TEST(SweepCli, AMissingDatasetFolderIsRefusedBeforeTheSweepIsRecorded) {
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "cannot sweep on '" + gone + "': the dataset folder does not exist");
   EXPECT_EQ(r.output.find("point 1/"), std::string::npos) << "a point ran";
+  EXPECT_FALSE(fs::exists(db)) << "a sweep was recorded";
+
+  const std::string file = dir.file("labels.csv");
+  std::ofstream(file) << "image,label\n";
+  const Result not_folder = ampwb({"sweep", "--data", file, "--seed", "0,1", "--epochs", "1", "--db", db});
+  EXPECT_EQ(not_folder.status, 1) << not_folder.output;
+  expect_contains(not_folder.output, "cannot sweep on '" + file + "': it is a file, not a dataset folder");
   EXPECT_FALSE(fs::exists(db)) << "a sweep was recorded";
 }
 
