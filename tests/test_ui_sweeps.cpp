@@ -231,6 +231,23 @@ class SweepsThroughTheUi : public QObject {
     }
     QVERIFY(m->data(m->index(2, m->column_of("final val. acc. (%)")), Qt::DisplayRole).isNull());
 
+    // A point whose run stopped after its first epoch shows where it got to, greyed, said not to be final.
+    const int64_t stopped = writer.begin_run(configs[5], RunInfo{}, "");
+    EpochReport first;
+    first.epoch = 1;
+    first.validation_accuracy = 0.375;
+    writer.add_epoch(stopped, first, {}, 1.0);
+    writer.end_run(stopped, {RunStatus::Cancelled, "stopped by the user"}, {}, 1.0);
+    set_point_run(writer, id, 5, stopped);
+    set_point_state(writer, id, 5, SweepPointState::Cancelled);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(view, 5), QString("cancelled"), 10000);
+    const QModelIndex partial = m->index(5, m->column_of("final val. acc. (%)"));
+    QCOMPARE(m->data(partial, Qt::DisplayRole).toString(), QString("37.50"));
+    QCOMPARE(tooltip_text(m->data(partial, Qt::ToolTipRole).toString()),
+             QString("After 1 of 2 epochs: its run did not finish, so this is not a final accuracy"));
+    QVERIFY(m->data(m->index(0, m->column_of("final val. acc. (%)")), Qt::ToolTipRole).isNull());
+    QVERIFY(m->data(partial, SweepPointsModel::kSortRole).toDouble() < 0);  // below every final accuracy
+
     QCOMPARE(view.results().groups.size(), size_t(2));
     QCOMPARE(view.groups_table()->item(0, 0)->text(), QString("precision = fp32"));
     QCOMPARE(view.groups_table()->item(1, 0)->text(), QString("precision = amp-bf16"));

@@ -3,6 +3,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QPalette>
 #include <cmath>
 
 #include "plain_text.h"
@@ -93,10 +94,18 @@ QVariant SweepPointsModel::data(const QModelIndex& index, int role) const {
       if (role == kSortRole) return QVariant::fromValue<qlonglong>(r.point.run_id);
       return {};
     case FinalAccuracy: {
+      // A run that stopped early shows where it got to, as `ampwb sweep status` does, told apart from a final one
+      // and sorted below them.
       const double a = r.summary.final_validation_accuracy;
-      if (!finished || !std::isfinite(a)) return role == kSortRole ? QVariant(-1.0) : QVariant();
+      if (!r.has_run || !std::isfinite(a)) return role == kSortRole ? QVariant(-1.0) : QVariant();
       if (role == Qt::DisplayRole) return QString::number(100 * a, 'f', 2);
-      if (role == kSortRole) return 100 * a;
+      if (role == kSortRole) return finished ? 100 * a : -1.0;
+      if (finished) return {};
+      if (role == Qt::ForegroundRole) return QBrush(QPalette().color(QPalette::Disabled, QPalette::Text));
+      if (role == Qt::ToolTipRole)
+        return tr("After %1 of %2 epochs: its run did not finish, so this is not a final accuracy")
+            .arg(r.summary.epochs_completed)
+            .arg(r.epochs_planned);
       return {};
     }
     case Updated:

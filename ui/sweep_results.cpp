@@ -45,6 +45,7 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
         const RunRecord run = store.run(p.run_id);
         r.summary = summarize(run, store.epochs(p.run_id));
         r.end_reason = run.end_reason;
+        r.epochs_planned = run.epochs;
         r.has_run = true;
       } catch (const std::exception&) {  // its run was deleted: the point keeps its state, without a result
       }

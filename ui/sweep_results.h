@@ -20,6 +20,7 @@ struct SweepPointResult {
   SweepPoint point;
   std::vector<std::pair<std::string, std::string>> values;  // the point's value of each dimension, grid order
   RunSummary summary;                                       // of its run, when it has one
+  int epochs_planned = 0;                                   // its run's, when it has one
   std::string end_reason;                                   // why its run failed, was cancelled or interrupted
   bool has_run = false;                                     // its run is in the store
 };
