@@ -255,6 +255,24 @@ TEST(DataScan, SplitFoldersAreTheSplit) {
             r.notes.end());
 }
 
+// Datasets made on other systems spell their split folders "Train" and "VAL": the same layout, not two classes.
+TEST(DataScan, SplitFoldersAreFoundWhateverTheirCase) {
+  TempDir dir("splitcase");
+  for (const char* c : {"cats", "dogs"}) {
+    for (int i = 0; i < 3; ++i) write_image(dir / "Train" / c / (std::to_string(i) + ".png"), pattern_image(10, 10, i));
+    write_image(dir / "VAL" / c / "v.png", pattern_image(10, 10, 7));
+  }
+  write_text(dir / "README.txt", "made elsewhere");
+  const Dataset ds = Dataset::open(dir.str(), no_disk_cache());
+  const DatasetReport& r = ds.report();
+  EXPECT_EQ(r.layout, "split-folders");
+  EXPECT_EQ(r.validation, "VAL/");
+  EXPECT_EQ(ds.class_names(), (std::vector<std::string>{"cats", "dogs"}));
+  EXPECT_EQ(ds.train_size(), 6);
+  EXPECT_EQ(ds.validation_size(), 2);
+  EXPECT_EQ(skipped_of(r), (Pairs{{"README.txt", "outside Train/ and VAL/"}}));
+}
+
 TEST(DataScan, LoneTrainFolderIsSplitByFraction) {
   TempDir dir("lonetrain");
   for (int i = 0; i < 5; ++i) write_image(dir / "train" / "x" / (std::to_string(i) + ".png"), pattern_image(9, 9, i));

@@ -22,6 +22,18 @@ using namespace detail;
 
 namespace {
 
+// The root's entry that is the split folder `name` (a folder of class folders), as the dataset spells it: datasets
+// made on other systems name theirs "Train" or "VAL". Empty when there is none.
+std::string split_folder(const std::string& root, const std::vector<std::string>& names, const std::string& name) {
+  const auto usable = [&](const std::string& entry) {
+    return examine(root + "/" + entry).kind == Kind::Folder && has_subfolder(root + "/" + entry);
+  };
+  if (std::find(names.begin(), names.end(), name) != names.end()) return usable(name) ? name : std::string();
+  for (const std::string& entry : names)
+    if (lower(entry) == name && usable(entry)) return entry;
+  return {};
+}
+
 // Usable classes, the split, the limit, the statistics of the report and its errors.
 void finish(DatasetData& data, Pools& pools, const DatasetOptions& options) {
   DatasetReport& rep = data.report;
@@ -239,20 +251,22 @@ Dataset Dataset::inspect(const std::string& root_in, const DatasetOptions& optio
   Pools pools;
   if (scan_idx(root, *data, pools) || scan_cifar(root, *data, pools)) {
     // pixel datasets
-  } else if (examine(root + "/train").kind == Kind::Folder && has_subfolder(root + "/train")) {
+  } else if (const std::string train_rel = split_folder(root, names, "train"); !train_rel.empty()) {
     std::string validation_rel;
     for (const char* v : kValidationFolders) {
-      if (examine(root + "/" + v).kind != Kind::Folder || !has_subfolder(root + "/" + v)) continue;
+      const std::string folder = split_folder(root, names, v);
+      if (folder.empty()) continue;
       if (validation_rel.empty()) {
-        validation_rel = v;
+        validation_rel = folder;
       } else {
-        rep.notes.push_back(std::string(v) + "/ not used (" + validation_rel + "/ is the validation split)");
+        rep.notes.push_back(folder + "/ not used (" + validation_rel + "/ is the validation split)");
       }
     }
     rep.layout = validation_rel.empty() ? "class-folders" : "split-folders";
     if (validation_rel.empty())
-      rep.notes.push_back("classes from train/ (no val/, valid/, validation/ or test/ folder of class folders)");
-    scan_folders(root, "train", validation_rel, *data, pools, threads);
+      rep.notes.push_back("classes from " + train_rel +
+                          "/ (no val/, valid/, validation/ or test/ folder of class folders)");
+    scan_folders(root, train_rel, validation_rel, *data, pools, threads);
     if (!validation_rel.empty()) {
       pools.given_split = true;
       pools.validation_source = validation_rel + "/";

@@ -189,8 +189,8 @@ void scan_folders(const std::string& root, const std::string& classes_rel, const
     }
   }
   if (!classes_rel.empty()) {  // the rest of the root is not part of the dataset
-    const std::string outside =
-        validation_rel.empty() ? "outside train/" : "outside train/ and " + validation_rel + "/";
+    const std::string outside = validation_rel.empty() ? "outside " + classes_rel + "/"
+                                                       : "outside " + classes_rel + "/ and " + validation_rel + "/";
     list_dir(root, names, reason);
     for (const std::string& name : names) {
       if (name == classes_rel || name == validation_rel) continue;
