@@ -21,7 +21,9 @@
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QTabWidget>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTextDocumentFragment>
 #include <QXYSeries>
 #include <QtTest>
@@ -30,6 +32,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "analysis/run_compare.h"
 #include "analysis/run_report.h"
@@ -546,6 +549,32 @@ class CompareRuns : public QObject {
       QVERIFY(std::abs(metric.at("mean").get<double>() - m) < 1e-9);
       QVERIFY(std::abs(metric.at("std").get<double>() - sd) < 1e-9);
     }
+    // The Groups tab shows the CLI's groups, row by row, with its numbers as mean ± std.
+    CompareView* view = w.compare_view();
+    QTabWidget* details = view->details();
+    QTableWidget* table = view->groups();
+    QVERIFY(details->isTabVisible(details->indexOf(table)));
+    QCOMPARE(table->rowCount(), 2);
+    const auto column = [&](const QString& header) {
+      for (int c = 0; c < table->columnCount(); ++c)
+        if (table->horizontalHeaderItem(c)->text() == header) return c;
+      return -1;
+    };
+    for (int row = 0; row < 2; ++row) {
+      const nlohmann::json& g = groups[static_cast<size_t>(row)];
+      QCOMPARE(table->item(row, column("group"))->text(), QString::fromStdString(g.at("label")));
+      QCOMPARE(table->item(row, column("runs"))->text(),
+               QStringLiteral("%1, %2").arg(g.at("runs")[0].get<int64_t>()).arg(g.at("runs")[1].get<int64_t>()));
+      for (const auto& [header, metric, decimals] :
+           {std::tuple{"best val. acc. (%)", "best validation accuracy (%)", 2},
+            std::tuple{"final val. loss", "final validation loss", 4},
+            std::tuple{"training images/s", "training images/s (mean of epochs)", 0}}) {
+        const nlohmann::json& m = g.at("metrics").at(metric);
+        QCOMPARE(table->item(row, column(header))->text(), QStringLiteral("%1 ± %2")
+                                                               .arg(m.at("mean").get<double>(), 0, 'f', decimals)
+                                                               .arg(m.at("std").get<double>(), 0, 'f', decimals));
+      }
+    }
     QVERIFY(charts->findChild<QLabel*>("runLegend")->text().contains("precision = amp-bf16 (2 runs)"));
     // The loss chart groups alike: two bands, two mean lines over its 4 runs' 3 curves.
     QCOMPARE(charts->chart("loss")->series_count(), 4 * 3 + 2 * 2);
@@ -559,6 +588,10 @@ class CompareRuns : public QObject {
     QVERIFY(series("precision = amp-bf16 (1 run)"));
     QVERIFY(!series("precision = amp-bf16 (1 run) ± std"));
     QVERIFY(series("precision = fp32 (2 runs) ± std"));
+    QCOMPARE(table->rowCount(), 2);
+    QCOMPARE(table->item(1, column("best val. acc. (%)"))->text().count("±"), 0);  // one run: no spread to show
+    charts->set_group_by("");
+    QVERIFY(!details->isTabVisible(details->indexOf(table)));  // ungrouped: no groups to show
   }
 
   void runs_view_filters_sorts_and_edits() {

@@ -89,6 +89,7 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   connect(group_by_, &QComboBox::currentIndexChanged, this, [this] {
     update_legend();
     refresh();
+    Q_EMIT group_by_changed();
   });
   auto* export_button = new QPushButton(tr("Export charts…"));
   export_button->setObjectName("exportCharts");
@@ -286,6 +287,7 @@ void ChartPanel::set_group_keys(const std::vector<std::string>& keys) {
   group_by_box_->setVisible(!keys.empty());
   update_legend();
   refresh();
+  Q_EMIT group_by_changed();
 }
 
 void ChartPanel::set_group_by(const QString& key) {

@@ -59,6 +59,7 @@ class ChartPanel : public QWidget {
 
  Q_SIGNALS:
   void status_message(const QString& text);
+  void group_by_changed();  // the "Group by" choice, or the keys it offers
 
  protected:
   void resizeEvent(QResizeEvent* event) override;

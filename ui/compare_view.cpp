@@ -11,6 +11,7 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -22,10 +23,14 @@
 #include "diagnosis_panel.h"
 #include "run_groups.h"
 #include "store/run_record.h"
+#include "sweep_results.h"
 #include "text_lines_area.h"
 #include "whole_number_box.h"
 
 namespace ampwb::ui {
+namespace {
+constexpr int kGroupsTab = 2;  // in details_, after the side-by-side table and the diagnosis
+}  // namespace
 
 CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), store_(store) {
   setObjectName("compareView");
@@ -103,6 +108,15 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   details_->setDocumentMode(true);
   details_->addTab(table_, tr("Side by side"));
   details_->addTab(diagnosis_, tr("Diagnosis"));
+  groups_ = new QTableWidget;
+  groups_->setObjectName("compareGroups");
+  groups_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  groups_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  groups_->verticalHeader()->hide();
+  groups_->setWordWrap(false);
+  details_->addTab(groups_, tr("Groups (mean ± std)"));
+  details_->setTabVisible(kGroupsTab, false);  // until the charts are grouped
+  connect(charts_, &ChartPanel::group_by_changed, this, &CompareView::update_groups);
   bl->addWidget(details_, 1);
 
   auto* splitter = new QSplitter(Qt::Vertical);
@@ -195,6 +209,7 @@ void CompareView::load(const std::vector<int64_t>& ids) {
   title_->setText(title);
   update_summary();
   update_time();
+  update_groups();
 }
 
 std::vector<int64_t> CompareView::run_ids_baseline_first() const {
@@ -220,6 +235,51 @@ void CompareView::update_time() {
   }
   time_->setText(lines.join('\n'));
   time_->setVisible(!lines.isEmpty());
+}
+
+void CompareView::update_groups() {
+  const QString key = charts_->options().group_by;
+  details_->setTabVisible(kGroupsTab, !key.isEmpty() && !series_.empty());
+  if (key.isEmpty() || series_.empty()) {
+    if (details_->currentIndex() == kGroupsTab) details_->setCurrentIndex(0);
+    return;
+  }
+  std::vector<TrainConfig> configs;
+  for (const auto& s : series_) configs.push_back(s->config);
+  const std::vector<ConfigGroup> groups = group_configs(configs, key.toStdString());
+  const std::vector<RunSummary>& summaries = model_->comparison().summaries;
+  struct Column {
+    const char* metric;  // group_metrics' name
+    QString header;
+    int decimals;
+  };
+  const Column columns[] = {{"best validation accuracy (%)", tr("best val. acc. (%)"), 2},
+                            {"final validation accuracy (%)", tr("final val. acc. (%)"), 2},
+                            {"final validation loss", tr("final val. loss"), 4},
+                            {"training images/s (mean of epochs)", tr("training images/s"), 0},
+                            {"epoch time (s)", tr("epoch time (s)"), 2},
+                            {"skipped steps", tr("skipped steps"), 1}};
+  QStringList headers{tr("group"), tr("runs")};
+  for (const Column& c : columns) headers << c.header;
+  groups_->setColumnCount(headers.size());
+  groups_->setHorizontalHeaderLabels(headers);
+  groups_->setRowCount(static_cast<int>(groups.size()));
+  for (int row = 0; row < groups_->rowCount(); ++row) {
+    const ConfigGroup& g = groups[static_cast<size_t>(row)];
+    QStringList runs;
+    for (size_t i : g.members) runs << QString::number(ids_[i]);
+    QStringList cells{QString::fromStdString(group_label(key.toStdString(), g)), runs.join(", ")};
+    const std::vector<GroupMetric> metrics = group_metrics(summaries, g);
+    for (const Column& c : columns)
+      for (const GroupMetric& m : metrics)
+        if (m.metric == c.metric) cells << QString::fromStdString(mean_std_text(m, c.decimals));
+    for (int column = 0; column < cells.size(); ++column) {
+      auto* item = new QTableWidgetItem(cells[column]);
+      if (column > 1) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      groups_->setItem(row, column, item);
+    }
+  }
+  groups_->resizeColumnsToContents();
 }
 
 void CompareView::reload() {

@@ -17,6 +17,7 @@ class QShowEvent;
 class QTimer;
 class QTabWidget;
 class QTableView;
+class QTableWidget;
 
 namespace ampwb::ui {
 
@@ -43,7 +44,11 @@ class CompareView : public QWidget {
   QCheckBox* differences_only() const { return differences_; }
   QComboBox* baseline() const { return baseline_; }
   DiagnosisPanel* diagnosis() const { return diagnosis_; }
-  QTabWidget* details() const { return details_; }  // the side-by-side table and the diagnosis
+  // The side-by-side table, the diagnosis and, while the charts are grouped, the groups' results.
+  QTabWidget* details() const { return details_; }
+  // Each group of the "Group by" choice with the mean ± std over its runs of their results, as `ampwb compare
+  // --group-by` prints them.
+  QTableWidget* groups() const { return groups_; }
   bool seed_only() const { return seed_only_; }
   // Each run's step time by class against the baseline's, in a sentence (analysis/time_comparison.h).
   QLabel* time_summary() const { return time_; }
@@ -60,6 +65,7 @@ class CompareView : public QWidget {
   static std::string stamp(const RunRecord& r);
   void update_summary();
   void update_time();
+  void update_groups();
   RunStore& store_;
   std::vector<int64_t> ids_;
   std::vector<std::unique_ptr<RunSeries>> series_;
@@ -71,6 +77,7 @@ class CompareView : public QWidget {
   QTableView* table_ = nullptr;
   QTabWidget* details_ = nullptr;
   DiagnosisPanel* diagnosis_ = nullptr;
+  QTableWidget* groups_ = nullptr;
   QCheckBox* differences_ = nullptr;
   QComboBox* baseline_ = nullptr;
   QTimer* follow_ = nullptr;
