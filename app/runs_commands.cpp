@@ -496,6 +496,7 @@ int compare_command(const CompareOptions& options) {
     for (const CompareRow& row : cmp.rows) {
       out["rows"].push_back(
           {{"label", row.label}, {"values", row.values}, {"setting", row.setting}, {"differs", row.differs}});
+      if (!row.note.empty()) out["rows"].back()["note"] = row.note;
       if (row.setting && row.differs) out["differences"][row.label] = row.values;
     }
     out["timing_warning"] = cmp.timing_warning;
@@ -547,6 +548,8 @@ int compare_command(const CompareOptions& options) {
     settings.print("  ");
   std::printf("\nresults\n");
   results.print("  ");
+  for (const CompareRow& row : cmp.rows)
+    if (!row.note.empty()) std::printf("  %s: %s\n", row.label.c_str(), row.note.c_str());
   for (const std::string& warning : {cmp.work_warning, cmp.timing_warning})
     if (!warning.empty()) std::printf("  %s\n", warning.c_str());
   for (size_t i = 0; i < by_class.size(); ++i) {

@@ -771,9 +771,14 @@ class CompareRuns : public QObject {
     const QString label = "speed-up vs run " + QString::number(ids[0]) + ", timed in alternation (sweep)";
     QCOMPARE(w.compare_view()->table_model()->value(label, 0), QString("baseline"));
     const SpeedUp bf16 = speed_up_over_rounds(timed->images_per_second[1], timed->images_per_second[0]);
-    QVERIFY2(w.compare_view()->table_model()->value(label, 1).startsWith(QString::fromStdString(speed_up_text(bf16))),
-             qPrintable(w.compare_view()->table_model()->value(label, 1)));
-    QVERIFY(w.compare_view()->table_model()->value(label, 1).contains("synthetic 16 px images, batch 8"));
+    CompareModel* model = w.compare_view()->table_model();
+    QCOMPARE(model->value(label, 1), QString::fromStdString(speed_up_text(bf16)));
+    // How it was timed, and what its interval is, in the tooltip of the row's values.
+    const QString tip =
+        tooltip_text(model->data(model->index(model->row_labels().indexOf(label), 2), Qt::ToolTipRole).toString());
+    QVERIFY2(tip.contains(QString("%1 rounds of").arg(AlternatingOptions{}.rounds)) &&
+                 tip.contains("synthetic 16 px images, batch 8") && tip.contains("97%"),
+             qPrintable(tip));
     QCOMPARE(w.findChild<RunControls*>()->state(), RunControls::State::Idle);  // the window is free again
   }
 

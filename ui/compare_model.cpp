@@ -77,7 +77,9 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
     const QString text = index.column() == 0       ? QString::fromStdString(row.label)
                          : run < row.values.size() ? QString::fromStdString(row.values[run])
                                                    : QString();
-    return role == Qt::ToolTipRole ? plain_tooltip(text) : text;  // values hold paths: never rendered as HTML
+    if (role == Qt::DisplayRole) return text;
+    // Values hold paths: never rendered as HTML. How a row's numbers were measured goes with each of them.
+    return plain_tooltip(row.note.empty() ? text : text + "\n\n" + QString::fromStdString(row.note));
   }
   if (role == Qt::FontRole && (row.differs || !row.setting)) {
     QFont f;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "analysis/diagnosis.h"
 #include "analysis/report_text.h"
@@ -110,19 +111,30 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   add("training speed (steady state)", [&](size_t i) { return speed_text(c.timings[i].speed); });
   add("speed-up vs run " + (n ? std::to_string(runs[c.baseline].record.id) : std::string()),
       [&](size_t i) { return i == c.baseline ? std::string("baseline") : speed_up_text(c.speedups[i]); });
+  c.rows.back().note =
+      "the ratio of the runs' steady-state speeds; its 95% interval is a bootstrap over blocks of consecutive "
+      "steps of both runs, and an interval that holds 1.0x is within their own step-to-step noise";
   add("machine load while training", [&](size_t i) { return machine_load_text(loads[i].load); });
   // A sweep's speed-up, timed in alternation after its trainings: shown where a run and the baseline were timed so.
   const int64_t base_id = n ? runs[c.baseline].record.id : 0;
   std::vector<std::string> timed_together(n, "-");
+  std::set<std::string> timings;  // how they were timed, said once in the row's note
   for (size_t i = 0; i < n; ++i)
     if (const auto& timed = runs[i].alternating; timed && i != c.baseline)
-      if (const SpeedUp s = alternating_speed_up(*timed, runs[i].record.id, base_id); s.known())
-        timed_together[i] = speed_up_text(s) + ", " + std::to_string(timed->images_per_second.front().size()) +
-                            " rounds of " + std::to_string(timed->steps_per_round) + " steps on " + timed->data;
-  if (std::any_of(timed_together.begin(), timed_together.end(), [](const std::string& t) { return t != "-"; })) {
+      if (const SpeedUp s = alternating_speed_up(*timed, runs[i].record.id, base_id); s.known()) {
+        timed_together[i] = speed_up_text(s);
+        timings.insert(std::to_string(timed->images_per_second.front().size()) + " rounds of " +
+                       std::to_string(timed->steps_per_round) + " steps on " + timed->data);
+      }
+  if (!timings.empty()) {
     timed_together[c.baseline] = "baseline";
     add("speed-up vs run " + std::to_string(base_id) + ", timed in alternation (sweep)",
         [&](size_t i) { return timed_together[i]; });
+    std::string how;
+    for (const std::string& t : timings) how += (how.empty() ? "" : "; ") + t;
+    c.rows.back().note = "timed after the sweep, the runs taking turns (" + how +
+                         "): the median of the rounds' ratios; its interval runs from the smallest ratio to the "
+                         "largest, which holds the median with probability 1 - 2^(1 - rounds), 97% for 6 rounds";
   }
   add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });
   add("final loss scale", [&](size_t i) {

@@ -41,6 +41,7 @@ struct CompareRow {
   std::vector<std::string> values;  // one a run, in the runs' order
   bool setting = false;             // a row of the configuration (else a result)
   bool differs = false;             // the runs do not all show the same value
+  std::string note;                 // how its values were measured, where a number alone would not say
 };
 
 struct Comparison {
