@@ -177,13 +177,22 @@ class CompareRuns : public QObject {
     RunStore elsewhere(db.toStdString(), RunStore::Mode::Existing);
     elsewhere.rename(fp32_seed2_, "renamed elsewhere");
     QTRY_VERIFY_WITH_TIMEOUT(view->baseline()->itemText(1).contains("renamed elsewhere"), 10000);
+    // A run with a long name, deleted: the title names it, wrapped, and the window stays as wide as it was.
+    const int width = w.width();
+    std::string long_name = "fp32 seed 1";
+    for (int i = 0; i < 12; ++i) long_name += " of a name that goes on";
+    elsewhere.rename(fp32_seed1_, long_name);
+    QTRY_VERIFY_WITH_TIMEOUT(view->baseline()->itemText(0).contains("goes on"), 10000);
+    QCoreApplication::processEvents();
+    QCOMPARE(w.width(), width);
     elsewhere.remove(fp32_seed1_);
     QTRY_COMPARE_WITH_TIMEOUT(view->run_ids(), (std::vector<int64_t>{fp32_seed2_, bf16_seed1_}), 10000);
     const QString title = view->findChild<QLabel*>("compareTitle")->text();
-    QVERIFY2(title.startsWith("Comparing 2 runs (" + QString::number(fp32_seed1_) +
-                              " · fp32 seed 1 deleted from the run "
-                              "store elsewhere"),
+    QVERIFY2(title.startsWith("Comparing 2 runs (" + QString::number(fp32_seed1_) + " · " +
+                              QString::fromStdString(long_name) + " deleted from the run store elsewhere"),
              qPrintable(title));
+    QCoreApplication::processEvents();
+    QCOMPARE(w.width(), width);
     QCOMPARE(view->charts()->chart("loss")->series_count(), 2 * 3);
     elsewhere.remove(fp32_seed2_);
     elsewhere.remove(bf16_seed1_);

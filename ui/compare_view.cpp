@@ -37,6 +37,7 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   title_ = new QLabel(tr("Select runs in the Runs view and choose Open / compare."));
   title_->setObjectName("compareTitle");
   title_->setTextFormat(Qt::PlainText);  // it names the run: user text, never HTML
+  title_->setWordWrap(true);             // a long name wraps: it must not widen the window past the screen
   QFont bold = title_->font();
   bold.setBold(true);
   title_->setFont(bold);
@@ -53,6 +54,8 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   baseline_ = new QComboBox;
   baseline_->setObjectName("baseline");
   baseline_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // the whole label: "4 · fp32 · seed 0", not "4 · s…"
+  baseline_->setMaximumWidth(48 *
+                             baseline_->fontMetrics().averageCharWidth());  // a long name must not widen the window
   connect(baseline_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (i < 0) return;
     model_->set_baseline(i);
@@ -204,8 +207,13 @@ void CompareView::load(const std::vector<int64_t>& ids) {
   QString title = ids.empty()       ? tr("No runs left to compare.")
                   : ids.size() == 1 ? tr("Run %1").arg(QString::fromStdString(series_[0]->label))
                                     : tr("Comparing %1 runs").arg(ids.size());
-  if (!dropped_.isEmpty())
-    title += tr(" (%1 deleted from the run store elsewhere, so no longer shown)").arg(dropped_.join(", "));
+  if (!dropped_.isEmpty()) {
+    // The first few by name, the rest counted: the title stays a line or two however many went.
+    constexpr int kNamed = 3;
+    QString names = QStringList(dropped_.mid(0, kNamed)).join(", ");
+    if (dropped_.size() > kNamed) names += tr(" and %n more", nullptr, static_cast<int>(dropped_.size()) - kNamed);
+    title += tr(" (%1 deleted from the run store elsewhere, so no longer shown)").arg(names);
+  }
   title_->setText(title);
   update_summary();
   update_time();
