@@ -216,6 +216,9 @@ TEST_P(StoreRecords, ResolvesIdsAndUniqueNames) {
   expect_contains(error_of([&] { store.resolve("nobody"); }), "no run named 'nobody'");
   expect_contains(error_of([&] { store.resolve("99"); }), "no run 99");
   expect_contains(error_of([&] { store.rename(a, "42"); }), "cannot be a number");
+  expect_contains(error_of([&] { store.rename(a, "sweep:1"); }), "'sweep:1' would read as the runs of sweep 1");
+  store.rename(a, "sweep:one");  // only sweep:N stands for a sweep
+  EXPECT_EQ(store.resolve("sweep:one"), a);
   expect_contains(error_of([&] { store.rename(a, ""); }), "cannot be empty");
   expect_contains(error_of([&] { store.rename(a, "  spaced  "); }), "cannot begin or end with a space");
   store.rename(c, "triplet");

@@ -63,6 +63,8 @@ std::optional<int64_t> existing_id(SqlConnection& db, const char* table, const s
 void check_run_name(const std::string& name) {
   if (name.empty()) throw Error("a run name cannot be empty");
   if (all_digits(name)) throw Error("a run name cannot be a number ('" + name + "' would read as a run id)");
+  if (name.starts_with("sweep:") && all_digits(name.substr(6)))
+    throw Error("a run name cannot be sweep:N ('" + name + "' would read as the runs of sweep " + name.substr(6) + ")");
   if (name.front() == ' ' || name.back() == ' ')  // tables would show it as another name, which then finds nothing
     throw Error("a run name cannot begin or end with a space ('" + name + "')");
   for (const unsigned char ch : name)
