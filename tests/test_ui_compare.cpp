@@ -607,6 +607,23 @@ class CompareRuns : public QObject {
     MainWindow w(db_);
     RunsView* runs = w.runs_view();
     QCOMPARE(runs->model()->rowCount(), 3);
+    // The actions on runs wait for a selection that suits them, their tooltips saying what to select.
+    const auto action = [runs](const char* name) { return runs->findChild<QAction*>(name); };
+    runs->select({});
+    for (const char* name : {"openAction", "renameAction", "deleteAction", "predictAction", "exportCsvAction"}) {
+      QVERIFY2(action(name) && !action(name)->isEnabled(), name);
+      QCOMPARE(tooltip_text(action(name)->toolTip()), QString("Select a run first"));
+    }
+    runs->select({fp32_seed1_, bf16_seed1_});
+    for (const char* name : {"openAction", "tagAction", "deleteAction", "exportCsvAction", "exportChartsAction"})
+      QVERIFY2(action(name)->isEnabled(), name);
+    for (const char* name : {"resumeAction", "renameAction", "notesAction", "predictAction"}) {
+      QVERIFY2(!action(name)->isEnabled(), name);
+      QCOMPARE(tooltip_text(action(name)->toolTip()), QString("Select only one run for this"));
+    }
+    runs->select({bf16_seed1_});
+    for (const char* name : {"resumeAction", "renameAction", "notesAction", "predictAction"})
+      QVERIFY2(action(name)->isEnabled(), name);
     runs->set_filter("bf16");
     QCOMPARE(runs->proxy()->rowCount(), 1);
     runs->set_filter("");

@@ -88,38 +88,47 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
 
   auto* bar = new QToolBar;
   bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
-  bar->addAction(tr("Open / compare"), this, [this] {
-    if (!selected_ids().empty()) Q_EMIT open_requested(selected_ids());
-  });
-  // What writes into the store is refused up front in one this user may only read, saying why where the pointer is.
-  QString read_only = read_only_reason(store_);
-  if (!read_only.isEmpty()) read_only[0] = read_only[0].toUpper();  // a tooltip of its own
-  const auto writing = [&read_only](QAction* action, const char* name) {
+  // Each action on the selected runs, enabled while the selection suits it: its tooltip says what to select else.
+  const auto on_selection = [this](QAction* action, const char* name, Selected needs, bool writes, QString what) {
     action->setObjectName(name);
-    action->setEnabled(read_only.isEmpty());
-    action->setToolTip(plain_tooltip(read_only));
+    selection_actions_.push_back({action, needs, writes, std::move(what)});
   };
-  writing(bar->addAction(tr("Resume"), this,
-                         [this] {
-                           const auto ids = selected_ids();
-                           if (ids.size() == 1) Q_EMIT resume_requested(ids[0]);
-                         }),
-          "resumeAction");
+  on_selection(bar->addAction(tr("Open / compare"), this,
+                              [this] {
+                                if (!selected_ids().empty()) Q_EMIT open_requested(selected_ids());
+                              }),
+               "openAction", Selected::Some, false, tr("Open the run's charts, or compare the runs selected"));
+  on_selection(bar->addAction(tr("Resume"), this,
+                              [this] {
+                                const auto ids = selected_ids();
+                                if (ids.size() == 1) Q_EMIT resume_requested(ids[0]);
+                              }),
+               "resumeAction", Selected::One, true, tr("Resume the run from its last checkpoint"));
   bar->addSeparator();
-  writing(bar->addAction(tr("Rename…"), this, &RunsView::rename_selected), "renameAction");
-  writing(bar->addAction(tr("Tag…"), this, &RunsView::tag_selected), "tagAction");
-  bar->addAction(tr("Notes…"), this, &RunsView::notes_selected)->setObjectName("notesAction");  // read-only: shown
-  writing(bar->addAction(tr("Delete…"), this, &RunsView::delete_selected), "deleteAction");
+  on_selection(bar->addAction(tr("Rename…"), this, &RunsView::rename_selected), "renameAction", Selected::One, true,
+               tr("Rename the run"));
+  on_selection(bar->addAction(tr("Tag…"), this, &RunsView::tag_selected), "tagAction", Selected::Some, true,
+               tr("Tag the runs selected, or untag them"));
+  // Read-only, notes are shown all the same.
+  on_selection(bar->addAction(tr("Notes…"), this, &RunsView::notes_selected), "notesAction", Selected::One, false,
+               tr("The run's notes"));
+  on_selection(bar->addAction(tr("Delete…"), this, &RunsView::delete_selected), "deleteAction", Selected::Some, true,
+               tr("Delete the runs selected and their final weights"));
   // What leaves the view, in a bar of its own that wraps under the first where the view is narrow.
   auto* outputs = new QToolBar;
   outputs->setToolButtonStyle(Qt::ToolButtonTextOnly);
-  outputs->addAction(tr("Export CSV…"), this, [this] {
-    if (!selected_ids().empty()) Q_EMIT export_csv_requested(selected_ids());
-  });
-  outputs->addAction(tr("Export charts…"), this, [this] {
-    if (!selected_ids().empty()) Q_EMIT export_charts_requested(selected_ids());
-  });
-  outputs->addAction(tr("Predict…"), this, &RunsView::predict_selected);
+  on_selection(outputs->addAction(tr("Export CSV…"), this,
+                                  [this] {
+                                    if (!selected_ids().empty()) Q_EMIT export_csv_requested(selected_ids());
+                                  }),
+               "exportCsvAction", Selected::Some, false, tr("The runs' epochs and steps as CSV files"));
+  on_selection(outputs->addAction(tr("Export charts…"), this,
+                                  [this] {
+                                    if (!selected_ids().empty()) Q_EMIT export_charts_requested(selected_ids());
+                                  }),
+               "exportChartsAction", Selected::Some, false, tr("The runs' charts as PNG, SVG or PDF files"));
+  on_selection(outputs->addAction(tr("Predict…"), this, &RunsView::predict_selected), "predictAction", Selected::One,
+               false, tr("Classify images with the run's final weights"));
   export_model_action_ = outputs->addAction(tr("Export model…"), this, &RunsView::export_model_selected);
   export_model_action_->setObjectName("exportModelAction");
   outputs->addSeparator();
@@ -418,6 +427,17 @@ void RunsView::predict_selected() {
 
 void RunsView::update_actions() {
   const auto ids = selected_ids();
+  // What writes into the store is refused up front in one this user may only read, saying why where the pointer is.
+  QString read_only = read_only_reason(store_);
+  if (!read_only.isEmpty()) read_only[0] = read_only[0].toUpper();  // a tooltip of its own
+  for (const SelectionAction& a : selection_actions_) {
+    const QString why = a.writes && !read_only.isEmpty()             ? read_only
+                        : ids.empty()                                ? tr("Select a run first")
+                        : a.needs == Selected::One && ids.size() > 1 ? tr("Select only one run for this")
+                                                                     : QString();
+    a.action->setEnabled(why.isEmpty());
+    a.action->setToolTip(plain_tooltip(why.isEmpty() ? a.what : why));
+  }
   QString why_not;
   if (ids.size() != 1)
     why_not = tr("Select one run to export its model");

@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "column_widths.h"
 #include "runs_model.h"
@@ -98,6 +99,14 @@ class RunsView : public QWidget {
   QLineEdit* filter_ = nullptr;
   QLabel* count_ = nullptr;
   QAction* export_model_action_ = nullptr;
+  enum class Selected { One, Some };  // the runs an action acts on: exactly one, or one or more
+  struct SelectionAction {
+    QAction* action;
+    Selected needs;
+    bool writes;   // into the store: refused where it is read-only
+    QString what;  // its tooltip while it is enabled
+  };
+  std::vector<SelectionAction> selection_actions_;  // enabled by update_actions()
   QTimer* poll_timer_ = nullptr;
   RunsPoller* poller_ = nullptr;
   QString poll_error_;  // the last poll's, shown beside the count until a poll succeeds
