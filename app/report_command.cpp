@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -48,6 +50,11 @@ int report_command(const ReportOptions& options) {
                  [](unsigned char c) { return std::tolower(c); });
   if (extension != ".html" && extension != ".htm" && extension != ".pdf")
     throw Error("--out " + out.string() + ": a report is written as .html or .pdf");
+  // Said before the report is made, and the same for HTML and PDF (Chromium would only say it could not print).
+  const fs::path folder = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  if (std::error_code ec; !fs::is_directory(folder, ec))
+    throw Error("cannot write '" + out.string() + "': the folder '" + folder.string() + "' does not exist");
+  if (::access(folder.c_str(), W_OK) != 0) throw Error("cannot write '" + out.string() + "': " + std::strerror(errno));
   const RunStore store(store_path(options.db), RunStore::Mode::Existing);
   const std::vector<int64_t> ids = store.resolve_each(options.runs);
   const std::string html = html_report(store, ids);
@@ -62,13 +69,19 @@ int report_command(const ReportOptions& options) {
                 out.stem().string() + ".html and print it from a browser");
   const fs::path html_file = fs::temp_directory_path() / ("ampwb-report-" + std::to_string(::getpid()) + ".html");
   write_file_atomically(html_file.string(), html);
+  // Printed beside the file and renamed over it once whole: a failed print leaves an earlier report as it was.
+  const fs::path printing = fs::absolute(out).string() + ".printing-" + std::to_string(::getpid());
   const std::string command = quoted(chromium) + " --headless --no-sandbox --disable-gpu --no-pdf-header-footer " +
-                              "--print-to-pdf=" + quoted(fs::absolute(out).string()) + " " +
+                              "--print-to-pdf=" + quoted(printing.string()) + " " +
                               quoted("file://" + html_file.string()) + " >/dev/null 2>&1";
   const int status = std::system(command.c_str());
   fs::remove(html_file);
-  if (status != 0 || !fs::exists(out))
+  std::error_code ec;
+  if (status != 0 || !fs::exists(printing, ec)) {
+    fs::remove(printing, ec);
     throw Error("the headless Chromium (" + chromium + ") could not print " + out.string());
+  }
+  fs::rename(printing, out);
   std::printf("wrote %s (%zu run%s)\n", out.string().c_str(), ids.size(), ids.size() == 1 ? "" : "s");
   return 0;
 }

@@ -131,6 +131,15 @@ TEST_F(Report, ABrowserRendersItAndItsPdfHasPages) {
   int count = 0;
   for (const auto& f : fs::directory_iterator(dir_->path())) count += f.path().filename().string().starts_with("page");
   EXPECT_GE(count, 2) << "a report of two runs with charts fills more than one page";
+  for (const auto& f : fs::directory_iterator(dir_->path()))
+    EXPECT_EQ(f.path().string().find(".printing-"), std::string::npos) << f.path() << " left behind";
+
+  // A folder that is not there is named, as for HTML, before anything is printed.
+  const std::string nowhere = dir_->file("no-such-folder") + "/report.pdf";
+  const Result refused = ampwb(report_args(nowhere));
+  EXPECT_EQ(refused.status, 1) << refused.output;
+  expect_contains(refused.output,
+                  "cannot write '" + nowhere + "': the folder '" + dir_->file("no-such-folder") + "' does not exist");
 }
 
 // Whether `step` is 1, 2 or 5 times a power of ten.
