@@ -31,6 +31,7 @@ void add_sweep_command(CLI::App& app, Invocation& invocation);  // sweep_command
 struct TrainingInStore {
   int64_t continue_run = 0;                         // a run to resume: `config` is its resume_config
   bool quiet = false;                               // no progress lines, only errors
+  bool sweep_point = false;                         // a SIGINT is its sweep stopping or cancelled, which says so itself
   std::function<void(int64_t run)> on_run_started;  // told the run's id once its row is recorded
 };
 struct TrainingOutcome {

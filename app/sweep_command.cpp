@@ -312,6 +312,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   std::map<pid_t, SweepPoint> running;  // child -> its point, as taken
   int failed = 0;
   bool forwarded = false;
+  bool cancelled = false;  // elsewhere: by `ampwb sweep cancel` or the workbench, which stopped its running points
   for (;;) {
     while (!g_stop && static_cast<int>(running.size()) < parallel) {
       const std::optional<SweepPoint> p = take_next_point(store, sweep);
@@ -366,6 +367,13 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
     release_point(store, taken);  // said how it ended: no other process may take it for abandoned before
     if (p.state == SweepPointState::Failed) ++failed;
     std::printf("point %d/%zu %s\n", index + 1, total, reconnecting([&] { return point_result(store, p); }).c_str());
+    if (!g_stop && !cancelled && reconnecting([&] { return ampwb::sweep(store, sweep).cancelled; })) {
+      cancelled = true;
+      std::printf(
+          "sweep %lld was cancelled (ampwb sweep cancel, or the workbench): its running points stop after "
+          "their current step and no other starts\n",
+          static_cast<long long>(sweep));
+    }
     std::fflush(stdout);
   }
   const std::vector<SweepPoint> points = sweep_points(store, sweep);
@@ -376,7 +384,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   std::printf("sweep %lld: %s%s\n", static_cast<long long>(sweep), summary.c_str(),
               g_stop ? ("; continue it with ampwb sweep run " + std::to_string(sweep)).c_str() : "");
   std::fflush(stdout);
-  if (timing && !g_stop && failed == 0) {
+  if (timing && !g_stop && !cancelled && failed == 0) {
     try {
       time_sweep_here(store, sweep);
     } catch (const std::exception& e) {  // the trainings stand; only their timing is missing
@@ -387,7 +395,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);
   if (g_stop) return 128 + g_stop;
-  return failed > 0 ? 1 : 0;
+  return failed > 0 ? 1 : 0;  // a cancel is the user's wish, done: no failure
 }
 
 // --- the commands ---
@@ -527,6 +535,7 @@ int sweep_point_command(const SweepIdOptions& o) {
   }
   TrainingInStore how;
   how.quiet = o.quiet;
+  how.sweep_point = true;
   how.on_run_started = [&](int64_t run) { set_point_run(store, id, p->index, run); };
   TrainConfig config;
   if (p->run_id != 0) {

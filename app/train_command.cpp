@@ -105,6 +105,7 @@ class ConsoleObserver : public TrainObserver {
   ConsoleObserver(int epochs, bool quiet, bool terminal, const StoreRecorder& recorder, const std::string& db)
       : epochs_(epochs), quiet_(quiet), terminal_(terminal), recorder_(recorder), db_(db) {}
   void set_trainer(Trainer* trainer) { trainer_ = trainer; }
+  void set_sweep_point(bool sweep_point) { sweep_point_ = sweep_point; }
 
   void on_start(const RunInfo& info) override {
     steps_per_epoch_ = info.steps_per_epoch;
@@ -215,6 +216,8 @@ class ConsoleObserver : public TrainObserver {
     if (g_signal == SIGTERM && !slurm_job_id().empty())
       std::fprintf(stderr, "\nampwb train: Slurm ends job %s (SIGTERM): stopping after this step, resumable\n",
                    slurm_job_id().c_str());
+    else if (g_signal == SIGINT && sweep_point_)  // from the sweep, stopped or cancelled, which says so itself
+      ;
     else if (g_signal == SIGPIPE)
       std::fprintf(stderr, "\nampwb train: the output's reader is gone: stopping after this step, resumable\n");
     else
@@ -227,6 +230,7 @@ class ConsoleObserver : public TrainObserver {
 
   int epochs_;
   bool quiet_, terminal_;
+  bool sweep_point_ = false;
   const StoreRecorder& recorder_;
   std::string db_;
   Trainer* trainer_ = nullptr;
@@ -397,6 +401,7 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
 struct RecordedRun {
   int64_t continue_run = 0;  // the run to resume (`c` is its resume_config), 0 for a new one
   bool json = false, events_json = false, quiet = false;
+  bool sweep_point = false;  // TrainingInStore's
   Communicator* world = nullptr;
   Launcher launcher = Launcher::Single;
   ConfigForRanks* for_ranks = nullptr;  // rank 0 of many: sends the other ranks the configuration
@@ -427,6 +432,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   StoreRecorder recorder(store, c, {.keep_final_weights = how.keep_final_weights}, how.continue_run);
   const bool terminal = ::isatty(STDOUT_FILENO) == 1 && !std::getenv(kPlainOutput);
   ConsoleObserver console(c.epochs, json || how.events_json || how.quiet, terminal, recorder, store.path());
+  console.set_sweep_point(how.sweep_point);
   EventLineWriter event_lines(stdout, [&recorder] { return recorder.run_id(); });
   // The recorder first: a printed epoch is a stored epoch.
   std::vector<TrainObserver*> listeners = {&recorder, &console};
@@ -578,6 +584,7 @@ TrainingOutcome train_in_store(RunStore& store, const TrainConfig& config, const
   RecordedRun recorded;
   recorded.continue_run = how.continue_run;
   recorded.quiet = how.quiet;
+  recorded.sweep_point = how.sweep_point;
   recorded.world = world.get();
   recorded.on_run_started = how.on_run_started;
   return train_recorded(store, config, recorded);

@@ -358,6 +358,9 @@ TEST(SweepCli, ACancelledSweepStopsItsRunningPointAndRunsNoMore) {
   expect_contains(cancelled.output, "sweep 1 cancelled: 3 points marked cancelled");
   EXPECT_EQ(wait_exit(running), 0) << read_text(log);
   expect_contains(read_text(log), "sweep 1: 3 cancelled");
+  // Said once, by the sweep, as what happened: no Ctrl-C of a `train` that nobody pressed.
+  expect_contains(read_text(log), "sweep 1 was cancelled (ampwb sweep cancel, or the workbench)");
+  EXPECT_EQ(read_text(log).find("interrupt received"), std::string::npos) << read_text(log);
 
   RunStore store(db, RunStore::Mode::ReadOnly);
   EXPECT_EQ(store.runs().size(), 1u) << "a point started after the sweep was cancelled";
