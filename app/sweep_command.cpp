@@ -210,7 +210,8 @@ void on_stop(int signal) {
 
 std::string point_result(const RunStore& store, const SweepPoint& p) {
   std::string text = sweep_point_state_name(p.state);
-  if (p.run_id == 0) return text;
+  // A finished point always had a run: without one, it was deleted since (the store unlinks it).
+  if (p.run_id == 0) return p.state == SweepPointState::Finished ? text + ", its run deleted" : text;
   text += ", run " + std::to_string(p.run_id);
   try {
     const RunRecord run = store.run(p.run_id);

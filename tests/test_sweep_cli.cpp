@@ -124,6 +124,10 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
   const Result again = ampwb({"sweep", "point", "--point", "4", "--db", db, "1"});
   EXPECT_EQ(again.status, 0) << again.output;
   expect_contains(again.output, "sweep 1 point 4: finished, nothing to run");
+  // A point's run deleted since: the point stays finished, and says where its result went.
+  ASSERT_EQ(ampwb({"delete", std::to_string(in_order[2]), "--db", db}).status, 0);
+  expect_contains(ampwb({"sweep", "status", "1", "--db", db}).output,
+                  "\n      3  seed=1 precision=fp32" + std::string(20, ' ') + "finished, its run deleted\n");
 }
 
 // A sweep's --checkpoint-dir holds a folder for each point: a folder holds one run's checkpoints.

@@ -258,6 +258,15 @@ class SweepsThroughTheUi : public QObject {
     connect(&view, &SweepView::open_requested, this, [&](const std::vector<int64_t>& ids) { opened = ids; });
     view.groups_table()->cellDoubleClicked(0, 0);
     QCOMPARE(opened, view.results().groups[0].run_ids);
+
+    // A finished point's run deleted elsewhere: the point says so where its run was.
+    w.tabs()->setCurrentWidget(w.sweep_view());  // the double click opened the Compare tab
+    writer.remove(m->data(m->index(0, 0), SweepPointsModel::kRunRole).toLongLong());
+    QTRY_COMPARE_WITH_TIMEOUT(m->data(m->index(0, m->column_of("run")), Qt::DisplayRole).toString(), QString("deleted"),
+                              10000);
+    QCOMPARE(state_of(view, 0), QString("finished"));
+    QVERIFY(
+        m->data(m->index(0, m->column_of("run")), Qt::ToolTipRole).toString().contains("deleted from the run store"));
   }
 
  private Q_SLOTS:

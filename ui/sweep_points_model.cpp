@@ -90,6 +90,12 @@ QVariant SweepPointsModel::data(const QModelIndex& index, int role) const {
         return plain_tooltip(QString::fromStdString(r.end_reason));
       return {};
     case Run:
+      // A finished point always had a run: without one, it was deleted since (the store unlinks it).
+      if (r.point.state == SweepPointState::Finished && r.point.run_id == 0) {
+        if (role == Qt::DisplayRole) return tr("deleted");
+        if (role == Qt::ForegroundRole) return QBrush(QPalette().color(QPalette::Disabled, QPalette::Text));
+        if (role == Qt::ToolTipRole) return tr("Its run was deleted from the run store, and its results with it");
+      }
       if (role == Qt::DisplayRole) return r.point.run_id ? QVariant(QString::number(r.point.run_id)) : QVariant();
       if (role == kSortRole) return QVariant::fromValue<qlonglong>(r.point.run_id);
       return {};
