@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -399,6 +400,42 @@ class TrainingThroughTheUi : public QObject {
     QVERIFY(w.resume_run(id).contains("nothing to resume"));
     w.runs_view()->reload();
     QCOMPARE(runs->index(runs->row_of(id), RunsModel::Status).data().toString(), QString("finished"));
+  }
+
+  // Stopped here, then resumed by `ampwb train --resume` in a terminal: the Training tab follows the run to its end
+  // rather than offer it as resumable still; a stopped run deleted elsewhere is said to be gone.
+  void a_run_resumed_or_deleted_elsewhere_is_followed() {
+    const QString path = db("elsewhere");
+    MainWindow w(path);
+    w.show();
+    set_up(w, data_, 20, "fp32", 4, 6);
+    child<QCheckBox>(w, "checkpoints")->setChecked(true);
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    auto* status = child<QLabel>(w, "statusLine");
+    const auto train_and_stop = [&](int64_t& id) {  // QTRY_* return on failure: the id comes out through `id`
+      QTest::mouseClick(child<QPushButton>(w, "trainButton"), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(!w.live_run()->steps.empty(), 300000);
+      QTest::mouseClick(child<QPushButton>(w, "stopButton"), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(!finished.isEmpty(), 300000);
+      id = finished.takeFirst().at(0).toLongLong();
+      QVERIFY2(status->text().contains("resumable from"), qPrintable(status->text()));
+    };
+    int64_t resumed = 0;
+    train_and_stop(resumed);
+    if (QTest::currentTestFailed()) return;
+    QProcess cli;
+    cli.start(AMPWB_BINARY, {"train", "--resume", QString::number(resumed), "--db", path});
+    QVERIFY(cli.waitForFinished(300000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QTRY_VERIFY_WITH_TIMEOUT(status->text().startsWith(QString("Run %1, resumed elsewhere, finished").arg(resumed)),
+                             10000);
+
+    int64_t deleted = 0;
+    train_and_stop(deleted);
+    if (QTest::currentTestFailed()) return;
+    RunStore(path.toStdString(), RunStore::Mode::Existing).remove(deleted);
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString("Run %1 was deleted from the run store elsewhere").arg(deleted),
+                              10000);
   }
 
   void settings_and_layout_are_remembered() {

@@ -24,6 +24,7 @@
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <cmath>
 #include <csignal>
@@ -80,6 +81,9 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   session_ = new TrainingSession(db_path, this);
   connect(session_, &TrainingSession::events, this, &MainWindow::on_events);
   connect(session_, &TrainingSession::finished, this, &MainWindow::on_finished);
+  follow_last_run_ = new QTimer(this);
+  follow_last_run_->setInterval(3000);
+  connect(follow_last_run_, &QTimer::timeout, this, &MainWindow::follow_last_run);
 
   setup_ = new RunSetupPanel;
   auto* scroll = new QScrollArea;
@@ -323,6 +327,7 @@ QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::
     return problem;
   }
   live_in_child_ = processes > 1;
+  follow_last_run_->stop();
   // Only folders made beside the store are removed when their run finishes (a folder the user named stays).
   checkpoint_dir_ = is_own_checkpoint_dir(db_path_.toStdString(), config.checkpoint_dir) && !config.keep_checkpoints
                         ? config.checkpoint_dir
@@ -414,6 +419,44 @@ void MainWindow::update_collapse_alarm(const EventBatch& batch) {
   if (!was) show_status(tr("Warning: the loss scale collapsed (see above the charts)"), 10000);
 }
 
+void MainWindow::follow_last_run() {
+  if (busy() || live_->run_id == 0) {
+    follow_last_run_->stop();
+    return;
+  }
+  if (tabs_->currentWidget() != training_tab_) return;  // looked at again when it is
+  const int64_t id = live_->run_id;
+  std::optional<RunRecord> run;
+  try {
+    run = store_->find_run(id);
+  } catch (const std::exception&) {  // the store out of reach for now: the next look may do
+    return;
+  }
+  QString text;
+  if (!run) {
+    text = tr("Run %1 was deleted from the run store elsewhere").arg(id);
+  } else if (run->status == live_->status) {
+    return;
+  } else if (run->status == RunStatus::Running) {
+    text = tr("Run %1 is training again elsewhere (process %2 on %3): the Runs and Compare tabs follow it")
+               .arg(id)
+               .arg(run->pid)
+               .arg(QString::fromStdString(run->host));
+    live_->status = run->status;
+    controls_->clear_progress();
+    controls_->set_status(text);
+    return;  // and followed on, to its end
+  } else {
+    text = tr("Run %1, resumed elsewhere, %2").arg(id).arg(QString::fromUtf8(run_status_name(run->status)));
+    if (!run->end_reason.empty()) text += ": " + QString::fromStdString(run->end_reason);
+  }
+  follow_last_run_->stop();
+  controls_->clear_progress();
+  controls_->set_status(text);
+  runs_view_->reload();
+  update_actions();
+}
+
 void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& store_error) {
   controls_->pause_button()->setToolTip(QString());
   // A run on many processes sent only its progress: its histograms and per-layer numerics are in the store.
@@ -429,6 +472,7 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
     }
   }
   live_->status = end.status;
+  if (run_id != 0 && end.status != RunStatus::Finished && end.status != RunStatus::Failed) follow_last_run_->start();
   live_charts_->refresh();  // whatever a deferred redraw still owed
   controls_->set_state(RunControls::State::Idle);
   // A run refused before its row was written (its data cannot take its settings) never started: no run 0 failed.

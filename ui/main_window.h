@@ -20,6 +20,7 @@
 class QAction;
 class QProcess;
 class QTabWidget;
+class QTimer;
 class QDockWidget;
 
 namespace ampwb::ui {
@@ -111,6 +112,9 @@ class MainWindow : public QMainWindow {
   void sweep_process_ended();
   void show_status(const QString& text, int timeout_ms = 0);
   std::string checkpoint_folder() const;
+  // While the Training tab shows a run that ended resumable, every 3 s: where another process resumed it (ampwb
+  // train --resume) or deleted it, the tab says so instead of offering it as resumable still.
+  void follow_last_run();
 
   QString db_path_;
   std::unique_ptr<RunStore> store_;  // the UI thread's connection (the session opens its own)
@@ -124,6 +128,7 @@ class MainWindow : public QMainWindow {
   RunProgress progress_;
   ScaleCollapseWatch collapse_watch_;  // the live run's alarm (the diagnosis' scale_collapse rule, while it trains)
   std::string checkpoint_dir_;         // of the current run, removed when it finishes
+  QTimer* follow_last_run_ = nullptr;  // runs follow_last_run() while the last run may go on elsewhere
 
   RunSetupPanel* setup_ = nullptr;
   QDockWidget* setup_dock_ = nullptr;
