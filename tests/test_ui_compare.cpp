@@ -678,15 +678,15 @@ class CompareRuns : public QObject {
         });
     QCOMPARE(unexpected + failed, QString());
     QCOMPARE(stage, 2);
-    QVERIFY2(warning.contains("no run " + QString::number(fp32_seed2_)) &&
+    QVERIFY2(warning.contains("No run " + QString::number(fp32_seed2_)) &&
                  warning.contains("What you typed was not saved: it is on the clipboard."),
              qPrintable(warning));
     QCOMPARE(QGuiApplication::clipboard()->text(), QString("a paragraph worth keeping"));
   }
 
   // Notes changed by another process while the user edits them in the dialog: the save says so and shows theirs,
-  // and the dialog comes back with the user's text to merge; nothing is written over, nothing lost. The dialog is
-  // wide enough for a paragraph, and wraps its lines.
+  // and the dialog comes back with theirs and the user's text to merge; nothing is written over, nothing lost. The
+  // dialog is wide enough for a paragraph, and wraps its lines.
   void notes_changed_elsewhere_come_back_to_merge() {
     MainWindow w(db_);
     w.runs_view()->select({fp32_seed2_});
@@ -724,7 +724,8 @@ class CompareRuns : public QObject {
     QCOMPARE(stage, 3);
     QVERIFY2(warning.contains("changed by another window or process meanwhile") && warning.contains("theirs"),
              qPrintable(warning));
-    QCOMPARE(returned, QString("mine"));
+    QCOMPARE(returned, QString("theirs\n\nmine"));  // both, to merge
+    QVERIFY2(warning.startsWith("The notes of run") && warning.contains("Theirs and yours"), qPrintable(warning));
     QCOMPARE(RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).run(fp32_seed2_).notes, std::string("theirs\nmine"));
     QVERIFY2(wraps, "the notes are a plain-text box whose lines wrap");
     QVERIFY2(width >= 560, qPrintable(QString::number(width)));

@@ -314,15 +314,22 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     });
     reload();
     if (error.isEmpty()) return;
+    const QString said = error.left(1).toUpper() + error.mid(1);  // the engine's words, as a dialog's sentence
     if (!theirs) {  // refused (the run deleted meanwhile, a name taken): what the user typed goes to the clipboard
       const bool typed = text != QString::fromStdString(were);
       if (typed) QGuiApplication::clipboard()->setText(text);
       plain_message(this, QMessageBox::Warning, title,
-                    typed ? error + tr("\n\nWhat you typed was not saved: it is on the clipboard.") : error);
+                    typed ? said + tr("\n\nWhat you typed was not saved: it is on the clipboard.") : said);
       return;
     }
+    // Notes come back with theirs above the user's, both to merge; a name is one line, the user's to keep or change.
+    const QString current = QString::fromStdString(*theirs);
+    const bool notes = field == &RunRecord::notes;
+    if (notes && !current.isEmpty() && !text.contains(current)) text = current + "\n\n" + text;
     plain_message(this, QMessageBox::Warning, title,
-                  error + tr("\n\nYours follow in the dialog, to merge and save again."));
+                  said + (notes ? tr("\n\nTheirs and yours, below theirs, follow in the dialog, to merge and save "
+                                     "again.")
+                                : tr("\n\nYours follows in the dialog, to save again or change.")));
     were = *theirs;
   }
 }
