@@ -67,7 +67,11 @@ int delete_command(const EditOptions& options) {
     std::printf("  and its final weights: %s\n", r.info.final_weights.c_str());
   std::error_code ec;
   for (const CheckpointInfo& c : checkpoints)  // a finished run's were removed with their folder
-    if (std::filesystem::exists(c.path, ec)) std::printf("  its checkpoint file is kept: %s\n", c.path.c_str());
+    if (std::filesystem::exists(c.path, ec))
+      std::printf(
+          "  its checkpoint file stays on disk, though no run resumes from it now (remove it to free the "
+          "space): %s\n",
+          c.path.c_str());
   return 0;
 }
 

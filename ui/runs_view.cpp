@@ -403,8 +403,10 @@ void RunsView::delete_selected() {
   QStringList names;
   for (int64_t id : ids)
     names << QStringLiteral("%1 (%2)").arg(id).arg(QString::fromStdString(model_->record(model_->row_of(id)).name));
-  if (!confirm(tr("Delete %n run(s) and everything recorded about them?\n\n%1\n\nCheckpoint files are kept.", nullptr,
-                  int(ids.size()))
+  if (!confirm(tr("Delete %n run(s) and everything recorded about them?\n\n%1\n\nTheir checkpoint files stay on disk, "
+                  "though "
+                  "nothing resumes from them once their runs are deleted.",
+                  nullptr, int(ids.size()))
                    .arg(names.join("\n"))))
     return;
   for (int64_t id : ids) {
