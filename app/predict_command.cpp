@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "core/float_decimal.h"
+#include "data/image_file.h"
 #include "data/image_input.h"
 #include "store/final_weights.h"
 #include "store/run_store.h"
@@ -58,7 +59,19 @@ int predict_command(const PredictOptions& options) {
   const RunStore store(store_path(options.db), RunStore::Mode::ReadOnly);
   const int64_t run = store.resolve(options.run);
   // The images are listed (and a missing one named) before the network is built.
-  const std::vector<std::string> images = image_files_in(options.images);
+  std::vector<std::string> left_out;
+  const std::vector<std::string> images = image_files_in(options.images, &left_out);
+  if (!left_out.empty()) {  // said, so that a folder's GIFs or notes are not taken for classified
+    constexpr size_t kNamed = 5;
+    std::string named;
+    for (size_t i = 0; i < std::min(kNamed, left_out.size()); ++i) {
+      named += (i ? ", " : "") + printable(left_out[i]);
+      if (is_gif_name(left_out[i])) named += std::string(" (") + kGifNotRead + ")";
+    }
+    if (left_out.size() > kNamed) named += " and " + std::to_string(left_out.size() - kNamed) + " more";
+    std::fprintf(stderr, "ampwb predict: %zu file%s of the folders given left out, by their names no images: %s\n",
+                 left_out.size(), left_out.size() == 1 ? "" : "s", named.c_str());
+  }
   ImagePredictor predictor(load_final_weights(store, run), options.device, options.threads);
   const std::vector<std::string>& classes = predictor.weights().preprocessing.class_names;
   const int k = std::min<int>(options.top, static_cast<int>(classes.size()));
@@ -95,8 +108,8 @@ int predict_command(const PredictOptions& options) {
   if (options.json) print_json(list);
   if (unreadable == 0) return 0;
   std::fflush(stdout);
-  std::fprintf(stderr, "ampwb predict: error: %zu of %zu images could not be read (each says why above)\n", unreadable,
-               images.size());
+  std::fprintf(stderr, "ampwb predict: error: %zu of %zu images could not be read (each says why %s)\n", unreadable,
+               images.size(), options.json ? "in its \"error\"" : "above");
   return 1;
 }
 

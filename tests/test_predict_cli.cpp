@@ -120,8 +120,8 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   // Images that cannot be predicted are named; a missing one, mistyped say, costs only its own row.
   r = ampwb({"predict", "1", dir.file("missing.png"), one, "--db", db});
   EXPECT_EQ(r.status, 1);
-  expect_contains(r.output, dir.file("missing.png") + "\n  not classified: cannot read image '" +
-                                dir.file("missing.png") + "': unreadable (No such file or directory)");
+  expect_contains(r.output,
+                  dir.file("missing.png") + "\n  not classified: '" + dir.file("missing.png") + "' does not exist");
   expect_contains(r.output, one + "\n");
   expect_contains(r.output, "ampwb predict: error: 1 of 2 images could not be read");
   // A file that does not read is named with the reason; the image beside it is still classified.
@@ -138,9 +138,23 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   const json listed_both = json::parse(r.output.substr(0, r.output.find("ampwb predict: error")));
   ASSERT_EQ(listed_both.size(), 2u) << r.output;
   expect_contains(listed_both[0].at("error"), "is not an image");
+  expect_contains(r.output, "1 of 2 images could not be read (each says why in its \"error\")");
   EXPECT_FALSE(listed_both[0].contains("class"));
   EXPECT_EQ(listed_both[1].at("image"), one);
   EXPECT_EQ(listed_both[1].at("logits").size(), 2u);
+
+  // A folder's files that are no images by their names are left out, and said to be: a GIF with why.
+  fs::create_directories(dir.path() / "mixed");
+  fs::copy_file(one, dir.path() / "mixed" / "shoe.png");
+  { std::ofstream(dir.path() / "mixed" / "notes.txt") << "shot on Tuesday"; }
+  { std::ofstream(dir.path() / "mixed" / "spin.gif") << "GIF89a"; }
+  r = ampwb({"predict", "1", (dir.path() / "mixed").string(), "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "ampwb predict: 2 files of the folders given left out, by their names no images: " +
+                                (dir.path() / "mixed" / "notes.txt").string() + ", " +
+                                (dir.path() / "mixed" / "spin.gif").string() +
+                                " (a GIF, which is not read (convert it to PNG))\n");
+  expect_contains(r.output, (dir.path() / "mixed" / "shoe.png").string() + "\n");
 
   // An export's format is the one its file's extension names; a name that names none, or the other, is refused.
   r = ampwb({"export", "model", "1", "--out", dir.file("model.SafeTensors"), "--db", db});

@@ -18,7 +18,10 @@ namespace {
 cv::Mat decode_file(const std::string& path, int size) {
   std::vector<uint8_t> bytes;
   std::string reason;
-  if (!read_file(path, bytes, reason)) throw Error("cannot read image '" + path + "': " + reason);
+  if (!read_file(path, bytes, reason)) {
+    if (std::error_code ec; !std::filesystem::exists(path, ec)) throw Error("'" + path + "' does not exist");
+    throw Error("cannot read image '" + path + "': " + reason);
+  }
   const ImageCheck check = check_image(bytes.data(), bytes.size());
   if (!check.ok) throw Error("'" + path + "' is not an image that can be read: " + check.reason);
   int reduce = 1;
@@ -56,21 +59,28 @@ PreparedImages prepare_image_files(const std::vector<std::string>& paths, int si
   return images;
 }
 
-std::vector<std::string> image_files_in(const std::vector<std::string>& paths) {
+std::vector<std::string> image_files_in(const std::vector<std::string>& paths, std::vector<std::string>* left_out) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const std::string& path : paths) {
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
-      std::vector<std::string> found;
+      std::vector<std::string> found, others;
       for (fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
-           !ec && it != end; it.increment(ec))
-        if (it->is_regular_file(ec) && has_image_extension(it->path().filename().string()))
+           !ec && it != end; it.increment(ec)) {
+        if (!it->is_regular_file(ec)) continue;
+        const std::string name = it->path().filename().string();
+        if (has_image_extension(name))
           found.push_back(it->path().string());
+        else if (!name.starts_with('.'))
+          others.push_back(it->path().string());
+      }
       if (ec) throw Error("cannot list the folder '" + path + "': " + ec.message());
       if (found.empty()) throw Error("the folder '" + path + "' holds no image files");
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
+      std::sort(others.begin(), others.end());
+      if (left_out) left_out->insert(left_out->end(), others.begin(), others.end());
     } else {
       files.push_back(path);  // a missing one too: named with its reason in its row, the others classified
     }

@@ -23,7 +23,9 @@ PreparedImages prepare_image_files(const std::vector<std::string>& paths, int si
 
 // The image files among `paths`, a folder standing for every image file under it (by extension, in sorted order,
 // sub-folders included); a path that is no folder stays as it is, missing or not (prepare_image_files names why it
-// cannot be read). Throws ampwb::Error naming a folder that cannot be listed or holds no image.
-std::vector<std::string> image_files_in(const std::vector<std::string>& paths);
+// cannot be read). The other files of the folders, hidden ones aside, go to `left_out`, to be said. Throws
+// ampwb::Error naming a folder that cannot be listed or holds no image.
+std::vector<std::string> image_files_in(const std::vector<std::string>& paths,
+                                        std::vector<std::string>* left_out = nullptr);
 
 }  // namespace ampwb
