@@ -1,5 +1,6 @@
 // ampwb dataset: inspect a dataset folder (the report, as text or JSON), name the built-in sample, and time the
 // data pipeline (decoding per core, and the loader against a simulated training step).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,6 +59,15 @@ struct InspectOptions {
   bool json = false;
 };
 
+// Whether the two descriptors write to one place: one terminal, or one file or pipe (2>&1).
+bool same_destination(int a, int b) {
+  struct stat sa {
+  }, sb{};
+  if (::fstat(a, &sa) != 0 || ::fstat(b, &sb) != 0) return false;
+  if (::isatty(a) && ::isatty(b)) return true;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int inspect(const InspectOptions& options) {
   const std::string& dir = options.dir;
   const Dataset ds = Dataset::inspect(dir, options.dataset.resolve());
@@ -70,9 +80,10 @@ int inspect(const InspectOptions& options) {
     std::printf("%s", r.to_text().c_str());
   }
   if (!r.trainable()) {
-    // A report read on the terminal ends with its "error:" lines already; elsewhere stderr is what a reader sees.
+    // A report read on the terminal, or in the file both outputs go to, ends with its "error:" lines already;
+    // elsewhere stderr is what a reader sees.
     std::string message = " (the error lines above say why)";
-    if (options.json || !::isatty(STDOUT_FILENO) || !::isatty(STDERR_FILENO)) {
+    if (options.json || !same_destination(STDOUT_FILENO, STDERR_FILENO)) {
       message = ":";
       for (size_t i = 0; i < r.errors.size(); ++i) message += (i ? "; " : " ") + r.errors[i];
     }

@@ -86,6 +86,14 @@ TEST(DataCli, UntrainableFoldersExitNonZeroWithTheReason) {
   EXPECT_NE(terminal.find(why), std::string::npos) << terminal;
   EXPECT_EQ(terminal.find(why), terminal.rfind(why)) << terminal;
   EXPECT_NE(terminal.find("cannot be trained on (the error lines above say why)"), std::string::npos) << terminal;
+  // Both outputs into one file (2>&1): the reason once there too.
+  const std::string together = "'" + std::string(AMPWB_BINARY) + "' dataset inspect '" + data.str() + "' >'" +
+                               (scratch / "both.txt").string() + "' 2>&1";
+  EXPECT_NE(std::system(together.c_str()), 0);
+  const auto both_bytes = read_bytes(scratch / "both.txt");
+  const std::string both(both_bytes.begin(), both_bytes.end());
+  EXPECT_NE(both.find(why), std::string::npos) << both;
+  EXPECT_EQ(both.find(why), both.rfind(why)) << both;
 }
 
 TEST(DataCli, FlagsInAnyOrderAndAMisspeltFlagRefusedByName) {
