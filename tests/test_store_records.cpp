@@ -374,7 +374,10 @@ TEST(RunResume, RefusesByNameAndChangesOnlySettingsThatLeaveTheCurvesAlone) {
   const std::string checkpoint = dir.file("checkpoint.ampwb");
   std::ofstream(checkpoint) << "x";
   const int64_t id = store.begin_run(config_named("stopped"), info(), "fp");
-  EXPECT_EQ(resume_refusal(store, id), "run 1 ('stopped') is being recorded by a running process");
+  const RunRecord training = store.run(id);
+  EXPECT_EQ(resume_refusal(store, id), "run 1 ('stopped') is training in process " + std::to_string(training.pid) +
+                                           " on " + training.host +
+                                           ": it goes on there (stop it there first to resume it elsewhere)");
   store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, 1.0);
   expect_contains(resume_refusal(store, id), "recorded no checkpoint");
   EXPECT_FALSE(store.resumable(id));

@@ -17,7 +17,9 @@ std::string run_words(const RunRecord& r) { return "run " + std::to_string(r.id)
 std::string resume_refusal(const RunStore& store, int64_t run) {
   const RunRecord r = store.run(run);
   if (r.status == RunStatus::Finished) return run_words(r) + " finished: there is nothing to resume";
-  if (store.recording(run)) return run_words(r) + " is being recorded by a running process";
+  if (store.recording(run))
+    return run_words(r) + " is training in process " + std::to_string(r.pid) + " on " + r.host +
+           ": it goes on there (stop it there first to resume it elsewhere)";
   if (!r.unreadable.empty()) return run_words(r) + " cannot be resumed: " + r.unreadable;
   const std::vector<CheckpointInfo> saved = store.checkpoints(run);
   if (saved.empty())
