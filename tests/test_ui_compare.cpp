@@ -40,6 +40,7 @@
 #include "analysis/time_comparison.h"
 #include "backend/cpu/cpu_backend.h"
 #include "chart_panel.h"
+#include "chart_style.h"
 #include "compare_model.h"
 #include "compare_view.h"
 #include "diagnosis_panel.h"
@@ -194,6 +195,16 @@ class CompareRuns : public QObject {
     QCoreApplication::processEvents();
     QCOMPARE(w.width(), width);
     QCOMPARE(view->charts()->chart("loss")->series_count(), 2 * 3);
+    // The runs left keep their colours: the third run's curves are drawn in the third colour still.
+    QCOMPARE(view->series()[1]->colour_index(1), 2);
+    int drawn = 0;
+    for (QAbstractSeries* s : view->charts()->chart("accuracy")->chart()->series())
+      if (auto* line = qobject_cast<QXYSeries*>(s);
+          line && s->name().startsWith(QString::fromStdString(view->series()[1]->label))) {
+        QCOMPARE(line->pen().color(), run_color(2));
+        ++drawn;
+      }
+    QVERIFY(drawn > 0);
     elsewhere.remove(fp32_seed2_);
     elsewhere.remove(bf16_seed1_);
     QTRY_VERIFY_WITH_TIMEOUT(view->run_ids().empty(), 10000);

@@ -46,7 +46,7 @@ void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
   const int topk = runs.empty() ? 2 : runs[0]->config.topk;
   for (size_t i = 0; i < runs.size(); ++i) {
     const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
-    const QColor c = run_color(static_cast<int>(i));
+    const QColor c = run_color(runs[i]->colour_index(i));
     Curves& k = curves_[i];
     k.train = add_line(who + tr("train top-1"), curve_pen(many ? c : train_color(), 1.5, Qt::DashLine), x_, y_);
     k.validation = add_line(who + tr("validation top-1"), curve_pen(many ? c : validation_color(), 2.5), x_, y_);

@@ -43,12 +43,12 @@ std::vector<LegendEntry> run_legend(const RunList& runs, const ChartOptions& opt
   std::vector<LegendEntry> entries;
   if (runs.size() < 2) return entries;
   for (size_t i = 0; i < runs.size(); ++i)
-    entries.push_back({run_color(static_cast<int>(i)), QString::fromStdString(runs[i]->label)});
+    entries.push_back({run_color(runs[i]->colour_index(i)), QString::fromStdString(runs[i]->label)});
   const std::string key = options.group_by.toStdString();
   if (groups && !key.empty())
     for (const RunGroup& g : group_runs(runs, key)) {
       const auto first = std::find(runs.begin(), runs.end(), g.runs.front()) - runs.begin();
-      entries.push_back({run_color(static_cast<int>(first)),
+      entries.push_back({run_color(runs[static_cast<size_t>(first)]->colour_index(static_cast<size_t>(first))),
                          QStringLiteral("mean ± std: ") + QString::fromStdString(group_label(key, g))});
     }
   return entries;

@@ -216,7 +216,7 @@ void ChartPanel::update_legend() {
   };
   QStringList entries;
   if (runs_.size() > 1)
-    for (size_t i = 0; i < runs_.size(); ++i) entries << entry(run_color(static_cast<int>(i)), runs_[i]->label);
+    for (size_t i = 0; i < runs_.size(); ++i) entries << entry(run_color(runs_[i]->colour_index(i)), runs_[i]->label);
   QString text = entries.join(QStringLiteral(" &nbsp;&nbsp; "));
   // The groups, each in its first run's colour: the bold mean lines and shaded bands on the loss and accuracy.
   const std::string key = options().group_by.toStdString();
@@ -224,7 +224,8 @@ void ChartPanel::update_legend() {
     QStringList groups;
     for (const RunGroup& g : group_runs(runs_, key)) {
       const auto first = std::find(runs_.begin(), runs_.end(), g.runs.front()) - runs_.begin();
-      groups << entry(run_color(static_cast<int>(first)), group_label(key, g));
+      groups << entry(run_color(runs_[static_cast<size_t>(first)]->colour_index(static_cast<size_t>(first))),
+                      group_label(key, g));
     }
     text += tr("<br>Groups (validation mean ± std): ") + groups.join(QStringLiteral(" &nbsp;&nbsp; "));
   }

@@ -162,6 +162,15 @@ void CompareView::load(const std::vector<int64_t>& ids) {
     configs.push_back(series.back()->config);
   }
   const bool new_runs = ids != ids_;  // not the same runs read again (follow_store)
+  // Runs left after others were deleted elsewhere keep their colours: a curve followed by its colour stays so.
+  const bool some_left = std::all_of(ids.begin(), ids.end(),
+                                     [&](int64_t id) { return std::find(ids_.begin(), ids_.end(), id) != ids_.end(); });
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto before = std::find(ids_.begin(), ids_.end(), ids[i]);
+    series[i]->colour = some_left ? series_[static_cast<size_t>(before - ids_.begin())]->colour_index(
+                                        static_cast<size_t>(before - ids_.begin()))
+                                  : static_cast<int>(i);
+  }
   ids_ = ids;
   series_ = std::move(series);
   stamps_.clear();

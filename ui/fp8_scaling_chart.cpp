@@ -90,7 +90,7 @@ void Fp8ScalingChart::rebuild(const RunList& runs, const ChartOptions& options) 
   const bool many = multi(runs);
   for (size_t i = 0; i < runs.size(); ++i) {
     const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
-    const QColor color = many ? run_color(static_cast<int>(i)) : train_color();
+    const QColor color = many ? run_color(runs[i]->colour_index(i)) : train_color();
     QLineSeries* scale = add_line(who + tr("scale"), curve_pen(color, 2.0), x_, y_);
     QLineSeries* amax =
         add_line(who + tr("amax"), curve_pen(many ? color : validation_color(), 2.0, Qt::DashLine), x_, y_);

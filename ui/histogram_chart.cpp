@@ -71,7 +71,7 @@ void HistogramChart::rebuild(const RunList& runs, const ChartOptions&) {
   fill_ = nullptr;
   const bool many = multi(runs);
   for (size_t i = 0; i < runs.size(); ++i) {
-    const QColor c = many ? run_color(static_cast<int>(i)) : train_color();
+    const QColor c = many ? run_color(runs[i]->colour_index(i)) : train_color();
     QLineSeries* line = add_line(QString::fromStdString(runs[i]->label), curve_pen(c, many ? 2.0 : 1.5), x_, y_);
     show_values_on_hover(line, tr("log2 |g|"), 3, " %");
     outlines_.push_back(line);

@@ -27,7 +27,7 @@ void LossChart::rebuild(const RunList& runs, const ChartOptions& options) {
   for (size_t i = 0; i < runs.size(); ++i) {
     Curves& c = curves_[i];
     const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
-    const QColor color = many ? run_color(static_cast<int>(i)) : train_color();
+    const QColor color = many ? run_color(runs[i]->colour_index(i)) : train_color();
     if (!many) {
       QColor faint = color;
       faint.setAlpha(70);

@@ -41,7 +41,7 @@ void LossScaleChart::rebuild(const RunList& runs, const ChartOptions& options) {
   const bool many = multi(runs);
   for (size_t i = 0; i < runs.size(); ++i) {
     const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
-    const QColor color = many ? run_color(static_cast<int>(i)) : train_color();
+    const QColor color = many ? run_color(runs[i]->colour_index(i)) : train_color();
     QLineSeries* line = add_line(who + tr("scale"), curve_pen(color, 2.0), x_, y_);
     show_values_on_hover(line, x_axis_unit(options.x_axis), 8);
     scale_.push_back(line);

@@ -266,7 +266,7 @@ void MetricChart::add_group_bands(const RunList& runs, const ChartOptions& optio
   const std::string key = options.group_by.toStdString();
   for (const RunGroup& group : group_runs(runs, key)) {
     const int first = static_cast<int>(std::find(runs.begin(), runs.end(), group.runs.front()) - runs.begin());
-    const QColor color = run_color(first);
+    const QColor color = run_color(runs[static_cast<size_t>(first)]->colour_index(static_cast<size_t>(first)));
     const QString label = QString::fromStdString(group_label(key, group));
     GroupBand band;
     band.runs = group.runs;

@@ -29,6 +29,9 @@ struct RunSeries {
   std::vector<GradientHistogram> histograms;
   std::vector<LayerNumerics> layer_numerics;      // every probed step's layers, in step order
   std::optional<PrecisionDivergence> divergence;  // measured at the end of a finished low-precision run
+  // Its colour among the runs drawn (chart_style.h's run_color), where it keeps one it had before others left the
+  // comparison; -1: its position's.
+  int colour = -1;
   uint64_t revision = 0;        // bumped by every change, so charts skip redrawing what they already show
   uint64_t epoch_revision = 0;  // bumped when epochs, histograms, numerics or the run's state change (not by steps)
 
@@ -37,6 +40,7 @@ struct RunSeries {
   // Becomes `other` (another run in the same object), its revisions above any this one had, so a chart that drew
   // the old run never mistakes the new one for what it already shows.
   void replace_with(RunSeries other);
+  int colour_index(size_t position) const { return colour >= 0 ? colour : static_cast<int>(position); }
   // The x position of the end of `epoch` on a per-step axis.
   double epoch_end_step(int epoch) const;
 };

@@ -53,7 +53,7 @@ void EpochTimeChart::rebuild(const RunList& runs, const ChartOptions& options) {
   const bool many = multi(runs);
   for (size_t i = 0; i < runs.size(); ++i) {
     const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
-    const QColor c = run_color(static_cast<int>(i));
+    const QColor c = run_color(runs[i]->colour_index(i));
     QLineSeries* s = add_line(who + tr("seconds"), curve_pen(many ? c : train_color(), 2.0), x_, seconds_axis_);
     QLineSeries* t = add_line(who + tr("images/s"), curve_pen(many ? c : validation_color(), 2.0, Qt::DashLine), x_,
                               throughput_axis_);
@@ -136,7 +136,7 @@ void DataWaitChart::rebuild(const RunList& runs, const ChartOptions&) {
   chart()->addAxis(y_, Qt::AlignLeft);
   for (size_t i = 0; i < runs.size(); ++i) {
     const QString who = QString::fromStdString(runs[i]->label) + ": ";
-    const QColor c = run_color(static_cast<int>(i));
+    const QColor c = run_color(runs[i]->colour_index(i));
     QLineSeries* compute = add_line(who + tr("compute"), curve_pen(c, 2.0), x_, y_);
     QLineSeries* wait = add_line(who + tr("data wait"), curve_pen(c, 2.0, Qt::DashLine), x_, y_);
     for (QLineSeries* l : {compute, wait}) {
