@@ -138,6 +138,24 @@ TEST_F(Diagnosis, AHealthyRunTriggersNone) {
   EXPECT_TRUE(findings.empty()) << listing(findings);
 }
 
+// A run that did not train to its end says so first: the other findings cover only the epochs it completed.
+TEST_F(Diagnosis, ARunThatDidNotFinishSaysHowFarItGot) {
+  RunEvidence stopped = healthy();
+  stopped.run.status = RunStatus::Cancelled;
+  stopped.run.end_reason = "stopped by the user at epoch 2";
+  stopped.run.epochs = 20;
+  const Finding f = expect_finding(diagnose(stopped), "unfinished");
+  EXPECT_EQ(f.title, "Stopped after " + std::to_string(stopped.epochs.size()) + " of 20 epochs");
+  EXPECT_EQ(f.severity, Severity::Note);
+  expect_contains(f.evidence, "status cancelled, " + std::to_string(stopped.epochs.size()) + " of 20 epochs completed");
+  expect_contains(f.evidence, "stopped by the user at epoch 2");
+  expect_contains(f.action, "resume it from its last checkpoint");
+  stopped.run.status = RunStatus::Failed;
+  EXPECT_EQ(expect_finding(diagnose(stopped), "unfinished").severity, Severity::Problem);
+  EXPECT_EQ(diagnose(stopped).front().rule, "unfinished");  // a problem: listed first
+  EXPECT_EQ(find(diagnose(healthy()), "unfinished"), nullptr);
+}
+
 TEST_F(Diagnosis, AStepWaitingForItsDataIsDataBound) {
   SKIP_WHERE_TIMES_ARE_DISTORTED();
   // Large PNGs decoded every epoch by one thread, for a model that takes little time per step. One compute thread

@@ -79,7 +79,7 @@ TEST(TimeComparison, RowsGiveEachClassItsTimeShareAndSpeedUp) {
   // Without the runs' steps there is no speed-up with an interval: the steps' ratio, said to be no more.
   EXPECT_EQ(c.sentence,
             "convolutions 1.8\u00d7 faster, batch norm unchanged, elementwise unchanged, data wait 41% of the step, so "
-            "end to end 1.18\u00d7 (too few steps for an interval): not distinguishable from 1.0\u00d7");
+            "end to end 1.18\u00d7 (too few steps to tell it from 1.0\u00d7)");
 }
 
 TEST(TimeComparison, TheSentenceNamesWhatChangedAndWhatIsNew) {

@@ -85,6 +85,28 @@ void add(std::vector<Finding>& out, const char* rule, Severity severity, std::st
 
 // --- the rules ---
 
+// A run that did not train to its end: every other finding covers only the epochs it completed.
+void unfinished(const RunEvidence& e, std::vector<Finding>& out) {
+  const RunRecord& r = e.run;
+  if (r.status == RunStatus::Finished) return;
+  const std::string done = std::to_string(e.epochs.size()) + " of " + std::to_string(r.epochs) + " epochs";
+  std::string evidence = "status " + std::string(run_status_name(r.status)) + ", " + done + " completed, " +
+                         std::to_string(e.steps.size()) + " steps recorded";
+  if (!r.end_reason.empty()) evidence += "; " + r.end_reason;
+  if (r.status == RunStatus::Running) {
+    add(out, "unfinished", Severity::Note, "Still training: " + done + " so far", evidence,
+        "the findings cover what it has recorded: explain it again when it has ended");
+  } else if (r.status == RunStatus::Failed) {
+    add(out, "unfinished", Severity::Problem, "Failed after " + done, evidence,
+        "the other findings cover what it trained before it failed; fix what the reason names and train it again");
+  } else {
+    add(out, "unfinished", Severity::Note,
+        std::string(r.status == RunStatus::Cancelled ? "Stopped" : "Interrupted") + " after " + done, evidence,
+        "the findings cover only what it trained: resume it from its last checkpoint, where it has one, to see the "
+        "rest");
+  }
+}
+
 void data_bound(const RunEvidence& e, std::vector<Finding>& out) {
   double wait = 0, step = 0;
   std::string where;
@@ -523,7 +545,8 @@ void from_json(const nlohmann::json& j, Severity& s) {
 void to_json(nlohmann::json& j, const Finding& f) { write_fields(j, f); }
 
 const std::vector<std::string>& diagnosis_rules() {
-  static const std::vector<std::string> rules = {"data_bound",
+  static const std::vector<std::string> rules = {"unfinished",
+                                                 "data_bound",
                                                  "fp16_emulated",
                                                  "fp8_emulated",
                                                  "bf16_not_native",
@@ -559,6 +582,7 @@ RunEvidence load_evidence(const RunStore& store, int64_t run) {
 
 std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baseline) {
   std::vector<Finding> out;
+  unfinished(run, out);
   data_bound(run, out);
   fp16_emulated(run, out);
   fp8_emulated(run, out);

@@ -132,7 +132,7 @@ std::string speed_up_text(const SpeedUp& s) {
   if (!s.known()) return "-";
   // The ratio keeps the decimals that tell it from 1 where its interval does.
   std::string out = (s.distinguishable() ? bound_number(s.ratio) : ratio_number(s.ratio)) + "\u00d7";
-  if (std::isinf(s.high)) return out + " (too few steps for an interval): not distinguishable from 1.0\u00d7";
+  if (std::isinf(s.high)) return out + " (too few steps to tell it from 1.0\u00d7)";
   out += " (" + std::to_string(std::lround(100 * s.confidence)) + "% interval " + bound_number(s.low) + "\u2013" +
          bound_number(s.high) + ")";
   return s.distinguishable() ? out : out + ": not distinguishable from 1.0\u00d7";
