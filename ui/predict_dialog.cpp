@@ -9,6 +9,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <filesystem>
 #include <system_error>
 #include <vector>
 
@@ -19,6 +20,21 @@
 namespace ampwb::ui {
 namespace {
 QString percent(double p) { return QStringLiteral("%1 %").arg(100 * p, 0, 'f', 2); }
+
+// The folder every path lies in ("" where they share none): rows name their images below it, so that the Image
+// column holds what tells them apart, not one long prefix.
+std::filesystem::path common_folder(const std::vector<std::string>& paths) {
+  if (paths.empty()) return {};
+  std::filesystem::path common = std::filesystem::path(paths.front()).parent_path();
+  for (const std::string& p : paths) {
+    const std::filesystem::path folder = std::filesystem::path(p).parent_path();
+    std::filesystem::path shared;
+    for (auto a = common.begin(), b = folder.begin(); a != common.end() && b != folder.end() && *a == *b; ++a, ++b)
+      shared /= *a;
+    common = shared;
+  }
+  return common;
+}
 }  // namespace
 
 PredictDialog::PredictDialog(const RunStore& store, int64_t run, const QStringList& images, QWidget* parent, int top)
@@ -57,9 +73,18 @@ PredictDialog::PredictDialog(const RunStore& store, int64_t run, const QStringLi
   }
   classes_ = weights.preprocessing.class_names;
   image_size_ = weights.preprocessing.image_size;
+  const int k = std::min(top_, static_cast<int>(classes_.size()));
+  table_->horizontalHeaderItem(3)->setText(tr("Top %1").arg(k));
+  const std::filesystem::path folder = common_folder(paths_);
+  if (!folder.empty()) summary_->setToolTip(tr("Images in %1").arg(QString::fromStdString(folder.string())));
   table_->setRowCount(static_cast<int>(paths_.size()));
-  for (size_t i = 0; i < paths_.size(); ++i)  // each row names its image while it waits
-    table_->setItem(static_cast<int>(i), 0, new QTableWidgetItem(QString::fromStdString(paths_[i])));
+  for (size_t i = 0; i < paths_.size(); ++i) {  // each row names its image while it waits, below their folder
+    const std::string shown =
+        folder.empty() ? paths_[i] : std::filesystem::path(paths_[i]).lexically_relative(folder).string();
+    auto* item = new QTableWidgetItem(QString::fromStdString(shown));
+    item->setToolTip(plain_tooltip(QString::fromStdString(paths_[i])));
+    table_->setItem(static_cast<int>(i), 0, item);
+  }
   progress_->setRange(0, static_cast<int>(paths_.size()));
   progress_->setValue(0);
   summary_->setText(tr("Classifying %n image(s) with run %1's final weights…", nullptr, int(paths_.size())).arg(run));
@@ -132,6 +157,8 @@ void PredictDialog::finish(const QString& error) {
   std::vector<QString> reasons;
   for (int row : unreadable_rows_) reasons.push_back(table_->takeItem(row, 1)->text());
   table_->resizeColumnsToContents();
+  // The image's name takes at most a third of the table: the classes and their probabilities are what it shows.
+  table_->setColumnWidth(0, std::min(table_->columnWidth(0), table_->viewport()->width() / 3));
   for (size_t i = 0; i < unreadable_rows_.size(); ++i) {
     auto* item = new QTableWidgetItem(tr("not classified: %1").arg(reasons[i]));
     item->setToolTip(plain_tooltip(reasons[i]));  // whole, where the row cuts it
