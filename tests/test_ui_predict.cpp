@@ -245,6 +245,10 @@ class PredictImages : public QObject {
     QVERIFY(!dialog->export_model());
     QVERIFY2(dialog->error().contains(nowhere), qPrintable(dialog->error()));
     QVERIFY(dialog->isVisible());
+    auto* message = dialog->findChild<QLabel*>("exportModelMessage");
+    QVERIFY(message->text().startsWith("Cannot write"));
+    dialog->set_path(tensors);  // another file: what was said of the last one goes
+    QVERIFY(message->text().isEmpty());
     dialog->close();
   }
 

@@ -83,6 +83,7 @@ ExportModelDialog::ExportModelDialog(const RunStore& store, int64_t run, QWidget
   layout->addWidget(buttons);
 
   connect(path_, &QLineEdit::textEdited, this, &ExportModelDialog::follow_suffix);
+  connect(path_, &QLineEdit::textChanged, message_, &QLabel::clear);  // what it said was of another file
   connect(format_, &QComboBox::currentIndexChanged, this, [this] {  // the suggested name follows the format
     const QString wanted = format() == "onnx" ? kOnnxSuffix : kSafetensorsSuffix;
     QString p = path();
@@ -145,7 +146,7 @@ bool ExportModelDialog::export_model() {
       export_safetensors(model, type, file.toStdString());
   } catch (const std::exception& e) {
     error_ = QString::fromUtf8(e.what());
-    message_->setText(error_);
+    message_->setText(error_.left(1).toUpper() + error_.mid(1));  // the engine's words, as a sentence
     return false;
   }
   message_->setText(tr("Wrote %1").arg(file));
