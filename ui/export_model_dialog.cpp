@@ -20,6 +20,7 @@
 #include "export/onnx_export.h"
 #include "export/safetensors_export.h"
 #include "file_dialogs.h"
+#include "plain_text.h"
 #include "store/final_weights.h"
 
 namespace ampwb::ui {
@@ -146,7 +147,7 @@ bool ExportModelDialog::export_model() {
       export_safetensors(model, type, file.toStdString());
   } catch (const std::exception& e) {
     error_ = QString::fromUtf8(e.what());
-    message_->setText(error_.left(1).toUpper() + error_.mid(1));  // the engine's words, as a sentence
+    message_->setText(as_sentence(error_));
     return false;
   }
   message_->setText(tr("Wrote %1").arg(file));

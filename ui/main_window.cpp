@@ -415,7 +415,7 @@ void MainWindow::update_collapse_alarm(const EventBatch& batch) {
   for (const OverflowReport& o : batch.overflows) collapse_watch_.overflow(o);
   if (!collapse_watch_.collapsed()) return;
   const QString warning = QString::fromStdString(collapse_watch_.warning());
-  controls_->set_alarm(warning[0].toUpper() + warning.mid(1));
+  controls_->set_alarm(as_sentence(warning));
   if (!was) show_status(tr("Warning: the loss scale collapsed (see above the charts)"), 10000);
 }
 

@@ -20,6 +20,10 @@ inline QMessageBox::StandardButton plain_message(QWidget* parent, QMessageBox::I
   return static_cast<QMessageBox::StandardButton>(box.exec());
 }
 
+// The engine's words ("cannot write ..."), which follow "error: " on the command line, begun as a sentence is where
+// they stand alone: in a dialog, a tooltip, a message line.
+inline QString as_sentence(const QString& text) { return text.left(1).toUpper() + text.mid(1); }
+
 // A tooltip of plain text: escaped, its line breaks kept (QToolTip has no plain-text mode).
 inline QString plain_tooltip(const QString& text) { return text.isEmpty() ? text : Qt::convertFromPlainText(text); }
 

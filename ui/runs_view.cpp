@@ -314,7 +314,7 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     });
     reload();
     if (error.isEmpty()) return;
-    const QString said = error.left(1).toUpper() + error.mid(1);  // the engine's words, as a dialog's sentence
+    const QString said = as_sentence(error);
     if (!theirs) {  // refused (the run deleted meanwhile, a name taken): what the user typed goes to the clipboard
       const bool typed = text != QString::fromStdString(were);
       if (typed) QGuiApplication::clipboard()->setText(text);
@@ -437,8 +437,7 @@ void RunsView::predict_selected() {
 void RunsView::update_actions() {
   const auto ids = selected_ids();
   // What writes into the store is refused up front in one this user may only read, saying why where the pointer is.
-  QString read_only = read_only_reason(store_);
-  if (!read_only.isEmpty()) read_only[0] = read_only[0].toUpper();  // a tooltip of its own
+  const QString read_only = as_sentence(read_only_reason(store_));  // a tooltip of its own
   for (const SelectionAction& a : selection_actions_) {
     const QString why = a.writes && !read_only.isEmpty()             ? read_only
                         : ids.empty()                                ? tr("Select a run first")
