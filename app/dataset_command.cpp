@@ -87,6 +87,7 @@ int inspect(const InspectOptions& options) {
       message = ":";
       for (size_t i = 0; i < r.errors.size(); ++i) message += (i ? "; " : " ") + r.errors[i];
     }
+    std::fflush(stdout);  // the report first, where both go to one file
     std::fprintf(stderr, "ampwb dataset inspect: '%s' cannot be trained on%s\n", dir.c_str(), message.c_str());
     return 1;
   }

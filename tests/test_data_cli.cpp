@@ -94,6 +94,7 @@ TEST(DataCli, UntrainableFoldersExitNonZeroWithTheReason) {
   const std::string both(both_bytes.begin(), both_bytes.end());
   EXPECT_NE(both.find(why), std::string::npos) << both;
   EXPECT_EQ(both.find(why), both.rfind(why)) << both;
+  EXPECT_GT(both.find("cannot be trained on (the error lines above say why)"), both.find("error: '")) << both;
 }
 
 TEST(DataCli, FlagsInAnyOrderAndAMisspeltFlagRefusedByName) {
