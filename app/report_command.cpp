@@ -53,7 +53,8 @@ int report_command(const ReportOptions& options) {
   // Said before the report is made, and the same for HTML and PDF (Chromium would only say it could not print).
   const fs::path folder = out.has_parent_path() ? out.parent_path() : fs::path(".");
   if (std::error_code ec; !fs::is_directory(folder, ec))
-    throw Error("cannot write '" + out.string() + "': the folder '" + folder.string() + "' does not exist");
+    throw Error("cannot write '" + out.string() + "': '" + folder.string() + "' " +
+                (fs::exists(folder, ec) ? "is a file, not a folder" : "does not exist"));
   if (::access(folder.c_str(), W_OK) != 0) throw Error("cannot write '" + out.string() + "': " + std::strerror(errno));
   const RunStore store(store_path(options.db), RunStore::Mode::Existing);
   const std::vector<int64_t> ids = store.resolve_each(options.runs);
@@ -81,7 +82,10 @@ int report_command(const ReportOptions& options) {
     fs::remove(printing, ec);
     throw Error("the headless Chromium (" + chromium + ") could not print " + out.string());
   }
-  fs::rename(printing, out);
+  if (fs::rename(printing, out, ec); ec) {
+    fs::remove(printing, ec);
+    throw Error("cannot write '" + out.string() + "': " + ec.message());
+  }
   std::printf("wrote %s (%zu run%s)\n", out.string().c_str(), ids.size(), ids.size() == 1 ? "" : "s");
   return 0;
 }

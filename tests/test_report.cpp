@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <regex>
 #include <sstream>
 
@@ -86,6 +88,7 @@ TEST_F(Report, HoldsEverySectionWithStoredNamesEscaped) {
   expect_contains(html,
                   "(run " + std::to_string(ids_[1]) + ", amp-bf16, against run " + std::to_string(ids_[0]) + ", fp32)");
   expect_contains(html, "Training speed (steady state): ");
+  expect_contains(html, "its 95% interval is a bootstrap over blocks of consecutive steps");  // what the interval is
   expect_contains(html, "Machine load while training: ");
   EXPECT_TRUE(html.find("Most confused: ") != std::string::npos ||
               html.find("No class was taken for another.") != std::string::npos);
@@ -133,13 +136,33 @@ TEST_F(Report, ABrowserRendersItAndItsPdfHasPages) {
   EXPECT_GE(count, 2) << "a report of two runs with charts fills more than one page";
   for (const auto& f : fs::directory_iterator(dir_->path()))
     EXPECT_EQ(f.path().string().find(".printing-"), std::string::npos) << f.path() << " left behind";
+}
 
-  // A folder that is not there is named, as for HTML, before anything is printed.
+// A report that cannot be written makes nothing and leaves what was there: a missing folder, or a file in its place,
+// is named before the report is made, for HTML and PDF alike; a print that fails leaves an earlier report as it was.
+TEST_F(Report, AReportThatCannotBeWrittenLeavesWhatWasThere) {
   const std::string nowhere = dir_->file("no-such-folder") + "/report.pdf";
-  const Result refused = ampwb(report_args(nowhere));
-  EXPECT_EQ(refused.status, 1) << refused.output;
-  expect_contains(refused.output,
-                  "cannot write '" + nowhere + "': the folder '" + dir_->file("no-such-folder") + "' does not exist");
+  Result r = ampwb(report_args(nowhere));
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "cannot write '" + nowhere + "': '" + dir_->file("no-such-folder") + "' does not exist");
+  const std::string plain = dir_->file("plain-file");
+  std::ofstream(plain) << "x";
+  r = ampwb(report_args(plain + "/report.html"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "'" + plain + "' is a file, not a folder");
+
+  const std::string earlier = dir_->file("earlier.pdf"), failing = dir_->file("failing-chromium");
+  std::ofstream(earlier) << "an earlier report";
+  std::ofstream(failing) << "#!/bin/sh\nexit 3\n";
+  fs::permissions(failing, fs::perms::owner_all);
+  ::setenv("AMPWB_CHROMIUM", failing.c_str(), 1);  // a browser that prints nothing
+  r = ampwb(report_args(earlier));
+  ::unsetenv("AMPWB_CHROMIUM");
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "could not print");
+  EXPECT_EQ(read_text(earlier), "an earlier report");
+  for (const auto& f : fs::directory_iterator(dir_->path()))
+    EXPECT_EQ(f.path().string().find(".printing-"), std::string::npos) << f.path() << " left behind";
 }
 
 // Whether `step` is 1, 2 or 5 times a power of ten.

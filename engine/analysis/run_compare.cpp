@@ -70,7 +70,7 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   c.at_epoch = options.at_epoch > 0 ? options.at_epoch : std::max(1, common);
 
   auto add = [&](const std::string& label, const std::function<std::string(size_t)>& cell, bool setting = false) {
-    CompareRow row{label, {}, setting, false};
+    CompareRow row{label, {}, setting, false, {}};
     for (size_t i = 0; i < n; ++i) row.values.push_back(cell(i));
     row.differs = std::any_of(row.values.begin(), row.values.end(), [&](const auto& v) { return v != row.values[0]; });
     c.rows.push_back(std::move(row));
@@ -111,9 +111,10 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   add("training speed (steady state)", [&](size_t i) { return speed_text(c.timings[i].speed); });
   add("speed-up vs run " + (n ? std::to_string(runs[c.baseline].record.id) : std::string()),
       [&](size_t i) { return i == c.baseline ? std::string("baseline") : speed_up_text(c.speedups[i]); });
-  c.rows.back().note =
-      "the ratio of the runs' steady-state speeds; its 95% interval is a bootstrap over blocks of consecutive "
-      "steps of both runs, and an interval that holds 1.0x is within their own step-to-step noise";
+  if (n > 1)
+    c.rows.back().note =
+        "the ratio of the runs' steady-state speeds; its 95% interval is a bootstrap over blocks of consecutive "
+        "steps of both runs, and an interval that holds 1.0x is within their own step-to-step noise";
   add("machine load while training", [&](size_t i) { return machine_load_text(loads[i].load); });
   // A sweep's speed-up, timed in alternation after its trainings: shown where a run and the baseline were timed so.
   const int64_t base_id = n ? runs[c.baseline].record.id : 0;

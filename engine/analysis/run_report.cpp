@@ -256,6 +256,8 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
     }
   }
   html += table(header, results, differs);
+  for (const CompareRow& row : cmp.rows)  // how a row's numbers were measured, as `ampwb compare` says it
+    if (!row.note.empty()) html += "<p>" + html_escape(row.label) + ": " + html_escape(row.note) + ".</p>\n";
   for (const std::string& warning : {cmp.work_warning, cmp.timing_warning})
     if (!warning.empty()) html += "<p class=\"warning\">" + html_escape(warning) + ".</p>\n";
   html += runs.size() > 1 ? "<h3>Configuration differences</h3>\n" : "<h3>Configuration</h3>\n";
