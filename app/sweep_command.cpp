@@ -371,7 +371,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
     if (!g_stop && !cancelled && reconnecting([&] { return ampwb::sweep(store, sweep).cancelled; })) {
       cancelled = true;
       std::printf(
-          "sweep %lld was cancelled (ampwb sweep cancel, or the workbench): its running points stop after "
+          "sweep %lld was cancelled (ampwb sweep cancel, or the workbench): its other running points stop after "
           "their current step and no other starts\n",
           static_cast<long long>(sweep));
     }
@@ -436,10 +436,13 @@ int sweep_command(const SweepOptions& given) {
   std::map<std::string, std::string> unusable;  // dataset folder -> what is wrong with it
   for (const SweepPointConfig& p : points) {
     const std::string& folder = p.config.data_dir;
-    if (std::error_code ec; folder.empty() || fs::is_directory(folder, ec)) continue;
     std::error_code ec;
-    unusable[folder] =
-        fs::exists(folder, ec) ? "it is a file, not a dataset folder" : "the dataset folder does not exist";
+    const fs::file_status status = fs::status(folder, ec);
+    if (folder.empty() || fs::is_directory(status)) continue;
+    unusable[folder] = fs::exists(status) ? "it is a file, not a dataset folder"
+                       : ec && ec != std::errc::no_such_file_or_directory
+                           ? "the dataset folder cannot be reached (" + ec.message() + ")"
+                           : "the dataset folder does not exist";
   }
   for (const auto& [folder, problem] : unusable) {
     if (o.on == "local") throw Error("cannot sweep on '" + folder + "': " + problem);
@@ -536,7 +539,7 @@ int sweep_point_command(const SweepIdOptions& o) {
   }
   TrainingInStore how;
   how.quiet = o.quiet;
-  how.sweep_point = true;
+  how.sweep_point = o.held_by_parent != 0;  // a parent sweep says why it stops; a Slurm task or a user's, itself
   how.on_run_started = [&](int64_t run) { set_point_run(store, id, p->index, run); };
   TrainConfig config;
   if (p->run_id != 0) {
@@ -611,6 +614,7 @@ nlohmann::ordered_json point_json(const RunStore& store, const SweepPoint& p) {
   j["index"] = p.index;      // from 0: a Slurm sweep's array task id
   j["state"] = sweep_point_state_name(p.state);
   j["run_id"] = p.run_id ? nlohmann::ordered_json(p.run_id) : nlohmann::ordered_json();
+  if (p.state == SweepPointState::Finished && p.run_id == 0) j["run_deleted"] = true;  // as point_result says
   try {
     j["values"] = nlohmann::ordered_json::parse(p.settings_json).at("values");
   } catch (const std::exception&) {
