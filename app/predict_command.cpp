@@ -66,11 +66,11 @@ int predict_command(const PredictOptions& options) {
     std::string named;
     for (size_t i = 0; i < std::min(kNamed, left_out.size()); ++i) {
       named += (i ? ", " : "") + printable(left_out[i]);
-      if (is_gif_name(left_out[i])) named += std::string(" (") + kGifNotRead + ")";
+      if (is_gif_name(left_out[i])) named += " (a GIF: convert it to PNG)";
     }
     if (left_out.size() > kNamed) named += " and " + std::to_string(left_out.size() - kNamed) + " more";
-    std::fprintf(stderr, "ampwb predict: %zu file%s of the folders given left out, by their names no images: %s\n",
-                 left_out.size(), left_out.size() == 1 ? "" : "s", named.c_str());
+    std::fprintf(stderr, "ampwb predict: left out %zu file%s that %s not images by their names: %s\n", left_out.size(),
+                 left_out.size() == 1 ? "" : "s", left_out.size() == 1 ? "is" : "are", named.c_str());
   }
   ImagePredictor predictor(load_final_weights(store, run), options.device, options.threads);
   const std::vector<std::string>& classes = predictor.weights().preprocessing.class_names;

@@ -150,10 +150,9 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   { std::ofstream(dir.path() / "mixed" / "spin.gif") << "GIF89a"; }
   r = ampwb({"predict", "1", (dir.path() / "mixed").string(), "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
-  expect_contains(r.output, "ampwb predict: 2 files of the folders given left out, by their names no images: " +
+  expect_contains(r.output, "ampwb predict: left out 2 files that are not images by their names: " +
                                 (dir.path() / "mixed" / "notes.txt").string() + ", " +
-                                (dir.path() / "mixed" / "spin.gif").string() +
-                                " (a GIF, which is not read (convert it to PNG))\n");
+                                (dir.path() / "mixed" / "spin.gif").string() + " (a GIF: convert it to PNG)\n");
   expect_contains(r.output, (dir.path() / "mixed" / "shoe.png").string() + "\n");
 
   // An export's format is the one its file's extension names; a name that names none, or the other, is refused.

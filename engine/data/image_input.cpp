@@ -76,7 +76,17 @@ std::vector<std::string> image_files_in(const std::vector<std::string>& paths, s
           others.push_back(it->path().string());
       }
       if (ec) throw Error("cannot list the folder '" + path + "': " + ec.message());
-      if (found.empty()) throw Error("the folder '" + path + "' holds no image files");
+      if (found.empty()) {
+        std::sort(others.begin(), others.end());
+        const bool gifs =
+            std::any_of(others.begin(), others.end(), [](const std::string& f) { return is_gif_name(f); });
+        throw Error("the folder '" + path + "' holds no image files" +
+                    (others.empty() ? std::string()
+                                    : " (" + std::to_string(others.size()) +
+                                          (others.size() == 1 ? " other file, '" : " other files, such as '") +
+                                          fs::path(others.front()).filename().string() + "'" +
+                                          (gifs ? "; GIFs are not read: convert them to PNG" : "") + ")"));
+      }
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
       std::sort(others.begin(), others.end());
