@@ -123,6 +123,8 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   run_legend_ = new QLabel;
   run_legend_->setObjectName("runLegend");
   run_legend_->setWordWrap(true);
+  run_legend_->setSizePolicy(QSizePolicy::Ignored,
+                             QSizePolicy::Preferred);  // a name with no space is cut, not widening
   run_legend_->setVisible(false);
   layout->addWidget(run_legend_);
 

@@ -23,7 +23,6 @@
 #include "diagnosis_panel.h"
 #include "run_groups.h"
 #include "store/run_record.h"
-#include "sweep_results.h"
 #include "text_lines_area.h"
 #include "whole_number_box.h"
 
@@ -37,7 +36,9 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   title_ = new QLabel(tr("Select runs in the Runs view and choose Open / compare."));
   title_->setObjectName("compareTitle");
   title_->setTextFormat(Qt::PlainText);  // it names the run: user text, never HTML
-  title_->setWordWrap(true);             // a long name wraps: it must not widen the window past the screen
+  // A long name wraps, or where it has no space to wrap at, is cut: it must not widen the window past the screen.
+  title_->setWordWrap(true);
+  title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   QFont bold = title_->font();
   bold.setBold(true);
   title_->setFont(bold);
@@ -69,10 +70,12 @@ CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), st
   summary_ = new QLabel;
   summary_->setObjectName("compareSummary");
   summary_->setWordWrap(true);
+  summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // as the title: never wider than the view
   time_ = new QLabel;
   time_->setObjectName("compareTime");
   time_->setTextFormat(Qt::PlainText);  // it names the runs: user text, never HTML
   time_->setWordWrap(true);
+  time_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
   table_ = new QTableView;
   table_->setObjectName("compareTable");
@@ -226,7 +229,7 @@ void CompareView::load(const std::vector<int64_t>& ids) {
   title_->setText(title);
   update_summary();
   update_time();
-  update_groups();
+  // The groups' table followed set_group_keys, through group_by_changed.
 }
 
 std::vector<int64_t> CompareView::run_ids_baseline_first() const {
@@ -275,6 +278,7 @@ void CompareView::update_groups() {
                             {"final validation loss", tr("final val. loss"), 4},
                             {"training images/s (mean of epochs)", tr("training images/s"), 0},
                             {"epoch time (s)", tr("epoch time (s)"), 2},
+                            {"run time (s)", tr("run time (s)"), 1},
                             {"skipped steps", tr("skipped steps"), 1}};
   QStringList headers{tr("group"), tr("runs")};
   for (const Column& c : columns) headers << c.header;

@@ -21,4 +21,7 @@ std::vector<RunGroup> group_runs(const std::vector<const RunSeries*>& runs, cons
 // "precision = amp-bf16 (3 runs)", "all runs (2 runs)".
 std::string group_label(const std::string& key, const RunGroup& group);
 
+// A group's result as its tables show it: "91.20 ± 0.45"; "91.20" for a single run; "—" when nothing was measured.
+std::string mean_std_text(const GroupMetric& metric, int decimals);
+
 }  // namespace ampwb::ui

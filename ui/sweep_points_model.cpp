@@ -80,7 +80,6 @@ QVariant SweepPointsModel::data(const QModelIndex& index, int role) const {
       }
     return {};
   }
-  const bool finished = r.point.state == SweepPointState::Finished && r.has_run;
   switch (column - 1 - dimensions()) {
     case State:
       if (role == Qt::DisplayRole || role == kSortRole) return QString::fromUtf8(sweep_point_state_name(r.point.state));
@@ -104,12 +103,15 @@ QVariant SweepPointsModel::data(const QModelIndex& index, int role) const {
       // and sorted below them.
       const double a = r.summary.final_validation_accuracy;
       if (!r.has_run || !std::isfinite(a)) return role == kSortRole ? QVariant(-1.0) : QVariant();
+      const bool final = r.run_status == RunStatus::Finished;  // whatever the point's state (a cancel came late)
       if (role == Qt::DisplayRole) return QString::number(100 * a, 'f', 2);
-      if (role == kSortRole) return finished ? 100 * a : -1.0;
-      if (finished) return {};
+      if (role == kSortRole) return final ? 100 * a : -1.0;
+      if (final) return {};
       if (role == Qt::ForegroundRole) return QBrush(QPalette().color(QPalette::Disabled, QPalette::Text));
       if (role == Qt::ToolTipRole)
-        return tr("After %1 of %2 epochs: its run did not finish, so this is not a final accuracy")
+        return (r.run_status == RunStatus::Running
+                    ? tr("After %1 of %2 epochs: its run is training still")
+                    : tr("After %1 of %2 epochs: its run did not finish, so this is not a final accuracy"))
             .arg(r.summary.epochs_completed)
             .arg(r.epochs_planned);
       return {};

@@ -1,8 +1,6 @@
 // Reading a sweep's points, their runs' summaries and the groups of its finished points.
 #include "sweep_results.h"
 
-#include <cmath>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
 namespace ampwb::ui {
@@ -46,6 +44,7 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
         r.summary = summarize(run, store.epochs(p.run_id));
         r.end_reason = run.end_reason;
         r.epochs_planned = run.epochs;
+        r.run_status = run.status;
         r.has_run = true;
       } catch (const std::exception&) {  // its run was deleted: the point keeps its state, without a result
       }
@@ -89,16 +88,6 @@ std::string sweep_counts_text(const SweepResults& results) {
   for (const auto& [state, n] : results.counts)
     states += (states.empty() ? "" : ", ") + std::to_string(n) + " " + sweep_point_state_name(state);
   return states.empty() ? text : text + ": " + states;
-}
-
-std::string mean_std_text(const GroupMetric& metric, int decimals) {
-  if (!std::isfinite(metric.mean)) return "—";
-  char buffer[64];
-  if (!std::isfinite(metric.std))  // a single run
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, metric.mean);
-  else
-    std::snprintf(buffer, sizeof buffer, "%.*f ± %.*f", decimals, metric.mean, decimals, metric.std);
-  return buffer;
 }
 
 }  // namespace ampwb::ui

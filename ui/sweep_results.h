@@ -21,6 +21,7 @@ struct SweepPointResult {
   std::vector<std::pair<std::string, std::string>> values;  // the point's value of each dimension, grid order
   RunSummary summary;                                       // of its run, when it has one
   int epochs_planned = 0;                                   // its run's, when it has one
+  RunStatus run_status = RunStatus::Running;                // its run's, when it has one
   std::string end_reason;                                   // why its run failed, was cancelled or interrupted
   bool has_run = false;                                     // its run is in the store
 };
@@ -46,8 +47,5 @@ SweepResults read_sweep_results(const RunStore& store, int64_t sweep);
 
 // "6 points: 2 finished, 1 running, 3 queued".
 std::string sweep_counts_text(const SweepResults& results);
-
-// "91.20 ± 0.45"; "91.20" for a single run; "—" when nothing was measured.
-std::string mean_std_text(const GroupMetric& metric, int decimals);
 
 }  // namespace ampwb::ui

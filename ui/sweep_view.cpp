@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plain_text.h"
+#include "run_groups.h"
 #include "sweep_points_model.h"
 #include "workbench_store.h"
 
