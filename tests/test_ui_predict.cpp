@@ -4,6 +4,8 @@
 #include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
+#include <QDir>
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -67,6 +69,35 @@ class PredictImages : public QObject {
     const QString file = QString::fromStdString(store.run(kept_).info.final_weights);
     QVERIFY(QFileInfo::exists(file));
     QVERIFY(model->index(model->row_of(kept_), RunsModel::Name).data(Qt::ToolTipRole).toString().contains(file));
+  }
+
+  // A folder: its images, sub-folders included, and the files that are no images said to be left out.
+  void predict_on_a_folder_takes_its_images() {
+    RunStore store(db_.toStdString());
+    RunsView view(store);
+    view.reload();
+    const QString folder = dir_.filePath("to-predict");
+    QDir().mkpath(folder + "/more");
+    QFile::copy(vertical_images()[0], folder + "/a.png");
+    QFile::copy(vertical_images()[1], folder + "/more/b.png");
+    QFile notes(folder + "/notes.txt");
+    QVERIFY(notes.open(QIODevice::WriteOnly));
+    notes.write("taken on Tuesday");
+    notes.close();
+    view.choose_image_folder = [&folder] { return folder; };
+    view.select({kept_});
+    view.predict_folder_selected();
+    auto* dialog = view.findChild<PredictDialog*>("predictDialog");
+    QVERIFY(dialog);
+    QTRY_VERIFY_WITH_TIMEOUT(dialog->finished(), 60000);
+    QVERIFY2(dialog->error().isEmpty(), qPrintable(dialog->error()));
+    QCOMPARE(dialog->table()->rowCount(), 2);
+    QCOMPARE(dialog->table()->item(0, 0)->text(), QString("a.png"));
+    QCOMPARE(dialog->table()->item(1, 0)->text(), QString("more/b.png"));
+    const QString summary = dialog->findChild<QLabel*>("predictSummary")->text();
+    QVERIFY2(summary.contains("; the images below " + folder), qPrintable(summary));
+    QVERIFY2(summary.contains("; 1 file left out, not an image by its name (notes.txt)"), qPrintable(summary));
+    dialog->close();
   }
 
   void predict_shows_the_engines_top_classes_for_each_image() {

@@ -434,8 +434,31 @@ class TrainingThroughTheUi : public QObject {
     train_and_stop(deleted);
     if (QTest::currentTestFailed()) return;
     RunStore(path.toStdString(), RunStore::Mode::Existing).remove(deleted);
-    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString("Run %1 was deleted from the run store elsewhere").arg(deleted),
-                              10000);
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString("Run %1 was deleted from the run store").arg(deleted), 10000);
+  }
+
+  // Paused, the run is shown paused in the window's Runs tab (the store records it running still), and running again
+  // once resumed.
+  void a_paused_run_is_shown_paused() {
+    const QString path = db("paused");
+    MainWindow w(path);
+    w.show();
+    set_up(w, data_, 20, "fp32", 4, 6);
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    QTest::mouseClick(child<QPushButton>(w, "trainButton"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.live_run()->steps.empty(), 300000);
+    QTest::mouseClick(child<QPushButton>(w, "pauseButton"), Qt::LeftButton);
+    const int64_t id = w.live_run()->run_id;
+    QVERIFY(id != 0);
+    w.runs_view()->reload();
+    RunsModel* runs = w.runs_view()->model();
+    const auto status = [&] { return runs->index(runs->row_of(id), RunsModel::Status).data().toString(); };
+    QVERIFY2(status().startsWith("paused"), qPrintable(status()));
+    QCOMPARE(RunStore(path.toStdString(), RunStore::Mode::ReadOnly).run(id).status, RunStatus::Running);
+    QTest::mouseClick(child<QPushButton>(w, "pauseButton"), Qt::LeftButton);  // resumed
+    QVERIFY2(status().startsWith("running"), qPrintable(status()));
+    QTest::mouseClick(child<QPushButton>(w, "stopButton"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
   }
 
   void settings_and_layout_are_remembered() {

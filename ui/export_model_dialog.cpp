@@ -84,7 +84,10 @@ ExportModelDialog::ExportModelDialog(const RunStore& store, int64_t run, QWidget
   layout->addWidget(buttons);
 
   connect(path_, &QLineEdit::textEdited, this, &ExportModelDialog::follow_suffix);
-  connect(path_, &QLineEdit::textChanged, message_, &QLabel::clear);  // what it said was of another file
+  connect(path_, &QLineEdit::textChanged, this, [this] {  // what it said was of another file
+    error_.clear();
+    message_->clear();
+  });
   connect(format_, &QComboBox::currentIndexChanged, this, [this] {  // the suggested name follows the format
     const QString wanted = format() == "onnx" ? kOnnxSuffix : kSafetensorsSuffix;
     QString p = path();

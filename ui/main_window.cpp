@@ -434,10 +434,9 @@ void MainWindow::follow_last_run() {
   }
   QString text;
   if (!run) {
-    text = tr("Run %1 was deleted from the run store elsewhere").arg(id);
-  } else if (run->status == live_->status) {
-    return;
+    text = tr("Run %1 was deleted from the run store").arg(id);
   } else if (run->status == RunStatus::Running) {
+    if (live_->status == RunStatus::Running) return;  // said already
     text = tr("Run %1 is training again elsewhere (process %2 on %3): the Runs and Compare tabs follow it")
                .arg(id)
                .arg(run->pid)
@@ -446,6 +445,8 @@ void MainWindow::follow_last_run() {
     controls_->clear_progress();
     controls_->set_status(text);
     return;  // and followed on, to its end
+  } else if (live_->status != RunStatus::Running && run->duration_seconds == last_run_seconds_) {
+    return;  // not trained since: a rename or a note changes its row, not its wall time
   } else {
     text = tr("Run %1, resumed elsewhere, %2").arg(id).arg(QString::fromUtf8(run_status_name(run->status)));
     if (!run->end_reason.empty()) text += ": " + QString::fromStdString(run->end_reason);
@@ -454,7 +455,6 @@ void MainWindow::follow_last_run() {
   controls_->clear_progress();
   controls_->set_status(text);
   runs_view_->reload();
-  update_actions();
 }
 
 void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& store_error) {
@@ -472,7 +472,14 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
     }
   }
   live_->status = end.status;
-  if (run_id != 0 && end.status != RunStatus::Finished && end.status != RunStatus::Failed) follow_last_run_->start();
+  runs_view_->model()->set_paused_run(0);
+  if (run_id != 0 && end.status != RunStatus::Finished && end.status != RunStatus::Failed) {
+    try {  // its wall time as recorded here: grown when it trained elsewhere
+      if (const std::optional<RunRecord> run = store_->find_run(run_id)) last_run_seconds_ = run->duration_seconds;
+      follow_last_run_->start();
+    } catch (const std::exception&) {  // the store out of reach: not followed
+    }
+  }
   live_charts_->refresh();  // whatever a deferred redraw still owed
   controls_->set_state(RunControls::State::Idle);
   // A run refused before its row was written (its data cannot take its settings) never started: no run 0 failed.
@@ -526,10 +533,12 @@ void MainWindow::toggle_pause() {
   if (session_->paused()) {
     session_->resume();
     controls_->set_state(RunControls::State::Training);
+    runs_view_->model()->set_paused_run(0);
     show_status(tr("Resumed"), 3000);
   } else {
     session_->pause();
     controls_->set_state(RunControls::State::Paused);
+    runs_view_->model()->set_paused_run(live_->run_id);  // the store records it running still
     show_status(tr("Paused after the current step"), 3000);
   }
 }
@@ -559,7 +568,7 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
   try {
     caps = make_backend(base.device, {base.threads})->capabilities();
   } catch (const Error& e) {
-    plain_message(this, QMessageBox::Warning, tr("Sweep"), QString::fromStdString(e.what()));
+    plain_message(this, QMessageBox::Warning, tr("Sweep"), as_sentence(QString::fromStdString(e.what())));
     return;
   }
   SweepDialog dialog(base, caps, this);
@@ -805,7 +814,7 @@ void MainWindow::resume_run_interactive(int64_t id) {
     if (folder.isEmpty()) return;
   }
   const QString problem = resume_run(id, folder);
-  if (!problem.isEmpty()) plain_message(this, QMessageBox::Information, tr("Resume"), problem);
+  if (!problem.isEmpty()) plain_message(this, QMessageBox::Information, tr("Resume"), as_sentence(problem));
 }
 
 QString MainWindow::resume_run(int64_t id, const QString& data_folder) {
@@ -877,7 +886,7 @@ void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
                   .arg(QString::fromStdString(runs_phrase(earlier)));
     show_status(done, 15000);
   } catch (const std::exception& e) {
-    plain_message(this, QMessageBox::Warning, tr("Export CSV"), QString::fromUtf8(e.what()));
+    plain_message(this, QMessageBox::Warning, tr("Export CSV"), as_sentence(QString::fromUtf8(e.what())));
   }
 }
 
@@ -907,7 +916,7 @@ void MainWindow::save_report_interactive(std::vector<int64_t> ids) {
                     .arg(file),
                 10000);
   } catch (const std::exception& e) {
-    plain_message(this, QMessageBox::Warning, tr("Save report"), QString::fromUtf8(e.what()));
+    plain_message(this, QMessageBox::Warning, tr("Save report"), as_sentence(QString::fromUtf8(e.what())));
   }
 }
 

@@ -129,6 +129,7 @@ class MainWindow : public QMainWindow {
   ScaleCollapseWatch collapse_watch_;  // the live run's alarm (the diagnosis' scale_collapse rule, while it trains)
   std::string checkpoint_dir_;         // of the current run, removed when it finishes
   QTimer* follow_last_run_ = nullptr;  // runs follow_last_run() while the last run may go on elsewhere
+  double last_run_seconds_ = 0;        // its wall time when it ended here
 
   RunSetupPanel* setup_ = nullptr;
   QDockWidget* setup_dock_ = nullptr;

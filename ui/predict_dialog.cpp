@@ -65,7 +65,7 @@ PredictDialog::PredictDialog(const RunStore& store, int64_t run, const QStringLi
   try {  // what can be refused at once is: the images listed, the weights read and checked
     std::vector<std::string> paths;
     for (const QString& image : images) paths.push_back(image.toStdString());
-    paths_ = image_files_in(paths);
+    paths_ = image_files_in(paths, &left_out_);
     weights = load_final_weights(store, run);
   } catch (const std::exception& e) {
     finish(QString::fromUtf8(e.what()));
@@ -76,7 +76,7 @@ PredictDialog::PredictDialog(const RunStore& store, int64_t run, const QStringLi
   const int k = std::min(top_, static_cast<int>(classes_.size()));
   table_->horizontalHeaderItem(3)->setText(tr("Top %1").arg(k));
   const std::filesystem::path folder = common_folder(paths_);
-  if (!folder.empty()) summary_->setToolTip(tr("Images in %1").arg(QString::fromStdString(folder.string())));
+  folder_ = QString::fromStdString(folder.string());
   table_->setRowCount(static_cast<int>(paths_.size()));
   for (size_t i = 0; i < paths_.size(); ++i) {  // each row names its image while it waits, below their folder
     const std::string shown =
@@ -170,6 +170,17 @@ void PredictDialog::finish(const QString& error) {
           .arg(run_)
           .arg(classes_.size())
           .arg(image_size_);
+  if (!folder_.isEmpty()) summary += tr("; the images below %1").arg(folder_);  // the rows name them from there
+  if (!left_out_.empty()) {  // a folder's GIFs or notes, not to be taken for classified
+    QStringList names;
+    for (size_t i = 0; i < std::min<size_t>(3, left_out_.size()); ++i)
+      names << QString::fromStdString(std::filesystem::path(left_out_[i]).filename().string());
+    if (left_out_.size() > 3) names << tr("…");
+    summary +=
+        left_out_.size() == 1
+            ? tr("; 1 file left out, not an image by its name (%1)").arg(names.join(", "))
+            : tr("; %1 files left out, not images by their names (%2)").arg(left_out_.size()).arg(names.join(", "));
+  }
   if (unreadable_rows_.size() == 1)  // said whole here: its row may be too narrow for it
     summary += tr("; 1 could not be read: %1").arg(reasons.front());
   else if (!unreadable_rows_.empty())

@@ -50,6 +50,8 @@ class PredictDialog : public QDialog {
   int64_t run_ = 0;
   int image_size_ = 0;
   std::vector<std::string> paths_, classes_;
+  std::vector<std::string> left_out_;  // the folders' files that are no images by their names
+  QString folder_;                     // the folder every image lies in, whose rows name them from there
   std::vector<int> unreadable_rows_;
   std::atomic<bool> stop_ = false;
   std::thread worker_;

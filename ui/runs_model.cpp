@@ -121,6 +121,13 @@ int RunsModel::row_of(int64_t id) const {
   return -1;
 }
 
+void RunsModel::set_paused_run(int64_t run_id) {
+  const int64_t before = paused_run_;
+  paused_run_ = run_id;
+  for (int64_t id : {before, run_id})
+    if (const int row = id ? row_of(id) : -1; row >= 0) Q_EMIT dataChanged(index(row, Status), index(row, Status));
+}
+
 int RunsModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
@@ -191,7 +198,10 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case Status: {
       if (sort) return QString::fromUtf8(run_status_name(r.status));
       // A run the user stopped is "stopped" (the store's word is "cancelled"), and says when it can go on.
-      QString text = r.status == RunStatus::Cancelled ? tr("stopped") : QString::fromUtf8(run_status_name(r.status));
+      QString text = r.status == RunStatus::Cancelled ? tr("stopped")
+                     : r.status == RunStatus::Running && r.id == paused_run_
+                         ? tr("paused")
+                         : QString::fromUtf8(run_status_name(r.status));
       QStringList details;
       if (row.resumable) details << tr("resumable");
       if (s.epochs_completed < r.epochs && r.status != RunStatus::Finished)

@@ -58,6 +58,8 @@ class RunsModel : public QAbstractTableModel {
   const RunRecord& record(int row) const { return rows_[static_cast<size_t>(row)].record; }
   const RunSummary& summary(int row) const { return rows_[static_cast<size_t>(row)].summary; }
   int row_of(int64_t run_id) const;  // -1 when absent
+  // The run this window has paused (0: none): the store still records it running, which it shows as paused.
+  void set_paused_run(int64_t run_id);
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -66,6 +68,7 @@ class RunsModel : public QAbstractTableModel {
 
  private:
   std::vector<Row> rows_;
+  int64_t paused_run_ = 0;
 };
 
 }  // namespace ampwb::ui

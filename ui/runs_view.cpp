@@ -17,6 +17,7 @@
 #include <QTableView>
 #include <QTimer>
 #include <QToolBar>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include "export_model_dialog.h"
@@ -57,6 +58,14 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   confirm = [this](const QString& question) {  // plain text: it lists the runs' names
     return plain_message(this, QMessageBox::Question, tr("Delete"), question, QMessageBox::Yes | QMessageBox::Cancel,
                          QMessageBox::Cancel) == QMessageBox::Yes;
+  };
+  choose_image_folder = [this] {
+    QFileDialog* dialog = new_file_dialog(this, tr("Folder of images to predict"), QString());
+    dialog->setFileMode(QFileDialog::Directory);
+    dialog->setOption(QFileDialog::ShowDirsOnly);
+    const QStringList chosen = dialog->exec() == QDialog::Accepted ? dialog->selectedFiles() : QStringList();
+    delete dialog;
+    return chosen.isEmpty() ? QString() : chosen.front();
   };
   choose_images = [this] {
     QFileDialog* dialog = new_file_dialog(this, tr("Images to predict"), QString());
@@ -127,8 +136,15 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
                                     if (!selected_ids().empty()) Q_EMIT export_charts_requested(selected_ids());
                                   }),
                "exportChartsAction", Selected::Some, false, tr("The runs' charts as PNG, SVG or PDF files"));
-  on_selection(outputs->addAction(tr("Predict…"), this, &RunsView::predict_selected), "predictAction", Selected::One,
-               false, tr("Classify images with the run's final weights"));
+  QAction* predict = outputs->addAction(tr("Predict…"), this, &RunsView::predict_selected);
+  on_selection(predict, "predictAction", Selected::One, false,
+               tr("Classify images with the run's final weights (the arrow: a whole folder of them)"));
+  auto* predict_choices = new QMenu(this);
+  predict_choices->addAction(tr("Predict on images…"), this, &RunsView::predict_selected);
+  predict_choices->addAction(tr("Predict on a folder of images…"), this, &RunsView::predict_folder_selected);
+  predict->setMenu(predict_choices);
+  if (auto* button = qobject_cast<QToolButton*>(outputs->widgetForAction(predict)))
+    button->setPopupMode(QToolButton::MenuButtonPopup);
   export_model_action_ = outputs->addAction(tr("Export model…"), this, &RunsView::export_model_selected);
   export_model_action_->setObjectName("exportModelAction");
   outputs->addSeparator();
@@ -324,12 +340,12 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     }
     // Notes come back with theirs above the user's, both to merge; a name is one line, the user's to keep or change.
     const QString current = QString::fromStdString(*theirs);
-    const bool notes = field == &RunRecord::notes;
-    if (notes && !current.isEmpty() && !text.contains(current)) text = current + "\n\n" + text;
+    const bool merged = field == &RunRecord::notes && !current.isEmpty() && !text.contains(current);
+    if (merged) text = current + "\n\n" + text;
     plain_message(this, QMessageBox::Warning, title,
-                  said + (notes ? tr("\n\nTheirs and yours, below theirs, follow in the dialog, to merge and save "
-                                     "again.")
-                                : tr("\n\nYours follows in the dialog, to save again or change.")));
+                  said + (merged ? tr("\n\nTheirs and yours, below theirs, follow in the dialog, to merge and save "
+                                      "again.")
+                                 : tr("\n\nYours follows in the dialog, to save again or change.")));
     were = *theirs;
   }
 }
@@ -358,7 +374,7 @@ void RunsView::tag_selected() {
     const QString t = tag.trimmed();
     const QString error = t.startsWith('-') ? remove_tag(id, t.mid(1)) : add_tag(id, t);
     if (!error.isEmpty()) {
-      plain_message(this, QMessageBox::Warning, tr("Tag"), error);
+      plain_message(this, QMessageBox::Warning, tr("Tag"), as_sentence(error));
       return;
     }
   }
@@ -412,7 +428,7 @@ void RunsView::delete_selected() {
   for (int64_t id : ids) {
     const QString error = remove(id);
     if (!error.isEmpty()) {
-      plain_message(this, QMessageBox::Warning, tr("Delete"), error);
+      plain_message(this, QMessageBox::Warning, tr("Delete"), as_sentence(error));
       return;
     }
   }
@@ -420,14 +436,25 @@ void RunsView::delete_selected() {
 }
 
 void RunsView::predict_selected() {
+  predict_with([this] { return choose_images(); });
+}
+
+void RunsView::predict_folder_selected() {
+  predict_with([this] {
+    const QString folder = choose_image_folder();
+    return folder.isEmpty() ? QStringList() : QStringList{folder};
+  });
+}
+
+void RunsView::predict_with(const std::function<QStringList()>& choose) {
   const auto ids = selected_ids();
   if (ids.size() != 1) return;
   const std::string refusal = final_weights_refusal(store_, ids[0]);
   if (!refusal.empty()) {
-    plain_message(this, QMessageBox::Information, tr("Predict"), QString::fromStdString(refusal));
+    plain_message(this, QMessageBox::Information, tr("Predict"), as_sentence(QString::fromStdString(refusal)));
     return;
   }
-  const QStringList images = choose_images();
+  const QStringList images = choose();
   if (images.isEmpty()) return;
   auto* dialog = new PredictDialog(store_, ids[0], images, this);
   dialog->setAttribute(Qt::WA_DeleteOnClose);
@@ -450,7 +477,7 @@ void RunsView::update_actions() {
   if (ids.size() != 1)
     why_not = tr("Select one run to export its model");
   else
-    why_not = QString::fromStdString(attempt_refusal(store_, ids[0]));
+    why_not = as_sentence(QString::fromStdString(attempt_refusal(store_, ids[0])));
   export_model_action_->setEnabled(why_not.isEmpty());
   export_model_action_->setToolTip(
       plain_tooltip(why_not.isEmpty() ? tr("The run's final weights as an ONNX or safetensors file") : why_not));
@@ -461,7 +488,7 @@ void RunsView::export_model_selected() {
   if (ids.size() != 1) return;
   const std::string refusal = attempt_refusal(store_, ids[0]);
   if (!refusal.empty()) {
-    plain_message(this, QMessageBox::Information, tr("Export model"), QString::fromStdString(refusal));
+    plain_message(this, QMessageBox::Information, tr("Export model"), as_sentence(QString::fromStdString(refusal)));
     return;
   }
   auto* dialog = new ExportModelDialog(store_, ids[0], this);
@@ -493,6 +520,7 @@ void RunsView::show_menu(const QPoint& at) {
   menu.addAction(tr("Export CSV…"), this, [this, ids] { Q_EMIT export_csv_requested(ids); });
   menu.addAction(tr("Export charts…"), this, [this, ids] { Q_EMIT export_charts_requested(ids); });
   if (ids.size() == 1) menu.addAction(tr("Predict on images…"), this, &RunsView::predict_selected);
+  if (ids.size() == 1) menu.addAction(tr("Predict on a folder of images…"), this, &RunsView::predict_folder_selected);
   if (ids.size() == 1) menu.addAction(export_model_action_);
   menu.exec(table_->viewport()->mapToGlobal(at));
 }

@@ -59,8 +59,12 @@ class RunsView : public QWidget {
   std::function<bool(const QString& question)> confirm;
   // Asks which images "Predict on images…" takes (empty: cancelled); replaceable for tests.
   std::function<QStringList()> choose_images;
+  // Asks which folder "Predict on a folder of images…" takes ("": cancelled); replaceable for tests.
+  std::function<QString()> choose_image_folder;
   // The selected run's final weights on images the user picks (choose_images), in a PredictDialog (predict_dialog.h).
   void predict_selected();
+  // The same on every image file of a folder the user picks (choose_image_folder), sub-folders included.
+  void predict_folder_selected();
   // The selected run's final weights as an ONNX or safetensors file, in an ExportModelDialog
   // (export_model_dialog.h); the status message names the file written.
   void export_model_selected();
@@ -87,6 +91,7 @@ class RunsView : public QWidget {
                  const std::function<QString(const QString& shown, bool& ok)>& ask,
                  const std::function<void(const QString& text, const std::string& were)>& write);
   void delete_selected();
+  void predict_with(const std::function<QStringList()>& choose);
   void show_menu(const QPoint& at);
   void update_count();
   void update_actions();
