@@ -384,7 +384,9 @@ int show_command(const ShowOptions& options) {
 
   std::printf("\nconfiguration\n");
   Table config({"SETTING", "VALUE"});
-  for (const auto& [key, value] : config_settings(r.config)) config.add({key, value});
+  for (const auto& [key, value] : config_settings(r.config))  // an empty name asked the store to choose one
+    config.add(
+        {key, key == "name" && value.empty() ? "(none given: the run is named " + printable(r.name) + ")" : value});
   config.print("  ");
 
   std::printf("\nepochs\n");
