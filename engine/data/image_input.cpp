@@ -76,8 +76,9 @@ std::vector<std::string> image_files_in(const std::vector<std::string>& paths, s
           others.push_back(it->path().string());
       }
       if (ec) throw Error("cannot list the folder '" + path + "': " + ec.message());
+      std::sort(found.begin(), found.end());  // in path order, whatever order the file system lists them in
+      std::sort(others.begin(), others.end());
       if (found.empty()) {
-        std::sort(others.begin(), others.end());
         const bool gifs =
             std::any_of(others.begin(), others.end(), [](const std::string& f) { return is_gif_name(f); });
         throw Error("the folder '" + path + "' holds no image files" +
@@ -87,9 +88,7 @@ std::vector<std::string> image_files_in(const std::vector<std::string>& paths, s
                                           fs::path(others.front()).filename().string() + "'" +
                                           (gifs ? "; GIFs are not read: convert them to PNG" : "") + ")"));
       }
-      std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
-      std::sort(others.begin(), others.end());
       if (left_out) left_out->insert(left_out->end(), others.begin(), others.end());
     } else {
       files.push_back(path);  // a missing one too: named with its reason in its row, the others classified
