@@ -633,8 +633,12 @@ class CompareRuns : public QObject {
       QCOMPARE(tooltip_text(action(name)->toolTip()), QString("Select only one run for this"));
     }
     runs->select({bf16_seed1_});
-    for (const char* name : {"resumeAction", "renameAction", "notesAction", "predictAction"})
+    for (const char* name : {"renameAction", "notesAction", "predictAction", "exportModelAction"})
       QVERIFY2(action(name)->isEnabled(), name);
+    // A finished run has nothing to resume: the tooltip says so, where a click used to.
+    QVERIFY(!action("resumeAction")->isEnabled());
+    QCOMPARE(tooltip_text(action("resumeAction")->toolTip()),
+             QString("Run %1 ('bf16 seed 1') finished: there is nothing to resume").arg(bf16_seed1_));
     runs->set_filter("bf16");
     QCOMPARE(runs->proxy()->rowCount(), 1);
     runs->set_filter("");

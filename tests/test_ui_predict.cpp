@@ -292,11 +292,16 @@ class PredictImages : public QObject {
     // The tooltip's spaces are its own, non-breaking.
     const auto tooltip = [&view] { return view.export_model_action()->toolTip().replace(QChar::Nbsp, ' '); };
     QVERIFY2(tooltip().contains("they were not kept, as its settings asked"), qPrintable(tooltip()));
+    // Predict needs the same weights, and says so alike.
+    const QAction* predict = view.findChild<QAction*>("predictAction");
+    QVERIFY(!predict->isEnabled());
+    QVERIFY(predict->toolTip().replace(QChar::Nbsp, ' ').contains("they were not kept, as its settings asked"));
     view.select({kept_, not_kept_});
     QVERIFY(!view.export_model_action()->isEnabled());
-    QVERIFY2(tooltip().contains("Select one run"), qPrintable(tooltip()));
+    QVERIFY2(tooltip().contains("Select only one run"), qPrintable(tooltip()));
     view.select({kept_});
     QVERIFY(view.export_model_action()->isEnabled());
+    QVERIFY(predict->isEnabled());
 
     ExportModelDialog dialog(store, not_kept_);
     dialog.set_path(dir_.filePath("none.safetensors"));

@@ -27,6 +27,7 @@
 #include "predict_dialog.h"
 #include "runs_poller.h"
 #include "store/final_weights.h"
+#include "store/run_resume.h"
 #include "workbench_store.h"
 
 namespace ampwb::ui {
@@ -42,10 +43,11 @@ QString attempt(F&& f) {
   }
 }
 
-// final_weights_refusal, with a store that cannot be read as the reason.
-std::string attempt_refusal(const RunStore& store, int64_t run) {
+// refusal(store, run), with a store that cannot be read as the reason.
+template <class Refusal>
+std::string attempt_refusal(Refusal&& refusal, const RunStore& store, int64_t run) {
   try {
-    return final_weights_refusal(store, run);
+    return refusal(store, run);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -98,9 +100,10 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   auto* bar = new QToolBar;
   bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
   // Each action on the selected runs, enabled while the selection suits it: its tooltip says what to select else.
-  const auto on_selection = [this](QAction* action, const char* name, Selected needs, bool writes, QString what) {
+  const auto on_selection = [this](QAction* action, const char* name, Selected needs, bool writes, QString what,
+                                   std::function<std::string(const RunStore&, int64_t)> refusal = {}) {
     action->setObjectName(name);
-    selection_actions_.push_back({action, needs, writes, std::move(what)});
+    selection_actions_.push_back({action, needs, writes, std::move(what), std::move(refusal)});
   };
   on_selection(bar->addAction(tr("Open / compare"), this,
                               [this] {
@@ -112,7 +115,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
                                 const auto ids = selected_ids();
                                 if (ids.size() == 1) Q_EMIT resume_requested(ids[0]);
                               }),
-               "resumeAction", Selected::One, true, tr("Resume the run from its last checkpoint"));
+               "resumeAction", Selected::One, true, tr("Resume the run from its last checkpoint"), resume_refusal);
   bar->addSeparator();
   on_selection(bar->addAction(tr("Rename…"), this, &RunsView::rename_selected), "renameAction", Selected::One, true,
                tr("Rename the run"));
@@ -138,7 +141,8 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
                "exportChartsAction", Selected::Some, false, tr("The runs' charts as PNG, SVG or PDF files"));
   QAction* predict = outputs->addAction(tr("Predict…"), this, &RunsView::predict_selected);
   on_selection(predict, "predictAction", Selected::One, false,
-               tr("Classify images with the run's final weights (the arrow: a whole folder of them)"));
+               tr("Classify images with the run's final weights (the arrow: a whole folder of them)"),
+               final_weights_refusal);
   auto* predict_choices = new QMenu(this);
   predict_choices->addAction(tr("Predict on images…"), this, &RunsView::predict_selected);
   predict_choices->addAction(tr("Predict on a folder of images…"), this, &RunsView::predict_folder_selected);
@@ -146,7 +150,8 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   if (auto* button = qobject_cast<QToolButton*>(outputs->widgetForAction(predict)))
     button->setPopupMode(QToolButton::MenuButtonPopup);
   export_model_action_ = outputs->addAction(tr("Export model…"), this, &RunsView::export_model_selected);
-  export_model_action_->setObjectName("exportModelAction");
+  on_selection(export_model_action_, "exportModelAction", Selected::One, false,
+               tr("The run's final weights as an ONNX or safetensors file"), final_weights_refusal);
   outputs->addSeparator();
   outputs->addAction(tr("Refresh"), this, &RunsView::reload);
 
@@ -466,27 +471,21 @@ void RunsView::update_actions() {
   // What writes into the store is refused up front in one this user may only read, saying why where the pointer is.
   const QString read_only = as_sentence(read_only_reason(store_));  // a tooltip of its own
   for (const SelectionAction& a : selection_actions_) {
-    const QString why = a.writes && !read_only.isEmpty()             ? read_only
-                        : ids.empty()                                ? tr("Select a run first")
-                        : a.needs == Selected::One && ids.size() > 1 ? tr("Select only one run for this")
-                                                                     : QString();
+    QString why = a.writes && !read_only.isEmpty()             ? read_only
+                  : ids.empty()                                ? tr("Select a run first")
+                  : a.needs == Selected::One && ids.size() > 1 ? tr("Select only one run for this")
+                                                               : QString();
+    if (why.isEmpty() && a.refusal && ids.size() == 1)
+      why = as_sentence(QString::fromStdString(attempt_refusal(a.refusal, store_, ids[0])));
     a.action->setEnabled(why.isEmpty());
     a.action->setToolTip(plain_tooltip(why.isEmpty() ? a.what : why));
   }
-  QString why_not;
-  if (ids.size() != 1)
-    why_not = tr("Select one run to export its model");
-  else
-    why_not = as_sentence(QString::fromStdString(attempt_refusal(store_, ids[0])));
-  export_model_action_->setEnabled(why_not.isEmpty());
-  export_model_action_->setToolTip(
-      plain_tooltip(why_not.isEmpty() ? tr("The run's final weights as an ONNX or safetensors file") : why_not));
 }
 
 void RunsView::export_model_selected() {
   const auto ids = selected_ids();
   if (ids.size() != 1) return;
-  const std::string refusal = attempt_refusal(store_, ids[0]);
+  const std::string refusal = attempt_refusal(final_weights_refusal, store_, ids[0]);
   if (!refusal.empty()) {
     plain_message(this, QMessageBox::Information, tr("Export model"), as_sentence(QString::fromStdString(refusal)));
     return;
@@ -507,20 +506,29 @@ void RunsView::show_menu(const QPoint& at) {
   QMenu menu(this);
   menu.addAction(ids.size() == 1 ? tr("Open charts") : tr("Compare %1 runs").arg(ids.size()), this,
                  [this, ids] { Q_EMIT open_requested(ids); });
-  const bool writable = !store_.read_only();
+  // The menu's own wording of a toolbar action, enabled as it is, its tooltip saying why not.
+  menu.setToolTipsVisible(true);
+  const auto like = [this](QAction* item, const char* toolbar_action) {
+    const QAction* a = findChild<QAction*>(toolbar_action);
+    item->setEnabled(a->isEnabled());
+    item->setToolTip(a->toolTip());
+  };
   if (ids.size() == 1)
-    menu.addAction(tr("Resume from its checkpoint"), this, [this, ids] { Q_EMIT resume_requested(ids[0]); })
-        ->setEnabled(writable);
+    like(menu.addAction(tr("Resume from its checkpoint"), this, [this, ids] { Q_EMIT resume_requested(ids[0]); }),
+         "resumeAction");
   menu.addSeparator();
-  if (ids.size() == 1) menu.addAction(tr("Rename…"), this, &RunsView::rename_selected)->setEnabled(writable);
-  menu.addAction(tr("Tag…"), this, &RunsView::tag_selected)->setEnabled(writable);
+  if (ids.size() == 1) like(menu.addAction(tr("Rename…"), this, &RunsView::rename_selected), "renameAction");
+  like(menu.addAction(tr("Tag…"), this, &RunsView::tag_selected), "tagAction");
   if (ids.size() == 1) menu.addAction(tr("Notes…"), this, &RunsView::notes_selected);
-  menu.addAction(tr("Delete…"), this, &RunsView::delete_selected)->setEnabled(writable);
+  like(menu.addAction(tr("Delete…"), this, &RunsView::delete_selected), "deleteAction");
   menu.addSeparator();
   menu.addAction(tr("Export CSV…"), this, [this, ids] { Q_EMIT export_csv_requested(ids); });
   menu.addAction(tr("Export charts…"), this, [this, ids] { Q_EMIT export_charts_requested(ids); });
-  if (ids.size() == 1) menu.addAction(tr("Predict on images…"), this, &RunsView::predict_selected);
-  if (ids.size() == 1) menu.addAction(tr("Predict on a folder of images…"), this, &RunsView::predict_folder_selected);
+  if (ids.size() == 1) {
+    like(menu.addAction(tr("Predict on images…"), this, &RunsView::predict_selected), "predictAction");
+    like(menu.addAction(tr("Predict on a folder of images…"), this, &RunsView::predict_folder_selected),
+         "predictAction");
+  }
   if (ids.size() == 1) menu.addAction(export_model_action_);
   menu.exec(table_->viewport()->mapToGlobal(at));
 }

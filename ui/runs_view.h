@@ -110,6 +110,8 @@ class RunsView : public QWidget {
     Selected needs;
     bool writes;   // into the store: refused where it is read-only
     QString what;  // its tooltip while it is enabled
+    // Why the one run selected cannot be acted on (the store's words), empty when it can; unset: any run can.
+    std::function<std::string(const RunStore&, int64_t)> refusal = {};
   };
   std::vector<SelectionAction> selection_actions_;  // enabled by update_actions()
   QTimer* poll_timer_ = nullptr;
