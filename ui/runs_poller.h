@@ -1,8 +1,7 @@
 // Follows a run store that other processes write into (a CLI `ampwb train`, a Slurm job's tasks, another window)
-// from a thread of its own, on a connection of its own (a RunStore is one thread's at a time): each poll reads the
-// store's change marker (RunStore::change_marker) and, only when it differs from the last one, the runs' rows.
-// The UI thread never waits on the store, so a slow or unreachable PostgreSQL server leaves the window responsive:
-// a poll still under way takes no other, and its error is delivered instead of rows.
+// through a StoreReader: each poll reads the store's change marker (RunStore::change_marker) and, only when it
+// differs from the last one, the runs' rows. A poll still under way takes no other, and its error is delivered
+// instead of rows.
 #pragma once
 
 #include <QObject>
@@ -16,12 +15,13 @@
 
 namespace ampwb::ui {
 
+class StoreReader;
+
 class RunsPoller : public QObject {
   Q_OBJECT
  public:
   // `location`: the store as it was opened (a PostgreSQL URI with its password, where it has one).
   explicit RunsPoller(std::string location, QObject* parent = nullptr);
-  ~RunsPoller() override;  // waits a moment for a poll under way, then leaves it to end on its own
 
   // Starts one poll, unless one is under way; `reread` reads the rows even when the marker has not changed.
   void poll(bool reread = false);
@@ -33,10 +33,9 @@ class RunsPoller : public QObject {
   std::function<void()> on_unchanged;
 
  private:
-  struct Shared;
-  static void follow(std::shared_ptr<Shared> shared);  // the worker thread
-  void deliver();
-  std::shared_ptr<Shared> shared_;
+  struct Seen;  // the last marker and rows read, the reader's between polls
+  StoreReader* reader_ = nullptr;
+  std::shared_ptr<Seen> seen_;
 };
 
 }  // namespace ampwb::ui
