@@ -24,6 +24,7 @@
 #ifdef AMPWB_TEST_POSTGRES
 #include "postgres_server.h"
 #endif
+#include "compare_view.h"
 #include "main_window.h"
 #include "runs_view.h"
 #include "test_ui_util.h"
@@ -141,8 +142,37 @@ class RunsViewFollowsTheStore : public QObject {
     return pids;
   }
 
+  // Stops the server for longer than any tab's pace of reading the store (3 s at most), and fails where the window
+  // stops answering meanwhile for a second or more (`tab`: the tab shown, for the message).
+  static void check_answers_while_the_server_hangs(const ampwb::test::PostgresServer& server, MainWindow& w,
+                                                   const char* tab) {
+    static constexpr int kHungMs = 3 * 3000 + 500;
+    const std::vector<pid_t> pids = server_processes(server);
+    QVERIFY2(!pids.empty(), "no postmaster.pid");
+    for (pid_t pid : pids) ::kill(pid, SIGSTOP);
+    // Continued from another thread, so that a window that does wait on the server fails here instead of hanging.
+    std::thread resume([&pids] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kHungMs));
+      for (pid_t pid : pids) ::kill(pid, SIGCONT);
+    });
+    QElapsedTimer clock;
+    qint64 worst_ms = 0;
+    for (int i = 0; i < kHungMs / 100; ++i) {  // in 100 ms waits
+      clock.start();
+      QTest::qWait(100);
+      worst_ms = std::max(worst_ms, clock.elapsed() - 100);
+    }
+    resume.join();
+    QVERIFY2(
+        worst_ms < 1000,
+        qPrintable(
+            QStringLiteral("with the %1 tab shown, the window stopped answering for %2 ms").arg(tab).arg(worst_ms)));
+    QVERIFY(w.isVisible());
+  }
+
   // The server stops answering while the Runs tab is shown: the window goes on answering (the polls wait on their
-  // own thread, one at a time), and once the server answers again the tab follows the store again.
+  // own thread, one at a time), and once the server answers again the tab follows the store again. The same with
+  // the Compare and Sweeps tabs shown, which follow the store too.
   void check_a_hung_server_leaves_the_window_responsive(const ampwb::test::PostgresServer& server) {
     const QString location = QString::fromStdString(server.uri());
     MainWindow w(location);
@@ -153,23 +183,13 @@ class RunsViewFollowsTheStore : public QObject {
     const int before = view.model()->rowCount();
     QVERIFY(before > 0);
     QTest::qWait(RunsView::kPollIntervalMs + 500);  // the poll that showing the tab started is over
-    const std::vector<pid_t> pids = server_processes(server);
-    QVERIFY2(!pids.empty(), "no postmaster.pid");
-    for (pid_t pid : pids) ::kill(pid, SIGSTOP);
-    // Continued from another thread, so that a window that does wait on the server fails here instead of hanging.
-    std::thread resume([&pids] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(3 * RunsView::kPollIntervalMs + 500));
-      for (pid_t pid : pids) ::kill(pid, SIGCONT);
-    });
-    QElapsedTimer clock;
-    qint64 worst_ms = 0;
-    for (int i = 0; i < 3 * RunsView::kPollIntervalMs / 100; ++i) {  // three polls' time, in 100 ms waits
-      clock.start();
-      QTest::qWait(100);
-      worst_ms = std::max(worst_ms, clock.elapsed() - 100);
-    }
-    resume.join();
-    QVERIFY2(worst_ms < 1000, qPrintable(QStringLiteral("the window stopped answering for %1 ms").arg(worst_ms)));
+    check_answers_while_the_server_hangs(server, w, "Runs");
+    w.open_runs({view.model()->run_id(0)});
+    QVERIFY(w.tabs()->currentWidget() == static_cast<QWidget*>(w.compare_view()));
+    check_answers_while_the_server_hangs(server, w, "Compare");
+    w.tabs()->setCurrentWidget(w.sweep_view());
+    check_answers_while_the_server_hangs(server, w, "Sweeps");
+    w.tabs()->setCurrentWidget(w.runs_view());
     RunStore writer(location.toStdString(), RunStore::Mode::Existing);
     TrainConfig c = tiny_config(data_);
     c.name = "after the server came back";

@@ -23,6 +23,7 @@
 #include "diagnosis_panel.h"
 #include "run_groups.h"
 #include "store/run_record.h"
+#include "store_reader.h"
 #include "text_lines_area.h"
 #include "whole_number_box.h"
 
@@ -31,7 +32,8 @@ namespace {
 constexpr int kGroupsTab = 2;  // in details_, after the side-by-side table and the diagnosis
 }  // namespace
 
-CompareView::CompareView(RunStore& store, QWidget* parent) : QWidget(parent), store_(store) {
+CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& location)
+    : QWidget(parent), store_(store), reader_(new StoreReader(location.empty() ? store.path() : location, this)) {
   setObjectName("compareView");
   title_ = new QLabel(tr("Select runs in the Runs view and choose Open / compare."));
   title_->setObjectName("compareTitle");
@@ -152,17 +154,24 @@ std::string CompareView::stamp(const RunRecord& r) {
   return r.updated + '\n' + run_status_name(r.status) + '\n' + r.name + '\n' + r.notes + '\n' + tags;
 }
 
-void CompareView::load(const std::vector<int64_t>& ids) {
+std::vector<RunEvidence> CompareView::read_runs(const RunStore& store, const std::vector<int64_t>& ids) {
+  std::vector<RunEvidence> runs;
+  for (int64_t id : ids) runs.push_back(load_evidence(store, id));
+  return runs;
+}
+
+void CompareView::load(const std::vector<int64_t>& ids) { show_runs(read_runs(store_, ids)); }
+
+void CompareView::show_runs(std::vector<RunEvidence> runs) {
+  std::vector<int64_t> ids;
   std::vector<std::unique_ptr<RunSeries>> series;
   std::vector<ComparedRun> compared;
-  std::vector<RunRecord> records;
   std::vector<TrainConfig> configs;
-  for (int64_t id : ids) {
-    series.push_back(std::make_unique<RunSeries>(load_run_series(store_, id)));
-    records.push_back(store_.run(id));
-    compared.push_back({records.back(), series.back()->epochs, series.back()->histograms, series.back()->steps,
-                        store_.epoch_times(id), store_.alternating_speed(id)});
-    configs.push_back(series.back()->config);
+  for (const RunEvidence& r : runs) {
+    ids.push_back(r.run.id);
+    series.push_back(std::make_unique<RunSeries>(run_series(r)));
+    compared.push_back({r.run, r.epochs, r.histograms, r.steps, r.times, r.alternating});
+    configs.push_back(r.run.config);
   }
   const bool new_runs = ids != ids_;  // not the same runs read again (follow_store)
   // Runs left after others were deleted elsewhere keep their colours: a curve followed by its colour stays so.
@@ -177,7 +186,7 @@ void CompareView::load(const std::vector<int64_t>& ids) {
   ids_ = ids;
   series_ = std::move(series);
   stamps_.clear();
-  for (const RunRecord& r : records) stamps_.push_back(stamp(r));
+  for (const RunEvidence& r : runs) stamps_.push_back(stamp(r.run));
   seed_only_ = differ_only_by_seed(configs);
 
   // The baseline stays the run it was where that run is compared still; else it is the first FP32 run (what AMP's
@@ -192,8 +201,8 @@ void CompareView::load(const std::vector<int64_t>& ids) {
   {
     const QSignalBlocker block(baseline_);
     baseline_->clear();
-    for (const RunRecord& r : records)
-      baseline_->addItem(QString::fromStdString(run_label(r)), QVariant::fromValue<qlonglong>(r.id));
+    for (const RunEvidence& r : runs)
+      baseline_->addItem(QString::fromStdString(run_label(r.run)), QVariant::fromValue<qlonglong>(r.run.id));
     baseline_->setCurrentIndex(baseline);
   }
   model_->set_baseline(baseline_->currentIndex());
@@ -206,15 +215,15 @@ void CompareView::load(const std::vector<int64_t>& ids) {
     for (int column = 1; column < model_->columnCount(); ++column)
       table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
   }
-  diagnosis_->set_runs(store_, ids_);
+  diagnosis_->set_runs(std::move(runs));
   diagnosis_->set_baseline(static_cast<size_t>(std::max(0, baseline_->currentIndex())));
 
-  RunList runs;
-  for (const auto& s : series_) runs.push_back(s.get());
+  RunList drawn;
+  for (const auto& s : series_) drawn.push_back(s.get());
   QStringList id_text;
   for (int64_t id : ids) id_text << QString::number(id);
   charts_->set_export_prefix(ids.size() == 1 ? "run-" + id_text[0] : "compare-" + id_text.join('-'));
-  charts_->set_runs(runs);
+  charts_->set_runs(drawn);
   charts_->set_group_keys(varying_keys(configs));  // seed-only runs start grouped by everything but the seed
   QString title = ids.empty()       ? tr("No runs left to compare.")
                   : ids.size() == 1 ? tr("Run %1").arg(QString::fromStdString(series_[0]->label))
@@ -315,31 +324,36 @@ void CompareView::showEvent(QShowEvent* event) {
 void CompareView::follow_store() {
   if (!isVisible() || ids_.empty()) return;
   follow_->start();
-  std::vector<int64_t> present;
-  std::vector<std::string> stamps;
-  QStringList gone;
-  try {
-    for (size_t i = 0; i < ids_.size(); ++i) {
-      if (const std::optional<RunRecord> r = store_.find_run(ids_[i])) {
-        present.push_back(ids_[i]);
-        stamps.push_back(stamp(*r));
-      } else {
-        gone << QString::fromStdString(series_[i]->label);
-      }
-    }
-    const bool running =
-        std::any_of(series_.begin(), series_.end(), [](const auto& s) { return s->status == RunStatus::Running; });
-    if (gone.isEmpty() && stamps == stamps_ && !running) return;
-    const QStringList dropped_before = dropped_;
-    dropped_ << gone;
-    try {
-      load(present);
-    } catch (...) {
-      dropped_ = dropped_before;  // the next look names them once, with whatever else went meanwhile
-      throw;
-    }
-  } catch (const std::exception&) {  // the store unreadable for now: the comparison stays as it was last read
-  }
+  // Read on the reader's thread: a long run's steps, or a server out of reach, must not hold the window.
+  struct Found {
+    std::vector<size_t> gone;       // positions in ids_ of the runs deleted
+    std::vector<RunEvidence> runs;  // the runs left, read again; none when nothing changed
+  };
+  auto found = std::make_shared<Found>();
+  const bool running =
+      std::any_of(series_.begin(), series_.end(), [](const auto& s) { return s->status == RunStatus::Running; });
+  reader_->start(
+      [found, ids = ids_, stamps = stamps_, running](RunStore& store) {
+        std::vector<int64_t> present;
+        std::vector<std::string> now;
+        for (size_t i = 0; i < ids.size(); ++i) {
+          if (const std::optional<RunRecord> r = store.find_run(ids[i])) {
+            present.push_back(ids[i]);
+            now.push_back(stamp(*r));
+          } else {
+            found->gone.push_back(i);
+          }
+        }
+        if (found->gone.empty() && now == stamps && !running) return;
+        found->runs = read_runs(store, present);
+      },
+      [this, found, ids = ids_](const QString& error) {
+        // Unreadable for now, or unchanged: the comparison stays as it was last read. Other runs chosen meanwhile
+        // were read on their own.
+        if (!error.isEmpty() || ids != ids_ || (found->gone.empty() && found->runs.empty())) return;
+        for (size_t i : found->gone) dropped_ << QString::fromStdString(series_[i]->label);
+        show_runs(std::move(found->runs));
+      });
 }
 
 void CompareView::update_summary() {

@@ -6,6 +6,7 @@
 
 #include <QWidget>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "run_series.h"
@@ -25,11 +26,13 @@ class WholeNumberBox;
 class ChartPanel;
 class CompareModel;
 class DiagnosisPanel;
+class StoreReader;
 
 class CompareView : public QWidget {
   Q_OBJECT
  public:
-  explicit CompareView(RunStore& store, QWidget* parent = nullptr);
+  // `location`: the store as it was opened (a PostgreSQL URI with its password), for the reader that follows it.
+  explicit CompareView(RunStore& store, QWidget* parent = nullptr, const std::string& location = {});
 
   // Loads the runs (throws ampwb::Error naming a missing one). One run is shown alone.
   void set_runs(const std::vector<int64_t>& ids);
@@ -61,12 +64,16 @@ class CompareView : public QWidget {
   // window) or was renamed, tagged or noted elsewhere, and drops a run deleted elsewhere, saying so in the title.
   void follow_store();
   void load(const std::vector<int64_t>& ids);  // set_runs without forgetting the runs dropped
+  // What the comparison shows of each run, read in one go.
+  static std::vector<RunEvidence> read_runs(const RunStore& store, const std::vector<int64_t>& ids);
+  void show_runs(std::vector<RunEvidence> runs);
   // A compared run's row as far as the comparison shows it: what changes there makes it read the runs again.
   static std::string stamp(const RunRecord& r);
   void update_summary();
   void update_time();
   void update_groups();
   RunStore& store_;
+  StoreReader* reader_ = nullptr;  // follow_store's, on a connection of its own
   std::vector<int64_t> ids_;
   std::vector<std::unique_ptr<RunSeries>> series_;
   std::vector<std::string> stamps_;  // stamp() of each run, as last read

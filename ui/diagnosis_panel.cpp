@@ -33,18 +33,8 @@ DiagnosisPanel::DiagnosisPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(text_);
 }
 
-void DiagnosisPanel::set_runs(const RunStore& store, const std::vector<int64_t>& ids) {
-  runs_.clear();
-  errors_.clear();
-  for (int64_t id : ids) {
-    try {
-      runs_.push_back(load_evidence(store, id));
-      errors_.emplace_back();
-    } catch (const std::exception& e) {
-      runs_.emplace_back().run.id = id;
-      errors_.push_back(QString::fromStdString(e.what()));
-    }
-  }
+void DiagnosisPanel::set_runs(std::vector<RunEvidence> runs) {
+  runs_ = std::move(runs);
   set_baseline(0);
 }
 
@@ -52,9 +42,8 @@ void DiagnosisPanel::set_baseline(size_t baseline) {
   baseline_ = baseline < runs_.size() ? baseline : 0;
   findings_.clear();
   for (size_t i = 0; i < runs_.size(); ++i) {
-    const bool against = runs_.size() > 1 && i != baseline_ && errors_[baseline_].isEmpty();
-    findings_.push_back(errors_[i].isEmpty() ? diagnose(runs_[i], against ? &runs_[baseline_] : nullptr)
-                                             : std::vector<Finding>{});
+    const bool against = runs_.size() > 1 && i != baseline_;
+    findings_.push_back(diagnose(runs_[i], against ? &runs_[baseline_] : nullptr));
   }
   render();
 }
@@ -70,10 +59,6 @@ QString DiagnosisPanel::html() const {
                .arg(escaped(r.name), escaped(r.precision_name() + ", ResNet-" + std::to_string(r.depth)));
     if (runs_.size() > 1 && i != baseline_)
       out += tr("<p>Against the baseline, run %1.</p>").arg(runs_[baseline_].run.id);
-    if (!errors_[i].isEmpty()) {
-      out += tr("<p>Cannot be read: %1</p>").arg(errors_[i].toHtmlEscaped());
-      continue;
-    }
     if (findings_[i].empty()) {
       out +=
           tr("<p>No findings: none of the %1 rules fired on what this run recorded.</p>").arg(diagnosis_rules().size());

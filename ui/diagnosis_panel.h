@@ -18,8 +18,8 @@ class DiagnosisPanel : public QWidget {
  public:
   explicit DiagnosisPanel(QWidget* parent = nullptr);
 
-  // Loads what the store holds of the runs (a run that cannot be read shows its error instead).
-  void set_runs(const RunStore& store, const std::vector<int64_t>& ids);
+  // What the store holds of the runs (load_evidence).
+  void set_runs(std::vector<RunEvidence> runs);
   // Diagnoses every run, each but the baseline against runs[baseline]; a single run alone.
   void set_baseline(size_t baseline);
 
@@ -29,7 +29,6 @@ class DiagnosisPanel : public QWidget {
  private:
   void render();
   std::vector<RunEvidence> runs_;
-  std::vector<QString> errors_;  // per run: why it could not be loaded, or empty
   std::vector<std::vector<Finding>> findings_;
   size_t baseline_ = 0;
   QTextBrowser* text_ = nullptr;

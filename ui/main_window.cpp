@@ -132,7 +132,7 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
     compare_->charts()->export_all();
   });
   connect(runs_view_, &RunsView::status_message, this, [this](const QString& t) { show_status(t, 5000); });
-  compare_ = new CompareView(*store_);
+  compare_ = new CompareView(*store_, nullptr, db_path.toStdString());
   connect(compare_->charts(), &ChartPanel::status_message, this, [this](const QString& t) { show_status(t, 5000); });
 
   tabs_ = new QTabWidget;
@@ -140,7 +140,7 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   tabs_->setDocumentMode(true);
   tabs_->addTab(training_tab_, tr("Training"));
   tabs_->addTab(runs_view_, tr("Runs"));
-  sweep_view_ = new SweepView(*store_);
+  sweep_view_ = new SweepView(*store_, nullptr, db_path.toStdString());
   connect(sweep_view_, &SweepView::open_requested, this, &MainWindow::open_runs);
   connect(sweep_view_, &SweepView::status_message, this, [this](const QString& t) { show_status(t, 5000); });
   connect(sweep_view_, &SweepView::cancel_requested, this, [this](qint64 id) {

@@ -64,21 +64,22 @@ std::string run_label(const RunRecord& r) {
   return label;
 }
 
-RunSeries load_run_series(const RunStore& store, int64_t id) {
-  const RunRecord record = store.run(id);
+RunSeries load_run_series(const RunStore& store, int64_t id) { return run_series(load_evidence(store, id)); }
+
+RunSeries run_series(const RunEvidence& run) {
   RunSeries s;
-  s.run_id = id;
-  s.label = run_label(record);
-  s.status = record.status;
-  s.config = record.config;  // an unreadable row has its defaults here: its curves still draw
-  s.steps_per_epoch = record.info.steps_per_epoch;
-  s.first_epoch = record.info.first_epoch;
-  s.notes = record.info.notes;
-  s.steps = store.steps(id);
-  s.epochs = store.epochs(id);
-  s.histograms = store.histograms(id);
-  s.layer_numerics = store.layer_numerics(id);
-  s.divergence = store.divergence(id);
+  s.run_id = run.run.id;
+  s.label = run_label(run.run);
+  s.status = run.run.status;
+  s.config = run.run.config;  // an unreadable row has its defaults here: its curves still draw
+  s.steps_per_epoch = run.run.info.steps_per_epoch;
+  s.first_epoch = run.run.info.first_epoch;
+  s.notes = run.run.info.notes;
+  s.steps = run.steps;
+  s.epochs = run.epochs;
+  s.histograms = run.histograms;
+  s.layer_numerics = run.layers;
+  s.divergence = run.divergence;
   s.revision = s.epoch_revision = 1;
   return s;
 }

@@ -18,6 +18,7 @@
 
 #include "plain_text.h"
 #include "run_groups.h"
+#include "store_reader.h"
 #include "sweep_points_model.h"
 #include "workbench_store.h"
 
@@ -45,7 +46,8 @@ QString sweep_title(const SweepRecord& s) {
 
 }  // namespace
 
-SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_(store) {
+SweepView::SweepView(RunStore& store, QWidget* parent, const std::string& location)
+    : QWidget(parent), store_(store), reader_(new StoreReader(location.empty() ? store.path() : location, this)) {
   setObjectName("sweepView");
   confirm = [this](const QString& question) {  // plain text: it may name a Slurm job
     return plain_message(this, QMessageBox::Question, tr("Cancel the sweep"), question,
@@ -137,7 +139,7 @@ SweepView::SweepView(RunStore& store, QWidget* parent) : QWidget(parent), store_
 
   poll_ = new QTimer(this);
   poll_->setInterval(kPollIntervalMs);
-  connect(poll_, &QTimer::timeout, this, &SweepView::reload);
+  connect(poll_, &QTimer::timeout, this, &SweepView::follow);
   update_actions();
 }
 
@@ -150,20 +152,40 @@ void SweepView::show_sweep(int64_t id) {
   reload();
 }
 
+SweepView::Reading SweepView::read(const RunStore& store, int64_t wanted) {
+  Reading r;
+  r.sweeps = sweeps(store);
+  int64_t id = 0;
+  for (const SweepRecord& s : r.sweeps)
+    if (s.id == wanted) id = s.id;
+  if (id == 0 && !r.sweeps.empty()) id = r.sweeps.back().id;  // the newest, until one is chosen
+  if (id != 0) r.results = read_sweep_results(store, id);
+  return r;
+}
+
 void SweepView::reload() {
-  std::vector<SweepRecord> list;
-  SweepResults results;
   try {
-    list = sweeps(store_);
-    int64_t id = 0;
-    for (const SweepRecord& s : list)
-      if (s.id == wanted_) id = s.id;
-    if (id == 0 && !list.empty()) id = list.back().id;  // the newest, until one is chosen
-    if (id != 0) results = read_sweep_results(store_, id);
+    show_reading(read(store_, wanted_));
   } catch (const std::exception& e) {  // a store busy or out of reach: the last reading stays, the next may do
     counts_->setText(tr("Run store: %1").arg(QString::fromUtf8(e.what())));
-    return;
   }
+}
+
+void SweepView::follow() {
+  // Read on the reader's thread: a server out of reach must not hold the window.
+  auto found = std::make_shared<Reading>();
+  reader_->start([found, wanted = wanted_](RunStore& store) { *found = read(store, wanted); },
+                 [this, found, wanted = wanted_](const QString& error) {
+                   if (!error.isEmpty())
+                     counts_->setText(tr("Run store: %1").arg(error));
+                   else if (wanted == wanted_)  // else another sweep was chosen meanwhile, and read then
+                     show_reading(*found);
+                 });
+}
+
+void SweepView::show_reading(const Reading& reading) {
+  const std::vector<SweepRecord>& list = reading.sweeps;
+  const SweepResults& results = reading.results;
   {
     const QSignalBlocker block(chooser_);
     chooser_->clear();
@@ -227,7 +249,7 @@ void SweepView::update_groups() {
 
 void SweepView::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
-  reload();
+  follow();
   poll_->start();
 }
 

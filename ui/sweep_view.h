@@ -1,12 +1,13 @@
 // The sweeps view: the run store's sweeps (a chooser, newest first), the chosen sweep's points with their state, run
 // and final validation accuracy, and its finished points grouped by everything but the seed (mean ± std over seeds).
 // The points may be trained by other processes (`ampwb sweep --on local`, a Slurm job array's tasks on other
-// machines), so while the view is shown it re-reads the store every kPollIntervalMs.
+// machines), so while the view is shown it re-reads the store every kPollIntervalMs, on a thread of its own.
 #pragma once
 
 #include <QWidget>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "column_widths.h"
@@ -23,6 +24,7 @@ class QTimer;
 
 namespace ampwb::ui {
 
+class StoreReader;
 class SweepPointsModel;
 
 class SweepView : public QWidget {
@@ -30,7 +32,8 @@ class SweepView : public QWidget {
  public:
   static constexpr int kPollIntervalMs = 2000;
 
-  explicit SweepView(RunStore& store, QWidget* parent = nullptr);
+  // `location`: the store as it was opened (a PostgreSQL URI with its password), for the reader that follows it.
+  explicit SweepView(RunStore& store, QWidget* parent = nullptr, const std::string& location = {});
 
   void reload();                  // re-reads the sweeps and the chosen sweep's points
   void show_sweep(int64_t id);    // chooses the sweep (once it is in the store: the next reload finds it)
@@ -59,10 +62,18 @@ class SweepView : public QWidget {
   void hideEvent(QHideEvent* event) override;
 
  private:
+  struct Reading {
+    std::vector<SweepRecord> sweeps;
+    SweepResults results;  // of the sweep chosen, else the newest
+  };
+  static Reading read(const RunStore& store, int64_t wanted);
+  void follow();  // reload() on the reader's thread, while the view is shown
+  void show_reading(const Reading& reading);
   void update_groups();
   void update_actions();
 
   RunStore& store_;
+  StoreReader* reader_ = nullptr;  // follow()'s, on a connection of its own
   int64_t wanted_ = 0;  // the sweep chosen, kept across reloads
   QComboBox* chooser_ = nullptr;
   QLabel* counts_ = nullptr;
