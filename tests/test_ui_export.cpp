@@ -3,6 +3,7 @@
 // `ampwb export chart` run as a separate process with no display at all, against the epoch or the wall clock; and
 // the file dialogs the exports choose their folders with, which must never open the store's files.
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <QSvgRenderer>
 #include <QXmlStreamReader>
 #include <QtTest>
+#include <csignal>
 #include <cstring>
 #include <functional>
 
@@ -155,6 +157,40 @@ class ExportCharts : public QObject {
       check_pdf(base + ".pdf");
     }
     QVERIFY_THROWS_EXCEPTION(std::exception, export_chart("loss", runs, {}, dir_.filePath("x.bmp")));
+  }
+
+  // A disk that fills while a chart is written: the export fails saying so, and the chart written there before
+  // is still whole. The process's file size limit (RLIMIT_FSIZE) stands in for the full disk.
+  void a_full_disk_keeps_the_chart_there_before() {
+    RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
+    RunSeries run = load_run_series(store, a_);
+    const RunList runs{&run};
+    qsizetype written = 0;
+    for (const char* format : {"png", "svg", "pdf"}) {
+      const QString path = dir_.filePath(QStringLiteral("full/loss.%1").arg(format));
+      export_chart("loss", runs, {}, path);
+      const QByteArray before = read(path);
+      QVERIFY(before.size() > 4096);
+      rlimit limit{}, full{};
+      QCOMPARE(::getrlimit(RLIMIT_FSIZE, &limit), 0);
+      full = limit;
+      full.rlim_cur = 1024;
+      const auto sigxfsz = std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead
+      QCOMPARE(::setrlimit(RLIMIT_FSIZE, &full), 0);
+      QString error;
+      try {
+        export_chart("loss", runs, {}, path);
+      } catch (const std::exception& e) {
+        error = QString::fromUtf8(e.what());
+      }
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+      std::signal(SIGXFSZ, sigxfsz);
+      QVERIFY2(error.startsWith("cannot write '" + path + "'") && error.contains("the chart there before is kept"),
+               qPrintable(QStringLiteral("%1: '%2'").arg(format, error)));
+      QCOMPARE(read(path), before);
+      ++written;
+      QCOMPARE(QDir(dir_.filePath("full")).entryList(QDir::Files | QDir::Hidden).size(), written);  // no leftovers
+    }
   }
 
   void all_charts_of_a_comparison() {

@@ -2,6 +2,7 @@
 #include "chart_export.h"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QDir>
 #include <QFileInfo>
 #include <QFontMetrics>
@@ -18,6 +19,7 @@
 
 #include "chart_factory.h"
 #include "chart_style.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "fp8_scaling_chart.h"
 #include "run_groups.h"
@@ -117,6 +119,10 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
 
   const QString dir = QFileInfo(path).absolutePath();
   if (!QDir().mkpath(dir)) throw Error("cannot create the folder '" + dir.toStdString() + "'");
+  // Drawn into memory, then written beside the file and renamed over it once whole (core/atomic_file.h): a full
+  // disk leaves an earlier chart there as it was. Qt's own file writes lose a short write without a word.
+  QBuffer bytes;
+  bytes.open(QIODevice::WriteOnly);
   bool ok = true;
   if (format == "png") {
     QImage image(size, QImage::Format_ARGB32_Premultiplied);
@@ -125,10 +131,10 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
       QPainter painter(&image);
       render(*view, painter, chart_size, legend);
     }
-    ok = image.save(path, "PNG");
+    ok = image.save(&bytes, "PNG");
   } else if (format == "svg") {
     QSvgGenerator svg;
-    svg.setFileName(path);
+    svg.setOutputDevice(&bytes);
     svg.setSize(size);
     svg.setViewBox(QRect(QPoint(0, 0), size));
     svg.setTitle(view->title());
@@ -137,7 +143,7 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
     ok = painter.begin(&svg);
     if (ok) render(*view, painter, chart_size, legend);
   } else {
-    QPdfWriter pdf(path);
+    QPdfWriter pdf(&bytes);
     pdf.setCreator(QStringLiteral("AMP Workbench"));
     pdf.setTitle(view->title());
     pdf.setResolution(96);
@@ -150,8 +156,13 @@ void export_chart(const QString& metric, const RunList& runs, const ChartOptions
       render(*view, painter, chart_size, legend);
     }
   }
-  if (!ok || !QFileInfo(path).exists() || QFileInfo(path).size() == 0)
-    throw Error("could not write the chart to '" + path.toStdString() + "'");
+  // The painters have ended: the whole file is in `bytes`.
+  if (!ok || bytes.data().isEmpty()) throw Error("could not draw the chart for '" + path.toStdString() + "'");
+  try {
+    write_file_atomically(path.toStdString(), std::string_view(bytes.data().constData(), bytes.data().size()));
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + (QFileInfo::exists(path) ? " (the chart there before is kept)" : ""));
+  }
 }
 
 namespace {
