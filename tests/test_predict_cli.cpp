@@ -284,6 +284,54 @@ TEST(PredictCli, AResumedRunKeepsItsWeightsWhenItFinishes) {
   EXPECT_EQ(w.provenance.epochs, 2);
 }
 
+// After its first epoch, puts a file where the checkpoints and the final weights are written: as a full disk, every
+// later write there fails.
+class BlockWritesAfterFirstEpoch : public TrainObserver {
+ public:
+  std::vector<fs::path> folders;
+  void on_epoch(const EpochReport& e) override {
+    if (e.epoch != 1) return;
+    for (const fs::path& folder : folders) {
+      fs::remove_all(folder);
+      std::ofstream(folder) << "not a folder";
+    }
+  }
+};
+
+// A checkpoint or the final weights that cannot be written cost the run a way back in, or predictions, and say so;
+// they do not turn a run that trained to its end into a failed one.
+TEST(PredictCli, ARunWhoseFilesCannotBeWrittenStillFinishesAndSaysWhy) {
+  TempDir dir("predict_unwritable");
+  const std::string db = dir.file("runs.sqlite");
+  TrainConfig c;
+  c.data_dir = split_stripes().string();
+  c.depth = 20;
+  c.epochs = 2;
+  c.batch_size = 8;
+  c.threads = 2;
+  c.image_size = 16;
+  c.checkpoint_dir = dir.file("checkpoints");
+  RunStore store(db);
+  StoreRecorder recorder(store, c);
+  BlockWritesAfterFirstEpoch block;
+  block.folders = {c.checkpoint_dir, final_weights_folder(db)};
+  ObserverList observers({&recorder, &block});
+  Trainer trainer(c, &observers);
+  const RunEnd end = trainer.run();
+  ASSERT_EQ(end.status, RunStatus::Finished) << end.reason;
+  EXPECT_TRUE(recorder.error().empty()) << recorder.error();
+  const RunRecord r = store.run(1);
+  EXPECT_EQ(r.status, RunStatus::Finished);
+  std::string notes;
+  for (const std::string& note : r.info.notes) notes += note + "\n";
+  expect_contains(notes, "a checkpoint could not be written after epoch 1 (");
+  expect_contains(notes, "training went on, and the run cannot be resumed until a later checkpoint is written");
+  expect_contains(final_weights_refusal(store, 1), "has no final weights: its final weights could not be written: ");
+  const Result refused = ampwb({"predict", "1", (split_stripes() / "val").string(), "--db", db});
+  EXPECT_EQ(refused.status, 1);
+  expect_contains(refused.output, "its final weights could not be written");
+}
+
 #ifdef AMPWB_TEST_POSTGRES
 // A PostgreSQL store has no folder of its own: the weights go to the user's data folder, as its checkpoints do.
 TEST(PredictCli, APostgresqlStoresRunsKeepTheirWeightsInTheDataFolder) {

@@ -56,6 +56,8 @@ std::string final_weights_refusal(const RunStore& store, int64_t run) {
   if (!has_final_weights(r)) {
     if (std::find(r.info.notes.begin(), r.info.notes.end(), kFinalWeightsNotKeptNote) != r.info.notes.end())
       return run_words(r) + " has no final weights: they were not kept, as its settings asked";
+    for (const std::string& note : r.info.notes)
+      if (note.starts_with(kFinalWeightsNotWrittenNote)) return run_words(r) + " has no final weights: " + note;
     return run_words(r) + " has no final weights: it finished before the workbench kept them";
   }
   std::error_code ec;

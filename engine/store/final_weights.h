@@ -39,6 +39,8 @@ ModelWeights load_final_weights(const RunStore& store, int64_t run);
 std::string keep_final_weights(RunStore& store, int64_t run, const ModelWeights& weights);
 // The note a finished run's record gets when its final weights were not kept on purpose.
 inline constexpr const char* kFinalWeightsNotKeptNote = "its final weights were not kept, as its settings asked";
+// The start of the note a finished run's record gets when its final weights could not be written (a full disk).
+inline constexpr const char* kFinalWeightsNotWrittenNote = "its final weights could not be written";
 // Gives run `run`, copied into `store` from another store (store copy, store backup), a weights file of its own in
 // this store's folder: a hard link to the file it was copied with where the file system allows (no space taken; the
 // files are never written again), else a copy. Deleting the run from either store then leaves the other's weights

@@ -164,7 +164,15 @@ void StoreRecorder::on_checkpoint(const CheckpointInfo& checkpoint) {
 void StoreRecorder::on_final_weights(const ModelWeights& weights) {
   if (run_id_ == 0) return;
   if (options_.keep_final_weights)
-    guarded([&] { keep_final_weights(*store_, run_id_, weights); });
+    guarded([&] {
+      try {
+        keep_final_weights(*store_, run_id_, weights);
+      } catch (const StoreError&) {
+        throw;
+      } catch (const Error& e) {  // the file, on a full disk say: the run's results stand without it
+        store_->add_note(run_id_, std::string(kFinalWeightsNotWrittenNote) + ": " + e.what());
+      }
+    });
   else  // said, so that a refusal to predict with the run can say why it has none
     guarded([&] { store_->add_note(run_id_, kFinalWeightsNotKeptNote); });
 }

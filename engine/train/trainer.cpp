@@ -424,6 +424,7 @@ class Trainer::Run {
   int64_t global_step_ = 0, consecutive_skipped_ = 0;
   double wall_before_ = 0;  // the run's wall-clock seconds before this process, from the checkpoint
   double paused_in_epoch_ = 0;  // seconds the user paused the current epoch
+  bool checkpoint_failed_ = false;  // a checkpoint could not be written: said once, in a note
   Launched pending_;        // with deferred steps, the last one queued, whose result the host has not read yet
   // Images whose files vanish, shrink or change during the run: noted each epoch, the run stopped past a tenth.
   LostImageWatch lost_images_;
@@ -925,10 +926,27 @@ EpochProgress Trainer::Run::so_far(const EpochStart& start) const {
 
 std::string Trainer::Run::save(const EpochProgress& progress) {
   if (config_.checkpoint_dir.empty() || !leader()) return std::string();
-  std::filesystem::create_directories(config_.checkpoint_dir);
-  save_checkpoint(trainer_.checkpoint_path(),
-                  make_checkpoint(*backend_, config_, progress, wall_seconds(), global_step_, consecutive_skipped_,
-                                  model_, *optimizer_, scaler_));
+  try {
+    std::filesystem::create_directories(config_.checkpoint_dir);
+    save_checkpoint(trainer_.checkpoint_path(),
+                    make_checkpoint(*backend_, config_, progress, wall_seconds(), global_step_, consecutive_skipped_,
+                                    model_, *optimizer_, scaler_));
+  } catch (const std::exception& e) {
+    // A full disk costs the run a way back in, not its results: it trains on, and the checkpoint written before
+    // (replaced whole or not at all) is still the one it resumes from.
+    const std::string when = progress.next_step == 0 ? "after epoch " + std::to_string(progress.epoch - 1)
+                                                     : "in epoch " + std::to_string(progress.epoch);
+    std::error_code ec;
+    const bool earlier = std::filesystem::exists(trainer_.checkpoint_path(), ec);
+    if (!checkpoint_failed_)
+      report_(&TrainObserver::on_note, "a checkpoint could not be written " + when + " (" + e.what() +
+                                           "): training went on, and " +
+                                           (earlier ? "the run resumes from the checkpoint before it"
+                                                    : "the run cannot be resumed until a "
+                                                      "later checkpoint is written"));
+    checkpoint_failed_ = true;
+    return earlier ? "; resumable from an earlier checkpoint, " + trainer_.checkpoint_path() : std::string();
+  }
   report_(&TrainObserver::on_checkpoint, CheckpointInfo{progress.epoch, global_step_, trainer_.checkpoint_path()});
   return "; resumable from " + trainer_.checkpoint_path();
 }
