@@ -271,7 +271,7 @@ ResumeChanges resume_changes(const TrainOptions& options) {
       changes.cache_budget_mb = given.data.cache_budget_mb;
     else
       throw Error("resuming continues the run's stored configuration: " + flag +
-                  " cannot be given (only --data, --threads, --cache-mb and --keep-checkpoint can)");
+                  " cannot be given (only --data, --threads, --cache-mb, --keep-checkpoint and --processes can)");
   }
   return changes;
 }
@@ -477,8 +477,20 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
                 static_cast<long long>(run_id));
   }
   std::fflush(stdout);
-  if (!recorder.error().empty())
+  if (!recorder.error().empty()) {
     std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
+    // Its row still says running: the next process to open the store marks it interrupted (kAbandonedRunReason).
+    std::error_code ec;
+    if (run_id != 0 && !trainer.checkpoint_path().empty() && std::filesystem::exists(trainer.checkpoint_path(), ec))
+      std::fprintf(stderr,
+                   "ampwb train: the run store will show run %lld interrupted: once it can be written again, resume "
+                   "the run from its last checkpoint with ampwb train --resume %lld\n",
+                   static_cast<long long>(run_id), static_cast<long long>(run_id));
+    else if (run_id != 0)
+      std::fprintf(stderr,
+                   "ampwb train: the run store will show run %lld interrupted, with no checkpoint to resume it from\n",
+                   static_cast<long long>(run_id));
+  }
   if (end.status == RunStatus::Failed && end.reason != recorder.error())
     std::fprintf(stderr, "ampwb train: error: %s\n", said_with_flag(end.setting, end.reason).c_str());
   // A finished run cannot be resumed: its checkpoints are only disk space, once the store holds its end. Until then
@@ -548,8 +560,9 @@ int train_command(const TrainOptions& options) {
     // Each rank's shard, the steps of an epoch and the batch in all depend on the processes: they go on as they were.
     if (const int before = store.run(continue_run).info.world_size; before != world->world_size())
       throw Error("run " + std::to_string(continue_run) + " was trained by " + processes(before) +
-                  ": resume it with as many (mpirun -np " + std::to_string(before) + " or srun -n " +
-                  std::to_string(before) + "), not " + processes(world->world_size()));
+                  ": resume it with as many (--processes " + std::to_string(before) + ", mpirun -np " +
+                  std::to_string(before) + " or srun -n " + std::to_string(before) + "), not " +
+                  processes(world->world_size()));
     const ResumeChanges changes = resume_changes(options);
     c = resume_config(store, continue_run, changes);
     if (std::error_code ec; !changes.data_dir && !std::filesystem::is_directory(c.data_dir, ec))
@@ -599,7 +612,7 @@ void add_train_command(CLI::App& app, Invocation& invocation) {
   train
       ->add_option("--resume", options->resume,
                    "continue a stopped run from its checkpoint (only --data, --threads, --cache-mb, --keep-checkpoint "
-                   "may be given)")
+                   "and --processes, as many as it had, may be given)")
       ->type_name("RUN")
       ->group("Run");
   train->add_flag("--no-checkpoint", options->no_checkpoint, "write no checkpoints (the run cannot be resumed)")
@@ -627,8 +640,8 @@ void add_train_command(CLI::App& app, Invocation& invocation) {
       ->type_name("FILE")
       ->group("Run");
   add_number(train, "--processes", options->processes,
-             "train as this many processes of one mpirun on this machine, each on its shard of every batch "
-             "(docs/distributed.md)")
+             "train as this many processes of one mpirun on this machine, each taking --batch-size images a step "
+             "from its shard of the data (docs/distributed.md)")
       ->check(CLI::Range(1, 1024).description(""))
       ->group("Run");
   add_number(train, "--collective-timeout", options->collective_timeout,

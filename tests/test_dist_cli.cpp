@@ -200,7 +200,7 @@ TEST(DistCli, AKilledRankEndsTheRunWhichResumesWithAsManyRanks) {
   }
   const Result alone = ampwb({"train", "--resume", "1", "--db", db, "--threads", "1"});
   EXPECT_NE(alone.status, 0);
-  expect_contains(alone.output, "run 1 was trained by 2 processes: resume it with as many");
+  expect_contains(alone.output, "run 1 was trained by 2 processes: resume it with as many (--processes 2, ");
   resumes_to_the_end_on_two_ranks(dir, db, rank1_db);
 }
 

@@ -89,8 +89,9 @@ TEST(StoreCli, AKilledRunResumesFromItsCheckpointAsTheSameRunAndCurve) {
     line.insert(line.end(), flag.begin(), flag.end());
     const Result refused = ampwb(line);
     EXPECT_EQ(refused.status, 1) << flag[0];
-    expect_contains(refused.output,
-                    flag[0] + " cannot be given (only --data, --threads, --cache-mb and --keep-checkpoint can)");
+    expect_contains(
+        refused.output,
+        flag[0] + " cannot be given (only --data, --threads, --cache-mb, --keep-checkpoint and --processes can)");
   }
   // A new run cannot take the interrupted run's name: `--resume resumable` must keep meaning one run.
   std::vector<std::string> taken = tiny_training(db, 1, 1);
@@ -842,6 +843,9 @@ TEST(StoreCli, ARunWhoseEndCannotBeRecordedKeepsItsCheckpointAndResumes) {
   const Result r = ampwb(tiny_training(db, 1, 2));
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "the run was not fully recorded");
+  expect_contains(r.output,
+                  "the run store will show run 2 interrupted: once it can be written again, resume the run "
+                  "from its last checkpoint with ampwb train --resume 2\n");
   sql("DROP TRIGGER refuse_end");
   {
     RunStore store(db, RunStore::Mode::Existing);

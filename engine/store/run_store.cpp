@@ -585,10 +585,7 @@ int RunStore::recover_abandoned_runs() {
   SqlStatement mark(*db_,
                     "UPDATE runs SET status = 'interrupted', ended = COALESCE(updated, created), end_reason = ? "
                     "WHERE id = ? AND status = 'running'");
-  for (int64_t id : abandoned)
-    mark.bind(1, "the recording process ended without reporting an end (killed, crashed or powered off)")
-        .bind(2, id)
-        .run();
+  for (int64_t id : abandoned) mark.bind(1, kAbandonedRunReason).bind(2, id).run();
   t.commit();
   for (int64_t id : abandoned) db_->forget_run_lock(id);
   return static_cast<int>(abandoned.size());

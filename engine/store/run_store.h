@@ -56,6 +56,11 @@ class EditConflict : public StoreError {
   std::string current_;
 };
 
+// Why a run whose recording process is gone without recording its end is interrupted: the process cannot say.
+inline constexpr const char* kAbandonedRunReason =
+    "the recording process ended without reporting an end (killed, crashed or powered off, or it could no longer "
+    "write to the run store: a full disk, a server out of reach)";
+
 class RunStore {
  public:
   static constexpr int kSchemaVersion = 6;
@@ -193,8 +198,8 @@ class RunStore {
   // Refuses to overwrite an existing file.
   void backup_to(const std::string& file) const;
 
-  // Marks `running` runs whose recording process is gone as interrupted; returns how many. Opening does this;
-  // a long-lived reader (the GUI) may call it again. Does nothing on a read-only store.
+  // Marks `running` runs whose recording process is gone as interrupted, with kAbandonedRunReason; returns how
+  // many. Opening does this; a long-lived reader (the GUI) may call it again. Does nothing on a read-only store.
   int recover_abandoned_runs();
 
  private:

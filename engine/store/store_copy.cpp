@@ -353,8 +353,7 @@ class StoreCopy {
       set_text(row, "status", "interrupted");
       const Value& updated = value_of(row, "updated");
       set_text(row, "ended", updated.null ? value_of(row, "created").text : updated.text);
-      set_text(row, "end_reason",
-               "the recording process ended without reporting an end (killed, crashed or powered off)");
+      set_text(row, "end_reason", kAbandonedRunReason);
       ++result_.interrupted;
     }
 
