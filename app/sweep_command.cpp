@@ -454,7 +454,9 @@ int sweep_command(const SweepOptions& given) {
   const std::string db = store_path(o.db);
   if (o.on == "slurm" && !is_database_server(db)) refuse_sqlite_file_shared_between_nodes(db);
   if (o.dry_run && o.on == "slurm") {
-    std::printf("%s", slurm_script(o, db, "NEW", sweep_folder(db, "NEW"), points.size(), uses_gpu(points)).c_str());
+    std::printf("%s", slurm_script(o, location_for_other_processes(db), "NEW", sweep_folder(db, "NEW"), points.size(),
+                                   uses_gpu(points))
+                          .c_str());
     std::fprintf(stderr, "ampwb sweep: dry run: %zu points; no sweep recorded, nothing submitted\n", points.size());
     return 0;
   }
@@ -467,6 +469,17 @@ int sweep_command(const SweepOptions& given) {
   std::vector<std::string> settings;
   for (const SweepPointConfig& p : points) settings.push_back(p.settings_json());
   RunStore store(db, RunStore::Mode::Create);
+  // The job script names the store without the password given in --db (others may read the script): its tasks
+  // connect as this process does without it, through ~/.pgpass or PGPASSWORD (sbatch passes the environment on).
+  if (o.on == "slurm" && location_for_other_processes(db) != db) {
+    try {
+      RunStore without_password(location_for_other_processes(db), RunStore::Mode::ReadOnly);
+    } catch (const std::exception& e) {
+      throw Error(std::string("Slurm's tasks could not reach the run store: the job script names it without the "
+                              "password given in --db, and without it ") +
+                  e.what() + "; put the password in ~/.pgpass (docs/cluster.md) and sweep again");
+    }
+  }
   const int64_t id = create_sweep(store, grid.name, grid.to_json().dump(), o.on, settings);
   std::printf("sweep %lld: %zu points, recorded in %s\n", static_cast<long long>(id), points.size(),
               store.path().c_str());
@@ -486,7 +499,8 @@ int sweep_command(const SweepOptions& given) {
   const fs::path script = folder / "sweep.sbatch";
   {
     std::ofstream out(script);
-    out << slurm_script(o, store.path(), std::to_string(id), folder, points.size(), uses_gpu(points));
+    out << slurm_script(o, location_for_other_processes(store.path()), std::to_string(id), folder, points.size(),
+                        uses_gpu(points));
     if (!out) throw Error("cannot write " + script.string());
   }
   std::string job;
@@ -739,6 +753,24 @@ std::string slurm_counts_text(const SlurmView& view) {
   return text;
 }
 
+// Whether Slurm's state of a task (lower case) says it has ended, whatever the run store says of its point.
+bool slurm_task_ended(const std::string& state) {
+  static const std::set<std::string> ended = {"completed", "failed",        "cancelled", "timeout",
+                                              "node_fail", "out_of_memory", "boot_fail", "deadline"};
+  return ended.count(state) > 0;
+}
+
+// Where a Slurm task's output says why its point has no run: a task that failed before it could record one (a
+// store it could not reach, a dataset folder missing on its node) leaves the reason there alone. Empty elsewhere.
+std::string task_output_to_read(const SweepRecord& s, const SweepPoint& p, const SlurmView& view,
+                                const std::string& store_path) {
+  if (s.runs_on != "slurm" || p.run_id != 0) return {};
+  const auto t = view.tasks.find(p.index);
+  const bool ended = t != view.tasks.end() && slurm_task_ended(t->second.state);
+  if (p.state != SweepPointState::Failed && !(p.state == SweepPointState::Queued && ended)) return {};
+  return (sweep_folder(store_path, sweep_stamp(s)) / ("task-" + std::to_string(p.index) + ".out")).string();
+}
+
 int sweep_status_command(const SweepIdOptions& o) {
   const int64_t id = sweep_id(o.sweep);
   RunStore store(store_path(o.db), RunStore::Mode::ReadOnly);
@@ -761,6 +793,8 @@ int sweep_status_command(const SweepIdOptions& o) {
       j["points"].push_back(point_json(store, p));
       if (const auto t = view.tasks.find(p.index); t != view.tasks.end())
         j["points"].back()["slurm"] = {{"state", t->second.state}, {"reason", t->second.reason}};
+      if (const std::string out = task_output_to_read(s, p, view, store.path()); !out.empty())
+        j["points"].back()["task_output"] = out;
     }
     if (slurm && !s.slurm_job_id.empty()) {
       j["slurm"] = {{"source", view.source.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(view.source)},
@@ -780,6 +814,9 @@ int sweep_status_command(const SweepIdOptions& o) {
     std::string result = point_result(store, p);
     if (const auto t = view.tasks.find(p.index); t != view.tasks.end())
       result += "; Slurm: " + t->second.state + (t->second.reason.empty() ? "" : " (" + t->second.reason + ")");
+    if (const std::string out = task_output_to_read(s, p, view, store.path()); !out.empty())
+      result += p.state == SweepPointState::Queued ? "; its task ended before it could record a run: why is in " + out
+                                                   : "; why is in " + out;
     std::printf("  %5d%s  %-40s %s\n", p.index + 1, task, printable(describe_point_json(p.settings_json)).c_str(),
                 result.c_str());
   }

@@ -85,6 +85,19 @@ TEST(StoreLocation, PasswordsAreLeftOutOfWhatIsShown) {
   EXPECT_EQ(location_without_password("/home/ann/a:b@c/runs.sqlite"), "/home/ann/a:b@c/runs.sqlite");
 }
 
+// What another process is handed carries no password, not even a masked one it would send to the server.
+TEST(StoreLocation, OtherProcessesGetNoPasswordAtAll) {
+  EXPECT_EQ(location_for_other_processes("postgresql://ann:s3cret@db.lab:5432/runs?sslmode=require"),
+            "postgresql://ann@db.lab:5432/runs?sslmode=require");
+  EXPECT_EQ(location_for_other_processes("postgres://db/runs?user=ann&password=s3cret&sslmode=verify-full"),
+            "postgres://db/runs?user=ann&sslmode=verify-full");
+  EXPECT_EQ(location_for_other_processes("postgresql://ann@db/runs?password=s3cret"), "postgresql://ann@db/runs");
+  EXPECT_EQ(location_for_other_processes("postgresql:///runs?password=s3cret&host=/run/pg"),
+            "postgresql:///runs?host=/run/pg");
+  EXPECT_EQ(location_for_other_processes("host=db password=s3cret dbname=runs"), "host=db dbname=runs");
+  EXPECT_EQ(location_for_other_processes("/home/ann/password=x/runs.sqlite"), "/home/ann/password=x/runs.sqlite");
+}
+
 // RunStore opens every store, the workbench's too: it refuses before making a folder of the URI, and a server it
 // cannot reach is said so, without its password.
 TEST(StoreLocation, RunStoreRefusesAUriAndCreatesNothing) {

@@ -220,6 +220,33 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
   EXPECT_TRUE(after.resumable(running));
   for (const SweepPoint& p : sweep_points(after, 2)) EXPECT_EQ(p.state, SweepPointState::Cancelled) << p.index;
   EXPECT_TRUE(sweep(after, 2).cancelled);
+
+  // A point whose task fails before it records a run (no dataset folder on the node): sweep status names the task's
+  // output, where the reason is.
+  std::vector<std::string> missing = sweep_of_modes_and_seeds(db);
+  ASSERT_EQ(missing[1], "--data");
+  missing[2] = dir.file("not on the nodes");
+  missing.insert(missing.end(), {"--on", "slurm"});
+  const Result third = ampwb(missing);
+  ASSERT_EQ(third.status, 0) << third.output;
+  expect_contains(third.output, "its points fail unless the nodes Slurm runs them on have that dataset folder");
+  ASSERT_TRUE(SlurmCluster::wait_until(
+      [&] {
+        const std::vector<SweepPoint> p = points_of(db, 3);
+        return !p.empty() &&
+               std::all_of(p.begin(), p.end(), [](const SweepPoint& point) { return is_final(point.state); });
+      },
+      60s))
+      << cluster.run({"squeue"}).output;
+  const Result failed = ampwb({"sweep", "status", "3", "--db", db});
+  ASSERT_EQ(failed.status, 0) << failed.output;
+  const std::string said = "; why is in ";
+  const size_t why = failed.output.find(said);
+  ASSERT_NE(why, std::string::npos) << failed.output;
+  const size_t from = why + said.size();
+  const std::string output_file = failed.output.substr(from, failed.output.find('\n', from) - from);
+  EXPECT_TRUE(output_file.ends_with("/task-0.out")) << output_file;
+  expect_contains(read_text(output_file), "does not exist");
 }
 
 }  // namespace

@@ -76,4 +76,25 @@ std::string location_without_password(const std::string& location) {
   return out;
 }
 
+std::string location_for_other_processes(const std::string& location) {
+  std::string out = location_without_password(location);
+  // Each "password=***" key left by location_without_password, and the separator before it (or after, first).
+  for (size_t at = out.find("password=***"); at != std::string::npos; at = out.find("password=***", at)) {
+    const bool starts_a_key = at == 0 || out[at - 1] == '?' || out[at - 1] == '&' || out[at - 1] == ' ';
+    if (!starts_a_key) {
+      ++at;
+      continue;
+    }
+    size_t from = at, to = at + 12;
+    if (at > 0 && (out[at - 1] == '&' || out[at - 1] == ' '))
+      --from;  // "...&password=***": the '&' goes with it
+    else if (to < out.size() && (out[to] == '&' || out[to] == ' '))
+      ++to;  // "?password=***&sslmode=...": the '&' after it goes, the '?' stays
+    out.erase(from, to - from);
+    at = from;
+  }
+  if (out.ends_with('?')) out.pop_back();
+  return out;
+}
+
 }  // namespace ampwb

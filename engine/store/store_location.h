@@ -31,5 +31,8 @@ bool is_database_server(const std::string& location);
 // `location` without a password (a URI's user-info password, a password= parameter's value): what messages and a
 // run's settings show. Passwords belong in ~/.pgpass or PGPASSFILE, which libpq reads itself.
 std::string location_without_password(const std::string& location);
+// `location` with no password at all (a password= parameter left out whole): what other processes are handed to
+// connect with, such as a Slurm job's script, which others may read; they find the password in ~/.pgpass.
+std::string location_for_other_processes(const std::string& location);
 
 }  // namespace ampwb
