@@ -13,6 +13,7 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <csignal>
 
 #include "chart_panel.h"
 #include "main_window.h"
@@ -175,6 +176,31 @@ class ProcessesThroughTheUi : public QObject {
     QCOMPARE(store.run(id).status, RunStatus::Finished);
     QCOMPARE(store.epochs(id).size(), size_t{20});
     QCOMPARE(store.run(id).info.world_size, 2);
+  }
+
+  // A process of the run killed after its first checkpoint: the run is interrupted and resumable, as the store
+  // records it and the Runs tab shows it, not failed.
+  void a_killed_process_leaves_the_run_interrupted() {
+    const QString path = db("killed");
+    MainWindow w(path);
+    set_up(w, 50, 0, 2);
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    QVERIFY(w.start_training());
+    int64_t id = 0;
+    QTRY_VERIFY_WITH_TIMEOUT((id = w.session()->run_id()) != 0, kRunEnds);
+    RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
+    QTRY_VERIFY_WITH_TIMEOUT(!store.checkpoints(id).empty(), kRunEnds);
+    const pid_t rank0 = static_cast<pid_t>(store.run(id).pid);
+    QVERIFY(rank0 > 0);
+    QCOMPARE(::kill(rank0, SIGKILL), 0);
+    QVERIFY(finished.wait(kRunEnds));
+    QCOMPARE(finished.at(0).at(1).toInt(), static_cast<int>(RunStatus::Interrupted));
+    const QString status = child<QLabel>(w, "statusLine")->text();
+    QVERIFY2(status.startsWith(QStringLiteral("Run %1 interrupted").arg(id)), qPrintable(status));
+    QVERIFY2(status.endsWith("It can be resumed from its last checkpoint: Resume in the Runs tab."),
+             qPrintable(status));
+    QCOMPARE(store.run(id).status, RunStatus::Interrupted);
+    QVERIFY(store.resumable(id));
   }
 
   // A child that cannot start mpirun fails with the CLI's own reason, shown in the status line.

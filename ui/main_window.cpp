@@ -492,6 +492,12 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
         ": " + (end.setting.empty() ? QString::fromStdString(end.reason)
                                     : setup_->show_setting_problem(end.setting, QString::fromStdString(end.reason)));
   if (!store_error.isEmpty()) text += tr(" (not fully recorded: %1)").arg(store_error);
+  if (end.status == RunStatus::Interrupted) {  // cut off (a process killed): say what is left of it
+    try {
+      if (store_->resumable(run_id)) text += tr(" It can be resumed from its last checkpoint: Resume in the Runs tab.");
+    } catch (const std::exception&) {  // the store out of reach: nothing to add
+    }
+  }
   if (end.status == RunStatus::Finished && !live_->epochs.empty()) {
     double best = 0;
     for (const EpochReport& e : live_->epochs) best = std::max(best, e.validation_accuracy);

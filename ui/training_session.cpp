@@ -232,6 +232,16 @@ void TrainingSession::drain() {
     const int exit_code = child_->process->exitCode();
     RunEnd end =
         child_->end.value_or(RunEnd{RunStatus::Failed, child_failure(child_->errors, exit_code).toStdString(), {}});
+    // Processes that ended without reporting an end (a rank killed) leave their run as the store then marks it:
+    // interrupted, resumable from its last checkpoint, not failed.
+    if (!child_->end && run_id_ != 0) {
+      try {
+        RunStore store(db_path_.toStdString(), RunStore::Mode::Existing);
+        store.recover_abandoned_runs();
+        if (store.run(run_id_).status == RunStatus::Interrupted) end.status = RunStatus::Interrupted;
+      } catch (const std::exception&) {  // the store out of reach: failed, as far as this window can tell
+      }
+    }
     static const QRegularExpression unrecorded(QStringLiteral("the run was not fully recorded: (.*)$"),
                                                QRegularExpression::MultilineOption);
     const QString store_error = unrecorded.match(child_->errors).captured(1);
