@@ -480,7 +480,9 @@ int sweep_command(const SweepOptions& given) {
                   e.what() + "; put the password in ~/.pgpass (docs/cluster.md) and sweep again");
     }
   }
-  const int64_t id = create_sweep(store, grid.name, grid.to_json().dump(), o.on, settings);
+  nlohmann::ordered_json recorded = grid.to_json();
+  if (o.no_timing) recorded["timing"] = false;  // for a `sweep run` that goes on with it
+  const int64_t id = create_sweep(store, grid.name, recorded.dump(), o.on, settings);
   std::printf("sweep %lld: %zu points, recorded in %s\n", static_cast<long long>(id), points.size(),
               store.path().c_str());
   std::fflush(stdout);
@@ -610,16 +612,21 @@ int sweep_point_command(const SweepIdOptions& o) {
 int sweep_run_command(const SweepIdOptions& o) {
   const int64_t id = sweep_id(o.sweep);
   const std::string db = store_path(o.db);
+  bool timing = !o.no_timing;
   {
     RunStore store(db, RunStore::Mode::Existing);
     const SweepRecord s = sweep(store, id);
+    // A sweep begun with --no-timing goes on without the timing too.
+    if (const auto begun = nlohmann::ordered_json::parse(s.grid_json, nullptr, false);
+        begun.is_object() && begun.value("timing", true) == false)
+      timing = false;
     if (s.cancelled)
       throw Error("sweep " + o.sweep + " is cancelled: none of its points starts again (ampwb sweep status " + o.sweep +
                   " shows what it trained; a new sweep of the same grid trains every point anew)");
     if (s.runs_on != "local")
       throw Error("sweep " + o.sweep + " runs on Slurm (job " + s.slurm_job_id + "): its tasks run its points");
   }
-  return run_here(RunStore(db, RunStore::Mode::Existing).path(), id, o.parallel, !o.no_timing);
+  return run_here(RunStore(db, RunStore::Mode::Existing).path(), id, o.parallel, timing);
 }
 
 nlohmann::ordered_json point_json(const RunStore& store, const SweepPoint& p) {
@@ -821,6 +828,17 @@ int sweep_status_command(const SweepIdOptions& o) {
                 result.c_str());
   }
   std::printf("%s\n", counts_text(state_counts(points)).c_str());
+  // A local sweep's points are trained by a `sweep` or `sweep run` process, which holds each point it trains: with
+  // points left and none held, no process is at work on the sweep (it was stopped or killed).
+  const auto held = [&](const SweepPoint& p) { return store.connection().point_held(s.id, p.index); };
+  const auto left = [&](const SweepPoint& p) {
+    return p.state == SweepPointState::Queued || p.state == SweepPointState::Requeued ||
+           (p.state == SweepPointState::Running && !held(p));
+  };
+  if (s.runs_on == "local" && !s.cancelled && std::any_of(points.begin(), points.end(), left) &&
+      std::none_of(points.begin(), points.end(), held))
+    std::printf("no sweep process is at work on it now: ampwb sweep run %lld goes on with the points left\n",
+                static_cast<long long>(s.id));
   if (slurm && s.slurm_job_id.empty())
     std::printf("Slurm: no job array was submitted\n");
   else if (slurm && !view.source.empty())

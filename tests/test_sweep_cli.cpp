@@ -264,7 +264,7 @@ TEST(SweepCli, APointWhoseCheckpointIsGoneTrainsAsANewRunAndSaysWhy) {
 TEST(SweepCli, SweepRunResumesThePointsOfAKilledSweep) {
   TempDir dir("sweep_killed");
   const std::string db = dir.file("runs.sqlite");
-  std::vector<std::string> argv = tiny_sweep(db, 60, 1, {"--seed", "0,1,2", "-j", "2"});
+  std::vector<std::string> argv = tiny_sweep(db, 60, 1, {"--seed", "0,1,2", "-j", "2", "--no-timing"});
   argv.insert(argv.begin(), AMPWB_BINARY);
   const std::string log = dir.file("sweep.log");
   const pid_t sweep = spawn(argv, log);
@@ -297,9 +297,15 @@ TEST(SweepCli, SweepRunResumesThePointsOfAKilledSweep) {
     ASSERT_FALSE(locked()) << "a killed point's process still holds its point or records its run";
     EXPECT_EQ(points[0].state, SweepPointState::Running);
   }
-  const Result resumed = ampwb({"sweep", "run", "1", "--no-timing", "--db", db});
+  // Its status says that nothing trains it now, and how to go on.
+  const Result status = ampwb({"sweep", "status", "1", "--db", db});
+  expect_contains(status.output,
+                  "no sweep process is at work on it now: ampwb sweep run 1 goes on with the points left");
+  // Begun with --no-timing, it goes on without the timing.
+  const Result resumed = ampwb({"sweep", "run", "1", "--db", db});
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   expect_contains(resumed.output, "point 1/3 was left running by a sweep process that ended: requeued");
+  EXPECT_EQ(resumed.output.find("in alternation"), std::string::npos) << resumed.output;
   RunStore store(db, RunStore::Mode::ReadOnly);
   for (const SweepPoint& p : sweep_points(store, 1)) {
     EXPECT_EQ(p.state, SweepPointState::Finished) << "point " << p.index;
