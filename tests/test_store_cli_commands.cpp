@@ -505,6 +505,9 @@ TEST(StoreCli, AUriTheStoreCannotUseIsRefusedAndCreatesNothing) {
   }
   const Result with_password = ampwb({"runs", "--db", "postgresql://ann:s3cret@/ampwb?host=/nonexistent"}, in_dir);
   EXPECT_EQ(with_password.output.find("s3cret"), std::string::npos) << with_password.output;
+  // libpq's two lines ("...\n\tIs the server running...?") read as one error line of two sentences.
+  expect_contains(with_password.output, "failed: No such file or directory. Is the server running locally");
+  EXPECT_EQ(with_password.output.find('\t'), std::string::npos) << with_password.output;
   // The store named by $AMPWB_DB is checked the same way.
   std::vector<std::string> with_env = in_dir;
   with_env.push_back("AMPWB_DB=mysql://x/y");

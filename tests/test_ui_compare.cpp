@@ -761,11 +761,27 @@ class CompareRuns : public QObject {
     QAction* remove = runs_action(runs, RunsView::tr("Delete…"));
     runs->select({id});
     remove->trigger();
-    QVERIFY(asked.contains("Delete 1 run"));
+    QVERIFY2(asked.startsWith("Delete this run, everything recorded about it and its final weights?"),
+             qPrintable(asked));
+    QVERIFY2(!asked.contains("checkpoints"), qPrintable(asked));  // a finished run's are gone already
     QCOMPARE(runs->model()->rowCount(), 1);  // declined: still there
-    answer = true;
+    // The Delete key in the table asks the same; Enter opens the run.
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.tabs()->setCurrentWidget(runs);
     runs->select({id});
-    remove->trigger();
+    QTableView* table = runs->findChild<QTableView*>();
+    table->setFocus();
+    table->setCurrentIndex(runs->proxy()->index(0, 0));
+    QTest::keyClick(table, Qt::Key_Return);
+    QCOMPARE(w.compare_view()->run_ids(), std::vector<int64_t>{id});
+    w.tabs()->setCurrentWidget(runs);
+    runs->select({id});
+    table->setFocus();
+    asked.clear();
+    answer = true;
+    QTest::keyClick(table, Qt::Key_Delete);
+    QVERIFY2(asked.startsWith("Delete this run"), qPrintable(asked));
     QCOMPARE(runs->model()->rowCount(), 0);
     QCOMPARE(RunStore(db.toStdString(), RunStore::Mode::ReadOnly).runs().size(), size_t{0});
   }

@@ -124,8 +124,12 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   // Read-only, notes are shown all the same.
   on_selection(bar->addAction(tr("Notes…"), this, &RunsView::notes_selected), "notesAction", Selected::One, false,
                tr("The run's notes"));
-  on_selection(bar->addAction(tr("Delete…"), this, &RunsView::delete_selected), "deleteAction", Selected::Some, true,
+  QAction* remove_runs = bar->addAction(tr("Delete…"), this, &RunsView::delete_selected);
+  on_selection(remove_runs, "deleteAction", Selected::Some, true,
                tr("Delete the runs selected and their final weights"));
+  remove_runs->setShortcut(QKeySequence::Delete);  // while the view has the focus (the filter keeps its own Delete)
+  remove_runs->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  addAction(remove_runs);
   // What leaves the view, in a bar of its own that wraps under the first where the view is narrow.
   auto* outputs = new QToolBar;
   outputs->setToolButtonStyle(Qt::ToolButtonTextOnly);
@@ -169,8 +173,11 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
   connect(table_, &QTableView::customContextMenuRequested, this, &RunsView::show_menu);
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsView::update_actions);
-  connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
-    Q_EMIT open_requested({proxy_->data(index, RunsModel::kIdRole).toLongLong()});
+  // A double click, or Enter on the keyboard, opens the runs selected.
+  connect(table_, &QTableView::activated, this, [this](const QModelIndex& index) {
+    const std::vector<int64_t> ids = selected_ids();
+    Q_EMIT open_requested(ids.empty() ? std::vector<int64_t>{proxy_->data(index, RunsModel::kIdRole).toLongLong()}
+                                      : ids);
   });
 
   auto* top = new QHBoxLayout;
@@ -245,7 +252,7 @@ void RunsView::reload() {
     store_.recover_abandoned_runs();
     model_->reload(store_);
   });
-  if (!error.isEmpty()) Q_EMIT status_message(tr("Run store: %1").arg(error));
+  if (!error.isEmpty()) Q_EMIT status_message(store_trouble(error));
   widths_.follow(*table_, was_empty);
   select(selected);
   update_count();
@@ -254,11 +261,10 @@ void RunsView::reload() {
 
 void RunsView::update_count() {
   QString text = tr("%1 of %2 runs").arg(proxy_->rowCount()).arg(model_->rowCount());
-  // A long error is cut short here, whole in the tooltip: the label must not widen the window.
-  if (!poll_error_.isEmpty())
-    text += " · " + tr("Run store: %1").arg(poll_error_.size() > 60 ? poll_error_.left(60) + "…" : poll_error_);
+  // What it means here, the store's error whole in the tooltip: the label must not widen the window.
+  if (!poll_error_.isEmpty()) text += " · " + tr("the run store cannot be read now: these are the runs as last read");
   count_->setText(text);
-  count_->setToolTip(plain_tooltip(poll_error_));
+  count_->setToolTip(poll_error_.isEmpty() ? QString() : plain_tooltip(store_trouble(poll_error_)));
 }
 
 std::vector<int64_t> RunsView::selected_ids() const {
@@ -424,12 +430,18 @@ void RunsView::delete_selected() {
   QStringList names;
   for (int64_t id : ids)
     names << QStringLiteral("%1 (%2)").arg(id).arg(QString::fromStdString(model_->record(model_->row_of(id)).name));
-  if (!confirm(tr("Delete %n run(s) and everything recorded about them?\n\n%1\n\nTheir checkpoint files stay on disk, "
-                  "though "
-                  "nothing resumes from them once their runs are deleted.",
-                  nullptr, int(ids.size()))
-                   .arg(names.join("\n"))))
-    return;
+  bool unfinished = false;  // finished runs' checkpoints are gone already
+  for (int64_t id : ids) unfinished |= model_->record(model_->row_of(id)).status != RunStatus::Finished;
+  QString question =
+      ids.size() == 1
+          ? tr("Delete this run, everything recorded about it and its final weights?\n\n%1")
+          : tr("Delete these %1 runs, everything recorded about them and their final weights?\n\n%2").arg(ids.size());
+  question = question.arg(names.join("\n"));
+  if (unfinished)
+    question +=
+        tr("\n\nThe checkpoints of runs that did not finish stay on disk, though nothing resumes from them "
+           "once their runs are deleted.");
+  if (!confirm(question)) return;
   for (int64_t id : ids) {
     const QString error = remove(id);
     if (!error.isEmpty()) {
@@ -437,7 +449,7 @@ void RunsView::delete_selected() {
       return;
     }
   }
-  Q_EMIT status_message(tr("Deleted %n run(s)", nullptr, int(ids.size())));
+  Q_EMIT status_message(ids.size() == 1 ? tr("Deleted run %1").arg(ids[0]) : tr("Deleted %1 runs").arg(ids.size()));
 }
 
 void RunsView::predict_selected() {

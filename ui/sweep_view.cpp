@@ -167,7 +167,7 @@ void SweepView::reload() {
   try {
     show_reading(read(store_, wanted_));
   } catch (const std::exception& e) {  // a store busy or out of reach: the last reading stays, the next may do
-    counts_->setText(tr("Run store: %1").arg(QString::fromUtf8(e.what())));
+    show_trouble(QString::fromUtf8(e.what()));
   }
 }
 
@@ -177,10 +177,15 @@ void SweepView::follow() {
   reader_->start([found, wanted = wanted_](RunStore& store) { *found = read(store, wanted); },
                  [this, found, wanted = wanted_](const QString& error) {
                    if (!error.isEmpty())
-                     counts_->setText(tr("Run store: %1").arg(error));
+                     show_trouble(error);
                    else if (wanted == wanted_)  // else another sweep was chosen meanwhile, and read then
                      show_reading(*found);
                  });
+}
+
+void SweepView::show_trouble(const QString& error) {
+  counts_->setText(tr("The run store cannot be read now: these are the sweeps as last read."));
+  counts_->setToolTip(plain_tooltip(store_trouble(error)));
 }
 
 void SweepView::show_reading(const Reading& reading) {
@@ -197,6 +202,7 @@ void SweepView::show_reading(const Reading& reading) {
       results.sweep.id != current_sweep() || static_cast<int>(results.points.size()) != model_->rowCount();
   model_->set_results(results);
   widths_.follow(*table_, other_points);
+  counts_->setToolTip(QString());
   counts_->setText(list.empty() ? tr("No sweeps in this store yet: Run ▸ Sweep… or `ampwb sweep` starts one.")
                                 : QString::fromStdString(sweep_counts_text(results)));
   update_groups();

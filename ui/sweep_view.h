@@ -69,6 +69,7 @@ class SweepView : public QWidget {
   static Reading read(const RunStore& store, int64_t wanted);
   void follow();  // reload() on the reader's thread, while the view is shown
   void show_reading(const Reading& reading);
+  void show_trouble(const QString& error);  // the last reading stays, the next may do
   void update_groups();
   void update_actions();
 

@@ -4,6 +4,7 @@
 #include <QDir>
 #include <filesystem>
 
+#include "plain_text.h"
 #include "store/store_location.h"
 
 namespace ampwb::ui {
@@ -27,6 +28,10 @@ QString read_only_reason(const RunStore& store) {
              "the run store %1 is read-only here: its runs can be looked at and exported, but nothing can be "
              "recorded in it (check its permissions, or start the workbench on another store with --db)")
       .arg(QDir::toNativeSeparators(QString::fromStdString(location_without_password(store.path()))));
+}
+
+QString store_trouble(const QString& error) {
+  return as_sentence(error.contains(QStringLiteral("run store")) ? error : QObject::tr("Run store: %1").arg(error));
 }
 
 }  // namespace ampwb::ui

@@ -16,4 +16,7 @@ std::unique_ptr<RunStore> open_workbench_store(const QString& location);
 // Why nothing can be recorded in `store`, in the user's words; empty where it can.
 QString read_only_reason(const RunStore& store);
 
+// A store's error as a sentence that says it is the run store's ("Run store: ..." unless it names the store itself).
+QString store_trouble(const QString& error);
+
 }  // namespace ampwb::ui

@@ -27,10 +27,21 @@ constexpr int64_t kLockKey = 1095585879;
 // A session's start in pg_stat_activity, in microseconds: with its process id, it names one session for good.
 constexpr const char* kSessionStart = "CAST(extract(epoch FROM backend_start) * 1000000 AS bigint)";
 
-// libpq's message without its trailing newline.
+// libpq's message on one line: without its trailing newline, its indented hint ("\n\tIs the server running ...?") a
+// sentence of its own, other line breaks "; ".
 std::string trimmed(std::string message) {
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  return message;
+  std::string out;
+  for (size_t i = 0; i < message.size(); ++i) {
+    if (message[i] != '\n') {
+      out += message[i];
+      continue;
+    }
+    const bool hint = i + 1 < message.size() && message[i + 1] == '\t';
+    if (hint) ++i;
+    out += hint ? (out.ends_with('.') || out.ends_with('?') ? " " : ". ") : "; ";
+  }
+  return out;
 }
 
 std::string shorten(const std::string& sql) {
