@@ -880,6 +880,10 @@ class CompareRuns : public QObject {
     QVERIFY2(shared->text().startsWith("Queues " + queued), qPrintable(shared->text()));
     QVERIFY2(shared->text().contains("\nEvery run: "), qPrintable(shared->text()));
     QVERIFY2(!shared->text().contains("seed 0"), qPrintable(shared->text()));
+    QVERIFY2(!shared->text().contains("process"), qPrintable(shared->text()));
+    dialog.set_setup_processes(2);  // each point on one process all the same: said
+    QVERIFY2(shared->text().endsWith("Each run trains on one process: the setup's 2 processes are for a single run."),
+             qPrintable(shared->text()));
     dialog.findChild<QLineEdit*>("sweepSeeds")->setText("0");  // precisions alone: the sweep this process runs
     // What was ticked is what the next dialog ticks, once the runs were queued.
     dialog.findChild<QCheckBox*>("variant-fp16-pure")->setChecked(false);

@@ -578,6 +578,7 @@ void MainWindow::show_sweep_dialog(bool seed_article_preset) {
     return;
   }
   SweepDialog dialog(base, caps, this);
+  dialog.set_setup_processes(setup_->processes());
   if (seed_article_preset) dialog.apply_seed_article_preset();
   if (dialog.exec() != QDialog::Accepted) return;
   const SweepPlan plan = dialog.plan();

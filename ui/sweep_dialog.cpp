@@ -254,6 +254,11 @@ std::vector<SweepVariant> SweepDialog::chosen() const {
   return out;
 }
 
+void SweepDialog::set_setup_processes(int processes) {
+  setup_processes_ = processes;
+  describe_base();
+}
+
 void SweepDialog::describe_base() {
   const TrainConfig& c = base_;
   const SweepPlan p = plan();
@@ -262,7 +267,7 @@ void SweepDialog::describe_base() {
   const auto count = [](size_t n, const QString& one, const QString& many) {
     return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
   };
-  const QString shared =
+  QString shared =
       tr("Every run: %1, %2, %3 lr %4 (%5), data %6%7")
           .arg(count(static_cast<size_t>(c.epochs), tr("epoch"), tr("epochs")))
           .arg(c.image_size ? tr("%1 px").arg(c.image_size) : tr("native image size"))
@@ -271,6 +276,9 @@ void SweepDialog::describe_base() {
           .arg(QString::fromUtf8(choice_name(c.schedule)))
           .arg(QString::fromStdString(c.data_dir))
           .arg(c.data.max_train_images ? tr(" (first %1 training images)").arg(c.data.max_train_images) : QString());
+  if (setup_processes_ > 1)
+    shared +=
+        tr(".\nEach run trains on one process: the setup's %1 processes are for a single run.").arg(setup_processes_);
   base_text_->setText(runs == 0 ? shared
                                 : tr("Queues %1: %2 × %3 × %4 × %5.")
                                           .arg(count(runs, tr("run"), tr("runs")))

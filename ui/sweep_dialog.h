@@ -28,6 +28,8 @@ class SweepDialog : public QDialog {
   SweepDialog(const TrainConfig& base, const Capabilities& caps, QWidget* parent = nullptr);
 
   void apply_seed_article_preset();
+  // The run setup's processes: a sweep trains each point on one, which the dialog says where it is more.
+  void set_setup_processes(int processes);
   std::vector<SweepVariant> chosen() const;
   // The grid and where it runs, as the dialog's fields say.
   SweepPlan plan() const;
@@ -41,6 +43,7 @@ class SweepDialog : public QDialog {
   void update_where();
   TrainConfig base_;
   Capabilities caps_;
+  int setup_processes_ = 1;
   std::vector<std::pair<QCheckBox*, SweepVariant>> boxes_;
   QLabel* base_text_ = nullptr;
   QLabel* device_text_ = nullptr;
