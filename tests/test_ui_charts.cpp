@@ -162,6 +162,18 @@ class ChartData : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
+  // Runs compared past the palette's eight keep colours of their own: 24 runs, 24 colours, each far from the others.
+  void runs_past_the_palette_keep_colours_of_their_own() {
+    for (int a = 0; a < 24; ++a)
+      for (int b = a + 1; b < 24; ++b) {
+        const QColor x = run_color(a), y = run_color(b);
+        const int distance =
+            std::abs(x.red() - y.red()) + std::abs(x.green() - y.green()) + std::abs(x.blue() - y.blue());
+        QVERIFY2(distance >= 40,
+                 qPrintable(QStringLiteral("runs %1 and %2: %3 and %4").arg(a).arg(b).arg(x.name(), y.name())));
+      }
+  }
+
   void decimation_keeps_extremes_within_budget() {
     std::vector<double> y(1000000);
     for (size_t i = 0; i < y.size(); ++i) y[i] = std::sin(i * 0.001);

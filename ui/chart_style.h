@@ -9,7 +9,7 @@ class QChart;
 
 namespace ampwb::ui {
 
-QColor run_color(int index);  // distinct, colour-blind-friendly (Okabe-Ito)
+QColor run_color(int index);  // distinct, colour-blind-friendly (Okabe-Ito); darker, then lighter past 8
 QColor train_color();
 QColor validation_color();
 QColor topk_color();
