@@ -437,6 +437,31 @@ class TrainingThroughTheUi : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString("Run %1 was deleted from the run store").arg(deleted), 10000);
   }
 
+  // A run whose process was killed (a window killed while it trained) is said first when the workbench opens next,
+  // with what can be done with it.
+  void a_run_cut_off_is_said_at_the_next_start() {
+    const QString path = db("cut_off");
+    QProcess cli;
+    cli.start(AMPWB_BINARY, {"train", "--db", path, "--data", data_, "--name", "cut", "--epochs", "50", "--depth", "20",
+                             "--image-size", "16", "--batch-size", "8", "--threads", "1"});
+    QVERIFY(cli.waitForStarted());
+    const auto checkpointed = [&] {
+      try {
+        const RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
+        return !store.checkpoints(1).empty();
+      } catch (const std::exception&) {  // not made yet
+        return false;
+      }
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(checkpointed(), 120000);
+    cli.kill();  // SIGKILL: nothing records its end
+    QVERIFY(cli.waitForFinished());
+    MainWindow w(path);
+    QCOMPARE(child<QLabel>(w, "statusLine")->text(),
+             QString("Run 1 (cut) was cut off: the process training it ended without finishing it. Resume continues "
+                     "from the last checkpoint: select the run in the Runs tab."));
+  }
+
   // Paused, the run is shown paused in the window's Runs tab (the store records it running still), and running again
   // once resumed.
   void a_paused_run_is_shown_paused() {

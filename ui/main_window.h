@@ -91,6 +91,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void build_menus();
+  void tell_of_runs_cut_off();  // in the status line, the runs the store found cut off as it opened
   // Starts a run; returns why not (empty when it started).
   // `processes` > 1: the run on that many processes of mpirun (`ampwb train --processes`), followed from its output.
   QString start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled,

@@ -588,6 +588,7 @@ int RunStore::recover_abandoned_runs() {
   for (int64_t id : abandoned) mark.bind(1, kAbandonedRunReason).bind(2, id).run();
   t.commit();
   for (int64_t id : abandoned) db_->forget_run_lock(id);
+  recovered_.insert(recovered_.end(), abandoned.begin(), abandoned.end());
   return static_cast<int>(abandoned.size());
 }
 

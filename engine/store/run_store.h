@@ -201,6 +201,8 @@ class RunStore {
   // Marks `running` runs whose recording process is gone as interrupted, with kAbandonedRunReason; returns how
   // many. Opening does this; a long-lived reader (the GUI) may call it again. Does nothing on a read-only store.
   int recover_abandoned_runs();
+  // The runs this object's recover_abandoned_runs calls (opening included) marked interrupted, in order.
+  const std::vector<int64_t>& recovered_runs() const { return recovered_; }
 
  private:
   void open_checked(const std::string& path, Mode mode);
@@ -228,6 +230,7 @@ class RunStore {
   int found_version_ = 0;
   int interrupted_on_open_ = 0;
   std::set<int64_t> owned_;           // runs this store records (their locks are db_'s)
+  std::vector<int64_t> recovered_;    // recovered_runs()
   struct BackgroundCheck;             // quick_check of a large store, beside the first writes
   std::shared_ptr<BackgroundCheck> background_check_;
 };
