@@ -11,7 +11,10 @@
 namespace ampwb::cli {
 
 CLI::Option* add_db_option(CLI::App* app, std::string& db) {
-  return app->add_option("--db", db, "the run store (default: $AMPWB_DB, else $XDG_DATA_HOME/ampwb/runs.sqlite)")
+  return app
+      ->add_option("--db", db,
+                   "the run store: an SQLite file, or postgresql://host/database (default: $AMPWB_DB, else "
+                   "$XDG_DATA_HOME/ampwb/runs.sqlite)")
       ->type_name("FILE");
 }
 

@@ -34,7 +34,8 @@ constexpr int kUsageError = 2;
 
 const char* const kFooter =
     "With no command, ampwb opens the desktop workbench (GUI): ampwb [--db FILE].\n"
-    "RUN is a run id or a unique run name. The run store is --db FILE, else $AMPWB_DB, else\n"
+    "RUN is a run id or a unique run name. The run store is --db FILE (an SQLite file, or a PostgreSQL\n"
+    "store shared by many machines: postgresql://host/database, docs/cluster.md), else $AMPWB_DB, else\n"
     "$XDG_DATA_HOME/ampwb/runs.sqlite (~/.local/share/ampwb/runs.sqlite).\n"
     "Exit status: 0 done, 1 the command failed, 2 bad usage, 129, 130, 141 or 143 a training stopped by SIGHUP\n"
     "(its terminal closed), SIGINT, SIGPIPE (its output's reader went away) or SIGTERM.\n";

@@ -73,7 +73,9 @@ int runs_command(const RunsOptions& options) {
       list.push_back(j);
     } else {
       table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_status_name(r.status),
-                 std::to_string(r.depth), r.precision_name(), r.device.name(),
+                 std::to_string(r.depth), r.precision_name(),
+                 // as the workbench lists it: "cpu × 2" for a run on two processes
+                 r.device.name() + (r.info.world_size > 1 ? " × " + std::to_string(r.info.world_size) : ""),
                  s.epochs_completed && r.info.validation_images > 0 ? percent_text(s.best_validation_accuracy) : "-",
                  std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration_text(s.total_seconds),
                  resumable ? "yes" : "", final_weights_state(r)});
@@ -385,8 +387,9 @@ int show_command(const ShowOptions& options) {
   std::printf("\nconfiguration\n");
   Table config({"SETTING", "VALUE"});
   for (const auto& [key, value] : config_settings(r.config))  // an empty name asked the store to choose one
-    config.add(
-        {key, key == "name" && value.empty() ? "(none given: the run is named " + printable(r.name) + ")" : value});
+    config.add({key, key != "name" || value == r.name ? value
+                     : value.empty()                  ? "(none given: the run is named " + printable(r.name) + ")"
+                                                      : value + " (renamed since: " + printable(r.name) + ")"});
   config.print("  ");
 
   std::printf("\nepochs\n");

@@ -76,6 +76,9 @@ TEST(DistCli, TwoRanksTrainOneRunThatRankZeroAloneRecords) {
   EXPECT_EQ(j["world_size"], 2);
   EXPECT_EQ(j["global_batch_size"], 8) << "4 images a rank";
   EXPECT_EQ(j["launcher"], "mpirun");
+  // The runs list says it as the workbench's does: the device, times the processes.
+  const Result listed = ampwb({"runs", "--db", db});
+  expect_contains(listed.output, " cpu × 2 ");
   // 60 training images, 30 a rank: 8 steps an epoch of up to 4 images a rank, where one process takes 15.
   EXPECT_EQ(runs[0].info.steps_per_epoch, 8);
 }

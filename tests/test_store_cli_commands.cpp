@@ -449,6 +449,13 @@ TEST(StoreCli, ShowKeepsANotesLinesTogetherAndTagSaysWhatItChanged) {
   EXPECT_EQ(two.status, 1);
   expect_contains(two.output, "a tag cannot hold ',' or ';'");
   expect_contains(ampwb({"show", "1", "--db", db}).output, "  tags       keeper\n");
+  // The configuration keeps the name the run was trained with; renamed since, it says what the run is named now.
+  std::vector<std::string> named = tiny_training(db, 1, 2);
+  named.insert(named.end(), {"--name", "first"});
+  ASSERT_EQ(ampwb(named).status, 0);
+  ASSERT_EQ(ampwb({"rename", "2", "second", "--db", db}).status, 0);
+  const std::string shown = ampwb({"show", "2", "--db", db}).output;
+  expect_contains(shown, " first (renamed since: second)\n");
 }
 
 TEST(StoreCli, AJobOnAStoreOnANetworkFilesystemIsWarnedAndStoreCheckSaysWhereItLies) {
