@@ -196,9 +196,10 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   poller_ = new RunsPoller(location.empty() ? store_.path() : location, this);
   poller_->on_changed = [this](std::vector<RunsModel::Row> rows) { apply_polled(std::move(rows)); };
   poller_->on_unchanged = [this] {
-    if (!poll_error_.isEmpty()) {
+    if (!poll_error_.isEmpty()) {  // the store is back: so are the actions its error disabled
       poll_error_.clear();
       update_count();
+      update_actions();
     }
   };
   poller_->on_failed = [this](const QString& error) {  // the last reading stays; the next poll may do
@@ -215,7 +216,7 @@ RunsView::~RunsView() = default;
 void RunsView::poll() { poller_->poll(); }
 
 void RunsView::apply_polled(std::vector<RunsModel::Row> rows) {
-  poll_error_.clear();
+  const bool store_was_out_of_reach = !std::exchange(poll_error_, QString()).isEmpty();
   const std::vector<int64_t> selected = selected_ids();
   std::vector<std::string> before;  // the selected runs as shown, to tell whether their actions may have changed
   for (int64_t id : selected) before.push_back(model_->record(model_->row_of(id)).updated);
@@ -231,7 +232,7 @@ void RunsView::apply_polled(std::vector<RunsModel::Row> rows) {
     const int row = model_->row_of(selected[i]);
     selected_changed |= row < 0 || model_->record(row).updated != before[i];
   }
-  if (selected_changed) update_actions();
+  if (selected_changed || store_was_out_of_reach) update_actions();
 }
 
 void RunsView::showEvent(QShowEvent* event) {
