@@ -288,6 +288,18 @@ class WindowFits : public QObject {
     }
   }
 
+  // Ctrl+1 to Ctrl+4 show the tabs in the order they are drawn.
+  void the_tab_shortcuts_follow_the_tabs() {
+    MainWindow w(dir_.filePath("shortcuts.sqlite"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    for (int tab = w.tabs()->count() - 1; tab >= 0; --tab) {
+      QTest::keyClick(&w, static_cast<Qt::Key>(Qt::Key_1 + tab), Qt::ControlModifier);
+      QCOMPARE(w.tabs()->currentIndex(), tab);
+    }
+    QCOMPARE(w.tabs()->tabText(3), QString("Sweeps"));
+  }
+
   // A first launch (no saved geometry) opens inside the screen's available area, frame included.
   void the_first_launch_fits_the_screen() {
     QSettings().remove("window");

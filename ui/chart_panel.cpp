@@ -378,7 +378,7 @@ void ChartPanel::update_skipped_note() {
     skipped_note_->clear();
     skipped_note_->setToolTip({});
   } else if (total == 0 && !scaled) {
-    skipped_note_->setText(tr("No loss scaling here: no step is ever skipped."));
+    skipped_note_->setText(tr("No loss scaling here: the scale stays 1, and no step is skipped."));
     skipped_note_->setToolTip(
         tr("What FP16 would do: with FP16 and dynamic loss scaling, a step whose gradients overflow (inf/NaN) is "
            "skipped and the scale halved. FP32, TF32 and BF16 have FP32's range and scale nothing: their scale stays "

@@ -147,8 +147,8 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
     if (const QString why = cancel_cli_sweep(id); !why.isEmpty())
       plain_message(this, QMessageBox::Warning, tr("Cancel the sweep"), why);
   });
-  tabs_->addTab(sweep_view_, tr("Sweeps"));
   tabs_->addTab(compare_, tr("Compare"));
+  tabs_->addTab(sweep_view_, tr("Sweeps"));
   setCentralWidget(tabs_);
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int) {
     if (tabs_->currentWidget() == runs_view_) runs_view_->reload();
@@ -268,7 +268,7 @@ void MainWindow::build_menus() {
   resume->setEnabled(read_only_.isEmpty());
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  // Compare keeps Ctrl+3, as before the Sweeps tab came.
+  // Ctrl+1 to Ctrl+4 in the tabs' order.
   const QWidget* pages[] = {training_tab_, runs_view_, compare_, sweep_view_};
   const char* names[] = {QT_TR_NOOP("&Training"), QT_TR_NOOP("&Runs"), QT_TR_NOOP("&Compare"),
                          QT_TR_NOOP("S&weeps")};
