@@ -652,6 +652,17 @@ class CompareRuns : public QObject {
     QCOMPARE(runs->add_tag(bf16_seed1_, "keep"), QString());
     QCOMPARE(runs->set_notes(bf16_seed1_, "a note"), QString());
     QVERIFY(!runs->rename(bf16_seed1_, "12").isEmpty());  // all digits would read as an id: refused
+    // A very long name is cut in its column, whole in the tooltip: the other columns stay in sight.
+    const QString long_name = QString("a very long run name ").repeated(12);
+    QCOMPARE(runs->rename(fp32_seed2_, long_name), QString());
+    runs->reload();
+    auto* table = runs->findChild<QTableView*>();
+    QVERIFY2(table->columnWidth(RunsModel::Name) <= 40 * table->fontMetrics().averageCharWidth(),
+             qPrintable(QString::number(table->columnWidth(RunsModel::Name))));
+    const int long_row = runs->model()->row_of(fp32_seed2_);
+    const QString tip = runs->model()->index(long_row, RunsModel::Name).data(Qt::ToolTipRole).toString();
+    QVERIFY2(QString(tip).replace(QChar::Nbsp, ' ').contains(long_name.trimmed()), qPrintable(tip));
+    QCOMPARE(runs->rename(fp32_seed2_, "fp32 seed 2"), QString());
     RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
     const RunRecord r = store.run(bf16_seed1_);
     QCOMPARE(r.name, std::string("renamed bf16"));

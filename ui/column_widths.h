@@ -1,6 +1,6 @@
 // A live table's columns kept wide enough for their cells as the cells change, without undoing the widths a user
 // chose. A status read every 2 s grows in place ("queued" becoming "cancelled"), and a column sized once for the first
-// reading cut it to "cancel...".
+// reading cut it to "cancel...". No column sized so is wider than 40 characters.
 #pragma once
 
 #include <vector>

@@ -153,8 +153,9 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     }
   }
   if (role == Qt::ToolTipRole) {
-    QString tip =
-        QStringLiteral("%1\n%2").arg(QString::fromStdString(r.dataset_path), QString::fromStdString(r.backend));
+    QString tip = QStringLiteral("%1\n%2\n%3")
+                      .arg(QString::fromStdString(r.name), QString::fromStdString(r.dataset_path),
+                           QString::fromStdString(r.backend));
     if (r.info.world_size > 1)
       tip += "\n" + tr("%1 processes, started by %2: %3 images a step in all (%4 each)")
                         .arg(r.info.world_size)
