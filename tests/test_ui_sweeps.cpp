@@ -501,6 +501,8 @@ class SweepsThroughTheUi : public QObject {
     QVERIFY2(asked.contains(QStringLiteral("Cancel sweep %1?").arg(id)), qPrintable(asked));
     QCOMPARE(requested.count(), 1);
     QTRY_COMPARE_WITH_TIMEOUT(state_of(view, 2), QString("cancelled"), 10000);
+    // The status bar says what the command did: two points cancelled, the finished one kept.
+    QCOMPARE(w.statusBar()->currentMessage(), QStringLiteral("Sweep %1 cancelled: 2 points marked cancelled").arg(id));
     QCOMPARE(state_of(view, 1), QString("cancelled"));
     QCOMPARE(state_of(view, 0), QString("finished"));  // final points stay as they ended
     QVERIFY(view.chooser()->currentText().contains("cancelled"));
@@ -525,6 +527,11 @@ class SweepsThroughTheUi : public QObject {
     QVERIFY2(tooltip_text(cancel->toolTip()).contains("every point of sweep") &&
                  tooltip_text(cancel->toolTip()).contains("has ended"),
              qPrintable(cancel->toolTip()));
+    // Cancelled all the same (its points ended after the click): the status bar does not claim it was.
+    QCOMPARE(w.cancel_cli_sweep(ended), QString());
+    QVERIFY2(
+        w.statusBar()->currentMessage().startsWith(QStringLiteral("Sweep %1 has nothing left to cancel").arg(ended)),
+        qPrintable(w.statusBar()->currentMessage()));
     const SweepPointsModel* m = view.points_model();
     QCOMPARE(tooltip_text(m->data(m->index(1, m->column_of("state")), Qt::ToolTipRole).toString()),
              QString("out of memory: this run needs 9.9 GiB"));

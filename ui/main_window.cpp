@@ -667,8 +667,11 @@ QString MainWindow::cancel_cli_sweep(int64_t sweep_id) {
     said = m.hasMatch() ? m.captured(1).trimmed() : errors.trimmed();
   }
   sweep_view_->reload();
-  const QString text = said.isEmpty() ? tr("Sweep %1 cancelled").arg(sweep_id)
-                                      : tr("Sweep %1: %2").arg(sweep_id).arg(said);
+  // What the command did, in its words: a sweep whose points ended meanwhile had nothing left to cancel.
+  const QString done = QString::fromLocal8Bit(cancel.readAllStandardOutput()).section('\n', 0, 0).trimmed();
+  const QString text = !said.isEmpty()  ? tr("Sweep %1: %2").arg(sweep_id).arg(said)
+                       : done.isEmpty() ? tr("Sweep %1 cancelled").arg(sweep_id)
+                                        : as_sentence(done);
   show_status(text, 10000);
   return said;
 }

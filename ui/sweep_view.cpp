@@ -72,7 +72,8 @@ SweepView::SweepView(RunStore& store, QWidget* parent, const std::string& locati
   cancel_ = bar->addAction(tr("Cancel the sweep…"), this, [this] {
     const SweepRecord& s = results().sweep;
     if (s.id == 0 || s.cancelled) return;
-    if (confirm(tr("Cancel sweep %1? No point starts any more, points not yet finished are marked cancelled%2.")
+    if (confirm(tr("Cancel sweep %1? No point starts any more, and the points not yet finished are marked "
+                   "cancelled (a run training now stops after its current step, with a checkpoint)%2.")
                     .arg(s.id)
                     .arg(s.slurm_job_id.empty() ? QString()
                                                 : tr(", and Slurm job %1 is cancelled (scancel)")
