@@ -174,6 +174,31 @@ class ChartData : public QObject {
       }
   }
 
+  // Forty runs compared: the legend names them all, in at most four lines that scroll, and the charts keep the rest.
+  void a_long_legend_scrolls_and_leaves_the_charts_their_room() {
+    std::vector<RunSeries> runs(40);
+    RunList shown;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      runs[i].run_id = static_cast<int64_t>(i + 1);
+      runs[i].label = std::to_string(i + 1) + " · resnet20 amp-bf16 seed " + std::to_string(i);
+      runs[i].status = RunStatus::Finished;
+      shown.push_back(&runs[i]);
+    }
+    ChartPanel panel;
+    panel.resize(1000, 700);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.set_runs(shown);
+    QApplication::processEvents();
+    auto* legend = panel.findChild<QLabel*>("runLegend");
+    QVERIFY(legend->text().contains("40 · resnet20 amp-bf16 seed 39"));
+    QWidget* area = legend->parentWidget()->parentWidget();  // the scroll area's viewport, then the area
+    QVERIFY(area->isVisible());
+    QVERIFY2(area->height() <= 4 * legend->fontMetrics().lineSpacing() + 8,
+             qPrintable(QString::number(area->height())));
+    QVERIFY2(panel.chart("loss")->height() > 150, qPrintable(QString::number(panel.chart("loss")->height())));
+  }
+
   void decimation_keeps_extremes_within_budget() {
     std::vector<double> y(1000000);
     for (size_t i = 0; i < y.size(); ++i) y[i] = std::sin(i * 0.001);

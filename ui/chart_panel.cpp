@@ -125,8 +125,15 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   run_legend_->setWordWrap(true);
   run_legend_->setSizePolicy(QSizePolicy::Ignored,
                              QSizePolicy::Preferred);  // a name with no space is cut, not widening
-  run_legend_->setVisible(false);
-  layout->addWidget(run_legend_);
+  // At most four lines high, scrolling beyond (fit_legend): forty runs' names must leave the charts their room.
+  legend_area_ = new QScrollArea;
+  legend_area_->setWidget(run_legend_);
+  legend_area_->setWidgetResizable(true);
+  legend_area_->setFrameShape(QFrame::NoFrame);
+  legend_area_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  legend_area_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);  // fit_legend() sets its height
+  legend_area_->setVisible(false);
+  layout->addWidget(legend_area_);
 
   // The grid scrolls rather than set the window's minimum size: on a small screen the charts take what there is.
   auto* grid_area = new FittedPage;
@@ -232,7 +239,14 @@ void ChartPanel::update_legend() {
     text += tr("<br>Groups (validation mean ± std): ") + groups.join(QStringLiteral(" &nbsp;&nbsp; "));
   }
   run_legend_->setText(text);
-  run_legend_->setVisible(!entries.isEmpty());
+  legend_area_->setVisible(!entries.isEmpty());
+  fit_legend();
+}
+
+void ChartPanel::fit_legend() {
+  // As high as its lines at the panel's width, up to four; a scroll area does not follow a label's height for width.
+  const int lines = run_legend_->heightForWidth(std::max(1, width() - 12));
+  legend_area_->setFixedHeight(std::min(lines, 4 * run_legend_->fontMetrics().lineSpacing() + 8));
 }
 
 void ChartPanel::update_layers_runs() {
@@ -329,6 +343,7 @@ void ChartPanel::refresh_soon() {
 
 void ChartPanel::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
+  fit_legend();
   refresh();  // the decimation follows the plot's width
 }
 

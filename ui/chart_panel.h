@@ -13,6 +13,7 @@
 class QComboBox;
 class QGridLayout;
 class QLabel;
+class QScrollArea;
 class QSlider;
 class QTimer;
 
@@ -68,6 +69,7 @@ class ChartPanel : public QWidget {
   void update_skipped_note();
   void update_fp8_tensors();  // the tensors offered, and the FP8 chart shown only where a run has them
   void update_legend();       // the runs' colours and, when grouped, the groups
+  void fit_legend();          // the legend as high as its lines, up to four
   void update_layers_runs();  // the "Layers of" choice: the runs offered, the one chosen kept
   RunList runs_;
   QTimer* throttle_ = nullptr;
@@ -89,6 +91,7 @@ class ChartPanel : public QWidget {
   QComboBox* fp8_tensor_ = nullptr;
   QWidget* fp8_tensor_box_ = nullptr;  // its label and the tensor choice, one piece of the control row
   QLabel* run_legend_ = nullptr;       // a comparison's runs and their colours, for every chart
+  QScrollArea* legend_area_ = nullptr;  // run_legend_, scrolling past four lines
   QComboBox* layers_run_ = nullptr;    // by run id; shown for several runs
   QWidget* layers_run_box_ = nullptr;
   NumericsHeatmap* numerics_ = nullptr;
