@@ -926,24 +926,30 @@ EpochProgress Trainer::Run::so_far(const EpochStart& start) const {
 
 std::string Trainer::Run::save(const EpochProgress& progress) {
   if (config_.checkpoint_dir.empty() || !leader()) return std::string();
+  const Checkpoint checkpoint = make_checkpoint(*backend_, config_, progress, wall_seconds(), global_step_,
+                                                consecutive_skipped_, model_, *optimizer_, scaler_);
+  std::string failure;  // of the file alone: a device's or the allocator's error ends the run
   try {
     std::filesystem::create_directories(config_.checkpoint_dir);
-    save_checkpoint(trainer_.checkpoint_path(),
-                    make_checkpoint(*backend_, config_, progress, wall_seconds(), global_step_, consecutive_skipped_,
-                                    model_, *optimizer_, scaler_));
-  } catch (const std::exception& e) {
+    save_checkpoint(trainer_.checkpoint_path(), checkpoint);
+  } catch (const Error& e) {
+    failure = e.what();
+  } catch (const std::filesystem::filesystem_error& e) {
+    failure = e.what();
+  }
+  if (!failure.empty()) {
     // A full disk costs the run a way back in, not its results: it trains on, and the checkpoint written before
-    // (replaced whole or not at all) is still the one it resumes from.
+    // (replaced whole or not at all, or kept as PATH.prev) is still the one it resumes from.
     const std::string when = progress.next_step == 0 ? "after epoch " + std::to_string(progress.epoch - 1)
                                                      : "in epoch " + std::to_string(progress.epoch);
     std::error_code ec;
-    const bool earlier = std::filesystem::exists(trainer_.checkpoint_path(), ec);
+    const bool earlier = std::filesystem::exists(trainer_.checkpoint_path(), ec) ||
+                         std::filesystem::exists(previous_checkpoint_path(trainer_.checkpoint_path()), ec);
     if (!checkpoint_failed_)
-      report_(&TrainObserver::on_note, "a checkpoint could not be written " + when + " (" + e.what() +
+      report_(&TrainObserver::on_note, "a checkpoint could not be written " + when + " (" + failure +
                                            "): training went on, and " +
                                            (earlier ? "the run resumes from the checkpoint before it"
-                                                    : "the run cannot be resumed until a "
-                                                      "later checkpoint is written"));
+                                                    : "the run cannot be resumed until a later checkpoint is written"));
     checkpoint_failed_ = true;
     return earlier ? "; resumable from an earlier checkpoint, " + trainer_.checkpoint_path() : std::string();
   }
