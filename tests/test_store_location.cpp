@@ -94,8 +94,10 @@ TEST(StoreLocation, OtherProcessesGetNoPasswordAtAll) {
   EXPECT_EQ(location_for_other_processes("postgresql://ann@db/runs?password=s3cret"), "postgresql://ann@db/runs");
   EXPECT_EQ(location_for_other_processes("postgresql:///runs?password=s3cret&host=/run/pg"),
             "postgresql:///runs?host=/run/pg");
-  EXPECT_EQ(location_for_other_processes("host=db password=s3cret dbname=runs"), "host=db dbname=runs");
-  EXPECT_EQ(location_for_other_processes("/home/ann/password=x/runs.sqlite"), "/home/ann/password=x/runs.sqlite");
+  EXPECT_EQ(location_for_other_processes("postgresql://db/runs?password=s3cret"), "postgresql://db/runs");
+  // An SQLite file's path is handed on as it is, whatever it holds.
+  EXPECT_EQ(location_for_other_processes("/home/ann/a?password=x/runs.sqlite"), "/home/ann/a?password=x/runs.sqlite");
+  EXPECT_EQ(location_for_other_processes("/home/ann/runs?"), "/home/ann/runs?");
 }
 
 // RunStore opens every store, the workbench's too: it refuses before making a folder of the URI, and a server it

@@ -77,6 +77,7 @@ std::string location_without_password(const std::string& location) {
 }
 
 std::string location_for_other_processes(const std::string& location) {
+  if (!is_database_server(location)) return location;  // a file's name is a name, whatever it holds
   std::string out = location_without_password(location);
   // Each "password=***" key left by location_without_password, and the separator before it (or after, first).
   for (size_t at = out.find("password=***"); at != std::string::npos; at = out.find("password=***", at)) {
