@@ -774,8 +774,13 @@ std::string task_output_to_read(const SweepRecord& s, const SweepPoint& p, const
   if (s.runs_on != "slurm" || p.run_id != 0) return {};
   const auto t = view.tasks.find(p.index);
   const bool ended = t != view.tasks.end() && slurm_task_ended(t->second.state);
-  if (p.state != SweepPointState::Failed && !(p.state == SweepPointState::Queued && ended)) return {};
-  return (sweep_folder(store_path, sweep_stamp(s)) / ("task-" + std::to_string(p.index) + ".out")).string();
+  if (p.state != SweepPointState::Failed && !(ended && !is_final(p.state))) return {};
+  const fs::path out = sweep_folder(store_path, sweep_stamp(s)) / ("task-" + std::to_string(p.index) + ".out");
+  std::error_code ec;
+  // A PostgreSQL store's sweep folder is the submitting user's data folder, on the machine that submitted it.
+  return fs::exists(out, ec)
+             ? out.string()
+             : "its Slurm task's output, " + out.filename().string() + ", in the sweep's folder where it was submitted";
 }
 
 int sweep_status_command(const SweepIdOptions& o) {
@@ -822,22 +827,19 @@ int sweep_status_command(const SweepIdOptions& o) {
     if (const auto t = view.tasks.find(p.index); t != view.tasks.end())
       result += "; Slurm: " + t->second.state + (t->second.reason.empty() ? "" : " (" + t->second.reason + ")");
     if (const std::string out = task_output_to_read(s, p, view, store.path()); !out.empty())
-      result += p.state == SweepPointState::Queued ? "; its task ended before it could record a run: why is in " + out
-                                                   : "; why is in " + out;
+      result += p.state == SweepPointState::Failed ? "; why is in " + out
+                                                   : "; its task ended before it could record a run: why is in " + out;
     std::printf("  %5d%s  %-40s %s\n", p.index + 1, task, printable(describe_point_json(p.settings_json)).c_str(),
                 result.c_str());
   }
   std::printf("%s\n", counts_text(state_counts(points)).c_str());
-  // A local sweep's points are trained by a `sweep` or `sweep run` process, which holds each point it trains: with
-  // points left and none held, no process is at work on the sweep (it was stopped or killed).
-  const auto held = [&](const SweepPoint& p) { return store.connection().point_held(s.id, p.index); };
-  const auto left = [&](const SweepPoint& p) {
-    return p.state == SweepPointState::Queued || p.state == SweepPointState::Requeued ||
-           (p.state == SweepPointState::Running && !held(p));
+  // A local sweep's points are trained by a `sweep` or `sweep run` process, which holds each point it trains.
+  // Said only where certain: a point marked running that nothing holds was left by a process that ended.
+  const auto left_running = [&](const SweepPoint& p) {
+    return p.state == SweepPointState::Running && !store.connection().point_held(s.id, p.index);
   };
-  if (s.runs_on == "local" && !s.cancelled && std::any_of(points.begin(), points.end(), left) &&
-      std::none_of(points.begin(), points.end(), held))
-    std::printf("no sweep process is at work on it now: ampwb sweep run %lld goes on with the points left\n",
+  if (s.runs_on == "local" && !s.cancelled && std::any_of(points.begin(), points.end(), left_running))
+    std::printf("a sweep process that trained it has ended: ampwb sweep run %lld goes on with the points left\n",
                 static_cast<long long>(s.id));
   if (slurm && s.slurm_job_id.empty())
     std::printf("Slurm: no job array was submitted\n");

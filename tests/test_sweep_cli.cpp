@@ -300,7 +300,7 @@ TEST(SweepCli, SweepRunResumesThePointsOfAKilledSweep) {
   // Its status says that nothing trains it now, and how to go on.
   const Result status = ampwb({"sweep", "status", "1", "--db", db});
   expect_contains(status.output,
-                  "no sweep process is at work on it now: ampwb sweep run 1 goes on with the points left");
+                  "a sweep process that trained it has ended: ampwb sweep run 1 goes on with the points left");
   // Begun with --no-timing, it goes on without the timing.
   const Result resumed = ampwb({"sweep", "run", "1", "--db", db});
   ASSERT_EQ(resumed.status, 0) << resumed.output;
