@@ -12,6 +12,7 @@
 #include "plain_text.h"
 #include "run_progress.h"
 #include "store/final_weights.h"
+#include "store/run_resume.h"
 
 namespace ampwb::ui {
 namespace {
@@ -47,7 +48,7 @@ bool same_display(const RunsModel::Row& a, const RunsModel::Row& b) {
   return x.name == y.name && x.status == y.status && x.end_reason == y.end_reason && x.updated == y.updated &&
          x.duration_seconds == y.duration_seconds && x.notes == y.notes && x.tags == y.tags &&
          x.info.final_weights == y.info.final_weights && x.info.validation_images == y.info.validation_images &&
-         x.epochs == y.epochs && a.resumable == b.resumable && a.weights == b.weights &&
+         x.epochs == y.epochs && a.resume_refusal == b.resume_refusal && a.weights == b.weights &&
          a.summary.epochs_completed == b.summary.epochs_completed &&
          same_number(a.summary.best_validation_accuracy, b.summary.best_validation_accuracy) &&
          a.summary.total_seconds == b.summary.total_seconds;
@@ -67,15 +68,14 @@ std::vector<RunsModel::Row> RunsModel::read_rows(const RunStore& store, const st
       const RunRecord& p = was->second->record;
       if (p.updated == r.updated && p.duration_seconds == r.duration_seconds && p.status == r.status) {
         std::string weights = final_weights_state(r);
-        rows.push_back({std::move(r), was->second->summary, was->second->resumable, std::move(weights)});
+        rows.push_back({std::move(r), was->second->summary, was->second->resume_refusal, std::move(weights)});
         continue;
       }
     }
     RunSummary s = summarize(r, store.epochs(r.id));
-    const bool ended_early = r.status != RunStatus::Finished && r.status != RunStatus::Running;
-    const bool resumable = ended_early && store.resumable(r.id);
+    std::string refusal = resume_refusal(store, r);
     std::string weights = final_weights_state(r);
-    rows.push_back({std::move(r), s, resumable, std::move(weights)});
+    rows.push_back({std::move(r), s, std::move(refusal), std::move(weights)});
   }
   return rows;
 }
@@ -204,7 +204,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
                          ? tr("paused")
                          : QString::fromUtf8(run_status_name(r.status));
       QStringList details;
-      if (row.resumable) details << tr("resumable");
+      if (row.resume_refusal.empty()) details << tr("resumable");
       if (s.epochs_completed < r.epochs && r.status != RunStatus::Finished)
         details << QStringLiteral("%1/%2").arg(s.epochs_completed).arg(r.epochs);
       if (!details.isEmpty()) text += " (" + details.join(", ") + ")";

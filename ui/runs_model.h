@@ -39,7 +39,7 @@ class RunsModel : public QAbstractTableModel {
   struct Row {
     RunRecord record;
     RunSummary summary;
-    bool resumable = false;  // a checkpoint continues it (ampwb train --resume, the Resume action)
+    std::string resume_refusal;  // why Resume cannot continue it (store/run_resume.h); empty: a checkpoint can
     std::string weights;     // final_weights_state: "yes", "missing" or "", read with the row (not at each paint)
   };
 

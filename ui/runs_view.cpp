@@ -13,6 +13,7 @@
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPointer>
+#include <QShortcut>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTimer>
@@ -27,7 +28,6 @@
 #include "predict_dialog.h"
 #include "runs_poller.h"
 #include "store/final_weights.h"
-#include "store/run_resume.h"
 #include "workbench_store.h"
 
 namespace ampwb::ui {
@@ -43,15 +43,17 @@ QString attempt(F&& f) {
   }
 }
 
-// refusal(store, run), with a store that cannot be read as the reason.
-template <class Refusal>
-std::string attempt_refusal(Refusal&& refusal, const RunStore& store, int64_t run) {
+// final_weights_refusal, with a store that cannot be read as the reason.
+std::string attempt_refusal(const RunStore& store, int64_t run) {
   try {
-    return refusal(store, run);
+    return final_weights_refusal(store, run);
   } catch (const std::exception& e) {
     return e.what();
   }
 }
+
+// Why Predict and Export model cannot use a run's final weights, from its row as last read.
+std::string weights_refusal(const RunsModel::Row& row) { return final_weights_refusal(row.record); }
 
 }  // namespace
 
@@ -101,7 +103,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
   // Each action on the selected runs, enabled while the selection suits it: its tooltip says what to select else.
   const auto on_selection = [this](QAction* action, const char* name, Selected needs, bool writes, QString what,
-                                   std::function<std::string(const RunStore&, int64_t)> refusal = {}) {
+                                   std::function<std::string(const RunsModel::Row&)> refusal = {}) {
     action->setObjectName(name);
     selection_actions_.push_back({action, needs, writes, std::move(what), std::move(refusal)});
   };
@@ -115,7 +117,8 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
                                 const auto ids = selected_ids();
                                 if (ids.size() == 1) Q_EMIT resume_requested(ids[0]);
                               }),
-               "resumeAction", Selected::One, true, tr("Resume the run from its last checkpoint"), resume_refusal);
+               "resumeAction", Selected::One, true, tr("Resume the run from its last checkpoint"),
+               [](const RunsModel::Row& row) { return row.resume_refusal; });
   bar->addSeparator();
   on_selection(bar->addAction(tr("Rename…"), this, &RunsView::rename_selected), "renameAction", Selected::One, true,
                tr("Rename the run"));
@@ -145,8 +148,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
                "exportChartsAction", Selected::Some, false, tr("The runs' charts as PNG, SVG or PDF files"));
   QAction* predict = outputs->addAction(tr("Predict…"), this, &RunsView::predict_selected);
   on_selection(predict, "predictAction", Selected::One, false,
-               tr("Classify images with the run's final weights (the arrow: a whole folder of them)"),
-               final_weights_refusal);
+               tr("Classify images with the run's final weights (the arrow: a whole folder of them)"), weights_refusal);
   auto* predict_choices = new QMenu(this);
   predict_choices->addAction(tr("Predict on images…"), this, &RunsView::predict_selected);
   predict_choices->addAction(tr("Predict on a folder of images…"), this, &RunsView::predict_folder_selected);
@@ -155,7 +157,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
     button->setPopupMode(QToolButton::MenuButtonPopup);
   export_model_action_ = outputs->addAction(tr("Export model…"), this, &RunsView::export_model_selected);
   on_selection(export_model_action_, "exportModelAction", Selected::One, false,
-               tr("The run's final weights as an ONNX or safetensors file"), final_weights_refusal);
+               tr("The run's final weights as an ONNX or safetensors file"), weights_refusal);
   outputs->addSeparator();
   outputs->addAction(tr("Refresh"), this, &RunsView::reload);
 
@@ -173,12 +175,15 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   table_->setContextMenuPolicy(Qt::CustomContextMenu);
   connect(table_, &QTableView::customContextMenuRequested, this, &RunsView::show_menu);
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsView::update_actions);
-  // A double click, or Enter on the keyboard, opens the runs selected.
-  connect(table_, &QTableView::activated, this, [this](const QModelIndex& index) {
-    const std::vector<int64_t> ids = selected_ids();
-    Q_EMIT open_requested(ids.empty() ? std::vector<int64_t>{proxy_->data(index, RunsModel::kIdRole).toLongLong()}
-                                      : ids);
+  connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    Q_EMIT open_requested({proxy_->data(index, RunsModel::kIdRole).toLongLong()});
   });
+  for (const QKeySequence& key : {QKeySequence(Qt::Key_Return), QKeySequence(Qt::Key_Enter)}) {  // Enter opens too
+    auto* open = new QShortcut(key, table_, nullptr, nullptr, Qt::WidgetShortcut);
+    connect(open, &QShortcut::activated, this, [this] {
+      if (!selected_ids().empty()) Q_EMIT open_requested(selected_ids());
+    });
+  }
 
   auto* top = new QHBoxLayout;
   top->addWidget(filter_, 1);
@@ -431,17 +436,18 @@ void RunsView::delete_selected() {
   QStringList names;
   for (int64_t id : ids)
     names << QStringLiteral("%1 (%2)").arg(id).arg(QString::fromStdString(model_->record(model_->row_of(id)).name));
-  bool unfinished = false;  // finished runs' checkpoints are gone already
-  for (int64_t id : ids) unfinished |= model_->record(model_->row_of(id)).status != RunStatus::Finished;
+  bool weights = false;
+  for (int64_t id : ids) weights |= has_final_weights(model_->record(model_->row_of(id)));
   QString question =
       ids.size() == 1
-          ? tr("Delete this run, everything recorded about it and its final weights?\n\n%1")
-          : tr("Delete these %1 runs, everything recorded about them and their final weights?\n\n%2").arg(ids.size());
-  question = question.arg(names.join("\n"));
-  if (unfinished)
-    question +=
-        tr("\n\nThe checkpoints of runs that did not finish stay on disk, though nothing resumes from them "
-           "once their runs are deleted.");
+          ? (weights ? tr("Delete this run, everything recorded about it and its final weights?\n\n%1")
+                     : tr("Delete this run and everything recorded about it?\n\n%1"))
+          : (weights ? tr("Delete these %1 runs, everything recorded about them and their final weights?\n\n%2")
+                     : tr("Delete these %1 runs and everything recorded about them?\n\n%2"))
+                .arg(ids.size());
+  question = question.arg(names.join("\n")) +
+             tr("\n\nAny checkpoint files stay on disk, though nothing resumes from them once their runs are "
+                "deleted.");
   if (!confirm(question)) return;
   for (int64_t id : ids) {
     const QString error = remove(id);
@@ -488,8 +494,8 @@ void RunsView::update_actions() {
                   : ids.empty()                                ? tr("Select a run first")
                   : a.needs == Selected::One && ids.size() > 1 ? tr("Select only one run for this")
                                                                : QString();
-    if (why.isEmpty() && a.refusal && ids.size() == 1)
-      why = as_sentence(QString::fromStdString(attempt_refusal(a.refusal, store_, ids[0])));
+    if (const int row = ids.size() == 1 ? model_->row_of(ids[0]) : -1; why.isEmpty() && a.refusal && row >= 0)
+      why = as_sentence(QString::fromStdString(a.refusal(model_->rows()[static_cast<size_t>(row)])));
     a.action->setEnabled(why.isEmpty());
     a.action->setToolTip(plain_tooltip(why.isEmpty() ? a.what : why));
   }
@@ -498,7 +504,7 @@ void RunsView::update_actions() {
 void RunsView::export_model_selected() {
   const auto ids = selected_ids();
   if (ids.size() != 1) return;
-  const std::string refusal = attempt_refusal(final_weights_refusal, store_, ids[0]);
+  const std::string refusal = attempt_refusal(store_, ids[0]);
   if (!refusal.empty()) {
     plain_message(this, QMessageBox::Information, tr("Export model"), as_sentence(QString::fromStdString(refusal)));
     return;

@@ -110,8 +110,9 @@ class RunsView : public QWidget {
     Selected needs;
     bool writes;   // into the store: refused where it is read-only
     QString what;  // its tooltip while it is enabled
-    // Why the one run selected cannot be acted on (the store's words), empty when it can; unset: any run can.
-    std::function<std::string(const RunStore&, int64_t)> refusal = {};
+    // Why the one run selected cannot be acted on (the store's words), from its row as last read, empty when it
+    // can; unset: any run can.
+    std::function<std::string(const RunsModel::Row&)> refusal = {};
   };
   std::vector<SelectionAction> selection_actions_;  // enabled by update_actions()
   QTimer* poll_timer_ = nullptr;

@@ -46,8 +46,9 @@ std::string final_weights_state(const RunRecord& run) {
   return fs::exists(run.info.final_weights, ec) ? "yes" : "missing";
 }
 
-std::string final_weights_refusal(const RunStore& store, int64_t run) {
-  const RunRecord r = store.run(run);
+std::string final_weights_refusal(const RunStore& store, int64_t run) { return final_weights_refusal(store.run(run)); }
+
+std::string final_weights_refusal(const RunRecord& r) {
   if (r.status == RunStatus::Running)
     return run_words(r) + " is still running: a run keeps its final weights when it finishes";
   if (r.status != RunStatus::Finished)

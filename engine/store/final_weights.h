@@ -30,6 +30,7 @@ std::string final_weights_state(const RunRecord& run);
 // Why run `run` has no final weights to load, in words for the user ("run 3 ('x') failed before its first epoch
 // ended: it has no final weights"); empty when it records a file that exists.
 std::string final_weights_refusal(const RunStore& store, int64_t run);
+std::string final_weights_refusal(const RunRecord& run);  // the same for a row read already
 // The run's final weights, provenance filled in. Throws ampwb::Error with final_weights_refusal's reason, or naming
 // the file when it is unreadable or damaged (a checksum fails).
 ModelWeights load_final_weights(const RunStore& store, int64_t run);

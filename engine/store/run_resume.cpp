@@ -14,8 +14,10 @@ std::string run_words(const RunRecord& r) { return "run " + std::to_string(r.id)
 
 }  // namespace
 
-std::string resume_refusal(const RunStore& store, int64_t run) {
-  const RunRecord r = store.run(run);
+std::string resume_refusal(const RunStore& store, int64_t run) { return resume_refusal(store, store.run(run)); }
+
+std::string resume_refusal(const RunStore& store, const RunRecord& r) {
+  const int64_t run = r.id;
   if (r.status == RunStatus::Finished) return run_words(r) + " finished: there is nothing to resume";
   if (store.recording(run))
     return run_words(r) + " is training in process " + std::to_string(r.pid) + " on " + r.host +

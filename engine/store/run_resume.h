@@ -15,6 +15,8 @@ namespace ampwb {
 // empty when it can: it did not finish, no live process records it, its stored configuration reads, and its
 // latest checkpoint (or the one before it, which the trainer falls back to) is on disk.
 std::string resume_refusal(const RunStore& store, int64_t run);
+// The same for a run's row as read already (a list of runs: no row read twice).
+std::string resume_refusal(const RunStore& store, const RunRecord& run);
 
 // Why a new run cannot checkpoint into `folder`, in words for the user: a run of the store checkpoints there that is
 // running or can still be resumed, and the new run would overwrite what that run resumes from. Empty otherwise: a
