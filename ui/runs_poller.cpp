@@ -15,7 +15,7 @@ RunsPoller::RunsPoller(std::string location, QObject* parent)
     : QObject(parent), reader_(new StoreReader(std::move(location), this)), seen_(std::make_shared<Seen>()) {}
 
 void RunsPoller::poll(bool reread) {
-  auto changed = std::make_shared<bool>(false);
+  auto changed = std::make_shared<std::optional<std::vector<RunsModel::Row>>>();  // this poll's rows, where read
   reader_->start(
       [seen = seen_, reread, changed](RunStore& store) {
         try {
@@ -23,7 +23,7 @@ void RunsPoller::poll(bool reread) {
           if (reread || !seen->marker || !(marker == *seen->marker)) {
             seen->rows = RunsModel::read_rows(store, reread ? std::vector<RunsModel::Row>{} : seen->rows);
             seen->marker = marker;
-            *changed = true;
+            *changed = seen->rows;
           }
         } catch (...) {  // the store is opened again: its marker is read anew
           seen->marker.reset();
@@ -34,7 +34,7 @@ void RunsPoller::poll(bool reread) {
         if (!error.isEmpty()) {
           if (on_failed) on_failed(error);
         } else if (*changed) {
-          if (on_changed) on_changed(seen_->rows);
+          if (on_changed) on_changed(std::move(**changed));
         } else if (on_unchanged) {
           on_unchanged();
         }

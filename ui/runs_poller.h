@@ -33,7 +33,7 @@ class RunsPoller : public QObject {
   std::function<void()> on_unchanged;
 
  private:
-  struct Seen;  // the last marker and rows read, the reader's between polls
+  struct Seen;  // the last marker and rows read: the reader thread's alone
   StoreReader* reader_ = nullptr;
   std::shared_ptr<Seen> seen_;
 };

@@ -38,6 +38,10 @@ void StoreReader::work(std::shared_ptr<Shared> shared) {
     } catch (const std::exception& e) {  // a store busy or out of reach: opened again at the next read
       store.reset();
       error = QString::fromUtf8(e.what());
+      if (error.isEmpty()) error = QStringLiteral("the run store could not be read");
+    } catch (...) {
+      store.reset();
+      error = QStringLiteral("the run store could not be read");
     }
     read = nullptr;
     std::lock_guard lock(shared->mutex);
@@ -62,8 +66,9 @@ StoreReader::~StoreReader() {
   shared_->receiver = nullptr;
   shared_->stop = true;
   shared_->wake.notify_all();
-  // A read of SQLite ends within its busy timeout; one stuck on an unreachable server is left to end on its own.
-  const bool ended = shared_->wake.wait_for(lock, std::chrono::seconds(2), [&] { return !shared_->reading; });
+  // A read of SQLite ends within moments; one stuck on an unreachable server is left to end on its own (a read holds
+  // nothing of its caller's), so that a window closing with a hung server waits for none of its readers long.
+  const bool ended = shared_->wake.wait_for(lock, std::chrono::milliseconds(500), [&] { return !shared_->reading; });
   lock.unlock();
   if (ended)
     shared_->thread.join();

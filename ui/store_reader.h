@@ -22,7 +22,7 @@ class StoreReader : public QObject {
  public:
   // `location`: the store as it was opened (a PostgreSQL URI with its password, where it has one).
   explicit StoreReader(std::string location, QObject* parent = nullptr);
-  ~StoreReader() override;  // waits a moment for a read under way, then leaves it to end on its own
+  ~StoreReader() override;  // waits half a second for a read under way, then leaves it to end on its own
 
   // Runs `read` on the reader's store (opened read-only at the first read, and again after one that threw), then
   // `done` on this object's thread with what `read` threw, empty when nothing. `read` may outlive the caller (a read

@@ -165,6 +165,7 @@ SweepView::Reading SweepView::read(const RunStore& store, int64_t wanted) {
 }
 
 void SweepView::reload() {
+  ++reading_;  // a follow() read begun before is older than this one
   try {
     show_reading(read(store_, wanted_));
   } catch (const std::exception& e) {  // a store busy or out of reach: the last reading stays, the next may do
@@ -173,13 +174,15 @@ void SweepView::reload() {
 }
 
 void SweepView::follow() {
-  // Read on the reader's thread: a server out of reach must not hold the window.
+  // Read on the reader's thread: a server out of reach must not hold the window. One read at a time.
+  if (reader_->busy()) return;
   auto found = std::make_shared<Reading>();
   reader_->start([found, wanted = wanted_](RunStore& store) { *found = read(store, wanted); },
-                 [this, found, wanted = wanted_](const QString& error) {
+                 [this, found, reading = ++reading_](const QString& error) {
+                   if (reading != reading_) return;  // read again since, or another sweep chosen
                    if (!error.isEmpty())
                      show_trouble(error);
-                   else if (wanted == wanted_)  // else another sweep was chosen meanwhile, and read then
+                   else
                      show_reading(*found);
                  });
 }

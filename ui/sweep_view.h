@@ -75,6 +75,7 @@ class SweepView : public QWidget {
 
   RunStore& store_;
   StoreReader* reader_ = nullptr;  // follow()'s, on a connection of its own
+  uint64_t reading_ = 0;           // counts the reads begun: a follow() read that is not the last is stale
   int64_t wanted_ = 0;  // the sweep chosen, kept across reloads
   QComboBox* chooser_ = nullptr;
   QLabel* counts_ = nullptr;
