@@ -53,6 +53,7 @@
 #include "runs_model.h"
 #include "runs_view.h"
 #include "store/run_store.h"
+#include "store/sqlite.h"
 #include "sweep.h"
 #include "sweep_dialog.h"
 #include "test_ui_util.h"
@@ -351,6 +352,27 @@ class CompareRuns : public QObject {
     const QString html = w.compare_view()->diagnosis()->html();
     QVERIFY2(!html.contains("<script>"), qPrintable(html));
     QVERIFY(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+  }
+
+  // A damaged record only the diagnosis reads (a confusion matrix that is no JSON) leaves the run's charts and table
+  // shown; its diagnosis says why it cannot be read.
+  void a_damaged_diagnosis_record_leaves_the_charts() {
+    const QString db = dir_.filePath("damaged.sqlite");
+    const int64_t id = train_into_store(db, tiny_config(data_, 1, 2));
+    {
+      RunStore store(db.toStdString(), RunStore::Mode::Existing);
+      SqlStatement(
+          store.connection(),
+          "INSERT INTO run_details(run_id, kind, epoch, step, body_json) VALUES (?, 'confusion', 1, 0, '{not')")
+          .bind(1, id)
+          .run();
+    }
+    MainWindow w(db);
+    w.open_runs({id});
+    QCOMPARE(w.compare_view()->run_ids(), std::vector<int64_t>{id});
+    QVERIFY(w.compare_view()->charts()->chart("loss")->point_count() > 0);
+    const QString html = w.compare_view()->diagnosis()->html();
+    QVERIFY2(html.contains("Cannot be read: "), qPrintable(html));
   }
 
   void the_window_saves_the_report_of_the_runs_it_shows() {

@@ -154,15 +154,32 @@ std::string CompareView::stamp(const RunRecord& r) {
   return r.updated + '\n' + run_status_name(r.status) + '\n' + r.name + '\n' + r.notes + '\n' + tags;
 }
 
-std::vector<RunEvidence> CompareView::read_runs(const RunStore& store, const std::vector<int64_t>& ids) {
-  std::vector<RunEvidence> runs;
-  for (int64_t id : ids) runs.push_back(load_evidence(store, id));
-  return runs;
+CompareView::ReadRuns CompareView::read_runs(const RunStore& store, const std::vector<int64_t>& ids) {
+  ReadRuns read;
+  for (int64_t id : ids) {
+    try {
+      read.runs.push_back(load_evidence(store, id));
+      read.diagnosis_errors.emplace_back();
+    } catch (const std::exception& e) {
+      // A damaged record only the diagnosis reads leaves the charts and the table shown; the diagnosis says why
+      // not. What the charts cannot do without throws on.
+      RunEvidence charted = charted_evidence(store, id);
+      charted.times = store.epoch_times(id);
+      charted.alternating = store.alternating_speed(id);
+      read.runs.push_back(std::move(charted));
+      read.diagnosis_errors.push_back(QString::fromUtf8(e.what()));
+    }
+  }
+  return read;
 }
 
-void CompareView::load(const std::vector<int64_t>& ids) { show_runs(read_runs(store_, ids)); }
+void CompareView::load(const std::vector<int64_t>& ids) {
+  ++reading_;  // a follow_store read begun before is older than this one
+  show_runs(read_runs(store_, ids));
+}
 
-void CompareView::show_runs(std::vector<RunEvidence> runs) {
+void CompareView::show_runs(ReadRuns read) {
+  std::vector<RunEvidence>& runs = read.runs;
   std::vector<int64_t> ids;
   std::vector<std::unique_ptr<RunSeries>> series;
   std::vector<ComparedRun> compared;
@@ -215,7 +232,7 @@ void CompareView::show_runs(std::vector<RunEvidence> runs) {
     for (int column = 1; column < model_->columnCount(); ++column)
       table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
   }
-  diagnosis_->set_runs(std::move(runs));
+  diagnosis_->set_runs(std::move(runs), std::move(read.diagnosis_errors));
   diagnosis_->set_baseline(static_cast<size_t>(std::max(0, baseline_->currentIndex())));
 
   RunList drawn;
@@ -324,10 +341,11 @@ void CompareView::showEvent(QShowEvent* event) {
 void CompareView::follow_store() {
   if (!isVisible() || ids_.empty()) return;
   follow_->start();
+  if (reader_->busy()) return;  // one read at a time
   // Read on the reader's thread: a long run's steps, or a server out of reach, must not hold the window.
   struct Found {
-    std::vector<size_t> gone;       // positions in ids_ of the runs deleted
-    std::vector<RunEvidence> runs;  // the runs left, read again; none when nothing changed
+    std::vector<size_t> gone;  // positions in ids_ of the runs deleted
+    ReadRuns runs;             // the runs left, read again; none when nothing changed
   };
   auto found = std::make_shared<Found>();
   const bool running =
@@ -347,10 +365,10 @@ void CompareView::follow_store() {
         if (found->gone.empty() && now == stamps && !running) return;
         found->runs = read_runs(store, present);
       },
-      [this, found, ids = ids_](const QString& error) {
-        // Unreadable for now, or unchanged: the comparison stays as it was last read. Other runs chosen meanwhile
-        // were read on their own.
-        if (!error.isEmpty() || ids != ids_ || (found->gone.empty() && found->runs.empty())) return;
+      [this, found, reading = ++reading_](const QString& error) {
+        // Unreadable for now, or unchanged: the comparison stays as it was last read. Runs chosen or read meanwhile
+        // were read on their own, later.
+        if (!error.isEmpty() || reading != reading_ || (found->gone.empty() && found->runs.runs.empty())) return;
         for (size_t i : found->gone) dropped_ << QString::fromStdString(series_[i]->label);
         show_runs(std::move(found->runs));
       });

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QWidget>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,9 +65,13 @@ class CompareView : public QWidget {
   // window) or was renamed, tagged or noted elsewhere, and drops a run deleted elsewhere, saying so in the title.
   void follow_store();
   void load(const std::vector<int64_t>& ids);  // set_runs without forgetting the runs dropped
-  // What the comparison shows of each run, read in one go.
-  static std::vector<RunEvidence> read_runs(const RunStore& store, const std::vector<int64_t>& ids);
-  void show_runs(std::vector<RunEvidence> runs);
+  // What the comparison shows of each run, read in one go; why a run's diagnosis could not be read, or empty.
+  struct ReadRuns {
+    std::vector<RunEvidence> runs;
+    std::vector<QString> diagnosis_errors;
+  };
+  static ReadRuns read_runs(const RunStore& store, const std::vector<int64_t>& ids);
+  void show_runs(ReadRuns read);
   // A compared run's row as far as the comparison shows it: what changes there makes it read the runs again.
   static std::string stamp(const RunRecord& r);
   void update_summary();
@@ -74,6 +79,7 @@ class CompareView : public QWidget {
   void update_groups();
   RunStore& store_;
   StoreReader* reader_ = nullptr;  // follow_store's, on a connection of its own
+  uint64_t reading_ = 0;           // counts the reads begun: a follow_store read that is not the last is stale
   std::vector<int64_t> ids_;
   std::vector<std::unique_ptr<RunSeries>> series_;
   std::vector<std::string> stamps_;  // stamp() of each run, as last read

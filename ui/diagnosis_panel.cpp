@@ -33,8 +33,10 @@ DiagnosisPanel::DiagnosisPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(text_);
 }
 
-void DiagnosisPanel::set_runs(std::vector<RunEvidence> runs) {
+void DiagnosisPanel::set_runs(std::vector<RunEvidence> runs, std::vector<QString> errors) {
   runs_ = std::move(runs);
+  errors_ = std::move(errors);
+  errors_.resize(runs_.size());
   set_baseline(0);
 }
 
@@ -42,8 +44,9 @@ void DiagnosisPanel::set_baseline(size_t baseline) {
   baseline_ = baseline < runs_.size() ? baseline : 0;
   findings_.clear();
   for (size_t i = 0; i < runs_.size(); ++i) {
-    const bool against = runs_.size() > 1 && i != baseline_;
-    findings_.push_back(diagnose(runs_[i], against ? &runs_[baseline_] : nullptr));
+    const bool against = runs_.size() > 1 && i != baseline_ && errors_[baseline_].isEmpty();
+    findings_.push_back(errors_[i].isEmpty() ? diagnose(runs_[i], against ? &runs_[baseline_] : nullptr)
+                                             : std::vector<Finding>{});
   }
   render();
 }
@@ -59,6 +62,10 @@ QString DiagnosisPanel::html() const {
                .arg(escaped(r.name), escaped(r.precision_name() + ", ResNet-" + std::to_string(r.depth)));
     if (runs_.size() > 1 && i != baseline_)
       out += tr("<p>Against the baseline, run %1.</p>").arg(runs_[baseline_].run.id);
+    if (!errors_[i].isEmpty()) {
+      out += tr("<p>Cannot be read: %1</p>").arg(errors_[i].toHtmlEscaped());
+      continue;
+    }
     if (findings_[i].empty()) {
       out +=
           tr("<p>No findings: none of the %1 rules fired on what this run recorded.</p>").arg(diagnosis_rules().size());

@@ -3,6 +3,7 @@
 // `ampwb explain`.
 #pragma once
 
+#include <QString>
 #include <QWidget>
 #include <cstdint>
 #include <vector>
@@ -18,8 +19,9 @@ class DiagnosisPanel : public QWidget {
  public:
   explicit DiagnosisPanel(QWidget* parent = nullptr);
 
-  // What the store holds of the runs (load_evidence).
-  void set_runs(std::vector<RunEvidence> runs);
+  // What the store holds of the runs (load_evidence), and for each why it could not be read, or empty: a run
+  // that could not be read shows its error instead of findings.
+  void set_runs(std::vector<RunEvidence> runs, std::vector<QString> errors);
   // Diagnoses every run, each but the baseline against runs[baseline]; a single run alone.
   void set_baseline(size_t baseline);
 
@@ -29,6 +31,7 @@ class DiagnosisPanel : public QWidget {
  private:
   void render();
   std::vector<RunEvidence> runs_;
+  std::vector<QString> errors_;  // per run: why it could not be read, or empty
   std::vector<std::vector<Finding>> findings_;
   size_t baseline_ = 0;
   QTextBrowser* text_ = nullptr;
