@@ -458,8 +458,8 @@ class TrainingThroughTheUi : public QObject {
     QVERIFY(cli.waitForFinished());
     MainWindow w(path);
     QCOMPARE(child<QLabel>(w, "statusLine")->text(),
-             QString("Run 1 (cut) was cut off: the process training it ended without finishing it. Resume continues "
-                     "from the last checkpoint: select the run in the Runs tab."));
+             QString("Run 1 (cut) was cut off when the process training it ended: Resume in the Runs tab continues "
+                     "it from its last checkpoint."));
   }
 
   // Paused, the run is shown paused in the window's Runs tab (the store records it running still), and running again

@@ -197,25 +197,23 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
 
 void MainWindow::tell_of_runs_cut_off() {
   // Runs whose process ended without recording their end (this window killed, a crash, a power cut), found as the
-  // store opened: the first thing to say, with what can be done.
-  QStringList runs;
-  bool resumable = false;
+  // store opened: the first thing to say, each with what can be done with it.
+  QStringList said;
   for (const int64_t id : store_->recovered_runs()) {
     try {
       const RunRecord r = store_->run(id);
-      runs << QStringLiteral("%1 (%2)").arg(id).arg(QString::fromStdString(r.name));
-      resumable |= store_->resumable(id);
+      const std::string refusal = resume_refusal(*store_, r);
+      said << (refusal.empty() ? tr("Run %1 (%2) was cut off when the process training it ended: Resume in the Runs "
+                                    "tab continues it from its last checkpoint.")
+                                     .arg(id)
+                                     .arg(QString::fromStdString(r.name))
+                               : tr("Run %1 (%2) was cut off when the process training it ended: %3.")
+                                     .arg(id)
+                                     .arg(QString::fromStdString(r.name), QString::fromStdString(refusal)));
     } catch (const std::exception&) {  // deleted meanwhile
     }
   }
-  if (runs.isEmpty()) return;
-  QString text = runs.size() == 1
-                     ? tr("Run %1 was cut off: the process training it ended without finishing it.").arg(runs[0])
-                     : tr("Runs %1 were cut off: the processes training them ended without finishing them.")
-                           .arg(runs.join(QStringLiteral(", ")));
-  text += resumable ? tr(" Resume continues from the last checkpoint: select the run in the Runs tab.")
-                    : tr(" No checkpoint was written before: train anew.");
-  controls_->set_status(text);
+  if (!said.isEmpty()) controls_->set_status(said.join(' '));
 }
 
 MainWindow::~MainWindow() = default;

@@ -232,13 +232,13 @@ void TrainingSession::drain() {
     const int exit_code = child_->process->exitCode();
     RunEnd end =
         child_->end.value_or(RunEnd{RunStatus::Failed, child_failure(child_->errors, exit_code).toStdString(), {}});
-    // Processes that ended without reporting an end (a rank killed) leave their run as the store then marks it:
-    // interrupted, resumable from its last checkpoint, not failed.
+    // Processes that ended without reporting an end (a rank killed) leave their run as the store marks it once no
+    // process holds it: interrupted, resumable from its last checkpoint, not failed. mpirun has ended, and its
+    // ranks with it, so a row still running is such a run (a server may hold a killed backend's lock a moment).
     if (!child_->end && run_id_ != 0) {
       try {
-        RunStore store(db_path_.toStdString(), RunStore::Mode::Existing);
-        store.recover_abandoned_runs();
-        if (store.run(run_id_).status == RunStatus::Interrupted) end.status = RunStatus::Interrupted;
+        const RunStatus stored = RunStore(db_path_.toStdString(), RunStore::Mode::Existing).run(run_id_).status;
+        if (stored == RunStatus::Interrupted || stored == RunStatus::Running) end.status = RunStatus::Interrupted;
       } catch (const std::exception&) {  // the store out of reach: failed, as far as this window can tell
       }
     }
