@@ -237,6 +237,19 @@ TEST(PredictCli, RunsWithoutWeightsAreRefusedWithTheReason) {
   expect_contains(r.output, "has no final weights: it finished before the workbench kept them");
 }
 
+// Two epochs on the split stripes, checkpointed into the test's folder.
+TrainConfig two_epochs_with_checkpoints(const TempDir& dir) {
+  TrainConfig c;
+  c.data_dir = split_stripes().string();
+  c.depth = 20;
+  c.epochs = 2;
+  c.batch_size = 8;
+  c.threads = 2;
+  c.image_size = 16;
+  c.checkpoint_dir = dir.file("checkpoints");
+  return c;
+}
+
 // Stops its trainer at the end of the first epoch: a run that can be resumed.
 class StopAfterFirstEpoch : public TrainObserver {
  public:
@@ -248,14 +261,7 @@ TEST(PredictCli, AResumedRunKeepsItsWeightsWhenItFinishes) {
   TempDir dir("predict_resumed");
   const std::string db = dir.file("runs.sqlite");
   {
-    TrainConfig c;
-    c.data_dir = split_stripes().string();
-    c.depth = 20;
-    c.epochs = 2;
-    c.batch_size = 8;
-    c.threads = 2;
-    c.image_size = 16;
-    c.checkpoint_dir = dir.file("checkpoints");
+    const TrainConfig c = two_epochs_with_checkpoints(dir);
     RunStore store(db);
     StoreRecorder recorder(store, c);
     StopAfterFirstEpoch stop;
@@ -303,14 +309,7 @@ class BlockWritesAfterFirstEpoch : public TrainObserver {
 TEST(PredictCli, ARunWhoseFilesCannotBeWrittenStillFinishesAndSaysWhy) {
   TempDir dir("predict_unwritable");
   const std::string db = dir.file("runs.sqlite");
-  TrainConfig c;
-  c.data_dir = split_stripes().string();
-  c.depth = 20;
-  c.epochs = 2;
-  c.batch_size = 8;
-  c.threads = 2;
-  c.image_size = 16;
-  c.checkpoint_dir = dir.file("checkpoints");
+  const TrainConfig c = two_epochs_with_checkpoints(dir);
   RunStore store(db);
   StoreRecorder recorder(store, c);
   BlockWritesAfterFirstEpoch block;

@@ -163,7 +163,7 @@ CompareView::ReadRuns CompareView::read_runs(const RunStore& store, const std::v
     } catch (const std::exception& e) {
       // A damaged record only the diagnosis reads leaves the charts and the table shown; the diagnosis says why
       // not. What the charts cannot do without throws on.
-      RunEvidence charted = charted_evidence(store, id);
+      RunEvidence charted = load_charted_evidence(store, id);
       charted.times = store.epoch_times(id);
       charted.alternating = store.alternating_speed(id);
       read.runs.push_back(std::move(charted));

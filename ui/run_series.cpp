@@ -64,18 +64,7 @@ std::string run_label(const RunRecord& r) {
   return label;
 }
 
-RunSeries load_run_series(const RunStore& store, int64_t id) { return run_series(charted_evidence(store, id)); }
-
-RunEvidence charted_evidence(const RunStore& store, int64_t id) {
-  RunEvidence e;
-  e.run = store.run(id);
-  e.steps = store.steps(id);
-  e.epochs = store.epochs(id);
-  e.histograms = store.histograms(id);
-  e.layers = store.layer_numerics(id);
-  e.divergence = store.divergence(id);
-  return e;
-}
+RunSeries load_run_series(const RunStore& store, int64_t id) { return run_series(load_charted_evidence(store, id)); }
 
 RunSeries run_series(const RunEvidence& run) {
   RunSeries s;

@@ -48,10 +48,8 @@ struct RunSeries {
 
 // A stored run as a series (everything the store holds for it).
 RunSeries load_run_series(const RunStore& store, int64_t id);
-// The same from what was read of the run for its diagnosis (load_evidence), or for its charts alone.
+// The same from what was read of the run (load_evidence, or load_charted_evidence).
 RunSeries run_series(const RunEvidence& run);
-// What a run's charts draw, without what only its diagnosis reads (overflows, confusion matrices, times).
-RunEvidence charted_evidence(const RunStore& store, int64_t id);
 // "12 · amp-fp16" (id, then the name when it is not just the mode); "12 · fp32 · seed 0" for a run of an older
 // sweep, named by its time ("sweep 1201-135804 fp32").
 std::string run_label(const RunRecord& record);

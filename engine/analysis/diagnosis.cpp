@@ -565,17 +565,22 @@ const std::vector<std::string>& diagnosis_rules() {
   return rules;
 }
 
-RunEvidence load_evidence(const RunStore& store, int64_t run) {
+RunEvidence load_charted_evidence(const RunStore& store, int64_t run) {
   RunEvidence e;
   e.run = store.run(run);
   e.epochs = store.epochs(run);
   e.steps = store.steps(run);
   e.histograms = store.histograms(run);
   e.layers = store.layer_numerics(run);
+  e.divergence = store.divergence(run);
+  return e;
+}
+
+RunEvidence load_evidence(const RunStore& store, int64_t run) {
+  RunEvidence e = load_charted_evidence(store, run);
   e.overflows = store.overflows(run);
   e.times = store.epoch_times(run);
   e.confusion = store.confusion_matrices(run);
-  e.divergence = store.divergence(run);
   e.alternating = store.alternating_speed(run);
   return e;
 }

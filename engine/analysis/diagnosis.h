@@ -31,6 +31,9 @@ struct RunEvidence {
   std::optional<AlternatingSpeed> alternating;    // its sweep's timing in alternation, where one was run here
 };
 RunEvidence load_evidence(const RunStore& store, int64_t run);
+// Only what a run's charts draw: its row, steps, epochs, histograms, layers and divergence (no overflows, times,
+// confusion matrices or timing, which a damaged record there must not keep from being drawn).
+RunEvidence load_charted_evidence(const RunStore& store, int64_t run);
 
 enum class Severity { Problem, Warning, Note };  // the run is hurt; a risk; worth knowing
 const char* severity_name(Severity s);           // "problem", "warning", "note"
