@@ -59,7 +59,7 @@ int runs_command(const RunsOptions& options) {
               {true, false, false, false, true, false, false, true, true, true, false, false});
   size_t shown = 0;
   for (const RunRecord& r : store.runs()) {
-    if (!status.empty() && status != run_status_name(r.status)) continue;
+    if (!status.empty() && status != run_status_words(r.status)) continue;
     if (!tag.empty() && std::find(r.tags.begin(), r.tags.end(), tag) == r.tags.end()) continue;
     const RunSummary s = summarize(r, store.epochs(r.id));
     const bool resumable = store.resumable(r.id);
@@ -72,7 +72,7 @@ int runs_command(const RunsOptions& options) {
       j["final_weights_missing"] = final_weights_state(r) == "missing";  // recorded, the file gone
       list.push_back(j);
     } else {
-      table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_status_name(r.status),
+      table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_status_words(r.status),
                  std::to_string(r.depth), r.precision_name(),
                  // as the workbench lists it: "cpu × 2" for a run on two processes
                  r.device.name() + (r.info.world_size > 1 ? " × " + std::to_string(r.info.world_size) : ""),
@@ -340,7 +340,7 @@ int show_command(const ShowOptions& options) {
 
   const RunInfo& info = r.info;
   std::printf("run %s\n", run_label(r).c_str());
-  std::printf("  status     %s%s%s\n", run_status_name(r.status), r.end_reason.empty() ? "" : ": ",
+  std::printf("  status     %s%s%s\n", run_status_words(r.status), r.end_reason.empty() ? "" : ": ",
               r.end_reason.c_str());
   std::printf("  created    %s   ended %s   wall time %s\n", r.created.c_str(), r.ended.empty() ? "-" : r.ended.c_str(),
               duration_text(r.duration_seconds).c_str());
@@ -609,8 +609,10 @@ void add_run_commands(CLI::App& app, Invocation& invocation) {
   auto runs_options = std::make_shared<RunsOptions>();
   CLI::App* runs = app.add_subcommand("runs", "list the recorded runs");
   runs->add_option("--status", runs_options->status, "only runs with this status")
-      ->type_name("STATUS")
-      ->check(CLI::IsMember({"running", "finished", "failed", "cancelled", "interrupted"}));
+      ->type_name("running|finished|failed|stopped|interrupted")
+      ->transform(
+          [](std::string word) { return word == "cancelled" ? std::string("stopped") : word; })  // --json's word
+      ->check(CLI::IsMember({"running", "finished", "failed", "stopped", "interrupted"}).description(""));
   runs->add_option("--tag", runs_options->tag, "only runs with this tag")->type_name("TAG");
   runs->add_flag("--json", runs_options->json, "as JSON (for scripts)");
   add_db_option(runs, runs_options->db);

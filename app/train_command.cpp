@@ -473,7 +473,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   } else if (run_id != 0 && !how.quiet) {
     const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
     std::printf("run %lld%s %s%s%s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),
-                run_status_name(end.status), end.reason.empty() ? "" : ": ", end.reason.c_str(),
+                run_status_words(end.status), end.reason.empty() ? "" : ": ", end.reason.c_str(),
                 static_cast<long long>(run_id));
   }
   std::fflush(stdout);

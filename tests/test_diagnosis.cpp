@@ -147,7 +147,7 @@ TEST_F(Diagnosis, ARunThatDidNotFinishSaysHowFarItGot) {
   const Finding f = expect_finding(diagnose(stopped), "unfinished");
   EXPECT_EQ(f.title, "Stopped after " + std::to_string(stopped.epochs.size()) + " of 20 epochs");
   EXPECT_EQ(f.severity, Severity::Note);
-  expect_contains(f.evidence, "status cancelled, " + std::to_string(stopped.epochs.size()) + " of 20 epochs completed");
+  expect_contains(f.evidence, "status stopped, " + std::to_string(stopped.epochs.size()) + " of 20 epochs completed");
   expect_contains(f.evidence, "stopped by the user at epoch 2");
   expect_contains(f.action, "resume it from its last checkpoint");
   stopped.run.status = RunStatus::Failed;

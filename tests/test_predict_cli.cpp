@@ -270,7 +270,7 @@ TEST(PredictCli, AResumedRunKeepsItsWeightsWhenItFinishes) {
     stop.trainer = &trainer;
     const RunEnd end = trainer.run();
     ASSERT_EQ(end.status, RunStatus::Cancelled) << end.reason;
-    expect_contains(final_weights_refusal(store, 1), "did not finish (cancelled");
+    expect_contains(final_weights_refusal(store, 1), "did not finish (stopped");
   }
   const Result refused = ampwb({"predict", "1", (split_stripes() / "val").string(), "--db", db});
   EXPECT_EQ(refused.status, 1);

@@ -300,6 +300,14 @@ TEST(StoreCli, AReaderThatGoesAwayStopsTheRunResumablyWithExit141) {
   RunStore store(db, RunStore::Mode::ReadOnly);
   EXPECT_EQ(store.run(1).status, RunStatus::Cancelled);
   EXPECT_TRUE(store.resumable(1)) << "stopped with a checkpoint, not killed";
+  // Listed and shown as the workbench shows it, "stopped", and found by that word or by the stored one.
+  for (const std::string& word : {"stopped", "cancelled"}) {
+    const Result listed = ampwb({"runs", "--status", word, "--db", db});
+    ASSERT_EQ(listed.status, 0) << listed.output;
+    expect_contains(listed.output, " stopped ");
+  }
+  expect_contains(ampwb({"show", "1", "--db", db}).output, "  status     stopped: ");
+  expect_contains(ampwb({"runs", "--status", "finished", "--db", db}).output, "no runs");
 }
 
 TEST(StoreCli, CheckpointsByDefaultAreRemovedWhenTheRunFinishesUnlessKept) {

@@ -367,7 +367,7 @@ class TrainingThroughTheUi : public QObject {
     RunsModel* runs = w.runs_view()->model();
     const QString status = runs->index(runs->row_of(id), RunsModel::Status).data().toString();
     QVERIFY2(status.startsWith("stopped (resumable, "), qPrintable(status));
-    // The filter finds it by the CLI's word for it too (ampwb runs --status cancelled).
+    // The filter finds it by the store's word for it too (ampwb runs --json says "cancelled").
     w.runs_view()->set_filter("cancelled");
     QCOMPARE(w.runs_view()->findChild<QTableView*>("runsTable")->model()->rowCount(), 1);
     w.runs_view()->set_filter("");

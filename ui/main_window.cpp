@@ -470,7 +470,7 @@ void MainWindow::follow_last_run() {
   } else if (live_->status != RunStatus::Running && run->duration_seconds == last_run_seconds_) {
     return;  // not trained since: a rename or a note changes its row, not its wall time
   } else {
-    text = tr("Run %1, resumed elsewhere, %2").arg(id).arg(QString::fromUtf8(run_status_name(run->status)));
+    text = tr("Run %1, resumed elsewhere, %2").arg(id).arg(QString::fromUtf8(run_status_words(run->status)));
     if (!run->end_reason.empty()) text += ": " + QString::fromStdString(run->end_reason);
   }
   follow_last_run_->stop();
@@ -507,7 +507,7 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   // A run refused before its row was written (its data cannot take its settings) never started: no run 0 failed.
   QString text = run_id == 0 && end.status == RunStatus::Failed
                      ? tr("Not started")
-                     : tr("Run %1 %2").arg(run_id).arg(QString::fromUtf8(run_status_name(end.status)));
+                     : tr("Run %1 %2").arg(run_id).arg(QString::fromUtf8(run_status_words(end.status)));
   // A setting the data refused (top-k above the classes, say) is named as the panel names it, its field marked.
   if (!end.reason.empty())
     text +=

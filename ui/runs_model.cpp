@@ -197,12 +197,11 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
                  ? QStringLiteral("%1 × %2").arg(QString::fromStdString(r.device.name())).arg(r.info.world_size)
                  : QString::fromStdString(r.device.name());
     case Status: {
-      if (sort) return QString::fromUtf8(run_status_name(r.status));
+      if (sort) return QString::fromUtf8(run_status_words(r.status));
       // A run the user stopped is "stopped" (the store's word is "cancelled"), and says when it can go on.
-      QString text = r.status == RunStatus::Cancelled ? tr("stopped")
-                     : r.status == RunStatus::Running && r.id == paused_run_
+      QString text = r.status == RunStatus::Running && r.id == paused_run_
                          ? tr("paused")
-                         : QString::fromUtf8(run_status_name(r.status));
+                         : QString::fromUtf8(run_status_words(r.status));
       QStringList details;
       if (row.resume_refusal.empty()) details << tr("resumable");
       if (s.epochs_completed < r.epochs && r.status != RunStatus::Finished)

@@ -90,7 +90,7 @@ void unfinished(const RunEvidence& e, std::vector<Finding>& out) {
   const RunRecord& r = e.run;
   if (r.status == RunStatus::Finished) return;
   const std::string done = std::to_string(e.epochs.size()) + " of " + std::to_string(r.epochs) + " epochs";
-  std::string evidence = "status " + std::string(run_status_name(r.status)) + ", " + done + " completed, " +
+  std::string evidence = "status " + std::string(run_status_words(r.status)) + ", " + done + " completed, " +
                          std::to_string(e.steps.size()) + " steps recorded";
   if (!r.end_reason.empty()) evidence += "; " + r.end_reason;
   if (r.status == RunStatus::Running) {

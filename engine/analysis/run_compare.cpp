@@ -81,7 +81,7 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   };
   const int at = c.at_epoch;
 
-  add("status", [&](size_t i) { return std::string(run_status_name(runs[i].record.status)); });
+  add("status", [&](size_t i) { return std::string(run_status_words(runs[i].record.status)); });
   add("epochs", [&](size_t i) {
     return std::to_string(c.summaries[i].epochs_completed) + "/" + std::to_string(runs[i].record.epochs);
   });

@@ -52,7 +52,7 @@ std::string final_weights_refusal(const RunRecord& r) {
   if (r.status == RunStatus::Running)
     return run_words(r) + " is still running: a run keeps its final weights when it finishes";
   if (r.status != RunStatus::Finished)
-    return run_words(r) + " did not finish (" + run_status_name(r.status) +
+    return run_words(r) + " did not finish (" + run_status_words(r.status) +
            (r.end_reason.empty() ? std::string() : ": " + r.end_reason) + "): only a finished run has final weights";
   if (!has_final_weights(r)) {
     if (std::find(r.info.notes.begin(), r.info.notes.end(), kFinalWeightsNotKeptNote) != r.info.notes.end())

@@ -18,7 +18,8 @@
 namespace ampwb {
 
 enum class RunStatus { Running, Finished, Failed, Cancelled, Interrupted };
-const char* run_status_name(RunStatus s);  // "running", "finished", ...
+const char* run_status_name(RunStatus s);   // as stored: "running", "finished", "cancelled", ...
+const char* run_status_words(RunStatus s);  // as people read it: a cancelled run is "stopped", as its button says
 
 struct RunInfo {
   std::string model_summary;

@@ -92,6 +92,8 @@ const char* run_status_name(RunStatus s) {
   return "?";
 }
 
+const char* run_status_words(RunStatus s) { return s == RunStatus::Cancelled ? "stopped" : run_status_name(s); }
+
 Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk,
                     const std::function<void(int64_t images_done)>& progress, Communicator* communicator) {
   Evaluation e;
@@ -733,7 +735,9 @@ std::optional<RunEnd> Trainer::Run::interruption(int64_t b, const EpochStart& st
     if (told[1] > 0) trainer_.stop_ = true;
     if (told[2] > 0 && !lost) lost = "another process lost too many of its images";
   }
-  if (trainer_.cancel_) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
+  if (trainer_.cancel_)
+    return RunEnd{RunStatus::Cancelled,
+                  "stopped by the user at once, its progress since its last checkpoint not saved"};
   if (trainer_.stop_) {
     if (std::optional<RunEnd> end = settle_pending()) return end;
     // Steps counted within the epoch, as the progress line counts them (a checkpoint's step counts from the start).
@@ -830,7 +834,9 @@ std::optional<RunEnd> Trainer::Run::settle_pending() {
 std::optional<RunEnd> Trainer::Run::end_epoch(const EpochStart& start) {
   const int epoch = at_.epoch;
   for (const GradientHistogram& h : probe_.take(epoch, scaler_.scale())) report_(&TrainObserver::on_histogram, h);
-  if (any_rank(trainer_.cancel_)) return RunEnd{RunStatus::Cancelled, "cancelled by the user"};
+  if (any_rank(trainer_.cancel_))
+    return RunEnd{RunStatus::Cancelled,
+                  "stopped by the user at once, its progress since its last checkpoint not saved"};
   const double train_seconds = at_.seconds_before + epoch_seconds(start);
   const MachineLoad load = start.load.stop(siblings_cpu_share(start.load));
   if (reducer_) {  // every rank validates its shard on rank 0's model, the one checkpointed
