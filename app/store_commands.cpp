@@ -1,10 +1,14 @@
 // The commands that export or change stored runs, and look after the store itself: export csv|chart, delete,
 // rename, tag, note, store check|backup|recover|copy. Every one but store copy (which names both stores) takes --db.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,13 +58,40 @@ int export_csv_command(const ExportCsvOptions& options) {
 struct EditOptions {
   std::string run, value, db;
   bool remove = false;  // tag --remove
+  bool yes = false;     // delete --yes
 };
+
+// Asked on a terminal only: a script's `ampwb delete` is already its author's decision. On standard error, which
+// stays on the terminal where the output is redirected.
+bool confirmed_on_terminal(const std::string& question) {
+  if (::isatty(STDIN_FILENO) != 1) return true;
+  std::fprintf(stderr, "%s [y/N] ", question.c_str());
+  std::fflush(stderr);
+  std::string answer;
+  if (!std::getline(std::cin, answer)) {
+    std::fputc('\n', stderr);  // Ctrl-D: the reply starts a line of its own
+    return false;
+  }
+  std::erase_if(answer, [](unsigned char c) { return std::isspace(c); });
+  std::transform(answer.begin(), answer.end(), answer.begin(), [](unsigned char c) { return std::tolower(c); });
+  return answer == "y" || answer == "yes";
+}
 
 int delete_command(const EditOptions& options) {
   RunStore store = open_existing(options.db);
   const RunRecord r = store.run(store.resolve(options.run));
   const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
   const bool had_weights = final_weights_state(r) == "yes";
+  // What would refuse the deletion refuses it before the question, not after a yes.
+  store.require_writable("delete a run");
+  if (const std::string why = store.removal_refusal(r); !why.empty()) throw Error(why);
+  if (!options.yes &&
+      !confirmed_on_terminal("delete run " + std::to_string(r.id) + " (" + printable(r.name) +
+                             "), everything recorded about it" + (had_weights ? " and its final weights" : "") +
+                             "? This cannot be undone.")) {
+    std::printf("nothing deleted\n");
+    return 1;
+  }
   store.remove(r.id);
   std::printf("deleted run %lld (%s)\n", static_cast<long long>(r.id), printable(r.name).c_str());
   if (had_weights && !std::filesystem::exists(r.info.final_weights))
@@ -438,9 +469,12 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
 
 void add_store_commands(CLI::App& app, Invocation& invocation) {
   add_export_commands(app, invocation);
+  auto delete_options = std::make_shared<EditOptions>();
   add_edit_command(app, invocation, "delete",
-                   "delete a run, all its records and its final weights (its checkpoint files stay)", "", "",
-                   delete_command, std::make_shared<EditOptions>());
+                   "delete a run, all its records and its final weights (its checkpoint files stay); asks first "
+                   "on a terminal",
+                   "", "", delete_command, delete_options)
+      ->add_flag("--yes", delete_options->yes, "do not ask");
   add_edit_command(app, invocation, "rename", "rename a run", "NAME", "the new name", rename_command,
                    std::make_shared<EditOptions>());
   auto tag_options = std::make_shared<EditOptions>();

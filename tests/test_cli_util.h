@@ -68,10 +68,12 @@ inline std::string read_text(const std::string& path) {
   return s.str();
 }
 
-// Starts argv[0] with the rest as its arguments (no shell), stdout and stderr into `log`.
+// Starts argv[0] with the rest as its arguments (no shell), stdout and stderr into `log`, and no standard input:
+// a test run from a terminal must not hand it one to ask questions on.
 inline pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
   const pid_t pid = ::fork();
   if (pid != 0) return pid;
+  ::dup2(::open("/dev/null", O_RDONLY), 0);
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ::dup2(fd, 1);
   ::dup2(fd, 2);

@@ -383,15 +383,31 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
   ASSERT_EQ(r.status, 0) << r.output;
   expect_contains(read_text(dir.file("report.HTML")), "<html");
 
-  // delete
-  r = ampwb({"delete", "2", "--db", db});
+  // delete: on a terminal (script(1) gives it one) it asks first, and only a yes deletes.
+  const std::string on_terminal = "script -qec \"'" AMPWB_BINARY "' delete 2 --db '" + db + "'\" /dev/null";
+  for (const char* answer : {"n", "", "nope"}) {
+    r = run({"/bin/bash", "-c", "printf '" + std::string(answer) + "\\n' | " + on_terminal});
+    EXPECT_EQ(r.status, 1) << answer << ": " << r.output;
+    expect_contains(r.output, "delete run 2 (");
+    expect_contains(r.output, "? This cannot be undone. [y/N]");
+    expect_contains(r.output, "nothing deleted");
+    EXPECT_EQ(json::parse(ampwb({"runs", "--json", "--db", db}).output).size(), 2u) << answer;
+  }
+  r = run({"/bin/bash", "-c", "printf 'y\\n' | " + on_terminal});
   ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "deleted run 2 (");
   const json left = json::parse(ampwb({"runs", "--json", "--db", db}).output);
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0]["name"], tricky);
   r = ampwb({"show", "2", "--db", db});
   EXPECT_EQ(r.status, 1);
   expect_contains(r.output, "no run 2");
+  // --yes does not ask (nor does a run without a terminal, as the other tests' deletes are).
+  r = run(
+      {"/bin/bash", "-c", "script -qec \"'" AMPWB_BINARY "' delete 1 --yes --db '" + db + "'\" /dev/null </dev/null"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "deleted run 1 (");
+  EXPECT_EQ(r.output.find("[y/N]"), std::string::npos) << r.output;
 }
 
 // Names, tags and notes are text other people type: a cell a spreadsheet would read as a formula (OWASP's CSV

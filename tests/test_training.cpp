@@ -554,7 +554,7 @@ TEST(Cli, EveryCommandsHelpComesFromTheParserAndNamesItsFlags) {
       {"export csv", {"RUN", "--out", "--all", "--db"}},
       {"export chart",
        {"RUN", "--metric", "--out", "--width", "--height", "--smoothing", "--histogram", "--x-axis", "--db"}},
-      {"delete", {"RUN", "--db"}},
+      {"delete", {"RUN", "--yes", "--db"}},
       {"rename", {"RUN", "NAME", "--db"}},
       {"tag", {"RUN", "TAG", "--remove", "--db"}},
       {"note", {"RUN", "TEXT", "--db"}},

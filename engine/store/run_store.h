@@ -185,6 +185,7 @@ class RunStore {
   bool add_tag(int64_t run, const std::string& tag);
   void remove_tag(int64_t run, const std::string& tag);
   void remove(int64_t run);  // the run, all its rows and its final weights; refuses a run a live process records
+  std::string removal_refusal(const RunRecord& r) const;  // why remove() would refuse it; empty when it would not
 
   // Whether `ampwb train --resume` can continue the run: not finished, no live process records it, and its
   // latest checkpoint (or the one before it) is on disk.

@@ -347,13 +347,16 @@ void RunStore::remove_tag(int64_t run_id, const std::string& tag) {
   t.commit();
 }
 
+std::string RunStore::removal_refusal(const RunRecord& r) const {
+  if (r.status != RunStatus::Running || !recording(r.id)) return {};
+  return "run " + std::to_string(r.id) + " ('" + r.name + "') is still training (process " + std::to_string(r.pid) +
+         " on " + r.host + "): stop it first, with Stop in the window that trains it or Ctrl-C where ampwb train runs";
+}
+
 void RunStore::remove(int64_t run_id) {
   require_writable("delete a run");
   const RunRecord r = run(run_id);
-  if (r.status == RunStatus::Running && recording(run_id))
-    throw StoreError("run " + std::to_string(run_id) + " ('" + r.name + "') is still training (process " +
-                     std::to_string(r.pid) + " on " + r.host +
-                     "): stop it first, with Stop in the window that trains it or Ctrl-C where ampwb train runs");
+  if (const std::string why = removal_refusal(r); !why.empty()) throw StoreError(why);
   SqlTransaction t(*db_);
   for (const char* table : {"steps", "epochs", "histograms", "run_details", "checkpoints"}) {
     SqlStatement del(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
