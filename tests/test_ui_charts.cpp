@@ -4,12 +4,16 @@
 // per-layer numerics heat map fed live and from the store, a real run drawn against steps, epochs or wall-clock
 // seconds, and one loss spike drawn alike by the window, an exported chart and the HTML report.
 #include <QAbstractAxis>
+#include <QAbstractTextDocumentLayout>
 #include <QChart>
 #include <QComboBox>
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTextBlock>
+#include <QTextDocument>
+#include <QTextLayout>
 #include <QValueAxis>
 #include <QXYSeries>
 #include <QtTest>
@@ -191,7 +195,23 @@ class ChartData : public QObject {
     panel.set_runs(shown);
     QApplication::processEvents();
     auto* legend = panel.findChild<QLabel*>("runLegend");
-    QVERIFY(legend->text().contains("40 · resnet20 amp-bf16 seed 39"));
+    QVERIFY(legend_words(legend).contains("40 · resnet20 amp-bf16 seed 39"));
+    // Laid out at the label's width, every line begins with an entry's swatch: no name is broken across lines.
+    QTextDocument laid_out;
+    laid_out.setDefaultFont(legend->font());
+    laid_out.setDocumentMargin(0);
+    laid_out.setHtml(legend->text());
+    laid_out.setTextWidth(legend->contentsRect().width());
+    int lines = 0;
+    for (QTextBlock block = laid_out.begin(); block.isValid(); block = block.next()) {
+      laid_out.documentLayout()->blockBoundingRect(block);  // lays the block out
+      for (int i = 0; i < block.layout()->lineCount(); ++i, ++lines) {
+        const QTextLine line = block.layout()->lineAt(i);
+        const QString text = block.text().mid(line.textStart(), line.textLength()).trimmed();
+        QVERIFY2(text.startsWith(QChar(0x25a0)) || text.startsWith("Groups"), qPrintable(text));
+      }
+    }
+    QVERIFY2(lines > 4, qPrintable(QString::number(lines)));  // the case that matters: many lines
     QWidget* area = legend->parentWidget()->parentWidget();  // the scroll area's viewport, then the area
     QVERIFY(area->isVisible());
     QVERIFY2(area->height() <= 4 * legend->fontMetrics().lineSpacing() + 8,

@@ -617,7 +617,7 @@ class CompareRuns : public QObject {
                                                                .arg(m.at("std").get<double>(), 0, 'f', decimals));
       }
     }
-    QVERIFY(charts->findChild<QLabel*>("runLegend")->text().contains("precision = amp-bf16 (2 runs)"));
+    QVERIFY(legend_words(charts->findChild<QLabel*>("runLegend")).contains("precision = amp-bf16 (2 runs)"));
     // The loss chart groups alike: two bands, two mean lines over its 4 runs' 3 curves.
     QCOMPARE(charts->chart("loss")->series_count(), 4 * 3 + 2 * 2);
 

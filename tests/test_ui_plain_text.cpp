@@ -214,7 +214,7 @@ class PlainText : public QObject {
     QVERIFY(named);
     auto* legend = charts->findChild<QLabel*>("runLegend");
     QVERIFY(legend);
-    QVERIFY2(shown(legend->textFormat(), legend->text()).contains(kName), qPrintable(legend->text()));
+    QVERIFY2(legend_words(legend).contains(kName), qPrintable(legend->text()));
 
     // One run: its title.
     w.open_runs({first_});

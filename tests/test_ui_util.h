@@ -6,6 +6,7 @@
 #include <QColor>
 #include <QDir>
 #include <QImage>
+#include <QLabel>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 #include <QTextDocumentFragment>
@@ -34,6 +35,9 @@ W* child(QWidget& parent, const char* name) {
 inline QString tooltip_text(const QString& tooltip) {
   return QTextDocumentFragment::fromHtml(tooltip).toPlainText().replace(QChar::Nbsp, ' ');
 }
+
+// The charts' run legend as the user reads it: its names are kept whole by no-break spaces and hyphens.
+inline QString legend_words(const QLabel* legend) { return tooltip_text(legend->text()).replace(QChar(0x2011), '-'); }
 
 // Two classes any ResNet separates in a few steps: horizontal and vertical stripes with noise.
 inline QString write_stripes(const QString& root, int per_class, int size) {

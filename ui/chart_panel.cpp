@@ -219,9 +219,12 @@ void ChartPanel::set_runs(RunList runs) {
 }
 
 void ChartPanel::update_legend() {
+  // An entry breaks only between entries, never inside a name: its spaces are no-break spaces and its hyphens
+  // no-break hyphens (QLabel's rich text ignores CSS white-space: nowrap).
   auto entry = [](const QColor& color, const std::string& text) {
-    return QStringLiteral("<span style='color:%1; font-size:large'>■</span>&nbsp;%2")
-        .arg(color.name(), QString::fromStdString(text).toHtmlEscaped());
+    const QString whole =
+        QString::fromStdString(text).toHtmlEscaped().replace(' ', QChar(0x00a0)).replace('-', QChar(0x2011));
+    return QStringLiteral("<span style='color:%1; font-size:large'>■</span>&nbsp;%2").arg(color.name(), whole);
   };
   QStringList entries;
   if (runs_.size() > 1)
