@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "analysis/report_charts.h"
+#include "analysis/run_colours.h"
 #include "analysis/run_report.h"
 #include "store/store_recorder.h"
 #include "test_cli_util.h"
@@ -120,9 +121,11 @@ TEST_F(Report, ABrowserRendersItAndItsPdfHasPages) {
   ASSERT_EQ(shot.status, 0) << shot.output;
   const cv::Mat page = cv::imread(png);
   ASSERT_FALSE(page.empty()) << shot.output;
-  // The charts drew: pixels in the first run's colour (#1f77b4), as the browser rendered the inline SVG.
+  // The charts drew: pixels in the first run's colour (#0072b2, as the workbench draws it), as the browser rendered
+  // the inline SVG.
+  ASSERT_EQ(hex_colour(run_colour(0)), "#0072b2");
   cv::Mat first_run;
-  cv::inRange(page, cv::Scalar(0xa4, 0x67, 0x0f), cv::Scalar(0xc4, 0x87, 0x2f), first_run);
+  cv::inRange(page, cv::Scalar(0xa2, 0x62, 0x00), cv::Scalar(0xc2, 0x82, 0x10), first_run);  // BGR
   EXPECT_GT(cv::countNonZero(first_run), 200);
 
   const std::string pdf = dir_->file("report.pdf");

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "accuracy_chart.h"
+#include "analysis/run_colours.h"
 #include "analysis/run_report.h"
 #include "chart_export.h"
 #include "chart_panel.h"
@@ -176,6 +177,18 @@ class ChartData : public QObject {
         QVERIFY2(distance >= 40,
                  qPrintable(QStringLiteral("runs %1 and %2: %3 and %4").arg(a).arg(b).arg(x.name(), y.name())));
       }
+  }
+
+  // The HTML report names a run's colour as the workbench draws it; its darker and lighter rounds are Qt's.
+  void the_report_colours_a_run_as_the_workbench_does() {
+    for (int i = 0; i < 24; ++i) {
+      const QColor drawn = run_color(i), base = run_color(i % 8);
+      QCOMPARE(QString::fromStdString(hex_colour(run_colour(static_cast<size_t>(i)))), drawn.name());
+      const QColor qt = i < 8 ? base : i < 16 ? base.darker(170) : base.lighter(145);
+      const int off = std::max(
+          {std::abs(qt.red() - drawn.red()), std::abs(qt.green() - drawn.green()), std::abs(qt.blue() - drawn.blue())});
+      QVERIFY2(off <= 2, qPrintable(QStringLiteral("run %1: %2, Qt's %3").arg(i).arg(drawn.name(), qt.name())));
+    }
   }
 
   // Forty runs compared: the legend names them all, in at most four lines that scroll, and the charts keep the rest.

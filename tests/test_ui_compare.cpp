@@ -400,6 +400,16 @@ class CompareRuns : public QObject {
     const QString against_bf16 = saved("report-against-bf16.html");
     QVERIFY(against_bf16.contains("speed-up vs run " + QString::number(bf16_seed1_)));
     QVERIFY(!against_bf16.contains("speed-up vs run " + QString::number(fp32_seed1_)));
+    // Each run keeps the colour the tab draws it in, whichever comes first as the baseline: its legend entries are
+    // in that colour.
+    const auto& series = w.compare_view()->series();
+    for (const QString& report : {html, against_bf16})
+      for (size_t i = 0; i < series.size(); ++i) {
+        const QString colour = run_color(series[i]->colour_index(i)).name();
+        const QString entry = QRegularExpression::escape("stroke=\"" + colour + "\"/>") + "<text[^>]*>" +
+                              QString::number(series[i]->run_id) + " ";
+        QVERIFY2(report.contains(QRegularExpression(entry)), qPrintable(entry));
+      }
   }
 
   // A comparison's baseline is the FP32 run, whichever order the runs come in; the one chosen stays chosen while it is

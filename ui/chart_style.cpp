@@ -5,25 +5,14 @@
 #include <QChart>
 #include <QPalette>
 #include <algorithm>
-#include <array>
+
+#include "analysis/run_colours.h"
 
 namespace ampwb::ui {
 
 QColor run_color(int index) {
-  static const std::array<QColor, 8> colors = {QColor(0, 114, 178),   QColor(230, 159, 0),  QColor(0, 158, 115),
-                                               QColor(204, 121, 167), QColor(86, 180, 233), QColor(213, 94, 0),
-                                               QColor(120, 120, 120), QColor(240, 200, 50)};
-  // Past the eight, each round again darker, then lighter: a ninth run must not look like the first.
-  const size_t i = static_cast<size_t>(std::max(0, index));
-  const QColor base = colors[i % colors.size()];
-  switch (i / colors.size() % 3) {
-    case 1:
-      return base.darker(170);
-    case 2:
-      return base.lighter(145);
-    default:
-      return base;
-  }
+  const Rgb c = run_colour(static_cast<size_t>(std::max(0, index)));  // the report's colour for the run, too
+  return QColor(c.red, c.green, c.blue);
 }
 
 QColor train_color() { return run_color(0); }

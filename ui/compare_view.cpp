@@ -265,6 +265,17 @@ std::vector<int64_t> CompareView::run_ids_baseline_first() const {
   return ids;
 }
 
+std::vector<size_t> CompareView::colours_baseline_first() const {
+  std::vector<size_t> colours;
+  for (size_t i = 0; i < series_.size(); ++i) colours.push_back(static_cast<size_t>(series_[i]->colour_index(i)));
+  const auto baseline = std::find(ids_.begin(), ids_.end(), baseline_->currentData().toLongLong());
+  if (baseline != ids_.end() && colours.size() == ids_.size()) {
+    const auto at = colours.begin() + (baseline - ids_.begin());
+    std::rotate(colours.begin(), at, at + 1);
+  }
+  return colours;
+}
+
 void CompareView::update_time() {
   const Comparison& c = model_->comparison();
   const size_t base = c.baseline;

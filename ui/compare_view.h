@@ -41,6 +41,7 @@ class CompareView : public QWidget {
   const std::vector<int64_t>& run_ids() const { return ids_; }
   // The runs compared, the baseline chosen first: the order in which `ampwb report` and its HTML take them.
   std::vector<int64_t> run_ids_baseline_first() const;
+  std::vector<size_t> colours_baseline_first() const;  // their colours (run_colour's index), in that order
   const std::vector<std::unique_ptr<RunSeries>>& series() const { return series_; }
 
   ChartPanel* charts() const { return charts_; }

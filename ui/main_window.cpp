@@ -930,7 +930,10 @@ std::vector<int64_t> MainWindow::chosen_runs() const {
 }
 
 void MainWindow::save_report(const std::vector<int64_t>& ids, const QString& file) {
-  write_file_atomically(file.toStdString(), html_report(*store_, ids));
+  // The runs compared here keep the colours the Compare tab draws them in, whichever is the baseline.
+  const std::vector<size_t> colours =
+      ids == compare_->run_ids_baseline_first() ? compare_->colours_baseline_first() : std::vector<size_t>{};
+  write_file_atomically(file.toStdString(), html_report(*store_, ids, colours));
 }
 
 void MainWindow::save_report_interactive(std::vector<int64_t> ids) {

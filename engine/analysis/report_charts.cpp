@@ -13,8 +13,6 @@
 namespace ampwb {
 namespace {
 
-const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b"};
-
 std::string num(double v, const char* fmt = "%.4g") {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);
@@ -37,8 +35,6 @@ std::string power_of_two_text(int k) {
 }
 
 }  // namespace
-
-const char* chart_colour(size_t i) { return kColours[i % std::size(kColours)]; }
 
 std::vector<double> nice_ticks(double lo, double hi, int most, bool whole) {
   if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi)) return {};

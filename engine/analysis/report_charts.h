@@ -11,9 +11,6 @@
 
 namespace ampwb {
 
-// One colour per run, distinguishable and printable.
-const char* chart_colour(size_t i);
-
 struct ChartLine {
   std::string label, colour;
   std::vector<std::pair<double, double>> points;   // (x, y)

@@ -12,6 +12,7 @@
 #include "analysis/numerics_grid.h"
 #include "analysis/report_charts.h"
 #include "analysis/report_text.h"
+#include "analysis/run_colours.h"
 #include "analysis/run_compare.h"
 #include "analysis/time_comparison.h"
 #include "train/epoch_wall_time.h"
@@ -226,7 +227,7 @@ std::string html_escape(const std::string& text) {
   return out;
 }
 
-std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) {
+std::string html_report(const RunStore& store, const std::vector<int64_t>& ids, const std::vector<size_t>& colours) {
   std::vector<RunEvidence> runs;
   for (int64_t id : ids) runs.push_back(load_evidence(store, id));
   const std::vector<ComparedRun> compared = load_compared_runs(store, ids);
@@ -268,7 +269,7 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids) 
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunEvidence& e = runs[i];
     const std::string label = std::to_string(e.run.id) + " " + e.run.precision_name();
-    ChartLine l{label, chart_colour(i), {}, {}}, s = l, a = l, t = l, w = l;
+    ChartLine l{label, hex_colour(run_colour(i < colours.size() ? colours[i] : i)), {}, {}}, s = l, a = l, t = l, w = l;
     for (const StepReport& st : e.steps) {
       l.points.emplace_back(st.step, st.loss);
       s.points.emplace_back(st.step, st.loss_scale);

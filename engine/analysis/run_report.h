@@ -13,7 +13,9 @@
 namespace ampwb {
 
 // The report of `ids` (the first is the baseline of speed-ups and of the diagnosis); throws naming a missing run.
-std::string html_report(const RunStore& store, const std::vector<int64_t>& ids);
+// colours[i], where given, is run ids[i]'s colour (run_colour), as the workbench drew it; by default its place.
+std::string html_report(const RunStore& store, const std::vector<int64_t>& ids,
+                        const std::vector<size_t>& colours = {});
 
 // Text made safe for HTML and SVG content and attribute values: & < > " ' escaped.
 std::string html_escape(const std::string& text);
