@@ -4,7 +4,7 @@
 // overlaps another, each is whole and usable, and the controls people reach for are inside the window. Every
 // chart's legend names its entries distinctly and draws them whole, its title wraps rather than being cut, and no
 // text it draws (axis titles, tick labels) ends in an ellipsis. The Runs tab's tool bar and table and the precision
-// sweep's dialog fit as well.
+// sweep's dialog fit as well, and on a smaller scaled screen the charts scroll down, never sideways.
 #include <QAbstractButton>
 #include <QComboBox>
 #include <QFile>
@@ -16,6 +16,8 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSplitter>
@@ -472,6 +474,29 @@ class WindowFits : public QObject {
     check_charts_apart(w, w.live_charts(), "Training tab, setup panel hidden");
     check_legends(w.live_charts(), "Training tab, setup panel hidden");
     check_no_ellipsis(w.live_charts(), "Training tab, setup panel hidden");
+  }
+
+  // 1366×768 at 125 % (1093×614 logical): the charts two abreast and the per-layer views below them, the page
+  // scrolling down, not sideways; back at 1280×720, three abreast with the layers beside them again.
+  void a_scaled_small_screen_scrolls_the_charts_down_not_sideways() {
+    MainWindow w(dir_.filePath("scaled.sqlite"));
+    show_at(w, QSize(1093, 614));
+    ChartPanel* panel = w.live_charts();
+    auto* scroll = panel->findChild<QScrollArea*>("chartScroll");
+    const QWidget *loss = panel->chart("loss"), *accuracy = panel->chart("accuracy"), *layers = panel->numerics();
+    auto at = [&](const QWidget* v) { return QRect(v->mapTo(scroll->widget(), QPoint(0, 0)), v->size()); };
+    QVERIFY2(!scroll->horizontalScrollBar()->isVisible(), qPrintable(widest(scroll->widget())));
+    QVERIFY(scroll->verticalScrollBar()->isVisible());
+    QCOMPARE(at(accuracy).top(), at(loss).top());  // two abreast
+    QVERIFY2(at(layers).top() > at(loss).bottom() && at(layers).left() <= at(loss).left() + 8 &&
+                 at(layers).right() >= at(accuracy).right() - 8,
+             qPrintable(describe(at(layers))));  // below the charts, as wide as both columns
+    for (QWidget* v : chart_views(panel))
+      QVERIFY2(v->width() >= v->minimumSizeHint().width(), qPrintable(v->objectName()));
+    w.resize(kSmallScreen);
+    QTRY_VERIFY(at(layers).left() > at(panel->chart("loss-scale")).right());
+    QCOMPARE(at(layers).top(), at(loss).top());
+    QVERIFY(!scroll->horizontalScrollBar()->isVisible());
   }
 
   // The comparison of two runs, and one stored run opened alone (its charts keep their legends).

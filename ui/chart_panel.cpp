@@ -140,7 +140,6 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   auto* grid = grid_ = new QGridLayout(grid_area);
   grid->setContentsMargins(0, 0, 0, 0);
   grid->setSpacing(4);
-  int index = 0;
   for (const QString& metric : chart_metrics()) {
     MetricChart* chart = make_chart(metric, this);
     connect(chart, &MetricChart::export_requested, this, &ChartPanel::export_one);
@@ -161,16 +160,17 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
       skipped_note_->setFixedHeight(skipped_note_->fontMetrics().lineSpacing() * 2 + 4);
       skipped_note_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
       v->addWidget(skipped_note_);
-    } else if (metric == "fp8-scaling") {
+    }
+    if (metric == "fp8-scaling") {
       fp8_chart_ = chart;  // shown only for runs in FP8, its tensor chosen among the controls
       fp8_chart_->setVisible(false);
+    } else {
+      cells_.push_back(cell);
     }
-    grid->addWidget(cell, index / 3, index % 3);
-    ++index;
   }
-  // Beside the histogram (last in the grid), as tall as both rows: ResNet-18 has some 40 layers.
-  // Below it, the precision divergence measured at the end of the run: the same layers against FP32.
-  auto* layers = new QWidget;
+  // The per-layer numerics beside the charts, as tall as their rows (ResNet-18 has some 40 layers), or below them on
+  // a narrow page (place_cells); under the numerics, the precision divergence measured at the end of the run.
+  auto* layers = layers_ = new QWidget;
   auto* layers_layout = new QVBoxLayout(layers);
   layers_layout->setContentsMargins(0, 0, 0, 0);
   layers_run_ = new QComboBox;
@@ -187,11 +187,11 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   layers_layout->addWidget(numerics_, 1);
   divergence_ = new DivergenceView;
   layers_layout->addWidget(divergence_, 1);
-  grid->addWidget(layers, 0, 3, 2, 1);
-  for (int c = 0; c < 4; ++c) grid->setColumnStretch(c, 1);
+  fp8_in_place_of_ = chart("data-wait");  // until runs in FP8 say otherwise (update_fp8_tensors)
+  place_cells();
   // No row stretch: equal stretch would make the grid's minimum twice the taller row's (the one with the note),
   // where the charts (expanding) share the height alike anyway.
-  auto* scroll = new QScrollArea;
+  auto* scroll = chart_scroll_ = new QScrollArea;
   scroll->setObjectName("chartScroll");
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setWidgetResizable(true);
@@ -200,6 +200,7 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   page_layout->setContentsMargins(0, 0, 0, 0);
   page_layout->addWidget(grid_area);
   scroll->setWidget(page);
+  scroll->viewport()->installEventFilter(this);  // its width decides the columns (fit_columns)
   layout->addWidget(scroll, 1);
   update_skipped_note();
 
@@ -214,6 +215,7 @@ void ChartPanel::set_runs(RunList runs) {
   runs_ = std::move(runs);
   update_legend();
   update_layers_runs();
+  fit_columns();  // the "Layers of" choice may have widened the layers
   histogram_epoch_->setValue(0);
   refresh();
 }
@@ -344,10 +346,51 @@ void ChartPanel::refresh_soon() {
     refresh();
 }
 
+bool ChartPanel::eventFilter(QObject* watched, QEvent* event) {
+  // After the resize, not within it: new columns change the page, which may bring or take the scroll bar.
+  if (watched == chart_scroll_->viewport() && event->type() == QEvent::Resize)
+    QMetaObject::invokeMethod(this, &ChartPanel::fit_columns, Qt::QueuedConnection);
+  return QWidget::eventFilter(watched, event);
+}
+
 void ChartPanel::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   fit_legend();
   refresh();  // the decimation follows the plot's width
+}
+
+void ChartPanel::place_cells() {
+  const int columns = narrow_ ? 2 : 3;
+  for (QWidget* w : cells_) grid_->removeWidget(w);
+  for (QWidget* w : {fp8_chart_, layers_}) grid_->removeWidget(w);
+  for (size_t i = 0; i < cells_.size(); ++i) {
+    const int row = static_cast<int>(i) / columns, column = static_cast<int>(i) % columns;
+    grid_->addWidget(cells_[i], row, column);
+    if (cells_[i] == fp8_in_place_of_) grid_->addWidget(fp8_chart_, row, column);
+  }
+  const int rows = static_cast<int>(cells_.size() + columns - 1) / columns;
+  if (narrow_)
+    grid_->addWidget(layers_, rows, 0, 1, columns);  // below the charts, as wide as they are
+  else
+    grid_->addWidget(layers_, 0, columns, rows, 1);  // beside them, as tall
+  for (int c = 0; c < 4; ++c) grid_->setColumnStretch(c, c < columns || !narrow_ ? 1 : 0);
+}
+
+void ChartPanel::fit_columns() {
+  const int room = chart_scroll_->viewport()->width();
+  if (!narrow_) {
+    wide_minimum_ = grid_->minimumSize().width();
+    if (room >= wide_minimum_) return;
+  } else if (room < wide_minimum_) {
+    return;
+  }
+  narrow_ = !narrow_;
+  place_cells();
+  // The layers' own minimum may have grown while they were below: three abreast must still fit.
+  if (!narrow_ && room < (wide_minimum_ = grid_->minimumSize().width())) {
+    narrow_ = true;
+    place_cells();
+  }
 }
 
 void ChartPanel::update_fp8_tensors() {
@@ -359,12 +402,10 @@ void ChartPanel::update_fp8_tensors() {
     return r->config.precision.loss_scale.kind != LossScaleKind::Off;
   });
   const bool replaces = !tensors.empty() && !scaled;
-  const int row = replaces ? 0 : 1, column = replaces ? 2 : 1;
-  int at_row = -1, at_column = -1, span = 0;
-  grid_->getItemPosition(grid_->indexOf(fp8_chart_), &at_row, &at_column, &span, &span);
-  if (at_row != row || at_column != column) {
-    grid_->removeWidget(fp8_chart_);
-    grid_->addWidget(fp8_chart_, row, column);
+  QWidget* replaced = replaces ? loss_scale_cell_ : chart("data-wait");
+  if (replaced != fp8_in_place_of_) {
+    fp8_in_place_of_ = replaced;
+    place_cells();
   }
   loss_scale_cell_->setVisible(!replaces);
   chart("data-wait")->setVisible(tensors.empty() || replaces);

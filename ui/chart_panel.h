@@ -64,6 +64,7 @@ class ChartPanel : public QWidget {
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void update_skipped_note();
@@ -71,6 +72,10 @@ class ChartPanel : public QWidget {
   void update_legend();       // the runs' colours and, when grouped, the groups
   void fit_legend();          // the legend as high as its lines, up to four
   void update_layers_runs();  // the "Layers of" choice: the runs offered, the one chosen kept
+  // Three charts abreast with the layers beside them where the width allows; where it does not (a small or scaled
+  // screen), two abreast with the layers below, rather than a page that scrolls sideways.
+  void fit_columns();
+  void place_cells();
   RunList runs_;
   QTimer* throttle_ = nullptr;
   bool refresh_pending_ = false;
@@ -86,6 +91,12 @@ class ChartPanel : public QWidget {
   QWidget* group_by_box_ = nullptr;  // the label and the choice, one piece of the wrapping control row
   QLabel* skipped_note_ = nullptr;
   QGridLayout* grid_ = nullptr;
+  QScrollArea* chart_scroll_ = nullptr;
+  std::vector<QWidget*> cells_;  // the charts in grid order, but the FP8 chart, which takes one's place
+  QWidget* layers_ = nullptr;    // the per-layer numerics and the precision divergence
+  QWidget* fp8_in_place_of_ = nullptr;
+  bool narrow_ = false;                 // two charts abreast, the layers below
+  int wide_minimum_ = 0;                // the grid's minimum width three abreast, when last measured
   QWidget* loss_scale_cell_ = nullptr;  // the loss-scale chart and its note on skipped steps
   QWidget* fp8_chart_ = nullptr;        // the FP8 scaling chart
   QComboBox* fp8_tensor_ = nullptr;
