@@ -54,6 +54,8 @@ int bench_command(const BenchOptions& options) {
                                   {"precision", mode_name(c.precision)},
                                   {"steps", c.steps},
                                   {"step_ms_median", r.step_ms_median},
+                                  {"step_ms_q1", r.step_ms_q1},
+                                  {"step_ms_q3", r.step_ms_q3},
                                   {"images_per_second", r.images_per_second},
                                   {"warmup_seconds", r.warmup_seconds},
                                   {"peak_bytes", r.peak_bytes},
@@ -65,14 +67,23 @@ int bench_command(const BenchOptions& options) {
                                   {"replayed_steps", r.replayed_steps},
                                   {"why_not_captured", r.why_not_captured},
                                   {"compute", r.compute}};
+    fields(r.load, [&](Field f, const auto& value) { out["load"][f.key] = value; });
     if (c.profile) out["profile_ms_per_step"] = profile_json(r, c.steps);
     print_json(out, true);
   } else {
     std::printf(
-        "%s on %s\n%s, batch %d, %d px: median step %.1f ms, %.1f images/s, peak tensors %.1f MiB, max RSS "
-        "%.1f MiB\n",
+        "%s on %s\n%s, batch %d, %d px: median step %.1f ms (interquartile range %.1f\u2013%.1f over %d steps), "
+        "%.1f images/s, peak tensors %.1f MiB, max RSS %.1f MiB\n",
         r.model_summary.c_str(), r.backend_description.c_str(), mode_name(c.precision), c.batch_size, c.image_size,
-        r.step_ms_median, r.images_per_second, r.peak_bytes / 1048576.0, r.max_rss_bytes / 1048576.0);
+        r.step_ms_median, r.step_ms_q1, r.step_ms_q3, c.steps, r.images_per_second, r.peak_bytes / 1048576.0,
+        r.max_rss_bytes / 1048576.0);
+    std::printf("load:    %s\n", machine_load_text(r.load).c_str());
+    // Two benchmarks run one after the other meet different loads: their ratio is the load's as much.
+    if (too_busy_to_time(r.load))
+      std::printf(
+          "\u26a0 timings unreliable: other work shared the machine while the steps were timed (above); time them "
+          "again on a quiet machine, and compare precision modes with a sweep run here, which times them in "
+          "alternation\n");
     std::printf("warm-up: %.1f s from building the model to the end of %d untimed step%s\n", r.warmup_seconds, c.warmup,
                 c.warmup == 1 ? "" : "s");
     if (!r.compute.empty()) std::printf("compute: %s\n", r.compute.c_str());

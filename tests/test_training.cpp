@@ -398,6 +398,14 @@ TEST(Cli, BenchReportsThroughputAndMemoryAsOneLineOfValidJson) {
   for (const char* key : {"images_per_second", "step_ms_median", "peak_bytes", "max_rss_bytes", "warmup_seconds"})
     EXPECT_TRUE(j[key].is_number()) << key << " in " << r.output;
   EXPECT_GT(j["warmup_seconds"].get<double>(), 0.0) << "the model is built and one step runs before the timed ones";
+  // The steps' spread and the machine's other work beside the median: two benchmarks run apart meet other loads.
+  EXPECT_LE(j["step_ms_q1"].get<double>(), j["step_ms_median"].get<double>());
+  EXPECT_GE(j["step_ms_q3"].get<double>(), j["step_ms_median"].get<double>());
+  EXPECT_GE(j["load"]["other_cpu"].get<double>(), 0.0) << "read from /proc/stat";
+  const Result text = run_ampwb("bench --depth 20 --image-size 16 --batch-size 4 --steps 4 --warmup 1 --classes 10");
+  ASSERT_EQ(text.status, 0) << text.output;
+  EXPECT_NE(text.output.find("ms (interquartile range "), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("\nload:    "), std::string::npos) << text.output;
   EXPECT_EQ(j["depth"], 20);
   EXPECT_EQ(j["steps"], 10) << "whole numbers in base 10, not octal";
   EXPECT_EQ(j["precision"], "fp32");

@@ -111,12 +111,14 @@ BenchResult run_benchmark(const BenchConfig& config) {
   profiled->reset();
   const int64_t waits_before = profiled->host_waits(), replayed_before = step.replayed_steps();
   const auto timed_start = std::chrono::steady_clock::now();
+  const MachineLoadMeter load(backend->device().str());
   for (int i = 0; i < config.steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
     run_step();
     result.step_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
+  result.load = load.stop();
   result.deferred = deferred;
   result.captured = captured;
   result.host_waits_per_step = static_cast<double>(profiled->host_waits() - waits_before) / config.steps;
@@ -132,7 +134,13 @@ BenchResult run_benchmark(const BenchConfig& config) {
   std::vector<double> sorted = result.step_ms;
   std::sort(sorted.begin(), sorted.end());
   const size_t n = sorted.size();
-  result.step_ms_median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  const auto quantile = [&](double q) {  // linear between the two nearest steps
+    const double at = q * static_cast<double>(n - 1);
+    const size_t below = static_cast<size_t>(at), above = std::min(below + 1, n - 1);
+    return sorted[below] + (at - static_cast<double>(below)) * (sorted[above] - sorted[below]);
+  };
+  result.step_ms_median = quantile(0.5);
+  result.step_ms_q1 = quantile(0.25), result.step_ms_q3 = quantile(0.75);
   result.images_per_second = B / (result.step_ms_median / 1000.0);
   result.peak_bytes = allocator_for(backend->device()).stats().peak_live_bytes;
   rusage usage{};

@@ -8,6 +8,7 @@
 #include "amp/precision.h"
 #include "backend/profiled_backend.h"
 #include "models/resnet.h"
+#include "train/machine_load.h"
 #include "train/step_settings.h"
 
 namespace ampwb {
@@ -44,6 +45,8 @@ struct BenchResult {
   // (cuDNN's timing of its engines for each new shape, capture, the first allocations).
   double warmup_seconds = 0;
   double step_ms_median = 0, images_per_second = 0;
+  double step_ms_q1 = 0, step_ms_q3 = 0;  // the timed steps' interquartile range
+  MachineLoad load;                       // the machine's other work during the timed steps
   size_t peak_bytes = 0;           // tensor bytes held at once during the timed steps (weights and state included)
   size_t max_rss_bytes = 0;        // the process's maximum resident set
   bool deferred = false;           // the steps ran without waiting for the device (MixedPrecisionStep::run_deferred)

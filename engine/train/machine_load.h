@@ -25,6 +25,11 @@ struct MachineLoad {
 
 // Machines busier than this with other work, or steal this large, time nothing reliably.
 constexpr double kBusyMachine = 0.2;
+// Whether timings taken under `load` say as much about the other work as about what was timed.
+inline bool too_busy_to_time(const MachineLoad& load) {
+  return (load.known() && (load.other_cpu >= kBusyMachine || load.steal >= kBusyMachine)) ||
+         load.gpu_other_processes > 0;
+}
 
 // "12% of the CPUs busy with other work, 0% steal, 3.7 GHz", then on a GPU "; GPU at 1.41 of 1.98 GHz, no other
 // process on it"; "not recorded".
