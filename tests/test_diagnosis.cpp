@@ -519,6 +519,22 @@ TEST(DiagnosisSpeed, ASweepsTimingInAlternationIsTheVerdictsFigure) {
             "Faster than the baseline with an emulated format: " + timed);
   expect_contains(expect_finding(diagnose(busy_fp16, &busy_fp32), "timing_unreliable").action,
                   "its sweep also timed it in alternation");
+  // An alternation that shared every turn with other work: its figure is that work's too, and no figure is to go by.
+  busy_fp16.alternating->load = {0.45, 0, 0};
+  const Finding loaded = expect_finding(diagnose(busy_fp16, &busy_fp32), "speed_vs_baseline");
+  EXPECT_EQ(loaded.severity, Severity::Warning);
+  EXPECT_EQ(loaded.title, "Speed-up " + speed_up_ratio_text(alternating_speed_up(*fp16.alternating, 2, 1)) +
+                              ", timings unreliable: timed in alternation while the machine was 45% busy with other "
+                              "work");
+  expect_contains(loaded.evidence, "; while timed in alternation, 45% of the CPUs busy with other work");
+  expect_contains(loaded.action, "ampwb sweep run");
+  const Finding unreliable = expect_finding(diagnose(busy_fp16, &busy_fp32), "timing_unreliable");
+  expect_contains(unreliable.action, "and so do its sweep's, timed in alternation while the machine was 45% busy");
+  EXPECT_EQ(unreliable.action.find("the one to go by"), std::string::npos) << unreliable.action;
+  RunEvidence quiet_trainings = fp16;  // and where only the alternation was loaded
+  quiet_trainings.alternating = busy_fp16.alternating;
+  expect_contains(expect_finding(diagnose(quiet_trainings, &fp32), "speed_vs_baseline").title,
+                  "timings unreliable: timed in alternation while the machine was 45% busy");
   busy_fp16.alternating.reset();
   expect_contains(expect_finding(diagnose(busy_fp16, &busy_fp32), "speed_vs_baseline").title,
                   "Speed-up 1.00\u00d7, timings unreliable: the machine was 60% busy");

@@ -164,6 +164,40 @@ TEST(AlternatingBenchmark, EachRoundTimesEveryConfigurationInARotatedOrder) {
   EXPECT_TRUE(time_in_alternation({fp32, bf16}, {}, {}, &cancel)[0].empty()) << "cancelled before the first turn";
 }
 
+// Alternation evens out the machine's drift, not a load that takes its share of every turn: the timing records
+// the other work it ran beside (here a process spinning on every CPU), and its speed-ups are said to be unreliable.
+TEST(AlternatingBenchmark, RecordsTheOtherWorkOfItsTurns) {
+  TrainConfig c;
+  c.depth = 20;
+  c.batch_size = 4;
+  c.threads = 1;
+  const BenchConfig fp32 = bench_config_of(c, 8, 2);
+  c.precision = precision_preset("amp-bf16");
+  const BenchConfig bf16 = bench_config_of(c, 8, 2);
+  std::vector<pid_t> spinners(static_cast<size_t>(sysconf(_SC_NPROCESSORS_ONLN)));
+  for (pid_t& spinner : spinners) {
+    spinner = fork();
+    ASSERT_GE(spinner, 0);
+    if (spinner == 0)
+      for (;;) {
+      }
+  }
+  AlternatingSpeed timed;
+  timed.runs = {1, 2};
+  timed.images_per_second =
+      time_in_alternation({fp32, bf16}, {.rounds = 2, .warmup = 1, .steps = 3}, {}, nullptr, &timed.load);
+  for (pid_t spinner : spinners) kill(spinner, SIGKILL), waitpid(spinner, nullptr, 0);
+  ASSERT_TRUE(timed.load.known());
+  EXPECT_GE(timed.load.other_cpu, kBusyMachine) << machine_load_text(timed.load);
+  const std::string warning = alternation_warning(timed);
+  EXPECT_EQ(warning.rfind("timed in alternation while the machine was ", 0), 0u) << warning;
+  EXPECT_NE(warning.find("% busy with other work"), std::string::npos) << warning;
+  timed.load = {0.05, 0, 0};
+  EXPECT_EQ(alternation_warning(timed), "");
+  timed.load = {};  // a record older than its load says nothing of it
+  EXPECT_EQ(alternation_warning(timed), "");
+}
+
 TEST(RunSpeed, TheWarningNamesTheBusyRunAndRunsUnderDifferentLoads) {
   const MachineLoad quiet{0.02, 0, 0}, busy{0.6, 0, 0}, stolen{0.01, 0.3, 0}, some{0.15, 0, 0};
   EXPECT_EQ(timing_warning({{3, quiet}, {5, busy}}),

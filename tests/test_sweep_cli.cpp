@@ -84,6 +84,7 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
   EXPECT_EQ(timed->images_per_second[2], timed->images_per_second[0]) << "seed 1's fp32 is seed 0's configuration";
   EXPECT_EQ(timed->images_per_second[3], timed->images_per_second[1]);
   EXPECT_NE(timed->images_per_second[1], timed->images_per_second[0]);
+  EXPECT_TRUE(timed->load.known()) << "the other work of its turns, kept with it";
   const std::string printed = r.output.substr(r.output.find("speed-ups timed in alternation"));
   EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 2) << "one line a configuration besides the first:\n"
                                                                  << printed;

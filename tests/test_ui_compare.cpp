@@ -880,6 +880,11 @@ class CompareRuns : public QObject {
     QVERIFY2(tip.contains(QString("%1 rounds of").arg(AlternatingOptions{}.rounds)) &&
                  tip.contains("synthetic 16 px images, batch 8") && tip.contains("97%"),
              qPrintable(tip));
+    // Above the table, beside the trainings' own step times, as the figure the diagnosis goes by.
+    const QString time = w.findChild<QLabel*>("compareTime")->text();
+    QVERIFY2(time.contains("Timed in alternation after their sweep, " + QString::number(ids[1])) &&
+                 time.contains(QString::fromStdString(speed_up_text(bf16))),
+             qPrintable(time));
     QCOMPARE(w.findChild<RunControls*>()->state(), RunControls::State::Idle);  // the window is free again
   }
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/run_speed.h"
 #include "analysis/time_comparison.h"
 #include "chart_panel.h"
 #include "compare_model.h"
@@ -290,6 +291,13 @@ void CompareView::update_time() {
                  .arg(QString::fromStdString(series_[i]->label), QString::fromStdString(series_[base]->label),
                       QString::fromStdString(t.sentence));
   }
+  // Beside the trainings' own figures, the one their sweep timed in alternation, where the machine's drift fell on
+  // every configuration alike: the figure the diagnosis goes by.
+  for (size_t i = 0; i < c.alternating.size() && base < c.alternating.size(); ++i)
+    if (i != base && c.alternating[i].known())
+      lines << tr("Timed in alternation after their sweep, %1 against %2: %3")
+                   .arg(QString::fromStdString(series_[i]->label), QString::fromStdString(series_[base]->label),
+                        QString::fromStdString(speed_up_text(c.alternating[i])));
   time_->setText(lines.join('\n'));
   time_->setVisible(!lines.isEmpty());
 }

@@ -398,13 +398,19 @@ void timing_unreliable(const RunEvidence& e, std::vector<Finding>& out) {
   if (why.empty()) return;
   add(out, "timing_unreliable", Severity::Warning, "Timings unreliable: other work shared the machine",
       why + " (" + machine_load_text(load) + ", the mean over its epochs' training)",
-      e.alternating ? "its training's times say as much about the other work as about this configuration; its sweep "
-                      "also timed it in alternation, where other work falls on every configuration alike: that "
-                      "speed-up (the comparison's row \"timed in alternation (sweep)\", against a run of the sweep) is "
-                      "the one to go by"
-                    : "its times and speed say as much about the other work as about this configuration: train it "
-                      "again on a quiet machine, or compare the configurations with a sweep run here (not on Slurm), "
-                      "which times them in alternation");
+      !e.alternating ? "its times and speed say as much about the other work as about this configuration: train it "
+                       "again on a quiet machine, or compare the configurations with a sweep run here (not on Slurm), "
+                       "which times them in alternation"
+      : alternation_warning(*e.alternating).empty()
+          ? "its training's times say as much about the other work as about this configuration; its sweep also timed "
+            "it in alternation, on a quiet machine, where the machine's drift falls on every configuration alike: "
+            "that speed-up (the comparison's row \"timed in alternation (sweep)\", against a run of the sweep) is the "
+            "one to go by"
+          : "its training's times say as much about the other work as about this configuration, and so do its "
+            "sweep's, " +
+                alternation_warning(*e.alternating) +
+                ": time the configurations again on a quiet machine "
+                "(ampwb sweep run with the sweep's number times them anew)");
 }
 
 // Why the run is or is not faster than the baseline, class by class. Never contradicts the expectation rules: a
@@ -443,6 +449,11 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   if (by_class.available) evidence += "; by class of op: " + by_class.sentence;
   const std::string unreliable =
       timing_warning({{base.run.id, mean_epoch_times(base.times).load}, {e.run.id, mean_epoch_times(e.times).load}});
+  // The verdict's own figure taken beside other work: the trainings', or the alternation's where that is the figure.
+  const std::string loaded_alternation = alternation.empty() ? "" : alternation_warning(*e.alternating);
+  const std::string verdict_unreliable = alternation.empty()          ? unreliable
+                                         : loaded_alternation.empty() ? ""
+                                                                      : "timings unreliable: " + loaded_alternation;
   const std::string figure = speed_up_text(speedup);
   const std::string other = work_difference(e.run, base.run);
   if (e.run.config.precision.mode == base.run.config.precision.mode) {  // no precision's speed-up to look for
@@ -478,11 +489,16 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
         "measured where the format has arithmetic units of its own");
     return;
   }
-  if (!unreliable.empty() && alternation.empty()) {
-    add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + ratio_headline(speedup) + ", " + unreliable,
-        by_class.available ? evidence : evidence + "; speed-up " + figure,  // the sentence ends with it
-        "train both again on a quiet machine, or compare them with a sweep run here (not on Slurm), which "
-        "times configurations in alternation so that the machine's other work falls on both alike");
+  if (!verdict_unreliable.empty()) {
+    add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + ratio_headline(speedup) + ", " + verdict_unreliable,
+        alternation.empty() && !by_class.available ? evidence + "; speed-up " + figure  // the sentence ends with it
+        : alternation.empty()                      ? evidence
+                              : evidence + "; while timed in alternation, " + machine_load_text(e.alternating->load),
+        alternation.empty()
+            ? "train both again on a quiet machine, or compare them with a sweep run here (not on Slurm), which "
+              "times configurations in alternation so that the machine's drift falls on both alike"
+            : "the other work took its share of every turn, so no figure here is the precision's: time the "
+              "configurations again on a quiet machine (ampwb sweep run with the sweep's number times them anew)");
     return;
   }
   const std::string why_not_faster =

@@ -119,14 +119,19 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   // A sweep's speed-up, timed in alternation after its trainings: shown where a run and the baseline were timed so.
   const int64_t base_id = n ? runs[c.baseline].record.id : 0;
   std::vector<std::string> timed_together(n, "-");
-  std::set<std::string> timings;  // how they were timed, said once in the row's note
+  c.alternating.assign(n, SpeedUp{});
+  std::set<std::string> timings, loaded;  // how they were timed, and under what load, said once
   for (size_t i = 0; i < n; ++i)
     if (const auto& timed = runs[i].alternating; timed && i != c.baseline)
       if (const SpeedUp s = alternating_speed_up(*timed, runs[i].record.id, base_id); s.known()) {
         timed_together[i] = speed_up_text(s);
+        c.alternating[i] = s;
         timings.insert(std::to_string(timed->images_per_second.front().size()) + " rounds of " +
                        std::to_string(timed->steps_per_round) + " steps on " + timed->data);
+        if (const std::string warning = alternation_warning(*timed); !warning.empty()) loaded.insert(warning);
       }
+  for (const std::string& warning : loaded)
+    c.timing_warning += (c.timing_warning.empty() ? "timings unreliable: " : "; ") + warning;
   if (!timings.empty()) {
     timed_together[c.baseline] = "baseline";
     add("speed-up vs run " + std::to_string(base_id) + ", timed in alternation (sweep)",

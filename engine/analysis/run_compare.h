@@ -48,7 +48,9 @@ struct Comparison {
   std::vector<RunSummary> summaries;
   std::vector<RunTiming> timings;  // each run's speed and time breakdown
   std::vector<SpeedUp> speedups;   // over the baseline's speed
-  std::string timing_warning;      // why the speeds cannot be compared (timing_warning()); empty when they can
+  std::vector<SpeedUp> alternating;  // over the baseline, timed in alternation after their sweep; unknown where not
+  // Why the speeds cannot be compared (timing_warning(), alternation_warning()); empty when they can.
+  std::string timing_warning;
   // Which runs' steps differ from the baseline's in more than precision (work_difference()), so that their
   // speed-ups are not their precision's alone; empty when none do.
   std::string work_warning;

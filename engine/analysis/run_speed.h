@@ -84,6 +84,10 @@ constexpr double kLoadDifference = 0.1;
 // 60% busy with other work during run 5", or runs measured under loads kLoadDifference apart; empty when neither
 // (or when no run recorded its load).
 std::string timing_warning(const std::vector<RunLoad>& runs);
+// The same of a sweep's timing in alternation, which evens out the machine's drift but not a load that shares
+// every turn: "timed in alternation while the machine was 45% busy with other work"; empty when it was quiet (or
+// the record is older than its load).
+std::string alternation_warning(const AlternatingSpeed& timed);
 
 // What a run's steps do besides the baseline's with another precision: other work (another model, image size,
 // batch or number of processes) or the same elsewhere (another device, number of CPU threads or machine), e.g.

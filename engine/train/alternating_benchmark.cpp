@@ -26,23 +26,30 @@ BenchConfig bench_config_of(const TrainConfig& config, int image_size, int class
 std::vector<std::vector<double>> time_in_alternation(const std::vector<BenchConfig>& configs,
                                                      const AlternatingOptions& options,
                                                      const std::function<void(int round, int config)>& progress,
-                                                     const std::atomic<bool>* cancel) {
+                                                     const std::atomic<bool>* cancel, MachineLoad* load) {
   std::vector<std::vector<double>> images_per_second(configs.size());
+  std::vector<MachineLoad> turns;
+  const auto result = [&] {
+    if (load) *load = mean_load(turns);
+    return images_per_second;
+  };
   const int n = static_cast<int>(configs.size());
   for (int round = 0; round < options.rounds; ++round) {
     std::vector<double> this_round(configs.size());
     for (int turn = 0; turn < n; ++turn) {
-      if (cancel && *cancel) return images_per_second;
+      if (cancel && *cancel) return result();
       const int c = (round + turn) % n;
       if (progress) progress(round, c);
       BenchConfig b = configs[static_cast<size_t>(c)];
       b.warmup = options.warmup;
       b.steps = options.steps;
-      this_round[static_cast<size_t>(c)] = run_benchmark(b).images_per_second;
+      const BenchResult timed = run_benchmark(b);
+      this_round[static_cast<size_t>(c)] = timed.images_per_second;
+      turns.push_back(timed.load);
     }
     for (size_t c = 0; c < configs.size(); ++c) images_per_second[c].push_back(this_round[c]);
   }
-  return images_per_second;
+  return result();
 }
 
 std::vector<BenchConfig> distinct_configurations(const std::vector<BenchConfig>& configs,
@@ -77,7 +84,7 @@ AlternatingSpeed time_runs_in_alternation(const std::vector<int64_t>& runs, cons
       [&](int round, int config) {
         if (progress) progress(round, first_run[static_cast<size_t>(config)]);
       },
-      cancel);
+      cancel, &timed.load);
   for (size_t c : of_run) timed.images_per_second.push_back(rounds[c]);
   return timed;
 }

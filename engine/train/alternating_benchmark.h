@@ -27,11 +27,12 @@ BenchConfig bench_config_of(const TrainConfig& config, int image_size, int class
 
 // images_per_second[c][r]: configuration c's speed in round r (its batch over the round's median step). Progress
 // is told before each configuration's turn; a cancel flag that becomes true stops between turns (the rounds done
-// are returned, the rest empty).
+// are returned, the rest empty). `load`, where given, is set to the machine's other work during the timed steps.
 std::vector<std::vector<double>> time_in_alternation(const std::vector<BenchConfig>& configs,
                                                      const AlternatingOptions& options = {},
                                                      const std::function<void(int round, int config)>& progress = {},
-                                                     const std::atomic<bool>* cancel = nullptr);
+                                                     const std::atomic<bool>* cancel = nullptr,
+                                                     MachineLoad* load = nullptr);
 
 // `configs` less those that differ from an earlier one only in the seed, which does not change a step's time;
 // of_config[i] (where given) is config i's index among them.

@@ -54,6 +54,21 @@ std::string machine_load_text(const MachineLoad& load) {
   return out;
 }
 
+MachineLoad mean_load(const std::vector<MachineLoad>& spans) {
+  MachineLoad mean;
+  int read = 0;
+  for (const MachineLoad& s : spans) {
+    mean.gpu_other_processes = std::max(mean.gpu_other_processes, s.gpu_other_processes);
+    if (!s.known()) continue;
+    mean.other_cpu = (read ? mean.other_cpu : 0) + s.other_cpu;
+    mean.steal = (read ? mean.steal : 0) + std::max(0.0, s.steal);
+    mean.cpu_mhz += s.cpu_mhz, mean.gpu_mhz += s.gpu_mhz, mean.gpu_max_mhz = std::max(mean.gpu_max_mhz, s.gpu_max_mhz);
+    ++read;
+  }
+  if (read) mean.other_cpu /= read, mean.steal /= read, mean.cpu_mhz /= read, mean.gpu_mhz /= read;
+  return mean;
+}
+
 MachineLoadMeter::Counters MachineLoadMeter::read_counters() {
   Counters c;
   std::ifstream stat("/proc/stat");

@@ -67,6 +67,7 @@ struct AlternatingSpeed {
   std::vector<std::vector<double>> images_per_second;  // [run][round]
   int64_t steps_per_round = 0;                         // timed steps of each configuration a round
   std::string data;                                    // what the steps trained on: "synthetic 16 px images, batch 8"
+  MachineLoad load;                                    // the machine's other work while they were timed
 };
 
 // The validation set's confusion matrix at the end of an epoch.
@@ -154,6 +155,7 @@ void fields(R& a, V&& v) {
   v("images_per_second", a.images_per_second);
   v("steps_per_round", a.steps_per_round);
   v("data", a.data);
+  v("load", a.load);  // absent before 2026-12-06: not recorded
 }
 
 template <class R, class V>
