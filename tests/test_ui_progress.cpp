@@ -1,5 +1,5 @@
 // Progress that says what is happening, offscreen: the ETA counts the validations to come before any has run, the
-// bar says "validating 1,000/3,000" with that validation's own time left, a resumed run's bar goes on from where
+// bar says "validating 1,000/3,000, 4.0 s more" with that validation's own time, a resumed run's bar goes on from where
 // the stopped one was instead of jumping back, a run validates on the subset the setup panel names and its notes
 // say so, and a new run starts on empty charts.
 #include <QAreaSeries>
@@ -147,7 +147,7 @@ class ProgressThroughTheUi : public QObject {
     p.validation({1, 1000, 3000, 2.0});
     controls.show_progress(p);
     const QLocale locale;
-    QCOMPARE(bar->text(), QStringLiteral("epoch 1/2 · validating %1/%2 · 4.0 s left · 50%")
+    QCOMPARE(bar->text(), QStringLiteral("epoch 1/2 · validating %1/%2, 4.0 s more · 50%")
                               .arg(locale.toString(1000), locale.toString(3000)));
     QCOMPARE(eta->text(), QString("ETA 20 s"));
   }

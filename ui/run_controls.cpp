@@ -126,7 +126,8 @@ void RunControls::show_progress(const RunProgress& p) {
   if (!p.started()) return;
   progress_->setValue(static_cast<int>(p.fraction() * 1000));
   if (p.validating()) {
-    // A validation can outlast the epoch's steps: the bar says so, with its own time left.
+    // A validation can outlast the epoch's steps: the bar says so, with the time it needs still ("4.0 s more"),
+    // worded apart from the run's ETA beside it.
     const QLocale locale;
     const double left = p.validation_eta_seconds();
     progress_->setFormat(
@@ -135,7 +136,7 @@ void RunControls::show_progress(const RunProgress& p) {
             .arg(p.epochs())
             .arg(locale.toString(static_cast<qlonglong>(p.validated_images())),
                  locale.toString(static_cast<qlonglong>(p.validation_images())),
-                 left < 0 ? QString() : tr(" · %1 left").arg(QString::fromStdString(format_duration(left)))));
+                 left < 0 ? QString() : tr(", %1 more").arg(QString::fromStdString(format_duration(left)))));
   } else {
     progress_->setFormat(tr("epoch %1/%2 · step %3/%4 · %p%")
                              .arg(p.current_epoch())
