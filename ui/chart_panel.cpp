@@ -251,7 +251,7 @@ void ChartPanel::update_legend() {
 void ChartPanel::fit_legend() {
   // As high as its lines at the panel's width, up to four; a scroll area does not follow a label's height for width.
   const int lines = run_legend_->heightForWidth(std::max(1, width() - 12));
-  legend_area_->setFixedHeight(std::min(lines, 4 * run_legend_->fontMetrics().lineSpacing() + 8));
+  legend_area_->setFixedHeight(std::clamp(lines, 0, 4 * run_legend_->fontMetrics().lineSpacing() + 8));  // -1: no text
 }
 
 void ChartPanel::update_layers_runs() {
