@@ -225,13 +225,32 @@ void CompareView::show_runs(ReadRuns read) {
   }
   model_->set_baseline(baseline_->currentIndex());
   // A run's column as wide as its values, up to a width that leaves three runs side by side beside the setup panel
-  // at 1366 px: a device line or a path would otherwise make one run fill the view. A longer value ends in "…" and
+  // at 1366 px: a device line or a path would otherwise make one run fill the view. The room the view has left goes
+  // to the columns cut short, so that a speed-up's interval shows whole where it can; a longer value ends in "…" and
   // shows whole in its tooltip. Sized for a new list of runs only, so a column the user widened stays so.
   if (new_runs) {
     table_->resizeColumnsToContents();
     const int widest = 36 * table_->fontMetrics().averageCharWidth();
-    for (int column = 1; column < model_->columnCount(); ++column)
+    std::vector<int> wanted(static_cast<size_t>(model_->columnCount()));
+    int spare = table_->viewport()->width() - table_->columnWidth(0);
+    for (int column = 1; column < model_->columnCount(); ++column) {
+      wanted[static_cast<size_t>(column)] = table_->columnWidth(column);
       table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
+      spare -= table_->columnWidth(column);
+    }
+    for (bool widened = true; spare > 0 && widened;) {  // in equal shares, each up to what it wants
+      std::vector<int> short_of;
+      for (int column = 1; column < model_->columnCount(); ++column)
+        if (table_->columnWidth(column) < wanted[static_cast<size_t>(column)]) short_of.push_back(column);
+      const int share = short_of.empty() ? 0 : std::max(1, spare / static_cast<int>(short_of.size()));
+      widened = false;
+      for (int column : short_of) {
+        const int more = std::min({share, spare, wanted[static_cast<size_t>(column)] - table_->columnWidth(column)});
+        table_->setColumnWidth(column, table_->columnWidth(column) + more);
+        spare -= more;
+        widened = widened || more > 0;
+      }
+    }
   }
   diagnosis_->set_runs(std::move(runs), std::move(read.diagnosis_errors));
   diagnosis_->set_baseline(static_cast<size_t>(std::max(0, baseline_->currentIndex())));
