@@ -72,18 +72,18 @@ int bench_command(const BenchOptions& options) {
     print_json(out, true);
   } else {
     std::printf(
-        "%s on %s\n%s, batch %d, %d px: median step %.1f ms (interquartile range %.1f\u2013%.1f over %d steps), "
+        "%s on %s\n%s, batch %d, %d px: median step %.1f ms (interquartile range %.1f\u2013%.1f over %d step%s), "
         "%.1f images/s, peak tensors %.1f MiB, max RSS %.1f MiB\n",
         r.model_summary.c_str(), r.backend_description.c_str(), mode_name(c.precision), c.batch_size, c.image_size,
-        r.step_ms_median, r.step_ms_q1, r.step_ms_q3, c.steps, r.images_per_second, r.peak_bytes / 1048576.0,
-        r.max_rss_bytes / 1048576.0);
+        r.step_ms_median, r.step_ms_q1, r.step_ms_q3, c.steps, c.steps == 1 ? "" : "s", r.images_per_second,
+        r.peak_bytes / 1048576.0, r.max_rss_bytes / 1048576.0);
     std::printf("load:    %s\n", machine_load_text(r.load).c_str());
     // Two benchmarks run one after the other meet different loads: their ratio is the load's as much.
     if (too_busy_to_time(r.load))
       std::printf(
-          "\u26a0 timings unreliable: other work shared the machine while the steps were timed (above); time them "
-          "again on a quiet machine, and compare precision modes with a sweep run here, which times them in "
-          "alternation\n");
+          "\u26a0 timings unreliable: other work shared the machine while the steps were timed (above): time them "
+          "again on a quiet machine; to compare precision modes, a sweep run here times them in alternation, which "
+          "evens out the machine's drift between invocations\n");
     std::printf("warm-up: %.1f s from building the model to the end of %d untimed step%s\n", r.warmup_seconds, c.warmup,
                 c.warmup == 1 ? "" : "s");
     if (!r.compute.empty()) std::printf("compute: %s\n", r.compute.c_str());

@@ -288,9 +288,9 @@ void time_sweep_here(RunStore& store, int64_t sweep) {
   // Alternation evens out drift, not a load that shares every turn: such figures are the load's as much.
   if (const std::string loaded = alternation_warning(timed); !loaded.empty())
     std::printf(
-        "  \u26a0 timings unreliable: %s (%s): these speed-ups say as much about that work as about the "
-        "configurations; ampwb sweep run %lld times them again, on a quiet machine\n",
-        loaded.c_str(), machine_load_text(timed.load).c_str(), static_cast<long long>(sweep));
+        "  \u26a0 timings unreliable: %s: these speed-ups say as much about that work as about the configurations; "
+        "ampwb sweep run %lld times them again, on a quiet machine\n",
+        loaded.c_str(), static_cast<long long>(sweep));
   std::fflush(stdout);
 }
 

@@ -311,7 +311,7 @@ void CompareView::update_time() {
                       QString::fromStdString(t.sentence));
   }
   // Beside the trainings' own figures, the one their sweep timed in alternation, where the machine's drift fell on
-  // every configuration alike: the figure the diagnosis goes by.
+  // every configuration alike (the warning above says where other work shared its turns too).
   for (size_t i = 0; i < c.alternating.size() && base < c.alternating.size(); ++i)
     if (i != base && c.alternating[i].known())
       lines << tr("Timed in alternation after their sweep, %1 against %2: %3")

@@ -392,31 +392,34 @@ void batch_too_small(const RunEvidence& e, std::vector<Finding>& out) {
       "raise the batch size (and the learning rate with it) until these costs are small beside the layers' work");
 }
 
+// What to do about a run timed beside other work: its sweep's timing in alternation is the figure to go by, unless
+// that too was taken beside other work.
+std::string timing_advice(const RunEvidence& e) {
+  if (!e.alternating)
+    return "its times and speed say as much about the other work as about this configuration: train it again on a "
+           "quiet machine, or compare the configurations with a sweep run here (not on Slurm), which times them in "
+           "alternation";
+  if (const std::string loaded = alternation_warning(*e.alternating); !loaded.empty())
+    return "its training's times say as much about the other work as about this configuration, and so do its "
+           "sweep's, " +
+           loaded +
+           ": time the configurations again on a quiet machine (ampwb sweep run N times a stored sweep's runs anew; "
+           "in the workbench, sweep them again)";
+  return "its training's times say as much about the other work as about this configuration; its sweep also timed it "
+         "in alternation" +
+         std::string(e.alternating->load.known() ? ", on a quiet machine," : "") +
+         " where the machine's drift falls on every configuration alike: that speed-up (the comparison's row \"timed "
+         "in alternation (sweep)\", against a run of the sweep) is the one to go by";
+}
+
 void timing_unreliable(const RunEvidence& e, std::vector<Finding>& out) {
   const MachineLoad load = mean_epoch_times(e.times).load;
   const std::string why = timing_warning({{e.run.id, load}});
   if (why.empty()) return;
   add(out, "timing_unreliable", Severity::Warning, "Timings unreliable: other work shared the machine",
-      why + " (" + machine_load_text(load) + ", the mean over its epochs' training)",
-      !e.alternating ? "its times and speed say as much about the other work as about this configuration: train it "
-                       "again on a quiet machine, or compare the configurations with a sweep run here (not on Slurm), "
-                       "which times them in alternation"
-      : alternation_warning(*e.alternating).empty()
-          ? "its training's times say as much about the other work as about this configuration; its sweep also timed "
-            "it in alternation, on a quiet machine, where the machine's drift falls on every configuration alike: "
-            "that speed-up (the comparison's row \"timed in alternation (sweep)\", against a run of the sweep) is the "
-            "one to go by"
-          : "its training's times say as much about the other work as about this configuration, and so do its "
-            "sweep's, " +
-                alternation_warning(*e.alternating) +
-                ": time the configurations again on a quiet machine "
-                "(ampwb sweep run with the sweep's number times them anew)");
+      why + " (" + machine_load_text(load) + ", the mean over its epochs' training)", timing_advice(e));
 }
 
-// Why the run is or is not faster than the baseline, class by class. Never contradicts the expectation rules: a
-// speed-up with an emulated format is put down to memory traffic, not arithmetic. Where the runs' sweep timed them in
-// alternation, that figure, on which the machine's other work falls alike, is the verdict's, as `compare` shows it;
-// the trainings' own steady state stands beside it as evidence.
 // 0 for FP32, 1 for TF32 (FP32's range, a narrower mantissa in matrix products), 2 for the 16- and 8-bit modes.
 int full_precision_rank(const RunEvidence& e) {
   const PrecisionMode mode = e.run.config.precision.mode;
@@ -428,17 +431,29 @@ std::string ratio_headline(const SpeedUp& s) {
   return s.ratio >= 1 ? speed_up_ratio_text(s) : format("%.2f\u00d7 (", s.ratio) + speed_up_ratio_text(s) + ")";
 }
 
+// Why the run is or is not faster than the baseline, class by class. Never contradicts the expectation rules: a
+// speed-up with an emulated format is put down to memory traffic, not arithmetic. Where the runs' sweep timed them in
+// alternation, where the machine's drift falls on both alike, that figure is the verdict's, as `compare` shows it,
+// unless other work shared its turns and not the trainings'; the other figure stands beside it as evidence.
 void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vector<Finding>& out) {
   const RunTiming run_timing = timing_of(e), base_timing = timing_of(base);
   SpeedUp speedup = speed_up(run_timing.speed, base_timing.speed);
-  std::string alternation;
+  const std::string unreliable =
+      timing_warning({{base.run.id, mean_epoch_times(base.times).load}, {e.run.id, mean_epoch_times(e.times).load}});
+  std::string alternation, loaded_alternation;  // the alternation's figure as evidence, and its load where busy
+  bool by_alternation = false;                  // its figure is the verdict's
   if (e.alternating)
     if (const SpeedUp timed = alternating_speed_up(*e.alternating, e.run.id, base.run.id); timed.known()) {
-      speedup = timed;
-      alternation = format("timed in alternation after the sweep's trainings, %zu rounds of %lld steps on %s: ",
-                           e.alternating->images_per_second.front().size(),
-                           static_cast<long long>(e.alternating->steps_per_round), e.alternating->data.c_str()) +
-                    speed_up_text(timed) + "; during the trainings, ";
+      loaded_alternation = alternation_warning(*e.alternating);
+      const std::string how =
+          format("timed in alternation after the sweep's trainings, %zu rounds of %lld steps on %s: ",
+                 e.alternating->images_per_second.front().size(),
+                 static_cast<long long>(e.alternating->steps_per_round), e.alternating->data.c_str()) +
+          speed_up_text(timed);
+      by_alternation = loaded_alternation.empty() || !unreliable.empty();  // else quiet trainings' figure stands
+      if (by_alternation) speedup = timed;
+      alternation = how + (by_alternation ? "; during the trainings, "
+                                          : "; " + loaded_alternation + ": the trainings' figure stands; ");
     }
   if (!speedup.known()) return;
   std::string evidence = alternation + "steady-state training speed " + speed_text(run_timing.speed) + " against " +
@@ -447,20 +462,17 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
                                 mode_of(e).c_str(), static_cast<long long>(base.run.id), mode_of(base).c_str());
   const TimeComparison by_class = compare_times(base_timing, run_timing);
   if (by_class.available) evidence += "; by class of op: " + by_class.sentence;
-  const std::string unreliable =
-      timing_warning({{base.run.id, mean_epoch_times(base.times).load}, {e.run.id, mean_epoch_times(e.times).load}});
   // The verdict's own figure taken beside other work: the trainings', or the alternation's where that is the figure.
-  const std::string loaded_alternation = alternation.empty() ? "" : alternation_warning(*e.alternating);
-  const std::string verdict_unreliable = alternation.empty()          ? unreliable
+  const std::string verdict_unreliable = !by_alternation              ? unreliable
                                          : loaded_alternation.empty() ? ""
                                                                       : "timings unreliable: " + loaded_alternation;
   const std::string figure = speed_up_text(speedup);
   const std::string other = work_difference(e.run, base.run);
   if (e.run.config.precision.mode == base.run.config.precision.mode) {  // no precision's speed-up to look for
     add(out, "speed_vs_baseline", Severity::Note, "Same precision as the baseline (" + mode_of(e) + "): " + figure,
-        evidence + (unreliable.empty() ? "" : "; " + unreliable),
+        evidence + (verdict_unreliable.empty() ? "" : "; " + verdict_unreliable),
         other.empty() ? "the runs differ in neither precision nor work, so their speeds should agree: a difference is "
-                        "the machine's (other work, clocks), which a sweep run here evens out by timing in alternation"
+                        "the machine's (other work, clocks); train them again on a quiet machine"
                       : "the runs differ in " + other +
                             ", not in precision: to see what a precision mode gains, "
                             "compare against a run that differs in precision alone");
@@ -469,8 +481,8 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   if (!other.empty()) {
     add(out, "speed_vs_baseline", Severity::Warning,
         "Speed-up " + ratio_headline(speedup) + ", not the precision's alone: " + other,
-        (by_class.available || !alternation.empty() ? evidence : evidence + "; speed-up " + figure) +
-            (unreliable.empty() ? "" : "; " + unreliable),
+        (by_class.available || by_alternation ? evidence : evidence + "; speed-up " + figure) +
+            (verdict_unreliable.empty() ? "" : "; " + verdict_unreliable),
         "the speed-up mixes the precision's effect with these differences: compare runs that differ in precision "
         "alone on one machine, as a precision sweep run here, which also times them in alternation");
     return;
@@ -483,22 +495,28 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
     // However busy the machine was, emulation computes in FP32 and converts besides: a slowdown is its own.
     add(out, "speed_vs_baseline", Severity::Note,
         "Slower than the baseline, as an emulated format can be: " + ratio_headline(speedup),
-        evidence + (unreliable.empty() ? "" : "; " + unreliable),
+        evidence + (verdict_unreliable.empty() ? "" : "; " + verdict_unreliable),
         "the emulated format computes in FP32 and adds its conversions, which here cost more than its narrower "
         "storage saves, whatever else the machine did; the run's worth here is its numerics, and its speed is "
         "measured where the format has arithmetic units of its own");
     return;
   }
   if (!verdict_unreliable.empty()) {
+    std::string said = evidence, action;
+    if (!by_alternation) {
+      if (!by_class.available) said += "; speed-up " + figure;  // the sentence ends with it
+      action =
+          "train both again on a quiet machine, or compare them with a sweep run here (not on Slurm), which times "
+          "configurations in alternation so that the machine's drift falls on both alike";
+    } else {
+      said += "; while timed in alternation, " + machine_load_text(e.alternating->load);
+      action =
+          "the other work took its share of every turn, as of the trainings', so no figure here is the precision's: "
+          "time the configurations again on a quiet machine (ampwb sweep run N times a stored sweep's runs anew; in "
+          "the workbench, sweep them again)";
+    }
     add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + ratio_headline(speedup) + ", " + verdict_unreliable,
-        alternation.empty() && !by_class.available ? evidence + "; speed-up " + figure  // the sentence ends with it
-        : alternation.empty()                      ? evidence
-                              : evidence + "; while timed in alternation, " + machine_load_text(e.alternating->load),
-        alternation.empty()
-            ? "train both again on a quiet machine, or compare them with a sweep run here (not on Slurm), which "
-              "times configurations in alternation so that the machine's drift falls on both alike"
-            : "the other work took its share of every turn, so no figure here is the precision's: time the "
-              "configurations again on a quiet machine (ampwb sweep run with the sweep's number times them anew)");
+        said, action);
     return;
   }
   const std::string why_not_faster =

@@ -2,6 +2,7 @@
 #include "train/alternating_benchmark.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace ampwb {
 
@@ -29,8 +30,9 @@ std::vector<std::vector<double>> time_in_alternation(const std::vector<BenchConf
                                                      const std::atomic<bool>* cancel, MachineLoad* load) {
   std::vector<std::vector<double>> images_per_second(configs.size());
   std::vector<MachineLoad> turns;
+  std::vector<double> turn_seconds;  // of timed steps: a faster configuration's turn weighs less in the load
   const auto result = [&] {
-    if (load) *load = mean_load(turns);
+    if (load) *load = mean_load(turns, turn_seconds);
     return images_per_second;
   };
   const int n = static_cast<int>(configs.size());
@@ -46,6 +48,7 @@ std::vector<std::vector<double>> time_in_alternation(const std::vector<BenchConf
       const BenchResult timed = run_benchmark(b);
       this_round[static_cast<size_t>(c)] = timed.images_per_second;
       turns.push_back(timed.load);
+      turn_seconds.push_back(std::accumulate(timed.step_ms.begin(), timed.step_ms.end(), 0.0) / 1000);
     }
     for (size_t c = 0; c < configs.size(); ++c) images_per_second[c].push_back(this_round[c]);
   }

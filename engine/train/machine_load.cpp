@@ -54,18 +54,19 @@ std::string machine_load_text(const MachineLoad& load) {
   return out;
 }
 
-MachineLoad mean_load(const std::vector<MachineLoad>& spans) {
+MachineLoad mean_load(const std::vector<MachineLoad>& spans, const std::vector<double>& seconds) {
   MachineLoad mean;
-  int read = 0;
-  for (const MachineLoad& s : spans) {
+  double cpu_time = 0, other = 0, steal = 0, mhz = 0, gpu_time = 0, gpu_mhz = 0;
+  for (size_t i = 0; i < spans.size() && i < seconds.size(); ++i) {
+    const MachineLoad& s = spans[i];
+    const double t = seconds[i];
     mean.gpu_other_processes = std::max(mean.gpu_other_processes, s.gpu_other_processes);
-    if (!s.known()) continue;
-    mean.other_cpu = (read ? mean.other_cpu : 0) + s.other_cpu;
-    mean.steal = (read ? mean.steal : 0) + std::max(0.0, s.steal);
-    mean.cpu_mhz += s.cpu_mhz, mean.gpu_mhz += s.gpu_mhz, mean.gpu_max_mhz = std::max(mean.gpu_max_mhz, s.gpu_max_mhz);
-    ++read;
+    mean.gpu_max_mhz = std::max(mean.gpu_max_mhz, s.gpu_max_mhz);
+    if (s.gpu_mhz > 0) gpu_time += t, gpu_mhz += t * s.gpu_mhz;
+    if (s.known()) cpu_time += t, other += t * s.other_cpu, steal += t * std::max(0.0, s.steal), mhz += t * s.cpu_mhz;
   }
-  if (read) mean.other_cpu /= read, mean.steal /= read, mean.cpu_mhz /= read, mean.gpu_mhz /= read;
+  if (cpu_time > 0) mean.other_cpu = other / cpu_time, mean.steal = steal / cpu_time, mean.cpu_mhz = mhz / cpu_time;
+  if (gpu_time > 0) mean.gpu_mhz = gpu_mhz / gpu_time;
   return mean;
 }
 

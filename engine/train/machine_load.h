@@ -32,9 +32,9 @@ inline bool too_busy_to_time(const MachineLoad& load) {
          load.gpu_other_processes > 0;
 }
 
-// The load over spans of about equal length, one after another (a benchmark's turns): the mean of their shares and
-// clocks, the most other processes any saw on the GPU; unknown where none was read.
-MachineLoad mean_load(const std::vector<MachineLoad>& spans);
+// The load over spans one after another (a benchmark's turns), each `seconds` long: their shares and clocks weighted
+// by their length, the most other processes any saw on the GPU; unknown where none was read.
+MachineLoad mean_load(const std::vector<MachineLoad>& spans, const std::vector<double>& seconds);
 
 // "12% of the CPUs busy with other work, 0% steal, 3.7 GHz", then on a GPU "; GPU at 1.41 of 1.98 GHz, no other
 // process on it"; "not recorded".
