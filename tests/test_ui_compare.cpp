@@ -294,19 +294,13 @@ class CompareRuns : public QObject {
     w.compare_view()->differences_only()->setChecked(true);
     QCOMPARE(table->columnWidth(2), 700);
     // Two runs leave room: while a value is cut short (the device line), their columns take all of it, rather than
-    // leave the right of the table empty; the speed-up shows whole with its interval.
+    // leave the right of the table empty.
     w.open_runs({fp32_seed1_, bf16_seed1_});
     QTRY_COMPARE(table->model()->columnCount(), 3);
     const int right_now = table->columnViewportPosition(2) + table->columnWidth(2);
     QVERIFY2(right_now >= table->viewport()->width() - 2 && right_now <= table->viewport()->width(),
              qPrintable(
                  QStringLiteral("the second run ends at %1 px of %2").arg(right_now).arg(table->viewport()->width())));
-    const int speed = static_cast<int>(
-        w.compare_view()->table_model()->row_labels().indexOf("speed-up vs run " + QString::number(fp32_seed1_)));
-    QVERIFY(speed >= 0);
-    const QString speedup = table->model()->index(speed, 2).data().toString();
-    QVERIFY2(speedup.contains("interval"), qPrintable(speedup));
-    QVERIFY2(table->fontMetrics().horizontalAdvance(speedup) < table->columnWidth(2), qPrintable(speedup));
   }
 
   // One comparison in the engine (analysis/run_compare.h): the CLI prints its rows, the GUI shows them.
