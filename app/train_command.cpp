@@ -472,9 +472,8 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
     print_json(out);
   } else if (run_id != 0 && !how.quiet) {
     const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
-    std::printf("run %lld%s %s%s%s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),
-                run_status_words(end.status), end.reason.empty() ? "" : ": ", end.reason.c_str(),
-                static_cast<long long>(run_id));
+    std::printf("run %lld%s %s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),
+                run_end_words(end.status, end.reason).c_str(), static_cast<long long>(run_id));
   }
   std::fflush(stdout);
   if (!recorder.error().empty()) {

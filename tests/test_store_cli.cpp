@@ -151,7 +151,12 @@ TEST(StoreCli, SigtermSighupAndSigintStopAfterTheStepWithACheckpointAndExit143_1
     while (epochs_stored() < 2 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_EQ(::kill(child, signal), 0);
     EXPECT_EQ(wait_exit(child), 128 + signal) << read_text(dir.file("train.log"));
-    expect_contains(read_text(dir.file("train.log")), "stopping after this step");
+    const std::string log = read_text(dir.file("train.log"));
+    expect_contains(log, "stopping after this step");
+    // Its last line and `show` say "stopped" once: "stopped by the user at epoch 3 …", not "stopped: stopped by …".
+    expect_contains(log, "(resnet20-fp32-1) stopped by the user ");
+    expect_contains(ampwb({"show", "1", "--db", db}).output, "  status     stopped by the user ");
+    EXPECT_EQ(log.find("stopped: stopped"), std::string::npos) << log;
     {
       RunStore store(db, RunStore::Mode::ReadOnly);
       EXPECT_EQ(store.run(1).status, RunStatus::Cancelled);
@@ -301,12 +306,12 @@ TEST(StoreCli, AReaderThatGoesAwayStopsTheRunResumablyWithExit141) {
   EXPECT_EQ(store.run(1).status, RunStatus::Cancelled);
   EXPECT_TRUE(store.resumable(1)) << "stopped with a checkpoint, not killed";
   // Listed and shown as the workbench shows it, "stopped", and found by that word or by the stored one.
-  for (const std::string& word : {"stopped", "cancelled"}) {
+  for (const std::string word : {"stopped", "cancelled"}) {
     const Result listed = ampwb({"runs", "--status", word, "--db", db});
     ASSERT_EQ(listed.status, 0) << listed.output;
     expect_contains(listed.output, " stopped ");
   }
-  expect_contains(ampwb({"show", "1", "--db", db}).output, "  status     stopped: ");
+  expect_contains(ampwb({"show", "1", "--db", db}).output, "  status     stopped by the user ");
   expect_contains(ampwb({"runs", "--status", "finished", "--db", db}).output, "no runs");
 }
 

@@ -470,8 +470,9 @@ void MainWindow::follow_last_run() {
   } else if (live_->status != RunStatus::Running && run->duration_seconds == last_run_seconds_) {
     return;  // not trained since: a rename or a note changes its row, not its wall time
   } else {
-    text = tr("Run %1, resumed elsewhere, %2").arg(id).arg(QString::fromUtf8(run_status_words(run->status)));
-    if (!run->end_reason.empty()) text += ": " + QString::fromStdString(run->end_reason);
+    text = tr("Run %1, resumed elsewhere, %2")
+               .arg(id)
+               .arg(QString::fromStdString(run_end_words(run->status, run->end_reason)));
   }
   follow_last_run_->stop();
   controls_->clear_progress();
@@ -505,14 +506,16 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   live_charts_->refresh();  // whatever a deferred redraw still owed
   controls_->set_state(RunControls::State::Idle);
   // A run refused before its row was written (its data cannot take its settings) never started: no run 0 failed.
-  QString text = run_id == 0 && end.status == RunStatus::Failed
-                     ? tr("Not started")
-                     : tr("Run %1 %2").arg(run_id).arg(QString::fromUtf8(run_status_words(end.status)));
+  const bool not_started = run_id == 0 && end.status == RunStatus::Failed;
+  QString text = not_started ? tr("Not started") : tr("Run %1").arg(run_id);
   // A setting the data refused (top-k above the classes, say) is named as the panel names it, its field marked.
-  if (!end.reason.empty())
-    text +=
-        ": " + (end.setting.empty() ? QString::fromStdString(end.reason)
-                                    : setup_->show_setting_problem(end.setting, QString::fromStdString(end.reason)));
+  if (!end.setting.empty())
+    text += (not_started ? QString() : " " + QString::fromUtf8(run_status_words(end.status))) + ": " +
+            setup_->show_setting_problem(end.setting, QString::fromStdString(end.reason));
+  else if (not_started)
+    text += end.reason.empty() ? QString() : ": " + QString::fromStdString(end.reason);
+  else
+    text += " " + QString::fromStdString(run_end_words(end.status, end.reason));
   if (!store_error.isEmpty()) text += tr(" (not fully recorded: %1)").arg(store_error);
   if (end.status == RunStatus::Interrupted) {  // cut off (a process killed): say what is left of it
     try {

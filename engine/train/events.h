@@ -20,6 +20,8 @@ namespace ampwb {
 enum class RunStatus { Running, Finished, Failed, Cancelled, Interrupted };
 const char* run_status_name(RunStatus s);   // as stored: "running", "finished", "cancelled", ...
 const char* run_status_words(RunStatus s);  // as people read it: a cancelled run is "stopped", as its button says
+// "stopped by the user at epoch 3 …", "failed: out of memory": the status and why, its word said once.
+std::string run_end_words(RunStatus s, const std::string& reason);
 
 struct RunInfo {
   std::string model_summary;

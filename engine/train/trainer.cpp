@@ -94,6 +94,13 @@ const char* run_status_name(RunStatus s) {
 
 const char* run_status_words(RunStatus s) { return s == RunStatus::Cancelled ? "stopped" : run_status_name(s); }
 
+std::string run_end_words(RunStatus s, const std::string& reason) {
+  const std::string words = run_status_words(s);
+  if (reason.empty()) return words;
+  if (reason.starts_with(words + " ")) return reason;
+  return words + ": " + reason;
+}
+
 Evaluation evaluate(ResNet& model, Backend& backend, DataLoader& data, int topk,
                     const std::function<void(int64_t images_done)>& progress, Communicator* communicator) {
   Evaluation e;
