@@ -499,8 +499,11 @@ TEST(DiagnosisSpeed, ASweepsTimingInAlternationIsTheVerdictsFigure) {
   RunEvidence fp16 = timed_run(2, "amp-fp16", 0.100);
   expect_contains(expect_finding(diagnose(fp16, &fp32), "speed_vs_baseline").title,
                   "No speed-up distinguishable from the noise");
-  fp16.alternating = AlternatingSpeed{
-      {1, 2}, {{100, 100, 100, 100, 100, 100}, {160, 158, 162, 161, 159, 160}}, 20, "synthetic 16 px images, batch 8"};
+  fp16.alternating = AlternatingSpeed{{1, 2},
+                                      {{100, 100, 100, 100, 100, 100}, {160, 158, 162, 161, 159, 160}},
+                                      20,
+                                      "synthetic 16 px images, batch 8",
+                                      {}};
   const std::string timed = speed_up_text(alternating_speed_up(*fp16.alternating, 2, 1));
   const Finding speed = expect_finding(diagnose(fp16, &fp32), "speed_vs_baseline");
   EXPECT_EQ(speed.title, "Faster than the baseline with an emulated format: " + timed);

@@ -86,7 +86,7 @@ std::vector<int64_t> record_runs(RunStore& store) {
   const int64_t b = store.begin_run(second, info(), "fingerprint-b");
   store.add_epoch(b, epoch(1), {step(0), step(1)}, 1.5);
   store.end_run(b, {RunStatus::Failed, "the loss became NaN", ""}, {step(2)}, 2.0);
-  store.add_alternating_speed({{a, b}, {{100.5, 101.25}, {90.0, 91.0}}, 8, "synthetic 16 px images, batch 8"});
+  store.add_alternating_speed({{a, b}, {{100.5, 101.25}, {90.0, 91.0}}, 8, "synthetic 16 px images, batch 8", {}});
   store.rename(b, "second, renamed");
   store.add_tag(b, "baseline");
   store.add_tag(b, "bf16");

@@ -417,6 +417,32 @@ TEST(RunResume, RefusesByNameAndChangesOnlySettingsThatLeaveTheCurvesAlone) {
   EXPECT_EQ(error_of([&] { resume_config(store, id); }), "run 1 ('stopped') finished: there is nothing to resume");
 }
 
+// Its epoch times change where it resumed with other threads: the run says where, and describes its device as now.
+TEST(RunResume, OnAnotherDeviceTheRunSaysWhereItsEpochTimesChange) {
+  TempDir dir("resume_threads");
+  RunStore store(dir.file("runs.sqlite"));
+  const int64_t id = store.begin_run(config_named("threads"), info(), "fp");
+  store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, 1.0);
+  RunInfo same = info();
+  same.first_epoch = 2;
+  store.reopen_run(id, same, config_named("threads"));
+  store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, 2.0);
+  EXPECT_TRUE(store.run(id).info.notes.empty()) << "resumed as it ran: nothing to say";
+
+  RunInfo more = info();
+  more.first_epoch = 3;
+  more.backend_description = "cpu (oneDNN 2.6.3, avx512_core_bf16, 4 threads)";
+  store.reopen_run(id, more, config_named("threads"));
+  const RunRecord r = store.run(id);
+  EXPECT_EQ(r.info.backend_description, more.backend_description);
+  EXPECT_EQ(r.backend, more.backend_description);
+  ASSERT_EQ(r.info.notes.size(), 1u);
+  EXPECT_EQ(r.info.notes[0],
+            "resumed at epoch 3 on cpu (oneDNN 2.6.3, avx512_core_bf16, 4 threads), after running on "
+            "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads): its epoch times before and after "
+            "differ by that");
+}
+
 TEST(RunResume, RefusesAFolderWhoseFilesDifferAndRecordsAMovedOne) {
   TempDir dir("resume_dataset");
   fs::create_directories(dir.file("data/cat"));

@@ -212,9 +212,11 @@ class RunStore {
   std::string database_check() const;
   void migrate();
   void report_abandoned(RunRecord& r) const;
-  void reopen_owned(int64_t run, const RunInfo& info, const TrainConfig& config);
-  // Adds `notes` to the run's information, inside the caller's transaction; `again`: one already there too.
-  void append_notes(int64_t run, const std::vector<std::string>& notes, bool again);
+  void reopen_owned(const RunRecord& run, const RunInfo& info, const TrainConfig& config);
+  // Adds `notes` to the run's information, inside the caller's transaction; `again`: one already there too. A
+  // `backend_description` given replaces the device the run describes.
+  void append_notes(int64_t run, const std::vector<std::string>& notes, bool again,
+                    const std::string& backend_description = {});
   void touch(int64_t run, double duration_seconds);
   void insert_steps(int64_t run, const std::vector<StepReport>& steps);
   void insert_detail(int64_t run, const char* kind, int epoch, int64_t step, const std::string& json);

@@ -165,7 +165,7 @@ void RunStore::reopen_run(int64_t run_id, const RunInfo& info, const TrainConfig
   if (recording(run_id)) throw StoreError("run " + std::to_string(run_id) + " is being recorded by another process");
   db_->own_run(run_id);
   try {
-    reopen_owned(run_id, info, config);
+    reopen_owned(r, info, config);
   } catch (...) {
     db_->disown_run(run_id);
     throw;
@@ -173,7 +173,8 @@ void RunStore::reopen_run(int64_t run_id, const RunInfo& info, const TrainConfig
   owned_.insert(run_id);
 }
 
-void RunStore::reopen_owned(int64_t run_id, const RunInfo& info, const TrainConfig& config) {
+void RunStore::reopen_owned(const RunRecord& run, const RunInfo& info, const TrainConfig& config) {
+  const int64_t run_id = run.id;
   SqlTransaction t(*db_);
   SqlStatement reopen(*db_,
                       "UPDATE runs SET status = 'running', ended = NULL, end_reason = '', updated = ?, host = ?, "
@@ -185,7 +186,18 @@ void RunStore::reopen_owned(int64_t run_id, const RunInfo& info, const TrainConf
       .bind(5, config.data_dir)
       .bind(6, run_id);
   reopen.run_deferred();
-  append_notes(run_id, info.notes, false);  // what this process adds (a damaged checkpoint passed over, say)
+  // What this process adds (a damaged checkpoint passed over, say). Resumed with other threads or on another machine,
+  // its epoch times change where it resumed: the run says so, and describes the device its later epochs run on.
+  std::vector<std::string> notes = info.notes;
+  const std::string& before = run.info.backend_description;
+  const bool other_device = !before.empty() && before != info.backend_description;
+  if (other_device) {
+    notes.push_back("resumed at epoch " + std::to_string(info.first_epoch) + " on " + info.backend_description +
+                    ", after running on " + before + ": its epoch times before and after differ by that");
+    SqlStatement backend(*db_, "UPDATE runs SET backend = ? WHERE id = ?");
+    backend.bind(1, info.backend_description).bind(2, run_id).run_deferred();
+  }
+  append_notes(run_id, notes, false, other_device ? info.backend_description : std::string());
   for (const char* table : {"epochs", "histograms", "run_details"}) {
     SqlStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");
     forget.bind(1, run_id).bind(2, info.first_epoch).run_deferred();
@@ -334,7 +346,8 @@ void RunStore::add_note(int64_t run, const std::string& note) {
   t.commit();
 }
 
-void RunStore::append_notes(int64_t run, const std::vector<std::string>& notes, bool again) {
+void RunStore::append_notes(int64_t run, const std::vector<std::string>& notes, bool again,
+                            const std::string& backend_description) {
   SqlStatement read(*db_, "SELECT info_json FROM runs WHERE id = ?");
   if (!read.bind(1, run).step())
     throw StoreError("no run " + std::to_string(run) + " in the run store '" + path() + "'");
@@ -345,6 +358,7 @@ void RunStore::append_notes(int64_t run, const std::vector<std::string>& notes, 
   nlohmann::json& kept = info["notes"];
   for (const std::string& note : notes)
     if (again || std::find(kept.begin(), kept.end(), note) == kept.end()) kept.push_back(note);
+  if (!backend_description.empty()) info["backend"] = backend_description;
   SqlStatement append(*db_, "UPDATE runs SET info_json = ? WHERE id = ?");
   append.bind(1, info.dump()).bind(2, run).run_deferred();
 }
