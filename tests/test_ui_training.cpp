@@ -14,6 +14,7 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTextDocumentFragment>
@@ -344,6 +345,30 @@ class TrainingThroughTheUi : public QObject {
     QVERIFY(alarm->isHidden());
     QVERIFY(finished.wait(600000));
     QVERIFY(alarm->isHidden());
+  }
+
+  // Stopped in its first run, a sweep names the run it never started rather than saying it is done.
+  void a_stopped_sweep_names_the_runs_it_did_not_start() {
+    MainWindow w(db("stopped-sweep"));
+    w.show();
+    QSignalSpy done(&w, &MainWindow::sweep_finished);
+    const SweepVariant fp32{"fp32", "fp32", PrecisionMode::Fp32}, bf16{"amp-bf16", "amp-bf16", PrecisionMode::AmpBf16};
+    auto* epochs = child<QSpinBox>(w, "epochs");
+    auto* precision = child<QComboBox>(w, "precision");
+    const int panel_epochs = epochs->value();
+    QVERIFY(panel_epochs != 40);
+    w.start_sweep(tiny_config(data_, 40, 2), {fp32, bf16});
+    QTRY_VERIFY_WITH_TIMEOUT(!w.live_run()->steps.empty(), 300000);
+    // The panel shows the run that trains, as for a single run, and the user's settings again afterwards.
+    QCOMPARE(epochs->value(), 40);
+    QCOMPARE(precision->currentData().toString(), QString("fp32"));
+    QTest::mouseClick(child<QPushButton>(w, "stopButton"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 300000);
+    QCOMPARE(epochs->value(), panel_epochs);
+    QCOMPARE(done.at(0).at(0).value<std::vector<int64_t>>().size(), size_t{1});
+    QCOMPARE(w.statusBar()->currentMessage(),
+             QString("Sweep stopped: 1 run compared, 1 not started (amp-bf16); Run ▸ Sweep… queues them again"));
+    QVERIFY(!w.session()->running());
   }
 
   // Stopped, its dataset folder moved, then resumed where the folder is now: the run goes on in its own row.

@@ -750,14 +750,17 @@ void MainWindow::start_sweep(const TrainConfig& base, const std::vector<SweepVar
     }
   });
   sweep_.plan(base, variants, names, "sweep " + QDateTime::currentDateTime().toString("MMdd-hhmmss").toStdString());
+  panel_before_sweep_ = setup_->config();
   start_next_sweep_run();
 }
 
 void MainWindow::start_next_sweep_run() {
   while (const std::optional<TrainConfig> next = sweep_.next()) {
+    setup_->set_config(*next);  // the panel shows what trains, as for a single run
     if (start_config(*next, 0, nullptr).isEmpty()) return;
     sweep_.finished(0);  // refused: go on with the next variant
   }
+  restore_panel_after_sweep();
   const std::vector<int64_t> ids = sweep_.run_ids();
   if (ids.empty()) return;
   // Every run trained to its end: their speed-up is measured as benchmarks are, in alternation.
@@ -807,16 +810,31 @@ void MainWindow::time_sweep(const std::vector<int64_t>& ids) {
             sweep_timing_.release()->deleteLater();  // its thread has ended; the object goes after this signal
             controls_->set_state(RunControls::State::Idle);
             update_actions();
-            finish_sweep(ids);
-            if (!said.isEmpty())
-              show_status(tr("Sweep done: %1 runs compared; not timed in alternation (%2)").arg(ids.size()).arg(said),
-                          10000);
+            finish_sweep(ids, said);
           });
 }
 
-void MainWindow::finish_sweep(const std::vector<int64_t>& ids) {
+void MainWindow::restore_panel_after_sweep() {
+  if (!panel_before_sweep_) return;
+  setup_->set_config(*panel_before_sweep_);
+  panel_before_sweep_.reset();
+}
+
+void MainWindow::finish_sweep(const std::vector<int64_t>& ids, const QString& not_timed_because) {
   open_runs(ids);
-  show_status(tr("Sweep done: %1 runs compared").arg(ids.size()), 10000);
+  const QString compared = ids.size() == 1 ? tr("1 run compared") : tr("%1 runs compared").arg(ids.size());
+  QString text = tr("Sweep done: %1").arg(compared);
+  // Stopped: the runs it never started are named, so that none is taken for trained.
+  if (const std::vector<std::string>& left = sweep_.not_started(); !left.empty()) {
+    QStringList labels;
+    for (const std::string& label : left) labels << QString::fromStdString(label);
+    text = tr("Sweep stopped: %1, %2 not started (%3); Run ▸ Sweep… queues them again")
+               .arg(compared)
+               .arg(left.size())
+               .arg(labels.join(", "));
+  }
+  if (!not_timed_because.isEmpty()) text += tr("; not timed in alternation (%1)").arg(not_timed_because);
+  show_status(text, 15000);
   Q_EMIT sweep_finished(ids);
 }
 
@@ -916,9 +934,9 @@ void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
     const QStringList files = export_csv(ids, folder);
     QString done = tr("Wrote %1 CSV files into %2").arg(files.size()).arg(folder);
     if (!earlier.empty())
-      done += tr(" (it also holds an earlier export of %1; runs-summary.csv lists only the %n run(s) exported now)",
-                 nullptr, static_cast<int>(ids.size()))
-                  .arg(QString::fromStdString(runs_phrase(earlier)));
+      done += tr(" (it also holds an earlier export of %1; runs-summary.csv lists only %2 exported now)")
+                  .arg(QString::fromStdString(runs_phrase(earlier)))
+                  .arg(ids.size() == 1 ? tr("the run") : tr("the %1 runs").arg(ids.size()));
     show_status(done, 15000);
   } catch (const std::exception& e) {
     plain_message(this, QMessageBox::Warning, tr("Export CSV"), as_sentence(QString::fromUtf8(e.what())));
@@ -989,6 +1007,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     if (!sweep_process_->waitForFinished(60000)) sweep_process_->kill();
     sweep_process_ = nullptr;
   }
+  restore_panel_after_sweep();  // the settings kept are the user's, not a sweep run's
   setup_->save_settings();
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());

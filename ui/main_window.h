@@ -7,6 +7,7 @@
 #include <QMainWindow>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "run_progress.h"
@@ -97,8 +98,10 @@ class MainWindow : public QMainWindow {
   QString start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled,
                        int processes = 1);
   void start_next_sweep_run();
+  void restore_panel_after_sweep();  // the settings the panel showed before the sweep loaded each of its runs
   void time_sweep(const std::vector<int64_t>& ids);    // its configurations in alternation, then finish_sweep
-  void finish_sweep(const std::vector<int64_t>& ids);  // opens the comparison
+  // Opens the comparison and says what the sweep did: its runs, those it never started, why it was not timed.
+  void finish_sweep(const std::vector<int64_t>& ids, const QString& not_timed_because = {});
   bool busy() const;                                   // a run trains, or a sweep is being timed
   QString train_problem() const;  // why Train waits: the store cannot be written, or the setup's problem; empty if not
   void on_events(const EventBatch& batch);
@@ -122,6 +125,7 @@ class MainWindow : public QMainWindow {
   QString read_only_;                // why nothing can be recorded in the store; empty where it can
   TrainingSession* session_ = nullptr;
   Sweep sweep_;
+  std::optional<TrainConfig> panel_before_sweep_;
   std::unique_ptr<SweepTiming> sweep_timing_;
   std::map<int, MachineLoad> epoch_loads_;  // the live run's, by epoch: one batch of events may hold several epochs
   std::unique_ptr<RunSeries> live_;

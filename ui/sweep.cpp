@@ -22,6 +22,7 @@ void Sweep::plan(const TrainConfig& base, const std::vector<SweepVariant>& varia
                  const std::vector<std::string>& names, const std::string& tag) {
   planned_.clear();
   run_ids_.clear();
+  not_started_.clear();
   next_ = 0;
   running_ = false;
   tag_ = tag;
@@ -44,6 +45,8 @@ void Sweep::finished(int64_t run_id) {
   if (run_id != 0) run_ids_.push_back(run_id);
 }
 
-void Sweep::cancel() { next_ = planned_.size(); }
+void Sweep::cancel() {
+  for (; next_ < planned_.size(); ++next_) not_started_.push_back(planned_[next_].first);
+}
 
 }  // namespace ampwb::ui

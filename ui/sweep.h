@@ -28,13 +28,14 @@ class Sweep {
   // The next run's configuration, or none when the sweep is over.
   std::optional<TrainConfig> next();
   void finished(int64_t run_id);  // the run next() gave has ended (recorded as run_id; 0 when not recorded)
-  void cancel();                  // no further runs
+  void cancel();                  // no further runs: those left are not_started()
 
   int index() const { return static_cast<int>(next_); }  // 1-based number of the run last started
   int count() const { return static_cast<int>(planned_.size()); }
   const std::string& current_label() const { return current_label_; }
   const std::string& tag() const { return tag_; }
   const std::vector<int64_t>& run_ids() const { return run_ids_; }
+  const std::vector<std::string>& not_started() const { return not_started_; }  // the labels cancel() dropped
 
  private:
   std::vector<std::pair<std::string, TrainConfig>> planned_;
@@ -42,6 +43,7 @@ class Sweep {
   bool running_ = false;
   std::string current_label_, tag_;
   std::vector<int64_t> run_ids_;
+  std::vector<std::string> not_started_;
 };
 
 }  // namespace ampwb::ui
