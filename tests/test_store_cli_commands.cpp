@@ -323,6 +323,7 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
     EXPECT_EQ(num(summary[0].at("total_seconds")), s.total_seconds);
     EXPECT_EQ(num(summary[0].at("peak_bytes")), static_cast<double>(s.peak_bytes));
     EXPECT_EQ(num(summary[0].at("learning_rate")), rec.lr);
+    EXPECT_EQ(summary[0].at("final_loss_scale"), "nan") << "FP32 scales nothing, as `show` says";
   }
   const auto all = csv_records(out + "/runs-summary.csv");
   ASSERT_EQ(all.size(), 2u);

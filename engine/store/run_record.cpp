@@ -31,7 +31,8 @@ RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epoch
   s.final_validation_accuracy = last.validation_accuracy;
   s.final_validation_loss = last.validation_loss;
   s.final_train_loss = last.train_loss;
-  s.final_loss_scale = last.loss_scale;
+  // A run without loss scaling has no scale (its steps record 1): none, as every view says.
+  if (run.config.precision.loss_scale.kind != LossScaleKind::Off) s.final_loss_scale = last.loss_scale;
   s.mean_epoch_seconds = seconds / static_cast<double>(epochs.size());
   s.mean_images_per_second = throughput / static_cast<double>(epochs.size());
   return s;
