@@ -552,7 +552,7 @@ int largest_batch_that_fits(MemoryEstimateInput input, size_t available) {
 std::string memory_text(size_t bytes) { return gib_or_mib(static_cast<double>(bytes)); }
 
 std::string memory_summary(const MemoryEstimate& e, size_t available) {
-  std::string text = "\u2248 " + memory_text(e.total()) + " estimated (weights " + memory_text(e.weights);
+  std::string text = "\u2248 " + memory_text(e.total()) + " estimated (weights and gradients " + memory_text(e.weights);
   if (e.low_precision_copies) text += ", 16-bit copies " + memory_text(e.low_precision_copies);
   if (e.optimizer_state) text += ", optimizer " + memory_text(e.optimizer_state);
   text += ", activations " + memory_text(e.activations) + ", workspace " + memory_text(e.workspace) + ")";

@@ -77,8 +77,8 @@ int largest_batch_that_fits(MemoryEstimateInput input, size_t available);
 
 // "3.1 GiB" (MiB below 1 GiB).
 std::string memory_text(size_t bytes);
-// "≈ 3.1 GiB estimated (weights 42.6 MiB, optimizer 42.6 MiB, activations 2.9 GiB, workspace 96.0 MiB) of 21.7 GiB
-// available"; without the "of ..." when available is 0 (unknown).
+// "≈ 3.1 GiB estimated (weights and gradients 85.3 MiB, optimizer 42.6 MiB, activations 2.9 GiB, workspace
+// 96.0 MiB) of 21.7 GiB available"; without the "of ..." when available is 0 (unknown).
 std::string memory_summary(const MemoryEstimate& estimate, size_t available);
 // Why a run does not fit, in the words the refusal and an allocation failure share: the estimate, what is
 // available and the largest batch size that fits (or what else to change when none does).
