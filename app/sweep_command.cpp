@@ -1006,8 +1006,11 @@ void add_sweep_command(CLI::App& app, Invocation& invocation) {
   CLI::App* list =
       add_sweep_id_command(sweep, "list", "the sweeps in the run store", invocation, sweep_list_command, o);
   list->add_flag("--json", o->json, "as JSON");
-  CLI::App* run = add_sweep_id_command(sweep, "run", "run a local sweep's queued and requeued points here", invocation,
-                                       sweep_run_command, o);
+  CLI::App* run = add_sweep_id_command(
+      sweep, "run",
+      "run a local sweep's queued and requeued points here, then time its configurations in alternation "
+      "(again, when every point is done)",
+      invocation, sweep_run_command, o);
   run->add_option("SWEEP", o->sweep, "the sweep's id")->required();
   add_number(run, "-j,--parallel", o->parallel, "points at once")->check(CLI::Range(1, 256).description(""));
   run->add_flag("--no-timing", o->no_timing, kNoTimingHelp);
