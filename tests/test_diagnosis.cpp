@@ -548,6 +548,16 @@ TEST(DiagnosisSpeed, ASweepsTimingInAlternationIsTheVerdictsFigure) {
   busy_fp16.alternating.reset();
   expect_contains(expect_finding(diagnose(busy_fp16, &busy_fp32), "speed_vs_baseline").title,
                   "Speed-up 1.00\u00d7, timings unreliable: the machine was 60% busy");
+  // Trainings too short for a steady-state step: the alternation's figure, and no empty speeds beside it.
+  RunEvidence short_fp32 = fp32, short_fp16 = fp16;
+  short_fp32.steps.resize(3);
+  short_fp16.steps.resize(3);
+  const Finding short_runs = expect_finding(diagnose(short_fp16, &short_fp32), "speed_vs_baseline");
+  EXPECT_EQ(short_runs.title, "Faster than the baseline with an emulated format: " + timed);
+  expect_contains(short_runs.evidence,
+                  "; during the trainings, no steady-state training speed (run 2, amp-fp16, against run 1, fp32): "
+                  "too few steps past the warm-up");
+  EXPECT_EQ(short_runs.evidence.find(" - against -"), std::string::npos) << short_runs.evidence;
   fp16.alternating->runs = {2, 3};
   expect_contains(expect_finding(diagnose(fp16, &fp32), "speed_vs_baseline").title,
                   "No speed-up distinguishable from the noise");

@@ -456,10 +456,14 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
                                           : "; " + loaded_alternation + ": the trainings' figure stands; ");
     }
   if (!speedup.known()) return;
-  std::string evidence = alternation + "steady-state training speed " + speed_text(run_timing.speed) + " against " +
-                         speed_text(base_timing.speed) +
-                         format(" (run %lld, %s, against run %lld, %s)", static_cast<long long>(e.run.id),
-                                mode_of(e).c_str(), static_cast<long long>(base.run.id), mode_of(base).c_str());
+  // Runs too short to leave a steady-state step (warm-up, each epoch's first and last steps) have no speed to show.
+  const std::string runs = format("run %lld, %s, against run %lld, %s", static_cast<long long>(e.run.id),
+                                  mode_of(e).c_str(), static_cast<long long>(base.run.id), mode_of(base).c_str());
+  std::string evidence = alternation + (run_timing.speed.known() && base_timing.speed.known()
+                                            ? "steady-state training speed " + speed_text(run_timing.speed) +
+                                                  " against " + speed_text(base_timing.speed) + " (" + runs + ")"
+                                            : "no steady-state training speed (" + runs +
+                                                  "): too few steps past the warm-up and each epoch's first and last");
   const TimeComparison by_class = compare_times(base_timing, run_timing);
   if (by_class.available) evidence += "; by class of op: " + by_class.sentence;
   // The verdict's own figure taken beside other work: the trainings', or the alternation's where that is the figure.
