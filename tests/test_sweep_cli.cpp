@@ -90,6 +90,16 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
                                                                  << printed;
   const std::string bf16 = speed_up_text(alternating_speed_up(*timed, in_order[1], in_order[0]));
   expect_contains(r.output, "): " + bf16 + "\n");
+  // `sweep status` shows them again, a line a configuration, as the sweep printed them.
+  const std::string status_text = ampwb({"sweep", "status", "1", "--db", db}).output;
+  expect_contains(status_text, "speed-ups timed in alternation, against point 1 (run " + std::to_string(in_order[0]) +
+                                   "):\n  point 2 (run " + std::to_string(in_order[1]) + "): " + bf16 + "\n");
+  EXPECT_EQ(status_text.find("  point 3 ("), std::string::npos) << "seed 1's fp32 is point 1's configuration:\n"
+                                                                << status_text;
+  const json speed_ups = json::parse(ampwb({"sweep", "status", "1", "--json", "--db", db}).output);
+  ASSERT_EQ(speed_ups["timed_in_alternation"]["speed_ups"].size(), 1u) << speed_ups.dump();
+  EXPECT_EQ(speed_ups["timed_in_alternation"]["speed_ups"][0]["text"], bf16);
+  EXPECT_EQ(speed_ups["timed_in_alternation"]["baseline_run"], in_order[0]);
   const std::string compared =
       ampwb({"compare", std::to_string(in_order[0]), std::to_string(in_order[1]), "--db", db}).output;
   expect_contains(compared, "timed in alternation (sweep)");

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "analysis/run_speed.h"
 #include "backend/cpu/cpu_backend.h"
 #include "column_widths.h"
 #include "facade/run_setup.h"
@@ -252,6 +253,24 @@ class SweepsThroughTheUi : public QObject {
     QCOMPARE(view.groups_table()->item(0, 0)->text(), QString("precision = fp32"));
     QCOMPARE(view.groups_table()->item(1, 0)->text(), QString("precision = amp-bf16"));
     check_groups(view, location);
+
+    // Each group's speed-up over the first where the sweep was timed in alternation, with the load that shared it.
+    QCOMPARE(view.groups_table()->item(1, 4)->text(), QString("not timed"));
+    auto* title = view.findChild<QLabel*>("sweepGroupsTitle");
+    QVERIFY(!title->text().contains("unreliable"));
+    const std::vector<int64_t> fp32 = view.results().groups[0].run_ids, bf16 = view.results().groups[1].run_ids;
+    const AlternatingSpeed timed{{fp32[0], bf16[0]},
+                                 {{100, 101, 99, 100, 100, 100}, {150, 152, 149, 151, 150, 150}},
+                                 6,
+                                 "synthetic 16 px images, batch 8",
+                                 {0.45, 0, 0}};
+    writer.add_alternating_speed(timed);
+    const QString bf16_speed_up = QString::fromStdString(speed_up_text(alternating_speed_up(timed, bf16[0], fp32[0])));
+    QVERIFY(bf16_speed_up.startsWith("1.5"));
+    QTRY_COMPARE_WITH_TIMEOUT(view.groups_table()->item(1, 4)->text(), bf16_speed_up, 10000);
+    QCOMPARE(view.groups_table()->item(0, 4)->text(), QString("baseline"));
+    QVERIFY2(title->text().contains("⚠ Speed-ups unreliable: timed in alternation while the machine was 45% busy"),
+             qPrintable(title->text()));
 
     // Compare the finished points: their four runs open in the Compare tab.
     std::vector<int64_t> opened;

@@ -2,6 +2,9 @@
 #include "sweep_results.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "analysis/run_speed.h"
 
 namespace ampwb::ui {
 namespace {
@@ -75,10 +78,21 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<GroupMetric> metrics = group_metrics(summaries, groups[g]);
-    out.groups.push_back({groups[g].value, runs[g], named(metrics, "final validation accuracy (%)"),
+    out.groups.push_back({groups[g].value,
+                          runs[g],
+                          named(metrics, "final validation accuracy (%)"),
                           named(metrics, "final validation loss"),
-                          named(metrics, "training images/s (mean of epochs)")});
+                          named(metrics, "training images/s (mean of epochs)"),
+                          {}});
   }
+  // The groups' runs differ only by seed: each group's speed-up is its first run's over the first group's.
+  if (out.groups.size() >= 2)
+    if (const std::optional<AlternatingSpeed> timed = store.alternating_speed(runs[0][0])) {
+      out.timing_warning = alternation_warning(*timed);
+      for (size_t g = 0; g < out.groups.size(); ++g)
+        out.groups[g].speed_up =
+            g == 0 ? "baseline" : speed_up_text(alternating_speed_up(*timed, runs[g][0], runs[0][0]));
+    }
   return out;
 }
 

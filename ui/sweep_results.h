@@ -1,7 +1,8 @@
 // A stored sweep as its view shows it: each point with its grid values, state, run and result, and the finished
 // points grouped by every varying setting but the seed, with the mean ± std over their seeds of the final validation
 // accuracy and loss and of the training speed (the engine's group_metrics, as `ampwb compare --group-by` computes
-// them). Read from the run store at once, whoever writes it (this process, `ampwb sweep`, Slurm tasks). Plain C++.
+// them), and each group's speed-up where the sweep was timed in alternation. Read from the run store at once, whoever
+// writes it (this process, `ampwb sweep`, Slurm tasks). Plain C++.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,9 @@ struct SweepGroupResult {
   std::string value;  // "precision = amp-bf16, depth = 20"; "all points" when only the seed varies
   std::vector<int64_t> run_ids;
   GroupMetric final_accuracy, final_loss, images_per_second;  // accuracy in %
+  // Over the first group, from the sweep's timing in alternation: "1.36× (97% interval …)", "baseline" for the
+  // first group; empty where the sweep was not timed so.
+  std::string speed_up;
 };
 
 struct SweepResults {
@@ -38,6 +42,7 @@ struct SweepResults {
   std::vector<SweepPointResult> points;
   std::vector<SweepGroupResult> groups;  // of the finished points, in order of their first point
   std::map<SweepPointState, int> counts;
+  std::string timing_warning;  // alternation_warning of that timing: other work shared its turns
 
   std::vector<int64_t> finished_runs() const;
 };

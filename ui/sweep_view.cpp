@@ -101,14 +101,14 @@ SweepView::SweepView(RunStore& store, QWidget* parent, const std::string& locati
     if (run != 0) Q_EMIT open_requested({run});
   });
 
-  groups_title_ =
-      new QLabel(tr("Finished points grouped by every varying setting but the seed: mean ± std over "
-                    "their seeds"));
+  groups_title_ = new QLabel;
+  groups_title_->setObjectName("sweepGroupsTitle");
   groups_title_->setWordWrap(true);
-  groups_ = new QTableWidget(0, 5);
+  groups_ = new QTableWidget(0, 6);
   groups_->setObjectName("sweepGroups");
+  // The speed-up timed in alternation before the trainings' own images/s, which other work may have moved.
   groups_->setHorizontalHeaderLabels({tr("group"), tr("runs"), tr("final val. acc. (%)"), tr("final val. loss"),
-                                      tr("training images/s (mean of epochs)")});
+                                      tr("speed-up, timed in alternation"), tr("training images/s (mean of epochs)")});
   groups_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   groups_->setSelectionBehavior(QAbstractItemView::SelectRows);
   groups_->verticalHeader()->hide();
@@ -241,14 +241,22 @@ void SweepView::update_actions() {
 
 void SweepView::update_groups() {
   const std::vector<SweepGroupResult>& groups = results().groups;
+  QString title = tr("Finished points grouped by every varying setting but the seed: mean ± std over their seeds");
+  if (const std::string& busy = results().timing_warning; !busy.empty())
+    title += tr("\n⚠ Speed-ups unreliable: %1; ampwb sweep run %2 times them again on a quiet machine")
+                 .arg(QString::fromStdString(busy))
+                 .arg(results().sweep.id);
+  groups_title_->setText(title);
   groups_->setRowCount(static_cast<int>(groups.size()));
   for (int row = 0; row < groups_->rowCount(); ++row) {
     const SweepGroupResult& g = groups[static_cast<size_t>(row)];
-    const QString cells[] = {QString::fromStdString(g.value), QString::number(g.run_ids.size()),
+    const QString cells[] = {QString::fromStdString(g.value),
+                             QString::number(g.run_ids.size()),
                              QString::fromStdString(mean_std_text(g.final_accuracy, 2)),
                              QString::fromStdString(mean_std_text(g.final_loss, 4)),
+                             g.speed_up.empty() ? tr("not timed") : QString::fromStdString(g.speed_up),
                              QString::fromStdString(mean_std_text(g.images_per_second, 0))};
-    for (int column = 0; column < 5; ++column) {
+    for (int column = 0; column < 6; ++column) {
       auto* item = new QTableWidgetItem(cells[column]);
       if (column > 0) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
       groups_->setItem(row, column, item);
