@@ -341,8 +341,9 @@ int show_command(const ShowOptions& options) {
   const RunInfo& info = r.info;
   std::printf("run %s\n", run_label(r).c_str());
   std::printf("  status     %s\n", run_end_words(r.status, r.end_reason).c_str());
-  std::printf("  created    %s   ended %s   wall time %s\n", r.created.c_str(), r.ended.empty() ? "-" : r.ended.c_str(),
-              duration_text(r.duration_seconds).c_str());
+  // The time its processes trained: a resumed run's pause between them is not in it.
+  std::printf("  created    %s   ended %s   trained for %s\n", r.created.c_str(),
+              r.ended.empty() ? "-" : r.ended.c_str(), duration_text(r.duration_seconds).c_str());
   std::printf("  dataset    %s (fingerprint %s)\n", r.dataset_path.c_str(),
               r.dataset_fingerprint.empty() ? "-" : r.dataset_fingerprint.c_str());
   if (info.train_images > 0)
