@@ -961,7 +961,13 @@ class CompareRuns : public QObject {
     QCOMPARE(c.image_size, 224);
     QCOMPARE(c.epochs, 5);
     QCOMPARE(c.data.validation_fraction, 0.2);
-    QCOMPARE(seed_article_variants(), (std::vector<std::string>{"fp32", "amp-fp16"}));
+    // The article's two; and AMP in BF16 where only BF16 is native, as on a CPU with AVX512-BF16 or AMX.
+    Capabilities gpu, bf16_cpu;
+    gpu.fp16.native = gpu.bf16.native = true;
+    bf16_cpu.bf16.native = true;
+    QCOMPARE(seed_article_variants(gpu), (std::vector<std::string>{"fp32", "amp-fp16"}));
+    QCOMPARE(seed_article_variants(Capabilities{}), (std::vector<std::string>{"fp32", "amp-fp16"}));
+    QCOMPARE(seed_article_variants(bf16_cpu), (std::vector<std::string>{"fp32", "amp-fp16", "amp-bf16"}));
   }
 
   // The seed article's experiment (FP32 against AMP, scaled down to the test's stripes) ends in a comparison whose
@@ -971,7 +977,7 @@ class CompareRuns : public QObject {
     MainWindow w(db);
     QSignalSpy done(&w, &MainWindow::sweep_finished);
     std::vector<SweepVariant> variants;
-    for (const std::string& key : seed_article_variants())
+    for (const std::string& key : seed_article_variants(Capabilities{}))  // the article's two
       for (const SweepVariant& v : sweep_variants())
         if (v.key == key) variants.push_back(v);
     QCOMPARE(variants.size(), size_t{2});

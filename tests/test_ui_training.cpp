@@ -352,7 +352,8 @@ class TrainingThroughTheUi : public QObject {
     MainWindow w(db("stopped-sweep"));
     w.show();
     QSignalSpy done(&w, &MainWindow::sweep_finished);
-    const SweepVariant fp32{"fp32", "fp32", PrecisionMode::Fp32}, bf16{"amp-bf16", "amp-bf16", PrecisionMode::AmpBf16};
+    // Named by key, as the runs are: a label may hold a comma.
+    const SweepVariant fp32{"fp32", "fp32", PrecisionMode::Fp32}, bf16{"amp-bf16", "amp, bf16", PrecisionMode::AmpBf16};
     auto* epochs = child<QSpinBox>(w, "epochs");
     auto* precision = child<QComboBox>(w, "precision");
     const int panel_epochs = epochs->value();
@@ -366,8 +367,7 @@ class TrainingThroughTheUi : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 300000);
     QCOMPARE(epochs->value(), panel_epochs);
     QCOMPARE(done.at(0).at(0).value<std::vector<int64_t>>().size(), size_t{1});
-    QCOMPARE(w.statusBar()->currentMessage(),
-             QString("Sweep stopped: 1 run compared, 1 not started (amp-bf16); Run ▸ Sweep… queues them again"));
+    QCOMPARE(w.statusBar()->currentMessage(), QString("Sweep stopped: 1 run compared, 1 not started (amp-bf16)"));
     QVERIFY(!w.session()->running());
   }
 

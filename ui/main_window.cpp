@@ -828,10 +828,7 @@ void MainWindow::finish_sweep(const std::vector<int64_t>& ids, const QString& no
   if (const std::vector<std::string>& left = sweep_.not_started(); !left.empty()) {
     QStringList labels;
     for (const std::string& label : left) labels << QString::fromStdString(label);
-    text = tr("Sweep stopped: %1, %2 not started (%3); Run ▸ Sweep… queues them again")
-               .arg(compared)
-               .arg(left.size())
-               .arg(labels.join(", "));
+    text = tr("Sweep stopped: %1, %2 not started (%3)").arg(compared).arg(left.size()).arg(labels.join(", "));
   }
   if (!not_timed_because.isEmpty()) text += tr("; not timed in alternation (%1)").arg(not_timed_because);
   show_status(text, 15000);

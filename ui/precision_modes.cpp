@@ -44,8 +44,10 @@ TrainConfig seed_article_config(const std::string& data_dir) {
   return c;
 }
 
-std::vector<std::string> seed_article_variants() {
-  return {mode_name(PrecisionMode::Fp32), mode_name(PrecisionMode::AmpFp16)};
+std::vector<std::string> seed_article_variants(const Capabilities& caps) {
+  std::vector<std::string> keys = {mode_name(PrecisionMode::Fp32), mode_name(PrecisionMode::AmpFp16)};
+  if (caps.bf16.native && !caps.fp16.native) keys.push_back(mode_name(PrecisionMode::AmpBf16));
+  return keys;
 }
 
 }  // namespace ampwb::ui

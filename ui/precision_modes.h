@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "facade/devices.h"
 #include "train/config.h"
 
 namespace ampwb::ui {
@@ -25,6 +26,8 @@ TrainConfig apply_variant(TrainConfig base, const SweepVariant& variant);
 // The first seed article's experiment (ResNet-18, Adam lr 0.001, batch 16, 224 px, 5 epochs, 80/20 split, FP32
 // against AMP) on `data_dir`, and the variants it compares.
 TrainConfig seed_article_config(const std::string& data_dir);
-std::vector<std::string> seed_article_variants();  // keys: fp32, amp-fp16
+// Keys: fp32 and amp-fp16, as the article; and amp-bf16 where `caps` computes BF16 natively but FP16 not (a CPU
+// with AVX512-BF16 or AMX), whose AMP is BF16: without it the sweep would only show an emulated format's slowdown.
+std::vector<std::string> seed_article_variants(const Capabilities& caps);
 
 }  // namespace ampwb::ui

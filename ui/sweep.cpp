@@ -29,15 +29,15 @@ void Sweep::plan(const TrainConfig& base, const std::vector<SweepVariant>& varia
   for (size_t i = 0; i < variants.size(); ++i) {
     TrainConfig c = apply_variant(base, variants[i]);
     c.name = names.at(i);
-    planned_.emplace_back(variants[i].label, c);
+    planned_.push_back({variants[i].label, variants[i].key, c});
   }
 }
 
 std::optional<TrainConfig> Sweep::next() {
   if (next_ >= planned_.size()) return std::nullopt;
-  current_label_ = planned_[next_].first;
+  current_label_ = planned_[next_].label;
   running_ = true;
-  return planned_[next_++].second;
+  return planned_[next_++].config;
 }
 
 void Sweep::finished(int64_t run_id) {
@@ -46,7 +46,7 @@ void Sweep::finished(int64_t run_id) {
 }
 
 void Sweep::cancel() {
-  for (; next_ < planned_.size(); ++next_) not_started_.push_back(planned_[next_].first);
+  for (; next_ < planned_.size(); ++next_) not_started_.push_back(planned_[next_].key);
 }
 
 }  // namespace ampwb::ui

@@ -35,10 +35,15 @@ class Sweep {
   const std::string& current_label() const { return current_label_; }
   const std::string& tag() const { return tag_; }
   const std::vector<int64_t>& run_ids() const { return run_ids_; }
-  const std::vector<std::string>& not_started() const { return not_started_; }  // the labels cancel() dropped
+  // The keys of the variants cancel() dropped ("amp-fp16-noscale", as their runs would be named: labels hold commas).
+  const std::vector<std::string>& not_started() const { return not_started_; }
 
  private:
-  std::vector<std::pair<std::string, TrainConfig>> planned_;
+  struct Planned {
+    std::string label, key;  // the variant's: "amp-fp16, no loss scaling", "amp-fp16-noscale"
+    TrainConfig config;
+  };
+  std::vector<Planned> planned_;
   size_t next_ = 0;
   bool running_ = false;
   std::string current_label_, tag_;
