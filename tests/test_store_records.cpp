@@ -602,6 +602,9 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EXPECT_EQ(row(c, "validation accuracy at epoch 1").values, (std::vector<std::string>{"50.00%", "50.00%"}));
   EXPECT_FALSE(row(c, "validation accuracy at epoch 1").differs);
   EXPECT_FALSE(row(c, "validation accuracy at epoch 1").setting);
+  // The final loss of a run stopped early is another epoch's: the loss at the common epoch compares like with like.
+  EXPECT_EQ(row(c, "final validation loss").values, (std::vector<std::string>{"0.5500", "1.1000"}));
+  EXPECT_EQ(row(c, "validation loss at epoch 1").values, (std::vector<std::string>{"1.1000", "1.1000"}));
   // Speed-ups against the first run by default, against the one chosen otherwise.
   // Speed from the steady steps' times (analysis/run_speed.h), not the epochs' images/s: 32 images in 0.1 s and 0.2 s.
   EXPECT_EQ(row(c, "training speed (steady state)").values[0],
@@ -615,6 +618,7 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EXPECT_EQ(row(against_second, "speed-up vs run 9").values[0], "2.00\u00d7 (95% interval 2.00\u20132.00)");
   EXPECT_EQ(row(against_second, "speed-up vs run 9").values[1], "baseline");
   EXPECT_EQ(row(against_second, "validation accuracy at epoch 2").values, (std::vector<std::string>{"60.00%", "-"}));
+  EXPECT_EQ(row(against_second, "validation loss at epoch 2").values, (std::vector<std::string>{"0.5500", "-"}));
   // Runs without histograms: the FP16 rows say so.
   EXPECT_EQ(row(c, "FP16 underflow, weight gradients (last epoch)").values[0], "-");
   // Results first, then the settings.

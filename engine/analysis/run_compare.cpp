@@ -105,6 +105,10 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
       }));
   add("final validation loss",
       validated(completed([](const RunSummary& s) { return fixed_text(s.final_validation_loss, 4); })));
+  add("validation loss at epoch " + std::to_string(at), validated([&](size_t i) {
+        const EpochReport* e = epoch_at(runs[i].epochs, at);
+        return e ? fixed_text(e->validation_loss, 4) : std::string("-");
+      }));
   add("final training loss", completed([](const RunSummary& s) { return fixed_text(s.final_train_loss, 4); }));
   add("total time", [&](size_t i) { return duration_text(c.summaries[i].total_seconds); });
   add("mean epoch time", [&](size_t i) { return duration_text(c.summaries[i].mean_epoch_seconds); });
