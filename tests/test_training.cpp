@@ -23,7 +23,9 @@
 #include "dist/make_communicator.h"
 #include "facade/processes.h"
 #include "image_folder_util.h"
+#include "store/store_recorder.h"
 #include "train/checkpoint.h"
+#include "train/observer_list.h"
 #include "train/precision_support.h"
 #include "train/trainer.h"
 
@@ -824,10 +826,10 @@ class StopAt : public TrainObserver {
   int64_t step_;
 };
 
-// The user pauses at the second step of epoch 1 for two seconds: the epoch's time and speed leave the pause out,
-// while its steps' wall clock goes on through it. The observer's own clock runs from the run's start to the epoch's
-// end, a span that holds the whole epoch, so the epoch's time must be about the pause shorter than it, however
-// slowly a busy machine trains.
+// The user pauses at the second step of epoch 1 for two seconds: the epoch's time and speed, and the run's duration,
+// leave the pause out, while its steps' wall clock goes on through it. The observer's own clock runs from the run's
+// start to the epoch's end, a span that holds the whole epoch, so the epoch's time must be about the pause shorter than
+// it, however slowly a busy machine trains.
 class PauseOnce : public TrainObserver {
  public:
   static constexpr double kPauseSeconds = 2.0;
@@ -849,7 +851,10 @@ class PauseOnce : public TrainObserver {
     epochs.push_back(r);
     observed_seconds.push_back(std::chrono::duration<double>(Clock::now() - started_).count());
   }
-  double last_wall_of_epoch1 = 0;
+  void on_end(const RunEnd&) override {
+    ended_seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  }
+  double last_wall_of_epoch1 = 0, ended_seconds = 0;
   std::vector<EpochReport> epochs;
   std::vector<double> observed_seconds;  // from on_start to each on_epoch
 
@@ -866,9 +871,15 @@ TEST(Training, APauseIsNotTrainingTime) {
   c.epochs = 1;
   Trainer* current = nullptr;
   PauseOnce observer(current);
-  Trainer trainer(c, &observer);
+  RunStore store((data / "runs.sqlite").string());
+  StoreRecorder recorder(store, c);
+  ObserverList both({&observer, &recorder});
+  Trainer trainer(c, &both);
   current = &trainer;
   ASSERT_EQ(trainer.run().status, RunStatus::Finished);
+  // Nor is it the run's time: `show` says it "trained for" that long, the Compare tab's "total time".
+  EXPECT_LE(store.run(recorder.run_id()).duration_seconds, observer.ended_seconds - PauseOnce::kPauseSeconds + 0.5)
+      << "the run's duration counts the pause";
   ASSERT_EQ(observer.epochs.size(), 1u);
   ASSERT_GE(observer.last_wall_of_epoch1, PauseOnce::kPauseSeconds) << "the steps' wall clock left the pause out";
   // The trainer's pause begins when it next looks, a little after the resumer's two seconds began: half a second of

@@ -83,6 +83,7 @@ void RunControls::set_state(State state) {
   pause_->setText(paused ? tr("Resume") : tr("Pause"));
   pause_->setIcon(style()->standardIcon(paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
   if (state == State::Idle) eta_->clear();  // a finished or stopped run has nothing left to estimate
+  if (paused) eta_->setText(tr("paused: its clock stopped"));  // the next step's progress brings the ETA back
   if (state == State::Preparing) {
     progress_->setRange(0, 0);  // busy: opening the dataset and building the model has no step count yet
   } else {

@@ -57,7 +57,7 @@ void StoreRecorder::guarded(F&& f) {
 }
 
 double StoreRecorder::duration() const {
-  return duration_before_ + std::chrono::duration<double>(Clock::now() - started_).count();
+  return duration_before_ + std::chrono::duration<double>(Clock::now() - started_).count() - paused_seconds_;
 }
 
 void StoreRecorder::on_start(const RunInfo& info) {

@@ -56,6 +56,7 @@ class StoreRecorder : public TrainObserver {
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
   void on_final_weights(const ModelWeights& weights) override;
   void on_note(const std::string& note) override;
+  void on_resumed(double paused_seconds) override { paused_seconds_ += paused_seconds; }
   void on_end(const RunEnd& end) override;
 
   int64_t run_id() const { return run_id_; }           // 0 before on_start
@@ -77,6 +78,7 @@ class StoreRecorder : public TrainObserver {
   bool forget_later_steps_ = false;
   double duration_before_ = 0;  // wall time of the run before it was continued
   Clock::time_point started_;
+  double paused_seconds_ = 0;  // the user's pauses since started_: not the run's time
   Clock::time_point last_flush_, last_sync_;
   std::vector<StepReport> pending_;
   RunStore::EpochDetails details_;  // reported since the last commit, for the next one

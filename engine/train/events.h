@@ -187,6 +187,9 @@ class TrainObserver {
   // Something the run met on the way that its record should say (images that vanished mid-run): one more of
   // RunInfo's notes.
   virtual void on_note(const std::string&) {}
+  // After a pause: how long it lasted, which the run's time trained (its epochs', its duration) leaves out; its
+  // steps' wall clock goes on through it.
+  virtual void on_resumed(double /*paused_seconds*/) {}
   virtual void on_end(const RunEnd&) {}
 };
 

@@ -732,7 +732,9 @@ std::optional<RunEnd> Trainer::Run::interruption(int64_t b, const EpochStart& st
   if (trainer_.paused_) {
     const Clock::time_point paused = Clock::now();
     trainer_.wait_while_paused();
-    paused_in_epoch_ += seconds_since(paused);
+    const double seconds = seconds_since(paused);
+    paused_in_epoch_ += seconds;
+    if (report_.observer) report_.observer->on_resumed(seconds);
   }
   std::optional<std::string> lost = lost_images_.too_many();
   if (communicator_) {  // a rank told to stop (a signal to one process) stops them all at the same step
