@@ -142,7 +142,7 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
   else
     chart()->setTitle(what_if.isEmpty()
                           ? tr("%1 gradients against FP16's range").arg(kind)
-                          : tr("%1 gradients against FP16's range (what-if for %2)").arg(kind, what_if.join(", ")));
+                          : tr("%1 gradients against FP16's range (%2 as if in FP16)").arg(kind, what_if.join(", ")));
 }
 
 }  // namespace ampwb::ui
