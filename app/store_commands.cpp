@@ -11,7 +11,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -83,11 +82,6 @@ int delete_command(const EditOptions& options) {
   const RunRecord r = store.run(store.resolve(options.run));
   const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
   const bool had_weights = final_weights_state(r) == "yes";
-  std::error_code ec;
-  std::set<std::string> checkpoint_folders;  // those holding its checkpoint files now (a run's share one)
-  for (const CheckpointInfo& c : checkpoints)
-    if (std::filesystem::exists(c.path, ec))
-      checkpoint_folders.insert(std::filesystem::path(c.path).parent_path().string());
   // What would refuse the deletion refuses it before the question, not after a yes.
   store.require_writable("delete a run");
   if (const std::string why = store.removal_refusal(r); !why.empty()) throw Error(why);
@@ -102,9 +96,8 @@ int delete_command(const EditOptions& options) {
   std::printf("deleted run %lld (%s)\n", static_cast<long long>(r.id), printable(r.name).c_str());
   if (had_weights && !std::filesystem::exists(r.info.final_weights))
     std::printf("  and its final weights: %s\n", r.info.final_weights.c_str());
-  for (const std::string& folder : checkpoint_folders)
-    if (!std::filesystem::exists(folder, ec)) std::printf("  and its checkpoints: %s\n", folder.c_str());
-  for (const CheckpointInfo& c : checkpoints)  // in a folder the user chose, or kept (--keep-checkpoint)
+  std::error_code ec;
+  for (const CheckpointInfo& c : checkpoints)  // a finished run's were removed with their folder
     if (std::filesystem::exists(c.path, ec))
       std::printf(
           "  its checkpoint file stays on disk, though no run resumes from it now (remove it to free the "

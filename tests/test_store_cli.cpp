@@ -313,14 +313,6 @@ TEST(StoreCli, AReaderThatGoesAwayStopsTheRunResumablyWithExit141) {
   }
   expect_contains(ampwb({"show", "1", "--db", db}).output, "  status     stopped by the user ");
   expect_contains(ampwb({"runs", "--status", "finished", "--db", db}).output, "no runs");
-  // Deleted, its checkpoints beside the store go with it: nothing resumes from them any more.
-  const std::string folder = fs::path(store.checkpoints(1).back().path).parent_path().string();
-  ASSERT_TRUE(fs::exists(folder));
-  const Result deleted = ampwb({"delete", "1", "--yes", "--db", db});
-  ASSERT_EQ(deleted.status, 0) << deleted.output;
-  expect_contains(deleted.output, "\n  and its checkpoints: " + folder + "\n");
-  EXPECT_FALSE(fs::exists(folder));
-  EXPECT_TRUE(fs::exists(dir.file("checkpoints"))) << "the store's checkpoint folder stays for the next run";
 }
 
 TEST(StoreCli, CheckpointsByDefaultAreRemovedWhenTheRunFinishesUnlessKept) {

@@ -814,8 +814,7 @@ class CompareRuns : public QObject {
     remove->trigger();
     QVERIFY2(asked.startsWith("Delete this run, everything recorded about it and its final weights?"),
              qPrintable(asked));
-    QVERIFY2(asked.contains("Its checkpoints beside the run store go too; any it wrote into a folder you chose"),
-             qPrintable(asked));
+    QVERIFY2(asked.contains("Any checkpoint files it wrote stay on disk"), qPrintable(asked));
     QCOMPARE(runs->model()->rowCount(), 1);  // declined: still there
     // The Delete key in the table asks the same; Enter opens the run.
     w.show();

@@ -446,10 +446,10 @@ void RunsView::delete_selected() {
                      : tr("Delete these %1 runs and everything recorded about them?\n\n%2"))
                 .arg(ids.size());
   question = question.arg(names.join("\n")) +
-             (ids.size() == 1 ? tr("\n\nIts checkpoints beside the run store go too; any it wrote into a folder you "
-                                   "chose, or was told to keep, stay on disk.")
-                              : tr("\n\nTheir checkpoints beside the run store go too; any they wrote into a folder "
-                                   "you chose, or were told to keep, stay on disk."));
+             (ids.size() == 1 ? tr("\n\nAny checkpoint files it wrote stay on disk, though nothing resumes from them "
+                                   "once it is deleted.")
+                              : tr("\n\nAny checkpoint files they wrote stay on disk, though nothing resumes from "
+                                   "them once their runs are deleted."));
   if (!confirm(question)) return;
   for (int64_t id : ids) {
     const QString error = remove(id);

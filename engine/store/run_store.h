@@ -184,9 +184,7 @@ class RunStore {
   // Adds `tag` (refused, saying why, where tag_problem finds one); false where the run had it already.
   bool add_tag(int64_t run, const std::string& tag);
   void remove_tag(int64_t run, const std::string& tag);
-  // The run, all its rows, its final weights and its checkpoints in the store's own folder (unless kept); refuses a
-  // run a live process records.
-  void remove(int64_t run);
+  void remove(int64_t run);  // the run, all its rows and its final weights; refuses a run a live process records
   std::string removal_refusal(const RunRecord& r) const;  // why remove() would refuse it; empty when it would not
 
   // Whether `ampwb train --resume` can continue the run: not finished, no live process records it, and its

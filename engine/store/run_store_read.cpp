@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -358,7 +357,6 @@ void RunStore::remove(int64_t run_id) {
   require_writable("delete a run");
   const RunRecord r = run(run_id);
   if (const std::string why = removal_refusal(r); !why.empty()) throw StoreError(why);
-  const std::vector<CheckpointInfo> saved = checkpoints(run_id);
   SqlTransaction t(*db_);
   for (const char* table : {"steps", "epochs", "histograms", "run_details", "checkpoints"}) {
     SqlStatement del(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
@@ -368,13 +366,5 @@ void RunStore::remove(int64_t run_id) {
   del.bind(1, run_id).run();
   t.commit();
   remove_final_weights(path(), r);
-  // Its checkpoints in the store's own folder go too, as a finished run's do: nothing resumes from them now. A folder
-  // the user chose, and checkpoints the run was told to keep, stay.
-  if (r.config.keep_checkpoints) return;
-  std::error_code ignored;
-  for (const CheckpointInfo& c : saved)
-    if (const std::string folder = std::filesystem::path(c.path).parent_path().string();
-        is_own_checkpoint_dir(path(), folder))
-      std::filesystem::remove_all(folder, ignored);
 }
 }  // namespace ampwb
