@@ -762,7 +762,10 @@ void MainWindow::start_next_sweep_run() {
   }
   restore_panel_after_sweep();
   const std::vector<int64_t> ids = sweep_.run_ids();
-  if (ids.empty()) return;
+  if (ids.empty()) {  // refused, each with its reason shown; or stopped before its first run was recorded
+    if (sweep_.stopped()) show_status(sweep_outcome(ids), 15000);
+    return;
+  }
   // Every run trained to its end: their speed-up is measured as benchmarks are, in alternation.
   const bool all_finished = std::all_of(ids.begin(), ids.end(), [&](int64_t id) {
     try {
@@ -781,9 +784,7 @@ void MainWindow::time_sweep(const std::vector<int64_t>& ids) {
   try {
     sweep_timing_ = std::make_unique<SweepTiming>(*store_, ids);
   } catch (const std::exception& e) {
-    show_status(tr("The sweep's configurations were not timed in alternation: %1").arg(QString::fromUtf8(e.what())),
-                10000);
-    finish_sweep(ids);
+    finish_sweep(ids, QString::fromUtf8(e.what()));
     return;
   }
   controls_->set_state(RunControls::State::Preparing);
@@ -820,16 +821,22 @@ void MainWindow::restore_panel_after_sweep() {
   panel_before_sweep_.reset();
 }
 
+// "Sweep done: 3 runs compared"; stopped, the runs it never started are named, so that none is taken for trained.
+QString MainWindow::sweep_outcome(const std::vector<int64_t>& ids) const {
+  const QString compared = ids.size() == 1 ? tr("1 run compared") : tr("%1 runs compared").arg(ids.size());
+  if (!sweep_.stopped()) return tr("Sweep done: %1").arg(compared);
+  QString text = tr("Sweep stopped: %1").arg(compared);
+  if (const std::vector<std::string>& left = sweep_.not_started(); !left.empty()) {
+    QStringList keys;
+    for (const std::string& key : left) keys << QString::fromStdString(key);
+    text += tr(", %1 not started (%2)").arg(left.size()).arg(keys.join(", "));
+  }
+  return text;
+}
+
 void MainWindow::finish_sweep(const std::vector<int64_t>& ids, const QString& not_timed_because) {
   open_runs(ids);
-  const QString compared = ids.size() == 1 ? tr("1 run compared") : tr("%1 runs compared").arg(ids.size());
-  QString text = tr("Sweep done: %1").arg(compared);
-  // Stopped: the runs it never started are named, so that none is taken for trained.
-  if (const std::vector<std::string>& left = sweep_.not_started(); !left.empty()) {
-    QStringList labels;
-    for (const std::string& label : left) labels << QString::fromStdString(label);
-    text = tr("Sweep stopped: %1, %2 not started (%3)").arg(compared).arg(left.size()).arg(labels.join(", "));
-  }
+  QString text = sweep_outcome(ids);
   if (!not_timed_because.isEmpty()) text += tr("; not timed in alternation (%1)").arg(not_timed_because);
   show_status(text, 15000);
   Q_EMIT sweep_finished(ids);

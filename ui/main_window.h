@@ -98,7 +98,9 @@ class MainWindow : public QMainWindow {
   QString start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled,
                        int processes = 1);
   void start_next_sweep_run();
-  void restore_panel_after_sweep();  // the settings the panel showed before the sweep loaded each of its runs
+  void restore_panel_after_sweep();
+  QString sweep_outcome(
+      const std::vector<int64_t>& ids) const;  // the settings the panel showed before the sweep loaded each of its runs
   void time_sweep(const std::vector<int64_t>& ids);    // its configurations in alternation, then finish_sweep
   // Opens the comparison and says what the sweep did: its runs, those it never started, why it was not timed.
   void finish_sweep(const std::vector<int64_t>& ids, const QString& not_timed_because = {});

@@ -21,6 +21,7 @@
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <tuple>
 
 #include "choice_box.h"
 #include "core/error.h"
@@ -593,6 +594,12 @@ TrainConfig RunSetupPanel::config() const {
 }
 
 void RunSetupPanel::set_config(const TrainConfig& c) {
+  // The dataset is scanned again only where what its report depends on changed: a sweep loads each of its runs.
+  const auto data_settings = [this] {
+    return std::make_tuple(dataset_path(), val_fraction_->value(), seed_->value(), max_images_->value(),
+                           max_validation_images_->value());
+  };
+  const auto data_before = data_settings();
   name_->setText(QString::fromStdString(c.name));
   dataset_->setText(QString::fromStdString(c.data_dir));
   val_fraction_->setValue(c.data.validation_fraction);
@@ -644,7 +651,7 @@ void RunSetupPanel::set_config(const TrainConfig& c) {
   max_steps_->setValue(static_cast<int>(c.max_steps_per_epoch));
   sync_batchnorm_->setChecked(c.data_parallel.sync_batchnorm);
   select_choice(gradient_allreduce_, c.data_parallel.gradient_allreduce);
-  request_inspection();
+  if (data_settings() != data_before || dataset_report_->toPlainText().isEmpty()) request_inspection();
 }
 
 bool RunSetupPanel::checkpoints_enabled() const { return checkpoints_->isChecked(); }

@@ -23,6 +23,7 @@ void Sweep::plan(const TrainConfig& base, const std::vector<SweepVariant>& varia
   planned_.clear();
   run_ids_.clear();
   not_started_.clear();
+  stopped_ = false;
   next_ = 0;
   running_ = false;
   tag_ = tag;
@@ -46,6 +47,7 @@ void Sweep::finished(int64_t run_id) {
 }
 
 void Sweep::cancel() {
+  stopped_ |= active();
   for (; next_ < planned_.size(); ++next_) not_started_.push_back(planned_[next_].key);
 }
 

@@ -37,6 +37,7 @@ class Sweep {
   const std::vector<int64_t>& run_ids() const { return run_ids_; }
   // The keys of the variants cancel() dropped ("amp-fp16-noscale", as their runs would be named: labels hold commas).
   const std::vector<std::string>& not_started() const { return not_started_; }
+  bool stopped() const { return stopped_; }  // cancel()ed while a run trained or waited
 
  private:
   struct Planned {
@@ -49,6 +50,7 @@ class Sweep {
   std::string current_label_, tag_;
   std::vector<int64_t> run_ids_;
   std::vector<std::string> not_started_;
+  bool stopped_ = false;
 };
 
 }  // namespace ampwb::ui
