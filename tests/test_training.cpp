@@ -873,7 +873,7 @@ TEST(Training, APauseIsNotTrainingTime) {
   PauseOnce observer(current);
   RunStore store((data / "runs.sqlite").string());
   StoreRecorder recorder(store, c);
-  ObserverList both({&observer, &recorder});
+  ObserverList both({&recorder, &observer});  // the recorder's step first: nothing between pause and its wait
   Trainer trainer(c, &both);
   current = &trainer;
   ASSERT_EQ(trainer.run().status, RunStatus::Finished);

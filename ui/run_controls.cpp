@@ -83,7 +83,7 @@ void RunControls::set_state(State state) {
   pause_->setText(paused ? tr("Resume") : tr("Pause"));
   pause_->setIcon(style()->standardIcon(paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
   if (state == State::Idle) eta_->clear();  // a finished or stopped run has nothing left to estimate
-  if (paused) eta_->setText(tr("paused: its clock stopped"));  // the next step's progress brings the ETA back
+  if (paused) eta_->setText(tr("ETA: paused"));  // not the ETA frozen; Resume's next step brings it back
   if (state == State::Preparing) {
     progress_->setRange(0, 0);  // busy: opening the dataset and building the model has no step count yet
   } else {
@@ -145,6 +145,7 @@ void RunControls::show_progress(const RunProgress& p) {
                              .arg(p.step_in_epoch())
                              .arg(p.steps_per_epoch()));
   }
+  if (state_ == State::Paused) return;  // the step that ends as Pause is clicked says nothing of the time left
   const double eta = p.eta_seconds();
   eta_->setText(eta < 0 ? tr("ETA: estimating…") : tr("ETA %1").arg(QString::fromStdString(format_duration(eta))));
 }
