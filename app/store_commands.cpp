@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -97,8 +98,9 @@ int delete_command(const EditOptions& options) {
   if (had_weights && !std::filesystem::exists(r.info.final_weights))
     std::printf("  and its final weights: %s\n", r.info.final_weights.c_str());
   std::error_code ec;
+  std::set<std::string> named;                 // a row an epoch, most with the same file
   for (const CheckpointInfo& c : checkpoints)  // a finished run's were removed with their folder
-    if (std::filesystem::exists(c.path, ec))
+    if (named.insert(c.path).second && std::filesystem::exists(c.path, ec))
       std::printf(
           "  its checkpoint file stays on disk, though no run resumes from it now (remove it to free the "
           "space): %s\n",

@@ -289,7 +289,7 @@ void time_sweep_here(RunStore& store, int64_t sweep) {
   if (const std::string loaded = alternation_warning(timed); !loaded.empty())
     std::printf(
         "  \u26a0 timings unreliable: %s: these speed-ups say as much about that work as about the configurations; "
-        "ampwb sweep run %lld times them again, on a quiet machine\n",
+        "time them again on a quiet machine with ampwb sweep run %lld\n",
         loaded.c_str(), static_cast<long long>(sweep));
   std::fflush(stdout);
 }
@@ -888,7 +888,7 @@ int sweep_status_command(const SweepIdOptions& o) {
       std::printf("  point %d (run %lld): %s\n", p->index + 1, static_cast<long long>(p->run_id),
                   speed_up_text(up).c_str());
     if (!timed.warning.empty())
-      std::printf("  \u26a0 timings unreliable: %s: ampwb sweep run %lld times them again, on a quiet machine\n",
+      std::printf("  \u26a0 timings unreliable: %s; time them again on a quiet machine with ampwb sweep run %lld\n",
                   timed.warning.c_str(), static_cast<long long>(s.id));
   }
   // A local sweep's points are trained by a `sweep` or `sweep run` process, which holds each point it trains.

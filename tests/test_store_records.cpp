@@ -439,8 +439,8 @@ TEST(RunResume, OnAnotherDeviceTheRunSaysWhereItsEpochTimesChange) {
   ASSERT_EQ(r.info.notes.size(), 1u);
   EXPECT_EQ(r.info.notes[0],
             "resumed at epoch 3 on cpu (oneDNN 2.6.3, avx512_core_bf16, 4 threads), after running on "
-            "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads): its epoch times before and after "
-            "differ by that");
+            "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads): its epoch times from epoch 3 on are "
+            "that device's");
 }
 
 TEST(RunResume, RefusesAFolderWhoseFilesDifferAndRecordsAMovedOne) {

@@ -506,7 +506,7 @@ class ChartData : public QObject {
     panel.set_runs({&bf16, &fp16});
     QCOMPARE(names(), (QStringList{"#7 if FP16: 25.0 % / 0.0 %", "#8: 25.0 % / 0.0 %"}));
     QCOMPARE(panel.chart("histogram")->chart()->title(),
-             QString("Weight gradients against FP16's range (#7 as if in FP16)"));
+             QString("Weight gradients against FP16's range (what it would do to #7)"));
     const RunSeries fp32 = run_in("fp32", 9);
     panel.set_runs({&bf16, &fp32});
     QCOMPARE(panel.chart("histogram")->chart()->title(), QString("Weight gradients: what FP16 would do"));

@@ -269,7 +269,7 @@ class SweepsThroughTheUi : public QObject {
     QVERIFY(bf16_speed_up.startsWith("1.5"));
     QTRY_COMPARE_WITH_TIMEOUT(view.groups_table()->item(1, 4)->text(), bf16_speed_up, 10000);
     QCOMPARE(view.groups_table()->item(0, 4)->text(), QString("baseline"));
-    QVERIFY2(title->text().contains("⚠ Speed-ups unreliable: timed in alternation while the machine was 45% busy"),
+    QVERIFY2(title->text().contains("⚠ Timings unreliable: timed in alternation while the machine was 45% busy"),
              qPrintable(title->text()));
 
     // Compare the finished points: their four runs open in the Compare tab.

@@ -140,9 +140,10 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
   else if (what_if.size() == static_cast<qsizetype>(fractions.size()))
     chart()->setTitle(tr("%1 gradients: what FP16 would do").arg(kind));  // fractions: the table
   else
-    chart()->setTitle(what_if.isEmpty()
-                          ? tr("%1 gradients against FP16's range").arg(kind)
-                          : tr("%1 gradients against FP16's range (%2 as if in FP16)").arg(kind, what_if.join(", ")));
+    chart()->setTitle(
+        what_if.isEmpty()
+            ? tr("%1 gradients against FP16's range").arg(kind)
+            : tr("%1 gradients against FP16's range (what it would do to %2)").arg(kind, what_if.join(", ")));
 }
 
 }  // namespace ampwb::ui

@@ -243,7 +243,7 @@ void SweepView::update_groups() {
   const std::vector<SweepGroupResult>& groups = results().groups;
   QString title = tr("Finished points grouped by every varying setting but the seed: mean ± std over their seeds");
   if (const std::string& busy = results().timing_warning; !busy.empty())
-    title += tr("\n⚠ Speed-ups unreliable: %1; ampwb sweep run %2 times them again on a quiet machine")
+    title += tr("\n⚠ Timings unreliable: %1; time them again on a quiet machine with ampwb sweep run %2")
                  .arg(QString::fromStdString(busy))
                  .arg(results().sweep.id);
   groups_title_->setText(title);

@@ -193,7 +193,8 @@ void RunStore::reopen_owned(const RunRecord& run, const RunInfo& info, const Tra
   const bool other_device = !before.empty() && before != info.backend_description;
   if (other_device) {
     notes.push_back("resumed at epoch " + std::to_string(info.first_epoch) + " on " + info.backend_description +
-                    ", after running on " + before + ": its epoch times before and after differ by that");
+                    ", after running on " + before + ": its epoch times from epoch " +
+                    std::to_string(info.first_epoch) + " on are that device's");
     SqlStatement backend(*db_, "UPDATE runs SET backend = ? WHERE id = ?");
     backend.bind(1, info.backend_description).bind(2, run_id).run_deferred();
   }

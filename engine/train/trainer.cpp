@@ -96,7 +96,7 @@ const char* run_status_words(RunStatus s) { return s == RunStatus::Cancelled ? "
 
 std::string run_end_words(RunStatus s, const std::string& reason) {
   const std::string words = run_status_words(s);
-  if (reason.empty()) return words;
+  if (reason.empty() || reason == words) return words;
   if (reason.starts_with(words + " ")) return reason;
   return words + ": " + reason;
 }
