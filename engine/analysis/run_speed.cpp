@@ -197,19 +197,8 @@ std::string timing_warning(const std::vector<RunLoad>& runs) {
 }
 
 std::string alternation_warning(const AlternatingSpeed& timed) {
-  const MachineLoad& load = timed.load;
-  std::vector<std::string> reasons;
-  if (load.known() && load.other_cpu >= kBusyMachine)
-    reasons.push_back(text("the machine was %.0f%% busy with other work", 100 * load.other_cpu));
-  if (load.known() && load.steal >= kBusyMachine)
-    reasons.push_back(text("the hypervisor took %.0f%% of the CPUs for other guests", 100 * load.steal));
-  if (load.gpu_other_processes > 0)
-    reasons.push_back(std::to_string(load.gpu_other_processes) +
-                      (load.gpu_other_processes > 1 ? " other processes used the GPU" : " other process used the GPU"));
-  if (reasons.empty()) return {};
-  std::string out = "timed in alternation while ";
-  for (size_t i = 0; i < reasons.size(); ++i) out += (i ? " and " : "") + reasons[i];
-  return out;
+  const std::string reasons = busy_reasons(timed.load);
+  return reasons.empty() ? std::string() : "timed in alternation while " + reasons;
 }
 
 std::string work_difference(const RunRecord& run, const RunRecord& baseline) {

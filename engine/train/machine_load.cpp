@@ -36,6 +36,20 @@ double mean_cpu_mhz() {
 
 }  // namespace
 
+std::string busy_reasons(const MachineLoad& load) {
+  std::vector<std::string> reasons;
+  if (load.known() && load.other_cpu >= kBusyMachine)
+    reasons.push_back(text("the machine was %.0f%% busy with other work", 100 * load.other_cpu));
+  if (load.known() && load.steal >= kBusyMachine)
+    reasons.push_back(text("the hypervisor took %.0f%% of the CPUs for other guests", 100 * load.steal));
+  if (load.gpu_other_processes > 0)
+    reasons.push_back(text("%d other process", load.gpu_other_processes) +
+                      (load.gpu_other_processes > 1 ? "es used the GPU" : " used the GPU"));
+  std::string out;
+  for (size_t i = 0; i < reasons.size(); ++i) out += (i ? " and " : "") + reasons[i];
+  return out;
+}
+
 std::string machine_load_text(const MachineLoad& load) {
   if (!load.known()) return "not recorded";
   char buf[120];

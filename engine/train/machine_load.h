@@ -26,11 +26,10 @@ struct MachineLoad {
 
 // Machines busier than this with other work, or steal this large, time nothing reliably.
 constexpr double kBusyMachine = 0.2;
-// Whether timings taken under `load` say as much about the other work as about what was timed.
-inline bool too_busy_to_time(const MachineLoad& load) {
-  return (load.known() && (load.other_cpu >= kBusyMachine || load.steal >= kBusyMachine)) ||
-         load.gpu_other_processes > 0;
-}
+// Why timings taken under `load` say as much about the other work as about what was timed: "the machine was 45%
+// busy with other work and 1 other process used the GPU"; empty when it was quiet enough (or nothing was read).
+std::string busy_reasons(const MachineLoad& load);
+inline bool too_busy_to_time(const MachineLoad& load) { return !busy_reasons(load).empty(); }
 
 // The load over spans one after another (a benchmark's turns), each `seconds` long: their shares and clocks weighted
 // by their length, the most other processes any saw on the GPU; unknown where none was read.
