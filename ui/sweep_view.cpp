@@ -103,6 +103,7 @@ SweepView::SweepView(RunStore& store, QWidget* parent, const std::string& locati
 
   groups_title_ = new QLabel;
   groups_title_->setObjectName("sweepGroupsTitle");
+  groups_title_->setTextFormat(Qt::PlainText);  // as every label here: never read as HTML
   groups_title_->setWordWrap(true);
   groups_ = new QTableWidget(0, 6);
   groups_->setObjectName("sweepGroups");
