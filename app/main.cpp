@@ -95,13 +95,19 @@ std::vector<std::string> words_of(const std::string& name) {
 }
 
 // The option of `app` that `given` (an unknown "--name") most likely meant: one a typo or two away, or one whose
-// words each begin the other's (--max-validation-images for --max-val-images); "" where none or several do.
+// words each begin the other's (--max-validation-images for --max-val-images); for a letter ("-o", as other tools
+// spell --out), the one option that begins with it; "" where none or several do.
 std::string meant_option(const CLI::App& app, const std::string& given) {
-  if (!given.starts_with("--")) return "";
-  const std::string name = given.substr(2);
+  const bool letter = given.size() == 2 && given[0] == '-' && given[1] != '-';
+  if (!given.starts_with("--") && !letter) return "";
+  const std::string name = given.substr(letter ? 1 : 2);
   std::vector<std::string> close;
   for (const CLI::Option* option : app.get_options())
     for (const std::string& known : option->get_lnames()) {
+      if (letter) {
+        if (known.starts_with(name)) close.push_back("--" + known);
+        continue;
+      }
       const std::vector<std::string> a = words_of(name), b = words_of(known);
       bool abbreviated = a.size() == b.size();
       for (size_t i = 0; abbreviated && i < a.size(); ++i)
@@ -112,14 +118,16 @@ std::string meant_option(const CLI::App& app, const std::string& given) {
 }
 
 // What is wrong with the line, in words: CLI11's own message, except for an argument nothing took (an unknown
-// option, command or surplus operand) and a missing command, which CLI11 words generically.
+// option, command or surplus operand) and a missing command, which CLI11 words generically. An unknown option comes
+// before a missing one, which is often the option misspelt ("--outt x" for "--out x").
 std::string usage_problem(const CLI::App& app, const CLI::ParseError& e) {
   std::vector<const CLI::App*> chain = chosen(app);
   chain.insert(chain.begin(), &app);
   const CLI::App& last = *chain.back();
   const bool needs_command = !subcommands_of(last).empty();
   const bool left_over = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;  // get_name() is the command's
-  if (!left_over && !(dynamic_cast<const CLI::RequiredError*>(&e) && needs_command)) return e.what();
+  const bool missing = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
+  if (!left_over && !missing) return e.what();
   for (auto at = chain.rbegin(); at != chain.rend(); ++at) {  // the innermost command that was left an argument
     const std::vector<std::string> left = (*at)->remaining();
     if (left.empty()) continue;
@@ -129,6 +137,7 @@ std::string usage_problem(const CLI::App& app, const CLI::ParseError& e) {
       const std::string meant = meant_option(**at, option);
       return "unknown option " + option + (meant.empty() ? "" : "; did you mean " + meant + "?");
     }
+    if (!left_over && !needs_command) break;  // a missing option or operand, said by CLI11
     if (*at == &last && needs_command)
       return "unknown command '" + word + "' (expected " + alternatives(subcommands_of(last)) + ")";
     return "unexpected argument '" + word + "'";

@@ -47,6 +47,10 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
       {{"train", "--max-validation-images", "5", "--db", db},
        "unknown option --max-validation-images; did you mean --max-val-images?"},
       {{"train", "--frobnicate", "--db", db}, "unknown option --frobnicate (see ampwb train --help)"},
+      // An unknown option is named before the option it leaves missing, which it often is, misspelt or as a letter
+      // other tools take.
+      {{"report", "1", "--outt", dir.file("r.html"), "--db", db}, "unknown option --outt; did you mean --out?"},
+      {{"report", "1", "-o", dir.file("r.html"), "--db", db}, "unknown option -o; did you mean --out?"},
       {{"show", "--jsn=1", "1", "--db", db}, "unknown option --jsn"},
       {{"show", "1", "2", "--db", db}, "unexpected argument '2'"},
       {{"show", "--db", db}, "RUN is required"},
