@@ -60,7 +60,7 @@ class Backend {
 
   // ---- What the backend is -----------------------------------------------------------------------------------
   virtual Device device() const = 0;
-  virtual std::string description() const = 0;  // e.g. "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads)"
+  virtual std::string description() const = 0;  // "cpu (AMD EPYC, oneDNN 2.6.3, avx512_core_bf16, 2 threads)"
   virtual Capabilities capabilities() const = 0;
   // Whether op runs in dtype here. By default (backend.cpp): convert any, the loss, optimizers and loss scaling FP32,
   // every other op each floating dtype (emulated where the device lacks it).
