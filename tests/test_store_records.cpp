@@ -214,6 +214,14 @@ TEST_P(StoreRecords, ResolvesIdsAndUniqueNames) {
   const std::string ambiguous = error_of([&] { store.resolve("twin"); });
   expect_contains(ambiguous, "2 runs are named 'twin' (ids " + std::to_string(b) + ", " + std::to_string(c) + ")");
   expect_contains(error_of([&] { store.resolve("nobody"); }), "no run named 'nobody'");
+  expect_contains(error_of([&] { store.resolve("nobody"); }), "(ampwb runs lists them)");
+  // A name mistyped as the workbench's names are typed: the runs whose names hold it, spaces and punctuation aside.
+  const int64_t gui = store.begin_run(config_named("amp-bf16 \u00b7 seed 0"), info(), "");
+  expect_contains(error_of([&] { store.resolve("AMP-bf16 seed 0"); }),
+                  "(did you mean run " + std::to_string(gui) + " (amp-bf16 \u00b7 seed 0)?)");
+  expect_contains(error_of([&] { store.resolve("ALPH"); }), "(did you mean run " + std::to_string(a) + " (alpha)?)");
+  for (int i = 0; i < 3; ++i) store.begin_run(config_named("alpha-" + std::to_string(i)), info(), "");
+  expect_contains(error_of([&] { store.resolve("alph"); }), "(4 runs' names hold it: ampwb runs lists them)");
   expect_contains(error_of([&] { store.resolve("99"); }), "no run 99");
   expect_contains(error_of([&] { store.rename(a, "42"); }), "cannot be a number");
   expect_contains(error_of([&] { store.rename(a, "sweep:1"); }), "'sweep:1' would read as the runs of sweep 1");

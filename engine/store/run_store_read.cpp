@@ -113,8 +113,34 @@ int64_t RunStore::resolve(const std::string& id_or_name) const {
   q.bind(1, id_or_name);
   std::vector<int64_t> ids;
   while (q.step()) ids.push_back(q.int64(0));
-  if (ids.empty())
-    throw StoreError("no run named '" + id_or_name + "' in the run store '" + path() + "' (ampwb runs lists them)");
+  if (ids.empty()) {
+    // The runs a user most likely meant: names that hold what was given, spaces, case and punctuation aside
+    // ("amp-bf16" for the workbench's "amp-bf16 · seed 0"). Other scripts' letters count as letters.
+    auto letters = [](const std::string& text) {
+      static const std::string middle_dot = "\u00b7";  // the workbench's separator
+      std::string out;
+      for (size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (text.compare(i, middle_dot.size(), middle_dot) == 0)
+          ++i;
+        else if (std::isalnum(c) || c >= 0x80)
+          out += static_cast<char>(std::tolower(c));
+      }
+      return out;
+    };
+    std::string meant;
+    int close = 0;
+    if (const std::string given = letters(id_or_name); !given.empty()) {
+      SqlStatement all(*db_, "SELECT id, name FROM runs ORDER BY id");
+      while (all.step())
+        if (letters(all.text(1)).find(given) != std::string::npos && ++close <= 3)
+          meant += (meant.empty() ? "" : " or ") + ("run " + std::to_string(all.int64(0)) + " (" + all.text(1) + ")");
+    }
+    const std::string hint = close == 0   ? "ampwb runs lists them"
+                             : close <= 3 ? "did you mean " + meant + "?"
+                                          : std::to_string(close) + " runs' names hold it: ampwb runs lists them";
+    throw StoreError("no run named '" + id_or_name + "' in the run store '" + path() + "' (" + hint + ")");
+  }
   if (ids.size() > 1) {
     std::string list;
     for (size_t i = 0; i < ids.size(); ++i) {
