@@ -377,8 +377,23 @@ TEST_F(Diagnosis, ATinyBatchSpendsItsStepOnFixedCosts) {
   // loaded machine inflated the compute and hid the fixed costs (a ctest run, 10 s for a test of 0.2).
   c.threads = 1;
   c.max_steps_per_epoch = 10;
-  const Finding f = expect_finding(diagnose(trained(c)), "batch_too_small");
+  const RunEvidence run = trained(c);
+  const Finding f = expect_finding(diagnose(run), "batch_too_small");
   expect_contains(f.evidence, "batch 2:");
+  // In the ms `show` and the report give: the median steady step, split by the timed steps' shares.
+  const std::vector<TimeRow> rows =
+      time_rows({run.times, measure_speed(run.steps, run.run.batch_size, run.run.config.numerics_every)});
+  double step_ms = 0, wait_ms = 0;
+  for (const TimeRow& r : rows) {
+    if (r.label == "step") step_ms = r.ms[0];
+    if (r.label == "data wait") wait_ms = r.ms[0];
+  }
+  ASSERT_GT(step_ms, 0);
+  char compute[64];
+  std::snprintf(compute, sizeof compute,
+                step_ms - wait_ms < 10 ? " of %.2f ms of compute per step" : " of %.1f ms of compute per step",
+                step_ms - wait_ms);
+  expect_contains(f.evidence, compute);
   EXPECT_EQ(find(diagnose(healthy()), "batch_too_small"), nullptr);
 }
 

@@ -110,7 +110,7 @@ void unfinished(const RunEvidence& e, std::vector<Finding>& out) {
 void data_bound(const RunEvidence& e, std::vector<Finding>& out) {
   double wait = 0, step = 0;
   std::string where;
-  if (const EpochTimes t = mean_epoch_times(e.times); t.steps > 0) {
+  if (const EpochTimes t = split_median_step(timing_of(e)); t.steps > 0) {
     wait = t.data_wait_seconds, step = t.step_seconds;
     where = "per step, from the time breakdown";
   } else {
@@ -377,7 +377,7 @@ void tensor_core_ineligible(const RunEvidence& e, std::vector<Finding>& out) {
 }
 
 void batch_too_small(const RunEvidence& e, std::vector<Finding>& out) {
-  const EpochTimes t = mean_epoch_times(e.times);
+  const EpochTimes t = split_median_step(timing_of(e));  // in the ms `show` and the report give
   if (t.steps == 0 || t.step_seconds <= 0) return;
   const auto at = [&](TimeClass c) { return t.op_seconds[static_cast<size_t>(c)]; };
   const double fixed =

@@ -113,7 +113,6 @@ EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
   return mean;
 }
 
-// The run's mean breakdown with every time scaled so that its step is the median steady step.
 EpochTimes split_median_step(const RunTiming& run) {
   EpochTimes t = mean_epoch_times(run.epochs);
   if (!run.speed.known() || t.steps == 0 || t.step_seconds <= 0) return t;

@@ -26,6 +26,10 @@ struct RunTiming {
   RunSpeed speed;
 };
 
+// mean_epoch_times with every time scaled so that its step is the run's median steady step: the figures every view
+// gives (where the speed is unknown, the timed steps' own).
+EpochTimes split_median_step(const RunTiming& run);
+
 struct TimeRow {
   // A class ("conv forward"), "data wait", "waiting for communication", "other" (the host's own work), "step";
   // after the step, "communication (beside backward)": the all-reduce's own time, not a part of the step's.
