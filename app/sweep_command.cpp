@@ -25,6 +25,7 @@
 
 #include "analysis/report_text.h"
 #include "analysis/run_speed.h"
+#include "analysis/sweep_speed_ups.h"
 #include "cli.h"
 #include "commands.h"
 #include "core/error.h"
@@ -789,35 +790,6 @@ std::string task_output_to_read(const SweepRecord& s, const SweepPoint& p, const
              : "its Slurm task's output, " + out.filename().string() + ", in the sweep's folder where it was submitted";
 }
 
-// Each configuration's speed-up over the first point's, from the sweep's timing in alternation (as `sweep` printed
-// it after its trainings), and the load that shared its turns; none where it was not timed so.
-struct SweepSpeedUps {
-  const SweepPoint* baseline = nullptr;                       // none where the sweep was not timed in alternation
-  std::vector<std::pair<const SweepPoint*, SpeedUp>> points;  // the first point of each other configuration
-  std::string warning;
-};
-
-SweepSpeedUps sweep_speed_ups(const RunStore& store, const std::vector<SweepPoint>& points) {
-  SweepSpeedUps out;
-  const auto first = std::find_if(points.begin(), points.end(), [](const SweepPoint& p) { return p.run_id != 0; });
-  if (first == points.end()) return out;
-  const std::optional<AlternatingSpeed> timed = store.alternating_speed(first->run_id);
-  if (!timed) return out;
-  out.baseline = &*first;
-  out.warning = alternation_warning(*timed);
-  // One line a configuration, as the sweep printed them: points that differ only in their seeds were timed once.
-  std::vector<std::vector<double>> seen;
-  for (const SweepPoint& p : points) {
-    const auto at = std::find(timed->runs.begin(), timed->runs.end(), p.run_id);
-    if (p.run_id == 0 || at == timed->runs.end()) continue;
-    const std::vector<double>& rounds = timed->images_per_second.at(static_cast<size_t>(at - timed->runs.begin()));
-    if (std::find(seen.begin(), seen.end(), rounds) != seen.end()) continue;
-    seen.push_back(rounds);
-    if (&p != &*first) out.points.emplace_back(&p, alternating_speed_up(*timed, p.run_id, first->run_id));
-  }
-  return out;
-}
-
 int sweep_status_command(const SweepIdOptions& o) {
   const int64_t id = sweep_id(o.sweep);
   RunStore store(store_path(o.db), RunStore::Mode::ReadOnly);
@@ -852,9 +824,9 @@ int sweep_status_command(const SweepIdOptions& o) {
                                    {"baseline_run", timed.baseline->run_id},
                                    {"warning", timed.warning},
                                    {"speed_ups", nlohmann::ordered_json::array()}};
-      for (const auto& [p, up] : timed.points)
-        j["timed_in_alternation"]["speed_ups"].push_back({{"point", p->index + 1},
-                                                          {"run", p->run_id},
+      for (const auto& [p, up] : timed.others)
+        j["timed_in_alternation"]["speed_ups"].push_back({{"point", p.index + 1},
+                                                          {"run", p.run_id},
                                                           {"ratio", up.ratio},
                                                           {"low", up.low},
                                                           {"high", up.high},
@@ -884,8 +856,8 @@ int sweep_status_command(const SweepIdOptions& o) {
   if (const SweepSpeedUps timed = sweep_speed_ups(store, points); timed.baseline) {
     std::printf("speed-ups timed in alternation, against point %d (run %lld):\n", timed.baseline->index + 1,
                 static_cast<long long>(timed.baseline->run_id));
-    for (const auto& [p, up] : timed.points)
-      std::printf("  point %d (run %lld): %s\n", p->index + 1, static_cast<long long>(p->run_id),
+    for (const auto& [p, up] : timed.others)
+      std::printf("  point %d (run %lld): %s\n", p.index + 1, static_cast<long long>(p.run_id),
                   speed_up_text(up).c_str());
     if (!timed.warning.empty())
       std::printf("  \u26a0 timings unreliable: %s; time them again on a quiet machine with ampwb sweep run %lld\n",

@@ -1,10 +1,10 @@
 // Reading a sweep's points, their runs' summaries and the groups of its finished points.
 #include "sweep_results.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
-#include <optional>
 
-#include "analysis/run_speed.h"
+#include "analysis/sweep_speed_ups.h"
 
 namespace ampwb::ui {
 namespace {
@@ -35,7 +35,8 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
   if (grid.is_object() && grid.contains("grid") && grid["grid"].is_object())
     for (const auto& [setting, values] : grid["grid"].items()) out.dimensions.push_back(setting);
 
-  for (const SweepPoint& p : sweep_points(store, id)) {
+  const std::vector<SweepPoint> points = sweep_points(store, id);
+  for (const SweepPoint& p : points) {
     SweepPointResult r;
     r.point = p;
     const auto settings = nlohmann::ordered_json::parse(p.settings_json, nullptr, false);
@@ -85,13 +86,14 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
                           named(metrics, "training images/s (mean of epochs)"),
                           {}});
   }
-  // The groups' runs differ only by seed: each group's speed-up is its first run's over the first group's.
+  // The groups' runs differ only by seed: each group's speed-up is its first run's, as `ampwb sweep status` gives it.
   if (out.groups.size() >= 2)
-    if (const std::optional<AlternatingSpeed> timed = store.alternating_speed(runs[0][0])) {
-      out.timing_warning = alternation_warning(*timed);
-      for (size_t g = 0; g < out.groups.size(); ++g)
-        out.groups[g].speed_up =
-            g == 0 ? "baseline" : speed_up_text(alternating_speed_up(*timed, runs[g][0], runs[0][0]));
+    if (const SweepSpeedUps timed = sweep_speed_ups(store, points); timed.baseline) {
+      out.timing_warning = timed.warning;
+      for (SweepGroupResult& g : out.groups) {
+        const bool baseline = std::find(g.run_ids.begin(), g.run_ids.end(), timed.baseline->run_id) != g.run_ids.end();
+        g.speed_up = baseline ? "baseline" : speed_up_text(timed.of(g.run_ids.front()));
+      }
     }
   return out;
 }

@@ -31,8 +31,8 @@ struct SweepGroupResult {
   std::string value;  // "precision = amp-bf16, depth = 20"; "all points" when only the seed varies
   std::vector<int64_t> run_ids;
   GroupMetric final_accuracy, final_loss, images_per_second;  // accuracy in %
-  // Over the first group, from the sweep's timing in alternation: "1.36× (97% interval …)", "baseline" for the
-  // first group; empty where the sweep was not timed so.
+  // Over the sweep's first point, from its timing in alternation (sweep_speed_ups): "1.36× (97% interval …)",
+  // "baseline" for that point's group; empty where the sweep was not timed so.
   std::string speed_up;
 };
 
