@@ -750,6 +750,30 @@ class CompareRuns : public QObject {
     QCOMPARE(QGuiApplication::clipboard()->text(), QString("a paragraph worth keeping"));
   }
 
+  // The dialog opens with the notes there and the cursor after them: what the user types adds to them (Qt's dialog
+  // selected them all, and the first key pressed replaced them).
+  void notes_typed_into_the_dialog_add_to_those_there() {
+    RunStore(db_.toStdString()).set_notes(bf16_seed1_, "kept");
+    MainWindow w(db_);
+    w.runs_view()->select({bf16_seed1_});
+    bool selected = true;
+    int stage = 0;
+    const QString unexpected =
+        answering_windows(runs_action(w.runs_view(), "Notes…"), [&](QInputDialog* dialog, QMessageBox*) {
+          auto* edit = dialog && stage == 0 ? dialog->findChild<QPlainTextEdit*>() : nullptr;
+          if (!edit) return false;
+          selected = edit->textCursor().hasSelection();
+          QTest::keyClicks(edit, " and more");
+          dialog->accept();
+          ++stage;
+          return true;
+        });
+    QCOMPARE(unexpected, QString());
+    QVERIFY2(!selected, "the notes were selected: a key pressed would replace them");
+    QCOMPARE(RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).run(bf16_seed1_).notes,
+             std::string("kept and more"));
+  }
+
   // Notes changed by another process while the user edits them in the dialog: the save says so and shows theirs,
   // and the dialog comes back with theirs and the user's text to merge; nothing is written over, nothing lost. The
   // dialog is wide enough for a paragraph, and wraps its lines.

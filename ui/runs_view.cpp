@@ -16,6 +16,7 @@
 #include <QShortcut>
 #include <QSortFilterProxyModel>
 #include <QTableView>
+#include <QTextCursor>
 #include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
@@ -413,6 +414,9 @@ void RunsView::notes_selected() {
     if (auto* edit = dialog->findChild<QPlainTextEdit*>()) {
       edit->setLineWrapMode(QPlainTextEdit::WidgetWidth);
       edit->setReadOnly(!writable);
+      // Qt's dialog selects the text as it shows: the first key pressed would replace the notes. The cursor goes
+      // after them instead, once the dialog is shown.
+      QTimer::singleShot(0, edit, [edit] { edit->moveCursor(QTextCursor::End); });
     }
     dialog->resize(600, 380);
     ok = dialog->exec() == QDialog::Accepted && dialog;
