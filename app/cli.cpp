@@ -3,7 +3,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
+#include "core/error.h"
 #include "store/run_store.h"
 #include "store/store_filesystem.h"
 #include "store/store_location.h"
@@ -16,6 +18,16 @@ CLI::Option* add_db_option(CLI::App* app, std::string& db) {
                    "the run store: an SQLite file, or postgresql://host/database (default: $AMPWB_DB, else "
                    "$XDG_DATA_HOME/ampwb/runs.sqlite)")
       ->type_name("FILE");
+}
+
+CLI::Option* add_overwrite_flag(CLI::App* app, bool& overwrite) {
+  return app->add_flag("--overwrite", overwrite, "replace the --out file where it exists already");
+}
+
+void refuse_to_replace(const std::string& out, bool overwrite) {
+  std::error_code ec;
+  if (!overwrite && std::filesystem::exists(out, ec))
+    throw Error("'" + out + "' exists already: name another --out, or add --overwrite to replace it");
 }
 
 namespace {

@@ -113,6 +113,13 @@ CLI::Option* add_named_value(CLI::App* app, const std::string& name, T& value, c
 
 // Adds --db FILE: the run store.
 CLI::Option* add_db_option(CLI::App* app, std::string& db);
+
+// Adds --overwrite, for a command that writes the file --out names: without it, a file already there is refused
+// (refuse_to_replace), as the workbench asks before it replaces one.
+CLI::Option* add_overwrite_flag(CLI::App* app, bool& overwrite);
+// Throws, before any work, where `out` exists and `overwrite` is false: a model, report or chart written earlier is
+// not lost to a command line run again.
+void refuse_to_replace(const std::string& out, bool overwrite);
 // The run store file: `db` (from --db), else $AMPWB_DB, else the XDG data folder (RunStore::default_path). A URI
 // this build cannot open is refused (store/store_location.h).
 std::string store_path(const std::string& db);

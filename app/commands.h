@@ -56,6 +56,7 @@ struct ExportChartOptions {
   std::string fp8_tensor;       // "layer1.0.conv1:input"; empty: the first FP8 tensor
   int width = 1200, height = 800;
   double smoothing = 0.6;
+  bool overwrite = false;
 };
 int export_chart_command(const ExportChartOptions& options);
 

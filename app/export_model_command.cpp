@@ -16,6 +16,7 @@ namespace {
 
 struct ExportModelOptions {
   std::string run, format, out, dtype = "fp32", db;
+  bool overwrite = false;
 };
 
 int export_model_command(const ExportModelOptions& options) {
@@ -32,6 +33,7 @@ int export_model_command(const ExportModelOptions& options) {
     std::fprintf(stderr, "ampwb: %s\n", onnx_unavailable_reason().c_str());
     return 1;
   }
+  refuse_to_replace(options.out, options.overwrite);
   const RunStore store(store_path(options.db), RunStore::Mode::ReadOnly);
   const ExportedModel model = exported_model(load_final_weights(store, store.resolve(options.run)));
   if (format == "onnx")
@@ -59,6 +61,7 @@ void add_export_model_command(CLI::App& app, Invocation& invocation) {
   model->add_option("--dtype", options->dtype, "the type the weights are stored in (ONNX computes in FP32 either way)")
       ->type_name("fp32|fp16|bf16")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  add_overwrite_flag(model, options->overwrite);
   add_db_option(model, options->db);
   run_on_parse(model, invocation, options, export_model_command);
 }

@@ -96,7 +96,7 @@ std::vector<std::string> words_of(const std::string& name) {
 
 // The option of `app` that `given` (an unknown "--name") most likely meant: one a typo or two away, or one whose
 // words each begin the other's (--max-validation-images for --max-val-images); for a letter ("-o", as other tools
-// spell --out), the one option that begins with it; "" where none or several do.
+// spell --out), the one option taking a value that begins with it; "" where none or several do.
 std::string meant_option(const CLI::App& app, const std::string& given) {
   const bool letter = given.size() == 2 && given[0] == '-' && given[1] != '-';
   if (!given.starts_with("--") && !letter) return "";
@@ -104,8 +104,8 @@ std::string meant_option(const CLI::App& app, const std::string& given) {
   std::vector<std::string> close;
   for (const CLI::Option* option : app.get_options())
     for (const std::string& known : option->get_lnames()) {
-      if (letter) {
-        if (known.starts_with(name)) close.push_back("--" + known);
+      if (letter) {  // one taking a value, as "-o FILE" does elsewhere
+        if (known.starts_with(name) && option->get_expected_min() > 0) close.push_back("--" + known);
         continue;
       }
       const std::vector<std::string> a = words_of(name), b = words_of(known);

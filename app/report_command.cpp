@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 struct ReportOptions {
   std::vector<std::string> runs;
   std::string out, db;
+  bool overwrite = false;
 };
 
 // The headless browser that prints PDFs: $AMPWB_CHROMIUM, else the first of Debian's on the PATH.
@@ -56,6 +57,7 @@ int report_command(const ReportOptions& options) {
     throw Error("cannot write '" + out.string() + "': '" + folder.string() + "' " +
                 (fs::exists(folder, ec) ? "is a file, not a folder" : "does not exist"));
   if (::access(folder.c_str(), W_OK) != 0) throw Error("cannot write '" + out.string() + "': " + std::strerror(errno));
+  refuse_to_replace(out.string(), options.overwrite);
   const RunStore store(store_path(options.db), RunStore::Mode::Existing);
   const std::vector<int64_t> ids = store.resolve_each(options.runs);
   const std::string html = html_report(store, ids);
@@ -103,6 +105,7 @@ void add_report_command(CLI::App& app, Invocation& invocation) {
   report->add_option("--out", options->out, "the report file: .html, or .pdf (printed by a headless Chromium)")
       ->type_name("FILE")
       ->required();
+  add_overwrite_flag(report, options->overwrite);
   add_db_option(report, options->db);
   run_on_parse(report, invocation, options, report_command);
 }

@@ -436,6 +436,7 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
   chart->add_option("--out", chart_options->out, "the image file; its extension picks the format")
       ->type_name("FILE.png|.svg|.pdf")
       ->required();
+  add_overwrite_flag(chart, chart_options->overwrite);
   add_number(chart, "--width", chart_options->width, "px, 100 to 10000")->check(CLI::Range(100, 10000).description(""));
   add_number(chart, "--height", chart_options->height, "px, 100 to 10000")
       ->check(CLI::Range(100, 10000).description(""));

@@ -104,6 +104,15 @@ def main():
     refused = ampwb_run("export", "model", "1", "--format", "onnx", "--out", "/nonexistent-folder/m.onnx", expect=1)
     if "/nonexistent-folder/m.onnx" not in refused.stderr:
         failures.append(f"an unwritable path: {refused.stderr}")
+    # A file there already is kept unless --overwrite asks to replace it.
+    kept = work / "run1.fp32.onnx"
+    before = kept.read_bytes()
+    refused = ampwb_run("export", "model", "2", "--out", str(kept), expect=1)
+    if "exists already" not in refused.stderr or kept.read_bytes() != before:
+        failures.append(f"a model written over without --overwrite: {refused.stderr}")
+    ampwb_run("export", "model", "2", "--out", str(kept), "--overwrite")
+    if kept.read_bytes() == before:
+        failures.append("--overwrite did not replace the model")
 
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))

@@ -158,8 +158,14 @@ TEST_F(Report, AReportThatCannotBeWrittenLeavesWhatWasThere) {
   std::ofstream(earlier) << "an earlier report";
   std::ofstream(failing) << "#!/bin/sh\nexit 3\n";
   fs::permissions(failing, fs::perms::owner_all);
-  ::setenv("AMPWB_CHROMIUM", failing.c_str(), 1);  // a browser that prints nothing
+  // A report there already is not replaced unless asked to be; asked, a report that fails keeps it all the same.
   r = ampwb(report_args(earlier));
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "'" + earlier + "' exists already: name another --out, or add --overwrite to replace it");
+  ::setenv("AMPWB_CHROMIUM", failing.c_str(), 1);  // a browser that prints nothing
+  std::vector<std::string> replacing = report_args(earlier);
+  replacing.push_back("--overwrite");
+  r = ampwb(replacing);
   ::unsetenv("AMPWB_CHROMIUM");
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "could not print");

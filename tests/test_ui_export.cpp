@@ -386,14 +386,14 @@ class ExportCharts : public QObject {
     // the seed; one per precision when grouped by it. An unknown key is refused by name.
     const QByteArray mean_line = "stroke-width=\"3\"";
     QCOMPARE(read(svg).count(mean_line), 0);
-    const QString grouped = dir_.filePath("cli-grouped.svg");
+    const QString grouped = dir_.filePath("cli-grouped.svg"), refused = dir_.filePath("cli-refused.svg");
     std::tie(rc, out) = run({"export", "chart", id, other, "--metric", "accuracy", "--group-by", "precision.mode",
                              "--out", grouped, "--db", db_});
     QVERIFY2(rc == 0, qPrintable(out));
     check_svg(grouped);
     QCOMPARE(read(grouped).count(mean_line), 2);
     std::tie(rc, out) = run(
-        {"export", "chart", id, other, "--metric", "accuracy", "--group-by", "colour", "--out", grouped, "--db", db_});
+        {"export", "chart", id, other, "--metric", "accuracy", "--group-by", "colour", "--out", refused, "--db", db_});
     QCOMPARE(rc, 1);
     QVERIFY2(out.contains("no setting 'colour' to group by"), qPrintable(out));
     std::tie(rc, out) = run({"export", "chart", id, "--metric", "epoch-time", "--out", pdf, "--db", db_});
@@ -411,17 +411,27 @@ class ExportCharts : public QObject {
     check_svg(scaling);
     QVERIFY2(read(scaling).contains("FP8 scale and amax (log2): layer1.0.conv2 output gradient"),
              qPrintable(read(scaling).left(4000)));
-    std::tie(rc, out) = run({"export", "chart", fp8, "--metric", "fp8-scaling", "--fp8-tensor", "conv1:input",
-                             "--out", scaling, "--db", db_});
+    std::tie(rc, out) = run({"export", "chart", fp8, "--metric", "fp8-scaling", "--fp8-tensor", "conv1:input", "--out",
+                             refused, "--db", db_});
     QCOMPARE(rc, 1);
     QVERIFY2(out.contains("the runs have no FP8 tensor 'conv1:input' (they have layer1.0.conv1:input,"),
              qPrintable(out));
-    std::tie(rc, out) = run({"export", "chart", id, "--metric", "fp8-scaling", "--out", scaling, "--db", db_});
+    std::tie(rc, out) = run({"export", "chart", id, "--metric", "fp8-scaling", "--out", refused, "--db", db_});
+    QVERIFY(!QFile::exists(refused));  // nothing written by a refused command
     QCOMPARE(rc, 1);
     QVERIFY2(out.contains("no FP8 tensor was recorded in the runs asked for"), qPrintable(out));
     std::tie(rc, out) = run({"export", "chart", id, "--metric", "loss", "--out", dir_.filePath("x.gif"), "--db", db_});
     QCOMPARE(rc, 1);
     QVERIFY(out.contains(".png, .svg or .pdf"));
+    // A chart there already is kept unless --overwrite asks to replace it.
+    const QByteArray before = read(grouped);
+    std::tie(rc, out) = run({"export", "chart", id, "--metric", "loss", "--out", grouped, "--db", db_});
+    QCOMPARE(rc, 1);
+    QVERIFY2(out.contains("exists already: name another --out, or add --overwrite to replace it"), qPrintable(out));
+    QCOMPARE(read(grouped), before);
+    std::tie(rc, out) = run({"export", "chart", id, "--metric", "loss", "--out", grouped, "--overwrite", "--db", db_});
+    QVERIFY2(rc == 0, qPrintable(out));
+    QVERIFY(read(grouped) != before);
     // Bad usage, refused by the parser (exit 2) with the valid choices or range.
     for (const QStringList& bad :
          {QStringList{"--metric", "nope"}, QStringList{"--histogram", "bogus"}, QStringList{"--smoothing", "1"}}) {
