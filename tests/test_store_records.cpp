@@ -654,7 +654,7 @@ TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
     if (m.metric == "best validation accuracy (%)") {
       EXPECT_DOUBLE_EQ(m.mean, 50.0) << "run 1 alone measured it";
     }
-    if (m.metric == "training images/s (mean of epochs)") {
+    if (m.metric == "training images/s (over its epochs)") {
       EXPECT_DOUBLE_EQ(m.mean, 321.0) << "runs 1 and 2, not the failed one";
       EXPECT_DOUBLE_EQ(m.std, 0.0) << "two runs of one speed agree";
     }
@@ -669,6 +669,22 @@ TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
 }
 
 // --- the field lists' JSON (train/record_fields.h) ---
+
+// A run's training speed over its epochs is the images trained over the time training them: a slow first epoch
+// counts for the time it took, not as one rate among others.
+TEST(RunSummary, TheSpeedOverEpochsIsTheirImagesOverTheirTime) {
+  RunRecord run;
+  std::vector<EpochReport> epochs(3);
+  const double rates[] = {100, 300, 0};  // the last one timed nothing
+  for (size_t i = 0; i < epochs.size(); ++i) {
+    epochs[i].epoch = static_cast<int>(i) + 1;
+    epochs[i].images_per_second = rates[i];
+  }
+  // 600 images at 100/s and 600 at 300/s: 1200 images in 8 s.
+  EXPECT_DOUBLE_EQ(summarize(run, epochs).mean_images_per_second, 150.0);
+  epochs[0].images_per_second = epochs[1].images_per_second = 0;
+  EXPECT_TRUE(std::isnan(summarize(run, epochs).mean_images_per_second)) << "none timed: unknown";
+}
 
 TEST(RecordJson, KeepsTheStoredKeysAndRefusesValuesThatDoNotFitByName) {
   const nlohmann::json stored = config_named("x");

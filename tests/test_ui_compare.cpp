@@ -628,7 +628,7 @@ class CompareRuns : public QObject {
       for (const auto& [header, metric, decimals] :
            {std::tuple{"best val. acc. (%)", "best validation accuracy (%)", 2},
             std::tuple{"final val. loss", "final validation loss", 4},
-            std::tuple{"training images/s", "training images/s (mean of epochs)", 0}}) {
+            std::tuple{"training images/s", "training images/s (over its epochs)", 0}}) {
         const nlohmann::json& m = g.at("metrics").at(metric);
         QCOMPARE(table->item(row, column(header))->text(), QStringLiteral("%1 ± %2")
                                                                .arg(m.at("mean").get<double>(), 0, 'f', decimals)

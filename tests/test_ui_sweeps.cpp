@@ -91,9 +91,9 @@ class SweepsThroughTheUi : public QObject {
         QVERIFY(!epochs.empty());
         accuracy.push_back(100 * epochs.back().validation_accuracy);
         loss.push_back(epochs.back().validation_loss);
-        double ips = 0;
-        for (const EpochReport& e : epochs) ips += e.images_per_second;
-        speed.push_back(ips / epochs.size());
+        double seconds_per_image = 0;  // the images trained over the time training them, the epochs of one size
+        for (const EpochReport& e : epochs) seconds_per_image += 1 / e.images_per_second;
+        speed.push_back(epochs.size() / seconds_per_image);
       }
       const Spread a = spread(accuracy), l = spread(loss), s = spread(speed);
       QVERIFY(std::abs(r.groups[g].final_accuracy.mean - a.mean) < 1e-9);

@@ -340,7 +340,7 @@ void CompareView::update_groups() {
   const Column columns[] = {{"best validation accuracy (%)", tr("best val. acc. (%)"), 2},
                             {"final validation accuracy (%)", tr("final val. acc. (%)"), 2},
                             {"final validation loss", tr("final val. loss"), 4},
-                            {"training images/s (mean of epochs)", tr("training images/s"), 0},
+                            {"training images/s (over its epochs)", tr("training images/s"), 0},
                             {"epoch time (s)", tr("epoch time (s)"), 2},
                             {"run time (s)", tr("run time (s)"), 1},
                             {"skipped steps", tr("skipped steps"), 1}};

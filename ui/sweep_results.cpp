@@ -83,7 +83,7 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
                           runs[g],
                           named(metrics, "final validation accuracy (%)"),
                           named(metrics, "final validation loss"),
-                          named(metrics, "training images/s (mean of epochs)"),
+                          named(metrics, "training images/s (over its epochs)"),
                           {}});
   }
   // The groups' runs differ only by seed: each group's speed-up is its first run's, as `ampwb sweep status` gives it.

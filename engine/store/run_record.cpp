@@ -14,7 +14,8 @@ RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epoch
   s.total_seconds = run.duration_seconds;
   s.epochs_completed = static_cast<int>(epochs.size());
   if (epochs.empty()) return s;
-  double seconds = 0, throughput = 0;
+  double seconds = 0, seconds_per_image = 0;
+  int timed = 0;
   for (const EpochReport& e : epochs) {
     // An epoch without validation images measured none (NaN): best_epoch stays 0 if none did.
     if (std::isfinite(e.validation_accuracy) &&
@@ -23,7 +24,7 @@ RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epoch
       s.best_epoch = e.epoch;
     }
     seconds += e.seconds;
-    throughput += e.images_per_second;
+    if (e.images_per_second > 0) seconds_per_image += 1 / e.images_per_second, ++timed;
     s.skipped_steps += e.skipped_steps;
     s.peak_bytes = std::max(s.peak_bytes, e.peak_bytes);
   }
@@ -34,7 +35,9 @@ RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epoch
   // A run without loss scaling has no scale (its steps record 1): none, as every view says.
   if (run.config.precision.loss_scale.kind != LossScaleKind::Off) s.final_loss_scale = last.loss_scale;
   s.mean_epoch_seconds = seconds / static_cast<double>(epochs.size());
-  s.mean_images_per_second = throughput / static_cast<double>(epochs.size());
+  // The harmonic mean: the images trained over the time training them, as the epochs hold as many images each. An
+  // arithmetic mean would let a fast epoch outweigh a slow one (119 and 902 images/s made 510, for 210).
+  if (timed > 0) s.mean_images_per_second = timed / seconds_per_image;
   return s;
 }
 

@@ -64,7 +64,7 @@ struct RunSummary {
   double final_validation_accuracy = kNone, final_validation_loss = kNone, final_train_loss = kNone;
   double total_seconds = 0;               // the run's wall time (RunRecord::duration_seconds)
   double mean_epoch_seconds = kNone;      // training and evaluation
-  double mean_images_per_second = kNone;  // training throughput, mean over epochs
+  double mean_images_per_second = kNone;  // training throughput over the epochs: images / time training them
   int64_t skipped_steps = 0;
   double final_loss_scale = kNone;
   size_t peak_bytes = 0;  // the largest epoch peak
