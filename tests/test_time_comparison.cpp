@@ -27,8 +27,8 @@ const TimeRow& row(const TimeComparison& c, const std::string& label) {
   throw std::runtime_error("no row " + label);
 }
 
-TEST(TimeComparison, MeansLeaveTheFirstEpochOutAndWeighBySteps) {
-  const EpochTimes cold = epoch(1, {{C::ConvForward, 100}}, 50);
+TEST(TimeComparison, MeansLeaveTheFirstEpochsTimesOutAndWeighBySteps) {
+  EpochTimes cold = epoch(1, {{C::ConvForward, 100}}, 50);
   EpochTimes a = epoch(2, {{C::ConvForward, 10}}, 2, 0, 10), b = epoch(3, {{C::ConvForward, 40}}, 2, 0, 30);
   a.replayed = 0.5;  // shares of each epoch's steps: their mean, not weighed by the timed steps
   b.replayed = 1.0;
@@ -39,6 +39,11 @@ TEST(TimeComparison, MeansLeaveTheFirstEpochOutAndWeighBySteps) {
   EXPECT_EQ(mean.steps, 40);
   EXPECT_DOUBLE_EQ(mean.op_seconds[static_cast<size_t>(C::ConvForward)], (10 * 0.010 + 30 * 0.040) / 40);
   EXPECT_NEAR(mean.data_wait_seconds, 0.002, 1e-15);
+  // The machine's load is every epoch's, the first's too: a first epoch slowed by other work shows in the run's
+  // epoch times.
+  cold.load = {0.44, 0, 2000};
+  a.load = b.load = {0.01, 0, 2000};
+  EXPECT_DOUBLE_EQ(mean_epoch_times({cold, a, b}).load.other_cpu, (10 * 0.44 + 10 * 0.01 + 30 * 0.01) / 50);
   EXPECT_NEAR(mean_epoch_times({cold}).step_seconds, cold.step_seconds, 1e-15) << "a single epoch is kept";
   EXPECT_EQ(mean_epoch_times({}).steps, 0);
 }
