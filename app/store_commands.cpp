@@ -314,6 +314,15 @@ int store_copy_command(const StoreCopyOptions& options) {
   std::printf("%s, from '%s' into '%s'\n", copy_summary(result).c_str(),
               location_without_password(options.source).c_str(),
               location_without_password(options.destination).c_str());
+  // Each store numbers its own runs: where a copied run's id changed, "run 2" means another run there.
+  if (!result.renumbered.empty()) {
+    std::string ids;
+    for (size_t i = 0; i < result.renumbered.size() && i < 10; ++i)
+      ids += (i ? ", " : "") + std::to_string(result.renumbered[i].first) + " is " +
+             std::to_string(result.renumbered[i].second);
+    if (result.renumbered.size() > 10) ids += " and " + std::to_string(result.renumbered.size() - 10) + " more";
+    std::printf("run ids there differ from the source's (each store numbers its own runs): %s\n", ids.c_str());
+  }
   return 0;
 }
 

@@ -202,6 +202,39 @@ TEST_P(StoreCopy, RoundTripThroughTheOtherStoreKeepsEveryRecord) {
   EXPECT_EQ(count_rows(back), count_rows(source));
 }
 
+// Each store numbers its own runs: copied into a store that has runs of its own, each run says its id there, and
+// says it again when a later copy finds it there.
+TEST(StoreCopyIds, ARunNumberedOtherwiseThereSaysItsId) {
+  TempDir dir("copy_ids");
+  const std::string source = dir.file("source.sqlite"), numbered = dir.file("numbered.sqlite");
+  {
+    RunStore store(source);
+    for (uint64_t seed : {1, 2}) {  // runs of one second are told apart by their settings
+      TrainConfig c = config_named("seed " + std::to_string(seed));
+      c.seed = seed;
+      const int64_t id = store.begin_run(c, info(), "");
+      store.end_run(id, {RunStatus::Finished, "", ""}, {step(0)}, 1.0);
+    }
+  }
+  {
+    RunStore store(numbered);
+    TrainConfig c = config_named("of its own");
+    c.seed = 3;
+    const int64_t id = store.begin_run(c, info(), "");
+    store.end_run(id, {RunStatus::Finished, "", ""}, {}, 1.0);
+  }
+  const StoreCopyResult copied = copy_store(source, numbered);
+  ASSERT_EQ(copied.copied, 2);
+  ASSERT_EQ(copied.renumbered.size(), 2u);
+  for (const auto& [from, to] : copied.renumbered) {
+    EXPECT_NE(from, to);
+    EXPECT_EQ(RunStore(numbered, RunStore::Mode::ReadOnly).run(to).name,
+              RunStore(source, RunStore::Mode::ReadOnly).run(from).name);
+  }
+  EXPECT_EQ(copy_store(source, numbered).renumbered, copied.renumbered) << "said again where found already";
+  EXPECT_TRUE(copy_store(source, dir.file("new.sqlite")).renumbered.empty()) << "a new store keeps the ids";
+}
+
 TEST_P(StoreCopy, CopyingAgainAddsNothingAndTakesWhatChanged) {
   TempDir dir("copy_again");
   const std::string source = dir.file("source.sqlite");
@@ -224,6 +257,7 @@ TEST_P(StoreCopy, CopyingAgainAddsNothingAndTakesWhatChanged) {
   EXPECT_EQ(again.copied, 0);
   EXPECT_EQ(again.updated, 0);
   EXPECT_EQ(again.already_there, 4);
+  EXPECT_TRUE(again.renumbered.empty()) << "a new store numbers the runs as the source did";
   EXPECT_EQ(again.records, 0);
   EXPECT_EQ(count_rows(destination), rows) << "a second copy adds nothing";
   EXPECT_EQ(everything(destination), everything(source));

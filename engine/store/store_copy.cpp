@@ -328,6 +328,7 @@ class StoreCopy {
       claimed_.insert(found->second.id);
       const StoredRun& d = found->second;
       mapped_[r.id] = d.id;
+      if (d.id != r.id) result_.renumbered.emplace_back(r.id, d.id);
       const bool recorded_there = d.status == "running" && to_->recorded_elsewhere(d.id);
       if (recorded_there || r.updated <= d.updated) {
         ++result_.already_there;
@@ -390,6 +391,7 @@ class StoreCopy {
     result_.records += records;
     ++(found != there.end() ? result_.updated : result_.copied);
     mapped_[r.id] = into;
+    if (found == there.end() && into != r.id) result_.renumbered.emplace_back(r.id, into);
     written_.push_back(into);
     claimed_.insert(into);
     // Its final weights as a file of this store's: deleting the run from either store leaves the other's whole.

@@ -28,6 +28,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ampwb {
 
@@ -46,6 +48,8 @@ struct StoreCopyResult {
   int renamed = 0;          // of those copied or updated: named NAME-2 (-3, ...) where another run had the name
   int sweeps = 0;           // sweeps copied or brought up to date
   int64_t records = 0;      // rows written: runs, epochs, steps, histograms, checkpoints, details, sweep points
+  // The runs whose id in the destination is not the source's (each store numbers its own): source id, its id there.
+  std::vector<std::pair<int64_t, int64_t>> renumbered;
 };
 
 // Copies every run of the store at `source` into the store at `destination` (locations as store_location.h reads
