@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -19,6 +20,7 @@
 #include "analysis/run_speed.h"
 #include "analysis/time_comparison.h"
 #include "backend/backend.h"
+#include "backend/make_backend.h"
 #include "spinners.h"
 #include "store/run_store.h"
 #include "store/store_recorder.h"
@@ -604,6 +606,23 @@ TEST(Confusion, ATieCountsAgainstTheLabelAsTopOneCountsIt) {
   // 3 tied between 0 and 2 with label 2: counted as 0.
   EXPECT_EQ(confusion, (std::vector<int64_t>{0, 1, 0, /**/ 0, 1, 0, /**/ 1, 1, 0}));
   EXPECT_EQ(count_topk_correct(logits, labels, 1), 1);
+}
+
+// A step whose logits became NaN answered nothing right: its accuracy is 0, not the 100% that comparisons with NaN,
+// all false, made of "no other logit scores at least the label's".
+TEST(Confusion, NaNLogitsAreNoCorrectAnswer) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor logits = Tensor::zeros({3, 3}, DType::F32), labels = Tensor::zeros({3}, DType::I32);
+  const float z[] = {nan, nan, nan, /**/ 1, nan, 0, /**/ 0, 4, 1};
+  const int32_t y[] = {0, 0, 1};
+  std::copy(std::begin(z), std::end(z), logits.data_as<float>());
+  std::copy(std::begin(y), std::end(y), labels.data_as<int32_t>());
+  EXPECT_EQ(count_topk_correct(logits, labels, 1), 1) << "the third sample alone";
+  EXPECT_EQ(count_topk_correct(logits, labels, 2), 2) << "the second's label, second to a NaN, is in its top 2";
+  const std::unique_ptr<Backend> cpu = make_backend(DeviceChoice::cpu(), {1});
+  Tensor dlogits = Tensor::zeros({3, 3}, DType::F32);
+  cpu->softmax_cross_entropy(logits, labels, 0.0f, GradScale(1.0f), dlogits);
+  EXPECT_EQ(cpu->read_scalars().correct, 1);
 }
 
 TEST(MachineLoad, AComparisonFlagsTheRunTrainedBesideABusyProcess) {

@@ -30,9 +30,9 @@ int64_t count_topk_correct(const Tensor& logits, const Tensor& labels, int k) {
   int64_t correct = 0;
   for (int64_t n = 0; n < N; ++n) {
     const float target = z[n * K + y[n]];
-    int64_t above = 0;  // classes scoring at least as high as the label, other than the label itself
+    int64_t above = 0;  // classes scoring at least as high as the label, other than the label itself (NaN: all)
     for (int64_t j = 0; j < K; ++j)
-      if (j != y[n] && z[n * K + j] >= target) ++above;
+      if (j != y[n] && !(z[n * K + j] < target)) ++above;
     if (above < k) ++correct;
   }
   return correct;

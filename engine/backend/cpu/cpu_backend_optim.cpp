@@ -38,9 +38,9 @@ void CpuBackend::softmax_cross_entropy(const Tensor& logits, const Tensor& label
     AMPWB_CHECK(y[n] >= 0 && y[n] < K, "label " << y[n] << " outside [0, " << K << ")");
     const float* row = z + n * K;
     double max = row[0];
-    bool top1 = true;  // the label's logit above every other
+    bool top1 = true;  // the label's logit above every other; a NaN on either side is no correct answer
     for (int64_t k = 1; k < K; ++k) max = std::max(max, static_cast<double>(row[k]));
-    for (int64_t k = 0; k < K; ++k) top1 = top1 && (k == y[n] || !(row[k] >= row[y[n]]));
+    for (int64_t k = 0; k < K; ++k) top1 = top1 && (k == y[n] || row[k] < row[y[n]]);
     correct += top1;
     double sum = 0.0;
     for (int64_t k = 0; k < K; ++k) sum += std::exp(row[k] - max);

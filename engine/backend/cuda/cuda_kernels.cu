@@ -343,7 +343,8 @@ __global__ void softmax_cross_entropy_rows(const float* logits, const int32_t* l
   const float other = block_max(local_other);
   if (threadIdx.x == 0) {
     shared_max = max;
-    if (!(other >= z[label])) atomicAdd(&result->correct, 1);  // top-1: the label's logit above every other
+    // top-1: the label's logit above every other; a NaN label logit is no correct answer
+    if (other < z[label]) atomicAdd(&result->correct, 1);
   }
   __syncthreads();
   double exp_sum = 0, z_sum = 0;
