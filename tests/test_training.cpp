@@ -349,6 +349,20 @@ TEST(Cli, TrainPrintsEpochsAndJsonSummary) {
   fs::remove_all(data);
 }
 
+// A static loss scale too large for FP16 is what the failure names, not the missing loss scaler it was before.
+TEST(Cli, ARunFailedByAStaticScaleTooLargeNamesTheScale) {
+  const fs::path data = make_stripes_folder("static_scale", 10, 12);
+  const Result r = run_ampwb("train --data '" + data.string() +
+                             "' --depth 20 --epochs 1 --batch-size 4 --threads 2 --precision amp-fp16 "
+                             "--loss-scale static:1e8");
+  fs::remove_all(data);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(" in amp-fp16 with a static loss scale of 1e+08, which does not come down when "
+                          "gradients overflow: the run cannot recover (a smaller static scale,"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, TrainTellsWhatTheCpuMakesOfThePrecision) {
   const fs::path data = make_stripes_folder("cli-notes", 10, 12);
   const std::string train = "train --data '" + data.string() + "' --depth 20 --epochs 1 --batch-size 4 --threads 2";

@@ -811,11 +811,20 @@ std::optional<RunEnd> Trainer::Run::settle(const Launched& s, const StepResult& 
   if (s.probe) report_(&TrainObserver::on_layer_numerics, s.probe->layers().take(s.epoch, s.global_step, r.loss_scale));
   const std::string where = " at epoch " + std::to_string(s.epoch) + ", step " + std::to_string(s.b + 1) + " of " +
                             std::to_string(steps_per_epoch_);
-  if (!std::isfinite(r.loss) && !scaler_.dynamic())
-    return RunEnd{RunStatus::Failed, "the loss became " + std::to_string(r.loss) + where + " in " +
-                                         mode_name(config_.precision.mode) +
-                                         " without dynamic loss scaling: the run cannot "
-                                         "recover (lower the learning rate, or use a loss scaler)"};
+  if (!std::isfinite(r.loss) && !scaler_.dynamic()) {
+    // A static scale does not come down when gradients overflow: too large a one is the likelier cause.
+    const bool static_scale = config_.precision.loss_scale.kind == LossScaleKind::Static;
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%g", scaler_.scale());
+    return RunEnd{RunStatus::Failed,
+                  "the loss became " + std::to_string(r.loss) + where + " in " + mode_name(config_.precision.mode) +
+                      (static_scale ? std::string(" with a static loss scale of ") + scale +
+                                          ", which does not come down when gradients overflow: the run cannot "
+                                          "recover (a smaller static scale, dynamic loss scaling, or a lower "
+                                          "learning rate)"
+                                    : std::string(" without loss scaling: the run cannot recover (lower the "
+                                                  "learning rate, or use dynamic loss scaling)"))};
+  }
   if (scaler_.collapsed())
     return RunEnd{RunStatus::Failed, "the loss scale sits at its minimum (" +
                                          std::to_string(config_.precision.loss_scale.min_scale) +
