@@ -591,6 +591,9 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EXPECT_FALSE(row(c, "depth").differs);
   EXPECT_EQ(row(c, "seed").values[0], "18364758544493064720");  // all 64 bits
   EXPECT_EQ(row(c, "(device)").values[0], "cpu (oneDNN)");
+  expect_contains(row(c, "speed-up vs run 4").note, "only timing them in alternation (a sweep run here) evens out");
+  // A run alone has no speed-up row: nothing to be faster than.
+  for (const CompareRow& r : compare_runs({runs[0]}).rows) EXPECT_FALSE(r.label.starts_with("speed-up")) << r.label;
   // The processes each run trained on, with the launcher and the batch of all of them together.
   std::vector<ComparedRun> on_two = runs;
   on_two[1].record.info.world_size = 2;

@@ -113,12 +113,15 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   add("total time", [&](size_t i) { return duration_text(c.summaries[i].total_seconds); });
   add("mean epoch time", [&](size_t i) { return duration_text(c.summaries[i].mean_epoch_seconds); });
   add("training speed (steady state)", [&](size_t i) { return speed_text(c.timings[i].speed); });
-  add("speed-up vs run " + (n ? std::to_string(runs[c.baseline].record.id) : std::string()),
-      [&](size_t i) { return i == c.baseline ? std::string("baseline") : speed_up_text(c.speedups[i]); });
-  if (n > 1)
+  if (n > 1) {  // a run alone has nothing to be faster than
+    add("speed-up vs run " + std::to_string(runs[c.baseline].record.id),
+        [&](size_t i) { return i == c.baseline ? std::string("baseline") : speed_up_text(c.speedups[i]); });
     c.rows.back().note =
         "the ratio of the runs' steady-state speeds; its 95% interval is a bootstrap over blocks of consecutive "
-        "steps of both runs, and an interval that holds 1.0x is within their own step-to-step noise";
+        "steps of both runs, and an interval that holds 1.0x is within their own step-to-step noise. The runs "
+        "trained one after the other: an interval without 1.0x can still be the machine's drift between their "
+        "times, which only timing them in alternation (a sweep run here) evens out";
+  }
   add("machine load while training", [&](size_t i) { return machine_load_text(loads[i].load); });
   // A sweep's speed-up, timed in alternation after its trainings: shown where a run and the baseline were timed so.
   const int64_t base_id = n ? runs[c.baseline].record.id : 0;
