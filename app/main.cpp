@@ -135,11 +135,20 @@ std::string usage_problem(const CLI::App& app, const CLI::ParseError& e) {
     if (word.starts_with("-")) {
       const std::string option = word.substr(0, word.find('='));
       const std::string meant = meant_option(**at, option);
-      return "unknown option " + option + (meant.empty() ? "" : "; did you mean " + meant + "?");
+      if (!meant.empty()) return "unknown option " + option + "; did you mean " + meant + "?";
+      // A name or tag that begins with '-' reads as an option unless -- ends the options before it.
+      const bool takes_operands = !(*at)->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+      return "unknown option " + option +
+             (takes_operands ? "; a value that begins with '-' goes last, after -- (... -- " + word + ")" : "");
     }
     if (!left_over && !needs_command) break;  // a missing option or operand, said by CLI11
-    if (*at == &last && needs_command)
-      return "unknown command '" + word + "' (expected " + alternatives(subcommands_of(last)) + ")";
+    if (*at == &last && needs_command) {
+      std::string meant;
+      for (const CLI::App* sub : subcommands_of(last))
+        if (edit_distance(word, sub->get_name()) <= 2) meant = meant.empty() ? sub->get_name() : "-";
+      return "unknown command '" + word + "'" + (meant.empty() || meant == "-" ? "" : "; did you mean " + meant + "?") +
+             " (expected " + alternatives(subcommands_of(last)) + ")";
+    }
     return "unexpected argument '" + word + "'";
   }
   if (needs_command) return "needs a command: " + alternatives(subcommands_of(last));

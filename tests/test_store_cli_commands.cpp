@@ -51,6 +51,12 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
       // other tools take.
       {{"report", "1", "--outt", dir.file("r.html"), "--db", db}, "unknown option --outt; did you mean --out?"},
       {{"report", "1", "-o", dir.file("r.html"), "--db", db}, "unknown option -o; did you mean --out?"},
+      // A misspelt command is named with the one it most likely meant; a value that begins with '-' is told how
+      // to be given.
+      {{"shw", "1", "--db", db}, "unknown command 'shw'; did you mean show? (expected train, bench,"},
+      {{"export", "chrt", "1"}, "unknown command 'chrt'; did you mean chart? (expected csv, chart or model)"},
+      {{"rename", "1", "-x", "--db", db},
+       "unknown option -x; a value that begins with '-' goes last, after -- (... -- -x)"},
       {{"show", "--jsn=1", "1", "--db", db}, "unknown option --jsn"},
       {{"show", "1", "2", "--db", db}, "unexpected argument '2'"},
       {{"show", "--db", db}, "RUN is required"},
@@ -72,6 +78,9 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
     expect_contains(r.output, message);
   }
   EXPECT_EQ(RunStore(db, RunStore::Mode::ReadOnly).run(1).tags.size(), 0u) << "a refused line changes nothing";
+  const Result dashed = ampwb({"rename", "1", "--db", db, "--", "-x"});
+  EXPECT_EQ(dashed.status, 0) << dashed.output;
+  EXPECT_EQ(RunStore(db, RunStore::Mode::ReadOnly).run(1).name, "-x");
 }
 
 // Every --json output is JSON a strict reader takes: infinities (and NaN, which SQLite stores as NULL) as null.
