@@ -340,6 +340,12 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   Result r = ampwb({"store", "check", "--db", db});
   EXPECT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "is whole");
+  // An empty file, writable, is not a store yet: said so, without calling it read-only.
+  const std::string empty = dir.file("empty.sqlite");
+  std::ofstream{empty};
+  r = ampwb({"store", "check", "--db", empty});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "'" + empty + "' is an empty file, not yet a run store: there is nothing in it to read");
   {  // scribble over the cell pointers of pages 3 to 8 (the runs table's among them)
     std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
     for (int page = 3; page <= 8; ++page) {

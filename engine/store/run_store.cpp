@@ -427,7 +427,7 @@ void RunStore::open_checked(const std::string& path, Mode mode) {
                      ", newer than this ampwb " AMPWB_VERSION " reads (" + std::to_string(kSchemaVersion) +
                      "): use a newer ampwb");
   if (read_only_) {
-    if (empty) throw StoreError("'" + path + "' is an empty file, not yet a run store, and it is read-only");
+    if (empty) throw StoreError("'" + path + "' is an empty file, not yet a run store: there is nothing in it to read");
     if (p.version < kSchemaVersion)
       throw StoreError("the run store '" + path + "' has the older schema version " + std::to_string(p.version) +
                        " and is read-only here: open it once with write access to upgrade it");
