@@ -11,9 +11,12 @@
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDir>
+#include <QFileDialog>
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineSeries>
+#include <QMenu>
+#include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProcess>
@@ -395,6 +398,20 @@ class CompareRuns : public QObject {
       QFile f(file);
       return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
     };
+    // The save dialog names the runs the report holds, baseline first, in its title and its file.
+    QString title, proposed;
+    QTimer::singleShot(0, [&] {
+      if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
+        title = dialog->windowTitle();
+        proposed = dialog->selectedFiles().value(0);
+        dialog->reject();
+      }
+    });
+    for (QAction* a : w.menuBar()->actions().front()->menu()->actions())
+      if (a->text().startsWith("Save &report")) a->trigger();
+    const QString runs = QString::number(fp32_seed1_) + "-" + QString::number(bf16_seed1_);
+    QVERIFY2(proposed.endsWith("ampwb-report-" + runs + ".html"), qPrintable(proposed));
+    QCOMPARE(title, QString("Save the report of runs %1, %2 (against %1)").arg(fp32_seed1_).arg(bf16_seed1_));
     const QString html = saved("report.html");
     // The same document as `ampwb report` of these runs, made from the same store.
     const RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);

@@ -962,10 +962,19 @@ void MainWindow::save_report(const std::vector<int64_t>& ids, const QString& fil
 }
 
 void MainWindow::save_report_interactive(std::vector<int64_t> ids) {
+  // The file and the dialog name the runs the report holds, the baseline first: "ampwb-report-3-2-4-5.html".
+  QStringList numbers;
+  for (int64_t id : ids) numbers << QString::number(id);
+  const QString named = numbers.size() <= 6 ? numbers.join('-')
+                                            : QStringLiteral("%1-and-%2-more").arg(numbers.front()).arg(ids.size() - 1);
   QSettings settings;
   const QString suggested = QDir(settings.value("export/folder", QDir::homePath()).toString())
-                                .filePath(QStringLiteral("ampwb-report-%1.html").arg(ids.front()));
-  const QString file = choose_save_file(this, tr("Save report"), suggested, tr("HTML (*.html)"));
+                                .filePath(QStringLiteral("ampwb-report-%1.html").arg(named));
+  const QString title = ids.size() == 1 ? tr("Save the report of run %1").arg(ids.front())
+                                        : tr("Save the report of runs %1 (against %2)")
+                                              .arg(numbers.mid(0, 6).join(", ") + (ids.size() > 6 ? ", ..." : ""))
+                                              .arg(ids.front());
+  const QString file = choose_save_file(this, title, suggested, tr("HTML (*.html)"));
   if (file.isEmpty()) return;
   settings.setValue("export/folder", QFileInfo(file).absolutePath());
   try {
