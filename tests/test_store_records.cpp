@@ -592,6 +592,11 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EXPECT_EQ(row(c, "seed").values[0], "18364758544493064720");  // all 64 bits
   EXPECT_EQ(row(c, "(device)").values[0], "cpu (oneDNN)");
   expect_contains(row(c, "speed-up vs run 4").note, "only timing them in alternation (a sweep run here) evens out");
+  // An image size left to the data ("auto", stored as 0) is said with the size it came to.
+  std::vector<ComparedRun> sized = runs;
+  sized[0].record.config.image_size = 0;
+  sized[0].record.image_size = 28;
+  EXPECT_EQ(row(compare_runs(sized), "image_size").values[0], "auto (28 px)");
   // A run alone has no speed-up row: nothing to be faster than.
   for (const CompareRow& r : compare_runs({runs[0]}).rows) EXPECT_FALSE(r.label.starts_with("speed-up")) << r.label;
   // The processes each run trained on, with the launcher and the batch of all of them together.
