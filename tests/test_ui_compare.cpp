@@ -696,6 +696,10 @@ class CompareRuns : public QObject {
     QVERIFY(!action("resumeAction")->isEnabled());
     QCOMPARE(tooltip_text(action("resumeAction")->toolTip()),
              QString("Run %1 ('bf16 seed 1') finished: there is nothing to resume").arg(bf16_seed1_));
+    // The Run menu's Resume follows it.
+    auto* resume_menu = w.findChild<QAction*>("resumeMenuAction");
+    QVERIFY(resume_menu && !resume_menu->isEnabled());
+    QCOMPARE(tooltip_text(resume_menu->toolTip()), tooltip_text(action("resumeAction")->toolTip()));
     runs->set_filter("bf16");
     QCOMPARE(runs->proxy()->rowCount(), 1);
     runs->set_filter("");

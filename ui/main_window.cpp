@@ -263,7 +263,18 @@ void MainWindow::build_menus() {
     else
       show_status(tr("Select one stopped or interrupted run in the Runs view"), 5000);
   });
-  resume->setEnabled(read_only_.isEmpty());
+  resume->setObjectName("resumeMenuAction");
+  // Enabled as the Runs tab's Resume is, for the run selected there: a finished run has nothing to resume.
+  if (const QAction* in_view = runs_view_->findChild<QAction*>("resumeAction")) {
+    const auto follow = [resume, in_view] {
+      resume->setEnabled(in_view->isEnabled());
+      resume->setToolTip(in_view->toolTip());
+    };
+    connect(in_view, &QAction::changed, resume, follow);
+    follow();
+  } else {
+    resume->setEnabled(read_only_.isEmpty());
+  }
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   // Ctrl+1 to Ctrl+4 in the tabs' order.

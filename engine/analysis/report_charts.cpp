@@ -162,8 +162,8 @@ std::string svg_heat_map(const std::vector<LayerNumerics>& records, bool fp16) {
   const Band bands[] = {
       {"#b2182b", "overflow or inf/NaN"}, {"#ef8a62", "under 2"}, {"#fddbc7", "2 to 6"}, {"#d1e5f0", "6 or more"}};
   std::string caption = std::string("<figcaption class=\"caption\">") +
-                        (fp16 ? "" : "What FP16 would face (this run does not compute in FP16): ") +
-                        "each cell is the headroom of a layer's largest activation (rows) below FP16's largest value, "
+                        (fp16 ? "Each" : "What FP16 would face (this run does not compute in FP16): each") +
+                        " cell is the headroom of a layer's largest activation (rows) below FP16's largest value, "
                         "65,504, in powers of two, at the last probed step of each epoch (columns); "
                         "the fewer, the closer to overflow. Colours: ";
   for (size_t i = 0; i < std::size(bands); ++i)
