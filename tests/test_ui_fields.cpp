@@ -156,7 +156,7 @@ class FieldsKeepWhatWasTyped : public QObject {
     w.setup()->set_dataset_path(copied);
     QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")
                                  ->text()
-                                 .contains("; 1 file(s) skipped, each named in "
+                                 .contains("; 1 file skipped, named in "
                                            "the report below"),
                              60000);
   }

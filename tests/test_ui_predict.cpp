@@ -163,7 +163,9 @@ class PredictImages : public QObject {
     // The class column fits the classes, not the reason that spans it and the next two.
     QVERIFY(bad.table()->columnWidth(1) < bad.table()->fontMetrics().horizontalAdvance(why) / 2);
     const QString summary = bad.findChild<QLabel*>("predictSummary")->text();
-    // The one reason is said whole above the table too, and in its row's tooltip, where the row may cut it.
+    // The image classified is counted apart from the file that could not be read; the one reason is said whole
+    // above the table too, and in its row's tooltip, where the row may cut it.
+    QVERIFY2(summary.startsWith("1 image classified by run "), qPrintable(summary));
     QVERIFY2(summary.contains("; 1 could not be read: " + why.mid(QString("not classified: ").size())),
              qPrintable(summary));
     const QString tooltip = bad.table()->item(1, 1)->toolTip().replace(QChar::Nbsp, ' ');

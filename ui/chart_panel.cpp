@@ -452,7 +452,9 @@ void ChartPanel::update_skipped_note() {
     skipped_note_->setToolTip(
         tr("With dynamic loss scaling, a step whose gradients overflow (inf/NaN) is skipped and the scale halved."));
   } else {
-    skipped_note_->setText(tr("■ %1 skipped step(s), %2 in the first 50: overflows").arg(total).arg(early));
+    skipped_note_->setText((total == 1
+                                ? tr("■ 1 skipped step, %1 in the first 50: an overflow").arg(early)
+                                : tr("■ %1 skipped steps, %2 in the first 50: overflows").arg(total).arg(early)));
     skipped_note_->setToolTip(
         tr("Gradients overflowed (inf/NaN), so the optimizer step was skipped and the scale backed off. The first "
            "steps usually overflow while the scale calibrates: expected. Many later ones mean the scale keeps hitting "

@@ -87,7 +87,9 @@ PredictDialog::PredictDialog(const RunStore& store, int64_t run, const QStringLi
   }
   progress_->setRange(0, static_cast<int>(paths_.size()));
   progress_->setValue(0);
-  summary_->setText(tr("Classifying %n image(s) with run %1's final weights…", nullptr, int(paths_.size())).arg(run));
+  summary_->setText(paths_.size() == 1
+                        ? tr("Classifying 1 image with run %1's final weights…").arg(run)
+                        : tr("Classifying %1 images with run %2's final weights…").arg(paths_.size()).arg(run));
   try {
     worker_ = std::thread([this, weights = std::move(weights)]() mutable { classify(std::move(weights)); });
   } catch (const std::system_error& e) {
@@ -165,11 +167,11 @@ void PredictDialog::finish(const QString& error) {
     table_->setItem(unreadable_rows_[i], 1, item);
     table_->setSpan(unreadable_rows_[i], 1, 1, 3);
   }
+  // The images classified: one that could not be read is counted apart, below.
+  const size_t classified = paths_.size() - unreadable_rows_.size();
   QString summary =
-      tr("%n image(s), run %1's final weights in FP32 (%2 classes, %3 px)", nullptr, static_cast<int>(paths_.size()))
-          .arg(run_)
-          .arg(classes_.size())
-          .arg(image_size_);
+      (classified == 1 ? tr("1 image classified") : tr("%1 images classified").arg(classified)) +
+      tr(" by run %1's final weights in FP32 (%2 classes, %3 px)").arg(run_).arg(classes_.size()).arg(image_size_);
   if (!folder_.isEmpty()) summary += tr("; the images below %1").arg(folder_);  // the rows name them from there
   if (!left_out_.empty()) {  // a folder's GIFs or notes, not to be taken for classified
     QStringList names;

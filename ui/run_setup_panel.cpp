@@ -720,7 +720,8 @@ void RunSetupPanel::show_inspection(const InspectResult& r) {
                                : tr("✘ %1").arg(r.problem);
   // Files passed over are said where the eye falls, not only at the end of the report below.
   if (r.trainable && r.skipped > 0)
-    status += tr("; %n file(s) skipped, each named in the report below", nullptr, static_cast<int>(r.skipped));
+    status += r.skipped == 1 ? tr("; 1 file skipped, named in the report below")
+                             : tr("; %1 files skipped, each named in the report below").arg(r.skipped);
   dataset_status_->setText(status);
   set_dataset_problem(r.trainable ? QString() : r.problem);
   Q_EMIT dataset_inspected(r);

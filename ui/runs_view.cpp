@@ -384,9 +384,11 @@ void RunsView::tag_selected() {
   const auto ids = selected_ids();
   if (ids.empty()) return;
   bool ok = false;
-  const QString tag = QInputDialog::getText(
-      this, tr("Tag"), tr("Tag to add (prefix with - to remove it) to %n run(s)", nullptr, int(ids.size())),
-      QLineEdit::Normal, {}, &ok);
+  const QString tag =
+      QInputDialog::getText(this, tr("Tag"),
+                            ids.size() == 1 ? tr("Tag to add (prefix with - to remove it) to 1 run")
+                                            : tr("Tag to add (prefix with - to remove it) to %1 runs").arg(ids.size()),
+                            QLineEdit::Normal, {}, &ok);
   if (!ok || tag.trimmed().isEmpty()) return;
   for (int64_t id : ids) {
     const QString t = tag.trimmed();
