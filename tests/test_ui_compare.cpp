@@ -859,7 +859,15 @@ class CompareRuns : public QObject {
     remove->trigger();
     QVERIFY2(asked.startsWith("Delete this run, everything recorded about it and its final weights?"),
              qPrintable(asked));
-    QVERIFY2(asked.contains("Any checkpoint files it wrote stay on disk"), qPrintable(asked));
+    // Its checkpoint went when it finished: nothing is said of checkpoint files. One on disk is said to stay.
+    QVERIFY2(!asked.contains("checkpoint"), qPrintable(asked));
+    const QString kept = dir_.filePath("kept-checkpoint.ampwb");
+    QFile(kept).open(QIODevice::WriteOnly);
+    RunStore(db.toStdString()).add_checkpoint(id, {1, 2, kept.toStdString()});
+    remove->trigger();
+    QVERIFY2(asked.contains("1 checkpoint file stays on disk, though nothing resumes from it once its run is "
+                            "deleted."),
+             qPrintable(asked));
     QCOMPARE(runs->model()->rowCount(), 1);  // declined: still there
     // The Delete key in the table asks the same; Enter opens the run.
     w.show();

@@ -21,6 +21,7 @@
 #include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <filesystem>
 
 #include "export_model_dialog.h"
 #include "file_dialogs.h"
@@ -451,11 +452,25 @@ void RunsView::delete_selected() {
           : (weights ? tr("Delete these %1 runs, everything recorded about them and their final weights?\n\n%2")
                      : tr("Delete these %1 runs and everything recorded about them?\n\n%2"))
                 .arg(ids.size());
-  question = question.arg(names.join("\n")) +
-             (ids.size() == 1 ? tr("\n\nAny checkpoint files it wrote stay on disk, though nothing resumes from them "
-                                   "once it is deleted.")
-                              : tr("\n\nAny checkpoint files they wrote stay on disk, though nothing resumes from "
-                                   "them once their runs are deleted."));
+  // The checkpoint files still on disk stay there (a store's copy or a sweep point may share them): said where
+  // there are some, with how many.
+  int checkpoint_files = 0;
+  try {
+    for (int64_t id : ids)
+      for (const CheckpointInfo& c : store_.checkpoints(id)) {
+        std::error_code ec;
+        checkpoint_files += std::filesystem::exists(c.path, ec) ? 1 : 0;
+      }
+  } catch (const std::exception&) {  // the delete itself says what the store could not do
+  }
+  question = question.arg(names.join("\n"));
+  if (checkpoint_files > 0)
+    question += checkpoint_files == 1
+                    ? tr("\n\n1 checkpoint file stays on disk, though nothing resumes from it once its run is "
+                         "deleted.")
+                    : tr("\n\n%1 checkpoint files stay on disk, though nothing resumes from them once their runs "
+                         "are deleted.")
+                          .arg(checkpoint_files);
   if (!confirm(question)) return;
   for (int64_t id : ids) {
     const QString error = remove(id);
