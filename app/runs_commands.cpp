@@ -39,6 +39,13 @@ struct RunsOptions {
   bool json = false;
 };
 
+// "baseline, bf16": a run's tags as the workbench's Tags column shows them.
+std::string join_tags(const std::vector<std::string>& tags) {
+  std::string out;
+  for (const std::string& t : tags) out += (out.empty() ? "" : ", ") + t;
+  return out;
+}
+
 int runs_command(const RunsOptions& options) {
   const bool as_json = options.json;
   const std::string& status = options.status;
@@ -55,12 +62,19 @@ int runs_command(const RunsOptions& options) {
   RunStore store(path, RunStore::Mode::Existing);
   json list = json::array();
   Table table({"ID", "NAME", "CREATED (UTC)", "STATUS", "DEPTH", "PRECISION", "DEVICE", "BEST VAL", "EPOCHS", "TIME",
-               "RESUME", "WEIGHTS"},
-              {true, false, false, false, true, false, false, true, true, true, false, false});
+               "RESUME", "WEIGHTS", "TAGS"},
+              {true, false, false, false, true, false, false, true, true, true, false, false, false});
+  // A tag matches whatever its case, as the workbench's filter matches it.
+  const auto same_tag = [](const std::string& a, const std::string& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); });
+  };
   size_t shown = 0;
   for (const RunRecord& r : store.runs()) {
     if (!status.empty() && status != run_status_words(r.status)) continue;
-    if (!tag.empty() && std::find(r.tags.begin(), r.tags.end(), tag) == r.tags.end()) continue;
+    if (!tag.empty() &&
+        std::none_of(r.tags.begin(), r.tags.end(), [&](const std::string& t) { return same_tag(t, tag); }))
+      continue;
     const RunSummary s = summarize(r, store.epochs(r.id));
     const bool resumable = store.resumable(r.id);
     ++shown;
@@ -78,7 +92,7 @@ int runs_command(const RunsOptions& options) {
                  r.device.name() + (r.info.world_size > 1 ? " × " + std::to_string(r.info.world_size) : ""),
                  s.epochs_completed && r.info.validation_images > 0 ? percent_text(s.best_validation_accuracy) : "-",
                  std::to_string(s.epochs_completed) + "/" + std::to_string(r.epochs), duration_text(s.total_seconds),
-                 resumable ? "yes" : "", final_weights_state(r)});
+                 resumable ? "yes" : "", final_weights_state(r), join_tags(r.tags)});
     }
   }
   if (as_json) {
@@ -613,7 +627,7 @@ void add_run_commands(CLI::App& app, Invocation& invocation) {
       ->transform(
           [](std::string word) { return word == "cancelled" ? std::string("stopped") : word; })  // --json's word
       ->check(CLI::IsMember({"running", "finished", "failed", "stopped", "interrupted"}).description(""));
-  runs->add_option("--tag", runs_options->tag, "only runs with this tag")->type_name("TAG");
+  runs->add_option("--tag", runs_options->tag, "only runs with this tag, whatever its case")->type_name("TAG");
   runs->add_flag("--json", runs_options->json, "as JSON (for scripts)");
   add_db_option(runs, runs_options->db);
   run_on_parse(runs, invocation, runs_options, runs_command);

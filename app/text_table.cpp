@@ -35,6 +35,7 @@ void Table::print(const char* indent) const {
       line += right ? pad + row[i] : row[i] + (i + 1 < row.size() ? pad : "");
       if (i + 1 < row.size()) line += "  ";
     }
+    line.erase(line.find_last_not_of(' ') + 1);  // a row whose last cells are empty ends with its last word
     std::printf("%s\n", line.c_str());
   }
 }

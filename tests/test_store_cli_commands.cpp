@@ -479,6 +479,10 @@ TEST(StoreCli, ShowKeepsANotesLinesTogetherAndTagSaysWhatItChanged) {
   EXPECT_EQ(two.status, 1);
   expect_contains(two.output, "a tag cannot hold ',' or ';'");
   expect_contains(ampwb({"show", "1", "--db", db}).output, "  tags       keeper\n");
+  // The list shows the tags, and finds a run by its tag whatever the case typed, as the workbench's filter does.
+  const Result listed = ampwb({"runs", "--tag", "KEEPER", "--db", db});
+  expect_contains(listed.output, "TAGS\n");
+  expect_contains(listed.output, "  keeper\n");
   // The configuration keeps the name the run was trained with; renamed since, it says what the run is named now.
   std::vector<std::string> named = tiny_training(db, 1, 2);
   named.insert(named.end(), {"--name", "first"});
