@@ -1,6 +1,7 @@
 // ampwb explain RUN [BASELINE]: the run's diagnosis (analysis/diagnosis.h), as text or --json.
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "analysis/diagnosis.h"
@@ -18,6 +19,22 @@ struct ExplainOptions {
 std::string describe(const RunRecord& r) {
   return "run " + std::to_string(r.id) + " (" + printable(r.name) + "): " + r.precision_name() + ", ResNet-" +
          std::to_string(r.depth) + ", batch " + std::to_string(r.batch_size) + ", on " + printable(r.backend);
+}
+
+// A finished FP32 run of the same work as `run` (depth, batch, image size, data, device), if the store has one: of
+// its seed and epochs where one is, else the latest.
+std::optional<RunRecord> fp32_run_like(const RunStore& store, const RunRecord& run) {
+  std::optional<RunRecord> found;
+  int best = -1;
+  for (const RunRecord& r : store.runs()) {
+    if (r.id == run.id || r.status != RunStatus::Finished || r.precision_name() != "fp32" || r.depth != run.depth ||
+        r.batch_size != run.batch_size || r.image_size != run.image_size || r.dataset_path != run.dataset_path ||
+        r.device.name() != run.device.name())
+      continue;
+    const int alike = 2 * (r.config.seed == run.config.seed) + (r.epochs == run.epochs);
+    if (alike >= best) found = r, best = alike;
+  }
+  return found;
 }
 
 int explain_command(const ExplainOptions& options) {
@@ -41,16 +58,22 @@ int explain_command(const ExplainOptions& options) {
   }
   std::printf("%s\n", describe(run.run).c_str());
   if (baseline) std::printf("baseline: %s\n", describe(baseline->run).c_str());
-  if (findings.empty()) {
+  if (findings.empty())
     std::printf("\nno findings: none of the %zu rules fired on what this run recorded\n", diagnosis_rules().size());
-    return 0;
-  }
   for (size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
     std::printf("\n%zu. [%s] %s\n", i + 1, severity_name(f.severity), printable(f.title).c_str());
     std::printf("   evidence: %s\n", printable(f.evidence).c_str());
     std::printf("   try:      %s\n", printable(f.action).c_str());
   }
+  // The speed is explained against a baseline only: where the store holds an FP32 run of the same work, said.
+  if (!baseline && run.run.precision_name() != "fp32")
+    if (const std::optional<RunRecord> fp32 = fp32_run_like(store, run.run))
+      std::printf(
+          "\nwhy it is or is not faster than FP32: ampwb explain %lld %lld (run %lld, '%s', is FP32 with the "
+          "same model, batch, images and device)\n",
+          static_cast<long long>(run.run.id), static_cast<long long>(fp32->id), static_cast<long long>(fp32->id),
+          printable(fp32->name).c_str());
   return 0;
 }
 

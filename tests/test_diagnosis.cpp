@@ -658,6 +658,37 @@ TEST(MachineLoad, AComparisonFlagsTheRunTrainedBesideABusyProcess) {
   expect_contains(html, "<p class=\"warning\">timings unreliable: ");
 }
 
+// Explained alone, a low-precision run whose FP32 run of the same work is in the store names it as the baseline to
+// explain its speed against: the one of its seed, not merely the latest.
+TEST(Explain, ARunAloneNamesTheFp32RunToExplainItsSpeedAgainst) {
+  TempDir dir("explain_alone");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<int64_t> ids;
+  {
+    RunStore store(db);
+    RunInfo info;
+    info.image_size = 16;
+    for (const auto& [mode, seed] :
+         std::vector<std::pair<std::string, uint64_t>>{{"fp32", 0}, {"amp-bf16", 0}, {"fp32", 1}, {"amp-bf16", 1}}) {
+      TrainConfig c;
+      c.name = mode + " " + std::to_string(seed);
+      c.data_dir = "/data/stripes";
+      c.precision = precision_preset(mode);
+      c.seed = seed;
+      ids.push_back(store.begin_run(c, info, ""));
+      store.end_run(ids.back(), {RunStatus::Finished, "", ""}, {}, 1.0);
+    }
+  }
+  const Result alone = ampwb({"explain", std::to_string(ids[1]), "--db", db});
+  ASSERT_EQ(alone.status, 0) << alone.output;
+  expect_contains(alone.output, "why it is or is not faster than FP32: ampwb explain " + std::to_string(ids[1]) + " " +
+                                    std::to_string(ids[0]) + " (run " + std::to_string(ids[0]) + ", 'fp32 0', is FP32");
+  const Result fp32 = ampwb({"explain", std::to_string(ids[2]), "--db", db});
+  EXPECT_EQ(fp32.output.find("faster than FP32"), std::string::npos) << fp32.output;
+  const Result against = ampwb({"explain", std::to_string(ids[3]), std::to_string(ids[2]), "--db", db});
+  EXPECT_EQ(against.output.find("faster than FP32: ampwb"), std::string::npos) << against.output;
+}
+
 TEST_F(Diagnosis, AmpwbExplainPrintsTheFindingsAsTextAndJson) {
   const std::string run = std::to_string(fp16_with_clipping().run.id), base = std::to_string(healthy().run.id);
   const Result text = ampwb({"explain", run, base, "--db", db()});
