@@ -335,7 +335,7 @@ __global__ void softmax_cross_entropy_rows(const float* logits, const int32_t* l
   float local_max = -INFINITY, local_other = -INFINITY;  // over every class; over the classes but the label
   for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
     local_max = fmaxf(local_max, z[k]);
-    if (k != label) local_other = fmaxf(local_other, z[k]);
+    if (k != label) local_other = fmaxf(local_other, isnan(z[k]) ? INFINITY : z[k]);  // fmaxf drops a NaN
   }
   __shared__ float shared_max;
   __shared__ double shared_log_sum;  // in double: a float log-sum-exp loses 6e-5 of the softmax at logits near 1e3
