@@ -88,7 +88,7 @@ struct Machine {
 
 inline Machine this_machine(const Setup& s = {}) {
   CpuBackend backend({s.threads});
-  const std::string d = backend.description();  // "cpu (oneDNN 2.6.3, avx2, 2 threads)"
+  const std::string d = backend.description();  // "cpu (AMD EPYC, oneDNN 2.6.3, avx2, 2 threads)"
   const size_t at = d.find("oneDNN "), end = d.find(',', at);
   const Capabilities caps = backend.capabilities();
   return {backend.isa(), at == std::string::npos ? "" : d.substr(at, end - at), caps.bf16.native, caps.device_name};

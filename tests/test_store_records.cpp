@@ -449,6 +449,21 @@ TEST(RunResume, OnAnotherDeviceTheRunSaysWhereItsEpochTimesChange) {
             "resumed at epoch 3 on cpu (oneDNN 2.6.3, avx512_core_bf16, 4 threads), after running on "
             "cpu (oneDNN 2.6.3, avx512_core_bf16, 2 threads): its epoch times from epoch 3 on are "
             "that device's");
+
+  // A description that names the CPU's model, where the run's earlier one did not (recorded before descriptions
+  // named it), is the same device; another model is another.
+  store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, 3.0);
+  RunInfo named = more;
+  named.first_epoch = 4;
+  named.backend_description = "cpu (AMD EPYC, oneDNN 2.6.3, avx512_core_bf16, 4 threads)";
+  store.reopen_run(id, named, config_named("threads"));
+  EXPECT_EQ(store.run(id).info.notes.size(), 1u) << "resumed on the same CPU, now named";
+  store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, 4.0);
+  RunInfo other = named;
+  other.first_epoch = 5;
+  other.backend_description = "cpu (Intel Xeon, oneDNN 2.6.3, avx512_core_bf16, 4 threads)";
+  store.reopen_run(id, other, config_named("threads"));
+  EXPECT_EQ(store.run(id).info.notes.size(), 2u) << "resumed on another CPU";
 }
 
 TEST(RunResume, RefusesAFolderWhoseFilesDifferAndRecordsAMovedOne) {

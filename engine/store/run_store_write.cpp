@@ -19,8 +19,20 @@ std::string host_name() {
   return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string();
 }
 
-// The device that ran, from a backend description such as "cpu (oneDNN 2.6.3, avx512_core, 2 threads)" or
-// "cuda:0 (NVIDIA H200, ...)"; the one asked for where the description does not say (a test's backend).
+// Whether two backend descriptions name one device. A CPU's names its model ("cpu (AMD EPYC, oneDNN ..."), where
+// runs recorded before it did (or on a CPU whose model /proc does not give) start "cpu (oneDNN": the rest decides.
+bool same_device(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const std::string unnamed = "cpu (oneDNN ";
+  const auto without_model = [](const std::string& d) {
+    const size_t at = d.find(", oneDNN ");
+    return d.rfind("cpu (", 0) == 0 && at != std::string::npos ? "cpu (" + d.substr(at + 2) : d;
+  };
+  return (a.rfind(unnamed, 0) == 0 || b.rfind(unnamed, 0) == 0) && without_model(a) == without_model(b);
+}
+
+// The device that ran, from a backend description such as "cpu (AMD EPYC, oneDNN 2.6.3, avx512_core, 2 threads)"
+// or "cuda:0 (NVIDIA H200, ...)"; the one asked for where the description does not say (a test's backend).
 DeviceChoice device_of(const std::string& backend, DeviceChoice asked) {
   const std::optional<DeviceChoice> ran = DeviceChoice::parse(backend.substr(0, backend.find_first_of(" (")));
   if (ran && ran->kind != DeviceChoice::Kind::Auto) return *ran;
@@ -190,15 +202,16 @@ void RunStore::reopen_owned(const RunRecord& run, const RunInfo& info, const Tra
   // its epoch times change where it resumed: the run says so, and describes the device its later epochs run on.
   std::vector<std::string> notes = info.notes;
   const std::string& before = run.info.backend_description;
-  const bool other_device = !before.empty() && before != info.backend_description;
-  if (other_device) {
+  const bool described_otherwise = !before.empty() && before != info.backend_description;
+  if (described_otherwise && !same_device(before, info.backend_description))
     notes.push_back("resumed at epoch " + std::to_string(info.first_epoch) + " on " + info.backend_description +
                     ", after running on " + before + ": its epoch times from epoch " +
                     std::to_string(info.first_epoch) + " on are that device's");
+  if (described_otherwise) {  // the device as it is described now, a change or the same one named more fully
     SqlStatement backend(*db_, "UPDATE runs SET backend = ? WHERE id = ?");
     backend.bind(1, info.backend_description).bind(2, run_id).run_deferred();
   }
-  append_notes(run_id, notes, false, other_device ? info.backend_description : std::string());
+  append_notes(run_id, notes, false, described_otherwise ? info.backend_description : std::string());
   for (const char* table : {"epochs", "histograms", "run_details"}) {
     SqlStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");
     forget.bind(1, run_id).bind(2, info.first_epoch).run_deferred();

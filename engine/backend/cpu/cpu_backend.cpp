@@ -130,8 +130,9 @@ std::string CpuBackend::description() const {
   const dnnl_version_t* v = dnnl_version();
   std::ostringstream out;
   // The CPU's model first, as a GPU's description names the GPU: runs and reports say which machine timed them.
-  out << "cpu (" << cpu_model_name() << ", oneDNN " << v->major << '.' << v->minor << '.' << v->patch << ", " << isa() << ", " << threads_
-      << (threads_ == 1 ? " thread" : " threads");
+  const std::string model = cpu_model_name();
+  out << "cpu (" << (model == "unknown CPU" ? "" : model + ", ") << "oneDNN " << v->major << '.' << v->minor << '.'
+      << v->patch << ", " << isa() << ", " << threads_ << (threads_ == 1 ? " thread" : " threads");
   if (winograd_) out << ", FP32 3x3 convolutions by Winograd F(2x2,3x3)";
   // The rules of `auto` are said as rules: which convolutions they take depends on the run's precision and shapes,
   // and this line is the same for every run of one setting, so that runs compare by it.
