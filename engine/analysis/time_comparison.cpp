@@ -77,13 +77,18 @@ EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
   double gpu_timed = 0, gpu_mhz = 0, gpu_max_mhz = 0;    // over the epochs that read their GPU
   int gpu_others = -1;                                   // the most other processes any epoch saw on it
   // The load of every epoch, the first's included: the run's epoch times and total time hold it too, and a slow
-  // first epoch beside other work must not be said to have trained on a quiet machine.
-  for (const EpochTimes& e : epochs)
+  // first epoch beside other work (on the CPU or the GPU) must not be said to have trained on a quiet machine.
+  for (const EpochTimes& e : epochs) {
+    const double n = static_cast<double>(e.steps);
     if (e.load.known()) {
-      const double n = static_cast<double>(e.steps);
       loaded += n;
       other_cpu += n * e.load.other_cpu, steal += n * std::max(0.0, e.load.steal), mhz += n * e.load.cpu_mhz;
     }
+    if (e.load.gpu_mhz > 0) {
+      gpu_timed += n, gpu_mhz += n * e.load.gpu_mhz, gpu_max_mhz = std::max(gpu_max_mhz, e.load.gpu_max_mhz);
+      gpu_others = std::max(gpu_others, e.load.gpu_other_processes);
+    }
+  }
   const size_t first = epochs.size() > 1 ? 1 : 0;
   for (size_t i = first; i < epochs.size(); ++i) {
     const EpochTimes& e = epochs[i];
@@ -98,10 +103,6 @@ EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs) {
     mean.host_waits += e.host_waits;
     mean.replayed += e.replayed;
     if (!e.why_not_captured.empty()) mean.why_not_captured = e.why_not_captured;
-    if (e.load.gpu_mhz > 0) {
-      gpu_timed += n, gpu_mhz += n * e.load.gpu_mhz, gpu_max_mhz = std::max(gpu_max_mhz, e.load.gpu_max_mhz);
-      gpu_others = std::max(gpu_others, e.load.gpu_other_processes);
-    }
   }
   mean.divide_by_steps();
   if (loaded > 0) mean.load = {other_cpu / loaded, steal / loaded, mhz / loaded};

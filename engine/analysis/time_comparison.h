@@ -16,7 +16,7 @@
 namespace ampwb {
 
 // The mean over a run's epochs, weighted by their timed steps; the first epoch is left out when there are more
-// (it warms caches and the loader). steps = 0 when nothing was timed. The machine's CPU load is the mean of every
+// (it warms caches and the loader). steps = 0 when nothing was timed. The machine's load is the mean of every
 // epoch that recorded it, the first's included, as the run's epoch times include it.
 EpochTimes mean_epoch_times(const std::vector<EpochTimes>& epochs);
 
