@@ -5,6 +5,7 @@
 #include <string>
 
 #include "analysis/diagnosis.h"
+#include "analysis/run_speed.h"
 #include "commands.h"
 #include "store/run_store.h"
 
@@ -21,15 +22,15 @@ std::string describe(const RunRecord& r) {
          std::to_string(r.depth) + ", batch " + std::to_string(r.batch_size) + ", on " + printable(r.backend);
 }
 
-// A finished FP32 run of the same work as `run` (depth, batch, image size, data, device), if the store has one: of
-// its seed and epochs where one is, else the latest.
+// A finished FP32 run of the same work in the same place as `run` (work_difference: model, images, batch,
+// processes, device, threads, host) on the same data, if the store has one: of its seed and epochs where one is,
+// else the latest.
 std::optional<RunRecord> fp32_run_like(const RunStore& store, const RunRecord& run) {
   std::optional<RunRecord> found;
   int best = -1;
   for (const RunRecord& r : store.runs()) {
-    if (r.id == run.id || r.status != RunStatus::Finished || r.precision_name() != "fp32" || r.depth != run.depth ||
-        r.batch_size != run.batch_size || r.image_size != run.image_size || r.dataset_path != run.dataset_path ||
-        r.device.name() != run.device.name())
+    if (r.id == run.id || r.status != RunStatus::Finished || r.precision_name() != "fp32" ||
+        r.dataset_path != run.dataset_path || !work_difference(r, run).empty())
       continue;
     const int alike = 2 * (r.config.seed == run.config.seed) + (r.epochs == run.epochs);
     if (alike >= best) found = r, best = alike;
@@ -71,7 +72,7 @@ int explain_command(const ExplainOptions& options) {
     if (const std::optional<RunRecord> fp32 = fp32_run_like(store, run.run))
       std::printf(
           "\nwhy it is or is not faster than FP32: ampwb explain %lld %lld (run %lld, '%s', is FP32 with the "
-          "same model, batch, images and device)\n",
+          "same work on the same machine)\n",
           static_cast<long long>(run.run.id), static_cast<long long>(fp32->id), static_cast<long long>(fp32->id),
           printable(fp32->name).c_str());
   return 0;
