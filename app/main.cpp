@@ -96,16 +96,16 @@ std::vector<std::string> words_of(const std::string& name) {
 
 // The option of `app` that `given` (an unknown "--name") most likely meant: one a typo or two away, or one whose
 // words each begin the other's (--max-validation-images for --max-val-images); for a letter ("-o", as other tools
-// spell --out), the one option taking a value that begins with it; "" where none or several do.
+// spell --out), the one option taking a value that begins with it, else the one flag; "" where none or several do.
 std::string meant_option(const CLI::App& app, const std::string& given) {
   const bool letter = given.size() == 2 && given[0] == '-' && given[1] != '-';
   if (!given.starts_with("--") && !letter) return "";
   const std::string name = given.substr(letter ? 1 : 2);
-  std::vector<std::string> close;
+  std::vector<std::string> close, flags;
   for (const CLI::Option* option : app.get_options())
     for (const std::string& known : option->get_lnames()) {
-      if (letter) {  // one taking a value, as "-o FILE" does elsewhere
-        if (known.starts_with(name) && option->get_expected_min() > 0) close.push_back("--" + known);
+      if (letter) {  // one taking a value, as "-o FILE" does elsewhere; else a flag ("-r" for --remove)
+        if (known.starts_with(name)) (option->get_expected_min() > 0 ? close : flags).push_back("--" + known);
         continue;
       }
       const std::vector<std::string> a = words_of(name), b = words_of(known);
@@ -114,6 +114,7 @@ std::string meant_option(const CLI::App& app, const std::string& given) {
         abbreviated = !a[i].empty() && !b[i].empty() && (a[i].starts_with(b[i]) || b[i].starts_with(a[i]));
       if (abbreviated || edit_distance(name, known) <= 2) close.push_back("--" + known);
     }
+  if (close.empty()) close = flags;
   return close.size() == 1 ? close.front() : "";
 }
 
@@ -137,9 +138,10 @@ std::string usage_problem(const CLI::App& app, const CLI::ParseError& e) {
       const std::string meant = meant_option(**at, option);
       if (!meant.empty()) return "unknown option " + option + "; did you mean " + meant + "?";
       // A name or tag that begins with '-' reads as an option unless -- ends the options before it.
-      const bool takes_operands = !(*at)->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+      const bool operand =
+          word[1] != '-' && !(*at)->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
       return "unknown option " + option +
-             (takes_operands ? "; a value that begins with '-' goes last, after -- (... -- " + word + ")" : "");
+             (operand ? "; a value that begins with '-' goes last, after -- (... -- " + word + ")" : "");
     }
     if (!left_over && !needs_command) break;  // a missing option or operand, said by CLI11
     if (*at == &last && needs_command) {

@@ -57,6 +57,8 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
       {{"export", "chrt", "1"}, "unknown command 'chrt'; did you mean chart? (expected csv, chart or model)"},
       {{"rename", "1", "-x", "--db", db},
        "unknown option -x; a value that begins with '-' goes last, after -- (... -- -x)"},
+      {{"show", "1", "--frobnicate", "--db", db}, "unknown option --frobnicate (see ampwb show --help)"},
+      {{"tag", "1", "x", "-r", "--db", db}, "unknown option -r; did you mean --remove?"},
       {{"show", "--jsn=1", "1", "--db", db}, "unknown option --jsn"},
       {{"show", "1", "2", "--db", db}, "unexpected argument '2'"},
       {{"show", "--db", db}, "RUN is required"},
