@@ -64,10 +64,11 @@ int runs_command(const RunsOptions& options) {
   Table table({"ID", "NAME", "CREATED (UTC)", "STATUS", "DEPTH", "PRECISION", "DEVICE", "BEST VAL", "EPOCHS", "TIME",
                "RESUME", "WEIGHTS", "TAGS"},
               {true, false, false, false, true, false, false, true, true, true, false, false, false});
-  // A tag matches whatever its case, as the workbench's filter matches it.
+  // A tag matches whatever the case of its Latin letters, as the workbench's filter matches it.
   const auto same_tag = [](const std::string& a, const std::string& b) {
+    const auto lower = [](unsigned char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; };
     return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                      [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); });
+                      [&](unsigned char x, unsigned char y) { return lower(x) == lower(y); });
   };
   size_t shown = 0;
   for (const RunRecord& r : store.runs()) {
@@ -435,8 +436,9 @@ int show_command(const ShowOptions& options) {
     } else {
       std::printf("  validation                 none (the run had no validation images)\n");
     }
-    std::printf("  epochs                     %d of %d, mean %s, %.1f images/s\n", s.epochs_completed, r.epochs,
-                duration_text(s.mean_epoch_seconds).c_str(), s.mean_images_per_second);
+    std::printf("  epochs                     %d of %d, mean %s, %s images/s\n", s.epochs_completed, r.epochs,
+                duration_text(s.mean_epoch_seconds).c_str(),
+                std::isnan(s.mean_images_per_second) ? "-" : fixed_text(s.mean_images_per_second, 1).c_str());
     std::printf("  skipped steps              %lld   final loss scale %s   peak memory %s\n",
                 static_cast<long long>(s.skipped_steps), loss_scale_text(s.final_loss_scale, scaled).c_str(),
                 mebibytes_text(s.peak_bytes).c_str());

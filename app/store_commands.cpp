@@ -318,10 +318,10 @@ int store_copy_command(const StoreCopyOptions& options) {
   if (!result.renumbered.empty()) {
     std::string ids;
     for (size_t i = 0; i < result.renumbered.size() && i < 10; ++i)
-      ids += (i ? ", " : "") + std::to_string(result.renumbered[i].first) + " is " +
-             std::to_string(result.renumbered[i].second);
+      ids += (i ? ", " : "") + std::string("run ") + std::to_string(result.renumbered[i].first) + " is run " +
+             std::to_string(result.renumbered[i].second) + " there";
     if (result.renumbered.size() > 10) ids += " and " + std::to_string(result.renumbered.size() - 10) + " more";
-    std::printf("run ids there differ from the source's (each store numbers its own runs): %s\n", ids.c_str());
+    std::printf("run ids differ in the destination (each store numbers its own runs): %s\n", ids.c_str());
   }
   return 0;
 }

@@ -119,8 +119,8 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     c.rows.back().note =
         "the ratio of the runs' steady-state speeds; its 95% interval is a bootstrap over blocks of consecutive "
         "steps of both runs, and an interval that holds 1.0x is within their own step-to-step noise. The runs "
-        "trained one after the other: an interval without 1.0x can still be the machine's drift between their "
-        "times, which only timing them in alternation (a sweep run here) evens out";
+        "trained at different times or places: an interval without 1.0x can still be the machine's drift between "
+        "them, which only timing them in alternation (a sweep run here) evens out";
   }
   add("machine load while training", [&](size_t i) { return machine_load_text(loads[i].load); });
   // A sweep's speed-up, timed in alternation after its trainings: shown where a run and the baseline were timed so.

@@ -123,8 +123,10 @@ int64_t RunStore::resolve(const std::string& id_or_name) const {
         const auto c = static_cast<unsigned char>(text[i]);
         if (text.compare(i, middle_dot.size(), middle_dot) == 0)
           ++i;
-        else if (std::isalnum(c) || c >= 0x80)
-          out += static_cast<char>(std::tolower(c));
+        else if (c >= 0x80)  // a byte of another script's letter, as it is
+          out += static_cast<char>(c);
+        else if (std::isalnum(c))
+          out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
       }
       return out;
     };
