@@ -629,7 +629,7 @@ class ChartData : public QObject {
     QCOMPARE(t->item(0, 1)->background().color().rgb(), QColor(200, 200, 200).rgb());
     const QString tip = t->item(1, 0)->toolTip();
     QVERIFY2(tip.contains("fc (linear, 16 → 16 channels), epoch 1, step 3"), qPrintable(tip));
-    QVERIFY2(tip.contains("forward in f16, backward in f16, 3 cast(s)"), qPrintable(tip));
+    QVERIFY2(tip.contains("forward in f16, backward in f16, 3 casts"), qPrintable(tip));
     QVERIFY2(tip.contains("loss scale 1024"), qPrintable(tip));
 
     // The selector: the activation gradients' underflow, 10% and more red, none green.

@@ -400,7 +400,7 @@ class CompareRuns : public QObject {
     };
     // The save dialog names the runs the report holds, baseline first, in its title and its file.
     QString title, proposed;
-    QTimer::singleShot(0, [&] {
+    QTimer::singleShot(0, &w, [&] {
       if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
         title = dialog->windowTitle();
         proposed = dialog->selectedFiles().value(0);

@@ -257,24 +257,18 @@ void MainWindow::build_menus() {
                                         [this] { show_sweep_dialog(true); });
   run->addSeparator();
   QAction* resume = run->addAction(tr("&Resume the selected run"), this, [this] {
-    const auto ids = runs_view_->selected_ids();
-    if (ids.size() == 1)
-      resume_run_interactive(ids[0]);
-    else
-      show_status(tr("Select one stopped or interrupted run in the Runs view"), 5000);
+    if (const auto ids = runs_view_->selected_ids(); ids.size() == 1) resume_run_interactive(ids[0]);
   });
   resume->setObjectName("resumeMenuAction");
+  run->setToolTipsVisible(true);  // a disabled Resume says why
   // Enabled as the Runs tab's Resume is, for the run selected there: a finished run has nothing to resume.
-  if (const QAction* in_view = runs_view_->findChild<QAction*>("resumeAction")) {
-    const auto follow = [resume, in_view] {
-      resume->setEnabled(in_view->isEnabled());
-      resume->setToolTip(in_view->toolTip());
-    };
-    connect(in_view, &QAction::changed, resume, follow);
-    follow();
-  } else {
-    resume->setEnabled(read_only_.isEmpty());
-  }
+  const QAction* in_view = runs_view_->findChild<QAction*>("resumeAction");
+  const auto follow = [resume, in_view] {
+    resume->setEnabled(in_view->isEnabled());
+    resume->setToolTip(in_view->toolTip());
+  };
+  connect(in_view, &QAction::changed, resume, follow);
+  follow();
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   // Ctrl+1 to Ctrl+4 in the tabs' order.

@@ -46,7 +46,7 @@ QString tooltip(const LayerNumerics& n) {
   const double headroom = numerics_measure(n, NumericsMeasure::ActivationHeadroom);
   return QObject::tr(
              "%1 (%2, %3 → %4 channels), epoch %5, step %6\n"
-             "forward in %7, backward in %8, %9 cast(s)\n"
+             "forward in %7, backward in %8, %9\n"
              "activation headroom: %10 powers of two\n"
              "activation: %11\n"
              "activation gradient (× loss scale %12): %13\n"
@@ -57,7 +57,7 @@ QString tooltip(const LayerNumerics& n) {
              .arg(n.epoch)
              .arg(n.step)
              .arg(QString::fromStdString(n.forward_dtype), QString::fromStdString(n.backward_dtype))
-             .arg(n.casts)
+             .arg(n.casts == 1 ? QObject::tr("1 cast") : QObject::tr("%1 casts").arg(n.casts))
              .arg(std::isinf(headroom) ? QObject::tr("unbounded (all zero)") : QString::number(headroom, 'f', 2))
              .arg(range_text(n.activation))
              .arg(QString::fromStdString(number_text(n.loss_scale)))

@@ -457,10 +457,11 @@ void RunsView::delete_selected() {
   int checkpoint_files = 0;
   try {
     for (int64_t id : ids)
-      for (const CheckpointInfo& c : store_.checkpoints(id)) {
-        std::error_code ec;
-        checkpoint_files += std::filesystem::exists(c.path, ec) ? 1 : 0;
-      }
+      for (const CheckpointInfo& c : store_.checkpoints(id))
+        for (const std::string& file : {c.path, c.path + ".prev"}) {  // the one before it is kept beside it
+          std::error_code ec;
+          checkpoint_files += std::filesystem::exists(file, ec) ? 1 : 0;
+        }
   } catch (const std::exception&) {  // the delete itself says what the store could not do
   }
   question = question.arg(names.join("\n"));
