@@ -21,7 +21,8 @@ SweepSpeedUps sweep_speed_ups(const RunStore& store, const std::vector<SweepPoin
   for (const SweepPoint& p : points) {
     const auto at = std::find(out.timed->runs.begin(), out.timed->runs.end(), p.run_id);
     if (p.run_id == 0 || at == out.timed->runs.end()) continue;
-    const std::vector<double>& rounds = out.timed->images_per_second.at(static_cast<size_t>(at - out.timed->runs.begin()));
+    const std::vector<double>& rounds =
+        out.timed->images_per_second.at(static_cast<size_t>(at - out.timed->runs.begin()));
     if (std::find(seen.begin(), seen.end(), rounds) != seen.end()) continue;
     seen.push_back(rounds);
     if (p.index != first->index) out.others.push_back({p, out.of(p.run_id)});
