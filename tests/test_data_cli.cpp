@@ -112,7 +112,8 @@ TEST(DataCli, FlagsInAnyOrderAndAMisspeltFlagRefusedByName) {
        "ampwb dataset inspect: error: unknown option --jsn; did you mean --json? (see ampwb dataset inspect --help)"},
       {"dataset inspect", "DIR is required"},
       {"dataset", "ampwb dataset: error: needs a command: inspect, sample, bench-decode or bench-loader"},
-      {"dataset inspekt '" + data.str() + "'", "unknown command 'inspekt' (expected inspect, sample,"},
+      {"dataset inspekt '" + data.str() + "'",
+       "unknown command 'inspekt'; did you mean inspect? (expected inspect, sample,"},
       {"dataset bench-loader '" + data.str() + "' --split test", "--split: test not in {train,validation}"},
       {"dataset bench-decode --count lots", "--count: expects a whole number, got 'lots'"},
   };
