@@ -540,6 +540,20 @@ TEST(CudaLossScaler, DynamicScalingSkipsOverflowsAndUnscalesOnTheGpu) {
   }
 }
 
+// ---- Loss -------------------------------------------------------------------------------------------------------
+
+// A row with a NaN logit, the label's or another's, is no correct answer on the GPU either, as on the CPU
+// (Confusion.NaNLogitsAreNoCorrectAnswer).
+TEST(CudaLoss, NaNLogitsAreNoCorrectAnswer) {
+  SKIP_WITHOUT_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor logits = to_gpu(tensor_from_floats({nan, nan, nan, /**/ 1, nan, 0, /**/ 0, 4, 1}, {3, 3}));
+  const Tensor labels = to_gpu(tensor_from_floats({0, 0, 1}, {3}, DType::I32));
+  Tensor dlogits = Tensor::empty({3, 3}, DType::F32, Layout::NCHW, gpu().device());
+  gpu().softmax_cross_entropy(logits, labels, 0.0f, GradScale(1.0f), dlogits);
+  EXPECT_EQ(gpu().read_scalars().correct, 1) << "the third sample alone";
+}
+
 // ---- Device, memory, errors -------------------------------------------------------------------------------------
 
 TEST(CudaDevice, DescriptionMemoryAccountingAndOutOfMemory) {
