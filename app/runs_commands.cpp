@@ -382,14 +382,7 @@ int show_command(const ShowOptions& options) {
   std::printf("  recorded   by %s on %s (pid %lld)\n",
               r.versions.empty() ? r.ampwb_version.c_str() : r.versions.c_str(), r.host.empty() ? "?" : r.host.c_str(),
               static_cast<long long>(r.pid));
-  if (!r.tags.empty()) {
-    std::string tags;
-    for (const std::string& t : r.tags) {
-      if (!tags.empty()) tags += ", ";
-      tags += t;
-    }
-    std::printf("  tags       %s\n", tags.c_str());
-  }
+  if (!r.tags.empty()) std::printf("  tags       %s\n", join_tags(r.tags).c_str());
   if (!r.notes.empty()) {  // a note's later lines under its first, not at the margin
     std::string notes = r.notes;
     for (size_t at = notes.find('\n'); at != std::string::npos; at = notes.find('\n', at + 1))
