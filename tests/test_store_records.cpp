@@ -452,18 +452,19 @@ TEST(RunResume, OnAnotherDeviceTheRunSaysWhereItsEpochTimesChange) {
 
   // A description that names the CPU's model, where the run's earlier one did not (recorded before descriptions
   // named it), is the same device; another model is another.
-  store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, 3.0);
-  RunInfo named = more;
-  named.first_epoch = 4;
-  named.backend_description = "cpu (AMD EPYC, oneDNN 2.6.3, avx512_core_bf16, 4 threads)";
-  store.reopen_run(id, named, config_named("threads"));
-  EXPECT_EQ(store.run(id).info.notes.size(), 1u) << "resumed on the same CPU, now named";
-  store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, 4.0);
-  RunInfo other = named;
-  other.first_epoch = 5;
-  other.backend_description = "cpu (Intel Xeon, oneDNN 2.6.3, avx512_core_bf16, 4 threads)";
-  store.reopen_run(id, other, config_named("threads"));
-  EXPECT_EQ(store.run(id).info.notes.size(), 2u) << "resumed on another CPU";
+  // Stopped at the end of epoch `epoch`, then resumed on the device `description` names: the run's notes after.
+  const auto notes_resumed_on = [&](int epoch, const std::string& description) {
+    store.end_run(id, {RunStatus::Cancelled, "stopped"}, {}, epoch);
+    RunInfo resumed = more;
+    resumed.first_epoch = epoch + 1;
+    resumed.backend_description = description;
+    store.reopen_run(id, resumed, config_named("threads"));
+    return store.run(id).info.notes.size();
+  };
+  EXPECT_EQ(notes_resumed_on(3, "cpu (AMD EPYC, oneDNN 2.6.3, avx512_core_bf16, 4 threads)"), 1u)
+      << "resumed on the same CPU, now named";
+  EXPECT_EQ(notes_resumed_on(4, "cpu (Intel Xeon, oneDNN 2.6.3, avx512_core_bf16, 4 threads)"), 2u)
+      << "resumed on another CPU";
 }
 
 TEST(RunResume, RefusesAFolderWhoseFilesDifferAndRecordsAMovedOne) {
