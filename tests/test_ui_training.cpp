@@ -530,6 +530,48 @@ class TrainingThroughTheUi : public QObject {
     QVERIFY(!QSettings().value("window/state").toByteArray().isEmpty());
   }
 
+  // Runs and Compare read stored runs: the Run setup panel gives them its width and comes back with Training and
+  // Sweeps. Shown or hidden by the user, it stays so on that kind of tab, also in the next session.
+  void the_setup_panel_leaves_the_reading_tabs_their_width() {
+    const auto tab = [](MainWindow& w, int key) {
+      QTest::keyClick(&w, static_cast<Qt::Key>(Qt::Key_0 + key), Qt::ControlModifier);
+    };
+    const QString path = db("setup-panel");
+    {
+      MainWindow w(path);
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      auto* dock = child<QWidget>(w, "setupDock");
+      QVERIFY(dock->isVisible());
+      tab(w, 3);  // Compare
+      QVERIFY(!dock->isVisible());
+      tab(w, 4);  // Sweeps: a new sweep trains the panel's settings
+      QVERIFY(dock->isVisible());
+      tab(w, 2);  // Runs
+      QVERIFY(!dock->isVisible());
+      tab(w, 0);  // the user wants it beside the runs too
+      QVERIFY(dock->isVisible());
+      tab(w, 1);  // Training
+      tab(w, 0);  // and not beside the live charts
+      QVERIFY(!dock->isVisible());
+      tab(w, 3);
+      QVERIFY(dock->isVisible());
+      w.close();
+    }
+    MainWindow again(path);
+    again.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&again));
+    auto* dock = child<QWidget>(again, "setupDock");
+    QVERIFY(!dock->isVisible());
+    tab(again, 2);
+    QVERIFY(dock->isVisible());
+    tab(again, 0);  // as at first, for the tests after this one
+    tab(again, 1);
+    tab(again, 0);
+    QVERIFY(dock->isVisible());
+    again.close();
+  }
+
   // The optimizer's and the schedule's lists are their tables (core/choices.h): each row's title as the text and its
   // help as the tooltip; the row picked is what the configuration holds, and a configuration picks its row.
   void choice_lists_come_from_their_tables() {

@@ -18,6 +18,7 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScopedValueRollback>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
@@ -152,6 +153,7 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   setCentralWidget(tabs_);
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int) {
     if (tabs_->currentWidget() == runs_view_) runs_view_->reload();
+    place_setup_panel();
   });
 
   // A PostgreSQL URI may hold a password, which libpq alone sees.
@@ -191,8 +193,23 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   }
   if (!restoreState(settings.value("window/state").toByteArray()))
     resizeDocks({setup_dock_}, {setup_width}, Qt::Horizontal);
+  setup_beside_starting_ = settings.value("window/setupBesideStarting", setup_dock_->isVisibleTo(this)).toBool();
+  setup_beside_reading_ = settings.value("window/setupBesideReading", false).toBool();
+  connect(setup_dock_->toggleViewAction(), &QAction::toggled, this, [this](bool shown) {
+    if (!placing_setup_) (reading_tab() ? setup_beside_reading_ : setup_beside_starting_) = shown;
+  });
+  place_setup_panel();
   update_actions();
   tell_of_runs_cut_off();
+}
+
+bool MainWindow::reading_tab() const {
+  return tabs_->currentWidget() == runs_view_ || tabs_->currentWidget() == compare_;
+}
+
+void MainWindow::place_setup_panel() {
+  const QScopedValueRollback placing(placing_setup_, true);
+  setup_dock_->setVisible(reading_tab() ? setup_beside_reading_ : setup_beside_starting_);
 }
 
 void MainWindow::tell_of_runs_cut_off() {
@@ -1030,6 +1047,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/state", saveState());
+  settings.setValue("window/setupBesideStarting", setup_beside_starting_);
+  settings.setValue("window/setupBesideReading", setup_beside_reading_);
   event->accept();
 }
 

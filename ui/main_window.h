@@ -92,6 +92,8 @@ class MainWindow : public QMainWindow {
 
  private:
   void build_menus();
+  bool reading_tab() const;     // Runs or Compare: the tabs that read stored runs rather than start them
+  void place_setup_panel();     // the Run setup panel shown or hidden as the user last had it on this kind of tab
   void tell_of_runs_cut_off();  // in the status line, the runs the store found cut off as it opened
   // Starts a run; returns why not (empty when it started).
   // `processes` > 1: the run on that many processes of mpirun (`ampwb train --processes`), followed from its output.
@@ -140,6 +142,11 @@ class MainWindow : public QMainWindow {
 
   RunSetupPanel* setup_ = nullptr;
   QDockWidget* setup_dock_ = nullptr;
+  // Whether the user wants the Run setup panel beside the tabs that start runs (Training, Sweeps) and beside those
+  // that read stored runs (Runs, Compare), which otherwise get its width for their tables and charts.
+  bool setup_beside_starting_ = true;
+  bool setup_beside_reading_ = false;
+  bool placing_setup_ = false;  // the panel shown or hidden for a tab, not by the user
   RunControls* controls_ = nullptr;
   ChartPanel* live_charts_ = nullptr;
   RunsView* runs_view_ = nullptr;
