@@ -563,9 +563,9 @@ int compare_command(const CompareOptions& options) {
   std::printf("\nresults\n");
   results.print("  ");
   for (const CompareRow& row : cmp.rows)
-    if (!row.note.empty()) std::printf("  %s: %s\n", row.label.c_str(), row.note.c_str());
+    if (!row.note.empty()) print_wrapped(row.label + ": " + row.note, "  ", "    ");
   for (const std::string& warning : {cmp.work_warning, cmp.timing_warning})
-    if (!warning.empty()) std::printf("  %s\n", warning.c_str());
+    if (!warning.empty()) print_wrapped(warning, "  ", "    ");
   for (size_t i = 0; i < by_class.size(); ++i) {
     const TimeComparison& t = by_class[i];
     const RunRecord &a = runs[0].record, &b = runs[i + 1].record;

@@ -40,4 +40,22 @@ void Table::print(const char* indent) const {
   }
 }
 
+void print_wrapped(const std::string& text, const std::string& indent, const std::string& hanging, size_t columns) {
+  std::string line = indent;
+  size_t used = width(indent), words = 0, at = 0;
+  while (at < text.size()) {
+    const size_t end = std::min(text.find(' ', at), text.size());
+    const std::string word = text.substr(at, end - at);
+    at = end + 1;
+    if (word.empty()) continue;
+    if (words > 0 && used + 1 + width(word) > columns) {
+      std::printf("%s\n", line.c_str());
+      line = hanging, used = width(hanging), words = 0;
+    }
+    if (words++ > 0) line += ' ', ++used;
+    line += word, used += width(word);
+  }
+  std::printf("%s\n", line.c_str());
+}
+
 }  // namespace ampwb::cli

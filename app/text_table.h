@@ -1,4 +1,5 @@
-// A plain text table for the CLI's listings: columns padded to their widest cell, numbers right-aligned.
+// A plain text table for the CLI's listings: columns padded to their widest cell, numbers right-aligned; and
+// paragraphs wrapped to a terminal's width.
 #pragma once
 
 #include <string>
@@ -20,5 +21,10 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
   std::vector<bool> right_;
 };
+
+// Prints `text` wrapped at word boundaries to lines of at most `columns` (a longer word stands alone): the first
+// line after `indent`, the others after `hanging`.
+void print_wrapped(const std::string& text, const std::string& indent, const std::string& hanging,
+                   size_t columns = 100);
 
 }  // namespace ampwb::cli

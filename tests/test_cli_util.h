@@ -151,6 +151,17 @@ inline void expect_contains(const std::string& text, const std::string& part) {
   EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in:\n" << text;
 }
 
+// A CLI paragraph as one line: print_wrapped (app/text_table.h) continues its lines after four spaces.
+inline std::string unwrapped(const std::string& text) {
+  std::string out;
+  for (size_t at = 0; at < text.size();)
+    if (text.compare(at, 5, "\n    ") == 0)
+      out += ' ', at += 5;
+    else
+      out += text[at++];
+  return out;
+}
+
 // --- an RFC 4180 reader: CRLF record ends, quoted fields with doubled quotes, anything else is an error ---
 inline std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;

@@ -89,7 +89,8 @@ TEST_F(Report, HoldsEverySectionWithStoredNamesEscaped) {
   expect_contains(html,
                   "(run " + std::to_string(ids_[1]) + ", amp-bf16, against run " + std::to_string(ids_[0]) + ", fp32)");
   expect_contains(html, "Training speed (steady state): ");
-  expect_contains(html, "its 95% interval is a bootstrap over blocks of consecutive steps");  // what the interval is
+  expect_contains(
+      html, "in brackets its 95% interval, a bootstrap over blocks of consecutive steps");  // what the interval is
   expect_contains(html, "Machine load while training: ");
   EXPECT_TRUE(html.find("Most confused: ") != std::string::npos ||
               html.find("No class was taken for another.") != std::string::npos);

@@ -70,6 +70,7 @@ TEST(RunSpeed, MedianAndInterquartileRangeOverSteps) {
   EXPECT_NEAR(s.images_per_second_q1(), 25, 1e-9);  // the slower quarter's edge first
   EXPECT_NEAR(s.images_per_second_q3(), 50, 1e-9);
   EXPECT_EQ(speed_text(s), "33.3 images/s (interquartile range 25.0\u201350.0, 5 steps)");
+  EXPECT_EQ(speed_cell(s), "33.3 images/s (IQR 25.0\u201350.0)");  // a table's, its note saying what IQR is
 }
 
 // Pairs of runs whose steps come from one distribution: a 95% interval leaves out 1.0 for about 5% of them.
@@ -86,6 +87,7 @@ TEST(RunSpeed, RunsThatDifferOnlyInNoiseAreNotDistinguishable) {
     EXPECT_NEAR(s.ratio, 1, 0.05);
     if (seed == 1) {
       EXPECT_NE(speed_up_text(s).find("not distinguishable from 1.0\u00d7"), std::string::npos);
+      EXPECT_TRUE(speed_up_cell(s).ends_with("), within noise")) << speed_up_cell(s);
     }
   }
   EXPECT_LE(distinguished, kPairs / 10) << "intervals too narrow for the noise";
@@ -100,6 +102,7 @@ TEST(RunSpeed, ARealSpeedUpIsDistinguishableAndItsIntervalHoldsIt) {
   EXPECT_LT(s.low, 1.5);
   EXPECT_GT(s.high, 1.5);
   EXPECT_EQ(speed_up_text(speed_up(bf16, fp32)), speed_up_text(s)) << "the same interval every time";
+  EXPECT_EQ(speed_up_cell(s), speed_up_text(s).replace(speed_up_text(s).find("95% interval "), 13, ""));
   // Different batches: images per second, not steps.
   const RunSpeed big = measure_speed(steps_taking(noisy(0.15, 200, 7), 50), 64, 0);
   EXPECT_NEAR(speed_up(big, fp32).ratio, 2.0, 1e-12);
@@ -108,6 +111,7 @@ TEST(RunSpeed, ARealSpeedUpIsDistinguishableAndItsIntervalHoldsIt) {
   ASSERT_EQ(one.steps, 1);
   EXPECT_FALSE(speed_up(one, fp32).distinguishable());
   EXPECT_NE(speed_up_text(speed_up(one, fp32)).find("too few steps to tell it from 1.0\u00d7)"), std::string::npos);
+  EXPECT_TRUE(speed_up_cell(speed_up(one, fp32)).ends_with("\u00d7 (too few steps to tell)"));
 }
 
 // Rounds timed in alternation: the median of the rounds' ratios, and from 6 rounds an interval from the smallest
@@ -219,6 +223,7 @@ TEST(RunSpeed, TheWarningNamesTheBusyRunAndRunsUnderDifferentLoads) {
   EXPECT_EQ(timing_warning({{3, quiet}, {5, MachineLoad{}}}), "") << "an old run without a load: nothing to say";
   EXPECT_EQ(machine_load_text(MachineLoad{}), "not recorded");
   EXPECT_EQ(machine_load_text({0.123, 0.01, 3700}), "12% of the CPUs busy with other work, 1% steal, 3.7 GHz");
+  EXPECT_EQ(machine_load_cell({0.123, 0.01, 3700}), "12% other work, 1% steal, 3.7 GHz");
 }
 
 // On a GPU the load says its clock and who else used it; another process on the GPU makes the timings unreliable.
@@ -230,6 +235,8 @@ TEST(TimingWarning, NamesOtherProcessesOnTheGpu) {
             "1% of the CPUs busy with other work, 0% steal; GPU at 1.41 of 1.98 GHz, no other process on it");
   EXPECT_EQ(machine_load_text(shared),
             "1% of the CPUs busy with other work, 0% steal; GPU at 1.41 of 1.98 GHz, 2 other processes on it");
+  EXPECT_EQ(machine_load_cell(alone), "1% other work, 0% steal; GPU 1.41 of 1.98 GHz");
+  EXPECT_EQ(machine_load_cell(shared), "1% other work, 0% steal; GPU 1.41 of 1.98 GHz, 2 other processes");
   EXPECT_EQ(timing_warning({{3, alone}, {5, alone}}), "");
   EXPECT_EQ(timing_warning({{3, alone}, {5, shared}}),
             "timings unreliable: 2 other processes used the GPU during run 5");

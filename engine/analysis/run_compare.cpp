@@ -112,17 +112,24 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   add("final training loss", completed([](const RunSummary& s) { return fixed_text(s.final_train_loss, 4); }));
   add("total time", [&](size_t i) { return duration_text(c.summaries[i].total_seconds); });
   add("mean epoch time", [&](size_t i) { return duration_text(c.summaries[i].mean_epoch_seconds); });
-  add("training speed (steady state)", [&](size_t i) { return speed_text(c.timings[i].speed); });
+  add("training speed (steady state)", [&](size_t i) { return speed_cell(c.timings[i].speed); });
+  c.rows.back().note =
+      "the median speed of the run's steady-state steps, and in brackets their interquartile range "
+      "(IQR), where the middle half of them fell";
   if (n > 1) {  // a run alone has nothing to be faster than
     add("speed-up vs run " + std::to_string(runs[c.baseline].record.id),
-        [&](size_t i) { return i == c.baseline ? std::string("baseline") : speed_up_text(c.speedups[i]); });
+        [&](size_t i) { return i == c.baseline ? std::string("baseline") : speed_up_cell(c.speedups[i]); });
     c.rows.back().note =
-        "the ratio of the runs' steady-state speeds; its 95% interval is a bootstrap over blocks of consecutive "
-        "steps of both runs, and an interval that holds 1.0x is within their own step-to-step noise. The runs "
-        "trained at different times or places: an interval without 1.0x can still be the machine's drift between "
-        "them, which only timing them in alternation (a sweep run here) evens out";
+        "the ratio of the runs' steady-state speeds, and in brackets its 95% interval, a bootstrap over blocks of "
+        "consecutive steps of both runs; \"within noise\": the interval holds 1.0x, inside their own step-to-step "
+        "noise. The runs trained at different times or places: an interval without 1.0x can still be the machine's "
+        "drift between them, which only timing them in alternation (a sweep run here) evens out";
   }
-  add("machine load while training", [&](size_t i) { return machine_load_text(loads[i].load); });
+  add("machine load while training", [&](size_t i) { return machine_load_cell(loads[i].load); });
+  c.rows.back().note =
+      "the mean over its epochs of the share of the CPUs' time other programs used and of the share "
+      "a virtual machine's host gave to other guests (steal), with the CPUs' clock where the machine "
+      "shows it, and on a GPU its clock and the other processes using it";
   // A sweep's speed-up, timed in alternation after its trainings: shown where a run and the baseline were timed so.
   const int64_t base_id = n ? runs[c.baseline].record.id : 0;
   std::vector<std::string> timed_together(n, "-");
@@ -131,7 +138,7 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   for (size_t i = 0; i < n; ++i)
     if (const auto& timed = runs[i].alternating; timed && i != c.baseline)
       if (const SpeedUp s = alternating_speed_up(*timed, runs[i].record.id, base_id); s.known()) {
-        timed_together[i] = speed_up_text(s);
+        timed_together[i] = speed_up_cell(s);
         c.alternating[i] = s;
         timings.insert(std::to_string(timed->images_per_second.front().size()) + " rounds of " +
                        std::to_string(timed->steps_per_round) + " steps on " + timed->data);
@@ -146,8 +153,9 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     std::string how;
     for (const std::string& t : timings) how += (how.empty() ? "" : "; ") + t;
     c.rows.back().note = "timed after the sweep, the runs taking turns (" + how +
-                         "): the median of the rounds' ratios; its interval runs from the smallest ratio to the "
-                         "largest, which holds the median with probability 1 - 2^(1 - rounds), 97% for 6 rounds";
+                         "): the median of the rounds' ratios, and in brackets the smallest ratio to the largest, "
+                         "which holds the median with probability 1 - 2^(1 - rounds), 97% for 6 rounds; \"within "
+                         "noise\": that range holds 1.0x";
   }
   add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });
   add("final loss scale", [&](size_t i) {
@@ -163,10 +171,14 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
       const std::string underflow = g_text("%.3g%%", 100 * h->underflow_fraction);
       // Activation gradients that were FP16 already lost what underflows: their share below 2^-14 says how close.
       if (kind == "activation" && mode_info(runs[i].record.config.precision.mode).format == NumberFormat::Fp16)
-        return underflow + " (already FP16, so zero; " + g_text("%.3g%%", 100 * below_fp16_normal_share(*h)) +
-               " below 2^-14)";
+        return underflow + " (" + g_text("%.3g%%", 100 * below_fp16_normal_share(*h)) + " below 2^-14)";
       return underflow;
     });
+    if (kind == "activation")
+      c.rows.back().note =
+          "the share of the last recorded gradients FP16 would flush to zero; a run whose activation "
+          "gradients are FP16 already has none left to lose, and in brackets the share below FP16's "
+          "smallest normal number, 2^-14, how near they come";
     add("FP16 overflow, " + kind + " gradients (last epoch)", [&](size_t i) {
       const GradientHistogram* h = last_histogram(runs[i].histograms, kind);
       return h ? g_text("%.3g%%", 100 * h->overflow_fraction) : std::string("-");

@@ -138,6 +138,14 @@ std::string speed_up_text(const SpeedUp& s) {
   return s.distinguishable() ? out : out + ": not distinguishable from 1.0\u00d7";
 }
 
+std::string speed_up_cell(const SpeedUp& s) {
+  if (!s.known()) return "-";
+  std::string out = (s.distinguishable() ? bound_number(s.ratio) : ratio_number(s.ratio)) + "\u00d7";
+  if (std::isinf(s.high)) return out + " (too few steps to tell)";
+  out += " (" + bound_number(s.low) + "\u2013" + bound_number(s.high) + ")";
+  return s.distinguishable() ? out : out + ", within noise";
+}
+
 std::string speed_up_ratio_text(const SpeedUp& s) {
   if (!s.known()) return "-";
   const auto number = s.distinguishable() ? bound_number : ratio_number;
@@ -149,6 +157,12 @@ std::string speed_text(const RunSpeed& s) {
   return text("%.1f images/s (interquartile range %.1f\u2013%.1f, ", s.images_per_second(), s.images_per_second_q1(),
               s.images_per_second_q3()) +
          std::to_string(s.steps) + (s.steps == 1 ? " step)" : " steps)");
+}
+
+std::string speed_cell(const RunSpeed& s) {
+  if (!s.known()) return "-";
+  return text("%.1f images/s (IQR %.1f\u2013%.1f)", s.images_per_second(), s.images_per_second_q1(),
+              s.images_per_second_q3());
 }
 
 std::string timing_warning(const std::vector<RunLoad>& runs) {

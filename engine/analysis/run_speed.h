@@ -71,6 +71,10 @@ std::string speed_up_text(const SpeedUp& s);
 std::string speed_up_ratio_text(const SpeedUp& s);
 // "350.2 images/s (interquartile range 340.1–360.5, 412 steps)", "-".
 std::string speed_text(const RunSpeed& s);
+// The same in a table's cell, whose note says what the brackets hold: "1.32× (1.25–1.40)", "0.98× (0.93–1.04),
+// within noise"; "350.2 images/s (IQR 340.1–360.5)".
+std::string speed_up_cell(const SpeedUp& s);
+std::string speed_cell(const RunSpeed& s);
 
 struct RunLoad {
   int64_t run = 0;

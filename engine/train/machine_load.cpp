@@ -68,6 +68,19 @@ std::string machine_load_text(const MachineLoad& load) {
   return out;
 }
 
+std::string machine_load_cell(const MachineLoad& load) {
+  if (!load.known()) return "not recorded";
+  std::string out = text("%.0f%% other work, %.0f%% steal", 100 * load.other_cpu, 100 * std::max(0.0, load.steal));
+  if (load.cpu_mhz > 0) out += text(", %.1f GHz", load.cpu_mhz / 1000);
+  if (load.gpu_mhz > 0) {
+    out += load.gpu_max_mhz > 0 ? text("; GPU %.2f of %.2f GHz", load.gpu_mhz / 1000, load.gpu_max_mhz / 1000)
+                                : text("; GPU %.2f GHz", load.gpu_mhz / 1000);
+    if (load.gpu_other_processes > 0)
+      out += text(", %d other process", load.gpu_other_processes) + (load.gpu_other_processes > 1 ? "es" : "");
+  }
+  return out;
+}
+
 MachineLoad mean_load(const std::vector<MachineLoad>& spans, const std::vector<double>& seconds) {
   MachineLoad mean;
   double cpu_time = 0, other = 0, steal = 0, mhz = 0, gpu_time = 0, gpu_mhz = 0;
