@@ -34,7 +34,7 @@ RunStore open_existing(const std::string& db) { return RunStore(store_path(db), 
 struct ExportCsvOptions {
   std::vector<std::string> runs;
   std::string out, db;
-  bool all = false;
+  bool all = false, overwrite = false;
 };
 
 int export_csv_command(const ExportCsvOptions& options) {
@@ -44,6 +44,19 @@ int export_csv_command(const ExportCsvOptions& options) {
     for (const RunRecord& r : store.runs()) ids.push_back(r.id);
   } else {
     ids = store.resolve_each(options.runs);
+  }
+  // Files of this export already there are another export's figures: replaced only when asked, as a chart or report.
+  std::vector<std::string> there;
+  std::error_code ec;
+  for (const std::string& file : csv_export_files(ids, options.out))
+    if (std::filesystem::exists(file, ec)) there.push_back(std::filesystem::path(file).filename().string());
+  if (!there.empty() && !options.overwrite) {
+    std::string named = there[0];
+    for (size_t i = 1; i < std::min<size_t>(there.size(), 3); ++i)
+      named += (i + 1 == there.size() ? " and " : ", ") + there[i];
+    if (there.size() > 3) named += " and " + std::to_string(there.size() - 3) + " more";
+    throw Error("'" + options.out + "' holds " + named +
+                " already, which this export would replace: name another --out, or add --overwrite to replace them");
   }
   const std::vector<int64_t> earlier = runs_exported_before(options.out, ids);
   for (const std::string& file : export_csv(store, ids, options.out)) std::printf("%s\n", file.c_str());
@@ -421,6 +434,7 @@ void add_export_commands(CLI::App& app, Invocation& invocation) {
   csv->add_option("--out", csv_options->out, "the folder for the files (made when missing)")
       ->type_name("DIR")
       ->required();
+  csv->add_flag("--overwrite", csv_options->overwrite, "replace the files of this export that --out holds already");
   add_db_option(csv, csv_options->db);
   csv->callback([&invocation, csv_options] {
     if (csv_options->runs.empty() && !csv_options->all) throw CLI::RequiredError("RUN... or --all");

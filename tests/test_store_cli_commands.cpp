@@ -370,15 +370,23 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
       EXPECT_EQ(rows.get<std::vector<std::vector<std::string>>>(), parse_csv(read_text(out + "/" + name))) << name;
   }
 
-  // Exporting into that folder again keeps the other run's files and says the summaries leave them out.
+  // Exporting into that folder again replaces its files only when asked to.
   r = ampwb({"export", "csv", "2", "--out", out, "--db", db});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "'" + out +
+                                "' holds run-2-steps.csv, run-2-epochs.csv, run-2-summary.csv and 2 more "
+                                "already, which this export would replace: name another --out, or add --overwrite");
+  EXPECT_EQ(csv_records(out + "/runs-summary.csv").size(), 2u) << "the earlier export kept whole";
+  // Asked, it keeps the other run's files and says the summaries leave them out.
+  r = ampwb({"export", "csv", "2", "--out", out, "--overwrite", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(fs::exists(out + "/run-1-steps.csv"));
   EXPECT_EQ(csv_records(out + "/runs-summary.csv").size(), 1u);
   expect_contains(r.output,
                   "also holds the files of an earlier export of run 1; runs-summary.csv and runs-long.csv "
                   "list only the 1 run exported now");
-  EXPECT_EQ(ampwb({"export", "csv", "1", "2", "--out", out, "--db", db}).output.find("note:"), std::string::npos);
+  EXPECT_EQ(ampwb({"export", "csv", "1", "2", "--out", out, "--overwrite", "--db", db}).output.find("note:"),
+            std::string::npos);
 
   // A run given twice, by id or by name, is a mistake said as one (not a run exported or compared twice).
   for (const std::vector<std::string>& twice : {std::vector<std::string>{"export", "csv", "1", tricky, "--out", out},

@@ -575,7 +575,7 @@ TEST(Cli, EveryCommandsHelpComesFromTheParserAndNamesItsFlags) {
       {"show", {"RUN", "--json", "--steps", "--db"}},
       {"compare", {"RUN", "--group-by", "--json", "--db"}},
       {"export", {"csv", "chart"}},
-      {"export csv", {"RUN", "--out", "--all", "--db"}},
+      {"export csv", {"RUN", "--out", "--all", "--overwrite", "--db"}},
       {"export chart",
        {"RUN", "--metric", "--out", "--width", "--height", "--smoothing", "--histogram", "--x-axis", "--db"}},
       {"delete", {"RUN", "--yes", "--db"}},
