@@ -1,8 +1,12 @@
 // The shared command-line plumbing: --db, the run store path, JSON output and printable text.
 #include "cli.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
@@ -24,10 +28,23 @@ CLI::Option* add_overwrite_flag(CLI::App* app, bool& overwrite) {
   return app->add_flag("--overwrite", overwrite, "replace the --out file where it exists already");
 }
 
-void refuse_to_replace(const std::string& out, bool overwrite) {
+void check_out_file(const std::string& out, bool overwrite) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!overwrite && std::filesystem::exists(out, ec))
+  if (!overwrite && fs::exists(out, ec))
     throw Error("'" + out + "' exists already: name another --out, or add --overwrite to replace it");
+  fs::path folder = fs::path(out).parent_path();
+  while (!folder.empty() && !fs::exists(folder, ec)) folder = folder.parent_path();
+  if (folder.empty()) folder = ".";
+  if (!fs::is_directory(folder, ec))
+    throw Error("cannot write '" + out + "': '" + folder.string() + "' is a file, not a folder");
+  if (::access(folder.c_str(), W_OK) != 0) throw Error("cannot write '" + out + "': " + std::strerror(errno));
+}
+
+void make_out_folder(const std::string& out) {
+  const std::filesystem::path folder = std::filesystem::path(out).parent_path();
+  if (std::error_code ec; !folder.empty() && !std::filesystem::create_directories(folder, ec) && ec)
+    throw Error("cannot make the folder '" + folder.string() + "': " + ec.message());
 }
 
 namespace {

@@ -115,11 +115,14 @@ CLI::Option* add_named_value(CLI::App* app, const std::string& name, T& value, c
 CLI::Option* add_db_option(CLI::App* app, std::string& db);
 
 // Adds --overwrite, for a command that writes the file --out names: without it, a file already there is refused
-// (refuse_to_replace), as the workbench asks before it replaces one.
+// (check_out_file), as the workbench asks before it replaces one.
 CLI::Option* add_overwrite_flag(CLI::App* app, bool& overwrite);
-// Throws, before any work, where `out` exists and `overwrite` is false: a model, report or chart written earlier is
-// not lost to a command line run again.
-void refuse_to_replace(const std::string& out, bool overwrite);
+// Throws, before any work, where the file `out` could not be written: it exists and `overwrite` is false (a model,
+// report or chart written earlier is not lost to a command line run again), a file stands where a folder of its
+// path should be, or the folder it goes into (or the nearest one above a missing one) is not writable.
+void check_out_file(const std::string& out, bool overwrite);
+// Makes the missing folders of `out`'s path, once its content is ready: a command that fails makes none.
+void make_out_folder(const std::string& out);
 // The run store file: `db` (from --db), else $AMPWB_DB, else the XDG data folder (RunStore::default_path). A URI
 // this build cannot open is refused (store/store_location.h).
 std::string store_path(const std::string& db);

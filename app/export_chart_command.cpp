@@ -31,7 +31,7 @@ int export_chart_command(const ExportChartOptions& options) {
   if (!ui::chart_metrics().contains(QString::fromStdString(metric)))
     throw Error("unknown metric '" + metric + "' (expected " + ui::chart_metrics().join(", ").toStdString() + ")");
   ui::export_format(QString::fromStdString(out));  // refuses a bad extension before any work
-  refuse_to_replace(out, options.overwrite);
+  check_out_file(out, options.overwrite);
   const std::string db = store_path(options.db);
 
   // Headless always: this command must work over ssh, in CI and in cron, display or not.

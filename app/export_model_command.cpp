@@ -33,9 +33,10 @@ int export_model_command(const ExportModelOptions& options) {
     std::fprintf(stderr, "ampwb: %s\n", onnx_unavailable_reason().c_str());
     return 1;
   }
-  refuse_to_replace(options.out, options.overwrite);
+  check_out_file(options.out, options.overwrite);
   const RunStore store(store_path(options.db), RunStore::Mode::ReadOnly);
   const ExportedModel model = exported_model(load_final_weights(store, store.resolve(options.run)));
+  make_out_folder(options.out);
   if (format == "onnx")
     export_onnx(model, dtype, options.out);
   else

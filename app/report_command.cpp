@@ -5,10 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -52,15 +50,11 @@ int report_command(const ReportOptions& options) {
   if (extension != ".html" && extension != ".htm" && extension != ".pdf")
     throw Error("--out " + out.string() + ": a report is written as .html or .pdf");
   // Said before the report is made, and the same for HTML and PDF (Chromium would only say it could not print).
-  const fs::path folder = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  if (std::error_code ec; !fs::is_directory(folder, ec))
-    throw Error("cannot write '" + out.string() + "': '" + folder.string() + "' " +
-                (fs::exists(folder, ec) ? "is a file, not a folder" : "does not exist"));
-  if (::access(folder.c_str(), W_OK) != 0) throw Error("cannot write '" + out.string() + "': " + std::strerror(errno));
-  refuse_to_replace(out.string(), options.overwrite);
+  check_out_file(out.string(), options.overwrite);
   const RunStore store(store_path(options.db), RunStore::Mode::Existing);
   const std::vector<int64_t> ids = store.resolve_each(options.runs);
   const std::string html = html_report(store, ids);
+  make_out_folder(out.string());
   if (extension != ".pdf") {
     write_file_atomically(out.string(), html);
     std::printf("wrote %s (%zu run%s)\n", out.string().c_str(), ids.size(), ids.size() == 1 ? "" : "s");

@@ -101,8 +101,13 @@ def main():
     refused = ampwb_run("export", "model", "1", "--out", str(work / "model.bin"), expect=1)
     if "cannot tell the format" not in refused.stderr or (work / "model.bin").exists():
         failures.append(f"a file whose extension names no format: {refused.stderr}")
-    refused = ampwb_run("export", "model", "1", "--format", "onnx", "--out", "/nonexistent-folder/m.onnx", expect=1)
-    if "/nonexistent-folder/m.onnx" not in refused.stderr:
+    # A missing folder is made; a file where the folder should be is refused, naming it, and nothing is written.
+    made = ampwb_run("export", "model", "1", "--format", "onnx", "--out", str(work / "made" / "m.onnx"), expect=0)
+    if not (work / "made" / "m.onnx").is_file():
+        failures.append(f"a missing folder not made: {made.stdout} {made.stderr}")
+    (work / "plain").write_text("x")
+    refused = ampwb_run("export", "model", "1", "--format", "onnx", "--out", str(work / "plain" / "m.onnx"), expect=1)
+    if f"'{work / 'plain'}' is a file, not a folder" not in refused.stderr:
         failures.append(f"an unwritable path: {refused.stderr}")
     # A file there already is kept unless --overwrite asks to replace it.
     kept = work / "run1.fp32.onnx"

@@ -2,6 +2,7 @@
 // files, the pixels of its images and the engine's FP32 logits on them into AMPWB_EXPORT_DIR, with a manifest;
 // tests/export_check.py then loads the files in ONNX Runtime and PyTorch and compares (CTest runs it after this).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -248,12 +249,15 @@ TEST(Export, RefusesWhatItCannotWrite) {
   Rng rng(2);
   ResNet model(backend(), {20, 2, 3, 32, Stem::Auto}, rng);
   ExportedModel exported = exported_model(backend(), model, imagenet_normalization(), {"cat", "dog"}, 0);
+  // The engine writes into a folder that is there (the CLI and the GUI make a missing one first).
+  const std::string missing = ::testing::TempDir() + "ampwb-no-such-folder-" + std::to_string(::getpid());
   try {
-    export_safetensors(exported, DType::F32, "/nonexistent-folder/model.safetensors");
+    export_safetensors(exported, DType::F32, missing + "/model.safetensors");
     FAIL() << "wrote into a missing folder";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent-folder/model.safetensors"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(missing + "/model.safetensors"), std::string::npos) << e.what();
   }
+  EXPECT_FALSE(std::filesystem::exists(missing));
   EXPECT_THROW(safetensors_bytes(exported, DType::I32), Error);
   EXPECT_FALSE(parse_export_dtype("fp8").has_value());
   EXPECT_EQ(parse_export_dtype("bf16"), DType::BF16);

@@ -156,6 +156,10 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   expect_contains(r.output, (dir.path() / "mixed" / "shoe.png").string() + "\n");
 
   // An export's format is the one its file's extension names; a name that names none, or the other, is refused.
+  // Its folder is made where missing.
+  r = ampwb({"export", "model", "1", "--out", dir.file("models/run 1/model.SafeTensors"), "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::is_regular_file(dir.file("models/run 1/model.SafeTensors")));
   r = ampwb({"export", "model", "1", "--out", dir.file("model.SafeTensors"), "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
   std::ifstream exported(dir.file("model.SafeTensors"), std::ios::binary);
