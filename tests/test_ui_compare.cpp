@@ -412,6 +412,18 @@ class CompareRuns : public QObject {
     const QString runs = QString::number(fp32_seed1_) + "-" + QString::number(bf16_seed1_);
     QVERIFY2(proposed.endsWith("ampwb-report-" + runs + ".html"), qPrintable(proposed));
     QCOMPARE(title, QString("Save the report of runs %1, %2 (against %1)").arg(fp32_seed1_).arg(bf16_seed1_));
+    // A name typed without its suffix is saved with the filter's, a file a browser opens.
+    QTimer::singleShot(0, &w, [&] {
+      if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
+        dialog->setDirectory(dir_.path());
+        dialog->selectFile("Bericht ü 报告");
+        QMetaObject::invokeMethod(dialog, "accept");  // the Save button
+      }
+    });
+    for (QAction* a : w.menuBar()->actions().front()->menu()->actions())
+      if (a->text().startsWith("Save &report")) a->trigger();
+    QVERIFY(QFileInfo(dir_.filePath("Bericht ü 报告.html")).size() > 0);
+    QVERIFY(!QFileInfo::exists(dir_.filePath("Bericht ü 报告")));
     const QString html = saved("report.html");
     // The same document as `ampwb report` of these runs, made from the same store.
     const RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);

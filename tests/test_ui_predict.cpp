@@ -272,17 +272,25 @@ class PredictImages : public QObject {
     QCOMPARE(QFileInfo(tensors).size(), before.size());
     QVERIFY(dialog->isVisible());
 
-    // A folder that does not exist: the path in the reason, the dialog still open.
-    const QString nowhere = dir_.filePath("missing/model.safetensors");
+    // A folder that does not exist is made, as `ampwb export model` makes it.
+    const QString made = dir_.filePath("made/for it/model.safetensors");
+    dialog->set_path(made);
+    QVERIFY2(dialog->export_model(), qPrintable(dialog->error()));
+    QVERIFY(QFileInfo(made).size() > 0);
+    // A file where its folder should be: the path in the reason, the dialog still open.
+    const QString nowhere = tensors + "/model.safetensors";
     dialog->set_path(nowhere);
     QVERIFY(!dialog->export_model());
-    QVERIFY2(dialog->error().contains(nowhere), qPrintable(dialog->error()));
+    QVERIFY2(dialog->error().contains(tensors), qPrintable(dialog->error()));
     QVERIFY(dialog->isVisible());
     auto* message = dialog->findChild<QLabel*>("exportModelMessage");
-    QVERIFY(message->text().startsWith("Cannot write"));
+    QVERIFY2(message->text().startsWith("Cannot make the folder"), qPrintable(message->text()));
     dialog->set_path(tensors);  // another file: what was said of the last one goes
     QVERIFY(message->text().isEmpty());
     dialog->close();
+    // The next export starts in the folder the last one went to.
+    ExportModelDialog next(store, kept_);
+    QCOMPARE(QFileInfo(next.path()).absolutePath(), QFileInfo(made).absolutePath());
   }
 
   void export_model_is_disabled_for_a_run_without_weights_with_the_reason() {

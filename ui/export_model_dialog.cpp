@@ -12,6 +12,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
 
@@ -96,8 +97,9 @@ ExportModelDialog::ExportModelDialog(const RunStore& store, int64_t run, QWidget
     path_->setText(p + wanted);
   });
   const QString name = QString::fromStdString(store.run(run).name).replace(QRegularExpression("[^A-Za-z0-9._-]+"), "_");
-  path_->setText(QDir::home().filePath((name.isEmpty() ? QStringLiteral("run-%1").arg(run) : name) +
-                                       (format() == "onnx" ? kOnnxSuffix : kSafetensorsSuffix)));
+  const QDir folder(QSettings().value("export/folder", QDir::homePath()).toString());  // where the last export went
+  path_->setText(folder.filePath((name.isEmpty() ? QStringLiteral("run-%1").arg(run) : name) +
+                                 (format() == "onnx" ? kOnnxSuffix : kSafetensorsSuffix)));
   resize(620, sizeHint().height());
 }
 
@@ -144,6 +146,8 @@ bool ExportModelDialog::export_model() {
       ~RestoreCursor() { QApplication::restoreOverrideCursor(); }
     } restore;
     const ExportedModel model = exported_model(load_final_weights(store_, run_));
+    const QString folder = QFileInfo(file).absolutePath();  // a missing one made, as `ampwb export model` does
+    if (!QDir().mkpath(folder)) throw Error("cannot make the folder '" + folder.toStdString() + "'");
     if (fmt == "onnx")
       export_onnx(model, type, file.toStdString());
     else
@@ -154,6 +158,7 @@ bool ExportModelDialog::export_model() {
     return false;
   }
   message_->setText(tr("Wrote %1").arg(file));
+  QSettings().setValue("export/folder", QFileInfo(file).absolutePath());
   Q_EMIT exported(file, fmt, dtype());
   return true;
 }

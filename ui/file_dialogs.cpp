@@ -4,6 +4,7 @@
 #include <QFileDialog>
 #include <QFileIconProvider>
 #include <QFileInfo>
+#include <QRegularExpression>
 
 #include "plain_text.h"
 
@@ -52,7 +53,15 @@ QString choose_save_file(QWidget* parent, const QString& caption, const QString&
   dialog->setAcceptMode(QFileDialog::AcceptSave);
   dialog->setFileMode(QFileDialog::AnyFile);
   dialog->setNameFilter(filters);
+  // A name typed without its type's suffix gets the chosen filter's ("Bericht" becomes "Bericht.html"): a file
+  // without one is one no browser or viewer opens.
+  const auto follow_filter = [dialog](const QString& filter) {
+    const QRegularExpressionMatch suffix = QRegularExpression(R"(\*\.(\w+))").match(filter);
+    dialog->setDefaultSuffix(suffix.hasMatch() ? suffix.captured(1) : QString());
+  };
+  QObject::connect(dialog, &QFileDialog::filterSelected, dialog, follow_filter);
   if (selected_filter && !selected_filter->isEmpty()) dialog->selectNameFilter(*selected_filter);
+  follow_filter(dialog->selectedNameFilter());
   const bool chosen = dialog->exec() == QDialog::Accepted && !dialog->selectedFiles().isEmpty();
   const QString file = chosen ? dialog->selectedFiles().front() : QString();
   if (chosen && selected_filter) *selected_filter = dialog->selectedNameFilter();

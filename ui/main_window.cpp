@@ -1001,10 +1001,10 @@ void MainWindow::save_report_interactive(std::vector<int64_t> ids) {
   settings.setValue("export/folder", QFileInfo(file).absolutePath());
   try {
     save_report(ids, file);
-    show_status(tr("Wrote the report of %1 runs to %2 (print it to PDF from a browser, or use ampwb report "
-                   "--out FILE.pdf)")
-                    .arg(ids.size())
-                    .arg(file),
+    show_status((ids.size() == 1 ? tr("Wrote the report of run %1 to %2") : tr("Wrote the report of %1 runs to %2"))
+                        .arg(ids.size() == 1 ? ids.front() : static_cast<int64_t>(ids.size()))
+                        .arg(file) +
+                    tr(" (print it to PDF from a browser, or use ampwb report --out FILE.pdf)"),
                 10000);
   } catch (const std::exception& e) {
     plain_message(this, QMessageBox::Warning, tr("Save report"), as_sentence(QString::fromUtf8(e.what())));
