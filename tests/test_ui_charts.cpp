@@ -26,6 +26,7 @@
 #include "analysis/run_colours.h"
 #include "analysis/run_report.h"
 #include "chart_export.h"
+#include "chart_legend.h"
 #include "chart_panel.h"
 #include "chart_style.h"
 #include "decimate.h"
@@ -268,6 +269,35 @@ class ChartData : public QObject {
     extend_smoothed(values, 0.9, smooth, state, debias);
     QCOMPARE(smooth.size(), size_t{6});
     QVERIFY(smooth.back() > 1 && smooth.back() < 2);
+  }
+
+  // The curve against steps says its smoothing where a reader of an exported chart sees it: in one run's legend, in
+  // the title of several runs'. Unsmoothed, one run's legend names its per-step curve once.
+  void the_loss_chart_says_its_smoothing() {
+    RunSeries a = long_run(400, 100), b = long_run(400, 100);
+    b.run_id = 2;
+    b.label = "other";
+    ChartPanel panel;
+    panel.resize(1500, 900);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QChart* loss = panel.chart("loss")->chart();
+    const auto legend = [&] {
+      panel.chart("loss")->wrapping_legend()->relayout();
+      QStringList names;
+      for (const ChartLegend::Entry& e : panel.chart("loss")->wrapping_legend()->entries()) names << e.label;
+      return names;
+    };
+    panel.set_smoothing(0.6);
+    panel.set_runs({&a});
+    QVERIFY2(legend().contains("per step") && legend().contains("smoothed 0.60"), qPrintable(legend().join(" | ")));
+    panel.set_smoothing(0);
+    QCOMPARE(legend().count("per step"), 1);
+    QVERIFY2(!legend().join(" ").contains("smoothed"), qPrintable(legend().join(" | ")));
+    panel.set_runs({&a, &b});
+    QCOMPARE(loss->title(), QString("Loss: — per step · - - train · ··· validation"));
+    panel.set_smoothing(0.6);
+    QCOMPARE(loss->title(), QString("Loss: — per step, smoothed 0.60 · - - train · ··· validation"));
   }
 
   void a_200000_step_run_redraws_within_a_tick() {

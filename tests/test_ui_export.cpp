@@ -153,6 +153,8 @@ class ExportCharts : public QObject {
       check_png(base + ".png", QSize(1000, 700));
       export_chart(metric, runs, {}, base + ".svg");
       check_svg(base + ".svg");
+      // Shared alone, the file says whose chart it is.
+      QVERIFY2(read(base + ".svg").contains(QByteArray::fromStdString("run " + run.label)), qPrintable(metric));
       export_chart(metric, runs, {}, base + ".pdf");
       check_pdf(base + ".pdf");
     }

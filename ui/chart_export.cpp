@@ -40,9 +40,12 @@ struct LegendEntry {
   QString text;
 };
 
-// The groups' entries only under a chart that draws them (the epoch-time chart has no mean ± std).
+// The groups' entries only under a chart that draws them (the epoch-time chart has no mean ± std). A chart of one
+// run, drawn in its curves' own colours, names the run without a colour: a file shared alone says whose it is.
 std::vector<LegendEntry> run_legend(const RunList& runs, const ChartOptions& options, bool groups) {
   std::vector<LegendEntry> entries;
+  if (runs.size() == 1 && !runs[0]->label.empty())
+    entries.push_back({Qt::transparent, "run " + QString::fromStdString(runs[0]->label)});
   if (runs.size() < 2) return entries;
   for (size_t i = 0; i < runs.size(); ++i)
     entries.push_back({run_color(runs[i]->colour_index(i)), QString::fromStdString(runs[i]->label)});

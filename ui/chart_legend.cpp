@@ -50,7 +50,7 @@ void ChartLegend::forget_hidden() {
 }
 
 bool ChartLegend::shown(QLegendMarker* marker) const {
-  return std::find(hidden_.begin(), hidden_.end(), marker->series()) == hidden_.end();
+  return marker->series()->isVisible() && std::find(hidden_.begin(), hidden_.end(), marker->series()) == hidden_.end();
 }
 
 QFont ChartLegend::font() const { return chart_->legend()->font(); }

@@ -32,7 +32,8 @@ class ChartLegend : public QGraphicsItem {
   // plot. Cheap when nothing changed (names, visibility, width): call it after every refresh and resize.
   void relayout();
   const std::vector<Entry>& entries() const { return entries_; }
-  // Series drawn without an entry (a band, a fill under an outline), until the chart's series are replaced. (The
+  // Series drawn without an entry (a band, a fill under an outline), until the chart's series are replaced; a series
+  // not visible has none either. (The
   // markers' own visibility cannot tell: QtCharts shows them only once its unseen legend has been laid out.)
   void hide_entry(const QAbstractSeries* series);
   void forget_hidden();

@@ -177,6 +177,7 @@ CompareView::ReadRuns CompareView::read_runs(const RunStore& store, const std::v
 void CompareView::load(const std::vector<int64_t>& ids) {
   ++reading_;  // a follow_store read begun before is older than this one
   show_runs(read_runs(store_, ids));
+  if (isVisible() && !follow_->isActive()) follow_->start();  // chosen while shown: followed from now
 }
 
 void CompareView::show_runs(ReadRuns read) {

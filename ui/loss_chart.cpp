@@ -27,6 +27,7 @@ void LossChart::rebuild(const RunList& runs, const ChartOptions& options) {
   for (size_t i = 0; i < runs.size(); ++i) {
     Curves& c = curves_[i];
     const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
+    c.who = who;
     const QColor color = many ? run_color(runs[i]->colour_index(i)) : train_color();
     if (!many) {
       QColor faint = color;
@@ -34,8 +35,7 @@ void LossChart::rebuild(const RunList& runs, const ChartOptions& options) {
       c.raw = add_line(tr("per step"), curve_pen(faint, 1.0), x_, y_);
       show_values_on_hover(c.raw, x_unit, 4);
     }
-    c.smoothed =
-        add_line(who + (options.smoothing > 0 ? tr("smoothed") : tr("per step")), curve_pen(color, 2.0), x_, y_);
+    c.smoothed = add_line(QString(), curve_pen(color, 2.0), x_, y_);  // named by name_step_curves
     show_values_on_hover(c.smoothed, x_unit, 4);
     c.train_epoch = add_line(who + tr("train (epoch)"),
                              curve_pen(many ? color : train_color().darker(140), 1.5, Qt::DashLine), x_, y_);
@@ -47,11 +47,23 @@ void LossChart::rebuild(const RunList& runs, const ChartOptions& options) {
     show_values_on_hover(c.validation_epoch, x_unit, 4);
     if (many) hide_from_legend(c.train_epoch);  // one entry per run and curve kind is enough
   }
-  if (many) chart()->setTitle(tr("Loss: — per step · - - train · ··· validation"));
+  name_step_curves(options.smoothing);
   add_group_bands(runs, options, x_, y_, {});  // the validation loss of each group
 }
 
+void LossChart::name_step_curves(double smoothing) {
+  const QString steps = smoothing > 0 ? tr("smoothed %1").arg(smoothing, 0, 'f', 2) : tr("per step");
+  for (Curves& c : curves_) {
+    c.smoothed->setName((c.who + steps).toHtmlEscaped());
+    if (c.raw) c.raw->setVisible(smoothing > 0);  // unsmoothed, the two are one curve
+  }
+  if (curves_.size() > 1)  // the runs' legend names runs; the title, the curves
+    chart()->setTitle(tr("Loss: — %1 · - - train · ··· validation")
+                          .arg(smoothing > 0 ? tr("per step, smoothed %1").arg(smoothing, 0, 'f', 2) : steps));
+}
+
 void LossChart::refresh(const RunList& runs, const ChartOptions& options) {
+  name_step_curves(options.smoothing);
   double x_max = 1, y_min = INFINITY, y_max = -INFINITY;
   auto grow = [&](const QList<QPointF>& points) {
     for (const QPointF& p : points) {
@@ -64,7 +76,7 @@ void LossChart::refresh(const RunList& runs, const ChartOptions& options) {
     Curves& c = curves_[i];
     const auto& steps = run.steps;
     const size_t n = steps.size();
-    if (c.values.size() > n) c = Curves{c.raw, c.smoothed, c.train_epoch, c.validation_epoch, {}, {}, 0, 0};
+    if (c.values.size() > n) c = Curves{c.who, c.raw, c.smoothed, c.train_epoch, c.validation_epoch, {}, {}, 0, 0};
     for (size_t k = c.values.size(); k < n; ++k) c.values.push_back(steps[k].loss);
     const double weight = std::clamp(options.smoothing, 0.0, 0.999);
     extend_smoothed(c.values, weight, c.smooth, c.state, c.debias);

@@ -22,7 +22,12 @@ class LossChart : public MetricChart {
   void refresh(const RunList& runs, const ChartOptions& options) override;
 
  private:
+  // The legend's name of the curve against steps, and of a run set the title, say its smoothing: an exported chart
+  // is read without the slider beside it.
+  void name_step_curves(double smoothing);
+
   struct Curves {
+    QString who;  // "run label: " where the chart holds several runs
     QLineSeries* raw = nullptr;
     QLineSeries* smoothed = nullptr;
     QLineSeries* train_epoch = nullptr;

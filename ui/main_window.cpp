@@ -932,10 +932,14 @@ QString MainWindow::resume_run(int64_t id, const QString& data_folder) {
 
 void MainWindow::open_runs(const std::vector<int64_t>& ids) {
   if (ids.empty()) return;
+  // The tab first, laid out at once: its table's columns are fitted to the width it has without the setup panel.
+  QWidget* before = tabs_->currentWidget();
+  tabs_->setCurrentWidget(compare_);
+  layout()->activate();
   try {
     compare_->set_runs(ids);
-    tabs_->setCurrentWidget(compare_);
   } catch (const std::exception& e) {
+    tabs_->setCurrentWidget(before);
     show_status(QString::fromUtf8(e.what()), 10000);
   }
 }
