@@ -15,9 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "analysis/csv_export.h"
+#include "analysis/report_text.h"
 #include "commands.h"
 #include "core/error.h"
-#include "store/csv_export.h"
 #include "store/final_weights.h"
 #include "store/run_store.h"
 #include "store/store_copy.h"

@@ -339,6 +339,12 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
     EXPECT_EQ(num(summary[0].at("peak_bytes")), static_cast<double>(s.peak_bytes));
     EXPECT_EQ(num(summary[0].at("learning_rate")), rec.lr);
     EXPECT_EQ(summary[0].at("final_loss_scale"), "nan") << "FP32 scales nothing, as `show` says";
+    // The steady-state speed compare measures its speed-ups by: their ratio is its speed-up.
+    const json& speed = cmp["runs"][static_cast<size_t>(id - 1)]["speed"];
+    EXPECT_EQ(num(summary[0].at("steady_images_per_second")), speed["images_per_second"].get<double>());
+    EXPECT_EQ(num(summary[0].at("steady_images_per_second_q1")), speed["images_per_second_q1"].get<double>());
+    EXPECT_EQ(num(summary[0].at("steady_images_per_second_q3")), speed["images_per_second_q3"].get<double>());
+    EXPECT_EQ(num(summary[0].at("steady_steps")), speed["steps"].get<double>());
   }
   const auto all = csv_records(out + "/runs-summary.csv");
   ASSERT_EQ(all.size(), 2u);

@@ -18,9 +18,9 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/csv_export.h"
 #include "analysis/run_compare.h"
 #include "analysis/run_groups.h"
-#include "store/csv_export.h"
 #include "store/dataset_fingerprint.h"
 #include "store/run_resume.h"
 #include "store/run_store.h"

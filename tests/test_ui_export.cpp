@@ -25,13 +25,13 @@
 #include <cstring>
 #include <functional>
 
+#include "analysis/csv_export.h"
 #include "chart_export.h"
 #include "chart_factory.h"
 #include "chart_panel.h"
 #include "file_dialogs.h"
 #include "main_window.h"
 #include "run_series.h"
-#include "store/csv_export.h"
 #include "test_ui_util.h"
 
 namespace ampwb::ui::test {

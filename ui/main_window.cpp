@@ -32,6 +32,8 @@
 #include <filesystem>
 
 #include "about.h"
+#include "analysis/csv_export.h"
+#include "analysis/report_text.h"
 #include "analysis/run_report.h"
 #include "analysis/run_speed.h"
 #include "chart_panel.h"
@@ -44,7 +46,6 @@
 #include "run_controls.h"
 #include "run_setup_panel.h"
 #include "runs_view.h"
-#include "store/csv_export.h"
 #include "store/run_resume.h"
 #include "store/store_location.h"
 #include "sweep_dialog.h"

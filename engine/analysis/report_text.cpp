@@ -51,4 +51,13 @@ std::string timestamp_text(const std::string& iso) {
   return iso.size() >= 16 ? iso.substr(0, 10) + " " + iso.substr(11, 5) : iso;
 }
 
+std::string runs_phrase(const std::vector<int64_t>& runs) {
+  std::string text = runs.size() == 1 ? "run " : "runs ";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (i > 0) text += i + 1 == runs.size() ? " and " : ", ";
+    text += std::to_string(runs[i]);
+  }
+  return text;
+}
+
 }  // namespace ampwb

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ampwb {
 
@@ -17,5 +19,6 @@ std::string timestamp_text(const std::string& iso);  // "2026-11-21T17:16:10Z" -
 // A run's final loss scale: "65536", or where the run scales nothing (its scale stays 1, which says nothing),
 // "none (no loss scaling)".
 std::string loss_scale_text(double scale, bool scaled);
+std::string runs_phrase(const std::vector<int64_t>& runs);  // "runs 1, 3 and 7", "run 4"
 
 }  // namespace ampwb

@@ -9,7 +9,7 @@
 #include <functional>
 #include <limits>
 
-#include "store/csv_export.h"
+#include "analysis/report_text.h"
 
 namespace ampwb {
 namespace {

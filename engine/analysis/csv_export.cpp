@@ -1,5 +1,5 @@
 // CSV export of stored runs.
-#include "store/csv_export.h"
+#include "analysis/csv_export.h"
 
 #include <algorithm>
 #include <charconv>
@@ -10,6 +10,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "analysis/run_speed.h"
 #include "core/float_decimal.h"
 #include "train/record_json.h"
 
@@ -111,16 +112,25 @@ void values(CsvWriter& w, const R& record) {
   });
 }
 
-// One run's summary row: the run's columns, then its summary's.
+// One run's summary row: the run's columns, its summary's, then its steady-state speed (analysis/run_speed.h), the
+// figure `compare`, `explain` and the report measure speed-ups by: the median step's and its interquartile range.
 void summary_header(CsvWriter& w) {
   header(w, RunRecord{});
   header(w, RunSummary{});
+  for (const char* c :
+       {"steady_images_per_second", "steady_images_per_second_q1", "steady_images_per_second_q3", "steady_steps"})
+    w.field(c);
   w.end_row();
 }
 
-void summary_row(CsvWriter& w, const RunRecord& r, const RunSummary& s) {
+void summary_row(CsvWriter& w, const RunRecord& r, const RunSummary& s, const RunSpeed& speed) {
   values(w, r);
   values(w, s);
+  if (speed.known())
+    w.field(speed.images_per_second()).field(speed.images_per_second_q1()).field(speed.images_per_second_q3());
+  else
+    w.field(RunSummary::kNone).field(RunSummary::kNone).field(RunSummary::kNone);
+  w.field(speed.steps);
   w.end_row();
 }
 
@@ -158,15 +168,6 @@ std::vector<int64_t> runs_exported_before(const std::string& folder, const std::
   return {others.begin(), others.end()};
 }
 
-std::string runs_phrase(const std::vector<int64_t>& runs) {
-  std::string text = runs.size() == 1 ? "run " : "runs ";
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (i > 0) text += i + 1 == runs.size() ? " and " : ", ";
-    text += std::to_string(runs[i]);
-  }
-  return text;
-}
-
 std::vector<std::string> export_csv(const RunStore& store, const std::vector<int64_t>& runs,
                                     const std::string& folder) {
   for (int64_t id : runs) store.run(id);  // a run gone (deleted elsewhere) is said before any file is written
@@ -188,10 +189,12 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
     const std::vector<EpochReport> epochs = store.epochs(id);
     const RunSummary s = summarize(r, epochs);
 
+    const std::vector<StepReport> run_steps = store.steps(id);
+    const RunSpeed speed = measure_speed(run_steps, r.batch_size, r.config.numerics_every);
     CsvWriter steps(run_csv_path(dir, id, "steps"));
     header(steps.field("run_id"), StepReport{});
     steps.end_row();
-    for (const StepReport& st : store.steps(id)) {
+    for (const StepReport& st : run_steps) {
       values(steps.field(id), st);
       steps.end_row();
     }
@@ -217,10 +220,10 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
 
     CsvWriter summary(run_csv_path(dir, id, "summary"));
     summary_header(summary);
-    summary_row(summary, r, s);
+    summary_row(summary, r, s, speed);
     summary.close();
     written.push_back(run_csv_path(dir, id, "summary"));
-    summary_row(all_summary, r, s);
+    summary_row(all_summary, r, s, speed);
   }
   all_summary.close();
   written.push_back((dir / "runs-summary.csv").string());

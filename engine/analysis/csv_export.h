@@ -42,7 +42,7 @@ std::string csv_quote(const std::string& field);  // the field as RFC 4180 write
 // A text field as a spreadsheet must show it: one beginning with =, +, -, @, a tab or a carriage return (what
 // spreadsheets read as a formula) gets a leading apostrophe, which they show as text; then RFC 4180's quoting.
 std::string csv_text_cell(const std::string& text);
-std::string csv_number(double value);             // shortest round-trip form; nan, inf, -inf
+std::string csv_number(double value);  // shortest round-trip form; nan, inf, -inf
 
 // Writes, into `folder` (created if needed): run-<id>-steps.csv, run-<id>-epochs.csv and run-<id>-summary.csv per
 // run, runs-summary.csv (one row per run) and runs-long.csv (every epoch metric of every run, one value a row).
@@ -53,7 +53,5 @@ std::vector<std::string> csv_export_files(const std::vector<int64_t>& runs, cons
 // The other runs an earlier export left per-run files of in `folder` (ascending ids): an export of `runs` keeps them,
 // but its runs-summary.csv and runs-long.csv list `runs` alone, which a user should be told.
 std::vector<int64_t> runs_exported_before(const std::string& folder, const std::vector<int64_t>& runs);
-// "runs 1, 3 and 7", "run 4"
-std::string runs_phrase(const std::vector<int64_t>& runs);
 
 }  // namespace ampwb
