@@ -394,7 +394,7 @@ int show_command(const ShowOptions& options) {
 
   std::printf("\nconfiguration\n");
   Table config({"SETTING", "VALUE"});
-  for (const auto& [key, value] : config_settings(r.config))  // an empty name asked the store to choose one
+  for (const auto& [key, value] : run_settings(r))  // an empty name asked the store to choose one
     config.add({key, key != "name" || value == r.name ? value
                      : value.empty()                  ? "(none given: the run is named " + printable(r.name) + ")"
                                                       : value + " (renamed since: " + printable(r.name) + ")"});

@@ -613,6 +613,10 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   sized[0].record.config.image_size = 0;
   sized[0].record.image_size = 28;
   EXPECT_EQ(row(compare_runs(sized), "image_size").values[0], "auto (28 px)");
+  const auto settings = run_settings(sized[0].record);  // as `ampwb show` lists it
+  EXPECT_NE(
+      std::find(settings.begin(), settings.end(), std::pair<std::string, std::string>{"image_size", "auto (28 px)"}),
+      settings.end());
   // A run alone has no speed-up row: nothing to be faster than.
   for (const CompareRow& r : compare_runs({runs[0]}).rows) EXPECT_FALSE(r.label.starts_with("speed-up")) << r.label;
   // The processes each run trained on, with the launcher and the batch of all of them together.

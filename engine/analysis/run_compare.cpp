@@ -190,11 +190,7 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   std::vector<std::vector<std::pair<std::string, std::string>>> settings(n);
   for (size_t i = 0; i < n; ++i) {
     const RunRecord& r = runs[i].record;
-    settings[i] = config_settings(r.config);
-    // The image size asked for may be the data's own ("auto", stored as 0): said with the size it came to.
-    for (auto& [key, value] : settings[i])
-      if (key == "image_size" && value == "0")
-        value = r.image_size > 0 ? "auto (" + std::to_string(r.image_size) + " px)" : "auto";
+    settings[i] = run_settings(r);
     settings[i].emplace_back("(device)", r.backend);
     // The processes that trained it together: each took batch_size images a step (the global batch is theirs summed).
     settings[i].emplace_back(

@@ -9,6 +9,14 @@
 
 namespace ampwb {
 
+std::vector<std::pair<std::string, std::string>> run_settings(const RunRecord& run) {
+  std::vector<std::pair<std::string, std::string>> settings = config_settings(run.config);
+  for (auto& [key, value] : settings)
+    if (key == "image_size" && value == "0")
+      value = run.image_size > 0 ? "auto (" + std::to_string(run.image_size) + " px)" : "auto";
+  return settings;
+}
+
 RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epochs) {
   RunSummary s;
   s.total_seconds = run.duration_seconds;

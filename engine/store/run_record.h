@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -53,6 +54,10 @@ struct RunRecord {
   // The precision mode's name, e.g. "amp-fp16".
   std::string precision_name() const { return mode_name(config.precision.mode); }
 };
+
+// The run's configuration as config_settings lists it, the image size asked for as the data's own (stored as 0) said
+// with the size it came to: "auto (28 px)".
+std::vector<std::pair<std::string, std::string>> run_settings(const RunRecord& run);
 
 // What a run measured, over its completed epochs. A value it never measured is NaN (no completed epoch; validation
 // without validation images), so that tables show "-", JSON null and CSV "nan", and means leave it out.
