@@ -535,11 +535,12 @@ class ChartData : public QObject {
     QCOMPARE(note->text(), QString("No skipped steps: no gradients overflowed."));
     panel.set_runs({&bf16, &fp16});
     QCOMPARE(names(), (QStringList{"#7 if FP16: 25.0 % / 0.0 %", "#8: 25.0 % / 0.0 %"}));
-    QCOMPARE(panel.chart("histogram")->chart()->title(),
-             QString("Weight gradients against FP16's range (what it would do to #7)"));
-    const RunSeries fp32 = run_in("fp32", 9);
+    QCOMPARE(panel.chart("histogram")->chart()->title(), QString("Weight gradients (epoch 1) against FP16's range"));
+    RunSeries fp32 = run_in("fp32", 9);
+    fp32.histograms.front().epoch = 2;
     panel.set_runs({&bf16, &fp32});
-    QCOMPARE(panel.chart("histogram")->chart()->title(), QString("Weight gradients: what FP16 would do"));
+    QCOMPARE(panel.chart("histogram")->chart()->title(),
+             QString("Weight gradients (each run's last epoch): what FP16 would do"));
     panel.set_runs({});  // as the Compare tab before any run is opened: nothing said of steps nobody took
     QCOMPARE(note->text(), QString());
   }

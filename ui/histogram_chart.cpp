@@ -6,6 +6,7 @@
 #include <QLineSeries>
 #include <QValueAxis>
 #include <algorithm>
+#include <set>
 
 #include "chart_style.h"
 
@@ -96,6 +97,7 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
   QStringList fractions;
   QString what;
   QStringList what_if;  // the runs shown that are not in FP16 ("#7")
+  std::set<int> epochs;  // of the histograms drawn
   for (size_t i = 0; i < runs.size(); ++i) {
     const GradientHistogram* h = pick(*runs[i], options.histogram_kind, options.histogram_epoch);
     if (!h) {  // a new run, or an epoch without one: nothing drawn, the area under the last outline included
@@ -125,6 +127,7 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
     fractions << line;
     outlines_[i]->setName(line);
     what = tr("epoch %1, scale %2").arg(h->epoch).arg(h->loss_scale, 0, 'g', 6);
+    epochs.insert(h->epoch);
   }
   set_nice_range(x_, lo, hi, 8);
   set_nice_range(y_, 0, top > 0 ? top * 1.05 : 1);
@@ -137,13 +140,12 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
   else if (!multi(runs))
     chart()->setTitle(what_if.isEmpty() ? tr("%1 gradients (%2)").arg(kind, what)
                                         : tr("%1 gradients (%2): what FP16 would do").arg(kind, what));
-  else if (what_if.size() == static_cast<qsizetype>(fractions.size()))
-    chart()->setTitle(tr("%1 gradients: what FP16 would do").arg(kind));  // fractions: the table
-  else
-    chart()->setTitle(
-        what_if.isEmpty()
-            ? tr("%1 gradients against FP16's range").arg(kind)
-            : tr("%1 gradients against FP16's range (what it would do to %2)").arg(kind, what_if.join(", ")));
+  else {  // the legend says which runs' fractions are what FP16 would do ("#7 if FP16")
+    const QString at = epochs.size() == 1 ? tr("epoch %1").arg(*epochs.begin()) : tr("each run's last epoch");
+    chart()->setTitle(what_if.size() == static_cast<qsizetype>(fractions.size())
+                          ? tr("%1 gradients (%2): what FP16 would do").arg(kind, at)
+                          : tr("%1 gradients (%2) against FP16's range").arg(kind, at));
+  }
 }
 
 }  // namespace ampwb::ui
