@@ -38,7 +38,8 @@ void check_out_file(const std::string& out, bool overwrite) {
   if (folder.empty()) folder = ".";
   if (!fs::is_directory(folder, ec))
     throw Error("cannot write '" + out + "': '" + folder.string() + "' is a file, not a folder");
-  if (::access(folder.c_str(), W_OK) != 0) throw Error("cannot write '" + out + "': " + std::strerror(errno));
+  if (::access(folder.c_str(), W_OK) != 0)
+    throw Error("cannot write '" + out + "': the folder '" + folder.string() + "': " + std::strerror(errno));
 }
 
 void make_out_folder(const std::string& out) {

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -54,8 +56,8 @@ int report_command(const ReportOptions& options) {
   const RunStore store(store_path(options.db), RunStore::Mode::Existing);
   const std::vector<int64_t> ids = store.resolve_each(options.runs);
   const std::string html = html_report(store, ids);
-  make_out_folder(out.string());
   if (extension != ".pdf") {
+    make_out_folder(out.string());
     write_file_atomically(out.string(), html);
     std::printf("wrote %s (%zu run%s)\n", out.string().c_str(), ids.size(), ids.size() == 1 ? "" : "s");
     return 0;
@@ -64,24 +66,24 @@ int report_command(const ReportOptions& options) {
   if (chromium.empty())
     throw Error("a PDF report needs a headless Chromium (apt install chromium-headless-shell), or write " +
                 out.stem().string() + ".html and print it from a browser");
-  const fs::path html_file = fs::temp_directory_path() / ("ampwb-report-" + std::to_string(::getpid()) + ".html");
-  write_file_atomically(html_file.string(), html);
-  // Printed beside the file and renamed over it once whole: a failed print leaves an earlier report as it was.
-  const fs::path printing = fs::absolute(out).string() + ".printing-" + std::to_string(::getpid());
+  // Printed in the temporary folder, then written into place whole: a failed print leaves an earlier report as it
+  // was, and makes no folder.
+  const std::string stem = (fs::temp_directory_path() / ("ampwb-report-" + std::to_string(::getpid()))).string();
+  const std::string html_file = stem + ".html", printed = stem + ".pdf";
+  write_file_atomically(html_file, html);
   const std::string command = quoted(chromium) + " --headless --no-sandbox --disable-gpu --no-pdf-header-footer " +
-                              "--print-to-pdf=" + quoted(printing.string()) + " " +
-                              quoted("file://" + html_file.string()) + " >/dev/null 2>&1";
+                              "--print-to-pdf=" + quoted(printed) + " " + quoted("file://" + html_file) +
+                              " >/dev/null 2>&1";
   const int status = std::system(command.c_str());
-  fs::remove(html_file);
   std::error_code ec;
-  if (status != 0 || !fs::exists(printing, ec)) {
-    fs::remove(printing, ec);
+  fs::remove(html_file, ec);
+  std::ifstream pdf(printed, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(pdf)), std::istreambuf_iterator<char>());
+  fs::remove(printed, ec);
+  if (status != 0 || bytes.empty())
     throw Error("the headless Chromium (" + chromium + ") could not print " + out.string());
-  }
-  if (fs::rename(printing, out, ec); ec) {
-    fs::remove(printing, ec);
-    throw Error("cannot write '" + out.string() + "': " + ec.message());
-  }
+  make_out_folder(out.string());
+  write_file_atomically(out.string(), bytes);
   std::printf("wrote %s (%zu run%s)\n", out.string().c_str(), ids.size(), ids.size() == 1 ? "" : "s");
   return 0;
 }

@@ -171,10 +171,14 @@ TEST_F(Report, AReportThatCannotBeWrittenLeavesWhatWasThere) {
   std::vector<std::string> replacing = report_args(earlier);
   replacing.push_back("--overwrite");
   r = ampwb(replacing);
+  const std::string unmade = dir_->file("unmade");
+  const Result into_a_new_folder = ampwb(report_args(unmade + "/report.pdf"));
   ::unsetenv("AMPWB_CHROMIUM");
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "could not print");
   EXPECT_EQ(read_text(earlier), "an earlier report");
+  EXPECT_EQ(into_a_new_folder.status, 1) << into_a_new_folder.output;
+  EXPECT_FALSE(fs::exists(unmade)) << "a print that failed made its folder";
   for (const auto& f : fs::directory_iterator(dir_->path()))
     EXPECT_EQ(f.path().string().find(".printing-"), std::string::npos) << f.path() << " left behind";
 }

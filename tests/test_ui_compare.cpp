@@ -439,6 +439,19 @@ class CompareRuns : public QObject {
       if (a->text().startsWith("Save &report")) a->trigger();
     QVERIFY(QFileInfo(dir_.filePath("Bericht ü 报告.html")).size() > 0);
     QVERIFY(!QFileInfo::exists(dir_.filePath("Bericht ü 报告")));
+    for (const QString typed : {"report.v2", "chart.png"}) {  // a suffix HTML is not: the file gets .html too
+      QTimer::singleShot(0, &w, [&] {
+        if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
+          dialog->setDirectory(dir_.path());
+          dialog->selectFile(typed);
+          QMetaObject::invokeMethod(dialog, "accept");
+        }
+      });
+      for (QAction* a : w.menuBar()->actions().front()->menu()->actions())
+        if (a->text().startsWith("Save &report")) a->trigger();
+      QVERIFY2(QFileInfo(dir_.filePath(typed + ".html")).size() > 0, qPrintable(typed));
+      QVERIFY(!QFileInfo::exists(dir_.filePath(typed)));
+    }
     const QString html = saved("report.html");
     // The same document as `ampwb report` of these runs, made from the same store.
     const RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);

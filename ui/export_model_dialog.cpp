@@ -15,6 +15,7 @@
 #include <QSettings>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
+#include <filesystem>
 
 #include "core/error.h"
 #include "export/exported_model.h"
@@ -146,8 +147,10 @@ bool ExportModelDialog::export_model() {
       ~RestoreCursor() { QApplication::restoreOverrideCursor(); }
     } restore;
     const ExportedModel model = exported_model(load_final_weights(store_, run_));
-    const QString folder = QFileInfo(file).absolutePath();  // a missing one made, as `ampwb export model` does
-    if (!QDir().mkpath(folder)) throw Error("cannot make the folder '" + folder.toStdString() + "'");
+    // A missing folder is made, as `ampwb export model` makes it.
+    const std::filesystem::path folder = QFileInfo(file).absolutePath().toStdString();
+    if (std::error_code ec; !std::filesystem::create_directories(folder, ec) && ec)
+      throw Error("cannot make the folder '" + folder.string() + "': " + ec.message());
     if (fmt == "onnx")
       export_onnx(model, type, file.toStdString());
     else

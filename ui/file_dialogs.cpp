@@ -63,8 +63,18 @@ QString choose_save_file(QWidget* parent, const QString& caption, const QString&
   if (selected_filter && !selected_filter->isEmpty()) dialog->selectNameFilter(*selected_filter);
   follow_filter(dialog->selectedNameFilter());
   const bool chosen = dialog->exec() == QDialog::Accepted && !dialog->selectedFiles().isEmpty();
-  const QString file = chosen ? dialog->selectedFiles().front() : QString();
+  QString file = chosen ? dialog->selectedFiles().front() : QString();
   if (chosen && selected_filter) *selected_filter = dialog->selectedNameFilter();
+  // A name with a suffix none of the filters offers ("report.v2", "chart.png" for HTML) gets the chosen filter's:
+  // that is a file of another name, so it is asked about where it exists.
+  const QString suffix = dialog->defaultSuffix();
+  bool offered = false;
+  for (const QRegularExpressionMatch& m : QRegularExpression(R"(\*\.(\w+))").globalMatch(filters))
+    offered = offered || QFileInfo(file).suffix().compare(m.captured(1), Qt::CaseInsensitive) == 0;
+  if (chosen && !suffix.isEmpty() && !offered) {
+    file += '.' + suffix;
+    if (!confirm_replacing(parent, caption, {file})) file.clear();
+  }
   delete dialog;
   return file;
 }
