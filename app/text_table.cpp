@@ -40,7 +40,8 @@ void Table::print(const char* indent) const {
   }
 }
 
-void print_wrapped(const std::string& text, const std::string& indent, const std::string& hanging, size_t columns) {
+void print_wrapped(const std::string& raw, const std::string& indent, const std::string& hanging, size_t columns) {
+  const std::string text = printable(raw);  // as Table::add: stored text cannot break the terminal
   std::string line = indent;
   size_t used = width(indent), words = 0, at = 0;
   while (at < text.size()) {

@@ -290,14 +290,14 @@ class ChartData : public QObject {
     };
     panel.set_smoothing(0.6);
     panel.set_runs({&a});
-    QVERIFY2(legend().contains("per step") && legend().contains("smoothed 0.60"), qPrintable(legend().join(" | ")));
+    QVERIFY2(legend().contains("per step") && legend().contains("smoothed 0.6"), qPrintable(legend().join(" | ")));
     panel.set_smoothing(0);
     QCOMPARE(legend().count("per step"), 1);
     QVERIFY2(!legend().join(" ").contains("smoothed"), qPrintable(legend().join(" | ")));
     panel.set_runs({&a, &b});
     QCOMPARE(loss->title(), QString("Loss: — per step · - - train · ··· validation"));
     panel.set_smoothing(0.6);
-    QCOMPARE(loss->title(), QString("Loss: — per step, smoothed 0.60 · - - train · ··· validation"));
+    QCOMPARE(loss->title(), QString("Loss: — per step, smoothed 0.6 · - - train · ··· validation"));
   }
 
   void a_200000_step_run_redraws_within_a_tick() {

@@ -52,14 +52,14 @@ void LossChart::rebuild(const RunList& runs, const ChartOptions& options) {
 }
 
 void LossChart::name_step_curves(double smoothing) {
-  const QString steps = smoothing > 0 ? tr("smoothed %1").arg(smoothing, 0, 'f', 2) : tr("per step");
+  const QString steps = smoothing > 0 ? tr("smoothed %1").arg(smoothing, 0, 'g', 3) : tr("per step");
   for (Curves& c : curves_) {
     c.smoothed->setName((c.who + steps).toHtmlEscaped());
     if (c.raw) c.raw->setVisible(smoothing > 0);  // unsmoothed, the two are one curve
   }
   if (curves_.size() > 1)  // the runs' legend names runs; the title, the curves
     chart()->setTitle(tr("Loss: — %1 · - - train · ··· validation")
-                          .arg(smoothing > 0 ? tr("per step, smoothed %1").arg(smoothing, 0, 'f', 2) : steps));
+                          .arg(smoothing > 0 ? tr("per step, smoothed %1").arg(smoothing, 0, 'g', 3) : steps));
 }
 
 void LossChart::refresh(const RunList& runs, const ChartOptions& options) {

@@ -209,6 +209,7 @@ bool MainWindow::reading_tab() const {
 }
 
 void MainWindow::place_setup_panel() {
+  if (setup_dock_->isFloating()) return;  // beside the window, it takes no tab's width
   const QScopedValueRollback placing(placing_setup_, true);
   setup_dock_->setVisible(reading_tab() ? setup_beside_reading_ : setup_beside_starting_);
 }

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "analysis/run_speed.h"
+#include "analysis/run_compare.h"
 #include "core/float_decimal.h"
 #include "train/record_json.h"
 
@@ -190,7 +190,7 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
     const RunSummary s = summarize(r, epochs);
 
     const std::vector<StepReport> run_steps = store.steps(id);
-    const RunSpeed speed = measure_speed(run_steps, r.batch_size, r.config.numerics_every);
+    const RunSpeed speed = run_timing(r, run_steps, {}).speed;  // compare's figure
     CsvWriter steps(run_csv_path(dir, id, "steps"));
     header(steps.field("run_id"), StepReport{});
     steps.end_row();

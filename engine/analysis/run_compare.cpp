@@ -75,6 +75,12 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     row.differs = std::any_of(row.values.begin(), row.values.end(), [&](const auto& v) { return v != row.values[0]; });
     c.rows.push_back(std::move(row));
   };
+  // The last row's note, where one of its cells holds what the note explains.
+  auto note_where = [&](const std::string& mark, const std::string& note) {
+    CompareRow& row = c.rows.back();
+    if (std::any_of(row.values.begin(), row.values.end(), [&](const auto& v) { return v.find(mark) != v.npos; }))
+      row.note = note;
+  };
   // A result of a run that completed an epoch; "-" for one that did not.
   auto completed = [&](const std::function<std::string(const RunSummary&)>& cell) {
     return [&c, cell](size_t i) { return c.summaries[i].epochs_completed ? cell(c.summaries[i]) : std::string("-"); };
@@ -113,23 +119,24 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   add("total time", [&](size_t i) { return duration_text(c.summaries[i].total_seconds); });
   add("mean epoch time", [&](size_t i) { return duration_text(c.summaries[i].mean_epoch_seconds); });
   add("training speed (steady state)", [&](size_t i) { return speed_cell(c.timings[i].speed); });
-  c.rows.back().note =
-      "the median speed of the run's steady-state steps, and in brackets their interquartile range "
-      "(IQR), where the middle half of them fell";
+  note_where("(IQR",
+             "the median speed of the run's steady-state steps, and in brackets their interquartile range "
+             "(IQR), where the middle half of them fell");
   if (n > 1) {  // a run alone has nothing to be faster than
     add("speed-up vs run " + std::to_string(runs[c.baseline].record.id),
         [&](size_t i) { return i == c.baseline ? std::string("baseline") : speed_up_cell(c.speedups[i]); });
-    c.rows.back().note =
-        "the ratio of the runs' steady-state speeds, and in brackets its 95% interval, a bootstrap over blocks of "
-        "consecutive steps of both runs; \"within noise\": the interval holds 1.0x, inside their own step-to-step "
-        "noise. The runs trained at different times or places: an interval without 1.0x can still be the machine's "
-        "drift between them, which only timing them in alternation (a sweep run here) evens out";
+    note_where("\u00d7",
+               "the ratio of the runs' steady-state speeds, and in brackets its 95% interval, a bootstrap "
+               "over blocks of consecutive steps of both runs; \"within noise\": the interval holds 1.0\u00d7, "
+               "inside their own step-to-step noise. The runs trained at different times or places: an "
+               "interval without 1.0\u00d7 can still be the machine's drift between them, which only timing "
+               "them in alternation (a sweep run here) evens out");
   }
   add("machine load while training", [&](size_t i) { return machine_load_cell(loads[i].load); });
-  c.rows.back().note =
-      "the mean over its epochs of the share of the CPUs' time other programs used and of the share "
-      "a virtual machine's host gave to other guests (steal), with the CPUs' clock where the machine "
-      "shows it, and on a GPU its clock and the other processes using it";
+  note_where("steal",
+             "the mean over its epochs of the share of the CPUs' time other programs used and of the share "
+             "a virtual machine's host gave to other guests (steal), with the CPUs' clock where the machine "
+             "shows it, and on a GPU its clock and the other processes using it");
   // A sweep's speed-up, timed in alternation after its trainings: shown where a run and the baseline were timed so.
   const int64_t base_id = n ? runs[c.baseline].record.id : 0;
   std::vector<std::string> timed_together(n, "-");
@@ -155,7 +162,7 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     c.rows.back().note = "timed after the sweep, the runs taking turns (" + how +
                          "): the median of the rounds' ratios, and in brackets the smallest ratio to the largest, "
                          "which holds the median with probability 1 - 2^(1 - rounds), 97% for 6 rounds; \"within "
-                         "noise\": that range holds 1.0x";
+                         "noise\": that range holds 1.0\u00d7";
   }
   add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });
   add("final loss scale", [&](size_t i) {
@@ -174,11 +181,10 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
         return underflow + " (" + g_text("%.3g%%", 100 * below_fp16_normal_share(*h)) + " below 2^-14)";
       return underflow;
     });
-    if (kind == "activation")
-      c.rows.back().note =
-          "the share of the last recorded gradients FP16 would flush to zero; a run whose activation "
-          "gradients are FP16 already has none left to lose, and in brackets the share below FP16's "
-          "smallest normal number, 2^-14, how near they come";
+    note_where("below 2^-14",
+               "the share of the last recorded gradients FP16 would flush to zero; a run whose "
+               "activation gradients are already FP16 shows 0% and, in brackets, their share below "
+               "2^-14 (FP16's smallest normal number), how near they come");
     add("FP16 overflow, " + kind + " gradients (last epoch)", [&](size_t i) {
       const GradientHistogram* h = last_histogram(runs[i].histograms, kind);
       return h ? g_text("%.3g%%", 100 * h->overflow_fraction) : std::string("-");

@@ -141,7 +141,7 @@ std::string speed_up_text(const SpeedUp& s) {
 std::string speed_up_cell(const SpeedUp& s) {
   if (!s.known()) return "-";
   std::string out = (s.distinguishable() ? bound_number(s.ratio) : ratio_number(s.ratio)) + "\u00d7";
-  if (std::isinf(s.high)) return out + " (too few steps to tell)";
+  if (std::isinf(s.high)) return out + " (too few to tell)";  // steps, or rounds timed in alternation
   out += " (" + bound_number(s.low) + "\u2013" + bound_number(s.high) + ")";
   return s.distinguishable() ? out : out + ", within noise";
 }

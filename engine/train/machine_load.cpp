@@ -75,6 +75,7 @@ std::string machine_load_cell(const MachineLoad& load) {
   if (load.gpu_mhz > 0) {
     out += load.gpu_max_mhz > 0 ? text("; GPU %.2f of %.2f GHz", load.gpu_mhz / 1000, load.gpu_max_mhz / 1000)
                                 : text("; GPU %.2f GHz", load.gpu_mhz / 1000);
+    if (load.gpu_other_processes == 0) out += ", no other process";
     if (load.gpu_other_processes > 0)
       out += text(", %d other process", load.gpu_other_processes) + (load.gpu_other_processes > 1 ? "es" : "");
   }

@@ -39,7 +39,7 @@ MachineLoad mean_load(const std::vector<MachineLoad>& spans, const std::vector<d
 // process on it"; "not recorded".
 std::string machine_load_text(const MachineLoad& load);
 // The same in a table's cell, whose note says what the shares are: "12% other work, 0% steal, 3.7 GHz; GPU 1.41 of
-// 1.98 GHz, 2 other processes".
+// 1.98 GHz, no other process".
 std::string machine_load_cell(const MachineLoad& load);
 
 // The CPU time counters at start(); stop() gives the load since, and the state of the GPU `device` names.
