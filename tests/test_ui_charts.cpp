@@ -9,6 +9,7 @@
 #include <QComboBox>
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QLogValueAxis>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTextBlock>
@@ -298,6 +299,26 @@ class ChartData : public QObject {
     QCOMPARE(loss->title(), QString("Loss: — per step · - - train · ··· validation"));
     panel.set_smoothing(0.6);
     QCOMPARE(loss->title(), QString("Loss: — per step, smoothed 0.6 · - - train · ··· validation"));
+  }
+
+  // The loss scale's axis ticks at 2^k steps, k a power of two, tall or short: GradScaler's 65536 (2^16) is labelled.
+  void the_loss_scale_axis_labels_gradscalers_start() {
+    RunSeries run = long_run(4000, 1000);  // from 65536 down, halved at each skipped step
+    run.steps.back().loss_scale = 1;
+    ChartPanel panel;
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    for (const QSize size : {QSize(1500, 900), QSize(900, 420)}) {
+      panel.resize(size);
+      panel.set_runs({&run});
+      QApplication::processEvents();
+      panel.refresh();
+      const auto* y = qobject_cast<QLogValueAxis*>(panel.chart("loss-scale")->chart()->axes(Qt::Vertical).front());
+      QVERIFY(y);
+      const int k = static_cast<int>(std::lround(std::log2(y->base())));
+      QVERIFY2(k >= 1 && (k & (k - 1)) == 0 && 16 % k == 0, qPrintable(QString::number(y->base())));
+      QVERIFY(y->min() <= 1 && y->max() >= 65536);
+    }
   }
 
   void a_200000_step_run_redraws_within_a_tick() {

@@ -174,8 +174,12 @@ void MetricChart::set_power_of_two_range(QLogValueAxis* axis, double low, double
   if (!std::isfinite(low)) low = high = 1;
   const int lo = static_cast<int>(std::floor(std::log2(low))) - 1,
             hi = static_cast<int>(std::ceil(std::log2(high))) + 1;
-  const int intervals = ticks_that_fit(Qt::Vertical, QFontMetricsF(axis->labelsFont()).height() + 4, 9) - 1;
-  const int k = std::max(1, (hi - lo + intervals - 1) / intervals);
+  const int intervals =
+      std::max(1, ticks_that_fit(Qt::Vertical, QFontMetricsF(axis->labelsFont()).height() + 4, 9) - 1);
+  // Ticks every 2^k, k itself a power of two: 1, 16, 256, 4096, 65536 rather than 1, 32, 1024, 32768 beside a
+  // scale of 65536 (GradScaler's start) left unlabelled.
+  int k = 1;
+  while (k * intervals < hi - lo) k *= 2;
   // The range stays at the data's (with its spare octave), not widened out to whole multiples of 2^k: on a short
   // plot that would reach down to labels like 0.0009765625, too wide to show.
   const double base = std::exp2(k), bottom = std::exp2(lo), top = std::exp2(hi);
