@@ -135,7 +135,7 @@ std::string usage_problem(const CLI::App& app, const CLI::ParseError& e) {
     const std::string& word = left.front();
     if (word == "--" && left.size() > 1)  // "note 2 -- -x --db F": the words after -- were all taken as values
       return "every word after -- is a value, and '" + left[1] + "' is one too many" +
-             (left[1].starts_with("-") ? ": options go before --" : "");
+             (left[1].starts_with("-") ? ": options go before --" : " (quote a value that holds spaces)");
     if (word.starts_with("-")) {
       const std::string option = word.substr(0, word.find('='));
       const std::string meant = meant_option(**at, option);

@@ -46,6 +46,8 @@ int export_csv_command(const ExportCsvOptions& options) {
   } else {
     ids = store.resolve_each(options.runs);
   }
+  // A file where the folder should be, or a folder not writable, said as for every export, before any file is written.
+  check_out_file((std::filesystem::path(options.out) / "runs-summary.csv").string(), true);
   // Files of this export already there are another export's figures: replaced only when asked, as a chart or report.
   std::vector<std::string> there;
   std::error_code ec;

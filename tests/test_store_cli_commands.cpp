@@ -59,7 +59,8 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
        "unknown option -x; a value that begins with '-' goes last, after -- (... -- -x)"},
       {{"rename", "1", "--", "-x", "--db", db},
        "every word after -- is a value, and '--db' is one too many: options go before --"},
-      {{"show", "--db", db, "--", "1", "2"}, "every word after -- is a value, and '2' is one too many (see"},
+      {{"show", "--db", db, "--", "1", "2"},
+       "every word after -- is a value, and '2' is one too many (quote a value that holds spaces)"},
       {{"show", "1", "--frobnicate", "--db", db}, "unknown option --frobnicate (see ampwb show --help)"},
       {{"tag", "1", "x", "-r", "--db", db}, "unknown option -r; did you mean --remove?"},
       {{"show", "--jsn=1", "1", "--db", db}, "unknown option --jsn"},
@@ -386,6 +387,11 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
                                 "' holds run-2-steps.csv, run-2-epochs.csv, run-2-summary.csv and 2 more "
                                 "already, which this export would replace: name another --out, or add --overwrite");
   EXPECT_EQ(csv_records(out + "/runs-summary.csv").size(), 2u) << "the earlier export kept whole";
+  const std::string plain = dir.file("plain file");  // where a folder of --out should be
+  std::ofstream(plain) << "x";
+  r = ampwb({"export", "csv", "2", "--out", plain + "/csv", "--db", db});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "'" + plain + "' is a file, not a folder");
   // Asked, it keeps the other run's files and says the summaries leave them out.
   r = ampwb({"export", "csv", "2", "--out", out, "--overwrite", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;

@@ -545,6 +545,7 @@ class ChartData : public QObject {
     };
     auto* note = panel.findChild<QLabel*>("skippedNote");
     panel.set_runs({&bf16});
+    QCOMPARE(panel.chart("loss-scale")->chart()->title(), QString("Loss scale (log2): none, a line at 1"));
     QVERIFY2(panel.chart("histogram")->chart()->title().endsWith("what FP16 would do"),
              qPrintable(panel.chart("histogram")->chart()->title()));
     QCOMPARE(names(), QStringList{"if FP16: under 25.0 % · over 0.0 %"});
@@ -556,6 +557,9 @@ class ChartData : public QObject {
     QCOMPARE(note->text(), QString("No skipped steps: no gradients overflowed."));
     panel.set_runs({&bf16, &fp16});
     QCOMPARE(names(), (QStringList{"#7 if FP16: 25.0 % / 0.0 %", "#8: 25.0 % / 0.0 %"}));
+    // The loss-scale chart says which runs scale nothing, drawn at 1: an exported chart has no note beside it.
+    QCOMPARE(panel.chart("loss-scale")->chart()->title(),
+             QString("Loss scale (log2): run 7 scales nothing (a line at 1)"));
     QCOMPARE(panel.chart("histogram")->chart()->title(), QString("Weight gradients (epoch 1) against FP16's range"));
     RunSeries fp32 = run_in("fp32", 9);
     fp32.histograms.front().epoch = 2;

@@ -53,23 +53,16 @@ QString choose_save_file(QWidget* parent, const QString& caption, const QString&
   dialog->setAcceptMode(QFileDialog::AcceptSave);
   dialog->setFileMode(QFileDialog::AnyFile);
   dialog->setNameFilter(filters);
-  // A name typed without its type's suffix gets the chosen filter's ("Bericht" becomes "Bericht.html"): a file
-  // without one is one no browser or viewer opens.
-  const auto follow_filter = [dialog](const QString& filter) {
-    const QRegularExpressionMatch suffix = QRegularExpression(R"(\*\.(\w+))").match(filter);
-    dialog->setDefaultSuffix(suffix.hasMatch() ? suffix.captured(1) : QString());
-  };
-  QObject::connect(dialog, &QFileDialog::filterSelected, dialog, follow_filter);
   if (selected_filter && !selected_filter->isEmpty()) dialog->selectNameFilter(*selected_filter);
-  follow_filter(dialog->selectedNameFilter());
   const bool chosen = dialog->exec() == QDialog::Accepted && !dialog->selectedFiles().isEmpty();
   QString file = chosen ? dialog->selectedFiles().front() : QString();
   if (chosen && selected_filter) *selected_filter = dialog->selectedNameFilter();
-  // A name with a suffix none of the filters offers ("report.v2", "chart.png" for HTML) gets the chosen filter's:
-  // that is a file of another name, so it is asked about where it exists.
-  const QString suffix = dialog->defaultSuffix();
+  // A name whose suffix none of the filters offers ("Bericht", "report.v2", "chart.png" for HTML) gets the chosen
+  // filter's, or it would be a file no browser or viewer opens: another file, so asked about where it exists.
+  static const QRegularExpression pattern(R"(\*\.(\w+))");  // "*.html" in "HTML (*.html)"
+  const QString suffix = pattern.match(dialog->selectedNameFilter()).captured(1);
   bool offered = false;
-  for (const QRegularExpressionMatch& m : QRegularExpression(R"(\*\.(\w+))").globalMatch(filters))
+  for (const QRegularExpressionMatch& m : pattern.globalMatch(filters))
     offered = offered || QFileInfo(file).suffix().compare(m.captured(1), Qt::CaseInsensitive) == 0;
   if (chosen && !suffix.isEmpty() && !offered) {
     file += '.' + suffix;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/report_text.h"
 #include "chart_style.h"
 #include "decimate.h"
 
@@ -55,6 +56,18 @@ void LossScaleChart::rebuild(const RunList& runs, const ChartOptions& options) {
     show_values_on_hover(marks, tr("skipped at %1").arg(x_axis_unit(options.x_axis)), 8);
     skipped_.push_back(marks);
   }
+  // A run that scales nothing multiplies by 1, drawn as a line at 1: the title says so, where an exported chart
+  // shows it without the panel's note beside it.
+  std::vector<int64_t> unscaled;
+  for (const RunSeries* r : runs)
+    if (r->config.precision.loss_scale.kind == LossScaleKind::Off) unscaled.push_back(r->run_id);
+  if (!many && !unscaled.empty())
+    chart()->setTitle(tr("Loss scale (log2): none, a line at 1"));
+  else if (!unscaled.empty())
+    chart()->setTitle(
+        tr("Loss scale (log2): %1 %2")
+            .arg(QString::fromStdString(runs_phrase(unscaled)))
+            .arg(unscaled.size() == 1 ? tr("scales nothing (a line at 1)") : tr("scale nothing (lines at 1)")));
 }
 
 void LossScaleChart::refresh(const RunList& runs, const ChartOptions& options) {
