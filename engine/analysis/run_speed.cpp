@@ -128,23 +128,25 @@ SpeedUp alternating_speed_up(const AlternatingSpeed& timed, int64_t run, int64_t
   return speed_up_over_rounds(timed.images_per_second[r], timed.images_per_second[b]);
 }
 
-std::string speed_up_text(const SpeedUp& s) {
+namespace {
+// The ratio, its interval and whether 1.0× lies inside it, in a sentence's words or a table cell's (whose row's note
+// says what the brackets hold).
+std::string speed_up_words(const SpeedUp& s, bool cell) {
   if (!s.known()) return "-";
   // The ratio keeps the decimals that tell it from 1 where its interval does.
   std::string out = (s.distinguishable() ? bound_number(s.ratio) : ratio_number(s.ratio)) + "\u00d7";
-  if (std::isinf(s.high)) return out + " (too few steps to tell it from 1.0\u00d7)";
-  out += " (" + std::to_string(std::lround(100 * s.confidence)) + "% interval " + bound_number(s.low) + "\u2013" +
-         bound_number(s.high) + ")";
-  return s.distinguishable() ? out : out + ": not distinguishable from 1.0\u00d7";
+  if (std::isinf(s.high))  // steps, or rounds timed in alternation
+    return out + (cell ? " (too few to tell)" : " (too few steps to tell it from 1.0\u00d7)");
+  const std::string interval = bound_number(s.low) + "\u2013" + bound_number(s.high);
+  out += cell ? " (" + interval + ")"
+              : " (" + std::to_string(std::lround(100 * s.confidence)) + "% interval " + interval + ")";
+  if (s.distinguishable()) return out;
+  return out + (cell ? ", within noise" : ": not distinguishable from 1.0\u00d7");
 }
+}  // namespace
 
-std::string speed_up_cell(const SpeedUp& s) {
-  if (!s.known()) return "-";
-  std::string out = (s.distinguishable() ? bound_number(s.ratio) : ratio_number(s.ratio)) + "\u00d7";
-  if (std::isinf(s.high)) return out + " (too few to tell)";  // steps, or rounds timed in alternation
-  out += " (" + bound_number(s.low) + "\u2013" + bound_number(s.high) + ")";
-  return s.distinguishable() ? out : out + ", within noise";
-}
+std::string speed_up_text(const SpeedUp& s) { return speed_up_words(s, false); }
+std::string speed_up_cell(const SpeedUp& s) { return speed_up_words(s, true); }
 
 std::string speed_up_ratio_text(const SpeedUp& s) {
   if (!s.known()) return "-";
