@@ -634,7 +634,7 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EXPECT_EQ(with_two.work_warning,
             "speed-ups not the precision's alone: run 9 against run 4: other work (2 processes against 1 process)");
   EXPECT_THROW(row(c, "name"), std::runtime_error);  // a run's name is its column header, not a setting
-  EXPECT_EQ(row(c, "epochs").values, (std::vector<std::string>{"2/2", "1/2"}));
+  EXPECT_EQ(row(c, "status").values, (std::vector<std::string>{"finished, 2/2 epochs", "finished, 1/2 epochs"}));
   EXPECT_EQ(row(c, "validation accuracy at epoch 1").values, (std::vector<std::string>{"50.00%", "50.00%"}));
   EXPECT_FALSE(row(c, "validation accuracy at epoch 1").differs);
   EXPECT_FALSE(row(c, "validation accuracy at epoch 1").setting);

@@ -292,6 +292,11 @@ class CompareRuns : public QObject {
                               .arg(table->viewport()->width())));
     }
     const QStringList labels = w.compare_view()->table_model()->row_labels();
+    // The first result shows without scrolling the table.
+    const int best = static_cast<int>(labels.indexOf("best validation accuracy"));
+    QVERIFY(best >= 0);
+    QVERIFY2(table->rowViewportPosition(best) + table->rowHeight(best) <= table->viewport()->height(),
+             qPrintable(QStringLiteral("the table shows %1 px of rows").arg(table->viewport()->height())));
     const int device = static_cast<int>(labels.indexOf("(device)"));
     QVERIFY(device >= 0);
     const QModelIndex cell = table->model()->index(device, 1);

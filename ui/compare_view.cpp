@@ -90,7 +90,10 @@ CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& lo
   table_->setWordWrap(false);
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
 
-  auto* controls = new QHBoxLayout;
+  // The table's controls beside its tabs, not on a row of their own: at 1366×768 that row is a result's.
+  auto* table_controls = new QWidget;
+  auto* controls = new QHBoxLayout(table_controls);
+  controls->setContentsMargins(12, 0, 4, 0);
   controls->addWidget(differences_);
   controls->addSpacing(12);
   controls->addWidget(new QLabel(tr("Baseline")));
@@ -98,11 +101,9 @@ CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& lo
   controls->addSpacing(12);
   controls->addWidget(new QLabel(tr("Metrics at epoch")));
   controls->addWidget(at_epoch_);
-  controls->addStretch(1);
   auto* bottom = new QWidget;
   auto* bl = new QVBoxLayout(bottom);
   bl->setContentsMargins(4, 0, 4, 4);
-  bl->addLayout(controls);
   auto* speed_text = new QWidget;
   speed_text->setObjectName("compareText");
   auto* tl = new QVBoxLayout(speed_text);
@@ -115,6 +116,7 @@ CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& lo
   details_ = new QTabWidget;
   details_->setObjectName("compareDetails");
   details_->setDocumentMode(true);
+  details_->setCornerWidget(table_controls, Qt::TopRightCorner);
   details_->addTab(table_, tr("Side by side"));
   details_->addTab(diagnosis_, tr("Diagnosis"));
   groups_ = new QTableWidget;
