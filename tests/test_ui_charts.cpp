@@ -570,6 +570,21 @@ class ChartData : public QObject {
     QCOMPARE(note->text(), QString());
   }
 
+  // The Training tab's live run is one series refilled, not rebuilt: its loss-scale title follows the setup's
+  // precision from no scaling to GradScaler's.
+  void the_live_loss_scale_title_follows_the_runs_precision() {
+    RunSeries live;
+    live.config.precision = precision_preset("fp32");
+    ChartPanel panel;
+    panel.set_runs({&live});
+    QCOMPARE(panel.chart("loss-scale")->chart()->title(), QString("Loss scale (log2): none, a line at 1"));
+    RunSeries next;  // as the main window previews the setup's choice
+    next.config.precision = precision_preset("amp-fp16");
+    live.replace_with(std::move(next));
+    panel.refresh();
+    QCOMPARE(panel.chart("loss-scale")->chart()->title(), QString("Loss scale (log2)"));
+  }
+
   void fp8_scaling_chart_draws_the_chosen_tensors_history() {
     // An amp-fp8 run probed at steps 9 and 19: conv1's input and weight, fc's output gradient in FP8.
     RunSeries fp8 = long_run(20, 10);

@@ -56,18 +56,6 @@ void LossScaleChart::rebuild(const RunList& runs, const ChartOptions& options) {
     show_values_on_hover(marks, tr("skipped at %1").arg(x_axis_unit(options.x_axis)), 8);
     skipped_.push_back(marks);
   }
-  // A run that scales nothing multiplies by 1, drawn as a line at 1: the title says so, where an exported chart
-  // shows it without the panel's note beside it.
-  std::vector<int64_t> unscaled;
-  for (const RunSeries* r : runs)
-    if (r->config.precision.loss_scale.kind == LossScaleKind::Off) unscaled.push_back(r->run_id);
-  if (!many && !unscaled.empty())
-    chart()->setTitle(tr("Loss scale (log2): none, a line at 1"));
-  else if (!unscaled.empty())
-    chart()->setTitle(
-        tr("Loss scale (log2): %1 %2")
-            .arg(QString::fromStdString(runs_phrase(unscaled)))
-            .arg(unscaled.size() == 1 ? tr("scales nothing (a line at 1)") : tr("scale nothing (lines at 1)")));
 }
 
 void LossScaleChart::refresh(const RunList& runs, const ChartOptions& options) {
@@ -99,6 +87,19 @@ void LossScaleChart::refresh(const RunList& runs, const ChartOptions& options) {
   }
   set_nice_range(x_, 0, label_x_axis(x_, options.x_axis, x_max));
   set_power_of_two_range(y_, y_min, y_max);
+  // A run that scales nothing multiplies by 1, drawn as a line at 1: the title says so, where an exported chart
+  // shows it without the panel's note beside it. Here, not in rebuild: the live run's series is refilled, not rebuilt,
+  // when the setup's precision changes or a run starts.
+  std::vector<int64_t> unscaled;
+  for (const RunSeries* r : runs)
+    if (r->config.precision.loss_scale.kind == LossScaleKind::Off) unscaled.push_back(r->run_id);
+  const QString title = unscaled.empty() ? this->title()
+                        : !multi(runs)   ? tr("Loss scale (log2): none, a line at 1")
+                                         : tr("Loss scale (log2): %1 %2")
+                                             .arg(QString::fromStdString(runs_phrase(unscaled)))
+                                             .arg(unscaled.size() == 1 ? tr("scales nothing (a line at 1)")
+                                                                       : tr("scale nothing (lines at 1)"));
+  if (chart()->title() != title) chart()->setTitle(title);
 }
 
 }  // namespace ampwb::ui
