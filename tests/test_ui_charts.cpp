@@ -181,6 +181,23 @@ class ChartData : public QObject {
       }
   }
 
+  // The histogram's shaded FP16 range is in no run's hue, so that it never reads as a run's; where both are grey, the
+  // band as drawn over a light chart is far lighter than the run's line.
+  void the_fp16_range_is_in_no_runs_colour() {
+    const QColor band = fp16_range_color();
+    const double a = band.alphaF();
+    const QColor drawn =
+        QColor::fromRgbF(1 - a * (1 - band.redF()), 1 - a * (1 - band.greenF()), 1 - a * (1 - band.blueF()));
+    for (int i = 0; i < 24; ++i) {
+      const QColor run = run_color(i);
+      const bool grey_band = band.hsvHue() < 0, grey_run = run.hsvHue() < 0;
+      const int hues_apart =
+          std::min(std::abs(run.hsvHue() - band.hsvHue()), 360 - std::abs(run.hsvHue() - band.hsvHue()));
+      const bool apart = grey_band != grey_run || (grey_band ? drawn.value() - run.value() >= 60 : hues_apart >= 30);
+      QVERIFY2(apart, qPrintable(QStringLiteral("run %1 (%2) and the band (%3)").arg(i).arg(run.name(), band.name())));
+    }
+  }
+
   // The HTML report names a run's colour as the workbench draws it; its darker and lighter rounds are Qt's.
   void the_report_colours_a_run_as_the_workbench_does() {
     for (int i = 0; i < 24; ++i) {

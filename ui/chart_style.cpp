@@ -19,7 +19,8 @@ QColor train_color() { return run_color(0); }
 QColor validation_color() { return run_color(1); }
 QColor topk_color() { return run_color(2); }
 QColor skipped_color() { return QColor(213, 40, 40); }
-QColor fp16_range_color() { return QColor(0, 158, 115, 45); }
+// Grey, as no run is: in a run's colour the band would read as that run's.
+QColor fp16_range_color() { return QColor(128, 128, 128, 40); }
 
 QPen curve_pen(const QColor& color, double width, Qt::PenStyle style) {
   QPen pen(color, width, style);
