@@ -695,6 +695,18 @@ TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
   }
 }
 
+// Runs grouped by image size: a size of 0 is the flag's "auto", as ampwb show says, not a size of 0 px.
+TEST(RunGroups, AnAutomaticImageSizeIsNamedAuto) {
+  std::vector<TrainConfig> configs(3);
+  configs[2].image_size = 32;
+  const std::vector<ConfigGroup> groups = group_configs(configs, "image_size");
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(group_label("image_size", groups[0]), "image_size = auto (2 runs)");
+  EXPECT_EQ(group_label("image_size", groups[1]), "image_size = 32 (1 run)");
+  configs[1].seed = 1;
+  EXPECT_EQ(group_configs(configs, kAllButSeed)[1].value, "image_size = 32");
+}
+
 // --- the field lists' JSON (train/record_fields.h) ---
 
 // A run's training speed over its epochs is the images trained over the time training them: a slow first epoch

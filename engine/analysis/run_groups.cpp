@@ -52,7 +52,9 @@ std::vector<ConfigGroup> group_configs(const std::vector<TrainConfig>& configs, 
     for (const std::string& k : keys) {
       const auto found = std::find_if(settings.begin(), settings.end(), [&](const auto& s) { return s.first == k; });
       if (found == settings.end()) throw Error("no setting '" + k + "' to group by (see ampwb show RUN)");
-      value += (value.empty() ? "" : ", ") + (key == kAllButSeed ? key_label(k) + " = " : "") + found->second;
+      // An image size of 0 is the flag's "auto" (as run_settings shows it), whatever size each run resolved it to.
+      const std::string shared = k == "image_size" && found->second == "0" ? "auto" : found->second;
+      value += (value.empty() ? "" : ", ") + (key == kAllButSeed ? key_label(k) + " = " : "") + shared;
     }
     if (value.empty()) value = "all runs";
     auto group = std::find_if(groups.begin(), groups.end(), [&](const ConfigGroup& g) { return g.value == value; });
