@@ -131,7 +131,7 @@ class PredictImages : public QObject {
       QCOMPARE(table->item(row, 0)->text(), QStringLiteral("%1.png").arg(row));
       QCOMPARE(tooltip_text(table->item(row, 0)->toolTip()), vertical_images()[row]);
       QCOMPARE(table->item(row, 1)->text(), QString::fromStdString(classes[best]));
-      QCOMPARE(table->item(row, 2)->text(), QStringLiteral("%1 %").arg(100 * p[best], 0, 'f', 2));
+      QCOMPARE(table->item(row, 2)->text(), QStringLiteral("%1%").arg(100 * p[best], 0, 'f', 2));
       // Both classes, most likely first, each with its probability.
       const QString ranked = table->item(row, 3)->text();
       QVERIFY2(ranked.startsWith(QString::fromStdString(classes[best]) + " "), qPrintable(ranked));
@@ -156,7 +156,7 @@ class PredictImages : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(bad.finished(), 60000);
     QVERIFY2(bad.error().isEmpty(), qPrintable(bad.error()));
     QCOMPARE(bad.table()->rowCount(), 2);
-    QVERIFY(bad.table()->item(0, 2)->text().endsWith(" %"));  // its probability
+    QVERIFY(bad.table()->item(0, 2)->text().endsWith("%"));  // its probability
     const QString why = bad.table()->item(1, 1)->text();
     QVERIFY2(why.contains(dir_.filePath("notes.png")) && why.contains("not an image"), qPrintable(why));
     QCOMPARE(bad.table()->columnSpan(1, 1), 3);

@@ -250,17 +250,17 @@ class RunsViewFollowsTheStore : public QObject {
     e.seconds = 1;
     writer.add_epoch(live, e, {}, 1.0);
     QTRY_COMPARE_WITH_TIMEOUT(cell(view, live, RunsModel::Status), QString("running (1/3)"), 5000);
-    QCOMPARE(cell(view, live, RunsModel::BestAccuracy), QString("62.50 %"));
+    QCOMPARE(cell(view, live, RunsModel::BestAccuracy), QString("62.50%"));
     e.epoch = 2;
     e.validation_accuracy = 0.75;
     writer.add_epoch(live, e, {}, 2.0);
-    QTRY_COMPARE_WITH_TIMEOUT(cell(view, live, RunsModel::BestAccuracy), QString("75.00 %"), 5000);
+    QTRY_COMPARE_WITH_TIMEOUT(cell(view, live, RunsModel::BestAccuracy), QString("75.00%"), 5000);
     e.epoch = 3;
     e.validation_accuracy = 0.6875;
     writer.add_epoch(live, e, {}, 3.0);
     writer.end_run(live, {RunStatus::Finished, "", ""}, {}, 3.0);
     QTRY_COMPARE_WITH_TIMEOUT(cell(view, live, RunsModel::Status), QString("finished"), 5000);
-    QCOMPARE(cell(view, live, RunsModel::BestAccuracy), QString("75.00 %"));
+    QCOMPARE(cell(view, live, RunsModel::BestAccuracy), QString("75.00%"));
     // Renamed by another process: the marker sees the edit too.
     writer.rename(live, "step by step, renamed");
     QTRY_COMPARE_WITH_TIMEOUT(cell(view, live, RunsModel::Name), QString("step by step, renamed"), 5000);
@@ -283,7 +283,7 @@ class RunsViewFollowsTheStore : public QObject {
     QCOMPARE(epochs.size(), size_t(2));
     double best = 0;
     for (const EpochReport& r : epochs) best = std::max(best, r.validation_accuracy);
-    QCOMPARE(cell(view, from_cli, RunsModel::BestAccuracy), QStringLiteral("%1 %").arg(100 * best, 0, 'f', 2));
+    QCOMPARE(cell(view, from_cli, RunsModel::BestAccuracy), QStringLiteral("%1%").arg(100 * best, 0, 'f', 2));
 
     // A run whose process is killed mid-run: its row turns interrupted, though nothing wrote to the store.
     QProcess doomed;

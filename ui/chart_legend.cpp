@@ -81,8 +81,7 @@ void ChartLegend::relayout() {
     for (QLegendMarker* m : markers) {
       if (!shown(m)) continue;
       // Names are HTML for QtCharts' legend (metric_chart.h: add_line escapes them): drawn here as the text they say.
-      // A number keeps its unit where a long name wraps: no line break before "%".
-      const QString label = QTextDocumentFragment::fromHtml(m->label()).toPlainText().replace(" %", "\u00a0%");
+      const QString label = QTextDocumentFragment::fromHtml(m->label()).toPlainText();
       if (label.trimmed().isEmpty()) continue;  // a series without a name (a run not started yet) has no entry
       const qreal text_room = room - kSampleWidth - kGap;
       QSizeF text(metrics.horizontalAdvance(label), line);

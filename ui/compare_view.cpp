@@ -433,7 +433,7 @@ void CompareView::update_summary() {
   const double mean = best_sum / best.size();
   for (double b : best) best_ss += (b - mean) * (b - mean);
   const double std = std::sqrt(best_ss / (best.size() - 1));
-  summary_->setText(tr("These %1 runs differ only by seed: best validation accuracy %2 ± %3 % (mean ± std); the "
+  summary_->setText(tr("These %1 runs differ only by seed: best validation accuracy %2 ± %3% (mean ± std); the "
                        "charts show the validation curves as mean ± std bands.")
                         .arg(best.size())
                         .arg(100 * mean, 0, 'f', 2)

@@ -30,8 +30,8 @@ QList<QPointF> outline(const GradientHistogram& h, double& top) {
 bool in_fp16(const RunSeries& run) { return mode_info(run.config.precision.mode).format == NumberFormat::Fp16; }
 
 QString percent(double fraction) {
-  return fraction > 0 && fraction < 0.001 ? QStringLiteral("%1 %").arg(100 * fraction, 0, 'g', 2)
-                                          : QStringLiteral("%1 %").arg(100 * fraction, 0, 'f', 1);
+  return fraction > 0 && fraction < 0.001 ? QStringLiteral("%1%").arg(100 * fraction, 0, 'g', 2)
+                                          : QStringLiteral("%1%").arg(100 * fraction, 0, 'f', 1);
 }
 
 }  // namespace
@@ -74,7 +74,7 @@ void HistogramChart::rebuild(const RunList& runs, const ChartOptions&) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const QColor c = many ? run_color(runs[i]->colour_index(i)) : train_color();
     QLineSeries* line = add_line(QString::fromStdString(runs[i]->label), curve_pen(c, many ? 2.0 : 1.5), x_, y_);
-    show_values_on_hover(line, tr("log2 |g|"), 3, " %");
+    show_values_on_hover(line, tr("log2 |g|"), 3, "%");
     outlines_.push_back(line);
   }
   if (!many && !outlines_.empty()) {

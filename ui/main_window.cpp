@@ -56,12 +56,11 @@ namespace ampwb::ui {
 namespace {
 
 QString epoch_line(const EpochReport& e, int epochs) {
-  const QString validation = std::isfinite(e.validation_accuracy)
-                                 ? QObject::tr("validation accuracy %1 % (top-%2 %3 %)")
-                                       .arg(100 * e.validation_accuracy, 0, 'f', 2)
-                                       .arg(e.topk)
-                                       .arg(100 * e.validation_topk, 0, 'f', 2)
-                                 : QObject::tr("no validation images");
+  const QString validation = std::isfinite(e.validation_accuracy) ? QObject::tr("validation accuracy %1% (top-%2 %3%)")
+                                                                        .arg(100 * e.validation_accuracy, 0, 'f', 2)
+                                                                        .arg(e.topk)
+                                                                        .arg(100 * e.validation_topk, 0, 'f', 2)
+                                                                  : QObject::tr("no validation images");
   return QObject::tr("Epoch %1/%2: train loss %3, %4, %5 s, %6 images/s%7")
       .arg(e.epoch)
       .arg(epochs)
@@ -550,7 +549,7 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   if (end.status == RunStatus::Finished && !live_->epochs.empty()) {
     double best = 0;
     for (const EpochReport& e : live_->epochs) best = std::max(best, e.validation_accuracy);
-    text += tr(": best validation accuracy %1 %").arg(100 * best, 0, 'f', 2);
+    text += tr(": best validation accuracy %1%").arg(100 * best, 0, 'f', 2);
   }
   controls_->set_status(text);
   show_status(text, 10000);

@@ -19,7 +19,7 @@
 
 namespace ampwb::ui {
 namespace {
-QString percent(double p) { return QStringLiteral("%1 %").arg(100 * p, 0, 'f', 2); }
+QString percent(double p) { return QStringLiteral("%1%").arg(100 * p, 0, 'f', 2); }
 
 // The folder every path lies in ("" where they share none): rows name their images below it, so that the Image
 // column holds what tells them apart, not one long prefix.

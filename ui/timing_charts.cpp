@@ -188,7 +188,7 @@ void DataWaitChart::refresh(const RunList& runs, const ChartOptions&) {
   if (!bars_)
     chart()->setTitle(tr("Data wait (- -) against compute (—)"));
   else if (total > 0)
-    chart()->setTitle(tr("Data wait vs compute: %1\u00a0% waiting").arg(100 * total_wait / total, 0, 'f', 1));
+    chart()->setTitle(tr("Data wait vs compute: %1% waiting").arg(100 * total_wait / total, 0, 'f', 1));
   else
     chart()->setTitle(title());  // a new run's: not the last run's share
 }
