@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build ccache pkg-config python3
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev
-  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libjpeg-dev
   libsqlite3-dev zlib1g-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev nlohmann-json3-dev libcli11-dev
   openmpi-bin libopenmpi-dev
   slurm-wlm munge

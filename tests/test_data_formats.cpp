@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <opencv2/imgproc.hpp>
+#include <regex>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -18,6 +19,7 @@ namespace ampwb {
 namespace {
 using namespace ampwb::testing;
 
+constexpr uint8_t kStartOfScan[] = {0xff, 0xda};
 ImageCheck check(const std::vector<uint8_t>& b) { return check_image(b.data(), b.size()); }
 cv::Mat decode(const std::vector<uint8_t>& b) { return decode_bgr8(b.data(), b.size()); }
 
@@ -261,6 +263,26 @@ TEST(DataImageFile, DamageIsRefusedWithItsReason) {
   EXPECT_EQ(check(cut(jpg, 40)).reason, "truncated JPEG (no end-of-image marker)");
   const std::vector<uint8_t> prog = encode(".jpg", img, {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
   EXPECT_EQ(check(cut(prog, prog.size() * 2 / 3)).reason, "truncated JPEG (no end-of-image marker)");
+  // Damaged entropy-coded data: OpenCV decodes it, saying so only on stderr and naming no file; the check names the
+  // damage. All one bits (FF 00 stuffed) are no code of the standard tables; other bytes decode as codes that end
+  // the blocks early.
+  const auto scan = std::search(jpg.begin(), jpg.end(), kStartOfScan, kStartOfScan + 2) - jpg.begin();
+  std::vector<uint8_t> ones = jpg, scrambled = jpg;
+  for (long k = 0; k < 40; k += 2) ones[scan + 40 + k] = 0xff, ones[scan + 41 + k] = 0x00;
+  for (long k = 0; k < 60; ++k) scrambled[scan + 20 + k] ^= 0xaa;
+  for (const auto& damaged : {ones, scrambled}) {
+    ASSERT_FALSE(decode(damaged).empty()) << "OpenCV changed: damaged JPEG data no longer decodes";
+    EXPECT_TRUE(check_image_structure(damaged.data(), damaged.size()).ok);
+  }
+  EXPECT_EQ(check(ones).reason, "corrupt JPEG data (bad Huffman code)");
+  const std::string scrambled_reason = check(scrambled).reason;
+  EXPECT_TRUE(std::regex_match(
+      scrambled_reason, std::regex(R"(corrupt JPEG data \(its blocks end \d+ bytes before its image data does\))")))
+      << scrambled_reason;
+  // Bytes between segments are not the image's data: libjpeg warns of them, and the pixels are whole.
+  std::vector<uint8_t> spaced = jpg;
+  spaced.insert(spaced.begin() + scan, {0x00, 0x00, 0x00});
+  EXPECT_TRUE(check(spaced).ok) << check(spaced).reason;
   // Padding or appended bytes after EOI are fine.
   std::vector<uint8_t> padded = jpg;
   padded.insert(padded.end(), {0x00, 0x00, 0xff, 0xff, 0x00});

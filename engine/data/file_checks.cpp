@@ -14,7 +14,7 @@
 namespace ampwb {
 namespace {
 
-constexpr const char* kCacheHeader = "ampwb-file-checks 1";  // bump when the checks change
+constexpr const char* kCacheHeader = "ampwb-file-checks 2";  // bump when the checks change
 
 struct Remembered {
   int64_t size = 0, mtime_ns = 0;

@@ -16,6 +16,9 @@
 #endif
 
 #include "data/gzip.h"
+#ifdef AMPWB_HAVE_IMAGE_CODECS
+#include "data/jpeg_data_check.h"
+#endif
 
 namespace ampwb {
 namespace {
@@ -258,24 +261,31 @@ ImageCheck check_image_structure(const uint8_t* d, size_t n) {
 ImageCheck check_image(const uint8_t* d, size_t n) {
   ImageCheck c = check_image_structure(d, n);
   if (!c.ok) return c;
+  const std::string too_many_pixels =
+      (c.width > 0 && c.height > 0 ? std::to_string(c.width) + " x " + std::to_string(c.height) + " = " +
+                                         std::to_string(int64_t{c.width} * c.height) + " pixels, "
+                                   : std::string()) +
+      "more than the 1,073,741,824 (2^30) pixels an image may have here";  // OpenCV's limit (CV_IO_MAX_IMAGE_PIXELS)
+#ifdef AMPWB_HAVE_IMAGE_CODECS
+  if (c.format == ImageFormat::Jpeg) {  // libjpeg itself, which says where OpenCV's decoder stays silent
+    c.reason = int64_t{c.width} * c.height > (int64_t{1} << 30) ? "cannot be decoded as JPEG (" + too_many_pixels + ")"
+                                                                : jpeg_data_damage(d, n);
+    c.ok = c.reason.empty();
+    return c;
+  }
+#endif
   cv::Mat decoded;
   std::string error;
   try {
 #ifdef AMPWB_HAVE_IMAGE_CODECS
     const cv::Mat buffer(1, static_cast<int>(std::min<size_t>(n, 0x7fffffff)), CV_8UC1, const_cast<uint8_t*>(d));
-    // JPEG at 1/8 scale: the whole entropy-coded stream is still decoded, the IDCT and colour work mostly not.
-    decoded = cv::imdecode(buffer, c.format == ImageFormat::Jpeg ? cv::IMREAD_REDUCED_GRAYSCALE_8
-                                                                 : cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+    decoded = cv::imdecode(buffer, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
 #else
     error = kNoCodecs;
 #endif
   } catch (const cv::Exception& e) {
     error = e.err;
-    if (error.find("CV_IO_MAX_IMAGE_PIXELS") != std::string::npos)  // OpenCV's limit, in its source's words
-      error = (c.width > 0 && c.height > 0 ? std::to_string(c.width) + " x " + std::to_string(c.height) + " = " +
-                                                 std::to_string(int64_t{c.width} * c.height) + " pixels, "
-                                           : std::string()) +
-              "more than the 1,073,741,824 (2^30) pixels an image may have here";
+    if (error.find("CV_IO_MAX_IMAGE_PIXELS") != std::string::npos) error = too_many_pixels;
   }
   if (decoded.empty()) {
     c.ok = false;
@@ -283,10 +293,8 @@ ImageCheck check_image(const uint8_t* d, size_t n) {
         std::string("cannot be decoded as ") + image_format_name(c.format) + (error.empty() ? "" : " (" + error + ")");
     return c;
   }
-  if (c.width <= 0 || c.height <= 0 || c.format != ImageFormat::Jpeg) {
-    c.width = decoded.cols;
-    c.height = decoded.rows;
-  }
+  c.width = decoded.cols;
+  c.height = decoded.rows;
   return c;
 }
 

@@ -3,8 +3,9 @@
 // OpenCV decodes some truncated JPEGs with only a warning on stderr, and reports nothing useful about why a file
 // failed, so the checks here come first: the format from the magic bytes (never the extension), a JPEG must end
 // with its end-of-image marker (FF D9, trailing zero/FF padding allowed), a PNG's chunks must all be present with
-// good CRCs up to IEND. A file that passes is then decoded once (JPEGs at 1/8 scale: the entropy-coded data is still
-// read in full) to catch what the structure does not show. The result says why a file was refused, in words.
+// good CRCs up to IEND. A file that passes is then decoded once to catch what the structure does not show: a JPEG by
+// libjpeg itself at 1/8 scale (data/jpeg_data_check.h: the entropy-coded data is still read in full, and damage
+// OpenCV passes over is named). The result says why a file was refused, in words.
 #pragma once
 
 #include <cstddef>
@@ -41,7 +42,7 @@ struct ImageCheck {
 // The structural checks only (no decode): cheap, and enough for truncation, zero bytes and non-images.
 ImageCheck check_image_structure(const uint8_t* data, size_t size);
 
-// The structural checks, then a decode (JPEG at 1/8 scale) that must succeed. Thread-safe.
+// The structural checks, then a decode (JPEG at 1/8 scale, by libjpeg) that must succeed cleanly. Thread-safe.
 ImageCheck check_image(const uint8_t* data, size_t size);
 
 // Reads a whole file. Returns false with the reason ("unreadable (Permission denied)") instead of throwing.
