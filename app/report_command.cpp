@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/shell_word.h"
 #include "store/run_store.h"
 
 namespace ampwb::cli {
@@ -36,12 +37,6 @@ std::string find_chromium() {
     for (const char* dir : {"/usr/bin", "/usr/local/bin"})
       if (::access((fs::path(dir) / name).c_str(), X_OK) == 0) return (fs::path(dir) / name).string();
   return "";
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 int report_command(const ReportOptions& options) {
@@ -71,9 +66,9 @@ int report_command(const ReportOptions& options) {
   const std::string stem = (fs::temp_directory_path() / ("ampwb-report-" + std::to_string(::getpid()))).string();
   const std::string html_file = stem + ".html", printed = stem + ".pdf";
   write_file_atomically(html_file, html);
-  const std::string command = quoted(chromium) + " --headless --no-sandbox --disable-gpu --no-pdf-header-footer " +
-                              "--print-to-pdf=" + quoted(printed) + " " + quoted("file://" + html_file) +
-                              " >/dev/null 2>&1";
+  const std::string command =
+      shell_quoted(chromium) + " --headless --no-sandbox --disable-gpu --no-pdf-header-footer " +
+      "--print-to-pdf=" + shell_quoted(printed) + " " + shell_quoted("file://" + html_file) + " >/dev/null 2>&1";
   const int status = std::system(command.c_str());
   std::error_code ec;
   fs::remove(html_file, ec);

@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "core/error.h"
+#include "core/shell_word.h"
 #include "setting_flags.h"
 #include "store/reconnecting.h"
 #include "store/run_resume.h"
@@ -118,12 +119,6 @@ std::string sweep_stamp(const SweepRecord& s) {
 // A sweep's folder beside the store (its Slurm script and the tasks' output), beside the checkpoints' folder.
 fs::path sweep_folder(const std::string& store_path, const std::string& stamp) {
   return fs::path(new_checkpoint_dir(store_path)).parent_path().parent_path() / "sweeps" / stamp;
-}
-
-std::string shell_quoted(const std::string& text) {
-  std::string out = "'";
-  for (const char ch : text) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
 }
 
 bool uses_gpu(const std::vector<SweepPointConfig>& points) {

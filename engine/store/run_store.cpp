@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/shell_word.h"
 #include "store/store_location.h"
 #ifdef AMPWB_HAVE_LIBPQ
 #include "store/postgres.h"
@@ -600,9 +601,9 @@ std::string damaged_store_message(const std::string& path, const std::string& pr
     first = problems.substr(from, problems.find('\n', from) - from);
   }
   return "the run store '" + path + "' is damaged (SQLite: " + first +
-         "): nothing more is written into it. Keep a copy (AMPWB_DB='" + path +
-         "' ampwb store backup FILE), then recover what is readable into a new store (AMPWB_DB='" + path +
-         "' ampwb store recover NEW.sqlite); `ampwb store check` lists every problem";
+         "): nothing more is written into it. Keep a copy (AMPWB_DB=" + shell_word(path) +
+         " ampwb store backup FILE), then recover what is readable into a new store (AMPWB_DB=" + shell_word(path) +
+         " ampwb store recover NEW.sqlite); `ampwb store check` lists every problem";
 }
 
 void RunStore::require_writable(const char* what) const {

@@ -18,6 +18,7 @@
 #include "amp/fp8_scaling.h"
 #include "core/error.h"
 #include "core/setting_error.h"
+#include "core/shell_word.h"
 #include "dist/collective_timeout.h"
 #include "nn/batchnorm2d.h"
 #include "nn/conv2d.h"
@@ -659,7 +660,7 @@ void Trainer::Run::report_start() {
   if (!resume_note_.empty()) info.notes.push_back(resume_note_);
   if (const size_t skipped = dataset_.report().skipped.size())
     info.notes.push_back("passed over " + std::to_string(skipped) + (skipped == 1 ? " file" : " files") +
-                         " that cannot be trained on (ampwb dataset inspect " + config_.data_dir +
+                         " that cannot be trained on (ampwb dataset inspect " + shell_word(config_.data_dir) +
                          " lists each with its reason)");
   if (validation_data_.size() == 0) info.notes.push_back("no validation images: validation is not measured");
   if (const int64_t all = dataset_.report().validation_images_before_limit; all > validation_data_.size())
