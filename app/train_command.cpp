@@ -470,16 +470,25 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
                 {"epochs", epochs}});
     if (!recorder.error().empty()) out["store_error"] = recorder.error();
     print_json(out);
-  } else if (run_id != 0 && !how.quiet) {
+  }
+  // A finished run cannot be resumed: its checkpoints are only disk space, once the store holds its end. Until then
+  // the store shows it interrupted, and its checkpoint is what lets it finish again.
+  std::error_code ec;
+  const bool drop_checkpoints = end.status == RunStatus::Finished && recorded &&
+                                is_own_checkpoint_dir(store.path(), c.checkpoint_dir) && !c.keep_checkpoints &&
+                                std::filesystem::exists(c.checkpoint_dir, ec);
+  if (!json && run_id != 0 && !how.quiet) {
     const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
-    std::printf("run %lld%s %s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),
-                run_end_words(end.status, end.reason).c_str(), static_cast<long long>(run_id));
+    // The checkpoint lines above named files that go now: said, so that nobody looks for them.
+    std::printf("run %lld%s %s%s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),
+                run_end_words(end.status, end.reason).c_str(),
+                drop_checkpoints ? ", its checkpoint removed (--keep-checkpoint keeps it)" : "",
+                static_cast<long long>(run_id));
   }
   std::fflush(stdout);
   if (!recorder.error().empty()) {
     std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
     // Its row still says running: the next process to open the store marks it interrupted (kAbandonedRunReason).
-    std::error_code ec;
     if (run_id != 0 && !trainer.checkpoint_path().empty() && std::filesystem::exists(trainer.checkpoint_path(), ec))
       std::fprintf(stderr,
                    "ampwb train: the run store will show run %lld interrupted: once it can be written again, resume "
@@ -492,13 +501,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   }
   if (end.status == RunStatus::Failed && end.reason != recorder.error())
     std::fprintf(stderr, "ampwb train: error: %s\n", said_with_flag(end.setting, end.reason).c_str());
-  // A finished run cannot be resumed: its checkpoints are only disk space, once the store holds its end. Until then
-  // the store shows it interrupted, and its checkpoint is what lets it finish again.
-  if (end.status == RunStatus::Finished && recorded && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
-      !c.keep_checkpoints) {
-    std::error_code ignored;
-    std::filesystem::remove_all(c.checkpoint_dir, ignored);
-  }
+  if (drop_checkpoints) std::filesystem::remove_all(c.checkpoint_dir, ec);
   // Another rank was lost (dist/collective_timeout.h): this process ends, and with it, through mpirun, every rank.
   if (end.status == RunStatus::Interrupted)
     std::fprintf(stderr,

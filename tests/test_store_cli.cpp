@@ -319,11 +319,17 @@ TEST(StoreCli, CheckpointsByDefaultAreRemovedWhenTheRunFinishesUnlessKept) {
   TempDir dir("default_checkpoints");
   const std::string db = dir.file("runs.sqlite");
   std::vector<std::string> argv = tiny_training(db, 2, 2);
-  ASSERT_EQ(ampwb(argv).status, 0);
+  const Result removed = ampwb(argv);
+  ASSERT_EQ(removed.status, 0);
   EXPECT_TRUE(!fs::exists(dir.file("checkpoints")) || fs::is_empty(dir.file("checkpoints")))
       << "a finished run's checkpoints are only disk space";
+  // The checkpoint lines named a file that is gone now: the last line says so.
+  expect_contains(removed.output, "checkpoint: end of epoch 2: ");
+  expect_contains(removed.output, " finished, its checkpoint removed (--keep-checkpoint keeps it); ampwb show 1\n");
   argv.push_back("--keep-checkpoint");
-  ASSERT_EQ(ampwb(argv).status, 0);
+  const Result kept_output = ampwb(argv);
+  ASSERT_EQ(kept_output.status, 0);
+  EXPECT_EQ(kept_output.output.find("checkpoint removed"), std::string::npos) << kept_output.output;
   const std::vector<CheckpointInfo> kept = RunStore(db, RunStore::Mode::ReadOnly).checkpoints(2);
   ASSERT_FALSE(kept.empty());
   EXPECT_TRUE(fs::exists(kept.back().path));
