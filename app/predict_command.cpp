@@ -69,8 +69,10 @@ int predict_command(const PredictOptions& options) {
       if (is_gif_name(left_out[i])) named += " (a GIF: convert it to PNG)";
     }
     if (left_out.size() > kNamed) named += " and " + std::to_string(left_out.size() - kNamed) + " more";
-    std::fprintf(stderr, "ampwb predict: left out %zu file%s that %s not images by their names: %s\n", left_out.size(),
-                 left_out.size() == 1 ? "" : "s", left_out.size() == 1 ? "is" : "are", named.c_str());
+    std::fprintf(
+        stderr, "ampwb predict: left out %zu %s: %s\n", left_out.size(),
+        left_out.size() == 1 ? "file that is not an image by its name" : "files that are not images by their names",
+        named.c_str());
   }
   ImagePredictor predictor(load_final_weights(store, run), options.device, options.threads);
   const std::vector<std::string>& classes = predictor.weights().preprocessing.class_names;
@@ -108,8 +110,12 @@ int predict_command(const PredictOptions& options) {
   if (options.json) print_json(list);
   if (unreadable == 0) return 0;
   std::fflush(stdout);
-  std::fprintf(stderr, "ampwb predict: error: %zu of %zu images could not be read (each says why %s)\n", unreadable,
-               images.size(), options.json ? "in its \"error\"" : "above");
+  const char* where = options.json ? "in its \"error\"" : "above";
+  if (images.size() == 1)
+    std::fprintf(stderr, "ampwb predict: error: the image could not be read (it says why %s)\n", where);
+  else
+    std::fprintf(stderr, "ampwb predict: error: %zu of %zu images could not be read (each says why %s)\n", unreadable,
+                 images.size(), where);
   return 1;
 }
 

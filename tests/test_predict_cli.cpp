@@ -133,6 +133,9 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   expect_contains(r.output, one + "\n");
   expect_contains(r.output, "vertical stripes");
   expect_contains(r.output, "ampwb predict: error: 1 of 2 images could not be read");
+  r = ampwb({"predict", "1", dir.file("text.png"), "--db", db});  // one image alone: no "1 of 1"
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "ampwb predict: error: the image could not be read (it says why above)\n");
   r = ampwb({"predict", "1", dir.file("text.png"), one, "--json", "--db", db});
   EXPECT_EQ(r.status, 1);
   const json listed_both = json::parse(r.output.substr(0, r.output.find("ampwb predict: error")));
@@ -154,6 +157,10 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
                                 (dir.path() / "mixed" / "notes.txt").string() + ", " +
                                 (dir.path() / "mixed" / "spin.gif").string() + " (a GIF: convert it to PNG)\n");
   expect_contains(r.output, (dir.path() / "mixed" / "shoe.png").string() + "\n");
+  fs::remove(dir.path() / "mixed" / "spin.gif");
+  r = ampwb({"predict", "1", (dir.path() / "mixed").string(), "--db", db});
+  expect_contains(r.output, "ampwb predict: left out 1 file that is not an image by its name: " +
+                                (dir.path() / "mixed" / "notes.txt").string() + "\n");
 
   // An export's format is the one its file's extension names; a name that names none, or the other, is refused.
   // Its folder is made where missing.

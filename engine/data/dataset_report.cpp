@@ -36,8 +36,8 @@ std::string DatasetReport::to_text() const {
   out << "dataset: " << root << "\n";
   if (!layout.empty()) out << "layout:  " << layout << "\n";
   if (!classes.empty()) {
-    out << "images:  " << total_images << " in " << classes.size() << " classes (train " << train_images
-        << ", validation " << validation_images << ": " << validation << ")\n";
+    out << "images:  " << total_images << " in " << classes.size() << (classes.size() == 1 ? " class" : " classes")
+        << " (train " << train_images << ", validation " << validation_images << ": " << validation << ")\n";
     size_t width = 5;
     for (const auto& c : classes) width = std::max(width, columns(c.name));
     out << "\n  "
