@@ -737,7 +737,7 @@ TEST(Cli, EveryInvalidSettingIsRefusedBeforeTrainingInWordsForTheUser) {
       {"--cache-mb -1", "--cache-mb: the image cache's size must not be negative"},
       {"--max-train-images -1", "--max-train-images: the training images' limit must not be negative"},
       {"--batch-size 100000000",
-       "--batch-size: the batch size 100000000 is larger than the training split (16 images)"},
+       "--batch-size: the batch size 100000000 is larger than the training split (16 images): choose 16 or fewer"},
       {"--name \"$(printf 'two\\nlines')\"", "a run name cannot hold control characters"},
       {"--momentum 1", "--momentum: the momentum must be in [0, 1), got 1"},
       {"--weight-decay -1", "--weight-decay: the weight decay must be a finite number, not negative, got -1"},

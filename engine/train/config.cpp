@@ -108,9 +108,9 @@ void validate_for_data(const TrainConfig& c, int64_t classes, int64_t train_imag
   REQUIRE_SETTING(c.topk <= classes, "topk",
                   "top-k " << c.topk << " is more than the dataset's " << classes
                            << " classes (its top-k accuracy would always be 100%)");
-  REQUIRE_SETTING(
-      c.batch_size <= train_images, "batch_size",
-      "the batch size " << c.batch_size << " is larger than the training split (" << train_images << " images)");
+  REQUIRE_SETTING(c.batch_size <= train_images, "batch_size",
+                  "the batch size " << c.batch_size << " is larger than the training split (" << train_images
+                                    << " images): choose " << train_images << " or fewer");
 }
 
 #undef REQUIRE_SETTING
