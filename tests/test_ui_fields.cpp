@@ -185,18 +185,31 @@ class FieldsKeepWhatWasTyped : public QObject {
   }
 
   // A setting only the data can refuse (top-k above its two classes) ends the run on its worker thread before it
-  // starts; the status names the field's label before the engine's words, and the field is marked.
+  // starts; the status names the field's label before the engine's words, and the field is marked. The charts keep
+  // the run they showed.
   void a_setting_the_data_refuses_is_named_by_its_field() {
     MainWindow w(dir_.filePath("data-refused.sqlite"));
     w.setup()->set_dataset_path(data_);
     QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
-    auto* topk = setting_field<QSpinBox>(w, "topk");
-    QVERIFY(topk);
-    topk->setValue(5);
+    auto* depth = child<QComboBox>(w, "depth");
+    depth->setCurrentIndex(depth->findData(20));
+    child<QSpinBox>(w, "epochs")->setValue(1);
+    child<QSpinBox>(w, "batchSize")->setValue(4);
     setting_field<QSpinBox>(w, "warmup_epochs")->setValue(0);
     QSignalSpy finished(&w, &MainWindow::run_finished);
     QVERIFY2(w.start_training(), qPrintable(child<QLabel>(w, "statusLine")->text()));
     QVERIFY(finished.wait(60000));
+    const int64_t shown = w.live_run()->run_id;
+    const size_t steps = w.live_run()->steps.size();
+    QVERIFY(shown > 0 && steps > 0);
+    auto* topk = setting_field<QSpinBox>(w, "topk");
+    QVERIFY(topk);
+    topk->setValue(5);
+    QVERIFY2(w.start_training(), qPrintable(child<QLabel>(w, "statusLine")->text()));
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(w.live_run()->run_id, shown);
+    QCOMPARE(w.live_run()->steps.size(), steps);
+    QCOMPARE(w.live_run()->status, RunStatus::Finished);
     const QString status = child<QLabel>(w, "statusLine")->text();
     // Refused before the run had a row in the store: it never started, and says so (not "Run 0 failed").
     QVERIFY2(status.startsWith("Not started: Top-k accuracy: top-k 5 is more than the dataset's 2 classes"),

@@ -454,6 +454,10 @@ class TrainingThroughTheUi : public QObject {
     QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
     QTRY_VERIFY_WITH_TIMEOUT(status->text().startsWith(QString("Run %1, resumed elsewhere, finished").arg(resumed)),
                              10000);
+    // Its charts go on to where it ended, as the store holds it, not where it left this window.
+    QCOMPARE(w.live_run()->run_id, resumed);
+    QCOMPARE(w.live_run()->steps.size(), size_t{4 * 6});
+    QCOMPARE(w.live_run()->epochs.size(), size_t{4});
 
     int64_t deleted = 0;
     train_and_stop(deleted);

@@ -377,6 +377,7 @@ QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::
   checkpoint_dir_ = is_own_checkpoint_dir(db_path_.toStdString(), config.checkpoint_dir) && !config.keep_checkpoints
                         ? config.checkpoint_dir
                         : "";
+  before_start_ = *live_;
   // The same object, refilled: the live charts keep their series (no rebuild, no re-layout) from run to run.
   if (prefilled)
     live_->replace_with(std::move(*prefilled));
@@ -406,6 +407,7 @@ QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::
 void MainWindow::on_events(const EventBatch& batch) {
   live_->append(batch);
   if (batch.started) {
+    before_start_.reset();
     const RunInfo& info = *batch.started;
     progress_.start(info, live_->config.epochs, live_->config.batch_size);
     epoch_loads_.clear();
@@ -496,6 +498,13 @@ void MainWindow::follow_last_run() {
     text = tr("Run %1, resumed elsewhere, %2")
                .arg(id)
                .arg(QString::fromStdString(run_end_words(run->status, run->end_reason)));
+    try {  // its charts as the store now holds them, to where it ended, not where it left this window
+      RunSeries stored = load_run_series(*store_, id);
+      stored.label = live_->label;
+      live_->replace_with(std::move(stored));
+      live_charts_->refresh();
+    } catch (const std::exception&) {  // the store out of reach: the charts stay as they were
+    }
   }
   follow_last_run_->stop();
   controls_->clear_progress();
@@ -517,7 +526,13 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
       show_status(tr("Run %1's details could not be read: %2").arg(run_id).arg(QString::fromUtf8(e.what())), 10000);
     }
   }
-  live_->status = end.status;
+  // A run refused before its row was written (its data cannot take its settings) never started: no run 0 failed.
+  const bool not_started = run_id == 0 && end.status == RunStatus::Failed;
+  if (not_started && before_start_)
+    live_->replace_with(std::move(*before_start_));  // with its own status
+  else
+    live_->status = end.status;
+  before_start_.reset();
   runs_view_->model()->set_paused_run(0);
   if (run_id != 0 && end.status != RunStatus::Finished && end.status != RunStatus::Failed) {
     try {  // its wall time as recorded here: grown when it trained elsewhere
@@ -528,8 +543,6 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   }
   live_charts_->refresh();  // whatever a deferred redraw still owed
   controls_->set_state(RunControls::State::Idle);
-  // A run refused before its row was written (its data cannot take its settings) never started: no run 0 failed.
-  const bool not_started = run_id == 0 && end.status == RunStatus::Failed;
   QString text = not_started ? tr("Not started") : tr("Run %1").arg(run_id);
   // A setting the data refused (top-k above the classes, say) is named as the panel names it, its field marked.
   if (!end.setting.empty())

@@ -133,6 +133,9 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<SweepTiming> sweep_timing_;
   std::map<int, MachineLoad> epoch_loads_;  // the live run's, by epoch: one batch of events may hold several epochs
   std::unique_ptr<RunSeries> live_;
+  // What the Training tab showed before a start the data may still refuse (a batch larger than its images): shown
+  // again then, not lost to empty charts; dropped once the run starts.
+  std::optional<RunSeries> before_start_;
   bool live_in_child_ = false;  // the live run trains on many processes: its details come from the store at its end
   RunProgress progress_;
   ScaleCollapseWatch collapse_watch_;  // the live run's alarm (the diagnosis' scale_collapse rule, while it trains)
