@@ -57,6 +57,9 @@ MetricChart::MetricChart(QString metric, QString title, QWidget* parent)
     : QChartView(new QChart, parent), metric_(std::move(metric)), title_(std::move(title)) {
   setObjectName(metric_ + "Chart");
   setRenderHint(QPainter::Antialiasing);
+  // Whole repaints: QtCharts' damage regions leave the rim of a point's marker behind when a refresh moves it (the
+  // axis grew), a hollow ring where no value is. The charts are small; a whole repaint costs little.
+  setViewportUpdateMode(QGraphicsView::FullViewportUpdate);
   // Readable on a 1280×720 screen beside the setup panel; the grid scrolls below that. The chart's own minimum too:
   // QChartView raises its minimum to the chart's (its title, legend and axes), and never lowers it again.
   setMinimumSize(190, 140);
