@@ -470,6 +470,18 @@ RunEvidence timed_run(int64_t id, const std::string& mode, double seconds) {
   return e;
 }
 
+// A baseline asked for, but a run too short to have a steady-state step: the explanation says so, with the steps
+// each such run had, rather than drop the comparison without a word.
+TEST(DiagnosisSpeed, ARunTooShortForASpeedSaysSoAgainstItsBaseline) {
+  RunEvidence fp16 = timed_run(2, "amp-fp16", 0.1);
+  fp16.steps.resize(4);
+  const RunEvidence fp32 = timed_run(3, "fp32", 0.1);
+  const Finding f = expect_finding(diagnose(fp16, &fp32), "speed_vs_baseline");
+  EXPECT_EQ(f.title, "No speed to compare with the baseline");
+  expect_contains(f.evidence, "run 2: 4 steps): too few steps past the first 5");
+  EXPECT_EQ(f.evidence.find("run 3:"), std::string::npos) << "the baseline has a speed: " << f.evidence;
+}
+
 // An emulated format measured faster than FP32 (16-bit storage halves the memory traffic): the diagnosis says
 // both without contradicting itself, and never calls the emulated format slower by design.
 TEST(DiagnosisSpeed, AnEmulatedFormatMeasuredFasterIsNotAContradiction) {

@@ -455,10 +455,22 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
       alternation = how + (by_alternation ? "; during the trainings, "
                                           : "; " + loaded_alternation + ": the trainings' figure stands; ");
     }
-  if (!speedup.known()) return;
-  // Runs too short to leave a steady-state step (warm-up, each epoch's first and last steps) have no speed to show.
   const std::string runs = format("run %lld, %s, against run %lld, %s", static_cast<long long>(e.run.id),
                                   mode_of(e).c_str(), static_cast<long long>(base.run.id), mode_of(base).c_str());
+  // Runs too short to leave a steady-state step (warm-up, each epoch's first and last steps) have no speed to show:
+  // said, rather than a baseline asked for and never mentioned again.
+  if (!speedup.known()) {
+    std::string which;
+    for (const RunEvidence* r : {&e, &base})
+      if (!timing_of(*r).speed.known())
+        which += format("%srun %lld: %zu steps", which.empty() ? "" : "; ", static_cast<long long>(r->run.id),
+                        r->steps.size());
+    add(out, "speed_vs_baseline", Severity::Note, "No speed to compare with the baseline",
+        "no steady-state training speed (" + runs + "; " + which + "): too few steps past the first " +
+            std::to_string(kWarmupSteps) + " and each epoch's first and last",
+        "train for more steps (more images, or more epochs) to measure the speed-up");
+    return;
+  }
   std::string evidence = alternation + (run_timing.speed.known() && base_timing.speed.known()
                                             ? "steady-state training speed " + speed_text(run_timing.speed) +
                                                   " against " + speed_text(base_timing.speed) + " (" + runs + ")"
