@@ -72,7 +72,7 @@ int runs_command(const RunsOptions& options) {
   };
   size_t shown = 0;
   for (const RunRecord& r : store.runs()) {
-    if (!status.empty() && status != run_status_words(r.status)) continue;
+    if (!status.empty() && status != run_status_words(r.status) && status != run_state_words(r)) continue;
     if (!tag.empty() &&
         std::none_of(r.tags.begin(), r.tags.end(), [&](const std::string& t) { return same_tag(t, tag); }))
       continue;
@@ -85,10 +85,11 @@ int runs_command(const RunsOptions& options) {
       j["resumable"] = resumable;
       j["final_weights"] = has_final_weights(r);
       j["final_weights_missing"] = final_weights_state(r) == "missing";  // recorded, the file gone
+      j["paused_since"] = is_paused(r) ? json(r.info.paused_since) : json(nullptr);  // "running", yet paused
       list.push_back(j);
     } else {
-      table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_status_words(r.status),
-                 std::to_string(r.depth), r.precision_name(),
+      table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_state_words(r), std::to_string(r.depth),
+                 r.precision_name(),
                  // as the workbench lists it: "cpu × 2" for a run on two processes
                  r.device.name() + (r.info.world_size > 1 ? " × " + std::to_string(r.info.world_size) : ""),
                  s.epochs_completed && r.info.validation_images > 0 ? percent_text(s.best_validation_accuracy) : "-",
@@ -355,7 +356,11 @@ int show_command(const ShowOptions& options) {
 
   const RunInfo& info = r.info;
   std::printf("run %s\n", run_label(r).c_str());
-  std::printf("  status     %s\n", run_end_words(r.status, r.end_reason).c_str());
+  if (is_paused(r))
+    std::printf("  status     paused since %s (process %lld on %s)\n", r.info.paused_since.c_str(),
+                static_cast<long long>(r.pid), r.host.c_str());
+  else
+    std::printf("  status     %s\n", run_end_words(r.status, r.end_reason).c_str());
   // The time its processes trained: a resumed run's pause between them is not in it.
   std::printf("  created    %s   ended %s   trained for %s\n", r.created.c_str(),
               r.ended.empty() ? "-" : r.ended.c_str(), duration_text(r.duration_seconds).c_str());
@@ -617,11 +622,12 @@ int compare_command(const CompareOptions& options) {
 void add_run_commands(CLI::App& app, Invocation& invocation) {
   auto runs_options = std::make_shared<RunsOptions>();
   CLI::App* runs = app.add_subcommand("runs", "list the recorded runs");
-  runs->add_option("--status", runs_options->status, "only runs with this status")
-      ->type_name("running|finished|failed|stopped|interrupted")
+  runs->add_option("--status", runs_options->status,
+                   "only runs with this status (paused: running runs their user has paused; running: all running)")
+      ->type_name("running|paused|finished|failed|stopped|interrupted")
       ->transform(
           [](std::string word) { return word == "cancelled" ? std::string("stopped") : word; })  // --json's word
-      ->check(CLI::IsMember({"running", "finished", "failed", "stopped", "interrupted"}).description(""));
+      ->check(CLI::IsMember({"running", "paused", "finished", "failed", "stopped", "interrupted"}).description(""));
   runs->add_option("--tag", runs_options->tag, "only runs with this tag, whatever its case")->type_name("TAG");
   runs->add_flag("--json", runs_options->json, "as JSON (for scripts)");
   add_db_option(runs, runs_options->db);

@@ -68,7 +68,7 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
       {{"show", "--db", db}, "RUN is required"},
       {{"show", "1", "--db"}, "--db"},
       {{"compare", "1", "--db", db}, "RUN: At least 2 required (or one sweep:N)"},
-      {{"runs", "--status", "done", "--db", db}, "--status: done not in {running,finished,failed,stopped,"},
+      {{"runs", "--status", "done", "--db", db}, "--status: done not in {running,paused,finished,failed,stopped,"},
       {{"tag", "1", "--db", db}, "TAG is required"},
       {{"export", "png", "1", "--db", db}, "unknown command 'png' (expected csv, chart or model)"},
       {{"export", "csv", "--out", dir.file("csv"), "--db", db}, "RUN... or --all is required"},

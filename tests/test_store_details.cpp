@@ -109,6 +109,42 @@ TEST_P(StoreDetails, RecordsEveryFieldAndReadsItBack) {
   EXPECT_EQ(nlohmann::json(epochs[0]).at("conv_backward_weights"), 0.003);
 }
 
+// A pause is in the run's information while it lasts, for every reader of the store; a run that ended is not paused,
+// and what else the information holds stays.
+TEST_P(StoreDetails, APauseIsRecordedWhileItLastsAndOnlyOnARunningRun) {
+  TempDir dir("details-pause");
+  const std::string path = new_store(dir);
+  RunStore store(path);
+  StoreRecorder recorder(store, config_named("paused"));
+  recorder.on_start(info());
+  const int64_t id = recorder.run_id();
+  recorder.on_note("a note before the pause");
+  recorder.on_paused();
+  const RunRecord paused = RunStore(path, RunStore::Mode::ReadOnly).run(id);
+  EXPECT_TRUE(paused.info.paused_since.starts_with("20")) << paused.info.paused_since;
+  EXPECT_EQ(run_state_words(paused), "paused");
+  EXPECT_EQ(paused.info.notes.back(), "a note before the pause");
+  recorder.on_resumed(1.5);
+  EXPECT_TRUE(store.run(id).info.paused_since.empty());
+  EXPECT_EQ(run_state_words(store.run(id)), "running");
+  recorder.on_end(RunEnd(RunStatus::Cancelled, "stopped by the user"));
+  store.set_paused(id, true);  // ended: nothing to pause
+  EXPECT_TRUE(store.run(id).info.paused_since.empty());
+  EXPECT_EQ(run_state_words(store.run(id)), "stopped");
+  EXPECT_EQ(recorder.error(), "");
+  // Killed while paused, then resumed by another process: that one trains, and the old pause is over.
+  {
+    StoreRecorder killed(store, config_named("paused"), {}, id);
+    killed.on_start(info());
+    killed.on_paused();
+    EXPECT_TRUE(is_paused(store.run(id)));
+  }  // given up without an end, as a killed process's run is
+  StoreRecorder again(store, config_named("paused"), {}, id);
+  again.on_start(info());
+  EXPECT_EQ(run_state_words(store.run(id)), "running");
+  again.on_end(RunEnd(RunStatus::Finished, ""));
+}
+
 TEST_P(StoreDetails, AResumedRunForgetsWhatItReportsAgainAndDeletingForgetsAll) {
   TempDir dir("details-resume");
   const std::string path = new_store(dir);

@@ -858,6 +858,10 @@ class PauseOnce : public TrainObserver {
     trainer_->pause();
     resumer_ = std::thread([this] {
       std::this_thread::sleep_for(std::chrono::duration<double>(kPauseSeconds));
+      if (!store_path.empty()) {  // what every other reader of the store sees meanwhile
+        const RunStore store(store_path, RunStore::Mode::ReadOnly);
+        paused_in_store = store.runs().back().info.paused_since;
+      }
       trainer_->resume();
     });
   }
@@ -869,6 +873,7 @@ class PauseOnce : public TrainObserver {
     ended_seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   }
   double last_wall_of_epoch1 = 0, ended_seconds = 0;
+  std::string store_path, paused_in_store;
   std::vector<EpochReport> epochs;
   std::vector<double> observed_seconds;  // from on_start to each on_epoch
 
@@ -886,11 +891,15 @@ TEST(Training, APauseIsNotTrainingTime) {
   Trainer* current = nullptr;
   PauseOnce observer(current);
   RunStore store((data / "runs.sqlite").string());
+  observer.store_path = store.path();
   StoreRecorder recorder(store, c);
   ObserverList both({&recorder, &observer});  // the recorder's step first: nothing between pause and its wait
   Trainer trainer(c, &both);
   current = &trainer;
   ASSERT_EQ(trainer.run().status, RunStatus::Finished);
+  // The store said the run paused while it was, and no longer once it went on.
+  EXPECT_TRUE(observer.paused_in_store.starts_with("20")) << "'" << observer.paused_in_store << "'";
+  EXPECT_TRUE(store.run(recorder.run_id()).info.paused_since.empty());
   // Nor is it the run's time: `show` says it "trained for" that long, the Compare tab's "total time".
   EXPECT_LE(store.run(recorder.run_id()).duration_seconds, observer.ended_seconds - PauseOnce::kPauseSeconds + 0.5)
       << "the run's duration counts the pause";

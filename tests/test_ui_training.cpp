@@ -491,8 +491,8 @@ class TrainingThroughTheUi : public QObject {
                      "it from its last checkpoint."));
   }
 
-  // Paused, the run is shown paused in the window's Runs tab (the store records it running still), and running again
-  // once resumed.
+  // Paused, the run is shown paused in the window's Runs tab and, through the store, by `ampwb runs` beside it (its
+  // status is running still), and running again once resumed.
   void a_paused_run_is_shown_paused() {
     const QString path = db("paused");
     MainWindow w(path);
@@ -512,8 +512,17 @@ class TrainingThroughTheUi : public QObject {
     QTest::qWait(1000);
     QCOMPARE(child<QLabel>(w, "eta")->text(), QString("ETA: paused"));
     QCOMPARE(RunStore(path.toStdString(), RunStore::Mode::ReadOnly).run(id).status, RunStatus::Running);
+    const auto cli = [&](const QStringList& arguments) {
+      QProcess p;
+      p.start(AMPWB_BINARY, arguments + QStringList{"--db", path});
+      p.waitForFinished(60000);
+      return QString::fromUtf8(p.readAllStandardOutput());
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(cli({"runs", "--status", "paused"}).contains(QString(" %1 ").arg(id)), 10000);
+    QVERIFY2(cli({"show", QString::number(id)}).contains("  status     paused since "), "ampwb show says paused");
     QTest::mouseClick(child<QPushButton>(w, "pauseButton"), Qt::LeftButton);  // resumed
     QVERIFY2(status().startsWith("running"), qPrintable(status()));
+    QTRY_VERIFY_WITH_TIMEOUT(!cli({"runs", "--status", "paused"}).contains(QString(" %1 ").arg(id)), 10000);
     QTest::mouseClick(child<QPushButton>(w, "stopButton"), Qt::LeftButton);
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
   }

@@ -199,9 +199,9 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case Status: {
       if (sort) return QString::fromUtf8(run_status_words(r.status));
       // A run the user stopped is "stopped" (the store's word is "cancelled"), and says when it can go on.
-      QString text = r.status == RunStatus::Running && r.id == paused_run_
-                         ? tr("paused")
-                         : QString::fromUtf8(run_status_words(r.status));
+      // Paused here (said at once), or in another window (as its store says).
+      QString text = r.status == RunStatus::Running && r.id == paused_run_ ? tr("paused")
+                                                                           : QString::fromStdString(run_state_words(r));
       QStringList details;
       if (row.resume_refusal.empty()) details << tr("resumable");
       if (s.epochs_completed < r.epochs && r.status != RunStatus::Finished)

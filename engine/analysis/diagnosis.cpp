@@ -90,12 +90,12 @@ void unfinished(const RunEvidence& e, std::vector<Finding>& out) {
   const RunRecord& r = e.run;
   if (r.status == RunStatus::Finished) return;
   const std::string done = std::to_string(e.epochs.size()) + " of " + std::to_string(r.epochs) + " epochs";
-  std::string evidence = "status " + std::string(run_status_words(r.status)) + ", " + done + " completed, " +
+  std::string evidence = "status " + run_state_words(r) + ", " + done + " completed, " +
                          std::to_string(e.steps.size()) + " steps recorded";
   if (!r.end_reason.empty()) evidence += "; " + r.end_reason;
   if (r.status == RunStatus::Running) {
-    add(out, "unfinished", Severity::Note, "Still training: " + done + " so far", evidence,
-        "the findings cover what it has recorded: explain it again when it has ended");
+    add(out, "unfinished", Severity::Note, (is_paused(r) ? "Paused: " : "Still training: ") + done + " so far",
+        evidence, "the findings cover what it has recorded: explain it again when it has ended");
   } else if (r.status == RunStatus::Failed) {
     add(out, "unfinished", Severity::Problem, "Failed after " + done, evidence,
         "the other findings cover what it trained before it failed; fix what the reason names and train it again");

@@ -89,8 +89,8 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
 
   // One row, so that the GUI's short table shows results from its third row: "stopped, 1/3 epochs".
   add("status", [&](size_t i) {
-    return std::string(run_status_words(runs[i].record.status)) + ", " +
-           std::to_string(c.summaries[i].epochs_completed) + "/" + std::to_string(runs[i].record.epochs) + " epochs";
+    return run_state_words(runs[i].record) + ", " + std::to_string(c.summaries[i].epochs_completed) + "/" +
+           std::to_string(runs[i].record.epochs) + " epochs";
   });
   // A validation result of a run that measured validation; "-" for one without validation images.
   auto validated = [&](const std::function<std::string(size_t)>& cell) {

@@ -138,16 +138,7 @@ void remove_final_weights(const std::string& store_path, const RunRecord& run) {
 void RunStore::set_final_weights(int64_t run, const std::string& path) {
   require_writable("record the final weights of a run");
   SqlTransaction t(*db_);  // read-modify-write of the run information, atomic against other writers
-  SqlStatement read(*db_, "SELECT info_json FROM runs WHERE id = ?");
-  if (!read.bind(1, run).step())
-    throw StoreError("no run " + std::to_string(run) + " in the run store '" + this->path() + "'");
-  nlohmann::json info = nlohmann::json::parse(read.text(0), nullptr, false);
-  read.reset();
-  if (!info.is_object())
-    throw StoreError("run store '" + this->path() + "': run " + std::to_string(run) + "'s information is not JSON");
-  info["final_weights"] = path;
-  SqlStatement write(*db_, "UPDATE runs SET info_json = ? WHERE id = ?");
-  write.bind(1, info.dump()).bind(2, run).run();
+  edit_info(run, [&](nlohmann::json& info) { info["final_weights"] = path; });
   t.commit();
 }
 

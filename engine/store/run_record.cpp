@@ -17,6 +17,10 @@ std::vector<std::pair<std::string, std::string>> run_settings(const RunRecord& r
   return settings;
 }
 
+bool is_paused(const RunRecord& run) { return run.status == RunStatus::Running && !run.info.paused_since.empty(); }
+
+std::string run_state_words(const RunRecord& run) { return is_paused(run) ? "paused" : run_status_words(run.status); }
+
 RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epochs) {
   RunSummary s;
   s.total_seconds = run.duration_seconds;

@@ -55,6 +55,11 @@ struct RunRecord {
   std::string precision_name() const { return mode_name(config.precision.mode); }
 };
 
+// A running run its user has paused (RunInfo::paused_since).
+bool is_paused(const RunRecord& run);
+// Its status as people read it (run_status_words), or "paused" for a paused run.
+std::string run_state_words(const RunRecord& run);
+
 // The run's configuration as config_settings lists it, the image size asked for as the data's own (stored as 0) said
 // with the size it came to: "auto (28 px)".
 std::vector<std::pair<std::string, std::string>> run_settings(const RunRecord& run);

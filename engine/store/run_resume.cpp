@@ -20,8 +20,8 @@ std::string resume_refusal(const RunStore& store, const RunRecord& r) {
   const int64_t run = r.id;
   if (r.status == RunStatus::Finished) return run_words(r) + " finished: there is nothing to resume";
   if (store.recording(run))
-    return run_words(r) + " is training in process " + std::to_string(r.pid) + " on " + r.host +
-           ": it goes on there (stop it there first to resume it elsewhere)";
+    return run_words(r) + (is_paused(r) ? " is paused" : " is training") + " in process " + std::to_string(r.pid) +
+           " on " + r.host + ": it goes on there (stop it there first to resume it elsewhere)";
   if (!r.unreadable.empty()) return run_words(r) + " cannot be resumed: " + r.unreadable;
   const std::vector<CheckpointInfo> saved = store.checkpoints(run);
   if (saved.empty())

@@ -30,8 +30,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -133,6 +135,9 @@ class RunStore {
   void add_note(int64_t run, const std::string& note);
   // Records the file of the run's final weights in its information (RunInfo::final_weights; store/final_weights.h).
   void set_final_weights(int64_t run, const std::string& path);
+  // Records that the user paused a running run (RunInfo::paused_since, now) or resumed it, for every other reader of
+  // the store to say; a run no longer running is left as it is.
+  void set_paused(int64_t run, bool paused);
   // Records how the run ended (with its last steps), fsynced, and gives up ownership.
   void end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps, double duration_seconds);
   // Gives up ownership without writing (the row stays `running`: the next open marks it interrupted).
@@ -213,6 +218,8 @@ class RunStore {
   void migrate();
   void report_abandoned(RunRecord& r) const;
   void reopen_owned(const RunRecord& run, const RunInfo& info, const TrainConfig& config);
+  // Changes the run's information (its info JSON) inside the caller's transaction: read, `change`, written back.
+  void edit_info(int64_t run, const std::function<void(nlohmann::json&)>& change);
   // Adds `notes` to the run's information, inside the caller's transaction; `again`: one already there too. A
   // `backend_description` given replaces the device the run describes.
   void append_notes(int64_t run, const std::vector<std::string>& notes, bool again,

@@ -212,6 +212,8 @@ void RunStore::reopen_owned(const RunRecord& run, const RunInfo& info, const Tra
     backend.bind(1, info.backend_description).bind(2, run_id).run_deferred();
   }
   append_notes(run_id, notes, false, described_otherwise ? info.backend_description : std::string());
+  // A pause its last process never ended (killed while paused) is over: this one trains.
+  edit_info(run_id, [](nlohmann::json& i) { i.erase("paused_since"); });
   for (const char* table : {"epochs", "histograms", "run_details"}) {
     SqlStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");
     forget.bind(1, run_id).bind(2, info.first_epoch).run_deferred();
@@ -360,8 +362,7 @@ void RunStore::add_note(int64_t run, const std::string& note) {
   t.commit();
 }
 
-void RunStore::append_notes(int64_t run, const std::vector<std::string>& notes, bool again,
-                            const std::string& backend_description) {
+void RunStore::edit_info(int64_t run, const std::function<void(nlohmann::json&)>& change) {
   SqlStatement read(*db_, "SELECT info_json FROM runs WHERE id = ?");
   if (!read.bind(1, run).step())
     throw StoreError("no run " + std::to_string(run) + " in the run store '" + path() + "'");
@@ -369,12 +370,36 @@ void RunStore::append_notes(int64_t run, const std::vector<std::string>& notes, 
   read.reset();
   if (!info.is_object())
     throw StoreError("run store '" + path() + "': run " + std::to_string(run) + "'s information is not JSON");
-  nlohmann::json& kept = info["notes"];
-  for (const std::string& note : notes)
-    if (again || std::find(kept.begin(), kept.end(), note) == kept.end()) kept.push_back(note);
-  if (!backend_description.empty()) info["backend"] = backend_description;
-  SqlStatement append(*db_, "UPDATE runs SET info_json = ? WHERE id = ?");
-  append.bind(1, info.dump()).bind(2, run).run_deferred();
+  change(info);
+  SqlStatement write(*db_, "UPDATE runs SET info_json = ? WHERE id = ?");
+  write.bind(1, info.dump()).bind(2, run).run_deferred();
+}
+
+void RunStore::append_notes(int64_t run, const std::vector<std::string>& notes, bool again,
+                            const std::string& backend_description) {
+  edit_info(run, [&](nlohmann::json& info) {
+    nlohmann::json& kept = info["notes"];
+    for (const std::string& note : notes)
+      if (again || std::find(kept.begin(), kept.end(), note) == kept.end()) kept.push_back(note);
+    if (!backend_description.empty()) info["backend"] = backend_description;
+  });
+}
+
+void RunStore::set_paused(int64_t run, bool paused) {
+  require_writable(paused ? "record a pause" : "record the end of a pause");
+  SqlTransaction t(*db_);
+  SqlStatement status(*db_, "SELECT status FROM runs WHERE id = ?");
+  if (!status.bind(1, run).step() || status.text(0) != "running") return;
+  status.reset();
+  edit_info(run, [&](nlohmann::json& info) {
+    if (paused)
+      info["paused_since"] = utc_now_iso8601();
+    else
+      info.erase("paused_since");
+  });
+  SqlStatement touched(*db_, "UPDATE runs SET updated = ? WHERE id = ?");  // other windows look for changed rows
+  touched.bind(1, utc_now_iso8601()).bind(2, run).run_deferred();
+  t.commit();
 }
 
 void RunStore::end_run(int64_t run, const RunEnd& end, const std::vector<StepReport>& steps, double duration_seconds) {

@@ -182,6 +182,25 @@ void StoreRecorder::on_note(const std::string& note) {
   guarded([&] { store_->add_note(run_id_, note); });
 }
 
+// A pause written for other readers to see: a store out of reach then only leaves them saying "running", so it
+// never ends the run as a failed write of its records would.
+void StoreRecorder::on_paused() {
+  if (run_id_ == 0) return;
+  try {
+    store_->set_paused(run_id_, true);
+  } catch (const StoreError&) {
+  }
+}
+
+void StoreRecorder::on_resumed(double paused_seconds) {
+  paused_seconds_ += paused_seconds;
+  if (run_id_ == 0) return;
+  try {
+    store_->set_paused(run_id_, false);
+  } catch (const StoreError&) {
+  }
+}
+
 void StoreRecorder::on_end(const RunEnd& end) {
   if (run_id_ == 0 || ended_) return;
   ended_ = true;

@@ -56,7 +56,8 @@ class StoreRecorder : public TrainObserver {
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
   void on_final_weights(const ModelWeights& weights) override;
   void on_note(const std::string& note) override;
-  void on_resumed(double paused_seconds) override { paused_seconds_ += paused_seconds; }
+  void on_paused() override;
+  void on_resumed(double paused_seconds) override;
   void on_end(const RunEnd& end) override;
 
   int64_t run_id() const { return run_id_; }           // 0 before on_start

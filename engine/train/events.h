@@ -46,6 +46,9 @@ struct RunInfo {
   Launcher launcher = Launcher::Single;
   // The file of the run's final weights, kept when it finished (store/final_weights.h); empty when none was kept.
   std::string final_weights;
+  // While the user has paused the running run: since when (UTC, ISO 8601), for every reader of its store to say
+  // (RunStore::set_paused); empty otherwise.
+  std::string paused_since;
 };
 
 struct StepReport {
@@ -103,6 +106,7 @@ void fields(R& i, V&& v) {
   v("world_size", i.world_size);  // absent before 2026-12-02: one process
   v("launcher", i.launcher);
   v("final_weights", i.final_weights);  // absent before 2026-12-02: none kept
+  v("paused_since", i.paused_since);    // absent: not paused
 }
 
 template <class R, class V>
@@ -187,8 +191,9 @@ class TrainObserver {
   // Something the run met on the way that its record should say (images that vanished mid-run): one more of
   // RunInfo's notes.
   virtual void on_note(const std::string&) {}
-  // After a pause: how long it lasted, which the run's time trained (its epochs', its duration) leaves out; its
-  // steps' wall clock goes on through it.
+  // The user paused the run (between two steps), and after the pause how long it lasted, which the run's time
+  // trained (its epochs', its duration) leaves out; its steps' wall clock goes on through it.
+  virtual void on_paused() {}
   virtual void on_resumed(double /*paused_seconds*/) {}
   virtual void on_end(const RunEnd&) {}
 };

@@ -25,6 +25,9 @@ class ObserverList : public TrainObserver {
   void on_checkpoint(const CheckpointInfo& e) override { each(&TrainObserver::on_checkpoint, e); }
   void on_final_weights(const ModelWeights& e) override { each(&TrainObserver::on_final_weights, e); }
   void on_note(const std::string& e) override { each(&TrainObserver::on_note, e); }
+  void on_paused() override {
+    for (TrainObserver* o : observers_) o->on_paused();
+  }
   void on_resumed(double seconds) override {
     for (TrainObserver* o : observers_) o->on_resumed(seconds);
   }

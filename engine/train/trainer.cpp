@@ -732,6 +732,7 @@ std::optional<RunEnd> Trainer::Run::train_epoch(const EpochStart& start) {
 std::optional<RunEnd> Trainer::Run::interruption(int64_t b, const EpochStart& start) {
   if (trainer_.paused_) {
     const Clock::time_point paused = Clock::now();
+    if (report_.observer) report_.observer->on_paused();
     trainer_.wait_while_paused();
     const double seconds = seconds_since(paused);
     paused_in_epoch_ += seconds;
