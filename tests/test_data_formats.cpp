@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <opencv2/imgproc.hpp>
-#include <regex>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -264,21 +263,18 @@ TEST(DataImageFile, DamageIsRefusedWithItsReason) {
   const std::vector<uint8_t> prog = encode(".jpg", img, {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
   EXPECT_EQ(check(cut(prog, prog.size() * 2 / 3)).reason, "truncated JPEG (no end-of-image marker)");
   // Damaged entropy-coded data: OpenCV decodes it, saying so only on stderr and naming no file; the check names the
-  // damage. All one bits (FF 00 stuffed) are no code of the standard tables; other bytes decode as codes that end
-  // the blocks early.
+  // damage. All one bits (FF 00 stuffed) are no code of the standard tables.
   const auto scan = std::search(jpg.begin(), jpg.end(), kStartOfScan, kStartOfScan + 2) - jpg.begin();
-  std::vector<uint8_t> ones = jpg, scrambled = jpg;
+  std::vector<uint8_t> ones = jpg;
   for (long k = 0; k < 40; k += 2) ones[scan + 40 + k] = 0xff, ones[scan + 41 + k] = 0x00;
-  for (long k = 0; k < 60; ++k) scrambled[scan + 20 + k] ^= 0xaa;
-  for (const auto& damaged : {ones, scrambled}) {
-    ASSERT_FALSE(decode(damaged).empty()) << "OpenCV changed: damaged JPEG data no longer decodes";
-    EXPECT_TRUE(check_image_structure(damaged.data(), damaged.size()).ok);
-  }
+  ASSERT_FALSE(decode(ones).empty()) << "OpenCV changed: damaged JPEG data no longer decodes";
+  EXPECT_TRUE(check_image_structure(ones.data(), ones.size()).ok);
   EXPECT_EQ(check(ones).reason, "corrupt JPEG data (bad Huffman code)");
-  const std::string scrambled_reason = check(scrambled).reason;
-  EXPECT_TRUE(std::regex_match(
-      scrambled_reason, std::regex(R"(corrupt JPEG data \(its blocks end \d+ bytes before its image data does\))")))
-      << scrambled_reason;
+  // A few bytes left before the end-of-image marker, as many whole photographs have: libjpeg warns, PIL and OpenCV
+  // decode them, and so they pass.
+  std::vector<uint8_t> trailing = jpg;
+  trailing.insert(trailing.end() - 2, {0x00, 0x12, 0x34});
+  EXPECT_TRUE(check(trailing).ok) << check(trailing).reason;
   // Bytes between segments are not the image's data: libjpeg warns of them, and the pixels are whole.
   std::vector<uint8_t> spaced = jpg;
   spaced.insert(spaced.begin() + scan, {0x00, 0x00, 0x00});

@@ -261,15 +261,17 @@ ImageCheck check_image_structure(const uint8_t* d, size_t n) {
 ImageCheck check_image(const uint8_t* d, size_t n) {
   ImageCheck c = check_image_structure(d, n);
   if (!c.ok) return c;
-  const std::string too_many_pixels =
-      (c.width > 0 && c.height > 0 ? std::to_string(c.width) + " x " + std::to_string(c.height) + " = " +
-                                         std::to_string(int64_t{c.width} * c.height) + " pixels, "
-                                   : std::string()) +
-      "more than the 1,073,741,824 (2^30) pixels an image may have here";  // OpenCV's limit (CV_IO_MAX_IMAGE_PIXELS)
+  const auto too_many_pixels = [&c] {  // OpenCV's limit (CV_IO_MAX_IMAGE_PIXELS), in words
+    return (c.width > 0 && c.height > 0 ? std::to_string(c.width) + " x " + std::to_string(c.height) + " = " +
+                                              std::to_string(int64_t{c.width} * c.height) + " pixels, "
+                                        : std::string()) +
+           "more than the 1,073,741,824 (2^30) pixels an image may have here";
+  };
 #ifdef AMPWB_HAVE_IMAGE_CODECS
   if (c.format == ImageFormat::Jpeg) {  // libjpeg itself, which says where OpenCV's decoder stays silent
-    c.reason = int64_t{c.width} * c.height > (int64_t{1} << 30) ? "cannot be decoded as JPEG (" + too_many_pixels + ")"
-                                                                : jpeg_data_damage(d, n);
+    c.reason = int64_t{c.width} * c.height > (int64_t{1} << 30)
+                   ? "cannot be decoded as JPEG (" + too_many_pixels() + ")"
+                   : jpeg_data_damage(d, n);
     c.ok = c.reason.empty();
     return c;
   }
@@ -285,7 +287,7 @@ ImageCheck check_image(const uint8_t* d, size_t n) {
 #endif
   } catch (const cv::Exception& e) {
     error = e.err;
-    if (error.find("CV_IO_MAX_IMAGE_PIXELS") != std::string::npos) error = too_many_pixels;
+    if (error.find("CV_IO_MAX_IMAGE_PIXELS") != std::string::npos) error = too_many_pixels();
   }
   if (decoded.empty()) {
     c.ok = false;

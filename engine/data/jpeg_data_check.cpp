@@ -20,12 +20,14 @@ struct ErrorManager {
 };
 
 // The warnings of damaged entropy-coded data or a stream cut short: the pixels after them are guesses. Bytes left
-// over before the end of the image or a restart marker say the same: the blocks ended before their data did.
+// over before a restart marker say the same (the blocks of its interval ended before their data did); bytes left
+// before the end of the image are left alone, as PIL and OpenCV leave them: many whole photographs (ImageNet's
+// among them) carry a few there.
 bool damages_pixels(const jpeg_error_mgr& err) {
   const int marker = err.msg_parm.i[1];
   switch (err.msg_code) {
     case JWRN_EXTRANEOUS_DATA:
-      return marker == 0xd9 || (marker >= 0xd0 && marker <= 0xd7);
+      return marker >= 0xd0 && marker <= 0xd7;
     case JWRN_HIT_MARKER:
     case JWRN_HUFF_BAD_CODE:
     case JWRN_JPEG_EOF:
@@ -67,8 +69,8 @@ std::string jpeg_data_damage(const uint8_t* data, size_t size) {
     std::string said = errors.message;
     if (!errors.damaged) return "cannot be decoded as JPEG (" + said + ")";
     if (errors.base.msg_code == JWRN_EXTRANEOUS_DATA)
-      return "corrupt JPEG data (its blocks end " + std::to_string(errors.base.msg_parm.i[0]) +
-             " bytes before its image data does)";
+      return "corrupt JPEG data (" + std::to_string(errors.base.msg_parm.i[0]) +
+             " bytes of image data left over before a restart marker)";
     // "Corrupt JPEG data: bad Huffman code" -> "corrupt JPEG data (bad Huffman code)"
     const std::string prefix = "Corrupt JPEG data: ";
     if (said.rfind(prefix, 0) == 0) said.erase(0, prefix.size());
@@ -80,6 +82,8 @@ std::string jpeg_data_damage(const uint8_t* data, size_t size) {
   jpeg_read_header(&info, TRUE);
   info.scale_num = 1;
   info.scale_denom = 8;  // the whole entropy-coded stream is still decoded; the IDCT and colour work mostly not
+  if (info.jpeg_color_space == JCS_YCbCr || info.jpeg_color_space == JCS_GRAYSCALE)
+    info.out_color_space = JCS_GRAYSCALE;  // no colour conversion (CMYK has none to grey: it keeps its own)
   jpeg_start_decompress(&info);
   // Freed with the decompressor, on every way out.
   JSAMPARRAY row = (*info.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&info), JPOOL_IMAGE,
