@@ -450,7 +450,8 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
                  e.alternating->images_per_second.front().size(),
                  static_cast<long long>(e.alternating->steps_per_round), e.alternating->data.c_str()) +
           speed_up_text(timed);
-      by_alternation = loaded_alternation.empty() || !unreliable.empty();  // else quiet trainings' figure stands
+      // Else the quiet trainings' figure stands, where they have one.
+      by_alternation = loaded_alternation.empty() || !unreliable.empty() || !speedup.known();
       if (by_alternation) speedup = timed;
       alternation = how + (by_alternation ? "; during the trainings, "
                                           : "; " + loaded_alternation + ": the trainings' figure stands; ");
@@ -461,8 +462,8 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   // said, rather than a baseline asked for and never mentioned again.
   if (!speedup.known()) {
     std::string which;
-    for (const RunEvidence* r : {&e, &base})
-      if (!timing_of(*r).speed.known())
+    for (const auto& [r, timing] : {std::pair{&e, &run_timing}, std::pair{&base, &base_timing}})
+      if (!timing->speed.known())
         which += format("%srun %lld: %zu steps", which.empty() ? "" : "; ", static_cast<long long>(r->run.id),
                         r->steps.size());
     add(out, "speed_vs_baseline", Severity::Note, "No speed to compare with the baseline",
