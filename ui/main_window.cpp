@@ -377,7 +377,7 @@ QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::
   checkpoint_dir_ = is_own_checkpoint_dir(db_path_.toStdString(), config.checkpoint_dir) && !config.keep_checkpoints
                         ? config.checkpoint_dir
                         : "";
-  before_start_ = *live_;
+  before_start_.emplace(std::move(*live_));  // refilled below
   // The same object, refilled: the live charts keep their series (no rebuild, no re-layout) from run to run.
   if (prefilled)
     live_->replace_with(std::move(*prefilled));
@@ -528,15 +528,19 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   }
   // A run refused before its row was written (its data cannot take its settings) never started: no run 0 failed.
   const bool not_started = run_id == 0 && end.status == RunStatus::Failed;
-  if (not_started && before_start_)
-    live_->replace_with(std::move(*before_start_));  // with its own status
-  else
+  const bool restored = not_started && before_start_;
+  if (restored) {  // the run shown before, as it was: its status, its charts' file names, followed as it was
+    live_->replace_with(std::move(*before_start_));
+    if (live_->run_id != 0) live_charts_->set_export_prefix(QStringLiteral("run-%1").arg(live_->run_id));
+  } else {
     live_->status = end.status;
+  }
   before_start_.reset();
   runs_view_->model()->set_paused_run(0);
-  if (run_id != 0 && end.status != RunStatus::Finished && end.status != RunStatus::Failed) {
+  const int64_t shown = restored ? live_->run_id : run_id;
+  if (shown != 0 && live_->status != RunStatus::Finished && live_->status != RunStatus::Failed) {
     try {  // its wall time as recorded here: grown when it trained elsewhere
-      if (const std::optional<RunRecord> run = store_->find_run(run_id)) last_run_seconds_ = run->duration_seconds;
+      if (const std::optional<RunRecord> run = store_->find_run(shown)) last_run_seconds_ = run->duration_seconds;
       follow_last_run_->start();
     } catch (const std::exception&) {  // the store out of reach: not followed
     }
