@@ -19,6 +19,7 @@
 #include "analysis/report_text.h"
 #include "commands.h"
 #include "core/error.h"
+#include "core/shell_word.h"
 #include "store/final_weights.h"
 #include "store/run_store.h"
 #include "store/store_copy.h"
@@ -225,15 +226,15 @@ int store_check_command(const StoreOptions& options) {
   print_network_filesystem(path);
   if (is_database_server(path)) {
     std::printf(
-        "keep a copy (ampwb store backup --db '%s' FILE): it takes every run with its records and leaves the rows "
+        "keep a copy (ampwb store backup --db %s FILE): it takes every run with its records and leaves the rows "
         "without a run behind; ampwb store copy FILE into an empty database makes a whole store of it\n",
-        location_without_password(path).c_str());
+        shell_quoted(location_without_password(path)).c_str());
     return 1;
   }
   std::printf(
-      "keep a copy (ampwb store backup --db '%s' FILE), then recover what is readable into a new store (ampwb "
-      "store recover --db '%s' NEW.sqlite)\n",
-      path.c_str(), path.c_str());
+      "keep a copy (ampwb store backup --db %s FILE), then recover what is readable into a new store (ampwb "
+      "store recover --db %s NEW.sqlite)\n",
+      shell_quoted(path).c_str(), shell_quoted(path).c_str());
   return 1;
 }
 
@@ -291,10 +292,10 @@ int store_recover_command(const StoreOptions& options) {
   for (const std::string& why : r.weights_shared)
     std::printf("still naming the damaged store's weights file (deleting the run there takes them): %s\n", why.c_str());
   std::printf(
-      "look at it with ampwb runs --db '%s'. To use it in the damaged store's place, first move the damaged file "
+      "look at it with ampwb runs --db %s. To use it in the damaged store's place, first move the damaged file "
       "away together with its -wal and -shm files (SQLite would apply an old -wal to the new file); keep them until "
       "you are sure\n",
-      options.file.c_str());
+      shell_quoted(options.file).c_str());
   return 0;
 }
 

@@ -474,15 +474,16 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   // A finished run cannot be resumed: its checkpoints are only disk space, once the store holds its end. Until then
   // the store shows it interrupted, and its checkpoint is what lets it finish again.
   std::error_code ec;
-  const bool drop_checkpoints = end.status == RunStatus::Finished && recorded &&
-                                is_own_checkpoint_dir(store.path(), c.checkpoint_dir) && !c.keep_checkpoints &&
-                                std::filesystem::exists(c.checkpoint_dir, ec);
+  bool checkpoint_removed = false;
+  if (end.status == RunStatus::Finished && recorded && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
+      !c.keep_checkpoints && std::filesystem::exists(c.checkpoint_dir, ec))
+    checkpoint_removed = std::filesystem::remove_all(c.checkpoint_dir, ec) > 0 && !ec;
   if (!json && run_id != 0 && !how.quiet) {
     const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
-    // The checkpoint lines above named files that go now: said, so that nobody looks for them.
+    // The checkpoint lines above named files that are gone now: said, so that nobody looks for them.
     std::printf("run %lld%s %s%s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),
                 run_end_words(end.status, end.reason).c_str(),
-                drop_checkpoints ? ", its checkpoint removed (--keep-checkpoint keeps it)" : "",
+                checkpoint_removed ? ", its checkpoint removed (--keep-checkpoint keeps it)" : "",
                 static_cast<long long>(run_id));
   }
   std::fflush(stdout);
@@ -501,7 +502,6 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   }
   if (end.status == RunStatus::Failed && end.reason != recorder.error())
     std::fprintf(stderr, "ampwb train: error: %s\n", said_with_flag(end.setting, end.reason).c_str());
-  if (drop_checkpoints) std::filesystem::remove_all(c.checkpoint_dir, ec);
   // Another rank was lost (dist/collective_timeout.h): this process ends, and with it, through mpirun, every rank.
   if (end.status == RunStatus::Interrupted)
     std::fprintf(stderr,
