@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "core/display_width.h"
 #include "core/error.h"
 #include "data/dataset.h"
 #include "data/dataset_data.h"
@@ -173,6 +174,19 @@ TEST(DataScan, MessyFolderExactReport) {
   EXPECT_NE(text.find("cats/truncated.jpg: truncated JPEG (no end-of-image marker)"), std::string::npos) << text;
   EXPECT_NE(text.find("empty classes (not used): 'empty class', 'only bad'"), std::string::npos) << text;
   EXPECT_NE(text.find("too small for the split: 'solo': 1 image: none left for validation"), std::string::npos) << text;
+}
+
+// Class names in Chinese take two columns a character: the counts after them stay in line with the header's.
+TEST(DatasetScan, TheReportsClassTableLinesUpWideNames) {
+  DatasetReport r;
+  r.layout = "class-folders";
+  r.classes = {{"猫", 12, 10, 2}, {"狗和狼", 8, 6, 2}, {"horses", 9, 7, 2}};
+  const std::string text = r.to_text();
+  std::istringstream lines(text.substr(text.find("\n  class ") + 1));
+  std::vector<size_t> ends;  // the display column where each line of the table ends
+  for (std::string line; std::getline(lines, line) && !line.empty();) ends.push_back(display_width(line));
+  ASSERT_EQ(ends.size(), 4u) << text;
+  for (size_t end : ends) EXPECT_EQ(end, ends[0]) << text;
 }
 
 // A decompression bomb: a PNG whose header claims 40000 x 40000 pixels over a few bytes of data.

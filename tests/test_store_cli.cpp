@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include <csignal>
+#include <regex>
 #include <sstream>
 
 #include "store/final_weights.h"
@@ -900,6 +901,41 @@ TEST(StoreCli, ANameWithAControlCharacterFromAnOlderStoreCannotBreakTheTable) {
   ASSERT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "two\\nlines\\tx");
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 2) << "a header and one row:\n" << r.output;
+}
+
+// Chinese names take two columns a character in a terminal: the columns after them still line up.
+TEST(StoreCli, WideCharactersInANameKeepTheTablesColumnsInLine) {
+  TempDir dir("wide_name");
+  const std::string db = dir.file("runs.sqlite");
+  ASSERT_EQ(ampwb(tiny_training(db, 1, 1)).status, 0);
+  ASSERT_EQ(ampwb(tiny_training(db, 1, 1)).status, 0);
+  ASSERT_EQ(ampwb({"rename", "1", "混合精度 ResNet-20", "--db", db}).status, 0);
+  ASSERT_EQ(ampwb({"rename", "2", "café fp32", "--db", db}).status, 0);
+  const Result r = ampwb({"runs", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  // The oracle for these names: a Chinese character (3 bytes in UTF-8) is 2 columns, any other code point 1.
+  const auto columns = [](const std::string& s) {
+    size_t n = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const auto b = static_cast<unsigned char>(s[i]);
+      if ((b & 0xC0) != 0x80) n += b >= 0xE0 ? 2 : 1;
+    }
+    return n;
+  };
+  std::istringstream lines(r.output);
+  std::vector<size_t> created_at;  // the display column where the CREATED column starts, each line
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch date;  // "2026-12-06 19:40"
+    const size_t at = created_at.empty() ? line.find("CREATED")
+                      : std::regex_search(line, date, std::regex(R"(\d{4}-\d\d-\d\d \d\d:\d\d)"))
+                          ? static_cast<size_t>(date.position(0))
+                          : std::string::npos;
+    ASSERT_NE(at, std::string::npos) << line;
+    created_at.push_back(columns(line.substr(0, at)));
+  }
+  ASSERT_EQ(created_at.size(), 3u) << r.output;
+  EXPECT_EQ(created_at[1], created_at[0]) << r.output;
+  EXPECT_EQ(created_at[2], created_at[0]) << r.output;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/display_width.h"
 #include "data/dataset.h"
 
 namespace ampwb {
@@ -16,12 +17,6 @@ std::string quoted_list(const std::vector<std::string>& names) {
   std::string s;
   for (size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
   return s;
-}
-
-// Display width of UTF-8 text: one column per code point (good enough for aligning class names).
-size_t columns(const std::string& s) {
-  return static_cast<size_t>(
-      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
 }
 
 }  // namespace
@@ -39,14 +34,14 @@ std::string DatasetReport::to_text() const {
     out << "images:  " << total_images << " in " << classes.size() << (classes.size() == 1 ? " class" : " classes")
         << " (train " << train_images << ", validation " << validation_images << ": " << validation << ")\n";
     size_t width = 5;
-    for (const auto& c : classes) width = std::max(width, columns(c.name));
+    for (const auto& c : classes) width = std::max(width, display_width(c.name));
     out << "\n  "
         << "class" << std::string(width - 5, ' ') << "   images    train      val\n";
     for (const auto& c : classes) {
       char counts[64];
       std::snprintf(counts, sizeof counts, " %8lld %8lld %8lld", static_cast<long long>(c.images),
                     static_cast<long long>(c.train), static_cast<long long>(c.validation));
-      out << "  " << c.name << std::string(width - columns(c.name), ' ') << counts << "\n";
+      out << "  " << c.name << std::string(width - display_width(c.name), ' ') << counts << "\n";
     }
     out << "\n";
     if (min_width == max_width && min_height == max_height) {
