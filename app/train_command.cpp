@@ -162,9 +162,8 @@ class ConsoleObserver : public TrainObserver {
     if (quiet_) return;
     if (terminal_) std::printf("\r\033[K");
     std::printf("epoch %d/%d  train loss %.4f acc %.2f%%  ", r.epoch, epochs_, r.train_loss, 100 * r.train_accuracy);
-    if (validated_)
-      std::printf("val loss %.4f acc %.2f%% top-%d %.2f%%  ", r.validation_loss, 100 * r.validation_accuracy, r.topk,
-                  100 * r.validation_topk);
+    if (validated_) std::printf("val loss %.4f acc %.2f%%  ", r.validation_loss, 100 * r.validation_accuracy);
+    if (validated_ && r.topk > 0) std::printf("top-%d %.2f%%  ", r.topk, 100 * r.validation_topk);
     std::printf("%.1f s  %.1f img/s  data wait %.2f s  peak %.1f MiB", r.seconds, r.images_per_second,
                 r.data_wait_seconds, r.peak_bytes / 1048576.0);
     if (r.skipped_steps) std::printf("  skipped %lld", static_cast<long long>(r.skipped_steps));

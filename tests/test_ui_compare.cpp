@@ -135,7 +135,7 @@ class CompareRuns : public QObject {
     const MetricChart* loss = view->charts()->chart("loss");
     QVERIFY(loss->point_count() > 0);
     QCOMPARE(loss->series_count(), 2 * 3);  // smoothed, train per epoch, validation per epoch
-    QCOMPARE(view->charts()->chart("accuracy")->point_count(), qsizetype{2 * 3 * 2});
+    QCOMPARE(view->charts()->chart("accuracy")->point_count(), qsizetype{2 * 2 * 2});  // two classes: no top-2
     QCOMPARE(view->charts()->chart("loss-scale")->series_count(), 2 * 2);
     QCOMPARE(view->charts()->chart("epoch-time")->point_count(), qsizetype{2 * 2 * 2});
     QCOMPARE(view->charts()->chart("data-wait")->point_count(), qsizetype{2 * 2 * 2});

@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <map>
 
+#include "chart_legend.h"
 #include "chart_panel.h"
 #include "main_window.h"
 #include "metric_chart.h"
@@ -237,6 +238,7 @@ class TrainingThroughTheUi : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(child<QWidget>(w, "datasetStatus")->property("text").toString().startsWith("✔"), 60000);
 
     QSignalSpy finished(&w, &MainWindow::run_finished);
+    QSignalSpy messages(w.statusBar(), &QStatusBar::messageChanged);
     StallMeter meter(5);
     meter.start();
     timespec cpu0{}, cpu1{};
@@ -271,7 +273,17 @@ class TrainingThroughTheUi : public QObject {
     // The charts received points.
     ChartPanel* charts = w.live_charts();
     QVERIFY(charts->chart("loss")->point_count() > 0);
-    QCOMPARE(charts->chart("accuracy")->point_count(), qsizetype{3 * 4});
+    // Train and validation top-1 each epoch; no top-2, which two classes would make 100% every epoch.
+    QCOMPARE(charts->chart("accuracy")->point_count(), qsizetype{2 * 4});
+    QStringList accuracy_entries;
+    for (const ChartLegend::Entry& e : charts->chart("accuracy")->wrapping_legend()->entries())
+      accuracy_entries << e.label;
+    QCOMPARE(accuracy_entries, QStringList({"train top-1", "validation top-1"}));
+    const auto epoch_4 = std::find_if(messages.begin(), messages.end(),
+                                      [](const QList<QVariant>& m) { return m[0].toString().contains("Epoch 4/4"); });
+    QVERIFY(epoch_4 != messages.end());
+    const QString line = epoch_4->at(0).toString();
+    QVERIFY2(line.contains("validation accuracy ") && !line.contains("top-"), qPrintable(line));
     QVERIFY(charts->chart("loss-scale")->point_count() > 0);
     QCOMPARE(charts->chart("epoch-time")->point_count(), qsizetype{2 * 4});
     QVERIFY(charts->chart("histogram")->point_count() > 0);

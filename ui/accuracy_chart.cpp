@@ -61,7 +61,11 @@ void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
       hide_from_legend(k.topk);
     }
   }
-  if (many) chart()->setTitle(tr("Accuracy: — validation · - - train · ··· top-%1").arg(topk));
+  const bool any_topk = std::any_of(runs.begin(), runs.end(), [](const RunSeries* r) { return r->reports_topk(); });
+  if (many && any_topk)
+    chart()->setTitle(tr("Accuracy: — validation · - - train · ··· top-%1").arg(topk));
+  else if (many)
+    chart()->setTitle(tr("Accuracy: — validation · - - train"));
   add_group_bands(runs, options, x_, y_, "%");  // the validation top-1 of each group
 }
 
@@ -82,13 +86,16 @@ void AccuracyChart::refresh(const RunList& runs, const ChartOptions& options) {
       high = std::max(high, 100 * e.train_accuracy);
       if (!std::isfinite(e.validation_accuracy)) continue;  // a run without validation images measured none
       validation.append(QPointF(at, 100 * e.validation_accuracy));
-      topk.append(QPointF(at, 100 * e.validation_topk));
       low = std::min(low, 100 * e.validation_accuracy);
+      high = std::max(high, 100 * e.validation_accuracy);
+      if (!run.reports_topk()) continue;
+      topk.append(QPointF(at, 100 * e.validation_topk));
       high = std::max(high, 100 * e.validation_topk);
     }
     curves_[i].train->replace(train);
     curves_[i].validation->replace(validation);
     curves_[i].topk->replace(topk);
+    curves_[i].topk->setVisible(run.reports_topk());  // its legend entry goes with it
     epochs = std::max({epochs, run.config.epochs, run.epochs.empty() ? 1 : run.epochs.back().epoch});
   }
   refresh_group_bands([](const EpochReport& e) { return e.validation_accuracy; }, 100, axis, low, high);

@@ -56,11 +56,14 @@ namespace ampwb::ui {
 namespace {
 
 QString epoch_line(const EpochReport& e, int epochs) {
-  const QString validation = std::isfinite(e.validation_accuracy) ? QObject::tr("validation accuracy %1% (top-%2 %3%)")
-                                                                        .arg(100 * e.validation_accuracy, 0, 'f', 2)
-                                                                        .arg(e.topk)
-                                                                        .arg(100 * e.validation_topk, 0, 'f', 2)
-                                                                  : QObject::tr("no validation images");
+  QString validation = QObject::tr("no validation images");
+  if (std::isfinite(e.validation_accuracy) && e.topk > 0)
+    validation = QObject::tr("validation accuracy %1% (top-%2 %3%)")
+                     .arg(100 * e.validation_accuracy, 0, 'f', 2)
+                     .arg(e.topk)
+                     .arg(100 * e.validation_topk, 0, 'f', 2);
+  else if (std::isfinite(e.validation_accuracy))
+    validation = QObject::tr("validation accuracy %1%").arg(100 * e.validation_accuracy, 0, 'f', 2);
   return QObject::tr("Epoch %1/%2: train loss %3, %4, %5 s, %6 images/s%7")
       .arg(e.epoch)
       .arg(epochs)

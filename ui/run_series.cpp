@@ -12,6 +12,7 @@ void RunSeries::append(const EventBatch& batch) {
     steps_per_epoch = batch.started->steps_per_epoch;
     first_epoch = batch.started->first_epoch;
     notes = batch.started->notes;
+    classes = static_cast<int64_t>(batch.started->class_names.size());
     std::erase_if(epochs, [&](const EpochReport& e) { return e.epoch >= first_epoch; });
     std::erase_if(histograms, [&](const GradientHistogram& h) { return h.epoch >= first_epoch; });
     std::erase_if(layer_numerics, [&](const LayerNumerics& n) { return n.epoch >= first_epoch; });
@@ -75,6 +76,7 @@ RunSeries run_series(const RunEvidence& run) {
   s.steps_per_epoch = run.run.info.steps_per_epoch;
   s.first_epoch = run.run.info.first_epoch;
   s.notes = run.run.info.notes;
+  s.classes = static_cast<int64_t>(run.run.info.class_names.size());
   s.steps = run.steps;
   s.epochs = run.epochs;
   s.histograms = run.histograms;

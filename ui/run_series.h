@@ -24,6 +24,7 @@ struct RunSeries {
   RunStatus status = RunStatus::Running;
   int64_t steps_per_epoch = 0;
   int first_epoch = 1;
+  int64_t classes = 0;             // the dataset's; 0 until the run has started
   std::vector<std::string> notes;  // RunInfo::notes
   std::vector<StepReport> steps;
   std::vector<EpochReport> epochs;
@@ -42,6 +43,9 @@ struct RunSeries {
   // the old run never mistakes the new one for what it already shows.
   void replace_with(RunSeries other);
   int colour_index(size_t position) const { return colour >= 0 ? colour : static_cast<int>(position); }
+  // Whether its top-k accuracy means something: a k that covers every class counts every image (the engine stores
+  // none; runs recorded before it did hold 100%).
+  bool reports_topk() const { return classes == 0 || config.topk < classes; }
   // The x position of the end of `epoch` on a per-step axis.
   double epoch_end_step(int epoch) const;
 };

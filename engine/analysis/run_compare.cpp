@@ -108,7 +108,8 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
       }));
   add("validation top-k at epoch " + std::to_string(at), validated([&](size_t i) {
         const EpochReport* e = epoch_at(runs[i].epochs, at);
-        return e ? percent_text(e->validation_topk) + " (top-" + std::to_string(e->topk) + ")" : std::string("-");
+        return e && e->topk > 0 ? percent_text(e->validation_topk) + " (top-" + std::to_string(e->topk) + ")"
+                                : std::string("-");
       }));
   add("final validation loss",
       validated(completed([](const RunSummary& s) { return fixed_text(s.final_validation_loss, 4); })));

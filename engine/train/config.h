@@ -54,7 +54,7 @@ struct TrainConfig {
   OptimizerConfig optimizer;
   float label_smoothing = 0.0f;
   float grad_clip_norm = 0.0f;  // 0 = no clipping; applied to unscaled gradients
-  int topk = 2;                 // the seed articles report top-2
+  int topk = 2;                 // the seed articles report top-2; not reported where k covers every class
   uint64_t seed = 0;
   DeviceChoice device;                        // the CPU unless asked
   HostSync host_sync = HostSync::Auto;        // when a step waits for its device (train/step_settings.h)

@@ -68,7 +68,7 @@ struct EpochReport {
   int epoch = 0;  // 1-based
   double train_loss = 0, train_accuracy = 0;
   double validation_loss = 0, validation_accuracy = 0, validation_topk = 0;
-  int topk = 2;
+  int topk = 2;  // 0: top-k not reported (k covers every class: every image would count), validation_topk NaN
   double seconds = 0, images_per_second = 0;
   double data_wait_seconds = 0, compute_seconds = 0;
   int64_t skipped_steps = 0;

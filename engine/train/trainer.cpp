@@ -402,6 +402,8 @@ class Trainer::Run {
   std::unique_ptr<GradientReducer> distribute();
   bool any_rank(bool mine) const;
   bool leader() const { return !communicator_ || communicator_->rank() == 0; }
+  // A top-k whose k covers every class would count every image: it is left unreported rather than shown as 100%.
+  bool reports_topk() const { return config_.topk < static_cast<int64_t>(dataset_.class_names().size()); }
 
   Trainer& trainer_;
   const TrainConfig& config_;
@@ -663,6 +665,9 @@ void Trainer::Run::report_start() {
                          " that cannot be trained on (ampwb dataset inspect " + shell_word(config_.data_dir) +
                          " lists each with its reason)");
   if (validation_data_.size() == 0) info.notes.push_back("no validation images: validation is not measured");
+  else if (!reports_topk())
+    info.notes.push_back("top-" + std::to_string(config_.topk) + " accuracy is not reported: with " +
+                         std::to_string(dataset_.class_names().size()) + " classes every image would count");
   if (const int64_t all = dataset_.report().validation_images_before_limit; all > validation_data_.size())
     info.notes.push_back("validated on " + counted(validation_data_.size()) + " of " + counted(all) +
                          " images, the same ones every epoch (the setting of validation images; 0: all)");
@@ -903,12 +908,12 @@ std::optional<RunEnd> Trainer::Run::end_epoch(const EpochStart& start) {
 EpochReport Trainer::Run::epoch_report(const Evaluation& val, double train_seconds, const EpochStart& start) const {
   EpochReport er;
   er.epoch = at_.epoch;
-  er.topk = config_.topk;
+  er.topk = reports_topk() ? config_.topk : 0;
   er.train_loss = at_.seen ? at_.loss_sum / at_.seen : 0;
   er.train_accuracy = at_.seen ? static_cast<double>(at_.correct) / at_.seen : 0;
   er.validation_loss = val.loss;
   er.validation_accuracy = val.accuracy;
-  er.validation_topk = val.topk_accuracy;
+  er.validation_topk = reports_topk() ? val.topk_accuracy : std::numeric_limits<double>::quiet_NaN();
   // Both over the whole epoch, a resumed one's earlier process included, as the sums of its steps are.
   er.seconds = at_.seconds_before + epoch_seconds(start);
   // The training loss and accuracy are this rank's shard's; the speed every rank's (their shards of a step differ by
