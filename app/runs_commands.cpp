@@ -410,9 +410,11 @@ int show_command(const ShowOptions& options) {
   if (epochs.empty()) {
     std::printf("  (none completed)\n");
   } else {
-    Table table({"EPOCH", "TRAIN LOSS", "TRAIN ACC", "VAL LOSS", "VAL ACC", "TOP-K", "SECONDS", "IMAGES/S",
-                 "DATA WAIT S", "SKIPPED", "LOSS SCALE", "PEAK"},
-                std::vector<bool>(12, true));
+    const int topk = epochs.front().topk;  // 0: not reported (a k that covers every class)
+    Table table(
+        {"EPOCH", "TRAIN LOSS", "TRAIN ACC", "VAL LOSS", "VAL ACC", topk ? "TOP-" + std::to_string(topk) : "TOP-K",
+         "EPOCH S", "TRAIN IMG/S", "DATA WAIT S", "SKIPPED", "LOSS SCALE", "PEAK"},
+        std::vector<bool>(12, true));
     const bool validated = r.info.validation_images > 0;  // else nothing was measured: "-"
     for (const EpochReport& e : epochs)
       table.add(
@@ -422,6 +424,7 @@ int show_command(const ShowOptions& options) {
            fixed_text(e.images_per_second, 1), fixed_text(e.data_wait_seconds, 2), std::to_string(e.skipped_steps),
            scaled ? number_text(e.loss_scale) : "-", mebibytes_text(e.peak_bytes)});
     table.print("  ");
+    std::printf("  (EPOCH S: the whole epoch, its validation included; TRAIN IMG/S: over its training steps alone)\n");
   }
 
   std::printf("\nsummary\n");

@@ -297,6 +297,11 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
   std::vector<std::string> words{std::istream_iterator<std::string>(cells), {}};
   ASSERT_GE(words.size(), 3u);
   EXPECT_EQ(words[words.size() - 3], "-") << shown;
+  // Its top-2 of two classes is not reported; run 2's top-1 is, under its k; the times say what they cover.
+  EXPECT_EQ(words[5], "-") << shown;
+  expect_contains(shown, "  TOP-K  EPOCH S  TRAIN IMG/S  ");
+  expect_contains(shown, "EPOCH S: the whole epoch, its validation included");
+  expect_contains(ampwb({"show", "2", "--db", db}).output, "  TOP-1  EPOCH S  ");
 
   // export csv
   const std::string out = dir.file("csv out");
