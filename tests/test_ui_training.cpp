@@ -532,6 +532,8 @@ class TrainingThroughTheUi : public QObject {
     };
     QTRY_VERIFY_WITH_TIMEOUT(cli({"runs", "--status", "paused"}).contains(QString(" %1 ").arg(id)), 10000);
     QVERIFY2(cli({"show", QString::number(id)}).contains("  status     paused since "), "ampwb show says paused");
+    w.runs_view()->reload();  // the Runs tab has read the pause from the store: resumed, it is running at once
+    QVERIFY2(status().startsWith("paused"), qPrintable(status()));
     QTest::mouseClick(child<QPushButton>(w, "pauseButton"), Qt::LeftButton);  // resumed
     QVERIFY2(status().startsWith("running"), qPrintable(status()));
     QTRY_VERIFY_WITH_TIMEOUT(!cli({"runs", "--status", "paused"}).contains(QString(" %1 ").arg(id)), 10000);

@@ -539,7 +539,7 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
     live_->status = end.status;
   }
   before_start_.reset();
-  runs_view_->model()->set_paused_run(0);
+  runs_view_->model()->set_live_pause(0, false);
   const int64_t shown = restored ? live_->run_id : run_id;
   if (shown != 0 && live_->status != RunStatus::Finished && live_->status != RunStatus::Failed) {
     try {  // its wall time as recorded here: grown when it trained elsewhere
@@ -607,12 +607,12 @@ void MainWindow::toggle_pause() {
   if (session_->paused()) {
     session_->resume();
     controls_->set_state(RunControls::State::Training);
-    runs_view_->model()->set_paused_run(0);
+    runs_view_->model()->set_live_pause(live_->run_id, false);
     show_status(tr("Resumed"), 3000);
   } else {
     session_->pause();
     controls_->set_state(RunControls::State::Paused);
-    runs_view_->model()->set_paused_run(live_->run_id);  // the store records it running still
+    runs_view_->model()->set_live_pause(live_->run_id, true);
     show_status(tr("Paused after the current step"), 3000);
   }
 }

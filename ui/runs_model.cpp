@@ -121,9 +121,10 @@ int RunsModel::row_of(int64_t id) const {
   return -1;
 }
 
-void RunsModel::set_paused_run(int64_t run_id) {
-  const int64_t before = paused_run_;
-  paused_run_ = run_id;
+void RunsModel::set_live_pause(int64_t run_id, bool paused) {
+  const int64_t before = live_run_;
+  live_run_ = run_id;
+  live_paused_ = paused;
   for (int64_t id : {before, run_id})
     if (const int row = id ? row_of(id) : -1; row >= 0) Q_EMIT dataChanged(index(row, Status), index(row, Status));
 }
@@ -199,9 +200,9 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case Status: {
       if (sort) return QString::fromUtf8(run_status_words(r.status));
       // A run the user stopped is "stopped" (the store's word is "cancelled"), and says when it can go on.
-      // Paused here (said at once), or in another window (as its store says).
-      QString text = r.status == RunStatus::Running && r.id == paused_run_ ? tr("paused")
-                                                                           : QString::fromStdString(run_state_words(r));
+      // Paused or resumed here (said at once), or in another window (as its store says).
+      const bool paused = r.status == RunStatus::Running && (r.id == live_run_ ? live_paused_ : is_paused(r));
+      QString text = paused ? tr("paused") : QString::fromUtf8(run_status_words(r.status));
       QStringList details;
       if (row.resume_refusal.empty()) details << tr("resumable");
       if (s.epochs_completed < r.epochs && r.status != RunStatus::Finished)

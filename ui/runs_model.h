@@ -58,8 +58,9 @@ class RunsModel : public QAbstractTableModel {
   const RunRecord& record(int row) const { return rows_[static_cast<size_t>(row)].record; }
   const RunSummary& summary(int row) const { return rows_[static_cast<size_t>(row)].summary; }
   int row_of(int64_t run_id) const;  // -1 when absent
-  // The run this window has paused (0: none): the store still records it running, which it shows as paused.
-  void set_paused_run(int64_t run_id);
+  // This window's own run (0: none) and whether it is paused, shown at once: the store records a pause or a
+  // resume only once the training thread reaches it.
+  void set_live_pause(int64_t run_id, bool paused);
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -68,7 +69,8 @@ class RunsModel : public QAbstractTableModel {
 
  private:
   std::vector<Row> rows_;
-  int64_t paused_run_ = 0;
+  int64_t live_run_ = 0;
+  bool live_paused_ = false;
 };
 
 }  // namespace ampwb::ui
