@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "fp8_scaling_chart.h"
 #include "gui_app.h"
+#include "missing_glyphs.h"
 #include "run_groups.h"
 #include "run_series.h"
 #include "store/run_store.h"
@@ -89,6 +90,10 @@ int export_chart_command(const ExportChartOptions& options) {
   }
   ui::export_chart(QString::fromStdString(metric), runs, chart, QString::fromStdString(out),
                    QSize(options.width, options.height));
+  QStringList labels;
+  for (const ui::RunSeries* run : runs) labels << QString::fromStdString(run->label);
+  if (const QString warning = ui::missing_font_warning(labels); !warning.isEmpty())
+    std::fprintf(stderr, "warning: %s\n", warning.toLocal8Bit().constData());
   std::printf("%s\n", QFileInfo(QString::fromStdString(out)).absoluteFilePath().toLocal8Bit().constData());
   return 0;
 }

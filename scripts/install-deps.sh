@@ -13,7 +13,7 @@ packages=(
   postgresql-15 libpq-dev
   xvfb xauth libgl1-mesa-dev
   clang libclang-rt-14-dev
-  chromium-headless-shell poppler-utils
+  chromium-headless-shell poppler-utils fonts-wqy-microhei
   dataset-fashion-mnist
   libonnx-dev libprotobuf-dev protobuf-compiler
   python3-venv python3-torch python3-torchvision python3-onnx

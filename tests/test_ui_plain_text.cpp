@@ -306,6 +306,24 @@ class PlainText : public QObject {
     leaks = html_leaks(&w);
     QVERIFY2(leaks.isEmpty(), qPrintable(leaks.join('\n')));
   }
+
+  // A name in Chinese is drawn (scripts/install-deps.sh installs a font for it): nothing to say. A character no font
+  // draws (one of Unicode's private use) would show as a box: the status bar says so, by code point, with the mend.
+  void a_name_no_font_draws_is_flagged_with_the_mend() {
+    const QString db = dir_.filePath("fonts.sqlite");
+    const int64_t id = train_into_store(db, tiny_config(data_, 1, 1));
+    MainWindow w(db);
+    auto* warning = w.findChild<QLabel*>("fontWarning");
+    QVERIFY(warning);
+    QCOMPARE(w.runs_view()->rename(id, "混合精度 猫狗"), QString());
+    w.runs_view()->reload();
+    QVERIFY2(warning->isHidden(), qPrintable(warning->toolTip()));
+    QCOMPARE(w.runs_view()->rename(id, QString::fromUcs4(U"run \U0010FFFD")), QString());
+    w.runs_view()->reload();
+    QVERIFY(!warning->isHidden());
+    const QString tip = tooltip_text(warning->toolTip());
+    QVERIFY2(tip.contains("No installed font draws U+10FFFD") && tip.contains("fonts-wqy-microhei"), qPrintable(tip));
+  }
 };
 
 }  // namespace ampwb::ui::test

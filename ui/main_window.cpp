@@ -42,6 +42,7 @@
 #include "core/error.h"
 #include "core/setting_error.h"
 #include "file_dialogs.h"
+#include "missing_glyphs.h"
 #include "plain_text.h"
 #include "run_controls.h"
 #include "run_setup_panel.h"
@@ -170,6 +171,20 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   // A message (a warning, an epoch's timing) takes the whole bar while it lasts; the store's path comes back after.
   connect(statusBar(), &QStatusBar::messageChanged, store_label,
           [store_label](const QString& message) { store_label->setVisible(message.isEmpty()); });
+
+  font_warning_ = new QLabel;
+  font_warning_->setObjectName("fontWarning");
+  font_warning_->hide();
+  statusBar()->addPermanentWidget(font_warning_);
+  connect(setup_, &RunSetupPanel::dataset_inspected, this, [this](const InspectResult& r) {
+    inspected_dataset_ = r.root + "\n" + r.text;
+    update_font_warning();
+  });
+  RunsModel* runs_model = runs_view_->model();
+  connect(runs_model, &QAbstractItemModel::modelReset, this, &MainWindow::update_font_warning);
+  connect(runs_model, &QAbstractItemModel::rowsInserted, this, &MainWindow::update_font_warning);
+  connect(runs_model, &QAbstractItemModel::dataChanged, this, &MainWindow::update_font_warning);
+  update_font_warning();
 
   build_menus();
   live_ = std::make_unique<RunSeries>();
@@ -330,6 +345,17 @@ void MainWindow::update_actions() {
 }
 
 void MainWindow::show_status(const QString& text, int timeout_ms) { statusBar()->showMessage(text, timeout_ms); }
+
+void MainWindow::update_font_warning() {
+  QStringList texts{inspected_dataset_};
+  const RunsModel* runs = runs_view_->model();
+  for (int row = 0; row < runs->rowCount(); ++row)
+    texts << QString::fromStdString(runs->record(row).name) << QString::fromStdString(runs->record(row).dataset_path);
+  const QString warning = missing_font_warning(texts);
+  font_warning_->setText(warning.isEmpty() ? QString() : tr("\u26a0 Some names show as boxes"));
+  font_warning_->setToolTip(plain_tooltip(as_sentence(warning)));
+  font_warning_->setVisible(!warning.isEmpty());
+}
 
 std::string MainWindow::checkpoint_folder() const {
   // Beside the run store, one folder per run (as ampwb train): deleted when the run finishes, kept while it can be

@@ -23,6 +23,7 @@ class QProcess;
 class QTabWidget;
 class QTimer;
 class QDockWidget;
+class QLabel;
 
 namespace ampwb::ui {
 
@@ -119,6 +120,9 @@ class MainWindow : public QMainWindow {
   void read_sweep_output();
   void sweep_process_ended();
   void show_status(const QString& text, int timeout_ms = 0);
+  // Shows, beside the store's path, where run names, their datasets or the inspected dataset hold characters no
+  // installed font draws (missing_glyphs.h).
+  void update_font_warning();
   std::string checkpoint_folder() const;
   // While the Training tab shows a run that ended resumable, every 3 s: where another process resumed it (ampwb
   // train --resume) or deleted it, the tab says so instead of offering it as resumable still.
@@ -144,6 +148,8 @@ class MainWindow : public QMainWindow {
   double last_run_seconds_ = 0;        // its wall time when it ended here
 
   RunSetupPanel* setup_ = nullptr;
+  QString inspected_dataset_;       // the report of the dataset the setup panel shows, its class names in it
+  QLabel* font_warning_ = nullptr;  // hidden while every character is drawn
   QDockWidget* setup_dock_ = nullptr;
   // Whether the user wants the Run setup panel beside the tabs that start runs (Training, Sweeps) and beside those
   // that read stored runs (Runs, Compare), which otherwise get its width for their tables and charts.
