@@ -14,6 +14,8 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 #include <set>
 
 #include "analysis/diagnosis.h"
@@ -157,6 +159,32 @@ TEST_F(Diagnosis, ARunThatDidNotFinishSaysHowFarItGot) {
   EXPECT_EQ(expect_finding(diagnose(stopped), "unfinished").severity, Severity::Problem);
   EXPECT_EQ(diagnose(stopped).front().rule, "unfinished");  // a problem: listed first
   EXPECT_EQ(find(diagnose(healthy()), "unfinished"), nullptr);
+}
+
+// Two classes of one and the same picture cannot be told apart: the model answers one class for every image, and
+// the accuracy it reads (that class's share) is said to be no result. The healthy run, which learned, is not.
+TEST_F(Diagnosis, AModelThatAnswersOneClassForEveryImageHasLearnedNothing) {
+  const fs::path data = dir_->file("one picture");
+  for (const char* cls : {"cat", "dog"}) {
+    fs::create_directories(data / cls);
+    for (int i = 0; i < 20; ++i)
+      cv::imwrite((data / cls / (std::to_string(i) + ".png")).string(),
+                  cv::Mat(16, 16, CV_8UC3, cv::Scalar(90, 140, 60)));
+  }
+  const RunEvidence run = trained(with_mode(base_config(data.string()), PrecisionMode::AmpBf16));
+  ASSERT_EQ(run.run.status, RunStatus::Finished) << run.run.end_reason;
+  const Finding f = expect_finding(diagnose(run), "one_class");
+  EXPECT_EQ(f.severity, Severity::Problem);
+  const int64_t images = run.run.info.validation_images;
+  const bool cat = f.title.find("'cat'") != std::string::npos;
+  EXPECT_EQ(f.title, std::string("The model answers '") + (cat ? "cat" : "dog") +
+                         "' for every image: it has not learned to tell the classes apart");
+  expect_contains(f.evidence, "epoch 2: '" + std::string(cat ? "cat" : "dog") + "' for " + std::to_string(images) +
+                                  " of " + std::to_string(images) + " validation images, whose share of them is 50%");
+  expect_contains(f.evidence, "the validation accuracy of 50% is that share, not a result");
+  expect_contains(f.action, "where an FP32 run of the same settings learns and this one does not, the precision");
+  EXPECT_EQ(diagnose(run).front().rule, "one_class");  // a problem: listed first
+  EXPECT_EQ(find(diagnose(healthy()), "one_class"), nullptr);
 }
 
 TEST_F(Diagnosis, AStepWaitingForItsDataIsDataBound) {

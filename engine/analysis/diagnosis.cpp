@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "analysis/run_speed.h"
 #include "analysis/time_comparison.h"
@@ -37,6 +38,11 @@ constexpr double kFp8SaturatedShare = 1e-3;
 // An FP8 tensor whose cast makes this share of its nonzero values zero: the format's range, below the scaled amax,
 // does not reach them (E4M3: 2^17.8 from 448 down to 2^-9).
 constexpr double kFp8UnderflowShare = 0.05;
+// A model that gives one class this share of its validation answers or more answers by that class, not by the image
+// (unless the class itself is nearly all of the split: kOneClassTrueShare).
+constexpr double kOneClassAnswerShare = 0.95;
+constexpr double kOneClassTrueShare = 0.8;
+constexpr int64_t kOneClassMinImages = 10;  // fewer say too little
 // A speed-up under this is no speed-up worth AMP's numerical risk.
 constexpr double kWorthwhileSpeedup = 1.1;
 
@@ -105,6 +111,35 @@ void unfinished(const RunEvidence& e, std::vector<Finding>& out) {
         "the findings cover only what it trained: resume it from its last checkpoint, where it has one, to see the "
         "rest");
   }
+}
+
+// Its accuracy, the share of the split in that class, reads like a result; the confusion matrix says it is none.
+void one_class(const RunEvidence& e, std::vector<Finding>& out) {
+  if (e.confusion.empty()) return;
+  const ConfusionMatrix& m = e.confusion.back();  // the last validated epoch's
+  const auto n = static_cast<size_t>(m.classes);
+  if (n < 2 || m.counts.size() != n * n) return;
+  std::vector<int64_t> answered(n, 0), truly(n, 0);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t p = 0; p < n; ++p) answered[p] += m.counts[t * n + p], truly[t] += m.counts[t * n + p];
+  const int64_t images = std::accumulate(truly.begin(), truly.end(), int64_t{0});
+  const auto top = static_cast<size_t>(std::max_element(answered.begin(), answered.end()) - answered.begin());
+  const double share = images ? static_cast<double>(answered[top]) / images : 0;
+  const double true_share = images ? static_cast<double>(truly[top]) / images : 0;
+  if (images < kOneClassMinImages || share < kOneClassAnswerShare || true_share > kOneClassTrueShare) return;
+  const std::vector<std::string>& names = e.run.info.class_names;
+  const std::string name = top < names.size() ? "'" + names[top] + "'" : "class " + std::to_string(top);
+  add(out, "one_class", Severity::Problem,
+      std::string("The model answers ") + name + (share < 1 ? " for nearly every image" : " for every image") +
+          ": it has not learned to tell the classes apart",
+      format("epoch %d: %s for %lld of %lld validation images, whose share of them is %s; the validation accuracy of "
+             "%s is that share, not a result",
+             m.epoch, name.c_str(), static_cast<long long>(answered[top]), static_cast<long long>(images),
+             percent(true_share).c_str(), percent(e.epochs.empty() ? 0 : e.epochs.back().validation_accuracy).c_str()),
+      std::string("train more epochs or with another learning rate, and check that the classes' images differ") +
+          (low_precision(e) ? "; where an FP32 run of the same settings learns and this one does not, the precision "
+                              "is at fault"
+                            : ""));
 }
 
 void data_bound(const RunEvidence& e, std::vector<Finding>& out) {
@@ -596,23 +631,11 @@ void from_json(const nlohmann::json& j, Severity& s) {
 void to_json(nlohmann::json& j, const Finding& f) { write_fields(j, f); }
 
 const std::vector<std::string>& diagnosis_rules() {
-  static const std::vector<std::string> rules = {"unfinished",
-                                                 "data_bound",
-                                                 "fp16_emulated",
-                                                 "fp8_emulated",
-                                                 "bf16_not_native",
-                                                 "skipped_steps",
-                                                 "scale_collapse",
-                                                 "gradient_underflow",
-                                                 "activation_overflow_risk",
-                                                 "fp8_saturation",
-                                                 "fp8_underflow",
-                                                 "lr_schedule_skips",
-                                                 "clipping_order",
-                                                 "tensor_core_ineligible",
-                                                 "batch_too_small",
-                                                 "timing_unreliable",
-                                                 "speed_vs_baseline"};
+  static const std::vector<std::string> rules = {
+      "unfinished",      "one_class",         "data_bound",        "fp16_emulated",      "fp8_emulated",
+      "bf16_not_native", "skipped_steps",     "scale_collapse",    "gradient_underflow", "activation_overflow_risk",
+      "fp8_saturation",  "fp8_underflow",     "lr_schedule_skips", "clipping_order",     "tensor_core_ineligible",
+      "batch_too_small", "timing_unreliable", "speed_vs_baseline"};
   return rules;
 }
 
@@ -639,6 +662,7 @@ RunEvidence load_evidence(const RunStore& store, int64_t run) {
 std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baseline) {
   std::vector<Finding> out;
   unfinished(run, out);
+  one_class(run, out);
   data_bound(run, out);
   fp16_emulated(run, out);
   fp8_emulated(run, out);
