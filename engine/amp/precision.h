@@ -49,7 +49,8 @@ inline constexpr std::array<PrecisionModeInfo, static_cast<size_t>(PrecisionMode
      "FP16 model and activations, FP32 batch norm and master weights, dynamic loss scaling (Apex O2).",
      NumberFormat::Fp16, DType::F16, true, LossScaleKind::Dynamic, false, false},
     {PrecisionMode::Fp16Pure, "fp16-pure", "FP16 pure",
-     "FP16 everywhere, batch norm included, no master weights or loss scaling (Apex O3): expect trouble.",
+     "FP16 everywhere, batch norm's parameters and statistics too (its arithmetic FP32, as cuDNN's), no master "
+     "weights or loss scaling (Apex O3): expect trouble.",
      NumberFormat::Fp16, DType::F16, false, LossScaleKind::Off, true, false},
     {PrecisionMode::AmpFp8, "amp-fp8", "AMP FP8",
      "Convolutions and linear layers in FP8 (E4M3 forward, E5M2 gradients) with per-tensor delayed scaling, the rest "
