@@ -141,6 +141,9 @@ TEST(PrecisionDivergence, AmpBf16FirstConvolutionDiffersByBf16RoundingAsADirectC
   // their own size.
   EXPECT_GT(conv1.weight_grad.relative_error, 0.0);
   EXPECT_LT(conv1.weight_grad.relative_error, 1.0);
+  // Their own norm within that error of FP32's (the triangle inequality): BF16 loses no gradient here.
+  EXPECT_NEAR(conv1.weight_grad.norm / conv1.weight_grad.reference_norm, 1.0,
+              conv1.weight_grad.relative_error * 1.0001);
   EXPECT_GT(d.loss.relative_error, 0.0);
   EXPECT_LT(d.loss.relative_error, 0.05);
 
@@ -212,6 +215,21 @@ TEST(PrecisionDivergence, TheSentenceSaysWhatTheGradientsHold) {
             std::string::npos)
       << sentence;
   EXPECT_EQ(sentence.find("up to"), std::string::npos) << sentence;
+  // Gradients all zero where FP32's are not (FP16 without loss scaling, late in training): underflow, said as such.
+  d.mode = "fp16-pure";
+  d.format = "fp16";
+  const TensorDivergence zero =
+      compare_values(std::vector<float>(4, 0.0f).data(), 1, std::vector<float>{3e-8f, -1e-8f, 0, 2e-8f}.data(), 4);
+  EXPECT_EQ(zero.norm, 0);
+  EXPECT_DOUBLE_EQ(zero.relative_error, 1);
+  d.layers = {layer("conv1", 0.002, zero), layer("fc", 0.003, {0.5, 1, 0, 0.8})};
+  find_departures(d);
+  sentence = divergence_sentence(d);
+  EXPECT_NE(sentence.find("its gradients vanish: 1 of 4 are all zero where FP32's are not (conv1's output gradient "
+                          "among them), their values under FP16's smallest, with no loss scale to lift them"),
+            std::string::npos)
+      << sentence;
+  EXPECT_EQ(sentence.find("ReLU's zeros"), std::string::npos) << sentence;
 }
 
 TEST(PrecisionDivergence, ScaledGradientsAreComparedUnscaled) {

@@ -24,7 +24,7 @@ double unit_roundoff(NumberFormat format) {
 
 TensorDivergence compare_values(const float* values, double scale, const float* reference, int64_t count) {
   TensorDivergence t;
-  double difference = 0, norm = 0;
+  double difference = 0, norm = 0, own_norm = 0;
   for (int64_t i = 0; i < count; ++i) {
     const double r = reference[i];
     const double v = static_cast<double>(values[i]) / scale;
@@ -33,9 +33,11 @@ TensorDivergence compare_values(const float* values, double scale, const float* 
       continue;
     }
     norm += r * r;
+    own_norm += v * v;
     difference += (v - r) * (v - r);
   }
   t.reference_norm = std::sqrt(norm);
+  t.norm = std::sqrt(own_norm);
   if (t.measured()) t.relative_error = std::sqrt(difference) / t.reference_norm;
   return t;
 }
@@ -127,8 +129,24 @@ std::string divergence_sentence(const PrecisionDivergence& d) {
       }
     }
   }
+  // Gradients all zero where FP32's are not: underflow, which no rounding of later layers explains.
+  int gradients = 0, vanished = 0;
+  std::string first_vanished;
+  for (const LayerDivergence& l : d.layers)
+    for (const auto& [t, what] :
+         {std::pair{&l.activation_grad, "'s output gradient"}, {&l.weight_grad, "'s weight gradient"}}) {
+      if (!t->measured()) continue;
+      ++gradients;
+      if (t->norm != 0) continue;
+      if (vanished++ == 0) first_vanished = l.layer + what;
+    }
   if (largest_grad && largest_grad->nonfinite > 0)
     s += "; its gradients hold inf/NaN where FP32's are finite (" + grad_where + " among them)";
+  else if (vanished > 0)
+    s += "; its gradients vanish: " + std::to_string(vanished) + " of " + std::to_string(gradients) +
+         " are all zero where FP32's are not (" + first_vanished + " among them), their values under " +
+         format_upper(d.format) + "'s smallest" +
+         (d.loss_scale == 1 ? std::string(", with no loss scale to lift them") : std::string(" even scaled"));
   else if (largest_grad && largest_grad->relative_error > d.threshold)
     s += std::string(largest_grad->relative_error > largest_activation ? "; its gradients differ more"
                                                                        : "; its gradients are over the line too") +

@@ -36,6 +36,7 @@ struct TensorDivergence {
   double relative_error = 0;  // ||mode - fp32|| / ||fp32|| (L2, in double); 0 when not measured
   double reference_norm = 0;  // ||fp32||: when 0 the relative error is not defined
   int64_t nonfinite = 0;      // inf/NaN values in the mode's tensor where FP32's are finite: then not measured
+  double norm = -1;           // ||mode|| over its finite values (all zero: 0); -1: not recorded
 
   bool measured() const { return nonfinite == 0 && reference_norm > 0; }
 };

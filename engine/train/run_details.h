@@ -172,6 +172,7 @@ void fields(R& t, V&& v) {
   v("relative_error", t.relative_error);
   v("reference_norm", t.reference_norm);
   v("nonfinite", t.nonfinite);
+  v("norm", t.norm);
 }
 
 template <class R, class V>
