@@ -617,6 +617,12 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EXPECT_NE(
       std::find(settings.begin(), settings.end(), std::pair<std::string, std::string>{"image_size", "auto (28 px)"}),
       settings.end());
+  // The top-k row where a run reports its top-k; none where no run does (a k that covers every class).
+  EXPECT_EQ(row(c, "validation top-k at epoch 1").values[0], "90.00% (top-3)");
+  std::vector<ComparedRun> unreported = runs;
+  for (ComparedRun& r : unreported)
+    for (EpochReport& e : r.epochs) e.topk = 0;
+  EXPECT_THROW(row(compare_runs(unreported), "validation top-k at epoch 1"), std::runtime_error);
   // A run alone has no speed-up row: nothing to be faster than.
   for (const CompareRow& r : compare_runs({runs[0]}).rows) EXPECT_FALSE(r.label.starts_with("speed-up")) << r.label;
   // The processes each run trained on, with the launcher and the batch of all of them together.
