@@ -258,6 +258,10 @@ TEST(ReportCharts, TicksAreNiceNumbersAndWholeWhereTheAxisCounts) {
   EXPECT_EQ(nice_ticks(1, 5, 7, true), (std::vector<double>{1, 2, 3, 4, 5}));
   EXPECT_EQ(nice_ticks(0, 4690, 7, true), (std::vector<double>{0, 1000, 2000, 3000, 4000, 5000}));
   EXPECT_EQ(nice_ticks(-0.3, 0.3, 7), (std::vector<double>{-0.3, -0.2, -0.1, 0, 0.1, 0.2, 0.3}));
+  // Flat lines: an accuracy of 100% every epoch tops its axis; one epoch spans to the next; a zero goes up.
+  EXPECT_EQ(nice_ticks(100, 100, 6), (std::vector<double>{90, 92, 94, 96, 98, 100}));
+  EXPECT_EQ(nice_ticks(1, 1, 7, true), (std::vector<double>{1, 2}));
+  EXPECT_EQ(nice_ticks(-2, -2, 6), (std::vector<double>{-2, -1.95, -1.9, -1.85, -1.8}));
   EXPECT_EQ(tick_text(0.5, 0.5), "0.5");
   EXPECT_EQ(tick_text(2, 1), "2");
   EXPECT_EQ(tick_text(0.05, 0.05), "0.05");
