@@ -16,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QTextDocumentFragment>
 #include <QToolButton>
+#include <QUrl>
 #include <QtTest>
 
 #include "main_window.h"
@@ -143,6 +144,13 @@ class FieldsKeepWhatWasTyped : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
     QCOMPARE(status->text(), QString("Ready: click Train."));
     QVERIFY(!child<QLabel>(w, "datasetStatus")->text().contains("skipped"));
+    // A path pasted from a shell, quoted, or dragged from a file manager, as a URL: the folder it names.
+    for (const QString& pasted : {"'" + data_ + "'", " \"" + data_ + "\" ", QUrl::fromLocalFile(data_).toString()}) {
+      w.setup()->set_dataset_path(pasted);
+      QCOMPARE(w.setup()->dataset_path(), data_);
+      QCOMPARE(QString::fromStdString(w.setup()->config().data_dir), data_);
+      QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
+    }
     // A file the data holds that is no image is said on the status line, not only at the report's end.
     const QString damaged = dir_.filePath("damaged");
     const QString copied = write_stripes(damaged, 24, 16);

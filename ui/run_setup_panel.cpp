@@ -20,6 +20,7 @@
 #include <QStandardItemModel>
 #include <QTimer>
 #include <QToolButton>
+#include <QUrl>
 #include <QVBoxLayout>
 #include <tuple>
 
@@ -542,7 +543,7 @@ void RunSetupPanel::set_processes(int processes) {
 TrainConfig RunSetupPanel::config() const {
   TrainConfig c;
   c.name = name_->text().trimmed().toStdString();
-  c.data_dir = dataset_->text().trimmed().toStdString();
+  c.data_dir = dataset_path().toStdString();
   c.data.validation_fraction = val_fraction_->value();
   c.data.max_train_images = max_images_->value();
   c.data.max_validation_images = max_validation_images_->value();
@@ -665,7 +666,14 @@ void RunSetupPanel::set_dataset_path(const QString& path) {
   request_inspection();
 }
 
-QString RunSetupPanel::dataset_path() const { return dataset_->text().trimmed(); }
+// As typed or pasted: a path copied from a shell comes quoted, one dragged from a file manager as a file:// URL.
+QString RunSetupPanel::dataset_path() const {
+  QString path = dataset_->text().trimmed();
+  if (path.size() >= 2 && (path.front() == '\'' || path.front() == '"') && path.back() == path.front())
+    path = path.mid(1, path.size() - 2);
+  if (path.startsWith(QStringLiteral("file://"))) path = QUrl(path).toLocalFile();
+  return path;
+}
 
 void RunSetupPanel::choose_dataset_folder() {
   const QString folder = choose_folder(this, tr("Choose a dataset folder"), dataset_path());
