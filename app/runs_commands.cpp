@@ -222,6 +222,9 @@ void print_layer_numerics(const std::vector<LayerNumerics>& records) {
     return;
   }
   const NumericsGrid g = numerics_grid(records);
+  if (g.epochs.size() > kNumericsColumns)
+    std::printf("  %zu of its %zu probed epochs as columns, spread from the first to the last (--json has all)\n",
+                kNumericsColumns, g.epochs.size());
   std::printf(
       "  activation headroom on the last probed step of each epoch: log2(65504 / max |activation|), the\n"
       "  powers of two left before FP16 overflows (negative: beyond FP16)\n");

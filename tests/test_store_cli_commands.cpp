@@ -167,6 +167,25 @@ TEST(StoreCli, ShowPrintsPerLayerNumericsAsStored) {
   expect_contains(op_line("batch_norm"), "21 f32");
   expect_contains(op_line("linear"), "1 f16");
   expect_contains(op_line("total"), "43");
+  EXPECT_EQ(r.output.find("probed epochs as columns"), std::string::npos) << "both epochs shown";
+
+  // Probed over 12 epochs, a table shows 10 of them, spread from the first to the last, and says so.
+  {
+    RunStore writable(db);
+    for (int epoch = 3; epoch <= 12; ++epoch) {
+      std::vector<LayerNumerics> step(stored.end() - 43, stored.end());
+      for (LayerNumerics& n : step) n.epoch = epoch, n.step = epoch * 2 - 1;
+      writable.add_layer_numerics(1, step);
+    }
+  }
+  const std::string twelve = ampwb({"show", "1", "--db", db}).output;
+  expect_contains(twelve,
+                  "  10 of its 12 probed epochs as columns, spread from the first to the last (--json has all)");
+  const size_t header = twelve.find("  LAYER ", twelve.find("probed epochs as columns"));
+  ASSERT_NE(header, std::string::npos) << twelve;
+  std::istringstream cells(twelve.substr(header, twelve.find('\n', header) - header));
+  const std::vector<std::string> columns{std::istream_iterator<std::string>(cells), {}};
+  EXPECT_EQ(columns, (std::vector<std::string>{"LAYER", "E1", "E2", "E3", "E4", "E5", "E7", "E8", "E9", "E10", "E12"}));
 }
 
 // FP8's flags for a run in another mode do nothing: the run trains, and the user is told which flags it ignores.
