@@ -112,6 +112,15 @@ TEST(RunSpeed, ARealSpeedUpIsDistinguishableAndItsIntervalHoldsIt) {
   EXPECT_FALSE(speed_up(one, fp32).distinguishable());
   EXPECT_NE(speed_up_text(speed_up(one, fp32)).find("too few steps to tell it from 1.0\u00d7)"), std::string::npos);
   EXPECT_TRUE(speed_up_cell(speed_up(one, fp32)).ends_with("\u00d7 (too few to tell)"));
+  // Nor do 4 steady steps, however far apart their speeds (1.5x): the bootstrap's medians take too few values; from
+  // 8 an interval.
+  const RunSpeed four = measure_speed(steps_taking(noisy(0.10, kWarmupSteps + 5, 9), 100), 32, 0);
+  ASSERT_EQ(four.steps, 4);
+  EXPECT_FALSE(speed_up(four, fp32).distinguishable()) << speed_up_text(speed_up(four, fp32));
+  EXPECT_TRUE(speed_up_cell(speed_up(four, fp32)).ends_with("\u00d7 (too few to tell)"));
+  const RunSpeed eight = measure_speed(steps_taking(noisy(0.10, kWarmupSteps + 9, 9), 100), 32, 0);
+  ASSERT_EQ(eight.steps, 8);
+  EXPECT_TRUE(speed_up(eight, fp32).distinguishable()) << speed_up_text(speed_up(eight, fp32));
 }
 
 // Rounds timed in alternation: the median of the rounds' ratios, and from 6 rounds an interval from the smallest

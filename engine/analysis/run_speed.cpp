@@ -16,6 +16,9 @@ namespace {
 
 constexpr size_t kBlocks = 20;       // blocks of consecutive steps a run's steps are cut into for the bootstrap
 constexpr int kResamples = 2000;     // enough for stable 2.5% and 97.5% percentiles
+// Fewer blocks (steady steps) a run and the bootstrap's medians take so few values that its interval claims more
+// than the steps can tell: no interval then, as for fewer than kIntervalRounds rounds in alternation.
+constexpr size_t kIntervalBlocks = 8;
 constexpr uint64_t kSeed = 0x5eed5;  // fixed: every view of one pair of runs shows the same interval
 
 // The value at quantile q of `v` (linear between order statistics), which it reorders.
@@ -94,7 +97,8 @@ SpeedUp speed_up(const RunSpeed& run, const RunSpeed& baseline) {
   if (!run.known() || !baseline.known()) return s;
   s.ratio = run.images_per_second() / baseline.images_per_second();
   s.low = 0, s.high = std::numeric_limits<double>::infinity();
-  if (run.block_median_seconds.size() < 2 || baseline.block_median_seconds.size() < 2) return s;
+  if (run.block_median_seconds.size() < kIntervalBlocks || baseline.block_median_seconds.size() < kIntervalBlocks)
+    return s;
   uint64_t state = kSeed;
   std::vector<double> ratios, scratch;
   ratios.reserve(kResamples);
