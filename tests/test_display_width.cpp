@@ -22,7 +22,16 @@ TEST(DisplayWidth, CountsTheColumnsATerminalGivesEachCharacter) {
   EXPECT_EQ(display_width("\U00020000"), 2u);  // CJK Extension B, four bytes
   EXPECT_EQ(display_width("e\u0301"), 1u);     // e and a combining acute accent: one character shown
   EXPECT_EQ(display_width("a\u200Bb"), 2u);    // a zero-width space
-  EXPECT_EQ(display_width("\xE6\xB7"), 1u);    // a cut-off character: one column, as the replacement shown
+  EXPECT_EQ(display_width("\U0001F680"), 2u);  // another emoji block
+  EXPECT_EQ(display_width("\uFEFFab"), 2u);    // a byte-order mark: nothing shown
+  EXPECT_EQ(display_width("\u1112\u1161\u11AB"), 2u);  // 한 decomposed (as macOS names files): one wide syllable
+  // Bytes that are no UTF-8 (Latin-1 names, a cut sequence): one column a byte, as a terminal shows each.
+  EXPECT_EQ(display_width("\xE6\xB7"), 2u);
+  EXPECT_EQ(display_width("\xE6"
+                          "a"),
+            2u);
+  EXPECT_EQ(display_width("\xE9t\xE9"), 3u);  // "été" in Latin-1
+  EXPECT_EQ(display_width("\xC0\x80"), 2u);   // an overlong NUL: never a character
 }
 
 }  // namespace
