@@ -176,14 +176,17 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   font_warning_->setObjectName("fontWarning");
   font_warning_->hide();
   statusBar()->addPermanentWidget(font_warning_);
-  connect(setup_, &RunSetupPanel::dataset_inspected, this, [this](const InspectResult& r) {
-    inspected_dataset_ = r.root + "\n" + r.text;
-    update_font_warning();
-  });
+  font_check_ = new QTimer(this);
+  font_check_->setSingleShot(true);
+  connect(font_check_, &QTimer::timeout, this, &MainWindow::update_font_warning);
+  const auto check_fonts = [this] { font_check_->start(0); };
+  connect(setup_, &RunSetupPanel::dataset_inspected, this, check_fonts);
+  connect(setup_, &RunSetupPanel::dataset_problem_changed, this, check_fonts);  // also where the path was emptied
   RunsModel* runs_model = runs_view_->model();
-  connect(runs_model, &QAbstractItemModel::modelReset, this, &MainWindow::update_font_warning);
-  connect(runs_model, &QAbstractItemModel::rowsInserted, this, &MainWindow::update_font_warning);
-  connect(runs_model, &QAbstractItemModel::dataChanged, this, &MainWindow::update_font_warning);
+  connect(runs_model, &QAbstractItemModel::modelReset, this, check_fonts);
+  connect(runs_model, &QAbstractItemModel::rowsInserted, this, check_fonts);
+  connect(runs_model, &QAbstractItemModel::rowsRemoved, this, check_fonts);
+  connect(runs_model, &QAbstractItemModel::dataChanged, this, check_fonts);
   update_font_warning();
 
   build_menus();
@@ -347,13 +350,13 @@ void MainWindow::update_actions() {
 void MainWindow::show_status(const QString& text, int timeout_ms) { statusBar()->showMessage(text, timeout_ms); }
 
 void MainWindow::update_font_warning() {
-  QStringList texts{inspected_dataset_};
+  QStringList texts{setup_->dataset_path(), setup_->dataset_report()};
   const RunsModel* runs = runs_view_->model();
   for (int row = 0; row < runs->rowCount(); ++row)
     texts << QString::fromStdString(runs->record(row).name) << QString::fromStdString(runs->record(row).dataset_path);
   const QString warning = missing_font_warning(texts);
   font_warning_->setText(warning.isEmpty() ? QString() : tr("\u26a0 Some names show as boxes"));
-  font_warning_->setToolTip(plain_tooltip(as_sentence(warning)));
+  font_warning_->setToolTip(warning.isEmpty() ? QString() : plain_tooltip(as_sentence(warning)));
   font_warning_->setVisible(!warning.isEmpty());
 }
 

@@ -148,8 +148,8 @@ class MainWindow : public QMainWindow {
   double last_run_seconds_ = 0;        // its wall time when it ended here
 
   RunSetupPanel* setup_ = nullptr;
-  QString inspected_dataset_;       // the report of the dataset the setup panel shows, its class names in it
   QLabel* font_warning_ = nullptr;  // hidden while every character is drawn
+  QTimer* font_check_ = nullptr;    // update_font_warning() once for a burst of changes
   QDockWidget* setup_dock_ = nullptr;
   // Whether the user wants the Run setup panel beside the tabs that start runs (Training, Sweeps) and beside those
   // that read stored runs (Runs, Compare), which otherwise get its width for their tables and charts.

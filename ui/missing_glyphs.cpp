@@ -5,12 +5,20 @@
 
 namespace ampwb::ui {
 
+namespace {
+// Marks and format characters (a zero-width space, a variation selector) draw nothing of their own: none is missed.
+bool invisible(char32_t c) {
+  const QChar::Category category = QChar::category(c);
+  return category == QChar::Other_Format || category == QChar::Mark_NonSpacing || category == QChar::Mark_Enclosing;
+}
+}  // namespace
+
 QString missing_font_warning(const QStringList& texts) {
   const QFontMetrics metrics(QGuiApplication::font());  // its fallbacks included: what a label draws with
   QList<char32_t> missing;
   for (const QString& text : texts)
     for (const char32_t c : text.toUcs4())
-      if (c > 0x7F && !missing.contains(c) && !metrics.inFontUcs4(c)) missing.append(c);
+      if (c > 0x7F && !invisible(c) && !missing.contains(c) && !metrics.inFontUcs4(c)) missing.append(c);
   if (missing.isEmpty()) return {};
   constexpr qsizetype kNamed = 3;
   QStringList codes;

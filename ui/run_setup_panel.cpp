@@ -666,6 +666,8 @@ void RunSetupPanel::set_dataset_path(const QString& path) {
   request_inspection();
 }
 
+QString RunSetupPanel::dataset_report() const { return dataset_report_->toPlainText(); }
+
 // As typed or pasted: a path copied from a shell comes quoted, one dragged from a file manager as a file:// URL.
 QString RunSetupPanel::dataset_path() const {
   QString path = dataset_->text().trimmed();

@@ -49,6 +49,7 @@ class RunSetupPanel : public QWidget {
 
   void set_dataset_path(const QString& path);  // and inspect it
   QString dataset_path() const;
+  QString dataset_report() const;  // the inspected dataset's report as shown (DatasetReport::to_text), or empty
   QString dataset_problem() const { return dataset_problem_; }
   // Why a field's text is not a value it takes ("Epochs: “-5x” is not a whole number; ..."), "" when all are.
   QString settings_problem() const { return settings_problem_; }
