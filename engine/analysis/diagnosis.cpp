@@ -123,6 +123,8 @@ void one_class(const RunEvidence& e, std::vector<Finding>& out) {
   for (size_t t = 0; t < n; ++t)
     for (size_t p = 0; p < n; ++p) answered[p] += m.counts[t * n + p], truly[t] += m.counts[t * n + p];
   const int64_t images = std::accumulate(truly.begin(), truly.end(), int64_t{0});
+  int64_t correct = 0;
+  for (size_t c = 0; c < n; ++c) correct += m.counts[c * n + c];
   const auto top = static_cast<size_t>(std::max_element(answered.begin(), answered.end()) - answered.begin());
   const double share = images ? static_cast<double>(answered[top]) / images : 0;
   const double true_share = images ? static_cast<double>(truly[top]) / images : 0;
@@ -133,9 +135,10 @@ void one_class(const RunEvidence& e, std::vector<Finding>& out) {
       std::string("The model answers ") + name + (share < 1 ? " for nearly every image" : " for every image") +
           ": it has not learned to tell the classes apart",
       format("epoch %d: %s for %lld of %lld validation images, whose share of them is %s; the validation accuracy of "
-             "%s is that share, not a result",
+             "%s is %sthat share, not a result",
              m.epoch, name.c_str(), static_cast<long long>(answered[top]), static_cast<long long>(images),
-             percent(true_share).c_str(), percent(e.epochs.empty() ? 0 : e.epochs.back().validation_accuracy).c_str()),
+             percent(true_share).c_str(), percent(static_cast<double>(correct) / images).c_str(),
+             share < 1 ? "about " : ""),
       std::string("train more epochs or with another learning rate, and check that the classes' images differ") +
           (low_precision(e) ? "; where an FP32 run of the same settings learns and this one does not, the precision "
                               "is at fault"
