@@ -413,7 +413,7 @@ int show_command(const ShowOptions& options) {
   if (epochs.empty()) {
     std::printf("  (none completed)\n");
   } else {
-    const int topk = epochs.front().topk;  // 0: not reported (a k that covers every class)
+    const int topk = topk_reported(r, epochs.front()) ? epochs.front().topk : 0;  // none where k covers every class
     Table table(
         {"EPOCH", "TRAIN LOSS", "TRAIN ACC", "VAL LOSS", "VAL ACC", topk ? "TOP-" + std::to_string(topk) : "TOP-K",
          "EPOCH S", "TRAIN IMG/S", "DATA WAIT S", "SKIPPED", "LOSS SCALE", "PEAK"},
@@ -423,7 +423,7 @@ int show_command(const ShowOptions& options) {
       table.add(
           {std::to_string(e.epoch), fixed_text(e.train_loss, 4), percent_text(e.train_accuracy),
            validated ? fixed_text(e.validation_loss, 4) : "-", validated ? percent_text(e.validation_accuracy) : "-",
-           validated ? percent_text(e.validation_topk) : "-", fixed_text(e.seconds, 2),
+           validated && topk_reported(r, e) ? percent_text(e.validation_topk) : "-", fixed_text(e.seconds, 2),
            fixed_text(e.images_per_second, 1), fixed_text(e.data_wait_seconds, 2), std::to_string(e.skipped_steps),
            scaled ? number_text(e.loss_scale) : "-", mebibytes_text(e.peak_bytes)});
     table.print("  ");

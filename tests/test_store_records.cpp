@@ -623,6 +623,12 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   for (ComparedRun& r : unreported)
     for (EpochReport& e : r.epochs) e.topk = 0;
   EXPECT_THROW(row(compare_runs(unreported), "validation top-k at epoch 1"), std::runtime_error);
+  unreported = runs;  // recorded as top-3 of 3 classes, 100% by construction, before the engine left those out
+  for (ComparedRun& r : unreported) r.record.info.class_names = {"a", "b", "c"};
+  EXPECT_THROW(row(compare_runs(unreported), "validation top-k at epoch 1"), std::runtime_error);
+  unreported[0].record.info.class_names.push_back("d");
+  EXPECT_EQ(row(compare_runs(unreported), "validation top-k at epoch 1").values,
+            (std::vector<std::string>{"90.00% (top-3)", "-"}));
   // A run alone has no speed-up row: nothing to be faster than.
   for (const CompareRow& r : compare_runs({runs[0]}).rows) EXPECT_FALSE(r.label.starts_with("speed-up")) << r.label;
   // The processes each run trained on, with the launcher and the batch of all of them together.

@@ -43,7 +43,9 @@ void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
   chart()->addAxis(y_, Qt::AlignLeft);
   curves_.assign(runs.size(), Curves{});
   const bool many = multi(runs);
-  const int topk = runs.empty() ? 2 : runs[0]->config.topk;
+  // The k the legend and a comparison's title name: the first run's that reports a top-k.
+  const auto reporting = std::find_if(runs.begin(), runs.end(), [](const RunSeries* r) { return r->reports_topk(); });
+  const int topk = reporting == runs.end() ? 2 : (*reporting)->config.topk;
   for (size_t i = 0; i < runs.size(); ++i) {
     const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
     const QColor c = run_color(runs[i]->colour_index(i));
@@ -61,8 +63,7 @@ void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
       hide_from_legend(k.topk);
     }
   }
-  const bool any_topk = std::any_of(runs.begin(), runs.end(), [](const RunSeries* r) { return r->reports_topk(); });
-  if (many && any_topk)
+  if (many && reporting != runs.end())
     chart()->setTitle(tr("Accuracy: — validation · - - train · ··· top-%1").arg(topk));
   else if (many)
     chart()->setTitle(tr("Accuracy: — validation · - - train"));
@@ -88,7 +89,7 @@ void AccuracyChart::refresh(const RunList& runs, const ChartOptions& options) {
       validation.append(QPointF(at, 100 * e.validation_accuracy));
       low = std::min(low, 100 * e.validation_accuracy);
       high = std::max(high, 100 * e.validation_accuracy);
-      if (!run.reports_topk()) continue;
+      if (!run.reports_topk() || e.topk == 0 || !std::isfinite(e.validation_topk)) continue;
       topk.append(QPointF(at, 100 * e.validation_topk));
       high = std::max(high, 100 * e.validation_topk);
     }

@@ -108,12 +108,14 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
       }));
   // Where some run reports one (none does where k covers every class).
   if (std::any_of(runs.begin(), runs.end(), [](const ComparedRun& r) {
-        return std::any_of(r.epochs.begin(), r.epochs.end(), [](const EpochReport& e) { return e.topk > 0; });
+        return std::any_of(r.epochs.begin(), r.epochs.end(),
+                           [&r](const EpochReport& e) { return topk_reported(r.record, e); });
       }))
     add("validation top-k at epoch " + std::to_string(at), validated([&](size_t i) {
           const EpochReport* e = epoch_at(runs[i].epochs, at);
-          return e && e->topk > 0 ? percent_text(e->validation_topk) + " (top-" + std::to_string(e->topk) + ")"
-                                  : std::string("-");
+          return e && topk_reported(runs[i].record, *e)
+                     ? percent_text(e->validation_topk) + " (top-" + std::to_string(e->topk) + ")"
+                     : std::string("-");
         }));
   add("final validation loss",
       validated(completed([](const RunSummary& s) { return fixed_text(s.final_validation_loss, 4); })));

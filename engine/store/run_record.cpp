@@ -21,6 +21,11 @@ bool is_paused(const RunRecord& run) { return run.status == RunStatus::Running &
 
 std::string run_state_words(const RunRecord& run) { return is_paused(run) ? "paused" : run_status_words(run.status); }
 
+bool topk_reported(const RunRecord& run, const EpochReport& epoch) {
+  const size_t classes = run.info.class_names.size();
+  return epoch.topk > 0 && (classes == 0 || static_cast<size_t>(epoch.topk) < classes);
+}
+
 RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epochs) {
   RunSummary s;
   s.total_seconds = run.duration_seconds;
