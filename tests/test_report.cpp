@@ -262,6 +262,7 @@ TEST(ReportCharts, TicksAreNiceNumbersAndWholeWhereTheAxisCounts) {
   EXPECT_EQ(nice_ticks(100, 100, 6), (std::vector<double>{90, 92, 94, 96, 98, 100}));
   EXPECT_EQ(nice_ticks(1, 1, 7, true), (std::vector<double>{1, 2}));
   EXPECT_EQ(nice_ticks(-2, -2, 6), (std::vector<double>{-2, -1.95, -1.9, -1.85, -1.8}));
+  EXPECT_EQ(nice_ticks(0, 0, 6), (std::vector<double>{0, 0.2, 0.4, 0.6, 0.8, 1}));
   EXPECT_EQ(tick_text(0.5, 0.5), "0.5");
   EXPECT_EQ(tick_text(2, 1), "2");
   EXPECT_EQ(tick_text(0.05, 0.05), "0.05");

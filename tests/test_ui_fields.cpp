@@ -144,13 +144,16 @@ class FieldsKeepWhatWasTyped : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
     QCOMPARE(status->text(), QString("Ready: click Train."));
     QVERIFY(!child<QLabel>(w, "datasetStatus")->text().contains("skipped"));
-    // A path pasted from a shell, quoted, or dragged from a file manager, as a URL: the folder it names.
-    for (const QString& pasted : {"'" + data_ + "'", " \"" + data_ + "\" ", QUrl::fromLocalFile(data_).toString()}) {
+    // A path pasted from a shell, quoted, or dragged from a file manager, as a URL (%20 for its space, its Chinese
+    // percent-encoded): the folder it names.
+    const QString spaced = write_stripes(dir_.filePath("我的 数据"), 4, 12);
+    for (const QString& pasted :
+         {"'" + spaced + "'", " \"" + spaced + "\" ", QString::fromUtf8(QUrl::fromLocalFile(spaced).toEncoded())}) {
       w.setup()->set_dataset_path(pasted);
-      QCOMPARE(w.setup()->dataset_path(), data_);
-      QCOMPARE(QString::fromStdString(w.setup()->config().data_dir), data_);
-      QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
+      QCOMPARE(w.setup()->dataset_path(), spaced);
+      QCOMPARE(QString::fromStdString(w.setup()->config().data_dir), spaced);
     }
+    QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
     // A file the data holds that is no image is said on the status line, not only at the report's end.
     const QString damaged = dir_.filePath("damaged");
     const QString copied = write_stripes(damaged, 24, 16);

@@ -146,7 +146,9 @@ std::string divergence_sentence(const PrecisionDivergence& d) {
     s += "; its gradients vanish: " + std::to_string(vanished) + " of " + std::to_string(gradients) +
          " are all zero where FP32's are not (" + first_vanished + " among them), their values under " +
          format_upper(d.format) + "'s smallest" +
-         (d.loss_scale == 1 ? std::string(", with no loss scale to lift them") : std::string(" even scaled"));
+         (d.loss_scale > 1   ? std::string(" even scaled")
+          : d.loss_scale < 1 ? std::string(", a loss scale under 1 shrinking them further")
+                             : std::string(", with no loss scale to lift them"));
   else if (largest_grad && largest_grad->relative_error > d.threshold)
     s += std::string(largest_grad->relative_error > largest_activation ? "; its gradients differ more"
                                                                        : "; its gradients are over the line too") +

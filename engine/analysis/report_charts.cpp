@@ -39,10 +39,10 @@ std::string power_of_two_text(int k) {
 std::vector<double> nice_ticks(double lo, double hi, int most, bool whole) {
   if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi)) return {};
   // A flat line: counted axes (epochs) go on to the next whole number; a positive value sits at the top of its axis,
-  // so that an accuracy of 100% is not drawn on an axis offering more.
+  // so that an accuracy of 100% is not drawn on an axis offering more; a zero at the foot of 0 to 1.
   if (hi == lo && whole) hi = lo + 1;
   if (hi == lo && lo > 0) lo -= lo * 0.1;
-  if (hi == lo) hi = lo + std::max(1e-9, std::fabs(lo) * 0.1);
+  if (hi == lo) hi = lo + (lo == 0 ? 1 : std::max(1e-9, std::fabs(lo) * 0.1));
   most = std::max(2, most);
   double step = nice_step((hi - lo) / (most - 1));
   for (;;) {
