@@ -16,8 +16,8 @@ namespace {
 
 constexpr size_t kBlocks = 20;       // blocks of consecutive steps a run's steps are cut into for the bootstrap
 constexpr int kResamples = 2000;     // enough for stable 2.5% and 97.5% percentiles
-// Fewer blocks (steady steps) a run and the bootstrap's medians take so few values that its interval claims more
-// than the steps can tell: no interval then, as for fewer than kIntervalRounds rounds in alternation.
+// With fewer blocks (steady steps) in a run, the bootstrap's medians take so few values that its interval claims
+// more than the steps can tell: no interval then, as for fewer than kIntervalRounds rounds in alternation.
 constexpr size_t kIntervalBlocks = 8;
 constexpr uint64_t kSeed = 0x5eed5;  // fixed: every view of one pair of runs shows the same interval
 
