@@ -14,6 +14,7 @@
 #include "store/run_store.h"
 #include "train/config.h"
 #include "train/events.h"
+#include "train/topk.h"
 
 namespace ampwb::ui {
 
@@ -43,9 +44,8 @@ struct RunSeries {
   // the old run never mistakes the new one for what it already shows.
   void replace_with(RunSeries other);
   int colour_index(size_t position) const { return colour >= 0 ? colour : static_cast<int>(position); }
-  // Whether its top-k accuracy means something: a k that covers every class counts every image (the engine stores
-  // none; runs recorded before it did hold 100%).
-  bool reports_topk() const { return classes == 0 || config.topk < classes; }
+  // Whether its top-k accuracy means something (train/topk.h), runs recorded before the engine left one out too.
+  bool reports_topk() const { return topk_meaningful(config.topk, classes); }
   // The x position of the end of `epoch` on a per-step axis.
   double epoch_end_step(int epoch) const;
 };

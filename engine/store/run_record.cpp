@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/record_json.h"
+#include "train/topk.h"
 
 namespace ampwb {
 
@@ -22,8 +23,7 @@ bool is_paused(const RunRecord& run) { return run.status == RunStatus::Running &
 std::string run_state_words(const RunRecord& run) { return is_paused(run) ? "paused" : run_status_words(run.status); }
 
 bool topk_reported(const RunRecord& run, const EpochReport& epoch) {
-  const size_t classes = run.info.class_names.size();
-  return epoch.topk > 0 && (classes == 0 || static_cast<size_t>(epoch.topk) < classes);
+  return topk_meaningful(epoch.topk, static_cast<int64_t>(run.info.class_names.size()));
 }
 
 RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epochs) {

@@ -59,8 +59,8 @@ struct RunRecord {
 bool is_paused(const RunRecord& run);
 // Its status as people read it (run_status_words), or "paused" for a paused run.
 std::string run_state_words(const RunRecord& run);
-// Whether an epoch's top-k accuracy says anything: recorded (k > 0) and k under the run's classes. A k that covers
-// every class counts every image; runs recorded before the engine left those out hold 100% there.
+// Whether an epoch's top-k accuracy says anything (train/topk.h): runs recorded before the engine left out a k that
+// covers every class hold 100% there.
 bool topk_reported(const RunRecord& run, const EpochReport& epoch);
 
 // The run's configuration as config_settings lists it, the image size asked for as the data's own (stored as 0) said

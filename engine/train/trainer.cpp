@@ -31,6 +31,7 @@
 #include "train/memory_estimate.h"
 #include "train/model_weights.h"
 #include "train/step_timer.h"
+#include "train/topk.h"
 
 namespace ampwb {
 namespace {
@@ -402,8 +403,9 @@ class Trainer::Run {
   std::unique_ptr<GradientReducer> distribute();
   bool any_rank(bool mine) const;
   bool leader() const { return !communicator_ || communicator_->rank() == 0; }
-  // A top-k whose k covers every class would count every image: it is left unreported rather than shown as 100%.
-  bool reports_topk() const { return config_.topk < static_cast<int64_t>(dataset_.class_names().size()); }
+  bool reports_topk() const {
+    return topk_meaningful(config_.topk, static_cast<int64_t>(dataset_.class_names().size()));
+  }
 
   Trainer& trainer_;
   const TrainConfig& config_;
