@@ -31,9 +31,9 @@ function(ampwb_layer name)
 endfunction()
 
 # The front ends (ui/, app/) see the engine from the top: the facade (facade/: devices, capabilities, run setup)
-# and the runs (train/: the trainer and its events; store/: stored runs; analysis/: what they say), with data/ for
-# inspecting a dataset folder, dist/ for the processes of one run and core/ for errors and files. backend/, nn/, optim/, models/, amp/ and reference/ are
-# the facade's business.
+# and the runs (train/: the trainer and its events; store/: stored runs; analysis/: what they say; export/: the
+# model written out), with data/ for inspecting a dataset folder, dist/ for the processes of one run and core/ for
+# errors and files. backend/, nn/, optim/, models/, amp/ and reference/ are the facade's business.
 set(AMPWB_FRONT_END_LAYERS facade analysis store export train data dist core)
 
 #   ampwb_front_end(TARGET)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks the documents' references: every docs/logs/... log a tracked text cites exists, every log kept under
-docs/logs/ is cited by one (a current figure), and every repository path docs/ARCHITECTURE.md names exists.
+docs/logs/ is cited by one (a current figure), and every repository path docs/ARCHITECTURE.md names exists (not a
+build/... one, which a build makes).
 A `...-fragment-...` after a full log name cites the log that shares its first 12 characters and holds the fragment.
 usage: scripts/check_docs.py   (exit status 1 and the faults on stderr where one does not hold)"""
 import os
@@ -38,7 +39,7 @@ for log in sorted(logs - cited):
     faults.append(f"{log}: cited by no document or source")
 
 architecture = open(os.path.join(root, "docs/ARCHITECTURE.md")).read()
-for p in sorted(set(re.findall(r"\b((?:engine|ui|app|tests|cmake|scripts|docs|bench)/[A-Za-z0-9_./-]*[A-Za-z0-9_])",
+for p in sorted(set(re.findall(r"(?<![\w/])((?:engine|ui|app|tests|cmake|scripts|docs|bench)/[A-Za-z0-9_./-]*[A-Za-z0-9_])",
                                 architecture))):
     if "NAME" not in p and not os.path.exists(os.path.join(root, p)):
         faults.append(f"docs/ARCHITECTURE.md: {p} does not exist")
