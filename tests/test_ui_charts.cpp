@@ -4,7 +4,10 @@
 // per-layer numerics heat map fed live and from the store, a real run drawn against steps, epochs or wall-clock
 // seconds, and one loss spike drawn alike by the window, an exported chart and the HTML report.
 #include <QAbstractAxis>
+#include <QAbstractBarSeries>
 #include <QAbstractTextDocumentLayout>
+#include <QBarSet>
+#include <QCategoryAxis>
 #include <QChart>
 #include <QComboBox>
 #include <QElapsedTimer>
@@ -43,6 +46,7 @@
 #include "store/run_store.h"
 #include "sweep.h"
 #include "test_ui_util.h"
+#include "timing_charts.h"
 
 namespace ampwb::ui::test {
 namespace {
@@ -932,6 +936,39 @@ class ChartData : public QObject {
         for (double t : ticks) QVERIFY2(t == std::round(t), qPrintable(what + QStringLiteral(": %1").arg(t)));
         QVERIFY(axis->min() <= 1 && axis->max() >= epochs);
       }
+    }
+  }
+
+  // One run's data-wait bars keep every epoch, labelled at every epoch while the labels fit beside each other, else at
+  // every 2nd, 5th, 10th, ... epoch: a long run's labels once all read "…" at 1366x768.
+  void a_long_runs_data_wait_bars_label_the_epochs_that_fit() {
+    for (const auto& [epochs, width] : {std::pair{6, 450}, {60, 450}, {60, 1300}, {300, 450}}) {
+      RunSeries run = long_run(epochs * 2, 2);
+      for (EpochReport& e : run.epochs) e.compute_seconds = 1, e.data_wait_seconds = 0.25;
+      DataWaitChart chart;
+      chart.resize(width, 300);
+      chart.show();
+      chart.update_from({&run}, ChartOptions{});
+      QVERIFY(QTest::qWaitForWindowExposed(&chart));
+      QCoreApplication::processEvents();
+      const QString what = QStringLiteral("%1 epochs, %2 px").arg(epochs).arg(width);
+      auto* axis = qobject_cast<QCategoryAxis*>(chart.chart()->axes(Qt::Horizontal).value(0));
+      auto* bars = qobject_cast<QAbstractBarSeries*>(chart.chart()->series().value(0));
+      QVERIFY2(axis && bars && bars->barSets().value(0)->count() == epochs, qPrintable(what));
+      const QStringList labels = axis->categoriesLabels();
+      QVERIFY2(labels.size() >= 4, qPrintable(what + ": " + labels.join(' ')));
+      if (epochs == 6) QCOMPARE(labels, (QStringList{"1", "2", "3", "4", "5", "6"}));
+      const qreal label_width = QFontMetricsF(axis->labelsFont()).horizontalAdvance(labels.back());
+      for (qsizetype k = 0; k < labels.size(); ++k) {
+        const double at = axis->endValue(labels[k]);
+        QCOMPARE(run.epochs.at(static_cast<size_t>(at)).epoch, labels[k].toInt());  // the label under its bar
+        if (k == 0) continue;
+        const qreal gap = chart.chart()->mapToPosition(QPointF(at, 0), bars).x() -
+                          chart.chart()->mapToPosition(QPointF(axis->endValue(labels[k - 1]), 0), bars).x();
+        QVERIFY2(gap > label_width,
+                 qPrintable(what + QStringLiteral(": %1 px between labels %2 px wide").arg(gap).arg(label_width)));
+      }
+      if (epochs == 60 && width == 1300) QVERIFY2(labels.size() > 6, qPrintable(what + ": " + labels.join(' ')));
     }
   }
 

@@ -1,10 +1,11 @@
 // EpochTimeChart and DataWaitChart.
 #include "timing_charts.h"
 
-#include <QBarCategoryAxis>
 #include <QBarSet>
+#include <QCategoryAxis>
 #include <QChart>
 #include <QCursor>
+#include <QFontMetricsF>
 #include <QLineSeries>
 #include <QStackedBarSeries>
 #include <QToolTip>
@@ -99,7 +100,7 @@ DataWaitChart::DataWaitChart(QWidget* parent) : MetricChart("data-wait", tr("Dat
 void DataWaitChart::rebuild(const RunList& runs, const ChartOptions&) {
   bars_ = nullptr;
   compute_ = wait_ = nullptr;
-  categories_ = nullptr;
+  bar_epochs_ = nullptr;
   x_ = nullptr;
   compute_lines_.clear();
   wait_lines_.clear();
@@ -107,9 +108,11 @@ void DataWaitChart::rebuild(const RunList& runs, const ChartOptions&) {
   y_->setTitleText(tr("seconds per epoch"));
   y_->setLabelFormat("%.3g");
   if (!multi(runs)) {
-    categories_ = new QBarCategoryAxis;
-    categories_->setTitleText(tr("epoch"));
-    chart()->addAxis(categories_, Qt::AlignBottom);
+    bar_epochs_ = new QCategoryAxis;
+    bar_epochs_->setTitleText(tr("epoch"));
+    bar_epochs_->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+    bar_epochs_->setGridLineVisible(false);
+    chart()->addAxis(bar_epochs_, Qt::AlignBottom);
     chart()->addAxis(y_, Qt::AlignLeft);
     bars_ = new QStackedBarSeries;
     compute_ = new QBarSet(tr("compute"));
@@ -119,7 +122,7 @@ void DataWaitChart::rebuild(const RunList& runs, const ChartOptions&) {
     bars_->append(compute_);
     bars_->append(wait_);
     bars_->setBarWidth(0.6);
-    attach(bars_, categories_, y_);
+    attach(bars_, bar_epochs_, y_);
     for (QBarSet* set : {compute_, wait_})
       connect(set, &QBarSet::hovered, this, [set](bool on, int index) {
         if (on)
@@ -155,18 +158,16 @@ void DataWaitChart::refresh(const RunList& runs, const ChartOptions&) {
   if (bars_) {
     compute_->remove(0, compute_->count());
     wait_->remove(0, wait_->count());
-    QStringList labels;
     static const std::vector<EpochReport> none;
-    for (const EpochReport& e : runs.empty() ? none : runs[0]->epochs) {
+    const std::vector<EpochReport>& epochs = runs.empty() ? none : runs[0]->epochs;
+    for (const EpochReport& e : epochs) {
       compute_->append(e.compute_seconds);
       wait_->append(e.data_wait_seconds);
-      labels << QString::number(e.epoch);
       top = std::max(top, e.compute_seconds + e.data_wait_seconds);
       total_wait += e.data_wait_seconds;
       total_compute += e.compute_seconds;
     }
-    categories_->clear();
-    categories_->append(labels.isEmpty() ? QStringList{"1"} : labels);
+    label_bars(epochs);
   } else {
     for (size_t i = 0; i < runs.size(); ++i) {
       QList<QPointF> compute, wait;
@@ -191,6 +192,31 @@ void DataWaitChart::refresh(const RunList& runs, const ChartOptions&) {
     chart()->setTitle(tr("Data wait vs compute: %1% waiting").arg(100 * total_wait / total, 0, 'f', 1));
   else
     chart()->setTitle(title());  // a new run's: not the last run's share
+}
+
+void DataWaitChart::label_bars(const std::vector<EpochReport>& epochs) {
+  // Bar i stands at x = i. A label for every epoch while they fit, else for every 2nd, 5th, 10th, 20th, ...: QtCharts
+  // would cut labels that overlap to "…".
+  const int bars = std::max<int>(1, static_cast<int>(epochs.size()));
+  const int last_epoch = epochs.empty() ? 1 : epochs.back().epoch;
+  const qreal label = QFontMetricsF(bar_epochs_->labelsFont()).horizontalAdvance(QString::number(last_epoch));
+  const int fitting = ticks_that_fit(Qt::Horizontal, label + 14, bars);
+  int every = 1;  // 1, 2, 5, 10, 20, 50, ...
+  while (bars / every > fitting) every = QString::number(every).startsWith('2') ? every / 2 * 5 : every * 2;
+  QStringList labels;
+  QList<double> at;
+  for (int i = 0; i < bars; ++i) {
+    const int epoch = epochs.empty() ? 1 : epochs[i].epoch;
+    if (epoch % every == 0) {
+      labels << QString::number(epoch);
+      at << i;
+    }
+  }
+  if (bar_epochs_->categoriesLabels() == labels && bar_epochs_->max() == bars - 0.5) return;  // a relayout costs
+  for (const QString& l : bar_epochs_->categoriesLabels()) bar_epochs_->remove(l);
+  bar_epochs_->setStartValue(-0.5);
+  for (int k = 0; k < labels.size(); ++k) bar_epochs_->append(labels[k], at[k]);
+  bar_epochs_->setRange(-0.5, bars - 0.5);
 }
 
 }  // namespace ampwb::ui

@@ -5,7 +5,7 @@
 #include "metric_chart.h"
 
 class QBarSet;
-class QBarCategoryAxis;
+class QCategoryAxis;
 class QStackedBarSeries;
 class QValueAxis;
 
@@ -39,11 +39,13 @@ class DataWaitChart : public MetricChart {
   bool follows_steps() const override { return false; }
 
  private:
-  // One run: stacked bars.
+  void label_bars(const std::vector<EpochReport>& epochs);
+
+  // One run: stacked bars, over an axis that labels as many epochs as fit.
   QStackedBarSeries* bars_ = nullptr;
   QBarSet* compute_ = nullptr;
   QBarSet* wait_ = nullptr;
-  QBarCategoryAxis* categories_ = nullptr;
+  QCategoryAxis* bar_epochs_ = nullptr;
   // A comparison: lines.
   std::vector<QLineSeries*> compute_lines_, wait_lines_;
   QValueAxis* x_ = nullptr;
