@@ -270,7 +270,8 @@ ResumeChanges resume_changes(const TrainOptions& options) {
       changes.cache_budget_mb = given.data.cache_budget_mb;
     else
       throw Error("resuming continues the run's stored configuration: " + flag +
-                  " cannot be given (only --data, --threads, --cache-mb, --keep-checkpoint and --processes can)");
+                  " cannot be given (only --data, --threads, --cache-mb, --keep-checkpoint, --processes and "
+                  "--collective-timeout can)");
   }
   return changes;
 }
@@ -326,9 +327,10 @@ TrainConfig config_from_file(const TrainOptions& options) {
         flag == "--processes" || flag == "--collective-timeout" || flag == "--threads" || flag == "--no-checkpoint" ||
         flag == "--keep-checkpoint" || flag == "--no-keep-weights")
       continue;
-    throw Error("--config gives the whole configuration: " + flag +
-                " cannot be given with it (only --db, --threads, --processes, --json, --events-json, --no-checkpoint, "
-                "--keep-checkpoint and --no-keep-weights can)");
+    throw Error(
+        "--config gives the whole configuration: " + flag +
+        " cannot be given with it (only --db, --threads, --processes, --collective-timeout, --json, --events-json, "
+        "--no-checkpoint, --keep-checkpoint and --no-keep-weights can)");
   }
   TrainConfig c;
   try {
@@ -612,8 +614,8 @@ void add_train_command(CLI::App& app, Invocation& invocation) {
   add_train_flags(train, options->flags);
   train
       ->add_option("--resume", options->resume,
-                   "continue a stopped run from its checkpoint (only --data, --threads, --cache-mb, --keep-checkpoint "
-                   "and --processes, as many as it had, may be given)")
+                   "continue a stopped run from its checkpoint (only --data, --threads, --cache-mb, --keep-checkpoint, "
+                   "--processes, as many as it had, and --collective-timeout may be given)")
       ->type_name("RUN")
       ->group("Run");
   train->add_flag("--no-checkpoint", options->no_checkpoint, "write no checkpoints (the run cannot be resumed)")

@@ -90,9 +90,10 @@ TEST(StoreCli, AKilledRunResumesFromItsCheckpointAsTheSameRunAndCurve) {
     line.insert(line.end(), flag.begin(), flag.end());
     const Result refused = ampwb(line);
     EXPECT_EQ(refused.status, 1) << flag[0];
-    expect_contains(
-        refused.output,
-        flag[0] + " cannot be given (only --data, --threads, --cache-mb, --keep-checkpoint and --processes can)");
+    expect_contains(refused.output,
+                    flag[0] +
+                        " cannot be given (only --data, --threads, --cache-mb, --keep-checkpoint, --processes and "
+                        "--collective-timeout can)");
   }
   // A new run cannot take the interrupted run's name: `--resume resumable` must keep meaning one run.
   std::vector<std::string> taken = tiny_training(db, 1, 1);
