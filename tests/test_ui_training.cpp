@@ -18,6 +18,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTextDocumentFragment>
+#include <QValueAxis>
 #include <QWheelEvent>
 #include <QtTest>
 #include <algorithm>
@@ -123,6 +124,30 @@ class TrainingThroughTheUi : public QObject {
     auto* scale_kind = child<QComboBox>(w, "lossScaleKind");
     scale_kind->setCurrentIndex(scale_kind->findData(QString("off")));
     QVERIFY2(skipped->text().startsWith("No loss scaling"), qPrintable(skipped->text()));
+  }
+
+  // Before a run starts, the charts are drawn for its settings: as many epochs as chosen, and no top-2 curve in the
+  // accuracy legend where the chosen data has two classes (every image would count).
+  void the_empty_charts_follow_the_epochs_and_the_datas_classes() {
+    MainWindow w(db("preview-axes"));
+    MetricChart* accuracy = w.live_charts()->chart("accuracy");
+    const auto topk_shown = [&] {
+      const QList<QAbstractSeries*> series = accuracy->chart()->series();
+      return std::any_of(series.begin(), series.end(), [](const QAbstractSeries* s) {
+        return s->isVisible() && s->name().startsWith("validation top-") && s->name() != "validation top-1";
+      });
+    };
+    child<QSpinBox>(w, "epochs")->setValue(7);
+    const auto* epoch_axis = qobject_cast<QValueAxis*>(accuracy->chart()->axes(Qt::Horizontal).value(0));
+    QVERIFY(epoch_axis);
+    QCOMPARE(epoch_axis->max(), 7.0);
+    child<QSpinBox>(w, "epochs")->setValue(3);
+    QCOMPARE(qobject_cast<QValueAxis*>(accuracy->chart()->axes(Qt::Horizontal).value(0))->max(), 3.0);
+    child<QSpinBox>(w, "topk")->setValue(2);
+    QVERIFY(topk_shown());  // the classes not known yet, or the sample's 10
+    w.setup()->set_dataset_path(data_);
+    QTRY_COMPARE_WITH_TIMEOUT(w.setup()->dataset_classes(), 2, 30000);
+    QVERIFY(!topk_shown());
   }
 
   // The memory estimate follows the settings: "≈ X of Y", and where it cannot fit, red with the batch size that does.

@@ -198,11 +198,12 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
     if (busy() || live_->run_id != 0 || !live_->steps.empty()) return;
     RunSeries next;
     next.config = setup_->config();
+    next.classes = setup_->dataset_classes();  // whether the top-k is reported (train/topk.h)
     live_->replace_with(std::move(next));
     live_charts_->refresh();
   };
   preview_setup();
-  connect(setup_, &RunSetupPanel::precision_changed, this, preview_setup);
+  connect(setup_, &RunSetupPanel::preview_changed, this, preview_setup);
   runs_view_->reload();
 
   QSettings settings;

@@ -211,7 +211,7 @@ QWidget* RunSetupPanel::build_model_group() {
   small.setPointSizeF(small.pointSizeF() * 0.9);
   precision_help_->setFont(small);
   connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::update_precision_help);
-  connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::precision_changed);
+  connect(precision_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::preview_changed);
   device_ = new QComboBox;
   device_->setObjectName("device");
   for (const DeviceInfo& d : list_devices()) {
@@ -252,6 +252,7 @@ QWidget* RunSetupPanel::build_training_group() {
   auto* form = new QFormLayout(group);
   epochs_ = for_setting(int_box(1, 10000), "epochs");
   epochs_->setObjectName("epochs");
+  connect(epochs_, &QSpinBox::valueChanged, this, &RunSetupPanel::preview_changed);
   batch_ = for_setting(int_box(2, 65536), "batch_size");
   batch_->setObjectName("batchSize");
   image_size_ = for_setting(int_box(0, 1024), "image_size");
@@ -302,7 +303,7 @@ QWidget* RunSetupPanel::build_advanced_group() {
   auto* sf = new QFormLayout(scaler);
   scale_kind_ = for_setting(new QComboBox, "precision.loss_scale.kind");
   scale_kind_->setObjectName("lossScaleKind");
-  connect(scale_kind_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::precision_changed);
+  connect(scale_kind_, &QComboBox::currentIndexChanged, this, &RunSetupPanel::preview_changed);
   scale_kind_->addItem(tr("as the precision mode says"), "");
   add_choices<LossScaleKind>(scale_kind_);
   scaler_preset_ = new QComboBox;
@@ -377,6 +378,8 @@ QWidget* RunSetupPanel::build_advanced_group() {
   grad_clip_ = for_setting(number_box(0, 1e6, 0.5), "grad_clip_norm");
   grad_clip_->set_minimum_text(tr("off"));
   topk_ = for_setting(int_box(1, 100), "topk");
+  topk_->setObjectName("topk");
+  connect(topk_, &QSpinBox::valueChanged, this, &RunSetupPanel::preview_changed);
   augment_ = for_setting(new QCheckBox(tr("random crop and flip")), "data.augment");
   stem_ = for_setting(new QComboBox, "stem");
   stem_->addItem(tr("auto (small below 64 px)"), "auto");
@@ -735,6 +738,7 @@ void RunSetupPanel::show_inspection(const InspectResult& r) {
   dataset_status_->setText(status);
   set_dataset_problem(r.trainable ? QString() : r.problem);
   Q_EMIT dataset_inspected(r);
+  Q_EMIT preview_changed();
 }
 
 void RunSetupPanel::set_dataset_problem(const QString& problem) {

@@ -50,6 +50,7 @@ class RunSetupPanel : public QWidget {
   void set_dataset_path(const QString& path);  // and inspect it
   QString dataset_path() const;
   QString dataset_report() const;  // the inspected dataset's report as shown (DatasetReport::to_text), or empty
+  int dataset_classes() const { return data_classes_; }  // the inspected dataset's, 0 while not known
   QString dataset_problem() const { return dataset_problem_; }
   // Why a field's text is not a value it takes ("Epochs: “-5x” is not a whole number; ..."), "" when all are.
   QString settings_problem() const { return settings_problem_; }
@@ -77,8 +78,9 @@ class RunSetupPanel : public QWidget {
   // Why the chosen dataset cannot be trained on ("" when it can, or while it is being checked).
   void dataset_problem_changed(const QString& problem);
   void settings_problem_changed(const QString& problem);
-  // The precision mode or the loss scaler chosen changed: what the empty Training tab says of a run follows them.
-  void precision_changed();
+  // A setting the empty Training tab previews a run by changed (the precision mode, the loss scaler, the epochs, the
+  // top-k, the dataset's classes): its notes, axes and legends follow.
+  void preview_changed();
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
