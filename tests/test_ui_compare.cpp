@@ -779,6 +779,9 @@ class CompareRuns : public QObject {
     QCOMPARE(r.notes, std::string("a note"));
     runs->set_filter("keep");
     QCOMPARE(runs->proxy()->rowCount(), 1);
+    runs->set_filter("A NOTE");  // the notes, shown in the name's tooltip, are searched too
+    QCOMPARE(runs->proxy()->rowCount(), 1);
+    QCOMPARE(runs->proxy()->index(0, RunsModel::Id).data().toLongLong(), bf16_seed1_);
     runs->set_filter("");
   }
 

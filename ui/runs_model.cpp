@@ -173,7 +173,9 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
   }
   if (role == kFilterRole) {
     const QString shown = data(index, Qt::DisplayRole).toString();
-    return index.column() == Status ? shown + " " + QString::fromUtf8(run_status_name(r.status)) : shown;
+    if (index.column() == Status) return shown + " " + QString::fromUtf8(run_status_name(r.status));
+    if (index.column() == Name) return shown + "\n" + QString::fromStdString(r.notes);  // shown in its tooltip
+    return shown;
   }
   const bool sort = role == kSortRole;
   if (role != Qt::DisplayRole && !sort) return {};

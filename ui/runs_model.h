@@ -32,7 +32,8 @@ class RunsModel : public QAbstractTableModel {
   };
   static constexpr int kSortRole = Qt::UserRole;
   static constexpr int kIdRole = Qt::UserRole + 1;
-  // What the filter matches: the text shown, and for a stopped run the CLI's word for it too ("cancelled").
+  // What the filter matches: the text shown, a run's notes, and for a stopped run the CLI's word for it too
+  // ("cancelled").
   static constexpr int kFilterRole = Qt::UserRole + 2;
 
   // A run as the table shows it: its record, its summary, and whether a checkpoint continues it.

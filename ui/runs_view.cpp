@@ -91,7 +91,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
 
   filter_ = new QLineEdit;
   filter_->setObjectName("runsFilter");
-  filter_->setPlaceholderText(tr("Filter: name, dataset, precision, status, tag…"));
+  filter_->setPlaceholderText(tr("Filter: name, dataset, precision, status, tag, notes…"));
   filter_->setClearButtonEnabled(true);
   connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
     proxy_->setFilterFixedString(text);
