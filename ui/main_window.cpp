@@ -132,10 +132,7 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   connect(runs_view_, &RunsView::open_requested, this, &MainWindow::open_runs);
   connect(runs_view_, &RunsView::resume_requested, this, &MainWindow::resume_run_interactive);
   connect(runs_view_, &RunsView::export_csv_requested, this, &MainWindow::export_csv_interactive);
-  connect(runs_view_, &RunsView::export_charts_requested, this, [this](const std::vector<int64_t>& ids) {
-    open_runs(ids);
-    compare_->charts()->export_all();
-  });
+  connect(runs_view_, &RunsView::export_charts_requested, this, &MainWindow::export_charts_of_runs);
   connect(runs_view_, &RunsView::status_message, this, [this](const QString& t) { show_status(t, 5000); });
   compare_ = new CompareView(*store_, nullptr, db_path.toStdString());
   connect(compare_->charts(), &ChartPanel::status_message, this, [this](const QString& t) { show_status(t, 5000); });
@@ -1066,12 +1063,17 @@ void MainWindow::save_report_interactive(std::vector<int64_t> ids) {
   }
 }
 
+void MainWindow::export_charts_of_runs(const std::vector<int64_t>& ids) {
+  open_runs(ids);
+  // The folder dialog once the comparison is drawn: over its first, half laid-out frame its axes overlapped.
+  QTimer::singleShot(0, compare_->charts(), &ChartPanel::export_all);
+}
+
 void MainWindow::export_charts_of_current_tab() {
   if (tabs_->currentWidget() == compare_ && !compare_->run_ids().empty()) {
     compare_->charts()->export_all();
   } else if (tabs_->currentWidget() == runs_view_ && !runs_view_->selected_ids().empty()) {
-    open_runs(runs_view_->selected_ids());
-    compare_->charts()->export_all();
+    export_charts_of_runs(runs_view_->selected_ids());
   } else {
     live_charts_->export_all();
   }

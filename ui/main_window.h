@@ -113,6 +113,7 @@ class MainWindow : public QMainWindow {
   void on_finished(qint64 run_id, const RunEnd& end, const QString& store_error);
   // Feeds the batch's steps and overflow reports to the watch; a collapse shows the banner, naming the layers.
   void update_collapse_alarm(const EventBatch& batch);
+  void export_charts_of_runs(const std::vector<int64_t>& ids);  // opened in the Compare tab, then exported
   void export_charts_of_current_tab();
   void export_csv_interactive(std::vector<int64_t> ids);
   void save_report_interactive(std::vector<int64_t> ids);
