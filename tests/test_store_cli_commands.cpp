@@ -347,6 +347,7 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
                                               [](unsigned char c) { return std::isdigit(c) != 0; });
       EXPECT_LE(digits, 9) << lr;
       EXPECT_EQ(num(step_rows[i].at("wall_seconds")), steps[i].wall_seconds);
+      EXPECT_EQ(step_rows[i].at("loss_scale"), "nan") << "FP32 scales nothing, as `show` says";
     }
     const std::vector<EpochReport> epochs = store.epochs(id);
     const auto epoch_rows = csv_records(out + "/run-" + std::to_string(id) + "-epochs.csv");
@@ -362,6 +363,7 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
       EXPECT_EQ(num(epoch_rows[i].at("images_per_second")), epochs[i].images_per_second);
       EXPECT_EQ(num(epoch_rows[i].at("data_wait_seconds")), epochs[i].data_wait_seconds);
       EXPECT_EQ(num(epoch_rows[i].at("peak_bytes")), static_cast<double>(epochs[i].peak_bytes));
+      EXPECT_EQ(epoch_rows[i].at("loss_scale"), "nan");
     }
     const auto summary = csv_records(out + "/run-" + std::to_string(id) + "-summary.csv");
     ASSERT_EQ(summary.size(), 1u);
@@ -381,6 +383,15 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
     EXPECT_EQ(num(summary[0].at("steady_images_per_second_q1")), speed["images_per_second_q1"].get<double>());
     EXPECT_EQ(num(summary[0].at("steady_images_per_second_q3")), speed["images_per_second_q3"].get<double>());
     EXPECT_EQ(num(summary[0].at("steady_steps")), speed["steps"].get<double>());
+    // What else the machine did meanwhile, as compare measured it, and its warning where that was too much.
+    const json& load = cmp["runs"][static_cast<size_t>(id - 1)]["machine_load"];
+    EXPECT_EQ(num(summary[0].at("machine_other_work_share")), load["other_cpu"].get<double>());
+    EXPECT_EQ(num(summary[0].at("machine_steal_share")), load["steal"].get<double>());
+    const std::string warning = summary[0].at("timing_warning");
+    const bool busy = load["other_cpu"].get<double>() >= kBusyMachine || load["steal"].get<double>() >= kBusyMachine;
+    EXPECT_EQ(warning.empty(), !busy) << warning;
+    if (busy) expect_contains(warning, "timings unreliable: ");
+    if (busy) expect_contains(warning, " during run " + std::to_string(id));
   }
   const auto all = csv_records(out + "/runs-summary.csv");
   ASSERT_EQ(all.size(), 2u);

@@ -11,6 +11,8 @@
 #include <type_traits>
 
 #include "analysis/run_compare.h"
+#include "analysis/run_speed.h"
+#include "analysis/time_comparison.h"
 #include "core/float_decimal.h"
 #include "train/record_json.h"
 
@@ -113,17 +115,21 @@ void values(CsvWriter& w, const R& record) {
 }
 
 // One run's summary row: the run's columns, its summary's, then its steady-state speed (analysis/run_speed.h), the
-// figure `compare`, `explain` and the report measure speed-ups by: the median step's and its interquartile range.
+// figure `compare`, `explain` and the report measure speed-ups by: the median step's and its interquartile range;
+// then what else the machine did meanwhile (the mean over the epochs' training), without which a speed read from the
+// file could not be trusted: the shares of the CPUs' time other programs and other guests (steal) took, nan where
+// not recorded, and `compare`'s warning where they were too large to time anything ("" where the machine was quiet).
 void summary_header(CsvWriter& w) {
   header(w, RunRecord{});
   header(w, RunSummary{});
-  for (const char* c :
-       {"steady_images_per_second", "steady_images_per_second_q1", "steady_images_per_second_q3", "steady_steps"})
+  for (const char* c : {"steady_images_per_second", "steady_images_per_second_q1", "steady_images_per_second_q3",
+                        "steady_steps", "machine_other_work_share", "machine_steal_share", "timing_warning"})
     w.field(c);
   w.end_row();
 }
 
-void summary_row(CsvWriter& w, const RunRecord& r, const RunSummary& s, const RunSpeed& speed) {
+void summary_row(CsvWriter& w, const RunRecord& r, const RunSummary& s, const RunSpeed& speed,
+                 const MachineLoad& load) {
   values(w, r);
   values(w, s);
   if (speed.known())
@@ -131,6 +137,9 @@ void summary_row(CsvWriter& w, const RunRecord& r, const RunSummary& s, const Ru
   else
     w.field(RunSummary::kNone).field(RunSummary::kNone).field(RunSummary::kNone);
   w.field(speed.steps);
+  w.field(load.other_cpu >= 0 ? load.other_cpu : RunSummary::kNone);
+  w.field(load.steal >= 0 ? load.steal : RunSummary::kNone);
+  w.field(timing_warning({{r.id, load}}));
   w.end_row();
 }
 
@@ -191,10 +200,14 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
 
     const std::vector<StepReport> run_steps = store.steps(id);
     const RunSpeed speed = run_timing(r, run_steps, {}).speed;  // compare's figure
+    const MachineLoad load = mean_epoch_times(store.epoch_times(id)).load;
     CsvWriter steps(run_csv_path(dir, id, "steps"));
     header(steps.field("run_id"), StepReport{});
     steps.end_row();
-    for (const StepReport& st : run_steps) {
+    // A run that scales nothing multiplies by 1: its loss scale is said as none (nan), as `show` says "-".
+    const bool scaled = r.config.precision.loss_scale.kind != LossScaleKind::Off;
+    for (StepReport st : run_steps) {
+      if (!scaled) st.loss_scale = NAN;
       values(steps.field(id), st);
       steps.end_row();
     }
@@ -204,7 +217,8 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
     CsvWriter ep(run_csv_path(dir, id, "epochs"));
     header(ep.field("run_id"), EpochReport{});
     ep.end_row();
-    for (const EpochReport& e : epochs) {
+    for (EpochReport e : epochs) {
+      if (!scaled) e.loss_scale = RunSummary::kNone;
       values(ep.field(id), e);
       ep.end_row();
       // The long form: every measurement of the epoch (not the epoch's number, nor the k of its top-k), a row each.
@@ -220,10 +234,10 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
 
     CsvWriter summary(run_csv_path(dir, id, "summary"));
     summary_header(summary);
-    summary_row(summary, r, s, speed);
+    summary_row(summary, r, s, speed, load);
     summary.close();
     written.push_back(run_csv_path(dir, id, "summary"));
-    summary_row(all_summary, r, s, speed);
+    summary_row(all_summary, r, s, speed, load);
   }
   all_summary.close();
   written.push_back((dir / "runs-summary.csv").string());
