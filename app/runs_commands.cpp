@@ -124,7 +124,7 @@ void print_time_breakdown(const RunRecord& r, const RunTiming& timing) {
   std::printf("  device     %s\n",
               r.info.backend_description.empty() ? r.backend.c_str() : r.info.backend_description.c_str());
   if (!r.info.compute.empty()) std::printf("  compute    %s\n", r.info.compute.c_str());
-  std::printf("  speed      %s\n", speed_text(timing.speed).c_str());
+  std::printf("  speed      steady state: %s\n", speed_text(timing.speed).c_str());
   std::printf("  machine    %s\n", machine_load_text(mean.load).c_str());
   if (const std::string warning = timing_warning({{r.id, mean.load}}); !warning.empty())
     std::printf("  %s\n", warning.c_str());
@@ -364,9 +364,10 @@ int show_command(const ShowOptions& options) {
                 static_cast<long long>(r.pid), r.host.c_str());
   else
     std::printf("  status     %s\n", run_end_words(r.status, r.end_reason).c_str());
-  // The time its processes trained: a resumed run's pause between them is not in it.
-  std::printf("  created    %s   ended %s   trained for %s\n", r.created.c_str(),
-              r.ended.empty() ? "-" : r.ended.c_str(), duration_text(r.duration_seconds).c_str());
+  // The time its processes ran, setting up and checkpoints included: a pause, or the time between a stop and its
+  // resumption, is not in it.
+  std::printf("  created    %s   ended %s   ran for %s\n", r.created.c_str(), r.ended.empty() ? "-" : r.ended.c_str(),
+              duration_text(r.duration_seconds).c_str());
   std::printf("  dataset    %s (fingerprint %s)\n", r.dataset_path.c_str(),
               r.dataset_fingerprint.empty() ? "-" : r.dataset_fingerprint.c_str());
   if (info.train_images > 0)
@@ -440,8 +441,9 @@ int show_command(const ShowOptions& options) {
     } else {
       std::printf("  validation                 none (the run had no validation images)\n");
     }
-    std::printf("  epochs                     %d of %d, mean %s, %s images/s\n", s.epochs_completed, r.epochs,
-                duration_text(s.mean_epoch_seconds).c_str(),
+    // Over every training step, the first slow ones included: below the steady speed "where the time went" gives.
+    std::printf("  epochs                     %d of %d, mean %s, %s images/s over all their training steps\n",
+                s.epochs_completed, r.epochs, duration_text(s.mean_epoch_seconds).c_str(),
                 std::isnan(s.mean_images_per_second) ? "-" : fixed_text(s.mean_images_per_second, 1).c_str());
     std::printf("  skipped steps              %lld   final loss scale %s   peak memory %s\n",
                 static_cast<long long>(s.skipped_steps), loss_scale_text(s.final_loss_scale, scaled).c_str(),
