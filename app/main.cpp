@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,16 @@ std::string alternatives(const std::vector<const CLI::App*>& apps) {
   std::string out;
   for (size_t i = 0; i < apps.size(); ++i)
     out += (i == 0 ? "" : i + 1 == apps.size() ? " or " : ", ") + apps[i]->get_name();
+  return out;
+}
+
+// " RUN [BASELINE]": the operands a command takes, in order, those it can go without in brackets.
+std::string operands_of(const CLI::App& command) {
+  std::string out;
+  for (const CLI::Option* o : command.get_options([](const CLI::Option* o) { return o->get_positional(); })) {
+    const std::string many = o->get_items_expected_max() > 1 ? "..." : "";
+    out += " " + (o->get_required() ? o->get_name() + many : "[" + o->get_name() + many + "]");
+  }
   return out;
 }
 
@@ -118,6 +130,23 @@ std::string meant_option(const CLI::App& app, const std::string& given) {
   return close.size() == 1 ? close.front() : "";
 }
 
+// CLI11's refusal of a value outside a list ("--precision: bf16 not in {fp32,...,amp-bf16,...}"), with the value it
+// most likely meant: the one that holds it ("amp-bf16"), else the one a typo or two away.
+std::string with_meant_value(const std::string& message) {
+  static const std::regex member(R"(: (\S+) not in \{([^}]*)\})");
+  std::smatch m;
+  if (!std::regex_search(message, m, member)) return message;
+  const std::string given = m[1].str();
+  std::vector<std::string> holding, close;
+  std::stringstream values(m[2].str());
+  for (std::string value; std::getline(values, value, ',');) {
+    if (value.find(given) != std::string::npos) holding.push_back(value);
+    if (edit_distance(given, value) <= 2) close.push_back(value);
+  }
+  const std::vector<std::string>& meant = holding.empty() ? close : holding;
+  return meant.size() == 1 ? message + "; did you mean " + meant.front() + "?" : message;
+}
+
 // What is wrong with the line, in words: CLI11's own message, except for an argument nothing took (an unknown
 // option, command or surplus operand) and a missing command, which CLI11 words generically. An unknown option comes
 // before a missing one, which is often the option misspelt ("--outt x" for "--out x").
@@ -128,7 +157,7 @@ std::string usage_problem(const CLI::App& app, const CLI::ParseError& e) {
   const bool needs_command = !subcommands_of(last).empty();
   const bool left_over = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;  // get_name() is the command's
   const bool missing = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
-  if (!left_over && !missing) return e.what();
+  if (!left_over && !missing) return with_meant_value(e.what());
   for (auto at = chain.rbegin(); at != chain.rend(); ++at) {  // the innermost command that was left an argument
     const std::vector<std::string> left = (*at)->remaining();
     if (left.empty()) continue;
@@ -140,6 +169,12 @@ std::string usage_problem(const CLI::App& app, const CLI::ParseError& e) {
       const std::string option = word.substr(0, word.find('='));
       const std::string meant = meant_option(**at, option);
       if (!meant.empty()) return "unknown option " + option + "; did you mean " + meant + "?";
+      // "--baseline 3" for the operand BASELINE, "--runs 1 2" for RUN...: the values alone, in their place.
+      for (const CLI::Option* operand : (*at)->get_options([](const CLI::Option* o) { return o->get_positional(); }))
+        if (const std::string name = CLI::detail::to_lower(operand->get_name());
+            option == "--" + name || option == "--" + name + "s")
+          return "unknown option " + option + ": " + operand->get_name() + " is given without a flag (" +
+                 command_name(chosen(app)) + operands_of(**at) + ")";
       // A name or tag that begins with '-' reads as an option unless -- ends the options before it.
       const bool operand =
           word[1] != '-' && !(*at)->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();

@@ -44,7 +44,8 @@ struct TrainFlags {
 // Adds every training flag to `command`, in help groups, bound to `flags` (which must outlive the parse).
 void add_train_flags(CLI::App* command, TrainFlags& flags);
 
-// A folder as an absolute path, so a stored run finds it from any working directory ("" stays "").
+// A folder as an absolute path, so a stored run finds it from any working directory ("" stays ""). A path in quotes
+// that name no folder, where the path inside them does, is refused saying so.
 std::string absolute_folder(const std::string& folder);
 
 }  // namespace ampwb::cli

@@ -464,6 +464,11 @@ TEST(Cli, BadInputGetsAClearError) {
   Result r = run_ampwb("train --data /nonexistent/dir");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("'/nonexistent/dir' does not exist"), std::string::npos) << r.output;
+  r = run_ampwb("train --data \"'/tmp'\"");  // quoted twice: the shell keeps the inner quotes
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("the folder '/tmp' does not exist: its quotes are part of the name given"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("without them, /tmp is a folder"), std::string::npos) << r.output;
   r = run_ampwb("train --data /tmp --depth 19");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("unsupported depth 19"), std::string::npos) << r.output;
@@ -484,6 +489,12 @@ TEST(Cli, BadInputGetsAClearError) {
   EXPECT_NE(r.output.find("--precision: fp12 not in {fp32,tf32,amp-fp16,amp-bf16,fp16-o2,fp16-pure,amp-fp8}"),
             std::string::npos)
       << r.output;
+  // The value meant, where one stands out: the one mode that holds the word, else the one a typo away.
+  EXPECT_NE(r.output.find("amp-fp8}; did you mean fp32? (see ampwb bench --help)"), std::string::npos) << r.output;
+  r = run_ampwb("train --data /tmp --precision bf16");
+  EXPECT_NE(r.output.find("; did you mean amp-bf16?"), std::string::npos) << r.output;
+  r = run_ampwb("train --data /tmp --precision fp16");  // amp-fp16, fp16-o2 or fp16-pure: none is named
+  EXPECT_EQ(r.output.find("did you mean"), std::string::npos) << r.output;
   r = run_ampwb("train --data /tmp --loss-scale static:lots");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--loss-scale: must be off, static:S (S a number) or dynamic"), std::string::npos)
@@ -909,7 +920,7 @@ TEST(Training, APauseIsNotTrainingTime) {
   // The store said the run paused while it was, and no longer once it went on.
   EXPECT_TRUE(observer.paused_in_store.starts_with("20")) << "'" << observer.paused_in_store << "'";
   EXPECT_TRUE(store.run(recorder.run_id()).info.paused_since.empty());
-  // Nor is it the run's time: `show` says it "trained for" that long, the Compare tab's "total time".
+  // Nor is it the run's time: `show` says it "ran for" that long, the Compare tab's "total time".
   EXPECT_LE(store.run(recorder.run_id()).duration_seconds, observer.ended_seconds - PauseOnce::kPauseSeconds + 0.5)
       << "the run's duration counts the pause";
   ASSERT_EQ(observer.epochs.size(), 1u);
