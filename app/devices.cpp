@@ -1,7 +1,8 @@
 // The devices this machine can train on (facade/devices.h), each with its backend's capabilities and mode_support
 // for every precision mode (the trainer's own verdicts): name, instruction set or compute capability, memory, and
-// which modes run there, with the reason for any that does not. `ampwb devices` prints it; the help of ampwb, train
-// and bench ends with it.
+// which modes run there, with the reason for any that does not and what to expect of those that do (notes).
+// `ampwb devices` prints it; the help of ampwb, train and bench ends with it.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -34,18 +35,21 @@ std::string device_text(const DeviceReport& d) {
   if (!d.error.empty()) return out + "    cannot train here: " + d.error + "\n";
   // Modes that compute alike (or fail for one reason) on one line, in the order of kPrecisionModes.
   std::vector<std::string> order;
-  std::map<std::string, std::vector<std::string>> runs, refused;
+  std::map<std::string, std::vector<std::string>> runs, refused, notes;
   for (const auto& [mode, support] : d.modes) {
     const std::string key = support.supported ? support.compute : support.reason;
     auto& group = support.supported ? runs : refused;
     if (!runs.count(key) && !refused.count(key)) order.push_back(key);
     group[key].push_back(mode);
+    for (const std::string& note : support.notes)  // what to expect of its speed: said once for the group
+      if (std::find(notes[key].begin(), notes[key].end(), note) == notes[key].end()) notes[key].push_back(note);
   }
   for (const std::string& key : order) {
     if (runs.count(key))
       out += "    runs " + listing(runs[key]) + (key.empty() ? "" : ": " + key) + "\n";
     else
       out += "    not " + listing(refused[key]) + ": " + key + "\n";
+    for (const std::string& note : notes[key]) out += "      note: " + note + "\n";
   }
   return out;
 }

@@ -680,6 +680,8 @@ TEST(Cli, HelpListsTheDevicesThisMachineTrainsOnAndWhatEachRuns) {
       if (!says.empty()) {
         EXPECT_NE(r.output.find(says), std::string::npos) << command << ", " << mode.name;
       }
+      for (const std::string& note : s.notes)  // what to expect of its speed here, as a run is told at its start
+        EXPECT_NE(r.output.find("      note: " + note + "\n"), std::string::npos) << command << ", " << mode.name;
     }
     EXPECT_NE(r.output.find("    not tf32: " + mode_support(PrecisionMode::Tf32, caps).reason), std::string::npos)
         << command << ": " << r.output;
