@@ -167,6 +167,19 @@ double highest_value_in_report_chart(const std::string& html, const std::string&
   return v0 + (top - y0) / (y1 - y0) * (v1 - v0);
 }
 
+// The values an epoch axis ticks at (chart_axis.h's set_epoch_range).
+QList<double> epoch_ticks(const QValueAxis& axis) {
+  QList<double> ticks;
+  if (axis.tickType() == QValueAxis::TicksDynamic) {
+    for (double t = axis.tickAnchor(); t <= axis.max(); t += axis.tickInterval())
+      if (t >= axis.min()) ticks << t;
+  } else {
+    for (int k = 0; k < axis.tickCount(); ++k)
+      ticks << axis.min() + k * (axis.max() - axis.min()) / (axis.tickCount() - 1);
+  }
+  return ticks;
+}
+
 }  // namespace
 
 class ChartData : public QObject {
@@ -916,34 +929,54 @@ class ChartData : public QObject {
   }
 
   // Every tick of an epoch axis is a whole epoch, so that its "%.0f" label says where it is (one epoch's axis, 0.5 to
-  // 1.5, once read "1 1 2"), and there are at most 13 of them, also on the live chart's axis after a one-epoch run.
+  // 1.5, once read "1 1 2"), and there are at most 13 of them, or as many as fit, also on the live chart's axis after
+  // a one-epoch run.
   void epoch_axes_tick_at_whole_epochs() {
+    QCOMPARE(epoch_label_step(12, 13), 1);
+    QCOMPARE(epoch_label_step(12, 5), 5);
+    QCOMPARE(epoch_label_step(300, 5), 100);
+    QCOMPARE(epoch_label_step(300, 13), 50);  // 1, 2, 5, 10, 20, 50: 20 would take 15 labels
     QValueAxis live;  // the live chart's axis, set for one run after another
-    for (int epochs : {1, 2, 3, 12, 13, 90, 1, 90}) {
-      QValueAxis fresh;
-      for (QValueAxis* axis : {&fresh, &live}) {
-        set_epoch_range(axis, epochs);
-        QList<double> ticks;
-        if (axis->tickType() == QValueAxis::TicksDynamic) {
-          for (double t = axis->tickAnchor(); t <= axis->max(); t += axis->tickInterval())
-            if (t >= axis->min()) ticks << t;
-        } else {
-          for (int k = 0; k < axis->tickCount(); ++k)
-            ticks << axis->min() + k * (axis->max() - axis->min()) / (axis->tickCount() - 1);
+    for (int fitting : {kMostEpochTicks, 5})
+      for (int epochs : {1, 2, 3, 12, 13, 90, 1, 90}) {
+        QValueAxis fresh;
+        for (QValueAxis* axis : {&fresh, &live}) {
+          set_epoch_range(axis, epochs, fitting);
+          const QList<double> ticks = epoch_ticks(*axis);
+          const QString what = QStringLiteral("%1 epochs, %2 fit, %3 axis")
+                                   .arg(epochs)
+                                   .arg(fitting)
+                                   .arg(axis == &live ? "live" : "fresh");
+          QVERIFY2(!ticks.isEmpty() && ticks.size() <= fitting, qPrintable(what));
+          if (epochs <= 12 && fitting == kMostEpochTicks) QCOMPARE(ticks.size(), epochs);  // each epoch
+          for (double t : ticks) QVERIFY2(t == std::round(t), qPrintable(what + QStringLiteral(": %1").arg(t)));
+          QVERIFY(axis->min() <= 1 && axis->max() >= epochs);
         }
-        const QString what = QStringLiteral("%1 epochs, %2 axis").arg(epochs).arg(axis == &live ? "live" : "fresh");
-        QVERIFY2(!ticks.isEmpty() && ticks.size() <= 13, qPrintable(what));
-        for (double t : ticks) QVERIFY2(t == std::round(t), qPrintable(what + QStringLiteral(": %1").arg(t)));
-        QVERIFY(axis->min() <= 1 && axis->max() >= epochs);
       }
-    }
+    // In a chart as narrow as at 1366x768 beside the setup panel, 12 epochs are labelled no closer than their labels.
+    RunSeries run = long_run(12 * 2, 2);
+    AccuracyChart chart;
+    chart.resize(220, 250);
+    chart.show();
+    chart.update_from({&run}, ChartOptions{.x_axis = XAxis::Epoch});
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    QCoreApplication::processEvents();
+    auto* x = qobject_cast<QValueAxis*>(chart.chart()->axes(Qt::Horizontal).value(0));
+    QVERIFY(x);
+    const QList<double> ticks = epoch_ticks(*x);
+    const qreal apart = chart.chart()->plotArea().width() * (ticks.value(1) - ticks.value(0)) / (x->max() - x->min());
+    QVERIFY2(ticks.size() >= 2 && apart > QFontMetricsF(x->labelsFont()).horizontalAdvance("12"),
+             qPrintable(QStringLiteral("%1 ticks %2 px apart").arg(ticks.size()).arg(apart)));
   }
 
   // One run's data-wait bars keep every epoch, labelled at every epoch while the labels fit beside each other, else at
-  // every 2nd, 5th, 10th, ... epoch: a long run's labels once all read "…" at 1366x768.
+  // every 2nd, 5th, 10th, ... epoch: a long run's labels once all read "…" at 1366x768. The axis spans the epochs
+  // planned, as the other epoch charts' do.
   void a_long_runs_data_wait_bars_label_the_epochs_that_fit() {
-    for (const auto& [epochs, width] : {std::pair{6, 450}, {60, 450}, {60, 1300}, {300, 450}}) {
+    for (const auto& [epochs, width, planned] :
+         {std::tuple{6, 450, 6}, {60, 450, 60}, {60, 1300, 60}, {300, 450, 300}, {6, 450, 30}}) {
       RunSeries run = long_run(epochs * 2, 2);
+      run.config.epochs = planned;
       for (EpochReport& e : run.epochs) e.compute_seconds = 1, e.data_wait_seconds = 0.25;
       DataWaitChart chart;
       chart.resize(width, 300);
@@ -951,17 +984,19 @@ class ChartData : public QObject {
       chart.update_from({&run}, ChartOptions{});
       QVERIFY(QTest::qWaitForWindowExposed(&chart));
       QCoreApplication::processEvents();
-      const QString what = QStringLiteral("%1 epochs, %2 px").arg(epochs).arg(width);
+      const QString what = QStringLiteral("%1 of %2 epochs, %3 px").arg(epochs).arg(planned).arg(width);
       auto* axis = qobject_cast<QCategoryAxis*>(chart.chart()->axes(Qt::Horizontal).value(0));
       auto* bars = qobject_cast<QAbstractBarSeries*>(chart.chart()->series().value(0));
       QVERIFY2(axis && bars && bars->barSets().value(0)->count() == epochs, qPrintable(what));
       const QStringList labels = axis->categoriesLabels();
       QVERIFY2(labels.size() >= 4, qPrintable(what + ": " + labels.join(' ')));
-      if (epochs == 6) QCOMPARE(labels, (QStringList{"1", "2", "3", "4", "5", "6"}));
+      if (planned == 6) QCOMPARE(labels, (QStringList{"1", "2", "3", "4", "5", "6"}));
+      QCOMPARE(axis->max(), planned - 0.5);
+      QCOMPARE(labels.back().toInt() % (planned == 6 ? 1 : 5), 0);
       const qreal label_width = QFontMetricsF(axis->labelsFont()).horizontalAdvance(labels.back());
       for (qsizetype k = 0; k < labels.size(); ++k) {
         const double at = axis->endValue(labels[k]);
-        QCOMPARE(run.epochs.at(static_cast<size_t>(at)).epoch, labels[k].toInt());  // the label under its bar
+        QCOMPARE(static_cast<int>(at) + 1, labels[k].toInt());  // the label under its bar
         if (k == 0) continue;
         const qreal gap = chart.chart()->mapToPosition(QPointF(at, 0), bars).x() -
                           chart.chart()->mapToPosition(QPointF(axis->endValue(labels[k - 1]), 0), bars).x();

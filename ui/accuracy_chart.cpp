@@ -7,28 +7,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "chart_axis.h"
 #include "chart_style.h"
 
 namespace ampwb::ui {
-
-void set_epoch_range(QValueAxis* axis, int epochs) {
-  epochs = std::max(1, epochs);
-  axis->setLabelFormat("%.0f");
-  if (epochs == 1) {  // epoch 1 in the middle, ticked alone: ticks at 0.5 and 1.5 would read "1" and "2"
-    axis->setRange(0.5, 1.5);
-    axis->setTickType(QValueAxis::TicksDynamic);
-    axis->setTickAnchor(1);
-    axis->setTickInterval(1);
-    return;
-  }
-  axis->setRange(1, epochs);
-  axis->setTickType(QValueAxis::TicksFixed);  // a live chart's axis may have held one epoch before
-  if (epochs <= 12) {
-    axis->setTickCount(epochs);
-  } else {
-    axis->applyNiceNumbers();
-  }
-}
 
 AccuracyChart::AccuracyChart(QWidget* parent) : MetricChart("accuracy", tr("Accuracy"), parent) {}
 
@@ -101,7 +83,7 @@ void AccuracyChart::refresh(const RunList& runs, const ChartOptions& options) {
   }
   refresh_group_bands([](const EpochReport& e) { return e.validation_accuracy; }, 100, axis, low, high);
   if (axis == XAxis::Epoch)
-    set_epoch_range(x_, epochs);
+    set_epoch_axis(x_, epochs);
   else
     set_nice_range(x_, 0, label_x_axis(x_, axis, x_max));
   // Zoomed to where the curves are (accuracies near 90 % are unreadable on 0..100), in steps of 10.

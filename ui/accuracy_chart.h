@@ -29,7 +29,4 @@ class AccuracyChart : public MetricChart {
   QValueAxis* y_ = nullptr;
 };
 
-// An epoch axis with whole-number ticks for `epochs` epochs.
-void set_epoch_range(QValueAxis* axis, int epochs);
-
 }  // namespace ampwb::ui

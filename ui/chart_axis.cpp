@@ -3,11 +3,44 @@
 
 #include <QCoreApplication>
 #include <QValueAxis>
+#include <algorithm>
 #include <cmath>
 
 #include "train/epoch_wall_time.h"
 
 namespace ampwb::ui {
+
+int epoch_label_step(int epochs, int fitting) {
+  int every = 1;
+  while (epochs / every > std::max(1, fitting)) {
+    int leading = every;  // its first digit: 1, 2 or 5
+    while (leading >= 10) leading /= 10;
+    every = leading == 2 ? every / 2 * 5 : every * 2;
+  }
+  return every;
+}
+
+void set_epoch_range(QValueAxis* axis, int epochs, int fitting) {
+  epochs = std::max(1, epochs);
+  axis->setLabelFormat("%.0f");
+  if (epochs == 1) {  // epoch 1 in the middle, ticked alone: ticks at 0.5 and 1.5 would read "1" and "2"
+    axis->setRange(0.5, 1.5);
+    axis->setTickType(QValueAxis::TicksDynamic);
+    axis->setTickAnchor(1);
+    axis->setTickInterval(1);
+    return;
+  }
+  axis->setRange(1, epochs);
+  const int every = epoch_label_step(epochs, std::min(fitting, kMostEpochTicks));
+  if (every == 1) {
+    axis->setTickType(QValueAxis::TicksFixed);  // a live chart's axis may have held one epoch before
+    axis->setTickCount(epochs);
+  } else {  // at every 2nd, 5th, 10th, ... epoch: QtCharts cuts labels that overlap to "…"
+    axis->setTickType(QValueAxis::TicksDynamic);
+    axis->setTickAnchor(0);
+    axis->setTickInterval(every);
+  }
+}
 
 QString x_axis_choice(XAxis axis) {
   switch (axis) {

@@ -33,6 +33,14 @@ double epoch_x(const RunSeries& run, int epoch, XAxis axis);
 // epoch at its own time); NaN when none is known.
 double mean_epoch_x(const std::vector<const RunSeries*>& runs, int epoch, XAxis axis);
 
+// The most ticks an epoch axis takes (a tick per epoch up to 12 epochs), and fewer where their labels would not fit.
+constexpr int kMostEpochTicks = 13;
+// The epochs between labelled ones, 1, 2, 5, 10, 20, 50, ...: the fewest that label `epochs` epochs with at most
+// `fitting` labels.
+int epoch_label_step(int epochs, int fitting);
+// An epoch axis for `epochs` epochs: its ticks whole epochs, at most `fitting` of them (MetricChart::ticks_that_fit).
+void set_epoch_range(QValueAxis* axis, int epochs, int fitting = kMostEpochTicks);
+
 // Sets the title and the label format for an axis reaching `high`; returns the top the axis should reach (at least
 // 10 steps, 1 epoch or 1 second), for MetricChart::set_nice_range.
 double label_x_axis(QValueAxis* axis, XAxis kind, double high);

@@ -216,6 +216,11 @@ void MetricChart::set_nice_range(QValueAxis* axis, double low, double high, int 
   axis->setTickCount(count);
 }
 
+void MetricChart::set_epoch_axis(QValueAxis* axis, int epochs) {
+  const qreal label = QFontMetricsF(axis->labelsFont()).horizontalAdvance(QString::number(std::max(1, epochs)));
+  set_epoch_range(axis, epochs, ticks_that_fit(Qt::Horizontal, label + 14, kMostEpochTicks));
+}
+
 int MetricChart::ticks_that_fit(Qt::Orientation along, qreal label_extent, int wanted) const {
   const QRectF plot = chart()->plotArea();
   const qreal length = along == Qt::Horizontal ? plot.width() : plot.height();

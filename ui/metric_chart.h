@@ -73,6 +73,8 @@ class MetricChart : public QChartView {
   // line is not glued to the frame, and a tick every 2^k where the range is too wide to label each; [1, 1] where
   // low is not finite (nothing drawn).
   void set_power_of_two_range(QLogValueAxis* axis, double low, double high);
+  // set_epoch_range (chart_axis.h) with as many ticks as their labels fit along the plot.
+  void set_epoch_axis(QValueAxis* axis, int epochs);
   // How many ticks an axis along the plot can label whole, each label `label_extent` long along it; at most `wanted`.
   int ticks_that_fit(Qt::Orientation along, qreal label_extent, int wanted) const;
 

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "accuracy_chart.h"
 #include "chart_style.h"
 
 namespace ampwb::ui {
@@ -86,7 +85,7 @@ void EpochTimeChart::refresh(const RunList& runs, const ChartOptions& options) {
     throughput_[i]->replace(t);
   }
   if (axis == XAxis::Epoch)
-    set_epoch_range(x_, epoch_count(runs));
+    set_epoch_axis(x_, epoch_count(runs));
   else
     set_nice_range(x_, 0, label_x_axis(x_, axis, x_max));
   set_nice_range(seconds_axis_, 0, top_seconds > 0 ? top_seconds * 1.05 : 1.0);  // empty: 0 to 1, not 0.00s
@@ -167,7 +166,7 @@ void DataWaitChart::refresh(const RunList& runs, const ChartOptions&) {
       total_wait += e.data_wait_seconds;
       total_compute += e.compute_seconds;
     }
-    label_bars(epochs);
+    label_bars(epochs, runs.empty() ? 0 : runs[0]->config.epochs);
   } else {
     for (size_t i = 0; i < runs.size(); ++i) {
       QList<QPointF> compute, wait;
@@ -181,7 +180,7 @@ void DataWaitChart::refresh(const RunList& runs, const ChartOptions&) {
       compute_lines_[i]->replace(compute);
       wait_lines_[i]->replace(wait);
     }
-    set_epoch_range(x_, epoch_count(runs));
+    set_epoch_axis(x_, epoch_count(runs));
   }
   set_nice_range(y_, 0, top > 0 ? top * 1.05 : 1.0);  // empty: 0 to 1, not 0.00s
   label_decimals(y_);
@@ -194,20 +193,22 @@ void DataWaitChart::refresh(const RunList& runs, const ChartOptions&) {
     chart()->setTitle(title());  // a new run's: not the last run's share
 }
 
-void DataWaitChart::label_bars(const std::vector<EpochReport>& epochs) {
-  // Bar i stands at x = i. A label for every epoch while they fit, else for every 2nd, 5th, 10th, 20th, ...: QtCharts
-  // would cut labels that overlap to "…".
-  const int bars = std::max<int>(1, static_cast<int>(epochs.size()));
-  const int last_epoch = epochs.empty() ? 1 : epochs.back().epoch;
+void DataWaitChart::label_bars(const std::vector<EpochReport>& epochs, int planned) {
+  // Bar i stands at x = i, room left for the epochs still to come. A label for every epoch while they fit, else for
+  // every 2nd, 5th, 10th, 20th, ...: QtCharts would cut labels that overlap to "…".
+  const int done = static_cast<int>(epochs.size());
+  const int bars = std::max({1, done, planned});
+  const auto epoch_of = [&](int i) {
+    return i < done ? epochs[i].epoch : (done ? epochs.back().epoch : 0) + i - done + 1;
+  };
+  const int last_epoch = epoch_of(bars - 1);
   const qreal label = QFontMetricsF(bar_epochs_->labelsFont()).horizontalAdvance(QString::number(last_epoch));
   const int fitting = ticks_that_fit(Qt::Horizontal, label + 14, bars);
-  int every = 1;  // 1, 2, 5, 10, 20, 50, ...
-  while (bars / every > fitting) every = QString::number(every).startsWith('2') ? every / 2 * 5 : every * 2;
+  const int every = epoch_label_step(bars, fitting);
   QStringList labels;
   QList<double> at;
   for (int i = 0; i < bars; ++i) {
-    const int epoch = epochs.empty() ? 1 : epochs[i].epoch;
-    if (epoch % every == 0) {
+    if (const int epoch = epoch_of(i); epoch % every == 0) {
       labels << QString::number(epoch);
       at << i;
     }

@@ -39,7 +39,7 @@ class DataWaitChart : public MetricChart {
   bool follows_steps() const override { return false; }
 
  private:
-  void label_bars(const std::vector<EpochReport>& epochs);
+  void label_bars(const std::vector<EpochReport>& epochs, int planned);
 
   // One run: stacked bars, over an axis that labels as many epochs as fit.
   QStackedBarSeries* bars_ = nullptr;
