@@ -958,15 +958,18 @@ class ChartData : public QObject {
     AccuracyChart chart;
     chart.resize(220, 250);
     chart.show();
-    chart.update_from({&run}, ChartOptions{.x_axis = XAxis::Epoch});
+    ChartOptions by_epoch;
+    by_epoch.x_axis = XAxis::Epoch;
+    chart.update_from({&run}, by_epoch);
     QVERIFY(QTest::qWaitForWindowExposed(&chart));
-    QCoreApplication::processEvents();
     auto* x = qobject_cast<QValueAxis*>(chart.chart()->axes(Qt::Horizontal).value(0));
     QVERIFY(x);
-    const QList<double> ticks = epoch_ticks(*x);
-    const qreal apart = chart.chart()->plotArea().width() * (ticks.value(1) - ticks.value(0)) / (x->max() - x->min());
-    QVERIFY2(ticks.size() >= 2 && apart > QFontMetricsF(x->labelsFont()).horizontalAdvance("12"),
-             qPrintable(QStringLiteral("%1 ticks %2 px apart").arg(ticks.size()).arg(apart)));
+    const auto apart = [&] {  // between two ticks, once the chart has ticked its laid-out plot
+      const QList<double> ticks = epoch_ticks(*x);
+      return ticks.size() < 2 ? 0.0 : chart.chart()->plotArea().width() * (ticks[1] - ticks[0]) / (x->max() - x->min());
+    };
+    QTRY_VERIFY2(apart() > QFontMetricsF(x->labelsFont()).horizontalAdvance("12"),
+                 qPrintable(QStringLiteral("%1 ticks %2 px apart").arg(epoch_ticks(*x).size()).arg(apart())));
   }
 
   // One run's data-wait bars keep every epoch, labelled at every epoch while the labels fit beside each other, else at
@@ -983,26 +986,30 @@ class ChartData : public QObject {
       chart.show();
       chart.update_from({&run}, ChartOptions{});
       QVERIFY(QTest::qWaitForWindowExposed(&chart));
-      QCoreApplication::processEvents();
       const QString what = QStringLiteral("%1 of %2 epochs, %3 px").arg(epochs).arg(planned).arg(width);
       auto* axis = qobject_cast<QCategoryAxis*>(chart.chart()->axes(Qt::Horizontal).value(0));
       auto* bars = qobject_cast<QAbstractBarSeries*>(chart.chart()->series().value(0));
       QVERIFY2(axis && bars && bars->barSets().value(0)->count() == epochs, qPrintable(what));
+      // The narrowest gap between two labels, once the chart has relabelled its laid-out plot.
+      const auto narrowest = [&] {
+        const QStringList shown = axis->categoriesLabels();
+        qreal gap = INFINITY;
+        for (qsizetype k = 1; k < shown.size(); ++k)
+          gap = std::min(gap, chart.chart()->mapToPosition(QPointF(axis->endValue(shown[k]), 0), bars).x() -
+                                  chart.chart()->mapToPosition(QPointF(axis->endValue(shown[k - 1]), 0), bars).x());
+        return gap;
+      };
+      const qreal label_width = QFontMetricsF(axis->labelsFont()).horizontalAdvance(QString::number(planned));
+      QTRY_VERIFY2(
+          narrowest() > label_width,
+          qPrintable(what + QStringLiteral(": %1 px between labels %2 px wide").arg(narrowest()).arg(label_width)));
       const QStringList labels = axis->categoriesLabels();
       QVERIFY2(labels.size() >= 4, qPrintable(what + ": " + labels.join(' ')));
       if (planned == 6) QCOMPARE(labels, (QStringList{"1", "2", "3", "4", "5", "6"}));
       QCOMPARE(axis->max(), planned - 0.5);
       QCOMPARE(labels.back().toInt() % (planned == 6 ? 1 : 5), 0);
-      const qreal label_width = QFontMetricsF(axis->labelsFont()).horizontalAdvance(labels.back());
-      for (qsizetype k = 0; k < labels.size(); ++k) {
-        const double at = axis->endValue(labels[k]);
-        QCOMPARE(static_cast<int>(at) + 1, labels[k].toInt());  // the label under its bar
-        if (k == 0) continue;
-        const qreal gap = chart.chart()->mapToPosition(QPointF(at, 0), bars).x() -
-                          chart.chart()->mapToPosition(QPointF(axis->endValue(labels[k - 1]), 0), bars).x();
-        QVERIFY2(gap > label_width,
-                 qPrintable(what + QStringLiteral(": %1 px between labels %2 px wide").arg(gap).arg(label_width)));
-      }
+      for (const QString& label : labels)  // each under its bar
+        QCOMPARE(static_cast<int>(axis->endValue(label)) + 1, label.toInt());
       if (epochs == 60 && width == 1300) QVERIFY2(labels.size() > 6, qPrintable(what + ": " + labels.join(' ')));
     }
   }

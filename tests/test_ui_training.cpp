@@ -143,8 +143,12 @@ class TrainingThroughTheUi : public QObject {
     QCOMPARE(epoch_axis->max(), 7.0);
     child<QSpinBox>(w, "epochs")->setValue(3);
     QCOMPARE(qobject_cast<QValueAxis*>(accuracy->chart()->axes(Qt::Horizontal).value(0))->max(), 3.0);
+    child<QSpinBox>(w, "topk")->setValue(3);  // the legend names the k chosen
+    QVERIFY(topk_shown());                    // the classes not known yet, or the sample's 10
+    const QList<QAbstractSeries*> series = accuracy->chart()->series();
+    QVERIFY(std::any_of(series.begin(), series.end(),
+                        [](const QAbstractSeries* s) { return s->name() == "validation top-3"; }));
     child<QSpinBox>(w, "topk")->setValue(2);
-    QVERIFY(topk_shown());  // the classes not known yet, or the sample's 10
     w.setup()->set_dataset_path(data_);
     QTRY_COMPARE_WITH_TIMEOUT(w.setup()->dataset_classes(), 2, 30000);
     QVERIFY(!topk_shown());

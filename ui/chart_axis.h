@@ -33,7 +33,7 @@ double epoch_x(const RunSeries& run, int epoch, XAxis axis);
 // epoch at its own time); NaN when none is known.
 double mean_epoch_x(const std::vector<const RunSeries*>& runs, int epoch, XAxis axis);
 
-// The most ticks an epoch axis takes (a tick per epoch up to 12 epochs), and fewer where their labels would not fit.
+// The most ticks an epoch axis takes (a tick per epoch up to 13 epochs), and fewer where their labels would not fit.
 constexpr int kMostEpochTicks = 13;
 // The epochs between labelled ones, 1, 2, 5, 10, 20, 50, ...: the fewest that label `epochs` epochs with at most
 // `fitting` labels.

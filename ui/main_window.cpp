@@ -978,17 +978,19 @@ QString MainWindow::resume_run(int64_t id, const QString& data_folder) {
   return problem_starting;
 }
 
-void MainWindow::open_runs(const std::vector<int64_t>& ids) {
-  if (ids.empty()) return;
+bool MainWindow::open_runs(const std::vector<int64_t>& ids) {
+  if (ids.empty()) return false;
   // The tab first, laid out at once: its table's columns are fitted to the width it has without the setup panel.
   QWidget* before = tabs_->currentWidget();
   tabs_->setCurrentWidget(compare_);
   layout()->activate();
   try {
     compare_->set_runs(ids);
+    return true;
   } catch (const std::exception& e) {
     tabs_->setCurrentWidget(before);
     show_status(QString::fromUtf8(e.what()), 10000);
+    return false;
   }
 }
 
@@ -1064,8 +1066,9 @@ void MainWindow::save_report_interactive(std::vector<int64_t> ids) {
 }
 
 void MainWindow::export_charts_of_runs(const std::vector<int64_t>& ids) {
-  open_runs(ids);
-  // The folder dialog once the comparison is drawn: over its first, half laid-out frame its axes overlapped.
+  if (!open_runs(ids)) return;  // a run gone meanwhile: said in the status line, and nothing else exported
+  // The folder dialog after a pass of the event loop: opened at once, it stood over the comparison's first, half
+  // laid-out frame, two sets of axes over each other.
   QTimer::singleShot(0, compare_->charts(), &ChartPanel::export_all);
 }
 

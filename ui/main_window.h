@@ -63,7 +63,7 @@ class MainWindow : public QMainWindow {
   // run's is not there any more, and says why not in a message box.
   QString resume_run(int64_t id, const QString& data_folder = {});
   void resume_run_interactive(int64_t id);
-  void open_runs(const std::vector<int64_t>& ids);                                 // the Compare tab
+  bool open_runs(const std::vector<int64_t>& ids);  // in the Compare tab; false where they cannot be read
   QStringList export_csv(const std::vector<int64_t>& ids, const QString& folder);  // throws on failure
   void save_report(const std::vector<int64_t>& ids, const QString& file);          // HTML (ampwb report); throws
   // The runs a File menu action acts on: the Compare tab's (its baseline first, as a report takes it), else those

@@ -696,6 +696,7 @@ void RunSetupPanel::use_sample_dataset() {
 void RunSetupPanel::request_inspection() {
   inspect_later_->stop();
   const QString path = dataset_path();
+  if (path != inspected_root_) forget_inspected_data();  // the last folder's classes and size are not this one's
   if (path.isEmpty()) {
     dataset_status_->setText(tr("Choose a dataset folder, or click Sample for Fashion-MNIST."));
     dataset_report_->clear();
@@ -712,9 +713,17 @@ void RunSetupPanel::request_inspection() {
   inspector_.inspect(path, options);
 }
 
+void RunSetupPanel::forget_inspected_data() {
+  inspected_root_.clear();
+  data_image_size_ = data_classes_ = 0;
+  update_memory_estimate();
+  Q_EMIT preview_changed();
+}
+
 void RunSetupPanel::show_inspection(const InspectResult& r) {
   if (r.root != dataset_path()) return;  // the user has moved on meanwhile
   dataset_report_->setPlainText(r.text);
+  inspected_root_ = r.root;
   // IDX test files, CIFAR's test batch and val/ folders are the validation split: no fraction to choose then.
   data_form_->setRowVisible(val_fraction_, !r.trainable || r.split_by_workbench);
   data_image_size_ = r.trainable ? r.native_image_size : 0;

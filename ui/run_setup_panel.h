@@ -93,6 +93,7 @@ class RunSetupPanel : public QWidget {
   QWidget* build_advanced_group();
   void request_inspection();
   void show_inspection(const InspectResult& result);
+  void forget_inspected_data();
   void set_dataset_problem(const QString& problem);
   // Gathers the problems of the fields, listed under the Training group, the first one for Train's tooltip.
   void update_settings_problem();
@@ -150,6 +151,7 @@ class RunSetupPanel : public QWidget {
   QCheckBox* keep_weights_ = nullptr;
   QLabel* memory_ = nullptr;
   int data_image_size_ = 0, data_classes_ = 0;  // from the last inspection: what "auto" and the model's output take
+  QString inspected_root_;                      // the folder they are of
   // Advanced
   QToolButton* advanced_toggle_ = nullptr;
   QWidget* advanced_ = nullptr;

@@ -123,10 +123,11 @@ void DataWaitChart::rebuild(const RunList& runs, const ChartOptions&) {
     bars_->setBarWidth(0.6);
     attach(bars_, bar_epochs_, y_);
     for (QBarSet* set : {compute_, wait_})
-      connect(set, &QBarSet::hovered, this, [set](bool on, int index) {
+      connect(set, &QBarSet::hovered, this, [this, set](bool on, int index) {
         if (on)
-          QToolTip::showText(QCursor::pos(),
-                             tr("%1\nepoch %2: %3 s").arg(set->label()).arg(index + 1).arg(set->at(index), 0, 'g', 4));
+          QToolTip::showText(
+              QCursor::pos(),
+              tr("%1\nepoch %2: %3 s").arg(set->label()).arg(first_bar_epoch_ + index).arg(set->at(index), 0, 'g', 4));
         else
           QToolTip::hideText();
       });
@@ -197,10 +198,9 @@ void DataWaitChart::label_bars(const std::vector<EpochReport>& epochs, int plann
   // Bar i stands at x = i, room left for the epochs still to come. A label for every epoch while they fit, else for
   // every 2nd, 5th, 10th, 20th, ...: QtCharts would cut labels that overlap to "…".
   const int done = static_cast<int>(epochs.size());
-  const int bars = std::max({1, done, planned});
-  const auto epoch_of = [&](int i) {
-    return i < done ? epochs[i].epoch : (done ? epochs.back().epoch : 0) + i - done + 1;
-  };
+  first_bar_epoch_ = epochs.empty() ? 1 : epochs.front().epoch;
+  const int bars = std::max({1, done, planned - first_bar_epoch_ + 1});
+  const auto epoch_of = [&](int i) { return i < done ? epochs[i].epoch : first_bar_epoch_ + i; };
   const int last_epoch = epoch_of(bars - 1);
   const qreal label = QFontMetricsF(bar_epochs_->labelsFont()).horizontalAdvance(QString::number(last_epoch));
   const int fitting = ticks_that_fit(Qt::Horizontal, label + 14, bars);

@@ -46,6 +46,7 @@ class DataWaitChart : public MetricChart {
   QBarSet* compute_ = nullptr;
   QBarSet* wait_ = nullptr;
   QCategoryAxis* bar_epochs_ = nullptr;
+  int first_bar_epoch_ = 1;  // the epoch of the first bar: past 1 for a run shown from where it resumed
   // A comparison: lines.
   std::vector<QLineSeries*> compute_lines_, wait_lines_;
   QValueAxis* x_ = nullptr;
