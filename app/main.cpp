@@ -136,12 +136,12 @@ std::string with_meant_value(const std::string& message) {
   static const std::regex member(R"(: (\S+) not in \{([^}]*)\})");
   std::smatch m;
   if (!std::regex_search(message, m, member)) return message;
-  const std::string given = m[1].str();
+  const std::string given = CLI::detail::to_lower(m[1].str());  // BF16 meant amp-bf16 too
   std::vector<std::string> holding, close;
   std::stringstream values(m[2].str());
   for (std::string value; std::getline(values, value, ',');) {
-    if (value.find(given) != std::string::npos) holding.push_back(value);
-    if (edit_distance(given, value) <= 2) close.push_back(value);
+    if (CLI::detail::to_lower(value).find(given) != std::string::npos) holding.push_back(value);
+    if (edit_distance(given, CLI::detail::to_lower(value)) <= 2) close.push_back(value);
   }
   const std::vector<std::string>& meant = holding.empty() ? close : holding;
   return meant.size() == 1 ? message + "; did you mean " + meant.front() + "?" : message;

@@ -364,7 +364,8 @@ int show_command(const ShowOptions& options) {
                 static_cast<long long>(r.pid), r.host.c_str());
   else
     std::printf("  status     %s\n", run_end_words(r.status, r.end_reason).c_str());
-  // The time its processes ran, setting up and checkpoints included: a pause, or the time between a stop and its
+  // The time its processes ran from its start, once data and model were set up: its epochs with their validation,
+  // and what each epoch's end records (checkpoints, numerics). A pause, or the time between a stop and its
   // resumption, is not in it.
   std::printf("  created    %s   ended %s   ran for %s\n", r.created.c_str(), r.ended.empty() ? "-" : r.ended.c_str(),
               duration_text(r.duration_seconds).c_str());

@@ -238,12 +238,14 @@ std::vector<SweepPointConfig> expand_sweep(const SweepGrid& grid) {
     for (const CLI::Option* option : train.get_options())
       precision_given = precision_given || (option->count() > 0 && option->get_group() == "Precision");
     if (grid.base && !precision_given) point.config.precision = grid.base->precision;  // as it is, whole
-    point.config.data_dir = absolute_folder(point.config.data_dir);
-    point.config.checkpoint_dir = absolute_folder(point.config.checkpoint_dir);
     try {
+      point.config.data_dir = absolute_folder(point.config.data_dir);
+      point.config.checkpoint_dir = absolute_folder(point.config.checkpoint_dir);
       validate(point.config);
     } catch (const SettingError& e) {
       throw Error(said_with_flag(e.setting(), e.what()) + " (" + which + ")");
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " (" + which + ")");
     }
     points.push_back(std::move(point));
   }

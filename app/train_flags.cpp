@@ -240,13 +240,13 @@ void add_train_flags(CLI::App* command, TrainFlags& flags) {
 std::string absolute_folder(const std::string& folder) {
   if (folder.empty()) return folder;
   std::error_code ec;
-  // A path quoted twice over ("'/data/cats'"): the shell kept the inner quotes, which no folder's name has.
+  // A path quoted twice over ("'/data/cats'" on a command line, whose shell keeps the inner quotes, or in a file).
   if (const char q = folder.front();
       folder.size() > 2 && (q == '\'' || q == '"') && folder.back() == q && !std::filesystem::exists(folder, ec)) {
     const std::string unquoted = folder.substr(1, folder.size() - 2);
     if (std::filesystem::is_directory(unquoted, ec))
-      throw Error("the folder " + folder + " does not exist: its quotes are part of the name given (a shell " +
-                  "passes on quotes inside other quotes); without them, " + unquoted + " is a folder");
+      throw Error("the folder " + folder + " does not exist: its quotes are part of the name given; without them, " +
+                  unquoted + " is a folder");
   }
   std::string path = std::filesystem::absolute(folder, ec).lexically_normal().string();
   if (ec) return folder;

@@ -57,6 +57,13 @@ TEST(SweepGrid, ARelativeDataFolderBecomesAbsolute) {
   grid.dimensions = {{"seed", {"0", "1"}}};
   grid.settings = {{"data", "some/data"}};
   EXPECT_EQ(expand_sweep(grid)[1].config.data_dir, (fs::current_path() / "some/data").lexically_normal().string());
+  // One in quotes that name no folder, where the path inside them does, is refused saying so, and where.
+  grid.settings = {{"data", "\"" + fs::temp_directory_path().string() + "\""}};
+  const std::string quoted = error_of(grid);
+  EXPECT_NE(quoted.find("its quotes are part of the name given; without them, " + fs::temp_directory_path().string() +
+                        " is a folder (sweep point 1 (seed=0))"),
+            std::string::npos)
+      << quoted;
 }
 
 TEST(SweepGrid, ABadValueIsRefusedNamingItsFlagAndPoint) {

@@ -491,7 +491,7 @@ TEST(Cli, BadInputGetsAClearError) {
       << r.output;
   // The value meant, where one stands out: the one mode that holds the word, else the one a typo away.
   EXPECT_NE(r.output.find("amp-fp8}; did you mean fp32? (see ampwb bench --help)"), std::string::npos) << r.output;
-  r = run_ampwb("train --data /tmp --precision bf16");
+  r = run_ampwb("train --data /tmp --precision BF16");
   EXPECT_NE(r.output.find("; did you mean amp-bf16?"), std::string::npos) << r.output;
   r = run_ampwb("train --data /tmp --precision fp16");  // amp-fp16, fp16-o2 or fp16-pure: none is named
   EXPECT_EQ(r.output.find("did you mean"), std::string::npos) << r.output;

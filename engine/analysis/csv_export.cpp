@@ -118,7 +118,8 @@ void values(CsvWriter& w, const R& record) {
 // figure `compare`, `explain` and the report measure speed-ups by: the median step's and its interquartile range;
 // then what else the machine did meanwhile (the mean over the epochs' training), without which a speed read from the
 // file could not be trusted: the shares of the CPUs' time other programs and other guests (steal) took, nan where
-// not recorded, and `compare`'s warning where they were too large to time anything ("" where the machine was quiet).
+// not recorded, and the warning `compare` gives of the run alone where they were too large to time anything (""
+// where the machine was quiet).
 void summary_header(CsvWriter& w) {
   header(w, RunRecord{});
   header(w, RunSummary{});

@@ -45,8 +45,9 @@ struct OpPrecision {
 };
 std::map<std::string, OpPrecision> precision_per_op(const std::vector<LayerNumerics>& step_records);
 
-// Whether any layer's backward stored its gradients in FP16 (fp16, amp-fp16): those gradients lost their values
-// below 2^-24 before they could be measured, so their underflow reads 0 and the below-normal share is the measure.
+// Whether any layer's backward stored its gradients in FP16 (amp-fp16, fp16-o2, fp16-pure): those gradients lost their
+// values below 2^-24 before they could be measured, so their underflow reads 0 and the below-normal share is the
+// measure.
 bool gradients_stored_in_fp16(const std::vector<LayerNumerics>& records);
 
 // Whether any layer cast tensors to FP8 (amp-fp8).
