@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "cjk_columns.h"
 #include "core/error.h"
 #include "data/dataset.h"
 #include "data/dataset_data.h"
@@ -182,15 +183,8 @@ TEST(DataScan, TheReportsClassTableLinesUpWideNames) {
   r.classes = {{"猫", 12, 10, 2}, {"狗和狼", 8, 6, 2}, {"horses", 9, 7, 2}};
   const std::string text = r.to_text();
   std::istringstream lines(text.substr(text.find("\n  class ") + 1));
-  // The oracle for these names: a Chinese character (3 bytes in UTF-8) takes 2 columns, any other code point 1.
-  const auto columns = [](const std::string& line) {
-    size_t n = 0;
-    for (const char c : line)
-      if (const auto b = static_cast<unsigned char>(c); (b & 0xC0) != 0x80) n += b >= 0xE0 ? 2 : 1;
-    return n;
-  };
   std::vector<size_t> ends;  // the display column where each line of the table ends
-  for (std::string line; std::getline(lines, line) && !line.empty();) ends.push_back(columns(line));
+  for (std::string line; std::getline(lines, line) && !line.empty();) ends.push_back(testing::cjk_columns(line));
   ASSERT_EQ(ends.size(), 4u) << text;
   for (size_t end : ends) EXPECT_EQ(end, ends[0]) << text;
 }

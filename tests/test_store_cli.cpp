@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "cjk_columns.h"
 #include "store/final_weights.h"
 #include "store/sweep_record.h"
 #include "test_cli_util.h"
@@ -914,15 +915,6 @@ TEST(StoreCli, WideCharactersInANameKeepTheTablesColumnsInLine) {
   ASSERT_EQ(ampwb({"rename", "2", "café fp32", "--db", db}).status, 0);
   const Result r = ampwb({"runs", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
-  // The oracle for these names: a Chinese character (3 bytes in UTF-8) is 2 columns, any other code point 1.
-  const auto columns = [](const std::string& s) {
-    size_t n = 0;
-    for (size_t i = 0; i < s.size(); ++i) {
-      const auto b = static_cast<unsigned char>(s[i]);
-      if ((b & 0xC0) != 0x80) n += b >= 0xE0 ? 2 : 1;
-    }
-    return n;
-  };
   std::istringstream lines(r.output);
   std::vector<size_t> created_at;  // the display column where the CREATED column starts, each line
   for (std::string line; std::getline(lines, line);) {
@@ -932,7 +924,7 @@ TEST(StoreCli, WideCharactersInANameKeepTheTablesColumnsInLine) {
                           ? static_cast<size_t>(date.position(0))
                           : std::string::npos;
     ASSERT_NE(at, std::string::npos) << line;
-    created_at.push_back(columns(line.substr(0, at)));
+    created_at.push_back(testing::cjk_columns(std::string_view(line).substr(0, at)));
   }
   ASSERT_EQ(created_at.size(), 3u) << r.output;
   EXPECT_EQ(created_at[1], created_at[0]) << r.output;
