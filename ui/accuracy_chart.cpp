@@ -14,6 +14,11 @@ namespace ampwb::ui {
 
 AccuracyChart::AccuracyChart(QWidget* parent) : MetricChart("accuracy", tr("Accuracy"), parent) {}
 
+QString AccuracyChart::topk_name(const RunList& runs, size_t i) const {
+  const QString who = multi(runs) ? QString::fromStdString(runs[i]->label) + ": " : QString();
+  return who + tr("validation top-%1").arg(runs[i]->config.topk);
+}
+
 void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
   const XAxis axis = per_epoch(options.x_axis);
   x_ = new QValueAxis;
@@ -34,8 +39,7 @@ void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
     Curves& k = curves_[i];
     k.train = add_line(who + tr("train top-1"), curve_pen(many ? c : train_color(), 1.5, Qt::DashLine), x_, y_);
     k.validation = add_line(who + tr("validation top-1"), curve_pen(many ? c : validation_color(), 2.5), x_, y_);
-    k.topk = add_line(who + tr("validation top-%1").arg(runs[i]->config.topk),
-                      curve_pen(many ? c : topk_color(), 1.5, Qt::DotLine), x_, y_);
+    k.topk = add_line(topk_name(runs, i), curve_pen(many ? c : topk_color(), 1.5, Qt::DotLine), x_, y_);
     for (QLineSeries* s : {k.train, k.validation, k.topk}) {
       s->setPointsVisible(true);
       show_values_on_hover(s, x_axis_unit(axis), 4, "%");
@@ -80,9 +84,8 @@ void AccuracyChart::refresh(const RunList& runs, const ChartOptions& options) {
     curves_[i].topk->replace(topk);
     curves_[i].topk->setVisible(run.reports_topk());  // its legend entry goes with it
     // The live run's k follows the setup until it starts (the series are built once for it).
-    const QString k = QStringLiteral("top-%1").arg(run.config.topk);
-    if (QString name = curves_[i].topk->name(); !name.endsWith(k))
-      curves_[i].topk->setName(name.left(name.lastIndexOf("top-")) + k);
+    if (const QString name = topk_name(runs, i).toHtmlEscaped(); curves_[i].topk->name() != name)
+      curves_[i].topk->setName(name);  // escaped, as add_line names it
     epochs = std::max({epochs, run.config.epochs, run.epochs.empty() ? 1 : run.epochs.back().epoch});
   }
   refresh_group_bands([](const EpochReport& e) { return e.validation_accuracy; }, 100, axis, low, high);

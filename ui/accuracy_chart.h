@@ -19,6 +19,9 @@ class AccuracyChart : public MetricChart {
   bool follows_steps() const override { return false; }
 
  private:
+  // "validation top-5", after the run's label in a comparison ("fp32 seed 1: validation top-5").
+  QString topk_name(const RunList& runs, size_t i) const;
+
   struct Curves {
     QLineSeries* train = nullptr;
     QLineSeries* validation = nullptr;
