@@ -662,6 +662,21 @@ TEST(Bf16Emulation, TheEnvironmentChoosesForAuto) {
   ::unsetenv("AMPWB_CPU_BF16");
 }
 
+// Asked for oneDNN's BF16 where it runs none natively (below AVX-512, or plain AVX-512, where oneDNN would emulate
+// BF16 itself), the backend emulates as asked-for emulation does: the same step, bit for bit, so that a run's record
+// ("emulated by the engine") says what computed it.
+TEST(Bf16Emulation, NativeAskedWithoutNativeBf16IsTheEnginesEmulation) {
+  if (!native_backend().bf16_implementation().empty())
+    GTEST_SKIP() << "oneDNN runs BF16 natively on this CPU (" << native_backend().bf16_implementation()
+                 << "): the NativeBf16 tests hold that path";
+  const ResNetConfig net{20, 4, 3, 16, Stem::Auto};
+  const testing::StepOutcome native = testing::one_training_step(native_backend(), "amp-bf16", net, 8, 41);
+  const testing::StepOutcome emulated = testing::one_training_step(emulating_backend(), "amp-bf16", net, 8, 41);
+  EXPECT_EQ(native.loss, emulated.loss);
+  ASSERT_EQ(native.grads.size(), emulated.grads.size());
+  for (size_t t = 0; t < native.grads.size(); ++t) EXPECT_EQ(native.grads[t], emulated.grads[t]) << "parameter " << t;
+}
+
 TEST(Bf16Emulation, AgreesWithNativeBf16OnATinyResNetFromTheSameSeed) {
   if (native_backend().bf16_implementation().empty())
     GTEST_SKIP() << "oneDNN has no BF16 primitives that run natively on this CPU (" << backend().isa()

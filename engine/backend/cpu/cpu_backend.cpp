@@ -62,10 +62,15 @@ const char* const kBf16SpeedAmxSource =
 // FP32 ones: 2.0x on Zen 5, 0.49x on an Intel Xeon whose AMX a hypervisor hides (build/bench/ampwb_conv_dtypes;
 // docs/benchmarks.md, "AVX512-BF16"); the emulation costs 2-8% of a step, so a clear gain pays.
 constexpr double kNativeBf16MinRateRatio = 1.2;
-// Measured by bench/bf16_paths.sh with oneDNN capped to AVX-512 and AVX2 on a Zen 5 (docs/benchmarks.md, "AVX-512").
+// Measured by bench/bf16_paths.sh with oneDNN capped to AVX2 on a Zen 5 (docs/benchmarks.md, "AVX-512").
 constexpr double kBf16SpeedEngineEmulated = 1.0;
 const char* const kBf16SpeedSource =
     "bench/bf16_paths.sh, ResNet-18 64 px batch 32 on an AMD EPYC Zen 5 (docs/benchmarks.md)";
+// Measured by bench/bf16_paths.sh on plain AVX-512 (docs/benchmarks.md, "AVX-512").
+constexpr double kBf16SpeedPlainAvx512 = 0.89;
+const char* const kBf16SpeedPlainAvx512Source =
+    "bench/bf16_paths.sh, ResNet-18 64 px batch 32 on an Intel Xeon (family 6 model 207) whose BF16 instructions "
+    "a hypervisor hides (docs/benchmarks.md)";
 // Measured by bench/bf16_paths.sh on an Intel Xeon without AMX (docs/benchmarks.md, "AVX512-BF16").
 constexpr double kBf16SpeedEmulatedOverSlowBf16 = 0.92;
 const char* const kBf16SpeedSlowBf16Source =
@@ -103,8 +108,11 @@ CpuBackend::CpuBackend(const BackendOptions& options) : impl_(std::make_unique<I
       AMPWB_CHECK(s == "native" || s == "emulated", "AMPWB_CPU_BF16 is '" << s << "': native or emulated");
       impl_->bf16_mode = s == "native" ? CpuBf16::Native : CpuBf16::Emulated;
     }
-  impl_->emulate_bf16 = impl_->bf16_mode == CpuBf16::Emulated ||
-                        (impl_->bf16_mode == CpuBf16::Auto && !native_bf16_pays(onednn_bf16_convolution()));
+  // Native asked where oneDNN runs no BF16 natively is emulation too: its convolutions would be refused
+  // (require_native_bf16) and the rest taken half from oneDNN's own slow emulation.
+  const std::string onednn = onednn_bf16_convolution();
+  impl_->emulate_bf16 = impl_->bf16_mode == CpuBf16::Emulated || !runs_bf16_natively(onednn) ||
+                        (impl_->bf16_mode == CpuBf16::Auto && !native_bf16_pays(onednn));
   winograd_ = options.conv_algorithm == ConvAlgorithm::Winograd ||
               (options.conv_algorithm == ConvAlgorithm::Auto && simd_level() < SimdLevel::Avx512);
   measure_winograd_ = options.conv_algorithm == ConvAlgorithm::Measured;
@@ -145,11 +153,7 @@ std::string CpuBackend::description() const {
   return out.str();
 }
 
-std::string CpuBackend::bf16_implementation() const {
-  if (impl_->emulate_bf16) return "";
-  const std::string implementation = onednn_bf16_convolution();
-  return runs_bf16_natively(implementation) ? implementation : "";
-}
+std::string CpuBackend::bf16_implementation() const { return impl_->emulate_bf16 ? "" : onednn_bf16_convolution(); }
 
 Capabilities CpuBackend::capabilities() const {
   Capabilities caps;
@@ -184,7 +188,7 @@ Capabilities CpuBackend::capabilities() const {
     caps.bf16 = {true, false,
                  engine_emulation + "this AVX-512 CPU has no BF16 instructions, and oneDNN's own emulation (" + onednn +
                      ") is slower",
-                 kBf16SpeedEngineEmulated, kBf16SpeedSource};
+                 kBf16SpeedPlainAvx512, kBf16SpeedPlainAvx512Source};
   } else if (impl_->emulate_bf16) {
     caps.bf16 = {true, false,
                  engine_emulation + "this CPU has AVX512-BF16 but no AMX, and " + rates +
