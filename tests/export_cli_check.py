@@ -3,13 +3,17 @@
 Fashion-MNIST with the ampwb given, exports each with `ampwb export model` (ONNX and safetensors, fp32/fp16/bf16),
 and compares ONNX Runtime's and PyTorch's logits on 32 real test images with predict's: FP32 within 1e-4 relative,
 top-1 identical; FP16/BF16 within the bounds of export_check.py. FP32 files are exported by their extension alone.
-Also: an unknown format, a file whose extension names none and an unwritable path are refused.
+docs/export.md's `pixels_of`, as a reader copies it, prepares PNG and JPEG files of other sizes for the ONNX file as
+predict does: within 1e-4 of predict's logits, relative to the image's largest, on files whose pixels it
+reproduces, 1e-2 on those where a few round the other way. Also: an unknown format, a file whose extension names none
+and an unwritable path are refused.
 
 Usage: export_cli_check.py AMPWB WORKDIR   (WORKDIR is emptied first). Exits 1 naming every failure."""
 import gzip
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +28,35 @@ from safetensors.torch import load_file
 from export_check import FP32_BOUND, LOW_PRECISION_BOUND, compare, torch_model
 
 FASHION_MNIST = pathlib.Path("/usr/share/datasets/fashion-mnist")
+
+
+def documented_pixels_of():
+    """docs/export.md's pixels_of, run as a reader would copy it."""
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "export.md").read_text()
+    source = re.search(r"^def pixels_of\(.*?(?=^\S)", text, re.S | re.M)
+    if not source:
+        sys.exit("docs/export.md holds no pixels_of")
+    namespace = {"np": np, "Image": Image}
+    exec(source.group(0), namespace)
+    return namespace["pixels_of"]
+
+
+def images_of_other_sizes(folder, garment):
+    """Files of other sizes than the runs' 28 px: "exact-" those whose pixels pixels_of reproduces (measured), "near-"
+    those where a few round the other way (OpenCV's area sums in single precision, its bilinear weights in fixed
+    point)."""
+    folder.mkdir()
+    rng = np.random.default_rng(7)
+    y, x = np.mgrid[0:333, 0:517]
+    wave = ((np.sin(x / 7.0) + np.cos(y / 11.0)) * 60 + 128).astype(np.uint8)
+    waves = Image.fromarray(np.stack([wave, wave[::-1], 255 - wave], -1))
+    waves.save(folder / "exact-waves.png")
+    Image.fromarray(rng.integers(0, 256, (120, 200, 3), dtype=np.uint8)).save(folder / "exact-noise.png")
+    # JPEG files decoded at 1/8 scale: 300x260 (33 px after it) and 260x220 (28 px, the edge of the rule).
+    waves.crop((0, 0, 300, 260)).save(folder / "exact-waves.jpg", quality=90)
+    Image.fromarray(garment).resize((260, 220), Image.NEAREST).save(folder / "exact-garment.jpg", quality=90)
+    Image.fromarray(garment).resize((50, 40), Image.BICUBIC).save(folder / "near-garment-40.png")
+    waves.resize((20, 16), Image.BICUBIC).save(folder / "near-waves-16.png")
 
 
 def main():
@@ -50,6 +83,10 @@ def main():
     for i, pixels in enumerate(raw):
         Image.fromarray(pixels, mode="L").save(images / f"{i:02d}.png")
     pixels = np.repeat(raw[:, None].astype(np.float32), 3, axis=1)  # grey replicated to RGB, as predict does
+
+    other_sizes = work / "other-sizes"
+    images_of_other_sizes(other_sizes, raw[0])
+    pixels_of = documented_pixels_of()
 
     failures = []
     options = ort.SessionOptions()
@@ -91,6 +128,15 @@ def main():
                     compare(f"{what} against predict", got, want, FP32_BOUND, failures)
                 else:
                     compare(f"{what} against predict", got, want, LOW_PRECISION_BOUND[dtype], failures, True)
+        # The documented preparation of files predict resizes, through this run's FP32 ONNX file.
+        session = ort.InferenceSession(str(work / f"run{run}.fp32.onnx"), options, providers=["CPUExecutionProvider"])
+        size = int(session.get_modelmeta().custom_metadata_map["image_size"])
+        for p in json.loads(ampwb_run("predict", str(run), str(other_sizes), "--json").stdout):
+            name = pathlib.Path(p["image"]).name
+            got = session.run(["logits"], {"pixels": pixels_of(str(other_sizes / name), size)})[0]
+            bound = FP32_BOUND if name.startswith("exact-") else 1e-2
+            compare(f"ResNet-{depth} docs/export.md's pixels_of on {name}", got, np.array([p["logits"]], np.float32),
+                    bound, failures, True)
         top1 = [classes[int(i)] for i in want.argmax(1)]
         if top1 != [by_file[f"{i:02d}.png"]["class"] for i in range(32)]:
             failures.append(f"ResNet-{depth}: predict's class is not its top logit's")
