@@ -131,6 +131,11 @@ std::string store_path(const std::string& db);
 // NaN and infinity print as null; invalid UTF-8 (a name stored by an older version) as U+FFFD.
 void print_json(const nlohmann::json& j, bool one_line = false);
 void print_json(const nlohmann::ordered_json& j, bool one_line = false);
+// Epochs or steps of a run without loss scaling (which record a scale of 1) with loss_scale null: the run scaled
+// nothing, as the tables' "-" and the CSV files' nan say.
+inline void without_loss_scale(nlohmann::json& rows) {
+  for (nlohmann::json& row : rows) row["loss_scale"] = nullptr;
+}
 
 // Text for a table or a line of the terminal: control characters as escapes (\n, \t, \x1b).
 std::string printable(const std::string& text);

@@ -348,6 +348,10 @@ int show_command(const ShowOptions& options) {
       out["precision_divergence_absence"] = divergence_absence(r);
     }
     if (with_steps) out["steps"] = store.steps(r.id);
+    if (r.config.precision.loss_scale.kind == LossScaleKind::Off) {
+      without_loss_scale(out["epochs"]);
+      if (with_steps) without_loss_scale(out["steps"]);
+    }
     out["world_size"] = r.info.world_size;  // the processes that trained it together, each on `batch_size` images
     out["global_batch_size"] = static_cast<int64_t>(r.batch_size) * r.info.world_size;
     out["launcher"] = choice_name(r.info.launcher);

@@ -457,6 +457,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   const int64_t run_id = recorder.run_id();
   const bool recorded = run_id != 0 && recorder.error().empty();
   RunRecord record;
+  record.config = c;  // what it trained, where the store could not record it
   if (recorded) record = store.run(run_id);
   const std::vector<EpochReport> epochs = recorded ? store.epochs(run_id) : console.epochs;
   const RunSummary summary = summarize(record, epochs);
@@ -469,6 +470,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
                 {"reason", end.reason},
                 {"recorded", recorded},
                 {"epochs", epochs}});
+    if (record.config.precision.loss_scale.kind == LossScaleKind::Off) without_loss_scale(out["epochs"]);
     if (!recorder.error().empty()) out["store_error"] = recorder.error();
     print_json(out);
   }

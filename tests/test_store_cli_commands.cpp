@@ -120,6 +120,8 @@ TEST(StoreCli, NonFiniteValuesPrintAsNullInEveryJsonOutput) {
   EXPECT_TRUE(show["summary"]["final_train_loss"].is_null());
   EXPECT_TRUE(show["steps"][0]["loss"].is_null());
   EXPECT_TRUE(show["epochs"][0]["train_loss"].is_number());
+  EXPECT_TRUE(show["epochs"][0]["loss_scale"].is_null()) << "FP32 scales nothing, as show's table says";
+  EXPECT_TRUE(show["steps"][0]["loss_scale"].is_null());
   r = ampwb({"runs", "--json", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(json::parse(r.output)[0]["summary"]["final_validation_loss"].is_null());
@@ -144,6 +146,7 @@ TEST(StoreCli, ShowPrintsPerLayerNumericsAsStored) {
   const json shown = json::parse(j.output);
   ASSERT_EQ(shown["layer_numerics"].size(), stored.size());
   EXPECT_EQ(shown["layer_numerics"][5], json(stored[5]));
+  EXPECT_EQ(shown["epochs"][0]["loss_scale"], store.epochs(1)[0].loss_scale) << "amp-fp16 scales its loss";
 
   const Result r = ampwb({"show", "1", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;

@@ -346,6 +346,8 @@ TEST(Cli, TrainPrintsEpochsAndJsonSummary) {
   const Result json = run_ampwb("train --data '" + data.string() + "' --depth 20 --epochs 1 --batch-size 4 --json");
   EXPECT_EQ(json.status, 0) << json.output;
   EXPECT_NE(json.output.find("\"final_validation_accuracy\""), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("\"loss_scale\": null"), std::string::npos) << "FP32 scales nothing: " << json.output;
+  EXPECT_EQ(json.output.find("\"loss_scale\": 1"), std::string::npos) << json.output;
   fs::remove_all(data);
 }
 
