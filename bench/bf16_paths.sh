@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # amp-bf16 against fp32 on every CPU path this machine can show: as the engine chooses ("auto": oneDNN's native
 # BF16 where the cores' BF16 multiply-adds outpace FP32's, else the engine's emulation), each of the two forced
-# (AMPWB_CPU_BF16=native|emulated), and oneDNN capped to plain AVX-512 (no BF16 instructions) or to AVX2 (no BF16
-# primitives). fp32 and amp-bf16 alternate within every round under the same path.
+# (AMPWB_CPU_BF16=native|emulated; native is the emulation where the CPU has no BF16 instructions), and oneDNN capped
+# to plain AVX-512 (no BF16 instructions) or to AVX2 (no BF16 primitives). fp32 and amp-bf16 alternate within every
+# round under the same path.
 # usage: bench/bf16_paths.sh [AMPWB] [ROUNDS] [PATHS]  (ResNet-18; 64 px batch 32 and 224 px batch 16; 2 threads;
 #        PATHS: auto, native, emulated or a oneDNN cap such as AVX512_CORE or AVX2; default "auto native emulated")
 set -euo pipefail

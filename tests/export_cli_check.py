@@ -52,11 +52,15 @@ def images_of_other_sizes(folder, garment):
     waves = Image.fromarray(np.stack([wave, wave[::-1], 255 - wave], -1))
     waves.save(folder / "exact-waves.png")
     Image.fromarray(rng.integers(0, 256, (120, 200, 3), dtype=np.uint8)).save(folder / "exact-noise.png")
-    # JPEG files decoded at 1/8 scale: 300x260 (33 px after it) and 260x220 (28 px, the edge of the rule).
+    # JPEG files decoded at 1/8 scale: 300x260 (33 px after it) and 260x220 (28 px, the edge of the rule). Exact
+    # where Pillow and OpenCV share Debian's libjpeg-turbo.
     waves.crop((0, 0, 300, 260)).save(folder / "exact-waves.jpg", quality=90)
     Image.fromarray(garment).resize((260, 220), Image.NEAREST).save(folder / "exact-garment.jpg", quality=90)
     Image.fromarray(garment).resize((50, 40), Image.BICUBIC).save(folder / "near-garment-40.png")
     waves.resize((20, 16), Image.BICUBIC).save(folder / "near-waves-16.png")
+    waves.resize((84, 56), Image.BICUBIC).save(folder / "exact-waves-56.png")  # halved: OpenCV's own rounding
+    wide = (wave[:200, :300].astype(np.uint16) * 257 + rng.integers(0, 256, (200, 300))).astype(np.uint16)
+    Image.fromarray(wide).save(folder / "exact-grey-16-bit.png")
 
 
 def main():

@@ -47,6 +47,7 @@ inline constexpr double kWinogradMargin = 1.1;
 // the cores' BF16 multiply-adds outpace their FP32 ones (AMX tiles; AVX512-BF16 on AMD Zen 5) and otherwise
 // emulates BF16 in FP32 primitives (an Intel Xeon's AVX512-BF16 without AMX ran at half FP32's rate:
 // backend/cpu/multiply_add_rate.h). AMPWB_CPU_BF16=native|emulated in the environment overrides Auto, for A/B runs.
+// Native: oneDNN's BF16 primitives wherever the cores run them natively, else (plain AVX-512, AVX2) the emulation.
 // Emulated: always FP32 primitives on BF16 values (tests, benchmarks).
 enum class CpuBf16 { Auto, Native, Emulated };
 

@@ -62,11 +62,12 @@ const char* const kBf16SpeedAmxSource =
 // FP32 ones: 2.0x on Zen 5, 0.49x on an Intel Xeon whose AMX a hypervisor hides (build/bench/ampwb_conv_dtypes;
 // docs/benchmarks.md, "AVX512-BF16"); the emulation costs 2-8% of a step, so a clear gain pays.
 constexpr double kNativeBf16MinRateRatio = 1.2;
-// Measured by bench/bf16_paths.sh with oneDNN capped to AVX2 on a Zen 5 (docs/benchmarks.md, "AVX-512").
+// Measured by bench/bf16_paths.sh with oneDNN capped to AVX2 on a Zen 5 (docs/benchmarks.md, "BF16 on plain
+// AVX-512, emulated on the Zen 5").
 constexpr double kBf16SpeedEngineEmulated = 1.0;
 const char* const kBf16SpeedSource =
     "bench/bf16_paths.sh, ResNet-18 64 px batch 32 on an AMD EPYC Zen 5 (docs/benchmarks.md)";
-// Measured by bench/bf16_paths.sh on plain AVX-512 (docs/benchmarks.md, "AVX-512").
+// Measured by bench/bf16_paths.sh on plain AVX-512 (docs/benchmarks.md, "Intel Xeon with its BF16 hidden").
 constexpr double kBf16SpeedPlainAvx512 = 0.89;
 const char* const kBf16SpeedPlainAvx512Source =
     "bench/bf16_paths.sh, ResNet-18 64 px batch 32 on an Intel Xeon (family 6 model 207) whose BF16 instructions "
@@ -180,7 +181,10 @@ Capabilities CpuBackend::capabilities() const {
   const std::string rates = bf16_faster ? "its BF16 multiply-adds outpace its FP32 ones (measured)"
                                         : "its BF16 multiply-adds are slower than its FP32 ones (measured)";
   if (impl_->bf16_mode == CpuBf16::Emulated) {
-    caps.bf16 = {true, false, engine_emulation + "on request", kBf16SpeedEngineEmulated, kBf16SpeedSource};
+    const bool plain_avx512 = !onednn.empty() && !runs_bf16_natively(onednn);
+    caps.bf16 = {true, false, engine_emulation + "on request",
+                 plain_avx512 ? kBf16SpeedPlainAvx512 : kBf16SpeedEngineEmulated,
+                 plain_avx512 ? kBf16SpeedPlainAvx512Source : kBf16SpeedSource};
   } else if (onednn.empty()) {
     caps.bf16 = {true, false, engine_emulation + "oneDNN has no BF16 convolutions below AVX-512 (" + isa() + " here)",
                  kBf16SpeedEngineEmulated, kBf16SpeedSource};
