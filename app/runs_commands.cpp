@@ -348,7 +348,7 @@ int show_command(const ShowOptions& options) {
       out["precision_divergence_absence"] = divergence_absence(r);
     }
     if (with_steps) out["steps"] = store.steps(r.id);
-    if (r.config.precision.loss_scale.kind == LossScaleKind::Off) {
+    if (!r.config.precision.scales_loss()) {
       without_loss_scale(out["epochs"]);
       if (with_steps) without_loss_scale(out["steps"]);
     }
@@ -415,7 +415,7 @@ int show_command(const ShowOptions& options) {
   config.print("  ");
 
   std::printf("\nepochs\n");
-  const bool scaled = r.config.precision.loss_scale.kind != LossScaleKind::Off;  // else its scale of 1 reads "-"
+  const bool scaled = r.config.precision.scales_loss();  // else its scale of 1 reads "-"
   if (epochs.empty()) {
     std::printf("  (none completed)\n");
   } else {

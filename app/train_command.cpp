@@ -470,7 +470,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
                 {"reason", end.reason},
                 {"recorded", recorded},
                 {"epochs", epochs}});
-    if (record.config.precision.loss_scale.kind == LossScaleKind::Off) without_loss_scale(out["epochs"]);
+    if (!record.config.precision.scales_loss()) without_loss_scale(out["epochs"]);
     if (!recorder.error().empty()) out["store_error"] = recorder.error();
     print_json(out);
   }

@@ -398,9 +398,8 @@ void ChartPanel::update_fp8_tensors() {
   // Where no run scales its loss (amp-fp8 alone: its tensors' scales do that work), the FP8 chart takes the
   // loss-scale chart's place, a flat line at 1; beside runs that do, the data-wait chart's (a comparison of
   // precisions is about their numerics, and the loader's wait is much the same in each).
-  const bool scaled = std::any_of(runs_.begin(), runs_.end(), [](const RunSeries* r) {
-    return r->config.precision.loss_scale.kind != LossScaleKind::Off;
-  });
+  const bool scaled =
+      std::any_of(runs_.begin(), runs_.end(), [](const RunSeries* r) { return r->config.precision.scales_loss(); });
   const bool replaces = !tensors.empty() && !scaled;
   QWidget* replaced = replaces ? loss_scale_cell_ : chart("data-wait");
   if (replaced != fp8_in_place_of_) {
@@ -430,7 +429,7 @@ void ChartPanel::update_skipped_note() {
     const SkippedSteps s = count_skipped(*r);
     total += s.total;
     early += s.early;
-    scaled = scaled || r->config.precision.loss_scale.kind != LossScaleKind::Off;
+    scaled = scaled || r->config.precision.scales_loss();
   }
   // Short enough for two lines under a narrow chart (a 1280×720 screen); the explanation is the tooltip.
   if (runs_.empty()) {  // nothing shown, nothing to say of it

@@ -92,7 +92,7 @@ void LossScaleChart::refresh(const RunList& runs, const ChartOptions& options) {
   // when the setup's precision changes or a run starts.
   std::vector<int64_t> unscaled;
   for (const RunSeries* r : runs)
-    if (r->config.precision.loss_scale.kind == LossScaleKind::Off) unscaled.push_back(r->run_id);
+    if (!r->config.precision.scales_loss()) unscaled.push_back(r->run_id);
   const QString title = unscaled.empty() ? this->title()
                         : !multi(runs)   ? tr("Loss scale (log2): none, a line at 1")
                                          : tr("Loss scale (log2): %1 %2")

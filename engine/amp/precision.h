@@ -112,6 +112,8 @@ struct PrecisionConfig {
   bool master_weights = false;
   LossScaleConfig loss_scale{LossScaleKind::Off};
   Fp8Config fp8;
+  // Whether the run multiplies its loss at all: an unscaled run's recorded scale of 1 means "none", not "1".
+  bool scales_loss() const { return loss_scale.kind != LossScaleKind::Off; }
 };
 
 // The preset of a mode: its defining knobs (master weights, loss scaling), from the table.

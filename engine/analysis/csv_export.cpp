@@ -206,7 +206,7 @@ std::vector<std::string> export_csv(const RunStore& store, const std::vector<int
     header(steps.field("run_id"), StepReport{});
     steps.end_row();
     // A run that scales nothing multiplies by 1: its loss scale is said as none (nan), as `show` says "-".
-    const bool scaled = r.config.precision.loss_scale.kind != LossScaleKind::Off;
+    const bool scaled = r.config.precision.scales_loss();
     for (StepReport st : run_steps) {
       if (!scaled) st.loss_scale = NAN;
       values(steps.field(id), st);

@@ -234,7 +234,7 @@ void scale_collapse(const RunEvidence& e, std::vector<Finding>& out) {
 }
 
 void gradient_underflow(const RunEvidence& e, std::vector<Finding>& out) {
-  if (!fp16_storage(e) || e.run.config.precision.loss_scale.kind != LossScaleKind::Off) return;
+  if (!fp16_storage(e) || e.run.config.precision.scales_loss()) return;
   const GradientHistogram* worst = nullptr;
   for (const GradientHistogram& h : e.histograms)
     if (h.kind == "activation" && (!worst || h.epoch >= worst->epoch)) worst = &h;

@@ -174,7 +174,7 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   }
   add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });
   add("final loss scale", [&](size_t i) {
-    const bool scaled = runs[i].record.config.precision.loss_scale.kind != LossScaleKind::Off;
+    const bool scaled = runs[i].record.config.precision.scales_loss();
     return completed([scaled](const RunSummary& s) { return loss_scale_text(s.final_loss_scale, scaled); })(i);
   });
   add("peak memory", [&](size_t i) { return mebibytes_text(c.summaries[i].peak_bytes); });

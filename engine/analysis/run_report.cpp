@@ -292,7 +292,7 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids, 
   html += svg_line_chart("Validation accuracy (%) against wall time", "seconds since the run started", wall);
   // A scale that stays 1 draws a flat line that says nothing: where no run scales its loss, a sentence says why.
   if (std::any_of(runs.begin(), runs.end(), [](const RunEvidence& e) {
-        return e.run.config.precision.loss_scale.kind != LossScaleKind::Off ||
+        return e.run.config.precision.scales_loss() ||
                std::any_of(e.steps.begin(), e.steps.end(), [](const StepReport& s) { return s.skipped; });
       }))
     html += svg_line_chart("Loss scale (x: skipped steps)", "step", scale, WholeNumbers, PowersOfTwo);

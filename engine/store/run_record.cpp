@@ -50,7 +50,7 @@ RunSummary summarize(const RunRecord& run, const std::vector<EpochReport>& epoch
   s.final_validation_loss = last.validation_loss;
   s.final_train_loss = last.train_loss;
   // A run without loss scaling has no scale (its steps record 1): none, as every view says.
-  if (run.config.precision.loss_scale.kind != LossScaleKind::Off) s.final_loss_scale = last.loss_scale;
+  if (run.config.precision.scales_loss()) s.final_loss_scale = last.loss_scale;
   s.mean_epoch_seconds = seconds / static_cast<double>(epochs.size());
   // The harmonic mean: the images trained over the time training them, as the epochs hold as many images each. An
   // arithmetic mean would let a fast epoch outweigh a slow one (119 and 902 images/s made 510, for 210).
