@@ -673,6 +673,42 @@ TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {
   EXPECT_TRUE(c.rows.back().setting);
 }
 
+// A speed-up timed while the machine did other work carries the warning's sign, so that the cell read alone (copied,
+// or in a narrow window) keeps its caveat; the row's note says what the sign means.
+TEST(RunCompare, ASpeedUpTimedUnderOtherWorkIsMarked) {
+  std::vector<ComparedRun> runs{compared(1, 0.1f, "fp32", {epoch(1)}, 0.2),
+                                compared(2, 0.1f, "amp-bf16", {epoch(1)}, 0.1)};
+  EpochTimes quiet_epoch;
+  quiet_epoch.epoch = 1, quiet_epoch.steps = 10, quiet_epoch.load = {.other_cpu = 0.02, .steal = 0};
+  for (ComparedRun& r : runs) r.times = {quiet_epoch};
+  const Comparison quiet = compare_runs(runs);
+  EXPECT_EQ(row(quiet, "speed-up vs run 1").values[1], "2.00\u00d7 (2.00\u20132.00)");
+  EXPECT_EQ(row(quiet, "speed-up vs run 1").note.find("\u26a0"), std::string::npos);
+  EXPECT_TRUE(quiet.timing_warning.empty());
+  runs[1].times[0].load.other_cpu = 0.56;
+  const Comparison busy = compare_runs(runs);
+  EXPECT_EQ(row(busy, "speed-up vs run 1").values,
+            (std::vector<std::string>{"baseline", "2.00\u00d7 (2.00\u20132.00) \u26a0"}));
+  expect_contains(row(busy, "speed-up vs run 1").note, "\u26a0: timed while the machine did other work");
+  expect_contains(busy.timing_warning, "56% busy with other work during run 2");
+  // Against itself as the baseline the busy run's partner is marked alike: the ratio holds both timings.
+  EXPECT_EQ(row(compare_runs(runs, {.baseline = 1}), "speed-up vs run 2").values[0],
+            "0.50\u00d7 (0.50\u20130.50) \u26a0");
+  // The sweep's timing in alternation, marked where other work shared its turns.
+  runs[1].times[0].load.other_cpu = 0.02;
+  runs[1].alternating = AlternatingSpeed{
+      {1, 2}, {std::vector<double>(6, 100), std::vector<double>(6, 150)}, 20, "synthetic 16 px images", {}};
+  runs[1].alternating->load = {.other_cpu = 0.02, .steal = 0};
+  const std::string label = "speed-up vs run 1, timed in alternation (sweep)";
+  EXPECT_EQ(row(compare_runs(runs), label).values,
+            (std::vector<std::string>{"baseline", "1.50\u00d7 (1.50\u20131.50)"}));
+  runs[1].alternating->load.other_cpu = 0.45;
+  const Comparison shared = compare_runs(runs);
+  EXPECT_EQ(row(shared, label).values[1], "1.50\u00d7 (1.50\u20131.50) \u26a0");
+  expect_contains(row(shared, label).note, "\u26a0: timed while the machine did other work");
+  EXPECT_EQ(row(shared, "speed-up vs run 1").values[1], "2.00\u00d7 (2.00\u20132.00)") << "the trainings were quiet";
+}
+
 TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
   EpochReport unvalidated = epoch(1);  // as the trainer reports an epoch without validation images
   unvalidated.validation_loss = unvalidated.validation_accuracy = unvalidated.validation_topk = RunSummary::kNone;

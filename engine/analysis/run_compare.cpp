@@ -32,6 +32,9 @@ std::string g_text(const char* format, double value) {
   return buf;
 }
 
+// The note of a speed-up row where the load made a cell's timing unreliable; the warning below the table says how.
+constexpr const char* kUnreliableNote = ". \u26a0: timed while the machine did other work (the warning says how)";
+
 }  // namespace
 
 std::vector<ComparedRun> load_compared_runs(const RunStore& store, const std::vector<int64_t>& ids) {
@@ -131,14 +134,21 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
              "the median speed of the run's steady-state steps, and in brackets their interquartile range "
              "(IQR), where the middle half of them fell");
   if (n > 1) {  // a run alone has nothing to be faster than
-    add("speed-up vs run " + std::to_string(runs[c.baseline].record.id),
-        [&](size_t i) { return i == c.baseline ? std::string("baseline") : speed_up_cell(c.speedups[i]); });
+    // A ratio timed under other work carries the warning's sign, so that the cell read alone keeps its caveat.
+    bool marked = false;
+    add("speed-up vs run " + std::to_string(runs[c.baseline].record.id), [&](size_t i) {
+      if (i == c.baseline) return std::string("baseline");
+      const bool unreliable = c.speedups[i].known() && !timing_warning({loads[i], loads[c.baseline]}).empty();
+      marked = marked || unreliable;
+      return speed_up_cell(c.speedups[i]) + (unreliable ? " \u26a0" : "");
+    });
     note_where("\u00d7",
                "the ratio of the runs' steady-state speeds, and in brackets its 95% interval, a bootstrap "
                "over blocks of consecutive steps of both runs; \"within noise\": the interval holds 1.0\u00d7, "
                "inside their own step-to-step noise. The runs trained at different times or places: an "
                "interval without 1.0\u00d7 can still be the machine's drift between them, which only timing "
                "them in alternation (a sweep run here) evens out");
+    if (marked) c.rows.back().note += kUnreliableNote;
   }
   add("machine load while training", [&](size_t i) { return machine_load_cell(loads[i].load); });
   note_where("steal",
@@ -153,11 +163,12 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   for (size_t i = 0; i < n; ++i)
     if (const auto& timed = runs[i].alternating; timed && i != c.baseline)
       if (const SpeedUp s = alternating_speed_up(*timed, runs[i].record.id, base_id); s.known()) {
-        timed_together[i] = speed_up_cell(s);
+        const std::string warning = alternation_warning(*timed);
+        timed_together[i] = speed_up_cell(s) + (warning.empty() ? "" : " \u26a0");
         c.alternating[i] = s;
         timings.insert(std::to_string(timed->images_per_second.front().size()) + " rounds of " +
                        std::to_string(timed->steps_per_round) + " steps on " + timed->data);
-        if (const std::string warning = alternation_warning(*timed); !warning.empty()) loaded.insert(warning);
+        if (!warning.empty()) loaded.insert(warning);
       }
   for (const std::string& warning : loaded)
     c.timing_warning += (c.timing_warning.empty() ? "timings unreliable: " : "; ") + warning;
@@ -171,6 +182,7 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
                          "): the median of the rounds' ratios, and in brackets the smallest ratio to the largest, "
                          "which holds the median with probability 1 - 2^(1 - rounds), 97% for 6 rounds; \"within "
                          "noise\": that range holds 1.0\u00d7";
+    if (!loaded.empty()) c.rows.back().note += kUnreliableNote;
   }
   add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });
   add("final loss scale", [&](size_t i) {
