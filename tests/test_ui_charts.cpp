@@ -698,15 +698,19 @@ class ChartData : public QObject {
     run.append(second);
     QCOMPARE(run.layer_numerics.size(), size_t{6});
 
-    // A run without FP8 tensors opens on FP16's headroom; one with them (this one, from epoch 2) on what FP8 made zero,
-    // until a measure is chosen.
+    // A run without FP8 tensors opens on FP16's headroom; one with them (this one, from epoch 2) on what FP8 clipped
+    // where any tensor clipped, else on what it made zero, until a measure is chosen.
     RunSeries no_fp8 = run;
     no_fp8.layer_numerics.resize(4);
+    RunSeries unclipped = run;
+    unclipped.layer_numerics[4].fp8_input.saturated_fraction = 0;
     NumericsHeatmap map;
     map.update_from({&no_fp8});
     QCOMPARE(map.measure(), NumericsMeasure::ActivationHeadroom);
-    map.update_from({&run});
+    map.update_from({&unclipped});
     QCOMPARE(map.measure(), NumericsMeasure::Fp8Underflow);
+    map.update_from({&run});
+    QCOMPARE(map.measure(), NumericsMeasure::Fp8Saturated);
     map.set_measure(NumericsMeasure::ActivationHeadroom);
     // FP16's headroom is FP16's limit, not this FP32 run's own, and the caption says so; an FP16 run's is its own.
     QVERIFY2(map.caption_text().endsWith("; FP16's limits, not this run's (fp32)"), qPrintable(map.caption_text()));
@@ -755,6 +759,7 @@ class ChartData : public QObject {
     // FP8's shares: a layer's worst FP8 tensor, – where a layer has none; 1% clipped is already red.
     map.set_measure(NumericsMeasure::Fp8Saturated);
     QCOMPARE(t->item(0, 1)->text(), QString("2.00%"));
+    QVERIFY(t->columnWidth(1) > t->fontMetrics().horizontalAdvance("100.00%"));  // the widest share, whole
     QCOMPARE(t->item(0, 1)->background().color().hue(), 0);
     QCOMPARE(t->item(1, 1)->text(), QString("–"));
     QCOMPARE(t->item(0, 0)->text(), QString("–"));
@@ -783,7 +788,7 @@ class ChartData : public QObject {
     QCOMPARE(stored.layer_numerics.size(), size_t{6});
     NumericsHeatmap from_store;
     from_store.update_from({&stored});
-    QCOMPARE(from_store.measure(), NumericsMeasure::Fp8Underflow);
+    QCOMPARE(from_store.measure(), NumericsMeasure::Fp8Saturated);
     from_store.set_measure(NumericsMeasure::ActivationHeadroom);
     from_store.update_from({&no_fp8});
     QCOMPARE(from_store.measure(), NumericsMeasure::ActivationHeadroom);  // the choice stays

@@ -73,6 +73,15 @@ QString cell_text(NumericsMeasure measure, double value) {
   return std::isinf(value) ? QObject::tr("all 0") : QString::number(value, 'f', 1);
 }
 
+// An FP8 run opens on what went wrong in it: its clipped values where any tensor clipped (FP8's failure that
+// ruins a run), else its underflow.
+NumericsMeasure fp8_measure_to_show(const std::vector<LayerNumerics>& records) {
+  const bool clipped = std::any_of(records.begin(), records.end(), [](const LayerNumerics& n) {
+    return numerics_measure(n, NumericsMeasure::Fp8Saturated) > 0;  // NaN (no FP8 tensor) compares false
+  });
+  return clipped ? NumericsMeasure::Fp8Saturated : NumericsMeasure::Fp8Underflow;
+}
+
 }  // namespace
 
 QColor numerics_color(NumericsMeasure measure, double value) {
@@ -114,7 +123,9 @@ NumericsHeatmap::NumericsHeatmap(QWidget* parent) : QWidget(parent) {
   table_->setObjectName("numericsTable");
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 2);
-  table_->horizontalHeader()->setDefaultSectionSize(48);
+  // Wide enough for the widest cell, a share such as "100.00%".
+  table_->horizontalHeader()->setDefaultSectionSize(table_->fontMetrics().horizontalAdvance(QStringLiteral("100.00%")) +
+                                                    12);
   // Two rows at least (it scrolls), so that on a small screen the charts beside it keep their height.
   table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + 2 * (table_->fontMetrics().height() + 2) +
                            4);
@@ -136,8 +147,8 @@ void NumericsHeatmap::update_from(const RunList& runs) {
   if (run == run_ && run && run->epoch_revision == drawn_revision_) return;
   run_ = run;
   if (!measure_chosen_) {
-    const bool fp8 = run && has_fp8_layers(run->layer_numerics);
-    const NumericsMeasure m = fp8 ? NumericsMeasure::Fp8Underflow : NumericsMeasure::ActivationHeadroom;
+    const NumericsMeasure m = run && has_fp8_layers(run->layer_numerics) ? fp8_measure_to_show(run->layer_numerics)
+                                                                         : NumericsMeasure::ActivationHeadroom;
     const QSignalBlocker quiet(measure_);  // rebuilt once, below
     measure_->setCurrentIndex(measure_->findData(static_cast<int>(m)));
   }
