@@ -363,6 +363,9 @@ TEST_F(Diagnosis, Fp8ThatClipsOrFlushesValuesNamesItsTensors) {
   expect_contains(earlier.title, "FP8 clipped the largest values earlier in the run, not at its end");
   expect_contains(earlier.evidence,
                   "the most at step " + std::to_string(earlier_step) + ": layer1.0.conv1's input (E4M3): 2% clipped");
+  // A rise of the amax reaches the scale a step later whatever the history's length: the margin is the remedy.
+  expect_contains(earlier.action, "precision.fp8.margin");
+  EXPECT_EQ(earlier.action.find("amax_history_length"), std::string::npos) << earlier.action;
   for (LayerNumerics& n : run.layers) n.fp8_input.saturated_fraction = 0;
 
   c.precision.fp8.scaling.margin = -3;

@@ -336,9 +336,9 @@ void fp8_saturation(const RunEvidence& e, std::vector<Finding>& out) {
       format("%zu of %zu probed steps clipped; the most at step %lld: ", clipping_probes, probes.size(),
              static_cast<long long>(worst.front().layer->step)) +
           fp8_evidence(worst, &Fp8TensorNumerics::saturated_fraction, "clipped"),
-      "a scale from the amax history lags a sudden rise of its amax until the history holds it: a margin "
-      "(precision.fp8.margin) leaves headroom for such a rise, a shorter history (precision.fp8.amax_history_length) "
-      "follows it sooner");
+      "a step whose amax rises suddenly is cast with the scale of the steps before it (the history holds the "
+      "rise from the next step on, however long it is): a margin (precision.fp8.margin) leaves headroom for such "
+      "a rise");
 }
 
 void fp8_underflow(const RunEvidence& e, std::vector<Finding>& out) {
