@@ -432,7 +432,16 @@ int sweep_command(const SweepOptions& given) {
     throw Error("--partition, --account, --time and --max-parallel are for --on slurm");
   if (o.on == "slurm" && o.parallel != 1) throw Error("--parallel runs points here: give --max-parallel for Slurm");
   // Every point read and checked before anything is written.
-  const std::vector<SweepPointConfig> points = expand_sweep(grid);
+  std::vector<SweepPointConfig> points = expand_sweep(grid);
+  const size_t in_grid = points.size();
+  if (const std::vector<std::string> repeated = drop_repeated_runs(points); !repeated.empty()) {
+    std::string which;
+    for (const std::string& r : repeated) which += (which.empty() ? "" : "; ") + r;
+    std::fprintf(stderr,
+                 "ampwb sweep: note: %zu of the grid's %zu points would train the same run as another (they differ "
+                 "only in settings their precision ignores) and are left out: %s\n",
+                 repeated.size(), in_grid, which.c_str());
+  }
   // A dataset folder that is not there would fail each of its points: said once, before anything is recorded. A
   // Slurm task's node may see folders this one does not (its own scratch disk): a warning there.
   std::map<std::string, std::string> unusable;  // dataset folder -> what is wrong with it

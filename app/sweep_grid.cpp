@@ -252,6 +252,27 @@ std::vector<SweepPointConfig> expand_sweep(const SweepGrid& grid) {
   return points;
 }
 
+std::vector<std::string> drop_repeated_runs(std::vector<SweepPointConfig>& points) {
+  // A point's configuration with what its precision ignores at the defaults: equal texts train equal runs.
+  const auto as_trained = [](TrainConfig c) {
+    if (c.precision.mode != PrecisionMode::AmpFp8) c.precision.fp8 = {};
+    if (!c.precision.scales_loss()) c.precision.loss_scale = {LossScaleKind::Off};
+    return config_to_json_text(c);
+  };
+  std::vector<std::string> dropped;
+  std::map<std::string, std::string> first_of;  // a trained configuration -> the first point to train it, described
+  std::vector<SweepPointConfig> kept;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string which = "point " + std::to_string(i + 1) + " (" + describe_point(points[i].values) + ")";
+    if (const auto [at, first] = first_of.emplace(as_trained(points[i].config), which); !first)
+      dropped.push_back(which + " trains the run of " + at->second);
+    else
+      kept.push_back(std::move(points[i]));
+  }
+  points = std::move(kept);
+  return dropped;
+}
+
 std::string describe_point(const std::vector<std::pair<std::string, std::string>>& values) {
   std::string text;
   for (const auto& [setting, value] : values) text += (text.empty() ? "" : " ") + setting + "=" + value;

@@ -582,6 +582,14 @@ TEST(SweepCli, ADryRunPrintsTheSlurmScriptAndRecordsNothing) {
   const Result twice = ampwb({"sweep", "--sweep-file", file, "--seed", "3", "--dry-run", "--db", db});
   EXPECT_EQ(twice.status, 1);
   expect_contains(twice.output, "--seed is given by the sweep file too");
+
+  // FP8's margin crossed with fp32, which ignores it: the point that would train fp32's run again is left out.
+  const Result repeated =
+      ampwb(tiny_sweep(db, 1, 2, {"--precision", "fp32,amp-fp8", "--fp8-margin", "0,2", "--dry-run"}));
+  ASSERT_EQ(repeated.status, 0) << repeated.output;
+  expect_contains(repeated.output, "1 of the grid's 4 points would train the same run as another");
+  expect_contains(repeated.output, "point 2 (precision=fp32 fp8-margin=2) trains the run of point 1");
+  expect_contains(repeated.output, "point 3/3: precision=amp-fp8 fp8-margin=2");
 }
 
 }  // namespace

@@ -52,6 +52,31 @@ TEST(SweepGrid, PointsAreTheProductInTheGridsOrder) {
   EXPECT_EQ(describe_point_json(points[4].settings_json()), "precision=amp-bf16 seed=1");
 }
 
+// FP8's settings crossed with modes that ignore them, and a loss scaler's with a mode that scales nothing: the points
+// that would train an earlier point's run again are left out, each named with the point whose run it is.
+TEST(SweepGrid, PointsThatWouldTrainTheSameRunAreLeftOut) {
+  SweepGrid grid;
+  grid.dimensions = {{"precision", {"fp32", "amp-fp8"}}, {"fp8-margin", {"0", "2"}}};
+  grid.settings = {{"data", "/data/stripes"}};
+  std::vector<SweepPointConfig> points = expand_sweep(grid);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(drop_repeated_runs(points), std::vector<std::string>{"point 2 (precision=fp32 fp8-margin=2) trains the "
+                                                                 "run of point 1 (precision=fp32 fp8-margin=0)"});
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(describe_point(points[0].values), "precision=fp32 fp8-margin=0");
+  EXPECT_EQ(points[1].config.precision.fp8.scaling.margin, 0);
+  EXPECT_EQ(points[2].config.precision.fp8.scaling.margin, 2);
+  grid.dimensions = {{"precision", {"amp-bf16", "amp-fp16"}}, {"init-scale", {"1024", "65536"}}};
+  points = expand_sweep(grid);
+  EXPECT_EQ(drop_repeated_runs(points).size(), 1u) << "amp-bf16 scales no loss: its initial scale does nothing";
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[2].config.precision.loss_scale.init_scale, 65536);
+  // Points that differ where it counts are all kept.
+  points = expand_sweep(modes_by_seeds());
+  EXPECT_TRUE(drop_repeated_runs(points).empty());
+  EXPECT_EQ(points.size(), 6u);
+}
+
 TEST(SweepGrid, ARelativeDataFolderBecomesAbsolute) {
   SweepGrid grid;
   grid.dimensions = {{"seed", {"0", "1"}}};
