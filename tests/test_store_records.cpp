@@ -709,6 +709,25 @@ TEST(RunCompare, ASpeedUpTimedUnderOtherWorkIsMarked) {
   EXPECT_EQ(row(shared, "speed-up vs run 1").values[1], "2.00\u00d7 (2.00\u20132.00)") << "the trainings were quiet";
 }
 
+// Beside amp-fp8 runs the comparison says what FP8 clipped and made zero: each run's worst tensor at its last probed
+// step (an earlier probe's clipping is explain's to tell), "-" for a run without FP8 tensors.
+TEST(RunCompare, AnFp8RunsClippedAndZeroedSharesAreRows) {
+  std::vector<ComparedRun> runs{compared(1, 0.1f, "fp32", {epoch(1)}), compared(2, 0.1f, "amp-bf16", {epoch(1)})};
+  EXPECT_THROW(row(compare_runs(runs), "FP8 clipped, worst tensor (last probed step)"), std::runtime_error)
+      << "no FP8 run, no FP8 rows";
+  runs[1].record.config.precision = precision_preset("amp-fp8");
+  LayerNumerics early, conv, fc;
+  early.step = 3, conv.step = fc.step = 9;
+  early.fp8_input = {1.0, 900.0, 448.0, 100, 0.5, 0.0};  // clipped half at step 3, no longer at step 9
+  conv.fp8_input = {2.0, 100.0, 448.0, 100, 0.0, 0.01};
+  conv.fp8_output_grad = {1e3, 1e-3, 57344.0, 100, 0.002, 0.25};
+  runs[1].layers = {early, conv, fc};  // fc: no FP8 tensor
+  const Comparison c = compare_runs(runs);
+  EXPECT_EQ(row(c, "FP8 clipped, worst tensor (last probed step)").values, (std::vector<std::string>{"-", "0.20%"}));
+  EXPECT_EQ(row(c, "FP8 made zero, worst tensor (last probed step)").values, (std::vector<std::string>{"-", "25.00%"}));
+  expect_contains(row(c, "FP8 clipped, worst tensor (last probed step)").note, "ampwb show lists each tensor");
+}
+
 TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
   EpochReport unvalidated = epoch(1);  // as the trainer reports an epoch without validation images
   unvalidated.validation_loss = unvalidated.validation_accuracy = unvalidated.validation_topk = RunSummary::kNone;

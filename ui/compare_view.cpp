@@ -191,7 +191,7 @@ void CompareView::show_runs(ReadRuns read) {
   for (const RunEvidence& r : runs) {
     ids.push_back(r.run.id);
     series.push_back(std::make_unique<RunSeries>(run_series(r)));
-    compared.push_back({r.run, r.epochs, r.histograms, r.steps, r.times, r.alternating});
+    compared.push_back({r.run, r.epochs, r.histograms, r.steps, r.times, r.alternating, r.layers});
     configs.push_back(r.run.config);
   }
   const bool new_runs = ids != ids_;  // not the same runs read again (follow_store)

@@ -3,10 +3,13 @@
 #include "analysis/run_compare.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "analysis/diagnosis.h"
+#include "analysis/numerics_grid.h"
 #include "analysis/report_text.h"
 
 namespace ampwb {
@@ -39,9 +42,17 @@ constexpr const char* kUnreliableNote = ". \u26a0: timed while the machine did o
 
 std::vector<ComparedRun> load_compared_runs(const RunStore& store, const std::vector<int64_t>& ids) {
   std::vector<ComparedRun> runs;
-  for (int64_t id : ids)
-    runs.push_back({store.run(id), store.epochs(id), store.histograms(id), store.steps(id), store.epoch_times(id),
-                    store.alternating_speed(id)});
+  for (int64_t id : ids) {
+    runs.push_back({store.run(id),
+                    store.epochs(id),
+                    store.histograms(id),
+                    store.steps(id),
+                    store.epoch_times(id),
+                    store.alternating_speed(id),
+                    {}});
+    if (runs.back().record.config.precision.mode == PrecisionMode::AmpFp8)
+      runs.back().layers = store.layer_numerics(id);
+  }
   return runs;
 }
 
@@ -190,6 +201,26 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     return completed([scaled](const RunSummary& s) { return loss_scale_text(s.final_loss_scale, scaled); })(i);
   });
   add("peak memory", [&](size_t i) { return mebibytes_text(c.summaries[i].peak_bytes); });
+  // What FP8 clipped and made zero at an amp-fp8 run's last probed step: its worst tensor's share, as the heat map
+  // colours a layer.
+  if (std::any_of(runs.begin(), runs.end(),
+                  [](const ComparedRun& r) { return r.record.config.precision.mode == PrecisionMode::AmpFp8; }))
+    for (const NumericsMeasure m : {NumericsMeasure::Fp8Saturated, NumericsMeasure::Fp8Underflow}) {
+      add(m == NumericsMeasure::Fp8Saturated ? "FP8 clipped, worst tensor (last probed step)"
+                                             : "FP8 made zero, worst tensor (last probed step)",
+          [&](size_t i) {
+            double worst = std::numeric_limits<double>::quiet_NaN();  // "-": no FP8 tensor
+            for (const LayerNumerics& n : runs[i].layers)
+              if (const double share = numerics_measure(n, m); n.step == runs[i].layers.back().step && share >= 0)
+                worst = std::isnan(worst) ? share : std::max(worst, share);
+            return percent_text(worst);
+          });
+      c.rows.back().note = m == NumericsMeasure::Fp8Saturated
+                               ? "the largest share of any FP8 tensor's values clipped to its format's largest "
+                                 "value at the run's last probed step (ampwb show lists each tensor)"
+                               : "the largest share of any FP8 tensor's nonzero values made zero at the run's last "
+                                 "probed step (ampwb show lists each tensor)";
+    }
   // What FP16 storage would lose of the last gradients each run recorded (the histogram chart's fractions).
   for (const std::string kind : {"weight", "activation"}) {
     add("FP16 underflow, " + kind + " gradients (last epoch)", [&](size_t i) {

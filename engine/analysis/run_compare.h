@@ -23,6 +23,7 @@ struct ComparedRun {
   std::vector<StepReport> steps;              // for the speed (analysis/run_speed.h)
   std::vector<EpochTimes> times;              // for the time split and the machine's load
   std::optional<AlternatingSpeed> alternating;  // its sweep's speeds timed in alternation, if it had one
+  std::vector<LayerNumerics> layers;            // for the FP8 rows: an amp-fp8 run's probed steps (others need none)
 };
 
 // The run's speed and time breakdown.
