@@ -98,6 +98,17 @@ TEST(Training, AmpFp8RunsOnTheCpuAndIsRefusedWhereFp8IsNotAvailable) {
   const ModeSupport here = mode_support(PrecisionMode::AmpFp8, cpu);
   EXPECT_TRUE(here.supported) << here.reason;
   EXPECT_EQ(here.compute, "FP8: " + cpu.fp8.how);
+  // The note of the mode says what may stay in BF16; a run's says what its own settings keep there.
+  const auto note_has = [](const ModeSupport& s, const std::string& part) {
+    return s.notes.size() == 1 && s.notes[0].find(part) != std::string::npos;
+  };
+  EXPECT_TRUE(note_has(here, "stay in BF16 unless FP8 is asked of them too; BF16 here: " + cpu.bf16.how));
+  PrecisionConfig run = precision_preset(PrecisionMode::AmpFp8);
+  EXPECT_TRUE(note_has(mode_support(run, cpu), "its first convolution and last linear layer stay in BF16; BF16 here"));
+  run.fp8.first_and_last = true;
+  const ModeSupport all_fp8 = mode_support(run, cpu);
+  EXPECT_TRUE(note_has(all_fp8, "every convolution and linear layer computes in FP8, the first and last too"));
+  EXPECT_FALSE(note_has(all_fp8, "BF16")) << all_fp8.notes[0];
   Capabilities gpu = cpu;
   gpu.device = Device::cuda(0);
   gpu.device_name = "an A100";

@@ -15,9 +15,8 @@ std::string expected_speed(const ComputeSupport& s) {
   return "; expect about " + std::string(ratio) + " FP32's training speed (measured: " + s.speed_source + ")";
 }
 
-}  // namespace
-
-ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps) {
+// The mode on a device, its FP8 note said of a run's own FP8 settings where `run_fp8` is given.
+ModeSupport support_of(PrecisionMode mode, const Capabilities& caps, const Fp8Config* run_fp8) {
   ModeSupport m;
   const bool cpu = caps.device.is_cpu();
   const ComputeSupport* format = nullptr;
@@ -45,12 +44,17 @@ ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps) {
     if (cpu && mode_info(mode).cuda_only) m.reason += " (choose fp32, or amp-bf16 for the CPU's low-precision path)";
     return m;
   }
-  if (cpu && format == &caps.fp8)
+  if (cpu && format == &caps.fp8) {
+    const std::string in_bf16 = "; BF16 here: " + caps.bf16.how;
     m.notes.push_back(
         "FP8 is emulated on the CPU (E4M3 and E5M2 values and their per-tensor scales, FP32 arithmetic): faithful "
-        "numerics, no speed gain; the first convolution and the last linear layer stay in BF16 unless FP8 is asked "
-        "of them too (" +
-        caps.bf16.how + ")");
+        "numerics, no speed gain; " +
+        (!run_fp8
+             ? "the first convolution and the last linear layer stay in BF16 unless FP8 is asked of them too" + in_bf16
+         : run_fp8->first_and_last ? std::string("every convolution and linear layer computes in FP8, the first and "
+                                                 "last too")
+                                   : "its first convolution and last linear layer stay in BF16" + in_bf16));
+  }
   if (cpu && format == &caps.fp16)
     m.notes.push_back(
         "FP16 is emulated on the CPU (FP16 storage and range, FP32 arithmetic): faithful numerics; its speed "
@@ -59,6 +63,14 @@ ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps) {
   if (cpu && format == &caps.bf16 && (!format->native || (format->speed_vs_fp32 > 0 && format->speed_vs_fp32 < 2)))
     m.notes.push_back("BF16 on this CPU (" + caps.isa + "): " + format->how + expected_speed(*format));
   return m;
+}
+
+}  // namespace
+
+ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps) { return support_of(mode, caps, nullptr); }
+
+ModeSupport mode_support(const PrecisionConfig& precision, const Capabilities& caps) {
+  return support_of(precision.mode, caps, &precision.fp8);
 }
 
 }  // namespace ampwb

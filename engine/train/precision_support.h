@@ -19,5 +19,7 @@ struct ModeSupport {
 
 // Whether the device with capabilities `caps` trains in `mode`.
 ModeSupport mode_support(PrecisionMode mode, const Capabilities& caps);
+// The same for one run's precision: its notes say what its own settings do (FP8's first and last layers).
+ModeSupport mode_support(const PrecisionConfig& precision, const Capabilities& caps);
 
 }  // namespace ampwb

@@ -219,7 +219,7 @@ std::string Trainer::memory_advice_text() const {
 }
 
 ModeSupport Trainer::check_precision(const Backend& backend) const {
-  ModeSupport support = mode_support(config_.precision.mode, backend.capabilities());
+  ModeSupport support = mode_support(config_.precision, backend.capabilities());
   if (!support.supported) throw Error(support.reason);
   return support;
 }
