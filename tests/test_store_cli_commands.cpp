@@ -386,6 +386,11 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
     EXPECT_EQ(num(summary[0].at("peak_bytes")), static_cast<double>(s.peak_bytes));
     EXPECT_EQ(num(summary[0].at("learning_rate")), rec.lr);
     EXPECT_EQ(summary[0].at("final_loss_scale"), "nan") << "FP32 scales nothing, as `show` says";
+    // Every setting of the run, as `show` lists it, so that a sweep's file keeps whatever it swept.
+    for (const auto& [setting, value] : config_settings(rec.config)) {
+      if (setting == "name") continue;  // the record's own column
+      EXPECT_EQ(summary[0].at("config." + setting), value) << setting;
+    }
     // The steady-state speed compare measures its speed-ups by: their ratio is its speed-up.
     const json& speed = cmp["runs"][static_cast<size_t>(id - 1)]["speed"];
     EXPECT_EQ(num(summary[0].at("steady_images_per_second")), speed["images_per_second"].get<double>());
@@ -508,7 +513,7 @@ TEST(StoreCli, ExportedCsvNeverHoldsAFormulaFromTextButKeepsNegativeNumbers) {
   const std::string db = dir.file("runs.sqlite");
   const std::string name = "=HYPERLINK(\"http://example.invalid\",\"x\")";
   std::vector<std::string> train = tiny_training(db, 1, 2);
-  train.insert(train.end(), {"--name", name});
+  train.insert(train.end(), {"--name", name, "--fp8-margin", "-2"});  // a negative setting, in the summaries
   Result r = ampwb(train);
   ASSERT_EQ(r.status, 0) << r.output;
   ASSERT_EQ(ampwb({"tag", "1", "+cmd|' /C calc'!A0", "--db", db}).status, 0);
@@ -523,6 +528,7 @@ TEST(StoreCli, ExportedCsvNeverHoldsAFormulaFromTextButKeepsNegativeNumbers) {
   EXPECT_EQ(summary[0].at("name"), "'" + name);
   EXPECT_EQ(summary[0].at("tags"), "'+cmd|' /C calc'!A0");
   EXPECT_EQ(summary[0].at("notes"), "'@SUM(1+1)*cmd|' /C calc'!A0");
+  EXPECT_EQ(summary[0].at("config.precision.fp8.margin"), "-2");
   EXPECT_EQ(csv_records(out + "/runs-long.csv").at(0).at("run_name"), "'" + name);
   EXPECT_EQ(num(csv_records(out + "/run-1-steps.csv").back().at("loss")), -0.5);
   // Every cell of every file: what begins as a formula does is a number a spreadsheet reads as one.

@@ -77,6 +77,12 @@ CsvWriter& CsvWriter::field(const std::string& text) { return cell(csv_text_cell
 CsvWriter& CsvWriter::field(double value) { return cell(csv_number(value)); }
 CsvWriter& CsvWriter::field(int64_t value) { return cell(std::to_string(value)); }
 CsvWriter& CsvWriter::field(uint64_t value) { return cell(std::to_string(value)); }
+CsvWriter& CsvWriter::number_or_text(const std::string& text) {
+  double number = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, error] = std::from_chars(text.data(), end, number);
+  return error == std::errc() && at == end && !text.empty() ? cell(text) : field(text);
+}
 
 void CsvWriter::end_row() {
   put("\r\n");
@@ -119,13 +125,16 @@ void values(CsvWriter& w, const R& record) {
 // then what else the machine did meanwhile (the mean over the epochs' training), without which a speed read from the
 // file could not be trusted: the shares of the CPUs' time other programs and other guests (steal) took, nan where
 // not recorded, and the warning `compare` gives of the run alone where they were too large to time anything (""
-// where the machine was quiet).
+// where the machine was quiet). Last, every setting of its configuration as `show` lists it, "config.<setting>"
+// (config.precision.fp8.margin), so that a sweep's file keeps whatever it swept.
 void summary_header(CsvWriter& w) {
   header(w, RunRecord{});
   header(w, RunSummary{});
   for (const char* c : {"steady_images_per_second", "steady_images_per_second_q1", "steady_images_per_second_q3",
                         "steady_steps", "machine_other_work_share", "machine_steal_share", "timing_warning"})
     w.field(c);
+  for (const auto& [setting, value] : config_settings(TrainConfig{}))
+    if (setting != "name") w.field("config." + setting);  // the run's name is a column already
   w.end_row();
 }
 
@@ -141,6 +150,8 @@ void summary_row(CsvWriter& w, const RunRecord& r, const RunSummary& s, const Ru
   w.field(load.other_cpu >= 0 ? load.other_cpu : RunSummary::kNone);
   w.field(load.steal >= 0 ? load.steal : RunSummary::kNone);
   w.field(timing_warning({{r.id, load}}));
+  for (const auto& [setting, value] : config_settings(r.config))
+    if (setting != "name") w.number_or_text(value);
   w.end_row();
 }
 
