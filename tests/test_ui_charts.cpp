@@ -709,6 +709,13 @@ class ChartData : public QObject {
     QCOMPARE(map.measure(), NumericsMeasure::ActivationHeadroom);
     map.update_from({&unclipped});
     QCOMPARE(map.measure(), NumericsMeasure::Fp8Underflow);
+    RunSeries clipped_between = unclipped;  // at a probe within epoch 2 that no cell shows (step 7 is the epoch's)
+    LayerNumerics between = clipped_between.layer_numerics[4];
+    between.step = 5;
+    between.fp8_input.saturated_fraction = 0.3;
+    clipped_between.layer_numerics.push_back(between);
+    map.update_from({&clipped_between});
+    QCOMPARE(map.measure(), NumericsMeasure::Fp8Underflow);
     map.update_from({&run});
     QCOMPARE(map.measure(), NumericsMeasure::Fp8Saturated);
     map.set_measure(NumericsMeasure::ActivationHeadroom);

@@ -73,13 +73,14 @@ QString cell_text(NumericsMeasure measure, double value) {
   return std::isinf(value) ? QObject::tr("all 0") : QString::number(value, 'f', 1);
 }
 
-// An FP8 run opens on what went wrong in it: its clipped values where any tensor clipped (FP8's failure that
-// ruins a run), else its underflow.
+// An FP8 run opens on what went wrong in it: its clipped values where a cell shows any (FP8's failure that ruins a
+// run), else its underflow.
 NumericsMeasure fp8_measure_to_show(const std::vector<LayerNumerics>& records) {
-  const bool clipped = std::any_of(records.begin(), records.end(), [](const LayerNumerics& n) {
-    return numerics_measure(n, NumericsMeasure::Fp8Saturated) > 0;  // NaN (no FP8 tensor) compares false
-  });
-  return clipped ? NumericsMeasure::Fp8Saturated : NumericsMeasure::Fp8Underflow;
+  for (const auto& layer : numerics_grid(records).cells)
+    for (const std::optional<LayerNumerics>& cell : layer)
+      if (cell && numerics_measure(*cell, NumericsMeasure::Fp8Saturated) > 0)  // NaN (no FP8 tensor) compares false
+        return NumericsMeasure::Fp8Saturated;
+  return NumericsMeasure::Fp8Underflow;
 }
 
 }  // namespace
