@@ -295,6 +295,57 @@ TEST(ReportCharts, ALineOfOnePointIsDrawnAsADot) {
   EXPECT_EQ(svg.find("<circle", m.position(0) + 1), std::string::npos) << "one dot only";
 }
 
+// amp-fp8 runs get the GUI's FP8 chart: one tensor's scale and amax at each probed step, a line per run, the tensor
+// that clipped the most of those every FP8 run casts (a tensor of one run alone would leave the others without a
+// line), crosses where it clipped. Runs without FP8 get no such chart.
+TEST(ReportFp8, ChartsTheScaleAndAmaxOfTheTensorThatClippedTheMost) {
+  TempDir dir("report_fp8");
+  RunStore store(dir.file("runs.sqlite"));
+  const auto layer = [](int64_t step, const char* name, double weight_clipped, double scale) {
+    LayerNumerics n;
+    n.epoch = 1, n.step = step, n.layer = name, n.kind = "conv";
+    n.fp8_input = {scale, 2.0, 448.0, 100, 0.0, 0.0};
+    n.fp8_weight = {scale * 8, 0.4, 448.0, 100, weight_clipped, 0.0};
+    return n;
+  };
+  std::vector<int64_t> ids;
+  for (const bool first_and_last : {false, true}) {
+    TrainConfig c;
+    c.name = first_and_last ? "all in fp8" : "fp8";
+    c.precision = precision_preset("amp-fp8");
+    c.precision.fp8.first_and_last = first_and_last;
+    ids.push_back(store.begin_run(c, RunInfo{}, ""));
+    std::vector<LayerNumerics> probes{layer(4, "layer1.0.conv1", 0.0, 100), layer(9, "layer1.0.conv1", 0.02, 128)};
+    if (first_and_last) {
+      LayerNumerics stem = layer(9, "conv1", 0.0, 8);
+      stem.fp8_input.saturated_fraction = 0.9;  // clipped most, but in this run alone
+      probes.push_back(stem);
+    }
+    store.add_layer_numerics(ids.back(), probes);
+  }
+  const std::string html = html_report(store, ids, {});
+  expect_contains(html, "FP8's delayed scaling of layer1.0.conv1&#39;s weight, the tensor that clipped the most");
+  const std::regex chart("<svg[^]*?</svg>");
+  std::vector<std::string> scale_charts;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), chart); it != std::sregex_iterator(); ++it)
+    if (it->str().find("FP8 scale of layer1.0.conv1&#39;s weight") != std::string::npos)
+      scale_charts.push_back(it->str());
+  ASSERT_EQ(scale_charts.size(), 1u);
+  for (const char* legend : {"1 amp-fp8", "2 amp-fp8"}) expect_contains(scale_charts[0], legend);
+  expect_contains(html, "FP8 amax of layer1.0.conv1&#39;s weight");
+  // One clipped probe in each run: a cross each.
+  const std::string& svg = scale_charts[0];
+  size_t crosses = 0;
+  for (size_t at = svg.find("&#215;</text>"); at != std::string::npos; at = svg.find("&#215;</text>", at + 1))
+    ++crosses;
+  EXPECT_EQ(crosses, 2u) << svg;
+
+  TrainConfig plain;
+  plain.name = "fp32";
+  const std::vector<int64_t> fp32{store.begin_run(plain, RunInfo{}, "")};
+  EXPECT_EQ(html_report(store, fp32, {}).find("FP8 scale of"), std::string::npos);
+}
+
 // Every chart of the report ticks at nice numbers, epochs at whole ones, the loss scale at powers of two; every legend
 // lies below its plot; the heat map's caption is on the page, saying what FP16 would face on a run not in FP16.
 TEST_F(Report, ChartsTickAtNiceNumbersWithTheLegendBelowThePlot) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "analysis/diagnosis.h"
 #include "analysis/divergence_text.h"
@@ -227,6 +228,68 @@ std::string html_escape(const std::string& text) {
   return out;
 }
 
+// amp-fp8's delayed scaling as the GUI's FP8 chart draws it: one tensor's scale and amax at each probed step, a line
+// per run, crosses where it clipped. The tensor: of those every FP8 run casts (else of all), the one that clipped the
+// most at any probe, else the first in FP8 (most runs' layer1.0.conv1 input). Nothing where no run cast to FP8.
+std::string fp8_scaling_charts(const std::vector<RunEvidence>& runs, const std::vector<size_t>& colours) {
+  const Fp8TensorNumerics LayerNumerics::*tensors[] = {&LayerNumerics::fp8_input, &LayerNumerics::fp8_weight,
+                                                       &LayerNumerics::fp8_output_grad};
+  const char* roles[] = {"input", "weight", "output_grad"};
+  struct Seen {
+    size_t order = 0;  // first seen
+    std::set<int64_t> runs;
+    double most_clipped = 0;
+  };
+  std::map<std::pair<std::string, size_t>, Seen> seen;  // (layer, role)
+  size_t fp8_runs = 0;
+  for (const RunEvidence& e : runs) {
+    fp8_runs += has_fp8_layers(e.layers);
+    for (const LayerNumerics& n : e.layers)
+      for (size_t r = 0; r < 3; ++r)
+        if (const Fp8TensorNumerics& t = n.*tensors[r]; t.count > 0) {
+          Seen& s = seen.try_emplace({n.layer, r}, Seen{seen.size(), {}, 0}).first->second;
+          s.runs.insert(e.run.id);
+          s.most_clipped = std::max(s.most_clipped, t.saturated_fraction);
+        }
+  }
+  const bool shared =
+      std::any_of(seen.begin(), seen.end(), [&](const auto& s) { return s.second.runs.size() == fp8_runs; });
+  std::string layer;
+  size_t role = 0;
+  const Seen* best = nullptr;
+  for (const auto& [key, s] : seen)
+    if ((!shared || s.runs.size() == fp8_runs) && (!best || s.most_clipped > best->most_clipped ||
+                                                   (s.most_clipped == best->most_clipped && s.order < best->order)))
+      best = &s, layer = key.first, role = key.second;
+  if (!best) return {};
+  const double most_clipped = best->most_clipped;
+  std::vector<ChartLine> scale, amax;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    ChartLine s{std::to_string(runs[i].run.id) + " " + runs[i].run.precision_name(),
+                hex_colour(run_colour(i < colours.size() ? colours[i] : i)),
+                {},
+                {}},
+        a = s;
+    for (const LayerNumerics& n : runs[i].layers)
+      if (const Fp8TensorNumerics& t = n.*tensors[role]; n.layer == layer && t.count > 0) {
+        s.points.emplace_back(n.step, t.scale);
+        a.points.emplace_back(n.step, t.amax);
+        if (t.saturated_fraction > 0) s.markers.emplace_back(n.step, t.scale), a.markers.emplace_back(n.step, t.amax);
+      }
+    if (!s.points.empty()) scale.push_back(std::move(s)), amax.push_back(std::move(a));
+  }
+  const std::string tensor = layer + "'s " + (role == 2 ? "output gradient" : roles[role]);
+  using enum ChartAxis;
+  return "<p>FP8's delayed scaling of " + html_escape(tensor) +
+         (most_clipped > 0 ? ", the tensor that clipped the most" : ", the first in FP8") +
+         ": its scale follows the largest amax of its history, a step behind; where the amax rises past what the "
+         "scale leaves room for, values clip. Any other tensor: ampwb export chart RUNS --metric fp8-scaling "
+         "--fp8-tensor LAYER:input|weight|output_grad (this one is " +
+         html_escape(layer + ":" + roles[role]) + ").</p>\n" +
+         svg_line_chart("FP8 scale of " + tensor + " (x: steps it clipped)", "step", scale, WholeNumbers, PowersOfTwo) +
+         svg_line_chart("FP8 amax of " + tensor + " (x: steps it clipped)", "step", amax, WholeNumbers, PowersOfTwo);
+}
+
 std::string html_report(const RunStore& store, const std::vector<int64_t>& ids, const std::vector<size_t>& colours) {
   std::vector<RunEvidence> runs;
   for (int64_t id : ids) runs.push_back(load_evidence(store, id));
@@ -298,6 +361,7 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids, 
     html += svg_line_chart("Loss scale (x: skipped steps)", "step", scale, WholeNumbers, PowersOfTwo);
   else
     html += "<p>Loss scale: no run here scales its loss (each one's scale stays 1), so none skips a step.</p>\n";
+  html += fp8_scaling_charts(runs, colours);
   html += svg_line_chart("Epoch time (s)", "epoch", epoch_time, WholeNumbers);
 
   for (size_t i = 0; i < runs.size(); ++i) {
