@@ -518,21 +518,35 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   return outcome;
 }
 
-// FP8's flags given for a run in another mode: kept in its configuration, as every setting is, but they do nothing,
-// which the user is told rather than left to find in `compare`.
-void warn_of_unused_fp8_flags(const CLI::App& command, const TrainConfig& c) {
-  if (c.precision.mode == PrecisionMode::AmpFp8) return;
-  std::string given;
-  int count = 0;
-  for (const char* flag :
-       {"--fp8-amax-history", "--fp8-margin", "--fp8-amax-rule", "--fp8-formats", "--fp8-first-last"})
-    if (const CLI::Option* option = command.get_option_no_throw(flag); option && option->count() > 0) {
-      given += (given.empty() ? "" : ", ") + std::string(flag);
-      ++count;
-    }
-  if (count > 0)
-    std::fprintf(stderr, "ampwb train: warning: %s %s amp-fp8 runs alone: this %s run ignores %s\n", given.c_str(),
-                 count == 1 ? "sets" : "set", mode_name(c.precision.mode), count == 1 ? "it" : "them");
+// Flags whose settings the run's precision ignores: FP8's outside amp-fp8, the loss scaler's where nothing scales the
+// loss. Kept in its configuration, as every setting is, but they do nothing, which the user is told rather than left
+// to find in `compare`.
+void warn_of_ignored_flags(const CLI::App& command, const TrainConfig& c) {
+  const auto given = [&](std::initializer_list<const char*> flags) {
+    std::string names;
+    int count = 0;
+    for (const char* flag : flags)
+      if (const CLI::Option* option = command.get_option_no_throw(flag); option && option->count() > 0) {
+        names += (names.empty() ? "" : ", ") + std::string(flag);
+        ++count;
+      }
+    return std::pair{names, count};
+  };
+  const char* mode = mode_name(c.precision.mode);
+  if (c.precision.mode != PrecisionMode::AmpFp8)
+    if (const auto [names, count] =
+            given({"--fp8-amax-history", "--fp8-margin", "--fp8-amax-rule", "--fp8-formats", "--fp8-first-last"});
+        count > 0)
+      std::fprintf(stderr, "ampwb train: warning: %s %s amp-fp8 runs alone: this %s run ignores %s\n", names.c_str(),
+                   count == 1 ? "sets" : "set", mode, count == 1 ? "it" : "them");
+  if (!c.precision.scales_loss())
+    if (const auto [names, count] = given({"--scaler-preset", "--init-scale", "--growth-factor", "--backoff-factor",
+                                           "--growth-interval", "--hysteresis", "--min-scale", "--max-scale"});
+        count > 0)
+      std::fprintf(stderr,
+                   "ampwb train: warning: %s %s the loss scaler, which this %s run does not use (its loss scaling is "
+                   "off; --loss-scale dynamic or static:S turns it on): it ignores %s\n",
+                   names.c_str(), count == 1 ? "sets" : "set", mode, count == 1 ? "it" : "them");
 }
 
 int train_command(const TrainOptions& options) {
@@ -554,7 +568,7 @@ int train_command(const TrainOptions& options) {
   if (resume.empty()) {
     validate(c);  // bad settings are refused before the store is touched
     if (!c.name.empty()) check_run_name(c.name);
-    if (options.command && options.config_file.empty()) warn_of_unused_fp8_flags(*options.command, c);
+    if (options.command && options.config_file.empty()) warn_of_ignored_flags(*options.command, c);
   }
 
   // Opened before any training work, so an unusable store is reported at once, not after data loading.

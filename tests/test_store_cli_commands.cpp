@@ -197,7 +197,8 @@ TEST(StoreCli, ShowPrintsPerLayerNumericsAsStored) {
   EXPECT_EQ(columns, (std::vector<std::string>{"LAYER", "E1", "E2", "E3", "E4", "E5", "E7", "E8", "E9", "E10", "E12"}));
 }
 
-// FP8's flags for a run in another mode do nothing: the run trains, and the user is told which flags it ignores.
+// FP8's flags for a run in another mode do nothing, nor the loss scaler's for a run that scales no loss: the run
+// trains, and the user is told which flags it ignores.
 TEST(StoreCli, Fp8FlagsForAnotherModeAreSaidToDoNothing) {
   TempDir dir("fp8_flags");
   std::vector<std::string> train = tiny_training(dir.file("runs.sqlite"), 1, 1);
@@ -209,6 +210,15 @@ TEST(StoreCli, Fp8FlagsForAnotherModeAreSaidToDoNothing) {
                   "them");
   train.insert(train.end(), {"--precision", "amp-fp8"});
   EXPECT_EQ(ampwb(train).output.find("warning: --fp8"), std::string::npos);
+  // The loss scaler's flags for a run that scales no loss, likewise; and not once the run scales it.
+  std::vector<std::string> unscaled = tiny_training(dir.file("other.sqlite"), 1, 1);
+  unscaled.insert(unscaled.end(), {"--precision", "amp-bf16", "--init-scale", "1024", "--scaler-preset", "apex"});
+  expect_contains(ampwb(unscaled).output,
+                  "ampwb train: warning: --scaler-preset, --init-scale set the loss scaler, which this amp-bf16 run "
+                  "does not use (its loss scaling is off; --loss-scale dynamic or static:S turns it on): it ignores "
+                  "them");
+  unscaled.insert(unscaled.end(), {"--loss-scale", "dynamic"});
+  EXPECT_EQ(ampwb(unscaled).output.find("loss scaler"), std::string::npos);
 
   // The amp-fp8 run's casts, in `show` and the report as the store holds them: each tensor's scale and amax.
   const RunStore store(dir.file("runs.sqlite"), RunStore::Mode::ReadOnly);
