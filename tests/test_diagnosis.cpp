@@ -185,6 +185,21 @@ TEST_F(Diagnosis, AModelThatAnswersOneClassForEveryImageHasLearnedNothing) {
   expect_contains(f.action, "where an FP32 run of the same settings learns and this one does not, the precision");
   EXPECT_EQ(diagnose(run).front().rule, "one_class");  // a problem: listed first
   EXPECT_EQ(find(diagnose(healthy()), "one_class"), nullptr);
+  // Against an FP32 baseline that learned, the precision is the suspect, and the advice says so with its figure.
+  RunEvidence learned;
+  learned.run.id = 41;
+  learned.run.config.precision = precision_preset("fp32");
+  EpochReport epoch;
+  epoch.epoch = 2, epoch.validation_accuracy = 0.9;
+  learned.epochs = {epoch};
+  const Finding against = expect_finding(diagnose(run, &learned), "one_class");
+  EXPECT_EQ(against.action,
+            "the FP32 baseline, run 41, learned (90%): where their other settings match (ampwb compare "
+            "41 " +
+                std::to_string(run.run.id) +
+                "), the precision is at fault, and the findings on its numerics say where");
+  learned.epochs[0].validation_accuracy = 0.55;  // no better than the one class's share, to 10 points
+  expect_contains(expect_finding(diagnose(run, &learned), "one_class").action, "train more epochs");
 }
 
 TEST_F(Diagnosis, AStepWaitingForItsDataIsDataBound) {

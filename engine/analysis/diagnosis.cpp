@@ -43,6 +43,8 @@ constexpr double kFp8UnderflowShare = 0.05;
 constexpr double kOneClassAnswerShare = 0.95;
 constexpr double kOneClassTrueShare = 0.8;
 constexpr int64_t kOneClassMinImages = 10;  // fewer say too little
+// An FP32 baseline this many points of accuracy above such a run learned what it did not.
+constexpr double kOneClassLearnedMargin = 0.1;
 // A speed-up under this is no speed-up worth AMP's numerical risk.
 constexpr double kWorthwhileSpeedup = 1.1;
 
@@ -114,7 +116,8 @@ void unfinished(const RunEvidence& e, std::vector<Finding>& out) {
 }
 
 // Its accuracy, the share of the split in that class, reads like a result; the confusion matrix says it is none.
-void one_class(const RunEvidence& e, std::vector<Finding>& out) {
+// Against an FP32 baseline that learned, the precision is the suspect.
+void one_class(const RunEvidence& e, const RunEvidence* baseline, std::vector<Finding>& out) {
   if (e.confusion.empty()) return;
   const ConfusionMatrix& m = e.confusion.back();  // the last validated epoch's
   const auto n = static_cast<size_t>(m.classes);
@@ -131,6 +134,11 @@ void one_class(const RunEvidence& e, std::vector<Finding>& out) {
   if (images < kOneClassMinImages || share < kOneClassAnswerShare || true_share > kOneClassTrueShare) return;
   const std::vector<std::string>& names = e.run.info.class_names;
   const std::string name = top < names.size() ? "'" + names[top] + "'" : "class " + std::to_string(top);
+  const double fp32_best = baseline && low_precision(e) && !low_precision(*baseline)
+                               ? summarize(baseline->run, baseline->epochs).best_validation_accuracy
+                               : 0;
+  const bool fp32_learned =  // NaN (no validation) is no
+      fp32_best > static_cast<double>(correct) / static_cast<double>(images) + kOneClassLearnedMargin;
   add(out, "one_class", Severity::Problem,
       std::string("The model answers ") + name + (share < 1 ? " for nearly every image" : " for every image") +
           ": it has not learned to tell the classes apart",
@@ -139,10 +147,15 @@ void one_class(const RunEvidence& e, std::vector<Finding>& out) {
              m.epoch, name.c_str(), static_cast<long long>(answered[top]), static_cast<long long>(images),
              percent(true_share).c_str(), percent(static_cast<double>(correct) / images).c_str(),
              share < 1 ? "about " : ""),
-      std::string("train more epochs or with another learning rate, and check that the classes' images differ") +
-          (low_precision(e) ? "; where an FP32 run of the same settings learns and this one does not, the precision "
-                              "is at fault"
-                            : ""));
+      fp32_learned ? format("the FP32 baseline, run %lld, learned (%s): where their other settings match (ampwb "
+                            "compare %lld %lld), the precision is at fault, and the findings on its numerics say where",
+                            static_cast<long long>(baseline->run.id), percent(fp32_best).c_str(),
+                            static_cast<long long>(baseline->run.id), static_cast<long long>(e.run.id))
+                   : std::string("train more epochs or with another learning rate, and check that the classes' "
+                                 "images differ") +
+                         (low_precision(e) ? "; where an FP32 run of the same settings learns and this one does not, "
+                                             "the precision is at fault"
+                                           : ""));
 }
 
 void data_bound(const RunEvidence& e, std::vector<Finding>& out) {
@@ -665,7 +678,7 @@ RunEvidence load_evidence(const RunStore& store, int64_t run) {
 std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baseline) {
   std::vector<Finding> out;
   unfinished(run, out);
-  one_class(run, out);
+  one_class(run, baseline, out);
   data_bound(run, out);
   fp16_emulated(run, out);
   fp8_emulated(run, out);
