@@ -664,6 +664,14 @@ class ChartData : public QObject {
     QCOMPARE(chart->chart()->title(), QString("FP8 scale and amax (log2): fc output gradient"));
     QCOMPARE(points("scale"), (QList<QPointF>{{9, 1024}, {19, 1024}}));
     QCOMPARE(points("amax"), (QList<QPointF>{{9, 0.5}, {19, 0.5}}));
+    // Powers of two said as they are where they stay short ("1024", not "1.02e+03"), rounded where they would not.
+    auto* y = qobject_cast<QLogValueAxis*>(chart->chart()->axes(Qt::Vertical).front());
+    QVERIFY(y);
+    QCOMPARE(y->labelFormat(), QString("%.10g"));
+    RunSeries tiny = fp8;
+    for (LayerNumerics& n : tiny.layer_numerics) n.fp8_output_grad.amax = 1e-6;
+    panel.set_runs({&tiny});
+    QCOMPARE(qobject_cast<QLogValueAxis*>(chart->chart()->axes(Qt::Vertical).front())->labelFormat(), QString("%.3g"));
     RunSeries fp16 = long_run(20, 10);
     fp16.config.precision = precision_preset("amp-fp16");
     panel.set_runs({&fp8, &fp16});  // beside a run that scales its loss, both charts show
