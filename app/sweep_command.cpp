@@ -434,13 +434,14 @@ int sweep_command(const SweepOptions& given) {
   // Every point read and checked before anything is written.
   std::vector<SweepPointConfig> points = expand_sweep(grid);
   const size_t in_grid = points.size();
-  if (const std::vector<std::string> repeated = drop_repeated_runs(points); !repeated.empty()) {
+  const std::vector<std::string> left_out = drop_repeated_runs(points);
+  if (!left_out.empty()) {
     std::string which;
-    for (const std::string& r : repeated) which += (which.empty() ? "" : "; ") + r;
+    for (const std::string& r : left_out) which += (which.empty() ? "" : "; ") + r;
     std::fprintf(stderr,
-                 "ampwb sweep: note: %zu of the grid's %zu points would train the same run as another (they differ "
-                 "only in settings their precision ignores) and are left out: %s\n",
-                 repeated.size(), in_grid, which.c_str());
+                 "ampwb sweep: note: %zu of the grid's %zu combinations would train the same configuration as another "
+                 "(a setting their precision ignores, or a value given twice) and are left out: %s\n",
+                 left_out.size(), in_grid, which.c_str());
   }
   // A dataset folder that is not there would fail each of its points: said once, before anything is recorded. A
   // Slurm task's node may see folders this one does not (its own scratch disk): a warning there.
@@ -493,6 +494,7 @@ int sweep_command(const SweepOptions& given) {
   }
   nlohmann::ordered_json recorded = grid.to_json();
   if (o.no_timing) recorded["timing"] = false;  // for a `sweep run` that goes on with it
+  if (!left_out.empty()) recorded["left_out"] = left_out;  // the grid's combinations that have no point
   const int64_t id = create_sweep(store, grid.name, recorded.dump(), o.on, settings);
   std::printf("sweep %lld: %zu points, recorded in %s\n", static_cast<long long>(id), points.size(),
               store.path().c_str());

@@ -260,12 +260,12 @@ std::vector<std::string> drop_repeated_runs(std::vector<SweepPointConfig>& point
     return config_to_json_text(c);
   };
   std::vector<std::string> dropped;
-  std::map<std::string, std::string> first_of;  // a trained configuration -> the first point to train it, described
+  std::map<std::string, std::string> first_of;  // a configuration -> the values of the first point to train it
   std::vector<SweepPointConfig> kept;
   for (size_t i = 0; i < points.size(); ++i) {
-    const std::string which = "point " + std::to_string(i + 1) + " (" + describe_point(points[i].values) + ")";
+    const std::string which = describe_point(points[i].values);
     if (const auto [at, first] = first_of.emplace(as_trained(points[i].config), which); !first)
-      dropped.push_back(which + " trains the run of " + at->second);
+      dropped.push_back(which + " (as " + at->second + ")");
     else
       kept.push_back(std::move(points[i]));
   }

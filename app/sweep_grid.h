@@ -69,10 +69,10 @@ SweepGrid sweep_grid_from_json(const nlohmann::ordered_json& j);
 // value throws Error naming its flag and the point. Nothing is written.
 std::vector<SweepPointConfig> expand_sweep(const SweepGrid& grid);
 
-// Leaves out the points that would train the same run as an earlier point: they differ only in settings their
-// precision ignores (FP8's outside amp-fp8, the loss scaler's where nothing scales the loss), as when
-// --precision fp32,amp-fp8 meets --fp8-margin 0,2. Returns what was left out, "point 2 (...) as point 1 (...)"
-// each, for the user's note.
+// Leaves out the points that would train the same run as an earlier point: the same configuration, as where they
+// differ only in settings their precision ignores (FP8's outside amp-fp8, the loss scaler's where nothing scales the
+// loss: --precision fp32,amp-fp8 --fp8-margin 0,2). Returns each one left out, by its values, "precision=fp32
+// fp8-margin=2 (as precision=fp32 fp8-margin=0)", for the user's note; the points kept count from 1 as before.
 std::vector<std::string> drop_repeated_runs(std::vector<SweepPointConfig>& points);
 
 // "precision=amp-fp16 seed=1": a point's values for a progress line.

@@ -587,9 +587,17 @@ TEST(SweepCli, ADryRunPrintsTheSlurmScriptAndRecordsNothing) {
   const Result repeated =
       ampwb(tiny_sweep(db, 1, 2, {"--precision", "fp32,amp-fp8", "--fp8-margin", "0,2", "--dry-run"}));
   ASSERT_EQ(repeated.status, 0) << repeated.output;
-  expect_contains(repeated.output, "1 of the grid's 4 points would train the same run as another");
-  expect_contains(repeated.output, "point 2 (precision=fp32 fp8-margin=2) trains the run of point 1");
+  expect_contains(repeated.output, "1 of the grid's 4 combinations would train the same configuration as another");
+  expect_contains(repeated.output, "left out: precision=fp32 fp8-margin=2 (as precision=fp32 fp8-margin=0)");
   expect_contains(repeated.output, "point 3/3: precision=amp-fp8 fp8-margin=2");
+  // Run, the sweep has 3 points, and its record says which combination has none.
+  const std::string trained = dir.file("left_out.sqlite");
+  std::vector<std::string> argv_run =
+      tiny_sweep(trained, 1, 1, {"--precision", "fp32,amp-fp8", "--fp8-margin", "0,2", "--no-timing"});
+  ASSERT_EQ(ampwb(argv_run).status, 0);
+  const json status = json::parse(ampwb({"sweep", "status", "1", "--json", "--db", trained}).output);
+  EXPECT_EQ(status["points"].size(), 3u);
+  EXPECT_EQ(status["grid"]["left_out"], json::array({"precision=fp32 fp8-margin=2 (as precision=fp32 fp8-margin=0)"}));
 }
 
 }  // namespace
