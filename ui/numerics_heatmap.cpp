@@ -73,12 +73,12 @@ QString cell_text(NumericsMeasure measure, double value) {
   return std::isinf(value) ? QObject::tr("all 0") : QString::number(value, 'f', 1);
 }
 
-// An FP8 run opens on what went wrong in it: its clipped values where a cell shows any (FP8's failure that ruins a
-// run), else its underflow.
-NumericsMeasure fp8_measure_to_show(const std::vector<LayerNumerics>& records) {
-  for (const auto& layer : numerics_grid(records).cells)
+// An FP8 run opens on what went wrong in it: its clipped values where a cell shows more of them than delayed scaling
+// clips on a new maximum's step (FP8's failure that ruins a run), else its underflow.
+NumericsMeasure fp8_measure_to_show(const NumericsGrid& grid) {
+  for (const auto& layer : grid.cells)
     for (const std::optional<LayerNumerics>& cell : layer)
-      if (cell && numerics_measure(*cell, NumericsMeasure::Fp8Saturated) > 0)  // NaN (no FP8 tensor) compares false
+      if (cell && numerics_measure(*cell, NumericsMeasure::Fp8Saturated) >= kFp8ClippedShareOfNote)  // NaN: no
         return NumericsMeasure::Fp8Saturated;
   return NumericsMeasure::Fp8Underflow;
 }
@@ -148,8 +148,9 @@ void NumericsHeatmap::update_from(const RunList& runs) {
   if (run == run_ && run && run->epoch_revision == drawn_revision_) return;
   run_ = run;
   if (!measure_chosen_) {
-    const NumericsMeasure m = run && has_fp8_layers(run->layer_numerics) ? fp8_measure_to_show(run->layer_numerics)
-                                                                         : NumericsMeasure::ActivationHeadroom;
+    const NumericsMeasure m = run && has_fp8_layers(run->layer_numerics)
+                                  ? fp8_measure_to_show(numerics_grid(run->layer_numerics))
+                                  : NumericsMeasure::ActivationHeadroom;
     const QSignalBlocker quiet(measure_);  // rebuilt once, below
     measure_->setCurrentIndex(measure_->findData(static_cast<int>(m)));
   }

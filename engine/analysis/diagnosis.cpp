@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "analysis/numerics_grid.h"
 #include "analysis/run_speed.h"
 #include "analysis/time_comparison.h"
 #include "core/half.h"
@@ -32,9 +33,9 @@ constexpr double kHeadroomPowersOfTwo = 2.0;
 // of the compute the batch is too small to amortise them. (ResNet-20 at 16 px on the Zen 1 machine: 2% at batch 32,
 // 6% at batch 8, 19% at batch 2 and 8 px.)
 constexpr double kFixedCostShare = 0.12;
-// An FP8 tensor whose cast clips this share of its values to the format's largest: its scale, set by the amaxes
-// of earlier steps, is behind a growing amax (delayed scaling clips a little on the step a new maximum arrives).
-constexpr double kFp8SaturatedShare = 1e-3;
+// An FP8 tensor whose cast clips kFp8ClippedShareOfNote of its values (analysis/numerics_grid.h) or more: its scale,
+// set by the amaxes of earlier steps, is behind a growing amax.
+constexpr double kFp8SaturatedShare = kFp8ClippedShareOfNote;
 // An FP8 tensor whose cast makes this share of its nonzero values zero: the format's range, below the scaled amax,
 // does not reach them (E4M3: 2^17.8 from 448 down to 2^-9).
 constexpr double kFp8UnderflowShare = 0.05;
@@ -134,9 +135,10 @@ void one_class(const RunEvidence& e, const RunEvidence* baseline, std::vector<Fi
   if (images < kOneClassMinImages || share < kOneClassAnswerShare || true_share > kOneClassTrueShare) return;
   const std::vector<std::string>& names = e.run.info.class_names;
   const std::string name = top < names.size() ? "'" + names[top] + "'" : "class " + std::to_string(top);
-  const double fp32_best = baseline && low_precision(e) && !low_precision(*baseline)
-                               ? summarize(baseline->run, baseline->epochs).best_validation_accuracy
-                               : 0;
+  const double fp32_best =
+      baseline && low_precision(e) && mode_info(baseline->run.config.precision.mode).format == NumberFormat::Fp32
+          ? summarize(baseline->run, baseline->epochs).best_validation_accuracy
+          : 0;
   const bool fp32_learned =  // NaN (no validation) is no
       fp32_best > static_cast<double>(correct) / static_cast<double>(images) + kOneClassLearnedMargin;
   add(out, "one_class", Severity::Problem,

@@ -50,6 +50,10 @@ std::map<std::string, OpPrecision> precision_per_op(const std::vector<LayerNumer
 // measure.
 bool gradients_stored_in_fp16(const std::vector<LayerNumerics>& records);
 
+// An FP8 tensor clipping this share of its values or more clips more than delayed scaling does on the step a new
+// maximum arrives (a few values, once): the share explain warns of and the heat map opens on.
+constexpr double kFp8ClippedShareOfNote = 1e-3;
+
 // Whether any layer cast tensors to FP8 (amp-fp8).
 bool has_fp8_layers(const std::vector<LayerNumerics>& records);
 
