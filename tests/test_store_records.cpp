@@ -691,9 +691,20 @@ TEST(RunCompare, ASpeedUpTimedUnderOtherWorkIsMarked) {
             (std::vector<std::string>{"baseline", "2.00\u00d7 (2.00\u20132.00) \u26a0"}));
   expect_contains(row(busy, "speed-up vs run 1").note, "\u26a0: timed while the machine did other work");
   expect_contains(busy.timing_warning, "56% busy with other work during run 2");
-  // Against itself as the baseline the busy run's partner is marked alike: the ratio holds both timings.
+  // With the busy run as the baseline the other is marked alike: the ratio holds both timings.
   EXPECT_EQ(row(compare_runs(runs, {.baseline = 1}), "speed-up vs run 2").values[0],
             "0.50\u00d7 (0.50\u20130.50) \u26a0");
+  // Three runs, only the third busy: the warning names it alone, and only its cell is marked, the second's load (15%
+  // against the baseline's 2%) differing but not busy.
+  std::vector<ComparedRun> three = runs;
+  three.push_back(compared(3, 0.1f, "amp-fp16", {epoch(1)}, 0.1));
+  three[1].times[0].load.other_cpu = 0.15;
+  three[2].times = {quiet_epoch};
+  three[2].times[0].load.other_cpu = 0.30;
+  const Comparison one_busy = compare_runs(three);
+  EXPECT_EQ(one_busy.timing_warning, "timings unreliable: the machine was 30% busy with other work during run 3");
+  EXPECT_EQ(row(one_busy, "speed-up vs run 1").values[1], "2.00\u00d7 (2.00\u20132.00)");
+  EXPECT_EQ(row(one_busy, "speed-up vs run 1").values[2], "2.00\u00d7 (2.00\u20132.00) \u26a0");
   // The sweep's timing in alternation, marked where other work shared its turns.
   runs[1].times[0].load.other_cpu = 0.02;
   runs[1].alternating = AlternatingSpeed{

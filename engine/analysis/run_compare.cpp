@@ -145,11 +145,17 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
              "the median speed of the run's steady-state steps, and in brackets their interquartile range "
              "(IQR), where the middle half of them fell");
   if (n > 1) {  // a run alone has nothing to be faster than
-    // A ratio timed under other work carries the warning's sign, so that the cell read alone keeps its caveat.
+    // A ratio timed under other work carries the warning's sign, so that the cell read alone keeps its caveat: where
+    // the run or the baseline was busy (the warning names them), or, where none was, their loads differ.
+    const auto busy = [&](size_t i) { return !timing_warning({loads[i]}).empty(); };
+    bool any_busy = false;
+    for (size_t i = 0; i < n; ++i) any_busy = any_busy || busy(i);
     bool marked = false;
     add("speed-up vs run " + std::to_string(runs[c.baseline].record.id), [&](size_t i) {
       if (i == c.baseline) return std::string("baseline");
-      const bool unreliable = c.speedups[i].known() && !timing_warning({loads[i], loads[c.baseline]}).empty();
+      const bool unreliable =
+          c.speedups[i].known() &&
+          (busy(i) || busy(c.baseline) || (!any_busy && !timing_warning({loads[i], loads[c.baseline]}).empty()));
       marked = marked || unreliable;
       return speed_up_cell(c.speedups[i]) + (unreliable ? " \u26a0" : "");
     });
