@@ -53,9 +53,9 @@ inline constexpr std::array<PrecisionModeInfo, static_cast<size_t>(PrecisionMode
      "weights or loss scaling (Apex O3): expect trouble.",
      NumberFormat::Fp16, DType::F16, false, LossScaleKind::Off, true, false},
     {PrecisionMode::AmpFp8, "amp-fp8", "AMP FP8",
-     "Convolutions and linear layers in FP8 (E4M3 forward, E5M2 gradients) with per-tensor delayed scaling, but the "
-     "first and the last, which stay in BF16 with the rest; FP32 master weights, no loss scaling (Transformer "
-     "Engine's recipe).",
+     "Convolutions and linear layers in FP8 (E4M3 forward, E5M2 gradients) with per-tensor delayed scaling, by "
+     "default all but the first convolution and the last linear layer; the rest in BF16, FP32 master weights, no "
+     "loss scaling (Transformer Engine's recipe).",
      NumberFormat::Fp8, DType::BF16, true, LossScaleKind::Off, false, false},
 }};
 static_assert(

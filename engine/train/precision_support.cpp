@@ -44,17 +44,17 @@ ModeSupport support_of(PrecisionMode mode, const Capabilities& caps, const Fp8Co
     if (cpu && mode_info(mode).cuda_only) m.reason += " (choose fp32, or amp-bf16 for the CPU's low-precision path)";
     return m;
   }
-  if (cpu && format == &caps.fp8) {
-    const std::string in_bf16 = "; BF16 here: " + caps.bf16.how;
+  if (cpu && format == &caps.fp8)
     m.notes.push_back(
         "FP8 is emulated on the CPU (E4M3 and E5M2 values and their per-tensor scales, FP32 arithmetic): faithful "
         "numerics, no speed gain; " +
-        (!run_fp8
-             ? "the first convolution and the last linear layer stay in BF16 unless FP8 is asked of them too" + in_bf16
-         : run_fp8->first_and_last ? std::string("every convolution and linear layer computes in FP8, the first and "
-                                                 "last too")
-                                   : "its first convolution and last linear layer stay in BF16" + in_bf16));
-  }
+        std::string(!run_fp8 ? "batch norm and the rest, and by default the first convolution and the last linear "
+                               "layer, are in BF16"
+                    : run_fp8->first_and_last ? "every convolution and linear layer computes in FP8, the first and "
+                                                "last too; batch norm and the rest are in BF16"
+                                              : "batch norm and the rest, and its first convolution and last linear "
+                                                "layer, are in BF16") +
+        "; BF16 here: " + caps.bf16.how);
   if (cpu && format == &caps.fp16)
     m.notes.push_back(
         "FP16 is emulated on the CPU (FP16 storage and range, FP32 arithmetic): faithful numerics; its speed "
