@@ -316,6 +316,7 @@ TEST(ReportFp8, ChartsTheScaleAndAmaxOfTheTensorThatClippedTheMost) {
     c.precision.fp8.first_and_last = first_and_last;
     ids.push_back(store.begin_run(c, RunInfo{}, ""));
     std::vector<LayerNumerics> probes{layer(4, "layer1.0.conv1", 0.0, 100), layer(9, "layer1.0.conv1", 0.02, 128)};
+    if (!first_and_last) probes[0].fp8_weight.amax = 0;  // a tensor of zeros: no point on a log axis
     if (first_and_last) {
       LayerNumerics stem = layer(9, "conv1", 0.0, 8);
       stem.fp8_input.saturated_fraction = 0.9;  // clipped most, but in this run alone
@@ -333,6 +334,11 @@ TEST(ReportFp8, ChartsTheScaleAndAmaxOfTheTensorThatClippedTheMost) {
   ASSERT_EQ(scale_charts.size(), 1u);
   for (const char* legend : {"1 amp-fp8", "2 amp-fp8"}) expect_contains(scale_charts[0], legend);
   expect_contains(html, "FP8 amax of layer1.0.conv1&#39;s weight");
+  // Run 1's amax of 0 is left out: its other probe alone, a dot; the axis keeps to the amaxes there are.
+  const size_t amax_at = html.find("FP8 amax of layer1.0.conv1&#39;s weight");
+  const std::string amax_chart = html.substr(amax_at, html.find("</svg>", amax_at) - amax_at);
+  expect_contains(amax_chart, "<circle class=\"point\"");
+  EXPECT_FALSE(std::regex_search(amax_chart, std::regex(">[0-9.]+e-[0-9]+<"))) << "an axis down past 2^-30";
   // One clipped probe in each run: a cross each.
   const std::string& svg = scale_charts[0];
   size_t crosses = 0;

@@ -271,19 +271,20 @@ std::string fp8_scaling_charts(const std::vector<RunEvidence>& runs, const std::
                 {}},
         a = s;
     for (const LayerNumerics& n : runs[i].layers)
-      if (const Fp8TensorNumerics& t = n.*tensors[role]; n.layer == layer && t.count > 0) {
-        s.points.emplace_back(n.step, t.scale);
-        a.points.emplace_back(n.step, t.amax);
-        if (t.saturated_fraction > 0) s.markers.emplace_back(n.step, t.scale), a.markers.emplace_back(n.step, t.amax);
-      }
-    if (!s.points.empty()) scale.push_back(std::move(s)), amax.push_back(std::move(a));
+      if (const Fp8TensorNumerics& t = n.*tensors[role]; n.layer == layer && t.count > 0)
+        for (auto [line, y] : {std::pair{&s, t.scale}, std::pair{&a, t.amax}}) {
+          if (!(y > 0) || !std::isfinite(y)) continue;  // a log axis has no place for 0 (a tensor of zeros)
+          line->points.emplace_back(n.step, y);
+          if (t.saturated_fraction > 0) line->markers.emplace_back(n.step, y);
+        }
+    if (!s.points.empty() || !a.points.empty()) scale.push_back(std::move(s)), amax.push_back(std::move(a));
   }
   const std::string tensor = layer + "'s " + (role == 2 ? "output gradient" : roles[role]);
   using enum ChartAxis;
   return "<p>FP8's delayed scaling of " + html_escape(tensor) +
          (most_clipped > 0 ? ", the tensor that clipped the most" : ", the first in FP8") +
-         ": its scale follows the largest amax of its history, a step behind; where the amax rises past what the "
-         "scale leaves room for, values clip. Any other tensor: ampwb export chart RUNS --metric fp8-scaling "
+         ": its scale follows its amax history, a step behind; where the amax rises past what the scale leaves room "
+         "for, values clip. Any other tensor: ampwb export chart RUNS --metric fp8-scaling "
          "--fp8-tensor LAYER:input|weight|output_grad (this one is " +
          html_escape(layer + ":" + roles[role]) + ").</p>\n" +
          svg_line_chart("FP8 scale of " + tensor + " (x: steps it clipped)", "step", scale, WholeNumbers, PowersOfTwo) +
@@ -293,7 +294,9 @@ std::string fp8_scaling_charts(const std::vector<RunEvidence>& runs, const std::
 std::string html_report(const RunStore& store, const std::vector<int64_t>& ids, const std::vector<size_t>& colours) {
   std::vector<RunEvidence> runs;
   for (int64_t id : ids) runs.push_back(load_evidence(store, id));
-  const std::vector<ComparedRun> compared = load_compared_runs(store, ids);
+  std::vector<ComparedRun> compared;
+  for (const RunEvidence& e : runs)
+    compared.push_back({e.run, e.epochs, e.histograms, e.steps, e.times, e.alternating, e.layers});
   const Comparison cmp = compare_runs(compared);
 
   std::string title =
