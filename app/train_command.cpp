@@ -544,9 +544,12 @@ void warn_of_ignored_flags(const CLI::App& command, const TrainConfig& c) {
                                            "--growth-interval", "--hysteresis", "--min-scale", "--max-scale"});
         count > 0)
       std::fprintf(stderr,
-                   "ampwb train: warning: %s %s the loss scaler, which this %s run does not use (its loss scaling is "
-                   "off; --loss-scale dynamic or static:S turns it on): it ignores %s\n",
-                   names.c_str(), count == 1 ? "sets" : "set", mode, count == 1 ? "it" : "them");
+                   "ampwb train: warning: %s %s the loss scaler, which this %s run does not use (%s): it ignores %s\n",
+                   names.c_str(), count == 1 ? "sets" : "set", mode,
+                   mode_info(c.precision.mode).format == NumberFormat::Fp16
+                       ? "its loss scaling is off; --loss-scale dynamic or static:S turns it on"
+                       : "its format needs no loss scaling",
+                   count == 1 ? "it" : "them");
 }
 
 int train_command(const TrainOptions& options) {

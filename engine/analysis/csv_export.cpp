@@ -81,7 +81,7 @@ CsvWriter& CsvWriter::number_or_text(const std::string& text) {
   double number = 0;
   const char* end = text.data() + text.size();
   const auto [at, error] = std::from_chars(text.data(), end, number);
-  return error == std::errc() && at == end && !text.empty() ? cell(text) : field(text);
+  return error == std::errc() && at == end ? cell(text) : field(text);
 }
 
 void CsvWriter::end_row() {
@@ -125,8 +125,9 @@ void values(CsvWriter& w, const R& record) {
 // then what else the machine did meanwhile (the mean over the epochs' training), without which a speed read from the
 // file could not be trusted: the shares of the CPUs' time other programs and other guests (steal) took, nan where
 // not recorded, and the warning `compare` gives of the run alone where they were too large to time anything (""
-// where the machine was quiet). Last, every setting of its configuration as `show` lists it, "config.<setting>"
-// (config.precision.fp8.margin), so that a sweep's file keeps whatever it swept.
+// where the machine was quiet). Last, every setting of its configuration but its name (a column already), as the
+// configuration holds it (an image size left to the data is 0), "config.<setting>" (config.precision.fp8.margin), so
+// that a sweep's file keeps whatever it swept.
 void summary_header(CsvWriter& w) {
   header(w, RunRecord{});
   header(w, RunSummary{});

@@ -48,7 +48,7 @@ std::string csv_number(double value);  // shortest round-trip form; nan, inf, -i
 // Writes, into `folder` (created if needed): run-<id>-steps.csv, run-<id>-epochs.csv and run-<id>-summary.csv per
 // run, runs-summary.csv (one row per run) and runs-long.csv (every epoch metric of every run, one value a row).
 // A value not measured or not applicable is nan (a run that scales no loss has a loss scale of nan, as `show` says
-// "-"); the summaries end with the machine's load while the run trained, then every setting ("config.lr").
+// "-"); the summaries end with the machine's load while the run trained, then every setting but the name ("config.lr").
 // Returns the files written.
 std::vector<std::string> export_csv(const RunStore& store, const std::vector<int64_t>& runs, const std::string& folder);
 // The files export_csv writes for `runs` into `folder`, in its order: what a caller may say it would replace.
