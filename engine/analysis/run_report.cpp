@@ -284,8 +284,7 @@ std::string fp8_scaling_charts(const std::vector<RunEvidence>& runs, const std::
   return "<p>FP8's delayed scaling of " + html_escape(tensor) +
          (most_clipped > 0 ? ", the tensor that clipped the most" : ", the first in FP8") +
          ": its scale follows its amax history, a step behind; where the amax rises past what the scale leaves room "
-         "for, values clip. Any other tensor: ampwb export chart RUNS --metric fp8-scaling "
-         "--fp8-tensor LAYER:input|weight|output_grad (this one is " +
+         "for, values clip. The workbench's FP8 chart and its export draw any other tensor (this one is " +
          html_escape(layer + ":" + roles[role]) + ").</p>\n" +
          svg_line_chart("FP8 scale of " + tensor + " (x: steps it clipped)", "step", scale, WholeNumbers, PowersOfTwo) +
          svg_line_chart("FP8 amax of " + tensor + " (x: steps it clipped)", "step", amax, WholeNumbers, PowersOfTwo);
