@@ -33,9 +33,6 @@ constexpr double kHeadroomPowersOfTwo = 2.0;
 // of the compute the batch is too small to amortise them. (ResNet-20 at 16 px on the Zen 1 machine: 2% at batch 32,
 // 6% at batch 8, 19% at batch 2 and 8 px.)
 constexpr double kFixedCostShare = 0.12;
-// An FP8 tensor whose cast clips kFp8ClippedShareOfNote of its values (analysis/numerics_grid.h) or more: its scale,
-// set by the amaxes of earlier steps, is behind a growing amax.
-constexpr double kFp8SaturatedShare = kFp8ClippedShareOfNote;
 // An FP8 tensor whose cast makes this share of its nonzero values zero: the format's range, below the scaled amax,
 // does not reach them (E4M3: 2^17.8 from 448 down to 2^-9).
 constexpr double kFp8UnderflowShare = 0.05;
@@ -72,15 +69,6 @@ std::string mode_of(const RunEvidence& e) { return mode_name(e.run.config.precis
 
 int64_t skipped_count(const RunEvidence& e) {
   return std::count_if(e.steps.begin(), e.steps.end(), [](const StepReport& s) { return s.skipped; });
-}
-
-// The records of the last probed step.
-std::vector<const LayerNumerics*> last_probed_layers(const std::vector<LayerNumerics>& layers) {
-  std::vector<const LayerNumerics*> out;
-  if (layers.empty()) return out;
-  for (const LayerNumerics& n : layers)
-    if (n.step == layers.back().step) out.push_back(&n);
-  return out;
 }
 
 RunTiming timing_of(const RunEvidence& e) {
@@ -323,7 +311,7 @@ std::string fp8_evidence(const std::vector<Fp8Tensor>& tensors, double Fp8Tensor
 
 void fp8_saturation(const RunEvidence& e, std::vector<Finding>& out) {
   const auto tensors =
-      fp8_tensors_past(last_probed_layers(e.layers), &Fp8TensorNumerics::saturated_fraction, kFp8SaturatedShare);
+      fp8_tensors_past(last_probed_layers(e.layers), &Fp8TensorNumerics::saturated_fraction, kFp8ClippedShareOfNote);
   if (!tensors.empty()) {
     add(out, "fp8_saturation", Severity::Warning,
         format("FP8 clips the largest values of %zu tensor%s", tensors.size(), tensors.size() == 1 ? "" : "s"),
@@ -340,7 +328,7 @@ void fp8_saturation(const RunEvidence& e, std::vector<Finding>& out) {
   std::vector<Fp8Tensor> worst;
   size_t clipping_probes = 0;
   for (const auto& [step, layers] : probes) {
-    auto past = fp8_tensors_past(layers, &Fp8TensorNumerics::saturated_fraction, kFp8SaturatedShare);
+    auto past = fp8_tensors_past(layers, &Fp8TensorNumerics::saturated_fraction, kFp8ClippedShareOfNote);
     if (past.empty()) continue;
     ++clipping_probes;
     if (worst.empty() || past.front().cast->saturated_fraction > worst.front().cast->saturated_fraction)

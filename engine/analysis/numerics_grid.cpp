@@ -93,6 +93,13 @@ bool gradients_stored_in_fp16(const std::vector<LayerNumerics>& records) {
   return std::any_of(records.begin(), records.end(), [](const LayerNumerics& n) { return n.backward_dtype == "f16"; });
 }
 
+std::vector<const LayerNumerics*> last_probed_layers(const std::vector<LayerNumerics>& records) {
+  std::vector<const LayerNumerics*> out;
+  for (const LayerNumerics& n : records)
+    if (n.step == records.back().step) out.push_back(&n);
+  return out;
+}
+
 bool has_fp8_layers(const std::vector<LayerNumerics>& records) {
   return std::any_of(records.begin(), records.end(), [](const LayerNumerics& n) {
     return n.fp8_input.count > 0 || n.fp8_weight.count > 0 || n.fp8_output_grad.count > 0;

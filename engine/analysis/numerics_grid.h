@@ -51,8 +51,12 @@ std::map<std::string, OpPrecision> precision_per_op(const std::vector<LayerNumer
 bool gradients_stored_in_fp16(const std::vector<LayerNumerics>& records);
 
 // An FP8 tensor clipping this share of its values or more clips more than delayed scaling does on the step a new
-// maximum arrives (a few values, once): the share explain warns of and the heat map opens on.
+// maximum arrives (a few values, once): its scale is behind a growing amax. The share explain warns of and the heat
+// map opens on.
 constexpr double kFp8ClippedShareOfNote = 1e-3;
+
+// The records of the last probed step (records in step order, as the store gives them).
+std::vector<const LayerNumerics*> last_probed_layers(const std::vector<LayerNumerics>& records);
 
 // Whether any layer cast tensors to FP8 (amp-fp8).
 bool has_fp8_layers(const std::vector<LayerNumerics>& records);

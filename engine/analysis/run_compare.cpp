@@ -216,8 +216,8 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
                                              : "FP8 made zero, worst tensor (last probed step)",
           [&](size_t i) {
             double worst = std::numeric_limits<double>::quiet_NaN();  // "-": no FP8 tensor
-            for (const LayerNumerics& n : runs[i].layers)
-              if (const double share = numerics_measure(n, m); n.step == runs[i].layers.back().step && share >= 0)
+            for (const LayerNumerics* n : last_probed_layers(runs[i].layers))
+              if (const double share = numerics_measure(*n, m); share >= 0)
                 worst = std::isnan(worst) ? share : std::max(worst, share);
             return percent_text(worst);
           });
