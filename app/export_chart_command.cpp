@@ -26,6 +26,36 @@ namespace ampwb::cli {
 static_assert(ui::kDefaultExportSize.width() == 1200 && ui::kDefaultExportSize.height() == 800,
               "ExportChartOptions (commands.h) defaults to the GUI's export size");
 
+namespace {
+
+// Why --fp8-tensor names nothing the runs hold, and what they do hold: a deep network has hundreds of FP8 tensors,
+// so the layers are named by their first few and last, as `ampwb show` lists them all.
+std::string no_such_fp8_tensor(const std::string& text, const ui::Fp8TensorName& asked,
+                               const std::vector<ui::Fp8TensorName>& tensors) {
+  static const std::vector<std::string> roles = {"input", "weight", "output_grad"};
+  if (std::find(roles.begin(), roles.end(), asked.role) == roles.end())
+    return "'" + text + "' names no FP8 tensor: give LAYER:input, LAYER:weight or LAYER:output_grad";
+  std::vector<std::string> layers;
+  for (const ui::Fp8TensorName& t : tensors)
+    if (std::find(layers.begin(), layers.end(), t.layer) == layers.end()) layers.push_back(t.layer);
+  if (std::find(layers.begin(), layers.end(), asked.layer) != layers.end()) {
+    std::string roles_held;
+    for (const ui::Fp8TensorName& t : tensors)
+      if (t.layer == asked.layer) roles_held += (roles_held.empty() ? "" : ", ") + t.layer + ":" + t.role;
+    return "the runs have no FP8 tensor '" + text + "' (they have " + roles_held + ")";
+  }
+  constexpr size_t kNamed = 5;
+  std::string named;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (i >= kNamed && i + 1 < layers.size()) continue;
+    named += (i == 0 ? "" : i > kNamed ? ", ..., " : ", ") + layers[i];
+  }
+  return "the runs have no FP8 layer '" + asked.layer + "': their " + std::to_string(layers.size()) +
+         " FP8 layers are " + named + " (ampwb show RUN lists them), each with input, weight and output_grad";
+}
+
+}  // namespace
+
 int export_chart_command(const ExportChartOptions& options) {
   const std::string& metric = options.metric;
   const std::string& out = options.out;
@@ -66,11 +96,8 @@ int export_chart_command(const ExportChartOptions& options) {
     if (tensors.empty())
       throw Error("no FP8 tensor was recorded in the runs asked for: the fp8-scaling chart draws amp-fp8 runs");
     const ui::Fp8TensorName asked = ui::fp8_tensor_of(QString::fromStdString(options.fp8_tensor));
-    if (!options.fp8_tensor.empty() && std::find(tensors.begin(), tensors.end(), asked) == tensors.end()) {
-      std::string known;
-      for (const ui::Fp8TensorName& t : tensors) known += (known.empty() ? "" : ", ") + t.layer + ":" + t.role;
-      throw Error("the runs have no FP8 tensor '" + options.fp8_tensor + "' (they have " + known + ")");
-    }
+    if (!options.fp8_tensor.empty() && std::find(tensors.begin(), tensors.end(), asked) == tensors.end())
+      throw Error(no_such_fp8_tensor(options.fp8_tensor, asked, tensors));
   }
   std::vector<TrainConfig> configs;
   for (const auto& s : series) configs.push_back(s->config);

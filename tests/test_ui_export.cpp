@@ -416,8 +416,20 @@ class ExportCharts : public QObject {
     std::tie(rc, out) = run({"export", "chart", fp8, "--metric", "fp8-scaling", "--fp8-tensor", "conv1:input", "--out",
                              refused, "--db", db_});
     QCOMPARE(rc, 1);
-    QVERIFY2(out.contains("the runs have no FP8 tensor 'conv1:input' (they have layer1.0.conv1:input,"),
+    // conv1 stays in BF16: the FP8 layers are named, a deep network's by its first few and last.
+    QVERIFY2(out.contains("the runs have no FP8 layer 'conv1': their "), qPrintable(out));
+    QVERIFY2(out.contains(" FP8 layers are layer1.0.conv1, layer1.0.conv2, "), qPrintable(out));
+    QVERIFY2(out.contains("each with input, weight and output_grad"), qPrintable(out));
+    std::tie(rc, out) = run({"export", "chart", fp8, "--metric", "fp8-scaling", "--fp8-tensor", "layer1.0.conv2:grad",
+                             "--out", refused, "--db", db_});
+    QCOMPARE(rc, 1);
+    QVERIFY2(out.contains("'layer1.0.conv2:grad' names no FP8 tensor: give LAYER:input, LAYER:weight or "
+                          "LAYER:output_grad"),
              qPrintable(out));
+    // As `ampwb show` heads the role.
+    std::tie(rc, out) = run({"export", "chart", fp8, "--metric", "fp8-scaling", "--fp8-tensor",
+                             "layer1.0.conv2:output gradient", "--out", scaling, "--overwrite", "--db", db_});
+    QVERIFY2(rc == 0, qPrintable(out));
     std::tie(rc, out) = run({"export", "chart", id, "--metric", "fp8-scaling", "--out", refused, "--db", db_});
     QVERIFY(!QFile::exists(refused));  // nothing written by a refused command
     QCOMPARE(rc, 1);

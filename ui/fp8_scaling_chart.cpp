@@ -61,7 +61,9 @@ QString fp8_tensor_key(const Fp8TensorName& tensor) { return QString::fromStdStr
 Fp8TensorName fp8_tensor_of(const QString& key) {
   const qsizetype colon = key.lastIndexOf(':');
   if (colon < 0) return {};
-  return {key.left(colon).toStdString(), key.mid(colon + 1).toStdString()};
+  const QString role = key.mid(colon + 1);
+  // `ampwb show` heads the role "output gradient": that is read as the role it names.
+  return {key.left(colon).toStdString(), role == QLatin1String("output gradient") ? "output_grad" : role.toStdString()};
 }
 
 Fp8ScalingChart::Fp8ScalingChart(QWidget* parent)

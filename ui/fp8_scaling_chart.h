@@ -26,7 +26,7 @@ const Fp8TensorNumerics& fp8_numbers(const LayerNumerics& layer, const std::stri
 // "input", "weight", "output gradient"
 QString fp8_role_text(const std::string& role);
 // "conv1:input", as ChartOptions::fp8_tensor and `ampwb export chart --fp8-tensor` name a tensor; and back (a text
-// without a colon names no tensor).
+// without a colon names no tensor; the role "output gradient", as `ampwb show` heads it, is read as output_grad).
 QString fp8_tensor_key(const Fp8TensorName& tensor);
 Fp8TensorName fp8_tensor_of(const QString& key);
 
