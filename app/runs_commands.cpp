@@ -86,6 +86,8 @@ int runs_command(const RunsOptions& options) {
       j["final_weights"] = has_final_weights(r);
       j["final_weights_missing"] = final_weights_state(r) == "missing";  // recorded, the file gone
       j["paused_since"] = is_paused(r) ? json(r.info.paused_since) : json(nullptr);  // "running", yet paused
+      j["world_size"] = r.info.world_size;                                           // as show --json says it
+      j["global_batch_size"] = r.global_batch_size();
       list.push_back(j);
     } else {
       table.add({std::to_string(r.id), r.name, timestamp_text(r.created), run_state_words(r), std::to_string(r.depth),
@@ -353,7 +355,7 @@ int show_command(const ShowOptions& options) {
       if (with_steps) without_loss_scale(out["steps"]);
     }
     out["world_size"] = r.info.world_size;  // the processes that trained it together, each on `batch_size` images
-    out["global_batch_size"] = static_cast<int64_t>(r.batch_size) * r.info.world_size;
+    out["global_batch_size"] = r.global_batch_size();
     out["launcher"] = choice_name(r.info.launcher);
     // The file `ampwb predict` and the exports load; null when the run kept none.
     out["final_weights"] = has_final_weights(r) ? json(r.info.final_weights) : json(nullptr);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "analysis/run_speed.h"
 #include "test_cli_util.h"
 
 namespace ampwb::cli_test {
@@ -76,9 +77,22 @@ TEST(DistCli, TwoRanksTrainOneRunThatRankZeroAloneRecords) {
   EXPECT_EQ(j["world_size"], 2);
   EXPECT_EQ(j["global_batch_size"], 8) << "4 images a rank";
   EXPECT_EQ(j["launcher"], "mpirun");
+  // Its speed counts the images of every rank: a step of 8 images, not of rank 0's 4.
+  const Result exported = ampwb({"export", "csv", "--all", "--out", dir.file("csv"), "--db", db});
+  ASSERT_EQ(exported.status, 0) << exported.output;
+  const auto summary = csv_records(dir.file("csv/runs-summary.csv"));
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(summary[0].at("processes"), "2");
+  EXPECT_EQ(summary[0].at("global_batch_size"), "8");
+  const RunSpeed steady = measure_speed(store.steps(runs[0].id), 8, runs[0].config.numerics_every);
+  ASSERT_TRUE(steady.known());
+  EXPECT_DOUBLE_EQ(std::stod(summary[0].at("steady_images_per_second")), steady.images_per_second());
   // The runs list says it as the workbench's does: the device, times the processes.
   const Result listed = ampwb({"runs", "--db", db});
   expect_contains(listed.output, " cpu × 2 ");
+  const json listed_json = json::parse(ampwb({"runs", "--json", "--db", db}).output);
+  EXPECT_EQ(listed_json[0]["world_size"], 2);
+  EXPECT_EQ(listed_json[0]["global_batch_size"], 8);
   // 60 training images, 30 a rank: 8 steps an epoch of up to 4 images a rank, where one process takes 15.
   EXPECT_EQ(runs[0].info.steps_per_epoch, 8);
 }

@@ -395,6 +395,8 @@ TEST(StoreCli, TrainJsonThenShowCompareAndExportCsvAgreeWithTheStore) {
     EXPECT_EQ(num(summary[0].at("peak_bytes")), static_cast<double>(s.peak_bytes));
     EXPECT_EQ(num(summary[0].at("learning_rate")), rec.lr);
     EXPECT_EQ(summary[0].at("final_loss_scale"), "nan") << "FP32 scales nothing, as `show` says";
+    EXPECT_EQ(summary[0].at("processes"), "1");
+    EXPECT_EQ(num(summary[0].at("global_batch_size")), rec.batch_size);
     // Every setting of the run, as `show` lists it, so that a sweep's file keeps whatever it swept.
     for (const auto& [setting, value] : config_settings(rec.config)) {
       if (setting == "name") continue;  // the record's own column

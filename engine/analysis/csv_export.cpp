@@ -120,7 +120,8 @@ void values(CsvWriter& w, const R& record) {
   });
 }
 
-// One run's summary row: the run's columns, its summary's, then its steady-state speed (analysis/run_speed.h), the
+// One run's summary row: the run's columns, its summary's, then the processes that trained it together (each on
+// batch_size images) and their images a step in all, then its steady-state speed (analysis/run_speed.h), the
 // figure `compare`, `explain` and the report measure speed-ups by: the median step's and its interquartile range;
 // then what else the machine did meanwhile (the mean over the epochs' training), without which a speed read from the
 // file could not be trusted: the shares of the CPUs' time other programs and other guests (steal) took, nan where
@@ -131,8 +132,9 @@ void values(CsvWriter& w, const R& record) {
 void summary_header(CsvWriter& w) {
   header(w, RunRecord{});
   header(w, RunSummary{});
-  for (const char* c : {"steady_images_per_second", "steady_images_per_second_q1", "steady_images_per_second_q3",
-                        "steady_steps", "machine_other_work_share", "machine_steal_share", "timing_warning"})
+  for (const char* c : {"processes", "global_batch_size", "steady_images_per_second", "steady_images_per_second_q1",
+                        "steady_images_per_second_q3", "steady_steps", "machine_other_work_share",
+                        "machine_steal_share", "timing_warning"})
     w.field(c);
   for (const auto& [setting, value] : config_settings(TrainConfig{}))
     if (setting != "name") w.field("config." + setting);  // the run's name is a column already
@@ -143,6 +145,7 @@ void summary_row(CsvWriter& w, const RunRecord& r, const RunSummary& s, const Ru
                  const MachineLoad& load) {
   values(w, r);
   values(w, s);
+  w.field(int64_t{r.info.world_size}).field(r.global_batch_size());
   if (speed.known())
     w.field(speed.images_per_second()).field(speed.images_per_second_q1()).field(speed.images_per_second_q3());
   else

@@ -72,7 +72,7 @@ int64_t skipped_count(const RunEvidence& e) {
 }
 
 RunTiming timing_of(const RunEvidence& e) {
-  return {e.times, measure_speed(e.steps, e.run.batch_size, e.run.config.numerics_every)};
+  return {e.times, measure_speed(e.steps, e.run.global_batch_size(), e.run.config.numerics_every)};
 }
 
 void add(std::vector<Finding>& out, const char* rule, Severity severity, std::string title, std::string evidence,

@@ -57,7 +57,7 @@ std::vector<ComparedRun> load_compared_runs(const RunStore& store, const std::ve
 }
 
 RunTiming run_timing(const RunRecord& record, const std::vector<StepReport>& steps, std::vector<EpochTimes> times) {
-  return {std::move(times), measure_speed(steps, record.batch_size, record.config.numerics_every)};
+  return {std::move(times), measure_speed(steps, record.global_batch_size(), record.config.numerics_every)};
 }
 
 Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptions& options) {

@@ -65,9 +65,9 @@ std::string bound_number(double r) {
 
 }  // namespace
 
-RunSpeed measure_speed(const std::vector<StepReport>& steps, int batch_size, int64_t numerics_every) {
+RunSpeed measure_speed(const std::vector<StepReport>& steps, int64_t images_per_step, int64_t numerics_every) {
   RunSpeed speed;
-  speed.images_per_step = batch_size;
+  speed.images_per_step = static_cast<double>(images_per_step);
   std::vector<double> seconds;
   for (size_t i = 1; i + 1 < steps.size(); ++i) {
     const StepReport &before = steps[i - 1], &step = steps[i], &after = steps[i + 1];

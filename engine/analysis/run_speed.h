@@ -28,7 +28,7 @@ constexpr int64_t kWarmupSteps = 5;
 
 struct RunSpeed {
   int64_t steps = 0;           // steady-state steps measured; 0 when the run has none
-  double images_per_step = 0;  // the run's batch size
+  double images_per_step = 0;  // of all the run's processes together
   double median_seconds = 0;   // per step
   double q1_seconds = 0, q3_seconds = 0;
   std::vector<double> block_median_seconds;  // of consecutive blocks of steps, in order (the bootstrap's units)
@@ -40,9 +40,10 @@ struct RunSpeed {
   double images_per_second_q3() const { return known() ? images_per_step / q1_seconds : 0; }
 };
 
-// The run's speed from its recorded steps (in step order), its batch size and its numerics_every (TrainConfig: the
-// steps probed for per-layer numerics, whose host work is not a step's).
-RunSpeed measure_speed(const std::vector<StepReport>& steps, int batch_size, int64_t numerics_every);
+// The run's speed from its recorded steps (in step order), the images of a step in all its processes
+// (RunRecord::global_batch_size) and its numerics_every (TrainConfig: the steps probed for per-layer numerics, whose
+// host work is not a step's).
+RunSpeed measure_speed(const std::vector<StepReport>& steps, int64_t images_per_step, int64_t numerics_every);
 
 struct SpeedUp {
   double ratio = 0;          // 0 when either speed is unknown

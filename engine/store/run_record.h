@@ -4,6 +4,7 @@
 // disagree.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -53,6 +54,8 @@ struct RunRecord {
 
   // The precision mode's name, e.g. "amp-fp16".
   std::string precision_name() const { return mode_name(config.precision.mode); }
+  // The images of one step in all: each of the processes that trained it together took batch_size.
+  int64_t global_batch_size() const { return int64_t{batch_size} * std::max(info.world_size, 1); }
 };
 
 // A running run its user has paused (RunInfo::paused_since).
