@@ -30,6 +30,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "core/shell_word.h"
+#include "dist/launch.h"
 #include "setting_flags.h"
 #include "store/reconnecting.h"
 #include "store/run_resume.h"
@@ -421,7 +422,18 @@ SweepOptions with_file_slurm(const SweepOptions& given, const SweepGrid& grid) {
   return o;
 }
 
+// A sweep started by mpirun or srun as several processes would run its whole grid once in each: refused, since a
+// point trains as one process.
+void refuse_many_processes(const char* command) {
+  if (const LaunchInfo launch = read_launch_info(process_environment()); launch.world_size > 1)
+    throw Error(std::string(command) + " was started as " + std::to_string(launch.world_size) + " processes by " +
+                choice_name(launch.launcher) +
+                ", and each would train every point: start it as one process (a sweep's points train as one "
+                "process each; sweeps of runs on many processes are not built yet)");
+}
+
 int sweep_command(const SweepOptions& given) {
+  refuse_many_processes("ampwb sweep");
   const SweepGrid grid = grid_of(given);
   const SweepOptions o = with_file_slurm(given, grid);
   if (grid.dimensions.empty())
@@ -534,6 +546,7 @@ int sweep_command(const SweepOptions& given) {
 
 // sweep point: trains one point, resuming its run where it was interrupted with a checkpoint.
 int sweep_point_command(const SweepIdOptions& o) {
+  refuse_many_processes("ampwb sweep point");
   const int64_t id = sweep_id(o.sweep);
   // The point as the user counts (from 1), or the array task's (from 0): task N trains point N+1.
   const char* task = std::getenv("SLURM_ARRAY_TASK_ID");
@@ -623,6 +636,7 @@ int sweep_point_command(const SweepIdOptions& o) {
 }
 
 int sweep_run_command(const SweepIdOptions& o) {
+  refuse_many_processes("ampwb sweep run");
   const int64_t id = sweep_id(o.sweep);
   const std::string db = store_path(o.db);
   bool timing = !o.no_timing;

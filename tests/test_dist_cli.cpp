@@ -109,6 +109,18 @@ TEST(DistCli, ARefusalOnRankZeroEndsEveryRank) {
   EXPECT_FALSE(fs::exists(dir.file("runs.sqlite"))) << "refused before the store was opened";
 }
 
+// A sweep trains each point as one process: started as two by mpirun, each would run the whole grid and record it
+// again, so both refuse before anything is written.
+TEST(DistCli, ASweepStartedAsManyProcessesIsRefused) {
+  TempDir dir("dist_sweep");
+  std::vector<std::string> args = tiny_training(dir.file("runs.sqlite"), 1, 0, "sweep", 1);
+  args.insert(args.end(), {"--seed", "0,1", "--no-timing"});
+  const Result r = run(two_ranks(args, args));
+  EXPECT_NE(r.status, 0) << r.output;
+  expect_contains(r.output, "ampwb sweep was started as 2 processes by mpirun, and each would train every point");
+  EXPECT_FALSE(fs::exists(dir.file("runs.sqlite"))) << "refused before the store was opened";
+}
+
 // A failure rank 0 alone meets once the ranks train (here its checkpoint folder, which it alone writes) ends the
 // other rank, waiting in the step's first exchange, within the grace a failed rank gives, not the collective timeout.
 TEST(DistCli, AFailureOnOneRankEndsEveryRankSoon) {
