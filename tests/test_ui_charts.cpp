@@ -335,6 +335,22 @@ class ChartData : public QObject {
     QCOMPARE(loss->title(), QString("Loss: — per step, smoothed 0.6 · - - train · ··· validation"));
   }
 
+  // Smoothed, the faint per-step line is drawn too, so the axis holds its every finite value: a step whose loss lies
+  // far below or above the smoothed line is on the chart, not cut off at its edge.
+  void the_loss_axis_holds_every_step_drawn() {
+    RunSeries run = long_run(400, 100);
+    run.steps[201].loss = 0.5f;  // far below the smoothed line's lowest, ~2.2
+    run.steps[301].loss = 9.0f;
+    ChartPanel panel;
+    panel.resize(1500, 900);
+    panel.set_smoothing(0.9);
+    panel.set_runs({&run});
+    const auto* y = qobject_cast<QValueAxis*>(panel.chart("loss")->chart()->axes(Qt::Vertical).first());
+    QVERIFY(y);
+    QVERIFY2(y->min() <= 0.5 && y->max() >= 9.0, qPrintable(QString("%1 to %2").arg(y->min()).arg(y->max())));
+    QVERIFY(std::isfinite(y->max()));  // a skipped step's infinite loss is not drawn, nor stretches the axis
+  }
+
   // The loss scale's axis ticks at 2^k steps, k a power of two, tall or short: GradScaler's 65536 (2^16) is labelled.
   void the_loss_scale_axis_labels_gradscalers_start() {
     RunSeries run = long_run(4000, 1000);  // from 65536 down, halved at each skipped step

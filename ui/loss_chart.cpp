@@ -66,10 +66,11 @@ void LossChart::refresh(const RunList& runs, const ChartOptions& options) {
   name_step_curves(options.smoothing);
   double x_max = 1, y_min = INFINITY, y_max = -INFINITY;
   auto grow = [&](const QList<QPointF>& points) {
-    for (const QPointF& p : points) {
-      y_min = std::min(y_min, p.y());
-      y_max = std::max(y_max, p.y());
-    }
+    for (const QPointF& p : points)
+      if (std::isfinite(p.y())) {
+        y_min = std::min(y_min, p.y());
+        y_max = std::max(y_max, p.y());
+      }
   };
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunSeries& run = *runs[i];
@@ -81,9 +82,11 @@ void LossChart::refresh(const RunList& runs, const ChartOptions& options) {
     const double weight = std::clamp(options.smoothing, 0.0, 0.999);
     extend_smoothed(c.values, weight, c.smooth, c.state, c.debias);
     auto x = [&](size_t k) { return step_x(run, steps[k], options.x_axis); };
-    if (c.raw)
+    if (c.raw) {
       c.raw->replace(decimate_min_max(
           n, x, [&](size_t k) { return c.values[k]; }, buckets()));
+      if (c.raw->isVisible()) grow(c.raw->points());  // the axis holds every step drawn, not just the smoothed line
+    }
     const QList<QPointF> smooth = decimate_min_max(
         n, x, [&](size_t k) { return c.smooth[k]; }, buckets());
     c.smoothed->replace(smooth);
