@@ -125,6 +125,14 @@ class ConsoleObserver : public TrainObserver {
   void on_step(const StepReport& r) override {
     poll_signal();
     collapse_watch_.step(r);
+    // Skips from the first step that have ended: the warning given while they lasted said what they now turned out
+    // to be, an initial scale too high.
+    if (warned_collapses_ > 0 && !noted_initial_level_ && collapse_watch_.latest()->found_initial_level()) {
+      noted_initial_level_ = true;
+      if (terminal_ && !quiet_) std::printf("\r\033[K");
+      std::fflush(stdout);
+      std::fprintf(stderr, "ampwb train: warning: %s\n", collapse_watch_.warning().c_str());
+    }
     ++steps_in_epoch_;
     if (quiet_ || !terminal_) return;
     const auto now = std::chrono::steady_clock::now();
@@ -172,12 +180,12 @@ class ConsoleObserver : public TrainObserver {
     std::fflush(stdout);
   }
 
-  // After the step that completes a collapse, its own report: the warning names every step's layers. Printed once,
-  // even with --quiet: it is what the user must act on.
+  // After the step that completes a collapse, its own report: the warning names every step's layers. Printed once a
+  // collapse, even with --quiet: it is what the user must act on.
   void on_overflow(const OverflowReport& o) override {
     collapse_watch_.overflow(o);
-    if (warned_collapse_ || !collapse_watch_.collapsed()) return;
-    warned_collapse_ = true;
+    if (warned_collapses_ == collapse_watch_.collapses()) return;
+    warned_collapses_ = collapse_watch_.collapses();
     if (terminal_ && !quiet_) std::printf("\r\033[K");
     std::fflush(stdout);
     std::fprintf(stderr, "ampwb train: warning: %s\n", collapse_watch_.warning().c_str());
@@ -234,7 +242,8 @@ class ConsoleObserver : public TrainObserver {
   std::string db_;
   Trainer* trainer_ = nullptr;
   ScaleCollapseWatch collapse_watch_;
-  bool warned_collapse_ = false;
+  int warned_collapses_ = 0;
+  bool noted_initial_level_ = false;
   bool validated_ = true;  // the run has validation images
   int64_t steps_per_epoch_ = 0, steps_in_epoch_ = 0;
   std::chrono::steady_clock::time_point last_draw_{};

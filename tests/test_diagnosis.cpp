@@ -94,6 +94,12 @@ class Diagnosis : public ::testing::Test {
 };
 TempDir* Diagnosis::dir_ = nullptr;
 
+std::string format_g(double value) {  // as the findings print a scale
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 std::string listing(const std::vector<Finding>& findings) {
   std::string out;
   for (const Finding& f : findings)
@@ -257,10 +263,35 @@ TEST_F(Diagnosis, ScalingFromAnAbsurdScaleSkipsStepsAndTheScheduleRunsOn) {
   const RunEvidence run = trained(c);
   ASSERT_EQ(run.run.status, RunStatus::Finished) << run.run.end_reason;
   const std::vector<Finding> findings = diagnose(run);
-  const Finding skipped = expect_finding(findings, "skipped_steps");
-  EXPECT_EQ(skipped.severity, Severity::Warning);
-  expect_contains(skipped.evidence, "the first at step 0 with loss scale 1.09951e+12");
+  // The scaler halving the scale until the gradients fit: the initial scale's fault, not a collapse.
+  const Finding initial = expect_finding(findings, "initial_scale_too_high");
+  EXPECT_EQ(initial.severity, Severity::Warning);
+  expect_contains(initial.evidence, "the initial loss scale 1.09951e+12 was too high: ");
+  // Its 16 steps halve 2^40 only to 2^24: every one skipped, the scale still far above GradScaler's 2^16.
+  const std::vector<SkippedRun> skips = skipped_runs(run.steps);
+  ASSERT_EQ(skips.size(), 1u);
+  EXPECT_EQ(skips.front().length, static_cast<int64_t>(run.steps.size()));
+  expect_contains(initial.evidence, "all 16 steps were skipped, halving it to 1.67772e+07, still too high");
+  expect_contains(initial.action, "start the scale at 65536 or lower");
+  EXPECT_EQ(find(findings, "scale_collapse"), nullptr) << listing(findings);
+  if (const Finding* later = find(findings, "skipped_steps"))
+    expect_contains(later->evidence, "(after the first " + std::to_string(skips.front().length));
   expect_contains(expect_finding(findings, "lr_schedule_skips").evidence, "the cosine schedule advanced through");
+  // From 2^28 the scaler finds a scale that works within the run: the steps after train, at the scale it says.
+  c.precision.loss_scale.init_scale = std::ldexp(1.0, 28);
+  const RunEvidence found = trained(c);
+  const std::vector<SkippedRun> found_skips = skipped_runs(found.steps);
+  ASSERT_FALSE(found_skips.empty());
+  const SkippedRun& search = found_skips.front();
+  ASSERT_TRUE(search.found_initial_level()) << listing(diagnose(found));
+  ASSERT_GE(search.length, kScaleCollapseRun) << "too few skips to be told";
+  const float trained_at = found.steps[static_cast<size_t>(search.length)].loss_scale;
+  EXPECT_EQ(trained_at, search.scale_after());
+  const Finding level = expect_finding(diagnose(found), "initial_scale_too_high");
+  expect_contains(level.evidence, "the initial loss scale 2.68435e+08 was too high: the first " +
+                                      std::to_string(search.length) + " steps were skipped, halving it to " +
+                                      format_g(trained_at) + " before the gradients were finite");
+  EXPECT_EQ(find(diagnose(found), "scale_collapse"), nullptr);
   // A constant schedule has nothing to run on.
   c.schedule = Schedule::Constant;
   EXPECT_EQ(find(diagnose(trained(c)), "lr_schedule_skips"), nullptr);
@@ -309,6 +340,34 @@ TEST(ScaleCollapseWatch, OnlyAnUnbrokenRunOfSkipsCounts) {
   EXPECT_FALSE(report(true));  // the same collapse goes on: said once
   EXPECT_EQ(watch.collapses(), 1);
   EXPECT_EQ(watch.latest()->length, kScaleCollapseRun + 1);
+}
+
+// Skips from the first step are said live as what they may be, and once a step trains again, as an initial scale too
+// high; a collapse later in the run is a collapse of its own.
+TEST(ScaleCollapseWatch, SkipsFromTheFirstStepThatEndAreTheInitialScale) {
+  ScaleCollapseWatch watch;
+  int64_t step = 0;
+  double scale = std::ldexp(1.0, 40);
+  auto report = [&](bool skipped) {
+    const bool fired = watch.step(StepReport{1, step++, 1, 0, 0, static_cast<float>(scale), skipped, 0, 0});
+    if (skipped) scale /= 2;
+    return fired;
+  };
+  for (int64_t i = 0; i + 1 < kScaleCollapseRun; ++i) EXPECT_FALSE(report(true));
+  EXPECT_TRUE(report(true));
+  expect_contains(watch.warning(), "the first 10 steps were all skipped, the loss scale falling from 1.09951e+12 to");
+  expect_contains(watch.warning(), "If steps train again, the initial scale was too high; if not, no scale fixes");
+  for (int i = 0; i < 5; ++i) report(true);
+  EXPECT_FALSE(report(false));
+  EXPECT_TRUE(watch.latest()->found_initial_level());
+  expect_contains(watch.warning(),
+                  "the initial loss scale 1.09951e+12 was too high: the first 15 steps were skipped, halving it to "
+                  "3.35544e+07 before the gradients were finite. Try: those steps trained nothing: start the scale at "
+                  "3.35544e+07 or lower");
+  for (int64_t i = 0; i < kScaleCollapseRun; ++i) report(true);
+  EXPECT_EQ(watch.collapses(), 2);
+  EXPECT_FALSE(watch.latest()->found_initial_level());
+  expect_contains(watch.warning(), "the loss scale collapsed: 10 consecutive steps skipped (16 to 25)");
 }
 
 TEST_F(Diagnosis, AmpwbTrainWarnsOnceWhenTheScaleCollapses) {

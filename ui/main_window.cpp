@@ -493,7 +493,7 @@ void MainWindow::update_collapse_alarm(const EventBatch& batch) {
   if (!collapse_watch_.collapsed()) return;
   const QString warning = QString::fromStdString(collapse_watch_.warning());
   controls_->set_alarm(as_sentence(warning));
-  if (!was) show_status(tr("Warning: the loss scale collapsed (see above the charts)"), 10000);
+  if (!was) show_status(tr("Warning: many steps skipped in a row (see above the charts)"), 10000);
 }
 
 void MainWindow::follow_last_run() {

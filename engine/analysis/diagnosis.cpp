@@ -193,15 +193,43 @@ void bf16_not_native(const RunEvidence& e, std::vector<Finding>& out) {
       "more); on this CPU train fp32 for speed, and amp-bf16 only to study its numerics");
 }
 
+// The skips with which the scaler halved an initial scale that was too high, where they were as many as a collapse's:
+// the run's first steps, which trained nothing.
+const SkippedRun* initial_level_search(const std::vector<SkippedRun>& runs) {
+  return !runs.empty() && runs.front().from_initial_scale() && runs.front().length >= kScaleCollapseRun ? &runs.front()
+                                                                                                        : nullptr;
+}
+
+void initial_scale(const RunEvidence& e, std::vector<Finding>& out) {
+  const std::vector<SkippedRun> runs = skipped_runs(e.steps);
+  const SkippedRun* search = initial_level_search(runs);
+  if (!search) return;
+  add(out, "initial_scale_too_high", Severity::Warning,
+      "The initial loss scale was too high: the first steps trained nothing", initial_scale_too_high(*search),
+      initial_scale_advice(*search));
+}
+
+// The skips beyond an initial level search (initial_scale_too_high says those).
 void skipped_steps(const RunEvidence& e, std::vector<Finding>& out) {
-  const int64_t skipped = skipped_count(e);
+  const SkippedRun* search = initial_level_search(skipped_runs(e.steps));
+  const int64_t after = search ? search->last_step : -1;
+  const auto later = [&](const StepReport& s) { return s.step > after; };
+  const int64_t steps = std::count_if(e.steps.begin(), e.steps.end(), later);
+  const int64_t skipped =
+      std::count_if(e.steps.begin(), e.steps.end(), [&](const StepReport& s) { return s.skipped && later(s); });
   if (skipped == 0) return;
-  const double share = static_cast<double>(skipped) / static_cast<double>(e.steps.size());
-  const auto first = std::find_if(e.steps.begin(), e.steps.end(), [](const StepReport& s) { return s.skipped; });
-  std::string evidence = format("%lld of %zu steps skipped (%s), the first at step %lld with loss scale %g",
-                                static_cast<long long>(skipped), e.steps.size(), percent(share).c_str(),
+  const double share = static_cast<double>(skipped) / static_cast<double>(steps);
+  const auto first =
+      std::find_if(e.steps.begin(), e.steps.end(), [&](const StepReport& s) { return s.skipped && later(s); });
+  std::string evidence = format("%lld of %lld steps skipped (%s), the first at step %lld with loss scale %g",
+                                static_cast<long long>(skipped), static_cast<long long>(steps), percent(share).c_str(),
                                 static_cast<long long>(first->step), static_cast<double>(first->loss_scale));
-  const std::string origins = overflow_origins(e.overflows);
+  if (search)
+    evidence += format(" (after the first %lld, the initial scale's)", static_cast<long long>(search->length));
+  std::vector<OverflowReport> overflows;
+  std::copy_if(e.overflows.begin(), e.overflows.end(), std::back_inserter(overflows),
+               [&](const OverflowReport& o) { return o.step > after; });
+  const std::string origins = overflow_origins(overflows);
   if (!origins.empty()) evidence += "; inf/NaN gradients started in " + origins;
   const bool routine = share <= kRoutineSkipShare;
   add(out, "skipped_steps", routine ? Severity::Note : Severity::Warning,
@@ -214,22 +242,18 @@ void skipped_steps(const RunEvidence& e, std::vector<Finding>& out) {
 }
 
 void scale_collapse(const RunEvidence& e, std::vector<Finding>& out) {
-  int64_t run = 0, longest = 0;
-  size_t longest_end = 0;
-  for (size_t i = 0; i < e.steps.size(); ++i) {
-    run = e.steps[i].skipped ? run + 1 : 0;
-    if (run > longest) longest = run, longest_end = i;
-  }
-  if (longest < kScaleCollapseRun) return;  // the live alarm's threshold too (train/scale_collapse.h)
-  const StepReport& first = e.steps[longest_end + 1 - static_cast<size_t>(longest)];
-  const StepReport& last = e.steps[longest_end];
+  const std::vector<SkippedRun> runs = skipped_runs(e.steps);
+  const SkippedRun* longest = nullptr;
+  for (const SkippedRun& r : runs)
+    if (&r != initial_level_search(runs) && (!longest || r.length > longest->length)) longest = &r;
+  if (!longest || longest->length < kScaleCollapseRun) return;  // the live alarm's threshold too
   std::vector<OverflowReport> during;
   for (const OverflowReport& o : e.overflows)
-    if (o.step >= first.step && o.step <= last.step) during.push_back(o);
+    if (o.step >= longest->first_step && o.step <= longest->last_step) during.push_back(o);
   std::string evidence =
       format("%lld consecutive steps skipped (%lld to %lld): the loss scale fell from %g to %g",
-             static_cast<long long>(longest), static_cast<long long>(first.step), static_cast<long long>(last.step),
-             static_cast<double>(first.loss_scale), static_cast<double>(last.loss_scale) / 2);
+             static_cast<long long>(longest->length), static_cast<long long>(longest->first_step),
+             static_cast<long long>(longest->last_step), longest->first_scale, longest->scale_after());
   const std::string origins = overflow_origins(during);
   if (!origins.empty()) evidence += "; inf/NaN gradients started in " + origins;
   add(out, "scale_collapse", Severity::Problem, "The loss scale collapsed: gradients overflow whatever the scale",
@@ -637,11 +661,25 @@ void from_json(const nlohmann::json& j, Severity& s) {
 void to_json(nlohmann::json& j, const Finding& f) { write_fields(j, f); }
 
 const std::vector<std::string>& diagnosis_rules() {
-  static const std::vector<std::string> rules = {
-      "unfinished",      "one_class",         "data_bound",        "fp16_emulated",      "fp8_emulated",
-      "bf16_not_native", "skipped_steps",     "scale_collapse",    "gradient_underflow", "activation_overflow_risk",
-      "fp8_saturation",  "fp8_underflow",     "lr_schedule_skips", "clipping_order",     "tensor_core_ineligible",
-      "batch_too_small", "timing_unreliable", "speed_vs_baseline"};
+  static const std::vector<std::string> rules = {"unfinished",
+                                                 "one_class",
+                                                 "data_bound",
+                                                 "fp16_emulated",
+                                                 "fp8_emulated",
+                                                 "bf16_not_native",
+                                                 "initial_scale_too_high",
+                                                 "skipped_steps",
+                                                 "scale_collapse",
+                                                 "gradient_underflow",
+                                                 "activation_overflow_risk",
+                                                 "fp8_saturation",
+                                                 "fp8_underflow",
+                                                 "lr_schedule_skips",
+                                                 "clipping_order",
+                                                 "tensor_core_ineligible",
+                                                 "batch_too_small",
+                                                 "timing_unreliable",
+                                                 "speed_vs_baseline"};
   return rules;
 }
 
@@ -673,6 +711,7 @@ std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baselin
   fp16_emulated(run, out);
   fp8_emulated(run, out);
   bf16_not_native(run, out);
+  initial_scale(run, out);
   skipped_steps(run, out);
   scale_collapse(run, out);
   gradient_underflow(run, out);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "amp/precision.h"
+
 namespace ampwb {
 
 std::string overflow_origins(const std::vector<OverflowReport>& overflows, size_t at_most) {
@@ -20,8 +22,56 @@ std::string overflow_origins(const std::vector<OverflowReport>& overflows, size_
   return out;
 }
 
+std::vector<SkippedRun> skipped_runs(const std::vector<StepReport>& steps) {
+  std::vector<SkippedRun> runs;
+  for (const StepReport& s : steps) {
+    if (!s.skipped) {
+      if (!runs.empty()) runs.back().ended = true;
+      continue;
+    }
+    if (runs.empty() || runs.back().ended || s.step != runs.back().last_step + 1) {
+      if (!runs.empty()) runs.back().ended = true;
+      runs.push_back({s.step, s.step, 0, s.loss_scale, s.loss_scale, false, {}});
+    }
+    SkippedRun& r = runs.back();
+    r.last_step = s.step;
+    r.last_scale = s.loss_scale;
+    ++r.length;
+  }
+  return runs;
+}
+
+bool SkippedRun::from_initial_scale() const {
+  return first_step == 0 && (ended || scale_after() >= LossScaleConfig{}.init_scale);
+}
+
+std::string initial_scale_too_high(const SkippedRun& run) {
+  char text[256];
+  if (run.ended)
+    std::snprintf(text, sizeof text,
+                  "the initial loss scale %g was too high: the first %lld steps were skipped, halving it to %g before "
+                  "the gradients were finite",
+                  run.first_scale, static_cast<long long>(run.length), run.scale_after());
+  else
+    std::snprintf(text, sizeof text,
+                  "the initial loss scale %g was too high: all %lld steps were skipped, halving it to %g, still too "
+                  "high for finite gradients",
+                  run.first_scale, static_cast<long long>(run.length), run.scale_after());
+  return text;
+}
+
+std::string initial_scale_advice(const SkippedRun& run) {
+  const double start = run.ended ? run.scale_after() : LossScaleConfig{}.init_scale;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "those steps trained nothing: start the scale at %g or lower (PyTorch's GradScaler starts at %g)",
+                start, LossScaleConfig{}.init_scale);
+  return text;
+}
+
 bool ScaleCollapseWatch::step(const StepReport& step) {
   if (!step.skipped) {
+    if (latest_ && current_.length >= run_length_) latest_->ended = true;
     current_ = SkippedRun{};
     return false;
   }
@@ -49,15 +99,22 @@ void ScaleCollapseWatch::overflow(const OverflowReport& overflow) {
 std::string ScaleCollapseWatch::warning() const {
   if (!latest_) return {};
   const SkippedRun& r = *latest_;
+  if (r.found_initial_level()) return initial_scale_too_high(r) + ". Try: " + initial_scale_advice(r);
   char head[256];
-  // The scale after the last skipped step is half the one it used.
-  std::snprintf(head, sizeof head,
-                "the loss scale collapsed: %lld consecutive steps skipped (%lld to %lld), the scale fell from %g to %g",
-                static_cast<long long>(r.length), static_cast<long long>(r.first_step),
-                static_cast<long long>(r.last_step), r.first_scale, r.last_scale / 2);
+  if (r.first_step == 0)
+    std::snprintf(head, sizeof head, "the first %lld steps were all skipped, the loss scale falling from %g to %g",
+                  static_cast<long long>(r.length), r.first_scale, r.scale_after());
+  else
+    std::snprintf(head, sizeof head,
+                  "the loss scale collapsed: %lld consecutive steps skipped (%lld to %lld), the scale fell from %g to "
+                  "%g",
+                  static_cast<long long>(r.length), static_cast<long long>(r.first_step),
+                  static_cast<long long>(r.last_step), r.first_scale, r.scale_after());
   std::string line = head;
   const std::string origins = overflow_origins(r.overflows);
   if (!origins.empty()) line += "; inf/NaN gradients started in " + origins;
+  if (r.first_step == 0)
+    return line + ". If steps train again, the initial scale was too high; if not, " + kScaleCollapseAdvice;
   return line + ". Try: " + kScaleCollapseAdvice;
 }
 

@@ -31,8 +31,25 @@ struct SkippedRun {
   int64_t first_step = 0, last_step = 0;
   int64_t length = 0;                      // steps skipped in a row
   double first_scale = 1, last_scale = 1;  // the scales the first and the last skipped step used
+  bool ended = false;                      // a step that was not skipped came after it
   std::vector<OverflowReport> overflows;   // the forensics of its steps
+
+  double scale_after() const { return last_scale / 2; }  // each skipped step halves the scale it used
+  // Skips from the run's first step until one was not: the scaler halving an initial scale that was too high until
+  // the gradients fit, not gradients that overflow whatever the scale.
+  bool found_initial_level() const { return first_step == 0 && ended; }
+  // That, or skips from the first step that are still above the scale GradScaler starts at: the initial scale's
+  // doing, whatever a lower one would meet.
+  bool from_initial_scale() const;
 };
+
+// The runs of consecutive skipped steps among `steps` (in step order), their overflows left to the caller.
+std::vector<SkippedRun> skipped_runs(const std::vector<StepReport>& steps);
+
+// Of a run from_initial_scale(): "the initial loss scale 1e+12 was too high: the first 22 steps were skipped, halving
+// it to 238419 before the gradients were finite", and what to try.
+std::string initial_scale_too_high(const SkippedRun& run);
+std::string initial_scale_advice(const SkippedRun& run);
 
 // Watches a live run's steps and overflow reports and says when the scale has collapsed (kScaleCollapseRun skipped
 // steps in a row). Steps arrive in order; an overflow report may arrive after later steps (the GUI hands them over
@@ -50,7 +67,9 @@ class ScaleCollapseWatch {
   int collapses() const { return collapses_; }
   const std::optional<SkippedRun>& latest() const { return latest_; }  // the latest collapse, growing while it lasts
   // One line: "the loss scale collapsed: 10 consecutive steps skipped (1 to 10), the scale fell from 65536 to 64;
-  // inf/NaN gradients started in layer3.2.conv2 (10 steps). Try: ..."; empty when not collapsed.
+  // inf/NaN gradients started in layer3.2.conv2 (10 steps). Try: ..."; empty when not collapsed. Skips from the
+  // run's first step are said as what they may yet turn out to be, an initial scale too high, and once a step trains
+  // again, as that.
   std::string warning() const;
 
  private:
