@@ -99,20 +99,23 @@ int delete_command(const EditOptions& options) {
   RunStore store = open_existing(options.db);
   const RunRecord r = store.run(store.resolve(options.run));
   const std::vector<CheckpointInfo> checkpoints = store.checkpoints(r.id);
-  const bool had_weights = final_weights_state(r) == "yes";
+  const bool had_weights = final_weights_state(r) == "yes", owns_weights = owns_final_weights(store.path(), r);
   // What would refuse the deletion refuses it before the question, not after a yes.
   store.require_writable("delete a run");
   if (const std::string why = store.removal_refusal(r); !why.empty()) throw Error(why);
-  if (!options.yes &&
-      !confirmed_on_terminal("delete run " + std::to_string(r.id) + " (" + printable(r.name) +
-                             "), everything recorded about it" + (had_weights ? " and its final weights" : "") +
-                             "? This cannot be undone.")) {
+  if (!options.yes && !confirmed_on_terminal("delete run " + std::to_string(r.id) + " (" + printable(r.name) +
+                                             "), everything recorded about it" +
+                                             (had_weights && owns_weights ? " and its final weights" : "") +
+                                             "? This cannot be undone.")) {
     std::printf("nothing deleted\n");
     return 1;
   }
   store.remove(r.id);
   std::printf("deleted run %lld (%s)\n", static_cast<long long>(r.id), printable(r.name).c_str());
-  if (had_weights && !std::filesystem::exists(r.info.final_weights))
+  if (had_weights && !owns_weights)
+    std::printf("  its final weights file stays: the store this one was copied from names it too: %s\n",
+                r.info.final_weights.c_str());
+  else if (had_weights && !std::filesystem::exists(r.info.final_weights))
     std::printf("  and its final weights: %s\n", r.info.final_weights.c_str());
   std::error_code ec;
   std::set<std::string> named;                 // a row an epoch, most with the same file

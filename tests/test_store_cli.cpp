@@ -650,6 +650,27 @@ TEST(StoreCli, ABackupAndACopyKeepFinalWeightsOfTheirOwn) {
   EXPECT_EQ(listed[1]["final_weights_missing"], true);
 }
 
+// A store copied with cp beside the original names the original's weights files: deleting a run from the copy
+// leaves the file, which the original still uses, and says so; deleting it from the original removes it.
+TEST(StoreCli, ACopyMadeWithCpDeletesNoneOfTheOriginalsWeights) {
+  TempDir dir("cp_weights");
+  const std::string db = dir.file("runs.sqlite"), copy = dir.file("copy.sqlite");
+  ASSERT_EQ(ampwb(tiny_training(db, 1, 2)).status, 0);
+  const std::string weights = RunStore(db, RunStore::Mode::ReadOnly).run(1).info.final_weights;
+  EXPECT_TRUE(fs::path(weights).filename().string().starts_with("runs.sqlite-run-1-")) << weights;
+  fs::copy_file(db, copy);
+  Result r = ampwb({"delete", "1", "--yes", "--db", copy});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output,
+                  "its final weights file stays: the store this one was copied from names it too: " + weights);
+  EXPECT_TRUE(fs::exists(weights));
+  EXPECT_NO_THROW(load_final_weights(RunStore(db, RunStore::Mode::ReadOnly), 1));
+  r = ampwb({"delete", "1", "--yes", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "\n  and its final weights: " + weights + "\n");
+  EXPECT_FALSE(fs::exists(weights));
+}
+
 TEST(StoreCli, TwoTrainingsAndEditsShareOneFileWithoutLockErrors) {
   TempDir dir("shared");
   const std::string db = dir.file("runs.sqlite");

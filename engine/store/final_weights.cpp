@@ -30,12 +30,29 @@ std::string final_weights_folder(const std::string& store_path) {
   throw Error("no place for the final weights of a run in a PostgreSQL store: HOME is not set");
 }
 
+namespace {
+// How a store's weights files are named: an SQLite store's start with its file's name ("runs.sqlite-run-3-..."), so
+// that a copy of the file made beside it (cp) owns none of them; a database server's stores share no file.
+std::string weights_name_start(const std::string& store_path) {
+  return is_database_server(store_path) ? "run-" : fs::path(store_path).filename().string() + "-run-";
+}
+}  // namespace
+
 std::string new_final_weights_path(const std::string& store_path, int64_t run) {
   std::string stamp = utc_now_iso8601();
   std::replace(stamp.begin(), stamp.end(), ':', '-');
-  return (fs::path(final_weights_folder(store_path)) /
-          ("run-" + std::to_string(run) + "-" + stamp + "-" + std::to_string(::getpid()) + ".weights"))
+  return (fs::path(final_weights_folder(store_path)) / (weights_name_start(store_path) + std::to_string(run) + "-" +
+                                                        stamp + "-" + std::to_string(::getpid()) + ".weights"))
       .string();
+}
+
+bool owns_final_weights(const std::string& store_path, const RunRecord& run) {
+  if (!has_final_weights(run)) return false;
+  const fs::path file = fs::path(run.info.final_weights).lexically_normal();
+  if (file.parent_path() != fs::path(final_weights_folder(store_path)).lexically_normal()) return false;
+  const std::string name = file.filename().string();
+  // "run-..." without a store's name: written before files were named by their store, by any store of the folder.
+  return name.starts_with(weights_name_start(store_path)) || name.starts_with("run-");
 }
 
 bool has_final_weights(const RunRecord& run) { return !run.info.final_weights.empty(); }
@@ -128,11 +145,9 @@ bool own_final_weights(RunStore& store, int64_t run) {
 }
 
 void remove_final_weights(const std::string& store_path, const RunRecord& run) {
-  if (!has_final_weights(run)) return;
-  const fs::path file = fs::path(run.info.final_weights).lexically_normal();
-  if (file.parent_path() != fs::path(final_weights_folder(store_path)).lexically_normal()) return;
+  if (!owns_final_weights(store_path, run)) return;
   std::error_code ignored;
-  fs::remove(file, ignored);
+  fs::remove(run.info.final_weights, ignored);
 }
 
 void RunStore::set_final_weights(int64_t run, const std::string& path) {

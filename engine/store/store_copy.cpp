@@ -404,12 +404,10 @@ class StoreCopy {
     }
   }
 
-  // Whether a run of the destination names a weights file outside the destination's folder (another store's).
+  // Whether a run of the destination names another store's weights file.
   bool names_other_weights(int64_t run) {
     const RunRecord r = destination_store_->run(run);
-    return has_final_weights(r) &&
-           std::filesystem::path(r.info.final_weights).lexically_normal().parent_path() !=
-               std::filesystem::path(final_weights_folder(destination_store_->path())).lexically_normal();
+    return has_final_weights(r) && !owns_final_weights(destination_store_->path(), r);
   }
 
   // A name picks out one run: where another run of the destination has it, the copy is named NAME-2 (or -3, ...),
