@@ -322,6 +322,7 @@ class TrainingThroughTheUi : public QObject {
     // The store holds the run as the controls described it.
     RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
     const RunRecord r = store.run(id);
+    QCOMPARE(live.label, run_label(r));  // what its exported charts are captioned with, as the Runs tab's are
     QCOMPARE(r.status, RunStatus::Finished);
     QCOMPARE(r.depth, 20);
     QCOMPARE(r.precision_name(), std::string("amp-fp16"));

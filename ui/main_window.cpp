@@ -434,6 +434,14 @@ QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::
   return {};
 }
 
+// Its name as the Runs tab and the exports of stored runs say it ("12 · resnet20-amp-fp16-1"), once it has a row.
+void MainWindow::label_live_run() {
+  try {
+    if (live_->run_id != 0) live_->label = run_label(store_->run(live_->run_id));
+  } catch (const std::exception&) {  // the store out of reach: the label waits for the next start
+  }
+}
+
 void MainWindow::on_events(const EventBatch& batch) {
   live_->append(batch);
   if (batch.started) {
@@ -465,6 +473,7 @@ void MainWindow::on_events(const EventBatch& batch) {
                      : QString())
             .arg(QString::fromStdString(info.backend_description)));
     live_charts_->set_export_prefix(QStringLiteral("run-%1").arg(live_->run_id));
+    label_live_run();
   }
   for (const StepReport& s : batch.steps) progress_.step(s);
   for (const ValidationProgress& v : batch.validations) progress_.validation(v);
@@ -551,7 +560,7 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
       live_->replace_with(load_run_series(*store_, run_id));
       live_->config = config;
       live_->run_id = run_id;
-      live_->label = "live";
+      label_live_run();
     } catch (const std::exception& e) {
       show_status(tr("Run %1's details could not be read: %2").arg(run_id).arg(QString::fromUtf8(e.what())), 10000);
     }

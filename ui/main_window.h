@@ -110,6 +110,7 @@ class MainWindow : public QMainWindow {
   bool busy() const;                                   // a run trains, or a sweep is being timed
   QString train_problem() const;  // why Train waits: the store cannot be written, or the setup's problem; empty if not
   void on_events(const EventBatch& batch);
+  void label_live_run();
   void on_finished(qint64 run_id, const RunEnd& end, const QString& store_error);
   // Feeds the batch's steps and overflow reports to the watch; a collapse shows the banner, naming the layers.
   void update_collapse_alarm(const EventBatch& batch);
