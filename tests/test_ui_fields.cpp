@@ -172,6 +172,31 @@ class FieldsKeepWhatWasTyped : public QObject {
                              60000);
   }
 
+  // A field's change checks the data again a moment later, when the user may be clicking the next field: the status
+  // line keeps its height while "Checking …" takes one line of its two, so that nothing below it moves.
+  void the_fields_stay_put_while_the_data_is_checked() {
+    MainWindow w(dir_.filePath("put.sqlite"));
+    w.resize(1366, 768);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* status = child<QLabel>(w, "datasetStatus");
+    w.setup()->set_dataset_path(data_);
+    QTRY_VERIFY_WITH_TIMEOUT(status->text().startsWith("✔"), 60000);
+    QTest::qWait(50);  // laid out
+    const int lines = status->height() / status->fontMetrics().lineSpacing();
+    QVERIFY2(lines >= 2, qPrintable(QString("the status takes %1 line(s): this width tests nothing").arg(lines)));
+    const QWidget* below = child<QSpinBox>(w, "maxValidationImages");
+    const QPoint at = below->mapTo(&w, QPoint(0, 0));
+    const int height = status->height();
+    w.setup()->set_dataset_path(data_);  // checked again at once, as after a field's change
+    QVERIFY(status->text().startsWith("Checking"));
+    QVERIFY2(status->minimumHeight() >= height,
+             qPrintable(QString("%1 < %2").arg(status->minimumHeight()).arg(height)));
+    QTRY_VERIFY_WITH_TIMEOUT(status->text().startsWith("✔"), 60000);
+    QTest::qWait(50);
+    QCOMPARE(below->mapTo(&w, QPoint(0, 0)), at);
+  }
+
   // The engine refuses warm-up epochs beyond the epochs, naming the setting by its key in neutral words: the GUI says
   // it with the field's label, marks that field (opening Advanced, where it sits), and an edit clears the mark.
   void a_setting_the_engine_refuses_is_named_by_its_field() {

@@ -59,6 +59,8 @@ void select_data(QComboBox* box, const QVariant& value) {
   if (i >= 0) box->setCurrentIndex(i);
 }
 
+int two_lines(const QLabel* label) { return 2 * label->fontMetrics().lineSpacing(); }
+
 QString depth_title(int depth) {
   return is_cifar_depth(depth) ? QStringLiteral("ResNet-%1 (CIFAR)").arg(depth)
                                : QStringLiteral("ResNet-%1").arg(depth);
@@ -160,6 +162,7 @@ QWidget* RunSetupPanel::build_data_group() {
   dataset_status_->setObjectName("datasetStatus");
   dataset_status_->setTextFormat(Qt::PlainText);  // it names the dataset folder: user text, never HTML
   dataset_status_->setWordWrap(true);
+  dataset_status_->setMinimumHeight(two_lines(dataset_status_));  // most statuses take two lines
   layout->addWidget(dataset_status_);
   dataset_report_ = new QPlainTextEdit;
   dataset_report_->setObjectName("datasetReport");
@@ -709,6 +712,9 @@ void RunSetupPanel::request_inspection() {
   options.seed = static_cast<uint64_t>(seed_->value());
   options.max_train_images = max_images_->value();
   options.max_validation_images = max_validation_images_->value();
+  // The check ends a moment later, after the user has moved on to the next field: the line keeps its height meanwhile,
+  // so that the fields below do not move under a click (the last status took two lines, the check's one).
+  dataset_status_->setMinimumHeight(std::max(dataset_status_->height(), two_lines(dataset_status_)));
   dataset_status_->setText(tr("Checking %1 …").arg(QFileInfo(path).fileName()));
   inspector_.inspect(path, options);
 }
@@ -745,6 +751,7 @@ void RunSetupPanel::show_inspection(const InspectResult& r) {
     status += r.skipped == 1 ? tr("; 1 file skipped, named in the report below")
                              : tr("; %1 files skipped, each named in the report below").arg(r.skipped);
   dataset_status_->setText(status);
+  dataset_status_->setMinimumHeight(two_lines(dataset_status_));
   set_dataset_problem(r.trainable ? QString() : r.problem);
   Q_EMIT dataset_inspected(r);
   Q_EMIT preview_changed();
