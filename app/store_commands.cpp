@@ -371,6 +371,22 @@ int backup_database_server(const std::string& location, const std::string& file)
   return 0;
 }
 
+// An SQLite store's file and its write-ahead log, if any, byte for byte: what is left of a store SQLite cannot read.
+void copy_store_files(const std::string& store, const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(file, ec)) throw Error("'" + file + "' exists: a backup never overwrites a file");
+  std::vector<std::string> written;
+  for (const char* suffix : {"", "-wal"}) {
+    if (*suffix && !fs::exists(store + suffix, ec)) continue;
+    if (!fs::copy_file(store + suffix, file + suffix, ec)) {
+      for (const std::string& w : written) fs::remove(w, ec);
+      throw Error("cannot copy '" + store + suffix + "' to '" + file + suffix + "': " + ec.message());
+    }
+    written.push_back(file + suffix);
+  }
+}
+
 int store_backup_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
   const std::filesystem::path folder = std::filesystem::absolute(options.file).parent_path();
@@ -378,8 +394,22 @@ int store_backup_command(const StoreOptions& options) {
   if (!std::filesystem::is_directory(folder, ec))
     throw Error("cannot write the backup '" + options.file + "': the folder '" + folder.string() + "' does not exist");
   if (is_database_server(path)) return backup_database_server(path, options.file);
-  const RunStore store(path, RunStore::Mode::ReadOnly);
-  store.backup_to(options.file);
+  std::optional<RunStore> opened;
+  try {
+    opened.emplace(path, RunStore::Mode::ReadOnly);
+    opened->backup_to(options.file);
+  } catch (const StoreError& e) {
+    if (!e.damaged()) throw;
+    // Too damaged for SQLite to copy page by page (where it lists its tables): the files themselves are the copy to
+    // keep, as the damage message asks, before a recovery is tried.
+    copy_store_files(path, options.file);
+    std::printf(
+        "backed up the damaged run store '%s' to '%s' file for file, as SQLite cannot read it page by page; "
+        "ampwb store check says what is damaged\n",
+        path.c_str(), options.file.c_str());
+    return 0;
+  }
+  const RunStore& store = *opened;
   size_t runs = 0;
   try {
     runs = store.runs().size();

@@ -349,6 +349,18 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   Result r = ampwb({"store", "check", "--db", db});
   EXPECT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "is whole");
+  // Cut short, damaged where SQLite lists its tables: too damaged for SQLite to copy page by page, so the copy the
+  // advice asks for is the file itself.
+  const std::string cut = dir.file("cut.sqlite"), cut_copy = dir.file("cut-copy.sqlite");
+  fs::copy_file(db, cut);
+  fs::resize_file(cut, 40000);
+  r = ampwb({"runs", "--db", cut});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "is damaged");
+  r = ampwb({"store", "backup", "--db", cut, cut_copy});
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "backed up the damaged run store '" + cut + "' to '" + cut_copy + "' file for file");
+  EXPECT_EQ(read_text(cut_copy), read_text(cut));
   // An empty file, writable, is not a store yet: said so, without calling it read-only.
   const std::string empty = dir.file("empty.sqlite");
   std::ofstream{empty};
