@@ -39,8 +39,10 @@ const char* const kFooter =
     "RUN is a run id or a unique run name. The run store is --db FILE (an SQLite file, or a PostgreSQL\n"
     "store shared by many machines: postgresql://host/database, docs/cluster.md), else $AMPWB_DB, else\n"
     "$XDG_DATA_HOME/ampwb/runs.sqlite (~/.local/share/ampwb/runs.sqlite).\n"
-    "Exit status: 0 done, 1 the command failed, 2 bad usage, 129, 130, 141 or 143 a training stopped by SIGHUP\n"
-    "(its terminal closed), SIGINT, SIGPIPE (its output's reader went away) or SIGTERM.\n";
+    "Exit status: 0 done; 1 the command failed, or refused what it was given (a setting's value the engine\n"
+    "refuses, an unknown run); 2 the command line could not be parsed (an unknown command or flag, a value not\n"
+    "of its flag's type or choices); 129, 130, 141 or 143 a training stopped by SIGHUP (its terminal closed),\n"
+    "SIGINT, SIGPIPE (its output's reader went away) or SIGTERM.\n";
 
 // The subcommands `app` defines, chosen or not.
 std::vector<const CLI::App*> subcommands_of(const CLI::App& app) {
