@@ -221,7 +221,10 @@ TEST_P(StoreRecords, ResolvesIdsAndUniqueNames) {
                   "(did you mean run " + std::to_string(gui) + " (amp-bf16 \u00b7 seed 0)?)");
   expect_contains(error_of([&] { store.resolve("ALPH"); }), "(did you mean run " + std::to_string(a) + " (alpha)?)");
   for (int i = 0; i < 3; ++i) store.begin_run(config_named("alpha-" + std::to_string(i)), info(), "");
-  expect_contains(error_of([&] { store.resolve("alph"); }), "(4 runs' names hold it: ampwb runs lists them)");
+  expect_contains(error_of([&] { store.resolve("alph"); }),
+                  "(4 runs' names hold 'alph', case and punctuation aside: ampwb runs lists them)");
+  expect_contains(error_of([&] { store.resolve("-1"); }),
+                  "no run -1 in the run store '" + store.path() + "': run ids count from 1");
   expect_contains(error_of([&] { store.resolve("99"); }), "no run 99");
   expect_contains(error_of([&] { store.rename(a, "42"); }), "cannot be a number");
   expect_contains(error_of([&] { store.rename(a, "sweep:1"); }), "'sweep:1' would read as the runs of sweep 1");

@@ -113,6 +113,8 @@ int64_t RunStore::resolve(const std::string& id_or_name) const {
   q.bind(1, id_or_name);
   std::vector<int64_t> ids;
   while (q.step()) ids.push_back(q.int64(0));
+  if (ids.empty() && id_or_name.size() > 1 && id_or_name[0] == '-' && all_digits(id_or_name.substr(1)))
+    throw StoreError("no run " + id_or_name + " in the run store '" + path() + "': run ids count from 1");
   if (ids.empty()) {
     // The runs a user most likely meant: names that hold what was given, spaces, case and punctuation aside
     // ("amp-bf16" for the workbench's "amp-bf16 · seed 0"). Other scripts' letters count as letters.
@@ -132,7 +134,8 @@ int64_t RunStore::resolve(const std::string& id_or_name) const {
     };
     std::string meant;
     int close = 0;
-    if (const std::string given = letters(id_or_name); !given.empty()) {
+    const std::string given = letters(id_or_name);
+    if (!given.empty()) {
       SqlStatement all(*db_, "SELECT id, name FROM runs ORDER BY id");
       while (all.step())
         if (letters(all.text(1)).find(given) != std::string::npos && ++close <= 3)
@@ -140,7 +143,8 @@ int64_t RunStore::resolve(const std::string& id_or_name) const {
     }
     const std::string hint = close == 0   ? "ampwb runs lists them"
                              : close <= 3 ? "did you mean " + meant + "?"
-                                          : std::to_string(close) + " runs' names hold it: ampwb runs lists them";
+                                          : std::to_string(close) + " runs' names hold '" + given +
+                                                "', case and punctuation aside: ampwb runs lists them";
     throw StoreError("no run named '" + id_or_name + "' in the run store '" + path() + "' (" + hint + ")");
   }
   if (ids.size() > 1) {
