@@ -368,7 +368,14 @@ class ChartData : public QObject {
       const int k = static_cast<int>(std::lround(std::log2(y->base())));
       QVERIFY2(k >= 1 && (k & (k - 1)) == 0 && 16 % k == 0, qPrintable(QString::number(y->base())));
       QVERIFY(y->min() <= 1 && y->max() >= 65536);
+      QCOMPARE(y->labelFormat(), QString("%.10g"));  // "65536", not "6.55e+04"
     }
+    // A scale started at 2^40: its labels rounded ("1.1e+12"), as QtCharts would cut "1099511627776" to "1.099511...".
+    RunSeries high = long_run(4000, 1000);
+    for (StepReport& s : high.steps) s.loss_scale = std::ldexp(1.0f, 40);
+    panel.set_runs({&high});
+    const auto* y = qobject_cast<QLogValueAxis*>(panel.chart("loss-scale")->chart()->axes(Qt::Vertical).front());
+    QCOMPARE(y->labelFormat(), QString("%.3g"));
   }
 
   void a_200000_step_run_redraws_within_a_tick() {

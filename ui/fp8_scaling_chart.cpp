@@ -126,10 +126,6 @@ void Fp8ScalingChart::refresh(const RunList& runs, const ChartOptions& options) 
   }
   set_nice_range(x_, 0, label_x_axis(x_, options.x_axis, x_max));
   set_power_of_two_range(y_, y_min, y_max);
-  // Powers of two as they are ("4096", "0.015625") where they stay as short as the rounded ones ("1.68e+07") that a
-  // range from 2^-24 to 2^24 needs.
-  const char* format = y_->min() >= 1.0 / 64 && y_->max() <= 16777216 ? "%.10g" : "%.3g";
-  if (y_->labelFormat() != format) y_->setLabelFormat(format);
 }
 
 }  // namespace ampwb::ui

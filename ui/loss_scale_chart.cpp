@@ -33,7 +33,6 @@ void LossScaleChart::rebuild(const RunList& runs, const ChartOptions& options) {
   label_x_axis(x_, options.x_axis, 0);
   y_ = new QLogValueAxis;
   y_->setBase(2);
-  y_->setLabelFormat("%.10g");
   y_->setTitleText(tr("loss scale"));
   chart()->addAxis(x_, Qt::AlignBottom);
   chart()->addAxis(y_, Qt::AlignLeft);

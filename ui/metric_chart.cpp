@@ -188,6 +188,10 @@ void MetricChart::set_power_of_two_range(QLogValueAxis* axis, double low, double
   const double base = std::exp2(k), bottom = std::exp2(lo), top = std::exp2(hi);
   if (axis->base() != base) axis->setBase(base);
   if (axis->min() != bottom || axis->max() != top) axis->setRange(bottom, top);
+  // Powers of two as they are ("4096", "0.015625") where they stay as short as the rounded ones ("1.1e+12",
+  // "1.68e+07") that wider ranges need, whose exact labels would be cut to "1.099511...".
+  const char* format = bottom >= 1.0 / 64 && top <= 16777216 ? "%.10g" : "%.3g";
+  if (axis->labelFormat() != format) axis->setLabelFormat(format);
 }
 
 void MetricChart::set_nice_range(QValueAxis* axis, double low, double high, int ticks) {
