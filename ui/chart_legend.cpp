@@ -7,6 +7,7 @@
 #include <QLegend>
 #include <QLegendMarker>
 #include <QPainter>
+#include <QScatterSeries>
 #include <QTextDocumentFragment>
 #include <QXYSeries>
 #include <algorithm>
@@ -143,10 +144,13 @@ void ChartLegend::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWid
       pen.setCosmetic(true);
       painter->setPen(pen);
       painter->drawLine(QPointF(e.sample.left() + 1, centre.y()), QPointF(e.sample.right() - 1, centre.y()));
-    } else if (series && series->type() == QAbstractSeries::SeriesTypeScatter) {
+    } else if (series && series->type() == QAbstractSeries::SeriesTypeScatter) {  // its marks' own shape
       painter->setPen(Qt::NoPen);
       painter->setBrush(e.marker->brush());
-      painter->drawEllipse(centre, 4, 4);
+      if (static_cast<const QScatterSeries*>(series)->markerShape() == QScatterSeries::MarkerShapeRectangle)
+        painter->drawRect(QRectF(centre.x() - 3.5, centre.y() - 3.5, 7, 7));
+      else
+        painter->drawEllipse(centre, 4, 4);
     } else {  // areas and bars: a swatch of their fill
       const qreal side = std::min(e.sample.height() * 0.7, e.sample.width());
       painter->setPen(e.marker->pen().style() == Qt::NoPen ? QPen(e.marker->brush().color().darker(130))
