@@ -617,12 +617,13 @@ class ChartData : public QObject {
     // The loss-scale chart says which runs scale nothing, drawn at 1: an exported chart has no note beside it.
     QCOMPARE(panel.chart("loss-scale")->chart()->title(),
              QString("Loss scale (log2): run 7 scales nothing (a line at 1)"));
-    QCOMPARE(panel.chart("histogram")->chart()->title(), QString("Weight gradients (epoch 1) against FP16's range"));
+    QCOMPARE(panel.chart("histogram")->chart()->title(),
+             QString("Weight gradients × loss scale (epoch 1) against FP16's range"));
     RunSeries fp32 = run_in("fp32", 9);
     fp32.histograms.front().epoch = 2;
     panel.set_runs({&bf16, &fp32});
     QCOMPARE(panel.chart("histogram")->chart()->title(),
-             QString("Weight gradients (each run's last epoch): what FP16 would do"));
+             QString("Weight gradients × loss scale (each run's last epoch): what FP16 would do"));
     panel.set_runs({});  // as the Compare tab before any run is opened: nothing said of steps nobody took
     QCOMPARE(note->text(), QString());
   }

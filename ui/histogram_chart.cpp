@@ -141,10 +141,12 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
     chart()->setTitle(what_if.isEmpty() ? tr("%1 gradients (%2)").arg(kind, what)
                                         : tr("%1 gradients (%2): what FP16 would do").arg(kind, what));
   else {  // the legend says which runs' fractions are what FP16 would do ("#7 if FP16")
+    // Each run's times its own loss scale, which a short chart's hidden axis title would otherwise alone say: an FP16
+    // run's gradients sit 2^16 to the right of FP32's.
     const QString at = epochs.size() == 1 ? tr("epoch %1").arg(*epochs.begin()) : tr("each run's last epoch");
     chart()->setTitle(what_if.size() == static_cast<qsizetype>(fractions.size())
-                          ? tr("%1 gradients (%2): what FP16 would do").arg(kind, at)
-                          : tr("%1 gradients (%2) against FP16's range").arg(kind, at));
+                          ? tr("%1 gradients × loss scale (%2): what FP16 would do").arg(kind, at)
+                          : tr("%1 gradients × loss scale (%2) against FP16's range").arg(kind, at));
   }
 }
 
