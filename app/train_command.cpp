@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "dist/collective_timeout.h"
 #include "dist/make_communicator.h"
+#include "facade/processes.h"
 #include "setting_flags.h"
 #include "store/run_resume.h"
 #include "store/run_store.h"
@@ -375,6 +376,13 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
 // unless --threads says (mpirun's own flags let it run as root and start more ranks than cores).
 [[noreturn]] void run_as_ranks(const TrainOptions& options) {
   if (!have_mpi()) throw Error("--processes needs MPI, and this build has none (Open MPI: libopenmpi-dev)");
+  // More CPU ranks than cores still train, slowly: each step waits for the rank the others crowded out.
+  if (const ProcessOffer offer = process_offer();
+      offer.on_cpu(options.flags.config.device) && options.processes > offer.max_processes(DeviceChoice::cpu()))
+    std::fprintf(stderr,
+                 "ampwb train: warning: %d processes on %d cores take turns on them, each step waiting for the "
+                 "slowest: up to %d here (ampwb devices)\n",
+                 options.processes, offer.cores, offer.max_processes(DeviceChoice::cpu()));
   std::vector<std::string> argv = {"mpirun", "-np", std::to_string(options.processes), "--oversubscribe"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   // mpirun gives its ranks a terminal of its own: where this output goes to a file or a pipe, rank 0 is told so, and

@@ -158,6 +158,14 @@ TEST(DistCli, ProcessesStartsMpirunItself) {
   const Result under_mpirun = run(two_ranks(args, args));
   EXPECT_NE(under_mpirun.status, 0);
   expect_contains(under_mpirun.output, "--processes starts mpirun itself");
+  // More ranks than cores: said before they start (here they end at once, refusing 0 epochs).
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> crowded = tiny_training(dir.file("crowded.sqlite"), 0);
+  crowded.insert(crowded.end(), {"--processes", std::to_string(cores + 1)});
+  const Result warned = ampwb(crowded);
+  EXPECT_NE(warned.status, 0);
+  expect_contains(warned.output, "ampwb train: warning: " + std::to_string(cores + 1) + " processes on " +
+                                     std::to_string(cores) + " cores take turns on them");
 }
 
 // The pid of the ampwb process (not mpirun) whose command line holds `part`, or 0.
