@@ -100,8 +100,12 @@ SweepGrid grid_of(const SweepOptions& o) {
       grid.settings.emplace_back(setting, texts.front());
     } else {
       std::set<std::string> distinct;
+      std::string listed;  // every value of the flag, each time it was given: one list of the grid
+      for (const std::string& v : texts) listed += (listed.empty() ? "" : ",") + v;
       for (const std::string& v : texts)
-        if (!distinct.insert(v).second) throw Error(flag + ": '" + v + "' is given twice");
+        if (!distinct.insert(v).second)
+          throw Error(flag + ": '" + v + "' is given twice (the values of each " + flag + " make one list: " + listed +
+                      ")");
       grid.dimensions.emplace_back(setting, texts);
     }
   }

@@ -174,6 +174,10 @@ TEST(SweepCli, RefusesABadValueBeforeWritingAnything) {
   r = ampwb(tiny_sweep(db, 1, 2, {}));
   EXPECT_EQ(r.status, 1);
   expect_contains(r.output, "a sweep needs a setting with several values");
+  // A flag given twice adds to its list: a value in both is said with the list they made.
+  r = ampwb(tiny_sweep(db, 1, 2, {"--lr", "0.1", "--lr", "0.1,0.2"}));
+  EXPECT_EQ(r.status, 1);
+  expect_contains(r.output, "--lr: '0.1' is given twice (the values of each --lr make one list: 0.1,0.1,0.2)");
   EXPECT_FALSE(fs::exists(db));
 }
 
