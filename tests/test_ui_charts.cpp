@@ -484,6 +484,8 @@ class ChartData : public QObject {
     e.seconds = 15.0;
     e.compute_seconds = 10.0;
     p.epoch(e);
+    QCOMPARE(p.current_epoch(), 2);  // paused here, the bar says epoch 2's first step is still to come
+    QCOMPARE(p.step_in_epoch(), int64_t{0});
     for (int i = 100; i < 105; ++i) p.step(StepReport{2, i, 0, 0, 0, 1, false, 0, 15.0 + 0.1 * (i - 99)});
     QVERIFY2(std::abs(p.eta_seconds() - (9.5 + 5.0)) < 0.5, qPrintable(QString::number(p.eta_seconds())));
     QCOMPARE(QString::fromStdString(format_duration(3725)), QString("1 h 02 min"));

@@ -23,7 +23,6 @@ void RunProgress::start(const RunInfo& info, int epochs, int batch_size) {
 void RunProgress::step(const StepReport& s) {
   if (!started()) return;
   epoch_ = s.epoch;
-  last_step_ = s.step;
   done_steps_ = s.step + 1;  // global: a resumed run's steps go on from its checkpoint's
   validating_ = false;
   recent_.emplace_back(s.step, s.wall_seconds - paused_);
@@ -56,8 +55,9 @@ void RunProgress::epoch(const EpochReport& e) {
 }
 
 int64_t RunProgress::step_in_epoch() const {
-  if (last_step_ < 0 || steps_per_epoch_ == 0) return 0;
-  return last_step_ % steps_per_epoch_ + 1;
+  if (!started()) return 0;
+  // Of the epoch under way: 0 once an epoch has ended and the next has taken no step yet (as a pause there shows).
+  return std::clamp<int64_t>(done_steps_ - steps_per_epoch_ * (epoch_ - 1), 0, steps_per_epoch_);
 }
 
 double RunProgress::fraction() const {

@@ -44,7 +44,7 @@ class RunProgress {
  private:
   double seconds_per_step() const;     // the recent training rate; < 0 while unknown
   double validation_estimate() const;  // one epoch's validation and end-of-epoch work; < 0 while unknown
-  int64_t steps_per_epoch_ = 0, total_steps_ = 0, done_steps_ = 0, last_step_ = -1;
+  int64_t steps_per_epoch_ = 0, total_steps_ = 0, done_steps_ = 0;
   double images_per_step_ = 0;
   int64_t validation_images_ = 0, validated_ = 0;
   double validation_seconds_ = 0;  // of the validation under way, so far
