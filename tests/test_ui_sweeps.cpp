@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -296,6 +297,15 @@ class SweepsThroughTheUi : public QObject {
     w.show();
     w.tabs()->setCurrentWidget(w.sweep_view());
     SweepView& view = *w.sweep_view();
+    // Before any sweep, the empty table's headers are whole ("final val. acc. (%)", not "inal val. acc. (%").
+    QTRY_VERIFY(view.counts()->text().startsWith("No sweeps in this store yet"));
+    const QHeaderView* header = view.points_table()->horizontalHeader();
+    for (int c = 0; c + 1 < view.points_model()->columnCount(); ++c)
+      QVERIFY2(header->sectionSize(c) >= header->sectionSizeHint(c),
+               qPrintable(QString("column %1: %2 px for a header of %3 px")
+                              .arg(c)
+                              .arg(header->sectionSize(c))
+                              .arg(header->sectionSizeHint(c))));
     QProcess cli;
     cli.setProcessChannelMode(QProcess::MergedChannels);
     cli.start(AMPWB_BINARY, {"sweep",

@@ -15,8 +15,9 @@ class ColumnWidths {
   void fit(QTableView& table);
   // After cells changed: widens a column whose cells grew since the last call and no longer fit; never narrows.
   void widen_grown(QTableView& table);
-  // fit() for a new list, widen_grown() for the same list read again.
-  void follow(QTableView& table, bool new_list) { new_list ? fit(table) : widen_grown(table); }
+  // fit() for a new list or the first (an empty one too: its headers are then whole), widen_grown() for the same list
+  // read again.
+  void follow(QTableView& table, bool new_list) { new_list || last_.empty() ? fit(table) : widen_grown(table); }
 
  private:
   std::vector<int> last_;  // each column's cells' width (sizeHintForColumn) at the last call
