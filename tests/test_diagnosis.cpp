@@ -271,28 +271,32 @@ TEST_F(Diagnosis, ScalingFromAnAbsurdScaleSkipsStepsAndTheScheduleRunsOn) {
   const std::vector<SkippedRun> skips = skipped_runs(run.steps);
   ASSERT_EQ(skips.size(), 1u);
   EXPECT_EQ(skips.front().length, static_cast<int64_t>(run.steps.size()));
-  expect_contains(initial.evidence, "all 16 steps were skipped, halving it to 1.67772e+07, still too high");
+  expect_contains(initial.evidence, "all 16 steps were skipped, the last at a scale of 3.35544e+07, still too high");
   expect_contains(initial.action, "start the scale at 65536 or lower");
   EXPECT_EQ(find(findings, "scale_collapse"), nullptr) << listing(findings);
-  if (const Finding* later = find(findings, "skipped_steps"))
-    expect_contains(later->evidence, "(after the first " + std::to_string(skips.front().length));
+  EXPECT_EQ(find(findings, "skipped_steps"), nullptr) << "no step after them, skipped or not";
   expect_contains(expect_finding(findings, "lr_schedule_skips").evidence, "the cosine schedule advanced through");
   // From 2^28 the scaler finds a scale that works within the run: the steps after train, at the scale it says.
   c.precision.loss_scale.init_scale = std::ldexp(1.0, 28);
+  c.precision.loss_scale.growth_interval = 2;  // then probing higher every other step: skips of its own
   const RunEvidence found = trained(c);
   const std::vector<SkippedRun> found_skips = skipped_runs(found.steps);
   ASSERT_FALSE(found_skips.empty());
   const SkippedRun& search = found_skips.front();
   ASSERT_TRUE(search.found_initial_level()) << listing(diagnose(found));
   ASSERT_GE(search.length, kScaleCollapseRun) << "too few skips to be told";
-  const float trained_at = found.steps[static_cast<size_t>(search.length)].loss_scale;
-  EXPECT_EQ(trained_at, search.scale_after());
+  const StepReport& first_trained = found.steps[static_cast<size_t>(search.length)];
+  ASSERT_FALSE(first_trained.skipped);
   const Finding level = expect_finding(diagnose(found), "initial_scale_too_high");
   expect_contains(level.evidence, "the initial loss scale 2.68435e+08 was too high: the first " +
-                                      std::to_string(search.length) + " steps were skipped, halving it to " +
-                                      format_g(trained_at) + " before the gradients were finite");
+                                      std::to_string(search.length) + " steps were skipped, lowering it to " +
+                                      format_g(first_trained.loss_scale) + ", at which the gradients were finite");
+  expect_contains(level.action, "start the scale at " + format_g(first_trained.loss_scale) + " or lower");
+  const Finding later = expect_finding(diagnose(found), "skipped_steps");
+  expect_contains(later.evidence, "(after the first " + std::to_string(search.length) + ", the initial scale's)");
   EXPECT_EQ(find(diagnose(found), "scale_collapse"), nullptr);
   // A constant schedule has nothing to run on.
+  c.precision.loss_scale.growth_interval = 2000;
   c.schedule = Schedule::Constant;
   EXPECT_EQ(find(diagnose(trained(c)), "lr_schedule_skips"), nullptr);
 }
@@ -361,9 +365,9 @@ TEST(ScaleCollapseWatch, SkipsFromTheFirstStepThatEndAreTheInitialScale) {
   EXPECT_FALSE(report(false));
   EXPECT_TRUE(watch.latest()->found_initial_level());
   expect_contains(watch.warning(),
-                  "the initial loss scale 1.09951e+12 was too high: the first 15 steps were skipped, halving it to "
-                  "3.35544e+07 before the gradients were finite. Try: those steps trained nothing: start the scale at "
-                  "3.35544e+07 or lower");
+                  "the initial loss scale 1.09951e+12 was too high: the first 15 steps were skipped, lowering it to "
+                  "3.35544e+07, at which the gradients were finite. Try: those steps trained nothing: start the scale "
+                  "at 3.35544e+07 or lower");
   for (int64_t i = 0; i < kScaleCollapseRun; ++i) report(true);
   EXPECT_EQ(watch.collapses(), 2);
   EXPECT_FALSE(watch.latest()->found_initial_level());

@@ -495,14 +495,15 @@ void MainWindow::on_events(const EventBatch& batch) {
 
 void MainWindow::update_collapse_alarm(const EventBatch& batch) {
   if (batch.steps.empty() && batch.overflows.empty()) return;
-  const bool was = collapse_watch_.collapsed();
+  const int before = collapse_watch_.collapses();
   // All steps first: a report is matched to its run of skips by step number, whatever batch it came in.
   for (const StepReport& s : batch.steps) collapse_watch_.step(s);
   for (const OverflowReport& o : batch.overflows) collapse_watch_.overflow(o);
   if (!collapse_watch_.collapsed()) return;
   const QString warning = QString::fromStdString(collapse_watch_.warning());
   controls_->set_alarm(as_sentence(warning));
-  if (!was) show_status(tr("Warning: many steps skipped in a row (see above the charts)"), 10000);
+  if (collapse_watch_.collapses() > before)  // a new run of skips: one after the initial scale's is said again
+    show_status(tr("Warning: many steps skipped in a row (see above the charts)"), 10000);
 }
 
 void MainWindow::follow_last_run() {

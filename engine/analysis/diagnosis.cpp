@@ -211,7 +211,8 @@ void initial_scale(const RunEvidence& e, std::vector<Finding>& out) {
 
 // The skips beyond an initial level search (initial_scale_too_high says those).
 void skipped_steps(const RunEvidence& e, std::vector<Finding>& out) {
-  const SkippedRun* search = initial_level_search(skipped_runs(e.steps));
+  const std::vector<SkippedRun> runs = skipped_runs(e.steps);
+  const SkippedRun* search = initial_level_search(runs);
   const int64_t after = search ? search->last_step : -1;
   const auto later = [&](const StepReport& s) { return s.step > after; };
   const int64_t steps = std::count_if(e.steps.begin(), e.steps.end(), later);
@@ -253,7 +254,7 @@ void scale_collapse(const RunEvidence& e, std::vector<Finding>& out) {
   std::string evidence =
       format("%lld consecutive steps skipped (%lld to %lld): the loss scale fell from %g to %g",
              static_cast<long long>(longest->length), static_cast<long long>(longest->first_step),
-             static_cast<long long>(longest->last_step), longest->first_scale, longest->scale_after());
+             static_cast<long long>(longest->last_step), longest->first_scale, longest->reached_scale());
   const std::string origins = overflow_origins(during);
   if (!origins.empty()) evidence += "; inf/NaN gradients started in " + origins;
   add(out, "scale_collapse", Severity::Problem, "The loss scale collapsed: gradients overflow whatever the scale",

@@ -24,15 +24,16 @@ std::string overflow_origins(const std::vector<OverflowReport>& overflows, size_
 
 std::vector<SkippedRun> skipped_runs(const std::vector<StepReport>& steps) {
   std::vector<SkippedRun> runs;
+  bool open = false;  // the last step was skipped, and the next one may go on its run
   for (const StepReport& s : steps) {
     if (!s.skipped) {
-      if (!runs.empty()) runs.back().ended = true;
+      if (open) runs.back().trained_scale = s.loss_scale;
+      open = false;
       continue;
     }
-    if (runs.empty() || runs.back().ended || s.step != runs.back().last_step + 1) {
-      if (!runs.empty()) runs.back().ended = true;
-      runs.push_back({s.step, s.step, 0, s.loss_scale, s.loss_scale, false, {}});
-    }
+    if (!open || s.step != runs.back().last_step + 1)  // a resumed run's record may leave out steps
+      runs.push_back({s.step, s.step, 0, s.loss_scale, s.loss_scale, 0, {}});
+    open = true;
     SkippedRun& r = runs.back();
     r.last_step = s.step;
     r.last_scale = s.loss_scale;
@@ -42,26 +43,26 @@ std::vector<SkippedRun> skipped_runs(const std::vector<StepReport>& steps) {
 }
 
 bool SkippedRun::from_initial_scale() const {
-  return first_step == 0 && (ended || scale_after() >= LossScaleConfig{}.init_scale);
+  return first_step == 0 && (ended() || last_scale >= LossScaleConfig{}.init_scale);
 }
 
 std::string initial_scale_too_high(const SkippedRun& run) {
   char text[256];
-  if (run.ended)
+  if (run.ended())
     std::snprintf(text, sizeof text,
-                  "the initial loss scale %g was too high: the first %lld steps were skipped, halving it to %g before "
-                  "the gradients were finite",
-                  run.first_scale, static_cast<long long>(run.length), run.scale_after());
+                  "the initial loss scale %g was too high: the first %lld steps were skipped, lowering it to %g, at "
+                  "which the gradients were finite",
+                  run.first_scale, static_cast<long long>(run.length), run.trained_scale);
   else
     std::snprintf(text, sizeof text,
-                  "the initial loss scale %g was too high: all %lld steps were skipped, halving it to %g, still too "
-                  "high for finite gradients",
-                  run.first_scale, static_cast<long long>(run.length), run.scale_after());
+                  "the initial loss scale %g was too high: all %lld steps were skipped, the last at a scale of %g, "
+                  "still too high for finite gradients",
+                  run.first_scale, static_cast<long long>(run.length), run.last_scale);
   return text;
 }
 
 std::string initial_scale_advice(const SkippedRun& run) {
-  const double start = run.ended ? run.scale_after() : LossScaleConfig{}.init_scale;
+  const double start = run.ended() ? run.trained_scale : LossScaleConfig{}.init_scale;
   char text[256];
   std::snprintf(text, sizeof text,
                 "those steps trained nothing: start the scale at %g or lower (PyTorch's GradScaler starts at %g)",
@@ -71,7 +72,7 @@ std::string initial_scale_advice(const SkippedRun& run) {
 
 bool ScaleCollapseWatch::step(const StepReport& step) {
   if (!step.skipped) {
-    if (latest_ && current_.length >= run_length_) latest_->ended = true;
+    if (latest_ && current_.length >= run_length_) latest_->trained_scale = step.loss_scale;
     current_ = SkippedRun{};
     return false;
   }
@@ -103,13 +104,13 @@ std::string ScaleCollapseWatch::warning() const {
   char head[256];
   if (r.first_step == 0)
     std::snprintf(head, sizeof head, "the first %lld steps were all skipped, the loss scale falling from %g to %g",
-                  static_cast<long long>(r.length), r.first_scale, r.scale_after());
+                  static_cast<long long>(r.length), r.first_scale, r.reached_scale());
   else
     std::snprintf(head, sizeof head,
                   "the loss scale collapsed: %lld consecutive steps skipped (%lld to %lld), the scale fell from %g to "
                   "%g",
                   static_cast<long long>(r.length), static_cast<long long>(r.first_step),
-                  static_cast<long long>(r.last_step), r.first_scale, r.scale_after());
+                  static_cast<long long>(r.last_step), r.first_scale, r.reached_scale());
   std::string line = head;
   const std::string origins = overflow_origins(r.overflows);
   if (!origins.empty()) line += "; inf/NaN gradients started in " + origins;

@@ -31,13 +31,16 @@ struct SkippedRun {
   int64_t first_step = 0, last_step = 0;
   int64_t length = 0;                      // steps skipped in a row
   double first_scale = 1, last_scale = 1;  // the scales the first and the last skipped step used
-  bool ended = false;                      // a step that was not skipped came after it
+  double trained_scale = 0;                // the scale of the step after it, which trained; 0 while none has
   std::vector<OverflowReport> overflows;   // the forensics of its steps
 
-  double scale_after() const { return last_scale / 2; }  // each skipped step halves the scale it used
-  // Skips from the run's first step until one was not: the scaler halving an initial scale that was too high until
+  bool ended() const { return trained_scale > 0; }
+  // What the skips brought the scale down to: the scale that then trained, else the last one tried (backing off by
+  // the run's own factor, its hysteresis and its floor, not always halving).
+  double reached_scale() const { return ended() ? trained_scale : last_scale; }
+  // Skips from the run's first step until one was not: the scaler lowering an initial scale that was too high until
   // the gradients fit, not gradients that overflow whatever the scale.
-  bool found_initial_level() const { return first_step == 0 && ended; }
+  bool found_initial_level() const { return first_step == 0 && ended(); }
   // That, or skips from the first step that are still above the scale GradScaler starts at: the initial scale's
   // doing, whatever a lower one would meet.
   bool from_initial_scale() const;
@@ -46,8 +49,8 @@ struct SkippedRun {
 // The runs of consecutive skipped steps among `steps` (in step order), their overflows left to the caller.
 std::vector<SkippedRun> skipped_runs(const std::vector<StepReport>& steps);
 
-// Of a run from_initial_scale(): "the initial loss scale 1e+12 was too high: the first 22 steps were skipped, halving
-// it to 238419 before the gradients were finite", and what to try.
+// Of a run from_initial_scale(): "the initial loss scale 1e+12 was too high: the first 22 steps were skipped, lowering
+// it to 238419, at which the gradients were finite", and what to try.
 std::string initial_scale_too_high(const SkippedRun& run);
 std::string initial_scale_advice(const SkippedRun& run);
 
