@@ -113,8 +113,10 @@ int delete_command(const EditOptions& options) {
   store.remove(r.id);
   std::printf("deleted run %lld (%s)\n", static_cast<long long>(r.id), printable(r.name).c_str());
   if (had_weights && !owns_weights)
-    std::printf("  its final weights file stays: the store this one was copied from names it too: %s\n",
-                r.info.final_weights.c_str());
+    std::printf(
+        "  its final weights file stays, as another store may name it too (a copy of this one, or this one under "
+        "another name): remove it by hand if none does: %s\n",
+        r.info.final_weights.c_str());
   else if (had_weights && !std::filesystem::exists(r.info.final_weights))
     std::printf("  and its final weights: %s\n", r.info.final_weights.c_str());
   std::error_code ec;
@@ -375,7 +377,8 @@ int backup_database_server(const std::string& location, const std::string& file)
 void copy_store_files(const std::string& store, const std::string& file) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(file, ec)) throw Error("'" + file + "' exists: a backup never overwrites a file");
+  for (const char* suffix : {"", "-wal"})  // a log left beside the copy would be read into it
+    if (fs::exists(file + suffix, ec)) throw Error("'" + file + suffix + "' exists: a backup never overwrites a file");
   std::vector<std::string> written;
   for (const char* suffix : {"", "-wal"}) {
     if (*suffix && !fs::exists(store + suffix, ec)) continue;
@@ -404,8 +407,9 @@ int store_backup_command(const StoreOptions& options) {
     // keep, as the damage message asks, before a recovery is tried.
     copy_store_files(path, options.file);
     std::printf(
-        "backed up the damaged run store '%s' to '%s' file for file, as SQLite cannot read it page by page; "
-        "ampwb store check says what is damaged\n",
+        "backed up the damaged run store '%s' to '%s' file for file, as SQLite cannot read it page by page (its "
+        "runs name the store's final weights files, which stay the store's); ampwb store check says what is "
+        "damaged\n",
         path.c_str(), options.file.c_str());
     return 0;
   }

@@ -674,13 +674,24 @@ TEST(StoreCli, ACopyMadeWithCpDeletesNoneOfTheOriginalsWeights) {
   Result r = ampwb({"delete", "1", "--yes", "--db", copy});
   ASSERT_EQ(r.status, 0) << r.output;
   expect_contains(r.output,
-                  "its final weights file stays: the store this one was copied from names it too: " + weights);
+                  "its final weights file stays, as another store may name it too (a copy of this one, or this one "
+                  "under another name): remove it by hand if none does: " +
+                      weights);
   EXPECT_TRUE(fs::exists(weights));
   EXPECT_NO_THROW(load_final_weights(RunStore(db, RunStore::Mode::ReadOnly), 1));
   r = ampwb({"delete", "1", "--yes", "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
   expect_contains(r.output, "\n  and its final weights: " + weights + "\n");
   EXPECT_FALSE(fs::exists(weights));
+  // A file named before files were named after their store may be any store's: kept, and said so.
+  ASSERT_EQ(ampwb(tiny_training(db, 1, 2)).status, 0);
+  const std::string unnamed = dir.file("weights/run-2-2026-12-01T10-00-00Z-1234.weights");
+  fs::rename(RunStore(db, RunStore::Mode::ReadOnly).run(2).info.final_weights, unnamed);
+  RunStore(db, RunStore::Mode::Existing).set_final_weights(2, unnamed);
+  r = ampwb({"delete", "2", "--yes", "--db", db});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "its final weights file stays, as another store may name it too");
+  EXPECT_TRUE(fs::exists(unnamed));
 }
 
 TEST(StoreCli, TwoTrainingsAndEditsShareOneFileWithoutLockErrors) {

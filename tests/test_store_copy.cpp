@@ -520,7 +520,8 @@ int64_t all_rows(const std::string& file) {
 TEST(StoreRecover, ARecoveredRunHasFinalWeightsOfItsOwn) {
   TempDir dir("recover_weights");
   const std::string source = dir.file("source.sqlite"), recovered = dir.file("recovered.sqlite");
-  const std::string weights = dir.file("weights/run-1.weights");
+  const std::string weights =
+      dir.file("weights/source.sqlite-run-1.weights");  // named after its store, as it names them
   int64_t run = 0;
   {
     RunStore store(source);

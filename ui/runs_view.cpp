@@ -443,8 +443,8 @@ void RunsView::delete_selected() {
   QStringList names;
   for (int64_t id : ids)
     names << QStringLiteral("%1 (%2)").arg(id).arg(QString::fromStdString(model_->record(model_->row_of(id)).name));
-  bool weights = false;
-  for (int64_t id : ids) weights |= has_final_weights(model_->record(model_->row_of(id)));
+  bool weights = false;  // this store's own to remove: a file another store may name stays (final_weights.h)
+  for (int64_t id : ids) weights |= owns_final_weights(store_.path(), model_->record(model_->row_of(id)));
   QString question =
       ids.size() == 1
           ? (weights ? tr("Delete this run, everything recorded about it and its final weights?\n\n%1")

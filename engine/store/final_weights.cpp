@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -31,10 +33,22 @@ std::string final_weights_folder(const std::string& store_path) {
 }
 
 namespace {
-// How a store's weights files are named: an SQLite store's start with its file's name ("runs.sqlite-run-3-..."), so
-// that a copy of the file made beside it (cp) owns none of them; a database server's stores share no file.
+// How a store's weights files are named: after the store, its file's name ("runs.sqlite-run-3-...") or its server and
+// database ("postgresql-db.example.org-ampwb-run-3-..."), so that a copy of the store (cp, a database restored from
+// a dump) owns none of the files its runs name.
 std::string weights_name_start(const std::string& store_path) {
-  return is_database_server(store_path) ? "run-" : fs::path(store_path).filename().string() + "-run-";
+  if (!is_database_server(store_path)) return fs::path(store_path).filename().string() + "-run-";
+  std::string name = location_without_password(store_path);
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '-';
+  return name + "-run-";
+}
+
+// Weights named before files were named after their store ("run-3-2026-..."): any store of the folder, or a copy of
+// it, may name one.
+bool named_by_no_store(const std::string& file_name) {
+  static const std::regex unnamed(R"(run-\d+-\d{4}-\d\d-\d\dT.*\.weights)");
+  return std::regex_match(file_name, unnamed);
 }
 }  // namespace
 
@@ -48,11 +62,13 @@ std::string new_final_weights_path(const std::string& store_path, int64_t run) {
 
 bool owns_final_weights(const std::string& store_path, const RunRecord& run) {
   if (!has_final_weights(run)) return false;
-  const fs::path file = fs::path(run.info.final_weights).lexically_normal();
-  if (file.parent_path() != fs::path(final_weights_folder(store_path)).lexically_normal()) return false;
+  const fs::path file(run.info.final_weights);
+  std::error_code in, of;  // the folders compared as the file system resolves them (a link to the store's folder)
+  const fs::path folder = fs::weakly_canonical(file.parent_path(), in),
+                 own = fs::weakly_canonical(final_weights_folder(store_path), of);
+  if (in || of || folder != own) return false;
   const std::string name = file.filename().string();
-  // "run-..." without a store's name: written before files were named by their store, by any store of the folder.
-  return name.starts_with(weights_name_start(store_path)) || name.starts_with("run-");
+  return name.starts_with(weights_name_start(store_path)) && !named_by_no_store(name);
 }
 
 bool has_final_weights(const RunRecord& run) { return !run.info.final_weights.empty(); }

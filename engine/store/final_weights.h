@@ -20,8 +20,8 @@ namespace ampwb {
 
 // The folder a store's runs keep their final weights in.
 std::string final_weights_folder(const std::string& store_path);
-// A new file there for run `run`: <store file>-run-<id>-<UTC time>-<pid>.weights, or run-<id>-... for a database
-// server's store (unique among stores sharing the folder).
+// A new file there for run `run`, named after the store: <store file>-run-<id>-<UTC time>-<pid>.weights, or
+// <server and database>-run-<id>-... for a database server's store (unique among stores sharing the folder).
 std::string new_final_weights_path(const std::string& store_path, int64_t run);
 
 // Whether the run records final weights (the file may still be missing or damaged: load_final_weights says).
@@ -49,8 +49,9 @@ inline constexpr const char* kFinalWeightsNotWrittenNote = "its final weights co
 // whole. Returns whether it made one: not for a run without final weights, nor for one whose file is missing.
 // Throws ampwb::Error naming the file when it can neither link nor copy it.
 bool own_final_weights(RunStore& store, int64_t run);
-// Whether the run's weights file is the store's at `store_path` to remove: in its folder and named by it. A run of a
-// store copied with cp, or by an older ampwb, names the other store's file, which that store still uses.
+// Whether the run's weights file is the store's at `store_path` to remove: in its folder and named after it. A run of
+// a store copied with cp names the other store's file, which that store still uses; a file named before files were
+// named after their store may be any store's, and is no store's to remove.
 bool owns_final_weights(const std::string& store_path, const RunRecord& run);
 // Removes the run's weights file (a run being deleted from the store at `store_path`) where the store owns it. A file
 // already gone is no error.

@@ -666,8 +666,8 @@ void RunStore::backup_to(const std::string& file) const {
   if (stepped != SQLITE_DONE || finished != SQLITE_OK) {
     std::error_code ignored;
     fs::remove(file, ignored);
-    throw StoreError("cannot back up the run store '" + path() + "' to '" + file +
-                     "': " + sqlite3_errstr(stepped != SQLITE_DONE ? stepped : finished));
+    const int code = stepped != SQLITE_DONE ? stepped : finished;  // kept: a damaged store is copied otherwise
+    throw StoreError("cannot back up the run store '" + path() + "' to '" + file + "': " + sqlite3_errstr(code), code);
   }
 }
 
