@@ -702,6 +702,7 @@ void RunSetupPanel::request_inspection() {
   if (path != inspected_root_) forget_inspected_data();  // the last folder's classes and size are not this one's
   if (path.isEmpty()) {
     dataset_status_->setText(tr("Choose a dataset folder, or click Sample for Fashion-MNIST."));
+    dataset_status_->setMinimumHeight(two_lines(dataset_status_));
     dataset_report_->clear();
     set_dataset_problem(tr("no dataset folder is chosen"));
     return;
@@ -714,7 +715,8 @@ void RunSetupPanel::request_inspection() {
   options.max_validation_images = max_validation_images_->value();
   // The check ends a moment later, after the user has moved on to the next field: the line keeps its height meanwhile,
   // so that the fields below do not move under a click (the last status took two lines, the check's one).
-  dataset_status_->setMinimumHeight(std::max(dataset_status_->height(), two_lines(dataset_status_)));
+  const int shown = dataset_status_->isVisible() ? dataset_status_->height() : 0;  // not laid out yet: no height
+  dataset_status_->setMinimumHeight(std::max(shown, two_lines(dataset_status_)));
   dataset_status_->setText(tr("Checking %1 …").arg(QFileInfo(path).fileName()));
   inspector_.inspect(path, options);
 }
