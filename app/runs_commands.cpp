@@ -385,7 +385,7 @@ int show_command(const ShowOptions& options) {
   std::printf("  device     %s\n", r.backend.c_str());
   if (info.world_size > 1)
     std::printf("  processes  %d, started by %s: %lld images a step in all (%d each)\n", info.world_size,
-                choice_name(info.launcher), static_cast<long long>(r.batch_size) * info.world_size, r.batch_size);
+                choice_name(info.launcher), static_cast<long long>(r.global_batch_size()), r.batch_size);
   if (!info.compute.empty()) std::printf("  compute    %s\n", info.compute.c_str());
   if (has_final_weights(r) || r.status == RunStatus::Finished) {
     const std::string refusal = final_weights_refusal(store, r.id);

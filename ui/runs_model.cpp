@@ -161,7 +161,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
       tip += "\n" + tr("%1 processes, started by %2: %3 images a step in all (%4 each)")
                         .arg(r.info.world_size)
                         .arg(QString::fromUtf8(choice_name(r.info.launcher)))
-                        .arg(int64_t{r.batch_size} * r.info.world_size)
+                        .arg(r.global_batch_size())
                         .arg(r.batch_size);
     if (!r.end_reason.empty()) tip += "\n" + QString::fromStdString(r.end_reason);
     if (!r.notes.empty()) tip += "\nnotes: " + QString::fromStdString(r.notes);

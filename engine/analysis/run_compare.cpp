@@ -256,11 +256,11 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     settings[i] = run_settings(r);
     settings[i].emplace_back("(device)", r.backend);
     // The processes that trained it together: each took batch_size images a step (the global batch is theirs summed).
-    settings[i].emplace_back(
-        "(processes)", r.info.world_size == 1
-                           ? std::string("1")
-                           : std::to_string(r.info.world_size) + ", started by " + choice_name(r.info.launcher) + ": " +
-                                 std::to_string(int64_t{r.batch_size} * r.info.world_size) + " images a step in all");
+    settings[i].emplace_back("(processes)", r.info.world_size == 1
+                                                ? std::string("1")
+                                                : std::to_string(r.info.world_size) + ", started by " +
+                                                      choice_name(r.info.launcher) + ": " +
+                                                      std::to_string(r.global_batch_size()) + " images a step in all");
     settings[i].emplace_back("(dataset fingerprint)", runs[i].record.dataset_fingerprint);
   }
   if (n)
