@@ -115,6 +115,10 @@ class FieldsKeepWhatWasTyped : public QObject {
     QCOMPARE(text_of(batch), QString("99999999"));
     QVERIFY(batch->value() != batch->maximum());  // the last value it could take on the way, never the maximum
     QCOMPARE(plain(batch->toolTip()), QString("99999999 is out of range; it takes 2 to 65,536"));
+    auto* seed = child<QSpinBox>(w, "seed");
+    type(seed, "x");
+    QCOMPARE(plain(seed->toolTip()), QString("“x” is not a whole number; it takes 0 to 2,147,483,647"));
+    type(seed, "0");
     type(lr, "20");
     QCOMPARE(text_of(lr), QString("20"));
     QVERIFY(w.setup()->config().lr <= 10);  // the last value it could take on the way ("2"), never 20 nor 10

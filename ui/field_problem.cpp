@@ -33,7 +33,8 @@ bool update_field_problem(QWidget* field, QString& current, const QString& probl
 
 QString range_number_text(double value) {
   const QLocale english(QLocale::English);
-  if (value == std::floor(value) && std::fabs(value) < 1e9) return english.toString(static_cast<qlonglong>(value));
+  // A whole number in digits, grouped ("2,147,483,647", a seed's largest), as long as it stays readable so.
+  if (value == std::floor(value) && std::fabs(value) < 1e15) return english.toString(static_cast<qlonglong>(value));
   QString text = QString::number(value, 'g', 7);
   return text.replace(QStringLiteral("e-0"), QStringLiteral("e-"))
       .replace(QStringLiteral("e+0"), QStringLiteral("e"))
