@@ -181,6 +181,20 @@ void print_abandoned_runs(const std::string& path) {
                 printable(r.name).c_str(), r.updated.c_str(), r.host.c_str(), static_cast<long long>(r.pid));
 }
 
+// Runs whose final weights file is gone (removed by hand, or by a store that shared it): the store is whole, but
+// predict and export model cannot load them.
+void print_missing_weights(const std::string& path) {
+  std::vector<RunRecord> missing;
+  for (RunRecord& r : RunStore(path, RunStore::Mode::ReadOnly).runs())
+    if (final_weights_state(r) == "missing") missing.push_back(std::move(r));
+  if (missing.empty()) return;
+  std::printf("%zu run%s final weights file is gone (ampwb predict and export model cannot load %s):\n", missing.size(),
+              missing.size() == 1 ? "'s" : "s'", missing.size() == 1 ? "it" : "them");
+  for (const RunRecord& r : missing)
+    std::printf("  run %lld (%s): %s\n", static_cast<long long>(r.id), printable(r.name).c_str(),
+                r.info.final_weights.c_str());
+}
+
 // Where an SQLite store lies on a network filesystem, what keeps it whole there (store/store_filesystem.h).
 void print_network_filesystem(const std::string& path) {
   if (is_database_server(path)) return;
@@ -215,6 +229,7 @@ int store_check_command(const StoreOptions& options) {
       std::printf("the run store '%s' is whole (SQLite integrity_check: ok)\n", path.c_str());
     print_network_filesystem(path);
     print_abandoned_runs(path);
+    print_missing_weights(path);
     return 0;
   }
   std::printf("the run store '%s' is damaged:\n", location_without_password(path).c_str());

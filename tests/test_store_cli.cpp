@@ -654,6 +654,11 @@ TEST(StoreCli, ABackupAndACopyKeepFinalWeightsOfTheirOwn) {
   ASSERT_EQ(rows.size(), 3u) << r.output;  // the header, runs 1 and 2
   EXPECT_TRUE(rows[1].ends_with(" yes")) << rows[1];
   EXPECT_TRUE(rows[2].ends_with(" missing")) << rows[2];
+  r = ampwb({"store", "check", "--db", copy});  // whole, and the loss named
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output,
+                  "1 run's final weights file is gone (ampwb predict and export model cannot load it):\n"
+                  "  run 2 (");
   r = ampwb({"runs", "--json", "--db", copy});
   ASSERT_EQ(r.status, 0) << r.output;
   const json listed = json::parse(r.output);
