@@ -40,6 +40,10 @@ struct ExportCsvOptions {
 };
 
 int export_csv_command(const ExportCsvOptions& options) {
+  if (options.out == "-")  // as other tools read it, standard output: no place for several files
+    throw Error(
+        "--out -: export csv writes several files (steps, epochs and summaries), so it takes a folder, not "
+        "standard output");
   RunStore store = open_existing(options.db);
   std::vector<int64_t> ids;
   if (options.all) {

@@ -532,6 +532,10 @@ TEST(StoreCli, ExportedCsvNeverHoldsAFormulaFromTextButKeepsNegativeNumbers) {
   { RunStore(db).add_steps(1, {{.epoch = 1, .step = 99, .loss = -0.5f}}, 1.0); }  // a negative number in the CSV
 
   const std::string out = dir.file("csv");
+  r = ampwb({"export", "csv", "1", "--out", "-", "--db", db});  // standard output, as other tools read "-"
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "--out -: export csv writes several files");
+  EXPECT_FALSE(fs::exists("-")) << "a folder named '-' was made";
   r = ampwb({"export", "csv", "1", "--out", out, "--db", db});
   ASSERT_EQ(r.status, 0) << r.output;
   const auto summary = csv_records(out + "/runs-summary.csv");
