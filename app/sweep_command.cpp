@@ -976,9 +976,12 @@ int sweep_list_command(const SweepIdOptions& o) {
                       {"points", points.size()},
                       {"summary", state_counts(points)}});
     } else {
+      // The sweep's cancellation, where its points' states do not say it already ("2: 2 cancelled").
+      const bool said = std::all_of(points.begin(), points.end(),
+                                    [](const SweepPoint& p) { return p.state == SweepPointState::Cancelled; });
       table.add({std::to_string(s.id), sweep_label(s), timestamp_text(s.created), s.runs_on, s.slurm_job_id,
                  std::to_string(points.size()) + ": " + counts_text(state_counts(points)) +
-                     (s.cancelled ? " (cancelled)" : "")});
+                     (s.cancelled && !said ? " (sweep cancelled)" : "")});
     }
   }
   if (o.json)

@@ -401,6 +401,8 @@ TEST(SweepCli, ACancelledSweepStopsItsRunningPointAndRunsNoMore) {
   const json status = json::parse(ampwb({"sweep", "status", "1", "--json", "--db", db}).output);
   EXPECT_TRUE(status["cancelled"].get<bool>());
   EXPECT_EQ(status["summary"]["cancelled"], 3);
+  const Result listed = ampwb({"sweeps", "--db", db});  // the points say the cancellation: said once
+  expect_contains(listed.output, " 3: 3 cancelled\n");
   const Result twice = ampwb({"sweep", "cancel", "1", "--db", db});
   EXPECT_EQ(twice.status, 0) << twice.output;
   expect_contains(twice.output, "sweep 1 is cancelled already");
