@@ -192,8 +192,10 @@ void print_missing_weights(const std::string& path) {
   for (RunRecord& r : RunStore(path, RunStore::Mode::ReadOnly).runs())
     if (final_weights_state(r) == "missing") missing.push_back(std::move(r));
   if (missing.empty()) return;
-  std::printf("%zu run%s final weights file is gone (ampwb predict and export model cannot load %s):\n", missing.size(),
-              missing.size() == 1 ? "'s" : "s'", missing.size() == 1 ? "it" : "them");
+  std::printf(missing.size() == 1
+                  ? "%zu run's final weights file is gone (ampwb predict and export model cannot load it):\n"
+                  : "%zu runs' final weights files are gone (ampwb predict and export model cannot load them):\n",
+              missing.size());
   for (const RunRecord& r : missing)
     std::printf("  run %lld (%s): %s\n", static_cast<long long>(r.id), printable(r.name).c_str(),
                 r.info.final_weights.c_str());
