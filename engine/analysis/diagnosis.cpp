@@ -200,9 +200,7 @@ const SkippedRun* initial_level_search(const std::vector<SkippedRun>& runs) {
                                                                                                         : nullptr;
 }
 
-void initial_scale(const RunEvidence& e, std::vector<Finding>& out) {
-  const std::vector<SkippedRun> runs = skipped_runs(e.steps);
-  const SkippedRun* search = initial_level_search(runs);
+void initial_scale(const SkippedRun* search, std::vector<Finding>& out) {
   if (!search) return;
   add(out, "initial_scale_too_high", Severity::Warning,
       "The initial loss scale was too high: the first steps trained nothing", initial_scale_too_high(*search),
@@ -210,9 +208,7 @@ void initial_scale(const RunEvidence& e, std::vector<Finding>& out) {
 }
 
 // The skips beyond an initial level search (initial_scale_too_high says those).
-void skipped_steps(const RunEvidence& e, std::vector<Finding>& out) {
-  const std::vector<SkippedRun> runs = skipped_runs(e.steps);
-  const SkippedRun* search = initial_level_search(runs);
+void skipped_steps(const RunEvidence& e, const SkippedRun* search, std::vector<Finding>& out) {
   const int64_t after = search ? search->last_step : -1;
   const auto later = [&](const StepReport& s) { return s.step > after; };
   const int64_t steps = std::count_if(e.steps.begin(), e.steps.end(), later);
@@ -242,11 +238,11 @@ void skipped_steps(const RunEvidence& e, std::vector<Finding>& out) {
                 "(FP32's range)");
 }
 
-void scale_collapse(const RunEvidence& e, std::vector<Finding>& out) {
-  const std::vector<SkippedRun> runs = skipped_runs(e.steps);
+void scale_collapse(const RunEvidence& e, const std::vector<SkippedRun>& skips, const SkippedRun* search,
+                    std::vector<Finding>& out) {
   const SkippedRun* longest = nullptr;
-  for (const SkippedRun& r : runs)
-    if (&r != initial_level_search(runs) && (!longest || r.length > longest->length)) longest = &r;
+  for (const SkippedRun& r : skips)
+    if (&r != search && (!longest || r.length > longest->length)) longest = &r;
   if (!longest || longest->length < kScaleCollapseRun) return;  // the live alarm's threshold too
   std::vector<OverflowReport> during;
   for (const OverflowReport& o : e.overflows)
@@ -712,9 +708,12 @@ std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baselin
   fp16_emulated(run, out);
   fp8_emulated(run, out);
   bf16_not_native(run, out);
-  initial_scale(run, out);
-  skipped_steps(run, out);
-  scale_collapse(run, out);
+  // The runs of skipped steps, read once; the initial scale's are said apart from the others.
+  const std::vector<SkippedRun> skips = skipped_runs(run.steps);
+  const SkippedRun* search = initial_level_search(skips);
+  initial_scale(search, out);
+  skipped_steps(run, search, out);
+  scale_collapse(run, skips, search, out);
   gradient_underflow(run, out);
   activation_overflow_risk(run, out);
   fp8_saturation(run, out);
