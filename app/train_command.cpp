@@ -130,9 +130,7 @@ class ConsoleObserver : public TrainObserver {
     // to be, an initial scale too high.
     if (warned_collapses_ > 0 && !noted_initial_level_ && collapse_watch_.latest()->found_initial_level()) {
       noted_initial_level_ = true;
-      if (terminal_ && !quiet_) std::printf("\r\033[K");
-      std::fflush(stdout);
-      std::fprintf(stderr, "ampwb train: warning: %s\n", collapse_watch_.warning().c_str());
+      print_collapse_warning();
     }
     ++steps_in_epoch_;
     if (quiet_ || !terminal_) return;
@@ -187,6 +185,11 @@ class ConsoleObserver : public TrainObserver {
     collapse_watch_.overflow(o);
     if (warned_collapses_ == collapse_watch_.collapses()) return;
     warned_collapses_ = collapse_watch_.collapses();
+    print_collapse_warning();
+  }
+
+  // The watch's warning on a line of its own, the progress bar's line cleared first.
+  void print_collapse_warning() {
     if (terminal_ && !quiet_) std::printf("\r\033[K");
     std::fflush(stdout);
     std::fprintf(stderr, "ampwb train: warning: %s\n", collapse_watch_.warning().c_str());
