@@ -38,8 +38,17 @@
 namespace ampwb::cli {
 namespace {
 
-// Set by `--processes N` for its ranks where its own output is no terminal (mpirun's ranks write to one of mpirun's).
-constexpr const char* kPlainOutput = "AMPWB_PLAIN_OUTPUT";
+// Whether this process prints to a terminal, where a progress bar redraws in place. mpirun gives its ranks a terminal
+// of its own whatever its own output is (`mpirun ... > train.log`, or `train --processes N` into a file), so a rank it
+// started asks what mpirun's output is; a rank started by a remote daemon, whose output is no terminal, prints lines.
+bool prints_to_terminal() {
+  if (::isatty(STDOUT_FILENO) != 1) return false;
+  if (!std::getenv("OMPI_COMM_WORLD_RANK")) return true;
+  std::error_code unreadable;
+  const std::string launcher_output =
+      std::filesystem::read_symlink("/proc/" + std::to_string(::getppid()) + "/fd/1", unreadable).string();
+  return !unreadable && (launcher_output.starts_with("/dev/pts/") || launcher_output.starts_with("/dev/tty"));
+}
 
 // The first SIGINT/SIGTERM/SIGHUP (a closed terminal, a dropped SSH session) asks the run to stop after its current
 // step (it ends as cancelled and is recorded so, with a checkpoint); SA_RESETHAND makes a second one end the process at
@@ -388,12 +397,6 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
                  options.processes, offer.cores, offer.max_processes(DeviceChoice::cpu()));
   std::vector<std::string> argv = {"mpirun", "-np", std::to_string(options.processes), "--oversubscribe"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
-  // mpirun gives its ranks a terminal of its own: where this output goes to a file or a pipe, rank 0 is told so, and
-  // prints lines rather than a progress bar redrawn in place.
-  if (::isatty(STDOUT_FILENO) != 1) {
-    ::setenv(kPlainOutput, "1", 1);
-    argv.insert(argv.end(), {"-x", kPlainOutput});
-  }
   std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> self;
   for (std::string arg; std::getline(cmdline, arg, '\0');) self.push_back(arg);
@@ -451,8 +454,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
       throw Error("--checkpoint-dir: " + refusal);
   const bool json = how.json;
   StoreRecorder recorder(store, c, {.keep_final_weights = how.keep_final_weights}, how.continue_run);
-  const bool terminal = ::isatty(STDOUT_FILENO) == 1 && !std::getenv(kPlainOutput);
-  ConsoleObserver console(c.epochs, json || how.events_json || how.quiet, terminal, recorder, store.path());
+  ConsoleObserver console(c.epochs, json || how.events_json || how.quiet, prints_to_terminal(), recorder, store.path());
   console.set_sweep_point(how.sweep_point);
   EventLineWriter event_lines(stdout, [&recorder] { return recorder.run_id(); });
   // The recorder first: a printed epoch is a stored epoch.
