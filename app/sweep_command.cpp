@@ -74,6 +74,17 @@ int64_t sweep_id(const std::string& text) {
   return id;
 }
 
+// "0,,1" as {"0", "", "1"}: every item, the empty ones too, so that a stray comma is said rather than dropped.
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t from = 0;;) {
+    const size_t comma = list.find(',', from);
+    items.push_back(list.substr(from, comma - from));
+    if (comma == std::string::npos) return items;
+    from = comma + 1;
+  }
+}
+
 // The grid the flags (and the sweep file) describe: a flag given a comma list is a dimension, in the order the
 // flags were given; a flag given one value is a setting every point shares.
 SweepGrid grid_of(const SweepOptions& o) {
@@ -91,7 +102,15 @@ SweepGrid grid_of(const SweepOptions& o) {
     const auto on = o.switches.find(flag);
     if (values == o.values.end() && on == o.switches.end()) continue;
     if (given.contains(setting)) throw Error(flag + " is given by the sweep file too");
-    std::vector<std::string> texts = values == o.values.end() ? std::vector<std::string>() : values->second;
+    std::vector<std::string> texts;
+    if (values != o.values.end())
+      for (const std::string& list : values->second)
+        for (const std::string& v : split_list(list)) {
+          if (v.empty())
+            throw Error(flag + ": '" + list + "' has an empty value (a comma list is values between commas: " + flag +
+                        " 0,1,2)");
+          texts.push_back(v);
+        }
     if (setting == "data" || setting == "checkpoint-dir")  // kept as absolute folders, as the runs keep them
       for (std::string& folder : texts) folder = fs::absolute(folder).lexically_normal().string();
     if (on != o.switches.end()) {
@@ -1035,7 +1054,6 @@ void add_sweep_command(CLI::App& app, Invocation& invocation) {
       sweep->add_flag(setting.flag, options->switches[setting.flag], setting.help)->group(group);
     } else {
       sweep->add_option(setting.flag, options->values[setting.flag], setting.help + " (a comma list sweeps it)")
-          ->delimiter(',')
           ->type_name("V[,V...]")
           ->default_str("")
           ->group(group);

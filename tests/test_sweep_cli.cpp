@@ -178,6 +178,12 @@ TEST(SweepCli, RefusesABadValueBeforeWritingAnything) {
   r = ampwb(tiny_sweep(db, 1, 2, {"--lr", "0.1", "--lr", "0.1,0.2"}));
   EXPECT_EQ(r.status, 1);
   expect_contains(r.output, "--lr: '0.1' is given twice (the values of each --lr make one list: 0.1,0.1,0.2)");
+  // A stray comma is an empty value, said, not dropped (nor the next flag taken for a value).
+  for (const std::string list : {"0,,1", "0,", ","}) {
+    r = ampwb(tiny_sweep(db, 1, 2, {"--seed", list}));
+    EXPECT_EQ(r.status, 1) << list;
+    expect_contains(r.output, "--seed: '" + list + "' has an empty value");
+  }
   EXPECT_FALSE(fs::exists(db));
 }
 
