@@ -757,7 +757,9 @@ std::map<int, SlurmView::Task> slurm_tasks(const std::string& text, const std::s
       continue;                                                    // "42_[4-5%2]": a range squeue did not expand
     std::string state = fields[1].substr(0, fields[1].find(' '));  // sacct: "CANCELLED by 0"
     for (char& c : state) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    tasks[std::stoi(task)] = {state, fields.size() > 2 && fields[2] != "None" ? fields[2] : ""};
+    // A task cancelled while it waited keeps the reason it waited for, no longer the reason of anything.
+    const bool has_reason = fields.size() > 2 && fields[2] != "None" && state != "cancelled";
+    tasks[std::stoi(task)] = {state, has_reason ? fields[2] : ""};
   }
   return tasks;
 }

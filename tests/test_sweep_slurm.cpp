@@ -220,6 +220,9 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
   EXPECT_TRUE(after.resumable(running));
   for (const SweepPoint& p : sweep_points(after, 2)) EXPECT_EQ(p.state, SweepPointState::Cancelled) << p.index;
   EXPECT_TRUE(sweep(after, 2).cancelled);
+  const Result status_after = ampwb({"sweep", "status", "2", "--db", db});
+  expect_contains(status_after.output, "; Slurm: cancelled\n");
+  EXPECT_EQ(status_after.output.find("JobArrayTaskLimit"), std::string::npos) << "a waiting task's reason outlived it";
 
   // A point whose task fails before it records a run (no dataset folder on the node): sweep status names the task's
   // output, where the reason is.
