@@ -60,15 +60,19 @@ void check_png(const QString& path, QSize size) {
 void check_svg(const QString& path) {
   QXmlStreamReader xml(read(path));
   bool root = false;
-  int texts = 0;
+  int texts = 0, unseen = 0;
   while (!xml.atEnd()) {
     xml.readNext();
     if (xml.isStartElement() && xml.name() == QLatin1String("svg")) root = true;
-    if (xml.isStartElement() && xml.name() == QLatin1String("text")) ++texts;
+    if (xml.isStartElement() && xml.name() == QLatin1String("text")) {
+      ++texts;
+      unseen += xml.attributes().value("fill-opacity") == QLatin1String("0");
+    }
   }
   QVERIFY2(!xml.hasError(), qPrintable(path + ": " + xml.errorString()));
   QVERIFY(root);
   QVERIFY(texts > 3);  // title, axis labels: vector text, not a bitmap
+  QCOMPARE(unseen, 0);  // words no one sees would still be found by a search and read aloud
   QVERIFY(QSvgRenderer(path).isValid());
 }
 

@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QFontMetrics>
 #include <QGraphicsScene>
+#include <QGraphicsTextItem>
 #include <QImage>
 #include <QLegend>
 #include <QPageSize>
@@ -87,7 +88,16 @@ int draw_legend(const std::vector<LegendEntry>& entries, QPainter* painter, cons
 void render(MetricChart& view, QPainter& painter, QSize chart_size, const std::vector<LegendEntry>& legend) {
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setRenderHint(QPainter::TextAntialiasing);
+  // Transparent text (the chart's own title, which only keeps room for ChartTitle's lines) is left out: in an SVG or
+  // a PDF, words no one sees would still be found by a search and read aloud.
+  std::vector<QGraphicsTextItem*> unseen;
+  for (QGraphicsItem* item : view.scene()->items())
+    if (auto* text = dynamic_cast<QGraphicsTextItem*>(item);
+        text && text->isVisible() && text->defaultTextColor().alpha() == 0)
+      unseen.push_back(text);
+  for (QGraphicsTextItem* text : unseen) text->hide();
   view.scene()->render(&painter, QRectF(QPointF(0, 0), chart_size), view.sceneRect());
+  for (QGraphicsTextItem* text : unseen) text->show();
   draw_legend(legend, &painter, view.chart()->legend()->font(), chart_size.width(), chart_size.height());
 }
 
