@@ -275,7 +275,9 @@ TEST_F(Diagnosis, ScalingFromAnAbsurdScaleSkipsStepsAndTheScheduleRunsOn) {
   expect_contains(initial.action, "start the scale at 65536 or lower");
   EXPECT_EQ(find(findings, "scale_collapse"), nullptr) << listing(findings);
   EXPECT_EQ(find(findings, "skipped_steps"), nullptr) << "no step after them, skipped or not";
-  expect_contains(expect_finding(findings, "lr_schedule_skips").evidence, "the cosine schedule advanced through");
+  const Finding schedule = expect_finding(findings, "lr_schedule_skips");
+  expect_contains(schedule.evidence, "the cosine schedule advanced through");
+  expect_contains(schedule.action, "start the loss scale lower");  // nothing else overflowed
   // From 2^28 the scaler finds a scale that works within the run: the steps after train, at the scale it says.
   c.precision.loss_scale.init_scale = std::ldexp(1.0, 28);
   c.precision.loss_scale.growth_interval = 2;  // then probing higher every other step: skips of its own
@@ -311,6 +313,7 @@ TEST_F(Diagnosis, ADivergingRunCollapsesTheScaleAndOverflowsItsActivations) {
   EXPECT_EQ(collapse.severity, Severity::Problem);
   expect_contains(collapse.evidence, "consecutive steps skipped");
   expect_contains(expect_finding(findings, "activation_overflow_risk").evidence, "max |activation|");
+  expect_contains(expect_finding(findings, "lr_schedule_skips").action, "fix what overflows first");
 
   // The live alarm, fed the run's events in the order the trainer reported them, fires once, on the step that made
   // the run of skips as long as the rule's, and names the layers the stored finding names.

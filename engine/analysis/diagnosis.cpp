@@ -383,17 +383,22 @@ void fp8_underflow(const RunEvidence& e, std::vector<Finding>& out) {
           "precision.fp8.margin if it is above 0");
 }
 
-void lr_schedule_skips(const RunEvidence& e, std::vector<Finding>& out) {
+void lr_schedule_skips(const RunEvidence& e, const SkippedRun* search, std::vector<Finding>& out) {
   const int64_t skipped = skipped_count(e);
   if (skipped == 0 || e.run.config.schedule == Schedule::Constant) return;
   const double share = static_cast<double>(skipped) / static_cast<double>(e.steps.size());
   if (share <= kRoutineSkipShare) return;
+  // Where the initial scale's search made most of them, a lower initial scale is the fix, not an overflow's.
+  const int64_t later = skipped - (search ? search->length : 0);
+  const bool initial_scale_did =
+      search && static_cast<double>(later) / static_cast<double>(e.steps.size()) <= kRoutineSkipShare;
   add(out, "lr_schedule_skips", Severity::Warning, "The learning-rate schedule ran on through skipped steps",
       format("the %s schedule advanced through %lld skipped steps (%s of the run) where the optimizer did not "
              "update: the run made that many fewer updates than its schedule assumes",
              choice_name(e.run.config.schedule), static_cast<long long>(skipped), percent(share).c_str()),
-      "fix what overflows first (see the skipped steps); PyTorch warns of the same when scheduler.step() follows "
-      "a skipped scaler.step()");
+      std::string(initial_scale_did ? "start the loss scale lower (see the initial loss scale)"
+                                    : "fix what overflows first (see the skipped steps)") +
+          "; PyTorch warns of the same when scheduler.step() follows a skipped scaler.step()");
 }
 
 void clipping_order(const RunEvidence& e, std::vector<Finding>& out) {
@@ -718,7 +723,7 @@ std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baselin
   activation_overflow_risk(run, out);
   fp8_saturation(run, out);
   fp8_underflow(run, out);
-  lr_schedule_skips(run, out);
+  lr_schedule_skips(run, search, out);
   clipping_order(run, out);
   tensor_core_ineligible(run, out);
   batch_too_small(run, out);
