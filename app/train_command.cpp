@@ -31,6 +31,7 @@
 #include "store/store_recorder.h"
 #include "train/event_lines.h"
 #include "train/observer_list.h"
+#include "train/run_progress.h"
 #include "train/scale_collapse.h"
 #include "train/trainer.h"
 #include "train_flags.h"
@@ -118,7 +119,7 @@ class ConsoleObserver : public TrainObserver {
   void set_sweep_point(bool sweep_point) { sweep_point_ = sweep_point; }
 
   void on_start(const RunInfo& info) override {
-    steps_per_epoch_ = info.steps_per_epoch;
+    progress_.start(info, epochs_);
     validated_ = info.validation_images > 0;
     if (quiet_) return;
     std::printf("run:     %lld, recorded in %s\n", static_cast<long long>(recorder_.run_id()), db_.c_str());
@@ -141,39 +142,42 @@ class ConsoleObserver : public TrainObserver {
       noted_initial_level_ = true;
       print_collapse_warning();
     }
-    ++steps_in_epoch_;
+    progress_.step(r);
     if (quiet_ || !terminal_) return;
     const auto now = std::chrono::steady_clock::now();
     if (now - last_draw_ < std::chrono::milliseconds(100)) return;  // a terminal needs no more than 10 frames/s
     last_draw_ = now;
     const int width = 24;
-    const int64_t total = steps_per_epoch_ > 0 ? steps_per_epoch_ : 1;
-    const int filled = static_cast<int>(std::min<int64_t>(width, steps_in_epoch_ * width / total));
+    const int64_t done = progress_.step_in_epoch(), total = progress_.steps_per_epoch();
+    const int filled = static_cast<int>(std::min<int64_t>(width, done * width / total));
     std::printf("\r\033[Kepoch %d/%d [%s%s] %lld/%lld  loss %.4f  acc %5.1f%%  lr %.4g", r.epoch, epochs_,
                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                static_cast<long long>(steps_in_epoch_), static_cast<long long>(total), r.loss, 100 * r.accuracy, r.lr);
+                static_cast<long long>(done), static_cast<long long>(total), r.loss, 100 * r.accuracy, r.lr);
     if (r.loss_scale != 1.0f) std::printf("  scale %g", r.loss_scale);
     if (r.skipped) std::printf("  skipped");
+    if (const double left = progress_.eta_seconds(); left >= 0)  // the run's, validations to come included
+      std::printf("  ETA %s", time_left_text(left).c_str());
     std::fflush(stdout);
   }
 
   // A long validation says how far it has come, on the progress line the steps used.
   void on_validation(const ValidationProgress& v) override {
     poll_signal();
+    progress_.validation(v);
     if (quiet_ || !terminal_) return;
     const auto now = std::chrono::steady_clock::now();
     if (v.images_done > 0 && v.images_done < v.images && now - last_draw_ < std::chrono::milliseconds(100)) return;
     last_draw_ = now;
     std::printf("\r\033[Kepoch %d/%d validating %lld/%lld images", v.epoch, epochs_,
                 static_cast<long long>(v.images_done), static_cast<long long>(v.images));
-    if (v.images_done > 0 && v.seconds > 0)
-      std::printf("  %.0f s left", v.seconds * static_cast<double>(v.images - v.images_done) / v.images_done);
+    if (const double left = progress_.validation_eta_seconds(); left >= 0)
+      std::printf("  %s left", time_left_text(left).c_str());
     std::fflush(stdout);
   }
 
   void on_epoch(const EpochReport& r) override {
     poll_signal();
-    steps_in_epoch_ = 0;
+    progress_.epoch(r);
     epochs.push_back(r);
     if (quiet_) return;
     if (terminal_) std::printf("\r\033[K");
@@ -184,6 +188,8 @@ class ConsoleObserver : public TrainObserver {
                 r.data_wait_seconds, r.peak_bytes / 1048576.0);
     if (r.skipped_steps) std::printf("  skipped %lld", static_cast<long long>(r.skipped_steps));
     if (r.loss_scale != 1.0) std::printf("  scale %g", r.loss_scale);
+    if (const double left = progress_.eta_seconds(); r.epoch < epochs_ && left >= 0)
+      std::printf("  ETA %s", time_left_text(left).c_str());
     std::printf("\n");
     std::fflush(stdout);
   }
@@ -258,7 +264,7 @@ class ConsoleObserver : public TrainObserver {
   int warned_collapses_ = 0;
   bool noted_initial_level_ = false;
   bool validated_ = true;  // the run has validation images
-  int64_t steps_per_epoch_ = 0, steps_in_epoch_ = 0;
+  RunProgress progress_;
   std::chrono::steady_clock::time_point last_draw_{};
 };
 

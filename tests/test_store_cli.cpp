@@ -82,6 +82,11 @@ TEST(StoreCli, AKilledRunResumesFromItsCheckpointAsTheSameRunAndCurve) {
   EXPECT_EQ(wait_exit(child), 128 + SIGKILL) << read_text(dir.file("train.log"));
   ASSERT_GE(resumes_at(), 4) << read_text(dir.file("train.log"));
   ASSERT_LE(resumes_at(), 12) << "killed too late to resume anything";
+  // Written to a file, an epoch's line says the run's time left.
+  const std::string log = read_text(dir.file("train.log"));
+  const size_t first_epoch = log.find("epoch 1/12  train loss ");
+  ASSERT_NE(first_epoch, std::string::npos) << log;
+  expect_contains(log.substr(first_epoch, log.find('\n', first_epoch) - first_epoch), "  ETA ");
 
   // Settings that would change the curves are refused by name, also where a flag names the default value (fp32,
   // depth 18 here) or repeats the stored one; the stored configuration is used.

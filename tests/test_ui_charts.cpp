@@ -41,12 +41,12 @@
 #include "loss_scale_chart.h"
 #include "metric_chart.h"
 #include "numerics_heatmap.h"
-#include "run_progress.h"
 #include "run_series.h"
 #include "store/run_store.h"
 #include "sweep.h"
 #include "test_ui_util.h"
 #include "timing_charts.h"
+#include "train/run_progress.h"
 
 namespace ampwb::ui::test {
 namespace {
@@ -488,8 +488,8 @@ class ChartData : public QObject {
     QCOMPARE(p.step_in_epoch(), int64_t{0});
     for (int i = 100; i < 105; ++i) p.step(StepReport{2, i, 0, 0, 0, 1, false, 0, 15.0 + 0.1 * (i - 99)});
     QVERIFY2(std::abs(p.eta_seconds() - (9.5 + 5.0)) < 0.5, qPrintable(QString::number(p.eta_seconds())));
-    QCOMPARE(QString::fromStdString(format_duration(3725)), QString("1 h 02 min"));
-    QCOMPARE(QString::fromStdString(format_duration(185)), QString("3 min 05 s"));
+    QCOMPARE(QString::fromStdString(time_left_text(3725)), QString("1 h 02 min"));
+    QCOMPARE(QString::fromStdString(time_left_text(185)), QString("3 min 05 s"));
   }
 
   void bands_only_for_runs_that_differ_by_seed() {

@@ -22,12 +22,12 @@
 #include "main_window.h"
 #include "metric_chart.h"
 #include "run_controls.h"
-#include "run_progress.h"
 #include "run_series.h"
 #include "run_setup_panel.h"
 #include "store/run_store.h"
 #include "test_ui_util.h"
 #include "train/observer_list.h"
+#include "train/run_progress.h"
 
 namespace ampwb::ui::test {
 

@@ -10,11 +10,11 @@
 #include <optional>
 #include <vector>
 
-#include "run_progress.h"
 #include "run_series.h"
 #include "sweep.h"
 #include "sweep_command_line.h"
 #include "sweep_timing.h"
+#include "train/run_progress.h"
 #include "train/scale_collapse.h"
 #include "training_session.h"
 

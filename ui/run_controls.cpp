@@ -137,7 +137,7 @@ void RunControls::show_progress(const RunProgress& p) {
             .arg(p.epochs())
             .arg(locale.toString(static_cast<qlonglong>(p.validated_images())),
                  locale.toString(static_cast<qlonglong>(p.validation_images())),
-                 left < 0 ? QString() : tr(", %1 more").arg(QString::fromStdString(format_duration(left)))));
+                 left < 0 ? QString() : tr(", %1 more").arg(QString::fromStdString(time_left_text(left)))));
   } else {
     progress_->setFormat(tr("epoch %1/%2 · step %3/%4 · %p%")
                              .arg(p.current_epoch())
@@ -147,7 +147,7 @@ void RunControls::show_progress(const RunProgress& p) {
   }
   if (state_ == State::Paused) return;  // the step that ends as Pause is clicked says nothing of the time left
   const double eta = p.eta_seconds();
-  eta_->setText(eta < 0 ? tr("ETA: estimating…") : tr("ETA %1").arg(QString::fromStdString(format_duration(eta))));
+  eta_->setText(eta < 0 ? tr("ETA: estimating…") : tr("ETA %1").arg(QString::fromStdString(time_left_text(eta))));
 }
 
 void RunControls::clear_progress() {

@@ -4,8 +4,8 @@
 
 #include <QWidget>
 
-#include "run_progress.h"
 #include "train/events.h"
+#include "train/run_progress.h"
 
 class QLabel;
 class QProgressBar;

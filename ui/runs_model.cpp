@@ -9,8 +9,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "analysis/report_text.h"
 #include "plain_text.h"
-#include "run_progress.h"
 #include "store/final_weights.h"
 #include "store/run_resume.h"
 
@@ -217,8 +217,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
       if (sort) return measured ? s.best_validation_accuracy : -1.0;
       return measured ? QStringLiteral("%1%").arg(100 * s.best_validation_accuracy, 0, 'f', 2) : "–";
     }
-    case Time:
-      return sort ? QVariant(s.total_seconds) : QVariant(QString::fromStdString(format_duration(s.total_seconds)));
+    case Time:  // as `ampwb runs` says it
+      return sort ? QVariant(s.total_seconds) : QVariant(QString::fromStdString(duration_text(s.total_seconds)));
     case Weights:
       return row.weights == "yes" ? tr("yes") : row.weights == "missing" ? tr("missing") : QString();
     case Tags: {

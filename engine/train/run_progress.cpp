@@ -1,11 +1,11 @@
 // RunProgress: fraction done and ETA from the step reports.
-#include "run_progress.h"
+#include "train/run_progress.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-namespace ampwb::ui {
+namespace ampwb {
 
 void RunProgress::start(const RunInfo& info, int epochs, int batch_size) {
   *this = RunProgress{};
@@ -100,7 +100,7 @@ double RunProgress::eta_seconds() const {
   return steps_left * per_step + std::max(0, epochs_ - epoch_ + 1) * per_validation;
 }
 
-std::string format_duration(double seconds) {
+std::string time_left_text(double seconds) {
   char text[64];
   const long s = std::lround(std::max(0.0, seconds));
   if (s >= 3600)
@@ -114,4 +114,4 @@ std::string format_duration(double seconds) {
   return text;
 }
 
-}  // namespace ampwb::ui
+}  // namespace ampwb

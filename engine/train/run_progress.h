@@ -12,7 +12,7 @@
 
 #include "train/events.h"
 
-namespace ampwb::ui {
+namespace ampwb {
 
 class RunProgress {
  public:
@@ -56,7 +56,7 @@ class RunProgress {
   std::deque<std::pair<int64_t, double>> recent_;  // (step, training seconds) for the recent rate
 };
 
-// "1 h 02 min", "3 min 05 s", "12 s".
-std::string format_duration(double seconds);
+// A time left, to the second: "1 h 02 min", "3 min 05 s", "12 s" (the GUI's ETA, `ampwb train`'s).
+std::string time_left_text(double seconds);
 
-}  // namespace ampwb::ui
+}  // namespace ampwb
