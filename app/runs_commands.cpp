@@ -490,7 +490,8 @@ std::vector<std::pair<ConfigGroup, std::vector<GroupMetric>>> compare_groups(con
   std::vector<TrainConfig> configs;
   for (const ComparedRun& r : runs) configs.push_back(r.record.config);
   std::vector<std::pair<ConfigGroup, std::vector<GroupMetric>>> out;
-  for (const ConfigGroup& g : group_configs(configs, key)) out.emplace_back(g, group_metrics(cmp.summaries, g));
+  for (const ConfigGroup& g : group_configs(configs, key))
+    out.emplace_back(g, group_metrics(cmp.summaries, cmp.speeds(), g));
   return out;
 }
 

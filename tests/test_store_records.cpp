@@ -758,19 +758,19 @@ TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
   EXPECT_TRUE(std::isnan(c.summaries[2].final_train_loss)) << "never measured: NaN (JSON null, CSV nan)";
   ConfigGroup all;
   all.members = {0, 1, 2};
-  for (const GroupMetric& m : group_metrics(c.summaries, all)) {
+  for (const GroupMetric& m : group_metrics(c.summaries, c.speeds(), all)) {
     if (m.metric == "best validation accuracy (%)") {
       EXPECT_DOUBLE_EQ(m.mean, 50.0) << "run 1 alone measured it";
     }
-    if (m.metric == "training images/s (over its epochs)") {
-      EXPECT_DOUBLE_EQ(m.mean, 321.0) << "runs 1 and 2, not the failed one";
+    if (m.metric == "training images/s (steady state)") {
+      EXPECT_NEAR(m.mean, 320.0, 1e-6) << "32 images in 0.1 s: runs 1 and 2, not the failed one";
       EXPECT_DOUBLE_EQ(m.std, 0.0) << "two runs of one speed agree";
     }
   }
   // One run has no spread to report: its standard deviation is not 0 but unknown, and the views show the mean alone.
   ConfigGroup one;
   one.members = {0};
-  for (const GroupMetric& m : group_metrics(c.summaries, one)) {
+  for (const GroupMetric& m : group_metrics(c.summaries, c.speeds(), one)) {
     EXPECT_TRUE(std::isnan(m.std)) << m.metric;
     EXPECT_FALSE(std::isnan(m.mean)) << m.metric;
   }

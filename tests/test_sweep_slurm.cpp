@@ -48,14 +48,16 @@ std::vector<std::pair<std::string, std::vector<GroupMetric>>> grouped(const std:
   RunStore store(db, RunStore::Mode::ReadOnly);
   std::vector<TrainConfig> configs;
   std::vector<RunSummary> summaries;
+  std::vector<RunSpeed> speeds;
   for (const SweepPoint& p : sweep_points(store, sweep)) {
     const RunRecord run = store.run(p.run_id);
     configs.push_back(run.config);
     summaries.push_back(summarize(run, store.epochs(p.run_id)));
+    speeds.push_back(measure_speed(store.steps(p.run_id), run.global_batch_size(), run.config.numerics_every));
   }
   std::vector<std::pair<std::string, std::vector<GroupMetric>>> out;
   for (const ConfigGroup& g : group_configs(configs, kAllButSeed)) {
-    out.emplace_back(group_label(kAllButSeed, g), group_metrics(summaries, g));
+    out.emplace_back(group_label(kAllButSeed, g), group_metrics(summaries, speeds, g));
   }
   return out;
 }

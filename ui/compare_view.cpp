@@ -334,7 +334,7 @@ void CompareView::update_groups() {
   std::vector<TrainConfig> configs;
   for (const auto& s : series_) configs.push_back(s->config);
   const std::vector<ConfigGroup> groups = group_configs(configs, key.toStdString());
-  const std::vector<RunSummary>& summaries = model_->comparison().summaries;
+  const Comparison& comparison = model_->comparison();
   struct Column {
     const char* metric;  // group_metrics' name
     QString header;
@@ -343,7 +343,7 @@ void CompareView::update_groups() {
   const Column columns[] = {{"best validation accuracy (%)", tr("best val. acc. (%)"), 2},
                             {"final validation accuracy (%)", tr("final val. acc. (%)"), 2},
                             {"final validation loss", tr("final val. loss"), 4},
-                            {"training images/s (over its epochs)", tr("training images/s"), 0},
+                            {"training images/s (steady state)", tr("training images/s"), 0},
                             {"epoch time (s)", tr("epoch time (s)"), 2},
                             {"run time (s)", tr("run time (s)"), 1},
                             {"skipped steps", tr("skipped steps"), 1}};
@@ -357,7 +357,7 @@ void CompareView::update_groups() {
     QStringList runs;
     for (size_t i : g.members) runs << QString::number(ids_[i]);
     QStringList cells{QString::fromStdString(group_label(key.toStdString(), g)), runs.join(", ")};
-    const std::vector<GroupMetric> metrics = group_metrics(summaries, g);
+    const std::vector<GroupMetric> metrics = group_metrics(comparison.summaries, comparison.speeds(), g);
     for (const Column& c : columns)
       for (const GroupMetric& m : metrics)
         if (m.metric == c.metric) cells << QString::fromStdString(mean_std_text(m, c.decimals));

@@ -46,6 +46,7 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
       try {
         const RunRecord run = store.run(p.run_id);
         r.summary = summarize(run, store.epochs(p.run_id));
+        r.speed = measure_speed(store.steps(p.run_id), run.global_batch_size(), run.config.numerics_every);
         r.end_reason = run.end_reason;
         r.epochs_planned = run.epochs;
         r.run_status = run.status;
@@ -59,6 +60,7 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
 
   // The finished points grouped by their values but the seed's: each group's runs differ only by seed.
   std::vector<RunSummary> summaries;
+  std::vector<RunSpeed> speeds;
   std::vector<ConfigGroup> groups;
   std::vector<std::vector<int64_t>> runs;
   for (const SweepPointResult& r : out.points) {
@@ -76,14 +78,15 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
     groups[g].members.push_back(summaries.size());
     runs[g].push_back(r.point.run_id);
     summaries.push_back(r.summary);
+    speeds.push_back(r.speed);
   }
   for (size_t g = 0; g < groups.size(); ++g) {
-    const std::vector<GroupMetric> metrics = group_metrics(summaries, groups[g]);
+    const std::vector<GroupMetric> metrics = group_metrics(summaries, speeds, groups[g]);
     out.groups.push_back({groups[g].value,
                           runs[g],
                           named(metrics, "final validation accuracy (%)"),
                           named(metrics, "final validation loss"),
-                          named(metrics, "training images/s (over its epochs)"),
+                          named(metrics, "training images/s (steady state)"),
                           {}});
   }
   // The groups' runs differ only by seed: each group's speed-up is its first run's, as `ampwb sweep status` gives it.

@@ -109,7 +109,7 @@ SweepView::SweepView(RunStore& store, QWidget* parent, const std::string& locati
   groups_->setObjectName("sweepGroups");
   // The speed-up timed in alternation before the trainings' own images/s, which other work may have moved.
   groups_->setHorizontalHeaderLabels({tr("group"), tr("runs"), tr("final val. acc. (%)"), tr("final val. loss"),
-                                      tr("speed-up, timed in alternation"), tr("training images/s (over its epochs)")});
+                                      tr("speed-up, timed in alternation"), tr("training images/s (steady state)")});
   groups_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   groups_->setSelectionBehavior(QAbstractItemView::SelectRows);
   groups_->verticalHeader()->hide();

@@ -60,6 +60,12 @@ RunTiming run_timing(const RunRecord& record, const std::vector<StepReport>& ste
   return {std::move(times), measure_speed(steps, record.global_batch_size(), record.config.numerics_every)};
 }
 
+std::vector<RunSpeed> Comparison::speeds() const {
+  std::vector<RunSpeed> out;
+  for (const RunTiming& t : timings) out.push_back(t.speed);
+  return out;
+}
+
 Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptions& options) {
   Comparison c;
   const size_t n = runs.size();

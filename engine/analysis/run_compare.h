@@ -58,6 +58,8 @@ struct Comparison {
   size_t baseline = 0;
   int at_epoch = 1;              // resolved
   std::vector<CompareRow> rows;  // the results, then the settings
+
+  std::vector<RunSpeed> speeds() const;  // each run's steady speed, from its timing
 };
 
 Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptions& options = {});

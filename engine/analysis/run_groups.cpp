@@ -70,19 +70,22 @@ std::string group_label(const std::string& key, const ConfigGroup& group) {
   return (key == kAllButSeed ? group.value : key_label(key) + " = " + group.value) + count;
 }
 
-std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries, const ConfigGroup& group) {
+std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries, const std::vector<RunSpeed>& speeds,
+                                       const ConfigGroup& group) {
+  using S = const RunSummary&;
   struct Source {
     const char* name;
-    double (*value)(const RunSummary&);
+    double (*value)(S, const RunSpeed&);
   };
   static const Source sources[] = {
-      {"best validation accuracy (%)", [](const RunSummary& s) { return 100 * s.best_validation_accuracy; }},
-      {"final validation accuracy (%)", [](const RunSummary& s) { return 100 * s.final_validation_accuracy; }},
-      {"final validation loss", [](const RunSummary& s) { return s.final_validation_loss; }},
-      {"training images/s (over its epochs)", [](const RunSummary& s) { return s.mean_images_per_second; }},
-      {"epoch time (s)", [](const RunSummary& s) { return s.mean_epoch_seconds; }},
-      {"run time (s)", [](const RunSummary& s) { return s.total_seconds; }},
-      {"skipped steps", [](const RunSummary& s) { return static_cast<double>(s.skipped_steps); }},
+      {"best validation accuracy (%)", [](S s, const RunSpeed&) { return 100 * s.best_validation_accuracy; }},
+      {"final validation accuracy (%)", [](S s, const RunSpeed&) { return 100 * s.final_validation_accuracy; }},
+      {"final validation loss", [](S s, const RunSpeed&) { return s.final_validation_loss; }},
+      {"training images/s (steady state)",
+       [](S, const RunSpeed& v) { return v.known() ? v.images_per_second() : RunSummary::kNone; }},
+      {"epoch time (s)", [](S s, const RunSpeed&) { return s.mean_epoch_seconds; }},
+      {"run time (s)", [](S s, const RunSpeed&) { return s.total_seconds; }},
+      {"skipped steps", [](S s, const RunSpeed&) { return static_cast<double>(s.skipped_steps); }},
   };
   std::vector<GroupMetric> out;
   for (const Source& source : sources) {
@@ -90,8 +93,9 @@ std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries,
     // add (its NaN or 0 would pull the mean).
     std::vector<double> values;
     for (size_t i : group.members)
-      if (const RunSummary& s = summaries.at(i); s.epochs_completed > 0 && std::isfinite(source.value(s)))
-        values.push_back(source.value(s));
+      if (const double value = source.value(summaries.at(i), speeds.at(i));
+          summaries.at(i).epochs_completed > 0 && std::isfinite(value))
+        values.push_back(value);
     const double n = static_cast<double>(values.size());
     double sum = 0, ss = 0;
     for (double v : values) sum += v;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_speed.h"
 #include "store/run_record.h"
 #include "train/config.h"
 
@@ -41,6 +42,8 @@ struct GroupMetric {
   std::string metric;  // "best validation accuracy (%)"
   double mean = 0, std = 0;  // over the group's runs that measured it; NaN where none (mean) or one (std) did
 };
-std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries, const ConfigGroup& group);
+// Of the runs' summaries and their steady speeds (measure_speed: the speed every other view shows), by index.
+std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries, const std::vector<RunSpeed>& speeds,
+                                       const ConfigGroup& group);
 
 }  // namespace ampwb
