@@ -194,7 +194,7 @@ class CompareRuns : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(view->run_ids(), (std::vector<int64_t>{fp32_seed2_, bf16_seed1_}), 10000);
     const QString title = view->findChild<QLabel*>("compareTitle")->text();
     QVERIFY2(title.startsWith("Comparing 2 runs (" + QString::number(fp32_seed1_) + " · " +
-                              QString::fromStdString(long_name) + " deleted from the run store elsewhere"),
+                              QString::fromStdString(long_name) + " deleted from the run store, so no longer shown"),
              qPrintable(title));
     QCoreApplication::processEvents();
     QCOMPARE(w.width(), width);

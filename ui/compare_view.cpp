@@ -273,7 +273,7 @@ void CompareView::show_runs(ReadRuns read) {
     constexpr int kNamed = 3;
     QString names = QStringList(dropped_.mid(0, kNamed)).join(", ");
     if (dropped_.size() > kNamed) names += tr(" and %n more", nullptr, static_cast<int>(dropped_.size()) - kNamed);
-    title += tr(" (%1 deleted from the run store elsewhere, so no longer shown)").arg(names);
+    title += tr(" (%1 deleted from the run store, so no longer shown)").arg(names);
   }
   title_->setText(title);
   update_summary();

@@ -84,7 +84,7 @@ class CompareView : public QWidget {
   std::vector<int64_t> ids_;
   std::vector<std::unique_ptr<RunSeries>> series_;
   std::vector<std::string> stamps_;  // stamp() of each run, as last read
-  QStringList dropped_;              // the runs deleted elsewhere since the user chose these, by their labels
+  QStringList dropped_;              // the runs deleted (here or elsewhere) since the user chose these, by their labels
   bool seed_only_ = false;
   ChartPanel* charts_ = nullptr;
   CompareModel* model_ = nullptr;
