@@ -10,6 +10,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QGraphicsTextItem>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
@@ -23,6 +24,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTextDocumentFragment>
 #include <QTimer>
 #include <QToolBar>
@@ -514,6 +516,11 @@ class WindowFits : public QObject {
     check_reachable(w, {charts->findChild<QWidget*>("exportCharts"), w.findChild<QWidget*>("baseline")}, "Comparison");
     for (const char* name : {"compareSummary", "compareTime"})
       check_whole_text(w.findChild<QLabel*>(name), "Comparison");
+    // The side-by-side table shows a handful of its rows, all its columns without scrolling sideways.
+    auto* table = w.compare_view()->findChild<QTableView*>("compareTable");
+    const int rows_shown = table->viewport()->height() / table->verticalHeader()->defaultSectionSize();
+    QVERIFY2(rows_shown >= 5, qPrintable(QStringLiteral("%1 rows of the table shown").arg(rows_shown)));
+    QVERIFY(!table->horizontalScrollBar()->isVisible());
     w.open_runs({fp16_});
     QTest::qWait(300);
     QCOMPARE(w.size(), kSmallScreen);

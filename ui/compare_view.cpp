@@ -7,6 +7,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QTabWidget>
@@ -111,7 +112,7 @@ CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& lo
   tl->addWidget(summary_);
   tl->addWidget(time_);
   tl->addStretch(1);
-  bl->addWidget(text_lines_area(speed_text, 4));
+  bl->addWidget(text_lines_area(speed_text, 3));
   diagnosis_ = new DiagnosisPanel;
   details_ = new QTabWidget;
   details_->setObjectName("compareDetails");
@@ -134,8 +135,9 @@ CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& lo
   splitter->setObjectName("compareSplitter");
   splitter->addWidget(charts_);
   splitter->addWidget(bottom);
-  splitter->setStretchFactor(0, 2);  // the charts' two rows whole on a 1280×720 screen; the table scrolls
-  splitter->setStretchFactor(1, 1);
+  // Three fifths for the charts' two rows, the rest for the speed lines and a table of at least a handful of rows.
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 2);
   // Room the user gives the table stays given: the sizes last dragged to are the next window's.
   splitter->restoreState(QSettings().value("compare/splitter").toByteArray());
   connect(splitter, &QSplitter::splitterMoved, this,
@@ -235,7 +237,10 @@ void CompareView::show_runs(ReadRuns read) {
     table_->resizeColumnsToContents();
     const int widest = 36 * table_->fontMetrics().averageCharWidth();
     std::vector<int> wanted(static_cast<size_t>(model_->columnCount()));
-    int spare = table_->viewport()->width() - table_->columnWidth(0);
+    // Its rows outnumber the lines it shows: the vertical scroll bar's room is not the columns', shown yet or not.
+    const QScrollBar* rows_bar = table_->verticalScrollBar();
+    int spare = table_->viewport()->width() - table_->columnWidth(0) -
+                (rows_bar->isVisible() ? 0 : rows_bar->sizeHint().width());
     for (int column = 1; column < model_->columnCount(); ++column) {
       wanted[static_cast<size_t>(column)] = table_->columnWidth(column);
       table_->setColumnWidth(column, std::min(table_->columnWidth(column), widest));
