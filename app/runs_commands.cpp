@@ -539,11 +539,8 @@ int compare_command(const CompareOptions& options) {
     out["time"] = json::array();
     for (size_t i = 0; i < by_class.size(); ++i) {
       const TimeComparison& t = by_class[i];
-      json j = {{"baseline", runs[0].record.id},
-                {"run", runs[i + 1].record.id},
-                {"available", t.available},
-                {"sentence", t.sentence},
-                {"rows", json::array()}};
+      json j = {{"baseline", runs[0].record.id},  {"run", runs[i + 1].record.id}, {"available", t.available},
+                {"unavailable", t.unavailable()}, {"sentence", t.sentence},       {"rows", json::array()}};
       for (const TimeRow& row : t.rows)
         j["rows"].push_back({{"label", row.label}, {"ms", row.ms}, {"share", row.share}, {"speedup", row.speedup}});
       out["time"].push_back(j);
@@ -595,7 +592,7 @@ int compare_command(const CompareOptions& options) {
         "timed steps' shares)\n",
         run_label(b).c_str(), run_label(a).c_str());
     if (!t.available) {
-      std::printf("  (not recorded for %s)\n", t.means[0].steps ? run_label(b).c_str() : run_label(a).c_str());
+      std::printf("  (%s)\n", t.unavailable().c_str());
       continue;
     }
     Table table({"", run_label(a), "SHARE", run_label(b), "SHARE", "SPEED-UP"}, {false, true, true, true, true, true});

@@ -753,8 +753,9 @@ TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
   const Comparison c = compare_runs(runs);
   EXPECT_EQ(row(c, "best validation accuracy").values, (std::vector<std::string>{"50.00% (epoch 1)", "-", "-"}));
   EXPECT_EQ(row(c, "final validation loss").values, (std::vector<std::string>{"1.1000", "-", "-"}));
-  EXPECT_EQ(row(c, "training speed (steady state)").values[2], "-");
-  EXPECT_EQ(row(c, "speed-up vs run 1").values[2], "-");
+  EXPECT_EQ(row(c, "training speed (steady state)").values[2], "- (too few steps)");
+  EXPECT_EQ(row(c, "speed-up vs run 1").values[2], "- (too few steps)");
+  expect_contains(row(c, "speed-up vs run 1").note, "too few steps: a steady speed leaves out a run's first 5 steps");
   EXPECT_TRUE(std::isnan(c.summaries[2].final_train_loss)) << "never measured: NaN (JSON null, CSV nan)";
   ConfigGroup all;
   all.members = {0, 1, 2};

@@ -67,8 +67,12 @@ TEST(TimeComparison, RowsGiveEachClassItsTimeShareAndSpeedUp) {
                               {C::Relu, 5},
                               {C::Add, 5}},
                              70, 20);  // 170 ms
-  const TimeComparison c = compare_times({{a}, {}}, {{b}, {}});
-  ASSERT_TRUE(c.available);
+  // Steady speeds of those steps, too few for an interval.
+  const auto steady = [](double seconds) {
+    return RunSpeed{.steps = 3, .images_per_step = 32, .median_seconds = seconds};
+  };
+  const TimeComparison c = compare_times({{a}, steady(0.2)}, {{b}, steady(0.17)});
+  ASSERT_TRUE(c.available) << c.unavailable();
   ASSERT_EQ(c.rows.size(), kTimeClassCount + 3);
   EXPECT_EQ(c.rows[0].label, "conv forward");
   constexpr double e = 1e-12;
@@ -83,10 +87,16 @@ TEST(TimeComparison, RowsGiveEachClassItsTimeShareAndSpeedUp) {
   EXPECT_NEAR(row(c, "step").speedup, 200.0 / 170, e);
   EXPECT_EQ(row(c, "pooling").speedup, 0) << "no time in either run: no ratio";
   // Convolutions 90 -> 50 ms: 1.8x; batch norm the same; elementwise 10 ms of 200 and 170: named, unchanged.
-  // Without the runs' steps there is no speed-up with an interval: the steps' ratio, said to be no more.
+  // With too few steps for an interval, the steps' ratio, said to be no more.
   EXPECT_EQ(c.sentence,
             "convolutions 1.8\u00d7 faster, batch norm unchanged, elementwise unchanged, data wait 41% of the step, so "
             "end to end 1.18\u00d7 (too few steps to tell it from 1.0\u00d7)");
+  // A run without a steady step has no step time to set beside the other's: its epochs' mean holds its warm-up.
+  const TimeComparison unsteady = compare_times({{a}, {}}, {{b}, steady(0.17)});
+  EXPECT_FALSE(unsteady.available);
+  EXPECT_EQ(unsteady.sentence, "");
+  EXPECT_EQ(unsteady.unavailable(), "too few steps for a steady speed in the baseline");
+  EXPECT_EQ(compare_times({{a}, steady(0.2)}, {{}, steady(0.17)}).unavailable(), "not recorded for the run");
 }
 
 TEST(TimeComparison, TheSentenceNamesWhatChangedAndWhatIsNew) {

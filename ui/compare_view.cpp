@@ -313,10 +313,9 @@ void CompareView::update_time() {
   for (size_t i = 0; i < c.timings.size() && base < c.timings.size(); ++i) {
     if (i == base) continue;
     const TimeComparison t = compare_times(c.timings[base], c.timings[i]);
-    if (!t.available) continue;
     lines << tr("Step time, %1 against %2: %3")
                  .arg(QString::fromStdString(series_[i]->label), QString::fromStdString(series_[base]->label),
-                      QString::fromStdString(t.sentence));
+                      QString::fromStdString(t.available ? t.sentence : "none to compare, " + t.unavailable()));
   }
   // Beside the trainings' own figures, the one their sweep timed in alternation, where the machine's drift fell on
   // every configuration alike (the warning above says where other work shared its turns too).

@@ -99,7 +99,7 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   auto note_where = [&](const std::string& mark, const std::string& note) {
     CompareRow& row = c.rows.back();
     if (std::any_of(row.values.begin(), row.values.end(), [&](const auto& v) { return v.find(mark) != v.npos; }))
-      row.note = note;
+      row.note += (row.note.empty() ? "" : "; ") + note;
   };
   // A result of a run that completed an epoch; "-" for one that did not.
   auto completed = [&](const std::function<std::string(const RunSummary&)>& cell) {
@@ -146,10 +146,17 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   add("final training loss", completed([](const RunSummary& s) { return fixed_text(s.final_train_loss, 4); }));
   add("total time", [&](size_t i) { return duration_text(c.summaries[i].total_seconds); });
   add("mean epoch time", [&](size_t i) { return duration_text(c.summaries[i].mean_epoch_seconds); });
-  add("training speed (steady state)", [&](size_t i) { return speed_cell(c.timings[i].speed); });
+  // A run without steady-state steps says why it has no speed, rather than a dash read as "not recorded".
+  constexpr const char* kTooFewSteps = "- (too few steps)";
+  add("training speed (steady state)",
+      [&](size_t i) { return c.timings[i].speed.known() ? speed_cell(c.timings[i].speed) : kTooFewSteps; });
   note_where("(IQR",
              "the median speed of the run's steady-state steps, and in brackets their interquartile range "
              "(IQR), where the middle half of them fell");
+  const std::string too_few_steps_note =
+      "too few steps: a steady speed leaves out a run's first " + std::to_string(kWarmupSteps) +
+      " steps and each epoch's first and last, and none were left; train on more images or for more epochs";
+  note_where(kTooFewSteps, too_few_steps_note);
   if (n > 1) {  // a run alone has nothing to be faster than
     // A ratio timed under other work carries the warning's sign, so that the cell read alone keeps its caveat: where
     // the run or the baseline was busy (the warning names them), or, where none was, their loads differ.
@@ -159,12 +166,15 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     bool marked = false;
     add("speed-up vs run " + std::to_string(runs[c.baseline].record.id), [&](size_t i) {
       if (i == c.baseline) return std::string("baseline");
+      if (!c.timings[i].speed.known()) return std::string(kTooFewSteps);
+      if (!c.timings[c.baseline].speed.known()) return std::string("- (too few steps in the baseline)");
       const bool unreliable =
           c.speedups[i].known() &&
           (busy(i) || busy(c.baseline) || (!any_busy && !timing_warning({loads[i], loads[c.baseline]}).empty()));
       marked = marked || unreliable;
       return speed_up_cell(c.speedups[i]) + (unreliable ? " \u26a0" : "");
     });
+    note_where("(too few steps", too_few_steps_note);
     note_where("\u00d7",
                "the ratio of the runs' steady-state speeds, and in brackets its 95% interval, a bootstrap "
                "over blocks of consecutive steps of both runs; \"within noise\": the interval holds 1.0\u00d7, "

@@ -152,9 +152,19 @@ TimeComparison compare_times(const RunTiming& baseline, const RunTiming& other) 
   // Beside the step, not a part of it: the all-reduce on its own thread, hidden by backward but for the wait above.
   if (a.communication_seconds > 0 || b.communication_seconds > 0)
     row("communication (beside backward)", a.communication_seconds, b.communication_seconds);
-  c.available = a.steps > 0 && b.steps > 0;
+  // Without a steady speed, a step's time would be the epochs' mean, warm-up included: no figure to set beside the
+  // table's, which says "too few steps".
+  c.steady = {baseline.speed.known(), other.speed.known()};
+  c.available = a.steps > 0 && b.steps > 0 && c.steady[0] && c.steady[1];
   if (c.available) c.sentence = time_sentence(a, b, c.speedup);
   return c;
+}
+
+std::string TimeComparison::unavailable() const {
+  if (available) return {};
+  if (means[0].steps == 0 || means[1].steps == 0)
+    return std::string("not recorded for ") + (means[0].steps == 0 ? "the baseline" : "the run");
+  return std::string("too few steps for a steady speed in ") + (steady[0] ? "the run" : "the baseline");
 }
 
 std::string time_sentence(const EpochTimes& a, const EpochTimes& b, const SpeedUp& end_to_end) {

@@ -44,11 +44,14 @@ struct TimeRow {
 std::vector<TimeRow> time_rows(const RunTiming& run);
 
 struct TimeComparison {
-  bool available = false;           // both runs timed some steps
+  bool available = false;           // both runs timed some steps and have a steady speed (with_speed)
   std::array<EpochTimes, 2> means;  // mean_epoch_times of each, split over its median steady step
+  std::array<bool, 2> steady{};     // each has a steady speed (RunSpeed::known)
   SpeedUp speedup;                  // the second run's over the first's: the end-to-end figure
   std::vector<TimeRow> rows;        // every class, data wait, other, step
   std::string sentence;             // the second run against the first, by groups of classes; empty if unavailable
+  // Why not available: "not recorded for the baseline", "too few steps for a steady speed in the run".
+  std::string unavailable() const;
 };
 
 TimeComparison compare_times(const RunTiming& baseline, const RunTiming& other);
