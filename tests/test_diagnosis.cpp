@@ -623,6 +623,8 @@ TEST(DiagnosisSpeed, AnEmulatedFormatsSlowdownIsNotTheMachinesLoad) {
                   "Slower than the baseline, as an emulated format can be: 0.50\u00d7 (2.00\u00d7 slower)");
   expect_contains(speed.evidence, "timings unreliable: the machine was 56% busy");
   EXPECT_EQ(speed.action.find("quiet machine"), std::string::npos) << speed.action;
+  expect_contains(speed.action,
+                  "slower it is whatever else the machine did, but by how much, these timings cannot say");
   // A speed within the noise of the baseline's is no slowdown to explain.
   RunEvidence level = timed_run(3, "amp-fp8", 0.100);
   EXPECT_EQ(expect_finding(diagnose(level, &fp32), "speed_vs_baseline").title.find("as an emulated format"),

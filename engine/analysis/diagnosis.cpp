@@ -576,13 +576,18 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
   });
   if (expected_none && speedup.distinguishable() && speedup.ratio < 1 &&
       full_precision_rank(e) > full_precision_rank(base)) {
-    // However busy the machine was, emulation computes in FP32 and converts besides: a slowdown is its own.
+    // However busy the machine was, emulation computes in FP32 and converts besides: a slowdown is its own. How much
+    // of it is the format's, only a quiet machine tells.
     add(out, "speed_vs_baseline", Severity::Note,
         "Slower than the baseline, as an emulated format can be: " + ratio_headline(speedup),
         evidence + (verdict_unreliable.empty() ? "" : "; " + verdict_unreliable),
-        "the emulated format computes in FP32 and adds its conversions, which here cost more than its narrower "
-        "storage saves, whatever else the machine did; the run's worth here is its numerics, and its speed is "
-        "measured where the format has arithmetic units of its own");
+        std::string("the emulated format computes in FP32 and adds its conversions, which here cost more than its "
+                    "narrower storage saves") +
+            (verdict_unreliable.empty()
+                 ? ""
+                 : ": slower it is whatever else the machine did, but by how much, these timings cannot say") +
+            "; the run's worth here is its numerics, and its speed is measured where the format has arithmetic "
+            "units of its own");
     return;
   }
   if (!verdict_unreliable.empty()) {
