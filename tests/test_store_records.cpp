@@ -591,8 +591,11 @@ TEST(RunCompare, TheUnderflowOfGradientsAlreadyInFp16SaysSo) {
   std::vector<ComparedRun> runs{compared(1, 0.1f, "fp32", {epoch(1)}), compared(2, 0.1f, "amp-fp16", {epoch(1)})};
   for (ComparedRun& r : runs) r.histograms = {h};
   const Comparison c = compare_runs(runs);
-  EXPECT_EQ(row(c, "FP16 underflow, activation gradients (last epoch)").values,
-            (std::vector<std::string>{"0%", "0% (30% below 2^-14)"}));
+  const CompareRow& underflow = row(c, "FP16 underflow, activation gradients (last epoch)");
+  EXPECT_EQ(underflow.values, (std::vector<std::string>{"0%", "0% (30% below 2^-14)"}));
+  // Each run's gradients as its loss scale made them: unlike numbers, said so.
+  expect_contains(underflow.note, "each run's as its loss scale multiplied them");
+  expect_contains(underflow.note, "their share below 2^-14");
 }
 
 TEST(RunCompare, FormatsEveryCellOnceAndMarksTheRowsThatDiffer) {

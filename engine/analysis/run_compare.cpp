@@ -254,9 +254,11 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
         return underflow + " (" + g_text("%.3g%%", 100 * below_fp16_normal_share(*h)) + " below 2^-14)";
       return underflow;
     });
+    note_where("%",
+               "the share of the last recorded gradients FP16 would flush to zero, each run's as its loss scale "
+               "multiplied them: an FP32 run's (scale 1) is what FP16 would lose without loss scaling");
     note_where("below 2^-14",
-               "the share of the last recorded gradients FP16 would flush to zero; a run whose "
-               "activation gradients are already FP16 shows 0% and, in brackets, their share below "
+               "a run whose activation gradients are already FP16 shows 0% and, in brackets, their share below "
                "2^-14 (FP16's smallest normal number), how near they come");
     add("FP16 overflow, " + kind + " gradients (last epoch)", [&](size_t i) {
       const GradientHistogram* h = last_histogram(runs[i].histograms, kind);
