@@ -300,7 +300,10 @@ TEST(DataScan, LoneTrainFolderIsSplitByFraction) {
 
 TEST(DataScan, ErrorsBeforeTraining) {
   TempDir dir("errors");
-  EXPECT_NE(error_of((dir / "nope").string()).find("dataset folder '" + (dir / "nope").string() + "' does not exist"),
+  // A folder that is not there points to the one that is: the built-in sample (installed with the workbench).
+  EXPECT_NE(error_of((dir / "nope").string())
+                .find("dataset folder '" + (dir / "nope").string() + "' does not exist (the built-in sample is " +
+                      builtin_sample_dataset() + ")"),
             std::string::npos);
   write_text(dir / "file.txt", "x");
   EXPECT_NE(error_of((dir / "file.txt").string()).find("is not a folder"), std::string::npos);

@@ -232,7 +232,12 @@ Dataset Dataset::inspect(const std::string& root_in, const DatasetOptions& optio
   }
   struct stat st {};
   if (root.empty() || ::stat(root.c_str(), &st) != 0) {
-    rep.errors.push_back("dataset folder '" + root_in + "' does not exist");
+    std::string missing = "dataset folder '" + root_in + "' does not exist";
+    try {  // a path mistyped from the sample's, or a first try: where the sample is
+      missing += " (the built-in sample is " + builtin_sample_dataset() + ")";
+    } catch (const Error&) {  // not installed: nothing to point to
+    }
+    rep.errors.push_back(missing);
     return Dataset(data);
   }
   if (!S_ISDIR(st.st_mode)) {
