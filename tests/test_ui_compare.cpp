@@ -826,6 +826,41 @@ class CompareRuns : public QObject {
     QCOMPARE(QGuiApplication::clipboard()->text(), QString("a paragraph worth keeping"));
   }
 
+  // A name another run has: the refusal says so and the dialog comes back with what was typed, to change.
+  void a_name_taken_comes_back_in_the_dialog() {
+    const QString db = dir_.filePath("rename-taken/rename-taken.sqlite");
+    QDir().mkpath(dir_.filePath("rename-taken"));
+    RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).backup_to(db.toStdString());
+    const std::string taken = RunStore(db.toStdString(), RunStore::Mode::ReadOnly).run(bf16_seed1_).name;
+    MainWindow w(db);
+    w.runs_view()->select({fp32_seed2_});
+    QString warning, offered_again;
+    int stage = 0;
+    const QString unexpected =
+        answering_windows(runs_action(w.runs_view(), "Rename…"), [&](QInputDialog* dialog, QMessageBox* box) {
+          if (dialog && stage == 0) {
+            dialog->setTextValue(QString::fromStdString(taken));
+            dialog->accept();
+          } else if (box && stage == 1) {
+            warning = box->text();
+            box->buttons().front()->click();
+          } else if (dialog && stage == 2) {
+            offered_again = dialog->textValue();
+            dialog->setTextValue(offered_again + " too");
+            dialog->accept();
+          } else {
+            return false;
+          }
+          ++stage;
+          return true;
+        });
+    QCOMPARE(unexpected, QString());
+    QCOMPARE(stage, 3);
+    QVERIFY2(warning.contains("Yours follows in the dialog, to change."), qPrintable(warning));
+    QCOMPARE(offered_again, QString::fromStdString(taken));
+    QCOMPARE(RunStore(db.toStdString(), RunStore::Mode::ReadOnly).run(fp32_seed2_).name, taken + " too");
+  }
+
   // The dialog opens with the notes there and the cursor after them: what the user types adds to them (Qt's dialog
   // selected them all, and the first key pressed replaced them).
   void notes_typed_into_the_dialog_add_to_those_there() {

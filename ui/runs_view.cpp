@@ -350,8 +350,12 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     reload();
     if (error.isEmpty()) return;
     const QString said = as_sentence(error);
-    if (!theirs) {  // refused (the run deleted meanwhile, a name taken): what the user typed goes to the clipboard
-      const bool typed = text != QString::fromStdString(were);
+    const bool typed = text != QString::fromStdString(were);
+    if (!theirs && model_->row_of(id) >= 0 && typed) {  // refused as typed (a name taken): the user's to change
+      plain_message(this, QMessageBox::Warning, title, said + tr("\n\nYours follows in the dialog, to change."));
+      continue;
+    }
+    if (!theirs) {  // refused (the run deleted meanwhile): what the user typed goes to the clipboard
       if (typed) QGuiApplication::clipboard()->setText(text);
       plain_message(this, QMessageBox::Warning, title,
                     typed ? said + tr("\n\nWhat you typed was not saved: it is on the clipboard.") : said);
