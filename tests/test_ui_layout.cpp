@@ -23,6 +23,7 @@
 #include <QSignalSpy>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTextDocumentFragment>
@@ -302,6 +303,25 @@ class WindowFits : public QObject {
       QCOMPARE(w.tabs()->currentIndex(), tab);
     }
     QCOMPARE(w.tabs()->tabText(3), QString("Sweeps"));
+  }
+
+  // The pages' tabs stay where they are whichever page shows, the setup panel beside it or not: a tab clicked is
+  // where it was a moment ago. Clicking one shows its page.
+  void the_tabs_stay_put_from_page_to_page() {
+    MainWindow w(dir_.filePath("tabs.sqlite"));
+    show_at(w, kSmallScreen);
+    auto* pages = w.findChild<QTabBar*>("pageTabs");
+    QVERIFY(pages && pages->isVisible());
+    QCOMPARE(pages->count(), w.tabs()->count());
+    std::vector<QPoint> at;
+    for (int tab = 0; tab < pages->count(); ++tab) at.push_back(pages->mapTo(&w, pages->tabRect(tab).center()));
+    for (int tab : {1, 2, 3, 0}) {
+      QTest::mouseClick(pages, Qt::LeftButton, {}, pages->mapFrom(&w, at[static_cast<size_t>(tab)]));
+      QApplication::processEvents();
+      QCOMPARE(w.tabs()->currentIndex(), tab);
+      for (int other = 0; other < pages->count(); ++other)
+        QCOMPARE(pages->mapTo(&w, pages->tabRect(other).center()), at[static_cast<size_t>(other)]);
+    }
   }
 
   // A first launch (no saved geometry) opens inside the screen's available area, frame included.

@@ -24,8 +24,10 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTimer>
+#include <QToolBar>
 #include <QVBoxLayout>
 #include <cmath>
 #include <csignal>
@@ -152,6 +154,23 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   tabs_->addTab(compare_, tr("Compare"));
   tabs_->addTab(sweep_view_, tr("Sweeps"));
   setCentralWidget(tabs_);
+  // The pages' tabs above the setup panel, not beside it: the panel comes and goes with the page, and tabs that
+  // moved with it were clicked where another tab had just been.
+  auto* pages = new QTabBar;
+  pages->setObjectName("pageTabs");
+  pages->setDocumentMode(true);
+  pages->setExpanding(false);
+  for (int i = 0; i < tabs_->count(); ++i) pages->addTab(tabs_->tabText(i));
+  tabs_->tabBar()->hide();
+  auto* page_bar = new QToolBar(tr("Pages"));
+  page_bar->setObjectName("pageBar");
+  page_bar->setMovable(false);
+  page_bar->setFloatable(false);
+  page_bar->toggleViewAction()->setVisible(false);  // no menu entry hides the pages
+  page_bar->addWidget(pages);
+  addToolBar(Qt::TopToolBarArea, page_bar);
+  connect(pages, &QTabBar::currentChanged, tabs_, &QTabWidget::setCurrentIndex);
+  connect(tabs_, &QTabWidget::currentChanged, pages, &QTabBar::setCurrentIndex);
   connect(tabs_, &QTabWidget::currentChanged, this, [this](int) {
     if (tabs_->currentWidget() == runs_view_) runs_view_->reload();
     place_setup_panel();
