@@ -582,6 +582,43 @@ RunEvidence timed_run(int64_t id, const std::string& mode, double seconds) {
   return e;
 }
 
+// Accuracy against a baseline's is read against what chance in the validation images moves it by: 4.7 points over
+// 300 images each is within it, over 10,000 beyond it, and still one seed's against one seed's.
+TEST(DiagnosisAccuracy, ADifferenceIsReadAgainstTheValidationSetsSize) {
+  const auto validated = [](int64_t id, const std::string& mode, double accuracy, int64_t images) {
+    RunEvidence e = timed_run(id, mode, 0.1);
+    e.run.info.validation_images = images;
+    EpochReport epoch;
+    epoch.epoch = 2;
+    epoch.validation_accuracy = accuracy;
+    e.epochs = {epoch};
+    return e;
+  };
+  const RunEvidence fp32 = validated(1, "fp32", 0.71, 300), bf16 = validated(2, "amp-bf16", 0.6633, 300);
+  const Finding within = expect_finding(diagnose(bf16, &fp32), "accuracy_vs_baseline");
+  EXPECT_EQ(within.severity, Severity::Note);
+  EXPECT_EQ(within.title, "Accuracy not distinguishable from the baseline's: 66.33% against 71.00%");
+  // 1.96 standard errors of the difference of two proportions: sqrt(.6633 × .3367 / 300 + .71 × .29 / 300).
+  const double half = 100 * 1.96 * std::sqrt(0.6633 * 0.3367 / 300 + 0.71 * 0.29 / 300);
+  const double points = 100 * (0.6633 - 0.71);
+  char interval[64];
+  std::snprintf(interval, sizeof interval, "%+.2f points, 95%% interval %+.2f to %+.2f", points, points - half,
+                points + half);
+  expect_contains(within.evidence, std::string(interval) + " over 300 and 300 validation images");
+  expect_contains(within.action, "validate on more images");
+
+  const RunEvidence many_fp32 = validated(1, "fp32", 0.71, 10000), many_bf16 = validated(2, "amp-bf16", 0.6633, 10000);
+  const Finding less = expect_finding(diagnose(many_bf16, &many_fp32), "accuracy_vs_baseline");
+  EXPECT_EQ(less.severity, Severity::Warning);
+  EXPECT_EQ(less.title, "Less accurate than the baseline: 66.33% against 71.00%");
+  expect_contains(less.action, "seeds alone move accuracy too");
+  const Finding more = expect_finding(diagnose(many_fp32, &many_bf16), "accuracy_vs_baseline");
+  EXPECT_EQ(more.severity, Severity::Note);
+  EXPECT_EQ(more.title, "More accurate than the baseline: 71.00% against 66.33%");
+  // A run without validation images has no accuracy to set beside the baseline's.
+  EXPECT_EQ(find(diagnose(validated(3, "amp-bf16", 0.5, 0), &fp32), "accuracy_vs_baseline"), nullptr);
+}
+
 // A baseline asked for, but a run too short to have a steady-state step: the explanation says so, with the steps
 // each such run had, rather than drop the comparison without a word.
 TEST(DiagnosisSpeed, ARunTooShortForASpeedSaysSoAgainstItsBaseline) {

@@ -502,6 +502,47 @@ std::string ratio_headline(const SpeedUp& s) {
 // speed-up with an emulated format is put down to memory traffic, not arithmetic. Where the runs' sweep timed them in
 // alternation, where the machine's drift falls on both alike, that figure is the verdict's, as `compare` shows it,
 // unless other work shared its turns and not the trainings'; the other figure stands beside it as evidence.
+// The last epoch a run validated, or none.
+const EpochReport* last_validated(const RunEvidence& e) {
+  if (e.run.info.validation_images <= 0) return nullptr;
+  for (auto it = e.epochs.rbegin(); it != e.epochs.rend(); ++it)
+    if (std::isfinite(it->validation_accuracy)) return &*it;
+  return nullptr;
+}
+
+// Accuracy against the baseline's: a difference within what chance in a validation set of this size moves is no
+// difference, and one beyond it is still one seed's against one seed's.
+void accuracy_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vector<Finding>& out) {
+  const EpochReport *a = last_validated(e), *b = last_validated(base);
+  if (!a || !b) return;
+  const double na = static_cast<double>(e.run.info.validation_images);
+  const double nb = static_cast<double>(base.run.info.validation_images);
+  const double pa = a->validation_accuracy, pb = b->validation_accuracy, points = 100 * (pa - pb);
+  // Each image's answer right or wrong by chance, the two sets apart: the normal approximation of the difference.
+  const double half = 100 * 1.96 * std::sqrt(pa * (1 - pa) / na + pb * (1 - pb) / nb);
+  std::string evidence = format(
+      "final validation accuracy %.2f%% (run %lld, epoch %d) against %.2f%% (run %lld, epoch %d): %+.2f "
+      "points, 95%% interval %+.2f to %+.2f over %lld and %lld validation images",
+      100 * pa, static_cast<long long>(e.run.id), a->epoch, 100 * pb, static_cast<long long>(base.run.id), b->epoch,
+      points, points - half, points + half, static_cast<long long>(na), static_cast<long long>(nb));
+  if (a->epoch != b->epoch) evidence += " (after different numbers of epochs)";
+  const std::string seeds =
+      "train seeds of both (ampwb sweep with --seed 0,1,2, or a sweep in the workbench) and compare their groups' "
+      "mean and spread";
+  const std::string pair = format("%.2f%% against %.2f%%", 100 * pa, 100 * pb);
+  if (std::abs(points) <= half) {
+    add(out, "accuracy_vs_baseline", Severity::Note, "Accuracy not distinguishable from the baseline's: " + pair,
+        evidence,
+        "this many validation images cannot tell these accuracies apart: validate on more images, or " + seeds);
+    return;
+  }
+  add(out, "accuracy_vs_baseline", points < 0 ? Severity::Warning : Severity::Note,
+      (points < 0 ? "Less accurate than the baseline: " : "More accurate than the baseline: ") + pair, evidence,
+      "beyond what chance in the validation images explains, but from one seed of each, and seeds alone move "
+      "accuracy too: " +
+          seeds + " before reading it as the precision's");
+}
+
 void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vector<Finding>& out) {
   const RunTiming run_timing = timing_of(e), base_timing = timing_of(base);
   SpeedUp speedup = speed_up(run_timing.speed, base_timing.speed);
@@ -734,6 +775,7 @@ std::vector<Finding> diagnose(const RunEvidence& run, const RunEvidence* baselin
   batch_too_small(run, out);
   timing_unreliable(run, out);
   if (baseline) speed_vs_baseline(run, *baseline, out);
+  if (baseline) accuracy_vs_baseline(run, *baseline, out);
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.severity < b.severity; });
   return out;
 }
