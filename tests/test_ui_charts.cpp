@@ -1085,12 +1085,14 @@ class ChartData : public QObject {
     auto x_title = [&](const QString& metric) {
       return panel.chart(metric)->chart()->axes(Qt::Horizontal).front()->titleText();
     };
-    // The epoch's wall-clock time: the wall time of its last stored step, as the HTML report has it.
+    // The epoch's wall-clock time: the wall time of its last stored step and then its validation (the epoch's time
+    // outside its steps), as the HTML report has it.
     auto epoch_end_wall = [&](int epoch) {
       double at = NAN;
       for (const StepReport& s : steps)
         if (s.epoch == epoch) at = s.wall_seconds;
-      return at;
+      const EpochReport& e = epochs[static_cast<size_t>(epoch - 1)];
+      return at + (e.seconds - e.compute_seconds - e.data_wait_seconds);
     };
 
     // Step (the default): step numbers, with ticks where their whole-number labels say (8 steps: 0 to 10 by 5,
@@ -1122,6 +1124,7 @@ class ChartData : public QObject {
     QCOMPARE(accuracy.size(), qsizetype{2});
     for (int e = 0; e < 2; ++e) {
       QCOMPARE(accuracy[e].x(), epoch_end_wall(e + 1));
+      QVERIFY(accuracy[e].x() > steps[static_cast<size_t>(4 * e + 3)].wall_seconds);  // known once validated
       QCOMPARE(accuracy[e].y(), 100 * epochs[e].validation_accuracy);
       QCOMPARE(validation_loss[e].x(), epoch_end_wall(e + 1));
     }

@@ -90,8 +90,11 @@ double epoch_x(const RunSeries& run, int epoch, XAxis axis) {
       return run.epoch_end_step(epoch);
     case XAxis::Epoch:
       return epoch;
-    case XAxis::WallClock:
-      return epoch_end_wall_seconds(run.steps, epoch);
+    case XAxis::WallClock: {
+      const auto report = std::find_if(run.epochs.begin(), run.epochs.end(),
+                                       [epoch](const EpochReport& e) { return e.epoch == epoch; });
+      return report == run.epochs.end() ? std::nan("") : epoch_end_wall_seconds(run.steps, *report);
+    }
   }
   return 0;
 }

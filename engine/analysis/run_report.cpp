@@ -344,10 +344,9 @@ std::string html_report(const RunStore& store, const std::vector<int64_t>& ids, 
       a.points.emplace_back(ep.epoch, 100 * ep.validation_accuracy);
       t.points.emplace_back(ep.epoch, ep.seconds);
     }
-    // Time to accuracy: validation accuracy against the wall time at each epoch's last step (as the GUI's
-    // wall-clock axis).
+    // Time to accuracy: validation accuracy against the wall time it was known at (as the GUI's wall-clock axis).
     for (const EpochReport& ep : e.epochs)
-      if (const double at = epoch_end_wall_seconds(e.steps, ep.epoch); std::isfinite(at))
+      if (const double at = epoch_end_wall_seconds(e.steps, ep); std::isfinite(at))
         w.points.emplace_back(at, 100 * ep.validation_accuracy);
     loss.push_back(l), scale.push_back(s), accuracy.push_back(a), epoch_time.push_back(t), wall.push_back(w);
   }

@@ -1,5 +1,7 @@
-// The wall-clock time of an epoch: the wall time of its last training step (validation comes after it). The report's
-// time-to-accuracy chart (analysis/run_report.cpp) and the GUI's wall-clock axis both use it, so they agree.
+// The wall-clock time of an epoch's report: the wall time of its last training step, plus the epoch's time outside
+// its steps (its validation, its checkpoint), which come after it, so that a validation accuracy is drawn when it was
+// known. The report's time-to-accuracy chart (analysis/run_report.cpp) and the GUI's wall-clock axis both use it, so
+// they agree.
 #pragma once
 
 #include <algorithm>
@@ -12,11 +14,12 @@
 namespace ampwb {
 
 // `steps` in step order (as stored and as reported); NaN when `epoch` has no step there.
-inline double epoch_end_wall_seconds(const std::vector<StepReport>& steps, int epoch) {
+inline double epoch_end_wall_seconds(const std::vector<StepReport>& steps, const EpochReport& epoch) {
   const auto after =
-      std::partition_point(steps.begin(), steps.end(), [&](const StepReport& s) { return s.epoch <= epoch; });
-  if (after == steps.begin() || std::prev(after)->epoch != epoch) return std::nan("");
-  return std::prev(after)->wall_seconds;
+      std::partition_point(steps.begin(), steps.end(), [&](const StepReport& s) { return s.epoch <= epoch.epoch; });
+  if (after == steps.begin() || std::prev(after)->epoch != epoch.epoch) return std::nan("");
+  const double outside_steps = epoch.seconds - epoch.compute_seconds - epoch.data_wait_seconds;
+  return std::prev(after)->wall_seconds + std::max(0.0, outside_steps);
 }
 
 }  // namespace ampwb
