@@ -303,6 +303,7 @@ class SweepsThroughTheUi : public QObject {
     SweepView& view = *w.sweep_view();
     // Before any sweep, the empty table's headers are whole ("final val. acc. (%)", not "inal val. acc. (%").
     QTRY_VERIFY(view.counts()->text().startsWith("No sweeps in this store yet"));
+    QVERIFY(!view.chooser()->isVisible());  // nothing to choose: no empty box before the sentence
     const QHeaderView* header = view.points_table()->horizontalHeader();
     for (int c = 0; c + 1 < view.points_model()->columnCount(); ++c)
       QVERIFY2(header->sectionSize(c) >= header->sectionSizeHint(c),
@@ -342,6 +343,7 @@ class SweepsThroughTheUi : public QObject {
     QVERIFY(cli.waitForStarted());
     QTRY_COMPARE_WITH_TIMEOUT(view.points_model()->rowCount(), 4, 30000);
     QVERIFY(view.chooser()->currentText().contains("from the cli"));
+    QVERIFY(view.chooser()->isVisible());
     QTRY_VERIFY_WITH_TIMEOUT(view.counts()->text().contains("4 finished") || cli.state() == QProcess::NotRunning,
                              600000);
     if (cli.state() != QProcess::NotRunning) QVERIFY(cli.waitForFinished(60000));

@@ -202,6 +202,7 @@ void SweepView::show_reading(const Reading& reading) {
     for (auto s = list.rbegin(); s != list.rend(); ++s)
       chooser_->addItem(sweep_title(*s), QVariant::fromValue<qlonglong>(s->id));
     chooser_->setCurrentIndex(chooser_->findData(QVariant::fromValue<qlonglong>(results.sweep.id)));
+    chooser_->setVisible(!list.empty());  // an empty choice says nothing the line beside it does not
   }
   const bool other_points =
       results.sweep.id != current_sweep() || static_cast<int>(results.points.size()) != model_->rowCount();
