@@ -612,6 +612,8 @@ TEST(DiagnosisAccuracy, ADifferenceIsReadAgainstTheValidationSetsSize) {
   EXPECT_EQ(less.severity, Severity::Warning);
   EXPECT_EQ(less.title, "Less accurate than the baseline: 66.33% against 71.00%");
   expect_contains(less.action, "seeds alone move accuracy too");
+  for (const Finding& f : diagnose(many_bf16, &many_fp32))  // each one counted where "none of the N rules" is said
+    EXPECT_NE(std::find(diagnosis_rules().begin(), diagnosis_rules().end(), f.rule), diagnosis_rules().end()) << f.rule;
   const Finding more = expect_finding(diagnose(many_fp32, &many_bf16), "accuracy_vs_baseline");
   EXPECT_EQ(more.severity, Severity::Note);
   EXPECT_EQ(more.title, "More accurate than the baseline: 71.00% against 66.33%");

@@ -49,7 +49,8 @@ QString x_axis_choice(XAxis axis) {
     case XAxis::Epoch:
       return QCoreApplication::translate("XAxis", "Epoch");
     case XAxis::WallClock:
-      return QCoreApplication::translate("XAxis", "Wall clock");
+      // Its unit here too: a small chart leaves out its axis title, and the choice above every chart stays.
+      return QCoreApplication::translate("XAxis", "Wall clock (s)");
   }
   return {};
 }

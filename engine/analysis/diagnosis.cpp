@@ -727,7 +727,8 @@ const std::vector<std::string>& diagnosis_rules() {
                                                  "tensor_core_ineligible",
                                                  "batch_too_small",
                                                  "timing_unreliable",
-                                                 "speed_vs_baseline"};
+                                                 "speed_vs_baseline",
+                                                 "accuracy_vs_baseline"};
   return rules;
 }
 
