@@ -339,11 +339,17 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     text = ask(text, ok);
     if (!ok) return;
     std::optional<std::string> theirs;  // what the run holds now, where another window or process changed it
+    bool refused_as_typed = false;      // the text itself refused (a name taken, a name like an id), not the store
     const QString error = attempt([&] {
       try {
         write(text, were);
       } catch (const EditConflict& conflict) {
         theirs = conflict.current();
+        throw;
+      } catch (const StoreError&) {
+        throw;
+      } catch (const Error&) {
+        refused_as_typed = true;
         throw;
       }
     });
@@ -351,7 +357,7 @@ void RunsView::edit_text(int64_t id, std::string RunRecord::*field, const QStrin
     if (error.isEmpty()) return;
     const QString said = as_sentence(error);
     const bool typed = text != QString::fromStdString(were);
-    if (!theirs && model_->row_of(id) >= 0 && typed) {  // refused as typed (a name taken): the user's to change
+    if (refused_as_typed && typed) {  // the user's to change
       plain_message(this, QMessageBox::Warning, title, said + tr("\n\nYours follows in the dialog, to change."));
       continue;
     }
