@@ -756,9 +756,15 @@ TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
   const Comparison c = compare_runs(runs);
   EXPECT_EQ(row(c, "best validation accuracy").values, (std::vector<std::string>{"50.00% (epoch 1)", "-", "-"}));
   EXPECT_EQ(row(c, "final validation loss").values, (std::vector<std::string>{"1.1000", "-", "-"}));
-  EXPECT_EQ(row(c, "training speed (steady state)").values[2], "- (too few steps)");
-  EXPECT_EQ(row(c, "speed-up vs run 1").values[2], "- (too few steps)");
-  expect_contains(row(c, "speed-up vs run 1").note, "too few steps: a steady speed leaves out a run's first 5 steps");
+  EXPECT_EQ(row(c, "training speed (steady state)").values[2], "-");
+  EXPECT_EQ(row(c, "speed-up vs run 1").values[2], "-");
+  // One that trained an epoch of too few steps for a steady speed says so, and what to do.
+  std::vector<ComparedRun> short_epoch{runs[0], compared(4, 0.1f, "fp32", {epoch(1)})};
+  short_epoch[1].steps.resize(3);
+  const Comparison s = compare_runs(short_epoch);
+  EXPECT_EQ(row(s, "training speed (steady state)").values[1], "- (too few steps)");
+  EXPECT_EQ(row(s, "speed-up vs run 1").values[1], "- (too few steps)");
+  expect_contains(row(s, "speed-up vs run 1").note, "too few steps: a steady speed leaves out a run's first 5 steps");
   EXPECT_TRUE(std::isnan(c.summaries[2].final_train_loss)) << "never measured: NaN (JSON null, CSV nan)";
   ConfigGroup all;
   all.members = {0, 1, 2};

@@ -315,7 +315,8 @@ void CompareView::update_time() {
     const TimeComparison t = compare_times(c.timings[base], c.timings[i]);
     lines << tr("Step time, %1 against %2: %3")
                  .arg(QString::fromStdString(series_[i]->label), QString::fromStdString(series_[base]->label),
-                      QString::fromStdString(t.available ? t.sentence : "none to compare, " + t.unavailable()));
+                      t.available ? QString::fromStdString(t.sentence)
+                                  : tr("none to compare, %1").arg(QString::fromStdString(t.unavailable())));
   }
   // Beside the trainings' own figures, the one their sweep timed in alternation, where the machine's drift fell on
   // every configuration alike (the warning above says where other work shared its turns too).

@@ -146,10 +146,12 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
   add("final training loss", completed([](const RunSummary& s) { return fixed_text(s.final_train_loss, 4); }));
   add("total time", [&](size_t i) { return duration_text(c.summaries[i].total_seconds); });
   add("mean epoch time", [&](size_t i) { return duration_text(c.summaries[i].mean_epoch_seconds); });
-  // A run without steady-state steps says why it has no speed, rather than a dash read as "not recorded".
+  // A run that trained an epoch without steady-state steps says why it has no speed, rather than a dash read as "not
+  // recorded"; one that ended before, failed or stopped, has a dash.
   constexpr const char* kTooFewSteps = "- (too few steps)";
+  const auto no_speed = [&](size_t i) { return std::string(c.summaries[i].epochs_completed ? kTooFewSteps : "-"); };
   add("training speed (steady state)",
-      [&](size_t i) { return c.timings[i].speed.known() ? speed_cell(c.timings[i].speed) : kTooFewSteps; });
+      [&](size_t i) { return c.timings[i].speed.known() ? speed_cell(c.timings[i].speed) : no_speed(i); });
   note_where("(IQR",
              "the median speed of the run's steady-state steps, and in brackets their interquartile range "
              "(IQR), where the middle half of them fell");
@@ -166,7 +168,7 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     bool marked = false;
     add("speed-up vs run " + std::to_string(runs[c.baseline].record.id), [&](size_t i) {
       if (i == c.baseline) return std::string("baseline");
-      if (!c.timings[i].speed.known()) return std::string(kTooFewSteps);
+      if (!c.timings[i].speed.known()) return no_speed(i);
       if (!c.timings[c.baseline].speed.known()) return std::string("- (too few steps in the baseline)");
       const bool unreliable =
           c.speedups[i].known() &&

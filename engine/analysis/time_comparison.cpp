@@ -162,9 +162,12 @@ TimeComparison compare_times(const RunTiming& baseline, const RunTiming& other) 
 
 std::string TimeComparison::unavailable() const {
   if (available) return {};
+  const auto which = [](bool baseline, bool run) {
+    return baseline && run ? "both runs" : baseline ? "the baseline" : "the run";
+  };
   if (means[0].steps == 0 || means[1].steps == 0)
-    return std::string("not recorded for ") + (means[0].steps == 0 ? "the baseline" : "the run");
-  return std::string("too few steps for a steady speed in ") + (steady[0] ? "the run" : "the baseline");
+    return std::string("not recorded for ") + which(means[0].steps == 0, means[1].steps == 0);
+  return std::string("too few steps for a steady speed in ") + which(!steady[0], !steady[1]);
 }
 
 std::string time_sentence(const EpochTimes& a, const EpochTimes& b, const SpeedUp& end_to_end) {
