@@ -71,7 +71,8 @@ int explain_command(const ExplainOptions& options) {
   if (!baseline && run.run.precision_name() != "fp32")
     if (const std::optional<RunRecord> fp32 = fp32_run_like(store, run.run))
       std::printf(
-          "\nwhy it is or is not faster than FP32: ampwb explain %lld %lld (run %lld, '%s', is FP32 with the "
+          "\nwhether it is faster or less accurate than FP32: ampwb explain %lld %lld (run %lld, '%s', is FP32 with "
+          "the "
           "same work on the same machine)\n",
           static_cast<long long>(run.run.id), static_cast<long long>(fp32->id), static_cast<long long>(fp32->id),
           printable(fp32->name).c_str());
@@ -84,10 +85,10 @@ void add_explain_command(CLI::App& app, Invocation& invocation) {
   auto options = std::make_shared<ExplainOptions>();
   CLI::App* explain = app.add_subcommand(
       "explain",
-      "what a run's numbers say: findings with their evidence and what to try (against a baseline: why "
-      "it is or is not faster)");
+      "what a run's numbers say: findings with their evidence and what to try (against a baseline: why it is or is "
+      "not faster, and whether its accuracy differs beyond chance)");
   explain->add_option("RUN", options->run, "a run id or a unique run name")->type_name("")->required();
-  explain->add_option("BASELINE", options->baseline, "a run to compare its speed with, e.g. the fp32 run")
+  explain->add_option("BASELINE", options->baseline, "a run to compare its speed and accuracy with, e.g. the fp32 run")
       ->type_name("");
   explain->add_flag("--json", options->json, "as JSON (for scripts)");
   add_db_option(explain, options->db);

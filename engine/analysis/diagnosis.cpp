@@ -388,10 +388,16 @@ void lr_schedule_skips(const RunEvidence& e, const SkippedRun* search, std::vect
   if (skipped == 0 || e.run.config.schedule == Schedule::Constant) return;
   const double share = static_cast<double>(skipped) / static_cast<double>(e.steps.size());
   if (share <= kRoutineSkipShare) return;
-  // Where the initial scale's search made most of them, a lower initial scale is the fix, not an overflow's.
-  const int64_t later = skipped - (search ? search->length : 0);
-  const bool initial_scale_did =
-      search && static_cast<double>(later) / static_cast<double>(e.steps.size()) <= kRoutineSkipShare;
+  // Where the initial scale's search made all but a routine share of the skips after it (as skipped_steps counts
+  // them), a lower initial scale is the fix, not an overflow's.
+  bool initial_scale_did = false;
+  if (search) {
+    const auto after = [&](const StepReport& s) { return s.step > search->last_step; };
+    const auto later = static_cast<double>(
+        std::count_if(e.steps.begin(), e.steps.end(), [&](const StepReport& s) { return s.skipped && after(s); }));
+    const auto steps = static_cast<double>(std::count_if(e.steps.begin(), e.steps.end(), after));
+    initial_scale_did = steps == 0 || later / steps <= kRoutineSkipShare;
+  }
   add(out, "lr_schedule_skips", Severity::Warning, "The learning-rate schedule ran on through skipped steps",
       format("the %s schedule advanced through %lld skipped steps (%s of the run) where the optimizer did not "
              "update: the run made that many fewer updates than its schedule assumes",
@@ -498,10 +504,6 @@ std::string ratio_headline(const SpeedUp& s) {
   return s.ratio >= 1 ? speed_up_ratio_text(s) : format("%.2f\u00d7 (", s.ratio) + speed_up_ratio_text(s) + ")";
 }
 
-// Why the run is or is not faster than the baseline, class by class. Never contradicts the expectation rules: a
-// speed-up with an emulated format is put down to memory traffic, not arithmetic. Where the runs' sweep timed them in
-// alternation, where the machine's drift falls on both alike, that figure is the verdict's, as `compare` shows it,
-// unless other work shared its turns and not the trainings'; the other figure stands beside it as evidence.
 // The last epoch a run validated, or none.
 const EpochReport* last_validated(const RunEvidence& e) {
   if (e.run.info.validation_images <= 0) return nullptr;
@@ -514,35 +516,44 @@ const EpochReport* last_validated(const RunEvidence& e) {
 // difference, and one beyond it is still one seed's against one seed's.
 void accuracy_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vector<Finding>& out) {
   const EpochReport *a = last_validated(e), *b = last_validated(base);
-  if (!a || !b) return;
-  const double na = static_cast<double>(e.run.info.validation_images);
-  const double nb = static_cast<double>(base.run.info.validation_images);
+  // Accuracies on other images (another dataset, split or number of them) are not one measurement's two results.
+  if (!a || !b || e.run.dataset_fingerprint != base.run.dataset_fingerprint ||
+      e.run.info.validation_images != base.run.info.validation_images)
+    return;
+  const double n = static_cast<double>(e.run.info.validation_images);
   const double pa = a->validation_accuracy, pb = b->validation_accuracy, points = 100 * (pa - pb);
-  // Each image's answer right or wrong by chance, the two sets apart: the normal approximation of the difference.
-  const double half = 100 * 1.96 * std::sqrt(pa * (1 - pa) / na + pb * (1 - pb) / nb);
+  // Each image's answer right or wrong by chance, as if the runs had answered apart (on the same images they did
+  // not, and the interval is then wider than it need be): Agresti and Caffo's interval, one right and one wrong
+  // answer added to each run's, which holds at 0% and 100% too.
+  const double ta = (pa * n + 1) / (n + 2), tb = (pb * n + 1) / (n + 2);
+  const double half = 100 * 1.96 * std::sqrt((ta * (1 - ta) + tb * (1 - tb)) / (n + 2));
+  const double low = 100 * (ta - tb) - half, high = 100 * (ta - tb) + half;
   std::string evidence = format(
-      "final validation accuracy %.2f%% (run %lld, epoch %d) against %.2f%% (run %lld, epoch %d): %+.2f "
-      "points, 95%% interval %+.2f to %+.2f over %lld and %lld validation images",
+      "final validation accuracy %.2f%% (run %lld, epoch %d) against %.2f%% (run %lld, epoch %d): %+.2f points, 95%% "
+      "interval %+.2f to %+.2f over %lld validation images",
       100 * pa, static_cast<long long>(e.run.id), a->epoch, 100 * pb, static_cast<long long>(base.run.id), b->epoch,
-      points, points - half, points + half, static_cast<long long>(na), static_cast<long long>(nb));
+      points, low, high, static_cast<long long>(n));
   if (a->epoch != b->epoch) evidence += " (after different numbers of epochs)";
   const std::string seeds =
-      "train seeds of both (ampwb sweep with --seed 0,1,2, or a sweep in the workbench) and compare their groups' "
-      "mean and spread";
+      "train several seeds of both (a sweep over the seed) and compare their groups' mean and spread";
   const std::string pair = format("%.2f%% against %.2f%%", 100 * pa, 100 * pb);
-  if (std::abs(points) <= half) {
+  if (low <= 0 && high >= 0) {
     add(out, "accuracy_vs_baseline", Severity::Note, "Accuracy not distinguishable from the baseline's: " + pair,
         evidence,
         "this many validation images cannot tell these accuracies apart: validate on more images, or " + seeds);
     return;
   }
-  add(out, "accuracy_vs_baseline", points < 0 ? Severity::Warning : Severity::Note,
-      (points < 0 ? "Less accurate than the baseline: " : "More accurate than the baseline: ") + pair, evidence,
+  add(out, "accuracy_vs_baseline", high < 0 ? Severity::Warning : Severity::Note,
+      (high < 0 ? "Less accurate than the baseline: " : "More accurate than the baseline: ") + pair, evidence,
       "beyond what chance in the validation images explains, but from one seed of each, and seeds alone move "
       "accuracy too: " +
           seeds + " before reading it as the precision's");
 }
 
+// Why the run is or is not faster than the baseline, class by class. Never contradicts the expectation rules: a
+// speed-up with an emulated format is put down to memory traffic, not arithmetic. Where the runs' sweep timed them in
+// alternation, where the machine's drift falls on both alike, that figure is the verdict's, as `compare` shows it,
+// unless other work shared its turns and not the trainings'; the other figure stands beside it as evidence.
 void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vector<Finding>& out) {
   const RunTiming run_timing = timing_of(e), base_timing = timing_of(base);
   SpeedUp speedup = speed_up(run_timing.speed, base_timing.speed);
