@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,16 +40,39 @@
 namespace ampwb::cli {
 namespace {
 
+// What process `pid`'s standard output is ("/dev/pts/3", "/home/u/train.log"); empty where it cannot be read.
+std::string output_of(pid_t pid) {
+  std::error_code unreadable;
+  const std::string path = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/fd/1", unreadable).string();
+  return unreadable ? std::string() : path;
+}
+
+// The parent of process `pid` (/proc/PID/stat: "PID (name) STATE PPID ..."); 0 where it cannot be read.
+pid_t parent_of(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  std::istringstream after_name(line.substr(std::min(line.size(), line.rfind(')') + 1)));
+  std::string state;
+  pid_t parent = 0;
+  after_name >> state >> parent;
+  return parent;
+}
+
 // Whether this process prints to a terminal, where a progress bar redraws in place. mpirun gives its ranks a terminal
-// of its own whatever its own output is (`mpirun ... > train.log`, or `train --processes N` into a file), so a rank it
-// started asks what mpirun's output is; a rank started by a remote daemon, whose output is no terminal, prints lines.
+// of its own whatever its own output is (`mpirun ... > train.log`, or `train --processes N` into a file): a rank it
+// started goes up its parents (a wrapper script may stand between) to the first whose output is not that terminal,
+// mpirun's, and asks whether that is one. A rank a remote daemon started, whose output is none, prints lines.
 bool prints_to_terminal() {
   if (::isatty(STDOUT_FILENO) != 1) return false;
   if (!std::getenv("OMPI_COMM_WORLD_RANK")) return true;
-  std::error_code unreadable;
-  const std::string launcher_output =
-      std::filesystem::read_symlink("/proc/" + std::to_string(::getppid()) + "/fd/1", unreadable).string();
-  return !unreadable && (launcher_output.starts_with("/dev/pts/") || launcher_output.starts_with("/dev/tty"));
+  const std::string own = output_of(::getpid());
+  for (pid_t pid = ::getppid(), hops = 0; pid > 1 && hops < 16; pid = parent_of(pid), ++hops) {
+    const std::string theirs = output_of(pid);
+    if (theirs.empty()) return false;
+    if (theirs != own) return theirs.starts_with("/dev/pts/") || theirs.starts_with("/dev/tty");
+  }
+  return false;
 }
 
 // The first SIGINT/SIGTERM/SIGHUP (a closed terminal, a dropped SSH session) asks the run to stop after its current
