@@ -50,7 +50,8 @@ struct SweepOptions {
   std::string db, sweep_file, name, on = "local", partition, account, time_limit;
   int parallel = 1, max_parallel = 0;
   bool dry_run = false, json = false, no_timing = false;
-  // The training settings given as flags: each flag's values (split at commas), and the on/off flags' counts.
+  // The training settings given as flags: each flag's values as given (comma lists, split by grid_of), and the on/off
+  // flags' counts.
   std::map<std::string, std::vector<std::string>> values;
   std::map<std::string, int64_t> switches;
   const CLI::App* command = nullptr;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "analysis/run_compare.h"
 #include "analysis/run_groups.h"
 #include "postgres_server.h"
 #include "slurm_cluster.h"
@@ -53,7 +54,7 @@ std::vector<std::pair<std::string, std::vector<GroupMetric>>> grouped(const std:
     const RunRecord run = store.run(p.run_id);
     configs.push_back(run.config);
     summaries.push_back(summarize(run, store.epochs(p.run_id)));
-    speeds.push_back(measure_speed(store.steps(p.run_id), run.global_batch_size(), run.config.numerics_every));
+    speeds.push_back(run_timing(run, store.steps(p.run_id), {}).speed);
   }
   std::vector<std::pair<std::string, std::vector<GroupMetric>>> out;
   for (const ConfigGroup& g : group_configs(configs, kAllButSeed)) {

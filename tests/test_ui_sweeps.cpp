@@ -24,7 +24,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "analysis/run_speed.h"
+#include "analysis/run_compare.h"
 #include "backend/cpu/cpu_backend.h"
 #include "column_widths.h"
 #include "facade/run_setup.h"
@@ -93,8 +93,7 @@ class SweepsThroughTheUi : public QObject {
         accuracy.push_back(100 * epochs.back().validation_accuracy);
         loss.push_back(epochs.back().validation_loss);
         const RunRecord record = store.run(run);  // its steady speed, as every other view says it; none too short
-        const RunSpeed steady =
-            measure_speed(store.steps(run), record.global_batch_size(), record.config.numerics_every);
+        const RunSpeed steady = run_timing(record, store.steps(run), {}).speed;
         if (steady.known()) speed.push_back(steady.images_per_second());
       }
       const Spread a = spread(accuracy), l = spread(loss), s = spread(speed);

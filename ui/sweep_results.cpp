@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "analysis/run_compare.h"
 #include "analysis/sweep_speed_ups.h"
 
 namespace ampwb::ui {
@@ -46,7 +47,8 @@ SweepResults read_sweep_results(const RunStore& store, int64_t id) {
       try {
         const RunRecord run = store.run(p.run_id);
         r.summary = summarize(run, store.epochs(p.run_id));
-        r.speed = measure_speed(store.steps(p.run_id), run.global_batch_size(), run.config.numerics_every);
+        if (p.state == SweepPointState::Finished)  // the groups' runs: a running point's steps are read when done
+          r.speed = run_timing(run, store.steps(p.run_id), {}).speed;
         r.end_reason = run.end_reason;
         r.epochs_planned = run.epochs;
         r.run_status = run.status;

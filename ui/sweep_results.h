@@ -21,7 +21,7 @@ struct SweepPointResult {
   SweepPoint point;
   std::vector<std::pair<std::string, std::string>> values;  // the point's value of each dimension, grid order
   RunSummary summary;                                       // of its run, when it has one
-  RunSpeed speed;                                           // its run's steady speed, when it has one
+  RunSpeed speed;                                           // its run's steady speed, when it has finished
   int epochs_planned = 0;                                   // its run's, when it has one
   RunStatus run_status = RunStatus::Running;                // its run's, when it has one
   std::string end_reason;                                   // why its run failed, was cancelled or interrupted
