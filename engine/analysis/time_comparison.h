@@ -44,7 +44,7 @@ struct TimeRow {
 std::vector<TimeRow> time_rows(const RunTiming& run);
 
 struct TimeComparison {
-  bool available = false;           // both runs timed some steps and have a steady speed (with_speed)
+  bool available = false;           // both runs timed some steps and have a steady speed
   std::array<EpochTimes, 2> means;  // mean_epoch_times of each, split over its median steady step
   std::array<bool, 2> steady{};     // each has a steady speed (RunSpeed::known)
   SpeedUp speedup;                  // the second run's over the first's: the end-to-end figure
