@@ -112,7 +112,7 @@ CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& lo
   tl->addWidget(summary_);
   tl->addWidget(time_);
   tl->addStretch(1);
-  bl->addWidget(text_lines_area(speed_text, 3));
+  bl->addWidget(text_lines_area(speed_text, 4));  // a step-time and an alternation line each for two runs
   diagnosis_ = new DiagnosisPanel;
   details_ = new QTabWidget;
   details_->setObjectName("compareDetails");
