@@ -375,6 +375,10 @@ class SweepsThroughTheUi : public QObject {
     seeds->setText("0,x");
     QCOMPARE(dialog.problem(), QString("Seeds: 'x' is not a whole number"));
     QCOMPARE(dialog.findChild<QLabel*>("sweepProblem")->text(), dialog.problem());
+    seeds->setText("0,1,");  // refused as `ampwb sweep --seed 0,1,` is, not read as two seeds
+    QVERIFY2(dialog.problem().startsWith("Seeds: an empty value"), qPrintable(dialog.problem()));
+    seeds->setText(" ");
+    QCOMPARE(dialog.problem(), QString("Seeds: give at least one value"));
     seeds->setText("0,1");
     dialog.findChild<QCheckBox*>("variant-amp-fp16-noscale")->setChecked(true);  // no flag says it per point
     QVERIFY2(dialog.problem().contains("only in a precision sweep on this machine"), qPrintable(dialog.problem()));

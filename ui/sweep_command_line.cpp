@@ -12,7 +12,9 @@ namespace {
 void check_whole_numbers(const std::vector<std::string>& values, const std::string& what) {
   if (values.empty()) throw Error(what + ": give at least one value");
   for (const std::string& v : values)
-    if (v.empty() || !std::all_of(v.begin(), v.end(), [](unsigned char ch) { return std::isdigit(ch); }))
+    if (v.empty()) throw Error(what + ": an empty value between commas (a comma list is values between commas: 0,1,2)");
+  for (const std::string& v : values)
+    if (!std::all_of(v.begin(), v.end(), [](unsigned char ch) { return std::isdigit(ch); }))
       throw Error(what + ": '" + v + "' is not a whole number");
   for (size_t i = 0; i < values.size(); ++i)
     if (std::find(values.begin(), values.begin() + static_cast<long>(i), values[i]) !=
@@ -28,11 +30,12 @@ bool SweepPlan::needs_cli() const {
 
 std::vector<std::string> comma_list(const std::string& text) {
   std::vector<std::string> out;
+  if (text.find_first_not_of(" \t") == std::string::npos) return out;
   std::string item;
   const auto flush = [&] {
     const size_t first = item.find_first_not_of(" \t");
     const size_t last = item.find_last_not_of(" \t");
-    if (first != std::string::npos) out.push_back(item.substr(first, last - first + 1));
+    out.push_back(first == std::string::npos ? std::string() : item.substr(first, last - first + 1));
     item.clear();
   };
   for (const char ch : text) {

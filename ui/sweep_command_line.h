@@ -28,11 +28,11 @@ struct SweepPlan {
   bool needs_cli() const;
 };
 
-// "0, 1,2" -> {"0", "1", "2"}: trimmed, empty items dropped.
+// "0, 1,2" -> {"0", "1", "2"}: trimmed; an empty item stays, for check_grid_lists to refuse as `ampwb sweep` does.
 std::vector<std::string> comma_list(const std::string& text);
 
-// Throws Error naming the list (Seeds, Depths, Batch sizes) that is empty, holds what is no whole number, or a
-// value twice.
+// Throws Error naming the list (Seeds, Depths, Batch sizes) that is empty, holds an empty item, what is no whole
+// number, or a value twice.
 void check_grid_lists(const SweepPlan& plan);
 
 // `base` with the plan's seed, depth and batch size where each has one value (a precision sweep run here).
