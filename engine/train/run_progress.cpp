@@ -22,6 +22,18 @@ void RunProgress::start(const RunInfo& info, int epochs, int batch_size) {
 
 void RunProgress::step(const StepReport& s) {
   if (!started()) return;
+  if (between_epochs_ && last_step_wall_ >= 0) {
+    // The time since the last epoch's last step, less one step's own: its validation and checkpoint, measured on
+    // the steps' own clock, so that the host's work between steps (already in the rate) is not counted again.
+    const double pause = s.wall_seconds - last_step_wall_ - std::max(0.0, seconds_per_step());
+    if (pause > 0) {
+      eval_seconds_ = (eval_seconds_ * evals_seen_ + pause) / (evals_seen_ + 1);
+      ++evals_seen_;
+      paused_ += pause;
+    }
+  }
+  between_epochs_ = false;
+  last_step_wall_ = s.wall_seconds;
   epoch_ = s.epoch;
   done_steps_ = s.step + 1;  // global: a resumed run's steps go on from its checkpoint's
   validating_ = false;
@@ -40,13 +52,10 @@ void RunProgress::validation(const ValidationProgress& v) {
 }
 
 void RunProgress::epoch(const EpochReport& e) {
-  // The part of the epoch not spent in steps is validation (and checkpointing): the ETA adds it per epoch left.
-  const double step_seconds = e.compute_seconds + e.data_wait_seconds;
-  if (e.seconds > step_seconds) {
-    eval_seconds_ = (eval_seconds_ * evals_seen_ + (e.seconds - step_seconds)) / (evals_seen_ + 1);
-    ++evals_seen_;
-    paused_ += e.seconds - step_seconds;  // the next step's clock resumes after the validation
-  }
+  // Until the next step measures the pause: the epoch's time outside its steps' arithmetic and data waits, which is
+  // mostly its validation (and a little more: the host's work between steps).
+  first_eval_guess_ = std::max(0.0, e.seconds - e.compute_seconds - e.data_wait_seconds);
+  between_epochs_ = true;
   validating_ = false;
   validated_ = 0;
   validation_seconds_ = 0;
@@ -74,6 +83,7 @@ double RunProgress::seconds_per_step() const {
 
 double RunProgress::validation_estimate() const {
   if (evals_seen_ > 0) return eval_seconds_;
+  if (first_eval_guess_ >= 0) return first_eval_guess_;
   if (validation_images_ == 0) return 0;
   if (validating_ && validated_ > 0 && validation_seconds_ > 0)
     return validation_seconds_ * static_cast<double>(validation_images_) / static_cast<double>(validated_);

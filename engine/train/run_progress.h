@@ -2,8 +2,8 @@
 // steps, a resumed run's earlier ones included. The ETA is the recent training rate applied to the steps left, plus
 // one validation per epoch left: measured once an epoch has ended, estimated before that from the validation
 // under way, and before any validation from the training images/s (a forward pass costs about a third of a
-// training step). The rate counts training time only: validation pauses are taken out of the step clock, so the
-// ETA does not jump after an epoch ends.
+// training step). The rate counts training time only: the pause between epochs, measured when the next epoch's first
+// step arrives, is taken out of the step clock, so the ETA does not jump after an epoch ends.
 #pragma once
 
 #include <cstdint>
@@ -50,9 +50,12 @@ class RunProgress {
   double validation_seconds_ = 0;  // of the validation under way, so far
   bool validating_ = false;
   int epochs_ = 0, epoch_ = 0;
-  double eval_seconds_ = 0;  // mean end-of-epoch time (epoch time minus the steps' time: validation, checkpoint)
-  double paused_ = 0;        // that time so far, taken out of the steps' wall clock
-  int evals_seen_ = 0;
+  double eval_seconds_ = 0;       // mean pause between epochs (validation, checkpoint), measured at the next step
+  double paused_ = 0;             // those pauses so far, taken out of the steps' wall clock
+  int evals_seen_ = 0;            // pauses measured
+  double first_eval_guess_ = -1;  // the first epoch's end-of-epoch time from its report, until a pause is measured
+  double last_step_wall_ = -1;
+  bool between_epochs_ = false;                    // an epoch has ended and the next has taken no step yet
   std::deque<std::pair<int64_t, double>> recent_;  // (step, training seconds) for the recent rate
 };
 
