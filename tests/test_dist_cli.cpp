@@ -254,11 +254,15 @@ TEST(DistCli, RankZeroAloneReadsTheCheckpointItResumesFrom) {
   std::vector<std::string> args = training(db, 2);
   args.insert(args.end(), {"--checkpoint-dir", folder, "--keep-checkpoint"});
   ASSERT_EQ(run(two_ranks(args, args)).status, 0);
-  // As if killed during epoch 2: interrupted, its checkpoint the one of epoch 1.
+  // As if killed during epoch 2: interrupted, its checkpoint (on disk and in the store) the one of epoch 1.
   fs::rename(folder + "/checkpoint.ampwb.prev", folder + "/checkpoint.ampwb");
   sqlite3* handle = nullptr;
   ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(handle, "UPDATE runs SET status = 'interrupted'", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(handle,
+                         "UPDATE runs SET status = 'interrupted'; "
+                         "UPDATE checkpoints SET epoch = epoch - 1, step = step / 2",  // 2 epochs of equal steps
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_close(handle);
 
   const std::vector<std::string> resume = {"train", "--resume", "1", "--threads", "1", "--db"};

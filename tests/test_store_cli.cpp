@@ -567,6 +567,49 @@ TEST(StoreCli, ARunIsRefusedAnotherRunsCheckpointFolder) {
   EXPECT_TRUE(fs::exists(own + "/checkpoint.ampwb")) << "run 3's checkpoint is gone";
 }
 
+// One checkpoint folder, two writers: a run of another store is refused the folder while a run trains into it, and a
+// run whose folder another process wrote since (here a backup of the store that resumed the same run) is refused its
+// resume, rather than taking on the other's training and being recorded finished with the wrong curve.
+TEST(StoreCli, ACheckpointFolderHasOneWriterAndAResumeRefusesACheckpointWrittenSince) {
+  TempDir dir("one-writer");
+  const std::string db = dir.file("runs.sqlite"), folder = dir.file("shared");
+  std::vector<std::string> argv = tiny_training(db, 40, 4);
+  argv.insert(argv.end(), {"--checkpoint-dir", folder});
+  argv.insert(argv.begin(), AMPWB_BINARY);
+  const pid_t child = spawn(argv, dir.file("train.log"));
+  const auto deadline = Clock::now() + std::chrono::seconds(90);
+  auto epochs_stored = [&]() -> size_t {
+    try {
+      return RunStore(db, RunStore::Mode::ReadOnly).epochs(1).size();
+    } catch (const StoreError&) {
+      return 0;
+    }
+  };
+  while (epochs_stored() < 1 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::vector<std::string> other = tiny_training(dir.file("other.sqlite"), 1, 2);
+  other.insert(other.end(), {"--checkpoint-dir", folder});
+  const Result refused = ampwb(other);
+  EXPECT_EQ(refused.status, 1) << refused.output;
+  expect_contains(refused.output, "the checkpoint folder " + folder + " is in use by another training run");
+  EXPECT_TRUE(RunStore(dir.file("other.sqlite"), RunStore::Mode::ReadOnly).runs().empty()) << "nothing recorded";
+  ASSERT_EQ(::kill(child, SIGINT), 0);
+  ASSERT_EQ(wait_exit(child), 130) << read_text(dir.file("train.log"));
+  const int64_t stopped_after = RunStore(db, RunStore::Mode::ReadOnly).checkpoints(1).back().step;
+
+  fs::create_directories(dir.file("elsewhere"));
+  const std::string backup = dir.file("elsewhere/backup.sqlite");
+  ASSERT_EQ(ampwb({"store", "backup", backup, "--db", db}).status, 0);
+  const Result went_on = ampwb({"train", "--resume", "1", "--db", backup});
+  ASSERT_EQ(went_on.status, 0) << went_on.output;
+  const Result resumed = ampwb({"train", "--resume", "1", "--db", db});
+  EXPECT_EQ(resumed.status, 1) << resumed.output;
+  expect_contains(resumed.output, "but run 1 (");
+  expect_contains(resumed.output, ") stopped after " + std::to_string(stopped_after) + ": another run given the same");
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  EXPECT_EQ(store.run(1).status, RunStatus::Cancelled) << "the original stays as it stopped";
+  EXPECT_EQ(store.checkpoints(1).back().step, stopped_after);
+}
+
 TEST(StoreCli, BackupWhileARunRecordsIsAWholeStore) {
   TempDir dir("backup");
   const std::string db = dir.file("runs.sqlite");

@@ -27,6 +27,7 @@
 #include "store/sqlite.h"
 #include "store/store_recorder.h"
 #include "test_store_util.h"
+#include "train/checkpoint.h"
 
 namespace ampwb {
 namespace {
@@ -426,6 +427,31 @@ TEST(RunResume, RefusesByNameAndChangesOnlySettingsThatLeaveTheCurvesAlone) {
   store.reopen_run(id, info(), config_named("stopped"));
   store.end_run(id, {RunStatus::Finished, ""}, {}, 2.0);
   EXPECT_EQ(error_of([&] { resume_config(store, id); }), "run 1 ('stopped') finished: there is nothing to resume");
+}
+
+// A resume takes the checkpoint its store recorded last: where the file in the folder was written later, the one it
+// replaced (PATH.prev) when that is the recorded one (the store could not record the later one), else nothing.
+TEST(RunResume, TakesTheCheckpointItsStoreRecordedAndNoneWrittenSince) {
+  TempDir dir("resume_recorded");
+  RunStore store(dir.file("runs.sqlite"));
+  const std::string checkpoint = dir.file("checkpoint.ampwb");
+  const auto write_at = [&](int64_t step) {
+    Checkpoint c;
+    c.meta = {{"global_step", step}};
+    save_checkpoint(checkpoint, c);  // the one before it stays as PATH.prev
+  };
+  const int64_t id = store.begin_run(config_named("stopped"), info(), "fp");
+  store.add_checkpoint(id, {2, 100, checkpoint});
+  store.end_run(id, {RunStatus::Interrupted, "killed"}, {}, 1.0);
+  write_at(100);
+  EXPECT_EQ(resume_config(store, id).resume_from, checkpoint);
+  write_at(150);  // written, its row not: the process was killed between the two
+  EXPECT_EQ(resume_config(store, id).resume_from, checkpoint + ".prev");
+  write_at(200);  // another writer went on from there
+  const std::string refusal = error_of([&] { resume_config(store, id); });
+  expect_contains(refusal, "the checkpoint '" + checkpoint +
+                               "' was written after 200 steps, but run 1 ('stopped') "
+                               "stopped after 100: another run given the same checkpoint folder");
 }
 
 // Its epoch times change where it resumed with other threads: the run says where, and describes its device as now.

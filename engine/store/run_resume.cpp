@@ -2,15 +2,45 @@
 #include "store/run_resume.h"
 
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "core/error.h"
 #include "store/dataset_fingerprint.h"
+#include "train/checkpoint.h"
 
 namespace ampwb {
 namespace {
 
 std::string run_words(const RunRecord& r) { return "run " + std::to_string(r.id) + " ('" + r.name + "')"; }
+
+// The global step a checkpoint file was written at; nullopt where it cannot be read (missing, damaged), which the
+// trainer meets by falling back to the checkpoint before it, saying so.
+std::optional<int64_t> checkpoint_step(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  try {
+    return load_checkpoint_meta(path).at("global_step").get<int64_t>();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// The checkpoint file to resume run `r` from: the one its store recorded last, or, where the store could not record
+// a later one (its write failed, the process was killed between the two), the one that replaced it, kept as
+// PATH.prev. Another step there means another run wrote the folder since, or a copy of this store (a backup) that
+// resumed this run: refused, since resuming would give this run another's training.
+std::string recorded_checkpoint(const RunRecord& r, const CheckpointInfo& last) {
+  const std::optional<int64_t> step = checkpoint_step(last.path);
+  if (!step || *step == last.step) return last.path;
+  const std::string previous = previous_checkpoint_path(last.path);
+  if (checkpoint_step(previous) == last.step) return previous;
+  throw Error("the checkpoint '" + last.path + "' was written after " + std::to_string(*step) + " steps, but " +
+              run_words(r) + " stopped after " + std::to_string(last.step) +
+              ": another run given the same checkpoint folder, or a copy of this run store (a backup) that resumed "
+              "this run, has written there since. Resume the run in the store that went on with it, or train it "
+              "anew");
+}
 
 }  // namespace
 
@@ -71,7 +101,7 @@ TrainConfig resume_config(const RunStore& store, int64_t run, const ResumeChange
     throw Error("the dataset folder '" + c.data_dir + "' does not hold the files " + run_words(r) +
                 " trained on (fingerprint " + fingerprint + ", the run's " + r.dataset_fingerprint +
                 "): resuming on other data would mix two datasets in one run's curves");
-  c.resume_from = store.checkpoints(run).back().path;  // the run keeps writing its checkpoints where they were
+  c.resume_from = recorded_checkpoint(r, store.checkpoints(run).back());  // later ones go where they were
   return c;
 }
 

@@ -13,6 +13,31 @@ namespace ampwb {
 namespace {
 constexpr char kMagic[8] = {'A', 'M', 'P', 'W', 'B', 'C', 'K', '2'};    // with checksums
 constexpr char kMagicV1[8] = {'A', 'M', 'P', 'W', 'B', 'C', 'K', '1'};  // without: still read
+
+// The checked header of the checkpoint open in `in`, which is left at the first tensor's bytes; whether the file
+// carries checksums in *checked.
+nlohmann::json read_header(std::istream& in, const std::string& path, bool* checked) {
+  char magic[8];
+  uint64_t length = 0;
+  in.read(magic, sizeof magic);
+  in.read(reinterpret_cast<char*>(&length), sizeof length);
+  *checked = std::memcmp(magic, kMagic, sizeof kMagic) == 0;
+  if (!in || (!*checked && std::memcmp(magic, kMagicV1, sizeof kMagicV1) != 0) || length > (uint64_t{1} << 30))
+    throw Error("'" + path + "' is not an AMP Workbench checkpoint");
+  std::string text(length, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(length));
+  uint32_t header_crc = 0;
+  if (*checked) in.read(reinterpret_cast<char*>(&header_crc), sizeof header_crc);
+  if (!in) throw Error("checkpoint '" + path + "' is truncated (in its header)");
+  if (*checked && crc32c(text.data(), text.size()) != header_crc)
+    throw Error("checkpoint '" + path + "' is damaged: its header fails its checksum");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw Error("checkpoint '" + path + "' has a damaged header: " + e.what());
+  }
+}
+
 }  // namespace
 
 const Tensor& Checkpoint::tensor(const std::string& name) const {
@@ -62,29 +87,21 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   file.commit();
 }
 
+nlohmann::json load_checkpoint_meta(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open checkpoint '" + path + "'");
+  bool checked = false;
+  nlohmann::json meta = read_header(in, path, &checked);
+  meta.erase("tensors");
+  return meta;
+}
+
 Checkpoint load_checkpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open checkpoint '" + path + "'");
-  char magic[8];
-  uint64_t length = 0;
-  in.read(magic, sizeof magic);
-  in.read(reinterpret_cast<char*>(&length), sizeof length);
-  const bool checked = std::memcmp(magic, kMagic, sizeof kMagic) == 0;
-  if (!in || (!checked && std::memcmp(magic, kMagicV1, sizeof kMagicV1) != 0) || length > (uint64_t{1} << 30))
-    throw Error("'" + path + "' is not an AMP Workbench checkpoint");
-  std::string text(length, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(length));
-  uint32_t header_crc = 0;
-  if (checked) in.read(reinterpret_cast<char*>(&header_crc), sizeof header_crc);
-  if (!in) throw Error("checkpoint '" + path + "' is truncated (in its header)");
-  if (checked && crc32c(text.data(), text.size()) != header_crc)
-    throw Error("checkpoint '" + path + "' is damaged: its header fails its checksum");
+  bool checked = false;
   Checkpoint c;
-  try {
-    c.meta = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    throw Error("checkpoint '" + path + "' has a damaged header: " + e.what());
-  }
+  c.meta = read_header(in, path, &checked);
   const std::streamoff data_start = in.tellg();
   for (const auto& entry : c.meta.at("tensors")) {
     const std::string name = entry.at("name").get<std::string>();

@@ -30,6 +30,8 @@ struct Checkpoint {
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 // Throws ampwb::Error when the file is missing, truncated, damaged (a checksum fails) or not a checkpoint.
 Checkpoint load_checkpoint(const std::string& path);
+// The metadata alone (epoch, steps, configuration), without reading the tensors; throws as load_checkpoint does.
+nlohmann::json load_checkpoint_meta(const std::string& path);
 // The checkpoint at path, or where that one is unreadable the previous one (PATH.prev), saying so in *note.
 Checkpoint load_checkpoint_or_previous(const std::string& path, std::string* note);
 std::string previous_checkpoint_path(const std::string& path);

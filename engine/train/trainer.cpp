@@ -26,6 +26,7 @@
 #include "optim/lr_schedule.h"
 #include "train/benchmark.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_folder_lock.h"
 #include "train/divergence_step.h"
 #include "train/lost_images.h"
 #include "train/memory_estimate.h"
@@ -56,25 +57,6 @@ struct Report {
     if (observer) (observer->*handler)(e);
   }
 };
-
-// A checkpoint folder that cannot be written would fail the run at the end of its first epoch: made, and a file
-// written in it, before the run starts (and is stored).
-void require_writable_folder(const std::string& folder) {
-  std::error_code error;
-  std::filesystem::create_directories(folder, error);
-  const std::filesystem::path probe = std::filesystem::path(folder) / ".ampwb-write-check";
-  if (!error) {
-    if (std::FILE* file = std::fopen(probe.c_str(), "wb")) {
-      std::fclose(file);
-      std::filesystem::remove(probe, error);
-    } else {
-      error = std::error_code(errno, std::generic_category());
-    }
-  }
-  if (error)
-    throw SettingError("checkpoint_dir", "cannot write checkpoints to " + folder + ": " + error.message() +
-                                             " (choose another checkpoint folder, or no checkpoints)");
-}
 
 }  // namespace
 
@@ -439,6 +421,7 @@ class Trainer::Run {
   double wall_before_ = 0;  // the run's wall-clock seconds before this process, from the checkpoint
   double paused_in_epoch_ = 0;  // seconds the user paused the current epoch
   bool checkpoint_failed_ = false;  // a checkpoint could not be written: said once, in a note
+  CheckpointFolderLock checkpoint_folder_;  // the leader's, from the run's start to its end
   Launched pending_;        // with deferred steps, the last one queued, whose result the host has not read yet
   // Images whose files vanish, shrink or change during the run: noted each epoch, the run stopped past a tenth.
   LostImageWatch lost_images_;
@@ -689,7 +672,10 @@ void Trainer::Run::report_start() {
     info.notes.push_back("every step waits once for the GPU: " +
                          (why_every_step.empty() ? std::string("the host sync is every-step") : why_every_step));
   }
-  if (!config_.checkpoint_dir.empty() && leader()) require_writable_folder(config_.checkpoint_dir);
+  // A folder that cannot be written, or that another run writes, would cost the run its checkpoints (or the other
+  // run its own): refused before the run starts, and is stored.
+  if (!config_.checkpoint_dir.empty() && leader())
+    checkpoint_folder_ = CheckpointFolderLock::take(config_.checkpoint_dir);
   report_(&TrainObserver::on_start, info);
 }
 
