@@ -21,7 +21,14 @@ CLI::Option* add_db_option(CLI::App* app, std::string& db) {
       ->add_option("--db", db,
                    "the run store: an SQLite file, or postgresql://host/database (default: $AMPWB_DB, else "
                    "$XDG_DATA_HOME/ampwb/runs.sqlite)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      // `--db "$DB"` with DB unset would otherwise record into the default store.
+      ->check(CLI::Validator(
+          [](std::string& path) {
+            return path.empty() ? std::string("an empty path: name the run store (FILE or postgresql://host/database)")
+                                : std::string();
+          },
+          "", "not empty"));
 }
 
 CLI::Option* add_overwrite_flag(CLI::App* app, bool& overwrite) {

@@ -99,7 +99,12 @@ TEST(StoreCli, FlagsGoBeforeOrAfterTheRunAndAMisspeltOneIsRefusedByName) {
 TEST(StoreCli, NonFiniteValuesPrintAsNullInEveryJsonOutput) {
   TempDir dir("nonfinite");
   const std::string db = dir.file("runs.sqlite");
-  ASSERT_EQ(ampwb(tiny_training(db, 2, 1)).status, 0);
+  std::vector<std::string> events = tiny_training(db, 2, 1);
+  events.push_back("--events-json");
+  const Result trained = ampwb(events);
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  std::istringstream lines(trained.output);  // JSON Lines and nothing else, its last line included
+  for (std::string line; std::getline(lines, line);) EXPECT_TRUE(json::accept(line)) << line;
   ASSERT_EQ(ampwb(tiny_training(db, 1, 1)).status, 0);  // to compare with
   {  // as a diverged run records them: SQLite reads 9e999 as +infinity
     sqlite3* handle = nullptr;
@@ -642,6 +647,12 @@ TEST(StoreCli, AUriTheStoreCannotUseIsRefusedAndCreatesNothing) {
     EXPECT_EQ(r.status, 1) << args[0] << ": " << r.output;
     expect_contains(r.output, message);
   }
+  // `--db "$DB"` with DB unset: refused as a command line, not read as the default store.
+  const Result empty =
+      ampwb(tiny_training("", 1, 1), {"/usr/bin/env", "-C", dir.path().string(), "XDG_DATA_HOME=" + dir.file("data")});
+  EXPECT_EQ(empty.status, 2) << empty.output;
+  expect_contains(empty.output, "--db: an empty path");
+  EXPECT_FALSE(fs::exists(dir.file("data")));
   const Result with_password = ampwb({"runs", "--db", "postgresql://ann:s3cret@/ampwb?host=/nonexistent"}, in_dir);
   EXPECT_EQ(with_password.output.find("s3cret"), std::string::npos) << with_password.output;
   // libpq's two lines ("...\n\tIs the server running...?") read as one error line of two sentences.
