@@ -116,20 +116,30 @@ std::string slurm_job_id() {
   return id ? std::string(id) : std::string();
 }
 
+// A run stopped by a signal says which: SIGINT is the user's Ctrl-C; SIGHUP, SIGPIPE and SIGTERM say what stopped it.
 // A SIGTERM under Slurm is the job being preempted, requeued or cancelled (then SIGKILL after the grace time): the
 // run ends as interrupted, not cancelled, so that its checkpoint resumes it (a requeued sweep point does so itself).
-class PreemptionAwareObservers : public ObserverList {
+class SignalAwareObservers : public ObserverList {
  public:
   using ObserverList::ObserverList;
-  void on_end(const RunEnd& e) override { ObserverList::on_end(as_preempted(e)); }
+  void on_end(const RunEnd& e) override { ObserverList::on_end(as_signalled(e)); }
 
-  RunEnd as_preempted(const RunEnd& e) const {
-    if (g_signal != SIGTERM || slurm_job_id().empty() || e.status != RunStatus::Cancelled) return e;
+  RunEnd as_signalled(const RunEnd& e) const {
+    constexpr std::string_view kByTheUser = "stopped by the user";
+    if (e.status != RunStatus::Cancelled || !e.reason.starts_with(kByTheUser)) return e;
     RunEnd end = e;
-    end.status = RunStatus::Interrupted;
-    std::string stopped = e.reason;
-    if (stopped.starts_with("stopped by the user")) stopped.replace(0, 19, "stopped");
-    end.reason = "Slurm job " + slurm_job_id() + " ended by SIGTERM (preempted, requeued or cancelled): " + stopped;
+    const std::string after = e.reason.substr(kByTheUser.size());
+    if (g_signal == SIGTERM && !slurm_job_id().empty()) {
+      end.status = RunStatus::Interrupted;
+      end.reason =
+          "Slurm job " + slurm_job_id() + " ended by SIGTERM (preempted, requeued or cancelled): stopped" + after;
+    } else if (g_signal == SIGTERM) {  // Ctrl-C is the user's; the other signals say who stopped the run
+      end.reason = "stopped by SIGTERM" + after;
+    } else if (g_signal == SIGHUP) {
+      end.reason = "stopped as its terminal closed (SIGHUP)" + after;
+    } else if (g_signal == SIGPIPE) {
+      end.reason = "stopped as its output's reader went away (SIGPIPE)" + after;
+    }
     return end;
   }
 };
@@ -492,7 +502,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   if (how.events_json) listeners.push_back(&event_lines);
   RunStartedObserver started(recorder, how.on_run_started);
   if (how.on_run_started) listeners.push_back(&started);
-  PreemptionAwareObservers observers(listeners);
+  SignalAwareObservers observers(listeners);
   if (how.for_ranks) how.for_ranks->send(c);
   Trainer trainer(c, &observers);
   trainer.set_communicator(how.world, how.launcher);
@@ -502,7 +512,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
     SignalGuard signals;
     end = trainer.run();
   }
-  end = observers.as_preempted(end);
+  end = observers.as_signalled(end);
 
   // The summary of the whole run as stored (a resumed run includes its earlier epochs); what this process saw
   // when the store could not record it.
@@ -533,7 +543,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   if (end.status == RunStatus::Finished && recorded && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
       !c.keep_checkpoints && std::filesystem::exists(c.checkpoint_dir, ec))
     checkpoint_removed = std::filesystem::remove_all(c.checkpoint_dir, ec) > 0 && !ec;
-  if (!json && run_id != 0 && !how.quiet) {
+  if (!json && !how.events_json && run_id != 0 && !how.quiet) {  // the events say it in their own lines
     const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
     // The checkpoint lines above named files that are gone now: said, so that nobody looks for them.
     std::printf("run %lld%s %s%s; ampwb show %lld\n", static_cast<long long>(run_id), name.c_str(),

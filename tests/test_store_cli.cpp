@@ -161,9 +161,13 @@ TEST(StoreCli, SigtermSighupAndSigintStopAfterTheStepWithACheckpointAndExit143_1
     EXPECT_EQ(wait_exit(child), 128 + signal) << read_text(dir.file("train.log"));
     const std::string log = read_text(dir.file("train.log"));
     expect_contains(log, "stopping after this step");
-    // Its last line and `show` say "stopped" once: "stopped by the user at epoch 3 …", not "stopped: stopped by …".
-    expect_contains(log, "(resnet20-fp32-1) stopped by the user ");
-    expect_contains(ampwb({"show", "1", "--db", db}).output, "  status     stopped by the user ");
+    // Its last line and `show` say "stopped" once, and by what: "stopped by SIGTERM at epoch 3 …", not
+    // "stopped: stopped by …"; Ctrl-C's SIGINT is the user's.
+    const std::string by = signal == SIGTERM  ? "stopped by SIGTERM at epoch "
+                           : signal == SIGHUP ? "stopped as its terminal closed (SIGHUP) at epoch "
+                                              : "stopped by the user at epoch ";
+    expect_contains(log, "(resnet20-fp32-1) " + by);
+    expect_contains(ampwb({"show", "1", "--db", db}).output, "  status     " + by);
     EXPECT_EQ(log.find("stopped: stopped"), std::string::npos) << log;
     {
       RunStore store(db, RunStore::Mode::ReadOnly);
@@ -319,7 +323,8 @@ TEST(StoreCli, AReaderThatGoesAwayStopsTheRunResumablyWithExit141) {
     ASSERT_EQ(listed.status, 0) << listed.output;
     expect_contains(listed.output, " stopped ");
   }
-  expect_contains(ampwb({"show", "1", "--db", db}).output, "  status     stopped by the user ");
+  expect_contains(ampwb({"show", "1", "--db", db}).output,
+                  "  status     stopped as its output's reader went away (SIGPIPE) at epoch ");
   expect_contains(ampwb({"runs", "--status", "finished", "--db", db}).output, "no runs");
 }
 
