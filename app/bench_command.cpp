@@ -27,7 +27,7 @@ nlohmann::ordered_json profile_json(const BenchResult& r, int steps) {
 
 void print_profile(const BenchResult& r, int steps) {
   const double step_ms = r.profiled_seconds * 1000.0 / steps;
-  std::printf("\nwhere a step's %.1f ms go (%s):\n", step_ms,
+  std::printf("\nwhere the mean step's %.1f ms go (%s):\n", step_ms,
               r.profile_device_timed
                   ? "each op timed between device events, the step running at full speed; other: the device idle "
                     "between ops"
