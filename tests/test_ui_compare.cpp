@@ -457,7 +457,7 @@ class CompareRuns : public QObject {
       QVERIFY2(QFileInfo(dir_.filePath(typed + ".html")).size() > 0, qPrintable(typed));
       QVERIFY(!QFileInfo::exists(dir_.filePath(typed)));
     }
-    const QString html = saved("report.html");
+    const QString html = saved("new-folder/report.html");  // a missing folder is made, as the CLI makes it
     // The same document as `ampwb report` of these runs, made from the same store.
     const RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
     const QString engine = QString::fromStdString(html_report(store, {fp32_seed1_, bf16_seed1_}));

@@ -1063,6 +1063,9 @@ void MainWindow::save_report(const std::vector<int64_t>& ids, const QString& fil
   // The runs compared here keep the colours the Compare tab draws them in, whichever is the baseline.
   const std::vector<size_t> colours =
       ids == compare_->run_ids_baseline_first() ? compare_->colours_baseline_first() : std::vector<size_t>{};
+  // A missing folder is made, as `ampwb report --out` makes it.
+  if (const QString folder = QFileInfo(file).absolutePath(); !QDir().mkpath(folder))
+    throw Error("cannot make the folder '" + folder.toStdString() + "'");
   write_file_atomically(file.toStdString(), html_report(*store_, ids, colours));
 }
 
