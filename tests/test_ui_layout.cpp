@@ -305,6 +305,30 @@ class WindowFits : public QObject {
     QCOMPARE(w.tabs()->tabText(3), QString("Sweeps"));
   }
 
+  // F1 (Help ▸ Documentation) says where the guides are, as links to files that are there, and how to list every
+  // command.
+  void help_points_at_the_guides() {
+    MainWindow w(dir_.filePath("help.sqlite"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QString text;
+    QTimer::singleShot(0, &w, [&] {
+      if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+        text = box->text();
+        box->accept();
+      }
+    });
+    QTest::keyClick(&w, Qt::Key_F1);
+    QVERIFY2(text.contains("ampwb help"), qPrintable(text));
+    const QRegularExpression links(QStringLiteral("href=\"([^\"]+)\""));
+    int found = 0;
+    for (auto it = links.globalMatch(text); it.hasNext(); ++found) {
+      const QString file = QUrl(it.next().captured(1)).toLocalFile();
+      QVERIFY2(QFileInfo::exists(file), qPrintable(file));
+    }
+    QVERIFY2(found >= 2 && text.contains("README.md"), qPrintable(text));
+  }
+
   // The pages' tabs stay where they are whichever page shows, the setup panel beside it or not: a tab clicked is
   // where it was a moment ago. Clicking one shows its page.
   void the_tabs_stay_put_from_page_to_page() {

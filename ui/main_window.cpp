@@ -345,8 +345,10 @@ void MainWindow::build_menus() {
   refresh->setShortcut(QKeySequence::Refresh);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
-  QAction* about = help->addAction(tr("&About AMP Workbench"), this, [this] { show_about(this, db_path_); });
-  about->setShortcut(QKeySequence::HelpContents);
+  QAction* documentation = help->addAction(tr("&Documentation…"), this, [this] { show_documentation(this); });
+  documentation->setObjectName("documentationAction");
+  documentation->setShortcut(QKeySequence::HelpContents);
+  help->addAction(tr("&About AMP Workbench"), this, [this] { show_about(this, db_path_); });
   help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
 }
 
