@@ -737,7 +737,8 @@ TEST(DiagnosisSpeed, ASweepsTimingInAlternationIsTheVerdictsFigure) {
                   "stands; steady-state training speed ");
   busy_fp16.alternating.reset();
   expect_contains(expect_finding(diagnose(busy_fp16, &busy_fp32), "speed_vs_baseline").title,
-                  "Speed-up 1.00\u00d7, timings unreliable: the machine was 60% busy");
+                  "No speed-up distinguishable from the noise: 1.00\u00d7, timings unreliable: the machine was 60% "
+                  "busy");
   // Trainings too short for a steady-state step: the alternation's figure, and no empty speeds beside it.
   RunEvidence short_fp32 = fp32, short_fp16 = fp16;
   short_fp32.steps.resize(3);

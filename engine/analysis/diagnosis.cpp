@@ -656,7 +656,10 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
           "time the configurations again on a quiet machine (ampwb sweep run N times a stored sweep's runs anew; in "
           "the workbench, sweep them again)";
     }
-    add(out, "speed_vs_baseline", Severity::Warning, "Speed-up " + ratio_headline(speedup) + ", " + verdict_unreliable,
+    // A figure whose interval holds 1.0× is no speed-up, however the heading reads past the comma.
+    add(out, "speed_vs_baseline", Severity::Warning,
+        (speedup.distinguishable() ? "Speed-up " : "No speed-up distinguishable from the noise: ") +
+            ratio_headline(speedup) + ", " + verdict_unreliable,
         said, action);
     return;
   }
