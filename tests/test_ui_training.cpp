@@ -470,7 +470,7 @@ class TrainingThroughTheUi : public QObject {
   }
 
   // Stopped here, then resumed by `ampwb train --resume` in a terminal: the Training tab follows the run to its end
-  // rather than offer it as resumable still; a stopped run deleted elsewhere is said to be gone.
+  // rather than offer it as resumable still; a run deleted elsewhere, stopped or finished, is said to be gone.
   void a_run_resumed_or_deleted_elsewhere_is_followed() {
     const QString path = db("elsewhere");
     MainWindow w(path);
@@ -506,6 +506,14 @@ class TrainingThroughTheUi : public QObject {
     if (QTest::currentTestFailed()) return;
     RunStore(path.toStdString(), RunStore::Mode::Existing).remove(deleted);
     QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString("Run %1 was deleted from the run store").arg(deleted), 10000);
+
+    // A finished run deleted elsewhere is said to be gone too, not shown as if the store still held it.
+    QTest::mouseClick(child<QPushButton>(w, "trainButton"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!finished.isEmpty(), 300000);
+    const int64_t done = finished.takeFirst().at(0).toLongLong();
+    QCOMPARE(RunStore(path.toStdString(), RunStore::Mode::ReadOnly).run(done).status, RunStatus::Finished);
+    RunStore(path.toStdString(), RunStore::Mode::Existing).remove(done);
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString("Run %1 was deleted from the run store").arg(done), 10000);
   }
 
   // A run whose process was killed (a window killed while it trained) is said first when the workbench opens next,

@@ -599,7 +599,8 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   before_start_.reset();
   runs_view_->model()->set_live_pause(0, false);
   const int64_t shown = restored ? live_->run_id : run_id;
-  if (shown != 0 && live_->status != RunStatus::Finished && live_->status != RunStatus::Failed) {
+  // Followed whatever its end: a stopped or failed run may go on elsewhere, and any run may be deleted elsewhere.
+  if (shown != 0) {
     try {  // its wall time as recorded here: grown when it trained elsewhere
       if (const std::optional<RunRecord> run = store_->find_run(shown)) last_run_seconds_ = run->duration_seconds;
       follow_last_run_->start();
