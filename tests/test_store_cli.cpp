@@ -303,6 +303,19 @@ TEST(StoreCli, ARunKeepsItsDataFolderAbsoluteAndSaysWhatItPassedOverAndWhatItDid
   ASSERT_EQ(inspected.status, 0) << inspected.output;
   EXPECT_EQ(json::parse(inspected.output)["fingerprint"], run.dataset_fingerprint);
   expect_contains(ampwb({"show", "relative", "--db", db}).output, "none (the run had no validation images)");
+  EXPECT_EQ(r.output.find("is not used"), std::string::npos) << "a fraction the folder's split took";
+
+  // Data with a split of its own: a validation fraction asked for is said to be unused, not silently passed over.
+  fs::create_directories(dir.file("split"));
+  fs::copy(stripes(), dir.file("split/train"), fs::copy_options::recursive);
+  fs::copy(stripes(), dir.file("split/val"), fs::copy_options::recursive);
+  argv = tiny_training(db, 1, 1);
+  argv[2] = dir.file("split");
+  argv.insert(argv.end(), {"--val-fraction", "0.5"});
+  const Result own_split = ampwb(argv);
+  ASSERT_EQ(own_split.status, 0) << own_split.output;
+  expect_contains(own_split.output,
+                  "the validation fraction (0.5) is not used: the data has a validation split of its own (val/");
 }
 
 TEST(StoreCli, AReaderThatGoesAwayStopsTheRunResumablyWithExit141) {

@@ -74,6 +74,7 @@ void finish(DatasetData& data, Pools& pools, const DatasetOptions& options) {
   // The split: per class, from a generator seeded by (seed, class name), so adding a class or an image to another
   // class changes nothing here.
   const double f = options.validation_fraction;
+  rep.own_split = pools.given_split;
   if (pools.given_split) {
     rep.validation = pools.validation_source;
   } else {

@@ -61,6 +61,7 @@ struct DatasetReport {
   std::string root;
   std::string layout;               // "class-folders", "split-folders", "idx", "cifar10-binary"; "" when not found
   std::string validation;           // where the validation split came from: "val/", "split 0.2 (seed 0)", "t10k files"
+  bool own_split = false;           // the data's own validation split (val/, test files), not validation_fraction's
   std::vector<ClassCount> classes;  // the usable classes, in label order
   std::vector<Skipped> skipped;     // every file or folder passed over, sorted by path
   std::vector<std::string> empty_classes;  // class folders without a usable image (not among `classes`)

@@ -650,7 +650,13 @@ void Trainer::Run::report_start() {
                          " that cannot be trained on (ampwb dataset inspect " + shell_word(config_.data_dir) +
                          " lists each with its reason)");
   if (validation_data_.size() == 0) info.notes.push_back("no validation images: validation is not measured");
-  else if (!reports_topk())
+  if (const DatasetReport& data = dataset_.report();
+      data.own_split && config_.data.validation_fraction != DataConfig{}.validation_fraction) {
+    char fraction[32];
+    std::snprintf(fraction, sizeof fraction, "%g", config_.data.validation_fraction);
+    info.notes.push_back(std::string("the validation fraction (") + fraction +
+                         ") is not used: the data has a validation split of its own (" + data.validation + ")");
+  } else if (!reports_topk())
     info.notes.push_back("top-" + std::to_string(config_.topk) + " accuracy is not reported: with " +
                          std::to_string(dataset_.class_names().size()) + " classes every image would count");
   if (const int64_t all = dataset_.report().validation_images_before_limit; all > validation_data_.size())
