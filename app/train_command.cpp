@@ -543,6 +543,9 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   if (end.status == RunStatus::Finished && recorded && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
       !c.keep_checkpoints && std::filesystem::exists(c.checkpoint_dir, ec))
     checkpoint_removed = std::filesystem::remove_all(c.checkpoint_dir, ec) > 0 && !ec;
+  // A run the store never recorded (refused before it started) has nothing to resume: the folder made for it goes.
+  if (run_id == 0 && how.continue_run == 0 && is_own_checkpoint_dir(store.path(), c.checkpoint_dir))
+    std::filesystem::remove_all(c.checkpoint_dir, ec);
   if (!json && !how.events_json && run_id != 0 && !how.quiet) {  // the events say it in their own lines
     const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
     // The checkpoint lines above named files that are gone now: said, so that nobody looks for them.
@@ -553,7 +556,8 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   }
   std::fflush(stdout);
   if (!recorder.error().empty()) {
-    std::fprintf(stderr, "ampwb train: error: the run was not fully recorded: %s\n", recorder.error().c_str());
+    std::fprintf(stderr, "ampwb train: error: the run was not %srecorded: %s\n", run_id == 0 ? "" : "fully ",
+                 recorder.error().c_str());
     // Its row still says running: the next process to open the store marks it interrupted (kAbandonedRunReason).
     if (run_id != 0 && !trainer.checkpoint_path().empty() && std::filesystem::exists(trainer.checkpoint_path(), ec))
       std::fprintf(stderr,
