@@ -414,9 +414,10 @@ void copy_store_files(const std::string& store, const std::string& file) {
 int store_backup_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
   const std::filesystem::path folder = std::filesystem::absolute(options.file).parent_path();
-  std::error_code ec;
-  if (!std::filesystem::is_directory(folder, ec))
-    throw Error("cannot write the backup '" + options.file + "': the folder '" + folder.string() + "' does not exist");
+  // A missing folder is made, as `store copy` and the exports make it.
+  if (std::error_code ec; !std::filesystem::create_directories(folder, ec) && ec)
+    throw Error("cannot write the backup '" + options.file + "': cannot make the folder '" + folder.string() +
+                "': " + ec.message());
   if (is_database_server(path)) return backup_database_server(path, options.file);
   std::optional<RunStore> opened;
   try {

@@ -660,10 +660,15 @@ TEST(StoreCli, BackupWhileARunRecordsIsAWholeStore) {
   ASSERT_EQ(copy.runs().size(), 2u);
   EXPECT_GE(copy.epochs(2).size(), 2u);
   EXPECT_EQ(ampwb({"store", "backup", dir.file("copy.sqlite"), "--db", db}).status, 1) << "never overwrites";
-  const Result nowhere = ampwb({"store", "backup", dir.file("no such folder/copy.sqlite"), "--db", db});
+  // A folder not there yet is made, as `store copy` makes it; one that cannot be made is named.
+  const Result made = ampwb({"store", "backup", dir.file("new folder/copy.sqlite"), "--db", db});
+  EXPECT_EQ(made.status, 0) << made.output;
+  EXPECT_EQ(RunStore(dir.file("new folder/copy.sqlite"), RunStore::Mode::ReadOnly).runs().size(), 2u);
+  std::ofstream(dir.file("a file")) << "x";
+  const Result nowhere = ampwb({"store", "backup", dir.file("a file/copy.sqlite"), "--db", db});
   EXPECT_EQ(nowhere.status, 1);
-  expect_contains(nowhere.output, "cannot write the backup '" + dir.file("no such folder/copy.sqlite") +
-                                      "': the folder '" + dir.file("no such folder") + "' does not exist");
+  expect_contains(nowhere.output, "cannot write the backup '" + dir.file("a file/copy.sqlite") +
+                                      "': cannot make the folder '" + dir.file("a file") + "'");
 }
 
 // A backup beside the store and a copy elsewhere hold their runs' final weights as files of their own: deleting a
