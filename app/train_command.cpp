@@ -79,10 +79,10 @@ bool prints_to_terminal() {
 // step (it ends as cancelled and is recorded so, with a checkpoint); SA_RESETHAND makes a second one end the process at
 // once (the store then shows the run as interrupted). SIGPIPE (the output's reader went away: `ampwb train | head`)
 // stops it the same way, with a checkpoint, instead of killing it; it stays caught, since every later write to the pipe
-// raises it again.
+// raises it again. The first signal is the one that stopped the run: its exit status and its recorded words.
 volatile std::sig_atomic_t g_signal = 0;
 void on_signal(int signal) {
-  if (g_signal == 0 || signal != SIGPIPE) g_signal = signal;
+  if (g_signal == 0) g_signal = signal;
 }
 
 class SignalGuard {
@@ -489,6 +489,8 @@ class RunStartedObserver : public TrainObserver {
 
 // Trains `c` into `store` on rank 0: prints as it goes, records every event, and ends as `ampwb train` does.
 TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const RecordedRun& how) {
+  std::error_code ec;
+  const bool folder_made_here = !c.checkpoint_dir.empty() && !std::filesystem::exists(c.checkpoint_dir, ec);
   if (how.continue_run == 0)
     if (const std::string refusal = checkpoint_folder_refusal(store, c.checkpoint_dir); !refusal.empty())
       throw Error("--checkpoint-dir: " + refusal);
@@ -538,14 +540,16 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   }
   // A finished run cannot be resumed: its checkpoints are only disk space, once the store holds its end. Until then
   // the store shows it interrupted, and its checkpoint is what lets it finish again.
-  std::error_code ec;
   bool checkpoint_removed = false;
   if (end.status == RunStatus::Finished && recorded && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
       !c.keep_checkpoints && std::filesystem::exists(c.checkpoint_dir, ec))
     checkpoint_removed = std::filesystem::remove_all(c.checkpoint_dir, ec) > 0 && !ec;
-  // A run the store never recorded (refused before it started) has nothing to resume: the folder made for it goes.
-  if (run_id == 0 && how.continue_run == 0 && is_own_checkpoint_dir(store.path(), c.checkpoint_dir))
-    std::filesystem::remove_all(c.checkpoint_dir, ec);
+  // A run the store never recorded (refused before it started) has nothing to resume: the folder this process made
+  // for it goes, if it holds nothing but its lock (never a folder that was there before, another run's perhaps).
+  if (run_id == 0 && folder_made_here) {
+    std::filesystem::remove(std::filesystem::path(c.checkpoint_dir) / "checkpoint.lock", ec);
+    std::filesystem::remove(c.checkpoint_dir, ec);  // only an empty folder
+  }
   if (!json && !how.events_json && run_id != 0 && !how.quiet) {  // the events say it in their own lines
     const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none
     // The checkpoint lines above named files that are gone now: said, so that nobody looks for them.

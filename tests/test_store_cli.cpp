@@ -304,6 +304,7 @@ TEST(StoreCli, ARunKeepsItsDataFolderAbsoluteAndSaysWhatItPassedOverAndWhatItDid
   EXPECT_EQ(json::parse(inspected.output)["fingerprint"], run.dataset_fingerprint);
   expect_contains(ampwb({"show", "relative", "--db", db}).output, "none (the run had no validation images)");
   EXPECT_EQ(r.output.find("is not used"), std::string::npos) << "a fraction the folder's split took";
+  EXPECT_EQ(r.output.find("accuracy is not reported"), std::string::npos) << "no validation: no top-k to speak of";
 
   // Data with a split of its own: a validation fraction asked for is said to be unused, not silently passed over.
   fs::create_directories(dir.file("split"));
@@ -590,7 +591,8 @@ TEST(StoreCli, ARunIsRefusedAnotherRunsCheckpointFolder) {
 // resume, rather than taking on the other's training and being recorded finished with the wrong curve.
 TEST(StoreCli, ACheckpointFolderHasOneWriterAndAResumeRefusesACheckpointWrittenSince) {
   TempDir dir("one-writer");
-  const std::string db = dir.file("runs.sqlite"), folder = dir.file("shared");
+  // The folder where the store keeps the folders it makes itself, which a refused run must not take for its own.
+  const std::string db = dir.file("runs.sqlite"), folder = dir.file("checkpoints/shared");
   std::vector<std::string> argv = tiny_training(db, 40, 4);
   argv.insert(argv.end(), {"--checkpoint-dir", folder});
   argv.insert(argv.begin(), AMPWB_BINARY);
@@ -610,6 +612,7 @@ TEST(StoreCli, ACheckpointFolderHasOneWriterAndAResumeRefusesACheckpointWrittenS
   EXPECT_EQ(refused.status, 1) << refused.output;
   expect_contains(refused.output, "the checkpoint folder " + folder + " is in use by another training run");
   EXPECT_TRUE(RunStore(dir.file("other.sqlite"), RunStore::Mode::ReadOnly).runs().empty()) << "nothing recorded";
+  EXPECT_TRUE(fs::exists(folder + "/checkpoint.lock")) << "the refused run removed the folder the first run holds";
   ASSERT_EQ(::kill(child, SIGINT), 0);
   ASSERT_EQ(wait_exit(child), 130) << read_text(dir.file("train.log"));
   const int64_t stopped_after = RunStore(db, RunStore::Mode::ReadOnly).checkpoints(1).back().step;

@@ -242,7 +242,7 @@ void TrainingSession::drain() {
       } catch (const std::exception&) {  // the store out of reach: failed, as far as this window can tell
       }
     }
-    static const QRegularExpression unrecorded(QStringLiteral("the run was not fully recorded: (.*)$"),
+    static const QRegularExpression unrecorded(QStringLiteral("the run was not (?:fully )?recorded: (.*)$"),
                                                QRegularExpression::MultilineOption);
     const QString store_error = unrecorded.match(child_->errors).captured(1);
     child_.reset();

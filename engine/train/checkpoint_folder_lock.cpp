@@ -18,6 +18,7 @@ CheckpointFolderLock CheckpointFolderLock::take(const std::string& folder) {
   std::error_code error;
   std::filesystem::create_directories(folder, error);
   CheckpointFolderLock lock;
+  if (!error && ::access(folder.c_str(), W_OK | X_OK) != 0) error = std::error_code(errno, std::generic_category());
   if (!error) {
     const std::string path = (std::filesystem::path(folder) / "checkpoint.lock").string();
     lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -26,10 +27,13 @@ CheckpointFolderLock CheckpointFolderLock::take(const std::string& folder) {
   if (error)
     throw SettingError("checkpoint_dir", "cannot write checkpoints to " + folder + ": " + error.message() +
                                              " (choose another checkpoint folder, or no checkpoints)");
-  if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0)
+  if (::flock(lock.fd_, LOCK_EX | LOCK_NB) == 0) return lock;
+  if (errno == EWOULDBLOCK)
     throw SettingError("checkpoint_dir", "the checkpoint folder " + folder +
-                                             " is in use by another training run on this machine: give this run a "
-                                             "folder of its own, or wait until that run ends");
+                                             " is in use by another training run: give this run a folder of its "
+                                             "own, or wait until that run ends");
+  // A filesystem without locks (NFS without its lock daemon) trains as before, unguarded.
+  lock.unguarded_ = std::error_code(errno, std::generic_category()).message();
   return lock;
 }
 
@@ -38,12 +42,13 @@ CheckpointFolderLock::~CheckpointFolderLock() {
 }
 
 CheckpointFolderLock::CheckpointFolderLock(CheckpointFolderLock&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)) {}
+    : fd_(std::exchange(other.fd_, -1)), unguarded_(std::move(other.unguarded_)) {}
 
 CheckpointFolderLock& CheckpointFolderLock::operator=(CheckpointFolderLock&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
+    unguarded_ = std::move(other.unguarded_);
   }
   return *this;
 }

@@ -402,6 +402,8 @@ class Trainer::Run {
   const int image_size_;
   const LoaderOptions loading_;
   const MemoryEstimate memory_;  // estimated before anything is allocated or recorded
+  // The leader's hold on the checkpoint folder, from before the checkpoint to resume from is read to the run's end.
+  const CheckpointFolderLock checkpoint_folder_;
   DataLoader train_data_, validation_data_;
   std::string resume_note_;                     // set when the checkpoint was damaged and its predecessor is used
   const std::optional<Checkpoint> checkpoint_;  // read before the model is built, restored by resume()
@@ -421,7 +423,6 @@ class Trainer::Run {
   double wall_before_ = 0;  // the run's wall-clock seconds before this process, from the checkpoint
   double paused_in_epoch_ = 0;  // seconds the user paused the current epoch
   bool checkpoint_failed_ = false;  // a checkpoint could not be written: said once, in a note
-  CheckpointFolderLock checkpoint_folder_;  // the leader's, from the run's start to its end
   Launched pending_;        // with deferred steps, the last one queued, whose result the host has not read yet
   // Images whose files vanish, shrink or change during the run: noted each epoch, the run stopped past a tenth.
   LostImageWatch lost_images_;
@@ -528,6 +529,11 @@ Trainer::Run::Run(Trainer& trainer)
       image_size_(config_.image_size > 0 ? config_.image_size : std::min(224, dataset_.native_image_size())),
       loading_(sharded(training_loader_options(config_, image_size_), communicator_)),
       memory_(check_memory()),
+      // A folder that cannot be written, or that another run writes, would cost the run its checkpoints (or the
+      // other run its own): refused before the run starts, and is stored.
+      checkpoint_folder_(!config_.checkpoint_dir.empty() && leader()
+                             ? CheckpointFolderLock::take(config_.checkpoint_dir)
+                             : CheckpointFolderLock()),
       train_data_(dataset_, Split::Train, loading_),
       validation_data_(dataset_, Split::Validation, validation_loader_options(loading_)),
       checkpoint_(checkpoint_to_resume(config_, &resume_note_, communicator_)),
@@ -649,16 +655,18 @@ void Trainer::Run::report_start() {
     info.notes.push_back("passed over " + std::to_string(skipped) + (skipped == 1 ? " file" : " files") +
                          " that cannot be trained on (ampwb dataset inspect " + shell_word(config_.data_dir) +
                          " lists each with its reason)");
-  if (validation_data_.size() == 0) info.notes.push_back("no validation images: validation is not measured");
+  if (validation_data_.size() == 0)
+    info.notes.push_back("no validation images: validation is not measured");
+  else if (!reports_topk())
+    info.notes.push_back("top-" + std::to_string(config_.topk) + " accuracy is not reported: with " +
+                         std::to_string(dataset_.class_names().size()) + " classes every image would count");
   if (const DatasetReport& data = dataset_.report();
       data.own_split && config_.data.validation_fraction != DataConfig{}.validation_fraction) {
     char fraction[32];
     std::snprintf(fraction, sizeof fraction, "%g", config_.data.validation_fraction);
     info.notes.push_back(std::string("the validation fraction (") + fraction +
                          ") is not used: the data has a validation split of its own (" + data.validation + ")");
-  } else if (!reports_topk())
-    info.notes.push_back("top-" + std::to_string(config_.topk) + " accuracy is not reported: with " +
-                         std::to_string(dataset_.class_names().size()) + " classes every image would count");
+  }
   if (const int64_t all = dataset_.report().validation_images_before_limit; all > validation_data_.size())
     info.notes.push_back("validated on " + counted(validation_data_.size()) + " of " + counted(all) +
                          " images, the same ones every epoch (the setting of validation images; 0: all)");
@@ -678,10 +686,9 @@ void Trainer::Run::report_start() {
     info.notes.push_back("every step waits once for the GPU: " +
                          (why_every_step.empty() ? std::string("the host sync is every-step") : why_every_step));
   }
-  // A folder that cannot be written, or that another run writes, would cost the run its checkpoints (or the other
-  // run its own): refused before the run starts, and is stored.
-  if (!config_.checkpoint_dir.empty() && leader())
-    checkpoint_folder_ = CheckpointFolderLock::take(config_.checkpoint_dir);
+  if (!checkpoint_folder_.unguarded().empty())
+    info.notes.push_back("the checkpoint folder cannot be locked here (" + checkpoint_folder_.unguarded() +
+                         "): a second run given the same folder would not be refused");
   report_(&TrainObserver::on_start, info);
 }
 
