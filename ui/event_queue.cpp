@@ -55,6 +55,11 @@ void EventQueue::on_divergence(const PrecisionDivergence& divergence) {
   pending_.divergence = divergence;
 }
 
+void EventQueue::on_resumed(double paused_seconds) {
+  std::lock_guard lock(mutex_);
+  pending_.paused_seconds += paused_seconds;
+}
+
 void EventQueue::on_end(const RunEnd& end) {
   std::lock_guard lock(mutex_);
   pending_.ended = end;

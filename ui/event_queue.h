@@ -27,8 +27,9 @@ struct EventBatch {
   std::vector<CheckpointInfo> checkpoints;
   std::optional<PrecisionDivergence> divergence;  // at the end of a finished low-precision run
   std::optional<RunEnd> ended;
+  double paused_seconds = 0;  // the user's pauses that ended since the last batch: before this batch's steps
 
-  bool empty() const { return validations.empty() && nothing_but_progress(); }
+  bool empty() const { return validations.empty() && paused_seconds == 0 && nothing_but_progress(); }
   // Validation progress alone, or nothing: what no chart draws.
   bool nothing_but_progress() const {
     return !started && run_id == 0 && steps.empty() && epochs.empty() && histograms.empty() && layer_numerics.empty() &&
@@ -48,6 +49,7 @@ class EventQueue : public TrainObserver {
   void on_epoch_times(const EpochTimes& times) override;
   void on_checkpoint(const CheckpointInfo& checkpoint) override;
   void on_divergence(const PrecisionDivergence& divergence) override;
+  void on_resumed(double paused_seconds) override;
   void on_end(const RunEnd& end) override;
   void set_run_id(int64_t id);
 

@@ -496,6 +496,7 @@ void MainWindow::on_events(const EventBatch& batch) {
     live_charts_->set_export_prefix(QStringLiteral("run-%1").arg(live_->run_id));
     label_live_run();
   }
+  progress_.resumed(batch.paused_seconds);  // a pause ends just before the step that follows it
   for (const StepReport& s : batch.steps) progress_.step(s);
   for (const ValidationProgress& v : batch.validations) progress_.validation(v);
   update_collapse_alarm(batch);

@@ -22,25 +22,30 @@ void RunProgress::start(const RunInfo& info, int epochs, int batch_size) {
 
 void RunProgress::step(const StepReport& s) {
   if (!started()) return;
-  if (between_epochs_ && last_step_wall_ >= 0) {
-    // The time since the last epoch's last step, less one step's own: its validation and checkpoint, measured on
-    // the steps' own clock, so that the host's work between steps (already in the rate) is not counted again.
-    const double pause = s.wall_seconds - last_step_wall_ - std::max(0.0, seconds_per_step());
-    if (pause > 0) {
+  const double clock = s.wall_seconds - paused_;  // training time, the user's pauses and earlier epochs' left out
+  if (last_clock_ >= 0 && s.epoch != last_epoch_) {
+    // The first step of an epoch, seen by its epoch number whatever order its report came in: the time since the
+    // last epoch's last step, less one step's own, is its validation and checkpoint, measured on the steps' own clock
+    // (so that the host's work between steps, already in the rate, is not counted again).
+    const double per_step = seconds_per_step();
+    const double pause = per_step >= 0 ? std::max(0.0, clock - last_clock_ - per_step) : first_eval_guess_;
+    if (pause >= 0) {
       eval_seconds_ = (eval_seconds_ * evals_seen_ + pause) / (evals_seen_ + 1);
       ++evals_seen_;
       paused_ += pause;
     }
   }
-  between_epochs_ = false;
-  last_step_wall_ = s.wall_seconds;
+  last_clock_ = s.wall_seconds - paused_;
+  last_epoch_ = s.epoch;
   epoch_ = s.epoch;
   done_steps_ = s.step + 1;  // global: a resumed run's steps go on from its checkpoint's
   validating_ = false;
-  recent_.emplace_back(s.step, s.wall_seconds - paused_);
+  recent_.emplace_back(s.step, last_clock_);
   // About the last 10 seconds of steps: adapts to a rate that changes (warm-up, another job on the machine).
   while (recent_.size() > 2 && recent_.back().second - recent_.front().second > 10.0) recent_.pop_front();
 }
+
+void RunProgress::resumed(double paused_seconds) { paused_ += std::max(0.0, paused_seconds); }
 
 void RunProgress::validation(const ValidationProgress& v) {
   if (!started()) return;
@@ -52,10 +57,9 @@ void RunProgress::validation(const ValidationProgress& v) {
 }
 
 void RunProgress::epoch(const EpochReport& e) {
-  // Until the next step measures the pause: the epoch's time outside its steps' arithmetic and data waits, which is
-  // mostly its validation (and a little more: the host's work between steps).
+  // Until the next epoch's first step measures the pause: the epoch's time outside its steps' arithmetic and data
+  // waits, which is mostly its validation (and a little more: the host's work between steps).
   first_eval_guess_ = std::max(0.0, e.seconds - e.compute_seconds - e.data_wait_seconds);
-  between_epochs_ = true;
   validating_ = false;
   validated_ = 0;
   validation_seconds_ = 0;

@@ -3,7 +3,7 @@
 // one validation per epoch left: measured once an epoch has ended, estimated before that from the validation
 // under way, and before any validation from the training images/s (a forward pass costs about a third of a
 // training step). The rate counts training time only: the pause between epochs, measured when the next epoch's first
-// step arrives, is taken out of the step clock, so the ETA does not jump after an epoch ends.
+// step arrives, and the user's pauses are taken out of the step clock, so the ETA does not jump after either.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,7 @@ class RunProgress {
   // `batch_size`: images per training step (0: the training images over the steps per epoch).
   void start(const RunInfo& info, int epochs, int batch_size = 0);
   void step(const StepReport& step);
+  void resumed(double paused_seconds);  // the user's pause, which neither the rate nor the ETA counts
   void validation(const ValidationProgress& validation);
   void epoch(const EpochReport& epoch);
 
@@ -51,11 +52,11 @@ class RunProgress {
   bool validating_ = false;
   int epochs_ = 0, epoch_ = 0;
   double eval_seconds_ = 0;       // mean pause between epochs (validation, checkpoint), measured at the next step
-  double paused_ = 0;             // those pauses so far, taken out of the steps' wall clock
+  double paused_ = 0;             // those pauses and the user's so far, taken out of the steps' wall clock
   int evals_seen_ = 0;            // pauses measured
-  double first_eval_guess_ = -1;  // the first epoch's end-of-epoch time from its report, until a pause is measured
-  double last_step_wall_ = -1;
-  bool between_epochs_ = false;                    // an epoch has ended and the next has taken no step yet
+  double first_eval_guess_ = -1;  // the last epoch's end-of-epoch time from its report, until a pause is measured
+  double last_clock_ = -1;        // the last step's training time (its wall clock less paused_)
+  int last_epoch_ = 0;
   std::deque<std::pair<int64_t, double>> recent_;  // (step, training seconds) for the recent rate
 };
 
