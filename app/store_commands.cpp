@@ -413,18 +413,26 @@ void copy_store_files(const std::string& store, const std::string& file) {
 
 int store_backup_command(const StoreOptions& options) {
   const std::string path = store_path(options.db);
-  const std::filesystem::path folder = std::filesystem::absolute(options.file).parent_path();
-  // A missing folder is made, as `store copy` and the exports make it.
-  if (std::error_code ec; !std::filesystem::create_directories(folder, ec) && ec)
-    throw Error("cannot write the backup '" + options.file + "': cannot make the folder '" + folder.string() +
-                "': " + ec.message());
-  if (is_database_server(path)) return backup_database_server(path, options.file);
+  // A missing folder is made, as `store copy` and the exports make it: once the store has opened, so that a
+  // mistyped --db leaves no empty folder behind.
+  const auto make_folder = [&] {
+    const std::filesystem::path folder = std::filesystem::absolute(options.file).parent_path();
+    if (std::error_code ec; !std::filesystem::create_directories(folder, ec) && ec)
+      throw Error("cannot write the backup '" + options.file + "': cannot make the folder '" + folder.string() +
+                  "': " + ec.message());
+  };
+  if (is_database_server(path)) {
+    make_folder();
+    return backup_database_server(path, options.file);
+  }
   std::optional<RunStore> opened;
   try {
     opened.emplace(path, RunStore::Mode::ReadOnly);
+    make_folder();
     opened->backup_to(options.file);
   } catch (const StoreError& e) {
     if (!e.damaged()) throw;
+    make_folder();
     // Too damaged for SQLite to copy page by page (where it lists its tables): the files themselves are the copy to
     // keep, as the damage message asks, before a recovery is tried.
     copy_store_files(path, options.file);
