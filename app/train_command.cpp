@@ -94,7 +94,8 @@ class SignalGuard {
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &old_int_);
     sigaction(SIGTERM, &action, &old_term_);
-    sigaction(SIGHUP, &action, &old_hup_);
+    sigaction(SIGHUP, nullptr, &old_hup_);
+    if (old_hup_.sa_handler != SIG_IGN) sigaction(SIGHUP, &action, nullptr);  // nohup's run outlives its terminal
     action.sa_flags = 0;
     sigaction(SIGPIPE, &action, &old_pipe_);
   }

@@ -196,6 +196,27 @@ TEST(StoreCli, SigtermSighupAndSigintStopAfterTheStepWithACheckpointAndExit143_1
   }
 }
 
+// Under nohup (SIGHUP ignored when it starts) a run outlives its terminal: the hang-up neither stops nor kills it.
+TEST(StoreCli, ARunStartedUnderNohupTrainsOnThroughAHangUp) {
+  TempDir dir("nohup");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> argv = {"/bin/sh", "-c", "trap '' HUP; exec \"$@\"", "sh", AMPWB_BINARY};
+  for (const std::string& arg : tiny_training(db, 6, 4)) argv.push_back(arg);
+  const pid_t child = spawn(argv, dir.file("train.log"));
+  const auto deadline = Clock::now() + std::chrono::seconds(90);
+  auto epochs_stored = [&]() -> size_t {
+    try {
+      return RunStore(db, RunStore::Mode::ReadOnly).epochs(1).size();
+    } catch (const StoreError&) {
+      return 0;
+    }
+  };
+  while (epochs_stored() < 1 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(::kill(child, SIGHUP), 0);
+  EXPECT_EQ(wait_exit(child), 0) << read_text(dir.file("train.log"));
+  EXPECT_EQ(RunStore(db, RunStore::Mode::ReadOnly).run(1).status, RunStatus::Finished);
+}
+
 // Images removed from the data folder while a run trains (a sync tool, a colleague tidying up) are skipped as
 // corrupt ones are at the start: the run goes on and its notes name them; past a tenth of the data (8 of these 80
 // images) it stops, resumable, saying why. --cache-mb 0 makes every epoch read the files again.
