@@ -22,7 +22,7 @@ void RunProgress::start(const RunInfo& info, int epochs, int batch_size) {
 
 void RunProgress::step(const StepReport& s) {
   if (!started()) return;
-  const double clock = s.wall_seconds - paused_;  // training time, the user's pauses and earlier epochs' left out
+  const double clock = s.wall_seconds - paused_;  // training time: earlier pauses, the user's and epochs', left out
   if (last_clock_ >= 0 && s.epoch != last_epoch_) {
     // The first step of an epoch, seen by its epoch number whatever order its report came in: the time since the
     // last epoch's last step, less one step's own, is its validation and checkpoint, measured on the steps' own clock
