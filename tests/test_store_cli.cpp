@@ -19,6 +19,13 @@ namespace ampwb {
 namespace {
 using namespace cli_test;
 
+// Waits, at most 90 s, until run 1 of the store `db` has `count` epochs stored.
+void wait_for_epochs(const std::string& db, int64_t count) {
+  const auto deadline = Clock::now() + std::chrono::seconds(90);
+  while (stored_epochs(db, 1) < count && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
 TEST(StoreCli, SigkillMidEpochLeavesAnIntactStoreWithTheRunInterrupted) {
   TempDir dir("sigkill");
   const std::string db = dir.file("runs.sqlite");
@@ -26,9 +33,7 @@ TEST(StoreCli, SigkillMidEpochLeavesAnIntactStoreWithTheRunInterrupted) {
   std::vector<std::string> argv = tiny_training(db, 200, 6);
   argv.insert(argv.begin(), AMPWB_BINARY);
   const pid_t child = spawn(argv, log);
-  const auto deadline = Clock::now() + std::chrono::seconds(90);
-  while (stored_epochs(db, 1) < 2 && Clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_for_epochs(db, 2);
   ASSERT_GE(stored_epochs(db, 1), 2) << read_text(log);
   // Half an epoch later: inside epoch 3 (or a later one), never between them for long.
   const double epoch_seconds = RunStore(db, RunStore::Mode::ReadOnly).epochs(1).back().seconds;
@@ -148,15 +153,7 @@ TEST(StoreCli, SigtermSighupAndSigintStopAfterTheStepWithACheckpointAndExit143_1
     std::vector<std::string> argv = tiny_training(db, 40, 4);  // checkpoints by default, beside the store
     argv.insert(argv.begin(), AMPWB_BINARY);
     const pid_t child = spawn(argv, dir.file("train.log"));
-    const auto deadline = Clock::now() + std::chrono::seconds(90);
-    auto epochs_stored = [&]() -> size_t {
-      try {
-        return RunStore(db, RunStore::Mode::ReadOnly).epochs(1).size();
-      } catch (const StoreError&) {
-        return 0;
-      }
-    };
-    while (epochs_stored() < 2 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    wait_for_epochs(db, 2);
     ASSERT_EQ(::kill(child, signal), 0);
     EXPECT_EQ(wait_exit(child), 128 + signal) << read_text(dir.file("train.log"));
     const std::string log = read_text(dir.file("train.log"));
@@ -203,15 +200,7 @@ TEST(StoreCli, ARunStartedUnderNohupTrainsOnThroughAHangUp) {
   std::vector<std::string> argv = {"/bin/sh", "-c", "trap '' HUP; exec \"$@\"", "sh", AMPWB_BINARY};
   for (const std::string& arg : tiny_training(db, 6, 4)) argv.push_back(arg);
   const pid_t child = spawn(argv, dir.file("train.log"));
-  const auto deadline = Clock::now() + std::chrono::seconds(90);
-  auto epochs_stored = [&]() -> size_t {
-    try {
-      return RunStore(db, RunStore::Mode::ReadOnly).epochs(1).size();
-    } catch (const StoreError&) {
-      return 0;
-    }
-  };
-  while (epochs_stored() < 1 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_for_epochs(db, 1);
   ASSERT_EQ(::kill(child, SIGHUP), 0);
   EXPECT_EQ(wait_exit(child), 0) << read_text(dir.file("train.log"));
   EXPECT_EQ(RunStore(db, RunStore::Mode::ReadOnly).run(1).status, RunStatus::Finished);
@@ -618,15 +607,7 @@ TEST(StoreCli, ACheckpointFolderHasOneWriterAndAResumeRefusesACheckpointWrittenS
   argv.insert(argv.end(), {"--checkpoint-dir", folder});
   argv.insert(argv.begin(), AMPWB_BINARY);
   const pid_t child = spawn(argv, dir.file("train.log"));
-  const auto deadline = Clock::now() + std::chrono::seconds(90);
-  auto epochs_stored = [&]() -> size_t {
-    try {
-      return RunStore(db, RunStore::Mode::ReadOnly).epochs(1).size();
-    } catch (const StoreError&) {
-      return 0;
-    }
-  };
-  while (epochs_stored() < 1 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_for_epochs(db, 1);
   std::vector<std::string> other = tiny_training(dir.file("other.sqlite"), 1, 2);
   other.insert(other.end(), {"--checkpoint-dir", folder});
   const Result refused = ampwb(other);
