@@ -75,12 +75,16 @@ int64_t sweep_id(const std::string& text) {
   return id;
 }
 
-// "0,,1" as {"0", "", "1"}: every item, the empty ones too, so that a stray comma is said rather than dropped.
+// "0,,1" as {"0", "", "1"}: every item, the empty ones too, so that a stray comma is said rather than dropped. Spaces
+// around an item are dropped, as "fp32, amp-bf16" is written in prose.
 std::vector<std::string> split_list(const std::string& list) {
   std::vector<std::string> items;
   for (size_t from = 0;;) {
     const size_t comma = list.find(',', from);
-    items.push_back(list.substr(from, comma - from));
+    std::string item = list.substr(from, comma - from);
+    const size_t first = item.find_first_not_of(" \t");
+    item = first == std::string::npos ? "" : item.substr(first, item.find_last_not_of(" \t") - first + 1);
+    items.push_back(item);
     if (comma == std::string::npos) return items;
     from = comma + 1;
   }

@@ -179,11 +179,15 @@ TEST(SweepCli, RefusesABadValueBeforeWritingAnything) {
   EXPECT_EQ(r.status, 1);
   expect_contains(r.output, "--lr: '0.1' is given twice (the values of each --lr make one list: 0.1,0.1,0.2)");
   // A stray comma is an empty value, said, not dropped (nor the next flag taken for a value).
-  for (const std::string list : {"0,,1", "0,", ","}) {
+  for (const std::string list : {"0,,1", "0,", ",", "0, "}) {
     r = ampwb(tiny_sweep(db, 1, 2, {"--seed", list}));
     EXPECT_EQ(r.status, 1) << list;
     expect_contains(r.output, "--seed: '" + list + "' has an empty value");
   }
+  // Spaces around a value are not part of it, as a list is written in prose.
+  r = ampwb(tiny_sweep(db, 1, 2, {"--precision", "fp32, amp-bf16 ", "--dry-run"}));
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "point 2/2: precision=amp-bf16\n");
   EXPECT_FALSE(fs::exists(db));
 }
 
