@@ -378,7 +378,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
     if (g_stop && !forwarded) {
       forwarded = true;
       std::fprintf(stderr, "ampwb sweep: stopping the running points after their current step\n");
-      for (const auto& [child, point] : running) ::kill(child, SIGINT);
+      for (const auto& [child, point] : running) ::kill(child, g_stop);  // its run records the signal that stopped it
     }
     int status = 0;
     const pid_t done = ::waitpid(-1, &status, 0);

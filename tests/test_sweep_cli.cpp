@@ -246,6 +246,7 @@ TEST(SweepCli, CtrlCLeavesThePointRequeuedAndSweepRunResumesIt) {
     ASSERT_NE(run, 0);
     EXPECT_LT(store.epochs(run).size(), 60u);
     EXPECT_EQ(store.run(run).status, RunStatus::Cancelled);
+    expect_contains(store.run(run).end_reason, "stopped by the user");
   }
   const Result resumed = ampwb({"sweep", "run", "1", "--no-timing", "--db", db});
   ASSERT_EQ(resumed.status, 0) << resumed.output;
@@ -270,6 +271,7 @@ TEST(SweepCli, APointWhoseCheckpointIsGoneTrainsAsANewRunAndSaysWhy) {
   {
     RunStore store(db, RunStore::Mode::ReadOnly);
     run = sweep_points(store, 1)[0].run_id;
+    expect_contains(store.run(run).end_reason, "stopped as its terminal closed (SIGHUP)");
     ASSERT_FALSE(store.checkpoints(run).empty());
     const std::string checkpoint = store.checkpoints(run).back().path;
     ASSERT_TRUE(fs::remove(checkpoint));
