@@ -612,17 +612,7 @@ int compare_command(const CompareOptions& options) {
     Table table(group_header, right);
     for (size_t m = 0; m < groups[0].second.size(); ++m) {
       std::vector<std::string> cells{groups[0].second[m].metric};
-      for (const auto& group : groups) {
-        char cell[64];
-        const GroupMetric& metric = group.second[m];
-        if (!std::isfinite(metric.mean))
-          std::snprintf(cell, sizeof cell, "-");
-        else if (!std::isfinite(metric.std))  // a single run
-          std::snprintf(cell, sizeof cell, "%.4g", metric.mean);
-        else
-          std::snprintf(cell, sizeof cell, "%.4g ± %.2g", metric.mean, metric.std);
-        cells.push_back(cell);
-      }
+      for (const auto& group : groups) cells.push_back(mean_std_text(group.second[m]));
       table.add(std::move(cells));
     }
     table.print("  ");

@@ -812,6 +812,18 @@ TEST(RunCompare, WhatARunDidNotMeasureIsADashAndLeftOutOfTheGroupMeans) {
   }
 }
 
+// A group's result reads as a measurement with its uncertainty: the spread to two digits, the mean as precise.
+TEST(RunGroups, AMeanIsWrittenToTheDigitsItsSpreadAllows) {
+  const double none = RunSummary::kNone;
+  EXPECT_EQ(mean_std_text({"", 468.2, 114.0}), "470 ± 110");
+  EXPECT_EQ(mean_std_text({"", 0.81234, 0.00417}), "0.8123 ± 0.0042");
+  EXPECT_EQ(mean_std_text({"", 91.26, 0.96}), "91.26 ± 0.96");
+  EXPECT_EQ(mean_std_text({"", 91.26, 0.996}), "91.3 ± 1.0");
+  EXPECT_EQ(mean_std_text({"", 12345.6, 0.0}), "12345.6 ± 0");
+  EXPECT_EQ(mean_std_text({"", 12345.6, none}), "12345.6");
+  EXPECT_EQ(mean_std_text({"", none, none}), "-");
+}
+
 // Runs grouped by image size: a size of 0 is the flag's "auto", as ampwb show says, not a size of 0 px.
 TEST(RunGroups, AnAutomaticImageSizeIsNamedAuto) {
   std::vector<TrainConfig> configs(3);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "core/error.h"
@@ -105,6 +106,26 @@ std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries,
     out.push_back({source.name, mean, n > 1 ? std::sqrt(ss / (n - 1)) : RunSummary::kNone});
   }
   return out;
+}
+
+std::string mean_std_text(const GroupMetric& metric) {
+  char text[96];
+  if (!std::isfinite(metric.mean)) return "-";
+  if (!std::isfinite(metric.std)) {  // a single run
+    std::snprintf(text, sizeof text, "%.6g", metric.mean);
+  } else if (metric.std == 0) {
+    std::snprintf(text, sizeof text, "%.6g ± 0", metric.mean);
+  } else {
+    const auto magnitude_of = [](double x) { return static_cast<int>(std::floor(std::log10(x))); };
+    int magnitude = magnitude_of(metric.std);
+    // The standard deviation's second significant digit, once rounded to it (0.996 is 1.0, two digits from 1).
+    magnitude = magnitude_of(std::round(metric.std / std::pow(10.0, magnitude - 1)) * std::pow(10.0, magnitude - 1));
+    const double unit = std::pow(10.0, magnitude - 1);
+    const int decimals = std::clamp(1 - magnitude, 0, 12);
+    std::snprintf(text, sizeof text, "%.*f ± %.*f", decimals, std::round(metric.mean / unit) * unit, decimals,
+                  std::round(metric.std / unit) * unit);
+  }
+  return text;
 }
 
 }  // namespace ampwb
