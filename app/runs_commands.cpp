@@ -335,7 +335,8 @@ int show_command(const ShowOptions& options) {
         {"run", r},         {"config", r.config},           {"info", r.info},       {"summary", s},
         {"epochs", epochs}, {"checkpoints", json::array()}, {"epoch_times", times}, {"overflows", json::array()}};
     for (const CheckpointInfo& c : checkpoints)
-      out["checkpoints"].push_back({{"epoch", c.epoch}, {"step", c.step}, {"path", c.path}, {"on_disk", on_disk(c)}});
+      out["checkpoints"].push_back(
+          {{"resume_epoch", c.resume_epoch}, {"step", c.step}, {"path", c.path}, {"on_disk", on_disk(c)}});
     for (const OverflowReport& overflow : overflows) {
       json o = overflow;
       o["finite_grad_norm_scaled"] = overflow.finite_grad_norm * overflow.loss_scale;
@@ -467,9 +468,9 @@ int show_command(const ShowOptions& options) {
                 store.resumable(r.id) ? " (the last resumes the run: ampwb train --resume RUN)" : "");
     for (const CheckpointInfo& c : checkpoints) {
       // Written at the end, it resumes at an epoch past the last: where it stands is that epoch's end.
-      const std::string at = c.epoch > r.epochs ? "end of epoch " + std::to_string(r.epochs)
-                                                : "epoch " + std::to_string(c.epoch) + ", after " +
-                                                      std::to_string(c.step) + " steps of the run";
+      const std::string at = c.resume_epoch > r.epochs ? "end of epoch " + std::to_string(r.epochs)
+                                                       : "resumes at epoch " + std::to_string(c.resume_epoch) +
+                                                             ", after " + std::to_string(c.step) + " steps of the run";
       std::printf("  %s: %s%s\n", at.c_str(), c.path.c_str(), on_disk(c) ? "" : " (removed)");
     }
   }

@@ -254,10 +254,10 @@ class ConsoleObserver : public TrainObserver {
   void on_checkpoint(const CheckpointInfo& c) override {
     if (quiet_) return;
     if (terminal_) std::printf("\r\033[K");
-    if (c.epoch > epochs_)  // written at the end: it resumes nowhere, but stays while the run is not finished
+    if (c.resume_epoch > epochs_)  // written at the end: it resumes nowhere, but stays while the run is not finished
       std::printf("checkpoint: end of epoch %d: %s\n", epochs_, c.path.c_str());
     else
-      std::printf("checkpoint: resumes at epoch %d, after %lld steps of the run: %s\n", c.epoch,
+      std::printf("checkpoint: resumes at epoch %d, after %lld steps of the run: %s\n", c.resume_epoch,
                   static_cast<long long>(c.step), c.path.c_str());
     std::fflush(stdout);
   }

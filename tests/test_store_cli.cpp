@@ -77,7 +77,7 @@ TEST(StoreCli, AKilledRunResumesFromItsCheckpointAsTheSameRunAndCurve) {
   const auto resumes_at = [&] {  // the epoch the latest checkpoint resumes at
     try {
       const std::vector<CheckpointInfo> saved = RunStore(db, RunStore::Mode::ReadOnly).checkpoints(1);
-      return saved.empty() ? 0 : saved.back().epoch;
+      return saved.empty() ? 0 : saved.back().resume_epoch;
     } catch (const StoreError&) {
       return 0;
     }

@@ -135,7 +135,7 @@ std::string everything(const std::string& location) {
       for (int64_t& run : speed->runs) run = static_cast<int64_t>(position.at(run));
     j["alternating_speed"] = speed ? json(*speed) : json();
     json checkpoints = json::array();
-    for (const CheckpointInfo& c : store.checkpoints(r.id)) checkpoints.push_back({c.epoch, c.step, c.path});
+    for (const CheckpointInfo& c : store.checkpoints(r.id)) checkpoints.push_back({c.resume_epoch, c.step, c.path});
     j["checkpoints"] = checkpoints;
     out.push_back(j);
   }

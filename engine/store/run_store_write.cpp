@@ -351,7 +351,7 @@ void RunStore::add_checkpoint(int64_t run, const CheckpointInfo& c) {
   SqlStatement replaced(*db_, "DELETE FROM checkpoints WHERE run_id = ? AND path = ?");
   replaced.bind(1, run).bind(2, c.path).run_deferred();
   SqlStatement insert(*db_, "INSERT INTO checkpoints(run_id, epoch, step, path, created) VALUES (?, ?, ?, ?, ?)");
-  insert.bind(1, run).bind(2, c.epoch).bind(3, c.step).bind(4, c.path).bind(5, utc_now_iso8601()).run_deferred();
+  insert.bind(1, run).bind(2, c.resume_epoch).bind(3, c.step).bind(4, c.path).bind(5, utc_now_iso8601()).run_deferred();
   t.commit();
 }
 

@@ -49,7 +49,7 @@ void EventLineWriter::on_epoch_times(const EpochTimes& times) {
   write(event("epoch_times", {{"times", times}}).dump());
 }
 void EventLineWriter::on_checkpoint(const CheckpointInfo& c) {
-  write(event("checkpoint", {{"epoch", c.epoch}, {"step", c.step}, {"path", c.path}}).dump());
+  write(event("checkpoint", {{"resume_epoch", c.resume_epoch}, {"step", c.step}, {"path", c.path}}).dump());
 }
 void EventLineWriter::on_note(const std::string& note) { write(event("note", {{"note", note}}).dump()); }
 void EventLineWriter::on_end(const RunEnd& end) {
@@ -80,7 +80,8 @@ EventLinesStart replay_event_line(const std::string& line, TrainObserver& observ
     } else if (kind == "epoch_times") {
       observer.on_epoch_times(j.at("times").get<EpochTimes>());
     } else if (kind == "checkpoint") {
-      observer.on_checkpoint({j.at("epoch").get<int>(), j.at("step").get<int64_t>(), j.at("path").get<std::string>()});
+      observer.on_checkpoint(
+          {j.at("resume_epoch").get<int>(), j.at("step").get<int64_t>(), j.at("path").get<std::string>()});
     } else if (kind == "note") {
       observer.on_note(j.at("note").get<std::string>());
     } else if (kind == "end") {

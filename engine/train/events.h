@@ -154,7 +154,7 @@ void from_json(const nlohmann::json& j, RunStatus& status);  // an unknown name 
 RunStatus parse_run_status(const std::string& name);         // likewise
 
 struct CheckpointInfo {
-  int epoch = 0;
+  int resume_epoch = 0;  // the epoch a resume trains next: one past the last for a checkpoint written at the end
   int64_t step = 0;
   std::string path;
 };
