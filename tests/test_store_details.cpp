@@ -170,13 +170,14 @@ TEST_P(StoreDetails, AResumedRunForgetsWhatItReportsAgainAndDeletingForgetsAll) 
   ASSERT_EQ(store.overflows(id).size(), 2u);
   RunInfo resumed = info();
   resumed.first_epoch = 2;  // the checkpoint was taken after epoch 1
+  resumed.first_step = 10;
   {
     StoreRecorder second(store, config_named("resumable"), {}, id);
     second.on_start(resumed);
     EXPECT_EQ(store.epoch_times(id).size(), 1u);
-    EXPECT_EQ(store.layer_numerics(id).size(), 1u);
     EXPECT_FALSE(store.divergence(id)) << "epoch 2 is reported again";
     second.on_step(step(10));
+    EXPECT_EQ(store.layer_numerics(id).size(), 1u);
     EXPECT_EQ(store.overflows(id).size(), 1u);  // step 21's is gone, step 4's kept
     EXPECT_EQ(store.overflows(id)[0].step, 4);
     second.on_divergence(divergence(3));
@@ -185,6 +186,40 @@ TEST_P(StoreDetails, AResumedRunForgetsWhatItReportsAgainAndDeletingForgetsAll) 
   EXPECT_EQ(store.divergence(id)->epoch, 3);
   store.remove(id);
   EXPECT_EQ(query_int(path, "SELECT COUNT(*) FROM run_details"), 0);
+}
+
+// A run stopped within an epoch resumes at the step its checkpoint took: what that epoch's earlier steps recorded
+// stays, as their steps do.
+TEST_P(StoreDetails, AResumeWithinAnEpochKeepsTheRecordsOfTheStepsBeforeItsCheckpoint) {
+  TempDir dir("details-mid-epoch");
+  RunStore store(new_store(dir));
+  int64_t id = 0;
+  {
+    StoreRecorder first(store, config_named("stopped-within"));
+    first.on_start(info());
+    id = first.run_id();
+    for (int64_t n = 0; n < 17; ++n) {  // epoch 1 complete, epoch 2 stopped after 7 of its steps
+      first.on_step(step(n));
+      first.on_layer_numerics({layer(static_cast<int>(n / 10) + 1, n, "conv1")});
+      if (n == 12) first.on_overflow(overflow(2, n));
+      if (n == 9) first.on_epoch(epoch(1));
+    }
+    first.on_end({RunStatus::Cancelled, "stopped"});
+  }
+  RunInfo resumed = info();
+  resumed.first_epoch = 2;
+  resumed.first_step = 17;
+  StoreRecorder second(store, config_named("stopped-within"), {}, id);
+  second.on_start(resumed);
+  second.on_step(step(17));
+  second.on_layer_numerics({layer(2, 17, "conv1")});
+  second.on_end({RunStatus::Finished, ""});
+  std::vector<int64_t> steps, expected;
+  for (const LayerNumerics& n : store.layer_numerics(id)) steps.push_back(n.step);
+  for (int64_t n = 0; n <= 17; ++n) expected.push_back(n);
+  EXPECT_EQ(steps, expected) << "the layer numerics of epoch 2's steps before its checkpoint were forgotten";
+  ASSERT_EQ(store.overflows(id).size(), 1u);
+  EXPECT_EQ(store.overflows(id)[0].step, 12);
 }
 
 TEST(RunDetails, ADamagedRowIsRefusedByName) {

@@ -214,8 +214,11 @@ void RunStore::reopen_owned(const RunRecord& run, const RunInfo& info, const Tra
   append_notes(run_id, notes, false, described_otherwise ? info.backend_description : std::string());
   // A pause its last process never ended (killed while paused) is over: this one trains.
   edit_info(run_id, [](nlohmann::json& i) { i.erase("paused_since"); });
-  for (const char* table : {"epochs", "histograms", "run_details"}) {
-    SqlStatement forget(*db_, std::string("DELETE FROM ") + table + " WHERE run_id = ? AND epoch >= ?");
+  // An epoch's own records go with it; a step's (layer numerics, overflows) go with the steps reported again
+  // (forget_steps_from): a run resumed within an epoch keeps those of the epoch's steps before its checkpoint.
+  for (const char* epoch_records : {"epochs WHERE", "histograms WHERE",
+                                    "run_details WHERE kind IN ('epoch_times', 'confusion', 'divergence') AND"}) {
+    SqlStatement forget(*db_, std::string("DELETE FROM ") + epoch_records + " run_id = ? AND epoch >= ?");
     forget.bind(1, run_id).bind(2, info.first_epoch).run_deferred();
   }
   t.commit();
