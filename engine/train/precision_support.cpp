@@ -48,13 +48,11 @@ ModeSupport support_of(PrecisionMode mode, const Capabilities& caps, const Fp8Co
     m.notes.push_back(
         "FP8 is emulated on the CPU (E4M3 and E5M2 values and their per-tensor scales, FP32 arithmetic): faithful "
         "numerics, no speed gain; " +
-        std::string(!run_fp8 ? "batch norm and the rest, and by default the first convolution and the last linear "
-                               "layer, are in BF16"
+        std::string(!run_fp8 ? "by default the first convolution and the last linear layer compute in BF16"
                     : run_fp8->first_and_last ? "every convolution and linear layer computes in FP8, the first and "
-                                                "last too; batch norm and the rest are in BF16"
-                                              : "batch norm and the rest, and its first convolution and last linear "
-                                                "layer, are in BF16") +
-        "; BF16 here: " + caps.bf16.how);
+                                                "last too"
+                                              : "its first convolution and last linear layer compute in BF16") +
+        ", and the other ops as in amp-bf16 (batch norm in FP32)" + "; BF16 here: " + caps.bf16.how);
   if (cpu && format == &caps.fp16)
     m.notes.push_back(
         "FP16 is emulated on the CPU (FP16 storage and range, FP32 arithmetic): faithful numerics; its speed "
