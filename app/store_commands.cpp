@@ -333,6 +333,11 @@ std::string copy_summary(const StoreCopyResult& r) {
   line += "; " + std::to_string(r.already_there) + " already there";
   if (r.interrupted) line += "; " + runs(r.interrupted) + " whose recording process was gone copied as interrupted";
   if (r.renamed) line += "; " + runs(r.renamed) + " renamed NAME-2 (-3, ...): another run there had the name";
+  if (r.annotations_kept)
+    line += "; " + runs(r.annotations_kept) + " updated kept its notes and tags there, the source's added";
+  for (const StoreCopyResult::NameReplaced& n : r.names_replaced)
+    line +=
+        "; run " + std::to_string(n.run) + " there, named '" + n.was + "', is named '" + n.now + "' as in the source";
   if (r.sweeps) line += "; " + std::to_string(r.sweeps) + (r.sweeps == 1 ? " sweep" : " sweeps") + " copied";
   if (r.still_recording)
     line += "; " + runs(r.still_recording) + " still recording, not copied: copy again once they end";

@@ -283,6 +283,42 @@ TEST_P(StoreCopy, CopyingAgainAddsNothingAndTakesWhatChanged) {
   EXPECT_EQ(everything(destination), everything(source));
 }
 
+// Notes and tags written in the destination since the last copy survive the run's newer state copied over them; the
+// name is the source's, and the one it replaces is said.
+TEST_P(StoreCopy, ARunReplacedByItsNewerStateKeepsTheDestinationsNotesAndTags) {
+  TempDir dir("copy_annotations");
+  const std::string source = dir.file("source.sqlite");
+  std::vector<int64_t> ids;
+  {
+    RunStore store(source);
+    ids = record_runs(store);
+  }
+  const std::string destination = new_store(dir, "copy.sqlite");
+  copy_store(source, destination);
+  {
+    RunStore there(destination);
+    there.set_notes(ids[0], "diverged at epoch 3: see the loss scale");
+    there.add_tag(ids[0], "important");
+    there.rename(ids[0], "renamed-there");
+    RunStore here(source);
+    here.set_notes(ids[0], "resumed on the big node");
+    here.add_tag(ids[0], "resumed");
+    here.add_steps(ids[0], {step(20), step(21)}, 5.0);
+  }
+  execute(source, "UPDATE runs SET updated = '2099-01-01T00:00:00Z' WHERE id = " + std::to_string(ids[0]));
+  const StoreCopyResult r = copy_store(source, destination);
+  EXPECT_EQ(r.updated, 1);
+  EXPECT_EQ(r.annotations_kept, 1);
+  ASSERT_EQ(r.names_replaced.size(), 1u);
+  EXPECT_EQ(r.names_replaced[0].was, "renamed-there");
+  EXPECT_EQ(r.names_replaced[0].now, RunStore(source).run(ids[0]).name);
+  const RunRecord copied = RunStore(destination).run(ids[0]);
+  EXPECT_EQ(copied.notes, "diverged at epoch 3: see the loss scale\n\nresumed on the big node");
+  EXPECT_EQ(copied.tags, (std::vector<std::string>{"important", "resumed"}));
+  EXPECT_EQ(copied.name, RunStore(source).run(ids[0]).name);
+  EXPECT_EQ(RunStore(destination).steps(ids[0]).size(), RunStore(source).steps(ids[0]).size());
+}
+
 TEST_P(StoreCopy, ARunStillRecordingStaysBehindAndADeadOneIsCopiedAsInterrupted) {
   TempDir dir("copy_recording");
   const std::string source = new_store(dir, "source.sqlite");

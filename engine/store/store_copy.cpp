@@ -225,6 +225,16 @@ std::string identity(const SqlStatement& q, int first) {
          q.text(first + 9);
 }
 
+// A run's tags column, a JSON list of strings; what is not one reads as no tags (the store refuses such a write).
+std::vector<std::string> tag_list(const std::string& json) {
+  const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  std::vector<std::string> tags;
+  if (j.is_array())
+    for (const nlohmann::json& tag : j)
+      if (tag.is_string()) tags.push_back(tag.get<std::string>());
+  return tags;
+}
+
 struct StoredRun {
   int64_t id = 0;
   std::string identity, updated, status, name;
@@ -359,6 +369,7 @@ class StoreCopy {
     }
 
     SqlTransaction t(*to_);
+    if (into) keep_annotations(row, into);
     unique_name(row, into);
     if (into) {
       for (const RunTable& table : kRunTables) {
@@ -421,6 +432,34 @@ class StoreCopy {
       name.text = base + "-" + std::to_string(suffix);
     }
     if (name.text != base) ++result_.renamed;
+  }
+
+  // A run replaced by its newer state keeps what users wrote about it in the destination: its notes there (the
+  // source's added where they say something else) and its tags there (the source's added). A copy cannot tell which
+  // store's edit came later, so it loses neither; a name is one, the source's, and the name it replaces is said.
+  void keep_annotations(Row& row, int64_t into) {
+    const auto has = [&](const char* column) {
+      return std::any_of(run_columns_.begin(), run_columns_.end(), [&](const Column& c) { return c.name == column; });
+    };
+    if (!has("notes") || !has("tags")) return;  // a source from before notes and tags: the destination's stay
+    SqlStatement q(*to_, "SELECT name, notes, tags FROM runs WHERE id = ?");
+    if (!q.bind(1, into).step()) return;
+    const std::string name = q.text(0), notes = q.text(1), tags = q.text(2);
+    bool kept = false;
+    if (const Value& v = value_of(row, "name"); v.text != name) result_.names_replaced.push_back({into, name, v.text});
+    if (Value& v = value_of(row, "notes"); v.text.find(notes) == std::string::npos) {
+      v.text = v.text.empty() || notes.find(v.text) != std::string::npos ? notes : notes + "\n\n" + v.text;
+      kept = true;
+    }
+    if (Value& v = value_of(row, "tags"); v.text != tags) {
+      const std::vector<std::string> source_tags = tag_list(v.text);
+      std::vector<std::string> merged = tag_list(tags);
+      for (const std::string& tag : source_tags)
+        if (std::find(merged.begin(), merged.end(), tag) == merged.end()) merged.push_back(tag);
+      kept = kept || merged.size() > source_tags.size();
+      v.text = nlohmann::json(merged).dump();
+    }
+    if (kept) ++result_.annotations_kept;
   }
 
   Value& value_of(Row& row, const std::string& column) {

@@ -22,7 +22,9 @@
 // own_final_weights: a hard link, else a copy), so deleting it from one store never takes the other's.
 //
 // Names: a name picks out one run in a store, so a copied run whose name another run of the destination has is
-// named NAME-2 (or -3, ...), as the store names a new run.
+// named NAME-2 (or -3, ...), as the store names a new run. A run replaced by its newer state keeps its notes and tags
+// in the destination, the source's added: a copy cannot tell which store's edit came later, so it loses neither. Its
+// name becomes the source's, and the name it had there is said.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +48,12 @@ struct StoreCopyResult {
   int still_recording = 0;  // runs a live process records in the source, not copied
   int interrupted = 0;      // of those copied or updated: whose recording process had died, copied as interrupted
   int renamed = 0;          // of those copied or updated: named NAME-2 (-3, ...) where another run had the name
+  int annotations_kept = 0;  // of those updated: whose own notes or tags in the destination stay, the source's added
+  struct NameReplaced {
+    int64_t run = 0;  // its id in the destination
+    std::string was, now;
+  };
+  std::vector<NameReplaced> names_replaced;  // of those updated: named otherwise in the destination, now the source's
   int sweeps = 0;           // sweeps copied or brought up to date
   int64_t records = 0;      // rows written: runs, epochs, steps, histograms, checkpoints, details, sweep points
   // The runs whose id in the destination is not the source's (each store numbers its own): source id, its id there.
