@@ -75,6 +75,17 @@ void warn_of_a_job_on_a_shared_sqlite_file(const StoreLocation& location) {
 }  // namespace
 
 // Checked here, not only where the store opens: some commands look at the file first (`runs` lists no store as empty).
+std::vector<int64_t> resolve_runs(const RunStore& store, const std::vector<std::string>& runs, const char* command) {
+  std::vector<std::string> left_out;
+  const std::vector<int64_t> ids = store.resolve_each(runs, &left_out);
+  if (!left_out.empty()) {
+    std::string list;
+    for (const std::string& point : left_out) list += (list.empty() ? "" : ", ") + point;
+    std::fprintf(stderr, "ampwb %s: note: left out, having no run: %s\n", command, list.c_str());
+  }
+  return ids;
+}
+
 std::string store_path(const std::string& db) {
   const StoreLocation location = parse_store_location(db.empty() ? RunStore::default_path() : db);
   warn_of_a_job_on_a_shared_sqlite_file(location);

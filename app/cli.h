@@ -16,6 +16,7 @@
 
 #include "core/choices.h"
 #include "core/device_choice.h"
+#include "store/run_store.h"
 
 namespace ampwb::cli {
 
@@ -126,6 +127,9 @@ void make_out_folder(const std::string& out);
 // The run store file: `db` (from --db), else $AMPWB_DB, else the XDG data folder (RunStore::default_path). A URI
 // this build cannot open is refused (store/store_location.h).
 std::string store_path(const std::string& db);
+// The runs RUN arguments name (RunStore::resolve_each); a sweep's points left out for want of a run are said on
+// stderr, "ampwb COMMAND: note: ...", so that a comparison of fewer runs than points does not pass for the sweep.
+std::vector<int64_t> resolve_runs(const RunStore& store, const std::vector<std::string>& runs, const char* command);
 
 // Prints `j` and a newline on stdout: indented by 2, or on one line for line-oriented readers (bench drivers).
 // NaN and infinity print as null; invalid UTF-8 (a name stored by an older version) as U+FFFD.

@@ -87,7 +87,7 @@ int export_chart_command(const ExportChartOptions& options) {
   const RunStore store(db, RunStore::Mode::ReadOnly);
   std::vector<std::unique_ptr<ui::RunSeries>> series;
   ui::RunList runs;
-  for (const int64_t id : store.resolve_each(options.runs)) {
+  for (const int64_t id : resolve_runs(store, options.runs, "export chart")) {
     series.push_back(std::make_unique<ui::RunSeries>(ui::load_run_series(store, id)));
     runs.push_back(series.back().get());
   }

@@ -49,7 +49,7 @@ int report_command(const ReportOptions& options) {
   // Said before the report is made, and the same for HTML and PDF (Chromium would only say it could not print).
   check_out_file(out.string(), options.overwrite);
   const RunStore store(store_path(options.db), RunStore::Mode::Existing);
-  const std::vector<int64_t> ids = store.resolve_each(options.runs);
+  const std::vector<int64_t> ids = resolve_runs(store, options.runs, "report");
   const std::string html = html_report(store, ids);
   if (extension != ".pdf") {
     make_out_folder(out.string());

@@ -498,7 +498,7 @@ std::vector<std::pair<ConfigGroup, std::vector<GroupMetric>>> compare_groups(con
 
 int compare_command(const CompareOptions& options) {
   RunStore store = open_store(store_path(options.db));
-  const std::vector<int64_t> ids = store.resolve_each(options.runs);
+  const std::vector<int64_t> ids = resolve_runs(store, options.runs, "compare");
   if (ids.size() < 2) throw Error("compare needs two or more runs, got only run " + std::to_string(ids.front()));
   const std::vector<ComparedRun> runs = load_compared_runs(store, ids);
   const Comparison cmp = compare_runs(runs);  // the rows the GUI's comparison shows too

@@ -49,7 +49,7 @@ int export_csv_command(const ExportCsvOptions& options) {
   if (options.all) {
     for (const RunRecord& r : store.runs()) ids.push_back(r.id);
   } else {
-    ids = store.resolve_each(options.runs);
+    ids = resolve_runs(store, options.runs, "export csv");
   }
   // A file where the folder should be, or a folder not writable, said as for every export, before any file is written.
   check_out_file((std::filesystem::path(options.out) / "runs-summary.csv").string(), true);

@@ -142,6 +142,10 @@ TEST(SweepCli, RunsAGridHereEachPointARunOfTheStore) {
   ASSERT_EQ(ampwb({"delete", std::to_string(in_order[2]), "--db", db}).status, 0);
   expect_contains(ampwb({"sweep", "status", "1", "--db", db}).output,
                   "\n      3  seed=1 precision=fp32" + std::string(20, ' ') + "finished, its run deleted\n");
+  // The sweep's other runs compare without it, and the comparison says which point is missing.
+  const Result without = ampwb({"compare", "sweep:1", "--db", db});
+  EXPECT_EQ(without.status, 0) << without.output;
+  expect_contains(without.output, "ampwb compare: note: left out, having no run: sweep 1 point 3 (its run deleted)");
 }
 
 // A sweep's --checkpoint-dir holds a folder for each point: a folder holds one run's checkpoints.

@@ -150,8 +150,10 @@ class RunStore {
   // A run by id ("7") or by name; throws when none matches or a name is ambiguous.
   int64_t resolve(const std::string& id_or_name) const;
   // Each of several runs, in order; a run given twice (by id or name) is refused, naming it. "sweep:N" stands for the
-  // runs of sweep N's points, in the points' order.
-  std::vector<int64_t> resolve_each(const std::vector<std::string>& ids_or_names) const;
+  // runs of sweep N's points, in the points' order; each of its points without a run (not run yet, failed before
+  // its run began, its run deleted) is added to `left_out`, "sweep 2 point 3 (its run deleted)", where given.
+  std::vector<int64_t> resolve_each(const std::vector<std::string>& ids_or_names,
+                                    std::vector<std::string>* left_out = nullptr) const;
   std::vector<EpochReport> epochs(int64_t run) const;
   std::vector<StepReport> steps(int64_t run) const;
   std::vector<GradientHistogram> histograms(int64_t run) const;

@@ -159,7 +159,8 @@ int64_t RunStore::resolve(const std::string& id_or_name) const {
   return ids[0];
 }
 
-std::vector<int64_t> RunStore::resolve_each(const std::vector<std::string>& ids_or_names) const {
+std::vector<int64_t> RunStore::resolve_each(const std::vector<std::string>& ids_or_names,
+                                            std::vector<std::string>* left_out) const {
   std::vector<int64_t> ids;
   std::vector<std::string> given;  // what named each of ids
   for (const std::string& text : ids_or_names) {
@@ -167,9 +168,20 @@ std::vector<int64_t> RunStore::resolve_each(const std::vector<std::string>& ids_
     if (const std::string sweep = text.substr(0, 6) == "sweep:" ? text.substr(6) : ""; all_digits(sweep)) {
       const std::optional<int64_t> id = existing_id(*db_, "sweeps", sweep);
       if (!id) throw StoreError("no sweep " + sweep + " in the run store '" + path() + "' (ampwb sweeps lists them)");
-      SqlStatement q(*db_, "SELECT run_id FROM sweep_points WHERE sweep_id = ? AND run_id IS NOT NULL ORDER BY idx");
+      SqlStatement q(*db_, "SELECT run_id, idx, state FROM sweep_points WHERE sweep_id = ? ORDER BY idx");
       q.bind(1, *id);
-      while (q.step()) named.push_back(q.int64(0));
+      while (q.step()) {
+        if (!q.is_null(0)) {
+          named.push_back(q.int64(0));
+          continue;
+        }
+        const std::string state = q.text(2);
+        const std::string why = state == "finished" || state == "cancelled" ? "its run deleted"
+                                : state == "failed"                         ? "failed before its run began"
+                                                                            : "not run yet";
+        if (left_out)
+          left_out->push_back("sweep " + sweep + " point " + std::to_string(q.int64(1) + 1) + " (" + why + ")");
+      }
       if (named.empty()) throw Error("sweep " + sweep + " has no runs yet (ampwb sweep status " + sweep + ")");
     } else {
       named.push_back(resolve(text));
