@@ -224,7 +224,7 @@ volatile std::sig_atomic_t g_stop = 0, g_timing = 0;
 std::atomic<bool> g_cancel_timing = false;  // lock-free, so the handler may set it
 static_assert(std::atomic<bool>::is_always_lock_free);
 void on_stop(int signal) {
-  g_stop = signal;
+  if (g_stop == 0) g_stop = signal;  // the first: what the points record, and the exit status
   g_cancel_timing = true;
   if (g_timing) {  // a turn may take minutes: a second signal ends the process as it would without this handler
     struct sigaction default_action {};
@@ -322,7 +322,8 @@ void time_sweep_here(RunStore& store, int64_t sweep) {
 // Runs the sweep's queued and requeued points here, `parallel` at once, each as `ampwb sweep point` in a child
 // process (a process group of its own, so a Ctrl-C reaches it once, from here). The first SIGINT, SIGTERM or SIGHUP
 // (a closed terminal, whose hangup the children would not get) stops the running points after their current step
-// (they stay requeued, resumable) and starts no more.
+// (they stay requeued, resumable) and starts no more; so does a SIGPIPE (`ampwb sweep | head`: the output's reader
+// went away), after which what the sweep says goes to stderr.
 int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   RunStore store(db, RunStore::Mode::Existing);
   const size_t total = sweep_points(store, sweep).size();
@@ -331,11 +332,12 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
                 sweep_point(store, sweep, index).run_id ? "requeued, to resume its run"
                                                         : "queued again (it had not begun its run)");
   struct sigaction action {
-  }, old_int{}, old_term{}, old_hup{};
+  }, old_int{}, old_term{}, old_hup{}, old_pipe{};
   action.sa_handler = on_stop;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
+  sigaction(SIGPIPE, &action, &old_pipe);
   sigaction(SIGHUP, nullptr, &old_hup);
   if (old_hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &action, nullptr);  // nohup's sweep outlives its terminal
   g_stop = 0;
@@ -413,8 +415,9 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   for (const SweepPoint& p : points) ++counts[sweep_point_state_name(p.state)];
   std::string summary;
   for (const auto& [state, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + state;
-  std::printf("sweep %lld: %s%s\n", static_cast<long long>(sweep), summary.c_str(),
-              g_stop ? ("; continue it with ampwb sweep run " + std::to_string(sweep)).c_str() : "");
+  const std::string ended = "sweep " + std::to_string(sweep) + ": " + summary +
+                            (g_stop ? "; continue it with ampwb sweep run " + std::to_string(sweep) : "") + "\n";
+  std::fputs(ended.c_str(), g_stop == SIGPIPE ? stderr : stdout);
   std::fflush(stdout);
   if (timing && !g_stop && !cancelled && failed == 0) {
     try {
@@ -426,6 +429,7 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);
+  sigaction(SIGPIPE, &old_pipe, nullptr);
   if (g_stop) return 128 + g_stop;
   return failed > 0 ? 1 : 0;  // a cancel is the user's wish, done: no failure
 }

@@ -277,7 +277,7 @@ class ConsoleObserver : public TrainObserver {
     if (g_signal == SIGTERM && !slurm_job_id().empty())
       std::fprintf(stderr, "\nampwb train: Slurm ends job %s (SIGTERM): stopping after this step, resumable\n",
                    slurm_job_id().c_str());
-    else if (sweep_point_ && g_signal != SIGPIPE)  // from the sweep, stopped or cancelled, which says so itself
+    else if (sweep_point_)  // from the sweep, stopped or cancelled, which says so itself
       ;
     else if (g_signal == SIGPIPE)
       std::fprintf(stderr, "\nampwb train: the output's reader is gone: stopping after this step, resumable\n");

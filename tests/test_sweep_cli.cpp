@@ -3,6 +3,7 @@
 // written; Ctrl-C leaving the running point requeued and `sweep run` resuming its run; `sweep cancel`; and the Slurm
 // script a dry run prints. (Slurm itself: test_sweep_slurm.cpp.)
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <csignal>
@@ -263,6 +264,20 @@ TEST(SweepCli, CtrlCLeavesThePointRequeuedAndSweepRunResumesIt) {
   for (const SweepPoint& p : points) EXPECT_EQ(p.state, SweepPointState::Finished) << "point " << p.index;
   EXPECT_EQ(store.runs().size(), 3u);
   EXPECT_FALSE(store.alternating_speed(run).has_value()) << "timed despite --no-timing";
+}
+
+// `ampwb sweep | head -1`: once the output's reader is gone (its next line, point 1's end, finds it so) the sweep
+// starts no other point and says on stderr how to go on, as at a Ctrl-C.
+TEST(SweepCli, ASweepWhoseReaderWentAwayStopsAndSaysHowToGoOn) {
+  TempDir dir("sweep_reader_gone");
+  const std::string db = dir.file("runs.sqlite"), script = dir.file("sweep.sh"), errors = dir.file("stderr");
+  std::string command = "'" + std::string(AMPWB_BINARY) + "'";
+  for (const std::string& a : tiny_sweep(db, 4, 1, {"--seed", "0,1,2", "--no-timing"})) command += " '" + a + "'";
+  std::ofstream(script) << command << " 2>'" << errors << "' | head -1 >/dev/null\nexit ${PIPESTATUS[0]}\n";
+  const int status = std::system(("bash '" + script + "'").c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGPIPE) << read_text(errors);
+  expect_contains(read_text(errors), "sweep 1: 1 finished, 2 queued; continue it with ampwb sweep run 1\n");
 }
 
 // A sweep stopped by its terminal's hangup, then its point's checkpoint deleted: the point cannot resume its run and
