@@ -225,7 +225,8 @@ int store_check_command(const StoreOptions& options) {
     // would drop its locks (store/sqlite_locks.h). Anything else is not a damaged store but no store at all.
     if (e.not_a_database()) throw Error("'" + path + "' is not a run store (not an SQLite database)");
     if (!e.damaged()) throw;  // a newer schema, another program's database, a locked file: said as they are
-    problems = e.what();
+    const std::string cut_short = is_database_server(path) ? "" : cut_short_words(path);
+    problems = cut_short.empty() ? e.what() : cut_short + ": SQLite reads none of it";
   }
   if (problems == "ok") {
     if (is_database_server(path))
@@ -299,6 +300,7 @@ int store_recover_command(const StoreOptions& options) {
   std::printf("recovered %d run%s (%lld rows) into '%s'\n", r.runs, r.runs == 1 ? "" : "s",
               static_cast<long long>(r.rows), options.file.c_str());
   const auto rows = [](int64_t n) { return std::to_string(n) + (n == 1 ? " row" : " rows"); };
+  if (!r.cut_short.empty()) std::printf("%s: the rows of its missing pages are lost\n", r.cut_short.c_str());
   if (r.lost.empty() && r.garbled.empty() && r.orphans.empty() && r.unlinked.empty())
     std::printf("every row was read: nothing was lost\n");
   if (!r.lost.empty()) std::printf("could not be read:\n");

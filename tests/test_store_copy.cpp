@@ -742,6 +742,41 @@ TEST(StoreRecover, ADamagedStoreGivesUpOnlyTheRowsOnItsDamagedPages) {
   expect_contains(store.run(2).info.notes.back(), "some of its records could not be read");
 }
 
+// A file cut short keeps a header that counts its missing pages, and SQLite then reads none of it; the recovery reads
+// the pages it holds, and says it was cut short.
+TEST(StoreRecover, AStoreCutShortGivesBackTheRowsOfThePagesItHolds) {
+  TempDir dir("recover_cut_short");
+  const std::string source = dir.file("runs.sqlite"), recovered = dir.file("recovered.sqlite");
+  constexpr int kRuns = 40, kSteps = 300;
+  record_finished_runs(source, kRuns, kSteps);
+  const int64_t page_size = query_int(source, "PRAGMA page_size"), pages = query_int(source, "PRAGMA page_count");
+  const int64_t held = pages * 2 / 3;
+  std::set<int64_t> expected_ids;
+  int64_t id = 0;
+  for (const auto& [page, rows] : leaf_pages(source, "runs"))
+    for (int64_t r = 0; r < rows; ++r) {
+      ++id;
+      if (page <= held) expected_ids.insert(id);
+    }
+  ASSERT_FALSE(expected_ids.empty());
+  fs::resize_file(source, static_cast<uintmax_t>(held * page_size));
+  const std::string damaged_bytes = read_bytes(source);
+  EXPECT_THROW(RunStore(source, RunStore::Mode::ReadOnly).runs(), StoreError) << "SQLite reads none of it";
+  EXPECT_EQ(cut_short_words(source), "the file ends after " + std::to_string(held) + " of the " +
+                                         std::to_string(pages) + " pages its header counts (cut short)");
+
+  const StoreRecoverResult r = recover_store(source, recovered);
+  EXPECT_EQ(r.cut_short, cut_short_words(source));
+  EXPECT_EQ(read_bytes(source), damaged_bytes) << "the damaged store is only read";
+  EXPECT_EQ(query_text(recovered, "PRAGMA integrity_check"), "ok");
+  EXPECT_FALSE(r.lost.empty()) << "the rows of the missing pages are said lost";
+  std::set<int64_t> ids;
+  for (const RunRecord& run : RunStore(recovered, RunStore::Mode::ReadOnly).runs()) ids.insert(run.id);
+  EXPECT_EQ(ids, expected_ids) << "every run whose row lies before the cut";
+  for (const fs::directory_entry& e : fs::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().string().find(".reading-"), std::string::npos) << "the copy read in its place stays";
+}
+
 TEST(StoreRecover, ReadsOnBetweenDamagedPagesAndFromATablesDamagedStart) {
   TempDir dir("recover_between");
   const std::string source = dir.file("runs.sqlite"), recovered = dir.file("recovered.sqlite");

@@ -351,6 +351,63 @@ class Recovery {
   StoreRecoverResult result_;
 };
 
+// A file cut short (a full disk, a copy interrupted) still has a header that counts its pages, and SQLite trusts that
+// count while the header's change counter says it is current: every query then fails as malformed, the table of
+// contents on page 1 included.
+struct CutShort {
+  int64_t pages_held = 0, pages_counted = 0;
+  uint32_t change_counter = 0;
+};
+std::optional<CutShort> cut_short(const std::string& file) {
+  unsigned char header[100] = {};
+  std::ifstream in(file, std::ios::binary);
+  if (!in.read(reinterpret_cast<char*>(header), sizeof header)) return std::nullopt;
+  const auto u32 = [&](int at) {
+    return uint32_t{header[at]} << 24 | uint32_t{header[at + 1]} << 16 | uint32_t{header[at + 2]} << 8 |
+           uint32_t{header[at + 3]};
+  };
+  const int64_t page_size = header[16] == 0 && header[17] == 1 ? 65536 : header[16] << 8 | header[17];
+  std::error_code ec;
+  const int64_t bytes = static_cast<int64_t>(fs::file_size(file, ec));
+  const int64_t counted = u32(28);
+  if (ec || u32(24) != u32(92) || page_size < 512 || counted * page_size <= bytes) return std::nullopt;
+  return CutShort{bytes / page_size, counted, u32(24)};
+}
+
+// Such a file is read through a private copy whose count is marked stale (the counter it is valid for changed), so
+// that SQLite counts the pages the file holds and the rows of the missing pages are lost as any damaged page's are.
+// The copy (and its -wal, if any) goes once the recovery ends.
+class CutShortCopy {
+ public:
+  CutShortCopy(const std::string& damaged, const std::string& beside) {
+    const std::optional<CutShort> cut = cut_short(damaged);
+    if (!cut) return;
+    path_ = beside + ".reading-" + std::to_string(::getpid());
+    std::error_code ec;
+    fs::copy_file(damaged, path_, fs::copy_options::overwrite_existing);
+    if (fs::exists(damaged + "-wal", ec)) fs::copy_file(damaged + "-wal", path_ + "-wal");
+    const uint32_t stale = cut->change_counter + 1;
+    const char valid_for[4] = {static_cast<char>(stale >> 24), static_cast<char>(stale >> 16),
+                               static_cast<char>(stale >> 8), static_cast<char>(stale)};
+    std::fstream patch(path_, std::ios::binary | std::ios::in | std::ios::out);
+    patch.seekp(92);
+    if (!patch.write(valid_for, sizeof valid_for).flush())
+      throw StoreError("cannot write a copy of '" + damaged + "' to read it: " + path_);
+  }
+  ~CutShortCopy() {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm"})
+      if (!path_.empty()) fs::remove(path_ + suffix, ec);
+  }
+  CutShortCopy(const CutShortCopy&) = delete;
+  CutShortCopy& operator=(const CutShortCopy&) = delete;
+
+  const std::string& path() const { return path_; }  // empty where the file is read as it is
+
+ private:
+  std::string path_;
+};
+
 int64_t pragma(SqliteDb& db, const char* name) {
   SqliteStatement q(db, std::string("PRAGMA ") + name);
   return q.step() ? q.int64(0) : 0;
@@ -419,6 +476,13 @@ void add_note(SqliteDb& db, const std::set<int64_t>& runs, const std::string& no
 
 }  // namespace
 
+std::string cut_short_words(const std::string& sqlite_file) {
+  const std::optional<CutShort> cut = cut_short(sqlite_file);
+  return cut ? "the file ends after " + std::to_string(cut->pages_held) + " of the " +
+                   std::to_string(cut->pages_counted) + " pages its header counts (cut short)"
+             : "";
+}
+
 StoreRecoverResult recover_store(const std::string& damaged, const std::string& destination,
                                  const std::function<void(const StoreRecoverProgress&)>& progress) {
   std::error_code ec;
@@ -433,7 +497,8 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
     if (std::string(magic, sizeof magic) != std::string("SQLite format 3\0", 16))
       throw StoreError("'" + damaged + "' is not a run store (not an SQLite database): there is nothing to recover");
   }
-  SqliteDb from(damaged, SqliteDb::Open::ReadOnly);
+  const CutShortCopy whole_count(damaged, destination);
+  SqliteDb from(whole_count.path().empty() ? damaged : whole_count.path(), SqliteDb::Open::ReadOnly);
   std::vector<Table> tables;
   std::vector<std::string> later;  // indexes, triggers and views: made once the rows are in
   int64_t application_id = 0, version = 0;
@@ -486,6 +551,7 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
     leave_out_orphans(to, tables, recovery.result());
     recovery.find_incomplete_runs();
     result = std::move(recovery.result());
+    result.cut_short = cut_short_words(damaged);
     add_note(to, result.incomplete_runs,
              "recovered from a damaged run store: some of its records could not be read, so its curves may have gaps");
     for (const std::string& sql : later) to.exec(sql);

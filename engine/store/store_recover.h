@@ -30,6 +30,7 @@ struct StoreRecoverResult {
   std::map<std::string, int64_t> unlinked;  // per table: rows kept, their link to a lost run cleared (sweep points)
   std::set<int64_t> incomplete_runs;        // runs kept whose records a lost stretch may hold; each gets a note
   std::vector<std::string> weights_shared;  // why a run still names the damaged store's weights file, if one does
+  std::string cut_short;  // "the file ends after 244 of the 477 pages its header counts", for a file cut short
 };
 
 struct StoreRecoverProgress {
@@ -41,6 +42,10 @@ struct StoreRecoverProgress {
 // `destination`, which must not exist; it appears there only once whole. Throws StoreError when `damaged` is not a
 // run store or its table of contents cannot be read, and when `destination` exists or cannot be written.
 // `progress` is called after each table and every 10,000 rows.
+// "the file ends after 244 of the 477 pages its header counts (cut short)" for an SQLite file shorter than its header
+// says (a full disk, a copy interrupted), which SQLite reads as malformed throughout; else empty.
+std::string cut_short_words(const std::string& sqlite_file);
+
 StoreRecoverResult recover_store(const std::string& damaged, const std::string& destination,
                                  const std::function<void(const StoreRecoverProgress&)>& progress = {});
 
