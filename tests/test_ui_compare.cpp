@@ -985,6 +985,153 @@ class CompareRuns : public QObject {
     QCOMPARE(RunStore(db.toStdString(), RunStore::Mode::ReadOnly).runs().size(), size_t{0});
   }
 
+  // Runs still training are found before the question: selected alone they are refused at once, by name; beside
+  // others the question says which are deleted and which stay, and afterwards the status bar says what was done.
+  void delete_leaves_runs_still_training_and_says_so_before_asking() {
+    const QString db = dir_.filePath("training-delete/runs.sqlite");
+    QDir().mkpath(dir_.filePath("training-delete"));
+    RunStore recorder(db.toStdString());  // the CLI's `ampwb train`: it records its runs until end_run
+    const auto run_named = [&](const char* name) {
+      TrainConfig config;
+      config.name = name;
+      return recorder.begin_run(config, RunInfo{}, "");
+    };
+    const int64_t done = run_named("done-run");
+    const int64_t busy = run_named("busy-run");
+    const int64_t busier = run_named("busier-run");
+    // done-run's file is recorded at each epoch, the same file; one more it named is gone from the disk already.
+    recorder.end_run(done, {RunStatus::Finished, ""}, {}, 1.0);
+    const QString kept = dir_.filePath("training-delete/kept.ampwb");
+    QFile(kept).open(QIODevice::WriteOnly);
+    recorder.add_checkpoint(done, {1, 2, kept.toStdString()});
+    recorder.add_checkpoint(done, {2, 4, kept.toStdString()});
+    recorder.add_checkpoint(done, {3, 6, dir_.filePath("training-delete/gone.ampwb").toStdString()});
+    const QString busy_file = dir_.filePath("training-delete/busy.ampwb");  // stays with its run: not counted
+    QFile(busy_file).open(QIODevice::WriteOnly);
+    recorder.add_checkpoint(busy, {1, 2, busy_file.toStdString()});
+
+    MainWindow w(db);
+    RunsView* runs = w.runs_view();
+    QStringList asked;
+    runs->confirm = [&](const QString& question) {
+      asked << question;
+      return true;
+    };
+    QSignalSpy said(runs, &RunsView::status_message);
+    QAction* remove = runs_action(runs, RunsView::tr("Delete…"));
+    // One run training: refused at once, in the store's words, nothing asked.
+    runs->select({busy});
+    QString refusal;
+    QString unexpected = answering_windows(remove, [&](QInputDialog*, QMessageBox* box) {
+      if (!box || !refusal.isEmpty()) return false;
+      refusal = box->text();
+      box->buttons().front()->click();
+      return true;
+    });
+    QCOMPARE(unexpected, QString());
+    QVERIFY2(refusal.startsWith(QStringLiteral("Run %1 ('busy-run') is still training (process ").arg(busy)),
+             qPrintable(refusal));
+    QCOMPARE(asked, QStringList());
+    // Two, both training: refused at once, each named.
+    runs->select({busy, busier});
+    refusal.clear();
+    unexpected = answering_windows(remove, [&](QInputDialog*, QMessageBox* box) {
+      if (!box || !refusal.isEmpty()) return false;
+      refusal = box->text();
+      box->buttons().front()->click();
+      return true;
+    });
+    QCOMPARE(unexpected, QString());
+    QVERIFY2(refusal.startsWith("None of these runs can be deleted now: they are still training.") &&
+                 refusal.contains(QStringLiteral("%1 (busy-run): process ").arg(busy)) &&
+                 refusal.contains(QStringLiteral("%1 (busier-run): process ").arg(busier)),
+             qPrintable(refusal));
+    QCOMPARE(asked, QStringList());
+    QCOMPARE(said.count(), 0);
+    // The finished one beside one training: the question counts and names the one deleted, says which stays and
+    // why, and counts the one checkpoint file on disk of the run deleted; no window after the yes.
+    runs->select({done, busy});
+    unexpected = answering_windows(remove, [](QInputDialog*, QMessageBox*) { return false; });
+    QCOMPARE(unexpected, QString());
+    QCOMPARE(asked.size(), 1);
+    const QString question = asked.front();
+    QVERIFY2(question.startsWith(QStringLiteral("Delete this run and everything recorded about it?\n\n%1 (done-run)\n\n"
+                                                "This run stays, as it is still training (stop it first to delete "
+                                                "it):\n%2 (busy-run): process ")
+                                     .arg(done)
+                                     .arg(busy)),
+             qPrintable(question));
+    QVERIFY2(question.endsWith("\n\n1 checkpoint file stays on disk, though nothing resumes from it once its run is "
+                               "deleted."),
+             qPrintable(question));
+    QCOMPARE(runs->model()->row_of(done), -1);
+    QVERIFY(runs->model()->row_of(busy) >= 0);
+    QCOMPARE(said.count(), 1);
+    QCOMPARE(said.front().front().toString(),
+             QStringLiteral("Deleted run %1; run %2 stays: it is still training").arg(done).arg(busy));
+    recorder.end_run(busy, {RunStatus::Finished, ""}, {}, 1.0);
+    recorder.end_run(busier, {RunStatus::Finished, ""}, {}, 1.0);
+  }
+
+  // A tag the store refuses brings the dialog back with what the user typed, as Rename does, and no run is tagged
+  // meanwhile; a tag to remove goes from the runs that have it.
+  void a_tag_refused_comes_back_in_the_dialog() {
+    const QString db = dir_.filePath("tags/runs.sqlite");
+    QDir().mkpath(dir_.filePath("tags"));
+    std::vector<int64_t> ids;
+    {
+      RunStore store(db.toStdString());
+      for (const char* name : {"first", "second"}) {
+        TrainConfig config;
+        config.name = name;
+        ids.push_back(store.begin_run(config, RunInfo{}, ""));
+        store.end_run(ids.back(), {RunStatus::Finished, ""}, {}, 1.0);
+      }
+      store.add_tag(ids[1], "solo");
+    }
+    MainWindow w(db);
+    RunsView* runs = w.runs_view();
+    runs->select(ids);
+    QAction* tag = runs_action(runs, RunsView::tr("Tag…"));
+    const auto tags_of = [&](int64_t id) { return RunStore(db.toStdString(), RunStore::Mode::ReadOnly).run(id).tags; };
+    // Each answer in turn: the text typed into a dialog, or the warning read and closed.
+    const auto answer = [&](const QStringList& typed, QStringList& warnings, QStringList& shown) {
+      int stage = 0;
+      return answering_windows(tag, [&](QInputDialog* dialog, QMessageBox* box) {
+        if (dialog && stage % 2 == 0 && stage / 2 < typed.size()) {
+          shown << dialog->textValue();
+          dialog->setTextValue(typed[stage / 2]);
+          dialog->accept();
+        } else if (box && stage % 2 == 1) {
+          warnings << box->text();
+          box->buttons().front()->click();
+        } else {
+          return false;
+        }
+        ++stage;
+        return true;
+      });
+    };
+    QStringList warnings, shown;
+    QCOMPARE(answer({"exp-a, exp b", "exp-a"}, warnings, shown), QString());
+    QCOMPARE(warnings.size(), 1);
+    QVERIFY2(warnings[0].startsWith("A tag cannot hold ',' or ';'") &&
+                 warnings[0].endsWith("\n\nYours follows in the dialog, to change."),
+             qPrintable(warnings[0]));
+    QCOMPARE(shown, (QStringList{"", "exp-a, exp b"}));  // the user's text, back to change
+    QCOMPARE(tags_of(ids[0]), std::vector<std::string>{"exp-a"});
+    QCOMPARE(tags_of(ids[1]), (std::vector<std::string>{"solo", "exp-a"}));
+    // A tag to remove that no run has is the user's to change too; one that some have goes from those.
+    warnings.clear();
+    shown.clear();
+    QCOMPARE(answer({"-nope", "-solo"}, warnings, shown), QString());
+    QCOMPARE(warnings,
+             QStringList{"None of these 2 runs has the tag 'nope'\n\nYours follows in the dialog, to change."});
+    QCOMPARE(shown, (QStringList{"", "-nope"}));
+    QCOMPARE(tags_of(ids[0]), std::vector<std::string>{"exp-a"});
+    QCOMPARE(tags_of(ids[1]), std::vector<std::string>{"exp-a"});
+  }
+
   void precision_sweep_opens_its_comparison() {
     const QString db = dir_.filePath("sweep.sqlite");
     MainWindow w(db);

@@ -22,6 +22,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <filesystem>
+#include <set>
 
 #include "export_model_dialog.h"
 #include "file_dialogs.h"
@@ -394,20 +395,51 @@ void RunsView::rename_selected() {
 void RunsView::tag_selected() {
   const auto ids = selected_ids();
   if (ids.empty()) return;
-  bool ok = false;
-  const QString tag =
-      QInputDialog::getText(this, tr("Tag"),
-                            ids.size() == 1 ? tr("Tag to add (prefix with - to remove it) to 1 run")
-                                            : tr("Tag to add (prefix with - to remove it) to %1 runs").arg(ids.size()),
-                            QLineEdit::Normal, {}, &ok);
-  if (!ok || tag.trimmed().isEmpty()) return;
-  for (int64_t id : ids) {
-    const QString t = tag.trimmed();
-    const QString error = t.startsWith('-') ? remove_tag(id, t.mid(1)) : add_tag(id, t);
-    if (!error.isEmpty()) {
-      plain_message(this, QMessageBox::Warning, tr("Tag"), as_sentence(error));
-      return;
+  // As Rename does: a tag refused as typed brings the dialog back with the user's text, to change, not lost.
+  QString typed;
+  for (;;) {
+    bool ok = false;
+    typed = QInputDialog::getText(this, tr("Tag"),
+                                  ids.size() == 1
+                                      ? tr("Tag to add (prefix with - to remove it) to 1 run")
+                                      : tr("Tag to add (prefix with - to remove it) to %1 runs").arg(ids.size()),
+                                  QLineEdit::Normal, typed, &ok);
+    const QString t = typed.trimmed();
+    if (!ok || t.isEmpty()) return;
+    const bool removing = t.startsWith('-');
+    const QString tag = removing ? t.mid(1).trimmed() : t;
+    // Checked before any run is tagged, so that a tag refused leaves every run as it was: a tag the store would
+    // refuse, or one to remove that none of the runs has. Untagging skips the runs without it.
+    std::vector<int64_t> targets;
+    QString refused;
+    if (removing) {
+      for (int64_t id : ids) {
+        try {
+          const std::vector<std::string> tags = store_.run(id).tags;
+          if (std::find(tags.begin(), tags.end(), tag.toStdString()) == tags.end()) continue;
+        } catch (const std::exception&) {  // the untag itself says what the store could not do
+        }
+        targets.push_back(id);
+      }
+      if (targets.empty())
+        refused = ids.size() == 1 ? tr("Run %1 has no tag '%2'").arg(ids[0]).arg(tag)
+                                  : tr("None of these %1 runs has the tag '%2'").arg(ids.size()).arg(tag);
+    } else {
+      targets = ids;
+      refused = as_sentence(QString::fromStdString(tag_problem(tag.toStdString())));
     }
+    if (!refused.isEmpty()) {
+      plain_message(this, QMessageBox::Warning, tr("Tag"), refused + tr("\n\nYours follows in the dialog, to change."));
+      continue;
+    }
+    for (int64_t id : targets) {
+      const QString error = removing ? remove_tag(id, tag) : add_tag(id, tag);
+      if (!error.isEmpty()) {
+        plain_message(this, QMessageBox::Warning, tr("Tag"), as_sentence(error));
+        return;
+      }
+    }
+    return;
   }
 }
 
@@ -450,47 +482,105 @@ void RunsView::notes_selected() {
 void RunsView::delete_selected() {
   const auto ids = selected_ids();
   if (ids.empty()) return;
+  const auto name_of = [this](int64_t id) {
+    const int row = model_->row_of(id);
+    return QStringLiteral("%1 (%2)").arg(id).arg(row < 0 ? QString()
+                                                         : QString::fromStdString(model_->record(row).name));
+  };
+  // The runs still training are found before asking, not after a yes: the store refuses to delete them from under
+  // their process.
+  std::vector<int64_t> deleting;
+  QStringList training, training_ids;  // each run left, with the process that trains it; their ids
+  std::string store_refusal;           // the store's own words, said whole where one run alone is refused
+  for (int64_t id : ids) {
+    std::string refusal;
+    RunRecord record;
+    try {
+      record = store_.run(id);
+      refusal = store_.removal_refusal(record);
+    } catch (const std::exception&) {  // the delete itself says what the store could not do
+    }
+    if (refusal.empty()) {
+      deleting.push_back(id);
+      continue;
+    }
+    store_refusal = refusal;
+    training_ids << QString::number(id);
+    training << tr("%1: process %2 on %3")
+                    .arg(name_of(id), QString::number(record.pid), QString::fromStdString(record.host));
+  }
+  if (deleting.empty()) {
+    plain_message(
+        this, QMessageBox::Warning, tr("Delete"),
+        training.size() == 1
+            ? as_sentence(QString::fromStdString(store_refusal))
+            : tr("None of these runs can be deleted now: they are still training.\n\n%1\n\nStop them first, with "
+                 "Stop in the window that trains each or Ctrl-C where ampwb train runs.")
+                  .arg(training.join("\n")));
+    return;
+  }
   QStringList names;
-  for (int64_t id : ids)
-    names << QStringLiteral("%1 (%2)").arg(id).arg(QString::fromStdString(model_->record(model_->row_of(id)).name));
+  for (int64_t id : deleting) names << name_of(id);
   bool weights = false;  // this store's own to remove: a file another store may name stays (final_weights.h)
-  for (int64_t id : ids) weights |= owns_final_weights(store_.path(), model_->record(model_->row_of(id)));
+  for (int64_t id : deleting)
+    if (const int row = model_->row_of(id); row >= 0) weights |= owns_final_weights(store_.path(), model_->record(row));
   QString question =
-      ids.size() == 1
+      deleting.size() == 1
           ? (weights ? tr("Delete this run, everything recorded about it and its final weights?\n\n%1")
                      : tr("Delete this run and everything recorded about it?\n\n%1"))
           : (weights ? tr("Delete these %1 runs, everything recorded about them and their final weights?\n\n%2")
                      : tr("Delete these %1 runs and everything recorded about them?\n\n%2"))
-                .arg(ids.size());
+                .arg(deleting.size());
+  question = question.arg(names.join("\n"));
+  if (!training.isEmpty())
+    question +=
+        training.size() == 1
+            ? tr("\n\nThis run stays, as it is still training (stop it first to delete it):\n%1").arg(training.front())
+            : tr("\n\nThese %1 runs stay, as they are still training (stop them first to delete them):\n%2")
+                  .arg(training.size())
+                  .arg(training.join("\n"));
   // The checkpoint files still on disk stay there (a store's copy or a sweep point may share them): said where
-  // there are some, with how many.
-  int checkpoint_files = 0;
-  try {
-    for (int64_t id : ids)
+  // there are some, with how many. A run records its file once an epoch, mostly the same file: each counts once.
+  std::set<std::string> checkpoint_files;
+  for (int64_t id : deleting) {
+    try {
       for (const CheckpointInfo& c : store_.checkpoints(id))
         for (const std::string& file : {c.path, c.path + ".prev"}) {  // the one before it is kept beside it
           std::error_code ec;
-          checkpoint_files += std::filesystem::exists(file, ec) ? 1 : 0;
+          if (std::filesystem::exists(file, ec)) checkpoint_files.insert(file);
         }
-  } catch (const std::exception&) {  // the delete itself says what the store could not do
+    } catch (const std::exception&) {  // the delete itself says what the store could not do
+    }
   }
-  question = question.arg(names.join("\n"));
-  if (checkpoint_files > 0)
-    question += checkpoint_files == 1
+  if (!checkpoint_files.empty())
+    question += checkpoint_files.size() == 1
                     ? tr("\n\n1 checkpoint file stays on disk, though nothing resumes from it once its run is "
                          "deleted.")
                     : tr("\n\n%1 checkpoint files stay on disk, though nothing resumes from them once their runs "
                          "are deleted.")
-                          .arg(checkpoint_files);
+                          .arg(checkpoint_files.size());
   if (!confirm(question)) return;
-  for (int64_t id : ids) {
+  QStringList deleted, errors;
+  for (int64_t id : deleting) {
     const QString error = remove(id);
-    if (!error.isEmpty()) {
-      plain_message(this, QMessageBox::Warning, tr("Delete"), as_sentence(error));
-      return;
-    }
+    if (error.isEmpty())
+      deleted << QString::number(id);
+    else
+      errors << as_sentence(error);
   }
-  Q_EMIT status_message(ids.size() == 1 ? tr("Deleted run %1").arg(ids[0]) : tr("Deleted %1 runs").arg(ids.size()));
+  // What was deleted and what was not, every run selected accounted for.
+  QString said = deleted.isEmpty()     ? tr("Nothing deleted")
+                 : deleted.size() == 1 ? tr("Deleted run %1").arg(deleted.front())
+                                       : tr("Deleted %1 runs (%2)").arg(deleted.size()).arg(deleted.join(", "));
+  if (!training.isEmpty())
+    said += training.size() == 1 ? tr("; run %1 stays: it is still training").arg(training_ids.front())
+                                 : tr("; runs %1 stay: they are still training").arg(training_ids.join(", "));
+  if (!errors.isEmpty()) {
+    said += errors.size() == 1 ? tr("; 1 run could not be deleted")
+                               : tr("; %1 runs could not be deleted").arg(errors.size());
+    plain_message(this, QMessageBox::Warning, tr("Delete"), said + ".\n\n" + errors.join("\n\n"));
+  }
+  Q_EMIT status_message(said);
 }
 
 void RunsView::predict_selected() {
