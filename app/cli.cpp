@@ -75,6 +75,23 @@ void warn_of_a_job_on_a_shared_sqlite_file(const StoreLocation& location) {
 }  // namespace
 
 // Checked here, not only where the store opens: some commands look at the file first (`runs` lists no store as empty).
+RunStore open_for_reading(const std::string& path, const char* command) {
+  std::error_code ec;
+  if (!is_database_server(path) && std::filesystem::is_regular_file(path, ec) &&
+      std::filesystem::file_size(path, ec) == 0)
+    return RunStore(path, RunStore::Mode::ReadOnly);  // says "an empty file, not yet a run store"
+  try {
+    return RunStore(path, RunStore::Mode::Existing);
+  } catch (const StoreError& e) {
+    if (!e.damaged() || is_database_server(path)) throw;
+    std::fprintf(stderr,
+                 "ampwb %s: warning: %s\nampwb %s: reading it as it is: the records on its damaged pages are missing "
+                 "or refused\n",
+                 command, e.what(), command);
+    return RunStore(path, RunStore::Mode::ReadOnly);
+  }
+}
+
 std::vector<int64_t> resolve_runs(const RunStore& store, const std::vector<std::string>& runs, const char* command) {
   std::vector<std::string> left_out;
   const std::vector<int64_t> ids = store.resolve_each(runs, &left_out);

@@ -127,6 +127,11 @@ void make_out_folder(const std::string& out);
 // The run store file: `db` (from --db), else $AMPWB_DB, else the XDG data folder (RunStore::default_path). A URI
 // this build cannot open is refused (store/store_location.h).
 std::string store_path(const std::string& db);
+// The run store at `path` (store_path) for a command that only reads it: opened as writers open it, so that it is
+// brought to this build's schema and its abandoned runs are marked, except that a damaged SQLite store, which
+// writers refuse, is read as it is, with a warning on stderr naming the damage and the way out; an empty file is
+// read as one (no store yet), not made a store.
+RunStore open_for_reading(const std::string& path, const char* command);
 // The runs RUN arguments name (RunStore::resolve_each); a sweep's points left out for want of a run are said on
 // stderr, "ampwb COMMAND: note: ...", so that a comparison of fewer runs than points does not pass for the sweep.
 std::vector<int64_t> resolve_runs(const RunStore& store, const std::vector<std::string>& runs, const char* command);

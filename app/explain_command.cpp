@@ -39,7 +39,7 @@ std::optional<RunRecord> fp32_run_like(const RunStore& store, const RunRecord& r
 }
 
 int explain_command(const ExplainOptions& options) {
-  const RunStore store(store_path(options.db), RunStore::Mode::Existing);
+  const RunStore store = open_for_reading(store_path(options.db), "explain");
   const RunEvidence run = load_evidence(store, store.resolve(options.run));
   std::optional<RunEvidence> baseline;
   if (!options.baseline.empty()) {

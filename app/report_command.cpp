@@ -48,7 +48,7 @@ int report_command(const ReportOptions& options) {
     throw Error("--out " + out.string() + ": a report is written as .html or .pdf");
   // Said before the report is made, and the same for HTML and PDF (Chromium would only say it could not print).
   check_out_file(out.string(), options.overwrite);
-  const RunStore store(store_path(options.db), RunStore::Mode::Existing);
+  const RunStore store = open_for_reading(store_path(options.db), "report");
   const std::vector<int64_t> ids = resolve_runs(store, options.runs, "report");
   const std::string html = html_report(store, ids);
   if (extension != ".pdf") {

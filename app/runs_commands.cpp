@@ -30,8 +30,6 @@ using nlohmann::json;
 // --- the commands ---
 
 // Stores are opened Existing: a missing file is an error, a write-protected one is read, not changed.
-RunStore open_store(const std::string& path) { return RunStore(path, RunStore::Mode::Existing); }
-
 std::string run_label(const RunRecord& r) { return std::to_string(r.id) + " (" + printable(r.name) + ")"; }
 
 struct RunsOptions {
@@ -52,14 +50,17 @@ int runs_command(const RunsOptions& options) {
   const std::string& tag = options.tag;
   const std::string path = store_path(options.db);
   std::error_code ec;
-  if (!is_database_server(path) && !std::filesystem::exists(path, ec)) {  // no store yet: an empty list, no error
+  // No store yet (no file, or an empty one): an empty list, no error, and no store made.
+  const bool none = !is_database_server(path) && !std::filesystem::exists(path, ec);
+  if (none || (!is_database_server(path) && std::filesystem::file_size(path, ec) == 0 && !ec)) {
     if (as_json)
       std::printf("[]\n");
     else
-      std::printf("no runs recorded yet (no run store at %s)\n", path.c_str());
+      std::printf("no runs recorded yet (%s %s)\n",
+                  none ? "no run store at" : "an empty file, not yet a run store:", path.c_str());
     return 0;
   }
-  RunStore store(path, RunStore::Mode::Existing);
+  RunStore store = open_for_reading(path, "runs");
   json list = json::array();
   Table table({"ID", "NAME", "CREATED (UTC)", "STATUS", "DEPTH", "PRECISION", "DEVICE", "BEST VAL", "EPOCHS", "TIME",
                "RESUME", "WEIGHTS", "TAGS"},
@@ -323,7 +324,7 @@ bool on_disk(const CheckpointInfo& c) {
 int show_command(const ShowOptions& options) {
   const bool as_json = options.json;
   const bool with_steps = options.steps;
-  RunStore store = open_store(store_path(options.db));
+  RunStore store = open_for_reading(store_path(options.db), "show");
   const RunRecord r = store.run(store.resolve(options.run));
   const std::vector<EpochReport> epochs = store.epochs(r.id);
   const RunSummary s = summarize(r, epochs);
@@ -497,7 +498,7 @@ std::vector<std::pair<ConfigGroup, std::vector<GroupMetric>>> compare_groups(con
 }
 
 int compare_command(const CompareOptions& options) {
-  RunStore store = open_store(store_path(options.db));
+  RunStore store = open_for_reading(store_path(options.db), "compare");
   const std::vector<int64_t> ids = resolve_runs(store, options.runs, "compare");
   if (ids.size() < 2) throw Error("compare needs two or more runs, got only run " + std::to_string(ids.front()));
   const std::vector<ComparedRun> runs = load_compared_runs(store, ids);

@@ -44,7 +44,7 @@ int export_csv_command(const ExportCsvOptions& options) {
     throw Error(
         "--out -: export csv writes several files (steps, epochs and summaries), so it takes a folder, not "
         "standard output");
-  RunStore store = open_existing(options.db);
+  RunStore store = open_for_reading(store_path(options.db), "export csv");
   std::vector<int64_t> ids;
   if (options.all) {
     for (const RunRecord& r : store.runs()) ids.push_back(r.id);

@@ -401,6 +401,10 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   r = ampwb({"store", "check", "--db", empty});
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "'" + empty + "' is an empty file, not yet a run store: there is nothing in it to read");
+  r = ampwb({"runs", "--db", empty});
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "no runs recorded yet (an empty file, not yet a run store: " + empty + ")");
+  EXPECT_EQ(fs::file_size(empty), 0u) << "listing no runs made a store of the file";
   {  // scribble over the cell pointers of pages 3 to 8 (the runs table's among them)
     std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
     for (int page = 3; page <= 8; ++page) {
@@ -425,6 +429,11 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   expect_contains(r.output, "ampwb store backup FILE");
   EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "refused before training";
   EXPECT_EQ(read_text(db), damaged_bytes) << "nothing was written into the damaged store";
+  // A command that only reads reads it as it is, saying what is wrong with it, rather than refusing it as writers do.
+  r = ampwb({"runs", "--db", db});
+  expect_contains(r.output, "ampwb runs: warning: the run store '" + db + "' is damaged");
+  expect_contains(r.output, "ampwb runs: reading it as it is: the records on its damaged pages are missing or refused");
+  EXPECT_EQ(read_text(db), damaged_bytes);
   // Recovering it reads the damaged file only. (What comes back of pages whose cell pointers point anywhere depends
   // on where the layout put the run: the store below is damaged by whole pages.)
   r = ampwb({"store", "recover", "--db", db, dir.file("nothing.sqlite")});
