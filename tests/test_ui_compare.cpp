@@ -24,6 +24,7 @@
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTableWidget>
@@ -262,6 +263,77 @@ class CompareRuns : public QObject {
     QVERIFY(model->speedup(0).known());
     QVERIFY(model->row_labels().filter("speed-up vs").size() == 1);
     QVERIFY(model->row_labels().contains("validation accuracy at epoch 2"));
+  }
+
+  // "Differences only" of a single run: it differs from nothing, so every row shows, not a table of headers alone.
+  void a_single_run_shows_every_row_with_differences_only() {
+    MainWindow w(db_);
+    CompareView* view = w.compare_view();
+    w.open_runs({fp32_seed1_});
+    const QStringList every_row = view->table_model()->row_labels();
+    QVERIFY(every_row.contains("best validation accuracy"));
+    w.open_runs({fp32_seed1_, bf16_seed1_});
+    const int both = view->table_model()->rowCount();
+    view->differences_only()->setChecked(true);
+    QVERIFY(view->table_model()->rowCount() < both);
+    w.open_runs({fp32_seed1_});
+    QVERIFY(view->differences_only()->isChecked());  // the choice waits for the next comparison
+    QVERIFY(!view->differences_only()->isEnabled());
+    QVERIFY2(tooltip_text(view->differences_only()->toolTip()).startsWith("A single run differs from nothing"),
+             qPrintable(view->differences_only()->toolTip()));
+    QCOMPARE(view->table_model()->row_labels(), every_row);
+    w.open_runs({fp32_seed1_, bf16_seed1_});
+    QVERIFY(view->differences_only()->isEnabled());
+    QVERIFY(view->table_model()->rowCount() < both);
+    view->differences_only()->setChecked(false);
+  }
+
+  // A new comparison starts the layers' measure and the metrics' epoch from their defaults, not from what was chosen
+  // for other runs: an FP8 measure beside runs without FP8, an epoch they never reached.
+  void a_new_comparison_opens_on_its_own_measure_and_last_common_epoch() {
+    QDir().mkpath(dir_.filePath("fp8"));
+    const QString db = dir_.filePath("fp8/fp8.sqlite");
+    RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).backup_to(db.toStdString());
+    TrainConfig c = tiny_config(data_);
+    c.name = "fp8";
+    c.precision = precision_preset("amp-fp8");
+    const int64_t fp8 = train_into_store(db, c);
+    MainWindow w(db);
+    CompareView* view = w.compare_view();
+    NumericsHeatmap* numerics = view->charts()->numerics();
+    auto* at_epoch = view->findChild<QSpinBox*>("atEpoch");
+    QVERIFY(at_epoch);
+    // What an amp-fp8 run opens on, picked by hand or not (docs/fp8.md).
+    NumericsHeatmap alone;
+    const RunSeries fp8_series = load_run_series(RunStore(db.toStdString(), RunStore::Mode::ReadOnly), fp8);
+    alone.update_from({&fp8_series});
+    const NumericsMeasure fp8_default = alone.measure();
+    QVERIFY(fp8_default == NumericsMeasure::Fp8Saturated || fp8_default == NumericsMeasure::Fp8Underflow);
+
+    w.open_runs({fp32_seed1_, fp8});
+    QCOMPARE(view->charts()->layers_run()->run_id, fp8);
+    QCOMPARE(numerics->measure(), fp8_default);
+    numerics->set_measure(NumericsMeasure::Fp8Saturated);  // the user's choice for these runs
+    at_epoch->setValue(1);
+    QCOMPARE(view->table_model()->at_epoch(), 1);
+    w.open_runs({fp32_seed1_, bf16_seed1_});  // neither has FP8
+    QCOMPARE(view->charts()->layers_run()->run_id, bf16_seed1_);
+    QCOMPARE(numerics->measure(), NumericsMeasure::ActivationHeadroom);
+    QVERIFY2(!numerics->caption_text().contains("FP8"), qPrintable(numerics->caption_text()));
+    QCOMPARE(at_epoch->value(), 0);
+    QCOMPARE(at_epoch->text(), QString("last common"));
+    QCOMPARE(view->table_model()->at_epoch(), 2);  // resolved: the last epoch both completed
+    numerics->set_measure(NumericsMeasure::WeightGradUnderflow);
+    w.open_runs({fp8, fp32_seed2_});
+    QCOMPARE(view->charts()->layers_run()->run_id, fp8);
+    QCOMPARE(numerics->measure(), fp8_default);
+    // The same runs read again keep the user's choices.
+    numerics->set_measure(NumericsMeasure::ActivationGradUnderflow);
+    at_epoch->setValue(1);
+    view->reload();
+    w.open_runs({fp8, fp32_seed2_});
+    QCOMPARE(numerics->measure(), NumericsMeasure::ActivationGradUnderflow);
+    QCOMPARE(at_epoch->value(), 1);
   }
 
   // Three runs side by side at 1366×768, opened from the Training tab, and beside the setup panel where the user

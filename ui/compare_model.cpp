@@ -42,8 +42,10 @@ void CompareModel::rebuild() {
   beginResetModel();
   comparison_ = compare_runs(runs_, options_);
   shown_.clear();
+  // A single run differs from nothing: filtered, its table would show no row at all, as if it had no data.
+  const bool filtered = differences_only_ && runs_.size() > 1;
   for (const CompareRow& r : comparison_.rows)
-    if (!differences_only_ || r.differs) shown_.push_back(&r);
+    if (!filtered || r.differs) shown_.push_back(&r);
   endResetModel();
 }
 

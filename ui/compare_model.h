@@ -1,6 +1,7 @@
 // The side-by-side table of a comparison: one column per run; the rows are the engine's (analysis/run_compare.h, the
 // same `ampwb compare` prints): results (best, final and at-epoch metrics, time, speed-up against a chosen
-// baseline) and every setting. "Differences only" hides the rows where all runs agree.
+// baseline) and every setting. "Differences only" hides the rows where all runs agree (of two runs or more: a single
+// run's table shows every row).
 #pragma once
 
 #include <QAbstractTableModel>

@@ -23,6 +23,7 @@
 #include "chart_panel.h"
 #include "compare_model.h"
 #include "diagnosis_panel.h"
+#include "numerics_heatmap.h"
 #include "run_groups.h"
 #include "store/run_record.h"
 #include "store_reader.h"
@@ -149,8 +150,17 @@ CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& lo
 }
 
 void CompareView::set_runs(const std::vector<int64_t>& ids) {
+  ++reading_;                              // a follow_store read begun before is older than this one
+  ReadRuns read = read_runs(store_, ids);  // a run missing throws here, the comparison shown left as it was
   dropped_.clear();
-  load(ids);
+  // Other runs: a choice made for the last ones may mean nothing for these (an epoch they never reached, FP8's
+  // shares beside runs without FP8), so the layers' measure and the metrics' epoch start from their defaults again.
+  if (ids != ids_) {
+    charts_->numerics()->follow_run();
+    at_epoch_->setValue(0);
+  }
+  show_runs(std::move(read));
+  if (isVisible() && !follow_->isActive()) follow_->start();  // chosen while shown: followed from now
 }
 
 std::string CompareView::stamp(const RunRecord& r) {
@@ -229,6 +239,11 @@ void CompareView::show_runs(ReadRuns read) {
     baseline_->setCurrentIndex(baseline);
   }
   model_->set_baseline(baseline_->currentIndex());
+  // A single run differs from nothing: the choice waits, ticked or not, for two runs or more.
+  differences_->setEnabled(ids.size() > 1);
+  differences_->setToolTip(ids.size() > 1 ? tr("Only the rows where the runs differ")
+                                          : tr("A single run differs from nothing, so every row shows: open two runs "
+                                               "or more to see only their differences"));
   // A run's column as wide as its values, up to a width that leaves three runs side by side beside the setup panel
   // at 1366 px: a device line or a path would otherwise make one run fill the view. The room the view has left goes
   // to the columns cut short, so that a speed-up's interval shows whole where it can; a longer value ends in "…" and

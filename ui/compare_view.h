@@ -35,7 +35,8 @@ class CompareView : public QWidget {
   // `location`: the store as it was opened (a PostgreSQL URI with its password), for the reader that follows it.
   explicit CompareView(RunStore& store, QWidget* parent = nullptr, const std::string& location = {});
 
-  // Loads the runs (throws ampwb::Error naming a missing one). One run is shown alone.
+  // Loads the runs (throws ampwb::Error naming a missing one). One run is shown alone. Runs other than those shown
+  // open on the layers' measure and the metrics' epoch ("last common") chosen for them, not on the last runs' choices.
   void set_runs(const std::vector<int64_t>& ids);
   void reload();  // the same runs, read again (one may have grown)
   const std::vector<int64_t>& run_ids() const { return ids_; }
@@ -65,7 +66,7 @@ class CompareView : public QWidget {
   // While the tab is shown, every 3 s: reads the runs again where one is still training (in a CLI or another
   // window) or was renamed, tagged or noted elsewhere, and drops a run deleted elsewhere, saying so in the title.
   void follow_store();
-  void load(const std::vector<int64_t>& ids);  // set_runs without forgetting the runs dropped
+  void load(const std::vector<int64_t>& ids);  // set_runs keeping the runs dropped and the choices made
   // What the comparison shows of each run, read in one go; why a run's diagnosis could not be read, or empty.
   struct ReadRuns {
     std::vector<RunEvidence> runs;

@@ -143,6 +143,11 @@ void NumericsHeatmap::set_measure(NumericsMeasure measure) {
   measure_->setCurrentIndex(measure_->findData(static_cast<int>(measure)));
 }
 
+void NumericsHeatmap::follow_run() {
+  measure_chosen_ = false;
+  run_ = nullptr;  // whatever run comes next is drawn anew, with its own measure
+}
+
 void NumericsHeatmap::update_from(const RunList& runs) {
   const RunSeries* run = runs.empty() ? nullptr : runs.front();
   if (run == run_ && run && run->epoch_revision == drawn_revision_) return;

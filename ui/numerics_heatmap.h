@@ -30,6 +30,8 @@ class NumericsHeatmap : public QWidget {
   void update_from(const RunList& runs);
   NumericsMeasure measure() const;
   void set_measure(NumericsMeasure measure);  // a choice, as the user's: kept for every run after
+  // Forgets the measure chosen: the next run shown opens on its own, as if none had been (for other runs compared).
+  void follow_run();
   QTableWidget* table() const { return table_; }
   QString caption_text() const;
 
