@@ -60,6 +60,7 @@ struct SweepOptions {
 struct SweepIdOptions {
   std::string db, sweep;
   bool json = false, quiet = false, no_timing = false;
+  bool retry_failed = false;  // sweep run: the failed points queued again first
   int held_by_parent = 0;  // sweep point: the process id of the sweep run that took the point
   int parallel = 1;
   std::string point;  // sweep point: the point (from 1), else $SLURM_ARRAY_TASK_ID (from 0) + 1
@@ -236,7 +237,8 @@ void on_stop(int signal) {
 std::string point_result(const RunStore& store, const SweepPoint& p) {
   std::string text = sweep_point_state_name(p.state);
   // A finished point always had a run: without one, it was deleted since (the store unlinks it).
-  if (p.run_id == 0) return p.state == SweepPointState::Finished ? text + ", its run deleted" : text;
+  if (p.run_id == 0 && p.state == SweepPointState::Finished) return text + ", its run deleted";
+  if (p.run_id == 0) return point_failure(p).empty() ? text : text + ": " + point_failure(p);
   text += ", run " + std::to_string(p.run_id);
   try {
     const RunRecord run = store.run(p.run_id);
@@ -395,8 +397,13 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
     running.erase(at);
     SweepPoint p = sweep_point(store, sweep, index);
     if (p.state == SweepPointState::Running) {  // the child ended before it could say how
-      set_point_state(store, sweep, index, SweepPointState::Failed);
-      p.state = SweepPointState::Failed;
+      set_point_failed(
+          store, sweep, index,
+          WIFSIGNALED(status)
+              ? std::string("its process was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+                    strsignal(WTERMSIG(status)) + ")"
+              : "its process ended (exit status " + std::to_string(WEXITSTATUS(status)) + ") before it could say how");
+      p = sweep_point(store, sweep, index);
     }
     release_point(store, taken);  // said how it ended: no other process may take it for abandoned before
     if (p.state == SweepPointState::Failed) ++failed;
@@ -415,8 +422,14 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
   for (const SweepPoint& p : points) ++counts[sweep_point_state_name(p.state)];
   std::string summary;
   for (const auto& [state, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + state;
-  const std::string ended = "sweep " + std::to_string(sweep) + ": " + summary +
-                            (g_stop ? "; continue it with ampwb sweep run " + std::to_string(sweep) : "") + "\n";
+  const std::string id = std::to_string(sweep);
+  const std::string ended = "sweep " + id + ": " + summary +
+                            (g_stop ? "; continue it with ampwb sweep run " + id : "") +
+                            (counts.contains("failed") ? "; ampwb sweep run " + id +
+                                                             " --retry-failed trains the failed "
+                                                             "points again"
+                                                       : "") +
+                            "\n";
   std::fputs(ended.c_str(), g_stop == SIGPIPE ? stderr : stdout);
   std::fflush(stdout);
   if (timing && !g_stop && !cancelled && failed == 0) {
@@ -638,9 +651,10 @@ int sweep_point_command(const SweepIdOptions& o) {
     try {
       config = config_from_json_text(nlohmann::json::parse(p->settings_json).at("config").dump());
     } catch (const std::exception& e) {
-      set_point_state(store, id, p->index, SweepPointState::Failed);
-      throw Error("sweep " + std::to_string(id) + " point " + std::to_string(shown) +
-                  " has no configuration: " + e.what());
+      const std::string why =
+          "sweep " + std::to_string(id) + " point " + std::to_string(shown) + " has no configuration: " + e.what();
+      set_point_failed(store, id, p->index, why);
+      throw Error(why);
     }
     // Each point a folder of its own, under the sweep's --checkpoint-dir if it has one: a folder holds one run's.
     const fs::path base = config.checkpoint_dir.empty() ? fs::path(new_checkpoint_dir(store.path())).parent_path()
@@ -652,8 +666,8 @@ int sweep_point_command(const SweepIdOptions& o) {
   TrainingOutcome outcome;
   try {
     outcome = train_in_store(store, config, how);
-  } catch (...) {
-    set_point_state(store, id, p->index, SweepPointState::Failed);
+  } catch (const std::exception& e) {  // refused before its run began, or the store failed it: kept with the point
+    set_point_failed(store, id, p->index, e.what());
     throw;
   }
   SweepPointState state = SweepPointState::Failed;
@@ -663,7 +677,10 @@ int sweep_point_command(const SweepIdOptions& o) {
     state = SweepPointState::Requeued;  // preempted, or stopped by a signal: resumes from its checkpoint
   else if (outcome.status == RunStatus::Cancelled)
     state = SweepPointState::Cancelled;
-  set_point_state(store, id, p->index, state);
+  if (state == SweepPointState::Failed && outcome.run_id == 0)  // no run to say why: the point keeps it
+    set_point_failed(store, id, p->index, outcome.reason.empty() ? "its run could not begin" : outcome.reason);
+  else
+    set_point_state(store, id, p->index, state);
   return outcome.exit_code;
 }
 
@@ -685,6 +702,11 @@ int sweep_run_command(const SweepIdOptions& o) {
     if (s.runs_on != "local")
       throw Error("sweep " + o.sweep + " runs on Slurm (job " + s.slurm_job_id + "): its tasks run its points");
   }
+  if (o.retry_failed) {
+    RunStore store(db, RunStore::Mode::Existing);
+    for (const int index : requeue_failed_points(store, id))
+      std::printf("point %d failed; queued again: a new run trains it\n", index + 1);
+  }
   return run_here(RunStore(db, RunStore::Mode::Existing).path(), id, o.parallel, timing);
 }
 
@@ -695,6 +717,7 @@ nlohmann::ordered_json point_json(const RunStore& store, const SweepPoint& p) {
   j["state"] = sweep_point_state_name(p.state);
   j["run_id"] = p.run_id ? nlohmann::ordered_json(p.run_id) : nlohmann::ordered_json();
   if (p.state == SweepPointState::Finished && p.run_id == 0) j["run_deleted"] = true;  // as point_result says
+  if (const std::string why = point_failure(p); !why.empty()) j["failure"] = why;
   try {
     j["values"] = nlohmann::ordered_json::parse(p.settings_json).at("values");
   } catch (const std::exception&) {
@@ -1094,6 +1117,8 @@ void add_sweep_command(CLI::App& app, Invocation& invocation) {
   run->add_option("SWEEP", o->sweep, "the sweep's id")->required();
   add_number(run, "-j,--parallel", o->parallel, "points at once")->check(CLI::Range(1, 256).description(""));
   run->add_flag("--no-timing", o->no_timing, kNoTimingHelp);
+  run->add_flag("--retry-failed", o->retry_failed,
+                "train the failed points again, each in a new run (their failed runs stay as they are)");
   CLI::App* point = add_sweep_id_command(
       sweep, "point", "train one point of a sweep (a Slurm array task's command), resuming its run when interrupted",
       invocation, sweep_point_command, o);

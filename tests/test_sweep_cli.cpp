@@ -480,6 +480,41 @@ TEST(SweepCli, ASweepThatEndedIsNotCancelled) {
                   "failed, run " + std::to_string(failed) + ": out of memory: this run needs 9.9 GiB");
 }
 
+// A point refused before its run began (its dataset folder gone) keeps why; --retry-failed trains it again.
+TEST(SweepCli, AFailedPointSaysWhyAndRetryFailedTrainsItAgain) {
+  TempDir dir("sweep_retry");
+  const std::string db = dir.file("runs.sqlite"), data = dir.file("data");
+  TrainConfig config;
+  config.data_dir = data;
+  config.depth = 20;
+  config.epochs = 1;
+  config.batch_size = 4;
+  config.threads = 2;
+  config.max_steps_per_epoch = 2;
+  config.data.validation_fraction = 0.25;
+  const std::string point = nlohmann::json{{"values", {{"seed", "0"}}}, {"config", config}}.dump();
+  {
+    RunStore store(db);
+    create_sweep(store, "retried", R"({"grid": {"seed": [0]}, "timing": false})", "local", {point});
+  }
+  Result r = ampwb({"sweep", "run", "1", "--db", db});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "point 1/1 failed: ");
+  expect_contains(r.output, data);
+  expect_contains(r.output, "ampwb sweep run 1 --retry-failed trains the failed points again");
+  r = ampwb({"sweep", "status", "1", "--json", "--db", db});
+  expect_contains(json::parse(r.output)["points"][0].value("failure", ""), data);
+  fs::create_directory_symlink(stripes(), data);
+  r = ampwb({"sweep", "run", "1", "--retry-failed", "--db", db});
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "point 1 failed; queued again: a new run trains it");
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  const SweepPoint p = sweep_point(store, 1, 0);
+  EXPECT_EQ(p.state, SweepPointState::Finished);
+  EXPECT_EQ(point_failure(p), "");
+  EXPECT_EQ(store.run(p.run_id).status, RunStatus::Finished);
+}
+
 // Under Slurm a SIGTERM is the job preempted or requeued: the run ends interrupted, with a checkpoint to resume.
 TEST(SweepCli, ASigtermUnderSlurmEndsTheRunInterruptedAndResumable) {
   TempDir dir("sweep_sigterm");

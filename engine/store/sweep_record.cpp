@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "store/reconnecting.h"
@@ -231,6 +232,55 @@ void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState 
       return;
     update_point(db, sweep, index, state);
     t.commit();
+  });
+}
+
+void set_point_failed(RunStore& store, int64_t sweep, int index, const std::string& why) {
+  reconnecting([&] {
+    SqlConnection& db = store.connection();
+    SqlTransaction t(db);
+    const std::optional<SweepPoint> p = find_point(db, sweep, index);
+    if (!p || p->state == SweepPointState::Cancelled) return;
+    nlohmann::json settings = nlohmann::json::parse(p->settings_json, nullptr, false);
+    if (settings.is_object()) {
+      settings["failure"] = why;
+      SqlStatement u(db, "UPDATE sweep_points SET settings_json = ? WHERE sweep_id = ? AND idx = ?");
+      u.bind(1, settings.dump()).bind(2, sweep).bind(3, index).run();
+    }
+    update_point(db, sweep, index, SweepPointState::Failed);
+    t.commit();
+  });
+}
+
+std::string point_failure(const SweepPoint& point) {
+  const nlohmann::json settings = nlohmann::json::parse(point.settings_json, nullptr, false);
+  return settings.is_object() && settings.contains("failure") && settings["failure"].is_string()
+             ? settings["failure"].get<std::string>()
+             : "";
+}
+
+std::vector<int> requeue_failed_points(RunStore& store, int64_t sweep) {
+  return reconnecting([&] {
+    SqlConnection& db = store.connection();
+    SqlTransaction t(db);
+    std::vector<int> requeued;
+    for (const SweepPoint& p : sweep_points(store, sweep)) {
+      if (p.state != SweepPointState::Failed) continue;
+      nlohmann::json settings = nlohmann::json::parse(p.settings_json, nullptr, false);
+      if (settings.is_object()) settings.erase("failure");
+      SqlStatement u(db,
+                     "UPDATE sweep_points SET settings_json = ?, run_id = NULL, state = ?, updated = ? "
+                     "WHERE sweep_id = ? AND idx = ?");
+      u.bind(1, settings.is_object() ? settings.dump() : p.settings_json)
+          .bind(2, sweep_point_state_name(SweepPointState::Queued))
+          .bind(3, utc_now_iso8601())
+          .bind(4, sweep)
+          .bind(5, p.index)
+          .run();
+      requeued.push_back(p.index);
+    }
+    t.commit();
+    return requeued;
   });
 }
 

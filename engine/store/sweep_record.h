@@ -25,7 +25,9 @@ std::optional<SweepPointState> parse_sweep_point_state(const std::string& name);
 struct SweepPoint {
   int64_t sweep_id = 0;
   int index = 0;              // 0-based, the grid's order
-  std::string settings_json;  // what the point sets: {"values": {setting: value}, "config": the run's TrainConfig}
+  // What the point sets: {"values": {setting: value}, "config": the run's TrainConfig}, and "failure", why it failed
+  // where that is not in a run of its (a refusal before its run began, its process gone).
+  std::string settings_json;
   int64_t run_id = 0;         // 0 until its run starts
   SweepPointState state = SweepPointState::Queued;
   std::string updated;  // UTC, ISO 8601
@@ -65,6 +67,12 @@ std::optional<SweepPoint> take_point(RunStore& store, int64_t sweep, int index, 
 // A cancelled point keeps its state, unless `state` is Finished: its run finished all the same.
 void set_point_state(RunStore& store, int64_t sweep, int index, SweepPointState state);
 void set_point_run(RunStore& store, int64_t sweep, int index, int64_t run);
+// Failed, and why, kept with the point (as set_point_state, a cancelled point stays cancelled).
+void set_point_failed(RunStore& store, int64_t sweep, int index, const std::string& why);
+std::string point_failure(const SweepPoint& point);  // the why set_point_failed kept, else empty
+// Every failed point of the sweep queued again, to train a new run (the failed run stays in the store as it is).
+// Returns their indexes.
+std::vector<int> requeue_failed_points(RunStore& store, int64_t sweep);
 // A point taken but not started again (Ctrl-C before it began): queued once more.
 void return_point(RunStore& store, int64_t sweep, int index);
 // Points still marked running that no process holds and whose run no process records any more (the sweep's
