@@ -1248,7 +1248,9 @@ class CompareRuns : public QObject {
     QCOMPARE(w.compare_view()->table_model()->value(label, 0), QString("baseline"));
     const SpeedUp bf16 = speed_up_over_rounds(timed->images_per_second[1], timed->images_per_second[0]);
     CompareModel* model = w.compare_view()->table_model();
-    QCOMPARE(model->value(label, 1), QString::fromStdString(speed_up_cell(bf16)));
+    // Marked where the timing shared the machine with other work (a busy CI machine): the record says so.
+    const std::string busy = alternation_warning(*timed).empty() ? "" : " \u26a0";
+    QCOMPARE(model->value(label, 1), QString::fromStdString(speed_up_cell(bf16) + busy));
     // How it was timed, and what its interval is, in the tooltip of the row's values.
     const QString tip =
         tooltip_text(model->data(model->index(model->row_labels().indexOf(label), 2), Qt::ToolTipRole).toString());
