@@ -736,9 +736,15 @@ TEST(DiagnosisSpeed, ASweepsTimingInAlternationIsTheVerdictsFigure) {
                   "; timed in alternation while the machine was 45% busy with other work: the trainings' figure "
                   "stands; steady-state training speed ");
   busy_fp16.alternating.reset();
-  expect_contains(expect_finding(diagnose(busy_fp16, &busy_fp32), "speed_vs_baseline").title,
-                  "No speed-up distinguishable from the noise: 1.00\u00d7, timings unreliable: the machine was 60% "
-                  "busy");
+  // No speed-up, with the interval that makes it none: not a ratio that reads as one ("0.82× (1.2× slower)").
+  const std::string none = expect_finding(diagnose(busy_fp16, &busy_fp32), "speed_vs_baseline").title;
+  expect_contains(none, "No speed-up distinguishable from the noise: 1.00\u00d7 (interval ");
+  expect_contains(none, "), timings unreliable: the machine was 60% busy");
+  EXPECT_EQ(none.find("slower"), std::string::npos) << none;
+  // Against a baseline of a narrower format, however busy the machine, the figure is that format's read backwards.
+  expect_contains(expect_finding(diagnose(busy_fp32, &busy_fp16), "speed_vs_baseline").action,
+                  "the baseline computes in a narrower format (amp-fp16) than this run (fp32): this is its speed-up "
+                  "read the other way round");
   // Trainings too short for a steady-state step: the alternation's figure, and no empty speeds beside it.
   RunEvidence short_fp32 = fp32, short_fp16 = fp16;
   short_fp32.steps.resize(3);

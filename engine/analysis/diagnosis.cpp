@@ -642,6 +642,13 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
             "units of its own");
     return;
   }
+  // Read the other way round, a faster baseline of a narrower format is the run's slowdown: said in every verdict.
+  const std::string baseline_narrower =
+      full_precision_rank(e) < full_precision_rank(base)
+          ? "the baseline computes in a narrower format (" + mode_of(base) + ") than this run (" + mode_of(e) +
+                "): this is its speed-up read the other way round; choose the " + mode_of(e) +
+                " run as the baseline to read what " + mode_of(base) + " gains"
+          : "";
   if (!verdict_unreliable.empty()) {
     std::string said = evidence, action;
     if (!by_alternation) {
@@ -656,18 +663,19 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
           "time the configurations again on a quiet machine (ampwb sweep run N times a stored sweep's runs anew; in "
           "the workbench, sweep them again)";
     }
-    // A figure whose interval holds 1.0× is no speed-up, however the heading reads past the comma.
+    if (!baseline_narrower.empty()) action += "; and " + baseline_narrower;
+    // A figure whose interval holds 1.0× is no speed-up, and its heading gives the interval that makes it so.
     add(out, "speed_vs_baseline", Severity::Warning,
-        (speedup.distinguishable() ? "Speed-up " : "No speed-up distinguishable from the noise: ") +
-            ratio_headline(speedup) + ", " + verdict_unreliable,
+        (speedup.distinguishable()
+             ? "Speed-up " + ratio_headline(speedup)
+             : "No speed-up distinguishable from the noise: " + speed_up_within_noise_text(speedup)) +
+            ", " + verdict_unreliable,
         said, action);
     return;
   }
   const std::string why_not_faster =
-      full_precision_rank(e) < full_precision_rank(base)
-          ? "the baseline computes in a narrower format (" + mode_of(base) + ") than this run (" + mode_of(e) +
-                "): this is its speed-up read the other way round; choose the " + mode_of(e) +
-                " run as the baseline to read what " + mode_of(base) + " gains"
+      !baseline_narrower.empty()
+          ? baseline_narrower
           : "see the other findings for why (emulated formats, data wait, small batches); AMP's gains come from "
             "16-bit arithmetic units and memory traffic, which this step did not use enough";
   if (!speedup.distinguishable()) {

@@ -152,6 +152,14 @@ std::string speed_up_words(const SpeedUp& s, bool cell) {
 std::string speed_up_text(const SpeedUp& s) { return speed_up_words(s, false); }
 std::string speed_up_cell(const SpeedUp& s) { return speed_up_words(s, true); }
 
+std::string speed_up_within_noise_text(const SpeedUp& s) {
+  if (!s.known()) return "-";
+  return ratio_number(s.ratio) + "\u00d7 (" +
+         (std::isinf(s.high) ? std::string("too few steps to tell")
+                             : "interval " + bound_number(s.low) + "\u2013" + bound_number(s.high)) +
+         ")";
+}
+
 std::string speed_up_ratio_text(const SpeedUp& s) {
   if (!s.known()) return "-";
   const auto number = s.distinguishable() ? bound_number : ratio_number;
