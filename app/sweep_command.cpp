@@ -237,6 +237,8 @@ void on_stop(int signal) {
 std::string point_result(const RunStore& store, const SweepPoint& p) {
   std::string text = sweep_point_state_name(p.state);
   // A finished point always had a run: without one, it was deleted since (the store unlinks it).
+  if (const int64_t lost = lost_run(p.settings_json); p.run_id == 0 && lost != 0)
+    return text + ", its run " + std::to_string(lost) + " lost to the store's damage (ampwb store recover)";
   if (p.run_id == 0 && p.state == SweepPointState::Finished) return text + ", its run deleted";
   if (p.run_id == 0) return point_failure(p).empty() ? text : text + ": " + point_failure(p);
   text += ", run " + std::to_string(p.run_id);
@@ -716,7 +718,10 @@ nlohmann::ordered_json point_json(const RunStore& store, const SweepPoint& p) {
   j["index"] = p.index;      // from 0: a Slurm sweep's array task id
   j["state"] = sweep_point_state_name(p.state);
   j["run_id"] = p.run_id ? nlohmann::ordered_json(p.run_id) : nlohmann::ordered_json();
-  if (p.state == SweepPointState::Finished && p.run_id == 0) j["run_deleted"] = true;  // as point_result says
+  if (const int64_t lost = lost_run(p.settings_json); p.run_id == 0 && lost != 0)
+    j["run_lost"] = lost;  // to the store's damage, as point_result says
+  else if (p.state == SweepPointState::Finished && p.run_id == 0)
+    j["run_deleted"] = true;
   if (const std::string why = point_failure(p); !why.empty()) j["failure"] = why;
   try {
     j["values"] = nlohmann::ordered_json::parse(p.settings_json).at("values");

@@ -704,6 +704,12 @@ TEST(StoreRecover, ADamagedStoreGivesUpOnlyTheRowsOnItsDamagedPages) {
   while (rows_before(steps_pages, steps_page, true) < kSteps + 20) ++steps_page;
   const int64_t steps_at = rows_before(steps_pages, steps_page, true) - kSteps;  // in run 2's
   ASSERT_LE(rows_before(steps_pages, steps_page + 1, true), 2 * kSteps - 40) << "the page holds run 2's steps only";
+  {  // a sweep whose first point's run is on the damaged page
+    RunStore store(source);
+    const int64_t sweep = create_sweep(store, "lr", R"({"grid": {"lr": [0.1, 0.2]}})", "local", {"{}", "{}"});
+    set_point_run(store, sweep, 0, first_lost_run);
+    set_point_run(store, sweep, 1, 1);
+  }
   scribble_over_page(source, runs_pages[runs_page].first);
   scribble_over_page(source, steps_pages[steps_page].first);
   const std::string damaged_bytes = read_bytes(source);
@@ -740,6 +746,13 @@ TEST(StoreRecover, ADamagedStoreGivesUpOnlyTheRowsOnItsDamagedPages) {
   }
   expect_steps_left(stored[1], store.steps(2), {{steps_at, steps_at + steps_pages[steps_page].second}});
   expect_contains(store.run(2).info.notes.back(), "some of its records could not be read");
+  // The point whose run was lost says which run it was, not that its run was deleted.
+  EXPECT_EQ(r.unlinked.at("sweep_points"), 1);
+  const std::vector<SweepPoint> points = sweep_points(store, 1);
+  EXPECT_EQ(points[0].run_id, 0);
+  EXPECT_EQ(lost_run(points[0].settings_json), first_lost_run);
+  EXPECT_EQ(points[1].run_id, 1);
+  EXPECT_EQ(lost_run(points[1].settings_json), 0);
 }
 
 // A file cut short keeps a header that counts its missing pages, and SQLite then reads none of it; the recovery reads

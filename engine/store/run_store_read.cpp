@@ -9,6 +9,7 @@
 #include "store/final_weights.h"
 #include "store/record_sql.h"
 #include "store/run_store.h"
+#include "store/sweep_record.h"
 
 namespace ampwb {
 namespace {
@@ -168,7 +169,8 @@ std::vector<int64_t> RunStore::resolve_each(const std::vector<std::string>& ids_
     if (const std::string sweep = text.substr(0, 6) == "sweep:" ? text.substr(6) : ""; all_digits(sweep)) {
       const std::optional<int64_t> id = existing_id(*db_, "sweeps", sweep);
       if (!id) throw StoreError("no sweep " + sweep + " in the run store '" + path() + "' (ampwb sweeps lists them)");
-      SqlStatement q(*db_, "SELECT run_id, idx, state FROM sweep_points WHERE sweep_id = ? ORDER BY idx");
+      SqlStatement q(*db_,
+                     "SELECT run_id, idx, state, settings_json FROM sweep_points WHERE sweep_id = ? ORDER BY idx");
       q.bind(1, *id);
       while (q.step()) {
         if (!q.is_null(0)) {
@@ -176,9 +178,11 @@ std::vector<int64_t> RunStore::resolve_each(const std::vector<std::string>& ids_
           continue;
         }
         const std::string state = q.text(2);
-        const std::string why = state == "finished" || state == "cancelled" ? "its run deleted"
-                                : state == "failed"                         ? "failed before its run began"
-                                                                            : "not run yet";
+        const int64_t lost = lost_run(q.text(3));
+        const std::string why = lost != 0 ? "its run " + std::to_string(lost) + " lost to the store's damage"
+                                : state == "finished" || state == "cancelled" ? "its run deleted"
+                                : state == "failed"                           ? "failed before its run began"
+                                                                              : "not run yet";
         if (left_out)
           left_out->push_back("sweep " + sweep + " point " + std::to_string(q.int64(1) + 1) + " (" + why + ")");
       }

@@ -449,7 +449,11 @@ void leave_out_orphans(SqliteDb& db, const std::vector<Table>& tables, StoreReco
                                     quoted(parent_column.empty() ? "rowid" : parent_column) + " FROM " +
                                     quoted(parent) + ")";
         const bool unlink = on_delete == "SET NULL";
-        db.exec(unlink ? "UPDATE " + quoted(t.name) + " SET " + quoted(column) + " = NULL WHERE " + missing
+        // A sweep point whose run was lost keeps which run that was: not one deleted, as a point without a run reads.
+        const std::string lost = t.name == "sweep_points" && column == "run_id"
+                                     ? "settings_json = json_set(settings_json, '$.run_lost', " + quoted(column) + "), "
+                                     : "";
+        db.exec(unlink ? "UPDATE " + quoted(t.name) + " SET " + lost + quoted(column) + " = NULL WHERE " + missing
                        : "DELETE FROM " + quoted(t.name) + " WHERE " + missing);
         if (db.changes() == 0) continue;
         (unlink ? result.unlinked : result.orphans)[t.name] += db.changes();

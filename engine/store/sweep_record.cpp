@@ -259,6 +259,13 @@ std::string point_failure(const SweepPoint& point) {
              : "";
 }
 
+int64_t lost_run(const std::string& settings_json) {
+  const nlohmann::json settings = nlohmann::json::parse(settings_json, nullptr, false);
+  return settings.is_object() && settings.contains("run_lost") && settings["run_lost"].is_number_integer()
+             ? settings["run_lost"].get<int64_t>()
+             : 0;
+}
+
 std::vector<int> requeue_failed_points(RunStore& store, int64_t sweep) {
   return reconnecting([&] {
     SqlConnection& db = store.connection();

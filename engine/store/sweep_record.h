@@ -70,6 +70,9 @@ void set_point_run(RunStore& store, int64_t sweep, int index, int64_t run);
 // Failed, and why, kept with the point (as set_point_state, a cancelled point stays cancelled).
 void set_point_failed(RunStore& store, int64_t sweep, int index, const std::string& why);
 std::string point_failure(const SweepPoint& point);  // the why set_point_failed kept, else empty
+// The run a point had before its store was recovered without it (store_recover.h), else 0: a point without a run
+// otherwise had its run deleted, or has none yet.
+int64_t lost_run(const std::string& settings_json);
 // Every failed point of the sweep queued again, to train a new run (the failed run stays in the store as it is).
 // Returns their indexes.
 std::vector<int> requeue_failed_points(RunStore& store, int64_t sweep);
