@@ -16,6 +16,7 @@
 
 #include "core/choices.h"
 #include "core/device_choice.h"
+#include "core/error.h"
 #include "store/run_store.h"
 
 namespace ampwb::cli {
@@ -111,6 +112,13 @@ CLI::Option* add_named_value(CLI::App* app, const std::string& name, T& value, c
       ->type_name("DEVICE")
       ->default_str(value.name());
 }
+
+// A value not of its flag's type or choices, found after the command line was parsed (a sweep's point read through
+// train's flags): `ampwb` exits with 2 for it, as for the command line's own.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
 
 // Adds --db FILE: the run store.
 CLI::Option* add_db_option(CLI::App* app, std::string& db);

@@ -310,6 +310,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: error: %s\n", command_name(chosen(app)).c_str(),
                  said_with_flag(e.setting(), e.what()).c_str());
     return 1;
+  } catch (const ampwb::cli::UsageError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", command_name(chosen(app)).c_str(), e.what());
+    return kUsageError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", command_name(chosen(app)).c_str(), e.what());
     return 1;

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "cli.h"
 #include "core/error.h"
 #include "core/setting_error.h"
 #include "facade/run_setup.h"
@@ -231,7 +232,7 @@ std::vector<SweepPointConfig> expand_sweep(const SweepGrid& grid) {
     try {
       train.parse(args);
     } catch (const CLI::ParseError& e) {
-      throw Error(std::string(e.what()) + " (" + which + ")");
+      throw UsageError(std::string(e.what()) + " (" + which + ")");
     }
     point.config = flags.resolve();
     bool precision_given = false;

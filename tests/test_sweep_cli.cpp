@@ -174,7 +174,7 @@ TEST(SweepCli, RefusesABadValueBeforeWritingAnything) {
   expect_contains(r.output, "--batch-size: the batch size must be at least 2");
   EXPECT_FALSE(fs::exists(db)) << "the store was made for a refused sweep";
   r = ampwb(tiny_sweep(db, 1, 2, {"--lr", "0.1,fast"}));
-  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.status, 2) << "a value not of its flag's type, as train says it";
   expect_contains(r.output, "--lr");
   r = ampwb(tiny_sweep(db, 1, 2, {}));
   EXPECT_EQ(r.status, 1);
