@@ -146,6 +146,17 @@ std::string sweep_stamp(const SweepRecord& s) {
   return stamp;
 }
 
+// "runs" for runs.sqlite, "ampwb" for postgresql://host/ampwb: a store's name, as a folder name takes it.
+std::string store_label(const std::string& store_path) {
+  std::string label = is_database_server(store_path) ? location_without_password(store_path) : store_path;
+  label = label.substr(0, label.find('?'));
+  label = fs::path(label).filename().string();
+  if (!is_database_server(store_path)) label = fs::path(label).stem().string();
+  for (char& c : label)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return label.empty() ? "store" : label;
+}
+
 // A sweep's folder beside the store (its Slurm script and the tasks' output), beside the checkpoints' folder.
 fs::path sweep_folder(const std::string& store_path, const std::string& stamp) {
   return fs::path(new_checkpoint_dir(store_path)).parent_path().parent_path() / "sweeps" / stamp;
@@ -658,11 +669,13 @@ int sweep_point_command(const SweepIdOptions& o) {
       set_point_failed(store, id, p->index, why);
       throw Error(why);
     }
-    // Each point a folder of its own, under the sweep's --checkpoint-dir if it has one: a folder holds one run's.
+    // Each point a folder of its own, under the sweep's --checkpoint-dir if it has one: a folder holds one run's. It
+    // names the store too: a backup's copy of the sweep, run beside the original, trains its points elsewhere.
     const fs::path base = config.checkpoint_dir.empty() ? fs::path(new_checkpoint_dir(store.path())).parent_path()
                                                         : fs::path(config.checkpoint_dir);
-    config.checkpoint_dir =
-        (base / ("sweep-" + sweep_stamp(sweep(store, id)) + "-point-" + std::to_string(shown))).string();
+    config.checkpoint_dir = (base / ("sweep-" + store_label(store.path()) + "-" + sweep_stamp(sweep(store, id)) +
+                                     "-point-" + std::to_string(shown)))
+                                .string();
   }
   std::fflush(stdout);
   TrainingOutcome outcome;

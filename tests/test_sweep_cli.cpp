@@ -480,10 +480,8 @@ TEST(SweepCli, ASweepThatEndedIsNotCancelled) {
                   "failed, run " + std::to_string(failed) + ": out of memory: this run needs 9.9 GiB");
 }
 
-// A point refused before its run began (its dataset folder gone) keeps why; --retry-failed trains it again.
-TEST(SweepCli, AFailedPointSaysWhyAndRetryFailedTrainsItAgain) {
-  TempDir dir("sweep_retry");
-  const std::string db = dir.file("runs.sqlite"), data = dir.file("data");
+// A sweep point's record, {"values", "config"}, of a tiny training on `data`.
+std::string tiny_point(const std::string& data) {
   TrainConfig config;
   config.data_dir = data;
   config.depth = 20;
@@ -492,7 +490,14 @@ TEST(SweepCli, AFailedPointSaysWhyAndRetryFailedTrainsItAgain) {
   config.threads = 2;
   config.max_steps_per_epoch = 2;
   config.data.validation_fraction = 0.25;
-  const std::string point = nlohmann::json{{"values", {{"seed", "0"}}}, {"config", config}}.dump();
+  return nlohmann::json{{"values", {{"seed", "0"}}}, {"config", config}}.dump();
+}
+
+// A point refused before its run began (its dataset folder gone) keeps why; --retry-failed trains it again.
+TEST(SweepCli, AFailedPointSaysWhyAndRetryFailedTrainsItAgain) {
+  TempDir dir("sweep_retry");
+  const std::string db = dir.file("runs.sqlite"), data = dir.file("data");
+  const std::string point = tiny_point(data);
   {
     RunStore store(db);
     create_sweep(store, "retried", R"({"grid": {"seed": [0]}, "timing": false})", "local", {point});
@@ -513,6 +518,25 @@ TEST(SweepCli, AFailedPointSaysWhyAndRetryFailedTrainsItAgain) {
   EXPECT_EQ(p.state, SweepPointState::Finished);
   EXPECT_EQ(point_failure(p), "");
   EXPECT_EQ(store.run(p.run_id).status, RunStatus::Finished);
+}
+
+// A backup of a store, its sweep run beside the original's, trains its points in checkpoint folders of its own: the
+// original's points never find theirs taken.
+TEST(SweepCli, EachStoreTrainsItsSweepsPointsInFoldersOfItsOwn) {
+  TempDir dir("sweep_store_folders");
+  const std::string point = tiny_point(stripes().string());
+  std::vector<std::string> folders;
+  for (const std::string name : {"runs", "backup"}) {
+    const std::string db = dir.file(name + ".sqlite");
+    {
+      RunStore store(db);
+      create_sweep(store, "one", R"({"grid": {"seed": [0]}, "timing": false})", "local", {point});
+    }
+    ASSERT_EQ(ampwb({"sweep", "run", "1", "--db", db}).status, 0);
+    const RunStore store(db, RunStore::Mode::ReadOnly);
+    folders.push_back(fs::path(store.run(sweep_point(store, 1, 0).run_id).config.checkpoint_dir).filename());
+    EXPECT_TRUE(folders.back().starts_with("sweep-" + name + "-1-")) << folders.back();
+  }
 }
 
 // Under Slurm a SIGTERM is the job preempted or requeued: the run ends interrupted, with a checkpoint to resume.
