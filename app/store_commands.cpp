@@ -223,7 +223,7 @@ int store_check_command(const StoreOptions& options) {
   } catch (const StoreError& e) {
     // SQLite's own header check, not a read of ours: a descriptor of the file opened and closed beside SQLite's
     // would drop its locks (store/sqlite_locks.h). Anything else is not a damaged store but no store at all.
-    if (e.not_a_database()) throw Error("'" + path + "' is not a run store (not an SQLite database)");
+    if (e.not_a_database()) throw Error("'" + path + "' " + not_sqlite_words(path));
     if (!e.damaged()) throw;  // a newer schema, another program's database, a locked file: said as they are
     const std::string cut_short = is_database_server(path) ? "" : cut_short_words(path);
     problems = cut_short.empty() ? e.what() : cut_short + ": SQLite reads none of it";

@@ -503,6 +503,21 @@ TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "is not a run store (not an SQLite database)");
   EXPECT_EQ(r.output.find("store recover"), std::string::npos) << r.output;
+  // A store whose header was zeroed is not called another kind of file: what is missing is said.
+  const std::string zeroed = dir.file("zeroed.sqlite");
+  { RunStore store(zeroed); }
+  {
+    std::fstream f(zeroed, std::ios::in | std::ios::out | std::ios::binary);
+    f.write(std::string(100, '\0').data(), 100);
+  }
+  for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
+           {"store", "check", "--db", zeroed}, {"store", "recover", "--db", zeroed, dir.file("back.sqlite")}}) {
+    r = ampwb(command);
+    EXPECT_EQ(r.status, 1) << r.output;
+    expect_contains(r.output, "'" + zeroed +
+                                  "' cannot be read: its first 100 bytes, where an SQLite database keeps "
+                                  "its header, are zeros");
+  }
   // A whole store of a newer ampwb, and another program's database, are not damaged: said as they are.
   const std::string newer = dir.file("newer.sqlite"), foreign = dir.file("foreign.sqlite");
   { RunStore store(newer); }

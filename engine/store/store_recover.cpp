@@ -487,6 +487,19 @@ std::string cut_short_words(const std::string& sqlite_file) {
              : "";
 }
 
+std::string not_sqlite_words(const std::string& file) {
+  char header[100] = {};
+  std::ifstream in(file, std::ios::binary);
+  std::error_code ec;
+  const uintmax_t bytes = fs::file_size(file, ec);
+  if (in.read(header, sizeof header) && !ec && bytes >= 1024 && bytes % 512 == 0 &&
+      std::all_of(std::begin(header), std::end(header), [](char c) { return c == 0; }))
+    return "cannot be read: its first 100 bytes, where an SQLite database keeps its header, are zeros (a run store "
+           "whose header was overwritten, or not a run store at all), and no program reads a store without its "
+           "header: restore it from a backup";
+  return "is not a run store (not an SQLite database)";
+}
+
 StoreRecoverResult recover_store(const std::string& damaged, const std::string& destination,
                                  const std::function<void(const StoreRecoverProgress&)>& progress) {
   std::error_code ec;
@@ -499,7 +512,7 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
     char magic[16] = {};
     std::ifstream(damaged, std::ios::binary).read(magic, sizeof magic);
     if (std::string(magic, sizeof magic) != std::string("SQLite format 3\0", 16))
-      throw StoreError("'" + damaged + "' is not a run store (not an SQLite database): there is nothing to recover");
+      throw StoreError("'" + damaged + "' " + not_sqlite_words(damaged) + ": there is nothing to recover");
   }
   const CutShortCopy whole_count(damaged, destination);
   SqliteDb from(whole_count.path().empty() ? damaged : whole_count.path(), SqliteDb::Open::ReadOnly);

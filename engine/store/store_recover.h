@@ -45,6 +45,10 @@ struct StoreRecoverProgress {
 // "the file ends after 244 of the 477 pages its header counts (cut short)" for an SQLite file shorter than its header
 // says (a full disk, a copy interrupted), which SQLite reads as malformed throughout; else empty.
 std::string cut_short_words(const std::string& sqlite_file);
+// What to say of `file`, which does not read as an SQLite database, after its quoted name: "is not a run store (not
+// an SQLite database)", or, where its header's 100 bytes are zeros in a file of whole pages, that it cannot be read
+// without its header (the rest may be a store's, but no reader finds it).
+std::string not_sqlite_words(const std::string& file);
 
 StoreRecoverResult recover_store(const std::string& damaged, const std::string& destination,
                                  const std::function<void(const StoreRecoverProgress&)>& progress = {});
