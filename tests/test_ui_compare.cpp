@@ -4,6 +4,7 @@
 // (rename, tag, note, delete with confirmation); and a precision sweep queued through the window that opens its
 // comparison when done. The GUI's table and `ampwb compare --json` (the real binary) of the same runs agree cell for
 // cell.
+#include <QAbstractAxis>
 #include <QAreaSeries>
 #include <QChart>
 #include <QCheckBox>
@@ -12,6 +13,7 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFileDialog>
+#include <QGraphicsTextItem>
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineSeries>
@@ -43,6 +45,7 @@
 #include "analysis/run_speed.h"
 #include "analysis/time_comparison.h"
 #include "backend/cpu/cpu_backend.h"
+#include "chart_axis.h"
 #include "chart_panel.h"
 #include "chart_style.h"
 #include "compare_model.h"
@@ -554,6 +557,146 @@ class CompareRuns : public QObject {
       }
   }
 
+  // At 1366×768, against the wall clock, the loss, accuracy, epoch-time and loss-scale charts say so under their x
+  // axis: whole ("wall clock (s since the run started)", as an export says it), on two lines where the chart is
+  // narrow, or "wall clock (s)" where even those do not fit; on the Training tab beside the setup panel, on a stored
+  // run and on a comparison.
+  void the_wall_clock_axis_is_titled_on_small_charts() {
+    MainWindow w(db_);
+    w.resize(1366, 768);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    // Whole beside the setup panel; the comparison's charts are lower, and one line may be all the room they have.
+    const auto check_titled = [](ChartPanel* panel, const QString& where, bool whole) {
+      panel->set_x_axis(XAxis::WallClock);
+      QTest::qWait(300);
+      for (const QString metric : {"loss", "accuracy", "epoch-time", "loss-scale"}) {
+        MetricChart* c = panel->chart(metric);
+        // In the Compare tab the loss-scale chart, above its note on skipped steps, has room for no x axis title at
+        // all ("step" neither): it is left to the Training tab here.
+        if (!c->isVisibleTo(panel) || (!whole && metric == "loss-scale")) continue;
+        const QAbstractAxis* x = c->chart()->axes(Qt::Horizontal).front();
+        const QString what = where + ", " + metric + ": \"" + x->titleText() + "\"";
+        QVERIFY2(x->isTitleVisible(), qPrintable(what + " is hidden"));
+        const QString shown = QTextDocumentFragment::fromHtml(x->titleText()).toPlainText().simplified();
+        QVERIFY2(shown == x_axis_title(XAxis::WallClock) || (!whole && shown == x_axis_short_title(XAxis::WallClock)),
+                 qPrintable(what));
+        for (QGraphicsItem* item : c->scene()->items())  // nothing QtCharts cut short for want of room
+          if (auto* text = dynamic_cast<QGraphicsTextItem*>(item);
+              text && text->isVisible() && text->defaultTextColor().alpha() > 0)  // the chart's own title is clear
+            QVERIFY2(!text->toPlainText().contains("...") && !text->toPlainText().contains(QChar(0x2026)),
+                     qPrintable(what + ": \"" + text->toPlainText() + "\" is cut short"));
+      }
+    };
+    w.tabs()->setCurrentIndex(0);  // Training, beside the setup panel
+    check_titled(w.live_charts(), "Training tab", true);
+    w.open_runs({bf16_seed1_});
+    check_titled(w.compare_view()->charts(), "One stored run", false);
+    w.open_runs({fp32_seed1_, fp32_seed2_, bf16_seed1_});
+    check_titled(w.compare_view()->charts(), "Comparison", false);
+  }
+
+  // The report measures against the baseline the Compare tab shows, saved from the Runs tab as from the Compare
+  // tab, and its dialog says which run that is and why; runs not compared there are measured against the first.
+  void the_report_says_its_baseline_whichever_tab_saves_it() {
+    MainWindow w(db_);
+    w.open_runs({fp32_seed1_, bf16_seed1_});
+    w.compare_view()->baseline()->setCurrentIndex(1);  // the bf16 run
+    const std::vector<int64_t> against_bf16{bf16_seed1_, fp32_seed1_};
+    QCOMPARE(w.chosen_runs(), against_bf16);
+    w.tabs()->setCurrentWidget(w.runs_view());
+    w.runs_view()->select({fp32_seed1_, bf16_seed1_});
+    QCOMPARE(w.chosen_runs(), against_bf16);
+    const auto dialog_note = [&] {
+      QString note;
+      QTimer::singleShot(0, &w, [&] {
+        if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
+          if (auto* label = dialog->findChild<QLabel*>("saveNote"); label && label->isVisible()) note = label->text();
+          dialog->reject();
+        }
+      });
+      for (QAction* a : w.menuBar()->actions().front()->menu()->actions())
+        if (a->text().startsWith("Save &report")) a->trigger();
+      return note;
+    };
+    const RunStore store(db_.toStdString(), RunStore::Mode::ReadOnly);
+    const auto label = [&](int64_t id) { return QString::fromStdString(run_label(store.run(id))); };
+    QString note = dialog_note();
+    QVERIFY2(note.contains("against run " + label(bf16_seed1_) + ", the Compare tab's baseline"), qPrintable(note));
+    // Other runs than those compared: the first of them, and how to choose another.
+    w.runs_view()->select({fp32_seed2_, bf16_seed1_});
+    QCOMPARE(w.chosen_runs(), (std::vector<int64_t>{fp32_seed2_, bf16_seed1_}));
+    note = dialog_note();
+    QVERIFY2(note.contains("against run " + label(fp32_seed2_) + ", the first of these runs") &&
+                 note.contains("Compare tab") && note.contains("Baseline"),
+             qPrintable(note));
+  }
+
+  // A comparison read again every few seconds while a run trains keeps the charts' choices for its runs (the
+  // histogram's epoch, the grouping); other runs start from their defaults.
+  void the_same_runs_read_again_keep_the_charts_choices() {
+    MainWindow w(db_);
+    ChartPanel* charts = w.compare_view()->charts();
+    auto* histogram_epoch = charts->findChild<QSpinBox*>("histogramEpoch");
+    QVERIFY(histogram_epoch);
+    w.open_runs({fp32_seed1_, fp32_seed2_});
+    QCOMPARE(charts->options().group_by, QString(kAllButSeed));  // only the seed differs
+    histogram_epoch->setValue(1);
+    charts->set_group_by("");
+    w.compare_view()->reload();  // what following a run still training does
+    QCOMPARE(histogram_epoch->value(), 1);
+    QCOMPARE(charts->options().histogram_epoch, 1);
+    QCOMPARE(charts->options().group_by, QString());
+    w.open_runs({fp32_seed1_, bf16_seed1_});
+    QCOMPARE(histogram_epoch->value(), 0);
+    QCOMPARE(histogram_epoch->text(), QString("latest"));
+    w.open_runs({fp32_seed1_, fp32_seed2_});
+    QCOMPARE(charts->options().group_by, QString(kAllButSeed));
+  }
+
+  // Four runs beside the setup panel at 1366×768: each run's training speed shows whole, its interquartile range on
+  // a second line of the cell rather than cut mid-number, and the tooltip holds the value on one line.
+  void four_runs_speeds_show_whole_at_1366_by_768() {
+    QDir().mkpath(dir_.filePath("four"));
+    const QString db = dir_.filePath("four/four.sqlite");
+    RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).backup_to(db.toStdString());
+    TrainConfig c = tiny_config(data_);
+    c.batch_size = 4;  // steady steps to measure the speed on, as the others
+    c.max_steps_per_epoch = 0;
+    c.seed = 2;
+    c.name = "bf16 seed 2";
+    c.precision = precision_preset("amp-bf16");
+    const int64_t bf16_seed2 = train_into_store(db, c);
+    MainWindow w(db);
+    w.resize(1366, 768);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.tabs()->setCurrentWidget(w.compare_view());
+    w.findChild<QWidget*>("setupDock")->setVisible(true);
+    w.open_runs({fp32_seed1_, fp32_seed2_, bf16_seed1_, bf16_seed2});
+    auto* table = w.compare_view()->findChild<QTableView*>("compareTable");
+    QTRY_VERIFY(table->isVisible());
+    QCOMPARE(table->model()->columnCount(), 5);
+    const int speed =
+        static_cast<int>(w.compare_view()->table_model()->row_labels().indexOf("training speed (steady state)"));
+    QVERIFY(speed >= 0);
+    for (int column = 1; column <= 4; ++column) {
+      const QModelIndex cell = table->model()->index(speed, column);
+      const QString shown = cell.data().toString();
+      QFont font = table->font();
+      font.setBold(cell.data(Qt::FontRole).value<QFont>().bold());
+      const QFontMetrics metrics(font);
+      const QStringList lines = shown.split('\n');
+      QVERIFY2(lines.size() == 2 && lines[1].startsWith("(IQR "), qPrintable(shown));
+      for (const QString& line : lines)
+        QVERIFY2(metrics.horizontalAdvance(line) + 8 <= table->columnWidth(column),
+                 qPrintable(QStringLiteral("\"%1\" in %2 px").arg(line).arg(table->columnWidth(column))));
+      QVERIFY2(table->rowHeight(speed) >= 2 * metrics.height(), qPrintable(QString::number(table->rowHeight(speed))));
+      QCOMPARE(QTextDocumentFragment::fromHtml(cell.data(Qt::ToolTipRole).toString()).toPlainText().section("\n", 0, 0),
+               QString(shown).replace('\n', ' '));
+    }
+  }
+
   // A comparison's baseline is the FP32 run, whichever order the runs come in; the one chosen stays chosen while it is
   // compared, and a comparison without it starts again from its FP32 run.
   void the_baseline_is_the_fp32_run_until_another_is_chosen() {
@@ -633,8 +776,8 @@ class CompareRuns : public QObject {
       const nlohmann::json& row = rows.at(static_cast<size_t>(i));
       const QString label = QString::fromStdString(row.at("label").get<std::string>());
       QCOMPARE(model->index(i, 0).data().toString(), label);
-      for (int run = 0; run < static_cast<int>(ids.size()); ++run)
-        QCOMPARE(model->index(i, run + 1).data().toString(),
+      for (int run = 0; run < static_cast<int>(ids.size()); ++run)  // a speed's IQR drawn on a line of its own
+        QCOMPARE(model->index(i, run + 1).data().toString().replace('\n', ' '),
                  QString::fromStdString(row.at("values").at(static_cast<size_t>(run)).get<std::string>()));
       if (row.at("setting").get<bool>() && row.at("differs").get<bool>())
         differences[label.toStdString()] = row["values"];

@@ -464,6 +464,11 @@ class TrainingThroughTheUi : public QObject {
     QCOMPARE(store.epochs(id).size(), epochs);
     QCOMPARE(store.steps(id).size(), epochs * 6);
     QCOMPARE(w.live_run()->steps.size(), epochs * 6);  // the live charts continued from the stored steps
+    // Once it ends, the panel holds the user's settings again, and says so: the next Train is theirs, not the
+    // resumed run's.
+    QCOMPARE(w.setup()->config().precision.mode, PrecisionMode::AmpFp16);
+    const QString said = child<QLabel>(w, "statusLine")->text();
+    QVERIFY2(said.contains("The Run setup panel shows your own settings again."), qPrintable(said));
     QVERIFY(w.resume_run(id).contains("nothing to resume"));
     w.runs_view()->reload();
     QCOMPARE(runs->index(runs->row_of(id), RunsModel::Status).data().toString(), QString("finished"));

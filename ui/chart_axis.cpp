@@ -1,6 +1,7 @@
 // The x axis of the charts: the value of a step or an epoch on each kind of axis, and the axis' titles.
 #include "chart_axis.h"
 
+#include <QAbstractAxis>
 #include <QCoreApplication>
 #include <QValueAxis>
 #include <algorithm>
@@ -108,9 +109,23 @@ double mean_epoch_x(const std::vector<const RunSeries*>& runs, int epoch, XAxis 
   return known ? sum / known : std::nan("");
 }
 
+QString whole_axis_title(const QAbstractAxis* axis) {
+  const QVariant whole = axis->property(kWholeTitle);
+  return whole.isValid() ? whole.toString() : axis->titleText();
+}
+
+QString x_axis_short_title(XAxis axis) {
+  return axis == XAxis::WallClock ? QCoreApplication::translate("XAxis", "wall clock (s)") : QString();
+}
+
 double label_x_axis(QValueAxis* axis, XAxis kind, double high) {
   const QString title = x_axis_title(kind);
-  if (axis->titleText() != title) axis->setTitleText(title);
+  if (whole_axis_title(axis) != title) {
+    axis->setProperty(kWholeTitle, QVariant());
+    axis->setTitleText(title);
+  }
+  if (const QString short_title = x_axis_short_title(kind); axis->property(kShortTitle).toString() != short_title)
+    axis->setProperty(kShortTitle, short_title);
   const double least = kind == XAxis::Step ? 10 : 1;
   if (!(high >= least)) high = least;                // also NaN
   const char* format = high >= 5 ? "%.0f" : "%.1f";  // nice ticks are whole numbers from 5 up

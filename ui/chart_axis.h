@@ -8,6 +8,7 @@
 
 #include "run_series.h"
 
+class QAbstractAxis;
 class QValueAxis;
 
 namespace ampwb::ui {
@@ -40,6 +41,15 @@ constexpr int kMostEpochTicks = 13;
 int epoch_label_step(int epochs, int fitting);
 // An epoch axis for `epochs` epochs: its ticks whole epochs, at most `fitting` of them (MetricChart::ticks_that_fit).
 void set_epoch_range(QValueAxis* axis, int epochs, int fitting = kMostEpochTicks);
+
+// The title an axis was given, whole: MetricChart::fit_axis_titles may show it broken into lines, keeping the whole
+// one in the axis' property kWholeTitle.
+inline constexpr char kWholeTitle[] = "wholeTitle";
+QString whole_axis_title(const QAbstractAxis* axis);
+// The short form of an axis' title, in its property kShortTitle, shown where the whole one does not fit even on
+// several lines: "wall clock (s)". Empty for the others, whose titles are short.
+inline constexpr char kShortTitle[] = "shortTitle";
+QString x_axis_short_title(XAxis axis);
 
 // Sets the title and the label format for an axis reaching `high`; returns the top the axis should reach (at least
 // 10 steps, 1 epoch or 1 second), for MetricChart::set_nice_range.

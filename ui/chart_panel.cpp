@@ -213,10 +213,16 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
 
 void ChartPanel::set_runs(RunList runs) {
   runs_ = std::move(runs);
+  std::vector<int64_t> ids;
+  for (const RunSeries* r : runs_) ids.push_back(r->run_id);
+  const bool other_runs = ids != run_ids_;
+  run_ids_ = std::move(ids);
   update_legend();
   update_layers_runs();
   fit_columns();  // the "Layers of" choice may have widened the layers
-  histogram_epoch_->setValue(0);
+  // The histogram's epoch is for these runs: kept when the same runs come again, read anew (a comparison follows a
+  // run still training every few seconds), back to the latest for others, which may never have reached it.
+  if (other_runs) histogram_epoch_->setValue(0);
   refresh();
 }
 
@@ -294,7 +300,14 @@ void ChartPanel::set_smoothing(double weight) { smoothing_->setValue(static_cast
 
 void ChartPanel::set_group_keys(const std::vector<std::string>& keys) {
   const bool seed_varies = std::find(keys.begin(), keys.end(), "seed") != keys.end();
-  {
+  QStringList offered{QString()}, before;
+  if (seed_varies) offered << QString(kAllButSeed);
+  for (const std::string& key : keys) offered << QString::fromStdString(key);
+  for (int i = 0; i < group_by_->count(); ++i) before << group_by_->itemData(i).toString();
+  // The same runs read again, offering the same keys, keep the grouping chosen for them.
+  const bool keep = offered == before && run_ids_ == grouped_run_ids_;
+  grouped_run_ids_ = run_ids_;
+  if (!keep) {
     const QSignalBlocker block(group_by_);
     group_by_->clear();
     group_by_->addItem(tr("none"), QString());

@@ -28,7 +28,8 @@ class ChartPanel : public QWidget {
  public:
   explicit ChartPanel(QWidget* parent = nullptr);
 
-  // The runs to draw; the caller keeps them alive and calls refresh() after changing them.
+  // The runs to draw; the caller keeps them alive and calls refresh() after changing them. The same runs again (by
+  // run id, read anew) keep the choices made for them.
   void set_runs(RunList runs);
   const RunList& runs() const { return runs_; }
   void refresh();  // redraws what changed, now
@@ -40,7 +41,8 @@ class ChartPanel : public QWidget {
   void set_smoothing(double weight);
   void set_x_axis(XAxis axis);  // what every chart draws against (the "Against" choice)
   // The "Group by" choice: the configuration keys that vary among the runs (run_groups.h), with "everything but
-  // the seed" where the seed varies (chosen when only the seed does); hidden when none vary.
+  // the seed" where the seed varies (chosen when only the seed does); hidden when none vary. Called after
+  // set_runs: the same runs again, offering the same keys, keep the choice made.
   void set_group_keys(const std::vector<std::string>& keys);
   void set_group_by(const QString& key);                               // a key offered, or kAllButSeed; "" for none
   void set_export_prefix(const QString& prefix) { prefix_ = prefix; }  // "run-12", "compare-3-4"
@@ -77,6 +79,8 @@ class ChartPanel : public QWidget {
   void fit_columns();
   void place_cells();
   RunList runs_;
+  std::vector<int64_t> run_ids_;          // of runs_, which may be gone when the next set_runs comes
+  std::vector<int64_t> grouped_run_ids_;  // the runs the "Group by" keys were last offered for
   QTimer* throttle_ = nullptr;
   bool refresh_pending_ = false;
   std::vector<MetricChart*> charts_;

@@ -91,6 +91,16 @@ CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& lo
   table_->setAlternatingRowColors(true);
   table_->setWordWrap(false);
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+  // A row whose values take two lines (a speed and its interquartile range) as high as they need; the rest stay one
+  // line high, so that the table shows as many rows as it can.
+  connect(model_, &QAbstractItemModel::modelReset, table_, [this] {
+    for (int row = 0; row < model_->rowCount(); ++row)
+      for (int column = 1; column < model_->columnCount(); ++column)
+        if (model_->index(row, column).data().toString().contains('\n')) {
+          table_->resizeRowToContents(row);
+          break;
+        }
+  });
 
   // The table's controls beside its tabs, not on a row of their own: at 1366×768 that row is a result's.
   auto* table_controls = new QWidget;

@@ -4,6 +4,8 @@
 #include <QFileDialog>
 #include <QFileIconProvider>
 #include <QFileInfo>
+#include <QGridLayout>
+#include <QLabel>
 #include <QRegularExpression>
 
 #include "plain_text.h"
@@ -46,9 +48,16 @@ QString choose_folder(QWidget* parent, const QString& caption, const QString& st
 }
 
 QString choose_save_file(QWidget* parent, const QString& caption, const QString& suggested, const QString& filters,
-                         QString* selected_filter) {
+                         QString* selected_filter, const QString& note) {
   const QFileInfo proposal(suggested);
   QFileDialog* dialog = new_file_dialog(parent, caption, proposal.absolutePath());
+  if (auto* grid = qobject_cast<QGridLayout*>(dialog->layout()); grid && !note.isEmpty()) {
+    auto* said = new QLabel(note);
+    said->setObjectName("saveNote");
+    said->setTextFormat(Qt::PlainText);  // it names runs: user text, never HTML
+    said->setWordWrap(true);
+    grid->addWidget(said, grid->rowCount(), 0, 1, grid->columnCount());  // under the file name and its type
+  }
   dialog->selectFile(proposal.fileName());
   dialog->setAcceptMode(QFileDialog::AcceptSave);
   dialog->setFileMode(QFileDialog::AnyFile);

@@ -18,8 +18,10 @@ namespace ampwb::ui {
 QString choose_folder(QWidget* parent, const QString& caption, const QString& start);
 
 // A file to write, or an empty string; `selected_filter` in and out, as QFileDialog::getSaveFileName takes it.
+// `note`, where given, is a line of plain text under the file list saying what will be written (the object
+// "saveNote"): the title bar may not show the caption.
 QString choose_save_file(QWidget* parent, const QString& caption, const QString& suggested, const QString& filters,
-                         QString* selected_filter = nullptr);
+                         QString* selected_filter = nullptr, const QString& note = {});
 
 // Whether writing `files` may go ahead: true where none of them exists yet, else the user's answer to a question that
 // names those that do (they would be replaced; the folder's other files stay).

@@ -631,6 +631,8 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
     for (const EpochReport& e : live_->epochs) best = std::max(best, e.validation_accuracy);
     text += tr(": best validation accuracy %1%").arg(100 * best, 0, 'f', 2);
   }
+  if (restore_panel_after_resume())
+    text += (text.endsWith('.') ? " " : ". ") + tr("The Run setup panel shows your own settings again.");
   controls_->set_status(text);
   show_status(text, 10000);
   // A finished run cannot be resumed: its checkpoint is only disk space, once the store holds its end.
@@ -924,6 +926,14 @@ void MainWindow::restore_panel_after_sweep() {
   panel_before_sweep_.reset();
 }
 
+bool MainWindow::restore_panel_after_resume() {
+  if (!panel_before_resume_) return false;
+  setup_->set_config(panel_before_resume_->config);
+  setup_->set_processes(panel_before_resume_->processes);
+  panel_before_resume_.reset();
+  return true;
+}
+
 // "Sweep done: 3 runs compared"; stopped, the runs it never started are named, so that none is taken for trained.
 QString MainWindow::sweep_outcome(const std::vector<int64_t>& ids) const {
   const QString compared = ids.size() == 1 ? tr("1 run compared") : tr("%1 runs compared").arg(ids.size());
@@ -1004,6 +1014,7 @@ QString MainWindow::resume_run(int64_t id, const QString& data_folder) {
   const int processes = store_->run(id).info.world_size;
   const QString problem_starting = start_config(config, id, std::move(prefilled), processes);
   if (problem_starting.isEmpty()) {  // the panel shows the settings of the run it trains, its name left to that run
+    panel_before_resume_ = PanelSettings{setup_->config(), setup_->processes()};
     setup_->set_config(config);
     setup_->clear_run_name();
     setup_->set_processes(processes);
@@ -1058,7 +1069,13 @@ void MainWindow::export_csv_interactive(std::vector<int64_t> ids) {
 
 std::vector<int64_t> MainWindow::chosen_runs() const {
   if (tabs_->currentWidget() == compare_ && !compare_->run_ids().empty()) return compare_->run_ids_baseline_first();
-  if (!runs_view_->selected_ids().empty()) return runs_view_->selected_ids();
+  if (std::vector<int64_t> selected = runs_view_->selected_ids(); !selected.empty()) {
+    // The runs the Compare tab compares, chosen again in the Runs tab: in its order, so that a report of them takes
+    // the baseline it shows, whichever tab the report is saved from.
+    std::vector<int64_t> compared = compare_->run_ids();
+    std::sort(compared.begin(), compared.end());
+    return compared == selected ? compare_->run_ids_baseline_first() : selected;
+  }
   if (live_->run_id) return {live_->run_id};
   return {};
 }
@@ -1086,16 +1103,33 @@ void MainWindow::save_report_interactive(std::vector<int64_t> ids) {
                                         : tr("Save the report of runs %1 (against %2)")
                                               .arg(numbers.mid(0, 6).join(", ") + (ids.size() > 6 ? ", ..." : ""))
                                               .arg(ids.front());
-  const QString file = choose_save_file(this, title, suggested, tr("HTML (*.html)"));
+  // Which run the others are measured against, said inside the dialog (its title bar may not show the title), and
+  // where it comes from, so that the user can choose another before saving.
+  QString note;
+  if (ids.size() > 1) {
+    QString baseline = QString::number(ids.front());
+    try {
+      baseline = QString::fromStdString(run_label(store_->run(ids.front())));
+    } catch (const std::exception&) {  // the store out of reach: its number says it; saving will say why not
+    }
+    note = ids == compare_->run_ids_baseline_first()
+               ? tr("The report measures speed-ups and the diagnosis against run %1, the Compare tab's baseline.")
+                     .arg(baseline)
+               : tr("The report measures speed-ups and the diagnosis against run %1, the first of these runs. To "
+                    "measure against another, open the runs in the Compare tab and choose its Baseline.")
+                     .arg(baseline);
+  }
+  const QString file = choose_save_file(this, title, suggested, tr("HTML (*.html)"), nullptr, note);
   if (file.isEmpty()) return;
   settings.setValue("export/folder", QFileInfo(file).absolutePath());
   try {
     save_report(ids, file);
-    show_status((ids.size() == 1 ? tr("Wrote the report of run %1 to %2") : tr("Wrote the report of %1 runs to %2"))
-                        .arg(ids.size() == 1 ? ids.front() : static_cast<int64_t>(ids.size()))
-                        .arg(file) +
-                    tr(" (print it to PDF from a browser, or use ampwb report --out FILE.pdf)"),
-                10000);
+    show_status(
+        (ids.size() == 1
+             ? tr("Wrote the report of run %1 to %2").arg(ids.front()).arg(file)
+             : tr("Wrote the report of %1 runs, against run %2, to %3").arg(ids.size()).arg(ids.front()).arg(file)) +
+            tr(" (print it to PDF from a browser, or use ampwb report --out FILE.pdf)"),
+        10000);
   } catch (const std::exception& e) {
     plain_message(this, QMessageBox::Warning, tr("Save report"), as_sentence(QString::fromUtf8(e.what())));
   }
@@ -1138,7 +1172,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     if (!sweep_process_->waitForFinished(60000)) sweep_process_->kill();
     sweep_process_ = nullptr;
   }
-  restore_panel_after_sweep();  // the settings kept are the user's, not a sweep run's
+  restore_panel_after_sweep();  // the settings kept are the user's, not a sweep run's or a resumed one's
+  restore_panel_after_resume();
   setup_->save_settings();
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());

@@ -67,7 +67,8 @@ class MainWindow : public QMainWindow {
   QStringList export_csv(const std::vector<int64_t>& ids, const QString& folder);  // throws on failure
   void save_report(const std::vector<int64_t>& ids, const QString& file);          // HTML (ampwb report); throws
   // The runs a File menu action acts on: the Compare tab's (its baseline first, as a report takes it), else those
-  // selected in the Runs view, else the live one.
+  // selected in the Runs view (the Compare tab's order where it compares the same runs, else by number), else the
+  // live one.
   std::vector<int64_t> chosen_runs() const;
 
   RunSetupPanel* setup() const { return setup_; }
@@ -102,6 +103,7 @@ class MainWindow : public QMainWindow {
                        int processes = 1);
   void start_next_sweep_run();
   void restore_panel_after_sweep();
+  bool restore_panel_after_resume();  // whether there was one to restore
   QString sweep_outcome(
       const std::vector<int64_t>& ids) const;  // the settings the panel showed before the sweep loaded each of its runs
   void time_sweep(const std::vector<int64_t>& ids);    // its configurations in alternation, then finish_sweep
@@ -136,6 +138,13 @@ class MainWindow : public QMainWindow {
   TrainingSession* session_ = nullptr;
   Sweep sweep_;
   std::optional<TrainConfig> panel_before_sweep_;
+  // What the Run setup panel held before a resumed run loaded its settings there: the user's again when it ends,
+  // so that the next Train is not the resumed run's settings unasked.
+  struct PanelSettings {
+    TrainConfig config;
+    int processes = 1;
+  };
+  std::optional<PanelSettings> panel_before_resume_;
   std::unique_ptr<SweepTiming> sweep_timing_;
   std::map<int, MachineLoad> epoch_loads_;  // the live run's, by epoch: one batch of events may hold several epochs
   std::unique_ptr<RunSeries> live_;

@@ -51,6 +51,20 @@ qreal widest_label(const QAbstractAxis* axis) {
   return std::max(metrics.horizontalAdvance(low), metrics.horizontalAdvance(high));
 }
 
+// `text` broken at its spaces into the fewest lines each at most `width` long; none where a word is longer.
+QStringList lines_within(const QString& text, const QFontMetricsF& metrics, qreal width) {
+  QStringList lines;
+  for (const QString& word : text.split(' ', Qt::SkipEmptyParts)) {
+    if (metrics.horizontalAdvance(word) > width) return {};
+    const QString longer = lines.isEmpty() ? QString() : lines.back() + ' ' + word;
+    if (!lines.isEmpty() && metrics.horizontalAdvance(longer) <= width)
+      lines.back() = longer;
+    else
+      lines << word;
+  }
+  return lines;
+}
+
 }  // namespace
 
 MetricChart::MetricChart(QString metric, QString title, QWidget* parent)
@@ -138,24 +152,42 @@ void MetricChart::fit_axis_titles() {
   const QSizeF content(
       chart()->size().width() - m.left() - m.right(),
       chart()->size().height() - m.top() - m.bottom() - QFontMetricsF(chart()->titleFont()).height() - 8);
-  qsizetype vertical = 0, horizontal = 0;
-  for (const QAbstractAxis* axis : chart()->axes()) (axis->orientation() == Qt::Vertical ? vertical : horizontal)++;
+  qsizetype vertical_axes = 0, horizontal_axes = 0;
+  for (const QAbstractAxis* axis : chart()->axes())
+    (axis->orientation() == Qt::Vertical ? vertical_axes : horizontal_axes)++;
   for (QAbstractAxis* axis : chart()->axes()) {
-    if (axis->titleText().isEmpty()) continue;
+    const QString whole = whole_axis_title(axis);
+    if (whole.isEmpty()) continue;
     const QFontMetricsF title(axis->titleFont());
-    const qreal along = title.horizontalAdvance(QTextDocumentFragment::fromHtml(axis->titleText()).toPlainText());
-    qreal spare = 0;  // room left with the title shown: along the plot, and across within the axes' share
-    if (axis->orientation() == Qt::Horizontal) {
-      const qreal across = title.height() + QFontMetricsF(axis->labelsFont()).height() + 24;  // with paddings
-      const qreal share = 0.4 * content.height() / std::max<qsizetype>(1, horizontal);
-      spare = std::min(plot.width() - along - 12, share - across);
-    } else {
-      const qreal across = title.height() + widest_label(axis) + 24;
-      const qreal share = 0.4 * content.width() / std::max<qsizetype>(1, vertical);
-      spare = std::min(plot.height() - along - 12, share - across);
-    }
+    const bool horizontal = axis->orientation() == Qt::Horizontal;
     // A little slack before showing it again, so that the room it frees does not bring it straight back.
-    const bool show = axis->isTitleVisible() ? spare >= 0 : spare >= 16;
+    const qreal slack = axis->isTitleVisible() ? 0 : 16;
+    const qreal share = horizontal ? 0.4 * content.height() / std::max<qsizetype>(1, horizontal_axes)
+                                   : 0.4 * content.width() / std::max<qsizetype>(1, vertical_axes);
+    // An x axis' title on as many lines as it needs along the plot: a long one ("wall clock (s since the run
+    // started)") on a small chart shows whole on two lines, and where those do not fit either, its short form
+    // ("wall clock (s)"), rather than nothing. A y axis' title stays on one line, which keeps the plot's width for
+    // the x axis' title. QtCharts cuts a title longer than the plot.
+    QStringList lines;
+    bool show = false;
+    for (const QString& candidate : {whole, axis->property(kShortTitle).toString()}) {
+      if (candidate.isEmpty()) continue;
+      lines = lines_within(QTextDocumentFragment::fromHtml(candidate).toPlainText(), title,
+                           (horizontal ? plot.width() : plot.height()) - 4 - slack);
+      if (!horizontal && lines.size() > 1) lines.clear();
+      // Across, it must fit within the axes' share with its labels and paddings.
+      const qreal across = title.height() + (lines.size() - 1) * title.lineSpacing() + 24 +
+                           (horizontal ? QFontMetricsF(axis->labelsFont()).height() : widest_label(axis));
+      show = !lines.isEmpty() && across <= share - slack;
+      if (show) break;
+    }
+    QStringList escaped;
+    for (const QString& line : lines) escaped << line.toHtmlEscaped();
+    const QString shown = show ? escaped.join("<br>") : whole;
+    if (axis->titleText() != shown) {
+      axis->setProperty(kWholeTitle, whole);
+      axis->setTitleText(shown);
+    }
     if (show != axis->isTitleVisible()) axis->setTitleVisible(show);
   }
 }
