@@ -336,7 +336,8 @@ std::string copy_summary(const StoreCopyResult& r) {
   if (r.interrupted) line += "; " + runs(r.interrupted) + " whose recording process was gone copied as interrupted";
   if (r.renamed) line += "; " + runs(r.renamed) + " renamed NAME-2 (-3, ...): another run there had the name";
   if (r.annotations_kept)
-    line += "; " + runs(r.annotations_kept) + " updated kept its notes and tags there, the source's added";
+    line += "; " + runs(r.annotations_kept) + " updated kept " + (r.annotations_kept == 1 ? "its" : "their") +
+            " notes and tags there, the source's added";
   for (const StoreCopyResult::NameReplaced& n : r.names_replaced)
     line +=
         "; run " + std::to_string(n.run) + " there, named '" + n.was + "', is named '" + n.now + "' as in the source";

@@ -146,15 +146,22 @@ std::string sweep_stamp(const SweepRecord& s) {
   return stamp;
 }
 
-// "runs" for runs.sqlite, "ampwb" for postgresql://host/ampwb: a store's name, as a folder name takes it.
+// "runs-3f09a2" for /data/runs.sqlite, "ampwb-81c4d0" for postgresql://host/ampwb: a store's name, as a folder name
+// takes it, and a hash of where it is (FNV-1a), so that two stores of one name (a copy elsewhere, two servers'
+// databases) differ.
 std::string store_label(const std::string& store_path) {
-  std::string label = is_database_server(store_path) ? location_without_password(store_path) : store_path;
-  label = label.substr(0, label.find('?'));
-  label = fs::path(label).filename().string();
-  if (!is_database_server(store_path)) label = fs::path(label).stem().string();
+  const bool server = is_database_server(store_path);
+  const std::string where =
+      server ? location_without_password(store_path) : fs::absolute(store_path).lexically_normal().string();
+  std::string label = fs::path(where.substr(0, where.find('?'))).filename().string();
+  if (!server) label = fs::path(label).stem().string();
   for (char& c : label)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  return label.empty() ? "store" : label;
+  uint32_t hash = 2166136261u;
+  for (const unsigned char c : where) hash = (hash ^ c) * 16777619u;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "%06x", hash & 0xffffff);
+  return (label.empty() ? "store" : label) + "-" + hex;
 }
 
 // A sweep's folder beside the store (its Slurm script and the tasks' output), beside the checkpoints' folder.
@@ -238,7 +245,9 @@ static_assert(std::atomic<bool>::is_always_lock_free);
 void on_stop(int signal) {
   if (g_stop == 0) g_stop = signal;  // the first: what the points record, and the exit status
   g_cancel_timing = true;
-  if (g_timing) {  // a turn may take minutes: a second signal ends the process as it would without this handler
+  // A turn may take minutes: a second signal ends the process as it would without this handler. Not a SIGPIPE, which
+  // every later line raises again: the turn stops as asked.
+  if (g_timing && signal != SIGPIPE) {
     struct sigaction default_action {};
     default_action.sa_handler = SIG_DFL;
     sigaction(signal, &default_action, nullptr);
@@ -366,7 +375,15 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
     while (!g_stop && static_cast<int>(running.size()) < parallel) {
       const std::optional<SweepPoint> p = take_next_point(store, sweep);
       if (!p) break;
+      // Said before the child starts: a signal this line raises (SIGPIPE) stops the sweep before the point begins,
+      // never reaching a child that has no handlers yet.
+      std::printf("point %d/%zu started: %s\n", p->index + 1, total, describe_point_json(p->settings_json).c_str());
       std::fflush(stdout);
+      if (g_stop) {
+        return_point(store, sweep, p->index);
+        release_point(store, *p);
+        break;
+      }
       const pid_t self = ::getpid(), child = ::fork();
       if (child < 0) {
         return_point(store, sweep, p->index);
@@ -388,8 +405,6 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
       }
       ::setpgid(child, child);
       running[child] = *p;
-      std::printf("point %d/%zu started: %s\n", p->index + 1, total, describe_point_json(p->settings_json).c_str());
-      std::fflush(stdout);
     }
     if (running.empty()) break;
     if (g_stop && !forwarded) {
@@ -409,7 +424,11 @@ int run_here(const std::string& db, int64_t sweep, int parallel, bool timing) {
     const int index = taken.index;
     running.erase(at);
     SweepPoint p = sweep_point(store, sweep, index);
-    if (p.state == SweepPointState::Running) {  // the child ended before it could say how
+    const bool stopped_by_us = forwarded && WIFSIGNALED(status) && WTERMSIG(status) == g_stop;
+    if (p.state == SweepPointState::Running && stopped_by_us) {  // the signal passed on came before its handlers
+      return_point(store, sweep, index);
+      p = sweep_point(store, sweep, index);
+    } else if (p.state == SweepPointState::Running) {  // the child ended before it could say how
       set_point_failed(
           store, sweep, index,
           WIFSIGNALED(status)
@@ -673,9 +692,11 @@ int sweep_point_command(const SweepIdOptions& o) {
     // names the store too: a backup's copy of the sweep, run beside the original, trains its points elsewhere.
     const fs::path base = config.checkpoint_dir.empty() ? fs::path(new_checkpoint_dir(store.path())).parent_path()
                                                         : fs::path(config.checkpoint_dir);
-    config.checkpoint_dir = (base / ("sweep-" + store_label(store.path()) + "-" + sweep_stamp(sweep(store, id)) +
-                                     "-point-" + std::to_string(shown)))
-                                .string();
+    const int retries = point_retries(*p);
+    config.checkpoint_dir =
+        (base / ("sweep-" + store_label(store.path()) + "-" + sweep_stamp(sweep(store, id)) + "-point-" +
+                 std::to_string(shown) + (retries ? "-retry-" + std::to_string(retries) : "")))
+            .string();
   }
   std::fflush(stdout);
   TrainingOutcome outcome;

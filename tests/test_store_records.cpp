@@ -820,6 +820,7 @@ TEST(RunGroups, AMeanIsWrittenToTheDigitsItsSpreadAllows) {
   EXPECT_EQ(mean_std_text({"", 91.26, 0.96}), "91.26 ± 0.96");
   EXPECT_EQ(mean_std_text({"", 91.26, 0.996}), "91.3 ± 1.0");
   EXPECT_EQ(mean_std_text({"", 12345.6, 0.0}), "12345.6 ± 0");
+  EXPECT_EQ(mean_std_text({"", 96.6666666666667, 1.5e-14}), "96.6667 ± 0") << "equal runs, but for rounding";
   EXPECT_EQ(mean_std_text({"", 12345.6, none}), "12345.6");
   EXPECT_EQ(mean_std_text({"", none, none}), "-");
 }

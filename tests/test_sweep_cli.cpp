@@ -266,8 +266,8 @@ TEST(SweepCli, CtrlCLeavesThePointRequeuedAndSweepRunResumesIt) {
   EXPECT_FALSE(store.alternating_speed(run).has_value()) << "timed despite --no-timing";
 }
 
-// `ampwb sweep | head -1`: once the output's reader is gone (its next line, point 1's end, finds it so) the sweep
-// starts no other point and says on stderr how to go on, as at a Ctrl-C.
+// `ampwb sweep | head -1`: once the output's reader is gone (a line of the sweep finds it so) the sweep starts no
+// other point and says on stderr how to go on, as at a Ctrl-C; no point is left failed or running.
 TEST(SweepCli, ASweepWhoseReaderWentAwayStopsAndSaysHowToGoOn) {
   TempDir dir("sweep_reader_gone");
   const std::string db = dir.file("runs.sqlite"), script = dir.file("sweep.sh"), errors = dir.file("stderr");
@@ -277,7 +277,12 @@ TEST(SweepCli, ASweepWhoseReaderWentAwayStopsAndSaysHowToGoOn) {
   const int status = std::system(("bash '" + script + "'").c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGPIPE) << read_text(errors);
-  expect_contains(read_text(errors), "sweep 1: 1 finished, 2 queued; continue it with ampwb sweep run 1\n");
+  expect_contains(read_text(errors), "; continue it with ampwb sweep run 1\n");
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  for (const SweepPoint& p : sweep_points(store, 1))
+    EXPECT_TRUE(p.state == SweepPointState::Finished || p.state == SweepPointState::Queued ||
+                p.state == SweepPointState::Requeued)
+        << "point " << p.index + 1 << " " << sweep_point_state_name(p.state) << ": " << read_text(errors);
 }
 
 // A sweep stopped by its terminal's hangup, then its point's checkpoint deleted: the point cannot resume its run and
@@ -518,25 +523,34 @@ TEST(SweepCli, AFailedPointSaysWhyAndRetryFailedTrainsItAgain) {
   EXPECT_EQ(p.state, SweepPointState::Finished);
   EXPECT_EQ(point_failure(p), "");
   EXPECT_EQ(store.run(p.run_id).status, RunStatus::Finished);
+  // In a folder of its own: one a failed run left its checkpoint in would be refused it.
+  EXPECT_TRUE(store.run(p.run_id).config.checkpoint_dir.ends_with("-point-1-retry-1"))
+      << store.run(p.run_id).config.checkpoint_dir;
 }
 
-// A backup of a store, its sweep run beside the original's, trains its points in checkpoint folders of its own: the
-// original's points never find theirs taken.
+// A copy of a store, its sweep run beside the original's, trains its points in checkpoint folders of its own, though
+// both are named runs.sqlite and checkpoint into one folder: the original's points never find theirs taken.
 TEST(SweepCli, EachStoreTrainsItsSweepsPointsInFoldersOfItsOwn) {
   TempDir dir("sweep_store_folders");
-  const std::string point = tiny_point(stripes().string());
-  std::vector<std::string> folders;
-  for (const std::string name : {"runs", "backup"}) {
-    const std::string db = dir.file(name + ".sqlite");
+  nlohmann::json point = nlohmann::json::parse(tiny_point(stripes().string()));
+  point["config"]["checkpoint_dir"] = dir.file("checkpoints");
+  std::vector<std::string> labels;
+  for (const std::string place : {"here", "there"}) {
+    fs::create_directories(dir.file(place));
+    const std::string db = dir.file(place + "/runs.sqlite");
     {
       RunStore store(db);
-      create_sweep(store, "one", R"({"grid": {"seed": [0]}, "timing": false})", "local", {point});
+      create_sweep(store, "one", R"({"grid": {"seed": [0]}, "timing": false})", "local", {point.dump()});
     }
     ASSERT_EQ(ampwb({"sweep", "run", "1", "--db", db}).status, 0);
     const RunStore store(db, RunStore::Mode::ReadOnly);
-    folders.push_back(fs::path(store.run(sweep_point(store, 1, 0).run_id).config.checkpoint_dir).filename());
-    EXPECT_TRUE(folders.back().starts_with("sweep-" + name + "-1-")) << folders.back();
+    const fs::path folder = store.run(sweep_point(store, 1, 0).run_id).config.checkpoint_dir;
+    EXPECT_EQ(folder.parent_path(), fs::path(dir.file("checkpoints")));
+    const std::string name = folder.filename();
+    EXPECT_TRUE(name.starts_with("sweep-runs-")) << name;
+    labels.push_back(name.substr(0, name.find("-1-")));
   }
+  EXPECT_NE(labels[0], labels[1]) << "two stores named runs.sqlite share their points' folders";
 }
 
 // Under Slurm a SIGTERM is the job preempted or requeued: the run ends interrupted, with a checkpoint to resume.

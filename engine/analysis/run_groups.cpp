@@ -109,11 +109,11 @@ std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries,
 }
 
 std::string mean_std_text(const GroupMetric& metric) {
-  char text[96];
+  char text[160];
   if (!std::isfinite(metric.mean)) return "-";
   if (!std::isfinite(metric.std)) {  // a single run
     std::snprintf(text, sizeof text, "%.6g", metric.mean);
-  } else if (metric.std == 0) {
+  } else if (metric.std <= 1e-9 * std::abs(metric.mean)) {  // equal runs, their mean's rounding aside
     std::snprintf(text, sizeof text, "%.6g ± 0", metric.mean);
   } else {
     const auto magnitude_of = [](double x) { return static_cast<int>(std::floor(std::log10(x))); };

@@ -45,7 +45,7 @@ struct GroupMetric {
 // Of the runs' summaries and their steady speeds (measure_speed: the speed every other view shows), by index.
 std::vector<GroupMetric> group_metrics(const std::vector<RunSummary>& summaries, const std::vector<RunSpeed>& speeds,
                                        const ConfigGroup& group);
-// "468 ± 110", "0.8123 ± 0.0042": the standard deviation to two significant digits and the mean to the same decimal
+// "470 ± 110", "0.8123 ± 0.0042": the standard deviation to two significant digits and the mean to the same decimal
 // place (as a measurement and its uncertainty are written); the mean alone for one run, "-" for none.
 std::string mean_std_text(const GroupMetric& metric);
 

@@ -178,15 +178,18 @@ std::vector<int64_t> RunStore::resolve_each(const std::vector<std::string>& ids_
           continue;
         }
         const std::string state = q.text(2);
+        // Only a finished point surely had a run; a failed one that kept why had none.
         const int64_t lost = lost_run(q.text(3));
+        const bool kept_why = nlohmann::json::parse(q.text(3), nullptr, false).contains("failure");
         const std::string why = lost != 0 ? "its run " + std::to_string(lost) + " lost to the store's damage"
-                                : state == "finished" || state == "cancelled" ? "its run deleted"
-                                : state == "failed"                           ? "failed before its run began"
-                                                                              : "not run yet";
+                                : state == "finished"  ? "its run deleted"
+                                : state == "failed"    ? (kept_why ? "failed before its run began" : "failed, no run")
+                                : state == "cancelled" ? "cancelled, no run"
+                                                       : "not run yet";
         if (left_out)
           left_out->push_back("sweep " + sweep + " point " + std::to_string(q.int64(1) + 1) + " (" + why + ")");
       }
-      if (named.empty()) throw Error("sweep " + sweep + " has no runs yet (ampwb sweep status " + sweep + ")");
+      if (named.empty()) throw Error("sweep " + sweep + " has no runs (ampwb sweep status " + sweep + " says why)");
     } else {
       named.push_back(resolve(text));
     }

@@ -371,6 +371,10 @@ class StoreCopy {
     SqlTransaction t(*to_);
     if (into) keep_annotations(row, into);
     unique_name(row, into);
+    if (into)  // the name it takes there, once unique
+      if (SqlStatement was(*to_, "SELECT name FROM runs WHERE id = ?"); was.bind(1, into).step())
+        if (const std::string now = value_of(row, "name").text; was.text(0) != now)
+          result_.names_replaced.push_back({into, was.text(0), now});
     if (into) {
       for (const RunTable& table : kRunTables) {
         SqlStatement forget(*to_, std::string("DELETE FROM ") + table.name + " WHERE run_id = ?");
@@ -446,7 +450,6 @@ class StoreCopy {
     if (!q.bind(1, into).step()) return;
     const std::string name = q.text(0), notes = q.text(1), tags = q.text(2);
     bool kept = false;
-    if (const Value& v = value_of(row, "name"); v.text != name) result_.names_replaced.push_back({into, name, v.text});
     if (Value& v = value_of(row, "notes"); v.text.find(notes) == std::string::npos) {
       v.text = v.text.empty() || notes.find(v.text) != std::string::npos ? notes : notes + "\n\n" + v.text;
       kept = true;

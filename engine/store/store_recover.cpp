@@ -383,29 +383,38 @@ class CutShortCopy {
     const std::optional<CutShort> cut = cut_short(damaged);
     if (!cut) return;
     path_ = beside + ".reading-" + std::to_string(::getpid());
-    std::error_code ec;
-    fs::copy_file(damaged, path_, fs::copy_options::overwrite_existing);
-    if (fs::exists(damaged + "-wal", ec)) fs::copy_file(damaged + "-wal", path_ + "-wal");
-    const uint32_t stale = cut->change_counter + 1;
-    const char valid_for[4] = {static_cast<char>(stale >> 24), static_cast<char>(stale >> 16),
-                               static_cast<char>(stale >> 8), static_cast<char>(stale)};
-    std::fstream patch(path_, std::ios::binary | std::ios::in | std::ios::out);
-    patch.seekp(92);
-    if (!patch.write(valid_for, sizeof valid_for).flush())
-      throw StoreError("cannot write a copy of '" + damaged + "' to read it: " + path_);
+    try {
+      std::error_code ec;
+      fs::copy_file(damaged, path_, fs::copy_options::overwrite_existing);
+      if (fs::exists(damaged + "-wal", ec))
+        fs::copy_file(damaged + "-wal", path_ + "-wal", fs::copy_options::overwrite_existing);
+      const uint32_t stale = cut->change_counter + 1;
+      const char valid_for[4] = {static_cast<char>(stale >> 24), static_cast<char>(stale >> 16),
+                                 static_cast<char>(stale >> 8), static_cast<char>(stale)};
+      std::fstream patch(path_, std::ios::binary | std::ios::in | std::ios::out);
+      patch.seekp(92);
+      if (!patch.write(valid_for, sizeof valid_for).flush()) throw StoreError("its header could not be written");
+    } catch (const std::exception& e) {  // a full disk, as often as not: no part of the copy stays behind
+      remove();
+      throw StoreError("cannot read '" + damaged + "', cut short, through a copy beside '" + beside +
+                       "' (it needs as much free space as the store): " + e.what());
+    }
+    words_ = cut_short_words(damaged);
   }
-  ~CutShortCopy() {
+  ~CutShortCopy() { remove(); }
+  CutShortCopy(const CutShortCopy&) = delete;
+  CutShortCopy& operator=(const CutShortCopy&) = delete;
+
+  const std::string& path() const { return path_; }    // empty where the file is read as it is
+  const std::string& words() const { return words_; }  // cut_short_words() of the damaged file
+
+ private:
+  void remove() {
     std::error_code ec;
     for (const char* suffix : {"", "-wal", "-shm"})
       if (!path_.empty()) fs::remove(path_ + suffix, ec);
   }
-  CutShortCopy(const CutShortCopy&) = delete;
-  CutShortCopy& operator=(const CutShortCopy&) = delete;
-
-  const std::string& path() const { return path_; }  // empty where the file is read as it is
-
- private:
-  std::string path_;
+  std::string path_, words_;
 };
 
 int64_t pragma(SqliteDb& db, const char* name) {
@@ -450,9 +459,11 @@ void leave_out_orphans(SqliteDb& db, const std::vector<Table>& tables, StoreReco
                                     quoted(parent) + ")";
         const bool unlink = on_delete == "SET NULL";
         // A sweep point whose run was lost keeps which run that was: not one deleted, as a point without a run reads.
-        const std::string lost = t.name == "sweep_points" && column == "run_id"
-                                     ? "settings_json = json_set(settings_json, '$.run_lost', " + quoted(column) + "), "
-                                     : "";
+        const std::string lost =
+            t.name == "sweep_points" && column == "run_id"
+                ? "settings_json = CASE WHEN json_valid(settings_json) THEN json_set(settings_json, '$.run_lost', " +
+                      quoted(column) + ") ELSE settings_json END, "
+                : "";
         db.exec(unlink ? "UPDATE " + quoted(t.name) + " SET " + lost + quoted(column) + " = NULL WHERE " + missing
                        : "DELETE FROM " + quoted(t.name) + " WHERE " + missing);
         if (db.changes() == 0) continue;
@@ -568,7 +579,7 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
     leave_out_orphans(to, tables, recovery.result());
     recovery.find_incomplete_runs();
     result = std::move(recovery.result());
-    result.cut_short = cut_short_words(damaged);
+    result.cut_short = whole_count.words();
     add_note(to, result.incomplete_runs,
              "recovered from a damaged run store: some of its records could not be read, so its curves may have gaps");
     for (const std::string& sql : later) to.exec(sql);

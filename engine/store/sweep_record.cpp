@@ -252,6 +252,13 @@ void set_point_failed(RunStore& store, int64_t sweep, int index, const std::stri
   });
 }
 
+int point_retries(const SweepPoint& point) {
+  const nlohmann::json settings = nlohmann::json::parse(point.settings_json, nullptr, false);
+  return settings.is_object() && settings.contains("retries") && settings["retries"].is_number_integer()
+             ? settings["retries"].get<int>()
+             : 0;
+}
+
 std::string point_failure(const SweepPoint& point) {
   const nlohmann::json settings = nlohmann::json::parse(point.settings_json, nullptr, false);
   return settings.is_object() && settings.contains("failure") && settings["failure"].is_string()
@@ -270,11 +277,17 @@ std::vector<int> requeue_failed_points(RunStore& store, int64_t sweep) {
   return reconnecting([&] {
     SqlConnection& db = store.connection();
     SqlTransaction t(db);
+    std::vector<SweepPoint> failed;
+    SqlStatement q(db, std::string("SELECT ") + kPointColumns + " FROM sweep_points WHERE sweep_id = ? AND state = ?");
+    q.bind(1, sweep).bind(2, sweep_point_state_name(SweepPointState::Failed));
+    while (q.step()) failed.push_back(read_point(q));
     std::vector<int> requeued;
-    for (const SweepPoint& p : sweep_points(store, sweep)) {
-      if (p.state != SweepPointState::Failed) continue;
+    for (const SweepPoint& p : failed) {
       nlohmann::json settings = nlohmann::json::parse(p.settings_json, nullptr, false);
-      if (settings.is_object()) settings.erase("failure");
+      if (settings.is_object()) {
+        settings.erase("failure");
+        settings["retries"] = settings.value("retries", 0) + 1;  // a folder of its own: the failed run's stays
+      }
       SqlStatement u(db,
                      "UPDATE sweep_points SET settings_json = ?, run_id = NULL, state = ?, updated = ? "
                      "WHERE sweep_id = ? AND idx = ?");

@@ -73,9 +73,11 @@ std::string point_failure(const SweepPoint& point);  // the why set_point_failed
 // The run a point had before its store was recovered without it (store_recover.h), else 0: a point without a run
 // otherwise had its run deleted, or has none yet.
 int64_t lost_run(const std::string& settings_json);
-// Every failed point of the sweep queued again, to train a new run (the failed run stays in the store as it is).
-// Returns their indexes.
+// Every failed point of the sweep queued again, to train a new run (the failed run stays in the store as it is, its
+// checkpoint in its folder: the point counts its retries, and trains each in a folder of its own). Returns their
+// indexes.
 std::vector<int> requeue_failed_points(RunStore& store, int64_t sweep);
+int point_retries(const SweepPoint& point);
 // A point taken but not started again (Ctrl-C before it began): queued once more.
 void return_point(RunStore& store, int64_t sweep, int index);
 // Points still marked running that no process holds and whose run no process records any more (the sweep's
