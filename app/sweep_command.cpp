@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/shell_word.h"
 #include "dist/launch.h"
 #include "setting_flags.h"
@@ -147,8 +148,8 @@ std::string sweep_stamp(const SweepRecord& s) {
 }
 
 // "runs-3f09a2" for /data/runs.sqlite, "ampwb-81c4d0" for postgresql://host/ampwb: a store's name, as a folder name
-// takes it, and a hash of where it is (FNV-1a), so that two stores of one name (a copy elsewhere, two servers'
-// databases) differ.
+// takes it, and a hash of where it is, so that two stores of one name (a copy elsewhere, two servers' databases)
+// differ.
 std::string store_label(const std::string& store_path) {
   const bool server = is_database_server(store_path);
   const std::string where =
@@ -157,11 +158,9 @@ std::string store_label(const std::string& store_path) {
   if (!server) label = fs::path(label).stem().string();
   for (char& c : label)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  uint32_t hash = 2166136261u;
-  for (const unsigned char c : where) hash = (hash ^ c) * 16777619u;
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "%06x", hash & 0xffffff);
-  return (label.empty() ? "store" : label) + "-" + hex;
+  Hasher hash;
+  hash.add(where);
+  return (label.empty() ? "store" : label) + "-" + hash.hex().substr(0, 6);
 }
 
 // A sweep's folder beside the store (its Slurm script and the tasks' output), beside the checkpoints' folder.

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <tuple>
+#include <type_traits>
 
 #include "store/reconnecting.h"
 #include "store/sqlite.h"
@@ -252,26 +253,23 @@ void set_point_failed(RunStore& store, int64_t sweep, int index, const std::stri
   });
 }
 
-int point_retries(const SweepPoint& point) {
-  const nlohmann::json settings = nlohmann::json::parse(point.settings_json, nullptr, false);
-  return settings.is_object() && settings.contains("retries") && settings["retries"].is_number_integer()
-             ? settings["retries"].get<int>()
-             : 0;
-}
-
-std::string point_failure(const SweepPoint& point) {
-  const nlohmann::json settings = nlohmann::json::parse(point.settings_json, nullptr, false);
-  return settings.is_object() && settings.contains("failure") && settings["failure"].is_string()
-             ? settings["failure"].get<std::string>()
-             : "";
-}
-
-int64_t lost_run(const std::string& settings_json) {
+// One field of a point's settings record, or `none` where the record lacks it (or is not JSON) or holds another type.
+template <class T>
+T settings_field(const std::string& settings_json, const char* key, T none) {
   const nlohmann::json settings = nlohmann::json::parse(settings_json, nullptr, false);
-  return settings.is_object() && settings.contains("run_lost") && settings["run_lost"].is_number_integer()
-             ? settings["run_lost"].get<int64_t>()
-             : 0;
+  if (!settings.is_object() || !settings.contains(key)) return none;
+  const nlohmann::json& value = settings[key];
+  if constexpr (std::is_same_v<T, std::string>)
+    return value.is_string() ? value.get<std::string>() : none;
+  else
+    return value.is_number_integer() ? value.get<T>() : none;
 }
+
+int point_retries(const SweepPoint& point) { return settings_field(point.settings_json, "retries", 0); }
+std::string point_failure(const SweepPoint& point) {
+  return settings_field(point.settings_json, "failure", std::string());
+}
+int64_t lost_run(const std::string& settings_json) { return settings_field(settings_json, "run_lost", int64_t{0}); }
 
 std::vector<int> requeue_failed_points(RunStore& store, int64_t sweep) {
   return reconnecting([&] {
