@@ -614,7 +614,7 @@ int sweep_command(const SweepOptions& given) {
     throw Error(std::string(e.what()) + "; sweep " + std::to_string(id) + " is recorded as cancelled");
   }
   job = job.substr(0, job.find(';'));  // "JOBID;CLUSTER" on a federation
-  set_sweep_slurm_job(store, id, job);
+  add_sweep_slurm_job(store, id, job);
   std::printf("submitted as Slurm job array %s (%s); ampwb sweep status %lld\n", job.c_str(), script.c_str(),
               static_cast<long long>(id));
   return 0;
@@ -719,6 +719,45 @@ int sweep_point_command(const SweepIdOptions& o) {
   return outcome.exit_code;
 }
 
+// sweep run --retry-failed of a Slurm sweep: its failed points queued again and submitted as one job array of their
+// tasks, by the sweep's own script (its resources, its tasks' output files), with --array naming them.
+int retry_failed_on_slurm(RunStore& store, const SweepRecord& s) {
+  store.require_writable("retry a sweep's failed points");
+  const fs::path script = sweep_folder(store.path(), sweep_stamp(s)) / "sweep.sbatch";
+  if (!fs::exists(script))
+    throw Error("sweep " + std::to_string(s.id) + "'s job script " + script.string() +
+                " is not on this machine: retry its failed points where the sweep was submitted");
+  std::map<int, std::string> failures;  // kept to be set again where sbatch refuses the retry
+  for (const SweepPoint& p : sweep_points(store, s.id))
+    if (p.state == SweepPointState::Failed) failures[p.index] = point_failure(p);
+  if (failures.empty()) {
+    std::printf("sweep %lld has no failed point to retry\n", static_cast<long long>(s.id));
+    return 0;
+  }
+  std::string array;  // "1,4%2": the tasks, at most as many at once as the sweep's own job array
+  const std::vector<int> queued = requeue_failed_points(store, s.id);
+  for (const int index : queued) array += (array.empty() ? "" : ",") + std::to_string(index);
+  std::ifstream lines(script);
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("#SBATCH --array=") && line.find('%') != std::string::npos)
+      array += line.substr(line.find('%'));
+  std::string job;
+  try {
+    job = output_of({"sbatch", "--parsable", "--array=" + array, script.string()});
+  } catch (const Error& e) {
+    for (const int index : queued) set_point_failed(store, s.id, index, failures[index]);
+    throw Error(std::string(e.what()) + "; the failed points stay failed");
+  }
+  job = job.substr(0, job.find(';'));  // "JOBID;CLUSTER" on a federation
+  add_sweep_slurm_job(store, s.id, job);
+  for (const int index : queued)
+    std::printf("point %d failed; queued again as task %d of Slurm job array %s: a new run trains it\n", index + 1,
+                index, job.c_str());
+  std::printf("submitted as Slurm job array %s (%s); ampwb sweep status %lld\n", job.c_str(), script.c_str(),
+              static_cast<long long>(s.id));
+  return 0;
+}
+
 int sweep_run_command(const SweepIdOptions& o) {
   refuse_many_processes("ampwb sweep run");
   const int64_t id = sweep_id(o.sweep);
@@ -734,8 +773,13 @@ int sweep_run_command(const SweepIdOptions& o) {
     if (s.cancelled)
       throw Error("sweep " + o.sweep + " is cancelled: none of its points starts again (ampwb sweep status " + o.sweep +
                   " shows what it trained; a new sweep of the same grid trains every point anew)");
-    if (s.runs_on != "local")
-      throw Error("sweep " + o.sweep + " runs on Slurm (job " + s.slurm_job_id + "): its tasks run its points");
+    if (s.runs_on != "local" && !o.retry_failed)
+      throw Error("sweep " + o.sweep + " runs on Slurm (" + slurm_jobs_text(s) +
+                  "): its tasks run its points (ampwb sweep run " + o.sweep +
+                  " --retry-failed submits its failed points again)");
+    if (s.runs_on != "local" && o.parallel != 1)
+      throw Error("--parallel runs points here: Slurm runs sweep " + o.sweep + "'s, as many at once as it was given");
+    if (s.runs_on != "local") return retry_failed_on_slurm(store, s);
   }
   if (o.retry_failed) {
     RunStore store(db, RunStore::Mode::Existing);
@@ -834,7 +878,7 @@ std::map<int, SlurmView::Task> slurm_tasks(const std::string& text, const std::s
   return tasks;
 }
 
-SlurmView slurm_view(const std::string& job) {
+SlurmView slurm_view_of_job(const std::string& job) {
   SlurmView view;
   std::string squeue_error;
   try {
@@ -862,6 +906,20 @@ SlurmView slurm_view(const std::string& job) {
   } catch (const Error& e) {
     view.unavailable = squeue_error + "; " + e.what();
   }
+  return view;
+}
+
+// The tasks of a sweep's job arrays together, a retry's task over the failed one it trains again.
+SlurmView slurm_view(const SweepRecord& s) {
+  SlurmView view;
+  std::set<std::string> sources;
+  for (const std::string& job : slurm_jobs(s)) {
+    const SlurmView one = slurm_view_of_job(job);
+    if (!one.source.empty()) sources.insert(one.source);
+    for (const auto& [task, t] : one.tasks) view.tasks[task] = t;
+    if (!one.unavailable.empty()) view.unavailable += (view.unavailable.empty() ? "" : "; ") + one.unavailable;
+  }
+  for (const std::string& source : sources) view.source += (view.source.empty() ? "" : " and ") + source;
   return view;
 }
 
@@ -911,7 +969,7 @@ int sweep_status_command(const SweepIdOptions& o) {
   const SweepRecord s = sweep(store, id);
   const std::vector<SweepPoint> points = sweep_points(store, id);
   const bool slurm = s.runs_on == "slurm";
-  const SlurmView view = slurm && !s.slurm_job_id.empty() ? slurm_view(s.slurm_job_id) : SlurmView{};
+  const SlurmView view = slurm ? slurm_view(s) : SlurmView{};
   if (o.json) {
     nlohmann::ordered_json j;
     j["id"] = s.id;
@@ -919,6 +977,7 @@ int sweep_status_command(const SweepIdOptions& o) {
     j["created"] = s.created;
     j["on"] = s.runs_on;
     j["slurm_job_id"] = s.slurm_job_id;
+    j["slurm_jobs"] = slurm_jobs(s);
     j["cancelled"] = s.cancelled;
     j["grid"] = nlohmann::ordered_json::parse(s.grid_json, nullptr, false);
     j["summary"] = state_counts(points);
@@ -952,7 +1011,7 @@ int sweep_status_command(const SweepIdOptions& o) {
   }
   std::printf("sweep %lld %s: %zu points on %s%s%s, created %s\n", static_cast<long long>(s.id),
               s.name.empty() ? sweep_label(s).c_str() : ("(" + printable(s.name) + ")").c_str(), points.size(),
-              s.runs_on.c_str(), s.slurm_job_id.empty() ? "" : (" (job " + s.slurm_job_id + ")").c_str(),
+              s.runs_on.c_str(), s.slurm_job_id.empty() ? "" : (" (" + slurm_jobs_text(s) + ")").c_str(),
               s.cancelled ? ", cancelled" : "", s.created.c_str());
   std::printf("  point%s  %-40s state\n", slurm ? "  task" : "", "settings");
   for (const SweepPoint& p : points) {
@@ -989,11 +1048,15 @@ int sweep_status_command(const SweepIdOptions& o) {
   if (slurm && s.slurm_job_id.empty())
     std::printf("Slurm: no job array was submitted\n");
   else if (slurm && !view.source.empty())
-    std::printf("Slurm (%s): job array %s: %s\n", view.source.c_str(), s.slurm_job_id.c_str(),
-                slurm_counts_text(view).c_str());
+    std::printf("Slurm (%s): %s: %s%s\n", view.source.c_str(), slurm_jobs_text(s, "job array").c_str(),
+                slurm_counts_text(view).c_str(), view.unavailable.empty() ? "" : ("; " + view.unavailable).c_str());
   else if (slurm)
-    std::printf("Slurm: cannot say how job array %s stands (%s); the states above are the run store's\n",
-                s.slurm_job_id.c_str(), view.unavailable.c_str());
+    std::printf("Slurm: cannot say how %s stand%s (%s); the states above are the run store's\n",
+                slurm_jobs_text(s, "job array").c_str(), slurm_jobs(s).size() > 1 ? "" : "s", view.unavailable.c_str());
+  if (slurm && !s.cancelled &&
+      std::any_of(points.begin(), points.end(), [](const SweepPoint& p) { return p.state == SweepPointState::Failed; }))
+    std::printf("ampwb sweep run %lld --retry-failed submits the failed points to Slurm again\n",
+                static_cast<long long>(s.id));
   return 0;
 }
 
@@ -1014,7 +1077,9 @@ int sweep_cancel_command(const SweepIdOptions& o) {
   std::string scancel_error;
   if (!s.slurm_job_id.empty()) {
     try {
-      output_of({"scancel", s.slurm_job_id});
+      std::vector<std::string> scancel = {"scancel"};
+      for (const std::string& job : slurm_jobs(s)) scancel.push_back(job);
+      output_of(scancel);
     } catch (const Error& e) {
       scancel_error = e.what();
     }
@@ -1032,7 +1097,7 @@ int sweep_cancel_command(const SweepIdOptions& o) {
   }
   std::printf("sweep %lld cancelled: %d point%s marked cancelled%s\n", static_cast<long long>(id), cancelled,
               cancelled == 1 ? "" : "s",
-              s.slurm_job_id.empty() ? "" : ("; Slurm job " + s.slurm_job_id + " cancelled").c_str());
+              s.slurm_job_id.empty() ? "" : ("; Slurm " + slurm_jobs_text(s) + " cancelled").c_str());
   if (!scancel_error.empty()) {
     std::fprintf(stderr, "ampwb sweep cancel: error: %s\n", scancel_error.c_str());
     return 1;
@@ -1150,13 +1215,14 @@ void add_sweep_command(CLI::App& app, Invocation& invocation) {
   CLI::App* run = add_sweep_id_command(
       sweep, "run",
       "run a local sweep's queued and requeued points here, then time its configurations in alternation "
-      "(again, when every point is done)",
+      "(again, when every point is done); with --retry-failed, a Slurm sweep's failed points are submitted again",
       invocation, sweep_run_command, o);
   run->add_option("SWEEP", o->sweep, "the sweep's id")->required();
   add_number(run, "-j,--parallel", o->parallel, "points at once")->check(CLI::Range(1, 256).description(""));
   run->add_flag("--no-timing", o->no_timing, kNoTimingHelp);
   run->add_flag("--retry-failed", o->retry_failed,
-                "train the failed points again, each in a new run (their failed runs stay as they are)");
+                "train the failed points again, each in a new run (their failed runs stay as they are); a Slurm "
+                "sweep's as a job array of their tasks");
   CLI::App* point = add_sweep_id_command(
       sweep, "point", "train one point of a sweep (a Slurm array task's command), resuming its run when interrupted",
       invocation, sweep_point_command, o);

@@ -907,7 +907,7 @@ TEST(StoreCli, AReadOnlyLocationGivesAClearErrorAndKeepsTheRuns) {
     RunStore store(db, RunStore::Mode::Existing);
     const std::string point = R"({"values": {"seed": "0"}, "config": {}})";
     slurm_sweep = create_sweep(store, "on slurm", R"({"grid": {"seed": [0]}})", "slurm", {point});
-    set_sweep_slurm_job(store, slurm_sweep, "4242");
+    add_sweep_slurm_job(store, slurm_sweep, "4242");
   }
   // A stand-in scancel that leaves a mark where "nobody" may write.
   const fs::path bin = dir.file("bin"), marks = dir.file("marks");

@@ -383,7 +383,7 @@ TEST_P(StoreCopy, CopiesSweepsWithTheirPointsRunsByTheDestinationsIds) {
     RunStore store(source);
     const std::vector<int64_t> runs = record_runs(store);
     sweep = create_sweep(store, "seeds", R"({"grid": {"seed": [0, 7, 9]}})", "slurm", {"{}", "{}", "{}"});
-    set_sweep_slurm_job(store, sweep, "4242");
+    add_sweep_slurm_job(store, sweep, "4242");
     set_point_run(store, sweep, 0, runs[1]);
     set_point_state(store, sweep, 0, SweepPointState::Failed);
     set_point_run(store, sweep, 1, runs[0]);

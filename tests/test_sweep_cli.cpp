@@ -591,7 +591,7 @@ TEST(SweepCli, TheStatusOfASlurmSweepSaysWhenSlurmCannotBeAsked) {
     RunStore store(db, RunStore::Mode::Create);
     const std::string point = R"({"values": {"seed": "0"}, "config": {}})";
     const int64_t id = create_sweep(store, "", R"({"grid": {"seed": [0, 1]}})", "slurm", {point, point});
-    set_sweep_slurm_job(store, id, "4242");
+    add_sweep_slurm_job(store, id, "4242");
   }
   // No Slurm commands on this PATH, whether this machine has them or not.
   const std::vector<std::string> no_slurm = {"/usr/bin/env", "PATH=" + dir.file("empty")};

@@ -27,12 +27,13 @@ TEST_P(SweepRecords, KeepsTheGridAndItsPointsInOrder) {
   TempDir dir("sweep_grid");
   RunStore store(new_store(dir));
   const int64_t id = create_sweep(store, "modes", R"({"grid":{"seed":[0,1]}})", "slurm", {"{\"a\":0}", "{\"a\":1}"});
-  set_sweep_slurm_job(store, id, "4711");
+  add_sweep_slurm_job(store, id, "4711");
   const SweepRecord s = sweep(store, id);
   EXPECT_EQ(s.name, "modes");
   EXPECT_EQ(s.grid_json, R"({"grid":{"seed":[0,1]}})");
   EXPECT_EQ(s.runs_on, "slurm");
   EXPECT_EQ(s.slurm_job_id, "4711");
+  EXPECT_EQ(slurm_jobs_text(s), "job 4711");
   EXPECT_FALSE(s.cancelled);
   const std::vector<SweepPoint> points = sweep_points(store, id);
   ASSERT_EQ(points.size(), 2u);
@@ -42,6 +43,10 @@ TEST_P(SweepRecords, KeepsTheGridAndItsPointsInOrder) {
   EXPECT_EQ(points[1].run_id, 0);
   ASSERT_EQ(sweeps(store).size(), 1u);
   expect_contains(error_of([&] { sweep(store, id + 1); }), "no sweep " + std::to_string(id + 1));
+  // A retry's job array joins the sweep's.
+  add_sweep_slurm_job(store, id, "4790");
+  EXPECT_EQ(slurm_jobs(sweep(store, id)), (std::vector<std::string>{"4711", "4790"}));
+  EXPECT_EQ(slurm_jobs_text(sweep(store, id)), "jobs 4711, 4790");
 }
 
 TEST_P(SweepRecords, HandsEachPointOutOnceAcrossConnections) {

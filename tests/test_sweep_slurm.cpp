@@ -2,7 +2,8 @@
 // (postgres_server.h). A 6-point sweep (2 modes x 3 seeds, ResNet-20 on the stripes) submitted as one job array
 // records every point once in PostgreSQL; one point requeued mid-run (scontrol requeue: SIGTERM, then the task
 // again) resumes its run from its checkpoint and finishes; and the comparison grouped by everything but the seed
-// equals that of the same grid swept here into SQLite. Then `sweep cancel` of a running Slurm sweep.
+// equals that of the same grid swept here into SQLite. Then `sweep cancel` of a running Slurm sweep, and a sweep whose
+// points failed on the nodes submitted again.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -232,6 +233,7 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
   std::vector<std::string> missing = sweep_of_modes_and_seeds(db);
   ASSERT_EQ(missing[1], "--data");
   missing[2] = dir.file("not on the nodes");
+  missing[6] = "2";  // --epochs: short, for the retry below
   missing.insert(missing.end(), {"--on", "slurm"});
   const Result third = ampwb(missing);
   ASSERT_EQ(third.status, 0) << third.output;
@@ -253,6 +255,34 @@ TEST(SweepSlurm, AJobArrayRecordsEveryPointOnceAndARequeuedPointResumes) {
   const std::string output_file = failed.output.substr(from, failed.output.find('\n', from) - from);
   EXPECT_TRUE(output_file.ends_with("/task-0.out")) << output_file;
   expect_contains(read_text(output_file), "does not exist");
+  expect_contains(failed.output, "ampwb sweep run 3 --retry-failed submits the failed points to Slurm again");
+
+  // The folder there now, the failed points submitted again: a job array of their tasks, each a new run, finishes.
+  fs::create_directory_symlink(stripes(), dir.file("not on the nodes"));
+  const std::string first_job = sweep(RunStore(db, RunStore::Mode::ReadOnly), 3).slurm_job_id;
+  const Result retried = ampwb({"sweep", "run", "3", "--retry-failed", "--db", db});
+  ASSERT_EQ(retried.status, 0) << retried.output;
+  expect_contains(retried.output, "point 6 failed; queued again as task 5 of Slurm job array ");
+  const std::vector<std::string> jobs = slurm_jobs(sweep(RunStore(db, RunStore::Mode::ReadOnly), 3));
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0], first_job);
+  ASSERT_TRUE(SlurmCluster::wait_until(
+      [&] {
+        const std::vector<SweepPoint> p = points_of(db, 3);
+        return !p.empty() && std::all_of(p.begin(), p.end(), [](const SweepPoint& point) {
+          return point.state == SweepPointState::Finished;
+        });
+      },
+      120s))
+      << cluster.run({"squeue"}).output << ampwb({"sweep", "status", "3", "--db", db}).output;
+  RunStore done(db, RunStore::Mode::ReadOnly);
+  for (const SweepPoint& p : sweep_points(done, 3)) EXPECT_EQ(done.run(p.run_id).status, RunStatus::Finished);
+  const Result retried_status = ampwb({"sweep", "status", "3", "--db", db});
+  expect_contains(retried_status.output, "(jobs " + first_job + ", " + jobs[1] + ")");
+  expect_contains(retried_status.output, ": job arrays " + first_job + ", " + jobs[1] + ": 6 completed");
+  EXPECT_EQ(retried_status.output.find("why is in"), std::string::npos) << retried_status.output;
+  expect_contains(ampwb({"sweep", "run", "3", "--retry-failed", "--db", db}).output,
+                  "sweep 3 has no failed point to retry");
 }
 
 }  // namespace

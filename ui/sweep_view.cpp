@@ -38,7 +38,7 @@ QString sweep_title(const SweepRecord& s) {
   }
   text += s.runs_on == "slurm"
               ? (s.slurm_job_id.empty() ? QObject::tr(" · Slurm")
-                                        : QObject::tr(" · Slurm job %1").arg(QString::fromStdString(s.slurm_job_id)))
+                                        : QObject::tr(" · Slurm %1").arg(QString::fromStdString(slurm_jobs_text(s))))
               : QObject::tr(" · this machine");
   if (s.cancelled) text += QObject::tr(" · cancelled");
   return text + QStringLiteral(" · ") + QString::fromStdString(s.created);
@@ -75,9 +75,9 @@ SweepView::SweepView(RunStore& store, QWidget* parent, const std::string& locati
     if (confirm(tr("Cancel sweep %1? No point starts any more, and the points not yet finished are marked "
                    "cancelled (a run training now stops after its current step, with a checkpoint)%2.")
                     .arg(s.id)
-                    .arg(s.slurm_job_id.empty() ? QString()
-                                                : tr(", and Slurm job %1 is cancelled (scancel)")
-                                                      .arg(QString::fromStdString(s.slurm_job_id)))))
+                    .arg(s.slurm_job_id.empty()
+                             ? QString()
+                             : tr(", and Slurm cancels %1 (scancel)").arg(QString::fromStdString(slurm_jobs_text(s))))))
       Q_EMIT cancel_requested(s.id);
   });
   bar->addAction(tr("Refresh"), this, &SweepView::reload);

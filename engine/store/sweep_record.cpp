@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <tuple>
 #include <type_traits>
@@ -99,13 +100,36 @@ int64_t create_sweep(RunStore& store, const std::string& name, const std::string
   });
 }
 
-void set_sweep_slurm_job(RunStore& store, int64_t sweep, const std::string& job_id) {
+void add_sweep_slurm_job(RunStore& store, int64_t sweep, const std::string& job_id) {
   reconnecting([&] {
     SqlConnection& db = store.connection();
     SqlTransaction t(db);
-    SqlStatement(db, "UPDATE sweeps SET slurm_job_id = ? WHERE id = ?").bind(1, job_id).bind(2, sweep).run();
+    SqlStatement q(db, "SELECT slurm_job_id FROM sweeps WHERE id = ?");
+    q.bind(1, sweep);
+    const std::string before = q.step() ? q.text(0) : std::string();
+    SqlStatement(db, "UPDATE sweeps SET slurm_job_id = ? WHERE id = ?")
+        .bind(1, before.empty() ? job_id : before + "," + job_id)
+        .bind(2, sweep)
+        .run();
     t.commit();
   });
+}
+
+std::vector<std::string> slurm_jobs(const SweepRecord& s) {
+  std::vector<std::string> jobs;
+  for (size_t from = 0; from < s.slurm_job_id.size();) {
+    const size_t comma = std::min(s.slurm_job_id.find(',', from), s.slurm_job_id.size());
+    if (comma > from) jobs.push_back(s.slurm_job_id.substr(from, comma - from));
+    from = comma + 1;
+  }
+  return jobs;
+}
+
+std::string slurm_jobs_text(const SweepRecord& s, const std::string& noun) {
+  const std::vector<std::string> jobs = slurm_jobs(s);
+  std::string text = noun + (jobs.size() == 1 ? " " : "s ");
+  for (size_t i = 0; i < jobs.size(); ++i) text += (i ? ", " : "") + jobs[i];
+  return text;
 }
 
 std::vector<SweepRecord> sweeps(const RunStore& store) {

@@ -38,14 +38,20 @@ struct SweepRecord {
   std::string name, created;
   std::string grid_json;     // the grid as given: {"grid": {setting: [values]}, "settings": {setting: value}}
   std::string runs_on;       // "local" or "slurm"
-  std::string slurm_job_id;  // the job array's id once submitted; empty otherwise
+  // Its Slurm job arrays' ids once submitted, comma-separated: the sweep's own, then each retry's of its failed points
+  // (`sweep run --retry-failed`); empty otherwise. slurm_jobs() splits them.
+  std::string slurm_job_id;
   bool cancelled = false;    // the user cancelled it: no point starts any more
 };
 
 // Writes a new sweep and its points (all queued) in one transaction; returns its id.
 int64_t create_sweep(RunStore& store, const std::string& name, const std::string& grid_json, const std::string& runs_on,
                      const std::vector<std::string>& point_settings);
-void set_sweep_slurm_job(RunStore& store, int64_t sweep, const std::string& job_id);
+// Records a job array submitted for the sweep, after those it had.
+void add_sweep_slurm_job(RunStore& store, int64_t sweep, const std::string& job_id);
+std::vector<std::string> slurm_jobs(const SweepRecord& s);  // oldest first
+// "job 42", "jobs 42, 57" (`noun` "job array": "job arrays 42, 57").
+std::string slurm_jobs_text(const SweepRecord& s, const std::string& noun = "job");
 
 std::vector<SweepRecord> sweeps(const RunStore& store);                      // oldest first
 SweepRecord sweep(const RunStore& store, int64_t id);                        // throws naming the id when absent
