@@ -937,6 +937,12 @@ TEST(StoreCli, AReadOnlyLocationGivesAClearErrorAndKeepsTheRuns) {
   r = ampwb({"runs", "--json", "--db", db}, as);  // reading still works
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(json::parse(r.output).size(), 1u);
+  // Copied as it is read: the source is only read, and nothing is made before it is known to be readable.
+  TempDir copies("read_only_source_copies");
+  fs::permissions(copies.path(), fs::perms::all);
+  r = ampwb({"store", "copy", db, copies.file("copy.sqlite")}, as);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(RunStore(copies.file("copy.sqlite"), RunStore::Mode::ReadOnly).runs().size(), 1u);
   // A Slurm sweep's cancel is refused before scancel, which would cancel its job with nothing recorded.
   const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
   ::setenv("PATH", (bin.string() + ":" + path).c_str(), 1);

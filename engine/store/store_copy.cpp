@@ -274,13 +274,15 @@ class StoreCopy {
     refuse_same_store(source, destination);
     // Opened as stores first: their refusals (not a store, a newer schema, a damaged file) come before any write,
     // and the destination is created or brought to the current schema.
-    RunStore checked_source(source, RunStore::Mode::ReadOnly);
+    // The source is read through its store's own read-only connection: a file this user may only read is read as
+    // `ampwb runs` reads it.
+    source_store_ = std::make_unique<RunStore>(source, RunStore::Mode::ReadOnly);
+    from_ = &source_store_->connection();
     try {
       destination_store_ = std::make_unique<RunStore>(destination, RunStore::Mode::Create);
     } catch (const StoreError& e) {
-      throw StoreError("cannot copy the runs of '" + checked_source.path() + "': " + e.what());
+      throw StoreError("cannot copy the runs of '" + source_store_->path() + "': " + e.what());
     }
-    from_ = connect(source, true);
     to_ = connect(destination, false);
   }
 
@@ -315,8 +317,8 @@ class StoreCopy {
  private:
   // The state of a run the snapshot shows running, now: it may have ended since the snapshot was taken.
   std::string status_now(int64_t run) {
-    if (!latest_) latest_ = connect(source_location_, true);
-    SqlStatement q(*latest_, "SELECT status FROM runs WHERE id = ?");
+    if (!latest_) latest_ = std::make_unique<RunStore>(source_location_, RunStore::Mode::ReadOnly);
+    SqlStatement q(latest_->connection(), "SELECT status FROM runs WHERE id = ?");
     return q.bind(1, run).step() ? q.text(0) : std::string();
   }
 
@@ -576,8 +578,10 @@ class StoreCopy {
 
   std::string source_location_;
   std::function<void(const StoreCopyProgress&)> progress_;
-  std::unique_ptr<RunStore> destination_store_;  // held open: it made the destination's schema
-  std::unique_ptr<SqlConnection> from_, to_, latest_;
+  std::unique_ptr<RunStore> source_store_, latest_;  // latest_: outside the copy's snapshot of the source
+  std::unique_ptr<RunStore> destination_store_;      // held open: it made the destination's schema
+  SqlConnection* from_ = nullptr;                    // the source store's
+  std::unique_ptr<SqlConnection> to_;
   std::vector<Column> run_columns_;
   std::vector<std::vector<Column>> table_columns_;  // kRunTables' columns
   std::map<int64_t, int64_t> mapped_;               // a source run's id: its id in the destination
