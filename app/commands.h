@@ -40,6 +40,7 @@ struct TrainingOutcome {
   std::string reason;
   int exit_code = 0;  // as `ampwb train` would exit
   int signal = 0;     // the signal that stopped it, if one did
+  bool store_failed = false;  // the run store's failure ended it (interrupted), not the training's
 };
 TrainingOutcome train_in_store(RunStore& store, const TrainConfig& config, const TrainingInStore& how);
 

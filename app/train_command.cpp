@@ -515,7 +515,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
     SignalGuard signals;
     end = trainer.run();
   }
-  end = observers.as_signalled(end);
+  end = recorder.recorded_end(observers.as_signalled(end));  // the store's failure interrupts a sound run
 
   // The summary of the whole run as stored (a resumed run includes its earlier epochs); what this process saw
   // when the store could not record it.
@@ -577,11 +577,11 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   if (end.status == RunStatus::Failed && end.reason != recorder.error())
     std::fprintf(stderr, "ampwb train: error: %s\n", said_with_flag(end.setting, end.reason).c_str());
   // Another rank was lost (dist/collective_timeout.h): this process ends, and with it, through mpirun, every rank.
-  if (end.status == RunStatus::Interrupted)
+  if (end.status == RunStatus::Interrupted && recorder.error().empty())
     std::fprintf(stderr,
                  "ampwb train: error: %s; resume the run from its last checkpoint with ampwb train --resume %lld\n",
                  end.reason.c_str(), static_cast<long long>(run_id));
-  TrainingOutcome outcome{run_id, end.status, end.reason, 0, console.signal};
+  TrainingOutcome outcome{run_id, end.status, end.reason, 0, console.signal, !recorder.error().empty()};
   if (!recorder.error().empty() || end.status == RunStatus::Failed || end.status == RunStatus::Interrupted)
     outcome.exit_code = 1;
   else if (end.status == RunStatus::Cancelled)
@@ -679,7 +679,7 @@ int train_command(const TrainOptions& options) {
   how.for_ranks = &for_ranks;
   how.keep_final_weights = !options.no_keep_weights;
   const TrainingOutcome outcome = train_recorded(store, c, how);
-  if (outcome.status == RunStatus::Failed) world->exiting_on_failure();  // as on the other ranks
+  if (outcome.status == RunStatus::Failed || outcome.store_failed) world->exiting_on_failure();  // as the others
   return outcome.exit_code;
 }
 

@@ -1042,6 +1042,45 @@ TEST(StoreCli, ARunWhoseEndCannotBeRecordedKeepsItsCheckpointAndResumes) {
   EXPECT_EQ(RunStore(db, RunStore::Mode::ReadOnly).run(2).status, RunStatus::Finished);
 }
 
+// A store that refuses a write midway (here a trigger, where a full disk or a database server gone past the retries
+// would) stops a sound training: the run is recorded interrupted, not failed, and its checkpoint finishes it.
+TEST(StoreCli, ARunTheStoreStopsMidwayIsInterruptedAndResumes) {
+  TempDir dir("store_stops_run");
+  const std::string db = dir.file("runs.sqlite");
+  ASSERT_EQ(ampwb(tiny_training(db, 1, 1)).status, 0);  // run 1 makes the store
+  {
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(handle,
+                           "CREATE TRIGGER refuse_epoch BEFORE INSERT ON epochs WHEN NEW.epoch = 2 "
+                           "BEGIN SELECT RAISE(ABORT, 'no room for epoch 2'); END",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(handle);
+  }
+  const Result r = ampwb(tiny_training(db, 3));
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, "run 2 interrupted: the run store could not record it: ");
+  expect_contains(r.output, "no room for epoch 2");
+  expect_contains(r.output, "resume the run from its last checkpoint with ampwb train --resume 2\n");
+  {
+    RunStore store(db, RunStore::Mode::Existing);
+    const RunRecord run = store.run(2);
+    EXPECT_EQ(run.status, RunStatus::Interrupted) << run.end_reason;
+    expect_contains(run.end_reason, "the run store could not record it: ");
+    EXPECT_EQ(store.epochs(2).size(), 1u);
+    sqlite3* handle = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(handle, "DROP TRIGGER refuse_epoch", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(handle);
+  }
+  const Result resumed = ampwb({"train", "--resume", "2", "--db", db});
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  RunStore after(db, RunStore::Mode::ReadOnly);
+  EXPECT_EQ(after.run(2).status, RunStatus::Finished);
+  EXPECT_EQ(after.epochs(2).size(), 3u);
+}
+
 TEST(StoreCli, ANameWithAControlCharacterFromAnOlderStoreCannotBreakTheTable) {
   TempDir dir("control_name");
   const std::string db = dir.file("runs.sqlite");

@@ -19,7 +19,11 @@ StoreRecorder::StoreRecorder(RunStore& store, TrainConfig config, StoreRecorderO
 }
 
 StoreRecorder::~StoreRecorder() {
-  if (run_id_ != 0 && !ended_) store_->abandon_run(run_id_);
+  if (run_id_ == 0 || ended_) return;
+  try {
+    store_->abandon_run(run_id_);
+  } catch (const StoreError&) {  // a lost connection let go of the run with itself
+  }
 }
 
 namespace {
@@ -201,18 +205,26 @@ void StoreRecorder::on_resumed(double paused_seconds) {
   }
 }
 
+RunEnd StoreRecorder::recorded_end(const RunEnd& end) const {
+  if (error_.empty() || end.status != RunStatus::Failed) return end;
+  return RunEnd(RunStatus::Interrupted, "the run store could not record it: " + error_);
+}
+
 void StoreRecorder::on_end(const RunEnd& end) {
   if (run_id_ == 0 || ended_) return;
   ended_ = true;
   try {
     guarded([&] {
       flush_details();  // an epoch cut short: what it reported before its end
-      store_->end_run(run_id_, end, pending_, duration());
+      store_->end_run(run_id_, recorded_end(end), pending_, duration());
     });
     pending_.clear();
   } catch (const std::exception&) {
     // error() holds the message; without an end row the next open marks the run interrupted.
-    store_->abandon_run(run_id_);
+    try {
+      store_->abandon_run(run_id_);
+    } catch (const StoreError&) {  // a lost connection let go of the run with itself
+    }
   }
 }
 

@@ -8,10 +8,11 @@
 // milliseconds, which tiny epochs would feel) and the run's end always. docs/benchmarks.md ("Run store") has the
 // measured cost against step time.
 //
-// Failures: a store write that fails (disk full, file made read-only) throws from the callback, so the Trainer
-// ends the run as failed with the store's message instead of training on unrecorded; everything committed before
-// stays. on_end never throws: if the end cannot be written, error() says why, and the run shows as interrupted
-// the next time the store is opened.
+// Failures: a store write that fails (disk full, file made read-only, a database server gone past the retries)
+// throws from the callback, so the Trainer ends the run with the store's message instead of training on unrecorded;
+// everything committed before stays. Such a run is recorded interrupted, not failed (recorded_end): its training was
+// sound, and its checkpoint resumes it. on_end never throws: if the end cannot be written, error() says why, and the
+// run shows as interrupted the next time the store is opened.
 #pragma once
 
 #include <chrono>
@@ -62,6 +63,8 @@ class StoreRecorder : public TrainObserver {
 
   int64_t run_id() const { return run_id_; }           // 0 before on_start
   const std::string& error() const { return error_; }  // the first store failure; empty when all was recorded
+  // The run's end as recorded: one the store's failure ended is interrupted, with the store's reason.
+  RunEnd recorded_end(const RunEnd& end) const;
 
  private:
   using Clock = std::chrono::steady_clock;
