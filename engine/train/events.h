@@ -32,7 +32,6 @@ struct RunInfo {
   int64_t train_images = 0, validation_images = 0;
   std::vector<std::string> class_names;
   std::string dataset_layout;
-  std::string dataset_fingerprint;  // stable across runs while the data is unchanged
   int64_t steps_per_epoch = 0;
   int first_epoch = 1;             // > 1 when resumed
   std::vector<std::string> notes;  // advice for the user, e.g. BF16 slower than FP32 on this CPU
@@ -98,7 +97,6 @@ void fields(R& i, V&& v) {
   v("validation_images", i.validation_images);
   v("classes", i.class_names);
   v("layout", i.dataset_layout);
-  v("dataset_fingerprint", i.dataset_fingerprint);
   v("steps_per_epoch", i.steps_per_epoch);
   v("first_epoch", i.first_epoch);
   v("notes", i.notes);

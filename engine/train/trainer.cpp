@@ -634,7 +634,6 @@ void Trainer::Run::report_start() {
   info.validation_images = validation_data_.size();
   info.class_names = dataset_.class_names();
   info.dataset_layout = dataset_.report().layout;
-  info.dataset_fingerprint = dataset_.fingerprint();
   info.steps_per_epoch = steps_per_epoch_;
   info.first_epoch = at_.epoch;
   info.first_step = global_step_;
