@@ -723,6 +723,7 @@ TEST(StoreCli, ABackupAndACopyKeepFinalWeightsOfTheirOwn) {
       EXPECT_NE(own, original) << other;
       EXPECT_EQ(fs::path(own).parent_path(), fs::path(other).parent_path() / "weights");
       EXPECT_EQ(read_text(own), read_text(original)) << own;
+      EXPECT_EQ(fs::hard_link_count(own), 1u) << own << ": a backup shares no file with its store";
     }
   }
   // A copy made by an older ampwb named the original's file: copying again gives it one of its own.

@@ -145,8 +145,7 @@ bool own_final_weights(RunStore& store, int64_t run) {
   if (fs::create_directories(fs::path(path).parent_path(), ec); ec)
     throw refuse("cannot make the folder '" + fs::path(path).parent_path().string() + "': " + ec.message());
   if (fs::exists(path, ec)) throw refuse("'" + path + "' exists already");  // never linked over, never removed
-  fs::create_hard_link(r.info.final_weights, path, ec);
-  if (ec && !fs::copy_file(r.info.final_weights, path, ec)) {
+  if (!fs::copy_file(r.info.final_weights, path, ec)) {
     std::error_code ignored;
     fs::remove(path, ignored);  // what the failed copy wrote: the path was free before it
     throw refuse("copying '" + r.info.final_weights + "' to '" + path + "' failed: " + ec.message());

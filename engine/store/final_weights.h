@@ -44,10 +44,10 @@ inline constexpr const char* kFinalWeightsNotKeptNote = "its final weights were 
 // The start of the note a finished run's record gets when its final weights could not be written (a full disk).
 inline constexpr const char* kFinalWeightsNotWrittenNote = "its final weights could not be written";
 // Gives run `run`, copied into `store` from another store (store copy, store backup), a weights file of its own in
-// this store's folder: a hard link to the file it was copied with where the file system allows (no space taken; the
-// files are never written again), else a copy. Deleting the run from either store then leaves the other's weights
-// whole. Returns whether it made one: not for a run without final weights, nor for one whose file is missing.
-// Throws ampwb::Error naming the file when it can neither link nor copy it.
+// this store's folder: a copy, never a hard link, so that a backup's weights survive damage to the original's file
+// (and the other way round), and deleting the run from either store leaves the other's whole. Returns whether it made
+// one: not for a run without final weights, nor for one whose file is missing. Throws ampwb::Error naming the file
+// when it cannot copy it.
 bool own_final_weights(RunStore& store, int64_t run);
 // Whether the run's weights file is the store's at `store_path` to remove: in its folder and named after it. A run of
 // a store copied with cp names the other store's file, which that store still uses; a file named before files were

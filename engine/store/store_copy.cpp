@@ -344,7 +344,7 @@ class StoreCopy {
       const bool recorded_there = d.status == "running" && to_->recorded_elsewhere(d.id);
       if (recorded_there || r.updated <= d.updated) {
         ++result_.already_there;
-        // A copy made by an older ampwb, or one whose weights could not be linked: its own weights now.
+        // A copy made by an older ampwb, or one whose weights could not be copied: its own weights now.
         if (!recorded_there && names_other_weights(d.id)) {
           try {
             own_final_weights(*destination_store_, d.id);

@@ -19,7 +19,7 @@
 // completes it.
 //
 // Final weights: each copied run gets a weights file of its own beside the destination (final_weights.h's
-// own_final_weights: a hard link, else a copy), so deleting it from one store never takes the other's.
+// own_final_weights: a copy), so neither damage to one file nor a delete from one store takes the other's.
 //
 // Names: a name picks out one run in a store, so a copied run whose name another run of the destination has is
 // named NAME-2 (or -3, ...), as the store names a new run. A run replaced by its newer state keeps its notes and tags
