@@ -2,6 +2,7 @@
 // terminal as a progress bar and to a pipe or file as one line per epoch; --json prints a summary at the end.
 // The training flags themselves are in train_flags.cpp.
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,6 +111,14 @@ class SignalGuard {
   struct sigaction old_int_ {
   }, old_term_{}, old_hup_{}, old_pipe_{};
 };
+
+// --processes: the mpirun this process started. A signal from the terminal reached mpirun too (one process group);
+// one sent to this process alone (kill, a job scheduler) is passed on, once. mpirun stops every rank with SIGTERM.
+volatile pid_t g_mpirun = 0;
+void pass_signal_to_mpirun(int signal, siginfo_t* info, void*) {
+  if (g_signal == 0) g_signal = signal;
+  if (info && (info->si_code == SI_USER || info->si_code == SI_QUEUE) && g_mpirun > 0) ::kill(g_mpirun, signal);
+}
 
 // The Slurm job this process runs in ($SLURM_JOB_ID), empty outside Slurm.
 std::string slurm_job_id() {
@@ -407,6 +416,23 @@ TrainConfig config_from_file(const TrainOptions& options) {
 
 std::string processes(int n) { return n == 1 ? std::string("one process") : std::to_string(n) + " processes"; }
 
+// Each rank's shard, the steps of an epoch and the batch in all depend on the processes: a resumed run goes on as it
+// was, with as many.
+void refuse_other_processes(const RunStore& store, int64_t run, int world_size) {
+  if (const int before = store.run(run).info.world_size; before != world_size)
+    throw Error("run " + std::to_string(run) + " was trained by " + processes(before) + ": resume it with as many (" +
+                (before > 1 ? "--processes " + std::to_string(before) + ", mpirun -np " + std::to_string(before) +
+                                  " or srun -n " + std::to_string(before)
+                            : std::string("without --processes, mpirun or srun")) +
+                "), not " + processes(world_size));
+}
+
+// The command that continues run `run` of `world_size` processes: as many again.
+std::string resume_command(int64_t run, int world_size) {
+  return "ampwb train --resume " + std::to_string(run) +
+         (world_size > 1 ? " --processes " + std::to_string(world_size) : std::string());
+}
+
 // A rank other than 0: trains its shard of the run rank 0 records; says only why it failed.
 int train_beside_rank0(Communicator& world, Launcher launcher) {
   const std::optional<TrainConfig> c = config_from_rank0(world);
@@ -422,6 +448,8 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
     std::fprintf(stderr, "ampwb train: rank %d: error: %s\n", world.rank(),
                  said_with_flag(end.setting, end.reason).c_str());
   if (end.status == RunStatus::Failed) world.exiting_on_failure();  // the others may wait for this rank's next step
+  // A stop by a signal exits as rank 0 does (130 SIGINT, 143 SIGTERM): mpirun passes on the ranks' status.
+  if (end.status == RunStatus::Cancelled && g_signal) return 128 + g_signal;
   return end.status == RunStatus::Finished ? 0 : 1;
 }
 
@@ -429,6 +457,10 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
 // unless --threads says (mpirun's own flags let it run as root and start more ranks than cores).
 [[noreturn]] void run_as_ranks(const TrainOptions& options) {
   if (!have_mpi()) throw Error("--processes needs MPI, and this build has none (Open MPI: libopenmpi-dev)");
+  if (!options.resume.empty()) {  // refused here, not by rank 0 after mpirun started them all
+    const RunStore store(store_path(options.db), RunStore::Mode::ReadOnly);
+    refuse_other_processes(store, store.resolve(options.resume), options.processes);
+  }
   // More CPU ranks than cores still train, slowly: each step waits for the rank the others crowded out.
   if (const ProcessOffer offer = process_offer();
       offer.on_cpu(options.flags.config.device) && options.processes > offer.max_processes(DeviceChoice::cpu()))
@@ -457,9 +489,29 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
   std::fflush(stdout);
-  ::execvp(args[0], args.data());
-  throw Error(std::string("--processes starts Open MPI's mpirun, which cannot be run here (") + std::strerror(errno) +
-              "; Debian: openmpi-bin)");
+  std::fflush(stderr);
+  // mpirun stays this process's child: a signal to mpirun makes it exit 1 whatever its ranks did, while this
+  // process, as any training, exits 128 + the signal that stopped the run.
+  g_mpirun = ::fork();
+  if (g_mpirun < 0) throw Error(std::string("--processes cannot start mpirun: ") + std::strerror(errno));
+  if (g_mpirun == 0) {
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr,
+                 "ampwb train: error: --processes starts Open MPI's mpirun, which cannot be run here (%s; "
+                 "Debian: openmpi-bin)\n",
+                 std::strerror(errno));
+    ::_exit(1);
+  }
+  struct sigaction action {};
+  action.sa_sigaction = pass_signal_to_mpirun;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &action, nullptr);
+  int status = 0;
+  while (::waitpid(g_mpirun, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::exit(g_signal != 0 && exit_status != 0 ? 128 + g_signal : exit_status);
 }
 
 // What train_recorded needs beside the store and the configuration.
@@ -560,6 +612,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
                 static_cast<long long>(run_id));
   }
   std::fflush(stdout);
+  const int world_size = how.world ? how.world->world_size() : 1;
   if (!recorder.error().empty()) {
     std::fprintf(stderr, "ampwb train: error: the run was not %srecorded: %s\n", run_id == 0 ? "" : "fully ",
                  recorder.error().c_str());
@@ -567,8 +620,8 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
     if (run_id != 0 && !trainer.checkpoint_path().empty() && std::filesystem::exists(trainer.checkpoint_path(), ec))
       std::fprintf(stderr,
                    "ampwb train: the run store will show run %lld interrupted: once it can be written again, resume "
-                   "the run from its last checkpoint with ampwb train --resume %lld\n",
-                   static_cast<long long>(run_id), static_cast<long long>(run_id));
+                   "the run from its last checkpoint with %s\n",
+                   static_cast<long long>(run_id), resume_command(run_id, world_size).c_str());
     else if (run_id != 0)
       std::fprintf(stderr,
                    "ampwb train: the run store will show run %lld interrupted, with no checkpoint to resume it from\n",
@@ -578,9 +631,8 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
     std::fprintf(stderr, "ampwb train: error: %s\n", said_with_flag(end.setting, end.reason).c_str());
   // Another rank was lost (dist/collective_timeout.h): this process ends, and with it, through mpirun, every rank.
   if (end.status == RunStatus::Interrupted && recorder.error().empty())
-    std::fprintf(stderr,
-                 "ampwb train: error: %s; resume the run from its last checkpoint with ampwb train --resume %lld\n",
-                 end.reason.c_str(), static_cast<long long>(run_id));
+    std::fprintf(stderr, "ampwb train: error: %s; resume the run from its last checkpoint with %s\n",
+                 end.reason.c_str(), resume_command(run_id, world_size).c_str());
   TrainingOutcome outcome{run_id, end.status, end.reason, 0, console.signal, !recorder.error().empty()};
   if (!recorder.error().empty() || end.status == RunStatus::Failed || end.status == RunStatus::Interrupted)
     outcome.exit_code = 1;
@@ -650,12 +702,7 @@ int train_command(const TrainOptions& options) {
   int64_t continue_run = 0;
   if (!resume.empty()) {
     continue_run = store.resolve(resume);
-    // Each rank's shard, the steps of an epoch and the batch in all depend on the processes: they go on as they were.
-    if (const int before = store.run(continue_run).info.world_size; before != world->world_size())
-      throw Error("run " + std::to_string(continue_run) + " was trained by " + processes(before) +
-                  ": resume it with as many (--processes " + std::to_string(before) + ", mpirun -np " +
-                  std::to_string(before) + " or srun -n " + std::to_string(before) + "), not " +
-                  processes(world->world_size()));
+    refuse_other_processes(store, continue_run, world->world_size());
     const ResumeChanges changes = resume_changes(options);
     c = resume_config(store, continue_run, changes);
     if (std::error_code ec; !changes.data_dir && !std::filesystem::is_directory(c.data_dir, ec))

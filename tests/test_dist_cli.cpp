@@ -240,7 +240,32 @@ TEST(DistCli, AKilledRankEndsTheRunWhichResumesWithAsManyRanks) {
   const Result alone = ampwb({"train", "--resume", "1", "--db", db, "--threads", "1"});
   EXPECT_NE(alone.status, 0);
   expect_contains(alone.output, "run 1 was trained by 2 processes: resume it with as many (--processes 2, ");
+  // Refused before mpirun starts any rank.
+  const Result three = ampwb({"train", "--resume", "1", "--processes", "3", "--db", db, "--threads", "1"});
+  EXPECT_EQ(three.status, 1) << three.output;
+  expect_contains(three.output, "run 1 was trained by 2 processes: resume it with as many (--processes 2, ");
+  EXPECT_EQ(three.output.find("mpirun"), three.output.find("mpirun -np 2")) << three.output;
   resumes_to_the_end_on_two_ranks(dir, db, rank1_db);
+}
+
+// Ctrl-C (here SIGINT sent to it alone) stops a `--processes 2` training after a step with a checkpoint, and it exits
+// 130 as a training of one process does: mpirun, which stops its ranks by SIGTERM, would exit 1.
+TEST(DistCli, AStoppedProcessesTrainingExitsAsItsSignalSays) {
+  TempDir dir("dist_processes_stopped");
+  const std::string db = dir.file("runs.sqlite");
+  std::vector<std::string> args = tiny_training(db, 40);
+  args.erase(std::find(args.begin(), args.end(), "--threads"), std::find(args.begin(), args.end(), "--threads") + 2);
+  args.insert(args.end(), {"--processes", "2", "--threads", "1"});
+  args.insert(args.begin(), AMPWB_BINARY);
+  const pid_t ampwb_pid = spawn(args, dir.file("train.log"));
+  ASSERT_TRUE(wait_for_checkpoint(db)) << read_text(dir.file("train.log"));
+  ::kill(ampwb_pid, SIGINT);
+  EXPECT_EQ(wait_exit(ampwb_pid), 130) << read_text(dir.file("train.log"));
+  RunStore store(db, RunStore::Mode::ReadOnly);
+  const RunRecord run = store.runs().at(0);
+  EXPECT_EQ(run.status, RunStatus::Cancelled) << run.end_reason;
+  EXPECT_LT(store.epochs(run.id).size(), 40u);
+  EXPECT_TRUE(store.resumable(run.id));
 }
 
 // On several machines the checkpoint folder may be rank 0's own disk: rank 0 alone reads the checkpoint a run resumes
