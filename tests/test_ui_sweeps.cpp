@@ -31,7 +31,11 @@
 #ifdef AMPWB_TEST_POSTGRES
 #include "postgres_server.h"
 #endif
+#include "compare_view.h"
 #include "main_window.h"
+#include "run_setup_panel.h"
+#include "runs_model.h"
+#include "runs_view.h"
 #include "store/sweep_record.h"
 #include "sweep_command_line.h"
 #include "sweep_dialog.h"
@@ -419,6 +423,10 @@ class SweepsThroughTheUi : public QObject {
     w.resize(1280, 720);
     w.show();
     w.set_sweep_executable(AMPWB_BINARY);
+    w.setup()->set_dataset_path(data_);
+    QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(w, "datasetStatus")->text().startsWith("✔"), 60000);
+    auto* train = child<QPushButton>(w, "trainButton");
+    QVERIFY(train->isEnabled());
     TrainConfig base = tiny_config(write_stripes(dir_.filePath("stripes, with a comma"), 48, 16), 1, 2);
     base.lr = 0.07f;
     base.label_smoothing = 0.1f;
@@ -437,6 +445,13 @@ class SweepsThroughTheUi : public QObject {
     QSignalSpy ended(&w, &MainWindow::cli_sweep_ended);
     QCOMPARE(w.start_cli_sweep(base, plan), QString());
     QVERIFY(w.cli_sweep_running());
+    // Its points train and are timed on this machine: no run starts beside them, by Train, Ctrl+R or another sweep.
+    QVERIFY(!train->isEnabled());
+    QVERIFY2(tooltip_text(train->toolTip()).contains("started from this window, is running on this machine") ||
+                 tooltip_text(train->toolTip()).contains("a sweep started from this window is running"),
+             qPrintable(train->toolTip()));
+    QVERIFY(!w.start_training());
+    QVERIFY(!child<QAction>(w, "sweepAction")->isEnabled());
     QTRY_COMPARE_WITH_TIMEOUT(started.count(), 1, 30000);
     const qint64 id = started.at(0).at(0).toLongLong();
     QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.sweep_view()));
@@ -448,6 +463,7 @@ class SweepsThroughTheUi : public QObject {
     QCOMPARE(ended.at(0).at(1).toInt(), 0);
     QVERIFY(!w.cli_sweep_running());
     QTRY_VERIFY_WITH_TIMEOUT(w.sweep_view()->counts()->text().contains("4 finished"), 10000);
+    QVERIFY(train->isEnabled());
     // The status bar says how its points ended, as the sweep's last line did.
     QCOMPARE(w.statusBar()->currentMessage(), QStringLiteral("Sweep %1 ended: 4 finished").arg(id));
 
@@ -506,6 +522,49 @@ class SweepsThroughTheUi : public QObject {
     QVERIFY(w.sweep_view()->chooser()->currentText().contains("cancelled"));
     QCOMPARE(state_of(*w.sweep_view(), 0), QString("cancelled"));
     check_cells_fit(*w.sweep_view());
+  }
+
+  // 72 of 256 images, 28.125%: an exact tie, which printf (the CLI's `runs`, `show`, `sweep status`, `compare`)
+  // rounds to 28.12 and Qt's own number formatting to 28.13. Every GUI place says it as the CLI does.
+  void a_tied_accuracy_reads_as_the_cli_prints_it() {
+    RunStore writer(db("tie").toStdString());
+    RunInfo info;
+    info.validation_images = 256;
+    std::vector<int64_t> runs;
+    for (uint64_t seed : {0, 1}) {
+      TrainConfig c;
+      c.seed = seed;
+      const int64_t run = writer.begin_run(c, info, "");
+      EpochReport e;
+      e.epoch = 1;
+      e.validation_accuracy = 72.0 / 256;
+      e.seconds = 1;
+      writer.add_epoch(run, e, {}, 1.0);
+      writer.end_run(run, {RunStatus::Finished, "", ""}, {}, 1.0);
+      runs.push_back(run);
+    }
+    const std::string point = R"({"values": {"seed": "0"}, "config": {}})";
+    const int64_t id = create_sweep(writer, "tie", R"({"grid": {"seed": [0, 1]}})", "local", {point, point});
+    for (int i = 0; i < 2; ++i) {
+      set_point_run(writer, id, i, runs[static_cast<size_t>(i)]);
+      set_point_state(writer, id, i, SweepPointState::Finished);
+    }
+    MainWindow w(db("tie"));
+    w.resize(1280, 720);
+    w.show();
+    w.tabs()->setCurrentWidget(w.sweep_view());
+    const SweepPointsModel* points = w.sweep_view()->points_model();
+    QTRY_COMPARE_WITH_TIMEOUT(points->rowCount(), 2, 10000);
+    const int accuracy = points->column_of("final val. acc. (%)");
+    QVERIFY(accuracy >= 0);
+    QCOMPARE(points->data(points->index(0, accuracy), Qt::DisplayRole).toString(), QString("28.12"));
+    const RunsModel* table = w.runs_view()->model();
+    w.tabs()->setCurrentWidget(w.runs_view());
+    QTRY_COMPARE_WITH_TIMEOUT(table->rowCount(), 2, 10000);
+    QCOMPARE(table->index(table->row_of(runs[0]), RunsModel::BestAccuracy).data().toString(), QString("28.12%"));
+    QVERIFY(w.open_runs(runs));
+    const QString summary = w.compare_view()->findChild<QLabel*>("compareSummary")->text();
+    QVERIFY2(summary.contains("28.12 ± 0.00%"), qPrintable(summary));
   }
 
   // Cancel the sweep, confirmed: `ampwb sweep cancel` marks every point not final cancelled, and the tab shows it.

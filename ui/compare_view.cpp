@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/report_text.h"
 #include "analysis/run_speed.h"
 #include "analysis/time_comparison.h"
 #include "chart_panel.h"
@@ -466,8 +467,8 @@ void CompareView::update_summary() {
   summary_->setText(tr("These %1 runs differ only by seed: best validation accuracy %2 ± %3% (mean ± std); the "
                        "charts show the validation curves as mean ± std bands.")
                         .arg(best.size())
-                        .arg(100 * mean, 0, 'f', 2)
-                        .arg(100 * std, 0, 'f', 2));
+                        .arg(QString::fromStdString(fixed_text(100 * mean, 2)))  // printf's rounding, as the CLI's
+                        .arg(QString::fromStdString(fixed_text(100 * std, 2))));
   summary_->setVisible(true);
 }
 

@@ -58,22 +58,25 @@
 namespace ampwb::ui {
 namespace {
 
+// Its numbers in the engine's text forms (printf's rounding), so that they read as `ampwb train` and `show` print them:
+// Qt rounds an exact tie such as 28.125 up where printf rounds it to even.
 QString epoch_line(const EpochReport& e, int epochs) {
+  const auto text = [](const std::string& s) { return QString::fromStdString(s); };
   QString validation = QObject::tr("no validation images");
   if (std::isfinite(e.validation_accuracy) && e.topk > 0)
-    validation = QObject::tr("validation accuracy %1% (top-%2 %3%)")
-                     .arg(100 * e.validation_accuracy, 0, 'f', 2)
+    validation = QObject::tr("validation accuracy %1 (top-%2 %3)")
+                     .arg(text(percent_text(e.validation_accuracy)))
                      .arg(e.topk)
-                     .arg(100 * e.validation_topk, 0, 'f', 2);
+                     .arg(text(percent_text(e.validation_topk)));
   else if (std::isfinite(e.validation_accuracy))
-    validation = QObject::tr("validation accuracy %1%").arg(100 * e.validation_accuracy, 0, 'f', 2);
+    validation = QObject::tr("validation accuracy %1").arg(text(percent_text(e.validation_accuracy)));
   return QObject::tr("Epoch %1/%2: train loss %3, %4, %5 s, %6 images/s%7")
       .arg(e.epoch)
       .arg(epochs)
-      .arg(e.train_loss, 0, 'f', 4)
+      .arg(text(fixed_text(e.train_loss, 4)))
       .arg(validation)
-      .arg(e.seconds, 0, 'f', 1)
-      .arg(e.images_per_second, 0, 'f', 0)
+      .arg(text(fixed_text(e.seconds, 1)))
+      .arg(text(fixed_text(e.images_per_second, 0)))
       .arg(e.skipped_steps ? QObject::tr(", %1 skipped steps").arg(e.skipped_steps) : QString());
 }
 
@@ -112,15 +115,9 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   connect(controls_, &RunControls::train_clicked, this, &MainWindow::start_training);
   connect(controls_, &RunControls::pause_clicked, this, &MainWindow::toggle_pause);
   connect(controls_, &RunControls::stop_clicked, this, &MainWindow::stop_training);
-  // Train waits for a dataset that can be trained on and fields that hold values, saying why where the pointer is.
-  const auto block_train = [this] {
-    const QString problem = train_problem();
-    controls_->set_train_blocked(problem.isEmpty() ? QString() : tr("Cannot train: %1").arg(problem));
-    if (train_action_) update_actions();
-  };
-  block_train();
-  connect(setup_, &RunSetupPanel::dataset_problem_changed, this, block_train);
-  connect(setup_, &RunSetupPanel::settings_problem_changed, this, block_train);
+  update_train_blocked();
+  connect(setup_, &RunSetupPanel::dataset_problem_changed, this, &MainWindow::update_train_blocked);
+  connect(setup_, &RunSetupPanel::settings_problem_changed, this, &MainWindow::update_train_blocked);
   live_charts_ = new ChartPanel;
   live_charts_->setObjectName("liveCharts");
   connect(live_charts_, &ChartPanel::status_message, this, [this](const QString& t) { show_status(t, 5000); });
@@ -308,6 +305,7 @@ void MainWindow::build_menus() {
   stop_action_->setShortcut(QKeySequence(tr("Ctrl+.")));
   run->addSeparator();
   sweep_action_ = run->addAction(tr("S&weep…"), this, [this] { show_sweep_dialog(false); });
+  sweep_action_->setObjectName("sweepAction");
   sweep_action_->setShortcut(QKeySequence(tr("Ctrl+Shift+S")));
   paddle_sweep_action_ = run->addAction(tr("ResNet-18 FP32 vs AMP, &as in the Paddle article…"), this,
                                         [this] { show_sweep_dialog(true); });
@@ -354,13 +352,34 @@ void MainWindow::build_menus() {
 
 bool MainWindow::busy() const { return session_->running() || sweep_timing_; }
 
-QString MainWindow::train_problem() const { return read_only_.isEmpty() ? setup_->train_problem() : read_only_; }
+QString MainWindow::sweep_process_problem() const {
+  // Its points train on this machine and are then timed in alternation: a run beside them would slow them and spoil
+  // that timing. A sweep on Slurm trains elsewhere.
+  if (!sweep_process_ || cli_sweep_on_slurm_) return {};
+  return cli_sweep_id_ ? tr("sweep %1, started from this window, is running on this machine (see the Sweeps tab)")
+                             .arg(cli_sweep_id_)
+                       : tr("a sweep started from this window is running on this machine (see the Sweeps tab)");
+}
+
+QString MainWindow::train_problem() const {
+  if (!read_only_.isEmpty()) return read_only_;
+  if (const QString sweep = sweep_process_problem(); !sweep.isEmpty()) return sweep;
+  return setup_->train_problem();
+}
+
+// Train waits for a dataset that can be trained on, fields that hold values and no sweep of this window's running,
+// saying why where the pointer is.
+void MainWindow::update_train_blocked() {
+  const QString problem = train_problem();
+  controls_->set_train_blocked(problem.isEmpty() ? QString() : tr("Cannot train: %1").arg(problem));
+  if (train_action_) update_actions();
+}
 
 void MainWindow::update_actions() {
   const bool running = busy();
   train_action_->setEnabled(!running && train_problem().isEmpty());
-  sweep_action_->setEnabled(!running && read_only_.isEmpty());
-  paddle_sweep_action_->setEnabled(!running && read_only_.isEmpty());
+  sweep_action_->setEnabled(!running && !sweep_process_ && read_only_.isEmpty());  // one sweep at a time
+  paddle_sweep_action_->setEnabled(!running && !sweep_process_ && read_only_.isEmpty());
   pause_action_->setEnabled(running);
   stop_action_->setEnabled(running);
   setup_->set_editable(!running);
@@ -404,6 +423,7 @@ bool MainWindow::start_training() {
 QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::unique_ptr<RunSeries> prefilled,
                                  int processes) {
   if (!read_only_.isEmpty()) return read_only_;  // Train and Resume say so before; a sweep's runs end here
+  if (const QString sweep = sweep_process_problem(); !sweep.isEmpty()) return sweep;  // Resume, while it runs
   if (continue_run == 0) config.checkpoint_dir = setup_->checkpoints_enabled() ? checkpoint_folder() : std::string();
   session_->set_keep_final_weights(setup_->keep_final_weights());
   try {
@@ -629,7 +649,7 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   if (end.status == RunStatus::Finished && !live_->epochs.empty()) {
     double best = 0;
     for (const EpochReport& e : live_->epochs) best = std::max(best, e.validation_accuracy);
-    text += tr(": best validation accuracy %1%").arg(100 * best, 0, 'f', 2);
+    text += tr(": best validation accuracy %1").arg(QString::fromStdString(percent_text(best)));
   }
   if (restore_panel_after_resume())
     text += (text.endsWith('.') ? " " : ". ") + tr("The Run setup panel shows your own settings again.");
@@ -753,6 +773,7 @@ QString MainWindow::start_cli_sweep(const TrainConfig& base, const SweepPlan& pl
   sweep_process_->write(QByteArray::fromStdString(command.sweep_file.dump()));
   sweep_process_->closeWriteChannel();
   show_status(plan.on_slurm ? tr("Submitting the sweep to Slurm…") : tr("Starting the sweep…"), 10000);
+  update_train_blocked();
   return {};
 }
 
@@ -790,6 +811,7 @@ void MainWindow::read_sweep_output() {
   if (cli_sweep_id_ == 0) {
     if (const QRegularExpressionMatch m = recorded.match(sweep_output_); m.hasMatch()) {
       cli_sweep_id_ = m.captured(1).toLongLong();
+      update_train_blocked();  // names the sweep now
       sweep_view_->show_sweep(cli_sweep_id_);
       tabs_->setCurrentWidget(sweep_view_);
       Q_EMIT cli_sweep_started(cli_sweep_id_);
@@ -808,6 +830,7 @@ void MainWindow::sweep_process_ended() {
   const int code = sweep_process_->exitStatus() == QProcess::NormalExit ? sweep_process_->exitCode() : -1;
   sweep_process_->deleteLater();
   sweep_process_ = nullptr;
+  update_train_blocked();
   // "ampwb sweep: error: sbatch failed: ..." reads "sbatch failed: ..." to whoever clicked the dialog's button.
   QString message;
   static const QRegularExpression error_line(QStringLiteral("^ampwb[^:]*: error: (.*)$"),

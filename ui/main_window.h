@@ -111,6 +111,8 @@ class MainWindow : public QMainWindow {
   void finish_sweep(const std::vector<int64_t>& ids, const QString& not_timed_because = {});
   bool busy() const;                                   // a run trains, or a sweep is being timed
   QString train_problem() const;  // why Train waits: the store cannot be written, or the setup's problem; empty if not
+  QString sweep_process_problem() const;  // why no run may start beside the `ampwb sweep` started here; empty if none
+  void update_train_blocked();
   void on_events(const EventBatch& batch);
   void label_live_run();
   void on_finished(qint64 run_id, const RunEnd& end, const QString& store_error);

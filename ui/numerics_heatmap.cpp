@@ -58,7 +58,8 @@ QString tooltip(const LayerNumerics& n) {
              .arg(n.step)
              .arg(QString::fromStdString(n.forward_dtype), QString::fromStdString(n.backward_dtype))
              .arg(n.casts == 1 ? QObject::tr("1 cast") : QObject::tr("%1 casts").arg(n.casts))
-             .arg(std::isinf(headroom) ? QObject::tr("unbounded (all zero)") : QString::number(headroom, 'f', 2))
+             .arg(std::isinf(headroom) ? QObject::tr("unbounded (all zero)")
+                                       : QString::fromStdString(fixed_text(headroom, 2)))
              .arg(range_text(n.activation))
              .arg(QString::fromStdString(number_text(n.loss_scale)))
              .arg(range_text(n.activation_grad))
@@ -70,7 +71,7 @@ QString tooltip(const LayerNumerics& n) {
 QString cell_text(NumericsMeasure measure, double value) {
   if (std::isnan(value)) return QObject::tr("–");  // an FP8 measure of a layer without FP8
   if (measure != NumericsMeasure::ActivationHeadroom) return QString::fromStdString(percent_text(value));
-  return std::isinf(value) ? QObject::tr("all 0") : QString::number(value, 'f', 1);
+  return std::isinf(value) ? QObject::tr("all 0") : QString::fromStdString(fixed_text(value, 1));  // as `show`
 }
 
 // An FP8 run opens on what went wrong in it: its clipped values where a cell shows more of them than delayed scaling

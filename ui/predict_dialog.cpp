@@ -13,13 +13,14 @@
 #include <system_error>
 #include <vector>
 
+#include "analysis/report_text.h"
 #include "data/image_input.h"
 #include "plain_text.h"
 #include "store/final_weights.h"
 
 namespace ampwb::ui {
 namespace {
-QString percent(double p) { return QStringLiteral("%1%").arg(100 * p, 0, 'f', 2); }
+QString percent(double p) { return QString::fromStdString(percent_text(p)); }
 
 // The folder every path lies in ("" where they share none): rows name their images below it, so that the Image
 // column holds what tells them apart, not one long prefix.

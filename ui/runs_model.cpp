@@ -215,7 +215,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case BestAccuracy: {
       const bool measured = s.epochs_completed && r.info.validation_images > 0;  // none without validation images
       if (sort) return measured ? s.best_validation_accuracy : -1.0;
-      return measured ? QStringLiteral("%1%").arg(100 * s.best_validation_accuracy, 0, 'f', 2) : "–";
+      return measured ? QString::fromStdString(percent_text(s.best_validation_accuracy)) : "–";  // as `ampwb runs`
     }
     case Time:  // as `ampwb runs` says it
       return sort ? QVariant(s.total_seconds) : QVariant(QString::fromStdString(duration_text(s.total_seconds)));

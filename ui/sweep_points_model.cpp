@@ -6,6 +6,7 @@
 #include <QPalette>
 #include <cmath>
 
+#include "analysis/report_text.h"
 #include "plain_text.h"
 
 namespace ampwb::ui {
@@ -104,7 +105,7 @@ QVariant SweepPointsModel::data(const QModelIndex& index, int role) const {
       const double a = r.summary.final_validation_accuracy;
       if (!r.has_run || !std::isfinite(a)) return role == kSortRole ? QVariant(-1.0) : QVariant();
       const bool final = r.run_status == RunStatus::Finished;  // whatever the point's state (a cancel came late)
-      if (role == Qt::DisplayRole) return QString::number(100 * a, 'f', 2);
+      if (role == Qt::DisplayRole) return QString::fromStdString(fixed_text(100 * a, 2));  // printf's rounding
       if (role == kSortRole) return final ? 100 * a : -1.0;
       if (final) return {};
       if (role == Qt::ForegroundRole) return QBrush(QPalette().color(QPalette::Disabled, QPalette::Text));
