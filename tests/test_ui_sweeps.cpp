@@ -567,6 +567,81 @@ class SweepsThroughTheUi : public QObject {
     QVERIFY2(summary.contains("28.12 ± 0.00%"), qPrintable(summary));
   }
 
+  // After its points have trained, the window's `ampwb sweep` times their configurations in alternation for minutes
+  // with real models: the tab says how far it got (not "not timed", which reads as final), and Cancel stops it. A
+  // stand-in for `ampwb sweep` prints what the real one prints and waits for its Ctrl-C.
+  void a_sweep_being_timed_says_so_and_can_be_stopped() {
+    RunStore writer(db("timing").toStdString());
+    RunInfo info;
+    info.validation_images = 16;
+    const std::string fp32 = R"({"values": {"precision": "fp32"}, "config": {}})";
+    const std::string bf16 = R"({"values": {"precision": "amp-bf16"}, "config": {}})";
+    const int64_t id =
+        create_sweep(writer, "timed", R"({"grid": {"precision": ["fp32", "amp-bf16"]}})", "local", {fp32, bf16});
+    for (int i = 0; i < 2; ++i) {
+      TrainConfig c;
+      if (i == 1) c.precision = precision_preset("amp-bf16");
+      const int64_t run = writer.begin_run(c, info, "");
+      EpochReport e;
+      e.epoch = 1;
+      e.validation_accuracy = 0.5;
+      e.seconds = 1;
+      writer.add_epoch(run, e, {}, 1.0);
+      writer.end_run(run, {RunStatus::Finished, "", ""}, {}, 1.0);
+      set_point_run(writer, id, i, run);
+      set_point_state(writer, id, i, SweepPointState::Finished);
+    }
+    const QString script = dir_.filePath("timing-sweep.sh");
+    {
+      QFile f(script);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QStringLiteral("#!/bin/sh\n"
+                             "echo 'sweep %1: 2 points, recorded in the store'\n"
+                             "echo 'sweep %1: timing its 2 configurations in alternation for their speed-ups'\n"
+                             "echo '  round 1/6'\n"
+                             "echo '  round 2/6'\n"
+                             "sleep 60 & waiting=$!\n"
+                             "trap 'kill $waiting; echo \"sweep %1: stopped before its configurations were timed\"; "
+                             "exit 0' INT\n"
+                             "wait\n")
+                  .arg(id)
+                  .toUtf8());
+      f.close();
+      QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
+    }
+    MainWindow w(db("timing"));
+    w.resize(1280, 720);
+    w.show();
+    w.set_sweep_executable(script);
+    SweepView& view = *w.sweep_view();
+    SweepPlan plan;
+    for (const SweepVariant& v : sweep_variants())
+      if (!v.loss_scaling_off && (v.key == "fp32" || v.key == "amp-bf16")) plan.variants.push_back(v);
+    plan.seeds = {"0"};
+    plan.depths = {"20"};
+    plan.batch_sizes = {"8"};
+    QSignalSpy ended(&w, &MainWindow::cli_sweep_ended);
+    QCOMPARE(w.start_cli_sweep(tiny_config(data_, 1, 2), plan), QString());
+    QTRY_COMPARE_WITH_TIMEOUT(view.current_sweep(), id, 10000);
+    const int speed_up = 4;  // the groups table's "speed-up, timed in alternation"
+    QTRY_COMPARE_WITH_TIMEOUT(view.groups_table()->rowCount(), 2, 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(view.groups_table()->item(1, speed_up)->text(), QString("timing, round 2/6…"), 10000);
+    QVERIFY2(view.counts()->text().contains("timing its configurations in alternation, round 2/6"),
+             qPrintable(view.counts()->text()));
+    QVERIFY(view.cancel_action()->isEnabled());
+    QString asked;
+    view.confirm = [&](const QString& question) {
+      asked = question;
+      return true;
+    };
+    view.cancel_action()->trigger();
+    QVERIFY2(asked.startsWith(QStringLiteral("Stop timing sweep %1?").arg(id)), qPrintable(asked));
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 10000);
+    QCOMPARE(ended.at(0).at(1).toInt(), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(view.groups_table()->item(1, speed_up)->text(), QString("not timed"), 10000);
+    QVERIFY(!view.cancel_action()->isEnabled());  // every point ended, and nothing times them now
+  }
+
   // Cancel the sweep, confirmed: `ampwb sweep cancel` marks every point not final cancelled, and the tab shows it.
   void cancelling_a_sweep_from_the_tab() {
     MainWindow w(db("cancel"));

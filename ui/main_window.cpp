@@ -148,6 +148,10 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
     if (const QString why = cancel_cli_sweep(id); !why.isEmpty())
       plain_message(this, QMessageBox::Warning, tr("Cancel the sweep"), why);
   });
+  connect(sweep_view_, &SweepView::stop_timing_requested, this, [this](qint64 id) {
+    // As Ctrl-C on `ampwb sweep` while it times: it stops between two turns and records nothing.
+    if (sweep_process_ && id == cli_sweep_id_) ::kill(static_cast<pid_t>(sweep_process_->processId()), SIGINT);
+  });
   tabs_->addTab(compare_, tr("Compare"));
   tabs_->addTab(sweep_view_, tr("Sweeps"));
   setCentralWidget(tabs_);
@@ -812,6 +816,7 @@ void MainWindow::read_sweep_output() {
     if (const QRegularExpressionMatch m = recorded.match(sweep_output_); m.hasMatch()) {
       cli_sweep_id_ = m.captured(1).toLongLong();
       update_train_blocked();  // names the sweep now
+      sweep_view_->set_running_here(cli_sweep_id_, {});
       sweep_view_->show_sweep(cli_sweep_id_);
       tabs_->setCurrentWidget(sweep_view_);
       Q_EMIT cli_sweep_started(cli_sweep_id_);
@@ -821,6 +826,18 @@ void MainWindow::read_sweep_output() {
                                             QRegularExpression::MultilineOption);
   if (const QRegularExpressionMatch m = submitted.match(sweep_output_); m.hasMatch())
     show_status(tr("Sweep %1 submitted as Slurm job array %2").arg(cli_sweep_id_).arg(m.captured(1)), 10000);
+  // Its points trained, it times their configurations in alternation ("sweep 3: timing its 2 configurations …",
+  // then "  round 2/6"): the Sweeps tab says how far, not "not timed".
+  static const QRegularExpression timing(QStringLiteral("^sweep \\d+: timing its"),
+                                         QRegularExpression::MultilineOption);
+  static const QRegularExpression round_line(QStringLiteral("^  round (\\d+/\\d+)$"),
+                                             QRegularExpression::MultilineOption);
+  if (cli_sweep_id_ && timing.match(sweep_output_).hasMatch()) {
+    QString progress = tr("starting");
+    for (QRegularExpressionMatchIterator i = round_line.globalMatch(sweep_output_); i.hasNext();)
+      progress = tr("round %1").arg(i.next().captured(1));
+    sweep_view_->set_running_here(cli_sweep_id_, progress);
+  }
 }
 
 void MainWindow::sweep_process_ended() {
@@ -831,6 +848,7 @@ void MainWindow::sweep_process_ended() {
   sweep_process_->deleteLater();
   sweep_process_ = nullptr;
   update_train_blocked();
+  sweep_view_->set_running_here(0, {});
   // "ampwb sweep: error: sbatch failed: ..." reads "sbatch failed: ..." to whoever clicked the dialog's button.
   QString message;
   static const QRegularExpression error_line(QStringLiteral("^ampwb[^:]*: error: (.*)$"),

@@ -72,6 +72,13 @@ SweepView::SweepView(RunStore& store, QWidget* parent, const std::string& locati
   cancel_ = bar->addAction(tr("Cancel the sweep…"), this, [this] {
     const SweepRecord& s = results().sweep;
     if (s.id == 0 || s.cancelled) return;
+    if (timing_here()) {
+      if (confirm(tr("Stop timing sweep %1? Its points have trained; the speed-ups being timed in alternation are not "
+                     "recorded (ampwb sweep run %1 times them later).")
+                      .arg(s.id)))
+        Q_EMIT stop_timing_requested(s.id);
+      return;
+    }
     if (confirm(tr("Cancel sweep %1? No point starts any more, and the points not yet finished are marked "
                    "cancelled (a run training now stops after its current step, with a checkpoint)%2.")
                     .arg(s.id)
@@ -209,14 +216,36 @@ void SweepView::show_reading(const Reading& reading) {
   model_->set_results(results);
   widths_.follow(*table_, other_points);
   counts_->setToolTip(QString());
-  counts_->setText(list.empty() ? tr("No sweeps in this store yet: Run ▸ Sweep… or `ampwb sweep` starts one.")
-                                : QString::fromStdString(sweep_counts_text(results)));
+  QString counts = list.empty() ? tr("No sweeps in this store yet: Run ▸ Sweep… or `ampwb sweep` starts one.")
+                                : QString::fromStdString(sweep_counts_text(results));
+  if (timing_here()) counts += tr("; timing its configurations in alternation, %1…").arg(timing_progress_);
+  counts_->setText(counts);
   update_groups();
   update_actions();
 }
 
+void SweepView::set_running_here(int64_t sweep_id, const QString& timing_progress) {
+  running_here_ = sweep_id;
+  timing_progress_ = timing_progress;
+  if (isVisible()) follow();  // read off the window's thread; hidden, showEvent reads it
+}
+
+bool SweepView::timing_here() const {
+  const SweepResults& r = results();
+  return r.sweep.id != 0 && r.sweep.id == running_here_ && !timing_progress_.isEmpty() && !r.sweep.cancelled;
+}
+
 void SweepView::update_actions() {
   const SweepResults& r = results();
+  const bool finished = !r.finished_runs().empty();  // Compare waits for a point to finish, saying so
+  compare_->setEnabled(finished);
+  compare_->setToolTip(finished ? QString() : tr("No point of this sweep has finished yet"));
+  if (timing_here()) {  // its points ended, but the process goes on timing them: Cancel stops that
+    cancel_->setEnabled(true);
+    cancel_->setToolTip(
+        plain_tooltip(tr("Stop timing sweep %1 in alternation: its speed-ups are not recorded").arg(r.sweep.id)));
+    return;
+  }
   const bool ended =
       std::all_of(r.points.begin(), r.points.end(), [](const SweepPointResult& p) { return is_final(p.point.state); });
   QString why;
@@ -230,9 +259,6 @@ void SweepView::update_actions() {
   else if (store_.read_only())
     why = tr("Sweep %1 cannot be cancelled from here: %2").arg(r.sweep.id).arg(read_only_reason(store_));
   cancel_->setEnabled(why.isEmpty());
-  const bool finished = !r.finished_runs().empty();  // Compare waits for a point to finish, saying so
-  compare_->setEnabled(finished);
-  compare_->setToolTip(finished ? QString() : tr("No point of this sweep has finished yet"));
   cancel_->setToolTip(plain_tooltip(
       why.isEmpty()
           ? tr("Cancel sweep %1: no point starts any more%2")
@@ -250,13 +276,17 @@ void SweepView::update_groups() {
                  .arg(results().sweep.id);
   groups_title_->setText(title);
   groups_->setRowCount(static_cast<int>(groups.size()));
+  // "not timed" reads as final: while this window's process trains or times the sweep, its speed-ups are to come.
+  const QString not_timed = timing_here() ? tr("timing, %1…").arg(timing_progress_)
+                            : results().sweep.id == running_here_ && running_here_ ? tr("not timed yet")
+                                                                                   : tr("not timed");
   for (int row = 0; row < groups_->rowCount(); ++row) {
     const SweepGroupResult& g = groups[static_cast<size_t>(row)];
     const QString cells[] = {QString::fromStdString(g.value),
                              QString::number(g.run_ids.size()),
                              QString::fromStdString(mean_std_text(g.final_accuracy, 2)),
                              QString::fromStdString(mean_std_text(g.final_loss, 4)),
-                             g.speed_up.empty() ? tr("not timed") : QString::fromStdString(g.speed_up),
+                             g.speed_up.empty() ? not_timed : QString::fromStdString(g.speed_up),
                              QString::fromStdString(mean_std_text(g.images_per_second, 0))};
     for (int column = 0; column < 6; ++column) {
       auto* item = new QTableWidgetItem(cells[column]);

@@ -49,12 +49,18 @@ class SweepView : public QWidget {
   QAction* cancel_action() const { return cancel_; }
   QAction* compare_action() const { return compare_; }
 
+  // The sweep that this window's `ampwb sweep` process runs (0: none), and once its points have trained, how far its
+  // timing in alternation has got ("round 2/6"; empty before). Its speed-ups are not final while that runs, and
+  // Cancel stops the timing.
+  void set_running_here(int64_t sweep_id, const QString& timing_progress);
+
   // Asks before cancelling a sweep; replaceable for tests.
   std::function<bool(const QString& question)> confirm;
 
  Q_SIGNALS:
   void open_requested(const std::vector<int64_t>& run_ids);  // the finished points' runs, for the Compare tab
   void cancel_requested(qint64 sweep_id);                    // confirmed: `ampwb sweep cancel` (its Slurm job too)
+  void stop_timing_requested(qint64 sweep_id);  // confirmed: this window's `ampwb sweep` stops timing, keeping nothing
   void status_message(const QString& text);
 
  protected:
@@ -88,6 +94,9 @@ class SweepView : public QWidget {
   QTimer* poll_ = nullptr;
   QAction* cancel_ = nullptr;
   QAction* compare_ = nullptr;
+  int64_t running_here_ = 0;  // set_running_here's
+  QString timing_progress_;
+  bool timing_here() const;  // the sweep shown has trained its points and is being timed by this window's process
 };
 
 }  // namespace ampwb::ui
