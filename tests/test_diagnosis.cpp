@@ -760,6 +760,20 @@ TEST(DiagnosisSpeed, ASweepsTimingInAlternationIsTheVerdictsFigure) {
                   "No speed-up distinguishable from the noise");
 }
 
+// Step times so scattered that the interval holds large speed-ups both ways: the heading says the measurement cannot
+// tell, not that there is no speed-up (which reads as the same speed).
+TEST(DiagnosisSpeed, AnIntervalTooWideToTellIsSaidSo) {
+  const RunEvidence fp32 = timed_run(1, "fp32", 0.100);
+  RunEvidence scattered = timed_run(2, "amp-fp16", 0.100);
+  double wall = 0;
+  for (size_t i = 0; i < scattered.steps.size(); ++i)
+    scattered.steps[i].wall_seconds = wall += 0.100 * (i % 2 ? 8.0 : 0.15);
+  const Finding f = expect_finding(diagnose(scattered, &fp32), "speed_vs_baseline");
+  expect_contains(f.title, "Speed-up not measured closely enough to tell: ");
+  expect_contains(f.title, "(interval ");
+  EXPECT_EQ(f.title.find("No speed-up"), std::string::npos) << f.title;
+}
+
 // A speed-up over a run of another model is not the precision's: the finding says so first, whatever it measured.
 TEST(DiagnosisSpeed, ASpeedUpOverOtherWorkIsNotThePrecisions) {
   RunEvidence fp32 = timed_run(1, "fp32", 0.500), bf16 = timed_run(2, "amp-bf16", 0.100);

@@ -666,9 +666,7 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
     if (!baseline_narrower.empty()) action += "; and " + baseline_narrower;
     // A figure whose interval holds 1.0× is no speed-up, and its heading gives the interval that makes it so.
     add(out, "speed_vs_baseline", Severity::Warning,
-        (speedup.distinguishable()
-             ? "Speed-up " + ratio_headline(speedup)
-             : "No speed-up distinguishable from the noise: " + speed_up_within_noise_text(speedup)) +
+        (speedup.distinguishable() ? "Speed-up " + ratio_headline(speedup) : speed_up_within_noise_headline(speedup)) +
             ", " + verdict_unreliable,
         said, action);
     return;
@@ -679,8 +677,7 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
           : "see the other findings for why (emulated formats, data wait, small batches); AMP's gains come from "
             "16-bit arithmetic units and memory traffic, which this step did not use enough";
   if (!speedup.distinguishable()) {
-    add(out, "speed_vs_baseline", Severity::Warning, "No speed-up distinguishable from the noise: " + figure, evidence,
-        why_not_faster);
+    add(out, "speed_vs_baseline", Severity::Warning, speed_up_within_noise_headline(speedup), evidence, why_not_faster);
   } else if (speedup.ratio < 1) {
     add(out, "speed_vs_baseline", Severity::Warning, "Slower than the baseline: " + figure, evidence, why_not_faster);
   } else if (expected_none) {

@@ -216,7 +216,9 @@ Comparison compare_runs(const std::vector<ComparedRun>& runs, const CompareOptio
     c.rows.back().note = "timed after the sweep, the runs taking turns (" + how +
                          "): the median of the rounds' ratios, and in brackets the smallest ratio to the largest, "
                          "which holds the median with probability 1 - 2^(1 - rounds), 97% for 6 rounds; \"within "
-                         "noise\": that range holds 1.0\u00d7";
+                         "noise\": that range holds 1.0\u00d7. Where it differs from the speed-up of the trainings' "
+                         "own steps, this is the figure to go by (unless marked \u26a0): the trainings ran at "
+                         "different times, whose drift the alternation evens out";
     if (!loaded.empty()) c.rows.back().note += kUnreliableNote;
   }
   add("skipped steps", [&](size_t i) { return std::to_string(c.summaries[i].skipped_steps); });

@@ -152,9 +152,13 @@ std::string speed_up_words(const SpeedUp& s, bool cell) {
 std::string speed_up_text(const SpeedUp& s) { return speed_up_words(s, false); }
 std::string speed_up_cell(const SpeedUp& s) { return speed_up_words(s, true); }
 
-std::string speed_up_within_noise_text(const SpeedUp& s) {
-  if (!s.known()) return "-";
-  return ratio_number(s.ratio) + "\u00d7 (" +
+std::string speed_up_within_noise_headline(const SpeedUp& s) {
+  if (!s.known()) return "No speed-up measured";
+  // An interval spanning more than a factor of two holds large speed-ups both ways: the measurement is what it says.
+  const bool too_wide = std::isinf(s.high) || s.high > 2 * s.low;
+  return (too_wide ? "Speed-up not measured closely enough to tell: "
+                   : "No speed-up distinguishable from the noise: ") +
+         ratio_number(s.ratio) + "\u00d7 (" +
          (std::isinf(s.high) ? std::string("too few steps to tell")
                              : "interval " + bound_number(s.low) + "\u2013" + bound_number(s.high)) +
          ")";

@@ -70,9 +70,10 @@ SpeedUp alternating_speed_up(const AlternatingSpeed& timed, int64_t run, int64_t
 std::string speed_up_text(const SpeedUp& s);
 // "1.32×" (faster) or "1.6× slower": the ratio alone, as a sentence reads it.
 std::string speed_up_ratio_text(const SpeedUp& s);
-// "0.82× (interval 0.61–1.10)", "0.98× (too few steps to tell)": a ratio that may be no speed-up at all, with what
-// makes it so, for a heading that already says it is not distinguishable from 1.0×.
-std::string speed_up_within_noise_text(const SpeedUp& s);
+// The heading of a ratio whose interval holds 1.0×, with the interval that makes it so: "No speed-up distinguishable
+// from the noise: 0.98× (interval 0.93–1.04)"; where the interval spans more than a factor of two, "Speed-up not
+// measured closely enough to tell: 0.09× (interval 0.05–1.54)", not a "no speed-up" that reads as the same speed.
+std::string speed_up_within_noise_headline(const SpeedUp& s);
 // "350.2 images/s (interquartile range 340.1–360.5, 412 steps)", "-".
 std::string speed_text(const RunSpeed& s);
 // The same in a table's cell, whose note says what the brackets hold: "1.32× (1.25–1.40)", "0.98× (0.93–1.04),
