@@ -597,11 +597,18 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
   if (end.status == RunStatus::Finished && recorded && is_own_checkpoint_dir(store.path(), c.checkpoint_dir) &&
       !c.keep_checkpoints && std::filesystem::exists(c.checkpoint_dir, ec))
     checkpoint_removed = std::filesystem::remove_all(c.checkpoint_dir, ec) > 0 && !ec;
-  // A run the store never recorded (refused before it started) has nothing to resume: the folder this process made
-  // for it goes, if it holds nothing but its lock (never a folder that was there before, another run's perhaps).
-  if (run_id == 0 && folder_made_here) {
-    std::filesystem::remove(std::filesystem::path(c.checkpoint_dir) / "checkpoint.lock", ec);
-    std::filesystem::remove(c.checkpoint_dir, ec);  // only an empty folder
+  // A run without a checkpoint (refused before it started, or ended before its first) has nothing to resume: the
+  // folder this process made for it goes, if it holds nothing but its lock (never a folder that was there before,
+  // another run's perhaps).
+  if (folder_made_here) {
+    const std::filesystem::path folder = c.checkpoint_dir, lock = folder / "checkpoint.lock";
+    bool only_the_lock = true;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, ec))
+      only_the_lock = only_the_lock && entry.path() == lock;
+    if (only_the_lock && !ec) {
+      std::filesystem::remove(lock, ec);
+      std::filesystem::remove(folder, ec);  // only an empty folder
+    }
   }
   if (!json && !how.events_json && run_id != 0 && !how.quiet) {  // the events say it in their own lines
     const std::string name = record.name.empty() ? std::string() : " (" + record.name + ")";  // unrecorded: none

@@ -374,6 +374,16 @@ TEST(StoreCli, CheckpointsByDefaultAreRemovedWhenTheRunFinishesUnlessKept) {
   argv.back() = "--no-checkpoint";
   ASSERT_EQ(ampwb(argv).status, 0);
   EXPECT_TRUE(RunStore(db, RunStore::Mode::ReadOnly).checkpoints(3).empty());
+  // A run that fails before its first checkpoint (a static scale FP16 overflows at once) leaves no folder behind.
+  const std::string store = dir.file("failing.sqlite");
+  std::vector<std::string> failing = tiny_training(store, 1);
+  failing.insert(failing.end(), {"--precision", "amp-fp16", "--loss-scale", "static:1e9"});
+  const Result failed = ampwb(failing);
+  ASSERT_EQ(failed.status, 1) << failed.output;
+  EXPECT_EQ(RunStore(store, RunStore::Mode::ReadOnly).run(1).status, RunStatus::Failed);
+  EXPECT_TRUE(RunStore(store, RunStore::Mode::ReadOnly).checkpoints(1).empty());
+  const fs::path folder = RunStore(store, RunStore::Mode::ReadOnly).run(1).config.checkpoint_dir;
+  EXPECT_FALSE(fs::exists(folder)) << folder << " holds nothing a resume could use";
 }
 
 TEST(StoreCli, ADamagedStoreIsRefusedForWritingAndStoreCheckReportsIt) {
