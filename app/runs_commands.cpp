@@ -65,12 +65,6 @@ int runs_command(const RunsOptions& options) {
   Table table({"ID", "NAME", "CREATED (UTC)", "STATUS", "DEPTH", "PRECISION", "DEVICE", "BEST VAL", "EPOCHS", "TIME",
                "RESUME", "WEIGHTS", "TAGS"},
               {true, false, false, false, true, false, false, true, true, true, false, false, false});
-  // A tag matches whatever the case of its Latin letters, as the workbench's filter matches it.
-  const auto same_tag = [](const std::string& a, const std::string& b) {
-    const auto lower = [](unsigned char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; };
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                      [&](unsigned char x, unsigned char y) { return lower(x) == lower(y); });
-  };
   size_t shown = 0;
   for (const RunRecord& r : store.runs()) {
     if (!status.empty() && status != run_status_words(r.status) && status != run_state_words(r)) continue;

@@ -146,12 +146,16 @@ int tag_command(const EditOptions& options) {
   RunStore store = open_existing(options.db);
   const int64_t id = store.resolve(options.run);
   if (options.remove) {
-    store.remove_tag(id, options.value);
-    std::printf("run %lld: removed tag '%s'\n", static_cast<long long>(id), options.value.c_str());
+    const std::string removed = store.remove_tag(id, options.value);
+    std::printf("run %lld: removed tag '%s'\n", static_cast<long long>(id), removed.c_str());
   } else if (store.add_tag(id, options.value)) {
     std::printf("run %lld: added tag '%s'\n", static_cast<long long>(id), options.value.c_str());
-  } else {
-    std::printf("run %lld: has the tag '%s' already\n", static_cast<long long>(id), options.value.c_str());
+  } else {  // as the run has it, whatever case was given
+    const std::vector<std::string> tags = store.run(id).tags;
+    const auto had =
+        std::find_if(tags.begin(), tags.end(), [&](const std::string& t) { return same_tag(t, options.value); });
+    std::printf("run %lld: has the tag '%s' already\n", static_cast<long long>(id),
+                had != tags.end() ? had->c_str() : options.value.c_str());
   }
   return 0;
 }

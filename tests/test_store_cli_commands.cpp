@@ -586,6 +586,10 @@ TEST(StoreCli, ShowKeepsANotesLinesTogetherAndTagSaysWhatItChanged) {
   const Result listed = ampwb({"runs", "--tag", "KEEPER", "--db", db});
   expect_contains(listed.output, "TAGS\n");
   expect_contains(listed.output, "  keeper\n");
+  // One tag whatever its case, for tag and untag too.
+  expect_contains(ampwb({"tag", "1", "Keeper", "--db", db}).output, "run 1: has the tag 'keeper' already");
+  expect_contains(ampwb({"tag", "1", "KEEPER", "--remove", "--db", db}).output, "run 1: removed tag 'keeper'");
+  EXPECT_TRUE(RunStore(db, RunStore::Mode::ReadOnly).run(1).tags.empty());
   // The configuration keeps the name the run was trained with; renamed since, it says what the run is named now.
   std::vector<std::string> named = tiny_training(db, 1, 2);
   named.insert(named.end(), {"--name", "first"});

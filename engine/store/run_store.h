@@ -188,9 +188,11 @@ class RunStore {
   // meanwhile (EditConflict, saying what they are now), so that no edit is lost unseen.
   void rename(int64_t run, const std::string& name, const std::optional<std::string>& were = std::nullopt);
   void set_notes(int64_t run, const std::string& notes, const std::optional<std::string>& were = std::nullopt);
-  // Adds `tag` (refused, saying why, where tag_problem finds one); false where the run had it already.
+  // Adds `tag` (refused, saying why, where tag_problem finds one); false where the run had it already, in any case
+  // (same_tag).
   bool add_tag(int64_t run, const std::string& tag);
-  void remove_tag(int64_t run, const std::string& tag);
+  // Removes the run's tag that is `tag` in any case; returns it as it was stored. Throws where the run has none.
+  std::string remove_tag(int64_t run, const std::string& tag);
   void remove(int64_t run);  // the run, all its rows and its final weights; refuses a run a live process records
   std::string removal_refusal(const RunRecord& r) const;  // why remove() would refuse it; empty when it would not
 
@@ -270,5 +272,8 @@ bool is_own_checkpoint_dir(const std::string& store_path, const std::string& fol
 // Why `tag` cannot be a tag, "" where it can. Tags are listed joined by ", " (show, the GUI's Runs view) and "; "
 // (CSV), and the GUI's Tag dialog reads a leading "-" as "remove the tag": a tag that held those would read as others.
 std::string tag_problem(const std::string& tag);
+// Whether two tags are one: the case of their Latin letters aside ("Baseline" is "baseline"), as `runs --tag` and the
+// workbench's filter match them.
+bool same_tag(const std::string& a, const std::string& b);
 
 }  // namespace ampwb

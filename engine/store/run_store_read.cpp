@@ -375,27 +375,35 @@ std::string tag_problem(const std::string& tag) {
   return "";
 }
 
+bool same_tag(const std::string& a, const std::string& b) {
+  const auto lower = [](unsigned char c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; };
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [&](unsigned char x, unsigned char y) { return lower(x) == lower(y); });
+}
+
 bool RunStore::add_tag(int64_t run_id, const std::string& tag) {
   require_writable("tag a run");
   if (const std::string problem = tag_problem(tag); !problem.empty()) throw Error(problem);
   SqlTransaction t(*db_);  // read-modify-write of the tag list, atomic against other writers
   std::vector<std::string> tags = run(run_id).tags;
-  if (std::find(tags.begin(), tags.end(), tag) != tags.end()) return false;
+  if (std::any_of(tags.begin(), tags.end(), [&](const std::string& had) { return same_tag(had, tag); })) return false;
   tags.push_back(tag);
   set_tags(run_id, tags);
   t.commit();
   return true;
 }
 
-void RunStore::remove_tag(int64_t run_id, const std::string& tag) {
+std::string RunStore::remove_tag(int64_t run_id, const std::string& tag) {
   require_writable("untag a run");
   SqlTransaction t(*db_);
   std::vector<std::string> tags = run(run_id).tags;
-  const auto it = std::find(tags.begin(), tags.end(), tag);
+  const auto it = std::find_if(tags.begin(), tags.end(), [&](const std::string& had) { return same_tag(had, tag); });
   if (it == tags.end()) throw Error("run " + std::to_string(run_id) + " has no tag '" + tag + "'");
+  const std::string removed = *it;
   tags.erase(it);
   set_tags(run_id, tags);
   t.commit();
+  return removed;
 }
 
 std::string RunStore::removal_refusal(const RunRecord& r) const {
