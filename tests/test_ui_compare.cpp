@@ -27,6 +27,7 @@
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTableWidget>
@@ -1360,6 +1361,9 @@ class CompareRuns : public QObject {
     QCOMPARE(ids.size(), size_t{3});
     QCOMPARE(w.compare_view()->run_ids(), ids);
     QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.compare_view()));
+    // The Training tab's line says how the sweep ended, not its timing's last round as if that went on.
+    const QString said = child<QLabel>(w, "statusLine")->text();
+    QVERIFY2(!said.contains("timing") && said == w.statusBar()->currentMessage(), qPrintable(said));
     RunStore store(db.toStdString(), RunStore::Mode::ReadOnly);
     QCOMPARE(store.run(ids[0]).precision_name(), std::string("fp32"));
     QCOMPARE(store.run(ids[1]).precision_name(), std::string("amp-bf16"));

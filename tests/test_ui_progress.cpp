@@ -6,6 +6,7 @@
 #include <QBarSeries>
 #include <QBarSet>
 #include <QChart>
+#include <QDir>
 #include <QLabel>
 #include <QLineSeries>
 #include <QLocale>
@@ -24,6 +25,7 @@
 #include "run_controls.h"
 #include "run_series.h"
 #include "run_setup_panel.h"
+#include "runs_view.h"
 #include "store/run_store.h"
 #include "test_ui_util.h"
 #include "train/observer_list.h"
@@ -303,6 +305,51 @@ class ProgressThroughTheUi : public QObject {
              qPrintable(w.live_charts()->chart("histogram")->chart()->title()));
     w.stop_training();
     QVERIFY(finished.wait(600000));
+  }
+
+  // The run the Training tab shows, deleted (from the Runs tab, or by `ampwb delete` while it is shown): its charts
+  // go at once, back to the next run's preview, and Export charts has nothing of it to export.
+  void a_deleted_run_leaves_the_training_tab() {
+    MainWindow w(db("deleted"));
+    w.resize(1366, 768);
+    w.show();
+    std::map<QString, QString> before_any;
+    for (MetricChart* c : w.live_charts()->charts()) before_any[c->metric_key()] = drawn(*c);
+    set_up(w, tiny_config(data_, 1, 2));
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    QVERIFY(w.start_training());
+    QVERIFY(finished.wait(600000));
+    const int64_t run = finished.at(0).at(0).toLongLong();
+    QVERIFY(drawn(*w.live_charts()->chart("loss")) != before_any["loss"]);
+    w.tabs()->setCurrentWidget(w.runs_view());
+    RunStore(db("deleted").toStdString(), RunStore::Mode::Existing).remove(run);
+    auto* status = child<QLabel>(w, "statusLine");
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(),
+                              QStringLiteral("Run %1 was deleted from the run store, and its charts with it").arg(run),
+                              10000);
+    for (MetricChart* c : w.live_charts()->charts()) QCOMPARE(drawn(*c), before_any[c->metric_key()]);
+    w.live_charts()->export_all();
+    QVERIFY2(w.statusBar()->currentMessage().startsWith("Nothing to export yet"),
+             qPrintable(w.statusBar()->currentMessage()));
+  }
+
+  // A run refused for its dataset folder (gone since the panel checked it): once a folder is chosen again and
+  // checked, the status line says what Train waits for again, not the refusal of a problem that is gone.
+  void a_refused_start_is_not_said_after_its_fix() {
+    MainWindow w(db("refused"));
+    w.show();
+    const QString gone = write_stripes(dir_.filePath("to go"), 8, 16);
+    TrainConfig c = tiny_config(gone, 1, 2);
+    set_up(w, c);
+    QVERIFY(QDir(gone).removeRecursively());
+    QSignalSpy finished(&w, &MainWindow::run_finished);
+    auto* status = child<QLabel>(w, "statusLine");
+    if (w.start_training()) QVERIFY(finished.wait(60000));  // refused on its thread, else at once
+    QVERIFY2(status->text().startsWith("Not started") && status->text().contains("does not exist"),
+             qPrintable(status->text()));
+    c.data_dir = data_.toStdString();
+    set_up(w, c);
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString("Ready: click Train."), 10000);
   }
 };
 

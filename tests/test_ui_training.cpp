@@ -510,7 +510,8 @@ class TrainingThroughTheUi : public QObject {
     train_and_stop(deleted);
     if (QTest::currentTestFailed()) return;
     RunStore(path.toStdString(), RunStore::Mode::Existing).remove(deleted);
-    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString("Run %1 was deleted from the run store").arg(deleted), 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(
+        status->text(), QString("Run %1 was deleted from the run store, and its charts with it").arg(deleted), 10000);
 
     // A finished run deleted elsewhere is said to be gone too, not shown as if the store still held it.
     QTest::mouseClick(child<QPushButton>(w, "trainButton"), Qt::LeftButton);
@@ -518,7 +519,10 @@ class TrainingThroughTheUi : public QObject {
     const int64_t done = finished.takeFirst().at(0).toLongLong();
     QCOMPARE(RunStore(path.toStdString(), RunStore::Mode::ReadOnly).run(done).status, RunStatus::Finished);
     RunStore(path.toStdString(), RunStore::Mode::Existing).remove(done);
-    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString("Run %1 was deleted from the run store").arg(done), 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(
+        status->text(), QString("Run %1 was deleted from the run store, and its charts with it").arg(done), 10000);
+    QCOMPARE(w.live_run()->run_id, int64_t{0});  // its charts went with it: nothing exports a run that is no more
+    QVERIFY(w.live_run()->steps.empty());
   }
 
   // A run whose process was killed (a window killed while it trained) is said first when the workbench opens next,

@@ -118,6 +118,8 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   update_train_blocked();
   connect(setup_, &RunSetupPanel::dataset_problem_changed, this, &MainWindow::update_train_blocked);
   connect(setup_, &RunSetupPanel::settings_problem_changed, this, &MainWindow::update_train_blocked);
+  // A folder checked again may be the fix of a refused start even where the panel saw no problem before it.
+  connect(setup_, &RunSetupPanel::dataset_inspected, this, &MainWindow::update_train_blocked);
   live_charts_ = new ChartPanel;
   live_charts_->setObjectName("liveCharts");
   connect(live_charts_, &ChartPanel::status_message, this, [this](const QString& t) { show_status(t, 5000); });
@@ -210,17 +212,17 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   live_ = std::make_unique<RunSeries>();
   live_charts_->set_runs({live_.get()});
   setup_->load_settings();
-  // Until a run starts, the Training tab's notes (loss scaling, precision divergence) speak of the run it would start.
-  const auto preview_setup = [this] {
-    if (busy() || live_->run_id != 0 || !live_->steps.empty()) return;
-    RunSeries next;
-    next.config = setup_->config();
-    next.classes = setup_->dataset_classes();  // whether the top-k is reported (train/topk.h)
-    live_->replace_with(std::move(next));
-    live_charts_->refresh();
-  };
-  preview_setup();
-  connect(setup_, &RunSetupPanel::preview_changed, this, preview_setup);
+  preview_next_run();
+  connect(setup_, &RunSetupPanel::preview_changed, this, &MainWindow::preview_next_run);
+  // The run the Training tab shows, deleted in the Runs tab: its charts go at once, not at the next look at the store.
+  // The Runs tab follows the store, so this also catches `ampwb delete` while another tab is shown.
+  connect(runs_model, &QAbstractItemModel::rowsRemoved, this, [this] {
+    if (busy() || live_->run_id == 0 || runs_view_->model()->row_of(live_->run_id) >= 0) return;
+    try {
+      if (!store_->find_run(live_->run_id)) forget_deleted_run();
+    } catch (const std::exception&) {  // the store out of reach: follow_last_run looks again
+    }
+  });
   runs_view_->reload();
 
   QSettings settings;
@@ -411,7 +413,7 @@ std::string MainWindow::checkpoint_folder() const {
 bool MainWindow::start_training() {
   if (busy()) return false;
   if (const QString problem = train_problem(); !problem.isEmpty()) {  // Ctrl+R while Train is disabled
-    controls_->set_status(tr("Not started: %1").arg(problem));
+    controls_->set_refusal(tr("Not started: %1").arg(problem));
     return false;
   }
   setup_->save_settings();
@@ -439,11 +441,11 @@ QString MainWindow::start_config(TrainConfig config, int64_t continue_run, std::
       session_->start(config, continue_run);
   } catch (const SettingError& e) {  // the engine names the setting: the panel marks its field and says its label
     const QString problem = setup_->show_setting_problem(e.setting(), QString::fromUtf8(e.what()));
-    controls_->set_status(tr("Not started: %1").arg(problem));
+    controls_->set_refusal(tr("Not started: %1").arg(problem));
     return problem;
   } catch (const std::exception& e) {
     const QString problem = QString::fromUtf8(e.what());
-    controls_->set_status(tr("Not started: %1").arg(problem));
+    controls_->set_refusal(tr("Not started: %1").arg(problem));
     return problem;
   }
   live_in_child_ = processes > 1;
@@ -552,6 +554,31 @@ void MainWindow::update_collapse_alarm(const EventBatch& batch) {
     show_status(tr("Warning: many steps skipped in a row (see above the charts)"), 10000);
 }
 
+// Until a run starts, the Training tab's notes (loss scaling, precision divergence) speak of the run it would start.
+void MainWindow::preview_next_run() {
+  if (busy() || live_->run_id != 0 || !live_->steps.empty()) return;
+  RunSeries next;
+  next.config = setup_->config();
+  next.classes = setup_->dataset_classes();  // whether the top-k is reported (train/topk.h)
+  live_->replace_with(std::move(next));
+  live_charts_->refresh();
+}
+
+// The run the Training tab showed is no more: its charts, numerics and banner go with it, so that nothing shows or
+// exports a run the store has not, and the tab previews the next run again.
+void MainWindow::forget_deleted_run() {
+  const int64_t id = live_->run_id;
+  follow_last_run_->stop();
+  live_->replace_with(RunSeries());
+  live_charts_->set_export_prefix("run");
+  collapse_watch_.reset();
+  controls_->set_alarm({});
+  controls_->clear_progress();
+  controls_->set_notes({});
+  preview_next_run();
+  controls_->set_status(tr("Run %1 was deleted from the run store, and its charts with it").arg(id));
+}
+
 void MainWindow::follow_last_run() {
   if (busy() || live_->run_id == 0) {
     follow_last_run_->stop();
@@ -565,10 +592,12 @@ void MainWindow::follow_last_run() {
   } catch (const std::exception&) {  // the store out of reach for now: the next look may do
     return;
   }
-  QString text;
   if (!run) {
-    text = tr("Run %1 was deleted from the run store").arg(id);
-  } else if (run->status == RunStatus::Running) {
+    forget_deleted_run();
+    return;
+  }
+  QString text;
+  if (run->status == RunStatus::Running) {
     if (live_->status == RunStatus::Running) return;  // said already
     text = tr("Run %1 is training again elsewhere (process %2 on %3): the Runs and Compare tabs follow it")
                .arg(id)
@@ -657,7 +686,10 @@ void MainWindow::on_finished(qint64 run_id, const RunEnd& end, const QString& st
   }
   if (restore_panel_after_resume())
     text += (text.endsWith('.') ? " " : ". ") + tr("The Run setup panel shows your own settings again.");
-  controls_->set_status(text);
+  if (not_started)
+    controls_->set_refusal(text);
+  else
+    controls_->set_status(text);
   show_status(text, 10000);
   // A finished run cannot be resumed: its checkpoint is only disk space, once the store holds its end.
   if (end.status == RunStatus::Finished && store_error.isEmpty() && !checkpoint_dir_.empty()) {
@@ -720,7 +752,7 @@ void MainWindow::stop_training() {
 void MainWindow::show_sweep_dialog(bool seed_article_preset) {
   if (busy()) return;
   if (const QString problem = setup_->train_problem(); !problem.isEmpty()) {  // its runs take the panel's settings
-    controls_->set_status(tr("Not started: %1").arg(problem));
+    controls_->set_refusal(tr("Not started: %1").arg(problem));
     return;
   }
   const TrainConfig base = setup_->config();
@@ -992,6 +1024,7 @@ void MainWindow::finish_sweep(const std::vector<int64_t>& ids, const QString& no
   open_runs(ids);
   QString text = sweep_outcome(ids);
   if (!not_timed_because.isEmpty()) text += tr("; not timed in alternation (%1)").arg(not_timed_because);
+  controls_->set_status(text);  // not the timing's last round, as if it went on
   show_status(text, 15000);
   Q_EMIT sweep_finished(ids);
 }

@@ -133,6 +133,8 @@ class MainWindow : public QMainWindow {
   // While the Training tab shows a run that ended resumable, every 3 s: where another process resumed it (ampwb
   // train --resume) or deleted it, the tab says so instead of offering it as resumable still.
   void follow_last_run();
+  void preview_next_run();
+  void forget_deleted_run();
 
   QString db_path_;
   std::unique_ptr<RunStore> store_;  // the UI thread's connection (the session opens its own)

@@ -96,13 +96,21 @@ void RunControls::set_train_blocked(const QString& why) {
   train_->setToolTip(plain_tooltip(why));
   set_state(state_);
   // Until a run says something, the status line says what Train waits for, or that it waits for nothing.
-  if (!status_told_) status_->setText(why.isEmpty() ? tr("Ready: click Train.") : why + '.');
+  if (!status_told_) {
+    status_->setText(why.isEmpty() ? tr("Ready: click Train.") : why + '.');
+    status_->setToolTip(QString());  // a refusal's, replaced
+  }
 }
 
 void RunControls::set_status(const QString& text) {
   status_told_ = true;
   status_->setText(text);
   status_->setToolTip(plain_tooltip(text));  // the label shows two lines; the tooltip all of it
+}
+
+void RunControls::set_refusal(const QString& text) {
+  set_status(text);
+  status_told_ = false;  // the next set_train_blocked replaces it
 }
 
 void RunControls::set_notes(const std::vector<std::string>& notes) {

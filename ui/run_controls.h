@@ -26,6 +26,9 @@ class RunControls : public QWidget {
   State state() const { return state_; }
 
   void set_status(const QString& text);
+  // Why a run did not start ("Not started: …"): said until what Train waits for changes, often the fix (the dataset
+  // chosen again), so that the line never keeps a problem that is gone.
+  void set_refusal(const QString& text);
   void set_notes(const std::vector<std::string>& notes);
   // The warning banner (the loss scale's collapse); hidden when empty.
   void set_alarm(const QString& text);
