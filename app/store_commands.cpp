@@ -331,6 +331,17 @@ int store_recover_command(const StoreOptions& options) {
   return 0;
 }
 
+// "run 4 ('fp16-a')", "runs 4 ('fp16-a') and 7 ('bf16')": the source's runs a copy left out, recording.
+std::string recording_runs_text(const std::vector<StoreCopyResult::SourceRun>& runs) {
+  std::string text = runs.size() == 1 ? "run " : "runs ";
+  for (size_t i = 0; i < runs.size(); ++i)
+    text += std::string(i == 0                 ? ""
+                        : i + 1 == runs.size() ? " and "
+                                               : ", ") +
+            std::to_string(runs[i].id) + " ('" + printable(runs[i].name) + "')";
+  return text;
+}
+
 // What a copy did, in one line: "copied 3 runs (1,234 records); 2 already there".
 std::string copy_summary(const StoreCopyResult& r) {
   const auto runs = [](int n) { return std::to_string(n) + (n == 1 ? " run" : " runs"); };
@@ -338,7 +349,9 @@ std::string copy_summary(const StoreCopyResult& r) {
   if (r.updated) line += ", updated " + runs(r.updated) + " the destination had in an older state";
   line += "; " + std::to_string(r.already_there) + " already there";
   if (r.interrupted) line += "; " + runs(r.interrupted) + " whose recording process was gone copied as interrupted";
-  if (r.renamed) line += "; " + runs(r.renamed) + " renamed NAME-2 (-3, ...): another run there had the name";
+  for (const StoreCopyResult::NameReplaced& n : r.renamed)
+    line += "; run " + std::to_string(n.run) + " there is named '" + n.now + "': another run there had the name '" +
+            n.was + "'";
   if (r.annotations_kept)
     line += "; " + runs(r.annotations_kept) + " updated kept " + (r.annotations_kept == 1 ? "its" : "their") +
             " notes and tags there, the source's added";
@@ -346,8 +359,9 @@ std::string copy_summary(const StoreCopyResult& r) {
     line +=
         "; run " + std::to_string(n.run) + " there, named '" + n.was + "', is named '" + n.now + "' as in the source";
   if (r.sweeps) line += "; " + std::to_string(r.sweeps) + (r.sweeps == 1 ? " sweep" : " sweeps") + " copied";
-  if (r.still_recording)
-    line += "; " + runs(r.still_recording) + " still recording, not copied: copy again once they end";
+  if (!r.still_recording.empty())
+    line += "; " + recording_runs_text(r.still_recording) + " still recording, not copied: copy again once " +
+            (r.still_recording.size() == 1 ? "it ends" : "they end");
   return line;
 }
 
@@ -372,10 +386,9 @@ int store_copy_command(const StoreCopyOptions& options) {
   // Each store numbers its own runs: where a copied run's id changed, "run 2" means another run there.
   if (!result.renumbered.empty()) {
     std::string ids;
-    for (size_t i = 0; i < result.renumbered.size() && i < 10; ++i)
+    for (size_t i = 0; i < result.renumbered.size(); ++i)  // every one: a script may need any of them
       ids += (i ? ", " : "") + std::string("run ") + std::to_string(result.renumbered[i].first) + " is run " +
              std::to_string(result.renumbered[i].second) + " there";
-    if (result.renumbered.size() > 10) ids += " and " + std::to_string(result.renumbered.size() - 10) + " more";
     std::printf("run ids differ in the destination (each store numbers its own runs): %s\n", ids.c_str());
   }
   return 0;
@@ -400,9 +413,11 @@ int backup_database_server(const std::string& location, const std::string& file)
       "ampwb store copy '%s' URI)\n",
       location_without_password(location).c_str(), result.copied, static_cast<long long>(result.records), file.c_str(),
       file.c_str());
-  if (result.still_recording)
-    std::printf("%d run%s still recording %s left out: back up again once they end\n", result.still_recording,
-                result.still_recording == 1 ? "" : "s", result.still_recording == 1 ? "was" : "were");
+  if (!result.still_recording.empty())
+    std::printf("%s still recording %s left out: back up again once %s\n",
+                recording_runs_text(result.still_recording).c_str(),
+                result.still_recording.size() == 1 ? "was" : "were",
+                result.still_recording.size() == 1 ? "it ends" : "they end");
   return 0;
 }
 

@@ -1092,6 +1092,24 @@ TEST(StoreCli, ARunTheStoreStopsMidwayIsInterruptedAndResumes) {
   EXPECT_EQ(after.epochs(2).size(), 3u);
 }
 
+// Each store numbers and names its own runs: the copy says every run whose id changed, and which it renamed to what.
+TEST(StoreCli, ACopySaysWhichRunsItRenumberedAndRenamed) {
+  TempDir dir("copy_says");
+  const std::string source = dir.file("source.sqlite"), destination = dir.file("destination.sqlite");
+  std::vector<std::string> there = tiny_training(destination, 1, 1);
+  there.insert(there.end(), {"--name", "shared", "--seed", "5"});
+  ASSERT_EQ(ampwb(there).status, 0);
+  std::vector<std::string> first = tiny_training(source, 1, 1), second = tiny_training(source, 1, 1);
+  first.insert(first.end(), {"--name", "shared"});
+  second.insert(second.end(), {"--name", "other"});
+  ASSERT_EQ(ampwb(first).status, 0);
+  ASSERT_EQ(ampwb(second).status, 0);
+  const Result r = ampwb({"store", "copy", source, destination});
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_contains(r.output, "; run 2 there is named 'shared-2': another run there had the name 'shared'");
+  expect_contains(r.output, "(each store numbers its own runs): run 1 is run 2 there, run 2 is run 3 there\n");
+}
+
 TEST(StoreCli, ANameWithAControlCharacterFromAnOlderStoreCannotBreakTheTable) {
   TempDir dir("control_name");
   const std::string db = dir.file("runs.sqlite");

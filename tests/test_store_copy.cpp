@@ -189,7 +189,7 @@ TEST_P(StoreCopy, RoundTripThroughTheOtherStoreKeepsEveryRecord) {
   const StoreCopyResult there = copy_store(source, middle);
   EXPECT_EQ(there.copied, 3);
   EXPECT_EQ(there.already_there, 0);
-  EXPECT_EQ(there.still_recording, 0);
+  EXPECT_TRUE(there.still_recording.empty());
   EXPECT_EQ(there.records, count_rows(source)) << "every row of every run, one each";
   const StoreCopyResult back_again = copy_store(middle, back);
   EXPECT_EQ(back_again.copied, 3);
@@ -332,7 +332,9 @@ TEST_P(StoreCopy, ARunStillRecordingStaysBehindAndADeadOneIsCopiedAsInterrupted)
   store.abandon_run(dead);  // its process gone: no one holds the run
 
   const StoreCopyResult first = copy_store(source, destination);
-  EXPECT_EQ(first.still_recording, 1);
+  ASSERT_EQ(first.still_recording.size(), 1u);
+  EXPECT_EQ(first.still_recording[0].id, live);
+  EXPECT_EQ(first.still_recording[0].name, "live");
   EXPECT_EQ(first.copied, 1);
   EXPECT_EQ(first.interrupted, 1);
   RunStore copy(destination, RunStore::Mode::ReadOnly);
@@ -346,7 +348,7 @@ TEST_P(StoreCopy, ARunStillRecordingStaysBehindAndADeadOneIsCopiedAsInterrupted)
   store.end_run(live, {RunStatus::Finished, "", ""}, {step(2)}, 1.0);
   const StoreCopyResult second = copy_store(source, destination);
   EXPECT_EQ(second.copied, 1);
-  EXPECT_EQ(second.still_recording, 0);
+  EXPECT_TRUE(second.still_recording.empty());
   const int64_t live_there = RunStore(destination, RunStore::Mode::ReadOnly).resolve("live");
   EXPECT_EQ(RunStore(destination, RunStore::Mode::ReadOnly).steps(live_there).size(), 3u);
 }
@@ -367,8 +369,11 @@ TEST_P(StoreCopy, ACopiedRunWhoseNameIsTakenThereGetsASuffix) {
   }
   const StoreCopyResult copied = copy_store(source, destination);
   EXPECT_EQ(copied.copied, 1);
-  EXPECT_EQ(copied.renamed, 1);
   RunStore there(destination, RunStore::Mode::ReadOnly);
+  ASSERT_EQ(copied.renamed.size(), 1u);  // which run, and what it was and is named
+  EXPECT_EQ(copied.renamed[0].run, there.resolve("baseline-2"));
+  EXPECT_EQ(copied.renamed[0].was, "baseline");
+  EXPECT_EQ(copied.renamed[0].now, "baseline-2");
   EXPECT_EQ(there.run(there.resolve("baseline")).seed, 11u);
   EXPECT_EQ(there.run(there.resolve("baseline-2")).seed, config_named("baseline").seed);
   EXPECT_EQ(copy_store(source, destination).already_there, 1) << "found again by what it is, not by its name";

@@ -327,7 +327,7 @@ class StoreCopy {
     if (r.status == "running") {
       // Recording now, or ended after the snapshot: what the snapshot holds is not the whole run.
       if (from_->recorded_elsewhere(r.id) || status_now(r.id) != "running") {
-        ++result_.still_recording;
+        result_.still_recording.push_back({r.id, r.name});
         return;
       }
       abandoned = true;
@@ -372,7 +372,8 @@ class StoreCopy {
 
     SqlTransaction t(*to_);
     if (into) keep_annotations(row, into);
-    unique_name(row, into);
+    const std::string source_name = value_of(row, "name").text;
+    const bool renamed = unique_name(row, into);
     if (into)  // the name it takes there, once unique
       if (SqlStatement was(*to_, "SELECT name FROM runs WHERE id = ?"); was.bind(1, into).step())
         if (const std::string now = value_of(row, "name").text; was.text(0) != now)
@@ -394,6 +395,7 @@ class StoreCopy {
       into = insert.int64(0);
       insert.reset();
     }
+    if (renamed) result_.renamed.push_back({into, source_name, value_of(row, "name").text});
     int64_t records = 1;
     for (size_t k = 0; k < std::size(kRunTables); ++k) {
       const std::vector<Column>& columns = table_columns_[k];
@@ -428,8 +430,8 @@ class StoreCopy {
   }
 
   // A name picks out one run: where another run of the destination has it, the copy is named NAME-2 (or -3, ...),
-  // as the store names a new run.
-  void unique_name(Row& row, int64_t run) {
+  // as the store names a new run. Returns whether it was renamed.
+  bool unique_name(Row& row, int64_t run) {
     Value& name = value_of(row, "name");
     SqlStatement taken(*to_, "SELECT 1 FROM runs WHERE name = ? AND id != ?");
     const std::string base = name.text;
@@ -437,7 +439,7 @@ class StoreCopy {
       taken.reset();
       name.text = base + "-" + std::to_string(suffix);
     }
-    if (name.text != base) ++result_.renamed;
+    return name.text != base;
   }
 
   // A run replaced by its newer state keeps what users wrote about it in the destination: its notes there (the

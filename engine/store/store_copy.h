@@ -42,17 +42,22 @@ struct StoreCopyProgress {
 };
 
 struct StoreCopyResult {
-  int copied = 0;           // runs new to the destination
-  int updated = 0;          // runs the destination had in an older state, replaced
-  int already_there = 0;    // runs the destination had as they are (or newer), left alone
-  int still_recording = 0;  // runs a live process records in the source, not copied
-  int interrupted = 0;      // of those copied or updated: whose recording process had died, copied as interrupted
-  int renamed = 0;          // of those copied or updated: named NAME-2 (-3, ...) where another run had the name
+  int copied = 0;         // runs new to the destination
+  int updated = 0;        // runs the destination had in an older state, replaced
+  int already_there = 0;  // runs the destination had as they are (or newer), left alone
+  struct SourceRun {
+    int64_t id = 0;  // in the source
+    std::string name;
+  };
+  std::vector<SourceRun> still_recording;  // runs a live process records in the source, not copied
+  int interrupted = 0;       // of those copied or updated: whose recording process had died, copied as interrupted
   int annotations_kept = 0;  // of those updated: whose own notes or tags in the destination stay, the source's added
   struct NameReplaced {
     int64_t run = 0;  // its id in the destination
     std::string was, now;
   };
+  // Of those copied or updated: named NAME-2 (-3, ...) where another run there had the name (`was`, the source's).
+  std::vector<NameReplaced> renamed;
   std::vector<NameReplaced> names_replaced;  // of those updated: named otherwise in the destination, now the source's
   int sweeps = 0;           // sweeps copied or brought up to date
   int64_t records = 0;      // rows written: runs, epochs, steps, histograms, checkpoints, details, sweep points
