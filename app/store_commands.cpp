@@ -348,6 +348,8 @@ std::string copy_summary(const StoreCopyResult& r) {
   std::string line = "copied " + runs(r.copied) + " (" + std::to_string(r.records) + " records written)";
   if (r.updated) line += ", updated " + runs(r.updated) + " the destination had in an older state";
   line += "; " + std::to_string(r.already_there) + " already there";
+  if (r.annotations_brought)
+    line += " (" + std::to_string(r.annotations_brought) + " of them renamed, tagged or noted since: brought)";
   if (r.interrupted) line += "; " + runs(r.interrupted) + " whose recording process was gone copied as interrupted";
   for (const StoreCopyResult::NameReplaced& n : r.renamed)
     line += "; run " + std::to_string(n.run) + " there is named '" + n.now + "': another run there had the name '" +

@@ -319,6 +319,42 @@ TEST_P(StoreCopy, ARunReplacedByItsNewerStateKeepsTheDestinationsNotesAndTags) {
   EXPECT_EQ(RunStore(destination).steps(ids[0]).size(), RunStore(source).steps(ids[0]).size());
 }
 
+// Renamed, tagged and noted in the source after it was copied, a run is otherwise as it was (an edit leaves its time
+// alone): copying again brings the edits, keeping the destination's own, and copies none of its records again.
+TEST_P(StoreCopy, ARunEditedSinceItWasCopiedHasItsEditsBrought) {
+  TempDir dir("copy_edits");
+  const std::string source = dir.file("source.sqlite");
+  std::vector<int64_t> ids;
+  {
+    RunStore store(source);
+    ids = record_runs(store);
+  }
+  const std::string destination = new_store(dir, "copy.sqlite");
+  copy_store(source, destination);
+  {
+    RunStore here(source);
+    here.rename(ids[0], "renamed-here");
+    here.add_tag(ids[0], "Baseline");
+    here.set_notes(ids[0], "the one to beat");
+    RunStore there(destination);
+    there.add_tag(ids[0], "baseline");  // the same tag, in another case
+    there.add_tag(ids[0], "kept-there");
+  }
+  const StoreCopyResult r = copy_store(source, destination);
+  EXPECT_EQ(r.updated, 0);
+  EXPECT_EQ(r.records, 0) << "no record copied again";
+  EXPECT_EQ(r.annotations_brought, 1);
+  ASSERT_EQ(r.names_replaced.size(), 1u);
+  EXPECT_EQ(r.names_replaced[0].now, "renamed-here");
+  const RunRecord copied = RunStore(destination).run(ids[0]);
+  EXPECT_EQ(copied.name, "renamed-here");
+  EXPECT_EQ(copied.notes, "the one to beat");
+  EXPECT_EQ(copied.tags, (std::vector<std::string>{"baseline", "kept-there"}));
+  const StoreCopyResult again = copy_store(source, destination);
+  EXPECT_EQ(again.annotations_brought, 0) << "brought once";
+  EXPECT_TRUE(again.names_replaced.empty());
+}
+
 TEST_P(StoreCopy, ARunStillRecordingStaysBehindAndADeadOneIsCopiedAsInterrupted) {
   TempDir dir("copy_recording");
   const std::string source = new_store(dir, "source.sqlite");

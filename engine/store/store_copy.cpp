@@ -344,6 +344,7 @@ class StoreCopy {
       const bool recorded_there = d.status == "running" && to_->recorded_elsewhere(d.id);
       if (recorded_there || r.updated <= d.updated) {
         ++result_.already_there;
+        if (!recorded_there) bring_annotations(r.id, d.id);
         // A copy made by an older ampwb, or one whose weights could not be copied: its own weights now.
         if (!recorded_there && names_other_weights(d.id)) {
           try {
@@ -371,7 +372,7 @@ class StoreCopy {
     }
 
     SqlTransaction t(*to_);
-    if (into) keep_annotations(row, into);
+    if (into && keep_annotations(row, into)) ++result_.annotations_kept;
     const std::string source_name = value_of(row, "name").text;
     const bool renamed = unique_name(row, into);
     if (into)  // the name it takes there, once unique
@@ -445,13 +446,11 @@ class StoreCopy {
   // A run replaced by its newer state keeps what users wrote about it in the destination: its notes there (the
   // source's added where they say something else) and its tags there (the source's added). A copy cannot tell which
   // store's edit came later, so it loses neither; a name is one, the source's, and the name it replaces is said.
-  void keep_annotations(Row& row, int64_t into) {
-    const auto has = [&](const char* column) {
-      return std::any_of(run_columns_.begin(), run_columns_.end(), [&](const Column& c) { return c.name == column; });
-    };
-    if (!has("notes") || !has("tags")) return;  // a source from before notes and tags: the destination's stay
+  // Returns whether the destination's notes or tags were kept beside the source's.
+  bool keep_annotations(Row& row, int64_t into) {
+    if (!has_column("notes") || !has_column("tags")) return false;  // a source from before them: the destination's stay
     SqlStatement q(*to_, "SELECT name, notes, tags FROM runs WHERE id = ?");
-    if (!q.bind(1, into).step()) return;
+    if (!q.bind(1, into).step()) return false;
     const std::string name = q.text(0), notes = q.text(1), tags = q.text(2);
     bool kept = false;
     if (Value& v = value_of(row, "notes"); v.text.find(notes) == std::string::npos) {
@@ -462,11 +461,40 @@ class StoreCopy {
       const std::vector<std::string> source_tags = tag_list(v.text);
       std::vector<std::string> merged = tag_list(tags);
       for (const std::string& tag : source_tags)
-        if (std::find(merged.begin(), merged.end(), tag) == merged.end()) merged.push_back(tag);
+        if (std::none_of(merged.begin(), merged.end(), [&](const std::string& had) { return same_tag(had, tag); }))
+          merged.push_back(tag);
       kept = kept || merged.size() > source_tags.size();
       v.text = nlohmann::json(merged).dump();
     }
-    if (kept) ++result_.annotations_kept;
+    return kept;
+  }
+
+  // A run the destination has as it is may have been renamed, tagged or noted in the source since (an edit leaves
+  // its records and their time alone): its name, notes and tags are brought as for a run replaced, nothing lost.
+  void bring_annotations(int64_t from, int64_t into) {
+    SqlStatement read(*from_, "SELECT " + names(run_columns_) + " FROM runs WHERE id = ?");
+    if (!read.bind(1, from).step()) return;
+    Row row = read_row(read, run_columns_);
+    SqlStatement q(*to_, "SELECT name, notes, tags FROM runs WHERE id = ?");
+    if (!q.bind(1, into).step()) return;
+    const std::string name = q.text(0), notes = q.text(1), tags = q.text(2);
+    q.reset();
+    SqlTransaction t(*to_);
+    keep_annotations(row, into);
+    unique_name(row, into);
+    const std::string now = value_of(row, "name").text;
+    const std::string new_notes = has_column("notes") ? value_of(row, "notes").text : notes;
+    const std::string new_tags = has_column("tags") ? value_of(row, "tags").text : tags;
+    if (now == name && new_notes == notes && new_tags == tags) return;
+    SqlStatement update(*to_, "UPDATE runs SET name = ?, notes = ?, tags = ? WHERE id = ?");
+    update.bind(1, now).bind(2, new_notes).bind(3, new_tags).bind(4, into).run();
+    t.commit();
+    if (now != name) result_.names_replaced.push_back({into, name, now});
+    ++result_.annotations_brought;
+  }
+
+  bool has_column(const char* column) const {
+    return std::any_of(run_columns_.begin(), run_columns_.end(), [&](const Column& c) { return c.name == column; });
   }
 
   Value& value_of(Row& row, const std::string& column) {

@@ -24,7 +24,8 @@
 // Names: a name picks out one run in a store, so a copied run whose name another run of the destination has is
 // named NAME-2 (or -3, ...), as the store names a new run. A run replaced by its newer state keeps its notes and tags
 // in the destination, the source's added: a copy cannot tell which store's edit came later, so it loses neither. Its
-// name becomes the source's, and the name it had there is said.
+// name becomes the source's, and the name it had there is said. A run the destination has as it is gets the same
+// from a source that renamed, tagged or noted it since (edits leave a run's time alone).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +53,7 @@ struct StoreCopyResult {
   std::vector<SourceRun> still_recording;  // runs a live process records in the source, not copied
   int interrupted = 0;       // of those copied or updated: whose recording process had died, copied as interrupted
   int annotations_kept = 0;  // of those updated: whose own notes or tags in the destination stay, the source's added
+  int annotations_brought = 0;  // of those already there: renamed, tagged or noted in the source since, brought
   struct NameReplaced {
     int64_t run = 0;  // its id in the destination
     std::string was, now;
