@@ -1,5 +1,6 @@
 // ampwb export model: a finished run's final weights as an ONNX or safetensors file (engine/export/).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -41,7 +42,7 @@ int export_model_command(const ExportModelOptions& options) {
     export_onnx(model, dtype, options.out);
   else
     export_safetensors(model, dtype, options.out);
-  std::printf("%s\n", options.out.c_str());
+  std::printf("%s\n", std::filesystem::absolute(options.out).c_str());  // as export chart and csv name theirs
   return 0;
 }
 

@@ -54,7 +54,8 @@ int report_command(const ReportOptions& options) {
   if (extension != ".pdf") {
     make_out_folder(out.string());
     write_file_atomically(out.string(), html);
-    std::printf("wrote %s (%zu run%s)\n", out.string().c_str(), ids.size(), ids.size() == 1 ? "" : "s");
+    std::printf("wrote %s (%zu run%s)\n", std::filesystem::absolute(out).c_str(), ids.size(),
+                ids.size() == 1 ? "" : "s");
     return 0;
   }
   const std::string chromium = find_chromium();
@@ -79,7 +80,7 @@ int report_command(const ReportOptions& options) {
     throw Error("the headless Chromium (" + chromium + ") could not print " + out.string());
   make_out_folder(out.string());
   write_file_atomically(out.string(), bytes);
-  std::printf("wrote %s (%zu run%s)\n", out.string().c_str(), ids.size(), ids.size() == 1 ? "" : "s");
+  std::printf("wrote %s (%zu run%s)\n", std::filesystem::absolute(out).c_str(), ids.size(), ids.size() == 1 ? "" : "s");
   return 0;
 }
 
