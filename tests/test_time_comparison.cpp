@@ -69,7 +69,11 @@ TEST(TimeComparison, RowsGiveEachClassItsTimeShareAndSpeedUp) {
                              70, 20);  // 170 ms
   // Steady speeds of those steps, too few for an interval.
   const auto steady = [](double seconds) {
-    return RunSpeed{.steps = 3, .images_per_step = 32, .median_seconds = seconds};
+    RunSpeed speed;
+    speed.steps = 3;
+    speed.images_per_step = 32;
+    speed.median_seconds = seconds;
+    return speed;
   };
   const TimeComparison c = compare_times({{a}, steady(0.2)}, {{b}, steady(0.17)});
   ASSERT_TRUE(c.available) << c.unavailable();
