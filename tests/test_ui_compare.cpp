@@ -597,6 +597,50 @@ class CompareRuns : public QObject {
     check_titled(w.compare_view()->charts(), "Comparison", false);
   }
 
+  // At 1366×768 every axis of every chart shown keeps a title that says what it measures, with its unit: whole, or
+  // its short form ("s/epoch") where the chart is small; on the Training tab, a stored run and a comparison alike.
+  // Two exceptions, for want of room QtCharts would give them: the epoch-time chart's two y axes (each gets 20 % of a
+  // 200 px chart's width), whose units its legend and title say instead, and in the Compare tab's low charts the x
+  // axes of the loss-scale and histogram charts, whose step axis the loss chart beside them titles.
+  void every_axis_keeps_its_title_on_small_charts() {
+    MainWindow w(db_);
+    w.resize(1350, 720);  // a 1366×768 screen less the window's frame
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QStringList problems;
+    const auto check_every_axis = [&problems](ChartPanel* panel, const QString& where) {
+      QTest::qWait(300);
+      for (MetricChart* c : panel->charts()) {
+        if (!c->isVisibleTo(panel)) continue;
+        const QString chart = where + ", " + c->metric_key();
+        QStringList said{c->chart()->title()};
+        for (const QAbstractSeries* series : c->chart()->series()) said << series->name();
+        for (const QAbstractAxis* axis : c->chart()->axes()) {
+          if (!axis->isVisible() || whole_axis_title(axis).isEmpty() || axis->isTitleVisible()) continue;
+          const QString unit = axis->property(kShortTitle).toString();
+          if (c->metric_key() == "epoch-time" && axis->orientation() == Qt::Vertical && said.join(' ').contains(unit))
+            continue;
+          if (where != "Training tab, no run yet" && axis->orientation() == Qt::Horizontal &&
+              (c->metric_key() == "loss-scale" || c->metric_key() == "histogram"))
+            continue;
+          problems << chart + ": \"" + whole_axis_title(axis) + "\" is hidden";
+        }
+        for (QGraphicsItem* item : c->scene()->items())  // nothing QtCharts cut short for want of room
+          if (auto* text = dynamic_cast<QGraphicsTextItem*>(item);
+              text && text->isVisible() && text->defaultTextColor().alpha() > 0 &&
+              (text->toPlainText().contains("...") || text->toPlainText().contains(QChar(0x2026))))
+            problems << chart + ": \"" + text->toPlainText() + "\" is cut short";
+      }
+    };
+    w.tabs()->setCurrentIndex(0);
+    check_every_axis(w.live_charts(), "Training tab, no run yet");
+    w.open_runs({bf16_seed1_});
+    check_every_axis(w.compare_view()->charts(), "One stored run");
+    w.open_runs({fp32_seed1_, fp32_seed2_, bf16_seed1_});
+    check_every_axis(w.compare_view()->charts(), "Comparison");
+    QVERIFY2(problems.isEmpty(), qPrintable(problems.join('\n')));
+  }
+
   // The report measures against the baseline the Compare tab shows, saved from the Runs tab as from the Compare
   // tab, and its dialog says which run that is and why; runs not compared there are measured against the first.
   void the_report_says_its_baseline_whichever_tab_saves_it() {

@@ -24,7 +24,7 @@ void AccuracyChart::rebuild(const RunList& runs, const ChartOptions& options) {
   x_ = new QValueAxis;
   x_->setTitleText(x_axis_title(axis));
   y_ = new QValueAxis;
-  y_->setTitleText(tr("accuracy (%)"));
+  set_axis_titles(y_, tr("accuracy (%)"), tr("acc. (%)"));
   y_->setLabelFormat("%.0f");
   chart()->addAxis(x_, Qt::AlignBottom);
   chart()->addAxis(y_, Qt::AlignLeft);

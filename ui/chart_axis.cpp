@@ -118,6 +118,12 @@ QString x_axis_short_title(XAxis axis) {
   return axis == XAxis::WallClock ? QCoreApplication::translate("XAxis", "wall clock (s)") : QString();
 }
 
+void set_axis_titles(QAbstractAxis* axis, const QString& whole, const QString& short_title) {
+  axis->setProperty(kWholeTitle, QVariant());
+  axis->setTitleText(whole);
+  axis->setProperty(kShortTitle, short_title);
+}
+
 double label_x_axis(QValueAxis* axis, XAxis kind, double high) {
   const QString title = x_axis_title(kind);
   if (whole_axis_title(axis) != title) {

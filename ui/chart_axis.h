@@ -50,6 +50,8 @@ QString whole_axis_title(const QAbstractAxis* axis);
 // several lines: "wall clock (s)". Empty for the others, whose titles are short.
 inline constexpr char kShortTitle[] = "shortTitle";
 QString x_axis_short_title(XAxis axis);
+// Titles an axis whole ("seconds per epoch") and in its short form ("s/epoch"), shown where the whole one does not fit.
+void set_axis_titles(QAbstractAxis* axis, const QString& whole, const QString& short_title);
 
 // Sets the title and the label format for an axis reaching `high`; returns the top the axis should reach (at least
 // 10 steps, 1 epoch or 1 second), for MetricChart::set_nice_range.

@@ -49,10 +49,10 @@ const GradientHistogram* HistogramChart::pick(const RunSeries& run, const QStrin
 
 void HistogramChart::rebuild(const RunList& runs, const ChartOptions&) {
   x_ = new QValueAxis;
-  x_->setTitleText(tr("log2 |gradient| × loss scale · shaded: FP16"));
+  set_axis_titles(x_, tr("log2 |gradient| × loss scale · shaded: FP16"), tr("log2 |gradient × scale|"));
   x_->setLabelFormat("%.0f");
   y_ = new QValueAxis;
-  y_->setTitleText(tr("% of values"));
+  set_axis_titles(y_, tr("% of values"), tr("%"));
   y_->setLabelFormat("%.3g");
   chart()->addAxis(x_, Qt::AlignBottom);
   chart()->addAxis(y_, Qt::AlignLeft);

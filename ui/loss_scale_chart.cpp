@@ -33,7 +33,7 @@ void LossScaleChart::rebuild(const RunList& runs, const ChartOptions& options) {
   label_x_axis(x_, options.x_axis, 0);
   y_ = new QLogValueAxis;
   y_->setBase(2);
-  y_->setTitleText(tr("loss scale"));
+  set_axis_titles(y_, tr("loss scale"), tr("scale"));
   chart()->addAxis(x_, Qt::AlignBottom);
   chart()->addAxis(y_, Qt::AlignLeft);
   scale_.clear();

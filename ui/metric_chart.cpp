@@ -160,7 +160,7 @@ void MetricChart::fit_axis_titles() {
     if (whole.isEmpty()) continue;
     const QFontMetricsF title(axis->titleFont());
     const bool horizontal = axis->orientation() == Qt::Horizontal;
-    // A little slack before showing it again, so that the room it frees does not bring it straight back.
+    // A little slack before showing it again along the plot, so that the room it frees does not bring it straight back.
     const qreal slack = axis->isTitleVisible() ? 0 : 16;
     const qreal share = horizontal ? 0.4 * content.height() / std::max<qsizetype>(1, horizontal_axes)
                                    : 0.4 * content.width() / std::max<qsizetype>(1, vertical_axes);
@@ -175,10 +175,11 @@ void MetricChart::fit_axis_titles() {
       lines = lines_within(QTextDocumentFragment::fromHtml(candidate).toPlainText(), title,
                            (horizontal ? plot.width() : plot.height()) - 4 - slack);
       if (!horizontal && lines.size() > 1) lines.clear();
-      // Across, it must fit within the axes' share with its labels and paddings.
-      const qreal across = title.height() + (lines.size() - 1) * title.lineSpacing() + 24 +
+      // Across, it must fit within the axes' share with its labels and QtCharts' paddings around both (16 px: with
+      // less, QtCharts cuts the labels short). The share does not change with the titles shown: no slack there.
+      const qreal across = title.height() + (lines.size() - 1) * title.lineSpacing() + 16 +
                            (horizontal ? QFontMetricsF(axis->labelsFont()).height() : widest_label(axis));
-      show = !lines.isEmpty() && across <= share - slack;
+      show = !lines.isEmpty() && across <= share;
       if (show) break;
     }
     QStringList escaped;

@@ -40,10 +40,10 @@ void EpochTimeChart::rebuild(const RunList& runs, const ChartOptions& options) {
   x_ = new QValueAxis;
   x_->setTitleText(x_axis_title(axis));
   seconds_axis_ = new QValueAxis;
-  seconds_axis_->setTitleText(tr("seconds per epoch"));
+  set_axis_titles(seconds_axis_, tr("seconds per epoch"), tr("s/epoch"));
   seconds_axis_->setLabelFormat("%.3g");
   throughput_axis_ = new QValueAxis;
-  throughput_axis_->setTitleText(tr("training images/s"));
+  set_axis_titles(throughput_axis_, tr("training images/s"), tr("images/s"));
   throughput_axis_->setLabelFormat("%.0f");
   chart()->addAxis(x_, Qt::AlignBottom);
   chart()->addAxis(seconds_axis_, Qt::AlignLeft);
@@ -54,14 +54,16 @@ void EpochTimeChart::rebuild(const RunList& runs, const ChartOptions& options) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const QString who = many ? QString::fromStdString(runs[i]->label) + ": " : QString();
     const QColor c = run_color(runs[i]->colour_index(i));
-    QLineSeries* s = add_line(who + tr("seconds"), curve_pen(many ? c : train_color(), 2.0), x_, seconds_axis_);
-    QLineSeries* t = add_line(who + tr("images/s"), curve_pen(many ? c : validation_color(), 2.0, Qt::DashLine), x_,
-                              throughput_axis_);
+    // Which axis is whose, and in what unit, also where a small chart has no room for the axes' titles (QtCharts
+    // gives two y axes 20 % of its width each).
+    QLineSeries* s = add_line(who + tr("s/epoch (left)"), curve_pen(many ? c : train_color(), 2.0), x_, seconds_axis_);
+    QLineSeries* t = add_line(who + tr("images/s (right)"), curve_pen(many ? c : validation_color(), 2.0, Qt::DashLine),
+                              x_, throughput_axis_);
     for (QLineSeries* l : {s, t}) l->setPointsVisible(true);
     show_values_on_hover(s, x_axis_unit(axis), 4, " s");
     show_values_on_hover(t, x_axis_unit(axis), 5, " images/s");
     if (many) hide_from_legend(t);
-    if (many) chart()->setTitle(tr("Epoch time (—, left) · images/s (- -, right)"));
+    if (many) chart()->setTitle(tr("Epoch time: s/epoch (—, left) · images/s (-\u00a0-, right)"));
     seconds_.push_back(s);
     throughput_.push_back(t);
   }
@@ -104,7 +106,7 @@ void DataWaitChart::rebuild(const RunList& runs, const ChartOptions&) {
   compute_lines_.clear();
   wait_lines_.clear();
   y_ = new QValueAxis;
-  y_->setTitleText(tr("seconds per epoch"));
+  set_axis_titles(y_, tr("seconds per epoch"), tr("s/epoch"));
   y_->setLabelFormat("%.3g");
   if (!multi(runs)) {
     bar_epochs_ = new QCategoryAxis;
