@@ -2,6 +2,7 @@
 // holds them (sqlite3_value), so each keeps its type, NULL included.
 #include "store/store_recover.h"
 
+#include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -511,6 +512,24 @@ std::string not_sqlite_words(const std::string& file) {
   return "is not a run store (not an SQLite database)";
 }
 
+// A recovery stopped outright (Ctrl-C, a kill) leaves its files beside the destination, "<destination>.recovering-PID"
+// and "<destination>.reading-PID" (with their -wal, -shm, -journal): those of a process that is gone are only disk
+// space, and are removed before another recovery into the same destination.
+void remove_files_of_stopped_recoveries(const std::string& destination) {
+  std::error_code ec;
+  const fs::path target = fs::absolute(destination, ec);
+  const std::string stem = target.filename().string();
+  for (const fs::directory_entry& entry : fs::directory_iterator(target.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    for (const std::string kind : {".recovering-", ".reading-"}) {
+      if (!name.starts_with(stem + kind)) continue;
+      const std::string rest = name.substr(stem.size() + kind.size());  // "PID" or "PID-wal"
+      const long pid = std::strtol(rest.c_str(), nullptr, 10);
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
+    }
+  }
+}
+
 StoreRecoverResult recover_store(const std::string& damaged, const std::string& destination,
                                  const std::function<void(const StoreRecoverProgress&)>& progress) {
   std::error_code ec;
@@ -525,6 +544,7 @@ StoreRecoverResult recover_store(const std::string& damaged, const std::string& 
     if (std::string(magic, sizeof magic) != std::string("SQLite format 3\0", 16))
       throw StoreError("'" + damaged + "' " + not_sqlite_words(damaged) + ": there is nothing to recover");
   }
+  remove_files_of_stopped_recoveries(destination);
   const CutShortCopy whole_count(damaged, destination);
   SqliteDb from(whole_count.path().empty() ? damaged : whole_count.path(), SqliteDb::Open::ReadOnly);
   std::vector<Table> tables;

@@ -39,7 +39,8 @@ struct StoreRecoverProgress {
 };
 
 // Reads the SQLite run store at `damaged` (only reads it) and writes what is readable into a new store at
-// `destination`, which must not exist; it appears there only once whole. Throws StoreError when `damaged` is not a
+// `destination`, which must not exist; it appears there only once whole (written as "<destination>.recovering-PID"
+// first, whose leftovers from a recovery killed midway the next one removes). Throws StoreError when `damaged` is not a
 // run store or its table of contents cannot be read, and when `destination` exists or cannot be written.
 // `progress` is called after each table and every 10,000 rows.
 // "the file ends after 244 of the 477 pages its header counts (cut short)" for an SQLite file shorter than its header
