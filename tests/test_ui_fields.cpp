@@ -16,9 +16,11 @@
 #include <QTemporaryDir>
 #include <QTextDocumentFragment>
 #include <QToolButton>
+#include <QToolTip>
 #include <QUrl>
 #include <QtTest>
 
+#include "amp/precision.h"
 #include "main_window.h"
 #include "run_setup_panel.h"
 #include "test_ui_util.h"
@@ -410,6 +412,39 @@ class FieldsKeepWhatWasTyped : public QObject {
       type(picker, word);
       QCOMPARE(picker->value(), 0);
     }
+  }
+
+  // A value out of range typed in Advanced moves no field under the pointer (the next click went to the field that
+  // had moved there): the panel's list of problems is below every field, and the field says its problem where it is
+  // typed.
+  void a_problem_typed_moves_no_field() {
+    MainWindow w(dir_.filePath("shift.sqlite"));
+    open(w);
+    TrainConfig c = w.setup()->config();
+    c.precision = precision_preset("amp-fp16");
+    w.setup()->set_config(c);
+    child<QToolButton>(w, "advancedToggle")->setChecked(true);
+    auto* scale = setting_field<WideNumberBox>(w, "precision.loss_scale.init_scale");
+    auto* growth = setting_field<QAbstractSpinBox>(w, "precision.loss_scale.growth_interval");
+    QVERIFY(scale && growth && scale->isEnabled());
+    QTest::qWait(50);
+    const QPoint scale_at = scale->mapTo(&w, QPoint(0, 0)), growth_at = growth->mapTo(&w, QPoint(0, 0));
+    auto* edit = scale->findChild<QLineEdit*>();
+    scale->setFocus();
+    edit->selectAll();
+    QTest::keyClicks(edit, "1099511627776");  // 2^40, past its 1e12
+    auto* problems = child<QLabel>(w, "settingsProblem");
+    QTRY_VERIFY(problems->isVisibleTo(w.setup()));
+    QTest::qWait(50);
+    QCOMPARE(scale->mapTo(&w, QPoint(0, 0)), scale_at);
+    QCOMPARE(growth->mapTo(&w, QPoint(0, 0)), growth_at);
+    for (const QAbstractSpinBox* field : w.setup()->findChildren<QAbstractSpinBox*>())
+      if (field->isVisibleTo(w.setup()))
+        QVERIFY2(problems->mapTo(w.setup(), QPoint(0, 0)).y() > field->mapTo(w.setup(), QPoint(0, 0)).y(),
+                 qPrintable(field->objectName()));
+    const QString problem = scale->property("fieldProblem").toString();
+    QVERIFY(!problem.isEmpty());
+    QVERIFY2(QToolTip::isVisible() && QToolTip::text() == problem, qPrintable(QToolTip::text()));
   }
 };
 

@@ -13,11 +13,17 @@ namespace ampwb::ui {
 void mark_field_problem(QWidget* field, const QString& problem) {
   const bool marked = !field->property("fieldProblem").toString().isEmpty();
   if (!marked && problem.isEmpty()) return;
-  if (!marked) field->setProperty("usualToolTip", field->toolTip());  // the field's own explanation, for later
+  if (!marked) {
+    field->setProperty("usualToolTip", field->toolTip());  // the field's own explanation, for later
+    // Its height as it was: the border's style sheet would change it, moving the fields below under the pointer.
+    field->setFixedHeight(field->sizeHint().height());
+  }
   field->setProperty("fieldProblem", problem);
   if (problem.isEmpty()) {
     field->setToolTip(field->property("usualToolTip").toString());
     field->setStyleSheet(QString());
+    field->setMinimumHeight(0);
+    field->setMaximumHeight(QWIDGETSIZE_MAX);
   } else {
     field->setToolTip(plain_tooltip(problem));
     field->setStyleSheet(QStringLiteral("border: 2px solid #c0392b; border-radius: 2px;"));

@@ -20,6 +20,7 @@
 #include <QStandardItemModel>
 #include <QTimer>
 #include <QToolButton>
+#include <QToolTip>
 #include <QUrl>
 #include <QVBoxLayout>
 #include <tuple>
@@ -94,13 +95,6 @@ void RunSetupPanel::build() {
   layout->addWidget(build_data_group());
   layout->addWidget(build_model_group());
   layout->addWidget(build_training_group());
-  settings_problems_ = new QLabel;
-  settings_problems_->setObjectName("settingsProblem");
-  settings_problems_->setTextFormat(Qt::PlainText);  // it quotes what was typed
-  settings_problems_->setWordWrap(true);
-  settings_problems_->setStyleSheet(QStringLiteral("color: #c0392b"));
-  settings_problems_->setVisible(false);
-  layout->addWidget(settings_problems_);
   advanced_toggle_ = new QToolButton;
   advanced_toggle_->setObjectName("advancedToggle");
   advanced_toggle_->setText(tr("Advanced: loss scaler, optimizer details, data"));
@@ -116,6 +110,15 @@ void RunSetupPanel::build() {
     advanced_->setVisible(open);
     advanced_toggle_->setArrowType(open ? Qt::DownArrow : Qt::RightArrow);
   });
+  // Below every field: shown or hidden as a value is typed, it moves no field under the pointer (the field itself
+  // says its problem, in its tooltip, shown as it arises).
+  settings_problems_ = new QLabel;
+  settings_problems_->setObjectName("settingsProblem");
+  settings_problems_->setTextFormat(Qt::PlainText);  // it quotes what was typed
+  settings_problems_->setWordWrap(true);
+  settings_problems_->setStyleSheet(QStringLiteral("color: #c0392b"));
+  settings_problems_->setVisible(false);
+  layout->addWidget(settings_problems_);
   layout->addStretch(1);
 
   inspect_later_ = new QTimer(this);
@@ -777,6 +780,8 @@ void RunSetupPanel::update_settings_problem() {
     for (const QLabel* label : findChildren<QLabel*>())
       if (label->buddy() == field) name = label->text().remove('&');
     problems << tr("%1: %2").arg(name, problem);
+    // Said where the user types, not only in the list at the panel's foot, out of view.
+    if (field->hasFocus()) QToolTip::showText(field->mapToGlobal(QPoint(0, field->height())), problem, field);
   }
   settings_problems_->setText(problems.isEmpty() ? QString() : "✘ " + problems.join("\n✘ "));
   settings_problems_->setVisible(!problems.isEmpty());
