@@ -7,6 +7,7 @@
 // sweep's dialog fit as well, and on a smaller scaled screen the charts scroll down, never sideways.
 #include <QAbstractButton>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QFile>
 #include <QFileInfo>
 #include <QGraphicsTextItem>
@@ -290,6 +291,27 @@ class WindowFits : public QObject {
       QVERIFY2(
           hint.width() <= kSmallScreen.width() && hint.height() <= kSmallScreen.height(),
           qPrintable(w.tabs()->tabText(tab) + QStringLiteral(": minimum %1×%2").arg(hint.width()).arg(hint.height())));
+    }
+  }
+
+  // A window made small and then large again gives the Run setup panel back its width (it stayed narrow, clipping
+  // its fields), also a width the user dragged it to.
+  void the_setup_panel_gets_its_width_back() {
+    MainWindow w(dir_.filePath("dock.sqlite"));
+    w.resize(1250, 680);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* dock = w.findChild<QDockWidget*>("setupDock");
+    QTest::qWait(100);
+    for (int wanted : {dock->width(), dock->width() - 40}) {
+      if (wanted != dock->width()) {  // dragged by the user
+        w.resizeDocks({dock}, {wanted}, Qt::Horizontal);
+        QTRY_COMPARE(dock->width(), wanted);
+      }
+      w.resize(800, 560);
+      QTRY_VERIFY(dock->width() < wanted);
+      w.resize(1250, 680);
+      QTRY_COMPARE(dock->width(), wanted);
     }
   }
 

@@ -18,6 +18,7 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QResizeEvent>
 #include <QScopedValueRollback>
 #include <QScreen>
 #include <QScrollArea>
@@ -110,6 +111,8 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   setup_dock_->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
                            QDockWidget::DockWidgetClosable);
   addDockWidget(Qt::LeftDockWidgetArea, setup_dock_);
+  setup_width_ = setup_width;
+  setup_dock_->installEventFilter(this);
 
   controls_ = new RunControls;
   connect(controls_, &RunControls::train_clicked, this, &MainWindow::start_training);
@@ -242,6 +245,28 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   place_setup_panel();
   update_actions();
   tell_of_runs_cut_off();
+}
+
+// QMainWindow narrows the setup dock as the window shrinks but gives all the room back to the tabs as it grows, which
+// left the panel clipping its fields: the dock gets back its width once the window has room for it.
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  laid_out_size_ = size();
+  if (setup_dock_->isFloating() || !setup_dock_->isVisible() || setup_dock_->width() >= setup_width_ ||
+      event->size().width() <= event->oldSize().width())
+    return;
+  QTimer::singleShot(0, this, [this] {
+    if (!setup_dock_->isFloating() && setup_dock_->width() < setup_width_)
+      resizeDocks({setup_dock_}, {setup_width_}, Qt::Horizontal);
+  });
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  // Resized while the window kept its size: the user dragged the separator, and that width is theirs.
+  if (watched == setup_dock_ && event->type() == QEvent::Resize && size() == laid_out_size_ &&
+      !setup_dock_->isFloating() && setup_dock_->isVisible())
+    setup_width_ = setup_dock_->width();
+  return QMainWindow::eventFilter(watched, event);
 }
 
 bool MainWindow::reading_tab() const {

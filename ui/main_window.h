@@ -91,6 +91,8 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void build_menus();
@@ -166,6 +168,8 @@ class MainWindow : public QMainWindow {
   QLabel* font_warning_ = nullptr;  // hidden while every character is drawn
   QTimer* font_check_ = nullptr;    // update_font_warning() once for a burst of changes
   QDockWidget* setup_dock_ = nullptr;
+  int setup_width_ = 0;  // the setup dock's width as laid out first or as the user dragged it, given back on a resize
+  QSize laid_out_size_;  // the window's size at its last resizeEvent: a dock resized at another is the user's drag
   // Whether the user wants the Run setup panel beside the tabs that start runs (Training, Sweeps) and beside those
   // that read stored runs (Runs, Compare), which otherwise get its width for their tables and charts.
   bool setup_beside_starting_ = true;
