@@ -159,7 +159,10 @@ std::string every_row(const std::string& file) {
     while (columns.step()) {
       const std::string c = columns.text(0);
       if (c == "id") continue;
-      const std::string value = c == "run_id" && table != "runs" ? "(SELECT name FROM runs WHERE runs.id = run_id)" : c;
+      // The run information a copy writes its bookkeeping into (store_copy.cpp's kCopiedAnnotations) without it.
+      const std::string value = c == "run_id" && table != "runs" ? "(SELECT name FROM runs WHERE runs.id = run_id)"
+                                : c == "info_json"               ? "json_remove(info_json, '$.copied_annotations')"
+                                                                 : c;
       values += (values.empty() ? "" : " || '|' || ") + std::string("quote(") + value + ")";
     }
     SqliteStatement rows(db, "SELECT " + values + " FROM " + table + " ORDER BY " + order);
@@ -353,6 +356,20 @@ TEST_P(StoreCopy, ARunEditedSinceItWasCopiedHasItsEditsBrought) {
   const StoreCopyResult again = copy_store(source, destination);
   EXPECT_EQ(again.annotations_brought, 0) << "brought once";
   EXPECT_TRUE(again.names_replaced.empty());
+  // Edits made in the destination since, the source's unchanged: a copy leaves them as they are.
+  {
+    RunStore there(destination);
+    there.rename(ids[0], "renamed-there");
+    there.remove_tag(ids[0], "kept-there");
+    there.set_notes(ids[0], "");
+  }
+  const StoreCopyResult third = copy_store(source, destination);
+  EXPECT_EQ(third.annotations_brought, 0);
+  EXPECT_TRUE(third.names_replaced.empty());
+  const RunRecord kept = RunStore(destination).run(ids[0]);
+  EXPECT_EQ(kept.name, "renamed-there");
+  EXPECT_EQ(kept.tags, (std::vector<std::string>{"baseline"}));
+  EXPECT_EQ(kept.notes, "");
 }
 
 TEST_P(StoreCopy, ARunStillRecordingStaysBehindAndADeadOneIsCopiedAsInterrupted) {

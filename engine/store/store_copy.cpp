@@ -16,6 +16,7 @@
 #include <set>
 #include <vector>
 
+#include "core/hash.h"
 #include "store/final_weights.h"
 #include "store/run_store.h"
 #include "store/sql_connection.h"
@@ -30,6 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kBusyTimeoutMs = 5000;           // as the store's own connections wait for a writer
+// In a copied run's information: the key of the source's name, notes and tags the copy last wrote or brought.
+constexpr const char* kCopiedAnnotations = "copied_annotations";
 constexpr size_t kParametersPerInsert = 2000;  // rows go in batches of one INSERT: far fewer round trips
 
 std::unique_ptr<SqlConnection> connect(const std::string& location, bool read_only) {
@@ -372,6 +375,7 @@ class StoreCopy {
     }
 
     SqlTransaction t(*to_);
+    remember_annotations(row);  // the source's, before the destination's are kept beside them
     if (into && keep_annotations(row, into)) ++result_.annotations_kept;
     const std::string source_name = value_of(row, "name").text;
     const bool renamed = unique_name(row, into);
@@ -470,27 +474,51 @@ class StoreCopy {
   }
 
   // A run the destination has as it is may have been renamed, tagged or noted in the source since (an edit leaves
-  // its records and their time alone): its name, notes and tags are brought as for a run replaced, nothing lost.
+  // its records and their time alone): where the source's name, notes and tags differ from those the copy last
+  // brought, they are brought as for a run replaced, nothing lost; where they do not, the destination's own edits stay.
   void bring_annotations(int64_t from, int64_t into) {
     SqlStatement read(*from_, "SELECT " + names(run_columns_) + " FROM runs WHERE id = ?");
     if (!read.bind(1, from).step()) return;
     Row row = read_row(read, run_columns_);
-    SqlStatement q(*to_, "SELECT name, notes, tags FROM runs WHERE id = ?");
+    read.reset();
+    SqlTransaction t(*to_);
+    SqlStatement q(*to_, "SELECT name, notes, tags, info_json FROM runs WHERE id = ?");
     if (!q.bind(1, into).step()) return;
     const std::string name = q.text(0), notes = q.text(1), tags = q.text(2);
+    const nlohmann::json info = nlohmann::json::parse(q.text(3), nullptr, false);
     q.reset();
-    SqlTransaction t(*to_);
+    const std::string source_now = annotations_key(row);
+    if (info.is_object() && info.value(kCopiedAnnotations, std::string()) == source_now) return;
     keep_annotations(row, into);
     unique_name(row, into);
     const std::string now = value_of(row, "name").text;
     const std::string new_notes = has_column("notes") ? value_of(row, "notes").text : notes;
     const std::string new_tags = has_column("tags") ? value_of(row, "tags").text : tags;
-    if (now == name && new_notes == notes && new_tags == tags) return;
-    SqlStatement update(*to_, "UPDATE runs SET name = ?, notes = ?, tags = ? WHERE id = ?");
-    update.bind(1, now).bind(2, new_notes).bind(3, new_tags).bind(4, into).run();
+    nlohmann::json new_info = info.is_object() ? info : nlohmann::json::object();
+    new_info[kCopiedAnnotations] = source_now;
+    SqlStatement update(*to_, "UPDATE runs SET name = ?, notes = ?, tags = ?, info_json = ? WHERE id = ?");
+    update.bind(1, now).bind(2, new_notes).bind(3, new_tags).bind(4, new_info.dump()).bind(5, into).run();
     t.commit();
     if (now != name) result_.names_replaced.push_back({into, name, now});
-    ++result_.annotations_brought;
+    if (now != name || new_notes != notes || new_tags != tags) ++result_.annotations_brought;
+  }
+
+  // The source's name, notes and tags as a key, kept in the destination's run information (kCopiedAnnotations) by
+  // every copy that writes or brings them.
+  std::string annotations_key(Row& row) {
+    Hasher hash;
+    hash.add(value_of(row, "name").text);
+    hash.add(has_column("notes") ? value_of(row, "notes").text : std::string());
+    hash.add(has_column("tags") ? value_of(row, "tags").text : std::string());
+    return hash.hex();
+  }
+  void remember_annotations(Row& row) {
+    if (!has_column("info_json")) return;  // a source from before run information: brought again next time
+    Value& info = value_of(row, "info_json");
+    nlohmann::json parsed = nlohmann::json::parse(info.text, nullptr, false);
+    if (!parsed.is_object()) return;
+    parsed[kCopiedAnnotations] = annotations_key(row);
+    info.text = parsed.dump();
   }
 
   bool has_column(const char* column) const {

@@ -25,7 +25,8 @@
 // named NAME-2 (or -3, ...), as the store names a new run. A run replaced by its newer state keeps its notes and tags
 // in the destination, the source's added: a copy cannot tell which store's edit came later, so it loses neither. Its
 // name becomes the source's, and the name it had there is said. A run the destination has as it is gets the same
-// from a source that renamed, tagged or noted it since (edits leave a run's time alone).
+// where the source's name, notes or tags changed since a copy last wrote them (edits leave a run's time alone; the
+// copy keeps a key of what it wrote in the run's information), and keeps the destination's own edits where not.
 #pragma once
 
 #include <cstdint>
