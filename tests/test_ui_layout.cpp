@@ -7,6 +7,7 @@
 // sweep's dialog fit as well, and on a smaller scaled screen the charts scroll down, never sideways.
 #include <QAbstractButton>
 #include <QComboBox>
+#include <QDialog>
 #include <QDockWidget>
 #include <QFile>
 #include <QFileInfo>
@@ -15,6 +16,7 @@
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
@@ -30,6 +32,7 @@
 #include <QTextDocumentFragment>
 #include <QTimer>
 #include <QToolBar>
+#include <QToolButton>
 #include <QtTest>
 #include <set>
 
@@ -313,6 +316,43 @@ class WindowFits : public QObject {
       w.resize(1250, 680);
       QTRY_COMPARE(dock->width(), wanted);
     }
+  }
+
+  // From the keyboard alone: Tab goes from the filter through the runs' action buttons to the table and out of it,
+  // not from cell to cell; F2 renames the run selected.
+  void the_runs_view_works_from_the_keyboard() {
+    MainWindow w(db_);
+    w.show();
+    w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    w.tabs()->setCurrentWidget(w.runs_view());
+    RunsView* view = w.runs_view();
+    QTRY_VERIFY(view->model()->row_of(fp32_) >= 0);
+    view->select({fp32_});
+    auto* filter = view->findChild<QLineEdit*>("runsFilter");
+    filter->setFocus();
+    QTRY_VERIFY(filter->hasFocus());
+    QStringList visited;
+    bool left_the_table = false;
+    for (int i = 0; i < 30 && !left_the_table; ++i) {
+      const bool in_table = QApplication::focusWidget() == view->table();
+      QTest::keyClick(QApplication::focusWidget(), Qt::Key_Tab);
+      if (auto* button = qobject_cast<QToolButton*>(QApplication::focusWidget())) visited << button->text();
+      left_the_table = in_table && QApplication::focusWidget() != view->table();
+    }
+    QVERIFY2(visited.contains("Rename…") && visited.contains("Delete…"), qPrintable(visited.join(", ")));
+    QVERIFY(left_the_table);
+
+    view->table()->setFocus();
+    QString asked;
+    QTimer::singleShot(0, &w, [&] {
+      if (auto* dialog = qobject_cast<QDialog*>(QApplication::activeModalWidget())) {
+        asked = dialog->windowTitle();
+        dialog->reject();
+      }
+    });
+    QTest::keyClick(view->table(), Qt::Key_F2);
+    QCOMPARE(asked, QStringLiteral("Rename run %1").arg(fp32_));
   }
 
   // Ctrl+1 to Ctrl+4 show the tabs in the order they are drawn.

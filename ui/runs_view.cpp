@@ -123,8 +123,11 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
                "resumeAction", Selected::One, true, tr("Resume the run from its last checkpoint"),
                [](const RunsModel::Row& row) { return row.resume_refusal; });
   bar->addSeparator();
-  on_selection(bar->addAction(tr("Rename…"), this, &RunsView::rename_selected), "renameAction", Selected::One, true,
-               tr("Rename the run"));
+  QAction* rename_run = bar->addAction(tr("Rename…"), this, &RunsView::rename_selected);
+  on_selection(rename_run, "renameAction", Selected::One, true, tr("Rename the run"));
+  rename_run->setShortcut(Qt::Key_F2);  // as a file manager renames, while the view has the focus
+  rename_run->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  addAction(rename_run);
   on_selection(bar->addAction(tr("Tag…"), this, &RunsView::tag_selected), "tagAction", Selected::Some, true,
                tr("Tag the runs selected, or untag them"));
   // Read-only, notes are shown all the same.
@@ -172,6 +175,7 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->setAlternatingRowColors(true);
+  table_->setTabKeyNavigation(false);  // Tab leaves the table for the next control, not the next cell
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
@@ -199,6 +203,17 @@ RunsView::RunsView(RunStore& store, QWidget* parent, const std::string& location
   bars->addWidget(outputs);
   layout->addLayout(bars);
   layout->addWidget(table_, 1);
+  // From the keyboard alone: Tab goes from the filter through the actions' buttons (which take no focus in a tool bar
+  // by default) to the table.
+  QWidget* previous = filter_;
+  for (QToolBar* b : {bar, outputs})
+    for (QAction* a : b->actions())
+      if (QWidget* button = b->widgetForAction(a); button && !a->isSeparator()) {
+        button->setFocusPolicy(Qt::TabFocus);
+        setTabOrder(previous, button);
+        previous = button;
+      }
+  setTabOrder(previous, table_);
   update_actions();
 
   poller_ = new RunsPoller(location.empty() ? store_.path() : location, this);
