@@ -727,10 +727,10 @@ int retry_failed_on_slurm(RunStore& store, const SweepRecord& s) {
   if (!fs::exists(script))
     throw Error("sweep " + std::to_string(s.id) + "'s job script " + script.string() +
                 " is not on this machine: retry its failed points where the sweep was submitted");
-  std::map<int, std::string> failures;  // kept to be set again where sbatch refuses the retry
+  std::vector<SweepPoint> failed;  // as they are, to be written back where sbatch refuses the retry
   for (const SweepPoint& p : sweep_points(store, s.id))
-    if (p.state == SweepPointState::Failed) failures[p.index] = point_failure(p);
-  if (failures.empty()) {
+    if (p.state == SweepPointState::Failed) failed.push_back(p);
+  if (failed.empty()) {
     std::printf("sweep %lld has no failed point to retry\n", static_cast<long long>(s.id));
     return 0;
   }
@@ -745,8 +745,8 @@ int retry_failed_on_slurm(RunStore& store, const SweepRecord& s) {
   try {
     job = output_of({"sbatch", "--parsable", "--array=" + array, script.string()});
   } catch (const Error& e) {
-    for (const int index : queued) set_point_failed(store, s.id, index, failures[index]);
-    throw Error(std::string(e.what()) + "; the failed points stay failed");
+    restore_points(store, failed);
+    throw Error(std::string(e.what()) + "; the failed points stay failed, with their runs");
   }
   job = job.substr(0, job.find(';'));  // "JOBID;CLUSTER" on a federation
   add_sweep_slurm_job(store, s.id, job);

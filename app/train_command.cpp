@@ -2,6 +2,7 @@
 // terminal as a progress bar and to a pipe or file as one line per epoch; --json prints a summary at the end.
 // The training flags themselves are in train_flags.cpp.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,12 +113,15 @@ class SignalGuard {
   }, old_term_{}, old_hup_{}, old_pipe_{};
 };
 
-// --processes: the mpirun this process started. A signal from the terminal reached mpirun too (one process group);
-// one sent to this process alone (kill, a job scheduler) is passed on, once. mpirun stops every rank with SIGTERM.
+// --processes: the mpirun this process started, in a process group of its own, so that every signal reaches it once,
+// passed on by this process however it came (a terminal's Ctrl-C, kill, a process group's kill). mpirun stops every
+// rank with SIGTERM.
 volatile pid_t g_mpirun = 0;
-void pass_signal_to_mpirun(int signal, siginfo_t* info, void*) {
+void pass_signal_to_mpirun(int signal) {
+  const int saved_errno = errno;
   if (g_signal == 0) g_signal = signal;
-  if (info && (info->si_code == SI_USER || info->si_code == SI_QUEUE) && g_mpirun > 0) ::kill(g_mpirun, signal);
+  if (g_mpirun > 0) ::kill(g_mpirun, signal);
+  errno = saved_errno;
 }
 
 // The Slurm job this process runs in ($SLURM_JOB_ID), empty outside Slurm.
@@ -468,7 +472,9 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
                  "ampwb train: warning: %d processes on %d cores take turns on them, each step waiting for the "
                  "slowest: up to %d here (ampwb devices)\n",
                  options.processes, offer.cores, offer.max_processes(DeviceChoice::cpu()));
-  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(options.processes), "--oversubscribe"};
+  // No input for the ranks: mpirun, in a process group of its own, would stop reading a terminal (SIGTTIN).
+  std::vector<std::string> argv = {"mpirun",          "-np",     std::to_string(options.processes),
+                                   "--oversubscribe", "--stdin", "none"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> self;
@@ -491,26 +497,43 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
   std::fflush(stdout);
   std::fflush(stderr);
   // mpirun stays this process's child: a signal to mpirun makes it exit 1 whatever its ranks did, while this
-  // process, as any training, exits 128 + the signal that stopped the run.
+  // process, as any training, exits 128 + the signal that stopped the run. The signals wait, blocked, until the
+  // handler knows mpirun; a SIGHUP nohup ignores stays ignored.
+  struct sigaction hup {};
+  sigaction(SIGHUP, nullptr, &hup);
+  std::vector<int> stops = {SIGINT, SIGTERM};
+  if (hup.sa_handler != SIG_IGN) stops.push_back(SIGHUP);
+  sigset_t blocked, before;
+  sigemptyset(&blocked);
+  for (const int signal : stops) sigaddset(&blocked, signal);
+  sigprocmask(SIG_BLOCK, &blocked, &before);
+  std::signal(SIGCHLD, SIG_DFL);  // an inherited SIG_IGN would reap mpirun before waitpid could read its status
+  const pid_t parent = ::getpid();
   g_mpirun = ::fork();
   if (g_mpirun < 0) throw Error(std::string("--processes cannot start mpirun: ") + std::strerror(errno));
   if (g_mpirun == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // this process killed outright: mpirun stops its ranks all the same
+    if (::getppid() != parent) ::_exit(1);
+    sigprocmask(SIG_SETMASK, &before, nullptr);
     ::execvp(args[0], args.data());
     std::fprintf(stderr,
-                 "ampwb train: error: --processes starts Open MPI's mpirun, which cannot be run here (%s; "
-                 "Debian: openmpi-bin)\n",
+                 "ampwb train: error: --processes starts Open MPI's mpirun, which cannot be run here (%s; Debian: "
+                 "openmpi-bin)\n",
                  std::strerror(errno));
     ::_exit(1);
   }
   struct sigaction action {};
-  action.sa_sigaction = pass_signal_to_mpirun;
-  action.sa_flags = SA_SIGINFO;
+  action.sa_handler = pass_signal_to_mpirun;
   sigemptyset(&action.sa_mask);
-  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &action, nullptr);
+  for (const int signal : stops) sigaction(signal, &action, nullptr);
+  sigprocmask(SIG_SETMASK, &before, nullptr);  // one held meanwhile arrives now, and is passed on
   int status = 0;
-  while (::waitpid(g_mpirun, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited = 0;
+  while ((waited = ::waitpid(g_mpirun, &status, 0)) < 0 && errno == EINTR) {
   }
-  const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  g_mpirun = 0;
+  const int exit_status = waited < 0 ? 1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   std::exit(g_signal != 0 && exit_status != 0 ? 128 + g_signal : exit_status);
 }
 

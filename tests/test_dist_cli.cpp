@@ -244,7 +244,8 @@ TEST(DistCli, AKilledRankEndsTheRunWhichResumesWithAsManyRanks) {
   const Result three = ampwb({"train", "--resume", "1", "--processes", "3", "--db", db, "--threads", "1"});
   EXPECT_EQ(three.status, 1) << three.output;
   expect_contains(three.output, "run 1 was trained by 2 processes: resume it with as many (--processes 2, ");
-  EXPECT_EQ(three.output.find("mpirun"), three.output.find("mpirun -np 2")) << three.output;
+  EXPECT_EQ(three.output.find("mpirun detected"), std::string::npos) << three.output;  // mpirun's words on a rank's exit
+  EXPECT_EQ(three.output.find("Primary job"), std::string::npos) << three.output;
   resumes_to_the_end_on_two_ranks(dir, db, rank1_db);
 }
 

@@ -92,6 +92,27 @@ TEST_P(SweepRecords, LinksARunAndResumesARequeuedPoint) {
   EXPECT_EQ(sweep_point(store, id, 1).state, SweepPointState::Finished);
 }
 
+// A failed point queued again (a retry) and written back as it was (its retry refused): its run, why it failed and its
+// retries are what they were.
+TEST_P(SweepRecords, AFailedPointRequeuedThenRestoredIsAsItWas) {
+  TempDir dir("sweep_retry_undone");
+  RunStore store(new_store(dir));
+  const int64_t id = create_sweep(store, "", "{}", "slurm", {R"({"values":{"seed":"0"}})", "{}"});
+  const int64_t run = store.begin_run(config_named("p0"), info(), "");
+  set_point_run(store, id, 0, run);
+  set_point_failed(store, id, 0, "its node ran out of memory");
+  const SweepPoint before = sweep_point(store, id, 0);
+  EXPECT_EQ(requeue_failed_points(store, id), std::vector<int>{0});
+  EXPECT_EQ(sweep_point(store, id, 0).run_id, 0);
+  restore_points(store, {before});
+  const SweepPoint after = sweep_point(store, id, 0);
+  EXPECT_EQ(after.run_id, run);
+  EXPECT_EQ(after.state, SweepPointState::Failed);
+  EXPECT_EQ(after.settings_json, before.settings_json);
+  EXPECT_EQ(point_failure(after), "its node ran out of memory");
+  EXPECT_EQ(point_retries(after), 0);
+}
+
 // A `sweep run` holds each point it took until its child process ended and the point's state is settled: no other
 // process takes it meanwhile, or takes it for abandoned while the child starts or ends, and neither does the holder.
 TEST_P(SweepRecords, APointTakenIsHeldUntilItsStateIsSettled) {

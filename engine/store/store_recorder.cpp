@@ -206,7 +206,9 @@ void StoreRecorder::on_resumed(double paused_seconds) {
 }
 
 RunEnd StoreRecorder::recorded_end(const RunEnd& end) const {
-  if (error_.empty() || end.status != RunStatus::Failed) return end;
+  // Only a recorded run the store's failure ended: not one that failed on its own before its end could not be
+  // written, nor one whose record never began.
+  if (run_id_ == 0 || error_.empty() || end.status != RunStatus::Failed || end.reason != error_) return end;
   return RunEnd(RunStatus::Interrupted, "the run store could not record it: " + error_);
 }
 

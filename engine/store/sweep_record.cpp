@@ -300,7 +300,8 @@ std::vector<int> requeue_failed_points(RunStore& store, int64_t sweep) {
     SqlConnection& db = store.connection();
     SqlTransaction t(db);
     std::vector<SweepPoint> failed;
-    SqlStatement q(db, std::string("SELECT ") + kPointColumns + " FROM sweep_points WHERE sweep_id = ? AND state = ?");
+    SqlStatement q(db, std::string("SELECT ") + kPointColumns +
+                           " FROM sweep_points WHERE sweep_id = ? AND state = ? ORDER BY idx");
     q.bind(1, sweep).bind(2, sweep_point_state_name(SweepPointState::Failed));
     while (q.step()) failed.push_back(read_point(q));
     std::vector<int> requeued;
@@ -323,6 +324,25 @@ std::vector<int> requeue_failed_points(RunStore& store, int64_t sweep) {
     }
     t.commit();
     return requeued;
+  });
+}
+
+void restore_points(RunStore& store, const std::vector<SweepPoint>& points) {
+  reconnecting([&] {
+    SqlConnection& db = store.connection();
+    SqlTransaction t(db);
+    for (const SweepPoint& p : points) {
+      SqlStatement update(db,
+                          "UPDATE sweep_points SET settings_json = ?, run_id = ?, state = ?, updated = ? "
+                          "WHERE sweep_id = ? AND idx = ?");
+      update.bind(1, p.settings_json);
+      if (p.run_id != 0)
+        update.bind(2, p.run_id);
+      else
+        update.bind_null(2);
+      update.bind(3, sweep_point_state_name(p.state)).bind(4, p.updated).bind(5, p.sweep_id).bind(6, p.index).run();
+    }
+    t.commit();
   });
 }
 

@@ -84,6 +84,8 @@ int64_t lost_run(const std::string& settings_json);
 // indexes.
 std::vector<int> requeue_failed_points(RunStore& store, int64_t sweep);
 int point_retries(const SweepPoint& point);
+// Writes the points back as they were read (their settings, run, state and time): a requeue undone.
+void restore_points(RunStore& store, const std::vector<SweepPoint>& points);
 // A point taken but not started again (Ctrl-C before it began): queued once more.
 void return_point(RunStore& store, int64_t sweep, int index);
 // Points still marked running that no process holds and whose run no process records any more (the sweep's
