@@ -1128,6 +1128,7 @@ int sweep_list_command(const SweepIdOptions& o) {
                       {"created", s.created},
                       {"on", s.runs_on},
                       {"slurm_job_id", s.slurm_job_id},
+                      {"slurm_jobs", slurm_jobs(s)},
                       {"cancelled", s.cancelled},
                       {"points", points.size()},
                       {"summary", state_counts(points)}});
