@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <QAbstractButton>
+#include <QCheckBox>
 #include <QCompleter>
 #include <QFile>
 #include <QFileDialog>
@@ -17,6 +18,7 @@
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QProcess>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QSvgRenderer>
 #include <QXmlStreamReader>
@@ -29,6 +31,7 @@
 #include "chart_export.h"
 #include "chart_factory.h"
 #include "chart_panel.h"
+#include "compare_view.h"
 #include "file_dialogs.h"
 #include "main_window.h"
 #include "run_series.h"
@@ -295,7 +298,8 @@ class ExportCharts : public QObject {
     QCOMPARE(export_all_charts({&a}, {}, folder, "run", "svg"), chart_export_files({&a}, folder, "run", "svg"));
   }
 
-  // Exporting the charts of a Training tab that has shown no run yet writes nothing, and says so.
+  // Exporting the charts of a Training tab that has shown no run yet writes nothing, and says so; its button waits,
+  // as do the Compare tab's with nothing open, and its "Differences only".
   void nothing_to_export_says_so() {
     RunSeries empty;
     ChartPanel panel;
@@ -304,6 +308,14 @@ class ExportCharts : public QObject {
     panel.export_all();  // a folder dialog would wait here
     QCOMPARE(said.count(), 1);
     QVERIFY2(said[0][0].toString().startsWith("Nothing to export yet"), qPrintable(said[0][0].toString()));
+    QVERIFY(!panel.findChild<QPushButton*>("exportCharts")->isEnabled());
+
+    MainWindow w(db_);
+    QVERIFY(!w.compare_view()->charts()->findChild<QPushButton*>("exportCharts")->isEnabled());
+    QVERIFY(!w.compare_view()->findChild<QCheckBox*>("differencesOnly")->isEnabled());
+    QVERIFY(w.open_runs({a_, b_}));
+    QVERIFY(w.compare_view()->charts()->findChild<QPushButton*>("exportCharts")->isEnabled());
+    QVERIFY(w.compare_view()->findChild<QCheckBox*>("differencesOnly")->isEnabled());
   }
 
   void csv_reports() {

@@ -11,6 +11,7 @@
 #include <QLineSeries>
 #include <QLocale>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -328,6 +329,7 @@ class ProgressThroughTheUi : public QObject {
                               QStringLiteral("Run %1 was deleted from the run store, and its charts with it").arg(run),
                               10000);
     for (MetricChart* c : w.live_charts()->charts()) QCOMPARE(drawn(*c), before_any[c->metric_key()]);
+    QVERIFY(!w.live_charts()->findChild<QPushButton*>("exportCharts")->isEnabled());
     w.live_charts()->export_all();
     QVERIFY2(w.statusBar()->currentMessage().startsWith("Nothing to export yet"),
              qPrintable(w.statusBar()->currentMessage()));

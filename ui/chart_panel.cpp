@@ -91,9 +91,10 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
     refresh();
     Q_EMIT group_by_changed();
   });
-  auto* export_button = new QPushButton(tr("Export charts…"));
-  export_button->setObjectName("exportCharts");
-  connect(export_button, &QPushButton::clicked, this, &ChartPanel::export_all);
+  export_button_ = new QPushButton(tr("Export charts…"));
+  export_button_->setObjectName("exportCharts");
+  connect(export_button_, &QPushButton::clicked, this, &ChartPanel::export_all);
+  export_button_->setEnabled(false);  // until refresh() draws something
   // Each label with its controls as one piece: on a narrow window the row wraps between pieces, never inside one.
   const auto piece = [](std::initializer_list<QWidget*> widgets) {
     auto* box = new QWidget;
@@ -118,7 +119,7 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   fp8_tensor_box_ = piece({new QLabel(tr("FP8 tensor")), fp8_tensor_});
   fp8_tensor_box_->setVisible(false);
   controls->addWidget(fp8_tensor_box_);
-  controls->addWidget(export_button);
+  controls->addWidget(export_button_);
   layout->addLayout(controls);
   run_legend_ = new QLabel;
   run_legend_->setObjectName("runLegend");
@@ -340,6 +341,11 @@ void ChartPanel::refresh() {
   QElapsedTimer clock;
   clock.start();
   refresh_pending_ = false;
+  // Nothing drawn, nothing to export: no run yet, a comparison of none, a deleted run's charts gone.
+  const bool drawn = std::any_of(runs_.begin(), runs_.end(),
+                                 [](const RunSeries* r) { return !r->steps.empty() || !r->epochs.empty(); });
+  export_button_->setEnabled(drawn);
+  export_button_->setToolTip(drawn ? QString() : tr("Nothing to export yet: train a run, or open one in the Runs tab"));
   update_fp8_tensors();  // before options(): they name the tensor chosen
   const ChartOptions o = options();
   for (MetricChart* c : charts_) c->update_from(runs_, o);

@@ -13,6 +13,7 @@
 class QComboBox;
 class QGridLayout;
 class QLabel;
+class QPushButton;
 class QScrollArea;
 class QSlider;
 class QTimer;
@@ -86,6 +87,7 @@ class ChartPanel : public QWidget {
   std::vector<MetricChart*> charts_;
   QString prefix_ = "run";
   QSlider* smoothing_ = nullptr;
+  QPushButton* export_button_ = nullptr;  // enabled while a chart has something drawn
   QLabel* smoothing_value_ = nullptr;
   QComboBox* x_axis_ = nullptr;
   QComboBox* histogram_kind_ = nullptr;

@@ -54,6 +54,8 @@ CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& lo
   differences_ = new QCheckBox(tr("Differences only"));
   differences_->setObjectName("differencesOnly");
   connect(differences_, &QCheckBox::toggled, model_, &CompareModel::set_differences_only);
+  differences_->setEnabled(false);  // until two runs are open (show_runs)
+  differences_->setToolTip(tr("Open two runs or more to see only their differences"));
   follow_ = new QTimer(this);
   follow_->setSingleShot(true);
   follow_->setInterval(3000);
