@@ -13,6 +13,7 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -578,10 +579,12 @@ class SweepsThroughTheUi : public QObject {
     const std::string bf16 = R"({"values": {"precision": "amp-bf16"}, "config": {}})";
     const int64_t id =
         create_sweep(writer, "timed", R"({"grid": {"precision": ["fp32", "amp-bf16"]}})", "local", {fp32, bf16});
+    std::vector<int64_t> runs;
     for (int i = 0; i < 2; ++i) {
       TrainConfig c;
       if (i == 1) c.precision = precision_preset("amp-bf16");
       const int64_t run = writer.begin_run(c, info, "");
+      runs.push_back(run);
       EpochReport e;
       e.epoch = 1;
       e.validation_accuracy = 0.5;
@@ -640,6 +643,19 @@ class SweepsThroughTheUi : public QObject {
     QCOMPARE(ended.at(0).at(1).toInt(), 0);
     QTRY_COMPARE_WITH_TIMEOUT(view.groups_table()->item(1, speed_up)->text(), QString("not timed"), 10000);
     QVERIFY(!view.cancel_action()->isEnabled());  // every point ended, and nothing times them now
+
+    // Timed later (ampwb sweep run): the speed-up's sentence wraps in its column, and every column is in view.
+    AlternatingSpeed timed;
+    timed.runs = runs;
+    timed.images_per_second = {{100, 140, 60, 120, 80, 100}, {101, 61, 139, 79, 121, 99}};  // within the noise
+    timed.steps_per_round = 20;
+    timed.data = "synthetic 16 px images, batch 8";
+    writer.add_alternating_speed(timed);
+    view.reload();
+    const QString said = view.groups_table()->item(1, speed_up)->text();
+    QVERIFY2(said.contains("not distinguishable"), qPrintable(said));
+    QTest::qWait(50);
+    QCOMPARE(view.groups_table()->horizontalScrollBar()->maximum(), 0);
   }
 
   // Cancel the sweep, confirmed: `ampwb sweep cancel` marks every point not final cancelled, and the tab shows it.
