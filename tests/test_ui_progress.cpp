@@ -21,6 +21,7 @@
 
 #include "analysis/run_speed.h"
 #include "chart_panel.h"
+#include "event_queue.h"
 #include "main_window.h"
 #include "metric_chart.h"
 #include "run_controls.h"
@@ -31,6 +32,7 @@
 #include "test_ui_util.h"
 #include "train/observer_list.h"
 #include "train/run_progress.h"
+#include "training_session.h"
 
 namespace ampwb::ui::test {
 
@@ -333,6 +335,24 @@ class ProgressThroughTheUi : public QObject {
     w.live_charts()->export_all();
     QVERIFY2(w.statusBar()->currentMessage().startsWith("Nothing to export yet"),
              qPrintable(w.statusBar()->currentMessage()));
+  }
+
+  // An epoch's line in the status bar says its numbers as `ampwb train` prints them: 72 of 256 validation images,
+  // the exact tie 28.125%, reads 28.12% (printf rounds a tie to even; Qt's own formatting rounded it up).
+  void an_epochs_line_rounds_as_the_cli() {
+    MainWindow w(db("epoch line"));
+    EventBatch batch;
+    EpochReport e;
+    e.epoch = 1;
+    e.train_loss = 1.23455;
+    e.validation_accuracy = 72.0 / 256;
+    e.seconds = 2.25;
+    e.images_per_second = 112.5;
+    batch.epochs.push_back(e);
+    Q_EMIT w.session()->events(batch);
+    const QString line = w.statusBar()->currentMessage();
+    QVERIFY2(line.contains("validation accuracy 28.12%") && line.contains("2.2 s") && line.contains("112 images/s"),
+             qPrintable(line));
   }
 
   // A run refused for its dataset folder (gone since the panel checked it): once a folder is chosen again and
