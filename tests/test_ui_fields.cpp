@@ -1,5 +1,5 @@
 // The setup panel's number fields never change what was typed, offscreen through the keyboard: text that is no
-// value stays as typed, framed in red with why and the range it takes, listed under the Training group, and Train
+// value stays as typed, framed in red with why and the range it takes, listed at the panel's foot, and Train
 // waits, saying why; a value out of range is refused with the range, never clamped. A setting the engine refuses is
 // named as the form names it, and its field marked.
 #include <QCheckBox>
