@@ -507,8 +507,11 @@ class WindowFits : public QObject {
     QWidget* store = w.findChild<QWidget*>("storePath");
     w.statusBar()->showMessage(QString(200, 'w'), 5000);
     QVERIFY(!store->isVisible());
+    // Wider than the bar, it is cut at its edge: the bar's tooltip says all of it.
+    QCOMPARE(tooltip_text(w.statusBar()->toolTip()), QString(200, 'w'));
     w.statusBar()->clearMessage();
     QVERIFY(store->isVisible());
+    QVERIFY(w.statusBar()->toolTip().isEmpty());
   }
 
   // The precision's note under its choice is whole for every mode, the longest (AMP FP8's) and then a short one again

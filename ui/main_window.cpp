@@ -193,6 +193,10 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   // A message (a warning, an epoch's timing) takes the whole bar while it lasts; the store's path comes back after.
   connect(statusBar(), &QStatusBar::messageChanged, store_label,
           [store_label](const QString& message) { store_label->setVisible(message.isEmpty()); });
+  // One longer than the bar is cut at its edge: the pointer on the bar reads all of it.
+  connect(statusBar(), &QStatusBar::messageChanged, this, [this](const QString& message) {
+    statusBar()->setToolTip(message.isEmpty() ? QString() : plain_tooltip(message));
+  });
 
   font_warning_ = new QLabel;
   font_warning_->setObjectName("fontWarning");
