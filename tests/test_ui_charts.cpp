@@ -617,12 +617,12 @@ class ChartData : public QObject {
     QCOMPARE(panel.chart("loss-scale")->chart()->title(), QString("Loss scale (log2): none, a line at 1"));
     QVERIFY2(panel.chart("histogram")->chart()->title().endsWith("what FP16 would do"),
              qPrintable(panel.chart("histogram")->chart()->title()));
-    QCOMPARE(names(), QStringList{"if FP16: under 25.0% · over 0.0%"});
+    QCOMPARE(names(), QStringList{"if FP16: under\u00a025.0% · over\u00a00.0%"});
     QCOMPARE(note->text(), QString("No loss scaling here: the scale stays 1, and no step is skipped."));
     QVERIFY(note->toolTip().startsWith("What FP16 would do"));
     panel.set_runs({&fp16});
     QVERIFY(!panel.chart("histogram")->chart()->title().contains("would"));
-    QCOMPARE(names(), QStringList{"in FP16: under 25.0% · over 0.0%"});
+    QCOMPARE(names(), QStringList{"in FP16: under\u00a025.0% · over\u00a00.0%"});
     QCOMPARE(note->text(), QString("No skipped steps: no gradients overflowed."));
     panel.set_runs({&bf16, &fp16});
     QCOMPARE(names(), (QStringList{"#7 if FP16: 25.0% / 0.0%", "#8: 25.0% / 0.0%"}));

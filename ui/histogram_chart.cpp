@@ -123,7 +123,9 @@ void HistogramChart::refresh(const RunList& runs, const ChartOptions& options) {
     if (multi(runs))
       line = (fp16 ? QStringLiteral("#%1: %2 / %3") : tr("#%1 if FP16: %2 / %3")).arg(runs[i]->run_id).arg(under, over);
     else
-      line = (fp16 ? tr("in FP16: under %1 · over %2") : tr("if FP16: under %1 · over %2")).arg(under, over);
+      // Each share kept with its word where the legend wraps ("over" / "0.0%" read as two entries).
+      line = (fp16 ? tr("in FP16: under\u00a0%1 · over\u00a0%2") : tr("if FP16: under\u00a0%1 · over\u00a0%2"))
+                 .arg(under, over);
     fractions << line;
     outlines_[i]->setName(line);
     what = tr("epoch %1, scale %2").arg(h->epoch).arg(h->loss_scale, 0, 'g', 6);
