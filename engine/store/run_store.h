@@ -272,8 +272,8 @@ bool is_own_checkpoint_dir(const std::string& store_path, const std::string& fol
 // Why `tag` cannot be a tag, "" where it can. Tags are listed joined by ", " (show, the GUI's Runs view) and "; "
 // (CSV), and the GUI's Tag dialog reads a leading "-" as "remove the tag": a tag that held those would read as others.
 std::string tag_problem(const std::string& tag);
-// Whether two tags are one: the case of their Latin letters aside ("Baseline" is "baseline"), as `runs --tag` and the
-// workbench's filter match them.
+// Whether two tags are one: the case of their Latin letters aside ("Baseline" is "baseline"), as the run list's tag
+// filter and the workbench's match them.
 bool same_tag(const std::string& a, const std::string& b);
 
 }  // namespace ampwb
