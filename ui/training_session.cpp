@@ -100,7 +100,7 @@ TrainingSession::TrainingSession(QString db_path, QObject* parent) : QObject(par
 
 TrainingSession::~TrainingSession() {
   timer_.stop();
-  if (child_ && !child_->exited) {  // mpirun ends its processes on SIGTERM
+  if (child_ && !child_->exited) {  // passed to mpirun, which stops its ranks
     child_->process->disconnect(this);  // its end reaches no one now: the window may be half destroyed
     ::kill(static_cast<pid_t>(child_->process->processId()), SIGTERM);
     if (!child_->process->waitForFinished(30000)) child_->process->kill();
@@ -195,8 +195,8 @@ void TrainingSession::resume() {
 
 void TrainingSession::stop() {
   if (run_) run_->trainer.stop();
-  // As Ctrl-C on `ampwb train --processes`: rank 0 stops, and every rank with it after the same step. (A signal to
-  // mpirun itself ends the processes at once, without a checkpoint: only before the run has started.)
+  // Rank 0 stops, and every rank with it after the same step. Before the run has started, the signal goes to the
+  // child `ampwb train --processes`, which passes it to mpirun: it stops the ranks with SIGTERM.
   if (child_ && !child_->exited)
     ::kill(child_->rank0 ? child_->rank0 : static_cast<pid_t>(child_->process->processId()),
            child_->rank0 ? SIGINT : SIGTERM);
