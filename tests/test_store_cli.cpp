@@ -1059,16 +1059,10 @@ TEST(StoreCli, ARunTheStoreStopsMidwayIsInterruptedAndResumes) {
   TempDir dir("store_stops_run");
   const std::string db = dir.file("runs.sqlite");
   ASSERT_EQ(ampwb(tiny_training(db, 1, 1)).status, 0);  // run 1 makes the store
-  {
-    sqlite3* handle = nullptr;
-    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
-    EXPECT_EQ(sqlite3_exec(handle,
-                           "CREATE TRIGGER refuse_epoch BEFORE INSERT ON epochs WHEN NEW.epoch = 2 "
-                           "BEGIN SELECT RAISE(ABORT, 'no room for epoch 2'); END",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
-    sqlite3_close(handle);
-  }
+  SqliteDb(db, SqliteDb::Open::ReadWrite)
+      .exec(
+          "CREATE TRIGGER refuse_epoch BEFORE INSERT ON epochs WHEN NEW.epoch = 2 "
+          "BEGIN SELECT RAISE(ABORT, 'no room for epoch 2'); END");
   const Result r = ampwb(tiny_training(db, 3));
   EXPECT_EQ(r.status, 1) << r.output;
   expect_contains(r.output, "run 2 interrupted: the run store could not record it: ");
@@ -1080,11 +1074,8 @@ TEST(StoreCli, ARunTheStoreStopsMidwayIsInterruptedAndResumes) {
     EXPECT_EQ(run.status, RunStatus::Interrupted) << run.end_reason;
     expect_contains(run.end_reason, "the run store could not record it: ");
     EXPECT_EQ(store.epochs(2).size(), 1u);
-    sqlite3* handle = nullptr;
-    ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
-    EXPECT_EQ(sqlite3_exec(handle, "DROP TRIGGER refuse_epoch", nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(handle);
   }
+  SqliteDb(db, SqliteDb::Open::ReadWrite).exec("DROP TRIGGER refuse_epoch");
   const Result resumed = ampwb({"train", "--resume", "2", "--db", db});
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   RunStore after(db, RunStore::Mode::ReadOnly);

@@ -25,9 +25,29 @@ namespace {
 using namespace store_test;
 using nlohmann::json;
 
+std::vector<int64_t> record_runs(RunStore& store);  // a store's worth of runs, each kind of record: below
+
 // The tests that run against both kinds of store: the parameter is the store the runs are copied into (and, for
 // the recording test, out of).
-class StoreCopy : public StoreTest {};
+class StoreCopy : public StoreTest {
+ protected:
+  // A source store of record_runs' runs, copied once into a new destination: where a repeat copy starts.
+  struct CopiedOnce {
+    std::string source, destination;
+    std::vector<int64_t> ids;
+  };
+  CopiedOnce copied_once(const TempDir& dir) const {
+    CopiedOnce c;
+    c.source = dir.file("source.sqlite");
+    {
+      RunStore store(c.source);
+      c.ids = record_runs(store);
+    }
+    c.destination = new_store(dir, "copy.sqlite");
+    copy_store(c.source, c.destination);
+    return c;
+  }
+};
 INSTANTIATE_TEST_SUITE_P(Stores, StoreCopy, ::testing::ValuesIn(backends()), backend_name);
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -290,14 +310,7 @@ TEST_P(StoreCopy, CopyingAgainAddsNothingAndTakesWhatChanged) {
 // name is the source's, and the one it replaces is said.
 TEST_P(StoreCopy, ARunReplacedByItsNewerStateKeepsTheDestinationsNotesAndTags) {
   TempDir dir("copy_annotations");
-  const std::string source = dir.file("source.sqlite");
-  std::vector<int64_t> ids;
-  {
-    RunStore store(source);
-    ids = record_runs(store);
-  }
-  const std::string destination = new_store(dir, "copy.sqlite");
-  copy_store(source, destination);
+  const auto [source, destination, ids] = copied_once(dir);
   {
     RunStore there(destination);
     there.set_notes(ids[0], "diverged at epoch 3: see the loss scale");
@@ -326,14 +339,7 @@ TEST_P(StoreCopy, ARunReplacedByItsNewerStateKeepsTheDestinationsNotesAndTags) {
 // alone): copying again brings the edits, keeping the destination's own, and copies none of its records again.
 TEST_P(StoreCopy, ARunEditedSinceItWasCopiedHasItsEditsBrought) {
   TempDir dir("copy_edits");
-  const std::string source = dir.file("source.sqlite");
-  std::vector<int64_t> ids;
-  {
-    RunStore store(source);
-    ids = record_runs(store);
-  }
-  const std::string destination = new_store(dir, "copy.sqlite");
-  copy_store(source, destination);
+  const auto [source, destination, ids] = copied_once(dir);
   {
     RunStore here(source);
     here.rename(ids[0], "renamed-here");
