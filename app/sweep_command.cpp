@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -508,6 +509,26 @@ void refuse_many_processes(const char* command) {
                 "process each; sweeps of runs on many processes are not built yet)");
 }
 
+// sbatch of the sweep's job script (`array`: a retry's tasks, where given), its job array recorded with the sweep.
+// Where sbatch refuses, `undo` puts the store back and says how it stands, after sbatch's error.
+std::string submit_job_array(RunStore& store, int64_t sweep, const fs::path& script, const std::string& array,
+                             const std::function<std::string()>& undo) {
+  std::vector<std::string> sbatch = {"sbatch", "--parsable"};
+  if (!array.empty()) sbatch.push_back("--array=" + array);
+  sbatch.push_back(script.string());
+  std::string job;
+  try {
+    job = output_of(sbatch);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; " + undo());
+  }
+  job = job.substr(0, job.find(';'));  // "JOBID;CLUSTER" on a federation
+  add_sweep_slurm_job(store, sweep, job);
+  std::printf("submitted as Slurm job array %s (%s); ampwb sweep status %lld\n", job.c_str(), script.c_str(),
+              static_cast<long long>(sweep));
+  return job;
+}
+
 int sweep_command(const SweepOptions& given) {
   refuse_many_processes("ampwb sweep");
   const SweepGrid grid = grid_of(given);
@@ -606,17 +627,10 @@ int sweep_command(const SweepOptions& given) {
                         uses_gpu(points));
     if (!out) throw Error("cannot write " + script.string());
   }
-  std::string job;
-  try {
-    job = output_of({"sbatch", "--parsable", script.string()});
-  } catch (const Error& e) {
+  submit_job_array(store, id, script, "", [&] {
     cancel_sweep(store, id);
-    throw Error(std::string(e.what()) + "; sweep " + std::to_string(id) + " is recorded as cancelled");
-  }
-  job = job.substr(0, job.find(';'));  // "JOBID;CLUSTER" on a federation
-  add_sweep_slurm_job(store, id, job);
-  std::printf("submitted as Slurm job array %s (%s); ampwb sweep status %lld\n", job.c_str(), script.c_str(),
-              static_cast<long long>(id));
+    return "sweep " + std::to_string(id) + " is recorded as cancelled";
+  });
   return 0;
 }
 
@@ -741,20 +755,13 @@ int retry_failed_on_slurm(RunStore& store, const SweepRecord& s) {
   for (std::string line; std::getline(lines, line);)
     if (line.starts_with("#SBATCH --array=") && line.find('%') != std::string::npos)
       array += line.substr(line.find('%'));
-  std::string job;
-  try {
-    job = output_of({"sbatch", "--parsable", "--array=" + array, script.string()});
-  } catch (const Error& e) {
+  const std::string job = submit_job_array(store, s.id, script, array, [&] {
     restore_points(store, failed);
-    throw Error(std::string(e.what()) + "; the failed points stay failed, with their runs");
-  }
-  job = job.substr(0, job.find(';'));  // "JOBID;CLUSTER" on a federation
-  add_sweep_slurm_job(store, s.id, job);
+    return std::string("the failed points stay failed, with their runs");
+  });
   for (const int index : queued)
     std::printf("point %d failed; queued again as task %d of Slurm job array %s: a new run trains it\n", index + 1,
                 index, job.c_str());
-  std::printf("submitted as Slurm job array %s (%s); ampwb sweep status %lld\n", job.c_str(), script.c_str(),
-              static_cast<long long>(s.id));
   return 0;
 }
 
