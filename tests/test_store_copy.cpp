@@ -529,6 +529,17 @@ TEST_P(StoreCopy, RefusesADestinationThatCannotTakeTheRunsBeforeWriting) {
   // The source itself.
   refused(source, "cannot be copied into itself");
   EXPECT_EQ(read_bytes(source), before) << "the source is only read";
+  if (!sqlite()) {  // one PostgreSQL database named two ways: the server says it is one
+    const std::string server = new_store(dir);
+    {
+      RunStore store(server);
+      record_runs(store);
+    }
+    const std::string expected = everything(server);
+    expect_contains(error_of([&] { copy_store(server, server + "&application_name=another"); }),
+                    "cannot be copied into itself");
+    EXPECT_TRUE(everything(server) == expected) << "the copy into itself changed the store";
+  }
 }
 
 #ifdef AMPWB_TEST_POSTGRES

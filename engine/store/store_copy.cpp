@@ -255,12 +255,27 @@ std::string location_name(const std::string& location) {
   return is_database_server(location) ? location_without_password(location) : location;
 }
 
+// A PostgreSQL store as its server knows it, however its location is spelled (a host name or the socket, another
+// user, a service file): the server's start time and port, the database and the schema.
+std::string server_store_identity(const std::string& location) {
+  const std::unique_ptr<SqlConnection> db = connect(location, true);
+  SqlStatement q(*db,
+                 "SELECT pg_postmaster_start_time()::text || ' ' || current_setting('port') || ' ' || "
+                 "current_database() || ' ' || COALESCE(current_schema(), '')");
+  if (!q.step() || q.text(0).empty()) throw StoreError("the server does not say which database it serves");
+  return q.text(0);
+}
+
 void refuse_same_store(const std::string& source, const std::string& destination) {
   const bool server = is_database_server(source);
   if (server != is_database_server(destination)) return;
   bool same = false;
   if (server) {
     same = location_without_password(source) == location_without_password(destination);
+    try {
+      same = same || server_store_identity(source) == server_store_identity(destination);
+    } catch (const StoreError&) {  // a server that cannot be reached is named by the copy itself
+    }
   } else {
     std::error_code ec;
     same = fs::equivalent(sqlite_store_file(source), sqlite_store_file(destination), ec) && !ec;
