@@ -2,6 +2,7 @@
 // terminal as a progress bar and to a pipe or file as one line per epoch; --json prints a summary at the end.
 // The training flags themselves are in train_flags.cpp.
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,14 +78,29 @@ bool prints_to_terminal() {
   return false;
 }
 
-// The first SIGINT/SIGTERM/SIGHUP (a closed terminal, a dropped SSH session) asks the run to stop after its current
-// step (it ends as cancelled and is recorded so, with a checkpoint); SA_RESETHAND makes a second one end the process at
-// once (the store then shows the run as interrupted). SIGPIPE (the output's reader went away: `ampwb train | head`)
-// stops it the same way, with a checkpoint, instead of killing it; it stays caught, since every later write to the pipe
-// raises it again. The first signal is the one that stopped the run: its exit status and its recorded words.
+// The first SIGINT/SIGTERM/SIGHUP (a closed terminal, a dropped SSH session) or SIGUSR1 (mpirun passes it on to every
+// rank) asks the run to stop after its current step (it ends as cancelled and is recorded so, with a checkpoint);
+// SA_RESETHAND makes a second one end the process at once (the store then shows the run as interrupted). SIGPIPE (the
+// output's reader went away: `ampwb train | head`) stops it the same way, with a checkpoint, instead of killing it; it
+// stays caught, since every later write to the pipe raises it again. The first signal is the one that stopped the
+// run: its exit status and its recorded words.
 volatile std::sig_atomic_t g_signal = 0;
 void on_signal(int signal) {
   if (g_signal == 0) g_signal = signal;
+}
+
+// --processes passes its stop to the ranks as SIGUSR1, since mpirun answers SIGINT and SIGTERM with a SIGTERM to every
+// rank and a SIGKILL one second later, too soon for a step and a checkpoint. The signal it received is written first
+// in a file of its own the ranks read, named by this variable.
+constexpr const char* kLauncherSignalVariable = "AMPWB_LAUNCHER_SIGNAL_FILE";
+
+// The signal that stopped this training: the launcher's where a SIGUSR1 came from it.
+int stop_signal() {
+  const char* file = std::getenv(kLauncherSignalVariable);
+  if (g_signal != SIGUSR1 || !file) return g_signal;
+  int launcher_signal = 0;
+  std::ifstream(file) >> launcher_signal;
+  return launcher_signal > 0 ? launcher_signal : g_signal;
 }
 
 class SignalGuard {
@@ -96,6 +112,7 @@ class SignalGuard {
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &old_int_);
     sigaction(SIGTERM, &action, &old_term_);
+    sigaction(SIGUSR1, &action, &old_usr1_);
     sigaction(SIGHUP, nullptr, &old_hup_);
     if (old_hup_.sa_handler != SIG_IGN) sigaction(SIGHUP, &action, nullptr);  // nohup's run outlives its terminal
     action.sa_flags = 0;
@@ -104,23 +121,41 @@ class SignalGuard {
   ~SignalGuard() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGUSR1, &old_usr1_, nullptr);
     sigaction(SIGHUP, &old_hup_, nullptr);
     sigaction(SIGPIPE, &old_pipe_, nullptr);
   }
 
  private:
   struct sigaction old_int_ {
-  }, old_term_{}, old_hup_{}, old_pipe_{};
+  }, old_term_{}, old_usr1_{}, old_hup_{}, old_pipe_{};
 };
 
 // --processes: the mpirun this process started, in a process group of its own, so that every signal reaches it once,
-// passed on by this process however it came (a terminal's Ctrl-C, kill, a process group's kill). mpirun stops every
-// rank with SIGTERM.
+// passed on by this process however it came (a terminal's Ctrl-C, kill, a process group's kill) as SIGUSR1, the
+// signal's number written first to the file the ranks read (kLauncherSignalVariable).
 volatile pid_t g_mpirun = 0;
+int g_launcher_signal_file = -1;
 void pass_signal_to_mpirun(int signal) {
   const int saved_errno = errno;
-  if (g_signal == 0) g_signal = signal;
+  if (g_signal == 0) {
+    g_signal = signal;
+    const char number[] = {static_cast<char>('0' + signal / 10), static_cast<char>('0' + signal % 10)};
+    [[maybe_unused]] const ssize_t written = ::pwrite(g_launcher_signal_file, number, sizeof number, 0);
+  }
+  if (g_mpirun > 0) ::kill(g_mpirun, SIGUSR1);
+  errno = saved_errno;
+}
+
+// Ctrl-Z (SIGTSTP) stops the ranks too, mpirun passing it on, then this process; fg or bg (SIGCONT) continues them.
+void pass_job_control_to_mpirun(int signal) {
+  const int saved_errno = errno;
   if (g_mpirun > 0) ::kill(g_mpirun, signal);
+  struct sigaction action {};
+  action.sa_handler = signal == SIGTSTP ? SIG_DFL : pass_job_control_to_mpirun;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTSTP, &action, nullptr);
+  if (signal == SIGTSTP) ::raise(SIGTSTP);  // held until this handler returns, then stops this process
   errno = saved_errno;
 }
 
@@ -143,15 +178,16 @@ class SignalAwareObservers : public ObserverList {
     if (e.status != RunStatus::Cancelled || !e.reason.starts_with(kByTheUser)) return e;
     RunEnd end = e;
     const std::string after = e.reason.substr(kByTheUser.size());
-    if (g_signal == SIGTERM && !slurm_job_id().empty()) {
+    const int signal = stop_signal();
+    if (signal == SIGTERM && !slurm_job_id().empty()) {
       end.status = RunStatus::Interrupted;
       end.reason =
           "Slurm job " + slurm_job_id() + " ended by SIGTERM (preempted, requeued or cancelled): stopped" + after;
-    } else if (g_signal == SIGTERM) {  // Ctrl-C is the user's; the other signals say who stopped the run
-      end.reason = "stopped by SIGTERM" + after;
-    } else if (g_signal == SIGHUP) {
+    } else if (signal == SIGTERM || signal == SIGUSR1) {  // Ctrl-C is the user's; the others say who stopped it
+      end.reason = std::string(signal == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGUSR1") + after;
+    } else if (signal == SIGHUP) {
       end.reason = "stopped as its terminal closed (SIGHUP)" + after;
-    } else if (g_signal == SIGPIPE) {
+    } else if (signal == SIGPIPE) {
       end.reason = "stopped as its output's reader went away (SIGPIPE)" + after;
     }
     return end;
@@ -286,19 +322,20 @@ class ConsoleObserver : public TrainObserver {
  private:
   void poll_signal() {
     if (g_signal == 0 || signal || !trainer_) return;
-    signal = g_signal;
-    if (g_signal == SIGTERM && !slurm_job_id().empty())
+    signal = stop_signal();
+    if (signal == SIGTERM && !slurm_job_id().empty())
       std::fprintf(stderr, "\nampwb train: Slurm ends job %s (SIGTERM): stopping after this step, resumable\n",
                    slurm_job_id().c_str());
     else if (sweep_point_)  // from the sweep, stopped or cancelled, which says so itself
       ;
-    else if (g_signal == SIGPIPE)
+    else if (signal == SIGPIPE)
       std::fprintf(stderr, "\nampwb train: the output's reader is gone: stopping after this step, resumable\n");
     else
       std::fprintf(stderr, "\nampwb train: %s received: stopping after this step (again to quit at once)\n",
-                   g_signal == SIGINT   ? "interrupt"
-                   : g_signal == SIGHUP ? "hang-up"
-                                        : "termination signal");
+                   signal == SIGINT    ? "interrupt"
+                   : signal == SIGHUP  ? "hang-up"
+                   : signal == SIGUSR1 ? "SIGUSR1"
+                                       : "termination signal");
     trainer_->stop();
   }
 
@@ -453,7 +490,7 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
                  said_with_flag(end.setting, end.reason).c_str());
   if (end.status == RunStatus::Failed) world.exiting_on_failure();  // the others may wait for this rank's next step
   // A stop by a signal exits as rank 0 does (130 SIGINT, 143 SIGTERM): mpirun passes on the ranks' status.
-  if (end.status == RunStatus::Cancelled && g_signal) return 128 + g_signal;
+  if (end.status == RunStatus::Cancelled && g_signal) return 128 + stop_signal();
   return end.status == RunStatus::Finished ? 0 : 1;
 }
 
@@ -472,9 +509,10 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
                  "ampwb train: warning: %d processes on %d cores take turns on them, each step waiting for the "
                  "slowest: up to %d here (ampwb devices)\n",
                  options.processes, offer.cores, offer.max_processes(DeviceChoice::cpu()));
-  // No input for the ranks: mpirun, in a process group of its own, would stop reading a terminal (SIGTTIN).
-  std::vector<std::string> argv = {"mpirun",          "-np",     std::to_string(options.processes),
-                                   "--oversubscribe", "--stdin", "none"};
+  // No input for the ranks: mpirun, in a process group of its own, would stop reading a terminal (SIGTTIN). Quiet:
+  // the ranks say why they ended, and mpirun's boxed words on a rank's exit status (a Ctrl-C's 130 too) would follow.
+  std::vector<std::string> argv = {"mpirun", "-np",    std::to_string(options.processes), "--oversubscribe", "--stdin",
+                                   "none",   "--quiet"};
   if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> self;
@@ -501,7 +539,7 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
   // handler knows mpirun; a SIGHUP nohup ignores stays ignored.
   struct sigaction hup {};
   sigaction(SIGHUP, nullptr, &hup);
-  std::vector<int> stops = {SIGINT, SIGTERM};
+  std::vector<int> stops = {SIGINT, SIGTERM, SIGUSR1};
   if (hup.sa_handler != SIG_IGN) stops.push_back(SIGHUP);
   sigset_t blocked, before;
   sigemptyset(&blocked);
@@ -509,6 +547,11 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
   sigprocmask(SIG_BLOCK, &blocked, &before);
   std::signal(SIGCHLD, SIG_DFL);  // an inherited SIG_IGN would reap mpirun before waitpid could read its status
   const pid_t parent = ::getpid();
+  // A file in memory, gone with this process; the ranks read it through /proc.
+  g_launcher_signal_file = ::memfd_create("ampwb-launcher-signal", MFD_CLOEXEC);
+  if (g_launcher_signal_file >= 0)
+    ::setenv(kLauncherSignalVariable,
+             ("/proc/" + std::to_string(parent) + "/fd/" + std::to_string(g_launcher_signal_file)).c_str(), 1);
   g_mpirun = ::fork();
   if (g_mpirun < 0) throw Error(std::string("--processes cannot start mpirun: ") + std::strerror(errno));
   if (g_mpirun == 0) {
@@ -527,6 +570,8 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
   action.sa_handler = pass_signal_to_mpirun;
   sigemptyset(&action.sa_mask);
   for (const int signal : stops) sigaction(signal, &action, nullptr);
+  action.sa_handler = pass_job_control_to_mpirun;
+  for (const int signal : {SIGTSTP, SIGCONT}) sigaction(signal, &action, nullptr);
   sigprocmask(SIG_SETMASK, &before, nullptr);  // one held meanwhile arrives now, and is passed on
   int status = 0;
   pid_t waited = 0;
@@ -534,6 +579,12 @@ int train_beside_rank0(Communicator& world, Launcher launcher) {
   }
   g_mpirun = 0;
   const int exit_status = waited < 0 ? 1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // A rank the kernel ended (a crash, the out-of-memory killer) said nothing, and mpirun is quiet: said here.
+  if (const int rank_signal = exit_status - 128; g_signal == 0 && rank_signal > 0 && rank_signal < 32 &&
+                                                 rank_signal != SIGINT && rank_signal != SIGTERM &&
+                                                 rank_signal != SIGHUP && rank_signal != SIGPIPE)
+    std::fprintf(stderr, "ampwb train: error: a process of this training was ended by signal %d (%s)%s\n", rank_signal,
+                 strsignal(rank_signal), rank_signal == SIGKILL ? ": the out-of-memory killer, or a kill -9" : "");
   std::exit(g_signal != 0 && exit_status != 0 ? 128 + g_signal : exit_status);
 }
 

@@ -170,13 +170,16 @@ TEST(DistCli, ProcessesStartsMpirunItself) {
                                      std::to_string(cores) + " cores take turns on them");
 }
 
-// The pid of the ampwb process (not mpirun) whose command line holds `part`, or 0.
-pid_t pid_with(const std::string& part) {
+// The pid of the ampwb process (not mpirun) whose command line holds `part`, and its environment `variable`
+// (NAME=VALUE) where one is given, or 0.
+pid_t pid_with(const std::string& part, const std::string& variable = "") {
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const std::string command_line = read_text((entry.path() / "cmdline").string());
-    if (command_line.rfind(AMPWB_BINARY, 0) == 0 && command_line.find(part) != std::string::npos)
+    const std::string environment = '\0' + read_text((entry.path() / "environ").string());
+    if (command_line.rfind(AMPWB_BINARY, 0) == 0 && command_line.find(part) != std::string::npos &&
+        (variable.empty() || environment.find('\0' + variable + '\0') != std::string::npos))
       return static_cast<pid_t>(std::stoi(name));
   }
   return 0;
@@ -249,8 +252,57 @@ TEST(DistCli, AKilledRankEndsTheRunWhichResumesWithAsManyRanks) {
   resumes_to_the_end_on_two_ranks(dir, db, rank1_db);
 }
 
-// Ctrl-C (here SIGINT sent to it alone) stops a `--processes 2` training after a step with a checkpoint, and it exits
-// 130 as a training of one process does: mpirun, which stops its ranks by SIGTERM, would exit 1.
+// A process's state, as /proc/PID/stat says it ('R', 'S', 'T' stopped, 'Z'); 0 where there is none.
+char state_of(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");  // "PID (NAME) STATE ..."
+  const size_t name_end = stat.rfind(')');
+  return name_end != std::string::npos && name_end + 2 < stat.size() ? stat[name_end + 2] : '\0';
+}
+
+// Whether `pid` is stopped, or not, as `stopped` says, within 10 s.
+bool comes_to(pid_t pid, bool stopped) {
+  for (const auto until = Clock::now() + std::chrono::seconds(10); Clock::now() < until;) {
+    if ((state_of(pid) == 'T') == stopped) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// The exit status of `pid` once it has ended, waiting at most `limit`; nullopt where it still runs.
+std::optional<int> exit_within(pid_t pid, std::chrono::seconds limit) {
+  for (const auto until = Clock::now() + limit; Clock::now() < until;) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return std::nullopt;
+}
+
+// Whether `pid` still runs: a zombie (killed, its parent gone without reaping it) does not.
+bool runs(pid_t pid) {
+  const char state = state_of(pid);
+  return state != '\0' && state != 'Z';
+}
+
+// Ends the given processes with SIGKILL (which a stopped process obeys too) where they are still this test's ranks or
+// mpirun, whatever the test's outcome: no test leaves a stopped rank behind.
+class KillAtEnd {
+ public:
+  void add(pid_t pid) { pids_.push_back({pid, read_text("/proc/" + std::to_string(pid) + "/cmdline")}); }
+  ~KillAtEnd() {
+    for (const auto& [pid, command_line] : pids_)
+      if (read_text("/proc/" + std::to_string(pid) + "/cmdline") == command_line) ::kill(pid, SIGKILL);
+  }
+
+ private:
+  std::vector<std::pair<pid_t, std::string>> pids_;
+};
+
+// Ctrl-Z (SIGTSTP sent to it alone) pauses a `--processes 2` training, its ranks too, and SIGCONT continues them.
+// Ctrl-C (SIGINT) stops it after a step with a checkpoint, and it exits 130 as a training of one process does. That
+// step may take longer than the second mpirun gives its ranks between a SIGTERM and a SIGKILL: here rank 1 is paused
+// (SIGSTOP) for 3 s around the Ctrl-C, and rank 0 waits for it. The ranks say why they stopped; mpirun says nothing.
 TEST(DistCli, AStoppedProcessesTrainingExitsAsItsSignalSays) {
   TempDir dir("dist_processes_stopped");
   const std::string db = dir.file("runs.sqlite");
@@ -259,12 +311,29 @@ TEST(DistCli, AStoppedProcessesTrainingExitsAsItsSignalSays) {
   args.insert(args.end(), {"--processes", "2", "--threads", "1"});
   args.insert(args.begin(), AMPWB_BINARY);
   const pid_t ampwb_pid = spawn(args, dir.file("train.log"));
+  KillAtEnd strays;
   ASSERT_TRUE(wait_for_checkpoint(db)) << read_text(dir.file("train.log"));
+  const pid_t rank1 = pid_with(db, "OMPI_COMM_WORLD_RANK=1");
+  ASSERT_GT(rank1, 0);
+  strays.add(rank1);
+
+  ::kill(ampwb_pid, SIGTSTP);
+  EXPECT_TRUE(comes_to(ampwb_pid, true));
+  EXPECT_TRUE(comes_to(rank1, true)) << "Ctrl-Z left the ranks training";
+  ::kill(ampwb_pid, SIGCONT);
+  EXPECT_TRUE(comes_to(rank1, false)) << "continued, the ranks stayed stopped";
+
+  ::kill(rank1, SIGSTOP);
   ::kill(ampwb_pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ::kill(rank1, SIGCONT);
   EXPECT_EQ(wait_exit(ampwb_pid), 130) << read_text(dir.file("train.log"));
+  const std::string log = read_text(dir.file("train.log"));
+  EXPECT_EQ(log.find("Primary job"), std::string::npos) << "mpirun's words on the ranks' exit status: " << log;
   RunStore store(db, RunStore::Mode::ReadOnly);
   const RunRecord run = store.runs().at(0);
   EXPECT_EQ(run.status, RunStatus::Cancelled) << run.end_reason;
+  expect_contains(run.end_reason, "stopped by the user");
   EXPECT_LT(store.epochs(run.id).size(), 40u);
   EXPECT_TRUE(store.resumable(run.id));
 }
@@ -305,38 +374,6 @@ TEST(DistCli, RankZeroAloneReadsTheCheckpointItResumesFrom) {
   EXPECT_EQ(store.run(1).status, RunStatus::Finished);
   EXPECT_EQ(store.epochs(1).size(), 2u);
 }
-
-// The exit status of `pid` once it has ended, waiting at most `limit`; nullopt where it still runs.
-std::optional<int> exit_within(pid_t pid, std::chrono::seconds limit) {
-  for (const auto until = Clock::now() + limit; Clock::now() < until;) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid)
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return std::nullopt;
-}
-
-// Whether `pid` still runs: a zombie (killed, its parent gone without reaping it) does not.
-bool runs(pid_t pid) {
-  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");  // "PID (NAME) STATE ..."
-  const size_t name_end = stat.rfind(')');
-  return name_end != std::string::npos && name_end + 2 < stat.size() && stat[name_end + 2] != 'Z';
-}
-
-// Ends the given processes with SIGKILL (which a stopped process obeys too) where they are still this test's ranks or
-// mpirun, whatever the test's outcome: no test leaves a stopped rank behind.
-class KillAtEnd {
- public:
-  void add(pid_t pid) { pids_.push_back({pid, read_text("/proc/" + std::to_string(pid) + "/cmdline")}); }
-  ~KillAtEnd() {
-    for (const auto& [pid, command_line] : pids_)
-      if (read_text("/proc/" + std::to_string(pid) + "/cmdline") == command_line) ::kill(pid, SIGKILL);
-  }
-
- private:
-  std::vector<std::pair<pid_t, std::string>> pids_;
-};
 
 // A rank that stops (SIGSTOP: alive to mpirun, answering nothing) is named by rank 0 once its collective timeout has
 // passed; rank 0 records the run as interrupted and ends the MPI job, the stopped rank with it; the run resumes from
