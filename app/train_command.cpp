@@ -723,8 +723,7 @@ TrainingOutcome train_recorded(RunStore& store, const TrainConfig& c, const Reco
 }
 
 // Flags whose settings the run's precision ignores: FP8's outside amp-fp8, the loss scaler's where nothing scales the
-// loss. Kept in its configuration, as every setting is, but they do nothing, which the user is told rather than left
-// to find in `compare`.
+// loss. They do nothing, which the user is told; the run records their defaults (effective_config).
 void warn_of_ignored_flags(const CLI::App& command, const TrainConfig& c) {
   const auto given = [&](std::initializer_list<const char*> flags) {
     std::string names;

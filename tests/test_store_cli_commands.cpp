@@ -203,7 +203,7 @@ TEST(StoreCli, ShowPrintsPerLayerNumericsAsStored) {
 }
 
 // FP8's flags for a run in another mode do nothing, nor the loss scaler's for a run that scales no loss: the run
-// trains, and the user is told which flags it ignores.
+// trains, the user is told which flags it ignores, and it records them as they took effect (their defaults).
 TEST(StoreCli, Fp8FlagsForAnotherModeAreSaidToDoNothing) {
   TempDir dir("fp8_flags");
   std::vector<std::string> train = tiny_training(dir.file("runs.sqlite"), 1, 1);
@@ -213,6 +213,15 @@ TEST(StoreCli, Fp8FlagsForAnotherModeAreSaidToDoNothing) {
   expect_contains(r.output,
                   "ampwb train: warning: --fp8-margin, --fp8-first-last set amp-fp8 runs alone: this fp32 run ignores "
                   "them");
+  // Recorded as they took effect: a run trained alike without the flags differs from it in nothing.
+  std::vector<std::string> plain = tiny_training(dir.file("runs.sqlite"), 1, 1);
+  ASSERT_EQ(ampwb(plain).status, 0);
+  const Result differences = ampwb({"compare", "1", "2", "--db", dir.file("runs.sqlite")});
+  EXPECT_EQ(differences.output.find("precision.fp8"), std::string::npos) << differences.output;
+  const json fp8 =
+      json::parse(ampwb({"show", "1", "--json", "--db", dir.file("runs.sqlite")}).output)["config"]["precision"]["fp8"];
+  EXPECT_EQ(fp8["margin"], 0);
+  EXPECT_EQ(fp8["first_and_last"], false);
   train.insert(train.end(), {"--precision", "amp-fp8"});
   EXPECT_EQ(ampwb(train).output.find("warning: --fp8"), std::string::npos);
   // The loss scaler's flags for a run that scales no loss, likewise; and not once the run scales it.
@@ -221,12 +230,15 @@ TEST(StoreCli, Fp8FlagsForAnotherModeAreSaidToDoNothing) {
   expect_contains(ampwb(unscaled).output,
                   "ampwb train: warning: --scaler-preset, --init-scale set the loss scaler, which this amp-bf16 run "
                   "does not use (its format needs no loss scaling): it ignores them");
+  EXPECT_EQ(json::parse(ampwb({"show", "1", "--json", "--db", dir.file("other.sqlite")})
+                            .output)["config"]["precision"]["loss_scale"]["init_scale"],
+            65536.0);
   unscaled.insert(unscaled.end(), {"--loss-scale", "dynamic"});
   EXPECT_EQ(ampwb(unscaled).output.find("loss scaler"), std::string::npos);
 
   // The amp-fp8 run's casts, in `show` and the report as the store holds them: each tensor's scale and amax.
   const RunStore store(dir.file("runs.sqlite"), RunStore::Mode::ReadOnly);
-  const std::vector<LayerNumerics> records = store.layer_numerics(2);
+  const std::vector<LayerNumerics> records = store.layer_numerics(3);
   ASSERT_FALSE(records.empty());
   const NumericsGrid g = numerics_grid(records);
   std::vector<LayerNumerics> last;
@@ -234,13 +246,13 @@ TEST(StoreCli, Fp8FlagsForAnotherModeAreSaidToDoNothing) {
     if (cells.back()) last.push_back(*cells.back());
   const std::vector<Fp8TensorRow> tensors = fp8_tensor_rows(last);
   ASSERT_FALSE(tensors.empty());
-  const Result shown = ampwb({"show", "2", "--db", dir.file("runs.sqlite")});
+  const Result shown = ampwb({"show", "3", "--db", dir.file("runs.sqlite")});
   expect_contains(shown.output, "FP8 tensors (epoch 1, step " + std::to_string(g.steps.back()) + ")");
   // One value clipped in 100,000 is a share too small for two decimals, and still not none.
   EXPECT_EQ(percent_text(1e-5), "<0.01%");
   EXPECT_EQ(percent_text(0), "0.00%");
   EXPECT_EQ(percent_text(0.0012), "0.12%");
-  const Result report = ampwb({"report", "2", "--out", dir.file("fp8.html"), "--db", dir.file("runs.sqlite")});
+  const Result report = ampwb({"report", "3", "--out", dir.file("fp8.html"), "--db", dir.file("runs.sqlite")});
   ASSERT_EQ(report.status, 0) << report.output;
   const std::string html = read_text(dir.file("fp8.html"));
   expect_contains(html, "<h3>FP8 casts</h3>");

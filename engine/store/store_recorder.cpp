@@ -13,7 +13,7 @@
 namespace ampwb {
 
 StoreRecorder::StoreRecorder(RunStore& store, TrainConfig config, StoreRecorderOptions options, int64_t continue_run)
-    : store_(&store), config_(std::move(config)), options_(options), continue_run_(continue_run) {
+    : store_(&store), config_(effective_config(std::move(config))), options_(options), continue_run_(continue_run) {
   pending_.reserve(options_.batch_steps);
   if (continue_run_ != 0) duration_before_ = store.run(continue_run_).duration_seconds;  // throws when absent
 }

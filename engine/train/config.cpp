@@ -136,6 +136,12 @@ void to_json(nlohmann::json& j, const PrecisionMode& mode) { j = mode_name(mode)
 
 void from_json(const nlohmann::json& j, PrecisionMode& mode) { mode = parse_precision_mode(j.get<std::string>()); }
 
+TrainConfig effective_config(TrainConfig c) {
+  if (c.precision.mode != PrecisionMode::AmpFp8) c.precision.fp8 = Fp8Config{};
+  if (!c.precision.scales_loss()) c.precision.loss_scale = LossScaleConfig{LossScaleKind::Off};
+  return c;
+}
+
 std::vector<std::pair<std::string, std::string>> config_settings(const TrainConfig& c) {
   std::vector<std::pair<std::string, std::string>> out;
   flat_fields(c, out);

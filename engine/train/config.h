@@ -193,6 +193,11 @@ void from_json(const nlohmann::json& j, Stem& stem);
 void to_json(nlohmann::json& j, const PrecisionMode& mode);
 void from_json(const nlohmann::json& j, PrecisionMode& mode);
 
+// The configuration as it takes effect: FP8's settings outside amp-fp8, and the loss scaler's where nothing scales
+// the loss, are their defaults whatever was given, so that runs differ in their records only where they trained
+// differently.
+TrainConfig effective_config(TrainConfig c);
+
 // Every setting as (dotted key, value as people read it), in field-list order: ("precision.loss_scale.kind",
 // "dynamic"), ("lr", "0.05"). What `ampwb show` lists and comparisons and resume checks compare.
 std::vector<std::pair<std::string, std::string>> config_settings(const TrainConfig& c);
