@@ -742,6 +742,39 @@ class CompareRuns : public QObject {
     }
   }
 
+  // At 1366×768 the per-layer table beside the charts shows every epoch of a 3-epoch run whole: its columns as wide
+  // as their cells ("14.4"), not as a share's "100.00%", which left the third cut in the middle.
+  void the_per_layer_table_shows_three_epochs_at_1366_by_768() {
+    QDir().mkpath(dir_.filePath("three"));
+    const QString db = dir_.filePath("three/three.sqlite");
+    RunStore(db_.toStdString(), RunStore::Mode::ReadOnly).backup_to(db.toStdString());
+    TrainConfig c = tiny_config(data_, 3);
+    c.name = "fp16 3 epochs";
+    c.precision = precision_preset("amp-fp16");
+    const int64_t three = train_into_store(db, c);
+    MainWindow w(db);
+    w.resize(1350, 720);  // a 1366×768 screen less the window's frame
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.tabs()->setCurrentWidget(w.compare_view());
+    w.findChild<QWidget*>("setupDock")->setVisible(false);
+    w.open_runs({fp32_seed1_, bf16_seed1_, three});
+    ChartPanel* charts = w.compare_view()->charts();
+    auto* chooser = charts->findChild<QComboBox*>("layersRun");
+    chooser->setCurrentIndex(chooser->findData(QVariant::fromValue(three)));
+    QCOMPARE(charts->numerics()->measure(), NumericsMeasure::ActivationHeadroom);
+    QTableWidget* table = charts->numerics()->table();
+    QTRY_VERIFY(table->isVisible());
+    QTest::qWait(300);  // the headers laid out: the layers' names take their width
+    QCOMPARE(table->columnCount(), 3);
+    const QAbstractItemView& cells = *table;  // where sizeHintForColumn is public
+    for (int column = 0; column < 3; ++column)
+      QVERIFY2(table->columnWidth(column) >= cells.sizeHintForColumn(column), qPrintable(QString::number(column)));
+    const int right = table->columnViewportPosition(2) + table->columnWidth(2);
+    QVERIFY2(right <= table->viewport()->width(),
+             qPrintable(QStringLiteral("epoch 3 ends at %1 px of %2").arg(right).arg(table->viewport()->width())));
+  }
+
   // A comparison's baseline is the FP32 run, whichever order the runs come in; the one chosen stays chosen while it is
   // compared, and a comparison without it starts again from its FP32 run.
   void the_baseline_is_the_fp32_run_until_another_is_chosen() {

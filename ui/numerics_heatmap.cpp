@@ -125,9 +125,6 @@ NumericsHeatmap::NumericsHeatmap(QWidget* parent) : QWidget(parent) {
   table_->setObjectName("numericsTable");
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 2);
-  // Wide enough for the widest cell, a share such as "100.00%".
-  table_->horizontalHeader()->setDefaultSectionSize(table_->fontMetrics().horizontalAdvance(QStringLiteral("100.00%")) +
-                                                    12);
   // Two rows at least (it scrolls), so that on a small screen the charts beside it keep their height.
   table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + 2 * (table_->fontMetrics().height() + 2) +
                            4);
@@ -224,6 +221,9 @@ void NumericsHeatmap::rebuild() {
       item->setToolTip(tooltip(*cell));
       table_->setItem(static_cast<int>(l), static_cast<int>(e), item);
     }
+  // As wide as each epoch's cells: a headroom ("14.4") needs less than a share ("100.00%"), so that beside three
+  // charts at 1366×768 a 3-epoch run's columns all show, none cut in the middle.
+  table_->resizeColumnsToContents();
 }
 
 }  // namespace ampwb::ui
