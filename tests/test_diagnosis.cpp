@@ -511,12 +511,25 @@ TEST_F(Diagnosis, ATinyBatchSpendsItsStepOnFixedCosts) {
   EXPECT_EQ(find(diagnose(healthy()), "batch_too_small"), nullptr);
 }
 
+RunEvidence timed_run(int64_t id, const std::string& mode, double seconds);  // below: 60 steps of a run
+
 TEST_F(Diagnosis, AgainstABaselineTheSpeedIsExplainedByClass) {
   // In the same precision there is no precision's speed-up to look for: a note, not AMP's advice.
   const Finding same = expect_finding(diagnose(healthy(), &healthy()), "speed_vs_baseline");
   EXPECT_EQ(same.severity, Severity::Note);
   expect_contains(same.title, "Same precision as the baseline (fp32): 1.00\u00d7");  // run_speed.h's figure
   expect_contains(same.action, "differ in neither precision nor work");
+  // One mode set otherwise (FP8's first and last layers in FP8 too) is a difference in precision all the same.
+  RunEvidence fp8 = timed_run(1, "amp-fp8", 0.1), all_fp8 = timed_run(2, "amp-fp8", 0.1);
+  all_fp8.run.config.precision.fp8.first_and_last = true;
+  const Finding set_otherwise = expect_finding(diagnose(all_fp8, &fp8), "speed_vs_baseline");
+  expect_contains(set_otherwise.title, "Same precision mode as the baseline (amp-fp8), set otherwise: ");
+  expect_contains(set_otherwise.action, "the runs differ in precision.fp8.first_and_last: ");
+  // A setting the mode ignores is no difference.
+  RunEvidence bf16 = timed_run(1, "amp-bf16", 0.1), bf16_fp8_flags = timed_run(2, "amp-bf16", 0.1);
+  bf16_fp8_flags.run.config.precision.fp8.first_and_last = true;
+  expect_contains(expect_finding(diagnose(bf16_fp8_flags, &bf16), "speed_vs_baseline").action,
+                  "differ in neither precision nor work");
   const Finding f = expect_finding(diagnose(fp16_with_clipping(), &healthy()), "speed_vs_baseline");
   expect_contains(f.evidence, "steady-state training speed ");
   expect_contains(f.evidence, "images/s (interquartile range ");
@@ -547,7 +560,6 @@ TEST_F(Diagnosis, EachEpochsConfusionMatrixAddsUpToItsValidationAccuracy) {
 }
 
 // Constructed records of a quiet CPU run whose steady steps take `seconds` each.
-RunEvidence timed_run(int64_t id, const std::string& mode, double seconds);
 
 // An FP32 run read against an AMP baseline is slower by AMP's speed-up: the advice says so, not that AMP failed.
 TEST(DiagnosisOfSpeed, AnFp32RunAgainstAnAmpBaselineIsAmpsSpeedUpTheOtherWayRound) {
@@ -672,6 +684,11 @@ TEST(DiagnosisSpeed, AnEmulatedFormatsSlowdownIsNotTheMachinesLoad) {
   EXPECT_EQ(speed.action.find("quiet machine"), std::string::npos) << speed.action;
   expect_contains(speed.action,
                   "slower it is whatever else the machine did, but by how much, these timings cannot say");
+  // Against a 16-bit baseline too: FP8's conversions are its own, however fast the baseline's format is here.
+  const RunEvidence bf16 = timed_run(4, "amp-bf16", 0.050);
+  const Finding against_bf16 = expect_finding(diagnose(fp8, &bf16), "speed_vs_baseline");
+  EXPECT_EQ(against_bf16.severity, Severity::Note);
+  expect_contains(against_bf16.title, "Slower than the baseline, as an emulated format can be: 0.25\u00d7");
   // A speed within the noise of the baseline's is no slowdown to explain.
   RunEvidence level = timed_run(3, "amp-fp8", 0.100);
   EXPECT_EQ(expect_finding(diagnose(level, &fp32), "speed_vs_baseline").title.find("as an emulated format"),

@@ -67,6 +67,18 @@ bool low_precision(const RunEvidence& e) { return mode_info(e.run.config.precisi
 bool on_cpu(const RunEvidence& e) { return e.run.device.is_cpu(); }
 std::string mode_of(const RunEvidence& e) { return mode_name(e.run.config.precision.mode); }
 
+// The precision settings besides the mode in which two runs trained differently ("precision.fp8.formats,
+// precision.fp8.first_and_last"); empty where none.
+std::string precision_settings_difference(const RunEvidence& e, const RunEvidence& base) {
+  const auto a = config_settings(effective_config(e.run.config)),
+             b = config_settings(effective_config(base.run.config));
+  std::string out;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    if (a[i].first.starts_with("precision.") && a[i].first != "precision.mode" && a[i] != b[i])
+      out += (out.empty() ? "" : ", ") + a[i].first;
+  return out;
+}
+
 int64_t skipped_count(const RunEvidence& e) {
   return std::count_if(e.steps.begin(), e.steps.end(), [](const StepReport& s) { return s.skipped; });
 }
@@ -493,10 +505,18 @@ void timing_unreliable(const RunEvidence& e, std::vector<Finding>& out) {
       why + " (" + machine_load_text(load) + ", the mean over its epochs' training)", timing_advice(e));
 }
 
-// 0 for FP32, 1 for TF32 (FP32's range, a narrower mantissa in matrix products), 2 for the 16- and 8-bit modes.
+// 0 for FP32, 1 for TF32 (FP32's range, a narrower mantissa in matrix products), 2 for the 16-bit modes, 3 for FP8.
 int full_precision_rank(const RunEvidence& e) {
-  const PrecisionMode mode = e.run.config.precision.mode;
-  return mode == PrecisionMode::Fp32 ? 0 : mode == PrecisionMode::Tf32 ? 1 : 2;
+  switch (e.run.config.precision.mode) {
+    case PrecisionMode::Fp32:
+      return 0;
+    case PrecisionMode::Tf32:
+      return 1;
+    case PrecisionMode::AmpFp8:
+      return 3;
+    default:
+      return 2;
+  }
 }
 
 // "1.60×", or for a slowdown "0.63× (1.60× slower)": the ratio first, as the evidence gives it.
@@ -604,14 +624,24 @@ void speed_vs_baseline(const RunEvidence& e, const RunEvidence& base, std::vecto
                                                                       : "timings unreliable: " + loaded_alternation;
   const std::string figure = speed_up_text(speedup);
   const std::string other = work_difference(e.run, base.run);
-  if (e.run.config.precision.mode == base.run.config.precision.mode) {  // no precision's speed-up to look for
-    add(out, "speed_vs_baseline", Severity::Note, "Same precision as the baseline (" + mode_of(e) + "): " + figure,
-        evidence + (verdict_unreliable.empty() ? "" : "; " + verdict_unreliable),
-        other.empty() ? "the runs differ in neither precision nor work, so their speeds should agree: a difference is "
-                        "the machine's (other work, clocks); train them again on a quiet machine"
-                      : "the runs differ in " + other +
-                            ", not in precision: to see what a precision mode gains, "
-                            "compare against a run that differs in precision alone");
+  if (e.run.config.precision.mode == base.run.config.precision.mode) {  // no precision mode's speed-up to look for
+    const std::string settings = precision_settings_difference(e, base);
+    std::string action;
+    if (!settings.empty())
+      action = "the runs differ in " + settings + (other.empty() ? "" : " and in " + other) +
+               ": a difference in speed beyond the noise is theirs, within it the machine's";
+    else if (other.empty())
+      action =
+          "the runs differ in neither precision nor work, so their speeds should agree: a difference is the "
+          "machine's (other work, clocks); train them again on a quiet machine";
+    else
+      action = "the runs differ in " + other +
+               ", not in precision: to see what a precision mode gains, compare against a run that differs in "
+               "precision alone";
+    add(out, "speed_vs_baseline", Severity::Note,
+        "Same precision " + std::string(settings.empty() ? "" : "mode ") + "as the baseline (" + mode_of(e) + ")" +
+            (settings.empty() ? "" : ", set otherwise") + ": " + figure,
+        evidence + (verdict_unreliable.empty() ? "" : "; " + verdict_unreliable), action);
     return;
   }
   if (!other.empty()) {
