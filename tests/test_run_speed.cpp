@@ -150,9 +150,10 @@ TEST(RunSpeed, RoundsTimedInAlternationGiveTheMedianRatioAndItsRange) {
   const SpeedUp few = speed_up_over_rounds({150, 144}, {100, 90});
   EXPECT_NEAR(few.ratio, 1.55, 1e-12);
   EXPECT_FALSE(few.distinguishable()) << "two rounds bound nothing";
-  AlternatingSpeed timed{{7, 9}, {fp32, bf16}, 6, "synthetic 16 px images, batch 8", {}};
+  AlternatingSpeed timed{{7, 9, 10}, {fp32, bf16, fp32}, 6, "synthetic 16 px images, batch 8", {}};
   EXPECT_NEAR(alternating_speed_up(timed, 9, 7).ratio, 1.55, 1e-12);
   EXPECT_FALSE(alternating_speed_up(timed, 9, 8).known()) << "run 8 was not timed with them";
+  EXPECT_FALSE(alternating_speed_up(timed, 10, 7).known()) << "another seed of run 7's configuration: one timing";
 }
 
 // Real benchmarks, each configuration once a round in a rotated order, each round's speed from its own steps.

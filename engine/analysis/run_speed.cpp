@@ -128,7 +128,9 @@ SpeedUp speed_up_over_rounds(const std::vector<double>& run, const std::vector<d
 SpeedUp alternating_speed_up(const AlternatingSpeed& timed, int64_t run, int64_t baseline) {
   const auto at = [&](int64_t id) { return std::find(timed.runs.begin(), timed.runs.end(), id) - timed.runs.begin(); };
   const size_t r = static_cast<size_t>(at(run)), b = static_cast<size_t>(at(baseline));
-  if (r >= timed.images_per_second.size() || b >= timed.images_per_second.size()) return {};
+  if (r >= timed.images_per_second.size() || b >= timed.images_per_second.size() ||
+      timed.images_per_second[r] == timed.images_per_second[b])
+    return {};
   return speed_up_over_rounds(timed.images_per_second[r], timed.images_per_second[b]);
 }
 

@@ -63,7 +63,7 @@ constexpr size_t kIntervalRounds = 6;
 SpeedUp speed_up_over_rounds(const std::vector<double>& run, const std::vector<double>& baseline);
 
 // The speed-up of run `run` over run `baseline` from their sweep's alternating record; unknown when it holds
-// neither.
+// neither, or when they are one configuration (seeds of it share one timing: nothing was timed between them).
 SpeedUp alternating_speed_up(const AlternatingSpeed& timed, int64_t run, int64_t baseline);
 
 // "1.32× (95% interval 1.25–1.40)", "0.98× (97% interval 0.93–1.04): not distinguishable from 1.0×", "-".
