@@ -2,6 +2,8 @@
 // (dataset path, depth, precision, epochs… then the Train button), the charts receiving points, the run in the
 // store, the event loop's responsiveness during training (p99 lateness < 50 ms), stop and resume of the same run,
 // and settings remembered across windows.
+#include <signal.h>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -28,6 +30,7 @@
 
 #include "chart_legend.h"
 #include "chart_panel.h"
+#include "gui_app.h"
 #include "main_window.h"
 #include "metric_chart.h"
 #include "run_setup_panel.h"
@@ -472,6 +475,28 @@ class TrainingThroughTheUi : public QObject {
     QVERIFY(w.resume_run(id).contains("nothing to resume"));
     w.runs_view()->reload();
     QCOMPARE(runs->index(runs->row_of(id), RunsModel::Status).data().toString(), QString("finished"));
+  }
+
+  // SIGTERM (a logout, a shutdown) ends the workbench as Quit does, without asking: the run training stops after its
+  // step with a checkpoint, resumable, rather than die with the process mid-epoch.
+  void a_termination_signal_quits_as_quit_does() {
+    const QString path = db("signalled");
+    MainWindow w(path);
+    w.show();
+    const size_t epochs = 8;
+    set_up(w, data_, 20, "fp32", epochs, 6);
+    child<QCheckBox>(w, "checkpoints")->setChecked(true);
+    quit_on_signals(w);
+    QTest::mouseClick(child<QPushButton>(w, "trainButton"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.live_run()->steps.empty(), 300000);
+    ::raise(SIGTERM);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.isVisible(), 300000);
+    QVERIFY(!w.session()->running());
+    RunStore store(path.toStdString(), RunStore::Mode::ReadOnly);
+    const RunRecord run = store.runs().at(0);
+    QCOMPARE(run.status, RunStatus::Cancelled);
+    QVERIFY(store.epochs(run.id).size() < epochs);
+    QVERIFY(store.resumable(run.id));
   }
 
   // Stopped here, then resumed by `ampwb train --resume` in a terminal: the Training tab follows the run to its end

@@ -1,6 +1,9 @@
 // run_gui: the desktop application's main.
 #include "gui_app.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <QApplication>
 #include <QFileInfo>
 #include <QIcon>
@@ -8,7 +11,10 @@
 #include <QPainter>
 #include <QPixmap>
 #include <QPushButton>
+#include <QSocketNotifier>
 #include <QSvgRenderer>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -102,6 +108,39 @@ void init_application(QApplication& app) {
   app.setWindowIcon(icon);
 }
 
+namespace {
+// The signal handler's end of the pipe whose other end the event loop watches: a handler may only write.
+int g_quit_signal_pipe = -1;
+void on_quit_signal(int signal) {
+  const int saved_errno = errno;
+  const char number = static_cast<char>(signal);
+  [[maybe_unused]] const ssize_t written = ::write(g_quit_signal_pipe, &number, 1);
+  errno = saved_errno;
+}
+}  // namespace
+
+void quit_on_signals(MainWindow& window) {
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) return;  // the signals keep their defaults
+  g_quit_signal_pipe = ends[1];
+  auto* notifier = new QSocketNotifier(ends[0], QSocketNotifier::Read, &window);
+  QObject::connect(notifier, &QSocketNotifier::activated, &window, [&window, read_end = ends[0]] {
+    char number = 0;
+    while (::read(read_end, &number, 1) > 0) {
+    }
+    window.quit_without_asking();
+  });
+  struct sigaction action {};
+  action.sa_handler = on_quit_signal;
+  action.sa_flags = SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  for (const int signal : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction before {};
+    sigaction(signal, nullptr, &before);
+    if (before.sa_handler != SIG_IGN) sigaction(signal, &action, nullptr);  // nohup's workbench outlives its terminal
+  }
+}
+
 int run_gui(int argc, char** argv) {
   // Without a display Qt aborts, saying to reinstall the application: said instead in the user's terms.
   const auto set = [](const char* name) { return std::getenv(name) && *std::getenv(name); };
@@ -139,6 +178,7 @@ int run_gui(int argc, char** argv) {
     return 1;
   }
   window->show();
+  quit_on_signals(*window);
   if (!options.screenshot_scenario.isEmpty())
     return run_screenshot_scenario(*window, options.screenshot_scenario, options.screenshot_dir);
   return app.exec();

@@ -9,6 +9,8 @@ class QApplication;
 
 namespace ampwb::ui {
 
+class MainWindow;
+
 struct GuiOptions {
   QString db_path;                              // --db FILE, else $AMPWB_DB, else the XDG data folder
   bool db_chosen = false;                       // by --db or $AMPWB_DB, not the default
@@ -28,6 +30,11 @@ bool may_create_store(const QString& path);
 void init_application(QApplication& app);
 // Call before constructing the QApplication.
 void init_high_dpi();
+
+// SIGTERM (a logout, a shutdown, kill), SIGHUP (the terminal it was started from closed) and SIGINT end the workbench
+// as Quit does, without asking: a run training stops after its step with its checkpoint, resumable, instead of dying
+// with the process. A second such signal ends the process at once.
+void quit_on_signals(MainWindow& window);
 
 int run_gui(int argc, char** argv);
 

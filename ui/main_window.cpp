@@ -1255,12 +1255,24 @@ void MainWindow::export_charts_of_current_tab() {
   }
 }
 
+void MainWindow::quit_without_asking() {
+  quitting_without_asking_ = true;
+  QApplication::closeAllWindows();  // a dialog open meanwhile too, so that the event loop ends
+  // A question this window was asking when the signal came (Quit's own) answered no as it closed: closed again.
+  QTimer::singleShot(0, this, [this] {
+    if (isVisible()) close();
+  });
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (session_->running()) {
-    const auto answer = QMessageBox::question(
-        this, tr("Quit"),
-        tr("A run is training. Stop it after the current step (resumable when checkpoints are on) "
-           "and quit?"));
+    const auto answer =
+        quitting_without_asking_
+            ? QMessageBox::Yes
+            : QMessageBox::question(
+                  this, tr("Quit"),
+                  tr("A run is training. Stop it after the current step (resumable when checkpoints are on) "
+                     "and quit?"));
     if (answer != QMessageBox::Yes) {
       event->ignore();
       return;

@@ -70,6 +70,9 @@ class MainWindow : public QMainWindow {
   // selected in the Runs view (the Compare tab's order where it compares the same runs, else by number), else the
   // live one.
   std::vector<int64_t> chosen_runs() const;
+  // Quit without asking (a logout's SIGTERM, a closed terminal's SIGHUP): a run training stops after its step, as
+  // Quit's Yes does, and every window closes.
+  void quit_without_asking();
 
   RunSetupPanel* setup() const { return setup_; }
   RunControls* controls() const { return controls_; }
@@ -157,6 +160,7 @@ class MainWindow : public QMainWindow {
   // What the Training tab showed before a start the data may still refuse (a batch larger than its images): shown
   // again then, not lost to empty charts; dropped once the run starts.
   std::optional<RunSeries> before_start_;
+  bool quitting_without_asking_ = false;
   bool live_in_child_ = false;  // the live run trains on many processes: its details come from the store at its end
   RunProgress progress_;
   ScaleCollapseWatch collapse_watch_;  // the live run's alarm (the diagnosis' scale_collapse rule, while it trains)
