@@ -24,6 +24,7 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollArea>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
@@ -773,6 +774,46 @@ class CompareRuns : public QObject {
     const int right = table->columnViewportPosition(2) + table->columnWidth(2);
     QVERIFY2(right <= table->viewport()->width(),
              qPrintable(QStringLiteral("epoch 3 ends at %1 px of %2").arg(right).arg(table->viewport()->width())));
+  }
+
+  // At 1366×768 the speed lines under the charts take as many lines as they have, up to four, and none without any:
+  // the side-by-side table under them gets the rest, five rows at least beside two runs' one to three lines.
+  void the_speed_lines_leave_their_unused_lines_to_the_table() {
+    MainWindow w(db_);
+    w.resize(1350, 720);  // a 1366×768 screen less the window's frame
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.tabs()->setCurrentWidget(w.compare_view());
+    w.findChild<QWidget*>("setupDock")->setVisible(false);
+    auto* area = w.compare_view()->findChild<QScrollArea*>("compareTextArea");
+    auto* time = w.compare_view()->findChild<QLabel*>("compareTime");
+    auto* summary = w.compare_view()->findChild<QLabel*>("compareSummary");
+    auto* table = w.compare_view()->findChild<QTableView*>("compareTable");
+    QVERIFY(area && time && summary && table);
+    const int line = time->fontMetrics().lineSpacing();
+    const auto lines_shown = [&] {  // wrapped at the area's width
+      int height = 0;
+      for (QLabel* label : {summary, time})
+        if (label->isVisibleTo(w.compare_view())) height += label->heightForWidth(area->width());
+      return (height + line / 2) / line;
+    };
+    for (const std::vector<int64_t>& runs : {std::vector<int64_t>{fp32_seed1_, bf16_seed1_},
+                                             std::vector<int64_t>{fp32_seed1_, fp32_seed2_, bf16_seed1_}}) {
+      w.open_runs(runs);
+      QTRY_VERIFY(table->isVisible());
+      QTest::qWait(300);  // laid out at the window's width
+      const int lines = lines_shown();
+      const QString what = QStringLiteral("%1 runs, %2 lines in %3 px").arg(runs.size()).arg(lines).arg(area->height());
+      QCOMPARE(area->isVisibleTo(w.compare_view()), lines > 0);
+      if (lines > 0)
+        QVERIFY2(area->height() >= std::min(lines, 4) * line && area->height() <= std::min(lines, 4) * line + 2,
+                 qPrintable(what));
+      if (runs.size() == 2) {
+        QVERIFY2(lines <= 3, qPrintable(time->text()));  // two warnings at most, and one step-time line
+        const int rows = table->viewport()->height() / table->rowHeight(0);
+        QVERIFY2(rows >= 5, qPrintable(what + QStringLiteral(": %1 px of table").arg(table->viewport()->height())));
+      }
+    }
   }
 
   // A comparison's baseline is the FP32 run, whichever order the runs come in; the one chosen stays chosen while it is

@@ -6,6 +6,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
@@ -126,7 +127,9 @@ CompareView::CompareView(RunStore& store, QWidget* parent, const std::string& lo
   tl->addWidget(summary_);
   tl->addWidget(time_);
   tl->addStretch(1);
-  bl->addWidget(text_lines_area(speed_text, 4));  // a step-time and an alternation line each for two runs
+  // A step-time and an alternation line each for two runs, scrolling past four lines (fit_speed_lines).
+  speed_lines_ = text_lines_area(speed_text, 4);
+  bl->addWidget(speed_lines_);
   diagnosis_ = new DiagnosisPanel;
   details_ = new QTabWidget;
   details_->setObjectName("compareDetails");
@@ -355,6 +358,7 @@ void CompareView::update_time() {
                         QString::fromStdString(speed_up_text(c.alternating[i])));
   time_->setText(lines.join('\n'));
   time_->setVisible(!lines.isEmpty());
+  fit_speed_lines();
 }
 
 void CompareView::update_groups() {
@@ -452,6 +456,7 @@ void CompareView::update_summary() {
   if (!seed_only_) {
     summary_->clear();
     summary_->setVisible(false);
+    fit_speed_lines();
     return;
   }
   // The runs differ only by seed: the spread is the noise floor any other comparison must beat.
@@ -472,6 +477,26 @@ void CompareView::update_summary() {
                         .arg(QString::fromStdString(fixed_text(100 * mean, 2)))  // printf's rounding, as the CLI's
                         .arg(QString::fromStdString(fixed_text(100 * std, 2))));
   summary_->setVisible(true);
+  fit_speed_lines();
+}
+
+void CompareView::fit_speed_lines() {
+  // As high as its lines, up to four, and gone without any: the table under it takes the lines left unused.
+  const bool any = !summary_->isHidden() || !time_->isHidden();
+  // Its parent's width less the margins: the layout's own rectangle is empty from any change until laid out again.
+  const QWidget* parent = speed_lines_->parentWidget();
+  const QMargins margins = parent->layout()->contentsMargins();
+  const int width = parent->width() - margins.left() - margins.right();
+  const int most = 4 * time_->fontMetrics().lineSpacing() + 1;
+  if (any) speed_lines_->setFixedHeight(std::min(speed_lines_->widget()->heightForWidth(std::max(1, width)) + 1, most));
+  speed_lines_->setVisible(any);
+}
+
+void CompareView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  // Once laid out at the new width, where the speed lines may wrap anew.
+  if (event->oldSize().width() != width())
+    QMetaObject::invokeMethod(this, &CompareView::fit_speed_lines, Qt::QueuedConnection);
 }
 
 }  // namespace ampwb::ui

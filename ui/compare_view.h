@@ -15,6 +15,8 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QResizeEvent;
+class QScrollArea;
 class QShowEvent;
 class QTimer;
 class QTabWidget;
@@ -61,6 +63,7 @@ class CompareView : public QWidget {
 
  protected:
   void showEvent(QShowEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   // While the tab is shown, every 3 s: reads the runs again where one is still training (in a CLI or another
@@ -79,6 +82,7 @@ class CompareView : public QWidget {
   void update_summary();
   void update_time();
   void update_groups();
+  void fit_speed_lines();  // the speed lines' area as high as their lines
   RunStore& store_;
   StoreReader* reader_ = nullptr;  // follow_store's, on a connection of its own
   uint64_t reading_ = 0;           // counts the reads begun: a follow_store read that is not the last is stale
@@ -100,6 +104,7 @@ class CompareView : public QWidget {
   QLabel* title_ = nullptr;
   QLabel* summary_ = nullptr;
   QLabel* time_ = nullptr;
+  QScrollArea* speed_lines_ = nullptr;  // summary_ and time_, scrolling past four lines
 };
 
 }  // namespace ampwb::ui

@@ -1,5 +1,6 @@
-// A fixed band of text lines that scrolls when its text is longer: the run's status and notes and the comparison's
-// speed lines keep their height, so a longer text never re-lays out the charts, yet none of it is cut off.
+// A fixed band of text lines that scrolls when its text is longer: the run's status and notes keep their height, so a
+// longer text never re-lays out the charts, yet none of it is cut off. The comparison's speed lines, under its
+// charts, are made as high as their text instead (CompareView::fit_speed_lines), for the table under them.
 #pragma once
 
 class QScrollArea;
