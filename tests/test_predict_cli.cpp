@@ -161,6 +161,11 @@ TEST(PredictCli, KeptWeightsPredictWhatValidationMeasured) {
   r = ampwb({"predict", "1", (dir.path() / "mixed").string(), "--db", db});
   expect_contains(r.output, "ampwb predict: left out 1 file that is not an image by its name: " +
                                 (dir.path() / "mixed" / "notes.txt").string() + "\n");
+  // A link to a file that is gone, named as an image, is not passed over without a word.
+  fs::create_symlink(dir.path() / "gone.png", dir.path() / "mixed" / "boot.png");
+  r = ampwb({"predict", "1", (dir.path() / "mixed").string(), "--db", db});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_contains(r.output, (dir.path() / "mixed" / "boot.png").string() + "\n  not classified: ");
 
   // An export's format is the one its file's extension names; a name that names none, or the other, is refused.
   // Its folder is made where missing.

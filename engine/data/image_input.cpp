@@ -68,8 +68,11 @@ std::vector<std::string> image_files_in(const std::vector<std::string>& paths, s
       std::vector<std::string> found, others;
       for (fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
            !ec && it != end; it.increment(ec)) {
-        if (!it->is_regular_file(ec)) continue;
         const std::string name = it->path().filename().string();
+        std::error_code kind;
+        // A link to nowhere with an image's name is an image the user meant: named with its reason in its row.
+        const bool dangling_image = it->is_symlink(kind) && !it->exists(kind) && has_image_extension(name);
+        if (!it->is_regular_file(kind) && !dangling_image) continue;
         if (has_image_extension(name))
           found.push_back(it->path().string());
         else if (!name.starts_with('.'))
