@@ -261,7 +261,7 @@ void print_layer_numerics(const std::vector<LayerNumerics>& records) {
                 {false, false, true, true, true, true, true, true});
     for (const Fp8TensorRow& t : tensors)
       table.add({t.layer, t.tensor, number_text(t.numbers.format_max), significant_text(t.numbers.scale, 4),
-                 significant_text(t.numbers.amax, 4), fixed_text(t.filled(), 2),
+                 significant_text(t.numbers.amax, 4), significant_text(t.filled(), 3),
                  percent_text(t.numbers.saturated_fraction), percent_text(t.numbers.underflow_fraction)});
     table.print("  ");
   }

@@ -162,7 +162,7 @@ std::string fp8_section(const RunEvidence& e) {
   std::vector<std::vector<std::string>> tensors;
   for (const Fp8TensorRow& t : fp8_tensor_rows(step))
     tensors.push_back({t.layer, t.tensor, number_text(t.numbers.format_max), significant_text(t.numbers.scale, 4),
-                       significant_text(t.numbers.amax, 4), fixed_text(t.filled(), 2),
+                       significant_text(t.numbers.amax, 4), significant_text(t.filled(), 3),
                        percent_text(t.numbers.saturated_fraction), percent_text(t.numbers.underflow_fraction)});
   return "<h3>FP8 casts</h3>\n<p>The largest share of a layer's FP8 input, weight or output gradient clipped to the "
          "format's largest value (448 E4M3, 57344 E5M2) beyond rounding, and of their nonzero values made zero, at "
