@@ -269,6 +269,22 @@ TEST(DataScan, SplitFoldersAreTheSplit) {
             r.notes.end());
 }
 
+// A class folder that links to another, or an image that links to another's file, would give the same images two
+// labels (and put one class's validation images in the other's training): each is one class, one image.
+TEST(DataScan, ALinkedClassFolderOrImageIsNotASecondOne) {
+  TempDir dir("linked");
+  for (const char* c : {"ants", "bees"})
+    for (int i = 0; i < 3; ++i) write_image(dir.path() / c / (std::to_string(i) + ".png"), pattern_image(10, 10, i));
+  fs::create_symlink("ants", dir.path() / "ants_too");
+  fs::create_symlink("../ants/1.png", dir.path() / "bees" / "from_ants.png");
+  const Dataset ds = Dataset::open(dir.str(), no_disk_cache());
+  EXPECT_EQ(ds.class_names(), (std::vector<std::string>{"ants", "bees"}));
+  EXPECT_EQ(ds.report().total_images, 6);
+  EXPECT_EQ(skipped_of(ds.report()),
+            (Pairs{{"ants_too", "the same folder as class ants (a link): one class, not two"},
+                   {"bees/from_ants.png", "the same file as ants/1.png (a link): one image, not two"}}));
+}
+
 // Datasets made on other systems spell their split folders "Train" and "VAL": the same layout, not two classes.
 TEST(DataScan, SplitFoldersAreFoundWhateverTheirCase) {
   TempDir dir("splitcase");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -129,6 +130,8 @@ class FolderWalk {
         }
       } else if (!has_image_extension(name)) {
         skip(r, is_gif_name(name) ? kGifNotRead : "not an image file");
+      } else if (const auto [first, added] = files_seen_.emplace(folder_id(e.st), r); !added) {
+        skip(r, "the same file as " + first->second + " (a link): one image, not two");  // under two labels, maybe
       } else {
         files.push_back({root_ + "/" + r, r, static_cast<int64_t>(e.st.st_size),
                          static_cast<int64_t>(e.st.st_mtim.tv_sec) * 1000000000 + e.st.st_mtim.tv_nsec});
@@ -141,6 +144,7 @@ class FolderWalk {
   DatasetReport& report_;
   std::set<FolderId> visited_;
   std::vector<FolderId> ancestors_;
+  std::map<FolderId, std::string> files_seen_;  // every image file by its device and inode: its first path
 };
 
 }  // namespace
@@ -183,6 +187,10 @@ void scan_folders(const std::string& root, const std::string& classes_rel, const
       walk.skip(r, "not in a class folder");
     } else if (folder_id(e.st) == folder_id(root_st)) {
       walk.skip(r, "symbolic link loop");
+    } else if (const auto same = std::find_if(class_folders.begin(), class_folders.end(),
+                                              [&](const ClassFolder& c) { return folder_id(c.st) == folder_id(e.st); });
+               same != class_folders.end()) {  // a link to another class folder: its images under two labels
+      walk.skip(r, "the same folder as class " + same->name + " (a link): one class, not two");
     } else {
       class_folders.push_back({name, e.st});
       walk.reserve_folder(e.st);
