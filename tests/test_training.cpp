@@ -1115,5 +1115,61 @@ TEST(Checkpoints, ResumeFromADamagedCheckpointFallsBackToThePreviousOneAndSaysSo
   fs::remove_all(data);
 }
 
+// A resumed run whose images changed since its checkpoint (here one rewritten at its size, as a script that
+// regenerates the data does) goes on, and says so: the store's fingerprint, of paths and sizes, cannot see it.
+TEST(Checkpoints, AResumeOnImagesChangedSinceTheCheckpointSaysSo) {
+  const fs::path data = make_stripes_folder("resume_changed", 16, 12);
+  const fs::path dir = fs::temp_directory_path() / ("ampwb_ckpt_resume_changed_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  TrainConfig c = tiny_config(data);
+  c.epochs = 3;
+  c.checkpoint_dir = dir.string();
+  Trainer* current = nullptr;
+  StopAt first(current, 3);
+  Trainer part1(c, &first);
+  current = &part1;
+  ASSERT_EQ(part1.run().status, RunStatus::Cancelled);
+  c.resume_from = first.checkpoints.back().path;
+  struct Notes : StopAt {  // and stops after its first step where `at_once`
+    Notes(Trainer*& trainer, bool at_once) : StopAt(trainer, -1), trainer_(trainer), at_once_(at_once) {}
+    std::vector<std::string> notes;
+    void on_start(const RunInfo& info) override { notes = info.notes; }
+    void on_step(const StepReport& r) override {
+      StopAt::on_step(r);
+      if (at_once_) trainer_->stop();
+    }
+    Trainer*& trainer_;
+    bool at_once_;
+  };
+  const auto changed_said = [](const Notes& n) {
+    return std::any_of(n.notes.begin(), n.notes.end(), [](const std::string& note) {
+      return note.starts_with("the dataset's images changed since the checkpoint");
+    });
+  };
+  Notes unchanged(current, true);  // its checkpoint is the next part's
+  Trainer part2(c, &unchanged);
+  current = &part2;
+  ASSERT_EQ(part2.run().status, RunStatus::Cancelled);
+  EXPECT_FALSE(changed_said(unchanged)) << nlohmann::json(unchanged.notes).dump();
+
+  fs::path image;
+  for (const auto& e : fs::recursive_directory_iterator(data))
+    if (e.is_regular_file()) image = e.path();
+  const std::string bytes = [&] {
+    std::ifstream in(image, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  fs::last_write_time(image, fs::last_write_time(image) + std::chrono::hours(1));  // rewritten: its time moves on
+  ASSERT_EQ(fs::file_size(image), bytes.size());
+  c.resume_from = unchanged.checkpoints.back().path;
+  Notes changed(current, false);
+  Trainer part3(c, &changed);
+  current = &part3;
+  ASSERT_EQ(part3.run().status, RunStatus::Finished);
+  EXPECT_TRUE(changed_said(changed)) << nlohmann::json(changed.notes).dump();
+  fs::remove_all(dir);
+  fs::remove_all(data);
+}
+
 }  // namespace
 }  // namespace ampwb

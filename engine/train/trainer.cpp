@@ -650,6 +650,13 @@ void Trainer::Run::report_start() {
     info.notes.push_back(communicator_ ? "batch norm takes its statistics over every process's batch (synchronised)"
                                        : "synchronised batch norm changes nothing on one process");
   if (!resume_note_.empty()) info.notes.push_back(resume_note_);
+  // The store's fingerprint (paths and sizes) refuses other data before the run starts; this one also sees a file
+  // rewritten at its size, moved between classes or newly unreadable, and a copy's new times, which it cannot tell
+  // apart: said, not refused.
+  if (checkpoint_ && checkpoint_->meta.value("dataset", dataset_.report().fingerprint) != dataset_.report().fingerprint)
+    info.notes.push_back(
+        "the dataset's images changed since the checkpoint this run resumes from (rewritten, moved between classes, "
+        "no longer readable, or copied, which gives them new times): its curves go on with the files as they are now");
   if (const size_t skipped = dataset_.report().skipped.size())
     info.notes.push_back("passed over " + std::to_string(skipped) + (skipped == 1 ? " file" : " files") +
                          " that cannot be trained on (ampwb dataset inspect " + shell_word(config_.data_dir) +
@@ -957,8 +964,9 @@ EpochProgress Trainer::Run::so_far(const EpochStart& start) const {
 
 std::string Trainer::Run::save(const EpochProgress& progress) {
   if (config_.checkpoint_dir.empty() || !leader()) return std::string();
-  const Checkpoint checkpoint = make_checkpoint(*backend_, config_, progress, wall_seconds(), global_step_,
-                                                consecutive_skipped_, model_, *optimizer_, scaler_);
+  Checkpoint checkpoint = make_checkpoint(*backend_, config_, progress, wall_seconds(), global_step_,
+                                          consecutive_skipped_, model_, *optimizer_, scaler_);
+  checkpoint.meta["dataset"] = dataset_.report().fingerprint;  // its usable files, their classes, sizes and times
   std::string failure;  // of the file alone: a device's or the allocator's error ends the run
   try {
     std::filesystem::create_directories(config_.checkpoint_dir);
