@@ -618,7 +618,7 @@ class ChartData : public QObject {
     QVERIFY2(panel.chart("histogram")->chart()->title().endsWith("what FP16 would do"),
              qPrintable(panel.chart("histogram")->chart()->title()));
     QCOMPARE(names(), QStringList{"if FP16: under\u00a025.0% · over\u00a00.0%"});
-    QCOMPARE(note->text(), QString("No loss scaling here: the scale stays 1, and no step is skipped."));
+    QCOMPARE(note->text(), QString("No loss scaling: the scale stays 1, no step skipped."));
     QVERIFY(note->toolTip().startsWith("What FP16 would do"));
     panel.set_runs({&fp16});
     QVERIFY(!panel.chart("histogram")->chart()->title().contains("would"));

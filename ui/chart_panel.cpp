@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSlider>
@@ -157,8 +158,6 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
       skipped_note_->setObjectName("skippedNote");
       skipped_note_->setWordWrap(true);
       skipped_note_->setContentsMargins(6, 0, 6, 2);
-      // A fixed height: a note that grew a line would re-lay out (and fully redraw) every chart of the grid.
-      skipped_note_->setFixedHeight(skipped_note_->fontMetrics().lineSpacing() * 2 + 4);
       skipped_note_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
       v->addWidget(skipped_note_);
     }
@@ -202,6 +201,7 @@ ChartPanel::ChartPanel(QWidget* parent) : QWidget(parent) {
   page_layout->addWidget(grid_area);
   scroll->setWidget(page);
   scroll->viewport()->installEventFilter(this);  // its width decides the columns (fit_columns)
+  skipped_note_->installEventFilter(this);       // its width decides its lines (fit_skipped_note)
   layout->addWidget(scroll, 1);
   update_skipped_note();
 
@@ -369,6 +369,10 @@ bool ChartPanel::eventFilter(QObject* watched, QEvent* event) {
   // After the resize, not within it: new columns change the page, which may bring or take the scroll bar.
   if (watched == chart_scroll_->viewport() && event->type() == QEvent::Resize)
     QMetaObject::invokeMethod(this, &ChartPanel::fit_columns, Qt::QueuedConnection);
+  // A new width may wrap the note on skipped steps anew; its own new height may not.
+  if (watched == skipped_note_ && event->type() == QEvent::Resize &&
+      static_cast<QResizeEvent*>(event)->oldSize().width() != skipped_note_->width())
+    QMetaObject::invokeMethod(this, &ChartPanel::fit_skipped_note, Qt::QueuedConnection);
   return QWidget::eventFilter(watched, event);
 }
 
@@ -441,6 +445,16 @@ void ChartPanel::update_fp8_tensors() {
   fp8_tensor_->setCurrentIndex(std::max(0, fp8_tensor_->findData(chosen)));
 }
 
+void ChartPanel::fit_skipped_note() {
+  // As many lines as its text takes at its width, one at the least: a short note leaves its chart the line its x axis'
+  // title needs, and a live run's new count of skipped steps re-lays out the charts only when it takes another line.
+  const QFontMetrics metrics = skipped_note_->fontMetrics();
+  const QRect room(0, 0, std::max(1, skipped_note_->contentsRect().width()), 1 << 20);
+  const int height =
+      std::max(metrics.boundingRect(room, Qt::TextWordWrap, skipped_note_->text()).height(), metrics.lineSpacing()) + 4;
+  if (skipped_note_->height() != height) skipped_note_->setFixedHeight(height);
+}
+
 void ChartPanel::update_skipped_note() {
   int64_t total = 0, early = 0;
   bool scaled = false;  // some run scales its loss: only those skip steps
@@ -455,7 +469,7 @@ void ChartPanel::update_skipped_note() {
     skipped_note_->clear();
     skipped_note_->setToolTip({});
   } else if (total == 0 && !scaled) {
-    skipped_note_->setText(tr("No loss scaling here: the scale stays 1, and no step is skipped."));
+    skipped_note_->setText(tr("No loss scaling: the scale stays 1, no step skipped."));
     skipped_note_->setToolTip(
         tr("What FP16 would do: with FP16 and dynamic loss scaling, a step whose gradients overflow (inf/NaN) is "
            "skipped and the scale halved. FP32, TF32 and BF16 have FP32's range and scale nothing: their scale stays "
@@ -478,6 +492,7 @@ void ChartPanel::update_skipped_note() {
            "steps usually overflow while the scale calibrates: expected. Many later ones mean the scale keeps hitting "
            "FP16's limit."));
   }
+  fit_skipped_note();
 }
 
 void ChartPanel::export_one(MetricChart* chart) {

@@ -71,6 +71,7 @@ class ChartPanel : public QWidget {
 
  private:
   void update_skipped_note();
+  void fit_skipped_note();    // the note on skipped steps as high as its lines
   void update_fp8_tensors();  // the tensors offered, and the FP8 chart shown only where a run has them
   void update_legend();       // the runs' colours and, when grouped, the groups
   void fit_legend();          // the legend as high as its lines, up to four
