@@ -520,9 +520,13 @@ TEST(RunResume, RefusesAFolderWhoseFilesDifferAndRecordsAMovedOne) {
   EXPECT_EQ(store.run(id).config.data_dir, dir.file("moved"));
   store.end_run(id, {RunStatus::Cancelled, "stopped again"}, {}, 2.0);
 
-  // A file that changed size: other data, refused by name.
+  // A file that changed size: other data, refused by name. So is one beside the images (the fingerprint's every
+  // file), which the refusal says for the user to look for it.
   std::ofstream(dir.file("moved/cat/1.png")) << "123456";
   expect_contains(error_of([&] { resume_config(store, id); }), "does not hold the files run 1 ('moving') trained on");
+  std::ofstream(dir.file("moved/cat/1.png")) << "12345";
+  std::ofstream(dir.file("moved/README.txt")) << "how the images were made";
+  expect_contains(error_of([&] { resume_config(store, id); }), "a notes file or a hidden folder too");
 }
 
 TEST_P(StoreRecords, ANameTakenByAnotherRunIsRefused) {

@@ -100,7 +100,8 @@ TrainConfig resume_config(const RunStore& store, int64_t run, const ResumeChange
   if (!r.dataset_fingerprint.empty() && !fingerprint.empty() && fingerprint != r.dataset_fingerprint)
     throw Error("the dataset folder '" + c.data_dir + "' does not hold the files " + run_words(r) +
                 " trained on (fingerprint " + fingerprint + ", the run's " + r.dataset_fingerprint +
-                "): resuming on other data would mix two datasets in one run's curves");
+                "): a file under it was added, removed, renamed or changed in size since, any file, a notes file or "
+                "a hidden folder too; resuming on other data would mix two datasets in one run's curves");
   c.resume_from = recorded_checkpoint(r, store.checkpoints(run).back());  // later ones go where they were
   return c;
 }
