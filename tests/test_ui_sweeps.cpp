@@ -418,7 +418,7 @@ class SweepsThroughTheUi : public QObject {
   }
 
   // A grid from the dialog runs as `ampwb sweep --on local` in a child: the Sweeps tab shows it, each point's run
-  // has the setup's settings whole (loss scaler overrides and a data path with a comma too), and its end is reported.
+  // has the setup's settings as they take effect (a data path with a comma too), and its end is reported.
   void a_grid_from_the_dialog_runs_as_ampwb_sweep() {
     MainWindow w(db("dialog"));
     w.resize(1280, 720);
@@ -476,7 +476,7 @@ class SweepsThroughTheUi : public QObject {
         if (setting == "precision") expected.precision = resolve_precision(parse_precision_mode(value), overrides);
       }
       const TrainConfig got = store.run(p.point.run_id).config;
-      const auto want = config_settings(expected), have = config_settings(got);
+      const auto want = config_settings(effective_config(expected)), have = config_settings(got);  // as trained
       QCOMPARE(have.size(), want.size());
       for (size_t k = 0; k < want.size(); ++k)
         if (want[k].first != "name" && want[k].first != "checkpoint_dir")
