@@ -455,12 +455,34 @@ TEST_F(Diagnosis, Fp8ThatClipsOrFlushesValuesNamesItsTensors) {
   expect_contains(clipped.evidence, "layer1.0.conv1's ");
   expect_contains(clipped.evidence, "(E4M3): ");
   expect_contains(clipped.evidence, " clipped, amax ");
+  expect_contains(clipped.action, "raise the margin (precision.fp8.margin, here -3)");
+  EXPECT_EQ(clipped.action.find("amax_rule"), std::string::npos)
+      << "the defaults' rule and history: " << clipped.action;
+  EXPECT_EQ(clipped.action.find("first_and_last"), std::string::npos) << "conv1 and fc are in BF16: " << clipped.action;
+  // A scale that follows each step's amax lags every rise: the rule and the history are named with their values.
+  c.precision.fp8.scaling.rule = AmaxRule::MostRecent;
+  c.precision.fp8.scaling.history_length = 1;
+  const std::string lagging = expect_finding(diagnose(trained(c)), "fp8_saturation").action;
+  expect_contains(lagging,
+                  "the amax rule max (precision.fp8.amax_rule, here most-recent) and a longer history "
+                  "(precision.fp8.amax_history_length, here 1) keeps the scale from lagging");
+  c.precision.fp8.scaling = {};
 
   c.precision.fp8.scaling.margin = 12;
   const Finding flushed = expect_finding(diagnose(trained(c)), "fp8_underflow");
   expect_contains(flushed.evidence, "of nonzero values made zero");
-  expect_contains(flushed.action, "precision.fp8.margin");
+  expect_contains(flushed.action,
+                  "each power of two of the margin (precision.fp8.margin, here 12) moves the smallest "
+                  "values further below FP8's: lower it");
   EXPECT_EQ(flushed.action.find("precision.fp8.formats"), std::string::npos) << flushed.action;
+  // With the first and last layers in FP8 too, the one setting that takes layers out of it, where they are named.
+  c.precision.fp8.first_and_last = true;
+  RunEvidence all_in_fp8 = trained(c);
+  for (LayerNumerics& n : all_in_fp8.layers)
+    if (n.layer == "fc") n.fp8_input.underflow_fraction = 0.9;  // named, whatever the rest
+  expect_contains(expect_finding(diagnose(all_in_fp8), "fp8_underflow").action,
+                  "precision.fp8.first_and_last off, which keeps conv1 and fc in BF16");
+  c.precision.fp8.first_and_last = false;
 
   // Gradients in E4M3 (2^17.8 of range under its max where E5M2 has 2^31.8): the action names the formats.
   c.precision.fp8.formats = Fp8Formats::E4M3;

@@ -342,16 +342,37 @@ std::string fp8_evidence(const std::vector<Fp8Tensor>& tensors, double Fp8Tensor
   return text;
 }
 
+// ", or precision.fp8.first_and_last off, which keeps conv1 and fc in BF16" where the run put them in FP8 and they
+// are among the named tensors: the one setting that takes layers out of FP8.
+std::string first_and_last_advice(const RunEvidence& e, const std::vector<Fp8Tensor>& tensors) {
+  const bool named = std::any_of(tensors.begin(), tensors.end(), [](const Fp8Tensor& t) {
+    return t.layer->layer == "conv1" || t.layer->layer == "fc";
+  });
+  return e.run.config.precision.fp8.first_and_last && named
+             ? "; or precision.fp8.first_and_last off, which keeps conv1 and fc in BF16"
+             : "";
+}
+
 void fp8_saturation(const RunEvidence& e, std::vector<Finding>& out) {
   const auto tensors =
       fp8_tensors_past(last_probed_layers(e.layers), &Fp8TensorNumerics::saturated_fraction, kFp8ClippedShareOfNote);
   if (!tensors.empty()) {
+    // A short history or the most recent amax lets the scale follow each step's amax, and lag every rise.
+    const DelayedScalingSettings& scaling = e.run.config.precision.fp8.scaling;
+    std::string lagging;
+    if (scaling.rule == AmaxRule::MostRecent)
+      lagging = "the amax rule max (precision.fp8.amax_rule, here most-recent) ";
+    if (scaling.history_length < 16)
+      lagging += (lagging.empty() ? "a longer amax history (precision.fp8.amax_history_length, here "
+                                  : "and a longer history (precision.fp8.amax_history_length, here ") +
+                 std::to_string(scaling.history_length) + ") ";
     add(out, "fp8_saturation", Severity::Warning,
         format("FP8 clips the largest values of %zu tensor%s", tensors.size(), tensors.size() == 1 ? "" : "s"),
         format("step %lld: ", static_cast<long long>(tensors.front().layer->step)) +
             fp8_evidence(tensors, &Fp8TensorNumerics::saturated_fraction, "clipped"),
-        "raise the margin (precision.fp8.margin) to leave headroom above the amax history, or keep "
-        "the named layers out of FP8 (precision.fp8.first_and_last off keeps the first and last)");
+        (lagging.empty() ? std::string() : lagging + "keeps the scale from lagging each rise of the amax; or ") +
+            "raise the margin (precision.fp8.margin, here " + std::to_string(scaling.margin) +
+            ") to leave headroom above the amax history" + first_and_last_advice(e, tensors));
     return;
   }
   // Clipping at an earlier probe (--numerics-every) that the last one no longer shows: a scale from the amax history
@@ -384,15 +405,18 @@ void fp8_underflow(const RunEvidence& e, std::vector<Finding>& out) {
   const bool e4m3_gradient = std::any_of(tensors.begin(), tensors.end(), [](const Fp8Tensor& t) {
     return t.cast == &t.layer->fp8_output_grad && t.cast->format_max <= 448;
   });
+  const int margin = e.run.config.precision.fp8.scaling.margin;
   add(out, "fp8_underflow", Severity::Warning,
       format("FP8 makes small values zero in %zu tensor%s", tensors.size(), tensors.size() == 1 ? "" : "s"),
       format("step %lld: ", static_cast<long long>(tensors.front().layer->step)) +
           fp8_evidence(tensors, &Fp8TensorNumerics::underflow_fraction, "of nonzero values made zero"),
-      std::string(e4m3_gradient ? "gradients span more powers of two than E4M3 holds: set precision.fp8.formats to "
-                                  "hybrid (E5M2 gradients), or "
-                                : "these tensors span more powers of two than FP8 holds below their amax: ") +
-          "keep the named layers in BF16 (precision.fp8.first_and_last off keeps the first and last), or lower "
-          "precision.fp8.margin if it is above 0");
+      (margin > 0 ? "each power of two of the margin (precision.fp8.margin, here " + std::to_string(margin) +
+                        ") moves the smallest values further below FP8's: lower it; and "
+                  : std::string()) +
+          (e4m3_gradient ? "gradients span more powers of two than E4M3 holds: set precision.fp8.formats to hybrid "
+                           "(E5M2 gradients)"
+                         : "these tensors span more powers of two than FP8 holds below their amax") +
+          first_and_last_advice(e, tensors));
 }
 
 void lr_schedule_skips(const RunEvidence& e, const SkippedRun* search, std::vector<Finding>& out) {
