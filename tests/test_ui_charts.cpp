@@ -815,6 +815,11 @@ class ChartData : public QObject {
     QCOMPARE(t->item(1, 1)->text(), QString("–"));
     QCOMPARE(t->item(0, 0)->text(), QString("–"));
     QCOMPARE(t->item(1, 1)->background().color().rgb(), QColor(200, 200, 200).rgb());
+    // The 0.1% the diagnosis warns of is yellow, a share past it no longer green; none, or a hundredth of it, green.
+    QCOMPARE(numerics_color(NumericsMeasure::Fp8Saturated, kFp8ClippedShareOfNote).hue(), 60);
+    QVERIFY(numerics_color(NumericsMeasure::Fp8Saturated, 0.0025).hue() < 60);
+    QCOMPARE(numerics_color(NumericsMeasure::Fp8Saturated, 0.0).hue(), 120);
+    QCOMPARE(numerics_color(NumericsMeasure::Fp8Saturated, 1e-5).hue(), 120);
     map.set_measure(NumericsMeasure::Fp8Underflow);
     QCOMPARE(t->item(0, 1)->text(), QString("30.00%"));
     QVERIFY2(map.caption_text().contains("amp-fp8"), qPrintable(map.caption_text()));

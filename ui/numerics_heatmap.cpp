@@ -89,10 +89,15 @@ NumericsMeasure fp8_measure_to_show(const NumericsGrid& grid) {
 QColor numerics_color(NumericsMeasure measure, double value) {
   if (!std::isfinite(value)) return QColor(200, 200, 200);
   // 0 = bad (red), 1 = good (green).
-  // Shares are red at 10%; FP8's clipped values at 1%, each the largest value of its tensor.
-  const double red_at = measure == NumericsMeasure::Fp8Saturated ? 0.01 : 0.1;
-  const double good = measure == NumericsMeasure::ActivationHeadroom ? std::clamp(value / 8.0, 0.0, 1.0)
-                                                                     : 1.0 - std::clamp(value / red_at, 0.0, 1.0);
+  // Shares are red at 10%. FP8's clipped values, each the largest of its tensor, go by powers of ten: yellow at the
+  // diagnosis's 0.1% (kFp8ClippedShareOfNote), red at 1%, so that a cell it warns of never reads green.
+  double good = 0;
+  if (measure == NumericsMeasure::ActivationHeadroom)
+    good = std::clamp(value / 8.0, 0.0, 1.0);
+  else if (measure == NumericsMeasure::Fp8Saturated)
+    good = value <= 0 ? 1.0 : 0.5 - std::clamp(std::log10(value / kFp8ClippedShareOfNote) / 2, -0.5, 0.5);
+  else
+    good = 1.0 - std::clamp(value / 0.1, 0.0, 1.0);
   return QColor::fromHsvF(static_cast<float>(good / 3.0), 0.55f, 0.95f);  // hue 0 (red) to 1/3 (green)
 }
 

@@ -18,6 +18,7 @@ namespace ampwb::ui {
 
 // A cell's colour: red where FP16 loses values (negative headroom, underflow of 10% and more), through yellow, to
 // green where there is room (headroom of 8 powers of two and more, no underflow); grey when all values are zero.
+// FP8's clipped share: yellow at the 0.1% the diagnosis warns of, red at 1%.
 QColor numerics_color(NumericsMeasure measure, double value);
 
 class NumericsHeatmap : public QWidget {
