@@ -670,6 +670,18 @@ class ChartData : public QObject {
     }
     const std::vector<Fp8TensorName> expected = {{"conv1", "input"}, {"conv1", "weight"}, {"fc", "output_grad"}};
     QVERIFY(fp8_tensors({&fp8}) == expected);
+    // Beside a run whose conv1 and fc stayed in BF16, the tensors stay in model order, not conv1's and fc's last.
+    RunSeries middle_only = long_run(20, 10), all_in_fp8 = long_run(20, 10);
+    for (RunSeries* run : {&middle_only, &all_in_fp8}) {
+      run->config.precision = precision_preset("amp-fp8");
+      for (const char* layer : {"conv1", "layer1.0.conv1", "fc"}) {
+        LayerNumerics n = numerics(1, 9, layer, 1.0, 0.0);
+        if (run == &all_in_fp8 || std::string(layer) == "layer1.0.conv1") n.fp8_input = {2.0, 3.0, 448.0, 100, 0, 0};
+        run->layer_numerics.push_back(n);
+      }
+    }
+    const std::vector<Fp8TensorName> merged = {{"conv1", "input"}, {"layer1.0.conv1", "input"}, {"fc", "input"}};
+    QVERIFY(fp8_tensors({&middle_only, &all_in_fp8}) == merged);
 
     ChartPanel panel;
     panel.resize(1366, 768);

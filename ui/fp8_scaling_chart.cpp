@@ -37,11 +37,21 @@ std::vector<Fp8TensorName> fp8_tensors(const RunList& runs) {
     const auto first = std::find_if(records.begin(), records.end(), [](const LayerNumerics& n) {
       return n.fp8_input.count || n.fp8_weight.count || n.fp8_output_grad.count;
     });
+    // Merged in model order: a tensor the runs before had not (conv1 and fc, in FP8 in this run alone) goes after
+    // this run's tensor before it, not at the end.
+    size_t after = 0;
     for (auto it = first; it != records.end() && it->step == first->step; ++it)
-      for (const char* role : kRoles)
-        if (fp8_numbers(*it, role).count > 0 &&
-            std::find(names.begin(), names.end(), Fp8TensorName{it->layer, role}) == names.end())
-          names.push_back({it->layer, role});
+      for (const char* role : kRoles) {
+        if (fp8_numbers(*it, role).count == 0) continue;
+        const Fp8TensorName name{it->layer, role};
+        const auto found = std::find(names.begin(), names.end(), name);
+        if (found != names.end()) {
+          after = std::max(after, static_cast<size_t>(found - names.begin()) + 1);
+        } else {
+          names.insert(names.begin() + static_cast<std::ptrdiff_t>(after), name);
+          ++after;
+        }
+      }
   }
   return names;
 }
