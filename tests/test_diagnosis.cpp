@@ -464,7 +464,7 @@ TEST_F(Diagnosis, Fp8ThatClipsOrFlushesValuesNamesItsTensors) {
   c.precision.fp8.scaling.history_length = 1;
   const std::string lagging = expect_finding(diagnose(trained(c)), "fp8_saturation").action;
   expect_contains(lagging,
-                  "the amax rule max (precision.fp8.amax_rule, here most-recent) and a longer history "
+                  "the amax rule max (precision.fp8.amax_rule, here most-recent) and a longer amax history "
                   "(precision.fp8.amax_history_length, here 1) keeps the scale from lagging");
   c.precision.fp8.scaling = {};
 

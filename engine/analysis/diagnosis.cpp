@@ -360,17 +360,15 @@ void fp8_saturation(const RunEvidence& e, std::vector<Finding>& out) {
     // A short history or the most recent amax lets the scale follow each step's amax, and lag every rise.
     const DelayedScalingSettings& scaling = e.run.config.precision.fp8.scaling;
     std::string lagging;
-    if (scaling.rule == AmaxRule::MostRecent)
-      lagging = "the amax rule max (precision.fp8.amax_rule, here most-recent) ";
+    if (scaling.rule == AmaxRule::MostRecent) lagging = "the amax rule max (precision.fp8.amax_rule, here most-recent)";
     if (scaling.history_length < 16)
-      lagging += (lagging.empty() ? "a longer amax history (precision.fp8.amax_history_length, here "
-                                  : "and a longer history (precision.fp8.amax_history_length, here ") +
-                 std::to_string(scaling.history_length) + ") ";
+      lagging += (lagging.empty() ? "" : " and ") + std::string("a longer amax history ") +
+                 "(precision.fp8.amax_history_length, here " + std::to_string(scaling.history_length) + ")";
     add(out, "fp8_saturation", Severity::Warning,
         format("FP8 clips the largest values of %zu tensor%s", tensors.size(), tensors.size() == 1 ? "" : "s"),
         format("step %lld: ", static_cast<long long>(tensors.front().layer->step)) +
             fp8_evidence(tensors, &Fp8TensorNumerics::saturated_fraction, "clipped"),
-        (lagging.empty() ? std::string() : lagging + "keeps the scale from lagging each rise of the amax; or ") +
+        (lagging.empty() ? std::string() : lagging + " keeps the scale from lagging each rise of the amax; or ") +
             "raise the margin (precision.fp8.margin, here " + std::to_string(scaling.margin) +
             ") to leave headroom above the amax history" + first_and_last_advice(e, tensors));
     return;
