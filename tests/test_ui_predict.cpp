@@ -10,6 +10,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
 #include <QMessageBox>
 #include <QPointer>
 #include <QPushButton>
@@ -22,6 +24,7 @@
 #include "export/onnx_export.h"
 #include "export/safetensors_export.h"
 #include "export_model_dialog.h"
+#include "main_window.h"
 #include "predict_dialog.h"
 #include "runs_view.h"
 #include "store/final_weights.h"
@@ -319,6 +322,53 @@ class PredictImages : public QObject {
     QVERIFY(!dialog.export_model());
     QVERIFY2(dialog.error().contains("not kept"), qPrintable(dialog.error()));
     QVERIFY(!QFileInfo::exists(dir_.filePath("none.safetensors")));
+  }
+
+  // Predict and Export model are in the Run menu too, for the run selected in the Runs tab, enabled as its buttons are.
+  void the_run_menu_predicts_and_exports_the_selected_run() {
+    MainWindow w(db_);
+    RunsView* view = w.runs_view();
+    const auto menu_action = [&w](const char* name) { return w.findChild<QAction*>(name); };
+    const char* entries[] = {"predictMenuAction", "predictFolderMenuAction", "exportModelMenuAction"};
+    const char* buttons[] = {"predictAction", "predictAction", "exportModelAction"};
+    const QMenu* run_menu = nullptr;
+    for (const QAction* a : w.menuBar()->actions())
+      if (a->text() == "&Run") run_menu = a->menu();
+    QVERIFY(run_menu);
+    for (const char* name : entries) QVERIFY2(run_menu->actions().contains(menu_action(name)), name);
+    for (const std::vector<int64_t>& chosen : {std::vector<int64_t>{}, {not_kept_}, {kept_, not_kept_}}) {
+      view->select(chosen);
+      for (int i = 0; i < 3; ++i) {
+        const QAction* button = view->findChild<QAction*>(buttons[i]);
+        QVERIFY2(!menu_action(entries[i])->isEnabled(), entries[i]);
+        QCOMPARE(menu_action(entries[i])->toolTip(), button->toolTip());  // the reason why not
+      }
+    }
+    view->select({not_kept_});
+    QVERIFY(menu_action("exportModelMenuAction")->toolTip().replace(QChar::Nbsp, ' ').contains("were not kept"));
+    view->select({kept_});
+    for (const char* name : entries) QVERIFY2(menu_action(name)->isEnabled(), name);
+
+    // Each opens what its button opens.
+    view->choose_images = [this] { return vertical_images(); };
+    menu_action("predictMenuAction")->trigger();
+    auto* predicted = view->findChild<PredictDialog*>("predictDialog");
+    QVERIFY(predicted && predicted->isVisible());
+    QTRY_VERIFY_WITH_TIMEOUT(predicted->finished(), 60000);
+    QCOMPARE(predicted->table()->rowCount(), 5);
+    predicted->close();
+    QTRY_VERIFY(!view->findChild<PredictDialog*>("predictDialog"));
+    view->choose_image_folder = [this] { return data_ + "/vertical"; };
+    menu_action("predictFolderMenuAction")->trigger();
+    predicted = view->findChild<PredictDialog*>("predictDialog");
+    QVERIFY(predicted);
+    QTRY_VERIFY_WITH_TIMEOUT(predicted->finished(), 60000);
+    QVERIFY(predicted->table()->rowCount() >= 5);
+    predicted->close();
+    menu_action("exportModelMenuAction")->trigger();
+    auto* exporting = view->findChild<ExportModelDialog*>();
+    QVERIFY(exporting && exporting->isVisible());
+    exporting->close();
   }
 };
 

@@ -349,7 +349,7 @@ void MainWindow::build_menus() {
     if (const auto ids = runs_view_->selected_ids(); ids.size() == 1) resume_run_interactive(ids[0]);
   });
   resume->setObjectName("resumeMenuAction");
-  run->setToolTipsVisible(true);  // a disabled Resume says why
+  run->setToolTipsVisible(true);  // a disabled Resume, Predict or Export model says why
   // Enabled as the Runs tab's Resume is, for the run selected there: a finished run has nothing to resume.
   const QAction* in_view = runs_view_->findChild<QAction*>("resumeAction");
   const auto follow = [resume, in_view] {
@@ -358,6 +358,29 @@ void MainWindow::build_menus() {
   };
   connect(in_view, &QAction::changed, resume, follow);
   follow();
+  // Predict and Export model, found where a user looks for them too, for the run selected in the Runs tab and enabled
+  // as its buttons are; the buttons' tooltip only where it says why not (it speaks of the Predict button's arrow).
+  const auto like_button = [this](QAction* entry, const char* name, const char* button_name) {
+    entry->setObjectName(name);
+    const QAction* button = runs_view_->findChild<QAction*>(button_name);
+    const auto follow_button = [entry, button] {
+      entry->setEnabled(button->isEnabled());
+      entry->setToolTip(button->isEnabled() ? QString() : button->toolTip());
+    };
+    connect(button, &QAction::changed, entry, follow_button);
+    follow_button();
+  };
+  QAction* predict =
+      run->addAction(tr("Pre&dict on images with the selected run…"), runs_view_, &RunsView::predict_selected);
+  predict->setShortcut(QKeySequence(tr("Ctrl+Shift+P")));
+  like_button(predict, "predictMenuAction", "predictAction");
+  like_button(run->addAction(tr("Predict on a &folder of images with the selected run…"), runs_view_,
+                             &RunsView::predict_folder_selected),
+              "predictFolderMenuAction", "predictAction");
+  QAction* export_model =
+      run->addAction(tr("E&xport the selected run's model…"), runs_view_, &RunsView::export_model_selected);
+  export_model->setShortcut(QKeySequence(tr("Ctrl+Shift+M")));
+  like_button(export_model, "exportModelMenuAction", "exportModelAction");
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   // Ctrl+1 to Ctrl+4 in the tabs' order.
