@@ -240,10 +240,10 @@ void print_layer_numerics(const std::vector<LayerNumerics>& records) {
   }
   if (has_fp8_layers(records)) {
     std::printf(
-        "\n  FP8 saturated: the largest share of a layer's FP8 input, weight or output gradient clipped to the\n"
+        "\n  FP8 clipped: the largest share of a layer's FP8 input, weight or output gradient clipped to the\n"
         "  format's largest value (448 E4M3, 57344 E5M2) beyond rounding (- : no FP8)\n");
     print_numerics_table(g, NumericsMeasure::Fp8Saturated);
-    std::printf("\n  FP8 underflow: the largest share of those tensors' nonzero values that became zero\n");
+    std::printf("\n  FP8 made zero: the largest share of those tensors' nonzero values that became zero\n");
     print_numerics_table(g, NumericsMeasure::Fp8Underflow);
   }
 
@@ -257,7 +257,7 @@ void print_layer_numerics(const std::vector<LayerNumerics>& records) {
         "  format's largest value the two fill (FILLED: amax x scale / max; over 1, its largest values are past the\n"
         "  format's, the scale lagging its amax)\n",
         g.epochs[last], static_cast<long long>(g.steps[last]));
-    Table table({"LAYER", "TENSOR", "MAX", "SCALE", "AMAX", "FILLED", "SATURATED", "MADE ZERO"},
+    Table table({"LAYER", "TENSOR", "MAX", "SCALE", "AMAX", "FILLED", "CLIPPED", "MADE ZERO"},
                 {false, false, true, true, true, true, true, true});
     for (const Fp8TensorRow& t : tensors)
       table.add({t.layer, t.tensor, number_text(t.numbers.format_max), significant_text(t.numbers.scale, 4),

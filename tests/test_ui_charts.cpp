@@ -836,7 +836,7 @@ class ChartData : public QObject {
     QCOMPARE(t->item(0, 1)->text(), QString("30.00%"));
     QVERIFY2(map.caption_text().contains("amp-fp8"), qPrintable(map.caption_text()));
     const QString fp8_tip = t->item(0, 1)->toolTip();
-    QVERIFY2(fp8_tip.contains("FP8 input (max 448): scale 2, amax 300; 2.00% saturated, 10.00% made zero (100 values)"),
+    QVERIFY2(fp8_tip.contains("FP8 input (max 448): scale 2, amax 300; 2.00% clipped, 10.00% made zero (100 values)"),
              qPrintable(fp8_tip));
     QVERIFY2(fp8_tip.contains("FP8 output gradient (max 57344)"), qPrintable(fp8_tip));
     QVERIFY(!fp8_tip.contains("FP8 weight"));

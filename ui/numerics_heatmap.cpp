@@ -32,7 +32,7 @@ QString range_text(const ValueRange& r) {
 
 QString fp8_text(const char* role, const Fp8TensorNumerics& t) {
   if (t.count == 0) return {};
-  return QObject::tr("\nFP8 %1 (max %2): scale %3, amax %4; %5 saturated, %6 made zero (%7 values)")
+  return QObject::tr("\nFP8 %1 (max %2): scale %3, amax %4; %5 clipped, %6 made zero (%7 values)")
       .arg(QString::fromUtf8(role))
       .arg(t.format_max)
       .arg(QString::fromStdString(significant_text(t.scale, 4)))  // as `show` and the report give them

@@ -45,9 +45,9 @@ const char* numerics_measure_name(NumericsMeasure m) {
     case NumericsMeasure::WeightGradUnderflow:
       return "weight-gradient underflow";
     case NumericsMeasure::Fp8Saturated:
-      return "FP8 saturated";
+      return "FP8 clipped";
     case NumericsMeasure::Fp8Underflow:
-      return "FP8 underflow";
+      return "FP8 made zero";
   }
   return "?";
 }

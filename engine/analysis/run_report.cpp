@@ -143,7 +143,7 @@ std::string fp8_section(const RunEvidence& e) {
   const NumericsGrid g = numerics_grid(e.layers);
   std::vector<std::string> header{"layer"};
   for (int epoch : g.epochs)
-    for (const char* what : {"saturated", "made zero"}) header.push_back("epoch " + std::to_string(epoch) + " " + what);
+    for (const char* what : {"clipped", "made zero"}) header.push_back("epoch " + std::to_string(epoch) + " " + what);
   std::vector<std::vector<std::string>> shares;
   for (size_t l = 0; l < g.layers.size(); ++l) {
     std::vector<std::string> row{g.layers[l]};
@@ -171,7 +171,7 @@ std::string fp8_section(const RunEvidence& e) {
          std::to_string(g.steps.back()) +
          ": its scale, the amax it was cast with, and the share of the format's largest value the two fill (amax "
          "&#215; scale / max; over 1, its largest values are past the format's, the scale lagging its amax).</p>\n" +
-         table({"layer", "tensor", "max", "scale", "amax", "filled", "saturated", "made zero"}, tensors);
+         table({"layer", "tensor", "max", "scale", "amax", "filled", "clipped", "made zero"}, tensors);
 }
 
 std::string diagnosis_section(const std::vector<Finding>& findings) {
