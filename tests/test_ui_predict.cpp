@@ -15,10 +15,15 @@
 #include <QMessageBox>
 #include <QPointer>
 #include <QPushButton>
+#include <QScreen>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTableWidget>
+#include <QTextBlock>
+#include <QTextDocument>
+#include <QTextLayout>
 #include <QTimer>
+#include <QToolTip>
 
 #include "export/exported_model.h"
 #include "export/onnx_export.h"
@@ -322,6 +327,55 @@ class PredictImages : public QObject {
     QVERIFY(!dialog.export_model());
     QVERIFY2(dialog.error().contains("not kept"), qPrintable(dialog.error()));
     QVERIFY(!QFileInfo::exists(dir_.filePath("none.safetensors")));
+  }
+
+  // Why Predict and Export model are disabled wraps within the screen, the run's name whole on one line: its spaces
+  // did not break, so it broke only at the name's hyphens and ran off the screen's right edge.
+  void a_disabled_actions_reason_wraps_with_the_run_name_whole() {
+    const QString name = "resnet20-amp-fp8 a/b-7";
+    const std::string was = RunStore(db_.toStdString()).run(not_kept_).name;
+    RunStore(db_.toStdString()).rename(not_kept_, name.toStdString());
+    RunStore store(db_.toStdString());
+    RunsView view(store);
+    view.resize(1366, 768);
+    view.show();
+    view.reload();
+    view.select({not_kept_});
+    for (QAction* action : {view.export_model_action(), view.findChild<QAction*>("predictAction")}) {
+      const QString tip = action->toolTip();
+      QVERIFY2(tooltip_text(tip).contains("('" + name + "') has no final weights: they were not kept"),
+               qPrintable(tooltip_text(tip)));
+      QToolTip::showText(view.mapToGlobal(QPoint(view.width() - 10, 40)), tip, &view);
+      const QLabel* shown = nullptr;
+      for (QWidget* w : QApplication::topLevelWidgets())
+        if (w->objectName() == "qtooltip_label" && w->isVisible()) shown = qobject_cast<QLabel*>(w);
+      QVERIFY(shown);
+      QVERIFY2(shown->width() <= shown->screen()->availableGeometry().width(),
+               qPrintable(QString::number(shown->width())));
+      QVERIFY2(shown->width() <= 90 * shown->fontMetrics().averageCharWidth(),
+               qPrintable(QString::number(shown->width())));
+      // Laid out as the tooltip lays it out, at its width and at one too narrow for "Run 2 ('name')" on a line: no
+      // line starts inside the name.
+      const int narrow = shown->fontMetrics().horizontalAdvance("('" + name + "') has");
+      for (const int width : {shown->contentsRect().width(), narrow}) {
+        QTextDocument doc;
+        doc.setDefaultFont(shown->font());
+        doc.setHtml(tip);
+        doc.setTextWidth(width);
+        QVERIFY2(doc.idealWidth() <= width, qPrintable(QString::number(width)));  // nothing runs past its edge
+        const qsizetype at = doc.toPlainText().indexOf("('") + 2, end = doc.toPlainText().indexOf("')");
+        QVERIFY(at >= 2 && end > at);
+        int lines = 0;
+        for (QTextBlock b = doc.begin(); b.isValid(); b = b.next())
+          for (int i = 0; i < b.layout()->lineCount(); ++i, ++lines) {
+            const qsizetype start = b.position() + b.layout()->lineAt(i).textStart();
+            QVERIFY2(start <= at || start >= end, qPrintable(QString::number(width)));
+          }
+        QVERIFY2(lines >= 2, qPrintable(QString::number(width)));  // wrapped, not one line running off
+      }
+      QToolTip::hideText();
+    }
+    RunStore(db_.toStdString()).rename(not_kept_, was);
   }
 
   // Predict and Export model are in the Run menu too, for the run selected in the Runs tab, enabled as its buttons are.

@@ -31,9 +31,13 @@ W* child(QWidget& parent, const char* name) {
 }
 
 // A tooltip as the user reads it: plain_tooltip() makes user text (a path, a name) rich text shown as written, its
-// spaces non-breaking.
+// spaces non-breaking; wrapping_tooltip() binds a name's words with no-break spaces, hyphens and word joiners.
 inline QString tooltip_text(const QString& tooltip) {
-  return QTextDocumentFragment::fromHtml(tooltip).toPlainText().replace(QChar::Nbsp, ' ');
+  return QTextDocumentFragment::fromHtml(tooltip)
+      .toPlainText()
+      .replace(QChar::Nbsp, ' ')
+      .replace(QChar(0x2011), '-')
+      .remove(QChar(0x2060));
 }
 
 // The charts' run legend as the user reads it: its names are kept whole by no-break spaces and hyphens.

@@ -5,6 +5,7 @@
 
 #include <QMessageBox>
 #include <QString>
+#include <QTextBoundaryFinder>
 #include <QTextDocument>
 
 namespace ampwb::ui {
@@ -26,5 +27,31 @@ inline QString as_sentence(const QString& text) { return text.left(1).toUpper() 
 
 // A tooltip of plain text: escaped, its line breaks kept (QToolTip has no plain-text mode).
 inline QString plain_tooltip(const QString& text) { return text.isEmpty() ? text : Qt::convertFromPlainText(text); }
+
+// A tooltip of plain text that wraps at its spaces within QToolTip's width (plain_tooltip's spaces never break, so a
+// long one ran off the screen), `whole` (a run's name) kept on one line where it is short enough to fit one.
+inline QString wrapping_tooltip(const QString& text, const QString& whole = {}) {
+  if (text.isEmpty()) return text;
+  QString kept = text;
+  if (!whole.isEmpty() && whole.size() <= 40 && text.contains(whole)) {
+    // Each place the line may break inside it made one where it may not: a no-break space or hyphen, else a word
+    // joiner (a slash, a bracket); all of them read and print as what they stand for.
+    QString bound;
+    QTextBoundaryFinder breaks(QTextBoundaryFinder::Line, whole);
+    qsizetype from = 0;
+    for (qsizetype at = breaks.toNextBoundary(); at > 0 && at < whole.size(); at = breaks.toNextBoundary()) {
+      bound += whole.mid(from, at - from);
+      if (bound.endsWith(' '))
+        for (qsizetype i = bound.size() - 1; i >= 0 && bound[i] == ' '; --i) bound[i] = QChar::Nbsp;
+      else if (bound.endsWith('-'))
+        bound.back() = QChar(0x2011);
+      else
+        bound += QChar(0x2060);
+      from = at;
+    }
+    kept.replace(whole, bound + whole.mid(from));
+  }
+  return Qt::convertFromPlainText(kept, Qt::WhiteSpaceNormal);
+}
 
 }  // namespace ampwb::ui

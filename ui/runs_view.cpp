@@ -633,10 +633,15 @@ void RunsView::update_actions() {
                   : ids.empty()                                ? tr("Select a run first")
                   : a.needs == Selected::One && ids.size() > 1 ? tr("Select only one run for this")
                                                                : QString();
-    if (const int row = ids.size() == 1 ? model_->row_of(ids[0]) : -1; why.isEmpty() && a.refusal && row >= 0)
-      why = as_sentence(QString::fromStdString(a.refusal(model_->rows()[static_cast<size_t>(row)])));
+    const int row = ids.size() == 1 ? model_->row_of(ids[0]) : -1;
+    QString name;  // kept whole where the reason names the run
+    if (why.isEmpty() && a.refusal && row >= 0) {
+      const RunsModel::Row& r = model_->rows()[static_cast<size_t>(row)];
+      why = as_sentence(QString::fromStdString(a.refusal(r)));
+      name = QString::fromStdString(r.record.name);
+    }
     a.action->setEnabled(why.isEmpty());
-    a.action->setToolTip(plain_tooltip(why.isEmpty() ? a.what : why));
+    a.action->setToolTip(wrapping_tooltip(why.isEmpty() ? a.what : why, name));
   }
 }
 
