@@ -924,6 +924,7 @@ class ChartData : public QObject {
     QCOMPARE(t->item(1, 0)->background().color().hue(), 0);
     QCOMPARE(view->caption()->text(), QString::fromStdString(divergence_sentence(d)));
     QVERIFY(view->caption()->text().contains("departs from FP32 first at bn1"));
+    QVERIFY(view->caption()->toolTip().startsWith(view->caption()->text() + "\n\n"));  // whole, however narrow
 
     // An FP32 run has nothing to compare, and says so.
     const RunSeries reference = load_run_series(store, store.resolve("reference"));

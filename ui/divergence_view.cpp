@@ -65,7 +65,9 @@ void DivergenceView::rebuild() {
   }
   const PrecisionDivergence& d = *run_->divergence;
   caption_->setText(QString::fromStdString(divergence_sentence(d)));
-  caption_->setToolTip(tr("One step in %1 against one in FP32 from the final weights and %2 images of a training "
+  // The sentence whole too: in its three lines beside the charts it may have to be scrolled.
+  caption_->setToolTip(caption_->text() + "\n\n" +
+                       tr("One step in %1 against one in FP32 from the final weights and %2 images of a training "
                           "batch; relative L2 errors, gradients unscaled. Departure line (activations): %3.")
                            .arg(QString::fromStdString(d.mode))
                            .arg(d.samples)
