@@ -803,6 +803,8 @@ class ChartData : public QObject {
     QVERIFY2(tip.contains("fc (linear, 16 → 16 channels), epoch 1, step 3"), qPrintable(tip));
     QVERIFY2(tip.contains("forward in f16, backward in f16, 3 casts"), qPrintable(tip));
     QVERIFY2(tip.contains("loss scale 1024"), qPrintable(tip));
+    QVERIFY2(tip.contains("activation: max |x| 131008;"), qPrintable(tip));
+    QVERIFY2(tip.contains("weight gradient: max |x| 0.5;"), qPrintable(tip));
 
     // The selector: the activation gradients' underflow, 10% and more red, none green.
     map.set_measure(NumericsMeasure::ActivationGradUnderflow);

@@ -21,7 +21,7 @@ namespace {
 
 QString range_text(const ValueRange& r) {
   return QObject::tr("max |x| %1; %2 below 2^-24, %3 below 2^-14, %4 above 65504, %5 zero, %6 inf/NaN (%7 values)")
-      .arg(QString::fromStdString(number_text(r.max_abs)))
+      .arg(QString::fromStdString(significant_text(r.max_abs, 6)))  // 65504 whole, not an FP16 value's every digit
       .arg(QString::fromStdString(percent_text(r.underflow_fraction)))
       .arg(QString::fromStdString(percent_text(r.below_normal_fraction)))
       .arg(QString::fromStdString(percent_text(r.overflow_fraction)))
