@@ -1,11 +1,14 @@
 // The runs view's final weights, offscreen: which runs kept them, "Predict on images…" (PredictDialog) on real
 // image files with a run trained here, against the engine's own inference of the same files, and "Export model…"
-// (ExportModelDialog) writing the files `ampwb export model` writes.
+// (ExportModelDialog) writing the files `ampwb export model` writes; both in the Run menu too, their disabled reasons
+// wrapped on a 1366×768 screen (the offscreen one, set up in main()), and the results fitting it.
 #include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
 #include <QDir>
 #include <QFile>
+#include <QGuiApplication>
+#include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -15,7 +18,9 @@
 #include <QMessageBox>
 #include <QPointer>
 #include <QPushButton>
+#include <QRandomGenerator>
 #include <QScreen>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTableWidget>
@@ -24,6 +29,8 @@
 #include <QTextLayout>
 #include <QTimer>
 #include <QToolTip>
+
+#include <tuple>
 
 #include "export/exported_model.h"
 #include "export/onnx_export.h"
@@ -424,10 +431,68 @@ class PredictImages : public QObject {
     QVERIFY(exporting && exporting->isVisible());
     exporting->close();
   }
+
+  // On a 1366×768 screen the results show every column whole, without scrolling sideways, for a 2-class run and for
+  // a 10-class run with Fashion-MNIST's class names: its Top 5 column needed a horizontal scroll bar at 760 px.
+  void the_results_fit_the_screen_without_scrolling_sideways() {
+    const QRect free = QGuiApplication::primaryScreen()->availableGeometry();
+    QCOMPARE(free.size(), QSize(1366, 768));
+    const QString ten = dir_.filePath("ten-classes");
+    QRandomGenerator rng(3);
+    QStringList ten_images;
+    for (const char* name :
+         {"T-shirt top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}) {
+      QDir().mkpath(ten + "/" + name);
+      for (int i = 0; i < 8; ++i) {
+        QImage image(16, 16, QImage::Format_RGB32);
+        for (int y = 0; y < 16; ++y)
+          for (int x = 0; x < 16; ++x) image.setPixelColor(x, y, QColor::fromHsv(0, 0, rng.bounded(256)));
+        const QString file = QStringLiteral("%1/%2/%3.png").arg(ten, name).arg(i);
+        QVERIFY(image.save(file));
+        if (i == 0) ten_images << file;
+      }
+    }
+    const QString ten_db = dir_.filePath("ten-classes.sqlite");
+    const int64_t ten_run = train_into_store(ten_db, tiny_config(ten, 1, 2));
+    QWidget window;  // the main window, where the dialog opens
+    window.resize(1366, 768);
+    window.show();
+    for (const auto& [db, run, images, classes] :
+         {std::tuple{db_, kept_, vertical_images(), 2}, std::tuple{ten_db, ten_run, ten_images, 10}}) {
+      RunStore store(db.toStdString());
+      auto* dialog = new PredictDialog(store, run, images, &window);
+      dialog->show();
+      QTRY_VERIFY_WITH_TIMEOUT(dialog->finished(), 60000);
+      QVERIFY2(dialog->error().isEmpty(), qPrintable(dialog->error()));
+      QTableWidget* table = dialog->table();
+      QCOMPARE(table->horizontalHeaderItem(3)->text(), QStringLiteral("Top %1").arg(std::min(classes, 5)));
+      QTRY_VERIFY2(!table->horizontalScrollBar()->isVisible(), qPrintable(QString::number(dialog->width())));
+      QCOMPARE(table->horizontalScrollBar()->maximum(), 0);
+      // Each column whole: the last one as wide as its widest row, the image's name not cut.
+      int columns = 0;
+      for (int c = 0; c < 4; ++c) columns += table->columnWidth(c);
+      QVERIFY(columns <= table->viewport()->width());
+      QVERIFY(table->columnWidth(3) >= static_cast<const QAbstractItemView*>(table)->sizeHintForColumn(3));
+      QVERIFY(table->columnWidth(0) >= static_cast<const QAbstractItemView*>(table)->sizeHintForColumn(0));
+      QVERIFY2(free.contains(dialog->frameGeometry()),
+               qPrintable(QStringLiteral("%1 %2").arg(dialog->x()).arg(dialog->width())));
+      delete dialog;
+    }
+  }
 };
 
 }  // namespace ampwb::ui::test
 
-int main(int argc, char** argv) { return ampwb::ui::test::run_ui_test<ampwb::ui::test::PredictImages>(argc, argv); }
+int main(int argc, char** argv) {
+  // A 1366×768 laptop's screen, where the results dialog was too narrow: the offscreen platform's, from its file.
+  static QTemporaryDir config;
+  const QString file = config.filePath("screen.json");
+  QFile json(file);
+  if (!json.open(QIODevice::WriteOnly)) return 1;
+  json.write(R"({"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1366, "height": 768, "dpr": 1}]})");
+  json.close();
+  ::setenv("QT_QPA_PLATFORM", qPrintable("offscreen:configfile=" + file), 1);
+  return ampwb::ui::test::run_ui_test<ampwb::ui::test::PredictImages>(argc, argv);
+}
 
 #include "test_ui_predict.moc"

@@ -6,6 +6,8 @@
 #include <QLabel>
 #include <QMetaObject>
 #include <QProgressBar>
+#include <QScreen>
+#include <QScrollBar>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -147,6 +149,30 @@ void PredictDialog::show_rows(size_t first, const std::vector<ImageLogits>& resu
   progress_->setValue(static_cast<int>(first + results.size()));
 }
 
+void PredictDialog::fit_columns() {
+  // The image's name takes at most a third of the table: the classes and their probabilities are what it shows.
+  const auto cap_image = [this](int table) { table_->setColumnWidth(0, std::min(table_->columnWidth(0), table / 3)); };
+  if (!isVisible()) return cap_image(table_->viewport()->width());  // not laid out: no width to widen from
+  // What the other columns' contents need: the last one is stretched, so its own width does not say.
+  const int rest = table_->columnWidth(1) + table_->columnWidth(2) +
+                   std::max(static_cast<const QAbstractItemView*>(table_)->sizeHintForColumn(3),
+                            table_->horizontalHeader()->sectionSizeHint(3));
+  // Around the columns: the dialog's margins, the table's frame and the vertical scroll bar where the rows need one.
+  const bool scrolls = table_->verticalHeader()->length() > table_->viewport()->height();
+  const int chrome = width() - table_->width() + 2 * table_->frameWidth() +
+                     (scrolls ? table_->verticalScrollBar()->sizeHint().width() : 0);
+  const QRect free = screen()->availableGeometry();
+  const int room = free.width() - (frameGeometry().width() - width()) - chrome;  // the widest the columns can be
+  const int now = width() - chrome;
+  cap_image(std::max(now, std::min(table_->columnWidth(0) + rest, room)));
+  // Wide enough for every column where the screen is (a 10-class run's Top 5 scrolled at 760 px), kept on it.
+  const int wanted = std::min(table_->columnWidth(0) + rest, room);
+  if (wanted <= now) return;
+  resize(wanted + chrome, height());
+  if (const int outside = frameGeometry().right() - free.right(); outside > 0)
+    move(std::max(free.left(), x() - outside), y());
+}
+
 void PredictDialog::finish(const QString& error) {
   finished_ = true;
   progress_->hide();
@@ -160,8 +186,7 @@ void PredictDialog::finish(const QString& error) {
   std::vector<QString> reasons;
   for (int row : unreadable_rows_) reasons.push_back(table_->takeItem(row, 1)->text());
   table_->resizeColumnsToContents();
-  // The image's name takes at most a third of the table: the classes and their probabilities are what it shows.
-  table_->setColumnWidth(0, std::min(table_->columnWidth(0), table_->viewport()->width() / 3));
+  fit_columns();
   for (size_t i = 0; i < unreadable_rows_.size(); ++i) {
     auto* item = new QTableWidgetItem(tr("not classified: %1").arg(reasons[i]));
     item->setToolTip(plain_tooltip(reasons[i]));  // whole, where the row cuts it

@@ -39,6 +39,7 @@ class PredictDialog : public QDialog {
  private:
   void classify(ModelWeights weights);  // on worker_
   void show_rows(size_t first, const std::vector<ImageLogits>& results);
+  void fit_columns();  // once the rows are in: the dialog widened to show every column whole, where the screen can
   void finish(const QString& error);
 
   QTableWidget* table_ = nullptr;
