@@ -317,8 +317,9 @@ TEST(DistCli, AStoppedProcessesTrainingExitsAsItsSignalSays) {
   ASSERT_GT(rank1, 0);
   strays.add(rank1);
 
+  // Whether the launcher itself stops depends on its process group (the kernel ignores a stop in one no terminal
+  // controls: ctest's may be such); its ranks stop either way.
   ::kill(ampwb_pid, SIGTSTP);
-  EXPECT_TRUE(comes_to(ampwb_pid, true));
   EXPECT_TRUE(comes_to(rank1, true)) << "Ctrl-Z left the ranks training";
   ::kill(ampwb_pid, SIGCONT);
   EXPECT_TRUE(comes_to(rank1, false)) << "continued, the ranks stayed stopped";

@@ -543,7 +543,8 @@ TEST(StoreCli, ExportedCsvNeverHoldsAFormulaFromTextButKeepsNegativeNumbers) {
   const std::string db = dir.file("runs.sqlite");
   const std::string name = "=HYPERLINK(\"http://example.invalid\",\"x\")";
   std::vector<std::string> train = tiny_training(db, 1, 2);
-  train.insert(train.end(), {"--name", name, "--fp8-margin", "-2"});  // a negative setting, in the summaries
+  // A negative setting, in the summaries: FP8's margin, in an amp-fp8 run, which uses it.
+  train.insert(train.end(), {"--name", name, "--precision", "amp-fp8", "--fp8-margin", "-2"});
   Result r = ampwb(train);
   ASSERT_EQ(r.status, 0) << r.output;
   ASSERT_EQ(ampwb({"tag", "1", "+cmd|' /C calc'!A0", "--db", db}).status, 0);
