@@ -1083,6 +1083,19 @@ TEST(Checkpoints, AFlippedByteIsRefusedByNameAndThePreviousCheckpointIsUsed) {
   fs::remove_all(dir);
 }
 
+// A resumed run's observer: the notes it started with, and a stop after its first step where `at_once`.
+struct Notes : StopAt {
+  Notes(Trainer*& trainer, bool at_once) : StopAt(trainer, -1), trainer_(trainer), at_once_(at_once) {}
+  std::vector<std::string> notes;
+  void on_start(const RunInfo& info) override { notes = info.notes; }
+  void on_step(const StepReport& r) override {
+    StopAt::on_step(r);
+    if (at_once_) trainer_->stop();
+  }
+  Trainer*& trainer_;
+  bool at_once_;
+};
+
 TEST(Checkpoints, ResumeFromADamagedCheckpointFallsBackToThePreviousOneAndSaysSo) {
   const fs::path data = make_stripes_folder("resume_crc", 16, 12);
   const fs::path dir = fs::temp_directory_path() / ("ampwb_ckpt_resume_crc_" + std::to_string(::getpid()));
@@ -1098,12 +1111,7 @@ TEST(Checkpoints, ResumeFromADamagedCheckpointFallsBackToThePreviousOneAndSaysSo
   const std::string path = first.checkpoints.back().path;
   flip_byte(path, 64);
   c.resume_from = path;
-  struct Notes : StopAt {
-    using StopAt::StopAt;
-    std::vector<std::string> notes;
-    void on_start(const RunInfo& info) override { notes = info.notes; }
-  };
-  Notes second(current, -1);
+  Notes second(current, false);
   Trainer part2(c, &second);
   current = &part2;
   const RunEnd end = part2.run();
@@ -1130,17 +1138,6 @@ TEST(Checkpoints, AResumeOnImagesChangedSinceTheCheckpointSaysSo) {
   current = &part1;
   ASSERT_EQ(part1.run().status, RunStatus::Cancelled);
   c.resume_from = first.checkpoints.back().path;
-  struct Notes : StopAt {  // and stops after its first step where `at_once`
-    Notes(Trainer*& trainer, bool at_once) : StopAt(trainer, -1), trainer_(trainer), at_once_(at_once) {}
-    std::vector<std::string> notes;
-    void on_start(const RunInfo& info) override { notes = info.notes; }
-    void on_step(const StepReport& r) override {
-      StopAt::on_step(r);
-      if (at_once_) trainer_->stop();
-    }
-    Trainer*& trainer_;
-    bool at_once_;
-  };
   const auto changed_said = [](const Notes& n) {
     return std::any_of(n.notes.begin(), n.notes.end(), [](const std::string& note) {
       return note.starts_with("the dataset's images changed since the checkpoint");

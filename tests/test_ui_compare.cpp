@@ -743,6 +743,16 @@ class CompareRuns : public QObject {
     }
   }
 
+  // The window as on a 1366×768 screen less its frame, on the Compare tab, the setup panel hidden as it is there.
+  static bool shown_comparing_at_1366_by_768(MainWindow& w) {
+    w.resize(1350, 720);
+    w.show();
+    if (!QTest::qWaitForWindowExposed(&w)) return false;
+    w.tabs()->setCurrentWidget(w.compare_view());
+    w.findChild<QWidget*>("setupDock")->setVisible(false);
+    return true;
+  }
+
   // At 1366×768 the per-layer table beside the charts shows every epoch of a 3-epoch run whole: its columns as wide
   // as their cells ("14.4"), not as a share's "100.00%", which left the third cut in the middle.
   void the_per_layer_table_shows_three_epochs_at_1366_by_768() {
@@ -754,11 +764,7 @@ class CompareRuns : public QObject {
     c.precision = precision_preset("amp-fp16");
     const int64_t three = train_into_store(db, c);
     MainWindow w(db);
-    w.resize(1350, 720);  // a 1366×768 screen less the window's frame
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    w.tabs()->setCurrentWidget(w.compare_view());
-    w.findChild<QWidget*>("setupDock")->setVisible(false);
+    QVERIFY(shown_comparing_at_1366_by_768(w));
     w.open_runs({fp32_seed1_, bf16_seed1_, three});
     ChartPanel* charts = w.compare_view()->charts();
     auto* chooser = charts->findChild<QComboBox*>("layersRun");
@@ -780,11 +786,7 @@ class CompareRuns : public QObject {
   // the side-by-side table under them gets the rest, five rows at least beside two runs' one to three lines.
   void the_speed_lines_leave_their_unused_lines_to_the_table() {
     MainWindow w(db_);
-    w.resize(1350, 720);  // a 1366×768 screen less the window's frame
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    w.tabs()->setCurrentWidget(w.compare_view());
-    w.findChild<QWidget*>("setupDock")->setVisible(false);
+    QVERIFY(shown_comparing_at_1366_by_768(w));
     auto* area = w.compare_view()->findChild<QScrollArea*>("compareTextArea");
     auto* time = w.compare_view()->findChild<QLabel*>("compareTime");
     auto* summary = w.compare_view()->findChild<QLabel*>("compareSummary");
